@@ -1,0 +1,31 @@
+import { ExecutorError } from '../domain/errors.js';
+import type { Risk } from '../domain/risk.js';
+import { guardPath } from '../policy/path-guard.js';
+import type { RiskHints } from '../policy/evaluate-step.js';
+import { matchingSecretGlob } from '../policy/secret-paths.js';
+import type { ActionContext } from './action-module.js';
+
+/** Shared rules of the file actions: where the path really goes and how risky touching it is. */
+export function assessFileTarget(requested: string, verb: 'write' | 'delete', ctx: ActionContext): RiskHints {
+  const verdict = guardPath(requested, ctx.policy.workspaceRoots, ctx.dataDir);
+  if (!verdict.ok) return { risk: 'CRITICAL', deny: true, reasons: [verdict.reason], mitigations: [] };
+  let risk: Risk = 'MEDIUM';
+  const reasons = [`${verb === 'write' ? 'Writes' : 'Deletes'} ${verdict.relativePath} inside the workspace root ${verdict.root}.`];
+  const secretGlob = matchingSecretGlob(verdict.relativePath, ctx.policy.secretGlobs);
+  if (secretGlob) {
+    risk = 'HIGH';
+    reasons.push(`${verdict.relativePath} matches the secret pattern "${secretGlob}": it may hold credentials.`);
+  }
+  return {
+    risk,
+    reasons,
+    mitigations: ['The current content is backed up first; the step can be reverted exactly.'],
+  };
+}
+
+/** Re-checks the path at the moment of execution: a symlink may have appeared since approval. */
+export function resolveFileTarget(requested: string, ctx: ActionContext): string {
+  const verdict = guardPath(requested, ctx.policy.workspaceRoots, ctx.dataDir);
+  if (!verdict.ok) throw new ExecutorError(verdict.code, verdict.reason, { path: requested });
+  return verdict.realPath;
+}

@@ -1,0 +1,21 @@
+import type { ActionName, Step } from '../domain/step.js';
+import type { ActionModule } from './action-module.js';
+import { createKBEntry } from './create-kb-entry.js';
+import { deleteFile } from './delete-file.js';
+import { writeFile } from './write-file.js';
+
+/** Every action's module. The mapped type makes a new action in the schema union fail to compile until it is listed here. */
+const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
+  writeFile,
+  deleteFile,
+  createKBEntry,
+};
+
+export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {
+  return ACTIONS[action];
+}
+
+/** The module with its args, typed together, so callers never switch on the action name. */
+export function boundAction(step: Step): { module: ActionModule<ActionName>; args: never } {
+  return { module: ACTIONS[step.action] as ActionModule<ActionName>, args: step.args as never };
+}

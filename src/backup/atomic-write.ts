@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Writes a file so that a crash leaves either the old or the new content, never a mix:
+ * the bytes go to a temporary sibling, are fsynced, and replace the target by rename;
+ * the directory is fsynced so the rename itself survives power loss.
+ */
+export function writeFileAtomic(target: string, data: Uint8Array, mode?: number): void {
+  const dir = path.dirname(target);
+  fs.mkdirSync(dir, { recursive: true });
+  const temp = path.join(dir, `.${path.basename(target)}.executor-${randomBytes(6).toString('hex')}.tmp`);
+  const fd = fs.openSync(temp, 'wx', mode ?? 0o644);
+  try {
+    fs.writeSync(fd, data);
+    if (mode !== undefined) fs.fchmodSync(fd, mode);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.renameSync(temp, target);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw error;
+  }
+  fsyncDirectory(dir);
+}
+
+export function removeFileDurably(target: string): void {
+  fs.rmSync(target, { force: true });
+  fsyncDirectory(path.dirname(target));
+}
+
+function fsyncDirectory(dir: string): void {
+  // Windows cannot open directories for fsync; there the rename is as durable as the OS makes it.
+  if (process.platform === 'win32') return;
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,38 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { writeFileAtomic } from './atomic-write.js';
+
+export function sha256Of(data: Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/**
+ * Content-addressed snapshots under `blobs/ab/cdef…`. The same content is stored once however
+ * many steps touch it, and a blob's name proves its content, so a restore can check what it wrote.
+ */
+export class BlobStore {
+  constructor(private readonly root: string) {}
+
+  private pathOf(hash: string): string {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`not a sha256 hex digest: ${hash}`);
+    return path.join(this.root, hash.slice(0, 2), hash.slice(2));
+  }
+
+  put(data: Uint8Array): string {
+    const hash = sha256Of(data);
+    const file = this.pathOf(hash);
+    if (!fs.existsSync(file)) writeFileAtomic(file, data, 0o600);
+    return hash;
+  }
+
+  get(hash: string): Buffer {
+    const data = fs.readFileSync(this.pathOf(hash));
+    if (sha256Of(data) !== hash) throw new Error(`backup blob ${hash} is corrupt: its content no longer matches its name`);
+    return data;
+  }
+
+  has(hash: string): boolean {
+    return fs.existsSync(this.pathOf(hash));
+  }
+}

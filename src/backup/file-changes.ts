@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { ExecutorError } from '../domain/errors.js';
+import type { FileChangePreview } from '../domain/step-record.js';
+import type { FileBackupRow } from '../store/step-repository.js';
+import { removeFileDurably, writeFileAtomic } from './atomic-write.js';
+import { sha256Of, type BlobStore } from './blob-store.js';
+import { unifiedLineDiff } from './line-diff.js';
+
+/** One file a step will change: its content now (null: absent) and after (null: deleted). */
+export interface FileChange {
+  absolutePath: string;
+  /** The path as the person wrote it, shown in previews and diffs. */
+  displayPath: string;
+  before: Buffer | null;
+  after: Buffer | null;
+  mode: number | null;
+}
+
+const BINARY_SNIFF_BYTES = 8000;
+
+export function isBinary(data: Buffer): boolean {
+  return data.subarray(0, BINARY_SNIFF_BYTES).includes(0) || !isUtf8(data);
+}
+
+export function readCurrent(absolutePath: string): { content: Buffer | null; mode: number | null } {
+  try {
+    const stat = fs.lstatSync(absolutePath);
+    if (!stat.isFile()) {
+      throw new ExecutorError('PATH_INVALID', `${absolutePath} is not a regular file (it is a ${stat.isDirectory() ? 'directory' : 'special file'}).`, {
+        path: absolutePath,
+      });
+    }
+    return { content: fs.readFileSync(absolutePath), mode: stat.mode & 0o7777 };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { content: null, mode: null };
+    throw error;
+  }
+}
+
+function describeBinary(data: Buffer | null): string {
+  return data === null ? 'absent' : `binary, ${data.length} bytes, sha256 ${sha256Of(data)}`;
+}
+
+/** The dry-run view of one change; no side effects. */
+export function previewFileChange(change: FileChange): FileChangePreview {
+  const { before, after } = change;
+  const binary = (before !== null && isBinary(before)) || (after !== null && isBinary(after));
+  const preview: FileChangePreview = {
+    path: change.displayPath,
+    existedBefore: before !== null,
+    existsAfter: after !== null,
+    sizeBefore: before?.length ?? 0,
+    sizeAfter: after?.length ?? 0,
+    preHash: before === null ? null : sha256Of(before),
+    postHash: after === null ? null : sha256Of(after),
+    binary,
+    diff: null,
+  };
+  if (binary) {
+    preview.diffOmittedReason = `binary content: before ${describeBinary(before)}; after ${describeBinary(after)}`;
+    return preview;
+  }
+  const result = unifiedLineDiff(
+    before?.toString('utf8') ?? '',
+    after?.toString('utf8') ?? '',
+    before === null ? '/dev/null' : `a/${change.displayPath}`,
+    after === null ? '/dev/null' : `b/${change.displayPath}`,
+  );
+  if (result.ok) preview.diff = result.patch;
+  else preview.diffOmittedReason = result.reason;
+  return preview;
+}
+
+/**
+ * Stores the pre-image and then the post-image of every file as blobs (fsynced) and returns the
+ * manifest rows. Called before any file is touched, so every effect has its way back.
+ */
+export function backupFileChanges(blobs: BlobStore, changes: FileChange[], previews: FileChangePreview[]): FileBackupRow[] {
+  return changes.map((change, index) => {
+    const preHash = change.before === null ? null : blobs.put(change.before);
+    const postHash = change.after === null ? null : blobs.put(change.after);
+    return {
+      path: change.absolutePath,
+      preHash,
+      postHash,
+      existedBefore: change.before !== null,
+      mode: change.mode,
+      diff: previews[index]?.diff ?? null,
+    };
+  });
+}
+
+export function applyFileChanges(changes: FileChange[]): void {
+  for (const change of changes) {
+    if (change.after === null) removeFileDurably(change.absolutePath);
+    else writeFileAtomic(change.absolutePath, change.after, change.mode ?? undefined);
+  }
+}
+
+function currentHash(absolutePath: string): string | null {
+  const { content } = readCurrent(absolutePath);
+  return content === null ? null : sha256Of(content);
+}
+
+export interface RevertPlanEntry {
+  path: string;
+  /** What revert will write back (null: the file is removed). */
+  restoreHash: string | null;
+  currentHash: string | null;
+  expectedHash: string | null;
+  state: 'restore' | 'already_restored' | 'conflict';
+}
+
+/**
+ * What a revert would do, file by file. A file counts as safe to restore only while it still holds
+ * the step's post-image; one already back at its pre-image (a step interrupted before its rename)
+ * needs nothing; anything else is newer work, a conflict.
+ */
+export function planRevert(rows: FileBackupRow[]): RevertPlanEntry[] {
+  return rows.map((row) => {
+    const current = currentHash(row.path);
+    const state = current === row.postHash ? 'restore' : current === row.preHash ? 'already_restored' : 'conflict';
+    return { path: row.path, restoreHash: row.preHash, currentHash: current, expectedHash: row.postHash, state };
+  });
+}
+
+/**
+ * Restores every file of a step from its pre-image, or changes nothing and reports the conflicts.
+ * `force` restores conflicting files too (the caller records that it was forced).
+ */
+export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[], force: boolean): RevertPlanEntry[] {
+  const plan = planRevert(rows);
+  const conflicts = plan.filter((entry) => entry.state === 'conflict');
+  if (conflicts.length > 0 && !force) {
+    const first = conflicts[0]!;
+    throw new ExecutorError(
+      'REVERT_CONFLICT',
+      `${first.path} changed after the step ran (expected sha256 ${first.expectedHash ?? 'absent'}, found ${first.currentHash ?? 'absent'}). ` +
+        'Nothing was reverted. Revert with force to overwrite the newer content.',
+      { conflicts: conflicts.map(({ path, expectedHash, currentHash }) => ({ path, expectedHash, currentHash })) },
+    );
+  }
+  // Read every blob before writing anything, so a missing or corrupt backup stops the revert whole.
+  const restores = rows.map((row) => (row.preHash === null ? null : blobs.get(row.preHash)));
+  rows.forEach((row, index) => {
+    if (plan[index]!.state === 'already_restored') return;
+    const content = restores[index]!;
+    if (content === null) removeFileDurably(row.path);
+    else writeFileAtomic(row.path, content, row.mode ?? undefined);
+  });
+  return plan;
+}

@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ExecutorError } from './errors.js';
+import { PlanInputSchema, PlanSchema, type Plan, type StepMeta } from './step.js';
+
+/** Turns zod's issues into one sentence per problem, with the JSON path a person can find in their file. */
+export function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const where = issue.path.length ? issue.path.join('.') : '(top level)';
+    return `${where}: ${issue.message}`;
+  });
+}
+
+/**
+ * Validates a plan as written by a person or agent, fills in ids, and returns a fully
+ * validated Plan. Throws INVALID_PLAN naming every problem; nothing is half-accepted.
+ */
+export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string }): Plan {
+  const shaped = PlanInputSchema.safeParse(input);
+  if (!shaped.success) {
+    throw new ExecutorError('INVALID_PLAN', `The plan is not valid: ${describeIssues(shaped.error).join('; ')}`, {
+      issues: describeIssues(shaped.error),
+    });
+  }
+  const planId = shaped.data.planId ?? `plan-${randomUUID()}`;
+  const candidate = {
+    planId,
+    purpose: shaped.data.purpose,
+    steps: shaped.data.steps.map((step) => ({
+      ...step,
+      id: step.id ?? `step-${randomUUID()}`,
+      planId,
+      meta: { origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}), ...step.meta },
+    })),
+  };
+  const parsed = PlanSchema.safeParse(candidate);
+  if (!parsed.success) {
+    throw new ExecutorError('INVALID_PLAN', `The plan is not valid: ${describeIssues(parsed.error).join('; ')}`, {
+      issues: describeIssues(parsed.error),
+    });
+  }
+  const ids = new Set<string>();
+  for (const step of parsed.data.steps) {
+    if (ids.has(step.id)) throw new ExecutorError('INVALID_PLAN', `The plan uses step id ${step.id} twice.`, { stepId: step.id });
+    ids.add(step.id);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,22 @@
+export const RISK_LEVELS = ['LOW', 'MEDIUM', 'HIGH', 'CRITICAL'] as const;
+export type Risk = (typeof RISK_LEVELS)[number];
+
+export function riskRank(risk: Risk): number {
+  return RISK_LEVELS.indexOf(risk);
+}
+
+export function maxRisk(...risks: Risk[]): Risk {
+  return risks.reduce<Risk>((highest, risk) => (riskRank(risk) > riskRank(highest) ? risk : highest), 'LOW');
+}
+
+export type Consent = 'none' | 'confirm' | 'deny';
+
+/** What the policy says about a step: the consent prompt shows reasons and mitigations verbatim. */
+export interface Evaluation {
+  allowed: boolean;
+  risk: Risk;
+  consent: Consent;
+  reasons: string[];
+  mitigations: string[];
+  reversible: boolean;
+}

@@ -1,0 +1,52 @@
+import type { Actor } from './actor.js';
+import type { ErrorShape } from './errors.js';
+import type { Evaluation } from './risk.js';
+import type { StepStatus } from './state-machine.js';
+import type { Step } from './step.js';
+
+/** One file as a preview shows it: enough for the person to see exactly what changes. */
+export interface FileChangePreview {
+  path: string;
+  existedBefore: boolean;
+  existsAfter: boolean;
+  sizeBefore: number;
+  sizeAfter: number;
+  preHash: string | null;
+  postHash: string | null;
+  binary: boolean;
+  /** Unified diff, or null when binary or too large to diff in time (exact snapshots are still kept). */
+  diff: string | null;
+  diffOmittedReason?: string;
+}
+
+export type Preview =
+  | { kind: 'fileChanges'; files: FileChangePreview[] }
+  | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
+  | { kind: 'text'; text: string };
+
+export interface Approval {
+  by: Actor;
+  at: string;
+  stepHash: string;
+  previewHash: string | null;
+}
+
+/** A step as stored, with everything the person and the reviewer need to see about it. */
+export interface StepRecord {
+  step: Step;
+  position: number;
+  status: StepStatus;
+  stepHash: string;
+  evaluation: Evaluation | null;
+  preview: Preview | null;
+  previewHash: string | null;
+  approval: Approval | null;
+  rejectedReason: string | null;
+  result: Record<string, unknown> | null;
+  error: ErrorShape | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  revertedAt: string | null;
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { canonicalJson, sha256Hex } from './canonical-json.js';
+
+/** Largest file content a step may carry; bigger payloads belong in a command's changeset, not in a plan. */
+export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
+export const MAX_STEPS_PER_PLAN = 500;
+
+const boundedText = (field: string, maxBytes: number) =>
+  z.string().refine((text) => Buffer.byteLength(text, 'utf8') <= maxBytes, {
+    message: `${field} is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB`,
+  });
+
+const pathField = z.string().min(1, 'path is empty').max(4096, 'path is longer than 4096 characters');
+
+/**
+ * Argument schemas of every action. Adding an action = one entry here (the schema union)
+ * plus its module under src/actions/ and its registry line.
+ */
+export const ACTION_ARGS = {
+  writeFile: z.strictObject({
+    path: pathField,
+    content: boundedText('content', MAX_CONTENT_BYTES),
+    encoding: z.enum(['utf8', 'base64']).optional(),
+  }),
+  deleteFile: z.strictObject({
+    path: pathField,
+  }),
+  createKBEntry: z.strictObject({
+    title: z.string().trim().min(1, 'title is empty').max(500),
+    content: boundedText('content', 1024 * 1024),
+    tags: z.array(z.string().min(1).max(100)).max(50).optional(),
+  }),
+} as const;
+
+export type ActionName = keyof typeof ACTION_ARGS;
+export const ACTION_NAMES = Object.keys(ACTION_ARGS) as ActionName[];
+export type ActionArgs<A extends ActionName> = z.infer<(typeof ACTION_ARGS)[A]>;
+
+export const StepMetaSchema = z.strictObject({
+  origin: z.enum(['user', 'agent']),
+  purpose: z.string().max(2000).optional(),
+  modelVersion: z.string().max(200).optional(),
+  confidence: z.number().min(0).max(1).optional(),
+  /** Who proposed it, e.g. an MCP client's name and version. */
+  client: z.string().max(200).optional(),
+});
+export type StepMeta = z.infer<typeof StepMetaSchema>;
+
+const idField = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'ids may hold letters, digits, ".", "_", ":" and "-" only');
+
+const stepVariant = <A extends ActionName>(action: A) =>
+  z.strictObject({
+    id: idField,
+    planId: idField,
+    action: z.literal(action),
+    args: ACTION_ARGS[action],
+    meta: StepMetaSchema,
+  });
+
+export const StepSchema = z.discriminatedUnion('action', [
+  stepVariant('writeFile'),
+  stepVariant('deleteFile'),
+  stepVariant('createKBEntry'),
+]);
+export type Step = z.infer<typeof StepSchema>;
+export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;
+
+export const PlanSchema = z.strictObject({
+  planId: idField,
+  purpose: z.string().max(2000).optional(),
+  steps: z.array(StepSchema).min(1, 'a plan needs at least one step').max(MAX_STEPS_PER_PLAN),
+});
+export type Plan = z.infer<typeof PlanSchema>;
+
+/**
+ * What a person or agent writes: ids and planId may be left out and are filled in;
+ * meta defaults to the proposer's origin.
+ */
+export const PlanInputSchema = z.strictObject({
+  planId: idField.optional(),
+  purpose: z.string().max(2000).optional(),
+  steps: z
+    .array(
+      z.looseObject({
+        id: idField.optional(),
+        action: z.string(),
+        args: z.unknown(),
+        meta: StepMetaSchema.partial().optional(),
+      }),
+    )
+    .min(1, 'a plan needs at least one step')
+    .max(MAX_STEPS_PER_PLAN),
+});
+export type PlanInput = z.infer<typeof PlanInputSchema>;
+
+/** The hash consent binds to: any change to id, plan, action, args or meta changes it. */
+export function stepHash(step: Step): string {
+  return sha256Hex(canonicalJson({ id: step.id, planId: step.planId, action: step.action, args: step.args, meta: step.meta }));
+}

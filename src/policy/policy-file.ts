@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { ExecutorError } from '../domain/errors.js';
+import { describeIssues } from '../domain/plan-parse.js';
+
+export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
+
+export const PolicySchema = z.strictObject({
+  workspaceRoots: z
+    .array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' }))
+    .default([]),
+  /** The highest risk approved without asking. CRITICAL is never auto-approved. */
+  autoApprove: z.enum(['none', 'LOW', 'MEDIUM', 'HIGH']).default('none'),
+  secretGlobs: z.array(z.string().min(1)).default(DEFAULT_SECRET_GLOBS),
+  commands: z
+    .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+    .default({ allow: [], deny: [] }),
+  network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+});
+export type Policy = z.infer<typeof PolicySchema>;
+
+export const POLICY_FILE = 'policy.json';
+
+export function defaultPolicy(): Policy {
+  return PolicySchema.parse({});
+}
+
+/**
+ * Reads policy.json from the data directory. A missing file means the defaults (no roots,
+ * so every file step is denied until the person names one); a broken file is an error,
+ * never a silent fallback to something more permissive.
+ */
+export function loadPolicy(dataDir: string): Policy {
+  const file = path.join(dataDir, POLICY_FILE);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return defaultPolicy();
+    throw error;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ExecutorError('POLICY_INVALID', `${file} is not valid JSON: ${(error as Error).message}`, { file });
+  }
+  const parsed = PolicySchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ExecutorError('POLICY_INVALID', `${file} is not a valid policy: ${describeIssues(parsed.error).join('; ')}`, {
+      file,
+      issues: describeIssues(parsed.error),
+    });
+  }
+  return parsed.data;
+}
+
+export function savePolicy(dataDir: string, policy: Policy): void {
+  const file = path.join(dataDir, POLICY_FILE);
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, JSON.stringify(PolicySchema.parse(policy), null, 2) + '\n', { mode: 0o600 });
+  fs.renameSync(temp, file);
+}

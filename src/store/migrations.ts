@@ -1,0 +1,75 @@
+/**
+ * Schema history. Each entry runs once, in order, inside a transaction; user_version records
+ * how far a database has come. Never edit a shipped entry: add a new one.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE plans (
+    plan_id     TEXT PRIMARY KEY,
+    purpose     TEXT,
+    origin      TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+  );
+  CREATE TABLE steps (
+    step_id             TEXT PRIMARY KEY,
+    plan_id             TEXT NOT NULL REFERENCES plans(plan_id),
+    position            INTEGER NOT NULL,
+    action              TEXT NOT NULL,
+    step_json           TEXT NOT NULL,
+    step_hash           TEXT NOT NULL,
+    status              TEXT NOT NULL,
+    evaluation_json     TEXT,
+    preview_json        TEXT,
+    preview_hash        TEXT,
+    approved_step_hash  TEXT,
+    approved_preview_hash TEXT,
+    approved_by_json    TEXT,
+    approved_at         TEXT,
+    rejected_reason     TEXT,
+    result_json         TEXT,
+    error_json          TEXT,
+    created_at          TEXT NOT NULL,
+    updated_at          TEXT NOT NULL,
+    started_at          TEXT,
+    finished_at         TEXT,
+    reverted_at         TEXT,
+    UNIQUE (plan_id, position)
+  );
+  CREATE INDEX steps_status ON steps(status);
+  CREATE INDEX steps_plan ON steps(plan_id, position);
+
+  CREATE TABLE file_backups (
+    step_id         TEXT NOT NULL REFERENCES steps(step_id),
+    idx             INTEGER NOT NULL,
+    path            TEXT NOT NULL,
+    pre_hash        TEXT,
+    post_hash       TEXT,
+    existed_before  INTEGER NOT NULL,
+    mode            INTEGER,
+    diff            TEXT,
+    PRIMARY KEY (step_id, idx)
+  );
+
+  CREATE TABLE kb_entries (
+    entry_id    TEXT PRIMARY KEY,
+    step_id     TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    tags_json   TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+  );
+
+  CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts           TEXT NOT NULL,
+    plan_id      TEXT,
+    step_id      TEXT,
+    kind         TEXT NOT NULL,
+    actor_json   TEXT NOT NULL,
+    detail_json  TEXT NOT NULL
+  );
+  CREATE INDEX events_step ON events(step_id);
+  CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+  CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+  `,
+];

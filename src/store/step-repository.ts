@@ -1,0 +1,268 @@
+import type { Actor } from '../domain/actor.js';
+import type { AuditEvent, AuditTrail, EventKind } from '../audit/event-log.js';
+import { ExecutorError, type ErrorShape } from '../domain/errors.js';
+import type { Evaluation } from '../domain/risk.js';
+import { assertTransition, type StepStatus } from '../domain/state-machine.js';
+import type { Approval, Preview, StepRecord } from '../domain/step-record.js';
+import { StepSchema, stepHash, type Plan } from '../domain/step.js';
+import type { Db } from './database.js';
+
+interface StepRow {
+  step_id: string;
+  plan_id: string;
+  position: number;
+  step_json: string;
+  step_hash: string;
+  status: StepStatus;
+  evaluation_json: string | null;
+  preview_json: string | null;
+  preview_hash: string | null;
+  approved_step_hash: string | null;
+  approved_preview_hash: string | null;
+  approved_by_json: string | null;
+  approved_at: string | null;
+  rejected_reason: string | null;
+  result_json: string | null;
+  error_json: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  reverted_at: string | null;
+}
+
+/** Fields a transition may set alongside the new status. */
+export interface TransitionPatch {
+  evaluation?: Evaluation;
+  preview?: { preview: Preview; previewHash: string };
+  approval?: Approval;
+  rejectedReason?: string;
+  result?: Record<string, unknown>;
+  error?: ErrorShape;
+  startedAt?: string;
+  finishedAt?: string;
+  revertedAt?: string;
+}
+
+export interface FileBackupRow {
+  path: string;
+  preHash: string | null;
+  postHash: string | null;
+  existedBefore: boolean;
+  mode: number | null;
+  diff: string | null;
+}
+
+export interface StepListFilter {
+  status?: StepStatus[];
+  planId?: string;
+  limit?: number;
+}
+
+const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
+  proposed: 'step.proposed',
+  evaluated: 'step.evaluated',
+  awaiting_consent: 'step.consent_requested',
+  approved: 'step.approved',
+  rejected: 'step.rejected',
+  running: 'step.execution_started',
+  executed: 'step.executed',
+  failed: 'step.failed',
+  interrupted: 'step.interrupted',
+  reverted: 'step.reverted',
+  denied: 'step.denied',
+};
+
+function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+function toRecord(row: StepRow): StepRecord {
+  const approvedBy = parseJson<Actor>(row.approved_by_json);
+  return {
+    step: StepSchema.parse(JSON.parse(row.step_json)),
+    position: row.position,
+    status: row.status,
+    stepHash: row.step_hash,
+    evaluation: parseJson<Evaluation>(row.evaluation_json),
+    preview: parseJson<Preview>(row.preview_json),
+    previewHash: row.preview_hash,
+    approval:
+      approvedBy && row.approved_at && row.approved_step_hash
+        ? { by: approvedBy, at: row.approved_at, stepHash: row.approved_step_hash, previewHash: row.approved_preview_hash }
+        : null,
+    rejectedReason: row.rejected_reason,
+    result: parseJson<Record<string, unknown>>(row.result_json),
+    error: parseJson<ErrorShape>(row.error_json),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    revertedAt: row.reverted_at,
+  };
+}
+
+/**
+ * Steps, their plans and their backups. Every change of status is one transaction that also
+ * appends the audit event, so state and audit never disagree.
+ */
+export class StepRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly audit: AuditTrail,
+  ) {}
+
+  insertPlan(plan: Plan, actor: Actor): void {
+    const now = new Date().toISOString();
+    this.db.transaction(() => {
+      if (this.db.prepare('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
+        throw new ExecutorError('PLAN_EXISTS', `A plan with id ${plan.planId} was already proposed; give the new plan its own id.`, {
+          planId: plan.planId,
+        });
+      }
+      this.db
+        .prepare('INSERT INTO plans (plan_id, purpose, origin, created_at) VALUES (?, ?, ?, ?)')
+        .run(plan.planId, plan.purpose ?? null, actor.channel, now);
+      const insertStep = this.db.prepare(
+        `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)`,
+      );
+      plan.steps.forEach((step, position) => {
+        if (this.db.prepare('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
+          throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
+        }
+        insertStep.run(step.id, plan.planId, position, step.action, JSON.stringify(step), stepHash(step), now, now);
+        this.audit.append({
+          kind: 'step.proposed',
+          actor,
+          planId: plan.planId,
+          stepId: step.id,
+          detail: { action: step.action, args: step.args, meta: step.meta, position, purpose: plan.purpose },
+        });
+      });
+    })();
+  }
+
+  get(stepId: string): StepRecord {
+    const row = this.db.prepare('SELECT * FROM steps WHERE step_id = ?').get(stepId) as StepRow | undefined;
+    if (!row) throw new ExecutorError('NOT_FOUND', `There is no step with id ${stepId}.`, { stepId });
+    return toRecord(row);
+  }
+
+  list(filter: StepListFilter = {}): StepRecord[] {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status?.length) {
+      where.push(`status IN (${filter.status.map(() => '?').join(', ')})`);
+      params.push(...filter.status);
+    }
+    if (filter.planId) {
+      where.push('plan_id = ?');
+      params.push(filter.planId);
+    }
+    const sql = `SELECT * FROM steps ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, plan_id, position LIMIT ?`;
+    params.push(filter.limit ?? 1000);
+    return (this.db.prepare(sql).all(...params) as StepRow[]).map(toRecord);
+  }
+
+  planSteps(planId: string): StepRecord[] {
+    return (this.db.prepare('SELECT * FROM steps WHERE plan_id = ? ORDER BY position').all(planId) as StepRow[]).map(toRecord);
+  }
+
+  /**
+   * Moves a step to `to` if the state machine allows it from its current status, writing the
+   * patch and the audit event in one transaction. `expectFrom` guards against a racing writer.
+   */
+  transition(
+    stepId: string,
+    to: StepStatus,
+    actor: Actor,
+    patch: TransitionPatch = {},
+    extra: { kind?: EventKind; detail?: Record<string, unknown>; backups?: FileBackupRow[]; expectFrom?: StepStatus[] } = {},
+  ): StepRecord {
+    return this.db.transaction(() => {
+      const current = this.get(stepId);
+      if (extra.expectFrom && !extra.expectFrom.includes(current.status)) {
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}, not ${extra.expectFrom.join(' or ')}.`, {
+          stepId,
+          from: current.status,
+          to,
+        });
+      }
+      assertTransition(stepId, current.status, to);
+      const now = new Date().toISOString();
+      const sets: string[] = ['status = @status', 'updated_at = @now'];
+      const values: Record<string, unknown> = { status: to, now, stepId };
+      const set = (column: string, value: unknown) => {
+        sets.push(`${column} = @${column}`);
+        values[column] = value;
+      };
+      if (patch.evaluation) set('evaluation_json', JSON.stringify(patch.evaluation));
+      if (patch.preview) {
+        set('preview_json', JSON.stringify(patch.preview.preview));
+        set('preview_hash', patch.preview.previewHash);
+      }
+      if (patch.approval) {
+        set('approved_step_hash', patch.approval.stepHash);
+        set('approved_preview_hash', patch.approval.previewHash);
+        set('approved_by_json', JSON.stringify(patch.approval.by));
+        set('approved_at', patch.approval.at);
+      }
+      if (patch.rejectedReason !== undefined) set('rejected_reason', patch.rejectedReason);
+      if (patch.result) set('result_json', JSON.stringify(patch.result));
+      if (patch.error) set('error_json', JSON.stringify(patch.error));
+      if (patch.startedAt) set('started_at', patch.startedAt);
+      if (patch.finishedAt) set('finished_at', patch.finishedAt);
+      if (patch.revertedAt) set('reverted_at', patch.revertedAt);
+      this.db.prepare(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
+      if (extra.backups) this.insertBackups(stepId, extra.backups);
+      const event: AuditEvent = {
+        kind: extra.kind ?? EVENT_FOR_STATUS[to],
+        actor,
+        planId: current.step.planId,
+        stepId,
+        detail: { from: current.status, to, ...extra.detail },
+      };
+      this.audit.append(event);
+      return this.get(stepId);
+    })();
+  }
+
+  /** Records an event about a step without changing its status (e.g. a dry run). */
+  note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview'> = {}): void {
+    this.db.transaction(() => {
+      const current = this.get(stepId);
+      if (patch.preview) {
+        this.db
+          .prepare('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
+          .run(JSON.stringify(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
+      }
+      this.audit.append({ kind, actor, planId: current.step.planId, stepId, detail });
+    })();
+  }
+
+  private insertBackups(stepId: string, backups: FileBackupRow[]): void {
+    const insert = this.db.prepare(
+      `INSERT INTO file_backups (step_id, idx, path, pre_hash, post_hash, existed_before, mode, diff)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    backups.forEach((entry, idx) =>
+      insert.run(stepId, idx, entry.path, entry.preHash, entry.postHash, entry.existedBefore ? 1 : 0, entry.mode, entry.diff),
+    );
+  }
+
+  backups(stepId: string): FileBackupRow[] {
+    const rows = this.db
+      .prepare('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
+      .all(stepId) as { path: string; pre_hash: string | null; post_hash: string | null; existed_before: number; mode: number | null; diff: string | null }[];
+    return rows.map((row) => ({
+      path: row.path,
+      preHash: row.pre_hash,
+      postHash: row.post_hash,
+      existedBefore: row.existed_before === 1,
+      mode: row.mode,
+      diff: row.diff,
+    }));
+  }
+}
