@@ -1,0 +1,37 @@
+/** The layering of docs/ARCHITECTURE.md, checked in CI: the core never reaches up into a shell. */
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-has-no-electron-react-or-renderer',
+      severity: 'error',
+      comment: 'src/ is plain Node: Electron features reach it through interfaces main.ts implements.',
+      from: { path: '^src/' },
+      to: { path: '^(renderer/|electron/)|node_modules/(electron|react|react-dom)/' },
+    },
+    {
+      name: 'core-imports-no-electron-module',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['core', 'npm', 'npm-optional', 'npm-dev', 'unknown', 'undetermined'], path: '^(electron|react|react-dom)$' },
+    },
+    {
+      name: 'renderer-only-through-the-client',
+      severity: 'error',
+      comment: 'The renderer never sees Node or the core: it calls nothing but the typed client.',
+      from: { path: '^renderer/' },
+      to: { path: '^src/(?!ipc/client|ipc/methods|ipc/protocol|domain/)' },
+    },
+    {
+      name: 'domain-has-no-io-layers',
+      severity: 'error',
+      from: { path: '^src/domain/' },
+      to: { path: '^src/(?!domain/)' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    combinedDependencies: true,
+  },
+};
