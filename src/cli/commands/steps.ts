@@ -1,0 +1,82 @@
+import { Command, Option } from 'commander';
+import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
+import { CLI_ACTOR, globals, print, withExecutor } from '../cli-context.js';
+import { readPlanFile } from '../plan-file.js';
+import { detailText, explainOutcome, outcomeOf, summaryLine } from '../render.js';
+import { readStepsWhileUnlocked } from '../step-reader.js';
+
+/** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
+export function registerStepCommands(program: Command): void {
+  program
+    .command('propose')
+    .description('propose a plan file: validate, evaluate, auto-approve what the policy allows, and run approved steps in order')
+    .argument('<plan>', 'plan file (JSON)')
+    .option('--wait', 'wait until every step is decided and print one result per step')
+    .option('--timeout <seconds>', 'with --wait, give up waiting after this many seconds', (v) => Number.parseFloat(v))
+    .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const plan = readPlanFile(planFile);
+      let records = await withExecutor(dataDir, (executor) => executor.propose(plan, CLI_ACTOR));
+      if (options.wait && !records.every((record) => isSettled(record.status))) {
+        if (!json) process.stderr.write(`Waiting for a decision on ${records.filter((r) => !isSettled(r.status)).length} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
+        records = await readStepsWhileUnlocked(dataDir, records[0]!.step.planId, options.timeout);
+      }
+      const outcomes = records.map(outcomeOf);
+      print(json, outcomes, () => records.map(summaryLine).join('\n') + '\n' + records.map(explainOutcome).filter(Boolean).join('\n'));
+      process.exitCode = records.every((record) => record.status === 'executed') ? 0 : 1;
+    });
+
+  const steps = program.command('steps').description('list and inspect steps');
+  steps
+    .command('list')
+    .description('list steps, newest first')
+    .addOption(new Option('--status <status...>', 'only steps in these statuses').choices([...STEP_STATUSES]))
+    .option('--plan <planId>', 'only the steps of one plan')
+    .action(async (options: { status?: StepStatus[]; plan?: string }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const records = await withExecutor(dataDir, async (executor) => executor.listSteps({ status: options.status, planId: options.plan }));
+      print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
+    });
+  steps
+    .command('show')
+    .description('show one step: risk, reasons, preview, approval, result')
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, async (executor) => executor.getStep(stepId));
+      print(json, record, () => detailText(record));
+    });
+
+  program
+    .command('approve')
+    .description('approve a step awaiting consent; it runs at once unless an earlier step of its plan is still open')
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, (executor) => executor.approve(stepId, CLI_ACTOR));
+      print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.code}: ${record.error.message}` : ''));
+      if (record.status === 'failed') process.exitCode = 1;
+    });
+
+  program
+    .command('reject')
+    .description('reject a step; the reason goes back to whoever proposed it')
+    .argument('<stepId>')
+    .requiredOption('--reason <text>', 'why (required)')
+    .action(async (stepId: string, options: { reason: string }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, (executor) => executor.reject(stepId, CLI_ACTOR, options.reason));
+      print(json, outcomeOf(record), () => summaryLine(record));
+    });
+
+  program
+    .command('revert')
+    .description('restore every file a step changed, if nobody changed them since')
+    .argument('<stepId>')
+    .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
+    .action(async (stepId: string, options: { force?: boolean }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, (executor) => executor.revertStep(stepId, CLI_ACTOR, { force: options.force }));
+      print(json, outcomeOf(record), () => summaryLine(record));
+    });
+}
