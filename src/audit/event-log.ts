@@ -5,6 +5,8 @@ export type EventKind =
   | 'app.started'
   | 'app.stopped'
   | 'policy.changed'
+  | 'ipc.rejected'
+  | 'ipc.denied'
   | 'step.proposed'
   | 'step.evaluated'
   | 'step.consent_requested'

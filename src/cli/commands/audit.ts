@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { AuditEntry } from '../../executor/executor.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 
 /** audit …: the reviewer's view of the trail. */
@@ -11,7 +12,8 @@ export function registerAuditCommands(program: Command): void {
     .option('--plan <planId>')
     .action(async (options: { step?: string; plan?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const entries = await withExecutor(dataDir, async (executor) => executor.getAudit({ stepId: options.step, planId: options.plan, limit: 10_000 }));
+      // getAudit's wire result is loose until the audit storage of issue 3 lands; the entries are AuditEntry today.
+      const entries = (await withExecutor(dataDir, (api) => api.getAudit({ stepId: options.step, planId: options.plan, limit: 10_000 }))) as unknown as AuditEntry[];
       print(json, entries, () =>
         entries.map((e) => `${String(e.seq).padStart(6)} ${e.ts} ${e.kind.padEnd(24)} ${e.stepId ?? '-'} ${e.actor.user}/${e.actor.channel}`).join('\n'),
       );
