@@ -12,6 +12,8 @@ export type EventKind =
   | 'step.consent_requested'
   | 'step.approved'
   | 'step.rejected'
+  | 'step.cancelled'
+  | 'agent.rate_limited'
   | 'step.denied'
   | 'step.simulated'
   | 'step.execution_started'

@@ -28,7 +28,8 @@ export function outcomeOf(record: StepRecord): StepOutcome {
 export function summaryLine(record: StepRecord): string {
   const { module, args } = boundAction(record.step);
   const risk = record.evaluation?.risk ?? '-';
-  return `${record.step.id}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${module.summarize(args)}`;
+  const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${record.step.meta.client ?? 'unnamed'}]` : '';
+  return `${record.step.id}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${module.summarize(args)}${proposer}`;
 }
 
 export function detailText(record: StepRecord): string {

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'AUDIT_WRITE_FAILED'
   | 'EXECUTION_FAILED'
   | 'NOT_AVAILABLE'
+  /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */
+  | 'RATE_LIMITED'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.
   | 'IPC_MALFORMED'
   | 'IPC_TOO_LARGE'

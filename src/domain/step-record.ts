@@ -50,3 +50,6 @@ export interface StepRecord {
   finishedAt: string | null;
   revertedAt: string | null;
 }
+
+/** The rejection reason of a step its own agent withdrew: surfaces tell it apart from the person's no by it. */
+export const AGENT_CANCEL_REASON = 'cancelled by the agent that proposed it';

@@ -11,7 +11,7 @@ import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
-import type { Preview, StepRecord } from '../domain/step-record.js';
+import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
@@ -62,6 +62,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly audit: AuditTrail;
   private policy: Policy;
   private closed = false;
+  /** When each client's rate-limit refusal was last audited. */
+  private readonly lastLimitAuditAt = new Map<string, number>();
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy) {
     super();
@@ -170,6 +172,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     const plan = parsePlan(planInput, { origin: actor.channel === 'mcp' ? 'agent' : 'user', client: actor.client });
+    if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
     this.steps.insertPlan(plan, actor);
     for (const step of plan.steps) {
       const evaluation = this.evaluateStep(step);
@@ -190,6 +193,38 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     await this.advancePlan(plan.planId, actor);
     return this.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * The policy's agentLimits, per agent client. Checked here, in the host, so a second MCP process
+   * cannot bypass them; proposals are serialized, so the count and the insert cannot interleave.
+   */
+  private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
+    const { stepsPerMinute, openSteps } = this.policy.agentLimits;
+    const client = actor.client ?? null;
+    const who = client ? `The agent client "${client}"` : 'This agent';
+    const open = this.steps.countAgentSteps(client, { statuses: PENDING }).count;
+    if (open + newSteps > openSteps) {
+      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
+    }
+    const windowStart = new Date(Date.now() - 60_000);
+    const recent = this.steps.countAgentSteps(client, { since: windowStart.toISOString() });
+    if (recent.count + newSteps > stepsPerMinute) {
+      const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
+      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
+      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
+    }
+  }
+
+  /** Refuses with RATE_LIMITED; the audit trail hears about it at most once a minute per client, so a looping agent cannot flood it. */
+  private refuseOverLimit(actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
+    const key = `${actor.client ?? ''}\u0000${limit}`;
+    const now = Date.now();
+    if (now - (this.lastLimitAuditAt.get(key) ?? 0) >= 60_000) {
+      this.lastLimitAuditAt.set(key, now);
+      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail: { limit, ...detail } }))();
+    }
+    throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
   }
 
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
@@ -242,6 +277,30 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const rejected = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
     await this.advancePlan(record.step.planId, actor);
     return rejected;
+  }
+
+  /**
+   * Withdraws a step nobody has decided yet (or one approved but still waiting for an earlier step):
+   * it ends rejected, with the reason saying who withdrew it. The agent channel may cancel only the
+   * steps its own client proposed; the person may cancel any.
+   */
+  async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
+    const record = this.steps.get(stepId);
+    const byAgent = actor.channel === 'mcp';
+    if (byAgent && !(record.step.meta.origin === 'agent' && (record.step.meta.client ?? null) === (actor.client ?? null))) {
+      throw new ExecutorError('IPC_FORBIDDEN', `Step ${stepId} was not proposed by this agent client (${actor.client ?? 'unnamed'}); an agent may cancel only its own steps.`, { stepId });
+    }
+    if (record.status !== 'awaiting_consent' && record.status !== 'approved') {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled.`, { stepId, from: record.status, to: 'rejected' });
+    }
+    const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
+    const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
+      kind: 'step.cancelled',
+      detail: { reason },
+      expectFrom: ['awaiting_consent', 'approved'],
+    }));
+    await this.advancePlan(record.step.planId, actor);
+    return cancelled;
   }
 
   /**

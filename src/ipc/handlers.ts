@@ -32,6 +32,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
   approve: (executor, { stepId, previewHash, execute }, { actor }) => executor.approve(stepId, actor, { previewHash, execute }),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
+  cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
   executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
   previewRevert: (executor, { stepId }) => executor.previewRevert(stepId),
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),

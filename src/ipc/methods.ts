@@ -70,6 +70,13 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: "the person's no, with a reason that goes back to the proposer",
   }),
+  cancel: method({
+    params: z.strictObject({ stepId }),
+    result: StepRecordSchema,
+    // The agent may withdraw its own undecided steps (the handler checks ownership); it ends rejected, audited as cancelled.
+    channels: EVERYONE,
+    description: 'withdraw a step still waiting for a decision; from the agent channel, only a step its own client proposed',
+  }),
   executeStep: method({
     params: z.strictObject({ stepId }),
     result: StepRecordSchema,

@@ -6,6 +6,8 @@ import { describeIssues } from '../domain/plan-parse.js';
 
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
 
+export const DEFAULT_AGENT_LIMITS = { stepsPerMinute: 30, openSteps: 10 };
+
 export const PolicySchema = z.strictObject({
   workspaceRoots: z
     .array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' }))
@@ -17,6 +19,17 @@ export const PolicySchema = z.strictObject({
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
     .default({ allow: [], deny: [] }),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+  /**
+   * How much one agent client (the MCP client's name and version) may propose: steps per rolling
+   * minute, and steps still waiting or running at once. The host enforces them, so a second MCP
+   * process of the same client shares the budget.
+   */
+  agentLimits: z
+    .strictObject({
+      stepsPerMinute: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.stepsPerMinute),
+      openSteps: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.openSteps),
+    })
+    .default(DEFAULT_AGENT_LIMITS),
 });
 export type Policy = z.infer<typeof PolicySchema>;
 
