@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ActionContext } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
 import { EventLog, type AuditTrail } from '../audit/event-log.js';
+import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
@@ -383,10 +384,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   private recoverInterrupted(): void {
     for (const record of this.steps.list({ status: ['running'] })) {
+      const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
       this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
         error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
         finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true } });
+      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
     }
   }
 }
