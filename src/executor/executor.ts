@@ -3,8 +3,9 @@ import path from 'node:path';
 import type { ActionContext } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
 import { EventLog, type AuditTrail } from '../audit/event-log.js';
+import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
-import { backupFileChanges, planRevert, previewFileChange, revertFileChanges, type RevertPlanEntry } from '../backup/file-changes.js';
+import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
@@ -44,8 +45,9 @@ const SYSTEM_ACTOR: Actor = actorFor('system');
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
+/** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
 export function previewHashOf(preview: Preview): string {
-  return sha256Hex(canonicalJson(preview));
+  return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
 }
 
 /**
@@ -313,24 +315,24 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module, args } = boundAction(record.step);
     const ctx = this.context(stepId);
 
-    if (record.approval?.previewHash) {
-      const fresh = await this.previewOrError(record.step);
-      if (fresh.ok && fresh.previewHash !== record.approval.previewHash) {
-        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: fresh }, {
-          kind: 'step.reconsent',
-          detail: { reason: 'The preview changed since it was approved (the files changed on disk); approve the new preview.', previewHash: fresh.previewHash },
-        }));
-      }
-    }
-
     let prepared;
     try {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
       return this.failBeforeStart(stepId, actor, error);
     }
-    const previews = prepared.fileChanges.map(previewFileChange);
-    const backups = backupFileChanges(this.blobs, prepared.fileChanges, previews);
+    const changes = prepared.fileChanges.map(hashFileChange);
+    if (record.approval?.previewHash && changes.length > 0) {
+      const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
+      if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
+        const preview: Preview = { kind: 'fileChanges', files: changes.map(previewFileChange) };
+        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
+          kind: 'step.reconsent',
+          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
+        }));
+      }
+    }
+    const backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       backups,
@@ -344,6 +346,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const shaped = toErrorShape(error);
       return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped } }));
     }
+  }
+
+  /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
+  private diffsFor(record: StepRecord, changes: HashedFileChange[]): (string | null)[] {
+    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
+    return changes.map((change) => {
+      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
+      return same ? same.diff : previewFileChange(change).diff;
+    });
   }
 
   private assertRunnable(record: StepRecord): void {
@@ -470,10 +481,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   private recoverInterrupted(): void {
     for (const record of this.steps.list({ status: ['running'] })) {
+      const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
       this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
         error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
         finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true } });
+      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
     }
   }
 }
