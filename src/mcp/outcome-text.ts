@@ -29,16 +29,28 @@ export function isRefusal(verdict: Verdict): boolean {
   return verdict === 'REJECTED' || verdict === 'DENIED' || verdict === 'FAILED';
 }
 
+/** Output-like values a model should read as lines: long strings, lists of lines (runCode's logs), and {text} excerpts (runCommand's stdout). */
+function asLines(value: unknown): string | null {
+  if (typeof value === 'string') return value.includes('\n') || value.length > 200 ? value : null;
+  if (Array.isArray(value) && value.length > 0 && value.every((line) => typeof line === 'string')) return value.join('\n');
+  if (value && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string') {
+    const excerpt = value as { text: string; truncated?: unknown };
+    return excerpt.truncated === true ? `${excerpt.text}\n… (cut by the sandbox)` : excerpt.text;
+  }
+  return null;
+}
+
 /**
- * A step's output as text: string fields (stdout, stderr) as they are, so a model reads lines rather
- * than escaped JSON; everything else as compact JSON. Cut at `maxChars`, saying so.
+ * A step's output as text: output streams as their lines, so a model reads them rather than
+ * escaped JSON; everything else as compact JSON. Cut at `maxChars`, saying so.
  */
 export function outputText(result: Record<string, unknown> | null, maxChars = MAX_OUTPUT_CHARS): string {
   if (!result) return '(no output)';
   const scalars: Record<string, unknown> = {};
   const texts: string[] = [];
   for (const [key, value] of Object.entries(result)) {
-    if (typeof value === 'string' && (value.includes('\n') || value.length > 200)) texts.push(`${key}:\n${value}`);
+    const lines = asLines(value);
+    if (lines !== null) texts.push(`${key}:\n${lines}`);
     else scalars[key] = value;
   }
   const full = [Object.keys(scalars).length ? JSON.stringify(scalars) : '', ...texts].filter(Boolean).join('\n');

@@ -51,6 +51,11 @@ describe('outputText', () => {
     expect(outputText({ exitCode: 0, stdout: 'line 1\nline 2\n' })).toBe('{"exitCode":0}\nstdout:\nline 1\nline 2\n');
   });
 
+  it("prints runCode's log lines and runCommand's stream excerpts as lines", () => {
+    expect(outputText({ ok: true, value: 4, logs: ['a', 'b'] })).toBe('{"ok":true,"value":4}\nlogs:\na\nb');
+    expect(outputText({ exitCode: 1, stderr: { text: 'boom\n', bytes: 5, truncated: false } })).toBe('{"exitCode":1}\nstderr:\nboom\n');
+  });
+
   it('caps long output and says how much was cut', () => {
     const text = outputText({ stdout: 'x'.repeat(50_000) }, 1_000);
     expect(text.length).toBeLessThan(1_200);
