@@ -33,7 +33,13 @@ fs.mkdirSync(workspace);
 fs.writeFileSync(
   path.join(dataDir, 'policy.json'),
   // Auto-approve so the person is not in the loop; lift the agent limits so the bench measures speed, not the limiter.
-  JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 100_000, openSteps: 100_000 } }),
+  // The light sandbox's run budget is lifted for the same reason.
+  JSON.stringify({
+    workspaceRoots: [workspace],
+    autoApprove: 'HIGH',
+    agentLimits: { stepsPerMinute: 100_000, openSteps: 100_000 },
+    ...(hasRunCode ? { lightSandbox: { budget: { enabled: false } } } : {}),
+  }),
 );
 
 const toolName = hasRunCode ? 'run_code' : 'kb_add';
