@@ -20,6 +20,8 @@ export interface ExecutorMcpOptions {
   howToStart: string;
   version: string;
   maxOutputChars?: number;
+  /** How often a waiting tool reports progress (when the client asked for it). */
+  progressEveryMs?: number;
 }
 
 /** What the server needs from one tool call's context (a subset of the SDK's RequestHandlerExtra). */
@@ -84,7 +86,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     // MCP clients time a request out (60 s by default in the SDK); progress resets that clock on clients that allow it.
     return (elapsedMs: number) => {
       void extra
-        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: Math.round(elapsedMs / 1000), message: `waiting for the user to decide ${what}` } })
+        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: Math.round(elapsedMs) / 1000, message: `waiting for the user to decide ${what}` } })
         .catch(() => undefined);
     };
   };
@@ -92,7 +94,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[] }, extra: CallExtra): Promise<CallToolResult> => {
     try {
       const records = await host.use((api) =>
-        proposeAndAwaitDecision(api, plan, { waitMs, signal: extra.signal, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
+        proposeAndAwaitDecision(api, plan, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
       );
       return text(planOutcomeText(records, maxChars), records.some((record) => isRefusal(verdictOf(record))), structuredSteps(records));
     } catch (error) {
