@@ -11,6 +11,8 @@ import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictO
 import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
 
 export const DEFAULT_WAIT_SECONDS = 120;
+/** The newest steps list_my_steps looks through for this client's own: records carry previews, so the page stays bounded. */
+const LIST_SCAN_LIMIT = 500;
 
 export interface ExecutorMcpOptions {
   openAgentSession: OpenAgentSession;
@@ -104,7 +106,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
 
   for (const name of PROPOSING_TOOL_NAMES) {
     const tool = PROPOSING_TOOLS[name];
-    server.registerTool(name, { description: tool.description, inputSchema: tool.input }, async (args: unknown, extra: CallExtra) => {
+    server.registerTool(name, { description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: false, destructiveHint: name === 'delete_file' || name === 'run_command', openWorldHint: name !== 'kb_add' } }, async (args: unknown, extra: CallExtra) => {
       let step: PlanStepInput;
       try {
         step = stepFromTool(name, args);
@@ -142,6 +144,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     {
       description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, or still PENDING.',
       inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
+      annotations: { readOnlyHint: true },
     },
     async ({ stepId }: { stepId: string }) => {
       try {
@@ -156,12 +159,13 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   server.registerTool(
     'list_my_steps',
     {
-      description: 'The steps this client proposed, newest first (at most 50), each with its outcome. Optionally only those in one status.',
+      description: 'The steps this client proposed recently, newest first (at most 50), each with its outcome. Optionally only those in one status.',
       inputSchema: z.object({ status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected') }),
+      annotations: { readOnlyHint: true },
     },
     async ({ status }: { status?: (typeof STEP_STATUSES)[number] }) => {
       try {
-        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: 10_000 }))).filter(ownedBy).slice(0, 50);
+        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_SCAN_LIMIT }))).filter(ownedBy).slice(0, 50);
         if (!records.length) return text(status ? `You have no steps with status ${status}.` : 'You have not proposed any steps yet.', false, structuredSteps([]));
         const lines = records.map((record) => `${record.step.id} ${record.status} (${record.step.action}): ${stepOutcomeText(record, 300).split('\n')[0]}`);
         return text(lines.join('\n'), false, structuredSteps(records));

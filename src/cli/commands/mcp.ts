@@ -61,15 +61,18 @@ export function registerMcpCommands(program: Command): void {
       });
       // stdout carries the protocol; anything for a human goes to stderr.
       const transport = new StdioServerTransport();
+      await mcp.server.connect(transport);
       const closed = new Promise<void>((resolve) => {
-        transport.onclose = () => resolve();
+        // Set after connect: the SDK takes over the transport's own callbacks when it connects.
+        mcp.server.server.onclose = () => resolve();
         process.stdin.once('end', () => resolve());
         process.once('SIGTERM', () => resolve());
         process.once('SIGINT', () => resolve());
       });
-      await mcp.server.connect(transport);
       process.stderr.write(`executor mcp: serving on stdio for ${dataDir}\n`);
       await closed;
       await mcp.close();
+      // A tool may still be waiting on a decision for a client that has gone; nobody can read its answer now.
+      process.exit(0);
     });
 }
