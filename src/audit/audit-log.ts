@@ -184,7 +184,7 @@ export class SignedAuditLog implements AuditTrail {
       {
         kind: 'key.created',
         actor: { user: 'executor', channel: 'system' },
-        detail: { keyId: current.keyId, publicKey: this.keyring.currentPublicKey().toString('base64'), protection: this.keyring.protection },
+        detail: { keyId: current.keyId, publicKey: this.keyring.currentPublicKey().toString('base64'), protection: this.keyring.protection, checkpointEvery: this.options.checkpointEvery },
       },
       head,
       this.options.now(),

@@ -18,6 +18,7 @@ export interface LogToVerify {
   /** Ed25519 public keys of checkpoints by keyId, as the verifier holds them (exported, or kept by this installation). */
   publicKeys: Map<string, Buffer>;
   anchor: Anchor | undefined;
+  /** The spacing to expect when the log does not declare its own in key.created. */
   checkpointEvery: number;
   /** An export of seqs [from, to]; absent for a whole log. */
   excerpt?: { from: number; to: number };
@@ -162,10 +163,11 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
   if (!problems.length) {
     const sealed = new Set(parsed.map((cp) => cp.seq));
     const from = log.excerpt ? log.excerpt.from : 1;
-    const firstMultiple = Math.ceil(from / log.checkpointEvery) * log.checkpointEvery;
-    for (let seq = firstMultiple; seq <= headSeq; seq += log.checkpointEvery) {
+    const every = chainStarts.find((start) => start.checkpointEvery !== null)?.checkpointEvery ?? log.checkpointEvery;
+    const firstMultiple = Math.ceil(from / every) * every;
+    for (let seq = firstMultiple; seq <= headSeq; seq += every) {
       if (!sealed.has(seq)) {
-        problems.push(problem('BAD_CHECKPOINT', seq, `no checkpoint seals record ${seq}; one belongs after every ${log.checkpointEvery} records`));
+        problems.push(problem('BAD_CHECKPOINT', seq, `no checkpoint seals record ${seq}; one belongs after every ${every} records`));
         break;
       }
     }

@@ -27,6 +27,8 @@ export interface ChainStart {
   keyId: string;
   publicKey: string | null;
   previousKeyId: string | null;
+  /** The checkpoint spacing the log declared when it began (key.created). */
+  checkpointEvery: number | null;
 }
 
 /** A maximal run of records under one keyId. */
@@ -207,7 +209,13 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
           }
         }
       }
-      result.chainStarts.push({ seq: bodySeq, keyId, publicKey: typeof args.publicKey === 'string' ? args.publicKey : null, previousKeyId });
+      result.chainStarts.push({
+        seq: bodySeq,
+        keyId,
+        publicKey: typeof args.publicKey === 'string' ? args.publicKey : null,
+        previousKeyId,
+        checkpointEvery: Number.isSafeInteger(args.checkpointEvery) && (args.checkpointEvery as number) > 0 ? (args.checkpointEvery as number) : null,
+      });
     }
     if (span && span.keyId === keyId && !isChainStart) {
       if (bodyEpoch < span.lastEpoch) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} after epoch ${span.lastEpoch}: epochs only move forward`);
