@@ -1,5 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RangeRunner } from './verify-audit.js';
 import type { RangeResult } from './verify-range.js';
@@ -9,10 +12,15 @@ import type { VerifyWorkerJob } from './verify-worker.js';
  * Where the worker's code is: the built .js beside this module, or (run from source through tsx)
  * the .ts file, which the worker loads through tsx's loader.
  */
-function workerEntry(): { url: URL; execArgv: string[] } {
+function workerEntry(): { entry: URL | string; eval: boolean } {
   const js = new URL('./verify-worker.js', import.meta.url);
-  if (fs.existsSync(js)) return { url: js, execArgv: [] };
-  return { url: new URL('./verify-worker.ts', import.meta.url), execArgv: ['--import', 'tsx'] };
+  if (fs.existsSync(js)) return { entry: js, eval: false };
+  const ts = new URL('./verify-worker.ts', import.meta.url).href;
+  // Loader flags do not reach worker threads here, so the worker registers tsx itself before importing the source.
+  const tsxRoot = path.dirname(createRequire(import.meta.url).resolve('tsx/package.json'));
+  const tsxApi = pathToFileURL(path.join(tsxRoot, 'dist/esm/api/index.mjs')).href;
+  const bootstrap = `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => tsImport(${JSON.stringify(ts)}, ${JSON.stringify(ts)}))`;
+  return { entry: bootstrap, eval: true };
 }
 
 export function verifyWorkerCount(): number {
@@ -22,7 +30,7 @@ export function verifyWorkerCount(): number {
 /** Runs each range in its own worker thread, reading the database file on its own read-only connection. */
 export function workerRangeRunner(dbFile: string): RangeRunner {
   return async (ranges, shared, onRecords) => {
-    const { url, execArgv } = workerEntry();
+    const { entry, eval: isEval } = workerEntry();
     let checked = 0;
     const results = await Promise.all(
       ranges.map(
@@ -38,7 +46,7 @@ export function workerRangeRunner(dbFile: string): RangeRunner {
               keys: [...shared.keys.values()].map((keys) => keys.material()),
               wantHashesAt: [...shared.wantHashesAt],
             };
-            const worker = new Worker(url, { workerData: job, execArgv });
+            const worker = new Worker(entry, { workerData: job, eval: isEval });
             let settled = false;
             worker.on('message', (message: { type: 'progress'; delta: number } | { type: 'done'; result: RangeResult }) => {
               if (message.type === 'progress') {

@@ -11,14 +11,14 @@ import { tempDir } from './temp-dirs.js';
 const ACTOR = { user: 'tester', channel: 'cli' as const };
 
 /** A real data directory whose audit log holds `records` step notes plus app start/stop, closed at rest. */
-export function buildAuditLog(options: AuditLogOptions & { records: number; dataDir?: string }): { dataDir: string } {
+export function buildAuditLog(options: AuditLogOptions & { records: number; dataDir?: string; perTransaction?: number }): { dataDir: string } {
   const dataDir = options.dataDir ?? path.join(tempDir('executor-audit-'), 'data');
   fs.mkdirSync(dataDir, { recursive: true });
   const db = openDatabase(dataDir);
   try {
     const log = SignedAuditLog.open(db, new FileKeyStore(dataDir), dataDir, options);
     db.transaction(() => log.append({ kind: 'app.started', actor: ACTOR, detail: { pid: 1 } }))();
-    appendNotes(db, log, options.records);
+    appendNotes(db, log, options.records, 'note', options.perTransaction);
     db.transaction(() => {
       log.append({ kind: 'app.stopped', actor: ACTOR, detail: { pid: 1 } });
       log.checkpoint('shutdown');
@@ -30,11 +30,14 @@ export function buildAuditLog(options: AuditLogOptions & { records: number; data
   return { dataDir };
 }
 
-export function appendNotes(db: Db, log: SignedAuditLog, count: number, label = 'note'): void {
-  for (let index = 0; index < count; index++) {
-    db.transaction(() =>
-      log.append({ kind: 'step.simulated', actor: ACTOR, planId: 'plan-1', stepId: `step-${index % 7}`, detail: { label, index, previewHash: `p${index}` } }),
-    )();
+/** Appends step notes, one transaction each, or `perTransaction` at a time for big fixtures. */
+export function appendNotes(db: Db, log: SignedAuditLog, count: number, label = 'note', perTransaction = 1): void {
+  for (let start = 0; start < count; start += perTransaction) {
+    db.transaction(() => {
+      for (let index = start; index < Math.min(count, start + perTransaction); index++) {
+        log.append({ kind: 'step.simulated', actor: ACTOR, planId: 'plan-1', stepId: `step-${index % 7}`, detail: { label, index, previewHash: `p${index}` } });
+      }
+    })();
   }
 }
 
