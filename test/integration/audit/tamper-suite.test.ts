@@ -171,7 +171,7 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
     const { dataDir } = buildAuditLog({ records: 25, checkpointEvery: 10, epochMaxRecords: 4 });
     const state = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { chains: { rootKey: string }[]; current: { epoch: number } };
     expect(state.current.epoch).toBeGreaterThan(3);
-    let laterKey = Buffer.from(state.chains[0]!.rootKey, 'hex');
+    let laterKey: Buffer = Buffer.from(state.chains[0]!.rootKey, 'hex');
     for (let epoch = 0; epoch < 3; epoch++) laterKey = nextEpochKey(laterKey, epoch);
     tamper(dataDir, (db) => {
       const row = rawRecord(db, 3);
