@@ -60,6 +60,10 @@ function utc(iso: string): string {
   return new Date(iso).toISOString();
 }
 
+/** The first record stamped at or after a time, found through the ts index, never a scan. */
+export const SINCE_SQL = 'SELECT seq FROM audit_records INDEXED BY audit_records_ts WHERE ts >= ? ORDER BY ts, seq LIMIT 1';
+export const UNTIL_SQL = 'SELECT seq FROM audit_records INDEXED BY audit_records_ts WHERE ts <= ? ORDER BY ts DESC, seq DESC LIMIT 1';
+
 /**
  * Cursor-paged reads of the audit log. Every filter rides an index ending in seq, and a time bound
  * becomes a seq bound first (ts grows with seq), so a page costs the same on a million records as on ten.
@@ -86,14 +90,14 @@ export function queryAudit(db: Db, input: unknown): AuditPage {
     params.push(...actions);
   }
   if (filters.since) {
-    const row = db.prepare('SELECT min(seq) AS seq FROM audit_records WHERE ts >= ?').get(utc(filters.since)) as { seq: number | null };
+    const row = db.prepare(SINCE_SQL).get(utc(filters.since)) as { seq: number } | undefined;
     where.push('seq >= ?');
-    params.push(row.seq ?? Number.MAX_SAFE_INTEGER);
+    params.push(row?.seq ?? Number.MAX_SAFE_INTEGER);
   }
   if (filters.until) {
-    const row = db.prepare('SELECT max(seq) AS seq FROM audit_records WHERE ts <= ?').get(utc(filters.until)) as { seq: number | null };
+    const row = db.prepare(UNTIL_SQL).get(utc(filters.until)) as { seq: number } | undefined;
     where.push('seq <= ?');
-    params.push(row.seq ?? 0);
+    params.push(row?.seq ?? 0);
   }
   if (cursor) {
     where.push(order === 'asc' ? 'seq > ?' : 'seq < ?');
