@@ -16,11 +16,13 @@ import {
   canonicalText,
   checkpointHash,
   hmac,
+  recordBodyText,
+  sha256,
   recordHash,
   type CheckpointBody,
   type RecordBody,
 } from './record-format.js';
-import { recordableValue } from './recordable-value.js';
+import { checkedString, recordableValue } from './recordable-value.js';
 
 export interface AuditLogOptions {
   /** The epoch key ratchets after this many records… */
@@ -59,7 +61,7 @@ function contentHashes(detail: Record<string, unknown>): { preHash: string | nul
   const pick = (field: 'preHash' | 'postHash') => {
     const hashes = files.map((file) => ((file as Record<string, unknown>)?.[field] ?? null) as string | null);
     if (hashes.length === 1) return hashes[0] ?? null;
-    return `sha256:${recordHash(Buffer.from(canonicalText(hashes)), Buffer.alloc(0)).toString('hex')}`;
+    return `sha256:${sha256(Buffer.from(canonicalText(hashes))).toString('hex')}`;
   };
   return { preHash: pick('preHash'), postHash: pick('postHash') };
 }
@@ -72,7 +74,7 @@ export class SignedAuditLog implements AuditTrail {
   private readonly keyring: AuditKeyring;
   private readonly anchors: AnchorStore;
   private readonly options: Required<Omit<AuditLogOptions, 'env'>>;
-  private readonly envValue: unknown;
+  private readonly envText: string;
   private readonly salt: Buffer;
   private recordsInEpoch = 0;
   private pendingAnchor: Anchor | undefined;
@@ -100,7 +102,7 @@ export class SignedAuditLog implements AuditTrail {
       checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
       now: options.now ?? (() => new Date()),
     };
-    this.envValue = recordableValue(options.env ?? currentExecutorEnv(), Buffer.alloc(0));
+    this.envText = canonicalText(recordableValue(options.env ?? currentExecutorEnv(), Buffer.alloc(0)));
     this.salt = keyring.salt;
     this.selectHead = db.prepare('SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1');
     this.insertRecord = db.prepare(
@@ -206,20 +208,19 @@ export class SignedAuditLog implements AuditTrail {
       epoch: key.epoch,
       prevHash: head.hash,
       action: event.kind,
-      planId: event.planId ?? null,
-      stepId: event.stepId ?? null,
+      planId: event.planId === undefined ? null : checkedString(event.planId),
+      stepId: event.stepId === undefined ? null : checkedString(event.stepId),
       userId: recordableValue(event.actor, this.salt) as RecordBody['userId'],
       args,
       preHash: event.preHash ?? derived.preHash,
       postHash: event.postHash ?? derived.postHash,
       result: outcome,
-      executorEnv: this.envValue,
+      executorEnv: null,
     };
-    const text = canonicalText(body);
-    const bytes = Buffer.from(text, 'utf8');
-    const mac = hmac(key.key, RECORD_MAC_PREFIX, bytes);
-    const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, bytes) : null;
-    const hash = recordHash(bytes, mac);
+    const text = recordBodyText(body, this.envText);
+    const mac = hmac(key.key, RECORD_MAC_PREFIX, text);
+    const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
+    const hash = recordHash(text, mac);
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
     this.recordsInEpoch++;
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });

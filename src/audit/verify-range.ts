@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { EpochKeys } from './key-ratchet.js';
-import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash } from './record-format.js';
+import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash, topLevelFields } from './record-format.js';
 import type { VerifyCode, VerifyProblem } from './verify-codes.js';
 
 /** One stored record as verify reads it. Columns are null when the source has none (an export file). */
@@ -80,12 +80,59 @@ interface ParsedBody {
   args: unknown;
 }
 
-function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer, mac: Buffer): boolean {
+/**
+ * The fast path: find the top-level fields without building the object and check the MAC. A body
+ * whose MAC holds is the exact text that was signed, and the signer only signs canonical text, so
+ * neither JSON.parse nor a canonical re-serialization is needed. Anything else takes the slow path.
+ */
+function authenticBody(record: StoredRecord, keysById: ReadonlyMap<string, EpochKeys>): ParsedBody | undefined {
+  const text = record.body;
+  const fields = topLevelFields(text);
+  if (!fields) return undefined;
+  const raw = (key: string) => {
+    const span = fields.get(key);
+    return span ? text.slice(span[0], span[1]) : undefined;
+  };
+  const str = (key: string): string | null | undefined => {
+    const value = raw(key);
+    if (value === 'null') return null;
+    // Values that need no unescaping: ids, hashes, timestamps. Others go through JSON.parse.
+    if (value === undefined || value.charCodeAt(0) !== 0x22) return undefined;
+    return value.includes('\\') ? (JSON.parse(value) as string) : value.slice(1, -1);
+  };
+  const int = (key: string): number | undefined => {
+    const value = raw(key);
+    return value !== undefined && /^(?:0|[1-9][0-9]{0,15})$/.test(value) ? Number(value) : undefined;
+  };
+  const keyId = str('keyId');
+  const epoch = int('epoch');
+  if (typeof keyId !== 'string' || epoch === undefined) return undefined;
+  const keys = keysById.get(keyId);
+  if (!keys || !keys.has(epoch) || !macMatches(keys, epoch, RECORD_MAC_PREFIX, text, record.mac)) return undefined;
+  const action = str('action');
+  const argsText = raw('args');
+  return {
+    v: int('v'),
+    logId: str('logId'),
+    seq: int('seq'),
+    ts: str('ts'),
+    keyId,
+    epoch,
+    prevHash: str('prevHash'),
+    action,
+    planId: str('planId'),
+    stepId: str('stepId'),
+    // Only chain starts need their args (public key, previous key); the rest are never parsed here.
+    args: (action === 'key.created' || action === 'key.rotated') && argsText ? JSON.parse(argsText) : undefined,
+  };
+}
+
+function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
   return mac.length === 32 && crypto.timingSafeEqual(hmac(keys.key(epoch), prefix, body), mac);
 }
 
 /** The epoch, if any other than the claimed one, whose key made this MAC: a record re-MACed under a later key. */
-function otherEpochThatMatches(keys: EpochKeys, claimed: number, body: Buffer, mac: Buffer): number | undefined {
+function otherEpochThatMatches(keys: EpochKeys, claimed: number, body: string, mac: Buffer): number | undefined {
   const limit = keys.lastEpoch ?? Math.max(claimed + 64, ...keys.knownEpochs());
   for (let epoch = keys.firstEpoch; epoch <= limit && epoch - keys.firstEpoch < 100_000; epoch++) {
     if (epoch !== claimed && macMatches(keys, epoch, RECORD_MAC_PREFIX, body, mac)) return epoch;
@@ -121,20 +168,23 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
 
   for (const record of source.records(input.from, input.to)) {
     const at = expectedSeq > 0 ? expectedSeq : record.position;
-    let parsed: ParsedBody;
-    try {
-      parsed = JSON.parse(record.body) as ParsedBody;
-    } catch {
-      return fail('EDITED', at, `record ${at}: its body is not JSON`);
+    let parsed: ParsedBody | undefined = authenticBody(record, input.keys);
+    const macVerified = parsed !== undefined;
+    if (!parsed) {
+      try {
+        parsed = JSON.parse(record.body) as ParsedBody;
+      } catch {
+        return fail('EDITED', at, `record ${at}: its body is not JSON`);
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
+      let canonical: string;
+      try {
+        canonical = canonicalText(parsed);
+      } catch {
+        return fail('EDITED', at, `record ${at}: its body has no canonical form`);
+      }
+      if (canonical !== record.body) return fail('NONCANONICAL', at, `record ${at}: its body is not the exact canonical bytes that were signed`);
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
-    let canonical: string;
-    try {
-      canonical = canonicalText(parsed);
-    } catch {
-      return fail('EDITED', at, `record ${at}: its body has no canonical form`);
-    }
-    if (canonical !== record.body) return fail('NONCANONICAL', at, `record ${at}: its body is not the exact canonical bytes that were signed`);
     const seq = parsed.seq;
     const epoch = parsed.epoch;
     const keyId = parsed.keyId;
@@ -150,9 +200,11 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     if (parsed.logId !== input.logId) return fail('FOREIGN_LOG', at, `record ${at}: it belongs to log ${String(parsed.logId)}, not ${input.logId}`);
     if (!input.knownKeyIds.has(keyId)) return fail('UNKNOWN_KEY', at, `record ${at}: key ${keyId} is not a key of this log`);
 
-    const bodyBytes = Buffer.from(record.body, 'utf8');
+    const bodyBytes = record.body;
     const keys = input.keys.get(keyId);
-    if (keys) {
+    if (macVerified) {
+      // checked on the fast path
+    } else if (keys) {
       if (keys.has(bodyEpoch)) {
         if (!macMatches(keys, bodyEpoch, RECORD_MAC_PREFIX, bodyBytes, record.mac)) {
           const realEpoch = otherEpochThatMatches(keys, bodyEpoch, bodyBytes, record.mac);
