@@ -38,6 +38,11 @@ export interface AuditEntry {
   detail: Record<string, unknown>;
 }
 
+/** Seams a shell provides: Electron's main process passes shell.openExternal. */
+export interface ExecutorOptions {
+  openExternal?: (url: string) => Promise<void>;
+}
+
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
 
@@ -62,9 +67,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly audit: AuditTrail;
   private policy: Policy;
   private closed = false;
+  private readonly openExternal?: (url: string) => Promise<void>;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy) {
+  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, options: ExecutorOptions) {
     super();
+    this.openExternal = options.openExternal;
     this.dataDir = dataDir;
     this.lock = lock;
     this.db = db;
@@ -76,14 +83,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** Takes the data directory's lock, opens the database, and marks steps a crash left running as interrupted. */
-  static open(dataDir: string): Executor {
+  static open(dataDir: string, options: ExecutorOptions = {}): Executor {
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
-      const executor = new Executor(resolved, lock, db, policy);
+      const executor = new Executor(resolved, lock, db, policy, options);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
       return executor;
@@ -150,7 +157,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb };
+    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
   }
 
   private emitStep(record: StepRecord): StepRecord {

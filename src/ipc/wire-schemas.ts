@@ -72,6 +72,16 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fileChanges'), files: z.array(FileChangePreviewSchema) }),
   z.object({ kind: z.literal('kbEntry'), title: z.string(), content: z.string(), tags: z.array(z.string()) }),
   z.object({ kind: z.literal('text'), text: z.string() }),
+  z.object({
+    kind: z.literal('url'),
+    url: z.string(),
+    protocol: z.string(),
+    host: z.string(),
+    path: z.string(),
+    query: z.array(z.object({ name: z.string(), value: z.string(), opaque: z.boolean() })),
+    fragment: z.string().nullable(),
+    warnings: z.array(z.string()),
+  }),
 ]);
 
 export const ApprovalSchema = z.object({
