@@ -1,12 +1,14 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { METHOD_NAMES } from '../../../src/ipc/methods.js';
 import { PROTOCOL_VERSION } from '../../../src/ipc/protocol.js';
-import { readSocketSecret } from '../../../src/ipc/token-files.js';
-import { WEB_CREDENTIAL } from '../../../src/ipc/web-client.js';
-import { rawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
+import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
+import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+
+// No Electron binary exists here: the Electron transport runs over a small fake of the module.
+vi.mock('electron', () => import('../../helpers/fake-electron.js'));
 
 const RUNS = 1500;
 
@@ -31,18 +33,14 @@ function messages(session: RawSession) {
   );
 }
 
-describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
+describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
   let host: Host;
   let session: RawSession;
 
   beforeAll(async () => {
     const { dataDir } = tempSetup();
-    host = await startHost(dataDir, { web: {}, maxRequestBytes: 256 * 1024 });
-    const wire = await transport.open(host);
-    session =
-      transport === WEB_TRANSPORT
-        ? await rawSession(wire, WEB_CREDENTIAL, new TextEncoder().encode(new URL(host.web!.issueUrl()).hash.replace('#token=', '')))
-        : await rawSession(wire, 'cli', readSocketSecret(host.executor.dataDir, 'cli'));
+    host = await startHost(dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
+    session = await openRawSession(host, transport);
   });
   afterAll(async () => {
     session.close();
