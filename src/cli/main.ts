@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
+import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 
 const program = new Command()
@@ -15,6 +16,7 @@ const program = new Command()
 registerStepCommands(program);
 registerAuditCommands(program);
 registerKeyCommands(program);
+registerServeCommands(program);
 
 try {
   await program.parseAsync(process.argv);
