@@ -2,7 +2,16 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { ActionContext } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
-import { EventLog, type AuditTrail } from '../audit/event-log.js';
+import { exportAudit } from '../audit/audit-export.js';
+import type { VerificationKeyLine } from '../audit/audit-keys.js';
+import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
+import { queryAudit, type AuditPage } from '../audit/audit-query.js';
+import { verifyDataDir } from '../audit/audit-verifier.js';
+import type { AuditTrail } from '../audit/event-log.js';
+import type { EpochKeys } from '../audit/key-ratchet.js';
+import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
+import { secretDigest } from '../audit/recordable-value.js';
+import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
@@ -29,15 +38,27 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
-export interface AuditEntry {
-  seq: number;
-  ts: string;
-  planId: string | null;
-  stepId: string | null;
-  kind: string;
-  actor: Actor;
-  detail: Record<string, unknown>;
+export interface ExecutorOptions {
+  /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
+  keyStore?: KeyStore;
+  audit?: AuditLogOptions;
+  /** How often a checkpoint seals the head while the host runs, also when idle. */
+  auditHeartbeatMs?: number;
+  /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
+  openExternal?: (url: string) => Promise<void>;
 }
+
+export interface KeyStatus {
+  logId: string;
+  protection: KeyProtection;
+  location: string;
+  currentKeyId: string;
+  epoch: number;
+  chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
+  anchor: { seq: number; ts: string } | null;
+}
+
+export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
@@ -62,34 +83,46 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly kb: KbRepository;
   private readonly blobs: BlobStore;
   private readonly audit: AuditTrail;
+  private readonly auditLog: SignedAuditLog;
+  private readonly keyStore: KeyStore;
   private policy: Policy;
   private closed = false;
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
+  private readonly openExternal?: (url: string) => Promise<void>;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy) {
+  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
+    this.openExternal = options.openExternal;
     this.dataDir = dataDir;
     this.lock = lock;
     this.db = db;
     this.policy = policy;
-    this.audit = this.notifyingTrail(new EventLog(db));
+    this.auditLog = auditLog;
+    this.keyStore = keyStore;
+    this.audit = this.notifyingTrail(auditLog);
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
   }
 
-  /** Takes the data directory's lock, opens the database, and marks steps a crash left running as interrupted. */
-  static open(dataDir: string): Executor {
+  /**
+   * Takes the data directory's lock, opens the database and its signed audit log, and marks steps a
+   * crash left running as interrupted. Without the audit key nothing opens: fail closed.
+   */
+  static open(dataDir: string, options: ExecutorOptions = {}): Executor {
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
-      const executor = new Executor(resolved, lock, db, policy);
+      const keyStore = options.keyStore ?? new FileKeyStore(resolved);
+      const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
+      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
+      auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       return executor;
     } catch (error) {
       db?.close();
@@ -101,8 +134,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.auditLog.stopHeartbeat();
     try {
-      this.db.transaction(() => this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
+      // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
+      this.db.transaction(() => {
+        this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        this.auditLog.checkpoint('shutdown');
+      })();
+      this.auditLog.flushAnchor();
     } finally {
       this.db.close();
       this.lock.release();
@@ -154,7 +193,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb };
+    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
   }
 
   private emitStep(record: StepRecord): StepRecord {
@@ -453,30 +492,47 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.steps.planSteps(planId);
   }
 
-  getAudit(filter: { stepId?: string; planId?: string; afterSeq?: number; limit?: number } = {}): AuditEntry[] {
-    const where: string[] = ['seq > ?'];
-    const params: unknown[] = [filter.afterSeq ?? 0];
-    if (filter.stepId) {
-      where.push('step_id = ?');
-      params.push(filter.stepId);
-    }
-    if (filter.planId) {
-      where.push('plan_id = ?');
-      params.push(filter.planId);
-    }
-    params.push(filter.limit ?? 500);
-    const rows = this.db.prepare(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`).all(...params) as {
-      seq: number; ts: string; plan_id: string | null; step_id: string | null; kind: string; actor_json: string; detail_json: string;
-    }[];
-    return rows.map((row) => ({
-      seq: row.seq,
-      ts: row.ts,
-      planId: row.plan_id,
-      stepId: row.step_id,
-      kind: row.kind,
-      actor: JSON.parse(row.actor_json) as Actor,
-      detail: JSON.parse(row.detail_json) as Record<string, unknown>,
-    }));
+  /** A page of audit records, newest first unless `order: 'asc'`; pass `nextCursor` back for the next page. */
+  getAudit(query: unknown = {}): AuditPage {
+    return queryAudit(this.db, query);
+  }
+
+  /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
+  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
+    return verifyDataDir(this.dataDir, { keyStore: this.keyStore, ...options });
+  }
+
+  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
+    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+  }
+
+  /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
+  hashSecret(value: string): string {
+    return secretDigest(this.auditLog.keys.salt, value);
+  }
+
+  /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
+  rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
+    return this.auditLog.rotate(actor, reason);
+  }
+
+  /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
+  exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
+    return this.auditLog.keys.exportVerification(new Date(), options);
+  }
+
+  keyStatus(): KeyStatus {
+    const keys = this.auditLog.keys;
+    const anchor = this.auditLog.anchorStore.read();
+    return {
+      logId: keys.logId,
+      protection: keys.protection,
+      location: keys.location,
+      currentKeyId: keys.current().keyId,
+      epoch: keys.current().epoch,
+      chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+      anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+    };
   }
 
   private recoverInterrupted(): void {

@@ -119,9 +119,10 @@ export const PROPOSING_TOOLS = {
     },
   },
   open_url: {
-    description: "Ask the user to let you open a web page in their browser. Waits for the decision like the other tools.",
+    description:
+      "Ask the user to let you open a web page (http or https) in their browser. The user sees the host and every query parameter decoded; don't put data from the machine in the URL. Waits for the decision like the other tools.",
     input: z.object({ url: z.string().url().max(8192).describe('An http(s) URL.'), purpose }),
-    toStep: (args: { url: string; purpose: string }) => ({ action: 'openURL', args: { url: args.url }, meta: { purpose: args.purpose } }),
+    toStep: (args: { url: string; purpose: string }) => ({ action: 'openURL', args: { url: args.url, purpose: args.purpose }, meta: { purpose: args.purpose } }),
   },
   kb_add: {
     description: "Ask the user to let you add an entry to their knowledge base (a note they keep). Waits for the decision like the other tools.",

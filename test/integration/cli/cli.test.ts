@@ -27,7 +27,7 @@ function rowCounts(dataDir: string): { steps: number; events: number } {
   const db = new Database(file, { readonly: true });
   try {
     const steps = (db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n;
-    const events = (db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind LIKE 'step.%'").get() as { n: number }).n;
+    const events = (db.prepare("SELECT COUNT(*) AS n FROM audit_records WHERE action LIKE 'step.%'").get() as { n: number }).n;
     return { steps, events };
   } catch {
     return { steps: 0, events: 0 }; // created but not yet migrated by the process that is opening it

@@ -57,7 +57,7 @@ describe('crash during execute', () => {
       expect(fs.readFileSync(path.join(workspace, 'target.txt'), 'utf8')).toBe('NEW CONTENT\n'.repeat(50_000));
       await executor.revertStep('crash-step', actorFor('cli'));
       expect(fs.readFileSync(path.join(workspace, 'target.txt'), 'utf8')).toBe('ORIGINAL\n');
-      const kinds = executor.getAudit({ stepId: 'crash-step' }).map((e) => e.kind);
+      const kinds = executor.getAudit({ filters: { stepId: 'crash-step' }, order: 'asc' }).entries.map((e) => e.action);
       expect(kinds).toContain('step.execution_started');
       expect(kinds).toContain('step.interrupted');
       expect(kinds.at(-1)).toBe('step.reverted');

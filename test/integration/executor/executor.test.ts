@@ -135,8 +135,8 @@ describe('Executor: propose, consent, execute', () => {
     const later = executor.getStep(records[1]!.step.id);
     expect(later.status).toBe('awaiting_consent');
     expect(fs.existsSync(path.join(workspace, 'a.txt'))).toBe(false);
-    const audit = executor.getAudit({ stepId: records[1]!.step.id });
-    expect(audit.map((entry) => entry.kind)).toContain('step.reconsent');
+    const audit = executor.getAudit({ filters: { stepId: records[1]!.step.id } }).entries;
+    expect(audit.map((entry) => entry.action)).toContain('step.reconsent');
   });
 
   it('records the rejection reason, and refuses an empty one', async () => {
@@ -150,24 +150,25 @@ describe('Executor: propose, consent, execute', () => {
 
   it('leaves the database unchanged when a plan is invalid, and refuses a reused plan id', async () => {
     const { executor } = start();
-    const before = executor.getAudit().length;
+    const auditCount = () => executor.getAudit({ limit: 10_000 }).entries.length;
+    const before = auditCount();
     expect((await errorOf(executor.propose({ steps: [write('a.txt', 'x'), { action: 'nope', args: {} }] }, cli))).code).toBe('INVALID_PLAN');
     expect(executor.listSteps()).toEqual([]);
-    expect(executor.getAudit().length).toBe(before);
+    expect(auditCount()).toBe(before);
     await executor.propose({ planId: 'p1', steps: [write('a.txt', 'x')] }, cli);
     expect((await errorOf(executor.propose({ planId: 'p1', steps: [write('b.txt', 'x')] }, cli))).code).toBe('PLAN_EXISTS');
     expect(executor.listSteps()).toHaveLength(1);
   });
 
-  it('records every transition in the append-only events table', async () => {
+  it('records every transition in the append-only audit log', async () => {
     const { executor, dataDir } = start();
     const [record] = await executor.propose({ steps: [write('a.txt', 'x')] }, cli);
     await executor.approve(record!.step.id, cli);
-    const kinds = executor.getAudit({ stepId: record!.step.id }).map((e) => e.kind);
+    const kinds = executor.getAudit({ filters: { stepId: record!.step.id }, order: 'asc' }).entries.map((e) => e.action);
     expect(kinds).toEqual(['step.proposed', 'step.evaluated', 'step.consent_requested', 'step.approved', 'step.execution_started', 'step.executed']);
     const db = new Database(path.join(dataDir, 'executor.db'));
-    expect(() => db.prepare('DELETE FROM events').run()).toThrow(/append-only/);
-    expect(() => db.prepare("UPDATE events SET kind = 'x'").run()).toThrow(/append-only/);
+    expect(() => db.prepare('DELETE FROM audit_records').run()).toThrow(/append-only/);
+    expect(() => db.prepare("UPDATE audit_records SET action = 'x'").run()).toThrow(/append-only/);
     db.close();
   });
 });
@@ -201,7 +202,7 @@ describe('Executor: revert', () => {
     expect(executor.getStep(record.step.id).status).toBe('executed');
     await executor.revertStep(record.step.id, cli, { force: true });
     expect(fs.existsSync(path.join(workspace, 'a.txt'))).toBe(false);
-    expect(executor.getAudit({ stepId: record.step.id }).at(-1)?.kind).toBe('step.revert_forced');
+    expect(executor.getAudit({ filters: { stepId: record.step.id } }).entries[0]?.action).toBe('step.revert_forced');
   });
 
   it('refuses to revert twice, clearly', async () => {

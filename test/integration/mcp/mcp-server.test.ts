@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../../../src/executor/executor.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
@@ -32,8 +31,15 @@ async function awaitingStep(api: ExecutorClient): Promise<string> {
   return stepId!;
 }
 
-async function audit(api: ExecutorClient, filter: { stepId?: string } = {}): Promise<AuditEntry[]> {
-  return (await api.getAudit({ ...filter, limit: 10_000 })) as unknown as AuditEntry[];
+/** The audit trail as the person's client reads it, oldest first. */
+async function audit(api: ExecutorClient, filter: { stepId?: string } = {}) {
+  const page = await api.getAudit({ filters: filter, limit: 10_000, order: 'asc' });
+  return page.entries.map((entry) => ({
+    kind: entry.action,
+    actor: entry.userId,
+    stepId: entry.stepId,
+    detail: (entry.args ?? {}) as Record<string, unknown>,
+  }));
 }
 
 describe('executor mcp with the app running', () => {
@@ -236,13 +242,16 @@ describe('executor mcp with the app running', () => {
     expect(limited.text).toMatch(/^FAILED: RATE_LIMITED: .* proposed 2 step\(s\) in the last minute.* allows 2 per minute\. Try again in about \d+ s\./);
   });
 
-  it('says an action this build lacks is not supported, as a tool result', async () => {
-    const { dataDir } = tempSetup();
+  it('proposes open_url; an allowlisted page is auto-approved and reported as not opened on a host without a browser', async () => {
+    const { dataDir } = tempSetup({ autoApprove: 'LOW', network: { allowHosts: ['example.org'] } });
     await startServe(dataDir);
     const mcp = await startMcp(dataDir, { waitSeconds: 0 });
-    const result = await mcp.call('open_url', { url: 'https://example.org/', purpose: 'read the docs' });
-    expect(result.isError).toBe(true);
-    expect(result.text).toMatch(/^FAILED: INVALID_PLAN: this Executor does not support that kind of step yet/);
+    const result = await mcp.call('open_url', { url: 'https://example.org/docs?q=mcp', purpose: 'read the docs' });
+    expect(result.text).toMatch(/^EXECUTED: step \S+ ran\.\n/);
+    expect(result.text).toContain('"opened":false');
+    const refused = await mcp.call('open_url', { url: 'file:///etc/passwd', purpose: 'read it' });
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toMatch(/^DENIED by policy: Only http: and https: pages can be opened/);
   });
 });
 
