@@ -4,7 +4,10 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
+import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 import type { KbRepository } from '../store/kb-repository.js';
+import type { HeavyCodeRunner } from './heavy-code-runner.js';
 
 /** What an action may use. Seams the core owns; the executor provides them. */
 export interface ActionContext {
@@ -13,6 +16,11 @@ export interface ActionContext {
   dataDir: string;
   blobs: BlobStore;
   kb: KbRepository;
+  lightSandbox: LightSandbox;
+  /** The Docker sandbox for heavy code; absent until one is wired in. */
+  heavyCodeRunner?: HeavyCodeRunner;
+  /** Writes one `capability.call` audit record linked to this step; throws if it cannot (the call is then refused). */
+  auditCapabilityCall: CapabilityAudit;
 }
 
 /**
@@ -28,6 +36,11 @@ export interface ActionModule<A extends ActionName> {
   action: A;
   /** Whether revert can undo the effects. Irreversible actions say so in the prompt and in history. */
   reversible: boolean;
+  /**
+   * Whether the preview depends on the world outside the step (files on disk) and so is computed
+   * again before execute. False when the step's hash alone fixes what the preview shows.
+   */
+  previewDependsOnWorld?: boolean;
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;

@@ -18,7 +18,8 @@ export type EventKind =
   | 'step.interrupted'
   | 'step.reconsent'
   | 'step.reverted'
-  | 'step.revert_forced';
+  | 'step.revert_forced'
+  | 'capability.call';
 
 export interface AuditEvent {
   kind: EventKind;

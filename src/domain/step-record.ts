@@ -1,4 +1,5 @@
 import type { Actor } from './actor.js';
+import type { CodeRunResult } from './code-run.js';
 import type { ErrorShape } from './errors.js';
 import type { Evaluation } from './risk.js';
 import type { StepStatus } from './state-machine.js';
@@ -22,7 +23,9 @@ export interface FileChangePreview {
 export type Preview =
   | { kind: 'fileChanges'; files: FileChangePreview[] }
   | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
-  | { kind: 'text'; text: string };
+  | { kind: 'text'; text: string }
+  /** A dry run of code: its result, and the network requests it would have made (not sent). */
+  | { kind: 'codeRun'; result: CodeRunResult; requests: { method: string; url: string }[] };
 
 export interface Approval {
   by: Actor;

@@ -30,6 +30,22 @@ export const ACTION_ARGS = {
     content: boundedText('content', 1024 * 1024),
     tags: z.array(z.string().min(1).max(100)).max(50).optional(),
   }),
+  runCode: z.strictObject({
+    /** Sizes over the sandbox's own limit are refused by the sandbox with a typed result, not by the plan parser. */
+    code: boundedText('code', 1024 * 1024),
+    purpose: z.string().max(2000).optional(),
+    /** Clamped to the sandbox's range rather than rejected. */
+    timeoutMs: z.number().finite().optional(),
+    capabilities: z
+      .strictObject({
+        fetch: z.strictObject({ hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional(),
+        readFile: z.literal(true).optional(),
+        kbSearch: z.literal(true).optional(),
+      })
+      .optional(),
+    language: z.enum(['javascript', 'python']).optional(),
+    sandbox: z.enum(['light', 'docker']).optional(),
+  }),
 } as const;
 
 export type ActionName = keyof typeof ACTION_ARGS;
@@ -65,6 +81,7 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('writeFile'),
   stepVariant('deleteFile'),
   stepVariant('createKBEntry'),
+  stepVariant('runCode'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
 export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;

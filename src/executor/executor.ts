@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { ActionContext } from '../actions/action-module.js';
+import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { EventLog, type AuditTrail } from '../audit/event-log.js';
 import { BlobStore } from '../backup/blob-store.js';
@@ -15,6 +16,8 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, type Policy } from '../policy/policy-file.js';
+import { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
@@ -33,6 +36,12 @@ export interface AuditEntry {
   kind: string;
   actor: Actor;
   detail: Record<string, unknown>;
+}
+
+/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
+export interface ExecutorSeams {
+  spawnChild?: SpawnChild;
+  heavyCodeRunner?: HeavyCodeRunner;
 }
 
 const POLICY_ACTOR: Actor = actorFor('policy');
@@ -57,10 +66,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly kb: KbRepository;
   private readonly blobs: BlobStore;
   private readonly audit: AuditTrail;
+  private readonly lightSandbox: LightSandbox;
+  private readonly heavyCodeRunner: HeavyCodeRunner | undefined;
   private policy: Policy;
   private closed = false;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy) {
+  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, seams: ExecutorSeams) {
     super();
     this.dataDir = dataDir;
     this.lock = lock;
@@ -70,17 +81,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.lightSandbox = new LightSandbox({ spawnChild: seams.spawnChild });
+    this.heavyCodeRunner = seams.heavyCodeRunner;
   }
 
   /** Takes the data directory's lock, opens the database, and marks steps a crash left running as interrupted. */
-  static open(dataDir: string): Executor {
+  static open(dataDir: string, seams: ExecutorSeams = {}): Executor {
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
-      const executor = new Executor(resolved, lock, db, policy);
+      const executor = new Executor(resolved, lock, db, policy, seams);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
       return executor;
@@ -94,6 +107,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.lightSandbox.close();
     try {
       this.db.transaction(() => this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
     } finally {
@@ -112,7 +126,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb };
+    return {
+      stepId,
+      policy: this.policy,
+      dataDir: this.dataDir,
+      blobs: this.blobs,
+      kb: this.kb,
+      lightSandbox: this.lightSandbox,
+      heavyCodeRunner: this.heavyCodeRunner,
+      auditCapabilityCall: (detail) => {
+        const planId = this.steps.get(stepId).step.planId;
+        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
+      },
+    };
   }
 
   private emitStep(record: StepRecord): StepRecord {
@@ -216,7 +242,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module, args } = boundAction(record.step);
     const ctx = this.context(stepId);
 
-    if (record.approval?.previewHash) {
+    if (record.approval?.previewHash && module.previewDependsOnWorld !== false) {
       const fresh = await this.previewOrError(record.step);
       if (fresh.ok && fresh.previewHash !== record.approval.previewHash) {
         return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: fresh }, {
