@@ -26,6 +26,8 @@ export interface LightSandboxOptions {
   warn?: (line: string) => void;
   /** For tests proving the fallback: pretend the OS offers less than it does. */
   isolation?: IsolationSupport;
+  /** The static guard is a courtesy; the escape suite turns it off to prove the walls behind it. */
+  staticGuard?: boolean;
 }
 
 /** Node flags of every worker: the permission model granting only its own script, no code from strings, a heap cap. */
@@ -77,6 +79,7 @@ export class LightSandbox {
   private readonly now: () => number;
   private readonly warn: ((line: string) => void) | undefined;
   private readonly isolationOverride: IsolationSupport | undefined;
+  private readonly staticGuard: boolean;
 
   constructor(options: LightSandboxOptions = {}) {
     this.spawnChild = options.spawnChild ?? forkChild;
@@ -84,6 +87,7 @@ export class LightSandbox {
     this.now = options.now ?? Date.now;
     this.warn = options.warn;
     this.isolationOverride = options.isolation;
+    this.staticGuard = options.staticGuard ?? true;
   }
 
   isolation(): IsolationSupport {
@@ -111,7 +115,7 @@ export class LightSandbox {
       if (codeBytes > MAX_CODE_BYTES) {
         return failure('EXECUTION_BLOCKED', `The code is ${codeBytes} bytes; the light sandbox takes at most ${MAX_CODE_BYTES}.`, startedAt);
       }
-      const pattern = blockedPattern(request.code);
+      const pattern = this.staticGuard ? blockedPattern(request.code) : undefined;
       if (pattern) return failure('EXECUTION_BLOCKED', `EXECUTION_BLOCKED: ${pattern} — isolated code cannot load modules, evaluate strings or reach the process; use tools.* for what it needs from outside.`, startedAt);
       const verdict = checkBudget(this.ledger, limits.budget, this.now());
       if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
