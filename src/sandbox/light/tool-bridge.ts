@@ -36,6 +36,8 @@ export class ToolBridge {
     if (!tool) return { ok: false, error: `tools.${toolName.slice(0, 100)} does not exist` };
     this.count += 1;
     const callIndex = this.count;
+    // Past the limit, one record says so; a loop of a million calls must not become a million audit rows.
+    if (callIndex > this.options.maxCalls + 1) return { ok: false, error: `tools.${tool.name} denied: this step may make at most ${this.options.maxCalls} tool calls` };
     let decision = this.count > this.options.maxCalls
       ? { ok: false as const, target: '', reason: `this step may make at most ${this.options.maxCalls} tool calls` }
       : this.options.env.grants[tool.capability] === undefined

@@ -17,8 +17,9 @@ export function policyOf(overrides: Record<string, unknown> = {}): Policy {
   return PolicySchema.parse(overrides);
 }
 
+/** Suites run far more snippets a minute than a person would: the budget is off unless a test sets its own. */
 export function bridgeFor(setup: BridgeSetup = {}): { bridge: ToolBridge; audited: Record<string, unknown>[]; policy: Policy } {
-  const policy = policyOf(setup.policy);
+  const policy = policyOf({ lightSandbox: { budget: { enabled: false } }, ...setup.policy });
   const audited: Record<string, unknown>[] = [];
   const bridge = new ToolBridge({
     registry: TOOL_REGISTRY,
