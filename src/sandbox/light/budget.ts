@@ -9,7 +9,8 @@ export interface SandboxUsage {
 /** Where past runs are remembered. In memory per Executor process; the seam lets a store keep it across processes. */
 export interface UsageLedger {
   record(usage: SandboxUsage): void;
-  since(fromMs: number): SandboxUsage[];
+  /** Runs that started after `afterMs` (exclusive: a run exactly a window ago has drained). */
+  since(afterMs: number): SandboxUsage[];
 }
 
 const HOUR_MS = 3_600_000;
@@ -24,8 +25,8 @@ export class MemoryUsageLedger implements UsageLedger {
     while (this.runs.length && this.runs[0]!.startedAtMs < horizon) this.runs.shift();
   }
 
-  since(fromMs: number): SandboxUsage[] {
-    return this.runs.filter((run) => run.startedAtMs >= fromMs);
+  since(afterMs: number): SandboxUsage[] {
+    return this.runs.filter((run) => run.startedAtMs > afterMs);
   }
 }
 

@@ -36,7 +36,6 @@ function findProgram(name: string): string | undefined {
 export const UNSHARE_ARGS = ['--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child'];
 
 let detected: IsolationSupport | undefined;
-let warned = false;
 
 /** Probes by running Node under each wrapper: a kernel that forbids user namespaces fails here, not in a step. */
 export function detectIsolation(): IsolationSupport {
@@ -67,10 +66,8 @@ export function detectIsolation(): IsolationSupport {
   return detected;
 }
 
-/** The fallback is allowed, silently weaker is not: print what is missing once per process. */
-export function warnAboutIsolationOnce(support: IsolationSupport, write: (line: string) => void = (line) => process.stderr.write(line)): void {
-  if (warned || support.warnings.length === 0) return;
-  warned = true;
+/** The fallback is allowed, silently weaker is not: the sandbox prints what is missing before its first run. */
+export function warnAboutIsolation(support: IsolationSupport, write: (line: string) => void = (line) => process.stderr.write(line)): void {
   for (const warning of support.warnings) write(`executor: WARNING: light sandbox: ${warning}\n`);
 }
 

@@ -3,7 +3,7 @@ import type { CodeRunFailureCode, CodeRunResult } from '../../domain/code-run.js
 import type { LightSandboxPolicy } from '../../policy/policy-file.js';
 import { checkBudget, MemoryUsageLedger, type UsageLedger } from './budget.js';
 import { parseWorkerFrame, type DoneFrame, type HostFrame } from './frames.js';
-import { detectIsolation, warnAboutIsolationOnce, wrapperFor, type IsolationSupport } from './isolation.js';
+import { detectIsolation, warnAboutIsolation, wrapperFor, type IsolationSupport } from './isolation.js';
 import { clampTimeout, MAX_CODE_BYTES, MAX_LOG_BYTES, MAX_RESULT_BYTES, MAX_TOOL_ARGS_BYTES, truncateUtf8 } from './limits.js';
 import { forkChild, type ChildLaunch, type SpawnChild } from './spawn-child.js';
 import { blockedPattern } from './static-guard.js';
@@ -74,6 +74,7 @@ function capLogs(lines: string[], alreadyTruncated: boolean): { logs: string[]; 
  */
 export class LightSandbox {
   private pool: WorkerPool | undefined;
+  private warned = false;
   private readonly spawnChild: SpawnChild;
   private readonly ledger: UsageLedger;
   private readonly now: () => number;
@@ -96,7 +97,10 @@ export class LightSandbox {
 
   private poolFor(limits: LightSandboxPolicy): WorkerPool {
     const support = this.isolation();
-    warnAboutIsolationOnce(support, this.warn);
+    if (!this.warned) {
+      this.warned = true;
+      warnAboutIsolation(support, this.warn);
+    }
     const launch = launchFor(support, limits);
     if (!this.pool) this.pool = new WorkerPool(this.spawnChild, launch, limits.warmWorkers);
     else this.pool.configure(launch, limits.warmWorkers);

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_CODE_BYTES, MAX_LOG_BYTES } from '../../../../src/sandbox/light/limits.js';
-import { forkChild } from '../../../../src/sandbox/light/spawn-child.js';
+import { detectIsolation } from '../../../../src/sandbox/light/isolation.js';
+import { forkChild, type SpawnChild } from '../../../../src/sandbox/light/spawn-child.js';
 import { run, sandboxFor } from './sandbox-fixture.js';
 
 const sandbox = sandboxFor();
@@ -166,5 +167,67 @@ describe('light sandbox: limits', () => {
     await run(sandbox, 'globalThis.leftover = "secret from the last step"; return 1;');
     const { result } = await run(sandbox, 'return typeof globalThis.leftover;');
     expect(result).toMatchObject({ ok: true, value: 'undefined' });
+  });
+});
+
+describe('light sandbox: budget', () => {
+  it('denies runs over the per-minute budget with the time until it refills, without starting a worker', async () => {
+    let nowMs = 1_000_000;
+    let spawned = 0;
+    const counting: SpawnChild = (launch) => {
+      spawned += 1;
+      return forkChild(launch);
+    };
+    const budgeted = sandboxFor({ now: () => nowMs, spawnChild: counting });
+    const policy = { lightSandbox: { warmWorkers: 0, budget: { enabled: true, runsPerMinute: 2, cpuSecondsPerHour: 600 } } };
+    try {
+      expect((await run(budgeted, 'return 1', { policy })).result).toMatchObject({ ok: true });
+      nowMs += 1_000;
+      expect((await run(budgeted, 'return 2', { policy })).result).toMatchObject({ ok: true });
+      nowMs += 1_000;
+      const spawnedBefore = spawned;
+      const { result } = await run(budgeted, 'return 3', { policy });
+      expect(result).toMatchObject({ ok: false, code: 'EXECUTION_DENIED' });
+      if (!result.ok) {
+        expect(result.retryAfterMs).toBe(58_000);
+        expect(result.message).toMatch(/2 runs per minute/);
+      }
+      expect(spawned).toBe(spawnedBefore);
+      nowMs += 58_000;
+      expect((await run(budgeted, 'return 4', { policy })).result).toMatchObject({ ok: true, value: 4 });
+    } finally {
+      budgeted.close();
+    }
+  });
+});
+
+describe('light sandbox: weaker platforms', () => {
+  it('falls back with a loud warning instead of failing when namespaces and rlimits are missing', async () => {
+    const warnings: string[] = [];
+    const real = detectIsolation();
+    const degraded = sandboxFor({
+      warn: (line) => warnings.push(line),
+      isolation: { ...real, namespaces: false, addressSpaceCap: false, warnings: ['no user namespaces here (test)', 'no prlimit here (test)'] },
+    });
+    try {
+      const first = await run(degraded, 'return "ran anyway";');
+      const second = await run(degraded, 'return typeof globalThis["pro" + "cess"];');
+      expect(first.result).toMatchObject({ ok: true, value: 'ran anyway' });
+      expect(second.result).toMatchObject({ ok: true, value: 'undefined' });
+      expect(warnings).toEqual([
+        'executor: WARNING: light sandbox: no user namespaces here (test)\n',
+        'executor: WARNING: light sandbox: no prlimit here (test)\n',
+      ]);
+    } finally {
+      degraded.close();
+    }
+  });
+
+  it('detects what this machine offers (on Linux CI as root: namespaces and an address-space cap)', () => {
+    const support = detectIsolation();
+    if (process.env.CI === 'true' && process.platform === 'linux') {
+      expect(support).toMatchObject({ namespaces: true, addressSpaceCap: true, warnings: [] });
+    }
+    expect(support.permissionFlag).toMatch(/^--(experimental-)?permission$/);
   });
 });
