@@ -48,14 +48,14 @@ export function detectIsolation(): IsolationSupport {
   let addressSpaceCap = false;
   if (platform === 'linux') {
     const unshare = findProgram('unshare');
-    namespaces = unshare !== undefined && succeeds(unshare, [...UNSHARE_ARGS, '--', process.execPath, '-e', '0']);
+    namespaces = unshare !== undefined && succeeds(unshare, [...UNSHARE_ARGS, '--', 'true']);
     if (!namespaces) {
       warnings.push(
         'No user namespaces here (unshare failed): sandboxed code shares the host network and PID space. It still has no way to reach a socket or a process, but loopback services are one escape away from it.',
       );
     }
     const prlimit = findProgram('prlimit');
-    addressSpaceCap = prlimit !== undefined && succeeds(prlimit, ['--as=1073741824', '--', process.execPath, '-e', '0']);
+    addressSpaceCap = prlimit !== undefined && succeeds(prlimit, ['--as=1073741824', '--', 'true']);
     if (!addressSpaceCap) warnings.push('prlimit is missing: ArrayBuffer and WebAssembly.Memory are not capped, only the V8 heap is.');
   } else {
     warnings.push(
