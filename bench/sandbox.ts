@@ -15,9 +15,9 @@ import { Executor } from '../src/executor/executor.js';
 
 const BASELINE_RUNS = 40;
 const STEP_RUNS = 200;
-const PACED_RUNS = 60;
+const PACED_RUNS = 40;
 /** An agent proposes steps at some pace; this is the idle gap of the "paced" series. */
-const PACE_MS = 50;
+const PACE_MS = 300;
 
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-sandbox-'));
 const dataDir = path.join(base, 'data');

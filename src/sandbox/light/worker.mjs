@@ -126,7 +126,10 @@ function describeError(error) {
   }
 }
 
+let finished = false;
 function finish(frame) {
+  if (finished) return;
+  finished = true;
   send({ ...frame, logs, logsTruncated });
 }
 
@@ -174,6 +177,12 @@ onProcess('message', (message) => {
     else pending.reject(new Error(StringCtor(message.error)));
   }
 });
+// A throw from a timer callback is the code's error, not a crash of the worker; a rejection nobody
+// awaited is only worth a log line (the default would end the process before the result is sent).
+onProcess('uncaughtException', (error) => {
+  if (started) finish({ t: 'done', ok: false, error: describeError(error) });
+});
+onProcess('unhandledRejection', (reason) => capture('error', ['Unhandled promise rejection:', describeError(reason).message]));
 // The host is gone: nothing left to answer to.
 onProcess('disconnect', () => exitNow(0));
 // Pay the first compile and the first IPC encode while waiting in the pool, not inside a step.

@@ -231,3 +231,18 @@ describe('light sandbox: weaker platforms', () => {
     expect(support.permissionFlag).toMatch(/^--(experimental-)?permission$/);
   });
 });
+
+describe('light sandbox: stray errors', () => {
+  const sandbox2 = sandboxFor();
+  afterAll(() => sandbox2.close());
+
+  it('reports a throw from a timer callback as EXECUTION_ERROR, not a crash', async () => {
+    const { result } = await run(sandbox2, 'setTimeout(() => { throw new TypeError("late throw"); }, 5); await new Promise((r) => setTimeout(r, 200)); return "unreached";');
+    expect(result).toMatchObject({ ok: false, code: 'EXECUTION_ERROR', message: 'TypeError: late throw' });
+  });
+
+  it('keeps the result when a promise nobody awaited rejects, and logs the rejection', async () => {
+    const { result } = await run(sandbox2, 'Promise.reject(new Error("ignored")); await new Promise((r) => setTimeout(r, 10)); return "fine";');
+    expect(result).toMatchObject({ ok: true, value: 'fine', logs: ['[error] Unhandled promise rejection: ignored'] });
+  });
+});
