@@ -45,6 +45,7 @@ export const forkChild: SpawnChild = (launch) => {
     serialization: 'json',
     // Its own process group: a signal the worker sends to "its group" (kill(0)) cannot reach the host.
     detached: true,
+    windowsHide: true,
   });
   let exited = false;
   child.on('exit', () => {
