@@ -2,11 +2,15 @@
 // read this one file and nothing else, so it cannot load TypeScript tooling. ES module on purpose:
 // module code is strict, so no frame of ours exposes `.caller`, `.arguments` or a CallSite function.
 // One process runs one snippet, then the host kills it.
+import net from 'node:net';
 import vm from 'node:vm';
 import { format } from 'node:util';
 
+// The host talks on descriptor 3, a socket pair, one JSON line per frame both ways (not Node's IPC
+// channel: the host parses our lines itself, defensively). Captured here; user code never sees it.
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+
 // Everything the worker itself needs is captured before user code could tamper with a global.
-const send = process.send.bind(process);
 const onProcess = process.on.bind(process);
 const exitNow = process.reallyExit.bind(process);
 const stringify = JSON.stringify;
@@ -19,6 +23,7 @@ const freeze = Object.freeze;
 const create = Object.create;
 const PromiseCtor = Promise;
 const StringCtor = String;
+const send = (frame) => channel.write(stringify(frame) + '\n');
 
 // Removed before user code runs, non-configurably, so nothing can put them back. `process` goes
 // entirely: it is the door to bindings, env, signals, the IPC descriptor and the inspector.
@@ -164,7 +169,7 @@ async function run(message) {
   finish({ t: 'done', ok: true, json: tooLarge ? cut(json, limits.maxResultBytes) : json, tooLarge });
 }
 
-onProcess('message', (message) => {
+function onHostFrame(message) {
   if (message === null || typeof message !== 'object') return;
   if (message.t === 'run' && !started) {
     started = true;
@@ -176,6 +181,23 @@ onProcess('message', (message) => {
     if (message.ok) pending.resolve(message.value);
     else pending.reject(new Error(StringCtor(message.error)));
   }
+}
+
+let received = '';
+channel.setEncoding('utf8');
+channel.on('data', (chunk) => {
+  received += chunk;
+  for (let newline = received.indexOf('\n'); newline !== -1; newline = received.indexOf('\n')) {
+    const line = received.slice(0, newline);
+    received = received.slice(newline + 1);
+    let frame;
+    try {
+      frame = parse(line);
+    } catch {
+      continue;
+    }
+    onHostFrame(frame);
+  }
 });
 // A throw from a timer callback is the code's error, not a crash of the worker; a rejection nobody
 // awaited is only worth a log line (the default would end the process before the result is sent).
@@ -184,6 +206,7 @@ onProcess('uncaughtException', (error) => {
 });
 onProcess('unhandledRejection', (reason) => capture('error', ['Unhandled promise rejection:', describeError(reason).message]));
 // The host is gone: nothing left to answer to.
-onProcess('disconnect', () => exitNow(0));
+channel.on('close', () => exitNow(0));
+channel.on('error', () => exitNow(0));
 // Pay the first compile and the first IPC encode while waiting in the pool, not inside a step.
 compileFunction(`'use strict';\nreturn (async () => 1)();`, ['tools', 'console'])().then(() => send({ t: 'ready' }));
