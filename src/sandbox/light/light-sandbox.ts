@@ -133,7 +133,8 @@ export class LightSandbox {
       }
       const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
       const runStartedAtMs = this.now();
-      const result = await this.settleOnce(worker, request, timeoutMs, startedAt);
+      // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
+      const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
       pool.release(worker);
       this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
       return result;

@@ -67,7 +67,7 @@ describe('light sandbox: limits', () => {
   });
 
   it('clamps a timeout below 100 ms up to 100 ms instead of rejecting it', async () => {
-    const { result } = await run(sandbox, 'await new Promise((r) => setTimeout(r, 40)); return "done";', { timeoutMs: 1 });
+    const { result } = await run(sandbox, 'await new Promise((r) => setTimeout(r, 10)); return "done";', { timeoutMs: 1 });
     expect(result).toMatchObject({ ok: true, value: 'done' });
     const slow = await run(sandbox, 'await new Promise((r) => setTimeout(r, 400)); return "done";', { timeoutMs: 1 });
     expect(slow.result).toMatchObject({ ok: false, code: 'EXECUTION_TIMEOUT' });
