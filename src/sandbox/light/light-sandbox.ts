@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { CodeRunFailureCode, CodeRunResult } from '../../domain/code-run.js';
 import type { LightSandboxPolicy } from '../../policy/policy-file.js';
 import { checkBudget, MemoryUsageLedger, type UsageLedger } from './budget.js';
+import { ignoreInspectorSignal } from './host-guard.js';
 import { parseWorkerFrame, type DoneFrame, type HostFrame } from './frames.js';
 import { detectIsolation, warnAboutIsolation, wrapperFor, type IsolationSupport } from './isolation.js';
 import { clampTimeout, MAX_CODE_BYTES, MAX_LOG_BYTES, MAX_RESULT_BYTES, MAX_TOOL_ARGS_BYTES, truncateUtf8 } from './limits.js';
@@ -100,6 +101,7 @@ export class LightSandbox {
     if (!this.warned) {
       this.warned = true;
       warnAboutIsolation(support, this.warn);
+      ignoreInspectorSignal();
     }
     const launch = launchFor(support, limits);
     if (!this.pool) this.pool = new WorkerPool(this.spawnChild, launch, limits.warmWorkers);

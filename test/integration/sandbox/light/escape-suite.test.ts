@@ -241,6 +241,14 @@ describe('escape suite: the layers under the JavaScript walls', () => {
     expect(inspector.url()).toBeUndefined();
   });
 
+  it('the host ignores SIGUSR1 once the sandbox is in use: even an unconfined process cannot open its inspector', async () => {
+    await run(sandbox, 'return 1');
+    const child = spawnSync(process.execPath, ['-e', `process._debugProcess(${process.pid})`], { encoding: 'utf8', env: {}, timeout: 20_000 });
+    expect(child.status).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(inspector.url()).toBeUndefined();
+  });
+
   it('the permission model alone refuses files, writes, child processes and worker threads', () => {
     const launch = launchFor(support, policyOf().lightSandbox);
     const script = `
