@@ -6,6 +6,8 @@ export interface IsolationSupport {
   platform: NodeJS.Platform;
   /** New user + network + PID namespaces: no network at all, and no host process is addressable. */
   namespaces: boolean;
+  /** The unshare arguments that worked here (with a private /proc where mounting one is allowed). */
+  unshareArgs: string[];
   /** setrlimit(RLIMIT_AS) through prlimit: caps ArrayBuffer and WebAssembly.Memory. */
   addressSpaceCap: boolean;
   /** Node's permission model flag on this runtime (`--permission` from Node 22, `--experimental-permission` before). */
@@ -34,6 +36,8 @@ function findProgram(name: string): string | undefined {
 }
 
 export const UNSHARE_ARGS = ['--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child'];
+/** A private /proc: without it the worker's /proc still lists (though cannot read) the host's processes. */
+const UNSHARE_WITH_PROC = [...UNSHARE_ARGS, '--mount-proc'];
 
 let detected: IsolationSupport | undefined;
 
@@ -45,10 +49,15 @@ export function detectIsolation(): IsolationSupport {
   const permissionFlag = major >= 22 ? '--permission' : '--experimental-permission';
   const warnings: string[] = [];
   let namespaces = false;
+  let unshareArgs: string[] = [];
   let addressSpaceCap = false;
   if (platform === 'linux') {
     const unshare = findProgram('unshare');
-    namespaces = unshare !== undefined && succeeds(unshare, [...UNSHARE_ARGS, '--', 'true']);
+    unshareArgs = unshare === undefined ? [] : ([UNSHARE_WITH_PROC, UNSHARE_ARGS].find((args) => succeeds(unshare, [...args, '--', 'true'])) ?? []);
+    namespaces = unshareArgs.length > 0;
+    if (namespaces && !unshareArgs.includes('--mount-proc')) {
+      warnings.push('A private /proc could not be mounted: the worker\'s /proc lists the host\'s processes (it still cannot signal or read them).');
+    }
     if (!namespaces) {
       warnings.push(
         'No user namespaces here (unshare failed): sandboxed code shares the host network and PID space. It still has no way to reach a socket or a process, but loopback services are one escape away from it.',
@@ -62,7 +71,7 @@ export function detectIsolation(): IsolationSupport {
       `On ${platform} the light sandbox has no network or PID isolation and no address-space cap: only Node's permission model, stripped globals and the kill timer hold the code. Use sandbox "docker" for untrusted code.`,
     );
   }
-  detected = { platform, namespaces, addressSpaceCap, permissionFlag, warnings };
+  detected = { platform, namespaces, unshareArgs, addressSpaceCap, permissionFlag, warnings };
   return detected;
 }
 
@@ -75,6 +84,6 @@ export function warnAboutIsolation(support: IsolationSupport, write: (line: stri
 export function wrapperFor(support: IsolationSupport, addressSpaceMb: number): string[] {
   const wrapper: string[] = [];
   if (support.addressSpaceCap) wrapper.push(findProgram('prlimit')!, `--as=${addressSpaceMb * 1024 * 1024}`, '--');
-  if (support.namespaces) wrapper.push(findProgram('unshare')!, ...UNSHARE_ARGS, '--');
+  if (support.namespaces) wrapper.push(findProgram('unshare')!, ...support.unshareArgs, '--');
   return wrapper;
 }

@@ -218,7 +218,7 @@ describe('escape suite: the layers under the JavaScript walls', () => {
   const support = detectIsolation();
   const requireNamespaces = process.env.CI === 'true' || support.namespaces;
 
-  it.runIf(requireNamespaces)('a process in the worker namespaces cannot signal the host, open its inspector or reach its loopback', () => {
+  it.runIf(requireNamespaces)('a process in the worker namespaces cannot signal the host, see it in /proc, open its inspector or reach its loopback', () => {
     expect(support.namespaces).toBe(true);
     const wrapper = wrapperFor(support, 1024);
     const script = `
@@ -226,14 +226,19 @@ describe('escape suite: the layers under the JavaScript walls', () => {
       const out = { env: process.env[${JSON.stringify(ENV_NAME)}] ?? null };
       try { process.kill(${process.pid}, 0); out.signal = 'reached'; } catch (e) { out.signal = e.code; }
       try { process._debugProcess(${process.pid}); out.debug = 'reached'; } catch (e) { out.debug = e.code || e.message; }
+      const fs = require('fs');
+      out.procPids = fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).length;
+      try { out.hostEnviron = fs.readFileSync('/proc/${process.pid}/environ', 'utf8'); } catch (e) { out.hostEnviron = e.code; }
       const s = net.connect(${port}, '127.0.0.1');
       s.on('connect', () => { out.net = 'connected'; console.log(JSON.stringify(out)); process.exit(0); });
       s.on('error', (e) => { out.net = e.code; console.log(JSON.stringify(out)); process.exit(0); });
     `;
     const before = connections;
     const child = spawnSync(wrapper[0]!, [...wrapper.slice(1), process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 20_000 });
-    const out = JSON.parse(child.stdout.trim()) as Record<string, string | null>;
+    const out = JSON.parse(child.stdout.trim()) as Record<string, string | number | null>;
     expect(out.env).toBeNull();
+    expect(out.hostEnviron).toBe('ENOENT');
+    expect(out.procPids).toBeLessThanOrEqual(2);
     expect(out.signal).toBe('ESRCH');
     expect(out.debug).not.toBe('reached');
     expect(out.net).not.toBe('connected');

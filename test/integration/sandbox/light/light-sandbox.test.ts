@@ -207,7 +207,7 @@ describe('light sandbox: weaker platforms', () => {
     const real = detectIsolation();
     const degraded = sandboxFor({
       warn: (line) => warnings.push(line),
-      isolation: { ...real, namespaces: false, addressSpaceCap: false, warnings: ['no user namespaces here (test)', 'no prlimit here (test)'] },
+      isolation: { ...real, namespaces: false, unshareArgs: [], addressSpaceCap: false, warnings: ['no user namespaces here (test)', 'no prlimit here (test)'] },
     });
     try {
       const first = await run(degraded, 'return "ran anyway";');
