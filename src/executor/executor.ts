@@ -22,6 +22,7 @@ import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js'
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
+import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 
 export interface ExecutorEvents {
@@ -81,7 +82,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
-    this.lightSandbox = new LightSandbox({ spawnChild: seams.spawnChild });
+    this.lightSandbox = new LightSandbox({ spawnChild: seams.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = seams.heavyCodeRunner;
   }
 

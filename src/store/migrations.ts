@@ -72,4 +72,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
   CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
   `,
+  // The light sandbox's budget ledger: runs of the last hour, so the budget holds across CLI commands.
+  `
+  CREATE TABLE sandbox_usage (
+    started_at_ms  INTEGER NOT NULL,
+    charged_ms     INTEGER NOT NULL
+  );
+  CREATE INDEX sandbox_usage_started ON sandbox_usage(started_at_ms);
+  `,
 ];

@@ -138,7 +138,12 @@ export class LightSandbox {
       // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
       const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
       pool.release(worker);
-      this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
+      try {
+        this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
+      } catch (error) {
+        // The run happened and its result stands; the budget merely could not remember it.
+        (this.warn ?? ((line: string) => process.stderr.write(line)))(`executor: WARNING: light sandbox: this run could not be recorded against the budget: ${(error as Error).message}\n`);
+      }
       return result;
     } catch (error) {
       // The tool never throws to its caller: anything unforeseen is still a typed result.

@@ -155,3 +155,18 @@ describe('runCode through the CLI', () => {
     expect(shown.stdout).toContain('value: {"words":3}');
   });
 });
+
+describe('runCode budget across CLI commands', () => {
+  it('keeps counting runs between commands on the same data directory and denies with the refill time', () => {
+    const { dataDir, base } = tempSetup({ autoApprove: 'LOW', lightSandbox: { budget: { runsPerMinute: 2 } } });
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ action: 'runCode', args: { code: 'return 1' } }] }));
+    const first = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
+    expect(first.json<{ status: string }[]>()[0]).toMatchObject({ status: 'executed' });
+    const second = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
+    const outcome = second.json<{ status: string; error?: { code: string; details?: { result?: { retryAfterMs?: number } } } }[]>()[0]!;
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_DENIED' } });
+    expect(outcome.error!.details!.result!.retryAfterMs).toBeGreaterThan(0);
+    expect(outcome.error!.details!.result!.retryAfterMs).toBeLessThanOrEqual(60_000);
+  });
+});
