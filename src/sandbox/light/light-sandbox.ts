@@ -154,14 +154,12 @@ export class LightSandbox {
   private settleOnce(worker: WarmWorker, request: LightRunRequest, timeoutMs: number, startedAt: number): Promise<CodeRunResult> {
     return new Promise<CodeRunResult>((resolve) => {
       let settled = false;
-      const inFlight = new AbortController();
       const settle = (result: CodeRunResult) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         // Killed before anyone sees the result: nothing the worker does afterwards can matter.
         worker.child.kill();
-        inFlight.abort();
         const calls = request.bridge.calls;
         resolve(calls.length ? { ...result, capabilityCalls: [...calls] } : result);
       };
@@ -172,7 +170,7 @@ export class LightSandbox {
       );
       worker.child.onExit((exit) => {
         const stderr = worker.stderr();
-        const outOfMemory = /heap out of memory|Fatal process OOM|Array buffer allocation failed|Reached heap limit/i.test(stderr);
+        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit/i.test(stderr);
         settle(failure(
           'EXECUTION_CRASHED',
           outOfMemory
