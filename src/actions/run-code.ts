@@ -29,7 +29,12 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
         requests: [],
       };
     }
-    return { result: await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall }), requests: [] };
+    try {
+      return { result: await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall }), requests: [] };
+    } catch (error) {
+      // The seam promises never to throw; if it does anyway, the caller still gets a result, not an exception.
+      return { result: { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs: 0 }, requests: [] };
+    }
   }
   const bridgeMode: BridgeMode = mode === 'simulate' ? 'record-only' : 'execute';
   const inFlight = new AbortController();
