@@ -11,7 +11,7 @@ import { blockedPattern } from './static-guard.js';
 import type { ToolBridge } from './tool-bridge.js';
 import { WorkerPool, type WarmWorker } from './worker-pool.js';
 
-export const WORKER_SCRIPT = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+export const WORKER_SCRIPT = fileURLToPath(new URL('./worker.cjs', import.meta.url));
 
 export interface LightRunRequest {
   code: string;

@@ -1,10 +1,13 @@
+'use strict';
 // The light sandbox's worker. Plain JavaScript on purpose: Node's permission model lets this process
-// read this one file and nothing else, so it cannot load TypeScript tooling. ES module on purpose:
-// module code is strict, so no frame of ours exposes `.caller`, `.arguments` or a CallSite function.
+// read this one file and nothing else, so it cannot load TypeScript tooling. CommonJS because it
+// boots measurably faster than an ES module (the pool refills sooner); strict from the first line,
+// so the module wrapper itself is a strict function and no frame of ours exposes `.caller`,
+// `.arguments` (which would hold `require`) or a CallSite function.
 // One process runs one snippet, then the host kills it.
-import net from 'node:net';
-import vm from 'node:vm';
-import { format } from 'node:util';
+const net = require('node:net');
+const vm = require('node:vm');
+const { format } = require('node:util');
 
 // The host talks on descriptor 3, a socket pair, one JSON line per frame both ways (not Node's IPC
 // channel: the host parses our lines itself, defensively). Captured here; user code never sees it.
