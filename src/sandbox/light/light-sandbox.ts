@@ -76,6 +76,7 @@ function capLogs(lines: string[], alreadyTruncated: boolean): { logs: string[]; 
 export class LightSandbox {
   private pool: WorkerPool | undefined;
   private warned = false;
+  private closed = false;
   private readonly spawnChild: SpawnChild;
   private readonly ledger: UsageLedger;
   private readonly now: () => number;
@@ -97,6 +98,7 @@ export class LightSandbox {
   }
 
   private poolFor(limits: LightSandboxPolicy): WorkerPool {
+    if (this.closed) throw new Error('the sandbox is closed');
     const support = this.isolation();
     if (!this.warned) {
       this.warned = true;
@@ -234,6 +236,7 @@ export class LightSandbox {
   }
 
   close(): void {
+    this.closed = true;
     this.pool?.close();
     this.pool = undefined;
   }

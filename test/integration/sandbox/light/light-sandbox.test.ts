@@ -246,3 +246,16 @@ describe('light sandbox: stray errors', () => {
     expect(result).toMatchObject({ ok: true, value: 'fine', logs: ['[error] Unhandled promise rejection: ignored'] });
   });
 });
+
+describe('light sandbox: lifecycle', () => {
+  it('answers with a typed result, and starts nothing, once closed', async () => {
+    let spawned = 0;
+    const closing = sandboxFor({ spawnChild: (launch) => { spawned += 1; return forkChild(launch); } });
+    expect((await run(closing, 'return 1')).result).toMatchObject({ ok: true });
+    closing.close();
+    const before = spawned;
+    const { result } = await run(closing, 'return 1');
+    expect(result).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED', message: expect.stringContaining('closed') });
+    expect(spawned).toBe(before);
+  });
+});
