@@ -3,6 +3,7 @@ import type { ActionModule } from './action-module.js';
 import { createKBEntry } from './create-kb-entry.js';
 import { deleteFile } from './delete-file.js';
 import { openURL } from './open-url.js';
+import { runCode } from './run-code.js';
 import { writeFile } from './write-file.js';
 
 /** Every action's module. The mapped type makes a new action in the schema union fail to compile until it is listed here. */
@@ -11,6 +12,7 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   deleteFile,
   createKBEntry,
   openURL,
+  runCode,
 };
 
 export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {

@@ -27,6 +27,7 @@ export const EVENT_KINDS = [
   'step.reconsent',
   'step.reverted',
   'step.revert_forced',
+  'capability.call',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];
