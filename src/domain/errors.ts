@@ -23,6 +23,10 @@ export type ErrorCode =
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'EXECUTION_FAILED'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'SANDBOX_IMAGE_MISSING'
+  | 'SANDBOX_FAILED'
+  | 'WORKSPACE_CONFLICT'
   | 'INTERNAL';
 
 export interface ErrorShape {
