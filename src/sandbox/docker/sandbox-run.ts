@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Policy } from '../../policy/policy-file.js';
+import { computeChangeset, type Changeset } from './changeset.js';
+import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
+import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
+import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
+import { requireImage, sandboxImageTag } from './sandbox-image.js';
+import { makeScratchCopy, removeScratch, type ScratchOptions } from './scratch-copy.js';
+
+let sharedClient: DockerClient | undefined;
+const swept = new WeakSet<DockerClient>();
+
+/** The engine this process talks to (DOCKER_HOST or the local default), created on first use. */
+export function defaultDockerClient(): DockerClient {
+  sharedClient ??= connectDocker();
+  return sharedClient;
+}
+
+/**
+ * Checks the engine answers and the image exists; the first time per client it also removes
+ * containers a crashed run left behind. Throws SANDBOX_UNAVAILABLE / SANDBOX_IMAGE_MISSING.
+ */
+export async function prepareEngine(client: DockerClient): Promise<{ tag: string; digest: string }> {
+  await engineCall(client, () => client.docker.ping());
+  if (!swept.has(client)) {
+    swept.add(client);
+    await sweepLeftoverContainers(client);
+  }
+  const image = await requireImage(client, sandboxImageTag());
+  return { tag: image.tag, digest: image.digest };
+}
+
+export interface SandboxRunRequest {
+  /** The real directory the command works on (the workspace root or the step's cwd in it). */
+  sourceDir: string;
+  argv: string[];
+  network: NetworkMode;
+  policy: Policy;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  allowedSecrets?: readonly string[];
+}
+
+export interface SandboxRunOutcome {
+  run: ContainerRunResult;
+  changeset: Changeset;
+  image: { tag: string; digest: string };
+  copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+}
+
+export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = []): ScratchOptions {
+  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets };
+}
+
+/**
+ * One sandboxed run on a fresh scratch copy: copy, run, compute what changed, throw the copy away.
+ * Nothing here writes to the real workspace.
+ */
+export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
+  const image = await prepareEngine(client);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets);
+  const scratch = makeScratchCopy(request.sourceDir, options);
+  try {
+    const run = await runInContainer(client, {
+      image: image.digest,
+      argv: request.argv,
+      scratchDir: scratch.dir,
+      workdir: WORKSPACE_MOUNT,
+      user: scratch.user,
+      limits: request.policy.sandbox,
+      network: request.network,
+      allowHosts: request.policy.network.allowHosts,
+      env: request.env,
+      timeoutMs: request.timeoutMs,
+    });
+    const changeset = computeChangeset(scratch, options);
+    return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
+  } finally {
+    scratch.dispose();
+  }
+}
+
+export interface CodeRunRequest {
+  code: string;
+  language: 'javascript' | 'python';
+  timeoutMs?: number;
+  policy: Policy;
+  network?: NetworkMode;
+  /** Extra files beside the script, by relative path (e.g. input data). */
+  files?: Record<string, string | Buffer>;
+}
+
+export interface CodeRunOutcome {
+  exitCode: number | null;
+  timedOut: boolean;
+  oomKilled: boolean;
+  stdout: ContainerRunResult['stdout'];
+  stderr: ContainerRunResult['stderr'];
+  durationMs: number;
+  image: { tag: string; digest: string };
+  egress: ContainerRunResult['egress'];
+}
+
+const SCRIPT_NAMES = { javascript: 'main.mjs', python: 'main.py' } as const;
+const INTERPRETERS = { javascript: ['node', SCRIPT_NAMES.javascript], python: ['python3', '-I', SCRIPT_NAMES.python] } as const;
+
+/**
+ * Heavy code (`runCode` with sandbox 'docker', or Python): the snippet runs in the same hardened
+ * container as commands, on a scratch directory of its own that holds only the script and its files.
+ * Whatever it writes there is discarded.
+ */
+export async function runCodeInContainer(request: CodeRunRequest, client: DockerClient = defaultDockerClient()): Promise<CodeRunOutcome> {
+  const image = await prepareEngine(client);
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-code-'));
+  try {
+    const source = path.join(base, 'source');
+    fs.mkdirSync(source);
+    for (const [relative, content] of Object.entries(request.files ?? {})) {
+      const target = path.resolve(source, relative);
+      if (!target.startsWith(source + path.sep)) continue;
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, content);
+    }
+    fs.writeFileSync(path.join(source, SCRIPT_NAMES[request.language]), request.code);
+    const options = scratchOptionsFor(request.policy);
+    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], parentDir: base });
+    const run = await runInContainer(client, {
+      image: image.digest,
+      argv: [...INTERPRETERS[request.language]],
+      scratchDir: scratch.dir,
+      workdir: WORKSPACE_MOUNT,
+      user: scratch.user,
+      limits: request.policy.sandbox,
+      network: request.network ?? 'none',
+      allowHosts: request.policy.network.allowHosts,
+      timeoutMs: request.timeoutMs,
+    });
+    return {
+      exitCode: run.exitCode,
+      timedOut: run.timedOut,
+      oomKilled: run.oomKilled,
+      stdout: run.stdout,
+      stderr: run.stderr,
+      durationMs: run.durationMs,
+      image,
+      egress: run.egress,
+    };
+  } finally {
+    removeScratch(base);
+  }
+}
