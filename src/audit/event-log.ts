@@ -17,6 +17,7 @@ export type EventKind =
   | 'step.failed'
   | 'step.interrupted'
   | 'step.reconsent'
+  | 'step.execution_deferred'
   | 'step.reverted'
   | 'step.revert_forced';
 

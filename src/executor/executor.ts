@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import type { ActionContext } from '../actions/action-module.js';
+import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
 import { EventLog, type AuditTrail } from '../audit/event-log.js';
 import { BlobStore } from '../backup/blob-store.js';
 import { backupFileChanges, planRevert, previewFileChange, revertFileChanges, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import { parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
@@ -37,6 +37,9 @@ export interface AuditEntry {
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
+
+/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
+const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
 
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
@@ -214,9 +217,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
-    const ctx = this.context(stepId);
+    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
+    const ctx = { ...this.context(stepId), approvedPreview };
 
-    if (record.approval?.previewHash) {
+    if (record.approval?.previewHash && !module.previewFromRun) {
       const fresh = await this.previewOrError(record.step);
       if (fresh.ok && fresh.previewHash !== record.approval.previewHash) {
         return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: fresh }, {
@@ -230,8 +234,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     try {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
+      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       return this.failBeforeStart(stepId, actor, error);
     }
+    if (prepared.drift) return this.returnForConsent(stepId, actor, record.stepHash, prepared.drift);
     const previews = prepared.fileChanges.map(previewFileChange);
     const backups = backupFileChanges(this.blobs, prepared.fileChanges, previews);
     const startedAt = new Date().toISOString();
@@ -269,6 +275,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         blockingStepId: blocker.step.id,
       });
     }
+  }
+
+  /**
+   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
+   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
+   */
+  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
+    this.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
+    throw error;
+  }
+
+  /**
+   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
+   * nothing is applied; the step goes back to the person with the new preview and the reason.
+   */
+  private returnForConsent(stepId: string, actor: Actor, approvedStepHash: string, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+    const startedAt = new Date().toISOString();
+    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: approvedStepHash, files: [], sandboxRunOnly: true } });
+    const previewHash = previewHashOf(drift.preview);
+    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash } }, {
+      kind: 'step.reconsent',
+      detail: { reason: drift.reason, previewHash, ...drift.detail },
+    }));
   }
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
