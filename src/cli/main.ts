@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { registerAuditCommands } from './commands/audit.js';
+import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerStepCommands } from './commands/steps.js';
 
 const program = new Command()
@@ -13,6 +14,7 @@ const program = new Command()
 // One registration per command group; a new group is one line here and its own file in commands/.
 registerStepCommands(program);
 registerAuditCommands(program);
+registerSandboxCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -12,6 +12,7 @@ export const DOCKERFILE_DIR = new URL('../../../build/sandbox/', import.meta.url
 export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
 export const IMAGE_LABEL = 'dev.executor.sandbox-image';
+const PYTHON_LABEL = 'dev.executor.sandbox-python';
 
 function appVersion(): string {
   return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
@@ -29,6 +30,8 @@ export interface ImageInfo {
   digest?: string;
   sizeBytes?: number;
   builtBy?: string;
+  /** Whether the image has python3 (the offline path includes it only when this machine has it). */
+  python?: boolean;
   createdAt?: string;
 }
 
@@ -42,6 +45,7 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
         digest: inspected.Id,
         sizeBytes: inspected.Size,
         builtBy: inspected.Config?.Labels?.[IMAGE_LABEL],
+        python: inspected.Config?.Labels?.[PYTHON_LABEL] === 'yes',
         createdAt: inspected.Created,
       };
     } catch (error) {
@@ -64,7 +68,6 @@ export type BuildPath = 'cached' | 'offline-host-rootfs' | 'dockerfile';
 
 export interface BuildResult extends ImageInfo {
   path: BuildPath;
-  python: boolean;
   seconds: number;
   notes: string[];
 }
@@ -194,7 +197,7 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
   const started = performance.now();
   const existing = await imageInfo(client, tag);
   if (existing.present && !options.force) {
-    return { ...existing, path: 'cached', python: true, seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
+    return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
   }
   if (options.prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-sandbox-rootfs-'));
@@ -209,6 +212,7 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
       'WORKDIR /workspace',
       `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
       `LABEL ${IMAGE_LABEL}=offline-host-rootfs`,
+      `LABEL ${PYTHON_LABEL}=${python ? 'yes' : 'no'}`,
       'CMD ["/bin/sh"]',
     ];
     const progress = await engineCall(client, () => client.docker.importImage(tar, { repo: tag.split(':')[0], tag: tag.split(':')[1], changes }));
@@ -217,7 +221,7 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
     if (exitCode !== 0) throw new ExecutorError('SANDBOX_FAILED', `tar could not pack the image: ${Buffer.concat(tarErrors).toString('utf8')}`, {});
     const info = await imageInfo(client, tag);
     if (!info.present) throw new ExecutorError('SANDBOX_FAILED', `docker import finished but ${tag} is not there.`, { tag });
-    return { ...info, path: 'offline-host-rootfs', python, seconds: (performance.now() - started) / 1000, notes };
+    return { ...info, path: 'offline-host-rootfs', seconds: (performance.now() - started) / 1000, notes };
   } finally {
     fs.rmSync(stage, { recursive: true, force: true });
   }
@@ -225,7 +229,7 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
 
 async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const context = fs.realpathSync(DOCKERFILE_DIR);
-  const stream = await engineCall(client, () => client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile' } }));
+  const stream = await engineCall(client, () => client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }));
   await followProgress(client, stream);
   const info = await imageInfo(client, tag);
   return { ...info, path: 'dockerfile', python: true, seconds: (performance.now() - started) / 1000, notes: [] };
