@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { matchingSecretGlob } from '../../policy/secret-paths.js';
+import picomatch from 'picomatch';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 
 /** What the copy looked like right after it was made, per root-relative path (always with `/`). */
@@ -37,7 +37,7 @@ export interface ScratchOptions {
   secretGlobs: readonly string[];
   /** Root-relative paths of secret-looking files the person's consent named: these are copied. */
   allowedSecrets?: readonly string[];
-  /** Parent for the scratch directory (default the OS temp dir). */
+  /** Parent for the scratch directory (default: /dev/shm when it has room, else the OS temp dir). */
   parentDir?: string;
 }
 
@@ -45,10 +45,29 @@ export function toPosix(relativePath: string): string {
   return relativePath.split(path.sep).join('/');
 }
 
+type GlobMatcher = (relativePath: string) => boolean;
+
+/**
+ * Compiles patterns once with the same meaning as the policy's secret globs (a pattern without `/`
+ * matches a name at any depth, one with `/` matches at any depth too): matching every file of a large
+ * workspace against freshly compiled patterns costs more than copying it.
+ */
+function compileGlobs(globs: readonly string[]): GlobMatcher {
+  const matchers = globs.flatMap((glob) => [picomatch(glob, { dot: true, basename: !glob.includes('/') }), picomatch(`**/${glob}`, { dot: true })]);
+  return (relativePath) => matchers.some((matches) => matches(relativePath));
+}
+
+const compiled = new WeakMap<ScratchOptions, { ignored: GlobMatcher; secret: GlobMatcher }>();
+
 /** Whether a path is left out of copies and changesets, and why. */
 export function exclusionOf(relativePath: string, options: ScratchOptions): 'ignored' | 'secret' | null {
-  if (matchingSecretGlob(relativePath, options.ignore)) return 'ignored';
-  if (matchingSecretGlob(relativePath, options.secretGlobs) && !(options.allowedSecrets ?? []).includes(relativePath)) return 'secret';
+  let matchers = compiled.get(options);
+  if (!matchers) {
+    matchers = { ignored: compileGlobs(options.ignore), secret: compileGlobs(options.secretGlobs) };
+    compiled.set(options, matchers);
+  }
+  if (matchers.ignored(relativePath)) return 'ignored';
+  if (matchers.secret(relativePath) && !(options.allowedSecrets ?? []).includes(relativePath)) return 'secret';
   return null;
 }
 
@@ -59,70 +78,126 @@ function ownerForContainer(): { uid: number; gid: number; chown: boolean } {
   return uid === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true } : { uid, gid, chown: false };
 }
 
-/**
- * Copies a workspace directory into a fresh scratch directory for one container run, file by file
- * with copy-on-write clones where the filesystem has them (btrfs, XFS, APFS), plain copies otherwise.
- * Ignored trees and secret-looking files are not copied, so a command cannot read what a file
- * action would have been refused.
- */
-export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
-  const started = performance.now();
-  const owner = ownerForContainer();
-  const base = fs.mkdtempSync(path.join(options.parentDir ?? os.tmpdir(), 'executor-scratch-'));
-  const dir = path.join(base, 'workspace');
-  const baseline = new Map<string, BaselineEntry>();
+interface PlannedEntry {
+  relative: string;
+  kind: BaselineEntry['kind'];
+  source: fs.BigIntStats;
+}
+
+/** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
+function planCopy(sourceDir: string, options: ScratchOptions): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
+  const entries: PlannedEntry[] = [];
   const ignoredPaths: string[] = [];
   const secretPaths: string[] = [];
-  const copied: { relative: string; target: string; kind: BaselineEntry['kind']; source: fs.BigIntStats }[] = [];
-
-  const walk = (sourcePath: string, targetPath: string, relative: string) => {
-    for (const entry of fs.readdirSync(sourcePath, { withFileTypes: true })) {
+  let bytes = 0;
+  const walk = (dir: string, relative: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
       const exclusion = exclusionOf(childRelative, options);
       if (exclusion === 'ignored') {
         ignoredPaths.push(childRelative);
         continue;
       }
-      const from = path.join(sourcePath, entry.name);
-      const to = path.join(targetPath, entry.name);
+      const from = path.join(dir, entry.name);
       if (entry.isDirectory()) {
-        const stat = fs.lstatSync(from, { bigint: true });
-        fs.mkdirSync(to, { mode: 0o700 });
-        walk(from, to, childRelative);
-        fs.chmodSync(to, Number(stat.mode & 0o7777n) | 0o700);
-        copied.push({ relative: childRelative, target: to, kind: 'dir', source: stat });
+        entries.push({ relative: childRelative, kind: 'dir', source: fs.lstatSync(from, { bigint: true }) });
+        walk(from, childRelative);
       } else if (exclusion === 'secret') {
         secretPaths.push(childRelative);
       } else if (entry.isFile()) {
         const stat = fs.lstatSync(from, { bigint: true });
-        fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE);
-        fs.chmodSync(to, Number(stat.mode & 0o7777n));
-        copied.push({ relative: childRelative, target: to, kind: 'file', source: stat });
+        bytes += Number(stat.size);
+        entries.push({ relative: childRelative, kind: 'file', source: stat });
       } else if (entry.isSymbolicLink()) {
-        // Copied as a link, never followed: inside the container it resolves in the container's own filesystem.
-        fs.symlinkSync(fs.readlinkSync(from), to);
-        copied.push({ relative: childRelative, target: to, kind: 'symlink', source: fs.lstatSync(from, { bigint: true }) });
+        entries.push({ relative: childRelative, kind: 'symlink', source: fs.lstatSync(from, { bigint: true }) });
       }
       // Sockets, fifos and devices are not copied: a command gets no handle on them.
     }
   };
+  walk(sourceDir, '');
+  return { entries, ignoredPaths, secretPaths, bytes };
+}
 
+/** Where scratch copies of `bytes` go: memory-backed /dev/shm when it has ample room (no disk writes, instant removal), else the temp dir. */
+export function scratchParentFor(bytes: number): string {
+  const shm = '/dev/shm';
+  try {
+    const stats = fs.statfsSync(shm);
+    const free = Number(stats.bavail) * Number(stats.bsize);
+    // Only a small share of it: the container's own writes land there too.
+    if (bytes * 4 < free && bytes < 1024 * 1024 * 1024) {
+      fs.accessSync(shm, fs.constants.W_OK);
+      return shm;
+    }
+  } catch {
+    /* no /dev/shm (macOS, Windows): use the temp dir */
+  }
+  return os.tmpdir();
+}
+
+/**
+ * Copies with a copy-on-write clone where the filesystem supports one (btrfs, XFS, APFS); the first
+ * file decides, because asking for a clone on every file where none exists is far slower than copying.
+ */
+function fileCopier(): (from: string, to: string) => void {
+  let cloneWorks: boolean | undefined;
+  return (from, to) => {
+    if (cloneWorks === undefined) {
+      try {
+        fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE_FORCE);
+        cloneWorks = true;
+        return;
+      } catch {
+        cloneWorks = false;
+        fs.rmSync(to, { force: true });
+      }
+    }
+    fs.copyFileSync(from, to, cloneWorks ? fs.constants.COPYFILE_FICLONE : 0);
+  };
+}
+
+/**
+ * Copies a workspace directory into a fresh scratch directory for one container run. Ignored trees
+ * and secret-looking files are not copied, so a command cannot read what a file action would have
+ * been refused.
+ */
+export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
+  const started = performance.now();
+  const owner = ownerForContainer();
+  const plan = planCopy(sourceDir, options);
+  const base = fs.mkdtempSync(path.join(options.parentDir ?? scratchParentFor(plan.bytes), 'executor-scratch-'));
+  const dir = path.join(base, 'workspace');
+  const baseline = new Map<string, BaselineEntry>();
+  const copy = fileCopier();
   try {
     fs.mkdirSync(dir, { mode: 0o755 });
-    walk(sourceDir, dir, '');
+    for (const entry of plan.entries) {
+      const from = path.join(sourceDir, ...entry.relative.split('/'));
+      const to = path.join(dir, ...entry.relative.split('/'));
+      if (entry.kind === 'dir') fs.mkdirSync(to, { mode: 0o700 });
+      else if (entry.kind === 'file') copy(from, to);
+      // Copied as a link, never followed: inside the container it resolves in the container's own filesystem.
+      else fs.symlinkSync(fs.readlinkSync(from), to);
+    }
+    // Permissions last, children before parents, so a read-only directory does not stop its own copy.
+    for (let index = plan.entries.length - 1; index >= 0; index--) {
+      const entry = plan.entries[index]!;
+      const target = path.join(dir, ...entry.relative.split('/'));
+      if (entry.kind !== 'symlink') fs.chmodSync(target, Number(entry.source.mode & 0o7777n) | (entry.kind === 'dir' ? 0o700 : 0));
+      if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
+    }
     if (owner.chown) {
       fs.chownSync(base, owner.uid, owner.gid);
       fs.chownSync(dir, owner.uid, owner.gid);
-      for (const item of copied) fs.lchownSync(item.target, owner.uid, owner.gid);
     }
-    for (const item of copied) {
-      const scratch = fs.lstatSync(item.target, { bigint: true });
-      baseline.set(item.relative, {
-        kind: item.kind,
-        sourceSize: item.source.size,
-        sourceMtimeNs: item.source.mtimeNs,
-        sourceIno: item.source.ino,
-        sourceMode: Number(item.source.mode & 0o7777n),
+    for (const entry of plan.entries) {
+      const scratch = fs.lstatSync(path.join(dir, ...entry.relative.split('/')), { bigint: true });
+      baseline.set(entry.relative, {
+        kind: entry.kind,
+        sourceSize: entry.source.size,
+        sourceMtimeNs: entry.source.mtimeNs,
+        sourceIno: entry.source.ino,
+        sourceMode: Number(entry.source.mode & 0o7777n),
         scratchCtimeNs: scratch.ctimeNs,
         scratchIno: scratch.ino,
       });
@@ -135,8 +210,8 @@ export function makeScratchCopy(sourceDir: string, options: ScratchOptions): Scr
     dir,
     sourceDir,
     baseline,
-    ignoredPaths,
-    secretPaths,
+    ignoredPaths: plan.ignoredPaths,
+    secretPaths: plan.secretPaths,
     user: `${owner.uid}:${owner.gid}`,
     copySeconds: (performance.now() - started) / 1000,
     dispose: () => removeScratch(base),
