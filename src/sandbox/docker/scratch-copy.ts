@@ -122,6 +122,9 @@ function planCopy(sourceDir: string, options: ScratchOptions): { entries: Planne
 export function scratchParentFor(bytes: number): string {
   const shm = '/dev/shm';
   try {
+    // Bind mounts keep their source's flags: a noexec /dev/shm would stop `./build.sh` inside the container.
+    const mountLine = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').find((line) => line.split(' ')[1] === shm);
+    if (!mountLine || /(^|,)noexec(,|$)/.test(mountLine.split(' ')[3] ?? '')) return os.tmpdir();
     const stats = fs.statfsSync(shm);
     const free = Number(stats.bavail) * Number(stats.bsize);
     // Only a small share of it: the container's own writes land there too.

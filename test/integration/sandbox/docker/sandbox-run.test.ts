@@ -38,6 +38,14 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
     expect(outcome.changeset.files.map((f) => f.relativePath)).toEqual(['w.txt']);
   });
 
+  it('can run a script of the workspace (the scratch copy is mounted executable)', async () => {
+    const source = tempDir();
+    fs.writeFileSync(path.join(source, 'build.sh'), '#!/bin/sh\necho built > out.txt\necho script-ran\n', { mode: 0o755 });
+    const outcome = await runSandboxed(client, { sourceDir: source, argv: ['./build.sh'], network: 'none', policy: defaultPolicy() });
+    expect(outcome.run.stdout.text).toBe('script-ran\n');
+    expect(outcome.changeset.files.map((f) => [f.relativePath, f.after?.toString()])).toEqual([['out.txt', 'built\n']]);
+  });
+
   it('kills and removes a command that outlives its timeout, and says timeout', async () => {
     const started = performance.now();
     const outcome = await runSandboxed(client, { sourceDir: tempDir(), argv: ['sleep', '60'], network: 'none', policy: defaultPolicy(), timeoutMs: 1500 });
