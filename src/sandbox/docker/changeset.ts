@@ -51,8 +51,10 @@ function lstatOrNull(absolutePath: string): fs.BigIntStats | null {
  * What a command did to its scratch copy, as whole files. A file whose scratch inode and ctime are
  * as they were right after the copy is untouched (a command cannot set ctime back); anything else is
  * compared by content and mode. Paths come out sorted so two runs compare position by position.
+ * `afterDir` is where the workspace came back to when it travelled as an archive (a remote engine):
+ * those files are all new inodes, so every one is compared by content.
  */
-export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions): Changeset {
+export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, afterDir?: string): Changeset {
   const files: ChangedFile[] = [];
   const skipped: SkippedChange[] = [];
   const seen = new Set<string>();
@@ -61,7 +63,12 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions):
     const baseline = scratch.baseline.get(relative);
     const realPath = path.join(scratch.sourceDir, ...relative.split('/'));
     if (baseline && baseline.kind === 'file' && scratchStat.isFile() && scratchStat.ino === baseline.scratchIno && scratchStat.ctimeNs === baseline.scratchCtimeNs) return;
-    if (baseline?.kind === 'symlink' && scratchStat.isSymbolicLink() && scratchStat.ctimeNs === baseline.scratchCtimeNs) return;
+    if (baseline?.kind === 'symlink' && scratchStat.isSymbolicLink()) {
+      const sameLink = afterDir
+        ? fs.readlinkSync(scratchPath) === fs.readlinkSync(path.join(scratch.dir, ...relative.split('/')))
+        : scratchStat.ctimeNs === baseline.scratchCtimeNs;
+      if (sameLink) return;
+    }
     const exclusion = exclusionOf(relative, options);
     if (!baseline && exclusion) {
       skipped.push({ relativePath: relative, reason: exclusion === 'ignored' ? 'matches the sandbox ignore rules' : 'looks like a secret the step was not allowed to touch' });
@@ -101,7 +108,7 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions):
       consider(childRelative, childPath, stat);
     }
   };
-  walk(scratch.dir, '');
+  walk(afterDir ?? scratch.dir, '');
 
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;

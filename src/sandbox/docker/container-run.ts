@@ -1,16 +1,25 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { ExecutorError } from '../../domain/errors.js';
-import { containerSpec, CONTAINER_LABEL, type NetworkMode, type SandboxLimits } from './container-spec.js';
+import { containerSpec, CONTAINER_LABEL, WORKSPACE_MOUNT, type NetworkMode, type SandboxLimits } from './container-spec.js';
 import { engineCall, type DockerClient } from './docker-client.js';
 import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
 import { OutputDemuxer, type CapturedStream } from './output-capture.js';
+import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 
 export interface ContainerRunInput {
   image: string;
   argv: string[];
+  /** The prepared scratch copy on this machine. */
   scratchDir: string;
+  /**
+   * `bind` mounts the scratch copy (an engine on this machine); `archive` copies it into an anonymous
+   * volume before the start and extracts the volume into `resultDir` after the exit (an engine elsewhere).
+   */
+  transport?: 'bind' | 'archive';
+  resultDir?: string;
   workdir: string;
   user: string;
   limits: SandboxLimits;
@@ -41,13 +50,19 @@ const HOST_LABEL = `${CONTAINER_LABEL}.host`;
  */
 export async function runInContainer(client: DockerClient, input: ContainerRunInput): Promise<ContainerRunResult> {
   const runId = `run-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const archive = input.transport === 'archive';
+  if (archive && input.network === 'allowlist') {
+    throw new ExecutorError('SANDBOX_FAILED', `The allowlisted network needs an engine on this machine (its proxy socket is mounted into the container); ${client.endpoint} is remote. Use network "none".`, {
+      endpoint: client.endpoint,
+    });
+  }
   const proxy = input.network === 'allowlist' ? await startEgressProxy(input.allowHosts) : null;
   const env = { ...(input.env ?? {}) };
   if (proxy) env.EXECUTOR_EGRESS_SHIM = EGRESS_SHIM_SOURCE;
   const spec = containerSpec({
     image: input.image,
     argv: proxy ? withEgressShim(input.argv) : input.argv,
-    scratchDir: input.scratchDir,
+    scratchDir: archive ? null : input.scratchDir,
     workdir: input.workdir,
     user: input.user,
     limits: input.limits,
@@ -64,6 +79,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
   try {
     container = await engineCall(client, () => client.docker.createContainer(spec));
     const created = container;
+    if (archive) await putWorkspace(created, input.scratchDir);
     const stream = (await engineCall(client, () => created.attach({ stream: true, stdout: true, stderr: true }))) as NodeJS.ReadableStream;
     const streamEnded = new Promise<void>((resolve) => {
       stream.on('data', (chunk: Buffer) => demux.write(chunk));
@@ -92,6 +108,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     // The attach stream closes right after the exit; the bound only guards against an engine that never closes it.
     await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
     const state = await created.inspect().then((info) => info.State).catch(() => undefined);
+    if (archive) await getWorkspace(created, input.resultDir!);
     const { stdout, stderr } = demux.result();
     return {
       runId,
@@ -110,6 +127,34 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     if (container) await container.remove({ force: true, v: true }).catch(() => undefined);
     await proxy?.close();
   }
+}
+
+/** Waits for a child process and fails with its stderr when it did not exit 0. */
+function childDone(child: ChildProcess, what: string): Promise<void> {
+  const errors: Buffer[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => errors.push(chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed: ${Buffer.concat(errors).toString('utf8').trim()}`))));
+  });
+}
+
+/** The scratch copy into the container's workspace volume, owned by the sandbox user. */
+async function putWorkspace(container: Docker.Container, scratchDir: string): Promise<void> {
+  const tar = spawn('tar', ['-C', scratchDir, '--numeric-owner', `--owner=${SANDBOX_UID}`, `--group=${SANDBOX_GID}`, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const packed = childDone(tar, 'packing the scratch copy');
+  await container.putArchive(tar.stdout, { path: WORKSPACE_MOUNT });
+  await packed;
+}
+
+/** The workspace volume after the run, extracted into a fresh local directory (never over the real workspace). */
+async function getWorkspace(container: Docker.Container, resultDir: string): Promise<void> {
+  const stream = (await container.getArchive({ path: `${WORKSPACE_MOUNT}/.` })) as NodeJS.ReadableStream;
+  // GNU tar refuses absolute and `..` member names by default; owners are not taken from the archive.
+  const tar = spawn('tar', ['-C', resultDir, '--no-same-owner', '-xf', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const extracted = childDone(tar, 'extracting the workspace after the run');
+  stream.pipe(tar.stdin!);
+  await extracted;
 }
 
 function processAlive(pid: number): boolean {

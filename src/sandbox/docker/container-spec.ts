@@ -15,8 +15,12 @@ export interface ContainerSpecInput {
   image: string;
   /** What runs: an argv, exactly as given (a command string arrives here already as ['/bin/sh', '-c', …]). */
   argv: string[];
-  /** Host directory holding the step's scratch copy; the only host path the container sees writable. */
-  scratchDir: string;
+  /**
+   * Host directory holding the step's scratch copy, bind-mounted: the only host path the container
+   * sees. Null for an engine on another machine: the copy then travels into an anonymous volume as
+   * an archive, and back out the same way.
+   */
+  scratchDir: string | null;
   /** Working directory inside the container, at or below /workspace. */
   workdir: string;
   user: string;
@@ -36,7 +40,7 @@ export interface ContainerSpecInput {
  */
 export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions {
   const memoryBytes = input.limits.memoryMb * 1024 * 1024;
-  const binds = [`${input.scratchDir}:${WORKSPACE_MOUNT}:rw`];
+  const binds = input.scratchDir === null ? [] : [`${input.scratchDir}:${WORKSPACE_MOUNT}:rw`];
   if (input.network === 'allowlist' && input.egressDir) binds.push(`${input.egressDir}:${EGRESS_MOUNT}:ro`);
   const env = Object.entries(input.env).map(([key, value]) => `${key}=${value}`);
   if (input.network === 'allowlist') {
@@ -66,6 +70,7 @@ export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' },
       Binds: binds,
+      ...(input.scratchDir === null ? { Mounts: [{ Type: 'volume' as const, Source: '', Target: WORKSPACE_MOUNT }] } : {}),
       PidsLimit: input.limits.pids,
       Memory: memoryBytes,
       // Equal to Memory: no swap, so a memory hog is killed instead of thrashing the host.

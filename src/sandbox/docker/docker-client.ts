@@ -14,10 +14,21 @@ export interface DockerClient {
   readonly local: boolean;
 }
 
-export function connectDocker(dockerHost: string | undefined = process.env.DOCKER_HOST): DockerClient {
-  // Constructed from the environment so that TLS settings (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) apply too.
-  const docker = new Docker();
-  const endpoint = dockerHost && dockerHost.length > 0 ? dockerHost : process.platform === 'win32' ? 'npipe:////./pipe/docker_engine' : 'unix:///var/run/docker.sock';
+/** Dockerode options for an explicit engine address; without one, dockerode reads DOCKER_HOST and the TLS variables itself. */
+function optionsFor(dockerHost: string): Docker.DockerOptions {
+  const url = new URL(dockerHost);
+  if (url.protocol === 'unix:' || url.protocol === 'npipe:') return { socketPath: decodeURIComponent(url.pathname) };
+  if (url.protocol === 'ssh:') return { protocol: 'ssh', host: url.hostname, port: url.port ? Number(url.port) : 22, username: url.username || undefined };
+  const tls = process.env.DOCKER_TLS_VERIFY === '1' || url.port === '2376';
+  return { protocol: tls ? 'https' : 'http', host: url.hostname, port: url.port ? Number(url.port) : tls ? 2376 : 2375 };
+}
+
+export function connectDocker(dockerHost?: string): DockerClient {
+  const fromEnvironment = dockerHost === undefined;
+  const address = dockerHost ?? process.env.DOCKER_HOST;
+  const endpoint = address && address.length > 0 ? address : process.platform === 'win32' ? 'npipe:////./pipe/docker_engine' : 'unix:///var/run/docker.sock';
+  // From the environment, dockerode applies DOCKER_HOST together with DOCKER_TLS_VERIFY / DOCKER_CERT_PATH.
+  const docker = fromEnvironment ? new Docker() : new Docker(optionsFor(endpoint));
   const local = endpoint.startsWith('unix://') || endpoint.startsWith('npipe://') || endpoint.startsWith('/');
   return { docker, endpoint, local };
 }

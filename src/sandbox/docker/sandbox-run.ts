@@ -6,7 +6,7 @@ import { computeChangeset, type Changeset } from './changeset.js';
 import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
 import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
-import { requireImage, sandboxImageTag } from './sandbox-image.js';
+import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
 import { makeScratchCopy, removeScratch, type ScratchOptions } from './scratch-copy.js';
 
 let sharedClient: DockerClient | undefined;
@@ -62,20 +62,25 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
   const image = await prepareEngine(client);
   const options = scratchOptionsFor(request.policy, request.allowedSecrets);
   const scratch = makeScratchCopy(request.sourceDir, options);
+  // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
+  const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');
+  if (resultDir) fs.mkdirSync(resultDir);
   try {
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,
       scratchDir: scratch.dir,
+      transport: resultDir ? 'archive' : 'bind',
+      resultDir,
       workdir: WORKSPACE_MOUNT,
-      user: scratch.user,
+      user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
       limits: request.policy.sandbox,
       network: request.network,
       allowHosts: request.policy.network.allowHosts,
       env: request.env,
       timeoutMs: request.timeoutMs,
     });
-    const changeset = computeChangeset(scratch, options);
+    const changeset = computeChangeset(scratch, options, resultDir);
     return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
   } finally {
     scratch.dispose();
@@ -126,12 +131,16 @@ export async function runCodeInContainer(request: CodeRunRequest, client: Docker
     fs.writeFileSync(path.join(source, SCRIPT_NAMES[request.language]), request.code);
     const options = scratchOptionsFor(request.policy);
     const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], parentDir: base });
+    const resultDir = client.local ? undefined : path.join(base, 'after');
+    if (resultDir) fs.mkdirSync(resultDir);
     const run = await runInContainer(client, {
       image: image.digest,
       argv: [...INTERPRETERS[request.language]],
       scratchDir: scratch.dir,
+      transport: resultDir ? 'archive' : 'bind',
+      resultDir,
       workdir: WORKSPACE_MOUNT,
-      user: scratch.user,
+      user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
       limits: request.policy.sandbox,
       network: request.network ?? 'none',
       allowHosts: request.policy.network.allowHosts,
