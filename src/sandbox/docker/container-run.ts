@@ -8,6 +8,7 @@ import { engineCall, type DockerClient } from './docker-client.js';
 import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
 import { OutputDemuxer, type CapturedStream } from './output-capture.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
+import { processAlive } from './temp-areas.js';
 
 export interface ContainerRunInput {
   image: string;
@@ -155,15 +156,6 @@ async function getWorkspace(container: Docker.Container, resultDir: string): Pro
   const extracted = childDone(tar, 'extracting the workspace after the run');
   stream.pipe(tar.stdin!);
   await extracted;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { EGRESS_MOUNT, EGRESS_SHIM_PORT } from './container-spec.js';
+import { makeTempArea } from './temp-areas.js';
 
 /** One request a sandboxed command made through the proxy; each goes into the step's audit record. */
 export interface EgressRequest {
@@ -52,7 +53,7 @@ export interface EgressProxy {
  * but loopback, so it cannot reach the host's other ports or anything else directly.
  */
 export async function startEgressProxy(allowHosts: readonly string[], parentDir: string = os.tmpdir()): Promise<EgressProxy> {
-  const dir = fs.mkdtempSync(path.join(parentDir, 'executor-egress-'));
+  const dir = makeTempArea('egress', parentDir);
   fs.chmodSync(dir, 0o755);
   const socketPath = path.join(dir, EGRESS_SOCKET_NAME);
   const requests: EgressRequest[] = [];

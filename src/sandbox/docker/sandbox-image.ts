@@ -1,9 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { ExecutorError } from '../../domain/errors.js';
 import { engineCall, type DockerClient } from './docker-client.js';
+import { makeTempArea } from './temp-areas.js';
 
 const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
 export const DOCKERFILE_DIR = new URL('../../../build/sandbox/', import.meta.url);
@@ -200,7 +200,7 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
     return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
   }
   if (options.prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
-  const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-sandbox-rootfs-'));
+  const stage = makeTempArea('sandbox-rootfs');
   try {
     const { python, notes } = assembleHostRootfs(stage);
     const tar = tarDirectory(stage);

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Policy } from '../../policy/policy-file.js';
 import { computeChangeset, type Changeset } from './changeset.js';
@@ -7,9 +6,21 @@ import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
 import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
-import { makeScratchCopy, removeScratch, type ScratchOptions } from './scratch-copy.js';
+import { makeScratchCopy, type ScratchOptions } from './scratch-copy.js';
+import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
+
+/** How long a silent engine (a dead remote host) may take before the step is deferred as unavailable. */
+const ENGINE_PING_TIMEOUT_MS = 10_000;
 
 let sharedClient: DockerClient | undefined;
+
+function pingWithin(client: DockerClient, timeoutMs: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+  });
+  return Promise.race([client.docker.ping(), timeout]).finally(() => clearTimeout(timer));
+}
 const swept = new WeakSet<DockerClient>();
 
 /** The engine this process talks to (DOCKER_HOST or the local default), created on first use. */
@@ -23,10 +34,11 @@ export function defaultDockerClient(): DockerClient {
  * containers a crashed run left behind. Throws SANDBOX_UNAVAILABLE / SANDBOX_IMAGE_MISSING.
  */
 export async function prepareEngine(client: DockerClient): Promise<{ tag: string; digest: string }> {
-  await engineCall(client, () => client.docker.ping());
+  await engineCall(client, () => pingWithin(client, ENGINE_PING_TIMEOUT_MS));
   if (!swept.has(client)) {
     swept.add(client);
     await sweepLeftoverContainers(client);
+    sweepTempAreas();
   }
   const image = await requireImage(client, sandboxImageTag());
   return { tag: image.tag, digest: image.digest };
@@ -118,7 +130,7 @@ const INTERPRETERS = { javascript: ['node', SCRIPT_NAMES.javascript], python: ['
  */
 export async function runCodeInContainer(request: CodeRunRequest, client: DockerClient = defaultDockerClient()): Promise<CodeRunOutcome> {
   const image = await prepareEngine(client);
-  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-code-'));
+  const base = makeTempArea('code');
   try {
     const source = path.join(base, 'source');
     fs.mkdirSync(source);
@@ -157,6 +169,6 @@ export async function runCodeInContainer(request: CodeRunRequest, client: Docker
       egress: run.egress,
     };
   } finally {
-    removeScratch(base);
+    removeTree(base);
   }
 }

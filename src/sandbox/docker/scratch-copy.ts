@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
+import { makeTempArea, removeTree } from './temp-areas.js';
 
 /** What the copy looked like right after it was made, per root-relative path (always with `/`). */
 export interface BaselineEntry {
@@ -168,7 +169,7 @@ export function makeScratchCopy(sourceDir: string, options: ScratchOptions): Scr
   const started = performance.now();
   const owner = ownerForContainer();
   const plan = planCopy(sourceDir, options);
-  const base = fs.mkdtempSync(path.join(options.parentDir ?? scratchParentFor(plan.bytes), 'executor-scratch-'));
+  const base = makeTempArea('scratch', options.parentDir ?? scratchParentFor(plan.bytes));
   const dir = path.join(base, 'workspace');
   const baseline = new Map<string, BaselineEntry>();
   const copy = fileCopier();
@@ -206,7 +207,7 @@ export function makeScratchCopy(sourceDir: string, options: ScratchOptions): Scr
       });
     }
   } catch (error) {
-    removeScratch(base);
+    removeTree(base);
     throw error;
   }
   return {
@@ -217,24 +218,6 @@ export function makeScratchCopy(sourceDir: string, options: ScratchOptions): Scr
     secretPaths: plan.secretPaths,
     user: `${owner.uid}:${owner.gid}`,
     copySeconds: (performance.now() - started) / 1000,
-    dispose: () => removeScratch(base),
+    dispose: () => removeTree(base),
   };
-}
-
-/** Removes a scratch tree even where a command took away its own permissions (chmod 000). */
-export function removeScratch(base: string): void {
-  try {
-    fs.rmSync(base, { recursive: true, force: true });
-  } catch {
-    const restore = (target: string) => {
-      try {
-        fs.chmodSync(target, 0o700);
-        for (const entry of fs.readdirSync(target, { withFileTypes: true })) if (entry.isDirectory()) restore(path.join(target, entry.name));
-      } catch {
-        /* best effort; the rm below reports what is left */
-      }
-    };
-    restore(base);
-    fs.rmSync(base, { recursive: true, force: true });
-  }
 }

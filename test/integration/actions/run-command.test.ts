@@ -73,7 +73,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(read(workspace, 'edit.txt')).toBe('line one\nline two\n');
     expect(read(workspace, 'new.txt')).toBeNull();
     expect(read(workspace, 'gone.txt')).toBe('to be deleted\n');
-    expect(labelledContainers()).toEqual([]);
+    // Its container is gone (other test files may have their own running meanwhile, so look for this run's).
+    expect(labelledContainers(String((executed.result as { runId: string }).runId))).toEqual([]);
   });
 
   it('applies a changed file mode and restores the old one on revert', async () => {

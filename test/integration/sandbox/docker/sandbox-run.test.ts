@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { sweepLeftoverContainers } from '../../../../src/sandbox/docker/containe
 import { connectDocker } from '../../../../src/sandbox/docker/docker-client.js';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { runCodeInContainer, runSandboxed } from '../../../../src/sandbox/docker/sandbox-run.js';
+import { sweepTempAreas } from '../../../../src/sandbox/docker/temp-areas.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../../helpers/docker-engine.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
@@ -160,5 +162,35 @@ describe.skipIf(!hasDocker)('runCodeInContainer (heavy code)', () => {
   it('stops code at its timeout', async () => {
     const outcome = await runCodeInContainer({ language: 'python', code: 'while True: pass', policy: defaultPolicy(), timeoutMs: 1000 });
     expect(outcome.timedOut).toBe(true);
+  });
+});
+
+describe.skipIf(!hasDocker)('after the host process dies mid-run', () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  }, 300_000);
+
+  it('the next start sweeps its container and its scratch copy', async () => {
+    const client = connectDocker();
+    const fixture = path.resolve(import.meta.dirname, '../../../fixtures/hold-sandbox-run.ts');
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, tempDir()], { stdio: 'ignore' });
+    const pidLabel = `${CONTAINER_LABEL}.pid=${child.pid}`;
+    const childContainers = () => spawnSync('docker', ['ps', '-aq', '--filter', `label=${pidLabel}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const childScratch = () => sweepParents.flatMap((parent) => (fs.existsSync(parent) ? fs.readdirSync(parent) : []).filter((name) => name.startsWith(`executor-scratch-${child.pid}-`)));
+    const sweepParents = [os.tmpdir(), '/dev/shm'];
+    try {
+      for (let i = 0; i < 300 && childContainers().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(childContainers()).toHaveLength(1);
+      expect(childScratch()).toHaveLength(1);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+    // Killed: nothing removed its container or its copy.
+    expect(childContainers()).toHaveLength(1);
+    await sweepLeftoverContainers(client);
+    sweepTempAreas(sweepParents);
+    expect(childContainers()).toEqual([]);
+    expect(childScratch()).toEqual([]);
   });
 });
