@@ -207,7 +207,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     } catch (error) {
       return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
     }
-    const reasons = [`Runs \`${commandText(args)}\` (programs: ${verdict.programs.join(', ')}) on a copy of ${where}.`];
+    const reasons = [`Runs \`${commandText(args)}\` (programs: ${[...new Set(verdict.programs)].join(', ')}) on a copy of ${where}.`];
     if (args.network === 'allowlist') {
       const hosts = ctx.policy.network.allowHosts;
       reasons.push(hosts.length ? `May reach only ${hosts.join(', ')} over the network, through Executor's audited proxy.` : 'Asks for the network, but the policy allows no host: every request will be refused.');
