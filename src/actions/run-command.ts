@@ -28,6 +28,11 @@ function argvOf(args: Args): string[] {
   return args.argv ?? ['/bin/sh', '-c', args.command!];
 }
 
+/** A step may ask for less time than the policy allows, never more. */
+function timeoutOf(args: Args, policy: Policy): number {
+  return Math.min(args.timeoutMs ?? policy.sandbox.timeoutMs, policy.sandbox.timeoutMs);
+}
+
 function isInside(parent: string, child: string): boolean {
   const relative = path.relative(parent, child);
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
@@ -82,7 +87,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     network: args.network ?? 'none',
     policy: runPolicy(ctx.policy, sourceDir, ctx.dataDir),
     env: args.env,
-    timeoutMs: args.timeoutMs,
+    timeoutMs: timeoutOf(args, ctx.policy),
     allowedSecrets: args.allowSecrets,
   });
   const changes: FileChange[] = [];
@@ -218,7 +223,7 @@ export const runCommand: ActionModule<'runCommand'> = {
       risk: 'HIGH',
       reasons,
       mitigations: [
-        `Runs in a throwaway container: no capabilities, read-only system, non-root, ${args.network === 'allowlist' ? 'no network but the proxy' : 'no network'}, ${limits.memoryMb} MB memory, ${limits.cpus} CPU, ${limits.pids} processes, ${Math.round((args.timeoutMs ?? limits.timeoutMs) / 1000)} s.`,
+        `Runs in a throwaway container: no capabilities, read-only system, non-root, ${args.network === 'allowlist' ? 'no network but the proxy' : 'no network'}, ${limits.memoryMb} MB memory, ${limits.cpus} CPU, ${limits.pids} processes, ${Math.round(timeoutOf(args, ctx.policy) / 1000)} s.`,
         'Your real workspace is never mounted: the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.',
         'If the real run differs from the preview, nothing is applied and you are asked again.',
       ],

@@ -29,8 +29,10 @@ export const PolicySchema = z.strictObject({
       outputBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(1024 * 1024),
       /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
       ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
+      /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
+      maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
-    .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE] }),
+    .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
 });
 export type Policy = z.infer<typeof PolicySchema>;
 

@@ -63,7 +63,7 @@ export interface SandboxRunOutcome {
 }
 
 export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = []): ScratchOptions {
-  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets };
+  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets, maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024 };
 }
 
 /**

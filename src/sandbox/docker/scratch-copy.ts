@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import picomatch from 'picomatch';
+import { ExecutorError } from '../../domain/errors.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 import { makeTempArea, removeTree } from './temp-areas.js';
 
@@ -38,6 +39,8 @@ export interface ScratchOptions {
   secretGlobs: readonly string[];
   /** Root-relative paths of secret-looking files the person's consent named: these are copied. */
   allowedSecrets?: readonly string[];
+  /** Largest total of file bytes copied; beyond it nothing is copied and the run fails. */
+  maxBytes?: number;
   /** Parent for the scratch directory (default: /dev/shm when it has room, else the OS temp dir). */
   parentDir?: string;
 }
@@ -169,6 +172,13 @@ export function makeScratchCopy(sourceDir: string, options: ScratchOptions): Scr
   const started = performance.now();
   const owner = ownerForContainer();
   const plan = planCopy(sourceDir, options);
+  if (options.maxBytes !== undefined && plan.bytes > options.maxBytes) {
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${sourceDir} holds ${Math.round(plan.bytes / 1e6)} MB to copy, more than the sandbox's limit of ${Math.round(options.maxBytes / 1e6)} MB. Give the step a narrower cwd, or add large directories to sandbox.ignore in the policy.`,
+      { bytes: plan.bytes, maxBytes: options.maxBytes },
+    );
+  }
   const base = makeTempArea('scratch', options.parentDir ?? scratchParentFor(plan.bytes));
   const dir = path.join(base, 'workspace');
   const baseline = new Map<string, BaselineEntry>();

@@ -127,3 +127,14 @@ describe('computeChangeset', () => {
     }
   });
 });
+
+describe('makeScratchCopy limits', () => {
+  it('refuses to copy more than the limit and leaves nothing behind', () => {
+    const source = workspace();
+    fs.writeFileSync(path.join(source, 'big.bin'), Buffer.alloc(64 * 1024));
+    const parentDir = tempDir();
+    expect(() => makeScratchCopy(source, { ...options, maxBytes: 32 * 1024, parentDir })).toThrow(/more than the sandbox's limit/);
+    expect(fs.readdirSync(parentDir)).toEqual([]);
+    expect(() => makeScratchCopy(source, { ...options, maxBytes: 1024 * 1024 }).dispose()).not.toThrow();
+  });
+});
