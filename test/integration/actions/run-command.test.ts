@@ -5,7 +5,7 @@ import { actorFor } from '../../../src/domain/actor.js';
 import type { CommandRunPreview } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../helpers/docker-engine.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 const person = actorFor('cli');
@@ -148,5 +148,18 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(preview.files.map((f) => f.path)).toEqual(['pkg/y.txt']);
     await executor.approve('cmd', person);
     expect(read(workspace, 'pkg/y.txt')).toBe('y\n');
+  });
+
+  it('never carries a change back through a symlink that leads out of the workspace', async () => {
+    const { executor, workspace } = setup();
+    const outside = tempDir();
+    fs.symlinkSync(outside, path.join(workspace, 'link'));
+    const proposed = await proposeOne(executor, { command: 'rm link && mkdir link && echo pwned > link/file && echo ok > inside.txt' });
+    const preview = proposed.preview as CommandRunPreview;
+    expect(preview.files.map((f) => f.path)).toEqual(['inside.txt']);
+    expect(preview.skipped).toContainEqual({ path: 'link/file', reason: expect.stringMatching(/outside every workspace root/) });
+    await executor.approve('cmd', person);
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(read(workspace, 'inside.txt')).toBe('ok\n');
   });
 });
