@@ -65,8 +65,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(read(workspace, 'gone.txt')).toBeNull();
     expect(read(workspace, 'keep.txt')).toBe('unchanged\n');
     expect(executed.result).toMatchObject({ exitCode: 0, image: { digest: preview.image.digest } });
-    const executedEvent = executor.getAudit({ stepId: 'cmd' }).find((e) => e.kind === 'step.executed');
-    expect(executedEvent?.detail).toMatchObject({ result: { image: { digest: preview.image.digest } } });
+    const executedEvent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.executed' } }).entries[0];
+    expect(executedEvent?.result).toMatchObject({ image: { digest: preview.image.digest } });
 
     const reverted = await executor.revertStep('cmd', person);
     expect(reverted.status).toBe('reverted');
@@ -98,9 +98,9 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(read(workspace, 'stamp.txt')).toBeNull();
     const fresh = afterRun.preview as CommandRunPreview;
     expect(fresh.files[0]!.postHash).not.toBe(approvedStamp);
-    const reconsent = executor.getAudit({ stepId: 'cmd' }).filter((e) => e.kind === 'step.reconsent').at(-1);
-    expect(reconsent?.detail.reason).toMatch(/did something different this time/);
-    expect(reconsent?.detail).toMatchObject({ from: 'running', to: 'awaiting_consent' });
+    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as Record<string, unknown> | undefined;
+    expect(reconsent?.reason).toMatch(/did something different this time/);
+    expect(reconsent).toMatchObject({ from: 'running', to: 'awaiting_consent' });
     expect(executor.previewRevert('cmd')).toEqual([]);
   });
 
@@ -111,8 +111,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     const afterRun = await executor.approve('cmd', person);
     expect(afterRun.status).toBe('awaiting_consent');
     expect(read(workspace, 'edit.txt')).toBe('the person rewrote this\n');
-    const reconsent = executor.getAudit({ stepId: 'cmd' }).filter((e) => e.kind === 'step.reconsent').at(-1);
-    expect(reconsent?.detail.reason).toMatch(/edit\.txt changed in the workspace since the preview; nothing was overwritten/);
+    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as Record<string, unknown> | undefined;
+    expect(reconsent?.reason).toMatch(/edit\.txt changed in the workspace since the preview; nothing was overwritten/);
     // Approving the new preview applies the command to the person's new content.
     const executed = await executor.approve('cmd', person);
     expect(executed.status).toBe('executed');

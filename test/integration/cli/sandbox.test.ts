@@ -61,7 +61,7 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
 
     const executor = Executor.open(dataDir);
     try {
-      expect(executor.getAudit({ stepId: 'cmd' }).map((entry) => entry.kind)).toContain('step.execution_deferred');
+      expect(executor.getAudit({ filters: { stepId: 'cmd' } }).entries.map((entry) => entry.action)).toContain('step.execution_deferred');
       const executed = await executor.executeStep('cmd', actorFor('cli'));
       expect(executed.status).toBe('executed');
     } finally {

@@ -93,8 +93,8 @@ describe.skipIf(!hasDocker)('sandbox network modes', () => {
     // Executed, each proxied request lands in the step's audit record.
     const executed = await executor.approve('net', person);
     expect(executed.status).toBe('executed');
-    const event = executor.getAudit({ stepId: 'net' }).find((entry) => entry.kind === 'step.executed');
-    const egress = (event?.detail.result as { egress: { host: string; port: number; allowed: boolean }[] }).egress;
+    const event = executor.getAudit({ filters: { stepId: 'net', action: 'step.executed' } }).entries[0];
+    const egress = (event?.result as { egress: { host: string; port: number; allowed: boolean }[] }).egress;
     expect(egress.map(({ port, allowed }) => [port, allowed])).toContainEqual([allowedPort, true]);
     expect(egress.map(({ port, allowed }) => [port, allowed])).toContainEqual([otherPort, false]);
   });
