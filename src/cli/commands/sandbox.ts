@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { sweepLeftoverContainers } from '../../sandbox/docker/container-run.js';
 import { connectDocker, engineStatus } from '../../sandbox/docker/docker-client.js';
 import { buildSandboxImage, imageInfo, sandboxImageTag } from '../../sandbox/docker/sandbox-image.js';
-import { globals, print } from '../cli-context.js';
+import { sweepTempAreas } from '../../sandbox/docker/temp-areas.js';
+import { CLI_ACTOR, globals, print, withExecutor } from '../cli-context.js';
+import { explainOutcome, outcomeOf, summaryLine } from '../render.js';
 
 /** sandbox image build | status: the Docker sandbox that runs commands and heavy code. */
 export function registerSandboxCommands(program: Command): void {
@@ -17,6 +19,7 @@ export function registerSandboxCommands(program: Command): void {
       const engine = await engineStatus(client);
       const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
       const sweptContainers = engine.reachable ? await sweepLeftoverContainers(client) : [];
+      sweepTempAreas();
       const status = { engine, image, sweptContainers: sweptContainers.length, ready: engine.reachable && image.present };
       print(json, status, () =>
         [
@@ -31,6 +34,21 @@ export function registerSandboxCommands(program: Command): void {
         ].join('\n'),
       );
       process.exitCode = status.ready ? 0 : 1;
+    });
+
+  sandbox
+    .command('retry')
+    .description('run an approved step again after the sandbox was unavailable (its plan continues in order)')
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, async (executor) => {
+        const before = executor.getStep(stepId);
+        await executor.advancePlan(before.step.planId, CLI_ACTOR);
+        return executor.getStep(stepId);
+      });
+      print(json, outcomeOf(record), () => [summaryLine(record), explainOutcome(record)].filter(Boolean).join('\n'));
+      process.exitCode = record.status === 'executed' ? 0 : 1;
     });
 
   const image = sandbox.command('image').description('the sandbox image');

@@ -43,7 +43,7 @@ export function sandboxUnavailable(client: DockerClient, error: unknown): Execut
   const reason = error instanceof Error ? error.message : String(error);
   return new ExecutorError(
     'SANDBOX_UNAVAILABLE',
-    `No Docker engine answers at ${client.endpoint} (${reason}). Start Docker (or set DOCKER_HOST) and run the step again; it stays approved.`,
+    `No Docker engine answers at ${client.endpoint} (${reason}). Start Docker (or set DOCKER_HOST), then run the step again with \`executor sandbox retry STEP_ID\`; it stays approved.`,
     { endpoint: client.endpoint },
   );
 }

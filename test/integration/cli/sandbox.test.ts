@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -62,11 +61,14 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
     const executor = Executor.open(dataDir);
     try {
       expect(executor.getAudit({ filters: { stepId: 'cmd' } }).entries.map((entry) => entry.action)).toContain('step.execution_deferred');
-      const executed = await executor.executeStep('cmd', actorFor('cli'));
-      expect(executed.status).toBe('executed');
     } finally {
       executor.close();
     }
+    // Retried without the engine it is still deferred; with the engine back it runs the approved preview.
+    expect(runCli(['--data-dir', dataDir, 'sandbox', 'retry', 'cmd'], { env: engineDown() }).stderr).toContain('SANDBOX_UNAVAILABLE');
+    const retried = runCli(['--data-dir', dataDir, 'sandbox', 'retry', 'cmd', '--json']);
+    expect(retried.status).toBe(0);
+    expect(retried.json()).toMatchObject({ stepId: 'cmd', status: 'executed', result: { exitCode: 0 } });
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('one\ntwo\n');
   });
 });
