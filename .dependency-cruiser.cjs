@@ -19,7 +19,7 @@ module.exports = {
       severity: 'error',
       comment: 'The renderer never sees Node or the core: it calls nothing but the typed client.',
       from: { path: '^renderer/' },
-      to: { path: '^src/(?!ipc/client|ipc/methods|ipc/protocol|domain/)' },
+      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|web-client|renderer-entry|line-framing|message-mac-web)|domain/)' },
     },
     {
       name: 'domain-has-no-io-layers',

@@ -15,6 +15,8 @@ export interface ActionContext {
   kb: KbRepository;
   /** The preview the person approved, when it still belongs to the approval (heavy steps compare their real run with it). */
   approvedPreview?: Preview | null;
+  /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
+  openExternal?: (url: string) => Promise<void>;
 }
 
 /**

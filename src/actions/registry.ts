@@ -2,6 +2,7 @@ import type { ActionName, Step } from '../domain/step.js';
 import type { ActionModule } from './action-module.js';
 import { createKBEntry } from './create-kb-entry.js';
 import { deleteFile } from './delete-file.js';
+import { openURL } from './open-url.js';
 import { runCommand } from './run-command.js';
 import { writeFile } from './write-file.js';
 
@@ -11,6 +12,7 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   deleteFile,
   createKBEntry,
   runCommand,
+  openURL,
 };
 
 export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {

@@ -9,6 +9,8 @@ export const EVENT_KINDS = [
   'app.started',
   'app.stopped',
   'policy.changed',
+  'ipc.rejected',
+  'ipc.denied',
   'key.created',
   'key.rotated',
   'step.proposed',

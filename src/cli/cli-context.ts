@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { actorFor } from '../domain/actor.js';
 import { Executor } from '../executor/executor.js';
+import type { ExecutorClient } from '../ipc/client.js';
+import { localClient } from '../ipc/local-client.js';
+import { connectToHostIfRunning } from '../ipc/node-client.js';
 import { defaultDataDir } from '../store/data-dir.js';
 
 interface GlobalOptions {
@@ -19,12 +22,29 @@ export function print(json: boolean, value: unknown, text: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
 }
 
-/** Opens the Executor for one command and always releases the data-directory lock afterwards. */
-export async function withExecutor<T>(dataDir: string, work: (executor: Executor) => Promise<T>): Promise<T> {
+/** Whether the command talks to a running host (app or `executor serve`) or opened the database itself. */
+export type ExecutorReach = 'host' | 'direct';
+
+/**
+ * Gives one command the Executor's API on the person's CLI channel. When a host runs for the data
+ * directory the calls go to it over the signed socket (it is the one writer); otherwise the command
+ * opens the database itself, holding the data-directory lock until it is done.
+ */
+export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClient, reach: ExecutorReach) => Promise<T>): Promise<T> {
+  const remote = await connectToHostIfRunning(dataDir, 'cli');
+  if (remote) {
+    try {
+      return await work(remote, 'host');
+    } finally {
+      remote.close();
+    }
+  }
   const executor = Executor.open(dataDir);
+  const api = localClient(executor, 'cli');
   try {
-    return await work(executor);
+    return await work(api, 'direct');
   } finally {
+    api.close();
     executor.close();
   }
 }

@@ -30,6 +30,19 @@ export type ErrorCode =
   | 'SANDBOX_IMAGE_MISSING'
   | 'SANDBOX_FAILED'
   | 'WORKSPACE_CONFLICT'
+  | 'NOT_AVAILABLE'
+  // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.
+  | 'IPC_MALFORMED'
+  | 'IPC_TOO_LARGE'
+  | 'IPC_UNKNOWN_KEY'
+  | 'IPC_BAD_SIGNATURE'
+  | 'IPC_STALE'
+  | 'IPC_REPLAYED'
+  | 'IPC_UNKNOWN_METHOD'
+  | 'IPC_INVALID_PARAMS'
+  | 'IPC_INVALID_RESULT'
+  | 'IPC_FORBIDDEN'
+  | 'IPC_UNAVAILABLE'
   | 'INTERNAL';
 
 export interface ErrorShape {

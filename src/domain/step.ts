@@ -45,6 +45,10 @@ export const ACTION_ARGS = {
     content: boundedText('content', 1024 * 1024),
     tags: z.array(z.string().min(1).max(100)).max(50).optional(),
   }),
+  openURL: z.strictObject({
+    url: z.string().min(1, 'url is empty').max(8192, 'url is longer than 8192 characters'),
+    purpose: z.string().trim().min(1, 'say why the page should open').max(2000),
+  }),
 } as const;
 
 export type ActionName = keyof typeof ACTION_ARGS;
@@ -81,6 +85,7 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('deleteFile'),
   stepVariant('createKBEntry'),
   stepVariant('runCommand'),
+  stepVariant('openURL'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
 export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;

@@ -18,13 +18,13 @@ import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, pre
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
-import { parsePlan } from '../domain/plan-parse.js';
+import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
-import { loadPolicy, type Policy } from '../policy/policy-file.js';
+import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
@@ -33,6 +33,9 @@ import { StepRepository, type StepListFilter } from '../store/step-repository.js
 
 export interface ExecutorEvents {
   step: [StepRecord];
+  policy: [Policy];
+  /** The audit log grew. A hint for live views, sent after the transaction; read getAudit for the records. */
+  audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
 export interface ExecutorOptions {
@@ -41,6 +44,8 @@ export interface ExecutorOptions {
   audit?: AuditLogOptions;
   /** How often a checkpoint seals the head while the host runs, also when idle. */
   auditHeartbeatMs?: number;
+  /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
+  openExternal?: (url: string) => Promise<void>;
 }
 
 export interface KeyStatus {
@@ -85,16 +90,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly keyStore: KeyStore;
   private policy: Policy;
   private closed = false;
+  private readonly openExternal?: (url: string) => Promise<void>;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore) {
+  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
+    this.openExternal = options.openExternal;
     this.dataDir = dataDir;
     this.lock = lock;
     this.db = db;
     this.policy = policy;
     this.auditLog = auditLog;
     this.keyStore = keyStore;
-    this.audit = auditLog;
+    this.audit = this.notifyingTrail(auditLog);
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
@@ -113,7 +120,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       db = openDatabase(resolved);
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
-      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore);
+      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
@@ -151,8 +158,43 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.policy;
   }
 
+  /**
+   * Replaces the policy. The audit record and the file write share one transaction: if the record
+   * cannot be written the file is not replaced, and a failed write rolls the record back.
+   */
+  setPolicy(input: unknown, actor: Actor): Policy {
+    const parsed = PolicySchema.safeParse(input);
+    if (!parsed.success) {
+      const issues = describeIssues(parsed.error);
+      throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
+    }
+    const before = this.policy;
+    this.db.transaction(() => {
+      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
+      savePolicy(this.dataDir, parsed.data);
+    })();
+    const policy = this.reloadPolicy();
+    this.emit('policy', policy);
+    return policy;
+  }
+
+  /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
+  recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void {
+    this.db.transaction(() => this.audit.append({ kind, actor, detail }))();
+  }
+
+  /** Wraps the trail so subscribers hear that the log grew, once the appending transaction has ended. */
+  private notifyingTrail(trail: AuditTrail): AuditTrail {
+    return {
+      append: (event) => {
+        trail.append(event);
+        queueMicrotask(() => this.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
+      },
+    };
+  }
+
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb };
+    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
   }
 
   private emitStep(record: StepRecord): StepRecord {

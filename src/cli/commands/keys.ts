@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { AuditReader } from '../../audit/audit-reader.js';
 import { FileKeyStore } from '../../audit/key-store.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { CLI_ACTOR, globals, print, withExecutor } from '../cli-context.js';
+import { globals, print, withExecutor } from '../cli-context.js';
 
 /** keys export-verification|rotate|status: the audit log's keys. */
 export function registerKeyCommands(program: Command): void {
@@ -15,7 +15,7 @@ export function registerKeyCommands(program: Command): void {
     .option('--keep', 'do not erase K0 from this machine (weakens forward security until it is erased)')
     .action(async (options: { keep?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const lines = await withExecutor(dataDir, async (executor) => executor.exportVerificationKeys({ keep: options.keep }));
+      const lines = await withExecutor(dataDir, (api) => api.exportVerificationKeys({ keep: options.keep }));
       print(json, lines, () =>
         [
           ...lines.flatMap((line) => [`key ${line.keyId}`, `  verification key (secret, keep offline): ${line.verificationKey}`, `  checkpoint public key:                   ${line.publicKey}`]),
@@ -30,7 +30,7 @@ export function registerKeyCommands(program: Command): void {
     .option('--reason <text>', 'why (recorded)')
     .action(async (options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const rotated = await withExecutor(dataDir, async (executor) => executor.rotateKeys(CLI_ACTOR, options.reason));
+      const rotated = await withExecutor(dataDir, (api) => api.rotateKeys({ reason: options.reason }));
       print(json, rotated, () => `rotated: key ${rotated.previousKeyId} → ${rotated.keyId}. Run \`executor keys export-verification\` to keep the new K0.`);
     });
 

@@ -3,7 +3,7 @@ import { sweepLeftoverContainers } from '../../sandbox/docker/container-run.js';
 import { connectDocker, engineStatus } from '../../sandbox/docker/docker-client.js';
 import { buildSandboxImage, imageInfo, sandboxImageTag } from '../../sandbox/docker/sandbox-image.js';
 import { sweepTempAreas } from '../../sandbox/docker/temp-areas.js';
-import { CLI_ACTOR, globals, print, withExecutor } from '../cli-context.js';
+import { globals, print, withExecutor } from '../cli-context.js';
 import { explainOutcome, outcomeOf, summaryLine } from '../render.js';
 
 /** sandbox image build | status: the Docker sandbox that runs commands and heavy code. */
@@ -38,15 +38,11 @@ export function registerSandboxCommands(program: Command): void {
 
   sandbox
     .command('retry')
-    .description('run an approved step again after the sandbox was unavailable (its plan continues in order)')
+    .description('run an approved step again after the sandbox was unavailable')
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, async (executor) => {
-        const before = executor.getStep(stepId);
-        await executor.advancePlan(before.step.planId, CLI_ACTOR);
-        return executor.getStep(stepId);
-      });
+      const record = await withExecutor(dataDir, (api) => api.executeStep({ stepId }));
       print(json, outcomeOf(record), () => [summaryLine(record), explainOutcome(record)].filter(Boolean).join('\n'));
       process.exitCode = record.status === 'executed' ? 0 : 1;
     });

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
 import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
-import { CLI_ACTOR, globals, print, withExecutor } from '../cli-context.js';
+import { globals, print, withExecutor } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 import { detailText, explainOutcome, outcomeOf, summaryLine } from '../render.js';
-import { readStepsWhileUnlocked } from '../step-reader.js';
+import { proposeAndWaitOnHost, readStepsWhileUnlocked } from '../step-reader.js';
 
 /** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
 export function registerStepCommands(program: Command): void {
@@ -16,9 +16,16 @@ export function registerStepCommands(program: Command): void {
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
-      let records = await withExecutor(dataDir, (executor) => executor.propose(plan, CLI_ACTOR));
-      if (options.wait && !records.every((record) => isSettled(record.status))) {
-        if (!json) process.stderr.write(`Waiting for a decision on ${records.filter((r) => !isSettled(r.status)).length} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
+      const sayWaiting = (open: number) => {
+        if (!json) process.stderr.write(`Waiting for a decision on ${open} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
+      };
+      let { records, reach } = await withExecutor(dataDir, async (api, reach) => ({
+        // With a host running, --wait listens to its events; without one the database is read below.
+        records: options.wait && reach === 'host' ? await proposeAndWaitOnHost(api, plan, options.timeout, sayWaiting) : await api.propose({ plan }),
+        reach,
+      }));
+      if (options.wait && reach === 'direct' && !records.every((record) => isSettled(record.status))) {
+        sayWaiting(records.filter((r) => !isSettled(r.status)).length);
         records = await readStepsWhileUnlocked(dataDir, records[0]!.step.planId, options.timeout);
       }
       const outcomes = records.map(outcomeOf);
@@ -34,7 +41,7 @@ export function registerStepCommands(program: Command): void {
     .option('--plan <planId>', 'only the steps of one plan')
     .action(async (options: { status?: StepStatus[]; plan?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const records = await withExecutor(dataDir, async (executor) => executor.listSteps({ status: options.status, planId: options.plan }));
+      const records = await withExecutor(dataDir, (api) => api.listSteps({ status: options.status, planId: options.plan }));
       print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
     });
   steps
@@ -43,7 +50,7 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, async (executor) => executor.getStep(stepId));
+      const record = await withExecutor(dataDir, (api) => api.getStep({ stepId }));
       print(json, record, () => detailText(record));
     });
 
@@ -53,7 +60,7 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (executor) => executor.approve(stepId, CLI_ACTOR));
+      const record = await withExecutor(dataDir, (api) => api.approve({ stepId }));
       print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.code}: ${record.error.message}` : ''));
       if (record.status === 'failed') process.exitCode = 1;
     });
@@ -65,7 +72,7 @@ export function registerStepCommands(program: Command): void {
     .requiredOption('--reason <text>', 'why (required)')
     .action(async (stepId: string, options: { reason: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (executor) => executor.reject(stepId, CLI_ACTOR, options.reason));
+      const record = await withExecutor(dataDir, (api) => api.reject({ stepId, reason: options.reason }));
       print(json, outcomeOf(record), () => summaryLine(record));
     });
 
@@ -76,7 +83,7 @@ export function registerStepCommands(program: Command): void {
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .action(async (stepId: string, options: { force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (executor) => executor.revertStep(stepId, CLI_ACTOR, { force: options.force }));
+      const record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
       print(json, outcomeOf(record), () => summaryLine(record));
     });
 }

@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import path from 'node:path';
+import { startHost } from '../../ipc/host.js';
+import { globals, print } from '../cli-context.js';
+
+/** Where `npm run build:renderer` puts the UI, relative to this file in the package. */
+export const RENDERER_DIR = path.resolve(import.meta.dirname, '../../../dist-renderer');
+
+/** serve: host the data directory for the browser UI, the CLI and agents until stopped. */
+export function registerServeCommands(program: Command): void {
+  program
+    .command('serve')
+    .description('host this data directory: the web UI on 127.0.0.1 (one-time token in the printed URL), and the local socket for the CLI and agents')
+    .option('--port <port>', 'port on 127.0.0.1 (default: a free one)', (value) => Number.parseInt(value, 10))
+    .action(async (options: { port?: number }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      if (options.port !== undefined && !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
+        throw new Error('--port must be a whole number from 0 to 65535');
+      }
+      const host = await startHost(dataDir, { web: { port: options.port, rendererDir: RENDERER_DIR } });
+      const url = host.web!.issueUrl();
+      print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>
+        [
+          `Executor is serving ${host.executor.dataDir}`,
+          `Open this URL in your browser (its token works once; keep it private):`,
+          ``,
+          `  ${url}`,
+          ``,
+          `CLI commands for this data directory now go through this host (socket ${host.socket.socketPath}).`,
+          `Stop with Ctrl+C.`,
+        ].join('\n'),
+      );
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await host.close();
+    });
+}

@@ -1,0 +1,207 @@
+import { ExecutorError, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { METHOD_NAMES, METHODS, type IpcChannel, type MethodName, type MethodParams, type MethodResult } from './methods.js';
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  EventEnvelopeSchema,
+  HelloReplySchema,
+  PROTOCOL_VERSION,
+  ResponseEnvelopeSchema,
+  parseObject,
+  randomToken,
+  sessionKeyInput,
+  signText,
+  verifyText,
+  type MessageMac,
+} from './protocol.js';
+import { EVENT_DATA, type EventData, type EventTopic } from './wire-schemas.js';
+
+/*
+ * The typed client, derived from the method table: `client.listSteps({ status: [...] })` has the
+ * params and result types of METHODS.listSteps, and its result is checked against the result
+ * schema at runtime. Browser-safe; the Node and browser entry points supply the MAC and the bytes.
+ */
+
+/** How a client moves text: one request, one reply; events arrive on their own. */
+export interface ClientTransport {
+  request(text: string): Promise<string>;
+  onEvent(listener: (text: string) => void): void;
+  onClose(listener: (reason: string) => void): void;
+  close(): void;
+}
+
+type ParamsArg<M extends MethodName> = undefined extends MethodParams<M> ? [params?: MethodParams<M>] : [params: MethodParams<M>];
+
+/** One function per method of the table. */
+export type ExecutorMethods = { [M in MethodName]: (...args: ParamsArg<M>) => Promise<MethodResult<M>> };
+
+export type EventListener<T extends EventTopic> = (data: EventData<T>) => void;
+
+export interface ExecutorClient extends ExecutorMethods {
+  /** The channel the server granted to this client's credential. */
+  readonly channel: IpcChannel;
+  /** Listens to a topic (subscribing the session on first use); returns the unsubscribe function. */
+  on<T extends EventTopic>(topic: T, listener: EventListener<T>): Promise<() => void>;
+  close(): void;
+}
+
+export function remoteError(shape: ErrorShape, unverified = false): ExecutorError {
+  const details = unverified ? { ...(shape.details ?? {}), unverified: true } : shape.details;
+  return new ExecutorError(shape.code as ErrorCode, shape.message, details);
+}
+
+/** A session whose key is already known (the browser page restoring its key after a reload). */
+export interface SessionKeys {
+  kid: string;
+  channel: IpcChannel;
+  mac: MessageMac;
+}
+
+/**
+ * The client half of the protocol: signs requests, matches replies by id, verifies every reply
+ * and event under the session key. An unsigned reply is accepted only as an error (the server
+ * does not sign refusals it cannot attribute), and is marked unverified.
+ */
+export class SignedRpc {
+  private readonly listeners = new Map<EventTopic, Set<(data: unknown) => void>>();
+  private lastEventSeq = 0;
+  private closedReason: string | null = null;
+
+  constructor(
+    private readonly transport: ClientTransport,
+    readonly session: SessionKeys,
+    private readonly maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+  ) {
+    transport.onEvent((text) => void this.receiveEvent(text));
+    transport.onClose((reason) => {
+      this.closedReason = reason;
+    });
+  }
+
+  async call(method: string, params: unknown): Promise<unknown> {
+    if (this.closedReason !== null) throw new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor is closed: ${this.closedReason}`);
+    const id = randomToken(12);
+    const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id, ts: Date.now(), nonce: randomToken(18), method, params: params ?? {} };
+    const replyText = await this.transport.request(await signText(this.session.mac, 'request', request));
+    if (replyText.length > this.maxResponseBytes) throw new ExecutorError('IPC_TOO_LARGE', 'The reply is larger than this client accepts.');
+    const parsed = parseObject(replyText);
+    const reply = parsed ? ResponseEnvelopeSchema.safeParse(parsed) : null;
+    if (!parsed || !reply?.success) throw new ExecutorError('IPC_MALFORMED', 'The reply is not a valid response envelope.');
+    const verified = await verifyText(this.session.mac, 'response', replyText, parsed);
+    if (!verified) {
+      if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape, true);
+      throw new ExecutorError('IPC_BAD_SIGNATURE', 'The reply is not signed by the server of this session; it was discarded.');
+    }
+    if (reply.data.id !== id) throw new ExecutorError('IPC_MALFORMED', 'The reply answers another request.');
+    if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape);
+    return reply.data.result;
+  }
+
+  onEvent(topic: EventTopic, listener: (data: unknown) => void): () => void {
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  hasListeners(topic: EventTopic): boolean {
+    return (this.listeners.get(topic)?.size ?? 0) > 0;
+  }
+
+  close(): void {
+    this.closedReason ??= 'closed by the client';
+    this.transport.close();
+  }
+
+  private async receiveEvent(text: string): Promise<void> {
+    if (text.length > this.maxResponseBytes) return;
+    const parsed = parseObject(text);
+    const event = parsed ? EventEnvelopeSchema.safeParse(parsed) : null;
+    if (!parsed || !event?.success) return;
+    if (!(await verifyText(this.session.mac, 'event', text, parsed))) return;
+    // Signed events carry a per-session sequence: an old event sent again is dropped.
+    if (event.data.seq <= this.lastEventSeq) return;
+    this.lastEventSeq = event.data.seq;
+    const topic = event.data.topic as EventTopic;
+    const schema = EVENT_DATA[topic];
+    if (!schema) return;
+    const data = schema.safeParse(event.data.data);
+    if (!data.success) return;
+    for (const listener of this.listeners.get(topic) ?? []) {
+      try {
+        listener(data.data);
+      } catch {
+        // One listener's bug must not stop the others.
+      }
+    }
+  }
+}
+
+/** Opens a session: hello with a credential name, both sides derive the key, nothing secret travels. */
+export async function openSession(
+  transport: ClientTransport,
+  credential: string,
+  deriveMac: (serverNonce: string, clientNonce: string) => Promise<MessageMac>,
+  client?: string,
+): Promise<SessionKeys> {
+  const clientNonce = randomToken(24);
+  const hello = { v: PROTOCOL_VERSION, hello: { credential, clientNonce, ...(client ? { client: client.slice(0, 200) } : {}) } };
+  const replyText = await transport.request(JSON.stringify(hello));
+  const parsed = parseObject(replyText);
+  const reply = parsed ? HelloReplySchema.safeParse(parsed) : null;
+  if (!reply?.success) throw new ExecutorError('IPC_MALFORMED', 'The server did not answer the hello.');
+  if (!('welcome' in reply.data)) throw remoteError(reply.data.error as ErrorShape, true);
+  const { kid, serverNonce, channel } = reply.data.welcome;
+  return { kid, channel: channel as IpcChannel, mac: await deriveMac(serverNonce, clientNonce) };
+}
+
+export { sessionKeyInput };
+
+/** The typed client over a signed session: one function per method, results checked against the table. */
+export function createExecutorClient(rpc: SignedRpc): ExecutorClient {
+  const methods = {} as Record<MethodName, (params?: unknown) => Promise<unknown>>;
+  for (const name of METHOD_NAMES) {
+    methods[name] = async (params?: unknown) => {
+      const result = await rpc.call(name, params ?? {});
+      const checked = METHODS[name].result.safeParse(result);
+      if (!checked.success) throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${name} does not match the method table.`, { method: name });
+      return checked.data;
+    };
+  }
+  const subscribed = new Set<EventTopic>();
+  return {
+    ...(methods as unknown as ExecutorMethods),
+    channel: rpc.session.channel,
+    async on<T extends EventTopic>(topic: T, listener: EventListener<T>) {
+      const off = rpc.onEvent(topic, listener as (data: unknown) => void);
+      if (!subscribed.has(topic)) {
+        await rpc.call('subscribe', { topics: [topic] });
+        subscribed.add(topic);
+      }
+      return off;
+    },
+    close: () => rpc.close(),
+  };
+}
+
+/*
+ * Electron's contextBridge copies only an Error's message, so the preload puts the typed error
+ * into the message and the page's side (renderer-entry.ts) turns it back into an ExecutorError.
+ */
+const BRIDGE_ERROR_PREFIX = 'executor-error:';
+
+export function errorForBridge(error: unknown): Error {
+  const shape: ErrorShape =
+    error instanceof ExecutorError ? error.toJSON() : { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
+  return new Error(BRIDGE_ERROR_PREFIX + JSON.stringify(shape));
+}
+
+export function errorFromBridge(error: unknown): unknown {
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : '';
+  const start = message.indexOf(BRIDGE_ERROR_PREFIX);
+  if (start === -1) return error;
+  try {
+    return remoteError(JSON.parse(message.slice(start + BRIDGE_ERROR_PREFIX.length)) as ErrorShape);
+  } catch {
+    return error;
+  }
+}

@@ -1,0 +1,48 @@
+import type { Actor } from '../domain/actor.js';
+import { ExecutorError } from '../domain/errors.js';
+import { describeIssues } from '../domain/plan-parse.js';
+import { StepSchema } from '../domain/step.js';
+import type { Executor } from '../executor/executor.js';
+import type { EventTopic } from './wire-schemas.js';
+import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
+
+/** What a handler knows about its caller: the channel comes from the credential, never from the message. */
+export interface CallContext {
+  channel: IpcChannel;
+  actor: Actor;
+  /** Adds topics to the caller's event stream (the transport decides how events travel). */
+  subscribe(topics: EventTopic[]): EventTopic[];
+}
+
+type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
+
+/** The server side of the method table. The mapped type makes a method without a handler a compile error. */
+export const HANDLERS: { [M in MethodName]: Handler<M> } = {
+  propose: (executor, { plan }, { actor }) => executor.propose(plan, actor),
+  evaluateStep: (executor, params) => {
+    if ('stepId' in params) return executor.evaluateStep(executor.getStep(params.stepId).step);
+    // The wire schema only checks shape; the step itself is validated here like any proposed step.
+    const parsed = StepSchema.safeParse(params.step);
+    if (!parsed.success) {
+      const issues = describeIssues(parsed.error);
+      throw new ExecutorError('INVALID_INPUT', `The step is not valid: ${issues.join('; ')}`, { issues });
+    }
+    return executor.evaluateStep(parsed.data);
+  },
+  simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
+  approve: (executor, { stepId, previewHash, execute }, { actor }) => executor.approve(stepId, actor, { previewHash, execute }),
+  reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
+  executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
+  previewRevert: (executor, { stepId }) => executor.previewRevert(stepId),
+  revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
+  listSteps: (executor, params) => executor.listSteps(params ?? {}),
+  getStep: (executor, { stepId }) => executor.getStep(stepId),
+  getAudit: (executor, params) => executor.getAudit(params ?? {}),
+  verifyAudit: (executor) => executor.verifyAudit(),
+  getKeyStatus: (executor) => executor.keyStatus(),
+  rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
+  exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
+  getPolicy: (executor) => executor.getPolicy(),
+  setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
+  subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),
+};

@@ -1,0 +1,53 @@
+import { Executor, type ExecutorOptions } from '../executor/executor.js';
+import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
+import { listenOnSocket, socketPathFor, type SocketListener } from './socket-transport.js';
+import { issueSocketCredentials, removeSocketCredentials } from './token-files.js';
+import { startWebServer, type WebServer, type WebServerOptions } from './web-server.js';
+
+/**
+ * The process that owns a data directory while it runs (the Electron app or `executor serve`):
+ * it holds the data-directory lock, so it is the one writer, and it serves everyone else (the CLI,
+ * the MCP server, the window, the browser) over the signed protocol.
+ */
+export interface Host {
+  executor: Executor;
+  ipc: IpcServer;
+  socket: SocketListener;
+  web: WebServer | null;
+  close(): Promise<void>;
+}
+
+export interface HostOptions extends IpcServerOptions, ExecutorOptions {
+  web?: WebServerOptions;
+  /** Extra credentials, e.g. the Electron window's. */
+  credentials?: Credential[];
+}
+
+export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
+  const executor = Executor.open(dataDir, { openExternal: options.openExternal });
+  let ipc: IpcServer | undefined;
+  let socket: SocketListener | undefined;
+  try {
+    ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], options);
+    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
+    const web = options.web ? await startWebServer(ipc, options.web) : null;
+    const opened = { executor, ipc, socket, web };
+    let closing: Promise<void> | null = null;
+    return {
+      ...opened,
+      close: () =>
+        (closing ??= (async () => {
+          await web?.close();
+          await socket!.close();
+          ipc!.close();
+          removeSocketCredentials(executor.dataDir);
+          executor.close();
+        })()),
+    };
+  } catch (error) {
+    await socket?.close();
+    ipc?.close();
+    executor.close();
+    throw error;
+  }
+}

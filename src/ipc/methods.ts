@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { STEP_STATUSES } from '../domain/state-machine.js';
+import {
+  EvaluationSchema,
+  EVENT_TOPICS,
+  PolicyWireSchema,
+  PreviewSchema,
+  RevertPlanEntrySchema,
+  StepRecordSchema,
+  StepWireSchema,
+  AuditPageWireSchema,
+  VerifyReportWireSchema,
+  KeyStatusWireSchema,
+} from './wire-schemas.js';
+import { AuditQuerySchema } from '../audit/audit-query.js';
+
+/**
+ * The contract every surface derives from: method name → params schema, result schema, and the
+ * channels that may call it. The server dispatcher (handlers.ts), the typed client (client.ts),
+ * the preload's window.executor and the CLI all read this one table. Adding a method is one entry
+ * here plus its handler, and the handler table fails to compile until the handler exists.
+ *
+ * It lives apart from the handlers because it must load in the browser and the preload, where
+ * the Executor (SQLite, the file system) cannot.
+ */
+
+/** The surfaces that can open a session. window, web and cli are the person's; mcp is the agent's. */
+export const IPC_CHANNELS = ['window', 'web', 'cli', 'mcp'] as const;
+export type IpcChannel = (typeof IPC_CHANNELS)[number];
+export const PERSON_CHANNELS = ['window', 'web', 'cli'] as const satisfies readonly IpcChannel[];
+const EVERYONE = IPC_CHANNELS;
+
+const stepId = z.string().min(1).max(128);
+const noParams = z.strictObject({}).optional();
+
+export interface MethodSpec<P extends z.ZodType, R extends z.ZodType> {
+  params: P;
+  result: R;
+  /** Who may call it. The person's decisions (approve, reject, revert, setPolicy) never list mcp. */
+  channels: readonly IpcChannel[];
+  description: string;
+}
+
+const method = <P extends z.ZodType, R extends z.ZodType>(spec: MethodSpec<P, R>): MethodSpec<P, R> => spec;
+
+export const METHODS = {
+  propose: method({
+    params: z.strictObject({ plan: z.unknown() }),
+    result: z.array(StepRecordSchema),
+    channels: EVERYONE,
+    description: 'validate and store a plan, evaluate and preview each step, run what the policy auto-approves',
+  }),
+  evaluateStep: method({
+    params: z.union([z.strictObject({ stepId }), z.strictObject({ step: StepWireSchema })]),
+    result: EvaluationSchema,
+    channels: EVERYONE,
+    description: "the policy's verdict on a stored step (by id) or on a step not stored, under the current policy",
+  }),
+  simulateStep: method({
+    params: z.strictObject({ stepId }),
+    result: z.object({ preview: PreviewSchema, previewHash: z.string() }),
+    channels: EVERYONE,
+    description: 'the dry run: what the step would do now',
+  }),
+  approve: method({
+    params: z.strictObject({ stepId, previewHash: z.string().max(128).optional(), execute: z.boolean().optional() }),
+    result: StepRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: "the person's yes, bound to the step's hash and to the preview they saw",
+  }),
+  reject: method({
+    params: z.strictObject({ stepId, reason: z.string().min(1).max(2000) }),
+    result: StepRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: "the person's no, with a reason that goes back to the proposer",
+  }),
+  executeStep: method({
+    params: z.strictObject({ stepId }),
+    result: StepRecordSchema,
+    channels: EVERYONE,
+    description: 'run an approved step (approval binds to its hash; nothing runs without it)',
+  }),
+  previewRevert: method({
+    params: z.strictObject({ stepId }),
+    result: z.array(RevertPlanEntrySchema),
+    channels: EVERYONE,
+    description: 'what revert would restore, file by file, without changing anything',
+  }),
+  revertStep: method({
+    params: z.strictObject({ stepId, force: z.boolean().optional() }),
+    result: StepRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: 'restore what a step changed, refusing on conflicts unless forced',
+  }),
+  listSteps: method({
+    params: z
+      .strictObject({
+        status: z.array(z.enum(STEP_STATUSES)).max(STEP_STATUSES.length).optional(),
+        planId: z.string().min(1).max(128).optional(),
+        limit: z.number().int().min(1).max(10_000).optional(),
+      })
+      .optional(),
+    result: z.array(StepRecordSchema),
+    channels: EVERYONE,
+    description: 'steps, newest first',
+  }),
+  getStep: method({
+    params: z.strictObject({ stepId }),
+    result: StepRecordSchema,
+    channels: EVERYONE,
+    description: 'one step with its evaluation, preview, approval and outcome',
+  }),
+  getAudit: method({
+    params: AuditQuerySchema.optional(),
+    result: AuditPageWireSchema,
+    channels: EVERYONE,
+    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, time',
+  }),
+  verifyAudit: method({
+    params: noParams,
+    result: VerifyReportWireSchema,
+    channels: EVERYONE,
+    description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
+  }),
+  getKeyStatus: method({
+    params: noParams,
+    result: KeyStatusWireSchema,
+    channels: EVERYONE,
+    description: 'which audit key signs now and how the keys are protected',
+  }),
+  rotateKeys: method({
+    params: z.strictObject({ reason: z.string().max(500).optional() }).optional(),
+    result: z.object({ previousKeyId: z.string(), keyId: z.string() }),
+    channels: PERSON_CHANNELS,
+    description: 'start a new audit key chain (recorded under both keys)',
+  }),
+  exportVerificationKeys: method({
+    params: z.strictObject({ keep: z.boolean().optional() }).optional(),
+    result: z.array(z.object({ keyId: z.string(), verificationKey: z.string(), publicKey: z.string() })),
+    channels: PERSON_CHANNELS,
+    description: 'show K0 once for offline verification (erased afterwards unless keep)',
+  }),
+  getPolicy: method({
+    params: noParams,
+    result: PolicyWireSchema,
+    channels: EVERYONE,
+    description: 'the policy in force',
+  }),
+  setPolicy: method({
+    params: z.strictObject({ policy: PolicyWireSchema }),
+    result: PolicyWireSchema,
+    channels: PERSON_CHANNELS,
+    description: 'replace the policy (validated, saved atomically, audited)',
+  }),
+  subscribe: method({
+    params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
+    result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
+    channels: EVERYONE,
+    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy",
+  }),
+} as const;
+
+export type Methods = typeof METHODS;
+export type MethodName = keyof Methods;
+export const METHOD_NAMES = Object.keys(METHODS) as MethodName[];
+export type MethodParams<M extends MethodName> = z.input<Methods[M]['params']>;
+export type MethodResult<M extends MethodName> = z.output<Methods[M]['result']>;
+/** The params as the handler receives them, after the schema's defaults and transforms. */
+export type ParsedParams<M extends MethodName> = z.output<Methods[M]['params']>;
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(METHODS, name);
+}
+
+export function channelMayCall(channel: IpcChannel, name: MethodName): boolean {
+  return (METHODS[name].channels as readonly IpcChannel[]).includes(channel);
+}

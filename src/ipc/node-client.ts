@@ -1,0 +1,51 @@
+import { createExecutorClient, openSession, SignedRpc, type ExecutorClient } from './client.js';
+import { deriveSessionKey, nodeMac } from './message-mac-node.js';
+import { sessionKeyInput } from './protocol.js';
+import { connectSocket, socketPathFor } from './socket-transport.js';
+import type { ClientTransport } from './client.js';
+import { readSocketSecret, type SocketCredentialName } from './token-files.js';
+
+export interface HostConnectOptions {
+  /** Free text the audit trail records with the channel, e.g. an MCP client's name. */
+  client?: string;
+  socketPath?: string;
+}
+
+/**
+ * A typed client for a Node process (the CLI, the MCP server, tests) talking to the host of a data
+ * directory over its local socket. `credential` picks the token file: "cli" for the person's CLI,
+ * "agent" for the MCP server. The channel is what the server grants for that token.
+ */
+export async function connectToHost(dataDir: string, credential: SocketCredentialName, options: HostConnectOptions = {}): Promise<ExecutorClient> {
+  const transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
+  return sessionOver(transport, dataDir, credential, options);
+}
+
+/** Like connectToHost, but null when no host listens (no socket, or one a crashed host left). */
+export async function connectToHostIfRunning(dataDir: string, credential: SocketCredentialName, options: HostConnectOptions = {}): Promise<ExecutorClient | null> {
+  let transport: ClientTransport;
+  try {
+    transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'ENOTSOCK') return null;
+    throw error;
+  }
+  return sessionOver(transport, dataDir, credential, options);
+}
+
+async function sessionOver(transport: ClientTransport, dataDir: string, credential: SocketCredentialName, options: HostConnectOptions): Promise<ExecutorClient> {
+  try {
+    const secret = readSocketSecret(dataDir, credential);
+    const session = await openSession(
+      transport,
+      credential,
+      async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))),
+      options.client,
+    );
+    return createExecutorClient(new SignedRpc(transport, session));
+  } catch (error) {
+    transport.close();
+    throw error;
+  }
+}

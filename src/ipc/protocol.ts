@@ -1,0 +1,328 @@
+import { z } from 'zod';
+import type { ErrorShape } from '../domain/errors.js';
+
+/*
+ * The signed envelope every transport carries (Electron IPC, the local socket, the loopback
+ * WebSocket). This module runs in Node, in the preload and in the browser: no Node imports.
+ *
+ *   request   {v, kid, id, ts, nonce, method, params, sig}
+ *   response  {v, id, ok, result | error, sig}
+ *   event     {v, topic, seq, data, sig}
+ *
+ * sig = base64url(HMAC-SHA256(sessionKey, PURPOSE + canonicalJson(message without sig))).
+ * PURPOSE differs per message kind so a signed response can never pass as a request or an event.
+ */
+
+export const PROTOCOL_VERSION = 1;
+/** How far a request's timestamp may be from the server's clock; nonces are kept at least twice this long. */
+export const CLOCK_SKEW_MS = 30_000;
+/** Default cap on one request. A plan may carry a 16 MiB file, so the cap sits above that. */
+export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** Cap on one response or event the clients accept: a long listSteps with large diffs fits. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+export type SignedKind = 'request' | 'response' | 'event';
+const PURPOSE: Record<SignedKind, string> = {
+  request: 'executor-ipc-request\n',
+  response: 'executor-ipc-response\n',
+  event: 'executor-ipc-event\n',
+};
+
+/** The HMAC under one session key. Node and WebCrypto each provide one (message-mac-*.ts). */
+export interface MessageMac {
+  /** base64url HMAC-SHA256 of the UTF-8 bytes of the parts, in order (parts spare copying a large text). */
+  sign(...parts: string[]): Promise<string>;
+}
+
+const idField = z.string().min(1).max(128);
+
+export const RequestEnvelopeSchema = z.strictObject({
+  v: z.literal(PROTOCOL_VERSION),
+  kid: z.string().min(1).max(128),
+  id: idField,
+  ts: z.number().int().nonnegative(),
+  nonce: z.string().min(16).max(128),
+  method: z.string().min(1).max(128),
+  params: z.unknown(),
+  sig: z.string().min(1).max(256),
+});
+export type RequestEnvelope = z.infer<typeof RequestEnvelopeSchema>;
+
+const ErrorShapeSchema = z.strictObject({
+  code: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const ResponseEnvelopeSchema = z.union([
+  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(true), result: z.unknown(), sig: z.string() }),
+  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
+]);
+export type ResponseEnvelope =
+  | { v: 1; id: string | null; ok: true; result: unknown; sig: string }
+  | { v: 1; id: string | null; ok: false; error: ErrorShape; sig: string };
+
+export const EventEnvelopeSchema = z.strictObject({
+  v: z.literal(PROTOCOL_VERSION),
+  topic: z.string(),
+  seq: z.number().int().nonnegative(),
+  data: z.unknown(),
+  sig: z.string(),
+});
+export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
+
+/**
+ * The unauthenticated key exchange that opens a session. The secret never travels: both sides
+ * derive the session key as HMAC(secret, "executor-session\n" + clientNonce + "\n" + serverNonce),
+ * and the first signed request proves the client holds the secret.
+ */
+export const HelloSchema = z.strictObject({
+  v: z.literal(PROTOCOL_VERSION),
+  hello: z.strictObject({
+    /** Which credential the client holds: "cli" and "agent" (token files), "web" (the one-time URL token), "window". */
+    credential: z.string().min(1).max(64),
+    clientNonce: z.string().min(16).max(128),
+    /** Free text for the audit trail, e.g. an MCP client's name and version. */
+    client: z.string().max(200).optional(),
+  }),
+});
+export type Hello = z.infer<typeof HelloSchema>;
+
+export const HelloReplySchema = z.union([
+  z.strictObject({
+    v: z.literal(PROTOCOL_VERSION),
+    welcome: z.strictObject({ kid: z.string(), serverNonce: z.string(), channel: z.string(), methods: z.array(z.string()) }),
+  }),
+  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: z.null(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
+]);
+export type HelloReply = z.infer<typeof HelloReplySchema>;
+
+export const SESSION_KEY_LABEL = 'executor-session\n';
+
+export function sessionKeyInput(clientNonce: string, serverNonce: string): string {
+  return `${SESSION_KEY_LABEL}${clientNonce}\n${serverNonce}`;
+}
+
+/**
+ * RFC 8785 canonical JSON: keys sorted by UTF-16 code units, ES number and string forms; the same
+ * output as the `canonicalize` package (a property test holds them equal). Signing a large
+ * listSteps reply canonicalizes every record on every call, so the common case copies the value
+ * with its keys inserted in sorted order and lets the native JSON.stringify write it (about 3× less
+ * time than building the text in JS). Objects whose key order JS would not keep (integer-like keys,
+ * "__proto__") take the exact slow path.
+ */
+export function canonicalText(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(sortedCopy(value));
+  } catch (error) {
+    if (error !== KEY_ORDER_NOT_KEPT) throw error;
+    text = canonicalValue(value);
+  }
+  if (text === undefined) throw new TypeError('value has no canonical JSON form');
+  return text;
+}
+
+const KEY_ORDER_NOT_KEPT = new Error('key order not kept by a plain object');
+
+/** The value with every object's keys in sorted order: objects already in order are reused, not copied. */
+function sortedCopy(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) {
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new TypeError('NaN and Infinity have no JSON form');
+    return value;
+  }
+  if (Array.isArray(value)) {
+    let copy: unknown[] | null = null;
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      const sorted = sortedCopy(item);
+      if (sorted !== item && copy === null) copy = value.slice(0, index);
+      if (copy !== null) copy.push(sorted);
+    }
+    return copy ?? value;
+  }
+  const withToJson = value as { toJSON?: () => unknown };
+  if (typeof withToJson.toJSON === 'function') return sortedCopy(withToJson.toJSON());
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let inOrder = true;
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]!;
+    const first = key.charCodeAt(0);
+    // JS puts integer-like keys first in numeric order, and "__proto__" would set the prototype.
+    if ((first >= 48 && first <= 57 && /^(?:0|[1-9]\d*)$/.test(key)) || key === '__proto__') throw KEY_ORDER_NOT_KEPT;
+    if (index > 0 && keys[index - 1]! > key) inOrder = false;
+  }
+  if (inOrder) {
+    let copy: Record<string, unknown> | null = null;
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index]!;
+      const item = record[key];
+      const sorted = sortedCopy(item);
+      if (sorted !== item && copy === null) {
+        copy = {};
+        for (let earlier = 0; earlier < index; earlier++) copy[keys[earlier]!] = record[keys[earlier]!];
+      }
+      if (copy !== null) copy[key] = sorted;
+    }
+    return copy ?? record;
+  }
+  keys.sort();
+  const copy: Record<string, unknown> = {};
+  for (const key of keys) copy[key] = sortedCopy(record[key]);
+  return copy;
+}
+
+function canonicalValue(value: unknown): string | undefined {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('NaN and Infinity have no JSON form');
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      break;
+    default:
+      return undefined;
+  }
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let index = 0; index < value.length; index++) {
+      if (index > 0) out += ',';
+      out += canonicalValue(value[index]) ?? 'null';
+    }
+    return `${out}]`;
+  }
+  const withToJson = value as { toJSON?: () => unknown };
+  if (typeof withToJson.toJSON === 'function') return canonicalValue(withToJson.toJSON());
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const item = canonicalValue(record[key]);
+    if (item === undefined) continue;
+    if (!first) out += ',';
+    first = false;
+    out += `${JSON.stringify(key)}:${item}`;
+  }
+  return `${out}}`;
+}
+
+/**
+ * Serializes and signs a message. The wire text is the canonical JSON of the message without
+ * sig, with the sig member appended last: the receiver can then check the HMAC over the exact
+ * bytes it got (see verifyText) without canonicalizing a large result a second time.
+ */
+export async function signText(mac: MessageMac, kind: SignedKind, message: Record<string, unknown>): Promise<string> {
+  if ('sig' in message) throw new TypeError('a message to sign must not carry a sig yet');
+  const body = canonicalText(message);
+  if (body.length < 3 || !body.endsWith('}')) throw new TypeError('only non-empty objects are signed');
+  const sig = await mac.sign(PURPOSE[kind], body);
+  return `${body.slice(0, -1)},"sig":"${sig}"}`;
+}
+
+/** A message as sent, unsigned: for the refusals of requests that could not be attributed to a session. */
+export function unsignedText(message: Record<string, unknown>): string {
+  return JSON.stringify({ ...message, sig: '' });
+}
+
+function constantTimeEqual(left: string, right: string): boolean {
+  if (left.length !== right.length) return false;
+  let difference = 0;
+  for (let index = 0; index < left.length; index++) difference |= left.charCodeAt(index) ^ right.charCodeAt(index);
+  return difference === 0;
+}
+
+/**
+ * Whether `parsed` (the JSON.parse of `text`) carries a valid sig. Fast path: the sender's own
+ * layout (canonical body, sig appended last) lets the HMAC run over the received bytes; any
+ * other layout is canonicalized again, as the envelope definition allows any serialization.
+ * The fast path is sound because the body the HMAC covers is an object text only a key holder
+ * produced, and the appended member sits at its top level.
+ */
+export async function verifyText(mac: MessageMac, kind: SignedKind, text: string, parsed: Record<string, unknown>): Promise<boolean> {
+  const sig = parsed.sig;
+  if (typeof sig !== 'string' || sig.length === 0) return false;
+  const suffix = `,"sig":"${sig}"}`;
+  if (text.endsWith(suffix)) {
+    if (constantTimeEqual(await mac.sign(PURPOSE[kind], text.slice(0, -suffix.length), '}'), sig)) return true;
+  }
+  const { sig: _omitted, ...rest } = parsed;
+  let body: string;
+  try {
+    body = canonicalText(rest);
+  } catch {
+    return false;
+  }
+  return constantTimeEqual(await mac.sign(PURPOSE[kind], body), sig);
+}
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+export function base64url(bytes: Uint8Array): string {
+  let out = '';
+  let index = 0;
+  for (; index + 2 < bytes.length; index += 3) {
+    const n = (bytes[index]! << 16) | (bytes[index + 1]! << 8) | bytes[index + 2]!;
+    out += BASE64URL[(n >> 18) & 63]! + BASE64URL[(n >> 12) & 63]! + BASE64URL[(n >> 6) & 63]! + BASE64URL[n & 63]!;
+  }
+  const left = bytes.length - index;
+  if (left === 1) {
+    const n = bytes[index]! << 16;
+    out += BASE64URL[(n >> 18) & 63]! + BASE64URL[(n >> 12) & 63]!;
+  } else if (left === 2) {
+    const n = (bytes[index]! << 16) | (bytes[index + 1]! << 8);
+    out += BASE64URL[(n >> 18) & 63]! + BASE64URL[(n >> 12) & 63]! + BASE64URL[(n >> 6) & 63]!;
+  }
+  return out;
+}
+
+export function fromBase64url(text: string): Uint8Array {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) throw new TypeError('not base64url');
+  const bytes: number[] = [];
+  let buffer = 0;
+  let bits = 0;
+  for (const char of text) {
+    buffer = (buffer << 6) | BASE64URL.indexOf(char);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push((buffer >> bits) & 0xff);
+    }
+  }
+  return Uint8Array.from(bytes);
+}
+
+/** Random base64url text from the platform CSPRNG (Node 20 and browsers both have globalThis.crypto). */
+export function randomToken(byteCount = 32): string {
+  return base64url(globalThis.crypto.getRandomValues(new Uint8Array(byteCount)));
+}
+
+/** Parses a JSON object text; anything else is null (never throws). */
+export function parseObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** UTF-8 byte length without Buffer, so the browser client can enforce the same caps. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+      bytes += 4;
+      index++;
+    } else bytes += 3;
+  }
+  return bytes;
+}

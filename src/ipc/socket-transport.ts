@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { ExecutorError } from '../domain/errors.js';
+import type { ClientTransport } from './client.js';
+import { EVENT_TAG, frame, LineSplitter, unframe } from './line-framing.js';
+import { DEFAULT_MAX_RESPONSE_BYTES } from './protocol.js';
+import type { IpcServer } from './server.js';
+
+export const SOCKET_FILE = 'executor.sock';
+/** sun_path holds about 104 bytes on macOS, 108 on Linux. */
+const MAX_SOCKET_PATH = 100;
+
+/**
+ * Where the host listens for a data directory: a Unix socket inside the (0700) data directory,
+ * or a named pipe on Windows. A data directory too deep for sun_path gets a socket in a private
+ * per-user folder under the temp directory, named by the data directory's hash.
+ */
+export function socketPathFor(dataDir: string): string {
+  const resolved = path.resolve(dataDir);
+  const digest = createHash('sha256').update(resolved).digest('hex').slice(0, 24);
+  if (process.platform === 'win32') return `\\\\.\\pipe\\executor-${digest}`;
+  const inDataDir = path.join(resolved, SOCKET_FILE);
+  if (Buffer.byteLength(inDataDir) <= MAX_SOCKET_PATH) return inDataDir;
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
+  return path.join(os.tmpdir(), `executor-${uid}`, `${digest}.sock`);
+}
+
+export interface SocketListener {
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the protocol on the local socket. The socket file is made 0600 and lives in a 0700
+ * folder: the OS lets only this user connect, and every message must still be signed.
+ */
+export async function listenOnSocket(server: IpcServer, socketPath: string): Promise<SocketListener> {
+  if (process.platform !== 'win32') {
+    fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+    // A socket file left by a host that crashed; the caller holds the data-directory lock, so no live host owns it.
+    fs.rmSync(socketPath, { force: true });
+  }
+  const sockets = new Set<net.Socket>();
+  const listener = net.createServer((socket) => {
+    sockets.add(socket);
+    const connection = server.connect('socket', (text) => {
+      if (!socket.destroyed) socket.write(`${frame(EVENT_TAG, text)}\n`);
+    });
+    const reply = (tag: string, text: string) => {
+      if (!socket.destroyed) socket.write(`${frame(tag, text)}\n`);
+    };
+    const splitter = new LineSplitter(
+      server.maxMessageBytes + 64,
+      (line) => {
+        const { tag, text } = unframe(line);
+        void connection.receive(text).then((answer) => reply(tag, answer));
+      },
+      (head, byteLength) => reply(unframe(head).tag, server.oversizeReply(byteLength)),
+    );
+    socket.on('data', (chunk: Buffer) => splitter.push(chunk));
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => {
+      sockets.delete(socket);
+      connection.close();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(socketPath, () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
+  if (process.platform !== 'win32') fs.chmodSync(socketPath, 0o600);
+  return {
+    socketPath,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        listener.close(() => resolve());
+      }),
+  };
+}
+
+/** A client's end of the socket. Replies are matched by tag, so calls may overlap. */
+export async function connectSocket(socketPath: string, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ClientTransport> {
+  const socket = await new Promise<net.Socket>((resolve, reject) => {
+    const candidate = net.createConnection(socketPath);
+    candidate.once('connect', () => {
+      candidate.off('error', reject);
+      resolve(candidate);
+    });
+    candidate.once('error', reject);
+  });
+  const pending = new Map<string, { resolve: (text: string) => void; reject: (error: Error) => void }>();
+  const eventListeners: ((text: string) => void)[] = [];
+  const closeListeners: ((reason: string) => void)[] = [];
+  let nextTag = 1;
+  let closed = false;
+  const splitter = new LineSplitter(
+    maxResponseBytes,
+    (line) => {
+      const { tag, text } = unframe(line);
+      if (tag === EVENT_TAG) {
+        for (const listener of eventListeners) listener(text);
+        return;
+      }
+      const waiter = pending.get(tag);
+      if (!waiter) return;
+      pending.delete(tag);
+      waiter.resolve(text);
+    },
+    (head) => {
+      const waiter = pending.get(unframe(head).tag);
+      if (!waiter) return;
+      pending.delete(unframe(head).tag);
+      waiter.reject(new ExecutorError('IPC_TOO_LARGE', 'The reply is larger than this client accepts.'));
+    },
+  );
+  const shutDown = (reason: string) => {
+    if (closed) return;
+    closed = true;
+    for (const waiter of pending.values()) waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor closed: ${reason}`));
+    pending.clear();
+    for (const listener of closeListeners) listener(reason);
+  };
+  socket.on('data', (chunk: Buffer) => splitter.push(chunk));
+  socket.on('error', (error) => shutDown(error.message));
+  socket.on('close', () => shutDown('the host went away'));
+  return {
+    request(text: string): Promise<string> {
+      if (closed) return Promise.reject(new ExecutorError('IPC_UNAVAILABLE', 'The connection to Executor is closed.'));
+      const tag = String(nextTag++);
+      return new Promise<string>((resolve, reject) => {
+        pending.set(tag, { resolve, reject });
+        socket.write(`${frame(tag, text)}\n`);
+      });
+    },
+    onEvent(listener) {
+      eventListeners.push(listener);
+    },
+    onClose(listener) {
+      closeListeners.push(listener);
+    },
+    close() {
+      socket.end();
+      socket.destroy();
+      shutDown('closed by the client');
+    },
+  };
+}

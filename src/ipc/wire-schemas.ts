@@ -1,0 +1,214 @@
+import { VERIFY_CODES } from '../audit/verify-codes.js';
+import { z } from 'zod';
+import type { Actor } from '../domain/actor.js';
+import type { ErrorCode } from '../domain/errors.js';
+import { RISK_LEVELS } from '../domain/risk.js';
+import { STEP_STATUSES } from '../domain/state-machine.js';
+import type { Evaluation } from '../domain/risk.js';
+import type { Approval, FileChangePreview, Preview, StepRecord } from '../domain/step-record.js';
+import type { Step } from '../domain/step.js';
+import type { Policy } from '../policy/policy-file.js';
+
+/*
+ * What results look like on the wire, checked by the clients at runtime. Browser-safe: the
+ * domain's own schemas pull in node:crypto and Buffer, so only their types are imported here.
+ * The server stays the authority on what a valid step or policy is; the clients check shape.
+ */
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export const StepWireSchema = z.custom<Step>(
+  (value) =>
+    isPlainObject(value) &&
+    typeof value.id === 'string' &&
+    typeof value.planId === 'string' &&
+    typeof value.action === 'string' &&
+    isPlainObject(value.args) &&
+    isPlainObject(value.meta),
+  { message: 'not a step' },
+);
+
+/** A policy object; its full validation (PolicySchema) runs on the server, which reads files and paths. */
+export const PolicyWireSchema = z.custom<Policy>(
+  (value) => isPlainObject(value) && Array.isArray(value.workspaceRoots) && typeof value.autoApprove === 'string',
+  { message: 'not a policy' },
+);
+
+export const ActorSchema = z.object({
+  user: z.string(),
+  channel: z.enum(['window', 'web', 'cli', 'mcp', 'policy', 'system']),
+  client: z.string().optional(),
+});
+
+export const ErrorShapeWireSchema = z.object({
+  code: z.custom<ErrorCode>((value) => typeof value === 'string'),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const EvaluationSchema = z.object({
+  allowed: z.boolean(),
+  risk: z.enum(RISK_LEVELS),
+  consent: z.enum(['none', 'confirm', 'deny']),
+  reasons: z.array(z.string()),
+  mitigations: z.array(z.string()),
+  reversible: z.boolean(),
+});
+
+export const FileChangePreviewSchema = z.object({
+  path: z.string(),
+  existedBefore: z.boolean(),
+  existsAfter: z.boolean(),
+  sizeBefore: z.number(),
+  sizeAfter: z.number(),
+  preHash: z.string().nullable(),
+  postHash: z.string().nullable(),
+  binary: z.boolean(),
+  diff: z.string().nullable(),
+  diffOmittedReason: z.string().optional(),
+  modeBefore: z.number().nullable().optional(),
+  modeAfter: z.number().nullable().optional(),
+});
+
+const OutputPreviewSchema = z.object({ text: z.string(), bytes: z.number(), truncated: z.boolean() });
+
+export const PreviewSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('fileChanges'), files: z.array(FileChangePreviewSchema) }),
+  z.object({ kind: z.literal('kbEntry'), title: z.string(), content: z.string(), tags: z.array(z.string()) }),
+  z.object({ kind: z.literal('text'), text: z.string() }),
+  z.object({
+    kind: z.literal('url'),
+    url: z.string(),
+    protocol: z.string(),
+    host: z.string(),
+    path: z.string(),
+    query: z.array(z.object({ name: z.string(), value: z.string(), opaque: z.boolean() })),
+    fragment: z.string().nullable(),
+    warnings: z.array(z.string()),
+  }),
+  z.object({
+    kind: z.literal('commandRun'),
+    command: z.string(),
+    cwd: z.string(),
+    network: z.enum(['none', 'allowlist']),
+    exitCode: z.number().nullable(),
+    timedOut: z.boolean(),
+    oomKilled: z.boolean(),
+    stdout: OutputPreviewSchema,
+    stderr: OutputPreviewSchema,
+    files: z.array(FileChangePreviewSchema),
+    skipped: z.array(z.object({ path: z.string(), reason: z.string() })),
+    conflicts: z.array(z.string()),
+    image: z.object({ tag: z.string(), digest: z.string() }),
+    egress: z.array(z.object({ method: z.string(), host: z.string(), port: z.number(), allowed: z.boolean() })),
+  }),
+]);
+
+export const ApprovalSchema = z.object({
+  by: ActorSchema,
+  at: z.string(),
+  stepHash: z.string(),
+  previewHash: z.string().nullable(),
+});
+
+export const StepRecordSchema = z.object({
+  step: StepWireSchema,
+  position: z.number().int(),
+  status: z.enum(STEP_STATUSES),
+  stepHash: z.string(),
+  evaluation: EvaluationSchema.nullable(),
+  preview: PreviewSchema.nullable(),
+  previewHash: z.string().nullable(),
+  approval: ApprovalSchema.nullable(),
+  rejectedReason: z.string().nullable(),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  error: ErrorShapeWireSchema.nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  revertedAt: z.string().nullable(),
+});
+
+export const RevertPlanEntrySchema = z.object({
+  path: z.string(),
+  restoreHash: z.string().nullable(),
+  currentHash: z.string().nullable(),
+  expectedHash: z.string().nullable(),
+  state: z.enum(['restore', 'already_restored', 'conflict']),
+});
+
+/** The topics a client can subscribe to, and what each event carries. */
+export const EVENT_TOPICS = ['step', 'audit', 'policy'] as const;
+export type EventTopic = (typeof EVENT_TOPICS)[number];
+
+/** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
+export const AuditNoticeSchema = z.object({
+  kind: z.string(),
+  stepId: z.string().nullable(),
+  planId: z.string().nullable(),
+});
+export type AuditNotice = z.infer<typeof AuditNoticeSchema>;
+
+export const EVENT_DATA = {
+  step: StepRecordSchema,
+  audit: AuditNoticeSchema,
+  policy: PolicyWireSchema,
+} as const satisfies Record<EventTopic, z.ZodType>;
+export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
+
+// The wire schemas must describe exactly the domain's types: these fail to compile if either side drifts.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameStepRecord: Same<z.output<typeof StepRecordSchema>, StepRecord> = true;
+const samePreview: Same<z.output<typeof PreviewSchema>, Preview> = true;
+const sameFile: Same<z.output<typeof FileChangePreviewSchema>, FileChangePreview> = true;
+const sameEvaluation: Same<z.output<typeof EvaluationSchema>, Evaluation> = true;
+const sameApproval: Same<z.output<typeof ApprovalSchema>, Approval> = true;
+const sameActor: Same<z.output<typeof ActorSchema>, Actor> = true;
+void [sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor];
+
+/** One audit record as getAudit pages it (see src/audit/audit-query.ts AuditEntry). */
+export const AuditEntryWireSchema = z.object({
+  seq: z.number().int(),
+  ts: z.string(),
+  action: z.string(),
+  planId: z.string().nullable(),
+  stepId: z.string().nullable(),
+  userId: z.object({ user: z.string(), channel: z.string(), client: z.string().optional() }),
+  args: z.unknown(),
+  preHash: z.string().nullable(),
+  postHash: z.string().nullable(),
+  result: z.unknown(),
+  keyId: z.string(),
+  epoch: z.number().int(),
+});
+
+export const AuditPageWireSchema = z.object({ entries: z.array(AuditEntryWireSchema), nextCursor: z.string().nullable() });
+
+/** The verifier's report (src/audit/verify-codes.ts VerifyReport), field for field. */
+export const VerifyReportWireSchema = z.object({
+  ok: z.boolean(),
+  logId: z.string().nullable(),
+  records: z.number().int(),
+  headSeq: z.number().int(),
+  headHash: z.string(),
+  checkpoints: z.number().int(),
+  lastCheckpointSeq: z.number().int(),
+  unsealedTail: z.number().int(),
+  macsUnchecked: z.number().int(),
+  anchor: z.object({ seq: z.number().int(), headHash: z.string() }).nullable(),
+  warnings: z.array(z.string()),
+  problem: z.object({ code: z.enum(VERIFY_CODES), seq: z.number().int(), message: z.string() }).nullable(),
+});
+
+/** src/executor/executor.ts KeyStatus, field for field. */
+export const KeyStatusWireSchema = z.object({
+  logId: z.string(),
+  protection: z.enum(['os-keychain', 'plaintext']),
+  location: z.string(),
+  currentKeyId: z.string(),
+  epoch: z.number().int(),
+  chains: z.array(z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() })),
+  anchor: z.object({ seq: z.number().int(), ts: z.string() }).nullable(),
+});

@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterEach } from 'vitest';
+import { CLI } from './run-cli.js';
+
+export interface ServeInfo {
+  url: string;
+  port: number;
+  socketPath: string;
+  dataDir: string;
+  pid: number;
+}
+
+const running: ChildProcess[] = [];
+
+/** Starts the real `executor serve` in a child process and waits for the line it prints. Stopped after the test. */
+export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const info = await new Promise<ServeInfo>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`executor serve did not start: ${stderr}`)), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      try {
+        const parsed = JSON.parse(stdout) as ServeInfo;
+        clearTimeout(timer);
+        resolve(parsed);
+      } catch {
+        /* not complete yet */
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`executor serve exited (${code}): ${stderr}`));
+    });
+  });
+  return {
+    info,
+    child,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+afterEach(() => {
+  for (const child of running.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});

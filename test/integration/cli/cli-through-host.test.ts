@@ -1,0 +1,55 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLI, runCli } from '../../helpers/run-cli.js';
+import { startServe } from '../../helpers/serve-process.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+describe('the CLI with a host running', () => {
+  it('talks to a running `executor serve` instead of opening the database, and falls back when it stops', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const serve = await startServe(dataDir);
+    expect(serve.info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#token=[A-Za-z0-9_-]{40,}$/);
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }));
+
+    const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
+    expect(proposed.stderr).toBe('');
+    expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
+    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'one']);
+    expect(approved.json<{ status: string }>().status).toBe('executed');
+    // The host's audit trail names the CLI channel for the approval.
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ action: string; userId: { channel: string } }[]>();
+    expect(audit.find((entry) => entry.action === 'step.approved')?.userId.channel).toBe('cli');
+
+    expect(await serve.stop()).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
+    const direct = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
+    expect(direct.json<{ status: string }[]>()[0]!.status).toBe('executed');
+  });
+
+  it('propose --wait returns when the person approves through the host, from its events', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const serve = await startServe(dataDir);
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'w1', action: 'writeFile', args: { path: path.join(workspace, 'w.txt'), content: 'y' } }] }));
+    const waiter = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', '--wait', '--timeout', '60', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    waiter.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => waiter.once('exit', resolve));
+    await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<unknown[]>().length, { timeout: 20_000 }).toBe(1);
+    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'w1']).status).toBe(0);
+    expect(await exited).toBe(0);
+    expect(JSON.parse(out)).toMatchObject([{ stepId: 'w1', status: 'executed' }]);
+    await serve.stop();
+  });
+
+  it('refuses a second host for the same data directory with a clear BUSY message', async () => {
+    const { dataDir } = tempSetup();
+    await startServe(dataDir);
+    const second = runCli(['--data-dir', dataDir, 'serve'], { timeoutMs: 20_000 });
+    expect(second.status).toBe(2);
+    expect(second.stderr).toMatch(/BUSY: busy: the data directory .* is held by pid \d+/);
+  });
+});
