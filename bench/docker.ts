@@ -20,7 +20,7 @@ import { buildSandboxImage, sandboxImageTag } from '../src/sandbox/docker/sandbo
 import { scratchOptionsFor } from '../src/sandbox/docker/sandbox-run.js';
 import { makeScratchCopy } from '../src/sandbox/docker/scratch-copy.js';
 
-const RUNS = 7;
+const RUNS = 9;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ms = (value: number) => `${value.toFixed(0)} ms`;
 

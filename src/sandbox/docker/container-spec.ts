@@ -42,7 +42,8 @@ export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions
   const memoryBytes = input.limits.memoryMb * 1024 * 1024;
   const binds = input.scratchDir === null ? [] : [`${input.scratchDir}:${WORKSPACE_MOUNT}:rw`];
   if (input.network === 'allowlist' && input.egressDir) binds.push(`${input.egressDir}:${EGRESS_MOUNT}:ro`);
-  const env = Object.entries(input.env).map(([key, value]) => `${key}=${value}`);
+  // Python would otherwise write __pycache__ into the workspace copy, and those files would show up as changes.
+  const env = ['PYTHONDONTWRITEBYTECODE=1', ...Object.entries(input.env).map(([key, value]) => `${key}=${value}`)];
   if (input.network === 'allowlist') {
     const proxy = `http://127.0.0.1:${EGRESS_SHIM_PORT}`;
     env.push(`HTTP_PROXY=${proxy}`, `HTTPS_PROXY=${proxy}`, `http_proxy=${proxy}`, `https_proxy=${proxy}`, 'NO_PROXY=', 'no_proxy=');
