@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
 import { exclusionOf, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
 
 /** One file a command changed in its scratch copy, with what the real workspace holds for it now. */
@@ -58,6 +59,8 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
   const files: ChangedFile[] = [];
   const skipped: SkippedChange[] = [];
   const seen = new Set<string>();
+  // What a command wrote is read into memory to diff and back up: bounded like the copy, checked before reading.
+  let changedBytes = 0;
 
   const consider = (relative: string, scratchPath: string, scratchStat: fs.BigIntStats) => {
     const baseline = scratch.baseline.get(relative);
@@ -77,6 +80,14 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
     if (!scratchStat.isFile()) {
       if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: scratchStat.isSymbolicLink() ? 'symbolic links are not carried back' : 'special files are not carried back' });
       return;
+    }
+    changedBytes += Number(scratchStat.size);
+    if (options.maxBytes !== undefined && changedBytes > options.maxBytes) {
+      throw new ExecutorError(
+        'SANDBOX_FAILED',
+        `The command wrote more than the sandbox's limit of ${Math.round(options.maxBytes / 1e6)} MB of changed files; nothing will be applied. Raise sandbox.maxCopyMb in the policy if that is expected.`,
+        { maxBytes: options.maxBytes },
+      );
     }
     const after = fs.readFileSync(scratchPath);
     const modeAfter = Number(scratchStat.mode & 0o7777n);

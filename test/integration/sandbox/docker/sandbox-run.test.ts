@@ -83,6 +83,19 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
     expect(outcome.run.exitCode).toBe(137);
   });
 
+  it('refuses a run that writes more than the limit into its copy, and cleans up', async () => {
+    await expect(
+      runSandboxed(client, {
+        sourceDir: tempDir(),
+        argv: ['/bin/sh', '-c', 'dd if=/dev/zero of=big bs=1M count=300 2>/dev/null; true'],
+        network: 'none',
+        policy: policyWith({ memoryMb: 128, maxCopyMb: 64 }),
+      }),
+    ).rejects.toMatchObject({ code: 'SANDBOX_FAILED', message: expect.stringContaining('more than the sandbox') });
+    // Test files run in their own processes and the tests of a file one after another: this process has no container left.
+    expect(spawnSync('docker', ['ps', '-aq', '--filter', `label=${CONTAINER_LABEL}.pid=${process.pid}`], { encoding: 'utf8' }).stdout.trim()).toBe('');
+  });
+
   it('caps each output stream and flags it as truncated', async () => {
     const outcome = await runSandboxed(client, {
       sourceDir: tempDir(),

@@ -137,4 +137,15 @@ describe('makeScratchCopy limits', () => {
     expect(fs.readdirSync(parentDir)).toEqual([]);
     expect(() => makeScratchCopy(source, { ...options, maxBytes: 1024 * 1024 }).dispose()).not.toThrow();
   });
+
+  it('refuses a changeset larger than the limit instead of reading it into memory', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.writeFileSync(path.join(scratch.dir, 'huge.bin'), Buffer.alloc(256 * 1024));
+      expect(() => computeChangeset(scratch, { ...options, maxBytes: 128 * 1024 })).toThrow(/more than the sandbox's limit/);
+      expect(computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 }).files.map((f) => f.relativePath)).toEqual(['huge.bin']);
+    } finally {
+      scratch.dispose();
+    }
+  });
 });
