@@ -25,6 +25,7 @@ export const EVENT_KINDS = [
   'step.failed',
   'step.interrupted',
   'step.reconsent',
+  'step.execution_deferred',
   'step.reverted',
   'step.revert_forced',
   'capability.call',

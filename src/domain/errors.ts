@@ -26,6 +26,10 @@ export type ErrorCode =
   | 'AUDIT_INVALID'
   | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'SANDBOX_IMAGE_MISSING'
+  | 'SANDBOX_FAILED'
+  | 'WORKSPACE_CONFLICT'
   | 'NOT_AVAILABLE'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.
   | 'IPC_MALFORMED'

@@ -68,6 +68,8 @@ export const FileChangePreviewSchema = z.object({
   binary: z.boolean(),
   diff: z.string().nullable(),
   diffOmittedReason: z.string().optional(),
+  modeBefore: z.number().nullable().optional(),
+  modeAfter: z.number().nullable().optional(),
 });
 
 const CodeRunCommonShape = {
@@ -84,6 +86,7 @@ export const CodeRunResultSchema = z.union([
   z.object({ ...CodeRunCommonShape, ok: z.literal(true), value: z.unknown() }),
   z.object({ ...CodeRunCommonShape, ok: z.literal(false), code: z.enum(CODE_RUN_FAILURE_CODES as [CodeRunFailureCode, ...CodeRunFailureCode[]]), message: z.string(), retryAfterMs: z.number().optional() }),
 ]);
+const OutputPreviewSchema = z.object({ text: z.string(), bytes: z.number(), truncated: z.boolean() });
 
 export const PreviewSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fileChanges'), files: z.array(FileChangePreviewSchema) }),
@@ -100,6 +103,22 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
     warnings: z.array(z.string()),
   }),
   z.object({ kind: z.literal('codeRun'), result: CodeRunResultSchema, requests: z.array(z.object({ method: z.string(), url: z.string() })) }),
+  z.object({
+    kind: z.literal('commandRun'),
+    command: z.string(),
+    cwd: z.string(),
+    network: z.enum(['none', 'allowlist']),
+    exitCode: z.number().nullable(),
+    timedOut: z.boolean(),
+    oomKilled: z.boolean(),
+    stdout: OutputPreviewSchema,
+    stderr: OutputPreviewSchema,
+    files: z.array(FileChangePreviewSchema),
+    skipped: z.array(z.object({ path: z.string(), reason: z.string() })),
+    conflicts: z.array(z.string()),
+    image: z.object({ tag: z.string(), digest: z.string() }),
+    egress: z.array(z.object({ method: z.string(), host: z.string(), port: z.number(), allowed: z.boolean() })),
+  }),
 ]);
 
 export const ApprovalSchema = z.object({
