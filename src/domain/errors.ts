@@ -26,6 +26,10 @@ export type ErrorCode =
   | 'AUDIT_INVALID'
   | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'SANDBOX_IMAGE_MISSING'
+  | 'SANDBOX_FAILED'
+  | 'WORKSPACE_CONFLICT'
   | 'NOT_AVAILABLE'
   /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */
   | 'RATE_LIMITED'
@@ -41,6 +45,13 @@ export type ErrorCode =
   | 'IPC_INVALID_RESULT'
   | 'IPC_FORBIDDEN'
   | 'IPC_UNAVAILABLE'
+  | 'EXECUTION_TIMEOUT'
+  | 'EXECUTION_ERROR'
+  | 'EXECUTION_BLOCKED'
+  | 'EXECUTION_DENIED'
+  | 'EXECUTION_CRASHED'
+  | 'OUTPUT_TOO_LARGE'
+  | 'SANDBOX_UNAVAILABLE'
   | 'INTERNAL';
 
 export interface ErrorShape {

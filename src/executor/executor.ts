@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import type { ActionContext } from '../actions/action-module.js';
+import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
+import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { exportAudit } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
@@ -17,7 +18,7 @@ import { BlobStore } from '../backup/blob-store.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
@@ -25,10 +26,13 @@ import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/st
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
+import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 
 export interface ExecutorEvents {
@@ -38,7 +42,7 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
-export interface ExecutorOptions {
+export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
   keyStore?: KeyStore;
   audit?: AuditLogOptions;
@@ -60,8 +64,17 @@ export interface KeyStatus {
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 
+/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
+export interface ExecutorSeams {
+  spawnChild?: SpawnChild;
+  heavyCodeRunner?: HeavyCodeRunner;
+}
+
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
+
+/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
+const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
 
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
@@ -85,6 +98,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly audit: AuditTrail;
   private readonly auditLog: SignedAuditLog;
   private readonly keyStore: KeyStore;
+  private readonly lightSandbox: LightSandbox;
+  private readonly heavyCodeRunner: HeavyCodeRunner | undefined;
   private policy: Policy;
   private closed = false;
   /** When each client's rate-limit refusal was last audited. */
@@ -104,6 +119,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
+    this.heavyCodeRunner = options.heavyCodeRunner;
   }
 
   /**
@@ -135,6 +152,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     this.closed = true;
     this.auditLog.stopHeartbeat();
+    this.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
@@ -193,7 +211,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
+    return {
+      stepId,
+      policy: this.policy,
+      dataDir: this.dataDir,
+      blobs: this.blobs,
+      kb: this.kb,
+      openExternal: this.openExternal,
+      lightSandbox: this.lightSandbox,
+      heavyCodeRunner: this.heavyCodeRunner,
+      auditCapabilityCall: (detail) => {
+        const planId = this.steps.get(stepId).step.planId;
+        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
+      },
+    };
   }
 
   private emitStep(record: StepRecord): StepRecord {
@@ -352,16 +383,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
-    const ctx = this.context(stepId);
+    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
+    const ctx = { ...this.context(stepId), approvedPreview };
 
     let prepared;
     try {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
+      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       return this.failBeforeStart(stepId, actor, error);
     }
+    if (prepared.drift) return this.returnForConsent(stepId, actor, record.stepHash, prepared.drift);
     const changes = prepared.fileChanges.map(hashFileChange);
-    if (record.approval?.previewHash && changes.length > 0) {
+    // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
+    if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
         const preview: Preview = { kind: 'fileChanges', files: changes.map(previewFileChange) };
@@ -389,7 +424,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
   private diffsFor(record: StepRecord, changes: HashedFileChange[]): (string | null)[] {
-    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
+    const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
     return changes.map((change) => {
       const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
       return same ? same.diff : previewFileChange(change).diff;
@@ -416,6 +451,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         blockingStepId: blocker.step.id,
       });
     }
+  }
+
+  /**
+   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
+   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
+   */
+  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
+    this.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
+    throw error;
+  }
+
+  /**
+   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
+   * nothing is applied; the step goes back to the person with the new preview and the reason.
+   */
+  private returnForConsent(stepId: string, actor: Actor, approvedStepHash: string, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+    const startedAt = new Date().toISOString();
+    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: approvedStepHash, files: [], sandboxRunOnly: true } });
+    const previewHash = previewHashOf(drift.preview);
+    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash } }, {
+      kind: 'step.reconsent',
+      detail: { reason: drift.reason, previewHash, ...drift.detail },
+    }));
   }
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
