@@ -6,7 +6,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { localClient } from '../../../src/ipc/local-client.js';
+import { parsePlan } from '../../../src/domain/plan-parse.js';
 import { createExecutorMcpServer } from '../../../src/mcp/mcp-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -20,7 +22,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup() {
+async function setup(wrap: (api: ExecutorClient) => ExecutorClient = (api) => api) {
   const { dataDir, workspace } = tempSetup();
   const executor = Executor.open(dataDir);
   cleanups.push(() => executor.close());
@@ -28,7 +30,7 @@ async function setup() {
   const mcp = createExecutorMcpServer({
     openAgentSession: async (client) => {
       sessions.push(client);
-      return localClient(executor, 'mcp', client);
+      return wrap(localClient(executor, 'mcp', client));
     },
     waitSeconds: 30,
     howToStart: 'Start it.',
@@ -82,5 +84,21 @@ describe('the MCP server while a tool waits', () => {
     }
     const write = tools.find((tool) => tool.name === 'write_file')!;
     expect(write.inputSchema.required).toEqual(['path', 'content', 'purpose']);
+  });
+});
+
+describe('the MCP server against an older app', () => {
+  it('says plainly that the app does not support a kind of step, instead of failing the call', async () => {
+    // A stand-in for an app built before an action existed: its plan parser refuses the action name, as a real older parser would.
+    const { client } = await setup((api) => ({
+      ...api,
+      propose: async () => {
+        parsePlan({ steps: [{ action: 'notInThisBuild', args: {} }] }, { origin: 'agent' });
+        return [];
+      },
+    }));
+    const result = (await client.callTool({ name: 'run_code', arguments: { code: '1', purpose: 'p' } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^FAILED: INVALID_PLAN: this Executor does not support that kind of step yet .*Nothing was proposed\.$/) });
   });
 });
