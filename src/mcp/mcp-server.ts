@@ -63,7 +63,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   );
   const clientName = () => {
     const info = server.server.getClientVersion();
-    return info ? `${info.name} ${info.version}`.slice(0, 200) : 'unnamed MCP client';
+    // Control characters would garble the person's queue and the CLI's one-line listings.
+    return info ? `${info.name} ${info.version}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 200) : 'unnamed MCP client';
   };
   const host = new HostLink(options.openAgentSession, clientName);
 
