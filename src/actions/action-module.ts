@@ -4,7 +4,10 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
+import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 import type { KbRepository } from '../store/kb-repository.js';
+import type { HeavyCodeRunner } from './heavy-code-runner.js';
 
 /** What an action may use. Seams the core owns; the executor provides them. */
 export interface ActionContext {
@@ -17,6 +20,11 @@ export interface ActionContext {
   approvedPreview?: Preview | null;
   /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
   openExternal?: (url: string) => Promise<void>;
+  lightSandbox: LightSandbox;
+  /** The Docker sandbox for heavy code; absent until one is wired in. */
+  heavyCodeRunner?: HeavyCodeRunner;
+  /** Writes one `capability.call` audit record linked to this step; throws if it cannot (the call is then refused). */
+  auditCapabilityCall: CapabilityAudit;
 }
 
 /**

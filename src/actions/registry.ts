@@ -3,6 +3,7 @@ import type { ActionModule } from './action-module.js';
 import { createKBEntry } from './create-kb-entry.js';
 import { deleteFile } from './delete-file.js';
 import { openURL } from './open-url.js';
+import { runCode } from './run-code.js';
 import { runCommand } from './run-command.js';
 import { writeFile } from './write-file.js';
 
@@ -13,6 +14,7 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   createKBEntry,
   runCommand,
   openURL,
+  runCode,
 };
 
 export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {

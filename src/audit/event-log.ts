@@ -28,6 +28,7 @@ export const EVENT_KINDS = [
   'step.execution_deferred',
   'step.reverted',
   'step.revert_forced',
+  'capability.call',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -79,6 +79,12 @@ export function detailText(record: StepRecord): string {
     for (const warning of preview.warnings) lines.push(`  warning: ${warning}`);
   } else if (record.preview?.kind === 'kbEntry') {
     lines.push('', `--- knowledge-base entry "${record.preview.title}" [${record.preview.tags.join(', ')}]`, record.preview.content);
+  } else if (record.preview?.kind === 'codeRun') {
+    const dry = record.preview.result;
+    lines.push('', '--- dry run of the code');
+    for (const request of record.preview.requests) lines.push(`would request: ${request.method} ${request.url}`);
+    lines.push(...dry.logs.map((line) => `log: ${line}`));
+    lines.push(dry.ok ? `value: ${JSON.stringify(dry.value)}` : `${dry.code}: ${dry.message}`);
   }
   return lines.join('\n');
 }

@@ -1,4 +1,5 @@
 import type { Actor } from './actor.js';
+import type { CodeRunResult } from './code-run.js';
 import type { ErrorShape } from './errors.js';
 import type { Evaluation } from './risk.js';
 import type { StepStatus } from './state-machine.js';
@@ -54,7 +55,9 @@ export type Preview =
   | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
   | { kind: 'text'; text: string }
   | CommandRunPreview
-  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] };
+  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] }
+  /** A dry run of code: its result, and the network requests it would have made (not sent). */
+  | { kind: 'codeRun'; result: CodeRunResult; requests: { method: string; url: string }[] };
 
 /** One query parameter of a URL a step would open, decoded, flagged when it could smuggle data out. */
 export interface UrlQueryParam {

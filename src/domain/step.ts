@@ -49,6 +49,22 @@ export const ACTION_ARGS = {
     url: z.string().min(1, 'url is empty').max(8192, 'url is longer than 8192 characters'),
     purpose: z.string().trim().min(1, 'say why the page should open').max(2000),
   }),
+  runCode: z.strictObject({
+    /** Sizes over the sandbox's own limit are refused by the sandbox with a typed result, not by the plan parser. */
+    code: boundedText('code', 1024 * 1024),
+    purpose: z.string().max(2000).optional(),
+    /** Clamped to the sandbox's range rather than rejected. */
+    timeoutMs: z.number().finite().optional(),
+    capabilities: z
+      .strictObject({
+        fetch: z.strictObject({ hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional(),
+        readFile: z.literal(true).optional(),
+        kbSearch: z.literal(true).optional(),
+      })
+      .optional(),
+    language: z.enum(['javascript', 'python']).optional(),
+    sandbox: z.enum(['light', 'docker']).optional(),
+  }),
 } as const;
 
 export type ActionName = keyof typeof ACTION_ARGS;
@@ -86,6 +102,7 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('createKBEntry'),
   stepVariant('runCommand'),
   stepVariant('openURL'),
+  stepVariant('runCode'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
 export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;

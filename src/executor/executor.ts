@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
+import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { exportAudit } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
@@ -25,10 +26,13 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
+import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 
 export interface ExecutorEvents {
@@ -38,7 +42,7 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
-export interface ExecutorOptions {
+export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
   keyStore?: KeyStore;
   audit?: AuditLogOptions;
@@ -59,6 +63,12 @@ export interface KeyStatus {
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
+
+/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
+export interface ExecutorSeams {
+  spawnChild?: SpawnChild;
+  heavyCodeRunner?: HeavyCodeRunner;
+}
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
@@ -88,6 +98,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly audit: AuditTrail;
   private readonly auditLog: SignedAuditLog;
   private readonly keyStore: KeyStore;
+  private readonly lightSandbox: LightSandbox;
+  private readonly heavyCodeRunner: HeavyCodeRunner | undefined;
   private policy: Policy;
   private closed = false;
   private readonly openExternal?: (url: string) => Promise<void>;
@@ -105,6 +117,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
+    this.heavyCodeRunner = options.heavyCodeRunner;
   }
 
   /**
@@ -136,6 +150,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     this.closed = true;
     this.auditLog.stopHeartbeat();
+    this.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
@@ -194,7 +209,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
+    return {
+      stepId,
+      policy: this.policy,
+      dataDir: this.dataDir,
+      blobs: this.blobs,
+      kb: this.kb,
+      openExternal: this.openExternal,
+      lightSandbox: this.lightSandbox,
+      heavyCodeRunner: this.heavyCodeRunner,
+      auditCapabilityCall: (detail) => {
+        const planId = this.steps.get(stepId).step.planId;
+        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
+      },
+    };
   }
 
   private emitStep(record: StepRecord): StepRecord {

@@ -1,3 +1,4 @@
+import { CODE_RUN_FAILURE_CODES, type CodeRunFailureCode } from '../domain/code-run.js';
 import { VERIFY_CODES } from '../audit/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
@@ -71,6 +72,20 @@ export const FileChangePreviewSchema = z.object({
   modeAfter: z.number().nullable().optional(),
 });
 
+const CodeRunCommonShape = {
+  logs: z.array(z.string()),
+  durationMs: z.number(),
+  truncated: z.boolean().optional(),
+  capabilityCalls: z
+    .array(z.object({ tool: z.string(), target: z.string(), decision: z.enum(['allowed', 'denied', 'recorded']), reason: z.string().optional() }))
+    .optional(),
+};
+
+/** src/domain/code-run.ts CodeRunResult: what a sandbox gave back, never thrown. */
+export const CodeRunResultSchema = z.union([
+  z.object({ ...CodeRunCommonShape, ok: z.literal(true), value: z.unknown() }),
+  z.object({ ...CodeRunCommonShape, ok: z.literal(false), code: z.enum(CODE_RUN_FAILURE_CODES as [CodeRunFailureCode, ...CodeRunFailureCode[]]), message: z.string(), retryAfterMs: z.number().optional() }),
+]);
 const OutputPreviewSchema = z.object({ text: z.string(), bytes: z.number(), truncated: z.boolean() });
 
 export const PreviewSchema = z.discriminatedUnion('kind', [
@@ -87,6 +102,7 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
     fragment: z.string().nullable(),
     warnings: z.array(z.string()),
   }),
+  z.object({ kind: z.literal('codeRun'), result: CodeRunResultSchema, requests: z.array(z.object({ method: z.string(), url: z.string() })) }),
   z.object({
     kind: z.literal('commandRun'),
     command: z.string(),

@@ -18,6 +18,28 @@ export const PolicySchema = z.strictObject({
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
     .default({ allow: [], deny: [] }),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+  /** Limits of the light sandbox (runCode in a forked Node worker) and its energy-style budget. */
+  lightSandbox: z
+    .strictObject({
+      defaultTimeoutMs: z.number().int().min(100).max(5000).default(2000),
+      maxHeapMb: z.number().int().min(16).max(4096).default(64),
+      /** Address-space cap (setrlimit): the only thing that bounds ArrayBuffer and WebAssembly.Memory. Node needs ~800 MiB of reservations to start. */
+      addressSpaceMb: z.number().int().min(896).max(65536).default(1024),
+      maxCallsPerStep: z.number().int().min(0).max(1000).default(20),
+      fetchTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
+      maxFetchBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+      maxReadFileBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+      /** Pre-spawned, never-used workers kept ready so a step does not pay process start-up. */
+      warmWorkers: z.number().int().min(0).max(8).default(2),
+      budget: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          runsPerMinute: z.number().int().min(1).default(60),
+          cpuSecondsPerHour: z.number().min(1).default(600),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   /** Limits of the Docker sandbox that runs commands and heavy code; every one applies to each run. */
   sandbox: z
     .strictObject({
@@ -35,6 +57,7 @@ export const PolicySchema = z.strictObject({
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
 });
 export type Policy = z.infer<typeof PolicySchema>;
+export type LightSandboxPolicy = Policy['lightSandbox'];
 
 export const POLICY_FILE = 'policy.json';
 

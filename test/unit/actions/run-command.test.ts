@@ -13,8 +13,18 @@ const step = (args: unknown) => StepSchema.safeParse({ id: 's', planId: 'p', act
 
 function context(policy: Record<string, unknown>): ActionContext {
   const dataDir = tempDir();
-  // assess never touches the knowledge base; the context type needs one.
-  return { stepId: 's', policy: PolicySchema.parse(policy), dataDir, blobs: new BlobStore(path.join(dataDir, 'blobs')), kb: {} as KbRepository };
+  // assess never touches the knowledge base, the light sandbox or the capability audit; the context type needs them.
+  return {
+    stepId: 's',
+    policy: PolicySchema.parse(policy),
+    dataDir,
+    blobs: new BlobStore(path.join(dataDir, 'blobs')),
+    kb: {} as KbRepository,
+    lightSandbox: {} as ActionContext['lightSandbox'],
+    auditCapabilityCall: () => {
+      throw new Error('not used by assess');
+    },
+  };
 }
 
 describe('runCommand arguments', () => {
