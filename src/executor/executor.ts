@@ -26,7 +26,7 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
-import { dockerCodeRunner } from '../sandbox/docker/docker-code-runner.js';
+import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
@@ -119,7 +119,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
-    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerCodeRunner(() => this.policy);
+    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
   }
 
   /**

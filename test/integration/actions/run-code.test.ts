@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HeavyCodeRequest, HeavyCodeRunner } from '../../../src/actions/heavy-code-runner.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { connectDocker } from '../../../src/sandbox/docker/docker-client.js';
-import { dockerCodeRunner } from '../../../src/sandbox/docker/docker-code-runner.js';
+import { dockerHeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 import { Executor, type ExecutorSeams } from '../../../src/executor/executor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
@@ -120,7 +120,7 @@ describe('runCode through the Executor facade', () => {
   });
 
   it('answers Python and docker requests with SANDBOX_UNAVAILABLE when no Docker engine answers', async () => {
-    const deadEngine = dockerCodeRunner(() => defaultPolicy(), () => connectDocker('unix:///nonexistent/docker.sock'));
+    const deadEngine = dockerHeavyCodeRunner(() => defaultPolicy(), () => connectDocker('unix:///nonexistent/docker.sock'));
     const { executor } = open({ autoApprove: 'MEDIUM' }, { heavyCodeRunner: deadEngine });
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'print(1)', language: 'python' } }] }, AGENT);
     expect(record!.status).toBe('failed');
