@@ -51,7 +51,7 @@ describe('executor audit / keys on the command line', () => {
     expect(text.stdout).toContain(`EDITED at seq ${row.seq}`);
   });
 
-  it('export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate', () => {
+  it('export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate', { timeout: 240_000 }, () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     proposePlan(dataDir, workspace);
 
