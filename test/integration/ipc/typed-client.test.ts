@@ -80,6 +80,18 @@ describe('typed client over the local socket', () => {
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('hello\n');
   });
 
+  it('never shows an agent the cli token, even when a workspace root contains the data directory', async () => {
+    const person = await connect('cli');
+    const dataDir = host.executor.dataDir;
+    await person.setPolicy({ policy: { ...(await person.getPolicy()), workspaceRoots: [path.dirname(dataDir)] } });
+    const agent = await connect('agent');
+    const token = fs.readFileSync(tokenPath(dataDir, 'cli'), 'utf8').trim();
+    const [record] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] } });
+    expect(record!.status).toBe('denied');
+    expect(JSON.stringify(await agent.getStep({ stepId: record!.step.id }))).not.toContain(token);
+    expect(JSON.stringify(await agent.getAudit())).not.toContain(token);
+  });
+
   it('streams step events to a subscriber as another client acts', async () => {
     const watcher = await connect('cli');
     const seen: string[] = [];
