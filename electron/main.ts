@@ -28,6 +28,7 @@ function dataDirFromArgs(argv: string[]): string {
 protocol.registerSchemesAsPrivileged([{ scheme: APP_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
 app.enableSandbox();
 app.on('web-contents-created', (_event, contents) => hardenWebContents(contents));
+app.on('session-created', (created) => hardenSession(created));
 
 let host: Host | null = null;
 

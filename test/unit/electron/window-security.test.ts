@@ -91,5 +91,8 @@ describe('web contents hardening', () => {
     app.emit('web-contents-created', {}, contents);
     expect(contents.windowOpenHandler!({ url: 'https://example.com/' })).toEqual({ action: 'deny' });
     expect(contents.tryEvent('will-navigate', 'https://evil.example/')).toBe(true);
+    const created = new FakeSession();
+    app.emit('session-created', created);
+    expect(created.permissionCheckHandler!({}, 'media', 'app://executor', {})).toBe(false);
   });
 });
