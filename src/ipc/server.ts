@@ -101,6 +101,7 @@ export class IpcServer {
   private refusalsInWindow = 0;
   private refusalsSuppressed = 0;
   private readonly unsubscribeExecutor: () => void;
+  private issueWebUrl: (() => string) | undefined;
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -123,6 +124,11 @@ export class IpcServer {
 
   get maxMessageBytes(): number {
     return this.maxRequestBytes;
+  }
+
+  /** The web server, once started, lets person channels ask for a fresh browser URL. */
+  setWebUrlIssuer(issue: () => string): void {
+    this.issueWebUrl = issue;
   }
 
   addCredential(credential: Credential): void {
@@ -216,6 +222,7 @@ export class IpcServer {
           connection.sessions.add(session);
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
+        issueWebUrl: this.issueWebUrl,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {

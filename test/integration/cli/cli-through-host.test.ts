@@ -23,8 +23,17 @@ describe('the CLI with a host running', () => {
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ kind: string; actor: { channel: string } }[]>();
     expect(audit.find((entry) => entry.kind === 'step.approved')?.actor.channel).toBe('cli');
 
+    // A fresh browser URL from the running host; it opens the page.
+    const fresh = runCli(['--data-dir', dataDir, '--json', 'web-url']).json<{ url: string }>().url;
+    expect(fresh).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${serve.info.port}/#token=`));
+    expect(fresh).not.toBe(serve.info.url);
+    expect((await fetch(fresh)).status).toBe(200);
+
     expect(await serve.stop()).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
+    const noHost = runCli(['--data-dir', dataDir, 'web-url']);
+    expect(noHost.status).toBe(2);
+    expect(noHost.stderr).toMatch(/NOT_AVAILABLE: No Executor host is running/);
     const direct = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(direct.json<{ status: string }[]>()[0]!.status).toBe('executed');
   });

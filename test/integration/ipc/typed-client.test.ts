@@ -119,6 +119,10 @@ describe('typed client over the local socket', () => {
     await expect.poll(() => policyEvents).toEqual(['LOW']);
   });
 
+  it('has no web URL to give when the host serves no web UI', async () => {
+    await expect((await connect('cli')).issueWebUrl()).rejects.toMatchObject({ code: 'NOT_AVAILABLE' });
+  });
+
   it('answers calls that overlap on one connection, each with its own result', async () => {
     const person = await connect('cli');
     await person.propose({ plan: writePlan(workspace, 'c.txt') });
@@ -162,6 +166,20 @@ describe('typed client over the loopback web server', () => {
     expect(approved.approval?.by.channel).toBe('web');
   });
 
+  it('gives a fresh URL to the person’s CLI, never to an agent', async () => {
+    const person = await connectToHost(host.executor.dataDir, 'cli');
+    const agentClient = await connectToHost(host.executor.dataDir, 'agent');
+    clients.push(person, agentClient);
+    await expect(agentClient.issueWebUrl()).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    const stale = host.web!.issueUrl();
+    const { url } = await person.issueWebUrl();
+    expect(url).not.toBe(stale);
+    await expect(connectWithToken(wsUrl(), tokenOf(stale), nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
+    const fresh = await connectWithToken(wsUrl(), tokenOf(url), nodeWebSocket(host.web!.origin));
+    clients.push(fresh.client);
+    expect(fresh.client.channel).toBe('web');
+  });
+
   it('spends the token at the first session: a second page with the same URL is refused', async () => {
     const token = tokenOf(host.web!.issueUrl());
     const first = await connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin));
@@ -179,7 +197,7 @@ describe('typed client over the loopback web server', () => {
 
   it('refuses a wrong token at the first signed call', async () => {
     host.web!.issueUrl();
-    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_BAD_SIGNATURE' });
+    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
   });
 
   it('refuses WebSocket upgrades from a foreign Origin, without Origin, or for a foreign Host', async () => {
