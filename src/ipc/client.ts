@@ -65,13 +65,17 @@ export class SignedRpc {
   private readonly listeners = new Map<EventTopic, Set<(data: unknown) => void>>();
   private lastEventSeq = 0;
   private closedReason: string | null = null;
+  /** Events are verified one after another: WebCrypto may finish out of order, and a later seq would drop an earlier event. */
+  private eventChain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly transport: ClientTransport,
     readonly session: SessionKeys,
     private readonly maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
   ) {
-    transport.onEvent((text) => void this.receiveEvent(text));
+    transport.onEvent((text) => {
+      this.eventChain = this.eventChain.then(() => this.receiveEvent(text)).catch(() => undefined);
+    });
     transport.onClose((reason) => {
       this.closedReason = reason;
     });
