@@ -24,7 +24,11 @@ await build({
     minify: false,
     sourcemap: true,
     ssr: true,
-    lib: { entry: path.join(root, 'electron/main.ts'), formats: ['es'], fileName: () => 'main.js' },
+    lib: {
+      entry: { main: path.join(root, 'electron/main.ts'), 'host-thread-worker': path.join(root, 'src/ipc/host-thread-worker.ts') },
+      formats: ['es'],
+      fileName: (_format, name) => `${name}.js`,
+    },
     rollupOptions: { external: isExternal(mainExternals) },
   },
 });

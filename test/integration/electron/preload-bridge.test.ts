@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { INVOKE_CHANNEL, registerIpcBridge, WINDOW_SECRET_CHANNEL } from '../../../electron/ipc-bridge.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
+import { lineToServer } from '../../../src/ipc/host-line.js';
 import { METHOD_NAMES } from '../../../src/ipc/methods.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { fromWindowApi } from '../../../src/ipc/renderer-entry.js';
@@ -28,7 +29,7 @@ beforeEach(async () => {
   workspace = setup.workspace;
   host = await startHost(setup.dataDir, { credentials: [windowCredential()] });
   window = new BrowserWindow({});
-  registerIpcBridge(ipcMain as never, host.ipc, window as never, WINDOW_TEST_SECRET);
+  registerIpcBridge(ipcMain as never, lineToServer(host.ipc, 'electron'), window as never, WINDOW_TEST_SECRET);
   ipcRenderer.sender = { sender: window.webContents, senderFrame: window.webContents.mainFrame };
   await import('../../../electron/preload.js');
   exposed = contextBridge.exposed.get('executor') as Record<string, unknown>;
