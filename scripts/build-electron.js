@@ -46,4 +46,4 @@ await build({
   },
 });
 
-console.log('built dist-electron/main.js and dist-electron/preload.cjs');
+console.log('built dist-electron/main.js, host-thread-worker.js and preload.cjs');
