@@ -54,6 +54,21 @@ describe('the CLI with a host running', () => {
     await serve.stop();
   });
 
+  it('propose --wait ends with an error instead of hanging when the host dies', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const serve = await startServe(dataDir);
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'd1', action: 'writeFile', args: { path: path.join(workspace, 'd.txt'), content: 'z' } }] }));
+    const waiter = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'propose', '--wait', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    waiter.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => waiter.once('exit', resolve));
+    await expect.poll(() => err, { timeout: 20_000 }).toMatch(/Waiting for a decision/);
+    serve.child.kill('SIGKILL');
+    expect(await exited).toBe(2);
+    expect(err).toMatch(/IPC_UNAVAILABLE/);
+  });
+
   it('refuses a second host for the same data directory with a clear BUSY message', async () => {
     const { dataDir } = tempSetup();
     await startServe(dataDir);

@@ -47,6 +47,19 @@ describe('the local socket', () => {
     client?.close();
   });
 
+  it('gives up on a socket that accepts but never answers, with a typed error', async () => {
+    const { dataDir } = tempSetup();
+    fs.mkdirSync(path.join(dataDir, 'ipc'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'ipc', 'cli.token'), 'some-token\n', { mode: 0o600 });
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(socketPathFor(dataDir), resolve));
+    try {
+      await expect(connectToHostIfRunning(dataDir, 'cli', { helloTimeoutMs: 300 })).rejects.toMatchObject({ code: 'IPC_UNAVAILABLE' });
+    } finally {
+      silent.close();
+    }
+  });
+
   it('reports no host when only a stale socket file from a crash is left', async () => {
     const { dataDir } = tempSetup();
     host = await startHost(dataDir);
