@@ -17,7 +17,7 @@ import { actorFor } from '../src/domain/actor.js';
 import { createExecutorClient, openSession, SignedRpc, type ClientTransport, type ExecutorClient } from '../src/ipc/client.js';
 import { invokeMethod } from '../src/ipc/dispatch.js';
 import { startHost } from '../src/ipc/host.js';
-import { EVENT_TAG, frame, LineSplitter, unframe } from '../src/ipc/line-framing.js';
+import { frame, LineSplitter, unframe } from '../src/ipc/line-framing.js';
 import { METHODS } from '../src/ipc/methods.js';
 import { connectToHost } from '../src/ipc/node-client.js';
 import { deriveSessionKey, nodeMac } from '../src/ipc/message-mac-node.js';
@@ -75,7 +75,6 @@ plainWss.on('connection', (ws) => ws.on('message', (data) => {
 }));
 await new Promise<void>((resolve) => plainWss.once('listening', resolve));
 const plainWsPort = (plainWss.address() as net.AddressInfo).port;
-void EVENT_TAG;
 
 const origin = host.web!.origin;
 const makeSocket = (url: string) => new WebSocket(url, { origin, maxPayload: 1 << 30 }) as unknown as WebSocketLike;

@@ -7,7 +7,7 @@ import { defaultDataDir } from '../src/store/data-dir.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
-import { APP_ORIGIN, APP_SCHEME, externalUrlToOpen, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
+import { APP_ORIGIN, APP_SCHEME, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
 
 /*
  * The Electron main process: thin. It hosts the Executor for the data directory (the same host
@@ -77,4 +77,3 @@ if (!app.requestSingleInstanceLock()) {
   });
 }
 
-export { externalUrlToOpen };

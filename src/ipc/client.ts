@@ -8,7 +8,6 @@ import {
   ResponseEnvelopeSchema,
   parseObject,
   randomToken,
-  sessionKeyInput,
   signText,
   verifyText,
   type MessageMac,
@@ -158,7 +157,6 @@ export async function openSession(
   return { kid, channel: channel as IpcChannel, mac: await deriveMac(serverNonce, clientNonce) };
 }
 
-export { sessionKeyInput };
 
 /** The typed client over a signed session: one function per method, results checked against the table. */
 export function createExecutorClient(rpc: SignedRpc): ExecutorClient {
