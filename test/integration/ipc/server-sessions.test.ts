@@ -69,7 +69,7 @@ describe('sessions and the replay window', () => {
     const wire = await connectSocket(host.socket.socketPath);
     const reply = JSON.parse(await wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'person', clientNonce: randomToken(24) } }))) as Record<string, unknown>;
     expect(codeOf(reply)).toBe('IPC_UNKNOWN_KEY');
-    expect(host.executor.getAudit({ limit: 100 }).some((entry) => entry.kind === 'ipc.rejected' && entry.detail.code === 'IPC_UNKNOWN_KEY')).toBe(true);
+    expect(host.executor.getAudit({ limit: 100 }).entries.some((entry) => entry.action === 'ipc.rejected' && (entry.args as { code?: string }).code === 'IPC_UNKNOWN_KEY')).toBe(true);
     wire.close();
   });
 });
