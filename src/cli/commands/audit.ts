@@ -85,7 +85,9 @@ export function registerAuditCommands(program: Command): void {
       withReader(dataDir, (reader) => {
         const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
         try {
-          const written = exportAudit(reader.db, reader.logId(), fileLineWriter(fd), { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          const writer = fileLineWriter(fd);
+          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          writer.flush();
           if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
         } finally {
           if (options.out) fs.closeSync(fd);
