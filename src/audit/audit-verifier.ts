@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
-import { DATABASE_FILE, openDatabase } from '../store/database.js';
+import { DATABASE_FILE } from '../store/database.js';
+import { openAuditDatabaseReadOnly } from './audit-reader.js';
 import { AnchorStore } from './anchor.js';
 import { readExportFile } from './audit-export.js';
 import { AuditKeyring } from './audit-keys.js';
@@ -35,7 +36,7 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
 
 /** Verifies a data directory's log through a read-only connection; it never writes. */
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
-  const db = openDatabase(dataDir, { readonly: true });
+  const db = openAuditDatabaseReadOnly(dataDir);
   try {
     const keyring = AuditKeyring.load(options.keyStore);
     const source = new DbRecordSource(db);
