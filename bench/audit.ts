@@ -141,6 +141,9 @@ async function main(): Promise<void> {
   }
   if (!report?.ok) throw new Error(`the bench log did not verify: ${JSON.stringify(report?.problem)}`);
   const verifyRate = median(verifyRates);
+  const singleStarted = process.hrtime.bigint();
+  await verifyDataDir(verifyDir, { keyStore: new FileKeyStore(verifyDir), workers: 1 });
+  const singleRate = VERIFY / (Number(process.hrtime.bigint() - singleStarted) / 1e9);
 
   // getAudit pages on the same log: each filter should ride its index (no ratio target; printed for the record).
   const reader = new Database(file, { readonly: true });
@@ -163,6 +166,7 @@ async function main(): Promise<void> {
   line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
   line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
   line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
+  line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);
   console.log('');
   console.log(`per-commit slowdown ${(plainPerCommit / signedPerCommit).toFixed(2)}×, batched slowdown ${(median(plainBatched) / median(signedBatched)).toFixed(2)}×, verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256`);
