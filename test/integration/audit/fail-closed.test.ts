@@ -128,7 +128,7 @@ describe('fail closed: if the audit record cannot be written, the step does not 
       fs.closeSync(fd2);
     }
     try {
-      await expect(executor.approve('step-fc', PERSON)).rejects.toThrow();
+      await expect(executor.approve('step-fc', PERSON)).rejects.toThrow(/full/i);
       expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     } finally {
       fs.rmSync(filler);
