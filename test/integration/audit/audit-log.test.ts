@@ -183,4 +183,42 @@ describe('the signed audit log', () => {
     }, { checkpointEvery: 5 });
     expect(JSON.parse(fs.readFileSync(anchorFile, 'utf8'))).toMatchObject(before);
   });
+
+  it('a transaction that rolls back after the key ratcheted leaves an epoch gap the verifier accepts', async () => {
+    const { dataDir } = buildAuditLog({ records: 3, epochMaxRecords: 1 });
+    withAuditLog(dataDir, (db, log) => {
+      expect(() =>
+        db.transaction(() => {
+          log.append({ kind: 'policy.changed', actor: PERSON, detail: { autoApprove: 'LOW' } });
+          throw new Error('the change failed after its record');
+        })(),
+      ).toThrow('the change failed');
+      appendNotes(db, log, 2, 'after-rollback');
+      log.checkpoint('heartbeat');
+    }, { epochMaxRecords: 1 });
+    const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const actions = (db.prepare('SELECT action FROM audit_records ORDER BY seq').all() as { action: string }[]).map((r) => r.action);
+    db.close();
+    expect(actions).not.toContain('policy.changed');
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+  });
+
+  it('a rotation interrupted by a crash: dropped if its record never landed, completed if it did', async () => {
+    const { dataDir } = buildAuditLog({ records: 3 });
+    const store = new FileKeyStore(dataDir);
+    const before = withAuditLog(dataDir, (_db, log) => log.keys.current().keyId);
+    // Crash after the new chain was staged, before its record was written.
+    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date()));
+    expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(before);
+    expect(JSON.parse(store.read('audit-keys')!.toString()).pending).toBeUndefined();
+
+    // Crash after the record landed, before the key store switched over: the next open finishes it.
+    const staged = JSON.parse(store.read('audit-keys')!.toString()) as Record<string, unknown>;
+    const rotated = withAuditLog(dataDir, (_db, log) => log.rotate(PERSON));
+    const after = JSON.parse(store.read('audit-keys')!.toString()) as { chains: unknown[]; current: unknown };
+    store.write('audit-keys', Buffer.from(JSON.stringify({ ...staged, pending: { chain: after.chains[1], current: after.current, previousKeyId: before } })));
+    expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(rotated.keyId);
+    withAuditLog(dataDir, (db, log) => appendNotes(db, log, 2, 'after-rotation'));
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+  });
 });
