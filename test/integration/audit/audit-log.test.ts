@@ -25,6 +25,9 @@ describe('the signed audit log', () => {
       expect(first.action).toBe('key.created');
       expect(() => log.append({ kind: 'step.proposed', actor: PERSON })).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
       expect(() => db.transaction(() => log.append({ kind: 'step.teleported' as never, actor: PERSON }))()).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+      expect(() => db.transaction(() => log.append({ kind: 'key.rotated', actor: PERSON, detail: { keyId: 'ffffffffffffffff' } }))()).toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
     });
   });
 
