@@ -82,6 +82,7 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     try {
       const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc']);
       expect(approved.status).toBe(2);
+      expect(approved.stderr).toContain('STORAGE_FAILED');
       expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     } finally {
       sh('mount', '-o', 'remount,rw', dataDir);
