@@ -69,7 +69,7 @@ async function expectNothingHappened(dataDir: string, workspace: string): Promis
   }
 }
 
-describe('fail closed: if the audit record cannot be written, the step does not run', () => {
+describe('fail closed: if the audit record cannot be written, the step does not run', { timeout: 180_000 }, () => {
   it('read-only database: the host cannot open it for writing, approve fails, the file is not written', async () => {
     const { dataDir, workspace } = mountedSetup('8m');
     const executor = Executor.open(dataDir);

@@ -4,7 +4,7 @@ import { FileKeyStore } from '../../../src/audit/key-store.js';
 import type { VerifyProgress } from '../../../src/audit/verify-codes.js';
 import { buildAuditLog, rawRecord, tamper, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
-describe('parallel verify on worker threads', () => {
+describe('parallel verify on worker threads', { timeout: 300_000 }, () => {
   it('reports exactly what one sequential pass reports, intact or damaged anywhere (also at the seam)', async () => {
     const { dataDir } = buildAuditLog({ records: 3000, checkpointEvery: 100, epochMaxRecords: 700, perTransaction: 250 });
     const sequential = await verifyLogAt(dataDir, { workers: 1 });
