@@ -61,6 +61,8 @@ export interface KeyStatus {
   epoch: number;
   chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
   anchor: { seq: number; ts: string } | null;
+  /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
+  lastCheckpointError: string | null;
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
@@ -532,6 +534,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       epoch: keys.current().epoch,
       chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+      lastCheckpointError: this.auditLog.lastHeartbeatError?.message ?? null,
     };
   }
 

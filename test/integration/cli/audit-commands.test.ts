@@ -24,7 +24,8 @@ function proposePlan(dataDir: string, workspace: string): void {
   expect(proposed.status, proposed.stderr).toBe(0);
 }
 
-describe('executor audit / keys on the command line', () => {
+// Each CLI call starts a fresh Node + tsx; on a loaded 2-core machine a dozen of them take minutes.
+describe('executor audit / keys on the command line', { timeout: 300_000 }, () => {
   it('verify passes on an intact log, then fails with EDITED and the seq once the database is tampered with', () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'MEDIUM' });
     proposePlan(dataDir, workspace);
