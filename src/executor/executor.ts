@@ -26,6 +26,7 @@ import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/st
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
@@ -60,6 +61,8 @@ export interface KeyStatus {
   epoch: number;
   chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
   anchor: { seq: number; ts: string } | null;
+  /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
+  lastCheckpointError: string | null;
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
@@ -99,7 +102,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly auditLog: SignedAuditLog;
   private readonly keyStore: KeyStore;
   private readonly lightSandbox: LightSandbox;
-  private readonly heavyCodeRunner: HeavyCodeRunner | undefined;
+  private readonly heavyCodeRunner: HeavyCodeRunner;
   private policy: Policy;
   private closed = false;
   /** When each client's rate-limit refusal was last audited. */
@@ -120,7 +123,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
-    this.heavyCodeRunner = options.heavyCodeRunner;
+    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
   }
 
   /**
@@ -590,6 +593,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       epoch: keys.current().epoch,
       chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+      lastCheckpointError: this.auditLog.lastHeartbeatError?.message ?? null,
     };
   }
 

@@ -159,6 +159,13 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'replace the policy (validated, saved atomically, audited)',
   }),
+  issueWebUrl: method({
+    params: noParams,
+    result: z.object({ url: z.string() }),
+    // Never mcp: a web session is a person's channel, so handing an agent a URL would hand it the person's rights.
+    channels: PERSON_CHANNELS,
+    description: 'a fresh one-time URL for the browser UI of this host (the previous unused one stops working)',
+  }),
   subscribe: method({
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),

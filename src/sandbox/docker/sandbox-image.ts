@@ -117,7 +117,7 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   const notes: string[] = [];
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
   if (!busybox) {
-    throw new ExecutorError('SANDBOX_FAILED', 'The offline image needs a static busybox (Debian: apt-get install busybox-static).', {});
+    throw new ExecutorError('SANDBOX_IMAGE_MISSING', 'The offline image needs a static busybox (Debian: apt-get install busybox-static).', {});
   }
   if (sharedLibraries(busybox).length > 0) notes.push(`${busybox} is dynamically linked; its libraries were copied too.`);
   copyInto(stage, busybox, '/bin/busybox');
@@ -200,6 +200,25 @@ export async function buildSandboxImage(client: DockerClient, options: { force?:
     return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
   }
   if (options.prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
+  try {
+    return await buildOffline(client, tag, started);
+  } catch (offlineError) {
+    // Only a machine that cannot supply the pieces falls back; an engine failure is reported as it is.
+    if (!(offlineError instanceof ExecutorError) || offlineError.code !== 'SANDBOX_IMAGE_MISSING') throw offlineError;
+    try {
+      const built = await buildFromDockerfile(client, tag, started);
+      return { ...built, notes: [`Offline path not possible: ${offlineError.message}`, ...built.notes] };
+    } catch (dockerfileError) {
+      throw new ExecutorError(
+        'SANDBOX_FAILED',
+        `Neither way to build ${tag} worked. Offline: ${offlineError.message} Dockerfile: ${(dockerfileError as Error).message}`,
+        { tag },
+      );
+    }
+  }
+}
+
+async function buildOffline(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const stage = makeTempArea('sandbox-rootfs');
   try {
     const { python, notes } = assembleHostRootfs(stage);

@@ -5,6 +5,9 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HeavyCodeRequest, HeavyCodeRunner } from '../../../src/actions/heavy-code-runner.js';
 import { actorFor } from '../../../src/domain/actor.js';
+import { connectDocker } from '../../../src/sandbox/docker/docker-client.js';
+import { dockerHeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';
+import { defaultPolicy } from '../../../src/policy/policy-file.js';
 import { Executor, type ExecutorSeams } from '../../../src/executor/executor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -116,8 +119,9 @@ describe('runCode through the Executor facade', () => {
     await expect(executor.revertStep(record!.step.id, PERSON)).rejects.toMatchObject({ code: 'NOT_REVERSIBLE' });
   });
 
-  it('answers Python and docker requests with SANDBOX_UNAVAILABLE when no heavy sandbox is wired in', async () => {
-    const { executor } = open({ autoApprove: 'MEDIUM' });
+  it('answers Python and docker requests with SANDBOX_UNAVAILABLE when no Docker engine answers', async () => {
+    const deadEngine = dockerHeavyCodeRunner(() => defaultPolicy(), () => connectDocker('unix:///nonexistent/docker.sock'));
+    const { executor } = open({ autoApprove: 'MEDIUM' }, { heavyCodeRunner: deadEngine });
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'print(1)', language: 'python' } }] }, AGENT);
     expect(record!.status).toBe('failed');
     expect(record!.error).toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });

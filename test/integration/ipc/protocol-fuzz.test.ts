@@ -5,7 +5,7 @@ import { METHOD_NAMES } from '../../../src/ipc/methods.js';
 import { PROTOCOL_VERSION } from '../../../src/ipc/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { suiteTempSetup } from '../../helpers/temp-dirs.js';
 
 // No Electron binary exists here: the Electron transport runs over a small fake of the module.
 vi.mock('electron', () => import('../../helpers/fake-electron.js'));
@@ -36,15 +36,16 @@ function messages(session: RawSession) {
 describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
   let host: Host;
   let session: RawSession;
+  const setup = suiteTempSetup();
 
   beforeAll(async () => {
-    const { dataDir } = tempSetup();
-    host = await startHost(dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
+    host = await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
     session = await openRawSession(host, transport);
   });
   afterAll(async () => {
     session.close();
     await host.close();
+    setup.remove();
   });
 
   it(`answers each of ${RUNS} random messages with a well-formed reply and stays up`, async () => {
