@@ -227,4 +227,6 @@ export const KeyStatusWireSchema = z.object({
   epoch: z.number().int(),
   chains: z.array(z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() })),
   anchor: z.object({ seq: z.number().int(), ts: z.string() }).nullable(),
+  /** Why the last heartbeat checkpoint failed, if it did (the log is then unsealed until the next one). */
+  lastCheckpointError: z.string().nullable().optional(),
 });
