@@ -4,6 +4,7 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
+import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { KbRepository } from '../store/kb-repository.js';
 
 /** What an action may use. Seams the core owns; the executor provides them. */
@@ -31,6 +32,8 @@ export interface ActionModule<A extends ActionName> {
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;
+  /** What a remembered rule would have to cover for this step to run without asking; absent = no rule can. */
+  ruleTarget?(args: ActionArgs<A>): RuleTarget;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;

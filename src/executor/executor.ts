@@ -14,6 +14,7 @@ import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
+import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
@@ -161,7 +162,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** The policy's verdict on a step, without storing anything. */
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
-    return weighHints(module.assess(args, this.context(step.id)), this.policy, module.reversible);
+    const hints = module.assess(args, this.context(step.id));
+    const remembered = module.ruleTarget && !hints.deny
+      ? rulesAllowing(module.ruleTarget(args), hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir)
+      : null;
+    return weighHints(hints, this.policy, module.reversible, remembered);
   }
 
   /**

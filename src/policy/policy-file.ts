@@ -3,6 +3,52 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
+import type { RememberedRule } from '../domain/remembered-rule.js';
+
+const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
+const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
+const ruleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9._:-]+$/);
+
+/**
+ * "Approve and remember" rules (shapes and words in src/domain/remembered-rule.ts). Each reaches
+ * no further than its fields say, and never past the risk of the step it was made from.
+ */
+export const RememberedRuleSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('command'),
+    prefix: z
+      .array(z.string().min(1).max(200))
+      .min(1, 'a command rule needs at least the program name')
+      .max(20),
+    root: absoluteRoot,
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('file'),
+    root: absoluteRoot,
+    glob: z
+      .string()
+      .min(1)
+      .max(500)
+      .refine((glob) => !glob.startsWith('/') && !glob.split('/').includes('..'), { message: 'a file rule glob is relative to its root and stays inside it' }),
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('url'),
+    host: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[a-z0-9.-]+$/, 'a URL rule names one host in lower case, without scheme, port or wildcard'),
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+]);
 
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
 
@@ -17,8 +63,12 @@ export const PolicySchema = z.strictObject({
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
     .default({ allow: [], deny: [] }),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+  remembered: z.array(RememberedRuleSchema).max(1000).default([]),
 });
 export type Policy = z.infer<typeof PolicySchema>;
+// The schema and the domain's rule type describe one shape: this fails to compile if they drift.
+const sameRule: [z.infer<typeof RememberedRuleSchema>] extends [RememberedRule] ? ([RememberedRule] extends [z.infer<typeof RememberedRuleSchema>] ? true : false) : false = true;
+void sameRule;
 
 export const POLICY_FILE = 'policy.json';
 
