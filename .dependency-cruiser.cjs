@@ -22,6 +22,19 @@ module.exports = {
       to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|web-client|renderer-entry|line-framing|message-mac-web)|domain/)' },
     },
     {
+      name: 'renderer-sees-no-node',
+      severity: 'error',
+      comment: 'The renderer runs in a browser page under a strict CSP: no Node built-ins, no Electron.',
+      from: { path: '^renderer/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'renderer-has-no-electron',
+      severity: 'error',
+      from: { path: '^renderer/' },
+      to: { path: '^(electron/)|node_modules/electron/' },
+    },
+    {
       name: 'domain-has-no-io-layers',
       severity: 'error',
       from: { path: '^src/domain/' },

@@ -1,0 +1,57 @@
+import type { FileChangePreview, Preview } from '../../src/domain/step-record.js';
+import { UnifiedDiff } from './diff-view.js';
+
+function sizeText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function fileHeadline(file: FileChangePreview): string {
+  if (!file.existedBefore && file.existsAfter) return `new file, ${sizeText(file.sizeAfter)}`;
+  if (file.existedBefore && !file.existsAfter) return `deleted, was ${sizeText(file.sizeBefore)}`;
+  return `${sizeText(file.sizeBefore)} → ${sizeText(file.sizeAfter)}`;
+}
+
+function FileChange({ file }: { file: FileChangePreview }) {
+  return (
+    <section className="file-change" aria-label={`Changes to ${file.path}`}>
+      <header className="file-change-head">
+        <code className="file-path">{file.path}</code>
+        <span className="muted">{fileHeadline(file)}</span>
+      </header>
+      {file.diff !== null ? (
+        <UnifiedDiff patch={file.diff} path={file.path} label={`Diff of ${file.path}`} />
+      ) : (
+        <p className="muted">{file.binary ? 'Binary file: no text diff. Exact snapshots are kept for revert.' : (file.diffOmittedReason ?? 'No diff available.')}</p>
+      )}
+    </section>
+  );
+}
+
+/** The dry run, as the person approves it: diffs for files, the entry for knowledge, output for the rest. */
+export function PreviewPanel({ preview, error }: { preview: Preview | null; error?: string | null }) {
+  if (!preview) {
+    return <p className="muted">{error ? `No preview: ${error}` : 'No preview was made for this step.'}</p>;
+  }
+  if (preview.kind === 'fileChanges') {
+    if (preview.files.length === 0) return <p className="muted">No file changes.</p>;
+    return (
+      <div className="preview">
+        {preview.files.map((file) => (
+          <FileChange key={file.path} file={file} />
+        ))}
+      </div>
+    );
+  }
+  if (preview.kind === 'kbEntry') {
+    return (
+      <section className="kb-preview" aria-label="Knowledge-base entry">
+        <h4>{preview.title}</h4>
+        {preview.tags.length ? <p className="tags">{preview.tags.map((tag) => <span key={tag} className="tag">{tag}</span>)}</p> : null}
+        <pre className="output">{preview.content}</pre>
+      </section>
+    );
+  }
+  return <pre className="output" aria-label="Captured output">{preview.text}</pre>;
+}
