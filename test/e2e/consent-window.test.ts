@@ -1,0 +1,206 @@
+import AxeBuilder from '@axe-core/playwright';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { CLI, runCli } from '../helpers/run-cli.js';
+import { startServe } from '../helpers/serve-process.js';
+import { tempSetup } from '../helpers/temp-dirs.js';
+
+/*
+ * The three stories of the consent window, end to end: the real `executor serve` (real SQLite,
+ * real files), the real CLI in child processes, the built renderer in Debian's Chromium.
+ */
+
+const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
+const skipReason = chromiumMissingReason();
+
+let browser: Browser;
+beforeAll(async () => {
+  if (skipReason) return;
+  ensureRendererBuilt();
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function screenshots(page: Page, name: string): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
+async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
+}
+
+async function openWindow(url: string): Promise<Page> {
+  // A context per window (axe needs one); each window spends its own one-time URL.
+  const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  (page as Page & { pageErrors?: string[] }).pageErrors = pageErrors;
+  await page.goto(url);
+  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
+  return page;
+}
+
+function proposeAndWait(dataDir: string, planFile: string): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', '--wait', '--timeout', '120', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+describe.skipIf(skipReason !== null)('the consent window in Chromium against executor serve', () => {
+  it('story 1: a proposed plan appears live; the MEDIUM write is approved and changes the file, the HIGH one is rejected with a reason the CLI receives', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const notes = path.join(workspace, 'notes.md');
+    fs.writeFileSync(notes, '# Notes\n\n- buy milk\n- call Ada\n');
+    const serve = await startServe(dataDir);
+    const page = await openWindow(serve.info.url);
+    await expect.poll(() => page.getByText('No step is waiting for your consent.').isVisible()).toBe(true);
+    await screenshots(page, 'queue-empty');
+
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({
+      planId: 'tidy-notes',
+      purpose: 'Tidy the notes and configure the API key',
+      steps: [
+        { id: 'edit-notes', action: 'writeFile', args: { path: notes, content: '# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n' }, meta: { purpose: 'Update the shopping list and add the dentist' } },
+        { id: 'write-env', action: 'writeFile', args: { path: path.join(workspace, '.env'), content: 'API_KEY=sk-live-123\n' }, meta: { purpose: 'Store the API key for local runs' } },
+      ],
+    }));
+    const cli = proposeAndWait(dataDir, planFile);
+
+    // Live: the steps arrive through the window's event stream, no reload.
+    const mediumItem = page.getByRole('button', { name: /Write .*notes\.md/ });
+    const highItem = page.getByRole('button', { name: /Write .*\.env/ });
+    await expect.poll(() => highItem.isVisible(), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => page.title()).toMatch(/^\(2\) Executor/);
+    await expect.poll(() => page.locator('.count').textContent()).toBe('2');
+    expect(await mediumItem.locator('.risk').textContent()).toContain('MEDIUM');
+    expect(await highItem.locator('.risk').textContent()).toContain('HIGH');
+
+    // The diff preview of the selected (MEDIUM) step, with inserted and deleted lines coloured.
+    await mediumItem.click();
+    const diff = page.getByRole('region', { name: /Diff of .*notes\.md/ });
+    await expect.poll(() => diff.isVisible()).toBe(true);
+    expect(await diff.locator('.diff-code-insert').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('buy oat milk'), expect.stringContaining('book dentist')]));
+    expect(await diff.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('buy milk')]);
+    await expectNoSeriousAxeViolations(page);
+    await screenshots(page, 'queue');
+
+    // A HIGH step asks a second time; cancelling leaves it waiting.
+    await highItem.click();
+    await page.keyboard.press('a');
+    const confirm = page.getByRole('dialog', { name: 'Approve a HIGH-risk step?' });
+    await expect.poll(() => confirm.isVisible()).toBe(true);
+    await screenshots(page, 'queue-confirm-high');
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    expect(await confirm.isVisible()).toBe(false);
+
+    // Approve the MEDIUM step: it runs at once and the file changes on disk.
+    await mediumItem.click();
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await expect.poll(() => fs.readFileSync(notes, 'utf8'), { timeout: 20_000 }).toBe('# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n');
+    await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/edit-notes approved and executed/);
+
+    // Reject the HIGH step by keyboard, with a reason.
+    await highItem.click();
+    await page.keyboard.press('r');
+    const rejectDialog = page.getByRole('dialog', { name: /Reject/ });
+    await rejectDialog.getByLabel(/Reason/).fill('Keys never go into the workspace; use the secret store.');
+    await screenshots(page, 'queue-reject');
+    await rejectDialog.getByRole('button', { name: 'Reject step' }).click();
+
+    const finished = await cli.done;
+    const outcomes = JSON.parse(finished.stdout) as { stepId: string; status: string; rejectedReason?: string }[];
+    expect(outcomes).toEqual([
+      expect.objectContaining({ stepId: 'edit-notes', status: 'executed' }),
+      expect.objectContaining({ stepId: 'write-env', status: 'rejected', rejectedReason: 'Keys never go into the workspace; use the secret store.' }),
+    ]);
+    expect(fs.existsSync(path.join(workspace, '.env'))).toBe(false);
+    await expect.poll(() => page.title()).toBe('Executor');
+    expect((page as Page & { pageErrors?: string[] }).pageErrors).toEqual([]);
+    await page.context().close();
+    await serve.stop();
+  });
+
+  it('story 2: an executed step is reverted from History and the file is back; a conflicting revert shows both hashes and forces only after asking again', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const config = path.join(workspace, 'config.yml');
+    const original = 'port: 8080\nmode: dev\n';
+    fs.writeFileSync(config, original);
+    const serve = await startServe(dataDir);
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports', steps: [{ id: 'set-port', action: 'writeFile', args: { path: config, content: 'port: 9090\nmode: dev\n' }, meta: { purpose: 'Move to port 9090' } }] }));
+    expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'set-port']).status).toBe(0);
+    expect(fs.readFileSync(config, 'utf8')).toBe('port: 9090\nmode: dev\n');
+
+    const page = await openWindow(serve.info.url);
+    await page.keyboard.press('2');
+    await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible()).toBe(true);
+    const row = page.locator('#history-row-set-port');
+    await expect.poll(() => row.isVisible(), { timeout: 15_000 }).toBe(true);
+    expect(await row.textContent()).toMatch(/Executed/);
+    expect(await row.textContent()).toMatch(/via cli/);
+    await row.click();
+    await screenshots(page, 'history');
+    await page.getByRole('button', { name: 'Revert', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: /Revert/ });
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    // The reverse diff: what revert puts back.
+    const reverse = dialog.getByRole('region', { name: /Reverse diff of/ });
+    expect(await reverse.locator('.diff-code-insert').allTextContents()).toEqual([expect.stringContaining('port: 8080')]);
+    expect(await reverse.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('port: 9090')]);
+    await expectNoSeriousAxeViolations(page);
+    await screenshots(page, 'history-revert');
+    await dialog.getByRole('button', { name: 'Revert', exact: true }).click();
+    await expect.poll(() => fs.readFileSync(config, 'utf8'), { timeout: 15_000 }).toBe(original);
+    await expect.poll(() => row.textContent()).toMatch(/Reverted/);
+
+    // The conflict path: the file changes after the step; revert shows both hashes and asks twice.
+    fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports-2', steps: [{ id: 'set-mode', action: 'writeFile', args: { path: config, content: 'port: 8080\nmode: prod\n' } }] }));
+    runCli(['--data-dir', dataDir, 'propose', planFile]);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'set-mode']).status).toBe(0);
+    fs.writeFileSync(config, 'port: 8080\nmode: prod\n# edited by hand later\n');
+    const conflictRow = page.locator('#history-row-set-mode');
+    await expect.poll(() => conflictRow.isVisible(), { timeout: 15_000 }).toBe(true);
+    await conflictRow.click();
+    await page.keyboard.press('v');
+    const conflict = page.getByRole('dialog', { name: /Revert/ });
+    await expect.poll(() => conflict.getByText(/CONFLICT: changed after the step/).isVisible()).toBe(true);
+    const hashes = await conflict.locator('.hashes code').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('title')));
+    expect(hashes).toHaveLength(2);
+    expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashes[1]).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashes[0]).not.toBe(hashes[1]);
+    expect(await conflict.getByRole('button', { name: 'Revert', exact: true }).count()).toBe(0);
+    await screenshots(page, 'history-conflict');
+    await conflict.getByRole('button', { name: 'Force revert…' }).click();
+    const force = page.getByRole('dialog', { name: 'Force the revert?' });
+    await expect.poll(() => force.isVisible()).toBe(true);
+    expect(fs.readFileSync(config, 'utf8')).toContain('edited by hand later');
+    await force.getByRole('button', { name: 'Yes, overwrite and revert' }).click();
+    await expect.poll(() => fs.readFileSync(config, 'utf8'), { timeout: 15_000 }).toBe(original);
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'with force' }).count()).toBe(1);
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'set-mode']).stdout;
+    expect(audit).toMatch(/step\.revert_forced/);
+    await page.context().close();
+    await serve.stop();
+  });
+});
