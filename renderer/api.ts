@@ -78,3 +78,9 @@ export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], reloadOn: 
 
   return { ...state, reload: run };
 }
+
+/** The workspace roots in force, for saying paths relative to them. */
+export const RootsContext = createContext<readonly string[]>([]);
+export function useRoots(): readonly string[] {
+  return useContext(RootsContext);
+}

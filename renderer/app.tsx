@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { StepRecord } from '../src/domain/step-record.js';
 import type { ExecutorClient } from '../src/ipc/client.js';
 import { connectExecutor } from '../src/ipc/renderer-entry.js';
-import { ApiContext, useApi, useLoaded } from './api.js';
+import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
 import { ErrorBox } from './components/error-box.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
@@ -64,6 +64,8 @@ function Shell() {
   const [keyInfo, setKeyInfo] = useState<{ keyId: string; epoch: number } | null>(null);
   const [disconnected, setDisconnected] = useState(false);
   const seen = useRef(new Set<string>());
+  const policyRoots = useRef<readonly string[]>([]);
+  policyRoots.current = policy.data?.workspaceRoots ?? [];
 
   const count = waiting.data?.length ?? 0;
   useEffect(() => {
@@ -83,7 +85,7 @@ function Shell() {
       if (record.status !== 'awaiting_consent' || seen.current.has(record.step.id)) return;
       seen.current.add(record.step.id);
       if (document.visibilityState === 'hidden' || !document.hasFocus()) {
-        desktopNotify(`Executor: ${record.evaluation?.risk ?? ''} step waiting`, `${summarizeStep(record.step)}${record.step.meta.purpose ? ` — ${record.step.meta.purpose}` : ''}`);
+        desktopNotify(`Executor: ${record.evaluation?.risk ?? ''} step waiting`, `${summarizeStep(record.step, policyRoots.current)}${record.step.meta.purpose ? ` — ${record.step.meta.purpose}` : ''}`);
       }
     }).then((unsubscribe) => (off = unsubscribe), () => setDisconnected(true));
     return () => off?.();
@@ -116,6 +118,7 @@ function Shell() {
   });
 
   return (
+    <RootsContext.Provider value={policy.data?.workspaceRoots ?? []}>
     <div className="shell">
       <a className="skip-link" href="#main">
         Skip to content
@@ -192,6 +195,7 @@ function Shell() {
         </Dialog>
       ) : null}
     </div>
+    </RootsContext.Provider>
   );
 }
 

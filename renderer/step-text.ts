@@ -1,14 +1,30 @@
 import type { StepRecord } from '../src/domain/step-record.js';
+import { placeInRoots } from '../src/domain/remembered-rule.js';
 import type { Step } from '../src/domain/step.js';
 
-/** One line per step for lists, in words. The renderer cannot load the action modules (they read files), so it says it here. */
-export function summarizeStep(step: Step): string {
+/** A path as short as it can be said: relative to its workspace root when it is inside one. */
+export function displayPath(requested: string, roots: readonly string[]): string {
+  if (!requested.startsWith('/')) return requested;
+  return placeInRoots(requested, roots)?.relativePath ?? requested;
+}
+
+/** The path a file step touches, if it is one. */
+export function targetPath(step: Step): string | null {
+  const args = step.args as Record<string, unknown>;
+  return typeof args.path === 'string' ? args.path : null;
+}
+
+/**
+ * One line per step for lists, in words, with paths relative to their root (the full path is in
+ * the detail). The renderer cannot load the action modules (they read files), so it says it here.
+ */
+export function summarizeStep(step: Step, roots: readonly string[] = []): string {
   const args = step.args as Record<string, unknown>;
   switch (step.action) {
     case 'writeFile':
-      return `Write ${String(args.path)}`;
+      return `Write ${displayPath(String(args.path), roots)}`;
     case 'deleteFile':
-      return `Delete ${String(args.path)}`;
+      return `Delete ${displayPath(String(args.path), roots)}`;
     case 'createKBEntry':
       return `Add knowledge-base entry “${String(args.title)}”`;
     default: {

@@ -12,10 +12,39 @@ function asGitDiff(patch: string, path: string): string {
   return `diff --git a/${path} b/${path}\n${body}`;
 }
 
-/** The diff that undoing the change would apply: revert shows this before it restores. */
+/**
+ * The diff that undoing the change would apply: revert shows this before it restores. Reversing
+ * swaps + and − but keeps their order; each run of changes is put back in the usual order
+ * (removed lines, then added ones), each line with its "\ No newline" marker.
+ */
 export function reverseUnifiedDiff(patch: string): string {
-  const parsed = parsePatch(patch);
-  return formatPatch(reversePatch(parsed));
+  const reversed = reversePatch(parsePatch(patch));
+  for (const file of reversed) {
+    for (const hunk of file.hunks) {
+      const lines: string[] = [];
+      let removed: string[] = [];
+      let added: string[] = [];
+      let last: string[] | null = null;
+      const flush = () => {
+        lines.push(...removed, ...added);
+        removed = [];
+        added = [];
+        last = null;
+      };
+      for (const line of hunk.lines) {
+        if (line.startsWith('-')) (last = removed).push(line);
+        else if (line.startsWith('+')) (last = added).push(line);
+        else if (line.startsWith('\\') && last) (last as string[]).push(line);
+        else {
+          flush();
+          lines.push(line);
+        }
+      }
+      flush();
+      hunk.lines = lines;
+    }
+  }
+  return formatPatch(reversed);
 }
 
 export function UnifiedDiff({ patch, path, label }: { patch: string; path: string; label: string }) {

@@ -1,12 +1,12 @@
 import { useMemo, useState } from 'react';
 import type { StepRecord } from '../../src/domain/step-record.js';
-import { useApi, useLoaded, type RevertPlanEntry } from '../api.js';
+import { useApi, useLoaded, useRoots, type RevertPlanEntry } from '../api.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { approverText, formatDuration, formatTime, shortHash, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
 
 const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied'] as const;
 const REVERTIBLE = ['executed', 'failed', 'interrupted'];
@@ -32,6 +32,7 @@ type RevertState =
   | { phase: 'force'; record: StepRecord; plan: RevertPlanEntry[] };
 
 export function HistoryView({ active }: { active: boolean }) {
+  const roots = useRoots();
   const api = useApi();
   const history = useLoaded(() => api.listSteps({ status: [...HISTORY_STATUSES], limit: 1000 }), [], ['step']);
   const [filter, setFilter] = useState('');
@@ -45,7 +46,7 @@ export function HistoryView({ active }: { active: boolean }) {
     const needle = filter.trim().toLowerCase();
     const all = history.data ?? [];
     if (!needle) return all;
-    return all.filter((record) => [record.step.id, record.step.planId, record.status, summarizeStep(record.step), record.step.meta.purpose ?? ''].some((text) => text.toLowerCase().includes(needle)));
+    return all.filter((record) => [record.step.id, record.step.planId, record.status, summarizeStep(record.step, roots), record.step.meta.purpose ?? ''].some((text) => text.toLowerCase().includes(needle)));
   }, [history.data, filter]);
   const selected = rows.find((record) => record.step.id === selectedId) ?? null;
 
@@ -137,7 +138,7 @@ export function HistoryView({ active }: { active: boolean }) {
               >
                 <td className="nowrap">{formatTime(record.finishedAt ?? record.updatedAt)}</td>
                 <td>
-                  <span className="cell-title">{summarizeStep(record.step)}</span>
+                  <span className="cell-title">{summarizeStep(record.step, roots)}</span>
                   <span className="cell-sub">
                     <code>{record.step.id}</code> · plan <code>{record.step.planId}</code>
                   </span>
@@ -161,7 +162,7 @@ export function HistoryView({ active }: { active: boolean }) {
         <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${selected.step.id}`}>
           <header className="detail-head">
             <RiskBadge risk={selected.evaluation?.risk} />
-            <h2>{summarizeStep(selected.step)}</h2>
+            <h2>{summarizeStep(selected.step, roots)}</h2>
             <span className={`status status-${selected.status}`}>{STATUS_LABEL[selected.status]}</span>
           </header>
           <dl className="facts">
@@ -195,6 +196,7 @@ export function HistoryView({ active }: { active: boolean }) {
 }
 
 function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: { state: Exclude<RevertState, { phase: 'loading' }>; onCancel(): void; onRevert(): void; onForce(): void; onForceConfirmed(): void }) {
+  const roots = useRoots();
   const { record, plan } = state;
   const conflicts = plan.filter((entry) => entry.state === 'conflict');
   const files = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
@@ -217,7 +219,7 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
     );
   }
   return (
-    <Dialog title={`Revert ${summarizeStep(record.step)}?`} onCancel={onCancel} className="wide">
+    <Dialog title={`Revert ${summarizeStep(record.step, roots)}?`} onCancel={onCancel} className="wide">
       <ul className="revert-plan">
         {plan.map((entry) => (
           <li key={entry.path} className={`revert-${entry.state}`}>
@@ -233,11 +235,11 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
               <dl className="hashes">
                 <dt>Expected (after the step)</dt>
                 <dd>
-                  <code title={entry.expectedHash ?? ''}>{shortHash(entry.expectedHash)}</code>
+                  <code className="hash" title={entry.expectedHash ?? ''}>{entry.expectedHash ?? 'no file'}</code>
                 </dd>
                 <dt>On disk now</dt>
                 <dd>
-                  <code title={entry.currentHash ?? ''}>{shortHash(entry.currentHash)}</code>
+                  <code className="hash" title={entry.currentHash ?? ''}>{entry.currentHash ?? 'no file'}</code>
                 </dd>
               </dl>
             ) : null}
@@ -246,8 +248,11 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
       </ul>
       {files.map((file) =>
         file.diff ? (
-          <section key={file.path} aria-label={`What revert restores in ${file.path}`}>
-            <h3 className="small-head">What revert restores in {file.path}</h3>
+          <section key={file.path} className="file-change" aria-label={`What revert restores in ${file.path}`}>
+            <header className="file-change-head">
+              <span>What revert restores</span>
+              <code className="file-path">{file.path}</code>
+            </header>
             <UnifiedDiff patch={reverseUnifiedDiff(file.diff)} path={file.path} label={`Reverse diff of ${file.path}`} />
           </section>
         ) : null,

@@ -2,13 +2,13 @@ import { useEffect, useMemo, useState } from 'react';
 import { fileRuleChoices, describeRule, urlRuleChoices, type RememberedRule, type RuleChoice, type RuleRisk } from '../../src/domain/remembered-rule.js';
 import { riskRank } from '../../src/domain/risk.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
-import { useApi, type PolicyValue as Policy } from '../api.js';
+import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { formatTime, summarizeStep } from '../step-text.js';
+import { formatTime, summarizeStep, targetPath } from '../step-text.js';
 
 interface PlanGroup {
   planId: string;
@@ -50,6 +50,7 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
 type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanGroup };
 
 export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; policy: Policy | undefined; active: boolean }) {
+  const roots = useRoots();
   const api = useApi();
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
@@ -156,7 +157,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                       >
                         <RiskBadge risk={record.evaluation?.risk} />
                         <span className="item-text">
-                          <span className="item-title">{summarizeStep(record.step)}</span>
+                          <span className="item-title">{summarizeStep(record.step, roots)}</span>
                           <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
                         </span>
                       </button>
@@ -189,7 +190,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       {pending?.kind === 'confirmHigh' ? (
         <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)}>
           <p>
-            <RiskBadge risk="HIGH" /> {summarizeStep(pending.record.step)}
+            <RiskBadge risk="HIGH" /> {summarizeStep(pending.record.step, roots)}
           </p>
           <ul className="reasons">{pending.record.evaluation?.reasons.map((reason) => <li key={reason}>{reason}</li>)}</ul>
           <p>This step is rated HIGH. Approve it only if you have read the preview and expect exactly this.</p>
@@ -238,7 +239,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
           <ul className="reasons">
             {pending.group.steps.map((record) => (
               <li key={record.step.id}>
-                <RiskBadge risk={record.evaluation?.risk} /> {summarizeStep(record.step)}
+                <RiskBadge risk={record.evaluation?.risk} /> {summarizeStep(record.step, roots)}
               </li>
             ))}
           </ul>
@@ -271,17 +272,26 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
 }
 
 function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
+  const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
   return (
     <article className="step-detail" aria-labelledby="step-title">
       <header className="detail-head">
         <RiskBadge risk={evaluation?.risk} />
-        <h2 id="step-title">{summarizeStep(record.step)}</h2>
+        <h2 id="step-title">{summarizeStep(record.step, roots)}</h2>
       </header>
       <dl className="facts">
         <dt>Purpose</dt>
         <dd>{record.step.meta.purpose ?? <span className="muted">The proposer gave no purpose.</span>}</dd>
+        {targetPath(record.step) ? (
+          <>
+            <dt>Path</dt>
+            <dd>
+              <code>{targetPath(record.step)}</code>
+            </dd>
+          </>
+        ) : null}
         <dt>Proposed by</dt>
         <dd>
           {record.step.meta.origin}
@@ -330,9 +340,10 @@ function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemembe
 }
 
 function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCancel(): void; onReject(reason: string): void }) {
+  const roots = useRoots();
   const [reason, setReason] = useState('');
   return (
-    <Dialog title={`Reject ${summarizeStep(record.step)}?`} onCancel={onCancel}>
+    <Dialog title={`Reject ${summarizeStep(record.step, roots)}?`} onCancel={onCancel}>
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -360,12 +371,13 @@ function newRuleId(): string {
 }
 
 function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRecord; choices: RuleChoice[]; onCancel(): void; onSave(rule: RememberedRule): void }) {
+  const roots = useRoots();
   const [index, setIndex] = useState(0);
   const choice = choices[index]!;
   return (
     <Dialog title="Approve and remember" onCancel={onCancel}>
       <p>
-        Approve <strong>{summarizeStep(record.step)}</strong> and let similar steps run without asking. Choose how far the rule reaches:
+        Approve <strong>{summarizeStep(record.step, roots)}</strong> and let similar steps run without asking. Choose how far the rule reaches:
       </p>
       <fieldset className="choices">
         <legend>Rule</legend>

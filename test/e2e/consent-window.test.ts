@@ -42,13 +42,16 @@ async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
   expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
 }
 
+/** Exceptions the page threw: a blank screen usually starts as one of these. */
+const uncaught = new WeakMap<Page, string[]>();
+
 async function openWindow(url: string): Promise<Page> {
   // A context per window (axe needs one); each window spends its own one-time URL.
   const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
   const page = await context.newPage();
-  const pageErrors: string[] = [];
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  (page as Page & { pageErrors?: string[] }).pageErrors = pageErrors;
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  uncaught.set(page, errors);
   await page.goto(url);
   await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
   return page;
@@ -134,7 +137,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     ]);
     expect(fs.existsSync(path.join(workspace, '.env'))).toBe(false);
     await expect.poll(() => page.title()).toBe('Executor');
-    expect((page as Page & { pageErrors?: string[] }).pageErrors).toEqual([]);
+    expect(uncaught.get(page)).toEqual([]);
     await page.context().close();
     await serve.stop();
   });
