@@ -142,6 +142,49 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await serve.stop();
   });
 
+  it('approve and remember: the rule is shown in words, covers the next write under src/ but not a secret there, is listed in Settings, and asks again once removed', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    fs.mkdirSync(path.join(workspace, 'src'));
+    const serve = await startServe(dataDir);
+    const page = await openWindow(serve.info.url);
+    const propose = (planId: string, file: string) => {
+      const planFile = path.join(base, `${planId}.json`);
+      fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: planId, action: 'writeFile', args: { path: path.join(workspace, file), content: `// ${planId}\n` } }] }));
+      return runCli(['--data-dir', dataDir, '--json', 'propose', planFile]).json<{ status: string; risk: string }[]>()[0]!;
+    };
+    expect(propose('first', 'src/a.ts').status).toBe('awaiting_consent');
+    const item = page.getByRole('button', { name: 'Write src/a.ts' });
+    await expect.poll(() => item.isVisible(), { timeout: 15_000 }).toBe(true);
+    await item.click();
+    await page.getByRole('button', { name: 'Approve and remember…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Approve and remember' });
+    await expect.poll(() => dialog.getByTestId('rule-words').textContent()).toMatch(/files matching src\/a\.ts under .* \(up to MEDIUM risk\)/);
+    await dialog.getByLabel('Anything under src/').check();
+    expect(await dialog.getByTestId('rule-words').textContent()).toBe(`Future writes and deletes of files matching src/** under ${workspace} will run without asking (up to MEDIUM risk).`);
+    await screenshots(page, 'queue-remember');
+    await dialog.getByRole('button', { name: 'Approve and save rule' }).click();
+    await expect.poll(() => fs.existsSync(path.join(workspace, 'src', 'a.ts')), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered?.length ?? 0).toBe(1);
+
+    expect(propose('second', 'src/deep/b.ts')).toMatchObject({ status: 'executed' });
+    expect(propose('secret', 'src/.env.local')).toMatchObject({ status: 'awaiting_consent', risk: 'HIGH' });
+    expect(propose('outside', 'README.md')).toMatchObject({ status: 'awaiting_consent' });
+
+    await page.keyboard.press('4');
+    const rules = page.getByRole('region', { name: 'Remembered approvals' }).or(page.locator('.rule-list'));
+    await expect.poll(() => rules.first().textContent()).toContain('src/**');
+    await expectNoSeriousAxeViolations(page);
+    await screenshots(page, 'settings');
+    await page.getByRole('button', { name: /^Remove rule / }).click();
+    await page.getByRole('dialog', { name: /Remove this remembered approval/ }).getByRole('button', { name: 'Remove rule' }).click();
+    await expect.poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered.length).toBe(0);
+    expect(propose('third', 'src/c.ts').status).toBe('awaiting_consent');
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show']).stdout;
+    expect(audit.match(/policy\.changed/g)?.length).toBe(2);
+    await page.context().close();
+    await serve.stop();
+  });
+
   it('story 2: an executed step is reverted from History and the file is back; a conflicting revert shows both hashes and forces only after asking again', async () => {
     const { dataDir, workspace, base } = tempSetup();
     const config = path.join(workspace, 'config.yml');
