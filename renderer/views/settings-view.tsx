@@ -80,6 +80,26 @@ export function SettingsView({ policy, keyInfo }: { policy: PolicyValue | undefi
         {saving ? <span className="progress">Saving…</span> : notice}
       </div>
       <ErrorBox error={error} onDismiss={() => setError(null)} />
+      <section className="card" aria-labelledby="rules-head">
+        <h2 id="rules-head">Remembered approvals</h2>
+        {policy.remembered.length === 0 ? (
+          <p className="muted">None. Use “Approve and remember…” in the Queue to add one.</p>
+        ) : (
+          <ul className="rule-list">
+            {policy.remembered.map((rule) => (
+              <li key={rule.id} className="rule">
+                <p className="rule-words">{describeRule(rule)}</p>
+                <p className="muted small">
+                  <code>{rule.id}</code> · added {formatTime(rule.createdAt)}
+                </p>
+                <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
       <form
         className="settings-form"
         onSubmit={(event) => {
@@ -90,9 +110,9 @@ export function SettingsView({ policy, keyInfo }: { policy: PolicyValue | undefi
         <section className="card">
           <h2>Where steps may act</h2>
           <label htmlFor="roots">Workspace roots (one absolute path per line)</label>
-          <textarea id="roots" rows={3} spellCheck={false} {...field('workspaceRoots')} />
+          <textarea id="roots" rows={2} spellCheck={false} {...field('workspaceRoots')} />
           <label htmlFor="secrets">Secret-looking paths (globs; writes to them are HIGH risk)</label>
-          <textarea id="secrets" rows={3} spellCheck={false} {...field('secretGlobs')} />
+          <textarea id="secrets" rows={5} spellCheck={false} {...field('secretGlobs')} />
         </section>
         <section className="card">
           <h2>Consent</h2>
@@ -129,26 +149,6 @@ export function SettingsView({ policy, keyInfo }: { policy: PolicyValue | undefi
           </button>
         </div>
       </form>
-      <section className="card" aria-labelledby="rules-head">
-        <h2 id="rules-head">Remembered approvals</h2>
-        {policy.remembered.length === 0 ? (
-          <p className="muted">None. Use “Approve and remember…” in the Queue to add one.</p>
-        ) : (
-          <ul className="rule-list">
-            {policy.remembered.map((rule) => (
-              <li key={rule.id} className="rule">
-                <p className="rule-words">{describeRule(rule)}</p>
-                <p className="muted small">
-                  <code>{rule.id}</code> · added {formatTime(rule.createdAt)}
-                </p>
-                <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
-                  Remove
-                </button>
-              </li>
-            ))}
-          </ul>
-        )}
-      </section>
       <section className="card" aria-labelledby="signing-head">
         <h2 id="signing-head">Audit signing and sandbox</h2>
         <dl className="facts">

@@ -51,7 +51,7 @@ export function describeRule(rule: RememberedRuleDraft): string {
     case 'command':
       return `Future \`${quoteArgv(rule.prefix)} …\` commands run in ${rule.root} will run without asking ${upTo}. Only commands that start with exactly these ${rule.prefix.length} word(s) match; in a pipeline, every command must be covered by a rule.`;
     case 'file':
-      return `Future writes and deletes of files matching ${rule.glob} under ${rule.root} will run without asking ${upTo}.`;
+      return `Future writes and deletes of files matching ${rule.glob} under ${rule.root} will run without asking ${upTo}. Riskier steps (such as secret-looking files) and other paths still ask.`;
     case 'url':
       return `Future URLs on ${rule.host} will open without asking ${upTo}. Other hosts, including subdomains of ${rule.host}, still ask.`;
   }
