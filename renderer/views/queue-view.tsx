@@ -184,7 +184,13 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
             onRemember={() => setPending({ kind: 'remember', record: selected })}
           />
         ) : (
-          <p className="muted center">Select a step to see what it would do.</p>
+          <div className="all-clear">
+            <p className="all-clear-mark" aria-hidden="true">✓</p>
+            <p>All caught up.</p>
+            <p className="muted">
+              Executor is listening. Press <kbd>?</kbd> for keyboard shortcuts.
+            </p>
+          </div>
         )}
       </section>
       {pending?.kind === 'confirmHigh' ? (
