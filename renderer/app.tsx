@@ -61,7 +61,7 @@ function Shell() {
   const [help, setHelp] = useState(false);
   const waiting = useLoaded(() => api.listSteps({ status: ['awaiting_consent'], limit: 10_000 }), [], ['step']);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
-  const [keyInfo, setKeyInfo] = useState<{ keyId: string; epoch: number } | null>(null);
+  const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   const [disconnected, setDisconnected] = useState(false);
   const seen = useRef(new Set<string>());
   const policyRoots = useRef<readonly string[]>([]);
@@ -91,15 +91,6 @@ function Shell() {
     return () => off?.();
   }, [api]);
 
-  useEffect(() => {
-    (api.getAudit as unknown as (params: unknown) => Promise<{ entries?: { keyId: string; epoch: number }[] }>)({ limit: 1, order: 'desc' }).then(
-      (page) => {
-        const newest = page.entries?.[0];
-        if (newest) setKeyInfo({ keyId: newest.keyId, epoch: newest.epoch });
-      },
-      () => undefined,
-    );
-  }, [api]);
 
   useEffect(() => {
     if (waiting.error && (waiting.error as { code?: string }).code === 'IPC_UNAVAILABLE') setDisconnected(true);
@@ -170,7 +161,7 @@ function Shell() {
           {auditMounted(view) ? <AuditView active={view === 'audit' && !help} /> : null}
         </div>
         <div hidden={view !== 'settings'} className="view">
-          <SettingsView policy={policy.data} keyInfo={keyInfo} />
+          <SettingsView policy={policy.data} keyStatus={keyStatus.data} keyError={keyStatus.error} onKeysChanged={keyStatus.reload} />
         </div>
       </main>
       {help ? (

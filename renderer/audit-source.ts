@@ -1,21 +1,9 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { ExecutorClient } from '../src/ipc/client.js';
+import type { MethodParams, MethodResult } from '../src/ipc/methods.js';
 
 /** One audit record as getAudit lists it (the signed body's fields, parsed). */
-export interface AuditRow {
-  seq: number;
-  ts: string;
-  action: string;
-  planId: string | null;
-  stepId: string | null;
-  userId: { user: string; channel: string; client?: string };
-  args: unknown;
-  preHash: string | null;
-  postHash: string | null;
-  result: unknown;
-  keyId: string;
-  epoch: number;
-}
+export type AuditRow = MethodResult<'getAudit'>['entries'][number];
 
 export interface AuditFilterInput {
   planId?: string;
@@ -27,10 +15,7 @@ export interface AuditFilterInput {
   until?: string;
 }
 
-interface AuditPage {
-  entries: AuditRow[];
-  nextCursor: string | null;
-}
+type AuditPage = MethodResult<'getAudit'>;
 
 export const PAGE_SIZE = 200;
 
@@ -44,12 +29,12 @@ function cursorBelow(seq: number): string {
   return `d${seq}`;
 }
 
-async function readPage(api: ExecutorClient, query: Record<string, unknown>): Promise<AuditPage> {
-  return (await (api.getAudit as unknown as (params: unknown) => Promise<AuditPage>)(query));
+function readPage(api: ExecutorClient, query: MethodParams<'getAudit'>): Promise<AuditPage> {
+  return api.getAudit(query);
 }
 
-function serverFilters(filters: AuditFilterInput): Record<string, string> {
-  const out: Record<string, string> = {};
+function serverFilters(filters: AuditFilterInput): NonNullable<NonNullable<MethodParams<'getAudit'>>['filters']> {
+  const out: NonNullable<NonNullable<MethodParams<'getAudit'>>['filters']> = {};
   if (filters.planId) out.planId = filters.planId;
   if (filters.stepId) out.stepId = filters.stepId;
   if (filters.action) out.action = filters.action;

@@ -4,14 +4,16 @@
  * seam and gets the title count only; it does not ask for the Web Notification permission.
  */
 interface ShellSeam {
-  notify(notice: { title: string; body: string }): void;
+  notify(notice: { title: string; body: string }): Promise<boolean> | void;
 }
 
 export function desktopNotify(title: string, body: string): boolean {
   const shell = (globalThis as { executorShell?: ShellSeam }).executorShell;
   if (!shell || typeof shell.notify !== 'function') return false;
   try {
-    shell.notify({ title: title.slice(0, 200), body: body.slice(0, 500) });
+    const shown = shell.notify({ title: title.slice(0, 200), body: body.slice(0, 500) });
+    // A refused or failed notification is not the page's problem: the title still counts.
+    if (shown && typeof shown.catch === 'function') shown.catch(() => undefined);
     return true;
   } catch {
     return false;

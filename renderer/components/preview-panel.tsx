@@ -49,9 +49,67 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
       <section className="kb-preview" aria-label="Knowledge-base entry">
         <h4>{preview.title}</h4>
         {preview.tags.length ? <p className="tags">{preview.tags.map((tag) => <span key={tag} className="tag">{tag}</span>)}</p> : null}
-        <pre className="output">{preview.content}</pre>
+        <pre className="output" tabIndex={0} aria-label="Entry content">{preview.content}</pre>
       </section>
     );
   }
-  return <pre className="output" aria-label="Captured output">{preview.text}</pre>;
+  if (preview.kind === 'url') {
+    return (
+      <section className="url-preview" aria-label="URL to open">
+        <dl className="facts">
+          <dt>Host</dt>
+          <dd>
+            <strong>{preview.host}</strong>
+            {preview.protocol === 'http:' ? <span className="warning-inline"> not encrypted (http:)</span> : null}
+          </dd>
+          <dt>Path</dt>
+          <dd>
+            <code>{preview.path}</code>
+          </dd>
+          {preview.fragment ? (
+            <>
+              <dt>Fragment</dt>
+              <dd>
+                <code>{preview.fragment}</code>
+              </dd>
+            </>
+          ) : null}
+          <dt>Full URL</dt>
+          <dd>
+            <code className="hash">{preview.url}</code>
+          </dd>
+        </dl>
+        {preview.query.length ? (
+          <table className="grid query-table">
+            <caption className="muted">Query parameters, decoded</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {preview.query.map((param, index) => (
+                <tr key={`${param.name}-${index}`} className={param.opaque ? 'opaque' : ''}>
+                  <td>
+                    <code>{param.name}</code>
+                  </td>
+                  <td>
+                    <code className="hash">{param.value}</code>
+                    {param.opaque ? <span className="warning-inline"> opaque: could carry data out</span> : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+        {preview.warnings.map((warning) => (
+          <p key={warning} className="warning">
+            {warning}
+          </p>
+        ))}
+      </section>
+    );
+  }
+  return <pre className="output" tabIndex={0} aria-label="Captured output">{preview.text}</pre>;
 }

@@ -1,5 +1,6 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
+import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -8,25 +9,11 @@ import { formatTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
 
-/** What `verifyAudit` reports (the fields this view shows). */
-export interface VerifyReportView {
-  ok: boolean;
-  records: number;
-  headSeq: number;
-  unsealedTail: number;
-  warnings: string[];
-  problem: { code: string; seq: number; message: string } | null;
-}
+/** What `verifyAudit` reports. */
+export type VerifyReportView = MethodResult<'verifyAudit'>;
 
 /** One record exactly as signed, for the detail panel. */
-export interface AuditRecordDetail {
-  seq: number;
-  body: string;
-  mac: string;
-  hash: string;
-  keyId: string;
-  epoch: number;
-}
+export type AuditRecordDetail = MethodResult<'getAuditRecord'>;
 
 interface VerifyState {
   running: boolean;
@@ -144,7 +131,7 @@ export function AuditView({ active }: { active: boolean }) {
   const runVerify = () => {
     setVerify({ running: true, startedAt: Date.now(), report: null, error: null });
     api.verifyAudit().then(
-      (report) => setVerify({ running: false, startedAt: 0, report: report as VerifyReportView, error: null }),
+      (report) => setVerify({ running: false, startedAt: 0, report, error: null }),
       (error: unknown) => setVerify({ running: false, startedAt: 0, report: null, error }),
     );
   };
@@ -158,7 +145,7 @@ export function AuditView({ active }: { active: boolean }) {
     setDetailError(null);
     setDetail(null);
     try {
-      const record = await (api as unknown as { getAuditRecord(params: { seq: number }): Promise<AuditRecordDetail> }).getAuditRecord({ seq });
+      const record = await api.getAuditRecord({ seq });
       setDetail(record);
     } catch (error) {
       setDetailError(error);
@@ -189,7 +176,7 @@ export function AuditView({ active }: { active: boolean }) {
   const exportJsonl = async () => {
     setExportState({ busy: true, error: null, notice: '' });
     try {
-      const exported = await (api as unknown as { exportAudit(params: object): Promise<{ jsonl: string; records: number; from: number; to: number }> }).exportAudit({});
+      const exported = await api.exportAudit({});
       const blob = new Blob([exported.jsonl], { type: 'application/x-ndjson' });
       const url = URL.createObjectURL(blob);
       const link = document.createElement('a');
@@ -293,6 +280,7 @@ export function AuditView({ active }: { active: boolean }) {
       </form>
       <div className="audit-body">
         <div className="audit-table" role="table" aria-label="Audit records" aria-rowcount={rows.count + 1}>
+          <div role="rowgroup">
           <div className="audit-row audit-header" role="row" aria-rowindex={1}>
             <span role="columnheader">#</span>
             <span role="columnheader">Time</span>
@@ -301,8 +289,9 @@ export function AuditView({ active }: { active: boolean }) {
             <span role="columnheader">Who</span>
             <span role="columnheader">Key</span>
           </div>
-          <div className="audit-scroll" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
-            <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+          </div>
+          <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
+            <div role="none" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
               {items.map((item) => {
                 const row = rows.rowAt(item.index);
                 return (
@@ -331,8 +320,8 @@ export function AuditView({ active }: { active: boolean }) {
                 );
               })}
             </div>
-            {rows.count === 0 && !rows.loading ? <p className="empty">No audit record matches.</p> : null}
           </div>
+          {rows.count === 0 && !rows.loading ? <p className="empty">No audit record matches.</p> : null}
         </div>
         {selectedSeq !== null && (detail || detailError) ? (
           <aside className="record-detail" aria-label={`Audit record ${selectedSeq}`}>
@@ -347,16 +336,18 @@ export function AuditView({ active }: { active: boolean }) {
               <>
                 <dl className="facts">
                   <dt>Key id</dt>
-                  <dd><code>{detail.keyId}</code> (epoch {detail.epoch})</dd>
+                  <dd><code>{detail.keyId ?? 'unreadable'}</code>{detail.epoch !== null ? ` (epoch ${detail.epoch})` : ''}</dd>
                   <dt>Record hash</dt>
                   <dd><code className="hash">{detail.hash}</code></dd>
+                  <dt>Previous hash</dt>
+                  <dd><code className="hash">{detail.prevHash ?? 'unreadable'}</code></dd>
                   <dt>Signature (HMAC-SHA256)</dt>
                   <dd><code className="hash">{detail.mac}</code></dd>
                 </dl>
                 <h3 className="small-head">Canonical body (the exact signed text)</h3>
-                <pre className="output canonical" data-testid="canonical-body">{detail.body}</pre>
+                <pre className="output canonical" data-testid="canonical-body" tabIndex={0} aria-label="Canonical body">{detail.body}</pre>
                 <h3 className="small-head">Readable</h3>
-                <pre className="output">{prettyBody(detail.body)}</pre>
+                <pre className="output" tabIndex={0} aria-label="Readable body">{prettyBody(detail.body)}</pre>
               </>
             ) : null}
           </aside>

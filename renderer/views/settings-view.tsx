@@ -1,6 +1,9 @@
 import { useEffect, useState } from 'react';
 import { describeRule, type RememberedRule } from '../../src/domain/remembered-rule.js';
+import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi, type PolicyValue } from '../api.js';
+
+type KeyStatus = MethodResult<'getKeyStatus'>;
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { formatTime } from '../step-text.js';
@@ -39,13 +42,14 @@ function policyOf(base: PolicyValue, draft: Draft): PolicyValue {
 }
 
 /** Every change goes through setPolicy: validated by the core, saved atomically, recorded in the audit log. */
-export function SettingsView({ policy, keyInfo }: { policy: PolicyValue | undefined; keyInfo: { keyId: string; epoch: number } | null }) {
+export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { policy: PolicyValue | undefined; keyStatus: KeyStatus | undefined; keyError: unknown; onKeysChanged(): void }) {
   const api = useApi();
   const [draft, setDraft] = useState<Draft | null>(policy ? draftOf(policy) : null);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState('');
   const [saving, setSaving] = useState(false);
   const [removing, setRemoving] = useState<RememberedRule | null>(null);
+  const [rotating, setRotating] = useState(false);
   useEffect(() => {
     if (policy && draft === null) setDraft(draftOf(policy));
   }, [policy, draft]);
@@ -150,20 +154,68 @@ export function SettingsView({ policy, keyInfo }: { policy: PolicyValue | undefi
         </div>
       </form>
       <section className="card" aria-labelledby="signing-head">
-        <h2 id="signing-head">Audit signing and sandbox</h2>
-        <dl className="facts">
-          <dt>Audit key id</dt>
-          <dd>{keyInfo ? <><code>{keyInfo.keyId}</code> (epoch {keyInfo.epoch})</> : <span className="muted">Not known yet</span>}</dd>
-          <dt>Key rotation</dt>
-          <dd>
-            Run <code>executor keys rotate</code> in a terminal; it asks for confirmation and records the rotation in the audit log.
-          </dd>
-          <dt>Sandbox</dt>
-          <dd>
-            <code>executor sandbox status</code> shows the Docker engine, image and limits.
-          </dd>
-        </dl>
+        <h2 id="signing-head">Audit signing</h2>
+        <ErrorBox error={keyError} />
+        {keyStatus ? (
+          <dl className="facts">
+            <dt>Signing key id</dt>
+            <dd>
+              <code>{keyStatus.currentKeyId}</code> (epoch {keyStatus.epoch})
+            </dd>
+            <dt>Key protection</dt>
+            <dd>{keyStatus.protection === 'os-keychain' ? 'OS keychain' : 'Plain file (no OS keychain available)'} · <code>{keyStatus.location}</code></dd>
+            <dt>Key chains</dt>
+            <dd>
+              {keyStatus.chains.map((chain) => (
+                <span key={chain.keyId} className="chain">
+                  <code>{chain.keyId}</code> since {formatTime(chain.createdAt)}
+                  {chain.verificationKeyExported ? ' · verification key exported' : ''}
+                </span>
+              ))}
+            </dd>
+            <dt>Log id</dt>
+            <dd>
+              <code>{keyStatus.logId}</code>
+            </dd>
+          </dl>
+        ) : null}
+        <div className="actions">
+          <button type="button" onClick={() => setRotating(true)}>
+            Rotate signing key…
+          </button>
+        </div>
+        <p className="muted small">
+          The sandbox's Docker engine, image and limits: <code>executor sandbox status</code>.
+        </p>
       </section>
+      {rotating ? (
+        <Dialog title="Rotate the audit signing key?" onCancel={() => setRotating(false)}>
+          <p>A new key chain starts now. Old records stay verifiable with the old chain; the rotation is recorded and signed under both keys.</p>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setRotating(false)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="primary"
+              onClick={() => {
+                setRotating(false);
+                setSaving(true);
+                setError(null);
+                api.rotateKeys({ reason: 'rotated from the Settings view' }).then(
+                  (rotated) => {
+                    setNotice(`Signing key rotated: ${rotated.previousKeyId} → ${rotated.keyId}. Recorded in the audit log.`);
+                    onKeysChanged();
+                  },
+                  setError,
+                ).finally(() => setSaving(false));
+              }}
+            >
+              Rotate key
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
       {removing ? (
         <Dialog title="Remove this remembered approval?" onCancel={() => setRemoving(null)}>
           <p>{describeRule(removing)}</p>

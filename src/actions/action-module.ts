@@ -14,6 +14,8 @@ export interface ActionContext {
   dataDir: string;
   blobs: BlobStore;
   kb: KbRepository;
+  /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
+  openExternal?: (url: string) => Promise<void>;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ActionName, Step } from '../domain/step.js';
 import type { ActionModule } from './action-module.js';
 import { createKBEntry } from './create-kb-entry.js';
 import { deleteFile } from './delete-file.js';
+import { openURL } from './open-url.js';
 import { writeFile } from './write-file.js';
 
 /** Every action's module. The mapped type makes a new action in the schema union fail to compile until it is listed here. */
@@ -9,6 +10,7 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   writeFile,
   deleteFile,
   createKBEntry,
+  openURL,
 };
 
 export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {

@@ -1,33 +1,52 @@
 import type { Actor } from '../domain/actor.js';
-import type { Db } from '../store/database.js';
+import { ExecutorError } from '../domain/errors.js';
 
-export type EventKind =
-  | 'app.started'
-  | 'app.stopped'
-  | 'policy.changed'
-  | 'ipc.rejected'
-  | 'ipc.denied'
-  | 'step.proposed'
-  | 'step.evaluated'
-  | 'step.consent_requested'
-  | 'step.approved'
-  | 'step.rejected'
-  | 'step.denied'
-  | 'step.simulated'
-  | 'step.execution_started'
-  | 'step.executed'
-  | 'step.failed'
-  | 'step.interrupted'
-  | 'step.reconsent'
-  | 'step.reverted'
-  | 'step.revert_forced';
+/**
+ * Every kind of record the audit log knows. Extending it is one line here: the type and the
+ * check in isEventKind() both come from this list, so an unknown kind cannot slip into the log.
+ */
+export const EVENT_KINDS = [
+  'app.started',
+  'app.stopped',
+  'policy.changed',
+  'ipc.rejected',
+  'ipc.denied',
+  'key.created',
+  'key.rotated',
+  'step.proposed',
+  'step.evaluated',
+  'step.consent_requested',
+  'step.approved',
+  'step.rejected',
+  'step.denied',
+  'step.simulated',
+  'step.execution_started',
+  'step.executed',
+  'step.failed',
+  'step.interrupted',
+  'step.reconsent',
+  'step.reverted',
+  'step.revert_forced',
+] as const;
+
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+const KNOWN_KINDS: ReadonlySet<string> = new Set(EVENT_KINDS);
+
+export function isEventKind(value: unknown): value is EventKind {
+  return typeof value === 'string' && KNOWN_KINDS.has(value);
+}
 
 export interface AuditEvent {
   kind: EventKind;
   actor: Actor;
   planId?: string;
   stepId?: string;
+  /** What was asked: the arguments of the action or the facts of the transition. Secrets are stored as salted HMACs. */
   detail?: Record<string, unknown>;
+  /** Content hashes before and after an effect (e.g. a file's pre- and post-image), when the event has them. */
+  preHash?: string;
+  postHash?: string;
 }
 
 /**
@@ -38,24 +57,10 @@ export interface AuditTrail {
   append(event: AuditEvent): void;
 }
 
-/** The append-only events table; triggers refuse UPDATE and DELETE. */
-export class EventLog implements AuditTrail {
-  private readonly insert;
-
-  constructor(db: Db) {
-    this.insert = db.prepare(
-      'INSERT INTO events (ts, plan_id, step_id, kind, actor_json, detail_json) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-  }
-
-  append(event: AuditEvent): void {
-    this.insert.run(
-      new Date().toISOString(),
-      event.planId ?? null,
-      event.stepId ?? null,
-      event.kind,
-      JSON.stringify(event.actor),
-      JSON.stringify(event.detail ?? {}),
-    );
+export function assertEventKind(kind: unknown): asserts kind is EventKind {
+  if (!isEventKind(kind)) {
+    throw new ExecutorError('INVALID_INPUT', `"${String(kind)}" is not a known audit event kind; add it to EVENT_KINDS in src/audit/event-log.ts.`, {
+      kind: String(kind),
+    });
   }
 }

@@ -7,10 +7,12 @@ import { randomBytes } from 'node:crypto';
  * the bytes go to a temporary sibling, are fsynced, and replace the target by rename;
  * the directory is fsynced so the rename itself survives power loss.
  */
+const tempName = (target: string, suffix: string) => `.${path.basename(target)}.executor-${suffix}.tmp`;
+
 export function writeFileAtomic(target: string, data: Uint8Array, mode?: number): void {
   const dir = path.dirname(target);
   fs.mkdirSync(dir, { recursive: true });
-  const temp = path.join(dir, `.${path.basename(target)}.executor-${randomBytes(6).toString('hex')}.tmp`);
+  const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   const fd = fs.openSync(temp, 'wx', mode ?? 0o644);
   try {
     fs.writeSync(fd, data);
@@ -42,4 +44,19 @@ function fsyncDirectory(dir: string): void {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Removes temporary siblings a crash left behind mid-write; the target itself is untouched. */
+export function removeStaleTempFiles(target: string): string[] {
+  const dir = path.dirname(target);
+  const prefix = tempName(target, '');
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const stale = names.filter((name) => name.startsWith(prefix.slice(0, -'.tmp'.length)) && name.endsWith('.tmp'));
+  for (const name of stale) fs.rmSync(path.join(dir, name), { force: true });
+  return stale.map((name) => path.join(dir, name));
 }

@@ -19,8 +19,9 @@ export class BlobStore {
     return path.join(this.root, hash.slice(0, 2), hash.slice(2));
   }
 
-  put(data: Uint8Array): string {
-    const hash = sha256Of(data);
+  /** `knownHash` skips hashing again when the caller just computed it from the same bytes. */
+  put(data: Uint8Array, knownHash?: string): string {
+    const hash = knownHash ?? sha256Of(data);
     const file = this.pathOf(hash);
     if (!fs.existsSync(file)) writeFileAtomic(file, data, 0o600);
     return hash;

@@ -17,6 +17,30 @@ export interface FileChange {
   mode: number | null;
 }
 
+/** A change with its content hashes, computed once: hashing 10 MB twice per use adds up. */
+export interface HashedFileChange extends FileChange {
+  preHash: string | null;
+  postHash: string | null;
+}
+
+export function hashFileChange(change: FileChange): HashedFileChange {
+  if ('preHash' in change) return change as HashedFileChange;
+  return {
+    ...change,
+    preHash: change.before === null ? null : sha256Of(change.before),
+    postHash: change.after === null ? null : sha256Of(change.after),
+  };
+}
+
+/**
+ * What a file preview shows, reduced to what decides it: the diff is a function of the two
+ * contents, so the path and both hashes identify it. Consent binds to this, and checking it
+ * again at execute costs two hashes instead of a second diff.
+ */
+export function fileChangesIdentity(files: readonly { path: string; preHash: string | null; postHash: string | null }[]): unknown {
+  return { kind: 'fileChanges', files: files.map(({ path, preHash, postHash }) => ({ path, preHash, postHash })) };
+}
+
 const BINARY_SNIFF_BYTES = 8000;
 
 export function isBinary(data: Buffer): boolean {
@@ -43,7 +67,8 @@ function describeBinary(data: Buffer | null): string {
 }
 
 /** The dry-run view of one change; no side effects. */
-export function previewFileChange(change: FileChange): FileChangePreview {
+export function previewFileChange(unhashed: FileChange): FileChangePreview {
+  const change = hashFileChange(unhashed);
   const { before, after } = change;
   const binary = (before !== null && isBinary(before)) || (after !== null && isBinary(after));
   const preview: FileChangePreview = {
@@ -52,8 +77,8 @@ export function previewFileChange(change: FileChange): FileChangePreview {
     existsAfter: after !== null,
     sizeBefore: before?.length ?? 0,
     sizeAfter: after?.length ?? 0,
-    preHash: before === null ? null : sha256Of(before),
-    postHash: after === null ? null : sha256Of(after),
+    preHash: change.preHash,
+    postHash: change.postHash,
     binary,
     diff: null,
   };
@@ -62,8 +87,8 @@ export function previewFileChange(change: FileChange): FileChangePreview {
     return preview;
   }
   const result = unifiedLineDiff(
-    before?.toString('utf8') ?? '',
-    after?.toString('utf8') ?? '',
+    before ?? Buffer.alloc(0),
+    after ?? Buffer.alloc(0),
     before === null ? '/dev/null' : `a/${change.displayPath}`,
     after === null ? '/dev/null' : `b/${change.displayPath}`,
   );
@@ -76,17 +101,17 @@ export function previewFileChange(change: FileChange): FileChangePreview {
  * Stores the pre-image and then the post-image of every file as blobs (fsynced) and returns the
  * manifest rows. Called before any file is touched, so every effect has its way back.
  */
-export function backupFileChanges(blobs: BlobStore, changes: FileChange[], previews: FileChangePreview[]): FileBackupRow[] {
+export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[], diffs: (string | null)[]): FileBackupRow[] {
   return changes.map((change, index) => {
-    const preHash = change.before === null ? null : blobs.put(change.before);
-    const postHash = change.after === null ? null : blobs.put(change.after);
+    const preHash = change.before === null ? null : blobs.put(change.before, change.preHash!);
+    const postHash = change.after === null ? null : blobs.put(change.after, change.postHash!);
     return {
       path: change.absolutePath,
       preHash,
       postHash,
       existedBefore: change.before !== null,
       mode: change.mode,
-      diff: previews[index]?.diff ?? null,
+      diff: diffs[index] ?? null,
     };
   });
 }

@@ -1,10 +1,12 @@
 import { diffArrays, formatPatch, type StructuredPatchHunk } from 'diff';
 
 /**
- * Line diff fast enough for 10 MB files. jsdiff's Myers on whole files is O(N·D) over string
- * objects (seconds for a 1%-changed 10 MB file); here lines become integers, the common prefix and
- * suffix are trimmed, lines unique to both sides anchor the match (patience diff), and only the
- * small gaps between anchors go to jsdiff's diffArrays. The output is jsdiff's own patch format.
+ * Line diff fast enough for 10 MB files. jsdiff's Myers over whole files is O(N·D) on string
+ * objects: seconds for a 1%-changed 10 MB file. Here lines stay byte ranges of the file. Both
+ * files are walked in lockstep while lines agree; at a difference the nearest point where three
+ * lines agree again is searched in a small window; only a region that does not resync nearby goes
+ * to a patience diff (lines unique on both sides anchor the match; jsdiff's diffArrays fills the
+ * small gaps). The result is a valid, near-minimal edit script in jsdiff's own patch format.
  */
 
 export interface LineDiffOptions {
@@ -18,38 +20,109 @@ export interface LineDiffOptions {
 
 export type LineDiffResult = { ok: true; patch: string; changedLines: number } | { ok: false; reason: string };
 
-interface Tokens {
-  ids: Int32Array;
-  lines: string[];
-  /** Whether the last line lacks a trailing newline. */
+const NEWLINE = 0x0a;
+/** How far (in lines, summed over both sides) a resync is searched before the patience fallback. */
+const RESYNC_WINDOW = 64;
+/** Lines that must agree for a resync point to count; one equal blank line or brace is not enough. */
+const RESYNC_CONFIRM = 3;
+/** Largest region handed to the patience matcher in one go. */
+const PATIENCE_REGION = 50_000;
+
+interface Lines {
+  bytes: Buffer;
+  starts: Int32Array;
+  ends: Int32Array;
+  count: number;
+  /** Whether the last line lacks a trailing newline (a different line from the same text with one). */
   noFinalNewline: boolean;
 }
 
-function tokenize(text: string, intern: Map<string, number>): Tokens {
-  const lines = text.split('\n');
-  let noFinalNewline = true;
-  if (lines[lines.length - 1] === '') {
-    lines.pop();
-    noFinalNewline = false;
+function scanLines(bytes: Buffer): Lines {
+  let count = 0;
+  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) count++;
+  const noFinalNewline = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE;
+  if (noFinalNewline) count++;
+  const starts = new Int32Array(count);
+  const ends = new Int32Array(count);
+  let lineStart = 0;
+  for (let i = 0; i < count; i++) {
+    const newline = bytes.indexOf(NEWLINE, lineStart);
+    const lineEnd = newline === -1 ? bytes.length : newline;
+    starts[i] = lineStart;
+    ends[i] = lineEnd;
+    lineStart = lineEnd + 1;
   }
-  const ids = new Int32Array(lines.length);
-  for (let i = 0; i < lines.length; i++) {
-    // The unterminated last line is a different token from the same text with a newline.
-    const key = noFinalNewline && i === lines.length - 1 ? `${lines[i]}\n\u0000eof` : lines[i]!;
-    let id = intern.get(key);
-    if (id === undefined) {
-      id = intern.size;
-      intern.set(key, id);
-    }
-    ids[i] = id;
-  }
-  return { ids, lines, noFinalNewline };
+  return { bytes, starts, ends, count, noFinalNewline };
+}
+
+function isUnterminated(lines: Lines, i: number): boolean {
+  return lines.noFinalNewline && i === lines.count - 1;
+}
+
+/** Byte comparison in JS: Buffer.compare's argument checks cost more than the ~40 bytes of a line. */
+function sameLine(a: Lines, i: number, b: Lines, j: number): boolean {
+  const aStart = a.starts[i]!;
+  const length = a.ends[i]! - aStart;
+  const bStart = b.starts[j]!;
+  if (b.ends[j]! - bStart !== length || isUnterminated(a, i) !== isUnterminated(b, j)) return false;
+  const ab = a.bytes;
+  const bb = b.bytes;
+  for (let k = 0; k < length; k++) if (ab[aStart + k] !== bb[bStart + k]) return false;
+  return true;
 }
 
 class DiffAborted extends Error {}
 
 /** Matched (oldIndex, newIndex) pairs, increasing in both. */
-type Matches = { a: number[]; b: number[] };
+class Matches {
+  a: Int32Array;
+  b: Int32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.a = new Int32Array(Math.max(16, capacity));
+    this.b = new Int32Array(Math.max(16, capacity));
+  }
+
+  push(i: number, j: number): void {
+    if (this.length === this.a.length) {
+      const grownA = new Int32Array(this.a.length * 2);
+      const grownB = new Int32Array(this.b.length * 2);
+      grownA.set(this.a);
+      grownB.set(this.b);
+      this.a = grownA;
+      this.b = grownB;
+    }
+    this.a[this.length] = i;
+    this.b[this.length] = j;
+    this.length++;
+  }
+}
+
+function confirmed(a: Lines, i: number, b: Lines, j: number): boolean {
+  for (let k = 0; k < RESYNC_CONFIRM; k++) {
+    if (i + k >= a.count || j + k >= b.count) return i + k >= a.count && j + k >= b.count;
+    if (!sameLine(a, i + k, b, j + k)) return false;
+  }
+  return true;
+}
+
+/** The nearest (fewest skipped lines) point after a difference where both files agree again. */
+function findResync(a: Lines, b: Lines, i: number, j: number): { i: number; j: number } | undefined {
+  for (let distance = 1; distance <= RESYNC_WINDOW; distance++) {
+    for (let skipA = 0; skipA <= distance; skipA++) {
+      const ii = i + skipA;
+      const jj = j + distance - skipA;
+      if (ii > a.count || jj > b.count) continue;
+      if (ii === a.count || jj === b.count) {
+        if (ii === a.count && jj === b.count) return { i: ii, j: jj };
+        continue;
+      }
+      if (confirmed(a, ii, b, jj)) return { i: ii, j: jj };
+    }
+  }
+  return undefined;
+}
 
 function longestIncreasingSubsequence(values: number[]): number[] {
   const tails: number[] = [];
@@ -73,97 +146,148 @@ function longestIncreasingSubsequence(values: number[]): number[] {
   return result.reverse();
 }
 
-function matchRange(
+/** Line ids for a region: equal lines get equal ids (hash over bytes, confirmed by comparison). */
+function internRegion(a: Lines, a0: number, a1: number, b: Lines, b0: number, b1: number): { ida: Int32Array; idb: Int32Array; size: number } {
+  const byHash = new Map<number, number>();
+  const nextWithSameHash: number[] = [];
+  const repSide: Lines[] = [];
+  const repIndex: number[] = [];
+  const intern = (lines: Lines, i: number): number => {
+    let hash = isUnterminated(lines, i) ? 0x9e3779b9 | 0 : 0x811c9dc5 | 0;
+    const bytes = lines.bytes;
+    for (let k = lines.starts[i]!, end = lines.ends[i]!; k < end; k++) hash = Math.imul(hash ^ bytes[k]!, 0x01000193);
+    hash &= 0x3fffffff; // stay a small integer: V8 keys maps on Smis far faster than on heap numbers
+    const first = byHash.get(hash);
+    for (let id = first ?? -1; id !== -1; id = nextWithSameHash[id]!) {
+      if (sameLine(repSide[id]!, repIndex[id]!, lines, i)) return id;
+    }
+    const id = repSide.length;
+    repSide.push(lines);
+    repIndex.push(i);
+    nextWithSameHash.push(first ?? -1);
+    byHash.set(hash, id);
+    return id;
+  };
+  const ida = new Int32Array(a1 - a0);
+  const idb = new Int32Array(b1 - b0);
+  for (let i = a0; i < a1; i++) ida[i - a0] = intern(a, i);
+  for (let j = b0; j < b1; j++) idb[j - b0] = intern(b, j);
+  return { ida, idb, size: repSide.length };
+}
+
+/** Patience diff over id arrays; pushes matches offset by (offsetA, offsetB). */
+function patience(
   a: Int32Array,
   b: Int32Array,
   a0: number,
   a1: number,
   b0: number,
   b1: number,
-  out: Matches,
+  counts: { countA: Int32Array; countB: Int32Array; posB: Int32Array },
+  emit: (i: number, j: number) => void,
   deadline: number,
   maxGapEdit: number,
 ): void {
   if (Date.now() > deadline) throw new DiffAborted('the diff took too long');
-  const prefixA: number[] = [];
-  while (a0 < a1 && b0 < b1 && a[a0] === b[b0]) {
-    out.a.push(a0++);
-    out.b.push(b0++);
+  while (a0 < a1 && b0 < b1 && a[a0] === b[b0]) emit(a0++, b0++);
+  const suffixEndA = a1;
+  while (a1 > a0 && b1 > b0 && a[a1 - 1] === b[b1 - 1]) {
+    a1--;
+    b1--;
   }
-  const suffix: [number, number][] = [];
-  while (a1 > a0 && b1 > b0 && a[a1 - 1] === b[b1 - 1]) suffix.push([--a1, --b1]);
-  void prefixA;
+  const suffixShift = b1 - a1;
   if (a0 < a1 && b0 < b1) {
-    // Lines that occur exactly once on each side are safe anchors.
-    const counts = new Map<number, { inA: number; inB: number; posA: number; posB: number }>();
-    for (let i = a0; i < a1; i++) {
-      const entry = counts.get(a[i]!);
-      if (entry) entry.inA++;
-      else counts.set(a[i]!, { inA: 1, inB: 0, posA: i, posB: -1 });
-    }
+    const { countA, countB, posB } = counts;
+    for (let i = a0; i < a1; i++) countA[a[i]!]!++;
     for (let j = b0; j < b1; j++) {
-      const entry = counts.get(b[j]!);
-      if (entry) {
-        entry.inB++;
-        entry.posB = j;
-      }
+      countB[b[j]!]!++;
+      posB[b[j]!] = j;
     }
     const anchorsA: number[] = [];
     const anchorsB: number[] = [];
     for (let i = a0; i < a1; i++) {
-      const entry = counts.get(a[i]!)!;
-      if (entry.inA === 1 && entry.inB === 1) {
+      const id = a[i]!;
+      if (countA[id] === 1 && countB[id] === 1) {
         anchorsA.push(i);
-        anchorsB.push(entry.posB);
+        anchorsB.push(posB[id]!);
       }
     }
+    for (let i = a0; i < a1; i++) countA[a[i]!] = 0;
+    for (let j = b0; j < b1; j++) countB[b[j]!] = 0;
     if (anchorsA.length > 0) {
-      const chosen = longestIncreasingSubsequence(anchorsB);
       let lastA = a0;
       let lastB = b0;
-      for (const k of chosen) {
-        const anchorA = anchorsA[k]!;
-        const anchorB = anchorsB[k]!;
-        matchRange(a, b, lastA, anchorA, lastB, anchorB, out, deadline, maxGapEdit);
-        out.a.push(anchorA);
-        out.b.push(anchorB);
-        lastA = anchorA + 1;
-        lastB = anchorB + 1;
+      for (const k of longestIncreasingSubsequence(anchorsB)) {
+        patience(a, b, lastA, anchorsA[k]!, lastB, anchorsB[k]!, counts, emit, deadline, maxGapEdit);
+        emit(anchorsA[k]!, anchorsB[k]!);
+        lastA = anchorsA[k]! + 1;
+        lastB = anchorsB[k]! + 1;
       }
-      matchRange(a, b, lastA, a1, lastB, b1, out, deadline, maxGapEdit);
-    } else if ((a1 - a0) + (b1 - b0) <= maxGapEdit * 4) {
+      patience(a, b, lastA, a1, lastB, b1, counts, emit, deadline, maxGapEdit);
+    } else if (a1 - a0 + (b1 - b0) <= maxGapEdit * 4) {
       const changes = diffArrays(Array.from(a.subarray(a0, a1)), Array.from(b.subarray(b0, b1)), { maxEditLength: maxGapEdit });
-      if (changes) {
-        let i = a0;
-        let j = b0;
-        for (const change of changes) {
-          const count = change.count ?? change.value.length;
-          if (change.added) j += count;
-          else if (change.removed) i += count;
-          else
-            for (let k = 0; k < count; k++) {
-              out.a.push(i++);
-              out.b.push(j++);
-            }
-        }
+      let i = a0;
+      let j = b0;
+      // No result within maxEditLength leaves the gap unmatched: shown as removed, then added.
+      for (const change of changes ?? []) {
+        const count = change.count ?? change.value.length;
+        if (change.added) j += count;
+        else if (change.removed) i += count;
+        else for (let k = 0; k < count; k++) emit(i++, j++);
       }
-      // No result within maxEditLength: leave the gap unmatched, shown as removed then added.
     }
   }
-  for (let k = suffix.length - 1; k >= 0; k--) {
-    out.a.push(suffix[k]![0]);
-    out.b.push(suffix[k]![1]);
+  for (let i = a1; i < suffixEndA; i++) emit(i, i + suffixShift);
+}
+
+function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEdit: number): void {
+  let i = 0;
+  let j = 0;
+  while (i < a.count && j < b.count) {
+    if (sameLine(a, i, b, j)) {
+      out.push(i++, j++);
+      continue;
+    }
+    const resync = findResync(a, b, i, j);
+    if (resync) {
+      i = resync.i;
+      j = resync.j;
+      continue;
+    }
+    if (Date.now() > deadline) throw new DiffAborted('the diff took too long');
+    // No agreement nearby: a patience diff over a bounded region, then lockstep again after its last match.
+    const a1 = Math.min(a.count, i + PATIENCE_REGION);
+    const b1 = Math.min(b.count, j + PATIENCE_REGION);
+    const toEnd = a1 === a.count && b1 === b.count;
+    const { ida, idb, size } = internRegion(a, i, a1, b, j, b1);
+    const counts = { countA: new Int32Array(size), countB: new Int32Array(size), posB: new Int32Array(size) };
+    let lastA = -1;
+    let lastB = -1;
+    patience(ida, idb, 0, ida.length, 0, idb.length, counts, (mi, mj) => {
+      out.push(i + mi, j + mj);
+      lastA = i + mi;
+      lastB = j + mj;
+    }, deadline, maxGapEdit);
+    if (toEnd) return;
+    if (lastA === -1) {
+      // Nothing in the region agrees: it is all change; carry on after it.
+      i = a1;
+      j = b1;
+    } else {
+      i = lastA + 1;
+      j = lastB + 1;
+    }
   }
 }
 
-function hunkLine(prefix: string, tokens: Tokens, index: number, lines: string[]): void {
-  lines.push(prefix + tokens.lines[index]);
-  if (tokens.noFinalNewline && index === tokens.lines.length - 1) lines.push('\\ No newline at end of file');
+function hunkLine(prefix: string, lines: Lines, index: number, out: string[]): void {
+  out.push(prefix + lines.bytes.toString('utf8', lines.starts[index]!, lines.ends[index]!));
+  if (isUnterminated(lines, index)) out.push('\\ No newline at end of file');
 }
 
 export function unifiedLineDiff(
-  oldText: string,
-  newText: string,
+  oldText: string | Buffer,
+  newText: string | Buffer,
   oldName: string,
   newName: string,
   options: LineDiffOptions = {},
@@ -171,23 +295,21 @@ export function unifiedLineDiff(
   const context = options.context ?? 3;
   const deadline = Date.now() + (options.timeoutMs ?? 2000);
   const maxDiffBytes = options.maxDiffBytes ?? 4 * 1024 * 1024;
-  const intern = new Map<string, number>();
-  const a = tokenize(oldText, intern);
-  const b = tokenize(newText, intern);
-  const matches: Matches = { a: [], b: [] };
+  const a = scanLines(typeof oldText === 'string' ? Buffer.from(oldText) : oldText);
+  const b = scanLines(typeof newText === 'string' ? Buffer.from(newText) : newText);
+  const matches = new Matches(Math.min(a.count, b.count) + 1);
   try {
-    matchRange(a.ids, b.ids, 0, a.ids.length, 0, b.ids.length, matches, deadline, options.maxGapEdit ?? 2000);
+    matchLines(a, b, matches, deadline, options.maxGapEdit ?? 2000);
   } catch (error) {
     if (error instanceof DiffAborted) return { ok: false, reason: `diff too large (${error.message}); exact snapshots are kept` };
     throw error;
   }
   // Change blocks between consecutive matches, with a sentinel match past both ends.
-  matches.a.push(a.ids.length);
-  matches.b.push(b.ids.length);
+  matches.push(a.count, b.count);
   const blocks: { a0: number; a1: number; b0: number; b1: number }[] = [];
   let prevA = -1;
   let prevB = -1;
-  for (let k = 0; k < matches.a.length; k++) {
+  for (let k = 0; k < matches.length; k++) {
     const ma = matches.a[k]!;
     const mb = matches.b[k]!;
     if (ma > prevA + 1 || mb > prevB + 1) blocks.push({ a0: prevA + 1, a1: ma, b0: prevB + 1, b1: mb });
@@ -205,7 +327,7 @@ export function unifiedLineDiff(
     const end = blocks[last]!;
     const startA = Math.max(0, first.a0 - context);
     const startB = first.b0 - (first.a0 - startA);
-    const endA = Math.min(a.ids.length, end.a1 + context);
+    const endA = Math.min(a.count, end.a1 + context);
     const endB = end.b1 + (endA - end.a1);
     const lines: string[] = [];
     let cursorA = startA;

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { registerAuditCommands } from './commands/audit.js';
+import { registerKeyCommands } from './commands/keys.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 
@@ -14,6 +15,7 @@ const program = new Command()
 // One registration per command group; a new group is one line here and its own file in commands/.
 registerStepCommands(program);
 registerAuditCommands(program);
+registerKeyCommands(program);
 registerServeCommands(program);
 
 try {

@@ -55,6 +55,12 @@ export function detailText(record: StepRecord): string {
       lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
       lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
     }
+  } else if (record.preview?.kind === 'url') {
+    const preview = record.preview;
+    lines.push('', `--- opens ${preview.protocol}//${preview.host}${preview.path}`);
+    for (const param of preview.query) lines.push(`  ?${param.name} = ${param.value}${param.opaque ? '   <-- long opaque value' : ''}`);
+    if (preview.fragment) lines.push(`  #${preview.fragment}`);
+    for (const warning of preview.warnings) lines.push(`  warning: ${warning}`);
   } else if (record.preview?.kind === 'kbEntry') {
     lines.push('', `--- knowledge-base entry "${record.preview.title}" [${record.preview.tags.join(', ')}]`, record.preview.content);
   }

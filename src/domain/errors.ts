@@ -22,6 +22,9 @@ export type ErrorCode =
   | 'BUSY'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
+  | 'AUDIT_KEY_MISSING'
+  | 'AUDIT_INVALID'
+  | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'
   | 'NOT_AVAILABLE'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.

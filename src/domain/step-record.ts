@@ -22,7 +22,16 @@ export interface FileChangePreview {
 export type Preview =
   | { kind: 'fileChanges'; files: FileChangePreview[] }
   | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
-  | { kind: 'text'; text: string };
+  | { kind: 'text'; text: string }
+  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] };
+
+/** One query parameter of a URL a step would open, decoded, flagged when it could smuggle data out. */
+export interface UrlQueryParam {
+  name: string;
+  value: string;
+  /** A long value with no readable words (base64, hex, an encoded blob): it could carry data out. */
+  opaque: boolean;
+}
 
 export interface Approval {
   by: Actor;

@@ -2,9 +2,19 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { ActionContext } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
-import { EventLog, type AuditTrail } from '../audit/event-log.js';
+import { exportAudit } from '../audit/audit-export.js';
+import type { VerificationKeyLine } from '../audit/audit-keys.js';
+import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
+import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
+import { verifyDataDir } from '../audit/audit-verifier.js';
+import type { AuditTrail } from '../audit/event-log.js';
+import type { EpochKeys } from '../audit/key-ratchet.js';
+import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
+import { secretDigest } from '../audit/recordable-value.js';
+import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
+import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
-import { backupFileChanges, planRevert, previewFileChange, revertFileChanges, type RevertPlanEntry } from '../backup/file-changes.js';
+import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
@@ -29,15 +39,30 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
-export interface AuditEntry {
-  seq: number;
-  ts: string;
-  planId: string | null;
-  stepId: string | null;
-  kind: string;
-  actor: Actor;
-  detail: Record<string, unknown>;
+export interface ExecutorOptions {
+  /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
+  keyStore?: KeyStore;
+  audit?: AuditLogOptions;
+  /** How often a checkpoint seals the head while the host runs, also when idle. */
+  auditHeartbeatMs?: number;
+  /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
+  openExternal?: (url: string) => Promise<void>;
 }
+
+export interface KeyStatus {
+  logId: string;
+  protection: KeyProtection;
+  location: string;
+  currentKeyId: string;
+  epoch: number;
+  chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
+  anchor: { seq: number; ts: string } | null;
+}
+
+export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
+
+/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
+export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
@@ -45,8 +70,9 @@ const SYSTEM_ACTOR: Actor = actorFor('system');
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
+/** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
 export function previewHashOf(preview: Preview): string {
-  return sha256Hex(canonicalJson(preview));
+  return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
 }
 
 /**
@@ -61,32 +87,44 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly kb: KbRepository;
   private readonly blobs: BlobStore;
   private readonly audit: AuditTrail;
+  private readonly auditLog: SignedAuditLog;
+  private readonly keyStore: KeyStore;
   private policy: Policy;
   private closed = false;
+  private readonly openExternal?: (url: string) => Promise<void>;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy) {
+  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
+    this.openExternal = options.openExternal;
     this.dataDir = dataDir;
     this.lock = lock;
     this.db = db;
     this.policy = policy;
-    this.audit = this.notifyingTrail(new EventLog(db));
+    this.auditLog = auditLog;
+    this.keyStore = keyStore;
+    this.audit = this.notifyingTrail(auditLog);
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
   }
 
-  /** Takes the data directory's lock, opens the database, and marks steps a crash left running as interrupted. */
-  static open(dataDir: string): Executor {
+  /**
+   * Takes the data directory's lock, opens the database and its signed audit log, and marks steps a
+   * crash left running as interrupted. Without the audit key nothing opens: fail closed.
+   */
+  static open(dataDir: string, options: ExecutorOptions = {}): Executor {
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
-      const executor = new Executor(resolved, lock, db, policy);
+      const keyStore = options.keyStore ?? new FileKeyStore(resolved);
+      const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
+      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
+      auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       return executor;
     } catch (error) {
       db?.close();
@@ -98,8 +136,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.auditLog.stopHeartbeat();
     try {
-      this.db.transaction(() => this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
+      // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
+      this.db.transaction(() => {
+        this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        this.auditLog.checkpoint('shutdown');
+      })();
+      this.auditLog.flushAnchor();
     } finally {
       this.db.close();
       this.lock.release();
@@ -151,7 +195,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb };
+    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
   }
 
   private emitStep(record: StepRecord): StepRecord {
@@ -259,24 +303,24 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module, args } = boundAction(record.step);
     const ctx = this.context(stepId);
 
-    if (record.approval?.previewHash) {
-      const fresh = await this.previewOrError(record.step);
-      if (fresh.ok && fresh.previewHash !== record.approval.previewHash) {
-        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: fresh }, {
-          kind: 'step.reconsent',
-          detail: { reason: 'The preview changed since it was approved (the files changed on disk); approve the new preview.', previewHash: fresh.previewHash },
-        }));
-      }
-    }
-
     let prepared;
     try {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
       return this.failBeforeStart(stepId, actor, error);
     }
-    const previews = prepared.fileChanges.map(previewFileChange);
-    const backups = backupFileChanges(this.blobs, prepared.fileChanges, previews);
+    const changes = prepared.fileChanges.map(hashFileChange);
+    if (record.approval?.previewHash && changes.length > 0) {
+      const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
+      if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
+        const preview: Preview = { kind: 'fileChanges', files: changes.map(previewFileChange) };
+        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
+          kind: 'step.reconsent',
+          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
+        }));
+      }
+    }
+    const backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       backups,
@@ -290,6 +334,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const shaped = toErrorShape(error);
       return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped } }));
     }
+  }
+
+  /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
+  private diffsFor(record: StepRecord, changes: HashedFileChange[]): (string | null)[] {
+    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
+    return changes.map((change) => {
+      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
+      return same ? same.diff : previewFileChange(change).diff;
+    });
   }
 
   private assertRunnable(record: StepRecord): void {
@@ -388,38 +441,80 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.steps.planSteps(planId);
   }
 
-  getAudit(filter: { stepId?: string; planId?: string; afterSeq?: number; limit?: number } = {}): AuditEntry[] {
-    const where: string[] = ['seq > ?'];
-    const params: unknown[] = [filter.afterSeq ?? 0];
-    if (filter.stepId) {
-      where.push('step_id = ?');
-      params.push(filter.stepId);
-    }
-    if (filter.planId) {
-      where.push('plan_id = ?');
-      params.push(filter.planId);
-    }
-    params.push(filter.limit ?? 500);
-    const rows = this.db.prepare(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`).all(...params) as {
-      seq: number; ts: string; plan_id: string | null; step_id: string | null; kind: string; actor_json: string; detail_json: string;
-    }[];
-    return rows.map((row) => ({
-      seq: row.seq,
-      ts: row.ts,
-      planId: row.plan_id,
-      stepId: row.step_id,
-      kind: row.kind,
-      actor: JSON.parse(row.actor_json) as Actor,
-      detail: JSON.parse(row.detail_json) as Record<string, unknown>,
-    }));
+  /** A page of audit records, newest first unless `order: 'asc'`; pass `nextCursor` back for the next page. */
+  getAudit(query: unknown = {}): AuditPage {
+    return queryAudit(this.db, query);
+  }
+
+  /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
+  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
+    return verifyDataDir(this.dataDir, { keyStore: this.keyStore, ...options });
+  }
+
+  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
+    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+  }
+
+  /** One record exactly as signed, for the record detail of the audit view. */
+  getAuditRecord(seq: number): AuditRecordRaw {
+    return readAuditRecord(this.db, seq);
+  }
+
+  /**
+   * The export as text, for the window's download. Bounded, so one click cannot build a reply the
+   * transports refuse; bigger logs are exported by range or with `executor audit export`.
+   */
+  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = MAX_EXPORT_TEXT_BYTES): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+    const lines: string[] = [];
+    let bytes = 0;
+    const written = this.exportAudit({
+      write: (line) => {
+        bytes += line.length;
+        if (bytes > maxBytes) {
+          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
+        }
+        lines.push(line);
+      },
+    }, range);
+    return { jsonl: lines.join(''), ...written };
+  }
+
+  /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
+  hashSecret(value: string): string {
+    return secretDigest(this.auditLog.keys.salt, value);
+  }
+
+  /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
+  rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
+    return this.auditLog.rotate(actor, reason);
+  }
+
+  /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
+  exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
+    return this.auditLog.keys.exportVerification(new Date(), options);
+  }
+
+  keyStatus(): KeyStatus {
+    const keys = this.auditLog.keys;
+    const anchor = this.auditLog.anchorStore.read();
+    return {
+      logId: keys.logId,
+      protection: keys.protection,
+      location: keys.location,
+      currentKeyId: keys.current().keyId,
+      epoch: keys.current().epoch,
+      chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+      anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+    };
   }
 
   private recoverInterrupted(): void {
     for (const record of this.steps.list({ status: ['running'] })) {
+      const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
       this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
         error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
         finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true } });
+      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
     }
   }
 }

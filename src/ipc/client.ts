@@ -182,3 +182,26 @@ export function createExecutorClient(rpc: SignedRpc): ExecutorClient {
     close: () => rpc.close(),
   };
 }
+
+/*
+ * Electron's contextBridge copies only an Error's message, so the preload puts the typed error
+ * into the message and the page's side (renderer-entry.ts) turns it back into an ExecutorError.
+ */
+const BRIDGE_ERROR_PREFIX = 'executor-error:';
+
+export function errorForBridge(error: unknown): Error {
+  const shape: ErrorShape =
+    error instanceof ExecutorError ? error.toJSON() : { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
+  return new Error(BRIDGE_ERROR_PREFIX + JSON.stringify(shape));
+}
+
+export function errorFromBridge(error: unknown): unknown {
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : '';
+  const start = message.indexOf(BRIDGE_ERROR_PREFIX);
+  if (start === -1) return error;
+  try {
+    return remoteError(JSON.parse(message.slice(start + BRIDGE_ERROR_PREFIX.length)) as ErrorShape);
+  } catch {
+    return error;
+  }
+}

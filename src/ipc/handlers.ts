@@ -37,10 +37,13 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
   listSteps: (executor, params) => executor.listSteps(params ?? {}),
   getStep: (executor, { stepId }) => executor.getStep(stepId),
-  getAudit: (executor, params) => executor.getAudit(params ?? {}) as unknown as Record<string, unknown>[],
-  verifyAudit: () => {
-    throw new ExecutorError('NOT_AVAILABLE', 'Audit verification is not available in this build yet.');
-  },
+  getAudit: (executor, params) => executor.getAudit(params ?? {}),
+  getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),
+  exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),
+  verifyAudit: (executor) => executor.verifyAudit(),
+  getKeyStatus: (executor) => executor.keyStatus(),
+  rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
+  exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
   getPolicy: (executor) => executor.getPolicy(),
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
   subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),

@@ -1,4 +1,4 @@
-import { Executor } from '../executor/executor.js';
+import { Executor, type ExecutorOptions } from '../executor/executor.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
 import { listenOnSocket, socketPathFor, type SocketListener } from './socket-transport.js';
 import { issueSocketCredentials, removeSocketCredentials } from './token-files.js';
@@ -17,14 +17,14 @@ export interface Host {
   close(): Promise<void>;
 }
 
-export interface HostOptions extends IpcServerOptions {
+export interface HostOptions extends IpcServerOptions, ExecutorOptions {
   web?: WebServerOptions;
   /** Extra credentials, e.g. the Electron window's. */
   credentials?: Credential[];
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
-  const executor = Executor.open(dataDir);
+  const executor = Executor.open(dataDir, { openExternal: options.openExternal });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {

@@ -5,8 +5,10 @@ import type { MessageMac } from './protocol.js';
 export function nodeMac(key: Uint8Array): MessageMac {
   const keyBytes = Buffer.from(key);
   return {
-    sign(data: string): Promise<string> {
-      return Promise.resolve(createHmac('sha256', keyBytes).update(data, 'utf8').digest('base64url'));
+    sign(...parts: string[]): Promise<string> {
+      const hmac = createHmac('sha256', keyBytes);
+      for (const part of parts) hmac.update(part, 'utf8');
+      return Promise.resolve(hmac.digest('base64url'));
     },
   };
 }

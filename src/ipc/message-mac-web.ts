@@ -5,8 +5,8 @@ export async function webCryptoMac(key: Uint8Array): Promise<MessageMac> {
   const cryptoKey = await globalThis.crypto.subtle.importKey('raw', new Uint8Array(key), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const encoder = new TextEncoder();
   return {
-    async sign(data: string): Promise<string> {
-      return base64url(new Uint8Array(await globalThis.crypto.subtle.sign('HMAC', cryptoKey, encoder.encode(data))));
+    async sign(...parts: string[]): Promise<string> {
+      return base64url(new Uint8Array(await globalThis.crypto.subtle.sign('HMAC', cryptoKey, encoder.encode(parts.join('')))));
     },
   };
 }

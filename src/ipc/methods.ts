@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import {
+  AuditExportWireSchema,
+  AuditRecordWireSchema,
   EvaluationSchema,
   EVENT_TOPICS,
   PolicyWireSchema,
@@ -8,7 +10,11 @@ import {
   RevertPlanEntrySchema,
   StepRecordSchema,
   StepWireSchema,
+  AuditPageWireSchema,
+  VerifyReportWireSchema,
+  KeyStatusWireSchema,
 } from './wire-schemas.js';
+import { AuditQuerySchema } from '../audit/audit-query.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the
@@ -107,25 +113,46 @@ export const METHODS = {
     description: 'one step with its evaluation, preview, approval and outcome',
   }),
   getAudit: method({
-    params: z
-      .strictObject({
-        stepId: z.string().max(128).optional(),
-        planId: z.string().max(128).optional(),
-        afterSeq: z.number().int().nonnegative().optional(),
-        limit: z.number().int().min(1).max(10_000).optional(),
-      })
-      .optional(),
-    // Loose on purpose: the audit storage is being replaced (issue 3); its record schema lands with it.
-    result: z.array(z.record(z.string(), z.unknown())),
+    params: AuditQuerySchema.optional(),
+    result: AuditPageWireSchema,
     channels: EVERYONE,
-    description: 'audit records in order',
+    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, time',
+  }),
+  getAuditRecord: method({
+    params: z.strictObject({ seq: z.number().int().min(1) }),
+    result: AuditRecordWireSchema,
+    channels: EVERYONE,
+    description: 'one audit record exactly as signed: canonical body, MAC, chained hash, key id',
+  }),
+  exportAudit: method({
+    params: z.strictObject({ from: z.number().int().min(1).optional(), to: z.number().int().min(1).optional() }).optional(),
+    result: AuditExportWireSchema,
+    channels: PERSON_CHANNELS,
+    description: 'the log (or a range) as JSON lines with the checkpoints that seal it, for `executor audit verify --file`',
   }),
   verifyAudit: method({
     params: noParams,
-    // Loose on purpose until the verifier of issue 3 defines its report.
-    result: z.unknown(),
+    result: VerifyReportWireSchema,
     channels: EVERYONE,
-    description: 'check the audit chain, signatures and checkpoints',
+    description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
+  }),
+  getKeyStatus: method({
+    params: noParams,
+    result: KeyStatusWireSchema,
+    channels: EVERYONE,
+    description: 'which audit key signs now and how the keys are protected',
+  }),
+  rotateKeys: method({
+    params: z.strictObject({ reason: z.string().max(500).optional() }).optional(),
+    result: z.object({ previousKeyId: z.string(), keyId: z.string() }),
+    channels: PERSON_CHANNELS,
+    description: 'start a new audit key chain (recorded under both keys)',
+  }),
+  exportVerificationKeys: method({
+    params: z.strictObject({ keep: z.boolean().optional() }).optional(),
+    result: z.array(z.object({ keyId: z.string(), verificationKey: z.string(), publicKey: z.string() })),
+    channels: PERSON_CHANNELS,
+    description: 'show K0 once for offline verification (erased afterwards unless keep)',
   }),
   getPolicy: method({
     params: noParams,

@@ -1,4 +1,5 @@
-import type { ExecutorClient } from './client.js';
+import { errorFromBridge, type ExecutorClient } from './client.js';
+import { METHOD_NAMES } from './methods.js';
 import { connectFromPage } from './web-client.js';
 
 /**
@@ -8,6 +9,16 @@ import { connectFromPage } from './web-client.js';
  */
 export async function connectExecutor(): Promise<ExecutorClient> {
   const exposed = (globalThis as { executor?: ExecutorClient }).executor;
-  if (exposed) return exposed;
+  if (exposed) return fromWindowApi(exposed);
   return connectFromPage();
+}
+
+/** The preload's functions, with typed errors restored (the bridge carries only messages). */
+export function fromWindowApi(exposed: ExecutorClient): ExecutorClient {
+  const client = { ...exposed } as Record<string, unknown>;
+  for (const name of [...METHOD_NAMES, 'on'] as const) {
+    const call = exposed[name] as (...args: unknown[]) => Promise<unknown>;
+    client[name] = (...args: unknown[]) => call(...args).catch((error: unknown) => Promise.reject(errorFromBridge(error)));
+  }
+  return client as unknown as ExecutorClient;
 }

@@ -1,3 +1,4 @@
+import { VERIFY_CODES } from '../audit/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
 import type { ErrorCode } from '../domain/errors.js';
@@ -72,6 +73,16 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fileChanges'), files: z.array(FileChangePreviewSchema) }),
   z.object({ kind: z.literal('kbEntry'), title: z.string(), content: z.string(), tags: z.array(z.string()) }),
   z.object({ kind: z.literal('text'), text: z.string() }),
+  z.object({
+    kind: z.literal('url'),
+    url: z.string(),
+    protocol: z.string(),
+    host: z.string(),
+    path: z.string(),
+    query: z.array(z.object({ name: z.string(), value: z.string(), opaque: z.boolean() })),
+    fragment: z.string().nullable(),
+    warnings: z.array(z.string()),
+  }),
 ]);
 
 export const ApprovalSchema = z.object({
@@ -136,3 +147,68 @@ const sameEvaluation: Same<z.output<typeof EvaluationSchema>, Evaluation> = true
 const sameApproval: Same<z.output<typeof ApprovalSchema>, Approval> = true;
 const sameActor: Same<z.output<typeof ActorSchema>, Actor> = true;
 void [sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor];
+
+/** One audit record as getAudit pages it (see src/audit/audit-query.ts AuditEntry). */
+export const AuditEntryWireSchema = z.object({
+  seq: z.number().int(),
+  ts: z.string(),
+  action: z.string(),
+  planId: z.string().nullable(),
+  stepId: z.string().nullable(),
+  userId: z.object({ user: z.string(), channel: z.string(), client: z.string().optional() }),
+  args: z.unknown(),
+  preHash: z.string().nullable(),
+  postHash: z.string().nullable(),
+  result: z.unknown(),
+  keyId: z.string(),
+  epoch: z.number().int(),
+});
+
+export const AuditPageWireSchema = z.object({ entries: z.array(AuditEntryWireSchema), nextCursor: z.string().nullable() });
+
+/** One record exactly as stored (src/audit/audit-query.ts AuditRecordRaw). */
+export const AuditRecordWireSchema = z.object({
+  seq: z.number().int(),
+  body: z.string(),
+  mac: z.string(),
+  hash: z.string(),
+  cosign: z.string().nullable(),
+  keyId: z.string().nullable(),
+  epoch: z.number().int().nullable(),
+  prevHash: z.string().nullable(),
+});
+
+export const AuditExportWireSchema = z.object({
+  jsonl: z.string(),
+  records: z.number().int(),
+  checkpoints: z.number().int(),
+  from: z.number().int(),
+  to: z.number().int(),
+});
+
+/** The verifier's report (src/audit/verify-codes.ts VerifyReport), field for field. */
+export const VerifyReportWireSchema = z.object({
+  ok: z.boolean(),
+  logId: z.string().nullable(),
+  records: z.number().int(),
+  headSeq: z.number().int(),
+  headHash: z.string(),
+  checkpoints: z.number().int(),
+  lastCheckpointSeq: z.number().int(),
+  unsealedTail: z.number().int(),
+  macsUnchecked: z.number().int(),
+  anchor: z.object({ seq: z.number().int(), headHash: z.string() }).nullable(),
+  warnings: z.array(z.string()),
+  problem: z.object({ code: z.enum(VERIFY_CODES), seq: z.number().int(), message: z.string() }).nullable(),
+});
+
+/** src/executor/executor.ts KeyStatus, field for field. */
+export const KeyStatusWireSchema = z.object({
+  logId: z.string(),
+  protection: z.enum(['os-keychain', 'plaintext']),
+  location: z.string(),
+  currentKeyId: z.string(),
+  epoch: z.number().int(),
+  chains: z.array(z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() })),
+  anchor: z.object({ seq: z.number().int(), ts: z.string() }).nullable(),
+});

@@ -49,7 +49,7 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
     } catch {
       continue; // removed between our open and read: try again
     }
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+    if (Number.isInteger(holder) && holder > 0 && (holder === process.pid || isAlive(holder))) {
       throw new ExecutorError(
         'BUSY',
         `busy: the data directory ${dataDir} is held by pid ${holder}. Wait for it to finish, or stop that process.`,

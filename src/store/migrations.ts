@@ -59,17 +59,36 @@ export const MIGRATIONS: readonly string[] = [
     created_at  TEXT NOT NULL
   );
 
-  CREATE TABLE events (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    ts           TEXT NOT NULL,
-    plan_id      TEXT,
-    step_id      TEXT,
-    kind         TEXT NOT NULL,
-    actor_json   TEXT NOT NULL,
-    detail_json  TEXT NOT NULL
+  -- The audit log: one signed, hash-chained record per row. body holds the exact canonical bytes
+  -- that were signed; the other columns are copies of body fields, indexed for queries and checked
+  -- against body by verify.
+  CREATE TABLE audit_records (
+    seq      INTEGER PRIMARY KEY,
+    ts       TEXT NOT NULL,
+    action   TEXT NOT NULL,
+    plan_id  TEXT,
+    step_id  TEXT,
+    body     TEXT NOT NULL,
+    mac      BLOB NOT NULL,
+    hash     BLOB NOT NULL,
+    cosign   BLOB
   );
-  CREATE INDEX events_step ON events(step_id);
-  CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-  CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+  CREATE INDEX audit_records_step ON audit_records(step_id, seq) WHERE step_id IS NOT NULL;
+  CREATE INDEX audit_records_plan ON audit_records(plan_id, seq) WHERE plan_id IS NOT NULL;
+  CREATE INDEX audit_records_ts ON audit_records(ts);
+  CREATE INDEX audit_records_action ON audit_records(action, seq);
+  CREATE TRIGGER audit_records_no_update BEFORE UPDATE ON audit_records BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+  CREATE TRIGGER audit_records_no_delete BEFORE DELETE ON audit_records BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+
+  CREATE TABLE audit_checkpoints (
+    cp_seq  INTEGER PRIMARY KEY,
+    seq     INTEGER NOT NULL,
+    body    TEXT NOT NULL,
+    mac     BLOB NOT NULL,
+    sig     BLOB NOT NULL,
+    hash    BLOB NOT NULL
+  );
+  CREATE TRIGGER audit_checkpoints_no_update BEFORE UPDATE ON audit_checkpoints BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+  CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
   `,
 ];

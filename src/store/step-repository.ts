@@ -4,7 +4,8 @@ import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import type { Evaluation } from '../domain/risk.js';
 import { assertTransition, type StepStatus } from '../domain/state-machine.js';
 import type { Approval, Preview, StepRecord } from '../domain/step-record.js';
-import { StepSchema, stepHash, type Plan } from '../domain/step.js';
+import { summarizeLargeValues } from '../domain/large-values.js';
+import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
 import type { Db } from './database.js';
 
 interface StepRow {
@@ -77,10 +78,27 @@ function parseJson<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
 
+/**
+ * Parsed steps by id and hash. A step's JSON never changes after it is stored, and a 10 MB
+ * writeFile would otherwise be parsed and validated again at every transition.
+ */
+const parsedSteps = new Map<string, Step>();
+const PARSED_STEP_CACHE = 32;
+
+function parseStep(row: StepRow): Step {
+  const key = `${row.step_id}\u0000${row.step_hash}`;
+  const cached = parsedSteps.get(key);
+  if (cached) return cached;
+  const step = StepSchema.parse(JSON.parse(row.step_json));
+  if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
+  parsedSteps.set(key, step);
+  return step;
+}
+
 function toRecord(row: StepRow): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   return {
-    step: StepSchema.parse(JSON.parse(row.step_json)),
+    step: parseStep(row),
     position: row.position,
     status: row.status,
     stepHash: row.step_hash,
@@ -137,7 +155,7 @@ export class StepRepository {
           actor,
           planId: plan.planId,
           stepId: step.id,
-          detail: { action: step.action, args: step.args, meta: step.meta, position, purpose: plan.purpose },
+          detail: { action: step.action, args: summarizeLargeValues(step.args), meta: step.meta, position, purpose: plan.purpose },
         });
       });
     })();
@@ -182,7 +200,7 @@ export class StepRepository {
     extra: { kind?: EventKind; detail?: Record<string, unknown>; backups?: FileBackupRow[]; expectFrom?: StepStatus[] } = {},
   ): StepRecord {
     return this.db.transaction(() => {
-      const current = this.get(stepId);
+      const current = this.statusOf(stepId);
       if (extra.expectFrom && !extra.expectFrom.includes(current.status)) {
         throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}, not ${extra.expectFrom.join(' or ')}.`, {
           stepId,
@@ -220,7 +238,7 @@ export class StepRepository {
       const event: AuditEvent = {
         kind: extra.kind ?? EVENT_FOR_STATUS[to],
         actor,
-        planId: current.step.planId,
+        planId: current.planId,
         stepId,
         detail: { from: current.status, to, ...extra.detail },
       };
@@ -229,16 +247,22 @@ export class StepRepository {
     })();
   }
 
+  private statusOf(stepId: string): { status: StepStatus; planId: string } {
+    const row = this.db.prepare('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as { status: StepStatus; plan_id: string } | undefined;
+    if (!row) throw new ExecutorError('NOT_FOUND', `There is no step with id ${stepId}.`, { stepId });
+    return { status: row.status, planId: row.plan_id };
+  }
+
   /** Records an event about a step without changing its status (e.g. a dry run). */
   note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview'> = {}): void {
     this.db.transaction(() => {
-      const current = this.get(stepId);
+      const current = this.statusOf(stepId);
       if (patch.preview) {
         this.db
           .prepare('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
           .run(JSON.stringify(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
-      this.audit.append({ kind, actor, planId: current.step.planId, stepId, detail });
+      this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
     })();
   }
 

@@ -3,7 +3,8 @@ import type { ClientTransport } from '../../src/ipc/client.js';
 import { deriveSessionKey, nodeMac } from '../../src/ipc/message-mac-node.js';
 import { PROTOCOL_VERSION, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol.js';
 import { connectSocket } from '../../src/ipc/socket-transport.js';
-import { webSocketTransport, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/web-client.js';
+import { readSocketSecret } from '../../src/ipc/token-files.js';
+import { webSocketTransport, WEB_CREDENTIAL, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/web-client.js';
 import type { Host } from '../../src/ipc/host.js';
 
 /**
@@ -46,17 +47,34 @@ export function nodeWebSocket(origin: string | undefined, headers: Record<string
   return (url) => new WebSocket(url, { ...(origin ? { origin } : {}), headers }) as unknown as WebSocketLike;
 }
 
+/** A transport a protocol test runs over: how to reach the host, and which credential to prove. */
 export interface TransportUnderTest {
   name: string;
-  open(host: Host): Promise<ClientTransport>;
+  open(host: Host): Promise<{ transport: ClientTransport; credential: string; secret: Uint8Array }>;
 }
 
 export const SOCKET_TRANSPORT: TransportUnderTest = {
   name: 'local socket',
-  open: (host) => connectSocket(host.socket.socketPath),
+  open: async (host) => ({
+    transport: await connectSocket(host.socket.socketPath),
+    credential: 'cli',
+    secret: readSocketSecret(host.executor.dataDir, 'cli'),
+  }),
 };
 
 export const WEB_TRANSPORT: TransportUnderTest = {
   name: 'loopback WebSocket',
-  open: (host) => webSocketTransport(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(host.web!.origin)),
+  open: async (host) => {
+    const token = new URL(host.web!.issueUrl()).hash.replace('#token=', '');
+    return {
+      transport: await webSocketTransport(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(host.web!.origin)),
+      credential: WEB_CREDENTIAL,
+      secret: new TextEncoder().encode(token),
+    };
+  },
 };
+
+export async function openRawSession(host: Host, transport: TransportUnderTest): Promise<RawSession> {
+  const opened = await transport.open(host);
+  return rawSession(opened.transport, opened.credential, opened.secret);
+}

@@ -1,21 +1,133 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
-import type { AuditEntry } from '../../executor/executor.js';
-import { globals, print, withExecutor } from '../cli-context.js';
+import { exportAudit, fileLineWriter } from '../../audit/audit-export.js';
+import { parseVerificationKeys } from '../../audit/audit-keys.js';
+import { DEFAULT_CHECKPOINT_EVERY } from '../../audit/audit-log.js';
+import { queryAudit, type AuditEntry } from '../../audit/audit-query.js';
+import { AuditReader } from '../../audit/audit-reader.js';
+import { verifyDataDir, verifyExportFile } from '../../audit/audit-verifier.js';
+import { FileKeyStore } from '../../audit/key-store.js';
+import { summarizeReport } from '../../audit/verify-audit.js';
+import type { VerifyProgress } from '../../audit/verify-codes.js';
+import { ExecutorError } from '../../domain/errors.js';
+import { globals, print } from '../cli-context.js';
 
-/** audit …: the reviewer's view of the trail. */
+/** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
+export const EXIT_NOT_INTACT = 1;
+
+function integer(name: string) {
+  return (value: string) => {
+    if (!/^\d{1,15}$/.test(value)) throw new ExecutorError('INVALID_INPUT', `${name} takes a whole number, not "${value}".`);
+    return Number(value);
+  };
+}
+
+function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): T {
+  if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+  const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
+  try {
+    return work(reader);
+  } finally {
+    reader.close();
+  }
+}
+
+function progressPrinter(enabled: boolean): ((progress: VerifyProgress) => void) | undefined {
+  if (!enabled || !process.stderr.isTTY) return undefined;
+  let lastPercent = -1;
+  return ({ checked, total }) => {
+    const percent = total ? Math.floor((checked / total) * 100) : 100;
+    if (percent !== lastPercent) process.stderr.write(`\rverifying… ${percent}%`);
+    lastPercent = percent;
+  };
+}
+
+function entryLine(entry: AuditEntry): string {
+  const who = `${entry.userId.user}/${entry.userId.channel}${entry.userId.client ? `(${entry.userId.client})` : ''}`;
+  return `${String(entry.seq).padStart(7)} ${entry.ts} ${entry.action.padEnd(24)} ${(entry.stepId ?? '-').padEnd(16)} ${who}`;
+}
+
+/** audit verify|export|show|hash: the reviewer's view of the trail. None of them takes the host's lock or writes. */
 export function registerAuditCommands(program: Command): void {
-  const audit = program.command('audit').description('read the audit trail');
+  const audit = program.command('audit').description('verify, export and read the signed audit log');
+
+  audit
+    .command('verify')
+    .description('check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)')
+    .option('--file <export.jsonl>', 'verify an export offline instead of the database (needs --verification-key)')
+    .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
+    .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
+    .action(async (options: { file?: string; verificationKey?: string; workers?: number }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
+      const onProgress = progressPrinter(!json);
+      const report = options.file
+        ? await verifyExportFile(options.file, verificationKeys, { onProgress })
+        : await (async () => {
+            if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+            return verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
+          })();
+      if (onProgress) process.stderr.write('\r');
+      print(json, report, () => [summarizeReport(report), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'));
+      process.exitCode = report.ok ? 0 : EXIT_NOT_INTACT;
+    });
+
+  audit
+    .command('export')
+    .description('write records (with the checkpoints that seal them) for offline verification')
+    .option('--from <seq>', 'first record', integer('--from'))
+    .option('--to <seq>', 'last record', integer('--to'))
+    .option('--format <format>', 'output format', 'jsonl')
+    .option('--out <file>', 'write to this file instead of standard output')
+    .action((options: { from?: number; to?: number; format: string; out?: string }, command: Command) => {
+      const { dataDir } = globals(command);
+      if (options.format !== 'jsonl') throw new ExecutorError('INVALID_INPUT', `Export knows one format, jsonl; not "${options.format}".`);
+      withReader(dataDir, (reader) => {
+        const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
+        try {
+          const written = exportAudit(reader.db, reader.logId(), fileLineWriter(fd), { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
+        } finally {
+          if (options.out) fs.closeSync(fd);
+        }
+      });
+    });
+
   audit
     .command('show')
-    .description('show audit records')
+    .description('show audit records, oldest first')
     .option('--step <stepId>')
     .option('--plan <planId>')
-    .action(async (options: { step?: string; plan?: string }, command: Command) => {
+    .option('--action <action>', 'e.g. step.approved')
+    .option('--since <time>', 'ISO time, e.g. 2026-01-31T12:00:00Z')
+    .option('--limit <n>', 'at most this many records', integer('--limit'), 1000)
+    .action((options: { step?: string; plan?: string; action?: string; since?: string; limit: number }, command: Command) => {
       const { dataDir, json } = globals(command);
-      // getAudit's wire result is loose until the audit storage of issue 3 lands; the entries are AuditEntry today.
-      const entries = (await withExecutor(dataDir, (api) => api.getAudit({ stepId: options.step, planId: options.plan, limit: 10_000 }))) as unknown as AuditEntry[];
-      print(json, entries, () =>
-        entries.map((e) => `${String(e.seq).padStart(6)} ${e.ts} ${e.kind.padEnd(24)} ${e.stepId ?? '-'} ${e.actor.user}/${e.actor.channel}`).join('\n'),
-      );
+      const entries = withReader(dataDir, (reader) => {
+        const collected: AuditEntry[] = [];
+        let cursor: string | null = null;
+        do {
+          const page = queryAudit(reader.db, {
+            filters: { stepId: options.step, planId: options.plan, action: options.action, since: options.since },
+            order: 'asc',
+            cursor,
+            limit: Math.min(1000, options.limit - collected.length),
+          });
+          collected.push(...page.entries);
+          cursor = page.nextCursor;
+        } while (cursor && collected.length < options.limit);
+        return collected;
+      });
+      print(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'No audit records match.'));
+    });
+
+  audit
+    .command('hash')
+    .description('answer "was it this value?": the salted HMAC the log stores in place of a secret, and the records that hold it')
+    .argument('<value>')
+    .action((value: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const found = withReader(dataDir, (reader) => reader.hashSecret(value));
+      print(json, found, () => `${found.digest}\n${found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}` : 'no record holds it'}`);
     });
 }

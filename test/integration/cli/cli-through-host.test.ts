@@ -20,8 +20,8 @@ describe('the CLI with a host running', () => {
     const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'one']);
     expect(approved.json<{ status: string }>().status).toBe('executed');
     // The host's audit trail names the CLI channel for the approval.
-    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ kind: string; actor: { channel: string } }[]>();
-    expect(audit.find((entry) => entry.kind === 'step.approved')?.actor.channel).toBe('cli');
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ action: string; userId: { channel: string } }[]>();
+    expect(audit.find((entry) => entry.action === 'step.approved')?.userId.channel).toBe('cli');
 
     expect(await serve.stop()).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);

@@ -1,34 +1,27 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { PROTOCOL_VERSION, randomToken, signText, canonicalText } from '../../../src/ipc/protocol.js';
-import { readSocketSecret } from '../../../src/ipc/token-files.js';
-import { WEB_CREDENTIAL } from '../../../src/ipc/web-client.js';
-import { rawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
+import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
+import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
-const MAX_REQUEST_BYTES = 64 * 1024;
+// No Electron binary exists here: the Electron transport runs over a small fake of the module.
+vi.mock('electron', () => import('../../helpers/fake-electron.js'));
 
-async function openRaw(host: Host, transport: TransportUnderTest): Promise<RawSession> {
-  const wire = await transport.open(host);
-  if (transport === WEB_TRANSPORT) {
-    const token = new URL(host.web!.issueUrl()).hash.replace('#token=', '');
-    return rawSession(wire, WEB_CREDENTIAL, new TextEncoder().encode(token));
-  }
-  return rawSession(wire, 'cli', readSocketSecret(host.executor.dataDir, 'cli'));
-}
+const MAX_REQUEST_BYTES = 64 * 1024;
 
 function errorCode(reply: Record<string, unknown>): string | undefined {
   return (reply.error as { code?: string } | undefined)?.code;
 }
 
-describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('protocol refusals over the $name', (transport) => {
+describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('protocol refusals over the $name', (transport) => {
   let host: Host;
   let session: RawSession;
 
   beforeEach(async () => {
     const { dataDir } = tempSetup();
-    host = await startHost(dataDir, { web: {}, maxRequestBytes: MAX_REQUEST_BYTES });
-    session = await openRaw(host, transport);
+    host = await startHost(dataDir, { web: {}, maxRequestBytes: MAX_REQUEST_BYTES, credentials: [windowCredential()] });
+    session = await openRawSession(host, transport);
   });
   afterEach(async () => {
     session.close();
@@ -112,8 +105,8 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('protocol refusals over the $na
     await session.send(text);
     await session.send(text);
     await session.send(text.replace('"listSteps"', '"getPolicy"'));
-    const refusals = host.executor.getAudit({ limit: 10_000 }).filter((entry) => entry.kind === 'ipc.rejected');
-    expect(refusals.map((entry) => entry.detail.code)).toEqual(['IPC_REPLAYED', 'IPC_BAD_SIGNATURE']);
+    const refusals = host.executor.getAudit({ limit: 10_000, order: 'asc' }).entries.filter((entry) => entry.action === 'ipc.rejected');
+    expect(refusals.map((entry) => (entry.args as { code?: string }).code)).toEqual(['IPC_REPLAYED', 'IPC_BAD_SIGNATURE']);
   });
 
   it('accepts the same envelope serialized in another key order (signature is over the canonical form)', async () => {

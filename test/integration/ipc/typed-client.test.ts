@@ -69,9 +69,9 @@ describe('typed client over the local socket', () => {
     await expect(agent.setPolicy({ policy: { ...(await agent.getPolicy()), autoApprove: 'HIGH' } })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     expect((await agent.getStep({ stepId: record!.step.id })).status).toBe('awaiting_consent');
     expect(fs.existsSync(path.join(workspace, 'a.txt'))).toBe(false);
-    const denied = host.executor.getAudit({ limit: 1000 }).filter((entry) => entry.kind === 'ipc.denied');
-    expect(denied.map((entry) => entry.detail.method)).toEqual(['approve', 'reject', 'revertStep', 'setPolicy']);
-    expect(denied[0]!.actor).toMatchObject({ channel: 'mcp', client: 'test-agent 1.0' });
+    const denied = host.executor.getAudit({ limit: 1000, order: 'asc' }).entries.filter((entry) => entry.action === 'ipc.denied');
+    expect(denied.map((entry) => (entry.args as { method?: string }).method)).toEqual(['approve', 'reject', 'revertStep', 'setPolicy']);
+    expect(denied[0]!.userId).toMatchObject({ channel: 'mcp', client: 'test-agent 1.0' });
 
     const person = await connect('cli');
     const approved = await person.approve({ stepId: record!.step.id });
@@ -101,9 +101,9 @@ describe('typed client over the local socket', () => {
     expect(after.autoApprove).toBe('LOW');
     const onDisk = JSON.parse(fs.readFileSync(path.join(host.executor.dataDir, 'policy.json'), 'utf8')) as { autoApprove: string };
     expect(onDisk.autoApprove).toBe('LOW');
-    const changed = host.executor.getAudit({ limit: 1000 }).filter((entry) => entry.kind === 'policy.changed');
+    const changed = host.executor.getAudit({ limit: 1000, order: 'asc' }).entries.filter((entry) => entry.action === 'policy.changed');
     expect(changed).toHaveLength(1);
-    expect(changed[0]!.actor.channel).toBe('cli');
+    expect(changed[0]!.userId.channel).toBe('cli');
     await expect.poll(() => policyEvents).toEqual(['LOW']);
   });
 

@@ -1,3 +1,4 @@
+import { applyPatch } from 'diff';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { desktopNotify, titleWithCount } from '../../../renderer/desktop-notify.js';
@@ -92,7 +93,12 @@ describe('errors and diffs', () => {
     const forward = unifiedLineDiff('a\nb\nc\n', 'a\nB\nc\nd\n', 'f', 'f');
     if (!forward.ok) throw new Error(forward.reason);
     const reverse = reverseUnifiedDiff(forward.patch);
+    // Applied to the new text, the reverse diff gives back the old text…
+    expect(applyPatch('a\nB\nc\nd\n', reverse)).toBe('a\nb\nc\n');
+    // …and no added line comes before a removed one within a run of changes.
     const body = reverse.split('\n').filter((line) => /^[-+ ]/.test(line) && !/^(---|\+\+\+) /.test(line));
-    expect(body).toEqual([' a', '-B', '+b', ' c', '-d']);
+    const runs = body.join('\n').split(/\n(?= )/);
+    for (const run of runs) expect(run.replace(/^ .*\n?/, '')).toMatch(/^(-[^\n]*\n?)*(\+[^\n]*\n?)*$/);
+    expect(body.some((line) => line.startsWith('+'))).toBe(true);
   });
 });

@@ -1,0 +1,153 @@
+// Audit log cost, each figure a ratio to a baseline measured in the same run:
+//  1. signed appends, each its own committed transaction (synchronous=FULL), vs a plain insert of the same rows;
+//  2. signed appends in batches of 1,000 per transaction, vs plain inserts in the same batches;
+//  3. verify throughput on 200,000 records (worker threads on every core) vs a bare read of the same rows
+//     that computes one sha256 per row.
+// Run: npx tsx bench/audit.ts   (or npm run bench:audit)
+import Database from 'better-sqlite3';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SignedAuditLog } from '../src/audit/audit-log.js';
+import { verifyDataDir } from '../src/audit/audit-verifier.js';
+import type { AuditEvent } from '../src/audit/event-log.js';
+import { FileKeyStore } from '../src/audit/key-store.js';
+import { verifyWorkerCount } from '../src/audit/verify-workers.js';
+import { DATABASE_FILE, openDatabase, type Db } from '../src/store/database.js';
+
+const PER_COMMIT = Number(process.env.BENCH_PER_COMMIT ?? 1500);
+const BATCHED = Number(process.env.BENCH_BATCHED ?? 60_000);
+const VERIFY = Number(process.env.BENCH_VERIFY ?? 200_000);
+const BATCH = 1000;
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-audit-'));
+const actor = { user: 'bench', channel: 'cli' as const };
+
+function event(index: number): AuditEvent {
+  return {
+    kind: 'step.executed',
+    actor,
+    planId: `plan-${index >> 4}`,
+    stepId: `step-${index}`,
+    detail: { from: 'running', to: 'executed', result: { path: `/home/me/project/src/file-${index}.ts`, bytesWritten: 1200 + (index % 500) } },
+  };
+}
+
+function freshDataDir(name: string): string {
+  const dir = path.join(root, name);
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** The baseline: the same table, the same rows as plain JSON, no canonical form, no MAC, no hash, no chain. */
+function plainWriter(db: Db): (index: number) => void {
+  const insert = db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)');
+  const zero = Buffer.alloc(32);
+  let seq = 0;
+  const env = { appVersion: '0.1.0', platform: `${process.platform}-${process.arch}`, node: process.versions.node, electron: null, sandbox: null };
+  return (index) => {
+    const e = event(index);
+    const ts = new Date().toISOString();
+    seq++;
+    const body = JSON.stringify({ v: 1, seq, ts, action: e.kind, planId: e.planId, stepId: e.stepId, userId: e.actor, args: e.detail, result: (e.detail as { result: unknown }).result, executorEnv: env });
+    insert.run(seq, ts, e.kind, e.planId, e.stepId, body, zero, zero);
+  };
+}
+
+function signedWriter(db: Db, dataDir: string): (index: number) => void {
+  const log = SignedAuditLog.open(db, new FileKeyStore(dataDir), dataDir);
+  return (index) => log.append(event(index));
+}
+
+function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void): number {
+  const dataDir = freshDataDir(name);
+  const db = openDatabase(dataDir);
+  const write = make(db, dataDir);
+  const started = process.hrtime.bigint();
+  for (let start = 0; start < count; start += perTransaction) {
+    db.transaction(() => {
+      for (let index = start; index < Math.min(count, start + perTransaction); index++) write(index);
+    })();
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  db.close();
+  return count / seconds;
+}
+
+function bareReadWithSha256(file: string): number {
+  const db = new Database(file, { readonly: true });
+  const rows = db.prepare('SELECT body, mac FROM audit_records ORDER BY seq').raw(true);
+  let count = 0;
+  let xor = 0;
+  const started = process.hrtime.bigint();
+  for (const row of rows.iterate() as Iterable<[string, Buffer]>) {
+    const digest = crypto.createHash('sha256').update(row[0]).update(row[1]).digest();
+    xor ^= digest[0]!;
+    count++;
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  db.close();
+  if (xor === 256) console.log('unreachable');
+  return count / seconds;
+}
+
+function line(label: string, signed: number, baseline: number, unit: string, ratio: number, target: string): void {
+  console.log(`${label.padEnd(34)} signed ${signed.toFixed(0).padStart(8)} ${unit}   baseline ${baseline.toFixed(0).padStart(8)} ${unit}   ratio ${ratio.toFixed(2)}×   (target ${target})`);
+}
+
+async function main(): Promise<void> {
+  console.log(`audit bench on ${os.cpus().length} core(s), Node ${process.versions.node}, in ${root}`);
+  // Warm both paths (JIT, page cache) before measuring.
+  timeWrites('warm-plain', 2000, BATCH, plainWriter);
+  timeWrites('warm-signed', 2000, BATCH, signedWriter);
+
+  // 1. each append its own committed transaction; alternate the two to share the disk's mood.
+  const plainCommit: number[] = [];
+  const signedCommit: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    plainCommit.push(timeWrites(`commit-plain-${round}`, PER_COMMIT / 3, 1, plainWriter));
+    signedCommit.push(timeWrites(`commit-signed-${round}`, PER_COMMIT / 3, 1, (db, dir) => signedWriter(db, dir)));
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const plainPerCommit = median(plainCommit);
+  const signedPerCommit = median(signedCommit);
+
+  // 2. batches of 1,000
+  const plainBatched: number[] = [];
+  const signedBatched: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    plainBatched.push(timeWrites(`batch-plain-${round}`, BATCHED / 3, BATCH, plainWriter));
+    signedBatched.push(timeWrites(`batch-signed-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
+  }
+
+  // 3. verify 200,000 records
+  const verifyDir = freshDataDir('verify');
+  const db = openDatabase(verifyDir);
+  const write = signedWriter(db, verifyDir);
+  for (let start = 0; start < VERIFY; start += BATCH) db.transaction(() => { for (let i = start; i < start + BATCH; i++) write(i); })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  const file = path.join(verifyDir, DATABASE_FILE);
+  bareReadWithSha256(file);
+  const bare = median([bareReadWithSha256(file), bareReadWithSha256(file), bareReadWithSha256(file)]);
+  const verifyRates: number[] = [];
+  let report;
+  for (let round = 0; round < 3; round++) {
+    const started = process.hrtime.bigint();
+    report = await verifyDataDir(verifyDir, { keyStore: new FileKeyStore(verifyDir) });
+    verifyRates.push(VERIFY / (Number(process.hrtime.bigint() - started) / 1e9));
+  }
+  if (!report?.ok) throw new Error(`the bench log did not verify: ${JSON.stringify(report?.problem)}`);
+  const verifyRate = median(verifyRates);
+
+  console.log('');
+  line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
+  line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
+  line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
+  console.log('');
+  console.log(`per-commit slowdown ${(plainPerCommit / signedPerCommit).toFixed(2)}×, batched slowdown ${(median(plainBatched) / median(signedBatched)).toFixed(2)}×, verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256`);
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+await main();

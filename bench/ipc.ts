@@ -1,0 +1,143 @@
+/**
+ * Round trip of listSteps over the local socket and the loopback WebSocket, signed (the real
+ * protocol: HMAC on request, reply and canonical JSON) against unsigned (the same request, the
+ * same dispatcher and handler, the same result check, plain JSON, no MAC) over the same transport
+ * in the same run. Target: signed ≤ 1.2× unsigned.
+ *
+ *   npx tsx bench/ipc.ts [steps=200] [rounds=300]
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
+import { actorFor } from '../src/domain/actor.js';
+import type { ClientTransport, ExecutorClient } from '../src/ipc/client.js';
+import { invokeMethod } from '../src/ipc/dispatch.js';
+import { startHost } from '../src/ipc/host.js';
+import { EVENT_TAG, frame, LineSplitter, unframe } from '../src/ipc/line-framing.js';
+import { METHODS } from '../src/ipc/methods.js';
+import { connectToHost } from '../src/ipc/node-client.js';
+import { connectSocket } from '../src/ipc/socket-transport.js';
+import { connectWithToken, webSocketTransport, type WebSocketLike } from '../src/ipc/web-client.js';
+import type { Executor } from '../src/executor/executor.js';
+
+const stepCount = Number(process.argv[2] ?? 200);
+const rounds = Number(process.argv[3] ?? 300);
+
+const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-ipc-'));
+const dataDir = path.join(base, 'data');
+const workspace = path.join(base, 'workspace');
+fs.mkdirSync(dataDir, { recursive: true });
+fs.mkdirSync(workspace, { recursive: true });
+fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+for (let index = 0; index < stepCount; index++) fs.writeFileSync(path.join(workspace, `f${index}.txt`), 'line\n'.repeat(40));
+
+const host = await startHost(dataDir, { web: {} });
+await host.executor.propose(
+  { steps: Array.from({ length: stepCount }, (_, index) => ({ action: 'writeFile', args: { path: path.join(workspace, `f${index}.txt`), content: 'line\n'.repeat(20) + 'changed\n'.repeat(20) } })) },
+  actorFor('cli'),
+);
+
+/** The unsigned twin of the server: same framing, same dispatcher, plain JSON both ways. */
+function unsignedReply(executor: Executor, text: string): Promise<string> {
+  const request = JSON.parse(text) as { id: string; method: string; params: unknown };
+  return invokeMethod(executor, request.method, request.params, { channel: 'cli', actor: actorFor('cli'), subscribe: (topics) => topics }).then(
+    (result) => JSON.stringify({ v: 1, id: request.id, ok: true, result }),
+    (error: Error) => JSON.stringify({ v: 1, id: request.id, ok: false, error: { code: 'INTERNAL', message: error.message } }),
+  );
+}
+
+async function unsignedCall(transport: ClientTransport, id: number): Promise<number> {
+  const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(id), ts: Date.now(), method: 'listSteps', params: {} }))) as { result: unknown };
+  return METHODS.listSteps.result.parse(reply.result).length;
+}
+
+const plainSocketPath = path.join(base, 'plain.sock');
+const plainSocketServer = net.createServer((socket) => {
+  const splitter = new LineSplitter(1 << 30, (line) => {
+    const { tag, text } = unframe(line);
+    void unsignedReply(host.executor, text).then((reply) => socket.write(`${frame(tag, reply)}\n`));
+  }, () => undefined);
+  socket.on('data', (chunk: Buffer) => splitter.push(chunk));
+  socket.on('error', () => socket.destroy());
+});
+await new Promise<void>((resolve) => plainSocketServer.listen(plainSocketPath, resolve));
+
+const plainWss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+plainWss.on('connection', (ws) => ws.on('message', (data) => {
+  const { tag, text } = unframe(data.toString());
+  void unsignedReply(host.executor, text).then((reply) => ws.send(frame(tag, reply)));
+}));
+await new Promise<void>((resolve) => plainWss.once('listening', resolve));
+const plainWsPort = (plainWss.address() as net.AddressInfo).port;
+void EVENT_TAG;
+
+const origin = host.web!.origin;
+const makeSocket = (url: string) => new WebSocket(url, { origin, maxPayload: 1 << 30 }) as unknown as WebSocketLike;
+
+const signedSocket: ExecutorClient = await connectToHost(dataDir, 'cli');
+const signedWeb: ExecutorClient = (await connectWithToken(`ws://127.0.0.1:${host.web!.port}/api/ws`, new URL(host.web!.issueUrl()).hash.slice(7), makeSocket)).client;
+const plainSocket = await connectSocket(plainSocketPath);
+const plainWeb = await webSocketTransport(`ws://127.0.0.1:${plainWsPort}/`, makeSocket);
+
+const responseBytes = Buffer.byteLength(JSON.stringify(await signedSocket.listSteps()));
+
+/**
+ * Signed and unsigned calls alternate round by round (order flipped each round), so a load spike
+ * from other processes on the machine lands on both sides alike instead of on one block.
+ */
+async function measurePaired(signedCall: () => Promise<number>, unsignedCall: () => Promise<number>): Promise<{ signed: number[]; unsigned: number[] }> {
+  const signed: number[] = [];
+  const unsigned: number[] = [];
+  const timed = async (call: () => Promise<number>, into: number[]) => {
+    const start = performance.now();
+    const count = await call();
+    into.push(performance.now() - start);
+    if (count !== stepCount) throw new Error(`expected ${stepCount} steps, got ${count}`);
+  };
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2) {
+      await timed(signedCall, signed);
+      await timed(unsignedCall, unsigned);
+    } else {
+      await timed(unsignedCall, unsigned);
+      await timed(signedCall, signed);
+    }
+  }
+  return { signed, unsigned };
+}
+
+const percentile = (times: number[], p: number) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+let id = 0;
+const cases = {
+  socket: { signed: () => signedSocket.listSteps().then((r) => r.length), unsigned: () => unsignedCall(plainSocket, ++id) },
+  web: { signed: () => signedWeb.listSteps().then((r) => r.length), unsigned: () => unsignedCall(plainWeb, ++id) },
+};
+
+console.log(`listSteps round trip: ${stepCount} steps, ${(responseBytes / 1024).toFixed(0)} KiB reply, ${rounds} rounds each (after warm-up)`);
+for (const [name, pair] of Object.entries(cases)) {
+  for (let warm = 0; warm < 20; warm++) {
+    await pair.signed();
+    await pair.unsigned();
+  }
+  const { signed, unsigned } = await measurePaired(pair.signed, pair.unsigned);
+  const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
+  console.log(`${name.padEnd(6)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×`);
+}
+console.log(`(load average ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs)`);
+
+signedSocket.close();
+signedWeb.close();
+plainSocket.close();
+plainWeb.close();
+plainSocketServer.close();
+plainWss.close();
+await host.close();
+fs.rmSync(base, { recursive: true, force: true });

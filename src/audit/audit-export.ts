@@ -1,0 +1,126 @@
+import fs from 'node:fs';
+import { ExecutorError } from '../domain/errors.js';
+import type { Db } from '../store/database.js';
+import { DbRecordSource, type StoredCheckpoint } from './record-sources.js';
+
+export const EXPORT_FORMAT = 'executor-audit-export';
+
+export interface ExportHeader {
+  type: 'header';
+  format: typeof EXPORT_FORMAT;
+  v: 1;
+  logId: string;
+  from: number;
+  to: number;
+  checkpointEvery: number;
+  exportedAt: string;
+}
+
+export interface ExportRecordLine {
+  type: 'record' | 'key-record';
+  seq: number;
+  body: string;
+  mac: string;
+  cosign: string | null;
+}
+
+export interface ExportCheckpointLine {
+  type: 'checkpoint';
+  cpSeq: number;
+  body: string;
+  mac: string;
+  sig: string;
+}
+
+/**
+ * Writes records [from, to] as JSON lines: a header; the key records that started each key chain
+ * the range uses (so an auditor holding K0 can trust the checkpoint public keys); the records, each
+ * body as the exact signed text; then the checkpoints that seal the range, through the first one past its end.
+ */
+export function exportAudit(db: Db, logId: string, out: { write(line: string): void }, options: { from?: number; to?: number; checkpointEvery: number; now?: Date }): { records: number; checkpoints: number; from: number; to: number } {
+  const source = new DbRecordSource(db);
+  const bounds = source.bounds();
+  const from = Math.max(1, options.from ?? 1);
+  const to = Math.min(bounds.max, options.to ?? bounds.max);
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
+    throw new ExecutorError('INVALID_INPUT', `There are no records between seq ${from} and ${to}; the log holds 1..${bounds.max}.`, { from, to, head: bounds.max });
+  }
+  const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery: options.checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
+  out.write(`${JSON.stringify(header)}\n`);
+  const keyRows = db
+    .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
+    .all(from) as { seq: number; body: string; mac: Buffer; cosign: Buffer | null }[];
+  for (const row of keyRows) {
+    const line: ExportRecordLine = { type: 'key-record', seq: row.seq, body: row.body, mac: row.mac.toString('hex'), cosign: row.cosign?.toString('hex') ?? null };
+    out.write(`${JSON.stringify(line)}\n`);
+  }
+  let records = 0;
+  for (const record of source.records(from, to)) {
+    const line: ExportRecordLine = { type: 'record', seq: record.position, body: record.body, mac: record.mac.toString('hex'), cosign: record.cosign?.toString('hex') ?? null };
+    out.write(`${JSON.stringify(line)}\n`);
+    records++;
+  }
+  const all = source.checkpoints();
+  const seqOf = (cp: StoredCheckpoint) => (JSON.parse(cp.body) as { seq: number }).seq;
+  const firstInside = all.findIndex((cp) => seqOf(cp) >= from);
+  const sealing = all.findIndex((cp) => seqOf(cp) >= to);
+  const covering = firstInside < 0 ? [] : all.slice(firstInside, sealing < 0 ? all.length : sealing + 1);
+  for (const cp of covering) {
+    const line: ExportCheckpointLine = { type: 'checkpoint', cpSeq: cp.cpSeq, body: cp.body, mac: cp.mac.toString('hex'), sig: cp.sig.toString('hex') };
+    out.write(`${JSON.stringify(line)}\n`);
+  }
+  return { records, checkpoints: covering.length, from, to };
+}
+
+export interface ParsedExport {
+  header: ExportHeader;
+  keyRecords: ExportRecordLine[];
+  records: ExportRecordLine[];
+  checkpoints: ExportCheckpointLine[];
+}
+
+const HEX = /^[0-9a-f]*$/;
+
+/** Reads an export file (read-only) and checks its shape; the content is judged by verify. */
+export function readExportFile(file: string): ParsedExport {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ExecutorError('NOT_FOUND', `Cannot read the export file ${file}: ${(error as Error).message}.`, { file });
+  }
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const bad = (index: number, why: string) => new ExecutorError('INVALID_INPUT', `${file} line ${index + 1}: ${why}; this is not an audit export.`, { file, line: index + 1 });
+  const parsed: ParsedExport = { header: undefined as unknown as ExportHeader, keyRecords: [], records: [], checkpoints: [] };
+  lines.forEach((line, index) => {
+    let value: Record<string, unknown>;
+    try {
+      value = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      throw bad(index, 'not JSON');
+    }
+    if (index === 0) {
+      if (value.type !== 'header' || value.format !== EXPORT_FORMAT || value.v !== 1 || typeof value.logId !== 'string') throw bad(index, 'no export header');
+      parsed.header = value as unknown as ExportHeader;
+      return;
+    }
+    if (value.type === 'record' || value.type === 'key-record') {
+      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || !HEX.test(value.mac) || !(value.cosign === null || (typeof value.cosign === 'string' && HEX.test(value.cosign)))) {
+        throw bad(index, 'a record line lacks body or mac');
+      }
+      (value.type === 'record' ? parsed.records : parsed.keyRecords).push(value as unknown as ExportRecordLine);
+    } else if (value.type === 'checkpoint') {
+      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.mac) || !HEX.test(value.sig)) {
+        throw bad(index, 'a checkpoint line lacks body, mac or sig');
+      }
+      parsed.checkpoints.push(value as unknown as ExportCheckpointLine);
+    } else throw bad(index, `unknown line type ${String(value.type)}`);
+  });
+  if (!parsed.header) throw bad(0, 'empty file');
+  return parsed;
+}
+
+/** Writes lines to a file descriptor synchronously: an export is complete or reported failed, never silently short. */
+export function fileLineWriter(fd: number): { write(line: string): void } {
+  return { write: (line) => void fs.writeSync(fd, line) };
+}

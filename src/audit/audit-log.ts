@@ -1,0 +1,358 @@
+import type { Db } from '../store/database.js';
+import type { Actor } from '../domain/actor.js';
+import { ExecutorError } from '../domain/errors.js';
+import { AnchorStore, type Anchor } from './anchor.js';
+import { AuditKeyring, type CurrentKey } from './audit-keys.js';
+import { assertEventKind, type AuditEvent, type AuditTrail } from './event-log.js';
+import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
+import type { KeyStore } from './key-store.js';
+import {
+  CHECKPOINT_MAC_PREFIX,
+  CHECKPOINT_SIG_PREFIX,
+  COSIGN_MAC_PREFIX,
+  GENESIS_HASH,
+  RECORD_FORMAT_VERSION,
+  RECORD_MAC_PREFIX,
+  canonicalText,
+  checkpointHash,
+  hmac,
+  recordBodyText,
+  sha256,
+  recordHash,
+  type CheckpointBody,
+  type RecordBody,
+} from './record-format.js';
+import { checkedString, recordableValue } from './recordable-value.js';
+
+export interface AuditLogOptions {
+  /** The epoch key ratchets after this many records… */
+  epochMaxRecords?: number;
+  /** …or after this long, whichever comes first. */
+  epochMaxMs?: number;
+  /** A checkpoint seals the head every this many records. */
+  checkpointEvery?: number;
+  now?: () => Date;
+  env?: ExecutorEnv;
+}
+
+export const DEFAULT_EPOCH_MAX_RECORDS = 10_000;
+export const DEFAULT_EPOCH_MAX_MS = 15 * 60 * 1000;
+export const DEFAULT_CHECKPOINT_EVERY = 1000;
+
+interface Head {
+  seq: number;
+  hash: string;
+}
+
+type CheckpointReason = CheckpointBody['reason'];
+
+function writeFailed(error: unknown): ExecutorError {
+  if (error instanceof ExecutorError) return error;
+  const code = (error as { code?: string }).code;
+  return new ExecutorError('AUDIT_WRITE_FAILED', `The audit record could not be written (${(error as Error).message}); nothing was changed. Free disk space or fix the data directory's permissions, then try again.`, {
+    ...(code ? { cause: code } : {}),
+  });
+}
+
+/** detail.files of a step carries each file's pre/post-image; one digest stands for several. */
+function contentHashes(detail: Record<string, unknown>): { preHash: string | null; postHash: string | null } {
+  const files = detail.files;
+  if (!Array.isArray(files) || files.length === 0) return { preHash: null, postHash: null };
+  const pick = (field: 'preHash' | 'postHash') => {
+    const hashes = files.map((file) => ((file as Record<string, unknown>)?.[field] ?? null) as string | null);
+    if (hashes.length === 1) return hashes[0] ?? null;
+    return `sha256:${sha256(Buffer.from(canonicalText(hashes))).toString('hex')}`;
+  };
+  return { preHash: pick('preHash'), postHash: pick('postHash') };
+}
+
+/**
+ * The signed, hash-chained audit log in SQLite. Each append is one row in the caller's
+ * transaction: if it cannot be written, the caller's state change rolls back with it.
+ */
+export class SignedAuditLog implements AuditTrail {
+  private readonly keyring: AuditKeyring;
+  private readonly anchors: AnchorStore;
+  private readonly options: Required<Omit<AuditLogOptions, 'env'>>;
+  private readonly envText: string;
+  private readonly salt: Buffer;
+  private recordsInEpoch = 0;
+  private pendingAnchor: Anchor | undefined;
+  private anchorFlushScheduled = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** The last heartbeat failure, for status displays; a heartbeat never throws into the event loop. */
+  lastHeartbeatError: Error | undefined;
+
+  private readonly selectHead;
+  private readonly insertRecord;
+  private readonly selectLastCheckpoint;
+  private readonly insertCheckpoint;
+
+  private constructor(
+    private readonly db: Db,
+    keyring: AuditKeyring,
+    anchors: AnchorStore,
+    options: AuditLogOptions,
+  ) {
+    this.keyring = keyring;
+    this.anchors = anchors;
+    this.options = {
+      epochMaxRecords: options.epochMaxRecords ?? DEFAULT_EPOCH_MAX_RECORDS,
+      epochMaxMs: options.epochMaxMs ?? DEFAULT_EPOCH_MAX_MS,
+      checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
+      now: options.now ?? (() => new Date()),
+    };
+    this.envText = canonicalText(recordableValue(options.env ?? currentExecutorEnv(), Buffer.alloc(0)));
+    this.salt = keyring.salt;
+    this.selectHead = db.prepare('SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1');
+    this.insertRecord = db.prepare(
+      'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.selectLastCheckpoint = db.prepare('SELECT cp_seq, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1');
+    this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash) VALUES (?, ?, ?, ?, ?, ?)');
+  }
+
+  /**
+   * Opens the log of a database with its keys. A database that already holds records but whose
+   * keys are gone (or belong to another log) cannot be appended to: AUDIT_KEY_MISSING, fail closed.
+   */
+  static open(db: Db, keyStore: KeyStore, dataDir: string, options: AuditLogOptions = {}): SignedAuditLog {
+    const first = db.prepare('SELECT body FROM audit_records ORDER BY seq LIMIT 1').get() as { body: string } | undefined;
+    let keyring = AuditKeyring.load(keyStore);
+    if (!keyring) {
+      if (first) {
+        throw new ExecutorError('AUDIT_KEY_MISSING', `The audit log's key is missing from ${keyStore.location}; no step can run without it. Restore keys/ from a backup of this data directory.`, {
+          location: keyStore.location,
+        });
+      }
+      keyring = AuditKeyring.create(keyStore, options.now?.() ?? new Date());
+    }
+    if (first) {
+      const logId = (JSON.parse(first.body) as { logId?: unknown }).logId;
+      if (logId !== keyring.logId) {
+        throw new ExecutorError('AUDIT_KEY_MISSING', `The keys in ${keyStore.location} belong to audit log ${keyring.logId}, not to this database's log ${String(logId)}.`, {
+          location: keyStore.location,
+        });
+      }
+    }
+    const pending = keyring.pendingRotation();
+    if (pending) {
+      const landed = db.prepare("SELECT 1 FROM audit_records WHERE action = 'key.rotated' AND json_extract(body, '$.keyId') = ?").get(pending.keyId);
+      if (landed) keyring.commitRotation();
+      else keyring.abortRotation();
+    }
+    return new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
+  }
+
+  get logId(): string {
+    return this.keyring.logId;
+  }
+
+  get keys(): AuditKeyring {
+    return this.keyring;
+  }
+
+  get anchorStore(): AnchorStore {
+    return this.anchors;
+  }
+
+  head(): Head {
+    const row = this.selectHead.get() as { seq: number; hash: Buffer } | undefined;
+    return row ? { seq: row.seq, hash: row.hash.toString('hex') } : { seq: 0, hash: GENESIS_HASH };
+  }
+
+  append(event: AuditEvent): void {
+    if (!this.db.inTransaction) {
+      throw new ExecutorError('INTERNAL', 'An audit record must be appended inside the transaction that makes the change it describes.');
+    }
+    try {
+      assertEventKind(event.kind);
+      let head = this.head();
+      if (head.seq === 0 && event.kind !== 'key.created') head = this.writeKeyCreated(head);
+      const now = this.options.now();
+      if (this.recordsInEpoch >= this.options.epochMaxRecords || now.getTime() - this.keyring.epochStartedAt() >= this.options.epochMaxMs) {
+        this.keyring.ratchet(now);
+        this.recordsInEpoch = 0;
+      }
+      this.writeRecord(event, head, now, this.keyring.current());
+    } catch (error) {
+      throw writeFailed(error);
+    }
+  }
+
+  private writeKeyCreated(head: Head): Head {
+    const current = this.keyring.current();
+    return this.writeRecord(
+      {
+        kind: 'key.created',
+        actor: { user: 'executor', channel: 'system' },
+        detail: { keyId: current.keyId, publicKey: this.keyring.currentPublicKey().toString('base64'), protection: this.keyring.protection, checkpointEvery: this.options.checkpointEvery },
+      },
+      head,
+      this.options.now(),
+      current,
+    );
+  }
+
+  private writeRecord(event: AuditEvent, head: Head, now: Date, key: CurrentKey, cosignKey?: CurrentKey): Head {
+    const detail = (recordableValue(event.detail ?? {}, this.salt) ?? {}) as Record<string, unknown>;
+    const derived = contentHashes(detail);
+    const { result, error, ...args } = detail;
+    const outcome = error !== undefined ? { ok: false, error } : result !== undefined ? result : 'to' in detail ? { status: detail.to } : null;
+    const body: RecordBody = {
+      v: RECORD_FORMAT_VERSION,
+      logId: this.keyring.logId,
+      seq: head.seq + 1,
+      ts: now.toISOString(),
+      keyId: key.keyId,
+      epoch: key.epoch,
+      prevHash: head.hash,
+      action: event.kind,
+      planId: event.planId === undefined ? null : checkedString(event.planId),
+      stepId: event.stepId === undefined ? null : checkedString(event.stepId),
+      userId: recordableValue(event.actor, this.salt) as RecordBody['userId'],
+      args,
+      preHash: event.preHash ?? derived.preHash,
+      postHash: event.postHash ?? derived.postHash,
+      result: outcome,
+      executorEnv: null,
+    };
+    const text = recordBodyText(body, this.envText);
+    const mac = hmac(key.key, RECORD_MAC_PREFIX, text);
+    const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
+    const hash = recordHash(text, mac);
+    this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
+    this.recordsInEpoch++;
+    if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
+    return { seq: body.seq, hash: hash.toString('hex') };
+  }
+
+  private writeCheckpoint(reason: CheckpointReason, head: Head = this.head()): void {
+    const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
+    const key = this.keyring.current();
+    const body: CheckpointBody = {
+      v: RECORD_FORMAT_VERSION,
+      logId: this.keyring.logId,
+      cpSeq: (last?.cp_seq ?? 0) + 1,
+      seq: head.seq,
+      headHash: head.hash,
+      ts: this.options.now().toISOString(),
+      keyId: key.keyId,
+      epoch: key.epoch,
+      prevCheckpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
+      reason,
+    };
+    const text = canonicalText(body);
+    const bytes = Buffer.from(text, 'utf8');
+    const mac = hmac(key.key, CHECKPOINT_MAC_PREFIX, bytes);
+    const signature = this.keyring.sign(Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]));
+    const hash = checkpointHash(bytes, mac, signature);
+    this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash);
+    this.pendingAnchor = { v: 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts };
+    this.scheduleAnchorFlush();
+  }
+
+  /**
+   * Seals the head with a signed checkpoint and moves the anchor. Inside a transaction the anchor
+   * waits until the transaction is over: it must never point at a checkpoint that rolled back.
+   */
+  checkpoint(reason: CheckpointReason): void {
+    try {
+      if (this.db.inTransaction) {
+        this.writeCheckpoint(reason);
+        return;
+      }
+      this.db.transaction(() => this.writeCheckpoint(reason))();
+    } catch (error) {
+      throw writeFailed(error);
+    }
+    this.flushAnchor();
+  }
+
+  private scheduleAnchorFlush(): void {
+    if (this.anchorFlushScheduled) return;
+    this.anchorFlushScheduled = true;
+    // better-sqlite3 transactions are synchronous: by the time this runs, ours has committed or rolled back.
+    setImmediate(() => {
+      this.anchorFlushScheduled = false;
+      try {
+        this.flushAnchor();
+      } catch (error) {
+        this.lastHeartbeatError = error as Error;
+      }
+    });
+  }
+
+  /**
+   * Writes the pending anchor if its checkpoint is committed. The anchor only moves forward along
+   * the same chain: if the database no longer holds the record the old anchor names, the old
+   * anchor stays as evidence for verify.
+   */
+  flushAnchor(): void {
+    const anchor = this.pendingAnchor;
+    if (!anchor || this.db.inTransaction) return;
+    this.pendingAnchor = undefined;
+    const committed = this.db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(anchor.cpSeq) as { hash: Buffer } | undefined;
+    if (!committed || committed.hash.toString('hex') !== anchor.checkpointHash) return;
+    const previous = this.anchors.read();
+    if (previous) {
+      if (previous.logId !== anchor.logId || previous.cpSeq >= anchor.cpSeq || previous.seq > anchor.seq) return;
+      const atPrevious = this.db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(previous.seq) as { hash: Buffer } | undefined;
+      const previousHeadHolds = previous.seq === 0 || atPrevious?.hash.toString('hex') === previous.headHash;
+      if (!previousHeadHolds) return;
+    }
+    this.anchors.write(anchor);
+  }
+
+  /** Signs a checkpoint every `intervalMs` while the host runs, also when idle (CloudTrail's digest heartbeat). */
+  startHeartbeat(intervalMs: number): void {
+    this.stopHeartbeat();
+    this.heartbeat = setInterval(() => {
+      try {
+        this.checkpoint('heartbeat');
+        this.lastHeartbeatError = undefined;
+      } catch (error) {
+        this.lastHeartbeatError = error as Error;
+      }
+    }, intervalMs);
+    this.heartbeat.unref();
+  }
+
+  stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+
+  /**
+   * Starts a new key chain. The rotation record is MACed under the new key and co-signed under the
+   * old one, so the verifier sees the old chain hand over to the new; then a checkpoint seals it.
+   */
+  rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
+    const now = this.options.now();
+    const { next, publicKey, previous } = this.keyring.beginRotation(now);
+    try {
+      this.db.transaction(() => {
+        let head = this.head();
+        if (head.seq === 0) head = this.writeKeyCreated(head);
+        this.writeRecord(
+          {
+            kind: 'key.rotated',
+            actor,
+            detail: { previousKeyId: previous.keyId, previousEpoch: previous.epoch, keyId: next.keyId, publicKey: publicKey.toString('base64'), ...(reason ? { reason } : {}) },
+          },
+          head,
+          now,
+          next,
+          previous,
+        );
+      })();
+    } catch (error) {
+      this.keyring.abortRotation();
+      throw writeFailed(error);
+    }
+    this.keyring.commitRotation();
+    this.recordsInEpoch = 0;
+    this.checkpoint('rotation');
+    return { previousKeyId: previous.keyId, keyId: next.keyId };
+  }
+}

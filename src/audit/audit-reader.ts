@@ -1,0 +1,47 @@
+import { openDatabase, type Db } from '../store/database.js';
+import { AnchorStore } from './anchor.js';
+import { AuditKeyring } from './audit-keys.js';
+import type { KeyStore } from './key-store.js';
+import { DbRecordSource } from './record-sources.js';
+import { secretDigest } from './recordable-value.js';
+import { ExecutorError } from '../domain/errors.js';
+
+/**
+ * Read-only access to a data directory's audit log and keys, without taking the host's lock:
+ * a reviewer can show, export, hash and verify while the host keeps running.
+ */
+export class AuditReader {
+  readonly db: Db;
+
+  constructor(
+    readonly dataDir: string,
+    readonly keyStore: KeyStore,
+  ) {
+    this.db = openDatabase(dataDir, { readonly: true });
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  keyring(): AuditKeyring | undefined {
+    return AuditKeyring.load(this.keyStore);
+  }
+
+  logId(): string {
+    return this.keyring()?.logId ?? new DbRecordSource(this.db).claimedLogId() ?? 'unknown';
+  }
+
+  /** The digest of a value and the records that hold it in place of a secret. */
+  hashSecret(value: string): { digest: string; seqs: number[] } {
+    const keyring = this.keyring();
+    if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${this.keyStore.location}: the salt that hashes secrets is kept there.`);
+    const digest = secretDigest(keyring.salt, value);
+    const rows = this.db.prepare('SELECT seq FROM audit_records WHERE instr(body, ?) > 0 ORDER BY seq LIMIT 1000').all(digest) as { seq: number }[];
+    return { digest, seqs: rows.map((row) => row.seq) };
+  }
+
+  anchor() {
+    return new AnchorStore(this.dataDir, this.keyStore).read();
+  }
+}

@@ -1,0 +1,97 @@
+import type { Db } from '../store/database.js';
+import type { RecordSource, StoredRecord } from './verify-range.js';
+
+export interface StoredCheckpoint {
+  cpSeq: number;
+  body: string;
+  mac: Buffer;
+  sig: Buffer;
+  hash: Buffer | null;
+}
+
+type RecordRow = [number, string, string, string | null, string | null, string, Buffer, Buffer, Buffer | null];
+
+const BATCH = 4096;
+
+/** Records straight from the audit_records table, read in raw batches (no row objects, no long-lived iterator). */
+export class DbRecordSource implements RecordSource {
+  private readonly batch;
+  private readonly claims;
+
+  constructor(private readonly db: Db) {
+    this.batch = db
+      .prepare('SELECT seq, ts, action, plan_id, step_id, body, mac, hash, cosign FROM audit_records WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?')
+      .raw(true);
+    this.claims = db.prepare("SELECT 1 FROM audit_records WHERE seq > ? AND json_extract(body, '$.seq') = ? LIMIT 1");
+  }
+
+  bounds(): { min: number; max: number; count: number } {
+    const row = this.db.prepare('SELECT min(seq) AS min, max(seq) AS max, count(*) AS count FROM audit_records').get() as { min: number | null; max: number | null; count: number };
+    return { min: row.min ?? 0, max: row.max ?? 0, count: row.count };
+  }
+
+  *records(from: number, to: number): Iterable<StoredRecord> {
+    let next = from;
+    for (;;) {
+      const rows = this.batch.all(next, to, BATCH) as RecordRow[];
+      for (const row of rows) {
+        yield {
+          position: row[0],
+          body: row[5],
+          mac: row[6],
+          hash: row[7],
+          cosign: row[8],
+          columns: { ts: row[1], action: row[2], planId: row[3], stepId: row[4] },
+        };
+      }
+      if (rows.length < BATCH) return;
+      next = rows[rows.length - 1]![0] + 1;
+    }
+  }
+
+  laterRecordClaims(position: number, seq: number): boolean {
+    return this.claims.get(position, seq) !== undefined;
+  }
+
+  checkpoints(): StoredCheckpoint[] {
+    return (this.db.prepare('SELECT cp_seq, body, mac, sig, hash FROM audit_checkpoints ORDER BY cp_seq').all() as {
+      cp_seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer;
+    }[]).map((row) => ({ cpSeq: row.cp_seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash }));
+  }
+
+  /** The log id the log itself claims (its first record's), for a verifier that holds no keys. */
+  claimedLogId(): string | null {
+    const row = this.db.prepare('SELECT body FROM audit_records ORDER BY seq LIMIT 1').get() as { body: string } | undefined;
+    if (!row) return null;
+    try {
+      const logId = (JSON.parse(row.body) as { logId?: unknown }).logId;
+      return typeof logId === 'string' ? logId : null;
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** Records held in memory, as read from an export file; position is the order of the lines. */
+export class MemoryRecordSource implements RecordSource {
+  private readonly bodySeqs: (number | undefined)[];
+
+  constructor(private readonly rows: StoredRecord[]) {
+    this.bodySeqs = rows.map((row) => {
+      try {
+        const seq = (JSON.parse(row.body) as { seq?: unknown }).seq;
+        return typeof seq === 'number' ? seq : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+  }
+
+  *records(from: number, to: number): Iterable<StoredRecord> {
+    for (const row of this.rows) if (row.position >= from && row.position <= to) yield row;
+  }
+
+  laterRecordClaims(position: number, seq: number): boolean {
+    return this.rows.some((row, index) => row.position > position && this.bodySeqs[index] === seq);
+  }
+}

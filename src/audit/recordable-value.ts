@@ -1,0 +1,96 @@
+import { createHash, createHmac } from 'node:crypto';
+import { ExecutorError } from '../domain/errors.js';
+
+/**
+ * What a credential looks like, in one place. A key whose name matches has its value stored as a
+ * salted HMAC; so does any string value that matches a value pattern, wherever it appears.
+ */
+export const SECRET_KEY_PATTERN =
+  /pass(?:word|wd|phrase)?$|passwd|secret|token|api[_-]?key|authorization|^auth$|cookie|private[_-]?key|credential|session[_-]?id|access[_-]?key/i;
+
+/** Objects under these keys hold environment values: every value is a possible secret. */
+export const SECRET_CONTAINER_PATTERN = /^(?:env|environment)$/i;
+
+export const SECRET_VALUE_PATTERNS: readonly RegExp[] = [
+  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/,
+  /^(?:Bearer|Basic|Token)\s+\S{8,}/i,
+  /\bgh[pousr]_[A-Za-z0-9]{20,}/,
+  /\bgithub_pat_[A-Za-z0-9_]{20,}/,
+  /\bsk-[A-Za-z0-9_-]{16,}/,
+  /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/,
+  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/,
+  /\bAIza[0-9A-Za-z_-]{35}\b/,
+  /\bglpat-[A-Za-z0-9_-]{20,}/,
+  /\bnpm_[A-Za-z0-9]{36}\b/,
+];
+
+/** Strings longer than this (file contents, snippets) are recorded by their digest, not in full. */
+export const MAX_RECORDED_STRING = 4096;
+
+/** Header names (Authorization, Cookie) travel as keys whose own values are the secrets. */
+export function looksLikeSecretKey(key: string): boolean {
+  return SECRET_KEY_PATTERN.test(key);
+}
+
+/** All value patterns as one alternation: one regex pass per string instead of eleven. */
+const ANY_SECRET_VALUE = new RegExp(SECRET_VALUE_PATTERNS.map((pattern) => `(?:${pattern.source})`).join('|'), 'i');
+const CASE_SENSITIVE = new RegExp(SECRET_VALUE_PATTERNS.filter((p) => !p.flags.includes('i')).map((pattern) => `(?:${pattern.source})`).join('|'));
+
+export function looksLikeSecretValue(value: string): boolean {
+  // The combined regex is a cheap, case-insensitive pre-filter; the exact patterns decide.
+  if (!ANY_SECRET_VALUE.test(value)) return false;
+  return CASE_SENSITIVE.test(value) || SECRET_VALUE_PATTERNS.some((pattern) => pattern.flags.includes('i') && pattern.test(value));
+}
+
+/** Vault's answer to "was it this value?": the same salted HMAC the log stores in its place. */
+export function secretDigest(salt: Buffer, value: string): string {
+  return `hmac-sha256:${createHmac('sha256', salt).update(value, 'utf8').digest('hex')}`;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export function checkedString(text: string): string {
+  if (LONE_SURROGATE.test(text)) {
+    throw new ExecutorError('INVALID_INPUT', 'An audit record cannot hold a string with a lone UTF-16 surrogate: it has no canonical form.');
+  }
+  return text;
+}
+
+/**
+ * Turns a value into what the log may hold: secrets become salted HMACs, long strings their
+ * sha256, and numbers that are not safe integers their decimal text (RFC 8785 bodies here carry
+ * integers only, so no two implementations can disagree on a float's digits).
+ */
+export function recordableValue(value: unknown, salt: Buffer, secret = false, depth = 0): unknown {
+  if (depth > 64) throw new ExecutorError('INVALID_INPUT', 'An audit record value is nested deeper than 64 levels.');
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case 'string': {
+      const text = checkedString(value);
+      if (secret || looksLikeSecretValue(text)) return secretDigest(salt, text);
+      if (text.length > MAX_RECORDED_STRING) return { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length };
+      return text;
+    }
+    case 'number':
+      if (secret) return secretDigest(salt, String(value));
+      return Number.isSafeInteger(value) ? value : String(value);
+    case 'boolean':
+      return secret ? secretDigest(salt, String(value)) : value;
+    case 'bigint':
+      return secret ? secretDigest(salt, value.toString()) : value.toString();
+    case 'object': {
+      if (Array.isArray(value)) return value.map((item) => recordableValue(item, salt, secret, depth + 1));
+      if (value instanceof Date) return value.toISOString();
+      const out: Record<string, unknown> = {};
+      for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+        if (item === undefined) continue;
+        const name = checkedString(key);
+        out[name] = recordableValue(item, salt, secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name), depth + 1);
+      }
+      return out;
+    }
+    default:
+      return String(value);
+  }
+}

@@ -1,0 +1,45 @@
+/** The specific findings of `executor audit verify`, one per way a log can be damaged. */
+export const VERIFY_CODES = [
+  'EDITED',
+  'NONCANONICAL',
+  'DELETED',
+  'INSERTED',
+  'REORDERED',
+  'TRUNCATED',
+  'ROLLED_BACK',
+  'FOREIGN_LOG',
+  'UNKNOWN_KEY',
+  'KEY_OUT_OF_RANGE',
+  'BAD_CHECKPOINT',
+] as const;
+
+export type VerifyCode = (typeof VERIFY_CODES)[number];
+
+export interface VerifyProblem {
+  code: VerifyCode;
+  /** The first bad record seq (for checkpoint findings: the record seq the checkpoint names). */
+  seq: number;
+  message: string;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  logId: string | null;
+  records: number;
+  headSeq: number;
+  headHash: string;
+  checkpoints: number;
+  lastCheckpointSeq: number;
+  /** Records after the last checkpoint: intact as a chain, but not yet sealed. */
+  unsealedTail: number;
+  /** Records whose MAC could not be checked for want of their epoch's key (give K0 to check them). */
+  macsUnchecked: number;
+  anchor: { seq: number; headHash: string } | null;
+  warnings: string[];
+  problem: VerifyProblem | null;
+}
+
+export interface VerifyProgress {
+  checked: number;
+  total: number;
+}

@@ -1,0 +1,298 @@
+import crypto from 'node:crypto';
+import type { EpochKeys } from './key-ratchet.js';
+import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash, topLevelFields } from './record-format.js';
+import type { VerifyCode, VerifyProblem } from './verify-codes.js';
+
+/** One stored record as verify reads it. Columns are null when the source has none (an export file). */
+export interface StoredRecord {
+  /** Position in the source: the seq column in SQLite, the line order in an export. */
+  position: number;
+  body: string;
+  mac: Buffer;
+  hash: Buffer | null;
+  cosign: Buffer | null;
+  columns: { ts: string; action: string; planId: string | null; stepId: string | null } | null;
+}
+
+export interface RecordSource {
+  /** Records in storage order with position in [from, to]. */
+  records(from: number, to: number): Iterable<StoredRecord>;
+  /** Whether a record after `position` claims body seq `seq` (tells a swap from a deletion). */
+  laterRecordClaims(position: number, seq: number): boolean;
+}
+
+/** Where a key chain begins in the log: its key.created or key.rotated record. */
+export interface ChainStart {
+  seq: number;
+  keyId: string;
+  publicKey: string | null;
+  previousKeyId: string | null;
+  /** The checkpoint spacing the log declared when it began (key.created). */
+  checkpointEvery: number | null;
+}
+
+/** A maximal run of records under one keyId. */
+export interface KeySpan {
+  keyId: string;
+  fromSeq: number;
+  toSeq: number;
+  firstEpoch: number;
+  lastEpoch: number;
+}
+
+export interface RangeInput {
+  logId: string;
+  from: number;
+  to: number;
+  /** True when `from` is the start of the log: seq 1 must follow GENESIS_HASH and be key.created. */
+  startsLog: boolean;
+  knownKeyIds: ReadonlySet<string>;
+  keys: ReadonlyMap<string, EpochKeys>;
+  wantHashesAt: ReadonlySet<number>;
+  onRecord?: (count: number) => void;
+}
+
+export interface RangeResult {
+  count: number;
+  firstSeq: number | null;
+  firstPrevHash: string | null;
+  lastSeq: number | null;
+  lastHash: string | null;
+  lastAction: string | null;
+  problem: VerifyProblem | null;
+  spans: KeySpan[];
+  chainStarts: ChainStart[];
+  hashesAt: Record<number, string>;
+  macsUnchecked: number;
+}
+
+interface ParsedBody {
+  v: unknown;
+  logId: unknown;
+  seq: unknown;
+  ts: unknown;
+  keyId: unknown;
+  epoch: unknown;
+  prevHash: unknown;
+  action: unknown;
+  planId: unknown;
+  stepId: unknown;
+  args: unknown;
+}
+
+/**
+ * The fast path: find the top-level fields without building the object and check the MAC. A body
+ * whose MAC holds is the exact text that was signed, and the signer only signs canonical text, so
+ * neither JSON.parse nor a canonical re-serialization is needed. Anything else takes the slow path.
+ */
+function authenticBody(record: StoredRecord, keysById: ReadonlyMap<string, EpochKeys>): ParsedBody | undefined {
+  const text = record.body;
+  const fields = topLevelFields(text);
+  if (!fields) return undefined;
+  const raw = (key: string) => {
+    const span = fields.get(key);
+    return span ? text.slice(span[0], span[1]) : undefined;
+  };
+  const str = (key: string): string | null | undefined => {
+    const value = raw(key);
+    if (value === 'null') return null;
+    // Values that need no unescaping: ids, hashes, timestamps. Others go through JSON.parse.
+    if (value === undefined || value.charCodeAt(0) !== 0x22) return undefined;
+    return value.includes('\\') ? (JSON.parse(value) as string) : value.slice(1, -1);
+  };
+  const int = (key: string): number | undefined => {
+    const value = raw(key);
+    return value !== undefined && /^(?:0|[1-9][0-9]{0,15})$/.test(value) ? Number(value) : undefined;
+  };
+  const keyId = str('keyId');
+  const epoch = int('epoch');
+  if (typeof keyId !== 'string' || epoch === undefined) return undefined;
+  const keys = keysById.get(keyId);
+  if (!keys || !keys.has(epoch) || !macMatches(keys, epoch, RECORD_MAC_PREFIX, text, record.mac)) return undefined;
+  const action = str('action');
+  const argsText = raw('args');
+  return {
+    v: int('v'),
+    logId: str('logId'),
+    seq: int('seq'),
+    ts: str('ts'),
+    keyId,
+    epoch,
+    prevHash: str('prevHash'),
+    action,
+    planId: str('planId'),
+    stepId: str('stepId'),
+    // Only chain starts need their args (public key, previous key); the rest are never parsed here.
+    args: (action === 'key.created' || action === 'key.rotated') && argsText ? JSON.parse(argsText) : undefined,
+  };
+}
+
+function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
+  return mac.length === 32 && crypto.timingSafeEqual(hmac(keys.key(epoch), prefix, body), mac);
+}
+
+/** The epoch, if any other than the claimed one, whose key made this MAC: a record re-MACed under a later key. */
+function otherEpochThatMatches(keys: EpochKeys, claimed: number, body: string, mac: Buffer): number | undefined {
+  const limit = keys.lastEpoch ?? Math.max(claimed + 64, ...keys.knownEpochs());
+  for (let epoch = keys.firstEpoch; epoch <= limit && epoch - keys.firstEpoch < 100_000; epoch++) {
+    if (epoch !== claimed && macMatches(keys, epoch, RECORD_MAC_PREFIX, body, mac)) return epoch;
+  }
+  return undefined;
+}
+
+/**
+ * Checks a contiguous run of records: canonical bytes, log id, key, MAC, seq, chain links, key
+ * spans and epochs. Stops at the first problem, so its seq is the first bad one in the run.
+ */
+export function verifyRange(source: RecordSource, input: RangeInput): RangeResult {
+  const result: RangeResult = {
+    count: 0,
+    firstSeq: null,
+    firstPrevHash: null,
+    lastSeq: null,
+    lastHash: null,
+    lastAction: null,
+    problem: null,
+    spans: [],
+    chainStarts: [],
+    hashesAt: {},
+    macsUnchecked: 0,
+  };
+  let expectedSeq = input.startsLog ? 1 : -1;
+  let expectedPrev = input.startsLog ? GENESIS_HASH : '';
+  let span: KeySpan | undefined;
+  const fail = (code: VerifyCode, seq: number, message: string): RangeResult => {
+    result.problem = { code, seq, message };
+    return result;
+  };
+
+  for (const record of source.records(input.from, input.to)) {
+    const at = expectedSeq > 0 ? expectedSeq : record.position;
+    let parsed: ParsedBody | undefined = authenticBody(record, input.keys);
+    const macVerified = parsed !== undefined;
+    if (!parsed) {
+      try {
+        parsed = JSON.parse(record.body) as ParsedBody;
+      } catch {
+        return fail('EDITED', at, `record ${at}: its body is not JSON`);
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
+      let canonical: string;
+      try {
+        canonical = canonicalText(parsed);
+      } catch {
+        return fail('EDITED', at, `record ${at}: its body has no canonical form`);
+      }
+      if (canonical !== record.body) return fail('NONCANONICAL', at, `record ${at}: its body is not the exact canonical bytes that were signed`);
+    }
+    const seq = parsed.seq;
+    const epoch = parsed.epoch;
+    const keyId = parsed.keyId;
+    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(epoch) || typeof keyId !== 'string' || typeof parsed.prevHash !== 'string') {
+      return fail('EDITED', at, `record ${at}: its body lacks seq, epoch, keyId or prevHash`);
+    }
+    const bodySeq = seq as number;
+    const bodyEpoch = epoch as number;
+    if (expectedSeq < 0) {
+      expectedSeq = bodySeq;
+      expectedPrev = parsed.prevHash;
+    }
+    if (parsed.logId !== input.logId) return fail('FOREIGN_LOG', at, `record ${at}: it belongs to log ${String(parsed.logId)}, not ${input.logId}`);
+    if (!input.knownKeyIds.has(keyId)) return fail('UNKNOWN_KEY', at, `record ${at}: key ${keyId} is not a key of this log`);
+
+    const bodyBytes = record.body;
+    const keys = input.keys.get(keyId);
+    if (macVerified) {
+      // checked on the fast path
+    } else if (keys) {
+      if (keys.has(bodyEpoch)) {
+        if (!macMatches(keys, bodyEpoch, RECORD_MAC_PREFIX, bodyBytes, record.mac)) {
+          const realEpoch = otherEpochThatMatches(keys, bodyEpoch, bodyBytes, record.mac);
+          if (realEpoch !== undefined) {
+            return fail('KEY_OUT_OF_RANGE', at, `record ${at}: labelled epoch ${bodyEpoch} but MACed with the key of epoch ${realEpoch}`);
+          }
+          if (bodySeq !== expectedSeq || source.laterRecordClaims(record.position, expectedSeq)) {
+            return fail('INSERTED', at, `record ${at}: a record with a forged MAC stands where seq ${expectedSeq} belongs`);
+          }
+          return fail('EDITED', at, `record ${at}: its MAC does not match its body (edited after signing)`);
+        }
+      } else if (keys.lastEpoch !== undefined && bodyEpoch > keys.lastEpoch) {
+        return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} lies beyond key ${keyId}'s last epoch ${keys.lastEpoch}`);
+      } else if (bodyEpoch < 0) {
+        return fail('KEY_OUT_OF_RANGE', at, `record ${at}: negative epoch`);
+      } else {
+        result.macsUnchecked++;
+      }
+    } else {
+      result.macsUnchecked++;
+    }
+
+    if (bodySeq !== expectedSeq) {
+      if (bodySeq < expectedSeq) return fail('INSERTED', at, `record ${at}: holds a copy of record ${bodySeq} replayed out of place`);
+      if (source.laterRecordClaims(record.position, expectedSeq)) {
+        return fail('REORDERED', at, `record ${expectedSeq} appears after record ${bodySeq}: the records were reordered`);
+      }
+      return fail('DELETED', at, `record ${expectedSeq} is missing (the next record is ${bodySeq})`);
+    }
+    if (parsed.prevHash !== expectedPrev) return fail('EDITED', at, `record ${at}: does not link to the record before it`);
+    const hash = recordHash(bodyBytes, record.mac);
+    const hashHex = hash.toString('hex');
+    if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    if (record.columns) {
+      const c = record.columns;
+      if (record.position !== bodySeq || c.ts !== parsed.ts || c.action !== parsed.action || c.planId !== parsed.planId || c.stepId !== parsed.stepId) {
+        return fail('EDITED', at, `record ${at}: its indexed columns disagree with its signed body`);
+      }
+    }
+
+    const isChainStart = parsed.action === 'key.created' || parsed.action === 'key.rotated';
+    if (bodySeq === 1 && parsed.action !== 'key.created') return fail('KEY_OUT_OF_RANGE', at, 'record 1: a log starts with its key.created record');
+    if (isChainStart) {
+      const args = (parsed.args ?? {}) as Record<string, unknown>;
+      if (args.keyId !== keyId || bodyEpoch !== 0) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: a key chain starts at epoch 0 with its own keyId`);
+      const previousKeyId = typeof args.previousKeyId === 'string' ? args.previousKeyId : null;
+      if (parsed.action === 'key.rotated') {
+        if (span && previousKeyId !== span.keyId) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: rotation names ${String(previousKeyId)} but the log was under ${span.keyId}`);
+        const previousKeys = previousKeyId ? input.keys.get(previousKeyId) : undefined;
+        const previousEpoch = args.previousEpoch as number;
+        if (previousKeys && previousKeys.has(previousEpoch)) {
+          if (!record.cosign || !macMatches(previousKeys, previousEpoch, COSIGN_MAC_PREFIX, bodyBytes, record.cosign)) {
+            return fail('EDITED', at, `record ${at}: the rotation is not co-signed by the previous key`);
+          }
+        }
+      }
+      result.chainStarts.push({
+        seq: bodySeq,
+        keyId,
+        publicKey: typeof args.publicKey === 'string' ? args.publicKey : null,
+        previousKeyId,
+        checkpointEvery: Number.isSafeInteger(args.checkpointEvery) && (args.checkpointEvery as number) > 0 ? (args.checkpointEvery as number) : null,
+      });
+    }
+    if (span && span.keyId === keyId && !isChainStart) {
+      if (bodyEpoch < span.lastEpoch) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} after epoch ${span.lastEpoch}: epochs only move forward`);
+      span.lastEpoch = bodyEpoch;
+      span.toSeq = bodySeq;
+    } else {
+      if (span && !isChainStart) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: key ${keyId} is used outside its range (the log is under ${span.keyId})`);
+      span = { keyId, fromSeq: bodySeq, toSeq: bodySeq, firstEpoch: bodyEpoch, lastEpoch: bodyEpoch };
+      result.spans.push(span);
+    }
+
+    if (result.firstSeq === null) {
+      result.firstSeq = bodySeq;
+      result.firstPrevHash = parsed.prevHash;
+    }
+    if (input.wantHashesAt.has(bodySeq)) result.hashesAt[bodySeq] = hashHex;
+    result.lastSeq = bodySeq;
+    result.lastHash = hashHex;
+    result.lastAction = String(parsed.action);
+    result.count++;
+    expectedSeq = bodySeq + 1;
+    expectedPrev = hashHex;
+    if ((result.count & 0xfff) === 0) input.onRecord?.(result.count);
+  }
+  input.onRecord?.(result.count);
+  return result;
+}
+

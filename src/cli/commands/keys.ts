@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import { AuditReader } from '../../audit/audit-reader.js';
+import { FileKeyStore } from '../../audit/key-store.js';
+import { ExecutorError } from '../../domain/errors.js';
+import { globals, print, withExecutor } from '../cli-context.js';
+
+/** keys export-verification|rotate|status: the audit log's keys. */
+export function registerKeyCommands(program: Command): void {
+  const keys = program.command('keys').description("the audit log's keys");
+
+  keys
+    .command('export-verification')
+    .description('show the verification key K0 once (keep it offline), with the public key that checks checkpoints; it is then erased here')
+    .option('--keep', 'do not erase K0 from this machine (weakens forward security until it is erased)')
+    .action(async (options: { keep?: boolean }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const lines = await withExecutor(dataDir, (api) => api.exportVerificationKeys({ keep: options.keep }));
+      print(json, lines, () =>
+        [
+          ...lines.flatMap((line) => [`key ${line.keyId}`, `  verification key (secret, keep offline): ${line.verificationKey}`, `  checkpoint public key:                   ${line.publicKey}`]),
+          options.keep ? 'K0 is still stored on this machine.' : 'K0 is now erased from this machine: this is the only time it is shown.',
+        ].join('\n'),
+      );
+    });
+
+  keys
+    .command('rotate')
+    .description('start a new key chain; the rotation is recorded under both keys and sealed by a checkpoint')
+    .option('--reason <text>', 'why (recorded)')
+    .action(async (options: { reason?: string }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const rotated = await withExecutor(dataDir, (api) => api.rotateKeys({ reason: options.reason }));
+      print(json, rotated, () => `rotated: key ${rotated.previousKeyId} → ${rotated.keyId}. Run \`executor keys export-verification\` to keep the new K0.`);
+    });
+
+  keys
+    .command('status')
+    .description('which key signs now, how the keys are protected, which verification keys were exported')
+    .action((_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+      const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
+      try {
+        const keyring = reader.keyring();
+        if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${reader.keyStore.location}.`);
+        const anchor = reader.anchor();
+        const status = {
+          logId: keyring.logId,
+          protection: keyring.protection,
+          location: keyring.location,
+          currentKeyId: keyring.current().keyId,
+          epoch: keyring.current().epoch,
+          chains: keyring.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+          anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+        };
+        print(json, status, () =>
+          [
+            `log        ${status.logId}`,
+            `protection ${status.protection === 'plaintext' ? 'plaintext: keys are files readable by your user only (no OS keychain)' : 'OS keychain'}`,
+            `keys in    ${status.location}`,
+            `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
+            ...status.chains.map((chain) => `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`),
+            `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
+          ].join('\n'),
+        );
+      } finally {
+        reader.close();
+      }
+    });
+}

@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { CLI, runCli } from '../../helpers/run-cli.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+interface Outcome {
+  stepId: string;
+  status: string;
+  risk: string;
+  reasons: string[];
+  rejectedReason?: string;
+  error?: { code: string };
+}
+
+function writePlan(dir: string, plan: unknown, name = 'plan.json'): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, typeof plan === 'string' ? plan : JSON.stringify(plan));
+  return file;
+}
+
+function rowCounts(dataDir: string): { steps: number; events: number } {
+  const file = path.join(dataDir, 'executor.db');
+  if (!fs.existsSync(file)) return { steps: 0, events: 0 };
+  const db = new Database(file, { readonly: true });
+  try {
+    const steps = (db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n;
+    const events = (db.prepare("SELECT COUNT(*) AS n FROM audit_records WHERE action LIKE 'step.%'").get() as { n: number }).n;
+    return { steps, events };
+  } catch {
+    return { steps: 0, events: 0 }; // created but not yet migrated by the process that is opening it
+  } finally {
+    db.close();
+  }
+}
+
+describe('executor CLI', () => {
+  it('prints help', () => {
+    const result = runCli(['--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('propose');
+    expect(result.stdout).toContain('revert');
+  });
+
+  it('proposes, shows, approves and reverts a plan as the README describes', () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const plan = writePlan(base, { purpose: 'greet', steps: [{ id: 'hello', action: 'writeFile', args: { path: 'hello.txt', content: 'hi\n' } }] });
+    const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', plan]);
+    expect(proposed.status).toBe(1); // not every step executed: one waits for consent
+    expect(proposed.json<Outcome[]>()).toMatchObject([{ stepId: 'hello', status: 'awaiting_consent', risk: 'MEDIUM' }]);
+
+    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'hello']);
+    expect(shown.stdout).toContain('+hi');
+    expect(shown.stdout).toContain('Risk     MEDIUM');
+
+    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'hello']);
+    expect(approved.status).toBe(0);
+    expect(approved.json<Outcome>().status).toBe('executed');
+    expect(fs.readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hi\n');
+
+    const reverted = runCli(['--data-dir', dataDir, 'revert', 'hello']);
+    expect(reverted.status).toBe(0);
+    expect(fs.existsSync(path.join(workspace, 'hello.txt'))).toBe(false);
+
+    const again = runCli(['--data-dir', dataDir, 'revert', 'hello']);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toContain('ALREADY_REVERTED');
+  });
+
+  it('exits 0 when every step executed (auto-approved), reading the data dir from EXECUTOR_DATA_DIR', () => {
+    const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
+    const plan = writePlan(base, { steps: [{ action: 'writeFile', args: { path: 'a.txt', content: 'a' } }, { action: 'createKBEntry', args: { title: 't', content: 'c' } }] });
+    const result = runCli(['--json', 'propose', plan], { env: { EXECUTOR_DATA_DIR: dataDir } });
+    expect(result.status).toBe(0);
+    expect(result.json<Outcome[]>().map((o) => o.status)).toEqual(['executed', 'executed']);
+    expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('a');
+  });
+
+  it('reports a denied step with its reason and a non-zero exit', () => {
+    const { dataDir, base } = tempSetup({ autoApprove: 'HIGH' });
+    const plan = writePlan(base, { steps: [{ action: 'writeFile', args: { path: '/etc/executor-test', content: 'x' } }] });
+    const result = runCli(['--data-dir', dataDir, 'propose', plan]);
+    expect(result.status).toBe(1);
+    expect(result.stdout).toContain('denied by policy');
+    expect(result.stdout).toContain('outside every workspace root');
+  });
+
+  it.each([
+    ['invalid JSON', '{"steps": [', 'not valid JSON'],
+    ['an unknown action', { steps: [{ action: 'rmrf', args: {} }] }, 'steps.0'],
+    ['missing fields', { steps: [{ action: 'writeFile', args: { path: 'a.txt' } }] }, 'content'],
+    ['no steps', { steps: [] }, 'at least one step'],
+  ])('rejects a plan with %s clearly and leaves the database unchanged', (_name, plan, expected) => {
+    const { dataDir, base } = tempSetup();
+    const before = rowCounts(dataDir);
+    const result = runCli(['--data-dir', dataDir, 'propose', writePlan(base, plan)]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('INVALID_PLAN');
+    expect(result.stderr).toContain(expected);
+    expect(rowCounts(dataDir)).toEqual(before);
+  });
+
+  it('rejects a 50 MB plan file before reading it, leaving the database unchanged', () => {
+    const { dataDir, base } = tempSetup();
+    const file = path.join(base, 'huge.json');
+    fs.writeFileSync(file, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x'.repeat(50 * 1024 * 1024) } }] }));
+    const result = runCli(['--data-dir', dataDir, '--json', 'propose', file]);
+    expect(result.status).toBe(2);
+    expect(result.json<{ error: { code: string; message: string } }>().error).toMatchObject({ code: 'PLAN_TOO_LARGE' });
+    expect(rowCounts(dataDir)).toEqual({ steps: 0, events: 0 });
+  });
+
+  it('tells a second process the data directory is busy, naming the holder pid', async () => {
+    const { dataDir } = tempSetup();
+    const holder = spawn(process.execPath, ['--import', 'tsx', path.resolve(import.meta.dirname, '../../fixtures/hold-lock.ts'), dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.once('data', () => resolve());
+        holder.once('exit', (code) => reject(new Error(`holder exited ${code}`)));
+      });
+      const result = runCli(['--data-dir', dataDir, 'steps', 'list']);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toContain(`busy: the data directory ${dataDir} is held by pid ${holder.pid}`);
+    } finally {
+      holder.kill('SIGTERM');
+      await new Promise((resolve) => holder.once('exit', resolve));
+    }
+    expect(runCli(['--data-dir', dataDir, 'steps', 'list']).status).toBe(0);
+  });
+
+  it('propose --wait waits for decisions made from another terminal and prints one result per step', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const plan = writePlan(base, {
+      steps: [
+        { id: 'one', action: 'writeFile', args: { path: 'one.txt', content: '1' } },
+        { id: 'two', action: 'writeFile', args: { path: 'two.txt', content: '2' } },
+      ],
+    });
+    const waiting = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', plan, '--wait', '--timeout', '50'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    waiting.stdout.on('data', (chunk) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => waiting.once('exit', resolve));
+    // Wait until the proposal is stored, then decide from "another terminal".
+    for (let i = 0; i < 100 && rowCounts(dataDir).steps < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    let approved = runCli(['--data-dir', dataDir, 'approve', 'one']);
+    for (let i = 0; i < 50 && approved.status === 2 && approved.stderr.includes('busy'); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      approved = runCli(['--data-dir', dataDir, 'approve', 'one']);
+    }
+    expect(approved.status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'reject', 'two', '--reason', 'not needed']).status).toBe(0);
+    expect(await exited).toBe(1);
+    const outcomes = JSON.parse(stdout) as Outcome[];
+    expect(outcomes).toMatchObject([
+      { stepId: 'one', status: 'executed' },
+      { stepId: 'two', status: 'rejected', rejectedReason: 'not needed' },
+    ]);
+    expect(fs.readdirSync(workspace)).toEqual(['one.txt']);
+  });
+});

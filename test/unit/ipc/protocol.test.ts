@@ -1,0 +1,92 @@
+import canonicalize from 'canonicalize';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { nodeMac } from '../../../src/ipc/message-mac-node.js';
+import { webCryptoMac } from '../../../src/ipc/message-mac-web.js';
+import { base64url, canonicalText, fromBase64url, signText, verifyText } from '../../../src/ipc/protocol.js';
+
+const key = new Uint8Array(32).fill(7);
+const otherKey = new Uint8Array(32).fill(8);
+
+describe('canonical JSON', () => {
+  it('equals the canonicalize package (RFC 8785) for any JSON value, odd keys included', () => {
+    const oddKey = fc.oneof(fc.string(), fc.constantFrom('0', '1', '10', '2', '__proto__', 'constructor', '\u00e9', '\ud83d\ude00', 'a\u0000b'));
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.constant(null),
+        fc.boolean(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.integer(),
+        fc.string({ unit: 'grapheme' }),
+        fc.array(tie('value'), { maxLength: 5 }),
+        fc.dictionary(oddKey, tie('value'), { maxKeys: 6 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(json, (value) => {
+        // JSON.parse is how values arrive (it is also the only way to get an own "__proto__" key).
+        const parsed: unknown = JSON.parse(JSON.stringify(value));
+        expect(canonicalText(parsed)).toBe(canonicalize(parsed));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('sorts keys by UTF-16 code units, numbers first as strings', () => {
+    expect(canonicalText(JSON.parse('{"b":1,"a":{"10":1,"2":2,"__proto__":3},"é":0,"Z":[1e21,0.1,-0]}'))).toBe(
+      '{"Z":[1e+21,0.1,0],"a":{"10":1,"2":2,"__proto__":3},"b":1,"é":0}',
+    );
+  });
+
+  it('refuses NaN and Infinity rather than writing null', () => {
+    expect(() => canonicalText({ a: Number.NaN })).toThrow();
+    expect(() => canonicalText([Infinity])).toThrow();
+  });
+});
+
+describe('signing and verifying', () => {
+  const message = { v: 1, kid: 'k', id: 'i', ts: 1, nonce: 'n'.repeat(16), method: 'listSteps', params: { a: [1, 2, { z: 'é' }] } };
+
+  it('verifies its own signature, with Node and WebCrypto MACs agreeing', async () => {
+    const text = await signText(nodeMac(key), 'request', message);
+    expect(await verifyText(nodeMac(key), 'request', text, JSON.parse(text))).toBe(true);
+    expect(await verifyText(await webCryptoMac(key), 'request', text, JSON.parse(text))).toBe(true);
+    expect(await signText(await webCryptoMac(key), 'request', message)).toBe(text);
+  });
+
+  it('refuses another key, another message kind, and any changed byte', async () => {
+    const text = await signText(nodeMac(key), 'request', message);
+    expect(await verifyText(nodeMac(otherKey), 'request', text, JSON.parse(text))).toBe(false);
+    expect(await verifyText(nodeMac(key), 'response', text, JSON.parse(text))).toBe(false);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: text.length - 1 }), fc.integer({ min: 32, max: 126 }), async (position, code) => {
+        const changed = text.slice(0, position) + String.fromCharCode(code) + text.slice(position + 1);
+        fc.pre(changed !== text);
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = JSON.parse(changed) as Record<string, unknown>;
+        } catch {
+          return;
+        }
+        const sameMeaning = canonicalText({ ...parsed, sig: 0 }) === canonicalText({ ...(JSON.parse(text) as object), sig: 0 }) && parsed.sig === JSON.parse(text).sig;
+        expect(await verifyText(nodeMac(key), 'request', changed, parsed)).toBe(sameMeaning);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('does not let a member smuggled after the signature pass the fast path', async () => {
+    const text = await signText(nodeMac(key), 'request', message);
+    const sig = (JSON.parse(text) as { sig: string }).sig;
+    const smuggled = `${text.slice(0, -1)},"method":"approve","sig":"${sig}"}`;
+    expect(await verifyText(nodeMac(key), 'request', smuggled, JSON.parse(smuggled))).toBe(false);
+  });
+
+  it('round-trips base64url', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
+      expect(fromBase64url(base64url(bytes))).toEqual(bytes);
+    }));
+    expect(base64url(Uint8Array.from([251, 255]))).toBe(Buffer.from([251, 255]).toString('base64url'));
+  });
+});
