@@ -95,7 +95,7 @@ export function AuditView({ active }: { active: boolean }) {
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
   const [verify, setVerify] = useState<VerifyState>({ running: false, startedAt: 0, report: null, error: null });
-  const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: string }>({ busy: false, error: null, notice: '' });
+  const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
   const scrollRef = useRef<HTMLDivElement>(null);
 
   const virtualizer = useVirtualizer({
@@ -186,7 +186,16 @@ export function AuditView({ active }: { active: boolean }) {
       link.click();
       link.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
-      setExportState({ busy: false, error: null, notice: `Exported records ${exported.from}–${exported.to} (${exported.records}) with their checkpoints. Check it offline with \`executor audit verify --file\`.` });
+      setExportState({
+        busy: false,
+        error: null,
+        notice: (
+          <>
+            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). Check it anywhere with{' '}
+            <code>executor audit verify --file {link.download} --verification-key …</code>
+          </>
+        ),
+      });
     } catch (error) {
       setExportState({ busy: false, error, notice: '' });
     }
