@@ -22,12 +22,18 @@ const BATCH = 1000;
 const REPO = path.resolve(import.meta.dirname, '..');
 const CLI = path.join(REPO, 'bin', 'executor.js');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-ui-'));
+// BENCH_UI_DIR keeps the generated logs there and reuses them on the next run (writing a million signed records takes minutes).
+const keptDir = process.env.BENCH_UI_DIR;
+const root = keptDir ? (fs.mkdirSync(keptDir, { recursive: true }), keptDir) : fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-ui-'));
 const actor = { user: 'bench', channel: 'mcp' as const, client: 'bench-agent 1.0' };
 const ACTIONS: EventKind[] = ['step.proposed', 'step.evaluated', 'step.approved', 'step.execution_started', 'step.executed'];
 
 function buildLog(records: number): string {
   const dataDir = path.join(root, `log-${records}`);
+  if (fs.existsSync(path.join(dataDir, 'executor.db'))) {
+    process.stderr.write(`  ${records}: reusing ${dataDir}\n`);
+    return dataDir;
+  }
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [path.join(root, 'ws')] }));
   const db = openDatabase(dataDir);
@@ -174,7 +180,7 @@ async function main(): Promise<void> {
   console.log(`${'dropped frames (>33 ms)'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.dropped}/${s.frames}   ${BIG.toLocaleString()}: ${b.dropped}/${b.frames}`);
   console.log(`${'frames with Loading… rows'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.loadingFrames}/${s.frames}   ${BIG.toLocaleString()}: ${b.loadingFrames}/${b.frames}`);
   console.log(`\nfirst rows on ${BIG.toLocaleString()} records: ${b.firstRowsMs} ms (${b.firstRowsMs < 1000 ? 'under' : 'OVER'} the 1 s target)`);
-  fs.rmSync(root, { recursive: true, force: true });
+  if (!keptDir) fs.rmSync(root, { recursive: true, force: true });
 }
 
 await main();

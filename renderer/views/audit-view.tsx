@@ -1,4 +1,4 @@
-import { useVirtualizer } from '@tanstack/react-virtual';
+import { elementScroll, observeElementOffset, useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
 import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi } from '../api.js';
@@ -8,6 +8,13 @@ import { useKeys } from '../keys.js';
 import { formatTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
+/**
+ * Browsers cap an element's height (Chromium near 33.5 million px, Firefox near 17.9 million): a
+ * million rows of 34 px would not fit. Past this height the scrollbar is scaled — the scroll box
+ * is at most this tall and its offset maps linearly onto the virtual list, whose rows are drawn
+ * where the viewport is — so every record stays reachable by scrolling, dragging or jumping.
+ */
+const MAX_SCROLL_HEIGHT = 8_000_000;
 
 /** What `verifyAudit` reports. */
 export type VerifyReportView = MethodResult<'verifyAudit'>;
@@ -98,12 +105,23 @@ export function AuditView({ active }: { active: boolean }) {
   const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
   const scrollRef = useRef<HTMLDivElement>(null);
 
+  // virtual offset = real scrollTop × factor; factor 1 until the list outgrows MAX_SCROLL_HEIGHT.
+  const virtualHeight = rows.count * ROW_HEIGHT;
+  const scrollHeight = Math.min(virtualHeight, MAX_SCROLL_HEIGHT);
+  const factor = useRef(1);
+  const viewportHeight = scrollRef.current?.clientHeight ?? 600;
+  factor.current = virtualHeight > scrollHeight && scrollHeight > viewportHeight ? (virtualHeight - viewportHeight) / (scrollHeight - viewportHeight) : 1;
   const virtualizer = useVirtualizer({
     count: rows.count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
     overscan: 12,
+    observeElementOffset: (instance, callback) => observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
+    scrollToFn: (offset, options, instance) => elementScroll(offset / factor.current, options, instance),
   });
+  const virtualOffset = virtualizer.scrollOffset ?? 0;
+  // Where the rows sit in the (possibly shorter) scroll box: the viewport's real top plus their distance from the virtual top.
+  const rowTop = (start: number) => virtualOffset / factor.current + (start - virtualOffset);
   const items = virtualizer.getVirtualItems();
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
@@ -300,7 +318,7 @@ export function AuditView({ active }: { active: boolean }) {
           </div>
           </div>
           <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
-            <div role="none" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+            <div role="none" style={{ height: scrollHeight, position: 'relative' }}>
               {items.map((item) => {
                 const row = rows.rowAt(item.index);
                 return (
@@ -309,7 +327,7 @@ export function AuditView({ active }: { active: boolean }) {
                     role="row"
                     aria-rowindex={item.index + 2}
                     className={`audit-row ${row && row.seq === selectedSeq ? 'selected' : ''} ${row && verify.report?.problem?.seq === row.seq ? 'bad' : ''}`}
-                    style={{ position: 'absolute', top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${item.start}px)` }}
+                    style={{ position: 'absolute', top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${rowTop(item.start)}px)` }}
                     onClick={() => row && void openRecord(row.seq)}
                     data-seq={row?.seq}
                   >
