@@ -91,6 +91,33 @@ interface Measured {
   jumpToRowsMs: number;
 }
 
+const SCROLL_SCRIPT = `(async () => {
+  const scroller = document.querySelector('[data-testid="audit-scroll"]');
+  const intervals = [];
+  let loadingFrames = 0;
+  let last = performance.now();
+  const until = last + 4000;
+  let frame = 0;
+  await new Promise((resolve) => {
+    const tick = (now) => {
+      intervals.push(now - last);
+      last = now;
+      if (scroller.querySelector('.loading-row')) loadingFrames++;
+      if (frame++ % 3 === 0) scroller.scrollTop += scroller.clientHeight;
+      if (now < until) requestAnimationFrame(tick);
+      else resolve();
+    };
+    requestAnimationFrame(tick);
+  });
+  const jumpStart = performance.now();
+  scroller.scrollTop = scroller.scrollHeight / 2;
+  await new Promise((resolve) => {
+    const wait = () => (scroller.querySelector('.audit-row[data-seq]') && !scroller.querySelector('.loading-row') ? resolve() : requestAnimationFrame(wait));
+    requestAnimationFrame(wait);
+  });
+  return { intervals: intervals.slice(1), loadingFrames, jumpToRowsMs: performance.now() - jumpStart };
+})()`;
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -105,32 +132,8 @@ async function measure(page: Page, url: string): Promise<Measured> {
   const firstRowsMs = Date.now() - opened;
   // Scroll once verification has settled, so the frames measure the table, not a busy server.
   await page.getByTestId('verify-banner').filter({ hasNotText: 'Verifying' }).waitFor({ timeout: 600_000 });
-  const scroll = await page.evaluate(async () => {
-    const scroller = document.querySelector('[data-testid="audit-scroll"]') as HTMLElement;
-    const intervals: number[] = [];
-    let loadingFrames = 0;
-    let last = performance.now();
-    const until = last + 4000;
-    let frame = 0;
-    await new Promise<void>((resolve) => {
-      const tick = (now: number) => {
-        intervals.push(now - last);
-        last = now;
-        if (scroller.querySelector('.loading-row')) loadingFrames++;
-        if (frame++ % 3 === 0) scroller.scrollTop += scroller.clientHeight;
-        if (now < until) requestAnimationFrame(tick);
-        else resolve();
-      };
-      requestAnimationFrame(tick);
-    });
-    const jumpStart = performance.now();
-    scroller.scrollTop = scroller.scrollHeight / 2;
-    await new Promise<void>((resolve) => {
-      const wait = () => (scroller.querySelector('.audit-row[data-seq]') && !scroller.querySelector('.loading-row') ? resolve() : requestAnimationFrame(wait));
-      requestAnimationFrame(wait);
-    });
-    return { intervals: intervals.slice(1), loadingFrames, jumpToRowsMs: performance.now() - jumpStart };
-  });
+  // A script string, not a function: tsx's transform would add helpers the page does not have.
+  const scroll = (await page.evaluate(SCROLL_SCRIPT)) as { intervals: number[]; loadingFrames: number; jumpToRowsMs: number };
   return {
     firstRowsMs,
     frames: scroll.intervals.length,

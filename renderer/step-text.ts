@@ -77,3 +77,10 @@ export function approverText(record: StepRecord): string {
   if (by.channel === 'policy') return 'policy (auto-approved)';
   return `${by.user} via ${by.channel}`;
 }
+
+/** Compact time for dense tables: "Nov 22, 03:10:56". */
+export function formatShortTime(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}

@@ -5,7 +5,7 @@ import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
 import { ErrorBox } from '../components/error-box.js';
 import { useKeys } from '../keys.js';
-import { formatTime } from '../step-text.js';
+import { formatShortTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
 /**
@@ -306,7 +306,7 @@ export function AuditView({ active }: { active: boolean }) {
         </div>
       </form>
       <div className="audit-body">
-        <div className="audit-table" role="table" aria-label="Audit records" aria-rowcount={rows.count + 1}>
+        <div className={`audit-table ${selectedSeq !== null && (detail || detailError) ? 'with-detail' : ''}`} role="table" aria-label="Audit records" aria-rowcount={rows.count + 1}>
           <div role="rowgroup">
           <div className="audit-row audit-header" role="row" aria-rowindex={1}>
             <span role="columnheader">#</span>
@@ -334,7 +334,7 @@ export function AuditView({ active }: { active: boolean }) {
                     {row ? (
                       <>
                         <span role="cell" className="num">{row.seq}</span>
-                        <span role="cell" className="nowrap">{formatTime(row.ts)}</span>
+                        <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
                         <span role="cell"><code>{row.action}</code></span>
                         <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
                         <span role="cell" className="ellipsis">{who(row)}</span>
