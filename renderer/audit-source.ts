@@ -18,6 +18,7 @@ export interface AuditFilterInput {
 type AuditPage = MethodResult<'getAudit'>;
 
 export const PAGE_SIZE = 200;
+const MAX_CACHED_PAGES = 100;
 
 /**
  * getAudit pages newest first; a cursor `d<seq>` continues below that seq. Without filters seqs
@@ -82,6 +83,11 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
         .then((result) => {
           if (myGeneration !== generation.current) return;
           pages.current.set(page, result.entries);
+          // Keep memory flat on a million records: forget the pages farthest from where the person is.
+          if (pages.current.size > MAX_CACHED_PAGES) {
+            const farthest = [...pages.current.keys()].sort((left, right) => Math.abs(right - page) - Math.abs(left - page));
+            for (const stale of farthest.slice(0, pages.current.size - MAX_CACHED_PAGES)) pages.current.delete(stale);
+          }
           bump();
         }, setError)
         .finally(() => inFlight.current.delete(page));
@@ -170,7 +176,12 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
     head,
     rowAt: (index) => pages.current.get(Math.floor(index / PAGE_SIZE))?.[index % PAGE_SIZE],
     want: (start, end) => {
+      // One page beyond each edge is read ahead, so steady scrolling rarely meets a row still loading.
+      const first = Math.max(0, Math.floor(start / PAGE_SIZE) - 1);
+      const last = Math.floor(end / PAGE_SIZE) + 1;
       for (let page = Math.floor(start / PAGE_SIZE); page <= Math.floor(end / PAGE_SIZE); page++) loadDensePage(page, head);
+      loadDensePage(last, head);
+      loadDensePage(first, head);
     },
     indexOfSeq: (seq) => (seq >= 1 && seq <= head ? head - seq : null),
     error,

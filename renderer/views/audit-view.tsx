@@ -153,10 +153,14 @@ export function AuditView({ active }: { active: boolean }) {
       (error: unknown) => setVerify({ running: false, startedAt: 0, report: null, error }),
     );
   };
+  // Verification reads the whole log; it starts once the first rows are on screen so it never delays them.
+  const verifyStarted = useRef(false);
   useEffect(() => {
+    if (verifyStarted.current || (rows.loading && !rows.error)) return;
+    verifyStarted.current = true;
     runVerify();
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, []);
+  }, [rows.loading, rows.error]);
 
   const openRecord = async (seq: number) => {
     setSelectedSeq(seq);
