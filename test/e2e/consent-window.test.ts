@@ -52,6 +52,10 @@ async function openWindow(url: string): Promise<Page> {
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
+  // The page runs under the served CSP (no inline scripts or styles): a violation is a bug too.
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) errors.push(message.text());
+  });
   uncaught.set(page, errors);
   await page.goto(url);
   await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
@@ -182,6 +186,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     expect(propose('third', 'src/c.ts').status).toBe('awaiting_consent');
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show']).stdout;
     expect(audit.match(/policy\.changed/g)?.length).toBe(2);
+    expect(uncaught.get(page)).toEqual([]);
     await page.context().close();
     await serve.stop();
   });
@@ -323,6 +328,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await banner.getByRole('button', { name: `Jump to record #${rejected.seq}` }).click();
     await expect.poll(() => page.getByRole('complementary', { name: `Audit record ${rejected.seq}` }).getByTestId('canonical-body').textContent(), { timeout: 15_000 }).toContain('fine by me');
     await expect.poll(() => page.locator(`.audit-row.bad[data-seq="${rejected.seq}"]`).count()).toBe(1);
+    expect(uncaught.get(page)).toEqual([]);
     await page.context().close();
     await serve.stop();
   });
