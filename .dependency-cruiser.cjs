@@ -36,6 +36,19 @@ module.exports = {
       to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine)\\.ts$)' },
     },
     {
+      name: 'renderer-sees-no-node',
+      severity: 'error',
+      comment: 'The renderer runs in a browser page under a strict CSP: no Node built-ins, no Electron.',
+      from: { path: '^renderer/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'renderer-has-no-electron',
+      severity: 'error',
+      from: { path: '^renderer/' },
+      to: { path: '^(electron/)|node_modules/electron/' },
+    },
+    {
       name: 'domain-has-no-io-layers',
       severity: 'error',
       from: { path: '^src/domain/' },

@@ -1,9 +1,10 @@
-import { app, BrowserWindow, dialog, ipcMain, protocol, session, shell } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Notification, protocol, session, shell } from 'electron';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHostThread, type HostThread } from '../src/ipc/host-line.js';
 import { randomToken } from '../src/ipc/protocol.js';
 import { defaultDataDir } from '../src/store/data-dir.js';
+import { registerNotifyChannel } from './desktop-notify.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
@@ -59,8 +60,17 @@ async function openWindow(): Promise<void> {
 
   const window = new BrowserWindow(getMainWindowOptions(path.join(here, 'preload.cjs')));
   const unregister = registerIpcBridge(ipcMain, host, window, windowSecret);
+  const unregisterNotify = registerNotifyChannel(ipcMain, window, (notice) => {
+    if (!Notification.isSupported()) return;
+    const shown = new Notification({ title: notice.title, body: notice.body });
+    shown.on('click', () => window.isDestroyed() || window.show());
+    shown.show();
+  });
   window.once('ready-to-show', () => window.show());
-  window.on('closed', unregister);
+  window.on('closed', () => {
+    unregister();
+    unregisterNotify();
+  });
   await window.loadURL(`${APP_ORIGIN}/index.html`);
 }
 

@@ -3,6 +3,7 @@ import { createExecutorClient, errorForBridge, openSession, SignedRpc, type Clie
 import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/message-mac-web.js';
 import { METHOD_NAMES } from '../src/ipc/methods.js';
 import { sessionKeyInput } from '../src/ipc/protocol.js';
+import { NOTIFY_CHANNEL } from './desktop-notify.js';
 import { EVENT_CHANNEL, INVOKE_CHANNEL, WINDOW_CREDENTIAL, WINDOW_SECRET_CHANNEL } from './ipc-bridge.js';
 
 /*
@@ -49,4 +50,10 @@ export function buildWindowApi(connect: () => Promise<ExecutorClient>): Record<s
   return api;
 }
 
+/** The shell's one extra for the page: a desktop notification, through main (renderer/desktop-notify.ts). */
+export function buildShellApi(): { notify(notice: { title: string; body: string }): Promise<boolean> } {
+  return { notify: (notice) => ipcRenderer.invoke(NOTIFY_CHANNEL, { title: String(notice?.title ?? ''), body: String(notice?.body ?? '') }) as Promise<boolean> };
+}
+
 contextBridge.exposeInMainWorld('executor', buildWindowApi(connectWindow));
+contextBridge.exposeInMainWorld('executorShell', buildShellApi());

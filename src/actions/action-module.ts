@@ -6,6 +6,7 @@ import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
 import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
+import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { KbRepository } from '../store/kb-repository.js';
 import type { HeavyCodeRunner } from './heavy-code-runner.js';
 
@@ -53,6 +54,8 @@ export interface ActionModule<A extends ActionName> {
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;
+  /** What a remembered rule would have to cover for this step to run without asking; absent = no rule can. */
+  ruleTarget?(args: ActionArgs<A>, ctx: ActionContext): RuleTarget;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;

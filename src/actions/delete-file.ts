@@ -18,6 +18,7 @@ export const deleteFile: ActionModule<'deleteFile'> = {
   reversible: true,
   summarize: (args) => `Delete ${args.path}`,
   assess: (args, ctx) => assessFileTarget(args.path, 'delete', ctx),
+  ruleTarget: (args) => ({ kind: 'file', path: args.path }),
   async simulate(args, ctx) {
     return { kind: 'fileChanges', files: [previewFileChange(plannedChange(args, ctx))] };
   },

@@ -76,6 +76,7 @@ export const openURL: ActionModule<'openURL'> = {
     const parsed = parseOpenableUrl(args.url);
     return parsed.ok ? `Open ${parsed.url.host}${decodeURIComponentSafe(parsed.url.pathname)} in the browser` : `Open an invalid URL (refused)`;
   },
+  ruleTarget: (args) => ({ kind: 'url', url: args.url }),
   assess(args, ctx) {
     const parsed = parseOpenableUrl(args.url);
     if (!parsed.ok) return { risk: 'CRITICAL', deny: true, reasons: [parsed.reason], mitigations: [] };

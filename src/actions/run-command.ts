@@ -1,3 +1,4 @@
+import { splitCommandLine } from '../policy/command-words.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
@@ -201,6 +202,14 @@ export const runCommand: ActionModule<'runCommand'> = {
   action: 'runCommand',
   reversible: true,
   previewFromRun: true,
+  // A remembered command rule must cover every command of the line, in the directory it runs in.
+  ruleTarget: (args, ctx) => {
+    const root = ctx.policy.workspaceRoots[0] ?? ctx.dataDir;
+    const cwd = args.cwd ? path.resolve(root, args.cwd) : root;
+    if (args.argv) return { kind: 'command', pipeline: [args.argv], cwd };
+    const parsed = splitCommandLine(args.command!);
+    return { kind: 'command', pipeline: parsed.ok ? parsed.commands : [], cwd };
+  },
   summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
   assess(args, ctx) {
     const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands);

@@ -19,6 +19,7 @@ export const writeFile: ActionModule<'writeFile'> = {
   reversible: true,
   summarize: (args) => `Write ${args.path} (${contentOf(args).length} bytes)`,
   assess: (args, ctx) => assessFileTarget(args.path, 'write', ctx),
+  ruleTarget: (args) => ({ kind: 'file', path: args.path }),
   async simulate(args, ctx) {
     return { kind: 'fileChanges', files: [previewFileChange(plannedChange(args, ctx))] };
   },

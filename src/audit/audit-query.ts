@@ -131,3 +131,42 @@ export function explainAuditQuery(db: Db, filterColumn: 'step_id' | 'plan_id' | 
   const rows = db.prepare(`EXPLAIN QUERY PLAN SELECT seq, body FROM audit_records WHERE ${filterColumn} = ? AND seq < ? ORDER BY seq DESC LIMIT 100`).all('x', 1e9) as { detail: string }[];
   return rows.map((row) => row.detail).join('\n');
 }
+
+/** One record exactly as stored: the signed canonical body, its MAC and chained hash, hex-encoded. */
+export interface AuditRecordRaw {
+  seq: number;
+  body: string;
+  mac: string;
+  hash: string;
+  cosign: string | null;
+  keyId: string | null;
+  epoch: number | null;
+  prevHash: string | null;
+}
+
+/**
+ * The stored text, not a re-serialization: a reviewer checks the MAC over these exact bytes. A body
+ * that no longer parses (a damaged log) is still returned, with what could not be read as null.
+ */
+export function readAuditRecord(db: Db, seq: number): AuditRecordRaw {
+  const row = db.prepare('SELECT seq, body, mac, hash, cosign FROM audit_records WHERE seq = ?').get(seq) as
+    | { seq: number; body: string; mac: Buffer; hash: Buffer; cosign: Buffer | null }
+    | undefined;
+  if (!row) throw new ExecutorError('NOT_FOUND', `There is no audit record #${seq}.`, { seq });
+  let parsed: Partial<RecordBody> = {};
+  try {
+    parsed = JSON.parse(row.body) as Partial<RecordBody>;
+  } catch {
+    /* shown as stored; verification names what is wrong */
+  }
+  return {
+    seq: row.seq,
+    body: row.body,
+    mac: row.mac.toString('hex'),
+    hash: row.hash.toString('hex'),
+    cosign: row.cosign?.toString('hex') ?? null,
+    keyId: typeof parsed.keyId === 'string' ? parsed.keyId : null,
+    epoch: typeof parsed.epoch === 'number' ? parsed.epoch : null,
+    prevHash: typeof parsed.prevHash === 'string' ? parsed.prevHash : null,
+  };
+}

@@ -6,7 +6,7 @@ import { boundAction } from '../actions/registry.js';
 import { exportAudit } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
-import { queryAudit, type AuditPage } from '../audit/audit-query.js';
+import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
 import type { AuditTrail } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
@@ -25,6 +25,7 @@ import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
+import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
@@ -72,6 +73,9 @@ export interface ExecutorSeams {
   spawnChild?: SpawnChild;
   heavyCodeRunner?: HeavyCodeRunner;
 }
+
+/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
+export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
@@ -238,7 +242,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** The policy's verdict on a step, without storing anything. */
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
-    return weighHints(module.assess(args, this.context(step.id)), this.policy, module.reversible);
+    const hints = module.assess(args, this.context(step.id));
+    const remembered = module.ruleTarget && !hints.deny
+      ? rulesAllowing(module.ruleTarget(args, this.context(step.id)), hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir)
+      : null;
+    return weighHints(hints, this.policy, module.reversible, remembered);
   }
 
   /**
@@ -565,6 +573,30 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
     return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+  }
+
+  /** One record exactly as signed, for the record detail of the audit view. */
+  getAuditRecord(seq: number): AuditRecordRaw {
+    return readAuditRecord(this.db, seq);
+  }
+
+  /**
+   * The export as text, for the window's download. Bounded, so one click cannot build a reply the
+   * transports refuse; bigger logs are exported by range or with `executor audit export`.
+   */
+  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = MAX_EXPORT_TEXT_BYTES): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+    const lines: string[] = [];
+    let bytes = 0;
+    const written = this.exportAudit({
+      write: (line) => {
+        bytes += line.length;
+        if (bytes > maxBytes) {
+          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
+        }
+        lines.push(line);
+      },
+    }, range);
+    return { jsonl: lines.join(''), ...written };
   }
 
   /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */

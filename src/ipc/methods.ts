@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import {
+  AuditExportWireSchema,
+  AuditRecordWireSchema,
   EvaluationSchema,
   EVENT_TOPICS,
   PolicyWireSchema,
@@ -122,6 +124,18 @@ export const METHODS = {
     result: AuditPageWireSchema,
     channels: EVERYONE,
     description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, time',
+  }),
+  getAuditRecord: method({
+    params: z.strictObject({ seq: z.number().int().min(1) }),
+    result: AuditRecordWireSchema,
+    channels: EVERYONE,
+    description: 'one audit record exactly as signed: canonical body, MAC, chained hash, key id',
+  }),
+  exportAudit: method({
+    params: z.strictObject({ from: z.number().int().min(1).optional(), to: z.number().int().min(1).optional() }).optional(),
+    result: AuditExportWireSchema,
+    channels: PERSON_CHANNELS,
+    description: 'the log (or a range) as JSON lines with the checkpoints that seal it, for `executor audit verify --file`',
   }),
   verifyAudit: method({
     params: noParams,

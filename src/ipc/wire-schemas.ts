@@ -202,6 +202,26 @@ export const AuditEntryWireSchema = z.object({
 
 export const AuditPageWireSchema = z.object({ entries: z.array(AuditEntryWireSchema), nextCursor: z.string().nullable() });
 
+/** One record exactly as stored (src/audit/audit-query.ts AuditRecordRaw). */
+export const AuditRecordWireSchema = z.object({
+  seq: z.number().int(),
+  body: z.string(),
+  mac: z.string(),
+  hash: z.string(),
+  cosign: z.string().nullable(),
+  keyId: z.string().nullable(),
+  epoch: z.number().int().nullable(),
+  prevHash: z.string().nullable(),
+});
+
+export const AuditExportWireSchema = z.object({
+  jsonl: z.string(),
+  records: z.number().int(),
+  checkpoints: z.number().int(),
+  from: z.number().int(),
+  to: z.number().int(),
+});
+
 /** The verifier's report (src/audit/verify-codes.ts VerifyReport), field for field. */
 export const VerifyReportWireSchema = z.object({
   ok: z.boolean(),

@@ -1,4 +1,5 @@
 import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js';
+import { describeRule, type RememberedRule } from '../domain/remembered-rule.js';
 import type { Policy } from './policy-file.js';
 
 /** What an action module says about one step before the policy weighs it. */
@@ -12,9 +13,10 @@ export interface RiskHints {
 
 /**
  * The policy's verdict: CRITICAL or denied steps are refused outright; otherwise the
- * auto-approve level decides whether the person is asked.
+ * auto-approve level, or remembered rules that cover the step at its risk, decide whether the
+ * person is asked. `rememberedRules` are the rules src/policy/remembered-rules.ts found allowing it.
  */
-export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boolean): Evaluation {
+export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boolean, rememberedRules: readonly RememberedRule[] | null = null): Evaluation {
   const risk = hints.deny ? 'CRITICAL' : maxRisk(hints.risk);
   const reasons = [...hints.reasons];
   const mitigations = [...hints.mitigations];
@@ -23,6 +25,13 @@ export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boole
     return { allowed: false, risk, consent: 'deny', reasons, mitigations, reversible };
   }
   const autoApproved = policy.autoApprove !== 'none' && riskRank(risk) <= riskRank(policy.autoApprove);
-  if (autoApproved) mitigations.push(`Approved without asking: the policy auto-approves steps up to ${policy.autoApprove} risk.`);
-  return { allowed: true, risk, consent: autoApproved ? 'none' : 'confirm', reasons, mitigations, reversible };
+  if (autoApproved) {
+    mitigations.push(`Approved without asking: the policy auto-approves steps up to ${policy.autoApprove} risk.`);
+    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible };
+  }
+  if (rememberedRules && rememberedRules.length > 0) {
+    for (const rule of rememberedRules) mitigations.push(`Approved without asking by remembered rule ${rule.id}: ${describeRule(rule)}`);
+    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible };
+  }
+  return { allowed: true, risk, consent: 'confirm', reasons, mitigations, reversible };
 }

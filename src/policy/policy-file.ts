@@ -3,6 +3,52 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
+import type { RememberedRule } from '../domain/remembered-rule.js';
+
+const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
+const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
+const ruleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9._:-]+$/);
+
+/**
+ * "Approve and remember" rules (shapes and words in src/domain/remembered-rule.ts). Each reaches
+ * no further than its fields say, and never past the risk of the step it was made from.
+ */
+export const RememberedRuleSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('command'),
+    prefix: z
+      .array(z.string().min(1).max(200))
+      .min(1, 'a command rule needs at least the program name')
+      .max(20),
+    root: absoluteRoot,
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('file'),
+    root: absoluteRoot,
+    glob: z
+      .string()
+      .min(1)
+      .max(500)
+      .refine((glob) => !glob.startsWith('/') && !glob.split('/').includes('..'), { message: 'a file rule glob is relative to its root and stays inside it' }),
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+  z.strictObject({
+    id: ruleId,
+    kind: z.literal('url'),
+    host: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[a-z0-9.-]+$/, 'a URL rule names one host in lower case, without scheme, port or wildcard'),
+    maxRisk: ruleRisk,
+    createdAt: z.string(),
+  }),
+]);
 
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
 export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
@@ -68,9 +114,13 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
+  remembered: z.array(RememberedRuleSchema).max(1000).default([]),
 });
 export type Policy = z.infer<typeof PolicySchema>;
 export type LightSandboxPolicy = Policy['lightSandbox'];
+// The schema and the domain's rule type describe one shape: this fails to compile if they drift.
+const sameRule: [z.infer<typeof RememberedRuleSchema>] extends [RememberedRule] ? ([RememberedRule] extends [z.infer<typeof RememberedRuleSchema>] ? true : false) : false = true;
+void sameRule;
 
 export const POLICY_FILE = 'policy.json';
 

@@ -1,0 +1,198 @@
+import { useEffect, useRef, useState } from 'react';
+import type { StepRecord } from '../src/domain/step-record.js';
+import type { ExecutorClient } from '../src/ipc/client.js';
+import { connectExecutor } from '../src/ipc/renderer-entry.js';
+import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
+import { Dialog } from './components/dialog.js';
+import { ErrorBox } from './components/error-box.js';
+import { desktopNotify, titleWithCount } from './desktop-notify.js';
+import { SHORTCUTS, useKeys } from './keys.js';
+import { summarizeStep } from './step-text.js';
+import { AuditView } from './views/audit-view.js';
+import { HistoryView } from './views/history-view.js';
+import { QueueView } from './views/queue-view.js';
+import { SettingsView } from './views/settings-view.js';
+
+const VIEWS = [
+  { id: 'queue', label: 'Queue', key: '1' },
+  { id: 'history', label: 'History', key: '2' },
+  { id: 'audit', label: 'Audit log', key: '3' },
+  { id: 'settings', label: 'Settings', key: '4' },
+] as const;
+type ViewId = (typeof VIEWS)[number]['id'];
+
+export function App() {
+  const [api, setApi] = useState<ExecutorClient | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    connectExecutor().then(setApi, setError);
+  }, []);
+  if (error) {
+    return (
+      <main className="boot">
+        <h1>Executor</h1>
+        <ErrorBox error={error} />
+      </main>
+    );
+  }
+  if (!api) {
+    return (
+      <main className="boot" aria-busy="true">
+        <h1>Executor</h1>
+        <p className="muted">Connecting…</p>
+      </main>
+    );
+  }
+  return (
+    <ApiContext.Provider value={api}>
+      <Shell />
+    </ApiContext.Provider>
+  );
+}
+
+function viewFromHash(): ViewId {
+  const id = location.hash.replace(/^#\/?/, '');
+  return (VIEWS.find((view) => view.id === id)?.id ?? 'queue') as ViewId;
+}
+
+function Shell() {
+  const api = useApi();
+  const [view, setView] = useState<ViewId>(viewFromHash);
+  const [help, setHelp] = useState(false);
+  const waiting = useLoaded(() => api.listSteps({ status: ['awaiting_consent'], limit: 10_000 }), [], ['step']);
+  const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
+  const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
+  const [disconnected, setDisconnected] = useState(false);
+  const seen = useRef(new Set<string>());
+  const policyRoots = useRef<readonly string[]>([]);
+  policyRoots.current = policy.data?.workspaceRoots ?? [];
+
+  const count = waiting.data?.length ?? 0;
+  useEffect(() => {
+    document.title = titleWithCount(count);
+  }, [count]);
+
+  useEffect(() => {
+    const onHash = () => setView(viewFromHash());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  // A notification for each step that newly waits, only while the window is in the background.
+  useEffect(() => {
+    let off: (() => void) | undefined;
+    void api.on('step', (record: StepRecord) => {
+      if (record.status !== 'awaiting_consent' || seen.current.has(record.step.id)) return;
+      seen.current.add(record.step.id);
+      if (document.visibilityState === 'hidden' || !document.hasFocus()) {
+        desktopNotify(`Executor: ${record.evaluation?.risk ?? ''} step waiting`, `${summarizeStep(record.step, policyRoots.current)}${record.step.meta.purpose ? ` — ${record.step.meta.purpose}` : ''}`);
+      }
+    }).then((unsubscribe) => (off = unsubscribe), () => setDisconnected(true));
+    return () => off?.();
+  }, [api]);
+
+
+  useEffect(() => {
+    if (waiting.error && (waiting.error as { code?: string }).code === 'IPC_UNAVAILABLE') setDisconnected(true);
+  }, [waiting.error]);
+
+  const go = (id: ViewId) => {
+    history.replaceState(null, '', `#${id}`);
+    setView(id);
+  };
+  useKeys({
+    '1': () => go('queue'),
+    '2': () => go('history'),
+    '3': () => go('audit'),
+    '4': () => go('settings'),
+    '?': () => setHelp(true),
+  });
+
+  return (
+    <RootsContext.Provider value={policy.data?.workspaceRoots ?? []}>
+    <div className="shell">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <nav className="sidebar" aria-label="Views">
+        <div className="brand">
+          <span className="brand-mark" aria-hidden="true">⬢</span> Executor
+        </div>
+        <ul>
+          {VIEWS.map((entry) => (
+            <li key={entry.id}>
+              <a
+                href={`#${entry.id}`}
+                className={`nav-link ${view === entry.id ? 'active' : ''}`}
+                aria-current={view === entry.id ? 'page' : undefined}
+                onClick={(event) => {
+                  event.preventDefault();
+                  go(entry.id);
+                }}
+              >
+                <span>{entry.label}</span>
+                {entry.id === 'queue' && count > 0 ? (
+                  <span className="count" aria-label={`${count} waiting`}>
+                    {count}
+                  </span>
+                ) : (
+                  <kbd aria-hidden="true">{entry.key}</kbd>
+                )}
+              </a>
+            </li>
+          ))}
+        </ul>
+        <button type="button" className="ghost help-button" onClick={() => setHelp(true)} aria-keyshortcuts="?">
+          Keyboard shortcuts <kbd>?</kbd>
+        </button>
+      </nav>
+      <main id="main" className="content">
+        {disconnected ? (
+          <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} />
+        ) : null}
+        <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
+        <div hidden={view !== 'queue'} className="view">
+          <QueueView waiting={waiting.data ?? []} policy={policy.data} active={view === 'queue' && !help} />
+        </div>
+        <div hidden={view !== 'history'} className="view">
+          <HistoryView active={view === 'history' && !help} />
+        </div>
+        <div hidden={view !== 'audit'} className="view">
+          {auditMounted(view) ? <AuditView active={view === 'audit' && !help} /> : null}
+        </div>
+        <div hidden={view !== 'settings'} className="view">
+          <SettingsView policy={policy.data} keyStatus={keyStatus.data} keyError={keyStatus.error} onKeysChanged={keyStatus.reload} />
+        </div>
+      </main>
+      {help ? (
+        <Dialog title="Keyboard shortcuts" onCancel={() => setHelp(false)}>
+          <table className="shortcuts">
+            <tbody>
+              {SHORTCUTS.map((shortcut) => (
+                <tr key={shortcut.keys}>
+                  <th scope="row">
+                    <kbd>{shortcut.keys}</kbd>
+                  </th>
+                  <td>{shortcut.what}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div className="dialog-actions">
+            <button type="button" className="primary" onClick={() => setHelp(false)} autoFocus>
+              Close
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+    </div>
+    </RootsContext.Provider>
+  );
+}
+
+/** The audit view is mounted on first visit and then kept, so a running verification survives switching views. */
+let auditVisited = false;
+function auditMounted(view: ViewId): boolean {
+  if (view === 'audit') auditVisited = true;
+  return auditVisited;
+}

@@ -1,0 +1,39 @@
+import { useEffect, useRef } from 'react';
+
+/** Whether a key press belongs to a text field or an open dialog rather than to the shortcuts. */
+function typingOrModal(event: KeyboardEvent): boolean {
+  if (event.ctrlKey || event.metaKey || event.altKey) return true;
+  const target = event.target as HTMLElement | null;
+  if (target && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName))) return true;
+  return document.querySelector('dialog[open]') !== null;
+}
+
+/** Single-key shortcuts while `active`; the latest handlers are used without re-subscribing. */
+export function useKeys(handlers: Record<string, (event: KeyboardEvent) => void>, active = true): void {
+  const latest = useRef(handlers);
+  latest.current = handlers;
+  useEffect(() => {
+    if (!active) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (typingOrModal(event)) return;
+      const handler = latest.current[event.key];
+      if (!handler) return;
+      event.preventDefault();
+      handler(event);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [active]);
+}
+
+export const SHORTCUTS: { keys: string; what: string }[] = [
+  { keys: '1 – 4', what: 'Queue, History, Audit log, Settings' },
+  { keys: 'j / k', what: 'Next / previous item' },
+  { keys: 'Enter', what: 'Open the selected item' },
+  { keys: 'a', what: 'Approve the selected step (Queue)' },
+  { keys: 'r', what: 'Reject the selected step (Queue)' },
+  { keys: 'v', what: 'Revert the selected step (History)' },
+  { keys: '/', what: 'Filter (History, Audit log)' },
+  { keys: 'Esc', what: 'Close a dialog or panel' },
+  { keys: '?', what: 'This list' },
+];

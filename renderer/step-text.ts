@@ -1,0 +1,86 @@
+import type { StepRecord } from '../src/domain/step-record.js';
+import { placeInRoots } from '../src/domain/remembered-rule.js';
+import type { Step } from '../src/domain/step.js';
+
+/** A path as short as it can be said: relative to its workspace root when it is inside one. */
+export function displayPath(requested: string, roots: readonly string[]): string {
+  if (!requested.startsWith('/')) return requested;
+  return placeInRoots(requested, roots)?.relativePath ?? requested;
+}
+
+/** The path a file step touches, if it is one. */
+export function targetPath(step: Step): string | null {
+  const args = step.args as Record<string, unknown>;
+  return typeof args.path === 'string' ? args.path : null;
+}
+
+/**
+ * One line per step for lists, in words, with paths relative to their root (the full path is in
+ * the detail). The renderer cannot load the action modules (they read files), so it says it here.
+ */
+export function summarizeStep(step: Step, roots: readonly string[] = []): string {
+  const args = step.args as Record<string, unknown>;
+  switch (step.action) {
+    case 'writeFile':
+      return `Write ${displayPath(String(args.path), roots)}`;
+    case 'deleteFile':
+      return `Delete ${displayPath(String(args.path), roots)}`;
+    case 'createKBEntry':
+      return `Add knowledge-base entry “${String(args.title)}”`;
+    default: {
+      const generic = step as { action: string; args: Record<string, unknown> };
+      if (typeof generic.args.url === 'string') return `Open ${generic.args.url}`;
+      if (typeof generic.args.command === 'string') return `Run ${generic.args.command}`;
+      return generic.action;
+    }
+  }
+}
+
+export const STATUS_LABEL: Record<string, string> = {
+  proposed: 'Proposed',
+  evaluated: 'Evaluated',
+  awaiting_consent: 'Waiting for you',
+  approved: 'Approved',
+  rejected: 'Rejected',
+  running: 'Running',
+  executed: 'Executed',
+  failed: 'Failed',
+  interrupted: 'Interrupted',
+  reverted: 'Reverted',
+  denied: 'Denied by policy',
+};
+
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+export function formatDuration(record: StepRecord): string {
+  if (!record.startedAt || !record.finishedAt) return '—';
+  const ms = new Date(record.finishedAt).getTime() - new Date(record.startedAt).getTime();
+  if (!Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function shortHash(hash: string | null | undefined): string {
+  return hash ? `${hash.slice(0, 12)}…` : '—';
+}
+
+/** Who approved, in words: the policy, or a person through a channel. */
+export function approverText(record: StepRecord): string {
+  const by = record.approval?.by;
+  if (!by) return '—';
+  if (by.channel === 'policy') return 'policy (auto-approved)';
+  return `${by.user} via ${by.channel}`;
+}
+
+/** Compact time for dense tables: "Nov 22, 03:10:56". */
+export function formatShortTime(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}

@@ -1,0 +1,389 @@
+import { elementScroll, observeElementOffset, useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState } from 'react';
+import type { MethodResult } from '../../src/ipc/methods.js';
+import { useApi } from '../api.js';
+import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
+import { ErrorBox } from '../components/error-box.js';
+import { useKeys } from '../keys.js';
+import { formatShortTime } from '../step-text.js';
+
+const ROW_HEIGHT = 34;
+/**
+ * Browsers cap an element's height (Chromium near 33.5 million px, Firefox near 17.9 million): a
+ * million rows of 34 px would not fit. Past this height the scrollbar is scaled — the scroll box
+ * is at most this tall and its offset maps linearly onto the virtual list, whose rows are drawn
+ * where the viewport is — so every record stays reachable by scrolling, dragging or jumping.
+ */
+const MAX_SCROLL_HEIGHT = 8_000_000;
+
+/** What `verifyAudit` reports. */
+export type VerifyReportView = MethodResult<'verifyAudit'>;
+
+/** One record exactly as signed, for the detail panel. */
+export type AuditRecordDetail = MethodResult<'getAuditRecord'>;
+
+interface VerifyState {
+  running: boolean;
+  startedAt: number;
+  report: VerifyReportView | null;
+  error: unknown;
+}
+
+function who(row: AuditRow): string {
+  return `${row.userId.user} · ${row.userId.channel}${row.userId.client ? ` (${row.userId.client})` : ''}`;
+}
+
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; onVerify(): void; onJump(seq: number): void }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!state.running) return;
+    const timer = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(timer);
+  }, [state.running]);
+  const report = state.report;
+  let tone = 'neutral';
+  let text: React.ReactNode = 'The log has not been verified in this window yet.';
+  if (state.running) {
+    text = (
+      <>
+        <span className="spinner" aria-hidden="true" /> Verifying the whole log: chain, signatures and checkpoints… {Math.round((now - state.startedAt) / 1000)} s. You can keep working meanwhile.
+      </>
+    );
+  } else if (state.error) {
+    tone = 'bad';
+    text = `Verification could not run: ${(state.error as Error).message ?? String(state.error)}`;
+  } else if (report?.ok) {
+    tone = 'good';
+    text = (
+      <>
+        <strong>Intact.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the checkpoints hold.
+        {report.unsealedTail > 0 ? ` The newest ${report.unsealedTail} record(s) are not yet sealed by a checkpoint.` : ''}
+      </>
+    );
+  } else if (report?.problem) {
+    tone = 'bad';
+    text = (
+      <>
+        <strong>Not intact: record #{report.problem.seq}.</strong> {report.problem.message} <span className="muted">({report.problem.code})</span>
+      </>
+    );
+  }
+  return (
+    <div className={`banner banner-${tone}`} role="status" aria-live="polite" data-testid="verify-banner">
+      <p>{text}</p>
+      <div className="banner-actions">
+        {report?.problem && !state.running ? (
+          <button type="button" className="small" onClick={() => onJump(report.problem!.seq)}>
+            Jump to record #{report.problem.seq}
+          </button>
+        ) : null}
+        <button type="button" className="small" disabled={state.running} onClick={onVerify}>
+          Verify
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function AuditView({ active }: { active: boolean }) {
+  const api = useApi();
+  const [draft, setDraft] = useState<AuditFilterInput>({});
+  const [filters, setFilters] = useState<AuditFilterInput>({});
+  const rows = useAuditRows(api, filters);
+  const [selectedSeq, setSelectedSeq] = useState<number | null>(null);
+  const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
+  const [detailError, setDetailError] = useState<unknown>(null);
+  const [verify, setVerify] = useState<VerifyState>({ running: false, startedAt: 0, report: null, error: null });
+  const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
+  const scrollRef = useRef<HTMLDivElement>(null);
+
+  // virtual offset = real scrollTop × factor; factor 1 until the list outgrows MAX_SCROLL_HEIGHT.
+  const virtualHeight = rows.count * ROW_HEIGHT;
+  const scrollHeight = Math.min(virtualHeight, MAX_SCROLL_HEIGHT);
+  const factor = useRef(1);
+  const viewportHeight = scrollRef.current?.clientHeight ?? 600;
+  factor.current = virtualHeight > scrollHeight && scrollHeight > viewportHeight ? (virtualHeight - viewportHeight) / (scrollHeight - viewportHeight) : 1;
+  const virtualizer = useVirtualizer({
+    count: rows.count,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 12,
+    observeElementOffset: (instance, callback) => observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
+    scrollToFn: (offset, options, instance) => elementScroll(offset / factor.current, options, instance),
+  });
+  const virtualOffset = virtualizer.scrollOffset ?? 0;
+  // Where the rows sit in the (possibly shorter) scroll box: the viewport's real top plus their distance from the virtual top.
+  const rowTop = (start: number) => virtualOffset / factor.current + (start - virtualOffset);
+  const items = virtualizer.getVirtualItems();
+  const first = items[0]?.index ?? 0;
+  const last = items[items.length - 1]?.index ?? 0;
+  useEffect(() => {
+    if (rows.count > 0) rows.want(first, last);
+  });
+
+  // The log grows while the window is open: new records show at the top when the person is there.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let off: (() => void) | undefined;
+    void api.on('audit', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        if ((scrollRef.current?.scrollTop ?? 0) < ROW_HEIGHT * 3) rows.refresh();
+      }, 300);
+    }).then((unsubscribe) => (off = unsubscribe), () => undefined);
+    return () => {
+      clearTimeout(timer);
+      off?.();
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [api, rows.refresh]);
+
+  const runVerify = () => {
+    setVerify({ running: true, startedAt: Date.now(), report: null, error: null });
+    api.verifyAudit().then(
+      (report) => setVerify({ running: false, startedAt: 0, report, error: null }),
+      (error: unknown) => setVerify({ running: false, startedAt: 0, report: null, error }),
+    );
+  };
+  // Verification reads the whole log; it starts once the first rows are on screen so it never delays them.
+  const verifyStarted = useRef(false);
+  useEffect(() => {
+    if (verifyStarted.current || (rows.loading && !rows.error)) return;
+    verifyStarted.current = true;
+    runVerify();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [rows.loading, rows.error]);
+
+  const openRecord = async (seq: number) => {
+    setSelectedSeq(seq);
+    setDetailError(null);
+    setDetail(null);
+    try {
+      const record = await api.getAuditRecord({ seq });
+      setDetail(record);
+    } catch (error) {
+      setDetailError(error);
+    }
+  };
+
+  const jumpTo = (seq: number) => {
+    const clear = Object.values(filters).some(Boolean);
+    if (clear) {
+      setDraft({});
+      setFilters({});
+    }
+    // After clearing filters the dense list needs a render to know its size.
+    setTimeout(() => {
+      const index = rows.dense && !clear ? rows.indexOfSeq(seq) : null;
+      if (index !== null) virtualizer.scrollToIndex(index, { align: 'center' });
+      void openRecord(seq);
+    }, clear ? 300 : 0);
+  };
+
+  useEffect(() => {
+    if (selectedSeq === null || !rows.dense) return;
+    const index = rows.indexOfSeq(selectedSeq);
+    if (index !== null && (index < first || index > last)) virtualizer.scrollToIndex(index, { align: 'center' });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [selectedSeq, rows.dense, rows.head]);
+
+  const exportJsonl = async () => {
+    setExportState({ busy: true, error: null, notice: '' });
+    try {
+      const exported = await api.exportAudit({});
+      const blob = new Blob([exported.jsonl], { type: 'application/x-ndjson' });
+      const url = URL.createObjectURL(blob);
+      const link = document.createElement('a');
+      link.href = url;
+      link.download = `executor-audit-${exported.from}-${exported.to}.jsonl`;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      setExportState({
+        busy: false,
+        error: null,
+        notice: (
+          <>
+            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). Check it anywhere with{' '}
+            <code>executor audit verify --file {link.download} --verification-key …</code>
+          </>
+        ),
+      });
+    } catch (error) {
+      setExportState({ busy: false, error, notice: '' });
+    }
+  };
+
+  const selectedIndex = selectedSeq === null ? null : rows.dense ? rows.indexOfSeq(selectedSeq) : rows.indexOfSeq(selectedSeq);
+  const move = (delta: number) => {
+    if (rows.count === 0) return;
+    const index = Math.min(rows.count - 1, Math.max(0, (selectedIndex ?? -1) + delta));
+    const row = rows.rowAt(index);
+    if (row) {
+      setSelectedSeq(row.seq);
+      virtualizer.scrollToIndex(index);
+    }
+  };
+  useKeys(
+    {
+      j: () => move(1),
+      k: () => move(-1),
+      '/': () => document.getElementById('audit-filter-plan')?.focus(),
+      Enter: () => selectedSeq !== null && void openRecord(selectedSeq),
+      Escape: () => {
+        setDetail(null);
+        setDetailError(null);
+      },
+    },
+    active,
+  );
+
+  return (
+    <div className="stack audit">
+      <header className="pane-head">
+        <h1>Audit log</h1>
+        <button type="button" disabled={exportState.busy} onClick={() => void exportJsonl()}>
+          {exportState.busy ? 'Exporting…' : 'Export'}
+        </button>
+      </header>
+      <VerifyBanner state={verify} onVerify={runVerify} onJump={jumpTo} />
+      <div className="status-line" role="status" aria-live="polite">
+        {exportState.notice}
+      </div>
+      <ErrorBox error={exportState.error ?? rows.error} />
+      <form
+        className="filters"
+        role="search"
+        aria-label="Filter audit records"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setFilters({ ...draft });
+        }}
+      >
+        <label>
+          Plan
+          <input id="audit-filter-plan" value={draft.planId ?? ''} onChange={(event) => setDraft({ ...draft, planId: event.target.value.trim() || undefined })} />
+        </label>
+        <label>
+          Step
+          <input value={draft.stepId ?? ''} onChange={(event) => setDraft({ ...draft, stepId: event.target.value.trim() || undefined })} />
+        </label>
+        <label>
+          Action
+          <input placeholder="step.approved" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
+        </label>
+        <label>
+          User or channel
+          <input placeholder="mcp, web, cli…" value={draft.channel ?? ''} onChange={(event) => setDraft({ ...draft, channel: event.target.value.trim() || undefined })} />
+        </label>
+        <label>
+          Since
+          <input type="datetime-local" step="1" value={draft.since ?? ''} onChange={(event) => setDraft({ ...draft, since: event.target.value || undefined })} />
+        </label>
+        <label>
+          Until
+          <input type="datetime-local" step="1" value={draft.until ?? ''} onChange={(event) => setDraft({ ...draft, until: event.target.value || undefined })} />
+        </label>
+        <div className="filter-buttons">
+          <button type="submit" className="small">
+            Apply filters
+          </button>
+          <button
+            type="button"
+            className="small ghost"
+            onClick={() => {
+              setDraft({});
+              setFilters({});
+            }}
+          >
+            Clear
+          </button>
+        </div>
+      </form>
+      <div className="audit-body">
+        <div className={`audit-table ${selectedSeq !== null && (detail || detailError) ? 'with-detail' : ''}`} role="table" aria-label="Audit records" aria-rowcount={rows.count + 1}>
+          <div role="rowgroup">
+          <div className="audit-row audit-header" role="row" aria-rowindex={1}>
+            <span role="columnheader">#</span>
+            <span role="columnheader">Time</span>
+            <span role="columnheader">Action</span>
+            <span role="columnheader">Plan / step</span>
+            <span role="columnheader">Who</span>
+            <span role="columnheader">Key</span>
+          </div>
+          </div>
+          <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
+            <div role="none" style={{ height: scrollHeight, position: 'relative' }}>
+              {items.map((item) => {
+                const row = rows.rowAt(item.index);
+                return (
+                  <div
+                    key={item.key}
+                    role="row"
+                    aria-rowindex={item.index + 2}
+                    className={`audit-row ${row && row.seq === selectedSeq ? 'selected' : ''} ${row && verify.report?.problem?.seq === row.seq ? 'bad' : ''}`}
+                    style={{ position: 'absolute', top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${rowTop(item.start)}px)` }}
+                    onClick={() => row && void openRecord(row.seq)}
+                    data-seq={row?.seq}
+                  >
+                    {row ? (
+                      <>
+                        <span role="cell" className="num">{row.seq}</span>
+                        <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
+                        <span role="cell"><code>{row.action}</code></span>
+                        <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
+                        <span role="cell" className="ellipsis">{who(row)}</span>
+                        <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
+                      </>
+                    ) : (
+                      <span role="cell" className="muted loading-row">Loading…</span>
+                    )}
+                  </div>
+                );
+              })}
+            </div>
+          </div>
+          {rows.count === 0 && !rows.loading ? <p className="empty">No audit record matches.</p> : null}
+        </div>
+        {selectedSeq !== null && (detail || detailError) ? (
+          <aside className="record-detail" aria-label={`Audit record ${selectedSeq}`}>
+            <header className="detail-head">
+              <h2>Record #{selectedSeq}</h2>
+              <button type="button" className="small ghost" onClick={() => { setDetail(null); setDetailError(null); setSelectedSeq(null); }}>
+                Close
+              </button>
+            </header>
+            <ErrorBox error={detailError} />
+            {detail ? (
+              <>
+                <dl className="facts">
+                  <dt>Key id</dt>
+                  <dd><code>{detail.keyId ?? 'unreadable'}</code>{detail.epoch !== null ? ` (epoch ${detail.epoch})` : ''}</dd>
+                  <dt>Record hash</dt>
+                  <dd><code className="hash">{detail.hash}</code></dd>
+                  <dt>Previous hash</dt>
+                  <dd><code className="hash">{detail.prevHash ?? 'unreadable'}</code></dd>
+                  <dt>Signature (HMAC-SHA256)</dt>
+                  <dd><code className="hash">{detail.mac}</code></dd>
+                </dl>
+                <h3 className="small-head">Canonical body (the exact signed text)</h3>
+                <pre className="output canonical" data-testid="canonical-body" tabIndex={0} aria-label="Canonical body">{detail.body}</pre>
+                <h3 className="small-head">Readable</h3>
+                <pre className="output" tabIndex={0} aria-label="Readable body">{prettyBody(detail.body)}</pre>
+              </>
+            ) : null}
+          </aside>
+        ) : null}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,276 @@
+import { useMemo, useState } from 'react';
+import type { StepRecord } from '../../src/domain/step-record.js';
+import { useApi, useLoaded, useRoots, type RevertPlanEntry } from '../api.js';
+import { Dialog } from '../components/dialog.js';
+import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
+import { ErrorBox } from '../components/error-box.js';
+import { RiskBadge } from '../components/risk-badge.js';
+import { useKeys } from '../keys.js';
+import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
+
+const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied'] as const;
+const REVERTIBLE = ['executed', 'failed', 'interrupted'];
+
+function resultText(record: StepRecord): string {
+  if (record.error) return `${record.error.code}: ${record.error.message}`;
+  if (record.status === 'rejected') return `Rejected: ${record.rejectedReason ?? ''}`;
+  if (record.status === 'denied') return record.evaluation?.reasons.join(' ') ?? 'Denied by policy';
+  if (record.status === 'reverted') return `Reverted ${formatTime(record.revertedAt)}`;
+  if (!record.result) return '—';
+  const result = record.result as Record<string, unknown>;
+  if (typeof result.bytesWritten === 'number') return `${result.created ? 'Created' : 'Wrote'} ${result.bytesWritten} bytes`;
+  return JSON.stringify(record.result).slice(0, 160);
+}
+
+export function canRevert(record: StepRecord): boolean {
+  return REVERTIBLE.includes(record.status) && record.evaluation?.reversible !== false && record.step.action !== 'createKBEntry';
+}
+
+type RevertState =
+  | { phase: 'loading'; record: StepRecord }
+  | { phase: 'confirm'; record: StepRecord; plan: RevertPlanEntry[] }
+  | { phase: 'force'; record: StepRecord; plan: RevertPlanEntry[] };
+
+export function HistoryView({ active }: { active: boolean }) {
+  const roots = useRoots();
+  const api = useApi();
+  const history = useLoaded(() => api.listSteps({ status: [...HISTORY_STATUSES], limit: 1000 }), [], ['step']);
+  const [filter, setFilter] = useState('');
+  const [selectedId, setSelectedId] = useState<string | null>(null);
+  const [revert, setRevert] = useState<RevertState | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const rows = useMemo(() => {
+    const needle = filter.trim().toLowerCase();
+    const all = history.data ?? [];
+    if (!needle) return all;
+    return all.filter((record) => [record.step.id, record.step.planId, record.status, summarizeStep(record.step, roots), record.step.meta.purpose ?? ''].some((text) => text.toLowerCase().includes(needle)));
+  }, [history.data, filter]);
+  const selected = rows.find((record) => record.step.id === selectedId) ?? null;
+
+  const move = (delta: number) => {
+    if (rows.length === 0) return;
+    const index = rows.findIndex((record) => record.step.id === selectedId);
+    const next = rows[index < 0 ? 0 : Math.min(rows.length - 1, Math.max(0, index + delta))]!;
+    setSelectedId(next.step.id);
+    document.getElementById(`history-row-${next.step.id}`)?.focus();
+  };
+
+  const startRevert = async (record: StepRecord) => {
+    setError(null);
+    setRevert({ phase: 'loading', record });
+    try {
+      const plan = await api.previewRevert({ stepId: record.step.id });
+      setRevert({ phase: 'confirm', record, plan });
+    } catch (caught) {
+      setRevert(null);
+      setError(caught);
+    }
+  };
+
+  const doRevert = async (record: StepRecord, force: boolean) => {
+    setRevert(null);
+    setBusy(true);
+    setError(null);
+    try {
+      const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
+      setNotice(`${reverted.step.id} reverted${force ? ' with force (recorded in the audit log)' : ''}: the files are back as they were before the step.`);
+      history.reload();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  useKeys(
+    {
+      j: () => move(1),
+      k: () => move(-1),
+      '/': () => document.getElementById('history-filter')?.focus(),
+      Enter: () => selected && document.getElementById('history-detail')?.focus(),
+      v: () => selected && canRevert(selected) && !busy && void startRevert(selected),
+      Escape: () => setSelectedId(null),
+    },
+    active && revert === null,
+  );
+
+  return (
+    <div className="stack">
+      <header className="pane-head">
+        <h1>History</h1>
+        <input id="history-filter" type="search" className="filter" placeholder="Filter by step, plan, action or status" aria-label="Filter history" value={filter} onChange={(event) => setFilter(event.target.value)} />
+      </header>
+      <div className="status-line" role="status" aria-live="polite">
+        {busy ? <span className="progress">Reverting…</span> : notice}
+      </div>
+      <ErrorBox error={error ?? history.error} onDismiss={() => setError(null)} />
+      <div className="table-wrap">
+        <table className="grid">
+          <thead>
+            <tr>
+              <th scope="col">Finished</th>
+              <th scope="col">Step</th>
+              <th scope="col">Status</th>
+              <th scope="col">Risk</th>
+              <th scope="col">Approved by</th>
+              <th scope="col">Duration</th>
+              <th scope="col">Result</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((record) => (
+              <tr
+                key={record.step.id}
+                id={`history-row-${record.step.id}`}
+                tabIndex={0}
+                className={record.step.id === selectedId ? 'selected' : ''}
+                aria-selected={record.step.id === selectedId}
+                onClick={() => setSelectedId(record.step.id)}
+                onKeyDown={(event) => {
+                  if (event.key === 'Enter' || event.key === ' ') {
+                    event.preventDefault();
+                    setSelectedId(record.step.id);
+                  }
+                }}
+              >
+                <td className="nowrap">{formatTime(record.finishedAt ?? record.updatedAt)}</td>
+                <td>
+                  <span className="cell-title">{summarizeStep(record.step, roots)}</span>
+                  <span className="cell-sub">
+                    <code>{record.step.id}</code> · plan <code>{record.step.planId}</code>
+                  </span>
+                </td>
+                <td>
+                  <span className={`status status-${record.status}`}>{STATUS_LABEL[record.status]}</span>
+                </td>
+                <td>
+                  <RiskBadge risk={record.evaluation?.risk} />
+                </td>
+                <td>{approverText(record)}</td>
+                <td className="nowrap">{formatDuration(record)}</td>
+                <td className="result-cell">{resultText(record)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {rows.length === 0 && !history.loading ? <p className="empty">{filter ? 'No step matches the filter.' : 'No step has run yet.'}</p> : null}
+      </div>
+      {selected ? (
+        <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${selected.step.id}`}>
+          <header className="detail-head">
+            <RiskBadge risk={selected.evaluation?.risk} />
+            <h2>{summarizeStep(selected.step, roots)}</h2>
+            <span className={`status status-${selected.status}`}>{STATUS_LABEL[selected.status]}</span>
+          </header>
+          <dl className="facts">
+            <dt>Purpose</dt>
+            <dd>{selected.step.meta.purpose ?? '—'}</dd>
+            <dt>Approved</dt>
+            <dd>{selected.approval ? `${approverText(selected)} at ${formatTime(selected.approval.at)}` : '—'}</dd>
+            <dt>Ran</dt>
+            <dd>
+              {formatTime(selected.startedAt)} → {formatTime(selected.finishedAt)} ({formatDuration(selected)})
+            </dd>
+            <dt>Result</dt>
+            <dd>{resultText(selected)}</dd>
+          </dl>
+          <div className="actions">
+            {canRevert(selected) ? (
+              <button type="button" className="primary" disabled={busy || revert !== null} onClick={() => void startRevert(selected)} aria-keyshortcuts="v">
+                Revert
+              </button>
+            ) : (
+              <p className="muted inline-note">{selected.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
+            )}
+          </div>
+        </section>
+      ) : null}
+      {revert && revert.phase !== 'loading' ? (
+        <RevertDialog state={revert} onCancel={() => setRevert(null)} onRevert={() => void doRevert(revert.record, false)} onForce={() => setRevert({ ...revert, phase: 'force' })} onForceConfirmed={() => void doRevert(revert.record, true)} />
+      ) : null}
+    </div>
+  );
+}
+
+function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: { state: Exclude<RevertState, { phase: 'loading' }>; onCancel(): void; onRevert(): void; onForce(): void; onForceConfirmed(): void }) {
+  const roots = useRoots();
+  const { record, plan } = state;
+  const conflicts = plan.filter((entry) => entry.state === 'conflict');
+  const files = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
+  if (state.phase === 'force') {
+    return (
+      <Dialog title="Force the revert?" onCancel={onCancel}>
+        <p className="warning">
+          {conflicts.length} file(s) changed after this step. Forcing overwrites those newer changes with the content from before the step; the newer content is lost unless you saved it elsewhere.
+        </p>
+        <p>The forced revert is recorded in the audit log.</p>
+        <div className="dialog-actions">
+          <button type="button" className="ghost" onClick={onCancel}>
+            Cancel
+          </button>
+          <button type="button" className="danger" onClick={onForceConfirmed}>
+            Yes, overwrite and revert
+          </button>
+        </div>
+      </Dialog>
+    );
+  }
+  return (
+    <Dialog title={`Revert ${summarizeStep(record.step, roots)}?`} onCancel={onCancel} className="wide">
+      <ul className="revert-plan">
+        {plan.map((entry) => (
+          <li key={entry.path} className={`revert-${entry.state}`}>
+            <code>{entry.path}</code>{' '}
+            {entry.state === 'restore'
+              ? entry.restoreHash === null
+                ? '— will be deleted (the step created it)'
+                : '— will be restored to its content from before the step'
+              : entry.state === 'already_restored'
+                ? '— already as it was before the step'
+                : '— CONFLICT: changed after the step'}
+            {entry.state === 'conflict' ? (
+              <dl className="hashes">
+                <dt>Expected (after the step)</dt>
+                <dd>
+                  <code className="hash" title={entry.expectedHash ?? ''}>{entry.expectedHash ?? 'no file'}</code>
+                </dd>
+                <dt>On disk now</dt>
+                <dd>
+                  <code className="hash" title={entry.currentHash ?? ''}>{entry.currentHash ?? 'no file'}</code>
+                </dd>
+              </dl>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+      {files.map((file) =>
+        file.diff ? (
+          <section key={file.path} className="file-change" aria-label={`What revert restores in ${file.path}`}>
+            <header className="file-change-head">
+              <span>What revert restores</span>
+              <code className="file-path">{file.path}</code>
+            </header>
+            <UnifiedDiff patch={reverseUnifiedDiff(file.diff)} path={file.path} label={`Reverse diff of ${file.path}`} />
+          </section>
+        ) : null,
+      )}
+      <div className="dialog-actions">
+        <button type="button" className="ghost" onClick={onCancel}>
+          Cancel
+        </button>
+        {conflicts.length ? (
+          <button type="button" className="danger" onClick={onForce}>
+            Force revert…
+          </button>
+        ) : (
+          <button type="button" className="primary" onClick={onRevert}>
+            Revert
+          </button>
+        )}
+      </div>
+    </Dialog>
+  );
+}

@@ -1,0 +1,411 @@
+import { useEffect, useMemo, useState } from 'react';
+import { fileRuleChoices, describeRule, urlRuleChoices, type RememberedRule, type RuleChoice, type RuleRisk } from '../../src/domain/remembered-rule.js';
+import { riskRank } from '../../src/domain/risk.js';
+import type { StepRecord } from '../../src/domain/step-record.js';
+import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
+import { Dialog } from '../components/dialog.js';
+import { ErrorBox } from '../components/error-box.js';
+import { PreviewPanel } from '../components/preview-panel.js';
+import { RiskBadge } from '../components/risk-badge.js';
+import { useKeys } from '../keys.js';
+import { formatTime, summarizeStep, targetPath } from '../step-text.js';
+
+interface PlanGroup {
+  planId: string;
+  steps: StepRecord[];
+  newest: string;
+}
+
+/** Newest plan first; inside a plan, the order it runs in. */
+export function groupByPlan(records: StepRecord[]): PlanGroup[] {
+  const groups = new Map<string, PlanGroup>();
+  for (const record of records) {
+    const group = groups.get(record.step.planId) ?? { planId: record.step.planId, steps: [], newest: record.createdAt };
+    group.steps.push(record);
+    if (record.createdAt > group.newest) group.newest = record.createdAt;
+    groups.set(record.step.planId, group);
+  }
+  const sorted = [...groups.values()].sort((left, right) => (left.newest < right.newest ? 1 : left.newest > right.newest ? -1 : 0));
+  for (const group of sorted) group.steps.sort((left, right) => left.position - right.position);
+  return sorted;
+}
+
+function canApprove(record: StepRecord): boolean {
+  return record.status === 'awaiting_consent' && record.evaluation?.allowed !== false && record.evaluation?.risk !== 'CRITICAL';
+}
+
+/** Rules a person may remember for this step; none for CRITICAL, none for actions no rule can cover. */
+export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): RuleChoice[] {
+  const risk = record.evaluation?.risk;
+  if (!policy || !risk || risk === 'CRITICAL' || !canApprove(record)) return [];
+  const args = record.step.args as Record<string, unknown>;
+  const maxRisk = risk as RuleRisk;
+  if ((record.step.action === 'writeFile' || record.step.action === 'deleteFile') && typeof args.path === 'string') {
+    return fileRuleChoices(args.path, policy.workspaceRoots, maxRisk);
+  }
+  if (typeof args.url === 'string') return urlRuleChoices(args.url, maxRisk);
+  return [];
+}
+
+type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanGroup };
+
+export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; policy: Policy | undefined; active: boolean }) {
+  const roots = useRoots();
+  const api = useApi();
+  const groups = useMemo(() => groupByPlan(waiting), [waiting]);
+  const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
+  const [selectedId, setSelectedId] = useState<string | null>(null);
+  const [pending, setPending] = useState<Pending | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState<string>('');
+
+  const selected = ordered.find((record) => record.step.id === selectedId) ?? ordered[0] ?? null;
+  useEffect(() => {
+    if (!selectedId && ordered[0]) setSelectedId(ordered[0].step.id);
+  }, [ordered, selectedId]);
+
+  const move = (delta: number) => {
+    if (ordered.length === 0) return;
+    const index = Math.max(0, ordered.findIndex((record) => record.step.id === selected?.step.id));
+    const next = ordered[Math.min(ordered.length - 1, Math.max(0, index + delta))]!;
+    setSelectedId(next.step.id);
+    document.getElementById(`queue-item-${next.step.id}`)?.focus();
+  };
+
+  const run = async (label: string, action: () => Promise<string>) => {
+    setBusy(label);
+    setError(null);
+    try {
+      setNotice(await action());
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const approve = (record: StepRecord, rule?: RememberedRule) =>
+    run(`Approving ${record.step.id}…`, async () => {
+      const result = await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+      if (rule) {
+        const current = await api.getPolicy();
+        await api.setPolicy({ policy: { ...current, remembered: [...(current.remembered ?? []), rule] } });
+      }
+      setSelectedId(null);
+      const outcome = result.status === 'executed' ? 'approved and executed' : result.status === 'approved' ? 'approved; it runs after the earlier steps of its plan' : `approved; it is now ${result.status}`;
+      return `${record.step.id} ${outcome}${result.error ? `: ${result.error.message}` : '.'}${rule ? ' The rule was saved; see Settings.' : ''}`;
+    });
+
+  const startApprove = (record: StepRecord | null) => {
+    if (!record || !canApprove(record) || busy) return;
+    if (record.evaluation?.risk === 'HIGH') setPending({ kind: 'confirmHigh', record });
+    else void approve(record);
+  };
+  const startReject = (record: StepRecord | null) => {
+    if (!record || record.status !== 'awaiting_consent' || busy) return;
+    setPending({ kind: 'reject', record });
+  };
+
+  useKeys(
+    {
+      j: () => move(1),
+      k: () => move(-1),
+      a: () => startApprove(selected),
+      r: () => startReject(selected),
+      Enter: () => document.getElementById('step-detail')?.focus(),
+    },
+    active && pending === null,
+  );
+
+  return (
+    <div className="split">
+      <section className="list-pane" aria-label="Steps waiting for consent">
+        <header className="pane-head">
+          <h1>Queue</h1>
+          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length} waiting`}</span>
+        </header>
+        {groups.length === 0 ? (
+          <div className="empty">
+            <p>No step is waiting for your consent.</p>
+            <p className="muted">New proposals appear here as soon as an agent or the CLI sends them.</p>
+          </div>
+        ) : (
+          groups.map((group) => {
+            const planApprovable = group.steps.length > 1 && group.steps.every((record) => canApprove(record) && riskRank(record.evaluation!.risk) <= riskRank('MEDIUM'));
+            return (
+              <section key={group.planId} className="plan-group" aria-label={`Plan ${group.planId}`}>
+                <header className="plan-head">
+                  <span className="plan-id" title="Plan">
+                    Plan <code>{group.planId}</code>
+                  </span>
+                  {planApprovable ? (
+                    <button type="button" className="small" disabled={busy !== null} onClick={() => setPending({ kind: 'approvePlan', group })}>
+                      Approve plan ({group.steps.length})
+                    </button>
+                  ) : null}
+                </header>
+                <ul className="item-list">
+                  {group.steps.map((record) => (
+                    <li key={record.step.id}>
+                      <button
+                        type="button"
+                        id={`queue-item-${record.step.id}`}
+                        className={`item ${record.step.id === selected?.step.id ? 'selected' : ''}`}
+                        aria-current={record.step.id === selected?.step.id ? 'true' : undefined}
+                        onClick={() => setSelectedId(record.step.id)}
+                      >
+                        <RiskBadge risk={record.evaluation?.risk} />
+                        <span className="item-text">
+                          <span className="item-title">{summarizeStep(record.step, roots)}</span>
+                          <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
+                        </span>
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              </section>
+            );
+          })
+        )}
+      </section>
+      <section className="detail-pane" id="step-detail" tabIndex={-1} aria-label="Selected step">
+        <div className="status-line" role="status" aria-live="polite">
+          {busy ? <span className="progress">{busy}</span> : notice}
+        </div>
+        <ErrorBox error={error} onDismiss={() => setError(null)} />
+        {selected ? (
+          <StepDetail
+            record={selected}
+            busy={busy !== null}
+            rememberable={ruleChoicesFor(selected, policy).length > 0}
+            onApprove={() => startApprove(selected)}
+            onReject={() => startReject(selected)}
+            onRemember={() => setPending({ kind: 'remember', record: selected })}
+          />
+        ) : (
+          <div className="all-clear">
+            <p className="all-clear-mark" aria-hidden="true">✓</p>
+            <p>All caught up.</p>
+            <p className="muted">
+              Executor is listening. Press <kbd>?</kbd> for keyboard shortcuts.
+            </p>
+          </div>
+        )}
+      </section>
+      {pending?.kind === 'confirmHigh' ? (
+        <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)}>
+          <p>
+            <RiskBadge risk="HIGH" /> {summarizeStep(pending.record.step, roots)}
+          </p>
+          <ul className="reasons">{pending.record.evaluation?.reasons.map((reason) => <li key={reason}>{reason}</li>)}</ul>
+          <p>This step is rated HIGH. Approve it only if you have read the preview and expect exactly this.</p>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setPending(null)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                const record = pending.record;
+                setPending(null);
+                void approve(record);
+              }}
+            >
+              Yes, approve HIGH-risk step
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+      {pending?.kind === 'reject' ? <RejectDialog record={pending.record} onCancel={() => setPending(null)} onReject={(reason) => {
+        const record = pending.record;
+        setPending(null);
+        void run(`Rejecting ${record.step.id}…`, async () => {
+          await api.reject({ stepId: record.step.id, reason });
+          setSelectedId(null);
+          return `${record.step.id} rejected. The reason was sent back to the proposer.`;
+        });
+      }} /> : null}
+      {pending?.kind === 'remember' ? (
+        <RememberDialog
+          record={pending.record}
+          choices={ruleChoicesFor(pending.record, policy)}
+          onCancel={() => setPending(null)}
+          onSave={(rule) => {
+            const record = pending.record;
+            setPending(null);
+            void approve(record, rule);
+          }}
+        />
+      ) : null}
+      {pending?.kind === 'approvePlan' ? (
+        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${pending.group.planId}?`} onCancel={() => setPending(null)}>
+          <p>Every step in this plan is rated MEDIUM or lower. They run in plan order; a failure stops the rest.</p>
+          <ul className="reasons">
+            {pending.group.steps.map((record) => (
+              <li key={record.step.id}>
+                <RiskBadge risk={record.evaluation?.risk} /> {summarizeStep(record.step, roots)}
+              </li>
+            ))}
+          </ul>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setPending(null)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="primary"
+              onClick={() => {
+                const group = pending.group;
+                setPending(null);
+                void run(`Approving plan ${group.planId}…`, async () => {
+                  for (const record of group.steps) {
+                    await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+                  }
+                  setSelectedId(null);
+                  return `Plan ${group.planId} approved (${group.steps.length} steps).`;
+                });
+              }}
+            >
+              Approve all
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+    </div>
+  );
+}
+
+function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
+  const roots = useRoots();
+  const evaluation = record.evaluation;
+  const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
+  return (
+    <article className="step-detail" aria-labelledby="step-title">
+      <header className="detail-head">
+        <RiskBadge risk={evaluation?.risk} />
+        <h2 id="step-title">{summarizeStep(record.step, roots)}</h2>
+      </header>
+      <dl className="facts">
+        <dt>Purpose</dt>
+        <dd>{record.step.meta.purpose ?? <span className="muted">The proposer gave no purpose.</span>}</dd>
+        {targetPath(record.step) ? (
+          <>
+            <dt>Path</dt>
+            <dd>
+              <code>{targetPath(record.step)}</code>
+            </dd>
+          </>
+        ) : null}
+        <dt>Proposed by</dt>
+        <dd>
+          {record.step.meta.origin}
+          {record.step.meta.client ? ` (${record.step.meta.client})` : ''} · {formatTime(record.createdAt)}
+        </dd>
+        <dt>Step</dt>
+        <dd>
+          <code>{record.step.id}</code> · step {record.position + 1} of plan <code>{record.step.planId}</code>
+        </dd>
+      </dl>
+      {evaluation ? (
+        <div className="assessment">
+          <section aria-label="Why this risk">
+            <h3>Why {evaluation.risk}</h3>
+            <ul className="reasons">{evaluation.reasons.map((reason) => <li key={reason}>{reason}</li>)}</ul>
+          </section>
+          {evaluation.mitigations.length ? (
+            <section aria-label="Mitigations">
+              <h3>Safeguards</h3>
+              <ul className="mitigations">{evaluation.mitigations.map((text) => <li key={text}>{text}</li>)}</ul>
+            </section>
+          ) : null}
+          {!evaluation.reversible ? <p className="warning">This step cannot be reverted once it has run.</p> : null}
+        </div>
+      ) : null}
+      <div className="actions" role="group" aria-label="Decision">
+        <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical} onClick={onApprove} aria-keyshortcuts="a">
+          Approve
+        </button>
+        {rememberable ? (
+          <button type="button" disabled={busy || critical} onClick={onRemember}>
+            Approve and remember…
+          </button>
+        ) : null}
+        <button type="button" disabled={busy} onClick={onReject} aria-keyshortcuts="r">
+          Reject
+        </button>
+        {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
+      </div>
+      <section className="preview-section" aria-label="Dry-run preview">
+        <h3>Dry-run preview</h3>
+        <PreviewPanel preview={record.preview} />
+      </section>
+    </article>
+  );
+}
+
+function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCancel(): void; onReject(reason: string): void }) {
+  const roots = useRoots();
+  const [reason, setReason] = useState('');
+  return (
+    <Dialog title={`Reject ${summarizeStep(record.step, roots)}?`} onCancel={onCancel}>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (reason.trim()) onReject(reason.trim());
+        }}
+      >
+        <label htmlFor="reject-reason">Reason (sent back to whoever proposed it)</label>
+        <textarea id="reject-reason" autoFocus required maxLength={2000} rows={4} value={reason} onChange={(event) => setReason(event.target.value)} />
+        <div className="dialog-actions">
+          <button type="button" className="ghost" onClick={onCancel}>
+            Cancel
+          </button>
+          <button type="submit" className="danger" disabled={!reason.trim()}>
+            Reject step
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function newRuleId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return `rule-${[...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
+
+function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRecord; choices: RuleChoice[]; onCancel(): void; onSave(rule: RememberedRule): void }) {
+  const roots = useRoots();
+  const [index, setIndex] = useState(0);
+  const choice = choices[index]!;
+  return (
+    <Dialog title="Approve and remember" onCancel={onCancel}>
+      <p>
+        Approve <strong>{summarizeStep(record.step, roots)}</strong> and let similar steps run without asking. Choose how far the rule reaches:
+      </p>
+      <fieldset className="choices">
+        <legend>Rule</legend>
+        {choices.map((option, optionIndex) => (
+          <label key={option.label} className="choice">
+            <input type="radio" name="rule-choice" checked={optionIndex === index} onChange={() => setIndex(optionIndex)} />
+            <span>{option.label}</span>
+          </label>
+        ))}
+      </fieldset>
+      <p className="rule-words" aria-live="polite" data-testid="rule-words">
+        {describeRule(choice.draft)}
+      </p>
+      <p className="muted">The rule is listed in Settings, where you can remove it; saving it is recorded in the audit log.</p>
+      <div className="dialog-actions">
+        <button type="button" className="ghost" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="button" className="primary" onClick={() => onSave({ ...choice.draft, id: newRuleId(), createdAt: new Date().toISOString() } as RememberedRule)}>
+          Approve and save rule
+        </button>
+      </div>
+    </Dialog>
+  );
+}

@@ -1,0 +1,243 @@
+import { useEffect, useState } from 'react';
+import { describeRule, type RememberedRule } from '../../src/domain/remembered-rule.js';
+import type { MethodResult } from '../../src/ipc/methods.js';
+import { useApi, type PolicyValue } from '../api.js';
+
+type KeyStatus = MethodResult<'getKeyStatus'>;
+import { Dialog } from '../components/dialog.js';
+import { ErrorBox } from '../components/error-box.js';
+import { formatTime } from '../step-text.js';
+
+const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter(Boolean);
+
+interface Draft {
+  workspaceRoots: string;
+  autoApprove: PolicyValue['autoApprove'];
+  secretGlobs: string;
+  commandsAllow: string;
+  commandsDeny: string;
+  allowHosts: string;
+}
+
+function draftOf(policy: PolicyValue): Draft {
+  return {
+    workspaceRoots: policy.workspaceRoots.join('\n'),
+    autoApprove: policy.autoApprove,
+    secretGlobs: policy.secretGlobs.join('\n'),
+    commandsAllow: policy.commands.allow.join('\n'),
+    commandsDeny: policy.commands.deny.join('\n'),
+    allowHosts: policy.network.allowHosts.join('\n'),
+  };
+}
+
+function policyOf(base: PolicyValue, draft: Draft): PolicyValue {
+  return {
+    ...base,
+    workspaceRoots: lines(draft.workspaceRoots),
+    autoApprove: draft.autoApprove,
+    secretGlobs: lines(draft.secretGlobs),
+    commands: { allow: lines(draft.commandsAllow), deny: lines(draft.commandsDeny) },
+    network: { allowHosts: lines(draft.allowHosts) },
+  };
+}
+
+/** Every change goes through setPolicy: validated by the core, saved atomically, recorded in the audit log. */
+export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { policy: PolicyValue | undefined; keyStatus: KeyStatus | undefined; keyError: unknown; onKeysChanged(): void }) {
+  const api = useApi();
+  const [draft, setDraft] = useState<Draft | null>(policy ? draftOf(policy) : null);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState('');
+  const [saving, setSaving] = useState(false);
+  const [removing, setRemoving] = useState<RememberedRule | null>(null);
+  const [rotating, setRotating] = useState(false);
+  useEffect(() => {
+    if (policy && draft === null) setDraft(draftOf(policy));
+  }, [policy, draft]);
+
+  if (!policy || !draft) return <p className="muted center">Loading the policy…</p>;
+  const dirty = JSON.stringify(policyOf(policy, draft)) !== JSON.stringify(policy);
+
+  const save = async (next: PolicyValue, what: string) => {
+    setSaving(true);
+    setError(null);
+    try {
+      const saved = await api.setPolicy({ policy: next });
+      setDraft(draftOf(saved));
+      setNotice(`${what} Saved and recorded in the audit log.`);
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setSaving(false);
+    }
+  };
+  const field = (key: keyof Draft) => ({
+    value: draft[key],
+    onChange: (event: { target: { value: string } }) => setDraft({ ...draft, [key]: event.target.value }),
+  });
+
+  return (
+    <div className="stack settings">
+      <header className="pane-head">
+        <h1>Settings</h1>
+      </header>
+      <div className="status-line" role="status" aria-live="polite">
+        {saving ? <span className="progress">Saving…</span> : notice}
+      </div>
+      <ErrorBox error={error} onDismiss={() => setError(null)} />
+      <section className="card" aria-labelledby="rules-head">
+        <h2 id="rules-head">Remembered approvals</h2>
+        {policy.remembered.length === 0 ? (
+          <p className="muted">None. Use “Approve and remember…” in the Queue to add one.</p>
+        ) : (
+          <ul className="rule-list">
+            {policy.remembered.map((rule) => (
+              <li key={rule.id} className="rule">
+                <p className="rule-words">{describeRule(rule)}</p>
+                <p className="muted small">
+                  <code>{rule.id}</code> · added {formatTime(rule.createdAt)}
+                </p>
+                <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <form
+        className="settings-form"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save(policyOf(policy, draft), 'Policy changed.');
+        }}
+      >
+        <section className="card">
+          <h2>Where steps may act</h2>
+          <label htmlFor="roots">Workspace roots (one absolute path per line)</label>
+          <textarea id="roots" rows={2} spellCheck={false} {...field('workspaceRoots')} />
+          <label htmlFor="secrets">Secret-looking paths (globs; writes to them are HIGH risk)</label>
+          <textarea id="secrets" rows={5} spellCheck={false} {...field('secretGlobs')} />
+        </section>
+        <section className="card">
+          <h2>Consent</h2>
+          <label htmlFor="auto-approve">Approve without asking up to</label>
+          <select id="auto-approve" value={draft.autoApprove} onChange={(event) => setDraft({ ...draft, autoApprove: event.target.value as Draft['autoApprove'] })}>
+            <option value="none">Nothing: always ask</option>
+            <option value="LOW">LOW risk</option>
+            <option value="MEDIUM">MEDIUM risk</option>
+            <option value="HIGH">HIGH risk</option>
+          </select>
+          <p className="muted">CRITICAL steps are never approved, by anyone.</p>
+        </section>
+        <section className="card">
+          <h2>Commands and network</h2>
+          <div className="two-col">
+            <div>
+              <label htmlFor="cmd-allow">Allowed commands (one per line)</label>
+              <textarea id="cmd-allow" rows={4} spellCheck={false} {...field('commandsAllow')} />
+            </div>
+            <div>
+              <label htmlFor="cmd-deny">Denied commands (one per line)</label>
+              <textarea id="cmd-deny" rows={4} spellCheck={false} {...field('commandsDeny')} />
+            </div>
+          </div>
+          <label htmlFor="hosts">Network allowlist (one host per line)</label>
+          <textarea id="hosts" rows={3} spellCheck={false} {...field('allowHosts')} />
+        </section>
+        <div className="actions sticky-actions">
+          <button type="submit" className="primary" disabled={!dirty || saving}>
+            Save policy
+          </button>
+          <button type="button" className="ghost" disabled={!dirty || saving} onClick={() => setDraft(draftOf(policy))}>
+            Discard changes
+          </button>
+        </div>
+      </form>
+      <section className="card" aria-labelledby="signing-head">
+        <h2 id="signing-head">Audit signing</h2>
+        <ErrorBox error={keyError} />
+        {keyStatus ? (
+          <dl className="facts">
+            <dt>Signing key id</dt>
+            <dd>
+              <code>{keyStatus.currentKeyId}</code> (epoch {keyStatus.epoch})
+            </dd>
+            <dt>Key protection</dt>
+            <dd>{keyStatus.protection === 'os-keychain' ? 'OS keychain' : 'Plain file (no OS keychain available)'} · <code>{keyStatus.location}</code></dd>
+            <dt>Key chains</dt>
+            <dd>
+              {keyStatus.chains.map((chain) => (
+                <span key={chain.keyId} className="chain">
+                  <code>{chain.keyId}</code> since {formatTime(chain.createdAt)}
+                  {chain.verificationKeyExported ? ' · verification key exported' : ''}
+                </span>
+              ))}
+            </dd>
+            <dt>Log id</dt>
+            <dd>
+              <code>{keyStatus.logId}</code>
+            </dd>
+          </dl>
+        ) : null}
+        <div className="actions">
+          <button type="button" onClick={() => setRotating(true)}>
+            Rotate signing key…
+          </button>
+        </div>
+        <p className="muted small">
+          The sandbox's Docker engine, image and limits: <code>executor sandbox status</code>.
+        </p>
+      </section>
+      {rotating ? (
+        <Dialog title="Rotate the audit signing key?" onCancel={() => setRotating(false)}>
+          <p>A new key chain starts now. Old records stay verifiable with the old chain; the rotation is recorded and signed under both keys.</p>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setRotating(false)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="primary"
+              onClick={() => {
+                setRotating(false);
+                setSaving(true);
+                setError(null);
+                api.rotateKeys({ reason: 'rotated from the Settings view' }).then(
+                  (rotated) => {
+                    setNotice(`Signing key rotated: ${rotated.previousKeyId} → ${rotated.keyId}. Recorded in the audit log.`);
+                    onKeysChanged();
+                  },
+                  setError,
+                ).finally(() => setSaving(false));
+              }}
+            >
+              Rotate key
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+      {removing ? (
+        <Dialog title="Remove this remembered approval?" onCancel={() => setRemoving(null)}>
+          <p>{describeRule(removing)}</p>
+          <p>After removal, such steps ask again.</p>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setRemoving(null)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                const rule = removing;
+                setRemoving(null);
+                void save({ ...policy, remembered: policy.remembered.filter((other) => other.id !== rule.id) }, `Rule ${rule.id} removed.`);
+              }}
+            >
+              Remove rule
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+const opened: Executor[] = [];
+afterEach(() => {
+  for (const executor of opened.splice(0)) executor.close();
+});
+
+describe('remembered rules when a step is evaluated', () => {
+  it('run a covered MEDIUM write without asking, and still ask for a secret file and for a file outside the glob', async () => {
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, 'src'));
+    const executor = Executor.open(dataDir);
+    opened.push(executor);
+    const person = actorFor('window');
+    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString() }] }, person);
+
+    const records = await executor.propose({
+      planId: 'p1',
+      steps: [
+        { id: 'covered', action: 'writeFile', args: { path: path.join(workspace, 'src', 'a.ts'), content: 'export {};\n' } },
+        { id: 'secret', action: 'writeFile', args: { path: path.join(workspace, 'src', '.env'), content: 'TOKEN=1\n' } },
+      ],
+    }, actorFor('mcp', 'agent 1'));
+    const byId = new Map(records.map((record) => [record.step.id, record]));
+    expect(byId.get('covered')!.status).toBe('executed');
+    expect(byId.get('covered')!.evaluation!.mitigations.join(' ')).toMatch(/remembered rule r1: Future writes and deletes of files matching src\/\*\*/);
+    expect(fs.readFileSync(path.join(workspace, 'src', 'a.ts'), 'utf8')).toBe('export {};\n');
+    expect(byId.get('secret')!.status).toBe('awaiting_consent');
+    expect(byId.get('secret')!.evaluation!.risk).toBe('HIGH');
+
+    const outside = await executor.propose({ planId: 'p2', steps: [{ id: 'outside', action: 'writeFile', args: { path: path.join(workspace, 'b.ts'), content: 'x' } }] }, actorFor('mcp'));
+    expect(outside[0]!.status).toBe('awaiting_consent');
+    expect(fs.existsSync(path.join(workspace, 'b.ts'))).toBe(false);
+  });
+
+  it('ask again once the rule is removed, and audit both changes of the policy', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = Executor.open(dataDir);
+    opened.push(executor);
+    const person = actorFor('window');
+    const rule = { id: 'r2', kind: 'file' as const, root: workspace, glob: '*.md', maxRisk: 'MEDIUM' as const, createdAt: new Date().toISOString() };
+    executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, person);
+    expect((await executor.propose({ steps: [{ id: 'md1', action: 'writeFile', args: { path: 'notes.md', content: 'a' } }] }, person))[0]!.status).toBe('executed');
+    executor.setPolicy({ ...executor.getPolicy(), remembered: [] }, person);
+    expect((await executor.propose({ steps: [{ id: 'md2', action: 'writeFile', args: { path: 'notes.md', content: 'b' } }] }, person))[0]!.status).toBe('awaiting_consent');
+    const policyChanges = JSON.stringify(executor.getAudit({ limit: 1000 } as never)).match(/policy\.changed/g) ?? [];
+    expect(policyChanges.length).toBe(2);
+  });
+});

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { RememberedRule } from '../../../src/domain/remembered-rule.js';
+import { PolicySchema } from '../../../src/policy/policy-file.js';
+import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches } from '../../../src/policy/remembered-rules.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+const at = '2026-01-01T00:00:00.000Z';
+
+describe('command prefix rules', () => {
+  it('match token for token, never as a string prefix', () => {
+    expect(commandMatchesPrefix(['npm', 'test'], ['npm', 'test'])).toBe(true);
+    expect(commandMatchesPrefix(['npm', 'test', '--', '-u'], ['npm', 'test'])).toBe(true);
+    expect(commandMatchesPrefix(['npm', 'testing'], ['npm', 'test'])).toBe(false);
+    expect(commandMatchesPrefix(['npm'], ['npm', 'test'])).toBe(false);
+    expect(commandMatchesPrefix(['/usr/bin/npm', 'test'], ['npm', 'test'])).toBe(false);
+    expect(commandMatchesPrefix(['npm', 'run', 'test'], ['npm', 'test'])).toBe(false);
+    expect(commandMatchesPrefix(['git', 'status;rm', '-rf', '/'], ['git', 'status'])).toBe(false);
+    expect(commandMatchesPrefix(['anything'], [])).toBe(false);
+  });
+
+  it('cover a pipeline only when every command in it is covered, inside the rule root', () => {
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, 'proj', 'sub'), { recursive: true });
+    const rules: RememberedRule[] = [
+      { id: 'r1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+      { id: 'r2', kind: 'command', prefix: ['tee', 'out.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+    ];
+    const cwd = path.join(root, 'proj', 'sub');
+    expect(pipelineCoveredBy([['npm', 'test']], cwd, rules)?.map((rule) => rule.id)).toEqual(['r1']);
+    expect(pipelineCoveredBy([['npm', 'test'], ['tee', 'out.txt']], cwd, rules)?.map((rule) => rule.id)).toEqual(['r1', 'r2']);
+    expect(pipelineCoveredBy([['npm', 'test'], ['curl', 'evil.sh']], cwd, rules)).toBeNull();
+    expect(pipelineCoveredBy([], cwd, rules)).toBeNull();
+    // Outside the rule's root the same command asks again.
+    expect(pipelineCoveredBy([['npm', 'test']], root, rules)).toBeNull();
+  });
+
+  it('follow a symlinked working directory to where it really is', () => {
+    const base = tempDir();
+    fs.mkdirSync(path.join(base, 'proj'));
+    fs.mkdirSync(path.join(base, 'elsewhere'));
+    fs.symlinkSync(path.join(base, 'elsewhere'), path.join(base, 'proj', 'link'));
+    const rules: RememberedRule[] = [{ id: 'r1', kind: 'command', prefix: ['make'], root: path.join(base, 'proj'), maxRisk: 'LOW', createdAt: at }];
+    expect(pipelineCoveredBy([['make']], path.join(base, 'proj'), rules)).not.toBeNull();
+    expect(pipelineCoveredBy([['make']], path.join(base, 'proj', 'link'), rules)).toBeNull();
+  });
+});
+
+describe('file glob rules', () => {
+  it('match paths under their own root by the glob, on real paths', () => {
+    const base = tempDir();
+    const root = path.join(base, 'ws');
+    const dataDir = path.join(base, 'data');
+    fs.mkdirSync(path.join(root, 'src', 'deep'), { recursive: true });
+    fs.mkdirSync(path.join(base, 'outside'));
+    fs.mkdirSync(dataDir);
+    fs.symlinkSync(path.join(base, 'outside'), path.join(root, 'src', 'escape'));
+    const rule: Extract<RememberedRule, { kind: 'file' }> = { id: 'f1', kind: 'file', root, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at };
+    expect(fileRuleMatches(rule, path.join(root, 'src', 'a.ts'), [root], dataDir)).toBe(true);
+    expect(fileRuleMatches(rule, 'src/deep/b.ts', [root], dataDir)).toBe(true);
+    expect(fileRuleMatches(rule, path.join(root, 'README.md'), [root], dataDir)).toBe(false);
+    expect(fileRuleMatches(rule, path.join(root, 'src', '..', 'README.md'), [root], dataDir)).toBe(false);
+    // Through a symlink out of the root the guard refuses, so the rule never applies.
+    expect(fileRuleMatches(rule, path.join(root, 'src', 'escape', 'x.ts'), [root], dataDir)).toBe(false);
+    const exact: Extract<RememberedRule, { kind: 'file' }> = { id: 'f2', kind: 'file', root, glob: 'notes/todo\\[1\\].md', maxRisk: 'MEDIUM', createdAt: at };
+    expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo[1].md'), [root], dataDir)).toBe(true);
+    expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo1.md'), [root], dataDir)).toBe(false);
+  });
+
+  it('stop at the risk the rule was made for: a secret file under the glob still asks', () => {
+    const base = tempDir();
+    const root = path.join(base, 'ws');
+    fs.mkdirSync(root);
+    const rules: RememberedRule[] = [{ id: 'f1', kind: 'file', root, glob: '**', maxRisk: 'MEDIUM', createdAt: at }];
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'MEDIUM', rules, [root], path.join(base, 'data'))).toHaveLength(1);
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, '.env') }, 'HIGH', rules, [root], path.join(base, 'data'))).toBeNull();
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'CRITICAL', rules, [root], path.join(base, 'data'))).toBeNull();
+  });
+});
+
+describe('URL host rules', () => {
+  const rule: Extract<RememberedRule, { kind: 'url' }> = { id: 'u1', kind: 'url', host: 'example.com', maxRisk: 'HIGH', createdAt: at };
+  it('match the exact host only, whatever the case, path or port', () => {
+    expect(urlRuleMatches(rule, 'https://example.com/a?b')).toBe(true);
+    expect(urlRuleMatches(rule, 'https://EXAMPLE.com.:8443/')).toBe(true);
+    expect(urlRuleMatches(rule, 'https://api.example.com/')).toBe(false);
+    expect(urlRuleMatches(rule, 'https://example.com.evil.net/')).toBe(false);
+    expect(urlRuleMatches(rule, 'https://evil.net/?u=https://example.com')).toBe(false);
+    expect(urlRuleMatches(rule, 'https://example.com@evil.net/')).toBe(false);
+    expect(urlRuleMatches(rule, 'file:///etc/passwd')).toBe(false);
+    expect(urlRuleMatches(rule, 'not a url')).toBe(false);
+  });
+});
+
+describe('the policy file', () => {
+  it('accepts remembered rules and refuses ones that reach outside their root or name a wildcard host', () => {
+    const ok = PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at }] });
+    expect(ok.success).toBe(true);
+    expect(PolicySchema.parse({}).remembered).toEqual([]);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: '../**', maxRisk: 'MEDIUM', createdAt: at }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: 'ws', glob: 'a', maxRisk: 'MEDIUM', createdAt: at }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'u1', kind: 'url', host: '*.example.com', maxRisk: 'LOW', createdAt: at }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: [], root: '/ws', maxRisk: 'LOW', createdAt: at }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at }] }).success).toBe(false);
+  });
+});
