@@ -35,6 +35,20 @@ module.exports = {
       to: { path: '^(electron/)|node_modules/electron/' },
     },
     {
+      name: 'renderer-never-reaches-main',
+      severity: 'error',
+      comment: 'The renderer talks to the main process only through the preload-exposed client.',
+      from: { path: '^renderer/' },
+      to: { path: '^electron/' },
+    },
+    {
+      name: 'preload-only-browser-safe-ipc',
+      severity: 'error',
+      comment: 'The sandboxed preload is bundled for the renderer process: only the browser-safe protocol and client.',
+      from: { path: '^electron/preload\\.ts$' },
+      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine)\\.ts$)' },
+    },
+    {
       name: 'domain-has-no-io-layers',
       severity: 'error',
       from: { path: '^src/domain/' },

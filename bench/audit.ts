@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SignedAuditLog } from '../src/audit/audit-log.js';
+import { queryAudit } from '../src/audit/audit-query.js';
 import { verifyDataDir } from '../src/audit/audit-verifier.js';
 import type { AuditEvent } from '../src/audit/event-log.js';
 import { FileKeyStore } from '../src/audit/key-store.js';
@@ -140,11 +141,33 @@ async function main(): Promise<void> {
   }
   if (!report?.ok) throw new Error(`the bench log did not verify: ${JSON.stringify(report?.problem)}`);
   const verifyRate = median(verifyRates);
+  const singleStarted = process.hrtime.bigint();
+  await verifyDataDir(verifyDir, { keyStore: new FileKeyStore(verifyDir), workers: 1 });
+  const singleRate = VERIFY / (Number(process.hrtime.bigint() - singleStarted) / 1e9);
+
+  // getAudit pages on the same log: each filter should ride its index (no ratio target; printed for the record).
+  const reader = new Database(file, { readonly: true });
+  const midTs = (reader.prepare('SELECT ts FROM audit_records WHERE seq = ?').get(Math.floor(VERIFY / 2)) as { ts: string }).ts;
+  const pageTimes: string[] = [];
+  for (const [label, query] of [
+    ['newest page', {}],
+    ['by step', { filters: { stepId: `step-${VERIFY - 10}` } }],
+    ['by plan', { filters: { planId: 'plan-100' } }],
+    ['by action', { filters: { action: 'app.started' } }],
+    ['since mid-log', { filters: { since: midTs }, order: 'asc' }],
+  ] as const) {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < 20; i++) queryAudit(reader, { ...query, limit: 100 });
+    pageTimes.push(`${label} ${(Number(process.hrtime.bigint() - started) / 20 / 1e6).toFixed(2)} ms`);
+  }
+  reader.close();
 
   console.log('');
   line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
   line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
   line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
+  line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
+  console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);
   console.log('');
   console.log(`per-commit slowdown ${(plainPerCommit / signedPerCommit).toFixed(2)}×, batched slowdown ${(median(plainBatched) / median(signedBatched)).toFixed(2)}×, verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256`);
   fs.rmSync(root, { recursive: true, force: true });

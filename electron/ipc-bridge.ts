@@ -1,6 +1,6 @@
 import type { BrowserWindow, IpcMain, IpcMainInvokeEvent } from 'electron';
 import { PROTOCOL_VERSION, unsignedText } from '../src/ipc/protocol.js';
-import type { IpcServer } from '../src/ipc/server.js';
+import type { HostLine } from '../src/ipc/host-line.js';
 import { isAppUrl } from './window-security.js';
 
 /** The only IPC channels between the window and the main process. */
@@ -31,20 +31,19 @@ const refusedSender = () =>
  * send channel for signed events. The window's secret (from which its preload derives a session
  * key) is handed out only to the trusted sender, so the page's own scripts never hold it.
  */
-export function registerIpcBridge(ipcMain: IpcMain, server: IpcServer, window: BrowserWindow, windowSecret: string): () => void {
-  const connection = server.connect('electron', (text) => {
+export function registerIpcBridge(ipcMain: IpcMain, line: HostLine, window: BrowserWindow, windowSecret: string): () => void {
+  line.onEvent((text) => {
     if (!window.isDestroyed()) window.webContents.send(EVENT_CHANNEL, text);
   });
   ipcMain.handle(WINDOW_SECRET_CHANNEL, (event) => (isTrustedSender(event, window) ? windowSecret : null));
   ipcMain.handle(INVOKE_CHANNEL, async (event, text: unknown) => {
     if (!isTrustedSender(event, window)) return refusedSender();
-    if (typeof text !== 'string') return connection.receive('');
-    if (text.length > server.maxMessageBytes) return server.oversizeReply(Buffer.byteLength(text, 'utf8'));
-    return connection.receive(text);
+    if (typeof text !== 'string') return line.receive('');
+    if (text.length > line.maxMessageBytes) return line.oversizeReply(Buffer.byteLength(text, 'utf8'));
+    return line.receive(text);
   });
   return () => {
     ipcMain.removeHandler(WINDOW_SECRET_CHANNEL);
     ipcMain.removeHandler(INVOKE_CHANNEL);
-    connection.close();
   };
 }

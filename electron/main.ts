@@ -1,14 +1,14 @@
 import { app, BrowserWindow, dialog, ipcMain, Notification, protocol, session, shell } from 'electron';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHost, type Host } from '../src/ipc/host.js';
+import { startHostThread, type HostThread } from '../src/ipc/host-line.js';
 import { randomToken } from '../src/ipc/protocol.js';
 import { defaultDataDir } from '../src/store/data-dir.js';
 import { registerNotifyChannel } from './desktop-notify.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
-import { APP_ORIGIN, APP_SCHEME, externalUrlToOpen, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
+import { APP_ORIGIN, APP_SCHEME, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
 
 /*
  * The Electron main process: thin. It hosts the Executor for the data directory (the same host
@@ -29,8 +29,9 @@ function dataDirFromArgs(argv: string[]): string {
 protocol.registerSchemesAsPrivileged([{ scheme: APP_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
 app.enableSandbox();
 app.on('web-contents-created', (_event, contents) => hardenWebContents(contents));
+app.on('session-created', (created) => hardenSession(created));
 
-let host: Host | null = null;
+let host: HostThread | null = null;
 
 async function openWindow(): Promise<void> {
   hardenSession(session.defaultSession);
@@ -44,7 +45,10 @@ async function openWindow(): Promise<void> {
   }
 
   const windowSecret = randomToken(32);
-  host = await startHost(dataDirFromArgs(process.argv), {
+  // The host runs on a worker thread: SQLite and large signed replies never stall this thread.
+  host = await startHostThread({
+    dataDir: dataDirFromArgs(process.argv),
+    workerUrl: new URL('./host-thread-worker.js', import.meta.url),
     credentials: [{ name: WINDOW_CREDENTIAL, secret: new TextEncoder().encode(windowSecret), channel: 'window' }],
     openExternal: async (url) => {
       // Only http(s) reaches the person's browser; openURL's own checks ran before this.
@@ -55,7 +59,7 @@ async function openWindow(): Promise<void> {
   });
 
   const window = new BrowserWindow(getMainWindowOptions(path.join(here, 'preload.cjs')));
-  const unregister = registerIpcBridge(ipcMain, host.ipc, window, windowSecret);
+  const unregister = registerIpcBridge(ipcMain, host, window, windowSecret);
   const unregisterNotify = registerNotifyChannel(ipcMain, window, (notice) => {
     if (!Notification.isSupported()) return;
     const shown = new Notification({ title: notice.title, body: notice.body });
@@ -83,4 +87,3 @@ if (!app.requestSingleInstanceLock()) {
   });
 }
 
-export { externalUrlToOpen };

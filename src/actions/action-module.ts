@@ -5,7 +5,10 @@ import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
+import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 import type { KbRepository } from '../store/kb-repository.js';
+import type { HeavyCodeRunner } from './heavy-code-runner.js';
 
 /** What an action may use. Seams the core owns; the executor provides them. */
 export interface ActionContext {
@@ -14,8 +17,15 @@ export interface ActionContext {
   dataDir: string;
   blobs: BlobStore;
   kb: KbRepository;
+  /** The preview the person approved, when it still belongs to the approval (heavy steps compare their real run with it). */
+  approvedPreview?: Preview | null;
   /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
   openExternal?: (url: string) => Promise<void>;
+  lightSandbox: LightSandbox;
+  /** The Docker sandbox for heavy code; absent until one is wired in. */
+  heavyCodeRunner?: HeavyCodeRunner;
+  /** Writes one `capability.call` audit record linked to this step; throws if it cannot (the call is then refused). */
+  auditCapabilityCall: CapabilityAudit;
 }
 
 /**
@@ -25,12 +35,22 @@ export interface ActionContext {
 export interface PreparedExecution {
   fileChanges: FileChange[];
   apply(): Promise<Record<string, unknown>>;
+  /**
+   * Set when preparing really ran the step (in a sandbox) and the run differs from the approved
+   * preview: nothing is applied, and the step goes back to the person with this preview and reason.
+   */
+  drift?: { preview: Preview; reason: string; detail?: Record<string, unknown> };
 }
 
 export interface ActionModule<A extends ActionName> {
   action: A;
   /** Whether revert can undo the effects. Irreversible actions say so in the prompt and in history. */
   reversible: boolean;
+  /**
+   * The preview comes from really running the step in a sandbox. Execute then does not re-simulate
+   * to check the preview (that would run it twice); `prepare` compares its own run and reports drift.
+   */
+  previewFromRun?: boolean;
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;

@@ -3,6 +3,8 @@ import type { ActionModule } from './action-module.js';
 import { createKBEntry } from './create-kb-entry.js';
 import { deleteFile } from './delete-file.js';
 import { openURL } from './open-url.js';
+import { runCode } from './run-code.js';
+import { runCommand } from './run-command.js';
 import { writeFile } from './write-file.js';
 
 /** Every action's module. The mapped type makes a new action in the schema union fail to compile until it is listed here. */
@@ -10,7 +12,9 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   writeFile,
   deleteFile,
   createKBEntry,
+  runCommand,
   openURL,
+  runCode,
 };
 
 export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {

@@ -45,7 +45,10 @@ export function exportAudit(db: Db, logId: string, out: { write(line: string): v
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
     throw new ExecutorError('INVALID_INPUT', `There are no records between seq ${from} and ${to}; the log holds 1..${bounds.max}.`, { from, to, head: bounds.max });
   }
-  const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery: options.checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
+  // The spacing the log declared when it began wins over the caller's default.
+  const declared = db.prepare("SELECT json_extract(body, '$.args.checkpointEvery') AS every FROM audit_records WHERE action = 'key.created' ORDER BY seq LIMIT 1").get() as { every: number | null } | undefined;
+  const checkpointEvery = Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
+  const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
   out.write(`${JSON.stringify(header)}\n`);
   const keyRows = db
     .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
@@ -120,7 +123,27 @@ export function readExportFile(file: string): ParsedExport {
   return parsed;
 }
 
-/** Writes lines to a file descriptor synchronously: an export is complete or reported failed, never silently short. */
-export function fileLineWriter(fd: number): { write(line: string): void } {
-  return { write: (line) => void fs.writeSync(fd, line) };
+/**
+ * Writes lines to a file descriptor synchronously, 1 MiB at a time: an export is complete or
+ * reported failed, never silently short. Call flush() at the end.
+ */
+export function fileLineWriter(fd: number): { write(line: string): void; flush(): void } {
+  let pending: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (!pending.length) return;
+    const bytes = Buffer.from(pending.join(''), 'utf8');
+    let written = 0;
+    while (written < bytes.length) written += fs.writeSync(fd, bytes, written);
+    pending = [];
+    size = 0;
+  };
+  return {
+    write(line) {
+      pending.push(line);
+      size += line.length;
+      if (size >= 1 << 20) flush();
+    },
+    flush,
+  };
 }

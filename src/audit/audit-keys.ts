@@ -265,6 +265,20 @@ export function encodePublicKey(keyId: string, raw: Buffer): string {
   return `epk1-${keyId}-${raw.toString('base64url')}`;
 }
 
+/** `epk1-<keyId>-<base64url>` → keyId and raw Ed25519 public key, for an auditor who holds no secret. */
+export function parsePublicKeys(text: string): Map<string, Buffer> {
+  const keys = new Map<string, Buffer>();
+  for (const item of text.split(/[\s,]+/).filter(Boolean)) {
+    const match = /^epk1-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/.exec(item);
+    const raw = match ? Buffer.from(match[2]!, 'base64url') : undefined;
+    if (!match || !raw || raw.length !== 32) {
+      throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 12)}…" is not a checkpoint public key; it looks like epk1-<keyId>-<43 characters>.`);
+    }
+    keys.set(match[1]!, raw);
+  }
+  return keys;
+}
+
 export function parseVerificationKeys(text: string): EpochKeys[] {
   return text
     .split(/[\s,]+/)

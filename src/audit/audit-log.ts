@@ -167,8 +167,12 @@ export class SignedAuditLog implements AuditTrail {
     }
     try {
       assertEventKind(event.kind);
+      if (event.kind === 'key.created' || event.kind === 'key.rotated') {
+        // A chain start is what the verifier trusts for key ranges: only the log itself writes one.
+        throw new ExecutorError('INVALID_INPUT', `${event.kind} records are written by the audit log itself (keys rotate with \`executor keys rotate\`).`);
+      }
       let head = this.head();
-      if (head.seq === 0 && event.kind !== 'key.created') head = this.writeKeyCreated(head);
+      if (head.seq === 0) head = this.writeKeyCreated(head);
       const now = this.options.now();
       if (this.recordsInEpoch >= this.options.epochMaxRecords || now.getTime() - this.keyring.epochStartedAt() >= this.options.epochMaxMs) {
         this.keyring.ratchet(now);

@@ -1,10 +1,20 @@
-import { openDatabase, type Db } from '../store/database.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DATABASE_FILE, openDatabase, type Db } from '../store/database.js';
 import { AnchorStore } from './anchor.js';
 import { AuditKeyring } from './audit-keys.js';
 import type { KeyStore } from './key-store.js';
 import { DbRecordSource } from './record-sources.js';
 import { secretDigest } from './recordable-value.js';
 import { ExecutorError } from '../domain/errors.js';
+
+/** The data directory's database for reading only; a clear NOT_FOUND when there is none yet. */
+export function openAuditDatabaseReadOnly(dataDir: string): Db {
+  if (!fs.existsSync(path.join(dataDir, DATABASE_FILE))) {
+    throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, { dataDir });
+  }
+  return openDatabase(dataDir, { readonly: true });
+}
 
 /**
  * Read-only access to a data directory's audit log and keys, without taking the host's lock:
@@ -17,7 +27,7 @@ export class AuditReader {
     readonly dataDir: string,
     readonly keyStore: KeyStore,
   ) {
-    this.db = openDatabase(dataDir, { readonly: true });
+    this.db = openAuditDatabaseReadOnly(dataDir);
   }
 
   close(): void {

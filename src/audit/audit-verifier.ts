@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
-import { DATABASE_FILE, openDatabase } from '../store/database.js';
+import { DATABASE_FILE } from '../store/database.js';
+import { openAuditDatabaseReadOnly } from './audit-reader.js';
 import { AnchorStore } from './anchor.js';
 import { readExportFile } from './audit-export.js';
 import { AuditKeyring } from './audit-keys.js';
@@ -35,7 +36,7 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
 
 /** Verifies a data directory's log through a read-only connection; it never writes. */
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
-  const db = openDatabase(dataDir, { readonly: true });
+  const db = openAuditDatabaseReadOnly(dataDir);
   try {
     const keyring = AuditKeyring.load(options.keyStore);
     const source = new DbRecordSource(db);
@@ -72,14 +73,26 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
  * Verifies an export offline: only the file and the verification keys, nothing opened for writing.
  * Key records carried in the export give the checkpoint public keys once their MAC holds under K0.
  */
-export async function verifyExportFile(file: string, verificationKeys: EpochKeys[], options: { onProgress?: (progress: VerifyProgress) => void } = {}): Promise<VerifyReport> {
-  if (verificationKeys.length === 0) {
-    throw new ExecutorError('INVALID_INPUT', 'Offline verify needs the verification key K0 (`--verification-key evk1-…`), as `executor keys export-verification` showed it.');
+export async function verifyExportFile(
+  file: string,
+  verificationKeys: EpochKeys[],
+  options: { onProgress?: (progress: VerifyProgress) => void; publicKeys?: Map<string, Buffer> } = {},
+): Promise<VerifyReport> {
+  const givenPublicKeys = options.publicKeys ?? new Map<string, Buffer>();
+  if (verificationKeys.length === 0 && givenPublicKeys.size === 0) {
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the checkpoint public key (`--public-key epk1-…`), as `executor keys export-verification` showed them.',
+    );
   }
   const parsed = readExportFile(file);
   const keys = keyMap(verificationKeys);
-  const publicKeys = new Map<string, Buffer>();
+  // Public keys the auditor brought are trusted as given; those read from the export only once K0 vouches for them.
+  const publicKeys = new Map<string, Buffer>(givenPublicKeys);
   const warnings: string[] = [];
+  if (verificationKeys.length === 0) {
+    warnings.push('no verification key given: record MACs were not checked; the chain, the checkpoints and their Ed25519 signatures were');
+  }
   for (const line of [...parsed.keyRecords, ...parsed.records]) {
     let body: { logId?: unknown; action?: unknown; keyId?: unknown; epoch?: unknown; args?: { publicKey?: unknown } };
     try {
@@ -107,7 +120,7 @@ export async function verifyExportFile(file: string, verificationKeys: EpochKeys
       source: new MemoryRecordSource(rows),
       bounds: { min: 1, max: rows.length, count: rows.length },
       checkpoints: parsed.checkpoints.map((cp) => ({ cpSeq: cp.cpSeq, body: cp.body, mac: Buffer.from(cp.mac, 'hex'), sig: Buffer.from(cp.sig, 'hex'), hash: null })),
-      knownKeyIds: new Set(keys.keys()),
+      knownKeyIds: new Set([...keys.keys(), ...givenPublicKeys.keys()]),
       keys,
       publicKeys,
       anchor: undefined,

@@ -18,6 +18,8 @@ export const EVENT_KINDS = [
   'step.consent_requested',
   'step.approved',
   'step.rejected',
+  'step.cancelled',
+  'agent.rate_limited',
   'step.denied',
   'step.simulated',
   'step.execution_started',
@@ -25,8 +27,10 @@ export const EVENT_KINDS = [
   'step.failed',
   'step.interrupted',
   'step.reconsent',
+  'step.execution_deferred',
   'step.reverted',
   'step.revert_forced',
+  'capability.call',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

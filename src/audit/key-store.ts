@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { writeFileAtomic } from '../backup/atomic-write.js';
 import path from 'node:path';
 
 /** How well the secrets at rest are protected: wrapped by the OS keychain, or plain files only the user can read. */
@@ -28,26 +29,7 @@ function checkedName(name: string): string {
 
 /** Writes a file so that a crash at any moment leaves either the old content or the new one, never a mix. */
 export function writeFileDurably(file: string, data: Buffer | string, mode = 0o600): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(temp, 'w', mode);
-  try {
-    fs.writeFileSync(fd, data);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  try {
-    fs.renameSync(temp, file);
-  } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw error;
-  }
-  const dirFd = fs.openSync(path.dirname(file), 'r');
-  try {
-    fs.fsyncSync(dirFd);
-  } finally {
-    fs.closeSync(dirFd);
-  }
+  writeFileAtomic(file, typeof data === 'string' ? Buffer.from(data) : data, mode);
 }
 
 /** Secrets as files in the data directory's keys/ (directory 0700, files 0600). */

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { EpochKeys } from './key-ratchet.js';
-import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash, topLevelFields } from './record-format.js';
+import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash } from './record-format.js';
 import type { VerifyCode, VerifyProblem } from './verify-codes.js';
 
 /** One stored record as verify reads it. Columns are null when the source has none (an export file). */
@@ -81,50 +81,13 @@ interface ParsedBody {
 }
 
 /**
- * The fast path: find the top-level fields without building the object and check the MAC. A body
- * whose MAC holds is the exact text that was signed, and the signer only signs canonical text, so
- * neither JSON.parse nor a canonical re-serialization is needed. Anything else takes the slow path.
+ * A body whose MAC holds is the exact text that was signed, and the signer only signs canonical
+ * text: then the canonical re-serialization (the costliest check) can be skipped.
  */
-function authenticBody(record: StoredRecord, keysById: ReadonlyMap<string, EpochKeys>): ParsedBody | undefined {
-  const text = record.body;
-  const fields = topLevelFields(text);
-  if (!fields) return undefined;
-  const raw = (key: string) => {
-    const span = fields.get(key);
-    return span ? text.slice(span[0], span[1]) : undefined;
-  };
-  const str = (key: string): string | null | undefined => {
-    const value = raw(key);
-    if (value === 'null') return null;
-    // Values that need no unescaping: ids, hashes, timestamps. Others go through JSON.parse.
-    if (value === undefined || value.charCodeAt(0) !== 0x22) return undefined;
-    return value.includes('\\') ? (JSON.parse(value) as string) : value.slice(1, -1);
-  };
-  const int = (key: string): number | undefined => {
-    const value = raw(key);
-    return value !== undefined && /^(?:0|[1-9][0-9]{0,15})$/.test(value) ? Number(value) : undefined;
-  };
-  const keyId = str('keyId');
-  const epoch = int('epoch');
-  if (typeof keyId !== 'string' || epoch === undefined) return undefined;
-  const keys = keysById.get(keyId);
-  if (!keys || !keys.has(epoch) || !macMatches(keys, epoch, RECORD_MAC_PREFIX, text, record.mac)) return undefined;
-  const action = str('action');
-  const argsText = raw('args');
-  return {
-    v: int('v'),
-    logId: str('logId'),
-    seq: int('seq'),
-    ts: str('ts'),
-    keyId,
-    epoch,
-    prevHash: str('prevHash'),
-    action,
-    planId: str('planId'),
-    stepId: str('stepId'),
-    // Only chain starts need their args (public key, previous key); the rest are never parsed here.
-    args: (action === 'key.created' || action === 'key.rotated') && argsText ? JSON.parse(argsText) : undefined,
-  };
+function macHoldsAsClaimed(parsed: ParsedBody, body: string, mac: Buffer, keysById: ReadonlyMap<string, EpochKeys>): boolean {
+  if (typeof parsed.keyId !== 'string' || !Number.isSafeInteger(parsed.epoch)) return false;
+  const keys = keysById.get(parsed.keyId);
+  return keys !== undefined && keys.has(parsed.epoch as number) && macMatches(keys, parsed.epoch as number, RECORD_MAC_PREFIX, body, mac);
 }
 
 function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
@@ -168,15 +131,15 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
 
   for (const record of source.records(input.from, input.to)) {
     const at = expectedSeq > 0 ? expectedSeq : record.position;
-    let parsed: ParsedBody | undefined = authenticBody(record, input.keys);
-    const macVerified = parsed !== undefined;
-    if (!parsed) {
-      try {
-        parsed = JSON.parse(record.body) as ParsedBody;
-      } catch {
-        return fail('EDITED', at, `record ${at}: its body is not JSON`);
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
+    let parsed: ParsedBody;
+    try {
+      parsed = JSON.parse(record.body) as ParsedBody;
+    } catch {
+      return fail('EDITED', at, `record ${at}: its body is not JSON`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
+    const macVerified = macHoldsAsClaimed(parsed, record.body, record.mac, input.keys);
+    if (!macVerified) {
       let canonical: string;
       try {
         canonical = canonicalText(parsed);

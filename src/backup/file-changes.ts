@@ -15,6 +15,8 @@ export interface FileChange {
   before: Buffer | null;
   after: Buffer | null;
   mode: number | null;
+  /** Permission bits to write when they differ from `mode` (a command's chmod); `mode` stays what revert restores. */
+  modeAfter?: number | null;
 }
 
 /** A change with its content hashes, computed once: hashing 10 MB twice per use adds up. */
@@ -82,6 +84,10 @@ export function previewFileChange(unhashed: FileChange): FileChangePreview {
     binary,
     diff: null,
   };
+  if (change.modeAfter !== undefined && change.modeAfter !== null && change.modeAfter !== change.mode && after !== null) {
+    preview.modeBefore = change.mode;
+    preview.modeAfter = change.modeAfter;
+  }
   if (binary) {
     preview.diffOmittedReason = `binary content: before ${describeBinary(before)}; after ${describeBinary(after)}`;
     return preview;
@@ -119,7 +125,7 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
 export function applyFileChanges(changes: FileChange[]): void {
   for (const change of changes) {
     if (change.after === null) removeFileDurably(change.absolutePath);
-    else writeFileAtomic(change.absolutePath, change.after, change.mode ?? undefined);
+    else writeFileAtomic(change.absolutePath, change.after, change.modeAfter ?? change.mode ?? undefined);
   }
 }
 

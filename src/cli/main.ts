@@ -2,6 +2,8 @@ import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
+import { registerMcpCommands } from './commands/mcp.js';
+import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 
@@ -16,7 +18,9 @@ const program = new Command()
 registerStepCommands(program);
 registerAuditCommands(program);
 registerKeyCommands(program);
+registerSandboxCommands(program);
 registerServeCommands(program);
+registerMcpCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -28,7 +28,8 @@ export function outcomeOf(record: StepRecord): StepOutcome {
 export function summaryLine(record: StepRecord): string {
   const { module, args } = boundAction(record.step);
   const risk = record.evaluation?.risk ?? '-';
-  return `${record.step.id}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${module.summarize(args)}`;
+  const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${record.step.meta.client ?? 'unnamed'}]` : '';
+  return `${record.step.id}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${module.summarize(args)}${proposer}`;
 }
 
 export function detailText(record: StepRecord): string {
@@ -55,6 +56,22 @@ export function detailText(record: StepRecord): string {
       lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
       lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
     }
+  } else if (record.preview?.kind === 'commandRun') {
+    const run = record.preview;
+    const ended = run.timedOut ? 'timed out' : run.oomKilled ? `killed at the memory limit (exit ${run.exitCode})` : `exit ${run.exitCode}`;
+    lines.push('', `--- sandbox run of \`${run.command}\` in ${run.cwd}: ${ended}, network ${run.network}, image ${run.image.digest}`);
+    for (const [name, stream] of [['stdout', run.stdout], ['stderr', run.stderr]] as const) {
+      if (stream.bytes > 0) lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, stream.text.replace(/\n$/, ''));
+    }
+    for (const request of run.egress) lines.push(`network: ${request.method} ${request.host}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
+    if (run.conflicts.length) lines.push(`conflicts: ${run.conflicts.join(', ')} changed in the workspace while the command ran`);
+    for (const skipped of run.skipped) lines.push(`not carried back: ${skipped.path} (${skipped.reason})`);
+    if (run.files.length === 0) lines.push('No file changes.');
+    for (const file of run.files) {
+      const mode = file.modeAfter !== undefined ? `, mode ${file.modeBefore?.toString(8) ?? '-'} → ${file.modeAfter?.toString(8)}` : '';
+      lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`);
+      lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
+    }
   } else if (record.preview?.kind === 'url') {
     const preview = record.preview;
     lines.push('', `--- opens ${preview.protocol}//${preview.host}${preview.path}`);
@@ -63,6 +80,12 @@ export function detailText(record: StepRecord): string {
     for (const warning of preview.warnings) lines.push(`  warning: ${warning}`);
   } else if (record.preview?.kind === 'kbEntry') {
     lines.push('', `--- knowledge-base entry "${record.preview.title}" [${record.preview.tags.join(', ')}]`, record.preview.content);
+  } else if (record.preview?.kind === 'codeRun') {
+    const dry = record.preview.result;
+    lines.push('', '--- dry run of the code');
+    for (const request of record.preview.requests) lines.push(`would request: ${request.method} ${request.url}`);
+    lines.push(...dry.logs.map((line) => `log: ${line}`));
+    lines.push(dry.ok ? `value: ${JSON.stringify(dry.value)}` : `${dry.code}: ${dry.message}`);
   }
   return lines.join('\n');
 }

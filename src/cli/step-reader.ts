@@ -49,9 +49,10 @@ export async function proposeAndWaitOnHost(api: ExecutorClient, plan: unknown, t
       if (left <= 0) return records;
       if (!changed) {
         await new Promise<void>((resolve) => {
-          const timer = Number.isFinite(left) ? setTimeout(resolve, left) : undefined;
+          // Look again at least every few seconds: if the host went away, the next call says so instead of waiting forever.
+          const timer = setTimeout(resolve, Math.min(left, 5_000));
           wake = () => {
-            if (timer) clearTimeout(timer);
+            clearTimeout(timer);
             resolve();
           };
         });

@@ -23,10 +23,16 @@ export type ErrorCode =
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
-  | 'AUDIT_INVALID'
+  | 'STORAGE_FAILED'
   | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'SANDBOX_IMAGE_MISSING'
+  | 'SANDBOX_FAILED'
+  | 'WORKSPACE_CONFLICT'
   | 'NOT_AVAILABLE'
+  /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */
+  | 'RATE_LIMITED'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.
   | 'IPC_MALFORMED'
   | 'IPC_TOO_LARGE'
@@ -39,6 +45,13 @@ export type ErrorCode =
   | 'IPC_INVALID_RESULT'
   | 'IPC_FORBIDDEN'
   | 'IPC_UNAVAILABLE'
+  | 'EXECUTION_TIMEOUT'
+  | 'EXECUTION_ERROR'
+  | 'EXECUTION_BLOCKED'
+  | 'EXECUTION_DENIED'
+  | 'EXECUTION_CRASHED'
+  | 'OUTPUT_TOO_LARGE'
+  | 'SANDBOX_UNAVAILABLE'
   | 'INTERNAL';
 
 export interface ErrorShape {
@@ -65,9 +78,32 @@ export class ExecutorError extends Error {
   }
 }
 
+/** What SQLite says when the data directory cannot take a write, in words a person can act on. */
+const STORAGE_FAILURES: Record<string, string> = {
+  SQLITE_FULL: 'The disk holding the data directory is full; nothing was changed. Free some space and try again.',
+  SQLITE_READONLY: 'The data directory is read-only; nothing was changed. Make it writable and try again.',
+  SQLITE_CANTOPEN: 'The database in the data directory cannot be opened for writing; nothing was changed. Check that the directory is writable.',
+  SQLITE_IOERR: 'The disk reported an I/O error while writing the data directory; nothing was changed.',
+};
+
+/** The same failures as the file system reports them (lock file, key store, anchor, blobs). */
+const FILE_SYSTEM_FAILURES: Record<string, string> = {
+  ENOSPC: STORAGE_FAILURES.SQLITE_FULL!,
+  EDQUOT: 'The disk quota for the data directory is used up; nothing was changed. Free some space and try again.',
+  EROFS: STORAGE_FAILURES.SQLITE_READONLY!,
+};
+
 /** Anything thrown becomes a typed error; unknown failures keep their message but never their stack. */
 export function toErrorShape(error: unknown): ErrorShape {
   if (error instanceof ExecutorError) return error.toJSON();
+  const errorCode = (error as { code?: unknown } | null)?.code;
+  if (typeof errorCode === 'string' && errorCode.startsWith('SQLITE_')) {
+    const family = Object.keys(STORAGE_FAILURES).find((prefix) => errorCode === prefix || errorCode.startsWith(`${prefix}_`));
+    if (family) return { code: 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
+  }
+  if (typeof errorCode === 'string' && FILE_SYSTEM_FAILURES[errorCode]) {
+    return { code: 'STORAGE_FAILED', message: FILE_SYSTEM_FAILURES[errorCode]!, details: { errno: errorCode } };
+  }
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message };
 }

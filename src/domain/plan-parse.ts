@@ -12,7 +12,7 @@ export function describeIssues(error: z.ZodError): string[] {
 }
 
 /**
- * Validates a plan as written by a person or agent, fills in ids, and returns a fully
+ * Validates a plan as written by a person or agent, fills in ids and the proposer's identity, and returns a fully
  * validated Plan. Throws INVALID_PLAN naming every problem; nothing is half-accepted.
  */
 export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string }): Plan {
@@ -26,12 +26,16 @@ export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']
   const candidate = {
     planId,
     purpose: shaped.data.purpose,
-    steps: shaped.data.steps.map((step) => ({
-      ...step,
-      id: step.id ?? `step-${randomUUID()}`,
-      planId,
-      meta: { origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}), ...step.meta },
-    })),
+    steps: shaped.data.steps.map((step) => {
+      // Who proposed a step is the channel's word, never the plan's: an agent cannot label its step as the person's or as another client's.
+      const { origin: _claimedOrigin, client: _claimedClient, ...ownMeta } = step.meta ?? {};
+      return {
+        ...step,
+        id: step.id ?? `step-${randomUUID()}`,
+        planId,
+        meta: { ...ownMeta, origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}) },
+      };
+    }),
   };
   const parsed = PlanSchema.safeParse(candidate);
   if (!parsed.success) {

@@ -1,4 +1,5 @@
 import type { Actor } from './actor.js';
+import type { CodeRunResult } from './code-run.js';
 import type { ErrorShape } from './errors.js';
 import type { Evaluation } from './risk.js';
 import type { StepStatus } from './state-machine.js';
@@ -17,13 +18,46 @@ export interface FileChangePreview {
   /** Unified diff, or null when binary or too large to diff in time (exact snapshots are still kept). */
   diff: string | null;
   diffOmittedReason?: string;
+  /** Present only when the permission bits change. */
+  modeBefore?: number | null;
+  modeAfter?: number | null;
+}
+
+/** A stream of a sandboxed run as the preview shows it. */
+export interface OutputPreview {
+  text: string;
+  bytes: number;
+  truncated: boolean;
+}
+
+/** What a command did in its sandbox: its output and, file by file, what it would change. */
+export interface CommandRunPreview {
+  kind: 'commandRun';
+  command: string;
+  cwd: string;
+  network: 'none' | 'allowlist';
+  exitCode: number | null;
+  timedOut: boolean;
+  oomKilled: boolean;
+  stdout: OutputPreview;
+  stderr: OutputPreview;
+  files: FileChangePreview[];
+  /** Changes the sandbox saw but will not carry back (symlinks, ignored or secret paths). */
+  skipped: { path: string; reason: string }[];
+  /** Files of the real workspace that changed while the command ran on their copy. */
+  conflicts: string[];
+  image: { tag: string; digest: string };
+  egress: { method: string; host: string; port: number; allowed: boolean }[];
 }
 
 export type Preview =
   | { kind: 'fileChanges'; files: FileChangePreview[] }
   | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
   | { kind: 'text'; text: string }
-  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] };
+  | CommandRunPreview
+  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] }
+  /** A dry run of code: its result, and the network requests it would have made (not sent). */
+  | { kind: 'codeRun'; result: CodeRunResult; requests: { method: string; url: string }[] };
 
 /** One query parameter of a URL a step would open, decoded, flagged when it could smuggle data out. */
 export interface UrlQueryParam {
@@ -59,3 +93,6 @@ export interface StepRecord {
   finishedAt: string | null;
   revertedAt: string | null;
 }
+
+/** The rejection reason of a step its own agent withdrew: surfaces tell it apart from the person's no by it. */
+export const AGENT_CANCEL_REASON = 'cancelled by the agent that proposed it';

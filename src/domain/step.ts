@@ -25,6 +25,21 @@ export const ACTION_ARGS = {
   deleteFile: z.strictObject({
     path: pathField,
   }),
+  runCommand: z
+    .strictObject({
+      /** Runs directly, no shell. */
+      argv: z.array(z.string().max(64 * 1024)).min(1, 'argv is empty').max(4096).optional(),
+      /** Runs under `sh -c` inside the container only. */
+      command: z.string().min(1, 'command is empty').max(64 * 1024).optional(),
+      /** Directory inside a workspace root the command works in; only this subtree is copied into the container. */
+      cwd: pathField.optional(),
+      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).optional(),
+      network: z.enum(['none', 'allowlist']).optional(),
+      env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and "_"'), z.string().max(32 * 1024)).optional(),
+      /** Secret-looking files (relative to cwd) the person lets this command see; all others stay out of the copy. */
+      allowSecrets: z.array(pathField).max(100).optional(),
+    })
+    .refine((args) => (args.argv === undefined) !== (args.command === undefined), { message: 'give exactly one of argv or command' }),
   createKBEntry: z.strictObject({
     title: z.string().trim().min(1, 'title is empty').max(500),
     content: boundedText('content', 1024 * 1024),
@@ -33,6 +48,22 @@ export const ACTION_ARGS = {
   openURL: z.strictObject({
     url: z.string().min(1, 'url is empty').max(8192, 'url is longer than 8192 characters'),
     purpose: z.string().trim().min(1, 'say why the page should open').max(2000),
+  }),
+  runCode: z.strictObject({
+    /** Sizes over the sandbox's own limit are refused by the sandbox with a typed result, not by the plan parser. */
+    code: boundedText('code', 1024 * 1024),
+    purpose: z.string().max(2000).optional(),
+    /** Clamped to the sandbox's range rather than rejected. */
+    timeoutMs: z.number().finite().optional(),
+    capabilities: z
+      .strictObject({
+        fetch: z.strictObject({ hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional(),
+        readFile: z.literal(true).optional(),
+        kbSearch: z.literal(true).optional(),
+      })
+      .optional(),
+    language: z.enum(['javascript', 'python']).optional(),
+    sandbox: z.enum(['light', 'docker']).optional(),
   }),
 } as const;
 
@@ -69,7 +100,9 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('writeFile'),
   stepVariant('deleteFile'),
   stepVariant('createKBEntry'),
+  stepVariant('runCommand'),
   stepVariant('openURL'),
+  stepVariant('runCode'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
 export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import type { ActionContext } from '../actions/action-module.js';
+import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
+import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { exportAudit } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
@@ -17,19 +18,23 @@ import { BlobStore } from '../backup/blob-store.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
-import type { Preview, StepRecord } from '../domain/step-record.js';
+import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+import { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
+import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 
 export interface ExecutorEvents {
@@ -39,7 +44,7 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
 }
 
-export interface ExecutorOptions {
+export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
   keyStore?: KeyStore;
   audit?: AuditLogOptions;
@@ -57,6 +62,8 @@ export interface KeyStatus {
   epoch: number;
   chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
   anchor: { seq: number; ts: string } | null;
+  /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
+  lastCheckpointError: string | null;
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
@@ -64,8 +71,17 @@ export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 /** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
 export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
+/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
+export interface ExecutorSeams {
+  spawnChild?: SpawnChild;
+  heavyCodeRunner?: HeavyCodeRunner;
+}
+
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
+
+/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
+const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
 
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
@@ -89,8 +105,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly audit: AuditTrail;
   private readonly auditLog: SignedAuditLog;
   private readonly keyStore: KeyStore;
+  private readonly lightSandbox: LightSandbox;
+  private readonly heavyCodeRunner: HeavyCodeRunner;
   private policy: Policy;
   private closed = false;
+  /** When each client's rate-limit refusal was last audited. */
+  private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly openExternal?: (url: string) => Promise<void>;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
@@ -106,6 +126,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
+    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
   }
 
   /**
@@ -137,6 +159,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     this.closed = true;
     this.auditLog.stopHeartbeat();
+    this.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
@@ -195,7 +218,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private context(stepId: string): ActionContext {
-    return { stepId, policy: this.policy, dataDir: this.dataDir, blobs: this.blobs, kb: this.kb, openExternal: this.openExternal };
+    return {
+      stepId,
+      policy: this.policy,
+      dataDir: this.dataDir,
+      blobs: this.blobs,
+      kb: this.kb,
+      openExternal: this.openExternal,
+      lightSandbox: this.lightSandbox,
+      heavyCodeRunner: this.heavyCodeRunner,
+      auditCapabilityCall: (detail) => {
+        const planId = this.steps.get(stepId).step.planId;
+        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
+      },
+    };
   }
 
   private emitStep(record: StepRecord): StepRecord {
@@ -219,6 +255,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     const plan = parsePlan(planInput, { origin: actor.channel === 'mcp' ? 'agent' : 'user', client: actor.client });
+    if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
     this.steps.insertPlan(plan, actor);
     for (const step of plan.steps) {
       const evaluation = this.evaluateStep(step);
@@ -239,6 +276,38 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     await this.advancePlan(plan.planId, actor);
     return this.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * The policy's agentLimits, per agent client. Checked here, in the host, so a second MCP process
+   * cannot bypass them; proposals are serialized, so the count and the insert cannot interleave.
+   */
+  private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
+    const { stepsPerMinute, openSteps } = this.policy.agentLimits;
+    const client = actor.client ?? null;
+    const who = client ? `The agent client "${client}"` : 'This agent';
+    const open = this.steps.countAgentSteps(client, { statuses: PENDING }).count;
+    if (open + newSteps > openSteps) {
+      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
+    }
+    const windowStart = new Date(Date.now() - 60_000);
+    const recent = this.steps.countAgentSteps(client, { since: windowStart.toISOString() });
+    if (recent.count + newSteps > stepsPerMinute) {
+      const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
+      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
+      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
+    }
+  }
+
+  /** Refuses with RATE_LIMITED; the audit trail hears about it at most once a minute per client, so a looping agent cannot flood it. */
+  private refuseOverLimit(actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
+    const key = `${actor.client ?? ''}\u0000${limit}`;
+    const now = Date.now();
+    if (now - (this.lastLimitAuditAt.get(key) ?? 0) >= 60_000) {
+      this.lastLimitAuditAt.set(key, now);
+      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail: { limit, ...detail } }))();
+    }
+    throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
   }
 
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
@@ -294,6 +363,30 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
+   * Withdraws a step nobody has decided yet (or one approved but still waiting for an earlier step):
+   * it ends rejected, with the reason saying who withdrew it. The agent channel may cancel only the
+   * steps its own client proposed; the person may cancel any.
+   */
+  async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
+    const record = this.steps.get(stepId);
+    const byAgent = actor.channel === 'mcp';
+    if (byAgent && !(record.step.meta.origin === 'agent' && (record.step.meta.client ?? null) === (actor.client ?? null))) {
+      throw new ExecutorError('IPC_FORBIDDEN', `Step ${stepId} was not proposed by this agent client (${actor.client ?? 'unnamed'}); an agent may cancel only its own steps.`, { stepId });
+    }
+    if (record.status !== 'awaiting_consent' && record.status !== 'approved') {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled.`, { stepId, from: record.status, to: 'rejected' });
+    }
+    const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
+    const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
+      kind: 'step.cancelled',
+      detail: { reason },
+      expectFrom: ['awaiting_consent', 'approved'],
+    }));
+    await this.advancePlan(record.step.planId, actor);
+    return cancelled;
+  }
+
+  /**
    * Runs one approved step: check the approval still binds, back up, record the intent, apply,
    * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
    */
@@ -301,16 +394,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
-    const ctx = this.context(stepId);
+    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
+    const ctx = { ...this.context(stepId), approvedPreview };
 
     let prepared;
     try {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
+      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       return this.failBeforeStart(stepId, actor, error);
     }
+    if (prepared.drift) return this.returnForConsent(stepId, actor, record.stepHash, prepared.drift);
     const changes = prepared.fileChanges.map(hashFileChange);
-    if (record.approval?.previewHash && changes.length > 0) {
+    // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
+    if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
         const preview: Preview = { kind: 'fileChanges', files: changes.map(previewFileChange) };
@@ -338,7 +435,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
   private diffsFor(record: StepRecord, changes: HashedFileChange[]): (string | null)[] {
-    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
+    const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
     return changes.map((change) => {
       const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
       return same ? same.diff : previewFileChange(change).diff;
@@ -365,6 +462,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         blockingStepId: blocker.step.id,
       });
     }
+  }
+
+  /**
+   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
+   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
+   */
+  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
+    this.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
+    throw error;
+  }
+
+  /**
+   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
+   * nothing is applied; the step goes back to the person with the new preview and the reason.
+   */
+  private returnForConsent(stepId: string, actor: Actor, approvedStepHash: string, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+    const startedAt = new Date().toISOString();
+    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: approvedStepHash, files: [], sandboxRunOnly: true } });
+    const previewHash = previewHashOf(drift.preview);
+    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash } }, {
+      kind: 'step.reconsent',
+      detail: { reason: drift.reason, previewHash, ...drift.detail },
+    }));
   }
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
@@ -505,6 +625,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       epoch: keys.current().epoch,
       chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+      lastCheckpointError: this.auditLog.lastHeartbeatError?.message ?? null,
     };
   }
 

@@ -8,7 +8,6 @@ import {
   ResponseEnvelopeSchema,
   parseObject,
   randomToken,
-  sessionKeyInput,
   signText,
   verifyText,
   type MessageMac,
@@ -65,13 +64,17 @@ export class SignedRpc {
   private readonly listeners = new Map<EventTopic, Set<(data: unknown) => void>>();
   private lastEventSeq = 0;
   private closedReason: string | null = null;
+  /** Events are verified one after another: WebCrypto may finish out of order, and a later seq would drop an earlier event. */
+  private eventChain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly transport: ClientTransport,
     readonly session: SessionKeys,
     private readonly maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
   ) {
-    transport.onEvent((text) => void this.receiveEvent(text));
+    transport.onEvent((text) => {
+      this.eventChain = this.eventChain.then(() => this.receiveEvent(text)).catch(() => undefined);
+    });
     transport.onClose((reason) => {
       this.closedReason = reason;
     });
@@ -154,7 +157,6 @@ export async function openSession(
   return { kid, channel: channel as IpcChannel, mac: await deriveMac(serverNonce, clientNonce) };
 }
 
-export { sessionKeyInput };
 
 /** The typed client over a signed session: one function per method, results checked against the table. */
 export function createExecutorClient(rpc: SignedRpc): ExecutorClient {

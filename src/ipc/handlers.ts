@@ -12,6 +12,8 @@ export interface CallContext {
   actor: Actor;
   /** Adds topics to the caller's event stream (the transport decides how events travel). */
   subscribe(topics: EventTopic[]): EventTopic[];
+  /** Present when the host serves the web UI (`executor serve`). */
+  issueWebUrl?: () => string;
 }
 
 type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
@@ -32,6 +34,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
   approve: (executor, { stepId, previewHash, execute }, { actor }) => executor.approve(stepId, actor, { previewHash, execute }),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
+  cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
   executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
   previewRevert: (executor, { stepId }) => executor.previewRevert(stepId),
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
@@ -46,5 +49,9 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
   getPolicy: (executor) => executor.getPolicy(),
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
+  issueWebUrl: (_executor, _params, context) => {
+    if (!context.issueWebUrl) throw new ExecutorError('NOT_AVAILABLE', 'This host serves no web UI; start one with `executor serve`.');
+    return { url: context.issueWebUrl() };
+  },
   subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),
 };

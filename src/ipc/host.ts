@@ -31,6 +31,7 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], options);
     socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
     const web = options.web ? await startWebServer(ipc, options.web) : null;
+    if (web) ipc.setWebUrlIssuer(() => web.issueUrl());
     const opened = { executor, ipc, socket, web };
     let closing: Promise<void> | null = null;
     return {

@@ -76,6 +76,13 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: "the person's no, with a reason that goes back to the proposer",
   }),
+  cancel: method({
+    params: z.strictObject({ stepId }),
+    result: StepRecordSchema,
+    // The agent may withdraw its own undecided steps (the handler checks ownership); it ends rejected, audited as cancelled.
+    channels: EVERYONE,
+    description: 'withdraw a step still waiting for a decision; from the agent channel, only a step its own client proposed',
+  }),
   executeStep: method({
     params: z.strictObject({ stepId }),
     result: StepRecordSchema,
@@ -165,6 +172,13 @@ export const METHODS = {
     result: PolicyWireSchema,
     channels: PERSON_CHANNELS,
     description: 'replace the policy (validated, saved atomically, audited)',
+  }),
+  issueWebUrl: method({
+    params: noParams,
+    result: z.object({ url: z.string() }),
+    // Never mcp: a web session is a person's channel, so handing an agent a URL would hand it the person's rights.
+    channels: PERSON_CHANNELS,
+    description: 'a fresh one-time URL for the browser UI of this host (the previous unused one stops working)',
   }),
   subscribe: method({
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),

@@ -1,3 +1,4 @@
+import { ExecutorError } from '../domain/errors.js';
 import { createExecutorClient, openSession, SignedRpc, type ExecutorClient } from './client.js';
 import { deriveSessionKey, nodeMac } from './message-mac-node.js';
 import { sessionKeyInput } from './protocol.js';
@@ -5,10 +6,13 @@ import { connectSocket, socketPathFor } from './socket-transport.js';
 import type { ClientTransport } from './client.js';
 import { readSocketSecret, type SocketCredentialName } from './token-files.js';
 
+const HELLO_TIMEOUT_MS = 10_000;
+
 export interface HostConnectOptions {
   /** Free text the audit trail records with the channel, e.g. an MCP client's name. */
   client?: string;
   socketPath?: string;
+  helloTimeoutMs?: number;
 }
 
 /**
@@ -37,12 +41,15 @@ export async function connectToHostIfRunning(dataDir: string, credential: Socket
 async function sessionOver(transport: ClientTransport, dataDir: string, credential: SocketCredentialName, options: HostConnectOptions): Promise<ExecutorClient> {
   try {
     const secret = readSocketSecret(dataDir, credential);
-    const session = await openSession(
-      transport,
-      credential,
-      async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))),
-      options.client,
-    );
+    // A host that accepts the connection but never answers (hung, or not ours) must not hang the CLI.
+    let timer: NodeJS.Timeout | undefined;
+    const helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
+    const session = await Promise.race([
+      openSession(transport, credential, async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))), options.client),
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${helloTimeoutMs / 1000} s.`)), helloTimeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
     return createExecutorClient(new SignedRpc(transport, session));
   } catch (error) {
     transport.close();

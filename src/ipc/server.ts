@@ -57,6 +57,7 @@ interface Session {
   createdAt: number;
   lastUsedAt: number;
   nonces: Map<string, number>;
+  noncesPrunedAt: number;
   topics: Set<EventTopic>;
   eventSeq: number;
   connection: ConnectionState | null;
@@ -72,6 +73,7 @@ interface ConnectionState {
 const PENDING_SESSION_MS = 60_000;
 const IDLE_SESSION_MS = 12 * 60 * 60 * 1000;
 const MAX_SESSIONS = 1_000;
+const MAX_PENDING_PER_CONNECTION = 16;
 /** Nonces are kept while their timestamp could still pass the clock check, plus margin. */
 const NONCE_KEEP_MS = 2 * CLOCK_SKEW_MS + 5_000;
 const MAX_NONCES_PER_SESSION = 1_000_000;
@@ -99,6 +101,7 @@ export class IpcServer {
   private refusalsInWindow = 0;
   private refusalsSuppressed = 0;
   private readonly unsubscribeExecutor: () => void;
+  private issueWebUrl: (() => string) | undefined;
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -121,6 +124,11 @@ export class IpcServer {
 
   get maxMessageBytes(): number {
     return this.maxRequestBytes;
+  }
+
+  /** The web server, once started, lets person channels ask for a fresh browser URL. */
+  setWebUrlIssuer(issue: () => string): void {
+    this.issueWebUrl = issue;
   }
 
   addCredential(credential: Credential): void {
@@ -214,6 +222,7 @@ export class IpcServer {
           connection.sessions.add(session);
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
+        issueWebUrl: this.issueWebUrl,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {
@@ -237,6 +246,9 @@ export class IpcServer {
     if (!credential) throw new Refusal('IPC_UNKNOWN_KEY', `There is no credential "${credentialName.slice(0, 64)}" (a one-time web token works once).`, null, null, true);
     this.expireSessions();
     if (this.sessions.size >= MAX_SESSIONS) throw new Refusal('BUSY', 'Too many open sessions.', null, null, false);
+    // Handshakes are free to send; one connection may not pile up unproven sessions for others to wait behind.
+    const pendingHere = [...connection.sessions].filter((session) => !session.proven).length;
+    if (pendingHere >= MAX_PENDING_PER_CONNECTION) throw new Refusal('BUSY', 'Too many unfinished handshakes on this connection.', null, null, false);
     const serverNonce = randomToken(24);
     const kid = `s-${randomUUID()}`;
     const key = deriveSessionKey(credential.secret, sessionKeyInput(clientNonce, serverNonce));
@@ -250,6 +262,7 @@ export class IpcServer {
       createdAt: now,
       lastUsedAt: now,
       nonces: new Map(),
+      noncesPrunedAt: 0,
       topics: new Set(),
       eventSeq: 0,
       connection: connection.closed ? null : connection,
@@ -284,10 +297,12 @@ export class IpcServer {
     }
   }
 
+  /** Drops nonces whose timestamp can no longer pass the clock check (so a replay of them is refused as stale). */
   private pruneNonces(session: Session, now: number): void {
-    if (session.nonces.size < 1024) return;
+    if (session.nonces.size < 1024 || now - session.noncesPrunedAt < 1_000) return;
+    session.noncesPrunedAt = now;
     for (const [nonce, ts] of session.nonces) {
-      if (now - ts > NONCE_KEEP_MS && ts - now < NONCE_KEEP_MS) session.nonces.delete(nonce);
+      if (Math.abs(now - ts) > NONCE_KEEP_MS) session.nonces.delete(nonce);
     }
   }
 

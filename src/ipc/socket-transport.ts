@@ -24,8 +24,49 @@ export function socketPathFor(dataDir: string): string {
   if (process.platform === 'win32') return `\\\\.\\pipe\\executor-${digest}`;
   const inDataDir = path.join(resolved, SOCKET_FILE);
   if (Buffer.byteLength(inDataDir) <= MAX_SOCKET_PATH) return inDataDir;
-  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
-  return path.join(os.tmpdir(), `executor-${uid}`, `${digest}.sock`);
+  return path.join(tempSocketFolder(), `${digest}.sock`);
+}
+
+/** The per-user folder under the shared temp directory for sockets whose data directory path is too long. */
+function tempSocketFolder(): string {
+  return path.join(os.tmpdir(), `executor-${currentUid() ?? 0}`);
+}
+
+const currentUid = (): number | null => (typeof process.getuid === 'function' ? process.getuid() : null);
+
+/**
+ * The folder must be ours and closed to others before we put a socket in it: a folder someone
+ * else created first (under the shared temp directory) could hold their socket in our name.
+ */
+function assertPrivateFolder(folder: string): void {
+  const uid = currentUid();
+  const stat = fs.lstatSync(folder);
+  if (!stat.isDirectory() || (uid !== null && stat.uid !== uid)) {
+    throw new ExecutorError('IPC_UNAVAILABLE', `${folder} is not a folder owned by you; refusing to put the Executor socket there.`, { folder });
+  }
+  // The data directory may predate us with looser permissions (the 0600 socket still keeps others
+  // out); the shared temp folder must be closed, or others could swap our socket for theirs.
+  if (folder === tempSocketFolder() && (stat.mode & 0o077) !== 0) {
+    throw new ExecutorError('IPC_UNAVAILABLE', `${folder} is open to other users (mode ${(stat.mode & 0o777).toString(8)}); refusing to put the Executor socket there.`, { folder });
+  }
+}
+
+/**
+ * Before the CLI or an agent sends a signed request anywhere: the socket must be a socket owned by
+ * this user. Someone else's socket planted at the path would otherwise see (though never forge) our traffic.
+ */
+function assertOurSocket(socketPath: string): void {
+  if (process.platform === 'win32') return;
+  let stat: fs.Stats;
+  try {
+    stat = fs.lstatSync(socketPath);
+  } catch (error) {
+    throw Object.assign(new Error(`no socket at ${socketPath}`), { code: (error as NodeJS.ErrnoException).code });
+  }
+  const uid = currentUid();
+  if (!stat.isSocket() || (uid !== null && stat.uid !== uid)) {
+    throw new ExecutorError('IPC_UNAVAILABLE', `${socketPath} is not a socket owned by you; not connecting to it.`, { socketPath });
+  }
 }
 
 export interface SocketListener {
@@ -40,6 +81,7 @@ export interface SocketListener {
 export async function listenOnSocket(server: IpcServer, socketPath: string): Promise<SocketListener> {
   if (process.platform !== 'win32') {
     fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+    assertPrivateFolder(path.dirname(socketPath));
     // A socket file left by a host that crashed; the caller holds the data-directory lock, so no live host owns it.
     fs.rmSync(socketPath, { force: true });
   }
@@ -87,6 +129,7 @@ export async function listenOnSocket(server: IpcServer, socketPath: string): Pro
 
 /** A client's end of the socket. Replies are matched by tag, so calls may overlap. */
 export async function connectSocket(socketPath: string, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ClientTransport> {
+  assertOurSocket(socketPath);
   const socket = await new Promise<net.Socket>((resolve, reject) => {
     const candidate = net.createConnection(socketPath);
     candidate.once('connect', () => {

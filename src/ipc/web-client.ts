@@ -104,8 +104,15 @@ export async function connectWithToken(wsUrl: string, token: string, createSocke
       return webCryptoMac(keyBytes);
     }, 'web');
     const client = createExecutorClient(new SignedRpc(transport, session));
-    // The first signed call spends the token; a wrong token fails here, not later.
-    await client.getPolicy();
+    // The first signed call spends the token; a wrong, spent or replaced token fails here, not later.
+    try {
+      await client.getPolicy();
+    } catch (error) {
+      if ((error as { code?: string }).code === 'IPC_BAD_SIGNATURE') {
+        throw new ExecutorError('IPC_UNKNOWN_KEY', 'This URL’s token is not valid any more: it works once, and a newer URL replaces it. Open the latest URL from `executor serve` or `executor web-url`.');
+      }
+      throw error;
+    }
     return { client, stored: { kid: session.kid, channel: session.channel, key: base64url(keyBytes) } };
   } catch (error) {
     transport.close();

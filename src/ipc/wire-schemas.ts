@@ -1,3 +1,4 @@
+import { CODE_RUN_FAILURE_CODES, type CodeRunFailureCode } from '../domain/code-run.js';
 import { VERIFY_CODES } from '../audit/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
@@ -67,7 +68,25 @@ export const FileChangePreviewSchema = z.object({
   binary: z.boolean(),
   diff: z.string().nullable(),
   diffOmittedReason: z.string().optional(),
+  modeBefore: z.number().nullable().optional(),
+  modeAfter: z.number().nullable().optional(),
 });
+
+const CodeRunCommonShape = {
+  logs: z.array(z.string()),
+  durationMs: z.number(),
+  truncated: z.boolean().optional(),
+  capabilityCalls: z
+    .array(z.object({ tool: z.string(), target: z.string(), decision: z.enum(['allowed', 'denied', 'recorded']), reason: z.string().optional() }))
+    .optional(),
+};
+
+/** src/domain/code-run.ts CodeRunResult: what a sandbox gave back, never thrown. */
+export const CodeRunResultSchema = z.union([
+  z.object({ ...CodeRunCommonShape, ok: z.literal(true), value: z.unknown() }),
+  z.object({ ...CodeRunCommonShape, ok: z.literal(false), code: z.enum(CODE_RUN_FAILURE_CODES as [CodeRunFailureCode, ...CodeRunFailureCode[]]), message: z.string(), retryAfterMs: z.number().optional() }),
+]);
+const OutputPreviewSchema = z.object({ text: z.string(), bytes: z.number(), truncated: z.boolean() });
 
 export const PreviewSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fileChanges'), files: z.array(FileChangePreviewSchema) }),
@@ -82,6 +101,23 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
     query: z.array(z.object({ name: z.string(), value: z.string(), opaque: z.boolean() })),
     fragment: z.string().nullable(),
     warnings: z.array(z.string()),
+  }),
+  z.object({ kind: z.literal('codeRun'), result: CodeRunResultSchema, requests: z.array(z.object({ method: z.string(), url: z.string() })) }),
+  z.object({
+    kind: z.literal('commandRun'),
+    command: z.string(),
+    cwd: z.string(),
+    network: z.enum(['none', 'allowlist']),
+    exitCode: z.number().nullable(),
+    timedOut: z.boolean(),
+    oomKilled: z.boolean(),
+    stdout: OutputPreviewSchema,
+    stderr: OutputPreviewSchema,
+    files: z.array(FileChangePreviewSchema),
+    skipped: z.array(z.object({ path: z.string(), reason: z.string() })),
+    conflicts: z.array(z.string()),
+    image: z.object({ tag: z.string(), digest: z.string() }),
+    egress: z.array(z.object({ method: z.string(), host: z.string(), port: z.number(), allowed: z.boolean() })),
   }),
 ]);
 
@@ -211,4 +247,6 @@ export const KeyStatusWireSchema = z.object({
   epoch: z.number().int(),
   chains: z.array(z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() })),
   anchor: z.object({ seq: z.number().int(), ts: z.string() }).nullable(),
+  /** Why the last heartbeat checkpoint failed, if it did (the log is then unsealed until the next one). */
+  lastCheckpointError: z.string().nullable().optional(),
 });

@@ -51,6 +51,9 @@ export const RememberedRuleSchema = z.discriminatedUnion('kind', [
 ]);
 
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
+export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
+
+export const DEFAULT_AGENT_LIMITS = { stepsPerMinute: 30, openSteps: 10 };
 
 export const PolicySchema = z.strictObject({
   workspaceRoots: z
@@ -63,9 +66,58 @@ export const PolicySchema = z.strictObject({
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
     .default({ allow: [], deny: [] }),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+  /**
+   * How much one agent client (the MCP client's name and version) may propose: steps per rolling
+   * minute, and steps still waiting or running at once. The host enforces them, so a second MCP
+   * process of the same client shares the budget.
+   */
+  agentLimits: z
+    .strictObject({
+      stepsPerMinute: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.stepsPerMinute),
+      openSteps: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.openSteps),
+    })
+    .default(DEFAULT_AGENT_LIMITS),
+  /** Limits of the light sandbox (runCode in a forked Node worker) and its energy-style budget. */
+  lightSandbox: z
+    .strictObject({
+      defaultTimeoutMs: z.number().int().min(100).max(5000).default(2000),
+      maxHeapMb: z.number().int().min(16).max(4096).default(64),
+      /** Address-space cap (setrlimit): the only thing that bounds ArrayBuffer and WebAssembly.Memory. Node needs ~800 MiB of reservations to start. */
+      addressSpaceMb: z.number().int().min(896).max(65536).default(1024),
+      maxCallsPerStep: z.number().int().min(0).max(1000).default(20),
+      fetchTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
+      maxFetchBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+      maxReadFileBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+      /** Pre-spawned, never-used workers kept ready so a step does not pay process start-up. */
+      warmWorkers: z.number().int().min(0).max(8).default(2),
+      budget: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          runsPerMinute: z.number().int().min(1).default(60),
+          cpuSecondsPerHour: z.number().min(1).default(600),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  /** Limits of the Docker sandbox that runs commands and heavy code; every one applies to each run. */
+  sandbox: z
+    .strictObject({
+      memoryMb: z.number().int().min(16).max(1024 * 1024).default(512),
+      cpus: z.number().min(0.05).max(1024).default(1),
+      pids: z.number().int().min(8).max(1_000_000).default(256),
+      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).default(120_000),
+      /** Each of stdout and stderr is kept up to this many bytes; the rest is dropped and flagged. */
+      outputBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(1024 * 1024),
+      /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
+      ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
+      /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
+      maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
+    })
+    .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
   remembered: z.array(RememberedRuleSchema).max(1000).default([]),
 });
 export type Policy = z.infer<typeof PolicySchema>;
+export type LightSandboxPolicy = Policy['lightSandbox'];
 // The schema and the domain's rule type describe one shape: this fails to compile if they drift.
 const sameRule: [z.infer<typeof RememberedRuleSchema>] extends [RememberedRule] ? ([RememberedRule] extends [z.infer<typeof RememberedRuleSchema>] ? true : false) : false = true;
 void sameRule;

@@ -91,4 +91,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER audit_checkpoints_no_update BEFORE UPDATE ON audit_checkpoints BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
   CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
   `,
+  // The light sandbox's budget ledger: runs of the last hour, so the budget holds across CLI commands.
+  `
+  CREATE TABLE sandbox_usage (
+    started_at_ms  INTEGER NOT NULL,
+    charged_ms     INTEGER NOT NULL
+  );
+  CREATE INDEX sandbox_usage_started ON sandbox_usage(started_at_ms);
+  `,
 ];

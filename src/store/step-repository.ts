@@ -184,6 +184,28 @@ export class StepRepository {
     return (this.db.prepare(sql).all(...params) as StepRow[]).map(toRecord);
   }
 
+  /**
+   * Steps an agent client proposed (client null: an agent that gave no name), optionally only those
+   * in some statuses or created since an instant; with the oldest creation time, for retry hints.
+   */
+  countAgentSteps(client: string | null, filter: { statuses?: readonly StepStatus[]; since?: string } = {}): { count: number; oldestAt: string | null } {
+    const where = [`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.client') IS ?`];
+    const params: unknown[] = [client];
+    if (filter.statuses?.length) {
+      where.push(`status IN (${filter.statuses.map(() => '?').join(', ')})`);
+      params.push(...filter.statuses);
+    }
+    if (filter.since) {
+      where.push('created_at >= ?');
+      params.push(filter.since);
+    }
+    const row = this.db.prepare(`SELECT COUNT(*) AS count, MIN(created_at) AS oldestAt FROM steps WHERE ${where.join(' AND ')}`).get(...params) as {
+      count: number;
+      oldestAt: string | null;
+    };
+    return row;
+  }
+
   planSteps(planId: string): StepRecord[] {
     return (this.db.prepare('SELECT * FROM steps WHERE plan_id = ? ORDER BY position').all(planId) as StepRow[]).map(toRecord);
   }

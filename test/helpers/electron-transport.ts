@@ -1,5 +1,6 @@
 import { INVOKE_CHANNEL, EVENT_CHANNEL, registerIpcBridge, WINDOW_CREDENTIAL } from '../../electron/ipc-bridge.js';
 import type { Host } from '../../src/ipc/host.js';
+import { lineToServer } from '../../src/ipc/host-line.js';
 import type { Credential } from '../../src/ipc/server.js';
 import { BrowserWindow, ipcMain, ipcRenderer } from './fake-electron.js';
 import type { TransportUnderTest } from './ipc-harness.js';
@@ -21,7 +22,7 @@ export const ELECTRON_TRANSPORT: TransportUnderTest = {
   open: async (host: Host) => {
     ipcMain.handlers.clear();
     const window = new BrowserWindow({});
-    registerIpcBridge(ipcMain as never, host.ipc, window as never, WINDOW_TEST_SECRET);
+    registerIpcBridge(ipcMain as never, lineToServer(host.ipc, 'electron'), window as never, WINDOW_TEST_SECRET);
     ipcRenderer.sender = { sender: window.webContents, senderFrame: window.webContents.mainFrame };
     const listeners: ((text: string) => void)[] = [];
     ipcRenderer.on(EVENT_CHANNEL, (_event, text) => listeners.forEach((listener) => listener(text as string)));

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { exportAudit, fileLineWriter } from '../../audit/audit-export.js';
-import { parseVerificationKeys } from '../../audit/audit-keys.js';
+import { parsePublicKeys, parseVerificationKeys } from '../../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY } from '../../audit/audit-log.js';
 import { queryAudit, type AuditEntry } from '../../audit/audit-query.js';
 import { AuditReader } from '../../audit/audit-reader.js';
@@ -56,13 +56,15 @@ export function registerAuditCommands(program: Command): void {
     .description('check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)')
     .option('--file <export.jsonl>', 'verify an export offline instead of the database (needs --verification-key)')
     .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
+    .option('--public-key <keys>', 'with --file and no K0: check the chain and the checkpoint signatures with these public keys (epk1-…)')
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
-    .action(async (options: { file?: string; verificationKey?: string; workers?: number }, command: Command) => {
+    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
+      const publicKeys = options.publicKey ? parsePublicKeys(options.publicKey) : undefined;
       const onProgress = progressPrinter(!json);
       const report = options.file
-        ? await verifyExportFile(options.file, verificationKeys, { onProgress })
+        ? await verifyExportFile(options.file, verificationKeys, { onProgress, publicKeys })
         : await (async () => {
             if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
             return verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
@@ -85,7 +87,9 @@ export function registerAuditCommands(program: Command): void {
       withReader(dataDir, (reader) => {
         const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
         try {
-          const written = exportAudit(reader.db, reader.logId(), fileLineWriter(fd), { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          const writer = fileLineWriter(fd);
+          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          writer.flush();
           if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
         } finally {
           if (options.out) fs.closeSync(fd);

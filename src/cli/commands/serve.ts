@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { startHost } from '../../ipc/host.js';
-import { globals, print } from '../cli-context.js';
+import { ExecutorError } from '../../domain/errors.js';
+import { globals, print, withExecutor } from '../cli-context.js';
 
 /** Where `npm run build:renderer` puts the UI, relative to this file in the package. */
 export const RENDERER_DIR = path.resolve(import.meta.dirname, '../../../dist-renderer');
@@ -40,5 +41,17 @@ export function registerServeCommands(program: Command): void {
         process.on('SIGTERM', stop);
       });
       await host.close();
+    });
+
+  program
+    .command('web-url')
+    .description('print a fresh one-time URL for the browser UI of the running `executor serve` (the previous unused URL stops working)')
+    .action(async (_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const { url } = await withExecutor(dataDir, async (api, reach) => {
+        if (reach === 'direct') throw new ExecutorError('NOT_AVAILABLE', 'No Executor host is running for this data directory; start one with `executor serve`.');
+        return api.issueWebUrl();
+      });
+      print(json, { url }, () => url);
     });
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { exportAudit } from '../../../src/audit/audit-export.js';
-import { parseVerificationKeys } from '../../../src/audit/audit-keys.js';
+import { parsePublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
 import { SINCE_SQL, explainAuditQuery, queryAudit } from '../../../src/audit/audit-query.js';
 import { verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
@@ -25,6 +25,9 @@ describe('the signed audit log', () => {
       expect(first.action).toBe('key.created');
       expect(() => log.append({ kind: 'step.proposed', actor: PERSON })).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
       expect(() => db.transaction(() => log.append({ kind: 'step.teleported' as never, actor: PERSON }))()).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+      expect(() => db.transaction(() => log.append({ kind: 'key.rotated', actor: PERSON, detail: { keyId: 'ffffffffffffffff' } }))()).toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
     });
   });
 
@@ -153,7 +156,16 @@ describe('the signed audit log', () => {
     const k0 = parseVerificationKeys(keys[0]!.verificationKey);
     const report = await verifyExportFile(file, k0);
     expect(report).toMatchObject({ ok: true, records: 20, headSeq: 44, macsUnchecked: 0, warnings: [] });
+    // An auditor holding no secret: the chain and the Ed25519 checkpoint signatures still hold.
+    const publicKeys = parsePublicKeys(keys[0]!.publicKey);
+    const publicOnly = await verifyExportFile(file, [], { publicKeys });
+    expect(publicOnly).toMatchObject({ ok: true, records: 20, macsUnchecked: 20 });
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+    const forgedCheckpoint = lines.map((line) => (line.includes('"type":"checkpoint"') ? line.replace(/\\"ts\\":\\"[^\\]*\\"/, '\\"ts\\":\\"2020-01-01T00:00:00.000Z\\"') : line));
+    expect(forgedCheckpoint).not.toEqual(lines);
+    fs.writeFileSync(file, forgedCheckpoint.join('\n'));
+    expect((await verifyExportFile(file, [], { publicKeys })).problem?.code).toBe('BAD_CHECKPOINT');
+    fs.writeFileSync(file, lines.join('\n'));
     const withoutOne = lines.filter((line) => !line.includes('"seq":30,'));
     expect(withoutOne.length).toBe(lines.length - 1);
     fs.writeFileSync(file, withoutOne.join('\n'));
@@ -173,5 +185,43 @@ describe('the signed audit log', () => {
       log.checkpoint('heartbeat');
     }, { checkpointEvery: 5 });
     expect(JSON.parse(fs.readFileSync(anchorFile, 'utf8'))).toMatchObject(before);
+  });
+
+  it('a transaction that rolls back after the key ratcheted leaves an epoch gap the verifier accepts', async () => {
+    const { dataDir } = buildAuditLog({ records: 3, epochMaxRecords: 1 });
+    withAuditLog(dataDir, (db, log) => {
+      expect(() =>
+        db.transaction(() => {
+          log.append({ kind: 'policy.changed', actor: PERSON, detail: { autoApprove: 'LOW' } });
+          throw new Error('the change failed after its record');
+        })(),
+      ).toThrow('the change failed');
+      appendNotes(db, log, 2, 'after-rollback');
+      log.checkpoint('heartbeat');
+    }, { epochMaxRecords: 1 });
+    const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const actions = (db.prepare('SELECT action FROM audit_records ORDER BY seq').all() as { action: string }[]).map((r) => r.action);
+    db.close();
+    expect(actions).not.toContain('policy.changed');
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+  });
+
+  it('a rotation interrupted by a crash: dropped if its record never landed, completed if it did', async () => {
+    const { dataDir } = buildAuditLog({ records: 3 });
+    const store = new FileKeyStore(dataDir);
+    const before = withAuditLog(dataDir, (_db, log) => log.keys.current().keyId);
+    // Crash after the new chain was staged, before its record was written.
+    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date()));
+    expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(before);
+    expect(JSON.parse(store.read('audit-keys')!.toString()).pending).toBeUndefined();
+
+    // Crash after the record landed, before the key store switched over: the next open finishes it.
+    const staged = JSON.parse(store.read('audit-keys')!.toString()) as Record<string, unknown>;
+    const rotated = withAuditLog(dataDir, (_db, log) => log.rotate(PERSON));
+    const after = JSON.parse(store.read('audit-keys')!.toString()) as { chains: unknown[]; current: unknown };
+    store.write('audit-keys', Buffer.from(JSON.stringify({ ...staged, pending: { chain: after.chains[1], current: after.current, previousKeyId: before } })));
+    expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(rotated.keyId);
+    withAuditLog(dataDir, (db, log) => appendNotes(db, log, 2, 'after-rotation'));
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
   });
 });

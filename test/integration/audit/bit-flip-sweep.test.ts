@@ -17,7 +17,8 @@ function logContent(file: string): string {
   }
 }
 
-describe('audit verify, bit-flip sweep', () => {
+// About 1,300 verifies of a small file: seconds on an idle machine, minutes on a loaded one.
+describe('audit verify, bit-flip sweep', { timeout: 600_000 }, () => {
   it('finds no undetected flip in the bytes of the log rows of a small database file', async () => {
     const { dataDir } = buildAuditLog({ records: 1, checkpointEvery: 1000 });
     const file = path.join(dataDir, DATABASE_FILE);

@@ -10,7 +10,7 @@ import { verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
 const BURST = path.join(import.meta.dirname, 'fixtures', 'append-burst.ts');
 
-describe('crash during a burst of appends', () => {
+describe('crash during a burst of appends', { timeout: 300_000 }, () => {
   it('SIGKILL midway through 10,000 appends: on reopen verify passes and the anchor agrees', async () => {
     const { dataDir } = tempSetup();
     const child = spawn(process.execPath, ['--import', 'tsx', BURST, dataDir, '10000'], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -69,7 +69,7 @@ async function expectNothingHappened(dataDir: string, workspace: string): Promis
   }
 }
 
-describe('fail closed: if the audit record cannot be written, the step does not run', () => {
+describe('fail closed: if the audit record cannot be written, the step does not run', { timeout: 180_000 }, () => {
   it('read-only database: the host cannot open it for writing, approve fails, the file is not written', async () => {
     const { dataDir, workspace } = mountedSetup('8m');
     const executor = Executor.open(dataDir);
@@ -82,6 +82,7 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     try {
       const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc']);
       expect(approved.status).toBe(2);
+      expect(approved.stderr).toContain('STORAGE_FAILED');
       expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     } finally {
       sh('mount', '-o', 'remount,rw', dataDir);
@@ -128,7 +129,7 @@ describe('fail closed: if the audit record cannot be written, the step does not 
       fs.closeSync(fd2);
     }
     try {
-      await expect(executor.approve('step-fc', PERSON)).rejects.toThrow();
+      await expect(executor.approve('step-fc', PERSON)).rejects.toThrow(/full/i);
       expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     } finally {
       fs.rmSync(filler);

@@ -1,13 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
+import { FileKeyStore } from '../../../src/audit/key-store.js';
+import type { VerifyProgress } from '../../../src/audit/verify-codes.js';
 import { buildAuditLog, rawRecord, tamper, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
-describe('parallel verify on worker threads', () => {
+describe('parallel verify on worker threads', { timeout: 300_000 }, () => {
   it('reports exactly what one sequential pass reports, intact or damaged anywhere (also at the seam)', async () => {
     const { dataDir } = buildAuditLog({ records: 3000, checkpointEvery: 100, epochMaxRecords: 700, perTransaction: 250 });
     const sequential = await verifyLogAt(dataDir, { workers: 1 });
-    const parallel = await verifyLogAt(dataDir, { workers: 2, parallelFrom: 0 });
+    const progress: VerifyProgress[] = [];
+    const parallel = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), workers: 2, parallelFrom: 0, onProgress: (p) => progress.push(p) });
     expect(sequential.ok).toBe(true);
     expect(parallel).toEqual(sequential);
+    // Progress comes from both workers as they go and ends at the full count.
+    expect(progress.length).toBeGreaterThan(1);
+    expect(progress.every((p) => p.total === 3003)).toBe(true);
+    expect(progress.map((p) => p.checked)).toEqual([...progress.map((p) => p.checked)].sort((a, b) => a - b));
+    expect(progress[progress.length - 1]!.checked).toBe(3003);
 
     // 3003 records split in two: the second part starts at 1503.
     for (const seq of [2500, 1503, 1502]) {

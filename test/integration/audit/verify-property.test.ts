@@ -67,7 +67,7 @@ function mutate(db: Database.Database, mutation: Mutation, target: number, head:
   }
 }
 
-describe('audit verify, property: it accepts exactly when nothing was mutated', () => {
+describe('audit verify, property: it accepts exactly when nothing was mutated', { timeout: 300_000 }, () => {
   it('random appends, then at most one random mutation', async () => {
     await fc.assert(
       fc.asyncProperty(

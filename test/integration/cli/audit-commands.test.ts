@@ -24,7 +24,8 @@ function proposePlan(dataDir: string, workspace: string): void {
   expect(proposed.status, proposed.stderr).toBe(0);
 }
 
-describe('executor audit / keys on the command line', () => {
+// Each CLI call starts a fresh Node + tsx; on a loaded 2-core machine a dozen of them take minutes.
+describe('executor audit / keys on the command line', { timeout: 300_000 }, () => {
   it('verify passes on an intact log, then fails with EDITED and the seq once the database is tampered with', () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'MEDIUM' });
     proposePlan(dataDir, workspace);
@@ -51,7 +52,7 @@ describe('executor audit / keys on the command line', () => {
     expect(text.stdout).toContain(`EDITED at seq ${row.seq}`);
   });
 
-  it('export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate', () => {
+  it('export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate', { timeout: 240_000 }, () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     proposePlan(dataDir, workspace);
 

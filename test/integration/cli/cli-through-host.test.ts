@@ -23,8 +23,17 @@ describe('the CLI with a host running', () => {
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ action: string; userId: { channel: string } }[]>();
     expect(audit.find((entry) => entry.action === 'step.approved')?.userId.channel).toBe('cli');
 
+    // A fresh browser URL from the running host; it opens the page.
+    const fresh = runCli(['--data-dir', dataDir, '--json', 'web-url']).json<{ url: string }>().url;
+    expect(fresh).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${serve.info.port}/#token=`));
+    expect(fresh).not.toBe(serve.info.url);
+    expect((await fetch(fresh)).status).toBe(200);
+
     expect(await serve.stop()).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
+    const noHost = runCli(['--data-dir', dataDir, 'web-url']);
+    expect(noHost.status).toBe(2);
+    expect(noHost.stderr).toMatch(/NOT_AVAILABLE: No Executor host is running/);
     const direct = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(direct.json<{ status: string }[]>()[0]!.status).toBe('executed');
   });
@@ -43,6 +52,21 @@ describe('the CLI with a host running', () => {
     expect(await exited).toBe(0);
     expect(JSON.parse(out)).toMatchObject([{ stepId: 'w1', status: 'executed' }]);
     await serve.stop();
+  });
+
+  it('propose --wait ends with an error instead of hanging when the host dies', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const serve = await startServe(dataDir);
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'd1', action: 'writeFile', args: { path: path.join(workspace, 'd.txt'), content: 'z' } }] }));
+    const waiter = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'propose', '--wait', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    waiter.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => waiter.once('exit', resolve));
+    await expect.poll(() => err, { timeout: 20_000 }).toMatch(/Waiting for a decision/);
+    serve.child.kill('SIGKILL');
+    expect(await exited).toBe(2);
+    expect(err).toMatch(/IPC_UNAVAILABLE/);
   });
 
   it('refuses a second host for the same data directory with a clear BUSY message', async () => {

@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host.js';
@@ -8,6 +5,7 @@ import { METHOD_NAMES } from '../../../src/ipc/methods.js';
 import { PROTOCOL_VERSION } from '../../../src/ipc/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
+import { suiteTempSetup } from '../../helpers/temp-dirs.js';
 
 // No Electron binary exists here: the Electron transport runs over a small fake of the module.
 vi.mock('electron', () => import('../../helpers/fake-electron.js'));
@@ -38,22 +36,16 @@ function messages(session: RawSession) {
 describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
   let host: Host;
   let session: RawSession;
+  const setup = suiteTempSetup();
 
-  let base: string;
-
-  // The directory outlives the test's afterEach cleanup (tempSetup's): the host writes its anchor on close, in afterAll.
   beforeAll(async () => {
-    base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'executor-fuzz-')));
-    const dataDir = path.join(base, 'data');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [base] }));
-    host = await startHost(dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
+    host = await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
     session = await openRawSession(host, transport);
   });
   afterAll(async () => {
     session.close();
     await host.close();
-    fs.rmSync(base, { recursive: true, force: true });
+    setup.remove();
   });
 
   it(`answers each of ${RUNS} random messages with a well-formed reply and stays up`, async () => {

@@ -80,6 +80,18 @@ describe('typed client over the local socket', () => {
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('hello\n');
   });
 
+  it('never shows an agent the cli token, even when a workspace root contains the data directory', async () => {
+    const person = await connect('cli');
+    const dataDir = host.executor.dataDir;
+    await person.setPolicy({ policy: { ...(await person.getPolicy()), workspaceRoots: [path.dirname(dataDir)] } });
+    const agent = await connect('agent');
+    const token = fs.readFileSync(tokenPath(dataDir, 'cli'), 'utf8').trim();
+    const [record] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] } });
+    expect(record!.status).toBe('denied');
+    expect(JSON.stringify(await agent.getStep({ stepId: record!.step.id }))).not.toContain(token);
+    expect(JSON.stringify(await agent.getAudit())).not.toContain(token);
+  });
+
   it('streams step events to a subscriber as another client acts', async () => {
     const watcher = await connect('cli');
     const seen: string[] = [];
@@ -105,6 +117,10 @@ describe('typed client over the local socket', () => {
     expect(changed).toHaveLength(1);
     expect(changed[0]!.userId.channel).toBe('cli');
     await expect.poll(() => policyEvents).toEqual(['LOW']);
+  });
+
+  it('has no web URL to give when the host serves no web UI', async () => {
+    await expect((await connect('cli')).issueWebUrl()).rejects.toMatchObject({ code: 'NOT_AVAILABLE' });
   });
 
   it('answers calls that overlap on one connection, each with its own result', async () => {
@@ -150,6 +166,20 @@ describe('typed client over the loopback web server', () => {
     expect(approved.approval?.by.channel).toBe('web');
   });
 
+  it('gives a fresh URL to the person’s CLI, never to an agent', async () => {
+    const person = await connectToHost(host.executor.dataDir, 'cli');
+    const agentClient = await connectToHost(host.executor.dataDir, 'agent');
+    clients.push(person, agentClient);
+    await expect(agentClient.issueWebUrl()).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    const stale = host.web!.issueUrl();
+    const { url } = await person.issueWebUrl();
+    expect(url).not.toBe(stale);
+    await expect(connectWithToken(wsUrl(), tokenOf(stale), nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
+    const fresh = await connectWithToken(wsUrl(), tokenOf(url), nodeWebSocket(host.web!.origin));
+    clients.push(fresh.client);
+    expect(fresh.client.channel).toBe('web');
+  });
+
   it('spends the token at the first session: a second page with the same URL is refused', async () => {
     const token = tokenOf(host.web!.issueUrl());
     const first = await connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin));
@@ -167,7 +197,7 @@ describe('typed client over the loopback web server', () => {
 
   it('refuses a wrong token at the first signed call', async () => {
     host.web!.issueUrl();
-    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_BAD_SIGNATURE' });
+    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
   });
 
   it('refuses WebSocket upgrades from a foreign Origin, without Origin, or for a foreign Host', async () => {

@@ -54,4 +54,12 @@ describe('parsePlan', () => {
     expect(stepHash(changed)).not.toBe(stepHash(step));
     expect(stepHash({ ...step, meta: { origin: 'agent' } })).not.toBe(stepHash(step));
   });
+
+  it("takes the proposer's origin and client from the channel, never from the plan", () => {
+    const claimed = { steps: [{ action: 'deleteFile', args: { path: 'a' }, meta: { origin: 'user', client: 'the-person', purpose: 'tidy' } }] };
+    const fromAgent = parsePlan(claimed, { origin: 'agent', client: 'agent-x 1.0' }).steps[0]!.meta;
+    expect(fromAgent).toEqual({ origin: 'agent', client: 'agent-x 1.0', purpose: 'tidy' });
+    // An agent that gave no name cannot borrow one either.
+    expect(parsePlan(claimed, { origin: 'agent' }).steps[0]!.meta).toEqual({ origin: 'agent', purpose: 'tidy' });
+  });
 });

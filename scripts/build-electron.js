@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// Bundles the Electron main process (ESM) and the preload (one CommonJS file: a sandboxed preload
+// cannot require other files) into dist-electron/.
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = (await import(path.join(root, 'package.json'), { with: { type: 'json' } })).default;
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
+// The main process loads its dependencies from node_modules (better-sqlite3 is native and unpacked from asar).
+const mainExternals = [...nodeBuiltins, 'electron', ...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
+const isExternal = (list) => (id) => list.some((name) => id === name || id.startsWith(`${name}/`));
+
+const common = { root, configFile: false, logLevel: 'warn', publicDir: false };
+
+await build({
+  ...common,
+  build: {
+    outDir: 'dist-electron',
+    emptyOutDir: true,
+    target: 'node20',
+    minify: false,
+    sourcemap: true,
+    ssr: true,
+    lib: {
+      entry: { main: path.join(root, 'electron/main.ts'), 'host-thread-worker': path.join(root, 'src/ipc/host-thread-worker.ts') },
+      formats: ['es'],
+      fileName: (_format, name) => `${name}.js`,
+    },
+    rollupOptions: { external: isExternal(mainExternals) },
+  },
+});
+
+await build({
+  ...common,
+  build: {
+    outDir: 'dist-electron',
+    emptyOutDir: false,
+    target: 'chrome130',
+    minify: false,
+    sourcemap: false,
+    lib: { entry: path.join(root, 'electron/preload.ts'), formats: ['cjs'], fileName: () => 'preload.cjs' },
+    rollupOptions: { external: ['electron'] },
+  },
+});
+
+console.log('built dist-electron/main.js, host-thread-worker.js and preload.cjs');

@@ -1,0 +1,266 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { sha256Of } from '../backup/blob-store.js';
+import { ExecutorError } from '../domain/errors.js';
+import type { CommandRunPreview, Preview } from '../domain/step-record.js';
+import type { ActionArgs } from '../domain/step.js';
+import { checkCommandPrograms } from '../policy/command-policy.js';
+import { guardPath } from '../policy/path-guard.js';
+import type { Policy } from '../policy/policy-file.js';
+import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
+import type { ActionContext, ActionModule, PreparedExecution } from './action-module.js';
+
+type Args = ActionArgs<'runCommand'>;
+
+/** How much of each output stream the step's result (and so its audit record) keeps; the preview keeps the policy's full cap. */
+const RESULT_OUTPUT_EXCERPT = 4096;
+
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+export function commandText(args: Args): string {
+  return args.command ?? args.argv!.map(shellQuote).join(' ');
+}
+
+function argvOf(args: Args): string[] {
+  return args.argv ?? ['/bin/sh', '-c', args.command!];
+}
+
+/** A step may ask for less time than the policy allows, never more. */
+function timeoutOf(args: Args, policy: Policy): number {
+  return Math.min(args.timeoutMs ?? policy.sandbox.timeoutMs, policy.sandbox.timeoutMs);
+}
+
+function isInside(parent: string, child: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** The real directory the command works on: the step's cwd (inside a root) or the first workspace root. */
+function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root: string } {
+  const roots = ctx.policy.workspaceRoots;
+  if (roots.length === 0) {
+    throw new ExecutorError('PATH_OUTSIDE_ROOT', 'No workspace root is configured, so no command can run. Add one to "workspaceRoots" in policy.json.');
+  }
+  const realRoots = roots.map((root) => fs.realpathSync.native(root));
+  if (!args.cwd) return { sourceDir: realRoots[0]!, root: realRoots[0]! };
+  const requested = path.isAbsolute(args.cwd) ? args.cwd : path.resolve(realRoots[0]!, args.cwd);
+  let real: string;
+  try {
+    real = fs.realpathSync.native(requested);
+  } catch {
+    throw new ExecutorError('PATH_INVALID', `The working directory ${args.cwd} does not exist.`, { cwd: args.cwd });
+  }
+  const root = realRoots.find((candidate) => real === candidate);
+  if (root) return { sourceDir: real, root };
+  const verdict = guardPath(args.cwd, roots, ctx.dataDir);
+  if (!verdict.ok) throw new ExecutorError(verdict.code, verdict.reason, { cwd: args.cwd });
+  if (!fs.statSync(verdict.realPath).isDirectory()) throw new ExecutorError('PATH_INVALID', `The working directory ${args.cwd} is not a directory.`, { cwd: args.cwd });
+  return { sourceDir: verdict.realPath, root: verdict.root };
+}
+
+/** The policy for one run, with Executor's own data directory kept out of the copy if it lies inside. */
+function runPolicy(policy: Policy, sourceDir: string, dataDir: string): Policy {
+  const realDataDir = fs.existsSync(dataDir) ? fs.realpathSync.native(dataDir) : path.resolve(dataDir);
+  if (!isInside(sourceDir, realDataDir) || realDataDir === sourceDir) return policy;
+  const relative = path.relative(sourceDir, realDataDir).split(path.sep).join('/');
+  return { ...policy, sandbox: { ...policy.sandbox, ignore: [...policy.sandbox.ignore, `${relative}/**`] } };
+}
+
+interface RunView {
+  preview: CommandRunPreview;
+  changes: FileChange[];
+  outcome: SandboxRunOutcome;
+}
+
+/**
+ * One sandboxed run, turned into file changes of the real workspace. Each path is checked again
+ * against the roots: a command may create `dir/file` where the real `dir` is a symlink out of the root.
+ */
+async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
+  const { sourceDir, root } = sourceDirOf(args, ctx);
+  const outcome = await runSandboxed(defaultDockerClient(), {
+    sourceDir,
+    argv: argvOf(args),
+    network: args.network ?? 'none',
+    policy: runPolicy(ctx.policy, sourceDir, ctx.dataDir),
+    env: args.env,
+    timeoutMs: timeoutOf(args, ctx.policy),
+    allowedSecrets: args.allowSecrets,
+  });
+  const changes: FileChange[] = [];
+  const skipped = outcome.changeset.skipped.map((entry) => ({ path: path.relative(root, path.join(sourceDir, entry.relativePath)), reason: entry.reason }));
+  const conflicts: string[] = [];
+  for (const file of outcome.changeset.files) {
+    const absolute = path.join(sourceDir, ...file.relativePath.split('/'));
+    const verdict = guardPath(absolute, ctx.policy.workspaceRoots, ctx.dataDir);
+    if (!verdict.ok) {
+      skipped.push({ path: path.relative(root, absolute), reason: verdict.reason });
+      continue;
+    }
+    if (file.conflict) conflicts.push(verdict.relativePath);
+    changes.push({
+      absolutePath: verdict.realPath,
+      displayPath: verdict.relativePath,
+      before: file.before,
+      after: file.after,
+      mode: file.modeBefore,
+      modeAfter: file.modeAfter,
+    });
+  }
+  const { run } = outcome;
+  const preview: CommandRunPreview = {
+    kind: 'commandRun',
+    command: commandText(args),
+    cwd: path.relative(root, sourceDir) || '.',
+    network: args.network ?? 'none',
+    exitCode: run.exitCode,
+    timedOut: run.timedOut,
+    oomKilled: run.oomKilled,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    files: changes.map(previewFileChange),
+    skipped,
+    conflicts,
+    image: outcome.image,
+    egress: run.egress.map(({ method, host, port, allowed }) => ({ method, host, port, allowed })),
+  };
+  return { preview, changes, outcome };
+}
+
+/** What must match between the approved preview and the real run: the files and how the command ended. */
+function differences(approved: CommandRunPreview, fresh: CommandRunPreview): { changedUnderneath: string[]; differentEffect: string[] } {
+  const changedUnderneath: string[] = [];
+  const differentEffect: string[] = [];
+  const approvedFiles = new Map(approved.files.map((file) => [file.path, file]));
+  const freshFiles = new Map(fresh.files.map((file) => [file.path, file]));
+  for (const [filePath, file] of freshFiles) {
+    const before = approvedFiles.get(filePath);
+    if (!before) differentEffect.push(`${filePath} is changed now but was not in the preview`);
+    else if (before.preHash !== file.preHash) changedUnderneath.push(filePath);
+    else if (before.postHash !== file.postHash || (before.modeAfter ?? null) !== (file.modeAfter ?? null)) differentEffect.push(`${filePath} gets different content`);
+  }
+  for (const filePath of approvedFiles.keys()) if (!freshFiles.has(filePath)) differentEffect.push(`${filePath} was in the preview but is not changed now`);
+  if (approved.exitCode !== fresh.exitCode || approved.timedOut !== fresh.timedOut) {
+    differentEffect.push(`it ended differently (${approved.timedOut ? 'timeout' : `exit ${approved.exitCode}`} in the preview, ${fresh.timedOut ? 'timeout' : `exit ${fresh.exitCode}`} now)`);
+  }
+  return { changedUnderneath, differentEffect };
+}
+
+function driftOf(approved: Preview | null | undefined, fresh: CommandRunPreview): PreparedExecution['drift'] {
+  if (fresh.conflicts.length > 0) {
+    return {
+      preview: fresh,
+      reason: `${fresh.conflicts.join(', ')} changed in the workspace while the command ran on a copy of it; nothing was overwritten. Look at the new preview.`,
+      detail: { conflicts: fresh.conflicts },
+    };
+  }
+  if (!approved || approved.kind !== 'commandRun') {
+    return { preview: fresh, reason: 'No preview of what this command changes was approved; look at this one before it is applied.' };
+  }
+  const { changedUnderneath, differentEffect } = differences(approved, fresh);
+  if (changedUnderneath.length > 0) {
+    return {
+      preview: fresh,
+      reason: `${changedUnderneath.join(', ')} changed in the workspace since the preview; nothing was overwritten. Look at the new preview.`,
+      detail: { conflicts: changedUnderneath },
+    };
+  }
+  if (differentEffect.length > 0) {
+    return {
+      preview: fresh,
+      reason: `The command did something different this time: ${differentEffect.join('; ')}. Nothing was applied; look at the new preview.`,
+      detail: { differences: differentEffect },
+    };
+  }
+  return undefined;
+}
+
+function excerpt(stream: { text: string; bytes: number; truncated: boolean }): { text: string; bytes: number; truncated: boolean } {
+  const text = stream.text.length > RESULT_OUTPUT_EXCERPT ? stream.text.slice(0, RESULT_OUTPUT_EXCERPT) : stream.text;
+  return { text, bytes: stream.bytes, truncated: stream.truncated || text.length < stream.text.length };
+}
+
+/** Writes the changeset only if every real file still holds what the run saw; otherwise nothing at all. */
+function applyUnlessChanged(changes: FileChange[]): void {
+  const changed = changes.filter((change) => {
+    const current = readCurrent(change.absolutePath).content;
+    return (current === null ? null : sha256Of(current)) !== (change.before === null ? null : sha256Of(change.before));
+  });
+  if (changed.length > 0) {
+    throw new ExecutorError('WORKSPACE_CONFLICT', `${changed.map((c) => c.displayPath).join(', ')} changed in the workspace just before the command's changes were applied; nothing was written.`, {
+      paths: changed.map((c) => c.displayPath),
+    });
+  }
+  applyFileChanges(changes);
+}
+
+export const runCommand: ActionModule<'runCommand'> = {
+  action: 'runCommand',
+  reversible: true,
+  previewFromRun: true,
+  summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
+  assess(args, ctx) {
+    const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands);
+    if (!verdict.allowed) return { risk: 'CRITICAL', deny: true, reasons: [verdict.reason], mitigations: [] };
+    let where: string;
+    try {
+      const { sourceDir, root } = sourceDirOf(args, ctx);
+      where = sourceDir === root ? `the workspace root ${root}` : `${path.relative(root, sourceDir)} in ${root}`;
+    } catch (error) {
+      return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
+    }
+    const reasons = [`Runs \`${commandText(args)}\` (programs: ${[...new Set(verdict.programs)].join(', ')}) on a copy of ${where}.`];
+    if (args.network === 'allowlist') {
+      const hosts = ctx.policy.network.allowHosts;
+      reasons.push(hosts.length ? `May reach only ${hosts.join(', ')} over the network, through Executor's audited proxy.` : 'Asks for the network, but the policy allows no host: every request will be refused.');
+    }
+    if (args.allowSecrets?.length) reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
+    const limits = ctx.policy.sandbox;
+    return {
+      risk: 'HIGH',
+      reasons,
+      mitigations: [
+        `Runs in a throwaway container: no capabilities, read-only system, non-root, ${args.network === 'allowlist' ? 'no network but the proxy' : 'no network'}, ${limits.memoryMb} MB memory, ${limits.cpus} CPU, ${limits.pids} processes, ${Math.round(timeoutOf(args, ctx.policy) / 1000)} s.`,
+        'Your real workspace is never mounted: the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.',
+        'If the real run differs from the preview, nothing is applied and you are asked again.',
+      ],
+    };
+  },
+  async simulate(args, ctx) {
+    return (await runAndView(args, ctx)).preview;
+  },
+  async prepare(args, ctx) {
+    const { preview, changes, outcome } = await runAndView(args, ctx);
+    const drift = driftOf(ctx.approvedPreview, preview);
+    if (drift) {
+      return {
+        fileChanges: [],
+        drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId } },
+        apply: async () => {
+          throw new ExecutorError('INTERNAL', 'A drifted run must not be applied.');
+        },
+      };
+    }
+    return {
+      fileChanges: changes,
+      async apply() {
+        applyUnlessChanged(changes);
+        return {
+          exitCode: outcome.run.exitCode,
+          timedOut: outcome.run.timedOut,
+          oomKilled: outcome.run.oomKilled,
+          image: outcome.image,
+          runId: outcome.run.runId,
+          durationMs: outcome.run.durationMs,
+          files: changes.map((change) => ({ path: change.displayPath, change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified' })),
+          stdout: excerpt(outcome.run.stdout),
+          stderr: excerpt(outcome.run.stderr),
+          egress: outcome.run.egress,
+        };
+      },
+    };
+  },
+};

@@ -1,0 +1,78 @@
+import type { Command } from 'commander';
+import fs from 'node:fs';
+import path from 'node:path';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { connectToHostIfRunning } from '../../ipc/node-client.js';
+import { createExecutorMcpServer, DEFAULT_WAIT_SECONDS } from '../../mcp/mcp-server.js';
+import { defaultDataDir } from '../../store/data-dir.js';
+import { globals } from '../cli-context.js';
+
+const PACKAGE_JSON = path.resolve(import.meta.dirname, '../../../package.json');
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** The OS default, ignoring EXECUTOR_DATA_DIR: an MCP client starts the server without this shell's environment. */
+const osDefaultDataDir = () => defaultDataDir({ ...process.env, EXECUTOR_DATA_DIR: undefined });
+
+/** The config entry an MCP client needs; the data directory is named only when it is not the OS default. */
+export function mcpConfigSnippets(dataDir: string): string {
+  const args = path.resolve(dataDir) === osDefaultDataDir() ? ['mcp'] : ['--data-dir', path.resolve(dataDir), 'mcp'];
+  const entry = { command: 'executor', args };
+  return [
+    'Claude Desktop (claude_desktop_config.json), Cursor (~/.cursor/mcp.json), Windsurf and most MCP clients:',
+    JSON.stringify({ mcpServers: { executor: entry } }, null, 2),
+    '',
+    'VS Code (.vscode/mcp.json):',
+    JSON.stringify({ servers: { executor: { type: 'stdio', ...entry } } }, null, 2),
+    '',
+    'Claude Code:',
+    `claude mcp add executor -- executor ${args.join(' ')}`,
+  ].join('\n');
+}
+
+/** mcp: the MCP server (stdio) agents connect to; it talks to the running host as the agent. */
+export function registerMcpCommands(program: Command): void {
+  program
+    .command('mcp')
+    .description('run the MCP server (stdio) that lets an agent propose steps to the running Executor and wait for your decision')
+    .option('--print-config', 'print the config snippet for common MCP clients and exit')
+    .option('--wait-seconds <n>', `how long a tool waits for your decision before it answers PENDING (default ${DEFAULT_WAIT_SECONDS})`, (value) => Number.parseFloat(value))
+    .action(async (options: { printConfig?: boolean; waitSeconds?: number }, command: Command) => {
+      const { dataDir } = globals(command);
+      if (options.printConfig) {
+        process.stdout.write(`${mcpConfigSnippets(dataDir)}\n`);
+        return;
+      }
+      if (options.waitSeconds !== undefined && !(Number.isFinite(options.waitSeconds) && options.waitSeconds >= 0 && options.waitSeconds <= 24 * 3600)) {
+        throw new Error('--wait-seconds must be a number of seconds from 0 to 86400');
+      }
+      const dataDirFlag = path.resolve(dataDir) === osDefaultDataDir() ? '' : ` --data-dir ${JSON.stringify(path.resolve(dataDir))}`;
+      const mcp = createExecutorMcpServer({
+        openAgentSession: (client) => connectToHostIfRunning(dataDir, 'agent', { client }),
+        waitSeconds: options.waitSeconds,
+        howToStart: `Ask the user to start Executor: open the Executor app, or run \`executor${dataDirFlag} serve\` in a terminal.`,
+        version: packageVersion(),
+      });
+      // stdout carries the protocol; anything for a human goes to stderr.
+      const transport = new StdioServerTransport();
+      await mcp.server.connect(transport);
+      const closed = new Promise<void>((resolve) => {
+        // Set after connect: the SDK takes over the transport's own callbacks when it connects.
+        mcp.server.server.onclose = () => resolve();
+        process.stdin.once('end', () => resolve());
+        process.once('SIGTERM', () => resolve());
+        process.once('SIGINT', () => resolve());
+      });
+      process.stderr.write(`executor mcp: serving on stdio for ${dataDir}\n`);
+      await closed;
+      await mcp.close();
+      // A tool may still be waiting on a decision for a client that has gone; nobody can read its answer now.
+      process.exit(0);
+    });
+}

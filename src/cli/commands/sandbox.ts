@@ -1,0 +1,68 @@
+import type { Command } from 'commander';
+import { sweepLeftoverContainers } from '../../sandbox/docker/container-run.js';
+import { connectDocker, engineStatus } from '../../sandbox/docker/docker-client.js';
+import { buildSandboxImage, imageInfo, sandboxImageTag } from '../../sandbox/docker/sandbox-image.js';
+import { sweepTempAreas } from '../../sandbox/docker/temp-areas.js';
+import { globals, print, withExecutor } from '../cli-context.js';
+import { explainOutcome, outcomeOf, summaryLine } from '../render.js';
+
+/** sandbox image build | status: the Docker sandbox that runs commands and heavy code. */
+export function registerSandboxCommands(program: Command): void {
+  const sandbox = program.command('sandbox').description('the Docker sandbox that runs commands and heavy code');
+
+  sandbox
+    .command('status')
+    .description('engine reachability and version, the sandbox image, leftover containers removed')
+    .action(async (_options: unknown, command: Command) => {
+      const { json } = globals(command);
+      const client = connectDocker();
+      const engine = await engineStatus(client);
+      const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
+      const sweptContainers = engine.reachable ? await sweepLeftoverContainers(client) : [];
+      sweepTempAreas();
+      const status = { engine, image, sweptContainers: sweptContainers.length, ready: engine.reachable && image.present };
+      print(json, status, () =>
+        [
+          engine.reachable
+            ? `Engine   reachable at ${engine.endpoint}: Docker ${engine.version} (API ${engine.apiVersion}, ${engine.os})`
+            : `Engine   NOT reachable at ${engine.endpoint}: ${engine.error}. Start Docker or set DOCKER_HOST.`,
+          image.present
+            ? `Image    ${image.tag} ${image.digest} (${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built by ${image.builtBy ?? 'unknown'})`
+            : `Image    ${image.tag} is missing: run \`executor sandbox image build\`.`,
+          ...(sweptContainers.length ? [`Swept    ${sweptContainers.length} leftover container(s) of crashed runs`] : []),
+          `Ready    ${status.ready ? 'yes' : 'no'}`,
+        ].join('\n'),
+      );
+      process.exitCode = status.ready ? 0 : 1;
+    });
+
+  sandbox
+    .command('retry')
+    .description('run an approved step again after the sandbox was unavailable')
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const record = await withExecutor(dataDir, (api) => api.executeStep({ stepId }));
+      print(json, outcomeOf(record), () => [summaryLine(record), explainOutcome(record)].filter(Boolean).join('\n'));
+      process.exitCode = record.status === 'executed' ? 0 : 1;
+    });
+
+  const image = sandbox.command('image').description('the sandbox image');
+  image
+    .command('build')
+    .description('build the sandbox image for this version (skipped when it exists); offline from this machine by default')
+    .option('--dockerfile', 'build from build/sandbox/Dockerfile instead (needs a registry to pull the base image)')
+    .option('--force', 'rebuild even if the image exists')
+    .action(async (options: { dockerfile?: boolean; force?: boolean }, command: Command) => {
+      const { json } = globals(command);
+      const result = await buildSandboxImage(connectDocker(), { force: options.force, prefer: options.dockerfile ? 'dockerfile' : 'offline' });
+      const how = {
+        cached: 'already built; nothing to do',
+        'offline-host-rootfs': "assembled offline from this machine's node, busybox and python, then `docker import`",
+        dockerfile: 'built from build/sandbox/Dockerfile',
+      }[result.path];
+      print(json, result, () =>
+        [`${result.tag} ${result.digest ?? ''}`, `Path     ${result.path}: ${how}`, `Python   ${result.python ? 'included' : 'not included'}`, `Took     ${result.seconds.toFixed(1)} s`, ...result.notes.map((note) => `Note     ${note}`)].join('\n'),
+      );
+    });
+}

@@ -1,0 +1,42 @@
+/**
+ * What running a snippet of code gives back, whichever sandbox ran it. Never thrown: a failure is a
+ * value with a code, so an agent can read why and try again.
+ */
+export type CodeRunFailureCode =
+  | 'EXECUTION_TIMEOUT'
+  | 'EXECUTION_ERROR'
+  | 'EXECUTION_BLOCKED'
+  | 'EXECUTION_DENIED'
+  | 'EXECUTION_CRASHED'
+  | 'OUTPUT_TOO_LARGE'
+  | 'SANDBOX_UNAVAILABLE';
+
+export const CODE_RUN_FAILURE_CODES: readonly CodeRunFailureCode[] = [
+  'EXECUTION_TIMEOUT',
+  'EXECUTION_ERROR',
+  'EXECUTION_BLOCKED',
+  'EXECUTION_DENIED',
+  'EXECUTION_CRASHED',
+  'OUTPUT_TOO_LARGE',
+  'SANDBOX_UNAVAILABLE',
+];
+
+/** A request the code made (or, in a dry run, would have made) through a brokered capability. */
+export interface CapabilityCallSummary {
+  tool: string;
+  target: string;
+  decision: 'allowed' | 'denied' | 'recorded';
+  reason?: string;
+}
+
+interface CodeRunCommon {
+  /** console output, line by line, capped in total; `truncated` says whether lines were dropped or cut. */
+  logs: string[];
+  durationMs: number;
+  truncated?: boolean;
+  capabilityCalls?: CapabilityCallSummary[];
+}
+
+export type CodeRunResult =
+  | (CodeRunCommon & { ok: true; value: unknown })
+  | (CodeRunCommon & { ok: false; code: CodeRunFailureCode; message: string; retryAfterMs?: number });

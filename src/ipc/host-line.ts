@@ -1,0 +1,151 @@
+import { Worker } from 'node:worker_threads';
+import { ExecutorError } from '../domain/errors.js';
+import type { IpcChannel } from './methods.js';
+import type { IpcServer } from './server.js';
+
+/**
+ * One client's line to a host, as a shell sees it: send an envelope, get the reply; events come on
+ * their own. The Electron bridge talks to a line, so whether the host runs on the same thread
+ * (tests) or on a worker thread (the app) does not change the bridge.
+ */
+export interface HostLine {
+  receive(text: string): Promise<string>;
+  onEvent(listener: (text: string) => void): void;
+  maxMessageBytes: number;
+  oversizeReply(byteLength: number): string;
+  close(): Promise<void>;
+}
+
+/** A line to a server on this thread. */
+export function lineToServer(server: IpcServer, transport: string): HostLine {
+  const listeners: ((text: string) => void)[] = [];
+  const connection = server.connect(transport, (text) => listeners.forEach((listener) => listener(text)));
+  return {
+    receive: (text) => connection.receive(text),
+    onEvent: (listener) => void listeners.push(listener),
+    maxMessageBytes: server.maxMessageBytes,
+    oversizeReply: (byteLength) => server.oversizeReply(byteLength),
+    close: async () => connection.close(),
+  };
+}
+
+export interface HostThreadCredential {
+  name: string;
+  secret: Uint8Array;
+  channel: IpcChannel;
+}
+
+export interface HostThreadOptions {
+  dataDir: string;
+  credentials: HostThreadCredential[];
+  /** The thread asks for this when an approved openURL step runs (Electron: shell.openExternal). */
+  openExternal?: (url: string) => Promise<void>;
+  /** The worker's entry module (the built host-thread-worker.js, or the .ts file with tsx's loader). */
+  workerUrl: URL;
+  execArgv?: string[];
+}
+
+export type ToWorker =
+  | { kind: 'request'; tag: number; text: string }
+  | { kind: 'opened'; id: number; error?: string }
+  | { kind: 'close' };
+
+export type FromWorker =
+  | { kind: 'ready'; socketPath: string; maxMessageBytes: number }
+  | { kind: 'failed'; code: string; message: string }
+  | { kind: 'reply'; tag: number; text: string }
+  | { kind: 'event'; text: string }
+  | { kind: 'oversize'; tag: number; text: string }
+  | { kind: 'openExternal'; id: number; url: string }
+  | { kind: 'closed' };
+
+export interface HostThread extends HostLine {
+  socketPath: string;
+}
+
+/**
+ * Runs the host (Executor, SQLite, socket) on a worker thread. better-sqlite3 is synchronous:
+ * previews, backups, large replies and their signatures take real time, and on the Electron
+ * main thread that time would freeze window management and every IPC call. On a worker it
+ * freezes nothing; the main thread only passes envelope text back and forth.
+ */
+export function startHostThread(options: HostThreadOptions): Promise<HostThread> {
+  const worker = new Worker(options.workerUrl, {
+    workerData: { dataDir: options.dataDir, credentials: options.credentials },
+    execArgv: options.execArgv,
+  });
+  const pending = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
+  const listeners: ((text: string) => void)[] = [];
+  let nextTag = 1;
+  let exited = false;
+  let closing: Promise<void> | null = null;
+  let maxMessageBytes = 0;
+
+  const failAll = (reason: string) => {
+    for (const waiter of pending.values()) waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host stopped: ${reason}`));
+    pending.clear();
+  };
+
+  return new Promise<HostThread>((resolve, reject) => {
+    worker.on('message', (message: FromWorker) => {
+      switch (message.kind) {
+        case 'ready':
+          maxMessageBytes = message.maxMessageBytes;
+          resolve({
+            socketPath: message.socketPath,
+            maxMessageBytes,
+            receive(text) {
+              if (exited) return Promise.reject(new ExecutorError('IPC_UNAVAILABLE', 'The Executor host stopped.'));
+              const tag = nextTag++;
+              return new Promise<string>((resolveReply, rejectReply) => {
+                pending.set(tag, { resolve: resolveReply, reject: rejectReply });
+                worker.postMessage({ kind: 'request', tag, text } satisfies ToWorker);
+              });
+            },
+            onEvent: (listener) => void listeners.push(listener),
+            oversizeReply: (byteLength) =>
+              JSON.stringify({ v: 1, id: null, ok: false, error: { code: 'IPC_TOO_LARGE', message: `The message is ${byteLength} bytes; the limit is ${maxMessageBytes}.` }, sig: '' }),
+            close: () =>
+              (closing ??= new Promise<void>((resolveClose) => {
+                if (exited) return resolveClose();
+                worker.once('exit', () => resolveClose());
+                worker.postMessage({ kind: 'close' } satisfies ToWorker);
+              })),
+          });
+          break;
+        case 'failed':
+          reject(new ExecutorError(message.code as never, message.message));
+          break;
+        case 'reply':
+        case 'oversize': {
+          const waiter = pending.get(message.tag);
+          pending.delete(message.tag);
+          waiter?.resolve(message.text);
+          break;
+        }
+        case 'event':
+          for (const listener of listeners) listener(message.text);
+          break;
+        case 'openExternal': {
+          const open = options.openExternal ?? (() => Promise.reject(new Error('this shell opens no browser')));
+          open(message.url).then(
+            () => worker.postMessage({ kind: 'opened', id: message.id } satisfies ToWorker),
+            (error: unknown) => worker.postMessage({ kind: 'opened', id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies ToWorker),
+          );
+          break;
+        }
+        case 'closed':
+          break;
+      }
+    });
+    worker.on('error', (error) => {
+      failAll(error.message);
+      reject(error);
+    });
+    worker.on('exit', (code) => {
+      exited = true;
+      failAll(`exit code ${code}`);
+      reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host thread exited (${code}) before it was ready.`));
+    });
+  });
+}

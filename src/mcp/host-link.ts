@@ -1,0 +1,64 @@
+import { ExecutorError } from '../domain/errors.js';
+import type { ExecutorClient } from '../ipc/client.js';
+
+/** Opens a session with the running host as the agent, or null when no host listens. */
+export type OpenAgentSession = (client: string) => Promise<ExecutorClient | null>;
+
+/** Thrown when no host runs: the tool result says so and how to start one, and nothing else happens. */
+export class NoHostError extends ExecutorError {
+  constructor(cause?: string) {
+    super('IPC_UNAVAILABLE', cause ? `Executor is not reachable: ${cause}` : 'Executor is not running.');
+  }
+}
+
+/**
+ * The MCP server's one session with the host, opened on first use (after the MCP handshake, so it
+ * carries the client's name) and again after the host went away and came back. It never opens the
+ * database itself: without a host there is nobody to ask the person, so nothing may happen.
+ */
+export class HostLink {
+  private session: ExecutorClient | null = null;
+
+  constructor(
+    private readonly open: OpenAgentSession,
+    private readonly clientName: () => string,
+  ) {}
+
+  /**
+   * Runs `work` with a live session. A session whose connection the host closed answers even a
+   * cheap read with IPC_UNAVAILABLE; that probe, not the real call, finds out, so a proposal is
+   * never sent twice.
+   */
+  async use<T>(work: (api: ExecutorClient) => Promise<T>): Promise<T> {
+    if (this.session) {
+      try {
+        await this.session.getPolicy();
+      } catch (error) {
+        if (!(error instanceof ExecutorError && error.code === 'IPC_UNAVAILABLE')) throw error;
+        this.drop();
+      }
+    }
+    if (!this.session) {
+      try {
+        this.session = await this.open(this.clientName());
+      } catch (error) {
+        throw new NoHostError((error as Error).message);
+      }
+      if (!this.session) throw new NoHostError();
+    }
+    try {
+      return await work(this.session);
+    } catch (error) {
+      if (error instanceof ExecutorError && error.code === 'IPC_UNAVAILABLE') {
+        this.drop();
+        throw new NoHostError(`the connection closed during the call (${error.message}); call list_my_steps once Executor runs again to see what happened`);
+      }
+      throw error;
+    }
+  }
+
+  drop(): void {
+    this.session?.close();
+    this.session = null;
+  }
+}

@@ -1,0 +1,203 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { STEP_STATUSES } from '../domain/state-machine.js';
+import type { StepRecord } from '../domain/step-record.js';
+import type { ExecutorClient } from '../ipc/client.js';
+import { proposeAndAwaitDecision } from './decision-wait.js';
+import { HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
+import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
+import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
+
+export const DEFAULT_WAIT_SECONDS = 120;
+/** The newest steps list_my_steps looks through for this client's own: records carry previews, so the page stays bounded. */
+const LIST_SCAN_LIMIT = 500;
+
+export interface ExecutorMcpOptions {
+  openAgentSession: OpenAgentSession;
+  /** How long a proposing tool waits for the person's decision before it answers PENDING. */
+  waitSeconds?: number;
+  /** What to tell the model when no host runs: how the person starts one. */
+  howToStart: string;
+  version: string;
+  maxOutputChars?: number;
+  /** How often a waiting tool reports progress (when the client asked for it). */
+  progressEveryMs?: number;
+}
+
+/** What the server needs from one tool call's context (a subset of the SDK's RequestHandlerExtra). */
+interface CallExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number };
+  sendNotification: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message?: string } }) => Promise<void>;
+}
+
+const text = (body: string, isError = false, structured?: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: body }],
+  ...(isError ? { isError: true } : {}),
+  ...(structured ? { structuredContent: structured } : {}),
+});
+
+/** Steps as structured content, for clients that read it; the text says the same for the model. */
+const structuredSteps = (records: StepRecord[]) => ({
+  steps: records.map((record) => ({ stepId: record.step.id, planId: record.step.planId, status: record.status, verdict: verdictOf(record) })),
+});
+
+/**
+ * `executor mcp`: an MCP server whose tools propose steps to the running host as the agent and wait
+ * for the person's decision. Every outcome, including "no host" and "the host refused the plan", is
+ * a tool result the model can read; only a bug in this server would surface as a protocol error.
+ */
+export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: McpServer; close(): Promise<void> } {
+  const waitMs = (options.waitSeconds ?? DEFAULT_WAIT_SECONDS) * 1000;
+  const maxChars = options.maxOutputChars ?? MAX_OUTPUT_CHARS;
+  const server = new McpServer(
+    { name: 'executor', version: options.version },
+    {
+      instructions:
+        'Executor stands between you and the user\'s machine. Every tool here proposes a step that the user (or their policy) approves or rejects; ' +
+        'a rejection comes with the user\'s reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: ' +
+        'call step_status with the step id later, or cancel_step if you no longer need it.',
+    },
+  );
+  const clientName = () => {
+    const info = server.server.getClientVersion();
+    // Control characters would garble the person's queue and the CLI's one-line listings.
+    return info ? `${info.name} ${info.version}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 200) : 'unnamed MCP client';
+  };
+  const host = new HostLink(options.openAgentSession, clientName);
+
+  /** Turns any failure into a result the model can act on; the server stays up. */
+  const failure = (error: unknown, doing: 'proposed' | 'checked'): CallToolResult => {
+    if (error instanceof NoHostError) {
+      return text(
+        `${error.message} Nothing was ${doing === 'proposed' ? 'proposed and nothing ran' : 'checked'}. ${options.howToStart} Then call this tool again.`,
+        true,
+      );
+    }
+    const shaped = toErrorShape(error);
+    if (shaped.code === 'INVALID_PLAN' && /steps\.\d+\.action/.test(shaped.message)) {
+      return text(`FAILED: INVALID_PLAN: this Executor does not support that kind of step yet (${shaped.message}). Nothing was proposed.`, true);
+    }
+    return text(`FAILED: ${shaped.code}: ${shaped.message}`, true);
+  };
+
+  const progressTicker = (extra: CallExtra, what: string) => {
+    const token = extra._meta?.progressToken;
+    if (token === undefined) return undefined;
+    // MCP clients time a request out (60 s by default in the SDK); progress resets that clock on clients that allow it.
+    return (elapsedMs: number) => {
+      void extra
+        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: Math.round(elapsedMs) / 1000, message: `waiting for the user to decide ${what}` } })
+        .catch(() => undefined);
+    };
+  };
+
+  const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[] }, extra: CallExtra): Promise<CallToolResult> => {
+    try {
+      const records = await host.use((api) =>
+        proposeAndAwaitDecision(api, plan, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
+      );
+      return text(planOutcomeText(records, maxChars), records.some((record) => isRefusal(verdictOf(record))), structuredSteps(records));
+    } catch (error) {
+      return failure(error, 'proposed');
+    }
+  };
+
+  for (const name of PROPOSING_TOOL_NAMES) {
+    const tool = PROPOSING_TOOLS[name];
+    server.registerTool(name, { description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: false, destructiveHint: name === 'delete_file' || name === 'run_command', openWorldHint: name !== 'kb_add' } }, async (args: unknown, extra: CallExtra) => {
+      let step: PlanStepInput;
+      try {
+        step = stepFromTool(name, args);
+      } catch (error) {
+        return failure(error, 'proposed');
+      }
+      return proposeAndReport({ steps: [step] }, extra);
+    });
+  }
+
+  server.registerTool(
+    'propose_plan',
+    {
+      description:
+        'Propose several steps at once that the user sees and decides together, in order (e.g. write two files, then run the tests). ' +
+        'Each step names one of the proposing tools and its arguments. A later step runs only after the ones before it are decided. ' +
+        'Waits for the decisions and returns one line per step (EXECUTED / REJECTED by the user / DENIED by policy / FAILED / PENDING).',
+      inputSchema: PROPOSE_PLAN_INPUT,
+    },
+    async (args: z.infer<typeof PROPOSE_PLAN_INPUT>, extra: CallExtra) => {
+      let plan;
+      try {
+        plan = planFromSteps(args);
+      } catch (error) {
+        return failure(error, 'proposed');
+      }
+      return proposeAndReport(plan, extra);
+    },
+  );
+
+  const ownedBy = (record: StepRecord) => record.step.meta.origin === 'agent' && record.step.meta.client === clientName();
+
+  server.registerTool(
+    'step_status',
+    {
+      description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, or still PENDING.',
+      inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
+      annotations: { readOnlyHint: true },
+    },
+    async ({ stepId }: { stepId: string }) => {
+      try {
+        const record = await host.use((api: ExecutorClient) => api.getStep({ stepId }));
+        return text(stepOutcomeText(record, maxChars), isRefusal(verdictOf(record)), structuredSteps([record]));
+      } catch (error) {
+        return failure(error, 'checked');
+      }
+    },
+  );
+
+  server.registerTool(
+    'list_my_steps',
+    {
+      description: 'The steps this client proposed recently, newest first (at most 50), each with its outcome. Optionally only those in one status.',
+      inputSchema: z.object({ status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected') }),
+      annotations: { readOnlyHint: true },
+    },
+    async ({ status }: { status?: (typeof STEP_STATUSES)[number] }) => {
+      try {
+        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_SCAN_LIMIT }))).filter(ownedBy).slice(0, 50);
+        if (!records.length) return text(status ? `You have no steps with status ${status}.` : 'You have not proposed any steps yet.', false, structuredSteps([]));
+        const lines = records.map((record) => `${record.step.id} ${record.status} (${record.step.action}): ${stepOutcomeText(record, 300).split('\n')[0]}`);
+        return text(lines.join('\n'), false, structuredSteps(records));
+      } catch (error) {
+        return failure(error, 'checked');
+      }
+    },
+  );
+
+  server.registerTool(
+    'cancel_step',
+    {
+      description: 'Withdraw a step you proposed that the user has not decided yet. It will not run; the user sees it as cancelled by you.',
+      inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The id of your pending step.') }),
+    },
+    async ({ stepId }: { stepId: string }) => {
+      try {
+        const record = await host.use((api: ExecutorClient) => api.cancel({ stepId }));
+        return text(stepOutcomeText(record, maxChars), false, structuredSteps([record]));
+      } catch (error) {
+        if (error instanceof ExecutorError && error.code === 'IPC_FORBIDDEN') return text(`FAILED: ${error.message}`, true);
+        return failure(error, 'checked');
+      }
+    },
+  );
+
+  return {
+    server,
+    close: async () => {
+      host.drop();
+      await server.close();
+    },
+  };
+}

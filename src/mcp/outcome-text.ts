@@ -1,0 +1,87 @@
+import { AGENT_CANCEL_REASON, type StepRecord } from '../domain/step-record.js';
+
+/** How much of a step's output goes back to the model; the full result stays in the step record. */
+export const MAX_OUTPUT_CHARS = 8_000;
+
+/** The first word of every result line: what a model branches on. */
+export type Verdict = 'EXECUTED' | 'REJECTED' | 'CANCELLED' | 'DENIED' | 'FAILED' | 'REVERTED' | 'PENDING';
+
+export function verdictOf(record: StepRecord): Verdict {
+  switch (record.status) {
+    case 'executed':
+      return 'EXECUTED';
+    case 'rejected':
+      return record.rejectedReason === AGENT_CANCEL_REASON ? 'CANCELLED' : 'REJECTED';
+    case 'denied':
+      return 'DENIED';
+    case 'failed':
+    case 'interrupted':
+      return 'FAILED';
+    case 'reverted':
+      return 'REVERTED';
+    default:
+      return 'PENDING';
+  }
+}
+
+/** Verdicts the model should treat as "it did not happen". */
+export function isRefusal(verdict: Verdict): boolean {
+  return verdict === 'REJECTED' || verdict === 'DENIED' || verdict === 'FAILED';
+}
+
+/** Output-like values a model should read as lines: long strings, lists of lines (runCode's logs), and {text} excerpts (runCommand's stdout). */
+function asLines(value: unknown): string | null {
+  if (typeof value === 'string') return value.includes('\n') || value.length > 200 ? value : null;
+  if (Array.isArray(value) && value.length > 0 && value.every((line) => typeof line === 'string')) return value.join('\n');
+  if (value && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string') {
+    const excerpt = value as { text: string; truncated?: unknown };
+    return excerpt.truncated === true ? `${excerpt.text}\n… (cut by the sandbox)` : excerpt.text;
+  }
+  return null;
+}
+
+/**
+ * A step's output as text: output streams as their lines, so a model reads them rather than
+ * escaped JSON; everything else as compact JSON. Cut at `maxChars`, saying so.
+ */
+export function outputText(result: Record<string, unknown> | null, maxChars = MAX_OUTPUT_CHARS): string {
+  if (!result) return '(no output)';
+  const scalars: Record<string, unknown> = {};
+  const texts: string[] = [];
+  for (const [key, value] of Object.entries(result)) {
+    const lines = asLines(value);
+    if (lines !== null) texts.push(`${key}:\n${lines}`);
+    else scalars[key] = value;
+  }
+  const full = [Object.keys(scalars).length ? JSON.stringify(scalars) : '', ...texts].filter(Boolean).join('\n');
+  if (full.length <= maxChars) return full;
+  return `${full.slice(0, maxChars)}\n… (output cut at ${maxChars} of ${full.length} characters; the full result is kept in Executor's record of the step)`;
+}
+
+/** The sentence a model reads about one step: the verdict first, then what it needs to act on it. */
+export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS): string {
+  const id = record.step.id;
+  switch (verdictOf(record)) {
+    case 'EXECUTED':
+      return `EXECUTED: step ${id} ran.\n${outputText(record.result, maxChars)}`;
+    case 'REJECTED':
+      return `REJECTED by the user: ${record.rejectedReason ?? '(no reason given)'}`;
+    case 'CANCELLED':
+      return `CANCELLED: you withdrew step ${id} before the user decided; it did not run.`;
+    case 'DENIED':
+      return `DENIED by policy: ${record.evaluation?.reasons.join(' ') || 'the policy forbids this step.'}`;
+    case 'FAILED':
+      return `FAILED: ${record.error ? `${record.error.code}: ${record.error.message}` : `step ${id} is ${record.status}.`}`;
+    case 'REVERTED':
+      return `REVERTED: step ${id} ran, then the user reverted it${record.revertedAt ? ` at ${record.revertedAt}` : ''}; its changes are undone.`;
+    case 'PENDING':
+      return `PENDING: waiting for the user; call step_status with ${id}`;
+  }
+}
+
+/** One line (or block) per step; a single step is just its sentence. */
+export function planOutcomeText(records: StepRecord[], maxChars = MAX_OUTPUT_CHARS): string {
+  if (records.length === 1) return stepOutcomeText(records[0]!, maxChars);
+  const share = Math.max(500, Math.floor(maxChars / records.length));
+  return records.map((record) => `${record.step.id} (${record.step.action}): ${stepOutcomeText(record, share)}`).join('\n');
+}

@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import { ExecutorError } from '../domain/errors.js';
+import { describeIssues } from '../domain/plan-parse.js';
+
+/*
+ * The proposing tools: each one's input schema (what the model sees as JSON schema) and how its
+ * arguments become one step of a plan. Arguments are checked here for shape only; the host is the
+ * authority on what a valid step is and answers INVALID_PLAN otherwise.
+ */
+
+const purpose = z
+  .string()
+  .trim()
+  .min(1, 'purpose is empty')
+  .max(2000)
+  .describe('Why you want this, in one or two sentences the user reads before deciding. Be specific.');
+
+const absolutePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .describe('Absolute path of the file. It must be inside a workspace root the user configured, or the policy denies the step.');
+
+export const PROPOSING_TOOLS = {
+  write_file: {
+    description:
+      'Ask the user to let you create or overwrite one text file. The user sees a diff and approves or rejects it; an exact backup is kept so it can be reverted. ' +
+      'The call waits for the decision and returns EXECUTED, REJECTED by the user: <reason>, DENIED by policy: <reasons>, FAILED: <error>, or PENDING with a step id to check later with step_status.',
+    input: z.object({
+      path: absolutePath,
+      content: z.string().max(16 * 1024 * 1024).describe('The complete new content of the file, UTF-8.'),
+      purpose,
+    }),
+    toStep: (args: { path: string; content: string; purpose: string }) => ({
+      action: 'writeFile',
+      args: { path: args.path, content: args.content },
+      meta: { purpose: args.purpose },
+    }),
+  },
+  delete_file: {
+    description:
+      'Ask the user to let you delete one file. Its content is backed up first, so the user can revert it. Waits for the decision like write_file.',
+    input: z.object({ path: absolutePath, purpose }),
+    toStep: (args: { path: string; purpose: string }) => ({ action: 'deleteFile', args: { path: args.path }, meta: { purpose: args.purpose } }),
+  },
+  run_command: {
+    description:
+      'Ask the user to let you run a command in a disposable container that sees a scratch copy of the working directory; file changes it makes come back as a diff the user approves before they touch the real files. ' +
+      'Give exactly one of `command` (a shell line, run with sh -c inside the container) or `argv` (a program and its arguments, no shell). Network is off unless you ask for it and the policy allows the hosts. ' +
+      'Waits for the decision; EXECUTED carries the exit code and the (capped) output.',
+    input: z.object({
+      command: z.string().min(1).max(64 * 1024).optional().describe('A shell command line, e.g. "npm test -- --run". Give this or argv.'),
+      argv: z.array(z.string().max(64 * 1024)).min(1).max(4096).optional().describe('Program and arguments, e.g. ["git", "status"]. Give this or command.'),
+      cwd: z.string().min(1).max(4096).optional().describe('Absolute working directory inside a workspace root; only this folder is copied into the container.'),
+      network: z.boolean().optional().describe('true to let the command reach the hosts the policy allows; off by default.'),
+      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).optional().describe('Stop the command after this many milliseconds.'),
+      purpose,
+    }),
+    toStep: (args: { command?: string; argv?: string[]; cwd?: string; network?: boolean; timeoutMs?: number; purpose: string }) => {
+      if ((args.command === undefined) === (args.argv === undefined)) {
+        throw new ExecutorError('INVALID_INPUT', 'run_command needs exactly one of `command` (a shell line) or `argv` (a program and its arguments).');
+      }
+      return {
+        action: 'runCommand',
+        args: {
+          ...(args.command !== undefined ? { command: args.command } : { argv: args.argv }),
+          ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+          ...(args.network ? { network: 'allowlist' } : {}),
+          ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs } : {}),
+        },
+        meta: { purpose: args.purpose },
+      };
+    },
+  },
+  run_code: {
+    description:
+      'Ask the user to let you run a snippet of code in a sandbox with no file system, no network and no environment, under time and memory limits. ' +
+      'Anything beyond pure computation must be asked for in `capabilities` (fetch from listed hosts, read files in the workspace, search the knowledge base); the policy decides. ' +
+      'Print results to stdout. Waits for the decision; EXECUTED carries the (capped) output.',
+    input: z.object({
+      code: z.string().min(1).max(1024 * 1024).describe('The program source.'),
+      language: z.enum(['javascript', 'python']).optional().describe('javascript (default) or python.'),
+      timeoutMs: z.number().int().positive().optional().describe('Time limit in milliseconds (clamped to the sandbox range).'),
+      capabilities: z
+        .object({
+          fetch: z.object({ hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional().describe('Hosts the code may fetch from.'),
+          readFile: z.boolean().optional().describe('Read files inside the workspace roots.'),
+          kbSearch: z.boolean().optional().describe("Search the user's knowledge base."),
+        })
+        .optional(),
+      purpose,
+    }),
+    toStep: (args: {
+      code: string;
+      language?: 'javascript' | 'python';
+      timeoutMs?: number;
+      capabilities?: { fetch?: { hosts: string[] }; readFile?: boolean; kbSearch?: boolean };
+      purpose: string;
+    }) => {
+      const asked = args.capabilities;
+      const capabilities = asked
+        ? {
+            ...(asked.fetch ? { fetch: asked.fetch } : {}),
+            ...(asked.readFile ? { readFile: true } : {}),
+            ...(asked.kbSearch ? { kbSearch: true } : {}),
+          }
+        : undefined;
+      return {
+        action: 'runCode',
+        args: {
+          code: args.code,
+          purpose: args.purpose,
+          ...(args.language ? { language: args.language } : {}),
+          ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs } : {}),
+          ...(capabilities && Object.keys(capabilities).length ? { capabilities } : {}),
+        },
+        meta: { purpose: args.purpose },
+      };
+    },
+  },
+  open_url: {
+    description:
+      "Ask the user to let you open a web page (http or https) in their browser. The user sees the host and every query parameter decoded; don't put data from the machine in the URL. Waits for the decision like the other tools.",
+    input: z.object({ url: z.string().url().max(8192).describe('An http(s) URL.'), purpose }),
+    toStep: (args: { url: string; purpose: string }) => ({ action: 'openURL', args: { url: args.url, purpose: args.purpose }, meta: { purpose: args.purpose } }),
+  },
+  kb_add: {
+    description: "Ask the user to let you add an entry to their knowledge base (a note they keep). Waits for the decision like the other tools.",
+    input: z.object({
+      title: z.string().trim().min(1).max(500).describe('A short title.'),
+      content: z.string().max(1024 * 1024).describe('The note, plain text or Markdown.'),
+      tags: z.array(z.string().min(1).max(100)).max(50).optional().describe('Optional tags.'),
+    }),
+    toStep: (args: { title: string; content: string; tags?: string[] }) => ({
+      action: 'createKBEntry',
+      args: { title: args.title, content: args.content, ...(args.tags ? { tags: args.tags } : {}) },
+      meta: { purpose: `Add "${args.title}" to the knowledge base` },
+    }),
+  },
+} as const;
+
+export type ProposingToolName = keyof typeof PROPOSING_TOOLS;
+export const PROPOSING_TOOL_NAMES = Object.keys(PROPOSING_TOOLS) as ProposingToolName[];
+
+export interface PlanStepInput {
+  action: string;
+  args: Record<string, unknown>;
+  meta: { purpose: string };
+}
+
+/** One tool's arguments (already checked against its schema) as a plan step. */
+export function stepFromTool(tool: ProposingToolName, args: unknown): PlanStepInput {
+  return (PROPOSING_TOOLS[tool].toStep as (value: unknown) => PlanStepInput)(args);
+}
+
+export const PROPOSE_PLAN_INPUT = z.object({
+  purpose,
+  steps: z
+    .array(
+      z.object({
+        tool: z.enum(PROPOSING_TOOL_NAMES as [ProposingToolName, ...ProposingToolName[]]).describe('Which proposing tool this step is, e.g. "write_file".'),
+        args: z.record(z.string(), z.unknown()).describe("That tool's arguments, exactly as you would pass them to it."),
+      }),
+    )
+    .min(1)
+    .max(50)
+    .describe('The steps, in the order they must run. A later step runs only after the earlier ones are decided.'),
+});
+
+/** A propose_plan call as a plan: every step checked against its own tool's schema, problems named by position. */
+export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purpose: string; steps: PlanStepInput[] } {
+  const problems: string[] = [];
+  const steps: PlanStepInput[] = [];
+  input.steps.forEach((entry, index) => {
+    const parsed = PROPOSING_TOOLS[entry.tool].input.safeParse(entry.args);
+    if (!parsed.success) {
+      problems.push(...describeIssues(parsed.error).map((issue) => `steps.${index}.args (${entry.tool}) ${issue}`));
+      return;
+    }
+    try {
+      steps.push(stepFromTool(entry.tool, parsed.data));
+    } catch (error) {
+      problems.push(`steps.${index} (${entry.tool}): ${(error as Error).message}`);
+    }
+  });
+  if (problems.length) throw new ExecutorError('INVALID_INPUT', `The plan is not valid: ${problems.join('; ')}`, { issues: problems });
+  return { purpose: input.purpose, steps };
+}

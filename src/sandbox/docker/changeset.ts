@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
+import { exclusionOf, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
+
+/** One file a command changed in its scratch copy, with what the real workspace holds for it now. */
+export interface ChangedFile {
+  /** Relative to the copied directory, with `/`. */
+  relativePath: string;
+  kind: 'added' | 'modified' | 'deleted';
+  /** The real workspace file's content now (null: absent). */
+  before: Buffer | null;
+  /** The scratch copy's content after the command (null: deleted). */
+  after: Buffer | null;
+  modeBefore: number | null;
+  modeAfter: number | null;
+  /** The real file changed (or appeared) after it was copied: applying would overwrite someone's work. */
+  conflict: boolean;
+}
+
+/** A change the app will not carry back, and why (symlinks, special files, ignored or secret paths). */
+export interface SkippedChange {
+  relativePath: string;
+  reason: string;
+}
+
+export interface Changeset {
+  files: ChangedFile[];
+  skipped: SkippedChange[];
+}
+
+function readIfFile(absolutePath: string): { content: Buffer; mode: number; stat: fs.BigIntStats } | null {
+  try {
+    const stat = fs.lstatSync(absolutePath, { bigint: true });
+    if (!stat.isFile()) return null;
+    return { content: fs.readFileSync(absolutePath), mode: Number(stat.mode & 0o7777n), stat };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+function lstatOrNull(absolutePath: string): fs.BigIntStats | null {
+  try {
+    return fs.lstatSync(absolutePath, { bigint: true });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What a command did to its scratch copy, as whole files. A file whose scratch inode and ctime are
+ * as they were right after the copy is untouched (a command cannot set ctime back); anything else is
+ * compared by content and mode. Paths come out sorted so two runs compare position by position.
+ * `afterDir` is where the workspace came back to when it travelled as an archive (a remote engine):
+ * those files are all new inodes, so every one is compared by content.
+ */
+export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, afterDir?: string): Changeset {
+  const files: ChangedFile[] = [];
+  const skipped: SkippedChange[] = [];
+  const seen = new Set<string>();
+  // What a command wrote is read into memory to diff and back up: bounded like the copy, checked before reading.
+  let changedBytes = 0;
+
+  const consider = (relative: string, scratchPath: string, scratchStat: fs.BigIntStats) => {
+    const baseline = scratch.baseline.get(relative);
+    const realPath = path.join(scratch.sourceDir, ...relative.split('/'));
+    if (baseline && baseline.kind === 'file' && scratchStat.isFile() && scratchStat.ino === baseline.scratchIno && scratchStat.ctimeNs === baseline.scratchCtimeNs) return;
+    if (baseline?.kind === 'symlink' && scratchStat.isSymbolicLink()) {
+      const sameLink = afterDir
+        ? fs.readlinkSync(scratchPath) === fs.readlinkSync(path.join(scratch.dir, ...relative.split('/')))
+        : scratchStat.ctimeNs === baseline.scratchCtimeNs;
+      if (sameLink) return;
+    }
+    const exclusion = exclusionOf(relative, options);
+    if (!baseline && exclusion) {
+      skipped.push({ relativePath: relative, reason: exclusion === 'ignored' ? 'matches the sandbox ignore rules' : 'looks like a secret the step was not allowed to touch' });
+      return;
+    }
+    if (!scratchStat.isFile()) {
+      if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: scratchStat.isSymbolicLink() ? 'symbolic links are not carried back' : 'special files are not carried back' });
+      return;
+    }
+    changedBytes += Number(scratchStat.size);
+    if (options.maxBytes !== undefined && changedBytes > options.maxBytes) {
+      throw new ExecutorError(
+        'SANDBOX_FAILED',
+        `The command wrote more than the sandbox's limit of ${Math.round(options.maxBytes / 1e6)} MB of changed files; nothing will be applied. Raise sandbox.maxCopyMb in the policy if that is expected.`,
+        { maxBytes: options.maxBytes },
+      );
+    }
+    const after = fs.readFileSync(scratchPath);
+    const modeAfter = Number(scratchStat.mode & 0o7777n);
+    const real = readIfFile(realPath);
+    if (baseline?.kind === 'file') {
+      const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
+      if (!conflict && real.content.equals(after) && real.mode === modeAfter) return;
+      files.push({ relativePath: relative, kind: 'modified', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict });
+    } else {
+      const realStat = lstatOrNull(realPath);
+      files.push({ relativePath: relative, kind: 'added', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict: realStat !== null });
+    }
+  };
+
+  const walk = (dir: string, relative: string) => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch (error) {
+      skipped.push({ relativePath: relative || '.', reason: `could not be read after the run (${(error as NodeJS.ErrnoException).code})` });
+      return;
+    }
+    for (const entry of entries) {
+      const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
+      const childPath = path.join(dir, entry.name);
+      seen.add(childRelative);
+      const stat = fs.lstatSync(childPath, { bigint: true });
+      if (stat.isDirectory()) walk(childPath, childRelative);
+      consider(childRelative, childPath, stat);
+    }
+  };
+  walk(afterDir ?? scratch.dir, '');
+
+  for (const [relative, baseline] of scratch.baseline) {
+    if (seen.has(relative) || baseline.kind !== 'file') continue;
+    const real = readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
+    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
+    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
+  }
+  files.sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
+  skipped.sort((a, b) => (a.relativePath < b.relativePath ? -1 : 1));
+  return { files, skipped };
+}

@@ -1,0 +1,181 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import { ExecutorError } from '../../domain/errors.js';
+import { containerSpec, CONTAINER_LABEL, WORKSPACE_MOUNT, type NetworkMode, type SandboxLimits } from './container-spec.js';
+import { engineCall, type DockerClient } from './docker-client.js';
+import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
+import { OutputDemuxer, type CapturedStream } from './output-capture.js';
+import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
+import { processAlive } from './temp-areas.js';
+
+export interface ContainerRunInput {
+  image: string;
+  argv: string[];
+  /** The prepared scratch copy on this machine. */
+  scratchDir: string;
+  /**
+   * `bind` mounts the scratch copy (an engine on this machine); `archive` copies it into an anonymous
+   * volume before the start and extracts the volume into `resultDir` after the exit (an engine elsewhere).
+   */
+  transport?: 'bind' | 'archive';
+  resultDir?: string;
+  workdir: string;
+  user: string;
+  limits: SandboxLimits;
+  network: NetworkMode;
+  allowHosts: readonly string[];
+  env?: Record<string, string>;
+  /** Overrides limits.timeoutMs for this run. */
+  timeoutMs?: number;
+}
+
+export interface ContainerRunResult {
+  runId: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  oomKilled: boolean;
+  stdout: CapturedStream;
+  stderr: CapturedStream;
+  durationMs: number;
+  egress: EgressRequest[];
+}
+
+const HOST_LABEL = `${CONTAINER_LABEL}.host`;
+
+/**
+ * Runs one command in a fresh hardened container and removes it, whatever happens: exit, timeout
+ * (kill, then remove), or an error of the engine. Output is read from the attach stream as it
+ * comes, capped per stream.
+ */
+export async function runInContainer(client: DockerClient, input: ContainerRunInput): Promise<ContainerRunResult> {
+  const runId = `run-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const archive = input.transport === 'archive';
+  if (archive && input.network === 'allowlist') {
+    throw new ExecutorError('SANDBOX_FAILED', `The allowlisted network needs an engine on this machine (its proxy socket is mounted into the container); ${client.endpoint} is remote. Use network "none".`, {
+      endpoint: client.endpoint,
+    });
+  }
+  const proxy = input.network === 'allowlist' ? await startEgressProxy(input.allowHosts) : null;
+  const env = { ...(input.env ?? {}) };
+  if (proxy) env.EXECUTOR_EGRESS_SHIM = EGRESS_SHIM_SOURCE;
+  const spec = containerSpec({
+    image: input.image,
+    argv: proxy ? withEgressShim(input.argv) : input.argv,
+    scratchDir: archive ? null : input.scratchDir,
+    workdir: input.workdir,
+    user: input.user,
+    limits: input.limits,
+    network: input.network,
+    egressDir: proxy?.dir,
+    env,
+    runId,
+  });
+  spec.Labels = { ...spec.Labels, [HOST_LABEL]: os.hostname() };
+  const timeoutMs = input.timeoutMs ?? input.limits.timeoutMs;
+  const demux = new OutputDemuxer(input.limits.outputBytes);
+  let container: Docker.Container | undefined;
+  const started = performance.now();
+  try {
+    container = await engineCall(client, () => client.docker.createContainer(spec));
+    const created = container;
+    if (archive) await putWorkspace(created, input.scratchDir);
+    const stream = (await engineCall(client, () => created.attach({ stream: true, stdout: true, stderr: true }))) as NodeJS.ReadableStream;
+    const streamEnded = new Promise<void>((resolve) => {
+      stream.on('data', (chunk: Buffer) => demux.write(chunk));
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    const exited = created.wait({ condition: 'next-exit' });
+    exited.catch(() => undefined);
+    await engineCall(client, () => created.start());
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const first = await Promise.race([exited, timeout]);
+    clearTimeout(timer);
+    let exitCode: number | null = null;
+    if (first === 'timeout') {
+      timedOut = true;
+      await created.kill({ signal: 'SIGKILL' }).catch(() => undefined);
+      await exited.catch(() => undefined);
+    } else {
+      exitCode = (first as { StatusCode: number }).StatusCode;
+    }
+    // The attach stream closes right after the exit; the bound only guards against an engine that never closes it.
+    await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    const state = await created.inspect().then((info) => info.State).catch(() => undefined);
+    if (archive) await getWorkspace(created, input.resultDir!);
+    const { stdout, stderr } = demux.result();
+    return {
+      runId,
+      exitCode: timedOut ? null : exitCode,
+      timedOut,
+      oomKilled: state?.OOMKilled === true,
+      stdout,
+      stderr,
+      durationMs: Math.round(performance.now() - started),
+      egress: proxy ? [...proxy.requests] : [],
+    };
+  } catch (error) {
+    if (error instanceof ExecutorError) throw error;
+    throw new ExecutorError('SANDBOX_FAILED', `The container could not run: ${(error as Error).message}`, { runId });
+  } finally {
+    if (container) await container.remove({ force: true, v: true }).catch(() => undefined);
+    await proxy?.close();
+  }
+}
+
+/** Waits for a child process and fails with its stderr when it did not exit 0. */
+function childDone(child: ChildProcess, what: string): Promise<void> {
+  const errors: Buffer[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => errors.push(chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed: ${Buffer.concat(errors).toString('utf8').trim()}`))));
+  });
+}
+
+/** The scratch copy into the container's workspace volume, owned by the sandbox user. */
+async function putWorkspace(container: Docker.Container, scratchDir: string): Promise<void> {
+  const tar = spawn('tar', ['-C', scratchDir, '--numeric-owner', `--owner=${SANDBOX_UID}`, `--group=${SANDBOX_GID}`, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const packed = childDone(tar, 'packing the scratch copy');
+  await container.putArchive(tar.stdout, { path: WORKSPACE_MOUNT });
+  await packed;
+}
+
+/** The workspace volume after the run, extracted into a fresh local directory (never over the real workspace). */
+async function getWorkspace(container: Docker.Container, resultDir: string): Promise<void> {
+  const stream = (await container.getArchive({ path: `${WORKSPACE_MOUNT}/.` })) as NodeJS.ReadableStream;
+  // GNU tar refuses absolute and `..` member names by default; owners are not taken from the archive.
+  const tar = spawn('tar', ['-C', resultDir, '--no-same-owner', '-xf', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const extracted = childDone(tar, 'extracting the workspace after the run');
+  stream.pipe(tar.stdin!);
+  await extracted;
+}
+
+/**
+ * Removes containers a crashed Executor left behind: labelled ones created on this machine by a
+ * process that no longer exists. Containers of live processes (another window, a parallel test)
+ * are left alone.
+ */
+export async function sweepLeftoverContainers(client: DockerClient): Promise<string[]> {
+  const containers = await engineCall(client, () => client.docker.listContainers({ all: true, filters: { label: [CONTAINER_LABEL] } }));
+  const removed: string[] = [];
+  for (const info of containers) {
+    const labels = info.Labels ?? {};
+    const pid = Number(labels[`${CONTAINER_LABEL}.pid`]);
+    const sameHost = labels[HOST_LABEL] === os.hostname();
+    // Another machine's containers on a shared engine are its own business.
+    if (!sameHost || (Number.isInteger(pid) && pid > 0 && processAlive(pid))) continue;
+    await client.docker.getContainer(info.Id).remove({ force: true, v: true }).then(
+      () => removed.push(info.Id),
+      () => undefined,
+    );
+  }
+  return removed;
+}

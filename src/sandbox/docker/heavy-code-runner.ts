@@ -1,0 +1,88 @@
+import type { HeavyCodeRequest, HeavyCodeRunner } from '../../actions/heavy-code-runner.js';
+import type { CapabilityCallSummary, CodeRunResult } from '../../domain/code-run.js';
+import { ExecutorError } from '../../domain/errors.js';
+import type { Policy } from '../../policy/policy-file.js';
+import type { DockerClient } from './docker-client.js';
+import { hostAllowed } from './egress-proxy.js';
+import { defaultDockerClient, runCodeInContainer, type CodeRunOutcome } from './sandbox-run.js';
+
+/** Console output a result carries, like the light sandbox's cap: the full streams stay in the container run. */
+const MAX_LOG_BYTES = 32 * 1024;
+
+function logLines(outcome: CodeRunOutcome): { logs: string[]; truncated: boolean } {
+  const logs: string[] = [];
+  let bytes = 0;
+  let truncated = outcome.stdout.truncated || outcome.stderr.truncated;
+  const add = (text: string, prefix: string) => {
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const entry = `${prefix}${line}`;
+      if (bytes + entry.length > MAX_LOG_BYTES) {
+        truncated = true;
+        return;
+      }
+      bytes += entry.length;
+      logs.push(entry);
+    }
+  };
+  add(outcome.stdout.text, '');
+  add(outcome.stderr.text, '[stderr] ');
+  return { logs, truncated };
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').at(-1) ?? '';
+}
+
+/**
+ * runCode's heavy path on the Docker sandbox: Python, or JavaScript with `sandbox: 'docker'`, runs in
+ * the same hardened container as commands, on a scratch directory holding only the script. A fetch
+ * capability becomes the allowlisted network, limited to hosts both the step and the policy name; a
+ * dry run has no network at all. Every proxied request is audited as a capability call. Never throws.
+ */
+export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => DockerClient = defaultDockerClient): HeavyCodeRunner {
+  return {
+    async run(request: HeavyCodeRequest): Promise<CodeRunResult> {
+      const policy = getPolicy();
+      const requestedHosts = request.args.capabilities?.fetch?.hosts ?? [];
+      const hosts = requestedHosts.filter((host) => hostAllowed(host, 443, policy.network.allowHosts) || hostAllowed(host, 80, policy.network.allowHosts));
+      const network = request.mode === 'execute' && hosts.length > 0 ? 'allowlist' : 'none';
+      const started = performance.now();
+      let outcome: CodeRunOutcome;
+      try {
+        outcome = await runCodeInContainer(
+          {
+            code: request.args.code,
+            language: request.args.language ?? 'javascript',
+            timeoutMs: request.args.timeoutMs === undefined ? undefined : Math.max(100, Math.min(request.args.timeoutMs, policy.sandbox.timeoutMs)),
+            network,
+            policy: { ...policy, network: { ...policy.network, allowHosts: hosts } },
+          },
+          client(),
+        );
+      } catch (error) {
+        const durationMs = Math.round(performance.now() - started);
+        if (error instanceof ExecutorError && (error.code === 'SANDBOX_UNAVAILABLE' || error.code === 'SANDBOX_IMAGE_MISSING')) {
+          return { ok: false, code: 'SANDBOX_UNAVAILABLE', message: error.message, logs: [], durationMs };
+        }
+        return { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs };
+      }
+      const capabilityCalls: CapabilityCallSummary[] = outcome.egress.map((call) => ({
+        tool: 'fetch',
+        target: `${call.host}:${call.port}`,
+        decision: call.allowed ? 'allowed' : 'denied',
+        ...(call.allowed ? {} : { reason: 'not a host both the step and the policy allow' }),
+      }));
+      for (const call of outcome.egress) request.auditCapabilityCall({ tool: 'fetch', method: call.method, host: call.host, port: call.port, allowed: call.allowed, sandbox: 'docker', image: outcome.image.digest });
+      const { logs, truncated } = logLines(outcome);
+      const common = { logs, durationMs: outcome.durationMs, ...(truncated ? { truncated } : {}), ...(capabilityCalls.length ? { capabilityCalls } : {}) };
+      if (outcome.timedOut) return { ...common, ok: false, code: 'EXECUTION_TIMEOUT', message: 'The code ran past its time limit and was stopped.' };
+      if (outcome.oomKilled) return { ...common, ok: false, code: 'EXECUTION_CRASHED', message: `The code was killed at the memory limit (${policy.sandbox.memoryMb} MB).` };
+      if (outcome.exitCode !== 0) {
+        return { ...common, ok: false, code: 'EXECUTION_ERROR', message: `The code exited with status ${outcome.exitCode}: ${lastLine(outcome.stderr.text) || 'no error output'}` };
+      }
+      // A script has no return value; what it printed is its answer.
+      return { ...common, ok: true, value: outcome.stdout.text };
+    },
+  };
+}

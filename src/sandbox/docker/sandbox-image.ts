@@ -1,0 +1,255 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
+import { engineCall, type DockerClient } from './docker-client.js';
+import { makeTempArea } from './temp-areas.js';
+
+const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
+export const DOCKERFILE_DIR = new URL('../../../build/sandbox/', import.meta.url);
+
+/** The uid/gid commands run as inside the container: not root, and not any host user's usual id. */
+export const SANDBOX_UID = 10001;
+export const SANDBOX_GID = 10001;
+export const IMAGE_LABEL = 'dev.executor.sandbox-image';
+const PYTHON_LABEL = 'dev.executor.sandbox-python';
+
+function appVersion(): string {
+  return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
+}
+
+/** Pinned per app version: an update never silently runs commands in an image built for another one. */
+export function sandboxImageTag(version: string = appVersion()): string {
+  return `executor-sandbox:${version}`;
+}
+
+export interface ImageInfo {
+  tag: string;
+  present: boolean;
+  /** The image id (sha256 of its config): what audit records carry, since an imported image has no registry digest. */
+  digest?: string;
+  sizeBytes?: number;
+  builtBy?: string;
+  /** Whether the image has python3 (the offline path includes it only when this machine has it). */
+  python?: boolean;
+  createdAt?: string;
+}
+
+export async function imageInfo(client: DockerClient, tag: string = sandboxImageTag()): Promise<ImageInfo> {
+  return engineCall(client, async () => {
+    try {
+      const inspected = await client.docker.getImage(tag).inspect();
+      return {
+        tag,
+        present: true,
+        digest: inspected.Id,
+        sizeBytes: inspected.Size,
+        builtBy: inspected.Config?.Labels?.[IMAGE_LABEL],
+        python: inspected.Config?.Labels?.[PYTHON_LABEL] === 'yes',
+        createdAt: inspected.Created,
+      };
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode === 404) return { tag, present: false };
+      throw error;
+    }
+  });
+}
+
+/** The image a run uses; a missing image is a typed error that names the command that builds it. */
+export async function requireImage(client: DockerClient, tag: string = sandboxImageTag()): Promise<ImageInfo & { digest: string }> {
+  const info = await imageInfo(client, tag);
+  if (!info.present || !info.digest) {
+    throw new ExecutorError('SANDBOX_IMAGE_MISSING', `The sandbox image ${tag} is not built yet. Run \`executor sandbox image build\`.`, { tag });
+  }
+  return info as ImageInfo & { digest: string };
+}
+
+export type BuildPath = 'cached' | 'offline-host-rootfs' | 'dockerfile';
+
+export interface BuildResult extends ImageInfo {
+  path: BuildPath;
+  seconds: number;
+  notes: string[];
+}
+
+/** Shared libraries a binary needs, as absolute paths (from ldd, which the host's loader answers). */
+function sharedLibraries(binary: string): string[] {
+  const result = spawnSync('ldd', [binary], { encoding: 'utf8' });
+  if (result.status !== 0) return [];
+  const libs: string[] = [];
+  for (const line of result.stdout.split('\n')) {
+    const arrow = line.match(/=>\s+(\/\S+)/);
+    const bare = line.trim().match(/^(\/\S+)\s+\(/);
+    const lib = arrow?.[1] ?? bare?.[1];
+    if (lib) libs.push(lib);
+  }
+  return libs;
+}
+
+function copyInto(stage: string, hostPath: string, imagePath: string = hostPath): void {
+  const target = path.join(stage, imagePath);
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  fs.copyFileSync(fs.realpathSync(hostPath), target);
+  fs.chmodSync(target, fs.statSync(hostPath).mode & 0o7777);
+}
+
+// Parts of the standard library a sandboxed script never needs; leaving them out saves ~25 MB.
+const PYTHON_SKIP = new Set(['test', 'idlelib', 'tkinter', 'turtledemo', 'ensurepip', 'lib2to3', 'pydoc_data', '__phello__']);
+
+function copyTree(source: string, target: string, skipTop: Set<string> = new Set()): void {
+  fs.mkdirSync(target, { recursive: true });
+  for (const entry of fs.readdirSync(source, { withFileTypes: true })) {
+    if (skipTop.has(entry.name)) continue;
+    const from = path.join(source, entry.name);
+    const to = path.join(target, entry.name);
+    if (entry.isDirectory()) copyTree(from, to);
+    else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
+    else if (entry.isFile()) fs.copyFileSync(from, to);
+  }
+}
+
+/**
+ * Assembles a root filesystem from this machine's own binaries — node and its libraries, a static
+ * busybox for sh and coreutils, python3 and its standard library when present — so that an image
+ * can be built where no registry is reachable.
+ */
+export function assembleHostRootfs(stage: string): { python: boolean; notes: string[] } {
+  const notes: string[] = [];
+  const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
+  if (!busybox) {
+    throw new ExecutorError('SANDBOX_IMAGE_MISSING', 'The offline image needs a static busybox (Debian: apt-get install busybox-static).', {});
+  }
+  if (sharedLibraries(busybox).length > 0) notes.push(`${busybox} is dynamically linked; its libraries were copied too.`);
+  copyInto(stage, busybox, '/bin/busybox');
+  for (const lib of sharedLibraries(busybox)) copyInto(stage, lib);
+  const applets = spawnSync(busybox, ['--list'], { encoding: 'utf8' }).stdout.split('\n').filter((name) => /^[\w.[-]+$/.test(name));
+  for (const applet of applets) {
+    if (applet === 'busybox') continue;
+    fs.symlinkSync('/bin/busybox', path.join(stage, 'bin', applet));
+  }
+  fs.mkdirSync(path.join(stage, 'usr/bin'), { recursive: true });
+  fs.symlinkSync('/bin/busybox', path.join(stage, 'usr/bin/env'));
+
+  const nodeBinary = process.execPath;
+  copyInto(stage, nodeBinary, '/usr/local/bin/node');
+  for (const lib of sharedLibraries(nodeBinary)) copyInto(stage, lib);
+
+  let python = false;
+  const pythonBinary = ['/usr/bin/python3', '/usr/local/bin/python3'].find((candidate) => fs.existsSync(candidate));
+  if (pythonBinary) {
+    const real = fs.realpathSync(pythonBinary);
+    const version = spawnSync(real, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'], { encoding: 'utf8' }).stdout.trim();
+    const stdlib = [`/usr/lib/python${version}`, `/usr/local/lib/python${version}`].find((dir) => fs.existsSync(path.join(dir, 'os.py')));
+    if (version && stdlib) {
+      copyInto(stage, real, `/usr/bin/python${version}`);
+      fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python3'));
+      fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python'));
+      copyTree(stdlib, path.join(stage, stdlib), PYTHON_SKIP);
+      const extensions = path.join(stdlib, 'lib-dynload');
+      const needed = new Set(sharedLibraries(real));
+      if (fs.existsSync(extensions)) {
+        for (const name of fs.readdirSync(extensions)) for (const lib of sharedLibraries(path.join(extensions, name))) needed.add(lib);
+      }
+      for (const lib of needed) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
+      python = true;
+    } else {
+      notes.push(`python3 at ${pythonBinary} has no standard library where expected; the image has no python (use the Dockerfile path).`);
+    }
+  } else {
+    notes.push('No python3 on this machine: the image has no python (use the Dockerfile path in build/sandbox/ for it).');
+  }
+
+  const certs = '/etc/ssl/certs/ca-certificates.crt';
+  if (fs.existsSync(certs)) copyInto(stage, certs);
+  fs.mkdirSync(path.join(stage, 'etc'), { recursive: true });
+  fs.writeFileSync(path.join(stage, 'etc/passwd'), `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n`);
+  fs.writeFileSync(path.join(stage, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
+  fs.writeFileSync(path.join(stage, 'etc/hosts'), '127.0.0.1 localhost\n');
+  for (const dir of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'root']) fs.mkdirSync(path.join(stage, dir), { recursive: true });
+  fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
+  fs.chmodSync(path.join(stage, 'workspace'), 0o777);
+  return { python, notes };
+}
+
+/** Runs a child with stdout piped to `into`, resolving when both sides have finished. */
+function tarDirectory(stage: string): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
+  const child = spawn('tar', ['-C', stage, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return Object.assign(child.stdout, { child });
+}
+
+async function followProgress(client: DockerClient, stream: NodeJS.ReadableStream): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    client.docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
+      const failed = error ?? output.find((event) => event.error);
+      if (failed) reject(failed instanceof Error ? failed : new Error(String(failed.error)));
+      else resolve();
+    });
+  });
+}
+
+/**
+ * Builds the sandbox image unless its tag already exists. The offline path (host root filesystem +
+ * `docker import`) works everywhere this app runs; `prefer: 'dockerfile'` uses build/sandbox/Dockerfile
+ * for people whose engine can pull base images.
+ */
+export async function buildSandboxImage(client: DockerClient, options: { force?: boolean; prefer?: 'offline' | 'dockerfile'; tag?: string } = {}): Promise<BuildResult> {
+  const tag = options.tag ?? sandboxImageTag();
+  const started = performance.now();
+  const existing = await imageInfo(client, tag);
+  if (existing.present && !options.force) {
+    return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
+  }
+  if (options.prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
+  try {
+    return await buildOffline(client, tag, started);
+  } catch (offlineError) {
+    // Only a machine that cannot supply the pieces falls back; an engine failure is reported as it is.
+    if (!(offlineError instanceof ExecutorError) || offlineError.code !== 'SANDBOX_IMAGE_MISSING') throw offlineError;
+    try {
+      const built = await buildFromDockerfile(client, tag, started);
+      return { ...built, notes: [`Offline path not possible: ${offlineError.message}`, ...built.notes] };
+    } catch (dockerfileError) {
+      throw new ExecutorError(
+        'SANDBOX_FAILED',
+        `Neither way to build ${tag} worked. Offline: ${offlineError.message} Dockerfile: ${(dockerfileError as Error).message}`,
+        { tag },
+      );
+    }
+  }
+}
+
+async function buildOffline(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
+  const stage = makeTempArea('sandbox-rootfs');
+  try {
+    const { python, notes } = assembleHostRootfs(stage);
+    const tar = tarDirectory(stage);
+    const tarErrors: Buffer[] = [];
+    tar.child.stderr?.on('data', (chunk: Buffer) => tarErrors.push(chunk));
+    const changes = [
+      `ENV PATH=/usr/local/bin:/usr/bin:/bin`,
+      'ENV HOME=/tmp',
+      'WORKDIR /workspace',
+      `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
+      `LABEL ${IMAGE_LABEL}=offline-host-rootfs`,
+      `LABEL ${PYTHON_LABEL}=${python ? 'yes' : 'no'}`,
+      'CMD ["/bin/sh"]',
+    ];
+    const progress = await engineCall(client, () => client.docker.importImage(tar, { repo: tag.split(':')[0], tag: tag.split(':')[1], changes }));
+    await followProgress(client, progress);
+    const exitCode = await new Promise<number | null>((resolve) => (tar.child.exitCode !== null ? resolve(tar.child.exitCode) : tar.child.on('close', resolve)));
+    if (exitCode !== 0) throw new ExecutorError('SANDBOX_FAILED', `tar could not pack the image: ${Buffer.concat(tarErrors).toString('utf8')}`, {});
+    const info = await imageInfo(client, tag);
+    if (!info.present) throw new ExecutorError('SANDBOX_FAILED', `docker import finished but ${tag} is not there.`, { tag });
+    return { ...info, path: 'offline-host-rootfs', seconds: (performance.now() - started) / 1000, notes };
+  } finally {
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+}
+
+async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
+  const context = fs.realpathSync(DOCKERFILE_DIR);
+  const stream = await engineCall(client, () => client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }));
+  await followProgress(client, stream);
+  const info = await imageInfo(client, tag);
+  return { ...info, path: 'dockerfile', python: true, seconds: (performance.now() - started) / 1000, notes: [] };
+}

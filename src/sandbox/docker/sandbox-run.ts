@@ -1,0 +1,174 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Policy } from '../../policy/policy-file.js';
+import { computeChangeset, type Changeset } from './changeset.js';
+import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
+import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
+import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
+import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
+import { makeScratchCopy, type ScratchOptions } from './scratch-copy.js';
+import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
+
+/** How long a silent engine (a dead remote host) may take before the step is deferred as unavailable. */
+const ENGINE_PING_TIMEOUT_MS = 10_000;
+
+let sharedClient: DockerClient | undefined;
+
+function pingWithin(client: DockerClient, timeoutMs: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+  });
+  return Promise.race([client.docker.ping(), timeout]).finally(() => clearTimeout(timer));
+}
+const swept = new WeakSet<DockerClient>();
+
+/** The engine this process talks to (DOCKER_HOST or the local default), created on first use. */
+export function defaultDockerClient(): DockerClient {
+  sharedClient ??= connectDocker();
+  return sharedClient;
+}
+
+/**
+ * Checks the engine answers and the image exists; the first time per client it also removes
+ * containers a crashed run left behind. Throws SANDBOX_UNAVAILABLE / SANDBOX_IMAGE_MISSING.
+ */
+export async function prepareEngine(client: DockerClient): Promise<{ tag: string; digest: string }> {
+  await engineCall(client, () => pingWithin(client, ENGINE_PING_TIMEOUT_MS));
+  if (!swept.has(client)) {
+    swept.add(client);
+    await sweepLeftoverContainers(client);
+    sweepTempAreas();
+  }
+  const image = await requireImage(client, sandboxImageTag());
+  return { tag: image.tag, digest: image.digest };
+}
+
+export interface SandboxRunRequest {
+  /** The real directory the command works on (the workspace root or the step's cwd in it). */
+  sourceDir: string;
+  argv: string[];
+  network: NetworkMode;
+  policy: Policy;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  allowedSecrets?: readonly string[];
+}
+
+export interface SandboxRunOutcome {
+  run: ContainerRunResult;
+  changeset: Changeset;
+  image: { tag: string; digest: string };
+  copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+}
+
+export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = []): ScratchOptions {
+  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets, maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024 };
+}
+
+/**
+ * One sandboxed run on a fresh scratch copy: copy, run, compute what changed, throw the copy away.
+ * Nothing here writes to the real workspace.
+ */
+export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
+  const image = await prepareEngine(client);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets);
+  const scratch = makeScratchCopy(request.sourceDir, options);
+  // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
+  const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');
+  if (resultDir) fs.mkdirSync(resultDir);
+  try {
+    const run = await runInContainer(client, {
+      image: image.digest,
+      argv: request.argv,
+      scratchDir: scratch.dir,
+      transport: resultDir ? 'archive' : 'bind',
+      resultDir,
+      workdir: WORKSPACE_MOUNT,
+      user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
+      limits: request.policy.sandbox,
+      network: request.network,
+      allowHosts: request.policy.network.allowHosts,
+      env: request.env,
+      timeoutMs: request.timeoutMs,
+    });
+    const changeset = computeChangeset(scratch, options, resultDir);
+    return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
+  } finally {
+    scratch.dispose();
+  }
+}
+
+export interface CodeRunRequest {
+  code: string;
+  language: 'javascript' | 'python';
+  timeoutMs?: number;
+  policy: Policy;
+  network?: NetworkMode;
+  /** Extra files beside the script, by relative path (e.g. input data). */
+  files?: Record<string, string | Buffer>;
+}
+
+export interface CodeRunOutcome {
+  exitCode: number | null;
+  timedOut: boolean;
+  oomKilled: boolean;
+  stdout: ContainerRunResult['stdout'];
+  stderr: ContainerRunResult['stderr'];
+  durationMs: number;
+  image: { tag: string; digest: string };
+  egress: ContainerRunResult['egress'];
+}
+
+const SCRIPT_NAMES = { javascript: 'main.mjs', python: 'main.py' } as const;
+const INTERPRETERS = { javascript: ['node', SCRIPT_NAMES.javascript], python: ['python3', '-I', SCRIPT_NAMES.python] } as const;
+
+/**
+ * Heavy code (`runCode` with sandbox 'docker', or Python): the snippet runs in the same hardened
+ * container as commands, on a scratch directory of its own that holds only the script and its files.
+ * Whatever it writes there is discarded.
+ */
+export async function runCodeInContainer(request: CodeRunRequest, client: DockerClient = defaultDockerClient()): Promise<CodeRunOutcome> {
+  const image = await prepareEngine(client);
+  const base = makeTempArea('code');
+  try {
+    const source = path.join(base, 'source');
+    fs.mkdirSync(source);
+    for (const [relative, content] of Object.entries(request.files ?? {})) {
+      const target = path.resolve(source, relative);
+      if (!target.startsWith(source + path.sep)) continue;
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, content);
+    }
+    fs.writeFileSync(path.join(source, SCRIPT_NAMES[request.language]), request.code);
+    const options = scratchOptionsFor(request.policy);
+    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], parentDir: base });
+    const resultDir = client.local ? undefined : path.join(base, 'after');
+    if (resultDir) fs.mkdirSync(resultDir);
+    const run = await runInContainer(client, {
+      image: image.digest,
+      argv: [...INTERPRETERS[request.language]],
+      scratchDir: scratch.dir,
+      transport: resultDir ? 'archive' : 'bind',
+      resultDir,
+      workdir: WORKSPACE_MOUNT,
+      user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
+      limits: request.policy.sandbox,
+      network: request.network ?? 'none',
+      allowHosts: request.policy.network.allowHosts,
+      timeoutMs: request.timeoutMs,
+    });
+    return {
+      exitCode: run.exitCode,
+      timedOut: run.timedOut,
+      oomKilled: run.oomKilled,
+      stdout: run.stdout,
+      stderr: run.stderr,
+      durationMs: run.durationMs,
+      image,
+      egress: run.egress,
+    };
+  } finally {
+    removeTree(base);
+  }
+}

@@ -1,0 +1,233 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { ExecutorError } from '../../domain/errors.js';
+import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
+import { makeTempArea, removeTree } from './temp-areas.js';
+
+/** What the copy looked like right after it was made, per root-relative path (always with `/`). */
+export interface BaselineEntry {
+  kind: 'file' | 'symlink' | 'dir';
+  /** The real workspace file when it was copied: a later difference means it changed under the step. */
+  sourceSize: bigint;
+  sourceMtimeNs: bigint;
+  sourceIno: bigint;
+  sourceMode: number;
+  /** The scratch copy's own stat after preparation: ctime moves on any write or chmod, which a command cannot fake. */
+  scratchCtimeNs: bigint;
+  scratchIno: bigint;
+}
+
+export interface ScratchCopy {
+  /** Host directory bind-mounted at /workspace. */
+  dir: string;
+  /** The real directory it was copied from (the workspace root or the step's cwd inside it). */
+  sourceDir: string;
+  baseline: Map<string, BaselineEntry>;
+  /** Paths left out: by the ignore rules, or because they look like secrets the step's consent did not name. */
+  ignoredPaths: string[];
+  secretPaths: string[];
+  /** `uid:gid` the container runs as, matching the copy's owner so the command can write it. */
+  user: string;
+  copySeconds: number;
+  dispose(): void;
+}
+
+export interface ScratchOptions {
+  ignore: readonly string[];
+  secretGlobs: readonly string[];
+  /** Root-relative paths of secret-looking files the person's consent named: these are copied. */
+  allowedSecrets?: readonly string[];
+  /** Largest total of file bytes copied; beyond it nothing is copied and the run fails. */
+  maxBytes?: number;
+  /** Parent for the scratch directory (default: /dev/shm when it has room, else the OS temp dir). */
+  parentDir?: string;
+}
+
+export function toPosix(relativePath: string): string {
+  return relativePath.split(path.sep).join('/');
+}
+
+type GlobMatcher = (relativePath: string) => boolean;
+
+/**
+ * Compiles patterns once with the same meaning as the policy's secret globs (a pattern without `/`
+ * matches a name at any depth, one with `/` matches at any depth too): matching every file of a large
+ * workspace against freshly compiled patterns costs more than copying it.
+ */
+function compileGlobs(globs: readonly string[]): GlobMatcher {
+  const matchers = globs.flatMap((glob) => [picomatch(glob, { dot: true, basename: !glob.includes('/') }), picomatch(`**/${glob}`, { dot: true })]);
+  return (relativePath) => matchers.some((matches) => matches(relativePath));
+}
+
+const compiled = new WeakMap<ScratchOptions, { ignored: GlobMatcher; secret: GlobMatcher }>();
+
+/** Whether a path is left out of copies and changesets, and why. */
+export function exclusionOf(relativePath: string, options: ScratchOptions): 'ignored' | 'secret' | null {
+  let matchers = compiled.get(options);
+  if (!matchers) {
+    matchers = { ignored: compileGlobs(options.ignore), secret: compileGlobs(options.secretGlobs) };
+    compiled.set(options, matchers);
+  }
+  if (matchers.ignored(relativePath)) return 'ignored';
+  if (matchers.secret(relativePath) && !(options.allowedSecrets ?? []).includes(relativePath)) return 'secret';
+  return null;
+}
+
+function ownerForContainer(): { uid: number; gid: number; chown: boolean } {
+  const uid = process.getuid?.() ?? SANDBOX_UID;
+  const gid = process.getgid?.() ?? SANDBOX_GID;
+  // As root the copy is handed to the image's unprivileged user; otherwise the container runs as the person's own uid.
+  return uid === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true } : { uid, gid, chown: false };
+}
+
+interface PlannedEntry {
+  relative: string;
+  kind: BaselineEntry['kind'];
+  source: fs.BigIntStats;
+}
+
+/** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
+function planCopy(sourceDir: string, options: ScratchOptions): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
+  const entries: PlannedEntry[] = [];
+  const ignoredPaths: string[] = [];
+  const secretPaths: string[] = [];
+  let bytes = 0;
+  const walk = (dir: string, relative: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
+      const exclusion = exclusionOf(childRelative, options);
+      if (exclusion === 'ignored') {
+        ignoredPaths.push(childRelative);
+        continue;
+      }
+      const from = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        entries.push({ relative: childRelative, kind: 'dir', source: fs.lstatSync(from, { bigint: true }) });
+        walk(from, childRelative);
+      } else if (exclusion === 'secret') {
+        secretPaths.push(childRelative);
+      } else if (entry.isFile()) {
+        const stat = fs.lstatSync(from, { bigint: true });
+        bytes += Number(stat.size);
+        entries.push({ relative: childRelative, kind: 'file', source: stat });
+      } else if (entry.isSymbolicLink()) {
+        entries.push({ relative: childRelative, kind: 'symlink', source: fs.lstatSync(from, { bigint: true }) });
+      }
+      // Sockets, fifos and devices are not copied: a command gets no handle on them.
+    }
+  };
+  walk(sourceDir, '');
+  return { entries, ignoredPaths, secretPaths, bytes };
+}
+
+/** Where scratch copies of `bytes` go: memory-backed /dev/shm when it has ample room (no disk writes, instant removal), else the temp dir. */
+export function scratchParentFor(bytes: number): string {
+  const shm = '/dev/shm';
+  try {
+    // Bind mounts keep their source's flags: a noexec /dev/shm would stop `./build.sh` inside the container.
+    const mountLine = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').find((line) => line.split(' ')[1] === shm);
+    if (!mountLine || /(^|,)noexec(,|$)/.test(mountLine.split(' ')[3] ?? '')) return os.tmpdir();
+    const stats = fs.statfsSync(shm);
+    const free = Number(stats.bavail) * Number(stats.bsize);
+    // Only a small share of it: the container's own writes land there too.
+    if (bytes * 4 < free && bytes < 1024 * 1024 * 1024) {
+      fs.accessSync(shm, fs.constants.W_OK);
+      return shm;
+    }
+  } catch {
+    /* no /dev/shm (macOS, Windows): use the temp dir */
+  }
+  return os.tmpdir();
+}
+
+/**
+ * Copies with a copy-on-write clone where the filesystem supports one (btrfs, XFS, APFS); the first
+ * file decides, because asking for a clone on every file where none exists is far slower than copying.
+ */
+function fileCopier(): (from: string, to: string) => void {
+  let cloneWorks: boolean | undefined;
+  return (from, to) => {
+    if (cloneWorks === undefined) {
+      try {
+        fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE_FORCE);
+        cloneWorks = true;
+        return;
+      } catch {
+        cloneWorks = false;
+        fs.rmSync(to, { force: true });
+      }
+    }
+    fs.copyFileSync(from, to, cloneWorks ? fs.constants.COPYFILE_FICLONE : 0);
+  };
+}
+
+/**
+ * Copies a workspace directory into a fresh scratch directory for one container run. Ignored trees
+ * and secret-looking files are not copied, so a command cannot read what a file action would have
+ * been refused.
+ */
+export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
+  const started = performance.now();
+  const owner = ownerForContainer();
+  const plan = planCopy(sourceDir, options);
+  if (options.maxBytes !== undefined && plan.bytes > options.maxBytes) {
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${sourceDir} holds ${Math.round(plan.bytes / 1e6)} MB to copy, more than the sandbox's limit of ${Math.round(options.maxBytes / 1e6)} MB. Give the step a narrower cwd, or add large directories to sandbox.ignore in the policy.`,
+      { bytes: plan.bytes, maxBytes: options.maxBytes },
+    );
+  }
+  const base = makeTempArea('scratch', options.parentDir ?? scratchParentFor(plan.bytes));
+  const dir = path.join(base, 'workspace');
+  const baseline = new Map<string, BaselineEntry>();
+  const copy = fileCopier();
+  try {
+    fs.mkdirSync(dir, { mode: 0o755 });
+    for (const entry of plan.entries) {
+      const from = path.join(sourceDir, ...entry.relative.split('/'));
+      const to = path.join(dir, ...entry.relative.split('/'));
+      if (entry.kind === 'dir') fs.mkdirSync(to, { mode: 0o700 });
+      else if (entry.kind === 'file') copy(from, to);
+      // Copied as a link, never followed: inside the container it resolves in the container's own filesystem.
+      else fs.symlinkSync(fs.readlinkSync(from), to);
+    }
+    // Permissions last, children before parents, so a read-only directory does not stop its own copy.
+    for (let index = plan.entries.length - 1; index >= 0; index--) {
+      const entry = plan.entries[index]!;
+      const target = path.join(dir, ...entry.relative.split('/'));
+      if (entry.kind !== 'symlink') fs.chmodSync(target, Number(entry.source.mode & 0o7777n) | (entry.kind === 'dir' ? 0o700 : 0));
+      if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
+    }
+    if (owner.chown) {
+      fs.chownSync(base, owner.uid, owner.gid);
+      fs.chownSync(dir, owner.uid, owner.gid);
+    }
+    for (const entry of plan.entries) {
+      const scratch = fs.lstatSync(path.join(dir, ...entry.relative.split('/')), { bigint: true });
+      baseline.set(entry.relative, {
+        kind: entry.kind,
+        sourceSize: entry.source.size,
+        sourceMtimeNs: entry.source.mtimeNs,
+        sourceIno: entry.source.ino,
+        sourceMode: Number(entry.source.mode & 0o7777n),
+        scratchCtimeNs: scratch.ctimeNs,
+        scratchIno: scratch.ino,
+      });
+    }
+  } catch (error) {
+    removeTree(base);
+    throw error;
+  }
+  return {
+    dir,
+    sourceDir,
+    baseline,
+    ignoredPaths: plan.ignoredPaths,
+    secretPaths: plan.secretPaths,
+    user: `${owner.uid}:${owner.gid}`,
+    copySeconds: (performance.now() - started) / 1000,
+    dispose: () => removeTree(base),
+  };
+}

@@ -1,0 +1,243 @@
+import { fileURLToPath } from 'node:url';
+import type { CodeRunFailureCode, CodeRunResult } from '../../domain/code-run.js';
+import type { LightSandboxPolicy } from '../../policy/policy-file.js';
+import { checkBudget, MemoryUsageLedger, type UsageLedger } from './budget.js';
+import { ignoreInspectorSignal } from './host-guard.js';
+import { parseWorkerFrame, type DoneFrame, type HostFrame } from './frames.js';
+import { detectIsolation, warnAboutIsolation, wrapperFor, type IsolationSupport } from './isolation.js';
+import { clampTimeout, MAX_CODE_BYTES, MAX_LOG_BYTES, MAX_RESULT_BYTES, MAX_TOOL_ARGS_BYTES, truncateUtf8 } from './limits.js';
+import { forkChild, type ChildLaunch, type SpawnChild } from './spawn-child.js';
+import { blockedPattern } from './static-guard.js';
+import type { ToolBridge } from './tool-bridge.js';
+import { WorkerPool, type WarmWorker } from './worker-pool.js';
+
+export const WORKER_SCRIPT = fileURLToPath(new URL('./worker.cjs', import.meta.url));
+
+export interface LightRunRequest {
+  code: string;
+  timeoutMs?: number;
+  bridge: ToolBridge;
+}
+
+export interface LightSandboxOptions {
+  spawnChild?: SpawnChild;
+  ledger?: UsageLedger;
+  now?: () => number;
+  /** Where the missing-isolation warning goes; stderr by default. */
+  warn?: (line: string) => void;
+  /** For tests proving the fallback: pretend the OS offers less than it does. */
+  isolation?: IsolationSupport;
+  /** The static guard is a courtesy; the escape suite turns it off to prove the walls behind it. */
+  staticGuard?: boolean;
+}
+
+/** Node flags of every worker: the permission model granting only its own script, no code from strings, a heap cap. */
+export function launchFor(support: IsolationSupport, limits: LightSandboxPolicy): ChildLaunch {
+  return {
+    wrapper: wrapperFor(support, limits.addressSpaceMb),
+    nodePath: process.execPath,
+    nodeArgs: [
+      support.permissionFlag,
+      `--allow-fs-read=${WORKER_SCRIPT}`,
+      '--disallow-code-generation-from-strings',
+      `--max-old-space-size=${limits.maxHeapMb}`,
+      '--no-warnings',
+      '--no-addons',
+    ],
+    script: WORKER_SCRIPT,
+  };
+}
+
+function failure(code: CodeRunFailureCode, message: string, startedAt: number, logs: string[] = [], extra: { truncated?: boolean; retryAfterMs?: number } = {}): CodeRunResult {
+  return { ok: false, code, message, logs, durationMs: Math.round(performance.now() - startedAt), ...extra };
+}
+
+/** Caps the worker's logs again on this side: its own truncation is a courtesy we do not rely on. */
+function capLogs(lines: string[], alreadyTruncated: boolean): { logs: string[]; truncated: boolean } {
+  const logs: string[] = [];
+  let used = 0;
+  for (const line of lines) {
+    const room = MAX_LOG_BYTES - used;
+    const { text, truncated } = truncateUtf8(line, Math.max(0, room - 1));
+    if (truncated || room <= 0) {
+      if (text) logs.push(text);
+      return { logs, truncated: true };
+    }
+    logs.push(text);
+    used += Buffer.byteLength(text, 'utf8') + 1;
+  }
+  return { logs, truncated: alreadyTruncated };
+}
+
+/**
+ * The host side of the light sandbox: checks size, guard and budget before any process is touched,
+ * runs the snippet in a fresh pooled worker, and settles exactly once, with the worker killed.
+ */
+export class LightSandbox {
+  private pool: WorkerPool | undefined;
+  private warned = false;
+  private closed = false;
+  private readonly spawnChild: SpawnChild;
+  private readonly ledger: UsageLedger;
+  private readonly now: () => number;
+  private readonly warn: ((line: string) => void) | undefined;
+  private readonly isolationOverride: IsolationSupport | undefined;
+  private readonly staticGuard: boolean;
+
+  constructor(options: LightSandboxOptions = {}) {
+    this.spawnChild = options.spawnChild ?? forkChild;
+    this.ledger = options.ledger ?? new MemoryUsageLedger();
+    this.now = options.now ?? Date.now;
+    this.warn = options.warn;
+    this.isolationOverride = options.isolation;
+    this.staticGuard = options.staticGuard ?? true;
+  }
+
+  isolation(): IsolationSupport {
+    return this.isolationOverride ?? detectIsolation();
+  }
+
+  private poolFor(limits: LightSandboxPolicy): WorkerPool {
+    if (this.closed) throw new Error('the sandbox is closed');
+    const support = this.isolation();
+    if (!this.warned) {
+      this.warned = true;
+      warnAboutIsolation(support, this.warn);
+      ignoreInspectorSignal();
+    }
+    const launch = launchFor(support, limits);
+    if (!this.pool) this.pool = new WorkerPool(this.spawnChild, launch, limits.warmWorkers);
+    else this.pool.configure(launch, limits.warmWorkers);
+    return this.pool;
+  }
+
+  /** Starts the warm workers ahead of the first step. */
+  warm(limits: LightSandboxPolicy): void {
+    this.poolFor(limits).warm();
+  }
+
+  async run(request: LightRunRequest, limits: LightSandboxPolicy): Promise<CodeRunResult> {
+    const startedAt = performance.now();
+    try {
+      const codeBytes = Buffer.byteLength(request.code, 'utf8');
+      if (codeBytes > MAX_CODE_BYTES) {
+        return failure('EXECUTION_BLOCKED', `The code is ${codeBytes} bytes; the light sandbox takes at most ${MAX_CODE_BYTES}.`, startedAt);
+      }
+      const pattern = this.staticGuard ? blockedPattern(request.code) : undefined;
+      if (pattern) return failure('EXECUTION_BLOCKED', `EXECUTION_BLOCKED: ${pattern} — isolated code cannot load modules, evaluate strings or reach the process; use tools.* for what it needs from outside.`, startedAt);
+      const verdict = checkBudget(this.ledger, limits.budget, this.now());
+      if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
+
+      const pool = this.poolFor(limits);
+      let worker: WarmWorker;
+      try {
+        worker = await pool.acquire();
+      } catch (error) {
+        return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
+      }
+      const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
+      const runStartedAtMs = this.now();
+      // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
+      const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
+      pool.release(worker);
+      try {
+        this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
+      } catch (error) {
+        // The run happened and its result stands; the budget merely could not remember it.
+        (this.warn ?? ((line: string) => process.stderr.write(line)))(`executor: WARNING: light sandbox: this run could not be recorded against the budget: ${(error as Error).message}\n`);
+      }
+      return result;
+    } catch (error) {
+      // The tool never throws to its caller: anything unforeseen is still a typed result.
+      return failure('EXECUTION_CRASHED', `The sandbox failed: ${(error as Error).message}`, startedAt);
+    }
+  }
+
+  private settleOnce(worker: WarmWorker, request: LightRunRequest, timeoutMs: number, startedAt: number): Promise<CodeRunResult> {
+    return new Promise<CodeRunResult>((resolve) => {
+      let settled = false;
+      const settle = (result: CodeRunResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        // Killed before anyone sees the result: nothing the worker does afterwards can matter.
+        worker.child.kill();
+        const calls = request.bridge.calls;
+        resolve(calls.length ? { ...result, capabilityCalls: [...calls] } : result);
+      };
+      // The timer covers everything up to the result frame, serialization of the value included.
+      const timer = setTimeout(
+        () => settle(failure('EXECUTION_TIMEOUT', `The code did not finish within ${timeoutMs} ms and was killed.`, startedAt)),
+        timeoutMs,
+      );
+      worker.child.onExit((exit) => {
+        const stderr = worker.stderr();
+        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit/i.test(stderr);
+        settle(failure(
+          'EXECUTION_CRASHED',
+          outOfMemory
+            ? 'The code ran out of memory and the worker was stopped.'
+            : `The worker ended before returning a result (${exit.signal ?? `exit code ${exit.code}`})${stderr ? `: ${truncateUtf8(stderr.trim(), 1000).text}` : ''}.`,
+          startedAt,
+        ));
+      });
+      worker.child.onMessage((message) => {
+        if (settled) return;
+        const frame = parseWorkerFrame(message);
+        if (!frame || frame.t === 'ready') {
+          settle(failure('EXECUTION_CRASHED', 'The worker sent a message outside the protocol and was stopped.', startedAt));
+          return;
+        }
+        if (frame.t === 'call') {
+          void request.bridge.handle(frame.tool, frame.args).then((reply) => {
+            if (settled) return;
+            const answer: HostFrame = reply.ok ? { t: 'reply', id: frame.id, ok: true, value: reply.value } : { t: 'reply', id: frame.id, ok: false, error: reply.error };
+            worker.child.send(answer);
+          });
+          return;
+        }
+        settle(this.resultOf(frame, startedAt));
+      });
+      const run: HostFrame = {
+        t: 'run',
+        code: request.code,
+        tools: request.bridge.toolNames(),
+        limits: { maxResultBytes: MAX_RESULT_BYTES, maxLogBytes: MAX_LOG_BYTES, maxToolArgsBytes: MAX_TOOL_ARGS_BYTES },
+      };
+      if (worker.exit) settle(failure('EXECUTION_CRASHED', 'The worker ended before it was given the code.', startedAt));
+      else worker.child.send(run);
+    });
+  }
+
+  private resultOf(frame: DoneFrame, startedAt: number): CodeRunResult {
+    const { logs, truncated: logsTruncated } = capLogs(frame.logs, frame.logsTruncated);
+    const durationMs = Math.round(performance.now() - startedAt);
+    if (!frame.ok) {
+      const message = truncateUtf8(`${frame.error.name}: ${frame.error.message}`, 2000).text;
+      return { ok: false, code: 'EXECUTION_ERROR', message, logs, durationMs, ...(logsTruncated ? { truncated: true } : {}) };
+    }
+    if (frame.tooLarge || Buffer.byteLength(frame.json, 'utf8') > MAX_RESULT_BYTES) {
+      return {
+        ok: false,
+        code: 'OUTPUT_TOO_LARGE',
+        message: `The returned value is larger than ${MAX_RESULT_BYTES} bytes as JSON. Return a summary or a slice of it instead.`,
+        logs,
+        durationMs,
+        truncated: true,
+      };
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(frame.json);
+    } catch {
+      return { ok: false, code: 'EXECUTION_CRASHED', message: 'The worker returned a value that is not JSON.', logs, durationMs };
+    }
+    return { ok: true, value, logs, durationMs, ...(logsTruncated ? { truncated: true } : {}) };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.pool?.close();
+    this.pool = undefined;
+  }
+}

@@ -1,0 +1,24 @@
+/** Hard limits of isolated code. The policy may tighten the per-run ones; these bounds never move. */
+export const MIN_TIMEOUT_MS = 100;
+export const MAX_TIMEOUT_MS = 5000;
+export const MAX_CODE_BYTES = 50 * 1024;
+export const MAX_RESULT_BYTES = 32 * 1024;
+export const MAX_LOG_BYTES = 32 * 1024;
+/** Arguments of one tool call; a call is a request, not a data channel. */
+export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
+/** What a crashed worker's stderr may contribute to its error message. */
+export const MAX_STDERR_BYTES = 4 * 1024;
+
+/** Out-of-range timeouts are clamped, not rejected: an agent asking for 10 minutes gets 5 seconds. */
+export function clampTimeout(requestedMs: number | undefined, defaultMs: number): number {
+  const wanted = requestedMs === undefined || !Number.isFinite(requestedMs) ? defaultMs : Math.round(requestedMs);
+  return Math.min(MAX_TIMEOUT_MS, Math.max(MIN_TIMEOUT_MS, wanted));
+}
+
+/** Cuts a string to at most maxBytes of UTF-8 without splitting a character. */
+export function truncateUtf8(text: string, maxBytes: number): { text: string; truncated: boolean } {
+  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return { text, truncated: false };
+  const cut = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
+  // A cut inside a multi-byte character decodes to U+FFFD: drop it rather than show garbage.
+  return { text: cut.endsWith('\uFFFD') ? cut.slice(0, -1) : cut, truncated: true };
+}

@@ -1,0 +1,81 @@
+import type { CapabilityCallSummary } from '../../domain/code-run.js';
+import type { ToolDefinition, ToolEnvironment } from './tool-registry.js';
+
+export type BridgeMode = 'execute' | 'record-only';
+
+/** One audit record per call, written before the call is performed: if it cannot be written, the call does not happen. */
+export type CapabilityAudit = (detail: Record<string, unknown>) => void;
+
+export interface BridgeOptions {
+  registry: readonly ToolDefinition[];
+  env: ToolEnvironment;
+  mode: BridgeMode;
+  maxCalls: number;
+  audit: CapabilityAudit;
+}
+
+export type BridgeReply = { ok: true; value: unknown } | { ok: false; error: string };
+
+/**
+ * The host side of `tools.*` for one run: every call is checked against the step's grants and the
+ * policy, counted, audited, then performed (or, in a dry run, recorded for network tools).
+ */
+export class ToolBridge {
+  readonly calls: CapabilityCallSummary[] = [];
+  readonly requests: { method: string; url: string }[] = [];
+  private count = 0;
+
+  constructor(private readonly options: BridgeOptions) {}
+
+  toolNames(): string[] {
+    return this.options.registry.map((tool) => tool.name);
+  }
+
+  async handle(toolName: string, args: unknown[]): Promise<BridgeReply> {
+    const tool = this.options.registry.find((candidate) => candidate.name === toolName);
+    if (!tool) return { ok: false, error: `tools.${toolName.slice(0, 100)} does not exist` };
+    this.count += 1;
+    const callIndex = this.count;
+    // Past the limit, one record says so; a loop of a million calls must not become a million audit rows.
+    if (callIndex > this.options.maxCalls + 1) return { ok: false, error: `tools.${tool.name} denied: this step may make at most ${this.options.maxCalls} tool calls` };
+    let decision = this.count > this.options.maxCalls
+      ? { ok: false as const, target: '', reason: `this step may make at most ${this.options.maxCalls} tool calls` }
+      : this.options.env.grants[tool.capability] === undefined
+        ? { ok: false as const, target: '', reason: `the step did not ask for the ${tool.capability} capability` }
+        : safeDecide(tool, args, this.options.env);
+    const recordOnly = decision.ok && tool.network && this.options.mode === 'record-only';
+    const outcome: CapabilityCallSummary['decision'] = !decision.ok ? 'denied' : recordOnly ? 'recorded' : 'allowed';
+    try {
+      this.options.audit({
+        tool: tool.name,
+        target: decision.target,
+        decision: outcome,
+        ...(decision.ok ? {} : { reason: decision.reason }),
+        mode: this.options.mode,
+        callIndex,
+      });
+    } catch (error) {
+      decision = { ok: false, target: decision.target, reason: `the audit record could not be written (${(error as Error).message}), so the call was not made` };
+    }
+    this.calls.push({ tool: tool.name, target: decision.target, decision: decision.ok ? outcome : 'denied', ...(decision.ok ? {} : { reason: decision.reason }) });
+    if (!decision.ok) return { ok: false, error: `tools.${tool.name} denied: ${decision.reason}` };
+    if (recordOnly) {
+      const [method, ...url] = decision.target.split(' ');
+      this.requests.push({ method: method!, url: url.join(' ') });
+      return { ok: false, error: `tools.${tool.name}: dry run, the request was recorded and not sent (${decision.target})` };
+    }
+    try {
+      return { ok: true, value: await decision.perform() };
+    } catch (error) {
+      return { ok: false, error: `tools.${tool.name} failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+}
+
+function safeDecide(tool: ToolDefinition, args: unknown[], env: ToolEnvironment) {
+  try {
+    return tool.decide(args, env);
+  } catch (error) {
+    return { ok: false as const, target: '', reason: `bad arguments: ${(error as Error).message}` };
+  }
+}

@@ -1,0 +1,29 @@
+import { spawnSync } from 'node:child_process';
+import { connectDocker } from '../../src/sandbox/docker/docker-client.js';
+import { buildSandboxImage } from '../../src/sandbox/docker/sandbox-image.js';
+
+/**
+ * Whether the Docker tests can run. Without an engine they skip loudly on a developer machine;
+ * under CI=true a missing engine is an error, so a test needing Docker never silently passes.
+ */
+export function dockerAvailable(): boolean {
+  const probe = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 20_000 });
+  const ok = probe.status === 0;
+  if (!ok) {
+    const why = `no Docker engine answers (${(probe.stderr || probe.error?.message || '').trim().split('\n')[0]})`;
+    if (process.env.CI === 'true') throw new Error(`CI=true but ${why}: the Docker sandbox tests must run in CI.`);
+    console.warn(`\n!!! SKIPPING Docker sandbox tests: ${why}. Start dockerd to run them.\n`);
+  }
+  return ok;
+}
+
+/** Builds the sandbox image once (cached by tag), as `executor sandbox image build` would. */
+export async function ensureSandboxImage(): Promise<void> {
+  await buildSandboxImage(connectDocker());
+}
+
+/** Labelled containers still present: every test ends with none of its own left. */
+export function labelledContainers(runFilter = ''): string[] {
+  const result = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox${runFilter ? `=${runFilter}` : ''}`], { encoding: 'utf8' });
+  return result.stdout.split('\n').filter(Boolean);
+}

@@ -1,0 +1,5 @@
+// Loads the TypeScript worker entry in a worker thread for tests (the app runs the built .js).
+import { register } from 'tsx/esm/api';
+
+register();
+await import('../../src/ipc/host-thread-worker.ts');

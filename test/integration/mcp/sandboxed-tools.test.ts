@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
+import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
+import { startMcp } from '../../helpers/mcp-client.js';
+import { startServe } from '../../helpers/serve-process.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+const hasDocker = dockerAvailable();
+
+describe('run_code through executor mcp', () => {
+  it('runs auto-approved JavaScript in the light sandbox and returns its output at once', async () => {
+    const { dataDir } = tempSetup({ autoApprove: 'LOW' });
+    await startServe(dataDir);
+    const mcp = await startMcp(dataDir, { waitSeconds: 60 });
+    const result = await mcp.call('run_code', { code: 'console.log("sum", [1, 2, 3].reduce((a, b) => a + b, 0))', purpose: 'add three numbers' });
+    expect(result.isError).toBe(false);
+    expect(result.text).toMatch(/^EXECUTED: step \S+ ran\.\n/);
+    expect(result.text).toContain('logs:\nsum 6');
+  });
+
+  it("waits for the person when the policy auto-approves nothing, and reports the sandbox's timeout as FAILED", async () => {
+    const { dataDir } = tempSetup();
+    await startServe(dataDir);
+    const mcp = await startMcp(dataDir, { waitSeconds: 60 });
+    const pending = mcp.call('run_code', { code: 'for (;;) {}', timeoutMs: 200, purpose: 'spin' });
+    const person: ExecutorClient = await connectToHost(dataDir, 'cli');
+    try {
+      let stepId: string | undefined;
+      await expect.poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000 }).toBeDefined();
+      expect((await person.getStep({ stepId: stepId! })).step.meta.client).toBe('test-agent 1.0');
+      await person.approve({ stepId: stepId! });
+      expect((await pending).text).toMatch(/^FAILED: EXECUTION_TIMEOUT: /);
+    } finally {
+      person.close();
+    }
+  });
+});
+
+describe.skipIf(!hasDocker)('run_command through executor mcp', () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  }, 300_000);
+
+  it('waits for the person, runs the command in the container, applies its changes and returns the output', async () => {
+    const { dataDir, workspace } = tempSetup();
+    fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
+    await startServe(dataDir);
+    const mcp = await startMcp(dataDir, { waitSeconds: 120 });
+    const pending = mcp.call('run_command', { command: 'wc -l < input.txt > count.txt && echo counted', cwd: workspace, purpose: 'count the lines' }, { timeoutMs: 300_000 });
+    const person: ExecutorClient = await connectToHost(dataDir, 'cli');
+    try {
+      let stepId: string | undefined;
+      await expect.poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 240_000, interval: 250 }).toBeDefined();
+      expect(fs.existsSync(path.join(workspace, 'count.txt'))).toBe(false);
+      await person.approve({ stepId: stepId! });
+      const result = await pending;
+      expect(result.text).toMatch(/^EXECUTED: step \S+ ran\.\n/);
+      expect(result.text).toContain('"exitCode":0');
+      expect(result.text).toContain('stdout:\ncounted');
+      expect(fs.readFileSync(path.join(workspace, 'count.txt'), 'utf8').trim()).toBe('2');
+    } finally {
+      person.close();
+    }
+  }, 300_000);
+});

@@ -1,0 +1,40 @@
+import { spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectDocker } from '../../../../src/sandbox/docker/docker-client.js';
+import { buildSandboxImage, imageInfo, sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
+import { dockerAvailable } from '../../../helpers/docker-engine.js';
+
+const hasDocker = dockerAvailable();
+
+describe.skipIf(!hasDocker)('the sandbox image, built offline', () => {
+  const client = connectDocker();
+  // Its own tag, so the shared image of the other tests is not rebuilt under them.
+  const tag = `executor-sandbox-test:${process.pid}`;
+
+  afterAll(async () => {
+    await client.docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+  });
+
+  it('is pinned to the app version', () => {
+    expect(sandboxImageTag('1.2.3')).toBe('executor-sandbox:1.2.3');
+  });
+
+  it("assembles node, busybox and python3 from this machine with `docker import`, then is cached by tag", async () => {
+    const built = await buildSandboxImage(client, { tag, force: true });
+    expect(built).toMatchObject({ path: 'offline-host-rootfs', present: true, builtBy: 'offline-host-rootfs' });
+    expect(built.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const hasPython = spawnSync('python3', ['--version']).status === 0;
+    expect(built.python).toBe(hasPython);
+
+    const run = spawnSync('docker', ['run', '--rm', '--network', 'none', tag, 'sh', '-c', `id -u; node -e 'console.log(process.version)'; ls /bin | wc -l${hasPython ? '; python3 -c "import ssl, sqlite3, json; print(42)"' : ''}`], { encoding: 'utf8' });
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toBe('10001');
+    expect(lines[1]).toBe(process.version);
+    expect(Number(lines[2])).toBeGreaterThan(100);
+    if (hasPython) expect(lines[3]).toBe('42');
+
+    const again = await buildSandboxImage(client, { tag });
+    expect(again).toMatchObject({ path: 'cached', digest: built.digest });
+    expect((await imageInfo(client, tag)).digest).toBe(built.digest);
+  });
+});

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { StepStatus } from '../../../src/domain/state-machine.js';
+import { AGENT_CANCEL_REASON, type StepRecord } from '../../../src/domain/step-record.js';
+import { outputText, planOutcomeText, stepOutcomeText } from '../../../src/mcp/outcome-text.js';
+
+function record(status: StepStatus, patch: Partial<StepRecord> = {}, id = 'step-1'): StepRecord {
+  return {
+    step: { id, planId: 'plan-1', action: 'deleteFile', args: { path: '/w/a' }, meta: { origin: 'agent', client: 'c 1' } },
+    position: 0,
+    status,
+    stepHash: 'h',
+    evaluation: { allowed: status !== 'denied', risk: 'MEDIUM', consent: 'confirm', reasons: ['Deletes a inside /w.', 'Second reason.'], mitigations: [], reversible: true },
+    preview: null,
+    previewHash: null,
+    approval: null,
+    rejectedReason: null,
+    result: null,
+    error: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:00.000Z',
+    startedAt: null,
+    finishedAt: null,
+    revertedAt: null,
+    ...patch,
+  };
+}
+
+describe('stepOutcomeText', () => {
+  it('says each outcome in the words the issue lists', () => {
+    expect(stepOutcomeText(record('executed', { result: { deleted: true } }))).toBe('EXECUTED: step step-1 ran.\n{"deleted":true}');
+    expect(stepOutcomeText(record('rejected', { rejectedReason: 'not now' }))).toBe('REJECTED by the user: not now');
+    expect(stepOutcomeText(record('denied'))).toBe('DENIED by policy: Deletes a inside /w. Second reason.');
+    expect(stepOutcomeText(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }))).toBe('FAILED: EXECUTION_FAILED: disk full');
+    for (const status of ['awaiting_consent', 'approved', 'running'] as const) {
+      expect(stepOutcomeText(record(status))).toBe('PENDING: waiting for the user; call step_status with step-1');
+    }
+  });
+
+  it("tells the agent's own cancellation apart from the person's rejection", () => {
+    expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
+  });
+
+  it('reports an interrupted step as FAILED with its error, and a reverted one as REVERTED', () => {
+    expect(stepOutcomeText(record('interrupted', { error: { code: 'EXECUTION_FAILED', message: 'Executor stopped' } }))).toBe('FAILED: EXECUTION_FAILED: Executor stopped');
+    expect(stepOutcomeText(record('reverted', { revertedAt: '2026-01-02T00:00:00.000Z' }))).toMatch(/^REVERTED: step step-1 ran, then the user reverted it/);
+  });
+});
+
+describe('outputText', () => {
+  it('prints multi-line output as text, not escaped JSON', () => {
+    expect(outputText({ exitCode: 0, stdout: 'line 1\nline 2\n' })).toBe('{"exitCode":0}\nstdout:\nline 1\nline 2\n');
+  });
+
+  it("prints runCode's log lines and runCommand's stream excerpts as lines", () => {
+    expect(outputText({ ok: true, value: 4, logs: ['a', 'b'] })).toBe('{"ok":true,"value":4}\nlogs:\na\nb');
+    expect(outputText({ exitCode: 1, stderr: { text: 'boom\n', bytes: 5, truncated: false } })).toBe('{"exitCode":1}\nstderr:\nboom\n');
+  });
+
+  it('caps long output and says how much was cut', () => {
+    const text = outputText({ stdout: 'x'.repeat(50_000) }, 1_000);
+    expect(text.length).toBeLessThan(1_200);
+    expect(text).toMatch(/output cut at 1000 of 50008 characters/);
+  });
+});
+
+describe('planOutcomeText', () => {
+  it('gives one line per step, naming it, for a plan of several', () => {
+    const text = planOutcomeText([record('executed', { result: { ok: 1 } }, 'a'), record('awaiting_consent', {}, 'b')]);
+    expect(text.split('\n')).toEqual(['a (deleteFile): EXECUTED: step a ran.', '{"ok":1}', 'b (deleteFile): PENDING: waiting for the user; call step_status with b']);
+  });
+});

@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { computeChangeset } from '../../../../src/sandbox/docker/changeset.js';
+import { makeScratchCopy, type ScratchOptions } from '../../../../src/sandbox/docker/scratch-copy.js';
+import { tempDir } from '../../../helpers/temp-dirs.js';
+
+const options: ScratchOptions = { ignore: ['.git/**', 'node_modules/**'], secretGlobs: ['.env*', '*.pem', '.ssh/**'] };
+
+function workspace(): string {
+  const dir = tempDir();
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.mkdirSync(path.join(dir, '.git'));
+  fs.mkdirSync(path.join(dir, 'node_modules/pkg'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'src/a.txt'), 'alpha\n');
+  fs.writeFileSync(path.join(dir, 'src/b.txt'), 'beta\n');
+  fs.writeFileSync(path.join(dir, 'run.sh'), '#!/bin/sh\n', { mode: 0o644 });
+  fs.writeFileSync(path.join(dir, '.git/HEAD'), 'ref: main\n');
+  fs.writeFileSync(path.join(dir, 'node_modules/pkg/index.js'), 'x');
+  fs.writeFileSync(path.join(dir, '.env'), 'TOKEN=secret\n');
+  fs.writeFileSync(path.join(dir, 'server.pem'), 'KEY');
+  fs.symlinkSync('/etc/passwd', path.join(dir, 'link'));
+  return dir;
+}
+
+describe('makeScratchCopy', () => {
+  it('copies the workspace without ignored trees and without secret-looking files', () => {
+    const source = workspace();
+    const scratch = makeScratchCopy(source, options);
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, 'src/a.txt'), 'utf8')).toBe('alpha\n');
+      expect(fs.existsSync(path.join(scratch.dir, '.git'))).toBe(false);
+      expect(fs.existsSync(path.join(scratch.dir, 'node_modules'))).toBe(false);
+      expect(fs.existsSync(path.join(scratch.dir, '.env'))).toBe(false);
+      expect(fs.existsSync(path.join(scratch.dir, 'server.pem'))).toBe(false);
+      expect(fs.readlinkSync(path.join(scratch.dir, 'link'))).toBe('/etc/passwd');
+      expect(scratch.secretPaths.sort()).toEqual(['.env', 'server.pem']);
+      expect(scratch.ignoredPaths.sort()).toEqual(['.git', 'node_modules']);
+    } finally {
+      scratch.dispose();
+    }
+    expect(fs.existsSync(path.dirname(scratch.dir))).toBe(false);
+  });
+
+  it('copies a secret file when the step names it', () => {
+    const source = workspace();
+    const scratch = makeScratchCopy(source, { ...options, allowedSecrets: ['.env'] });
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, '.env'), 'utf8')).toBe('TOKEN=secret\n');
+      expect(scratch.secretPaths).toEqual(['server.pem']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
+
+describe('computeChangeset', () => {
+  it('finds nothing when nothing was touched', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      expect(computeChangeset(scratch, options)).toEqual({ files: [], skipped: [] });
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('reports added, modified, deleted and chmod-ed files with real before and scratch after content', () => {
+    const source = workspace();
+    const scratch = makeScratchCopy(source, options);
+    try {
+      fs.appendFileSync(path.join(scratch.dir, 'src/a.txt'), 'more\n');
+      fs.rmSync(path.join(scratch.dir, 'src/b.txt'));
+      fs.writeFileSync(path.join(scratch.dir, 'src/c.txt'), 'gamma\n');
+      fs.chmodSync(path.join(scratch.dir, 'run.sh'), 0o755);
+      const { files } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.kind, f.before?.toString() ?? null, f.after?.toString() ?? null, f.modeBefore, f.modeAfter, f.conflict])).toEqual([
+        ['run.sh', 'modified', '#!/bin/sh\n', '#!/bin/sh\n', 0o644, 0o755, false],
+        ['src/a.txt', 'modified', 'alpha\n', 'alpha\nmore\n', 0o644, 0o644, false],
+        ['src/b.txt', 'deleted', 'beta\n', null, 0o644, null, false],
+        ['src/c.txt', 'added', null, 'gamma\n', null, expect.any(Number), false],
+      ]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('does not report a rewrite with identical content, even though the file was touched', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.writeFileSync(path.join(scratch.dir, 'src/a.txt'), 'alpha\n');
+      expect(computeChangeset(scratch, options).files).toEqual([]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('skips writes to ignored and secret paths and new symlinks instead of carrying them back', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.writeFileSync(path.join(scratch.dir, '.env'), 'TOKEN=overwritten\n');
+      fs.mkdirSync(path.join(scratch.dir, 'node_modules'));
+      fs.writeFileSync(path.join(scratch.dir, 'node_modules/new.js'), 'x');
+      fs.symlinkSync('/etc/shadow', path.join(scratch.dir, 'evil'));
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files).toEqual([]);
+      expect(skipped.map((s) => s.relativePath)).toEqual(['.env', 'evil', 'node_modules', 'node_modules/new.js']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('marks a file that changed in the real workspace during the run as a conflict', () => {
+    const source = workspace();
+    const scratch = makeScratchCopy(source, options);
+    try {
+      fs.appendFileSync(path.join(scratch.dir, 'src/a.txt'), 'from the command\n');
+      fs.writeFileSync(path.join(source, 'src/a.txt'), 'edited by the person meanwhile\n');
+      fs.writeFileSync(path.join(scratch.dir, 'src/new.txt'), 'x');
+      fs.writeFileSync(path.join(source, 'src/new.txt'), 'also created by the person');
+      const { files } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.conflict, f.before?.toString()])).toEqual([
+        ['src/a.txt', true, 'edited by the person meanwhile\n'],
+        ['src/new.txt', true, 'also created by the person'],
+      ]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
+
+describe('makeScratchCopy limits', () => {
+  it('refuses to copy more than the limit and leaves nothing behind', () => {
+    const source = workspace();
+    fs.writeFileSync(path.join(source, 'big.bin'), Buffer.alloc(64 * 1024));
+    const parentDir = tempDir();
+    expect(() => makeScratchCopy(source, { ...options, maxBytes: 32 * 1024, parentDir })).toThrow(/more than the sandbox's limit/);
+    expect(fs.readdirSync(parentDir)).toEqual([]);
+    expect(() => makeScratchCopy(source, { ...options, maxBytes: 1024 * 1024 }).dispose()).not.toThrow();
+  });
+
+  it('refuses a changeset larger than the limit instead of reading it into memory', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.writeFileSync(path.join(scratch.dir, 'huge.bin'), Buffer.alloc(256 * 1024));
+      expect(() => computeChangeset(scratch, { ...options, maxBytes: 128 * 1024 })).toThrow(/more than the sandbox's limit/);
+      expect(computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 }).files.map((f) => f.relativePath)).toEqual(['huge.bin']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
