@@ -55,7 +55,7 @@ export interface ActionModule<A extends ActionName> {
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;
   /** What a remembered rule would have to cover for this step to run without asking; absent = no rule can. */
-  ruleTarget?(args: ActionArgs<A>): RuleTarget;
+  ruleTarget?(args: ActionArgs<A>, ctx: ActionContext): RuleTarget | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;

@@ -243,9 +243,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
     const hints = module.assess(args, this.context(step.id));
-    const remembered = module.ruleTarget && !hints.deny
-      ? rulesAllowing(module.ruleTarget(args), hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir)
-      : null;
+    const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
+    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir) : null;
     return weighHints(hints, this.policy, module.reversible, remembered);
   }
 
