@@ -22,6 +22,19 @@ module.exports = {
       to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|web-client|renderer-entry|line-framing|message-mac-web)|domain/)' },
     },
     {
+      name: 'renderer-sees-no-node',
+      severity: 'error',
+      comment: 'The renderer runs in a browser page under a strict CSP: no Node built-ins, no Electron.',
+      from: { path: '^renderer/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'renderer-has-no-electron',
+      severity: 'error',
+      from: { path: '^renderer/' },
+      to: { path: '^(electron/)|node_modules/electron/' },
+    },
+    {
       name: 'renderer-never-reaches-main',
       severity: 'error',
       comment: 'The renderer talks to the main process only through the preload-exposed client.',
@@ -34,19 +47,6 @@ module.exports = {
       comment: 'The sandboxed preload is bundled for the renderer process: only the browser-safe protocol and client.',
       from: { path: '^electron/preload\\.ts$' },
       to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine)\\.ts$)' },
-    },
-    {
-      name: 'renderer-sees-no-node',
-      severity: 'error',
-      comment: 'The renderer runs in a browser page under a strict CSP: no Node built-ins, no Electron.',
-      from: { path: '^renderer/' },
-      to: { dependencyTypes: ['core'] },
-    },
-    {
-      name: 'renderer-has-no-electron',
-      severity: 'error',
-      from: { path: '^renderer/' },
-      to: { path: '^(electron/)|node_modules/electron/' },
     },
     {
       name: 'domain-has-no-io-layers',

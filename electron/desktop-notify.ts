@@ -1,8 +1,8 @@
 import type { BrowserWindow, IpcMain } from 'electron';
 import { isTrustedSender } from './ipc-bridge.js';
+import { NOTIFY_CHANNEL } from './notify-channel.js';
 
-/** The window asks main to show a desktop notification (a new step waits); main shows it. */
-export const NOTIFY_CHANNEL = 'executor:notify';
+export { NOTIFY_CHANNEL };
 
 export interface DesktopNotice {
   title: string;

@@ -3,7 +3,7 @@ import { createExecutorClient, errorForBridge, openSession, SignedRpc, type Clie
 import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/message-mac-web.js';
 import { METHOD_NAMES } from '../src/ipc/methods.js';
 import { sessionKeyInput } from '../src/ipc/protocol.js';
-import { NOTIFY_CHANNEL } from './desktop-notify.js';
+import { NOTIFY_CHANNEL } from './notify-channel.js';
 import { EVENT_CHANNEL, INVOKE_CHANNEL, WINDOW_CREDENTIAL, WINDOW_SECRET_CHANNEL } from './ipc-bridge.js';
 
 /*

@@ -111,54 +111,64 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
       </section>
     );
   }
-  if (preview.kind === 'codeRun') {
-    const { result } = preview;
-    return (
-      <section className="code-preview" aria-label="Dry run of the code">
-        <p className={result.ok ? 'muted' : 'warning'}>
-          {result.ok ? `Finished in ${result.durationMs} ms.` : `${result.code}: ${result.message}`}
-        </p>
-        {result.ok ? (
-          <pre className="output" tabIndex={0} aria-label="Returned value">{JSON.stringify(result.value, null, 2) ?? 'undefined'}</pre>
-        ) : null}
-        {result.logs.length ? <pre className="output" tabIndex={0} aria-label="Console output">{result.logs.join('\n')}</pre> : null}
-        {preview.requests.length ? (
-          <ul aria-label="Requests it would make">
-            {preview.requests.map((request, index) => (
-              <li key={index}>
-                <code>
-                  {request.method} {request.url}
-                </code>
-              </li>
-            ))}
-          </ul>
-        ) : null}
-      </section>
-    );
-  }
   if (preview.kind === 'commandRun') {
+    const outcome = preview.timedOut ? 'timed out' : preview.oomKilled ? 'ran out of memory' : `exited with ${preview.exitCode ?? '—'}`;
     return (
-      <section className="command-preview" aria-label="Dry run of the command">
+      <div className="preview">
         <dl className="facts">
           <dt>Command</dt>
           <dd>
-            <code>{preview.command}</code> in <code>{preview.cwd}</code>
+            <code>{preview.command}</code>
           </dd>
-          <dt>Outcome</dt>
+          <dt>In</dt>
           <dd>
-            {preview.timedOut ? 'timed out' : preview.oomKilled ? 'killed at the memory limit' : `exit code ${preview.exitCode ?? '?'}`} · network{' '}
-            {preview.network}
+            <code>{preview.cwd}</code> · network {preview.network === 'none' ? 'off' : 'allowlisted hosts only'}
           </dd>
+          <dt>Dry run</dt>
+          <dd>{outcome} in the sandbox</dd>
         </dl>
-        {preview.conflicts.length ? <p className="warning">Changed in the workspace meanwhile: {preview.conflicts.join(', ')}</p> : null}
-        {preview.stdout.text ? <pre className="output" tabIndex={0} aria-label="Standard output">{preview.stdout.text}</pre> : null}
-        {preview.stderr.text ? <pre className="output" tabIndex={0} aria-label="Standard error">{preview.stderr.text}</pre> : null}
-        {preview.files.length === 0 ? <p className="muted">No file changes.</p> : preview.files.map((file) => <FileChange key={file.path} file={file} />)}
-        {preview.skipped.length ? (
-          <p className="muted">Not carried back: {preview.skipped.map((entry) => `${entry.path} (${entry.reason})`).join(', ')}</p>
+        <Output label="Standard output" stream={preview.stdout} />
+        <Output label="Standard error" stream={preview.stderr} />
+        {preview.conflicts.length ? <p className="warning">Changed in the real workspace while the command ran: {preview.conflicts.join(', ')}</p> : null}
+        {preview.skipped.map((entry) => (
+          <p key={entry.path} className="muted">
+            Not carried back: <code>{entry.path}</code> — {entry.reason}
+          </p>
+        ))}
+        {preview.files.map((file) => (
+          <FileChange key={file.path} file={file} />
+        ))}
+      </div>
+    );
+  }
+  if (preview.kind === 'codeRun') {
+    const result = preview.result;
+    return (
+      <div className="preview">
+        <p>{result.ok ? `Returned in ${result.durationMs} ms:` : `Failed (${result.code}) after ${result.durationMs} ms: ${result.message}`}</p>
+        {result.ok ? <pre className="output" tabIndex={0} aria-label="Returned value">{JSON.stringify(result.value, null, 2) ?? 'undefined'}</pre> : null}
+        {result.logs.length ? <pre className="output" tabIndex={0} aria-label="Console output">{result.logs.join('\n')}</pre> : null}
+        {preview.requests.length ? (
+          <section aria-label="Network requests it would make">
+            <h4>Network requests (not sent in the dry run)</h4>
+            <ul>{preview.requests.map((request, index) => <li key={index}><code>{request.method} {request.url}</code></li>)}</ul>
+          </section>
         ) : null}
-      </section>
+      </div>
     );
   }
   return <pre className="output" tabIndex={0} aria-label="Captured output">{preview.text}</pre>;
+}
+
+function Output({ label, stream }: { label: string; stream: { text: string; bytes: number; truncated: boolean } }) {
+  if (!stream.text) return null;
+  return (
+    <section aria-label={label}>
+      <h4 className="small-head">
+        {label}
+        {stream.truncated ? ` (first part of ${stream.bytes} bytes)` : ''}
+      </h4>
+      <pre className="output" tabIndex={0}>{stream.text}</pre>
+    </section>
+  );
 }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'react';
-import { fileRuleChoices, describeRule, urlRuleChoices, type RememberedRule, type RuleChoice, type RuleRisk } from '../../src/domain/remembered-rule.js';
+import { commandRuleChoices, fileRuleChoices, describeRule, urlRuleChoices, type RememberedRule, type RuleChoice, type RuleRisk } from '../../src/domain/remembered-rule.js';
 import { riskRank } from '../../src/domain/risk.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
@@ -44,6 +44,13 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
     return fileRuleChoices(args.path, policy.workspaceRoots, maxRisk);
   }
   if (typeof args.url === 'string') return urlRuleChoices(args.url, maxRisk);
+  // A command given as argv: its leading words. (A shell line is offered no rule from here: which
+  // words form each of its commands is the core's parse, and a guess would reach too far.)
+  if (record.step.action === 'runCommand' && Array.isArray(args.argv) && policy.workspaceRoots[0]) {
+    const base = policy.workspaceRoots[0].replace(/\/+$/, '');
+    const cwd = typeof args.cwd === 'string' ? (args.cwd.startsWith('/') ? args.cwd : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '')) : base;
+    return commandRuleChoices(args.argv as string[], cwd, maxRisk);
+  }
   return [];
 }
 

@@ -4,9 +4,9 @@ import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
+import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
-import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { KbRepository } from '../store/kb-repository.js';
 import type { HeavyCodeRunner } from './heavy-code-runner.js';
 
@@ -55,7 +55,7 @@ export interface ActionModule<A extends ActionName> {
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;
   /** What a remembered rule would have to cover for this step to run without asking; absent = no rule can. */
-  ruleTarget?(args: ActionArgs<A>, ctx: ActionContext): RuleTarget;
+  ruleTarget?(args: ActionArgs<A>, ctx: ActionContext): RuleTarget | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;

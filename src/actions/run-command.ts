@@ -1,4 +1,3 @@
-import { splitCommandLine } from '../policy/command-words.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
@@ -7,6 +6,8 @@ import { ExecutorError } from '../domain/errors.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
 import { checkCommandPrograms } from '../policy/command-policy.js';
+import { splitCommandLine } from '../policy/command-words.js';
+import type { RuleTarget } from '../policy/remembered-rules.js';
 import { guardPath } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
@@ -198,19 +199,26 @@ function applyUnlessChanged(changes: FileChange[]): void {
   applyFileChanges(changes);
 }
 
+/**
+ * What a remembered command rule must cover: every simple command of the line (pipelines, lists
+ * and nested `$(…)` alike, as the command policy splits them) and the working directory. A line
+ * that does not parse gets no target, so no rule can wave it through.
+ */
+export function commandRuleTarget(args: ActionArgs<'runCommand'>, roots: readonly string[]): RuleTarget | null {
+  if (roots.length === 0) return null;
+  const cwd = args.cwd ? (path.isAbsolute(args.cwd) ? args.cwd : path.resolve(roots[0]!, args.cwd)) : roots[0]!;
+  if (args.argv) return { kind: 'command', pipeline: [args.argv], cwd };
+  const parsed = splitCommandLine(args.command ?? '');
+  if (!parsed.ok || parsed.commands.length === 0) return null;
+  return { kind: 'command', pipeline: parsed.commands, cwd };
+}
+
 export const runCommand: ActionModule<'runCommand'> = {
   action: 'runCommand',
   reversible: true,
   previewFromRun: true,
-  // A remembered command rule must cover every command of the line, in the directory it runs in.
-  ruleTarget: (args, ctx) => {
-    const root = ctx.policy.workspaceRoots[0] ?? ctx.dataDir;
-    const cwd = args.cwd ? path.resolve(root, args.cwd) : root;
-    if (args.argv) return { kind: 'command', pipeline: [args.argv], cwd };
-    const parsed = splitCommandLine(args.command!);
-    return { kind: 'command', pipeline: parsed.ok ? parsed.commands : [], cwd };
-  },
   summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
+  ruleTarget: (args, ctx) => commandRuleTarget(args, ctx.policy.workspaceRoots),
   assess(args, ctx) {
     const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands);
     if (!verdict.allowed) return { risk: 'CRITICAL', deny: true, reasons: [verdict.reason], mitigations: [] };

@@ -68,14 +68,14 @@ export interface KeyStatus {
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 
+/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
+export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
+
 /** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
 export interface ExecutorSeams {
   spawnChild?: SpawnChild;
   heavyCodeRunner?: HeavyCodeRunner;
 }
-
-/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
-export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
@@ -243,9 +243,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
     const hints = module.assess(args, this.context(step.id));
-    const remembered = module.ruleTarget && !hints.deny
-      ? rulesAllowing(module.ruleTarget(args, this.context(step.id)), hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir)
-      : null;
+    const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
+    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir) : null;
     return weighHints(hints, this.policy, module.reversible, remembered);
   }
 

