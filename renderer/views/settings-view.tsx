@@ -41,6 +41,68 @@ function policyOf(base: PolicyValue, draft: Draft): PolicyValue {
   };
 }
 
+type Environment = MethodResult<'getEnvironment'>;
+
+/** Where the data lives and whether commands can run: read on opening Settings, and on demand. */
+function SandboxCard({ policy }: { policy: PolicyValue }) {
+  const api = useApi();
+  const [environment, setEnvironment] = useState<Environment | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [checking, setChecking] = useState(false);
+  const check = () => {
+    setChecking(true);
+    setError(null);
+    api.getEnvironment().then(setEnvironment, setError).finally(() => setChecking(false));
+  };
+  useEffect(check, [api]);
+  const limits = policy.sandbox;
+  return (
+    <section className="card" aria-labelledby="sandbox-head">
+      <h2 id="sandbox-head">Sandbox and data</h2>
+      <ErrorBox error={error} />
+      <dl className="facts">
+        <dt>Data directory</dt>
+        <dd>{environment ? <code>{environment.dataDir}</code> : '…'}</dd>
+        <dt>Docker engine</dt>
+        <dd>
+          {!environment
+            ? 'checking…'
+            : environment.engine.reachable
+              ? `reachable at ${environment.engine.endpoint}: Docker ${environment.engine.version ?? '?'}`
+              : `NOT reachable at ${environment.engine.endpoint}: commands and Python cannot run until Docker starts`}
+        </dd>
+        <dt>Sandbox image</dt>
+        <dd>
+          {!environment ? '…' : environment.image.present ? (
+            <>
+              <code>{environment.image.tag}</code> <code className="hash">{environment.image.digest}</code>
+            </>
+          ) : (
+            <>
+              <code>{environment.image.tag}</code> is missing: run <code>executor sandbox image build</code>
+            </>
+          )}
+        </dd>
+        <dt>Container limits</dt>
+        <dd>
+          {limits.memoryMb} MB memory · {limits.cpus} CPU · {limits.pids} processes · {Math.round(limits.timeoutMs / 1000)} s · output {Math.round(limits.outputBytes / 1024)} KiB per stream
+        </dd>
+        <dt>Code worker limits</dt>
+        <dd>
+          {policy.lightSandbox.defaultTimeoutMs} ms · heap {policy.lightSandbox.maxHeapMb} MB · {policy.lightSandbox.maxCallsPerStep} tool calls per step
+          {policy.lightSandbox.budget.enabled ? ` · at most ${policy.lightSandbox.budget.runsPerMinute} runs a minute` : ' · no budget'}
+        </dd>
+      </dl>
+      <div className="actions">
+        <button type="button" onClick={check} disabled={checking}>
+          {checking ? 'Checking…' : 'Check again'}
+        </button>
+      </div>
+      <p className="muted small">Limits are part of policy.json (<code>sandbox</code>, <code>lightSandbox</code>).</p>
+    </section>
+  );
+}
+
 /** Every change goes through setPolicy: validated by the core, saved atomically, recorded in the audit log. */
 export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { policy: PolicyValue | undefined; keyStatus: KeyStatus | undefined; keyError: unknown; onKeysChanged(): void }) {
   const api = useApi();
@@ -184,10 +246,8 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
             Rotate signing key…
           </button>
         </div>
-        <p className="muted small">
-          The sandbox's Docker engine, image and limits: <code>executor sandbox status</code>.
-        </p>
       </section>
+      <SandboxCard policy={policy} />
       {rotating ? (
         <Dialog title="Rotate the audit signing key?" onCancel={() => setRotating(false)}>
           <p>A new key chain starts now. Old records stay verifiable with the old chain; the rotation is recorded and signed under both keys.</p>

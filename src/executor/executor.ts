@@ -27,7 +27,9 @@ import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
@@ -52,6 +54,12 @@ export interface ExecutorOptions extends ExecutorSeams {
   auditHeartbeatMs?: number;
   /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
   openExternal?: (url: string) => Promise<void>;
+}
+
+export interface EnvironmentStatus {
+  dataDir: string;
+  engine: EngineStatus;
+  image: { tag: string; present: boolean; digest: string | null };
 }
 
 export interface KeyStatus {
@@ -611,6 +619,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
   exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
     return this.auditLog.keys.exportVerification(new Date(), options);
+  }
+
+  /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
+  async environmentStatus(): Promise<EnvironmentStatus> {
+    const client = connectDocker();
+    const engine = await engineStatus(client);
+    const tag = sandboxImageTag();
+    const image = engine.reachable
+      ? await imageInfo(client, tag).then(
+          (info) => ({ tag, present: info.present, digest: info.digest ?? null }),
+          () => ({ tag, present: false, digest: null }),
+        )
+      : { tag, present: false, digest: null };
+    return { dataDir: this.dataDir, engine, image };
   }
 
   keyStatus(): KeyStatus {

@@ -44,6 +44,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),
   exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),
   verifyAudit: (executor) => executor.verifyAudit(),
+  getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),

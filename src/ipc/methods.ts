@@ -13,6 +13,7 @@ import {
   AuditPageWireSchema,
   VerifyReportWireSchema,
   KeyStatusWireSchema,
+  EnvironmentStatusWireSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../audit/audit-query.js';
 
@@ -142,6 +143,12 @@ export const METHODS = {
     result: VerifyReportWireSchema,
     channels: EVERYONE,
     description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
+  }),
+  getEnvironment: method({
+    params: noParams,
+    result: EnvironmentStatusWireSchema,
+    channels: PERSON_CHANNELS,
+    description: "the data directory and the Docker sandbox: engine reachability and version, the image",
   }),
   getKeyStatus: method({
     params: noParams,

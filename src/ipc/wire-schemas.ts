@@ -250,3 +250,17 @@ export const KeyStatusWireSchema = z.object({
   /** Why the last heartbeat checkpoint failed, if it did (the log is then unsealed until the next one). */
   lastCheckpointError: z.string().nullable().optional(),
 });
+
+/** src/executor/executor.ts EnvironmentStatus: the data directory and the Docker sandbox's reachability. */
+export const EnvironmentStatusWireSchema = z.object({
+  dataDir: z.string(),
+  engine: z.object({
+    reachable: z.boolean(),
+    endpoint: z.string(),
+    version: z.string().optional(),
+    apiVersion: z.string().optional(),
+    os: z.string().optional(),
+    error: z.string().optional(),
+  }),
+  image: z.object({ tag: z.string(), present: z.boolean(), digest: z.string().nullable() }),
+});

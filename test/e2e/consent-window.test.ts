@@ -179,6 +179,10 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await page.keyboard.press('4');
     const rules = page.getByRole('region', { name: 'Remembered approvals' }).or(page.locator('.rule-list'));
     await expect.poll(() => rules.first().textContent()).toContain('src/**');
+    // The sandbox card names the data directory and asks the real engine (CI runs one).
+    const sandboxCard = page.getByRole('region', { name: 'Sandbox and data' });
+    await expect.poll(() => sandboxCard.textContent(), { timeout: 20_000 }).toContain(dataDir);
+    await expect.poll(() => sandboxCard.textContent(), { timeout: 20_000 }).toMatch(/Docker engine(reachable|NOT reachable)/);
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'settings');
     await page.getByRole('button', { name: /^Remove rule / }).click();
