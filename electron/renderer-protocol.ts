@@ -1,18 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { WINDOW_CSP } from './window-security.js';
+import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from '../src/ipc/content-types.js';
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-};
 
 const NO_UI = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Executor</title></head>
 <body><h1>Executor</h1><p>The UI is not built in this copy: run <code>npm run build:renderer</code>.</p></body></html>`;

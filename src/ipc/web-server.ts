@@ -7,6 +7,7 @@ import { EVENT_TAG, frame, unframe } from './line-framing.js';
 import { randomToken } from './protocol.js';
 import type { IpcServer } from './server.js';
 import { WEB_CREDENTIAL, WEB_SOCKET_PATH } from './web-client.js';
+import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from './content-types.js';
 
 /*
  * The loopback web server behind `executor serve`: the built renderer over HTTP and the signed
@@ -33,18 +34,6 @@ export function contentSecurityPolicy(origin: string): string {
   ].join('; ');
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.map': 'application/json; charset=utf-8',
-};
 
 const PLACEHOLDER_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Executor</title>
