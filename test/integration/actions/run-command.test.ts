@@ -91,7 +91,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
 
   it('sends a command that does something different on the real run back for consent and applies nothing', async () => {
     const { executor, workspace } = setup();
-    const proposed = await proposeOne(executor, { command: 'date +%s%N > stamp.txt' });
+    // Random bytes, not the clock: busybox date has no %N, and two runs in one second would match.
+    const proposed = await proposeOne(executor, { command: 'od -An -tx1 -N16 /dev/urandom > stamp.txt' });
     const approvedStamp = (proposed.preview as CommandRunPreview).files[0]!.postHash;
     const afterRun = await executor.approve('cmd', person);
     expect(afterRun.status).toBe('awaiting_consent');
