@@ -46,7 +46,7 @@ module.exports = {
       severity: 'error',
       comment: 'The sandboxed preload is bundled for the renderer process: only the browser-safe protocol and client.',
       from: { path: '^electron/preload\\.ts$' },
-      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine)\\.ts$)' },
+      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)' },
     },
     {
       name: 'domain-has-no-io-layers',

@@ -41,17 +41,27 @@ function freshDataDir(name: string): string {
   return dir;
 }
 
-/** The baseline: the same table, the same rows as plain JSON, no canonical form, no MAC, no hash, no chain. */
+/**
+ * The baseline: the same table, the same rows (every field a signed record carries, as plain
+ * JSON.stringify output), but no canonical form, no secret scrubbing, no MAC, no hash, no chain:
+ * prevHash and the MAC/hash columns hold fixed placeholders of the same size.
+ */
 function plainWriter(db: Db): (index: number) => void {
   const insert = db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)');
   const zero = Buffer.alloc(32);
+  const placeholderHash = '0'.repeat(64);
+  const logId = crypto.randomUUID();
   let seq = 0;
   const env = { appVersion: '0.1.0', platform: `${process.platform}-${process.arch}`, node: process.versions.node, electron: null, sandbox: null };
   return (index) => {
     const e = event(index);
     const ts = new Date().toISOString();
     seq++;
-    const body = JSON.stringify({ v: 1, seq, ts, action: e.kind, planId: e.planId, stepId: e.stepId, userId: e.actor, args: e.detail, result: (e.detail as { result: unknown }).result, executorEnv: env });
+    const { result, ...args } = e.detail as { result: unknown };
+    const body = JSON.stringify({
+      v: 1, logId, seq, ts, keyId: '0000000000000000', epoch: 0, prevHash: placeholderHash, action: e.kind, planId: e.planId, stepId: e.stepId,
+      userId: e.actor, args, preHash: null, postHash: null, result, executorEnv: env,
+    });
     insert.run(seq, ts, e.kind, e.planId, e.stepId, body, zero, zero);
   };
 }

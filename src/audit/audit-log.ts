@@ -16,9 +16,9 @@ import {
   canonicalText,
   checkpointHash,
   hmac,
+  RecordMac,
   recordBodyText,
   sha256,
-  recordHash,
   type CheckpointBody,
   type RecordBody,
 } from './record-format.js';
@@ -80,6 +80,7 @@ export class SignedAuditLog implements AuditTrail {
   private pendingAnchor: Anchor | undefined;
   private anchorFlushScheduled = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  private recordMac: { key: Buffer; mac: RecordMac } | undefined;
   /** The last heartbeat failure, for status displays; a heartbeat never throws into the event loop. */
   lastHeartbeatError: Error | undefined;
 
@@ -222,13 +223,18 @@ export class SignedAuditLog implements AuditTrail {
       executorEnv: null,
     };
     const text = recordBodyText(body, this.envText);
-    const mac = hmac(key.key, RECORD_MAC_PREFIX, text);
+    const { mac, hash } = this.recordMacFor(key.key).macAndHash(text);
     const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
-    const hash = recordHash(text, mac);
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
     this.recordsInEpoch++;
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
     return { seq: body.seq, hash: hash.toString('hex') };
+  }
+
+  /** The current epoch key's prepared MAC; rebuilt when the key ratchets or rotates. */
+  private recordMacFor(key: Buffer): RecordMac {
+    if (this.recordMac?.key !== key) this.recordMac = { key, mac: new RecordMac(key, RECORD_MAC_PREFIX) };
+    return this.recordMac.mac;
   }
 
   private writeCheckpoint(reason: CheckpointReason, head: Head = this.head()): void {

@@ -50,8 +50,10 @@ export function secretDigest(salt: Buffer, value: string): string {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const isWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
+
 export function checkedString(text: string): string {
-  if (LONE_SURROGATE.test(text)) {
+  if (isWellFormed ? !isWellFormed.call(text) : LONE_SURROGATE.test(text)) {
     throw new ExecutorError('INVALID_INPUT', 'An audit record cannot hold a string with a lone UTF-16 surrogate: it has no canonical form.');
   }
   return text;
@@ -82,8 +84,11 @@ export function recordableValue(value: unknown, salt: Buffer, secret = false, de
     case 'object': {
       if (Array.isArray(value)) return value.map((item) => recordableValue(item, salt, secret, depth + 1));
       if (value instanceof Date) return value.toISOString();
+      // Keys in canonical order as they are inserted, so canonicalText() writes the object without copying it.
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record).sort()) {
+        const item = record[key];
         if (item === undefined) continue;
         const name = checkedString(key);
         out[name] = recordableValue(item, salt, secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name), depth + 1);

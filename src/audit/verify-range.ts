@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { EpochKeys } from './key-ratchet.js';
-import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, canonicalText, hmac, recordHash } from './record-format.js';
+import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, RecordMac, canonicalText, hmac, recordHash } from './record-format.js';
 import type { VerifyCode, VerifyProblem } from './verify-codes.js';
 
 /** One stored record as verify reads it. Columns are null when the source has none (an export file). */
@@ -80,14 +80,37 @@ interface ParsedBody {
   args: unknown;
 }
 
+/** The prepared MAC of the epoch key a run of records was signed under: consecutive records almost always share it. */
+class EpochMacs {
+  private keyId = '';
+  private epoch = -1;
+  private mac: RecordMac | undefined;
+
+  constructor(private readonly keysById: ReadonlyMap<string, EpochKeys>) {}
+
+  /** The MAC for (keyId, epoch), or undefined when the verifier holds no key for it. */
+  for(keyId: unknown, epoch: unknown): RecordMac | undefined {
+    if (typeof keyId !== 'string' || !Number.isSafeInteger(epoch)) return undefined;
+    if (keyId === this.keyId && epoch === this.epoch) return this.mac;
+    const keys = this.keysById.get(keyId);
+    if (!keys || !keys.has(epoch as number)) return undefined;
+    this.keyId = keyId;
+    this.epoch = epoch as number;
+    this.mac = new RecordMac(keys.key(epoch as number), RECORD_MAC_PREFIX);
+    return this.mac;
+  }
+}
+
 /**
  * A body whose MAC holds is the exact text that was signed, and the signer only signs canonical
- * text: then the canonical re-serialization (the costliest check) can be skipped.
+ * text: then the canonical re-serialization (the costliest check) can be skipped. Returns the
+ * chained hash computed along with the MAC when it holds.
  */
-function macHoldsAsClaimed(parsed: ParsedBody, body: string, mac: Buffer, keysById: ReadonlyMap<string, EpochKeys>): boolean {
-  if (typeof parsed.keyId !== 'string' || !Number.isSafeInteger(parsed.epoch)) return false;
-  const keys = keysById.get(parsed.keyId);
-  return keys !== undefined && keys.has(parsed.epoch as number) && macMatches(keys, parsed.epoch as number, RECORD_MAC_PREFIX, body, mac);
+function hashIfMacHolds(parsed: ParsedBody, body: string, mac: Buffer, macs: EpochMacs): Buffer | undefined {
+  const recordMac = macs.for(parsed.keyId, parsed.epoch);
+  if (!recordMac || mac.length !== 32) return undefined;
+  const computed = recordMac.macAndHash(body);
+  return crypto.timingSafeEqual(computed.mac, mac) ? computed.hash : undefined;
 }
 
 function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
@@ -129,6 +152,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     return result;
   };
 
+  const macs = new EpochMacs(input.keys);
   for (const record of source.records(input.from, input.to)) {
     const at = expectedSeq > 0 ? expectedSeq : record.position;
     let parsed: ParsedBody;
@@ -138,7 +162,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       return fail('EDITED', at, `record ${at}: its body is not JSON`);
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
-    const macVerified = macHoldsAsClaimed(parsed, record.body, record.mac, input.keys);
+    const verifiedHash = hashIfMacHolds(parsed, record.body, record.mac, macs);
+    const macVerified = verifiedHash !== undefined;
     if (!macVerified) {
       let canonical: string;
       try {
@@ -198,7 +223,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       return fail('DELETED', at, `record ${expectedSeq} is missing (the next record is ${bodySeq})`);
     }
     if (parsed.prevHash !== expectedPrev) return fail('EDITED', at, `record ${at}: does not link to the record before it`);
-    const hash = recordHash(bodyBytes, record.mac);
+    const hash = verifiedHash ?? recordHash(bodyBytes, record.mac);
     const hashHex = hash.toString('hex');
     if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
     if (record.columns) {

@@ -1,11 +1,9 @@
-import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
+import { canonicalText } from './canonical-text.js';
 
 /** RFC 8785 canonical form: the same value always gives the same bytes, so hashes bind to content. */
 export function canonicalJson(value: unknown): string {
-  const text = canonicalize(value);
-  if (text === undefined) throw new TypeError('value has no canonical JSON form');
-  return text;
+  return canonicalText(value);
 }
 
 export function sha256Hex(data: string | Uint8Array): string {
