@@ -10,7 +10,7 @@ import { DEFAULT_CHECKPOINT_EVERY } from './audit-log.js';
 import type { EpochKeys } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
 import { RECORD_MAC_PREFIX, hmac } from './record-format.js';
-import { DbRecordSource, MemoryRecordSource } from './record-sources.js';
+import { DbRecordSource, VERIFY_MMAP_BYTES, MemoryRecordSource } from './record-sources.js';
 import { verifyLog } from './verify-audit.js';
 import type { VerifyProgress, VerifyReport } from './verify-codes.js';
 import { verifyWorkerCount, workerRangeRunner } from './verify-workers.js';
@@ -37,6 +37,7 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
 /** Verifies a data directory's log through a read-only connection; it never writes. */
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
   const db = openAuditDatabaseReadOnly(dataDir);
+  db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
   try {
     const keyring = AuditKeyring.load(options.keyStore);
     const source = new DbRecordSource(db);

@@ -13,6 +13,9 @@ type RecordRow = [number, string, string, string | null, string | null, string, 
 
 const BATCH = 4096;
 
+/** A verify reads the whole file once: mapping it saves a copy of every page into SQLite's cache. */
+export const VERIFY_MMAP_BYTES = 1 << 30;
+
 /** Records straight from the audit_records table, read in raw batches (no row objects, no long-lived iterator). */
 export class DbRecordSource implements RecordSource {
   private readonly batch;

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { EpochKeys, type EpochKeyMaterial } from './key-ratchet.js';
-import { DbRecordSource } from './record-sources.js';
-import { verifyRange } from './verify-range.js';
+import { DbRecordSource, VERIFY_MMAP_BYTES } from './record-sources.js';
+import { verifyRange, type RangeResult } from './verify-range.js';
 
 /** One part of a parallel verify: its own read-only connection, its own range of seqs. */
 export interface VerifyWorkerJob {
@@ -16,24 +16,38 @@ export interface VerifyWorkerJob {
   wantHashesAt: number[];
 }
 
-const job = workerData as VerifyWorkerJob;
-const db = new Database(job.dbFile, { readonly: true, fileMustExist: true });
-try {
-  let reported = 0;
-  const result = verifyRange(new DbRecordSource(db), {
-    logId: job.logId,
-    from: job.from,
-    to: job.to,
-    startsLog: job.startsLog,
-    knownKeyIds: new Set(job.knownKeyIds),
-    keys: new Map(job.keys.map((material) => [material.keyId, EpochKeys.fromMaterial(material)])),
-    wantHashesAt: new Set(job.wantHashesAt),
-    onRecord: (count) => {
-      parentPort!.postMessage({ type: 'progress', delta: count - reported });
-      reported = count;
-    },
-  });
-  parentPort!.postMessage({ type: 'done', result });
-} finally {
-  db.close();
+export type VerifyWorkerReply = { type: 'progress'; delta: number } | { type: 'done'; result: RangeResult } | { type: 'failed'; message: string };
+
+function run(job: VerifyWorkerJob): RangeResult {
+  const db = new Database(job.dbFile, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
+    let reported = 0;
+    return verifyRange(new DbRecordSource(db), {
+      logId: job.logId,
+      from: job.from,
+      to: job.to,
+      startsLog: job.startsLog,
+      knownKeyIds: new Set(job.knownKeyIds),
+      keys: new Map(job.keys.map((material) => [material.keyId, EpochKeys.fromMaterial(material)])),
+      wantHashesAt: new Set(job.wantHashesAt),
+      onRecord: (count) => {
+        parentPort!.postMessage({ type: 'progress', delta: count - reported } satisfies VerifyWorkerReply);
+        reported = count;
+      },
+    });
+  } finally {
+    db.close();
+  }
 }
+
+// A worker serves one job after another: the pool keeps it warm between verifies.
+parentPort!.on('message', (job: VerifyWorkerJob) => {
+  let reply: VerifyWorkerReply;
+  try {
+    reply = { type: 'done', result: run(job) };
+  } catch (error) {
+    reply = { type: 'failed', message: (error as Error).message };
+  }
+  parentPort!.postMessage(reply);
+});

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RangeRunner } from './verify-audit.js';
 import type { RangeResult } from './verify-range.js';
-import type { VerifyWorkerJob } from './verify-worker.js';
+import type { VerifyWorkerJob, VerifyWorkerReply } from './verify-worker.js';
 
 /**
  * Where the worker's code is: the built .js beside this module, or (run from source through tsx)
@@ -27,46 +27,91 @@ export function verifyWorkerCount(): number {
   return Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
 }
 
+/** How long a finished worker stays warm for the next verify (the window's Verify button, a re-run). */
+const IDLE_MS = 30_000;
+
+interface PooledWorker {
+  worker: Worker;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Verify workers kept warm between runs: starting one costs a few hundred milliseconds (a thread,
+ * the loader, better-sqlite3), a good part of a whole verify. Idle workers do not keep the
+ * process alive and end after IDLE_MS.
+ */
+const idle: PooledWorker[] = [];
+
+function takeWorker(): PooledWorker {
+  const pooled = idle.pop();
+  if (pooled) {
+    clearTimeout(pooled.idleTimer);
+    pooled.worker.ref();
+    return pooled;
+  }
+  const { entry, eval: isEval } = workerEntry();
+  return { worker: new Worker(entry, { eval: isEval }), idleTimer: undefined };
+}
+
+function giveBack(pooled: PooledWorker): void {
+  pooled.worker.removeAllListeners('message');
+  pooled.worker.removeAllListeners('error');
+  pooled.worker.removeAllListeners('exit');
+  pooled.worker.unref();
+  pooled.idleTimer = setTimeout(() => {
+    const at = idle.indexOf(pooled);
+    if (at !== -1) idle.splice(at, 1);
+    void pooled.worker.terminate();
+  }, IDLE_MS);
+  pooled.idleTimer.unref();
+  idle.push(pooled);
+}
+
+function runJob(job: VerifyWorkerJob, onProgress: (delta: number) => void): Promise<RangeResult> {
+  const pooled = takeWorker();
+  return new Promise<RangeResult>((resolve, reject) => {
+    let settled = false;
+    const settle = (finish: () => void, reusable: boolean) => {
+      if (settled) return;
+      settled = true;
+      if (reusable) giveBack(pooled);
+      else void pooled.worker.terminate();
+      finish();
+    };
+    pooled.worker.on('message', (message: VerifyWorkerReply) => {
+      if (message.type === 'progress') onProgress(message.delta);
+      else if (message.type === 'done') settle(() => resolve(message.result), true);
+      else settle(() => reject(new Error(`verify worker failed: ${message.message}`)), true);
+    });
+    pooled.worker.on('error', (error) => settle(() => reject(error), false));
+    pooled.worker.on('exit', (code) => settle(() => reject(new Error(`verify worker exited with code ${code}`)), false));
+    pooled.worker.postMessage(job);
+  });
+}
+
 /** Runs each range in its own worker thread, reading the database file on its own read-only connection. */
 export function workerRangeRunner(dbFile: string): RangeRunner {
   return async (ranges, shared, onRecords) => {
-    const { entry, eval: isEval } = workerEntry();
     let checked = 0;
-    const results = await Promise.all(
-      ranges.map(
-        (range) =>
-          new Promise<RangeResult>((resolve, reject) => {
-            const job: VerifyWorkerJob = {
-              dbFile,
-              from: range.from,
-              to: range.to,
-              startsLog: range.startsLog,
-              logId: shared.logId,
-              knownKeyIds: [...shared.knownKeyIds],
-              keys: [...shared.keys.values()].map((keys) => keys.material()),
-              wantHashesAt: [...shared.wantHashesAt],
-            };
-            const worker = new Worker(entry, { workerData: job, eval: isEval });
-            let settled = false;
-            worker.on('message', (message: { type: 'progress'; delta: number } | { type: 'done'; result: RangeResult }) => {
-              if (message.type === 'progress') {
-                checked += message.delta;
-                onRecords(checked);
-              } else {
-                settled = true;
-                resolve(message.result);
-              }
-            });
-            worker.on('error', (error) => {
-              settled = true;
-              reject(error);
-            });
-            worker.on('exit', (code) => {
-              if (!settled) reject(new Error(`verify worker exited with code ${code}`));
-            });
-          }),
+    return Promise.all(
+      ranges.map((range) =>
+        runJob(
+          {
+            dbFile,
+            from: range.from,
+            to: range.to,
+            startsLog: range.startsLog,
+            logId: shared.logId,
+            knownKeyIds: [...shared.knownKeyIds],
+            keys: [...shared.keys.values()].map((keys) => keys.material()),
+            wantHashesAt: [...shared.wantHashesAt],
+          },
+          (delta) => {
+            checked += delta;
+            onRecords(checked);
+          },
+        ),
       ),
     );
-    return results;
   };
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalText, recordBodyText, type RecordBody } from '../../../src/audit/record-format.js';
+import { RecordMac, canonicalText, hmac, recordBodyText, recordHash, type RecordBody } from '../../../src/audit/record-format.js';
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.parse(JSON.stringify(value)) as unknown);
 const text = fc.string({ unit: 'grapheme', maxLength: 20 });
@@ -32,6 +32,33 @@ describe('record bodies', () => {
         expect(recordBodyText(value, envText)).toBe(canonicalText(value));
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('RecordMac (the prepared HMAC of the hot paths)', () => {
+  it('equals HMAC-SHA256 over prefix ‖ body and sha256(body ‖ mac) for any key, prefix and body, however long', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 100 }),
+        fc.uint8Array({ maxLength: 40 }),
+        fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ maxLength: 9000 })), { minLength: 1, maxLength: 6 }),
+        (keyBytes, prefixBytes, bodies) => {
+          const key = Buffer.from(keyBytes);
+          const prefix = Buffer.from(prefixBytes);
+          // One instance over several bodies: its scratch space grows and is reused between calls.
+          const prepared = new RecordMac(key, prefix);
+          for (const body of bodies) {
+            const expectedMac = hmac(key, prefix, body);
+            const { mac, hash } = prepared.macAndHash(body);
+            expect(mac.equals(expectedMac)).toBe(true);
+            expect(hash.equals(recordHash(body, expectedMac))).toBe(true);
+            expect(prepared.mac(Buffer.from(body)).equals(expectedMac)).toBe(true);
+            expect(prepared.hashWith(body, expectedMac).equals(recordHash(body, expectedMac))).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });
