@@ -4,6 +4,7 @@ import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import type { Evaluation } from '../domain/risk.js';
 import { assertTransition, type StepStatus } from '../domain/state-machine.js';
 import type { Approval, Preview, StepRecord } from '../domain/step-record.js';
+import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
 import type { Db } from './database.js';
@@ -89,34 +90,43 @@ function parseStep(row: StepRow): Step {
   const key = `${row.step_id}\u0000${row.step_hash}`;
   const cached = parsedSteps.get(key);
   if (cached) return cached;
-  const step = StepSchema.parse(JSON.parse(row.step_json));
+  // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
+  // schema's output (in its own key order) would lose. The stored step was a parsed one already.
+  const stored = JSON.parse(row.step_json) as unknown;
+  StepSchema.parse(stored);
+  const step = stored as Step;
   if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
   parsedSteps.set(key, step);
   return step;
 }
 
+/**
+ * A step record with every object's keys in canonical (sorted) order: the JSON columns are stored
+ * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
+ * walk over the value instead of a sorted copy of it.
+ */
 function toRecord(row: StepRow): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   return {
-    step: parseStep(row),
-    position: row.position,
-    status: row.status,
-    stepHash: row.step_hash,
-    evaluation: parseJson<Evaluation>(row.evaluation_json),
-    preview: parseJson<Preview>(row.preview_json),
-    previewHash: row.preview_hash,
     approval:
       approvedBy && row.approved_at && row.approved_step_hash
-        ? { by: approvedBy, at: row.approved_at, stepHash: row.approved_step_hash, previewHash: row.approved_preview_hash }
+        ? { at: row.approved_at, by: approvedBy, previewHash: row.approved_preview_hash, stepHash: row.approved_step_hash }
         : null,
+    createdAt: row.created_at,
+    error: parseJson<ErrorShape>(row.error_json),
+    evaluation: parseJson<Evaluation>(row.evaluation_json),
+    finishedAt: row.finished_at,
+    position: row.position,
+    preview: parseJson<Preview>(row.preview_json),
+    previewHash: row.preview_hash,
     rejectedReason: row.rejected_reason,
     result: parseJson<Record<string, unknown>>(row.result_json),
-    error: parseJson<ErrorShape>(row.error_json),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
     revertedAt: row.reverted_at,
+    startedAt: row.started_at,
+    status: row.status,
+    step: parseStep(row),
+    stepHash: row.step_hash,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -149,7 +159,7 @@ export class StepRepository {
         if (this.db.prepare('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
-        insertStep.run(step.id, plan.planId, position, step.action, JSON.stringify(step), stepHash(step), now, now);
+        insertStep.run(step.id, plan.planId, position, step.action, canonicalJson(step), stepHash(step), now, now);
         this.audit.append({
           kind: 'step.proposed',
           actor,
@@ -238,20 +248,20 @@ export class StepRepository {
         sets.push(`${column} = @${column}`);
         values[column] = value;
       };
-      if (patch.evaluation) set('evaluation_json', JSON.stringify(patch.evaluation));
+      if (patch.evaluation) set('evaluation_json', canonicalJson(patch.evaluation));
       if (patch.preview) {
-        set('preview_json', JSON.stringify(patch.preview.preview));
+        set('preview_json', canonicalJson(patch.preview.preview));
         set('preview_hash', patch.preview.previewHash);
       }
       if (patch.approval) {
         set('approved_step_hash', patch.approval.stepHash);
         set('approved_preview_hash', patch.approval.previewHash);
-        set('approved_by_json', JSON.stringify(patch.approval.by));
+        set('approved_by_json', canonicalJson(patch.approval.by));
         set('approved_at', patch.approval.at);
       }
       if (patch.rejectedReason !== undefined) set('rejected_reason', patch.rejectedReason);
-      if (patch.result) set('result_json', JSON.stringify(patch.result));
-      if (patch.error) set('error_json', JSON.stringify(patch.error));
+      if (patch.result) set('result_json', canonicalJson(patch.result));
+      if (patch.error) set('error_json', canonicalJson(patch.error));
       if (patch.startedAt) set('started_at', patch.startedAt);
       if (patch.finishedAt) set('finished_at', patch.finishedAt);
       if (patch.revertedAt) set('reverted_at', patch.revertedAt);
@@ -282,7 +292,7 @@ export class StepRepository {
       if (patch.preview) {
         this.db
           .prepare('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
-          .run(JSON.stringify(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
+          .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
     })();
