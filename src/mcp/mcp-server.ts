@@ -5,7 +5,7 @@ import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from '../ipc/client.js';
-import { proposeAndAwaitDecision } from './decision-wait.js';
+import { proposeAndAwaitDecision } from '../ipc/decision-wait.js';
 import { HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
 import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';

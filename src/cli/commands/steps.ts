@@ -3,7 +3,8 @@ import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-ma
 import { globals, print, withExecutor } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 import { detailText, explainOutcome, outcomeOf, summaryLine } from '../render.js';
-import { proposeAndWaitOnHost, readStepsWhileUnlocked } from '../step-reader.js';
+import { proposeAndAwaitDecision } from '../../ipc/decision-wait.js';
+import { readStepsWhileUnlocked } from '../step-reader.js';
 
 /** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
 export function registerStepCommands(program: Command): void {
@@ -21,7 +22,7 @@ export function registerStepCommands(program: Command): void {
       };
       let { records, reach } = await withExecutor(dataDir, async (api, reach) => ({
         // With a host running, --wait listens to its events; without one the database is read below.
-        records: options.wait && reach === 'host' ? await proposeAndWaitOnHost(api, plan, options.timeout, sayWaiting) : await api.propose({ plan }),
+        records: options.wait && reach === 'host' ? await proposeAndAwaitDecision(api, plan, { waitMs: options.timeout === undefined ? undefined : options.timeout * 1000, onWaiting: sayWaiting }) : await api.propose({ plan }),
         reach,
       }));
       if (options.wait && reach === 'direct' && !records.every((record) => isSettled(record.status))) {

@@ -1,22 +1,29 @@
 import { isSettled } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
-import type { ExecutorClient } from '../ipc/client.js';
+import type { ExecutorClient } from './client.js';
 
 export interface DecisionWaitOptions {
-  waitMs: number;
-  /** The MCP request's cancellation: stop waiting and report what is known. */
+  /** How long to wait for the person; absent = until every step is decided. */
+  waitMs?: number;
+  /** The caller's cancellation (an MCP request's): stop waiting and report what is known. */
   signal?: AbortSignal;
-  /** Called every `tickMs` while waiting (progress notifications keep the MCP client's request alive). */
+  /** Called every `tickMs` while waiting (progress notifications keep an MCP client's request alive). */
   onTick?: (elapsedMs: number) => void;
   tickMs?: number;
+  /** Called once, with how many steps are still open, when the proposal has to wait for the person. */
+  onWaiting?: (open: number) => void;
 }
+
+/** Look again at least this often: if the host went away, the next call says so instead of waiting forever. */
+const RECHECK_MS = 5_000;
 
 /**
  * Proposes a plan through the host and waits on its step events until every step is decided or
  * the wait ends. Listening starts before the proposal, so no decision can slip between the two.
- * Auto-approved steps come back settled from propose itself and return at once.
+ * Auto-approved steps come back settled from propose itself and return at once. The CLI's
+ * `propose --wait` and the MCP tools both wait here.
  */
-export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions): Promise<StepRecord[]> {
+export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
   let planId: string | null = null;
   let changed = false;
   let wake: (() => void) | null = null;
@@ -29,18 +36,20 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
   const onAbort = () => wake?.();
   options.signal?.addEventListener('abort', onAbort);
   const startedAt = Date.now();
-  const tick = setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000);
+  const tick = options.onTick ? setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000) : undefined;
   try {
     let records = await api.propose({ plan });
     planId = records[0]!.step.planId;
-    const deadline = startedAt + options.waitMs;
+    const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
+    const open = records.filter((record) => !isSettled(record.status)).length;
+    if (open > 0) options.onWaiting?.(open);
     for (;;) {
       if (records.every((record) => isSettled(record.status))) return records;
       const left = deadline - Date.now();
       if (left <= 0 || options.signal?.aborted) return records;
       if (!changed) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, left);
+          const timer = setTimeout(resolve, Math.min(left, RECHECK_MS));
           wake = () => {
             clearTimeout(timer);
             resolve();
@@ -52,7 +61,7 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
       records = (await api.listSteps({ planId, limit: 10_000 })).sort((a, b) => a.position - b.position);
     }
   } finally {
-    clearInterval(tick);
+    if (tick) clearInterval(tick);
     options.signal?.removeEventListener('abort', onAbort);
     off();
   }
