@@ -20,6 +20,8 @@ export interface LogToVerify {
   anchor: Anchor | undefined;
   /** The spacing to expect when the log does not declare its own in key.created. */
   checkpointEvery: number;
+  /** How often a running app seals a heartbeat checkpoint; longer gaps within one run are reported as warnings. */
+  heartbeatMs?: number;
   /** An export of seqs [from, to]; absent for a whole log. */
   excerpt?: { from: number; to: number };
   warnings?: string[];
@@ -46,7 +48,13 @@ function problem(code: VerifyCode, seq: number, message: string): VerifyProblem 
 function joinRanges(parts: RangeResult[]): RangeResult | undefined {
   const nonEmpty = parts.filter((part) => part.count > 0 || part.problem);
   if (nonEmpty.length === 0) return parts[0];
-  const joined: RangeResult = { ...nonEmpty[0]!, spans: [...nonEmpty[0]!.spans], chainStarts: [...nonEmpty[0]!.chainStarts], hashesAt: { ...nonEmpty[0]!.hashesAt } };
+  const joined: RangeResult = {
+    ...nonEmpty[0]!,
+    spans: [...nonEmpty[0]!.spans],
+    chainStarts: [...nonEmpty[0]!.chainStarts],
+    hashesAt: { ...nonEmpty[0]!.hashesAt },
+    appStarts: [...nonEmpty[0]!.appStarts],
+  };
   for (const part of nonEmpty.slice(1)) {
     if (joined.problem) return joined;
     if (part.firstSeq !== (joined.lastSeq ?? 0) + 1 || part.firstPrevHash !== joined.lastHash) return undefined;
@@ -63,6 +71,7 @@ function joinRanges(parts: RangeResult[]): RangeResult | undefined {
     joined.spans.push(...spans);
     joined.chainStarts.push(...part.chainStarts);
     Object.assign(joined.hashesAt, part.hashesAt);
+    joined.appStarts.push(...part.appStarts);
     joined.count += part.count;
     joined.lastSeq = part.lastSeq;
     joined.lastHash = part.lastHash;
@@ -160,6 +169,8 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
     lastSeq = cp.seq;
   }
   if (unsigned) warnings.push(`${unsigned} checkpoint signature(s) not checked: no public key for their chain`);
+  const gap = heartbeatGap(parsed, rows.appStarts, log.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
+  if (gap) warnings.push(gap);
   if (!problems.length) {
     const sealed = new Set(parsed.map((cp) => cp.seq));
     const from = log.excerpt ? log.excerpt.from : 1;
@@ -173,6 +184,27 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
     }
   }
   return { problems, parsed };
+}
+
+const DEFAULT_HEARTBEAT_MS = 15 * 60 * 1000;
+
+/**
+ * Spacing in time: while the app runs it seals a heartbeat checkpoint every heartbeatMs, idle or
+ * not. Two checkpoints of one run (no shutdown after the first, no app.started between them) much
+ * further apart mean a missing heartbeat, or a machine that slept; the chain of checkpoints itself
+ * shows none was deleted, so this is a warning, not a finding.
+ */
+function heartbeatGap(checkpoints: ParsedCheckpoint[], appStarts: number[], heartbeatMs: number): string | undefined {
+  for (let index = 1; index < checkpoints.length; index++) {
+    const before = checkpoints[index - 1]!;
+    const after = checkpoints[index]!;
+    if (before.reason === 'shutdown') continue;
+    const apart = Date.parse(after.ts) - Date.parse(before.ts);
+    if (!(apart > 2 * heartbeatMs)) continue;
+    if (appStarts.some((seq) => seq > before.seq && seq <= after.seq)) continue;
+    return `checkpoints ${before.cpSeq} and ${after.cpSeq} are ${Math.round(apart / 60_000)} min apart within one run of the app (a heartbeat seals every ${Math.round(heartbeatMs / 60_000)} min): a heartbeat is missing, or the machine slept`;
+  }
+  return undefined;
 }
 
 /** The anchor outside the database: is the log behind it (cut, or an older copy), or different at its seq? */

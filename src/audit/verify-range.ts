@@ -64,6 +64,8 @@ export interface RangeResult {
   chainStarts: ChainStart[];
   hashesAt: Record<number, string>;
   macsUnchecked: number;
+  /** Seqs of app.started records: where one run of the app ends and the next begins. */
+  appStarts: number[];
 }
 
 interface ParsedBody {
@@ -143,6 +145,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     chainStarts: [],
     hashesAt: {},
     macsUnchecked: 0,
+    appStarts: [],
   };
   let expectedSeq = input.startsLog ? 1 : -1;
   let expectedPrev = input.startsLog ? GENESIS_HASH : '';
@@ -272,6 +275,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       result.firstPrevHash = parsed.prevHash;
     }
     if (input.wantHashesAt.has(bodySeq)) result.hashesAt[bodySeq] = hashHex;
+    if (parsed.action === 'app.started') result.appStarts.push(bodySeq);
     result.lastSeq = bodySeq;
     result.lastHash = hashHex;
     result.lastAction = String(parsed.action);

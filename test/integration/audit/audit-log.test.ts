@@ -225,3 +225,38 @@ describe('the signed audit log', () => {
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
   });
 });
+
+describe('checkpoint spacing in time', () => {
+  /** A log whose clock the test moves: a heartbeat, `minutes` of silence, another heartbeat. */
+  function logWithPause(minutes: number, between?: 'app.started' | 'shutdown') {
+    const { dataDir } = tempSetup();
+    let clock = Date.parse('2026-11-22T08:00:00.000Z');
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        appendNotes(db, log, 3);
+        log.checkpoint('heartbeat');
+        if (between === 'shutdown') log.checkpoint('shutdown');
+        clock += minutes * 60_000;
+        if (between === 'app.started') db.transaction(() => log.append({ kind: 'app.started', actor: { user: 'executor', channel: 'system' } }))();
+        appendNotes(db, log, 2);
+        log.checkpoint('heartbeat');
+      },
+      { now: () => new Date(clock) },
+    );
+    return verifyLogAt(dataDir);
+  }
+
+  it('warns when two checkpoints of one run are far more than a heartbeat apart, and stays intact', async () => {
+    const report = await logWithPause(50);
+    expect(report.ok).toBe(true);
+    expect(report.warnings.join('\n')).toMatch(/checkpoints \d+ and \d+ are 50 min apart within one run of the app .*heartbeat is missing, or the machine slept/);
+  });
+
+  it('says nothing when the gap lies between two runs of the app, or is within the heartbeat', async () => {
+    for (const report of [await logWithPause(50, 'app.started'), await logWithPause(50, 'shutdown'), await logWithPause(20)]) {
+      expect(report.ok).toBe(true);
+      expect(report.warnings.join('\n')).not.toMatch(/min apart/);
+    }
+  });
+});
