@@ -10,6 +10,7 @@ import {
   randomToken,
   signText,
   verifyText,
+  verifyTextEarly,
   type MessageMac,
 } from './protocol.js';
 import { EVENT_DATA, type EventData, type EventTopic } from './wire-schemas.js';
@@ -80,23 +81,30 @@ export class SignedRpc {
     });
   }
 
-  async call(method: string, params: unknown): Promise<unknown> {
+  /**
+   * Calls a method. `check` (the result schema) runs while the reply's MAC is computed off this
+   * thread, but its verdict, like the result, counts only once the MAC holds.
+   */
+  async call(method: string, params: unknown, check?: (result: unknown) => { success: true; data: unknown } | { success: false }): Promise<unknown> {
     if (this.closedReason !== null) throw new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor is closed: ${this.closedReason}`);
     const id = randomToken(12);
     const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id, ts: Date.now(), nonce: randomToken(18), method, params: params ?? {} };
     const replyText = await this.transport.request(await signText(this.session.mac, 'request', request));
     if (replyText.length > this.maxResponseBytes) throw new ExecutorError('IPC_TOO_LARGE', 'The reply is larger than this client accepts.');
+    const early = verifyTextEarly(this.session.mac, 'response', replyText);
     const parsed = parseObject(replyText);
     const reply = parsed ? ResponseEnvelopeSchema.safeParse(parsed) : null;
     if (!parsed || !reply?.success) throw new ExecutorError('IPC_MALFORMED', 'The reply is not a valid response envelope.');
-    const verified = await verifyText(this.session.mac, 'response', replyText, parsed);
+    const checked = reply.data.ok && check ? check(reply.data.result) : undefined;
+    const verified = await verifyText(this.session.mac, 'response', replyText, parsed, early);
     if (!verified) {
       if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape, true);
       throw new ExecutorError('IPC_BAD_SIGNATURE', 'The reply is not signed by the server of this session; it was discarded.');
     }
     if (reply.data.id !== id) throw new ExecutorError('IPC_MALFORMED', 'The reply answers another request.');
     if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape);
-    return reply.data.result;
+    if (checked && !checked.success) throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${method} does not match the method table.`, { method });
+    return checked ? checked.data : reply.data.result;
   }
 
   onEvent(topic: EventTopic, listener: (data: unknown) => void): () => void {
@@ -163,10 +171,7 @@ export function createExecutorClient(rpc: SignedRpc): ExecutorClient {
   const methods = {} as Record<MethodName, (params?: unknown) => Promise<unknown>>;
   for (const name of METHOD_NAMES) {
     methods[name] = async (params?: unknown) => {
-      const result = await rpc.call(name, params ?? {});
-      const checked = METHODS[name].result.safeParse(result);
-      if (!checked.success) throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${name} does not match the method table.`, { method: name });
-      return checked.data;
+      return rpc.call(name, params ?? {}, (result) => METHODS[name].result.safeParse(result));
     };
   }
   const subscribed = new Set<EventTopic>();

@@ -1,14 +1,30 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, webcrypto } from 'node:crypto';
 import type { MessageMac } from './protocol.js';
 
-/** The HMAC through node:crypto: synchronous and fast, for the server and Node clients. */
+/**
+ * From this many characters on, the HMAC runs on libuv's thread pool (WebCrypto) instead of this
+ * thread: a large reply's MAC then overlaps with parsing and validating it (client) or leaves the
+ * host free for other connections meanwhile (server). Smaller texts stay synchronous, where the
+ * hop would cost more than the hash.
+ */
+const OFF_THREAD_FROM = 64 * 1024;
+
+/** The HMAC through node:crypto, for the server and Node clients. */
 export function nodeMac(key: Uint8Array): MessageMac {
   const keyBytes = Buffer.from(key);
+  let offThreadKey: Promise<webcrypto.CryptoKey> | undefined;
   return {
     sign(...parts: string[]): Promise<string> {
-      const hmac = createHmac('sha256', keyBytes);
-      for (const part of parts) hmac.update(part, 'utf8');
-      return Promise.resolve(hmac.digest('base64url'));
+      let length = 0;
+      for (const part of parts) length += part.length;
+      if (length < OFF_THREAD_FROM) {
+        const hmac = createHmac('sha256', keyBytes);
+        for (const part of parts) hmac.update(part, 'utf8');
+        return Promise.resolve(hmac.digest('base64url'));
+      }
+      offThreadKey ??= webcrypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+      const bytes = Buffer.from(parts.length === 1 ? parts[0]! : parts.join(''), 'utf8');
+      return offThreadKey.then((cryptoKey) => webcrypto.subtle.sign('HMAC', cryptoKey, bytes)).then((mac) => Buffer.from(mac).toString('base64url'));
     },
   };
 }

@@ -138,11 +138,12 @@ function constantTimeEqual(left: string, right: string): boolean {
  * The fast path is sound because the body the HMAC covers is an object text only a key holder
  * produced, and the appended member sits at its top level.
  */
-export async function verifyText(mac: MessageMac, kind: SignedKind, text: string, parsed: Record<string, unknown>): Promise<boolean> {
+export async function verifyText(mac: MessageMac, kind: SignedKind, text: string, parsed: Record<string, unknown>, early?: EarlyCheck): Promise<boolean> {
   const sig = parsed.sig;
   if (typeof sig !== 'string' || sig.length === 0) return false;
+  if (early && early.sig === sig && (await early.holds)) return true;
   const suffix = `,"sig":"${sig}"}`;
-  if (text.endsWith(suffix)) {
+  if (!early && text.endsWith(suffix)) {
     if (constantTimeEqual(await mac.sign(PURPOSE[kind], text.slice(0, -suffix.length), '}'), sig)) return true;
   }
   const { sig: _omitted, ...rest } = parsed;
@@ -153,6 +154,30 @@ export async function verifyText(mac: MessageMac, kind: SignedKind, text: string
     return false;
   }
   return constantTimeEqual(await mac.sign(PURPOSE[kind], body), sig);
+}
+
+/** The fast-path check of a message's sig, started before the message is parsed. */
+export interface EarlyCheck {
+  sig: string;
+  holds: Promise<boolean>;
+}
+
+const SIG_TAIL = /,"sig":"([A-Za-z0-9_-]{1,128})"\}$/;
+
+/**
+ * Starts checking the sig of a text in the sender's own layout before it is parsed, so that an
+ * asynchronous MAC (WebCrypto, or Node's for large texts, on a thread pool) runs while this thread
+ * parses and validates the message. Nothing is trusted until verifyText(…, early) says so.
+ */
+export function verifyTextEarly(mac: MessageMac, kind: SignedKind, text: string): EarlyCheck | undefined {
+  const match = SIG_TAIL.exec(text.slice(-200));
+  if (!match) return undefined;
+  const sig = match[1]!;
+  const holds = mac.sign(PURPOSE[kind], text.slice(0, -match[0].length), '}').then(
+    (computed) => constantTimeEqual(computed, sig),
+    () => false,
+  );
+  return { sig, holds };
 }
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';

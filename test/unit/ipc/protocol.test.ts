@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nodeMac } from '../../../src/ipc/message-mac-node.js';
 import { webCryptoMac } from '../../../src/ipc/message-mac-web.js';
-import { base64url, canonicalText, fromBase64url, signText, verifyText } from '../../../src/ipc/protocol.js';
+import { base64url, canonicalText, fromBase64url, signText, verifyText, verifyTextEarly } from '../../../src/ipc/protocol.js';
 
 const key = new Uint8Array(32).fill(7);
 const otherKey = new Uint8Array(32).fill(8);
@@ -81,6 +81,22 @@ describe('signing and verifying', () => {
     const sig = (JSON.parse(text) as { sig: string }).sig;
     const smuggled = `${text.slice(0, -1)},"method":"approve","sig":"${sig}"}`;
     expect(await verifyText(nodeMac(key), 'request', smuggled, JSON.parse(smuggled))).toBe(false);
+  });
+
+  it('checks a large reply early (off-thread MAC) exactly as the late check does, smuggled members included', async () => {
+    const large = { v: 1, id: 'i', ok: true, result: Array.from({ length: 3000 }, (_, index) => ({ index, text: `line ${index} é →` })) };
+    const text = await signText(nodeMac(key), 'response', large);
+    expect(text.length).toBeGreaterThan(64 * 1024);
+    // The large path (WebCrypto on the thread pool) and the small one agree on the bytes.
+    expect(await signText(await webCryptoMac(key), 'response', large)).toBe(text);
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    expect(await verifyText(nodeMac(key), 'response', text, parsed, verifyTextEarly(nodeMac(key), 'response', text))).toBe(true);
+
+    const edited = text.replace('line 2999', 'line 2998');
+    expect(await verifyText(nodeMac(key), 'response', edited, JSON.parse(edited), verifyTextEarly(nodeMac(key), 'response', edited))).toBe(false);
+    const smuggled = `${text.slice(0, -1)},"ok":false,"sig":"${parsed.sig as string}"}`;
+    expect(await verifyText(nodeMac(key), 'response', smuggled, JSON.parse(smuggled), verifyTextEarly(nodeMac(key), 'response', smuggled))).toBe(false);
+    expect(await verifyText(nodeMac(otherKey), 'response', text, parsed, verifyTextEarly(nodeMac(otherKey), 'response', text))).toBe(false);
   });
 
   it('round-trips base64url', () => {
