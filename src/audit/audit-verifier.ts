@@ -38,9 +38,9 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
   const db = openAuditDatabaseReadOnly(dataDir);
   db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
+  const source = new DbRecordSource(db, true);
   try {
     const keyring = AuditKeyring.load(options.keyStore);
-    const source = new DbRecordSource(db);
     const logId = keyring?.logId ?? source.claimedLogId() ?? 'unknown';
     const warnings: string[] = [];
     if (!keyring) warnings.push(`no audit keys in ${options.keyStore.location}: only the verification keys given were used`);
@@ -66,6 +66,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
       },
     );
   } finally {
+    source.close();
     db.close();
   }
 }

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import type { Db } from '../store/database.js';
 import type { RecordSource, StoredRecord } from './verify-range.js';
 
@@ -12,6 +13,7 @@ export interface StoredCheckpoint {
 type RecordRow = [number, string, string, string | null, string | null, string, Buffer, Buffer, Buffer | null];
 
 const BATCH = 4096;
+const CLAIMS_SQL = "SELECT 1 FROM audit_records WHERE seq > ? AND json_extract(body, '$.seq') = ? LIMIT 1";
 
 /** A verify reads the whole file once: mapping it saves a copy of every page into SQLite's cache. */
 export const VERIFY_MMAP_BYTES = 1 << 30;
@@ -21,11 +23,23 @@ export class DbRecordSource implements RecordSource {
   private readonly batch;
   private readonly claims;
 
-  constructor(private readonly db: Db) {
+  private readonly stream;
+  private claimsDb: Db | undefined;
+
+  /**
+   * `ownConnection`: nothing else uses this connection while records are read (a verify's own
+   * read-only connection), so rows can stream through one iterator instead of batches; the rare
+   * mid-scan lookup (laterRecordClaims) then uses a second connection.
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly ownConnection = false,
+  ) {
+    this.stream = db.prepare('SELECT seq, ts, action, plan_id, step_id, body, mac, hash, cosign FROM audit_records WHERE seq >= ? AND seq <= ? ORDER BY seq').raw(true);
     this.batch = db
       .prepare('SELECT seq, ts, action, plan_id, step_id, body, mac, hash, cosign FROM audit_records WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?')
       .raw(true);
-    this.claims = db.prepare("SELECT 1 FROM audit_records WHERE seq > ? AND json_extract(body, '$.seq') = ? LIMIT 1");
+    this.claims = db.prepare(CLAIMS_SQL);
   }
 
   bounds(): { min: number; max: number; count: number } {
@@ -34,6 +48,17 @@ export class DbRecordSource implements RecordSource {
   }
 
   *records(from: number, to: number): Iterable<StoredRecord> {
+    if (this.ownConnection) {
+      this.scanning = true;
+      try {
+        for (const row of this.stream.iterate(from, to) as IterableIterator<RecordRow>) {
+          yield { position: row[0], body: row[5], mac: row[6], hash: row[7], cosign: row[8], columns: { ts: row[1], action: row[2], planId: row[3], stepId: row[4] } };
+        }
+      } finally {
+        this.scanning = false;
+      }
+      return;
+    }
     let next = from;
     for (;;) {
       const rows = this.batch.all(next, to, BATCH) as RecordRow[];
@@ -52,8 +77,18 @@ export class DbRecordSource implements RecordSource {
     }
   }
 
+  private scanning = false;
+
   laterRecordClaims(position: number, seq: number): boolean {
-    return this.claims.get(position, seq) !== undefined;
+    if (!this.scanning) return this.claims.get(position, seq) !== undefined;
+    // The streaming scan holds this connection: ask a second one (only ever on a log that fails).
+    this.claimsDb ??= new Database(this.db.name, { readonly: true, fileMustExist: true }) as unknown as Db;
+    return this.claimsDb.prepare(CLAIMS_SQL).get(position, seq) !== undefined;
+  }
+
+  close(): void {
+    this.claimsDb?.close();
+    this.claimsDb = undefined;
   }
 
   checkpoints(): StoredCheckpoint[] {

@@ -23,7 +23,9 @@ function run(job: VerifyWorkerJob): RangeResult {
   try {
     db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
     let reported = 0;
-    return verifyRange(new DbRecordSource(db), {
+    const source = new DbRecordSource(db, true);
+    try {
+      return verifyRange(source, {
       logId: job.logId,
       from: job.from,
       to: job.to,
@@ -35,7 +37,10 @@ function run(job: VerifyWorkerJob): RangeResult {
         parentPort!.postMessage({ type: 'progress', delta: count - reported } satisfies VerifyWorkerReply);
         reported = count;
       },
-    });
+      });
+    } finally {
+      source.close();
+    }
   } finally {
     db.close();
   }
