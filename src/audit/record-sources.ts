@@ -18,13 +18,16 @@ const CLAIMS_SQL = "SELECT 1 FROM audit_records WHERE seq > ? AND json_extract(b
 /** A verify reads the whole file once: mapping it saves a copy of every page into SQLite's cache. */
 export const VERIFY_MMAP_BYTES = 1 << 30;
 
-/** Records straight from the audit_records table, read in raw batches (no row objects, no long-lived iterator). */
+/**
+ * Records straight from the audit_records table as raw rows: in batches on a shared connection
+ * (no long-lived iterator to block the host's other statements), streamed on a connection of its own.
+ */
 export class DbRecordSource implements RecordSource {
   private readonly batch;
-  private readonly claims;
-
   private readonly stream;
+  private readonly claims;
   private claimsDb: Db | undefined;
+  private scanning = false;
 
   /**
    * `ownConnection`: nothing else uses this connection while records are read (a verify's own
@@ -76,8 +79,6 @@ export class DbRecordSource implements RecordSource {
       next = rows[rows.length - 1]![0] + 1;
     }
   }
-
-  private scanning = false;
 
   laterRecordClaims(position: number, seq: number): boolean {
     if (!this.scanning) return this.claims.get(position, seq) !== undefined;
