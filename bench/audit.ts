@@ -17,7 +17,8 @@ import { FileKeyStore } from '../src/audit/key-store.js';
 import { verifyWorkerCount } from '../src/audit/verify-workers.js';
 import { DATABASE_FILE, openDatabase, type Db } from '../src/store/database.js';
 
-const PER_COMMIT = Number(process.env.BENCH_PER_COMMIT ?? 1500);
+const PER_COMMIT = Number(process.env.BENCH_PER_COMMIT ?? 2500);
+const COMMIT_ROUNDS = 5;
 const BATCHED = Number(process.env.BENCH_BATCHED ?? 60_000);
 const VERIFY = Number(process.env.BENCH_VERIFY ?? 200_000);
 const BATCH = 1000;
@@ -116,9 +117,9 @@ async function main(): Promise<void> {
   // 1. each append its own committed transaction; alternate the two to share the disk's mood.
   const plainCommit: number[] = [];
   const signedCommit: number[] = [];
-  for (let round = 0; round < 3; round++) {
-    plainCommit.push(timeWrites(`commit-plain-${round}`, PER_COMMIT / 3, 1, plainWriter));
-    signedCommit.push(timeWrites(`commit-signed-${round}`, PER_COMMIT / 3, 1, (db, dir) => signedWriter(db, dir)));
+  for (let round = 0; round < COMMIT_ROUNDS; round++) {
+    plainCommit.push(timeWrites(`commit-plain-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, plainWriter));
+    signedCommit.push(timeWrites(`commit-signed-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, (db, dir) => signedWriter(db, dir)));
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const plainPerCommit = median(plainCommit);
