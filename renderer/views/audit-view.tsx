@@ -24,10 +24,13 @@ export type AuditRecordDetail = MethodResult<'getAuditRecord'>;
 
 interface VerifyState {
   running: boolean;
-  startedAt: number;
+  /** Records checked so far of the whole log, as verifyAudit reports it; null until the first report. */
+  progress: { checked: number; total: number } | null;
   report: VerifyReportView | null;
   error: unknown;
 }
+
+const IDLE_VERIFY: VerifyState = { running: false, progress: null, report: null, error: null };
 
 function who(row: AuditRow): string {
   return `${row.userId.user} · ${row.userId.channel}${row.userId.client ? ` (${row.userId.client})` : ''}`;
@@ -42,19 +45,23 @@ function prettyBody(body: string): string {
 }
 
 export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; onVerify(): void; onJump(seq: number): void }) {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    if (!state.running) return;
-    const timer = setInterval(() => setNow(Date.now()), 500);
-    return () => clearInterval(timer);
-  }, [state.running]);
   const report = state.report;
   let tone = 'neutral';
   let text: React.ReactNode = 'The log has not been verified in this window yet.';
   if (state.running) {
+    const progress = state.progress;
     text = (
       <>
-        <span className="spinner" aria-hidden="true" /> Verifying the whole log: chain, signatures and checkpoints… {Math.round((now - state.startedAt) / 1000)} s. You can keep working meanwhile.
+        <span className="spinner" aria-hidden="true" /> Verifying the whole log: chain, signatures and checkpoints…{' '}
+        {progress ? (
+          <span data-testid="verify-count">
+            checked {progress.checked.toLocaleString()} of {progress.total.toLocaleString()} records
+          </span>
+        ) : (
+          'starting'
+        )}
+        . You can keep working meanwhile.
+        <progress className="verify-progress" max={progress?.total || 1} value={progress ? progress.checked : undefined} aria-label="Records verified" />
       </>
     );
   } else if (state.error) {
@@ -77,7 +84,8 @@ export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; 
     );
   }
   return (
-    <div className={`banner banner-${tone}`} role="status" aria-live="polite" data-testid="verify-banner">
+    // aria-busy while running: a screen reader hears the result, not ten counts a second.
+    <div className={`banner banner-${tone}`} role="status" aria-live="polite" aria-busy={state.running} data-testid="verify-banner">
       <p>{text}</p>
       <div className="banner-actions">
         {report?.problem && !state.running ? (
@@ -101,7 +109,7 @@ export function AuditView({ active }: { active: boolean }) {
   const [selectedSeq, setSelectedSeq] = useState<number | null>(null);
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
-  const [verify, setVerify] = useState<VerifyState>({ running: false, startedAt: 0, report: null, error: null });
+  const [verify, setVerify] = useState<VerifyState>(IDLE_VERIFY);
   const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
   const scrollRef = useRef<HTMLDivElement>(null);
 
@@ -146,12 +154,41 @@ export function AuditView({ active }: { active: boolean }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api, rows.refresh]);
 
+  // Progress arrives as events on this window's session, tagged with the run it belongs to; a late
+  // event of an earlier run (or of a run that already reported) changes nothing.
+  const verifyRun = useRef<string | null>(null);
+  const verifyListening = useRef<Promise<unknown> | null>(null);
+  useEffect(() => {
+    let off: (() => void) | undefined;
+    let cancelled = false;
+    const listening = api.on('verify', (progress) => {
+      if (progress.progressId !== verifyRun.current) return;
+      setVerify((state) => (state.running ? { ...state, progress: { checked: progress.checked, total: progress.total } } : state));
+    });
+    verifyListening.current = listening.catch(() => undefined);
+    listening.then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), () => undefined);
+    return () => {
+      cancelled = true;
+      off?.();
+    };
+  }, [api]);
+
   const runVerify = () => {
-    setVerify({ running: true, startedAt: Date.now(), report: null, error: null });
-    api.verifyAudit().then(
-      (report) => setVerify({ running: false, startedAt: 0, report, error: null }),
-      (error: unknown) => setVerify({ running: false, startedAt: 0, report: null, error }),
-    );
+    const progressId = `verify-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    verifyRun.current = progressId;
+    setVerify({ ...IDLE_VERIFY, running: true });
+    const settle = (next: VerifyState) => {
+      if (verifyRun.current !== progressId) return;
+      verifyRun.current = null;
+      setVerify(next);
+    };
+    // Subscribed before the call, so the first counts are not lost; without progress the verify still runs.
+    void (verifyListening.current ?? Promise.resolve())
+      .then(() => api.verifyAudit({ progressId }))
+      .then(
+        (report) => settle({ ...IDLE_VERIFY, report }),
+        (error: unknown) => settle({ ...IDLE_VERIFY, error }),
+      );
   };
   // Verification reads the whole log; it starts once the first rows are on screen so it never delays them.
   const verifyStarted = useRef(false);

@@ -139,7 +139,8 @@ export const METHODS = {
     description: 'the log (or a range) as JSON lines with the checkpoints that seal it, for `executor audit verify --file`',
   }),
   verifyAudit: method({
-    params: noParams,
+    // With a progressId, the caller's session (subscribed to 'verify') hears {progressId, checked, total} as the scan goes.
+    params: z.strictObject({ progressId: z.string().min(1).max(64).optional() }).optional(),
     result: VerifyReportWireSchema,
     channels: EVERYONE,
     description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
@@ -191,7 +192,7 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy",
+    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy, verify (progress of this session's verifyAudit)",
   }),
 } as const;
 

@@ -222,6 +222,7 @@ export class IpcServer {
           connection.sessions.add(session);
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
+        notify: (topic, data) => this.pushEvent(session, topic, data),
         issueWebUrl: this.issueWebUrl,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
@@ -307,17 +308,20 @@ export class IpcServer {
   }
 
   private broadcast(topic: EventTopic, data: unknown): void {
-    for (const session of this.sessions.values()) {
-      const connection = session.connection;
-      if (!connection || connection.closed || !session.topics.has(topic)) continue;
-      const seq = ++session.eventSeq;
-      signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
-        (text) => {
-          if (!connection.closed) connection.push(text);
-        },
-        () => undefined,
-      );
-    }
+    for (const session of this.sessions.values()) this.pushEvent(session, topic, data);
+  }
+
+  /** One signed event to one session, if it listens to the topic and has a live connection. */
+  private pushEvent(session: Session, topic: EventTopic, data: unknown): void {
+    const connection = session.connection;
+    if (!connection || connection.closed || !session.topics.has(topic)) return;
+    const seq = ++session.eventSeq;
+    signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
+      (text) => {
+        if (!connection.closed) connection.push(text);
+      },
+      () => undefined,
+    );
   }
 
   private auditRefusal(refusal: Refusal, connection: ConnectionState, method?: string): void {

@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildMixedLog } from '../helpers/audit-log-fixture.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { runCli } from '../helpers/run-cli.js';
+import { startServe } from '../helpers/serve-process.js';
+import { suiteTempSetup } from '../helpers/temp-dirs.js';
+
+/*
+ * The audit view on a log too big to verify in a blink, in Debian's Chromium against the real
+ * `executor serve`: verification progress as a record count, the user/channel filter read from
+ * the server, and exports streamed as a download.
+ */
+
+const skipReason = chromiumMissingReason();
+/** Big enough that verify takes seconds on two shared cores (it reports every 4,096 records per worker). */
+const RECORDS = 40_000;
+
+let browser: Browser;
+let setup: ReturnType<typeof suiteTempSetup>;
+beforeAll(async () => {
+  if (skipReason) return;
+  ensureRendererBuilt();
+  setup = suiteTempSetup();
+  buildMixedLog(setup.dataDir, RECORDS);
+  browser = await launchChromium();
+}, 180_000);
+afterAll(async () => {
+  await browser?.close();
+  setup?.remove();
+});
+
+async function openWindow(url: string): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(url);
+  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
+  return { page, errors };
+}
+
+/** Records every text the verify count shows, however briefly: polling from the test could miss a count that lasts 100 ms. */
+async function recordVerifyCounts(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as unknown as { verifyCounts: string[] }).verifyCounts = seen;
+    new MutationObserver(() => {
+      const text = document.querySelector('[data-testid="verify-count"]')?.textContent;
+      if (text && seen[seen.length - 1] !== text) seen.push(text);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+function parseCount(text: string): { checked: number; total: number } {
+  const match = /checked ([\d,]+) of ([\d,]+) records/.exec(text);
+  if (!match) throw new Error(`not a count: ${text}`);
+  return { checked: Number(match[1]!.replace(/,/g, '')), total: Number(match[2]!.replace(/,/g, '')) };
+}
+
+describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 180_000 }, () => {
+  it('verification shows "checked N of M records" and a progress bar while it runs, then says intact', async () => {
+    const serve = await startServe(setup.dataDir);
+    const { page, errors } = await openWindow(serve.info.url);
+    await recordVerifyCounts(page);
+    await page.keyboard.press('3');
+    const banner = page.getByTestId('verify-banner');
+    await expect.poll(() => banner.textContent(), { timeout: 120_000 }).toMatch(/^Intact\./);
+    const intact = /([\d,]+) records verified/.exec((await banner.textContent())!)!;
+    const total = Number(intact[1]!.replace(/,/g, ''));
+    expect(total).toBeGreaterThan(RECORDS);
+
+    const counts = (await page.evaluate(() => (window as unknown as { verifyCounts: string[] }).verifyCounts)).map(parseCount);
+    // At least one count from the middle of the run reached the window before the final banner.
+    expect(counts.some((count) => count.checked > 0 && count.checked < count.total)).toBe(true);
+    for (const count of counts) expect(count.total).toBe(total);
+    // Counts only grow within one run.
+    expect(counts.map((count) => count.checked)).toEqual([...counts.map((count) => count.checked)].sort((a, b) => a - b));
+
+    // A second run from the button shows the bar again while it counts.
+    await page.evaluate(() => ((window as unknown as { verifyCounts: string[] }).verifyCounts.length = 0));
+    await banner.getByRole('button', { name: 'Verify' }).click();
+    await expect.poll(() => banner.locator('progress').count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => banner.textContent(), { timeout: 120_000 }).toMatch(/^Intact\./);
+    expect(await banner.locator('progress').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.context().close();
+    await serve.stop();
+  });
+
+  it('`executor audit verify --progress` prints the counts on stderr as it goes, and the report on stdout', () => {
+    const result = runCli(['--data-dir', setup.dataDir, '--json', 'audit', 'verify', '--progress'], { timeoutMs: 120_000 });
+    expect(result.status).toBe(0);
+    const report = result.json<{ ok: boolean; records: number }>();
+    expect(report.ok).toBe(true);
+    const counts = result.stderr.split('\n').filter(Boolean).map(parseCount);
+    expect(counts.length).toBeGreaterThan(1);
+    expect(counts[0]!.checked).toBeLessThan(report.records);
+    expect(counts[counts.length - 1]).toEqual({ checked: report.records, total: report.records });
+  });
+});
