@@ -16,6 +16,16 @@ const ROW_HEIGHT = 34;
  */
 const MAX_SCROLL_HEIGHT = 8_000_000;
 
+/** The channels a record can name as who acted (src/domain/actor.ts), in the person's words. */
+const CHANNELS = [
+  { value: 'window', label: 'window (desktop app)' },
+  { value: 'web', label: 'web (browser)' },
+  { value: 'cli', label: 'cli (terminal)' },
+  { value: 'mcp', label: 'mcp (agent)' },
+  { value: 'policy', label: 'policy (automatic)' },
+  { value: 'system', label: 'system' },
+] as const;
+
 /** What `verifyAudit` reports. */
 export type VerifyReportView = MethodResult<'verifyAudit'>;
 
@@ -319,8 +329,19 @@ export function AuditView({ active }: { active: boolean }) {
           <input placeholder="step.approved" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
         </label>
         <label>
-          User or channel
-          <input placeholder="mcp, web, cli…" value={draft.channel ?? ''} onChange={(event) => setDraft({ ...draft, channel: event.target.value.trim() || undefined })} />
+          Channel
+          <select value={draft.channel ?? ''} onChange={(event) => setDraft({ ...draft, channel: event.target.value || undefined })}>
+            <option value="">Any</option>
+            {CHANNELS.map((channel) => (
+              <option key={channel.value} value={channel.value}>
+                {channel.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          User
+          <input placeholder="exact name" value={draft.user ?? ''} onChange={(event) => setDraft({ ...draft, user: event.target.value.trim() || undefined })} />
         </label>
         <label>
           Since

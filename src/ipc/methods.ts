@@ -124,7 +124,7 @@ export const METHODS = {
     params: AuditQuerySchema.optional(),
     result: AuditPageWireSchema,
     channels: EVERYONE,
-    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, time',
+    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, channel, user, time',
   }),
   getAuditRecord: method({
     params: z.strictObject({ seq: z.number().int().min(1) }),

@@ -60,6 +60,13 @@ function parseCount(text: string): { checked: number; total: number } {
   return { checked: Number(match[1]!.replace(/,/g, '')), total: Number(match[2]!.replace(/,/g, '')) };
 }
 
+/** The seqs `executor audit show` lists for these filters, oldest first (its text form: --json of 8,000 records outgrows spawnSync's buffer). */
+function cliSeqs(filters: string[]): number[] {
+  const shown = runCli(['--data-dir', setup.dataDir, 'audit', 'show', '--limit', '100000', ...filters]);
+  expect(shown.status, shown.stderr).toBe(0);
+  return shown.stdout.split('\n').filter(Boolean).map((line) => Number(/^\s*(\d+) /.exec(line)![1]));
+}
+
 describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 180_000 }, () => {
   it('verification shows "checked N of M records" and a progress bar while it runs, then says intact', async () => {
     const serve = await startServe(setup.dataDir);
@@ -99,5 +106,45 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     expect(counts.length).toBeGreaterThan(1);
     expect(counts[0]!.checked).toBeLessThan(report.records);
     expect(counts[counts.length - 1]).toEqual({ checked: report.records, total: report.records });
+  });
+
+  it('filters by channel and user on the server: the table holds exactly the records the CLI lists for them, paged as it scrolls', async () => {
+    const serve = await startServe(setup.dataDir);
+    const { page, errors } = await openWindow(serve.info.url);
+    await page.keyboard.press('3');
+    await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    const filters = page.getByRole('search', { name: 'Filter audit records' });
+    await filters.getByLabel('Channel').selectOption('mcp');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    const cliMcp = cliSeqs(['--channel', 'mcp']);
+    expect(cliMcp).toHaveLength(RECORDS / 5);
+    const shownSeqs = () => page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.map((row) => Number(row.getAttribute('data-seq'))));
+    // Newest first: the first rows drawn are the newest mcp records.
+    const newest = [...cliMcp].reverse();
+    await expect.poll(async () => (await shownSeqs()).slice(0, 5), { timeout: 15_000 }).toEqual(newest.slice(0, 5));
+    expect((await page.locator('.audit-row[data-seq]').allTextContents()).every((text) => text.includes('· mcp'))).toBe(true);
+    // Scrolling past the first page reads the next pages from the server, still only mcp records.
+    const scroller = page.getByTestId('audit-scroll');
+    for (let round = 0; round < 6; round++) {
+      await scroller.evaluate((element) => (element.scrollTop = element.scrollHeight));
+      await page.waitForTimeout(250);
+    }
+    const deeper = await shownSeqs();
+    expect(Math.min(...deeper)).toBeLessThan(newest[400]!);
+    for (const seq of deeper) expect(newest).toContain(seq);
+
+    // User and channel together.
+    await filters.getByLabel('Channel').selectOption('web');
+    await filters.getByLabel('User').fill('ada');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    const cliAdaWeb = cliSeqs(['--channel', 'web', '--user', 'ada']);
+    expect(cliAdaWeb).toHaveLength(RECORDS / 5);
+    await expect.poll(async () => (await shownSeqs()).slice(0, 5), { timeout: 15_000 }).toEqual([...cliAdaWeb].reverse().slice(0, 5));
+    await filters.getByLabel('User').fill('nobody-here');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => page.getByText('No audit record matches.').isVisible(), { timeout: 15_000 }).toBe(true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+    await serve.stop();
   });
 });

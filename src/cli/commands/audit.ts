@@ -122,16 +122,19 @@ export function registerAuditCommands(program: Command): void {
     .option('--step <stepId>')
     .option('--plan <planId>')
     .option('--action <action>', 'e.g. step.approved')
+    .option('--channel <channel>', 'who acted, by channel: window, web, cli, mcp, policy or system')
+    .option('--user <user>', 'who acted, by the user the record names')
     .option('--since <time>', 'ISO time, e.g. 2026-01-31T12:00:00Z')
+    .option('--until <time>', 'ISO time: records at or before it')
     .option('--limit <n>', 'at most this many records', integer('--limit'), 1000)
-    .action((options: { step?: string; plan?: string; action?: string; since?: string; limit: number }, command: Command) => {
+    .action((options: { step?: string; plan?: string; action?: string; channel?: string; user?: string; since?: string; until?: string; limit: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const entries = withReader(dataDir, (reader) => {
         const collected: AuditEntry[] = [];
         let cursor: string | null = null;
         do {
           const page = queryAudit(reader.db, {
-            filters: { stepId: options.step, planId: options.plan, action: options.action, since: options.since },
+            filters: { stepId: options.step, planId: options.plan, action: options.action, channel: options.channel, user: options.user, since: options.since, until: options.until },
             order: 'asc',
             cursor,
             limit: Math.min(1000, options.limit - collected.length),
