@@ -61,9 +61,10 @@ function signedWriter(db: Db, dataDir: string): (index: number) => void {
   return (index) => log.append(event(index));
 }
 
-function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void): number {
+function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void, prepare?: (db: Db) => void): number {
   const dataDir = freshDataDir(name);
   const db = openDatabase(dataDir);
+  prepare?.(db);
   const write = make(db, dataDir);
   const started = process.hrtime.bigint();
   for (let start = 0; start < count; start += perTransaction) {
@@ -122,6 +123,15 @@ async function main(): Promise<void> {
     signedBatched.push(timeWrites(`batch-signed-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
   }
 
+  // 2b. what the who-acted indexes (channel, user: expressions on the signed body) cost each batched append
+  const withoutUserIndexes: number[] = [];
+  const withUserIndexes: number[] = [];
+  const dropUserIndexes = (db: Db) => db.exec('DROP INDEX audit_records_channel; DROP INDEX audit_records_user;');
+  for (let round = 0; round < 3; round++) {
+    withoutUserIndexes.push(timeWrites(`batch-noidx-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir), dropUserIndexes));
+    withUserIndexes.push(timeWrites(`batch-idx-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
+  }
+
   // 3. verify 200,000 records
   const verifyDir = freshDataDir('verify');
   const db = openDatabase(verifyDir);
@@ -154,6 +164,8 @@ async function main(): Promise<void> {
     ['by step', { filters: { stepId: `step-${VERIFY - 10}` } }],
     ['by plan', { filters: { planId: 'plan-100' } }],
     ['by action', { filters: { action: 'app.started' } }],
+    ['by channel', { filters: { channel: 'cli' } }],
+    ['by user', { filters: { user: 'bench' } }],
     ['since mid-log', { filters: { since: midTs }, order: 'asc' }],
   ] as const) {
     const started = process.hrtime.bigint();
@@ -165,6 +177,7 @@ async function main(): Promise<void> {
   console.log('');
   line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
   line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
+  line(`  of which userId indexes (batched)`, median(withUserIndexes), median(withoutUserIndexes), 'rec/s', median(withoutUserIndexes) / median(withUserIndexes), 'none; baseline = signed, no channel/user index');
   line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
   line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);

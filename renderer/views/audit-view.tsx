@@ -242,26 +242,56 @@ export function AuditView({ active }: { active: boolean }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [selectedSeq, rows.dense, rows.head]);
 
+  /**
+   * Under `executor serve` the host streams the export as a real download (any size, never whole in
+   * memory); the Electron window has no web server and takes the export in one reply (capped).
+   */
   const exportJsonl = async () => {
     setExportState({ busy: true, error: null, notice: '' });
-    try {
-      const exported = await api.exportAudit({});
-      const blob = new Blob([exported.jsonl], { type: 'application/x-ndjson' });
-      const url = URL.createObjectURL(blob);
+    const clickLink = (href: string, fileName: string) => {
       const link = document.createElement('a');
-      link.href = url;
-      link.download = `executor-audit-${exported.from}-${exported.to}.jsonl`;
+      link.href = href;
+      link.download = fileName;
       document.body.append(link);
       link.click();
       link.remove();
+    };
+    const verifyHint = (fileName: string) => (
+      <>
+        Check it anywhere with <code>executor audit verify --file {fileName} --verification-key …</code>
+      </>
+    );
+    try {
+      let streamed: MethodResult<'issueAuditDownload'> | null = null;
+      try {
+        streamed = await api.issueAuditDownload({});
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'NOT_AVAILABLE') throw error;
+      }
+      if (streamed) {
+        clickLink(streamed.url, streamed.fileName);
+        setExportState({
+          busy: false,
+          error: null,
+          notice: (
+            <>
+              Downloading records {streamed.from}–{streamed.to} ({(streamed.to - streamed.from + 1).toLocaleString()}) with the checkpoints that seal them as {streamed.fileName}. {verifyHint(streamed.fileName)}
+            </>
+          ),
+        });
+        return;
+      }
+      const exported = await api.exportAudit({});
+      const fileName = `executor-audit-${exported.from}-${exported.to}.jsonl`;
+      const url = URL.createObjectURL(new Blob([exported.jsonl], { type: 'application/x-ndjson' }));
+      clickLink(url, fileName);
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
       setExportState({
         busy: false,
         error: null,
         notice: (
           <>
-            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). Check it anywhere with{' '}
-            <code>executor audit verify --file {link.download} --verification-key …</code>
+            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). {verifyHint(fileName)}
           </>
         ),
       });

@@ -16,6 +16,8 @@ export interface CallContext {
   notify<T extends EventTopic>(topic: T, data: EventData<T>): void;
   /** Present when the host serves the web UI (`executor serve`). */
   issueWebUrl?: () => string;
+  /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
+  issueAuditDownload?: (range: { from: number; to: number }) => { url: string; fileName: string; expiresAt: string };
 }
 
 /** How often a long call reports progress at most: often enough to move a bar, rare enough to cost nothing. */
@@ -59,6 +61,14 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getAudit: (executor, params) => executor.getAudit(params ?? {}),
   getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),
   exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),
+  issueAuditDownload: (executor, params, context) => {
+    if (!context.issueAuditDownload) {
+      throw new ExecutorError('NOT_AVAILABLE', 'This host serves no downloads (only `executor serve` does); use exportAudit, or `executor audit export --out FILE`.');
+    }
+    // The range is fixed now, at the click: records appended before the link is fetched are not in it.
+    const range = executor.auditExportRange(params ?? {});
+    return { ...context.issueAuditDownload(range), ...range };
+  },
   verifyAudit: (executor, params, context) => {
     const progressId = params?.progressId;
     return executor.verifyAudit({

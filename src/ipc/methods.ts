@@ -138,6 +138,13 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'the log (or a range) as JSON lines with the checkpoints that seal it, for `executor audit verify --file`',
   }),
+  issueAuditDownload: method({
+    params: z.strictObject({ from: z.number().int().min(1).optional(), to: z.number().int().min(1).optional() }).optional(),
+    result: z.object({ url: z.string(), fileName: z.string(), expiresAt: z.string(), from: z.number().int(), to: z.number().int() }),
+    // A link to the log's full content: the person's, like exportAudit.
+    channels: PERSON_CHANNELS,
+    description: 'a one-time link (GET within 60 s, under `executor serve`) that streams the export of exportAudit, of any size, as a file download',
+  }),
   verifyAudit: method({
     // With a progressId, the caller's session (subscribed to 'verify') hears {progressId, checked, total} as the scan goes.
     params: z.strictObject({ progressId: z.string().min(1).max(64).optional() }).optional(),

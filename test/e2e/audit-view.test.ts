@@ -4,6 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMixedLog } from '../helpers/audit-log-fixture.js';
 import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { connectToHost } from '../../src/ipc/node-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { suiteTempSetup } from '../helpers/temp-dirs.js';
@@ -143,6 +144,43 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     await filters.getByLabel('User').fill('nobody-here');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     await expect.poll(() => page.getByText('No audit record matches.').isVisible(), { timeout: 15_000 }).toBe(true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+    await serve.stop();
+  });
+
+  it('Export downloads a log far over the one-reply cap as a streamed file that `audit verify --file` accepts; the link works once', async () => {
+    // The cap of the one-reply export, lowered from 64 MiB so the test need not write 64 MiB.
+    const cap = 256 * 1024;
+    const serve = await startServe(setup.dataDir, [], { EXECUTOR_MAX_EXPORT_TEXT_BYTES: String(cap) });
+    const cli = await connectToHost(setup.dataDir, 'cli');
+    try {
+      await expect(cli.exportAudit({})).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    } finally {
+      cli.close();
+    }
+    const { page, errors } = await openWindow(serve.info.url);
+    await page.keyboard.press('3');
+    await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.getByRole('button', { name: 'Export' }).click()]);
+    expect(download.suggestedFilename()).toMatch(/^executor-audit-1-\d+\.jsonl$/);
+    const file = path.join(setup.base, download.suggestedFilename());
+    await download.saveAs(file);
+    expect(await download.failure()).toBeNull();
+    expect(fs.statSync(file).size).toBeGreaterThan(cap * 20);
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Downloading records 1–' }).count()).toBe(1);
+
+    const keys = runCli(['--data-dir', setup.dataDir, '--json', 'keys', 'export-verification', '--keep']).json<{ verificationKey: string }[]>();
+    const verified = runCli(['--data-dir', setup.dataDir, '--json', 'audit', 'verify', '--file', file, '--verification-key', keys.map((key) => key.verificationKey).join(',')], { timeoutMs: 120_000 });
+    expect(verified.status, verified.stderr).toBe(0);
+    const report = verified.json<{ ok: boolean; records: number; macsUnchecked: number }>();
+    expect(report).toMatchObject({ ok: true, macsUnchecked: 0 });
+    expect(report.records).toBeGreaterThan(RECORDS);
+
+    // The link was spent by the browser's GET.
+    const reused = await fetch(download.url());
+    expect(reused.status).toBe(410);
+    expect(await reused.text()).toMatch(/already used/);
     expect(errors).toEqual([]);
     await page.context().close();
     await serve.stop();
