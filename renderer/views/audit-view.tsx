@@ -1,5 +1,5 @@
 import { elementScroll, observeElementOffset, useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState } from 'react';
+import { memo, useCallback, useEffect, useRef, useState } from 'react';
 import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
@@ -15,6 +15,52 @@ const ROW_HEIGHT = 34;
  * where the viewport is — so every record stays reachable by scrolling, dragging or jumping.
  */
 const MAX_SCROLL_HEIGHT = 8_000_000;
+
+/**
+ * Rows are placed relative to the start of the block of this many rows that holds the first one
+ * drawn; only the block's container moves as the person scrolls. A row's own offset then stays the
+ * same from frame to frame (also when the scroll box is scaled), so the memoized rows are skipped
+ * by React and their styles are not touched.
+ */
+const BLOCK_ROWS = 256;
+/** More than a window of rows drawn at once (a 2,000 px tall table shows 59, plus overscan). */
+const ROW_SLOTS = 128;
+
+interface AuditRowProps {
+  index: number;
+  row: AuditRow | undefined;
+  /** Offset inside the block's container, in px. */
+  top: number;
+  selected: boolean;
+  bad: boolean;
+  onOpen(seq: number): void;
+}
+
+const AuditRowView = memo(function AuditRowView({ index, row, top, selected, bad, onOpen }: AuditRowProps) {
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 2}
+      className={`audit-row virtual-row${selected ? ' selected' : ''}${bad ? ' bad' : ''}`}
+      style={{ transform: `translateY(${top}px)` }}
+      onClick={row ? () => onOpen(row.seq) : undefined}
+      data-seq={row?.seq}
+    >
+      {row ? (
+        <>
+          <span role="cell" className="num">{row.seq}</span>
+          <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
+          <span role="cell"><code>{row.action}</code></span>
+          <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
+          <span role="cell" className="ellipsis">{who(row)}</span>
+          <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
+        </>
+      ) : (
+        <span role="cell" className="muted loading-row">Loading…</span>
+      )}
+    </div>
+  );
+});
 
 /** The channels a record can name as who acted (src/domain/actor.ts), in the person's words. */
 const CHANNELS = [
@@ -133,7 +179,8 @@ export function AuditView({ active }: { active: boolean }) {
     count: rows.count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
-    overscan: 12,
+    // A few rows past each edge are enough for key and wheel steps; each one more is one more row built per jump.
+    overscan: 6,
     observeElementOffset: (instance, callback) => observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
     scrollToFn: (offset, options, instance) => elementScroll(offset / factor.current, options, instance),
   });
@@ -143,6 +190,11 @@ export function AuditView({ active }: { active: boolean }) {
   const items = virtualizer.getVirtualItems();
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
+  const blockStart = Math.floor(first / BLOCK_ROWS) * BLOCK_ROWS * ROW_HEIGHT;
+  // Keys are slots, not records: a row that scrolls out hands its DOM to the one that scrolls in
+  // (React updates its text), instead of one being torn down and another built. The drawn rows are
+  // consecutive, so index % slots is unique among them as long as slots ≥ how many are drawn.
+  const rowSlots = Math.max(ROW_SLOTS, items.length);
   useEffect(() => {
     if (rows.count > 0) rows.want(first, last);
   });
@@ -220,6 +272,11 @@ export function AuditView({ active }: { active: boolean }) {
       setDetailError(error);
     }
   };
+
+  // One callback for every row across renders, so memoized rows stay skipped.
+  const openRecordRef = useRef(openRecord);
+  openRecordRef.current = openRecord;
+  const onOpenRow = useCallback((seq: number) => void openRecordRef.current(seq), []);
 
   const jumpTo = (seq: number) => {
     const clear = Object.values(filters).some(Boolean);
@@ -411,33 +468,22 @@ export function AuditView({ active }: { active: boolean }) {
           </div>
           <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
             <div role="none" style={{ height: scrollHeight, position: 'relative' }}>
-              {items.map((item) => {
-                const row = rows.rowAt(item.index);
-                return (
-                  <div
-                    key={item.key}
-                    role="row"
-                    aria-rowindex={item.index + 2}
-                    className={`audit-row ${row && row.seq === selectedSeq ? 'selected' : ''} ${row && verify.report?.problem?.seq === row.seq ? 'bad' : ''}`}
-                    style={{ position: 'absolute', top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${rowTop(item.start)}px)` }}
-                    onClick={() => row && void openRecord(row.seq)}
-                    data-seq={row?.seq}
-                  >
-                    {row ? (
-                      <>
-                        <span role="cell" className="num">{row.seq}</span>
-                        <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
-                        <span role="cell"><code>{row.action}</code></span>
-                        <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
-                        <span role="cell" className="ellipsis">{who(row)}</span>
-                        <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
-                      </>
-                    ) : (
-                      <span role="cell" className="muted loading-row">Loading…</span>
-                    )}
-                  </div>
-                );
-              })}
+              <div role="none" className="virtual-block" style={{ transform: `translateY(${rowTop(blockStart)}px)` }}>
+                {items.map((item) => {
+                  const row = rows.rowAt(item.index);
+                  return (
+                    <AuditRowView
+                      key={item.index % rowSlots}
+                      index={item.index}
+                      row={row}
+                      top={item.start - blockStart}
+                      selected={row !== undefined && row.seq === selectedSeq}
+                      bad={row !== undefined && verify.report?.problem?.seq === row.seq}
+                      onOpen={onOpenRow}
+                    />
+                  );
+                })}
+              </div>
             </div>
           </div>
           {rows.count === 0 && !rows.loading ? <p className="empty">No audit record matches.</p> : null}
