@@ -6,7 +6,8 @@ import { canonicalText } from '../../../src/audit/record-format.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import { buildMixedLog } from '../../helpers/audit-log-fixture.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { spawnSync } from 'node:child_process';
+import { CLI, runCli } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 function proposePlan(dataDir: string, workspace: string): void {
@@ -124,5 +125,18 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     expect(adaOnWeb.every((entry) => entry.userId.user === 'ada' && entry.userId.channel === 'web')).toBe(true);
     const text = runCli(['--data-dir', dataDir, 'audit', 'show', '--user', 'nobody']);
     expect(text.stdout.trim()).toBe('No audit records match.');
+  });
+
+  it('audit verify on a terminal counts the records as it goes, one line rewritten in place', () => {
+    const { dataDir } = tempSetup();
+    buildMixedLog(dataDir, 9_000);
+    // script(1) (util-linux, in every Debian) gives the command a real pseudo-terminal; stdout and stderr both arrive here.
+    const command = [process.execPath, CLI, '--data-dir', dataDir, 'audit', 'verify', '--workers', '1'].map((part) => `'${part}'`).join(' ');
+    const run = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const total = 9_001;
+    expect(run.stdout).toContain(`\rverifying… checked 4,096 of ${total.toLocaleString('en-US')} records (45%)`);
+    expect(run.stdout).toContain(`\rverifying… checked ${total.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (100%)`);
+    expect(run.stdout).toMatch(/audit log intact: 9001 records/);
   });
 });

@@ -135,4 +135,38 @@ describe('audit exports streamed behind one-time download links (executor serve)
     clients.push(noWeb);
     await expect(noWeb.issueAuditDownload({})).rejects.toMatchObject({ code: 'NOT_AVAILABLE' });
   });
+
+  it('streams as the reader reads: a reader that stops holds the export at a few MiB, not all of it, and leaving ends it', async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    buildMixedLog(dataDir, 10);
+    // A line source of 256 MiB that counts what it was asked for (the real one reads SQLite the same way, a line at a time).
+    const line = `${'x'.repeat(1023)}\n`;
+    let pulled = 0;
+    let ended = false;
+    function* hugeExport(): Generator<string> {
+      try {
+        for (let index = 0; index < 256 * 1024; index++) {
+          pulled++;
+          yield line;
+        }
+      } finally {
+        ended = true;
+      }
+    }
+    host = await startHost(dataDir, { web: { auditExport: () => hugeExport() } });
+    const api = await webClient(host);
+    const link = await api.issueAuditDownload({});
+    const request = http.get(link.url, (response) => response.pause());
+    request.on('error', () => undefined);
+    await expect.poll(() => pulled).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Socket buffers on both sides of the loopback take some; the rest waits for the reader.
+    expect(pulled * line.length).toBeLessThan(32 * 1024 * 1024);
+    expect(ended).toBe(false);
+    // The host answers meanwhile.
+    expect((await api.getAudit({ limit: 1 })).entries).toHaveLength(1);
+    request.destroy();
+    await expect.poll(() => ended).toBe(true);
+    expect(pulled).toBeLessThan(256 * 1024);
+  });
 });
