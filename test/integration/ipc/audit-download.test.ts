@@ -169,4 +169,33 @@ describe('audit exports streamed behind one-time download links (executor serve)
     await expect.poll(() => ended).toBe(true);
     expect(pulled).toBeLessThan(256 * 1024);
   });
+
+  it('a failure in the middle of the stream aborts the download instead of ending it short', async () => {
+    const dataDir = path.join(tempDir(), 'data');
+    buildMixedLog(dataDir, 10);
+    function* failingExport(): Generator<string> {
+      for (let index = 0; index < 2_000; index++) yield `${'y'.repeat(511)}\n`;
+      throw new Error('disk I/O error');
+    }
+    host = await startHost(dataDir, { web: { auditExport: () => failingExport() } });
+    const api = await webClient(host);
+    const link = await api.issueAuditDownload({});
+    const outcome = await new Promise<{ status: number; how: string; bytes: number }>((resolve) => {
+      let bytes = 0;
+      http
+        .get(link.url, (response) => {
+          const settle = (how: string) => resolve({ status: response.statusCode ?? 0, how, bytes });
+          response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          response.on('end', () => settle('ended'));
+          response.on('error', () => settle('aborted'));
+          response.on('aborted', () => settle('aborted'));
+        })
+        .on('error', () => resolve({ status: 0, how: 'aborted', bytes: 0 }));
+    });
+    expect(outcome.status).toBe(200);
+    expect(outcome.how).toBe('aborted');
+    expect(outcome.bytes).toBeGreaterThan(0);
+    // The host is fine afterwards.
+    expect((await api.getAudit({ limit: 1 })).entries).toHaveLength(1);
+  });
 });
