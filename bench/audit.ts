@@ -72,9 +72,10 @@ function signedWriter(db: Db, dataDir: string): (index: number) => void {
   return (index) => log.append(event(index));
 }
 
-function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void): number {
+function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void, prepare?: (db: Db) => void): number {
   const dataDir = freshDataDir(name);
   const db = openDatabase(dataDir);
+  prepare?.(db);
   const write = make(db, dataDir);
   const started = process.hrtime.bigint();
   for (let start = 0; start < count; start += perTransaction) {
@@ -133,6 +134,20 @@ async function main(): Promise<void> {
     signedBatched.push(timeWrites(`batch-signed-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
   }
 
+  // 2b. what the who-acted indexes (channel, user: expressions on the signed body) cost each batched append
+  const withoutUserIndexes: number[] = [];
+  const withUserIndexes: number[] = [];
+  const dropUserIndexes = (db: Db) => db.exec('DROP INDEX audit_records_channel; DROP INDEX audit_records_user;');
+  // The same pair on plain inserts, where an index is a bigger share of the work: the cost in µs per append.
+  const plainWithout: number[] = [];
+  const plainWith: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    withoutUserIndexes.push(timeWrites(`batch-noidx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir), dropUserIndexes));
+    withUserIndexes.push(timeWrites(`batch-idx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir)));
+    plainWithout.push(timeWrites(`plain-noidx-${round}`, BATCHED / 5, BATCH, plainWriter, dropUserIndexes));
+    plainWith.push(timeWrites(`plain-idx-${round}`, BATCHED / 5, BATCH, plainWriter));
+  }
+
   // 3. verify 200,000 records
   const verifyDir = freshDataDir('verify');
   const db = openDatabase(verifyDir);
@@ -165,6 +180,8 @@ async function main(): Promise<void> {
     ['by step', { filters: { stepId: `step-${VERIFY - 10}` } }],
     ['by plan', { filters: { planId: 'plan-100' } }],
     ['by action', { filters: { action: 'app.started' } }],
+    ['by channel', { filters: { channel: 'cli' } }],
+    ['by user', { filters: { user: 'bench' } }],
     ['since mid-log', { filters: { since: midTs }, order: 'asc' }],
   ] as const) {
     const started = process.hrtime.bigint();
@@ -176,6 +193,9 @@ async function main(): Promise<void> {
   console.log('');
   line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
   line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
+  line(`  of which userId indexes (batched)`, median(withUserIndexes), median(withoutUserIndexes), 'rec/s', median(withoutUserIndexes) / median(withUserIndexes), 'none; baseline = signed, no channel/user index');
+  const indexMicros = (1 / median(plainWith) - 1 / median(plainWithout)) * 1e6;
+  console.log(`${'  userId indexes, plain inserts'.padEnd(34)} with ${median(plainWith).toFixed(0).padStart(8)} rec/s   without ${median(plainWithout).toFixed(0).padStart(8)} rec/s   ≈ ${indexMicros.toFixed(1)} µs per append for the two index entries`);
   line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
   line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);

@@ -46,7 +46,7 @@ await host.executor.propose(
 /** The unsigned twin of the server: same framing, same dispatcher, plain JSON both ways. */
 function unsignedReply(executor: Executor, text: string): Promise<string> {
   const request = JSON.parse(text) as { id: string; method: string; params: unknown };
-  return invokeMethod(executor, request.method, request.params, { channel: 'cli', actor: actorFor('cli'), subscribe: (topics) => topics }).then(
+  return invokeMethod(executor, request.method, request.params, { channel: 'cli', actor: actorFor('cli'), subscribe: (topics) => topics, notify: () => undefined }).then(
     (result) => JSON.stringify({ v: 1, id: request.id, ok: true, result }),
     (error: Error) => JSON.stringify({ v: 1, id: request.id, ok: false, error: { code: 'INTERNAL', message: error.message } }),
   );

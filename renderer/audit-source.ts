@@ -9,8 +9,9 @@ export interface AuditFilterInput {
   planId?: string;
   stepId?: string;
   action?: string;
-  /** Not a server filter: applied to each page as it arrives. */
+  /** Who acted: the channel and the user the signed record names (exact; filtered by the server, through an index). */
   channel?: string;
+  user?: string;
   since?: string;
   until?: string;
 }
@@ -39,6 +40,8 @@ function serverFilters(filters: AuditFilterInput): NonNullable<NonNullable<Metho
   if (filters.planId) out.planId = filters.planId;
   if (filters.stepId) out.stepId = filters.stepId;
   if (filters.action) out.action = filters.action;
+  if (filters.channel) out.channel = filters.channel;
+  if (filters.user) out.user = filters.user;
   if (filters.since) out.since = new Date(filters.since).toISOString();
   if (filters.until) out.until = new Date(filters.until).toISOString();
   return out;
@@ -100,12 +103,10 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
     if (state.busy || (state.rows.length > 0 && state.next === null)) return;
     state.busy = true;
     const myGeneration = generation.current;
-    const channel = filters.channel?.trim().toLowerCase();
     readPage(api, { order: 'desc', limit: PAGE_SIZE, filters: serverFilters(filters), ...(state.next ? { cursor: state.next } : {}) })
       .then((result) => {
         if (myGeneration !== generation.current) return;
-        const matching = channel ? result.entries.filter((row) => row.userId.channel.toLowerCase() === channel || row.userId.user.toLowerCase() === channel || (row.userId.client ?? '').toLowerCase().includes(channel)) : result.entries;
-        state.rows.push(...matching);
+        state.rows.push(...result.entries);
         state.next = result.nextCursor;
         setLoading(false);
         bump();

@@ -79,8 +79,15 @@ export function approverText(record: StepRecord): string {
 }
 
 /** Compact time for dense tables: "Nov 22, 03:10:56". */
+/**
+ * One formatter for every row: toLocaleString with options builds a new Intl.DateTimeFormat per call,
+ * which cost more than the rest of an audit row's render together while scrolling.
+ */
+let shortTimeFormat: Intl.DateTimeFormat | undefined;
+
 export function formatShortTime(iso: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
-  return date.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  shortTimeFormat ??= new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  return shortTimeFormat.format(date);
 }

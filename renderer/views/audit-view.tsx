@@ -1,5 +1,5 @@
 import { elementScroll, observeElementOffset, useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState } from 'react';
+import { memo, useCallback, useEffect, useRef, useState } from 'react';
 import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
@@ -16,6 +16,62 @@ const ROW_HEIGHT = 34;
  */
 const MAX_SCROLL_HEIGHT = 8_000_000;
 
+/**
+ * Rows are placed relative to the start of the block of this many rows that holds the first one
+ * drawn; only the block's container moves as the person scrolls. A row's own offset then stays the
+ * same from frame to frame (also when the scroll box is scaled), so the memoized rows are skipped
+ * by React and their styles are not touched.
+ */
+const BLOCK_ROWS = 256;
+/** More than a window of rows drawn at once (a 2,000 px tall table shows 59, plus overscan). */
+const ROW_SLOTS = 128;
+
+interface AuditRowProps {
+  index: number;
+  row: AuditRow | undefined;
+  /** Offset inside the block's container, in px. */
+  top: number;
+  selected: boolean;
+  bad: boolean;
+  onOpen(seq: number): void;
+}
+
+const AuditRowView = memo(function AuditRowView({ index, row, top, selected, bad, onOpen }: AuditRowProps) {
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 2}
+      className={`audit-row virtual-row${selected ? ' selected' : ''}${bad ? ' bad' : ''}`}
+      style={{ transform: `translateY(${top}px)` }}
+      onClick={row ? () => onOpen(row.seq) : undefined}
+      data-seq={row?.seq}
+    >
+      {row ? (
+        <>
+          <span role="cell" className="num">{row.seq}</span>
+          <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
+          <span role="cell"><code>{row.action}</code></span>
+          <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
+          <span role="cell" className="ellipsis">{who(row)}</span>
+          <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
+        </>
+      ) : (
+        <span role="cell" className="muted loading-row">Loading…</span>
+      )}
+    </div>
+  );
+});
+
+/** The channels a record can name as who acted (src/domain/actor.ts), in the person's words. */
+const CHANNELS = [
+  { value: 'window', label: 'window (desktop app)' },
+  { value: 'web', label: 'web (browser)' },
+  { value: 'cli', label: 'cli (terminal)' },
+  { value: 'mcp', label: 'mcp (agent)' },
+  { value: 'policy', label: 'policy (automatic)' },
+  { value: 'system', label: 'system' },
+] as const;
+
 /** What `verifyAudit` reports. */
 export type VerifyReportView = MethodResult<'verifyAudit'>;
 
@@ -24,10 +80,13 @@ export type AuditRecordDetail = MethodResult<'getAuditRecord'>;
 
 interface VerifyState {
   running: boolean;
-  startedAt: number;
+  /** Records checked so far of the whole log, as verifyAudit reports it; null until the first report. */
+  progress: { checked: number; total: number } | null;
   report: VerifyReportView | null;
   error: unknown;
 }
+
+const IDLE_VERIFY: VerifyState = { running: false, progress: null, report: null, error: null };
 
 function who(row: AuditRow): string {
   return `${row.userId.user} · ${row.userId.channel}${row.userId.client ? ` (${row.userId.client})` : ''}`;
@@ -42,19 +101,23 @@ function prettyBody(body: string): string {
 }
 
 export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; onVerify(): void; onJump(seq: number): void }) {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    if (!state.running) return;
-    const timer = setInterval(() => setNow(Date.now()), 500);
-    return () => clearInterval(timer);
-  }, [state.running]);
   const report = state.report;
   let tone = 'neutral';
   let text: React.ReactNode = 'The log has not been verified in this window yet.';
   if (state.running) {
+    const progress = state.progress;
     text = (
       <>
-        <span className="spinner" aria-hidden="true" /> Verifying the whole log: chain, signatures and checkpoints… {Math.round((now - state.startedAt) / 1000)} s. You can keep working meanwhile.
+        <span className="spinner" aria-hidden="true" /> Verifying the whole log: chain, signatures and checkpoints…{' '}
+        {progress ? (
+          <span data-testid="verify-count">
+            checked {progress.checked.toLocaleString()} of {progress.total.toLocaleString()} records
+          </span>
+        ) : (
+          'starting'
+        )}
+        . You can keep working meanwhile.
+        <progress className="verify-progress" max={progress?.total || 1} value={progress ? progress.checked : undefined} aria-label="Records verified" />
       </>
     );
   } else if (state.error) {
@@ -77,7 +140,8 @@ export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; 
     );
   }
   return (
-    <div className={`banner banner-${tone}`} role="status" aria-live="polite" data-testid="verify-banner">
+    // aria-busy while running: a screen reader hears the result, not ten counts a second.
+    <div className={`banner banner-${tone}`} role="status" aria-live="polite" aria-busy={state.running} data-testid="verify-banner">
       <p>{text}</p>
       <div className="banner-actions">
         {report?.problem && !state.running ? (
@@ -101,7 +165,7 @@ export function AuditView({ active }: { active: boolean }) {
   const [selectedSeq, setSelectedSeq] = useState<number | null>(null);
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
-  const [verify, setVerify] = useState<VerifyState>({ running: false, startedAt: 0, report: null, error: null });
+  const [verify, setVerify] = useState<VerifyState>(IDLE_VERIFY);
   const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
   const scrollRef = useRef<HTMLDivElement>(null);
 
@@ -115,7 +179,8 @@ export function AuditView({ active }: { active: boolean }) {
     count: rows.count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
-    overscan: 12,
+    // A few rows past each edge are enough for key and wheel steps; each one more is one more row built per jump.
+    overscan: 6,
     observeElementOffset: (instance, callback) => observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
     scrollToFn: (offset, options, instance) => elementScroll(offset / factor.current, options, instance),
   });
@@ -125,6 +190,11 @@ export function AuditView({ active }: { active: boolean }) {
   const items = virtualizer.getVirtualItems();
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
+  const blockStart = Math.floor(first / BLOCK_ROWS) * BLOCK_ROWS * ROW_HEIGHT;
+  // Keys are slots, not records: a row that scrolls out hands its DOM to the one that scrolls in
+  // (React updates its text), instead of one being torn down and another built. The drawn rows are
+  // consecutive, so index % slots is unique among them as long as slots ≥ how many are drawn.
+  const rowSlots = Math.max(ROW_SLOTS, items.length);
   useEffect(() => {
     if (rows.count > 0) rows.want(first, last);
   });
@@ -146,12 +216,41 @@ export function AuditView({ active }: { active: boolean }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api, rows.refresh]);
 
+  // Progress arrives as events on this window's session, tagged with the run it belongs to; a late
+  // event of an earlier run (or of a run that already reported) changes nothing.
+  const verifyRun = useRef<string | null>(null);
+  const verifyListening = useRef<Promise<unknown> | null>(null);
+  useEffect(() => {
+    let off: (() => void) | undefined;
+    let cancelled = false;
+    const listening = api.on('verify', (progress) => {
+      if (progress.progressId !== verifyRun.current) return;
+      setVerify((state) => (state.running ? { ...state, progress: { checked: progress.checked, total: progress.total } } : state));
+    });
+    verifyListening.current = listening.catch(() => undefined);
+    listening.then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), () => undefined);
+    return () => {
+      cancelled = true;
+      off?.();
+    };
+  }, [api]);
+
   const runVerify = () => {
-    setVerify({ running: true, startedAt: Date.now(), report: null, error: null });
-    api.verifyAudit().then(
-      (report) => setVerify({ running: false, startedAt: 0, report, error: null }),
-      (error: unknown) => setVerify({ running: false, startedAt: 0, report: null, error }),
-    );
+    const progressId = `verify-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    verifyRun.current = progressId;
+    setVerify({ ...IDLE_VERIFY, running: true });
+    const settle = (next: VerifyState) => {
+      if (verifyRun.current !== progressId) return;
+      verifyRun.current = null;
+      setVerify(next);
+    };
+    // Subscribed before the call, so the first counts are not lost; without progress the verify still runs.
+    void (verifyListening.current ?? Promise.resolve())
+      .then(() => api.verifyAudit({ progressId }))
+      .then(
+        (report) => settle({ ...IDLE_VERIFY, report }),
+        (error: unknown) => settle({ ...IDLE_VERIFY, error }),
+      );
   };
   // Verification reads the whole log; it starts once the first rows are on screen so it never delays them.
   const verifyStarted = useRef(false);
@@ -174,6 +273,11 @@ export function AuditView({ active }: { active: boolean }) {
     }
   };
 
+  // One callback for every row across renders, so memoized rows stay skipped.
+  const openRecordRef = useRef(openRecord);
+  openRecordRef.current = openRecord;
+  const onOpenRow = useCallback((seq: number) => void openRecordRef.current(seq), []);
+
   const jumpTo = (seq: number) => {
     const clear = Object.values(filters).some(Boolean);
     if (clear) {
@@ -195,26 +299,56 @@ export function AuditView({ active }: { active: boolean }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [selectedSeq, rows.dense, rows.head]);
 
+  /**
+   * Under `executor serve` the host streams the export as a real download (any size, never whole in
+   * memory); the Electron window has no web server and takes the export in one reply (capped).
+   */
   const exportJsonl = async () => {
     setExportState({ busy: true, error: null, notice: '' });
-    try {
-      const exported = await api.exportAudit({});
-      const blob = new Blob([exported.jsonl], { type: 'application/x-ndjson' });
-      const url = URL.createObjectURL(blob);
+    const clickLink = (href: string, fileName: string) => {
       const link = document.createElement('a');
-      link.href = url;
-      link.download = `executor-audit-${exported.from}-${exported.to}.jsonl`;
+      link.href = href;
+      link.download = fileName;
       document.body.append(link);
       link.click();
       link.remove();
+    };
+    const verifyHint = (fileName: string) => (
+      <>
+        Check it anywhere with <code>executor audit verify --file {fileName} --verification-key …</code>
+      </>
+    );
+    try {
+      let streamed: MethodResult<'issueAuditDownload'> | null = null;
+      try {
+        streamed = await api.issueAuditDownload({});
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'NOT_AVAILABLE') throw error;
+      }
+      if (streamed) {
+        clickLink(streamed.url, streamed.fileName);
+        setExportState({
+          busy: false,
+          error: null,
+          notice: (
+            <>
+              Downloading records {streamed.from}–{streamed.to} ({(streamed.to - streamed.from + 1).toLocaleString()}) with the checkpoints that seal them as {streamed.fileName}. {verifyHint(streamed.fileName)}
+            </>
+          ),
+        });
+        return;
+      }
+      const exported = await api.exportAudit({});
+      const fileName = `executor-audit-${exported.from}-${exported.to}.jsonl`;
+      const url = URL.createObjectURL(new Blob([exported.jsonl], { type: 'application/x-ndjson' }));
+      clickLink(url, fileName);
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
       setExportState({
         busy: false,
         error: null,
         notice: (
           <>
-            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). Check it anywhere with{' '}
-            <code>executor audit verify --file {link.download} --verification-key …</code>
+            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). {verifyHint(fileName)}
           </>
         ),
       });
@@ -282,8 +416,19 @@ export function AuditView({ active }: { active: boolean }) {
           <input placeholder="step.approved" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
         </label>
         <label>
-          User or channel
-          <input placeholder="mcp, web, cli…" value={draft.channel ?? ''} onChange={(event) => setDraft({ ...draft, channel: event.target.value.trim() || undefined })} />
+          Channel
+          <select value={draft.channel ?? ''} onChange={(event) => setDraft({ ...draft, channel: event.target.value || undefined })}>
+            <option value="">Any</option>
+            {CHANNELS.map((channel) => (
+              <option key={channel.value} value={channel.value}>
+                {channel.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          User
+          <input placeholder="exact name" value={draft.user ?? ''} onChange={(event) => setDraft({ ...draft, user: event.target.value.trim() || undefined })} />
         </label>
         <label>
           Since
@@ -323,33 +468,22 @@ export function AuditView({ active }: { active: boolean }) {
           </div>
           <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
             <div role="none" style={{ height: scrollHeight, position: 'relative' }}>
-              {items.map((item) => {
-                const row = rows.rowAt(item.index);
-                return (
-                  <div
-                    key={item.key}
-                    role="row"
-                    aria-rowindex={item.index + 2}
-                    className={`audit-row ${row && row.seq === selectedSeq ? 'selected' : ''} ${row && verify.report?.problem?.seq === row.seq ? 'bad' : ''}`}
-                    style={{ position: 'absolute', top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${rowTop(item.start)}px)` }}
-                    onClick={() => row && void openRecord(row.seq)}
-                    data-seq={row?.seq}
-                  >
-                    {row ? (
-                      <>
-                        <span role="cell" className="num">{row.seq}</span>
-                        <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
-                        <span role="cell"><code>{row.action}</code></span>
-                        <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
-                        <span role="cell" className="ellipsis">{who(row)}</span>
-                        <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
-                      </>
-                    ) : (
-                      <span role="cell" className="muted loading-row">Loading…</span>
-                    )}
-                  </div>
-                );
-              })}
+              <div role="none" className="virtual-block" style={{ transform: `translateY(${rowTop(blockStart)}px)` }}>
+                {items.map((item) => {
+                  const row = rows.rowAt(item.index);
+                  return (
+                    <AuditRowView
+                      key={item.index % rowSlots}
+                      index={item.index}
+                      row={row}
+                      top={item.start - blockStart}
+                      selected={row !== undefined && row.seq === selectedSeq}
+                      bad={row !== undefined && verify.report?.problem?.seq === row.seq}
+                      onOpen={onOpenRow}
+                    />
+                  );
+                })}
+              </div>
             </div>
           </div>
           {rows.count === 0 && !rows.loading ? <p className="empty">No audit record matches.</p> : null}

@@ -32,35 +32,58 @@ export interface ExportCheckpointLine {
   sig: string;
 }
 
-/**
- * Writes records [from, to] as JSON lines: a header; the key records that started each key chain
- * the range uses (so an auditor holding K0 can trust the checkpoint public keys); the records, each
- * body as the exact signed text; then the checkpoints that seal the range, through the first one past its end.
- */
-export function exportAudit(db: Db, logId: string, out: { write(line: string): void }, options: { from?: number; to?: number; checkpointEvery: number; now?: Date }): { records: number; checkpoints: number; from: number; to: number } {
-  const source = new DbRecordSource(db);
-  const bounds = source.bounds();
-  const from = Math.max(1, options.from ?? 1);
-  const to = Math.min(bounds.max, options.to ?? bounds.max);
+export interface ExportSummary {
+  records: number;
+  checkpoints: number;
+  from: number;
+  to: number;
+}
+
+export interface ExportOptions {
+  from?: number;
+  to?: number;
+  checkpointEvery: number;
+  now?: Date;
+}
+
+/** The records an export of [from, to] holds, clamped to the log; INVALID_INPUT when there are none. */
+export function exportRange(db: Db, range: { from?: number; to?: number }): { from: number; to: number } {
+  const bounds = new DbRecordSource(db).bounds();
+  const from = Math.max(1, range.from ?? 1);
+  const to = Math.min(bounds.max, range.to ?? bounds.max);
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
     throw new ExecutorError('INVALID_INPUT', `There are no records between seq ${from} and ${to}; the log holds 1..${bounds.max}.`, { from, to, head: bounds.max });
   }
+  return { from, to };
+}
+
+/**
+ * The lines of an export of records [from, to], one JSON text each with its newline: a header; the
+ * key records that started each key chain the range uses (so an auditor holding K0 can trust the
+ * checkpoint public keys); the records, each body as the exact signed text; then the checkpoints
+ * that seal the range, through the first one past its end. Records are read 4,096 at a time and no
+ * statement stays open between lines, so a consumer may pause (a download waiting for the network)
+ * while the same connection keeps serving others; the whole export is never in memory.
+ */
+export function* exportLines(db: Db, logId: string, options: ExportOptions): Generator<string, ExportSummary> {
+  const source = new DbRecordSource(db);
+  const { from, to } = exportRange(db, options);
   // The spacing the log declared when it began wins over the caller's default.
   const declared = db.prepare("SELECT json_extract(body, '$.args.checkpointEvery') AS every FROM audit_records WHERE action = 'key.created' ORDER BY seq LIMIT 1").get() as { every: number | null } | undefined;
   const checkpointEvery = Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
   const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
-  out.write(`${JSON.stringify(header)}\n`);
+  yield `${JSON.stringify(header)}\n`;
   const keyRows = db
     .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
     .all(from) as { seq: number; body: string; mac: Buffer; cosign: Buffer | null }[];
   for (const row of keyRows) {
     const line: ExportRecordLine = { type: 'key-record', seq: row.seq, body: row.body, mac: row.mac.toString('hex'), cosign: row.cosign?.toString('hex') ?? null };
-    out.write(`${JSON.stringify(line)}\n`);
+    yield `${JSON.stringify(line)}\n`;
   }
   let records = 0;
   for (const record of source.records(from, to)) {
     const line: ExportRecordLine = { type: 'record', seq: record.position, body: record.body, mac: record.mac.toString('hex'), cosign: record.cosign?.toString('hex') ?? null };
-    out.write(`${JSON.stringify(line)}\n`);
+    yield `${JSON.stringify(line)}\n`;
     records++;
   }
   const all = source.checkpoints();
@@ -70,9 +93,19 @@ export function exportAudit(db: Db, logId: string, out: { write(line: string): v
   const covering = firstInside < 0 ? [] : all.slice(firstInside, sealing < 0 ? all.length : sealing + 1);
   for (const cp of covering) {
     const line: ExportCheckpointLine = { type: 'checkpoint', cpSeq: cp.cpSeq, body: cp.body, mac: cp.mac.toString('hex'), sig: cp.sig.toString('hex') };
-    out.write(`${JSON.stringify(line)}\n`);
+    yield `${JSON.stringify(line)}\n`;
   }
   return { records, checkpoints: covering.length, from, to };
+}
+
+/** Writes an export (see exportLines) to `out`, line by line. */
+export function exportAudit(db: Db, logId: string, out: { write(line: string): void }, options: ExportOptions): ExportSummary {
+  const lines = exportLines(db, logId, options);
+  for (;;) {
+    const next = lines.next();
+    if (next.done) return next.value;
+    out.write(next.value);
+  }
 }
 
 export interface ParsedExport {

@@ -7,6 +7,9 @@ export const AuditFiltersSchema = z.strictObject({
   stepId: z.string().min(1).max(128).optional(),
   planId: z.string().min(1).max(128).optional(),
   action: z.union([z.string().min(1).max(100), z.array(z.string().min(1).max(100)).min(1).max(50)]).optional(),
+  /** Who acted, as the signed body's userId names them: the channel (window, web, cli, mcp, policy, system) and the user. */
+  channel: z.string().min(1).max(32).optional(),
+  user: z.string().min(1).max(200).optional(),
   /** ISO timestamp: records at or after it. */
   since: z.iso.datetime({ offset: true }).optional(),
   until: z.iso.datetime({ offset: true }).optional(),
@@ -55,6 +58,10 @@ function decodeCursor(cursor: string, order: 'asc' | 'desc'): number {
   return Number(match[2]);
 }
 
+/** The expressions of the audit_records_channel and audit_records_user indexes, verbatim: SQLite uses an expression index only for the same text. */
+export const CHANNEL_EXPR = "json_extract(body, '$.userId.channel')";
+export const USER_EXPR = "json_extract(body, '$.userId.user')";
+
 /** ISO timestamps of different offsets compare by instant only after normalizing to UTC, as records store them. */
 function utc(iso: string): string {
   return new Date(iso).toISOString();
@@ -83,6 +90,14 @@ export function queryAudit(db: Db, input: unknown): AuditPage {
   if (filters.planId) {
     where.push('plan_id = ?');
     params.push(filters.planId);
+  }
+  if (filters.channel) {
+    where.push(`${CHANNEL_EXPR} = ?`);
+    params.push(filters.channel);
+  }
+  if (filters.user) {
+    where.push(`${USER_EXPR} = ?`);
+    params.push(filters.user);
   }
   if (filters.action) {
     const actions = Array.isArray(filters.action) ? filters.action : [filters.action];
@@ -126,9 +141,10 @@ export function queryAudit(db: Db, input: unknown): AuditPage {
   return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq, order) : null };
 }
 
-/** The query plan SQLite picks, for tests that hold the "indexed on stepId, planId, ts and action" promise. */
-export function explainAuditQuery(db: Db, filterColumn: 'step_id' | 'plan_id' | 'action'): string {
-  const rows = db.prepare(`EXPLAIN QUERY PLAN SELECT seq, body FROM audit_records WHERE ${filterColumn} = ? AND seq < ? ORDER BY seq DESC LIMIT 100`).all('x', 1e9) as { detail: string }[];
+/** The query plan SQLite picks, for tests that hold the "indexed on stepId, planId, action, channel, user and ts" promise. */
+export function explainAuditQuery(db: Db, filterColumn: 'step_id' | 'plan_id' | 'action' | 'channel' | 'user'): string {
+  const filterExpr = filterColumn === 'channel' ? CHANNEL_EXPR : filterColumn === 'user' ? USER_EXPR : filterColumn;
+  const rows = db.prepare(`EXPLAIN QUERY PLAN SELECT seq, body FROM audit_records WHERE ${filterExpr} = ? AND seq < ? ORDER BY seq DESC LIMIT 100`).all('x', 1e9) as { detail: string }[];
   return rows.map((row) => row.detail).join('\n');
 }
 

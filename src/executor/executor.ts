@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
 import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
-import { exportAudit } from '../audit/audit-export.js';
+import { exportAudit, exportLines, exportRange, type ExportSummary } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
@@ -54,6 +54,8 @@ export interface ExecutorOptions extends ExecutorSeams {
   auditHeartbeatMs?: number;
   /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
   openExternal?: (url: string) => Promise<void>;
+  /** The cap of exportAudit's one-reply text (default MAX_EXPORT_TEXT_BYTES); tests lower it. */
+  maxExportTextBytes?: number;
 }
 
 export interface EnvironmentStatus {
@@ -120,10 +122,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly openExternal?: (url: string) => Promise<void>;
+  private readonly maxExportTextBytes: number;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
     this.openExternal = options.openExternal;
+    this.maxExportTextBytes = options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES;
     this.dataDir = dataDir;
     this.lock = lock;
     this.db = db;
@@ -587,18 +591,28 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return readAuditRecord(this.db, seq);
   }
 
+  /** The records an export of this range would hold (clamped to the log); INVALID_INPUT when none. */
+  auditExportRange(range: { from?: number; to?: number } = {}): { from: number; to: number } {
+    return exportRange(this.db, range);
+  }
+
+  /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
+  auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
+    return exportLines(this.db, this.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+  }
+
   /**
-   * The export as text, for the window's download. Bounded, so one click cannot build a reply the
-   * transports refuse; bigger logs are exported by range or with `executor audit export`.
+   * The export as text, in one reply (the Electron window's download). Bounded, so one click cannot
+   * build a reply the transports refuse; the web UI streams instead (issueAuditDownload).
    */
-  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = MAX_EXPORT_TEXT_BYTES): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = this.maxExportTextBytes): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
     const lines: string[] = [];
     let bytes = 0;
     const written = this.exportAudit({
       write: (line) => {
         bytes += line.length;
         if (bytes > maxBytes) {
-          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
+          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${Math.round(maxBytes / 1024)} KiB`}; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
         }
         lines.push(line);
       },

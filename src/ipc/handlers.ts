@@ -3,7 +3,7 @@ import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
-import type { EventTopic } from './wire-schemas.js';
+import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
 /** What a handler knows about its caller: the channel comes from the credential, never from the message. */
@@ -12,8 +12,26 @@ export interface CallContext {
   actor: Actor;
   /** Adds topics to the caller's event stream (the transport decides how events travel). */
   subscribe(topics: EventTopic[]): EventTopic[];
+  /** Sends an event to the caller's own session only (when it subscribed to the topic), e.g. the progress of its call. */
+  notify<T extends EventTopic>(topic: T, data: EventData<T>): void;
   /** Present when the host serves the web UI (`executor serve`). */
   issueWebUrl?: () => string;
+  /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
+  issueAuditDownload?: (range: { from: number; to: number }) => { url: string; fileName: string; expiresAt: string };
+}
+
+/** How often a long call reports progress at most: often enough to move a bar, rare enough to cost nothing. */
+export const PROGRESS_EVERY_MS = 100;
+
+/** Passes the first call, then at most one per `everyMs`, and always the one that completes (checked = total). */
+function throttled<T extends { checked: number; total: number }>(send: (progress: T) => void, everyMs: number): (progress: T) => void {
+  let lastSentAt = 0;
+  return (progress) => {
+    const now = Date.now();
+    if (progress.checked < progress.total && now - lastSentAt < everyMs) return;
+    lastSentAt = now;
+    send(progress);
+  };
 }
 
 type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
@@ -43,7 +61,20 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getAudit: (executor, params) => executor.getAudit(params ?? {}),
   getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),
   exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),
-  verifyAudit: (executor) => executor.verifyAudit(),
+  issueAuditDownload: (executor, params, context) => {
+    if (!context.issueAuditDownload) {
+      throw new ExecutorError('NOT_AVAILABLE', 'This host serves no downloads (only `executor serve` does); use exportAudit, or `executor audit export --out FILE`.');
+    }
+    // The range is fixed now, at the click: records appended before the link is fetched are not in it.
+    const range = executor.auditExportRange(params ?? {});
+    return { ...context.issueAuditDownload(range), ...range };
+  },
+  verifyAudit: (executor, params, context) => {
+    const progressId = params?.progressId;
+    return executor.verifyAudit({
+      onProgress: progressId ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS) : undefined,
+    });
+  },
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),

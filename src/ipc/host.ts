@@ -24,14 +24,17 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
-  const executor = Executor.open(dataDir, { openExternal: options.openExternal });
+  const executor = Executor.open(dataDir, { openExternal: options.openExternal, maxExportTextBytes: options.maxExportTextBytes });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], options);
     socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
-    const web = options.web ? await startWebServer(ipc, options.web) : null;
-    if (web) ipc.setWebUrlIssuer(() => web.issueUrl());
+    const web = options.web ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), ...options.web }) : null;
+    if (web) {
+      ipc.setWebUrlIssuer(() => web.issueUrl());
+      ipc.setAuditDownloadIssuer((range) => web.issueDownload(range));
+    }
     const opened = { executor, ipc, socket, web };
     let closing: Promise<void> | null = null;
     return {

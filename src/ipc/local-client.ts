@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { actorFor } from '../domain/actor.js';
 import type { Executor } from '../executor/executor.js';
 import type { EventListener, ExecutorClient, ExecutorMethods } from './client.js';
@@ -12,7 +13,9 @@ import type { EventTopic } from './wire-schemas.js';
  * but every call still goes through invokeMethod: the channel's rights and the params schema hold.
  */
 export function localClient(executor: Executor, channel: IpcChannel, client?: string): ExecutorClient {
-  const context: CallContext = { channel, actor: actorFor(channel, client), subscribe: (topics) => topics };
+  // Events meant for this caller alone (the progress of its own verifyAudit) never pass through the executor.
+  const own = new EventEmitter();
+  const context: CallContext = { channel, actor: actorFor(channel, client), subscribe: (topics) => topics, notify: (topic, data) => void own.emit(topic, data) };
   const methods = {} as Record<MethodName, (params?: unknown) => Promise<unknown>>;
   for (const name of METHOD_NAMES) methods[name] = (params?: unknown) => invokeMethod(executor, name, params ?? {}, context);
   const offs: (() => void)[] = [];
@@ -24,7 +27,11 @@ export function localClient(executor: Executor, channel: IpcChannel, client?: st
       // The executor's event names are the topics; its typed emitter cannot see that through the generic.
       const emitter = executor as unknown as NodeJS.EventEmitter;
       emitter.on(topic, forward);
-      const off = () => void emitter.off(topic, forward);
+      own.on(topic, forward);
+      const off = () => {
+        emitter.off(topic, forward);
+        own.off(topic, forward);
+      };
       offs.push(off);
       return off;
     },

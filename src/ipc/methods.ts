@@ -124,7 +124,7 @@ export const METHODS = {
     params: AuditQuerySchema.optional(),
     result: AuditPageWireSchema,
     channels: EVERYONE,
-    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, time',
+    description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, channel, user, time',
   }),
   getAuditRecord: method({
     params: z.strictObject({ seq: z.number().int().min(1) }),
@@ -138,8 +138,16 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'the log (or a range) as JSON lines with the checkpoints that seal it, for `executor audit verify --file`',
   }),
+  issueAuditDownload: method({
+    params: z.strictObject({ from: z.number().int().min(1).optional(), to: z.number().int().min(1).optional() }).optional(),
+    result: z.object({ url: z.string(), fileName: z.string(), expiresAt: z.string(), from: z.number().int(), to: z.number().int() }),
+    // A link to the log's full content: the person's, like exportAudit.
+    channels: PERSON_CHANNELS,
+    description: 'a one-time link (GET within 60 s, under `executor serve`) that streams the export of exportAudit, of any size, as a file download',
+  }),
   verifyAudit: method({
-    params: noParams,
+    // With a progressId, the caller's session (subscribed to 'verify') hears {progressId, checked, total} as the scan goes.
+    params: z.strictObject({ progressId: z.string().min(1).max(64).optional() }).optional(),
     result: VerifyReportWireSchema,
     channels: EVERYONE,
     description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
@@ -191,7 +199,7 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy",
+    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy, verify (progress of this session's verifyAudit)",
   }),
 } as const;
 

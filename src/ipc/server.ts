@@ -3,6 +3,7 @@ import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import type { Executor } from '../executor/executor.js';
 import { invokeMethod } from './dispatch.js';
+import type { CallContext } from './handlers.js';
 import { deriveSessionKey, nodeMac } from './message-mac-node.js';
 import { METHOD_NAMES, channelMayCall, type IpcChannel } from './methods.js';
 import {
@@ -102,6 +103,7 @@ export class IpcServer {
   private refusalsSuppressed = 0;
   private readonly unsubscribeExecutor: () => void;
   private issueWebUrl: (() => string) | undefined;
+  private issueAuditDownload: CallContext['issueAuditDownload'];
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -129,6 +131,11 @@ export class IpcServer {
   /** The web server, once started, lets person channels ask for a fresh browser URL. */
   setWebUrlIssuer(issue: () => string): void {
     this.issueWebUrl = issue;
+  }
+
+  /** The web server, once started, streams audit exports behind one-time links. */
+  setAuditDownloadIssuer(issue: NonNullable<CallContext['issueAuditDownload']>): void {
+    this.issueAuditDownload = issue;
   }
 
   addCredential(credential: Credential): void {
@@ -222,7 +229,9 @@ export class IpcServer {
           connection.sessions.add(session);
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
+        notify: (topic, data) => this.pushEvent(session, topic, data),
         issueWebUrl: this.issueWebUrl,
+        issueAuditDownload: this.issueAuditDownload,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {
@@ -307,17 +316,20 @@ export class IpcServer {
   }
 
   private broadcast(topic: EventTopic, data: unknown): void {
-    for (const session of this.sessions.values()) {
-      const connection = session.connection;
-      if (!connection || connection.closed || !session.topics.has(topic)) continue;
-      const seq = ++session.eventSeq;
-      signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
-        (text) => {
-          if (!connection.closed) connection.push(text);
-        },
-        () => undefined,
-      );
-    }
+    for (const session of this.sessions.values()) this.pushEvent(session, topic, data);
+  }
+
+  /** One signed event to one session, if it listens to the topic and has a live connection. */
+  private pushEvent(session: Session, topic: EventTopic, data: unknown): void {
+    const connection = session.connection;
+    if (!connection || connection.closed || !session.topics.has(topic)) return;
+    const seq = ++session.eventSeq;
+    signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
+      (text) => {
+        if (!connection.closed) connection.push(text);
+      },
+      () => undefined,
+    );
   }
 
   private auditRefusal(refusal: Refusal, connection: ConnectionState, method?: string): void {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { ExecutorError } from '../domain/errors.js';
 import { EVENT_TAG, frame, unframe } from './line-framing.js';
 import { randomToken } from './protocol.js';
 import type { IpcServer } from './server.js';
@@ -60,6 +61,17 @@ export interface WebServerOptions {
   port?: number;
   /** The built renderer; when it has no index.html a placeholder page is served. */
   rendererDir?: string;
+  /** The audit export as lines (Executor.auditExportLines): with it, download links stream exports of any size. */
+  auditExport?: (range: { from: number; to: number }) => Iterator<string, unknown>;
+  /** How long a download link works after it is issued (default 60 s). */
+  downloadTtlMs?: number;
+}
+
+/** A one-time link that streams an audit export as a file download. */
+export interface AuditDownloadLink {
+  url: string;
+  fileName: string;
+  expiresAt: string;
 }
 
 export interface WebServer {
@@ -67,13 +79,68 @@ export interface WebServer {
   origin: string;
   /** The URL to open: one-time token in the fragment. Each call issues a new token and spends the old. */
   issueUrl(): string;
+  /** A link for one GET of records [from, to] as JSON lines; NOT_AVAILABLE without auditExport. */
+  issueDownload(range: { from: number; to: number }): AuditDownloadLink;
   close(): Promise<void>;
+}
+
+export const DOWNLOAD_PATH = '/api/export/';
+export const DOWNLOAD_TTL_MS = 60_000;
+/** Spent and expired links are remembered this long, to answer "already used" rather than "unknown". */
+const FINISHED_DOWNLOAD_MEMORY_MS = 10 * 60_000;
+const MAX_PENDING_DOWNLOADS = 64;
+/** Characters per write: big enough that a million records is a few thousand writes, small enough to pause on. */
+const DOWNLOAD_CHUNK_CHARS = 256 * 1024;
+
+interface PendingDownload {
+  from: number;
+  to: number;
+  fileName: string;
+  expiresAt: number;
+}
+
+/**
+ * Writes the lines to the response a chunk at a time, waiting for 'drain' when the socket is full and
+ * yielding to the event loop between chunks, so a big export neither sits in memory nor stalls the
+ * host. A failure mid-way destroys the response: the browser reports a failed download, never a short
+ * file that looks complete.
+ */
+function streamLines(response: http.ServerResponse, lines: Iterator<string, unknown>): void {
+  let closed = false;
+  response.on('close', () => {
+    closed = true;
+    lines.return?.(undefined);
+  });
+  const pump = () => {
+    try {
+      let chunk = '';
+      while (!closed) {
+        const next = lines.next();
+        if (next.done) {
+          response.end(chunk);
+          return;
+        }
+        chunk += next.value;
+        if (chunk.length >= DOWNLOAD_CHUNK_CHARS) {
+          if (response.write(chunk)) setImmediate(pump);
+          else response.once('drain', pump);
+          return;
+        }
+      }
+    } catch (error) {
+      response.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+  };
+  pump();
 }
 
 export async function startWebServer(ipc: IpcServer, options: WebServerOptions = {}): Promise<WebServer> {
   const rendererDir = options.rendererDir ? path.resolve(options.rendererDir) : null;
   const hasRenderer = rendererDir !== null && fs.existsSync(path.join(rendererDir, 'index.html'));
   const sockets = new Set<WebSocket>();
+  const downloadTtlMs = options.downloadTtlMs ?? DOWNLOAD_TTL_MS;
+  const pendingDownloads = new Map<string, PendingDownload>();
+  const finishedDownloads = new Map<string, { why: 'used' | 'expired'; at: number }>();
   let port = 0;
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
@@ -97,6 +164,53 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     return null;
   };
 
+  /** Moves links past their time to the expired list and forgets old spent ones. */
+  const pruneDownloads = (now: number) => {
+    for (const [token, pending] of pendingDownloads) {
+      if (now > pending.expiresAt) {
+        pendingDownloads.delete(token);
+        finishedDownloads.set(token, { why: 'expired', at: now });
+      }
+    }
+    for (const [token, finished] of finishedDownloads) if (now - finished.at > FINISHED_DOWNLOAD_MEMORY_MS) finishedDownloads.delete(token);
+  };
+
+  /**
+   * GET /api/export/<token>: the token is the whole authority (issued over the signed protocol to a
+   * person's channel, random, in the path, no cookie), spent by the first GET and dead after its TTL.
+   */
+  const serveDownload = (request: http.IncomingMessage, response: http.ServerResponse, token: string, origin: string) => {
+    const refuse = (status: number, text: string, extra: Record<string, string> = {}) => {
+      response.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', ...extra, ...securityHeaders(origin) });
+      response.end(`${text}\n`);
+    };
+    // Only GET spends a link: a HEAD (a link checker, a prefetch) must not use up the person's one download.
+    if (request.method !== 'GET') return refuse(405, 'Downloads are fetched with GET.', { Allow: 'GET' });
+    const now = Date.now();
+    pruneDownloads(now);
+    const pending = pendingDownloads.get(token);
+    if (!pending) {
+      const finished = finishedDownloads.get(token);
+      if (finished?.why === 'used') return refuse(410, 'This download link was already used: each link works once. Click Export again for a new one.');
+      if (finished?.why === 'expired') return refuse(410, `This download link expired: links work for ${Math.round(downloadTtlMs / 1000)} s. Click Export again for a new one.`);
+      return refuse(404, 'There is no such download. Click Export in the audit view for a new link.');
+    }
+    pendingDownloads.delete(token);
+    finishedDownloads.set(token, { why: 'used', at: now });
+    let lines: Iterator<string, unknown>;
+    try {
+      lines = options.auditExport!({ from: pending.from, to: pending.to });
+    } catch (error) {
+      return refuse(500, `The export could not start: ${(error as Error).message}`);
+    }
+    response.writeHead(200, {
+      'Content-Type': 'application/x-ndjson; charset=utf-8',
+      'Content-Disposition': `attachment; filename="${pending.fileName}"`,
+      ...securityHeaders(origin),
+    });
+    streamLines(response, lines);
+  };
+
   const httpServer = http.createServer((request, response) => {
     const origin = `http://${LOOPBACK_HOST}:${port}`;
     const refused = refusal(request, false);
@@ -105,6 +219,8 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       response.end(`Forbidden: ${refused}.\n`);
       return;
     }
+    const requestPath = (request.url ?? '/').split('?')[0]!;
+    if (requestPath.startsWith(DOWNLOAD_PATH) && options.auditExport) return serveDownload(request, response, requestPath.slice(DOWNLOAD_PATH.length), origin);
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405, { Allow: 'GET, HEAD', ...securityHeaders(origin) });
       response.end();
@@ -198,6 +314,22 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       const token = randomToken(32);
       ipc.addCredential({ name: WEB_CREDENTIAL, secret: new TextEncoder().encode(token), channel: 'web', oneTime: true, sessionsOutliveConnection: true });
       return `${origin}/#token=${token}`;
+    },
+    issueDownload(range) {
+      if (!options.auditExport) throw new ExecutorError('NOT_AVAILABLE', 'This web server streams no exports.');
+      const now = Date.now();
+      pruneDownloads(now);
+      // Links nobody fetched pile up only until they expire; past the cap the oldest goes first.
+      while (pendingDownloads.size >= MAX_PENDING_DOWNLOADS) {
+        const oldest = pendingDownloads.keys().next().value as string;
+        pendingDownloads.delete(oldest);
+        finishedDownloads.set(oldest, { why: 'expired', at: now });
+      }
+      const token = randomToken(32);
+      const fileName = `executor-audit-${range.from}-${range.to}.jsonl`;
+      const expiresAt = now + downloadTtlMs;
+      pendingDownloads.set(token, { from: range.from, to: range.to, fileName, expiresAt });
+      return { url: `${origin}${DOWNLOAD_PATH}${token}`, fileName, expiresAt: new Date(expiresAt).toISOString() };
     },
     close: () =>
       new Promise<void>((resolve) => {

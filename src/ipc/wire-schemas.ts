@@ -156,7 +156,7 @@ export const RevertPlanEntrySchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy'] as const;
+export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
@@ -167,10 +167,22 @@ export const AuditNoticeSchema = z.object({
 });
 export type AuditNotice = z.infer<typeof AuditNoticeSchema>;
 
+/**
+ * "verifyAudit has checked this many records so far": sent only to the session that asked for it,
+ * tagged with the progressId it passed, so two windows verifying at once each see their own run.
+ */
+export const VerifyProgressSchema = z.object({
+  progressId: z.string(),
+  checked: z.number().int().min(0),
+  total: z.number().int().min(0),
+});
+export type VerifyProgressEvent = z.infer<typeof VerifyProgressSchema>;
+
 export const EVENT_DATA = {
   step: StepRecordSchema,
   audit: AuditNoticeSchema,
   policy: PolicyWireSchema,
+  verify: VerifyProgressSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 

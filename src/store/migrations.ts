@@ -99,4 +99,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX sandbox_usage_started ON sandbox_usage(started_at_ms);
   `,
+  // Who acted (the signed body's userId) for getAudit's user and channel filters. Indexed on the
+  // body's own value, not on a copied column: the index cannot disagree with what was signed, and
+  // the append-only rows need no UPDATE. audit-query.ts repeats these exact expressions.
+  `
+  CREATE INDEX audit_records_channel ON audit_records(json_extract(body, '$.userId.channel'), seq);
+  CREATE INDEX audit_records_user ON audit_records(json_extract(body, '$.userId.user'), seq);
+  `,
 ];

@@ -94,3 +94,37 @@ export function openHoleAt(db: Database.Database, seq: number): void {
 export function insertRaw(db: Database.Database, row: RawRecord): void {
   db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (@seq, @ts, @action, @plan_id, @step_id, @body, @mac, @hash, @cosign)').run(row);
 }
+
+/** Who the mixed fixtures' records say acted: the person on each of their channels, an agent, the policy. */
+export const MIXED_ACTORS = [
+  { user: 'ada', channel: 'web' as const },
+  { user: 'ada', channel: 'cli' as const },
+  { user: 'agent', channel: 'mcp' as const, client: 'claude-code 1.0' },
+  { user: 'policy', channel: 'policy' as const },
+  { user: 'bob', channel: 'window' as const },
+];
+
+/** Appends step notes whose actor cycles through MIXED_ACTORS: record i (from 0) is MIXED_ACTORS[i % 5]. */
+export function appendMixedActors(db: Db, log: SignedAuditLog, count: number, perTransaction = 1000): void {
+  for (let start = 0; start < count; start += perTransaction) {
+    db.transaction(() => {
+      for (let index = start; index < Math.min(count, start + perTransaction); index++) {
+        log.append({ kind: 'step.simulated', actor: MIXED_ACTORS[index % MIXED_ACTORS.length]!, planId: `plan-${index >> 6}`, stepId: `step-${index >> 2}`, detail: { index, previewHash: `p${index}` } });
+      }
+    })();
+  }
+}
+
+/** A data directory (with a policy, ready for `executor serve`) whose log holds `records` mixed-actor notes, closed at rest. */
+export function buildMixedLog(dataDir: string, records: number): void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const db = openDatabase(dataDir);
+  try {
+    const log = SignedAuditLog.open(db, new FileKeyStore(dataDir), dataDir);
+    appendMixedActors(db, log, records);
+    db.transaction(() => log.checkpoint('shutdown'))();
+    log.flushAnchor();
+  } finally {
+    db.close();
+  }
+}

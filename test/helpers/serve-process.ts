@@ -13,8 +13,8 @@ export interface ServeInfo {
 const running: ChildProcess[] = [];
 
 /** Starts the real `executor serve` in a child process and waits for the line it prints. Stopped after the test. */
-export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServe(dataDir: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.push(child);
   let stdout = '';
   let stderr = '';

@@ -32,14 +32,31 @@ function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): T {
   }
 }
 
-function progressPrinter(enabled: boolean): ((progress: VerifyProgress) => void) | undefined {
-  if (!enabled || !process.stderr.isTTY) return undefined;
-  let lastPercent = -1;
-  return ({ checked, total }) => {
+/** At most this often a progress line goes to a log file or pipe (--progress without a terminal). */
+const PIPED_PROGRESS_EVERY_MS = 500;
+
+/**
+ * Counts on stderr while verify runs: on a terminal one line rewritten in place, with --progress
+ * elsewhere (a pipe, a CI log) one line at a time and at most every half second. stdout stays the report.
+ */
+function progressPrinter(mode: { terminal: boolean; forced: boolean }): { onProgress?: (progress: VerifyProgress) => void; finish(): void } {
+  if (!mode.terminal && !mode.forced) return { finish: () => undefined };
+  let lastLine = '';
+  let lastAt = 0;
+  const onProgress = ({ checked, total }: VerifyProgress) => {
     const percent = total ? Math.floor((checked / total) * 100) : 100;
-    if (percent !== lastPercent) process.stderr.write(`\rverifying… ${percent}%`);
-    lastPercent = percent;
+    const line = `verifying… checked ${checked.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (${percent}%)`;
+    if (mode.terminal) {
+      if (line !== lastLine) process.stderr.write(`\r${line}`);
+    } else {
+      const now = Date.now();
+      if (line === lastLine || (checked < total && now - lastAt < PIPED_PROGRESS_EVERY_MS)) return;
+      lastAt = now;
+      process.stderr.write(`${line}\n`);
+    }
+    lastLine = line;
   };
+  return { onProgress, finish: () => void (mode.terminal && lastLine && process.stderr.write('\n')) };
 }
 
 function entryLine(entry: AuditEntry): string {
@@ -58,18 +75,20 @@ export function registerAuditCommands(program: Command): void {
     .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
     .option('--public-key <keys>', 'with --file and no K0: check the chain and the checkpoint signatures with these public keys (epk1-…)')
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
-    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number }, command: Command) => {
+    .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
+    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
       const publicKeys = options.publicKey ? parsePublicKeys(options.publicKey) : undefined;
-      const onProgress = progressPrinter(!json);
+      const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true });
+      const onProgress = progress.onProgress;
       const report = options.file
         ? await verifyExportFile(options.file, verificationKeys, { onProgress, publicKeys })
         : await (async () => {
             if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
             return verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
           })();
-      if (onProgress) process.stderr.write('\r');
+      progress.finish();
       print(json, report, () => [summarizeReport(report), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'));
       process.exitCode = report.ok ? 0 : EXIT_NOT_INTACT;
     });
@@ -103,16 +122,19 @@ export function registerAuditCommands(program: Command): void {
     .option('--step <stepId>')
     .option('--plan <planId>')
     .option('--action <action>', 'e.g. step.approved')
+    .option('--channel <channel>', 'who acted, by channel: window, web, cli, mcp, policy or system')
+    .option('--user <user>', 'who acted, by the user the record names')
     .option('--since <time>', 'ISO time, e.g. 2026-01-31T12:00:00Z')
+    .option('--until <time>', 'ISO time: records at or before it')
     .option('--limit <n>', 'at most this many records', integer('--limit'), 1000)
-    .action((options: { step?: string; plan?: string; action?: string; since?: string; limit: number }, command: Command) => {
+    .action((options: { step?: string; plan?: string; action?: string; channel?: string; user?: string; since?: string; until?: string; limit: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const entries = withReader(dataDir, (reader) => {
         const collected: AuditEntry[] = [];
         let cursor: string | null = null;
         do {
           const page = queryAudit(reader.db, {
-            filters: { stepId: options.step, planId: options.plan, action: options.action, since: options.since },
+            filters: { stepId: options.step, planId: options.plan, action: options.action, channel: options.channel, user: options.user, since: options.since, until: options.until },
             order: 'asc',
             cursor,
             limit: Math.min(1000, options.limit - collected.length),

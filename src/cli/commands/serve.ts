@@ -18,7 +18,10 @@ export function registerServeCommands(program: Command): void {
       if (options.port !== undefined && !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
         throw new Error('--port must be a whole number from 0 to 65535');
       }
-      const host = await startHost(dataDir, { web: { port: options.port, rendererDir: RENDERER_DIR } });
+      // For tests of big exports without writing 64 MiB: lowers the cap of the one-reply exportAudit.
+      const exportCap = Number(process.env.EXECUTOR_MAX_EXPORT_TEXT_BYTES);
+      const maxExportTextBytes = Number.isSafeInteger(exportCap) && exportCap > 0 ? exportCap : undefined;
+      const host = await startHost(dataDir, { web: { port: options.port, rendererDir: RENDERER_DIR }, maxExportTextBytes });
       const url = host.web!.issueUrl();
       print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>
         [

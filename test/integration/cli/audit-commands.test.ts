@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { canonicalText } from '../../../src/audit/record-format.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { buildMixedLog } from '../../helpers/audit-log-fixture.js';
+import { spawnSync } from 'node:child_process';
+import { CLI, runCli } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 function proposePlan(dataDir: string, workspace: string): void {
@@ -107,5 +109,34 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
 
     expect(runCli(['--data-dir', dataDir, 'audit', 'verify']).status).toBe(0);
     expect(runCli(['--data-dir', dataDir, 'audit', 'show', '--since', 'yesterday']).status).toBe(2);
+  });
+
+  it('audit show --channel and --user list exactly the records whose signed body names that channel or user, across pages', () => {
+    const { dataDir } = tempSetup();
+    buildMixedLog(dataDir, 2_600);
+    const shown = (args: string[]) => runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--limit', '5000', ...args]).json<{ seq: number; userId: { user: string; channel: string } }[]>();
+    const all = shown([]);
+    const mcp = shown(['--channel', 'mcp']);
+    // More than one page of 1,000: the CLI follows the cursor.
+    expect(mcp.map((entry) => entry.seq)).toEqual(all.filter((entry) => entry.userId.channel === 'mcp').map((entry) => entry.seq));
+    expect(mcp).toHaveLength(520);
+    const adaOnWeb = shown(['--user', 'ada', '--channel', 'web']);
+    expect(adaOnWeb.length).toBe(520);
+    expect(adaOnWeb.every((entry) => entry.userId.user === 'ada' && entry.userId.channel === 'web')).toBe(true);
+    const text = runCli(['--data-dir', dataDir, 'audit', 'show', '--user', 'nobody']);
+    expect(text.stdout.trim()).toBe('No audit records match.');
+  });
+
+  it('audit verify on a terminal counts the records as it goes, one line rewritten in place', () => {
+    const { dataDir } = tempSetup();
+    buildMixedLog(dataDir, 9_000);
+    // script(1) (util-linux, in every Debian) gives the command a real pseudo-terminal; stdout and stderr both arrive here.
+    const command = [process.execPath, CLI, '--data-dir', dataDir, 'audit', 'verify', '--workers', '1'].map((part) => `'${part}'`).join(' ');
+    const run = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const total = 9_001;
+    expect(run.stdout).toContain(`\rverifying… checked 4,096 of ${total.toLocaleString('en-US')} records (45%)`);
+    expect(run.stdout).toContain(`\rverifying… checked ${total.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (100%)`);
+    expect(run.stdout).toMatch(/audit log intact: 9001 records/);
   });
 });
