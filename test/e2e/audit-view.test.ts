@@ -43,6 +43,21 @@ async function openWindow(url: string): Promise<{ page: Page; errors: string[] }
   return { page, errors };
 }
 
+/**
+ * Opens the audit view and waits for its first rows. When they never come, the failure carries what
+ * the window showed (an error box, a banner, another view) instead of a bare count of zero.
+ */
+async function openAuditRows(page: Page, errors: string[]): Promise<void> {
+  await page.keyboard.press('3');
+  await expect.poll(() => page.getByRole('heading', { name: 'Audit log' }).isVisible(), { timeout: 15_000 }).toBe(true);
+  try {
+    await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 60_000 }).toBeGreaterThan(0);
+  } catch (error) {
+    const shown = await page.locator('main').innerText().catch((caught: unknown) => `(no text: ${String(caught)})`);
+    throw new Error(`no audit rows within 60 s; page errors: ${JSON.stringify(errors)}; the window showed:\n${shown.slice(0, 2000)}`, { cause: error });
+  }
+}
+
 /** Records every text the verify count shows, however briefly: polling from the test could miss a count that lasts 100 ms. */
 async function recordVerifyCounts(page: Page): Promise<void> {
   await page.evaluate(() => {
@@ -112,8 +127,7 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
   it('filters by channel and user on the server: the table holds exactly the records the CLI lists for them, paged as it scrolls', async () => {
     const serve = await startServe(setup.dataDir);
     const { page, errors } = await openWindow(serve.info.url);
-    await page.keyboard.press('3');
-    await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await openAuditRows(page, errors);
     const filters = page.getByRole('search', { name: 'Filter audit records' });
     await filters.getByLabel('Channel').selectOption('mcp');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
@@ -160,8 +174,7 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
       cli.close();
     }
     const { page, errors } = await openWindow(serve.info.url);
-    await page.keyboard.press('3');
-    await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await openAuditRows(page, errors);
     const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.getByRole('button', { name: 'Export' }).click()]);
     expect(download.suggestedFilename()).toMatch(/^executor-audit-1-\d+\.jsonl$/);
     const file = path.join(setup.base, download.suggestedFilename());
