@@ -265,7 +265,7 @@ export class IpcServer {
     const session: Session = {
       kid,
       credential,
-      mac: nodeMac(key),
+      mac: nodeMac(key, { offThread: false }),
       actor: actorFor(credential.channel, client),
       proven: false,
       createdAt: now,
