@@ -2,95 +2,61 @@
  * Round trip of listSteps over the local socket and the loopback WebSocket, signed (the real
  * protocol: HMAC on request, reply and canonical JSON) against unsigned (the same request, the
  * same dispatcher and handler, the same result check, plain JSON, no MAC) over the same transport
- * in the same run. Target: signed ≤ 1.2× unsigned.
+ * in the same run. The host runs in its own process (bench/ipc-server.ts), as it does for every
+ * client in the product, so each side's work lands on its own thread. Target: signed ≤ 1.2× unsigned.
  *
  *   npx tsx bench/ipc.ts [steps=200] [rounds=300]
  */
-import fs from 'node:fs';
-import net from 'node:net';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
+import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
-import { WebSocketServer } from 'ws';
 import WebSocket from 'ws';
-import { actorFor } from '../src/domain/actor.js';
 import { createExecutorClient, openSession, SignedRpc, type ClientTransport, type ExecutorClient } from '../src/ipc/client.js';
-import { invokeMethod } from '../src/ipc/dispatch.js';
-import { startHost } from '../src/ipc/host.js';
-import { frame, LineSplitter, unframe } from '../src/ipc/line-framing.js';
 import { METHODS } from '../src/ipc/methods.js';
 import { connectToHost } from '../src/ipc/node-client.js';
 import { deriveSessionKey, nodeMac } from '../src/ipc/message-mac-node.js';
 import { canonicalText, sessionKeyInput } from '../src/ipc/protocol.js';
 import { connectSocket } from '../src/ipc/socket-transport.js';
 import { connectWithToken, webSocketTransport, type WebSocketLike } from '../src/ipc/web-client.js';
-import type { Executor } from '../src/executor/executor.js';
 
 const stepCount = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 300);
 
-const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-ipc-'));
-const dataDir = path.join(base, 'data');
-const workspace = path.join(base, 'workspace');
-fs.mkdirSync(dataDir, { recursive: true });
-fs.mkdirSync(workspace, { recursive: true });
-fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
-for (let index = 0; index < stepCount; index++) fs.writeFileSync(path.join(workspace, `f${index}.txt`), 'line\n'.repeat(40));
-
-const host = await startHost(dataDir, { web: {} });
-await host.executor.propose(
-  { steps: Array.from({ length: stepCount }, (_, index) => ({ action: 'writeFile', args: { path: path.join(workspace, `f${index}.txt`), content: 'line\n'.repeat(20) + 'changed\n'.repeat(20) } })) },
-  actorFor('cli'),
-);
-
-/** The unsigned twin of the server: same framing, same dispatcher, plain JSON both ways. */
-function unsignedReply(executor: Executor, text: string): Promise<string> {
-  const request = JSON.parse(text) as { id: string; method: string; params: unknown };
-  return invokeMethod(executor, request.method, request.params, { channel: 'cli', actor: actorFor('cli'), subscribe: (topics) => topics, notify: () => undefined }).then(
-    (result) => JSON.stringify({ v: 1, id: request.id, ok: true, result }),
-    (error: Error) => JSON.stringify({ v: 1, id: request.id, ok: false, error: { code: 'INTERNAL', message: error.message } }),
-  );
-}
+const server = spawn(process.execPath, [...process.execArgv, new URL('./ipc-server.ts', import.meta.url).pathname, String(stepCount)], { stdio: ['pipe', 'pipe', 'inherit'] });
+const serverLines = readline.createInterface({ input: server.stdout! })[Symbol.asyncIterator]();
+const nextLine = async <T>(): Promise<T> => {
+  const next = await serverLines.next();
+  if (next.done) throw new Error('bench/ipc-server.ts ended early');
+  return JSON.parse(next.value) as T;
+};
+const where = await nextLine<{ dataDir: string; plainSocketPath: string; plainWsPort: number; webPort: number; origin: string }>();
+/** A fresh one-time web token from the server. */
+const webToken = async (): Promise<string> => {
+  server.stdin!.write('token\n');
+  return (await nextLine<{ token: string }>()).token;
+};
 
 async function unsignedCall(transport: ClientTransport, id: number): Promise<number> {
   const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(id), ts: Date.now(), method: 'listSteps', params: {} }))) as { result: unknown };
   return METHODS.listSteps.result.parse(reply.result).length;
 }
 
-const plainSocketPath = path.join(base, 'plain.sock');
-const plainSocketServer = net.createServer((socket) => {
-  const splitter = new LineSplitter(1 << 30, (line) => {
-    const { tag, text } = unframe(line);
-    void unsignedReply(host.executor, text).then((reply) => socket.write(`${frame(tag, reply)}\n`));
-  }, () => undefined);
-  socket.on('data', (chunk: Buffer) => splitter.push(chunk));
-  socket.on('error', () => socket.destroy());
-});
-await new Promise<void>((resolve) => plainSocketServer.listen(plainSocketPath, resolve));
-
-const plainWss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-plainWss.on('connection', (ws) => ws.on('message', (data) => {
-  const { tag, text } = unframe(data.toString());
-  void unsignedReply(host.executor, text).then((reply) => ws.send(frame(tag, reply)));
-}));
-await new Promise<void>((resolve) => plainWss.once('listening', resolve));
-const plainWsPort = (plainWss.address() as net.AddressInfo).port;
-
-const origin = host.web!.origin;
+const origin = where.origin;
 const makeSocket = (url: string) => new WebSocket(url, { origin, maxPayload: 1 << 30 }) as unknown as WebSocketLike;
 
-const signedSocket: ExecutorClient = await connectToHost(dataDir, 'cli');
+const signedSocket: ExecutorClient = await connectToHost(where.dataDir, 'cli');
 // The browser's client signs with WebCrypto (asynchronous, on libuv's thread pool in Node); the
 // same protocol with node:crypto shows what the transport and signing cost without that hop.
-const signedWebCrypto: ExecutorClient = (await connectWithToken(`ws://127.0.0.1:${host.web!.port}/api/ws`, new URL(host.web!.issueUrl()).hash.slice(7), makeSocket)).client;
+const signedWebCrypto: ExecutorClient = (await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket)).client;
 const signedWeb: ExecutorClient = await (async () => {
-  const token = new TextEncoder().encode(new URL(host.web!.issueUrl()).hash.slice(7));
-  const transport = await webSocketTransport(`ws://127.0.0.1:${host.web!.port}/api/ws`, makeSocket);
+  const token = new TextEncoder().encode(await webToken());
+  const transport = await webSocketTransport(`ws://127.0.0.1:${where.webPort}/api/ws`, makeSocket);
   const session = await openSession(transport, 'web', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))));
   return createExecutorClient(new SignedRpc(transport, session));
 })();
-const plainSocket = await connectSocket(plainSocketPath);
-const plainWeb = await webSocketTransport(`ws://127.0.0.1:${plainWsPort}/`, makeSocket);
+const plainSocket = await connectSocket(where.plainSocketPath);
+const plainWeb = await webSocketTransport(`ws://127.0.0.1:${where.plainWsPort}/`, makeSocket);
 
 const responseBytes = Buffer.byteLength(JSON.stringify(await signedSocket.listSteps()));
 
@@ -143,7 +109,7 @@ for (const [name, pair] of Object.entries(cases)) {
 }
 // Where the difference goes, measured on the same reply (best of 100: the least disturbed by other load).
 {
-  const reply = { v: 1, id: 'x', ok: true, result: host.executor.listSteps() };
+  const reply = { v: 1, id: 'x', ok: true, result: await signedSocket.listSteps() };
   const text = JSON.stringify(reply);
   const mac = nodeMac(new Uint8Array(32));
   const best = async (work: () => unknown) => {
@@ -167,7 +133,5 @@ signedWeb.close();
 signedWebCrypto.close();
 plainSocket.close();
 plainWeb.close();
-plainSocketServer.close();
-plainWss.close();
-await host.close();
-fs.rmSync(base, { recursive: true, force: true });
+server.stdin!.end();
+await new Promise((resolve) => server.once('exit', resolve));
