@@ -71,6 +71,8 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
   const inFlight = useRef(new Set<number>());
   const list = useRef<{ rows: AuditRow[]; next: string | null; busy: boolean }>({ rows: [], next: null, busy: false });
   const generation = useRef(0);
+  /** The head the dense pages are aligned to: a page read for another head would put rows at the wrong index. */
+  const headRef = useRef(0);
   const filterKey = JSON.stringify(filters);
 
   const bump = () => setVersion((value) => value + 1);
@@ -84,7 +86,7 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
       const myGeneration = generation.current;
       readPage(api, { order: 'desc', limit: PAGE_SIZE, cursor: cursorBelow(startSeq + 1) })
         .then((result) => {
-          if (myGeneration !== generation.current) return;
+          if (myGeneration !== generation.current || headSeq !== headRef.current) return;
           pages.current.set(page, result.entries);
           // Keep memory flat on a million records: forget the pages farthest from where the person is.
           if (pages.current.size > MAX_CACHED_PAGES) {
@@ -136,7 +138,10 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
       .then((result) => {
         if (myGeneration !== generation.current) return;
         const headSeq = result.entries[0]?.seq ?? 0;
-        pages.current.set(0, result.entries);
+        // Pages read meanwhile were aligned to the old head: drop them with it.
+        headRef.current = headSeq;
+        pages.current = new Map([[0, result.entries]]);
+        inFlight.current = new Set();
         setHead(headSeq);
         setLoading(false);
         bump();
@@ -177,6 +182,8 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
     head,
     rowAt: (index) => pages.current.get(Math.floor(index / PAGE_SIZE))?.[index % PAGE_SIZE],
     want: (start, end) => {
+      // While a refresh is on its way the head is about to move; pages read now would be misaligned.
+      if (loading) return;
       // One page beyond each edge is read ahead, so steady scrolling rarely meets a row still loading.
       const first = Math.max(0, Math.floor(start / PAGE_SIZE) - 1);
       const last = Math.floor(end / PAGE_SIZE) + 1;

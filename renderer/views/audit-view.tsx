@@ -200,13 +200,17 @@ export function AuditView({ active }: { active: boolean }) {
   });
 
   // The log grows while the window is open: new records show at the top when the person is there.
+  // Not while the first page is still on its way: a refresh would discard it, and on a busy host a
+  // steady trickle of records could keep the table empty.
+  const rowsLoading = useRef(rows.loading);
+  rowsLoading.current = rows.loading;
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let off: (() => void) | undefined;
     void api.on('audit', () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        if ((scrollRef.current?.scrollTop ?? 0) < ROW_HEIGHT * 3) rows.refresh();
+        if (!rowsLoading.current && (scrollRef.current?.scrollTop ?? 0) < ROW_HEIGHT * 3) rows.refresh();
       }, 300);
     }).then((unsubscribe) => (off = unsubscribe), () => undefined);
     return () => {

@@ -163,6 +163,29 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     await serve.stop();
   });
 
+  it('new records show at the top while the person looks at the newest ones', async () => {
+    const serve = await startServe(setup.dataDir);
+    const { page, errors } = await openWindow(serve.info.url);
+    await openAuditRows(page, errors);
+    const topSeq = () => page.locator('.audit-row[data-seq]').first().getAttribute('data-seq').then(Number);
+    const before = await topSeq();
+    const cli = await connectToHost(setup.dataDir, 'cli');
+    try {
+      await cli.propose({ plan: { steps: [{ action: 'createKBEntry', args: { title: 'live row', content: 'appears at the top' } }] } });
+    } finally {
+      cli.close();
+    }
+    // The step's own records reach the top without a reload or a scroll, in order, none skipped.
+    await expect.poll(() => page.locator('.audit-row[data-seq]').first().textContent(), { timeout: 15_000 }).toMatch(/step\.consent_requested/);
+    const top = await topSeq();
+    expect(top).toBeGreaterThan(before);
+    const drawn = await page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.slice(0, 10).map((row) => Number(row.getAttribute('data-seq'))));
+    expect(drawn).toEqual(Array.from({ length: 10 }, (_, index) => top - index));
+    expect(errors).toEqual([]);
+    await page.context().close();
+    await serve.stop();
+  });
+
   it('Export downloads a log far over the one-reply cap as a streamed file that `audit verify --file` accepts; the link works once', async () => {
     // The cap of the one-reply export, lowered from 64 MiB so the test need not write 64 MiB.
     const cap = 256 * 1024;
