@@ -93,8 +93,11 @@ export class LightSandbox {
     this.staticGuard = options.staticGuard ?? true;
   }
 
+  /** What this machine and this spawner give a worker; a spawner that applies less says so in its own words. */
   isolation(): IsolationSupport {
-    return this.isolationOverride ?? detectIsolation();
+    const support = this.isolationOverride ?? detectIsolation();
+    const weaker = this.spawnChild.weakerIsolation ?? [];
+    return weaker.length ? { ...support, warnings: [...support.warnings, ...weaker] } : support;
   }
 
   private poolFor(limits: LightSandboxPolicy): WorkerPool {
