@@ -1,0 +1,13 @@
+'use strict';
+// Stands in for Electron's utility process in tests (there is no Electron binary here): Node's IPC
+// channel dressed as process.parentPort, with Electron's shape ({ data } events, postMessage), then
+// the module Electron would run as the entry script.
+const { EventEmitter } = require('node:events');
+
+const parentPort = new EventEmitter();
+parentPort.postMessage = (message) => process.send(message);
+process.on('message', (data) => parentPort.emit('message', { data, ports: [] }));
+process.parentPort = parentPort;
+
+const [modulePath] = process.argv.splice(2, 1);
+require(modulePath);
