@@ -4,8 +4,10 @@
 // the module Electron would run as the entry script.
 const { EventEmitter } = require('node:events');
 
+// Bound now: the worker strips the global `process` before user code, as it would in Electron.
+const sendToParent = process.send.bind(process);
 const parentPort = new EventEmitter();
-parentPort.postMessage = (message) => process.send(message);
+parentPort.postMessage = (message) => sendToParent(message);
 process.on('message', (data) => parentPort.emit('message', { data, ports: [] }));
 process.parentPort = parentPort;
 
