@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import { utilityProcess } from 'electron';
+import { app, utilityProcess } from 'electron';
 import { decodeFrameMessage } from '../src/sandbox/light/frames.js';
 import type { ChildLaunch, ExitInfo, SandboxChild, SpawnChild } from '../src/sandbox/light/spawn-child.js';
 
@@ -17,12 +17,13 @@ import type { ChildLaunch, ExitInfo, SandboxChild, SpawnChild } from '../src/san
  * - No Node flags: Electron passes execArgv to the environment without parsing it (only debug
  *   options from the real command line are parsed), so --permission, --max-old-space-size and
  *   --disallow-code-generation-from-strings are inert. The worker strips process, require and the
- *   network globals before user code as always, and refuses code from strings itself.
+ *   network globals before user code as always, and refuses code from strings itself; a watchdog
+ *   here stops a running worker whose resident memory grows past the heap cap's allowance.
  */
 
 /** Said with the machine's isolation warnings and in each runCode step's mitigations. */
 export const UTILITY_PROCESS_LIMITS: readonly string[] = [
-  'Sandbox workers run as Electron utility processes, which do not apply Node\'s flags: no permission model, no V8 heap cap from the policy (V8\'s default limit applies). The worker still strips process, require, fetch and the other network globals before the code runs, and refuses code from strings itself.',
+  'Sandbox workers run as Electron utility processes, which do not apply Node\'s flags: no permission model, and no V8 heap cap (instead the worker is stopped when its resident memory grows past twice the heap cap plus 64 MiB, checked every 50 ms). The worker still strips process, require, fetch and the other network globals before the code runs, and refuses code from strings itself.',
   ...(process.platform === 'linux'
     ? [
         'No network or PID namespace (unshare cannot wrap a utility process): the code has no API to reach a socket, but nothing beneath the stripped globals would stop it. The address-space cap is set with prlimit --pid on top of what the worker had mapped when it was ready; memory V8 commits inside regions it reserved at start-up is not counted.',
@@ -66,6 +67,34 @@ function capAddressSpace(prlimit: string, pid: number, bytes: number): Promise<v
   });
 }
 
+/** The heap cap the launch asks Node for (inert in a utility process; the watchdog's measure instead). */
+export function heapMbOf(launch: ChildLaunch): number | undefined {
+  const flag = launch.nodeArgs.find((arg) => arg.startsWith('--max-old-space-size='));
+  const mb = flag === undefined ? NaN : Number(flag.slice('--max-old-space-size='.length));
+  return Number.isSafeInteger(mb) && mb > 0 ? mb : undefined;
+}
+
+/**
+ * How far a running worker's resident memory may grow past what it had when ready: its heap cap
+ * twice over (old space plus young generation and V8's own slack) and 64 MiB for buffers.
+ */
+export function memoryAllowanceBytes(heapMb: number): number {
+  return (2 * heapMb + 64) * 1024 * 1024;
+}
+
+/** Resident memory of a worker: /proc on Linux (cheap), Electron's process metrics elsewhere. */
+function residentBytes(pid: number): number | undefined {
+  if (process.platform === 'linux') {
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : undefined;
+  }
+  const metric = app.getAppMetrics().find((candidate) => candidate.pid === pid);
+  return metric ? metric.memory.workingSetSize * 1024 : undefined;
+}
+
+/** Between two looks at a running worker's memory. */
+const WATCHDOG_INTERVAL_MS = 50;
+
 const SERVICE_NAME = 'executor-sandbox-worker';
 /** After the exit, how long the last of stderr may take to arrive before the exit is reported anyway. */
 const STDERR_GRACE_MS = 1000;
@@ -83,7 +112,13 @@ export const electronSpawnChild: SpawnChild = Object.assign(
     let killed = false;
     // Until the cap is in place nothing the worker says reaches the pool, so it is handed no code.
     let gateOpen = cap === undefined;
+    let readySeen = false;
     const held: unknown[] = [];
+    // The heap cap's stand-in: while the worker runs code, its resident memory is watched.
+    const heapMb = heapMbOf(launch);
+    let residentAtReady: number | undefined;
+    let holds = true;
+    let watchdog: ReturnType<typeof setInterval> | undefined;
 
     const deliver = (frame: unknown) => {
       for (const listener of [...messageListeners]) listener(frame);
@@ -123,6 +158,38 @@ export const electronSpawnChild: SpawnChild = Object.assign(
       child.kill();
     };
 
+    const measureAtReady = () => {
+      try {
+        residentAtReady = pid === undefined ? undefined : residentBytes(pid);
+      } catch {
+        residentAtReady = undefined;
+      }
+      watch();
+    };
+    const watch = () => {
+      const wanted = holds && !exited && !killed && heapMb !== undefined && residentAtReady !== undefined;
+      if (!wanted) {
+        clearInterval(watchdog);
+        watchdog = undefined;
+        return;
+      }
+      if (watchdog) return;
+      const limit = residentAtReady! + memoryAllowanceBytes(heapMb!);
+      watchdog = setInterval(() => {
+        let resident: number | undefined;
+        try {
+          resident = residentBytes(pid!);
+        } catch {
+          return;
+        }
+        if (resident === undefined || resident <= limit) return;
+        stderrNote(`executor: over the sandbox memory limit (${Math.round(resident / 1048576)} MiB resident, ${Math.round(limit / 1048576)} MiB allowed); the worker was stopped.\n`);
+        kill();
+        watch();
+      }, WATCHDOG_INTERVAL_MS);
+      watchdog.unref();
+    };
+
     child.on('spawn', () => {
       pid = child.pid;
       if (killed) kill();
@@ -139,6 +206,7 @@ export const electronSpawnChild: SpawnChild = Object.assign(
     });
     child.on('exit', (code: number) => {
       exited = true;
+      watch();
       exitCode = code;
       if (stderrEnded) finish();
       else setTimeout(() => ((stderrEnded = true), finish()), STDERR_GRACE_MS).unref();
@@ -146,9 +214,14 @@ export const electronSpawnChild: SpawnChild = Object.assign(
     child.on('message', (data: unknown) => {
       if (exited || killed) return;
       const frame = decodeFrameMessage(data);
-      if (gateOpen) return deliver(frame);
+      const isFirstReady = !readySeen && (frame as { t?: unknown } | null)?.t === 'ready';
+      if (isFirstReady) readySeen = true;
+      if (gateOpen) {
+        if (isFirstReady) measureAtReady();
+        return deliver(frame);
+      }
       held.push(frame);
-      if ((frame as { t?: unknown } | null)?.t !== 'ready' || held.length > 1) return;
+      if (!isFirstReady || held.length > 1) return;
       if (pid === undefined) {
         stderrNote('executor: the worker reported ready before its process id was known; it was stopped.\n');
         return kill();
@@ -156,6 +229,7 @@ export const electronSpawnChild: SpawnChild = Object.assign(
       capAddressSpace(cap!.prlimit, pid, cap!.bytes).then(
         () => {
           gateOpen = true;
+          measureAtReady();
           for (const frameHeld of held.splice(0)) if (!killed && !exited) deliver(frameHeld);
         },
         (error: unknown) => {
@@ -184,8 +258,12 @@ export const electronSpawnChild: SpawnChild = Object.assign(
       onStderr(listener) {
         stderrListeners.push(listener);
       },
-      // The main process lives as long as the app does; a utility process cannot hold it up.
-      setHoldsHost() {},
+      // The main process lives as long as the app does, so there is nothing to hold up; but "held"
+      // means "running code" to the pool, which is when the memory watchdog looks.
+      setHoldsHost(holdsHost) {
+        holds = holdsHost;
+        watch();
+      },
       kill,
     };
   },

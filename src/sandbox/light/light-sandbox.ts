@@ -175,7 +175,8 @@ export class LightSandbox {
       );
       worker.child.onExit((exit) => {
         const stderr = worker.stderr();
-        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit/i.test(stderr);
+        // V8's own words, or a spawner's memory watchdog (electron/spawn-child.ts) saying it stopped the worker.
+        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit|over the sandbox memory limit/i.test(stderr);
         settle(failure(
           'EXECUTION_CRASHED',
           outOfMemory

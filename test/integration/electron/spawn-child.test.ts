@@ -102,6 +102,12 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
     expect(UTILITY_PROCESS_LIMITS.join(' ')).toMatch(/no permission model/);
   });
 
+  it.runIf(process.platform === 'linux')('stops code whose memory grows past the allowance while it runs, as out of memory', async () => {
+    // No heap flag applies in a utility process: the watchdog is what stands in for it.
+    const { result } = await run(sandbox, 'const keep = []; while (true) keep.push(new Uint8Array(8 << 20).fill(1));', { timeoutMs: 5000 });
+    expect(result).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED', message: 'The code ran out of memory and the worker was stopped.' });
+  });
+
   it.runIf(process.platform === 'linux' && detectIsolation().addressSpaceCap)(
     'caps the worker\'s address space with prlimit --pid before it may be handed code',
     async () => {
