@@ -194,6 +194,9 @@ export const electronSpawnChild: SpawnChild = Object.assign(
       pid = child.pid;
       if (killed) kill();
     });
+    // A fatal V8 error in the worker ('error', then 'exit') is the worker's crash, reported by its
+    // exit; an 'error' event nobody listens to would throw in the main process.
+    child.on('error', () => {});
     child.stdout?.resume();
     child.stdout?.on('error', () => {});
     child.stderr?.on('data', (chunk: Buffer) => {
