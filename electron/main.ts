@@ -8,6 +8,7 @@ import { registerNotifyChannel } from './desktop-notify.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
+import { electronSpawnChild } from './spawn-child.js';
 import { APP_ORIGIN, APP_SCHEME, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
 
 /*
@@ -50,6 +51,8 @@ async function openWindow(): Promise<void> {
     dataDir: dataDirFromArgs(process.argv),
     workerUrl: new URL('./host-thread-worker.js', import.meta.url),
     credentials: [{ name: WINDOW_CREDENTIAL, secret: new TextEncoder().encode(windowSecret), channel: 'window' }],
+    // Sandbox workers are utility processes, which only this thread can start; the host thread asks for them.
+    spawnChild: electronSpawnChild,
     openExternal: async (url) => {
       // Only http(s) reaches the person's browser; openURL's own checks ran before this.
       const parsed = new URL(url);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Bundles the Electron main process (ESM) and the preload (one CommonJS file: a sandboxed preload
-// cannot require other files) into dist-electron/.
+// cannot require other files) into dist-electron/, and copies the light sandbox's worker beside them.
+import fs from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,4 +47,9 @@ await build({
   },
 });
 
-console.log('built dist-electron/main.js, host-thread-worker.js and preload.cjs');
+// The light sandbox's worker is not bundled: it runs as its own process (a utility process in the
+// app), which needs a real file. light-sandbox.ts finds it next to the module that holds it, which
+// here is host-thread-worker.js; electron-builder unpacks it from the asar archive (asarUnpack).
+fs.copyFileSync(path.join(root, 'src/sandbox/light/worker.cjs'), path.join(root, 'dist-electron/worker.cjs'));
+
+console.log('built dist-electron/main.js, host-thread-worker.js, preload.cjs and worker.cjs');

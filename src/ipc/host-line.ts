@@ -1,5 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { ExecutorError } from '../domain/errors.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
+import { serveSpawns } from '../sandbox/light/thread-spawn.js';
 import type { IpcChannel } from './methods.js';
 import type { IpcServer } from './server.js';
 
@@ -40,9 +42,24 @@ export interface HostThreadOptions {
   credentials: HostThreadCredential[];
   /** The thread asks for this when an approved openURL step runs (Electron: shell.openExternal). */
   openExternal?: (url: string) => Promise<void>;
+  /**
+   * How light sandbox workers are started, run on this thread for the host thread (Electron:
+   * utilityProcess.fork, which exists only on the main thread). Without it the host thread forks
+   * plain Node itself.
+   */
+  spawnChild?: SpawnChild;
   /** The worker's entry module (the built host-thread-worker.js, or the .ts file with tsx's loader). */
   workerUrl: URL;
   execArgv?: string[];
+}
+
+/** What the host thread starts with. */
+export interface HostThreadData {
+  dataDir: string;
+  credentials: HostThreadCredential[];
+  /** Where the thread's light sandbox asks the parent to spawn workers (see thread-spawn.ts). */
+  spawnPort?: MessagePort;
+  weakerIsolation?: string[];
 }
 
 export type ToWorker =
@@ -70,10 +87,19 @@ export interface HostThread extends HostLine {
  * freezes nothing; the main thread only passes envelope text back and forth.
  */
 export function startHostThread(options: HostThreadOptions): Promise<HostThread> {
+  // The sandbox's spawn requests get their own port, so worker processes never queue behind envelopes.
+  const spawns = options.spawnChild ? new MessageChannel() : null;
+  const workerData: HostThreadData = {
+    dataDir: options.dataDir,
+    credentials: options.credentials,
+    ...(spawns ? { spawnPort: spawns.port2, weakerIsolation: [...(options.spawnChild!.weakerIsolation ?? [])] } : {}),
+  };
   const worker = new Worker(options.workerUrl, {
-    workerData: { dataDir: options.dataDir, credentials: options.credentials },
+    workerData,
+    transferList: spawns ? [spawns.port2] : [],
     execArgv: options.execArgv,
   });
+  const stopSpawns = spawns ? serveSpawns(spawns.port1, options.spawnChild!) : () => {};
   const pending = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
   const listeners: ((text: string) => void)[] = [];
   let nextTag = 1;
@@ -144,6 +170,8 @@ export function startHostThread(options: HostThreadOptions): Promise<HostThread>
     });
     worker.on('exit', (code) => {
       exited = true;
+      // No sandbox worker outlives the host that asked for it.
+      stopSpawns();
       failAll(`exit code ${code}`);
       reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host thread exited (${code}) before it was ready.`));
     });

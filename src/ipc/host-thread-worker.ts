@@ -1,16 +1,20 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { toErrorShape } from '../domain/errors.js';
 import { startHost, type Host } from './host.js';
-import type { FromWorker, HostThreadCredential, ToWorker } from './host-line.js';
+import { threadSpawnChild } from '../sandbox/light/thread-spawn.js';
+import type { FromWorker, HostThreadData, ToWorker } from './host-line.js';
 
 /*
  * The worker-thread side of startHostThread: the whole host (Executor, SQLite, the local socket)
  * lives here, and one protocol connection carries the window's envelopes to and from the parent.
- * Opening a browser is the one thing the host cannot do itself; it asks the parent.
+ * Opening a browser is one thing the host cannot do itself; it asks the parent. Starting sandbox
+ * workers may be another: with a spawnPort, the parent spawns them (thread-spawn.ts).
  */
 
 const port = parentPort!;
-const { dataDir, credentials } = workerData as { dataDir: string; credentials: HostThreadCredential[] };
+const { dataDir, credentials, spawnPort, weakerIsolation } = workerData as HostThreadData;
+// Sandbox workers are spawned by the parent when it offers to (Electron's utilityProcess lives only there).
+const spawnChild = spawnPort ? threadSpawnChild(spawnPort, weakerIsolation) : undefined;
 const post = (message: FromWorker) => port.postMessage(message);
 
 const waitingOpens = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
@@ -20,6 +24,7 @@ let host: Host;
 try {
   host = await startHost(dataDir, {
     credentials,
+    spawnChild,
     openExternal: (url) =>
       new Promise<void>((resolve, reject) => {
         const id = nextOpenId++;

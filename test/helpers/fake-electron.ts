@@ -4,7 +4,10 @@
  * record what the code under test configures (window options, handlers, exposed APIs) and route
  * ipcRenderer.invoke to ipcMain.handle in-process, with a sender the test chooses.
  */
+import { fork, type ChildProcess, type Serializable } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 
 type Handler = (event: FakeInvokeEvent, ...args: unknown[]) => unknown;
 
@@ -165,10 +168,61 @@ export const app = {
 
 export const protocol = { registerSchemesAsPrivileged: () => undefined, handle: () => undefined };
 export const dialog = { showErrorBox: () => undefined };
+/**
+ * Electron's utilityProcess, faked with a REAL Node child running the real module: the shim
+ * fake-utility-process.cjs gives it `process.parentPort` over Node's IPC channel. Like a utility
+ * process, it does not apply execArgv (Electron hands execArgv to the environment unparsed), its
+ * pid is known from 'spawn' on, messages are structured clones, and 'exit' carries a code only.
+ */
+export class FakeUtilityProcess extends EventEmitter {
+  static readonly forked: FakeUtilityProcess[] = [];
+  pid: number | undefined;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  private readonly child: ChildProcess;
+
+  constructor(
+    readonly modulePath: string,
+    readonly args: string[],
+    readonly options: { env?: Record<string, string>; execArgv?: string[]; cwd?: string; stdio?: unknown; serviceName?: string },
+  ) {
+    super();
+    const piped = options.stdio === 'pipe';
+    this.child = fork(UTILITY_SHIM, [modulePath, ...args], {
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+      execArgv: [],
+      serialization: 'advanced',
+      stdio: ['ignore', piped ? 'pipe' : 'inherit', piped ? 'pipe' : 'inherit', 'ipc'],
+    });
+    this.stdout = this.child.stdout;
+    this.stderr = this.child.stderr;
+    this.child.on('spawn', () => {
+      this.pid = this.child.pid;
+      this.emit('spawn');
+    });
+    this.child.on('message', (message) => this.emit('message', message));
+    this.child.on('error', () => {});
+    this.child.on('exit', (code) => {
+      this.pid = undefined;
+      this.emit('exit', code ?? 1);
+    });
+    FakeUtilityProcess.forked.push(this);
+  }
+
+  postMessage(message: unknown): void {
+    if (this.child.connected) this.child.send(message as Serializable, () => {});
+  }
+
+  kill(): boolean {
+    return this.child.kill('SIGTERM');
+  }
+}
+
+const UTILITY_SHIM = fileURLToPath(new URL('./fake-utility-process.cjs', import.meta.url));
+
 export const utilityProcess = {
-  fork: () => {
-    throw new Error('fake-electron: utilityProcess.fork is not available in tests');
-  },
+  fork: (modulePath: string, args: string[] = [], options: ConstructorParameters<typeof FakeUtilityProcess>[2] = {}) => new FakeUtilityProcess(modulePath, args, options),
 };
 
 export function resetFakeElectron(): void {
@@ -179,6 +233,7 @@ export function resetFakeElectron(): void {
   BrowserWindow.created.length = 0;
   ipcRenderer.sender = null;
   session.defaultSession = new FakeSession();
+  FakeUtilityProcess.forked.length = 0;
 }
 
 export default { app, BrowserWindow, contextBridge, dialog, ipcMain, ipcRenderer, protocol, safeStorage, session, shell, utilityProcess };

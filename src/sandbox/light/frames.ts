@@ -87,3 +87,17 @@ export class FrameDecoder {
     return [...frames, { malformed: `a frame larger than ${MAX_FRAME_BYTES} bytes` } satisfies MalformedFrame];
   }
 }
+
+/**
+ * One frame that arrived as one message (an Electron utility process's parentPort carries JSON
+ * text, one frame per message): the same caps and the same `{ malformed }` as a line on fd 3.
+ */
+export function decodeFrameMessage(data: unknown): unknown {
+  if (typeof data !== 'string') return { malformed: 'a message that is not JSON text' } satisfies MalformedFrame;
+  if (Buffer.byteLength(data, 'utf8') > MAX_FRAME_BYTES) return { malformed: `a frame larger than ${MAX_FRAME_BYTES} bytes` } satisfies MalformedFrame;
+  try {
+    return JSON.parse(data);
+  } catch {
+    return { malformed: 'a line that is not JSON' } satisfies MalformedFrame;
+  }
+}

@@ -93,8 +93,11 @@ export class LightSandbox {
     this.staticGuard = options.staticGuard ?? true;
   }
 
+  /** What this machine and this spawner give a worker; a spawner that applies less says so in its own words. */
   isolation(): IsolationSupport {
-    return this.isolationOverride ?? detectIsolation();
+    const support = this.isolationOverride ?? detectIsolation();
+    const weaker = this.spawnChild.weakerIsolation ?? [];
+    return weaker.length ? { ...support, warnings: [...support.warnings, ...weaker] } : support;
   }
 
   private poolFor(limits: LightSandboxPolicy): WorkerPool {
@@ -172,7 +175,8 @@ export class LightSandbox {
       );
       worker.child.onExit((exit) => {
         const stderr = worker.stderr();
-        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit/i.test(stderr);
+        // V8's own words, or a spawner's memory watchdog (electron/spawn-child.ts) saying it stopped the worker.
+        const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit|over the sandbox memory limit/i.test(stderr);
         settle(failure(
           'EXECUTION_CRASHED',
           outOfMemory

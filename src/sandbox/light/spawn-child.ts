@@ -30,10 +30,18 @@ export interface SandboxChild {
 }
 
 /**
- * The seam through which workers are started: plain Node spawns, Electron can pass one built on
- * `utilityProcess.fork` (or ELECTRON_RUN_AS_NODE), tests can count spawns or start hostile fakes.
+ * The seam through which workers are started: plain Node spawns, Electron passes one built on
+ * `utilityProcess.fork` (bridged to the host's worker thread by thread-spawn.ts), tests can count
+ * spawns or start hostile fakes.
  */
-export type SpawnChild = (launch: ChildLaunch) => SandboxChild;
+export interface SpawnChild {
+  (launch: ChildLaunch): SandboxChild;
+  /**
+   * What this spawner cannot apply of what the launch asks for (a utility process takes no wrapper
+   * and ignores Node's flags). Shown with the isolation warnings and in the step's mitigations.
+   */
+  readonly weakerIsolation?: readonly string[];
+}
 
 /** The descriptor the worker talks on: a socket pair, one JSON line per frame, both ways. */
 export const FRAME_FD = 3;

@@ -9,13 +9,17 @@ const net = require('node:net');
 const vm = require('node:vm');
 const { format } = require('node:util');
 
-// The host talks on descriptor 3, a socket pair, one JSON line per frame both ways (not Node's IPC
-// channel: the host parses our lines itself, defensively). Captured here; user code never sees it.
-const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+// Under plain Node the host talks on descriptor 3, a socket pair, one JSON line per frame both ways
+// (not Node's IPC channel: the host parses our lines itself, defensively). In an Electron utility
+// process there is no descriptor 3; the host talks on process.parentPort instead, one JSON text per
+// message, parsed by the host just as defensively. Either way it is captured here, in a local that
+// no user code can name, before `process` is stripped.
+const parentPort = process.parentPort;
+const channel = parentPort ? null : new net.Socket({ fd: 3, readable: true, writable: true });
 
 // Everything the worker itself needs is captured before user code could tamper with a global.
 const onProcess = process.on.bind(process);
-const exitNow = process.reallyExit.bind(process);
+const exitNow = (process.reallyExit ?? process.exit).bind(process);
 const stringify = JSON.stringify;
 const parse = JSON.parse;
 const byteLength = (text) => Buffer.byteLength(text, 'utf8');
@@ -26,7 +30,28 @@ const freeze = Object.freeze;
 const create = Object.create;
 const PromiseCtor = Promise;
 const StringCtor = String;
-const send = (frame) => channel.write(stringify(frame) + '\n');
+const postToHost = parentPort ? parentPort.postMessage.bind(parentPort) : null;
+const send = (frame) => (postToHost ? postToHost(stringify(frame)) : channel.write(stringify(frame) + '\n'));
+
+// Code from strings: plain Node refuses it by flag (--disallow-code-generation-from-strings). A
+// utility process does not apply Node's flags, so where the runtime still allows it the worker
+// takes away every way to it itself: eval and Function go with the other globals below, and the
+// constructors reachable from any function's prototype chain refuse.
+let codeFromStrings = true;
+try {
+  new Function('');
+} catch {
+  codeFromStrings = false;
+}
+if (codeFromStrings) {
+  const refuse = function () {
+    throw new EvalError('Code generation from strings is disallowed in the light sandbox');
+  };
+  const samples = [function () {}, async function () {}, function* () {}, async function* () {}];
+  for (const sample of samples) {
+    defineProperty(Object.getPrototypeOf(sample), 'constructor', { value: refuse, writable: false, enumerable: false, configurable: false });
+  }
+}
 
 // Removed before user code runs, non-configurably, so nothing can put them back. `process` goes
 // entirely: it is the door to bindings, env, signals, the IPC descriptor and the inspector.
@@ -34,6 +59,7 @@ const REMOVED_GLOBALS = [
   'process', 'require', 'module', 'exports', '__filename', '__dirname',
   'fetch', 'WebSocket', 'EventSource', 'Request', 'Response', 'Headers', 'FormData',
   'Worker', 'BroadcastChannel', 'MessageChannel', 'MessagePort', 'MessageEvent', 'navigator',
+  ...(codeFromStrings ? ['eval', 'Function'] : []),
 ];
 for (const name of REMOVED_GLOBALS) {
   try {
@@ -186,30 +212,40 @@ function onHostFrame(message) {
   }
 }
 
-let received = '';
-channel.setEncoding('utf8');
-channel.on('data', (chunk) => {
-  received += chunk;
-  for (let newline = received.indexOf('\n'); newline !== -1; newline = received.indexOf('\n')) {
-    const line = received.slice(0, newline);
-    received = received.slice(newline + 1);
-    let frame;
-    try {
-      frame = parse(line);
-    } catch {
-      continue;
-    }
-    onHostFrame(frame);
+function onHostText(text) {
+  let frame;
+  try {
+    frame = parse(text);
+  } catch {
+    return;
   }
-});
+  onHostFrame(frame);
+}
+
+let received = '';
+if (parentPort) {
+  parentPort.on('message', (event) => {
+    if (typeof event?.data === 'string') onHostText(event.data);
+  });
+} else {
+  channel.setEncoding('utf8');
+  channel.on('data', (chunk) => {
+    received += chunk;
+    for (let newline = received.indexOf('\n'); newline !== -1; newline = received.indexOf('\n')) {
+      const line = received.slice(0, newline);
+      received = received.slice(newline + 1);
+      onHostText(line);
+    }
+  });
+  // The host is gone: nothing left to answer to. (A utility process dies with the app.)
+  channel.on('close', () => exitNow(0));
+  channel.on('error', () => exitNow(0));
+}
 // A throw from a timer callback is the code's error, not a crash of the worker; a rejection nobody
 // awaited is only worth a log line (the default would end the process before the result is sent).
 onProcess('uncaughtException', (error) => {
   if (started) finish({ t: 'done', ok: false, error: describeError(error) });
 });
 onProcess('unhandledRejection', (reason) => capture('error', ['Unhandled promise rejection:', describeError(reason).message]));
-// The host is gone: nothing left to answer to.
-channel.on('close', () => exitNow(0));
-channel.on('error', () => exitNow(0));
 // Pay the first compile and the first IPC encode while waiting in the pool, not inside a step.
 compileFunction(`'use strict';\nreturn (async () => 1)();`, ['tools', 'console'])().then(() => send({ t: 'ready' }));
