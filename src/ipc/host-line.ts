@@ -1,4 +1,6 @@
 import { Worker } from 'node:worker_threads';
+import type { SecretSealer } from '../audit/key-store.js';
+import { serveThreadSealer } from '../audit/thread-sealer.js';
 import { ExecutorError } from '../domain/errors.js';
 import type { IpcChannel } from './methods.js';
 import type { IpcServer } from './server.js';
@@ -43,6 +45,14 @@ export interface HostThreadOptions {
   /** The worker's entry module (the built host-thread-worker.js, or the .ts file with tsx's loader). */
   workerUrl: URL;
   execArgv?: string[];
+  /**
+   * Seals the audit keys (Electron: safeStorage, which exists only on this thread). The thread's key
+   * store then keeps only sealed files and asks this thread for every seal/unseal (thread-sealer.ts).
+   * Without it the thread keeps plain 0600 key files.
+   */
+  sealer?: SecretSealer;
+  /** How long the thread waits for a seal/unseal answer before failing with AUDIT_KEY_UNAVAILABLE. */
+  sealerTimeoutMs?: number;
 }
 
 export type ToWorker =
@@ -70,10 +80,13 @@ export interface HostThread extends HostLine {
  * freezes nothing; the main thread only passes envelope text back and forth.
  */
 export function startHostThread(options: HostThreadOptions): Promise<HostThread> {
+  const sealing = options.sealer ? serveThreadSealer(options.sealer, { timeoutMs: options.sealerTimeoutMs }) : undefined;
   const worker = new Worker(options.workerUrl, {
-    workerData: { dataDir: options.dataDir, credentials: options.credentials },
+    workerData: { dataDir: options.dataDir, credentials: options.credentials, sealer: sealing?.line },
+    transferList: sealing?.transferList,
     execArgv: options.execArgv,
   });
+  worker.once('exit', () => sealing?.stop());
   const pending = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
   const listeners: ((text: string) => void)[] = [];
   let nextTag = 1;

@@ -1,4 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { SealedKeyStore } from '../audit/sealed-key-store.js';
+import { threadSealer, type ThreadSealerLine } from '../audit/thread-sealer.js';
 import { toErrorShape } from '../domain/errors.js';
 import { startHost, type Host } from './host.js';
 import type { FromWorker, HostThreadCredential, ToWorker } from './host-line.js';
@@ -10,7 +12,7 @@ import type { FromWorker, HostThreadCredential, ToWorker } from './host-line.js'
  */
 
 const port = parentPort!;
-const { dataDir, credentials } = workerData as { dataDir: string; credentials: HostThreadCredential[] };
+const { dataDir, credentials, sealer } = workerData as { dataDir: string; credentials: HostThreadCredential[]; sealer?: ThreadSealerLine };
 const post = (message: FromWorker) => port.postMessage(message);
 
 const waitingOpens = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
@@ -20,6 +22,8 @@ let host: Host;
 try {
   host = await startHost(dataDir, {
     credentials,
+    // With the parent's sealer the keys are sealed by the OS keychain; without, plain 0600 files.
+    keyStore: sealer ? new SealedKeyStore(dataDir, threadSealer(sealer)) : undefined,
     openExternal: (url) =>
       new Promise<void>((resolve, reject) => {
         const id = nextOpenId++;

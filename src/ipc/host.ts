@@ -24,7 +24,7 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
-  const executor = Executor.open(dataDir, { openExternal: options.openExternal, maxExportTextBytes: options.maxExportTextBytes });
+  const executor = Executor.open(dataDir, { openExternal: options.openExternal, maxExportTextBytes: options.maxExportTextBytes, keyStore: options.keyStore });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {
