@@ -6,6 +6,7 @@ import { SealedKeyStore } from '../../../src/audit/sealed-key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { startHostThread, type HostThread } from '../../../src/ipc/host-line.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
 import { fakeSealer } from '../../helpers/fake-sealer.js';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
@@ -112,6 +113,10 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
     expect(hashed.status, hashed.stderr).toBe(0);
     const found = hashed.json<{ digest: string; seqs: number[] }>();
     expect(found.seqs.length).toBeGreaterThan(0);
+    // "Was it this value?" is the person's question about their secrets, not the agent's.
+    const agent = await connectToHost(dataDir, 'agent');
+    await expect(agent.hashAuditValue({ value: SECRET })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    agent.close();
 
     await thread.close();
     thread = undefined;
