@@ -15,7 +15,7 @@ export function safeStorageSealer(): SecretSealer {
     throw new Error('The OS offers no encryption for stored secrets (safeStorage is unavailable).');
   }
   const plainText = process.platform === 'linux' && safeStorage.getSelectedStorageBackend() === 'basic_text';
-  return {
+  const sealer: SecretSealer = {
     seal: (plain) => new Uint8Array(safeStorage.encryptString(Buffer.from(plain).toString('base64'))),
     unseal: (sealed) => new Uint8Array(Buffer.from(safeStorage.decryptString(Buffer.from(sealed)), 'base64')),
     protection: plainText ? 'plaintext' : 'os-keychain',
@@ -23,4 +23,10 @@ export function safeStorageSealer(): SecretSealer {
       ? 'No keyring (GNOME Keyring or KWallet) is available: Executor keys are stored with a fixed key, readable by anything that can read your data directory.'
       : null,
   };
+  // One round trip now, on this thread and before the host starts: the keychain's first-use prompt
+  // (macOS asks once) happens here, not while the host thread waits for an answer with a timeout,
+  // and a keychain that cannot answer is found before any key is entrusted to it.
+  const probe = Uint8Array.from([0x65, 0x78, 0x65, 0x63]);
+  if (!Buffer.from(sealer.unseal(sealer.seal(probe))).equals(probe)) throw new Error('The OS keychain returned something else than it was given (safeStorage round trip failed).');
+  return sealer;
 }

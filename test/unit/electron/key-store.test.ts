@@ -21,4 +21,15 @@ describe('the safeStorage key sealer', () => {
     }
     safeStorage.backend = 'gnome_libsecret';
   });
+
+  it('refuses a keychain whose round trip fails, at creation (before the host thread relies on it)', () => {
+    const decrypt = vi.spyOn(safeStorage, 'decryptString').mockImplementation(() => {
+      throw new Error('user denied keychain access');
+    });
+    try {
+      expect(() => safeStorageSealer()).toThrow(/denied/);
+    } finally {
+      decrypt.mockRestore();
+    }
+  });
 });
