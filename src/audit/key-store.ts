@@ -37,7 +37,7 @@ export function sealedKeysPresent(keysDir: string): boolean {
 export function sealedKeysError(keysDir: string): ExecutorError {
   return new ExecutorError(
     'AUDIT_KEY_UNAVAILABLE',
-    `The audit keys in ${keysDir} are sealed by the Executor desktop app with your OS keychain, and nothing else can read them. Start the Executor app and run this again: the CLI then asks the app.`,
+    `The audit keys in ${keysDir} are sealed by the Executor desktop app with your OS keychain, and only the app, with that keychain, can read them. Start the Executor app and run this again: the CLI then asks the app. (If this is the app, its OS keychain is unavailable: unlock it and restart the app.)`,
     { location: keysDir },
   );
 }
