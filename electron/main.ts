@@ -6,7 +6,7 @@ import { randomToken } from '../src/ipc/protocol.js';
 import { defaultDataDir } from '../src/store/data-dir.js';
 import { registerNotifyChannel } from './desktop-notify.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
-import { safeStorageSealer } from './key-store.js';
+import { safeStorageSealer, type SecretSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
 import { electronSpawnChild } from './spawn-child.js';
 import { APP_ORIGIN, APP_SCHEME, getMainWindowOptions, hardenSession, hardenWebContents } from './window-security.js';
@@ -38,11 +38,15 @@ async function openWindow(): Promise<void> {
   hardenSession(session.defaultSession);
   protocol.handle(APP_SCHEME, rendererResponder(path.join(app.getAppPath(), 'dist-renderer')));
 
+  // The audit keys are sealed by the OS keychain when there is one; the warning (Linux's basic_text
+  // fallback) also reaches Settings through getKeyStatus. Without safeStorage the keys stay plain
+  // 0600 files, as the CLI alone keeps them, and the person is told.
+  let sealer: SecretSealer | undefined;
   try {
-    const sealer = safeStorageSealer();
+    sealer = safeStorageSealer();
     if (sealer.warning) console.warn(`executor: ${sealer.warning}`);
   } catch (error) {
-    console.warn(`executor: ${(error as Error).message}`);
+    console.warn(`executor: ${(error as Error).message} The audit keys stay plain files readable by your user only (no OS keychain).`);
   }
 
   const windowSecret = randomToken(32);
@@ -53,6 +57,7 @@ async function openWindow(): Promise<void> {
     credentials: [{ name: WINDOW_CREDENTIAL, secret: new TextEncoder().encode(windowSecret), channel: 'window' }],
     // Sandbox workers are utility processes, which only this thread can start; the host thread asks for them.
     spawnChild: electronSpawnChild,
+    sealer,
     openExternal: async (url) => {
       // Only http(s) reaches the person's browser; openURL's own checks ran before this.
       const parsed = new URL(url);

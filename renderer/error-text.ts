@@ -28,6 +28,7 @@ const NEXT_STEP: Record<string, string> = {
   POLICY_INVALID: 'Fix the highlighted setting and save again; the old policy stays in force meanwhile.',
   NOT_AVAILABLE: 'This build of Executor does not offer it yet.',
   AUDIT_WRITE_FAILED: 'Nothing was changed because the audit record could not be written. Check free disk space, then try again.',
+  AUDIT_KEY_UNAVAILABLE: 'Start the Executor app: its keys are sealed by your OS keychain. If the app is running, unlock your keychain (or restart the app) and try again.',
   BUSY: 'Another Executor holds this data directory. Close it, or open the window it serves.',
   INVALID_INPUT: 'Check what you entered and try again.',
 };

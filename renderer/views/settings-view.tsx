@@ -218,6 +218,12 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
       <section className="card" aria-labelledby="signing-head">
         <h2 id="signing-head">Audit signing</h2>
         <ErrorBox error={keyError} />
+        {keyStatus?.protectionWarning ? (
+          // Said plainly, above the facts: the keychain protects less than the word "keychain" suggests.
+          <p className="warning" role="status">
+            {keyStatus.protectionWarning}
+          </p>
+        ) : null}
         {keyStatus ? (
           <dl className="facts">
             <dt>Signing key id</dt>
@@ -225,7 +231,7 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
               <code>{keyStatus.currentKeyId}</code> (epoch {keyStatus.epoch})
             </dd>
             <dt>Key protection</dt>
-            <dd>{keyStatus.protection === 'os-keychain' ? 'OS keychain' : 'Plain file (no OS keychain available)'} · <code>{keyStatus.location}</code></dd>
+            <dd>{keyStatus.protection === 'os-keychain' ? 'OS keychain' : keyStatus.protectionWarning ? 'Plain text (no OS keychain: see the warning above)' : 'Plain file (no OS keychain available)'} · <code>{keyStatus.location}</code></dd>
             <dt>Key chains</dt>
             <dd>
               {keyStatus.chains.map((chain) => (

@@ -16,6 +16,13 @@ export function openAuditDatabaseReadOnly(dataDir: string): Db {
   return openDatabase(dataDir, { readonly: true });
 }
 
+/** The salted HMAC a record stores in place of a secret, and the records (up to 1,000) that hold it. */
+export function findSecretDigest(db: Db, salt: Buffer, value: string): { digest: string; seqs: number[] } {
+  const digest = secretDigest(salt, value);
+  const rows = db.prepare('SELECT seq FROM audit_records WHERE instr(body, ?) > 0 ORDER BY seq LIMIT 1000').all(digest) as { seq: number }[];
+  return { digest, seqs: rows.map((row) => row.seq) };
+}
+
 /**
  * Read-only access to a data directory's audit log and keys, without taking the host's lock:
  * a reviewer can show, export, hash and verify while the host keeps running.
@@ -39,16 +46,21 @@ export class AuditReader {
   }
 
   logId(): string {
-    return this.keyring()?.logId ?? new DbRecordSource(this.db).claimedLogId() ?? 'unknown';
+    let fromKeys: string | undefined;
+    try {
+      fromKeys = this.keyring()?.logId;
+    } catch (error) {
+      // Keys sealed by the desktop app: the export names the log the database claims, as without keys.
+      if (!(error instanceof ExecutorError && error.code === 'AUDIT_KEY_UNAVAILABLE')) throw error;
+    }
+    return fromKeys ?? new DbRecordSource(this.db).claimedLogId() ?? 'unknown';
   }
 
   /** The digest of a value and the records that hold it in place of a secret. */
   hashSecret(value: string): { digest: string; seqs: number[] } {
     const keyring = this.keyring();
     if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${this.keyStore.location}: the salt that hashes secrets is kept there.`);
-    const digest = secretDigest(keyring.salt, value);
-    const rows = this.db.prepare('SELECT seq FROM audit_records WHERE instr(body, ?) > 0 ORDER BY seq LIMIT 1000').all(digest) as { seq: number }[];
-    return { digest, seqs: rows.map((row) => row.seq) };
+    return findSecretDigest(this.db, keyring.salt, value);
   }
 
   anchor() {

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import path from 'node:path';
+import { sealedKeysError, sealedKeysPresent } from '../audit/key-store.js';
 import { actorFor } from '../domain/actor.js';
 import { Executor } from '../executor/executor.js';
 import type { ExecutorClient } from '../ipc/client.js';
@@ -46,5 +48,22 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   } finally {
     api.close();
     executor.close();
+  }
+}
+
+/**
+ * Keys the desktop app sealed with the OS keychain can only be used through the app. When keys/
+ * holds sealed files, the work goes to the running host; with none running, AUDIT_KEY_UNAVAILABLE
+ * (and nothing is created). Returns undefined when the keys are plain files the command may read itself.
+ */
+export async function askHostIfKeysSealed<T>(dataDir: string, work: (api: ExecutorClient) => Promise<T>): Promise<{ value: T } | undefined> {
+  const keysDir = path.join(dataDir, 'keys');
+  if (!sealedKeysPresent(keysDir)) return undefined;
+  const remote = await connectToHostIfRunning(dataDir, 'cli');
+  if (!remote) throw sealedKeysError(keysDir);
+  try {
+    return { value: await work(remote) };
+  } finally {
+    remote.close();
   }
 }

@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
+  /** The keys exist but are sealed by the desktop app's OS keychain (start the app), or its sealer failed or stopped answering. */
+  | 'AUDIT_KEY_UNAVAILABLE'
   | 'STORAGE_FAILED'
   | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'

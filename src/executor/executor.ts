@@ -7,6 +7,7 @@ import { exportAudit, exportLines, exportRange, type ExportSummary } from '../au
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
+import { findSecretDigest } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
 import type { AuditTrail } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
@@ -67,6 +68,8 @@ export interface EnvironmentStatus {
 export interface KeyStatus {
   logId: string;
   protection: KeyProtection;
+  /** Said plainly in Settings when the keychain protects less than it seems (Linux without a keyring). */
+  protectionWarning: string | null;
   location: string;
   currentKeyId: string;
   epoch: number;
@@ -649,12 +652,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return { dataDir: this.dataDir, engine, image };
   }
 
+  /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
+  hashAuditValue(value: string): { digest: string; seqs: number[] } {
+    return findSecretDigest(this.db, this.auditLog.keys.salt, value);
+  }
+
   keyStatus(): KeyStatus {
     const keys = this.auditLog.keys;
     const anchor = this.auditLog.anchorStore.read();
     return {
       logId: keys.logId,
       protection: keys.protection,
+      protectionWarning: this.keyStore.protectionWarning ?? null,
       location: keys.location,
       currentKeyId: keys.current().keyId,
       epoch: keys.current().epoch,

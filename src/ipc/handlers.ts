@@ -77,6 +77,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
+  hashAuditValue: (executor, { value }) => executor.hashAuditValue(value),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
   getPolicy: (executor) => executor.getPolicy(),

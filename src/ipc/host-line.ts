@@ -1,4 +1,6 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { SecretSealer } from '../audit/key-store.js';
+import { serveThreadSealer, type ThreadSealerLine } from '../audit/thread-sealer.js';
 import { ExecutorError } from '../domain/errors.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { serveSpawns } from '../sandbox/light/thread-spawn.js';
@@ -51,6 +53,14 @@ export interface HostThreadOptions {
   /** The worker's entry module (the built host-thread-worker.js, or the .ts file with tsx's loader). */
   workerUrl: URL;
   execArgv?: string[];
+  /**
+   * Seals the audit keys (Electron: safeStorage, which exists only on this thread). The thread's key
+   * store then keeps only sealed files and asks this thread for every seal/unseal (thread-sealer.ts).
+   * Without it the thread keeps plain 0600 key files.
+   */
+  sealer?: SecretSealer;
+  /** How long the thread waits for a seal/unseal answer before failing with AUDIT_KEY_UNAVAILABLE. */
+  sealerTimeoutMs?: number;
 }
 
 /** What the host thread starts with. */
@@ -60,6 +70,8 @@ export interface HostThreadData {
   /** Where the thread's light sandbox asks the parent to spawn workers (see thread-spawn.ts). */
   spawnPort?: MessagePort;
   weakerIsolation?: string[];
+  /** Where the thread's key store asks the parent to seal and unseal (see thread-sealer.ts). */
+  sealer?: ThreadSealerLine;
 }
 
 export type ToWorker =
@@ -89,17 +101,20 @@ export interface HostThread extends HostLine {
 export function startHostThread(options: HostThreadOptions): Promise<HostThread> {
   // The sandbox's spawn requests get their own port, so worker processes never queue behind envelopes.
   const spawns = options.spawnChild ? new MessageChannel() : null;
+  const sealing = options.sealer ? serveThreadSealer(options.sealer, { timeoutMs: options.sealerTimeoutMs }) : undefined;
   const workerData: HostThreadData = {
     dataDir: options.dataDir,
     credentials: options.credentials,
     ...(spawns ? { spawnPort: spawns.port2, weakerIsolation: [...(options.spawnChild!.weakerIsolation ?? [])] } : {}),
+    ...(sealing ? { sealer: sealing.line } : {}),
   };
   const worker = new Worker(options.workerUrl, {
     workerData,
-    transferList: spawns ? [spawns.port2] : [],
+    transferList: [...(spawns ? [spawns.port2] : []), ...(sealing?.transferList ?? [])],
     execArgv: options.execArgv,
   });
   const stopSpawns = spawns ? serveSpawns(spawns.port1, options.spawnChild!) : () => {};
+  worker.once('exit', () => sealing?.stop());
   const pending = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
   const listeners: ((text: string) => void)[] = [];
   let nextTag = 1;

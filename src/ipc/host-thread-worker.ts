@@ -1,4 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { SealedKeyStore } from '../audit/sealed-key-store.js';
+import { threadSealer } from '../audit/thread-sealer.js';
 import { toErrorShape } from '../domain/errors.js';
 import { startHost, type Host } from './host.js';
 import { threadSpawnChild } from '../sandbox/light/thread-spawn.js';
@@ -12,7 +14,7 @@ import type { FromWorker, HostThreadData, ToWorker } from './host-line.js';
  */
 
 const port = parentPort!;
-const { dataDir, credentials, spawnPort, weakerIsolation } = workerData as HostThreadData;
+const { dataDir, credentials, spawnPort, weakerIsolation, sealer } = workerData as HostThreadData;
 // Sandbox workers are spawned by the parent when it offers to (Electron's utilityProcess lives only there).
 const spawnChild = spawnPort ? threadSpawnChild(spawnPort, weakerIsolation) : undefined;
 const post = (message: FromWorker) => port.postMessage(message);
@@ -25,6 +27,8 @@ try {
   host = await startHost(dataDir, {
     credentials,
     spawnChild,
+    // With the parent's sealer the keys are sealed by the OS keychain; without, plain 0600 files.
+    keyStore: sealer ? new SealedKeyStore(dataDir, threadSealer(sealer)) : undefined,
     openExternal: (url) =>
       new Promise<void>((resolve, reject) => {
         const id = nextOpenId++;

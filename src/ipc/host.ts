@@ -28,6 +28,7 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     openExternal: options.openExternal,
     maxExportTextBytes: options.maxExportTextBytes,
     spawnChild: options.spawnChild,
+    keyStore: options.keyStore,
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;

@@ -164,6 +164,13 @@ export const METHODS = {
     channels: EVERYONE,
     description: 'which audit key signs now and how the keys are protected',
   }),
+  hashAuditValue: method({
+    params: z.strictObject({ value: z.string().max(64 * 1024) }),
+    result: z.object({ digest: z.string(), seqs: z.array(z.number().int()) }),
+    // Answers "was it this value?" about the person's secrets: the person's question, never the agent's.
+    channels: PERSON_CHANNELS,
+    description: 'the salted HMAC the audit log stores in place of a secret, and the records (up to 1,000) that hold it',
+  }),
   rotateKeys: method({
     params: z.strictObject({ reason: z.string().max(500).optional() }).optional(),
     result: z.object({ previousKeyId: z.string(), keyId: z.string() }),

@@ -254,6 +254,7 @@ export const VerifyReportWireSchema = z.object({
 export const KeyStatusWireSchema = z.object({
   logId: z.string(),
   protection: z.enum(['os-keychain', 'plaintext']),
+  protectionWarning: z.string().nullable(),
   location: z.string(),
   currentKeyId: z.string(),
   epoch: z.number().int(),

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 export const CLI = path.resolve(import.meta.dirname, '../../bin/executor.js');
@@ -26,4 +26,25 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
       return JSON.parse(result.stdout) as T;
     },
   };
+}
+
+/**
+ * runCli without blocking this thread: for a host running on a worker thread of this process that
+ * needs this thread to answer (its keys sealed through thread-sealer.ts), as the Electron main does.
+ */
+export function runCliAsync(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 60_000 }, (error, stdout, stderr) => {
+      const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+      if (error && status === null) return reject(error);
+      resolve({
+        status,
+        stdout,
+        stderr,
+        json<T>() {
+          return JSON.parse(stdout) as T;
+        },
+      });
+    });
+  });
 }

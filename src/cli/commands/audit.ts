@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { exportAudit, fileLineWriter } from '../../audit/audit-export.js';
 import { parsePublicKeys, parseVerificationKeys } from '../../audit/audit-keys.js';
@@ -6,11 +7,12 @@ import { DEFAULT_CHECKPOINT_EVERY } from '../../audit/audit-log.js';
 import { queryAudit, type AuditEntry } from '../../audit/audit-query.js';
 import { AuditReader } from '../../audit/audit-reader.js';
 import { verifyDataDir, verifyExportFile } from '../../audit/audit-verifier.js';
-import { FileKeyStore } from '../../audit/key-store.js';
+import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/key-store.js';
 import { summarizeReport } from '../../audit/verify-audit.js';
 import type { VerifyProgress } from '../../audit/verify-codes.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { globals, print } from '../cli-context.js';
+import type { ExecutorClient } from '../../ipc/client.js';
+import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
 
 /** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
 export const EXIT_NOT_INTACT = 1;
@@ -29,6 +31,28 @@ function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): T {
     return work(reader);
   } finally {
     reader.close();
+  }
+}
+
+/** A key store with nothing in it: verification from the K0s given on the command line alone. */
+const NO_STORED_KEYS = (dataDir: string): KeyStore => ({
+  protection: 'os-keychain',
+  location: path.join(dataDir, 'keys'),
+  read: () => undefined,
+  write: () => {
+    throw new ExecutorError('AUDIT_KEY_UNAVAILABLE', 'verify never writes keys');
+  },
+  erase: () => undefined,
+});
+
+/** verifyAudit on the host, its progress events fed to the same printer as a local run. */
+async function verifyThroughHost(api: ExecutorClient, onProgress?: (progress: VerifyProgress) => void) {
+  const progressId = `cli-${process.pid}`;
+  const unsubscribe = onProgress ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total })) : undefined;
+  try {
+    return await api.verifyAudit(onProgress ? { progressId } : undefined);
+  } finally {
+    unsubscribe?.();
   }
 }
 
@@ -86,7 +110,12 @@ export function registerAuditCommands(program: Command): void {
         ? await verifyExportFile(options.file, verificationKeys, { onProgress, publicKeys })
         : await (async () => {
             if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-            return verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
+            if (verificationKeys.length && sealedKeysPresent(path.join(dataDir, 'keys'))) {
+              // K0 given and the stored keys sealed by the app: verify with the given keys alone, here.
+              return verifyDataDir(dataDir, { keyStore: NO_STORED_KEYS(dataDir), verificationKeys, onProgress, workers: options.workers });
+            }
+            const viaHost = await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
+            return viaHost?.value ?? verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
           })();
       progress.finish();
       print(json, report, () => [summarizeReport(report), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'));
@@ -151,9 +180,11 @@ export function registerAuditCommands(program: Command): void {
     .command('hash')
     .description('answer "was it this value?": the salted HMAC the log stores in place of a secret, and the records that hold it')
     .argument('<value>')
-    .action((value: string, _options: unknown, command: Command) => {
+    .action(async (value: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const found = withReader(dataDir, (reader) => reader.hashSecret(value));
+      if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+      // The salt is among the keys: sealed ones stay in the app, which hashes the value for us.
+      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? withReader(dataDir, (reader) => reader.hashSecret(value));
       print(json, found, () => `${found.digest}\n${found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}` : 'no record holds it'}`);
     });
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { AuditReader } from '../../audit/audit-reader.js';
 import { FileKeyStore } from '../../audit/key-store.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { globals, print, withExecutor } from '../cli-context.js';
+import { askHostIfKeysSealed, globals, print, withExecutor } from '../cli-context.js';
 
 /** keys export-verification|rotate|status: the audit log's keys. */
 export function registerKeyCommands(program: Command): void {
@@ -37,35 +37,43 @@ export function registerKeyCommands(program: Command): void {
   keys
     .command('status')
     .description('which key signs now, how the keys are protected, which verification keys were exported')
-    .action((_options: unknown, command: Command) => {
+    .action(async (_options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-      const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
-      try {
-        const keyring = reader.keyring();
-        if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${reader.keyStore.location}.`);
-        const anchor = reader.anchor();
-        const status = {
-          logId: keyring.logId,
-          protection: keyring.protection,
-          location: keyring.location,
-          currentKeyId: keyring.current().keyId,
-          epoch: keyring.current().epoch,
-          chains: keyring.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
-          anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
-        };
-        print(json, status, () =>
-          [
-            `log        ${status.logId}`,
-            `protection ${status.protection === 'plaintext' ? 'plaintext: keys are files readable by your user only (no OS keychain)' : 'OS keychain'}`,
-            `keys in    ${status.location}`,
-            `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
-            ...status.chains.map((chain) => `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`),
-            `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
-          ].join('\n'),
-        );
-      } finally {
-        reader.close();
-      }
+      // Sealed keys are read by the app that sealed them; plain ones are read here, without the host's lock.
+      const status = (await askHostIfKeysSealed(dataDir, (api) => api.getKeyStatus()))?.value ?? readKeyStatus(dataDir);
+      print(json, status, () =>
+        [
+          `log        ${status.logId}`,
+          `protection ${status.protection === 'plaintext' ? (status.protectionWarning ? 'plaintext (no OS keychain)' : 'plaintext: keys are files readable by your user only (no OS keychain)') : 'OS keychain'}`,
+          ...(status.protectionWarning ? [`warning    ${status.protectionWarning}`] : []),
+          `keys in    ${status.location}`,
+          `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
+          ...status.chains.map((chain) => `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`),
+          `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
+        ].join('\n'),
+      );
     });
+}
+
+/** The key status from plain key files, read directly (no host needed). */
+function readKeyStatus(dataDir: string) {
+  const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
+  try {
+    const keyring = reader.keyring();
+    if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${reader.keyStore.location}.`);
+    const anchor = reader.anchor();
+    return {
+      logId: keyring.logId,
+      protection: keyring.protection,
+      protectionWarning: null as string | null,
+      location: keyring.location,
+      currentKeyId: keyring.current().keyId,
+      epoch: keyring.current().epoch,
+      chains: keyring.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+      anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
+    };
+  } finally {
+    reader.close();
+  }
 }

@@ -11,13 +11,25 @@ describe('the safeStorage key sealer', () => {
     safeStorage.backend = 'gnome_libsecret';
     const sealer = safeStorageSealer();
     expect(sealer.warning).toBeNull();
+    expect(sealer.protection).toBe('os-keychain');
     expect(Buffer.from(sealer.unseal(sealer.seal(Uint8Array.from([1, 2, 3]))))).toEqual(Buffer.from([1, 2, 3]));
     safeStorage.backend = 'basic_text';
     const weak = safeStorageSealer();
     if (process.platform === 'linux') {
-      expect(weak.protection).toBe('plain-text');
+      expect(weak.protection).toBe('plaintext');
       expect(weak.warning).toMatch(/No keyring/);
     }
     safeStorage.backend = 'gnome_libsecret';
+  });
+
+  it('refuses a keychain whose round trip fails, at creation (before the host thread relies on it)', () => {
+    const decrypt = vi.spyOn(safeStorage, 'decryptString').mockImplementation(() => {
+      throw new Error('user denied keychain access');
+    });
+    try {
+      expect(() => safeStorageSealer()).toThrow(/denied/);
+    } finally {
+      decrypt.mockRestore();
+    }
   });
 });
