@@ -27,7 +27,7 @@ import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/st
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
-import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
@@ -207,6 +207,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const issues = describeIssues(parsed.error);
       throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
     }
+    assertRootsApartFromDataDir(parsed.data, this.dataDir);
     const before = this.policy;
     this.db.transaction(() => {
       this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
