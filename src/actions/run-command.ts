@@ -269,6 +269,9 @@ export const runCommand: ActionModule<'runCommand'> = {
       fileChanges: changes,
       preview,
       async apply() {
+        // The executor denies a run with such an entry before this point; kept here so apply can never half-do it.
+        const blocked = preview.skipped.find((entry) => entry.blocksChangeset);
+        if (blocked) throw new ExecutorError('PATH_OUTSIDE_ROOT', `Nothing of the command's changes was applied: ${blocked.path}: ${blocked.reason}`, { path: blocked.path });
         // The workspace may have changed since the run: where each entry lands is resolved again now.
         assertChangesetTargets(changes, scope);
         applyUnlessChanged(changes);
