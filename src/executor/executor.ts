@@ -306,7 +306,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         this.emitStep(this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash } }));
       } else {
         this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-          detail: preview.ok ? { previewHash: preview.previewHash, ...(weighed.effects ? { evaluation: weighed.evaluation } : {}) } : { previewError: preview.error },
+          detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
         }));
       }
     }
