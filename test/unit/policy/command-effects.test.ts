@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Evaluation } from '../../../src/domain/risk.js';
 import type { CommandRunPreview, FileChangePreview } from '../../../src/domain/step-record.js';
 import { rateChangeset, weighEffects } from '../../../src/policy/command-effects.js';
+import { evaluateStep } from '../../../src/policy/evaluate-step.js';
 import { defaultPolicy, PolicySchema, type Policy } from '../../../src/policy/policy-file.js';
 
 function file(path: string, change: Partial<FileChangePreview> = {}): FileChangePreview {
@@ -151,6 +152,19 @@ describe('weighEffects', () => {
     const medium: Evaluation = { ...autoApproved, risk: 'MEDIUM' };
     const weighed = weighEffects(medium, rateChangeset(changeset([file('.git/config')]), policy({ ask: [] })));
     expect(weighed).toMatchObject({ consent: 'confirm', risk: 'HIGH' });
+  });
+
+  it('takes away an approval a remembered rule or autoApprove gave, with the policy\'s own wording', () => {
+    const hints = { risk: 'HIGH' as const, reasons: ['Runs `npm test`.'], mitigations: [] };
+    const rule = { id: 'r1', kind: 'command' as const, prefix: ['npm', 'test'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00Z' };
+    const byRule = evaluateStep(hints, defaultPolicy(), true, [rule]);
+    const byLevel = evaluateStep(hints, PolicySchema.parse({ autoApprove: 'HIGH' }), true);
+    for (const evaluation of [byRule, byLevel]) {
+      expect(evaluation.consent).toBe('none');
+      const weighed = weighEffects(evaluation, rateChangeset(changeset([added('.git/hooks/pre-commit', 0o755)]), policy()));
+      expect(weighed.consent).toBe('confirm');
+      expect(weighed.mitigations.join(' ')).not.toMatch(/without asking/);
+    }
   });
 
   it('leaves an auto-approval for effects the policy lets through', () => {
