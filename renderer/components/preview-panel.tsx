@@ -20,6 +20,11 @@ function FileChange({ file }: { file: FileChangePreview }) {
         <code className="file-path">{file.path}</code>
         <span className="muted">{fileHeadline(file)}</span>
       </header>
+      {file.dropped?.map((note) => (
+        <p key={note} className="warning">
+          Not carried back: {note}
+        </p>
+      ))}
       {file.diff !== null ? (
         <UnifiedDiff patch={file.diff} path={file.path} label={`Diff of ${file.path}`} />
       ) : (
@@ -131,8 +136,8 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
         <Output label="Standard error" stream={preview.stderr} />
         {preview.conflicts.length ? <p className="warning">Changed in the real workspace while the command ran: {preview.conflicts.join(', ')}</p> : null}
         {preview.skipped.map((entry) => (
-          <p key={entry.path} className="muted">
-            Not carried back: <code>{entry.path}</code> — {entry.reason}
+          <p key={entry.path} className={entry.blocksChangeset ? 'warning' : 'muted'}>
+            {entry.blocksChangeset ? 'Refused — nothing of this command will be applied' : 'Not carried back'}: <code>{entry.path}</code> — {entry.reason}
           </p>
         ))}
         {preview.files.map((file) => (

@@ -36,7 +36,8 @@ function policyOf(base: PolicyValue, draft: Draft): PolicyValue {
     workspaceRoots: lines(draft.workspaceRoots),
     autoApprove: draft.autoApprove,
     secretGlobs: lines(draft.secretGlobs),
-    commands: { allow: lines(draft.commandsAllow), deny: lines(draft.commandsDeny) },
+    // Spread first: keys the form does not edit (commands.effects) keep their values.
+    commands: { ...base.commands, allow: lines(draft.commandsAllow), deny: lines(draft.commandsDeny) },
     network: { allowHosts: lines(draft.allowHosts) },
   };
 }

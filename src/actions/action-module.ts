@@ -2,6 +2,7 @@ import type { BlobStore } from '../backup/blob-store.js';
 import type { FileChange } from '../backup/file-changes.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
+import type { EffectRating } from '../policy/command-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
@@ -34,6 +35,8 @@ export interface ActionContext {
  */
 export interface PreparedExecution {
   fileChanges: FileChange[];
+  /** What a real run (a step whose preview comes from running it) changes, as a preview: its effects are rated before `apply`. */
+  preview?: Preview;
   apply(): Promise<Record<string, unknown>>;
   /**
    * Set when preparing really ran the step (in a sandbox) and the run differs from the approved
@@ -56,6 +59,11 @@ export interface ActionModule<A extends ActionName> {
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;
   /** What a remembered rule would have to cover for this step to run without asking; absent = no rule can. */
   ruleTarget?(args: ActionArgs<A>, ctx: ActionContext): RuleTarget | null;
+  /**
+   * Rates what a run changes (a preview of this step, dry or real) by the policy's effect rules;
+   * null when the preview carries no changeset. Absent for actions whose effects their arguments name.
+   */
+  rateEffects?(preview: Preview, ctx: ActionContext): EffectRating | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;

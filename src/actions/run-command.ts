@@ -8,7 +8,9 @@ import type { ActionArgs } from '../domain/step.js';
 import { checkCommandPrograms } from '../policy/command-policy.js';
 import { splitCommandLine } from '../policy/command-words.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
-import { guardPath } from '../policy/path-guard.js';
+import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
+import { rateChangeset } from '../policy/command-effects.js';
+import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
 import type { ActionContext, ActionModule, PreparedExecution } from './action-module.js';
@@ -35,11 +37,6 @@ function timeoutOf(args: Args, policy: Policy): number {
   return Math.min(args.timeoutMs ?? policy.sandbox.timeoutMs, policy.sandbox.timeoutMs);
 }
 
-function isInside(parent: string, child: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
-}
-
 /** The real directory the command works on: the step's cwd (inside a root) or the first workspace root. */
 function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root: string } {
   const roots = ctx.policy.workspaceRoots;
@@ -63,23 +60,24 @@ function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root:
   return { sourceDir: verdict.realPath, root: verdict.root };
 }
 
-/** The policy for one run, with Executor's own data directory kept out of the copy if it lies inside. */
-function runPolicy(policy: Policy, sourceDir: string, dataDir: string): Policy {
-  const realDataDir = fs.existsSync(dataDir) ? fs.realpathSync.native(dataDir) : path.resolve(dataDir);
-  if (!isInside(sourceDir, realDataDir) || realDataDir === sourceDir) return policy;
-  const relative = path.relative(sourceDir, realDataDir).split(path.sep).join('/');
-  return { ...policy, sandbox: { ...policy.sandbox, ignore: [...policy.sandbox.ignore, `${relative}/**`] } };
+/** Where a changeset may land: the step's roots and secrets, never the data directory. */
+function changesetScope(args: Args, ctx: ActionContext, sourceDir: string): ChangesetScope {
+  const allowedSecretPaths = (args.allowSecrets ?? []).map((relative) => resolveThroughSymlinks(path.join(sourceDir, ...relative.split('/'))));
+  return { policy: ctx.policy, dataDir: ctx.dataDir, allowedSecretPaths };
 }
 
 interface RunView {
   preview: CommandRunPreview;
   changes: FileChange[];
   outcome: SandboxRunOutcome;
+  scope: ChangesetScope;
 }
 
 /**
- * One sandboxed run, turned into file changes of the real workspace. Each path is checked again
- * against the roots: a command may create `dir/file` where the real `dir` is a symlink out of the root.
+ * One sandboxed run, turned into file changes of the real workspace. Each path is checked again on
+ * the host: a command may create `dir/file` where the real `dir` is a symlink out of the root or onto
+ * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
+ * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
 async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
@@ -87,19 +85,22 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     sourceDir,
     argv: argvOf(args),
     network: args.network ?? 'none',
-    policy: runPolicy(ctx.policy, sourceDir, ctx.dataDir),
+    policy: ctx.policy,
     env: args.env,
     timeoutMs: timeoutOf(args, ctx.policy),
     allowedSecrets: args.allowSecrets,
+    // By real path, never by a glob built from one: a directory named `exec(1)` or `{a,b}` would be read as a pattern.
+    excludeDirs: [ctx.dataDir],
   });
+  const scope = changesetScope(args, ctx, sourceDir);
   const changes: FileChange[] = [];
-  const skipped = outcome.changeset.skipped.map((entry) => ({ path: path.relative(root, path.join(sourceDir, entry.relativePath)), reason: entry.reason }));
+  const skipped: CommandRunPreview['skipped'] = outcome.changeset.skipped.map((entry) => ({ path: path.relative(root, path.join(sourceDir, entry.relativePath)), reason: entry.reason }));
   const conflicts: string[] = [];
   for (const file of outcome.changeset.files) {
     const absolute = path.join(sourceDir, ...file.relativePath.split('/'));
-    const verdict = guardPath(absolute, ctx.policy.workspaceRoots, ctx.dataDir);
+    const verdict = checkChangesetTarget(absolute, scope);
     if (!verdict.ok) {
-      skipped.push({ path: path.relative(root, absolute), reason: verdict.reason });
+      skipped.push({ path: path.relative(root, absolute), reason: verdict.reason, blocksChangeset: true });
       continue;
     }
     if (file.conflict) conflicts.push(verdict.relativePath);
@@ -110,6 +111,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
       after: file.after,
       mode: file.modeBefore,
       modeAfter: file.modeAfter,
+      ...(file.dropped ? { dropped: file.dropped } : {}),
     });
   }
   const { run } = outcome;
@@ -129,7 +131,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     image: outcome.image,
     egress: run.egress.map(({ method, host, port, allowed }) => ({ method, host, port, allowed })),
   };
-  return { preview, changes, outcome };
+  return { preview, changes, outcome, scope };
 }
 
 /** What must match between the approved preview and the real run: the files and how the command ended. */
@@ -249,12 +251,14 @@ export const runCommand: ActionModule<'runCommand'> = {
   async simulate(args, ctx) {
     return (await runAndView(args, ctx)).preview;
   },
+  rateEffects: (preview, ctx) => (preview.kind === 'commandRun' ? rateChangeset(preview, ctx.policy) : null),
   async prepare(args, ctx) {
-    const { preview, changes, outcome } = await runAndView(args, ctx);
+    const { preview, changes, outcome, scope } = await runAndView(args, ctx);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {
         fileChanges: [],
+        preview,
         drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId } },
         apply: async () => {
           throw new ExecutorError('INTERNAL', 'A drifted run must not be applied.');
@@ -263,7 +267,13 @@ export const runCommand: ActionModule<'runCommand'> = {
     }
     return {
       fileChanges: changes,
+      preview,
       async apply() {
+        // The executor denies a run with such an entry before this point; kept here so apply can never half-do it.
+        const blocked = preview.skipped.find((entry) => entry.blocksChangeset);
+        if (blocked) throw new ExecutorError('PATH_OUTSIDE_ROOT', `Nothing of the command's changes was applied: ${blocked.path}: ${blocked.reason}`, { path: blocked.path });
+        // The workspace may have changed since the run: where each entry lands is resolved again now.
+        assertChangesetTargets(changes, scope);
         applyUnlessChanged(changes);
         return {
           exitCode: outcome.run.exitCode,

@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { ExecutorError } from '../domain/errors.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
-import { removeFileDurably, writeFileAtomic } from './atomic-write.js';
+import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtomic, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
 import { unifiedLineDiff } from './line-diff.js';
 
@@ -17,6 +17,21 @@ export interface FileChange {
   mode: number | null;
   /** Permission bits to write when they differ from `mode` (a command's chmod); `mode` stays what revert restores. */
   modeAfter?: number | null;
+  /** What the source of the new content had that is not applied ("set-uid bit dropped"), shown in the preview. */
+  dropped?: string[];
+}
+
+/** The only permission bits a step ever applies: set-uid, set-gid and sticky never are. */
+export const PLAIN_PERMISSION_BITS = 0o777;
+
+/** The special bits of a mode, in words, that applying it drops. */
+export function droppedModeBits(mode: number): string[] {
+  const bits: [number, string][] = [
+    [0o4000, 'set-uid bit'],
+    [0o2000, 'set-gid bit'],
+    [0o1000, 'sticky bit'],
+  ];
+  return bits.filter(([bit]) => (mode & bit) !== 0).map(([, name]) => name);
 }
 
 /** A change with its content hashes, computed once: hashing 10 MB twice per use adds up. */
@@ -84,6 +99,7 @@ export function previewFileChange(unhashed: FileChange): FileChangePreview {
     binary,
     diff: null,
   };
+  if (change.dropped?.length) preview.dropped = [...change.dropped];
   if (change.modeAfter !== undefined && change.modeAfter !== null && change.modeAfter !== change.mode && after !== null) {
     preview.modeBefore = change.mode;
     preview.modeAfter = change.modeAfter;
@@ -122,10 +138,21 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
   });
 }
 
+/**
+ * Writes the changes: plain content with permission bits 0o777 at most, to real paths only. Every
+ * target is checked before the first write (reached without a symbolic link, absent or a regular
+ * file), so a tree that changed since the step was prepared stops the whole change, not half of it;
+ * each write checks again (writeFileAtomicNoFollow). A write replaces the name by rename, so a target
+ * that is a hard link to a file elsewhere never has that other file written through it.
+ */
 export function applyFileChanges(changes: FileChange[]): void {
+  for (const change of changes) assertPlainTarget(change.absolutePath);
   for (const change of changes) {
-    if (change.after === null) removeFileDurably(change.absolutePath);
-    else writeFileAtomic(change.absolutePath, change.after, change.modeAfter ?? change.mode ?? undefined);
+    if (change.after === null) removeFileNoFollow(change.absolutePath);
+    else {
+      const mode = change.modeAfter ?? change.mode;
+      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & PLAIN_PERMISSION_BITS);
+    }
   }
 }
 

@@ -65,11 +65,12 @@ export function detailText(record: StepRecord): string {
     }
     for (const request of run.egress) lines.push(`network: ${request.method} ${request.host}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
     if (run.conflicts.length) lines.push(`conflicts: ${run.conflicts.join(', ')} changed in the workspace while the command ran`);
-    for (const skipped of run.skipped) lines.push(`not carried back: ${skipped.path} (${skipped.reason})`);
+    for (const skipped of run.skipped) lines.push(`${skipped.blocksChangeset ? 'REFUSED, nothing will be applied' : 'not carried back'}: ${skipped.path} (${skipped.reason})`);
     if (run.files.length === 0) lines.push('No file changes.');
     for (const file of run.files) {
       const mode = file.modeAfter !== undefined ? `, mode ${file.modeBefore?.toString(8) ?? '-'} → ${file.modeAfter?.toString(8)}` : '';
       lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`);
+      for (const note of file.dropped ?? []) lines.push(`(${note})`);
       lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
     }
   } else if (record.preview?.kind === 'url') {

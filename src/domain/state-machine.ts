@@ -20,12 +20,13 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
  * a real run that differs from the preview goes back to the person instead of applying.
  * `approved → awaiting_consent` asks again when what was approved no longer holds: the file under
  * the preview changed, or an earlier step of the plan did not run.
+ * `awaiting_consent → denied` when a fresh dry run shows an effect the policy denies.
  * `interrupted` and `failed` may be reverted because their backups were written before any effect.
  */
 const TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   proposed: ['evaluated', 'denied'],
   evaluated: ['awaiting_consent', 'approved', 'denied'],
-  awaiting_consent: ['approved', 'rejected'],
+  awaiting_consent: ['approved', 'rejected', 'denied'],
   approved: ['running', 'rejected', 'awaiting_consent'],
   rejected: [],
   running: ['executed', 'failed', 'interrupted', 'awaiting_consent'],

@@ -21,6 +21,8 @@ export interface FileChangePreview {
   /** Present only when the permission bits change. */
   modeBefore?: number | null;
   modeAfter?: number | null;
+  /** What the sandbox produced that is not carried back with this file ("set-uid bit dropped"). */
+  dropped?: string[];
 }
 
 /** A stream of a sandboxed run as the preview shows it. */
@@ -42,8 +44,12 @@ export interface CommandRunPreview {
   stdout: OutputPreview;
   stderr: OutputPreview;
   files: FileChangePreview[];
-  /** Changes the sandbox saw but will not carry back (symlinks, ignored or secret paths). */
-  skipped: { path: string; reason: string }[];
+  /**
+   * Changes the sandbox saw but will not carry back (symlinks, special files, ignored or secret paths).
+   * `blocksChangeset`: the entry would land outside the roots, in the data directory or on a secret
+   * path, so none of the changeset is ever applied.
+   */
+  skipped: { path: string; reason: string; blocksChangeset?: boolean }[];
   /** Files of the real workspace that changed while the command ran on their copy. */
   conflicts: string[];
   image: { tag: string; digest: string };

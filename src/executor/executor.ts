@@ -26,8 +26,9 @@ import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
+import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
-import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
@@ -207,6 +208,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const issues = describeIssues(parsed.error);
       throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
     }
+    assertRootsApartFromDataDir(parsed.data, this.dataDir);
     const before = this.policy;
     this.db.transaction(() => {
       this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
@@ -264,6 +266,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
+   * A step's evaluation weighed again with what a run of it changes (its dry run, or the real run
+   * before it is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
+   * `effects` is null when the action has no changeset to rate.
+   */
+  private weighByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
+    const { module } = boundAction(step);
+    const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
+    return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
+  }
+
+  /**
    * Validates a plan, stores its steps, weighs each with the policy and computes its preview,
    * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
    */
@@ -279,12 +292,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         continue;
       }
       const preview = await this.previewOrError(step);
-      if (evaluation.consent === 'none' && preview.ok) {
+      // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
+      const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+      if (!weighed.evaluation.allowed) {
+        this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
+          detail: { reasons: weighed.evaluation.reasons, byEffects: true },
+        }));
+        continue;
+      }
+      const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
+      if (weighed.evaluation.consent === 'none' && preview.ok) {
         const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-        this.emitStep(this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview }, { detail: { auto: true, stepHash: approval.stepHash } }));
+        this.emitStep(this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash } }));
       } else {
-        this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview } : {}, {
-          detail: preview.ok ? { previewHash: preview.previewHash } : { previewError: preview.error },
+        this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+          detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
         }));
       }
     }
@@ -341,7 +363,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const preview = await module.simulate(args, this.context(stepId));
     const previewHash = previewHashOf(preview);
     const keepAsCurrent = record.status === 'awaiting_consent' || record.status === 'evaluated';
-    this.steps.note(stepId, 'step.simulated', actor, { previewHash }, keepAsCurrent ? { preview: { preview, previewHash } } : {});
+    if (!keepAsCurrent) {
+      this.steps.note(stepId, 'step.simulated', actor, { previewHash });
+      return { preview, previewHash };
+    }
+    // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
+    const { evaluation, effects } = this.weighByEffects(record.step, this.evaluateStep(record.step), preview);
+    if (!evaluation.allowed && record.status === 'awaiting_consent') {
+      this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
+        detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
+      }));
+      return { preview, previewHash };
+    }
+    this.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
     return { preview, previewHash };
   }
 
@@ -418,7 +452,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       return this.failBeforeStart(stepId, actor, error);
     }
-    if (prepared.drift) return this.returnForConsent(stepId, actor, record.stepHash, prepared.drift);
+    // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
+    const refusal = this.effectsRefusal(record.step, prepared);
+    if (refusal) return this.failBeforeStart(stepId, actor, refusal);
+    if (prepared.drift) return this.returnForConsent(record, actor, prepared.drift);
     const changes = prepared.fileChanges.map(hashFileChange);
     // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
     if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
@@ -491,14 +528,27 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * A heavy step really ran (in its sandbox) and did something other than the approved preview:
    * nothing is applied; the step goes back to the person with the new preview and the reason.
    */
-  private returnForConsent(stepId: string, actor: Actor, approvedStepHash: string, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+    const stepId = record.step.id;
     const startedAt = new Date().toISOString();
-    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: approvedStepHash, files: [], sandboxRunOnly: true } });
+    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
     const previewHash = previewHashOf(drift.preview);
-    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash } }, {
+    const { evaluation } = this.weighByEffects(record.step, this.evaluateStep(record.step), drift.preview);
+    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
       kind: 'step.reconsent',
       detail: { reason: drift.reason, previewHash, ...drift.detail },
     }));
+  }
+
+  /** Why a prepared real run must not be applied because of what it changes, or null when it may be. */
+  private effectsRefusal(step: Step, prepared: PreparedExecution): ExecutorError | null {
+    const preview = prepared.drift?.preview ?? prepared.preview;
+    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.context(step.id)) : null;
+    if (!effects || effects.denialReasons.length === 0) return null;
+    return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
+      reasons: effects.denialReasons,
+      effects: effects.findings.map(({ kind, paths }) => ({ kind, paths })),
+    });
   }
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */

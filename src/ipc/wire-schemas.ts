@@ -70,6 +70,7 @@ export const FileChangePreviewSchema = z.object({
   diffOmittedReason: z.string().optional(),
   modeBefore: z.number().nullable().optional(),
   modeAfter: z.number().nullable().optional(),
+  dropped: z.array(z.string()).optional(),
 });
 
 const CodeRunCommonShape = {
@@ -114,7 +115,7 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
     stdout: OutputPreviewSchema,
     stderr: OutputPreviewSchema,
     files: z.array(FileChangePreviewSchema),
-    skipped: z.array(z.object({ path: z.string(), reason: z.string() })),
+    skipped: z.array(z.object({ path: z.string(), reason: z.string(), blocksChangeset: z.boolean().optional() })),
     conflicts: z.array(z.string()),
     image: z.object({ tag: z.string(), digest: z.string() }),
     egress: z.array(z.object({ method: z.string(), host: z.string(), port: z.number(), allowed: z.boolean() })),

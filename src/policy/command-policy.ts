@@ -15,7 +15,7 @@ function matches(program: string, patterns: readonly string[]): string | undefin
  * a pipeline or chain, inside substitutions and `sh -c`). `deny` always wins; a non-empty `allow`
  * admits only the programs it names. Entries are program names or globs (`python3*`).
  */
-export function checkCommandPrograms(command: string | readonly string[], lists: Policy['commands']): CommandVerdict {
+export function checkCommandPrograms(command: string | readonly string[], lists: Pick<Policy['commands'], 'allow' | 'deny'>): CommandVerdict {
   const parsed = programsInCommand(command);
   if (!parsed.ok) return { allowed: false, programs: [], reason: `The command cannot be checked safely: ${parsed.reason}.` };
   const { programs } = parsed;

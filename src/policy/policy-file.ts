@@ -53,6 +53,29 @@ export const RememberedRuleSchema = z.discriminatedUnion('kind', [
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
 export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
 
+/**
+ * What a command's changeset can do, as the effects policy names it (src/policy/command-effects.ts
+ * rates a changeset by these): the gate that holds whatever the command line looked like.
+ */
+export const COMMAND_EFFECT_KINDS = ['delete', 'create', 'modify', 'executable', 'permission', 'secret', 'git', 'size'] as const;
+export type CommandEffectKind = (typeof COMMAND_EFFECT_KINDS)[number];
+
+/** Effects that go to the person by default, even when autoApprove or a remembered rule covers the command. */
+export const DEFAULT_EFFECTS_ASK: CommandEffectKind[] = ['secret', 'git', 'permission', 'executable'];
+
+const CommandEffectsSchema = z
+  .strictObject({
+    /** A changeset with one of these effects is never applied: the step is denied, or fails on its real run. */
+    deny: z.array(z.enum(COMMAND_EFFECT_KINDS)).default([]),
+    /** A changeset with one of these effects always goes to the person. */
+    ask: z.array(z.enum(COMMAND_EFFECT_KINDS)).default([...DEFAULT_EFFECTS_ASK]),
+    /** More changed files than this is the `size` effect (null: no limit). */
+    maxFiles: z.number().int().min(0).nullable().default(null),
+    /** More bytes written (new and changed files' sizes) than this is the `size` effect (null: no limit). */
+    maxBytes: z.number().int().min(0).nullable().default(null),
+  })
+  .prefault({});
+
 export const DEFAULT_AGENT_LIMITS = { stepsPerMinute: 30, openSteps: 10 };
 
 export const PolicySchema = z.strictObject({
@@ -63,8 +86,8 @@ export const PolicySchema = z.strictObject({
   autoApprove: z.enum(['none', 'LOW', 'MEDIUM', 'HIGH']).default('none'),
   secretGlobs: z.array(z.string().min(1)).default(DEFAULT_SECRET_GLOBS),
   commands: z
-    .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
-    .default({ allow: [], deny: [] }),
+    .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]), effects: CommandEffectsSchema })
+    .prefault({}),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
   /**
    * How much one agent client (the MCP client's name and version) may propose: steps per rolling
@@ -155,7 +178,50 @@ export function loadPolicy(dataDir: string): Policy {
       issues: describeIssues(parsed.error),
     });
   }
+  assertRootsApartFromDataDir(parsed.data, dataDir, file);
   return parsed.data;
+}
+
+function realOrResolved(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** Real paths compared as the filesystem compares names: without case on macOS and Windows. */
+function contains(parent: string, child: string): boolean {
+  const fold = (p: string) => (process.platform === 'darwin' || process.platform === 'win32' ? p.toLowerCase() : p);
+  const relative = path.relative(fold(parent), fold(child));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/**
+ * A workspace root may neither contain the data directory nor lie inside it: a command runs on a
+ * copy of its root, and the data directory holds the audit keys, the IPC tokens and the database.
+ * Checked on real paths, so a symlinked root or data directory cannot slip past.
+ */
+export function assertRootsApartFromDataDir(policy: Policy, dataDir: string, file = path.join(dataDir, POLICY_FILE)): void {
+  const realDataDir = realOrResolved(dataDir);
+  for (const root of policy.workspaceRoots) {
+    const realRoot = realOrResolved(root);
+    if (contains(realRoot, realDataDir)) {
+      throw new ExecutorError(
+        'POLICY_INVALID',
+        `The workspace root ${root} contains Executor's data directory ${realDataDir}, which holds its keys, tokens and database; commands run on a copy of their root, so this is refused. ` +
+          `Name a narrower root in "workspaceRoots" (${file}), or move the data directory out of the root (--data-dir or EXECUTOR_DATA_DIR).`,
+        { file, root, dataDir: realDataDir },
+      );
+    }
+    if (contains(realDataDir, realRoot)) {
+      throw new ExecutorError(
+        'POLICY_INVALID',
+        `The workspace root ${root} lies inside Executor's data directory ${realDataDir}, which steps may never touch. Name a root outside it in "workspaceRoots" (${file}).`,
+        { file, root, dataDir: realDataDir },
+      );
+    }
+  }
 }
 
 export function savePolicy(dataDir: string, policy: Policy): void {

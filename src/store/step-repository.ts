@@ -286,9 +286,10 @@ export class StepRepository {
   }
 
   /** Records an event about a step without changing its status (e.g. a dry run). */
-  note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview'> = {}): void {
+  note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview' | 'evaluation'> = {}): void {
     this.db.transaction(() => {
       const current = this.statusOf(stepId);
+      if (patch.evaluation) this.db.prepare('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
         this.db
           .prepare('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')

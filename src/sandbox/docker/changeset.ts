@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExecutorError } from '../../domain/errors.js';
+import { droppedModeBits, PLAIN_PERMISSION_BITS } from '../../backup/file-changes.js';
 import { exclusionOf, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
 
 /** One file a command changed in its scratch copy, with what the real workspace holds for it now. */
@@ -16,6 +17,8 @@ export interface ChangedFile {
   modeAfter: number | null;
   /** The real file changed (or appeared) after it was copied: applying would overwrite someone's work. */
   conflict: boolean;
+  /** What the scratch file had that does not come back ("set-uid bit dropped"): only plain content and 0o777 bits do. */
+  dropped?: string[];
 }
 
 /** A change the app will not carry back, and why (symlinks, special files, ignored or secret paths). */
@@ -38,6 +41,15 @@ function readIfFile(absolutePath: string): { content: Buffer; mode: number; stat
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
     throw error;
   }
+}
+
+/** Why a non-regular file the command left in its copy stays there. */
+function notCarriedBack(stat: fs.BigIntStats): string {
+  if (stat.isSymbolicLink()) return 'symbolic links are not carried back';
+  if (stat.isFIFO()) return 'a FIFO (named pipe) is not carried back: only regular files are';
+  if (stat.isSocket()) return 'a socket is not carried back: only regular files are';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device file is not carried back: only regular files are';
+  return 'special files are not carried back';
 }
 
 function lstatOrNull(absolutePath: string): fs.BigIntStats | null {
@@ -78,7 +90,7 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
       return;
     }
     if (!scratchStat.isFile()) {
-      if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: scratchStat.isSymbolicLink() ? 'symbolic links are not carried back' : 'special files are not carried back' });
+      if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: notCarriedBack(scratchStat) });
       return;
     }
     changedBytes += Number(scratchStat.size);
@@ -90,15 +102,24 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
       );
     }
     const after = fs.readFileSync(scratchPath);
-    const modeAfter = Number(scratchStat.mode & 0o7777n);
+    // Only plain permission bits come back: a set-uid copy of an interpreter must not land in the workspace.
+    const requestedMode = Number(scratchStat.mode & 0o7777n);
+    const modeAfter = requestedMode & PLAIN_PERMISSION_BITS;
+    const droppedBits = droppedModeBits(requestedMode).map((bit) => `${bit} dropped`);
+    // A hard link is never recreated: the content comes back as a file of its own (a link could only
+    // point inside the scratch copy anyway, since links cannot cross its mount).
+    const dropped = scratchStat.nlink > 1n ? [...droppedBits, 'hard link not recreated: comes back as a file of its own'] : droppedBits;
     const real = readIfFile(realPath);
     if (baseline?.kind === 'file') {
       const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
-      if (!conflict && real.content.equals(after) && real.mode === modeAfter) return;
-      files.push({ relativePath: relative, kind: 'modified', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict });
+      if (!conflict && real.content.equals(after) && real.mode === modeAfter) {
+        if (droppedBits.length) skipped.push({ relativePath: relative, reason: `${droppedBits.join(', ')}; nothing else changed` });
+        return;
+      }
+      files.push({ relativePath: relative, kind: 'modified', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict, ...(dropped.length ? { dropped } : {}) });
     } else {
       const realStat = lstatOrNull(realPath);
-      files.push({ relativePath: relative, kind: 'added', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict: realStat !== null });
+      files.push({ relativePath: relative, kind: 'added', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict: realStat !== null, ...(dropped.length ? { dropped } : {}) });
     }
   };
 

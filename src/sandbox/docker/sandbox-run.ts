@@ -53,6 +53,8 @@ export interface SandboxRunRequest {
   env?: Record<string, string>;
   timeoutMs?: number;
   allowedSecrets?: readonly string[];
+  /** Directories never copied into the container, compared by real path (Executor's data directory). */
+  excludeDirs?: readonly string[];
 }
 
 export interface SandboxRunOutcome {
@@ -62,8 +64,8 @@ export interface SandboxRunOutcome {
   copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
 }
 
-export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = []): ScratchOptions {
-  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets, maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024 };
+export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = [], excludeDirs: readonly string[] = []): ScratchOptions {
+  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets, maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024, excludeDirs };
 }
 
 /**
@@ -72,7 +74,7 @@ export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly strin
  */
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await prepareEngine(client);
-  const options = scratchOptionsFor(request.policy, request.allowedSecrets);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs);
   const scratch = makeScratchCopy(request.sourceDir, options);
   // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
   const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');

@@ -43,6 +43,11 @@ export interface ScratchOptions {
   maxBytes?: number;
   /** Parent for the scratch directory (default: /dev/shm when it has room, else the OS temp dir). */
   parentDir?: string;
+  /**
+   * Directories never copied, whatever the globs say (Executor's data directory): compared by real path
+   * and by device and inode, never through a glob built from a path, whose name could be read as a pattern.
+   */
+  excludeDirs?: readonly string[];
 }
 
 export function toPosix(relativePath: string): string {
@@ -88,12 +93,40 @@ interface PlannedEntry {
   source: fs.BigIntStats;
 }
 
+/** The directories of `excludeDirs` that exist, as real paths and as device + inode. */
+function excludedDirs(dirs: readonly string[]): { matches(realPath: string, stat: fs.BigIntStats): boolean } {
+  const known = dirs.flatMap((dir) => {
+    try {
+      const stat = fs.statSync(dir, { bigint: true });
+      return [{ realPath: fs.realpathSync.native(dir), dev: stat.dev, ino: stat.ino }];
+    } catch {
+      return [];
+    }
+  });
+  return { matches: (realPath, stat) => known.some((dir) => dir.realPath === realPath || (dir.dev === stat.dev && dir.ino === stat.ino)) };
+}
+
+/** A source that is an excluded directory, or lies inside one, is never copied at all. */
+function refuseSourceInsideExcluded(sourceDir: string, dirs: readonly string[]): void {
+  let current = fs.realpathSync.native(sourceDir);
+  const excluded = excludedDirs(dirs);
+  for (;;) {
+    if (excluded.matches(current, fs.statSync(current, { bigint: true }))) {
+      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${sourceDir} is (or is inside) Executor's own data directory; it is never copied into a sandbox.`, { sourceDir });
+    }
+    const parent = path.dirname(current);
+    if (parent === current) return;
+    current = parent;
+  }
+}
+
 /** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
 function planCopy(sourceDir: string, options: ScratchOptions): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
   const entries: PlannedEntry[] = [];
   const ignoredPaths: string[] = [];
   const secretPaths: string[] = [];
   let bytes = 0;
+  const excluded = excludedDirs(options.excludeDirs ?? []);
   const walk = (dir: string, relative: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
@@ -104,7 +137,12 @@ function planCopy(sourceDir: string, options: ScratchOptions): { entries: Planne
       }
       const from = path.join(dir, entry.name);
       if (entry.isDirectory()) {
-        entries.push({ relative: childRelative, kind: 'dir', source: fs.lstatSync(from, { bigint: true }) });
+        const stat = fs.lstatSync(from, { bigint: true });
+        if (excluded.matches(from, stat)) {
+          ignoredPaths.push(childRelative);
+          continue;
+        }
+        entries.push({ relative: childRelative, kind: 'dir', source: stat });
         walk(from, childRelative);
       } else if (exclusion === 'secret') {
         secretPaths.push(childRelative);
@@ -171,6 +209,7 @@ function fileCopier(): (from: string, to: string) => void {
 export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
   const started = performance.now();
   const owner = ownerForContainer();
+  refuseSourceInsideExcluded(sourceDir, options.excludeDirs ?? []);
   const plan = planCopy(sourceDir, options);
   if (options.maxBytes !== undefined && plan.bytes > options.maxBytes) {
     throw new ExecutorError(

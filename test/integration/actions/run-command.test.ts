@@ -151,16 +151,17 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(read(workspace, 'pkg/y.txt')).toBe('y\n');
   });
 
-  it('never carries a change back through a symlink that leads out of the workspace', async () => {
+  it('never carries a change back through a symlink that leads out of the workspace: the whole changeset is refused', async () => {
     const { executor, workspace } = setup();
     const outside = tempDir();
     fs.symlinkSync(outside, path.join(workspace, 'link'));
     const proposed = await proposeOne(executor, { command: 'rm link && mkdir link && echo pwned > link/file && echo ok > inside.txt' });
     const preview = proposed.preview as CommandRunPreview;
     expect(preview.files.map((f) => f.path)).toEqual(['inside.txt']);
-    expect(preview.skipped).toContainEqual({ path: 'link/file', reason: expect.stringMatching(/outside every workspace root/) });
-    await executor.approve('cmd', person);
+    expect(preview.skipped).toContainEqual({ path: 'link/file', reason: expect.stringMatching(/outside every workspace root/), blocksChangeset: true });
+    expect(proposed.status).toBe('denied');
+    await expect(executor.approve('cmd', person)).rejects.toMatchObject({ code: 'POLICY_DENIED' });
     expect(fs.readdirSync(outside)).toEqual([]);
-    expect(read(workspace, 'inside.txt')).toBe('ok\n');
+    expect(read(workspace, 'inside.txt')).toBeNull();
   });
 });

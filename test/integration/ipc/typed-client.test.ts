@@ -80,10 +80,15 @@ describe('typed client over the local socket', () => {
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('hello\n');
   });
 
-  it('never shows an agent the cli token, even when a workspace root contains the data directory', async () => {
+  it('refuses a workspace root that contains the data directory, and never shows an agent the cli token', async () => {
     const person = await connect('cli');
     const dataDir = host.executor.dataDir;
-    await person.setPolicy({ policy: { ...(await person.getPolicy()), workspaceRoots: [path.dirname(dataDir)] } });
+    const before = await person.getPolicy();
+    await expect(person.setPolicy({ policy: { ...before, workspaceRoots: [path.dirname(dataDir)] } })).rejects.toMatchObject({
+      code: 'POLICY_INVALID',
+      message: expect.stringMatching(/contains Executor's data directory .*--data-dir/),
+    });
+    expect(await person.getPolicy()).toEqual(before);
     const agent = await connect('agent');
     const token = fs.readFileSync(tokenPath(dataDir, 'cli'), 'utf8').trim();
     const [record] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] } });

@@ -1,8 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlobStore, sha256Of } from '../../../src/backup/blob-store.js';
-import { applyFileChanges, backupFileChanges, hashFileChange, isBinary, previewFileChange, readCurrent, revertFileChanges } from '../../../src/backup/file-changes.js';
+import { applyFileChanges, backupFileChanges, hashFileChange, isBinary, previewFileChange, readCurrent, revertFileChanges, type FileChange } from '../../../src/backup/file-changes.js';
 import { ExecutorError } from '../../../src/domain/errors.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -90,5 +91,75 @@ describe('file changes', () => {
   it('refuses to treat a directory as a file', () => {
     const { dir } = setup();
     expect(() => readCurrent(dir)).toThrow(ExecutorError);
+  });
+});
+
+describe('applying changes: plain content to real paths only', () => {
+  function workDir() {
+    const dir = tempDir();
+    const work = path.join(dir, 'work');
+    const elsewhere = path.join(dir, 'elsewhere');
+    fs.mkdirSync(work);
+    fs.mkdirSync(elsewhere);
+    return { work, elsewhere };
+  }
+  const write = (absolutePath: string, after: string, modeAfter?: number): FileChange => ({ absolutePath, displayPath: path.basename(absolutePath), before: null, after: Buffer.from(after), mode: null, modeAfter });
+
+  it('applies only the 0o777 bits: set-uid, set-gid and sticky never reach the file', () => {
+    const { work } = workDir();
+    applyFileChanges([write(path.join(work, 'py'), 'binary', 0o4755), write(path.join(work, 'g'), 'x', 0o2775), write(path.join(work, 's'), 'x', 0o1777)]);
+    expect(fs.statSync(path.join(work, 'py')).mode & 0o7777).toBe(0o755);
+    expect(fs.statSync(path.join(work, 'g')).mode & 0o7777).toBe(0o775);
+    expect(fs.statSync(path.join(work, 's')).mode & 0o7777).toBe(0o777);
+  });
+
+  it("writes nothing at all when one target's directory became a symlink since the step was prepared", () => {
+    const { work, elsewhere } = workDir();
+    fs.symlinkSync(elsewhere, path.join(work, 'sub'));
+    expect(() => applyFileChanges([write(path.join(work, 'first.txt'), 'one'), write(path.join(work, 'sub/config'), 'pwned')])).toThrow(/now leads through a symbolic link/);
+    expect(fs.existsSync(path.join(work, 'first.txt'))).toBe(false);
+    expect(fs.readdirSync(elsewhere)).toEqual([]);
+  });
+
+  it('does not follow a symlink that replaced the target file itself', () => {
+    const { work, elsewhere } = workDir();
+    fs.writeFileSync(path.join(elsewhere, 'victim'), 'keep');
+    fs.symlinkSync(path.join(elsewhere, 'victim'), path.join(work, 'a.txt'));
+    expect(() => applyFileChanges([write(path.join(work, 'a.txt'), 'pwned')])).toThrow(/is a symbolic link now/);
+    expect(() => applyFileChanges([{ ...write(path.join(work, 'a.txt'), ''), after: null }])).toThrow(/is a symbolic link now/);
+    expect(fs.readFileSync(path.join(elsewhere, 'victim'), 'utf8')).toBe('keep');
+  });
+
+  it('refuses to write over or remove a FIFO, and does not block on it', () => {
+    const { work } = workDir();
+    const fifo = path.join(work, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    expect(() => applyFileChanges([write(fifo, 'x')])).toThrow(/is a FIFO \(named pipe\) now/);
+    expect(() => applyFileChanges([{ ...write(fifo, ''), after: null }])).toThrow(/FIFO/);
+    expect(fs.lstatSync(fifo).isFIFO()).toBe(true);
+  });
+
+  it('never writes through a hard link: the other name keeps its content', () => {
+    const { work, elsewhere } = workDir();
+    fs.writeFileSync(path.join(elsewhere, 'original'), 'secret stays');
+    fs.linkSync(path.join(elsewhere, 'original'), path.join(work, 'linked'));
+    applyFileChanges([write(path.join(work, 'linked'), 'new content')]);
+    expect(fs.readFileSync(path.join(work, 'linked'), 'utf8')).toBe('new content');
+    expect(fs.readFileSync(path.join(elsewhere, 'original'), 'utf8')).toBe('secret stays');
+    expect(fs.statSync(path.join(work, 'linked')).nlink).toBe(1);
+  });
+
+  it('creates missing directories as real directories', () => {
+    const { work } = workDir();
+    applyFileChanges([write(path.join(work, 'a/b/c.txt'), 'deep')]);
+    expect(fs.lstatSync(path.join(work, 'a/b')).isDirectory()).toBe(true);
+    expect(fs.readFileSync(path.join(work, 'a/b/c.txt'), 'utf8')).toBe('deep');
+  });
+
+  it('shows in the preview what was dropped', () => {
+    const { work } = workDir();
+    const preview = previewFileChange({ ...write(path.join(work, 'py'), 'x', 0o755), dropped: ['set-uid bit dropped'] });
+    expect(preview.dropped).toEqual(['set-uid bit dropped']);
+    expect(preview.modeAfter).toBe(0o755);
   });
 });

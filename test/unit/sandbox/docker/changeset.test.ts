@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -147,5 +148,79 @@ describe('makeScratchCopy limits', () => {
     } finally {
       scratch.dispose();
     }
+  });
+});
+
+describe('what a changeset carries back: plain content only', () => {
+  it('drops set-uid, set-gid and sticky bits and says so', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.copyFileSync(path.join(scratch.dir, 'run.sh'), path.join(scratch.dir, 'py'));
+      fs.chmodSync(path.join(scratch.dir, 'py'), 0o4755);
+      fs.chmodSync(path.join(scratch.dir, 'src/a.txt'), 0o2644);
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.modeAfter, f.dropped])).toEqual([['py', 0o755, ['set-uid bit dropped']]]);
+      // Only the set-gid bit changed on a.txt: nothing is applied, and the preview says why.
+      expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: 'set-gid bit dropped; nothing else changed' }]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('brings a hard link back as a file of its own and notes it', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.linkSync(path.join(scratch.dir, 'src/a.txt'), path.join(scratch.dir, 'hard'));
+      const { files } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.kind, f.after?.toString(), f.dropped])).toEqual([['hard', 'added', 'alpha\n', ['hard link not recreated: comes back as a file of its own']]]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('does not carry back a FIFO, naming what it is', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      execFileSync('mkfifo', [path.join(scratch.dir, 'pipe')]);
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files).toEqual([]);
+      expect(skipped).toEqual([{ relativePath: 'pipe', reason: expect.stringMatching(/FIFO/) }]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
+
+describe('excluded directories (the data directory)', () => {
+  for (const name of ['exec(1)', '{a,b}', '@(x)', '!data', '*', '[ab]', 'a b', '.data']) {
+    it(`never copies a directory named ${JSON.stringify(name)}, compared by real path, not as a pattern`, () => {
+      const source = workspace();
+      const dataDir = path.join(source, name);
+      fs.mkdirSync(dataDir);
+      fs.writeFileSync(path.join(dataDir, 'cli.token'), 'live-token');
+      const scratch = makeScratchCopy(source, { ...options, excludeDirs: [dataDir] });
+      try {
+        expect(fs.existsSync(path.join(scratch.dir, name))).toBe(false);
+        expect(fs.readFileSync(path.join(scratch.dir, 'src/a.txt'), 'utf8')).toBe('alpha\n');
+      } finally {
+        scratch.dispose();
+      }
+    });
+  }
+
+  it('matches the data directory named through a symlink, and refuses a source that is inside it', () => {
+    const source = workspace();
+    fs.mkdirSync(path.join(source, 'real-data'));
+    fs.writeFileSync(path.join(source, 'real-data/cli.token'), 'live-token');
+    const linkToData = path.join(tempDir(), 'data-link');
+    fs.symlinkSync(path.join(source, 'real-data'), linkToData);
+    const scratch = makeScratchCopy(source, { ...options, excludeDirs: [linkToData] });
+    try {
+      expect(fs.existsSync(path.join(scratch.dir, 'real-data'))).toBe(false);
+    } finally {
+      scratch.dispose();
+    }
+    expect(() => makeScratchCopy(path.join(source, 'real-data'), { ...options, excludeDirs: [linkToData] })).toThrow(/data directory; it is never copied/);
+    expect(() => makeScratchCopy(path.join(source, 'src'), { ...options, excludeDirs: [source] })).toThrow(/never copied/);
   });
 });

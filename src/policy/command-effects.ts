@@ -1,0 +1,180 @@
+import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js';
+import type { CommandRunPreview, FileChangePreview } from '../domain/step-record.js';
+import type { CommandEffectKind, Policy } from './policy-file.js';
+import { matchingSecretGlob } from './secret-paths.js';
+
+/** One kind of effect a changeset has, with the files that have it and what it does, in words. */
+export interface EffectFinding {
+  kind: CommandEffectKind;
+  /** Root-relative paths, as the preview shows them. */
+  paths: string[];
+  /** Lower-case, to be put in a sentence: "it deletes victim.txt". */
+  says: string;
+}
+
+/** What a command's changeset does, weighed by `commands.effects`. */
+export interface EffectRating {
+  findings: EffectFinding[];
+  /** Findings whose kind `commands.effects.deny` names: the changeset is never applied. */
+  denied: EffectFinding[];
+  /** Findings whose kind `commands.effects.ask` names: the step always goes to the person. */
+  asked: EffectFinding[];
+  /** Entries that would land outside the roots, in the data directory or on a secret path: never applied, whatever the policy. */
+  refused: { path: string; reason: string }[];
+  /** The highest risk of the effects; CRITICAL when something is denied or refused. */
+  risk: Risk;
+  /** Why the step is denied, in words (empty when it is not). */
+  denialReasons: string[];
+  /** Everything worth saying to the person: the denial, what the policy asks about, and every HIGH effect. */
+  reasons: string[];
+}
+
+/** How risky each effect is on its own, before the policy's lists; a command is HIGH anyway, these name why. */
+const INHERENT_RISK: Record<CommandEffectKind, Risk> = {
+  delete: 'MEDIUM',
+  create: 'LOW',
+  modify: 'LOW',
+  executable: 'HIGH',
+  permission: 'HIGH',
+  secret: 'HIGH',
+  git: 'HIGH',
+  size: 'HIGH',
+};
+
+/** The kind as the policy sentence names it: "the policy denies deletions". */
+const POLICY_WORDS: Record<CommandEffectKind, string> = {
+  delete: 'deletions',
+  create: 'new files',
+  modify: 'changes to existing files',
+  executable: 'new executables',
+  permission: 'permission changes',
+  secret: 'changes to secret-looking files',
+  git: 'changes inside .git',
+  size: 'changes this large',
+};
+
+const LISTED_PATHS = 5;
+
+function listOf(paths: readonly string[]): string {
+  const shown = paths.slice(0, LISTED_PATHS);
+  const rest = paths.length - shown.length;
+  if (rest > 0) return `${shown.join(', ')} and ${rest} more`;
+  return shown.length <= 1 ? (shown[0] ?? '') : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`;
+}
+
+function octal(mode: number | null | undefined): string {
+  return mode === null || mode === undefined ? '-' : `0${mode.toString(8).padStart(3, '0')}`;
+}
+
+const isExecutable = (mode: number | null | undefined) => mode !== null && mode !== undefined && (mode & 0o111) !== 0;
+
+/** `.git` as a path segment at any depth (a submodule's too), without case: on macOS and Windows `.GIT` is the same directory. */
+function insideGitDir(relativePath: string): boolean {
+  return relativePath.split(/[\\/]/).some((segment) => segment.toLowerCase() === '.git');
+}
+
+/** A dropped special bit (set-uid, set-gid, sticky) is asked for permission the workspace never gets. */
+const DROPPED_BIT = /^(set-uid|set-gid|sticky) bit dropped/;
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The effects of a changeset, kind by kind; each kind appears once, with all its files. */
+export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy): EffectFinding[] {
+  const { files } = changeset;
+  const findings: EffectFinding[] = [];
+  const add = (kind: CommandEffectKind, paths: string[], says: (list: string) => string) => {
+    if (paths.length > 0) findings.push({ kind, paths, says: says(listOf(paths)) });
+  };
+  const pathsWhere = (test: (file: FileChangePreview) => boolean) => files.filter(test).map((file) => file.path);
+
+  add('delete', pathsWhere((f) => f.existedBefore && !f.existsAfter), (list) => `it deletes ${list}`);
+  add('create', pathsWhere((f) => !f.existedBefore && f.existsAfter), (list) => `it creates ${list}`);
+  add('modify', pathsWhere((f) => f.existedBefore && f.existsAfter && f.preHash !== f.postHash), (list) => `it changes ${list}`);
+  add(
+    'executable',
+    pathsWhere((f) => f.existsAfter && isExecutable(f.modeAfter) && !(f.existedBefore && (f.modeBefore === undefined || isExecutable(f.modeBefore)))),
+    (list) => `it makes ${list} executable`,
+  );
+
+  const modeChanges = files.filter((f) => f.existedBefore && f.existsAfter && f.modeAfter !== undefined && f.modeBefore !== undefined && f.modeBefore !== null && f.modeBefore !== f.modeAfter);
+  const droppedBits = [
+    ...files.filter((f) => f.dropped?.some((note) => DROPPED_BIT.test(note))).map((f) => f.path),
+    ...changeset.skipped.filter((entry) => DROPPED_BIT.test(entry.reason)).map((entry) => entry.path),
+  ];
+  if (modeChanges.length > 0 || droppedBits.length > 0) {
+    const parts: string[] = [];
+    if (modeChanges.length > 0) parts.push(`it changes the permissions of ${listOf(modeChanges.map((f) => `${f.path} (${octal(f.modeBefore)} → ${octal(f.modeAfter)})`))}`);
+    if (droppedBits.length > 0) parts.push(`it asks for set-uid, set-gid or sticky bits on ${listOf(droppedBits)} (dropped: only 0777 bits are applied)`);
+    findings.push({ kind: 'permission', paths: [...new Set([...modeChanges.map((f) => f.path), ...droppedBits])], says: parts.join(', and ') });
+  }
+
+  const secrets = files.flatMap((f) => {
+    const glob = matchingSecretGlob(f.path, policy.secretGlobs);
+    return glob ? [`${f.path} (secret pattern "${glob}")`] : [];
+  });
+  if (secrets.length > 0) findings.push({ kind: 'secret', paths: files.filter((f) => matchingSecretGlob(f.path, policy.secretGlobs)).map((f) => f.path), says: `it changes ${listOf(secrets)}, which look${secrets.length === 1 ? 's' : ''} like ${secrets.length === 1 ? 'a secret' : 'secrets'}` });
+  add('git', pathsWhere((f) => insideGitDir(f.path)), (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`);
+
+  const { maxFiles, maxBytes } = policy.commands.effects;
+  const bytesWritten = files.reduce((sum, f) => sum + (f.existsAfter ? f.sizeAfter : 0), 0);
+  const sizes: string[] = [];
+  if (maxFiles !== null && files.length > maxFiles) sizes.push(`it changes ${files.length} files, more than commands.effects.maxFiles (${maxFiles})`);
+  if (maxBytes !== null && bytesWritten > maxBytes) sizes.push(`it writes ${bytesWritten} bytes, more than commands.effects.maxBytes (${maxBytes})`);
+  if (sizes.length > 0) findings.push({ kind: 'size', paths: files.map((f) => f.path), says: sizes.join(', and ') });
+  return findings;
+}
+
+/**
+ * Rates a command by what its run changed (the changeset of the dry run, or of the real run before
+ * it is applied), not by its command line: whatever the line looked like, a denied effect denies it
+ * and an `ask` effect sends it to the person.
+ */
+export function rateChangeset(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy): EffectRating {
+  const findings = effectsOf(changeset, policy);
+  const { deny, ask } = policy.commands.effects;
+  const denied = findings.filter((finding) => deny.includes(finding.kind));
+  const asked = findings.filter((finding) => !deny.includes(finding.kind) && ask.includes(finding.kind));
+  const refused = changeset.skipped.filter((entry) => entry.blocksChangeset).map(({ path, reason }) => ({ path, reason }));
+
+  const denialReasons = [
+    ...denied.map((finding) => `${capitalized(finding.says)}, and the policy denies ${POLICY_WORDS[finding.kind]} (commands.effects.deny).`),
+    ...refused.map((entry) => `It writes ${entry.path}, which ${entry.reason}; a changeset that reaches there is never applied.`),
+  ];
+  const reasons = [
+    ...denialReasons,
+    ...asked.map((finding) => `${capitalized(finding.says)}, and the policy asks you about ${POLICY_WORDS[finding.kind]} (commands.effects.ask).`),
+    ...findings
+      .filter((finding) => !denied.includes(finding) && !asked.includes(finding) && INHERENT_RISK[finding.kind] === 'HIGH')
+      .map((finding) => `${capitalized(finding.says)}.`),
+  ];
+  const risk = denialReasons.length > 0 ? 'CRITICAL' : maxRisk(...findings.map((finding) => INHERENT_RISK[finding.kind]));
+  return { findings, denied, asked, refused, risk, denialReasons, reasons };
+}
+
+/** Mitigation lines that say a step went through without asking (src/policy/evaluate-step.ts words them). */
+const APPROVED_WITHOUT_ASKING = 'Approved without asking';
+
+/**
+ * The step's evaluation from its command line, weighed again with what its run changes: a denied or
+ * refused effect denies it; an `ask` effect, or effects riskier than the line alone, take away an
+ * approval the policy (autoApprove, a remembered rule) would have given without asking.
+ */
+export function weighEffects(evaluation: Evaluation, rating: EffectRating): Evaluation {
+  if (!evaluation.allowed) return evaluation;
+  const reasons = [...evaluation.reasons, ...rating.reasons];
+  if (rating.denialReasons.length > 0) return { ...evaluation, allowed: false, risk: 'CRITICAL', consent: 'deny', reasons };
+  const risk = maxRisk(evaluation.risk, rating.risk);
+  const mustAsk = rating.asked.length > 0 || riskRank(risk) > riskRank(evaluation.risk);
+  if (evaluation.consent === 'none' && mustAsk) {
+    return {
+      ...evaluation,
+      risk,
+      consent: 'confirm',
+      reasons: [...reasons, 'The policy would have approved the command line without asking, but what it changes needs your consent.'],
+      mitigations: evaluation.mitigations.filter((mitigation) => !mitigation.startsWith(APPROVED_WITHOUT_ASKING)),
+    };
+  }
+  return { ...evaluation, risk, reasons };
+}

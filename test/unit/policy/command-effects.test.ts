@@ -1,0 +1,181 @@
+import { describe, expect, it } from 'vitest';
+import type { Evaluation } from '../../../src/domain/risk.js';
+import type { CommandRunPreview, FileChangePreview } from '../../../src/domain/step-record.js';
+import { rateChangeset, weighEffects } from '../../../src/policy/command-effects.js';
+import { evaluateStep } from '../../../src/policy/evaluate-step.js';
+import { defaultPolicy, PolicySchema, type Policy } from '../../../src/policy/policy-file.js';
+
+function file(path: string, change: Partial<FileChangePreview> = {}): FileChangePreview {
+  return { path, existedBefore: true, existsAfter: true, sizeBefore: 3, sizeAfter: 4, preHash: 'a', postHash: 'b', binary: false, diff: null, ...change };
+}
+const added = (path: string, modeAfter = 0o644, sizeAfter = 4) => file(path, { existedBefore: false, preHash: null, sizeBefore: 0, sizeAfter, modeBefore: null, modeAfter });
+const deleted = (path: string) => file(path, { existsAfter: false, postHash: null, sizeAfter: 0 });
+
+function changeset(files: FileChangePreview[], skipped: CommandRunPreview['skipped'] = []): Pick<CommandRunPreview, 'files' | 'skipped'> {
+  return { files, skipped };
+}
+
+function policy(effects: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Policy {
+  return PolicySchema.parse({ commands: { effects }, ...extra });
+}
+
+const autoApproved: Evaluation = {
+  allowed: true,
+  risk: 'HIGH',
+  consent: 'none',
+  reasons: ['Runs `x`.'],
+  mitigations: ['Runs in a throwaway container.', 'Approved without asking: the policy auto-approves steps up to HIGH risk.'],
+  reversible: true,
+};
+
+describe('commands.effects in the policy', () => {
+  it('defaults to asking about secrets, .git, permissions and new executables, denying nothing, with no size limits', () => {
+    expect(defaultPolicy().commands.effects).toEqual({ deny: [], ask: ['secret', 'git', 'permission', 'executable'], maxFiles: null, maxBytes: null });
+  });
+
+  it('refuses an effect kind it does not know, and negative limits', () => {
+    expect(PolicySchema.safeParse({ commands: { effects: { deny: ['remove'] } } }).success).toBe(false);
+    expect(PolicySchema.safeParse({ commands: { effects: { maxFiles: -1 } } }).success).toBe(false);
+    expect(PolicySchema.safeParse({ commands: { effects: { surprise: true } } }).success).toBe(false);
+  });
+});
+
+describe('rateChangeset', () => {
+  it('names each kind of effect once, with all its files', () => {
+    const rating = rateChangeset(changeset([deleted('victim.txt'), deleted('b.txt'), added('new.txt'), file('edit.txt')]), policy());
+    expect(rating.findings.map((f) => [f.kind, f.paths])).toEqual([
+      ['delete', ['victim.txt', 'b.txt']],
+      ['create', ['new.txt']],
+      ['modify', ['edit.txt']],
+    ]);
+    expect(rating.findings[0]!.says).toBe('it deletes victim.txt and b.txt');
+    expect(rating.risk).toBe('MEDIUM');
+    expect(rating.denialReasons).toEqual([]);
+  });
+
+  it('denies a deletion in words that name the file and the policy key', () => {
+    const rating = rateChangeset(changeset([deleted('victim.txt')]), policy({ deny: ['delete'] }));
+    expect(rating.risk).toBe('CRITICAL');
+    expect(rating.denialReasons).toEqual(['It deletes victim.txt, and the policy denies deletions (commands.effects.deny).']);
+  });
+
+  it('lists at most five paths and counts the rest', () => {
+    const many = Array.from({ length: 8 }, (_, i) => deleted(`f${i}`));
+    expect(rateChangeset(changeset(many), policy()).findings[0]!.says).toBe('it deletes f0, f1, f2, f3, f4 and 3 more');
+  });
+
+  it('sees a new executable, an executable bit added, and a permission change, but not a rewrite of a script that was executable already', () => {
+    const rating = rateChangeset(
+      changeset([
+        added('py', 0o755),
+        file('tool.sh', { preHash: 'same', postHash: 'same', modeBefore: 0o644, modeAfter: 0o755 }),
+        file('build.sh'),
+        added('notes.txt', 0o644),
+      ]),
+      policy(),
+    );
+    const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f]));
+    expect(byKind.executable?.paths).toEqual(['py', 'tool.sh']);
+    expect(byKind.permission?.paths).toEqual(['tool.sh']);
+    expect(byKind.permission?.says).toBe('it changes the permissions of tool.sh (0644 → 0755)');
+    expect(rating.risk).toBe('HIGH');
+    expect(rating.asked.map((f) => f.kind).sort()).toEqual(['executable', 'permission']);
+    expect(rating.reasons).toContain('It makes py and tool.sh executable, and the policy asks you about new executables (commands.effects.ask).');
+  });
+
+  it('counts a set-uid bit the sandbox asked for as a permission effect, also when nothing else changed', () => {
+    const asked = rateChangeset(changeset([{ ...added('py', 0o755), dropped: ['set-uid bit dropped'] }]), policy({ deny: ['permission'] }));
+    expect(asked.denied.map((f) => f.kind)).toEqual(['permission']);
+    expect(asked.denialReasons[0]).toMatch(/set-uid, set-gid or sticky bits on py \(dropped: only 0777 bits are applied\).*commands\.effects\.deny/);
+    const onlyTheBit = rateChangeset(changeset([], [{ path: 'tool', reason: 'set-gid bit dropped; nothing else changed' }]), policy());
+    expect(onlyTheBit.findings.map((f) => f.kind)).toEqual(['permission']);
+    // A hard link note is not a permission effect.
+    expect(rateChangeset(changeset([{ ...added('copy'), dropped: ['hard link not recreated: comes back as a file of its own'] }]), policy()).findings.map((f) => f.kind)).toEqual(['create']);
+  });
+
+  it('rates files under secret patterns and under .git at any depth and in any case as HIGH, naming them', () => {
+    const rating = rateChangeset(changeset([file('app/.env.local'), file('.git/config'), added('sub/.GIT/hooks/pre-commit'), file('src/gitignore.txt')]), policy({ ask: [] }));
+    const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f.paths]));
+    expect(byKind.secret).toEqual(['app/.env.local']);
+    expect(byKind.git).toEqual(['.git/config', 'sub/.GIT/hooks/pre-commit']);
+    expect(rating.risk).toBe('HIGH');
+    expect(rating.reasons.join(' ')).toContain('app/.env.local (secret pattern ".env*")');
+    expect(rating.reasons.join(' ')).toContain('inside a .git directory');
+  });
+
+  it('uses the policy\'s own secret patterns', () => {
+    const rating = rateChangeset(changeset([file('config/prod.yaml')]), policy({}, { secretGlobs: ['config/prod.*'] }));
+    expect(rating.findings.map((f) => f.kind)).toContain('secret');
+  });
+
+  it('turns too many files or bytes into the size effect only when a limit is set', () => {
+    const files = [added('a', 0o644, 600), added('b', 0o644, 600), deleted('c')];
+    expect(rateChangeset(changeset(files), policy()).findings.map((f) => f.kind)).not.toContain('size');
+    const tooMany = rateChangeset(changeset(files), policy({ maxFiles: 2, deny: ['size'] }));
+    expect(tooMany.denialReasons[0]).toBe('It changes 3 files, more than commands.effects.maxFiles (2), and the policy denies changes this large (commands.effects.deny).');
+    const tooBig = rateChangeset(changeset(files), policy({ maxBytes: 1000 }));
+    expect(tooBig.findings.find((f) => f.kind === 'size')?.says).toBe('it writes 1200 bytes, more than commands.effects.maxBytes (1000)');
+  });
+
+  it('always denies a changeset with an entry that lands outside, whatever the lists say', () => {
+    const rating = rateChangeset(
+      changeset([added('ok.txt')], [{ path: 'sshdir/config', reason: '/ws/sshdir/config lands through a symbolic link on /ws/.ssh/config, which matches the secret pattern ".ssh/**".', blocksChangeset: true }]),
+      policy({ deny: [], ask: [] }),
+    );
+    expect(rating.risk).toBe('CRITICAL');
+    expect(rating.refused.map((r) => r.path)).toEqual(['sshdir/config']);
+    expect(rating.denialReasons[0]).toMatch(/^It writes sshdir\/config, which .*\.ssh\/config.*never applied\.$/);
+  });
+
+  it('does not count plain skipped entries (symlinks, ignored paths) as refusals', () => {
+    const rating = rateChangeset(changeset([], [{ path: 'link', reason: 'symbolic links are not carried back' }]), policy());
+    expect(rating.findings).toEqual([]);
+    expect(rating.denialReasons).toEqual([]);
+  });
+});
+
+describe('weighEffects', () => {
+  it('denies a step whose changeset has a denied effect, keeping the reasons in words', () => {
+    const weighed = weighEffects(autoApproved, rateChangeset(changeset([deleted('victim.txt')]), policy({ deny: ['delete'] })));
+    expect(weighed).toMatchObject({ allowed: false, consent: 'deny', risk: 'CRITICAL' });
+    expect(weighed.reasons).toContain('It deletes victim.txt, and the policy denies deletions (commands.effects.deny).');
+  });
+
+  it('takes away an auto-approval when an effect is one the policy asks about, and drops the "approved without asking" line', () => {
+    const weighed = weighEffects(autoApproved, rateChangeset(changeset([file('.git/config')]), policy()));
+    expect(weighed).toMatchObject({ allowed: true, consent: 'confirm', risk: 'HIGH' });
+    expect(weighed.mitigations).toEqual(['Runs in a throwaway container.']);
+    expect(weighed.reasons.at(-1)).toMatch(/what it changes needs your consent/);
+  });
+
+  it('takes away an auto-approval when the effects are riskier than the command line', () => {
+    const medium: Evaluation = { ...autoApproved, risk: 'MEDIUM' };
+    const weighed = weighEffects(medium, rateChangeset(changeset([file('.git/config')]), policy({ ask: [] })));
+    expect(weighed).toMatchObject({ consent: 'confirm', risk: 'HIGH' });
+  });
+
+  it('takes away an approval a remembered rule or autoApprove gave, with the policy\'s own wording', () => {
+    const hints = { risk: 'HIGH' as const, reasons: ['Runs `npm test`.'], mitigations: [] };
+    const rule = { id: 'r1', kind: 'command' as const, prefix: ['npm', 'test'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00Z' };
+    const byRule = evaluateStep(hints, defaultPolicy(), true, [rule]);
+    const byLevel = evaluateStep(hints, PolicySchema.parse({ autoApprove: 'HIGH' }), true);
+    for (const evaluation of [byRule, byLevel]) {
+      expect(evaluation.consent).toBe('none');
+      const weighed = weighEffects(evaluation, rateChangeset(changeset([added('.git/hooks/pre-commit', 0o755)]), policy()));
+      expect(weighed.consent).toBe('confirm');
+      expect(weighed.mitigations.join(' ')).not.toMatch(/without asking/);
+    }
+  });
+
+  it('leaves an auto-approval for effects the policy lets through', () => {
+    const weighed = weighEffects(autoApproved, rateChangeset(changeset([file('edit.txt'), added('new.txt')]), policy()));
+    expect(weighed).toEqual(autoApproved);
+  });
+
+  it('keeps a step that already needs consent at confirm, and a denied step denied', () => {
+    const confirm: Evaluation = { ...autoApproved, consent: 'confirm', mitigations: [] };
+    expect(weighEffects(confirm, rateChangeset(changeset([file('.git/config')]), policy())).consent).toBe('confirm');
+    const denied: Evaluation = { ...autoApproved, allowed: false, consent: 'deny', risk: 'CRITICAL' };
+    expect(weighEffects(denied, rateChangeset(changeset([]), policy()))).toBe(denied);
+  });
+});

@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExecutorError } from '../../../src/domain/errors.js';
+import { assertRootsApartFromDataDir, loadPolicy, PolicySchema } from '../../../src/policy/policy-file.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+function writePolicy(dataDir: string, policy: Record<string, unknown>): void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify(policy));
+}
+
+function loadError(dataDir: string): ExecutorError {
+  try {
+    loadPolicy(dataDir);
+  } catch (error) {
+    return error as ExecutorError;
+  }
+  throw new Error('expected loadPolicy to refuse');
+}
+
+describe('workspace roots and the data directory', () => {
+  for (const name of ['exec(1)', '{a,b}', '@(x)', '!data', 'plain']) {
+    it(`refuses at load a root that contains the data directory (named ${JSON.stringify(name)}), saying how to fix it`, () => {
+      const root = tempDir();
+      const dataDir = path.join(root, name);
+      writePolicy(dataDir, { workspaceRoots: [root] });
+      const error = loadError(dataDir);
+      expect(error.code).toBe('POLICY_INVALID');
+      expect(error.message).toContain(`The workspace root ${root} contains Executor's data directory`);
+      expect(error.message).toMatch(/narrower root .*--data-dir or EXECUTOR_DATA_DIR/);
+    });
+  }
+
+  it('refuses a root inside the data directory', () => {
+    const dataDir = tempDir();
+    writePolicy(dataDir, { workspaceRoots: [path.join(dataDir, 'blobs')] });
+    expect(loadError(dataDir).message).toMatch(/lies inside Executor's data directory/);
+  });
+
+  it('compares real paths: a root that reaches the data directory through a symlink is refused', () => {
+    const base = tempDir();
+    const dataDir = path.join(base, 'project', 'data');
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.symlinkSync(path.join(base, 'project'), path.join(base, 'alias'));
+    const policy = PolicySchema.parse({ workspaceRoots: [path.join(base, 'alias')] });
+    expect(() => assertRootsApartFromDataDir(policy, dataDir)).toThrow(/contains Executor's data directory/);
+    expect(() => assertRootsApartFromDataDir(policy, path.join(base, 'alias', 'data'))).toThrow(/contains Executor's data directory/);
+  });
+
+  it('admits roots beside the data directory, and one whose name merely starts the same', () => {
+    const base = tempDir();
+    const dataDir = path.join(base, 'data');
+    writePolicy(dataDir, { workspaceRoots: [path.join(base, 'workspace'), path.join(base, 'data-2')] });
+    expect(loadPolicy(dataDir).workspaceRoots).toHaveLength(2);
+  });
+});
