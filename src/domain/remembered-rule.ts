@@ -113,7 +113,7 @@ export function describeProposer(proposer: RuleProposer): string {
 export function describeRule(rule: RuleReach & Partial<RuleScope>): string {
   const upTo = `(up to ${rule.maxRisk} risk)`;
   const whose = rule.proposer ? ` for ${describeProposer(rule.proposer)}` : '';
-  const until = rule.proposer ? (rule.expiresAt ? ` Until ${rule.expiresAt}.` : ' Until you remove it.') : '';
+  const until = rule.proposer ? (rule.expiresAt ? ` Until ${rule.expiresAt.replace('T', ' ').slice(0, 16)} UTC.` : ' Until you remove it.') : '';
   switch (rule.kind) {
     case 'command':
       return `Future \`${quoteArgv(rule.prefix)} …\` commands${whose} run in ${rule.root} will run without asking ${upTo}. Only commands that start with exactly these ${rule.prefix.length} word(s) match; in a pipeline, every command must be covered by a rule. Commands that set environment variables, use the network or see secret files still ask.${until}`;
