@@ -190,5 +190,11 @@ export function savePolicy(dataDir: string, policy: Policy): void {
   const file = path.join(dataDir, POLICY_FILE);
   const temp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(temp, JSON.stringify(PolicySchema.parse(policy), null, 2) + '\n', { mode: 0o600 });
-  fs.renameSync(temp, file);
+  try {
+    fs.renameSync(temp, file);
+  } catch (error) {
+    // The old file stays in force; leave no half-saved copy beside it.
+    fs.rmSync(temp, { force: true });
+    throw error;
+  }
 }
