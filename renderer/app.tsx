@@ -241,7 +241,8 @@ export function ruleNoticeFor(record: StepRecord, roots: readonly string[]): Rul
 function RuleNotices({ notices, onDismiss, onShowRule }: { notices: RuleNotice[]; onDismiss(stepId: string): void; onShowRule(ruleId: string): void }) {
   if (notices.length === 0) return null;
   return (
-    <ul className="rule-notices" aria-label="Steps approved by your rules" role="log" aria-live="polite">
+    <div role="log" aria-live="polite" aria-label="Steps approved by your rules">
+    <ul className="rule-notices">
       {notices.map((notice) => (
         <li key={notice.stepId} className="rule-notice" data-testid="rule-notice">
           <span className="notice-text">{notice.text}</span>
@@ -256,5 +257,6 @@ function RuleNotices({ notices, onDismiss, onShowRule }: { notices: RuleNotice[]
         </li>
       ))}
     </ul>
+    </div>
   );
 }

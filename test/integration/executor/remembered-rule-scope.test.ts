@@ -156,8 +156,9 @@ describe('approve and remember, through the Executor', () => {
     fs.rmSync(path.join(dataDir, 'policy.json'));
     fs.mkdirSync(path.join(dataDir, 'policy.json'));
     fs.writeFileSync(path.join(dataDir, 'policy.json', 'keep'), '');
-    const failure = await executor.approveAndRemember('s', person, { rule: choice.draft, lifetime: 'never' }).catch((caught: unknown) => caught as NodeJS.ErrnoException);
-    expect(failure.code).toMatch(/^E(ISDIR|NOTEMPTY|EXIST|PERM)$/);
+    const failure = await executor.approveAndRemember('s', person, { rule: choice.draft, lifetime: 'never' }).then(() => null, (caught: unknown) => caught as NodeJS.ErrnoException);
+    expect(failure).not.toBeNull();
+    expect(failure!.code).toMatch(/^E(ISDIR|NOTEMPTY|EXIST|PERM)$/);
     expect(auditOf(executor).map((record) => record.kind)).not.toContain('policy.changed');
     expect(executor.getStep('s').status).toBe('awaiting_consent');
     expect(executor.getPolicy().remembered).toEqual([]);

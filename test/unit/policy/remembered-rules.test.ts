@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RememberedRule } from '../../../src/domain/remembered-rule.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
-import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches } from '../../../src/policy/remembered-rules.js';
+import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches, type RuleTarget } from '../../../src/policy/remembered-rules.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -177,7 +177,7 @@ describe('rule scope when a step is weighed', () => {
   fs.mkdirSync(root);
   const agentA = { kind: 'agent', agentId: 'agent-a' } as const;
   const rules: RememberedRule[] = [{ id: 'a1', kind: 'command', prefix: ['make', 'test'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
-  const target = { kind: 'command', pipeline: [['make', 'test']], cwd: root } as const;
+  const target: RuleTarget = { kind: 'command', pipeline: [['make', 'test']], cwd: root };
   const weigh = (proposer: Parameters<typeof rulesAllowing>[5]['proposer'], now = new Date(at), list = rules) => rulesAllowing(target, 'HIGH', list, [root], path.join(base, 'data'), { proposer, now });
 
   it('cover only the agent the rule was made for: agent B\'s identical step, the person\'s and an unnamed agent\'s still ask', () => {
