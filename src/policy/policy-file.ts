@@ -142,7 +142,18 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
-  remembered: z.array(z.preprocess(upgradeUnscopedRule, RememberedRuleSchema)).max(1000).default([]),
+  remembered: z
+    .array(z.preprocess(upgradeUnscopedRule, RememberedRuleSchema))
+    .max(1000)
+    // Hit counts, notices and removal go by id: two rules with one id would be counted and removed as one.
+    .superRefine((rules, ctx) => {
+      const seen = new Set<string>();
+      for (const rule of rules) {
+        if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', message: `remembered rule ids must be unique; "${rule.id}" appears more than once` });
+        seen.add(rule.id);
+      }
+    })
+    .default([]),
 });
 export type Policy = z.infer<typeof PolicySchema>;
 export type LightSandboxPolicy = Policy['lightSandbox'];

@@ -154,6 +154,12 @@ describe('rules that arrive through setPolicy or policy.json', () => {
     expect(JSON.stringify(parsed.error?.issues)).toContain(`\\"${word}\\"`);
   });
 
+  it('refuse two rules with one id', () => {
+    const parsed = PolicySchema.safeParse({ remembered: [commandRule(['make']), commandRule(['cargo', 'test'])] });
+    expect(parsed.success).toBe(false);
+    expect(JSON.stringify(parsed.error?.issues)).toContain('\\"c1\\" appears more than once');
+  });
+
   it('refuse a rule whose expiry is not a date, or whose proposer is malformed', () => {
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: 'tomorrow' }] }).success).toBe(false);
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: '2026-02-01T00:00:00Z' }] }).success).toBe(true);
