@@ -64,6 +64,9 @@ function Shell() {
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   const [disconnected, setDisconnected] = useState(false);
   const seen = useRef(new Set<string>());
+  const [ruleNotices, setRuleNotices] = useState<RuleNotice[]>([]);
+  const noticed = useRef(new Set<string>());
+
   const policyRoots = useRef<readonly string[]>([]);
   policyRoots.current = policy.data?.workspaceRoots ?? [];
 
@@ -82,6 +85,12 @@ function Shell() {
   useEffect(() => {
     let off: (() => void) | undefined;
     void api.on('step', (record: StepRecord) => {
+      const notice = ruleNoticeFor(record, policyRoots.current);
+      if (notice && !noticed.current.has(notice.stepId)) {
+        noticed.current.add(notice.stepId);
+        setRuleNotices((previous) => [notice, ...previous].slice(0, MAX_RULE_NOTICES));
+        if (document.visibilityState === 'hidden' || !document.hasFocus()) desktopNotify('Executor: approved by your rule', notice.text);
+      }
       if (record.status !== 'awaiting_consent' || seen.current.has(record.step.id)) return;
       seen.current.add(record.step.id);
       if (document.visibilityState === 'hidden' || !document.hasFocus()) {
@@ -151,6 +160,14 @@ function Shell() {
           <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} />
         ) : null}
         <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
+        <RuleNotices
+          notices={ruleNotices}
+          onDismiss={(stepId) => setRuleNotices((previous) => previous.filter((notice) => notice.stepId !== stepId))}
+          onShowRule={(ruleId) => {
+            go('settings');
+            requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
+          }}
+        />
         <div hidden={view !== 'queue'} className="view">
           <QueueView waiting={waiting.data ?? []} policy={policy.data} active={view === 'queue' && !help} />
         </div>
@@ -195,4 +212,51 @@ let auditVisited = false;
 function auditMounted(view: ViewId): boolean {
   if (view === 'audit') auditVisited = true;
   return auditVisited;
+}
+
+/** A step a remembered rule approved without asking: said in the window, with a way to the rule. */
+export interface RuleNotice {
+  stepId: string;
+  ruleIds: string[];
+  text: string;
+}
+
+const MAX_RULE_NOTICES = 5;
+
+/**
+ * The notice for a step event, when a remembered rule (not the auto-approve level, not the person)
+ * approved that step; null otherwise. Once per step: later events of the same step are the same notice.
+ */
+export function ruleNoticeFor(record: StepRecord, roots: readonly string[]): RuleNotice | null {
+  const ruleIds = record.evaluation?.approvedByRules ?? [];
+  if (ruleIds.length === 0 || record.approval?.by.channel !== 'policy') return null;
+  const who = record.step.meta.origin === 'agent' ? ` for agent ${record.step.meta.client ?? 'unnamed'}` : '';
+  return {
+    stepId: record.step.id,
+    ruleIds,
+    text: `Approved by your rule ${ruleIds.join(', ')}${who}: ${summarizeStep(record.step, roots)}`,
+  };
+}
+
+function RuleNotices({ notices, onDismiss, onShowRule }: { notices: RuleNotice[]; onDismiss(stepId: string): void; onShowRule(ruleId: string): void }) {
+  if (notices.length === 0) return null;
+  return (
+    <div role="log" aria-live="polite" aria-label="Steps approved by your rules">
+    <ul className="rule-notices">
+      {notices.map((notice) => (
+        <li key={notice.stepId} className="rule-notice" data-testid="rule-notice">
+          <span className="notice-text">{notice.text}</span>
+          {notice.ruleIds.map((ruleId) => (
+            <button key={ruleId} type="button" className="small" onClick={() => onShowRule(ruleId)}>
+              See or remove rule {ruleId}
+            </button>
+          ))}
+          <button type="button" className="small ghost" aria-label={`Dismiss the notice about ${notice.stepId}`} onClick={() => onDismiss(notice.stepId)}>
+            Dismiss
+          </button>
+        </li>
+      ))}
+    </ul>
+    </div>
+  );
 }

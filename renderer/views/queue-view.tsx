@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'react';
-import { commandRuleChoices, fileRuleChoices, describeRule, urlRuleChoices, type RememberedRule, type RuleChoice, type RuleRisk } from '../../src/domain/remembered-rule.js';
+import { describeProposer, describeRule, expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIME_NAMES, RULE_LIFETIMES, type RuleChoice, type RuleLifetime } from '../../src/domain/remembered-rule.js';
 import { riskRank } from '../../src/domain/risk.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
@@ -34,24 +34,14 @@ function canApprove(record: StepRecord): boolean {
   return record.status === 'awaiting_consent' && record.evaluation?.allowed !== false && record.evaluation?.risk !== 'CRITICAL';
 }
 
-/** Rules a person may remember for this step; none for CRITICAL, none for actions no rule can cover. */
+/**
+ * Rules a person may remember for this step: the core's own list (ruleChoicesForStep), which is
+ * also the only list approveAndRemember accepts. None for CRITICAL steps, none for wrappers and
+ * interpreters, none when the step's agent cannot be told apart from others.
+ */
 export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): RuleChoice[] {
-  const risk = record.evaluation?.risk;
-  if (!policy || !risk || risk === 'CRITICAL' || !canApprove(record)) return [];
-  const args = record.step.args as Record<string, unknown>;
-  const maxRisk = risk as RuleRisk;
-  if ((record.step.action === 'writeFile' || record.step.action === 'deleteFile') && typeof args.path === 'string') {
-    return fileRuleChoices(args.path, policy.workspaceRoots, maxRisk);
-  }
-  if (typeof args.url === 'string') return urlRuleChoices(args.url, maxRisk);
-  // A command given as argv: its leading words. (A shell line is offered no rule from here: which
-  // words form each of its commands is the core's parse, and a guess would reach too far.)
-  if (record.step.action === 'runCommand' && Array.isArray(args.argv) && policy.workspaceRoots[0]) {
-    const base = policy.workspaceRoots[0].replace(/\/+$/, '');
-    const cwd = typeof args.cwd === 'string' ? (args.cwd.startsWith('/') ? args.cwd : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '')) : base;
-    return commandRuleChoices(args.argv as string[], cwd, maxRisk);
-  }
-  return [];
+  if (!policy) return [];
+  return ruleChoicesForStep(record, policy.workspaceRoots);
 }
 
 type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanGroup };
@@ -92,16 +82,16 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
     }
   };
 
-  const approve = (record: StepRecord, rule?: RememberedRule) =>
+  const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
     run(`Approving ${record.step.id}…`, async () => {
-      const result = await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
-      if (rule) {
-        const current = await api.getPolicy();
-        await api.setPolicy({ policy: { ...current, remembered: [...(current.remembered ?? []), rule] } });
-      }
+      const shown = record.previewHash ? { previewHash: record.previewHash } : {};
+      // With a rule, the approval and the rule are saved together by the core, or neither is.
+      const result = remember
+        ? (await api.approveAndRemember({ stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })).step
+        : await api.approve({ stepId: record.step.id, ...shown });
       setSelectedId(null);
       const outcome = result.status === 'executed' ? 'approved and executed' : result.status === 'approved' ? 'approved; it runs after the earlier steps of its plan' : `approved; it is now ${result.status}`;
-      return `${record.step.id} ${outcome}${result.error ? `: ${result.error.message}` : '.'}${rule ? ' The rule was saved; see Settings.' : ''}`;
+      return `${record.step.id} ${outcome}${result.error ? `: ${result.error.message}` : '.'}${remember ? ' The rule was saved; see Settings.' : ''}`;
     });
 
   const startApprove = (record: StepRecord | null) => {
@@ -239,10 +229,10 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
           record={pending.record}
           choices={ruleChoicesFor(pending.record, policy)}
           onCancel={() => setPending(null)}
-          onSave={(rule) => {
+          onSave={(choice, lifetime) => {
             const record = pending.record;
             setPending(null);
-            void approve(record, rule);
+            void approve(record, { choice, lifetime });
           }}
         />
       ) : null}
@@ -378,14 +368,17 @@ function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCa
   );
 }
 
-function newRuleId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(6));
-  return `rule-${[...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+/** Whose steps and where, in the words the dialog uses: "steps of agent "x" in /ws". */
+export function ruleScopeWords(record: StepRecord, choice: RuleChoice): string {
+  const proposer = proposerOf(record.step);
+  const whose = proposer ? describeProposer(proposer) : 'no one';
+  return choice.draft.kind === 'url' ? `${whose}, for ${choice.draft.host} only` : `${whose} in ${choice.draft.root}`;
 }
 
-function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRecord; choices: RuleChoice[]; onCancel(): void; onSave(rule: RememberedRule): void }) {
+function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRecord; choices: RuleChoice[]; onCancel(): void; onSave(choice: RuleChoice, lifetime: RuleLifetime): void }) {
   const roots = useRoots();
   const [index, setIndex] = useState(0);
+  const [lifetime, setLifetime] = useState<RuleLifetime>('day');
   const choice = choices[index]!;
   return (
     <Dialog title="Approve and remember" onCancel={onCancel}>
@@ -401,15 +394,28 @@ function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRec
           </label>
         ))}
       </fieldset>
-      <p className="rule-words" aria-live="polite" data-testid="rule-words">
-        {describeRule(choice.draft)}
+      <p className="rule-scope" data-testid="rule-scope">
+        This rule covers only <strong>{ruleScopeWords(record, choice)}</strong>. Other agents, and other folders, still ask.
       </p>
-      <p className="muted">The rule is listed in Settings, where you can remove it; saving it is recorded in the audit log.</p>
+      <label htmlFor="rule-lifetime">Remember for</label>
+      <select id="rule-lifetime" value={lifetime} onChange={(event) => setLifetime(event.target.value as RuleLifetime)}>
+        {RULE_LIFETIME_NAMES.map((name) => (
+          <option key={name} value={name}>
+            {RULE_LIFETIMES[name].label}
+          </option>
+        ))}
+      </select>
+      <p className="rule-words" aria-live="polite" data-testid="rule-words">
+        {describeRule({ ...choice.draft, ...(proposerOf(record.step) ? { proposer: proposerOf(record.step)! } : {}), expiresAt: expiryFor(lifetime, new Date()) })}
+      </p>
+      <p className="muted">
+        {lifetime === 'never' ? 'The rule lasts until you remove it in Settings.' : `The rule ends ${RULE_LIFETIMES[lifetime].label} from now; you can remove it earlier in Settings.`} Every step it approves is recorded in the audit log and shown here as a notice.
+      </p>
       <div className="dialog-actions">
         <button type="button" className="ghost" onClick={onCancel}>
           Cancel
         </button>
-        <button type="button" className="primary" onClick={() => onSave({ ...choice.draft, id: newRuleId(), createdAt: new Date().toISOString() } as RememberedRule)}>
+        <button type="button" className="primary" onClick={() => onSave(choice, lifetime)}>
           Approve and save rule
         </button>
       </div>

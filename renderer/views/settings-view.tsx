@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
-import { describeRule, type RememberedRule } from '../../src/domain/remembered-rule.js';
+import { describeRule, isRuleExpired, type RememberedRule } from '../../src/domain/remembered-rule.js';
 import type { MethodResult } from '../../src/ipc/methods.js';
-import { useApi, type PolicyValue } from '../api.js';
+import { useApi, useLoaded, type PolicyValue } from '../api.js';
 
 type KeyStatus = MethodResult<'getKeyStatus'>;
 import { Dialog } from '../components/dialog.js';
@@ -113,6 +113,7 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
   const [saving, setSaving] = useState(false);
   const [removing, setRemoving] = useState<RememberedRule | null>(null);
   const [rotating, setRotating] = useState(false);
+  const ruleHits = useLoaded(() => api.listRuleHits(), [], ['audit', 'policy']);
   useEffect(() => {
     if (policy && draft === null) setDraft(draftOf(policy));
   }, [policy, draft]);
@@ -153,17 +154,28 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
           <p className="muted">None. Use “Approve and remember…” in the Queue to add one.</p>
         ) : (
           <ul className="rule-list">
-            {policy.remembered.map((rule) => (
-              <li key={rule.id} className="rule">
-                <p className="rule-words">{describeRule(rule)}</p>
-                <p className="muted small">
-                  <code>{rule.id}</code> · added {formatTime(rule.createdAt)}
-                </p>
-                <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
-                  Remove
-                </button>
-              </li>
-            ))}
+            {policy.remembered.map((rule) => {
+              const expired = isRuleExpired(rule, new Date());
+              const hits = ruleHits.data?.find((entry) => entry.ruleId === rule.id);
+              return (
+                <li key={rule.id} id={`rule-${rule.id}`} className={`rule ${expired ? 'expired' : ''}`} aria-label={`Rule ${rule.id}`}>
+                  <p className="rule-words">
+                    {expired ? <strong className="warning-inline">Expired: no longer approves anything. </strong> : null}
+                    {describeRule(rule)}
+                  </p>
+                  {rule.madeBeforeScoping ? (
+                    <p className="warning small">Made before rules named their agent: it covers only steps you propose yourself, never an agent's. Remove it and remember it again from an agent's step to cover that agent.</p>
+                  ) : null}
+                  <p className="muted small rule-facts">
+                    <code>{rule.id}</code> · added {formatTime(rule.createdAt)} · {rule.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatTime(rule.expiresAt)}` : 'no expiry'} ·{' '}
+                    <span data-testid="rule-hits">{hits ? `approved ${hits.hits} step${hits.hits === 1 ? '' : 's'}, last ${formatTime(hits.lastHitAt)} (${hits.lastStepId})` : 'approved no step yet'}</span>
+                  </p>
+                  <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
+                    Remove
+                  </button>
+                </li>
+              );
+            })}
           </ul>
         )}
       </section>

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
+import { commandReachesBeyondRules } from '../domain/remembered-rule.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
 import { checkCommandPrograms } from '../policy/command-policy.js';
@@ -204,10 +205,11 @@ function applyUnlessChanged(changes: FileChange[]): void {
 /**
  * What a remembered command rule must cover: every simple command of the line (pipelines, lists
  * and nested `$(…)` alike, as the command policy splits them) and the working directory. A line
- * that does not parse gets no target, so no rule can wave it through.
+ * that does not parse gets no target, so no rule can wave it through; nor does a command that sets
+ * environment variables, asks for the network or sees secrets (commandReachesBeyondRules).
  */
 export function commandRuleTarget(args: ActionArgs<'runCommand'>, roots: readonly string[]): RuleTarget | null {
-  if (roots.length === 0) return null;
+  if (roots.length === 0 || commandReachesBeyondRules(args) !== null) return null;
   const cwd = args.cwd ? (path.isAbsolute(args.cwd) ? args.cwd : path.resolve(roots[0]!, args.cwd)) : roots[0]!;
   if (args.argv) return { kind: 'command', pipeline: [args.argv], cwd };
   const parsed = splitCommandLine(args.command ?? '');

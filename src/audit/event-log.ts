@@ -31,6 +31,8 @@ export const EVENT_KINDS = [
   'step.reverted',
   'step.revert_forced',
   'capability.call',
+  /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
+  'rule.applied',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -1,4 +1,7 @@
+import { whyNotARulePrefix } from './program-runners.js';
 import type { Risk } from './risk.js';
+import type { StepRecord } from './step-record.js';
+import type { Step } from './step.js';
 
 /*
  * "Approve and remember": a person's yes turned into a policy rule. Pure types, words and
@@ -9,51 +12,115 @@ import type { Risk } from './risk.js';
 /** The highest risk a rule may cover: at most the risk of the step it was made from, never CRITICAL. */
 export type RuleRisk = Exclude<Risk, 'CRITICAL'>;
 
-export type RememberedRule =
+/** What a rule reaches: which commands, files or hosts, and up to which risk. */
+export type RuleReach =
   | {
-      id: string;
       kind: 'command';
-      /** argv tokens a command must start with, token for token: ["npm", "test"] covers `npm test -- -u`, not `npm testing`. */
+      /** argv tokens a command must start with, token for token: ["npm", "test"] covers `npm test -- -u`, not `npm testing`. Never a wrapper or interpreter (src/domain/program-runners.ts). */
       prefix: string[];
       /** The command must run with its working directory inside this root. */
       root: string;
       maxRisk: RuleRisk;
-      createdAt: string;
     }
   | {
-      id: string;
       kind: 'file';
       root: string;
       /** Relative to root, picomatch syntax: `src/**`, `docs/*.md`, or one exact file. */
       glob: string;
       maxRisk: RuleRisk;
-      createdAt: string;
     }
   | {
-      id: string;
       kind: 'url';
       /** Exact host name, lower case; subdomains are not covered. */
       host: string;
       maxRisk: RuleRisk;
-      createdAt: string;
     };
 
-export type RememberedRuleDraft = RememberedRule extends infer R ? (R extends RememberedRule ? Omit<R, 'id' | 'createdAt'> : never) : never;
+/**
+ * Whose steps a rule covers: the person's own (proposed from the window or the CLI), or one
+ * agent's. A yes given to one agent's step is not a yes to every agent that proposes the same.
+ */
+export type RuleProposer = { kind: 'person' } | { kind: 'agent'; agentId: string };
+
+/** Who a rule is for and how long it lasts; the rest of a rule beside its reach. */
+export interface RuleScope {
+  proposer: RuleProposer;
+  /** ISO time after which the rule no longer matches; absent = until the person removes it. */
+  expiresAt?: string;
+}
+
+export type RememberedRule = RuleReach &
+  RuleScope & {
+    id: string;
+    createdAt: string;
+    /**
+     * Set on rules saved before rules named whom they cover: they were read as the person's own
+     * (never any agent's), and Settings says so.
+     */
+    madeBeforeScoping?: true;
+  };
+
+export type RememberedRuleDraft = RuleReach & RuleScope;
+
+/**
+ * The proposer a step's rule is scoped to, or null when the step says too little to tell one
+ * agent from another (no rule is offered then). The one place that reads a step's identity for
+ * rules: today an agent is known by the client name its MCP session was opened with
+ * (`meta.client`); when the host issues an id per agent connection, return that id here.
+ */
+export function proposerOf(step: Pick<Step, 'meta'>): RuleProposer | null {
+  if (step.meta.origin === 'user') return { kind: 'person' };
+  const client = step.meta.client;
+  return client ? { kind: 'agent', agentId: client } : null;
+}
+
+export function sameProposer(left: RuleProposer, right: RuleProposer): boolean {
+  return left.kind === right.kind && (left.kind === 'person' || left.agentId === (right as Extract<RuleProposer, { kind: 'agent' }>).agentId);
+}
+
+/** Expired rules never match; an expiry that does not parse counts as expired (fail closed). */
+export function isRuleExpired(rule: Pick<RuleScope, 'expiresAt'>, now: Date): boolean {
+  if (rule.expiresAt === undefined) return false;
+  const at = Date.parse(rule.expiresAt);
+  return !Number.isFinite(at) || at <= now.getTime();
+}
+
+/** How long a remembered rule may last, as the dialog offers it. */
+export const RULE_LIFETIMES = {
+  hour: { label: '1 hour', ms: 3_600_000 },
+  day: { label: '1 day', ms: 86_400_000 },
+  week: { label: '1 week', ms: 7 * 86_400_000 },
+  never: { label: 'Until I remove it', ms: null },
+} as const satisfies Record<string, { label: string; ms: number | null }>;
+export type RuleLifetime = keyof typeof RULE_LIFETIMES;
+export const RULE_LIFETIME_NAMES = Object.keys(RULE_LIFETIMES) as RuleLifetime[];
+
+export function expiryFor(lifetime: RuleLifetime, now: Date): string | undefined {
+  const ms = RULE_LIFETIMES[lifetime].ms;
+  return ms === null ? undefined : new Date(now.getTime() + ms).toISOString();
+}
 
 function quoteArgv(tokens: readonly string[]): string {
   return tokens.map((token) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(token) ? token : JSON.stringify(token))).join(' ');
 }
 
+/** Whose steps, in words: "steps of agent claude-code" or "steps you propose yourself". */
+export function describeProposer(proposer: RuleProposer): string {
+  return proposer.kind === 'person' ? 'steps you propose yourself (from this window or the CLI)' : `steps of agent ${JSON.stringify(proposer.agentId)}`;
+}
+
 /** The rule's reach in one sentence, shown before it is saved and in Settings. */
-export function describeRule(rule: RememberedRuleDraft): string {
+export function describeRule(rule: RuleReach & Partial<RuleScope>): string {
   const upTo = `(up to ${rule.maxRisk} risk)`;
+  const whose = rule.proposer ? ` for ${describeProposer(rule.proposer)}` : '';
+  const until = rule.proposer ? (rule.expiresAt ? ` Until ${rule.expiresAt.replace('T', ' ').slice(0, 16)} UTC.` : ' Until you remove it.') : '';
   switch (rule.kind) {
     case 'command':
-      return `Future \`${quoteArgv(rule.prefix)} …\` commands run in ${rule.root} will run without asking ${upTo}. Only commands that start with exactly these ${rule.prefix.length} word(s) match; in a pipeline, every command must be covered by a rule.`;
+      return `Future \`${quoteArgv(rule.prefix)} …\` commands${whose} run in ${rule.root} will run without asking ${upTo}. Only commands that start with exactly these ${rule.prefix.length} word(s) match; in a pipeline, every command must be covered by a rule. Commands that set environment variables, use the network or see secret files still ask.${until}`;
     case 'file':
-      return `Future writes and deletes of files matching ${rule.glob} under ${rule.root} will run without asking ${upTo}. Riskier steps (such as secret-looking files) and other paths still ask.`;
+      return `Future writes and deletes of files matching ${rule.glob} under ${rule.root}${whose} will run without asking ${upTo}. Riskier steps (such as secret-looking files) and other paths still ask.${until}`;
     case 'url':
-      return `Future URLs on ${rule.host} will open without asking ${upTo}. Other hosts, including subdomains of ${rule.host}, still ask.`;
+      return `Future URLs on ${rule.host}${whose} will open without asking ${upTo}. Other hosts, including subdomains of ${rule.host}, still ask.${until}`;
   }
 }
 
@@ -88,7 +155,7 @@ function literalGlob(relativePath: string): string {
 
 export interface RuleChoice {
   label: string;
-  draft: RememberedRuleDraft;
+  draft: RuleReach;
 }
 
 /**
@@ -110,13 +177,17 @@ export function fileRuleChoices(requested: string, roots: readonly string[], max
   return choices;
 }
 
-/** For a command: its program plus one word per choice (`git`, `git status`, …), up to the whole argv. */
+/**
+ * For a command: its program plus one word per choice (`git`, `git status`, …), up to three words.
+ * None at all when its program runs other programs (a wrapper, shell or interpreter, or words
+ * like `find -exec`): any prefix of such a command would cover every program.
+ */
 export function commandRuleChoices(argv: readonly string[], root: string, maxRisk: RuleRisk): RuleChoice[] {
   const choices: RuleChoice[] = [];
+  if (whyNotARulePrefix(argv) !== null) return choices;
   for (let length = Math.min(argv.length, 3); length >= 1; length--) {
     const prefix = argv.slice(0, length);
-    // A shell or interpreter prefix would cover any program it is handed: only its whole argv is offered.
-    if (length < argv.length && /^(sh|bash|zsh|dash|node|python3?|perl|ruby|env|sudo|npx|xargs|eval|exec)$/.test(prefix[0]!)) continue;
+    if (whyNotARulePrefix(prefix) !== null) continue;
     choices.push({ label: quoteArgv(prefix), draft: { kind: 'command', prefix, root, maxRisk } });
   }
   return choices;
@@ -135,5 +206,51 @@ export function hostOf(url: string): string | null {
     return parsed.hostname.toLowerCase().replace(/\.$/, '') || null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * Why no rule covers this command whatever its words, or null. Environment variables can make any
+ * program run others (LD_PRELOAD, NODE_OPTIONS, GIT_PAGER, BASH_ENV, npm_config_script_shell), and
+ * the network and secret files are reach a person grants one step at a time.
+ */
+export function commandReachesBeyondRules(args: { env?: Record<string, string>; network?: 'none' | 'allowlist'; allowSecrets?: readonly string[] }): string | null {
+  if (args.env && Object.keys(args.env).length > 0) return 'it sets environment variables, which can make any program run others';
+  if (args.network === 'allowlist') return 'it asks for the network';
+  if (args.allowSecrets && args.allowSecrets.length > 0) return 'it asks to see secret-looking files';
+  return null;
+}
+
+/**
+ * The rules a person may remember for a step waiting for them: none for CRITICAL or denied
+ * steps, none when the proposer cannot be told apart, none for actions no rule can cover. The
+ * window offers these and the core accepts only these (Executor.rememberRule), so a rule never
+ * reaches further than a choice the person was shown.
+ */
+export function ruleChoicesForStep(record: Pick<StepRecord, 'step' | 'status' | 'evaluation'>, workspaceRoots: readonly string[]): RuleChoice[] {
+  const risk = record.evaluation?.risk;
+  if (record.status !== 'awaiting_consent' || !risk || risk === 'CRITICAL' || record.evaluation?.allowed === false) return [];
+  if (!proposerOf(record.step)) return [];
+  const maxRisk = risk as RuleRisk;
+  const step = record.step;
+  switch (step.action) {
+    case 'writeFile':
+    case 'deleteFile':
+      return fileRuleChoices(step.args.path, workspaceRoots, maxRisk);
+    case 'openURL':
+      return urlRuleChoices(step.args.url, maxRisk);
+    case 'runCommand': {
+      const args = step.args;
+      // A shell line is offered no rule from here: which words form each of its commands is the
+      // core's parse, and a guess would reach too far.
+      if (!args.argv || commandReachesBeyondRules(args) !== null) return [];
+      const base = workspaceRoots[0]?.replace(/\/+$/, '');
+      if (!base) return [];
+      if (args.cwd !== undefined && args.cwd.split('/').includes('..')) return [];
+      const cwd = args.cwd === undefined ? base : args.cwd.startsWith('/') ? args.cwd.replace(/\/+$/, '') : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '');
+      return commandRuleChoices(args.argv, cwd || '/', maxRisk);
+    }
+    default:
+      return [];
   }
 }

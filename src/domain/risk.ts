@@ -19,4 +19,6 @@ export interface Evaluation {
   reasons: string[];
   mitigations: string[];
   reversible: boolean;
+  /** The remembered rules that let this step run without asking (their ids), when rules did. */
+  approvedByRules?: string[];
 }

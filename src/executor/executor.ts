@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
 import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
@@ -25,6 +26,7 @@ import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { stepHash, type Step } from '../domain/step.js';
+import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
@@ -38,6 +40,7 @@ import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js'
 import { ensureDataDir } from '../store/data-dir.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
+import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 
@@ -105,6 +108,14 @@ export function previewHashOf(preview: Preview): string {
   return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
 }
 
+function canonicalOrNull(value: unknown): string | null {
+  try {
+    return canonicalJson(value);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The facade: every surface (CLI, IPC, MCP) drives steps through these methods and nothing else.
  * One instance per data directory per machine, guarded by the data-directory lock.
@@ -115,6 +126,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly lock: DataDirLock;
   private readonly steps: StepRepository;
   private readonly kb: KbRepository;
+  private readonly ruleHits: RuleHitRepository;
   private readonly blobs: BlobStore;
   private readonly audit: AuditTrail;
   private readonly auditLog: SignedAuditLog;
@@ -141,6 +153,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.audit = this.notifyingTrail(auditLog);
     this.steps = new StepRepository(db, this.audit);
     this.kb = new KbRepository(db);
+    this.ruleHits = new RuleHitRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
@@ -212,6 +225,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const before = this.policy;
     this.db.transaction(() => {
       this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
+      this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
       savePolicy(this.dataDir, parsed.data);
     })();
     const policy = this.reloadPolicy();
@@ -256,12 +270,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return record;
   }
 
-  /** The policy's verdict on a step, without storing anything. */
+  /** The policy's verdict on a step, without storing anything. Remembered rules count only for the step's own proposer. */
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
     const hints = module.assess(args, this.context(step.id));
     const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
-    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir) : null;
+    const ruleContext = { proposer: proposerOf(step), now: new Date() };
+    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
     return weighHints(hints, this.policy, module.reversible, remembered);
   }
 
@@ -303,7 +318,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
       if (weighed.evaluation.consent === 'none' && preview.ok) {
         const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-        this.emitStep(this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash } }));
+        const ruleIds = weighed.evaluation.approvedByRules ?? [];
+        // The approval, each rule's rule.applied record and its hit count commit together or not at all.
+        this.emitStep(this.db.transaction(() => {
+          const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) } });
+          for (const ruleId of ruleIds) {
+            this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+            this.ruleHits.record(ruleId, step.id, approval.at);
+          }
+          return approved;
+        })());
       } else {
         this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
           detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
@@ -383,7 +407,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
    * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
    */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean } = {}): Promise<StepRecord> {
+  async approve(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
@@ -396,9 +420,59 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       });
     }
     const approval = { by: actor, at: new Date().toISOString(), stepHash: stepHash(record.step), previewHash: record.previewHash };
-    this.emitStep(this.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] }));
+    this.emitStep(this.db.transaction(() => {
+      const approved = this.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
+      // What must commit with this yes or not at all (approveAndRemember's rule).
+      options.alongside?.();
+      return approved;
+    })());
     if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
     return this.steps.get(stepId);
+  }
+
+  /**
+   * "Approve and remember": the person's yes to this step, and a rule for similar steps of the same
+   * proposer, saved in the approval's transaction. The rule must be one of the choices the window
+   * offers for this step (ruleChoicesForStep), so nothing reaches further than what was shown; it
+   * is scoped to the step's proposer and lasts for the chosen lifetime.
+   */
+  async approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
+    const record = this.steps.get(stepId);
+    const proposer = proposerOf(record.step);
+    const wanted = canonicalOrNull(options.rule);
+    const chosen = ruleChoicesForStep(record, this.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
+    if (!chosen || !proposer) {
+      throw new ExecutorError('INVALID_INPUT', `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`, { stepId });
+    }
+    if (!Object.hasOwn(RULE_LIFETIMES, options.lifetime)) {
+      throw new ExecutorError('INVALID_INPUT', `A rule lasts ${Object.keys(RULE_LIFETIMES).join(', ')}; "${String(options.lifetime)}" is none of them.`, { lifetime: options.lifetime });
+    }
+    const now = new Date();
+    const expiresAt = expiryFor(options.lifetime, now);
+    const rule = { ...chosen.draft, id: `rule-${randomBytes(6).toString('hex')}`, createdAt: now.toISOString(), proposer, ...(expiresAt ? { expiresAt } : {}) } as RememberedRule;
+    const next = PolicySchema.safeParse({ ...this.policy, remembered: [...this.policy.remembered, rule] });
+    if (!next.success) {
+      const issues = describeIssues(next.error);
+      throw new ExecutorError('POLICY_INVALID', `The rule cannot be saved: ${issues.join('; ')}`, { issues });
+    }
+    const before = this.policy;
+    const step = await this.approve(stepId, actor, {
+      previewHash: options.previewHash,
+      execute: false,
+      alongside: () => {
+        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule } });
+        // The file is written last: if it fails, the approval and the record roll back with it.
+        savePolicy(this.dataDir, next.data);
+      },
+    });
+    this.emit('policy', this.reloadPolicy());
+    if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
+    return { step: this.steps.get(step.step.id), rule };
+  }
+
+  /** How often each remembered rule approved a step, and when it last did. */
+  listRuleHits(): RuleHits[] {
+    return this.ruleHits.all();
   }
 
   async reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {

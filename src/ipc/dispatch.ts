@@ -9,7 +9,7 @@ import { channelMayCall, isMethodName, METHODS, type MethodName } from './method
  * while a plan proposed over the socket is still being previewed waits its turn instead of
  * interleaving with it. Reads never wait.
  */
-const MUTATING: ReadonlySet<MethodName> = new Set<MethodName>(['propose', 'simulateStep', 'approve', 'reject', 'cancel', 'executeStep', 'revertStep', 'setPolicy']);
+const MUTATING: ReadonlySet<MethodName> = new Set<MethodName>(['propose', 'simulateStep', 'approve', 'approveAndRemember', 'reject', 'cancel', 'executeStep', 'revertStep', 'setPolicy']);
 
 const queues = new WeakMap<Executor, Promise<unknown>>();
 

@@ -51,6 +51,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
   approve: (executor, { stepId, previewHash, execute }, { actor }) => executor.approve(stepId, actor, { previewHash, execute }),
+  approveAndRemember: (executor, { stepId, previewHash, execute, rule, lifetime }, { actor }) => executor.approveAndRemember(stepId, actor, { previewHash, execute, rule, lifetime }),
+  listRuleHits: (executor) => executor.listRuleHits(),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
   cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
   executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),

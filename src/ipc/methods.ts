@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RULE_LIFETIME_NAMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import {
   AuditExportWireSchema,
@@ -70,6 +71,25 @@ export const METHODS = {
     result: StepRecordSchema,
     channels: PERSON_CHANNELS,
     description: "the person's yes, bound to the step's hash and to the preview they saw",
+  }),
+  approveAndRemember: method({
+    params: z.strictObject({
+      stepId,
+      previewHash: z.string().max(128).optional(),
+      execute: z.boolean().optional(),
+      /** One of the choices ruleChoicesForStep offers for this step (its `draft`); the core refuses any other. */
+      rule: z.unknown(),
+      lifetime: z.enum(RULE_LIFETIME_NAMES as [RuleLifetime, ...RuleLifetime[]]),
+    }),
+    result: z.object({ step: StepRecordSchema, rule: z.custom<RememberedRule>((value) => typeof value === 'object' && value !== null) }),
+    channels: PERSON_CHANNELS,
+    description: "the person's yes plus a rule, scoped to the step's proposer, that approves similar steps until it expires",
+  }),
+  listRuleHits: method({
+    params: noParams,
+    result: z.array(z.object({ ruleId: z.string(), hits: z.number(), lastHitAt: z.string(), lastStepId: z.string() })),
+    channels: PERSON_CHANNELS,
+    description: 'how often each remembered rule approved a step, and when it last did',
   }),
   reject: method({
     params: z.strictObject({ stepId, reason: z.string().min(1).max(2000) }),

@@ -55,6 +55,7 @@ export const EvaluationSchema = z.object({
   reasons: z.array(z.string()),
   mitigations: z.array(z.string()),
   reversible: z.boolean(),
+  approvedByRules: z.array(z.string()).optional(),
 });
 
 export const FileChangePreviewSchema = z.object({

@@ -168,8 +168,10 @@ export function weighEffects(evaluation: Evaluation, rating: EffectRating): Eval
   const risk = maxRisk(evaluation.risk, rating.risk);
   const mustAsk = rating.asked.length > 0 || riskRank(risk) > riskRank(evaluation.risk);
   if (evaluation.consent === 'none' && mustAsk) {
+    // The rules that would have approved it did not: they must not be counted or recorded as applied.
+    const { approvedByRules: _notApplied, ...asked } = evaluation;
     return {
-      ...evaluation,
+      ...asked,
       risk,
       consent: 'confirm',
       reasons: [...reasons, 'The policy would have approved the command line without asking, but what it changes needs your consent.'],

@@ -31,7 +31,7 @@ export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boole
   }
   if (rememberedRules && rememberedRules.length > 0) {
     for (const rule of rememberedRules) mitigations.push(`Approved without asking by remembered rule ${rule.id}: ${describeRule(rule)}`);
-    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible };
+    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible, approvedByRules: [...new Set(rememberedRules.map((rule) => rule.id))] };
   }
   return { allowed: true, risk, consent: 'confirm', reasons, mitigations, reversible };
 }

@@ -3,30 +3,51 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
+import { whyNotARulePrefix } from '../domain/program-runners.js';
 import type { RememberedRule } from '../domain/remembered-rule.js';
 
 const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
 const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
 const ruleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9._:-]+$/);
 
+/** Whose steps a rule covers (RuleProposer): the person's own, or one agent's by its identity. */
+const ruleProposer = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('person') }),
+  z.strictObject({ kind: z.literal('agent'), agentId: z.string().min(1).max(200) }),
+]);
+
+/** Fields every rule has beside its reach: who it is for, when it ends, when it was made. */
+const ruleScope = {
+  id: ruleId,
+  maxRisk: ruleRisk,
+  createdAt: z.string(),
+  proposer: ruleProposer,
+  expiresAt: z.iso.datetime({ offset: true, message: 'expiresAt is an ISO date and time, e.g. 2026-01-31T12:00:00Z' }).optional(),
+  madeBeforeScoping: z.literal(true).optional(),
+};
+
 /**
  * "Approve and remember" rules (shapes and words in src/domain/remembered-rule.ts). Each reaches
- * no further than its fields say, and never past the risk of the step it was made from.
+ * no further than its fields say, and never past the risk of the step it was made from. A command
+ * rule never starts with a program that runs other programs (src/domain/program-runners.ts),
+ * however the rule arrives: from the window, setPolicy or a hand-edited policy.json.
  */
 export const RememberedRuleSchema = z.discriminatedUnion('kind', [
   z.strictObject({
-    id: ruleId,
+    ...ruleScope,
     kind: z.literal('command'),
     prefix: z
       .array(z.string().min(1).max(200))
       .min(1, 'a command rule needs at least the program name')
-      .max(20),
+      .max(20)
+      .superRefine((prefix, ctx) => {
+        const refusal = whyNotARulePrefix(prefix);
+        if (refusal) ctx.addIssue({ code: 'custom', message: refusal });
+      }),
     root: absoluteRoot,
-    maxRisk: ruleRisk,
-    createdAt: z.string(),
   }),
   z.strictObject({
-    id: ruleId,
+    ...ruleScope,
     kind: z.literal('file'),
     root: absoluteRoot,
     glob: z
@@ -34,21 +55,28 @@ export const RememberedRuleSchema = z.discriminatedUnion('kind', [
       .min(1)
       .max(500)
       .refine((glob) => !glob.startsWith('/') && !glob.split('/').includes('..'), { message: 'a file rule glob is relative to its root and stays inside it' }),
-    maxRisk: ruleRisk,
-    createdAt: z.string(),
   }),
   z.strictObject({
-    id: ruleId,
+    ...ruleScope,
     kind: z.literal('url'),
     host: z
       .string()
       .min(1)
       .max(253)
       .regex(/^[a-z0-9.-]+$/, 'a URL rule names one host in lower case, without scheme, port or wildcard'),
-    maxRisk: ruleRisk,
-    createdAt: z.string(),
   }),
 ]);
+
+/**
+ * Rules saved before rules named whom they cover have no `proposer`. They load as the person's own
+ * rules, flagged: the safe reading, since such a rule may have been made from any agent's step and
+ * reading it as "any agent" would hand every agent what one was given. Agents' identical steps ask
+ * again, and Settings shows the flag so the person can remove the rule or make it again.
+ */
+export function upgradeUnscopedRule(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || 'proposer' in raw) return raw;
+  return { ...raw, proposer: { kind: 'person' }, madeBeforeScoping: true };
+}
 
 export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
 export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
@@ -137,7 +165,18 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
-  remembered: z.array(RememberedRuleSchema).max(1000).default([]),
+  remembered: z
+    .array(z.preprocess(upgradeUnscopedRule, RememberedRuleSchema))
+    .max(1000)
+    // Hit counts, notices and removal go by id: two rules with one id would be counted and removed as one.
+    .superRefine((rules, ctx) => {
+      const seen = new Set<string>();
+      for (const rule of rules) {
+        if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', message: `remembered rule ids must be unique; "${rule.id}" appears more than once` });
+        seen.add(rule.id);
+      }
+    })
+    .default([]),
 });
 export type Policy = z.infer<typeof PolicySchema>;
 export type LightSandboxPolicy = Policy['lightSandbox'];
@@ -228,5 +267,11 @@ export function savePolicy(dataDir: string, policy: Policy): void {
   const file = path.join(dataDir, POLICY_FILE);
   const temp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(temp, JSON.stringify(PolicySchema.parse(policy), null, 2) + '\n', { mode: 0o600 });
-  fs.renameSync(temp, file);
+  try {
+    fs.renameSync(temp, file);
+  } catch (error) {
+    // The old file stays in force; leave no half-saved copy beside it.
+    fs.rmSync(temp, { force: true });
+    throw error;
+  }
 }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
-import { hostOf, type RememberedRule } from '../domain/remembered-rule.js';
+import { runsOtherPrograms, whyNotARulePrefix } from '../domain/program-runners.js';
+import { hostOf, isRuleExpired, sameProposer, type RememberedRule, type RuleProposer } from '../domain/remembered-rule.js';
 import { riskRank, type Risk } from '../domain/risk.js';
 import { guardPath } from './path-guard.js';
 
@@ -10,6 +11,7 @@ import { guardPath } from './path-guard.js';
  * prefixes (not string prefixes), real paths under the rule's own root, exact hosts. The common
  * failure of remembered approvals is matching too much; the second is never matching again, so
  * paths are compared after resolving symlinks on both sides and hosts after case folding.
+ * A rule also covers only the steps of the proposer it was made for, and only until it expires.
  */
 
 /** What a step touches, as far as rules care. Action modules say it (ActionModule.ruleTarget). */
@@ -23,6 +25,16 @@ export type RuleTarget =
 export function commandMatchesPrefix(argv: readonly string[], prefix: readonly string[]): boolean {
   if (prefix.length === 0 || argv.length < prefix.length) return false;
   return prefix.every((token, index) => argv[index] === token);
+}
+
+/**
+ * Whether a command rule covers one command. Refused whatever the prefix says when the command's
+ * words make it able to run another program (`find . -exec …`, `git -c … log`), and when the rule
+ * itself names such a program (a rule that slipped past the policy schema): defence in depth.
+ */
+export function commandRuleCovers(prefix: readonly string[], argv: readonly string[]): boolean {
+  if (whyNotARulePrefix(prefix) !== null || runsOtherPrograms(argv) !== null) return false;
+  return commandMatchesPrefix(argv, prefix);
 }
 
 function isInside(parent: string, child: string): boolean {
@@ -47,7 +59,7 @@ export function pipelineCoveredBy(pipeline: readonly (readonly string[])[], cwd:
   const realCwd = realOrResolved(cwd);
   const used: RememberedRule[] = [];
   for (const argv of pipeline) {
-    const rule = rules.find((candidate) => candidate.kind === 'command' && isInside(realOrResolved(candidate.root), realCwd) && commandMatchesPrefix(argv, candidate.prefix));
+    const rule = rules.find((candidate) => candidate.kind === 'command' && isInside(realOrResolved(candidate.root), realCwd) && commandRuleCovers(candidate.prefix, argv));
     if (!rule) return null;
     used.push(rule);
   }
@@ -69,23 +81,38 @@ export function urlRuleMatches(rule: Extract<RememberedRule, { kind: 'url' }>, u
   return host !== null && host === rule.host;
 }
 
+/** Who proposed the step being weighed, and when: rules for other proposers, or expired, do not count. */
+export interface RuleContext {
+  /** From proposerOf(step); null when the step's proposer cannot be told apart, so no rule covers it. */
+  proposer: RuleProposer | null;
+  now: Date;
+}
+
+/** The rules that may cover a step of this proposer now: its own, not expired, within their risk. */
+export function rulesInScope(rules: readonly RememberedRule[], risk: Risk, context: RuleContext): RememberedRule[] {
+  const proposer = context.proposer;
+  if (!proposer) return [];
+  return rules.filter((rule) => riskRank(risk) <= riskRank(rule.maxRisk) && !isRuleExpired(rule, context.now) && rule.proposer !== undefined && sameProposer(rule.proposer, proposer));
+}
+
 /**
  * The rules that let a step of this risk run without asking, or null. Each rule covers no more
- * than its own maxRisk; for a pipeline every command needs such a rule.
+ * than its own maxRisk, its own proposer and its lifetime; for a pipeline every command needs such a rule.
  */
-export function rulesAllowing(target: RuleTarget, risk: Risk, rules: readonly RememberedRule[], workspaceRoots: readonly string[], dataDir: string): RememberedRule[] | null {
+export function rulesAllowing(target: RuleTarget, risk: Risk, rules: readonly RememberedRule[], workspaceRoots: readonly string[], dataDir: string, context: RuleContext): RememberedRule[] | null {
   if (risk === 'CRITICAL') return null;
-  const strongEnough = rules.filter((rule) => riskRank(risk) <= riskRank(rule.maxRisk));
+  const inScope = rulesInScope(rules, risk, context);
+  if (inScope.length === 0) return null;
   switch (target.kind) {
     case 'file': {
-      const rule = strongEnough.find((candidate) => candidate.kind === 'file' && fileRuleMatches(candidate, target.path, workspaceRoots, dataDir));
+      const rule = inScope.find((candidate) => candidate.kind === 'file' && fileRuleMatches(candidate, target.path, workspaceRoots, dataDir));
       return rule ? [rule] : null;
     }
     case 'url': {
-      const rule = strongEnough.find((candidate) => candidate.kind === 'url' && urlRuleMatches(candidate, target.url));
+      const rule = inScope.find((candidate) => candidate.kind === 'url' && urlRuleMatches(candidate, target.url));
       return rule ? [rule] : null;
     }
     case 'command':
-      return pipelineCoveredBy(target.pipeline, target.cwd, strongEnough);
+      return pipelineCoveredBy(target.pipeline, target.cwd, inScope);
   }
 }

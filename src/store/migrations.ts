@@ -106,4 +106,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_records_channel ON audit_records(json_extract(body, '$.userId.channel'), seq);
   CREATE INDEX audit_records_user ON audit_records(json_extract(body, '$.userId.user'), seq);
   `,
+  // How often each remembered rule approved a step. Here, not in policy.json: a hit is counted in
+  // the same transaction as the approval and its rule.applied record, and counting never rewrites
+  // the file the person edits.
+  `
+  CREATE TABLE rule_hits (
+    rule_id      TEXT PRIMARY KEY,
+    hits         INTEGER NOT NULL,
+    last_hit_at  TEXT NOT NULL,
+    last_step_id TEXT NOT NULL
+  );
+  `,
 ];

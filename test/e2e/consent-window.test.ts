@@ -166,7 +166,8 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const dialog = page.getByRole('dialog', { name: 'Approve and remember' });
     await expect.poll(() => dialog.getByTestId('rule-words').textContent()).toMatch(/files matching src\/a\.ts under .* \(up to MEDIUM risk\)/);
     await dialog.getByLabel('Anything under src/').check();
-    expect(await dialog.getByTestId('rule-words').textContent()).toBe(`Future writes and deletes of files matching src/** under ${workspace} will run without asking (up to MEDIUM risk). Riskier steps (such as secret-looking files) and other paths still ask.`);
+    await dialog.getByLabel('Remember for').selectOption('never');
+    expect(await dialog.getByTestId('rule-words').textContent()).toBe(`Future writes and deletes of files matching src/** under ${workspace} for steps you propose yourself (from this window or the CLI) will run without asking (up to MEDIUM risk). Riskier steps (such as secret-looking files) and other paths still ask. Until you remove it.`);
     await screenshots(page, 'queue-remember');
     await dialog.getByRole('button', { name: 'Approve and save rule' }).click();
     await expect.poll(() => fs.existsSync(path.join(workspace, 'src', 'a.ts')), { timeout: 15_000 }).toBe(true);

@@ -12,12 +12,12 @@ function executorWithRule(prefix: string[]): { executor: Executor; workspace: st
   const setup = tempSetup();
   const executor = Executor.open(setup.dataDir);
   open.push(executor);
-  const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString() };
+  const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-a' } };
   executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, { user: "me", channel: "cli" });
   return { executor, workspace: setup.workspace };
 }
 
-const command = (args: Record<string, unknown>): Step => StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta: { origin: 'agent' } });
+const command = (args: Record<string, unknown>): Step => StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta: { origin: 'agent', client: 'agent-a' } });
 
 describe('remembered command rules, evaluated on runCommand steps', () => {
   it('covers the remembered prefix with more arguments, in the root', () => {

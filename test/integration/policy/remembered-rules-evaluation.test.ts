@@ -17,7 +17,7 @@ describe('remembered rules when a step is evaluated', () => {
     const executor = Executor.open(dataDir);
     opened.push(executor);
     const person = actorFor('window');
-    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString() }] }, person);
+    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent 1' } }] }, person);
 
     const records = await executor.propose({
       planId: 'p1',

@@ -156,7 +156,7 @@ describe('weighEffects', () => {
 
   it('takes away an approval a remembered rule or autoApprove gave, with the policy\'s own wording', () => {
     const hints = { risk: 'HIGH' as const, reasons: ['Runs `npm test`.'], mitigations: [] };
-    const rule = { id: 'r1', kind: 'command' as const, prefix: ['npm', 'test'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00Z' };
+    const rule = { id: 'r1', kind: 'command' as const, prefix: ['npm', 'test'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00Z', proposer: { kind: 'person' as const } };
     const byRule = evaluateStep(hints, defaultPolicy(), true, [rule]);
     const byLevel = evaluateStep(hints, PolicySchema.parse({ autoApprove: 'HIGH' }), true);
     for (const evaluation of [byRule, byLevel]) {

@@ -3,10 +3,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RememberedRule } from '../../../src/domain/remembered-rule.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
-import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches } from '../../../src/policy/remembered-rules.js';
+import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches, type RuleTarget } from '../../../src/policy/remembered-rules.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 const at = '2026-01-01T00:00:00.000Z';
+const person = { kind: 'person' } as const;
+const mine = { proposer: person, now: new Date(at) };
 
 describe('command prefix rules', () => {
   it('match token for token, never as a string prefix', () => {
@@ -24,8 +26,8 @@ describe('command prefix rules', () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, 'proj', 'sub'), { recursive: true });
     const rules: RememberedRule[] = [
-      { id: 'r1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
-      { id: 'r2', kind: 'command', prefix: ['tee', 'out.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+      { id: 'r1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'r2', kind: 'command', prefix: ['tee', 'out.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
     ];
     const cwd = path.join(root, 'proj', 'sub');
     expect(pipelineCoveredBy([['npm', 'test']], cwd, rules)?.map((rule) => rule.id)).toEqual(['r1']);
@@ -41,7 +43,7 @@ describe('command prefix rules', () => {
     fs.mkdirSync(path.join(base, 'proj'));
     fs.mkdirSync(path.join(base, 'elsewhere'));
     fs.symlinkSync(path.join(base, 'elsewhere'), path.join(base, 'proj', 'link'));
-    const rules: RememberedRule[] = [{ id: 'r1', kind: 'command', prefix: ['make'], root: path.join(base, 'proj'), maxRisk: 'LOW', createdAt: at }];
+    const rules: RememberedRule[] = [{ id: 'r1', kind: 'command', prefix: ['make'], root: path.join(base, 'proj'), maxRisk: 'LOW', createdAt: at, proposer: person }];
     expect(pipelineCoveredBy([['make']], path.join(base, 'proj'), rules)).not.toBeNull();
     expect(pipelineCoveredBy([['make']], path.join(base, 'proj', 'link'), rules)).toBeNull();
   });
@@ -56,14 +58,14 @@ describe('file glob rules', () => {
     fs.mkdirSync(path.join(base, 'outside'));
     fs.mkdirSync(dataDir);
     fs.symlinkSync(path.join(base, 'outside'), path.join(root, 'src', 'escape'));
-    const rule: Extract<RememberedRule, { kind: 'file' }> = { id: 'f1', kind: 'file', root, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at };
+    const rule: Extract<RememberedRule, { kind: 'file' }> = { id: 'f1', kind: 'file', root, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at, proposer: person };
     expect(fileRuleMatches(rule, path.join(root, 'src', 'a.ts'), [root], dataDir)).toBe(true);
     expect(fileRuleMatches(rule, 'src/deep/b.ts', [root], dataDir)).toBe(true);
     expect(fileRuleMatches(rule, path.join(root, 'README.md'), [root], dataDir)).toBe(false);
     expect(fileRuleMatches(rule, path.join(root, 'src', '..', 'README.md'), [root], dataDir)).toBe(false);
     // Through a symlink out of the root the guard refuses, so the rule never applies.
     expect(fileRuleMatches(rule, path.join(root, 'src', 'escape', 'x.ts'), [root], dataDir)).toBe(false);
-    const exact: Extract<RememberedRule, { kind: 'file' }> = { id: 'f2', kind: 'file', root, glob: 'notes/todo\\[1\\].md', maxRisk: 'MEDIUM', createdAt: at };
+    const exact: Extract<RememberedRule, { kind: 'file' }> = { id: 'f2', kind: 'file', root, glob: 'notes/todo\\[1\\].md', maxRisk: 'MEDIUM', createdAt: at, proposer: person };
     expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo[1].md'), [root], dataDir)).toBe(true);
     expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo1.md'), [root], dataDir)).toBe(false);
   });
@@ -72,15 +74,15 @@ describe('file glob rules', () => {
     const base = tempDir();
     const root = path.join(base, 'ws');
     fs.mkdirSync(root);
-    const rules: RememberedRule[] = [{ id: 'f1', kind: 'file', root, glob: '**', maxRisk: 'MEDIUM', createdAt: at }];
-    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'MEDIUM', rules, [root], path.join(base, 'data'))).toHaveLength(1);
-    expect(rulesAllowing({ kind: 'file', path: path.join(root, '.env') }, 'HIGH', rules, [root], path.join(base, 'data'))).toBeNull();
-    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'CRITICAL', rules, [root], path.join(base, 'data'))).toBeNull();
+    const rules: RememberedRule[] = [{ id: 'f1', kind: 'file', root, glob: '**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }];
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'MEDIUM', rules, [root], path.join(base, 'data'), mine)).toHaveLength(1);
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, '.env') }, 'HIGH', rules, [root], path.join(base, 'data'), mine)).toBeNull();
+    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'CRITICAL', rules, [root], path.join(base, 'data'), mine)).toBeNull();
   });
 });
 
 describe('URL host rules', () => {
-  const rule: Extract<RememberedRule, { kind: 'url' }> = { id: 'u1', kind: 'url', host: 'example.com', maxRisk: 'HIGH', createdAt: at };
+  const rule: Extract<RememberedRule, { kind: 'url' }> = { id: 'u1', kind: 'url', host: 'example.com', maxRisk: 'HIGH', createdAt: at, proposer: person };
   it('match the exact host only, whatever the case, path or port', () => {
     expect(urlRuleMatches(rule, 'https://example.com/a?b')).toBe(true);
     expect(urlRuleMatches(rule, 'https://EXAMPLE.com.:8443/')).toBe(true);
@@ -95,14 +97,14 @@ describe('URL host rules', () => {
 
 describe('the policy file', () => {
   it('accepts remembered rules and refuses ones that reach outside their root or name a wildcard host', () => {
-    const ok = PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at }] });
+    const ok = PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] });
     expect(ok.success).toBe(true);
     expect(PolicySchema.parse({}).remembered).toEqual([]);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: '../**', maxRisk: 'MEDIUM', createdAt: at }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: 'ws', glob: 'a', maxRisk: 'MEDIUM', createdAt: at }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'u1', kind: 'url', host: '*.example.com', maxRisk: 'LOW', createdAt: at }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: [], root: '/ws', maxRisk: 'LOW', createdAt: at }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: '../**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: 'ws', glob: 'a', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'u1', kind: 'url', host: '*.example.com', maxRisk: 'LOW', createdAt: at, proposer: person }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: [], root: '/ws', maxRisk: 'LOW', createdAt: at, proposer: person }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at, proposer: person }] }).success).toBe(false);
   });
 });
 
@@ -112,13 +114,13 @@ describe('command rules on runCommand steps', () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, 'proj'));
     const rules: RememberedRule[] = [
-      { id: 'c1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
-      { id: 'c2', kind: 'command', prefix: ['tee', 'log.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at },
+      { id: 'c1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'c2', kind: 'command', prefix: ['tee', 'log.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
     ];
     const target = (command: string, cwd = 'proj') => commandRuleTarget({ command, cwd } as never, [root]);
     const allows = (command: string, cwd?: string) => {
       const resolved = target(command, cwd);
-      return resolved ? rulesAllowing(resolved, 'MEDIUM', rules, [root], path.join(root, 'data')) !== null : false;
+      return resolved ? rulesAllowing(resolved, 'MEDIUM', rules, [root], path.join(root, 'data'), mine) !== null : false;
     };
     expect(allows('npm test')).toBe(true);
     expect(allows('npm test -- --watch=false | tee log.txt')).toBe(true);
@@ -128,5 +130,92 @@ describe('command rules on runCommand steps', () => {
     expect(allows('npm test', '.')).toBe(false);
     expect(commandRuleTarget({ argv: ['npm', 'test'], cwd: 'proj' } as never, [root])).toEqual({ kind: 'command', pipeline: [['npm', 'test']], cwd: path.join(root, 'proj') });
     expect(commandRuleTarget({ argv: ['npm', 'test'] } as never, [])).toBeNull();
+  });
+});
+
+describe('rules that arrive through setPolicy or policy.json', () => {
+  const commandRule = (prefix: string[]) => ({ id: 'c1', kind: 'command', prefix, root: '/ws', maxRisk: 'HIGH', createdAt: at, proposer: person });
+
+  it.each([
+    [['timeout', '60'], 'timeout'],
+    [['busybox', 'sh', '-c'], 'busybox'],
+    [['nice'], 'nice'],
+    [['sudo', 'make'], 'sudo'],
+    [['bash'], 'bash'],
+    [['python3', 'x.py'], 'python3'],
+    [['node'], 'node'],
+    [['xargs', '-0'], 'xargs'],
+    [['find', '.', '-exec'], '-exec'],
+    [['git', '-c', 'alias.x=!sh'], '-c'],
+    [['$PROG'], '$PROG'],
+  ])('refuse a command rule whose prefix is %j, naming "%s"', (prefix, word) => {
+    const parsed = PolicySchema.safeParse({ remembered: [commandRule(prefix)] });
+    expect(parsed.success).toBe(false);
+    expect(JSON.stringify(parsed.error?.issues)).toContain(`\\"${word}\\"`);
+  });
+
+  it('refuse two rules with one id', () => {
+    const parsed = PolicySchema.safeParse({ remembered: [commandRule(['make']), commandRule(['cargo', 'test'])] });
+    expect(parsed.success).toBe(false);
+    expect(JSON.stringify(parsed.error?.issues)).toContain('\\"c1\\" appears more than once');
+  });
+
+  it('refuse a rule whose expiry is not a date, or whose proposer is malformed', () => {
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: 'tomorrow' }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: '2026-02-01T00:00:00Z' }] }).success).toBe(true);
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'agent' } }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'agent', agentId: '' } }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'anyone' } }] }).success).toBe(false);
+  });
+
+  it('load a rule saved before scoping as the person\'s own, flagged, never as any agent\'s', () => {
+    const old = { id: 'old', kind: 'command', prefix: ['make'], root: '/ws', maxRisk: 'HIGH', createdAt: at };
+    const parsed = PolicySchema.parse({ remembered: [old] });
+    expect(parsed.remembered[0]).toEqual({ ...old, proposer: { kind: 'person' }, madeBeforeScoping: true });
+    // Saved again, it stays what it was read as.
+    expect(PolicySchema.parse(JSON.parse(JSON.stringify(parsed))).remembered[0]).toEqual(parsed.remembered[0]);
+  });
+});
+
+describe('rule scope when a step is weighed', () => {
+  const base = tempDir();
+  const root = path.join(base, 'ws');
+  fs.mkdirSync(root);
+  const agentA = { kind: 'agent', agentId: 'agent-a' } as const;
+  const rules: RememberedRule[] = [{ id: 'a1', kind: 'command', prefix: ['make', 'test'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
+  const target: RuleTarget = { kind: 'command', pipeline: [['make', 'test']], cwd: root };
+  const weigh = (proposer: Parameters<typeof rulesAllowing>[5]['proposer'], now = new Date(at), list = rules) => rulesAllowing(target, 'HIGH', list, [root], path.join(base, 'data'), { proposer, now });
+
+  it('cover only the agent the rule was made for: agent B\'s identical step, the person\'s and an unnamed agent\'s still ask', () => {
+    expect(weigh(agentA)?.map((rule) => rule.id)).toEqual(['a1']);
+    expect(weigh({ kind: 'agent', agentId: 'agent-b' })).toBeNull();
+    expect(weigh({ kind: 'agent', agentId: 'Agent-A' })).toBeNull();
+    expect(weigh({ kind: 'person' })).toBeNull();
+    expect(weigh(null)).toBeNull();
+  });
+
+  it('never match once expired', () => {
+    const expiring: RememberedRule[] = [{ ...rules[0]!, expiresAt: '2026-01-01T01:00:00.000Z' }];
+    expect(weigh(agentA, new Date('2026-01-01T00:59:59.000Z'), expiring)).not.toBeNull();
+    expect(weigh(agentA, new Date('2026-01-01T01:00:00.000Z'), expiring)).toBeNull();
+    expect(weigh(agentA, new Date('2027-01-01T00:00:00.000Z'), expiring)).toBeNull();
+  });
+
+  it('refuse a wrapper rule that slipped past the schema, and a covered command whose words make it a runner', () => {
+    const slipped: RememberedRule[] = [{ id: 'w1', kind: 'command', prefix: ['timeout', '60'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
+    expect(rulesAllowing({ kind: 'command', pipeline: [['timeout', '60', 'rm', '-rf', '.']], cwd: root }, 'HIGH', slipped, [root], path.join(base, 'data'), { proposer: agentA, now: new Date(at) })).toBeNull();
+    const findRule: RememberedRule[] = [{ id: 'f1', kind: 'command', prefix: ['find', '.'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
+    const find = (argv: string[]) => rulesAllowing({ kind: 'command', pipeline: [argv], cwd: root }, 'HIGH', findRule, [root], path.join(base, 'data'), { proposer: agentA, now: new Date(at) });
+    expect(find(['find', '.', '-name', '*.ts'])).not.toBeNull();
+    expect(find(['find', '.', '-exec', 'rm', '{}', '+'])).toBeNull();
+    expect(find(['find', '.', '-delete'])).toBeNull();
+  });
+
+  it('give no command target to a step that sets env, asks for the network or sees secrets', async () => {
+    const { commandRuleTarget } = await import('../../../src/actions/run-command.js');
+    expect(commandRuleTarget({ argv: ['make', 'test'], env: { NODE_OPTIONS: '--require /tmp/x.js' } } as never, [root])).toBeNull();
+    expect(commandRuleTarget({ argv: ['make', 'test'], network: 'allowlist' } as never, [root])).toBeNull();
+    expect(commandRuleTarget({ argv: ['make', 'test'], allowSecrets: ['.env'] } as never, [root])).toBeNull();
+    expect(commandRuleTarget({ argv: ['make', 'test'], env: {} } as never, [root])).not.toBeNull();
   });
 });

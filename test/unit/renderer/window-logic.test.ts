@@ -5,13 +5,14 @@ import { desktopNotify, titleWithCount } from '../../../renderer/desktop-notify.
 import { explainError } from '../../../renderer/error-text.js';
 import { displayPath, summarizeStep } from '../../../renderer/step-text.js';
 import { groupByPlan, ruleChoicesFor } from '../../../renderer/views/queue-view.js';
+import { ruleNoticeFor } from '../../../renderer/app.js';
 import { reverseUnifiedDiff } from '../../../renderer/components/diff-view.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 
 function waiting(id: string, planId: string, position: number, createdAt: string, risk: 'LOW' | 'MEDIUM' | 'HIGH' | 'CRITICAL', path = `/ws/${id}.txt`): StepRecord {
   return {
-    step: { id, planId, action: 'writeFile', args: { path, content: 'x' }, meta: { origin: 'agent' } },
+    step: { id, planId, action: 'writeFile', args: { path, content: 'x' }, meta: { origin: 'agent', client: 'agent-a' } },
     position,
     status: 'awaiting_consent',
     stepHash: 'h',
@@ -56,6 +57,19 @@ describe('the queue', () => {
     ]);
     expect(ruleChoicesFor(waiting('c', 'p', 0, '2026-01-01T00:00:00Z', 'CRITICAL', '/ws/src/a.ts'), policy)).toEqual([]);
     expect(ruleChoicesFor(waiting('o', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/elsewhere/a.ts'), policy)).toEqual([]);
+    // An agent that gave no name cannot be told from any other: no rule could be scoped to it.
+    const unnamed = waiting('u', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts');
+    expect(ruleChoicesFor({ ...unnamed, step: { ...unnamed.step, meta: { origin: 'agent' } } }, policy)).toEqual([]);
+  });
+
+  it('notices a step only when a remembered rule approved it, naming the rule and the agent', () => {
+    const base = waiting('n', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts');
+    const policyApproval = { by: { user: 'me', channel: 'policy' as const }, at: 't', stepHash: 'h', previewHash: null };
+    const byRule = { ...base, status: 'approved' as const, approval: policyApproval, evaluation: { ...base.evaluation!, consent: 'none' as const, approvedByRules: ['rule-1'] } };
+    expect(ruleNoticeFor(byRule, ['/ws'])).toEqual({ stepId: 'n', ruleIds: ['rule-1'], text: 'Approved by your rule rule-1 for agent agent-a: Write src/a.ts' });
+    // Approved by the auto-approve level, or by the person: no rule notice.
+    expect(ruleNoticeFor({ ...byRule, evaluation: { ...byRule.evaluation, approvedByRules: undefined } }, ['/ws'])).toBeNull();
+    expect(ruleNoticeFor({ ...byRule, approval: { ...policyApproval, by: { user: 'me', channel: 'window' } } }, ['/ws'])).toBeNull();
   });
 
   it('names steps with paths relative to their root, and keeps paths outside every root whole', () => {
