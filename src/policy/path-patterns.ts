@@ -98,8 +98,8 @@ function sameFileUnderOtherCase(existing: string, rootDev: bigint): boolean | un
 
 /**
  * Asks the root's own filesystem whether it ignores case, without writing anything into it: a name
- * with letters (the root's, an ancestor's on the same device, or one of its first entries) is looked
- * up with its case flipped, and the answer is whether that finds the same file.
+ * with letters (one of the root's first entries, the root's own, an ancestor's on the same device) is
+ * looked up with its case flipped, and the answer is whether that finds the same file.
  */
 function probeRoot(root: string): boolean | undefined {
   let rootDev: bigint;
@@ -110,11 +110,8 @@ function probeRoot(root: string): boolean | undefined {
   } catch {
     return undefined;
   }
-  for (let current = realRoot; ; current = path.dirname(current)) {
-    const answer = sameFileUnderOtherCase(current, rootDev);
-    if (answer !== undefined) return answer;
-    if (path.dirname(current) === current) break;
-  }
+  // The root's own entries first: they are looked up in the root itself, and folding can be set per
+  // directory (ext4 casefold). Then the root's name and its ancestors' names, looked up in their parents.
   let dir: fs.Dir | undefined;
   try {
     dir = fs.opendirSync(realRoot);
@@ -125,9 +122,14 @@ function probeRoot(root: string): boolean | undefined {
       if (answer !== undefined) return answer;
     }
   } catch {
-    /* unreadable: the platform decides */
+    /* unreadable: the names above it decide */
   } finally {
     dir?.closeSync();
+  }
+  for (let current = realRoot; ; current = path.dirname(current)) {
+    const answer = sameFileUnderOtherCase(current, rootDev);
+    if (answer !== undefined) return answer;
+    if (path.dirname(current) === current) break;
   }
   return undefined;
 }
