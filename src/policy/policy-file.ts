@@ -61,11 +61,11 @@ export const DEFAULT_SECRET_GLOBS = [
   '*.pem',
   '*.key',
   'id_rsa*',
+  '.ssh/**',
   'id_dsa*',
   'id_ecdsa*',
   'id_ed25519*',
   '*.ppk',
-  '.ssh/**',
   // Certificate, key and password stores.
   '*.p12',
   '*.pfx',
