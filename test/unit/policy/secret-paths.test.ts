@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { filesystemIgnoresCase, platformIgnoresCase } from '../../../src/policy/path-patterns.js';
 import { DEFAULT_SECRET_GLOBS, PolicySchema } from '../../../src/policy/policy-file.js';
 import { matchingSecretGlob, secretPathMatcher } from '../../../src/policy/secret-paths.js';
+import { exclusionOf } from '../../../src/sandbox/docker/scratch-copy.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 const CREDENTIAL_FILES = [
@@ -97,6 +98,18 @@ describe('default secret globs', () => {
     expect(PolicySchema.parse({}).secretGlobs).toEqual([...DEFAULT_SECRET_GLOBS]);
     // Saving and loading again is stable: no duplicates pile up.
     expect(PolicySchema.parse(JSON.parse(JSON.stringify(own))).secretGlobs).toEqual(own.secretGlobs);
+  });
+});
+
+describe('the Docker scratch copy, by the same patterns', () => {
+  it('leaves the widened credential files out of the copy unless the step names them, and copies the rest', () => {
+    const options = { ignore: ['.git/**', 'node_modules/**'], secretGlobs: PolicySchema.parse({}).secretGlobs };
+    for (const file of ['.npmrc', '.git-credentials', '.aws/credentials', 'sub/.docker/config.json', '.kube/config', 'cert.p12']) {
+      expect(exclusionOf(file, options), file).toBe('secret');
+    }
+    expect(exclusionOf('.npmrc', { ...options, allowedSecrets: ['.npmrc'] })).toBeNull();
+    expect(exclusionOf('package.json', options)).toBeNull();
+    expect(exclusionOf('src/index.ts', options)).toBeNull();
   });
 });
 
