@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { readRegularFileSync } from '../backup/regular-file.js';
 import { globMatcher, normalizedForMatching, type PathMatchOptions } from './path-patterns.js';
 
 /**
@@ -356,10 +357,60 @@ function isGitDirectory(dir: string): boolean {
   }
 }
 
+/** Every name Git runs from a hooks folder (githooks(5)). */
+const GIT_HOOK_NAMES = new Set([
+  'applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg', 'commit-msg',
+  'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-receive', 'update', 'proc-receive', 'post-receive',
+  'post-update', 'reference-transaction', 'push-to-checkout', 'pre-auto-gc', 'post-rewrite', 'sendemail-validate',
+  'fsmonitor-watchman', 'p4-changelist', 'p4-prepare-changelist', 'p4-post-changelist', 'p4-pre-submit', 'post-index-change',
+]);
+
+/** Git reads a config file of any size; one that names a hooks folder is a few lines. */
+const MAX_GIT_CONFIG_BYTES = 256 * 1024;
+
+/** The `core.hooksPath` values a repository's own config names (the last one wins in Git; any may have been in force). */
+function configuredHooksPaths(configFile: string): string[] {
+  let text: string;
+  try {
+    text = readRegularFileSync(configFile, { maxBytes: MAX_GIT_CONFIG_BYTES }).toString('utf8');
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  let section = '';
+  for (const rawLine of text.split(/\r?\n/)) {
+    const line = rawLine.replace(/^\s+/, '');
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\](.*)$/.exec(line);
+    if (header) {
+      section = header[1]!.toLowerCase();
+      // `[core] hooksPath = x` on the header's own line counts too.
+      const rest = header[2]!.trim();
+      if (rest) found.push(...hooksPathOf(section, rest));
+      continue;
+    }
+    found.push(...hooksPathOf(section, line));
+  }
+  return found;
+}
+
+function hooksPathOf(section: string, line: string): string[] {
+  if (section !== 'core') return [];
+  const entry = /^hookspath\s*=\s*(.*)$/i.exec(line.trim());
+  if (!entry) return [];
+  const value = entry[1]!.replace(/\s[;#].*$/, '').trim().replace(/^"(.*)"$/, '$1');
+  return value ? [value] : [];
+}
+
+function isInside(parent: string, child: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
 /**
  * hostCodeReason, plus what only the disk can tell: a git directory under another name (a bare
  * `repo.git`, or the target of a `.git` file's `gitdir:`) is obeyed like `.git/`, so its config and
- * hooks are matched as if they sat in one. `root` is the real workspace root the path is relative to.
+ * hooks are matched as if they sat in one; and a folder a repository's `core.hooksPath` names holds
+ * its hooks, whatever it is called. `root` is the real workspace root the path is relative to.
  */
 export function hostCodeReasonAt(root: string, relativePath: string, options: PathMatchOptions = {}): string | undefined {
   const byName = hostCodeReason(relativePath, options);
@@ -372,6 +423,20 @@ export function hostCodeReasonAt(root: string, relativePath: string, options: Pa
     const gitDir = parts.slice(0, depth).join('/');
     const what = inside?.what ?? "inside Git's own repository data, which Git obeys";
     return `${relativePath} is inside ${gitDir}, a git directory (it has HEAD, objects/ and refs/), so it counts as ${what}.`;
+  }
+  const target = path.join(root, ...parts);
+  for (let depth = parts.length - 1; depth >= 0; depth -= 1) {
+    const worktree = path.join(root, ...parts.slice(0, depth));
+    for (const hooksPath of configuredHooksPaths(path.join(worktree, '.git', 'config'))) {
+      // Relative to the top of the worktree, where Git runs hooks; `~/` leads out of the root, where steps cannot write.
+      if (hooksPath.startsWith('~')) continue;
+      const hooksDir = path.resolve(worktree, hooksPath);
+      // A hooks folder that is a whole project (`hooksPath = .`) makes only hook names hooks; a folder of its own, everything in it (hooks source helpers).
+      const isHook = hooksDir === worktree || hooksDir === root ? path.dirname(target) === hooksDir && GIT_HOOK_NAMES.has(path.basename(target)) : isInside(hooksDir, target) && hooksDir !== target;
+      if (isHook) {
+        return `${relativePath} is in ${path.relative(root, hooksDir) || '.'}, the folder the repository's core.hooksPath names: it is a Git hook, which Git runs as a program on the next commit, checkout, merge, rebase or push.`;
+      }
+    }
   }
   return undefined;
 }

@@ -190,6 +190,26 @@ describe('host-code paths', () => {
     expect(matchHostCodePath('.git/config')?.kind).toBe('git');
   });
 
+  it("treats the folder a repository's core.hooksPath names as its hooks, in the root and in a nested repository", () => {
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, '.git'));
+    fs.writeFileSync(path.join(root, '.git', 'config'), '[core]\n\trepositoryformatversion = 0\n\tHooksPath = "tools/git-hooks" ; set by setup\n[remote "origin"]\n\turl = x\n');
+    expect(hostCodeReasonAt(root, 'tools/git-hooks/pre-commit')).toMatch(/core\.hooksPath names: it is a Git hook/);
+    expect(hostCodeReasonAt(root, 'tools/git-hooks/lib/common.sh')).toMatch(/core\.hooksPath/);
+    expect(hostCodeReasonAt(root, 'tools/other/pre-commit')).toBeUndefined();
+    fs.mkdirSync(path.join(root, 'vendor', 'lib', '.git'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'vendor', 'lib', '.git', 'config'), '[core] hooksPath = .\n');
+    expect(hostCodeReasonAt(root, 'vendor/lib/post-checkout')).toMatch(/core\.hooksPath/);
+    expect(hostCodeReasonAt(root, 'vendor/lib/index.js')).toBeUndefined();
+    expect(hostCodeReasonAt(root, 'vendor/lib/src/post-checkout')).toBeUndefined();
+  });
+
+  it('reads a git config that is not a regular file as naming nothing, at once', () => {
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, '.git', 'config'), { recursive: true });
+    expect(hostCodeReasonAt(root, 'tools/pre-commit')).toBeUndefined();
+  });
+
   it('treats a git directory under another name (a bare repo, the target of a gitdir: line) like .git/', () => {
     const root = tempDir();
     const bare = path.join(root, 'mirror.git');
