@@ -148,3 +148,12 @@ export function filesystemIgnoresCase(root: string | undefined, platform: NodeJS
   }
   return probedRoots.get(root) ?? false;
 }
+
+/**
+ * A real absolute path as a pattern can match it: without its leading slashes or drive. Patterns
+ * with `/` match at any depth, so a root that itself lies inside `.aws/` or `.git/` still has its
+ * files matched as what they are, not only by the part below the root.
+ */
+export function absoluteForMatching(realPath: string): string {
+  return realPath.replace(/^[A-Za-z]:/, '').replace(/^[\\/]+/, '');
+}

@@ -1,7 +1,7 @@
 import { readRegularFile } from '../../backup/regular-file.js';
 import type { Policy } from '../../policy/policy-file.js';
 import { guardPath } from '../../policy/path-guard.js';
-import { filesystemIgnoresCase } from '../../policy/path-patterns.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { matchingSecretGlob } from '../../policy/secret-paths.js';
 import type { KbEntry } from '../../store/kb-repository.js';
 
@@ -145,7 +145,11 @@ const readFileTool: ToolDefinition = {
     const target = requested.slice(0, 4096);
     const verdict = guardPath(requested, env.policy.workspaceRoots, env.dataDir);
     if (!verdict.ok) return { ok: false, target, reason: verdict.reason };
-    const secretGlob = matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs, { caseInsensitive: filesystemIgnoresCase(verdict.root) });
+    const matchOptions = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
+    // Above the root counts too: with a root inside ~/.aws, "credentials" is still ~/.aws/credentials.
+    const secretGlob =
+      matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs, matchOptions) ??
+      matchingSecretGlob(absoluteForMatching(verdict.realPath), env.policy.secretGlobs, matchOptions);
     if (secretGlob) return { ok: false, target, reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}": secrets are never read back to code` };
     const maxBytes = env.policy.lightSandbox.maxReadFileBytes;
     return {

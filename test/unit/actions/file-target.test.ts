@@ -63,6 +63,23 @@ describe('file steps on files that make the host run code later', () => {
     expect(bare!.evaluation?.reasons.join(' ')).toMatch(/backup\.git, a git directory/);
   });
 
+  it('counts what lies above the root: a root inside .git/ or .aws/ still holds hooks and credentials', async () => {
+    const { base, dataDir } = tempSetup();
+    const gitRoot = path.join(base, 'repo', '.git');
+    const awsRoot = path.join(base, 'home', '.aws');
+    fs.mkdirSync(path.join(gitRoot, 'hooks'), { recursive: true });
+    fs.mkdirSync(awsRoot, { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [gitRoot, awsRoot], autoApprove: 'MEDIUM' }));
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [hook] = await executor.propose(write(path.join(gitRoot, 'hooks', 'pre-commit')), agent);
+    expect(hook!.evaluation?.risk).toBe('HIGH');
+    expect(hook!.evaluation?.reasons.join(' ')).toMatch(/Git hook/);
+    const [credentials] = await executor.propose(write(path.join(awsRoot, 'credentials')), agent);
+    expect(credentials!.evaluation?.risk).toBe('HIGH');
+    expect(credentials!.evaluation?.reasons.join(' ')).toMatch(/secret pattern "\.aws\/\*\*"/);
+  });
+
   it('on a filesystem that ignores case, .GIT/config and .NPMRC are the same files and rated the same', async () => {
     const { executor, workspace } = setup();
     // A hard link makes this case-sensitive disk answer the probe as a case-insensitive one would.

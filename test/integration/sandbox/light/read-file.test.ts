@@ -58,6 +58,15 @@ describe('tools.readFile never reads a credential file back to code', () => {
     expect(audited.every((record) => record.decision === 'denied')).toBe(true);
   });
 
+  it('refuses a credential file when the workspace root itself lies inside the credentials folder', async () => {
+    const { base, dataDir } = tempSetup();
+    const awsRoot = path.join(base, 'home', '.aws');
+    fs.mkdirSync(awsRoot, { recursive: true });
+    fs.writeFileSync(path.join(awsRoot, 'credentials'), 'aws_secret_access_key = x');
+    const { result } = await run(sandbox, readAll(['credentials']), { grants: { readFile: true }, policy: { workspaceRoots: [awsRoot] }, dataDir });
+    expect((result as { value: string[] }).value[0]).toMatch(/secret pattern "\.aws\/\*\*"/);
+  });
+
   it('refuses .NPMRC too where the filesystem ignores case', async () => {
     const { workspace, dataDir } = tempSetup();
     fs.writeFileSync(path.join(workspace, '.NPMRC'), '_authToken=npm_secret');
