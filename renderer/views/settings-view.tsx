@@ -190,7 +190,7 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
           <h2>Where steps may act</h2>
           <label htmlFor="roots">Workspace roots (one absolute path per line)</label>
           <textarea id="roots" rows={2} spellCheck={false} {...field('workspaceRoots')} />
-          <label htmlFor="secrets">Secret-looking paths (globs; writes to them are HIGH risk)</label>
+          <label htmlFor="secrets">Secret-looking paths (globs; writes to them are HIGH risk, code never reads them; the built-in credential files always apply)</label>
           <textarea id="secrets" rows={5} spellCheck={false} {...field('secretGlobs')} />
         </section>
         <section className="card">

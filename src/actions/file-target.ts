@@ -2,6 +2,8 @@ import { ExecutorError } from '../domain/errors.js';
 import type { Risk } from '../domain/risk.js';
 import { guardPath } from '../policy/path-guard.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
+import { hostCodeReasonAt, matchHostCodePath } from '../policy/host-code-paths.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
 import { matchingSecretGlob } from '../policy/secret-paths.js';
 import type { ActionContext } from './action-module.js';
 
@@ -11,10 +13,21 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   if (!verdict.ok) return { risk: 'CRITICAL', deny: true, reasons: [verdict.reason], mitigations: [] };
   let risk: Risk = 'MEDIUM';
   const reasons = [`${verb === 'write' ? 'Writes' : 'Deletes'} ${verdict.relativePath} inside the workspace root ${verdict.root}.`];
-  const secretGlob = matchingSecretGlob(verdict.relativePath, ctx.policy.secretGlobs);
+  // Where `.GIT/config` opens `.git/config`, the patterns must not care about case either.
+  const matchOptions = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
+  const secretGlob =
+    matchingSecretGlob(verdict.relativePath, ctx.policy.secretGlobs, matchOptions) ??
+    matchingSecretGlob(absoluteForMatching(verdict.realPath), ctx.policy.secretGlobs, matchOptions);
   if (secretGlob) {
     risk = 'HIGH';
     reasons.push(`${verdict.relativePath} matches the secret pattern "${secretGlob}": it may hold credentials.`);
+  }
+  // The part above the root counts too: a root inside .git/ or a home folder's .config/ holds what those hold.
+  const aboveRoot = matchHostCodePath(absoluteForMatching(verdict.realPath), matchOptions);
+  const runsLater = hostCodeReasonAt(verdict.root, verdict.relativePath, matchOptions) ?? (aboveRoot && `${verdict.realPath} is ${aboveRoot.what}.`);
+  if (runsLater) {
+    risk = 'HIGH';
+    reasons.push(`${runsLater} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`);
   }
   return {
     risk,

@@ -2,9 +2,8 @@ import { ExecutorError } from '../domain/errors.js';
 import type { Preview, UrlQueryParam } from '../domain/step-record.js';
 import type { Policy } from '../policy/policy-file.js';
 import type { ActionModule } from './action-module.js';
+import { measureOpaqueData, OPAQUE_PART_BITS, OPAQUE_URL_BITS, opaqueBitsOf } from './url-opaque-data.js';
 
-/** A value this long with no readable structure is flagged: it is how a URL carries data out. */
-const OPAQUE_MIN_LENGTH = 24;
 const LONG_URL = 2000;
 
 type ParsedUrl = { ok: true; url: URL } | { ok: false; reason: string };
@@ -24,10 +23,9 @@ export function parseOpenableUrl(raw: string): ParsedUrl {
   return { ok: true, url };
 }
 
+/** Whether one value alone carries enough encoded-looking data to mark it in the preview. */
 export function isOpaqueValue(value: string): boolean {
-  if (value.length < OPAQUE_MIN_LENGTH) return false;
-  // Words separated by spaces or punctuation read as text; one long run of base64/hex-like characters does not.
-  return value.split(/[\s.,;:!?/()'"]+/).some((token) => token.length >= OPAQUE_MIN_LENGTH && /^[A-Za-z0-9+=_%-]+$/.test(token));
+  return opaqueBitsOf(value) >= OPAQUE_PART_BITS;
 }
 
 /** Exact host names, or "*.example.com" for its subdomains (not the bare domain). */
@@ -42,11 +40,16 @@ export function hostAllowed(host: string, policy: Policy): boolean {
 function describe(url: URL): Extract<Preview, { kind: 'url' }> {
   const query: UrlQueryParam[] = [...url.searchParams].map(([name, value]) => ({ name, value, opaque: isOpaqueValue(value) || isOpaqueValue(name) }));
   const warnings: string[] = [];
-  for (const param of query.filter((entry) => entry.opaque)) {
-    warnings.push(`Query parameter "${param.name.slice(0, 60)}" holds a long opaque value (${param.value.length} characters): it could carry data from this machine to ${url.host}.`);
-  }
-  if (url.pathname.split('/').some(isOpaqueValue)) {
-    warnings.push(`The path holds a long opaque segment: it could carry data to ${url.host}.`);
+  // Measured over the whole URL at once: data cut into pieces that each look harmless still adds up.
+  const opaque = measureOpaqueData(url);
+  if (opaque.totalBits >= OPAQUE_URL_BITS) {
+    const largest = opaque.parts.slice(0, 4).map((part) => `${part.where}: ${Math.round(part.bits)}`).join(', ');
+    warnings.push(
+      `The URL carries about ${Math.round(opaque.totalBits / 8)} bytes of encoded-looking data across ${opaque.parts.length} part(s) of its host, path, query and fragment (bits by part, largest first: ${largest}): it could carry data from this machine to ${url.host}, and the page itself can read the fragment.`,
+    );
+    for (const param of query.filter((entry) => entry.opaque)) {
+      warnings.push(`Query parameter "${param.name.slice(0, 60)}" holds a long opaque value (${param.value.length} characters).`);
+    }
   }
   if (url.href.length > LONG_URL) warnings.push(`The URL is ${url.href.length} characters long.`);
   return {

@@ -1,5 +1,6 @@
 import type { CodeRunResult } from '../domain/code-run.js';
 import { ExecutorError } from '../domain/errors.js';
+import { boundedValue } from '../domain/large-values.js';
 import type { Risk } from '../domain/risk.js';
 import type { ActionArgs } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
@@ -30,7 +31,7 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
       };
     }
     try {
-      return { result: await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall }), requests: [] };
+      return { result: recordableResult(await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall })), requests: [] };
     } catch (error) {
       // The seam promises never to throw; if it does anyway, the caller still gets a result, not an exception.
       return { result: { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs: 0 }, requests: [] };
@@ -53,10 +54,26 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
   });
   try {
     const result = await ctx.lightSandbox.run({ code: args.code, timeoutMs: args.timeoutMs, bridge }, ctx.policy.lightSandbox);
-    return { result, requests: bridge.requests };
+    return { result: recordableResult(result), requests: boundedValue(bridge.requests, 4).value as typeof bridge.requests };
   } finally {
     inFlight.abort();
   }
+}
+
+/**
+ * The result as the step record and the audit log can hold it. Sandboxed code chooses its value, its
+ * logs and its error text; a value nested past MAX_VALUE_DEPTH or a string with a lone surrogate
+ * would make recording fail after the code ran, losing the result. Instead they are cut (and
+ * replaced by U+FFFD), and `truncated` says so.
+ */
+export function recordableResult(result: CodeRunResult): CodeRunResult {
+  const { value, ...rest } = result as CodeRunResult & { value?: unknown };
+  // Around the value the result is a few levels deep: the bound only cleans its strings.
+  const frame = boundedValue(rest, 8);
+  const content = result.ok ? boundedValue(value) : { value: undefined, truncated: false };
+  if (!frame.truncated && !content.truncated) return result;
+  const cleaned = frame.value as typeof rest;
+  return (result.ok ? { ...cleaned, value: content.value, truncated: true } : { ...cleaned, truncated: true }) as CodeRunResult;
 }
 
 function assessRunCode(args: RunCodeArgs, ctx: ActionContext): RiskHints {

@@ -6,6 +6,7 @@ import type { FileBackupRow } from '../store/step-repository.js';
 import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtomic, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
 import { unifiedLineDiff } from './line-diff.js';
+import { readRegularFileSync } from './regular-file.js';
 
 /** One file a step will change: its content now (null: absent) and after (null: deleted). */
 export interface FileChange {
@@ -72,7 +73,8 @@ export function readCurrent(absolutePath: string): { content: Buffer | null; mod
         path: absolutePath,
       });
     }
-    return { content: fs.readFileSync(absolutePath), mode: stat.mode & 0o7777 };
+    // Non-blocking and fstat-checked: a FIFO swapped in after the lstat must not hang the host's thread.
+    return { content: readRegularFileSync(absolutePath, { maxBytes: Infinity }), mode: stat.mode & 0o7777 };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { content: null, mode: null };
     throw error;

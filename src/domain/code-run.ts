@@ -30,9 +30,14 @@ export interface CapabilityCallSummary {
 }
 
 interface CodeRunCommon {
-  /** console output, line by line, capped in total; `truncated` says whether lines were dropped or cut. */
+  /** console output, line by line, capped in total. */
   logs: string[];
   durationMs: number;
+  /**
+   * Something was cut to be kept: log lines dropped or shortened, or the value nested past
+   * MAX_VALUE_DEPTH (those containers read "[cut: nested deeper than 32 levels]") or holding lone
+   * surrogates (now U+FFFD).
+   */
   truncated?: boolean;
   capabilityCalls?: CapabilityCallSummary[];
 }

@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'POLICY_DENIED'
   | 'PATH_OUTSIDE_ROOT'
   | 'PATH_INVALID'
+  /** A file is larger than the step may read (runCode's tools.readFile, lightSandbox.maxReadFileBytes). */
+  | 'FILE_TOO_LARGE'
   | 'REVERT_CONFLICT'
   | 'NOT_REVERSIBLE'
   | 'ALREADY_REVERTED'

@@ -78,7 +78,82 @@ export function upgradeUnscopedRule(raw: unknown): unknown {
   return { ...raw, proposer: { kind: 'person' }, madeBeforeScoping: true };
 }
 
-export const DEFAULT_SECRET_GLOBS = ['.env*', '*.pem', '*.key', 'id_rsa*', '.ssh/**'];
+/**
+ * Files that hold credentials by their well-known names: never read back to an agent, never copied
+ * into a sandbox, HIGH to write or delete. These always apply; a policy's own `secretGlobs` add to
+ * them (a policy saved by an older version names only the five it knew, and still gets all of these).
+ */
+export const DEFAULT_SECRET_GLOBS = [
+  // Environment files (direnv's .envrc too) and private keys.
+  '.env*',
+  '*.pem',
+  '*.key',
+  'id_rsa*',
+  '.ssh/**',
+  'id_dsa*',
+  'id_ecdsa*',
+  'id_ed25519*',
+  '*.ppk',
+  // Certificate, key and password stores.
+  '*.p12',
+  '*.pfx',
+  '*.keystore',
+  '*.jks',
+  '*.keytab',
+  '*.kdbx',
+  '*.ovpn',
+  '.gnupg/**',
+  '.password-store/**',
+  // Package registries and git hosts: tokens in plain text.
+  '.npmrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.netrc',
+  '_netrc',
+  '.git-credentials',
+  '.config/gh/hosts.yml',
+  '.config/hub',
+  '.gem/credentials',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.m2/settings.xml',
+  '.m2/settings-security.xml',
+  '.gradle/gradle.properties',
+  '.composer/auth.json',
+  '.config/composer/auth.json',
+  // Clouds, clusters and containers.
+  '.aws/**',
+  '.azure/**',
+  '.config/gcloud/**',
+  '.oci/**',
+  '.kube/config',
+  'kubeconfig',
+  '*.kubeconfig',
+  '.docker/config.json',
+  '.dockercfg',
+  '.boto',
+  '.s3cfg',
+  '.config/rclone/rclone.conf',
+  '.vault-token',
+  '.terraformrc',
+  'terraform.rc',
+  '.terraform.d/credentials.tfrc.json',
+  '*.tfvars',
+  '*.tfvars.json',
+  '*.tfstate',
+  '*.tfstate.backup',
+  // Databases.
+  '.pgpass',
+  '.my.cnf',
+  '.mylogin.cnf',
+  // Service credentials by their usual names.
+  'credentials.json',
+  'client_secret*.json',
+  '.htpasswd',
+  'secrets.{json,yml,yaml,toml}',
+  '.secrets',
+  'wallet.dat',
+];
 export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
 
 /**
@@ -112,7 +187,10 @@ export const PolicySchema = z.strictObject({
     .default([]),
   /** The highest risk approved without asking. CRITICAL is never auto-approved. */
   autoApprove: z.enum(['none', 'LOW', 'MEDIUM', 'HIGH']).default('none'),
-  secretGlobs: z.array(z.string().min(1)).default(DEFAULT_SECRET_GLOBS),
+  secretGlobs: z
+    .array(z.string().min(1))
+    .transform((globs) => [...new Set([...DEFAULT_SECRET_GLOBS, ...globs])])
+    .default([...DEFAULT_SECRET_GLOBS]),
   commands: z
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]), effects: CommandEffectsSchema })
     .prefault({}),

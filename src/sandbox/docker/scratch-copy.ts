@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
+import { platformIgnoresCase } from '../../policy/path-patterns.js';
+import { secretPathMatcher } from '../../policy/secret-paths.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 import { makeTempArea, removeTree } from './temp-areas.js';
 
@@ -72,7 +74,8 @@ const compiled = new WeakMap<ScratchOptions, { ignored: GlobMatcher; secret: Glo
 export function exclusionOf(relativePath: string, options: ScratchOptions): 'ignored' | 'secret' | null {
   let matchers = compiled.get(options);
   if (!matchers) {
-    matchers = { ignored: compileGlobs(options.ignore), secret: compileGlobs(options.secretGlobs) };
+    // Secrets match as file actions match them: case-insensitively where the platform's filesystems ignore case.
+    matchers = { ignored: compileGlobs(options.ignore), secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: platformIgnoresCase() }) };
     compiled.set(options, matchers);
   }
   if (matchers.ignored(relativePath)) return 'ignored';

@@ -12,7 +12,15 @@ const CallFrame = z.strictObject({
   args: z.array(z.unknown()).max(16),
 });
 const common = { logs: z.array(z.string()).max(10_000), logsTruncated: z.boolean() };
-const DoneOkFrame = z.strictObject({ t: z.literal('done'), ok: z.literal(true), json: z.string(), tooLarge: z.boolean(), ...common });
+const DoneOkFrame = z.strictObject({
+  t: z.literal('done'),
+  ok: z.literal(true),
+  json: z.string(),
+  tooLarge: z.boolean(),
+  /** Containers nested past limits.maxValueDepth were replaced by a marker while the value was turned into JSON. */
+  valueTruncated: z.boolean().optional(),
+  ...common,
+});
 const DoneErrorFrame = z.strictObject({
   t: z.literal('done'),
   ok: z.literal(false),
@@ -32,7 +40,7 @@ export function parseWorkerFrame(message: unknown): WorkerFrame | undefined {
 
 /** What the host sends: the one run, and replies to tool calls. */
 export type HostFrame =
-  | { t: 'run'; code: string; tools: string[]; limits: { maxResultBytes: number; maxLogBytes: number; maxToolArgsBytes: number } }
+  | { t: 'run'; code: string; tools: string[]; limits: { maxResultBytes: number; maxLogBytes: number; maxToolArgsBytes: number; maxValueDepth: number } }
   | { t: 'reply'; id: number; ok: true; value: unknown }
   | { t: 'reply'; id: number; ok: false; error: string };
 

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { CodeRunFailureCode, CodeRunResult } from '../../domain/code-run.js';
+import { MAX_VALUE_DEPTH } from '../../domain/large-values.js';
 import type { LightSandboxPolicy } from '../../policy/policy-file.js';
 import { checkBudget, MemoryUsageLedger, type UsageLedger } from './budget.js';
 import { ignoreInspectorSignal } from './host-guard.js';
@@ -206,7 +207,7 @@ export class LightSandbox {
         t: 'run',
         code: request.code,
         tools: request.bridge.toolNames(),
-        limits: { maxResultBytes: MAX_RESULT_BYTES, maxLogBytes: MAX_LOG_BYTES, maxToolArgsBytes: MAX_TOOL_ARGS_BYTES },
+        limits: { maxResultBytes: MAX_RESULT_BYTES, maxLogBytes: MAX_LOG_BYTES, maxToolArgsBytes: MAX_TOOL_ARGS_BYTES, maxValueDepth: MAX_VALUE_DEPTH },
       };
       if (worker.exit) settle(failure('EXECUTION_CRASHED', 'The worker ended before it was given the code.', startedAt));
       else worker.child.send(run);
@@ -236,7 +237,7 @@ export class LightSandbox {
     } catch {
       return { ok: false, code: 'EXECUTION_CRASHED', message: 'The worker returned a value that is not JSON.', logs, durationMs };
     }
-    return { ok: true, value, logs, durationMs, ...(logsTruncated ? { truncated: true } : {}) };
+    return { ok: true, value, logs, durationMs, ...(logsTruncated || frame.valueTruncated ? { truncated: true } : {}) };
   }
 
   close(): void {

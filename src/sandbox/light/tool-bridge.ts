@@ -1,4 +1,5 @@
 import type { CapabilityCallSummary } from '../../domain/code-run.js';
+import { ExecutorError } from '../../domain/errors.js';
 import type { ToolDefinition, ToolEnvironment } from './tool-registry.js';
 
 export type BridgeMode = 'execute' | 'record-only';
@@ -67,7 +68,9 @@ export class ToolBridge {
     try {
       return { ok: true, value: await decision.perform() };
     } catch (error) {
-      return { ok: false, error: `tools.${tool.name} failed: ${error instanceof Error ? error.message : String(error)}` };
+      // A typed error keeps its code, so the code can tell "not a regular file" from "too large".
+      const code = error instanceof ExecutorError ? ` (${error.code})` : '';
+      return { ok: false, error: `tools.${tool.name} failed${code}: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
 }

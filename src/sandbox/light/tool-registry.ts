@@ -1,6 +1,7 @@
-import fs from 'node:fs';
+import { readRegularFile } from '../../backup/regular-file.js';
 import type { Policy } from '../../policy/policy-file.js';
 import { guardPath } from '../../policy/path-guard.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { matchingSecretGlob } from '../../policy/secret-paths.js';
 import type { KbEntry } from '../../store/kb-repository.js';
 
@@ -144,23 +145,20 @@ const readFileTool: ToolDefinition = {
     const target = requested.slice(0, 4096);
     const verdict = guardPath(requested, env.policy.workspaceRoots, env.dataDir);
     if (!verdict.ok) return { ok: false, target, reason: verdict.reason };
-    const secretGlob = matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs);
-    if (secretGlob) return { ok: false, target, reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}"` };
+    const matchOptions = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
+    // Above the root counts too: with a root inside ~/.aws, "credentials" is still ~/.aws/credentials.
+    const secretGlob =
+      matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs, matchOptions) ??
+      matchingSecretGlob(absoluteForMatching(verdict.realPath), env.policy.secretGlobs, matchOptions);
+    if (secretGlob) return { ok: false, target, reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}": secrets are never read back to code` };
     const maxBytes = env.policy.lightSandbox.maxReadFileBytes;
     return {
       ok: true,
       target: verdict.realPath,
       async perform() {
-        // Opened read-only, checked as opened: the path was resolved through symlinks just above.
-        const handle = await fs.promises.open(verdict.realPath, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
-        try {
-          const stat = await handle.stat();
-          if (!stat.isFile()) throw new Error(`${requested} is not a regular file`);
-          if (stat.size > maxBytes) throw new Error(`${requested} is ${stat.size} bytes; readFile returns at most ${maxBytes}`);
-          return (await handle.readFile()).toString('utf8');
-        } finally {
-          await handle.close();
-        }
+        // A FIFO, device, socket or directory gets a typed refusal at once: the open is non-blocking
+        // and only a regular file is read, up to the cap (src/backup/regular-file.ts says why).
+        return (await readRegularFile(verdict.realPath, { maxBytes, displayPath: requested.slice(0, 300) })).toString('utf8');
       },
     };
   },

@@ -30,6 +30,11 @@ const freeze = Object.freeze;
 const create = Object.create;
 const PromiseCtor = Promise;
 const StringCtor = String;
+const WeakMapCtor = WeakMap;
+const weakMapGet = WeakMap.prototype.get;
+const weakMapSet = WeakMap.prototype.set;
+const weakMapHas = WeakMap.prototype.has;
+const reflectApply = Reflect.apply;
 const postToHost = parentPort ? parentPort.postMessage.bind(parentPort) : null;
 const send = (frame) => (postToHost ? postToHost(stringify(frame)) : channel.write(stringify(frame) + '\n'));
 
@@ -72,7 +77,7 @@ for (const name of REMOVED_GLOBALS) {
 // CallSite objects hand out functions of sloppy frames; there are none of ours, and user code may not install a hook.
 defineProperty(Error, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
 
-let limits = { maxResultBytes: 32 * 1024, maxLogBytes: 32 * 1024, maxToolArgsBytes: 64 * 1024 };
+let limits = { maxResultBytes: 32 * 1024, maxLogBytes: 32 * 1024, maxToolArgsBytes: 64 * 1024, maxValueDepth: 32 };
 let logBytes = 0;
 let logsTruncated = false;
 const logs = [];
@@ -185,17 +190,32 @@ async function run(message) {
     finish({ t: 'done', ok: false, error: describeError(error) });
     return;
   }
-  // Getters and toJSON run here, inside the host's kill timer, never in the host.
+  // Getters and toJSON run here, inside the host's kill timer, never in the host. Containers
+  // nested past maxValueDepth become a marker on the way: the record could not hold them, and
+  // JSON.stringify would run out of stack on a value nested some thousands deep.
   let json;
+  let valueTruncated = false;
+  const depths = new WeakMapCtor();
+  const maxDepth = limits.maxValueDepth;
+  const capDepth = function (key, item) {
+    if (item === null || typeof item !== 'object') return item;
+    const depth = reflectApply(weakMapHas, depths, [this]) ? reflectApply(weakMapGet, depths, [this]) + 1 : 0;
+    if (depth >= maxDepth) {
+      valueTruncated = true;
+      return `[cut: nested deeper than ${maxDepth} levels]`;
+    }
+    reflectApply(weakMapSet, depths, [item, depth]);
+    return item;
+  };
   try {
-    json = value === undefined ? 'null' : stringify(value);
+    json = value === undefined ? 'null' : stringify(value, capDepth);
     if (json === undefined) json = 'null';
   } catch (error) {
     finish({ t: 'done', ok: false, error: { name: 'TypeError', message: `The returned value cannot be turned into JSON: ${describeError(error).message}` } });
     return;
   }
   const tooLarge = byteLength(json) > limits.maxResultBytes;
-  finish({ t: 'done', ok: true, json: tooLarge ? cut(json, limits.maxResultBytes) : json, tooLarge });
+  finish({ t: 'done', ok: true, json: tooLarge ? cut(json, limits.maxResultBytes) : json, tooLarge, valueTruncated });
 }
 
 function onHostFrame(message) {

@@ -1,0 +1,226 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HOST_CODE_PATHS, hostCodeReason, hostCodeReasonAt, matchHostCodePath } from '../../../src/policy/host-code-paths.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+/** Files this machine runs or obeys later, by the kind of reason they must give. */
+const RUNS_LATER: [string, string][] = [
+  ['.git/config', 'core.fsmonitor'],
+  ['.git/hooks/pre-commit', 'Git hook'],
+  ['.git/hooks/post-checkout', 'Git hook'],
+  ['vendor/lib/.git/hooks/pre-push', 'Git hook'],
+  ['vendor/lib/.git/config', 'core.fsmonitor'],
+  ['.git/modules/sub/hooks/post-merge', 'Git hook'],
+  ['.git/modules/sub/config', 'core.fsmonitor'],
+  ['.git/worktrees/feature/config.worktree', 'core.fsmonitor'],
+  ['.git/config.worktree', 'core.fsmonitor'],
+  ['.git/info/attributes', 'filter'],
+  ['.git/HEAD', "Git's own repository data"],
+  ['.git/commondir', "Git's own repository data"],
+  ['.git', '.git file'],
+  ['sub/.git', '.git file'],
+  ['.gitattributes', 'filter'],
+  ['docs/.gitattributes', 'filter'],
+  ['.gitmodules', 'submodule'],
+  ['.gitconfig', 'core.fsmonitor'],
+  ['.config/git/config', 'core.fsmonitor'],
+  ['.lfsconfig', 'LFS'],
+  ['.githooks/pre-commit', 'Git hook'],
+  ['.bashrc', 'shell start-up'],
+  ['.bash_profile', 'shell start-up'],
+  ['.bash_login', 'shell start-up'],
+  ['.bash_logout', 'shell start-up'],
+  ['.bash_aliases', 'shell start-up'],
+  ['.profile', 'shell start-up'],
+  ['.zshrc', 'shell start-up'],
+  ['.zshenv', 'shell start-up'],
+  ['.zprofile', 'shell start-up'],
+  ['.zlogin', 'shell start-up'],
+  ['.kshrc', 'shell start-up'],
+  ['.cshrc', 'shell start-up'],
+  ['.tcshrc', 'shell start-up'],
+  ['.config/fish/config.fish', 'shell start-up'],
+  ['.config/fish/conf.d/evil.fish', 'shell start-up'],
+  ['Documents/PowerShell/Microsoft.PowerShell_profile.ps1', 'shell start-up'],
+  ['.inputrc', 'key bindings'],
+  ['.tmux.conf', 'shell start-up'],
+  ['.config/autostart/evil.desktop', 'login'],
+  ['.config/systemd/user/evil.service', 'login'],
+  ['Library/LaunchAgents/com.evil.plist', 'login'],
+  ['.ssh/rc', 'login'],
+  ['.envrc', 'direnv'],
+  ['app/.envrc', 'direnv'],
+  ['.tool-versions', 'version manager'],
+  ['.mise.toml', 'version manager'],
+  ['mise.toml', 'version manager'],
+  ['.vscode/tasks.json', 'VS Code'],
+  ['.vscode/settings.json', 'VS Code'],
+  ['.vscode/launch.json', 'VS Code'],
+  ['project.code-workspace', 'VS Code'],
+  ['.idea/workspace.xml', 'JetBrains'],
+  ['.idea/runConfigurations/app.xml', 'JetBrains'],
+  ['.devcontainer/devcontainer.json', 'initializeCommand'],
+  ['.devcontainer.json', 'initializeCommand'],
+  ['.exrc', 'editor start-up'],
+  ['.nvim.lua', 'editor start-up'],
+  ['.dir-locals.el', 'editor start-up'],
+  ['eslint.config.js', 'JavaScript configuration'],
+  ['.eslintrc.cjs', 'JavaScript configuration'],
+  ['vite.config.ts', 'JavaScript configuration'],
+  ['packages/web/jest.config.mjs', 'JavaScript configuration'],
+  ['.prettierrc.js', 'JavaScript configuration'],
+  ['gulpfile.js', 'JavaScript configuration'],
+  ['package.json', 'scripts'],
+  ['packages/app/package.json', 'scripts'],
+  ['composer.json', 'scripts'],
+  ['.npmrc', 'node options'],
+  ['.yarnrc.yml', 'yarnPath'],
+  ['.yarnrc', 'yarnPath'],
+  ['.pnpmfile.cjs', 'install hooks'],
+  ['bunfig.toml', 'package manager'],
+  ['.yarn/releases/yarn-4.1.0.cjs', 'package manager'],
+  ['.pnp.cjs', 'package manager'],
+  ['package-lock.json', 'dependency list'],
+  ['yarn.lock', 'dependency list'],
+  ['requirements.txt', 'dependency list'],
+  ['requirements-dev.txt', 'dependency list'],
+  ['Makefile', 'build or task file'],
+  ['makefile', 'build or task file'],
+  ['GNUmakefile', 'build or task file'],
+  ['src/rules.mk', 'build or task file'],
+  ['justfile', 'build or task file'],
+  ['Taskfile.yml', 'build or task file'],
+  ['Rakefile', 'build or task file'],
+  ['Gemfile', 'build or task file'],
+  ['pyproject.toml', 'build or task file'],
+  ['setup.py', 'build or task file'],
+  ['build.rs', 'build or task file'],
+  ['.cargo/config.toml', 'build or task file'],
+  ['Cargo.toml', 'build or task file'],
+  ['build.gradle.kts', 'build or task file'],
+  ['gradle/wrapper/gradle-wrapper.properties', 'build or task file'],
+  ['gradlew', 'build or task file'],
+  ['pom.xml', 'build or task file'],
+  ['.mvn/extensions.xml', 'build or task file'],
+  ['CMakeLists.txt', 'build or task file'],
+  ['app.csproj', 'build or task file'],
+  ['Directory.Build.props', 'build or task file'],
+  ['Package.swift', 'build or task file'],
+  ['flake.nix', 'build or task file'],
+  ['docker-compose.yml', 'Compose'],
+  ['compose.override.yaml', 'Compose'],
+  ['conftest.py', 'pytest'],
+  ['tests/conftest.py', 'pytest'],
+  ['sitecustomize.py', 'interpreter start-up'],
+  ['.venv/lib/python3.12/site-packages/evil.pth', 'interpreter start-up'],
+  ['.irbrc', 'interpreter start-up'],
+  ['node_modules/.bin/vitest', 'installed code'],
+  ['node_modules/left-pad/index.js', 'installed code'],
+  ['.venv/bin/activate', 'installed code'],
+  ['.local/bin/git', 'installed code'],
+  ['.pre-commit-config.yaml', 'commit-hook'],
+  ['.husky/pre-commit', 'commit-hook'],
+  ['lefthook.yml', 'commit-hook'],
+  ['.lintstagedrc.json', 'commit-hook'],
+  ['.github/workflows/ci.yml', 'CI pipeline'],
+  ['.github/actions/setup/action.yml', 'CI pipeline'],
+  ['.gitlab-ci.yml', 'CI pipeline'],
+  ['.circleci/config.yml', 'CI pipeline'],
+  ['Jenkinsfile', 'CI pipeline'],
+];
+
+/** Ordinary work an agent does all day: no reason to raise it. */
+const ORDINARY = [
+  'README.md',
+  'src/index.ts',
+  'src/git/config.ts',
+  'src/hooks/useThing.ts',
+  'docs/bashrc-tips.md',
+  'notes/profile.md',
+  'config.json',
+  'tsconfig.json',
+  '.editorconfig',
+  '.gitignore',
+  '.nvmrc',
+  '.python-version',
+  'Dockerfile',
+  'test/fixtures/data.csv',
+  'src/package-info.ts',
+  'lib/make.js',
+  'scripts/release.md',
+  'github/workflows.md',
+  'my.git.notes.txt',
+  'src/config.ts',
+  'app/models/user.rb',
+  'assets/logo.svg',
+];
+
+describe('host-code paths', () => {
+  it.each(RUNS_LATER)('%s makes the host run code later (%s)', (relativePath, words) => {
+    const reason = hostCodeReason(relativePath);
+    expect(reason).toBeDefined();
+    expect(reason).toContain(relativePath);
+    expect(reason).toContain(words);
+  });
+
+  it.each(ORDINARY)('%s is ordinary', (relativePath) => {
+    expect(hostCodeReason(relativePath)).toBeUndefined();
+  });
+
+  it('matches case-insensitively only when asked (a case-insensitive filesystem opens .GIT/config as .git/config)', () => {
+    for (const variant of ['.GIT/config', '.Git/Hooks/pre-commit', '.BASHRC', '.VSCode/tasks.json', 'MAKEFILE', 'Package.JSON']) {
+      expect(hostCodeReason(variant), variant).toBeUndefined();
+      expect(hostCodeReason(variant, { caseInsensitive: true }), variant).toBeDefined();
+    }
+  });
+
+  it("folds Windows' ways of naming the same file: backslashes, trailing dots and spaces, alternate data streams", () => {
+    for (const variant of ['.git\\config', '.git./config', '.git/config.', '.git/config ', '.git/config::$DATA', '.\\.git\\hooks\\pre-commit', '.git//hooks/pre-commit']) {
+      expect(hostCodeReason(variant), variant).toBeDefined();
+    }
+  });
+
+  it('gives every entry a reason in words and a kind, and the first match is the most specific', () => {
+    for (const entry of HOST_CODE_PATHS) {
+      expect(entry.what.length).toBeGreaterThan(30);
+      expect(entry.globs.length).toBeGreaterThan(0);
+    }
+    expect(matchHostCodePath('.git/hooks/pre-commit')?.glob).toBe('.git/hooks/**');
+    expect(matchHostCodePath('.git/config')?.kind).toBe('git');
+  });
+
+  it("treats the folder a repository's core.hooksPath names as its hooks, in the root and in a nested repository", () => {
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, '.git'));
+    fs.writeFileSync(path.join(root, '.git', 'config'), '[core]\n\trepositoryformatversion = 0\n\tHooksPath = "tools/git-hooks" ; set by setup\n[remote "origin"]\n\turl = x\n');
+    expect(hostCodeReasonAt(root, 'tools/git-hooks/pre-commit')).toMatch(/core\.hooksPath names: it is a Git hook/);
+    expect(hostCodeReasonAt(root, 'tools/git-hooks/lib/common.sh')).toMatch(/core\.hooksPath/);
+    expect(hostCodeReasonAt(root, 'tools/other/pre-commit')).toBeUndefined();
+    fs.mkdirSync(path.join(root, 'vendor', 'lib', '.git'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'vendor', 'lib', '.git', 'config'), '[core] hooksPath = .\n');
+    expect(hostCodeReasonAt(root, 'vendor/lib/post-checkout')).toMatch(/core\.hooksPath/);
+    expect(hostCodeReasonAt(root, 'vendor/lib/index.js')).toBeUndefined();
+    expect(hostCodeReasonAt(root, 'vendor/lib/src/post-checkout')).toBeUndefined();
+  });
+
+  it('reads a git config that is not a regular file as naming nothing, at once', () => {
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, '.git', 'config'), { recursive: true });
+    expect(hostCodeReasonAt(root, 'tools/pre-commit')).toBeUndefined();
+  });
+
+  it('treats a git directory under another name (a bare repo, the target of a gitdir: line) like .git/', () => {
+    const root = tempDir();
+    const bare = path.join(root, 'mirror.git');
+    fs.mkdirSync(path.join(bare, 'objects'), { recursive: true });
+    fs.mkdirSync(path.join(bare, 'refs'), { recursive: true });
+    fs.mkdirSync(path.join(bare, 'hooks'), { recursive: true });
+    fs.writeFileSync(path.join(bare, 'HEAD'), 'ref: refs/heads/main\n');
+    expect(hostCodeReason('mirror.git/hooks/post-receive')).toBeUndefined();
+    expect(hostCodeReasonAt(root, 'mirror.git/hooks/post-receive')).toMatch(/mirror\.git, a git directory .* Git hook/);
+    expect(hostCodeReasonAt(root, 'mirror.git/config')).toMatch(/core\.fsmonitor/);
+    expect(hostCodeReasonAt(root, 'mirror.git/description')).toMatch(/git directory/);
+    expect(hostCodeReasonAt(root, 'other/readme.md')).toBeUndefined();
+  });
+});
