@@ -1,6 +1,8 @@
 import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js';
 import type { CommandRunPreview, FileChangePreview } from '../domain/step-record.js';
 import type { CommandEffectKind, Policy } from './policy-file.js';
+import { matchHostCodePath } from './host-code-paths.js';
+import { filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';
 
 /** One kind of effect a changeset has, with the files that have it and what it does, in words. */
@@ -38,6 +40,7 @@ const INHERENT_RISK: Record<CommandEffectKind, Risk> = {
   permission: 'HIGH',
   secret: 'HIGH',
   git: 'HIGH',
+  hostCode: 'HIGH',
   size: 'HIGH',
 };
 
@@ -50,6 +53,7 @@ const POLICY_WORDS: Record<CommandEffectKind, string> = {
   permission: 'permission changes',
   secret: 'changes to secret-looking files',
   git: 'changes inside .git',
+  hostCode: 'changes to files this machine runs later',
   size: 'changes this large',
 };
 
@@ -116,6 +120,14 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
   });
   if (secrets.length > 0) findings.push({ kind: 'secret', paths: files.filter((f) => matchingSecretGlob(f.path, policy.secretGlobs)).map((f) => f.path), says: `it changes ${listOf(secrets)}, which look${secrets.length === 1 ? 's' : ''} like ${secrets.length === 1 ? 'a secret' : 'secrets'}` });
   add('git', pathsWhere((f) => insideGitDir(f.path)), (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`);
+  // Beyond .git: shell start-up files, build files, editor tasks, hooks… whatever this machine runs or obeys on its own later.
+  const caseInsensitive = filesystemIgnoresCase(undefined);
+  const hostCode = files.flatMap((f) => {
+    if (insideGitDir(f.path)) return [];
+    const match = matchHostCodePath(f.path, { caseInsensitive });
+    return match ? [{ path: f.path, shown: `${f.path} (${match.what})` }] : [];
+  });
+  if (hostCode.length > 0) findings.push({ kind: 'hostCode', paths: hostCode.map((entry) => entry.path), says: `it changes ${listOf(hostCode.map((entry) => entry.shown))}, which this machine runs or obeys later, outside any sandbox` });
 
   const { maxFiles, maxBytes } = policy.commands.effects;
   const bytesWritten = files.reduce((sum, f) => sum + (f.existsAfter ? f.sizeAfter : 0), 0);

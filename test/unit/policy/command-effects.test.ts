@@ -30,7 +30,7 @@ const autoApproved: Evaluation = {
 
 describe('commands.effects in the policy', () => {
   it('defaults to asking about secrets, .git, permissions and new executables, denying nothing, with no size limits', () => {
-    expect(defaultPolicy().commands.effects).toEqual({ deny: [], ask: ['secret', 'git', 'permission', 'executable'], maxFiles: null, maxBytes: null });
+    expect(defaultPolicy().commands.effects).toEqual({ deny: [], ask: ['secret', 'git', 'hostCode', 'permission', 'executable'], maxFiles: null, maxBytes: null });
   });
 
   it('refuses an effect kind it does not know, and negative limits', () => {
@@ -101,6 +101,15 @@ describe('rateChangeset', () => {
     expect(rating.risk).toBe('HIGH');
     expect(rating.reasons.join(' ')).toContain('app/.env.local (secret pattern ".env*")');
     expect(rating.reasons.join(' ')).toContain('inside a .git directory');
+  });
+
+  it('rates files this machine runs later (start-up files, build files, editor tasks) as the hostCode effect, asked about by default', () => {
+    const rating = rateChangeset(changeset([file('.bashrc'), added('Makefile'), file('.vscode/tasks.json'), file('src/app.ts'), file('.git/hooks/pre-commit')]), policy());
+    const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f.paths]));
+    expect(byKind.hostCode).toEqual(['.bashrc', 'Makefile', '.vscode/tasks.json']);
+    expect(rating.asked.map((f) => f.kind)).toContain('hostCode');
+    expect(rating.reasons.join(' ')).toMatch(/runs or obeys later/);
+    expect(rateChangeset(changeset([file('.bashrc')]), policy({ deny: ['hostCode'] })).denied).toHaveLength(1);
   });
 
   it('uses the policy\'s own secret patterns', () => {
