@@ -334,6 +334,8 @@ class Walk {
   readonly commands: string[][] = [];
   readonly unknowable: Unknowable[] = [];
   private readonly seen = new Set<string>();
+  /** Per code level: where the substitutions the walk read stand in the text. */
+  private readonly substitutionRanges: [number, number][][] = [];
 
   flag(kind: UnknowableKind, reason: string): void {
     const key = `${kind}\u0000${reason}`;
@@ -360,10 +362,51 @@ class Walk {
         return;
       }
       this.checkLineJoins(text, root);
+      this.substitutionRanges.push([]);
       this.node(root, 0, codeDepth);
+      this.checkSubstitutionsRead(text, root, this.substitutionRanges.pop()!);
     } finally {
       parsed.tree.delete();
     }
+  }
+
+  /**
+   * Every `$(`, `<(`, `>(` and backquote of the text that the shell would run must lie in a
+   * substitution the walk read. The grammar skips some (backquotes inside `${…}`): those are refused.
+   */
+  private checkSubstitutionsRead(text: string, root: Node, ranges: readonly [number, number][]): void {
+    const opener = /\$\(|[<>]\(|`/g;
+    for (let match = opener.exec(text); match; match = opener.exec(text)) {
+      const at = match.index;
+      let backslashes = 0;
+      while (text[at - 1 - backslashes] === '\\') backslashes++;
+      if (backslashes % 2 === 1) continue;
+      if (ranges.some(([start, end]) => at >= start && at < end)) continue;
+      if (this.inLiteralText(root, at, match[0] === '`')) continue;
+      if (match[0] !== '`' && match[0] !== '$(' && !this.processSubstitutionPossible(root, at)) continue;
+      this.flag('unparsable', `the parser did not read ${quoted(text.slice(at, at + 20))} as a substitution, though the shell would run it`);
+      return;
+    }
+  }
+
+  private inLiteralText(root: Node, at: number, backquote: boolean): boolean {
+    for (let inside: Node | null = root.descendantForIndex(at, at + 1); inside; inside = inside.parent) {
+      if (['raw_string', 'ansi_c_string', 'comment'].includes(inside.type)) return true;
+      if (inside.type === 'heredoc_body') {
+        const start = inside.parent?.children.find((child) => child?.type === 'heredoc_start');
+        // A quoted here-document is text; an unquoted one's backquotes were read by backquotesIn.
+        return !start || /['"\\]/.test(start.text) || backquote;
+      }
+    }
+    return false;
+  }
+
+  /** `<(`/`>(` is no process substitution inside double quotes, here-documents, arithmetic or `[[ ]]`. */
+  private processSubstitutionPossible(root: Node, at: number): boolean {
+    for (let inside: Node | null = root.descendantForIndex(at, at + 1); inside; inside = inside.parent) {
+      if (['string', 'heredoc_body', 'arithmetic_expansion', 'test_command'].includes(inside.type)) return false;
+    }
+    return true;
   }
 
   /**
@@ -414,7 +457,18 @@ class Walk {
         this.flag('changes-lookup', `it defines a shell function ${quoted(name)}, so that name no longer says which program runs`);
         break;
       }
+      case 'heredoc_body': {
+        // The grammar reads `$(…)` in an expanded here-document but skips backquotes; find those here.
+        const start = node.parent?.children.find((child) => child?.type === 'heredoc_start');
+        if (start && !/['"\\]/.test(start.text)) this.backquotesIn(node.text, codeDepth);
+        break;
+      }
+      case 'process_substitution':
+      case 'arithmetic_expansion':
+        this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
+        break;
       case 'command_substitution':
+        this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
         if (node.text.startsWith('`')) {
           // Backquotes are parsed again after their own unescaping; the grammar's children miss
           // nested backquotes (`` `echo \`rm x\`` ``).
@@ -424,6 +478,22 @@ class Walk {
         break;
     }
     for (const child of node.namedChildren) if (child) this.node(child, depth + 1, codeDepth);
+  }
+
+  private backquotesIn(text: string, codeDepth: number): void {
+    for (let i = 0; i < text.length; i++) {
+      if (text[i] === '\\') i++;
+      else if (text[i] === '`') {
+        let end = i + 1;
+        while (end < text.length && text[end] !== '`') end += text[end] === '\\' ? 2 : 1;
+        if (end >= text.length) {
+          this.flag('unparsable', 'a here-document opens a backquote that never closes');
+          return;
+        }
+        this.code(unescapeBackquoted(text.slice(i + 1, end)), codeDepth + 1);
+        i = end;
+      }
+    }
   }
 
   private assignment(node: Node): void {
