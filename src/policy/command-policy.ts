@@ -35,15 +35,15 @@ export function checkCommandPrograms(command: string | readonly string[], lists:
   const { programs, unknowable } = analyseCommand(command, env);
   for (const program of programs) {
     const denied = matches(program, lists.deny);
-    if (denied) return { allowed: false, programs, unknowable, reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").` };
+    if (denied !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").` };
   }
   if (programs.length === 0 && unknowable.length === 0) return { allowed: false, programs, unknowable, reason: 'The command starts no program.' };
   if (lists.allow.length > 0) {
     if (unknowable.length > 0) {
       return { allowed: false, programs, unknowable, reason: `The command ${describeUnknowable(unknowable)}. The policy's commands.allow list admits only programs it can name, so it cannot cover this command.` };
     }
-    const outside = programs.find((program) => !matches(program, lists.allow));
-    if (outside) return { allowed: false, programs, unknowable, reason: `The command runs "${outside}", which is not in the policy's commands.allow list.` };
+    const outside = programs.find((program) => matches(program, lists.allow) === undefined);
+    if (outside !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${outside}", which is not in the policy's commands.allow list.` };
   }
   return { allowed: true, programs, unknowable };
 }

@@ -76,6 +76,9 @@ const SELF_DESCRIBING = new Set(['--version', '-V', '-v', '--help', '-h', '-vers
 
 const MULTI_CALL = new Set(['busybox', 'toybox']);
 
+/** Reserved words are never programs: one read as a command name means the grammar misread the line (`! { rm x; }`). */
+const RESERVED_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'for', 'case', 'esac', 'in', 'select', 'function', '[[', ']]']);
+
 /**
  * Variables that change which program a name runs, or make a program run other code: a line (or a
  * wrapper such as `env`) that sets one is unknowable whatever it runs next.
@@ -530,6 +533,7 @@ class Walk {
 
   private command(node: Node, depth: number, codeDepth: number): void {
     let program: string | null | undefined;
+    let reservedAsName = false;
     const args: (string | null)[] = [];
     for (let i = 0; i < node.childCount; i++) {
       const child = node.child(i);
@@ -537,6 +541,10 @@ class Walk {
       const field = node.fieldNameForChild(i);
       if (field === 'name') {
         const word = child.namedChildCount === 1 ? child.namedChild(0)! : child;
+        if (word.type === 'word' && RESERVED_WORDS.has(word.text)) {
+          this.flag('unparsable', `the parser read the reserved word ${quoted(word.text)} as a program`);
+          reservedAsName = true;
+        }
         const value = wordValue(word);
         if (value.value === null) this.flag('computed-name', `the program's name ${quoted(child.text)} is computed from ${value.why}`);
         program = value.value;
@@ -547,6 +555,8 @@ class Walk {
     }
     if (program === undefined) return;
     this.simpleCommand([program, ...args], codeDepth, 0);
+    // What follows the misread word is most likely the command the shell runs: still name it.
+    if (reservedAsName && args.length > 0) this.simpleCommand(args, codeDepth, 1);
   }
 
   /**
@@ -556,13 +566,18 @@ class Walk {
   simpleCommand(argv: readonly (string | null)[], codeDepth: number, wrapDepth: number): void {
     if (wrapDepth === 0) this.commands.push(literalPrefix(argv));
     const program = argv[0];
-    if (program === null || program === undefined) return;
+    if (program === null || program === undefined) {
+      if (wrapDepth > 0) this.flag('computed-name', 'a program it starts has a name computed from an expansion');
+      return;
+    }
     if (wrapDepth > MAX_CODE_DEPTH) {
       this.flag('unparsable', 'wrappers are nested too deeply to follow');
       return;
     }
-    this.programs.push(program);
     const args = argv.slice(1);
+    // `time ! rm x`: a negation inside a wrapper's words is no program; the command after it is.
+    if (program === '!' && wrapDepth > 0) return this.simpleCommand(args, codeDepth, wrapDepth + 1);
+    this.programs.push(program);
     const base = baseName(program);
     if (program.includes('/')) {
       const dir = program.slice(0, program.lastIndexOf('/')) || '/';
@@ -880,9 +895,9 @@ export function sedRunsCommands(script: string): boolean {
       // `w file` as a flag takes the rest of the line.
       if (flags.includes('w')) while (i < script.length && script[i] !== '\n') i++;
     } else if ('aicrRwWbtT:'.includes(c)) {
-      // text, file names and labels run to the end of the line (labels also to `;`)
+      // text, file names and labels run to the end of the line (labels also to `;`); `a\` text goes on past escaped newlines
       i++;
-      while (i < script.length && script[i] !== '\n' && !('btT:'.includes(c) && script[i] === ';')) i++;
+      while (i < script.length && script[i] !== '\n' && !('btT:'.includes(c) && script[i] === ';')) i += script[i] === '\\' && 'aic'.includes(c) ? 2 : 1;
     } else if (c === 'e') {
       return true;
     } else if (/[a-zA-Z=]/.test(c)) {
