@@ -27,9 +27,8 @@ export const MAX_SHELL_TEXT = 64 * 1024;
  * beside dist-electron/host-thread-worker.js), then in its package. Inside a packaged app the
  * files are unpacked from the asar archive, so a path into `app.asar` is read from `app.asar.unpacked`.
  */
-function wasmPath(fileName: string, packagePath: string): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.join(here, fileName)];
+export function locateWasm(fileName: string, packagePath: string, moduleDir = path.dirname(fileURLToPath(import.meta.url))): string {
+  const candidates = [path.join(moduleDir, fileName)];
   try {
     candidates.push(createRequire(import.meta.url).resolve(packagePath));
   } catch {
@@ -45,8 +44,8 @@ function wasmPath(fileName: string, packagePath: string): string {
 
 export function shellWasmPaths(): { runtime: string; grammar: string } {
   return {
-    runtime: wasmPath('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm'),
-    grammar: wasmPath('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm'),
+    runtime: locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm'),
+    grammar: locateWasm('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm'),
   };
 }
 

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 
 describe('the shell parser', () => {
@@ -37,6 +38,20 @@ describe('the shell parser', () => {
       expect(fs.existsSync(paths.runtime) && paths.runtime.endsWith('tree-sitter.wasm')).toBe(true);
       expect(fs.existsSync(paths.grammar) && paths.grammar.endsWith('tree-sitter-bash.wasm')).toBe(true);
     });
+  });
+
+  it('prefers the copy next to the bundled module, and reads a packaged app\'s copy from app.asar.unpacked', async () => {
+    const { locateWasm } = await import('../../../src/policy/shell-parser.js');
+    const { tempDir } = await import('../../helpers/temp-dirs.js');
+    const bundle = tempDir();
+    fs.writeFileSync(path.join(bundle, 'tree-sitter-bash.wasm'), 'x');
+    expect(locateWasm('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm', bundle)).toBe(path.join(bundle, 'tree-sitter-bash.wasm'));
+    const app = tempDir();
+    fs.mkdirSync(path.join(app, 'app.asar.unpacked', 'dist-electron'), { recursive: true });
+    fs.writeFileSync(path.join(app, 'app.asar.unpacked', 'dist-electron', 'tree-sitter.wasm'), 'x');
+    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', path.join(app, 'app.asar', 'dist-electron'))).toBe(path.join(app, 'app.asar.unpacked', 'dist-electron', 'tree-sitter.wasm'));
+    // Without a copy beside the module, the package's own file is used.
+    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', tempDir())).toMatch(/node_modules[\\/]web-tree-sitter[\\/]tree-sitter\.wasm$/);
   });
 
   it('survives deep nesting without a stack overflow, and refuses it', async () => {
