@@ -2,7 +2,7 @@
 // Bundles the Electron main process (ESM) and the preload (one CommonJS file: a sandboxed preload
 // cannot require other files) into dist-electron/, and copies the light sandbox's worker beside them.
 import fs from 'node:fs';
-import { builtinModules } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
@@ -52,4 +52,12 @@ await build({
 // here is host-thread-worker.js; electron-builder unpacks it from the asar archive (asarUnpack).
 fs.copyFileSync(path.join(root, 'src/sandbox/light/worker.cjs'), path.join(root, 'dist-electron/worker.cjs'));
 
-console.log('built dist-electron/main.js, host-thread-worker.js, preload.cjs and worker.cjs');
+// The command policy's bash parser is WebAssembly: the runtime (web-tree-sitter) and the grammar
+// (tree-sitter-bash). src/policy/shell-parser.ts looks for both next to the module that holds it
+// (host-thread-worker.js here) before node_modules; electron-builder unpacks them from the asar archive.
+const require = createRequire(import.meta.url);
+for (const wasm of ['web-tree-sitter/tree-sitter.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm']) {
+  fs.copyFileSync(require.resolve(wasm), path.join(root, 'dist-electron', path.basename(wasm)));
+}
+
+console.log('built dist-electron/main.js, host-thread-worker.js, preload.cjs, worker.cjs and the shell parser\'s .wasm files');

@@ -6,8 +6,7 @@ import { ExecutorError } from '../domain/errors.js';
 import { commandReachesBeyondRules } from '../domain/remembered-rule.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
-import { checkCommandPrograms } from '../policy/command-policy.js';
-import { splitCommandLine } from '../policy/command-words.js';
+import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../policy/command-policy.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
 import { rateChangeset } from '../policy/command-effects.js';
@@ -204,17 +203,17 @@ function applyUnlessChanged(changes: FileChange[]): void {
 
 /**
  * What a remembered command rule must cover: every simple command of the line (pipelines, lists
- * and nested `$(…)` alike, as the command policy splits them) and the working directory. A line
- * that does not parse gets no target, so no rule can wave it through; nor does a command that sets
+ * and nested `$(…)` alike, as the shell analysis reads them) and the working directory. A line
+ * whose programs cannot all be named (a wrapper, `sh -c`, a variable in command position, a line
+ * that does not parse) gets no target, so no rule can wave it through; nor does a command that sets
  * environment variables, asks for the network or sees secrets (commandReachesBeyondRules).
  */
 export function commandRuleTarget(args: ActionArgs<'runCommand'>, roots: readonly string[]): RuleTarget | null {
   if (roots.length === 0 || commandReachesBeyondRules(args) !== null) return null;
   const cwd = args.cwd ? (path.isAbsolute(args.cwd) ? args.cwd : path.resolve(roots[0]!, args.cwd)) : roots[0]!;
-  if (args.argv) return { kind: 'command', pipeline: [args.argv], cwd };
-  const parsed = splitCommandLine(args.command ?? '');
-  if (!parsed.ok || parsed.commands.length === 0) return null;
-  return { kind: 'command', pipeline: parsed.commands, cwd };
+  const analysis = analyseCommand(args.command ?? args.argv!, args.env);
+  if (analysis.unknowable.length > 0 || analysis.commands.length === 0 || analysis.commands.some((words) => words.length === 0)) return null;
+  return { kind: 'command', pipeline: args.argv ? [args.argv] : analysis.commands, cwd };
 }
 
 export const runCommand: ActionModule<'runCommand'> = {
@@ -224,8 +223,15 @@ export const runCommand: ActionModule<'runCommand'> = {
   summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
   ruleTarget: (args, ctx) => commandRuleTarget(args, ctx.policy.workspaceRoots),
   assess(args, ctx) {
-    const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands);
+    const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands, args.env);
     if (!verdict.allowed) return { risk: 'CRITICAL', deny: true, reasons: [verdict.reason], mitigations: [] };
+    const mustAsk: string[] = [];
+    if (verdict.unknowable.length > 0) {
+      const deny = ctx.policy.commands.deny;
+      // A line the parser cannot read is never run unseen; any other unknowable line is asked about whenever a deny list is in force.
+      if (deny.length > 0) mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}. The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`);
+      else if (verdict.unknowable.some((entry) => entry.kind === 'unparsable')) mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}, so you decide.`);
+    }
     let where: string;
     try {
       const { sourceDir, root } = sourceDirOf(args, ctx);
@@ -233,7 +239,9 @@ export const runCommand: ActionModule<'runCommand'> = {
     } catch (error) {
       return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
     }
-    const reasons = [`Runs \`${commandText(args)}\` (programs: ${[...new Set(verdict.programs)].join(', ')}) on a copy of ${where}.`];
+    const named = [...new Set(verdict.programs)].join(', ') || 'none it can name';
+    const reasons = [`Runs \`${commandText(args)}\` (programs: ${named}${verdict.unknowable.length > 0 ? ', and it could run others' : ''}) on a copy of ${where}.`];
+    if (verdict.unknowable.length > 0 && mustAsk.length === 0) reasons.push(`This command ${describeUnknowable(verdict.unknowable)}.`);
     if (args.network === 'allowlist') {
       const hosts = ctx.policy.network.allowHosts;
       reasons.push(hosts.length ? `May reach only ${hosts.join(', ')} over the network, through Executor's audited proxy.` : 'Asks for the network, but the policy allows no host: every request will be refused.');
@@ -243,6 +251,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     return {
       risk: 'HIGH',
       reasons,
+      ...(mustAsk.length > 0 ? { mustAsk } : {}),
       mitigations: [
         `Runs in a throwaway container: no capabilities, read-only system, non-root, ${args.network === 'allowlist' ? 'no network but the proxy' : 'no network'}, ${limits.memoryMb} MB memory, ${limits.cpus} CPU, ${limits.pids} processes, ${Math.round(timeoutOf(args, ctx.policy) / 1000)} s.`,
         'Your real workspace is never mounted: the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.',

@@ -30,6 +30,7 @@ import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type Remembe
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
+import { loadShellParser } from '../policy/shell-parser.js';
 import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
@@ -176,6 +177,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverInterrupted();
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
+      // Compiled once in the background, so the first proposal does not wait for it.
+      void loadShellParser();
       return executor;
     } catch (error) {
       db?.close();
@@ -270,7 +273,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return record;
   }
 
-  /** The policy's verdict on a step, without storing anything. Remembered rules count only for the step's own proposer. */
+  /**
+   * The policy's verdict on a step, without storing anything. Remembered rules count only for the
+   * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
+   * command lines count as unknowable.
+   */
   evaluateStep(step: Step): Evaluation {
     const { module, args } = boundAction(step);
     const hints = module.assess(args, this.context(step.id));
@@ -296,6 +303,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
    */
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    await loadShellParser();
     const plan = parsePlan(planInput, { origin: actor.channel === 'mcp' ? 'agent' : 'user', client: actor.client });
     if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
     this.steps.insertPlan(plan, actor);

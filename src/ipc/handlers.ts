@@ -3,6 +3,7 @@ import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
+import { loadShellParser } from '../policy/shell-parser.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
@@ -39,7 +40,8 @@ type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   propose: (executor, { plan }, { actor }) => executor.propose(plan, actor),
-  evaluateStep: (executor, params) => {
+  evaluateStep: async (executor, params) => {
+    await loadShellParser();
     if ('stepId' in params) return executor.evaluateStep(executor.getStep(params.stepId).step);
     // The wire schema only checks shape; the step itself is validated here like any proposed step.
     const parsed = StepSchema.safeParse(params.step);

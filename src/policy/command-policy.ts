@@ -1,32 +1,49 @@
 import picomatch from 'picomatch';
-import { programsInCommand } from './command-words.js';
+import { analyseArgv, analyseCommandLine, analyseEnvironment, type ShellAnalysis, type Unknowable } from './shell-analysis.js';
 import type { Policy } from './policy-file.js';
 
 export type CommandVerdict =
-  | { allowed: true; programs: string[] }
-  | { allowed: false; programs: string[]; reason: string };
+  | { allowed: true; programs: string[]; unknowable: Unknowable[] }
+  | { allowed: false; programs: string[]; unknowable: Unknowable[]; reason: string };
 
+/** A shell line (run by `sh -c`) or an argv (run directly), with the variables the step sets for it. */
+export function analyseCommand(command: string | readonly string[], env?: Readonly<Record<string, string>>): ShellAnalysis {
+  const analysis = typeof command === 'string' ? analyseCommandLine(command) : analyseArgv(command);
+  if (env) analysis.unknowable.push(...analyseEnvironment(Object.keys(env)).map((entry) => ({ ...entry, reason: `${entry.reason} (in the step's env)` })));
+  return analysis;
+}
+
+/** "could run any program: it feeds code to `sh -c`; …": the reasons a line's programs cannot all be named. */
+export function describeUnknowable(unknowable: readonly Unknowable[]): string {
+  return `could run any program: ${unknowable.map((entry) => entry.reason).join('; ')}`;
+}
+
+/** A pattern matches a program by its base name (`rm`) or by the path it was written with (`/bin/rm`). */
 function matches(program: string, patterns: readonly string[]): string | undefined {
-  return patterns.find((pattern) => picomatch.isMatch(program, pattern, { dot: true }));
+  const base = program.slice(program.lastIndexOf('/') + 1);
+  return patterns.find((pattern) => picomatch.isMatch(base, pattern, { dot: true }) || picomatch.isMatch(program, pattern, { dot: true }));
 }
 
 /**
  * The policy's command lists, applied to every program the command line could start (each part of
- * a pipeline or chain, inside substitutions and `sh -c`). `deny` always wins; a non-empty `allow`
- * admits only the programs it names. Entries are program names or globs (`python3*`).
+ * a pipeline or list, inside substitutions, `sh -c` code and wrappers). `deny` always wins; a
+ * non-empty `allow` admits only the programs it names, and never a line that could run a program
+ * it cannot name. With only a deny list, such a line is allowed here but must go to the person
+ * (run-command's assess says so); see docs/command-policy.md.
  */
-export function checkCommandPrograms(command: string | readonly string[], lists: Pick<Policy['commands'], 'allow' | 'deny'>): CommandVerdict {
-  const parsed = programsInCommand(command);
-  if (!parsed.ok) return { allowed: false, programs: [], reason: `The command cannot be checked safely: ${parsed.reason}.` };
-  const { programs } = parsed;
-  if (programs.length === 0) return { allowed: false, programs, reason: 'The command starts no program.' };
+export function checkCommandPrograms(command: string | readonly string[], lists: Pick<Policy['commands'], 'allow' | 'deny'>, env?: Readonly<Record<string, string>>): CommandVerdict {
+  const { programs, unknowable } = analyseCommand(command, env);
   for (const program of programs) {
     const denied = matches(program, lists.deny);
-    if (denied) return { allowed: false, programs, reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").` };
+    if (denied !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").` };
   }
+  if (programs.length === 0 && unknowable.length === 0) return { allowed: false, programs, unknowable, reason: 'The command starts no program.' };
   if (lists.allow.length > 0) {
-    const outside = programs.find((program) => !matches(program, lists.allow));
-    if (outside) return { allowed: false, programs, reason: `The command runs "${outside}", which is not in the policy's commands.allow list.` };
+    if (unknowable.length > 0) {
+      return { allowed: false, programs, unknowable, reason: `The command ${describeUnknowable(unknowable)}. The policy's commands.allow list admits only programs it can name, so it cannot cover this command.` };
+    }
+    const outside = programs.find((program) => matches(program, lists.allow) === undefined);
+    if (outside !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${outside}", which is not in the policy's commands.allow list.` };
   }
-  return { allowed: true, programs };
+  return { allowed: true, programs, unknowable };
 }

@@ -9,6 +9,11 @@ export interface RiskHints {
   mitigations: string[];
   /** A hard no from a rule (path outside every root, denied program): the step can never run. */
   deny?: boolean;
+  /**
+   * Why the person must decide, whatever autoApprove or remembered rules say (a command that could
+   * run a program the deny list forbids). Shown with the reasons.
+   */
+  mustAsk?: string[];
 }
 
 /**
@@ -23,6 +28,10 @@ export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boole
   if (!reversible) reasons.push('This step cannot be reverted once it has run.');
   if (risk === 'CRITICAL') {
     return { allowed: false, risk, consent: 'deny', reasons, mitigations, reversible };
+  }
+  if (hints.mustAsk && hints.mustAsk.length > 0) {
+    for (const why of hints.mustAsk) if (!reasons.includes(why)) reasons.push(why);
+    return { allowed: true, risk, consent: 'confirm', reasons, mitigations, reversible };
   }
   const autoApproved = policy.autoApprove !== 'none' && riskRank(risk) <= riskRank(policy.autoApprove);
   if (autoApproved) {

@@ -1,19 +1,25 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
 import { StepSchema, type Step } from '../../../src/domain/step.js';
+import { loadShellParser } from '../../../src/policy/shell-parser.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+
+beforeAll(async () => {
+  // Executor.evaluateStep is synchronous; propose and the IPC handler await the parser first.
+  await loadShellParser();
+});
 
 const open: Executor[] = [];
 afterEach(() => {
   while (open.length) open.pop()!.close();
 });
 
-function executorWithRule(prefix: string[]): { executor: Executor; workspace: string } {
+function executorWithRule(prefix: string[], policy: Record<string, unknown> = {}): { executor: Executor; workspace: string } {
   const setup = tempSetup();
   const executor = Executor.open(setup.dataDir);
   open.push(executor);
   const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-a' } };
-  executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, { user: "me", channel: "cli" });
+  executor.setPolicy({ ...executor.getPolicy(), ...policy, remembered: [rule] }, { user: "me", channel: "cli" });
   return { executor, workspace: setup.workspace };
 }
 
@@ -37,5 +43,32 @@ describe('remembered command rules, evaluated on runCommand steps', () => {
     const { executor } = executorWithRule(['git']);
     expect(executor.evaluateStep(command({ command: 'git status | git log' })).consent).toBe('none');
     expect(executor.evaluateStep(command({ command: 'git status | wc -l' })).consent).toBe('confirm');
+  });
+
+  it('never covers a command whose programs are not all named, however its words start', () => {
+    for (const [prefix, commandText] of [
+      [['timeout', '60'], 'timeout 60 rm -rf .'],
+      [['busybox'], "busybox sh -c 'rm x'"],
+      [['nice'], 'nice rm x'],
+      [['echo'], 'echo rm x | sh'],
+      [['sh'], "sh -c -- 'rm x'"],
+      [['exec'], 'exec -a y rm x'],
+      [['env'], "env -S 'rm x'"],
+    ] as const) {
+      const line = commandText;
+      const { executor } = executorWithRule([...prefix]);
+      const evaluation = executor.evaluateStep(command({ command: line }));
+      expect(evaluation.consent, line).toBe('confirm');
+      expect(evaluation.mitigations.join(' '), line).not.toContain('remembered rule');
+    }
+  });
+
+  it('asks the person about an unknowable command under a deny list even with autoApprove HIGH', () => {
+    const { executor } = executorWithRule(['timeout', '60'], { autoApprove: 'HIGH', commands: { allow: [], deny: ['rm'] } });
+    const evaluation = executor.evaluateStep(command({ command: 'timeout 60 make' }));
+    expect(evaluation).toMatchObject({ allowed: true, consent: 'confirm' });
+    expect(evaluation.reasons.join(' ')).toContain('could run any program: `timeout` starts the program `make`');
+    expect(executor.evaluateStep(command({ command: 'timeout 60 rm -rf .' }))).toMatchObject({ allowed: false, consent: 'deny' });
+    expect(executor.evaluateStep(command({ command: 'make' })).consent).toBe('none');
   });
 });

@@ -1,5 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import { checkCommandPrograms } from '../../../src/policy/command-policy.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { checkCommandPrograms, describeUnknowable } from '../../../src/policy/command-policy.js';
+import { loadShellParser } from '../../../src/policy/shell-parser.js';
+
+beforeAll(async () => {
+  await loadShellParser();
+});
 
 describe('checkCommandPrograms', () => {
   it('denies a pipeline whose later part runs a denied program', () => {
@@ -11,19 +16,62 @@ describe('checkCommandPrograms', () => {
     expect(checkCommandPrograms('rm x', { allow: ['*'], deny: ['rm'] }).allowed).toBe(false);
   });
 
+  it('matches a deny entry on the base name and on the full path the program is written with', () => {
+    expect(checkCommandPrograms('/bin/rm x', { allow: [], deny: ['rm'] }).allowed).toBe(false);
+    expect(checkCommandPrograms('/usr/bin/curl x', { allow: [], deny: ['/usr/bin/*'] }).allowed).toBe(false);
+    expect(checkCommandPrograms("$'\\x72m' x", { allow: [], deny: ['rm'] }).allowed).toBe(false);
+  });
+
+  it('denies a program named inside a wrapper, a shell string or a substitution', () => {
+    for (const line of ['timeout 60 rm -rf .', "sh -c -- 'rm x'", 'exec -a y rm x', 'eval "rm x"', "busybox sh -c 'rm x'", 'nice rm x', 'echo $(rm x)', 'if true; then rm victim.txt; fi', '{ rm x; }']) {
+      expect(checkCommandPrograms(line, { allow: [], deny: ['rm'] }), line).toMatchObject({ allowed: false, reason: expect.stringContaining('"rm"') });
+    }
+  });
+
+  it('lets a line it cannot fully name pass the deny list only with its reasons attached (the person is asked)', () => {
+    const verdict = checkCommandPrograms('X=rm; $X x', { allow: [], deny: ['rm'] });
+    expect(verdict.allowed).toBe(true);
+    expect(verdict.unknowable.map((entry) => entry.kind)).toEqual(['computed-name']);
+    expect(describeUnknowable(verdict.unknowable)).toMatch(/^could run any program: the program's name `\$X` is computed from a variable expansion$/);
+  });
+
   it('admits only allowlisted programs when an allow list exists', () => {
-    expect(checkCommandPrograms('npm test && node x.js', { allow: ['npm', 'node'], deny: [] }).allowed).toBe(true);
+    expect(checkCommandPrograms('npm test && tsc -p . | tee log', { allow: ['npm', 'tsc', 'tee'], deny: [] }).allowed).toBe(true);
     expect(checkCommandPrograms('npm test && curl x', { allow: ['npm', 'node'], deny: [] })).toMatchObject({
       allowed: false,
       reason: expect.stringContaining('"curl"'),
     });
   });
 
-  it('matches globs on program names', () => {
-    expect(checkCommandPrograms('python3.11 x.py', { allow: ['python3*'], deny: [] }).allowed).toBe(true);
+  it('never lets an allow list cover a line that could run any program', () => {
+    // An interpreter runs code the line does not show, even when the person allowed it by name.
+    expect(checkCommandPrograms('node x.js', { allow: ['node'], deny: [] }).allowed).toBe(false);
+    for (const line of ['timeout 5 npm test', 'sh -c "npm test"', '$CMD', 'npx jest', 'env PATH=. npm test', './npm test', 'npm test | sh']) {
+      expect(checkCommandPrograms(line, { allow: ['*'], deny: [] }), line).toMatchObject({ allowed: false, reason: expect.stringContaining('could run any program') });
+    }
   });
 
-  it('refuses a command line it cannot parse', () => {
-    expect(checkCommandPrograms(`echo 'x`, { allow: [], deny: [] })).toMatchObject({ allowed: false, reason: expect.stringContaining('cannot be checked') });
+  it('matches globs on program names', () => {
+    expect(checkCommandPrograms('python3.11 --version', { allow: ['python3*'], deny: [] }).allowed).toBe(true);
+  });
+
+  it('does not let an empty program name slip past an allow list', () => {
+    expect(checkCommandPrograms('"" x', { allow: ['ls'], deny: [] }).allowed).toBe(false);
+  });
+
+  it('reports a command line it cannot parse as unknowable, never as named', () => {
+    const verdict = checkCommandPrograms(`echo 'x`, { allow: [], deny: [] });
+    expect(verdict.unknowable.map((entry) => entry.kind)).toEqual(['unparsable']);
+    expect(checkCommandPrograms(`echo 'x`, { allow: ['echo'], deny: [] }).allowed).toBe(false);
+  });
+
+  it('checks the variables a step sets for its command like assignments on the line', () => {
+    const verdict = checkCommandPrograms('ls', { allow: [], deny: ['rm'] }, { PATH: '/workspace/bin' });
+    expect(verdict.unknowable).toEqual([{ kind: 'changes-lookup', reason: expect.stringContaining("`PATH`") }]);
+    expect(checkCommandPrograms('ls', { allow: [], deny: ['rm'] }, { NODE_ENV: 'test' }).unknowable).toEqual([]);
+  });
+
+  it('refuses a line that starts no program', () => {
+    expect(checkCommandPrograms('> file', { allow: [], deny: [] })).toMatchObject({ allowed: false, reason: 'The command starts no program.' });
   });
 });

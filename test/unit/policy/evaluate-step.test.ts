@@ -25,6 +25,15 @@ describe('evaluateStep', () => {
     expect(evaluateStep({ risk: 'LOW', deny: true, reasons: ['no'], mitigations: [] }, policy('HIGH'), true)).toMatchObject({ allowed: false, risk: 'CRITICAL' });
   });
 
+  it('asks the person when the hints say it must, whatever autoApprove or remembered rules say', () => {
+    const rule = { id: 'r1', kind: 'command' as const, prefix: ['timeout'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00.000Z', proposer: { kind: 'person' as const } };
+    const verdict = evaluateStep({ risk: 'HIGH', reasons: ['runs'], mitigations: [], mustAsk: ['could run any program: `timeout` starts `rm`'] }, policy('HIGH'), true, [rule]);
+    expect(verdict).toMatchObject({ allowed: true, consent: 'confirm', risk: 'HIGH' });
+    expect(verdict.reasons).toEqual(['runs', 'could run any program: `timeout` starts `rm`']);
+    expect(verdict.mitigations.join(' ')).not.toContain('Approved without asking');
+    expect(evaluateStep({ risk: 'LOW', reasons: [], mitigations: [], mustAsk: [] }, policy('HIGH'), true).consent).toBe('none');
+  });
+
   it('says plainly when a step cannot be reverted', () => {
     const verdict = evaluateStep({ risk: 'HIGH', reasons: [], mitigations: [] }, policy('none'), false);
     expect(verdict.reasons.join(' ')).toContain('cannot be reverted');

