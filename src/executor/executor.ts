@@ -431,7 +431,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         }));
       }
     }
-    const backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
+    let backups;
+    try {
+      backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
+    } catch (error) {
+      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
+      return this.failBeforeStart(stepId, actor, error);
+    }
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       backups,
