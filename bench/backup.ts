@@ -74,7 +74,7 @@ try {
         applyFileChanges([change]);
       }),
     );
-    timings.revert.push(time(() => revertFileChanges(blobs, rows, false)));
+    timings.revert.push(time(() => revertFileChanges(blobs, rows)));
     if (fs.readFileSync(target, 'utf8') !== before) throw new Error('revert did not restore the file');
     timings.copy.push(time(() => fs.copyFileSync(changedCopy, path.join(base, `copy-${run}.txt`))));
 

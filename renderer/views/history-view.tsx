@@ -76,7 +76,7 @@ export function HistoryView({ active }: { active: boolean }) {
     setError(null);
     try {
       const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
-      setNotice(`${reverted.step.id} reverted${force ? ' with force (recorded in the audit log)' : ''}: the files are back as they were before the step.`);
+      setNotice(`${reverted.step.id} reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.`);
       history.reload();
     } catch (caught) {
       setError(caught);
@@ -204,9 +204,9 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
     return (
       <Dialog title="Force the revert?" onCancel={onCancel}>
         <p className="warning">
-          {conflicts.length} file(s) changed after this step. Forcing overwrites those newer changes with the content from before the step; the newer content is lost unless you saved it elsewhere.
+          {conflicts.length} file(s) changed after this step. Forcing puts back the content from before the step over those newer changes.
         </p>
-        <p>The forced revert is recorded in the audit log.</p>
+        <p>Nothing is lost: the forced revert runs as a step of its own, what is on disk now is kept as its backup, and you can revert that step from History to get the newer changes back. It is recorded in the audit log.</p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
             Cancel
@@ -246,7 +246,16 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
           </li>
         ))}
       </ul>
-      {files.map((file) =>
+      {conflicts.map((entry) => (
+        <section key={`now-${entry.path}`} className="file-change" aria-label={`What revert does to ${entry.path} as it is now`}>
+          <header className="file-change-head">
+            <span>On disk now → after revert</span>
+            <code className="file-path">{entry.path}</code>
+          </header>
+          {entry.diff ? <UnifiedDiff patch={entry.diff} path={entry.path} label={`Diff from ${entry.path} now to after the revert`} /> : <p className="muted">{entry.diffOmittedReason ?? 'No text diff to show.'}</p>}
+        </section>
+      ))}
+      {conflicts.length ? null : files.map((file) =>
         file.diff ? (
           <section key={file.path} className="file-change" aria-label={`What revert restores in ${file.path}`}>
             <header className="file-change-head">

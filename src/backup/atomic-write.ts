@@ -1,39 +1,141 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
 
 /**
- * Writes a file so that a crash leaves either the old or the new content, never a mix:
- * the bytes go to a temporary sibling, are fsynced, and replace the target by rename;
- * the directory is fsynced so the rename itself survives power loss.
+ * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
+ * content, never a mix: the bytes go to a temporary sibling, every byte is written (a short write is
+ * continued, not ignored), the file is fsynced and its size (and, when asked, its sha256) checked
+ * against what was meant, and only then does it replace the target by rename; the directory is
+ * fsynced so the rename itself survives power loss. On every failure the temporary file is removed
+ * and the target is untouched.
  */
 const tempName = (target: string, suffix: string) => `.${path.basename(target)}.executor-${suffix}.tmp`;
 
-export function writeFileAtomic(target: string, data: Uint8Array, mode?: number): void {
+/** File-system errors that mean "no room": they get STORAGE_FULL, with the free space where it happened. */
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+/** Errors that mean "this place cannot be written": the message names the file, not the data directory. */
+const NOT_WRITABLE: Record<string, string> = {
+  EROFS: 'the file system holding it is read-only',
+  EACCES: 'permission is denied',
+  EPERM: 'the operation is not permitted',
+};
+
+export interface AtomicWriteOptions {
+  /** Read the temporary file back and compare its sha256 before the rename (blobs: a backup must be whole). */
+  verifySha256?: string;
+}
+
+export function freeBytesAt(dir: string): number | null {
+  // statfs of the nearest existing directory: the target's own directory may not exist yet.
+  for (let probe = dir; ; probe = path.dirname(probe)) {
+    try {
+      const stats = fs.statfsSync(probe);
+      return Number(stats.bavail) * Number(stats.bsize);
+    } catch {
+      if (path.dirname(probe) === probe) return null;
+    }
+  }
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+/**
+ * A file-system failure while writing `target`, in words a person can act on. Anything else is
+ * passed through unchanged, so a typed error from further down keeps its code.
+ */
+export function writeFailure(error: unknown, target: string, neededBytes: number): unknown {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== 'string') return error;
+  if (NO_SPACE.has(code)) {
+    const free = freeBytesAt(path.dirname(target));
+    const where = free === null ? '' : ` (${formatBytes(free)} free there)`;
+    return new ExecutorError(
+      'STORAGE_FULL',
+      `There is not enough space to write ${target}: ${formatBytes(neededBytes)} were to be written${where}${code === 'EDQUOT' ? ' and the disk quota is used up' : ''}. ` +
+        'Nothing was changed: the file still holds what it held before. Free some space and try again.',
+      { path: target, neededBytes, freeBytes: free, errno: code },
+    );
+  }
+  if (NOT_WRITABLE[code]) {
+    return new ExecutorError('FILE_NOT_WRITABLE', `${target} cannot be written: ${NOT_WRITABLE[code]}. Nothing was changed.`, { path: target, errno: code });
+  }
+  return error;
+}
+
+function writeAll(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.byteLength) {
+    const written = fs.writeSync(fd, data, offset, data.byteLength - offset);
+    // A write that makes no progress would loop for ever; the kernel reports ENOSPC on the next try, but do not rely on it.
+    if (written <= 0) throw Object.assign(new Error(`write made no progress at byte ${offset}`), { code: 'ENOSPC' });
+    offset += written;
+  }
+}
+
+function sha256OfFile(fd: number, size: number): string {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20) || 1);
+  let position = 0;
+  while (position < size) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read <= 0) break;
+    hash.update(chunk.subarray(0, read));
+    position += read;
+  }
+  return hash.digest('hex');
+}
+
+export function writeFileAtomic(target: string, data: Uint8Array, mode?: number, options: AtomicWriteOptions = {}): void {
   const dir = path.dirname(target);
-  fs.mkdirSync(dir, { recursive: true });
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
-  const fd = fs.openSync(temp, 'wx', mode ?? 0o644);
+  let fd: number | undefined;
+  let renamed = false;
   try {
-    fs.writeSync(fd, data);
+    fs.mkdirSync(dir, { recursive: true });
+    fd = fs.openSync(temp, 'wx+', mode ?? 0o644);
+    writeAll(fd, data);
     if (mode !== undefined) fs.fchmodSync(fd, mode);
     fs.fsyncSync(fd);
-  } finally {
+    const size = fs.fstatSync(fd).size;
+    if (size !== data.byteLength) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+    }
+    if (options.verifySha256 && sha256OfFile(fd, size) !== options.verifySha256) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written (sha256 differs); nothing was changed.`, { path: target });
+    }
     fs.closeSync(fd);
-  }
-  try {
+    fd = undefined;
     fs.renameSync(temp, target);
+    renamed = true;
+    fsyncDirectory(dir);
   } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw error;
+    if (fd !== undefined) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* the write's own error is the one worth reporting */
+      }
+    }
+    // After the rename the new content is in place; only the directory fsync failed, so the temp is gone already.
+    if (!renamed) fs.rmSync(temp, { force: true });
+    throw writeFailure(error, target, data.byteLength);
   }
-  fsyncDirectory(dir);
 }
 
 export function removeFileDurably(target: string): void {
-  fs.rmSync(target, { force: true });
-  fsyncDirectory(path.dirname(target));
+  try {
+    fs.rmSync(target, { force: true });
+    fsyncDirectory(path.dirname(target));
+  } catch (error) {
+    throw writeFailure(error, target, 0);
+  }
 }
 
 function fsyncDirectory(dir: string): void {
@@ -146,15 +248,33 @@ function makePlainDirectories(dir: string): void {
 export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?: number): void {
   const dir = path.dirname(target);
   assertPlainTarget(target);
-  makePlainDirectories(dir);
+  try {
+    makePlainDirectories(dir);
+  } catch (error) {
+    throw writeFailure(error, target, data.byteLength);
+  }
   assertPlainTarget(target);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
-  const fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, mode ?? 0o644);
+  let fd: number;
+  try {
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, mode ?? 0o644);
+  } catch (error) {
+    throw writeFailure(error, target, data.byteLength);
+  }
   let renamed = false;
   try {
-    fs.writeSync(fd, data);
-    if (mode !== undefined) fs.fchmodSync(fd, mode);
-    fs.fsyncSync(fd);
+    // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
+    try {
+      writeAll(fd, data);
+      if (mode !== undefined) fs.fchmodSync(fd, mode);
+      fs.fsyncSync(fd);
+    } catch (error) {
+      throw writeFailure(error, target, data.byteLength);
+    }
+    const size = fs.fstatSync(fd).size;
+    if (size !== data.byteLength) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+    }
     assertPlainTarget(target);
     fs.renameSync(temp, target);
     renamed = true;

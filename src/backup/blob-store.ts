@@ -3,6 +3,14 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { writeFileAtomic } from './atomic-write.js';
 
+function sizeOf(file: string): number | null {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return null;
+  }
+}
+
 export function sha256Of(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
@@ -23,7 +31,9 @@ export class BlobStore {
   put(data: Uint8Array, knownHash?: string): string {
     const hash = knownHash ?? sha256Of(data);
     const file = this.pathOf(hash);
-    if (!fs.existsSync(file)) writeFileAtomic(file, data, 0o600);
+    // A blob is trusted by its name only when its size agrees too: one cut short by a full disk before
+    // writes were checked must be written again, not kept as the backup of record.
+    if (sizeOf(file) !== data.byteLength) writeFileAtomic(file, data, 0o600, { verifySha256: hash });
     return hash;
   }
 

@@ -170,6 +170,9 @@ export interface RevertPlanEntry {
   currentHash: string | null;
   expectedHash: string | null;
   state: 'restore' | 'already_restored' | 'conflict';
+  /** For a conflict: what revert would do to the file as it is on disk now (a/ now, b/ after revert). */
+  diff?: string | null;
+  diffOmittedReason?: string;
 }
 
 /**
@@ -177,28 +180,36 @@ export interface RevertPlanEntry {
  * the step's post-image; one already back at its pre-image (a step interrupted before its rename)
  * needs nothing; anything else is newer work, a conflict.
  */
-export function planRevert(rows: FileBackupRow[]): RevertPlanEntry[] {
+export function planRevert(rows: FileBackupRow[], blobs?: BlobStore): RevertPlanEntry[] {
   return rows.map((row) => {
     const current = currentHash(row.path);
     const state = current === row.postHash ? 'restore' : current === row.preHash ? 'already_restored' : 'conflict';
-    return { path: row.path, restoreHash: row.preHash, currentHash: current, expectedHash: row.postHash, state };
+    const entry: RevertPlanEntry = { path: row.path, restoreHash: row.preHash, currentHash: current, expectedHash: row.postHash, state };
+    // A conflict is decided by what is on disk now, so that is what the person is shown: the step's own diff would hide the newer work.
+    if (state === 'conflict' && blobs) {
+      const shown = previewFileChange({ absolutePath: row.path, displayPath: row.path, before: readCurrent(row.path).content, after: row.preHash === null ? null : blobs.get(row.preHash), mode: row.mode });
+      entry.diff = shown.diff;
+      if (shown.diffOmittedReason) entry.diffOmittedReason = shown.diffOmittedReason;
+    }
+    return entry;
   });
 }
 
 /**
- * Restores every file of a step from its pre-image, or changes nothing and reports the conflicts.
- * `force` restores conflicting files too (the caller records that it was forced).
+ * Restores every file of a step from its pre-image, or changes nothing and reports the conflicts,
+ * each with the diff from what is on disk now. A forced revert does not come through here: the
+ * executor makes it a step of its own, so what it overwrites is backed up and can be restored.
  */
-export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[], force: boolean): RevertPlanEntry[] {
-  const plan = planRevert(rows);
+export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[]): RevertPlanEntry[] {
+  const plan = planRevert(rows, blobs);
   const conflicts = plan.filter((entry) => entry.state === 'conflict');
-  if (conflicts.length > 0 && !force) {
+  if (conflicts.length > 0) {
     const first = conflicts[0]!;
     throw new ExecutorError(
       'REVERT_CONFLICT',
       `${first.path} changed after the step ran (expected sha256 ${first.expectedHash ?? 'absent'}, found ${first.currentHash ?? 'absent'}). ` +
-        'Nothing was reverted. Revert with force to overwrite the newer content.',
-      { conflicts: conflicts.map(({ path, expectedHash, currentHash }) => ({ path, expectedHash, currentHash })) },
+        'Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.',
+      { conflicts: conflicts.map(({ path, expectedHash, currentHash, diff, diffOmittedReason }) => ({ path, expectedHash, currentHash, diff: diff ?? null, ...(diffOmittedReason ? { diffOmittedReason } : {}) })) },
     );
   }
   // Read every blob before writing anything, so a missing or corrupt backup stops the revert whole.

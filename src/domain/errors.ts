@@ -28,6 +28,10 @@ export type ErrorCode =
   /** The keys exist but are sealed by the desktop app's OS keychain (start the app), or its sealer failed or stopped answering. */
   | 'AUDIT_KEY_UNAVAILABLE'
   | 'STORAGE_FAILED'
+  /** No room left (ENOSPC, EDQUOT) where a file was to be written; details name the path and the free space. */
+  | 'STORAGE_FULL'
+  /** A file outside the data directory (a workspace file) cannot be written: read-only file system, or no permission. */
+  | 'FILE_NOT_WRITABLE'
   | 'KEY_ALREADY_EXPORTED'
   | 'EXECUTION_FAILED'
   | 'SANDBOX_UNAVAILABLE'

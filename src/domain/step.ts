@@ -10,6 +10,11 @@ const boundedText = (field: string, maxBytes: number) =>
     message: `${field} is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB`,
   });
 
+/** Standard base64 with padding, nothing else: the only form whose decoding is exact and unique. */
+export function isStrictBase64(text: string): boolean {
+  return text.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(text);
+}
+
 const pathField = z.string().min(1, 'path is empty').max(4096, 'path is longer than 4096 characters');
 
 /**
@@ -17,11 +22,17 @@ const pathField = z.string().min(1, 'path is empty').max(4096, 'path is longer t
  * plus its module under src/actions/ and its registry line.
  */
 export const ACTION_ARGS = {
-  writeFile: z.strictObject({
-    path: pathField,
-    content: boundedText('content', MAX_CONTENT_BYTES),
-    encoding: z.enum(['utf8', 'base64']).optional(),
-  }),
+  writeFile: z
+    .strictObject({
+      path: pathField,
+      content: boundedText('content', MAX_CONTENT_BYTES),
+      encoding: z.enum(['utf8', 'base64']).optional(),
+    })
+    // Node decodes bad base64 by skipping what it cannot read, so the file would silently differ from what was sent.
+    .refine((args) => args.encoding !== 'base64' || isStrictBase64(args.content), {
+      message: 'content is not valid base64 (only A–Z, a–z, 0–9, "+", "/", padded with "=" to a multiple of 4 characters)',
+      path: ['content'],
+    }),
   deleteFile: z.strictObject({
     path: pathField,
   }),

@@ -550,7 +550,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         }));
       }
     }
-    const backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
+    let backups;
+    try {
+      backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
+    } catch (error) {
+      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
+      return this.failBeforeStart(stepId, actor, error);
+    }
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       backups,
@@ -669,7 +675,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** What revert would restore, file by file, without changing anything. */
   previewRevert(stepId: string): RevertPlanEntry[] {
-    return planRevert(this.steps.backups(stepId));
+    return planRevert(this.steps.backups(stepId), this.blobs);
   }
 
   async revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
@@ -685,13 +691,53 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that ran can be reverted.`, { stepId, from: record.status, to: 'reverted' });
     }
     const force = options.force === true;
-    const files = revertFileChanges(this.blobs, this.steps.backups(stepId), force);
+    const rows = this.steps.backups(stepId);
+    const plan = planRevert(rows);
+    if (force && plan.some((entry) => entry.state === 'conflict')) return this.forceRevert(record, actor, plan);
+    const files = revertFileChanges(this.blobs, rows);
     const other = module.revertOther ? await module.revertOther(record, this.context(stepId), force) : undefined;
-    const forced = force && files.some((file) => file.state === 'conflict');
     const result = { files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })), ...(other ? { other } : {}) };
     return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString() }, {
-      kind: forced ? 'step.revert_forced' : 'step.reverted',
+      kind: 'step.reverted',
       detail: { force, ...result },
+    }));
+  }
+
+  /**
+   * A revert that overwrites newer work is itself a step: a plan of writeFile/deleteFile steps that put
+   * back the pre-images, proposed and approved by the person who forced it and run through the one door
+   * (policy, backups, audit). What was on disk is then that plan's backup, so the forced revert can be
+   * reverted in turn and nothing is lost. The original step is marked reverted only once all of it ran.
+   */
+  private async forceRevert(record: StepRecord, actor: Actor, plan: RevertPlanEntry[]): Promise<StepRecord> {
+    const stepId = record.step.id;
+    const restores = plan
+      .filter((entry) => entry.state !== 'already_restored')
+      .map((entry) =>
+        entry.restoreHash === null
+          ? { action: 'deleteFile', args: { path: entry.path }, meta: { purpose: `Forced revert of ${stepId}: remove ${entry.path}, which the step created` } }
+          : { action: 'writeFile', args: { path: entry.path, content: this.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' }, meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` } },
+      );
+    const proposed = await this.propose({ purpose: `Forced revert of step ${stepId}; what it overwrites is kept as this plan's backup`, steps: restores }, actor);
+    const restorePlanId = proposed[0]!.step.planId;
+    // The person's "yes, overwrite" is the consent for each of these steps.
+    for (const waiting of this.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent')) await this.approve(waiting.step.id, actor);
+    const ran = this.steps.planSteps(restorePlanId);
+    const notDone = ran.filter((step) => step.status !== 'executed');
+    if (notDone.length > 0) {
+      const first = notDone[0]!;
+      throw new ExecutorError(
+        'REVERT_CONFLICT',
+        `The forced revert of ${stepId} did not finish: its step ${first.step.id} is ${first.status}${first.error ? ` (${first.error.message})` : ''}. ${stepId} is not marked reverted; what did run is in plan ${restorePlanId} and can be reverted there.`,
+        { stepId, restorePlanId, steps: ran.map((step) => ({ stepId: step.step.id, status: step.status })) },
+      );
+    }
+    const { module } = boundAction(record.step);
+    const other = module.revertOther ? await module.revertOther(record, this.context(stepId), true) : undefined;
+    const files = plan.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash }));
+    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString() }, {
+      kind: 'step.revert_forced',
+      detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), ...(other ? { other } : {}) },
     }));
   }
 

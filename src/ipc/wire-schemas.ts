@@ -155,6 +155,8 @@ export const RevertPlanEntrySchema = z.object({
   currentHash: z.string().nullable(),
   expectedHash: z.string().nullable(),
   state: z.enum(['restore', 'already_restored', 'conflict']),
+  diff: z.string().nullable().optional(),
+  diffOmittedReason: z.string().optional(),
 });
 
 /** The topics a client can subscribe to, and what each event carries. */

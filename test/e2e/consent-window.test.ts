@@ -248,6 +248,9 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     expect(hashes[1]).toMatch(/^[0-9a-f]{64}$/);
     expect(hashes[0]).not.toBe(hashes[1]);
     expect(await conflict.getByRole('button', { name: 'Revert', exact: true }).count()).toBe(0);
+    // The diff shown is from the file as it is now to what revert writes: the newer edit is visibly what goes.
+    const nowDiff = conflict.getByRole('region', { name: /as it is now/ });
+    await expect.poll(() => nowDiff.textContent()).toContain('edited by hand later');
     await screenshots(page, 'history-conflict');
     await conflict.getByRole('button', { name: 'Force revert…' }).click();
     const force = page.getByRole('dialog', { name: 'Force the revert?' });
@@ -258,6 +261,12 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expect.poll(() => page.getByRole('status').filter({ hasText: 'with force' }).count()).toBe(1);
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'set-mode']).stdout;
     expect(audit).toMatch(/step\.revert_forced/);
+    // The forced revert is a step of its own, and reverting it brings the edit back.
+    const steps = JSON.parse(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).stdout) as { step: { id: string; meta: { purpose?: string } }; status: string }[];
+    const restore = steps.find((record) => record.step.meta.purpose?.startsWith('Forced revert of set-mode'));
+    expect(restore?.status).toBe('executed');
+    runCli(['--data-dir', dataDir, 'revert', restore!.step.id]);
+    expect(fs.readFileSync(config, 'utf8')).toContain('edited by hand later');
     await page.context().close();
     await serve.stop();
   });

@@ -1,3 +1,4 @@
+import { ExecutorError } from '../../domain/errors.js';
 import { Command, Option } from 'commander';
 import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { globals, print, withExecutor } from '../cli-context.js';
@@ -84,7 +85,20 @@ export function registerStepCommands(program: Command): void {
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .action(async (stepId: string, options: { force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
+      let record;
+      try {
+        record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
+      } catch (error) {
+        if (!json && error instanceof ExecutorError && error.code === 'REVERT_CONFLICT') process.stderr.write(conflictDiffs(error));
+        throw error;
+      }
       print(json, outcomeOf(record), () => summaryLine(record));
     });
+}
+
+/** What a revert would do to each conflicting file as it is now: the person decides on --force from this, not from hashes. */
+function conflictDiffs(error: ExecutorError): string {
+  const conflicts = (error.details?.conflicts ?? []) as { path: string; diff?: string | null; diffOmittedReason?: string }[];
+  const shown = conflicts.map((conflict) => `--- ${conflict.path}: on disk now (-) → after revert (+)\n${conflict.diff ?? `(${conflict.diffOmittedReason ?? 'no text diff'})`}\n`);
+  return `${shown.join('\n')}\nRevert with --force to apply this anyway: what is on disk now is kept as the backup of a "Forced revert" step, which you can revert in turn.\n`;
 }

@@ -69,6 +69,28 @@ describe('executor CLI', () => {
     expect(again.stderr).toContain('ALREADY_REVERTED');
   });
 
+  it('shows a revert conflict as a diff from the file as it is now; --force keeps the newer work as the backup of a step that can be reverted', () => {
+    const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
+    const target = path.join(workspace, 'notes.txt');
+    fs.writeFileSync(target, 'first\n');
+    const plan = writePlan(base, { steps: [{ id: 'edit', action: 'writeFile', args: { path: 'notes.txt', content: 'by the agent\n' } }] });
+    expect(runCli(['--data-dir', dataDir, 'propose', plan]).status).toBe(0);
+    fs.writeFileSync(target, 'my own edit afterwards\n');
+
+    const refused = runCli(['--data-dir', dataDir, 'revert', 'edit']);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('REVERT_CONFLICT');
+    expect(refused.stderr).toContain('-my own edit afterwards');
+    expect(refused.stderr).toContain('+first');
+    expect(fs.readFileSync(target, 'utf8')).toBe('my own edit afterwards\n');
+
+    expect(runCli(['--data-dir', dataDir, 'revert', 'edit', '--force']).status).toBe(0);
+    expect(fs.readFileSync(target, 'utf8')).toBe('first\n');
+    const restore = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<{ step: { id: string; meta: { purpose?: string } } }[]>().find((record) => record.step.meta.purpose?.startsWith('Forced revert of edit'))!;
+    expect(runCli(['--data-dir', dataDir, 'revert', restore.step.id]).status).toBe(0);
+    expect(fs.readFileSync(target, 'utf8')).toBe('my own edit afterwards\n');
+  });
+
   it('exits 0 when every step executed (auto-approved), reading the data dir from EXECUTOR_DATA_DIR', () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     const plan = writePlan(base, { steps: [{ action: 'writeFile', args: { path: 'a.txt', content: 'a' } }, { action: 'createKBEntry', args: { title: 't', content: 'c' } }] });

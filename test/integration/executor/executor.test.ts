@@ -205,6 +205,46 @@ describe('Executor: revert', () => {
     expect(executor.getAudit({ filters: { stepId: record.step.id } }).entries[0]?.action).toBe('step.revert_forced');
   });
 
+  it('a forced revert keeps what it overwrites: it is a step of its own, with a backup, and reverting it brings the newer work back', async () => {
+    const { executor, workspace } = start();
+    const target = path.join(workspace, 'notes.txt');
+    fs.writeFileSync(target, 'original\n');
+    const record = await executedWrite(executor, 'notes.txt', 'by the agent\n');
+    fs.writeFileSync(target, 'the person edited this afterwards\n');
+    // What the person is shown is what revert would do to the file as it is now.
+    const [entry] = executor.previewRevert(record.step.id);
+    expect(entry).toMatchObject({ state: 'conflict' });
+    expect(entry!.diff).toContain('-the person edited this afterwards');
+    expect(entry!.diff).toContain('+original');
+
+    const reverted = await executor.revertStep(record.step.id, cli, { force: true });
+    expect(reverted.status).toBe('reverted');
+    expect(fs.readFileSync(target, 'utf8')).toBe('original\n');
+    const record2 = executor.getAudit({ filters: { stepId: record.step.id } }).entries[0]!;
+    expect(record2.action).toBe('step.revert_forced');
+    const restorePlanId = executor.listSteps({}).find((step) => step.step.meta.purpose?.startsWith(`Forced revert of ${record.step.id}`))!.step.planId;
+    const [restore] = executor.planSteps(restorePlanId);
+    expect(restore).toMatchObject({ status: 'executed', step: { action: 'writeFile', meta: { origin: 'user' } } });
+    expect(restore!.approval?.by.channel).toBe('cli');
+
+    // Undo the forced revert: the person's edit is back, byte for byte.
+    await executor.revertStep(restore!.step.id, cli);
+    expect(fs.readFileSync(target, 'utf8')).toBe('the person edited this afterwards\n');
+  });
+
+  it('a forced revert that removes a file the step created keeps the newer content too', async () => {
+    const { executor, workspace } = start();
+    const target = path.join(workspace, 'created.txt');
+    const record = await executedWrite(executor, 'created.txt', 'made by the step\n');
+    fs.writeFileSync(target, 'then edited by the person\n');
+    await executor.revertStep(record.step.id, cli, { force: true });
+    expect(fs.existsSync(target)).toBe(false);
+    const restore = executor.listSteps({}).find((step) => step.step.action === 'deleteFile' && step.step.meta.purpose?.includes(record.step.id))!;
+    expect(restore.status).toBe('executed');
+    await executor.revertStep(restore.step.id, cli);
+    expect(fs.readFileSync(target, 'utf8')).toBe('then edited by the person\n');
+  });
+
   it('refuses to revert twice, clearly', async () => {
     const { executor } = start();
     const record = await executedWrite(executor, 'a.txt', 'x');

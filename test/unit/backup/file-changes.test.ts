@@ -39,7 +39,7 @@ describe('file changes', () => {
     applyFileChanges([planned]);
     expect(fs.readFileSync(file, 'utf8')).toBe('after\n');
     expect(fs.statSync(file).mode & 0o777).toBe(0o640);
-    revertFileChanges(blobs, rows, false);
+    revertFileChanges(blobs, rows);
     expect(fs.readFileSync(file, 'utf8')).toBe('before\n');
     expect(fs.statSync(file).mode & 0o777).toBe(0o640);
   });
@@ -49,7 +49,7 @@ describe('file changes', () => {
     const planned = change(file, 'new\n');
     const rows = backupFileChanges(blobs, [planned], [null]);
     applyFileChanges([planned]);
-    revertFileChanges(blobs, rows, false);
+    revertFileChanges(blobs, rows);
     expect(fs.existsSync(file)).toBe(false);
   });
 
@@ -62,17 +62,19 @@ describe('file changes', () => {
     applyFileChanges([planned]);
     fs.writeFileSync(file, 'v3 by the person\n');
     try {
-      revertFileChanges(blobs, rows, false);
+      revertFileChanges(blobs, rows);
       expect.unreachable();
     } catch (error) {
       expect((error as ExecutorError).code).toBe('REVERT_CONFLICT');
       expect((error as ExecutorError).details).toEqual({
-        conflicts: [{ path: file, expectedHash: sha256Of(Buffer.from('v2\n')), currentHash: sha256Of(Buffer.from('v3 by the person\n')) }],
+        conflicts: [{ path: file, expectedHash: sha256Of(Buffer.from('v2\n')), currentHash: sha256Of(Buffer.from('v3 by the person\n')), diff: expect.any(String) }],
       });
+      // The person sees what revert would do to the file as it is now, not the step's own old diff.
+      const { diff } = ((error as ExecutorError).details!.conflicts as { diff: string }[])[0]!;
+      expect(diff).toContain('-v3 by the person');
+      expect(diff).toContain('+v1');
     }
     expect(fs.readFileSync(file, 'utf8')).toBe('v3 by the person\n');
-    revertFileChanges(blobs, rows, true);
-    expect(fs.readFileSync(file, 'utf8')).toBe('v1\n');
   });
 
   it('refuses to restore from a corrupted backup blob', () => {
@@ -84,7 +86,7 @@ describe('file changes', () => {
     applyFileChanges([planned]);
     const preHash = rows[0]!.preHash!;
     fs.writeFileSync(path.join(dir, 'blobs', preHash.slice(0, 2), preHash.slice(2)), 'tampered');
-    expect(() => revertFileChanges(blobs, rows, false)).toThrow(/corrupt/);
+    expect(() => revertFileChanges(blobs, rows)).toThrow(/corrupt/);
     expect(fs.readFileSync(file, 'utf8')).toBe('v2\n');
   });
 

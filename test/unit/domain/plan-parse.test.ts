@@ -16,6 +16,26 @@ function codeOf(fn: () => unknown): { code: string; message: string } {
 }
 
 describe('parsePlan', () => {
+  it.each([
+    ['a character outside the alphabet', 'aGk*'],
+    ['missing padding', 'aGk'],
+    ['padding in the middle', 'aG==aGk='],
+    ['whitespace', 'aGk= '],
+    ['URL-safe alphabet', 'a-_='],
+    ['three pads', 'a==='],
+  ])('refuses base64 content with %s, naming the field', (_label, content) => {
+    const refused = codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a.bin', content, encoding: 'base64' } }] }));
+    expect(refused.code).toBe('INVALID_PLAN');
+    expect(refused.message).toMatch(/content is not valid base64/);
+  });
+
+  it('accepts exact base64, including empty content', () => {
+    for (const content of ['', 'aGk=', 'aGVsbG8gd29ybGQ=', Buffer.from([0, 255, 1, 254]).toString('base64')]) {
+      const plan = parse({ steps: [{ action: 'writeFile', args: { path: 'a.bin', content, encoding: 'base64' } }] });
+      expect(plan.steps).toHaveLength(1);
+    }
+  });
+
   it('fills in plan and step ids and the proposer origin', () => {
     const plan = parse({ steps: [{ action: 'writeFile', args: { path: 'a.txt', content: 'x' } }] });
     expect(plan.planId).toMatch(/^plan-/);

@@ -1,0 +1,124 @@
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+/**
+ * A real full disk: small tmpfs mounts (root only). Without root there is no honest way to fill a
+ * file system here, so the suite skips loudly; CI runs as root, and under CI=true it must run.
+ */
+function canMount(): boolean {
+  const probe = tempDir('mount-probe-');
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
+  if (mounted) spawnSync('umount', [probe]);
+  if (!mounted) {
+    if (process.env.CI === 'true') throw new Error('CI=true but tmpfs cannot be mounted here (the full-disk tests need root).');
+    console.warn('\n!!! SKIPPING full-disk tests: mounting a tmpfs needs root.\n');
+  }
+  return mounted;
+}
+
+const mounts: string[] = [];
+const open: Executor[] = [];
+const fillers: string[] = [];
+afterEach(() => {
+  // Room again first: closing writes the shutdown checkpoint.
+  while (fillers.length) fs.rmSync(fillers.pop()!, { force: true });
+  while (open.length) open.pop()!.close();
+  while (mounts.length) spawnSync('umount', ['-l', mounts.pop()!]);
+});
+
+function tmpfs(sizeMb: number): string {
+  const dir = tempDir('tmpfs-');
+  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
+  mounts.push(dir);
+  return dir;
+}
+
+/** Fills a file system until about `leaveBytes` are free. */
+function fillUntilFree(dir: string, leaveBytes: number): void {
+  const stats = fs.statfsSync(dir);
+  const free = Number(stats.bavail) * Number(stats.bsize);
+  const filler = path.join(dir, 'filler.bin');
+  fillers.push(filler);
+  fs.writeFileSync(filler, Buffer.alloc(Math.max(0, free - leaveBytes)));
+}
+
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+const person = actorFor('cli');
+const mountable = canMount();
+
+describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', () => {
+  it('fails a write bigger than the free space with STORAGE_FULL, naming the file and the free space, and leaves the old file exactly as it was', async () => {
+    const workspace = tmpfs(30);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const target = path.join(workspace, 'big.bin');
+    const original = Buffer.alloc(2_000_000, 7);
+    fs.writeFileSync(target, original);
+    fillUntilFree(workspace, 1_000_000);
+
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const content = Buffer.alloc(5_000_000, 9).toString('base64');
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: target, content, encoding: 'base64' } }] }, person);
+    const done = await executor.approve(step!.step.id, person);
+
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { path: target, neededBytes: 5_000_000, errno: 'ENOSPC' } });
+    expect(done.error!.message).toContain(target);
+    expect(done.error!.message).toMatch(/free there/);
+    expect(sha(fs.readFileSync(target))).toBe(sha(original));
+    expect(fs.readdirSync(workspace).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    // The failed step changed nothing, so there is nothing to revert and no conflict either.
+    expect(executor.previewRevert(step!.step.id).every((entry) => entry.state !== 'conflict')).toBe(true);
+  });
+
+  it('fails the step before touching the workspace when the data directory has no room for the backup', async () => {
+    const dataRoot = tmpfs(16);
+    const dataDir = path.join(dataRoot, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const target = path.join(workspace, 'big.bin');
+    const original = randomBytes(3_000_000);
+    fs.writeFileSync(target, original);
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ action: 'deleteFile', args: { path: target } }] }, person);
+    // Room for the database to go on, not for the 3 MB pre-image that deleting needs as its backup.
+    fillUntilFree(dataRoot, 1_000_000);
+    const done = await executor.approve(step!.step.id, person);
+
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC' } });
+    expect(done.error!.message).toContain(path.join(dataDir, 'blobs'));
+    expect(sha(fs.readFileSync(target))).toBe(sha(original));
+    const blobFiles = fs.readdirSync(path.join(dataDir, 'blobs'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+    expect(blobFiles.filter((entry) => entry.name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('names the workspace file, not the data directory, when the workspace is read-only', async () => {
+    const workspace = tmpfs(2);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const target = path.join(workspace, 'a.txt');
+    fs.writeFileSync(target, 'old\n');
+    expect(spawnSync('mount', ['-o', 'remount,ro', workspace]).status).toBe(0);
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: target, content: 'new\n' } }] }, person);
+    const done = await executor.approve(step!.step.id, person);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'FILE_NOT_WRITABLE', details: { path: target, errno: 'EROFS' } });
+    expect(done.error!.message).not.toMatch(/data directory/);
+    expect(fs.readFileSync(target, 'utf8')).toBe('old\n');
+  });
+});
