@@ -411,7 +411,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
    */
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.stepFor(stepId, actor);
+    // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
+    this.stepFor(stepId, actor);
+    return this.runApproved(stepId, actor);
+  }
+
+  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
+    const record = this.steps.get(stepId);
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
@@ -536,7 +542,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         }));
         return;
       }
-      const executed = await this.executeStep(record.step.id, actor);
+      const executed = await this.runApproved(record.step.id, actor);
       if (executed.status !== 'executed') return;
     }
   }

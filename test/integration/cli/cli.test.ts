@@ -154,6 +154,8 @@ describe('executor CLI', () => {
     const exited = new Promise<number | null>((resolve) => waiting.once('exit', resolve));
     // Wait until the proposal is stored, then decide from "another terminal".
     for (let i = 0; i < 100 && rowCounts(dataDir).steps < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    // The person approves what they were shown: the preview, stored once the step waits for them.
+    for (let i = 0; i < 100 && readOnlyStep(dataDir, 'one').previewHash === null; i++) await new Promise((r) => setTimeout(r, 100));
     const oneHash = () => readOnlyStep(dataDir, 'one').previewHash ?? 'none';
     let approved = runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', oneHash()]);
     for (let i = 0; i < 50 && approved.status === 2 && approved.stderr.includes('busy'); i++) {
