@@ -1,5 +1,6 @@
 import type { FileChangePreview, Preview } from '../../src/domain/step-record.js';
 import { UnifiedDiff } from './diff-view.js';
+import { InvisibleWarning, MarkedText, markedPlainText } from './marked-text.js';
 
 function sizeText(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -15,9 +16,11 @@ function fileHeadline(file: FileChangePreview): string {
 
 function FileChange({ file }: { file: FileChangePreview }) {
   return (
-    <section className="file-change" aria-label={`Changes to ${file.path}`}>
+    <section className="file-change" aria-label={`Changes to ${markedPlainText(file.path)}`}>
       <header className="file-change-head">
-        <code className="file-path">{file.path}</code>
+        <code className="file-path">
+          <MarkedText text={file.path} />
+        </code>
         <span className="muted">{fileHeadline(file)}</span>
       </header>
       {file.dropped?.map((note) => (
@@ -25,8 +28,9 @@ function FileChange({ file }: { file: FileChangePreview }) {
           Not carried back: {note}
         </p>
       ))}
+      <InvisibleWarning texts={[file.path, file.diff]} what="path or the diff of this file" />
       {file.diff !== null ? (
-        <UnifiedDiff patch={file.diff} path={file.path} label={`Diff of ${file.path}`} />
+        <UnifiedDiff patch={markedPlainText(file.diff)} path={markedPlainText(file.path)} label={`Diff of ${markedPlainText(file.path)}`} />
       ) : (
         <p className="muted">{file.binary ? 'Binary file: no text diff. Exact snapshots are kept for revert.' : (file.diffOmittedReason ?? 'No diff available.')}</p>
       )}
@@ -54,7 +58,10 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
       <section className="kb-preview" aria-label="Knowledge-base entry">
         <h4>{preview.title}</h4>
         {preview.tags.length ? <p className="tags">{preview.tags.map((tag) => <span key={tag} className="tag">{tag}</span>)}</p> : null}
-        <pre className="output" tabIndex={0} aria-label="Entry content">{preview.content}</pre>
+        <InvisibleWarning texts={[preview.title, preview.content]} what="entry" />
+        <pre className="output" tabIndex={0} aria-label="Entry content">
+          <MarkedText text={preview.content} />
+        </pre>
       </section>
     );
   }
@@ -69,13 +76,17 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
           </dd>
           <dt>Path</dt>
           <dd>
-            <code>{preview.path}</code>
+            <code>
+              <MarkedText text={preview.path} />
+            </code>
           </dd>
           {preview.fragment ? (
             <>
               <dt>Fragment</dt>
               <dd>
-                <code>{preview.fragment}</code>
+                <code>
+                  <MarkedText text={preview.fragment} />
+                </code>
               </dd>
             </>
           ) : null}
@@ -100,7 +111,9 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
                     <code>{param.name}</code>
                   </td>
                   <td>
-                    <code className="hash">{param.value}</code>
+                    <code className="hash">
+                      <MarkedText text={param.value} />
+                    </code>
                     {param.opaque ? <span className="warning-inline"> opaque: could carry data out</span> : null}
                   </td>
                 </tr>
@@ -120,14 +133,20 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
     const outcome = preview.timedOut ? 'timed out' : preview.oomKilled ? 'ran out of memory' : `exited with ${preview.exitCode ?? '—'}`;
     return (
       <div className="preview">
+        <InvisibleWarning texts={[preview.command, preview.cwd, preview.stdout.text, preview.stderr.text]} what="command, its folder or its output" />
         <dl className="facts">
           <dt>Command</dt>
           <dd>
-            <code>{preview.command}</code>
+            <code>
+              <MarkedText text={preview.command} />
+            </code>
           </dd>
           <dt>In</dt>
           <dd>
-            <code>{preview.cwd}</code> · network {preview.network === 'none' ? 'off' : 'allowlisted hosts only'}
+            <code>
+              <MarkedText text={preview.cwd} />
+            </code>{' '}
+            · network {preview.network === 'none' ? 'off' : 'allowlisted hosts only'}
           </dd>
           <dt>Dry run</dt>
           <dd>{outcome} in the sandbox</dd>
@@ -137,7 +156,11 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
         {preview.conflicts.length ? <p className="warning">Changed in the real workspace while the command ran: {preview.conflicts.join(', ')}</p> : null}
         {preview.skipped.map((entry) => (
           <p key={entry.path} className={entry.blocksChangeset ? 'warning' : 'muted'}>
-            {entry.blocksChangeset ? 'Refused — nothing of this command will be applied' : 'Not carried back'}: <code>{entry.path}</code> — {entry.reason}
+            {entry.blocksChangeset ? 'Refused — nothing of this command will be applied' : 'Not carried back'}:{' '}
+            <code>
+              <MarkedText text={entry.path} />
+            </code>{' '}
+            — {entry.reason}
           </p>
         ))}
         {preview.files.map((file) => (
@@ -152,7 +175,11 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
       <div className="preview">
         <p>{result.ok ? `Returned in ${result.durationMs} ms:` : `Failed (${result.code}) after ${result.durationMs} ms: ${result.message}`}</p>
         {result.ok ? <pre className="output" tabIndex={0} aria-label="Returned value">{JSON.stringify(result.value, null, 2) ?? 'undefined'}</pre> : null}
-        {result.logs.length ? <pre className="output" tabIndex={0} aria-label="Console output">{result.logs.join('\n')}</pre> : null}
+        {result.logs.length ? (
+          <pre className="output" tabIndex={0} aria-label="Console output">
+            <MarkedText text={result.logs.join('\n')} />
+          </pre>
+        ) : null}
         {preview.requests.length ? (
           <section aria-label="Network requests it would make">
             <h4>Network requests (not sent in the dry run)</h4>
@@ -173,7 +200,9 @@ function Output({ label, stream }: { label: string; stream: { text: string; byte
         {label}
         {stream.truncated ? ` (first part of ${stream.bytes} bytes)` : ''}
       </h4>
-      <pre className="output" tabIndex={0}>{stream.text}</pre>
+      <pre className="output" tabIndex={0}>
+        <MarkedText text={stream.text} />
+      </pre>
     </section>
   );
 }

@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useLoaded, useRoots, type RevertPlanEntry } from '../api.js';
+import { MarkedText, markedPlainText } from '../components/marked-text.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -138,7 +139,9 @@ export function HistoryView({ active }: { active: boolean }) {
               >
                 <td className="nowrap">{formatTime(record.finishedAt ?? record.updatedAt)}</td>
                 <td>
-                  <span className="cell-title">{summarizeStep(record.step, roots)}</span>
+                  <span className="cell-title">
+                    <MarkedText text={summarizeStep(record.step, roots)} />
+                  </span>
                   <span className="cell-sub">
                     <code>{record.step.id}</code> · plan <code>{record.step.planId}</code>
                   </span>
@@ -162,7 +165,9 @@ export function HistoryView({ active }: { active: boolean }) {
         <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${selected.step.id}`}>
           <header className="detail-head">
             <RiskBadge risk={selected.evaluation?.risk} />
-            <h2>{summarizeStep(selected.step, roots)}</h2>
+            <h2>
+              <MarkedText text={summarizeStep(selected.step, roots)} />
+            </h2>
             <span className={`status status-${selected.status}`}>{STATUS_LABEL[selected.status]}</span>
           </header>
           <dl className="facts">
@@ -219,7 +224,7 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
     );
   }
   return (
-    <Dialog title={`Revert ${summarizeStep(record.step, roots)}?`} onCancel={onCancel} className="wide">
+    <Dialog title={`Revert ${markedPlainText(summarizeStep(record.step, roots))}?`} onCancel={onCancel} className="wide">
       <ul className="revert-plan">
         {plan.map((entry) => (
           <li key={entry.path} className={`revert-${entry.state}`}>

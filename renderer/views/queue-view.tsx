@@ -5,6 +5,7 @@ import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
+import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
@@ -154,7 +155,9 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                       >
                         <RiskBadge risk={record.evaluation?.risk} />
                         <span className="item-text">
-                          <span className="item-title">{summarizeStep(record.step, roots)}</span>
+                          <span className="item-title">
+                            <MarkedText text={summarizeStep(record.step, roots)} />
+                          </span>
                           <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
                         </span>
                       </button>
@@ -193,9 +196,15 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       {pending?.kind === 'confirmHigh' ? (
         <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)}>
           <p>
-            <RiskBadge risk="HIGH" /> {summarizeStep(pending.record.step, roots)}
+            <RiskBadge risk="HIGH" /> <MarkedText text={summarizeStep(pending.record.step, roots)} />
           </p>
-          <ul className="reasons">{pending.record.evaluation?.reasons.map((reason) => <li key={reason}>{reason}</li>)}</ul>
+          <ul className="reasons">
+            {pending.record.evaluation?.reasons.map((reason) => (
+              <li key={reason}>
+                <MarkedText text={reason} />
+              </li>
+            ))}
+          </ul>
           <p>This step is rated HIGH. Approve it only if you have read the preview and expect exactly this.</p>
           <div className="dialog-actions">
             <button type="button" className="ghost" onClick={() => setPending(null)}>
@@ -242,7 +251,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
           <ul className="reasons">
             {pending.group.steps.map((record) => (
               <li key={record.step.id}>
-                <RiskBadge risk={record.evaluation?.risk} /> {summarizeStep(record.step, roots)}
+                <RiskBadge risk={record.evaluation?.risk} /> <MarkedText text={summarizeStep(record.step, roots)} />
               </li>
             ))}
           </ul>
@@ -274,6 +283,26 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
   );
 }
 
+/** A command step's command line (or its argv, one word after another), as it will run. */
+function commandText(record: StepRecord): string | null {
+  const args = record.step.args as Record<string, unknown>;
+  if (record.step.action !== 'runCommand') return null;
+  if (typeof args.command === 'string') return args.command;
+  return Array.isArray(args.argv) ? args.argv.map((word) => JSON.stringify(String(word))).join(' ') : null;
+}
+
+function codeText(record: StepRecord): string | null {
+  const args = record.step.args as Record<string, unknown>;
+  return record.step.action === 'runCode' && typeof args.code === 'string' ? args.code : null;
+}
+
+/** Every text of the step that says what it touches or runs: checked for invisible characters. */
+function stepTexts(record: StepRecord): (string | null)[] {
+  const args = record.step.args as Record<string, unknown>;
+  const strings = (value: unknown): string[] => (typeof value === 'string' ? [value] : Array.isArray(value) ? value.flatMap(strings) : []);
+  return [targetPath(record.step), commandText(record), codeText(record), ...strings(args.argv), ...strings(args.cwd), ...strings(args.url)];
+}
+
 function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
   const roots = useRoots();
   const evaluation = record.evaluation;
@@ -282,16 +311,41 @@ function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemembe
     <article className="step-detail" aria-labelledby="step-title">
       <header className="detail-head">
         <RiskBadge risk={evaluation?.risk} />
-        <h2 id="step-title">{summarizeStep(record.step, roots)}</h2>
+        <h2 id="step-title">
+          <MarkedText text={summarizeStep(record.step, roots)} />
+        </h2>
       </header>
+      <InvisibleWarning texts={[record.step.meta.purpose, ...stepTexts(record)]} what="path, command or code of this step" />
       <dl className="facts">
         <dt>Purpose</dt>
-        <dd>{record.step.meta.purpose ?? <span className="muted">The proposer gave no purpose.</span>}</dd>
+        <dd>{record.step.meta.purpose ? <MarkedText text={record.step.meta.purpose} /> : <span className="muted">The proposer gave no purpose.</span>}</dd>
         {targetPath(record.step) ? (
           <>
             <dt>Path</dt>
             <dd>
-              <code>{targetPath(record.step)}</code>
+              <code>
+                <MarkedText text={targetPath(record.step)!} />
+              </code>
+            </dd>
+          </>
+        ) : null}
+        {commandText(record) !== null ? (
+          <>
+            <dt>Command</dt>
+            <dd>
+              <code>
+                <MarkedText text={commandText(record)!} />
+              </code>
+            </dd>
+          </>
+        ) : null}
+        {codeText(record) !== null ? (
+          <>
+            <dt>Code</dt>
+            <dd>
+              <pre className="output" tabIndex={0} aria-label="Code to run">
+                <MarkedText text={codeText(record)!} />
+              </pre>
             </dd>
           </>
         ) : null}
@@ -309,12 +363,24 @@ function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemembe
         <div className="assessment">
           <section aria-label="Why this risk">
             <h3>Why {evaluation.risk}</h3>
-            <ul className="reasons">{evaluation.reasons.map((reason) => <li key={reason}>{reason}</li>)}</ul>
+            <ul className="reasons">
+              {evaluation.reasons.map((reason) => (
+                <li key={reason}>
+                  <MarkedText text={reason} />
+                </li>
+              ))}
+            </ul>
           </section>
           {evaluation.mitigations.length ? (
             <section aria-label="Mitigations">
               <h3>Safeguards</h3>
-              <ul className="mitigations">{evaluation.mitigations.map((text) => <li key={text}>{text}</li>)}</ul>
+              <ul className="mitigations">
+                {evaluation.mitigations.map((text) => (
+                  <li key={text}>
+                    <MarkedText text={text} />
+                  </li>
+                ))}
+              </ul>
             </section>
           ) : null}
           {!evaluation.reversible ? <p className="warning">This step cannot be reverted once it has run.</p> : null}
@@ -346,7 +412,7 @@ function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCa
   const roots = useRoots();
   const [reason, setReason] = useState('');
   return (
-    <Dialog title={`Reject ${summarizeStep(record.step, roots)}?`} onCancel={onCancel}>
+    <Dialog title={`Reject ${markedPlainText(summarizeStep(record.step, roots))}?`} onCancel={onCancel}>
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -383,7 +449,11 @@ function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRec
   return (
     <Dialog title="Approve and remember" onCancel={onCancel}>
       <p>
-        Approve <strong>{summarizeStep(record.step, roots)}</strong> and let similar steps run without asking. Choose how far the rule reaches:
+        Approve{' '}
+        <strong>
+          <MarkedText text={summarizeStep(record.step, roots)} />
+        </strong>{' '}
+        and let similar steps run without asking. Choose how far the rule reaches:
       </p>
       <fieldset className="choices">
         <legend>Rule</legend>

@@ -11,11 +11,12 @@ export const CHECKPOINT_MAC_PREFIX = Buffer.from('executor.audit.checkpoint.v1\0
 export const CHECKPOINT_SIG_PREFIX = Buffer.from('executor.audit.checkpoint-sig.v1\0', 'utf8');
 export const COSIGN_MAC_PREFIX = Buffer.from('executor.audit.rotation-cosign.v1\0', 'utf8');
 
-/** Who acted: the OS user and the channel (window, web, cli, mcp with the client's identity). */
+/** Who acted: the OS user and the channel (window, web, cli, mcp with the agent's issued identity and its client's label). */
 export interface RecordUser {
   user: string;
   channel: string;
   client?: string;
+  agent?: string;
 }
 
 /** The signed body of one audit record. Everything that places the record (log, seq, chain, key) is inside it. */

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { sealedKeysError, sealedKeysPresent } from '../audit/key-store.js';
 import { actorFor } from '../domain/actor.js';
+import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import { Executor } from '../executor/executor.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { localClient } from '../ipc/local-client.js';
@@ -20,8 +21,13 @@ export function globals(command: Command): { dataDir: string; json: boolean } {
   return { dataDir: options.dataDir ?? defaultDataDir(), json: options.json === true };
 }
 
+/**
+ * Every command's output. What it prints may hold text from a step or an agent: control, bidi and
+ * invisible characters leave as escapes (visible-text.ts), in JSON as \u escapes of the same value.
+ * The printers escape field by field (render.ts); this is the guard for anything they missed.
+ */
 export function print(json: boolean, value: unknown, text: () => string): void {
-  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
+  process.stdout.write(json ? `${visibleJson(JSON.stringify(value, null, 2))}\n` : `${visibleOutput(text())}\n`);
 }
 
 /** Whether the command talks to a running host (app or `executor serve`) or opened the database itself. */

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { visibleJson, visibleLine } from '../domain/visible-text.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
@@ -27,8 +28,9 @@ try {
 } catch (error) {
   const shaped = toErrorShape(error);
   const json = process.argv.includes('--json');
-  if (json) process.stdout.write(`${JSON.stringify({ error: shaped }, null, 2)}\n`);
-  else process.stderr.write(`executor: ${shaped.code}: ${shaped.message}\n`);
+  // An error message can quote a step's path or an agent's words: escaped like everything else printed.
+  if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
+  else process.stderr.write(`executor: ${visibleLine(shaped.code)}: ${visibleLine(shaped.message)}\n`);
   if (!(error instanceof ExecutorError) && process.env.EXECUTOR_DEBUG) console.error(error);
   process.exitCode = 2;
 }

@@ -1,6 +1,17 @@
 import type { ErrorShape } from '../domain/errors.js';
 import type { StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
+import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
+
+/*
+ * Every string here that came from a step or an agent (ids, paths, commands, purposes, reasons,
+ * output, diffs, names, error messages) passes through `line` (one line: newlines escaped too) or
+ * `block` (multi-line text: newlines and tabs kept). Nothing in it can move the cursor, erase a
+ * line, retitle the terminal or reorder what the person reads. print() escapes once more as a last guard.
+ */
+
+/** A block indented under a label: its own newlines cannot start a line that looks like one of ours. */
+const indented = (text: string, prefix: string) => visibleBlock(text).split('\n').join(`\n${prefix}`);
 
 /** One result per step, as `propose --wait` and scripts read it. */
 export interface StepOutcome {
@@ -25,85 +36,96 @@ export function outcomeOf(record: StepRecord): StepOutcome {
   };
 }
 
+/** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
+export function previewHashText(record: StepRecord): string {
+  return record.previewHash ?? 'none';
+}
+
 export function summaryLine(record: StepRecord): string {
   const { module, args } = boundAction(record.step);
   const risk = record.evaluation?.risk ?? '-';
-  const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${record.step.meta.client ?? 'unnamed'}]` : '';
-  return `${record.step.id}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${module.summarize(args)}${proposer}`;
+  const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${line(record.step.meta.client ?? 'unnamed')}]` : '';
+  const preview = record.status === 'awaiting_consent' ? `  preview ${previewHashText(record)}` : '';
+  return `${line(record.step.id)}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}`;
 }
 
 export function detailText(record: StepRecord): string {
   const { module, args } = boundAction(record.step);
+  const meta = record.step.meta;
   const lines = [
-    `Step     ${record.step.id} (plan ${record.step.planId}, position ${record.position + 1})`,
-    `Action   ${module.summarize(args)}`,
+    `Step     ${line(record.step.id)} (plan ${line(record.step.planId)}, position ${record.position + 1})`,
+    `Action   ${line(module.summarize(args))}`,
     `Status   ${record.status}`,
-    `Origin   ${record.step.meta.origin}${record.step.meta.client ? ` (${record.step.meta.client})` : ''}`,
+    `Origin   ${meta.origin}${meta.client ? ` (${line(meta.client)})` : ''}${meta.agent ? ` [${line(meta.agent)}]` : ''}`,
   ];
-  if (record.step.meta.purpose) lines.push(`Purpose  ${record.step.meta.purpose}`);
+  if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);
   if (record.evaluation) {
     lines.push(`Risk     ${record.evaluation.risk} — consent: ${record.evaluation.consent}`);
-    for (const reason of record.evaluation.reasons) lines.push(`  reason:     ${reason}`);
-    for (const mitigation of record.evaluation.mitigations) lines.push(`  mitigation: ${mitigation}`);
+    for (const reason of record.evaluation.reasons) lines.push(`  reason:     ${line(reason)}`);
+    for (const mitigation of record.evaluation.mitigations) lines.push(`  mitigation: ${line(mitigation)}`);
   }
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
-  if (record.approval) lines.push(`Approved ${record.approval.at} by ${record.approval.by.user} via ${record.approval.by.channel}`);
-  if (record.rejectedReason) lines.push(`Rejected ${record.rejectedReason}`);
-  if (record.result) lines.push(`Result   ${JSON.stringify(record.result)}`);
-  if (record.error) lines.push(`Error    ${record.error.code}: ${record.error.message}`);
+  // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
+  lines.push(`Preview  ${previewHashText(record)}`);
+  if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}`);
+  if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
+  if (record.result) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
+  if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
   if (record.preview?.kind === 'fileChanges') {
     for (const file of record.preview.files) {
-      lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
-      lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
+      lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
+      lines.push(file.diff !== null ? visibleBlock(file.diff) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
     }
   } else if (record.preview?.kind === 'commandRun') {
     const run = record.preview;
     const ended = run.timedOut ? 'timed out' : run.oomKilled ? `killed at the memory limit (exit ${run.exitCode})` : `exit ${run.exitCode}`;
-    lines.push('', `--- sandbox run of \`${run.command}\` in ${run.cwd}: ${ended}, network ${run.network}, image ${run.image.digest}`);
+    lines.push('', `--- sandbox run of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`);
     for (const [name, stream] of [['stdout', run.stdout], ['stderr', run.stderr]] as const) {
-      if (stream.bytes > 0) lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, stream.text.replace(/\n$/, ''));
+      if (stream.bytes > 0) lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, visibleBlock(stream.text.replace(/\n$/, '')));
     }
-    for (const request of run.egress) lines.push(`network: ${request.method} ${request.host}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
-    if (run.conflicts.length) lines.push(`conflicts: ${run.conflicts.join(', ')} changed in the workspace while the command ran`);
-    for (const skipped of run.skipped) lines.push(`${skipped.blocksChangeset ? 'REFUSED, nothing will be applied' : 'not carried back'}: ${skipped.path} (${skipped.reason})`);
+    for (const request of run.egress) lines.push(`network: ${line(request.method)} ${line(request.host)}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
+    if (run.conflicts.length) lines.push(`conflicts: ${run.conflicts.map(line).join(', ')} changed in the workspace while the command ran`);
+    for (const skipped of run.skipped) lines.push(`${skipped.blocksChangeset ? 'REFUSED, nothing will be applied' : 'not carried back'}: ${line(skipped.path)} (${line(skipped.reason)})`);
     if (run.files.length === 0) lines.push('No file changes.');
     for (const file of run.files) {
       const mode = file.modeAfter !== undefined ? `, mode ${file.modeBefore?.toString(8) ?? '-'} → ${file.modeAfter?.toString(8)}` : '';
-      lines.push('', `--- preview of ${file.path} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`);
-      for (const note of file.dropped ?? []) lines.push(`(${note})`);
-      lines.push(file.diff ?? `(${file.diffOmittedReason ?? 'no diff'})`);
+      lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`);
+      for (const note of file.dropped ?? []) lines.push(`(${line(note)})`);
+      lines.push(file.diff !== null ? visibleBlock(file.diff) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
     }
   } else if (record.preview?.kind === 'url') {
     const preview = record.preview;
-    lines.push('', `--- opens ${preview.protocol}//${preview.host}${preview.path}`);
-    for (const param of preview.query) lines.push(`  ?${param.name} = ${param.value}${param.opaque ? '   <-- long opaque value' : ''}`);
-    if (preview.fragment) lines.push(`  #${preview.fragment}`);
-    for (const warning of preview.warnings) lines.push(`  warning: ${warning}`);
+    lines.push('', `--- opens ${line(preview.protocol)}//${line(preview.host)}${line(preview.path)}`);
+    for (const param of preview.query) lines.push(`  ?${line(param.name)} = ${line(param.value)}${param.opaque ? '   <-- long opaque value' : ''}`);
+    if (preview.fragment) lines.push(`  #${line(preview.fragment)}`);
+    for (const warning of preview.warnings) lines.push(`  warning: ${line(warning)}`);
   } else if (record.preview?.kind === 'kbEntry') {
-    lines.push('', `--- knowledge-base entry "${record.preview.title}" [${record.preview.tags.join(', ')}]`, record.preview.content);
+    lines.push('', `--- knowledge-base entry "${line(record.preview.title)}" [${record.preview.tags.map(line).join(', ')}]`, visibleBlock(record.preview.content));
   } else if (record.preview?.kind === 'codeRun') {
     const dry = record.preview.result;
     lines.push('', '--- dry run of the code');
-    for (const request of record.preview.requests) lines.push(`would request: ${request.method} ${request.url}`);
-    lines.push(...dry.logs.map((line) => `log: ${line}`));
-    lines.push(dry.ok ? `value: ${JSON.stringify(dry.value)}` : `${dry.code}: ${dry.message}`);
+    for (const request of record.preview.requests) lines.push(`would request: ${line(request.method)} ${line(request.url)}`);
+    lines.push(...dry.logs.map((entry) => `log: ${indented(entry, '     ')}`));
+    lines.push(dry.ok ? `value: ${line(JSON.stringify(dry.value) ?? 'undefined')}` : `${line(dry.code)}: ${line(dry.message)}`);
+  } else if (record.preview?.kind === 'text') {
+    lines.push('', '--- preview', visibleBlock(record.preview.text));
   }
   return lines.join('\n');
 }
 
 /** Why a step did not simply run: the sentence a person needs next, or '' when it executed. */
 export function explainOutcome(record: StepRecord): string {
-  const id = record.step.id;
+  const id = line(record.step.id);
   switch (record.status) {
     case 'denied':
-      return `${id}: denied by policy: ${record.evaluation?.reasons.join(' ') ?? ''}`;
+      return `${id}: denied by policy: ${line(record.evaluation?.reasons.join(' ') ?? '')}`;
     case 'rejected':
-      return `${id}: rejected: ${record.rejectedReason ?? ''}`;
+      return `${id}: rejected: ${line(record.rejectedReason ?? '')}`;
     case 'failed':
     case 'interrupted':
-      return `${id}: ${record.status}: ${record.error ? `${record.error.code}: ${record.error.message}` : ''}`;
+      return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
     case 'awaiting_consent':
-      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` or \`executor reject ${id} --reason …\``;
+      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
     case 'approved':
       return `${id}: approved, waits for an earlier step of its plan`;
     default:

@@ -2,11 +2,17 @@ import os from 'node:os';
 
 export type Channel = 'window' | 'web' | 'cli' | 'mcp' | 'policy' | 'system';
 
-/** Who did something: the OS user and the channel it came through (plus the agent client, if any). */
+/** Who did something: the OS user and the channel it came through (plus the agent, if any). */
 export interface Actor {
   user: string;
   channel: Channel;
+  /** What the agent says it is (an MCP client's name and version): a display label, never an identity. */
   client?: string;
+  /**
+   * The agent identity the host issued to the session (mcp channel only). It decides which steps
+   * are the agent's own; the agent cannot choose it, only hold the credential the host handed it.
+   */
+  agent?: string;
 }
 
 export function osUser(): string {

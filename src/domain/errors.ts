@@ -41,6 +41,8 @@ export type ErrorCode =
   | 'NOT_AVAILABLE'
   /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */
   | 'RATE_LIMITED'
+  /** An agent credential this host did not issue (or issued under an identity key since replaced). */
+  | 'AGENT_CREDENTIAL_INVALID'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.
   | 'IPC_MALFORMED'
   | 'IPC_TOO_LARGE'

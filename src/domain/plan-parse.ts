@@ -15,25 +15,26 @@ export function describeIssues(error: z.ZodError): string[] {
  * Validates a plan as written by a person or agent, fills in ids and the proposer's identity, and returns a fully
  * validated Plan. Throws INVALID_PLAN naming every problem; nothing is half-accepted.
  */
-export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string }): Plan {
+export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string; agent?: string; freshIds?: boolean }): Plan {
   const shaped = PlanInputSchema.safeParse(input);
   if (!shaped.success) {
     throw new ExecutorError('INVALID_PLAN', `The plan is not valid: ${describeIssues(shaped.error).join('; ')}`, {
       issues: describeIssues(shaped.error),
     });
   }
-  const planId = shaped.data.planId ?? `plan-${randomUUID()}`;
+  // An agent's ids are the host's: one it chose could collide with a step it cannot see, and the refusal would say that step exists.
+  const planId = (defaults.freshIds ? undefined : shaped.data.planId) ?? `plan-${randomUUID()}`;
   const candidate = {
     planId,
     purpose: shaped.data.purpose,
     steps: shaped.data.steps.map((step) => {
       // Who proposed a step is the channel's word, never the plan's: an agent cannot label its step as the person's or as another client's.
-      const { origin: _claimedOrigin, client: _claimedClient, ...ownMeta } = step.meta ?? {};
+      const { origin: _claimedOrigin, client: _claimedClient, agent: _claimedAgent, ...ownMeta } = step.meta ?? {};
       return {
         ...step,
-        id: step.id ?? `step-${randomUUID()}`,
+        id: (defaults.freshIds ? undefined : step.id) ?? `step-${randomUUID()}`,
         planId,
-        meta: { ...ownMeta, origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}) },
+        meta: { ...ownMeta, origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}), ...(defaults.agent ? { agent: defaults.agent } : {}) },
       };
     }),
   };

@@ -65,13 +65,13 @@ export type RememberedRuleDraft = RuleReach & RuleScope;
 /**
  * The proposer a step's rule is scoped to, or null when the step says too little to tell one
  * agent from another (no rule is offered then). The one place that reads a step's identity for
- * rules: today an agent is known by the client name its MCP session was opened with
- * (`meta.client`); when the host issues an id per agent connection, return that id here.
+ * rules: an agent is the identity the host issued to its session (`meta.agent`).
  */
 export function proposerOf(step: Pick<Step, 'meta'>): RuleProposer | null {
   if (step.meta.origin === 'user') return { kind: 'person' };
-  const client = step.meta.client;
-  return client ? { kind: 'agent', agentId: client } : null;
+  // The identity the host issued to the agent's session (src/ipc/agent-identity.ts), never the name it gave itself.
+  const agent = step.meta.agent;
+  return agent ? { kind: 'agent', agentId: agent } : null;
 }
 
 export function sameProposer(left: RuleProposer, right: RuleProposer): boolean {

@@ -87,8 +87,10 @@ export const StepMetaSchema = z.strictObject({
   purpose: z.string().max(2000).optional(),
   modelVersion: z.string().max(200).optional(),
   confidence: z.number().min(0).max(1).optional(),
-  /** Who proposed it, e.g. an MCP client's name and version. */
+  /** Who proposed it, e.g. an MCP client's name and version: what the agent says about itself, a label only. */
   client: z.string().max(200).optional(),
+  /** The agent identity the host issued to the proposing session: the only thing "an agent's own step" is decided by. */
+  agent: z.string().max(128).optional(),
 });
 export type StepMeta = z.infer<typeof StepMetaSchema>;
 

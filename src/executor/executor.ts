@@ -25,6 +25,7 @@ import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
+import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
@@ -304,7 +305,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     await loadShellParser();
-    const plan = parsePlan(planInput, { origin: actor.channel === 'mcp' ? 'agent' : 'user', client: actor.client });
+    const agent = isAgentActor(actor) ? actor.agent : undefined;
+    const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
     if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
     this.steps.insertPlan(plan, actor);
     for (const step of plan.steps) {
@@ -347,19 +349,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * The policy's agentLimits, per agent client. Checked here, in the host, so a second MCP process
-   * cannot bypass them; proposals are serialized, so the count and the insert cannot interleave.
+   * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
+   * another agent could claim that name and spend this one's budget). Checked here, in the host;
+   * proposals are serialized, so the count and the insert cannot interleave.
    */
   private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
     const { stepsPerMinute, openSteps } = this.policy.agentLimits;
-    const client = actor.client ?? null;
-    const who = client ? `The agent client "${client}"` : 'This agent';
-    const open = this.steps.countAgentSteps(client, { statuses: PENDING }).count;
+    const agent = actor.agent ?? null;
+    const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
+    const open = this.steps.countAgentSteps(agent, { statuses: PENDING }).count;
     if (open + newSteps > openSteps) {
       this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
     }
     const windowStart = new Date(Date.now() - 60_000);
-    const recent = this.steps.countAgentSteps(client, { since: windowStart.toISOString() });
+    const recent = this.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
     if (recent.count + newSteps > stepsPerMinute) {
       const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
       const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
@@ -369,7 +372,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** Refuses with RATE_LIMITED; the audit trail hears about it at most once a minute per client, so a looping agent cannot flood it. */
   private refuseOverLimit(actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
-    const key = `${actor.client ?? ''}\u0000${limit}`;
+    const key = `${actor.agent ?? ''}\u0000${limit}`;
     const now = Date.now();
     if (now - (this.lastLimitAuditAt.get(key) ?? 0) >= 60_000) {
       this.lastLimitAuditAt.set(key, now);
@@ -388,13 +391,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
-  /** The dry run: what the step would do now. Stored as the step's current preview; no effect on disk. */
+  /**
+   * The dry run: what the step would do now; no effect on disk. The person's dry run of an undecided
+   * step becomes its current preview (and an approval bound to the old one is then refused as
+   * STEP_CHANGED). An agent's dry run is answered, never stored: the preview the person decides on
+   * is not the agent's to replace.
+   */
   async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
-    const record = this.steps.get(stepId);
+    const record = this.stepFor(stepId, actor);
     const { module, args } = boundAction(record.step);
     const preview = await module.simulate(args, this.context(stepId));
     const previewHash = previewHashOf(preview);
-    const keepAsCurrent = record.status === 'awaiting_consent' || record.status === 'evaluated';
+    // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
+    const keepAsCurrent = !isAgentActor(actor) && (record.status === 'awaiting_consent' || record.status === 'evaluated');
     if (!keepAsCurrent) {
       this.steps.note(stepId, 'step.simulated', actor, { previewHash });
       return { preview, previewHash };
@@ -415,12 +424,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
    * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
    */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
+  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
     }
-    if (options.previewHash && options.previewHash !== record.previewHash) {
+    // null: the person saw that the step had no preview; it must still have none.
+    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
       throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, {
         stepId,
         shownPreviewHash: options.previewHash,
@@ -494,15 +504,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /**
    * Withdraws a step nobody has decided yet (or one approved but still waiting for an earlier step):
-   * it ends rejected, with the reason saying who withdrew it. The agent channel may cancel only the
-   * steps its own client proposed; the person may cancel any.
+   * it ends rejected, with the reason saying who withdrew it. An agent may cancel only the steps its
+   * own issued identity proposed (any other id is, to it, an unknown id); the person may cancel any.
    */
   async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
-    const byAgent = actor.channel === 'mcp';
-    if (byAgent && !(record.step.meta.origin === 'agent' && (record.step.meta.client ?? null) === (actor.client ?? null))) {
-      throw new ExecutorError('IPC_FORBIDDEN', `Step ${stepId} was not proposed by this agent client (${actor.client ?? 'unnamed'}); an agent may cancel only its own steps.`, { stepId });
-    }
+    const record = this.stepFor(stepId, actor);
+    const byAgent = isAgentActor(actor);
     if (record.status !== 'awaiting_consent' && record.status !== 'approved') {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled.`, { stepId, from: record.status, to: 'rejected' });
     }
@@ -521,6 +528,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
    */
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
+    // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
+    this.stepFor(stepId, actor);
+    return this.runApproved(stepId, actor);
+  }
+
+  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
@@ -668,7 +681,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         }));
         return;
       }
-      const executed = await this.executeStep(record.step.id, actor);
+      const executed = await this.runApproved(record.step.id, actor);
       if (executed.status !== 'executed') return;
     }
   }
@@ -745,8 +758,26 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.steps.get(stepId);
   }
 
+  /**
+   * One step as `actor` may see it: an agent sees only the steps its issued identity proposed, and
+   * any other id, the person's steps included, gets exactly the answer an unknown id gets.
+   */
+  stepFor(stepId: string, actor: Actor): StepRecord {
+    const record = this.steps.get(stepId);
+    if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);
+    return record;
+  }
+
   listSteps(filter: StepListFilter = {}): StepRecord[] {
     return this.steps.list(filter);
+  }
+
+  /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */
+  listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[] {
+    if (!isAgentActor(actor)) return this.steps.list(filter);
+    // An agent session with no issued identity owns nothing.
+    if (actor.agent === undefined) return [];
+    return this.steps.list({ ...filter, agent: actor.agent });
   }
 
   planSteps(planId: string): StepRecord[] {

@@ -1,4 +1,5 @@
 import type { Actor } from '../domain/actor.js';
+import type { AgentCredential } from './agent-identity.js';
 import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { StepSchema } from '../domain/step.js';
@@ -15,6 +16,11 @@ export interface CallContext {
   subscribe(topics: EventTopic[]): EventTopic[];
   /** Sends an event to the caller's own session only (when it subscribed to the topic), e.g. the progress of its call. */
   notify<T extends EventTopic>(topic: T, data: EventData<T>): void;
+  /**
+   * Present on an agent session: the identity the host issued to it, or, given an earlier session's
+   * credential, that agent's identity bound to this session instead (AGENT_CREDENTIAL_INVALID if forged).
+   */
+  agentIdentity?: (resume?: string) => AgentCredential;
   /** Present when the host serves the web UI (`executor serve`). */
   issueWebUrl?: () => string;
   /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
@@ -40,9 +46,9 @@ type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   propose: (executor, { plan }, { actor }) => executor.propose(plan, actor),
-  evaluateStep: async (executor, params) => {
+  evaluateStep: async (executor, params, { actor }) => {
     await loadShellParser();
-    if ('stepId' in params) return executor.evaluateStep(executor.getStep(params.stepId).step);
+    if ('stepId' in params) return executor.evaluateStep(executor.stepFor(params.stepId, actor).step);
     // The wire schema only checks shape; the step itself is validated here like any proposed step.
     const parsed = StepSchema.safeParse(params.step);
     if (!parsed.success) {
@@ -58,10 +64,15 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
   cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
   executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
-  previewRevert: (executor, { stepId }) => executor.previewRevert(stepId),
+  previewRevert: (executor, { stepId }, { actor }) => executor.previewRevert(executor.stepFor(stepId, actor).step.id),
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
-  listSteps: (executor, params) => executor.listSteps(params ?? {}),
-  getStep: (executor, { stepId }) => executor.getStep(stepId),
+  // An agent's view of the steps is its own (see step-ownership.ts); the person's channels see all.
+  listSteps: (executor, params, { actor }) => executor.listStepsFor(params ?? {}, actor),
+  getStep: (executor, { stepId }, { actor }) => executor.stepFor(stepId, actor),
+  agentIdentity: (_executor, params, context) => {
+    if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');
+    return context.agentIdentity(params?.resume);
+  },
   getAudit: (executor, params) => executor.getAudit(params ?? {}),
   getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),
   exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),

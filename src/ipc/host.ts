@@ -1,4 +1,5 @@
 import { Executor, type ExecutorOptions } from '../executor/executor.js';
+import { AgentIdentities } from './agent-identity.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
 import { listenOnSocket, socketPathFor, type SocketListener } from './socket-transport.js';
 import { issueSocketCredentials, removeSocketCredentials } from './token-files.js';
@@ -33,7 +34,9 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {
-    ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], options);
+    // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
+    const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
+    ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
     socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
     const web = options.web ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), ...options.web }) : null;
     if (web) {

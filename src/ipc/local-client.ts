@@ -1,21 +1,42 @@
 import { EventEmitter } from 'node:events';
 import { actorFor } from '../domain/actor.js';
+import { ExecutorError } from '../domain/errors.js';
+import { AgentIdentities } from './agent-identity.js';
 import type { Executor } from '../executor/executor.js';
 import type { EventListener, ExecutorClient, ExecutorMethods } from './client.js';
 import { invokeMethod } from './dispatch.js';
 import type { CallContext } from './handlers.js';
 import { METHOD_NAMES, type IpcChannel, type MethodName } from './methods.js';
+import { eventVisibleTo } from './server.js';
 import type { EventTopic } from './wire-schemas.js';
+
+const IN_PROCESS_AGENTS = AgentIdentities.ephemeral();
 
 /**
  * The same typed client for a caller in the host's own process (the CLI when no host runs, the
  * MCP server when it opens the database itself). Nothing is signed, as nothing crosses a process,
  * but every call still goes through invokeMethod: the channel's rights and the params schema hold.
  */
-export function localClient(executor: Executor, channel: IpcChannel, client?: string): ExecutorClient {
+export function localClient(executor: Executor, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS): ExecutorClient {
   // Events meant for this caller alone (the progress of its own verifyAudit) never pass through the executor.
   const own = new EventEmitter();
-  const context: CallContext = { channel, actor: actorFor(channel, client), subscribe: (topics) => topics, notify: (topic, data) => void own.emit(topic, data) };
+  // Like a socket session, an agent caller is a new agent, with an identity the host side issues, until it resumes an earlier one.
+  const context: CallContext = {
+    channel,
+    actor: channel === 'mcp' ? { ...actorFor(channel, client), agent: agentIdentities.issue().agentId } : actorFor(channel, client),
+    subscribe: (topics) => topics,
+    notify: (topic, data) => void own.emit(topic, data),
+  };
+  if (channel === 'mcp') {
+    context.agentIdentity = (resume) => {
+      if (resume !== undefined) {
+        const agentId = agentIdentities.verify(resume);
+        if (!agentId) throw new ExecutorError('AGENT_CREDENTIAL_INVALID', 'This agent credential was not issued by this Executor.');
+        context.actor = { ...context.actor, agent: agentId };
+      }
+      return agentIdentities.credentialFor(context.actor.agent!);
+    };
+  }
   const methods = {} as Record<MethodName, (params?: unknown) => Promise<unknown>>;
   for (const name of METHOD_NAMES) methods[name] = (params?: unknown) => invokeMethod(executor, name, params ?? {}, context);
   const offs: (() => void)[] = [];
@@ -23,7 +44,9 @@ export function localClient(executor: Executor, channel: IpcChannel, client?: st
     ...(methods as unknown as ExecutorMethods),
     channel,
     async on<T extends EventTopic>(topic: T, listener: EventListener<T>) {
-      const forward = (data: unknown) => listener(data as Parameters<EventListener<T>>[0]);
+      const forward = (data: unknown) => {
+        if (eventVisibleTo(context.actor, topic, data)) listener(data as Parameters<EventListener<T>>[0]);
+      };
       // The executor's event names are the topics; its typed emitter cannot see that through the generic.
       const emitter = executor as unknown as NodeJS.EventEmitter;
       emitter.on(topic, forward);

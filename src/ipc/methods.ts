@@ -64,10 +64,11 @@ export const METHODS = {
     params: z.strictObject({ stepId }),
     result: z.object({ preview: PreviewSchema, previewHash: z.string() }),
     channels: EVERYONE,
-    description: 'the dry run: what the step would do now',
+    description: "the dry run: what the step would do now; the person's becomes the step's current preview, the agent's is only answered",
   }),
   approve: method({
-    params: z.strictObject({ stepId, previewHash: z.string().max(128).optional(), execute: z.boolean().optional() }),
+    // previewHash null: the person saw that the step has no preview (and it must still have none).
+    params: z.strictObject({ stepId, previewHash: z.string().max(128).nullable().optional(), execute: z.boolean().optional() }),
     result: StepRecordSchema,
     channels: PERSON_CHANNELS,
     description: "the person's yes, bound to the step's hash and to the preview they saw",
@@ -100,9 +101,9 @@ export const METHODS = {
   cancel: method({
     params: z.strictObject({ stepId }),
     result: StepRecordSchema,
-    // The agent may withdraw its own undecided steps (the handler checks ownership); it ends rejected, audited as cancelled.
+    // The agent may withdraw its own undecided steps (the executor checks ownership); it ends rejected, audited as cancelled.
     channels: EVERYONE,
-    description: 'withdraw a step still waiting for a decision; from the agent channel, only a step its own client proposed',
+    description: 'withdraw a step still waiting for a decision; from the agent channel, only a step its own issued identity proposed',
   }),
   executeStep: method({
     params: z.strictObject({ stepId }),
@@ -132,24 +133,32 @@ export const METHODS = {
       .optional(),
     result: z.array(StepRecordSchema),
     channels: EVERYONE,
-    description: 'steps, newest first',
+    description: "steps, newest first; from the agent channel, only those its own issued identity proposed",
   }),
   getStep: method({
     params: z.strictObject({ stepId }),
     result: StepRecordSchema,
     channels: EVERYONE,
-    description: 'one step with its evaluation, preview, approval and outcome',
+    description: "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id",
+  }),
+  agentIdentity: method({
+    params: z.strictObject({ resume: z.string().min(1).max(256).optional() }).optional(),
+    result: z.object({ agentId: z.string(), credential: z.string() }),
+    // Only an agent session has an issued identity; the person's channels see every step anyway.
+    channels: ['mcp'],
+    description: "the agent identity the host issued to this session, with the credential that proves it; `resume` with an earlier session's credential makes this session that agent again",
   }),
   getAudit: method({
     params: AuditQuerySchema.optional(),
     result: AuditPageWireSchema,
-    channels: EVERYONE,
+    // The log records every step, the person's and other agents' included, with their results: the person's to read.
+    channels: PERSON_CHANNELS,
     description: 'audit records, cursor-paged, newest first unless order is asc; filters by step, plan, action, channel, user, time',
   }),
   getAuditRecord: method({
     params: z.strictObject({ seq: z.number().int().min(1) }),
     result: AuditRecordWireSchema,
-    channels: EVERYONE,
+    channels: PERSON_CHANNELS,
     description: 'one audit record exactly as signed: canonical body, MAC, chained hash, key id',
   }),
   exportAudit: method({
@@ -226,7 +235,7 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed), audit (the log grew), policy, verify (progress of this session's verifyAudit)",
+    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit)",
   }),
 } as const;
 

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
+import { isAgentActor, mayAccessStep } from '../domain/step-ownership.js';
+import type { StepRecord } from '../domain/step-record.js';
 import type { Executor } from '../executor/executor.js';
+import { AgentIdentities, type AgentCredential } from './agent-identity.js';
 import { invokeMethod } from './dispatch.js';
 import type { CallContext } from './handlers.js';
 import { deriveSessionKey, nodeMac } from './message-mac-node.js';
@@ -39,6 +42,8 @@ export interface IpcServerOptions {
   now?: () => number;
   /** Refusals written to the audit trail per minute at most; the rest are counted in the next record. */
   refusalAuditsPerMinute?: number;
+  /** Who issues agent identities; the host passes its data directory's, others get ones that last this process. */
+  agentIdentities?: AgentIdentities;
 }
 
 /** One client's live line to the server: the transport supplies how to push an event to it. */
@@ -52,6 +57,7 @@ interface Session {
   kid: string;
   credential: Credential;
   mac: MessageMac;
+  /** Replaced, not edited, when an agent session resumes an earlier identity (calls in flight keep theirs). */
   actor: Actor;
   /** A session counts as opened once a request signed under it verified. */
   proven: boolean;
@@ -79,6 +85,17 @@ const MAX_PENDING_PER_CONNECTION = 16;
 const NONCE_KEEP_MS = 2 * CLOCK_SKEW_MS + 5_000;
 const MAX_NONCES_PER_SESSION = 1_000_000;
 
+/**
+ * What an agent's event stream may carry: its own steps' changes, the policy, its own verify
+ * progress. Never another's step, and never the audit hint (it names the steps of everyone).
+ */
+export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): boolean {
+  if (!isAgentActor(actor)) return true;
+  if (topic === 'audit') return false;
+  if (topic === 'step') return mayAccessStep(actor, (data as StepRecord).step);
+  return true;
+}
+
 class Refusal extends ExecutorError {
   constructor(code: ErrorCode, message: string, readonly requestId: string | null, readonly session: Session | null, readonly audit: boolean) {
     super(code, message);
@@ -104,6 +121,7 @@ export class IpcServer {
   private readonly unsubscribeExecutor: () => void;
   private issueWebUrl: (() => string) | undefined;
   private issueAuditDownload: CallContext['issueAuditDownload'];
+  private readonly agentIdentities: AgentIdentities;
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -111,6 +129,7 @@ export class IpcServer {
     this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
     this.now = options.now ?? Date.now;
     this.refusalBudget = options.refusalAuditsPerMinute ?? 30;
+    this.agentIdentities = options.agentIdentities ?? AgentIdentities.ephemeral();
     const onStep = (data: unknown) => this.broadcast('step', data);
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
@@ -230,6 +249,7 @@ export class IpcServer {
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
         notify: (topic, data) => this.pushEvent(session, topic, data),
+        ...(session.credential.channel === 'mcp' ? { agentIdentity: (resume?: string) => this.agentIdentity(session, resume) } : {}),
         issueWebUrl: this.issueWebUrl,
         issueAuditDownload: this.issueAuditDownload,
       });
@@ -266,7 +286,8 @@ export class IpcServer {
       kid,
       credential,
       mac: nodeMac(key, { offThread: false }),
-      actor: actorFor(credential.channel, client),
+      // An agent session is a new agent until it proves (agentIdentity) that it is an earlier one; its name is only a label.
+      actor: credential.channel === 'mcp' ? { ...actorFor('mcp', client), agent: this.agentIdentities.issue().agentId } : actorFor(credential.channel, client),
       proven: false,
       createdAt: now,
       lastUsedAt: now,
@@ -280,6 +301,18 @@ export class IpcServer {
     connection.sessions.add(session);
     const methods = METHOD_NAMES.filter((name) => channelMayCall(credential.channel, name));
     return JSON.stringify({ v: PROTOCOL_VERSION, welcome: { kid, serverNonce, channel: credential.channel, methods } });
+  }
+
+  /** The agent identity of an agent session; with an earlier session's credential, that identity from now on. */
+  private agentIdentity(session: Session, resume?: string): AgentCredential {
+    if (resume !== undefined) {
+      const agentId = this.agentIdentities.verify(resume);
+      if (!agentId) {
+        throw new ExecutorError('AGENT_CREDENTIAL_INVALID', 'This agent credential was not issued by this Executor (or its identity key was replaced since). The session keeps the new identity it was given; the earlier identity\'s steps stay with the person.');
+      }
+      session.actor = { ...session.actor, agent: agentId };
+    }
+    return this.agentIdentities.credentialFor(session.actor.agent!);
   }
 
   /** The first verified request opens the session; a one-time credential is spent at that moment. */
@@ -323,6 +356,7 @@ export class IpcServer {
   private pushEvent(session: Session, topic: EventTopic, data: unknown): void {
     const connection = session.connection;
     if (!connection || connection.closed || !session.topics.has(topic)) return;
+    if (!eventVisibleTo(session.actor, topic, data)) return;
     const seq = ++session.eventSeq;
     signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
       (text) => {

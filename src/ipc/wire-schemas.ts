@@ -40,6 +40,7 @@ export const ActorSchema = z.object({
   user: z.string(),
   channel: z.enum(['window', 'web', 'cli', 'mcp', 'policy', 'system']),
   client: z.string().optional(),
+  agent: z.string().optional(),
 });
 
 export const ErrorShapeWireSchema = z.object({
@@ -207,7 +208,7 @@ export const AuditEntryWireSchema = z.object({
   action: z.string(),
   planId: z.string().nullable(),
   stepId: z.string().nullable(),
-  userId: z.object({ user: z.string(), channel: z.string(), client: z.string().optional() }),
+  userId: z.object({ user: z.string(), channel: z.string(), client: z.string().optional(), agent: z.string().optional() }),
   args: z.unknown(),
   preHash: z.string().nullable(),
   postHash: z.string().nullable(),

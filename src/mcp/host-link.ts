@@ -13,11 +13,16 @@ export class NoHostError extends ExecutorError {
 
 /**
  * The MCP server's one session with the host, opened on first use (after the MCP handshake, so it
- * carries the client's name) and again after the host went away and came back. It never opens the
- * database itself: without a host there is nobody to ask the person, so nothing may happen.
+ * carries the client's name as a label) and again after the host went away and came back. It never
+ * opens the database itself: without a host there is nobody to ask the person, so nothing may happen.
+ *
+ * The agent's identity is the one the host issued to the first session. Every later session
+ * presents its credential to be that agent again, so this process keeps seeing its own steps across
+ * reconnects and host restarts; the credential lives in this process's memory only.
  */
 export class HostLink {
   private session: ExecutorClient | null = null;
+  private agentCredential: string | null = null;
 
   constructor(
     private readonly open: OpenAgentSession,
@@ -39,12 +44,21 @@ export class HostLink {
       }
     }
     if (!this.session) {
+      let opened: ExecutorClient | null;
       try {
-        this.session = await this.open(this.clientName());
+        opened = await this.open(this.clientName());
       } catch (error) {
         throw new NoHostError((error as Error).message);
       }
-      if (!this.session) throw new NoHostError();
+      if (!opened) throw new NoHostError();
+      try {
+        await this.identify(opened);
+      } catch (error) {
+        opened.close();
+        if (error instanceof ExecutorError && error.code === 'IPC_UNAVAILABLE') throw new NoHostError(error.message);
+        throw error;
+      }
+      this.session = opened;
     }
     try {
       return await work(this.session);
@@ -55,6 +69,20 @@ export class HostLink {
       }
       throw error;
     }
+  }
+
+  /** Becomes the agent this process was before, or, the first time, keeps the identity the host just issued. */
+  private async identify(api: ExecutorClient): Promise<void> {
+    if (this.agentCredential) {
+      try {
+        await api.agentIdentity({ resume: this.agentCredential });
+        return;
+      } catch (error) {
+        // The host no longer knows the credential (its identity key was replaced): this process is a new agent from here on.
+        if (!(error instanceof ExecutorError && error.code === 'AGENT_CREDENTIAL_INVALID')) throw error;
+      }
+    }
+    this.agentCredential = (await api.agentIdentity({})).credential;
   }
 
   drop(): void {

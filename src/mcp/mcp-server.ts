@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { toErrorShape } from '../domain/errors.js';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from '../ipc/client.js';
@@ -11,8 +11,8 @@ import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictO
 import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
 
 export const DEFAULT_WAIT_SECONDS = 120;
-/** The newest steps list_my_steps looks through for this client's own: records carry previews, so the page stays bounded. */
-const LIST_SCAN_LIMIT = 500;
+/** The newest of its own steps list_my_steps shows. */
+const LIST_LIMIT = 50;
 
 export interface ExecutorMcpOptions {
   openAgentSession: OpenAgentSession;
@@ -61,6 +61,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
         'call step_status with the step id later, or cancel_step if you no longer need it.',
     },
   );
+  // A label for the person's queue and the audit trail; never an identity (the host issues that, see HostLink).
   const clientName = () => {
     const info = server.server.getClientVersion();
     // Control characters would garble the person's queue and the CLI's one-line listings.
@@ -138,11 +139,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     },
   );
 
-  const ownedBy = (record: StepRecord) => record.step.meta.origin === 'agent' && record.step.meta.client === clientName();
-
   server.registerTool(
     'step_status',
     {
+      // The host answers only for this agent's own steps; any other id is, to it, an unknown id.
       description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, or still PENDING.',
       inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
       annotations: { readOnlyHint: true },
@@ -166,7 +166,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     },
     async ({ status }: { status?: (typeof STEP_STATUSES)[number] }) => {
       try {
-        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_SCAN_LIMIT }))).filter(ownedBy).slice(0, 50);
+        // The host lists an agent's own steps only.
+        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_LIMIT })));
         if (!records.length) return text(status ? `You have no steps with status ${status}.` : 'You have not proposed any steps yet.', false, structuredSteps([]));
         const lines = records.map((record) => `${record.step.id} ${record.status} (${record.step.action}): ${stepOutcomeText(record, 300).split('\n')[0]}`);
         return text(lines.join('\n'), false, structuredSteps(records));
@@ -187,7 +188,6 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
         const record = await host.use((api: ExecutorClient) => api.cancel({ stepId }));
         return text(stepOutcomeText(record, maxChars), false, structuredSteps([record]));
       } catch (error) {
-        if (error instanceof ExecutorError && error.code === 'IPC_FORBIDDEN') return text(`FAILED: ${error.message}`, true);
         return failure(error, 'checked');
       }
     },

@@ -1,6 +1,7 @@
 import type { Actor } from '../domain/actor.js';
 import type { AuditEvent, AuditTrail, EventKind } from '../audit/event-log.js';
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
+import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
 import { assertTransition, type StepStatus } from '../domain/state-machine.js';
 import type { Approval, Preview, StepRecord } from '../domain/step-record.js';
@@ -59,6 +60,8 @@ export interface StepListFilter {
   status?: StepStatus[];
   planId?: string;
   limit?: number;
+  /** Only the steps this issued agent identity proposed (an agent's own view). */
+  agent?: string;
 }
 
 const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
@@ -173,7 +176,7 @@ export class StepRepository {
 
   get(stepId: string): StepRecord {
     const row = this.db.prepare('SELECT * FROM steps WHERE step_id = ?').get(stepId) as StepRow | undefined;
-    if (!row) throw new ExecutorError('NOT_FOUND', `There is no step with id ${stepId}.`, { stepId });
+    if (!row) throw unknownStepError(stepId);
     return toRecord(row);
   }
 
@@ -188,6 +191,10 @@ export class StepRepository {
       where.push('plan_id = ?');
       params.push(filter.planId);
     }
+    if (filter.agent !== undefined) {
+      where.push(`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.agent') = ?`);
+      params.push(filter.agent);
+    }
     const sql = `SELECT * FROM steps ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY created_at DESC, plan_id, position LIMIT ?`;
     params.push(filter.limit ?? 1000);
@@ -195,12 +202,13 @@ export class StepRepository {
   }
 
   /**
-   * Steps an agent client proposed (client null: an agent that gave no name), optionally only those
-   * in some statuses or created since an instant; with the oldest creation time, for retry hints.
+   * Steps one issued agent identity proposed (null: agent steps that carry none, e.g. from before
+   * identities were issued), optionally only those in some statuses or created
+   * since an instant; with the oldest creation time, for retry hints.
    */
-  countAgentSteps(client: string | null, filter: { statuses?: readonly StepStatus[]; since?: string } = {}): { count: number; oldestAt: string | null } {
-    const where = [`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.client') IS ?`];
-    const params: unknown[] = [client];
+  countAgentSteps(agent: string | null, filter: { statuses?: readonly StepStatus[]; since?: string } = {}): { count: number; oldestAt: string | null } {
+    const where = [`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.agent') IS ?`];
+    const params: unknown[] = [agent];
     if (filter.statuses?.length) {
       where.push(`status IN (${filter.statuses.map(() => '?').join(', ')})`);
       params.push(...filter.statuses);
@@ -281,7 +289,7 @@ export class StepRepository {
 
   private statusOf(stepId: string): { status: StepStatus; planId: string } {
     const row = this.db.prepare('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as { status: StepStatus; plan_id: string } | undefined;
-    if (!row) throw new ExecutorError('NOT_FOUND', `There is no step with id ${stepId}.`, { stepId });
+    if (!row) throw unknownStepError(stepId);
     return { status: row.status, planId: row.plan_id };
   }
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
-import { CLI, runCli } from '../helpers/run-cli.js';
+import { CLI, runCli, shownPreviewHash } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 
@@ -206,7 +206,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const planFile = path.join(base, 'plan.json');
     fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports', steps: [{ id: 'set-port', action: 'writeFile', args: { path: config, content: 'port: 9090\nmode: dev\n' }, meta: { purpose: 'Move to port 9090' } }] }));
     expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
-    expect(runCli(['--data-dir', dataDir, 'approve', 'set-port']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'set-port', '--preview-hash', shownPreviewHash(dataDir, 'set-port')]).status).toBe(0);
     expect(fs.readFileSync(config, 'utf8')).toBe('port: 9090\nmode: dev\n');
 
     const page = await openWindow(serve.info.url);
@@ -234,7 +234,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     // The conflict path: the file changes after the step; revert shows both hashes and asks twice.
     fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports-2', steps: [{ id: 'set-mode', action: 'writeFile', args: { path: config, content: 'port: 8080\nmode: prod\n' } }] }));
     runCli(['--data-dir', dataDir, 'propose', planFile]);
-    expect(runCli(['--data-dir', dataDir, 'approve', 'set-mode']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'set-mode', '--preview-hash', shownPreviewHash(dataDir, 'set-mode')]).status).toBe(0);
     fs.writeFileSync(config, 'port: 8080\nmode: prod\n# edited by hand later\n');
     const conflictRow = page.locator('#history-row-set-mode');
     await expect.poll(() => conflictRow.isVisible(), { timeout: 15_000 }).toBe(true);
@@ -282,7 +282,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
       ],
     }));
     runCli(['--data-dir', dataDir, 'propose', planFile]);
-    expect(runCli(['--data-dir', dataDir, 'approve', 'keep']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'keep', '--preview-hash', shownPreviewHash(dataDir, 'keep')]).status).toBe(0);
     expect(runCli(['--data-dir', dataDir, 'reject', 'drop', '--reason', 'no secrets']).status).toBe(0);
     const cliRecords = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--plan', 'audited']).json<{ seq: number; action: string }[]>();
     expect(cliRecords.length).toBeGreaterThan(6);

@@ -48,3 +48,13 @@ export function runCliAsync(args: string[], options: { env?: NodeJS.ProcessEnv; 
     });
   });
 }
+
+/**
+ * The preview hash `executor steps show` prints for a step: what a script that read the preview
+ * passes to `executor approve --preview-hash`, as the approval must bind to what was shown.
+ */
+export function shownPreviewHash(dataDir: string, stepId: string, options: { env?: NodeJS.ProcessEnv } = {}): string {
+  const shown = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', stepId], options);
+  if (shown.status !== 0) throw new Error(`executor steps show ${stepId} failed: ${shown.stderr}`);
+  return shown.json<{ previewHash: string | null }>().previewHash ?? 'none';
+}

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { visibleLine } from '../../domain/visible-text.js';
 import { exportAudit, fileLineWriter } from '../../audit/audit-export.js';
 import { parsePublicKeys, parseVerificationKeys } from '../../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY } from '../../audit/audit-log.js';
@@ -84,8 +85,9 @@ function progressPrinter(mode: { terminal: boolean; forced: boolean }): { onProg
 }
 
 function entryLine(entry: AuditEntry): string {
-  const who = `${entry.userId.user}/${entry.userId.channel}${entry.userId.client ? `(${entry.userId.client})` : ''}`;
-  return `${String(entry.seq).padStart(7)} ${entry.ts} ${entry.action.padEnd(24)} ${(entry.stepId ?? '-').padEnd(16)} ${who}`;
+  // The client name is what an agent said about itself: one line, escaped, like every field here.
+  const who = `${visibleLine(entry.userId.user)}/${visibleLine(entry.userId.channel)}${entry.userId.client ? `(${visibleLine(entry.userId.client)})` : ''}${entry.userId.agent ? `[${visibleLine(entry.userId.agent)}]` : ''}`;
+  return `${String(entry.seq).padStart(7)} ${visibleLine(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
 }
 
 /** audit verify|export|show|hash: the reviewer's view of the trail. None of them takes the host's lock or writes. */

@@ -1,11 +1,37 @@
-import { ExecutorError } from '../../domain/errors.js';
 import { Command, Option } from 'commander';
+import { createInterface } from 'node:readline/promises';
+import { ExecutorError } from '../../domain/errors.js';
+import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
-import { detailText, explainOutcome, outcomeOf, summaryLine } from '../render.js';
+import { detailText, explainOutcome, outcomeOf, previewHashText, summaryLine } from '../render.js';
 import { proposeAndAwaitDecision } from '../../ipc/decision-wait.js';
 import { readStepsWhileUnlocked } from '../step-reader.js';
+
+/** A preview hash as `steps show` prints it: 64 hex digits, or "none" for a step shown without a preview. */
+function parsePreviewHash(text: string): string | null {
+  const trimmed = text.trim().toLowerCase();
+  if (trimmed === 'none') return null;
+  if (/^[0-9a-f]{64}$/.test(trimmed)) return trimmed;
+  throw new ExecutorError('INVALID_INPUT', `--preview-hash takes the 64-hex-digit "Preview" hash \`executor steps show\` printed (or "none"), not "${visibleLine(text.slice(0, 80))}".`);
+}
+
+/** One y/N question on the terminal; anything but y or yes is no. */
+async function askYes(question: string): Promise<boolean> {
+  // Ctrl-D (the terminal closed the input), even typed before the question, is a no, never a wait that does not end.
+  if (process.stdin.readableEnded) return false;
+  const readline = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return await new Promise<boolean>((resolve) => {
+      readline.once('close', () => resolve(false));
+      process.stdin.once('end', () => resolve(false));
+      readline.question(question).then((answer) => resolve(/^\s*y(es)?\s*$/i.test(answer)), () => resolve(false));
+    });
+  } finally {
+    readline.close();
+  }
+}
 
 /** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
 export function registerStepCommands(program: Command): void {
@@ -58,11 +84,36 @@ export function registerStepCommands(program: Command): void {
 
   program
     .command('approve')
-    .description('approve a step awaiting consent; it runs at once unless an earlier step of its plan is still open')
+    .description(
+      'approve a step awaiting consent, bound to the preview you saw; it runs at once unless an earlier step of its plan is still open. ' +
+        'On a terminal, without --preview-hash, it shows the step and its preview and asks; elsewhere --preview-hash is required',
+    )
     .argument('<stepId>')
-    .action(async (stepId: string, _options: unknown, command: Command) => {
+    .option('--preview-hash <hash>', 'the "Preview" hash `executor steps show` printed ("none" when it had no preview); refused if the preview changed since')
+    .action(async (stepId: string, options: { previewHash?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (api) => api.approve({ stepId }));
+      const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
+      const given = options.previewHash === undefined ? undefined : parsePreviewHash(options.previewHash);
+      if (given === undefined && !interactive) {
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          `approve binds to the preview you saw, and it cannot show you one here (no terminal): run \`executor steps show ${stepId}\`, read the preview, then \`executor approve ${stepId} --preview-hash <the Preview hash it printed>\`.`,
+        );
+      }
+      const record = await withExecutor(dataDir, async (api) => {
+        if (given !== undefined) return api.approve({ stepId, previewHash: given });
+        // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
+        const shown = await api.getStep({ stepId });
+        if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash });
+        process.stdout.write(`${visibleOutput(detailText(shown))}\n\n`);
+        if (!(await askYes(`Approve step ${visibleLine(stepId)} with the preview shown above (${previewHashText(shown)})? [y/N] `))) return null;
+        return api.approve({ stepId, previewHash: shown.previewHash });
+      });
+      if (!record) {
+        process.stdout.write('Not approved; the step still waits for your decision.\n');
+        process.exitCode = 1;
+        return;
+      }
       print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.code}: ${record.error.message}` : ''));
       if (record.status === 'failed') process.exitCode = 1;
     });
@@ -99,6 +150,7 @@ export function registerStepCommands(program: Command): void {
 /** What a revert would do to each conflicting file as it is now: the person decides on --force from this, not from hashes. */
 function conflictDiffs(error: ExecutorError): string {
   const conflicts = (error.details?.conflicts ?? []) as { path: string; diff?: string | null; diffOmittedReason?: string }[];
-  const shown = conflicts.map((conflict) => `--- ${conflict.path}: on disk now (-) → after revert (+)\n${conflict.diff ?? `(${conflict.diffOmittedReason ?? 'no text diff'})`}\n`);
+  // File content is untrusted text: escapes in it must not move the cursor over the diff the person reads.
+  const shown = conflicts.map((conflict) => `--- ${visibleLine(conflict.path)}: on disk now (-) → after revert (+)\n${conflict.diff ? visibleBlock(conflict.diff) : `(${visibleLine(conflict.diffOmittedReason ?? 'no text diff')})`}\n`);
   return `${shown.join('\n')}\nRevert with --force to apply this anyway: what is on disk now is kept as the backup of a "Forced revert" step, which you can revert in turn.\n`;
 }

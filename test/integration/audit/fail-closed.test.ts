@@ -8,7 +8,7 @@ import { FileKeyStore } from '../../../src/audit/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
@@ -77,10 +77,11 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     expect(proposed!.status).toBe('awaiting_consent');
     executor.close();
     const before = auditCount(dataDir);
+    const shownHash = proposed!.previewHash!;
     // The kernel refuses to remount read-only while the database is open for writing, so the host is closed first.
     sh('mount', '-o', 'remount,ro', dataDir);
     try {
-      const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc']);
+      const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc', '--preview-hash', shownHash]);
       expect(approved.status).toBe(2);
       expect(approved.stderr).toContain('STORAGE_FAILED');
       expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
@@ -144,17 +145,18 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     fs.writeFileSync(planFile, JSON.stringify(planFor(workspace)));
     const proposed = runCli(['--data-dir', dataDir, 'propose', planFile]);
     expect(proposed.status).toBe(1);
+    const shownHash = shownPreviewHash(dataDir, 'step-fc');
     fs.rmSync(path.join(dataDir, 'keys', 'audit-keys'));
     const before = auditCount(dataDir);
 
-    const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc']);
+    const approved = runCli(['--data-dir', dataDir, 'approve', 'step-fc', '--preview-hash', shownHash]);
     expect(approved.status).toBe(2);
     expect(approved.stderr).toContain('AUDIT_KEY_MISSING');
     expect(() => Executor.open(dataDir)).toThrow(expect.objectContaining({ code: 'AUDIT_KEY_MISSING' }));
     expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     expect(auditCount(dataDir)).toBe(before);
     // The lock was released on the way out: the next open fails for the key again, not for BUSY.
-    expect(runCli(['--data-dir', dataDir, 'approve', 'step-fc']).stderr).toContain('AUDIT_KEY_MISSING');
+    expect(runCli(['--data-dir', dataDir, 'approve', 'step-fc', '--preview-hash', shownHash]).stderr).toContain('AUDIT_KEY_MISSING');
   });
 
   it('key store that cannot advance the ratchet: the append fails and the transition rolls back', async () => {

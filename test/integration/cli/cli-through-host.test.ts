@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, runCli } from '../../helpers/run-cli.js';
+import { CLI, runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -17,7 +17,7 @@ describe('the CLI with a host running', () => {
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
     expect(proposed.stderr).toBe('');
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
-    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'one']);
+    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'one', '--preview-hash', shownPreviewHash(dataDir, 'one')]);
     expect(approved.json<{ status: string }>().status).toBe('executed');
     // The host's audit trail names the CLI channel for the approval.
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ action: string; userId: { channel: string } }[]>();
@@ -48,7 +48,7 @@ describe('the CLI with a host running', () => {
     waiter.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => waiter.once('exit', resolve));
     await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<unknown[]>().length, { timeout: 20_000 }).toBe(1);
-    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'w1']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'w1', '--preview-hash', shownPreviewHash(dataDir, 'w1')]).status).toBe(0);
     expect(await exited).toBe(0);
     expect(JSON.parse(out)).toMatchObject([{ stepId: 'w1', status: 'executed' }]);
     await serve.stop();

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { CLI, runCli } from '../../helpers/run-cli.js';
+import { CLI, runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 interface Outcome {
@@ -19,6 +19,16 @@ function writePlan(dir: string, plan: unknown, name = 'plan.json'): string {
   const file = path.join(dir, name);
   fs.writeFileSync(file, typeof plan === 'string' ? plan : JSON.stringify(plan));
   return file;
+}
+
+/** One step's stored preview hash, read without the lock (a `propose --wait` in another terminal may hold it). */
+function readOnlyStep(dataDir: string, stepId: string): { previewHash: string | null } {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+  try {
+    return { previewHash: (db.prepare('SELECT preview_hash AS previewHash FROM steps WHERE step_id = ?').get(stepId) as { previewHash: string | null }).previewHash };
+  } finally {
+    db.close();
+  }
 }
 
 function rowCounts(dataDir: string): { steps: number; events: number } {
@@ -55,7 +65,7 @@ describe('executor CLI', () => {
     expect(shown.stdout).toContain('+hi');
     expect(shown.stdout).toContain('Risk     MEDIUM');
 
-    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'hello']);
+    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'hello', '--preview-hash', shownPreviewHash(dataDir, 'hello')]);
     expect(approved.status).toBe(0);
     expect(approved.json<Outcome>().status).toBe('executed');
     expect(fs.readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hi\n');
@@ -166,10 +176,13 @@ describe('executor CLI', () => {
     const exited = new Promise<number | null>((resolve) => waiting.once('exit', resolve));
     // Wait until the proposal is stored, then decide from "another terminal".
     for (let i = 0; i < 100 && rowCounts(dataDir).steps < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    let approved = runCli(['--data-dir', dataDir, 'approve', 'one']);
+    // The person approves what they were shown: the preview, stored once the step waits for them.
+    for (let i = 0; i < 100 && readOnlyStep(dataDir, 'one').previewHash === null; i++) await new Promise((r) => setTimeout(r, 100));
+    const oneHash = () => readOnlyStep(dataDir, 'one').previewHash ?? 'none';
+    let approved = runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', oneHash()]);
     for (let i = 0; i < 50 && approved.status === 2 && approved.stderr.includes('busy'); i++) {
       await new Promise((r) => setTimeout(r, 100));
-      approved = runCli(['--data-dir', dataDir, 'approve', 'one']);
+      approved = runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', oneHash()]);
     }
     expect(approved.status).toBe(0);
     expect(runCli(['--data-dir', dataDir, 'reject', 'two', '--reason', 'not needed']).status).toBe(0);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -51,7 +51,7 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
 
     // … and the engine is gone when the person approves.
-    const approved = runCli(['--data-dir', dataDir, 'approve', 'cmd'], { env: engineDown() });
+    const approved = runCli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')], { env: engineDown() });
     expect(approved.status).toBe(2);
     expect(approved.stderr).toMatch(/SANDBOX_UNAVAILABLE: No Docker engine answers at unix:\/\/.*no-engine\.sock .*it stays approved/);
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json']);

@@ -61,7 +61,7 @@ describe('the preload', () => {
   it('lets the person approve an agent’s step from the window, recorded as the window channel', async () => {
     const record = await agentProposes('w.txt');
     const api = fromWindowApi(exposed as unknown as ExecutorClient);
-    expect((await api.listSteps()).map((step) => step.step.id)).toEqual(['s-w.txt']);
+    expect((await api.listSteps()).map((step) => step.step.id)).toEqual([record.step.id]);
     const approved = await api.approve({ stepId: record.step.id, previewHash: record.previewHash ?? undefined });
     expect(approved.status).toBe('executed');
     expect(approved.approval?.by.channel).toBe('window');

@@ -7,8 +7,11 @@ import { Executor } from '../../../src/executor/executor.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const person = actorFor('cli');
-const agentA = actorFor('mcp', 'agent-a 1.0');
-const agentB = actorFor('mcp', 'agent-b 1.0');
+// Agents as the host's sessions make them: an issued identity, and a name that is only a label.
+const agentA = { ...actorFor('mcp', 'agent-a 1.0'), agent: 'agent-AAAAAAAAAAAAAAAAAAAAAA' };
+const agentB = { ...actorFor('mcp', 'agent-b 1.0'), agent: 'agent-BBBBBBBBBBBBBBBBBBBBBB' };
+/** Another agent that claims agent A's name: the name decides nothing. */
+const impostor = { ...actorFor('mcp', 'agent-a 1.0'), agent: 'agent-CCCCCCCCCCCCCCCCCCCCCC' };
 const open: Executor[] = [];
 
 function start(policy: Record<string, unknown> = {}) {
@@ -48,7 +51,7 @@ describe('Executor: agent limits', () => {
     expect((await executor.propose({ steps: [write(workspace, 'c')] }, agentA))[0]!.status).toBe('awaiting_consent');
   });
 
-  it('keeps each client to its own per-minute budget and never limits the person', async () => {
+  it('keeps each issued identity to its own per-minute budget, whatever name it gives, and never limits the person', async () => {
     const { executor, workspace } = start({ agentLimits: { openSteps: 100, stepsPerMinute: 3 } });
     await executor.propose({ steps: [write(workspace, 'a'), write(workspace, 'b')] }, agentA);
     const refused = await errorOf(executor.propose({ steps: [write(workspace, 'c'), write(workspace, 'd')] }, agentA));
@@ -57,6 +60,8 @@ describe('Executor: agent limits', () => {
     expect((refused.details as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThan(0);
     expect((refused.details as { retryAfterSeconds: number }).retryAfterSeconds).toBeLessThanOrEqual(60);
     expect(await executor.propose({ steps: [write(workspace, 'e'), write(workspace, 'f')] }, agentB)).toHaveLength(2);
+    // Claiming A's name neither spends nor borrows A's budget.
+    expect(await executor.propose({ steps: [write(workspace, 'e2'), write(workspace, 'f2')] }, impostor)).toHaveLength(2);
     expect(await executor.propose({ steps: [write(workspace, 'g'), write(workspace, 'h'), write(workspace, 'i'), write(workspace, 'j')] }, person)).toHaveLength(4);
     const tooBig = await errorOf(executor.propose({ steps: [1, 2, 3, 4].map((n) => write(workspace, `big${n}`)) }, agentB));
     expect(tooBig.message).toContain('A plan of 4 steps can never fit; split it.');
@@ -64,11 +69,15 @@ describe('Executor: agent limits', () => {
 });
 
 describe('Executor: cancel', () => {
-  it("lets an agent withdraw its own waiting step, refuses another agent's, and lets the person cancel any", async () => {
+  it("lets an agent withdraw its own waiting step, answers another agent's as an unknown id, and lets the person cancel any", async () => {
     const { executor, workspace } = start();
     const [mine] = await executor.propose({ steps: [write(workspace, 'a')] }, agentA);
     const [theirs] = await executor.propose({ steps: [write(workspace, 'b')] }, agentB);
-    expect((await errorOf(executor.cancel(theirs!.step.id, agentA))).code).toBe('IPC_FORBIDDEN');
+    const refused = await errorOf(executor.cancel(theirs!.step.id, agentA));
+    const unknown = await errorOf(executor.cancel('step-does-not-exist', agentA));
+    expect(refused.code).toBe('NOT_FOUND');
+    expect(refused.message).toBe(unknown.message.replace('step-does-not-exist', theirs!.step.id));
+    expect((await errorOf(executor.cancel(mine!.step.id, impostor))).code).toBe('NOT_FOUND');
 
     const cancelled = await executor.cancel(mine!.step.id, agentA);
     expect(cancelled).toMatchObject({ status: 'rejected', rejectedReason: 'cancelled by the agent that proposed it' });
@@ -83,7 +92,7 @@ describe('Executor: cancel', () => {
   it("does not let an agent cancel a step the person proposed", async () => {
     const { executor, workspace } = start();
     const [personal] = await executor.propose({ steps: [write(workspace, 'p')] }, person);
-    expect((await errorOf(executor.cancel(personal!.step.id, agentA))).code).toBe('IPC_FORBIDDEN');
+    expect((await errorOf(executor.cancel(personal!.step.id, agentA))).code).toBe('NOT_FOUND');
     expect(executor.getStep(personal!.step.id).status).toBe('awaiting_consent');
   });
 });

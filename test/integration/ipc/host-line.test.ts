@@ -47,15 +47,16 @@ describe('the host on a worker thread (how the Electron main process runs it)', 
 
     // An agent reaches the same host over the socket the thread listens on.
     const agent = await connectToHost(dataDir, 'agent');
-    await agent.propose({ plan: { steps: [
-      { id: 'f', action: 'writeFile', args: { path: path.join(workspace, 't.txt'), content: 'thread\n' } },
-      { id: 'u', action: 'openURL', args: { url: 'https://example.com/docs?page=1', purpose: 'read' } },
-    ] } });
+    // The host names an agent's steps (ids it chose could collide with steps it cannot see).
+    const [f, u] = (await agent.propose({ plan: { steps: [
+      { action: 'writeFile', args: { path: path.join(workspace, 't.txt'), content: 'thread\n' } },
+      { action: 'openURL', args: { url: 'https://example.com/docs?page=1', purpose: 'read' } },
+    ] } })).map((record) => record.step.id);
     agent.close();
-    await expect.poll(() => seen).toContain('u:awaiting_consent');
+    await expect.poll(() => seen).toContain(`${u}:awaiting_consent`);
 
-    expect((await window.approve({ stepId: 'f' })).status).toBe('executed');
-    const url = await window.approve({ stepId: 'u' });
+    expect((await window.approve({ stepId: f! })).status).toBe('executed');
+    const url = await window.approve({ stepId: u! });
     expect(url.status).toBe('executed');
     expect(url.result).toEqual({ url: 'https://example.com/docs?page=1', opened: true });
     expect(opened).toEqual(['https://example.com/docs?page=1']);

@@ -94,7 +94,8 @@ describe('typed client over the local socket', () => {
     const [record] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] } });
     expect(record!.status).toBe('denied');
     expect(JSON.stringify(await agent.getStep({ stepId: record!.step.id }))).not.toContain(token);
-    expect(JSON.stringify(await agent.getAudit())).not.toContain(token);
+    // The audit log records everyone's steps: the person's to read, never the agent's.
+    await expect(agent.getAudit()).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
   });
 
   it('streams step events to a subscriber as another client acts', async () => {
@@ -102,8 +103,10 @@ describe('typed client over the local socket', () => {
     const seen: string[] = [];
     const off = await watcher.on('step', (record) => seen.push(`${record.step.id}:${record.status}`));
     const agent = await connect('agent');
-    await agent.propose({ plan: writePlan(workspace, 'b.txt') });
-    await expect.poll(() => seen).toEqual(['s-b.txt:evaluated', 's-b.txt:awaiting_consent']);
+    // An agent's steps get ids from the host, never the ones its plan names.
+    const [proposed] = await agent.propose({ plan: writePlan(workspace, 'b.txt') });
+    expect(proposed!.step.id).toMatch(/^step-/);
+    await expect.poll(() => seen).toEqual([`${proposed!.step.id}:evaluated`, `${proposed!.step.id}:awaiting_consent`]);
     off();
   });
 

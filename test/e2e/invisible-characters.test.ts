@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectToHost } from '../../src/ipc/node-client.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { startServe } from '../helpers/serve-process.js';
+import { tempSetup } from '../helpers/temp-dirs.js';
+
+/*
+ * The window against a real `executor serve`, in real Chromium: a path, a command and code an agent
+ * wrote with bidi controls and zero-width characters in them are shown with a highlighted ⟨U+…⟩
+ * marker where each hides, and a warning line says so. A step without them shows neither.
+ */
+
+const skipReason = chromiumMissingReason();
+let browser: Browser;
+beforeAll(async () => {
+  if (skipReason) return;
+  ensureRendererBuilt();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+const RLO = '\u202e';
+const ZWSP = '\u200b';
+
+describe.skipIf(skipReason !== null)('the window marks invisible and bidi characters', { timeout: 180_000 }, () => {
+  it('in the path, the diff, the command and the code of a waiting step, with a warning; not in a plain one', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const served = await startServe(dataDir);
+    const agent = await connectToHost(dataDir, 'agent', { client: 'tricky 1.0' });
+    try {
+      // Reads as "invoice_exe.txt" but is "invoice_<RLO>txt.exe"; the content hides a zero-width space in a command.
+      const trickyPath = path.join(workspace, `invoice_${RLO}txt.exe`);
+      await agent.propose({
+        plan: {
+          steps: [
+            { action: 'writeFile', args: { path: trickyPath, content: `rm${ZWSP} -rf /tmp/x\n` }, meta: { purpose: 'write the invoice' } },
+            { action: 'runCode', args: { code: `const isAdmin = false;\n/*${RLO} } if (isAdmin) ${'\u2066'} begin admins only */ return 1;` }, meta: { purpose: 'check' } },
+            { action: 'runCommand', args: { argv: ['echo', `safe${'\u2067'}; rm -rf .`] }, meta: { purpose: 'say it' } },
+            { action: 'writeFile', args: { path: path.join(workspace, 'plain.txt'), content: 'plain\n' }, meta: { purpose: 'plain' } },
+          ],
+        },
+      });
+      const page = await (await browser.newContext({ viewport: { width: 1400, height: 880 } })).newPage();
+      await page.goto(served.info.url);
+      const detail = page.locator('#step-detail');
+      const item = (text: string) => page.locator('.item-title', { hasText: text });
+
+      // The file step: the marker is in the list, the title, the path and the diff, and a warning says what it means.
+      await expect.poll(() => item('⟨U+202E⟩').count(), { timeout: 20_000 }).toBeGreaterThan(0);
+      await item('⟨U+202E⟩').first().click();
+      await expect.poll(() => detail.locator('mark.hidden-char', { hasText: '⟨U+202E⟩' }).count()).toBeGreaterThanOrEqual(2);
+      const warning = detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing characters' });
+      await expect.poll(() => warning.count()).toBeGreaterThan(0);
+      await expect.poll(() => detail.locator('.diff-frame, .raw-diff').innerText()).toContain('⟨U+200B⟩');
+      // Nothing of the hidden characters reaches the page as text that could reorder or hide what it shows.
+      const shown = await detail.innerText();
+      expect(shown).not.toContain(RLO);
+      expect(shown).not.toContain(ZWSP);
+      const marker = detail.locator('mark.hidden-char').first();
+      expect(await marker.evaluate((element) => getComputedStyle(element).backgroundColor)).not.toBe('rgba(0, 0, 0, 0)');
+
+      // The code step: the code is shown, with both controls marked.
+      await page.locator('.item-title', { hasText: 'runCode' }).first().click();
+      await expect.poll(() => detail.getByLabel('Code to run').innerText()).toContain('⟨U+202E⟩');
+      expect(await detail.getByLabel('Code to run').innerText()).toContain('⟨U+2066⟩');
+      await expect.poll(() => detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBeGreaterThan(0);
+
+      // The command step: its argv, shown word by word, with the isolate marked.
+      await page.locator('.item-title', { hasText: 'runCommand' }).first().click();
+      await expect.poll(() => detail.locator('dd code', { hasText: 'echo' }).first().innerText()).toContain('⟨U+2067⟩');
+      expect(await detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBeGreaterThan(0);
+
+      // A plain step: no marker, no warning.
+      await item('plain.txt').first().click();
+      await expect.poll(() => detail.locator('h2').innerText()).toContain('plain.txt');
+      expect(await detail.locator('mark.hidden-char').count()).toBe(0);
+      expect(await detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBe(0);
+      await page.context().close();
+    } finally {
+      agent.close();
+      await served.stop();
+    }
+    expect(fs.existsSync(path.join(workspace, 'plain.txt'))).toBe(false);
+  });
+});
