@@ -88,21 +88,34 @@ export async function listenOnSocket(server: IpcServer, socketPath: string): Pro
   const sockets = new Set<net.Socket>();
   const listener = net.createServer((socket) => {
     sockets.add(socket);
-    const connection = server.connect('socket', (text) => {
-      if (!socket.destroyed) socket.write(`${frame(EVENT_TAG, text)}\n`);
-    });
+    // Node gives no peer credentials for a Unix socket, so each connection is its own peer; the socket
+    // file's 0600 mode already keeps other users out.
+    const connection = server.connect(
+      'socket',
+      (text) => {
+        if (!socket.destroyed) socket.write(`${frame(EVENT_TAG, text)}\n`);
+      },
+      { drop: () => socket.destroy() },
+    );
     const reply = (tag: string, text: string) => {
       if (!socket.destroyed) socket.write(`${frame(tag, text)}\n`);
     };
     const splitter = new LineSplitter(
-      server.maxMessageBytes + 64,
+      () => connection.maxMessageBytes + 64,
       (line) => {
         const { tag, text } = unframe(line);
         void connection.receive(text).then((answer) => reply(tag, answer));
       },
-      (head, byteLength) => reply(unframe(head).tag, server.oversizeReply(byteLength)),
+      (head, byteLength) => {
+        if (connection.sizeVerdict(byteLength) === 'close') socket.destroy();
+        else reply(unframe(head).tag, server.oversizeReply(byteLength));
+      },
     );
-    socket.on('data', (chunk: Buffer) => splitter.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      // Before the connection authenticates, every byte counts against a small budget.
+      if (!connection.countReceived(chunk.length)) return void socket.destroy();
+      splitter.push(chunk);
+    });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       sockets.delete(socket);
