@@ -170,6 +170,10 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
 
   /** Host must name this server (DNS rebinding); an Origin, when sent, must be this server. */
   const refusal = (request: http.IncomingMessage, originRequired: boolean): string | null => {
+    // Node keeps the first of two Host headers; a request that sends two is refused (RFC 9112 §3.2).
+    let hostHeaders = 0;
+    for (let index = 0; index < request.rawHeaders.length; index += 2) if (request.rawHeaders[index]!.toLowerCase() === 'host') hostHeaders++;
+    if (hostHeaders > 1) return 'more than one Host header';
     const host: unknown = request.headers.host;
     if (typeof host !== 'string' || !allowedHosts.has(host.toLowerCase())) return 'unexpected Host header';
     const origin: unknown = request.headers.origin;
@@ -362,6 +366,12 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       });
     });
   };
+
+  // This is no proxy: CONNECT gets a plain refusal rather than a silently dropped connection.
+  httpServer.on('connect', (_request: http.IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    refuseUpgrade(socket, 405, 'This server is not a proxy.');
+  });
 
   httpServer.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     // The raw socket is ours from here: a reset must not become an unhandled 'error' event.
