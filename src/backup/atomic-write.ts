@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { personUmask } from '../store/data-dir.js';
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a mix:
@@ -11,12 +12,23 @@ const tempName = (target: string, suffix: string) => `.${path.basename(target)}.
 
 export function writeFileAtomic(target: string, data: Uint8Array, mode?: number): void {
   const dir = path.dirname(target);
-  fs.mkdirSync(dir, { recursive: true });
+  const umask = personUmask();
+  const firstCreated = fs.mkdirSync(dir, { recursive: true });
+  // Folders and files made for the person get the modes their own umask gives, not the process's
+  // private one; a private file (0600: blobs, keys) keeps its new folders private too.
+  const forPerson = mode === undefined || (mode & 0o077) !== 0;
+  if (firstCreated !== undefined && umask !== null && forPerson) {
+    for (let folder = dir; ; folder = path.dirname(folder)) {
+      fs.chmodSync(folder, 0o777 & ~umask);
+      if (folder === firstCreated || path.dirname(folder) === folder) break;
+    }
+  }
+  const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   const fd = fs.openSync(temp, 'wx', mode ?? 0o644);
   try {
     fs.writeSync(fd, data);
-    if (mode !== undefined) fs.fchmodSync(fd, mode);
+    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);

@@ -23,7 +23,23 @@ export const PRIVATE_UMASK = 0o077;
  */
 export function setPrivateUmask(): void {
   if (!isMainThread || process.platform === 'win32') return;
-  process.umask(PRIVATE_UMASK);
+  const before = process.umask(PRIVATE_UMASK);
+  // bin/executor.js sets the umask before anything loads and leaves the person's under this key.
+  const fromLauncher = (globalThis as Record<symbol, unknown>)[UMASK_BEFORE_KEY];
+  umaskBeforeExecutor ??= typeof fromLauncher === 'number' ? fromLauncher : before;
+}
+
+/** Where bin/executor.js leaves the umask it replaced. */
+const UMASK_BEFORE_KEY = Symbol.for('executor.umask-before');
+let umaskBeforeExecutor: number | null = null;
+
+/**
+ * The umask the process had before setPrivateUmask, or null when it was never set. Files Executor
+ * writes into the person's workspace get the modes this umask would give them (0644 and 0755 under
+ * the usual 022): the private umask is for the data directory, not for the person's project.
+ */
+export function personUmask(): number | null {
+  return umaskBeforeExecutor;
 }
 
 /**
