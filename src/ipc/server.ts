@@ -240,9 +240,13 @@ export class IpcServer {
       const drop = options.drop;
       // A connection that proves nothing in time holds a socket and a slot for nobody.
       state.deadline = setTimeout(() => {
-        if (state.closed || state.authenticated) return;
-        this.auditFlood('handshakeDeadline', state);
-        drop();
+        // After the next poll phase: a hello that arrived while this thread was busy is read (and
+        // authenticates the connection) before the deadline is judged.
+        setImmediate(() => {
+          if (state.closed || state.authenticated) return;
+          this.auditFlood('handshakeDeadline', state);
+          drop();
+        });
       }, limits.handshakeDeadlineMs);
       state.deadline.unref?.();
     }
@@ -254,7 +258,8 @@ export class IpcServer {
         if (state.deadline) clearTimeout(state.deadline);
         for (const session of state.sessions) {
           if (session.connection === state) session.connection = null;
-          if (!session.credential.sessionsOutliveConnection) this.sessions.delete(session.kid);
+          // Only an opened session outlives its connection (a reloaded page keeps its key); a handshake does not.
+          if (!session.credential.sessionsOutliveConnection || !session.proven) this.sessions.delete(session.kid);
         }
       },
       get authenticated() {
