@@ -107,6 +107,25 @@ describe('handshake limits', () => {
     expect('welcome' in (await bareHello(await socketWire(host)))).toBe(true);
   });
 
+  it('frees a peer\'s share as soon as its connections close, also for the web credential whose opened sessions outlive them', async () => {
+    host = await startHost(tempSetup().dataDir, { web: {} });
+    host.web!.issueUrl();
+    const wires: ClientTransport[] = [];
+    for (let index = 0; index < SESSION_LIMITS.pendingPerPeer / SESSION_LIMITS.pendingPerConnection; index++) {
+      const wire = await webWire(host);
+      wires.push(wire);
+      for (let hello = 0; hello < SESSION_LIMITS.pendingPerConnection; hello++) expect('welcome' in (await bareHello(wire, WEB_CREDENTIAL))).toBe(true);
+    }
+    const another = await webWire(host);
+    expect(messageOf(await bareHello(another, WEB_CREDENTIAL))).toContain('from this peer');
+    await Promise.all(wires.map((wire) => {
+      const gone = closed(wire);
+      wire.close();
+      return gone;
+    }));
+    await expect.poll(async () => 'welcome' in (await bareHello(another, WEB_CREDENTIAL))).toBe(true);
+  });
+
   it('forgets a pending handshake after a few seconds, freeing its place', async () => {
     let clock = Date.now();
     host = await startHost(tempSetup().dataDir, { now: () => clock });
