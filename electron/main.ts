@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHostThread, type HostThread } from '../src/ipc/host-line.js';
 import { randomToken } from '../src/ipc/protocol.js';
-import { defaultDataDir } from '../src/store/data-dir.js';
+import { defaultDataDir, setPrivateUmask } from '../src/store/data-dir.js';
 import { registerNotifyChannel } from './desktop-notify.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer, type SecretSealer } from './key-store.js';
@@ -16,6 +16,9 @@ import { APP_ORIGIN, APP_SCHEME, getMainWindowOptions, hardenSession, hardenWebC
  * as `executor serve`, so the CLI and MCP reach it over the socket), opens one locked-down window
  * and carries the window's signed envelopes over one IPC channel.
  */
+
+// First: every file this process (and its host thread) creates is for this user only.
+setPrivateUmask();
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

@@ -2,7 +2,7 @@ import { contextBridge, ipcRenderer } from 'electron';
 import { createExecutorClient, errorForBridge, openSession, SignedRpc, type ClientTransport, type ExecutorClient } from '../src/ipc/client.js';
 import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/message-mac-web.js';
 import { METHOD_NAMES } from '../src/ipc/methods.js';
-import { sessionKeyInput } from '../src/ipc/protocol.js';
+import { base64url, sessionKeyInput } from '../src/ipc/protocol.js';
 import { NOTIFY_CHANNEL } from './notify-channel.js';
 import { EVENT_CHANNEL, INVOKE_CHANNEL, WINDOW_CREDENTIAL, WINDOW_SECRET_CHANNEL } from './ipc-bridge.js';
 
@@ -25,8 +25,13 @@ async function connectWindow(): Promise<ExecutorClient> {
   const secret = (await ipcRenderer.invoke(WINDOW_SECRET_CHANNEL)) as string | null;
   if (!secret) throw new Error('This page is not the Executor window.');
   const transport = ipcTransport();
-  const session = await openSession(transport, WINDOW_CREDENTIAL, async (serverNonce, clientNonce) =>
-    webCryptoMac(await webDeriveSessionKey(new TextEncoder().encode(secret), sessionKeyInput(clientNonce, serverNonce))),
+  const secretBytes = new TextEncoder().encode(secret);
+  const session = await openSession(
+    transport,
+    WINDOW_CREDENTIAL,
+    async (serverNonce, clientNonce) => webCryptoMac(await webDeriveSessionKey(secretBytes, sessionKeyInput(clientNonce, serverNonce))),
+    undefined,
+    async (input) => base64url(await webDeriveSessionKey(secretBytes, input)),
   );
   return createExecutorClient(new SignedRpc(transport, session));
 }

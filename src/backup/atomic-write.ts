@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
+import { personUmask } from '../store/data-dir.js';
 
 /**
  * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
@@ -94,14 +95,25 @@ function sha256OfFile(fd: number, size: number): string {
 
 export function writeFileAtomic(target: string, data: Uint8Array, mode?: number, options: AtomicWriteOptions = {}): void {
   const dir = path.dirname(target);
+  const umask = personUmask();
+  // Folders and files made for the person get the modes their own umask gives, not the process's
+  // private one; a private file (0600: blobs, keys) keeps its new folders private too.
+  const forPerson = mode === undefined || (mode & 0o077) !== 0;
+  const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   let fd: number | undefined;
   let renamed = false;
   try {
-    fs.mkdirSync(dir, { recursive: true });
-    fd = fs.openSync(temp, 'wx+', mode ?? 0o644);
+    const firstCreated = fs.mkdirSync(dir, { recursive: true });
+    if (firstCreated !== undefined && umask !== null && forPerson) {
+      for (let folder = dir; ; folder = path.dirname(folder)) {
+        fs.chmodSync(folder, 0o777 & ~umask);
+        if (folder === firstCreated || path.dirname(folder) === folder) break;
+      }
+    }
+    fd = fs.openSync(temp, 'wx+', wantedMode ?? 0o644);
     writeAll(fd, data);
-    if (mode !== undefined) fs.fchmodSync(fd, mode);
+    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
     fs.fsyncSync(fd);
     const size = fs.fstatSync(fd).size;
     if (size !== data.byteLength) {
@@ -225,9 +237,12 @@ function makePlainDirectories(dir: string): void {
     if (parent === existing) break;
     existing = parent;
   }
+  // Folders a command's changeset needs are the person's, so they get the person's umask, not the host's private one.
+  const umask = personUmask();
   for (const next of missing.reverse()) {
     try {
-      fs.mkdirSync(next);
+      fs.mkdirSync(next, umask === null ? undefined : { mode: 0o777 & ~umask });
+      if (umask !== null) fs.chmodSync(next, 0o777 & ~umask);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -257,7 +272,8 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   let fd: number;
   try {
-    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, mode ?? 0o644);
+    const umask = personUmask();
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, mode ?? (umask === null ? 0o644 : 0o666 & ~umask));
   } catch (error) {
     throw writeFailure(error, target, data.byteLength);
   }

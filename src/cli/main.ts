@@ -7,6 +7,10 @@ import { registerMcpCommands } from './commands/mcp.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
+import { setPrivateUmask } from '../store/data-dir.js';
+
+// Also when main.ts is run without bin/executor.js (tsx src/cli/main.ts): files Executor creates are private.
+setPrivateUmask();
 
 const program = new Command()
   .name('executor')

@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'NOT_REVERSIBLE'
   | 'ALREADY_REVERTED'
   | 'BUSY'
+  /** The data directory, or something Executor keeps in it, belongs to another user: refused, with how to fix it. */
+  | 'DATA_DIR_NOT_OWNED'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'

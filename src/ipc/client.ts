@@ -5,6 +5,7 @@ import {
   EventEnvelopeSchema,
   HelloReplySchema,
   PROTOCOL_VERSION,
+  helloProofInput,
   ResponseEnvelopeSchema,
   parseObject,
   randomToken,
@@ -153,9 +154,13 @@ export async function openSession(
   credential: string,
   deriveMac: (serverNonce: string, clientNonce: string) => Promise<MessageMac>,
   client?: string,
+  /** base64url(HMAC(secret, input)): with it the hello proves the secret and uses the server's reserved capacity. */
+  proveHello?: (input: string) => Promise<string>,
 ): Promise<SessionKeys> {
   const clientNonce = randomToken(24);
-  const hello = { v: PROTOCOL_VERSION, hello: { credential, clientNonce, ...(client ? { client: client.slice(0, 200) } : {}) } };
+  const ts = Date.now();
+  const proof = proveHello ? { ts, proof: await proveHello(helloProofInput(credential, clientNonce, ts)) } : {};
+  const hello = { v: PROTOCOL_VERSION, hello: { credential, clientNonce, ...(client ? { client: client.slice(0, 200) } : {}), ...proof } };
   const replyText = await transport.request(JSON.stringify(hello));
   const parsed = parseObject(replyText);
   const reply = parsed ? HelloReplySchema.safeParse(parsed) : null;

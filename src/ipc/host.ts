@@ -1,5 +1,6 @@
 import { Executor, type ExecutorOptions } from '../executor/executor.js';
 import { AgentIdentities } from './agent-identity.js';
+import { setPrivateUmask } from '../store/data-dir.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
 import { listenOnSocket, socketPathFor, type SocketListener } from './socket-transport.js';
 import { issueSocketCredentials, removeSocketCredentials } from './token-files.js';
@@ -25,6 +26,8 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
+  // A host embedded in some other program still creates its files private (no-op on a worker thread).
+  setPrivateUmask();
   const executor = Executor.open(dataDir, {
     openExternal: options.openExternal,
     maxExportTextBytes: options.maxExportTextBytes,

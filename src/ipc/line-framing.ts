@@ -35,7 +35,8 @@ export class LineSplitter {
   private discardedBytes = 0;
 
   constructor(
-    private readonly maxLineBytes: number,
+    /** A number, or a function for a cap that changes (the server's is a few KiB until the connection authenticates). */
+    private readonly maxLineBytes: number | (() => number),
     private readonly onLine: (line: string) => void,
     private readonly onOversize: (head: string, byteLength: number) => void,
   ) {}
@@ -48,7 +49,7 @@ export class LineSplitter {
       const piece = chunk.subarray(start, end);
       if (this.discarding) {
         this.discardedBytes += piece.length;
-      } else if (this.buffered + piece.length > this.maxLineBytes) {
+      } else if (this.buffered + piece.length > (typeof this.maxLineBytes === 'number' ? this.maxLineBytes : this.maxLineBytes())) {
         const head = Buffer.concat([...this.chunks, piece]).subarray(0, 64).toString('utf8');
         this.discarding = true;
         this.discardedBytes = this.buffered + piece.length;

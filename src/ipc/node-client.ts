@@ -1,7 +1,7 @@
 import { ExecutorError } from '../domain/errors.js';
 import { createExecutorClient, openSession, SignedRpc, type ExecutorClient } from './client.js';
 import { deriveSessionKey, nodeMac } from './message-mac-node.js';
-import { sessionKeyInput } from './protocol.js';
+import { base64url, sessionKeyInput } from './protocol.js';
 import { connectSocket, socketPathFor } from './socket-transport.js';
 import type { ClientTransport } from './client.js';
 import { readSocketSecret, type SocketCredentialName } from './token-files.js';
@@ -45,7 +45,13 @@ async function sessionOver(transport: ClientTransport, dataDir: string, credenti
     let timer: NodeJS.Timeout | undefined;
     const helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
     const session = await Promise.race([
-      openSession(transport, credential, async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))), options.client),
+      openSession(
+        transport,
+        credential,
+        async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))),
+        options.client,
+        async (input) => base64url(deriveSessionKey(secret, input)),
+      ),
       new Promise<never>((_resolve, reject) => {
         timer = setTimeout(() => reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${helloTimeoutMs / 1000} s.`)), helloTimeoutMs);
       }),

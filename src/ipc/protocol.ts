@@ -87,6 +87,10 @@ export const HelloSchema = z.strictObject({
     clientNonce: z.string().min(16).max(128),
     /** Free text for the audit trail, e.g. an MCP client's name and version. */
     client: z.string().max(200).optional(),
+    /** With proof: the client's clock, so a proof cannot be kept and used later. */
+    ts: z.number().int().nonnegative().optional(),
+    /** base64url(HMAC(secret, helloProofInput(credential, clientNonce, ts))): the hello proves the secret up front. */
+    proof: z.string().min(1).max(128).optional(),
   }),
 });
 export type Hello = z.infer<typeof HelloSchema>;
@@ -104,6 +108,17 @@ export const SESSION_KEY_LABEL = 'executor-session\n';
 
 export function sessionKeyInput(clientNonce: string, serverNonce: string): string {
   return `${SESSION_KEY_LABEL}${clientNonce}\n${serverNonce}`;
+}
+
+export const HELLO_PROOF_LABEL = 'executor-hello\n';
+
+/**
+ * What a hello's proof is an HMAC of. A hello that carries it is admitted to capacity held back for
+ * clients that hold a secret (a flood of hellos without one cannot use it up), and its connection
+ * counts as authenticated from then on. Its own label keeps it apart from every session key.
+ */
+export function helloProofInput(credential: string, clientNonce: string, ts: number): string {
+  return `${HELLO_PROOF_LABEL}${credential}\n${clientNonce}\n${ts}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import { isAgentActor, mayAccessStep } from '../domain/step-ownership.js';
@@ -15,6 +15,8 @@ import {
   HelloSchema,
   PROTOCOL_VERSION,
   RequestEnvelopeSchema,
+  base64url,
+  helloProofInput,
   parseObject,
   randomToken,
   sessionKeyInput,
@@ -44,6 +46,56 @@ export interface IpcServerOptions {
   refusalAuditsPerMinute?: number;
   /** Who issues agent identities; the host passes its data directory's, others get ones that last this process. */
   agentIdentities?: AgentIdentities;
+  /** The handshake limits (tests lower them); see SESSION_LIMITS. */
+  sessionLimits?: Partial<SessionLimits>;
+}
+
+/**
+ * How much a client that has proven nothing may hold. A hello is free to send, so hellos without a
+ * proof are bounded per connection, per peer and in total, and that total is far below the session
+ * table: the rest is held back for clients whose hello proves a secret (the person's CLI, the MCP
+ * server, the window, a browser with its URL token). Another local user flooding hellos fills only
+ * their own share.
+ */
+export interface SessionLimits {
+  /** Handshakes without proof waiting for their first signed request, on one connection. */
+  pendingPerConnection: number;
+  /** The same, for one peer (a uid on Linux loopback, else the address; each socket connection is its own peer). */
+  pendingPerPeer: number;
+  /** The same, all peers together. */
+  pendingTotal: number;
+  /** Handshakes with proof waiting for their first signed request, on one connection. */
+  provenHellosPerConnection: number;
+  /** Sessions in the table, opened or waiting. */
+  maxSessions: number;
+  /** A handshake that is not followed by a signed request within this long is forgotten. */
+  pendingSessionMs: number;
+  /** A connection (socket, WebSocket) that has authenticated nothing within this long is closed. */
+  handshakeDeadlineMs: number;
+  /** The largest message a connection may send before it has authenticated; more closes it. */
+  preAuthMessageBytes: number;
+  /** All bytes a connection may send before it has authenticated; more closes it. */
+  preAuthReceivedBytes: number;
+}
+
+export const SESSION_LIMITS: SessionLimits = {
+  pendingPerConnection: 4,
+  pendingPerPeer: 16,
+  pendingTotal: 64,
+  provenHellosPerConnection: 16,
+  maxSessions: 1_000,
+  pendingSessionMs: 10_000,
+  handshakeDeadlineMs: 10_000,
+  preAuthMessageBytes: 8 * 1024,
+  preAuthReceivedBytes: 64 * 1024,
+};
+
+/** What a transport tells the server about a new connection. */
+export interface ConnectOptions {
+  /** Who is on the other end, as far as the transport can tell; default: this connection alone. */
+  peer?: string;
+  /** Closes the connection: called when it authenticates nothing before the deadline. Without it, no deadline. */
+  drop?: () => void;
 }
 
 /** One client's live line to the server: the transport supplies how to push an event to it. */
@@ -51,6 +103,17 @@ export interface ServerConnection {
   /** Handles one incoming message and returns the reply to send back. Never rejects. */
   receive(text: string): Promise<string>;
   close(): void;
+  /** Whether a hello with proof or a verified request has come over this connection. */
+  readonly authenticated: boolean;
+  /** The largest message this connection may send now: a few KiB before it has authenticated. */
+  readonly maxMessageBytes: number;
+  /**
+   * What to do with a message of this many bytes (framing included): read it, refuse it with
+   * oversizeReply (the connection stays), or close the connection (too large before authentication; audited).
+   */
+  sizeVerdict(byteLength: number): 'read' | 'refuse' | 'close';
+  /** Counts raw bytes as they arrive; false when an unauthenticated connection went past its budget (close it; audited). */
+  countReceived(byteLength: number): boolean;
 }
 
 interface Session {
@@ -61,6 +124,9 @@ interface Session {
   actor: Actor;
   /** A session counts as opened once a request signed under it verified. */
   proven: boolean;
+  /** Its hello proved the secret: it waits in the reserved capacity, not in the share for hellos without proof. */
+  helloProven: boolean;
+  peer: string;
   createdAt: number;
   lastUsedAt: number;
   nonces: Map<string, number>;
@@ -75,12 +141,21 @@ interface ConnectionState {
   transport: string;
   sessions: Set<Session>;
   closed: boolean;
+  peer: string;
+  authenticated: boolean;
+  receivedBeforeAuth: number;
+  deadline: NodeJS.Timeout | null;
 }
 
-const PENDING_SESSION_MS = 60_000;
+/** Bytes of framing a transport adds around a message (the tag and its tab). */
+const FRAMING_SLACK_BYTES = 64;
 const IDLE_SESSION_MS = 12 * 60 * 60 * 1000;
-const MAX_SESSIONS = 1_000;
-const MAX_PENDING_PER_CONNECTION = 16;
+/** Proofs of hellos are remembered while their timestamp could pass the clock check, so none is used twice. */
+const MAX_REMEMBERED_HELLO_PROOFS = 10_000;
+/** Flood records: one per (transport, limit, peer) a minute, with the count refused in between. */
+const FLOOD_AUDIT_INTERVAL_MS = 60_000;
+const MAX_FLOOD_AUDIT_KEYS = 256;
+type FloodLimit = 'pendingPerConnection' | 'pendingPerPeer' | 'pendingTotal' | 'provenHellosPerConnection' | 'maxSessions' | 'handshakeDeadline' | 'preAuthMessageBytes' | 'preAuthReceivedBytes';
 /** Nonces are kept while their timestamp could still pass the clock check, plus margin. */
 const NONCE_KEEP_MS = 2 * CLOCK_SKEW_MS + 5_000;
 const MAX_NONCES_PER_SESSION = 1_000_000;
@@ -120,6 +195,10 @@ export class IpcServer {
   private refusalsSuppressed = 0;
   private readonly unsubscribeExecutor: () => void;
   private issueWebUrl: (() => string) | undefined;
+  private readonly limits: SessionLimits;
+  private connectionCount = 0;
+  private readonly helloProofs = new Map<string, number>();
+  private readonly floodAudits = new Map<string, { at: number; refused: number }>();
   private issueAuditDownload: CallContext['issueAuditDownload'];
   private readonly agentIdentities: AgentIdentities;
 
@@ -130,6 +209,7 @@ export class IpcServer {
     this.now = options.now ?? Date.now;
     this.refusalBudget = options.refusalAuditsPerMinute ?? 30;
     this.agentIdentities = options.agentIdentities ?? AgentIdentities.ephemeral();
+    this.limits = { ...SESSION_LIMITS, ...options.sessionLimits };
     const onStep = (data: unknown) => this.broadcast('step', data);
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
@@ -162,17 +242,64 @@ export class IpcServer {
   }
 
   /** A new connection; `push` carries events to it (the reply to each message is receive's result). */
-  connect(transport: string, push: (text: string) => void): ServerConnection {
-    const state: ConnectionState = { push, transport, sessions: new Set(), closed: false };
+  connect(transport: string, push: (text: string) => void, options: ConnectOptions = {}): ServerConnection {
+    const state: ConnectionState = {
+      push,
+      transport,
+      sessions: new Set(),
+      closed: false,
+      peer: options.peer ?? `${transport}:connection-${++this.connectionCount}`,
+      authenticated: false,
+      receivedBeforeAuth: 0,
+      deadline: null,
+    };
+    const limits = this.limits;
+    const maxRequestBytes = this.maxRequestBytes;
+    if (options.drop) {
+      const drop = options.drop;
+      // A connection that proves nothing in time holds a socket and a slot for nobody.
+      state.deadline = setTimeout(() => {
+        // After the next poll phase: a hello that arrived while this thread was busy is read (and
+        // authenticates the connection) before the deadline is judged.
+        setImmediate(() => {
+          if (state.closed || state.authenticated) return;
+          this.auditFlood('handshakeDeadline', state);
+          drop();
+        });
+      }, limits.handshakeDeadlineMs);
+      state.deadline.unref?.();
+    }
     return {
       receive: (text) => this.receive(text, state),
       close: () => {
         if (state.closed) return;
         state.closed = true;
+        if (state.deadline) clearTimeout(state.deadline);
         for (const session of state.sessions) {
           if (session.connection === state) session.connection = null;
-          if (!session.credential.sessionsOutliveConnection) this.sessions.delete(session.kid);
+          // Only an opened session outlives its connection (a reloaded page keeps its key); a handshake does not.
+          if (!session.credential.sessionsOutliveConnection || !session.proven) this.sessions.delete(session.kid);
         }
+      },
+      get authenticated() {
+        return state.authenticated;
+      },
+      get maxMessageBytes() {
+        return state.authenticated ? maxRequestBytes : limits.preAuthMessageBytes;
+      },
+      sizeVerdict: (byteLength) => {
+        const cap = state.authenticated ? maxRequestBytes : limits.preAuthMessageBytes;
+        if (byteLength <= cap + FRAMING_SLACK_BYTES) return 'read';
+        if (state.authenticated) return 'refuse';
+        this.auditFlood('preAuthMessageBytes', state);
+        return 'close';
+      },
+      countReceived: (byteLength) => {
+        if (state.authenticated) return true;
+        state.receivedBeforeAuth += byteLength;
+        if (state.receivedBeforeAuth <= limits.preAuthReceivedBytes) return true;
+        this.auditFlood('preAuthReceivedBytes', state);
+        return false;
       },
     };
   }
@@ -270,18 +397,43 @@ export class IpcServer {
   private hello(message: Record<string, unknown>, connection: ConnectionState): string {
     const parsed = HelloSchema.safeParse(message);
     if (!parsed.success) throw new Refusal('IPC_MALFORMED', 'The hello message is not valid.', null, null, false);
-    const { credential: credentialName, clientNonce, client } = parsed.data.hello;
+    const { credential: credentialName, clientNonce, client, ts, proof } = parsed.data.hello;
     const credential = this.credentials.get(credentialName);
     if (!credential) throw new Refusal('IPC_UNKNOWN_KEY', `There is no credential "${credentialName.slice(0, 64)}" (a one-time web token works once).`, null, null, true);
-    this.expireSessions();
-    if (this.sessions.size >= MAX_SESSIONS) throw new Refusal('BUSY', 'Too many open sessions.', null, null, false);
-    // Handshakes are free to send; one connection may not pile up unproven sessions for others to wait behind.
-    const pendingHere = [...connection.sessions].filter((session) => !session.proven).length;
-    if (pendingHere >= MAX_PENDING_PER_CONNECTION) throw new Refusal('BUSY', 'Too many unfinished handshakes on this connection.', null, null, false);
+    const now = this.now();
+    this.expireSessions(now);
+    const helloProven = proof !== undefined || ts !== undefined;
+    if (helloProven) {
+      this.checkHelloProof(credential, clientNonce, ts, proof, now);
+      this.authenticate(connection);
+    }
+    // Handshakes are free to send: those without proof get a bounded share, the rest is kept for proven ones.
+    let pendingHere = 0;
+    let pendingFromPeer = 0;
+    let pendingUnproven = 0;
+    let provenHellosHere = 0;
+    for (const session of this.sessions.values()) {
+      if (session.proven) continue;
+      if (session.helloProven) {
+        if (session.connection === connection) provenHellosHere++;
+        continue;
+      }
+      pendingUnproven++;
+      if (session.connection === connection) pendingHere++;
+      if (session.peer === connection.peer) pendingFromPeer++;
+    }
+    const limits = this.limits;
+    if (helloProven) {
+      if (provenHellosHere >= limits.provenHellosPerConnection) this.refuseFlood('provenHellosPerConnection', 'Too many unfinished handshakes on this connection.', connection);
+      if (this.sessions.size >= limits.maxSessions) this.refuseFlood('maxSessions', 'Too many open sessions.', connection);
+    } else {
+      if (pendingHere >= limits.pendingPerConnection) this.refuseFlood('pendingPerConnection', 'Too many unfinished handshakes on this connection.', connection);
+      if (pendingFromPeer >= limits.pendingPerPeer) this.refuseFlood('pendingPerPeer', 'Too many unfinished handshakes from this peer; finish or close some.', connection);
+      if (pendingUnproven >= limits.pendingTotal) this.refuseFlood('pendingTotal', 'Too many unfinished handshakes without proof; clients holding a token still get in.', connection);
+    }
     const serverNonce = randomToken(24);
     const kid = `s-${randomUUID()}`;
     const key = deriveSessionKey(credential.secret, sessionKeyInput(clientNonce, serverNonce));
-    const now = this.now();
     const session: Session = {
       kid,
       credential,
@@ -289,6 +441,8 @@ export class IpcServer {
       // An agent session is a new agent until it proves (agentIdentity) that it is an earlier one; its name is only a label.
       actor: credential.channel === 'mcp' ? { ...actorFor('mcp', client), agent: this.agentIdentities.issue().agentId } : actorFor(credential.channel, client),
       proven: false,
+      helloProven,
+      peer: connection.peer,
       createdAt: now,
       lastUsedAt: now,
       nonces: new Map(),
@@ -315,8 +469,74 @@ export class IpcServer {
     return this.agentIdentities.credentialFor(session.actor.agent!);
   }
 
+  /**
+   * A hello's proof: HMAC(secret, helloProofInput) with a timestamp inside the clock window and a
+   * client nonce not used before. Nothing is learned from a wrong one (constant-time compare); it is audited.
+   */
+  private checkHelloProof(credential: Credential, clientNonce: string, ts: number | undefined, proof: string | undefined, now: number): void {
+    if (ts === undefined || proof === undefined) throw new Refusal('IPC_MALFORMED', 'A hello with proof carries both ts and proof.', null, null, false);
+    if (Math.abs(now - ts) > CLOCK_SKEW_MS) {
+      throw new Refusal('IPC_STALE', `The hello's timestamp is ${Math.round((now - ts) / 1000)} s from the server's clock; the window is ±${CLOCK_SKEW_MS / 1000} s.`, null, null, true);
+    }
+    const expected = Buffer.from(base64url(deriveSessionKey(credential.secret, helloProofInput(credential.name, clientNonce, ts))));
+    const given = Buffer.from(proof);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new Refusal('IPC_BAD_SIGNATURE', 'The hello\'s proof does not match the credential it names.', null, null, true);
+    }
+    for (const [nonce, at] of this.helloProofs) {
+      if (Math.abs(now - at) <= 2 * CLOCK_SKEW_MS) break;
+      this.helloProofs.delete(nonce);
+    }
+    const seen = `${credential.name}\u0000${clientNonce}`;
+    if (this.helloProofs.has(seen)) throw new Refusal('IPC_REPLAYED', 'This hello was already used: it is a replay.', null, null, true);
+    if (this.helloProofs.size >= MAX_REMEMBERED_HELLO_PROOFS) throw new Refusal('BUSY', 'Too many handshakes in the replay window; slow down.', null, null, false);
+    this.helloProofs.set(seen, now);
+  }
+
+  /** The connection has proven a secret: the pre-authentication caps and the deadline no longer apply. */
+  private authenticate(connection: ConnectionState): void {
+    if (connection.authenticated) return;
+    connection.authenticated = true;
+    if (connection.deadline) clearTimeout(connection.deadline);
+    connection.deadline = null;
+  }
+
+  /** Refuses a handshake over a limit with BUSY; the audit trail hears of it at most once a minute per peer and limit. */
+  private refuseFlood(limit: FloodLimit, message: string, connection: ConnectionState): never {
+    this.auditFlood(limit, connection);
+    throw new Refusal('BUSY', message, null, null, false);
+  }
+
+  private auditFlood(limit: FloodLimit, connection: ConnectionState): void {
+    const now = this.now();
+    let key = `${connection.transport}\u0000${limit}\u0000${connection.peer}`;
+    if (!this.floodAudits.has(key) && this.floodAudits.size >= MAX_FLOOD_AUDIT_KEYS) {
+      for (const [old, entry] of this.floodAudits) if (now - entry.at >= FLOOD_AUDIT_INTERVAL_MS) this.floodAudits.delete(old);
+      // Still full: many peers at once (socket connections are each their own); they share one record.
+      if (this.floodAudits.size >= MAX_FLOOD_AUDIT_KEYS) key = `${connection.transport}\u0000${limit}\u0000*`;
+    }
+    const entry = this.floodAudits.get(key);
+    if (entry && now - entry.at < FLOOD_AUDIT_INTERVAL_MS) {
+      entry.refused++;
+      return;
+    }
+    this.floodAudits.set(key, { at: now, refused: 0 });
+    try {
+      this.executor.recordIpcRefusal('ipc.rejected', actorFor('system'), {
+        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : 'BUSY',
+        limit,
+        transport: connection.transport,
+        peer: connection.peer,
+        ...(entry?.refused ? { refusedSincePrevious: entry.refused } : {}),
+      });
+    } catch {
+      // The refusal stands whether or not it could be recorded.
+    }
+  }
+
   /** The first verified request opens the session; a one-time credential is spent at that moment. */
   private prove(session: Session, connection: ConnectionState, now: number): void {
+    this.authenticate(connection);
     session.lastUsedAt = now;
     if (session.proven) return;
     session.proven = true;
@@ -330,12 +550,12 @@ export class IpcServer {
     connection.sessions.add(session);
   }
 
-  private expireSessions(): void {
-    const now = this.now();
+  private expireSessions(now: number): void {
     for (const session of this.sessions.values()) {
-      const idleLimit = session.proven ? IDLE_SESSION_MS : PENDING_SESSION_MS;
-      if (now - session.lastUsedAt > idleLimit && !session.connection) this.sessions.delete(session.kid);
-      else if (!session.proven && now - session.createdAt > PENDING_SESSION_MS) this.sessions.delete(session.kid);
+      const expired = session.proven ? now - session.lastUsedAt > IDLE_SESSION_MS && !session.connection : now - session.createdAt > this.limits.pendingSessionMs;
+      if (!expired) continue;
+      this.sessions.delete(session.kid);
+      session.connection?.sessions.delete(session);
     }
   }
 

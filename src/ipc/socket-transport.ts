@@ -69,6 +69,34 @@ function assertOurSocket(socketPath: string): void {
   }
 }
 
+/**
+ * A socket file a host left when it died (SIGKILL, a crash, power loss) would make the next listen
+ * fail with EADDRINUSE. The caller holds the data-directory lock, so no live host of ours owns it;
+ * it is removed only when it is a socket of ours that nobody answers on. Anything else there is
+ * refused with what to do: a file that is not a socket is not ours to delete, and a socket that
+ * answers belongs to a process that runs without the lock.
+ */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  const stat = fs.lstatSync(socketPath, { throwIfNoEntry: false });
+  if (!stat) return;
+  const uid = currentUid();
+  if (!stat.isSocket() || (uid !== null && stat.uid !== uid)) {
+    throw new ExecutorError('IPC_UNAVAILABLE', `${socketPath} is in the way and is not a socket of yours; move it away and start again.`, { socketPath });
+  }
+  const answered = await new Promise<boolean>((resolve) => {
+    const probe = net.createConnection(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (answered) {
+    throw new ExecutorError('BUSY', `busy: another process answers on ${socketPath} though it does not hold the data directory's lock. Stop it, then start again.`, { socketPath });
+  }
+  fs.rmSync(socketPath, { force: true });
+}
+
 export interface SocketListener {
   socketPath: string;
   close(): Promise<void>;
@@ -82,27 +110,39 @@ export async function listenOnSocket(server: IpcServer, socketPath: string): Pro
   if (process.platform !== 'win32') {
     fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
     assertPrivateFolder(path.dirname(socketPath));
-    // A socket file left by a host that crashed; the caller holds the data-directory lock, so no live host owns it.
-    fs.rmSync(socketPath, { force: true });
+    await removeStaleSocket(socketPath);
   }
   const sockets = new Set<net.Socket>();
   const listener = net.createServer((socket) => {
     sockets.add(socket);
-    const connection = server.connect('socket', (text) => {
-      if (!socket.destroyed) socket.write(`${frame(EVENT_TAG, text)}\n`);
-    });
+    // Node gives no peer credentials for a Unix socket, so each connection is its own peer; the socket
+    // file's 0600 mode already keeps other users out.
+    const connection = server.connect(
+      'socket',
+      (text) => {
+        if (!socket.destroyed) socket.write(`${frame(EVENT_TAG, text)}\n`);
+      },
+      { drop: () => socket.destroy() },
+    );
     const reply = (tag: string, text: string) => {
       if (!socket.destroyed) socket.write(`${frame(tag, text)}\n`);
     };
     const splitter = new LineSplitter(
-      server.maxMessageBytes + 64,
+      () => connection.maxMessageBytes + 64,
       (line) => {
         const { tag, text } = unframe(line);
         void connection.receive(text).then((answer) => reply(tag, answer));
       },
-      (head, byteLength) => reply(unframe(head).tag, server.oversizeReply(byteLength)),
+      (head, byteLength) => {
+        if (connection.sizeVerdict(byteLength) === 'close') socket.destroy();
+        else reply(unframe(head).tag, server.oversizeReply(byteLength));
+      },
     );
-    socket.on('data', (chunk: Buffer) => splitter.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      // Before the connection authenticates, every byte counts against a small budget.
+      if (!connection.countReceived(chunk.length)) return void socket.destroy();
+      splitter.push(chunk);
+    });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       sockets.delete(socket);

@@ -44,6 +44,8 @@ export function issueSocketCredentials(dataDir: string): Credential[] {
   const dir = ipcDir(dataDir);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   fs.chmodSync(dir, 0o700);
+  // Half-written temp files of a host that died mid-write; the tokens themselves are replaced below.
+  for (const name of fs.readdirSync(dir)) if (name.endsWith('.tmp')) fs.rmSync(path.join(dir, name), { force: true });
   return (Object.keys(SOCKET_CREDENTIALS) as SocketCredentialName[]).map((name) => {
     const token = randomToken(32);
     writePrivateFile(tokenPath(dataDir, name), `${token}\n`);

@@ -99,13 +99,23 @@ export async function connectWithToken(wsUrl: string, token: string, createSocke
   const transport = await webSocketTransport(wsUrl, createSocket);
   try {
     let keyBytes: Uint8Array = new Uint8Array();
-    const session = await openSession(transport, WEB_CREDENTIAL, async (serverNonce, clientNonce) => {
-      keyBytes = await webDeriveSessionKey(new TextEncoder().encode(token), sessionKeyInput(clientNonce, serverNonce));
-      return webCryptoMac(keyBytes);
-    }, 'web');
-    const client = createExecutorClient(new SignedRpc(transport, session));
-    // The first signed call spends the token; a wrong, spent or replaced token fails here, not later.
+    const secret = new TextEncoder().encode(token);
+    // The first signed call spends the token; a wrong, spent or replaced token fails here (or at the
+    // hello, whose proof it cannot make), not later.
+    let client: ExecutorClient;
+    let session: Awaited<ReturnType<typeof openSession>>;
     try {
+      session = await openSession(
+        transport,
+        WEB_CREDENTIAL,
+        async (serverNonce, clientNonce) => {
+          keyBytes = await webDeriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce));
+          return webCryptoMac(keyBytes);
+        },
+        'web',
+        async (input) => base64url(await webDeriveSessionKey(secret, input)),
+      );
+      client = createExecutorClient(new SignedRpc(transport, session));
       await client.getPolicy();
     } catch (error) {
       if ((error as { code?: string }).code === 'IPC_BAD_SIGNATURE') {

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import http from 'node:http';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ExecutorError } from '../domain/errors.js';
 import { EVENT_TAG, frame, unframe } from './line-framing.js';
@@ -9,6 +11,8 @@ import { randomToken } from './protocol.js';
 import type { IpcServer } from './server.js';
 import { WEB_CREDENTIAL, WEB_SOCKET_PATH } from './web-client.js';
 import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from './content-types.js';
+import { loopbackPeer } from './loopback-peer.js';
+import { parseRequestTarget } from './request-target.js';
 
 /*
  * The loopback web server behind `executor serve`: the built renderer over HTTP and the signed
@@ -65,6 +69,8 @@ export interface WebServerOptions {
   auditExport?: (range: { from: number; to: number }) => Iterator<string, unknown>;
   /** How long a download link works after it is issued (default 60 s). */
   downloadTtlMs?: number;
+  /** Where a handler's unexpected error is reported (default: a line on stderr); the request gets a 500. */
+  log?: (line: string) => void;
 }
 
 /** A one-time link that streams an audit export as a file download. */
@@ -91,6 +97,12 @@ const FINISHED_DOWNLOAD_MEMORY_MS = 10 * 60_000;
 const MAX_PENDING_DOWNLOADS = 64;
 /** Characters per write: big enough that a million records is a few thousand writes, small enough to pause on. */
 const DOWNLOAD_CHUNK_CHARS = 256 * 1024;
+/** The front door's own limits: a browser's request fits them many times over. */
+const MAX_HEADER_BYTES = 16 * 1024;
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+/** The built renderer's largest bundle is a few MiB; a file past this is not ours to serve. */
+const MAX_STATIC_FILE_BYTES = 64 * 1024 * 1024;
 
 interface PendingDownload {
   from: number;
@@ -144,6 +156,7 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   let port = 0;
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
+  const currentOrigin = () => `http://${LOOPBACK_HOST}:${port}`;
 
   const securityHeaders = (origin: string): Record<string, string> => ({
     'Content-Security-Policy': contentSecurityPolicy(origin),
@@ -157,10 +170,16 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
 
   /** Host must name this server (DNS rebinding); an Origin, when sent, must be this server. */
   const refusal = (request: http.IncomingMessage, originRequired: boolean): string | null => {
-    if (!allowedHosts.has((request.headers.host ?? '').toLowerCase())) return 'unexpected Host header';
-    const origin = request.headers.origin;
+    // Node keeps the first of two Host headers; a request that sends two is refused (RFC 9112 §3.2).
+    let hostHeaders = 0;
+    for (let index = 0; index < request.rawHeaders.length; index += 2) if (request.rawHeaders[index]!.toLowerCase() === 'host') hostHeaders++;
+    if (hostHeaders > 1) return 'more than one Host header';
+    const host: unknown = request.headers.host;
+    if (typeof host !== 'string' || !allowedHosts.has(host.toLowerCase())) return 'unexpected Host header';
+    const origin: unknown = request.headers.origin;
     if (origin === undefined) return originRequired ? 'missing Origin header' : null;
-    if (!allowedOrigins.has(origin.toLowerCase())) return 'foreign Origin';
+    // Two Origin headers arrive joined by ", ", which matches nothing here.
+    if (typeof origin !== 'string' || !allowedOrigins.has(origin.toLowerCase())) return 'foreign Origin';
     return null;
   };
 
@@ -211,81 +230,134 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     streamLines(response, lines);
   };
 
-  const httpServer = http.createServer((request, response) => {
-    const origin = `http://${LOOPBACK_HOST}:${port}`;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  /** For log lines: a target is attacker-chosen text, so it is quoted, cut short and stripped of terminal escapes. */
+  const quoted = (text: unknown) => JSON.stringify(String(text ?? '').slice(0, 200));
+
+  const sendText = (request: http.IncomingMessage, response: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}) => {
+    response.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', ...extra, ...securityHeaders(currentOrigin()) });
+    response.end(request.method === 'HEAD' ? undefined : `${text}\n`);
+  };
+
+  /** The built renderer's file for these segments, or null: regular files inside rendererDir only. */
+  const readRendererFile = async (segments: string[]): Promise<Buffer | null> => {
+    const file = path.join(rendererDir!, ...segments);
+    // The segments hold no separator and no ".." (request-target.ts); this check is the second lock on the same door.
+    if (!file.startsWith(rendererDir! + path.sep)) return null;
+    try {
+      const stat = await fs.promises.stat(file);
+      if (!stat.isFile() || stat.size > MAX_STATIC_FILE_BYTES) return null;
+      return await fs.promises.readFile(file);
+    } catch {
+      return null;
+    }
+  };
+
+  const handleRequest = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> => {
+    // The target first: everything below works on its decoded segments, never on the raw text.
+    const target = parseRequestTarget(request.url);
+    if (!target.ok) return sendText(request, response, target.status, target.reason);
     const refused = refusal(request, false);
-    if (refused) {
-      response.writeHead(403, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders(origin) });
-      response.end(`Forbidden: ${refused}.\n`);
-      return;
+    if (refused) return sendText(request, response, 403, `Forbidden: ${refused}.`);
+    const { segments, pathname } = target;
+    if (options.auditExport && segments.length >= 2 && segments[0] === 'api' && segments[1] === 'export') {
+      if (segments.length !== 3) return sendText(request, response, 404, 'There is no such download. Click Export in the audit view for a new link.');
+      return serveDownload(request, response, segments[2]!, currentOrigin());
     }
-    const requestPath = (request.url ?? '/').split('?')[0]!;
-    if (requestPath.startsWith(DOWNLOAD_PATH) && options.auditExport) return serveDownload(request, response, requestPath.slice(DOWNLOAD_PATH.length), origin);
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      response.writeHead(405, { Allow: 'GET, HEAD', ...securityHeaders(origin) });
-      response.end();
-      return;
-    }
-    const url = new URL(request.url ?? '/', origin);
+    if (request.method !== 'GET' && request.method !== 'HEAD') return sendText(request, response, 405, 'Only GET and HEAD are served here.', { Allow: 'GET, HEAD' });
     const send = (status: number, type: string, body: string | Buffer) => {
-      response.writeHead(status, { 'Content-Type': type, ...securityHeaders(origin) });
+      response.writeHead(status, { 'Content-Type': type, ...securityHeaders(currentOrigin()) });
       response.end(request.method === 'HEAD' ? undefined : body);
     };
     if (!hasRenderer || !rendererDir) {
-      if (url.pathname === '/' || url.pathname === '/index.html') return send(200, CONTENT_TYPES['.html']!, PLACEHOLDER_HTML);
-      if (url.pathname === '/placeholder.js') return send(200, CONTENT_TYPES['.js']!, PLACEHOLDER_JS);
-      if (url.pathname === '/placeholder.css') return send(200, CONTENT_TYPES['.css']!, PLACEHOLDER_CSS);
-      return send(404, 'text/plain; charset=utf-8', 'Not found.\n');
+      if (pathname === '/' || pathname === '/index.html') return send(200, CONTENT_TYPES['.html']!, PLACEHOLDER_HTML);
+      if (pathname === '/placeholder.js') return send(200, CONTENT_TYPES['.js']!, PLACEHOLDER_JS);
+      if (pathname === '/placeholder.css') return send(200, CONTENT_TYPES['.css']!, PLACEHOLDER_CSS);
+      return sendText(request, response, 404, 'Not found.');
     }
-    let relative: string;
-    try {
-      relative = decodeURIComponent(url.pathname);
-    } catch {
-      return send(400, 'text/plain; charset=utf-8', 'Bad path.\n');
+    const fileSegments = target.endsWithSlash || segments.length === 0 ? [...segments, 'index.html'] : segments;
+    const body = await readRendererFile(fileSegments);
+    if (body) return send(200, CONTENT_TYPES[path.extname(fileSegments.at(-1)!).toLowerCase()] ?? 'application/octet-stream', body);
+    // Client-side routes load the app shell; missing assets stay 404.
+    if (path.extname(fileSegments.at(-1)!) === '') {
+      const index = await readRendererFile(['index.html']);
+      if (index) return send(200, CONTENT_TYPES['.html']!, index);
     }
-    if (relative.endsWith('/')) relative += 'index.html';
-    const file = path.resolve(rendererDir, `.${relative}`);
-    // Resolved inside the renderer folder only: "..", encoded or not, cannot climb out.
-    if (file !== rendererDir && !file.startsWith(rendererDir + path.sep)) return send(404, 'text/plain; charset=utf-8', 'Not found.\n');
-    fs.readFile(file, (error, body) => {
-      if (error) {
-        // Client-side routes load the app shell; missing assets stay 404.
-        if (path.extname(relative) === '') {
-          fs.readFile(path.join(rendererDir, 'index.html'), (indexError, index) =>
-            indexError ? send(404, 'text/plain; charset=utf-8', 'Not found.\n') : send(200, CONTENT_TYPES['.html']!, index),
-          );
-          return;
-        }
-        return send(404, 'text/plain; charset=utf-8', 'Not found.\n');
-      }
-      send(200, CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream', body);
-    });
+    return sendText(request, response, 404, 'Not found.');
+  };
+
+  const httpServer = http.createServer(
+    { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    (request, response) => {
+      // A handler that throws (or rejects) answers 500 and logs; it never takes the host down with it.
+      request.on('error', () => undefined);
+      response.on('error', () => undefined);
+      handleRequest(request, response).catch((error: unknown) => {
+        log(`executor: internal error answering ${quoted(request.method)} ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        if (response.headersSent) response.destroy();
+        else sendText(request, response, 500, 'Internal error; the host is still running.');
+      });
+    },
+  );
+
+  // Requests Node's parser refuses (a broken request line, headers past the cap, a timeout) get a
+  // plain status line and a closed connection, never an exception.
+  httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    const code = error.code ?? '';
+    if (!socket.writable || code === 'ECONNRESET' || code === 'EPIPE') {
+      socket.destroy();
+      return;
+    }
+    const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
 
   // ws enforces a hard cap itself (closing with 1009); messages between the protocol's cap and
   // this one get the protocol's typed IPC_TOO_LARGE reply instead.
   const wss = new WebSocketServer({ noServer: true, maxPayload: ipc.maxMessageBytes * 2 + 1024, perMessageDeflate: false });
-  httpServer.on('upgrade', (request, socket, head) => {
+
+  const refuseUpgrade = (socket: Duplex, status: number, reason: string) => {
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\r\n`);
+  };
+
+  const handleUpgrade = async (request: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    // Target, then Host and Origin, before anything else looks at the request.
+    const target = parseRequestTarget(request.url);
+    if (!target.ok) return refuseUpgrade(socket, target.status, target.reason);
     const refused = refusal(request, true);
-    const pathname = new URL(request.url ?? '/', `http://${LOOPBACK_HOST}`).pathname;
-    if (refused || pathname !== WEB_SOCKET_PATH) {
-      socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nForbidden: ${refused ?? 'unknown path'}.\r\n`);
-      return;
-    }
+    if (refused) return refuseUpgrade(socket, 403, `Forbidden: ${refused}.`);
+    if (target.pathname !== WEB_SOCKET_PATH) return refuseUpgrade(socket, 404, 'Forbidden: unknown path.');
+    const peer = await loopbackPeer(socket as net.Socket, port);
+    if (socket.destroyed) return;
     wss.handleUpgrade(request, socket, head, (ws) => {
       sockets.add(ws);
-      const connection = ipc.connect('web', (text) => {
-        if (ws.readyState === ws.OPEN) ws.send(frame(EVENT_TAG, text));
+      const connection = ipc.connect(
+        'web',
+        (text) => {
+          if (ws.readyState === ws.OPEN) ws.send(frame(EVENT_TAG, text));
+        },
+        { peer, drop: () => ws.terminate() },
+      );
+      // Bytes an unauthenticated connection sends are counted as they arrive, before ws buffers a frame.
+      socket.on('data', (chunk: Buffer) => {
+        if (!connection.countReceived(chunk.length)) ws.terminate();
       });
       ws.on('message', (data, isBinary) => {
-        const byteLength = Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
-        const text = isBinary ? '' : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
-        const { tag, text: message } = unframe(text);
-        const reply = (answer: string) => {
-          if (ws.readyState === ws.OPEN) ws.send(frame(tag, answer));
-        };
-        if (byteLength > ipc.maxMessageBytes + 64) return reply(ipc.oversizeReply(byteLength));
-        void connection.receive(message).then(reply);
+        try {
+          const byteLength = Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
+          const verdict = connection.sizeVerdict(byteLength);
+          if (verdict === 'close') return ws.terminate();
+          const text = isBinary ? '' : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+          const { tag, text: message } = unframe(verdict === 'read' ? text : text.slice(0, 64));
+          const reply = (answer: string) => {
+            if (ws.readyState === ws.OPEN) ws.send(frame(tag, answer));
+          };
+          if (verdict === 'refuse') return reply(ipc.oversizeReply(byteLength));
+          void connection.receive(message).then(reply);
+        } catch (error) {
+          log(`executor: internal error on a WebSocket message: ${error instanceof Error ? error.message : String(error)}`);
+          ws.terminate();
+        }
       });
       ws.on('error', () => ws.terminate());
       ws.on('close', () => {
@@ -293,8 +365,22 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
         connection.close();
       });
     });
+  };
+
+  // This is no proxy: CONNECT gets a plain refusal rather than a silently dropped connection.
+  httpServer.on('connect', (_request: http.IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    refuseUpgrade(socket, 405, 'This server is not a proxy.');
   });
 
+  httpServer.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    // The raw socket is ours from here: a reset must not become an unhandled 'error' event.
+    socket.on('error', () => socket.destroy());
+    handleUpgrade(request, socket, head).catch((error: unknown) => {
+      log(`executor: internal error answering an upgrade to ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      socket.destroy();
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen(options.port ?? 0, LOOPBACK_HOST, () => {

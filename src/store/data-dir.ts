@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
+import { ExecutorError } from '../domain/errors.js';
 
 /** The OS app-data folder, unless --data-dir or EXECUTOR_DATA_DIR names another. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -11,10 +13,107 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'executor');
 }
 
-/** Creates the data directory private to the user: it holds keys and backups of their files. */
+/** Files Executor creates are for this user only: no group or other bits, whatever the shell's umask was. */
+export const PRIVATE_UMASK = 0o077;
+
+/**
+ * Sets the process umask to PRIVATE_UMASK. Called first thing by every entry point (the CLI, the
+ * host, `executor serve`, the Electron main), so a file anyone creates later (SQLite's -wal and -shm,
+ * a temp file) is 0600 from birth. Worker threads cannot change the umask; there it does nothing.
+ */
+export function setPrivateUmask(): void {
+  if (!isMainThread || process.platform === 'win32') return;
+  const before = process.umask(PRIVATE_UMASK);
+  // bin/executor.js sets the umask before anything loads and leaves the person's under this key.
+  const fromLauncher = (globalThis as Record<symbol, unknown>)[UMASK_BEFORE_KEY];
+  umaskBeforeExecutor ??= typeof fromLauncher === 'number' ? fromLauncher : before;
+}
+
+/** Where bin/executor.js leaves the umask it replaced. */
+const UMASK_BEFORE_KEY = Symbol.for('executor.umask-before');
+let umaskBeforeExecutor: number | null = null;
+
+/**
+ * The umask the process had before setPrivateUmask, or null when it was never set. Files Executor
+ * writes into the person's workspace get the modes this umask would give them (0644 and 0755 under
+ * the usual 022): the private umask is for the data directory, not for the person's project.
+ */
+export function personUmask(): number | null {
+  return umaskBeforeExecutor;
+}
+
+/**
+ * What Executor keeps in a data directory, by name. Only these are made private on start: a data
+ * directory pointed at by mistake at a project or a home folder must not have its other files
+ * chmod'ed. A name also covers its siblings with a suffix (executor.db-wal, policy.json.123.tmp).
+ * A new file or folder the core keeps in the data directory belongs in this list
+ * (test/integration/store/data-dir-permissions.test.ts checks the list against a real run).
+ */
+export const DATA_DIR_FILES = ['executor.db', 'executor.lock', 'executor.sock', 'policy.json', 'audit-anchor.json', 'agent-identity.key'] as const;
+/** Folders Executor owns whole: everything inside is made private. */
+export const DATA_DIR_FOLDERS = ['blobs', 'keys', 'ipc'] as const;
+
+const currentUid = (): number | null => (typeof process.getuid === 'function' && process.platform !== 'win32' ? process.getuid() : null);
+
+function notOwned(dataDir: string, entry: string, ownerUid: number, uid: number): ExecutorError {
+  const what = entry === dataDir ? `The data directory ${dataDir}` : `${entry} in the data directory`;
+  return new ExecutorError(
+    'DATA_DIR_NOT_OWNED',
+    `${what} belongs to uid ${ownerUid}, not to you (uid ${uid}); Executor keeps keys and backups there and will not share them. ` +
+      `Use a data directory of your own (--data-dir or EXECUTOR_DATA_DIR), or, if it is yours, take it back: chown -R ${uid} "${dataDir}"`,
+    { dataDir, path: entry, ownerUid, uid },
+  );
+}
+
+function isExecutorEntry(name: string): boolean {
+  return DATA_DIR_FILES.some((known) => name === known || name.startsWith(`${known}-`) || name.startsWith(`${known}.`));
+}
+
+/** Makes one entry private: folders 0700, everything else 0600; never follows a symlink (chmod would). */
+function makePrivate(dataDir: string, entry: string, uid: number, recurse: boolean): void {
+  let stat: fs.Stats;
+  try {
+    stat = fs.lstatSync(entry);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // removed meanwhile (a temp file)
+    throw error;
+  }
+  if (stat.uid !== uid) throw notOwned(dataDir, entry, stat.uid, uid);
+  if (stat.isSymbolicLink()) return;
+  const wanted = stat.isDirectory() ? 0o700 : 0o600;
+  if ((stat.mode & 0o7777) !== wanted) fs.chmodSync(entry, wanted);
+  if (stat.isDirectory() && recurse) {
+    for (const name of fs.readdirSync(entry)) makePrivate(dataDir, path.join(entry, name), uid, true);
+  }
+}
+
+/**
+ * Creates the data directory private to the user, or makes an existing one private again: it holds
+ * keys, tokens and backups of their files. On every start the directory becomes 0700 and what
+ * Executor keeps in it 0600 (folders 0700): a directory made beforehand with `mkdir -p` (0755), or
+ * files an older version or another umask left 0644, stop being readable by others here. A data
+ * directory, or anything Executor keeps in it, that belongs to another user is refused
+ * (DATA_DIR_NOT_OWNED) before anything is read or written.
+ */
 export function ensureDataDir(dataDir: string): string {
   const resolved = path.resolve(dataDir);
   fs.mkdirSync(resolved, { recursive: true, mode: 0o700 });
+  const uid = currentUid();
+  if (uid !== null) {
+    // The folder itself may be a symlink to where the person keeps it; its target is what must be theirs.
+    const stat = fs.statSync(resolved);
+    if (!stat.isDirectory()) throw new ExecutorError('PATH_INVALID', `The data directory ${resolved} is not a folder.`, { dataDir: resolved });
+    if (stat.uid !== uid) throw notOwned(resolved, resolved, stat.uid, uid);
+    // Check every entry before changing any: a refusal leaves the directory as it was.
+    const entries = fs.readdirSync(resolved).filter((name) => isExecutorEntry(name) || (DATA_DIR_FOLDERS as readonly string[]).includes(name));
+    for (const name of entries) {
+      const entry = path.join(resolved, name);
+      const entryStat = fs.lstatSync(entry, { throwIfNoEntry: false });
+      if (entryStat && entryStat.uid !== uid) throw notOwned(resolved, entry, entryStat.uid, uid);
+    }
+    if ((stat.mode & 0o7777) !== 0o700) fs.chmodSync(resolved, 0o700);
+    for (const name of entries) makePrivate(resolved, path.join(resolved, name), uid, (DATA_DIR_FOLDERS as readonly string[]).includes(name));
+  }
   fs.mkdirSync(path.join(resolved, 'blobs'), { recursive: true, mode: 0o700 });
   return resolved;
 }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
 import path from 'node:path';
 import { MIGRATIONS } from './migrations.js';
 
@@ -13,6 +14,9 @@ export const DATABASE_FILE = 'executor.db';
  */
 export function openDatabase(dataDir: string, options: { readonly?: boolean } = {}): Db {
   const file = path.join(dataDir, DATABASE_FILE);
+  // Created 0600 before SQLite opens it: SQLite gives the -wal, -shm and -journal files the main
+  // file's mode, so the whole database stays private whatever this process's umask is.
+  if (!options.readonly) fs.closeSync(fs.openSync(file, 'a', 0o600));
   const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   if (options.readonly) {
     db.pragma('query_only = ON');

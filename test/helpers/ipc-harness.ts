@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import type { ClientTransport } from '../../src/ipc/client.js';
 import { deriveSessionKey, nodeMac } from '../../src/ipc/message-mac-node.js';
-import { PROTOCOL_VERSION, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol.js';
+import { PROTOCOL_VERSION, base64url, helloProofInput, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol.js';
 import { connectSocket } from '../../src/ipc/socket-transport.js';
 import { readSocketSecret } from '../../src/ipc/token-files.js';
 import { webSocketTransport, WEB_CREDENTIAL, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/web-client.js';
@@ -22,9 +22,15 @@ export interface RawSession {
   close(): void;
 }
 
-export async function rawSession(transport: ClientTransport, credential: string, secret: Uint8Array): Promise<RawSession> {
+/** A hello as the real clients send it: with proof of the secret (unless `proof: false`, as an old or hostile client would). */
+export function helloText(credential: string, clientNonce: string, secret: Uint8Array | null, ts = Date.now()): string {
+  const proof = secret ? { ts, proof: base64url(deriveSessionKey(secret, helloProofInput(credential, clientNonce, ts))) } : {};
+  return JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential, clientNonce, ...proof } });
+}
+
+export async function rawSession(transport: ClientTransport, credential: string, secret: Uint8Array, options: { proof?: boolean } = {}): Promise<RawSession> {
   const clientNonce = randomToken(24);
-  const welcome = JSON.parse(await transport.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential, clientNonce } }))) as {
+  const welcome = JSON.parse(await transport.request(helloText(credential, clientNonce, options.proof === false ? null : secret))) as {
     welcome?: { kid: string; serverNonce: string; channel: string };
     error?: unknown;
   };

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { startHost } from '../../ipc/host.js';
 import { ExecutorError } from '../../domain/errors.js';
+import { setPrivateUmask } from '../../store/data-dir.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 
 /** Where `npm run build:renderer` puts the UI, relative to this file in the package. */
@@ -15,6 +16,7 @@ export function registerServeCommands(program: Command): void {
     .option('--port <port>', 'port on 127.0.0.1 (default: a free one)', (value) => Number.parseInt(value, 10))
     .action(async (options: { port?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
+      setPrivateUmask();
       if (options.port !== undefined && !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
         throw new Error('--port must be a whole number from 0 to 65535');
       }

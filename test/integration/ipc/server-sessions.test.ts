@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { PROTOCOL_VERSION, randomToken } from '../../../src/ipc/protocol.js';
+import { SESSION_LIMITS } from '../../../src/ipc/server.js';
 import { connectSocket } from '../../../src/ipc/socket-transport.js';
 import { readSocketSecret } from '../../../src/ipc/token-files.js';
 import { openRawSession, rawSession, SOCKET_TRANSPORT, WEB_TRANSPORT } from '../../helpers/ipc-harness.js';
@@ -55,7 +56,7 @@ describe('sessions and the replay window', () => {
     host = await startHost(tempSetup().dataDir);
     const wire = await connectSocket(host.socket.socketPath);
     const hello = () => wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'cli', clientNonce: randomToken(24) } })).then((text) => JSON.parse(text) as Record<string, unknown>);
-    for (let index = 0; index < 16; index++) expect('welcome' in (await hello())).toBe(true);
+    for (let index = 0; index < SESSION_LIMITS.pendingPerConnection; index++) expect('welcome' in (await hello())).toBe(true);
     expect(codeOf(await hello())).toBe('BUSY');
     wire.close();
     // Another connection is not held up by this one.
