@@ -21,13 +21,14 @@ export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.free
     'proxychains4', 'catchsegv', 'strace', 'ltrace', 'valgrind', 'perf', 'gdb', 'lldb', 'watch', 'hyperfine', 'entr',
     'watchexec', 'nodemon', 'concurrently', 'xvfb-run', 'dbus-launch', 'dbus-run-session', 'ssh-agent', 'systemd-run',
     'start-stop-daemon', 'daemonize', 'script', 'expect', 'tmux', 'screen', 'at', 'batch', 'crontab', 'coproc', 'sg', 'newgrp',
+    'caffeinate', 'faketime', 'sshpass',
   ]),
   ...words('runs a command as another user', ['sudo', 'doas', 'su', 'runuser', 'pkexec']),
   ...words('runs the commands it builds from its input or arguments', ['xargs', 'parallel']),
   ...words('is a multi-call binary: its first argument picks any of its programs, shells included', ['busybox', 'toybox']),
   ...words('runs the shell code it is given', ['eval', 'source', '.', 'trap']),
   ...words('is a shell: it runs any command line it is given', [
-    'sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh', 'yash', 'posh', 'elvish', 'nu', 'xonsh', 'rc', 'pwsh',
+    'sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'fish', 'csh', 'tcsh', 'yash', 'posh', 'elvish', 'nu', 'xonsh', 'rc', 'pwsh',
     'powershell', 'cmd',
   ]),
   ...words('is an interpreter: its arguments can be any code (-c, -e, a script, a module)', [
