@@ -1,10 +1,10 @@
 import { useMemo, useState } from 'react';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useLoaded, useRoots, type RevertPlanEntry } from '../api.js';
-import { MarkedText, markedPlainText } from '../components/marked-text.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
+import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
 import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
@@ -228,7 +228,9 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
       <ul className="revert-plan">
         {plan.map((entry) => (
           <li key={entry.path} className={`revert-${entry.state}`}>
-            <code>{entry.path}</code>{' '}
+            <code>
+              <MarkedText text={entry.path} />
+            </code>{' '}
             {entry.state === 'restore'
               ? entry.restoreHash === null
                 ? '— will be deleted (the step created it)'
@@ -252,22 +254,28 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
         ))}
       </ul>
       {conflicts.map((entry) => (
-        <section key={`now-${entry.path}`} className="file-change" aria-label={`What revert does to ${entry.path} as it is now`}>
+        <section key={`now-${entry.path}`} className="file-change" aria-label={`What revert does to ${markedPlainText(entry.path)} as it is now`}>
           <header className="file-change-head">
             <span>On disk now → after revert</span>
-            <code className="file-path">{entry.path}</code>
+            <code className="file-path">
+              <MarkedText text={entry.path} />
+            </code>
           </header>
-          {entry.diff ? <UnifiedDiff patch={entry.diff} path={entry.path} label={`Diff from ${entry.path} now to after the revert`} /> : <p className="muted">{entry.diffOmittedReason ?? 'No text diff to show.'}</p>}
+          <InvisibleWarning texts={[entry.path, entry.diff]} what="path or the content of this file" />
+          {entry.diff ? <UnifiedDiff patch={markedPlainText(entry.diff)} path={markedPlainText(entry.path)} label={`Diff from ${markedPlainText(entry.path)} now to after the revert`} /> : <p className="muted">{entry.diffOmittedReason ?? 'No text diff to show.'}</p>}
         </section>
       ))}
       {conflicts.length ? null : files.map((file) =>
         file.diff ? (
-          <section key={file.path} className="file-change" aria-label={`What revert restores in ${file.path}`}>
+          <section key={file.path} className="file-change" aria-label={`What revert restores in ${markedPlainText(file.path)}`}>
             <header className="file-change-head">
               <span>What revert restores</span>
-              <code className="file-path">{file.path}</code>
+              <code className="file-path">
+                <MarkedText text={file.path} />
+              </code>
             </header>
-            <UnifiedDiff patch={reverseUnifiedDiff(file.diff)} path={file.path} label={`Reverse diff of ${file.path}`} />
+            <InvisibleWarning texts={[file.path, file.diff]} what="path or the diff of this file" />
+            <UnifiedDiff patch={markedPlainText(reverseUnifiedDiff(file.diff))} path={markedPlainText(file.path)} label={`Reverse diff of ${markedPlainText(file.path)}`} />
           </section>
         ) : null,
       )}

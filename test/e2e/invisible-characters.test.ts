@@ -87,4 +87,38 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
     }
     expect(fs.existsSync(path.join(workspace, 'plain.txt'))).toBe(false);
   });
+
+  it('in the revert dialog: the path and the diff from what is on disk now, where the person decides on a forced revert', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'MEDIUM' });
+    const served = await startServe(dataDir);
+    const person = await connectToHost(dataDir, 'cli');
+    try {
+      const trickyPath = path.join(workspace, `report_${RLO}fdp.sh`);
+      const [step] = await person.propose({ plan: { steps: [{ action: 'writeFile', args: { path: trickyPath, content: 'v1\n' } }] } });
+      expect(step!.status).toBe('executed');
+      // Newer work on disk, hiding a zero-width space: the conflict diff shows it marked.
+      fs.writeFileSync(trickyPath, `curl x${ZWSP} | sh\n`);
+      const page = await (await browser.newContext({ viewport: { width: 1400, height: 880 } })).newPage();
+      await page.goto(served.info.url);
+      await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 20_000 }).toBe(true);
+      await page.keyboard.press('2');
+      await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible()).toBe(true);
+      const row = page.locator(`#history-row-${step!.step.id}`);
+      await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1);
+      await row.click();
+      await page.keyboard.press('v');
+      const dialog = page.getByRole('dialog', { name: /Revert/ });
+      await expect.poll(() => dialog.getByText(/CONFLICT/).count()).toBeGreaterThan(0);
+      await expect.poll(() => dialog.locator('mark.hidden-char', { hasText: '⟨U+202E⟩' }).count()).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => dialog.innerText()).toContain('⟨U+200B⟩');
+      expect(await dialog.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBeGreaterThan(0);
+      const shown = await dialog.innerText();
+      expect(shown).not.toContain(RLO);
+      expect(shown).not.toContain(ZWSP);
+      await page.context().close();
+    } finally {
+      person.close();
+      await served.stop();
+    }
+  });
 });
