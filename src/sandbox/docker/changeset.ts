@@ -74,6 +74,14 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
   // What a command wrote is read into memory to diff and back up: bounded like the copy, checked before reading.
   let changedBytes = 0;
 
+  const deleteBaselineFile = (relative: string) => {
+    const baseline = scratch.baseline.get(relative)!;
+    if (baseline.kind !== 'file') return;
+    const real = readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
+    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
+    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
+  };
+
   const consider = (relative: string, scratchPath: string, scratchStat: fs.BigIntStats) => {
     const baseline = scratch.baseline.get(relative);
     const realPath = path.join(scratch.sourceDir, ...relative.split('/'));
@@ -90,7 +98,16 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
       return;
     }
     if (!scratchStat.isFile()) {
-      if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: notCarriedBack(scratchStat) });
+      if (baseline?.kind === 'file' && scratchStat.isDirectory()) {
+        // The command removed the file to make a folder there: that is a deletion (rated and backed up as
+        // one), applied before the folder's files, rather than a file left silently in their way.
+        deleteBaselineFile(relative);
+        return;
+      }
+      if (!scratchStat.isDirectory()) {
+        const reason = notCarriedBack(scratchStat);
+        skipped.push({ relativePath: relative, reason: baseline?.kind === 'file' ? `${reason}; the file that was there stays as it is` : reason });
+      }
       return;
     }
     changedBytes += Number(scratchStat.size);
@@ -144,9 +161,7 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
 
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;
-    const real = readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
-    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
-    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
+    deleteBaselineFile(relative);
   }
   files.sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
   skipped.sort((a, b) => (a.relativePath < b.relativePath ? -1 : 1));
