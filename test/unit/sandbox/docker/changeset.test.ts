@@ -178,6 +178,41 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
+  it('carries back a file turned into a folder as the file deleted and the folder\'s files added, deletion first', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.mkdirSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.writeFileSync(path.join(scratch.dir, 'src/a.txt/inner'), 'new\n');
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.kind, f.before?.toString() ?? null])).toEqual([
+        ['src/a.txt', 'deleted', 'alpha\n'],
+        ['src/a.txt/inner', 'added', null],
+      ]);
+      expect(skipped).toEqual([]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('leaves a file a command replaced by a symlink or a FIFO as it is, and says so', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.symlinkSync('/etc/passwd', path.join(scratch.dir, 'src/a.txt'));
+      fs.rmSync(path.join(scratch.dir, 'src/b.txt'));
+      execFileSync('mkfifo', [path.join(scratch.dir, 'src/b.txt')]);
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files).toEqual([]);
+      expect(skipped).toEqual([
+        { relativePath: 'src/a.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' },
+        { relativePath: 'src/b.txt', reason: expect.stringMatching(/^a FIFO .*; the file that was there stays as it is$/) },
+      ]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it('does not carry back a FIFO, naming what it is', () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
