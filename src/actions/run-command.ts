@@ -94,7 +94,11 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
   });
   const scope = changesetScope(args, ctx, sourceDir);
   const changes: FileChange[] = [];
-  const skipped: CommandRunPreview['skipped'] = outcome.changeset.skipped.map((entry) => ({ path: path.relative(root, path.join(sourceDir, entry.relativePath)), reason: entry.reason }));
+  const skipped: CommandRunPreview['skipped'] = outcome.changeset.skipped.map((entry) => ({
+    path: path.relative(root, path.join(sourceDir, entry.relativePath)),
+    reason: entry.reason,
+    ...(entry.blocksChangeset ? { blocksChangeset: true } : {}),
+  }));
   const conflicts: string[] = [];
   for (const file of outcome.changeset.files) {
     const absolute = path.join(sourceDir, ...file.relativePath.split('/'));

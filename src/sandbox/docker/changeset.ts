@@ -25,7 +25,13 @@ export interface ChangedFile {
 export interface SkippedChange {
   relativePath: string;
   reason: string;
+  /** Carrying back the rest without it would not be what the command did: nothing of the changeset is applied. */
+  blocksChangeset?: true;
 }
+
+/** Why a path whose kind the command changed (a file made a folder, or the reverse) stops the whole changeset. */
+const FILE_TYPE_SWAPPED = (was: string, now: string) =>
+  `was ${was} and the command left ${now} there; a file is never swapped for a folder (or back) when changes are applied, so nothing of this command is applied: remove or move it in a step of its own first`;
 
 export interface Changeset {
   files: ChangedFile[];
@@ -74,14 +80,6 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
   // What a command wrote is read into memory to diff and back up: bounded like the copy, checked before reading.
   let changedBytes = 0;
 
-  const deleteBaselineFile = (relative: string) => {
-    const baseline = scratch.baseline.get(relative)!;
-    if (baseline.kind !== 'file') return;
-    const real = readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
-    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
-    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
-  };
-
   const consider = (relative: string, scratchPath: string, scratchStat: fs.BigIntStats) => {
     const baseline = scratch.baseline.get(relative);
     const realPath = path.join(scratch.sourceDir, ...relative.split('/'));
@@ -99,15 +97,19 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
     }
     if (!scratchStat.isFile()) {
       if (baseline?.kind === 'file' && scratchStat.isDirectory()) {
-        // The command removed the file to make a folder there: that is a deletion (rated and backed up as
-        // one), applied before the folder's files, rather than a file left silently in their way.
-        deleteBaselineFile(relative);
+        // Applying it would need the file gone before the folder's files are written, and a revert the
+        // folder gone before the file comes back: neither is a plain file write, so the whole changeset is refused.
+        skipped.push({ relativePath: relative, reason: FILE_TYPE_SWAPPED('a regular file', 'a folder'), blocksChangeset: true });
         return;
       }
       if (!scratchStat.isDirectory()) {
         const reason = notCarriedBack(scratchStat);
         skipped.push({ relativePath: relative, reason: baseline?.kind === 'file' ? `${reason}; the file that was there stays as it is` : reason });
       }
+      return;
+    }
+    if (baseline?.kind === 'dir') {
+      skipped.push({ relativePath: relative, reason: FILE_TYPE_SWAPPED('a folder', 'a regular file'), blocksChangeset: true });
       return;
     }
     changedBytes += Number(scratchStat.size);
@@ -161,7 +163,9 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
 
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;
-    deleteBaselineFile(relative);
+    const real = readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
+    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
+    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
   }
   files.sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
   skipped.sort((a, b) => (a.relativePath < b.relativePath ? -1 : 1));

@@ -178,20 +178,27 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
-  it('carries back a file turned into a folder as the file deleted and the folder\'s files added, deletion first', () => {
+  it('refuses the whole changeset when a file became a folder, or a folder a file, instead of leaving a file in the way', () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
       fs.mkdirSync(path.join(scratch.dir, 'src/a.txt'));
       fs.writeFileSync(path.join(scratch.dir, 'src/a.txt/inner'), 'new\n');
       const { files, skipped } = computeChangeset(scratch, options);
-      expect(files.map((f) => [f.relativePath, f.kind, f.before?.toString() ?? null])).toEqual([
-        ['src/a.txt', 'deleted', 'alpha\n'],
-        ['src/a.txt/inner', 'added', null],
-      ]);
-      expect(skipped).toEqual([]);
+      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt/inner', 'added']]);
+      expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there; .*nothing of this command is applied/), blocksChangeset: true }]);
     } finally {
       scratch.dispose();
+    }
+    const folderToFile = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(folderToFile.dir, 'src'), { recursive: true });
+      fs.writeFileSync(path.join(folderToFile.dir, 'src'), 'now a file\n');
+      const { files, skipped } = computeChangeset(folderToFile, options);
+      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt', 'deleted'], ['src/b.txt', 'deleted']]);
+      expect(skipped).toEqual([{ relativePath: 'src', reason: expect.stringMatching(/^was a folder and the command left a regular file there/), blocksChangeset: true }]);
+    } finally {
+      folderToFile.dispose();
     }
   });
 
