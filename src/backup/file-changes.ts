@@ -78,9 +78,9 @@ export function limitNewFileMode(change: FileChange, umask: number = workspaceUm
   return { ...change, modeAfter: applied, modeRequested: requested, dropped: [...(change.dropped ?? []), note] };
 }
 
-/** ASCII white space: a file left holding nothing else has lost its content. */
+/** ASCII white space and NUL bytes (`head -c 8 /dev/zero > f`): a file left holding nothing else has lost its content. */
 function isBlank(data: Buffer): boolean {
-  for (const byte of data) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0b && byte !== 0x0c) return false;
+  for (const byte of data) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0b && byte !== 0x0c && byte !== 0x00) return false;
   return true;
 }
 

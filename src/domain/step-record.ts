@@ -26,7 +26,7 @@ export interface FileChangePreview {
   /** A new file only: the permission bits the command asked for, when the person's umask took some away (modeAfter is what lands). */
   modeRequested?: number;
   /**
-   * What an existing file that stays loses: `emptied`, nothing but white space is left of content it
+   * What an existing file that stays loses: `emptied`, nothing but white space or NUL bytes is left of content it
    * had; `replaced`, less than half of its old content is still in it (keptPercent), or it is binary.
    */
   contentLoss?: 'emptied' | 'replaced';
