@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { applyFileChanges, limitNewFileMode, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
 import { commandReachesBeyondRules } from '../domain/remembered-rule.js';
@@ -94,7 +94,11 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
   });
   const scope = changesetScope(args, ctx, sourceDir);
   const changes: FileChange[] = [];
-  const skipped: CommandRunPreview['skipped'] = outcome.changeset.skipped.map((entry) => ({ path: path.relative(root, path.join(sourceDir, entry.relativePath)), reason: entry.reason }));
+  const skipped: CommandRunPreview['skipped'] = outcome.changeset.skipped.map((entry) => ({
+    path: path.relative(root, path.join(sourceDir, entry.relativePath)),
+    reason: entry.reason,
+    ...(entry.blocksChangeset ? { blocksChangeset: true } : {}),
+  }));
   const conflicts: string[] = [];
   for (const file of outcome.changeset.files) {
     const absolute = path.join(sourceDir, ...file.relativePath.split('/'));
@@ -104,15 +108,17 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
       continue;
     }
     if (file.conflict) conflicts.push(verdict.relativePath);
-    changes.push({
-      absolutePath: verdict.realPath,
-      displayPath: verdict.relativePath,
-      before: file.before,
-      after: file.after,
-      mode: file.modeBefore,
-      modeAfter: file.modeAfter,
-      ...(file.dropped ? { dropped: file.dropped } : {}),
-    });
+    changes.push(
+      limitNewFileMode({
+        absolutePath: verdict.realPath,
+        displayPath: verdict.relativePath,
+        before: file.before,
+        after: file.after,
+        mode: file.modeBefore,
+        modeAfter: file.modeAfter,
+        ...(file.dropped ? { dropped: file.dropped } : {}),
+      }),
+    );
   }
   const { run } = outcome;
   const preview: CommandRunPreview = {

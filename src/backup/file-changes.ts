@@ -7,6 +7,7 @@ import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtom
 import { sha256Of, type BlobStore } from './blob-store.js';
 import { unifiedLineDiff } from './line-diff.js';
 import { readRegularFileSync } from './regular-file.js';
+import { personUmask } from '../store/data-dir.js';
 
 /** One file a step will change: its content now (null: absent) and after (null: deleted). */
 export interface FileChange {
@@ -20,6 +21,8 @@ export interface FileChange {
   modeAfter?: number | null;
   /** What the source of the new content had that is not applied ("set-uid bit dropped"), shown in the preview. */
   dropped?: string[];
+  /** For a new file: the permission bits the command asked for, when the person's umask takes some away (`modeAfter` is what is applied). */
+  modeRequested?: number;
 }
 
 /** The only permission bits a step ever applies: set-uid, set-gid and sticky never are. */
@@ -33,6 +36,75 @@ export function droppedModeBits(mode: number): string[] {
     [0o1000, 'sticky bit'],
   ];
   return bits.filter(([bit]) => (mode & bit) !== 0).map(([, name]) => name);
+}
+
+/** The umask a workspace file is created under: the person's (see personUmask), or the usual 022 when none was recorded. */
+export function workspaceUmask(): number {
+  return personUmask() ?? 0o022;
+}
+
+const PERMISSION_NAMES: [number, string][] = [
+  [0o400, 'owner read'],
+  [0o200, 'owner write'],
+  [0o100, 'owner execute'],
+  [0o040, 'group read'],
+  [0o020, 'group write'],
+  [0o010, 'group execute'],
+  [0o004, 'others read'],
+  [0o002, 'others write'],
+  [0o001, 'others execute'],
+];
+
+/** Permission bits in words: 0o022 is "group write, others write". */
+export function permissionBitsInWords(bits: number): string {
+  return PERMISSION_NAMES.filter(([bit]) => (bits & bit) !== 0).map(([, name]) => name).join(', ');
+}
+
+export const octalMode = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;
+
+/**
+ * A file that does not exist yet is created no more open than the person's own umask makes their
+ * files: a command that ran `umask 0` or `chmod 666` in its copy does not get a group- or
+ * world-writable file into the workspace. What the umask takes away is kept (modeRequested) and said
+ * (dropped), so the preview shows it and the effects rating names it a permission effect. Files that
+ * exist keep the mode the command gave them: that is a permission change the rating names anyway.
+ */
+export function limitNewFileMode(change: FileChange, umask: number = workspaceUmask()): FileChange {
+  if (change.before !== null || change.after === null || change.modeAfter === undefined || change.modeAfter === null) return change;
+  const requested = change.modeAfter & PLAIN_PERMISSION_BITS;
+  const applied = requested & ~umask;
+  if (applied === requested) return change;
+  const note = `${permissionBitsInWords(requested & umask)} dropped: the command asked for ${octalMode(requested)}, your umask ${octalMode(umask)} makes it ${octalMode(applied)}`;
+  return { ...change, modeAfter: applied, modeRequested: requested, dropped: [...(change.dropped ?? []), note] };
+}
+
+/** ASCII white space and NUL bytes (`head -c 8 /dev/zero > f`): a file left holding nothing else has lost its content. */
+function isBlank(data: Buffer): boolean {
+  for (const byte of data) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0b && byte !== 0x0c && byte !== 0x00) return false;
+  return true;
+}
+
+/** Below this share of its old content kept, an existing file counts as replaced, not edited. */
+export const REPLACED_BELOW_PERCENT = 50;
+
+/**
+ * How much of an existing file's old content is still in its new content, in percent: the bytes of
+ * its old non-blank lines whose text is still a line of the new content, over all its non-blank
+ * lines' bytes. Null when the old content was blank (nothing to lose). Line by line, so `echo x >
+ * f` keeps 0 and an edit of one line in a hundred keeps 99; a one-line file edited keeps 0.
+ */
+export function contentKeptPercent(before: Buffer, after: Buffer): number | null {
+  const linesOf = (data: Buffer): string[] => data.toString('latin1').split('\n').map((line) => line.replace(/\r$/, ''));
+  const kept = new Set(linesOf(after));
+  let total = 0;
+  let stillThere = 0;
+  for (const line of linesOf(before)) {
+    if (line.trim() === '') continue;
+    total += line.length;
+    if (kept.has(line)) stillThere += line.length;
+  }
+  if (total === 0) return null;
+  return Math.floor((stillThere * 100) / total);
 }
 
 /** A change with its content hashes, computed once: hashing 10 MB twice per use adds up. */
@@ -76,7 +148,9 @@ export function readCurrent(absolutePath: string): { content: Buffer | null; mod
     // Non-blocking and fstat-checked: a FIFO swapped in after the lstat must not hang the host's thread.
     return { content: readRegularFileSync(absolutePath, { maxBytes: Infinity }), mode: stat.mode & 0o7777 };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { content: null, mode: null };
+    // ENOTDIR: a parent is a file (a command turned victim.txt into a folder); the path holds nothing yet.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { content: null, mode: null };
     throw error;
   }
 }
@@ -105,6 +179,20 @@ export function previewFileChange(unhashed: FileChange): FileChangePreview {
   if (change.modeAfter !== undefined && change.modeAfter !== null && change.modeAfter !== change.mode && after !== null) {
     preview.modeBefore = change.mode;
     preview.modeAfter = change.modeAfter;
+  }
+  if (change.modeRequested !== undefined && after !== null) preview.modeRequested = change.modeRequested;
+  // What an existing file loses: all of it (emptied: nothing but white space is left), or most of it.
+  if (before !== null && after !== null && change.preHash !== change.postHash && before.length > 0) {
+    if (isBlank(after) && !isBlank(before)) preview.contentLoss = 'emptied';
+    else if (after.length === 0) preview.contentLoss = 'emptied';
+    else if (binary) preview.contentLoss = 'replaced';
+    else {
+      const kept = contentKeptPercent(before, after);
+      if (kept !== null && kept < REPLACED_BELOW_PERCENT) {
+        preview.contentLoss = 'replaced';
+        preview.keptPercent = kept;
+      }
+    }
   }
   if (binary) {
     preview.diffOmittedReason = `binary content: before ${describeBinary(before)}; after ${describeBinary(after)}`;
@@ -149,11 +237,14 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  */
 export function applyFileChanges(changes: FileChange[]): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
+  const umask = workspaceUmask();
   for (const change of changes) {
     if (change.after === null) removeFileNoFollow(change.absolutePath);
     else {
       const mode = change.modeAfter ?? change.mode;
-      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & PLAIN_PERMISSION_BITS);
+      // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
+      const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
+      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed);
     }
   }
 }

@@ -23,6 +23,15 @@ export interface FileChangePreview {
   modeAfter?: number | null;
   /** What the sandbox produced that is not carried back with this file ("set-uid bit dropped"). */
   dropped?: string[];
+  /** A new file only: the permission bits the command asked for, when the person's umask took some away (modeAfter is what lands). */
+  modeRequested?: number;
+  /**
+   * What an existing file that stays loses: `emptied`, nothing but white space or NUL bytes is left of content it
+   * had; `replaced`, less than half of its old content is still in it (keptPercent), or it is binary.
+   */
+  contentLoss?: 'emptied' | 'replaced';
+  /** With contentLoss `replaced` of a text file: the share of its old non-blank lines' bytes still there, in percent. */
+  keptPercent?: number;
 }
 
 /** A stream of a sandboxed run as the preview shows it. */

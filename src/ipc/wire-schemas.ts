@@ -73,6 +73,9 @@ export const FileChangePreviewSchema = z.object({
   modeBefore: z.number().nullable().optional(),
   modeAfter: z.number().nullable().optional(),
   dropped: z.array(z.string()).optional(),
+  modeRequested: z.number().optional(),
+  contentLoss: z.enum(['emptied', 'replaced']).optional(),
+  keptPercent: z.number().optional(),
 });
 
 const CodeRunCommonShape = {

@@ -1,6 +1,7 @@
 import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js';
 import type { CommandRunPreview, FileChangePreview } from '../domain/step-record.js';
 import type { CommandEffectKind, Policy } from './policy-file.js';
+import { permissionBitsInWords } from '../backup/file-changes.js';
 import { matchHostCodePath } from './host-code-paths.js';
 import { filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';
@@ -34,6 +35,7 @@ export interface EffectRating {
 /** How risky each effect is on its own, before the policy's lists; a command is HIGH anyway, these name why. */
 const INHERENT_RISK: Record<CommandEffectKind, Risk> = {
   delete: 'MEDIUM',
+  replace: 'MEDIUM',
   create: 'LOW',
   modify: 'LOW',
   executable: 'HIGH',
@@ -47,6 +49,7 @@ const INHERENT_RISK: Record<CommandEffectKind, Risk> = {
 /** The kind as the policy sentence names it: "the policy denies deletions". */
 const POLICY_WORDS: Record<CommandEffectKind, string> = {
   delete: 'deletions',
+  replace: 'replacing the content of existing files',
   create: 'new files',
   modify: 'changes to existing files',
   executable: 'new executables',
@@ -77,6 +80,15 @@ function insideGitDir(relativePath: string): boolean {
   return relativePath.split(/[\\/]/).some((segment) => segment.toLowerCase() === '.git');
 }
 
+/** The person's own read and write bits: a file without them can no longer be read, backed up or edited by them. */
+const OWNER_READ_WRITE = 0o600;
+
+function contentKept(file: FileChangePreview): string {
+  if (file.binary) return 'binary: what remains of it cannot be shown';
+  if (file.keptPercent === undefined || file.keptPercent === 0) return 'none of its old lines remain';
+  return `${file.keptPercent}% of its old content remains`;
+}
+
 /** A dropped special bit (set-uid, set-gid, sticky) is asked for permission the workspace never gets. */
 const DROPPED_BIT = /^(set-uid|set-gid|sticky) bit dropped/;
 
@@ -93,7 +105,19 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
   };
   const pathsWhere = (test: (file: FileChangePreview) => boolean) => files.filter(test).map((file) => file.path);
 
-  add('delete', pathsWhere((f) => f.existedBefore && !f.existsAfter), (list) => `it deletes ${list}`);
+  // Deleting a file's content is deleting, whether or not its name stays: emptied (0 bytes, or nothing
+  // but white space left of what it held) is `delete`; replaced by other content for the most part is `replace`.
+  const removed = pathsWhere((f) => f.existedBefore && !f.existsAfter);
+  const changed = (f: FileChangePreview) => f.existedBefore && f.existsAfter && f.preHash !== f.postHash;
+  const emptied = pathsWhere((f) => changed(f) && (f.contentLoss === 'emptied' || (f.sizeBefore > 0 && f.sizeAfter === 0)));
+  if (removed.length > 0 || emptied.length > 0) {
+    const parts: string[] = [];
+    if (removed.length > 0) parts.push(`it deletes ${listOf(removed)}`);
+    if (emptied.length > 0) parts.push(`${removed.length > 0 ? '' : 'it '}empties ${listOf(emptied)}`);
+    findings.push({ kind: 'delete', paths: [...removed, ...emptied], says: parts.join(', and ') });
+  }
+  const replaced = files.filter((f) => changed(f) && !emptied.includes(f.path) && f.contentLoss === 'replaced');
+  add('replace', replaced.map((f) => f.path), () => `it replaces the content of ${listOf(replaced.map((f) => `${f.path} (${contentKept(f)})`))}`);
   add('create', pathsWhere((f) => !f.existedBefore && f.existsAfter), (list) => `it creates ${list}`);
   add('modify', pathsWhere((f) => f.existedBefore && f.existsAfter && f.preHash !== f.postHash), (list) => `it changes ${list}`);
   add(
@@ -107,11 +131,27 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
     ...files.filter((f) => f.dropped?.some((note) => DROPPED_BIT.test(note))).map((f) => f.path),
     ...changeset.skipped.filter((entry) => DROPPED_BIT.test(entry.reason)).map((entry) => entry.path),
   ];
-  if (modeChanges.length > 0 || droppedBits.length > 0) {
+  // A new file that asked for more than the person's umask gives (`umask 0`, `chmod 666`): created with less, and said.
+  const widerThanUmask = files.filter((f) => !f.existedBefore && f.existsAfter && f.modeRequested !== undefined && (f.modeRequested & ~(f.modeAfter ?? 0) & 0o777) !== 0);
+  // Taking the person's own read or write away: they can no longer open, back up or edit their file.
+  const ownerLocked = files.filter(
+    (f) =>
+      f.existsAfter &&
+      f.modeAfter !== undefined &&
+      f.modeAfter !== null &&
+      (f.modeAfter & OWNER_READ_WRITE) !== OWNER_READ_WRITE &&
+      (!f.existedBefore || (f.modeBefore !== undefined && f.modeBefore !== null && (f.modeBefore & OWNER_READ_WRITE & ~f.modeAfter) !== 0)),
+  );
+  if (modeChanges.length > 0 || droppedBits.length > 0 || widerThanUmask.length > 0 || ownerLocked.length > 0) {
     const parts: string[] = [];
     if (modeChanges.length > 0) parts.push(`it changes the permissions of ${listOf(modeChanges.map((f) => `${f.path} (${octal(f.modeBefore)} → ${octal(f.modeAfter)})`))}`);
     if (droppedBits.length > 0) parts.push(`it asks for set-uid, set-gid or sticky bits on ${listOf(droppedBits)} (dropped: only 0777 bits are applied)`);
-    findings.push({ kind: 'permission', paths: [...new Set([...modeChanges.map((f) => f.path), ...droppedBits])], says: parts.join(', and ') });
+    if (widerThanUmask.length > 0) {
+      parts.push(`it asks for wider permissions than your umask gives new files on ${listOf(widerThanUmask.map((f) => `${f.path} (${octal(f.modeRequested)}, created ${octal(f.modeAfter)})`))}; dropped: ${permissionBitsInWords(widerThanUmask.reduce((bits, f) => bits | (f.modeRequested! & ~(f.modeAfter ?? 0) & 0o777), 0))}`);
+    }
+    if (ownerLocked.length > 0) parts.push(`it leaves ${listOf(ownerLocked.map((f) => `${f.path} (${octal(f.modeAfter)})`))} without read or write permission for you`);
+    const paths = [...modeChanges, ...widerThanUmask, ...ownerLocked].map((f) => f.path);
+    findings.push({ kind: 'permission', paths: [...new Set([...paths, ...droppedBits])], says: parts.join(', and ') });
   }
 
   const secrets = files.flatMap((f) => {

@@ -160,7 +160,7 @@ export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
  * What a command's changeset can do, as the effects policy names it (src/policy/command-effects.ts
  * rates a changeset by these): the gate that holds whatever the command line looked like.
  */
-export const COMMAND_EFFECT_KINDS = ['delete', 'create', 'modify', 'executable', 'permission', 'secret', 'git', 'hostCode', 'size'] as const;
+export const COMMAND_EFFECT_KINDS = ['delete', 'replace', 'create', 'modify', 'executable', 'permission', 'secret', 'git', 'hostCode', 'size'] as const;
 export type CommandEffectKind = (typeof COMMAND_EFFECT_KINDS)[number];
 
 /** Effects that go to the person by default, even when autoApprove or a remembered rule covers the command. */

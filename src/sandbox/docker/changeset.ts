@@ -25,7 +25,13 @@ export interface ChangedFile {
 export interface SkippedChange {
   relativePath: string;
   reason: string;
+  /** Carrying back the rest without it would not be what the command did: nothing of the changeset is applied. */
+  blocksChangeset?: true;
 }
+
+/** Why a path whose kind the command changed (a file made a folder, or the reverse) stops the whole changeset. */
+const FILE_TYPE_SWAPPED = (was: string, now: string) =>
+  `was ${was} and the command left ${now} there; a file is never swapped for a folder (or back) when changes are applied, so nothing of this command is applied: remove or move it in a step of its own first`;
 
 export interface Changeset {
   files: ChangedFile[];
@@ -90,7 +96,20 @@ export function computeChangeset(scratch: ScratchCopy, options: ScratchOptions, 
       return;
     }
     if (!scratchStat.isFile()) {
-      if (!scratchStat.isDirectory()) skipped.push({ relativePath: relative, reason: notCarriedBack(scratchStat) });
+      if (baseline?.kind === 'file' && scratchStat.isDirectory()) {
+        // Applying it would need the file gone before the folder's files are written, and a revert the
+        // folder gone before the file comes back: neither is a plain file write, so the whole changeset is refused.
+        skipped.push({ relativePath: relative, reason: FILE_TYPE_SWAPPED('a regular file', 'a folder'), blocksChangeset: true });
+        return;
+      }
+      if (!scratchStat.isDirectory()) {
+        const reason = notCarriedBack(scratchStat);
+        skipped.push({ relativePath: relative, reason: baseline?.kind === 'file' ? `${reason}; the file that was there stays as it is` : reason });
+      }
+      return;
+    }
+    if (baseline?.kind === 'dir') {
+      skipped.push({ relativePath: relative, reason: FILE_TYPE_SWAPPED('a folder', 'a regular file'), blocksChangeset: true });
       return;
     }
     changedBytes += Number(scratchStat.size);

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import type { CommandRunPreview } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { CLI, runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -68,6 +69,68 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const denied = executor.getAudit({ filters: { stepId: 'd1', action: 'step.denied' } }).entries[0]?.args as { reasons: string[] } | undefined;
     expect(denied?.reasons.join(' ')).toContain('It deletes victim.txt');
   }, 240_000);
+
+  it('denies emptying victim.txt in every way under effects.deny ["delete"], saying it empties it, and the real file keeps its content', async () => {
+    const { executor, workspace } = setup(denyDeletes);
+    const emptiers = [
+      ': > victim.txt',
+      'true > victim.txt',
+      'echo > victim.txt',
+      "printf ' \\n' > victim.txt",
+      'truncate -s 0 victim.txt',
+      'cp /dev/null victim.txt',
+      `python3 -c "open('victim.txt', 'w').close()"`,
+      'dd if=/dev/null of=victim.txt 2>/dev/null',
+      'sed -i d victim.txt',
+    ];
+    for (const [index, command] of emptiers.entries()) {
+      const record = await proposeOne(executor, { command }, `e${index}`);
+      expect({ command, status: record.status }).toEqual({ command, status: 'denied' });
+      expect(record.evaluation?.reasons).toContain('It empties victim.txt, and the policy denies deletions (commands.effects.deny).');
+      expect(read(workspace, 'victim.txt')).toBe('keep me\n');
+    }
+    // A bare redirection starts no program; however the command line is judged, the file keeps its content.
+    const bare = await proposeOne(executor, { command: '> victim.txt' }, 'bare');
+    expect(bare.status).toBe('denied');
+    expect(read(workspace, 'victim.txt')).toBe('keep me\n');
+  }, 240_000);
+
+  it('names wholesale replacement the replace effect: denied under effects.deny ["replace"], not a deletion, while an edit that keeps content is neither', async () => {
+    const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { deny: ['replace'] } } });
+    fs.writeFileSync(path.join(workspace, 'other.txt'), 'other content\n');
+    for (const [index, command] of ['cp other.txt victim.txt', 'ls > victim.txt', 'echo x > victim.txt', "sed -i 's/keep me/gone/' victim.txt"].entries()) {
+      const record = await proposeOne(executor, { command }, `r${index}`);
+      expect({ command, status: record.status }).toEqual({ command, status: 'denied' });
+      expect(record.evaluation!.reasons.join(' ')).toMatch(/It replaces the content of victim\.txt \(none of its old lines remain\), and the policy denies replacing the content of existing files/);
+      expect(read(workspace, 'victim.txt')).toBe('keep me\n');
+    }
+    const edit = await proposeOne(executor, { command: 'echo more >> victim.txt' }, 'edit');
+    expect(edit.status).toBe('executed');
+    expect(read(workspace, 'victim.txt')).toBe('keep me\nmore\n');
+    // Under a policy that denies only deletions, replacing is rated but not denied.
+    const { executor: lenient, workspace: other } = setup({ autoApprove: 'HIGH', commands: { effects: { deny: ['delete'] } } });
+    const replaced = await proposeOne(lenient, { command: 'echo x > victim.txt' });
+    expect(replaced.status).toBe('executed');
+    expect(read(other, 'victim.txt')).toBe('x\n');
+  }, 240_000);
+
+  it('refuses a command that turns victim.txt into a folder, applying nothing of it', async () => {
+    const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { ask: [] } } });
+    const record = await proposeOne(executor, { command: 'echo ok > inside.txt; rm victim.txt && mkdir victim.txt && echo x > victim.txt/f' });
+    expect(record.status).toBe('denied');
+    expect((record.preview as CommandRunPreview).skipped).toContainEqual({ path: 'victim.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there/), blocksChangeset: true });
+    expect(read(workspace, 'victim.txt')).toBe('keep me\n');
+    expect(read(workspace, 'inside.txt')).toBeNull();
+  });
+
+  it('keeps victim.txt when a command swaps it for a symlink to /etc/passwd, and says so', async () => {
+    const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { ask: [] } } });
+    const record = await proposeOne(executor, { command: 'rm victim.txt && ln -s /etc/passwd victim.txt' });
+    expect((record.preview as CommandRunPreview).files).toEqual([]);
+    expect((record.preview as CommandRunPreview).skipped).toEqual([{ path: 'victim.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' }]);
+    expect(fs.lstatSync(path.join(workspace, 'victim.txt')).isFile()).toBe(true);
+    expect(read(workspace, 'victim.txt')).toBe('keep me\n');
+  });
 
   it('keeps the file when a disguise fails in the sandbox (busybox find has no -delete): nothing deleted, nothing denied for it', async () => {
     const { executor, workspace } = setup(denyDeletes);
@@ -211,6 +274,41 @@ describe.skipIf(!hasDocker)('the real CLI with commands.effects', () => {
     expect(shown.stdout).toContain('It deletes victim.txt, and the policy denies deletions (commands.effects.deny).');
     expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('keep me\n');
   });
+
+  it('propose: `: > victim.txt` under effects.deny ["delete"] is denied as emptying the file, and victim.txt keeps its content', () => {
+    const { dataDir, workspace } = tempSetup(denyDeletes);
+    fs.writeFileSync(path.join(workspace, 'victim.txt'), 'keep me\n');
+    const planFile = path.join(tempDir(), 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: ': > victim.txt' } }] }));
+    const proposed = runCli(['--data-dir', dataDir, 'propose', planFile, '--json']);
+    expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('denied');
+    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'cmd']);
+    expect(shown.stdout).toContain('It empties victim.txt, and the policy denies deletions (commands.effects.deny).');
+    expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('keep me\n');
+  });
+
+  it('`umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f`: asked about even under autoApprove HIGH, says what was dropped, and lands within the person\'s umask', () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH' });
+    // The person's shell umask (027) is what the CLI inherits; files it writes into the workspace follow it.
+    const asPerson = (args: string[]) => {
+      const result = spawnSync('sh', ['-c', 'umask 027 && exec "$0" "$@"', process.execPath, CLI, '--data-dir', dataDir, ...args], { encoding: 'utf8', timeout: 120_000 });
+      return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+    };
+    const planFile = path.join(tempDir(), 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f' } }] }));
+    const proposed = asPerson(['propose', planFile, '--json']);
+    expect(JSON.parse(proposed.stdout)[0].status).toBe('awaiting_consent');
+    const shown = asPerson(['steps', 'show', 'cmd']);
+    expect(shown.stdout).toContain('group write, others read, others write dropped: the command asked for 0666, your umask 0027 makes it 0640');
+    expect(shown.stdout).toMatch(/It asks for wider permissions than your umask gives new files on d\/f \(0666, created 0640\) and new\.txt \(0666, created 0640\); dropped: group write, others read, others write, and the policy asks you about permission changes \(commands\.effects\.ask\)\./);
+    expect(fs.existsSync(path.join(workspace, 'new.txt'))).toBe(false);
+    const approved = asPerson(['approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')]);
+    expect(approved.status).toBe(0);
+    expect(fs.statSync(path.join(workspace, 'new.txt')).mode & 0o7777).toBe(0o640);
+    expect(fs.statSync(path.join(workspace, 'd/f')).mode & 0o7777).toBe(0o640);
+    expect(fs.statSync(path.join(workspace, 'd')).mode & 0o7777).toBe(0o750);
+    expect(fs.readFileSync(path.join(workspace, 'd/f'), 'utf8')).toBe('y\n');
+  }, 120_000);
 
   it('refuses to open a data directory named exec(1) that sits inside a workspace root, and says how to fix it', () => {
     const root = tempDir();

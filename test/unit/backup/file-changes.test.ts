@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlobStore, sha256Of } from '../../../src/backup/blob-store.js';
-import { applyFileChanges, backupFileChanges, hashFileChange, isBinary, previewFileChange, readCurrent, revertFileChanges, type FileChange } from '../../../src/backup/file-changes.js';
+import { applyFileChanges, backupFileChanges, contentKeptPercent, hashFileChange, isBinary, limitNewFileMode, previewFileChange, readCurrent, revertFileChanges, type FileChange } from '../../../src/backup/file-changes.js';
 import { ExecutorError } from '../../../src/domain/errors.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -109,7 +109,10 @@ describe('applying changes: plain content to real paths only', () => {
 
   it('applies only the 0o777 bits: set-uid, set-gid and sticky never reach the file', () => {
     const { work } = workDir();
-    applyFileChanges([write(path.join(work, 'py'), 'binary', 0o4755), write(path.join(work, 'g'), 'x', 0o2775), write(path.join(work, 's'), 'x', 0o1777)]);
+    // g and s exist already: a mode change of an existing file is applied as asked (minus the special bits); new files keep within the umask.
+    for (const name of ['g', 's']) fs.writeFileSync(path.join(work, name), 'old');
+    const existing = (name: string, modeAfter: number): FileChange => ({ ...write(path.join(work, name), 'x', modeAfter), before: Buffer.from('old'), mode: 0o644 });
+    applyFileChanges([write(path.join(work, 'py'), 'binary', 0o4755), existing('g', 0o2775), existing('s', 0o1777)]);
     expect(fs.statSync(path.join(work, 'py')).mode & 0o7777).toBe(0o755);
     expect(fs.statSync(path.join(work, 'g')).mode & 0o7777).toBe(0o775);
     expect(fs.statSync(path.join(work, 's')).mode & 0o7777).toBe(0o777);
@@ -163,5 +166,54 @@ describe('applying changes: plain content to real paths only', () => {
     const preview = previewFileChange({ ...write(path.join(work, 'py'), 'x', 0o755), dropped: ['set-uid bit dropped'] });
     expect(preview.dropped).toEqual(['set-uid bit dropped']);
     expect(preview.modeAfter).toBe(0o755);
+  });
+});
+
+describe('new files keep within the person\'s umask', () => {
+  const newFile = (absolutePath: string, modeAfter: number): FileChange => ({ absolutePath, displayPath: path.basename(absolutePath), before: null, after: Buffer.from('x\n'), mode: null, modeAfter });
+
+  it('applies a new file that asked for 0666 as 0644 under umask 022, and one under a folder the command made 0777 in a folder of the umask\'s mode', () => {
+    const dir = tempDir();
+    const limited = limitNewFileMode(newFile(path.join(dir, 'new.txt'), 0o666), 0o022);
+    expect(limited).toMatchObject({ modeAfter: 0o644, modeRequested: 0o666 });
+    applyFileChanges([limited, limitNewFileMode(newFile(path.join(dir, 'd', 'f'), 0o666), 0o022)]);
+    expect(fs.statSync(path.join(dir, 'new.txt')).mode & 0o7777).toBe(0o644);
+    expect(fs.statSync(path.join(dir, 'd', 'f')).mode & 0o7777).toBe(0o644);
+    expect(fs.statSync(path.join(dir, 'd')).mode & 0o022).toBe(0);
+  });
+
+  it('masks a new file with the umask at apply time too, even when the change was never limited', () => {
+    const dir = tempDir();
+    applyFileChanges([newFile(path.join(dir, 'raw.txt'), 0o777)]);
+    expect(fs.statSync(path.join(dir, 'raw.txt')).mode & 0o022).toBe(0);
+  });
+
+  it('leaves an existing file\'s mode change alone (the effects rating names it), and a change without a mode', () => {
+    const existing: FileChange = { absolutePath: '/ws/a', displayPath: 'a', before: Buffer.from('a'), after: Buffer.from('b'), mode: 0o644, modeAfter: 0o666 };
+    expect(limitNewFileMode(existing, 0o022)).toBe(existing);
+    const plain = newFile('/ws/b', 0o644);
+    expect(limitNewFileMode(plain, 0o022)).toBe(plain);
+  });
+});
+
+describe('what an existing file loses', () => {
+  it('measures the share of old non-blank lines still there, line by line', () => {
+    expect(contentKeptPercent(Buffer.from('a\nb\n'), Buffer.from('a\nb\nc\n'))).toBe(100);
+    expect(contentKeptPercent(Buffer.from('aaaa\nbbbb\n'), Buffer.from('aaaa\n'))).toBe(50);
+    expect(contentKeptPercent(Buffer.from('keep me\n'), Buffer.from('x\n'))).toBe(0);
+    expect(contentKeptPercent(Buffer.from('\n  \n'), Buffer.from('x'))).toBeNull();
+  });
+
+  it('previews emptied and replaced content on the real files, and a path under a file as absent', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'victim.txt');
+    fs.writeFileSync(file, 'keep me\n');
+    const change = (after: string) => previewFileChange({ absolutePath: file, displayPath: 'victim.txt', before: readCurrent(file).content, after: Buffer.from(after), mode: 0o644 });
+    expect(change('').contentLoss).toBe('emptied');
+    expect(change('\n').contentLoss).toBe('emptied');
+    expect(change('x\n')).toMatchObject({ contentLoss: 'replaced', keptPercent: 0 });
+    expect(change('keep me\nand more\n').contentLoss).toBeUndefined();
+    // A command that turned victim.txt into a folder writes victim.txt/inner: nothing is there yet.
+    expect(readCurrent(path.join(file, 'inner'))).toEqual({ content: null, mode: null });
   });
 });

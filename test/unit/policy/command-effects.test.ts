@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Evaluation } from '../../../src/domain/risk.js';
 import type { CommandRunPreview, FileChangePreview } from '../../../src/domain/step-record.js';
+import { limitNewFileMode, previewFileChange } from '../../../src/backup/file-changes.js';
 import { rateChangeset, weighEffects } from '../../../src/policy/command-effects.js';
 import { evaluateStep } from '../../../src/policy/evaluate-step.js';
 import { defaultPolicy, PolicySchema, type Policy } from '../../../src/policy/policy-file.js';
@@ -140,6 +141,114 @@ describe('rateChangeset', () => {
     const rating = rateChangeset(changeset([], [{ path: 'link', reason: 'symbolic links are not carried back' }]), policy());
     expect(rating.findings).toEqual([]);
     expect(rating.denialReasons).toEqual([]);
+  });
+});
+
+/** The preview the host makes of one existing file changing from `before` to `after`. */
+function rewritten(path: string, before: string | Buffer, after: string | Buffer | null): FileChangePreview {
+  const bytes = (content: string | Buffer) => (typeof content === 'string' ? Buffer.from(content) : content);
+  return previewFileChange({ absolutePath: `/ws/${path}`, displayPath: path, before: bytes(before), after: after === null ? null : bytes(after), mode: 0o644 });
+}
+
+/** The preview of a new file a command left with `requested` permission bits, under the person's umask. */
+function created(path: string, requested: number, umask = 0o022): FileChangePreview {
+  return previewFileChange(limitNewFileMode({ absolutePath: `/ws/${path}`, displayPath: path, before: null, after: Buffer.from('x\n'), mode: null, modeAfter: requested }, umask));
+}
+
+const kindsOf = (files: FileChangePreview[], effects: Record<string, unknown> = {}) => rateChangeset(changeset(files), policy(effects)).findings.map((f) => f.kind);
+const keepMe = 'keep me\n';
+const tenLines = Array.from({ length: 10 }, (_, i) => `line ${i} of the person's notes\n`).join('');
+
+describe('content that is lost: emptied is a deletion, replaced wholesale is `replace`', () => {
+  // Every way a command can take a file's content away while its name stays.
+  const cases: [string, string | Buffer, string | Buffer, string[]][] = [
+    [': > victim.txt (0 bytes)', keepMe, '', ['delete', 'modify']],
+    ['echo > victim.txt (a newline left)', keepMe, '\n', ['delete', 'modify']],
+    ["printf ' \\t\\r\\n' > victim.txt (white space left)", keepMe, ' \t\r\n', ['delete', 'modify']],
+    ['truncate -s 0 on a binary file', Buffer.from([0, 1, 2, 3]), Buffer.alloc(0), ['delete', 'modify']],
+    ['head -c 8 /dev/zero > victim.txt (NUL bytes left)', keepMe, Buffer.alloc(8), ['delete', 'modify']],
+    ['truncate -s 100 on an emptied copy (a hole of NULs)', tenLines, Buffer.alloc(100), ['delete', 'modify']],
+    ['echo x > victim.txt', keepMe, 'x\n', ['replace', 'modify']],
+    ['cp other.txt victim.txt', tenLines, 'something else entirely\nand more\n', ['replace', 'modify']],
+    ['ls > victim.txt', keepMe, 'a.txt\nb.txt\nvictim.txt\n', ['replace', 'modify']],
+    ['head -n 1 of ten lines (most of it cut away)', tenLines, tenLines.split('\n')[0] + '\n', ['replace', 'modify']],
+    ['a binary file rewritten', Buffer.from([0, 1, 2, 3]), Buffer.from([0, 0xff, 0xfe, 7]), ['replace', 'modify']],
+    ['one line of ten edited', tenLines, tenLines.replace('line 3', 'LINE 3'), ['modify']],
+    ['lines appended', keepMe, `${keepMe}more\n`, ['modify']],
+    ['line endings changed to CRLF', tenLines, tenLines.replace(/\n/g, '\r\n'), ['modify']],
+    ['lines reordered (sort)', tenLines, tenLines.split('\n').reverse().join('\n'), ['modify']],
+    ['a blank file filled', '\n\n', 'content\n', ['modify']],
+  ];
+  it.each(cases)('%s', (_name, before, after, kinds) => {
+    expect(kindsOf([rewritten('victim.txt', before, after)]).sort()).toEqual([...kinds].sort());
+  });
+
+  it('denies emptying under effects.deny ["delete"], in words that say the file is emptied', () => {
+    const rating = rateChangeset(changeset([rewritten('victim.txt', keepMe, '')]), policy({ deny: ['delete'] }));
+    expect(rating.risk).toBe('CRITICAL');
+    expect(rating.denialReasons).toEqual(['It empties victim.txt, and the policy denies deletions (commands.effects.deny).']);
+    const both = rateChangeset(changeset([deleted('a.txt'), rewritten('victim.txt', keepMe, '\n')]), policy({ deny: ['delete'] }));
+    expect(both.denialReasons).toEqual(['It deletes a.txt, and empties victim.txt, and the policy denies deletions (commands.effects.deny).']);
+  });
+
+  it('counts emptying by size alone, even in a preview that carries no contentLoss', () => {
+    expect(kindsOf([file('victim.txt', { sizeBefore: 8, sizeAfter: 0 })])).toContain('delete');
+  });
+
+  it('denies wholesale replacement only when the policy names `replace`, saying how much remains', () => {
+    const replaced = [rewritten('victim.txt', keepMe, 'x\n'), rewritten('notes.md', tenLines, tenLines.split('\n').slice(0, 3).join('\n')), rewritten('logo.png', Buffer.from([0, 1]), Buffer.from([0, 2]))];
+    expect(rateChangeset(changeset(replaced), policy({ deny: ['delete'] })).denied).toEqual([]);
+    const rating = rateChangeset(changeset(replaced), policy({ deny: ['replace'] }));
+    expect(rating.denialReasons).toEqual([
+      'It replaces the content of victim.txt (none of its old lines remain), notes.md (30% of its old content remains) and logo.png (binary: what remains of it cannot be shown), and the policy denies replacing the content of existing files (commands.effects.deny).',
+    ]);
+    expect(PolicySchema.parse({ commands: { effects: { ask: ['replace'] } } }).commands.effects.ask).toEqual(['replace']);
+  });
+
+  it('does not call a deleted or untouched file emptied or replaced', () => {
+    expect(kindsOf([rewritten('victim.txt', keepMe, null)])).toEqual(['delete']);
+    expect(rewritten('victim.txt', keepMe, keepMe).contentLoss).toBeUndefined();
+    expect(rewritten('empty.txt', '', 'now some\n').contentLoss).toBeUndefined();
+  });
+});
+
+describe('new files are never more open than the person\'s umask allows', () => {
+  it('creates a file that asked for 0666 under umask 022 as 0644, says what was dropped, and rates it a permission effect', () => {
+    const preview = created('new.txt', 0o666);
+    expect(preview).toMatchObject({ modeBefore: null, modeAfter: 0o644, modeRequested: 0o666 });
+    expect(preview.dropped).toEqual(['group write, others write dropped: the command asked for 0666, your umask 0022 makes it 0644']);
+    const rating = rateChangeset(changeset([preview, created('d/f', 0o666)]), policy());
+    const permission = rating.findings.find((f) => f.kind === 'permission')!;
+    expect(permission.paths).toEqual(['new.txt', 'd/f']);
+    expect(permission.says).toBe('it asks for wider permissions than your umask gives new files on new.txt (0666, created 0644) and d/f (0666, created 0644); dropped: group write, others write');
+    // permission is in the default ask list: an auto-approval is taken away.
+    expect(rating.asked.map((f) => f.kind)).toEqual(['permission']);
+    expect(weighEffects(autoApproved, rating).consent).toBe('confirm');
+  });
+
+  it('honours a stricter umask too (077 keeps group and others out), and an executable asked for stays executable for the owner', () => {
+    expect(created('script.sh', 0o777, 0o077)).toMatchObject({ modeAfter: 0o700, modeRequested: 0o777 });
+    expect(created('readme', 0o644, 0o077).modeAfter).toBe(0o600);
+  });
+
+  it('says nothing when the command asked for no more than the umask gives', () => {
+    const preview = created('ok.txt', 0o644);
+    expect(preview.modeRequested).toBeUndefined();
+    expect(preview.dropped).toBeUndefined();
+    expect(kindsOf([preview])).toEqual(['create']);
+  });
+
+  it('denies a world-writable file outright under effects.deny ["permission"]', () => {
+    const rating = rateChangeset(changeset([created('new.txt', 0o777)]), policy({ deny: ['permission'] }));
+    expect(rating.denialReasons[0]).toMatch(/^It asks for wider permissions than your umask gives new files on new\.txt \(0777, created 0755\); dropped: group write, others write, and the policy denies permission changes/);
+  });
+
+  it('names a file left without read or write for the person, new or changed', () => {
+    const rating = rateChangeset(changeset([created('locked', 0o000), file('notes.txt', { preHash: 's', postHash: 's', modeBefore: 0o644, modeAfter: 0o444 }), created('ro.txt', 0o444)]), policy());
+    const permission = rating.findings.find((f) => f.kind === 'permission')!;
+    expect(permission.says).toContain('it leaves locked (0000), notes.txt (0444) and ro.txt (0444) without read or write permission for you');
+    // A mode change that leaves the owner's read and write alone is not called that.
+    expect(rateChangeset(changeset([file('a', { preHash: 's', postHash: 's', modeBefore: 0o600, modeAfter: 0o640 })]), policy()).findings[0]!.says).toBe('it changes the permissions of a (0600 → 0640)');
   });
 });
 

@@ -178,6 +178,48 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
+  it('refuses the whole changeset when a file became a folder, or a folder a file, instead of leaving a file in the way', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.mkdirSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.writeFileSync(path.join(scratch.dir, 'src/a.txt/inner'), 'new\n');
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt/inner', 'added']]);
+      expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there; .*nothing of this command is applied/), blocksChangeset: true }]);
+    } finally {
+      scratch.dispose();
+    }
+    const folderToFile = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(folderToFile.dir, 'src'), { recursive: true });
+      fs.writeFileSync(path.join(folderToFile.dir, 'src'), 'now a file\n');
+      const { files, skipped } = computeChangeset(folderToFile, options);
+      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt', 'deleted'], ['src/b.txt', 'deleted']]);
+      expect(skipped).toEqual([{ relativePath: 'src', reason: expect.stringMatching(/^was a folder and the command left a regular file there/), blocksChangeset: true }]);
+    } finally {
+      folderToFile.dispose();
+    }
+  });
+
+  it('leaves a file a command replaced by a symlink or a FIFO as it is, and says so', () => {
+    const scratch = makeScratchCopy(workspace(), options);
+    try {
+      fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
+      fs.symlinkSync('/etc/passwd', path.join(scratch.dir, 'src/a.txt'));
+      fs.rmSync(path.join(scratch.dir, 'src/b.txt'));
+      execFileSync('mkfifo', [path.join(scratch.dir, 'src/b.txt')]);
+      const { files, skipped } = computeChangeset(scratch, options);
+      expect(files).toEqual([]);
+      expect(skipped).toEqual([
+        { relativePath: 'src/a.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' },
+        { relativePath: 'src/b.txt', reason: expect.stringMatching(/^a FIFO .*; the file that was there stays as it is$/) },
+      ]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it('does not carry back a FIFO, naming what it is', () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
