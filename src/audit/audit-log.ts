@@ -46,9 +46,13 @@ interface Head {
 
 type CheckpointReason = CheckpointBody['reason'];
 
+/** Typed file-system failures from the atomic writer (src/backup/atomic-write.ts), e.g. of the key store during a ratchet. */
+const FILE_WRITE_CODES = new Set(['FILE_NOT_WRITABLE', 'STORAGE_FULL']);
+
 function writeFailed(error: unknown): ExecutorError {
-  if (error instanceof ExecutorError) return error;
-  const code = (error as { code?: string }).code;
+  // A file the append had to write (the key store) failing is still the audit record failing: the caller must learn the log refused, not that some file did.
+  if (error instanceof ExecutorError && !FILE_WRITE_CODES.has(error.code)) return error;
+  const code = error instanceof ExecutorError ? error.code : (error as { code?: string }).code;
   return new ExecutorError('AUDIT_WRITE_FAILED', `The audit record could not be written (${(error as Error).message}); nothing was changed. Free disk space or fix the data directory's permissions, then try again.`, {
     ...(code ? { cause: code } : {}),
   });

@@ -271,9 +271,12 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
   assertPlainTarget(target);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   let fd: number;
+  // A new file in the person's workspace gets the mode their own umask gives: the process umask is
+  // the private one, which would make it 0600 at open, so the mode is set on the descriptor too.
+  const umask = personUmask();
+  const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
   try {
-    const umask = personUmask();
-    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, mode ?? (umask === null ? 0o644 : 0o666 & ~umask));
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
   } catch (error) {
     throw writeFailure(error, target, data.byteLength);
   }
@@ -282,7 +285,7 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
     // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
     try {
       writeAll(fd, data);
-      if (mode !== undefined) fs.fchmodSync(fd, mode);
+      if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
       fs.fsyncSync(fd);
     } catch (error) {
       throw writeFailure(error, target, data.byteLength);

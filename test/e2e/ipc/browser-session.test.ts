@@ -52,14 +52,17 @@ describe.skipIf(!haveChromium)('the web client in real Chromium, served by the l
       expect(page.url()).not.toContain('token=');
 
       const agent = await connectToHost(served.executor.dataDir, 'agent');
-      await agent.propose({ plan: { steps: [{ id: 'b1', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'browser\n' } }] } });
+      // An agent's step ids are the host's: the id the plan asked for is replaced.
+      const [proposed] = await agent.propose({ plan: { steps: [{ id: 'b1', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'browser\n' } }] } });
       agent.close();
-      await expect.poll(() => page.locator('#events li').allTextContents()).toEqual(['b1:evaluated', 'b1:awaiting_consent']);
+      const stepId = proposed!.step.id;
+      expect(stepId).toMatch(/^step-/);
+      await expect.poll(() => page.locator('#events li').allTextContents()).toEqual([`${stepId}:evaluated`, `${stepId}:awaiting_consent`]);
 
       await page.click('#approve');
       await expect.poll(() => page.textContent('#status')).toBe('approved:executed');
       expect(fs.readFileSync(path.join(workspace, 'b.txt'), 'utf8')).toBe('browser\n');
-      expect(served.executor.getStep('b1').approval?.by.channel).toBe('web');
+      expect(served.executor.getStep(stepId).approval?.by.channel).toBe('web');
 
       // A reload keeps the session (its key is in sessionStorage); the spent token is not needed.
       await page.reload();

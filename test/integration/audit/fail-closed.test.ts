@@ -169,7 +169,10 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     mounted.push(keysDir);
     sh('mount', '-o', 'remount,ro,bind', keysDir);
     try {
-      await expect(executor.approve('step-fc', PERSON)).rejects.toMatchObject({ code: 'AUDIT_WRITE_FAILED' });
+      // Typed as the audit failing, naming the key store file that could not be written.
+      const failure = await executor.approve('step-fc', PERSON).then(() => null, (caught: unknown) => caught as { code: string; message: string; details?: Record<string, unknown> });
+      expect(failure).toMatchObject({ code: 'AUDIT_WRITE_FAILED', details: { cause: 'FILE_NOT_WRITABLE' } });
+      expect(failure!.message).toContain(path.join(keysDir, ''));
       expect(executor.getStep('step-fc').status).toBe('awaiting_consent');
     } finally {
       sh('umount', keysDir);

@@ -83,21 +83,35 @@ describe.skipIf(!hasDocker)('the command policy end to end: real CLI, real Docke
     const at = new Date().toISOString();
     const { dataDir, workspace } = tempSetup();
     const policyFile = path.join(dataDir, 'policy.json');
-    const remembered = [
-      { id: 'timeout-60', kind: 'command', prefix: ['timeout', '60'], root: workspace, maxRisk: 'HIGH', createdAt: at },
-      { id: 'nice', kind: 'command', prefix: ['nice'], root: workspace, maxRisk: 'HIGH', createdAt: at },
-      { id: 'echo', kind: 'command', prefix: ['echo'], root: workspace, maxRisk: 'HIGH', createdAt: at },
-    ];
-    fs.writeFileSync(policyFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(policyFile, 'utf8')), remembered }));
+    const basePolicy = JSON.parse(fs.readFileSync(policyFile, 'utf8')) as Record<string, unknown>;
     fs.writeFileSync(path.join(workspace, 'victim.txt'), 'still here\n');
-    const covered = await propose(dataDir, 'covered', [{ id: 'covered', args: { command: 'echo covered > covered.txt' } }]);
-    expect(covered.get('covered')?.status).toBe('executed');
-    const wrapped = await propose(dataDir, 'wrapped', [
+    const wrappedSteps = [
       { id: 'timeout', args: { command: 'timeout 60 rm -rf victim.txt' } },
       { id: 'nice', args: { command: 'nice rm victim.txt' } },
       { id: 'piped', args: { command: 'echo rm victim.txt | sh' } },
       { id: 'argv', args: { argv: ['timeout', '60', 'rm', 'victim.txt'] } },
-    ]);
+    ];
+
+    // A wrapper rule cannot even be stored: a policy.json holding one (written by hand, or by an
+    // older version) is refused at load, naming the word, and nothing is proposed or run.
+    for (const prefix of [['timeout', '60'], ['nice']]) {
+      const remembered = [{ id: 'wrapper', kind: 'command', prefix, root: workspace, maxRisk: 'HIGH', createdAt: at }];
+      fs.writeFileSync(policyFile, JSON.stringify({ ...basePolicy, remembered }));
+      const planFile = path.join(tempDir(), 'wrapped.json');
+      fs.writeFileSync(planFile, JSON.stringify({ planId: 'wrapped', steps: wrappedSteps.map((step) => ({ ...step, action: 'runCommand' })) }));
+      const refused = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
+      expect(refused.status, prefix.join(' ')).not.toBe(0);
+      const error = refused.json<{ error: { code: string; message: string } }>().error;
+      expect(error.code).toBe('POLICY_INVALID');
+      expect(error.message).toContain(`A command rule cannot start with "${prefix[0]}"`);
+      expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
+    }
+
+    // A rule that may be stored (echo) covers its own command, and none of the wrapped ones.
+    fs.writeFileSync(policyFile, JSON.stringify({ ...basePolicy, remembered: [{ id: 'echo', kind: 'command', prefix: ['echo'], root: workspace, maxRisk: 'HIGH', createdAt: at }] }));
+    const covered = await propose(dataDir, 'covered', [{ id: 'covered', args: { command: 'echo covered > covered.txt' } }]);
+    expect(covered.get('covered')?.status).toBe('executed');
+    const wrapped = await propose(dataDir, 'wrapped', wrappedSteps);
     expect([...wrapped.values()].map((step) => [step.stepId, step.status])).toEqual([
       ['timeout', 'awaiting_consent'],
       ['nice', 'awaiting_consent'],

@@ -18,18 +18,23 @@ function executorWithRule(prefix: string[], policy: Record<string, unknown> = {}
   const setup = tempSetup();
   const executor = Executor.open(setup.dataDir);
   open.push(executor);
-  const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-a' } };
+  const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-A1' } };
   executor.setPolicy({ ...executor.getPolicy(), ...policy, remembered: [rule] }, { user: "me", channel: "cli" });
   return { executor, workspace: setup.workspace };
 }
 
-const command = (args: Record<string, unknown>): Step => StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta: { origin: 'agent', client: 'agent-a' } });
+// The rule's agent is the identity the host issued (meta.agent); the client name is a label.
+const command = (args: Record<string, unknown>, meta: Record<string, unknown> = { origin: 'agent', client: 'agent-a', agent: 'agent-A1' }): Step =>
+  StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta });
 
 describe('remembered command rules, evaluated on runCommand steps', () => {
   it('covers the remembered prefix with more arguments, in the root', () => {
     const { executor } = executorWithRule(['npm', 'test']);
     expect(executor.evaluateStep(command({ command: 'npm test -- --watch' })).consent).toBe('none');
     expect(executor.evaluateStep(command({ argv: ['npm', 'test'] })).consent).toBe('none');
+    // Another issued agent, or a step that only names itself like the rule's agent, still asks.
+    expect(executor.evaluateStep(command({ argv: ['npm', 'test'] }, { origin: 'agent', client: 'agent-a', agent: 'agent-B2' })).consent).toBe('confirm');
+    expect(executor.evaluateStep(command({ argv: ['npm', 'test'] }, { origin: 'agent', client: 'agent-a' })).consent).toBe('confirm');
   });
 
   it('does not cover another command chained after it, nor a longer program name', () => {

@@ -8,8 +8,9 @@ import { Executor } from '../../../src/executor/executor.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const person = actorFor('window');
-const agentA = actorFor('mcp', 'agent-a');
-const agentB = actorFor('mcp', 'agent-b');
+// Agents are the identities the host issued (meta.agent); B gives the very name A gives.
+const agentA = { ...actorFor('mcp', 'agent-a'), agent: 'agent-A1' };
+const agentB = { ...actorFor('mcp', 'agent-a'), agent: 'agent-B2' };
 const opened: Executor[] = [];
 afterEach(() => {
   for (const executor of opened.splice(0)) executor.close();
@@ -39,7 +40,8 @@ async function rememberFolderRule(executor: Executor, workspace: string, lifetim
   const [first] = await executor.propose(write('first', path.join(workspace, 'src', 'a.ts')), agentA);
   expect(first!.status).toBe('awaiting_consent');
   const choice = ruleChoicesForStep(first!, executor.getPolicy().workspaceRoots).find((option) => option.draft.kind === 'file' && option.draft.glob === 'src/**')!;
-  return executor.approveAndRemember('first', person, { previewHash: first!.previewHash!, rule: choice.draft, lifetime });
+  // An agent's step ids are the host's: the id it asked for is not the one it gets.
+  return executor.approveAndRemember(first!.step.id, person, { previewHash: first!.previewHash!, rule: choice.draft, lifetime });
 }
 
 describe('approve and remember, through the Executor', () => {
@@ -49,12 +51,13 @@ describe('approve and remember, through the Executor', () => {
     const before = Date.now();
     const { step, rule } = await rememberFolderRule(executor, workspace, 'day');
     expect(step.status).toBe('executed');
-    expect(rule).toMatchObject({ kind: 'file', glob: 'src/**', root: workspace, proposer: { kind: 'agent', agentId: 'agent-a' } });
+    expect(step.step.meta.agent).toBe('agent-A1');
+    expect(rule).toMatchObject({ kind: 'file', glob: 'src/**', root: workspace, proposer: { kind: 'agent', agentId: 'agent-A1' } });
     const expiresAt = Date.parse(rule.expiresAt!);
     expect(expiresAt).toBeGreaterThanOrEqual(before + 86_400_000 - 1000);
     expect(expiresAt).toBeLessThanOrEqual(Date.now() + 86_400_000);
     expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered).toEqual([rule]);
-    const records = auditOf(executor, 'first');
+    const records = auditOf(executor, step.step.id);
     const approved = records.find((record) => record.kind === 'step.approved')!;
     const changed = records.find((record) => record.kind === 'policy.changed')!;
     // One transaction: the policy change follows the approval directly.
@@ -74,14 +77,14 @@ describe('approve and remember, through the Executor', () => {
     const [covered] = await executor.propose(write('covered', path.join(workspace, 'src', 'b.ts')), agentA);
     expect(covered!.status).toBe('executed');
     expect(covered!.evaluation!.approvedByRules).toEqual([rule.id]);
-    expect(heard).toEqual(['covered']);
-    const records = auditOf(executor, 'covered');
+    expect(heard).toEqual([covered!.step.id]);
+    const records = auditOf(executor, covered!.step.id);
     const approved = records.find((record) => record.kind === 'step.approved')!;
     const applied = records.filter((record) => record.kind === 'rule.applied');
     expect(applied).toHaveLength(1);
     expect(applied[0]!.detail).toEqual({ ruleId: rule.id });
     expect(applied[0]!.seq).toBe(approved.seq + 1);
-    expect(executor.listRuleHits()).toEqual([{ ruleId: rule.id, hits: 1, lastHitAt: expect.any(String), lastStepId: 'covered' }]);
+    expect(executor.listRuleHits()).toEqual([{ ruleId: rule.id, hits: 1, lastHitAt: expect.any(String), lastStepId: covered!.step.id }]);
 
     const [otherAgent] = await executor.propose(write('other-agent', path.join(workspace, 'src', 'b.ts'), 'y\n'), agentB);
     expect(otherAgent!.status).toBe('awaiting_consent');
@@ -89,10 +92,13 @@ describe('approve and remember, through the Executor', () => {
     expect(own!.status).toBe('awaiting_consent');
     const [unnamed] = await executor.propose(write('unnamed', path.join(workspace, 'src', 'd.ts')), actorFor('mcp'));
     expect(unnamed!.status).toBe('awaiting_consent');
+    // A session the host issued no identity, giving A's name: not A.
+    const [nameOnly] = await executor.propose(write('name-only', path.join(workspace, 'src', 'd2.ts')), actorFor('mcp', 'agent-a'));
+    expect(nameOnly!.status).toBe('awaiting_consent');
     expect(fs.readFileSync(path.join(workspace, 'src', 'b.ts'), 'utf8')).toBe('x\n');
 
-    await executor.propose(write('covered-2', path.join(workspace, 'src', 'e.ts')), agentA);
-    expect(executor.listRuleHits()[0]).toMatchObject({ hits: 2, lastStepId: 'covered-2' });
+    const [covered2] = await executor.propose(write('covered-2', path.join(workspace, 'src', 'e.ts')), agentA);
+    expect(executor.listRuleHits()[0]).toMatchObject({ hits: 2, lastStepId: covered2!.step.id });
 
     // Hits are durable: a restart keeps them. Removing the rule drops its count.
     closeLast(executor);
@@ -114,7 +120,7 @@ describe('approve and remember, through the Executor', () => {
     expect(step!.evaluation!.approvedByRules).toBeUndefined();
     expect(fs.existsSync(path.join(workspace, 'src', 'b.ts'))).toBe(false);
     expect(executor.listRuleHits()).toEqual([]);
-    expect(auditOf(executor, 'late').some((record) => record.kind === 'rule.applied')).toBe(false);
+    expect(auditOf(executor, step!.step.id).some((record) => record.kind === 'rule.applied')).toBe(false);
   });
 
   it('refuses a rule that is not one of the choices offered for the step, and approves nothing then', async () => {
@@ -135,13 +141,13 @@ describe('approve and remember, through the Executor', () => {
     const maxRisk = step!.evaluation!.risk;
     expect(ruleChoicesForStep(step!, [workspace]).map((choice) => choice.draft)).toContainEqual({ kind: 'file', root: workspace, glob: 'src/**', maxRisk });
     for (const rule of widened) {
-      const error = await executor.approveAndRemember('s', person, { rule, lifetime: 'day' }).catch((caught: unknown) => caught);
+      const error = await executor.approveAndRemember(step!.step.id, person, { rule, lifetime: 'day' }).catch((caught: unknown) => caught);
       expect(error, JSON.stringify(rule)).toBeInstanceOf(ExecutorError);
       expect((error as ExecutorError).code).toBe('INVALID_INPUT');
     }
-    const lifetime = await executor.approveAndRemember('s', person, { rule: { kind: 'file', root: workspace, glob: 'src/**', maxRisk }, lifetime: 'forever' as never }).catch((caught: unknown) => caught);
+    const lifetime = await executor.approveAndRemember(step!.step.id, person, { rule: { kind: 'file', root: workspace, glob: 'src/**', maxRisk }, lifetime: 'forever' as never }).catch((caught: unknown) => caught);
     expect((lifetime as ExecutorError).code).toBe('INVALID_INPUT');
-    expect(executor.getStep('s').status).toBe('awaiting_consent');
+    expect(executor.getStep(step!.step.id).status).toBe('awaiting_consent');
     expect(executor.getPolicy().remembered).toEqual([]);
     expect(auditOf(executor).some((record) => record.kind === 'policy.changed')).toBe(false);
   });
@@ -156,13 +162,13 @@ describe('approve and remember, through the Executor', () => {
     fs.rmSync(path.join(dataDir, 'policy.json'));
     fs.mkdirSync(path.join(dataDir, 'policy.json'));
     fs.writeFileSync(path.join(dataDir, 'policy.json', 'keep'), '');
-    const failure = await executor.approveAndRemember('s', person, { rule: choice.draft, lifetime: 'never' }).then(() => null, (caught: unknown) => caught as NodeJS.ErrnoException);
+    const failure = await executor.approveAndRemember(step!.step.id, person, { rule: choice.draft, lifetime: 'never' }).then(() => null, (caught: unknown) => caught as NodeJS.ErrnoException);
     expect(failure).not.toBeNull();
     expect(failure!.code).toMatch(/^E(ISDIR|NOTEMPTY|EXIST|PERM)$/);
     expect(auditOf(executor).map((record) => record.kind)).not.toContain('policy.changed');
-    expect(executor.getStep('s').status).toBe('awaiting_consent');
+    expect(executor.getStep(step!.step.id).status).toBe('awaiting_consent');
     expect(executor.getPolicy().remembered).toEqual([]);
-    expect(auditOf(executor, 's').map((record) => record.kind)).not.toContain('step.approved');
+    expect(auditOf(executor, step!.step.id).map((record) => record.kind)).not.toContain('step.approved');
     expect(fs.existsSync(path.join(workspace, 'src', 'a.ts'))).toBe(false);
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
   });

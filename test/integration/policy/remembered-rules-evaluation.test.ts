@@ -17,7 +17,7 @@ describe('remembered rules when a step is evaluated', () => {
     const executor = Executor.open(dataDir);
     opened.push(executor);
     const person = actorFor('window');
-    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent 1' } }] }, person);
+    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-1' } }] }, person);
 
     const records = await executor.propose({
       planId: 'p1',
@@ -25,15 +25,16 @@ describe('remembered rules when a step is evaluated', () => {
         { id: 'covered', action: 'writeFile', args: { path: path.join(workspace, 'src', 'a.ts'), content: 'export {};\n' } },
         { id: 'secret', action: 'writeFile', args: { path: path.join(workspace, 'src', '.env'), content: 'TOKEN=1\n' } },
       ],
-    }, actorFor('mcp', 'agent 1'));
-    const byId = new Map(records.map((record) => [record.step.id, record]));
-    expect(byId.get('covered')!.status).toBe('executed');
-    expect(byId.get('covered')!.evaluation!.mitigations.join(' ')).toMatch(/remembered rule r1: Future writes and deletes of files matching src\/\*\*/);
+    }, { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' });
+    // An agent's step ids are the host's; the plan's order tells the steps apart.
+    const [covered, secret] = records;
+    expect(covered!.status).toBe('executed');
+    expect(covered!.evaluation!.mitigations.join(' ')).toMatch(/remembered rule r1: Future writes and deletes of files matching src\/\*\*/);
     expect(fs.readFileSync(path.join(workspace, 'src', 'a.ts'), 'utf8')).toBe('export {};\n');
-    expect(byId.get('secret')!.status).toBe('awaiting_consent');
-    expect(byId.get('secret')!.evaluation!.risk).toBe('HIGH');
+    expect(secret!.status).toBe('awaiting_consent');
+    expect(secret!.evaluation!.risk).toBe('HIGH');
 
-    const outside = await executor.propose({ planId: 'p2', steps: [{ id: 'outside', action: 'writeFile', args: { path: path.join(workspace, 'b.ts'), content: 'x' } }] }, actorFor('mcp'));
+    const outside = await executor.propose({ planId: 'p2', steps: [{ id: 'outside', action: 'writeFile', args: { path: path.join(workspace, 'b.ts'), content: 'x' } }] }, { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' });
     expect(outside[0]!.status).toBe('awaiting_consent');
     expect(fs.existsSync(path.join(workspace, 'b.ts'))).toBe(false);
   });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
 import { DATA_DIR_FILES, DATA_DIR_FOLDERS, ensureDataDir } from '../../../src/store/data-dir.js';
-import { runCli, runCliAsync } from '../../helpers/run-cli.js';
+import { runCli, runCliAsync, shownPreviewHash } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -124,7 +124,10 @@ describe('the data directory is private on every start', () => {
     const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile]);
     expect(proposed.stderr).not.toMatch(/executor: [A-Z_]+:/);
     expect(proposed.status).toBe(1);
-    expect((await runCliAsync(['--data-dir', dataDir, 'approve', 'p1'])).status).toBe(0);
+    // A CLI approval binds to the preview it was shown (`steps show` prints its hash).
+    const approved = await runCliAsync(['--data-dir', dataDir, 'approve', 'p1', '--preview-hash', shownPreviewHash(dataDir, 'p1')]);
+    expect(approved.stderr).toBe('');
+    expect(approved.status).toBe(0);
     // While the host runs: the WAL files, the socket, the lock and the tokens exist.
     for (const entry of ['executor.db-wal', 'executor.db-shm', 'executor.sock', 'executor.lock', 'ipc/cli.token', 'ipc/agent.token']) {
       expect(fs.existsSync(path.join(dataDir, entry)), entry).toBe(true);

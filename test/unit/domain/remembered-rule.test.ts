@@ -91,9 +91,12 @@ function waitingRecord(args: Record<string, unknown>, meta: Record<string, unkno
 describe('rule scope and lifetime', () => {
   it('scope a rule to the person, or to the one agent that proposed the step', () => {
     expect(proposerOf({ meta: { origin: 'user' } })).toEqual({ kind: 'person' });
-    expect(proposerOf({ meta: { origin: 'agent', client: 'claude-code 1.2' } })).toEqual({ kind: 'agent', agentId: 'claude-code 1.2' });
-    // An agent that gave no name cannot be told apart from any other: no rule for it.
+    // The identity the host issued decides, never the name the agent gave itself.
+    expect(proposerOf({ meta: { origin: 'agent', client: 'claude-code 1.2', agent: 'agent-A1' } })).toEqual({ kind: 'agent', agentId: 'agent-A1' });
+    // An agent the host issued no identity cannot be told apart from any other: no rule for it,
+    // however it names itself.
     expect(proposerOf({ meta: { origin: 'agent' } })).toBeNull();
+    expect(proposerOf({ meta: { origin: 'agent', client: 'claude-code 1.2' } })).toBeNull();
     expect(sameProposer({ kind: 'agent', agentId: 'a' }, { kind: 'agent', agentId: 'a' })).toBe(true);
     expect(sameProposer({ kind: 'agent', agentId: 'a' }, { kind: 'agent', agentId: 'b' })).toBe(false);
     expect(sameProposer({ kind: 'agent', agentId: 'a' }, { kind: 'person' })).toBe(false);
@@ -113,9 +116,10 @@ describe('rule scope and lifetime', () => {
   });
 
   it('offer no rule for a step whose agent is unnamed, that sets env, asks for the network or secrets, or is CRITICAL', () => {
-    const agent = { origin: 'agent', client: 'a' };
+    const agent = { origin: 'agent', client: 'a', agent: 'agent-A1' };
     expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'] }, agent), ['/ws']).map((choice) => choice.label)).toEqual(['make test', 'make']);
     expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'] }, { origin: 'agent' }), ['/ws'])).toEqual([]);
+    expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'] }, { origin: 'agent', client: 'a' }), ['/ws'])).toEqual([]);
     expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'], env: { LD_PRELOAD: '/tmp/x.so' } }, agent), ['/ws'])).toEqual([]);
     expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'], network: 'allowlist' }, agent), ['/ws'])).toEqual([]);
     expect(ruleChoicesForStep(waitingRecord({ argv: ['make', 'test'], allowSecrets: ['.env'] }, agent), ['/ws'])).toEqual([]);

@@ -12,7 +12,7 @@ import { defaultPolicy } from '../../../src/policy/policy-file.js';
 
 function waiting(id: string, planId: string, position: number, createdAt: string, risk: 'LOW' | 'MEDIUM' | 'HIGH' | 'CRITICAL', path = `/ws/${id}.txt`): StepRecord {
   return {
-    step: { id, planId, action: 'writeFile', args: { path, content: 'x' }, meta: { origin: 'agent', client: 'agent-a' } },
+    step: { id, planId, action: 'writeFile', args: { path, content: 'x' }, meta: { origin: 'agent', client: 'agent-a', agent: 'agent-A1' } },
     position,
     status: 'awaiting_consent',
     stepHash: 'h',
@@ -57,9 +57,11 @@ describe('the queue', () => {
     ]);
     expect(ruleChoicesFor(waiting('c', 'p', 0, '2026-01-01T00:00:00Z', 'CRITICAL', '/ws/src/a.ts'), policy)).toEqual([]);
     expect(ruleChoicesFor(waiting('o', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/elsewhere/a.ts'), policy)).toEqual([]);
-    // An agent that gave no name cannot be told from any other: no rule could be scoped to it.
+    // An agent the host issued no identity cannot be told from any other, whatever name it gave
+    // itself: no rule could be scoped to it.
     const unnamed = waiting('u', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts');
     expect(ruleChoicesFor({ ...unnamed, step: { ...unnamed.step, meta: { origin: 'agent' } } }, policy)).toEqual([]);
+    expect(ruleChoicesFor({ ...unnamed, step: { ...unnamed.step, meta: { origin: 'agent', client: 'agent-a' } } }, policy)).toEqual([]);
   });
 
   it('notices a step only when a remembered rule approved it, naming the rule and the agent', () => {
