@@ -22,17 +22,21 @@ describe('sensitive paths through the real CLI', () => {
     fs.writeFileSync(path.join(workspace, '.cache', 'huggingface', 'token'), `${TOKEN}\n`);
     fs.writeFileSync(path.join(workspace, 'notes.txt'), 'plain notes\n');
     const steps = [
+      { id: 'control', action: 'runCode', args: { code: "return await tools.readFile('notes.txt');", capabilities: { readFile: true } } },
       { id: 'steal', action: 'runCode', args: { code: "return await tools.readFile('.huggingface/token');", capabilities: { readFile: true } } },
       { id: 'steal-cache', action: 'runCode', args: { code: "return await tools.readFile('.cache/huggingface/token');", capabilities: { readFile: true } } },
       { id: 'steal-case', action: 'runCode', args: { code: "try { return await tools.readFile('.HuggingFace/TOKEN'); } catch (e) { return 'refused: ' + String(e && e.message); }", capabilities: { readFile: true } } },
-      { id: 'control', action: 'runCode', args: { code: "return await tools.readFile('notes.txt');", capabilities: { readFile: true } } },
     ];
-    const plan = path.join(base, 'plan.json');
-    fs.writeFileSync(plan, JSON.stringify({ purpose: 'read tokens', steps }));
-    const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', plan], { timeoutMs: 110_000 });
-    const outcomes = proposed.json<Outcome[]>();
-    const byId = new Map(outcomes.map((outcome) => [outcome.stepId, outcome]));
-
+    // One plan each: a plan stops at its first failed step.
+    const byId = new Map<string, Outcome>();
+    const printed: string[] = [];
+    for (const step of steps) {
+      const plan = path.join(base, `${step.id}.json`);
+      fs.writeFileSync(plan, JSON.stringify({ purpose: 'read a file', steps: [step] }));
+      const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', plan], { timeoutMs: 60_000 });
+      printed.push(proposed.stdout, proposed.stderr);
+      byId.set(step.id, proposed.json<Outcome[]>()[0]!);
+    }
     // The control proves the plan ran through to tools.readFile at all.
     expect(byId.get('control')).toMatchObject({ status: 'executed', result: { ok: true, value: 'plain notes\n' } });
     for (const id of ['steal', 'steal-cache']) {
@@ -43,6 +47,6 @@ describe('sensitive paths through the real CLI', () => {
     }
     // A differently cased name opens another file on Linux (it does not exist here); on macOS and Windows it is the token, refused.
     expect(JSON.stringify(byId.get('steal-case'))).not.toContain(TOKEN);
-    expect(proposed.stdout + proposed.stderr).not.toContain(TOKEN);
+    expect(printed.join('')).not.toContain(TOKEN);
   });
 });

@@ -80,7 +80,7 @@ describe('default secret globs', () => {
   });
 
   it('matches other spellings of the same file where the filesystem ignores case or Windows folds the name', () => {
-    for (const variant of ['.NPMRC', '.Git-Credentials', '.AWS/credentials', 'ID_RSA', 'Cert.P12', '.Docker/Config.json']) {
+    for (const variant of ['.NPMRC', '.Git-Credentials', '.AWS/config', 'ID_RSA', 'Cert.P12', '.Docker/Config.json', '.HuggingFace/stored_tokens', '.Kube/prod-config']) {
       expect(matchingSecretGlob(variant, DEFAULT_SECRET_GLOBS), variant).toBeUndefined();
       expect(matchingSecretGlob(variant, DEFAULT_SECRET_GLOBS, { caseInsensitive: true }), variant).toBeDefined();
       expect(secretPathMatcher(DEFAULT_SECRET_GLOBS, { caseInsensitive: true })(variant), variant).toBe(true);
