@@ -105,7 +105,9 @@ describe('openURL', () => {
   it('tells text from opaque blobs', () => {
     expect(isOpaqueValue('a perfectly ordinary search query with words')).toBe(false);
     expect(isOpaqueValue('short')).toBe(false);
-    expect(isOpaqueValue('deadbeefdeadbeefdeadbeefdeadbeef')).toBe(true);
+    expect(isOpaqueValue('9f86d081884c7d659a2feaa0c55ad015')).toBe(true);
+    // Words spelled in hex letters are words: four of one carry next to nothing.
+    expect(isOpaqueValue('deadbeefdeadbeefdeadbeefdeadbeef')).toBe(false);
     expect(isOpaqueValue('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0')).toBe(true);
   });
 });
