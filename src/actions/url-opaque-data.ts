@@ -288,6 +288,8 @@ export function measureOpaqueData(url: URL): UrlOpaqueMeasure {
     if (bits > 0) parts.push({ where, bits });
   };
   for (const label of subdomainLabels(url.hostname)) add(`host label "${label.slice(0, 40)}"`, label, BOUNDARY_BITS);
+  // A port other than the scheme's own is chosen by whoever writes the URL: up to 16 bits.
+  if (url.port) parts.push({ where: 'port', bits: url.port.length * BITS_PER_DIGIT });
   const segments = url.pathname.split('/');
   segments.forEach((segment, index) => {
     // The first segment is the empty one before the leading slash; a permalink's id is the code host's own.

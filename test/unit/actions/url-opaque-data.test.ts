@@ -206,6 +206,13 @@ describe('opaque data in a URL', () => {
     expect(measureOpaqueData(new URL(`https://x.github.io/${many.join('-')}`)).totalBits).toBeGreaterThanOrEqual(OPAQUE_URL_BITS);
   });
 
+  it('counts a chosen port with the rest', () => {
+    const plain = measureOpaqueData(new URL('https://x.github.io/docs/')).totalBits;
+    const withPort = measureOpaqueData(new URL('https://x.github.io:48213/docs/'));
+    expect(withPort.totalBits - plain).toBeCloseTo(5 * Math.log2(10), 5);
+    expect(withPort.parts.map((part) => part.where)).toContain('port');
+  });
+
   it('adds the pieces of every part together, and names where they are', () => {
     const pieces = chunks(b64url, 8);
     const measure = measureOpaqueData(new URL(`https://x.github.io/${pieces[0]}?q=${pieces[1]}#${pieces[2]}`));
