@@ -9,12 +9,13 @@ import { LETTER_BIGRAM_BITS, LISTED_WORDS_TEXT } from './url-words.js';
  * So the measure does not look for encodings. It is the length of a description of everything after
  * the registrable host, under one fixed code in which every character costs what it can carry:
  * a digit 3.3 bits, a letter what a letter model of English and developers' words says (about 4 for
- * word-like letters, up to 8 for unlikely ones), punctuation 3 bits (0.5 when it repeats the last
- * separator; 6.6 a character in a run), a character of another script 5.5 to 10, anything else
- * (symbols, emoji, invisible characters, undecodable bytes) 8 to 16, a token that repeats an earlier one
- * only the bits to point back at it, and each piece (segment, query name and value) 1 bit.
- * Because it is a code, at most 2^n different URLs on one host measure under n bits: a URL under the
- * threshold carries under the threshold, however its data is spelled.
+ * word-like letters, more for unlikely ones), a lone separator 4 bits (0.5 when it repeats the last
+ * one; 6.6 a character in a run of punctuation), a character of another script 5.5 to 10, anything
+ * else (symbols, emoji, invisible characters, undecodable bytes) 8 to 16, a token that repeats an
+ * earlier one only the bits to point back at it, and each piece (segment, query pair) 1 bit.
+ * Every character is charged about what it could carry, so the count of different URLs on one host
+ * that measure under n bits is about 2^n at most: a URL under the threshold carries about that
+ * much, however its data is spelled.
  *
  * The one discount is for words of the built-in list (src/actions/url-words.ts, ~10,000 English and
  * developer words): the first 12 different listed words in a URL cost 2 bits each, though a listed
@@ -46,9 +47,10 @@ const BOUNDARY_BITS = 1;
 const CASE_BITS = 1;
 /** A lone separator: the same as the last one, one of the usual few, or any other ASCII punctuation. */
 const SAME_SEPARATOR_BITS = 0.5;
-const USUAL_SEPARATOR_BITS = 3;
-const PUNCTUATION_BITS = Math.log2(95);
 const USUAL_SEPARATORS = new Set([...'-_.+ ,:~/=&?']);
+/** Which of the usual few, and that it was not the same as the last. */
+const USUAL_SEPARATOR_BITS = Math.log2(USUAL_SEPARATORS.size) + 0.5;
+const PUNCTUATION_BITS = Math.log2(95);
 /** An escaped byte that is not UTF-8, an ASCII control character. */
 const RAW_BYTE_BITS = 8;
 
