@@ -203,7 +203,7 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'editor',
-    globs: ['.vscode/**', '*.code-workspace'],
+    globs: ['.vscode/**', '*.code-workspace', '{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/**', '.vscode-server/data/Machine/**'],
     what: 'VS Code workspace settings: tasks can run when the folder opens, and settings name programs the editor and its extensions start (terminal profiles, interpreters, linters, git)',
   },
   { kind: 'editor', globs: ['.idea/**'], what: 'JetBrains project settings: run configurations, external tools and startup tasks the IDE runs' },
@@ -329,6 +329,11 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
       '.lldbinit-*',
     ],
     what: "a development tool's setting that loads or runs code: init hooks, plugins and modules named by path (pylint's init-hook, mypy and flake8 plugins, RuboCop's and RSpec's require, PHPUnit's bootstrap, gdb and lldb scripts, live-reload commands), on the next lint, test, debug or watch",
+  },
+  {
+    kind: 'tool-config-code',
+    globs: ['.wgetrc', '.mailcap', '.lessfilter', '.lessopen'],
+    what: "a command-line tool's setting that names a program it runs: wget's use_askpass, mailcap's viewer for each kind of file, less's input filter, on the next download, file opening or page view",
   },
   {
     kind: 'package-manager',

@@ -228,6 +228,10 @@ const RUNS_LATER: [string, string][] = [
   ['.terraform.d/plugins/x/y', 'installed code'],
   ['go/bin/gopls', 'installed code'],
   ['.cirrus.yml', 'CI pipeline'],
+  ['.config/Code/User/settings.json', 'VS Code'],
+  ['Library/Application Support/Cursor/User/tasks.json', 'VS Code'],
+  ['.mailcap', 'file opening'],
+  ['.wgetrc', 'use_askpass'],
   ['.gitea/workflows/ci.yml', 'CI pipeline'],
 ];
 

@@ -178,6 +178,11 @@ const CREDENTIAL_FILES = [
   '.viminfo',
   'AppData/Roaming/Microsoft/Windows/PowerShell/PSReadLine/ConsoleHost_history.txt',
   'etc/shadow',
+  '.databrickscfg',
+  '.dbt/profiles.yml',
+  '.android/adbkey',
+  '.config/Signal/config.json',
+  '.mc/config.json',
 ];
 
 const ORDINARY = [
