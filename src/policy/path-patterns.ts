@@ -55,10 +55,81 @@ export function globMatcher(glob: string, options: PathMatchOptions = {}): PathM
   return matcher;
 }
 
+/** A pattern's first folder name when it is plain text (`.aws` of `.aws/**`): only a path with that name in it can match. */
+function literalFirstSegment(glob: string): string | undefined {
+  const first = glob.split('/')[0]!;
+  if (first === '' || first === '.' || first === '..' || first === '**' || /[*?[\]{}()!+@\\]/.test(first)) return undefined;
+  return first;
+}
+
+interface IndexedGlob {
+  glob: string;
+  /** Its place in the list: the first match in list order wins. */
+  order: number;
+  matches: PathMatcher;
+}
+
+/**
+ * A list of patterns compiled for matching many paths (every file of a workspace on its way into the
+ * Docker scratch copy): the same answers as trying each pattern in turn, without running every
+ * pattern on every path. Patterns without `/` are one alternation tested on the file's own name;
+ * patterns with `/` are tried only on a path that has their first folder name in it.
+ */
+function compileList(globs: readonly string[], caseInsensitive: boolean): (normalized: string) => string | undefined {
+  const fold = (text: string) => (caseInsensitive ? text.toLowerCase() : text);
+  const byName: IndexedGlob[] = [];
+  const byFolder = new Map<string, IndexedGlob[]>();
+  const everywhere: IndexedGlob[] = [];
+  globs.forEach((glob, order) => {
+    if (!glob.includes('/')) {
+      const regex = picomatch.makeRe(glob, { dot: true, nocase: caseInsensitive });
+      byName.push({ glob, order, matches: (name) => regex.test(name) });
+      return;
+    }
+    const indexed = { glob, order, matches: globMatcher(glob, { caseInsensitive }) };
+    const folder = literalFirstSegment(glob);
+    if (folder === undefined) everywhere.push(indexed);
+    else byFolder.set(fold(folder), [...(byFolder.get(fold(folder)) ?? []), indexed]);
+  });
+  // One pass over the name rejects nearly every path; the patterns are only told apart on a hit.
+  const anyName = byName.length ? new RegExp(byName.map((entry) => `(?:${picomatch.makeRe(entry.glob, { dot: true }).source})`).join('|'), caseInsensitive ? 'i' : '') : undefined;
+  return (normalized) => {
+    let best: IndexedGlob | undefined;
+    const consider = (entry: IndexedGlob, subject: string) => {
+      if ((!best || entry.order < best.order) && entry.matches(subject)) best = entry;
+    };
+    const segments = normalized.split('/');
+    const name = segments[segments.length - 1]!;
+    if (anyName?.test(name)) for (const entry of byName) consider(entry, name);
+    const seen = new Set<string>();
+    for (const segment of segments) {
+      const key = fold(segment);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const entry of byFolder.get(key) ?? []) consider(entry, normalized);
+    }
+    for (const entry of everywhere) consider(entry, normalized);
+    return best?.glob;
+  };
+}
+
+const compiledLists = new Map<string, (normalized: string) => string | undefined>();
+
+/** The first of `globs` that matches a path already folded by normalizedForMatching; compiled once per list and case mode. */
+export function globListMatcher(globs: readonly string[], options: PathMatchOptions = {}): (normalized: string) => string | undefined {
+  const key = `${options.caseInsensitive ? 'i' : 's'}:${globs.join('\u0000')}`;
+  let matcher = compiledLists.get(key);
+  if (!matcher) {
+    matcher = compileList(globs, options.caseInsensitive ?? false);
+    if (compiledLists.size > 100) compiledLists.clear();
+    compiledLists.set(key, matcher);
+  }
+  return matcher;
+}
+
 /** The first of `globs` that matches the path, after the path is folded to the name the filesystem opens. */
 export function firstMatchingGlob(relativePath: string, globs: readonly string[], options: PathMatchOptions = {}): string | undefined {
-  const normalized = normalizedForMatching(relativePath);
-  return globs.find((glob) => globMatcher(glob, options)(normalized));
+  return globListMatcher(globs, options)(normalizedForMatching(relativePath));
 }
 
 /** Platforms whose usual filesystems ignore case: APFS and HFS+ as formatted by default, NTFS as Windows opens it. */

@@ -1,4 +1,4 @@
-import { firstMatchingGlob, globMatcher, normalizedForMatching, type PathMatchOptions, type PathMatcher } from './path-patterns.js';
+import { firstMatchingGlob, globListMatcher, normalizedForMatching, type PathMatchOptions, type PathMatcher } from './path-patterns.js';
 
 /**
  * Whether a root-relative path looks like it holds secrets. Patterns without a slash match a name
@@ -11,9 +11,6 @@ export function matchingSecretGlob(relativePath: string, secretGlobs: readonly s
 
 /** The same test as matchingSecretGlob, as one function for walking many files (the Docker scratch copy). */
 export function secretPathMatcher(secretGlobs: readonly string[], options: PathMatchOptions = {}): PathMatcher {
-  const matchers = secretGlobs.map((glob) => globMatcher(glob, options));
-  return (relativePath) => {
-    const normalized = normalizedForMatching(relativePath);
-    return matchers.some((matches) => matches(normalized));
-  };
+  const firstMatch = globListMatcher(secretGlobs, options);
+  return (relativePath) => firstMatch(normalizedForMatching(relativePath)) !== undefined;
 }

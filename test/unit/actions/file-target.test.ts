@@ -75,7 +75,8 @@ describe('file steps on files that make the host run code later', () => {
     const [hook] = await executor.propose(write(path.join(gitRoot, 'hooks', 'pre-commit')), agent);
     expect(hook!.evaluation?.risk).toBe('HIGH');
     expect(hook!.evaluation?.reasons.join(' ')).toMatch(/Git hook/);
-    const [credentials] = await executor.propose(write(path.join(awsRoot, 'credentials')), agent);
+    // `config` alone is no secret's name: only the folder above the root makes it one.
+    const [credentials] = await executor.propose(write(path.join(awsRoot, 'config')), agent);
     expect(credentials!.evaluation?.risk).toBe('HIGH');
     expect(credentials!.evaluation?.reasons.join(' ')).toMatch(/secret pattern "\.aws\/\*\*"/);
   });

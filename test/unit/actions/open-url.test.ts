@@ -102,10 +102,31 @@ describe('openURL', () => {
     expect(done.result).toMatchObject({ url: 'https://example.com/', opened: false });
   });
 
+  it("is HIGH on an allowed wildcard host for each of the outside reviewer's URLs, and LOW for ordinary pages there", async () => {
+    const smuggling = [
+      'https://x.github.io/pwmup-feovs-foexv-kbjpq-cealz-xgavc-ghkia-wyzbr-alfmk-aawtt-clvcc',
+      'https://x.github.io/#睎蹐鉿邻捰揃膆秬驨偫脽孾肪臷促诫',
+      'https://x.github.io/?q=睎蹐鉿邻捰揃膆秬驨偫脽孾肪臷促诫',
+      'https://x.github.io/-___-___-__-___-_---___--___-----_---_--_-_-___-__--_-_',
+      'https://x.github.io/PwmupFeovsFoexvKbjpqCealzXgavcGhkiaWyzbrAlfmkAawttClvcc',
+    ];
+    for (const url of smuggling) {
+      const [record] = await executor({ network: { allowHosts: ['*.github.io'] }, autoApprove: 'LOW' }).propose(plan(url), agent);
+      expect(record!.evaluation?.risk, url).toBe('HIGH');
+      expect(record!.evaluation?.reasons.join(' '), url).toMatch(/could carry data from this machine/);
+    }
+    for (const url of ['https://x.github.io/docs/getting-started/#installation', 'https://x.github.io/blog/2024/05/17/announcing-version-two/']) {
+      const [record] = await executor({ network: { allowHosts: ['*.github.io'] }, autoApprove: 'LOW' }).propose(plan(url), agent);
+      expect(record!.evaluation?.risk, url).toBe('LOW');
+    }
+  });
+
   it('tells text from opaque blobs', () => {
     expect(isOpaqueValue('a perfectly ordinary search query with words')).toBe(false);
     expect(isOpaqueValue('short')).toBe(false);
-    expect(isOpaqueValue('deadbeefdeadbeefdeadbeefdeadbeef')).toBe(true);
+    expect(isOpaqueValue('9f86d081884c7d659a2feaa0c55ad015')).toBe(true);
+    // Words spelled in hex letters are words: four of one carry next to nothing.
+    expect(isOpaqueValue('deadbeefdeadbeefdeadbeefdeadbeef')).toBe(false);
     expect(isOpaqueValue('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0')).toBe(true);
   });
 });

@@ -62,8 +62,9 @@ describe('tools.readFile never reads a credential file back to code', () => {
     const { base, dataDir } = tempSetup();
     const awsRoot = path.join(base, 'home', '.aws');
     fs.mkdirSync(awsRoot, { recursive: true });
-    fs.writeFileSync(path.join(awsRoot, 'credentials'), 'aws_secret_access_key = x');
-    const { result } = await run(sandbox, readAll(['credentials']), { grants: { readFile: true }, policy: { workspaceRoots: [awsRoot] }, dataDir });
+    // `config` alone is no secret's name: only the folder above the root makes it one.
+    fs.writeFileSync(path.join(awsRoot, 'config'), 'aws_secret_access_key = x');
+    const { result } = await run(sandbox, readAll(['config']), { grants: { readFile: true }, policy: { workspaceRoots: [awsRoot] }, dataDir });
     expect((result as { value: string[] }).value[0]).toMatch(/secret pattern "\.aws\/\*\*"/);
   });
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+/**
+ * Writes src/actions/url-words.ts: the word list and letter model openURL's opaque-data measure
+ * codes a URL with (src/actions/url-opaque-data.ts). Run by hand when the list should change:
+ *
+ *   node scripts/generate-url-words.mjs <node_modules dir> <word list file>
+ *
+ * The word list is the words of a plain English dictionary (Debian's wamerican-small,
+ * /usr/share/dict/american-english-small) that also occur in the text of the installed packages'
+ * documentation and type declarations, plus the words (camelCase split) that occur in at least three
+ * packages' text: everyday English that developers write, and their own vocabulary (npm, js, api,
+ * config, typescript). Words of two letters come only from a short list of real ones: there are
+ * 676 two-letter strings, and a list holding most of them would let data pass as "words".
+ *
+ * The letter model is a bigram model over the same words, each counted once: the bits it gives a
+ * string are what that string costs to spell letter by letter when it is not a listed word.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+const [modulesDir, dictionaryFile] = process.argv.slice(2);
+if (!modulesDir || !dictionaryFile) {
+  console.error('usage: node scripts/generate-url-words.mjs <node_modules dir> <word list file>');
+  process.exit(2);
+}
+
+const TWO_LETTER_WORDS = `am an as at be by do go he if in is it me my no of oh ok on or so to up us we
+  ai api id js ts fs os io ui ux db vm vs en de fr es it ja ko ru zh pt nl sv pl tr uk hi ar v1 v2
+  qa ci cd pr hr pm ml px em tv cv ip dx gb mb kb tb un re`
+  .split(/\s+/)
+  .filter((word) => /^[a-z]{2}$/.test(word));
+
+/** The web's own words, which neither source has as words (no vowel, or too few packages). */
+const WEB_WORDS = `www http https html htm xhtml php aspx jsp cgi utm lng lat pdf faq rss svg png jpg jpeg gif webp amp
+  ref usr etc tmp src img cdn nav btn css orgs repos wiki sdk cli npm pkg cmd md rst txt xml json yaml yml toml rfc
+  sql dns tls ssl ssh cpp std url uri jwt gpg pgp tcp udp ftp smtp xss csrf cors wasm`.split(/\s+/);
+
+const packagesOf = new Map();
+function packageOf(file) {
+  const parts = path.relative(modulesDir, file).split(path.sep);
+  const last = parts.lastIndexOf('node_modules');
+  const rest = last >= 0 ? parts.slice(last + 1) : parts;
+  return rest[0].startsWith('@') ? rest.slice(0, 2).join('/') : rest[0];
+}
+function walk(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) walk(file);
+    else if (entry.isFile() && (/\.(md|markdown|txt)$/i.test(entry.name) || entry.name.endsWith('.d.ts'))) {
+      if (fs.statSync(file).size > 2_000_000) continue;
+      const owner = packageOf(file);
+      for (const run of fs.readFileSync(file, 'utf8').match(/[A-Za-z]+/g) ?? []) {
+        for (const part of run.match(/[A-Z]+(?![a-z])|[A-Z]?[a-z]+/g) ?? []) {
+          const word = part.toLowerCase();
+          if (word.length < 3 || word.length > 16) continue;
+          let owners = packagesOf.get(word);
+          if (!owners) packagesOf.set(word, (owners = new Set()));
+          owners.add(owner);
+        }
+      }
+    }
+  }
+}
+walk(modulesDir);
+
+const words = new Set([...TWO_LETTER_WORDS, ...WEB_WORDS]);
+// Developers' own vocabulary: a word many packages use. Three letters is a short code as often as a
+// word (aab, dff), so those need more packages and a vowel; none has a letter three times running.
+for (const [word, owners] of packagesOf) {
+  const short = word.length === 3;
+  if (owners.size >= (short ? 10 : 3) && (!short || /[aeiouy]/.test(word)) && !/(.)\1\1/.test(word)) words.add(word);
+}
+for (const word of fs.readFileSync(dictionaryFile, 'utf8').split('\n')) {
+  if (/^[a-z]{3,16}$/.test(word) && packagesOf.has(word)) words.add(word);
+}
+const sorted = [...words].sort();
+
+// Bigram counts over the listed words and the dictionary's, each word once; 0 is the word boundary.
+const dictionaryWords = fs.readFileSync(dictionaryFile, 'utf8').split('\n').filter((word) => /^[a-z]{2,16}$/.test(word));
+const counts = Array.from({ length: 27 }, () => new Array(27).fill(0.5));
+for (const word of new Set([...sorted, ...dictionaryWords])) {
+  let previous = 0;
+  for (const letter of word) {
+    const index = letter.charCodeAt(0) - 96;
+    counts[previous][index] += 1;
+    previous = index;
+  }
+  counts[previous][0] += 1;
+}
+// No empty word: from the boundary, only letters.
+counts[0][0] = 0;
+const bits = counts.map((row) => {
+  const total = row.reduce((sum, count) => sum + count, 0);
+  return row.map((count) => (count === 0 ? 0 : Math.round(-Math.log2(count / total) * 100) / 100));
+});
+
+const lines = [];
+for (let at = 0; at < sorted.length; ) {
+  let line = '';
+  while (at < sorted.length && line.length + sorted[at].length < 110) line += (line ? ' ' : '') + sorted[at++];
+  lines.push(`  '${line} ' +`);
+}
+const source = `// Generated by scripts/generate-url-words.mjs; do not edit by hand (the script says what the list is and why).
+
+/** ${sorted.length} words a URL spells as plain text, space-separated and sorted. */
+export const LISTED_WORDS_TEXT =
+${lines.join('\n')}
+  '';
+
+/** Bits to spell letter b after letter a (1–26 for a–z, 0 for the start or end of a word): LETTER_BIGRAM_BITS[a * 27 + b]. */
+export const LETTER_BIGRAM_BITS: readonly number[] = [
+${bits.map((row) => `  ${row.join(', ')},`).join('\n')}
+];
+`;
+fs.writeFileSync(new URL('../src/actions/url-words.ts', import.meta.url), source);
+console.log(`${sorted.length} words`);
