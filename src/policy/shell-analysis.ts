@@ -533,13 +533,14 @@ class Walk {
     }
     if (node.type === 'unary_expression' && operator === '-v') {
       const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
-      if (operand) this.nameArgument(operand.text.replace(/["']/g, ''), '`[[ -v … ]]`');
+      if (operand) this.nameArgument(wordValue(operand).value, '`[[ -v … ]]`');
     }
   }
 
   /**
    * A word given where a variable name goes (`read NAME`, `printf -v NAME`, `[ -v NAME ]`): a
-   * lookup variable is a write to it, a subscript is arithmetic, an unreadable word could be either.
+   * write to it when the builtin writes (`write`), a subscript is arithmetic, an unreadable word
+   * could be either.
    */
   nameArgument(word: string | null, where: string, write?: 'numeric' | 'text'): void {
     if (word === null) {
@@ -549,7 +550,6 @@ class Walk {
     const match = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[(.*)\])?$/s.exec(word);
     if (!match) return;
     if (write) this.writes(match[1]!, write);
-    else this.variable(match[1]!);
     if (match[2] !== undefined && match[2] !== '@' && match[2] !== '*') this.arithmetic(match[2], `the subscript of ${quoted(word)}`);
   }
 
