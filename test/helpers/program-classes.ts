@@ -8,7 +8,7 @@
  */
 
 export const BUSYBOX_APPLETS: readonly string[] = `
-[ [[ acpid add-shell addgroup adduser adjtimex arch arp arping ascii ash awk base32 base64 basename bash bbconfig bc beep blkdiscard
+[ [[ acpid add-shell addgroup adduser adjtimex ar arch arp arping ascii ash awk base32 base64 basename bash bbconfig bc beep blkdiscard
 blkid blockdev bootchartd brctl bunzip2 busybox bzcat bzip2 cal cat chat chattr chgrp chmod chown chpasswd chpst chroot chrt chvt
 cksum clear cmp comm conspy cp cpio crc32 crond crontab cryptpw cttyhack cut date dc dd deallocvt delgroup deluser depmod devmem df
 dhcprelay diff dirname dmesg dnsd dnsdomainname dos2unix dpkg dpkg-deb du dumpkmap dumpleases echo ed egrep eject env envdir
@@ -60,7 +60,7 @@ export const RUNS_ONLY_ITSELF: ReadonlyMap<string, string> = new Map([
     getfattr iostat nmeter top fuser volname logread dumpleases findfs blkid modinfo ls scriptreplay`),
   ...names('changes files, links, owners or attributes it is given', `chattr chgrp chmod chown cp dd fallocate fatattr link ln mkdir
     mkfifo mknod mktemp mv nuke rm rmdir setfattr shred sync fsync touch truncate unlink dos2unix unix2dos patch`),
-  ...names('compresses, archives or converts data', `bunzip2 bzcat bzip2 dpkg-deb gunzip gzip lzcat lzma lzop lzopcat rpm rpm2cpio
+  ...names('compresses, archives or converts data', `ar bunzip2 bzcat bzip2 dpkg-deb gunzip gzip lzcat lzma lzop lzopcat rpm rpm2cpio
     uncompress unlzma unlzop unxz unzip uudecode uuencode xz xzcat zcat makemime`),
   ...names('searches or filters text', 'diff egrep fgrep grep tr tsort less more hexedit'),
   ...names('talks to the network or a serial line', `arp arping brctl ether-wake ftpget ftpput ifconfig ifenslave ipaddr iplink ipneigh
