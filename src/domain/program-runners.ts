@@ -57,8 +57,8 @@ export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.free
 
 /**
  * Programs that run only themselves unless given certain arguments. `options` count anywhere in
- * the command (`-c` also inside bundled short options like `-xc`, `--long` also as `--long=…`);
- * `subcommands` count as any word that is not an option: which word is the subcommand depends on
+ * the command (`-c` also inside bundled short options like `-xc`, `--long` also as `--long=…` and
+ * cut short, `--to-com` for `--to-command`); `subcommands` count as any word that is not an option: which word is the subcommand depends on
  * which options take values (`git -C dir clone …`), and a wrong guess must not let one through.
  */
 export interface ArgumentRunners {
@@ -153,7 +153,12 @@ function lookup<T>(table: Readonly<Record<string, T>>, word: string): { name: st
 }
 
 function optionMatches(word: string, option: string): boolean {
-  if (option.startsWith('--')) return word === option || word.startsWith(`${option}=`);
+  if (option.startsWith('--')) {
+    // GNU getopt_long (tar, sort, git's parse-options, npm) takes any unambiguous start of a long
+    // option: `--to-com=sh` is `--to-command=sh`. Every start of a listed option counts.
+    const name = word.includes('=') ? word.slice(0, word.indexOf('=')) : word;
+    return name.length > 2 && name.startsWith('--') && option.startsWith(name);
+  }
   if (option.length === 2 && option.startsWith('-')) {
     // A short option also counts bundled with others (`-xvIzstd`) or with its value attached (`-cfoo`).
     if (word === option) return true;

@@ -34,7 +34,9 @@ export const RESERVED_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'eli
 
 /**
  * Variables that change which program a name runs, or make a program run other code: a line (or a
- * wrapper such as `env`) that sets one is unknowable whatever it runs next.
+ * wrapper such as `env`) that sets one is unknowable whatever it runs next. Case matters, as it does
+ * to the sandbox's Linux programs (`for path in …` is no write to PATH); npm and yarn read their
+ * settings from variables of either case.
  */
 export const LOOKUP_VARIABLE = new RegExp(
   '^(' +
@@ -47,10 +49,10 @@ export const LOOKUP_VARIABLE = new RegExp(
       // programs that tools start by the name a variable holds, and config files they read from HOME
       'GIT_\\w+', 'PAGER', 'MANPAGER', 'MANOPT', 'EDITOR', 'VISUAL', 'SUDO_EDITOR', 'LESSOPEN', 'LESSCLOSE', 'LESS', 'SSH_ASKPASS', 'SUDO_ASKPASS', 'TAR_OPTIONS', 'SHELL',
       'CONFIG_SHELL', 'MAKEFLAGS', 'MAKESHELL', 'MFLAGS', 'BROWSER', 'RSYNC_RSH', 'RSYNC_CONNECT_PROG', 'GOFLAGS', 'RUSTC', 'RUSTC_WRAPPER', 'RUSTC_WORKSPACE_WRAPPER',
-      'CARGO_\\w+', 'CC', 'CXX', 'CPP', 'LD', 'AS', 'AR', 'npm_config_\\w+', 'YARN_\\w+', 'COREPACK_\\w+', 'HOME', 'XDG_CONFIG_HOME', 'XDG_CONFIG_DIRS',
+      'CARGO_\\w+', 'CC', 'CXX', 'CPP', 'LD', 'AS', 'AR', '[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_\\w+', '[Yy][Aa][Rr][Nn]_\\w+', 'COREPACK_\\w+', 'HOME', 'XDG_CONFIG_HOME',
+      'XDG_CONFIG_DIRS',
     ].join('|') +
     ')$',
-  'i',
 );
 
 /**

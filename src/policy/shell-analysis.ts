@@ -1010,7 +1010,8 @@ class Walk {
 
   /**
    * GNU sed runs commands with `e` and the `s///e` flag; sed scripts from files are unseen. Short
-   * options bundle and take attached values (`-nes/x/rm y/e` is `-n -e 's/x/rm y/e'`).
+   * options bundle and take attached values (`-nes/x/rm y/e` is `-n -e 's/x/rm y/e'`), and long
+   * ones may be cut short (`--e=…` is `--expression=…`).
    */
   private sed(args: readonly (string | null)[]): Reading {
     const scripts: (string | null)[] = [];
@@ -1033,12 +1034,12 @@ class Walk {
       }
       if (word.startsWith('--')) {
         const [option, attached] = word.includes('=') ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)] : [word, undefined];
-        if ('--expression'.startsWith(option) && option.length > 3) {
+        if ('--expression'.startsWith(option) && option.length > 2) {
           explicit = true;
           scripts.push(attached ?? args[++i] ?? null);
-        } else if ('--file'.startsWith(option) && option.length > 3) {
+        } else if ('--file'.startsWith(option) && option.length > 2) {
           return say('runs a script from a file (--file), which could use its `e` command');
-        } else if ('--line-length'.startsWith(option) && option.length > 3 && attached === undefined) {
+        } else if ('--line-length'.startsWith(option) && option.length > 2 && attached === undefined) {
           i++;
         }
         continue;
