@@ -211,14 +211,17 @@ function applyUnlessChanged(changes: FileChange[]): void {
  * What a remembered command rule must cover: every simple command of the line (pipelines, lists
  * and nested `$(…)` alike, as the shell analysis reads them) and the working directory. A line
  * whose programs cannot all be named (a wrapper, `sh -c`, a variable in command position, a line
- * that does not parse) gets no target, so no rule can wave it through; nor does a command that sets
- * environment variables, asks for the network or sees secrets (commandReachesBeyondRules).
+ * that does not parse) gets no target, so no rule can wave it through; nor does a line that writes
+ * a file by redirection (anything but /dev/null), nor a command that sets environment variables,
+ * asks for the network or sees secrets (commandReachesBeyondRules).
  */
 export function commandRuleTarget(args: ActionArgs<'runCommand'>, roots: readonly string[]): RuleTarget | null {
   if (roots.length === 0 || commandReachesBeyondRules(args) !== null) return null;
   const cwd = args.cwd ? (path.isAbsolute(args.cwd) ? args.cwd : path.resolve(roots[0]!, args.cwd)) : roots[0]!;
   const analysis = analyseCommand(args.command ?? args.argv!, args.env);
   if (analysis.unknowable.length > 0 || analysis.commands.length === 0 || analysis.commands.some((words) => words.length === 0)) return null;
+  // A rule for `ls` is about running ls, not about `ls > victim.txt` overwriting a file.
+  if (analysis.redirectWrites.some((target) => target !== '/dev/null')) return null;
   return { kind: 'command', pipeline: args.argv ? [args.argv] : analysis.commands, cwd };
 }
 

@@ -5,7 +5,8 @@
  * So a rule may name only a program that runs itself, and a command whose words make its program
  * run another one is never covered by a rule, whatever the prefix. This is the one list of them,
  * with the reason for each: the rule dialog, the policy schema and the rule matcher read it here,
- * and the command parser (src/policy/command-words.ts) may use it to say "could run any program".
+ * and the shell analysis (src/policy/shell-analysis.ts) reads it too: any command this table says can
+ * run another program counts there as "could run any program".
  *
  * Pure data and string checks: it runs in the window too. Erring on the side of refusal costs a
  * question to the person; erring the other way hands an agent every program, so the lists are
@@ -22,13 +23,24 @@ export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.free
     'watchexec', 'nodemon', 'concurrently', 'xvfb-run', 'dbus-launch', 'dbus-run-session', 'ssh-agent', 'systemd-run',
     'start-stop-daemon', 'daemonize', 'script', 'expect', 'tmux', 'screen', 'at', 'batch', 'crontab', 'coproc', 'sg', 'newgrp',
     'caffeinate', 'faketime', 'sshpass',
+    // util-linux and glibc tools, and the busybox applets of the sandbox image that start the program after their own words
+    'linux32', 'linux64', 'setarch', 'i386', 'x86_64', 'uname26', 'cttyhack', 'envuidgid', 'setuidgid', 'switch_root', 'run-init', 'openvt',
+    'uevent', 'choom', 'uclampset', 'sotruss', 'memusage', 'xtrace', 'ld.so', 'tcpsvd', 'udpsvd', 'bootchartd', 'scriptlive',
+  ]),
+  ...words('may run the program it is asked about (its loader, or the program itself)', ['ldd']),
+  ...words('runs the scripts, hooks or helper programs that a file, a directory or its configuration names (which the command line does not show)', [
+    'run-parts', 'runsv', 'runsvdir', 'sv', 'svc', 'svlogd', 'mim', 'crond', 'init', 'linuxrc', 'httpd', 'inetd', 'telnetd', 'getty', 'agetty',
+    'login', 'sulogin', 'ifup', 'ifdown', 'ifplugd', 'udhcpc', 'udhcpc6', 'udhcpd', 'zcip', 'inotifyd', 'acpid', 'mdev', 'modprobe', 'lpd',
+    'ntpd', 'fsck', 'mount', 'mkfs', 'sendmail', 'popmaildir', 'reformime', 'dpkg', 'apt', 'apt-get', 'aptitude', 'installkernel', 'invoke-rc.d',
+    'service', 'update-rc.d', 'systemctl', 'editor', 'sensible-editor', 'sensible-pager', 'sensible-browser', 'select-editor', 'xdg-open',
+    'pydoc', 'corepack', 'nix-shell', 'nix-build', 'adduser', 'useradd',
   ]),
   ...words('runs a command as another user', ['sudo', 'doas', 'su', 'runuser', 'pkexec']),
   ...words('runs the commands it builds from its input or arguments', ['xargs', 'parallel']),
   ...words('is a multi-call binary: its first argument picks any of its programs, shells included', ['busybox', 'toybox']),
   ...words('runs the shell code it is given', ['eval', 'source', '.', 'trap']),
   ...words('is a shell: it runs any command line it is given', [
-    'sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'fish', 'csh', 'tcsh', 'yash', 'posh', 'elvish', 'nu', 'xonsh', 'rc', 'pwsh',
+    'sh', 'hush', 'msh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'fish', 'csh', 'tcsh', 'yash', 'posh', 'elvish', 'nu', 'xonsh', 'rc', 'pwsh',
     'powershell', 'cmd',
   ]),
   ...words('is an interpreter: its arguments can be any code (-c, -e, a script, a module)', [
@@ -45,8 +57,8 @@ export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.free
 
 /**
  * Programs that run only themselves unless given certain arguments. `options` count anywhere in
- * the command (`-c` also inside bundled short options like `-xc`, `--long` also as `--long=…`);
- * `subcommands` count as any word that is not an option: which word is the subcommand depends on
+ * the command (`-c` also inside bundled short options like `-xc`, `--long` also as `--long=…` and
+ * cut short, `--to-com` for `--to-command`); `subcommands` count as any word that is not an option: which word is the subcommand depends on
  * which options take values (`git -C dir clone …`), and a wrong guess must not let one through.
  */
 export interface ArgumentRunners {
@@ -95,10 +107,18 @@ export const RUNS_OTHER_PROGRAMS_WITH: Readonly<Record<string, ArgumentRunners>>
   hatch: { why: 'runs any command with `hatch run`', subcommands: ['run', 'shell'] },
   conda: { why: 'runs any command with `conda run`', subcommands: ['run'] },
   bundle: { why: 'runs any command with `bundle exec`', subcommands: ['exec'] },
-  cargo: { why: 'takes runner programs from --config', options: ['--config', '-Z'] },
-  go: { why: 'runs programs through -exec and -toolexec, and `go generate` runs the commands files name', options: ['-exec', '-toolexec'], subcommands: ['generate'] },
+  cargo: { why: 'takes runner programs from --config, and `cargo run` runs the program it builds', options: ['--config', '-Z'], subcommands: ['run'] },
+  go: { why: 'runs programs through -exec and -toolexec, `go run` runs the code it is given, and `go generate` runs the commands files name', options: ['-exec', '-toolexec'], subcommands: ['generate', 'run'] },
   dotnet: { why: 'runs any assembly it is named', subcommands: ['exec', 'run', 'fsi', 'script'] },
   ip: { why: 'runs any command with `ip netns exec`', options: ['exec'] },
+  nix: { why: 'runs any program with `nix run`, `nix shell`, `nix develop` and their --command', options: ['-c', '--command'], subcommands: ['run', 'shell', 'develop', 'exec', 'bundle'] },
+  mamba: { why: 'runs any command with `mamba run`', subcommands: ['run'] },
+  micromamba: { why: 'runs any command with `micromamba run`', subcommands: ['run'] },
+  install: { why: 'runs the program named by --strip-program on the files it installs', options: ['--strip-program'] },
+  diff3: { why: 'runs the program named by --diff-program', options: ['--diff-program'] },
+  sdiff: { why: 'runs the program named by --diff-program', options: ['--diff-program'] },
+  zic: { why: 'runs the program named by -y', options: ['-y'] },
+  cpio: { why: 'runs a remote shell named by --rsh-command', options: ['--rsh-command'] },
 });
 
 function words(why: string, names: readonly string[]): Record<string, string> {
@@ -110,14 +130,35 @@ function words(why: string, names: readonly string[]): Record<string, string> {
  * suffix (`/usr/bin/python3.12` → `python`), lower case. Used only to refuse, so folding more is safe.
  */
 export function programName(word: string): string {
-  const bare = word.replace(/["'\\]/g, '');
-  const base = bare.slice(bare.lastIndexOf('/') + 1).toLowerCase().replace(/\.exe$/, '');
+  const base = exactProgramName(word);
   const unversioned = base.replace(/[-.]?\d+(?:\.\d+)*$/, '');
   return unversioned === '' ? base : unversioned;
 }
 
+/** The name without directory, quotes, backslashes or `.exe`, lower case, digits kept (`linux32`, `x86_64`). */
+function exactProgramName(word: string): string {
+  const bare = word.replace(/["'\\]/g, '');
+  return bare.slice(bare.lastIndexOf('/') + 1).toLowerCase().replace(/\.exe$/, '');
+}
+
+/** The dynamic loader runs any program it is given (`/lib64/ld-linux-x86-64.so.2 /bin/rm x`). */
+const LOADER = /^ld(-linux[\w.-]*|-musl[\w.-]*)?\.so(\.\d+)*$/;
+
+/** A table's entry for a program, under its exact name (`linux32`) or its name without a version (`python3.12` → `python`). */
+function lookup<T>(table: Readonly<Record<string, T>>, word: string): { name: string; entry: T } | undefined {
+  for (const name of [exactProgramName(word), programName(word)]) {
+    if (Object.hasOwn(table, name)) return { name, entry: table[name]! };
+  }
+  return undefined;
+}
+
 function optionMatches(word: string, option: string): boolean {
-  if (option.startsWith('--')) return word === option || word.startsWith(`${option}=`);
+  if (option.startsWith('--')) {
+    // GNU getopt_long (tar, sort, git's parse-options, npm) takes any unambiguous start of a long
+    // option: `--to-com=sh` is `--to-command=sh`. Every start of a listed option counts.
+    const name = word.includes('=') ? word.slice(0, word.indexOf('=')) : word;
+    return name.length > 2 && name.startsWith('--') && option.startsWith(name);
+  }
   if (option.length === 2 && option.startsWith('-')) {
     // A short option also counts bundled with others (`-xvIzstd`) or with its value attached (`-cfoo`).
     if (word === option) return true;
@@ -139,11 +180,12 @@ export interface RunnerFinding {
 export function runsOtherPrograms(argv: readonly string[]): RunnerFinding | null {
   const program = argv[0];
   if (program === undefined) return null;
-  const name = programName(program);
-  const always = Object.hasOwn(RUNS_OTHER_PROGRAMS, name) ? RUNS_OTHER_PROGRAMS[name] : undefined;
-  if (always) return { word: program, why: `\`${name}\` ${always}` };
-  const spec = Object.hasOwn(RUNS_OTHER_PROGRAMS_WITH, name) ? RUNS_OTHER_PROGRAMS_WITH[name] : undefined;
-  if (!spec) return null;
+  const always = lookup(RUNS_OTHER_PROGRAMS, program);
+  if (always) return { word: program, why: `\`${always.name}\` ${always.entry}` };
+  if (LOADER.test(exactProgramName(program))) return { word: program, why: `\`${exactProgramName(program)}\` is the dynamic loader: it runs any program it is given` };
+  const found = lookup(RUNS_OTHER_PROGRAMS_WITH, program);
+  if (!found) return null;
+  const { name, entry: spec } = found;
   const refusal = (word: string): RunnerFinding => ({ word, why: `\`${name} … ${word}\`: ${name} ${spec.why}` });
   const rest = argv.slice(1);
   if (spec.dashlessFirstWord && rest[0] !== undefined && !rest[0].startsWith('-')) {
@@ -158,6 +200,11 @@ export function runsOtherPrograms(argv: readonly string[]): RunnerFinding | null
   const subcommand = rest.find((word) => !word.startsWith('-') && spec.subcommands?.includes(word.toLowerCase()));
   if (subcommand !== undefined) return refusal(subcommand);
   return null;
+}
+
+/** Whether some words could make this program run another one: it is in either table (or is the loader). */
+export function mayRunOtherPrograms(program: string): boolean {
+  return lookup(RUNS_OTHER_PROGRAMS, program) !== undefined || lookup(RUNS_OTHER_PROGRAMS_WITH, program) !== undefined || LOADER.test(exactProgramName(program));
 }
 
 /** What a rule's first word may look like: a plain program name or path, no shell syntax, no `..`. */

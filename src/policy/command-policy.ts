@@ -8,7 +8,8 @@ export type CommandVerdict =
 
 /** A shell line (run by `sh -c`) or an argv (run directly), with the variables the step sets for it. */
 export function analyseCommand(command: string | readonly string[], env?: Readonly<Record<string, string>>): ShellAnalysis {
-  const analysis = typeof command === 'string' ? analyseCommandLine(command) : analyseArgv(command);
+  const names = Object.keys(env ?? {});
+  const analysis = typeof command === 'string' ? analyseCommandLine(command, names) : analyseArgv(command, names);
   if (env) analysis.unknowable.push(...analyseEnvironment(Object.keys(env)).map((entry) => ({ ...entry, reason: `${entry.reason} (in the step's env)` })));
   return analysis;
 }

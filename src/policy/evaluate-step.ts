@@ -39,8 +39,10 @@ export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boole
     return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible };
   }
   if (rememberedRules && rememberedRules.length > 0) {
-    for (const rule of rememberedRules) mitigations.push(`Approved without asking by remembered rule ${rule.id}: ${describeRule(rule)}`);
-    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible, approvedByRules: [...new Set(rememberedRules.map((rule) => rule.id))] };
+    // One rule per command of the line: `ls; ls -a` names the rule `ls` twice, but it is said once.
+    const distinct = [...new Map(rememberedRules.map((rule) => [rule.id, rule])).values()];
+    for (const rule of distinct) mitigations.push(`Approved without asking by remembered rule ${rule.id}: ${describeRule(rule)}`);
+    return { allowed: true, risk, consent: 'none', reasons, mitigations, reversible, approvedByRules: distinct.map((rule) => rule.id) };
   }
   return { allowed: true, risk, consent: 'confirm', reasons, mitigations, reversible };
 }

@@ -6,7 +6,7 @@
 
 export const SYSTEM_PROGRAM_DIRS = new Set(['/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin', '/usr/local/sbin']);
 
-export const SHELLS = new Set(['sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'yash', 'posh', 'fish', 'csh', 'tcsh', 'elvish', 'nu', 'xonsh']);
+export const SHELLS = new Set(['sh', 'hush', 'msh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'pdksh', 'ash', 'yash', 'posh', 'fish', 'csh', 'tcsh', 'elvish', 'nu', 'xonsh']);
 
 /** Programs whose job is to run code: whatever their arguments, the code they run is not on the line. */
 export const INTERPRETER = new RegExp(
@@ -20,8 +20,12 @@ export const INTERPRETER = new RegExp(
     ')$',
   'i',
 );
-/** Arguments that only ask an interpreter about itself. */
-export const SELF_DESCRIBING = new Set(['--version', '-V', '-v', '--help', '-h', '-version', '-help']);
+/**
+ * Arguments that only ask a shell or interpreter about itself, whatever the program. Short options
+ * are not: `sh -v`, `python3 -v` and `ed -v` turn on verbose mode and then run code from their input,
+ * `vim -V` too, `sh -h` sets hashall.
+ */
+export const SELF_DESCRIBING = new Set(['--version', '--help']);
 
 export const MULTI_CALL = new Set(['busybox', 'toybox']);
 
@@ -30,9 +34,36 @@ export const RESERVED_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'eli
 
 /**
  * Variables that change which program a name runs, or make a program run other code: a line (or a
- * wrapper such as `env`) that sets one is unknowable whatever it runs next.
+ * wrapper such as `env`) that sets one is unknowable whatever it runs next. Case matters, as it does
+ * to the sandbox's Linux programs (`for path in …` is no write to PATH); npm and yarn read their
+ * settings from variables of either case.
  */
-export const LOOKUP_VARIABLE = /^(PATH|ENV|BASH_ENV|PS4|SHELLOPTS|BASHOPTS|EXECIGNORE|PROMPT_COMMAND|BASH_LOADABLES_PATH|LD_\w+|DYLD_\w+|GCONV_PATH|NODE_OPTIONS|NODE_PATH|PYTHON(STARTUP|PATH|HOME|INSPECT)|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|GIT_\w+|PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SSH_ASKPASS|SUDO_ASKPASS|TAR_OPTIONS|SHELL|CONFIG_SHELL|MAKEFLAGS|MAKESHELL|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|BROWSER|npm_config_\w+)$/i;
+export const LOOKUP_VARIABLE = new RegExp(
+  '^(' +
+    [
+      // what a name runs, and code the shell itself runs
+      'PATH', 'ENV', 'BASH_ENV', 'PS[0-4]', 'SHELLOPTS', 'BASHOPTS', 'EXECIGNORE', 'PROMPT_COMMAND', 'BASH_LOADABLES_PATH', 'BASH_CMDS', 'BASH_ALIASES', 'FCEDIT',
+      // code the loader and the language runtimes load
+      'LD_\\w+', 'DYLD_\\w+', 'GLIBC_TUNABLES', 'GCONV_PATH', 'NODE_OPTIONS', 'NODE_PATH', 'NODE_REPL_EXTERNAL_MODULE', 'PYTHON(STARTUP|PATH|HOME|INSPECT|USERBASE|BREAKPOINT)',
+      'PERL5OPT', 'PERL5LIB', 'PERLLIB', 'PERL5DB', 'RUBYOPT', 'RUBYLIB', 'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'JDK_JAVA_OPTIONS', 'CLASSPATH', 'MAVEN_OPTS', 'GRADLE_OPTS',
+      // programs that tools start by the name a variable holds, and config files they read from HOME
+      'GIT_\\w+', 'PAGER', 'MANPAGER', 'MANOPT', 'EDITOR', 'VISUAL', 'SUDO_EDITOR', 'LESSOPEN', 'LESSCLOSE', 'LESS', 'SSH_ASKPASS', 'SUDO_ASKPASS', 'TAR_OPTIONS', 'SHELL',
+      'CONFIG_SHELL', 'MAKEFLAGS', 'MAKESHELL', 'MFLAGS', 'BROWSER', 'RSYNC_RSH', 'RSYNC_CONNECT_PROG', 'GOFLAGS', 'RUSTC', 'RUSTC_WRAPPER', 'RUSTC_WORKSPACE_WRAPPER',
+      'CARGO_\\w+', 'CC', 'CXX', 'CPP', 'LD', 'AS', 'AR', '[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_\\w+', '[Yy][Aa][Rr][Nn]_\\w+', 'COREPACK_\\w+', 'HOME', 'XDG_CONFIG_HOME',
+      'XDG_CONFIG_DIRS',
+    ].join('|') +
+    ')$',
+);
+
+/**
+ * Variables the shell itself writes as a side effect (`$_` is the last word of the previous command,
+ * `REPLY` what `read` read, `BASH_REMATCH` what `[[ =~ ]]` matched): text the line can choose.
+ * Arithmetic that reads one evaluates that text as an expression, which can assign PATH.
+ */
+export const SHELL_WRITTEN_VARIABLE = /^(_|REPLY|OPTARG|MAPFILE|COPROC\w*|BASH_\w+|READLINE_\w+|COMP_\w+|FUNCNAME|PWD|OLDPWD)$/;
+
+/** Variables the shell keeps as numbers: arithmetic that reads them reads a number. */
+export const NUMERIC_SHELL_VARIABLE = /^(RANDOM|SRANDOM|SECONDS|EPOCHSECONDS|LINENO|EUID|UID|PPID|BASHPID|SHLVL|OPTIND|COLUMNS|LINES)$/;
 
 export interface WrapperSpec {
   /** Options that take the next word as their value. */
@@ -102,6 +133,31 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
   proxychains4: { valueOptions: ['-f'] },
   'start-stop-daemon': {},
   daemonize: {},
+  // util-linux, glibc and busybox: personality, user, limit and terminal changers
+  linux32: {},
+  linux64: {},
+  i386: {},
+  x86_64: {},
+  uname26: {},
+  setarch: { leadingWords: 1 },
+  cttyhack: {},
+  chpst: { valueOptions: ['-u', '-U', '-b', '-e', '-/', '-n', '-l', '-L', '-m', '-d', '-o', '-p', '-f', '-c', '-r', '-t'] },
+  envdir: { leadingWords: 1 },
+  envuidgid: { leadingWords: 1 },
+  setuidgid: { leadingWords: 1 },
+  softlimit: { valueOptions: ['-a', '-c', '-d', '-f', '-l', '-m', '-o', '-p', '-r', '-s', '-t'] },
+  switch_root: { valueOptions: ['-c'], leadingWords: 1 },
+  'run-init': { valueOptions: ['-c', '-d'], leadingWords: 1 },
+  openvt: { valueOptions: ['-c'] },
+  uevent: {},
+  choom: { valueOptions: ['-n', '-p', '--adjust', '--pid'] },
+  uclampset: { valueOptions: ['-m', '-M', '-p', '--pid'] },
+  sotruss: { valueOptions: ['-F', '-T', '-o', '--from', '--to', '--output'] },
+  memusage: { valueOptions: ['-n', '-p', '-b', '-x', '-y', '--progname', '--png', '--data', '--buffer', '--x-size', '--y-size'] },
+  xtrace: { valueOptions: ['--data'] },
+  tcpsvd: { valueOptions: ['-c', '-C', '-i', '-x', '-u', '-l', '-b', '-B', '-t'], leadingWords: 2 },
+  udpsvd: { valueOptions: ['-c', '-i', '-x', '-u', '-l'], leadingWords: 2 },
+  'ld.so': {},
 };
 
 /** Package-manager subcommands that run a program by name. */

@@ -1,5 +1,20 @@
 import type { Node } from 'web-tree-sitter';
-import { INTERPRETER, LOOKUP_VARIABLE, MULTI_CALL, RESERVED_WORDS, RUNNER_SUBCOMMANDS, SELF_DESCRIBING, SHELLS, SYSTEM_PROGRAM_DIRS, WRAPPERS, sedRunsCommands, type WrapperSpec } from './program-kinds.js';
+import { mayRunOtherPrograms, runsOtherPrograms, type RunnerFinding } from '../domain/program-runners.js';
+import {
+  INTERPRETER,
+  LOOKUP_VARIABLE,
+  MULTI_CALL,
+  NUMERIC_SHELL_VARIABLE,
+  RESERVED_WORDS,
+  RUNNER_SUBCOMMANDS,
+  SELF_DESCRIBING,
+  SHELL_WRITTEN_VARIABLE,
+  SHELLS,
+  SYSTEM_PROGRAM_DIRS,
+  WRAPPERS,
+  sedRunsCommands,
+  type WrapperSpec,
+} from './program-kinds.js';
 import { parseShell } from './shell-parser.js';
 
 /**
@@ -13,6 +28,11 @@ import { parseShell } from './shell-parser.js';
  * reported in `unknowable`, in words, and the line then counts as "could run any program". The
  * programs it can still name (a wrapper's inner program, the code of `sh -c '…'`) are reported too,
  * so a deny list can refuse them outright.
+ *
+ * Besides its own reading of shells, wrappers and a few programs' options, every command is also
+ * checked against the rule-prefix table (src/domain/program-runners.ts): a program that table says
+ * can run another one (`linux32`, `run-parts`, `nc -e`, `git clone`) is never taken for one that
+ * runs only itself.
  */
 
 export type UnknowableKind =
@@ -49,6 +69,11 @@ export interface ShellAnalysis {
   commands: string[][];
   /** Why the line could run a program not in `programs`; empty when every program is named. */
   unknowable: Unknowable[];
+  /**
+   * Every file a redirection writes to (`>`, `>>`, `>|`, `&>`, `>&file`, `{fd}>`), as written; null
+   * when its name is computed. A remembered rule never covers a line that writes anything but /dev/null.
+   */
+  redirectWrites: (string | null)[];
 }
 
 /** Deeper trees are refused rather than walked: the walk is recursive. */
@@ -197,6 +222,15 @@ function unescapeBackquoted(text: string): string {
   return text.replace(/\\([$`\\])/g, '$1');
 }
 
+/** How a command's words were read: `read` means the analysis read them itself and found nothing it cannot name. */
+type Reading = 'read' | undefined;
+
+/** `[[ a -eq b ]]` reads both sides as arithmetic. */
+const ARITHMETIC_TESTS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
+
+/** Redirection operators that open a file for writing (`>&` only when its target is no file descriptor). */
+const WRITING_REDIRECTS = new Set(['>', '>>', '>|', '&>', '&>>', '<>', '>&']);
+
 /** The first argument that is not an option, after options that take a value. */
 function skipOptions(args: readonly (string | null)[], valueOptions: readonly string[] = []): number {
   let i = 0;
@@ -215,11 +249,19 @@ class Walk {
   readonly programs: string[] = [];
   readonly commands: string[][] = [];
   readonly unknowable: Unknowable[] = [];
+  readonly redirectWrites: (string | null)[] = [];
   private readonly seen = new Set<string>();
+  /** How many times flag() was called, repeats included: tells a command that raised nothing. */
+  private flagCalls = 0;
+  /** Variables read by arithmetic, and how the line writes variables: see finish(). */
+  private readonly arithmeticReads = new Set<string>();
+  private readonly numericWrites = new Set<string>();
+  readonly textWrites = new Set<string>();
   /** Per code level: where the substitutions the walk read stand in the text. */
   private readonly substitutionRanges: [number, number][][] = [];
 
   flag(kind: UnknowableKind, reason: string): void {
+    this.flagCalls++;
     const key = `${kind}\u0000${reason}`;
     if (this.seen.has(key)) return;
     this.seen.add(key);
@@ -244,6 +286,7 @@ class Walk {
         return;
       }
       this.checkLineJoins(text, root);
+      this.fdVariables(text);
       this.substitutionRanges.push([]);
       this.node(root, 0, codeDepth);
       this.checkSubstitutionsRead(text, root, this.substitutionRanges.pop()!);
@@ -334,6 +377,36 @@ class Walk {
       case 'variable_assignment':
         this.assignment(node);
         break;
+      case 'for_statement': {
+        // `for PATH in .` and `select PATH in .` write the loop variable.
+        const variable = node.childForFieldName('variable');
+        if (variable) this.writes(variable.text, 'text');
+        break;
+      }
+      case 'c_style_for_statement':
+        for (let i = 0; i < node.childCount; i++) {
+          const field = node.fieldNameForChild(i);
+          if (field === 'initializer' || field === 'condition' || field === 'update') this.arithmetic(node.child(i)!.text, 'a `for ((…))` loop');
+        }
+        break;
+      case 'compound_statement':
+        if (node.text.startsWith('((')) this.arithmetic(node.text.slice(2, -2), 'a `((…))` command');
+        break;
+      case 'subscript': {
+        const index = node.childForFieldName('index');
+        if (index && index.text !== '@' && index.text !== '*') this.arithmetic(index.text, 'an array subscript');
+        break;
+      }
+      case 'expansion':
+        this.expansion(node);
+        break;
+      case 'binary_expression':
+      case 'unary_expression':
+        if (this.insideTest(node)) this.testExpression(node);
+        break;
+      case 'file_redirect':
+        this.redirect(node);
+        break;
       case 'function_definition': {
         const name = node.childForFieldName('name')?.text ?? '';
         this.flag('changes-lookup', `it defines a shell function ${quoted(name)}, so that name no longer says which program runs`);
@@ -346,8 +419,11 @@ class Walk {
         break;
       }
       case 'process_substitution':
+        this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
+        break;
       case 'arithmetic_expansion':
         this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
+        this.arithmetic(node.text.startsWith('$((') ? node.text.slice(3, -2) : node.text.slice(2, -1), 'an arithmetic expansion');
         break;
       case 'command_substitution':
         this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
@@ -381,33 +457,174 @@ class Walk {
   private assignment(node: Node): void {
     const name = node.childForFieldName('name');
     const variable = name?.type === 'subscript' ? name.childForFieldName('name')?.text : name?.text;
-    if (variable) this.variable(variable);
+    if (!variable) return;
+    const value = node.childForFieldName('value');
+    const appends = node.children.some((child) => child?.type === '+=');
+    // Inside `for ((i = n; …))` the assignment is arithmetic: it stores a number.
+    const numeric = node.parent?.type === 'c_style_for_statement' || (!appends && (value?.type === 'number' || value?.type === 'arithmetic_expansion'));
+    this.writes(variable, numeric ? 'numeric' : 'text');
   }
 
   variable(name: string): void {
     if (LOOKUP_VARIABLE.test(name)) this.flag('changes-lookup', `it sets ${quoted(name)}, which changes which program a name runs or makes programs run other code`);
   }
 
+  /** The line writes a variable: a number (arithmetic, a literal integer) or text it chooses. */
+  writes(name: string, what: 'numeric' | 'text'): void {
+    this.variable(name);
+    (what === 'numeric' ? this.numericWrites : this.textWrites).add(name);
+  }
+
+  /**
+   * Text the shell evaluates as arithmetic. Arithmetic can assign (`PATH=0`, `PATH+=1`), and it
+   * evaluates a variable's text as an expression in turn (`x='PATH=0'; : $((x))` sets PATH), so
+   * every name it reads is remembered for finish(), and text spliced in by a substitution is refused.
+   */
+  arithmetic(text: string, where: string): void {
+    let rest = text.replace(/\$\{#[A-Za-z_][A-Za-z0-9_]*\}|\$[#?$!]/g, ' 0 ');
+    rest = rest.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, braced: string | undefined, plain: string | undefined) => ` ${braced ?? plain} `);
+    if (/[$`]/.test(rest)) {
+      this.flag('changes-lookup', `${where} takes part of its text from an expansion or substitution, and arithmetic can assign any variable, PATH included`);
+    }
+    const token = /\d+#[0-9A-Za-z@_]+|0[xX][0-9A-Fa-f]+|\d+|([A-Za-z_][A-Za-z0-9_]*)/g;
+    for (let match = token.exec(rest); match; match = token.exec(rest)) {
+      const name = match[1];
+      if (name === undefined) continue;
+      if (LOOKUP_VARIABLE.test(name)) this.flag('changes-lookup', `${where} names ${quoted(name)}, and arithmetic can assign it (\`${name}=…\`), which changes which program a name runs`);
+      this.arithmeticReads.add(name);
+      // An assignment operator after the name, or ++/-- around it, stores a number.
+      const after = rest.slice(match.index + name.length);
+      const before = rest.slice(0, match.index);
+      if (/^\s*(\[[^\]]*\]\s*)?([-+*\/%&|^]|<<|>>)?=(?!=)/.test(after) || /^\s*(\+\+|--)/.test(after) || /(\+\+|--)\s*$/.test(before)) this.numericWrites.add(name);
+    }
+  }
+
+  /** `${…}`: the forms that write a variable, evaluate arithmetic or run code. */
+  private expansion(node: Node): void {
+    const text = node.text;
+    const match = /^\$\{([!#]?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])?(\[[^\]]*\])?(.*)\}$/s.exec(text);
+    if (!match) {
+      this.flag('unparsable', `the analysis cannot read the expansion ${quoted(text)}`);
+      return;
+    }
+    const [, prefix, name = '', subscript, operation = ''] = match;
+    if (prefix === '!' && !(subscript === '[@]' || subscript === '[*]') && !/^[@*]$/.test(operation)) {
+      this.flag('changes-lookup', `the indirect expansion ${quoted(text)} reads a variable named by another's value, which can evaluate an array subscript that assigns any variable, PATH included`);
+    }
+    if (/^@P/.test(operation)) this.flag('runs-code', `the prompt expansion ${quoted(text)} runs the command substitutions in the variable's value, which the command line does not show`);
+    if (prefix === '' && /^:?=/.test(operation) && /^[A-Za-z_]/.test(name)) this.writes(name, 'text');
+    // `${x:offset:length}` evaluates offset and length as arithmetic.
+    if (prefix === '' && /^:[^-=?+]/.test(operation)) this.arithmetic(operation.slice(1), 'a substring expansion');
+  }
+
+  private insideTest(node: Node): boolean {
+    for (let inside = node.parent; inside; inside = inside.parent) {
+      if (inside.type === 'test_command') return true;
+      if (inside.type === 'command' || inside.type === 'program') return false;
+    }
+    return false;
+  }
+
+  /** `[[ a -eq b ]]` evaluates both sides as arithmetic; `[[ -v a[i] ]]` evaluates the subscript. */
+  private testExpression(node: Node): void {
+    const operator = node.childForFieldName('operator')?.text;
+    if (node.type === 'binary_expression' && operator !== undefined && ARITHMETIC_TESTS.has(operator)) {
+      for (const side of [node.childForFieldName('left'), node.childForFieldName('right')]) if (side) this.arithmetic(side.text.replace(/["']/g, ''), `the \`[[ … ${operator} … ]]\` test`);
+    }
+    if (node.type === 'unary_expression' && operator === '-v') {
+      const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
+      if (operand) this.nameArgument(wordValue(operand).value, '`[[ -v … ]]`');
+    }
+  }
+
+  /**
+   * A word given where a variable name goes (`read NAME`, `printf -v NAME`, `[ -v NAME ]`): a
+   * write to it when the builtin writes (`write`), a subscript is arithmetic, an unreadable word
+   * could be either.
+   */
+  nameArgument(word: string | null, where: string, write?: 'numeric' | 'text'): void {
+    if (word === null) {
+      this.flag('changes-lookup', `${where} is given a variable name the analysis cannot read, which could be PATH`);
+      return;
+    }
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[(.*)\])?$/s.exec(word);
+    if (!match) return;
+    if (write) this.writes(match[1]!, write);
+    if (match[2] !== undefined && match[2] !== '@' && match[2] !== '*') this.arithmetic(match[2], `the subscript of ${quoted(word)}`);
+  }
+
+  private redirect(node: Node): void {
+    const operator = node.children.find((child) => child && !child.isNamed)?.type ?? '';
+    const destination = node.childForFieldName('destination');
+    if (!WRITING_REDIRECTS.has(operator) || !destination) return;
+    const target = wordValue(destination).value;
+    // `>&2` and `>&-` duplicate or close a descriptor; `>&name` writes the file `name`.
+    if (operator === '>&' && target !== null && /^(\d+-?|-)$/.test(target)) return;
+    this.redirectWrites.push(target);
+  }
+
+  /** `exec {NAME}>file` stores a file descriptor's number in NAME (bash): a write to NAME. */
+  private fdVariables(text: string): void {
+    for (const match of text.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[<>])/g)) this.writes(match[1]!, 'numeric');
+  }
+
+  /**
+   * After the walk: arithmetic that reads a variable the line fills with text of its choosing (or the
+   * step's env, or one the shell fills from the line, like `$_` or REPLY) evaluates that text as an
+   * expression, which can assign PATH. Variables the line never writes hold the sandbox's own values.
+   */
+  finish(): void {
+    for (const name of this.arithmeticReads) {
+      const text = this.textWrites.has(name) || SHELL_WRITTEN_VARIABLE.test(name);
+      if (!text || NUMERIC_SHELL_VARIABLE.test(name)) continue;
+      this.flag('changes-lookup', `arithmetic reads ${quoted(name)}, which holds text the command chooses, and evaluates that text as an expression, which can assign PATH`);
+    }
+  }
+
+  /**
+   * `export`, `declare`, `typeset`, `local`, `readonly`, `unset`: each word names a variable, and
+   * quoting does not change that (`export 'PATH=.'`). A word the analysis cannot read could name
+   * any variable (`export $x=.`), so it counts as a write to PATH.
+   */
   private declaration(node: Node, depth: number, codeDepth: number): void {
     const keyword = node.child(0)?.text ?? '';
+    const where = `\`${keyword}\``;
     const words: (string | null)[] = [keyword];
     for (const child of node.namedChildren) {
       if (!child) continue;
-      if (child.type === 'word' || child.type === 'raw_string' || child.type === 'string' || child.type === 'concatenation') {
-        const value = wordValue(child).value;
-        words.push(value);
-        if (value !== null && /^-[a-zA-Z]*n/.test(value)) this.flag('changes-lookup', `\`${keyword} -n\` makes a name refer to another variable, which could be PATH`);
-        if (value !== null && /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && keyword === 'unset') this.variable(value);
+      if (child.type === 'variable_assignment') {
+        // The walk of the child records the write (assignment()).
+        words.push(wordValue(child).value ?? (child.text.includes('$') || child.text.includes('`') ? null : child.text));
       } else if (child.type === 'variable_name') {
         words.push(child.text);
-        if (keyword === 'unset') this.variable(child.text);
-      } else if (child.type === 'variable_assignment') {
-        words.push(wordValue(child).value ?? (child.text.includes('$') || child.text.includes('`') ? null : child.text));
+        // `local PATH` empties PATH inside a function, `unset PATH` removes it.
+        this.variable(child.text);
+      } else {
+        const value = wordValue(child).value;
+        words.push(value);
+        if (value === null) {
+          this.flag('changes-lookup', `${where} is given a word the analysis cannot read, which could name PATH (\`export $x=.\`)`);
+        } else if (/^[-+][a-zA-Z]+$/.test(value)) {
+          if (value.includes('n')) this.flag('changes-lookup', `\`${keyword} ${value}\` makes a name refer to another variable, which could be PATH`);
+          if (value.includes('i') && keyword !== 'unset') this.flag('changes-lookup', `\`${keyword} ${value}\` makes every later assignment to the variable arithmetic, which can assign PATH`);
+        } else {
+          this.declaredWord(value);
+        }
       }
       this.node(child, depth + 1, codeDepth);
     }
     this.programs.push(keyword);
     this.commands.push(literalPrefix(words));
+  }
+
+  /** One literal word of a declaration: `NAME`, `NAME=value`, `NAME+=value`, `NAME[i]=value`. */
+  private declaredWord(word: string): void {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\]]*)\])?(\+?=)?/s.exec(word);
+    if (!match) return;
+    const [whole, name, subscript, operator] = match;
+    if (operator) this.writes(name!, operator === '=' && /^-?\d+$/.test(word.slice(whole.length)) ? 'numeric' : 'text');
+    else this.variable(name!);
+    if (subscript !== undefined && subscript !== '@' && subscript !== '*') this.arithmetic(subscript, `the subscript of ${quoted(word)}`);
   }
 
   private command(node: Node, depth: number, codeDepth: number): void {
@@ -457,6 +674,18 @@ class Walk {
     // `time ! rm x`: a negation inside a wrapper's words is no program; the command after it is.
     if (program === '!' && wrapDepth > 0) return this.simpleCommand(args, codeDepth, wrapDepth + 1);
     this.programs.push(program);
+    const flagsBefore = this.flagCalls;
+    const reading = this.programWords(program, args, codeDepth, wrapDepth);
+    // Whatever the analysis's own reading missed, the rule-prefix table may know: a command it says
+    // can run another program is never taken for one that runs only itself.
+    if (reading !== 'read' && this.flagCalls === flagsBefore) {
+      const finding = runnerFinding(program, args);
+      if (finding) this.flag(finding.word === program ? 'wrapper' : 'runs-code', finding.why);
+    }
+  }
+
+  /** What the program and its words could start, by what the program is. */
+  private programWords(program: string, args: readonly (string | null)[], codeDepth: number, wrapDepth: number): Reading {
     const base = baseName(program);
     if (program.includes('/')) {
       const dir = program.slice(0, program.lastIndexOf('/')) || '/';
@@ -467,7 +696,7 @@ class Walk {
     }
     if (SHELLS.has(base)) return this.shell(base, args, codeDepth);
     if (INTERPRETER.test(base)) {
-      if (args.length > 0 && args.every((arg) => arg !== null && SELF_DESCRIBING.has(arg))) return;
+      if (selfDescribing(args)) return 'read';
       this.flag('runs-code', `${quoted(base)} runs code that the command line does not show`);
       return;
     }
@@ -488,39 +717,74 @@ class Walk {
         return;
       case 'trap': {
         const action = args[0];
-        if (args.length === 0 || action === '-l' || action === '-p' || action === '-' || action === '') return;
+        if (args.length === 0 || action === '-l' || action === '-p' || action === '-' || action === '') return 'read';
         this.flag('runs-code', '`trap` stores shell code to run later');
         const code = action === '--' ? args[1] : action;
         if (typeof code === 'string') this.code(code, codeDepth + 1);
         return;
       }
-      case 'fc':
-        if (!args.includes('-l')) this.flag('runs-code', '`fc` runs commands again from the history');
+      case 'fc': {
+        // Only `fc -l` (with -n, -r) lists; -s, -e and a bare `fc` run commands again, whatever the order.
+        const options = args.filter((arg) => arg === null || /^-[a-zA-Z]/.test(arg));
+        if (options.some((arg) => arg === '-l' || (arg !== null && /^-[lnr]*l[lnr]*$/.test(arg))) && options.every((arg) => arg !== null && /^-[lnr]+$/.test(arg))) return 'read';
+        this.flag('runs-code', '`fc` runs commands again from the history');
         return;
+      }
       case 'compgen':
       case 'complete':
+        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg))) this.flag('runs-code', `${quoted(base)} -C/-F runs a command or function it is given`);
+        return;
       case 'mapfile':
       case 'readarray':
-        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg))) this.flag('runs-code', `${quoted(base)} -C/-F runs a command or function it is given`);
-        this.assignsNames(base, args);
+        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg))) this.flag('runs-code', `${quoted(base)} -C runs a command or function it is given`);
+        this.namesAfterOptions(base, args, { values: 'dnOsuCc', names: '', operands: 'first' });
         return;
       case 'read':
+        this.namesAfterOptions(base, args, { values: 'dinNptu', names: 'a', operands: 'all' });
+        return;
       case 'getopts':
+        this.namesAfterOptions(base, args, { values: '', names: '', operands: 'second' });
+        return;
       case 'printf':
-        this.assignsNames(base, args);
+        this.namesAfterOptions(base, args, { values: '', names: 'v', operands: 'none' });
+        return;
+      case 'wait':
+        this.namesAfterOptions(base, args, { values: '', names: 'p', operands: 'none', numeric: true });
+        return;
+      case 'let':
+        for (const arg of args) {
+          if (arg === null) this.flag('changes-lookup', '`let` is given an expression the analysis cannot read, and arithmetic can assign PATH');
+          else this.arithmetic(arg, '`let`');
+        }
+        return;
+      case 'test':
+      case '[':
+        args.forEach((arg, index) => {
+          if (arg === '-v' && index + 1 < args.length) this.nameArgument(args[index + 1]!, `\`${base} -v\``);
+        });
         return;
       case 'alias':
         if (args.some((arg) => arg === null || arg.includes('='))) this.flag('changes-lookup', '`alias` makes a name run other code');
-        return;
+        return 'read';
       case 'hash':
         if (args.some((arg) => arg === null || /^-[a-zA-Z]*p/.test(arg))) this.flag('changes-lookup', '`hash -p` makes a name run another file');
         return;
       case 'enable':
         if (args.length > 0) this.flag('changes-lookup', '`enable` loads or switches off builtins, which changes which program a name runs');
         return;
-      case 'command':
-        if (args.some((arg) => arg === '-v' || arg === '-V')) return;
+      case 'command': {
+        // `command -v NAME` / `-V` only looks names up, but only as options before the program:
+        // `command rm -v x` runs rm.
+        let i = 0;
+        let lookupOnly = false;
+        for (; i < args.length; i++) {
+          const arg = args[i];
+          if (typeof arg !== 'string' || !/^-[pvV]+$/.test(arg)) break;
+          if (/[vV]/.test(arg)) lookupOnly = true;
+        }
+        if (lookupOnly) return 'read';
         break;
+      }
       case 'find':
         this.find(args, codeDepth, wrapDepth);
         return;
@@ -546,30 +810,62 @@ class Walk {
         return;
       case 'sed':
       case 'gsed':
-        this.sed(args);
-        return;
+        return this.sed(args);
     }
     const runner = RUNNER_SUBCOMMANDS[base];
-    if (runner && (runner.length === 0 || (args[0] !== undefined && (args[0] === null || runner.includes(args[0]))))) {
-      this.flag('wrapper', `${quoted(`${base}${runner.length ? ` ${args[0] ?? ''}` : ''}`)} runs a program given in its arguments`);
-      const start = runner.length ? 1 + skipOptions(args.slice(1)) : skipOptions(args);
-      if (start < args.length) this.simpleCommand(args.slice(start), codeDepth, wrapDepth + 1);
-      return;
+    if (runner) {
+      // The subcommand is any word that is not an option: which words are option values is not known,
+      // so `npm --prefix x exec rm` must not slip past a look at the first word only.
+      const at = runner.length === 0 ? -1 : args.findIndex((arg) => arg === null || runner.includes(arg));
+      if (runner.length === 0 || at >= 0) {
+        this.flag('wrapper', `${quoted(`${base}${runner.length ? ` ${args[at] ?? '…'}` : ''}`)} runs a program given in its arguments`);
+        const start = runner.length ? at + 1 + skipOptions(args.slice(at + 1)) : skipOptions(args);
+        if (start < args.length) this.simpleCommand(args.slice(start), codeDepth, wrapDepth + 1);
+        return;
+      }
     }
     const wrapper = WRAPPERS[base];
-    if (wrapper) this.wrapper(base, wrapper, args, codeDepth, wrapDepth);
+    if (wrapper) return this.wrapper(base, wrapper, args, codeDepth, wrapDepth);
+    return;
   }
 
-  private assignsNames(base: string, args: readonly (string | null)[]): void {
-    for (let i = 0; i < args.length; i++) {
+  /**
+   * The variables a builtin writes (`read NAME…`, `read -a NAME`, `printf -v NAME`, `getopts s NAME`,
+   * `mapfile NAME`, `wait -p NAME`): options come first, bundled or not, their values attached or
+   * not; `names` are the option letters whose value is a variable name, `values` those whose value is
+   * anything else, `operands` which words after the options are names.
+   */
+  private namesAfterOptions(base: string, args: readonly (string | null)[], spec: { values: string; names: string; operands: 'all' | 'first' | 'second' | 'none'; numeric?: boolean }): void {
+    const where = `\`${base}\``;
+    const write = spec.numeric ? 'numeric' : 'text';
+    let i = 0;
+    for (; i < args.length; i++) {
       const arg = args[i];
-      if (arg === null || arg === undefined) continue;
-      if (base === 'printf' && arg === '-v' && typeof args[i + 1] === 'string') this.variable(args[i + 1]!);
-      else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(arg) && base !== 'printf') this.variable(arg);
+      if (arg === null || arg === undefined) {
+        // An unreadable word among the options could be `-v PATH` or `-aPATH`.
+        this.flag('changes-lookup', `${where} is given a word the analysis cannot read, which could make it write PATH`);
+        return;
+      }
+      if (arg === '--') {
+        i++;
+        break;
+      }
+      if (!arg.startsWith('-') || arg === '-') break;
+      for (let j = 1; j < arg.length; j++) {
+        const letter = arg[j]!;
+        if (!spec.names.includes(letter) && !spec.values.includes(letter)) continue;
+        const attached = arg.slice(j + 1);
+        const value = attached !== '' ? attached : args[++i];
+        if (spec.names.includes(letter)) this.nameArgument(value === undefined ? '' : value, `\`${base} -${letter}\``, write);
+        break;
+      }
     }
+    const operands = args.slice(i);
+    const names = spec.operands === 'all' ? operands : spec.operands === 'first' ? operands.slice(0, 1) : spec.operands === 'second' ? operands.slice(1, 2) : [];
+    for (const name of names) this.nameArgument(name ?? null, where, write);
   }
 
-  private shell(base: string, args: readonly (string | null)[], codeDepth: number): void {
+  private shell(base: string, args: readonly (string | null)[], codeDepth: number): Reading {
     let dashC = false;
     let script: string | null | undefined;
     let i = 0;
@@ -591,7 +887,7 @@ class Walk {
       if (!/^[-+]/.test(word)) break;
     }
     if (script === undefined) script = args[i];
-    if (args.length > 0 && args.every((arg) => arg !== null && SELF_DESCRIBING.has(arg))) return;
+    if (selfDescribing(args)) return 'read';
     if (dashC) {
       this.flag('runs-code', `it feeds code to ${quoted(`${base} -c`)}`);
       if (typeof script === 'string') this.code(script, codeDepth + 1);
@@ -602,7 +898,7 @@ class Walk {
     }
   }
 
-  private wrapper(base: string, spec: WrapperSpec, args: readonly (string | null)[], codeDepth: number, wrapDepth: number): void {
+  private wrapper(base: string, spec: WrapperSpec, args: readonly (string | null)[], codeDepth: number, wrapDepth: number): Reading {
     let i = 0;
     let leading = spec.leadingWords ?? 0;
     let code: string | null | undefined;
@@ -651,7 +947,8 @@ class Walk {
     }
     if (inner.length === 0) {
       // `exec >log` only redirects; `env` alone prints; `command`/`builtin` alone do nothing.
-      if (code === undefined && !['exec', 'env', 'command', 'builtin', 'time'].includes(base)) this.flag('wrapper', `${quoted(base)} runs a program it is given`);
+      if (code === undefined && ['exec', 'env', 'command', 'builtin', 'time'].includes(base)) return 'read';
+      if (code === undefined) this.flag('wrapper', `${quoted(base)} runs a program it is given`);
       return;
     }
     if (spec.joinsIntoCode) {
@@ -662,12 +959,16 @@ class Walk {
     const innerName = inner[0];
     this.flag('wrapper', `${quoted(base)} starts ${innerName ? `the program ${quoted(innerName)}` : 'a program'} given in its arguments`);
     this.simpleCommand(inner, codeDepth, wrapDepth + 1);
+    return;
   }
 
   private find(args: readonly (string | null)[], codeDepth: number, wrapDepth: number): void {
     for (let i = 0; i < args.length; i++) {
       const word = args[i];
-      if (word === null || word === undefined) continue;
+      if (word === null || word === undefined) {
+        this.flag('runs-code', '`find` is given a word the analysis cannot read, which could be -exec or -delete');
+        continue;
+      }
       if (['-exec', '-execdir', '-ok', '-okdir'].includes(word)) {
         let end = i + 1;
         while (end < args.length && args[end] !== ';' && args[end] !== '+') end++;
@@ -707,32 +1008,74 @@ class Walk {
     }
   }
 
-  /** GNU sed runs commands with `e` and the `s///e` flag; sed scripts from files are unseen. */
-  private sed(args: readonly (string | null)[]): void {
+  /**
+   * GNU sed runs commands with `e` and the `s///e` flag; sed scripts from files are unseen. Short
+   * options bundle and take attached values (`-nes/x/rm y/e` is `-n -e 's/x/rm y/e'`), and long
+   * ones may be cut short (`--e=…` is `--expression=…`).
+   */
+  private sed(args: readonly (string | null)[]): Reading {
     const scripts: (string | null)[] = [];
     let explicit = false;
+    let operandsOnly = false;
+    const say = (why: string): Reading => {
+      this.flag('runs-code', `\`sed\` ${why}`);
+      return undefined;
+    };
     for (let i = 0; i < args.length; i++) {
       const word = args[i];
-      if (word === null || word === undefined) {
-        scripts.push(null);
+      if (word === null || word === undefined) return say('is given a word the analysis cannot read, which could be a script or an option (-e, -f)');
+      if (operandsOnly || !word.startsWith('-') || word === '-') {
+        if (!explicit && scripts.length === 0) scripts.push(word);
         continue;
       }
-      if (word === '-e' || word === '--expression') {
-        explicit = true;
-        scripts.push(args[i + 1] ?? null);
-        i++;
-      } else if (word.startsWith('--expression=')) {
-        explicit = true;
-        scripts.push(word.slice('--expression='.length));
-      } else if (word === '-f' || word.startsWith('--file') || /^-[a-zA-Z]*f/.test(word)) {
-        this.flag('runs-code', '`sed -f` runs a script from a file, which could use its `e` command');
-        return;
-      } else if (!word.startsWith('-') && !explicit && scripts.length === 0) {
-        scripts.push(word);
+      if (word === '--') {
+        operandsOnly = true;
+        continue;
+      }
+      if (word.startsWith('--')) {
+        const [option, attached] = word.includes('=') ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)] : [word, undefined];
+        if ('--expression'.startsWith(option) && option.length > 2) {
+          explicit = true;
+          scripts.push(attached ?? args[++i] ?? null);
+        } else if ('--file'.startsWith(option) && option.length > 2) {
+          return say('runs a script from a file (--file), which could use its `e` command');
+        } else if ('--line-length'.startsWith(option) && option.length > 2 && attached === undefined) {
+          i++;
+        }
+        continue;
+      }
+      for (let j = 1; j < word.length; j++) {
+        const letter = word[j]!;
+        if (letter === 'f') return say('runs a script from a file (-f), which could use its `e` command');
+        if (letter === 'e' || letter === 'l') {
+          const attached = word.slice(j + 1);
+          const value = attached !== '' ? attached : (args[++i] ?? null);
+          if (letter === 'e') {
+            explicit = true;
+            scripts.push(value);
+          }
+          break;
+        }
+        // `-i` takes the rest of the word as its suffix; `-s`, `-n`, `-E`, `-r`, `-u`, `-z` take nothing.
+        if (letter === 'i') break;
       }
     }
-    if (scripts.some((script) => script === null || sedRunsCommands(script))) this.flag('runs-code', '`sed` is given a script that can run commands (its `e` command or `s///e`)');
+    if (scripts.some((script) => script === null || sedRunsCommands(script))) return say('is given a script that can run commands (its `e` command or `s///e`)');
+    return 'read';
   }
+}
+
+function selfDescribing(args: readonly (string | null)[]): boolean {
+  return args.length > 0 && args.every((arg) => arg !== null && SELF_DESCRIBING.has(arg));
+}
+
+/** The rule-prefix table's reason why this command could run another program; unreadable words count as the worst. */
+function runnerFinding(program: string, args: readonly (string | null)[]): RunnerFinding | null {
+  if (args.every((arg) => arg !== null)) return runsOtherPrograms([program, ...(args as string[])]);
+  const always = runsOtherPrograms([program]);
+  if (always) return always;
+  if (!mayRunOtherPrograms(program)) return null;
+  return { word: '…', why: `\`${baseName(program)}\` is given a word the analysis cannot read, which could be one that makes it run another program` };
 }
 
 function literalPrefix(words: readonly (string | null)[]): string[] {
@@ -745,17 +1088,22 @@ function literalPrefix(words: readonly (string | null)[]): string[] {
 }
 
 /** Everything the analysis can say about a command line run by a shell (`sh -c line`). */
-export function analyseCommandLine(text: string): ShellAnalysis {
+export function analyseCommandLine(text: string, presetNames: readonly string[] = []): ShellAnalysis {
   const walk = new Walk();
+  // Variables the step sets for the command hold text of its choosing.
+  for (const name of presetNames) walk.textWrites.add(name);
   walk.code(text, 0);
-  return { programs: walk.programs, commands: walk.commands, unknowable: walk.unknowable };
+  walk.finish();
+  return { programs: walk.programs, commands: walk.commands, unknowable: walk.unknowable, redirectWrites: walk.redirectWrites };
 }
 
 /** The same for an argv run directly (no shell): argv[0] is the program, wrappers and interpreters in it are followed. */
-export function analyseArgv(argv: readonly string[]): ShellAnalysis {
+export function analyseArgv(argv: readonly string[], presetNames: readonly string[] = []): ShellAnalysis {
   const walk = new Walk();
+  for (const name of presetNames) walk.textWrites.add(name);
   walk.simpleCommand(argv, 0, 0);
-  return { programs: walk.programs, commands: walk.commands, unknowable: walk.unknowable };
+  walk.finish();
+  return { programs: walk.programs, commands: walk.commands, unknowable: walk.unknowable, redirectWrites: walk.redirectWrites };
 }
 
 /** Variables a step sets for its command (runCommand's `env`) get the same check as `NAME=value` on the line. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { programName, RUNS_OTHER_PROGRAMS, RUNS_OTHER_PROGRAMS_WITH, runsOtherPrograms, whyNotARulePrefix } from '../../../src/domain/program-runners.js';
+import { commandRuleChoices } from '../../../src/domain/remembered-rule.js';
 
 /** Prefixes a rule must never have: each names the word the refusal must mention. */
 const REFUSED_PREFIXES: [string[], string][] = [
@@ -80,6 +81,37 @@ const REFUSED_PREFIXES: [string[], string][] = [
   [['yarn', 'dlx'], 'dlx'],
   [['uv', 'run'], 'run'],
   [['bundle', 'exec'], 'exec'],
+  // Review 2: busybox and util-linux programs that start the program after their own words.
+  [['linux32'], 'linux32'],
+  [['linux32', 'uname', '-m'], 'linux32'],
+  [['linux64'], 'linux64'],
+  [['/bin/linux64'], '/bin/linux64'],
+  [['setarch', 'x86_64'], 'setarch'],
+  [['x86_64'], 'x86_64'],
+  [['i386'], 'i386'],
+  [['cttyhack'], 'cttyhack'],
+  [['chpst', '-u', 'nobody'], 'chpst'],
+  [['envdir', 'env'], 'envdir'],
+  [['softlimit'], 'softlimit'],
+  [['setuidgid', 'nobody'], 'setuidgid'],
+  [['switch_root'], 'switch_root'],
+  [['run-parts', 'hooks'], 'run-parts'],
+  [['mim', '-f', 'm'], 'mim'],
+  [['runsvdir'], 'runsvdir'],
+  [['inotifyd'], 'inotifyd'],
+  [['tcpsvd'], 'tcpsvd'],
+  [['crond'], 'crond'],
+  [['udhcpc6'], 'udhcpc6'],
+  [['hush'], 'hush'],
+  [['nc', '-f', 'other.txt', '-e'], '-e'],
+  [['nc', '-lke', 'sh'], '-lke'],
+  [['ld.so'], 'ld.so'],
+  [['/lib64/ld-linux-x86-64.so.2'], '/lib64/ld-linux-x86-64.so.2'],
+  [['go', 'run'], 'run'],
+  [['cargo', 'run'], 'run'],
+  [['nix', 'run'], 'run'],
+  [['install', '--strip-program=sh'], '--strip-program=sh'],
+  [['ldd'], 'ldd'],
 ];
 
 const ACCEPTED_PREFIXES: string[][] = [
@@ -98,6 +130,10 @@ const ACCEPTED_PREFIXES: string[][] = [
   ['./scripts/check.sh'],
   ['go', 'test', './...'],
   ['tsc', '--noEmit'],
+  ['uname', '-m'],
+  ['linux-check'],
+  ['ssl_client'],
+  ['nc', 'localhost', '80'],
 ];
 
 describe('programs that run other programs', () => {
@@ -162,5 +198,11 @@ describe('programs that run other programs', () => {
     // Object.prototype names are not programs that run others (and must not crash the lookup).
     expect(runsOtherPrograms(['constructor', 'x'])).toBeNull();
     expect(runsOtherPrograms(['__proto__'])).toBeNull();
+  });
+
+  it('offer no rule for a command whose program starts another, so `[linux32]` never covers `linux32 rm -r victim.txt`', () => {
+    expect(commandRuleChoices(['linux32', 'uname', '-m'], '/ws', 'HIGH')).toEqual([]);
+    expect(commandRuleChoices(['busybox', 'linux64', 'uname'], '/ws', 'HIGH')).toEqual([]);
+    expect(commandRuleChoices(['uname', '-m'], '/ws', 'HIGH').map((choice) => choice.label)).toEqual(['uname -m', 'uname']);
   });
 });

@@ -34,6 +34,15 @@ describe('evaluateStep', () => {
     expect(evaluateStep({ risk: 'LOW', reasons: [], mitigations: [], mustAsk: [] }, policy('HIGH'), true).consent).toBe('none');
   });
 
+  it('says once that a rule approved a step, however many commands of the line it covered', () => {
+    const rule = { id: 'r1', kind: 'command' as const, prefix: ['ls'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00.000Z', proposer: { kind: 'person' as const } };
+    const other = { ...rule, id: 'r2', prefix: ['wc'] };
+    // `ls; ls -a | wc -l` is covered by r1, r1 and r2.
+    const verdict = evaluateStep({ risk: 'LOW', reasons: [], mitigations: [] }, policy('none'), true, [rule, rule, other]);
+    expect(verdict.mitigations.filter((line) => line.startsWith('Approved without asking by remembered rule'))).toHaveLength(2);
+    expect(verdict.approvedByRules).toEqual(['r1', 'r2']);
+  });
+
   it('says plainly when a step cannot be reverted', () => {
     const verdict = evaluateStep({ risk: 'HIGH', reasons: [], mitigations: [] }, policy('none'), false);
     expect(verdict.reasons.join(' ')).toContain('cannot be reverted');

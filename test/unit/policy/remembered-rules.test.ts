@@ -161,6 +161,56 @@ describe('command rules on runCommand steps', () => {
   });
 });
 
+describe('command rules and what a line writes', () => {
+  it('never cover a line that writes a file by redirection, only one that writes to /dev/null', async () => {
+    const { commandRuleTarget } = await import('../../../src/actions/run-command.js');
+    const root = tempDir();
+    const rules: RememberedRule[] = [
+      { id: 'ls', kind: 'command', prefix: ['ls'], root, maxRisk: 'HIGH', createdAt: at, proposer: person },
+      { id: 'cat', kind: 'command', prefix: ['cat'], root, maxRisk: 'HIGH', createdAt: at, proposer: person },
+    ];
+    const allows = (command: string) => {
+      const target = commandRuleTarget({ command } as never, [root]);
+      return target ? rulesAllowing(target, 'HIGH', rules, [root], path.join(root, 'data'), mine) !== null : false;
+    };
+    for (const command of [
+      'ls > victim.txt',
+      'ls >> victim.txt',
+      'ls >| victim.txt',
+      'ls &> victim.txt',
+      'ls &>> victim.txt',
+      'ls 2> victim.txt',
+      'ls 3> victim.txt',
+      'ls >&victim.txt',
+      '>victim.txt ls',
+      '{ ls; } > victim.txt',
+      '(ls) > victim.txt',
+      'if true; then ls; fi > victim.txt',
+      'ls | cat > victim.txt',
+      'ls > $F',
+      'ls > "$(cat name)"',
+      'ls > /dev/null > victim.txt',
+      'ls > /dev/../workspace/victim.txt',
+      'ls > /dev/stdout',
+      'cat <<EOF > victim.txt\nx\nEOF',
+      'ls <>victim.txt',
+    ]) {
+      expect(allows(command), command).toBe(false);
+    }
+    for (const command of ['ls', 'ls > /dev/null', 'ls 2>/dev/null', 'ls >/dev/null 2>&1', 'ls 2>&1 | cat', 'ls >&2', 'ls 3>&-', 'cat < in.txt', 'cat <<< x']) {
+      expect(allows(command), command).toBe(true);
+    }
+  });
+
+  it('never let a rule for a program that starts others cover the program it starts', () => {
+    const root = tempDir();
+    const slipped: RememberedRule = { id: 'l32', kind: 'command', prefix: ['linux32'], root, maxRisk: 'HIGH', createdAt: at, proposer: person };
+    expect(pipelineCoveredBy([['linux32', 'rm', '-r', 'victim.txt']], root, [slipped])).toBeNull();
+    expect(pipelineCoveredBy([['linux32', 'uname', '-m']], root, [slipped])).toBeNull();
+    expect(PolicySchema.safeParse({ remembered: [slipped] }).success).toBe(false);
+  });
+});
+
 describe('rules that arrive through setPolicy or policy.json', () => {
   const commandRule = (prefix: string[]) => ({ id: 'c1', kind: 'command', prefix, root: '/ws', maxRisk: 'HIGH', createdAt: at, proposer: person });
 
