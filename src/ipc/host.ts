@@ -1,4 +1,5 @@
 import { Executor, type ExecutorOptions } from '../executor/executor.js';
+import type { ConnectionLimits } from './connection-limits.js';
 import { AgentIdentities } from './agent-identity.js';
 import { setPrivateUmask } from '../store/data-dir.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
@@ -23,6 +24,8 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
   web?: WebServerOptions;
   /** Extra credentials, e.g. the Electron window's. */
   credentials?: Credential[];
+  /** Caps and deadlines for socket and web connections (tests lower them); default: from the open-file limit. */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
@@ -40,8 +43,12 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
-    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
-    const web = options.web ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), ...options.web }) : null;
+    let web: WebServer | null = null;
+    // Out of descriptors on the socket: the person's CLI could not get in, so idle web connections make room.
+    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir), { connectionLimits: options.connectionLimits, onAcceptFailure: () => web?.shedIdle() });
+    web = options.web
+      ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), connectionLimits: options.connectionLimits, ...options.web })
+      : null;
     if (web) {
       ipc.setWebUrlIssuer(() => web.issueUrl());
       ipc.setAuditDownloadIssuer((range) => web.issueDownload(range));

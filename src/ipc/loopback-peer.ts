@@ -1,28 +1,56 @@
 import fs from 'node:fs';
 import type net from 'node:net';
+import os from 'node:os';
 
 /*
  * Who is on the other end of a loopback TCP connection, as far as the OS lets us tell. Every local
  * account reaches 127.0.0.1 from the same address, so the address alone cannot tell the person's
  * browser from another user's flood. On Linux the kernel's socket table (/proc/net/tcp) names the
  * uid that owns the client's end; elsewhere the peer is the address, and the limits that use it
- * (src/ipc/server.ts) fall back on their per-connection and reserved-capacity halves.
+ * (src/ipc/server.ts, src/ipc/web-connections.ts) fall back on their per-connection, total and
+ * reserved-capacity halves.
  */
 
-/** A socket table row: "sl local rem st tx:rx tr:when retrnsmt uid …", addresses as HEX_IP:HEX_PORT. */
-function uidFromTable(table: string, clientPort: number, serverPort: number): number | null {
+/**
+ * A closed connection lingers in TIME_WAIT (owned by uid 0) and its client port may be reused at once
+ * on loopback: such a row must not name the owner of the live connection on the same port.
+ */
+const TIME_WAIT = '06';
+
+/**
+ * An IPv4 address and port as /proc/net/tcp prints them: the address as the 32-bit value in host
+ * byte order, both in upper-case hex ("0100007F:A0E2" on x86). Null for anything but IPv4.
+ */
+function procAddress(address: string | undefined, port: number | undefined): string | null {
+  const v4 = /^(?:::ffff:)?(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/i.exec(address ?? '');
+  if (!v4 || typeof port !== 'number') return null;
+  const bytes = v4.slice(1).map((part) => Number(part));
+  if (os.endianness() === 'LE') bytes.reverse();
+  const hex = (value: number, width: number) => value.toString(16).toUpperCase().padStart(width, '0');
+  return `${bytes.map((byte) => hex(byte, 2)).join('')}:${hex(port, 4)}`;
+}
+
+/**
+ * The row key ("local remote") of the client's end of this accepted socket: the client's address as
+ * local, ours as remote. The whole four-tuple, not the port alone: all of 127/8 is loopback, and
+ * another connection elsewhere may use the same port numbers.
+ */
+function clientRowKey(socket: net.Socket): string | null {
+  const local = procAddress(socket.remoteAddress, socket.remotePort);
+  const remote = procAddress(socket.localAddress, socket.localPort);
+  return local && remote ? `${local} ${remote}` : null;
+}
+
+/** Row key → uid, for every row of a socket table ("sl local rem st tx:rx tr:when retrnsmt uid …"), TIME_WAIT left out. */
+function uidsByRow(table: string): Map<string, number> {
+  const uids = new Map<string, number>();
   for (const line of table.split('\n')) {
     const fields = line.trim().split(/\s+/);
-    if (fields.length < 8) continue;
-    const localPort = Number.parseInt(fields[1]!.split(':').at(-1)!, 16);
-    const remotePort = Number.parseInt(fields[2]!.split(':').at(-1)!, 16);
-    // The client's row has its own port as local and ours as remote; our own row is the mirror image.
-    if (localPort === clientPort && remotePort === serverPort) {
-      const uid = Number.parseInt(fields[7]!, 10);
-      return Number.isInteger(uid) && uid >= 0 ? uid : null;
-    }
+    if (fields.length < 8 || fields[3] === TIME_WAIT) continue;
+    const uid = Number.parseInt(fields[7]!, 10);
+    if (Number.isInteger(uid) && uid >= 0) uids.set(`${fields[1]} ${fields[2]}`, uid);
   }
-  return null;
+  return uids;
 }
 
 async function readTable(file: string): Promise<string> {
@@ -33,18 +61,49 @@ async function readTable(file: string): Promise<string> {
   }
 }
 
+const addressPeer = (socket: net.Socket) => `addr:${socket.remoteAddress ?? 'unknown'}`;
+
 /**
  * A key for the peer of a loopback connection: "uid:<n>" where the OS says whose it is, else
  * "addr:<address>". Never throws; an unreadable table just means the weaker key.
  */
-export async function loopbackPeer(socket: net.Socket, serverPort: number): Promise<string> {
-  const clientPort = socket.remotePort;
-  const address = socket.remoteAddress ?? 'unknown';
-  if (process.platform === 'linux' && typeof clientPort === 'number') {
-    for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-      const uid = uidFromTable(await readTable(file), clientPort, serverPort);
-      if (uid !== null) return `uid:${uid}`;
-    }
+export async function loopbackPeer(socket: net.Socket): Promise<string> {
+  const key = process.platform === 'linux' ? clientRowKey(socket) : null;
+  if (!key) return addressPeer(socket);
+  const uid = uidsByRow(await readTable('/proc/net/tcp')).get(key);
+  return uid === undefined ? addressPeer(socket) : `uid:${uid}`;
+}
+
+/**
+ * loopbackPeer for a server that accepts many connections at once (a flood): one read of the socket
+ * table answers every lookup queued while the previous read ran, so a burst of N connections costs a
+ * few reads of the table rather than N.
+ */
+export class LoopbackPeers {
+  private queued: { key: string; socket: net.Socket; resolve: (peer: string) => void }[] = [];
+  private reading = false;
+
+  lookup(socket: net.Socket): Promise<string> {
+    const key = process.platform === 'linux' ? clientRowKey(socket) : null;
+    if (!key) return Promise.resolve(addressPeer(socket));
+    return new Promise((resolve) => {
+      this.queued.push({ key, socket, resolve });
+      if (!this.reading) void this.readBatch();
+    });
   }
-  return `addr:${address}`;
+
+  private async readBatch(): Promise<void> {
+    this.reading = true;
+    // Connections accepted in this same turn of the event loop join the batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    const batch = this.queued;
+    this.queued = [];
+    const uids = uidsByRow(await readTable('/proc/net/tcp'));
+    for (const { key, socket, resolve } of batch) {
+      const uid = uids.get(key);
+      resolve(uid === undefined ? addressPeer(socket) : `uid:${uid}`);
+    }
+    this.reading = false;
+    if (this.queued.length > 0) void this.readBatch();
+  }
 }
