@@ -95,3 +95,43 @@ export function connectionLimits(overrides: Partial<ConnectionLimits> = {}): Con
   processLimits ??= connectionLimitsFor(readOpenFileLimit());
   return { ...processLimits, ...overrides };
 }
+
+/** Where this OS lists a process's open descriptors. */
+const DESCRIPTOR_FOLDER = process.platform === 'linux' ? '/proc/self/fd' : process.platform === 'darwin' ? '/dev/fd' : null;
+const DESCRIPTOR_CHECK_MS = 1_000;
+
+/**
+ * How many descriptors this process has open; 'exhausted' when even listing them failed for want of
+ * one (EMFILE, ENFILE); null where the OS does not list them.
+ */
+export async function countOpenDescriptors(): Promise<number | 'exhausted' | null> {
+  if (!DESCRIPTOR_FOLDER) return null;
+  try {
+    return (await fs.promises.readdir(DESCRIPTOR_FOLDER)).length;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'EMFILE' || code === 'ENFILE' ? 'exhausted' : null;
+  }
+}
+
+/**
+ * Calls `onLow` (at most once a check) while the process is within a tenth of its descriptor limit.
+ * Needed because running out is mostly silent: libuv meets EMFILE on accept by accepting and closing
+ * the waiting connections itself (its "EMFILE trick"), and tells Node only when that fails too. So
+ * the person's CLI would see EPIPE and nobody would know why. Returns a function that stops it.
+ */
+export function watchDescriptors(openFileLimit: number | null, onLow: (open: number | 'exhausted') => void, intervalMs = DESCRIPTOR_CHECK_MS): () => void {
+  if (openFileLimit === null || !DESCRIPTOR_FOLDER) return () => undefined;
+  const threshold = openFileLimit - Math.max(16, Math.ceil(openFileLimit / 10));
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void countOpenDescriptors().then((open) => {
+      checking = false;
+      if (open === 'exhausted' || (open !== null && open >= threshold)) onLow(open);
+    });
+  }, intervalMs);
+  timer.unref?.();
+  return () => clearInterval(timer);
+}

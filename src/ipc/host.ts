@@ -1,5 +1,5 @@
 import { Executor, type ExecutorOptions } from '../executor/executor.js';
-import type { ConnectionLimits } from './connection-limits.js';
+import { connectionLimits, watchDescriptors, type ConnectionLimits } from './connection-limits.js';
 import { AgentIdentities } from './agent-identity.js';
 import { setPrivateUmask } from '../store/data-dir.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
@@ -53,12 +53,23 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
       ipc.setWebUrlIssuer(() => web.issueUrl());
       ipc.setAuditDownloadIssuer((range) => web.issueDownload(range));
     }
+    // Running out of descriptors is mostly silent (see watchDescriptors): watch for it, make room, say so.
+    const limits = connectionLimits(options.connectionLimits);
+    let lowLoggedAt = -Infinity;
+    const stopWatching = watchDescriptors(limits.openFileLimit, (open) => {
+      const shed = web?.shedIdle() ?? 0;
+      ipc!.auditConnection('descriptorsLow', 'host', '*', { open, openFileLimit: limits.openFileLimit, shed });
+      if (Date.now() - lowLoggedAt < 60_000) return;
+      lowLoggedAt = Date.now();
+      process.stderr.write(`executor: running out of file descriptors (${open} open of ${limits.openFileLimit}); closed ${shed} idle web connections. See the audit log (ipc.rejected, descriptorsLow).\n`);
+    });
     const opened = { executor, ipc, socket, web };
     let closing: Promise<void> | null = null;
     return {
       ...opened,
       close: () =>
         (closing ??= (async () => {
+          stopWatching();
           await web?.close();
           await socket!.close();
           ipc!.close();

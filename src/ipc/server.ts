@@ -157,7 +157,7 @@ const FLOOD_AUDIT_INTERVAL_MS = 60_000;
 const MAX_FLOOD_AUDIT_KEYS = 256;
 type FloodLimit = 'pendingPerConnection' | 'pendingPerPeer' | 'pendingTotal' | 'provenHellosPerConnection' | 'maxSessions' | 'handshakeDeadline' | 'preAuthMessageBytes' | 'preAuthReceivedBytes' | ConnectionLimit;
 /** The transports' own limits on connections (src/ipc/connection-limits.ts), audited like the handshake limits. */
-export type ConnectionLimit = 'connectionsTotal' | 'connectionsPerPeer' | 'idleConnection' | 'acceptFailed';
+export type ConnectionLimit = 'connectionsTotal' | 'connectionsPerPeer' | 'idleConnection' | 'acceptFailed' | 'descriptorsLow';
 /** Nonces are kept while their timestamp could still pass the clock check, plus margin. */
 const NONCE_KEEP_MS = 2 * CLOCK_SKEW_MS + 5_000;
 const MAX_NONCES_PER_SESSION = 1_000_000;
@@ -533,7 +533,7 @@ export class IpcServer {
     this.floodAudits.set(key, { at: now, refused: 0 });
     try {
       this.executor.recordIpcRefusal('ipc.rejected', actorFor('system'), {
-        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : limit === 'acceptFailed' ? 'IPC_UNAVAILABLE' : 'BUSY',
+        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : limit === 'acceptFailed' || limit === 'descriptorsLow' ? 'IPC_UNAVAILABLE' : 'BUSY',
         limit,
         transport: connection.transport,
         peer: connection.peer,

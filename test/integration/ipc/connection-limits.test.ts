@@ -186,3 +186,114 @@ describe('caps on connections', () => {
     expect(limitRecords(host.executor).filter((record) => record.limit === 'connectionsTotal' && record.transport === 'socket').length).toBeGreaterThan(0);
   });
 });
+
+/** The flood's figures once it has gone on long enough: past its slots, and past one idle deadline. */
+async function floodUnderWay(flood: ReturnType<typeof startTcpFlood>, connections: number, timeout = 60_000): Promise<FloodStats> {
+  let stats: FloodStats | undefined;
+  await expect.poll(async () => (stats = await flood.stats()).connected, { timeout, interval: 200 }).toBeGreaterThanOrEqual(connections);
+  return stats!;
+}
+
+describe('a flood of silent TCP connections far past the caps', () => {
+  it('holds the host to its caps while the real CLI and `executor mcp` keep answering (lowered caps)', async () => {
+    const { dataDir } = tempSetup();
+    const idleMs = 1_000;
+    host = await startHost(dataDir, { web: {}, connectionLimits: { webTotal: 40, webPerPeer: 10, idleMs } });
+    const port = host.web!.port;
+    const before = openDescriptors('self');
+    const flood = startTcpFlood(port, { slots: 1_500 });
+    cleanups.push(() => flood.stop().catch(() => undefined));
+    await floodUnderWay(flood, 4_000);
+    const during = openDescriptors('self');
+    if (before !== null && during !== null) expect(during - before).toBeLessThanOrEqual(40 + 16);
+    const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
+    expect(listed.stderr).toBe('');
+    expect(listed.status).toBe(0);
+    const mcp = await startMcp(dataDir, { waitSeconds: 0 });
+    const mine = await mcp.call('list_my_steps', {});
+    expect(mine.isError, mine.text).toBe(false);
+    if (flood.uid !== ownUid() && process.platform === 'linux') {
+      // The flood is another account's: the person's own browser still loads the page and opens a session.
+      expect((await rawExchange(port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
+      const browser = await openRawSession(host, WEB_TRANSPORT);
+      expect((await browser.send(await browser.signed('getPolicy'))).ok).toBe(true);
+      browser.close();
+    }
+    const stats = await flood.stop();
+    // Every connection the server kept was closed by the idle deadline; none lived on.
+    expect(stats.closedByServer).toBeGreaterThan(1_500);
+    expect(stats.maxLifetimeMs).toBeLessThan(idleMs + TIMER_SLACK_MS);
+    const records = limitRecords(host.executor);
+    expect(records.map((record) => record.limit)).toEqual(expect.arrayContaining(['idleConnection', process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal']));
+    // Thousands refused, a handful of records: one a minute per peer and limit.
+    expect(records.length).toBeLessThan(12);
+    if (flood.uid !== ownUid() && process.platform === 'linux') expect(records.some((record) => record.peer === `uid:${flood.uid}`)).toBe(true);
+  });
+
+  it('keeps `executor serve` under its real default caps, derived from a 1024-descriptor limit, through 3,000 silent connections', async () => {
+    const { dataDir } = tempSetup();
+    const openFileLimit = 1024;
+    const defaults = connectionLimitsFor(openFileLimit);
+    const serve = await startServe(dataDir, [], {}, { openFileLimit });
+    const port = serve.info.port;
+    // Before the fix, 3,000 silent connections would take every one of the 1,024 descriptors for good.
+    const flood = startTcpFlood(port, { slots: 3_000, reconnectMs: 200 });
+    cleanups.push(() => flood.stop().catch(() => undefined));
+    await floodUnderWay(flood, 6_000);
+    const held = openDescriptors(serve.info.pid);
+    if (held !== null) expect(held).toBeLessThan(openFileLimit - defaults.webTotal);
+    const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
+    expect(listed.stderr).toBe('');
+    expect(listed.status).toBe(0);
+    const webUrl = await runCliAsync(['--data-dir', dataDir, '--json', 'web-url']);
+    expect(webUrl.status).toBe(0);
+    // Connections the host kept are closed by the default idle deadline, as the flood sees it.
+    await expect.poll(async () => (await flood.stats()).closedByServer, { timeout: 30_000, interval: 250 }).toBeGreaterThan(3_000);
+    const stats = await flood.stop();
+    expect(stats.maxLifetimeMs).toBeLessThan(defaults.idleMs + TIMER_SLACK_MS);
+    expect(await serve.stop()).toBe(0);
+  });
+
+  it('survives running out of descriptors (caps set above what it has): noticed though libuv drops the connections silently, audited, idle connections shed, the CLI answers', async () => {
+    const { dataDir } = tempSetup();
+    // Caps far above a 256-descriptor limit, so the flood runs the process out of descriptors.
+    const child = spawn('/bin/sh', ['-c', 'ulimit -n 256 && exec "$@"', 'sh', process.execPath, '--import', 'tsx', FIXTURE, dataDir, JSON.stringify({ webTotal: 5_000, webPerPeer: 5_000, idleMs: 60_000 })], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const started = await new Promise<{ port: number; pid: number }>((resolve, reject) => {
+      let stdout = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.includes('\n')) resolve(JSON.parse(stdout.split('\n')[0]!) as { port: number; pid: number });
+      });
+      child.once('exit', (code) => reject(new Error(`the host exited (${code}): ${stderr}`)));
+    });
+    const flood = startTcpFlood(started.port, { slots: 600, reconnectMs: 100 });
+    cleanups.push(() => flood.stop().catch(() => undefined));
+    await expect.poll(() => stderr, { timeout: 60_000, interval: 100 }).toContain('running out of file descriptors');
+    // Shedding made room: the person's CLI gets in while the flood goes on.
+    await expect.poll(async () => (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list'])).status, { timeout: 30_000 }).toBe(0);
+    // Still alive, and the line appears once a minute, not once per check.
+    expect(child.exitCode).toBeNull();
+    expect(stderr.match(/running out of file descriptors/g)).toHaveLength(1);
+    await flood.stop();
+    const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
+    expect(listed.stderr).toBe('');
+    expect(listed.status).toBe(0);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const executor = Executor.open(dataDir);
+    try {
+      const low = limitRecords(executor).filter((record) => record.limit === 'descriptorsLow');
+      expect(low).toHaveLength(1);
+      expect(low[0]).toMatchObject({ transport: 'host', openFileLimit: 256 });
+      expect((low[0] as { shed?: number }).shed).toBeGreaterThan(0);
+    } finally {
+      executor.close();
+    }
+  });
+});
