@@ -98,12 +98,17 @@ export class LoopbackPeers {
     await new Promise((resolve) => setImmediate(resolve));
     const batch = this.queued;
     this.queued = [];
-    const uids = uidsByRow(await readTable('/proc/net/tcp'));
-    for (const { key, socket, resolve } of batch) {
-      const uid = uids.get(key);
-      resolve(uid === undefined ? addressPeer(socket) : `uid:${uid}`);
+    let uids = new Map<string, number>();
+    try {
+      uids = uidsByRow(await readTable('/proc/net/tcp'));
+    } finally {
+      // Whatever happened, every lookup is answered (the weaker key at worst) and the next batch runs.
+      for (const { key, socket, resolve } of batch) {
+        const uid = uids.get(key);
+        resolve(uid === undefined ? addressPeer(socket) : `uid:${uid}`);
+      }
+      this.reading = false;
+      if (this.queued.length > 0) void this.readBatch();
     }
-    this.reading = false;
-    if (this.queued.length > 0) void this.readBatch();
   }
 }

@@ -236,12 +236,14 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const defaults = connectionLimitsFor(openFileLimit);
     const serve = await startServe(dataDir, [], {}, { openFileLimit });
     const port = serve.info.port;
+    const baseline = openDescriptors(serve.info.pid);
     // Before the fix, 3,000 silent connections would take every one of the 1,024 descriptors for good.
     const flood = startTcpFlood(port, { slots: 3_000, reconnectMs: 200 });
     cleanups.push(() => flood.stop().catch(() => undefined));
     await floodUnderWay(flood, 6_000);
+    // One account's flood holds at most its share (the address's share, on other systems, is the total).
     const held = openDescriptors(serve.info.pid);
-    if (held !== null) expect(held).toBeLessThan(openFileLimit - defaults.webTotal);
+    if (held !== null && baseline !== null) expect(held - baseline).toBeLessThanOrEqual(defaults.webPerPeer + 16);
     const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(listed.stderr).toBe('');
     expect(listed.status).toBe(0);
