@@ -30,29 +30,6 @@ function procAddress(address: string | undefined, port: number | undefined): str
   return `${bytes.map((byte) => hex(byte, 2)).join('')}:${hex(port, 4)}`;
 }
 
-/**
- * The row key ("local remote") of the client's end of this accepted socket: the client's address as
- * local, ours as remote. The whole four-tuple, not the port alone: all of 127/8 is loopback, and
- * another connection elsewhere may use the same port numbers.
- */
-function clientRowKey(socket: net.Socket): string | null {
-  const local = procAddress(socket.remoteAddress, socket.remotePort);
-  const remote = procAddress(socket.localAddress, socket.localPort);
-  return local && remote ? `${local} ${remote}` : null;
-}
-
-/** Row key → uid, for every row of a socket table ("sl local rem st tx:rx tr:when retrnsmt uid …"), TIME_WAIT left out. */
-function uidsByRow(table: string): Map<string, number> {
-  const uids = new Map<string, number>();
-  for (const line of table.split('\n')) {
-    const fields = line.trim().split(/\s+/);
-    if (fields.length < 8 || fields[3] === TIME_WAIT) continue;
-    const uid = Number.parseInt(fields[7]!, 10);
-    if (Number.isInteger(uid) && uid >= 0) uids.set(`${fields[1]} ${fields[2]}`, uid);
-  }
-  return uids;
-}
-
 async function readTable(file: string): Promise<string> {
   try {
     return await fs.promises.readFile(file, 'utf8');
@@ -65,13 +42,30 @@ const addressPeer = (socket: net.Socket) => `addr:${socket.remoteAddress ?? 'unk
 
 /**
  * A key for the peer of a loopback connection: "uid:<n>" where the OS says whose it is, else
- * "addr:<address>". Never throws; an unreadable table just means the weaker key.
+ * "addr:<address>". Never throws; an unreadable table just means the weaker key. The client's row is
+ * matched on the whole address pair, not the port alone: all of 127/8 is loopback, and another
+ * connection elsewhere may use the same port numbers.
  */
 export async function loopbackPeer(socket: net.Socket): Promise<string> {
-  const key = process.platform === 'linux' ? clientRowKey(socket) : null;
-  if (!key) return addressPeer(socket);
-  const uid = uidsByRow(await readTable('/proc/net/tcp')).get(key);
-  return uid === undefined ? addressPeer(socket) : `uid:${uid}`;
+  return new LoopbackPeers().lookup(socket);
+}
+
+/**
+ * Client address → uid, from the rows whose remote end is `server` (the client's rows). Under a
+ * flood the table holds many thousands of rows: only the lines naming the server are split.
+ */
+function clientUids(table: string, server: string): Map<string, number> {
+  const uids = new Map<string, number>();
+  const needle = ` ${server} `;
+  for (let at = table.indexOf(needle); at >= 0; at = table.indexOf(needle, at + needle.length)) {
+    const start = table.lastIndexOf('\n', at) + 1;
+    const end = table.indexOf('\n', at);
+    const fields = table.slice(start, end < 0 ? undefined : end).trim().split(/\s+/);
+    if (fields.length < 8 || fields[2] !== server || fields[3] === TIME_WAIT) continue;
+    const uid = Number.parseInt(fields[7]!, 10);
+    if (Number.isInteger(uid) && uid >= 0) uids.set(fields[1]!, uid);
+  }
+  return uids;
 }
 
 /**
@@ -80,14 +74,15 @@ export async function loopbackPeer(socket: net.Socket): Promise<string> {
  * few reads of the table rather than N.
  */
 export class LoopbackPeers {
-  private queued: { key: string; socket: net.Socket; resolve: (peer: string) => void }[] = [];
+  private queued: { client: string; server: string; socket: net.Socket; resolve: (peer: string) => void }[] = [];
   private reading = false;
 
   lookup(socket: net.Socket): Promise<string> {
-    const key = process.platform === 'linux' ? clientRowKey(socket) : null;
-    if (!key) return Promise.resolve(addressPeer(socket));
+    const client = process.platform === 'linux' ? procAddress(socket.remoteAddress, socket.remotePort) : null;
+    const server = procAddress(socket.localAddress, socket.localPort);
+    if (!client || !server) return Promise.resolve(addressPeer(socket));
     return new Promise((resolve) => {
-      this.queued.push({ key, socket, resolve });
+      this.queued.push({ client, server, socket, resolve });
       if (!this.reading) void this.readBatch();
     });
   }
@@ -98,13 +93,14 @@ export class LoopbackPeers {
     await new Promise((resolve) => setImmediate(resolve));
     const batch = this.queued;
     this.queued = [];
-    let uids = new Map<string, number>();
+    const byServer = new Map<string, Map<string, number>>();
     try {
-      uids = uidsByRow(await readTable('/proc/net/tcp'));
+      const table = await readTable('/proc/net/tcp');
+      for (const { server } of batch) if (!byServer.has(server)) byServer.set(server, clientUids(table, server));
     } finally {
       // Whatever happened, every lookup is answered (the weaker key at worst) and the next batch runs.
-      for (const { key, socket, resolve } of batch) {
-        const uid = uids.get(key);
+      for (const { client, server, socket, resolve } of batch) {
+        const uid = byServer.get(server)?.get(client);
         resolve(uid === undefined ? addressPeer(socket) : `uid:${uid}`);
       }
       this.reading = false;

@@ -312,7 +312,7 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   );
 
   const limits = connectionLimits(options.connectionLimits);
-  const guard = guardWebConnections(httpServer, limits, (limit, peer, detail) => ipc.auditConnection(limit, 'web', peer, detail));
+  const guard = guardWebConnections(httpServer, limits, (limit, peer) => ipc.auditConnection(limit, 'web', peer));
 
   // Requests Node's parser refuses (a broken request line, headers past the cap, a timeout) get a
   // plain status line and a closed connection, never an exception.
