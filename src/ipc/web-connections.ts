@@ -94,6 +94,26 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
     return false;
   };
 
+  /**
+   * Room under the total: first from the peer that holds the most (on Linux, a flooding account),
+   * then from connections whose peer is not known yet, then from anyone; oldest idle first each time.
+   */
+  const evictForTotal = (except: TrackedConnection): boolean => {
+    let largest: string | null = null;
+    let most = 1;
+    for (const [peer, count] of perPeer) {
+      if (count > most) {
+        most = count;
+        largest = peer;
+      }
+    }
+    return (
+      (largest !== null && evictOldestIdle((entry) => entry.countedPeer === largest, except)) ||
+      evictOldestIdle((entry) => entry.countedPeer === null, except) ||
+      evictOldestIdle(() => true, except)
+    );
+  };
+
   const disarm = (entry: TrackedConnection) => {
     if (entry.idleTimer) clearTimeout(entry.idleTimer);
     entry.idleTimer = null;
@@ -128,7 +148,7 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
     socket.once('close', () => forget(entry));
     if (tracked.size >= total) {
       void entry.peer.then((peer) => report('connectionsTotal', peer));
-      if (!evictOldestIdle(() => true, entry)) {
+      if (!evictForTotal(entry)) {
         reset(socket);
         return;
       }
