@@ -1,4 +1,5 @@
 import { Executor, type ExecutorOptions } from '../executor/executor.js';
+import { connectionLimits, watchDescriptors, type ConnectionLimits } from './connection-limits.js';
 import { AgentIdentities } from './agent-identity.js';
 import { setPrivateUmask } from '../store/data-dir.js';
 import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
@@ -23,6 +24,8 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
   web?: WebServerOptions;
   /** Extra credentials, e.g. the Electron window's. */
   credentials?: Credential[];
+  /** Caps and deadlines for socket and web connections (tests lower them); default: from the open-file limit. */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
@@ -40,18 +43,33 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
-    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir));
-    const web = options.web ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), ...options.web }) : null;
+    let web: WebServer | null = null;
+    // Out of descriptors on the socket: the person's CLI could not get in, so idle web connections make room.
+    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir), { connectionLimits: options.connectionLimits, onAcceptFailure: () => web?.shedIdle() });
+    web = options.web
+      ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), connectionLimits: options.connectionLimits, ...options.web })
+      : null;
     if (web) {
       ipc.setWebUrlIssuer(() => web.issueUrl());
       ipc.setAuditDownloadIssuer((range) => web.issueDownload(range));
     }
+    // Running out of descriptors is mostly silent (see watchDescriptors): watch for it, make room, say so.
+    const limits = connectionLimits(options.connectionLimits);
+    let lowLoggedAt = -Infinity;
+    const stopWatching = watchDescriptors(limits.openFileLimit, (open) => {
+      const shed = web?.shedIdle() ?? 0;
+      ipc!.auditConnection('descriptorsLow', 'host', '*', { open, openFileLimit: limits.openFileLimit, shed });
+      if (Date.now() - lowLoggedAt < 60_000) return;
+      lowLoggedAt = Date.now();
+      process.stderr.write(`executor: running out of file descriptors (${open} open of ${limits.openFileLimit}); closed ${shed} idle web connections. See the audit log (ipc.rejected, descriptorsLow).\n`);
+    });
     const opened = { executor, ipc, socket, web };
     let closing: Promise<void> | null = null;
     return {
       ...opened,
       close: () =>
         (closing ??= (async () => {
+          stopWatching();
           await web?.close();
           await socket!.close();
           ipc!.close();

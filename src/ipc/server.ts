@@ -155,7 +155,9 @@ const MAX_REMEMBERED_HELLO_PROOFS = 10_000;
 /** Flood records: one per (transport, limit, peer) a minute, with the count refused in between. */
 const FLOOD_AUDIT_INTERVAL_MS = 60_000;
 const MAX_FLOOD_AUDIT_KEYS = 256;
-type FloodLimit = 'pendingPerConnection' | 'pendingPerPeer' | 'pendingTotal' | 'provenHellosPerConnection' | 'maxSessions' | 'handshakeDeadline' | 'preAuthMessageBytes' | 'preAuthReceivedBytes';
+type FloodLimit = 'pendingPerConnection' | 'pendingPerPeer' | 'pendingTotal' | 'provenHellosPerConnection' | 'maxSessions' | 'handshakeDeadline' | 'preAuthMessageBytes' | 'preAuthReceivedBytes' | ConnectionLimit;
+/** The transports' own limits on connections (src/ipc/connection-limits.ts), audited like the handshake limits. */
+export type ConnectionLimit = 'connectionsTotal' | 'connectionsPerPeer' | 'idleConnection' | 'acceptFailed' | 'descriptorsLow';
 /** Nonces are kept while their timestamp could still pass the clock check, plus margin. */
 const NONCE_KEEP_MS = 2 * CLOCK_SKEW_MS + 5_000;
 const MAX_NONCES_PER_SESSION = 1_000_000;
@@ -507,7 +509,15 @@ export class IpcServer {
     throw new Refusal('BUSY', message, null, null, false);
   }
 
-  private auditFlood(limit: FloodLimit, connection: ConnectionState): void {
+  /**
+   * A transport refused or closed a connection by one of its own limits, or could not accept one
+   * (detail: the errno code): audited like a handshake flood, once a minute per (transport, limit, peer).
+   */
+  auditConnection(limit: ConnectionLimit, transport: string, peer: string, detail: Record<string, unknown> = {}): void {
+    this.auditFlood(limit, { transport, peer }, detail);
+  }
+
+  private auditFlood(limit: FloodLimit, connection: Pick<ConnectionState, 'transport' | 'peer'>, detail: Record<string, unknown> = {}): void {
     const now = this.now();
     let key = `${connection.transport}\u0000${limit}\u0000${connection.peer}`;
     if (!this.floodAudits.has(key) && this.floodAudits.size >= MAX_FLOOD_AUDIT_KEYS) {
@@ -523,10 +533,11 @@ export class IpcServer {
     this.floodAudits.set(key, { at: now, refused: 0 });
     try {
       this.executor.recordIpcRefusal('ipc.rejected', actorFor('system'), {
-        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : 'BUSY',
+        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : limit === 'acceptFailed' || limit === 'descriptorsLow' ? 'IPC_UNAVAILABLE' : 'BUSY',
         limit,
         transport: connection.transport,
         peer: connection.peer,
+        ...detail,
         ...(entry?.refused ? { refusedSincePrevious: entry.refused } : {}),
       });
     } catch {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
 import type { ClientTransport } from './client.js';
+import { connectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { EVENT_TAG, frame, LineSplitter, unframe } from './line-framing.js';
 import { DEFAULT_MAX_RESPONSE_BYTES } from './protocol.js';
 import type { IpcServer } from './server.js';
@@ -102,11 +103,22 @@ export interface SocketListener {
   close(): Promise<void>;
 }
 
+export interface SocketListenerOptions {
+  /** Caps for connections (tests lower them); default: derived from this process's open-file limit. */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /** Called when accepting a connection failed (EMFILE, ENFILE): the host frees what it can elsewhere. */
+  onAcceptFailure?: () => void;
+  /** Where an accept failure is reported besides the audit trail (default: a line on stderr, at most once a minute). */
+  log?: (line: string) => void;
+}
+
+const ACCEPT_FAILURE_LOG_INTERVAL_MS = 60_000;
+
 /**
  * Serves the protocol on the local socket. The socket file is made 0600 and lives in a 0700
  * folder: the OS lets only this user connect, and every message must still be signed.
  */
-export async function listenOnSocket(server: IpcServer, socketPath: string): Promise<SocketListener> {
+export async function listenOnSocket(server: IpcServer, socketPath: string, options: SocketListenerOptions = {}): Promise<SocketListener> {
   if (process.platform !== 'win32') {
     fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
     assertPrivateFolder(path.dirname(socketPath));
@@ -149,12 +161,29 @@ export async function listenOnSocket(server: IpcServer, socketPath: string): Pro
       connection.close();
     });
   });
+  // Only this user can connect (0600), but its programs can still open more than the host has
+  // descriptors for: past the cap a connection is closed at accept (an unauthenticated one goes at the
+  // handshake deadline anyway, SESSION_LIMITS).
+  listener.maxConnections = connectionLimits(options.connectionLimits).socketTotal;
+  listener.on('drop', () => server.auditConnection('connectionsTotal', 'socket', 'socket:*'));
   await new Promise<void>((resolve, reject) => {
     listener.once('error', reject);
     listener.listen(socketPath, () => {
       listener.off('error', reject);
       resolve();
     });
+  });
+  // Once listening, an 'error' is a failed accept (EMFILE, ENFILE); Node would throw it with no listener.
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  let acceptFailureLoggedAt = -Infinity;
+  listener.on('error', (error: NodeJS.ErrnoException) => {
+    const code = error.code ?? 'unknown';
+    server.auditConnection('acceptFailed', 'socket', 'socket:*', { errno: code });
+    options.onAcceptFailure?.();
+    if (Date.now() - acceptFailureLoggedAt >= ACCEPT_FAILURE_LOG_INTERVAL_MS) {
+      acceptFailureLoggedAt = Date.now();
+      log(`executor: the local socket could not accept a connection (${code}): the process is out of file descriptors. See the audit log (ipc.rejected).`);
+    }
   });
   if (process.platform !== 'win32') fs.chmodSync(socketPath, 0o600);
   return {

@@ -11,8 +11,9 @@ import { randomToken } from './protocol.js';
 import type { IpcServer } from './server.js';
 import { WEB_CREDENTIAL, WEB_SOCKET_PATH } from './web-client.js';
 import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from './content-types.js';
-import { loopbackPeer } from './loopback-peer.js';
+import { connectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { parseRequestTarget } from './request-target.js';
+import { guardWebConnections } from './web-connections.js';
 
 /*
  * The loopback web server behind `executor serve`: the built renderer over HTTP and the signed
@@ -71,6 +72,8 @@ export interface WebServerOptions {
   downloadTtlMs?: number;
   /** Where a handler's unexpected error is reported (default: a line on stderr); the request gets a 500. */
   log?: (line: string) => void;
+  /** Caps and deadlines for connections (tests lower them); default: derived from this process's open-file limit. */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /** A one-time link that streams an audit export as a file download. */
@@ -87,6 +90,10 @@ export interface WebServer {
   issueUrl(): string;
   /** A link for one GET of records [from, to] as JSON lines; NOT_AVAILABLE without auditExport. */
   issueDownload(range: { from: number; to: number }): AuditDownloadLink;
+  /** The connection caps and deadlines in force. */
+  connectionLimits: ConnectionLimits;
+  /** Closes every connection that holds no request and has authenticated nothing (descriptors ran short); returns how many. */
+  shedIdle(): number;
   close(): Promise<void>;
 }
 
@@ -101,6 +108,10 @@ const DOWNLOAD_CHUNK_CHARS = 256 * 1024;
 const MAX_HEADER_BYTES = 16 * 1024;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+/** How often Node checks the two above (30 s by default, which let a slowly sent head live that much longer). */
+const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+/** Accept failures are audited (rate-limited there) and written to stderr at most this often. */
+const ACCEPT_FAILURE_LOG_INTERVAL_MS = 60_000;
 /** The built renderer's largest bundle is a few MiB; a file past this is not ours to serve. */
 const MAX_STATIC_FILE_BYTES = 64 * 1024 * 1024;
 
@@ -287,7 +298,7 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   };
 
   const httpServer = http.createServer(
-    { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     (request, response) => {
       // A handler that throws (or rejects) answers 500 and logs; it never takes the host down with it.
       request.on('error', () => undefined);
@@ -299,6 +310,9 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       });
     },
   );
+
+  const limits = connectionLimits(options.connectionLimits);
+  const guard = guardWebConnections(httpServer, limits, (limit, peer) => ipc.auditConnection(limit, 'web', peer));
 
   // Requests Node's parser refuses (a broken request line, headers past the cap, a timeout) get a
   // plain status line and a closed connection, never an exception.
@@ -327,7 +341,7 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     const refused = refusal(request, true);
     if (refused) return refuseUpgrade(socket, 403, `Forbidden: ${refused}.`);
     if (target.pathname !== WEB_SOCKET_PATH) return refuseUpgrade(socket, 404, 'Forbidden: unknown path.');
-    const peer = await loopbackPeer(socket as net.Socket, port);
+    const peer = await guard.peerOf(socket as net.Socket);
     if (socket.destroyed) return;
     wss.handleUpgrade(request, socket, head, (ws) => {
       sockets.add(ws);
@@ -338,6 +352,8 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
         },
         { peer, drop: () => ws.terminate() },
       );
+      // From here the protocol's handshake deadline closes it unless it authenticates.
+      guard.upgraded(socket as net.Socket, () => connection.authenticated);
       // Bytes an unauthenticated connection sends are counted as they arrive, before ws buffers a frame.
       socket.on('data', (chunk: Buffer) => {
         if (!connection.countReceived(chunk.length)) ws.terminate();
@@ -388,6 +404,18 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       resolve();
     });
   });
+  // Once listening, an 'error' is a failed accept (EMFILE, ENFILE, ENOBUFS). With no listener Node
+  // throws it and the host dies; here it is audited, and idle connections are shed to free descriptors.
+  let acceptFailureLoggedAt = -Infinity;
+  httpServer.on('error', (error: NodeJS.ErrnoException) => {
+    const code = error.code ?? 'unknown';
+    const shed = guard.shedIdle();
+    ipc.auditConnection('acceptFailed', 'web', '*', { errno: code, shed });
+    if (Date.now() - acceptFailureLoggedAt >= ACCEPT_FAILURE_LOG_INTERVAL_MS) {
+      acceptFailureLoggedAt = Date.now();
+      log(`executor: the web server could not accept a connection (${code}); closed ${shed} idle connections. Too many connections are open; see the audit log (ipc.rejected).`);
+    }
+  });
   port = (httpServer.address() as AddressInfo).port;
   allowedHosts = new Set([`${LOOPBACK_HOST}:${port}`, `localhost:${port}`]);
   allowedOrigins = new Set([`http://${LOOPBACK_HOST}:${port}`, `http://localhost:${port}`]);
@@ -401,6 +429,8 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       ipc.addCredential({ name: WEB_CREDENTIAL, secret: new TextEncoder().encode(token), channel: 'web', oneTime: true, sessionsOutliveConnection: true });
       return `${origin}/#token=${token}`;
     },
+    connectionLimits: limits,
+    shedIdle: () => guard.shedIdle(),
     issueDownload(range) {
       if (!options.auditExport) throw new ExecutorError('NOT_AVAILABLE', 'This web server streams no exports.');
       const now = Date.now();

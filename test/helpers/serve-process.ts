@@ -12,9 +12,20 @@ export interface ServeInfo {
 
 const running: ChildProcess[] = [];
 
-/** Starts the real `executor serve` in a child process and waits for the line it prints. Stopped after the test. */
-export async function startServe(dataDir: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+/**
+ * Starts the real `executor serve` in a child process and waits for the line it prints. Stopped after the test.
+ * With `openFileLimit`, it runs under that many descriptors (`ulimit -n` in a shell, soft and hard).
+ */
+export async function startServe(
+  dataDir: string,
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  options: { openFileLimit?: number } = {},
+): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
+  const command = [process.execPath, CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs];
+  const child = options.openFileLimit
+    ? spawn('/bin/sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$@"`, 'sh', ...command], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
+    : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.push(child);
   let stdout = '';
   let stderr = '';
