@@ -26,7 +26,20 @@ import type { ConnectionLimit } from './server.js';
 /** What the guard reports: the limit and the peer; the caller audits it (rate-limited). */
 export type ConnectionReport = (limit: ConnectionLimit, peer: string) => void;
 
+/** One connection the web server holds, as `WebServer.openConnections` reports it. */
+export interface WebConnectionInfo {
+  /** The peer once the socket table named it, else null. */
+  peer: string | null;
+  phase: 'http' | 'upgrading' | 'websocket';
+  authenticated: boolean;
+  acceptedAt: number;
+  /** Since when it has held no request (its idle deadline counts from here); null while it holds one, or is a WebSocket. */
+  idleSince: number | null;
+}
+
 export interface WebConnectionGuard {
+  /** The connections held now (for diagnosis and tests: the deadlines and caps seen from inside). */
+  openConnections(): WebConnectionInfo[];
   /** The peer of an accepted connection, looked up once at accept. */
   peerOf(socket: net.Socket): Promise<string>;
   /** The upgrade to a WebSocket is done: from now on the protocol's deadline applies, and `authenticated` says whether to keep it. */
@@ -50,6 +63,8 @@ interface TrackedConnection {
   phase: 'http' | 'upgrading' | 'websocket';
   authenticated: () => boolean;
   idleTimer: NodeJS.Timeout | null;
+  acceptedAt: number;
+  idleSince: number | null;
 }
 
 const MIN_TOTAL_UNDER_PRESSURE = 8;
@@ -117,9 +132,11 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
   const disarm = (entry: TrackedConnection) => {
     if (entry.idleTimer) clearTimeout(entry.idleTimer);
     entry.idleTimer = null;
+    entry.idleSince = null;
   };
   const arm = (entry: TrackedConnection) => {
     disarm(entry);
+    entry.idleSince = Date.now();
     entry.idleTimer = setTimeout(() => {
       entry.idleTimer = null;
       // A WebSocket has the protocol's handshake deadline; an upgrade still unanswered now is stuck.
@@ -144,7 +161,7 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
   };
 
   server.on('connection', (socket: net.Socket) => {
-    const entry: TrackedConnection = { socket, peer: peers.lookup(socket), countedPeer: null, requestsInFlight: 0, everRequested: false, phase: 'http', authenticated: () => false, idleTimer: null };
+    const entry: TrackedConnection = { socket, peer: peers.lookup(socket), countedPeer: null, requestsInFlight: 0, everRequested: false, phase: 'http', authenticated: () => false, idleTimer: null, acceptedAt: Date.now(), idleSince: null };
     socket.once('close', () => forget(entry));
     if (tracked.size >= total) {
       void entry.peer.then((peer) => report('connectionsTotal', peer));
@@ -192,6 +209,14 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
   });
 
   return {
+    openConnections: () =>
+      [...tracked.values()].map((entry) => ({
+        peer: entry.countedPeer,
+        phase: entry.phase,
+        authenticated: entry.authenticated(),
+        acceptedAt: entry.acceptedAt,
+        idleSince: entry.idleSince,
+      })),
     peerOf(socket) {
       return tracked.get(socket)?.peer ?? peers.lookup(socket);
     },

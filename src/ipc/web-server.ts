@@ -13,7 +13,7 @@ import { WEB_CREDENTIAL, WEB_SOCKET_PATH } from './web-client.js';
 import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from './content-types.js';
 import { connectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { parseRequestTarget } from './request-target.js';
-import { guardWebConnections } from './web-connections.js';
+import { guardWebConnections, type WebConnectionInfo } from './web-connections.js';
 
 /*
  * The loopback web server behind `executor serve`: the built renderer over HTTP and the signed
@@ -94,6 +94,8 @@ export interface WebServer {
   connectionLimits: ConnectionLimits;
   /** Closes every connection that holds no request and has authenticated nothing (descriptors ran short); returns how many. */
   shedIdle(): number;
+  /** The connections held now, with their peer, phase and how long each has been idle. */
+  openConnections(): WebConnectionInfo[];
   close(): Promise<void>;
 }
 
@@ -431,6 +433,7 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     },
     connectionLimits: limits,
     shedIdle: () => guard.shedIdle(),
+    openConnections: () => guard.openConnections(),
     issueDownload(range) {
       if (!options.auditExport) throw new ExecutorError('NOT_AVAILABLE', 'This web server streams no exports.');
       const now = Date.now();

@@ -208,14 +208,25 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const flood = startTcpFlood(port, { slots: 1_500 });
     cleanups.push(() => flood.stop().catch(() => undefined));
     await floodUnderWay(flood, 4_000);
-    const during = openDescriptors('self');
-    if (before !== null && during !== null) expect(during - before).toBeLessThanOrEqual(400 + 16);
+    /** Seen from inside: within the caps, and nothing idle past its deadline. */
+    const expectWithinLimits = () => {
+      const held = host!.web!.openConnections();
+      const now = Date.now();
+      expect(held.length).toBeLessThanOrEqual(400);
+      if (flood.uid !== ownUid() && process.platform === 'linux') expect(held.filter((connection) => connection.peer === `uid:${flood.uid}`).length).toBeLessThanOrEqual(100);
+      const longestIdle = Math.max(0, ...held.map((connection) => (connection.idleSince === null ? 0 : now - connection.idleSince)));
+      expect(longestIdle).toBeLessThan(idleMs + TIMER_SLACK_MS);
+      const during = openDescriptors('self');
+      if (before !== null && during !== null) expect(during - before).toBeLessThanOrEqual(400 + 16);
+    };
+    expectWithinLimits();
     const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(listed.stderr).toBe('');
     expect(listed.status).toBe(0);
     const mcp = await startMcp(dataDir, { waitSeconds: 0 });
     const mine = await mcp.call('list_my_steps', {});
     expect(mine.isError, mine.text).toBe(false);
+    expectWithinLimits();
     if (flood.uid !== ownUid() && process.platform === 'linux') {
       // The flood is another account's: the person's own browser still loads the page and opens a session.
       expect((await rawExchange(port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
@@ -223,10 +234,9 @@ describe('a flood of silent TCP connections far past the caps', () => {
       expect((await browser.send(await browser.signed('getPolicy'))).ok).toBe(true);
       browser.close();
     }
+    expectWithinLimits();
     const stats = await flood.stop();
-    // Every connection the server kept was closed by the idle deadline; none lived on.
     expect(stats.closedByServer).toBeGreaterThan(1_500);
-    expect(stats.maxLifetimeMs).toBeLessThan(idleMs + TIMER_SLACK_MS);
     const records = limitRecords(host.executor);
     // The flood's own connections pushed each other out long before the idle deadline.
     expect(records.map((record) => record.limit)).toContain(process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal');
@@ -245,7 +255,7 @@ describe('a flood of silent TCP connections far past the caps', () => {
     // Before the fix, 3,000 silent connections would take every one of the 1,024 descriptors for good.
     const flood = startTcpFlood(port, { slots: 3_000, reconnectMs: 200 });
     cleanups.push(() => flood.stop().catch(() => undefined));
-    await floodUnderWay(flood, 6_000);
+    const first = await floodUnderWay(flood, 6_000);
     // The flood holds at most the web total, and half the limit stays free whatever it does.
     const held = openDescriptors(serve.info.pid);
     if (held !== null && baseline !== null) {
@@ -257,10 +267,13 @@ describe('a flood of silent TCP connections far past the caps', () => {
     expect(listed.status).toBe(0);
     const webUrl = await runCliAsync(['--data-dir', dataDir, '--json', 'web-url']);
     expect(webUrl.status).toBe(0);
-    // Connections the host kept are closed by the default idle deadline, as the flood sees it.
-    await expect.poll(async () => (await flood.stats()).closedByServer, { timeout: 30_000, interval: 250 }).toBeGreaterThan(3_000);
-    const stats = await flood.stop();
-    expect(stats.maxLifetimeMs).toBeLessThan(defaults.idleMs + TIMER_SLACK_MS);
+    // Thousands more connections later, the host still holds no more.
+    await expect.poll(async () => (await flood.stats()).closedByServer, { timeout: 60_000, interval: 250 }).toBeGreaterThan(first.closedByServer + 3_000);
+    const later = openDescriptors(serve.info.pid);
+    if (later !== null && baseline !== null) expect(later - baseline).toBeLessThanOrEqual(defaults.webTotal + 16);
+    // (How long each connection lived is measured inside the host, in the test above: the flood's own
+    // clock also counts time in the kernel's full accept queue, before the host ever held the connection.)
+    await flood.stop();
     expect(await serve.stop()).toBe(0);
   });
 
