@@ -68,8 +68,12 @@ function openDescriptors(pid: number | 'self'): number | null {
 }
 
 const ownUid = () => process.getuid?.() ?? -1;
-/** Timers on two busy cores fire late; a deadline is met when the close comes within this much after it. */
-const TIMER_SLACK_MS = 3_000;
+/**
+ * Timers on two busy cores fire late, and a host working through a flood of thousands of accepts
+ * lags more; a deadline is met when the close comes within this much after it. What is proven is a
+ * bound (without deadlines a silent connection lived for minutes), so the slack is generous.
+ */
+const TIMER_SLACK_MS = 8_000;
 
 describe('deadlines for connections that authenticate nothing and hold no request', () => {
   it('closes a TCP connection that never sends a byte within the idle deadline, and audits it', async () => {
