@@ -160,15 +160,14 @@ class UrlCoder {
   /** The bits of one decoded piece of text. */
   pieceBits(text: string): number {
     let bits = 0;
-    // Escaped bytes left undecoded (they were not UTF-8) are raw bytes.
+    // Escaped bytes left undecoded (they were not UTF-8) are raw bytes: charged here, then taken out.
     const raw = text.replace(/%[0-9A-Fa-f]{2}/g, () => {
       bits += RAW_BYTE_BITS;
-      return '\u0000';
+      return '';
     });
     for (const run of raw.match(/[A-Za-z0-9]+|[!-/:-@[-`{-~ ]+|[\u0000-\u001f\u007f]|[^\u0000-\u007f]/gu) ?? []) {
       if (/^[A-Za-z0-9]/.test(run)) bits += this.tokenBits(run);
       else if (/^[!-/:-@[-`{-~ ]/.test(run)) bits += this.separatorBits(run);
-      else if (run === '\u0000') continue; // an undecodable byte, counted above
       else if (/^[\u0000-\u001f\u007f]$/.test(run)) bits += RAW_BYTE_BITS;
       else bits += otherScriptBits(run);
     }

@@ -236,6 +236,9 @@ describe('opaque data in a URL', () => {
     // Another script costs what its characters can carry; invisible ones the most.
     expect(opaqueBitsOf('东京')).toBeGreaterThanOrEqual(20);
     expect(opaqueBitsOf('\u200b\u200c\u200d')).toBeGreaterThanOrEqual(48);
+    // Control characters, NUL included, cost a byte each.
+    expect(opaqueBitsOf('\u0000'.repeat(10))).toBeGreaterThanOrEqual(80);
+    expect(measureOpaqueData(new URL(`https://x.github.io/#${'%00'.repeat(10)}`)).totalBits).toBeGreaterThanOrEqual(OPAQUE_URL_BITS);
     // A repeat only points back.
     expect(opaqueBitsOf('zqxv zqxv zqxv') - opaqueBitsOf('zqxv')).toBeLessThan(15);
   });
