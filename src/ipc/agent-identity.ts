@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../backup/atomic-write.js';
 import { ExecutorError } from '../domain/errors.js';
 
 /*
@@ -49,19 +50,9 @@ export class AgentIdentities {
       }
     }
     const key = randomBytes(KEY_BYTES);
-    const temp = `${file}.${process.pid}.tmp`;
     try {
-      fs.rmSync(temp, { force: true });
-      const fd = fs.openSync(temp, 'wx', 0o600);
-      try {
-        fs.writeSync(fd, key);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-      fs.renameSync(temp, file);
+      writeFileAtomic(file, key, 0o600);
     } catch (error) {
-      fs.rmSync(temp, { force: true });
       throw new ExecutorError('STORAGE_FAILED', `Cannot write the agent identity key ${file}: ${(error as Error).message}.`, { file });
     }
     return new AgentIdentities(key);
