@@ -302,8 +302,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /**
    * Validates a plan, stores its steps, weighs each with the policy and computes its preview,
    * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
+   * submit() + preparePlan(): callers that must answer at once (the IPC method) use submit alone.
    */
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const submitted = await this.submit(planInput, actor);
+    const planId = submitted[0]!.step.planId;
+    await this.preparePlan(planId, actor);
+    return this.steps.planSteps(planId);
+  }
+
+  /**
+   * Validates a plan, stores its steps and weighs each with the policy: what the policy denies by the
+   * step alone is denied here; the rest is `evaluated` ("preparing preview") until preparePlan runs
+   * its dry run. Quick: no sandbox, no diff of file contents.
+   */
+  async submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     await loadShellParser();
     const agent = isAgentActor(actor) ? actor.agent : undefined;
     const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
@@ -314,38 +327,51 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       this.emitStep(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
       if (!evaluation.allowed) {
         this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-        continue;
-      }
-      const preview = await this.previewOrError(step);
-      // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
-      const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
-      if (!weighed.evaluation.allowed) {
-        this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
-          detail: { reasons: weighed.evaluation.reasons, byEffects: true },
-        }));
-        continue;
-      }
-      const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
-      if (weighed.evaluation.consent === 'none' && preview.ok) {
-        const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-        const ruleIds = weighed.evaluation.approvedByRules ?? [];
-        // The approval, each rule's rule.applied record and its hit count commit together or not at all.
-        this.emitStep(this.db.transaction(() => {
-          const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) } });
-          for (const ruleId of ruleIds) {
-            this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-            this.ruleHits.record(ruleId, step.id, approval.at);
-          }
-          return approved;
-        })());
-      } else {
-        this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-          detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
-        }));
       }
     }
-    await this.advancePlan(plan.planId, actor);
     return this.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * Computes the preview of every `evaluated` step of a plan, in order, moves each to consent or
+   * (when the policy needs none) approval, then runs the plan forward.
+   */
+  async preparePlan(planId: string, actor: Actor): Promise<void> {
+    for (const record of this.steps.planSteps(planId)) {
+      if (record.status === 'evaluated' && record.evaluation) await this.prepareStep(record.step, record.evaluation);
+    }
+    await this.advancePlan(planId, actor);
+  }
+
+  /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private async prepareStep(step: Step, evaluation: Evaluation): Promise<void> {
+    const preview = await this.previewOrError(step);
+    // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
+    const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    if (!weighed.evaluation.allowed) {
+      this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
+        detail: { reasons: weighed.evaluation.reasons, byEffects: true },
+      }));
+      return;
+    }
+    const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
+    if (weighed.evaluation.consent === 'none' && preview.ok) {
+      const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
+      const ruleIds = weighed.evaluation.approvedByRules ?? [];
+      // The approval, each rule's rule.applied record and its hit count commit together or not at all.
+      this.emitStep(this.db.transaction(() => {
+        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) } });
+        for (const ruleId of ruleIds) {
+          this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+          this.ruleHits.record(ruleId, step.id, approval.at);
+        }
+        return approved;
+      })());
+    } else {
+      this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+        detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+      }));
+    }
   }
 
   /**
