@@ -33,7 +33,7 @@ describe('tokenizeCode', () => {
   it('colours JavaScript comments, strings, numbers, keywords and literals', () => {
     const code = "// fetch the rate\nconst rate = await fetch('https://x.test/a?b=1'); /* block\nstill */ let n = 0x1F + 2.5e3 + 10n;\nif (rate === null) return `t ${n}`;";
     expect(kindsOf(code, 'javascript', 'comment')).toEqual(['// fetch the rate', '/* block\nstill */']);
-    expect(kindsOf(code, 'javascript', 'string')).toEqual(["'https://x.test/a?b=1'", '`t ${n}`']);
+    expect(kindsOf(code, 'javascript', 'string')).toEqual(["'https://x.test/a?b=1'", '`t ${', '}`']);
     expect(kindsOf(code, 'javascript', 'number')).toEqual(['0x1F', '2.5e3', '10n']);
     expect(kindsOf(code, 'javascript', 'keyword')).toEqual(['const', 'await', 'let', 'if', 'return']);
     expect(kindsOf(code, 'javascript', 'literal')).toEqual(['null']);
@@ -53,6 +53,26 @@ describe('tokenizeCode', () => {
   it('keeps an unclosed quote to its own line, and an unclosed comment to the end', () => {
     expect(kindsOf("x = 'open\nlet y = 2", 'javascript', 'keyword')).toEqual(['let']);
     expect(kindsOf('a /* never closed\nlet y', 'javascript', 'comment')).toEqual(['/* never closed\nlet y']);
+  });
+
+  it('never colours code as a comment or a string where the language runs it', () => {
+    // A `//` comment ends at CR, U+2028 and U+2029 in JavaScript: what follows runs, so it is coloured as code.
+    for (const lineBreak of ['\r', '\u2028', '\u2029']) {
+      expect(kindsOf(`// note${lineBreak}run()`, 'javascript', 'comment')).toEqual(['// note']);
+    }
+    expect(kindsOf('# note\rrun()', 'python', 'comment')).toEqual(['# note']);
+    // A regex literal holding "//" or a quote starts no comment and no string.
+    const regex = "const re = /\\/\\/'[/]/g; run(re)";
+    expect(kindsOf(regex, 'javascript', 'string')).toEqual(["/\\/\\/'[/]/g"]);
+    expect(kindsOf(regex, 'javascript', 'comment')).toEqual([]);
+    expect(kindsOf('return /x/.test(s)', 'javascript', 'string')).toEqual(['/x/']);
+    // After a name, a number or a bracket, "/" divides.
+    expect(kindsOf('const half = total / 2 / count; run()', 'javascript', 'string')).toEqual([]);
+    expect(kindsOf('(a) / b // c', 'javascript', 'comment')).toEqual(['// c']);
+    // Code inside ${…} is code, however deep; the template resumes after its closing brace.
+    const template = 'const t = `a ${ run({ x: `b ${ deeper() }` }) } c`; after()';
+    expect(kindsOf(template, 'javascript', 'string')).toEqual(['`a ${', '`b ${', '}`', '} c`']);
+    expect(kindsOf(template, 'javascript', 'keyword')).toEqual(['const']);
   });
 
   it('cuts into numbered lines without the newlines', () => {
