@@ -1,5 +1,7 @@
 import type { StepRecord } from '../src/domain/step-record.js';
 import { placeInRoots } from '../src/domain/remembered-rule.js';
+import { capabilityAsks, codeLanguageName, codeSandboxOf, SANDBOX_WORDS } from '../src/domain/run-step-facts.js';
+import { commandLineOf } from '../src/domain/shell-quote.js';
 import type { Step } from '../src/domain/step.js';
 
 /** A path as short as it can be said: relative to its workspace root when it is inside one. */
@@ -15,23 +17,46 @@ export function targetPath(step: Step): string | null {
 }
 
 /**
+ * A command line as a title: one line. A multi-line shell script shows its first non-blank line and
+ * says how many more there are (the detail shows them all), so a second line is never out of sight
+ * without a word about it.
+ */
+export function commandTitle(commandLine: string): string {
+  const lines = commandLine.split('\n');
+  const first = lines.findIndex((line) => line.trim() !== '');
+  if (lines.length === 1 || first === -1) return commandLine;
+  const others = lines.length - 1;
+  return `${lines[first]!.trim()} … (+${others} more line${others === 1 ? '' : 's'})`;
+}
+
+const CAPABILITY_TITLE_WORDS = { fetch: 'may use the network', readFile: 'may read files', kbSearch: 'may search the knowledge base' } as const;
+
+/**
  * One line per step for lists, in words, with paths relative to their root (the full path is in
  * the detail). The renderer cannot load the action modules (they read files), so it says it here.
+ * A command is titled by its command line, code by its language, sandbox and what it asks for:
+ * never by a bare action name.
  */
 export function summarizeStep(step: Step, roots: readonly string[] = []): string {
-  const args = step.args as Record<string, unknown>;
   switch (step.action) {
     case 'writeFile':
-      return `Write ${displayPath(String(args.path), roots)}`;
+      return `Write ${displayPath(step.args.path, roots)}`;
     case 'deleteFile':
-      return `Delete ${displayPath(String(args.path), roots)}`;
+      return `Delete ${displayPath(step.args.path, roots)}`;
     case 'createKBEntry':
-      return `Add knowledge-base entry “${String(args.title)}”`;
+      return `Add knowledge-base entry “${step.args.title}”`;
+    case 'openURL':
+      return `Open ${step.args.url}`;
+    case 'runCommand':
+      return `Run ${commandTitle(commandLineOf(step.args))}`;
+    case 'runCode': {
+      const asks = capabilityAsks(step.args.capabilities).map((ask) => CAPABILITY_TITLE_WORDS[ask.capability]);
+      return `Run ${codeLanguageName(step.args)} in the ${SANDBOX_WORDS[codeSandboxOf(step.args)].name}${asks.length ? `; ${asks.join(', ')}` : ''}`;
+    }
     default: {
-      const generic = step as { action: string; args: Record<string, unknown> };
-      if (typeof generic.args.url === 'string') return `Open ${generic.args.url}`;
-      if (typeof generic.args.command === 'string') return `Run ${generic.args.command}`;
-      return generic.action;
+      // A record from a newer host may name an action this window does not know: say its name rather than nothing.
+      const unknown = step as { action: string };
+      return unknown.action;
     }
   }
 }

@@ -1,8 +1,10 @@
 import { useEffect, useMemo, useState } from 'react';
 import { describeProposer, describeRule, expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIME_NAMES, RULE_LIFETIMES, type RuleChoice, type RuleLifetime } from '../../src/domain/remembered-rule.js';
 import { riskRank } from '../../src/domain/risk.js';
+import { commandLineOf } from '../../src/domain/shell-quote.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
+import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
@@ -158,6 +160,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                           <span className="item-title">
                             <MarkedText text={summarizeStep(record.step, roots)} />
                           </span>
+                          {record.step.action === 'runCode' ? <CodeExcerpt code={record.step.args.code} /> : null}
                           <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
                         </span>
                       </button>
@@ -177,6 +180,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
         {selected ? (
           <StepDetail
             record={selected}
+            policy={policy}
             busy={busy !== null}
             rememberable={ruleChoicesFor(selected, policy).length > 0}
             onApprove={() => startApprove(selected)}
@@ -194,10 +198,12 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
         )}
       </section>
       {pending?.kind === 'confirmHigh' ? (
-        <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)}>
+        <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)} className={runsSomething(pending.record) ? 'wide' : undefined}>
           <p>
             <RiskBadge risk="HIGH" /> <MarkedText text={summarizeStep(pending.record.step, roots)} />
           </p>
+          <InvisibleWarning texts={stepTexts(pending.record)} what="command or code of this step" />
+          <WhatRuns step={pending.record.step} limits={policy} roots={roots} compact />
           <ul className="reasons">
             {pending.record.evaluation?.reasons.map((reason) => (
               <li key={reason}>
@@ -283,12 +289,14 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
   );
 }
 
-/** A command step's command line (or its argv, one word after another), as it will run. */
+/** A command step's command line (its argv quoted as a shell would need it), as it will run. */
 function commandText(record: StepRecord): string | null {
-  const args = record.step.args as Record<string, unknown>;
-  if (record.step.action !== 'runCommand') return null;
-  if (typeof args.command === 'string') return args.command;
-  return Array.isArray(args.argv) ? args.argv.map((word) => JSON.stringify(String(word))).join(' ') : null;
+  return record.step.action === 'runCommand' ? commandLineOf(record.step.args) : null;
+}
+
+/** Whether the step runs a command or code, which the person must see to decide on. */
+function runsSomething(record: StepRecord): boolean {
+  return record.step.action === 'runCommand' || record.step.action === 'runCode';
 }
 
 function codeText(record: StepRecord): string | null {
@@ -300,10 +308,11 @@ function codeText(record: StepRecord): string | null {
 function stepTexts(record: StepRecord): (string | null)[] {
   const args = record.step.args as Record<string, unknown>;
   const strings = (value: unknown): string[] => (typeof value === 'string' ? [value] : Array.isArray(value) ? value.flatMap(strings) : []);
-  return [targetPath(record.step), commandText(record), codeText(record), ...strings(args.argv), ...strings(args.cwd), ...strings(args.url)];
+  const env = record.step.action === 'runCommand' ? Object.values(record.step.args.env ?? {}) : [];
+  return [targetPath(record.step), commandText(record), codeText(record), ...strings(args.argv), ...strings(args.cwd), ...strings(args.url), ...strings(args.allowSecrets), ...env];
 }
 
-function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
+function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; policy: Policy | undefined; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
   const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
@@ -329,26 +338,6 @@ function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemembe
             </dd>
           </>
         ) : null}
-        {commandText(record) !== null ? (
-          <>
-            <dt>Command</dt>
-            <dd>
-              <code>
-                <MarkedText text={commandText(record)!} />
-              </code>
-            </dd>
-          </>
-        ) : null}
-        {codeText(record) !== null ? (
-          <>
-            <dt>Code</dt>
-            <dd>
-              <pre className="output" tabIndex={0} aria-label="Code to run">
-                <MarkedText text={codeText(record)!} />
-              </pre>
-            </dd>
-          </>
-        ) : null}
         <dt>Proposed by</dt>
         <dd>
           {record.step.meta.origin}
@@ -359,6 +348,7 @@ function StepDetail({ record, busy, rememberable, onApprove, onReject, onRemembe
           <code>{record.step.id}</code> · step {record.position + 1} of plan <code>{record.step.planId}</code>
         </dd>
       </dl>
+      <WhatRuns step={record.step} limits={policy} roots={roots} />
       {evaluation ? (
         <div className="assessment">
           <section aria-label="Why this risk">

@@ -2,6 +2,7 @@ import type { CodeRunResult } from '../domain/code-run.js';
 import { ExecutorError } from '../domain/errors.js';
 import { boundedValue } from '../domain/large-values.js';
 import type { Risk } from '../domain/risk.js';
+import { codeSandboxOf } from '../domain/run-step-facts.js';
 import type { ActionArgs } from '../domain/step.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import { MAX_CODE_BYTES } from '../sandbox/light/limits.js';
@@ -13,7 +14,7 @@ type RunCodeArgs = ActionArgs<'runCode'>;
 
 /** Python, or an explicit request for Docker, goes to the heavy sandbox; plain JavaScript stays light. */
 export function isHeavy(args: RunCodeArgs): boolean {
-  return args.sandbox === 'docker' || args.language === 'python';
+  return codeSandboxOf(args) === 'docker';
 }
 
 async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: ActionContext): Promise<{ result: CodeRunResult; requests: { method: string; url: string }[] }> {

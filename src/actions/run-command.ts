@@ -4,6 +4,8 @@ import { applyFileChanges, limitNewFileMode, previewFileChange, readCurrent, typ
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
 import { commandReachesBeyondRules } from '../domain/remembered-rule.js';
+import { commandTimeoutMs } from '../domain/run-step-facts.js';
+import { commandLineOf } from '../domain/shell-quote.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
 import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../policy/command-policy.js';
@@ -20,12 +22,9 @@ type Args = ActionArgs<'runCommand'>;
 /** How much of each output stream the step's result (and so its audit record) keeps; the preview keeps the policy's full cap. */
 const RESULT_OUTPUT_EXCERPT = 4096;
 
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
+/** The command line as the person reads it everywhere: argv quoted as a shell would need it (src/domain/shell-quote.ts). */
 export function commandText(args: Args): string {
-  return args.command ?? args.argv!.map(shellQuote).join(' ');
+  return commandLineOf(args);
 }
 
 function argvOf(args: Args): string[] {
@@ -34,7 +33,7 @@ function argvOf(args: Args): string[] {
 
 /** A step may ask for less time than the policy allows, never more. */
 function timeoutOf(args: Args, policy: Policy): number {
-  return Math.min(args.timeoutMs ?? policy.sandbox.timeoutMs, policy.sandbox.timeoutMs);
+  return commandTimeoutMs(args, policy);
 }
 
 /** The real directory the command works on: the step's cwd (inside a root) or the first workspace root. */

@@ -1,6 +1,9 @@
 import type { ErrorShape } from '../domain/errors.js';
 import type { StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
+import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, lineCountText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../domain/run-step-facts.js';
+import { commandLineOf, quoteShellWord } from '../domain/shell-quote.js';
+import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
 
 /*
@@ -49,12 +52,60 @@ export function summaryLine(record: StepRecord): string {
   return `${line(record.step.id)}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}`;
 }
 
-export function detailText(record: StepRecord): string {
+/** A time limit in words; without the policy's limits (not readable), what the step asked for. */
+function timeText(requestedMs: number | undefined, words: (limits: RunTimeLimits) => string, limits: RunTimeLimits | undefined): string {
+  if (limits) return words(limits);
+  return requestedMs === undefined ? "the policy's default" : `${durationText(requestedMs)}, as far as the policy allows`;
+}
+
+/**
+ * What a runCommand or runCode step will run, as the window shows it: the command line (argv quoted
+ * as a shell would need it) and where, how long and with what it runs; for code its language,
+ * sandbox, time limit, every capability it asks for, and then the code itself, line by numbered line.
+ * Nothing for other steps.
+ */
+export function whatRunsLines(step: Step, limits: RunTimeLimits | undefined): { facts: string[]; code: string[] } {
+  if (step.action === 'runCommand') {
+    const args = step.args;
+    const facts = [
+      `Command  ${indented(commandLineOf(args), '         ')}`,
+      `         (${args.command !== undefined ? 'run by sh -c inside the container' : 'run directly, without a shell; quoted as a shell would need it'})`,
+      `In       ${line(args.cwd ?? 'the first workspace root')} (a copy, in the Docker sandbox); network ${args.network === 'allowlist' ? "only to the policy's allowlist" : 'off'}`,
+      `Timeout  ${line(timeText(args.timeoutMs, (given) => commandTimeoutWords(args, given), limits))}`,
+    ];
+    for (const [name, value] of Object.entries(args.env ?? {})) facts.push(`Env      ${line(`${name}=${quoteShellWord(value)}`)}`);
+    if (args.allowSecrets?.length) facts.push(`Secrets  it may see ${args.allowSecrets.map(line).join(', ')}`);
+    return { facts, code: [] };
+  }
+  if (step.action === 'runCode') {
+    const args = step.args;
+    const sandbox = SANDBOX_WORDS[codeSandboxOf(args)];
+    const asks = capabilityAsks(args.capabilities);
+    const facts = [
+      `Code     ${codeLanguageName(args)} in the ${sandbox.name}: ${sandbox.isolation}`,
+      `Timeout  ${line(timeText(args.timeoutMs, (given) => codeTimeoutWords(args, given), limits))}`,
+      ...(asks.length === 0 ? [`Asks for ${NO_CAPABILITY_WORDS.toLowerCase()}`] : asks.map((ask, index) => `${index === 0 ? 'Asks for' : '        '} - ${line(ask.words)}`)),
+    ];
+    const codeLines = args.code.replace(/\n$/, '').split('\n');
+    const width = String(codeLines.length).length;
+    const code = [
+      `--- code (${codeLanguageName(args)}, ${lineCountText(args.code)}, ${new TextEncoder().encode(args.code).length} bytes)`,
+      // Each line numbered: an escaped character cannot pose as a line break, and a reader can say "line 12".
+      ...codeLines.map((text, index) => `${String(index + 1).padStart(Math.max(4, width + 1))} | ${visibleBlock(text)}`),
+    ];
+    return { facts, code };
+  }
+  return { facts: [], code: [] };
+}
+
+export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   const { module, args } = boundAction(record.step);
   const meta = record.step.meta;
+  const runs = whatRunsLines(record.step, limits);
   const lines = [
     `Step     ${line(record.step.id)} (plan ${line(record.step.planId)}, position ${record.position + 1})`,
     `Action   ${line(module.summarize(args))}`,
+    ...runs.facts,
     `Status   ${record.status}`,
     `Origin   ${meta.origin}${meta.client ? ` (${line(meta.client)})` : ''}${meta.agent ? ` [${line(meta.agent)}]` : ''}`,
   ];
@@ -71,6 +122,7 @@ export function detailText(record: StepRecord): string {
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   if (record.result) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
+  if (runs.code.length) lines.push('', ...runs.code);
   if (record.preview?.kind === 'fileChanges') {
     for (const file of record.preview.files) {
       lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);

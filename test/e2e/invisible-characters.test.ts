@@ -65,14 +65,15 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
       expect(await marker.evaluate((element) => getComputedStyle(element).backgroundColor)).not.toBe('rgba(0, 0, 0, 0)');
 
       // The code step: the code is shown, with both controls marked.
-      await page.locator('.item-title', { hasText: 'runCode' }).first().click();
+      await page.locator('.item-title', { hasText: 'Run JavaScript' }).first().click();
       await expect.poll(() => detail.getByLabel('Code to run').innerText()).toContain('⟨U+202E⟩');
       expect(await detail.getByLabel('Code to run').innerText()).toContain('⟨U+2066⟩');
       await expect.poll(() => detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBeGreaterThan(0);
 
-      // The command step: its argv, shown word by word, with the isolate marked.
-      await page.locator('.item-title', { hasText: 'runCommand' }).first().click();
-      await expect.poll(() => detail.locator('dd code', { hasText: 'echo' }).first().innerText()).toContain('⟨U+2067⟩');
+      // The command step: its argv, quoted as a shell would need it, with the isolate marked in the title and the command line.
+      await expect.poll(() => item('Run echo').innerText()).toBe("Run echo 'safe⟨U+2067⟩; rm -rf .'");
+      await item('Run echo').first().click();
+      await expect.poll(() => detail.locator('.command-line').innerText()).toBe("echo 'safe⟨U+2067⟩; rm -rf .'");
       expect(await detail.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBeGreaterThan(0);
 
       // A plain step: no marker, no warning.

@@ -78,8 +78,9 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const record = await withExecutor(dataDir, (api) => api.getStep({ stepId }));
-      print(json, record, () => detailText(record));
+      // The policy in force says how long a command or code may run; a step is still shown without it.
+      const { record, limits } = await withExecutor(dataDir, async (api) => ({ record: await api.getStep({ stepId }), limits: await api.getPolicy().catch(() => undefined) }));
+      print(json, record, () => detailText(record, limits));
     });
 
   program
@@ -105,7 +106,7 @@ export function registerStepCommands(program: Command): void {
         // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
         const shown = await api.getStep({ stepId });
         if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash });
-        process.stdout.write(`${visibleOutput(detailText(shown))}\n\n`);
+        process.stdout.write(`${visibleOutput(detailText(shown, await api.getPolicy().catch(() => undefined)))}\n\n`);
         if (!(await askYes(`Approve step ${visibleLine(stepId)} with the preview shown above (${previewHashText(shown)})? [y/N] `))) return null;
         return api.approve({ stepId, previewHash: shown.previewHash });
       });

@@ -1,6 +1,7 @@
 import type { HeavyCodeRequest, HeavyCodeRunner } from '../../actions/heavy-code-runner.js';
 import type { CapabilityCallSummary, CodeRunResult } from '../../domain/code-run.js';
 import { ExecutorError } from '../../domain/errors.js';
+import { clampDockerTimeout } from '../../domain/run-step-facts.js';
 import type { Policy } from '../../policy/policy-file.js';
 import type { DockerClient } from './docker-client.js';
 import { hostAllowed } from './egress-proxy.js';
@@ -54,7 +55,7 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
           {
             code: request.args.code,
             language: request.args.language ?? 'javascript',
-            timeoutMs: request.args.timeoutMs === undefined ? undefined : Math.max(100, Math.min(request.args.timeoutMs, policy.sandbox.timeoutMs)),
+            timeoutMs: clampDockerTimeout(request.args.timeoutMs, policy.sandbox.timeoutMs),
             network,
             policy: { ...policy, network: { ...policy.network, allowHosts: hosts } },
           },

@@ -1,6 +1,9 @@
+import { clampLightTimeout, LIGHT_MAX_TIMEOUT_MS, LIGHT_MIN_TIMEOUT_MS } from '../../domain/run-step-facts.js';
+
 /** Hard limits of isolated code. The policy may tighten the per-run ones; these bounds never move. */
-export const MIN_TIMEOUT_MS = 100;
-export const MAX_TIMEOUT_MS = 5000;
+// The timeout bounds live in the domain, where the window and `steps show` read them too.
+export const MIN_TIMEOUT_MS = LIGHT_MIN_TIMEOUT_MS;
+export const MAX_TIMEOUT_MS = LIGHT_MAX_TIMEOUT_MS;
 export const MAX_CODE_BYTES = 50 * 1024;
 export const MAX_RESULT_BYTES = 32 * 1024;
 export const MAX_LOG_BYTES = 32 * 1024;
@@ -10,10 +13,7 @@ export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
 export const MAX_STDERR_BYTES = 4 * 1024;
 
 /** Out-of-range timeouts are clamped, not rejected: an agent asking for 10 minutes gets 5 seconds. */
-export function clampTimeout(requestedMs: number | undefined, defaultMs: number): number {
-  const wanted = requestedMs === undefined || !Number.isFinite(requestedMs) ? defaultMs : Math.round(requestedMs);
-  return Math.min(MAX_TIMEOUT_MS, Math.max(MIN_TIMEOUT_MS, wanted));
-}
+export const clampTimeout = clampLightTimeout;
 
 /** Cuts a string to at most maxBytes of UTF-8 without splitting a character. */
 export function truncateUtf8(text: string, maxBytes: number): { text: string; truncated: boolean } {
