@@ -173,7 +173,7 @@ export function findJsonLimitProblem(value: unknown, limits: JsonLimits): JsonLi
 
 /** One line for a message: `steps[0].meta.confidence is Infinity (…), which is not a finite number`. */
 export function describeJsonLimitProblem(found: JsonLimitProblem, prefix = ''): string {
-  return `${prefix ? formatJsonPath(found.at, prefix) : found.path} ${found.problem}`;
+  return `${formatJsonPath(found.at, prefix)} ${found.problem}`;
 }
 
 /**
@@ -187,7 +187,7 @@ export function assertWithinJsonLimits(value: unknown, limits: JsonLimits, refus
   throw new ExecutorError(refusal.code, `${refusal.subject} is not valid: ${line}. Nothing was stored; change that value and try again.`, {
     ...refusal.details,
     issues: [line],
-    path: refusal.prefix ? formatJsonPath(found.at, refusal.prefix) : found.path,
+    path: formatJsonPath(found.at, refusal.prefix),
     limit: found.limit,
   });
 }
