@@ -180,11 +180,15 @@ export function describeJsonLimitProblem(found: JsonLimitProblem, prefix = ''): 
  * Throws `code` naming the first value over the limits: "<subject> is not valid: <path> <problem>."
  * Details carry the same line in `issues` (as zod's problems are reported), the path and the limit.
  */
-export function assertWithinJsonLimits(value: unknown, limits: JsonLimits, refusal: { code: ErrorCode; subject: string; prefix?: string; details?: Record<string, unknown> }): void {
+export function assertWithinJsonLimits(
+  value: unknown,
+  limits: JsonLimits,
+  refusal: { code: ErrorCode; subject: string; prefix?: string; details?: Record<string, unknown>; advice?: string },
+): void {
   const found = findJsonLimitProblem(value, limits);
   if (!found) return;
   const line = describeJsonLimitProblem(found, refusal.prefix);
-  throw new ExecutorError(refusal.code, `${refusal.subject} is not valid: ${line}. Nothing was stored; change that value and try again.`, {
+  throw new ExecutorError(refusal.code, `${refusal.subject} is not valid: ${line}. ${refusal.advice ?? 'Nothing was stored; change that value and try again.'}`, {
     ...refusal.details,
     issues: [line],
     path: formatJsonPath(found.at, refusal.prefix),
