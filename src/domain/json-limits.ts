@@ -63,7 +63,7 @@ export function formatJsonPath(at: readonly (string | number)[], prefix = ''): s
   let out = prefix;
   for (const segment of at) {
     if (typeof segment === 'number') out += `[${segment}]`;
-    else if (IDENTIFIER.test(segment)) out += out ? `.${segment}` : segment;
+    else if (IDENTIFIER.test(segment) && segment.length <= MAX_KEY_SHOWN) out += out ? `.${segment}` : segment;
     else {
       const shown = segment.length > MAX_KEY_SHOWN ? `${segment.slice(0, MAX_KEY_SHOWN)}…` : segment;
       // Escaped like JSON, with lone surrogates and controls as \u escapes so the path itself prints anywhere.

@@ -194,20 +194,20 @@ export function requestInputRefusal(message: Record<string, unknown>): ExecutorE
   const params = message.params;
   if (message.method === 'propose' && typeof params === 'object' && params !== null && !Array.isArray(params) && 'plan' in params) {
     const found = findJsonLimitProblem((params as { plan: unknown }).plan, PLAN_LIMITS);
-    if (found) return limitRefusal('INVALID_PLAN', 'The plan', found);
+    if (found) return limitRefusal('INVALID_PLAN', 'The plan is not valid', found);
   }
   const found = findJsonLimitProblem(message, MESSAGE_LIMITS);
   if (!found) return null;
   if (found.at[0] === 'params') {
     const method = typeof message.method === 'string' ? message.method.slice(0, 128) : 'this method';
-    return limitRefusal('IPC_INVALID_PARAMS', `The params of ${method}`, found);
+    return limitRefusal('IPC_INVALID_PARAMS', `Bad params for ${method}`, found);
   }
-  return limitRefusal('IPC_MALFORMED', 'The message', found);
+  return limitRefusal('IPC_MALFORMED', 'The message is not valid', found);
 }
 
-function limitRefusal(code: 'INVALID_PLAN' | 'IPC_INVALID_PARAMS' | 'IPC_MALFORMED', subject: string, found: JsonLimitProblem): ExecutorError {
+function limitRefusal(code: 'INVALID_PLAN' | 'IPC_INVALID_PARAMS' | 'IPC_MALFORMED', lead: string, found: JsonLimitProblem): ExecutorError {
   const line = describeJsonLimitProblem(found);
-  return new ExecutorError(code, `${subject} is not valid: ${line}. Nothing was stored; change that value and try again.`, { issues: [line], path: found.path, limit: found.limit });
+  return new ExecutorError(code, `${lead}: ${line}. Nothing was stored; change that value and try again.`, { issues: [line], path: found.path, limit: found.limit });
 }
 
 /** The fast-path check of a message's sig, started before the message is parsed. */
