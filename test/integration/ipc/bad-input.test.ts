@@ -23,21 +23,25 @@ async function signedRaw(session: RawSession, method: string, paramsText: string
 const deepArrays = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const deepObjects = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
 
-/** JSON texts that no position in a plan or in params accepts. */
+/**
+ * JSON texts that no position in a plan or in params accepts. `breaks` says which limits of
+ * json-limits.ts they cross: every request's, only a plan's (wide arrays, lone surrogates), or none (wrong types).
+ */
 const hostileValue = fc.oneof(
-  fc.integer({ min: 33, max: 6000 }).map(deepArrays),
-  fc.integer({ min: 33, max: 6000 }).map(deepObjects),
-  fc.integer({ min: 20, max: 3000 }).map((levels) => `{"x":[${deepObjects(levels)},${deepArrays(levels)}]}`),
-  fc.constantFrom('1e400', '-1e400', '1e309', '-9.9e999', '9007199254740993', '[1e400]', '{"n":-1e400}'),
-  fc.constantFrom('"\\ud800"', '"text \\udfff here"', '{"\\ud83d":1}', '["ok","\\udc00"]'),
-  fc.integer({ min: 10_001, max: 15_000 }).map((count) => `[${new Array(count).fill('0').join(',')}]`),
-  fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify({ unexpected: value })),
+  fc.integer({ min: 70, max: 6000 }).map((levels) => ({ text: deepArrays(levels), breaks: 'all' })),
+  fc.integer({ min: 70, max: 6000 }).map((levels) => ({ text: deepObjects(levels), breaks: 'all' })),
+  fc.integer({ min: 70, max: 3000 }).map((levels) => ({ text: `{"x":[${deepObjects(levels)},${deepArrays(levels)}]}`, breaks: 'all' })),
+  fc.constantFrom('1e400', '-1e400', '1e309', '-9.9e999', '9007199254740993', '[1e400]', '{"n":-1e400}').map((text) => ({ text, breaks: 'all' })),
+  fc.integer({ min: 10_001, max: 15_000 }).map((count) => ({ text: `[${new Array(count).fill('0').join(',')}]`, breaks: 'plan' })),
+  fc.constantFrom('"\\ud800"', '"text \\udfff here"', '{"\\ud83d":1}', '["ok","\\udc00"]').map((text) => ({ text, breaks: 'plan' })),
+  fc.jsonValue({ maxDepth: 3 }).map((value) => ({ text: JSON.stringify({ unexpected: value }), breaks: 'none' })),
 );
 
 /** Where in a request a hostile value lands: a plan's many places, other methods' params, the envelope. */
 function hostileRequest(workspace: string) {
   const file = JSON.stringify(path.join(workspace, 'a.txt'));
-  const planAt = (make: (hole: string) => string) => (hole: string) => ({ method: 'propose', params: `{"plan":${make(hole)}}` });
+  const planAt = (make: (hole: string) => string) => (hole: string) => ({ method: 'propose', params: `{"plan":${make(hole)}}`, inPlan: true });
+  const other = (method: string, make: (hole: string) => string) => (hole: string) => ({ method, params: make(hole), inPlan: false });
   const places = [
     planAt((hole) => `{"steps":${hole}}`),
     planAt((hole) => `{"steps":[${hole}]}`),
@@ -47,14 +51,17 @@ function hostileRequest(workspace: string) {
     planAt((hole) => `{"purpose":${hole},"steps":[{"action":"writeFile","args":{"path":${file},"content":"x"}}]}`),
     planAt((hole) => `{"steps":[{"action":"runCode","args":{"code":"1","timeoutMs":${hole}}}]}`),
     planAt((hole) => `{"steps":[{"action":"runCommand","args":{"argv":["ls"],"env":{"A":${hole}}}}]}`),
-    (hole: string) => ({ method: 'approveAndRemember', params: `{"stepId":"step-x","rule":${hole},"lifetime":"session"}` }),
-    (hole: string) => ({ method: 'setPolicy', params: `{"policy":${hole}}` }),
-    (hole: string) => ({ method: 'evaluateStep', params: `{"step":${hole}}` }),
-    (hole: string) => ({ method: 'listSteps', params: `{"limit":${hole}}` }),
-    (hole: string) => ({ method: 'reject', params: `{"stepId":"step-x","reason":${hole}}` }),
-    (hole: string) => ({ method: 'listSteps', params: '{}', ts: hole }),
+    other('approveAndRemember', (hole) => `{"stepId":"step-x","rule":${hole},"lifetime":"hour"}`),
+    other('setPolicy', (hole) => `{"policy":${hole}}`),
+    other('evaluateStep', (hole) => `{"step":${hole}}`),
+    other('listSteps', (hole) => `{"limit":${hole}}`),
+    other('reject', (hole) => `{"stepId":"step-x","reason":${hole}}`),
+    (hole: string) => ({ method: 'listSteps', params: '{}', ts: hole, inPlan: false }),
   ];
-  return fc.tuple(fc.integer({ min: 0, max: places.length - 1 }), hostileValue).map(([index, hole]) => places[index]!(hole));
+  return fc.tuple(fc.integer({ min: 0, max: places.length - 1 }), hostileValue).map(([index, hole]) => {
+    const request = places[index]!(hole.text);
+    return { ...request, overLimit: hole.breaks === 'all' || (hole.breaks === 'plan' && request.inPlan) };
+  });
 }
 
 const REFUSAL_CODES = ['INVALID_PLAN', 'IPC_INVALID_PARAMS', 'IPC_MALFORMED', 'INVALID_INPUT', 'NOT_FOUND', 'POLICY_INVALID'];
@@ -105,9 +112,11 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('bad input over the $name to a 
       fc.asyncProperty(hostileRequest(setup.workspace), async (request) => {
         const reply = await session.send(await signedRaw(session, request.method, request.params, 'ts' in request ? request.ts : undefined));
         expect(reply.ok).toBe(false);
-        const code = (reply.error as { code: string }).code;
-        expect(REFUSAL_CODES).toContain(code);
-        codes.add(code);
+        const error = reply.error as { code: string; message: string; details?: { path?: string; limit?: unknown } };
+        expect(REFUSAL_CODES).toContain(error.code);
+        // Over a limit: refused before anything walked it, naming the place and the limit.
+        if (request.overLimit) expect(error.details).toMatchObject({ path: expect.any(String), limit: expect.anything() });
+        codes.add(error.code);
       }),
       { numRuns: 60 },
     );
