@@ -63,7 +63,7 @@ describe('findJsonLimitProblem', () => {
     expect(findJsonLimitProblem({ a: 1, b: 1, c: 1, d: 1, e: 1, f: 1 }, SMALL)).toMatchObject({ path: '(top level)', limit: { name: 'maxItems' } });
     const many = Array.from({ length: 20 }, () => [1, 2, 3]);
     expect(findJsonLimitProblem({ many: many.slice(0, 5), more: many.slice(5, 10), again: many.slice(10, 15) }, SMALL)?.limit.name).toBe('maxValues');
-    expect(findJsonLimitProblem({ steps: new Array(16_000_000).fill(0) }, PLAN_LIMITS)).toMatchObject({ path: 'steps', limit: { name: 'maxItems' } });
+    expect(findJsonLimitProblem({ steps: new Array(2_000_000).fill(0) }, PLAN_LIMITS)).toMatchObject({ path: 'steps', limit: { name: 'maxItems' } });
   });
 
   it('refuses what is not JSON data: bigints, class instances, Maps, Dates', () => {
