@@ -40,9 +40,16 @@ const hostileValue = fc.oneof(
 /** Where in a request a hostile value lands: a plan's many places, other methods' params, the envelope. */
 function hostileRequest(workspace: string) {
   const file = JSON.stringify(path.join(workspace, 'a.txt'));
-  const planAt = (make: (hole: string) => string) => (hole: string) => ({ method: 'propose', params: `{"plan":${make(hole)}}`, inPlan: true });
-  const other = (method: string, make: (hole: string) => string) => (hole: string) => ({ method, params: make(hole), inPlan: false });
-  const places = [
+  interface Placed {
+    method: string;
+    params: string;
+    /** Raw JSON text for the envelope's ts, when the hole is there. */
+    ts?: string;
+    inPlan: boolean;
+  }
+  const planAt = (make: (hole: string) => string) => (hole: string): Placed => ({ method: 'propose', params: `{"plan":${make(hole)}}`, inPlan: true });
+  const other = (method: string, make: (hole: string) => string) => (hole: string): Placed => ({ method, params: make(hole), inPlan: false });
+  const places: ((hole: string) => Placed)[] = [
     planAt((hole) => `{"steps":${hole}}`),
     planAt((hole) => `{"steps":[${hole}]}`),
     planAt((hole) => `{"steps":[{"action":"writeFile","args":{"path":${file},"content":${hole}}}]}`),
@@ -110,7 +117,7 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('bad input over the $name to a 
     const codes = new Set<string>();
     await fc.assert(
       fc.asyncProperty(hostileRequest(setup.workspace), async (request) => {
-        const reply = await session.send(await signedRaw(session, request.method, request.params, 'ts' in request ? request.ts : undefined));
+        const reply = await session.send(await signedRaw(session, request.method, request.params, request.ts));
         expect(reply.ok).toBe(false);
         const error = reply.error as { code: string; message: string; details?: { path?: string; limit?: unknown } };
         expect(REFUSAL_CODES).toContain(error.code);
