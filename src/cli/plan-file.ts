@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ExecutorError } from '../domain/errors.js';
+import { assertWithinJsonLimits, PLAN_LIMITS } from '../domain/json-limits.js';
 
 /** Larger plan files are refused before they are read: a plan carries intents, not data sets. */
 export const MAX_PLAN_FILE_BYTES = 32 * 1024 * 1024;
@@ -19,9 +20,13 @@ export function readPlanFile(file: string): unknown {
     );
   }
   const text = fs.readFileSync(file, 'utf8');
+  let plan: unknown;
   try {
-    return JSON.parse(text);
+    plan = JSON.parse(text);
   } catch (error) {
     throw new ExecutorError('INVALID_PLAN', `The plan file ${file} is not valid JSON: ${(error as Error).message}.`, { file });
   }
+  // Here, before the plan is signed for the host (signing canonicalizes it, recursively) or handed to the Executor.
+  assertWithinJsonLimits(plan, PLAN_LIMITS, { code: 'INVALID_PLAN', subject: `The plan in ${file}`, details: { file } });
+  return plan;
 }

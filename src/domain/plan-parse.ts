@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ExecutorError } from './errors.js';
+import { assertWithinJsonLimits, PLAN_LIMITS } from './json-limits.js';
 import { PlanInputSchema, PlanSchema, type Plan, type StepMeta } from './step.js';
 
 /** Turns zod's issues into one sentence per problem, with the JSON path a person can find in their file. */
@@ -13,9 +14,11 @@ export function describeIssues(error: z.ZodError): string[] {
 
 /**
  * Validates a plan as written by a person or agent, fills in ids and the proposer's identity, and returns a fully
- * validated Plan. Throws INVALID_PLAN naming every problem; nothing is half-accepted.
+ * validated Plan. Throws INVALID_PLAN naming every problem (or the first value over PLAN_LIMITS); nothing is half-accepted.
  */
 export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string; agent?: string; freshIds?: boolean }): Plan {
+  // Depth, size and number forms first: zod, hashing and storing all walk the plan, some of them recursively.
+  assertWithinJsonLimits(input, PLAN_LIMITS, { code: 'INVALID_PLAN', subject: 'The plan' });
   const shaped = PlanInputSchema.safeParse(input);
   if (!shaped.success) {
     throw new ExecutorError('INVALID_PLAN', `The plan is not valid: ${describeIssues(shaped.error).join('; ')}`, {

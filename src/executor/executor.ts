@@ -21,6 +21,7 @@ import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, pre
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
+import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
@@ -220,6 +221,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * cannot be written the file is not replaced, and a failed write rolls the record back.
    */
   setPolicy(input: unknown, actor: Actor): Policy {
+    assertWithinJsonLimits(input, FILE_LIMITS, { code: 'POLICY_INVALID', subject: 'The policy' });
     const parsed = PolicySchema.safeParse(input);
     if (!parsed.success) {
       const issues = describeIssues(parsed.error);

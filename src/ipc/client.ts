@@ -9,6 +9,7 @@ import {
   ResponseEnvelopeSchema,
   parseObject,
   randomToken,
+  requestInputRefusal,
   signText,
   verifyText,
   verifyTextEarly,
@@ -90,6 +91,9 @@ export class SignedRpc {
     if (this.closedReason !== null) throw new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor is closed: ${this.closedReason}`);
     const id = randomToken(12);
     const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id, ts: Date.now(), nonce: randomToken(18), method, params: params ?? {} };
+    // Refused here, as the server would: signing canonicalizes, and a value nested thousands deep would overflow the stack.
+    const refusal = requestInputRefusal(request);
+    if (refusal) throw refusal;
     const replyText = await this.transport.request(await signText(this.session.mac, 'request', request));
     if (replyText.length > this.maxResponseBytes) throw new ExecutorError('IPC_TOO_LARGE', 'The reply is larger than this client accepts.');
     const early = verifyTextEarly(this.session.mac, 'response', replyText);

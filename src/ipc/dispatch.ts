@@ -3,6 +3,7 @@ import { describeIssues } from '../domain/plan-parse.js';
 import type { Executor } from '../executor/executor.js';
 import { HANDLERS, type CallContext } from './handlers.js';
 import { channelMayCall, isMethodName, METHODS, type MethodName } from './methods.js';
+import { requestInputRefusal } from './protocol.js';
 
 /**
  * Methods that change state run one at a time per Executor: an approval arriving from the window
@@ -35,6 +36,9 @@ export async function invokeMethod(executor: Executor, name: string, rawParams: 
       channel: context.channel,
     });
   }
+  // In-process callers (localClient) reach here without a transport: the same check the server runs first.
+  const inputRefusal = requestInputRefusal({ method: name, params: rawParams });
+  if (inputRefusal) throw inputRefusal;
   const parsed = METHODS[name].params.safeParse(rawParams);
   if (!parsed.success) {
     const issues = describeIssues(parsed.error);

@@ -25,8 +25,9 @@ export function unframe(line: string): TaggedMessage {
 
 /**
  * Cuts a byte stream into lines, with a cap: a line longer than `maxLineBytes` is not buffered.
- * Its first bytes (enough for the tag) are reported once through onOversize and the rest is
- * dropped up to the next newline, so the stream stays in step and the connection stays up.
+ * Its first bytes (enough for the tag) and its last ones (where a JSON-RPC client puts the id) are
+ * reported once through onOversize and the rest is dropped up to the next newline, so the stream
+ * stays in step and the connection stays up.
  */
 export class LineSplitter {
   private chunks: Buffer[] = [];
@@ -38,7 +39,7 @@ export class LineSplitter {
     /** A number, or a function for a cap that changes (the server's is a few KiB until the connection authenticates). */
     private readonly maxLineBytes: number | (() => number),
     private readonly onLine: (line: string) => void,
-    private readonly onOversize: (head: string, byteLength: number) => void,
+    private readonly onOversize: (head: string, byteLength: number, tail: string) => void,
   ) {}
 
   push(chunk: Buffer): void {
@@ -49,6 +50,7 @@ export class LineSplitter {
       const piece = chunk.subarray(start, end);
       if (this.discarding) {
         this.discardedBytes += piece.length;
+        this.pendingTail = Buffer.concat([this.pendingTail, piece]).subarray(-TAIL_BYTES);
       } else if (this.buffered + piece.length > (typeof this.maxLineBytes === 'number' ? this.maxLineBytes : this.maxLineBytes())) {
         const head = Buffer.concat([...this.chunks, piece]).subarray(0, 64).toString('utf8');
         this.discarding = true;
@@ -56,13 +58,15 @@ export class LineSplitter {
         this.chunks = [];
         this.buffered = 0;
         this.pendingHead = head;
+        this.pendingTail = Buffer.from(piece.subarray(-TAIL_BYTES));
       } else if (piece.length) {
         this.chunks.push(Buffer.from(piece));
         this.buffered += piece.length;
       }
       if (newline === -1) return;
       if (this.discarding) {
-        this.onOversize(this.pendingHead, this.discardedBytes);
+        this.onOversize(this.pendingHead, this.discardedBytes, this.pendingTail.toString('utf8'));
+        this.pendingTail = Buffer.alloc(0);
         this.discarding = false;
         this.discardedBytes = 0;
       } else {
@@ -76,4 +80,8 @@ export class LineSplitter {
   }
 
   private pendingHead = '';
+  private pendingTail: Buffer = Buffer.alloc(0);
 }
+
+/** How much of the end of an oversize line is kept for onOversize. */
+const TAIL_BYTES = 128;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { canonicalText } from '../domain/canonical-text.js';
-import type { ErrorShape } from '../domain/errors.js';
+import { ExecutorError, type ErrorShape } from '../domain/errors.js';
+import { describeJsonLimitProblem, findJsonLimitProblem, MESSAGE_LIMITS, PLAN_LIMITS, type JsonLimitProblem } from '../domain/json-limits.js';
 
 /*
  * The signed envelope every transport carries (Electron IPC, the local socket, the loopback
@@ -169,6 +170,44 @@ export async function verifyText(mac: MessageMac, kind: SignedKind, text: string
     return false;
   }
   return constantTimeEqual(await mac.sign(PURPOSE[kind], body), sig);
+}
+
+/**
+ * Whether `text` carries a valid sig in the sender's own layout (canonical body, sig appended last),
+ * without parsing or canonicalizing anything: for a message whose content must not be walked.
+ */
+export async function verifyTextAsSent(mac: MessageMac, kind: SignedKind, text: string, sig: unknown): Promise<boolean> {
+  if (typeof sig !== 'string' || sig.length === 0) return false;
+  const suffix = `,"sig":"${sig}"}`;
+  if (!text.endsWith(suffix)) return false;
+  return constantTimeEqual(await mac.sign(PURPOSE[kind], text.slice(0, -suffix.length), '}'), sig);
+}
+
+/**
+ * The refusal a request earns before anything canonicalizes, signs or validates it, or null: the
+ * first value over the limits (json-limits.ts), by where it sits. In a propose's plan it is
+ * INVALID_PLAN, held to PLAN_LIMITS and named from the plan (`steps[0].args`); elsewhere in the
+ * params IPC_INVALID_PARAMS; in the envelope itself IPC_MALFORMED. The client runs it before it
+ * signs (canonicalizing would overflow the stack), the server before it reads the message.
+ */
+export function requestInputRefusal(message: Record<string, unknown>): ExecutorError | null {
+  const params = message.params;
+  if (message.method === 'propose' && typeof params === 'object' && params !== null && !Array.isArray(params) && 'plan' in params) {
+    const found = findJsonLimitProblem((params as { plan: unknown }).plan, PLAN_LIMITS);
+    if (found) return limitRefusal('INVALID_PLAN', 'The plan is not valid', found);
+  }
+  const found = findJsonLimitProblem(message, MESSAGE_LIMITS);
+  if (!found) return null;
+  if (found.at[0] === 'params') {
+    const method = typeof message.method === 'string' ? message.method.slice(0, 128) : 'this method';
+    return limitRefusal('IPC_INVALID_PARAMS', `Bad params for ${method}`, found);
+  }
+  return limitRefusal('IPC_MALFORMED', 'The message is not valid', found);
+}
+
+function limitRefusal(code: 'INVALID_PLAN' | 'IPC_INVALID_PARAMS' | 'IPC_MALFORMED', lead: string, found: JsonLimitProblem): ExecutorError {
+  const line = describeJsonLimitProblem(found);
+  return new ExecutorError(code, `${lead}: ${line}. Nothing was stored; change that value and try again.`, { issues: [line], path: found.path, limit: found.limit });
 }
 
 /** The fast-path check of a message's sig, started before the message is parsed. */

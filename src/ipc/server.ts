@@ -19,10 +19,12 @@ import {
   helloProofInput,
   parseObject,
   randomToken,
+  requestInputRefusal,
   sessionKeyInput,
   signText,
   unsignedText,
   verifyText,
+  verifyTextAsSent,
   type MessageMac,
 } from './protocol.js';
 import { EVENT_TOPICS, type EventTopic } from './wire-schemas.js';
@@ -174,8 +176,8 @@ export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): 
 }
 
 class Refusal extends ExecutorError {
-  constructor(code: ErrorCode, message: string, readonly requestId: string | null, readonly session: Session | null, readonly audit: boolean) {
-    super(code, message);
+  constructor(code: ErrorCode, message: string, readonly requestId: string | null, readonly session: Session | null, readonly audit: boolean, details?: Record<string, unknown>) {
+    super(code, message, details);
   }
 }
 
@@ -327,7 +329,7 @@ export class IpcServer {
     } catch (error) {
       if (error instanceof Refusal) {
         if (error.audit) this.auditRefusal(error, connection);
-        const reply = { v: PROTOCOL_VERSION, id: error.requestId, ok: false, error: { code: error.code, message: error.message } };
+        const reply = { v: PROTOCOL_VERSION, id: error.requestId, ok: false, error: error.toJSON() };
         return error.session ? signText(error.session.mac, 'response', reply).catch(() => unsignedText(reply)) : unsignedText(reply);
       }
       // Only a bug reaches here; the message still gets an answer and the server stays up.
@@ -342,6 +344,15 @@ export class IpcServer {
     }
     const message = parseObject(text);
     if (!message) throw new Refusal('IPC_MALFORMED', 'The message is not a JSON object.', null, null, false);
+    // Before any schema, signature check or handler walks it (canonicalizing is recursive): depth, size, number forms.
+    const inputRefusal = requestInputRefusal(message);
+    if (inputRefusal) {
+      const requestId = typeof message.id === 'string' && message.id.length <= 128 ? message.id : null;
+      // Signed when the sender provably holds a session key; checked over the bytes as sent, as nothing may be canonicalized.
+      const session = typeof message.kid === 'string' ? this.sessions.get(message.kid) : undefined;
+      const attributed = session && (await verifyTextAsSent(session.mac, 'request', text, message.sig)) ? session : null;
+      throw new Refusal(inputRefusal.code, inputRefusal.message, requestId, attributed, false, inputRefusal.details);
+    }
     if ('hello' in message) return this.hello(message, connection);
 
     const requestId = typeof message.id === 'string' && message.id.length <= 128 ? message.id : null;

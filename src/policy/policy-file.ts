@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
+import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { whyNotARulePrefix } from '../domain/program-runners.js';
 import type { RememberedRule } from '../domain/remembered-rule.js';
@@ -485,6 +486,7 @@ export function loadPolicy(dataDir: string): Policy {
   } catch (error) {
     throw new ExecutorError('POLICY_INVALID', `${file} is not valid JSON: ${(error as Error).message}`, { file });
   }
+  assertWithinJsonLimits(raw, FILE_LIMITS, { code: 'POLICY_INVALID', subject: file, details: { file }, advice: 'Fix that value in the file.' });
   const parsed = PolicySchema.safeParse(raw);
   if (!parsed.success) {
     throw new ExecutorError('POLICY_INVALID', `${file} is not a valid policy: ${describeIssues(parsed.error).join('; ')}`, {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import fs from 'node:fs';
 import path from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { connectToHostIfRunning } from '../../ipc/node-client.js';
+import { CheckedStdioServerTransport } from '../../mcp/checked-stdio-transport.js';
 import { createExecutorMcpServer, DEFAULT_WAIT_SECONDS } from '../../mcp/mcp-server.js';
 import { defaultDataDir } from '../../store/data-dir.js';
 import { globals } from '../cli-context.js';
@@ -59,8 +59,9 @@ export function registerMcpCommands(program: Command): void {
         howToStart: `Ask the user to start Executor: open the Executor app, or run \`executor${dataDirFlag} serve\` in a terminal.`,
         version: packageVersion(),
       });
-      // stdout carries the protocol; anything for a human goes to stderr.
-      const transport = new StdioServerTransport();
+      // stdout carries the protocol; anything for a human goes to stderr. Every line is checked for
+      // size, depth and number forms before the SDK reads it (checked-stdio-transport.ts).
+      const transport = new CheckedStdioServerTransport();
       await mcp.server.connect(transport);
       const closed = new Promise<void>((resolve) => {
         // Set after connect: the SDK takes over the transport's own callbacks when it connects.

@@ -83,3 +83,36 @@ describe('parsePlan', () => {
     expect(parsePlan(claimed, { origin: 'agent' }).steps[0]!.meta).toEqual({ origin: 'agent', purpose: 'tidy' });
   });
 });
+
+describe('parsePlan before anything walks the plan', () => {
+  const deepSteps = () => JSON.parse(`{"steps": ${'['.repeat(5000)}${']'.repeat(5000)}}`) as unknown;
+
+  it('refuses {"steps": [[[…5000 deep…]]]} with INVALID_PLAN naming the place and the limit', () => {
+    const refused = codeOf(() => parse(deepSteps()));
+    expect(refused.code).toBe('INVALID_PLAN');
+    expect(refused.message).toMatch(/^The plan is not valid: steps(\[0\]){31} is nested deeper than 32 levels/);
+  });
+
+  it('refuses "confidence": 1e400 with INVALID_PLAN naming steps[0].meta.confidence', () => {
+    const plan = JSON.parse('{"steps":[{"action":"writeFile","args":{"path":"a.txt","content":"x"},"meta":{"confidence":1e400}}]}') as unknown;
+    const refused = codeOf(() => parse(plan));
+    expect(refused.code).toBe('INVALID_PLAN');
+    expect(refused.message).toContain('steps[0].meta.confidence is Infinity');
+  });
+
+  it('refuses a deep value in a key zod would only call unrecognized, and a lone surrogate in content', () => {
+    let deep: unknown = 1;
+    for (let index = 0; index < 100_000; index++) deep = { x: deep };
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x', extra: deep } }] })).message).toMatch(/steps\[0\]\.args\.extra(\.x)+ is nested deeper/);
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'half \uD83D' } }] })).message).toContain('steps[0].args.content holds a lone UTF-16 surrogate');
+  });
+
+  it('refuses two million steps by their count, before zod makes an issue of each', () => {
+    const steps = new Array(2_000_000).fill(0);
+    const started = performance.now();
+    const refused = codeOf(() => parse({ steps }));
+    expect(refused.message).toContain('steps has 2,000,000 items; the limit is 10,000');
+    // Counted, not walked: far below what one issue per item would take, even on a busy machine.
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});

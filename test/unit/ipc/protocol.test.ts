@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nodeMac } from '../../../src/ipc/message-mac-node.js';
 import { webCryptoMac } from '../../../src/ipc/message-mac-web.js';
-import { base64url, canonicalText, fromBase64url, signText, verifyText, verifyTextEarly } from '../../../src/ipc/protocol.js';
+import { base64url, canonicalText, fromBase64url, requestInputRefusal, signText, verifyText, verifyTextEarly } from '../../../src/ipc/protocol.js';
 
 const key = new Uint8Array(32).fill(7);
 const otherKey = new Uint8Array(32).fill(8);
@@ -104,5 +104,32 @@ describe('signing and verifying', () => {
       expect(fromBase64url(base64url(bytes))).toEqual(bytes);
     }));
     expect(base64url(Uint8Array.from([251, 255]))).toBe(Buffer.from([251, 255]).toString('base64url'));
+  });
+});
+
+describe('requestInputRefusal', () => {
+  const nested = (levels: number): unknown => {
+    let value: unknown = 0;
+    for (let index = 0; index < levels; index++) value = [value];
+    return value;
+  };
+
+  it("names a propose's plan problem as INVALID_PLAN, from the plan", () => {
+    const refusal = requestInputRefusal({ v: 1, method: 'propose', params: { plan: { steps: nested(5000) } } });
+    expect(refusal?.code).toBe('INVALID_PLAN');
+    expect(refusal?.message).toMatch(/^The plan is not valid: steps(\[0\]){31} is nested deeper than 32 levels/);
+    expect(refusal?.details).toMatchObject({ limit: { name: 'maxDepth', value: 32 } });
+  });
+
+  it('names other params as IPC_INVALID_PARAMS and the envelope as IPC_MALFORMED', () => {
+    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })).toMatchObject({ code: 'IPC_INVALID_PARAMS' });
+    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })?.message).toMatch(/^Bad params for approveAndRemember: params\.rule(\[0\]){62} is nested deeper than 64 levels/);
+    expect(requestInputRefusal({ method: 'listSteps', params: { limit: Infinity } })?.message).toContain('params.limit is Infinity');
+    expect(requestInputRefusal({ method: 'listSteps', ts: -Infinity, params: {} })).toMatchObject({ code: 'IPC_MALFORMED' });
+    expect(requestInputRefusal({ method: 'listSteps', params: { status: ['executed'] } })).toBeNull();
+  });
+
+  it('lets a request of the usual shape through', () => {
+    expect(requestInputRefusal({ v: 1, kid: 'k', id: 'i', ts: Date.now(), nonce: 'n', method: 'propose', params: { plan: { steps: [{ action: 'writeFile', args: { path: 'a', content: 'x' } }] } } })).toBeNull();
   });
 });

@@ -55,3 +55,17 @@ describe('workspace roots and the data directory', () => {
     expect(loadPolicy(dataDir).workspaceRoots).toHaveLength(2);
   });
 });
+
+describe('a policy file over the limits', () => {
+  it.each([
+    ['nested 5000 levels', `{"workspaceRoots": ${'['.repeat(5000)}${']'.repeat(5000)}}`, /workspaceRoots(\[0\]){63} is nested deeper than 64 levels/],
+    ['with a number JSON reads as Infinity', '{"workspaceRoots": [], "agentLimits": {"stepsPerMinute": 1e400}}', /agentLimits\.stepsPerMinute is Infinity/],
+  ])('is refused with POLICY_INVALID naming the place when %s', (_label, text, place) => {
+    const dataDir = tempDir();
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), text);
+    const error = loadError(dataDir);
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.message).toMatch(place);
+    expect(error.details).toMatchObject({ file: path.join(dataDir, 'policy.json') });
+  });
+});
