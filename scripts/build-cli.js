@@ -55,7 +55,8 @@ async function build() {
     }),
   );
   const esbuild = await loadEsbuild();
-  const staging = fs.mkdtempSync(path.join(root, '.dist-build-'));
+  removeLeftoverStaging();
+  const staging = fs.mkdtempSync(path.join(root, `.dist-build-${process.pid}-`));
   try {
     const entryPoints = files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')).map((file) => path.join(srcDir, file));
     await esbuild.build({
@@ -81,6 +82,24 @@ async function build() {
     throw error;
   }
   return { files: files.length, ms: Date.now() - started };
+}
+
+/** Staging directories of builds that were killed (their process is gone); those of a build running now stay. */
+function removeLeftoverStaging() {
+  for (const name of fs.readdirSync(root)) {
+    const pid = Number(/^\.dist-build-(\d+)-/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || processAlive(pid)) continue;
+    fs.rmSync(path.join(root, name), { recursive: true, force: true });
+  }
+}
+
+function processAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -140,6 +141,23 @@ describe('bin/executor.js and the compiled CLI', () => {
     expect(ranDist()).toBe(false);
   });
 
+  it('three builds at once leave one whole dist/ that runs, and no staging directories', async () => {
+    const copy = copyProject();
+    const builds = Array.from({ length: 3 }, () => {
+      const child = spawn(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js')], { cwd: copy.root, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      return new Promise<{ code: number | null; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
+    });
+    for (const build of await Promise.all(builds)) expect(build, build.stderr).toMatchObject({ code: 0 });
+    expect(fs.readdirSync(copy.root).filter((name) => name.startsWith('.dist-build-'))).toEqual([]);
+    copy.markDist();
+    copy.removeTsx();
+    const ran = copy.run(['--help']);
+    expect(ran.stderr).toContain(MARKER);
+    expect(ran.status).toBe(0);
+  });
+
   it('says what to run when dist/ is stale or missing and tsx is not installed', () => {
     const copy = copyProject();
     copy.removeTsx();
@@ -159,7 +177,10 @@ describe('bin/executor.js and the compiled CLI', () => {
 
   it('builds whole or not at all: a source that does not compile leaves the previous dist/ and its stamp in place', () => {
     const copy = copyProject();
+    // What a build killed half-way leaves (no process has this id: Linux pids stop at 2^22).
+    fs.mkdirSync(path.join(copy.root, '.dist-build-999999999-x', 'cli'), { recursive: true });
     expect(copy.build().status).toBe(0);
+    expect(fs.readdirSync(copy.root).filter((name) => name.startsWith('.dist-build-'))).toEqual([]);
     const stampBefore = fs.readFileSync(path.join(copy.root, 'dist', 'build-stamp.json'), 'utf8');
     const broken = path.join(copy.root, 'src', 'domain', 'risk.ts');
     fs.appendFileSync(broken, '\nexport const = ;\n');
@@ -234,6 +255,33 @@ describe('the compiled CLI without tsx', () => {
     expect(verified.stderr).toBe('');
     expect(verified.status).toBe(0);
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true });
+  });
+
+  it('runs the host on a worker thread from dist/ipc/host-thread-worker.js and verifies with worker threads from dist/audit/verify-worker.js, as plain Node', () => {
+    const { dir, dataDir, workspace } = setup({ autoApprove: 'HIGH' });
+    // What the Electron main and the window's Verify button do, from the compiled modules alone.
+    const script = path.join(dir, 'threads.mjs');
+    fs.writeFileSync(
+      script,
+      [
+        `import { startHostThread } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/host-line.js'))};`,
+        `import { connectToHost } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/node-client.js'))};`,
+        `import { verifyDataDir } from ${JSON.stringify(path.join(copy.root, 'dist/audit/audit-verifier.js'))};`,
+        `import { FileKeyStore } from ${JSON.stringify(path.join(copy.root, 'dist/audit/key-store.js'))};`,
+        `const dataDir = ${JSON.stringify(dataDir)};`,
+        `const thread = await startHostThread({ dataDir, workerUrl: new URL(${JSON.stringify(pathToFileURL(path.join(copy.root, 'dist/ipc/host-thread-worker.js')).href)}), credentials: [] });`,
+        `const agent = await connectToHost(dataDir, 'agent');`,
+        `const records = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: ${JSON.stringify(path.join(workspace, 't.txt'))}, content: 'thread' } }] } });`,
+        `agent.close();`,
+        `await thread.close();`,
+        `const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), workers: 2, parallelFrom: 0 });`,
+        `console.log(JSON.stringify({ statuses: records.map((r) => r.status), ok: report.ok, problems: report.problems }));`,
+      ].join('\n'),
+    );
+    const ran = spawnSync(process.execPath, [script], { cwd: copy.root, encoding: 'utf8', timeout: 90_000 });
+    expect(ran.stderr).toBe('');
+    expect(JSON.parse(ran.stdout)).toMatchObject({ ok: true });
+    expect(fs.readFileSync(path.join(workspace, 't.txt'), 'utf8')).toBe('thread');
   });
 
   it('serves, and a CLI proposal goes through the running host', async () => {
