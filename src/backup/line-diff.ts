@@ -1,4 +1,14 @@
-import { diffArrays, formatPatch, type StructuredPatchHunk } from 'diff';
+import { createRequire } from 'node:module';
+import type { StructuredPatchHunk } from 'diff';
+
+type Jsdiff = typeof import('diff');
+let jsdiff: Jsdiff | undefined;
+
+/** jsdiff loads on the first diff, not with this module: a process that shows no diff never pays for it. */
+function loadJsdiff(): Jsdiff {
+  jsdiff ??= createRequire(import.meta.url)('diff') as Jsdiff;
+  return jsdiff;
+}
 
 /**
  * Line diff fast enough for 10 MB files. jsdiff's Myers over whole files is O(N·D) on string
@@ -225,7 +235,7 @@ function patience(
       }
       patience(a, b, lastA, a1, lastB, b1, counts, emit, deadline, maxGapEdit);
     } else if (a1 - a0 + (b1 - b0) <= maxGapEdit * 4) {
-      const changes = diffArrays(Array.from(a.subarray(a0, a1)), Array.from(b.subarray(b0, b1)), { maxEditLength: maxGapEdit });
+      const changes = loadJsdiff().diffArrays(Array.from(a.subarray(a0, a1)), Array.from(b.subarray(b0, b1)), { maxEditLength: maxGapEdit });
       let i = a0;
       let j = b0;
       // No result within maxEditLength leaves the gap unmatched: shown as removed, then added.
@@ -347,6 +357,6 @@ export function unifiedLineDiff(
     hunks.push({ oldStart: startA + 1, oldLines: endA - startA, newStart: startB + 1, newLines: endB - startB, lines });
     index = last + 1;
   }
-  const patch = formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks });
+  const patch = loadJsdiff().formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks });
   return { ok: true, patch, changedLines };
 }

@@ -3,10 +3,7 @@ import path from 'node:path';
 import { sealedKeysError, sealedKeysPresent } from '../audit/key-store.js';
 import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
-import { Executor } from '../executor/executor.js';
 import type { ExecutorClient } from '../ipc/client.js';
-import { localClient } from '../ipc/local-client.js';
-import { connectToHostIfRunning } from '../ipc/node-client.js';
 import { defaultDataDir } from '../store/data-dir.js';
 
 interface GlobalOptions {
@@ -39,6 +36,9 @@ export type ExecutorReach = 'host' | 'direct';
  * opens the database itself, holding the data-directory lock until it is done.
  */
 export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClient, reach: ExecutorReach) => Promise<T>): Promise<T> {
+  // Imported here, not at the top: `--help` loads none of this, and a command a host answers loads
+  // only the client side (socket, signing, schemas), never the Executor and what it pulls in.
+  const { connectToHostIfRunning } = await import('../ipc/node-client.js');
   const remote = await connectToHostIfRunning(dataDir, 'cli');
   if (remote) {
     try {
@@ -47,6 +47,7 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
       remote.close();
     }
   }
+  const [{ Executor }, { localClient }] = await Promise.all([import('../executor/executor.js'), import('../ipc/local-client.js')]);
   const executor = Executor.open(dataDir);
   const api = localClient(executor, 'cli');
   try {
@@ -65,6 +66,7 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
 export async function askHostIfKeysSealed<T>(dataDir: string, work: (api: ExecutorClient) => Promise<T>): Promise<{ value: T } | undefined> {
   const keysDir = path.join(dataDir, 'keys');
   if (!sealedKeysPresent(keysDir)) return undefined;
+  const { connectToHostIfRunning } = await import('../ipc/node-client.js');
   const remote = await connectToHostIfRunning(dataDir, 'cli');
   if (!remote) throw sealedKeysError(keysDir);
   try {

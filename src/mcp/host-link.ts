@@ -1,6 +1,12 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { ExecutorClient } from '../ipc/client.js';
 
+/**
+ * How long a tool waits for the person's decision before it answers PENDING. Here, not in
+ * mcp-server.ts, so `executor mcp --help` can name it without loading the MCP SDK.
+ */
+export const DEFAULT_WAIT_SECONDS = 120;
+
 /** Opens a session with the running host as the agent, or null when no host listens. */
 export type OpenAgentSession = (client: string) => Promise<ExecutorClient | null>;
 

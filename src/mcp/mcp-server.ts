@@ -6,11 +6,11 @@ import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { proposeAndAwaitDecision } from '../ipc/decision-wait.js';
-import { HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
+import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
 import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
 
-export const DEFAULT_WAIT_SECONDS = 120;
+export { DEFAULT_WAIT_SECONDS };
 /** The newest of its own steps list_my_steps shows. */
 const LIST_LIMIT = 50;
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Language, Parser, type Tree } from 'web-tree-sitter';
+import type { Parser, Tree } from 'web-tree-sitter';
 
 /**
  * The one bash parser of the process: tree-sitter's bash grammar, run as WebAssembly through
@@ -50,6 +50,9 @@ export function shellWasmPaths(): { runtime: string; grammar: string } {
 }
 
 async function load(): Promise<Parser> {
+  // Imported on first load, not with this module: a process that never weighs a command (the CLI
+  // printing a step, `--help`) does not pay for the runtime.
+  const { Language, Parser } = await import('web-tree-sitter');
   const paths = shellWasmPaths();
   // The bytes are read here rather than by web-tree-sitter, so its own file lookup (URLs, fetch) never
   // matters: the same code works under Node, tsx, and Electron's main process and worker threads.

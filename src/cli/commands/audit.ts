@@ -2,14 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
-import { exportAudit, fileLineWriter } from '../../audit/audit-export.js';
-import { parsePublicKeys, parseVerificationKeys } from '../../audit/audit-keys.js';
-import { DEFAULT_CHECKPOINT_EVERY } from '../../audit/audit-log.js';
-import { queryAudit, type AuditEntry } from '../../audit/audit-query.js';
-import { AuditReader } from '../../audit/audit-reader.js';
-import { verifyDataDir, verifyExportFile } from '../../audit/audit-verifier.js';
+import type { AuditEntry } from '../../audit/audit-query.js';
+import type { AuditReader } from '../../audit/audit-reader.js';
 import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/key-store.js';
-import { summarizeReport } from '../../audit/verify-audit.js';
 import type { VerifyProgress } from '../../audit/verify-codes.js';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client.js';
@@ -25,8 +20,23 @@ function integer(name: string) {
   };
 }
 
-function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): T {
+/** The log's reading, export and verify code (SQLite, the record format), loaded by the command that runs, not by `--help`. */
+const auditModules = async () => {
+  const [exporting, keys, log, query, reading, verifier, verify] = await Promise.all([
+    import('../../audit/audit-export.js'),
+    import('../../audit/audit-keys.js'),
+    import('../../audit/audit-log.js'),
+    import('../../audit/audit-query.js'),
+    import('../../audit/audit-reader.js'),
+    import('../../audit/audit-verifier.js'),
+    import('../../audit/verify-audit.js'),
+  ]);
+  return { ...exporting, ...keys, ...log, ...query, ...reading, ...verifier, ...verify };
+};
+
+async function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): Promise<T> {
   if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+  const { AuditReader } = await import('../../audit/audit-reader.js');
   const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
   try {
     return work(reader);
@@ -104,6 +114,7 @@ export function registerAuditCommands(program: Command): void {
     .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
     .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { parsePublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
       const publicKeys = options.publicKey ? parsePublicKeys(options.publicKey) : undefined;
       const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true });
@@ -131,10 +142,11 @@ export function registerAuditCommands(program: Command): void {
     .option('--to <seq>', 'last record', integer('--to'))
     .option('--format <format>', 'output format', 'jsonl')
     .option('--out <file>', 'write to this file instead of standard output')
-    .action((options: { from?: number; to?: number; format: string; out?: string }, command: Command) => {
+    .action(async (options: { from?: number; to?: number; format: string; out?: string }, command: Command) => {
       const { dataDir } = globals(command);
       if (options.format !== 'jsonl') throw new ExecutorError('INVALID_INPUT', `Export knows one format, jsonl; not "${options.format}".`);
-      withReader(dataDir, (reader) => {
+      const { DEFAULT_CHECKPOINT_EVERY, exportAudit, fileLineWriter } = await auditModules();
+      await withReader(dataDir, (reader) => {
         const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
         try {
           const writer = fileLineWriter(fd);
@@ -158,9 +170,10 @@ export function registerAuditCommands(program: Command): void {
     .option('--since <time>', 'ISO time, e.g. 2026-01-31T12:00:00Z')
     .option('--until <time>', 'ISO time: records at or before it')
     .option('--limit <n>', 'at most this many records', integer('--limit'), 1000)
-    .action((options: { step?: string; plan?: string; action?: string; channel?: string; user?: string; since?: string; until?: string; limit: number }, command: Command) => {
+    .action(async (options: { step?: string; plan?: string; action?: string; channel?: string; user?: string; since?: string; until?: string; limit: number }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const entries = withReader(dataDir, (reader) => {
+      const { queryAudit } = await auditModules();
+      const entries = await withReader(dataDir, (reader) => {
         const collected: AuditEntry[] = [];
         let cursor: string | null = null;
         do {
@@ -186,7 +199,7 @@ export function registerAuditCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
       // The salt is among the keys: sealed ones stay in the app, which hashes the value for us.
-      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? withReader(dataDir, (reader) => reader.hashSecret(value));
+      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value)));
       print(json, found, () => `${found.digest}\n${found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}` : 'no record holds it'}`);
     });
 }

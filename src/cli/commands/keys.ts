@@ -1,7 +1,5 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { AuditReader } from '../../audit/audit-reader.js';
-import { FileKeyStore } from '../../audit/key-store.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { askHostIfKeysSealed, globals, print, withExecutor } from '../cli-context.js';
 
@@ -41,7 +39,7 @@ export function registerKeyCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
       // Sealed keys are read by the app that sealed them; plain ones are read here, without the host's lock.
-      const status = (await askHostIfKeysSealed(dataDir, (api) => api.getKeyStatus()))?.value ?? readKeyStatus(dataDir);
+      const status = (await askHostIfKeysSealed(dataDir, (api) => api.getKeyStatus()))?.value ?? (await readKeyStatus(dataDir));
       print(json, status, () =>
         [
           `log        ${status.logId}`,
@@ -57,7 +55,8 @@ export function registerKeyCommands(program: Command): void {
 }
 
 /** The key status from plain key files, read directly (no host needed). */
-function readKeyStatus(dataDir: string) {
+async function readKeyStatus(dataDir: string) {
+  const [{ AuditReader }, { FileKeyStore }] = await Promise.all([import('../../audit/audit-reader.js'), import('../../audit/key-store.js')]);
   const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
   try {
     const keyring = reader.keyring();

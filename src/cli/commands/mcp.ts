@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import fs from 'node:fs';
 import path from 'node:path';
-import { connectToHostIfRunning } from '../../ipc/node-client.js';
-import { CheckedStdioServerTransport } from '../../mcp/checked-stdio-transport.js';
-import { createExecutorMcpServer, DEFAULT_WAIT_SECONDS } from '../../mcp/mcp-server.js';
+import { DEFAULT_WAIT_SECONDS } from '../../mcp/host-link.js';
 import { defaultDataDir } from '../../store/data-dir.js';
 import { globals } from '../cli-context.js';
 
@@ -52,6 +50,12 @@ export function registerMcpCommands(program: Command): void {
       if (options.waitSeconds !== undefined && !(Number.isFinite(options.waitSeconds) && options.waitSeconds >= 0 && options.waitSeconds <= 24 * 3600)) {
         throw new Error('--wait-seconds must be a number of seconds from 0 to 86400');
       }
+      // The MCP SDK and the host client load for this command only, not for `--help` or the other commands.
+      const [{ CheckedStdioServerTransport }, { connectToHostIfRunning }, { createExecutorMcpServer }] = await Promise.all([
+        import('../../mcp/checked-stdio-transport.js'),
+        import('../../ipc/node-client.js'),
+        import('../../mcp/mcp-server.js'),
+      ]);
       const dataDirFlag = path.resolve(dataDir) === osDefaultDataDir() ? '' : ` --data-dir ${JSON.stringify(path.resolve(dataDir))}`;
       const mcp = createExecutorMcpServer({
         openAgentSession: (client) => connectToHostIfRunning(dataDir, 'agent', { client }),

@@ -1,10 +1,16 @@
 import type { Command } from 'commander';
-import { sweepLeftoverContainers } from '../../sandbox/docker/container-run.js';
-import { connectDocker, engineStatus } from '../../sandbox/docker/docker-client.js';
-import { buildSandboxImage, imageInfo, sandboxImageTag } from '../../sandbox/docker/sandbox-image.js';
-import { sweepTempAreas } from '../../sandbox/docker/temp-areas.js';
 import { globals, print, withExecutor } from '../cli-context.js';
-import { explainOutcome, outcomeOf, summaryLine } from '../render.js';
+
+/** The Docker side (dockerode and the sandbox modules), loaded by the commands that talk to the engine. */
+const dockerModules = async () => {
+  const [containerRun, dockerClient, sandboxImage, tempAreas] = await Promise.all([
+    import('../../sandbox/docker/container-run.js'),
+    import('../../sandbox/docker/docker-client.js'),
+    import('../../sandbox/docker/sandbox-image.js'),
+    import('../../sandbox/docker/temp-areas.js'),
+  ]);
+  return { ...containerRun, ...dockerClient, ...sandboxImage, ...tempAreas };
+};
 
 /** sandbox image build | status: the Docker sandbox that runs commands and heavy code. */
 export function registerSandboxCommands(program: Command): void {
@@ -15,6 +21,7 @@ export function registerSandboxCommands(program: Command): void {
     .description('engine reachability and version, the sandbox image, leftover containers removed')
     .action(async (_options: unknown, command: Command) => {
       const { json } = globals(command);
+      const { connectDocker, engineStatus, imageInfo, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } = await dockerModules();
       const client = connectDocker();
       const engine = await engineStatus(client);
       const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
@@ -42,6 +49,7 @@ export function registerSandboxCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { explainOutcome, outcomeOf, summaryLine } = await import('../render.js');
       const record = await withExecutor(dataDir, (api) => api.executeStep({ stepId }));
       print(json, outcomeOf(record), () => [summaryLine(record), explainOutcome(record)].filter(Boolean).join('\n'));
       process.exitCode = record.status === 'executed' ? 0 : 1;
@@ -55,6 +63,7 @@ export function registerSandboxCommands(program: Command): void {
     .option('--force', 'rebuild even if the image exists')
     .action(async (options: { dockerfile?: boolean; force?: boolean }, command: Command) => {
       const { json } = globals(command);
+      const { buildSandboxImage, connectDocker } = await dockerModules();
       const result = await buildSandboxImage(connectDocker(), { force: options.force, prefer: options.dockerfile ? 'dockerfile' : 'offline' });
       const how = {
         cached: 'already built; nothing to do',

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { startHost } from '../../ipc/host.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { setPrivateUmask } from '../../store/data-dir.js';
 import { globals, print, withExecutor } from '../cli-context.js';
@@ -23,6 +22,8 @@ export function registerServeCommands(program: Command): void {
       // For tests of big exports without writing 64 MiB: lowers the cap of the one-reply exportAudit.
       const exportCap = Number(process.env.EXECUTOR_MAX_EXPORT_TEXT_BYTES);
       const maxExportTextBytes = Number.isSafeInteger(exportCap) && exportCap > 0 ? exportCap : undefined;
+      // The whole host (Executor, web server, sockets) loads only for this command, not for `--help` or other commands.
+      const { startHost } = await import('../../ipc/host.js');
       const host = await startHost(dataDir, { web: { port: options.port, rendererDir: RENDERER_DIR }, maxExportTextBytes });
       const url = host.web!.issueUrl();
       print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>

@@ -5,9 +5,12 @@ import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-t
 import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
-import { detailText, explainOutcome, outcomeOf, previewHashText, summaryLine } from '../render.js';
-import { proposeAndAwaitDecision } from '../../ipc/decision-wait.js';
-import { readStepsWhileUnlocked } from '../step-reader.js';
+
+/*
+ * What the actions print with (render.js names every action's module) and wait with is imported
+ * when an action runs: `--help` loads commander and these definitions only (see main.ts).
+ */
+const rendering = () => import('../render.js');
 
 /** A preview hash as `steps show` prints it: 64 hex digits, or "none" for a step shown without a preview. */
 function parsePreviewHash(text: string): string | null {
@@ -44,6 +47,7 @@ export function registerStepCommands(program: Command): void {
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
+      const [{ explainOutcome, outcomeOf, summaryLine }, { proposeAndAwaitDecision }] = await Promise.all([rendering(), import('../../ipc/decision-wait.js')]);
       const sayWaiting = (open: number) => {
         if (!json) process.stderr.write(`Waiting for a decision on ${open} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
       };
@@ -54,6 +58,7 @@ export function registerStepCommands(program: Command): void {
       }));
       if (options.wait && reach === 'direct' && !records.every((record) => isSettled(record.status))) {
         sayWaiting(records.filter((r) => !isSettled(r.status)).length);
+        const { readStepsWhileUnlocked } = await import('../step-reader.js');
         records = await readStepsWhileUnlocked(dataDir, records[0]!.step.planId, options.timeout);
       }
       const outcomes = records.map(outcomeOf);
@@ -69,6 +74,7 @@ export function registerStepCommands(program: Command): void {
     .option('--plan <planId>', 'only the steps of one plan')
     .action(async (options: { status?: StepStatus[]; plan?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { summaryLine } = await rendering();
       const records = await withExecutor(dataDir, (api) => api.listSteps({ status: options.status, planId: options.plan }));
       print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
     });
@@ -78,6 +84,7 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { detailText } = await rendering();
       // The policy in force says how long a command or code may run; a step is still shown without it.
       const { record, limits } = await withExecutor(dataDir, async (api) => ({ record: await api.getStep({ stepId }), limits: await api.getPolicy().catch(() => undefined) }));
       print(json, record, () => detailText(record, limits));
@@ -95,6 +102,7 @@ export function registerStepCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
       const given = options.previewHash === undefined ? undefined : parsePreviewHash(options.previewHash);
+      const { detailText, outcomeOf, previewHashText, summaryLine } = await rendering();
       if (given === undefined && !interactive) {
         throw new ExecutorError(
           'INVALID_INPUT',
@@ -126,6 +134,7 @@ export function registerStepCommands(program: Command): void {
     .requiredOption('--reason <text>', 'why (required)')
     .action(async (stepId: string, options: { reason: string }, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { outcomeOf, summaryLine } = await rendering();
       const record = await withExecutor(dataDir, (api) => api.reject({ stepId, reason: options.reason }));
       print(json, outcomeOf(record), () => summaryLine(record));
     });
@@ -137,6 +146,7 @@ export function registerStepCommands(program: Command): void {
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .action(async (stepId: string, options: { force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
+      const { outcomeOf, summaryLine } = await rendering();
       let record;
       try {
         record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));

@@ -1,5 +1,17 @@
-import Docker from 'dockerode';
+import { createRequire } from 'node:module';
+import type Docker from 'dockerode';
 import { ExecutorError } from '../../domain/errors.js';
+
+let dockerode: typeof Docker | undefined;
+
+/**
+ * dockerode (and the HTTP, SSH and stream modules under it) loads when the first client is made,
+ * not with this module: the CLI printing a step, `--help` and a host that runs no container never pay for it.
+ */
+function dockerodeClass(): typeof Docker {
+  dockerode ??= createRequire(import.meta.url)('dockerode') as typeof Docker;
+  return dockerode;
+}
 
 /**
  * The seam between the core and a container engine. The core only ever asks for a dockerode
@@ -28,7 +40,8 @@ export function connectDocker(dockerHost?: string): DockerClient {
   const address = dockerHost ?? process.env.DOCKER_HOST;
   const endpoint = address && address.length > 0 ? address : process.platform === 'win32' ? 'npipe:////./pipe/docker_engine' : 'unix:///var/run/docker.sock';
   // From the environment, dockerode applies DOCKER_HOST together with DOCKER_TLS_VERIFY / DOCKER_CERT_PATH.
-  const docker = fromEnvironment ? new Docker() : new Docker(optionsFor(endpoint));
+  const DockerClass = dockerodeClass();
+  const docker = fromEnvironment ? new DockerClass() : new DockerClass(optionsFor(endpoint));
   const local = endpoint.startsWith('unix://') || endpoint.startsWith('npipe://') || endpoint.startsWith('/');
   return { docker, endpoint, local };
 }
