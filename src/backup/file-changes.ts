@@ -5,6 +5,7 @@ import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
 import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtomic, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
+import type { DirectoryLedger } from './created-directories.js';
 import { unifiedLineDiff } from './line-diff.js';
 import { readRegularFileSync } from './regular-file.js';
 import { personUmask } from '../store/data-dir.js';
@@ -233,9 +234,10 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  * target is checked before the first write (reached without a symbolic link, absent or a regular
  * file), so a tree that changed since the step was prepared stops the whole change, not half of it;
  * each write checks again (writeFileAtomicNoFollow). A write replaces the name by rename, so a target
- * that is a hard link to a file elsewhere never has that other file written through it.
+ * that is a hard link to a file elsewhere never has that other file written through it. Each folder a
+ * write creates is told to `ledger` as it appears, so revert can remove it again (created-directories.ts).
  */
-export function applyFileChanges(changes: FileChange[]): void {
+export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
   for (const change of changes) {
@@ -244,7 +246,7 @@ export function applyFileChanges(changes: FileChange[]): void {
       const mode = change.modeAfter ?? change.mode;
       // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
       const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
-      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed);
+      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, { ledger });
     }
   }
 }
