@@ -77,7 +77,7 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
     expect(fs.readdirSync(workspace).filter((name) => name.endsWith('.tmp'))).toEqual([]);
     // The failed step changed nothing, so there is nothing to revert and no conflict either.
-    expect(executor.previewRevert(step!.step.id).every((entry) => entry.state !== 'conflict')).toBe(true);
+    expect(executor.previewRevert(step!.step.id).files.every((entry) => entry.state !== 'conflict')).toBe(true);
   });
 
   it('fails the step before touching the workspace when the data directory has no room for the backup', async () => {
