@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { ExecutorError } from '../domain/errors.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
-import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtomic, writeFileAtomicNoFollow } from './atomic-write.js';
+import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
 import type { DirectoryLedger } from './created-directories.js';
 import { unifiedLineDiff } from './line-diff.js';
@@ -307,11 +307,16 @@ export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[]): Reve
   }
   // Read every blob before writing anything, so a missing or corrupt backup stops the revert whole.
   const restores = rows.map((row) => (row.preHash === null ? null : blobs.get(row.preHash)));
+  // Recorded paths are real paths: a folder swapped for a link since the step stops the whole revert
+  // before its first write, instead of writing or deleting wherever the link now points.
+  rows.forEach((row, index) => {
+    if (plan[index]!.state !== 'already_restored') assertPlainTarget(row.path);
+  });
   rows.forEach((row, index) => {
     if (plan[index]!.state === 'already_restored') return;
     const content = restores[index]!;
-    if (content === null) removeFileDurably(row.path);
-    else writeFileAtomic(row.path, content, row.mode ?? undefined);
+    if (content === null) removeFileNoFollow(row.path);
+    else writeFileAtomicNoFollow(row.path, content, row.mode ?? undefined);
   });
   return plan;
 }
