@@ -315,6 +315,11 @@ function fsyncCreatedParents(created: readonly CreatedDirectory[]): void {
 export function removeFileNoFollow(target: string): void {
   assertPlainTarget(target);
   if (lstatOrNull(target) === null) return;
-  fs.unlinkSync(target);
-  fsyncDirectory(path.dirname(target));
+  try {
+    fs.unlinkSync(target);
+    fsyncDirectory(path.dirname(target));
+  } catch (error) {
+    // A read-only workspace names the workspace file, not the data directory.
+    throw writeFailure(error, target, 0);
+  }
 }
