@@ -127,6 +127,21 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(fs.readFileSync(target, 'utf8')).toBe('old\n');
   });
 
+  it('names the workspace file when a revert meets a read-only workspace, and changes nothing', async () => {
+    const workspace = tmpfs(2);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'made/new.txt', content: 'x' } }] }, person);
+    expect((await executor.approve(step!.step.id, person)).status).toBe('executed');
+    expect(spawnSync('mount', ['-o', 'remount,ro', workspace]).status).toBe(0);
+    await expect(executor.revertStep(step!.step.id, person)).rejects.toMatchObject({ code: 'FILE_NOT_WRITABLE', details: { path: path.join(workspace, 'made', 'new.txt'), errno: 'EROFS' } });
+    expect(executor.getStep(step!.step.id).status).toBe('executed');
+    expect(fs.readFileSync(path.join(workspace, 'made', 'new.txt'), 'utf8')).toBe('x');
+  });
+
   it('leaves no new empty folder when a write into new folders fails for lack of room, and the step owns none', async () => {
     const workspace = tmpfs(30);
     const dataDir = path.join(tempDir('data-'), 'data');

@@ -34,6 +34,20 @@ describe('createMissingDirectories', () => {
     expect(fs.statSync(made!.path).mode & 0o777).toBe(0o755);
   });
 
+  it('removes the folders it made when the ledger cannot record one: no folder exists that is not on record', () => {
+    const root = tempDir();
+    let calls = 0;
+    const ledger: DirectoryLedger = {
+      created: () => {
+        calls += 1;
+        if (calls === 2) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      },
+      removed: () => {},
+    };
+    expect(() => createMissingDirectories(path.join(root, 'a', 'b', 'c'), { ledger })).toThrow(/disk is full/);
+    expect(fs.readdirSync(root)).toEqual([]);
+  });
+
   it('refuses a folder on the way that is a file, and leaves none of the folders it made', () => {
     const root = tempDir();
     fs.writeFileSync(path.join(root, 'file'), 'x');
