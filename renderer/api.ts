@@ -4,7 +4,8 @@ import type { MethodResult } from '../src/ipc/methods.js';
 
 /** The policy as the window sees it (the core's Policy type, through the method table). */
 export type PolicyValue = MethodResult<'getPolicy'>;
-export type RevertPlanEntry = MethodResult<'previewRevert'>[number];
+export type RevertPreview = MethodResult<'previewRevert'>;
+export type RevertPlanEntry = RevertPreview['files'][number];
 
 /** The one way the views reach Executor: the typed client, handed down from the root. */
 export const ApiContext = createContext<ExecutorClient | null>(null);

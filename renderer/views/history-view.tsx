@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { StepRecord } from '../../src/domain/step-record.js';
-import { useApi, useLoaded, useRoots, type RevertPlanEntry } from '../api.js';
+import { useApi, useLoaded, useRoots, type RevertPreview } from '../api.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -29,8 +29,17 @@ export function canRevert(record: StepRecord): boolean {
 
 type RevertState =
   | { phase: 'loading'; record: StepRecord }
-  | { phase: 'confirm'; record: StepRecord; plan: RevertPlanEntry[] }
-  | { phase: 'force'; record: StepRecord; plan: RevertPlanEntry[] };
+  | { phase: 'confirm'; record: StepRecord; plan: RevertPreview }
+  | { phase: 'force'; record: StepRecord; plan: RevertPreview };
+
+/** What the revert did with the folders the step created, in a sentence: kept ones with their reason. */
+export function folderOutcomeText(record: StepRecord): string {
+  const directories = record.revertOutcome?.directories ?? [];
+  const removed = directories.filter((entry) => entry.state === 'removed').length;
+  const kept = directories.filter((entry) => entry.state === 'kept').map((entry) => `kept ${markedPlainText(entry.path)}/: ${markedPlainText(entry.reason)}`);
+  const parts = [...(removed > 0 ? [`${removed} folder(s) the step created removed`] : []), ...kept];
+  return parts.length > 0 ? ` ${parts.join('; ')}.` : '';
+}
 
 export function HistoryView({ active }: { active: boolean }) {
   const roots = useRoots();
@@ -77,7 +86,7 @@ export function HistoryView({ active }: { active: boolean }) {
     setError(null);
     try {
       const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
-      setNotice(`${reverted.step.id} reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.`);
+      setNotice(`${reverted.step.id} reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`);
       history.reload();
     } catch (caught) {
       setError(caught);
@@ -202,7 +211,8 @@ export function HistoryView({ active }: { active: boolean }) {
 
 function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: { state: Exclude<RevertState, { phase: 'loading' }>; onCancel(): void; onRevert(): void; onForce(): void; onForceConfirmed(): void }) {
   const roots = useRoots();
-  const { record, plan } = state;
+  const { record, plan: preview } = state;
+  const plan = preview.files;
   const conflicts = plan.filter((entry) => entry.state === 'conflict');
   const files = record.preview?.kind === 'fileChanges' ? record.preview.files : [];
   if (state.phase === 'force') {
@@ -250,6 +260,22 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
                 </dd>
               </dl>
             ) : null}
+          </li>
+        ))}
+        {preview.directories.map((entry) => (
+          <li key={`dir-${entry.path}`} className={`revert-folder-${entry.state}`}>
+            <code>
+              <MarkedText text={`${entry.path}/`} />
+            </code>{' '}
+            {entry.state === 'remove'
+              ? '— folder will be removed (the step created it, and nothing else is in it)'
+              : entry.state === 'gone'
+                ? '— folder the step created is already gone'
+                : (
+                    <>
+                      — folder will stay: <MarkedText text={entry.reason} />
+                    </>
+                  )}
           </li>
         ))}
       </ul>

@@ -1,4 +1,5 @@
 import type { BlobStore } from '../backup/blob-store.js';
+import type { DirectoryLedger } from '../backup/created-directories.js';
 import type { FileChange } from '../backup/file-changes.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
@@ -25,6 +26,11 @@ export interface ActionContext {
   lightSandbox: LightSandbox;
   /** The Docker sandbox for heavy code; absent until one is wired in. */
   heavyCodeRunner?: HeavyCodeRunner;
+  /**
+   * Hears of each folder the step's writes create, as it appears (execute only): the executor records
+   * it with the step's backups, and revert removes it again when it is still the step's and empty.
+   */
+  directoryLedger?: DirectoryLedger;
   /** Writes one `capability.call` audit record linked to this step; throws if it cannot (the call is then refused). */
   auditCapabilityCall: CapabilityAudit;
 }

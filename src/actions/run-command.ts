@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { applyFileChanges, limitNewFileMode, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import type { DirectoryLedger } from '../backup/created-directories.js';
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
 import { commandReachesBeyondRules } from '../domain/remembered-rule.js';
@@ -193,7 +194,7 @@ function excerpt(stream: { text: string; bytes: number; truncated: boolean }): {
 }
 
 /** Writes the changeset only if every real file still holds what the run saw; otherwise nothing at all. */
-function applyUnlessChanged(changes: FileChange[]): void {
+function applyUnlessChanged(changes: FileChange[], ledger?: DirectoryLedger): void {
   const changed = changes.filter((change) => {
     const current = readCurrent(change.absolutePath).content;
     return (current === null ? null : sha256Of(current)) !== (change.before === null ? null : sha256Of(change.before));
@@ -203,7 +204,7 @@ function applyUnlessChanged(changes: FileChange[]): void {
       paths: changed.map((c) => c.displayPath),
     });
   }
-  applyFileChanges(changes);
+  applyFileChanges(changes, ledger);
 }
 
 /**
@@ -293,7 +294,7 @@ export const runCommand: ActionModule<'runCommand'> = {
         if (blocked) throw new ExecutorError('PATH_OUTSIDE_ROOT', `Nothing of the command's changes was applied: ${blocked.path}: ${blocked.reason}`, { path: blocked.path });
         // The workspace may have changed since the run: where each entry lands is resolved again now.
         assertChangesetTargets(changes, scope);
-        applyUnlessChanged(changes);
+        applyUnlessChanged(changes, ctx.directoryLedger);
         return {
           exitCode: outcome.run.exitCode,
           timedOut: outcome.run.timedOut,

@@ -28,7 +28,7 @@ export const writeFile: ActionModule<'writeFile'> = {
     return {
       fileChanges: [change],
       async apply() {
-        applyFileChanges([change]);
+        applyFileChanges([change], ctx.directoryLedger);
         return { path: args.path, bytesWritten: change.after!.length, created: change.before === null };
       },
     };

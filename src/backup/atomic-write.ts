@@ -3,6 +3,8 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
 import { personUmask } from '../store/data-dir.js';
+import type { CreatedDirectory } from '../domain/created-directory.js';
+import { createMissingDirectories, removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
 
 /**
  * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
@@ -103,14 +105,10 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   let fd: number | undefined;
   let renamed = false;
+  // The folders this write made: a failed write removes them again, so it leaves no empty folders behind.
+  let created: CreatedDirectory[] = [];
   try {
-    const firstCreated = fs.mkdirSync(dir, { recursive: true });
-    if (firstCreated !== undefined && umask !== null && forPerson) {
-      for (let folder = dir; ; folder = path.dirname(folder)) {
-        fs.chmodSync(folder, 0o777 & ~umask);
-        if (folder === firstCreated || path.dirname(folder) === folder) break;
-      }
-    }
+    created = createMissingDirectories(dir, forPerson && umask !== null ? { mode: 0o777 & ~umask } : {});
     fd = fs.openSync(temp, 'wx+', wantedMode ?? 0o644);
     writeAll(fd, data);
     if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
@@ -127,6 +125,7 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
     fs.renameSync(temp, target);
     renamed = true;
     fsyncDirectory(dir);
+    fsyncCreatedParents(created);
   } catch (error) {
     if (fd !== undefined) {
       try {
@@ -136,7 +135,10 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
       }
     }
     // After the rename the new content is in place; only the directory fsync failed, so the temp is gone already.
-    if (!renamed) fs.rmSync(temp, { force: true });
+    if (!renamed) {
+      fs.rmSync(temp, { force: true });
+      removeDirectoriesQuietly(created);
+    }
     throw writeFailure(error, target, data.byteLength);
   }
 }
@@ -227,30 +229,10 @@ export function assertPlainTarget(target: string): void {
   }
 }
 
-/** Creates the missing directories of `dir` one level at a time, each checked to be a real directory, never a link. */
-function makePlainDirectories(dir: string): void {
-  const missing: string[] = [];
-  let existing = dir;
-  while (lstatOrNull(existing) === null) {
-    missing.push(existing);
-    const parent = path.dirname(existing);
-    if (parent === existing) break;
-    existing = parent;
-  }
-  // Folders a command's changeset needs are the person's, so they get the person's umask, not the host's private one.
-  const umask = personUmask();
-  for (const next of missing.reverse()) {
-    try {
-      fs.mkdirSync(next, umask === null ? undefined : { mode: 0o777 & ~umask });
-      if (umask !== null) fs.chmodSync(next, 0o777 & ~umask);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const stat = fs.lstatSync(next);
-    if (!stat.isDirectory()) {
-      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${next} became ${kindOf(stat)} while it was being created; nothing was written there.`, { path: next });
-    }
-  }
+/** What a workspace write is told besides its content. */
+export interface NoFollowWriteOptions {
+  /** Hears of each folder this write creates, the moment it exists, and of one removed again when the write fails. */
+  ledger?: DirectoryLedger;
 }
 
 /**
@@ -258,32 +240,31 @@ function makePlainDirectories(dir: string): void {
  * before the temporary file is made (opened O_EXCL | O_NOFOLLOW) and again right before the rename,
  * and the renamed name must then hold the inode written. Node has no openat/renameat, so a directory
  * swapped for a link in the instant between the last check and the rename is the one race left; it is
- * detected after the fact and reported as an error.
+ * detected after the fact and reported as an error. Folders the write had to create are removed again
+ * when it fails before the rename, so a failed write leaves neither a temporary file nor empty folders.
  */
-export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?: number): void {
+export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?: number, options: NoFollowWriteOptions = {}): void {
   const dir = path.dirname(target);
   assertPlainTarget(target);
+  // Folders a command's changeset needs are the person's, so they get the person's umask, not the host's private one.
+  const umask = personUmask();
+  let created: CreatedDirectory[];
   try {
-    makePlainDirectories(dir);
+    created = createMissingDirectories(dir, { ...(umask === null ? {} : { mode: 0o777 & ~umask }), ledger: options.ledger });
   } catch (error) {
     throw writeFailure(error, target, data.byteLength);
   }
-  assertPlainTarget(target);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
-  let fd: number;
   // A new file in the person's workspace gets the mode their own umask gives: the process umask is
   // the private one, which would make it 0600 at open, so the mode is set on the descriptor too.
-  const umask = personUmask();
   const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
-  try {
-    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
-  } catch (error) {
-    throw writeFailure(error, target, data.byteLength);
-  }
+  let fd: number | undefined;
   let renamed = false;
   try {
+    assertPlainTarget(target);
     // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
     try {
+      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
       writeAll(fd, data);
       if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
       fs.fsyncSync(fd);
@@ -302,17 +283,43 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
     if (!landed || landed.ino !== written.ino || landed.dev !== written.dev || fs.realpathSync.native(dir) !== dir) {
       throw new ExecutorError('PATH_OUTSIDE_ROOT', `${dir} changed while ${path.basename(target)} was being written; the write may have landed elsewhere. Check the workspace.`, { path: target });
     }
+  } catch (error) {
+    if (!renamed) {
+      if (fd !== undefined) closeQuietly(fd);
+      fd = undefined;
+      fs.rmSync(temp, { force: true });
+      removeDirectoriesQuietly(created, options.ledger);
+    }
+    throw error;
   } finally {
-    fs.closeSync(fd);
-    if (!renamed) fs.rmSync(temp, { force: true });
+    if (fd !== undefined) closeQuietly(fd);
   }
   fsyncDirectory(dir);
+  fsyncCreatedParents(created);
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* the write's own error is the one worth reporting */
+  }
+}
+
+/** A new folder is an entry in its parent: the parents are fsynced too, so the folder survives power loss with the file. */
+function fsyncCreatedParents(created: readonly CreatedDirectory[]): void {
+  for (const folder of created) fsyncDirectory(path.dirname(folder.path));
 }
 
 /** removeFileDurably for targets a sandboxed step chose: only a regular file reached without any link is removed. */
 export function removeFileNoFollow(target: string): void {
   assertPlainTarget(target);
   if (lstatOrNull(target) === null) return;
-  fs.unlinkSync(target);
-  fsyncDirectory(path.dirname(target));
+  try {
+    fs.unlinkSync(target);
+    fsyncDirectory(path.dirname(target));
+  } catch (error) {
+    // A read-only workspace names the workspace file, not the data directory.
+    throw writeFailure(error, target, 0);
+  }
 }

@@ -3,8 +3,9 @@ import { isUtf8 } from 'node:buffer';
 import { ExecutorError } from '../domain/errors.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
-import { assertPlainTarget, removeFileDurably, removeFileNoFollow, writeFileAtomic, writeFileAtomicNoFollow } from './atomic-write.js';
+import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
+import type { DirectoryLedger } from './created-directories.js';
 import { unifiedLineDiff } from './line-diff.js';
 import { readRegularFileSync } from './regular-file.js';
 import { personUmask } from '../store/data-dir.js';
@@ -233,9 +234,10 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  * target is checked before the first write (reached without a symbolic link, absent or a regular
  * file), so a tree that changed since the step was prepared stops the whole change, not half of it;
  * each write checks again (writeFileAtomicNoFollow). A write replaces the name by rename, so a target
- * that is a hard link to a file elsewhere never has that other file written through it.
+ * that is a hard link to a file elsewhere never has that other file written through it. Each folder a
+ * write creates is told to `ledger` as it appears, so revert can remove it again (created-directories.ts).
  */
-export function applyFileChanges(changes: FileChange[]): void {
+export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
   for (const change of changes) {
@@ -244,7 +246,7 @@ export function applyFileChanges(changes: FileChange[]): void {
       const mode = change.modeAfter ?? change.mode;
       // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
       const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
-      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed);
+      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, { ledger });
     }
   }
 }
@@ -305,11 +307,16 @@ export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[]): Reve
   }
   // Read every blob before writing anything, so a missing or corrupt backup stops the revert whole.
   const restores = rows.map((row) => (row.preHash === null ? null : blobs.get(row.preHash)));
+  // Recorded paths are real paths: a folder swapped for a link since the step stops the whole revert
+  // before its first write, instead of writing or deleting wherever the link now points.
+  rows.forEach((row, index) => {
+    if (plan[index]!.state !== 'already_restored') assertPlainTarget(row.path);
+  });
   rows.forEach((row, index) => {
     if (plan[index]!.state === 'already_restored') return;
     const content = restores[index]!;
-    if (content === null) removeFileDurably(row.path);
-    else writeFileAtomic(row.path, content, row.mode ?? undefined);
+    if (content === null) removeFileNoFollow(row.path);
+    else writeFileAtomicNoFollow(row.path, content, row.mode ?? undefined);
   });
   return plan;
 }

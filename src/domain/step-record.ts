@@ -1,5 +1,6 @@
 import type { Actor } from './actor.js';
 import type { CodeRunResult } from './code-run.js';
+import type { DirectoryRevertOutcome } from './created-directory.js';
 import type { ErrorShape } from './errors.js';
 import type { Evaluation } from './risk.js';
 import type { StepStatus } from './state-machine.js';
@@ -107,6 +108,14 @@ export interface StepRecord {
   startedAt: string | null;
   finishedAt: string | null;
   revertedAt: string | null;
+  /** After a revert: what it did with the folders the step created (removed, kept and why). */
+  revertOutcome?: RevertOutcome;
+}
+
+/** What a revert did beyond putting the files back. */
+export interface RevertOutcome {
+  /** The folders the step created, deepest first. */
+  directories: DirectoryRevertOutcome[];
 }
 
 /** The rejection reason of a step its own agent withdrew: surfaces tell it apart from the person's no by it. */

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
@@ -17,6 +18,7 @@ import { secretDigest } from '../audit/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
+import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
@@ -25,7 +27,8 @@ import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { isSettled, type StepStatus } from '../domain/state-machine.js';
-import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
+import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
+import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
@@ -84,6 +87,12 @@ export interface KeyStatus {
   anchor: { seq: number; ts: string } | null;
   /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
   lastCheckpointError: string | null;
+}
+
+/** previewRevert: the files, and the folders the step created (deepest first). */
+export interface RevertPreview {
+  files: RevertPlanEntry[];
+  directories: DirectoryRevertPlanEntry[];
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
@@ -566,7 +575,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.assertRunnable(record);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
-    const ctx = { ...this.context(stepId), approvedPreview };
+    const ctx = { ...this.context(stepId), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
 
     let prepared;
     try {
@@ -606,11 +615,48 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
     try {
       const result = await prepared.apply();
-      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result } }));
+      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
     } catch (error) {
       const shaped = toErrorShape(error);
-      return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped } }));
+      return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
     }
+  }
+
+  /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
+  private directoryLedgerFor(stepId: string): DirectoryLedger {
+    return {
+      created: (directory) => this.steps.recordCreatedDirectory(stepId, directory),
+      removed: (directory) => this.steps.forgetCreatedDirectory(stepId, directory),
+    };
+  }
+
+  /** For the outcome's audit record: the folders the step created, in the order it made them. */
+  private createdDirectoriesDetail(stepId: string): { createdDirectories?: string[] } {
+    const created = this.steps.createdDirectories(stepId);
+    return created.length > 0 ? { createdDirectories: created.map((directory) => directory.path) } : {};
+  }
+
+  /**
+   * Places no revert removes, whoever created them: each workspace root (and every folder above one)
+   * and the data directory. The policy's roots as they are now, real paths where they exist.
+   */
+  private protectedDirectories(): ProtectedDirectory[] {
+    const real = (p: string) => {
+      try {
+        return fs.realpathSync.native(p);
+      } catch {
+        return path.resolve(p);
+      }
+    };
+    return [
+      ...this.policy.workspaceRoots.map((root) => ({ path: real(root), what: 'a workspace root' })),
+      { path: real(this.dataDir), what: "Executor's data directory" },
+    ];
+  }
+
+  /** Removes the folders the step created, deepest first, where they are still its own and empty; the rest is kept, with the reason. */
+  private revertCreatedDirectories(stepId: string): RevertOutcome {
+    return { directories: removeCreatedDirectories(this.steps.createdDirectories(stepId), this.protectedDirectories()) };
   }
 
   /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
@@ -714,9 +760,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
-  /** What revert would restore, file by file, without changing anything. */
-  previewRevert(stepId: string): RevertPlanEntry[] {
-    return planRevert(this.steps.backups(stepId), this.blobs);
+  /**
+   * What revert would restore, file by file, and what it would do with the folders the step created
+   * (deepest first), without changing anything. A folder counts as empty when all it holds is files
+   * the revert removes (those the step created), as it will be by then.
+   */
+  previewRevert(stepId: string): RevertPreview {
+    const files = planRevert(this.steps.backups(stepId), this.blobs);
+    const removedFiles = files.filter((entry) => entry.restoreHash === null).map((entry) => entry.path);
+    return { files, directories: planDirectoryRevert(this.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
   }
 
   async revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
@@ -736,11 +788,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const plan = planRevert(rows);
     if (force && plan.some((entry) => entry.state === 'conflict')) return this.forceRevert(record, actor, plan);
     const files = revertFileChanges(this.blobs, rows);
+    // The folders go once the files are back: a folder holding only what the step created is empty by then.
+    const revertOutcome = this.revertCreatedDirectories(stepId);
     const other = module.revertOther ? await module.revertOther(record, this.context(stepId), force) : undefined;
     const result = { files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })), ...(other ? { other } : {}) };
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString() }, {
+    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.reverted',
-      detail: { force, ...result },
+      detail: { force, ...result, directories: revertOutcome.directories },
     }));
   }
 
@@ -774,11 +828,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       );
     }
     const { module } = boundAction(record.step);
+    // The restore plan removed the files the step created; the folders it created go now, where still its own and empty.
+    const revertOutcome = this.revertCreatedDirectories(stepId);
     const other = module.revertOther ? await module.revertOther(record, this.context(stepId), true) : undefined;
     const files = plan.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash }));
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString() }, {
+    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.revert_forced',
-      detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), ...(other ? { other } : {}) },
+      detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), directories: revertOutcome.directories, ...(other ? { other } : {}) },
     }));
   }
 

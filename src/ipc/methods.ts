@@ -8,7 +8,7 @@ import {
   EVENT_TOPICS,
   PolicyWireSchema,
   PreviewSchema,
-  RevertPlanEntrySchema,
+  RevertPreviewSchema,
   StepRecordSchema,
   StepWireSchema,
   AuditPageWireSchema,
@@ -113,9 +113,9 @@ export const METHODS = {
   }),
   previewRevert: method({
     params: z.strictObject({ stepId }),
-    result: z.array(RevertPlanEntrySchema),
+    result: RevertPreviewSchema,
     channels: EVERYONE,
-    description: 'what revert would restore, file by file, without changing anything',
+    description: 'what revert would restore, file by file, and which folders the step created it would remove or keep, without changing anything',
   }),
   revertStep: method({
     params: z.strictObject({ stepId, force: z.boolean().optional() }),

@@ -134,6 +134,8 @@ export const ApprovalSchema = z.object({
   previewHash: z.string().nullable(),
 });
 
+export const DirectoryRevertOutcomeSchema = z.object({ path: z.string(), state: z.enum(['removed', 'kept', 'gone']), reason: z.string() });
+
 export const StepRecordSchema = z.object({
   step: StepWireSchema,
   position: z.number().int(),
@@ -151,6 +153,7 @@ export const StepRecordSchema = z.object({
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
+  revertOutcome: z.object({ directories: z.array(DirectoryRevertOutcomeSchema) }).optional(),
 });
 
 export const RevertPlanEntrySchema = z.object({
@@ -161,6 +164,12 @@ export const RevertPlanEntrySchema = z.object({
   state: z.enum(['restore', 'already_restored', 'conflict']),
   diff: z.string().nullable().optional(),
   diffOmittedReason: z.string().optional(),
+});
+
+/** previewRevert: the files, and the folders the step created (deepest first). */
+export const RevertPreviewSchema = z.object({
+  files: z.array(RevertPlanEntrySchema),
+  directories: z.array(z.object({ path: z.string(), state: z.enum(['remove', 'keep', 'gone']), reason: z.string() })),
 });
 
 /** The topics a client can subscribe to, and what each event carries. */

@@ -117,4 +117,18 @@ export const MIGRATIONS: readonly string[] = [
     last_step_id TEXT NOT NULL
   );
   `,
+  // The folders a step's writes created (issue 12), in the order they were made (seq), each with the
+  // identity it had then, so revert removes only that very folder; and what the revert did with them.
+  `
+  CREATE TABLE created_directories (
+    seq           INTEGER PRIMARY KEY,
+    step_id       TEXT NOT NULL REFERENCES steps(step_id),
+    path          TEXT NOT NULL,
+    dev           TEXT NOT NULL,
+    ino           TEXT NOT NULL,
+    birthtime_ns  TEXT
+  );
+  CREATE INDEX created_directories_step ON created_directories(step_id, seq);
+  ALTER TABLE steps ADD COLUMN revert_json TEXT;
+  `,
 ];

@@ -4,7 +4,8 @@ import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
 import { assertTransition, type StepStatus } from '../domain/state-machine.js';
-import type { Approval, Preview, StepRecord } from '../domain/step-record.js';
+import type { Approval, Preview, RevertOutcome, StepRecord } from '../domain/step-record.js';
+import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
@@ -32,6 +33,7 @@ interface StepRow {
   started_at: string | null;
   finished_at: string | null;
   reverted_at: string | null;
+  revert_json: string | null;
 }
 
 /** Fields a transition may set alongside the new status. */
@@ -45,6 +47,7 @@ export interface TransitionPatch {
   startedAt?: string;
   finishedAt?: string;
   revertedAt?: string;
+  revertOutcome?: RevertOutcome;
 }
 
 export interface FileBackupRow {
@@ -124,6 +127,7 @@ function toRecord(row: StepRow): StepRecord {
     previewHash: row.preview_hash,
     rejectedReason: row.rejected_reason,
     result: parseJson<Record<string, unknown>>(row.result_json),
+    ...(row.revert_json === null ? {} : { revertOutcome: parseJson<RevertOutcome>(row.revert_json)! }),
     revertedAt: row.reverted_at,
     startedAt: row.started_at,
     status: row.status,
@@ -273,6 +277,7 @@ export class StepRepository {
       if (patch.startedAt) set('started_at', patch.startedAt);
       if (patch.finishedAt) set('finished_at', patch.finishedAt);
       if (patch.revertedAt) set('reverted_at', patch.revertedAt);
+      if (patch.revertOutcome) set('revert_json', canonicalJson(patch.revertOutcome));
       this.db.prepare(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
       if (extra.backups) this.insertBackups(stepId, extra.backups);
       const event: AuditEvent = {
@@ -329,5 +334,31 @@ export class StepRepository {
       mode: row.mode,
       diff: row.diff,
     }));
+  }
+
+  /**
+   * Records a folder a step's write has just created. Its own small write, not part of a transition:
+   * it happens while the step runs, so that a crash right after still leaves the folder on record.
+   */
+  recordCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
+    this.db
+      .prepare('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
+      .run(stepId, directory.path, directory.dev, directory.ino, directory.birthtimeNs);
+  }
+
+  /** A folder the write that made it removed again (the write failed): it is no longer the step's. */
+  forgetCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
+    this.db.prepare('DELETE FROM created_directories WHERE step_id = ? AND path = ? AND dev = ? AND ino = ?').run(stepId, directory.path, directory.dev, directory.ino);
+  }
+
+  /** The folders a step created, in the order it made them (so the deepest of a chain comes last). */
+  createdDirectories(stepId: string): CreatedDirectory[] {
+    const rows = this.db.prepare('SELECT path, dev, ino, birthtime_ns FROM created_directories WHERE step_id = ? ORDER BY seq').all(stepId) as {
+      path: string;
+      dev: string;
+      ino: string;
+      birthtime_ns: string | null;
+    }[];
+    return rows.map((row) => ({ path: row.path, dev: row.dev, ino: row.ino, birthtimeNs: row.birthtime_ns }));
   }
 }

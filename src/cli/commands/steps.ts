@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import { createInterface } from 'node:readline/promises';
+import type { RevertPlanEntry } from '../../backup/file-changes.js';
+import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
@@ -141,12 +143,18 @@ export function registerStepCommands(program: Command): void {
 
   program
     .command('revert')
-    .description('restore every file a step changed, if nobody changed them since')
+    .description('restore every file a step changed, if nobody changed them since, and remove the folders it created where they are empty')
     .argument('<stepId>')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
-    .action(async (stepId: string, options: { force?: boolean }, command: Command) => {
+    .option('--dry-run', 'only show what revert would do with each file and each folder the step created; change nothing')
+    .action(async (stepId: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { outcomeOf, summaryLine } = await rendering();
+      if (options.dryRun) {
+        const preview = await withExecutor(dataDir, (api) => api.previewRevert({ stepId }));
+        print(json, preview, () => revertPreviewText(preview));
+        return;
+      }
       let record;
       try {
         record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
@@ -154,8 +162,38 @@ export function registerStepCommands(program: Command): void {
         if (!json && error instanceof ExecutorError && error.code === 'REVERT_CONFLICT') process.stderr.write(conflictDiffs(error));
         throw error;
       }
-      print(json, outcomeOf(record), () => summaryLine(record));
+      const directories = record.revertOutcome?.directories ?? [];
+      print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () => [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'));
     });
+}
+
+/** One folder the step created, after its revert: "kept /ws/notes/: it holds todo.md, which the step did not create". */
+function folderOutcomeLine(entry: DirectoryRevertOutcome): string {
+  const where = `${visibleLine(entry.path)}/`;
+  if (entry.state === 'removed') return `  removed ${where} (the step created it)`;
+  if (entry.state === 'gone') return `  ${where} was already gone`;
+  return `  kept ${where}: ${visibleLine(entry.reason)}`;
+}
+
+/** `revert --dry-run`: what revert would do, file by file and folder by folder. */
+function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }): string {
+  const files = preview.files.map((entry) => {
+    const where = visibleLine(entry.path);
+    if (entry.state === 'already_restored') return `  ${where}: already as it was before the step`;
+    if (entry.state === 'conflict') return `  ${where}: CONFLICT: changed after the step (revert refuses; --force keeps what is there as a backup)`;
+    return entry.restoreHash === null ? `  ${where}: will be deleted (the step created it)` : `  ${where}: will be restored to its content from before the step`;
+  });
+  const folders = preview.directories.map((entry) => {
+    const where = `${visibleLine(entry.path)}/`;
+    if (entry.state === 'remove') return `  ${where}: will be removed (the step created it, and nothing else is in it)`;
+    if (entry.state === 'gone') return `  ${where}: the step created it; it is already gone`;
+    return `  ${where}: will stay: ${visibleLine(entry.reason)}`;
+  });
+  return [
+    preview.files.length ? 'Files:' : 'No file to restore.',
+    ...files,
+    ...(folders.length ? ['Folders the step created:', ...folders] : []),
+  ].join('\n');
 }
 
 /** What a revert would do to each conflicting file as it is now: the person decides on --force from this, not from hashes. */

@@ -152,7 +152,7 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     expect(ran.error?.message).toMatch(/^The real run was stopped before anything was applied: It deletes victim\.txt, and the policy denies deletions \(commands\.effects\.deny\)\./);
     expect(read(workspace, 'victim.txt')).toBe('keep me\n');
     expect(read(workspace, 'note.txt')).toBeNull();
-    expect(executor.previewRevert('cmd')).toEqual([]);
+    expect(executor.previewRevert('cmd')).toEqual({ files: [], directories: [] });
   });
 
   it('brings back a set-uid copy of busybox as plain 0755, says so, and asks the person even under autoApprove HIGH', async () => {

@@ -102,7 +102,7 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as Record<string, unknown> | undefined;
     expect(reconsent?.reason).toMatch(/did something different this time/);
     expect(reconsent).toMatchObject({ from: 'running', to: 'awaiting_consent' });
-    expect(executor.previewRevert('cmd')).toEqual([]);
+    expect(executor.previewRevert('cmd')).toEqual({ files: [], directories: [] });
   });
 
   it('treats a workspace file changed since the preview as a conflict, not an overwrite', async () => {

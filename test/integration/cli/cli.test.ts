@@ -79,6 +79,32 @@ describe('executor CLI', () => {
     expect(again.stderr).toContain('ALREADY_REVERTED');
   });
 
+  it('revert --dry-run shows the folders the step created and which stay; revert says what it removed and what it kept and why', () => {
+    const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
+    const plan = writePlan(base, { steps: [{ id: 'deep', action: 'writeFile', args: { path: 'notes/deep/a.txt', content: 'by the agent\n' } }] });
+    expect(runCli(['--data-dir', dataDir, 'propose', plan]).status).toBe(0);
+    // The person's own file, with a name that tries to clear the terminal.
+    const theirs = 'todo\u001b[2J.md';
+    fs.writeFileSync(path.join(workspace, 'notes', theirs), 'mine\n');
+
+    const dry = runCli(['--data-dir', dataDir, 'revert', 'deep', '--dry-run']);
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toContain(`${path.join(workspace, 'notes', 'deep', 'a.txt')}: will be deleted (the step created it)`);
+    expect(dry.stdout).toContain(`${path.join(workspace, 'notes', 'deep')}/: will be removed`);
+    expect(dry.stdout).toMatch(new RegExp(`${path.join(workspace, 'notes')}/: will stay: it holds todo.*\\.md, which the step did not create`));
+    expect(dry.stdout).not.toContain('\u001b');
+    expect(fs.existsSync(path.join(workspace, 'notes', 'deep', 'a.txt'))).toBe(true);
+
+    const reverted = runCli(['--data-dir', dataDir, 'revert', 'deep']);
+    expect(reverted.status).toBe(0);
+    expect(reverted.stdout).toContain(`removed ${path.join(workspace, 'notes', 'deep')}/ (the step created it)`);
+    expect(reverted.stdout).toMatch(new RegExp(`kept ${path.join(workspace, 'notes')}/: it holds todo.*\\.md, which the step did not create`));
+    expect(reverted.stdout).not.toContain('\u001b');
+    expect(fs.readdirSync(path.join(workspace, 'notes'))).toEqual([theirs]);
+    const json = runCli(['--data-dir', dataDir, '--json', 'revert', 'deep', '--dry-run']).json<{ directories: { state: string }[] }>();
+    expect(json.directories.map(({ state }) => state)).toEqual(['gone', 'keep']);
+  });
+
   it('shows a revert conflict as a diff from the file as it is now; --force keeps the newer work as the backup of a step that can be reverted', () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     const target = path.join(workspace, 'notes.txt');

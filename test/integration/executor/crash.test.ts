@@ -9,8 +9,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 const FIXTURE = path.resolve(import.meta.dirname, '../../fixtures/crash-during-execute.ts');
 
 /** Runs a real step in a child process and SIGKILLs it at the chosen moment of the file write. */
-async function killDuringExecute(dataDir: string, moment: 'before-rename' | 'after-rename'): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function killDuringExecute(dataDir: string, moment: 'before-rename' | 'after-rename', target?: string): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment, ...(target ? [target] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   await new Promise<void>((resolve, reject) => {
@@ -61,6 +61,26 @@ describe('crash during execute', () => {
       expect(kinds).toContain('step.execution_started');
       expect(kinds).toContain('step.interrupted');
       expect(kinds.at(-1)).toBe('step.reverted');
+    } finally {
+      executor.close();
+    }
+  });
+
+  it('killed mid-write into folders the step was creating: the folders are on record, and revert removes them', async () => {
+    const { dataDir, workspace } = tempSetup();
+    await killDuringExecute(dataDir, 'before-rename', 'new/deep/target.txt');
+    expect(fs.statSync(path.join(workspace, 'new', 'deep')).isDirectory()).toBe(true);
+
+    const executor = Executor.open(dataDir);
+    try {
+      expect(executor.getStep('crash-step').status).toBe('interrupted');
+      expect(executor.previewRevert('crash-step').directories.map(({ path: p, state }) => [path.relative(workspace, p), state])).toEqual([
+        ['new/deep', 'remove'],
+        ['new', 'remove'],
+      ]);
+      const reverted = await executor.revertStep('crash-step', actorFor('cli'));
+      expect(reverted.revertOutcome?.directories.map(({ state }) => state)).toEqual(['removed', 'removed']);
+      expect(fs.readdirSync(workspace)).toEqual([]);
     } finally {
       executor.close();
     }

@@ -194,7 +194,7 @@ describe('Executor: revert', () => {
     const record = await executedWrite(executor, 'a.txt', 'by the agent\n');
     fs.writeFileSync(path.join(workspace, 'a.txt'), 'newer work\n');
     const preview = executor.previewRevert(record.step.id);
-    expect(preview[0]).toMatchObject({ state: 'conflict' });
+    expect(preview.files[0]).toMatchObject({ state: 'conflict' });
     const conflict = await errorOf(executor.revertStep(record.step.id, cli));
     expect(conflict.code).toBe('REVERT_CONFLICT');
     expect(conflict.details?.conflicts).toHaveLength(1);
@@ -212,7 +212,7 @@ describe('Executor: revert', () => {
     const record = await executedWrite(executor, 'notes.txt', 'by the agent\n');
     fs.writeFileSync(target, 'the person edited this afterwards\n');
     // What the person is shown is what revert would do to the file as it is now.
-    const [entry] = executor.previewRevert(record.step.id);
+    const [entry] = executor.previewRevert(record.step.id).files;
     expect(entry).toMatchObject({ state: 'conflict' });
     expect(entry!.diff).toContain('-the person edited this afterwards');
     expect(entry!.diff).toContain('+original');

@@ -2,9 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /**
@@ -32,9 +33,10 @@ afterEach(() => {
   while (mounts.length) spawnSync('umount', ['-l', mounts.pop()!]);
 });
 
-function tmpfs(sizeMb: number): string {
+function tmpfs(sizeMb: number, options: { inodes?: number } = {}): string {
   const dir = tempDir('tmpfs-');
-  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
+  const inodes = options.inodes ? `,nr_inodes=${options.inodes}` : '';
+  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700${inodes}`, 'tmpfs', dir], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
   mounts.push(dir);
   return dir;
@@ -52,6 +54,7 @@ function fillUntilFree(dir: string, leaveBytes: number): void {
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 const person = actorFor('cli');
 const mountable = canMount();
+const hasDocker = mountable && dockerAvailable();
 
 describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', () => {
   it('fails a write bigger than the free space with STORAGE_FULL, naming the file and the free space, and leaves the old file exactly as it was', async () => {
@@ -77,7 +80,7 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
     expect(fs.readdirSync(workspace).filter((name) => name.endsWith('.tmp'))).toEqual([]);
     // The failed step changed nothing, so there is nothing to revert and no conflict either.
-    expect(executor.previewRevert(step!.step.id).every((entry) => entry.state !== 'conflict')).toBe(true);
+    expect(executor.previewRevert(step!.step.id).files.every((entry) => entry.state !== 'conflict')).toBe(true);
   });
 
   it('fails the step before touching the workspace when the data directory has no room for the backup', async () => {
@@ -102,6 +105,8 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
     const blobFiles = fs.readdirSync(path.join(dataDir, 'blobs'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
     expect(blobFiles.filter((entry) => entry.name.endsWith('.tmp'))).toEqual([]);
+    // Nor the blob's new fan-out folder: a failed write leaves no empty folder behind.
+    expect(fs.readdirSync(path.join(dataDir, 'blobs'))).toEqual([]);
   });
 
   it('names the workspace file, not the data directory, when the workspace is read-only', async () => {
@@ -121,4 +126,91 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(done.error!.message).not.toMatch(/data directory/);
     expect(fs.readFileSync(target, 'utf8')).toBe('old\n');
   });
+
+  it('names the workspace file when a revert meets a read-only workspace, and changes nothing', async () => {
+    const workspace = tmpfs(2);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'made/new.txt', content: 'x' } }] }, person);
+    expect((await executor.approve(step!.step.id, person)).status).toBe('executed');
+    expect(spawnSync('mount', ['-o', 'remount,ro', workspace]).status).toBe(0);
+    await expect(executor.revertStep(step!.step.id, person)).rejects.toMatchObject({ code: 'FILE_NOT_WRITABLE', details: { path: path.join(workspace, 'made', 'new.txt'), errno: 'EROFS' } });
+    expect(executor.getStep(step!.step.id).status).toBe('executed');
+    expect(fs.readFileSync(path.join(workspace, 'made', 'new.txt'), 'utf8')).toBe('x');
+  });
+
+  it('leaves no new empty folder when a write into new folders fails for lack of room, and the step owns none', async () => {
+    const workspace = tmpfs(30);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    fillUntilFree(workspace, 1_000_000);
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const content = Buffer.alloc(5_000_000, 9).toString('base64');
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'new/deeper/big.bin', content, encoding: 'base64' } }] }, person);
+    const done = await executor.approve(step!.step.id, person);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL' });
+    expect(fs.readdirSync(workspace)).toEqual(['filler.bin']);
+    expect(executor.previewRevert(step!.step.id).directories).toEqual([]);
+  });
+
+  it.each([
+    ['the temporary file', 'a/b/c/x.txt'],
+    ['a folder half-way down', 'a/b/c/d/e/x.txt'],
+  ])('leaves no new empty folder when %s cannot be created (no inode left)', async (_what, file) => {
+    // Room for the root and three more entries: a, a/b, a/b/c; the next one fails with ENOSPC.
+    const workspace = tmpfs(4, { inodes: 4 });
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: file, content: 'x' } }] }, person);
+    const done = await executor.approve(step!.step.id, person);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC' } });
+    expect(fs.readdirSync(workspace)).toEqual([]);
+    expect(executor.previewRevert(step!.step.id)).toEqual({ files: [expect.objectContaining({ state: 'already_restored' })], directories: [] });
+    // Every inode is free again: a write that fits goes through, and its revert gives them all back.
+    const [fits] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'a/b/x.txt', content: 'x' } }] }, person);
+    expect((await executor.approve(fits!.step.id, person)).status).toBe('executed');
+    await executor.revertStep(fits!.step.id, person);
+    expect(fs.readdirSync(workspace)).toEqual([]);
+  });
+});
+
+describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on a full disk (real tmpfs, real Docker)', () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  }, 300_000);
+
+  it('fails the step, and its revert removes the file and the folders the first half created', async () => {
+    // Room for the root and four entries: a, a/b, a/b/one.txt and c; c/d then fails with ENOSPC.
+    const workspace = tmpfs(4, { inodes: 5 });
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const [step] = await executor.propose({ steps: [{ id: 'half', action: 'runCommand', args: { command: 'mkdir -p a/b c/d && echo 1 > a/b/one.txt && echo 2 > c/d/two.txt' } }] }, person);
+    expect(step!.status).toBe('awaiting_consent');
+    const done = await executor.approve('half', person);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL' });
+    // The first half is in place; the folder the failed write made (c) was removed again by that write.
+    expect(fs.readFileSync(path.join(workspace, 'a', 'b', 'one.txt'), 'utf8')).toBe('1\n');
+    expect(fs.readdirSync(workspace)).toEqual(['a']);
+    expect(executor.previewRevert('half').directories.map(({ path: p, state }) => [path.relative(workspace, p), state])).toEqual([
+      ['a/b', 'remove'],
+      ['a', 'remove'],
+    ]);
+    const reverted = await executor.revertStep('half', person);
+    expect(reverted.revertOutcome!.directories.map(({ state }) => state)).toEqual(['removed', 'removed']);
+    expect(fs.readdirSync(workspace)).toEqual([]);
+  }, 180_000);
 });
