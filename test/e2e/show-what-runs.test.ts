@@ -188,4 +188,40 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       await served.stop();
     }
   });
+
+  it('approving a whole plan shows the code of each of its steps first', async () => {
+    const { dataDir, base } = tempSetup();
+    const served = await startServe(dataDir);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    try {
+      const planFile = path.join(base, 'plan.json');
+      fs.writeFileSync(
+        planFile,
+        JSON.stringify({
+          planId: 'sums',
+          steps: [
+            { id: 'first', action: 'runCode', args: { code: 'return [1, 2, 3].reduce((a, b) => a + b, 0);' } },
+            { id: 'second', action: 'runCode', args: { code: "const words = 'a b c'.split(' ');\nreturn words.length;" } },
+          ],
+        }),
+      );
+      const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile], { timeoutMs: 120_000 });
+      expect(proposed.json<{ status: string }[]>().map((outcome) => outcome.status), proposed.stderr).toEqual(['awaiting_consent', 'awaiting_consent']);
+      const page = await context.newPage();
+      await page.goto(served.info.url);
+      const approvePlan = page.getByRole('button', { name: 'Approve plan (2)' });
+      await expect.poll(() => approvePlan.isVisible(), { timeout: 60_000 }).toBe(true);
+      await approvePlan.click();
+      const dialog = page.getByRole('dialog', { name: 'Approve all 2 steps of plan sums?' });
+      await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
+      expect(await dialog.getByRole('region', { name: 'Code to run' }).allInnerTexts()).toEqual(['return [1, 2, 3].reduce((a, b) => a + b, 0);', "const words = 'a b c'.split(' ');\nreturn words.length;"]);
+      expect(await dialog.locator('.run-facts').first().innerText()).toMatch(/Asks for\s+Nothing beyond computation/);
+      await expectNoSeriousAxeViolations(page);
+      await dialog.getByRole('button', { name: 'Approve all' }).click();
+      await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'sums']).json<{ status: string }[]>().map((record) => record.status), { timeout: 60_000 }).toEqual(['executed', 'executed']);
+    } finally {
+      await context.close();
+      await served.stop();
+    }
+  });
 });
