@@ -16,17 +16,28 @@ export function targetPath(step: Step): string | null {
   return typeof args.path === 'string' ? args.path : null;
 }
 
+/** Longest command line a title carries; the detail shows all of it, in a box that scrolls. */
+const TITLE_MAX_CHARACTERS = 300;
+
 /**
  * A command line as a title: one line. A multi-line shell script shows its first non-blank line and
  * says how many more there are (the detail shows them all), so a second line is never out of sight
- * without a word about it.
+ * without a word about it; a very long line is cut the same way, saying how much more there is.
  */
 export function commandTitle(commandLine: string): string {
   const lines = commandLine.split('\n');
   const first = lines.findIndex((line) => line.trim() !== '');
-  if (lines.length === 1 || first === -1) return commandLine;
   const others = lines.length - 1;
-  return `${lines[first]!.trim()} … (+${others} more line${others === 1 ? '' : 's'})`;
+  const shown = lines.length === 1 || first === -1 ? commandLine : lines[first]!.trim();
+  const notes: string[] = [];
+  let title = shown;
+  const characters = [...shown];
+  if (characters.length > TITLE_MAX_CHARACTERS) {
+    title = characters.slice(0, TITLE_MAX_CHARACTERS).join('');
+    notes.push(`+${characters.length - TITLE_MAX_CHARACTERS} more characters`);
+  }
+  if (shown !== commandLine) notes.push(`+${others} more line${others === 1 ? '' : 's'}`);
+  return notes.length ? `${title} … (${notes.join(', ')})` : title;
 }
 
 const CAPABILITY_TITLE_WORDS = { fetch: 'may use the network', readFile: 'may read files', kbSearch: 'may search the knowledge base' } as const;

@@ -62,7 +62,8 @@ export function CodeBlock({ code, language, label = 'Code to run', compact = fal
 /** The first lines of the code, for a queue item: enough to recognise it; the detail has all of it. */
 export function CodeExcerpt({ code, maxLines = 2, maxChars = 90 }: { code: string; maxLines?: number; maxChars?: number }) {
   const all = code.replace(/\n+$/, '').split('\n');
-  const shown = all.slice(0, maxLines).map((line) => (line.length > maxChars ? `${line.slice(0, maxChars)}…` : line));
+  // Cut by code points, so a cut never leaves half of a surrogate pair to be marked as a hidden character.
+  const shown = all.slice(0, maxLines).map((line) => (line.length > maxChars ? `${[...line].slice(0, maxChars).join('')}…` : line));
   const more = all.length - shown.length;
   return (
     <span className="item-code">

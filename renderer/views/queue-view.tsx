@@ -252,12 +252,15 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
         />
       ) : null}
       {pending?.kind === 'approvePlan' ? (
-        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${pending.group.planId}?`} onCancel={() => setPending(null)}>
+        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${pending.group.planId}?`} onCancel={() => setPending(null)} className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}>
           <p>Every step in this plan is rated MEDIUM or lower. They run in plan order; a failure stops the rest.</p>
+          <InvisibleWarning texts={pending.group.steps.flatMap(stepTexts)} what="command or code of a step in this plan" />
           <ul className="reasons">
             {pending.group.steps.map((record) => (
               <li key={record.step.id}>
                 <RiskBadge risk={record.evaluation?.risk} /> <MarkedText text={summarizeStep(record.step, roots)} />
+                {/* Approving a whole plan approves its code too: the code is shown here, not only in each step's detail. */}
+                <WhatRuns step={record.step} limits={policy} roots={roots} compact />
               </li>
             ))}
           </ul>

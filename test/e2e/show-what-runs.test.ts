@@ -20,6 +20,8 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 
 const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
 const skipReason = chromiumMissingReason();
+/** A loaded 2-core machine can take seconds to lay out, scroll or open a dialog: waits follow the page, with room. */
+const SOON = { timeout: 20_000 };
 
 let browser: Browser;
 beforeAll(async () => {
@@ -103,7 +105,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       // The detail of the code step: the facts, and the whole code, coloured, in a bounded box that scrolls.
       await codeItem.click();
       const code = detail.getByRole('region', { name: 'Code to run' });
-      await expect.poll(() => code.isVisible()).toBe(true);
+      await expect.poll(() => code.isVisible(), SOON).toBe(true);
       const facts = await detail.locator('.run-facts').innerText();
       expect(facts).toMatch(/Language\s+JavaScript/);
       expect(facts).toMatch(/Sandbox\s+light sandbox — a fresh, single-use Node process/);
@@ -128,12 +130,12 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       // The keyboard reaches the end of it.
       await code.focus();
       await page.keyboard.press('End');
-      await expect.poll(() => code.evaluate((element) => element.scrollTop)).toBeGreaterThan(0);
+      await expect.poll(() => code.evaluate((element) => element.scrollTop), SOON).toBeGreaterThan(0);
       await expect.poll(() => code.locator('.code-line').last().evaluate((line) => {
         const frame = line.closest('.code-frame')!.getBoundingClientRect();
         const rect = line.getBoundingClientRect();
         return rect.bottom <= frame.bottom + 1 && rect.top >= frame.top - 1;
-      })).toBe(true);
+      }), SOON).toBe(true);
       await expectNoSeriousAxeViolations(page);
       await code.evaluate((element) => (element.scrollTop = 0));
       await screenshots(page, 'queue-code');
@@ -142,7 +144,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       await codeItem.click();
       await page.keyboard.press('a');
       const confirm = page.getByRole('dialog', { name: 'Approve a HIGH-risk step?' });
-      await expect.poll(() => confirm.isVisible()).toBe(true);
+      await expect.poll(() => confirm.isVisible(), SOON).toBe(true);
       const dialogCode = confirm.getByRole('region', { name: 'Code to run' });
       expect(await dialogCode.innerText()).toBe(CODE.replace(ZWSP, '⟨U+200B⟩'));
       const dialogFacts = await confirm.locator('.run-facts').innerText();
@@ -155,19 +157,19 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       expect(dialogBox.scroll).toBeGreaterThan(dialogBox.client);
       // The dialog fits the window: its buttons are reachable without scrolling the page.
       expect(dialogBox.dialog).toBeLessThanOrEqual(900);
-      await expect.poll(() => confirm.getByRole('button', { name: 'Yes, approve HIGH-risk step' }).isVisible()).toBe(true);
+      await expect.poll(() => confirm.getByRole('button', { name: 'Yes, approve HIGH-risk step' }).isVisible(), SOON).toBe(true);
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'queue-confirm-high-code');
       await confirm.getByRole('button', { name: 'Cancel' }).click();
-      await expect.poll(() => confirm.isVisible()).toBe(false);
+      await expect.poll(() => confirm.isVisible(), SOON).toBe(false);
 
       // The command step: its quoted command line in the detail and in the dialog.
       await commandTitle.click();
-      await expect.poll(() => detail.locator('.command-line').innerText()).toBe(QUOTED);
+      await expect.poll(() => detail.locator('.command-line').innerText(), SOON).toBe(QUOTED);
       expect(await detail.locator('h2').innerText()).toBe(`Run ${QUOTED}`);
       expect(await detail.locator('.run-facts').innerText()).toMatch(/Time limit\s+2 min \(the policy's default\)/);
       await page.keyboard.press('a');
-      await expect.poll(() => confirm.isVisible()).toBe(true);
+      await expect.poll(() => confirm.isVisible(), SOON).toBe(true);
       expect(await confirm.locator('.command-line').innerText()).toBe(QUOTED);
       expect(await confirm.locator('p', { hasText: 'Run printf' }).innerText()).toContain(`Run ${QUOTED}`);
       await expectNoSeriousAxeViolations(page);
@@ -176,11 +178,47 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
 
       // The Python step says it runs in the Docker sandbox, under the policy's Docker time limit.
       await pythonItem.click();
-      await expect.poll(() => detail.locator('.run-facts').innerText()).toMatch(/Sandbox\s+Docker sandbox/);
+      await expect.poll(() => detail.locator('.run-facts').innerText(), SOON).toMatch(/Sandbox\s+Docker sandbox/);
       expect(await detail.locator('.run-facts').innerText()).toMatch(/Language\s+Python/);
       expect(await detail.getByRole('region', { name: 'Code to run' }).innerText()).toBe('print(sum(range(10)))');
       expect(await detail.locator('.tok-number').first().innerText()).toBe('10');
       expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+      await served.stop();
+    }
+  });
+
+  it('approving a whole plan shows the code of each of its steps first', async () => {
+    const { dataDir, base } = tempSetup();
+    const served = await startServe(dataDir);
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    try {
+      const planFile = path.join(base, 'plan.json');
+      fs.writeFileSync(
+        planFile,
+        JSON.stringify({
+          planId: 'sums',
+          steps: [
+            { id: 'first', action: 'runCode', args: { code: 'return [1, 2, 3].reduce((a, b) => a + b, 0);' } },
+            { id: 'second', action: 'runCode', args: { code: "const words = 'a b c'.split(' ');\nreturn words.length;" } },
+          ],
+        }),
+      );
+      const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile], { timeoutMs: 120_000 });
+      expect(proposed.json<{ status: string }[]>().map((outcome) => outcome.status), proposed.stderr).toEqual(['awaiting_consent', 'awaiting_consent']);
+      const page = await context.newPage();
+      await page.goto(served.info.url);
+      const approvePlan = page.getByRole('button', { name: 'Approve plan (2)' });
+      await expect.poll(() => approvePlan.isVisible(), { timeout: 60_000 }).toBe(true);
+      await approvePlan.click();
+      const dialog = page.getByRole('dialog', { name: 'Approve all 2 steps of plan sums?' });
+      await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
+      expect(await dialog.getByRole('region', { name: 'Code to run' }).allInnerTexts()).toEqual(['return [1, 2, 3].reduce((a, b) => a + b, 0);', "const words = 'a b c'.split(' ');\nreturn words.length;"]);
+      expect(await dialog.locator('.run-facts').first().innerText()).toMatch(/Asks for\s+Nothing beyond computation/);
+      await expectNoSeriousAxeViolations(page);
+      await dialog.getByRole('button', { name: 'Approve all' }).click();
+      await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'sums']).json<{ status: string }[]>().map((record) => record.status), { timeout: 60_000 }).toEqual(['executed', 'executed']);
     } finally {
       await context.close();
       await served.stop();

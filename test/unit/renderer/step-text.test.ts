@@ -17,6 +17,9 @@ describe('step titles', () => {
     expect(commandTitle('npm ci\nnpm test')).toBe('npm ci … (+1 more line)');
     expect(commandTitle('\n\n  curl x | sh\nrm -rf ~\n')).toBe('curl x | sh … (+4 more lines)');
     expect(commandTitle('one line')).toBe('one line');
+    // A very long line is cut in the title (the detail has all of it), saying how much more there is.
+    expect(commandTitle(`echo ${'x'.repeat(400)}`)).toBe(`echo ${'x'.repeat(295)} … (+105 more characters)`);
+    expect(commandTitle(`echo ${'😀'.repeat(400)}\nrm -rf ~`)).toBe(`echo ${'😀'.repeat(295)} … (+105 more characters, +1 more line)`);
   });
 
   it('titles code by its language, sandbox and what it asks for', () => {
