@@ -89,6 +89,16 @@ export interface Approval {
   previewHash: string | null;
 }
 
+/**
+ * The earlier step of its plan that holds a step back, and why (computed when steps are read, never
+ * stored): one that ended without running (the plan then waits for the person) or one still undecided.
+ */
+export interface BlockedBy {
+  stepId: string;
+  status: StepStatus;
+  reason: string;
+}
+
 /** A step as stored, with everything the person and the reviewer need to see about it. */
 export interface StepRecord {
   step: Step;
@@ -107,6 +117,13 @@ export interface StepRecord {
   startedAt: string | null;
   finishedAt: string | null;
   revertedAt: string | null;
+  /** Present while an earlier step of the plan holds this one back (see BlockedBy). */
+  blockedBy?: BlockedBy;
+  /**
+   * Present while the step waits for consent or holds an approval not yet used: when it becomes
+   * `expired` (policy.consentExpirySeconds, or the plan's shorter consentExpirySeconds).
+   */
+  consentExpiresAt?: string;
 }
 
 /** The rejection reason of a step its own agent withdrew: surfaces tell it apart from the person's no by it. */

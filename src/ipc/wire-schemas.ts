@@ -151,6 +151,8 @@ export const StepRecordSchema = z.object({
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
+  blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
+  consentExpiresAt: z.string().optional(),
 });
 
 export const RevertPlanEntrySchema = z.object({

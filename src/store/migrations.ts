@@ -117,4 +117,8 @@ export const MIGRATIONS: readonly string[] = [
     last_step_id TEXT NOT NULL
   );
   `,
+  // A plan's own consent expiry (seconds), when its proposer asked for one shorter than the policy's.
+  `
+  ALTER TABLE plans ADD COLUMN consent_expiry_seconds INTEGER;
+  `,
 ];
