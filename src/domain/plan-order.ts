@@ -47,3 +47,30 @@ export function blockerOf(plan: readonly PlanMember[], member: PlanMember): Bloc
   const holding = broken ?? [...earlier].reverse().find((other) => HOLDING.includes(other.status));
   return holding ? { stepId: holding.step.id, status: holding.status, reason: blockingReason(holding) } : null;
 }
+
+/**
+ * Whether some step of the plan can still move without anyone deciding: one is being prepared or
+ * runs; an approved one has nothing undecided before it (it runs next); or an approved one sits
+ * behind a step that ended without running and was not approved after that (it goes back to the
+ * person next). The executor's advancePlan follows the same rules.
+ */
+export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolean {
+  let broken: StepRecord | undefined;
+  let undecidedBefore = false;
+  for (const record of [...records].sort((a, b) => a.position - b.position)) {
+    if (record.status === 'executed' || record.status === 'reverted') continue;
+    if (PLAN_BREAKING_STATUSES.includes(record.status)) {
+      broken ??= record;
+      continue;
+    }
+    if (record.status === 'awaiting_consent') {
+      undecidedBefore = true;
+      continue;
+    }
+    if (record.status !== 'approved') return true;
+    const approvedSinceBreak = record.approval !== null && record.approval.by.channel !== 'policy' && (!broken || record.approval.at > broken.updatedAt);
+    if (!approvedSinceBreak && broken) return true;
+    if (!undecidedBefore) return true;
+  }
+  return false;
+}

@@ -23,7 +23,7 @@ import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
-import { blockingReason } from '../domain/plan-order.js';
+import { blockingReason, planCanMoveWithoutPerson } from '../domain/plan-order.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type Preview, type StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
@@ -1126,7 +1126,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
     }
     this.sweepExpired();
-    if (resume) this.recovery = this.resumeUnfinished();
+    if (!resume) return;
+    // Only plans where something can still happen without the person; an approved step waiting behind
+    // an undecided one is where it belongs, not left over.
+    const unfinished = this.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.steps.planSteps(planId)));
+    if (unfinished.length > 0) this.recovery = this.resumeUnfinished(unfinished);
   }
 
   /**
@@ -1136,19 +1140,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * started run when their approval still holds (not expired, the step unchanged, the plan not broken;
    * runApproved checks the files again) or go back to the person with the reason (advancePlan).
    */
-  private async resumeUnfinished(): Promise<void> {
+  private async resumeUnfinished(planIds: string[]): Promise<void> {
     try {
       // Weighing a command line needs the parser; without it, commands would count as unknowable.
       await loadShellParser();
       if (this.closed) return;
-      for (const record of this.steps.list({ status: ['proposed'], limit: Number.MAX_SAFE_INTEGER }).reverse()) {
+      for (const record of planIds.flatMap((planId) => this.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
         const evaluation = this.evaluateStep(record.step);
         this.emitStep(this.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
         if (!evaluation.allowed) {
           this.emitStep(this.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
         }
       }
-      for (const planId of this.steps.plansWith(['evaluated', 'approved'])) {
+      for (const planId of planIds) {
         if (this.closed) return;
         for (const record of this.steps.planSteps(planId)) {
           if (record.status !== 'evaluated' && record.status !== 'approved') continue;

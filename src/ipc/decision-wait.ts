@@ -1,5 +1,6 @@
 import { ExecutorError } from '../domain/errors.js';
-import { isSettled, PLAN_BREAKING_STATUSES } from '../domain/state-machine.js';
+import { planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import { isSettled } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from './client.js';
 
@@ -22,33 +23,6 @@ export interface DecisionWaitOptions {
 
 /** Look again at least this often: if the host went away, the next call says so instead of waiting forever. */
 const RECHECK_MS = 5_000;
-
-/**
- * Whether some step of the plan can still move without anyone deciding: one is being prepared or
- * runs; an approved one has nothing undecided before it (it runs next); or an approved one sits
- * behind a step that ended without running and was not approved after that (it goes back to the
- * person next). The executor's advancePlan follows the same rules.
- */
-export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolean {
-  let broken: StepRecord | undefined;
-  let undecidedBefore = false;
-  for (const record of [...records].sort((a, b) => a.position - b.position)) {
-    if (record.status === 'executed' || record.status === 'reverted') continue;
-    if (PLAN_BREAKING_STATUSES.includes(record.status)) {
-      broken ??= record;
-      continue;
-    }
-    if (record.status === 'awaiting_consent') {
-      undecidedBefore = true;
-      continue;
-    }
-    if (record.status !== 'approved') return true;
-    const approvedSinceBreak = record.approval !== null && record.approval.by.channel !== 'policy' && (!broken || record.approval.at > broken.updatedAt);
-    if (!approvedSinceBreak && broken) return true;
-    if (!undecidedBefore) return true;
-  }
-  return false;
-}
 
 /** Settles with `work`, or with the `onLate` answer when the deadline comes first; never later than it. */
 function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T | never): Promise<T> {
