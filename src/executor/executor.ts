@@ -632,6 +632,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
+    // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
+    const broken = this.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status));
+    const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
+    if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
     const ctx = { ...this.context(stepId), approvedPreview };

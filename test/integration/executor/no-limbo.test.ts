@@ -252,3 +252,33 @@ describe('restart after a SIGKILL during propose', () => {
     expect(recovered).toEqual(expect.arrayContaining(['step.recovered', 'step.executed']));
   });
 });
+
+describe('an approval given before the plan broke', () => {
+  it('cannot be used by executeStep directly either: the step goes back to the person', async () => {
+    const { executor, workspace } = start();
+    const records = await executor.propose({ steps: [write('a.txt', 'a'), write('b.txt', 'b')] }, cli);
+    // Both approved without running the plan forward; the first then fails when run on its own (executeStep does not advance the plan).
+    await executor.approve(records[1]!.step.id, person, { execute: false });
+    await executor.approve(records[0]!.step.id, person, { execute: false });
+    fs.mkdirSync(path.join(workspace, 'a.txt'));
+    expect((await executor.executeStep(records[0]!.step.id, person)).status).toBe('failed');
+    expect(executor.getStep(records[1]!.step.id).status).toBe('approved');
+    const sentBack = await executor.executeStep(records[1]!.step.id, person);
+    expect(sentBack.status).toBe('awaiting_consent');
+    expect(fs.existsSync(path.join(workspace, 'b.txt'))).toBe(false);
+    await executor.approve(records[1]!.step.id, person, { execute: false });
+    expect((await executor.executeStep(records[1]!.step.id, person)).status).toBe('executed');
+    expect(fs.readdirSync(workspace).sort()).toEqual(['a.txt', 'b.txt']);
+  });
+
+  it('a policy approval never holds over a broken plan, even when given after it', async () => {
+    const { executor, workspace } = start({ autoApprove: 'MEDIUM' });
+    const submitted = await executor.submit({ steps: [write('a.txt', 'a'), write('b.txt', 'b')] }, cli);
+    await executor.reject(submitted[0]!.step.id, person, 'no');
+    await executor.preparePlan(submitted[0]!.step.planId, cli);
+    const later = executor.getStep(submitted[1]!.step.id);
+    expect(later.status).toBe('awaiting_consent');
+    expect(later.blockedBy).toMatchObject({ stepId: submitted[0]!.step.id, status: 'rejected' });
+    expect(fs.readdirSync(workspace)).toEqual([]);
+  });
+});
