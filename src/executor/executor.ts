@@ -607,7 +607,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.stepFor(stepId, actor);
     const byAgent = isAgentActor(actor);
     if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that has not started can be cancelled.`, { stepId, from: record.status, to: 'rejected' });
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn).`, { stepId, from: record.status, to: 'rejected' });
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
     const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {

@@ -5,8 +5,14 @@ import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from './client.js';
 
 export interface DecisionWaitOptions {
-  /** How long to wait at most; absent = no bound but `until`. Every call to the host is bounded by it too. */
+  /** How long to wait at most; absent = no bound but `until`. */
   waitMs?: number;
+  /**
+   * Bound every call to the host by `waitMs` too, so a host that stops answering cannot hold the wait
+   * past it (`propose --wait --timeout`). Off for the MCP tools, whose wait is for the person only: a
+   * wait of 0 still proposes and answers PENDING.
+   */
+  boundCalls?: boolean;
   /**
    * What ends the wait early: `decided` (default), every step settled (an agent waiting for the
    * person's yes or no); `needsPerson`, nothing more can happen without a person (`propose --wait`).
@@ -49,6 +55,7 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
 export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
   const startedAt = Date.now();
   const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
+  const callDeadline = options.boundCalls ? deadline : Infinity;
   const seconds = () => `${Math.round((options.waitMs ?? 0) / 100) / 10} s`;
   const done = options.until === 'needsPerson' ? (records: StepRecord[]) => records.every((record) => isSettled(record.status)) || !planCanMoveWithoutPerson(records) : (records: StepRecord[]) => records.every((record) => isSettled(record.status));
   let planId: string | null = null;
@@ -61,7 +68,7 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
         wake?.();
       }
     }),
-    deadline,
+    callDeadline,
     () => {
       throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds()}; nothing was proposed.`);
     },
@@ -70,7 +77,7 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
   options.signal?.addEventListener('abort', onAbort);
   const tick = options.onTick ? setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000) : undefined;
   try {
-    let records = await beforeDeadline(api.propose({ plan }), deadline, () => {
+    let records = await beforeDeadline(api.propose({ plan }), callDeadline, () => {
       throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not acknowledge the proposal within ${seconds()}. It may still have stored it: look with \`executor steps list\` before proposing it again.`);
     });
     planId = records[0]!.step.planId;
@@ -93,7 +100,7 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
       changed = false;
       const known = records;
       // A host that stops answering leaves the last answer standing at the deadline.
-      records = (await beforeDeadline(api.listSteps({ planId, limit: 10_000 }), deadline, () => known)).sort((a, b) => a.position - b.position);
+      records = (await beforeDeadline(api.listSteps({ planId, limit: 10_000 }), callDeadline, () => known)).sort((a, b) => a.position - b.position);
     }
   } finally {
     if (tick) clearInterval(tick);

@@ -41,7 +41,14 @@ const text = (body: string, isError = false, structured?: Record<string, unknown
 
 /** Steps as structured content, for clients that read it; the text says the same for the model. */
 const structuredSteps = (records: StepRecord[]) => ({
-  steps: records.map((record) => ({ stepId: record.step.id, planId: record.step.planId, status: record.status, verdict: verdictOf(record) })),
+  steps: records.map((record) => ({
+    stepId: record.step.id,
+    planId: record.step.planId,
+    status: record.status,
+    verdict: verdictOf(record),
+    ...(record.blockedBy ? { blockedBy: record.blockedBy } : {}),
+    ...(record.consentExpiresAt ? { consentExpiresAt: record.consentExpiresAt } : {}),
+  })),
 });
 
 /**

@@ -78,11 +78,9 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS)
       return `REVERTED: step ${id} ran, then the user reverted it${record.revertedAt ? ` at ${record.revertedAt}` : ''}; its changes are undone.`;
     case 'EXPIRED':
       return `EXPIRED: step ${id} ${record.error?.message ?? 'was not decided in time.'} It did not run; propose it again if you still need it.`;
-    case 'PENDING': {
-      // What else the model should know: a step before it that holds it back, and when an undecided step expires.
-      const notes = [record.blockedBy?.reason, record.consentExpiresAt ? `Undecided, it expires at ${record.consentExpiresAt}.` : undefined].filter(Boolean);
-      return `PENDING: waiting for the user; call step_status with ${id}${notes.length ? `. ${notes.join(' ')}` : ''}`;
-    }
+    case 'PENDING':
+      // A step before it that holds it back goes on a line of its own: the first line stays what models parse.
+      return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}`;
   }
 }
 

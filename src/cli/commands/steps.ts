@@ -73,7 +73,7 @@ export function registerStepCommands(program: Command): void {
         if (reach === 'direct') clearTimeout(backstop);
         // With a host, --wait follows its events until only a person can move the plan; without one,
         // propose itself ran everything that could run, so what it returns is already that point.
-        return options.wait && reach === 'host' ? proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson' }) : api.propose({ plan });
+        return options.wait && reach === 'host' ? proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson', boundCalls: true }) : api.propose({ plan });
       });
       clearTimeout(backstop);
       const outcomes = records.map(outcomeOf);
