@@ -84,6 +84,7 @@ export const STATUS_LABEL: Record<string, string> = {
   interrupted: 'Interrupted',
   reverted: 'Reverted',
   denied: 'Denied by policy',
+  expired: 'Expired',
 };
 
 export function formatTime(iso: string | null | undefined): string {

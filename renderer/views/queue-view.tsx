@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { describeProposer, describeRule, expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIME_NAMES, RULE_LIFETIMES, type RuleChoice, type RuleLifetime } from '../../src/domain/remembered-rule.js';
 import { riskRank } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
+import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
@@ -35,6 +36,19 @@ export function groupByPlan(records: StepRecord[]): PlanGroup[] {
 
 function canApprove(record: StepRecord): boolean {
   return record.status === 'awaiting_consent' && record.evaluation?.allowed !== false && record.evaluation?.risk !== 'CRITICAL';
+}
+
+/** Every step that has not started can be rejected: waiting for the person, being prepared, or approved and waiting its turn. */
+function canReject(record: StepRecord): boolean {
+  return WITHDRAWABLE_STATUSES.includes(record.status);
+}
+
+/** What a step in the queue waits for, when it is not simply the person's decision on it. */
+export function queueStateText(record: StepRecord): string | null {
+  if (record.status === 'approved') return record.blockedBy ? `Approved; waits: ${record.blockedBy.reason}` : 'Approved; runs next';
+  if (record.status === 'proposed' || record.status === 'evaluated') return 'Preparing preview';
+  if (record.blockedBy && PLAN_BREAKING_STATUSES.includes(record.blockedBy.status)) return `Plan stopped: ${record.blockedBy.reason}`;
+  return null;
 }
 
 /**
@@ -103,7 +117,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
     else void approve(record);
   };
   const startReject = (record: StepRecord | null) => {
-    if (!record || record.status !== 'awaiting_consent' || busy) return;
+    if (!record || !canReject(record) || busy) return;
     setPending({ kind: 'reject', record });
   };
 
@@ -123,7 +137,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       <section className="list-pane" aria-label="Steps waiting for consent">
         <header className="pane-head">
           <h1>Queue</h1>
-          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length} waiting`}</span>
+          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.filter((record) => record.status === 'awaiting_consent').length} waiting`}</span>
         </header>
         {groups.length === 0 ? (
           <div className="empty">
@@ -162,6 +176,11 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                           </span>
                           {record.step.action === 'runCode' ? <CodeExcerpt code={record.step.args.code} /> : null}
                           <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
+                          {queueStateText(record) ? (
+                            <span className="item-sub item-state">
+                              <MarkedText text={queueStateText(record)!} />
+                            </span>
+                          ) : null}
                         </span>
                       </button>
                     </li>
@@ -350,8 +369,27 @@ function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, o
         <dd>
           <code>{record.step.id}</code> · step {record.position + 1} of plan <code>{record.step.planId}</code>
         </dd>
+        {record.consentExpiresAt ? (
+          <>
+            <dt>Expires</dt>
+            <dd>
+              {formatTime(record.consentExpiresAt)} {record.status === 'approved' ? '(an approval not used by then is spent)' : '(undecided by then, the step expires)'}
+            </dd>
+          </>
+        ) : null}
       </dl>
       <WhatRuns step={record.step} limits={policy} roots={roots} />
+      {record.blockedBy ? (
+        PLAN_BREAKING_STATUSES.includes(record.blockedBy.status) ? (
+          <p className="warning blocked-note" role="note" data-testid="blocked-by">
+            This plan stopped: <MarkedText text={record.blockedBy.reason} /> Approve this step only if it still makes sense on its own.
+          </p>
+        ) : (
+          <p className="muted blocked-note" role="note" data-testid="blocked-by">
+            Waits: <MarkedText text={record.blockedBy.reason} />
+          </p>
+        )
+      ) : null}
       {evaluation ? (
         <div className="assessment">
           <section aria-label="Why this risk">
@@ -380,17 +418,21 @@ function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, o
         </div>
       ) : null}
       <div className="actions" role="group" aria-label="Decision">
-        <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical} onClick={onApprove} aria-keyshortcuts="a">
-          Approve
-        </button>
-        {rememberable ? (
+        {record.status === 'awaiting_consent' ? (
+          <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical} onClick={onApprove} aria-keyshortcuts="a">
+            Approve
+          </button>
+        ) : null}
+        {rememberable && record.status === 'awaiting_consent' ? (
           <button type="button" disabled={busy || critical} onClick={onRemember}>
             Approve and remember…
           </button>
         ) : null}
-        <button type="button" disabled={busy} onClick={onReject} aria-keyshortcuts="r">
-          Reject
-        </button>
+        {canReject(record) ? (
+          <button type="button" disabled={busy} onClick={onReject} aria-keyshortcuts="r">
+            Reject
+          </button>
+        ) : null}
         {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
       </div>
       <section className="preview-section" aria-label="Dry-run preview">

@@ -30,6 +30,10 @@ export const EVENT_KINDS = [
   'step.execution_deferred',
   'step.reverted',
   'step.revert_forced',
+  /** Nobody decided the step (or used its approval) within the consent expiry; detail: reason, deadline. */
+  'step.expired',
+  /** What restart recovery does with a step a stopped host left undecided (detail: from, action). */
+  'step.recovered',
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',

@@ -53,6 +53,9 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   try {
     return await work(api, 'direct');
   } finally {
+    // What a stopped host left unfinished (restart recovery) is taken up now, before the lock is let go:
+    // without a host, nobody else would. Nothing to do, nothing to wait for.
+    await executor.settled();
     api.close();
     executor.close();
   }

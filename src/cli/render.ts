@@ -25,6 +25,8 @@ export interface StepOutcome {
   result?: Record<string, unknown>;
   error?: ErrorShape;
   rejectedReason?: string;
+  blockedBy?: StepRecord['blockedBy'];
+  consentExpiresAt?: string;
 }
 
 export function outcomeOf(record: StepRecord): StepOutcome {
@@ -36,7 +38,32 @@ export function outcomeOf(record: StepRecord): StepOutcome {
     ...(record.result ? { result: record.result } : {}),
     ...(record.error ? { error: record.error } : {}),
     ...(record.rejectedReason ? { rejectedReason: record.rejectedReason } : {}),
+    ...(record.blockedBy ? { blockedBy: record.blockedBy } : {}),
+    ...(record.consentExpiresAt ? { consentExpiresAt: record.consentExpiresAt } : {}),
   };
+}
+
+const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * Which steps of a plan wait, and for whom, once nothing more happens by itself: '' when none does.
+ * `reach` says where the person decides: with a host, in its window too.
+ */
+export function whoMustAct(records: StepRecord[], reach: 'host' | 'direct'): string {
+  const ids = (list: StepRecord[]) => list.map((record) => line(record.step.id)).join(', ');
+  const deciding = records.filter((record) => record.status === 'awaiting_consent');
+  const behind = records.filter((record) => record.status === 'approved');
+  const preparing = records.filter((record) => ['proposed', 'evaluated', 'running'].includes(record.status));
+  const lines: string[] = [];
+  if (deciding.length) {
+    const where = reach === 'host' ? 'in the window, or with' : 'with';
+    lines.push(`${count(deciding.length, 'step waits', 'steps wait')} for your decision ${where} \`executor steps show ID\`, then \`executor approve ID\` or \`executor reject ID --reason …\`: ${ids(deciding)}.`);
+  }
+  if (behind.length) lines.push(`${count(behind.length, 'approved step waits', 'approved steps wait')} for an earlier step of the plan: ${ids(behind)}.`);
+  if (preparing.length) lines.push(`${count(preparing.length, 'step is', 'steps are')} still being prepared or running in the host (stopped waiting): ${ids(preparing)}; \`executor steps list --plan ${line(records[0]!.step.planId)}\` shows where they are.`);
+  const expiry = deciding.concat(behind).map((record) => record.consentExpiresAt).filter((at): at is string => at !== undefined).sort()[0];
+  if (expiry && lines.length) lines.push(`Undecided steps expire from ${line(expiry)} on.`);
+  return lines.join('\n');
 }
 
 /** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
@@ -49,7 +76,8 @@ export function summaryLine(record: StepRecord): string {
   const risk = record.evaluation?.risk ?? '-';
   const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${line(record.step.meta.client ?? 'unnamed')}]` : '';
   const preview = record.status === 'awaiting_consent' ? `  preview ${previewHashText(record)}` : '';
-  return `${line(record.step.id)}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}`;
+  const blocked = record.blockedBy ? `  blocked by ${line(record.blockedBy.stepId)} (${record.blockedBy.status})` : '';
+  return `${line(record.step.id)}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}${blocked}`;
 }
 
 /** A time limit in words; without the policy's limits (not readable), what the step asked for. */
@@ -119,6 +147,8 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
   lines.push(`Preview  ${previewHashText(record)}`);
   if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}`);
+  if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
+  if (record.consentExpiresAt) lines.push(`Expires  ${line(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   if (record.result) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
@@ -176,10 +206,15 @@ export function explainOutcome(record: StepRecord): string {
     case 'failed':
     case 'interrupted':
       return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
+    case 'expired':
+      return `${id}: expired: ${line(record.error?.message ?? 'nobody decided it in time')}`;
     case 'awaiting_consent':
-      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
+      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'})${record.blockedBy ? ` — ${line(record.blockedBy.reason)}` : ''}: \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
     case 'approved':
-      return `${id}: approved, waits for an earlier step of its plan`;
+      return `${id}: approved, waits: ${record.blockedBy ? line(record.blockedBy.reason) : 'an earlier step of its plan runs first'}`;
+    case 'proposed':
+    case 'evaluated':
+      return `${id}: being prepared (its preview is not ready yet)`;
     default:
       return '';
   }

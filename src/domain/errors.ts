@@ -13,6 +13,8 @@ export type ErrorCode =
   | 'NOT_APPROVED'
   | 'STEP_CHANGED'
   | 'PLAN_ORDER'
+  /** The step waited for consent (or held an unused approval) longer than the policy or its plan allows; it is now expired. */
+  | 'CONSENT_EXPIRED'
   | 'POLICY_DENIED'
   | 'PATH_OUTSIDE_ROOT'
   | 'PATH_INVALID'

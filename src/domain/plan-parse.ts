@@ -30,6 +30,7 @@ export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']
   const candidate = {
     planId,
     purpose: shaped.data.purpose,
+    ...(shaped.data.consentExpirySeconds !== undefined ? { consentExpirySeconds: shaped.data.consentExpirySeconds } : {}),
     steps: shaped.data.steps.map((step) => {
       // Who proposed a step is the channel's word, never the plan's: an agent cannot label its step as the person's or as another client's.
       const { origin: _claimedOrigin, client: _claimedClient, agent: _claimedAgent, ...ownMeta } = step.meta ?? {};

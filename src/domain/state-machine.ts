@@ -12,6 +12,7 @@ export const STEP_STATUSES = [
   'interrupted',
   'reverted',
   'denied',
+  'expired',
 ] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
@@ -22,12 +23,15 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
  * the preview changed, or an earlier step of the plan did not run.
  * `awaiting_consent → denied` when a fresh dry run shows an effect the policy denies.
  * `interrupted` and `failed` may be reverted because their backups were written before any effect.
+ * Every state before `running` can be rejected (the person's no, or the agent's cancel): nothing has
+ * happened yet, so nothing holds a step there against its owner's will. A step that waited for consent
+ * longer than the policy allows (awaiting it, or approved but not started) ends `expired`.
  */
 const TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
-  proposed: ['evaluated', 'denied'],
-  evaluated: ['awaiting_consent', 'approved', 'denied'],
-  awaiting_consent: ['approved', 'rejected', 'denied'],
-  approved: ['running', 'rejected', 'awaiting_consent'],
+  proposed: ['evaluated', 'denied', 'rejected'],
+  evaluated: ['awaiting_consent', 'approved', 'denied', 'rejected'],
+  awaiting_consent: ['approved', 'rejected', 'denied', 'expired'],
+  approved: ['running', 'rejected', 'awaiting_consent', 'expired'],
   rejected: [],
   running: ['executed', 'failed', 'interrupted', 'awaiting_consent'],
   executed: ['reverted'],
@@ -35,6 +39,7 @@ const TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   interrupted: ['reverted'],
   reverted: [],
   denied: [],
+  expired: [],
 };
 
 export function canTransition(from: StepStatus, to: StepStatus): boolean {
@@ -52,7 +57,19 @@ export function assertTransition(stepId: string, from: StepStatus, to: StepStatu
 }
 
 /** A step is decided once the person (or the policy) has had their say and any run has finished. */
-export const SETTLED_STATUSES: readonly StepStatus[] = ['rejected', 'executed', 'failed', 'interrupted', 'reverted', 'denied'];
+export const SETTLED_STATUSES: readonly StepStatus[] = ['rejected', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired'];
+
+/** Statuses before anything ran: reject (and an agent's cancel of its own step) works from each of them. */
+export const WITHDRAWABLE_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
+
+/** Statuses in which a step waits for consent, or holds one not yet used: these expire (policy.consentExpirySeconds). */
+export const EXPIRING_STATUSES: readonly StepStatus[] = ['awaiting_consent', 'approved'];
+
+/**
+ * A step that ended without running to completion: the steps after it in its plan no longer run on an
+ * approval given before it ended (what they were approved after did not happen).
+ */
+export const PLAN_BREAKING_STATUSES: readonly StepStatus[] = ['rejected', 'denied', 'failed', 'interrupted', 'expired'];
 
 export function isSettled(status: StepStatus): boolean {
   return SETTLED_STATUSES.includes(status);

@@ -90,6 +90,16 @@ export interface Approval {
   previewHash: string | null;
 }
 
+/**
+ * The earlier step of its plan that holds a step back, and why (computed when steps are read, never
+ * stored): one that ended without running (the plan then waits for the person) or one still undecided.
+ */
+export interface BlockedBy {
+  stepId: string;
+  status: StepStatus;
+  reason: string;
+}
+
 /** A step as stored, with everything the person and the reviewer need to see about it. */
 export interface StepRecord {
   step: Step;
@@ -110,6 +120,13 @@ export interface StepRecord {
   revertedAt: string | null;
   /** After a revert: what it did with the folders the step created (removed, kept and why). */
   revertOutcome?: RevertOutcome;
+  /** Present while an earlier step of the plan holds this one back (see BlockedBy). */
+  blockedBy?: BlockedBy;
+  /**
+   * Present while the step waits for consent or holds an approval not yet used: when it becomes
+   * `expired` (policy.consentExpirySeconds, or the plan's shorter consentExpirySeconds).
+   */
+  consentExpiresAt?: string;
 }
 
 /** What a revert did beyond putting the files back. */

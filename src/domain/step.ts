@@ -120,9 +120,20 @@ export const StepSchema = z.discriminatedUnion('action', [
 export type Step = z.infer<typeof StepSchema>;
 export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;
 
+/**
+ * A plan's own consent expiry, in seconds: the proposer may ask that its steps stop waiting sooner
+ * than the policy's consentExpirySeconds (never later: the shorter of the two holds).
+ */
+const consentExpiryField = z
+  .number()
+  .int('consentExpirySeconds is a whole number of seconds')
+  .min(1, 'consentExpirySeconds is at least 1')
+  .max(366 * 24 * 3600, 'consentExpirySeconds is at most a year');
+
 export const PlanSchema = z.strictObject({
   planId: idField,
   purpose: z.string().max(2000).optional(),
+  consentExpirySeconds: consentExpiryField.optional(),
   steps: z.array(StepSchema).min(1, 'a plan needs at least one step').max(MAX_STEPS_PER_PLAN),
 });
 export type Plan = z.infer<typeof PlanSchema>;
@@ -134,6 +145,7 @@ export type Plan = z.infer<typeof PlanSchema>;
 export const PlanInputSchema = z.strictObject({
   planId: idField.optional(),
   purpose: z.string().max(2000).optional(),
+  consentExpirySeconds: consentExpiryField.optional(),
   steps: z
     .array(
       z.looseObject({

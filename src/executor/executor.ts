@@ -26,7 +26,8 @@ import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js
 import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
-import { isSettled, type StepStatus } from '../domain/state-machine.js';
+import { blockingReason, planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
 import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
@@ -67,6 +68,11 @@ export interface ExecutorOptions extends ExecutorSeams {
   openExternal?: (url: string) => Promise<void>;
   /** The cap of exportAudit's one-reply text (default MAX_EXPORT_TEXT_BYTES); tests lower it. */
   maxExportTextBytes?: number;
+  /**
+   * Whether open() resumes, in the background, what a stopped host left undecided (default true):
+   * proposed steps are weighed again, evaluated ones prepared, approved ones run or sent back.
+   */
+  resumeUnfinished?: boolean;
 }
 
 export interface EnvironmentStatus {
@@ -115,6 +121,16 @@ const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_
 /** Statuses in which a step still holds up the steps after it in its plan. */
 const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
+/** The expiry timer looks again at least this often, so a policy that shortens the expiry takes hold. */
+const EXPIRY_RECHECK_MS = 60 * 60 * 1000;
+
+/** "24 hours", "90 seconds": an expiry as the person and the agent read it. */
+function describeSeconds(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}`;
+  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
+  return `${seconds} second${seconds === 1 ? '' : 's'}`;
+}
+
 /** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
 export function previewHashOf(preview: Preview): string {
   return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
@@ -151,6 +167,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly openExternal?: (url: string) => Promise<void>;
   private readonly maxExportTextBytes: number;
+  /** Background preparation of plans, one chain per plan so a plan's steps are never prepared twice at once. */
+  private readonly preparations = new Map<string, Promise<void>>();
+  /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
+  private recovery: Promise<void> = Promise.resolve();
+  private expiryTimer: NodeJS.Timeout | null = null;
+  /** When the armed expiry timer fires (Infinity: none armed). */
+  private nextExpiryAt = Infinity;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
@@ -163,7 +186,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.auditLog = auditLog;
     this.keyStore = keyStore;
     this.audit = this.notifyingTrail(auditLog);
-    this.steps = new StepRepository(db, this.audit);
+    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
@@ -172,8 +195,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * Takes the data directory's lock, opens the database and its signed audit log, and marks steps a
-   * crash left running as interrupted. Without the audit key nothing opens: fail closed.
+   * Takes the data directory's lock, opens the database and its signed audit log, and recovers what a
+   * stopped host left behind (recoverAtOpen). Without the audit key nothing opens: fail closed.
    */
   static open(dataDir: string, options: ExecutorOptions = {}): Executor {
     const resolved = ensureDataDir(dataDir);
@@ -186,7 +209,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
-      executor.recoverInterrupted();
+      executor.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
@@ -201,6 +224,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -245,6 +269,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     })();
     const policy = this.reloadPolicy();
     this.emit('policy', policy);
+    // A shorter consent expiry holds at once for the steps already waiting.
+    this.sweepExpired();
     return policy;
   }
 
@@ -281,6 +307,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private emitStep(record: StepRecord): StepRecord {
+    if (record.consentExpiresAt) this.armExpiry(Date.parse(record.consentExpiresAt));
     this.emit('step', record);
     return record;
   }
@@ -348,10 +375,50 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * (when the policy needs none) approval, then runs the plan forward.
    */
   async preparePlan(planId: string, actor: Actor): Promise<void> {
-    for (const record of this.steps.planSteps(planId)) {
-      if (record.status === 'evaluated' && record.evaluation) await this.prepareStep(record.step, record.evaluation);
+    for (const { step } of this.steps.planSteps(planId)) {
+      if (this.closed) return;
+      // Read again: the person may have rejected (or the agent cancelled) a step while an earlier one was prepared.
+      const current = this.steps.get(step.id);
+      if (current.status !== 'evaluated' || !current.evaluation) continue;
+      try {
+        await this.prepareStep(current.step, current.evaluation);
+      } catch (error) {
+        // Withdrawn during its own dry run: its new status stands and the preview is dropped.
+        if (this.steps.get(step.id).status === 'evaluated') throw error;
+      }
     }
     await this.advancePlan(planId, actor);
+  }
+
+  /**
+   * Prepares a plan in the background (restart recovery, an expiry that changes what may run): one
+   * preparation per plan at a time; a failure is written to stderr and leaves the steps where they
+   * are, each with its way out (reject, cancel, expiry).
+   */
+  private schedulePreparation(planId: string, actor: Actor): Promise<void> {
+    const previous = this.preparations.get(planId) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      if (this.closed) return;
+      try {
+        await this.preparePlan(planId, actor);
+      } catch (error) {
+        if (!this.closed) process.stderr.write(`executor: preparing plan ${planId} stopped: ${toErrorShape(error).message}\n`);
+      }
+    });
+    this.preparations.set(planId, next);
+    void next.then(() => {
+      if (this.preparations.get(planId) === next) this.preparations.delete(planId);
+    });
+    return next;
+  }
+
+  /** Resolves once restart recovery and every background preparation started so far have finished. */
+  async settled(): Promise<void> {
+    for (;;) {
+      const running = [this.recovery, ...this.preparations.values()];
+      await Promise.all(running);
+      if ([...this.preparations.values()].every((work) => running.includes(work))) return;
+    }
   }
 
   /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
@@ -371,7 +438,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const ruleIds = weighed.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all.
       this.emitStep(this.db.transaction(() => {
-        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) } });
+        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) }, expectFrom: ['evaluated'] });
         for (const ruleId of ruleIds) {
           this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
           this.ruleHits.record(ruleId, step.id, approval.at);
@@ -463,6 +530,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
     const record = this.steps.get(stepId);
+    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
     }
@@ -474,7 +542,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         currentPreviewHash: record.previewHash,
       });
     }
-    const approval = { by: actor, at: new Date().toISOString(), stepHash: stepHash(record.step), previewHash: record.previewHash };
+    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(record.step), previewHash: record.previewHash };
     this.emitStep(this.db.transaction(() => {
       const approved = this.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
       // What must commit with this yes or not at all (approveAndRemember's rule).
@@ -530,6 +598,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.ruleHits.all();
   }
 
+  /** The person's no, from any status before running (proposed, evaluated, awaiting_consent, approved). */
   async reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
     const trimmed = reason.trim();
     if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
@@ -540,21 +609,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * Withdraws a step nobody has decided yet (or one approved but still waiting for an earlier step):
-   * it ends rejected, with the reason saying who withdrew it. An agent may cancel only the steps its
-   * own issued identity proposed (any other id is, to it, an unknown id); the person may cancel any.
+   * Withdraws a step that has not started (proposed, being prepared, waiting for consent, or approved
+   * but waiting for an earlier step): it ends rejected, with the reason saying who withdrew it. An
+   * agent may cancel only the steps its own issued identity proposed (any other id is, to it, an
+   * unknown id); the person may cancel any.
    */
   async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.stepFor(stepId, actor);
     const byAgent = isAgentActor(actor);
-    if (record.status !== 'awaiting_consent' && record.status !== 'approved') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled.`, { stepId, from: record.status, to: 'rejected' });
+    if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn).`, { stepId, from: record.status, to: 'rejected' });
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
     const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
       kind: 'step.cancelled',
       detail: { reason },
-      expectFrom: ['awaiting_consent', 'approved'],
+      expectFrom: [...WITHDRAWABLE_STATUSES],
     }));
     await this.advancePlan(record.step.planId, actor);
     return cancelled;
@@ -573,6 +643,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
+    // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
+    const broken = this.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status));
+    const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
+    if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
     const ctx = { ...this.context(stepId), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
@@ -673,6 +747,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (record.status !== 'approved' || !record.approval) {
       throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
     }
+    // An approval not used in time is spent: the step becomes expired, and this run is refused.
+    if (this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
     const currentHash = stepHash(record.step);
     if (currentHash !== record.approval.stepHash) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
@@ -735,29 +811,161 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * Runs a plan forward in order: approved steps execute until the first undecided one. After a
-   * step was rejected, denied or failed, later steps the policy auto-approved are not run blindly:
-   * they go back to the person.
+   * Runs a plan forward in order: approved steps execute until the first undecided one. Once a step
+   * ended without running (rejected, denied, failed, interrupted, expired), no later step runs on an
+   * approval given before that: each such approved step, whoever approved it, goes back to the
+   * person with the reason. An approval the person gives after it (they saw the plan was broken) holds.
    */
   async advancePlan(planId: string, actor: Actor): Promise<void> {
-    let blockedBy: StepRecord | undefined;
-    for (const record of this.steps.planSteps(planId)) {
+    let broken: StepRecord | undefined;
+    // An earlier step still undecided or running: later approved steps wait for it.
+    let waiting = false;
+    for (const listed of this.steps.planSteps(planId)) {
+      if (this.closed) return;
+      // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
+      let record = this.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (['rejected', 'denied', 'failed', 'interrupted'].includes(record.status)) {
-        blockedBy ??= record;
+      if (record.status === 'approved' && this.overdue(record)) record = this.expire(record) ?? this.steps.get(record.step.id);
+      if (PLAN_BREAKING_STATUSES.includes(record.status)) {
+        broken ??= record;
         continue;
       }
-      if (record.status !== 'approved') return;
-      if (blockedBy && record.approval?.by.channel === 'policy') {
-        this.emitStep(this.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-          kind: 'step.reconsent',
-          detail: { reason: `Step ${blockedBy.step.id} earlier in this plan was ${blockedBy.status}; confirm this step on its own.` },
-        }));
-        return;
+      if (record.status !== 'approved') {
+        waiting = true;
+        continue;
       }
-      const executed = await this.runApproved(record.step.id, actor);
-      if (executed.status !== 'executed') return;
+      const reason = this.approvalDoesNotHold(record, broken);
+      if (reason) {
+        this.sendBack(record, reason, broken);
+        waiting = true;
+        continue;
+      }
+      if (waiting) continue;
+      let ran: StepRecord;
+      try {
+        ran = await this.runApproved(record.step.id, actor);
+      } catch (error) {
+        // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
+        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(record.step.id).status !== 'approved') {
+          waiting = true;
+          continue;
+        }
+        throw error;
+      }
+      if (ran.status === 'executed') continue;
+      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken ??= ran;
+      else waiting = true;
     }
+  }
+
+  /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
+  private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
+    if (record.approval && record.approval.stepHash !== stepHash(record.step)) return 'The step changed after it was approved; look at it again.';
+    if (!broken) return null;
+    // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
+    const informed = record.approval !== null && record.approval.by.channel !== 'policy' && record.approval.at > broken.updatedAt;
+    return informed ? null : `${blockingReason(broken)} Confirm this step on its own.`;
+  }
+
+  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
+    return this.emitStep(this.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+      kind: 'step.reconsent',
+      detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
+      expectFrom: ['approved'],
+    }));
+  }
+
+  /**
+   * When the person's approval of `record` is recorded: now, or just after the moment an earlier step
+   * of its plan ended without running if that is not already past. "Approved after the plan broke"
+   * (advancePlan) must hold for an approval given knowing it, even within the same millisecond.
+   */
+  private approvalInstant(record: StepRecord): string {
+    let at = Date.now();
+    for (const earlier of this.steps.planSteps(record.step.planId)) {
+      if (earlier.position >= record.position || !PLAN_BREAKING_STATUSES.includes(earlier.status)) continue;
+      at = Math.max(at, Date.parse(earlier.updatedAt) + 1);
+    }
+    return new Date(at).toISOString();
+  }
+
+  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry. */
+  private overdue(record: StepRecord, now = Date.now()): boolean {
+    return record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
+  }
+
+  private expiredError(record: StepRecord): ExecutorError {
+    return new ExecutorError('CONSENT_EXPIRED', `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`, {
+      stepId: record.step.id,
+      status: record.status,
+    });
+  }
+
+  /** The seconds a step of this plan may wait for consent: the policy's, or its plan's when shorter. */
+  private expirySecondsFor(record: StepRecord): number {
+    const deadline = Date.parse(record.consentExpiresAt ?? '');
+    const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
+    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since) / 1000) : this.policy.consentExpirySeconds;
+  }
+
+  /**
+   * Ends a step that waited for consent (or held an approval it did not use) past its expiry: `expired`,
+   * audited with the reason, announced to every surface (the agent hears it through its step events).
+   * Null when the step moved on meanwhile.
+   */
+  private expire(record: StepRecord): StepRecord | null {
+    const within = describeSeconds(this.expirySecondsFor(record));
+    const reason = record.status === 'approved'
+      ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
+      : `waited ${within} for a decision that did not come; it expired.`;
+    try {
+      return this.emitStep(this.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
+        error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
+        finishedAt: new Date().toISOString(),
+      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: this.expirySecondsFor(record) }, expectFrom: [record.status] }));
+    } catch (error) {
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Expires every step past its deadline, then arms the timer for the next one. Runs at open, from the
+   * timer while the host runs, and after a policy change; approve and execute check their own step too.
+   */
+  private sweepExpired(): void {
+    if (this.closed) return;
+    try {
+      const now = Date.now();
+      let next = Infinity;
+      const plans = new Set<string>();
+      for (const record of this.steps.expiring()) {
+        if (this.overdue(record, now)) {
+          if (this.expire(record)) plans.add(record.step.planId);
+        } else if (record.consentExpiresAt) {
+          next = Math.min(next, Date.parse(record.consentExpiresAt));
+        }
+      }
+      this.nextExpiryAt = Infinity;
+      this.armExpiry(next);
+      // Later approved steps of those plans go back to the person (advancePlan).
+      for (const planId of plans) void this.schedulePreparation(planId, SYSTEM_ACTOR);
+    } catch (error) {
+      if (!this.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
+    }
+  }
+
+  /** Arms the expiry timer for `at` unless it fires sooner already; never keeps a process alive by itself. */
+  private armExpiry(at: number): void {
+    if (this.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.nextExpiryAt = at;
+    this.expiryTimer = setTimeout(() => {
+      this.expiryTimer = null;
+      this.nextExpiryAt = Infinity;
+      this.sweepExpired();
+    }, Math.min(Math.max(0, at - Date.now()), EXPIRY_RECHECK_MS));
+    this.expiryTimer.unref();
   }
 
   /**
@@ -966,13 +1174,57 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     };
   }
 
-  private recoverInterrupted(): void {
-    for (const record of this.steps.list({ status: ['running'] })) {
+  /**
+   * What a stopped host left behind, so that no step stays where nobody moves it: steps left `running`
+   * become `interrupted` (their half-written temp files removed); steps past their consent expiry
+   * become `expired`; then, in the background (resumeUnfinished), the rest is taken up again.
+   */
+  private recoverAtOpen(resume: boolean): void {
+    for (const record of this.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
       const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
       this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
         error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
         finishedAt: new Date().toISOString(),
       }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
+    }
+    this.sweepExpired();
+    if (!resume) return;
+    // Only plans where something can still happen without the person; an approved step waiting behind
+    // an undecided one is where it belongs, not left over.
+    const unfinished = this.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.steps.planSteps(planId)));
+    if (unfinished.length > 0) this.recovery = this.resumeUnfinished(unfinished);
+  }
+
+  /**
+   * Takes up what a stopped host left undecided, each step recorded in the audit log: `proposed` steps
+   * (stored, never weighed) are weighed by the policy again (evaluated or denied); plans with
+   * `evaluated` steps (weighed, never previewed) are prepared again; `approved` steps that had not
+   * started run when their approval still holds (not expired, the step unchanged, the plan not broken;
+   * runApproved checks the files again) or go back to the person with the reason (advancePlan).
+   */
+  private async resumeUnfinished(planIds: string[]): Promise<void> {
+    try {
+      // Weighing a command line needs the parser; without it, commands would count as unknowable.
+      await loadShellParser();
+      if (this.closed) return;
+      for (const record of planIds.flatMap((planId) => this.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
+        const evaluation = this.evaluateStep(record.step);
+        this.emitStep(this.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
+        if (!evaluation.allowed) {
+          this.emitStep(this.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
+        }
+      }
+      for (const planId of planIds) {
+        if (this.closed) return;
+        for (const record of this.steps.planSteps(planId)) {
+          if (record.status !== 'evaluated' && record.status !== 'approved') continue;
+          const action = record.status === 'evaluated' ? 'prepare again' : 'run if its approval still holds, else ask again';
+          this.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
+        }
+        void this.schedulePreparation(planId, SYSTEM_ACTOR);
+      }
+    } catch (error) {
+      if (!this.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
     }
   }
 }

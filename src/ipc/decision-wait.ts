@@ -1,10 +1,23 @@
+import { ExecutorError } from '../domain/errors.js';
+import { planCanMoveWithoutPerson } from '../domain/plan-order.js';
 import { isSettled } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from './client.js';
 
 export interface DecisionWaitOptions {
-  /** How long to wait for the person; absent = until every step is decided. */
+  /** How long to wait at most; absent = no bound but `until`. */
   waitMs?: number;
+  /**
+   * Bound every call to the host by `waitMs` too, so a host that stops answering cannot hold the wait
+   * past it (`propose --wait --timeout`). Off for the MCP tools, whose wait is for the person only: a
+   * wait of 0 still proposes and answers PENDING.
+   */
+  boundCalls?: boolean;
+  /**
+   * What ends the wait early: `decided` (default), every step settled (an agent waiting for the
+   * person's yes or no); `needsPerson`, nothing more can happen without a person (`propose --wait`).
+   */
+  until?: 'decided' | 'needsPerson';
   /** The caller's cancellation (an MCP request's): stop waiting and report what is known. */
   signal?: AbortSignal;
   /** Called every `tickMs` while waiting (progress notifications keep an MCP client's request alive). */
@@ -17,34 +30,61 @@ export interface DecisionWaitOptions {
 /** Look again at least this often: if the host went away, the next call says so instead of waiting forever. */
 const RECHECK_MS = 5_000;
 
+/** Settles with `work`, or with the `onLate` answer when the deadline comes first; never later than it. */
+function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T | never): Promise<T> {
+  if (deadline === Infinity) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(onLate());
+      } catch (error) {
+        reject(error);
+      }
+    }, Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 /**
- * Proposes a plan through the host and waits on its step events until every step is decided or
- * the wait ends. Listening starts before the proposal, so no decision can slip between the two.
- * Auto-approved steps come back settled from propose itself and return at once. The CLI's
- * `propose --wait` and the MCP tools both wait here.
+ * Proposes a plan through the host and waits on its step events until the wait's end (`until`) or
+ * its deadline. Listening starts before the proposal, so no change can slip between the two. Every
+ * call to the host is bounded by the deadline, so a host that stops answering cannot hold the wait
+ * past it. The CLI's `propose --wait` and the MCP tools both wait here.
  */
 export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
+  const startedAt = Date.now();
+  const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
+  const callDeadline = options.boundCalls ? deadline : Infinity;
+  const seconds = () => `${Math.round((options.waitMs ?? 0) / 100) / 10} s`;
+  const done = options.until === 'needsPerson' ? (records: StepRecord[]) => records.every((record) => isSettled(record.status)) || !planCanMoveWithoutPerson(records) : (records: StepRecord[]) => records.every((record) => isSettled(record.status));
   let planId: string | null = null;
   let changed = false;
   let wake: (() => void) | null = null;
-  const off = await api.on('step', (record) => {
-    if (planId === null || record.step.planId === planId) {
-      changed = true;
-      wake?.();
-    }
-  });
+  const off = await beforeDeadline(
+    api.on('step', (record) => {
+      if (planId === null || record.step.planId === planId) {
+        changed = true;
+        wake?.();
+      }
+    }),
+    callDeadline,
+    () => {
+      throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds()}; nothing was proposed.`);
+    },
+  );
   const onAbort = () => wake?.();
   options.signal?.addEventListener('abort', onAbort);
-  const startedAt = Date.now();
   const tick = options.onTick ? setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000) : undefined;
   try {
-    let records = await api.propose({ plan });
+    let records = await beforeDeadline(api.propose({ plan }), callDeadline, () => {
+      throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not acknowledge the proposal within ${seconds()}. It may still have stored it: look with \`executor steps list\` before proposing it again.`);
+    });
     planId = records[0]!.step.planId;
-    const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
     const open = records.filter((record) => !isSettled(record.status)).length;
     if (open > 0) options.onWaiting?.(open);
     for (;;) {
-      if (records.every((record) => isSettled(record.status))) return records;
+      if (done(records)) return records;
       const left = deadline - Date.now();
       if (left <= 0 || options.signal?.aborted) return records;
       if (!changed) {
@@ -58,7 +98,9 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
         wake = null;
       }
       changed = false;
-      records = (await api.listSteps({ planId, limit: 10_000 })).sort((a, b) => a.position - b.position);
+      const known = records;
+      // A host that stops answering leaves the last answer standing at the deadline.
+      records = (await beforeDeadline(api.listSteps({ planId, limit: 10_000 }), callDeadline, () => known)).sort((a, b) => a.position - b.position);
     }
   } finally {
     if (tick) clearInterval(tick);

@@ -154,6 +154,8 @@ export const StepRecordSchema = z.object({
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
   revertOutcome: z.object({ directories: z.array(DirectoryRevertOutcomeSchema) }).optional(),
+  blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
+  consentExpiresAt: z.string().optional(),
 });
 
 export const RevertPlanEntrySchema = z.object({

@@ -41,7 +41,14 @@ const text = (body: string, isError = false, structured?: Record<string, unknown
 
 /** Steps as structured content, for clients that read it; the text says the same for the model. */
 const structuredSteps = (records: StepRecord[]) => ({
-  steps: records.map((record) => ({ stepId: record.step.id, planId: record.step.planId, status: record.status, verdict: verdictOf(record) })),
+  steps: records.map((record) => ({
+    stepId: record.step.id,
+    planId: record.step.planId,
+    status: record.status,
+    verdict: verdictOf(record),
+    ...(record.blockedBy ? { blockedBy: record.blockedBy } : {}),
+    ...(record.consentExpiresAt ? { consentExpiresAt: record.consentExpiresAt } : {}),
+  })),
 });
 
 /**
@@ -58,7 +65,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
       instructions:
         'Executor stands between you and the user\'s machine. Every tool here proposes a step that the user (or their policy) approves or rejects; ' +
         'a rejection comes with the user\'s reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: ' +
-        'call step_status with the step id later, or cancel_step if you no longer need it.',
+        'call step_status with the step id later, or cancel_step if you no longer need it. EXPIRED means nobody decided in time; propose again only if still needed.',
     },
   );
   // A label for the person's queue and the audit trail; never an identity (the host issues that, see HostLink).
@@ -95,7 +102,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     };
   };
 
-  const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[] }, extra: CallExtra): Promise<CallToolResult> => {
+  const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[]; consentExpirySeconds?: number }, extra: CallExtra): Promise<CallToolResult> => {
     try {
       const records = await host.use((api) =>
         proposeAndAwaitDecision(api, plan, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
@@ -125,7 +132,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
       description:
         'Propose several steps at once that the user sees and decides together, in order (e.g. write two files, then run the tests). ' +
         'Each step names one of the proposing tools and its arguments. A later step runs only after the ones before it are decided. ' +
-        'Waits for the decisions and returns one line per step (EXECUTED / REJECTED by the user / DENIED by policy / FAILED / PENDING).',
+        'Waits for the decisions and returns one line per step (EXECUTED / REJECTED by the user / DENIED by policy / FAILED / EXPIRED / PENDING). ' +
+        'If an earlier step does not run, the later ones go back to the user to decide again.',
       inputSchema: PROPOSE_PLAN_INPUT,
     },
     async (args: z.infer<typeof PROPOSE_PLAN_INPUT>, extra: CallExtra) => {
@@ -143,7 +151,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     'step_status',
     {
       // The host answers only for this agent's own steps; any other id is, to it, an unknown id.
-      description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, or still PENDING.',
+      description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, EXPIRED (nobody decided it in time), or still PENDING.',
       inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
       annotations: { readOnlyHint: true },
     },

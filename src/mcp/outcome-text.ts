@@ -4,7 +4,7 @@ import { AGENT_CANCEL_REASON, type StepRecord } from '../domain/step-record.js';
 export const MAX_OUTPUT_CHARS = 8_000;
 
 /** The first word of every result line: what a model branches on. */
-export type Verdict = 'EXECUTED' | 'REJECTED' | 'CANCELLED' | 'DENIED' | 'FAILED' | 'REVERTED' | 'PENDING';
+export type Verdict = 'EXECUTED' | 'REJECTED' | 'CANCELLED' | 'DENIED' | 'FAILED' | 'REVERTED' | 'EXPIRED' | 'PENDING';
 
 export function verdictOf(record: StepRecord): Verdict {
   switch (record.status) {
@@ -19,6 +19,8 @@ export function verdictOf(record: StepRecord): Verdict {
       return 'FAILED';
     case 'reverted':
       return 'REVERTED';
+    case 'expired':
+      return 'EXPIRED';
     default:
       return 'PENDING';
   }
@@ -26,7 +28,7 @@ export function verdictOf(record: StepRecord): Verdict {
 
 /** Verdicts the model should treat as "it did not happen". */
 export function isRefusal(verdict: Verdict): boolean {
-  return verdict === 'REJECTED' || verdict === 'DENIED' || verdict === 'FAILED';
+  return verdict === 'REJECTED' || verdict === 'DENIED' || verdict === 'FAILED' || verdict === 'EXPIRED';
 }
 
 /** Output-like values a model should read as lines: long strings, lists of lines (runCode's logs), and {text} excerpts (runCommand's stdout). */
@@ -74,8 +76,11 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS)
       return `FAILED: ${record.error ? `${record.error.code}: ${record.error.message}` : `step ${id} is ${record.status}.`}`;
     case 'REVERTED':
       return `REVERTED: step ${id} ran, then the user reverted it${record.revertedAt ? ` at ${record.revertedAt}` : ''}; its changes are undone.`;
+    case 'EXPIRED':
+      return `EXPIRED: step ${id} ${record.error?.message ?? 'was not decided in time.'} It did not run; propose it again if you still need it.`;
     case 'PENDING':
-      return `PENDING: waiting for the user; call step_status with ${id}`;
+      // A step before it that holds it back goes on a line of its own: the first line stays what models parse.
+      return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}`;
   }
 }
 

@@ -155,6 +155,13 @@ export function stepFromTool(tool: ProposingToolName, args: unknown): PlanStepIn
 
 export const PROPOSE_PLAN_INPUT = z.object({
   purpose,
+  consentExpirySeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 24 * 3600)
+    .optional()
+    .describe("Optional: seconds after which steps the user has not decided expire (EXPIRED) instead of waiting; the user's policy may set a shorter limit, never a longer one."),
   steps: z
     .array(
       z.object({
@@ -168,7 +175,7 @@ export const PROPOSE_PLAN_INPUT = z.object({
 });
 
 /** A propose_plan call as a plan: every step checked against its own tool's schema, problems named by position. */
-export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purpose: string; steps: PlanStepInput[] } {
+export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purpose: string; steps: PlanStepInput[]; consentExpirySeconds?: number } {
   const problems: string[] = [];
   const steps: PlanStepInput[] = [];
   input.steps.forEach((entry, index) => {
@@ -184,5 +191,5 @@ export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purp
     }
   });
   if (problems.length) throw new ExecutorError('INVALID_INPUT', `The plan is not valid: ${problems.join('; ')}`, { issues: problems });
-  return { purpose: input.purpose, steps };
+  return { purpose: input.purpose, steps, ...(input.consentExpirySeconds !== undefined ? { consentExpirySeconds: input.consentExpirySeconds } : {}) };
 }

@@ -379,6 +379,11 @@ const CommandEffectsSchema = z
 
 export const DEFAULT_AGENT_LIMITS = { stepsPerMinute: 30, openSteps: 10 };
 
+/** How long a step may wait for consent, or hold an approval it has not used, before it expires: a day. */
+export const DEFAULT_CONSENT_EXPIRY_SECONDS = 24 * 3600;
+/** The longest expiry a policy (or a plan) may set: a step never waits longer than a year. */
+export const MAX_CONSENT_EXPIRY_SECONDS = 366 * 24 * 3600;
+
 export const PolicySchema = z.strictObject({
   workspaceRoots: z
     .array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' }))
@@ -393,6 +398,12 @@ export const PolicySchema = z.strictObject({
     .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]), effects: CommandEffectsSchema })
     .prefault({}),
   network: z.strictObject({ allowHosts: z.array(z.string()).default([]) }).default({ allowHosts: [] }),
+  /**
+   * Seconds a step may wait for the person's decision (awaiting_consent), or hold an approval it has
+   * not used yet (approved, waiting for an earlier step), before it becomes `expired`. A plan may ask
+   * for less (its consentExpirySeconds), never more.
+   */
+  consentExpirySeconds: z.number().int().min(1).max(MAX_CONSENT_EXPIRY_SECONDS).default(DEFAULT_CONSENT_EXPIRY_SECONDS),
   /**
    * How much one agent client (the MCP client's name and version) may propose: steps per rolling
    * minute, and steps still waiting or running at once. The host enforces them, so a second MCP

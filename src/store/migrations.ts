@@ -131,4 +131,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX created_directories_step ON created_directories(step_id, seq);
   ALTER TABLE steps ADD COLUMN revert_json TEXT;
   `,
+  // A plan's own consent expiry (seconds), when its proposer asked for one shorter than the policy's.
+  `
+  ALTER TABLE plans ADD COLUMN consent_expiry_seconds INTEGER;
+  `,
 ];

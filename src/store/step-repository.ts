@@ -3,7 +3,8 @@ import type { AuditEvent, AuditTrail, EventKind } from '../audit/event-log.js';
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
-import { assertTransition, type StepStatus } from '../domain/state-machine.js';
+import { blockerOf, type PlanMember } from '../domain/plan-order.js';
+import { assertTransition, EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { Approval, Preview, RevertOutcome, StepRecord } from '../domain/step-record.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
@@ -34,6 +35,8 @@ interface StepRow {
   finished_at: string | null;
   reverted_at: string | null;
   revert_json: string | null;
+  /** From the plan (joined): its own consent expiry, when it asked for one. */
+  consent_expiry_seconds: number | null;
 }
 
 /** Fields a transition may set alongside the new status. */
@@ -79,7 +82,24 @@ const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
   interrupted: 'step.interrupted',
   reverted: 'step.reverted',
   denied: 'step.denied',
+  expired: 'step.expired',
 };
+
+/** Every step query reads the plan's consent expiry with the step. */
+const SELECT_STEPS = 'SELECT steps.*, plans.consent_expiry_seconds FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
+
+/**
+ * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
+ * policy's and its plan's expiry, counted from when it was last put before the person (its last
+ * change of status or preview) or, approved, from its approval.
+ */
+function consentExpiry(row: StepRow, policySeconds: number): string | undefined {
+  if (!EXPIRING_STATUSES.includes(row.status)) return undefined;
+  const seconds = Math.min(policySeconds, row.consent_expiry_seconds ?? Infinity);
+  const since = Date.parse(row.status === 'approved' && row.approved_at ? row.approved_at : row.updated_at);
+  if (!Number.isFinite(since)) return undefined;
+  return new Date(since + seconds * 1000).toISOString();
+}
 
 function parseJson<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
@@ -111,13 +131,15 @@ function parseStep(row: StepRow): Step {
  * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
  * walk over the value instead of a sorted copy of it.
  */
-function toRecord(row: StepRow): StepRecord {
+function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
+  const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
   return {
     approval:
       approvedBy && row.approved_at && row.approved_step_hash
         ? { at: row.approved_at, by: approvedBy, previewHash: row.approved_preview_hash, stepHash: row.approved_step_hash }
         : null,
+    ...(consentExpiresAt ? { consentExpiresAt } : {}),
     createdAt: row.created_at,
     error: parseJson<ErrorShape>(row.error_json),
     evaluation: parseJson<Evaluation>(row.evaluation_json),
@@ -142,10 +164,60 @@ function toRecord(row: StepRow): StepRecord {
  * appends the audit event, so state and audit never disagree.
  */
 export class StepRepository {
+  /**
+   * `consentExpirySeconds` is the policy's, read at each query (the policy can change while the host
+   * runs); a plan's own shorter expiry comes from its row.
+   */
   constructor(
     private readonly db: Db,
     private readonly audit: AuditTrail,
+    private readonly consentExpirySeconds: () => number = () => 24 * 3600,
   ) {}
+
+  private record(row: StepRow): StepRecord {
+    return toRecord(row, this.consentExpirySeconds());
+  }
+
+  /**
+   * Adds to each undecided step the earlier step of its plan that holds it back (blockedBy): one
+   * query for the statuses of every plan in the page, so a listing costs no query per step.
+   */
+  private withBlockers(records: StepRecord[], plans?: Map<string, PlanMember[]>): StepRecord[] {
+    const open = records.filter((record) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(record.status) && record.position > 0);
+    if (open.length === 0) return records;
+    const members = plans ?? this.planMembers([...new Set(open.map((record) => record.step.planId))]);
+    const blocked = new Map<StepRecord, StepRecord>();
+    for (const record of open) {
+      const found = blockerOf(members.get(record.step.planId) ?? [], record);
+      // Keys stay in canonical order (see toRecord): `blockedBy` sorts right after `approval`.
+      if (found) blocked.set(record, Object.assign({ approval: record.approval, blockedBy: { reason: found.reason, status: found.status, stepId: found.stepId } }, record));
+    }
+    return blocked.size ? records.map((record) => blocked.get(record) ?? record) : records;
+  }
+
+  /** The few columns of every step of these plans that say whether it holds the steps after it. */
+  private planMembers(planIds: string[]): Map<string, PlanMember[]> {
+    const members = new Map<string, PlanMember[]>();
+    for (let start = 0; start < planIds.length; start += 500) {
+      const chunk = planIds.slice(start, start + 500);
+      const rows = this.db
+        .prepare(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
+        .all(...chunk) as { step_id: string; plan_id: string; position: number; status: StepStatus; rejected_reason: string | null; error_json: string | null; evaluation_json: string | null }[];
+      for (const row of rows) {
+        const list = members.get(row.plan_id) ?? [];
+        list.push({
+          step: { id: row.step_id },
+          position: row.position,
+          status: row.status,
+          rejectedReason: row.rejected_reason,
+          error: parseJson<ErrorShape>(row.error_json),
+          evaluation: parseJson<Evaluation>(row.evaluation_json),
+        });
+        members.set(row.plan_id, list);
+      }
+    }
+    return members;
+  }
 
   insertPlan(plan: Plan, actor: Actor): void {
     const now = new Date().toISOString();
@@ -156,8 +228,8 @@ export class StepRepository {
         });
       }
       this.db
-        .prepare('INSERT INTO plans (plan_id, purpose, origin, created_at) VALUES (?, ?, ?, ?)')
-        .run(plan.planId, plan.purpose ?? null, actor.channel, now);
+        .prepare('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
+        .run(plan.planId, plan.purpose ?? null, actor.channel, now, plan.consentExpirySeconds ?? null);
       const insertStep = this.db.prepare(
         `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)`,
@@ -172,37 +244,44 @@ export class StepRepository {
           actor,
           planId: plan.planId,
           stepId: step.id,
-          detail: { action: step.action, args: summarizeLargeValues(step.args), meta: step.meta, position, purpose: plan.purpose },
+          detail: {
+            action: step.action,
+            args: summarizeLargeValues(step.args),
+            meta: step.meta,
+            position,
+            purpose: plan.purpose,
+            ...(plan.consentExpirySeconds !== undefined ? { consentExpirySeconds: plan.consentExpirySeconds } : {}),
+          },
         });
       });
     })();
   }
 
   get(stepId: string): StepRecord {
-    const row = this.db.prepare('SELECT * FROM steps WHERE step_id = ?').get(stepId) as StepRow | undefined;
+    const row = this.db.prepare(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
     if (!row) throw unknownStepError(stepId);
-    return toRecord(row);
+    return this.withBlockers([this.record(row)])[0]!;
   }
 
   list(filter: StepListFilter = {}): StepRecord[] {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.status?.length) {
-      where.push(`status IN (${filter.status.map(() => '?').join(', ')})`);
+      where.push(`steps.status IN (${filter.status.map(() => '?').join(', ')})`);
       params.push(...filter.status);
     }
     if (filter.planId) {
-      where.push('plan_id = ?');
+      where.push('steps.plan_id = ?');
       params.push(filter.planId);
     }
     if (filter.agent !== undefined) {
-      where.push(`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.agent') = ?`);
+      where.push(`json_extract(steps.step_json, '$.meta.origin') = 'agent'`, `json_extract(steps.step_json, '$.meta.agent') = ?`);
       params.push(filter.agent);
     }
-    const sql = `SELECT * FROM steps ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, plan_id, position LIMIT ?`;
+    const sql = `${SELECT_STEPS} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY steps.created_at DESC, steps.plan_id, steps.position LIMIT ?`;
     params.push(filter.limit ?? 1000);
-    return (this.db.prepare(sql).all(...params) as StepRow[]).map(toRecord);
+    return this.withBlockers((this.db.prepare(sql).all(...params) as StepRow[]).map((row) => this.record(row)));
   }
 
   /**
@@ -229,7 +308,25 @@ export class StepRepository {
   }
 
   planSteps(planId: string): StepRecord[] {
-    return (this.db.prepare('SELECT * FROM steps WHERE plan_id = ? ORDER BY position').all(planId) as StepRow[]).map(toRecord);
+    const records = (this.db.prepare(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map((row) => this.record(row));
+    return this.withBlockers(records, new Map([[planId, records]]));
+  }
+
+  /**
+   * Every step waiting for consent or holding an unused approval, with when it expires; the expiry
+   * sweep reads these (few: agents' open steps are capped by the policy).
+   */
+  expiring(): StepRecord[] {
+    const statuses = EXPIRING_STATUSES;
+    return (this.db.prepare(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]).map((row) => this.record(row));
+  }
+
+  /** Ids of the plans that have a step in one of these statuses, oldest plan first. */
+  plansWith(statuses: readonly StepStatus[]): string[] {
+    const rows = this.db
+      .prepare(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
+      .all(...statuses) as { plan_id: string }[];
+    return rows.map((row) => row.plan_id);
   }
 
   /**

@@ -135,8 +135,13 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await screenshots(page, 'queue-reject');
     await rejectDialog.getByRole('button', { name: 'Reject step' }).click();
 
+    // propose --wait came back as soon as both steps waited for the person; the decisions are in the steps.
     const finished = await cli.done;
-    const outcomes = JSON.parse(finished.stdout) as { stepId: string; status: string; rejectedReason?: string }[];
+    expect((JSON.parse(finished.stdout) as { status: string }[]).map((outcome) => outcome.status)).toEqual(['awaiting_consent', 'awaiting_consent']);
+    await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes']).json<{ status: string }[]>().map((record) => record.status).sort(), { timeout: 20_000 }).toEqual(['executed', 'rejected']);
+    const outcomes = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes']).json<{ step: { id: string }; status: string; rejectedReason?: string | null }[]>()
+      .map((record) => ({ stepId: record.step.id, status: record.status, rejectedReason: record.rejectedReason }))
+      .sort((a, b) => a.stepId.localeCompare(b.stepId));
     expect(outcomes).toEqual([
       expect.objectContaining({ stepId: 'edit-notes', status: 'executed' }),
       expect.objectContaining({ stepId: 'write-env', status: 'rejected', rejectedReason: 'Keys never go into the workspace; use the secret store.' }),

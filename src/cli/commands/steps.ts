@@ -4,8 +4,10 @@ import type { RevertPlanEntry } from '../../backup/file-changes.js';
 import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-text.js';
-import { isSettled, STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
-import { globals, print, withExecutor } from '../cli-context.js';
+import { STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
+import { toErrorShape } from '../../domain/errors.js';
+import { visibleJson } from '../../domain/visible-text.js';
+import { globals, print, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 
 /*
@@ -20,6 +22,23 @@ function parsePreviewHash(text: string): string | null {
   if (trimmed === 'none') return null;
   if (/^[0-9a-f]{64}$/.test(trimmed)) return trimmed;
   throw new ExecutorError('INVALID_INPUT', `--preview-hash takes the 64-hex-digit "Preview" hash \`executor steps show\` printed (or "none"), not "${visibleLine(text.slice(0, 80))}".`);
+}
+
+/** --timeout: a number of seconds, more than zero. */
+function parseTimeout(text: string): number {
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 7 * 24 * 3600) {
+    throw new ExecutorError('INVALID_INPUT', `--timeout takes a number of seconds above 0 (at most a week), not "${visibleLine(text.slice(0, 40))}".`);
+  }
+  return seconds;
+}
+
+/** The host did not let propose --wait finish in time: say so and end the command now, as promised. */
+function giveUp(json: boolean, seconds: number): never {
+  const shaped = toErrorShape(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds} s. If it stored the plan, \`executor steps list\` shows it; nothing more is known here.`));
+  if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
+  else process.stderr.write(`executor: ${shaped.code}: ${visibleLine(shaped.message)}\n`);
+  process.exit(2);
 }
 
 /** One y/N question on the terminal; anything but y or yes is no. */
@@ -44,27 +63,30 @@ export function registerStepCommands(program: Command): void {
     .command('propose')
     .description('propose a plan file: validate, evaluate, auto-approve what the policy allows, and run approved steps in order')
     .argument('<plan>', 'plan file (JSON)')
-    .option('--wait', 'wait until every step is decided and print one result per step')
-    .option('--timeout <seconds>', 'with --wait, give up waiting after this many seconds', (v) => Number.parseFloat(v))
+    .option('--wait', 'wait until nothing more can happen without a person (previews ready, allowed steps run), then print one result per step and say which steps wait for whom')
+    .option('--timeout <seconds>', 'with --wait, stop waiting for a running host after this many seconds, whatever it does', parseTimeout)
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
-      const [{ explainOutcome, outcomeOf, summaryLine }, { proposeAndAwaitDecision }] = await Promise.all([rendering(), import('../../ipc/decision-wait.js')]);
-      const sayWaiting = (open: number) => {
-        if (!json) process.stderr.write(`Waiting for a decision on ${open} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
-      };
-      let { records, reach } = await withExecutor(dataDir, async (api, reach) => ({
-        // With a host running, --wait listens to its events; without one the database is read below.
-        records: options.wait && reach === 'host' ? await proposeAndAwaitDecision(api, plan, { waitMs: options.timeout === undefined ? undefined : options.timeout * 1000, onWaiting: sayWaiting }) : await api.propose({ plan }),
-        reach,
-      }));
-      if (options.wait && reach === 'direct' && !records.every((record) => isSettled(record.status))) {
-        sayWaiting(records.filter((r) => !isSettled(r.status)).length);
-        const { readStepsWhileUnlocked } = await import('../step-reader.js');
-        records = await readStepsWhileUnlocked(dataDir, records[0]!.step.planId, options.timeout);
-      }
+      const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }] = await Promise.all([rendering(), import('../../ipc/decision-wait.js')]);
+      const waitMs = options.wait && options.timeout !== undefined ? options.timeout * 1000 : undefined;
+      // The guarantee behind --timeout: a host that stops answering (even before it says hello) cannot hold this
+      // command past it. Without a host the command runs the steps itself, and is never stopped mid-step.
+      const backstop = waitMs === undefined ? undefined : setTimeout(() => giveUp(json, options.timeout!), waitMs + 500);
+      backstop?.unref();
+      let reached: ExecutorReach = 'direct';
+      const records = await withExecutor(dataDir, async (api, reach) => {
+        reached = reach;
+        if (reach === 'direct') clearTimeout(backstop);
+        // With a host, --wait follows its events until only a person can move the plan; without one,
+        // propose itself ran everything that could run, so what it returns is already that point.
+        return options.wait && reach === 'host' ? proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson', boundCalls: true }) : api.propose({ plan });
+      });
+      clearTimeout(backstop);
       const outcomes = records.map(outcomeOf);
       print(json, outcomes, () => records.map(summaryLine).join('\n') + '\n' + records.map(explainOutcome).filter(Boolean).join('\n'));
+      const who = whoMustAct(records, reached);
+      if (who && !json) process.stderr.write(`${who}\n`);
       process.exitCode = records.every((record) => record.status === 'executed') ? 0 : 1;
     });
 

@@ -188,7 +188,7 @@ describe('executor CLI', () => {
     expect(runCli(['--data-dir', dataDir, 'steps', 'list']).status).toBe(0);
   });
 
-  it('propose --wait waits for decisions made from another terminal and prints one result per step', async () => {
+  it('propose --wait without a host returns as soon as only the person can move the plan, saying which steps wait', () => {
     const { dataDir, workspace, base } = tempSetup();
     const plan = writePlan(base, {
       steps: [
@@ -196,28 +196,35 @@ describe('executor CLI', () => {
         { id: 'two', action: 'writeFile', args: { path: 'two.txt', content: '2' } },
       ],
     });
-    const waiting = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', plan, '--wait', '--timeout', '50'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    waiting.stdout.on('data', (chunk) => (stdout += chunk));
-    const exited = new Promise<number | null>((resolve) => waiting.once('exit', resolve));
-    // Wait until the proposal is stored, then decide from "another terminal".
-    for (let i = 0; i < 100 && rowCounts(dataDir).steps < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    // The person approves what they were shown: the preview, stored once the step waits for them.
-    for (let i = 0; i < 100 && readOnlyStep(dataDir, 'one').previewHash === null; i++) await new Promise((r) => setTimeout(r, 100));
-    const oneHash = () => readOnlyStep(dataDir, 'one').previewHash ?? 'none';
-    let approved = runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', oneHash()]);
-    for (let i = 0; i < 50 && approved.status === 2 && approved.stderr.includes('busy'); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      approved = runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', oneHash()]);
-    }
-    expect(approved.status).toBe(0);
-    expect(runCli(['--data-dir', dataDir, 'reject', 'two', '--reason', 'not needed']).status).toBe(0);
-    expect(await exited).toBe(1);
-    const outcomes = JSON.parse(stdout) as Outcome[];
-    expect(outcomes).toMatchObject([
-      { stepId: 'one', status: 'executed' },
-      { stepId: 'two', status: 'rejected', rejectedReason: 'not needed' },
+    // No --timeout: it must still end, since nobody but the person can move these steps.
+    const waited = runCli(['--data-dir', dataDir, '--json', 'propose', plan, '--wait'], { timeoutMs: 30_000 });
+    expect(waited.status).toBe(1);
+    expect(waited.json<Outcome[]>()).toMatchObject([
+      { stepId: 'one', status: 'awaiting_consent' },
+      { stepId: 'two', status: 'awaiting_consent', blockedBy: { stepId: 'one', status: 'awaiting_consent' } },
     ]);
+    const text = runCli(['--data-dir', dataDir, 'propose', writePlan(base, { steps: [{ id: 'three', action: 'writeFile', args: { path: 'three.txt', content: '3' } }] }, 'p2.json'), '--wait'], { timeoutMs: 30_000 });
+    expect(text.stderr).toContain('1 step waits for your decision with `executor steps show ID`');
+    expect(text.stderr).toContain(': three.');
+    expect(fs.readdirSync(workspace)).toEqual([]);
+    // The person decides later, from any terminal; the plan goes on from there.
+    expect(runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', readOnlyStep(dataDir, 'one').previewHash ?? 'none']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'reject', 'two', '--reason', 'not needed']).status).toBe(0);
     expect(fs.readdirSync(workspace)).toEqual(['one.txt']);
+  });
+
+  it('the issue scenario through the CLI: the first step fails, the approved second goes back to the person, and steps show says why', () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const plan = writePlan(base, { steps: [{ id: 'first', action: 'writeFile', args: { path: 'first.txt', content: '1' } }, { id: 'second', action: 'writeFile', args: { path: 'second.txt', content: '2' } }] });
+    expect(runCli(['--data-dir', dataDir, 'propose', plan, '--wait'], { timeoutMs: 30_000 }).status).toBe(1);
+    expect(runCli(['--data-dir', dataDir, 'approve', 'second', '--preview-hash', readOnlyStep(dataDir, 'second').previewHash ?? 'none']).status).toBe(0);
+    fs.mkdirSync(path.join(workspace, 'first.txt'));
+    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'first', '--preview-hash', readOnlyStep(dataDir, 'first').previewHash ?? 'none']).json<Outcome>().status).toBe('failed');
+    const listed = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'first']).json<{ step: { planId: string } }>().step.planId]).json<{ step: { id: string }; status: string; blockedBy?: { stepId: string; status: string } }[]>();
+    expect(listed.find((record) => record.step.id === 'second')).toMatchObject({ status: 'awaiting_consent', blockedBy: { stepId: 'first', status: 'failed' } });
+    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'second']).stdout;
+    expect(shown).toMatch(/Blocked +by step first \(failed\): Step first earlier in this plan failed/);
+    expect(runCli(['--data-dir', dataDir, 'steps', 'list']).stdout).toMatch(/second +awaiting_consent .*blocked by first \(failed\)/);
+    expect(fs.existsSync(path.join(workspace, 'second.txt'))).toBe(false);
   });
 });

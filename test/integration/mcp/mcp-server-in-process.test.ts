@@ -102,3 +102,18 @@ describe('the MCP server against an older app', () => {
     expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^FAILED: INVALID_PLAN: this Executor does not support that kind of step yet .*Nothing was proposed\.$/) });
   });
 });
+
+describe('the MCP server when nobody decides', () => {
+  it('reports EXPIRED to the agent once its plan\'s consent expiry passes, within the same tool call', async () => {
+    const { workspace, client } = await setup();
+    const result = (await client.callTool({
+      name: 'propose_plan',
+      arguments: { purpose: 'test expiry', consentExpirySeconds: 1, steps: [{ tool: 'write_file', args: { path: path.join(workspace, 'x.txt'), content: 'x', purpose: 'p' } }] },
+    })) as CallToolResult;
+    const text = (result.content[0] as { text: string }).text;
+    expect(text).toMatch(/^EXPIRED: step \S+ waited 1 second for a decision that did not come/);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ steps: [{ status: 'expired', verdict: 'EXPIRED' }] });
+    expect(fs.existsSync(path.join(workspace, 'x.txt'))).toBe(false);
+  });
+});

@@ -60,6 +60,17 @@ describe('parsePlan', () => {
     expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content } }] })).message).toContain('larger than');
   });
 
+  it('keeps a plan\'s own consent expiry, and refuses one that is not a whole number of seconds from 1 to a year', () => {
+    const step = { action: 'deleteFile', args: { path: 'a' } };
+    expect(parse({ consentExpirySeconds: 90, steps: [step] }).consentExpirySeconds).toBe(90);
+    expect(parse({ steps: [step] }).consentExpirySeconds).toBeUndefined();
+    for (const bad of [0, -5, 1.5, Infinity, Number.NaN, 400 * 24 * 3600, '60', null]) {
+      const refusal = codeOf(() => parse({ consentExpirySeconds: bad, steps: [step] }));
+      expect(refusal.code).toBe('INVALID_PLAN');
+      expect(refusal.message).toContain('consentExpirySeconds');
+    }
+  });
+
   it('rejects an empty plan and duplicate step ids', () => {
     expect(codeOf(() => parse({ steps: [] })).code).toBe('INVALID_PLAN');
     const step = { id: 'same', action: 'deleteFile', args: { path: 'a' } };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExecutorError } from '../../../src/domain/errors.js';
-import { assertTransition, canTransition, STEP_STATUSES } from '../../../src/domain/state-machine.js';
+import { assertTransition, canTransition, isSettled, STEP_STATUSES, WITHDRAWABLE_STATUSES } from '../../../src/domain/state-machine.js';
 
 describe('step state machine', () => {
   it('allows the documented path from proposal to revert', () => {
@@ -31,6 +31,25 @@ describe('step state machine', () => {
       expect((error as ExecutorError).code).toBe('ILLEGAL_TRANSITION');
       expect((error as ExecutorError).message).toContain('executed');
       expect((error as ExecutorError).details).toEqual({ stepId: 's1', from: 'executed', to: 'approved' });
+    }
+  });
+
+  it('lets every state before running be rejected, and nothing from running on', () => {
+    for (const from of ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as const) expect(canTransition(from, 'rejected')).toBe(true);
+    for (const from of ['running', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired'] as const) expect(canTransition(from, 'rejected')).toBe(false);
+    expect([...WITHDRAWABLE_STATUSES]).toEqual(['proposed', 'evaluated', 'awaiting_consent', 'approved']);
+  });
+
+  it('expires only what waits for consent or holds an unused approval, and expired is final', () => {
+    for (const from of STEP_STATUSES) expect(canTransition(from, 'expired')).toBe(from === 'awaiting_consent' || from === 'approved');
+    for (const to of STEP_STATUSES) expect(canTransition('expired', to)).toBe(false);
+    expect(isSettled('expired')).toBe(true);
+  });
+
+  it('gives every state that is not final a way out', () => {
+    for (const status of STEP_STATUSES) {
+      if (isSettled(status)) continue;
+      expect(STEP_STATUSES.filter((to) => canTransition(status, to)).length, status).toBeGreaterThan(0);
     }
   });
 });

@@ -36,6 +36,14 @@ describe('stepOutcomeText', () => {
     }
   });
 
+  it('says EXPIRED with the reason, and tells a PENDING step what holds it back on a line of its own', () => {
+    expect(stepOutcomeText(record('expired', { error: { code: 'CONSENT_EXPIRED', message: 'waited 24 hours for a decision that did not come; it expired.' } }))).toBe(
+      'EXPIRED: step step-1 waited 24 hours for a decision that did not come; it expired. It did not run; propose it again if you still need it.',
+    );
+    const held = stepOutcomeText(record('awaiting_consent', { blockedBy: { stepId: 'step-0', status: 'failed', reason: 'Step step-0 earlier in this plan failed: disk full.' }, consentExpiresAt: '2026-01-02T00:00:00.000Z' }));
+    expect(held).toBe('PENDING: waiting for the user; call step_status with step-1\nStep step-0 earlier in this plan failed: disk full.');
+  });
+
   it("tells the agent's own cancellation apart from the person's rejection", () => {
     expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
   });

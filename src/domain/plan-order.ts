@@ -1,0 +1,76 @@
+import { PLAN_BREAKING_STATUSES, type StepStatus } from './state-machine.js';
+import type { BlockedBy, StepRecord } from './step-record.js';
+
+/** What a plan order check needs of a step: a record, or the few columns a listing reads for it. */
+export type PlanMember = Pick<StepRecord, 'position' | 'status' | 'rejectedReason' | 'error' | 'evaluation'> & { step: { id: string } };
+
+/** Statuses of an earlier step that hold a later one back until it moves on. */
+const HOLDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
+
+/** Why `member` stops the steps after it, in words a person reads next to the step it holds back. */
+export function blockingReason(member: PlanMember): string {
+  const id = member.step.id;
+  switch (member.status) {
+    case 'rejected':
+      return `Step ${id} earlier in this plan was rejected${member.rejectedReason ? `: ${member.rejectedReason}` : ''}.`;
+    case 'denied':
+      return `Step ${id} earlier in this plan was denied by the policy${member.evaluation?.reasons.length ? `: ${member.evaluation.reasons.join(' ')}` : ''}.`;
+    case 'failed':
+    case 'interrupted':
+      return `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}${member.error ? `: ${member.error.message}` : ''}.`;
+    case 'expired':
+      return `Step ${id} earlier in this plan expired: nobody decided it in time.`;
+    case 'awaiting_consent':
+      return `Step ${id} earlier in this plan is still waiting for a decision.`;
+    case 'proposed':
+    case 'evaluated':
+      return `Step ${id} earlier in this plan is still being prepared (its preview is not ready).`;
+    case 'approved':
+      return `Step ${id} earlier in this plan is approved and runs first.`;
+    case 'running':
+      return `Step ${id} earlier in this plan is running.`;
+    default:
+      return `Step ${id} earlier in this plan is ${member.status}.`;
+  }
+}
+
+/**
+ * The earlier step of its plan that holds `member` back, and why, or null when nothing does (or it
+ * has finished). An earlier step that ended without running (rejected, denied, failed, interrupted,
+ * expired) is named first: it is the one a person must know about, since the plan no longer goes on
+ * by itself. Otherwise the nearest earlier step still undecided or running.
+ */
+export function blockerOf(plan: readonly PlanMember[], member: PlanMember): BlockedBy | null {
+  if (!HOLDING.includes(member.status) || member.status === 'running') return null;
+  const earlier = plan.filter((other) => other.position < member.position).sort((a, b) => a.position - b.position);
+  const broken = earlier.find((other) => PLAN_BREAKING_STATUSES.includes(other.status));
+  const holding = broken ?? [...earlier].reverse().find((other) => HOLDING.includes(other.status));
+  return holding ? { stepId: holding.step.id, status: holding.status, reason: blockingReason(holding) } : null;
+}
+
+/**
+ * Whether some step of the plan can still move without anyone deciding: one is being prepared or
+ * runs; an approved one has nothing undecided before it (it runs next); or an approved one sits
+ * behind a step that ended without running and was not approved after that (it goes back to the
+ * person next). The executor's advancePlan follows the same rules.
+ */
+export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolean {
+  let broken: StepRecord | undefined;
+  let undecidedBefore = false;
+  for (const record of [...records].sort((a, b) => a.position - b.position)) {
+    if (record.status === 'executed' || record.status === 'reverted') continue;
+    if (PLAN_BREAKING_STATUSES.includes(record.status)) {
+      broken ??= record;
+      continue;
+    }
+    if (record.status === 'awaiting_consent') {
+      undecidedBefore = true;
+      continue;
+    }
+    if (record.status !== 'approved') return true;
+    const approvedSinceBreak = record.approval !== null && record.approval.by.channel !== 'policy' && (!broken || record.approval.at > broken.updatedAt);
+    if (!approvedSinceBreak && broken) return true;
+    if (!undecidedBefore) return true;
+  }
+  return false;
+}

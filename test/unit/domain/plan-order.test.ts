@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import type { Actor } from '../../../src/domain/actor.js';
+import { blockerOf, planCanMoveWithoutPerson } from '../../../src/domain/plan-order.js';
+import type { StepStatus } from '../../../src/domain/state-machine.js';
+import type { StepRecord } from '../../../src/domain/step-record.js';
+
+const person: Actor = { user: 'me', channel: 'window' };
+const policy: Actor = { user: 'policy', channel: 'policy' };
+
+function step(position: number, status: StepStatus, patch: Partial<StepRecord> = {}): StepRecord {
+  return {
+    step: { id: `s${position}`, planId: 'p', action: 'deleteFile', args: { path: '/w/a' }, meta: { origin: 'user' } },
+    position,
+    status,
+    stepHash: 'h',
+    evaluation: null,
+    preview: null,
+    previewHash: null,
+    approval: status === 'approved' ? { by: person, at: '2026-01-01T00:00:00.000Z', stepHash: 'h', previewHash: null } : null,
+    rejectedReason: null,
+    result: null,
+    error: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:01.000Z',
+    startedAt: null,
+    finishedAt: null,
+    revertedAt: null,
+    ...patch,
+  };
+}
+
+describe('blockerOf', () => {
+  it('names the first earlier step that ended without running, with its reason, before any undecided one', () => {
+    const plan = [step(0, 'awaiting_consent'), step(1, 'failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }), step(2, 'approved')];
+    expect(blockerOf(plan, plan[2]!)).toEqual({ stepId: 's1', status: 'failed', reason: 'Step s1 earlier in this plan failed: disk full.' });
+  });
+
+  it('names the nearest undecided earlier step when nothing broke, and nothing for the first or a finished step', () => {
+    const plan = [step(0, 'executed'), step(1, 'awaiting_consent'), step(2, 'approved'), step(3, 'awaiting_consent')];
+    expect(blockerOf(plan, plan[3]!)).toMatchObject({ stepId: 's2', status: 'approved' });
+    expect(blockerOf(plan, plan[1]!)).toBeNull();
+    expect(blockerOf(plan, plan[0]!)).toBeNull();
+  });
+
+  it('says why for each way a step can end without running', () => {
+    const reasons = (['rejected', 'denied', 'interrupted', 'expired'] as const).map((status) => blockerOf([step(0, status, { rejectedReason: 'no' }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason);
+    expect(reasons).toEqual([
+      'Step s0 earlier in this plan was rejected: no.',
+      'Step s0 earlier in this plan was denied by the policy.',
+      'Step s0 earlier in this plan was interrupted.',
+      'Step s0 earlier in this plan expired: nobody decided it in time.',
+    ]);
+  });
+});
+
+describe('planCanMoveWithoutPerson', () => {
+  it('is false once every open step waits for the person, or behind a step that does', () => {
+    expect(planCanMoveWithoutPerson([step(0, 'awaiting_consent'), step(1, 'approved')])).toBe(false);
+    expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'rejected')])).toBe(false);
+    // Approved by the person after the earlier step failed: that yes holds, and it waits behind an undecided step.
+    const failedAt = '2026-01-01T00:00:01.000Z';
+    const plan = [step(0, 'failed', { updatedAt: failedAt }), step(1, 'awaiting_consent'), step(2, 'approved', { approval: { by: person, at: '2026-01-01T00:00:02.000Z', stepHash: 'h', previewHash: null } })];
+    expect(planCanMoveWithoutPerson(plan)).toBe(false);
+  });
+
+  it('is true while a step is prepared or runs, an approved step runs next, or an approval goes back after a break', () => {
+    expect(planCanMoveWithoutPerson([step(0, 'evaluated')])).toBe(true);
+    expect(planCanMoveWithoutPerson([step(0, 'proposed')])).toBe(true);
+    expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'running')])).toBe(true);
+    expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'approved')])).toBe(true);
+    expect(planCanMoveWithoutPerson([step(0, 'failed'), step(1, 'approved', { approval: { by: policy, at: '2026-01-01T00:00:05.000Z', stepHash: 'h', previewHash: null } })])).toBe(true);
+  });
+});
