@@ -45,6 +45,8 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
+import { PlanLocks } from './plan-lock.js';
+import { PreparationQueue } from './preparation-queue.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -63,6 +65,8 @@ export interface ExecutorOptions extends ExecutorSeams {
   openExternal?: (url: string) => Promise<void>;
   /** The cap of exportAudit's one-reply text (default MAX_EXPORT_TEXT_BYTES); tests lower it. */
   maxExportTextBytes?: number;
+  /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
+  log?: (line: string) => void;
 }
 
 export interface EnvironmentStatus {
@@ -141,6 +145,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly openExternal?: (url: string) => Promise<void>;
   private readonly maxExportTextBytes: number;
+  /** One plan's sandbox work at a time; other plans and reads never wait for it. */
+  private readonly planLocks = new PlanLocks();
+  /** Previews of proposals the host acknowledged at once (submitAndSchedule), prepared in the background. */
+  private readonly preparations: PreparationQueue;
+  private readonly log: (line: string) => void;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
@@ -159,6 +168,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.preparations = new PreparationQueue({
+      prepareNextStep: (planId) => this.prepareNextStep(planId),
+      finishPlan: (planId, actor) => this.advancePlan(planId, actor),
+      onError: (planId, error) => this.recordPreparationFailure(planId, error),
+      concurrency: () => this.policy.preparation.concurrency,
+    });
   }
 
   /**
@@ -188,9 +204,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
+  /**
+   * Never waits for background work: previews under way are dropped (their steps stay `evaluated`
+   * and are prepared again at the next start), and a transition is one transaction, so none is half-written.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.preparations.stop();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -274,6 +295,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return record;
   }
 
+  /** Whether the executor was closed (background work checks it after every wait). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /**
    * The policy's verdict on a step, without storing anything. Remembered rules count only for the
    * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
@@ -333,24 +359,95 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
+   * What the host does with a proposal: store and weigh it (submit), answer at once with its steps
+   * (`evaluated` ones are "preparing preview"), and prepare the previews in the background; the
+   * step events tell who listens how each one ends.
+   */
+  async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const submitted = await this.submit(planInput, actor);
+    this.schedulePreparation(submitted[0]!.step.planId, actor);
+    return submitted;
+  }
+
+  /**
+   * Queues a plan whose steps wait `evaluated` for its previews, behind the policy's
+   * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
+   */
+  private schedulePreparation(planId: string, actor: Actor): void {
+    this.preparations.schedule(planId, actor);
+  }
+
+  /** Resolves once every scheduled preparation has ended (tests and the benchmark wait on it). */
+  whenPreparationsIdle(): Promise<void> {
+    return this.preparations.whenIdle();
+  }
+
+  /**
    * Computes the preview of every `evaluated` step of a plan, in order, moves each to consent or
    * (when the policy needs none) approval, then runs the plan forward.
    */
   async preparePlan(planId: string, actor: Actor): Promise<void> {
-    for (const record of this.steps.planSteps(planId)) {
-      if (record.status === 'evaluated' && record.evaluation) await this.prepareStep(record.step, record.evaluation);
-    }
+    while (await this.prepareNextStep(planId));
     await this.advancePlan(planId, actor);
+  }
+
+  /**
+   * The plan's first `evaluated` step, prepared; false when none is left (or the executor closed).
+   * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
+   * finds is recorded only if the step is still `evaluated` then.
+   */
+  private async prepareNextStep(planId: string): Promise<boolean> {
+    if (this.closed) return false;
+    const next = this.steps.planSteps(planId).find((record) => record.status === 'evaluated' && record.evaluation);
+    if (!next) return false;
+    try {
+      await this.prepareStep(next.step, next.evaluation!);
+    } catch (error) {
+      if (this.closed) return false;
+      // Moved on while its dry run ran (rejected, cancelled, prepared by someone else): nothing to record.
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(next.step.id).status !== 'evaluated') return true;
+      throw new PreparationError(next.step.id, error);
+    }
+    return true;
+  }
+
+  /**
+   * A background preparation failed in a way the step could not record (the audit log refused a
+   * record, a bug): the step goes to the person with the reason as its preview error, so it is never
+   * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
+   */
+  private recordPreparationFailure(planId: string, error: unknown): void {
+    if (this.closed) return;
+    const stepId = error instanceof PreparationError ? error.stepId : null;
+    const shaped = toErrorShape(error instanceof PreparationError ? error.cause : error);
+    try {
+      if (stepId && this.steps.get(stepId).status === 'evaluated') {
+        this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
+          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
+          expectFrom: ['evaluated'],
+        }));
+        return;
+      }
+    } catch (recordError) {
+      this.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
+      return;
+    }
+    // Running the plan forward failed after its previews were recorded; the steps say what they are.
+    if (shaped.code !== 'SANDBOX_UNAVAILABLE' && shaped.code !== 'SANDBOX_IMAGE_MISSING') {
+      this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
+    }
   }
 
   /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
   private async prepareStep(step: Step, evaluation: Evaluation): Promise<void> {
     const preview = await this.previewOrError(step);
+    if (this.closed) return;
     // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
     const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
     if (!weighed.evaluation.allowed) {
       this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
         detail: { reasons: weighed.evaluation.reasons, byEffects: true },
+        expectFrom: ['evaluated'],
       }));
       return;
     }
@@ -360,7 +457,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const ruleIds = weighed.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all.
       this.emitStep(this.db.transaction(() => {
-        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) } });
+        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
+          detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
+          expectFrom: ['evaluated'],
+        });
         for (const ruleId of ruleIds) {
           this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
           this.ruleHits.record(ruleId, step.id, approval.at);
@@ -370,6 +470,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } else {
       this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
         detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+        expectFrom: ['evaluated'],
       }));
     }
   }
@@ -377,7 +478,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /**
    * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
    * another agent could claim that name and spend this one's budget). Checked here, in the host;
-   * proposals are serialized, so the count and the insert cannot interleave.
+   * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
    */
   private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
     const { stepsPerMinute, openSteps } = this.policy.agentLimits;
@@ -428,17 +529,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module, args } = boundAction(record.step);
     const preview = await module.simulate(args, this.context(stepId));
     const previewHash = previewHashOf(preview);
+    // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
+    const status = this.steps.get(stepId).status;
     // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
-    const keepAsCurrent = !isAgentActor(actor) && (record.status === 'awaiting_consent' || record.status === 'evaluated');
+    const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
     if (!keepAsCurrent) {
       this.steps.note(stepId, 'step.simulated', actor, { previewHash });
       return { preview, previewHash };
     }
     // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
     const { evaluation, effects } = this.weighByEffects(record.step, this.evaluateStep(record.step), preview);
-    if (!evaluation.allowed && record.status === 'awaiting_consent') {
+    if (!evaluation.allowed && status === 'awaiting_consent') {
       this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
         detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
+        expectFrom: ['awaiting_consent'],
       }));
       return { preview, previewHash };
     }
@@ -454,6 +558,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.steps.get(stepId);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
+    }
+    if (record.status === 'proposed' || record.status === 'evaluated') {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`, {
+        stepId,
+        from: record.status,
+        to: 'approved',
+      });
     }
     // null: the person saw that the step had no preview; it must still have none.
     if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
@@ -555,8 +666,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
     // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
-    this.stepFor(stepId, actor);
-    return this.runApproved(stepId, actor);
+    const record = this.stepFor(stepId, actor);
+    return this.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
@@ -571,8 +682,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
+      if (this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
     }
+    // Cancelled or rejected while its run was prepared (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
+    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
     const refusal = this.effectsRefusal(record.step, prepared);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
@@ -598,6 +712,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
+      expectFrom: ['approved'],
       backups,
       detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
     }));
@@ -691,7 +806,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * step was rejected, denied or failed, later steps the policy auto-approved are not run blindly:
    * they go back to the person.
    */
-  async advancePlan(planId: string, actor: Actor): Promise<void> {
+  advancePlan(planId: string, actor: Actor): Promise<void> {
+    // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
+    return this.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
+  }
+
+  /** advancePlan's body; the caller holds the plan's lock. */
+  private async runPlanForward(planId: string, actor: Actor): Promise<void> {
+    if (this.closed) return;
     let blockedBy: StepRecord | undefined;
     for (const record of this.steps.planSteps(planId)) {
       if (record.status === 'executed' || record.status === 'reverted') continue;
@@ -704,6 +826,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         this.emitStep(this.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
           kind: 'step.reconsent',
           detail: { reason: `Step ${blockedBy.step.id} earlier in this plan was ${blockedBy.status}; confirm this step on its own.` },
+          expectFrom: ['approved'],
         }));
         return;
       }
@@ -717,7 +840,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return planRevert(this.steps.backups(stepId), this.blobs);
   }
 
-  async revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
+  /**
+   * Under the plan's lock, so a revert never interleaves with a run of the same plan. A forced revert
+   * proposes and runs a plan of its own, under that new plan's lock (see plan-lock.ts: no cycle).
+   */
+  revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
+    const planId = this.steps.get(stepId).step.planId;
+    return this.planLocks.withPlan(planId, () => this.revertHeld(stepId, actor, options));
+  }
+
+  private async revertHeld(stepId: string, actor: Actor, options: { force?: boolean }): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     const { module } = boundAction(record.step);
     if (record.status === 'reverted') {
@@ -739,6 +871,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString() }, {
       kind: 'step.reverted',
       detail: { force, ...result },
+      expectFrom: ['executed', 'failed', 'interrupted'],
     }));
   }
 
@@ -920,3 +1053,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 }
 
 export { isSettled };
+
+/** A background preparation that failed on a known step (see recordPreparationFailure). */
+class PreparationError extends Error {
+  constructor(readonly stepId: string, override readonly cause: unknown) {
+    super(`preparing step ${stepId} failed`);
+  }
+}

@@ -1,6 +1,7 @@
 import { isSettled } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from './client.js';
+import { planAtRest } from './preparation-wait.js';
 
 export interface DecisionWaitOptions {
   /** How long to wait for the person; absent = until every step is decided. */
@@ -20,7 +21,7 @@ const RECHECK_MS = 5_000;
 /**
  * Proposes a plan through the host and waits on its step events until every step is decided or
  * the wait ends. Listening starts before the proposal, so no decision can slip between the two.
- * Auto-approved steps come back settled from propose itself and return at once. The CLI's
+ * A host answers with steps still preparing their previews (`evaluated`); their step events follow. The CLI's
  * `propose --wait` and the MCP tools both wait here.
  */
 export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
@@ -41,10 +42,14 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
     let records = await api.propose({ plan });
     planId = records[0]!.step.planId;
     const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
-    const open = records.filter((record) => !isSettled(record.status)).length;
-    if (open > 0) options.onWaiting?.(open);
+    let saidWaiting = false;
     for (;;) {
       if (records.every((record) => isSettled(record.status))) return records;
+      // Said once the plan waits for the person, not while the host still prepares its previews.
+      if (!saidWaiting && planAtRest(records)) {
+        saidWaiting = true;
+        options.onWaiting?.(records.filter((record) => !isSettled(record.status)).length);
+      }
       const left = deadline - Date.now();
       if (left <= 0 || options.signal?.aborted) return records;
       if (!changed) {

@@ -7,6 +7,7 @@ import { globals, print, withExecutor } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 import { detailText, explainOutcome, outcomeOf, previewHashText, summaryLine } from '../render.js';
 import { proposeAndAwaitDecision } from '../../ipc/decision-wait.js';
+import { proposeAndAwaitPreparation } from '../../ipc/preparation-wait.js';
 import { readStepsWhileUnlocked } from '../step-reader.js';
 
 /** A preview hash as `steps show` prints it: 64 hex digits, or "none" for a step shown without a preview. */
@@ -40,18 +41,23 @@ export function registerStepCommands(program: Command): void {
     .description('propose a plan file: validate, evaluate, auto-approve what the policy allows, and run approved steps in order')
     .argument('<plan>', 'plan file (JSON)')
     .option('--wait', 'wait until every step is decided and print one result per step')
-    .option('--timeout <seconds>', 'with --wait, give up waiting after this many seconds', (v) => Number.parseFloat(v))
+    .option('--timeout <seconds>', 'give up waiting after this many seconds (for the decisions with --wait; else for a running app to prepare the previews, default 600)', (v) => Number.parseFloat(v))
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
       const sayWaiting = (open: number) => {
         if (!json) process.stderr.write(`Waiting for a decision on ${open} step(s): approve or reject them with \`executor approve ID\` / \`executor reject ID --reason …\`.\n`);
       };
-      let { records, reach } = await withExecutor(dataDir, async (api, reach) => ({
+      const waitMs = options.timeout === undefined ? undefined : options.timeout * 1000;
+      let { records, reach } = await withExecutor(dataDir, async (api, reach) => {
         // With a host running, --wait listens to its events; without one the database is read below.
-        records: options.wait && reach === 'host' ? await proposeAndAwaitDecision(api, plan, { waitMs: options.timeout === undefined ? undefined : options.timeout * 1000, onWaiting: sayWaiting }) : await api.propose({ plan }),
-        reach,
-      }));
+        if (options.wait && reach === 'host') return { records: await proposeAndAwaitDecision(api, plan, { waitMs, onWaiting: sayWaiting }), reach };
+        if (reach === 'direct') return { records: await api.propose({ plan }), reach };
+        // A host answers before the previews exist: wait for them, so what is printed shows each step's preview.
+        const prepared = await proposeAndAwaitPreparation(api, plan, { waitMs });
+        if (prepared.timedOut && !json) process.stderr.write('Some steps were still being prepared when the wait ended; `executor steps list --plan PLAN` shows them later.\n');
+        return { records: prepared.records, reach };
+      });
       if (options.wait && reach === 'direct' && !records.every((record) => isSettled(record.status))) {
         sayWaiting(records.filter((r) => !isSettled(r.status)).length);
         records = await readStepsWhileUnlocked(dataDir, records[0]!.step.planId, options.timeout);
