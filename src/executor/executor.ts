@@ -171,7 +171,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.preparations = new PreparationQueue({
       prepareNextStep: (planId) => this.prepareNextStep(planId),
-      finishPlan: (planId, actor) => this.advancePlan(planId, actor),
+      finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
       onError: (planId, error) => this.recordPreparationFailure(planId, error),
       concurrency: () => this.policy.preparation.concurrency,
     });
@@ -412,6 +412,26 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
+   * Runs a plan forward once the background has prepared it. Nobody awaits this call, so a run the
+   * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
+   * goes back to the person with the reason, and their approval runs it once the sandbox is there.
+   */
+  private async finishPreparedPlan(planId: string, actor: Actor): Promise<void> {
+    try {
+      await this.advancePlan(planId, actor);
+    } catch (error) {
+      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.closed) throw error;
+      const deferred = this.steps.planSteps(planId).find((record) => record.status === 'approved');
+      if (!deferred) return;
+      this.emitStep(this.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+        kind: 'step.reconsent',
+        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
+        expectFrom: ['approved'],
+      }));
+    }
+  }
+
+  /**
    * A background preparation failed in a way the step could not record (the audit log refused a
    * record, a bug): the step goes to the person with the reason as its preview error, so it is never
    * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
@@ -433,9 +453,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       return;
     }
     // Running the plan forward failed after its previews were recorded; the steps say what they are.
-    if (shaped.code !== 'SANDBOX_UNAVAILABLE' && shaped.code !== 'SANDBOX_IMAGE_MISSING') {
-      this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
-    }
+    this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
   }
 
   /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */

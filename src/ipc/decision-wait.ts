@@ -11,6 +11,12 @@ export interface DecisionWaitOptions {
   /** Called every `tickMs` while waiting (progress notifications keep an MCP client's request alive). */
   onTick?: (elapsedMs: number) => void;
   tickMs?: number;
+  /**
+   * How long to wait, past waitMs, for the host's own work: previews it still prepares, steps the
+   * policy approved that it is running. An agent asking not to wait for the person still hears how
+   * an auto-approved step ended. Absent: waitMs bounds everything (`propose --wait --timeout`).
+   */
+  hostWorkMs?: number;
   /** Called once, with how many steps are still open, when the proposal has to wait for the person. */
   onWaiting?: (open: number) => void;
 }
@@ -41,7 +47,8 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
   try {
     let records = await api.propose({ plan });
     planId = records[0]!.step.planId;
-    const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
+    const personDeadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
+    const hostDeadline = Math.max(personDeadline, startedAt + (options.hostWorkMs ?? 0));
     let saidWaiting = false;
     for (;;) {
       if (records.every((record) => isSettled(record.status))) return records;
@@ -50,7 +57,7 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
         saidWaiting = true;
         options.onWaiting?.(records.filter((record) => !isSettled(record.status)).length);
       }
-      const left = deadline - Date.now();
+      const left = (planAtRest(records) ? personDeadline : hostDeadline) - Date.now();
       if (left <= 0 || options.signal?.aborted) return records;
       if (!changed) {
         await new Promise<void>((resolve) => {

@@ -12,14 +12,14 @@ const RECHECK_MS = 5_000;
 /**
  * Whether a plan has gone as far as it goes on its own: no step still preparing its preview or
  * running, and no approved step next in line (the host is about to run it, or is running it in its
- * sandbox before it records `running`). A step whose run the host had to put off (no sandbox) counts
- * as at rest: it waits for someone to ask again.
+ * sandbox before it records `running`). A run the host could not start in the background (no sandbox)
+ * goes back to the person (Executor.finishPreparedPlan), so it does not hold this up.
  */
-export function planAtRest(records: readonly StepRecord[], deferredStepIds: ReadonlySet<string> = new Set()): boolean {
+export function planAtRest(records: readonly StepRecord[]): boolean {
   const ordered = [...records].sort((a, b) => a.position - b.position);
   return ordered.every((record, index) => {
     if (record.status === 'proposed' || record.status === 'evaluated' || record.status === 'running') return false;
-    if (record.status !== 'approved' || deferredStepIds.has(record.step.id)) return true;
+    if (record.status !== 'approved') return true;
     // Approved and every step before it decided and done with: it runs (or goes back to the person) now.
     return !ordered.slice(0, index).every((earlier) => isSettled(earlier.status));
   });
@@ -40,23 +40,12 @@ export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unkn
   let planId: string | null = null;
   let changed = false;
   let wake: (() => void) | null = null;
-  const deferred = new Set<string>();
-  const poke = () => {
-    changed = true;
-    wake?.();
-  };
   const offStep = await api.on('step', (record) => {
-    if (planId === null || record.step.planId === planId) poke();
+    if (planId === null || record.step.planId === planId) {
+      changed = true;
+      wake?.();
+    }
   });
-  // A run put off for want of a sandbox changes no status; the person's channels hear of it from the audit hint.
-  const offAudit = api.channel === 'mcp'
-    ? () => {}
-    : await api.on('audit', (hint) => {
-        if (hint.kind === 'step.execution_deferred' && hint.stepId && (planId === null || hint.planId === planId)) {
-          deferred.add(hint.stepId);
-          poke();
-        }
-      });
   try {
     let records = await api.propose({ plan });
     const first = records[0];
@@ -64,7 +53,7 @@ export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unkn
     planId = first.step.planId;
     const deadline = Date.now() + (options.waitMs ?? DEFAULT_PREPARATION_WAIT_MS);
     for (;;) {
-      if (planAtRest(records, deferred)) return { records, timedOut: false };
+      if (planAtRest(records)) return { records, timedOut: false };
       const left = deadline - Date.now();
       if (left <= 0) return { records, timedOut: true };
       if (!changed) {
@@ -82,6 +71,5 @@ export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unkn
     }
   } finally {
     offStep();
-    offAudit();
   }
 }
