@@ -59,7 +59,8 @@ function Shell() {
   const api = useApi();
   const [view, setView] = useState<ViewId>(viewFromHash);
   const [help, setHelp] = useState(false);
-  const waiting = useLoaded(() => api.listSteps({ status: ['awaiting_consent'], limit: 10_000 }), [], ['step']);
+  // A proposal shows at once, "preparing preview", while the host computes its dry run.
+  const waiting = useLoaded(() => api.listSteps({ status: ['proposed', 'evaluated', 'awaiting_consent'], limit: 10_000 }), [], ['step']);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   const [disconnected, setDisconnected] = useState(false);
@@ -70,7 +71,7 @@ function Shell() {
   const policyRoots = useRef<readonly string[]>([]);
   policyRoots.current = policy.data?.workspaceRoots ?? [];
 
-  const count = waiting.data?.length ?? 0;
+  const count = waiting.data?.filter((record) => record.status === 'awaiting_consent').length ?? 0;
   useEffect(() => {
     document.title = titleWithCount(count);
   }, [count]);
