@@ -45,6 +45,7 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
+import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
 
@@ -149,6 +150,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly planLocks = new PlanLocks();
   /** Previews of proposals the host acknowledged at once (submitAndSchedule), prepared in the background. */
   private readonly preparations: PreparationQueue;
+  /** Proposals that arrive together share one transaction and one sync to disk. */
+  private readonly proposals: GroupedCommit;
   private readonly log: (line: string) => void;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
@@ -169,6 +172,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.proposals = new GroupedCommit(db);
     this.preparations = new PreparationQueue({
       prepareNextStep: (planId) => this.prepareNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
@@ -346,15 +350,27 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     await loadShellParser();
     const agent = isAgentActor(actor) ? actor.agent : undefined;
     const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
-    if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-    this.steps.insertPlan(plan, actor);
-    for (const step of plan.steps) {
-      const evaluation = this.evaluateStep(step);
-      this.emitStep(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-      if (!evaluation.allowed) {
-        this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-      }
+    let changed: StepRecord[];
+    try {
+      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
+      changed = await this.proposals.run(() => {
+        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+        this.steps.insertPlan(plan, actor);
+        const records: StepRecord[] = [];
+        for (const step of plan.steps) {
+          const evaluation = this.evaluateStep(step);
+          records.push(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+          if (!evaluation.allowed) records.push(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+        }
+        return records;
+      });
+    } catch (error) {
+      // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
+      if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
+      throw error;
     }
+    // Heard only once on disk: a listener never sees a step that a failed commit took back.
+    for (const record of changed) this.emitStep(record);
     return this.steps.planSteps(plan.planId);
   }
 
@@ -515,15 +531,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
-  /** Refuses with RATE_LIMITED; the audit trail hears about it at most once a minute per client, so a looping agent cannot flood it. */
-  private refuseOverLimit(actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
-    const key = `${actor.agent ?? ''}\u0000${limit}`;
-    const now = Date.now();
-    if (now - (this.lastLimitAuditAt.get(key) ?? 0) >= 60_000) {
-      this.lastLimitAuditAt.set(key, now);
-      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail: { limit, ...detail } }))();
-    }
+  /** Refuses with RATE_LIMITED (submit records it: recordRateLimit). */
+  private refuseOverLimit(_actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
     throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
+  }
+
+  /** The audit trail hears of a RATE_LIMITED refusal at most once a minute per client, so a looping agent cannot flood it. */
+  private recordRateLimit(actor: Actor, error: ExecutorError): void {
+    const detail = error.details ?? {};
+    const key = `${actor.agent ?? ''}\u0000${String(detail.limit)}`;
+    const now = Date.now();
+    if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
+    this.lastLimitAuditAt.set(key, now);
+    try {
+      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
+    } catch {
+      // The refusal stands whether or not it could be recorded.
+    }
   }
 
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
