@@ -478,35 +478,42 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
     const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    // Recorded in the next group commit: under load, many previews and proposals share one sync to disk.
+    const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
+    this.emitStep(recorded);
+  }
+
+  /** prepareStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private recordPrepared(
+    step: Step,
+    preview: { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string },
+    weighed: { evaluation: Evaluation; effects: EffectRating | null },
+  ): StepRecord {
     if (!weighed.evaluation.allowed) {
-      this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
+      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
         detail: { reasons: weighed.evaluation.reasons, byEffects: true },
         expectFrom: ['evaluated'],
-      }));
-      return;
+      });
     }
     const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
     if (weighed.evaluation.consent === 'none' && preview.ok) {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
       const ruleIds = weighed.evaluation.approvedByRules ?? [];
-      // The approval, each rule's rule.applied record and its hit count commit together or not at all.
-      this.emitStep(this.db.transaction(() => {
-        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
-          detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
-          expectFrom: ['evaluated'],
-        });
-        for (const ruleId of ruleIds) {
-          this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-          this.ruleHits.record(ruleId, step.id, approval.at);
-        }
-        return approved;
-      })());
-    } else {
-      this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-        detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+      // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
+      const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
+        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
         expectFrom: ['evaluated'],
-      }));
+      });
+      for (const ruleId of ruleIds) {
+        this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+        this.ruleHits.record(ruleId, step.id, approval.at);
+      }
+      return approved;
     }
+    return this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+      expectFrom: ['evaluated'],
+    });
   }
 
   /**
