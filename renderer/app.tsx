@@ -59,7 +59,7 @@ function Shell() {
   const api = useApi();
   const [view, setView] = useState<ViewId>(viewFromHash);
   const [help, setHelp] = useState(false);
-  // Every step that has not started: the person can still decide or withdraw each (approved ones wait for an earlier step).
+  // Every step that has not started (a proposal shows at once, "preparing preview", while the host computes its dry run): the person can still decide or withdraw each (approved ones wait for an earlier step).
   const waiting = useLoaded(() => api.listSteps({ status: ['proposed', 'evaluated', 'awaiting_consent', 'approved'], limit: 10_000 }), [], ['step']);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);

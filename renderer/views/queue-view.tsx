@@ -51,6 +51,37 @@ export function queueStateText(record: StepRecord): string | null {
   return null;
 }
 
+/** Stored and weighed, its dry run still under way on the host: shown at once, decided once the preview is in. */
+export function isPreparing(record: StepRecord): boolean {
+  return record.status === 'proposed' || record.status === 'evaluated';
+}
+
+/** "12 s", "3 min 5 s": how long a preview has been in preparation. */
+export function elapsedText(sinceIso: string, now: number): string {
+  const seconds = Math.max(0, Math.floor((now - Date.parse(sinceIso)) / 1000));
+  return seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+/** The current time, ticking once a second while `ticking` (a preview is in preparation), still otherwise. */
+function useNow(ticking: boolean): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!ticking) return;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, [ticking]);
+  return now;
+}
+
+function PreparingNote({ record, now }: { record: StepRecord; now: number }) {
+  return (
+    <span className="preparing progress" data-testid={`preparing-${record.step.id}`}>
+      Preparing preview… {elapsedText(record.createdAt, now)}
+    </span>
+  );
+}
+
 /**
  * Rules a person may remember for this step: the core's own list (ruleChoicesForStep), which is
  * also the only list approveAndRemember accepts. None for CRITICAL steps, none for wrappers and
@@ -70,7 +101,10 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [pending, setPending] = useState<Pending | null>(null);
-  const [busy, setBusy] = useState<string | null>(null);
+  // What is under way, per plan: a long run in one plan never holds up a decision on another.
+  const [busyPlans, setBusyPlans] = useState<ReadonlyMap<string, string>>(new Map());
+  const busyFor = (planId: string) => busyPlans.has(planId);
+  const now = useNow(ordered.some(isPreparing));
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string>('');
 
@@ -87,20 +121,24 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
     document.getElementById(`queue-item-${next.step.id}`)?.focus();
   };
 
-  const run = async (label: string, action: () => Promise<string>) => {
-    setBusy(label);
+  const run = async (planId: string, label: string, action: () => Promise<string>) => {
+    setBusyPlans((previous) => new Map(previous).set(planId, label));
     setError(null);
     try {
       setNotice(await action());
     } catch (caught) {
       setError(caught);
     } finally {
-      setBusy(null);
+      setBusyPlans((previous) => {
+        const next = new Map(previous);
+        next.delete(planId);
+        return next;
+      });
     }
   };
 
   const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
-    run(`Approving ${record.step.id}…`, async () => {
+    run(record.step.planId, `Approving ${record.step.id}…`, async () => {
       const shown = record.previewHash ? { previewHash: record.previewHash } : {};
       // With a rule, the approval and the rule are saved together by the core, or neither is.
       const result = remember
@@ -112,12 +150,12 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
     });
 
   const startApprove = (record: StepRecord | null) => {
-    if (!record || !canApprove(record) || busy) return;
+    if (!record || !canApprove(record) || busyFor(record.step.planId)) return;
     if (record.evaluation?.risk === 'HIGH') setPending({ kind: 'confirmHigh', record });
     else void approve(record);
   };
   const startReject = (record: StepRecord | null) => {
-    if (!record || !canReject(record) || busy) return;
+    if (!record || !canReject(record) || busyFor(record.step.planId)) return;
     setPending({ kind: 'reject', record });
   };
 
@@ -137,7 +175,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       <section className="list-pane" aria-label="Steps waiting for consent">
         <header className="pane-head">
           <h1>Queue</h1>
-          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.filter((record) => record.status === 'awaiting_consent').length} waiting`}</span>
+          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length} waiting`}{ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}</span>
         </header>
         {groups.length === 0 ? (
           <div className="empty">
@@ -154,7 +192,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                     Plan <code>{group.planId}</code>
                   </span>
                   {planApprovable ? (
-                    <button type="button" className="small" disabled={busy !== null} onClick={() => setPending({ kind: 'approvePlan', group })}>
+                    <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => setPending({ kind: 'approvePlan', group })}>
                       Approve plan ({group.steps.length})
                     </button>
                   ) : null}
@@ -176,7 +214,8 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
                           </span>
                           {record.step.action === 'runCode' ? <CodeExcerpt code={record.step.args.code} /> : null}
                           <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
-                          {queueStateText(record) ? (
+                          {isPreparing(record) ? <PreparingNote record={record} now={now} /> : null}
+                          {queueStateText(record) && !isPreparing(record) ? (
                             <span className="item-sub item-state">
                               <MarkedText text={queueStateText(record)!} />
                             </span>
@@ -193,14 +232,15 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       </section>
       <section className="detail-pane" id="step-detail" tabIndex={-1} aria-label="Selected step">
         <div className="status-line" role="status" aria-live="polite">
-          {busy ? <span className="progress">{busy}</span> : notice}
+          {busyPlans.size > 0 ? <span className="progress">{[...busyPlans.values()].join(' ')}</span> : notice}
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
         {selected ? (
           <StepDetail
             record={selected}
             policy={policy}
-            busy={busy !== null}
+            busy={busyFor(selected.step.planId)}
+            now={now}
             rememberable={ruleChoicesFor(selected, policy).length > 0}
             onApprove={() => startApprove(selected)}
             onReject={() => startReject(selected)}
@@ -252,7 +292,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       {pending?.kind === 'reject' ? <RejectDialog record={pending.record} onCancel={() => setPending(null)} onReject={(reason) => {
         const record = pending.record;
         setPending(null);
-        void run(`Rejecting ${record.step.id}…`, async () => {
+        void run(record.step.planId, `Rejecting ${record.step.id}…`, async () => {
           await api.reject({ stepId: record.step.id, reason });
           setSelectedId(null);
           return `${record.step.id} rejected. The reason was sent back to the proposer.`;
@@ -293,7 +333,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
               onClick={() => {
                 const group = pending.group;
                 setPending(null);
-                void run(`Approving plan ${group.planId}…`, async () => {
+                void run(group.planId, `Approving plan ${group.planId}…`, async () => {
                   for (const record of group.steps) {
                     await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
                   }
@@ -334,10 +374,12 @@ function stepTexts(record: StepRecord): (string | null)[] {
   return [targetPath(record.step), commandText(record), codeText(record), ...strings(args.argv), ...strings(args.cwd), ...strings(args.url), ...strings(args.allowSecrets), ...env];
 }
 
-function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; policy: Policy | undefined; busy: boolean; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
+function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; policy: Policy | undefined; busy: boolean; now: number; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
   const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
+  // Nothing to decide on yet: the preview the approval binds to does not exist.
+  const preparing = isPreparing(record);
   return (
     <article className="step-detail" aria-labelledby="step-title">
       <header className="detail-head">
@@ -418,13 +460,13 @@ function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, o
         </div>
       ) : null}
       <div className="actions" role="group" aria-label="Decision">
-        {record.status === 'awaiting_consent' ? (
-          <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical} onClick={onApprove} aria-keyshortcuts="a">
+        {record.status === 'awaiting_consent' || preparing ? (
+          <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical || preparing} onClick={onApprove} aria-keyshortcuts="a">
             Approve
           </button>
         ) : null}
-        {rememberable && record.status === 'awaiting_consent' ? (
-          <button type="button" disabled={busy || critical} onClick={onRemember}>
+        {rememberable && (record.status === 'awaiting_consent' || preparing) ? (
+          <button type="button" disabled={busy || critical || preparing} onClick={onRemember}>
             Approve and remember…
           </button>
         ) : null}
@@ -437,7 +479,7 @@ function StepDetail({ record, policy, busy, rememberable, onApprove, onReject, o
       </div>
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
-        <PreviewPanel preview={record.preview} />
+        {preparing ? <p><PreparingNote record={record} now={now} /></p> : <PreviewPanel preview={record.preview} />}
       </section>
     </article>
   );

@@ -50,6 +50,9 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
+import { GroupedCommit } from './grouped-commit.js';
+import { PlanLocks } from './plan-lock.js';
+import { PreparationQueue } from './preparation-queue.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -73,6 +76,8 @@ export interface ExecutorOptions extends ExecutorSeams {
    * proposed steps are weighed again, evaluated ones prepared, approved ones run or sent back.
    */
   resumeUnfinished?: boolean;
+  /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
+  log?: (line: string) => void;
 }
 
 export interface EnvironmentStatus {
@@ -167,8 +172,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly openExternal?: (url: string) => Promise<void>;
   private readonly maxExportTextBytes: number;
-  /** Background preparation of plans, one chain per plan so a plan's steps are never prepared twice at once. */
-  private readonly preparations = new Map<string, Promise<void>>();
+  /** One plan's sandbox work at a time; other plans and reads never wait for it. */
+  private readonly planLocks = new PlanLocks();
+  /** Previews of proposals the host acknowledged at once (submitAndSchedule), prepared in the background. */
+  private readonly preparations: PreparationQueue;
+  /** Proposals that arrive together share one transaction and one sync to disk. */
+  private readonly proposals: GroupedCommit;
+  private readonly log: (line: string) => void;
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -192,6 +202,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.proposals = new GroupedCommit(db);
+    this.preparations = new PreparationQueue({
+      prepareNextStep: (planId) => this.prepareNextStep(planId),
+      finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
+      onError: (planId, error) => this.recordPreparationFailure(planId, error),
+      concurrency: () => this.policy.preparation.concurrency,
+    });
   }
 
   /**
@@ -221,10 +239,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
+  /**
+   * Never waits for background work: previews under way are dropped (their steps stay `evaluated`
+   * and are prepared again at the next start), and a transition is one transaction, so none is half-written.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.preparations.stop();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -312,6 +335,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return record;
   }
 
+  /** Whether the executor was closed (background work checks it after every wait). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /**
    * The policy's verdict on a step, without storing anything. Remembered rules count only for the
    * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
@@ -358,16 +386,52 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     await loadShellParser();
     const agent = isAgentActor(actor) ? actor.agent : undefined;
     const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
-    if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-    this.steps.insertPlan(plan, actor);
-    for (const step of plan.steps) {
-      const evaluation = this.evaluateStep(step);
-      this.emitStep(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-      if (!evaluation.allowed) {
-        this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-      }
+    let changed: StepRecord[];
+    try {
+      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
+      changed = await this.proposals.run(() => {
+        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+        this.steps.insertPlan(plan, actor);
+        const records: StepRecord[] = [];
+        for (const step of plan.steps) {
+          const evaluation = this.evaluateStep(step);
+          records.push(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+          if (!evaluation.allowed) records.push(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+        }
+        return records;
+      });
+    } catch (error) {
+      // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
+      if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
+      throw error;
     }
+    // Heard only once on disk: a listener never sees a step that a failed commit took back.
+    for (const record of changed) this.emitStep(record);
     return this.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * What the host does with a proposal: store and weigh it (submit), answer at once with its steps
+   * (`evaluated` ones are "preparing preview"), and prepare the previews in the background; the
+   * step events tell who listens how each one ends.
+   */
+  async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const submitted = await this.submit(planInput, actor);
+    this.schedulePreparation(submitted[0]!.step.planId, actor);
+    return submitted;
+  }
+
+  /**
+   * Queues a plan whose steps wait `evaluated` for its previews, behind the policy's
+   * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
+   */
+  private schedulePreparation(planId: string, actor: Actor): void {
+    this.preparations.schedule(planId, actor);
+  }
+
+  /** Resolves once every scheduled preparation has ended (tests and the benchmark wait on it). */
+  whenPreparationsIdle(): Promise<void> {
+    return this.preparations.whenIdle();
   }
 
   /**
@@ -375,87 +439,132 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * (when the policy needs none) approval, then runs the plan forward.
    */
   async preparePlan(planId: string, actor: Actor): Promise<void> {
-    for (const { step } of this.steps.planSteps(planId)) {
-      if (this.closed) return;
-      // Read again: the person may have rejected (or the agent cancelled) a step while an earlier one was prepared.
-      const current = this.steps.get(step.id);
-      if (current.status !== 'evaluated' || !current.evaluation) continue;
-      try {
-        await this.prepareStep(current.step, current.evaluation);
-      } catch (error) {
-        // Withdrawn during its own dry run: its new status stands and the preview is dropped.
-        if (this.steps.get(step.id).status === 'evaluated') throw error;
-      }
-    }
+    while (await this.prepareNextStep(planId));
     await this.advancePlan(planId, actor);
   }
 
   /**
-   * Prepares a plan in the background (restart recovery, an expiry that changes what may run): one
-   * preparation per plan at a time; a failure is written to stderr and leaves the steps where they
-   * are, each with its way out (reject, cancel, expiry).
+   * Resolves once restart recovery and every background preparation started so far have finished
+   * (the CLI without a host waits for it before it lets go of the lock; tests wait on it).
    */
-  private schedulePreparation(planId: string, actor: Actor): Promise<void> {
-    const previous = this.preparations.get(planId) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      if (this.closed) return;
-      try {
-        await this.preparePlan(planId, actor);
-      } catch (error) {
-        if (!this.closed) process.stderr.write(`executor: preparing plan ${planId} stopped: ${toErrorShape(error).message}\n`);
-      }
-    });
-    this.preparations.set(planId, next);
-    void next.then(() => {
-      if (this.preparations.get(planId) === next) this.preparations.delete(planId);
-    });
-    return next;
+  async settled(): Promise<void> {
+    await this.recovery;
+    await this.preparations.whenIdle();
   }
 
-  /** Resolves once restart recovery and every background preparation started so far have finished. */
-  async settled(): Promise<void> {
-    for (;;) {
-      const running = [this.recovery, ...this.preparations.values()];
-      await Promise.all(running);
-      if ([...this.preparations.values()].every((work) => running.includes(work))) return;
+  /**
+   * The plan's first `evaluated` step, prepared; false when none is left (or the executor closed).
+   * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
+   * finds is recorded only if the step is still `evaluated` then.
+   */
+  private async prepareNextStep(planId: string): Promise<boolean> {
+    if (this.closed) return false;
+    const next = this.steps.planSteps(planId).find((record) => record.status === 'evaluated' && record.evaluation);
+    if (!next) return false;
+    try {
+      await this.prepareStep(next.step, next.evaluation!);
+    } catch (error) {
+      if (this.closed) return false;
+      // Moved on while its dry run ran (rejected, cancelled, prepared by someone else): nothing to record.
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(next.step.id).status !== 'evaluated') return true;
+      throw new PreparationError(next.step.id, error);
     }
+    return true;
+  }
+
+  /**
+   * Runs a plan forward once the background has prepared it. Nobody awaits this call, so a run the
+   * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
+   * goes back to the person with the reason, and their approval runs it once the sandbox is there.
+   */
+  private async finishPreparedPlan(planId: string, actor: Actor): Promise<void> {
+    try {
+      await this.advancePlan(planId, actor);
+    } catch (error) {
+      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.closed) throw error;
+      const deferred = this.steps.planSteps(planId).find((record) => record.status === 'approved');
+      if (!deferred) return;
+      this.emitStep(this.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+        kind: 'step.reconsent',
+        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
+        expectFrom: ['approved'],
+      }));
+    }
+  }
+
+  /**
+   * A background preparation failed in a way the step could not record (the audit log refused a
+   * record, a bug): the step goes to the person with the reason as its preview error, so it is never
+   * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
+   */
+  private recordPreparationFailure(planId: string, error: unknown): void {
+    if (this.closed) return;
+    const stepId = error instanceof PreparationError ? error.stepId : null;
+    const shaped = toErrorShape(error instanceof PreparationError ? error.cause : error);
+    try {
+      if (stepId && this.steps.get(stepId).status === 'evaluated') {
+        this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
+          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
+          expectFrom: ['evaluated'],
+        }));
+        return;
+      }
+    } catch (recordError) {
+      this.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
+      return;
+    }
+    // Running the plan forward failed after its previews were recorded; the steps say what they are.
+    this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
   }
 
   /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
   private async prepareStep(step: Step, evaluation: Evaluation): Promise<void> {
     const preview = await this.previewOrError(step);
+    if (this.closed) return;
     // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
     const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    // Recorded in the next group commit: under load, many previews and proposals share one sync to disk.
+    const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
+    this.emitStep(recorded);
+  }
+
+  /** prepareStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private recordPrepared(
+    step: Step,
+    preview: { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string },
+    weighed: { evaluation: Evaluation; effects: EffectRating | null },
+  ): StepRecord {
     if (!weighed.evaluation.allowed) {
-      this.emitStep(this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
+      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
         detail: { reasons: weighed.evaluation.reasons, byEffects: true },
-      }));
-      return;
+        expectFrom: ['evaluated'],
+      });
     }
     const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
     if (weighed.evaluation.consent === 'none' && preview.ok) {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
       const ruleIds = weighed.evaluation.approvedByRules ?? [];
-      // The approval, each rule's rule.applied record and its hit count commit together or not at all.
-      this.emitStep(this.db.transaction(() => {
-        const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, { detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) }, expectFrom: ['evaluated'] });
-        for (const ruleId of ruleIds) {
-          this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-          this.ruleHits.record(ruleId, step.id, approval.at);
-        }
-        return approved;
-      })());
-    } else {
-      this.emitStep(this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-        detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
-      }));
+      // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
+      const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
+        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
+        expectFrom: ['evaluated'],
+      });
+      for (const ruleId of ruleIds) {
+        this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+        this.ruleHits.record(ruleId, step.id, approval.at);
+      }
+      return approved;
     }
+    return this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+      expectFrom: ['evaluated'],
+    });
   }
 
   /**
    * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
    * another agent could claim that name and spend this one's budget). Checked here, in the host;
-   * proposals are serialized, so the count and the insert cannot interleave.
+   * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
    */
   private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
     const { stepsPerMinute, openSteps } = this.policy.agentLimits;
@@ -474,15 +583,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
-  /** Refuses with RATE_LIMITED; the audit trail hears about it at most once a minute per client, so a looping agent cannot flood it. */
-  private refuseOverLimit(actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
-    const key = `${actor.agent ?? ''}\u0000${limit}`;
-    const now = Date.now();
-    if (now - (this.lastLimitAuditAt.get(key) ?? 0) >= 60_000) {
-      this.lastLimitAuditAt.set(key, now);
-      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail: { limit, ...detail } }))();
-    }
+  /** Refuses with RATE_LIMITED (submit records it: recordRateLimit). */
+  private refuseOverLimit(_actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
     throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
+  }
+
+  /** The audit trail hears of a RATE_LIMITED refusal at most once a minute per client, so a looping agent cannot flood it. */
+  private recordRateLimit(actor: Actor, error: ExecutorError): void {
+    const detail = error.details ?? {};
+    const key = `${actor.agent ?? ''}\u0000${String(detail.limit)}`;
+    const now = Date.now();
+    if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
+    this.lastLimitAuditAt.set(key, now);
+    try {
+      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
+    } catch {
+      // The refusal stands whether or not it could be recorded.
+    }
   }
 
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
@@ -506,17 +623,20 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module, args } = boundAction(record.step);
     const preview = await module.simulate(args, this.context(stepId));
     const previewHash = previewHashOf(preview);
+    // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
+    const status = this.steps.get(stepId).status;
     // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
-    const keepAsCurrent = !isAgentActor(actor) && (record.status === 'awaiting_consent' || record.status === 'evaluated');
+    const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
     if (!keepAsCurrent) {
       this.steps.note(stepId, 'step.simulated', actor, { previewHash });
       return { preview, previewHash };
     }
     // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
     const { evaluation, effects } = this.weighByEffects(record.step, this.evaluateStep(record.step), preview);
-    if (!evaluation.allowed && record.status === 'awaiting_consent') {
+    if (!evaluation.allowed && status === 'awaiting_consent') {
       this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
         detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
+        expectFrom: ['awaiting_consent'],
       }));
       return { preview, previewHash };
     }
@@ -533,6 +653,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
+    }
+    if (record.status === 'proposed' || record.status === 'evaluated') {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`, {
+        stepId,
+        from: record.status,
+        to: 'approved',
+      });
     }
     // null: the person saw that the step had no preview; it must still have none.
     if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
@@ -636,8 +763,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
     // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
-    this.stepFor(stepId, actor);
-    return this.runApproved(stepId, actor);
+    const record = this.stepFor(stepId, actor);
+    return this.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
@@ -656,8 +783,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       prepared = await module.prepare(args, ctx);
     } catch (error) {
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
+      if (this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
     }
+    // Cancelled or rejected while its run was prepared (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
+    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
     const refusal = this.effectsRefusal(record.step, prepared);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
@@ -683,6 +813,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
+      expectFrom: ['approved'],
       backups,
       detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
     }));
@@ -816,7 +947,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * approval given before that: each such approved step, whoever approved it, goes back to the
    * person with the reason. An approval the person gives after it (they saw the plan was broken) holds.
    */
-  async advancePlan(planId: string, actor: Actor): Promise<void> {
+  advancePlan(planId: string, actor: Actor): Promise<void> {
+    // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
+    return this.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
+  }
+
+  /** advancePlan's body; the caller holds the plan's lock. */
+  private async runPlanForward(planId: string, actor: Actor): Promise<void> {
     let broken: StepRecord | undefined;
     // An earlier step still undecided or running: later approved steps wait for it.
     let waiting = false;
@@ -979,7 +1116,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return { files, directories: planDirectoryRevert(this.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
   }
 
-  async revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
+  /**
+   * Under the plan's lock, so a revert never interleaves with a run of the same plan. A forced revert
+   * proposes and runs a plan of its own, under that new plan's lock (see plan-lock.ts: no cycle).
+   */
+  revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
+    const planId = this.steps.get(stepId).step.planId;
+    return this.planLocks.withPlan(planId, () => this.revertHeld(stepId, actor, options));
+  }
+
+  private async revertHeld(stepId: string, actor: Actor, options: { force?: boolean }): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     const { module } = boundAction(record.step);
     if (record.status === 'reverted') {
@@ -1003,6 +1149,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.reverted',
       detail: { force, ...result, directories: revertOutcome.directories },
+      expectFrom: ['executed', 'failed', 'interrupted'],
     }));
   }
 
@@ -1230,3 +1377,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 }
 
 export { isSettled };
+
+/** A background preparation that failed on a known step (see recordPreparationFailure). */
+class PreparationError extends Error {
+  constructor(readonly stepId: string, override readonly cause: unknown) {
+    super(`preparing step ${stepId} failed`);
+  }
+}

@@ -23,6 +23,12 @@ export interface DecisionWaitOptions {
   /** Called every `tickMs` while waiting (progress notifications keep an MCP client's request alive). */
   onTick?: (elapsedMs: number) => void;
   tickMs?: number;
+  /**
+   * How long to wait, past waitMs, for the host's own work: previews it still prepares, steps the
+   * policy approved that it is running. An agent asking not to wait for the person still hears how
+   * an auto-approved step ended. Absent: waitMs bounds everything (`propose --wait --timeout`).
+   */
+  hostWorkMs?: number;
   /** Called once, with how many steps are still open, when the proposal has to wait for the person. */
   onWaiting?: (open: number) => void;
 }
@@ -50,7 +56,8 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
  * Proposes a plan through the host and waits on its step events until the wait's end (`until`) or
  * its deadline. Listening starts before the proposal, so no change can slip between the two. Every
  * call to the host is bounded by the deadline, so a host that stops answering cannot hold the wait
- * past it. The CLI's `propose --wait` and the MCP tools both wait here.
+ * past it. A host answers with steps still preparing their previews (`evaluated`); their step
+ * events follow. The CLI's `propose --wait` and the MCP tools both wait here.
  */
 export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
   const startedAt = Date.now();
@@ -81,11 +88,18 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
       throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not acknowledge the proposal within ${seconds()}. It may still have stored it: look with \`executor steps list\` before proposing it again.`);
     });
     planId = records[0]!.step.planId;
-    const open = records.filter((record) => !isSettled(record.status)).length;
-    if (open > 0) options.onWaiting?.(open);
+    // The host's own work (previews, steps the policy approved) may be waited for past waitMs (hostWorkMs).
+    const hostDeadline = Math.max(deadline, startedAt + (options.hostWorkMs ?? 0));
+    let saidWaiting = false;
     for (;;) {
       if (done(records)) return records;
-      const left = deadline - Date.now();
+      const atRest = !planCanMoveWithoutPerson(records);
+      // Said once the plan waits for the person, not while the host still prepares its previews.
+      if (!saidWaiting && atRest) {
+        saidWaiting = true;
+        options.onWaiting?.(records.filter((record) => !isSettled(record.status)).length);
+      }
+      const left = (atRest ? deadline : hostDeadline) - Date.now();
       if (left <= 0 || options.signal?.aborted) return records;
       if (!changed) {
         await new Promise<void>((resolve) => {

@@ -2,24 +2,13 @@ import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import type { Executor } from '../executor/executor.js';
 import { HANDLERS, type CallContext } from './handlers.js';
-import { channelMayCall, isMethodName, METHODS, type MethodName } from './methods.js';
+import { channelMayCall, isMethodName, METHODS } from './methods.js';
 import { requestInputRefusal } from './protocol.js';
 
-/**
- * Methods that change state run one at a time per Executor: an approval arriving from the window
- * while a plan proposed over the socket is still being previewed waits its turn instead of
- * interleaving with it. Reads never wait.
+/*
+ * No queue here: the Executor serializes what must not interleave per plan (src/executor/plan-lock.ts),
+ * so a long container run in one plan never holds up another plan's proposal, decision or any read.
  */
-const MUTATING: ReadonlySet<MethodName> = new Set<MethodName>(['propose', 'simulateStep', 'approve', 'approveAndRemember', 'reject', 'cancel', 'executeStep', 'revertStep', 'setPolicy']);
-
-const queues = new WeakMap<Executor, Promise<unknown>>();
-
-function serialized<T>(executor: Executor, work: () => Promise<T>): Promise<T> {
-  const previous = queues.get(executor) ?? Promise.resolve();
-  const next = previous.then(work, work);
-  queues.set(executor, next.catch(() => undefined));
-  return next;
-}
 
 /**
  * The one way a call reaches the core, for every transport and for the in-process client:
@@ -45,6 +34,5 @@ export async function invokeMethod(executor: Executor, name: string, rawParams: 
     throw new ExecutorError('IPC_INVALID_PARAMS', `Bad params for ${name}: ${issues.join('; ')}`, { method: name, issues });
   }
   const handler = HANDLERS[name] as (executor: Executor, params: unknown, context: CallContext) => unknown;
-  const run = async () => handler(executor, parsed.data, context);
-  return MUTATING.has(name) ? serialized(executor, run) : run();
+  return handler(executor, parsed.data, context);
 }

@@ -21,6 +21,12 @@ export interface CallContext {
    * credential, that agent's identity bound to this session instead (AGENT_CREDENTIAL_INVALID if forged).
    */
   agentIdentity?: (resume?: string) => AgentCredential;
+  /**
+   * The caller shares the Executor's process and may close it as soon as the call returns (the CLI
+   * without a host): propose then prepares the previews before it answers, as a background queue
+   * would be closed with the process.
+   */
+  sameProcess?: boolean;
   /** Present when the host serves the web UI (`executor serve`). */
   issueWebUrl?: () => string;
   /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
@@ -45,7 +51,8 @@ type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M
 
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
-  propose: (executor, { plan }, { actor }) => executor.propose(plan, actor),
+  // A host answers at once; the previews follow as step events (`evaluated` = "preparing preview").
+  propose: (executor, { plan }, { actor, sameProcess }) => (sameProcess ? executor.propose(plan, actor) : executor.submitAndSchedule(plan, actor)),
   evaluateStep: async (executor, params, { actor }) => {
     await loadShellParser();
     if ('stepId' in params) return executor.evaluateStep(executor.stepFor(params.stepId, actor).step);

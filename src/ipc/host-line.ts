@@ -13,6 +13,7 @@ import type { IpcServer } from './server.js';
  * (tests) or on a worker thread (the app) does not change the bridge.
  */
 export interface HostLine {
+  /** Stamps the message's arrival as it is called: waiting for a busy host thread never makes it stale. */
   receive(text: string): Promise<string>;
   onEvent(listener: (text: string) => void): void;
   maxMessageBytes: number;
@@ -75,7 +76,7 @@ export interface HostThreadData {
 }
 
 export type ToWorker =
-  | { kind: 'request'; tag: number; text: string }
+  | { kind: 'request'; tag: number; text: string; arrivedAt: number }
   | { kind: 'opened'; id: number; error?: string }
   | { kind: 'close' };
 
@@ -140,7 +141,8 @@ export function startHostThread(options: HostThreadOptions): Promise<HostThread>
               const tag = nextTag++;
               return new Promise<string>((resolveReply, rejectReply) => {
                 pending.set(tag, { resolve: resolveReply, reject: rejectReply });
-                worker.postMessage({ kind: 'request', tag, text } satisfies ToWorker);
+                // Stamped here: the thread may be busy, and its queue is no reason to call the message stale.
+                worker.postMessage({ kind: 'request', tag, text, arrivedAt: Date.now() } satisfies ToWorker);
               });
             },
             onEvent: (listener) => void listeners.push(listener),

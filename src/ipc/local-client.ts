@@ -26,6 +26,7 @@ export function localClient(executor: Executor, channel: IpcChannel, client?: st
     actor: channel === 'mcp' ? { ...actorFor(channel, client), agent: agentIdentities.issue().agentId } : actorFor(channel, client),
     subscribe: (topics) => topics,
     notify: (topic, data) => void own.emit(topic, data),
+    sameProcess: true,
   };
   if (channel === 'mcp') {
     context.agentIdentity = (resume) => {

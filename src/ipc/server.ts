@@ -102,8 +102,14 @@ export interface ConnectOptions {
 
 /** One client's live line to the server: the transport supplies how to push an event to it. */
 export interface ServerConnection {
-  /** Handles one incoming message and returns the reply to send back. Never rejects. */
-  receive(text: string): Promise<string>;
+  /**
+   * Handles one incoming message and returns the reply to send back. Never rejects. Its timestamp is
+   * judged against when it arrived: `arrivedAt` from a transport that queued it elsewhere (the host
+   * thread's line stamps it on the main thread), else the moment of this call, which every stream
+   * transport makes as soon as the message's bytes are framed. Time spent waiting behind other work
+   * on the host never makes a message stale.
+   */
+  receive(text: string, arrivedAt?: number): Promise<string>;
   close(): void;
   /** Whether a hello with proof or a verified request has come over this connection. */
   readonly authenticated: boolean;
@@ -274,7 +280,7 @@ export class IpcServer {
       state.deadline.unref?.();
     }
     return {
-      receive: (text) => this.receive(text, state),
+      receive: (text, arrivedAt) => this.receive(text, state, arrivedAt ?? this.now()),
       close: () => {
         if (state.closed) return;
         state.closed = true;
@@ -323,9 +329,9 @@ export class IpcServer {
     });
   }
 
-  private async receive(text: string, connection: ConnectionState): Promise<string> {
+  private async receive(text: string, connection: ConnectionState, arrivedAt: number): Promise<string> {
     try {
-      return await this.handle(text, connection);
+      return await this.handle(text, connection, arrivedAt);
     } catch (error) {
       if (error instanceof Refusal) {
         if (error.audit) this.auditRefusal(error, connection);
@@ -337,7 +343,7 @@ export class IpcServer {
     }
   }
 
-  private async handle(text: string, connection: ConnectionState): Promise<string> {
+  private async handle(text: string, connection: ConnectionState, arrivedAt: number): Promise<string> {
     if (typeof text !== 'string') throw new Refusal('IPC_MALFORMED', 'A message is one JSON text.', null, null, false);
     if (text.length > this.maxRequestBytes || Buffer.byteLength(text, 'utf8') > this.maxRequestBytes) {
       throw new Refusal('IPC_TOO_LARGE', `The message is larger than ${this.maxRequestBytes} bytes.`, null, null, false);
@@ -353,7 +359,7 @@ export class IpcServer {
       const attributed = session && (await verifyTextAsSent(session.mac, 'request', text, message.sig)) ? session : null;
       throw new Refusal(inputRefusal.code, inputRefusal.message, requestId, attributed, false, inputRefusal.details);
     }
-    if ('hello' in message) return this.hello(message, connection);
+    if ('hello' in message) return this.hello(message, connection, arrivedAt);
 
     const requestId = typeof message.id === 'string' && message.id.length <= 128 ? message.id : null;
     const envelope = RequestEnvelopeSchema.safeParse(message);
@@ -368,10 +374,12 @@ export class IpcServer {
     }
     // From here on the sender holds the session key: replies are signed.
     const now = this.now();
-    if (Math.abs(now - request.ts) > CLOCK_SKEW_MS) {
-      throw new Refusal('IPC_STALE', `The request's timestamp is ${Math.round((now - request.ts) / 1000)} s from the server's clock; the window is ±${CLOCK_SKEW_MS / 1000} s.`, request.id, session, true);
+    // Against its arrival, not now: a message that waited behind other work was fresh when it came.
+    if (Math.abs(arrivedAt - request.ts) > CLOCK_SKEW_MS) {
+      throw new Refusal('IPC_STALE', `The request's timestamp is ${Math.round((arrivedAt - request.ts) / 1000)} s from the server's clock when it arrived; the window is ±${CLOCK_SKEW_MS / 1000} s.`, request.id, session, true);
     }
-    this.pruneNonces(session, now);
+    // Pruned by arrival too: a nonce is kept as long as a message that arrived with it could still pass the check.
+    this.pruneNonces(session, arrivedAt);
     if (session.nonces.has(request.nonce)) throw new Refusal('IPC_REPLAYED', 'This nonce was already used: the request is a replay.', request.id, session, true);
     if (session.nonces.size >= MAX_NONCES_PER_SESSION) throw new Refusal('BUSY', 'Too many requests in the replay window; slow down.', request.id, session, false);
     session.nonces.set(request.nonce, request.ts);
@@ -407,7 +415,7 @@ export class IpcServer {
     }
   }
 
-  private hello(message: Record<string, unknown>, connection: ConnectionState): string {
+  private hello(message: Record<string, unknown>, connection: ConnectionState, arrivedAt: number): string {
     const parsed = HelloSchema.safeParse(message);
     if (!parsed.success) throw new Refusal('IPC_MALFORMED', 'The hello message is not valid.', null, null, false);
     const { credential: credentialName, clientNonce, client, ts, proof } = parsed.data.hello;
@@ -417,7 +425,7 @@ export class IpcServer {
     this.expireSessions(now);
     const helloProven = proof !== undefined || ts !== undefined;
     if (helloProven) {
-      this.checkHelloProof(credential, clientNonce, ts, proof, now);
+      this.checkHelloProof(credential, clientNonce, ts, proof, arrivedAt);
       this.authenticate(connection);
     }
     // Handshakes are free to send: those without proof get a bounded share, the rest is kept for proven ones.

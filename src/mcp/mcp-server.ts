@@ -6,6 +6,7 @@ import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { proposeAndAwaitDecision } from '../ipc/decision-wait.js';
+import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
 import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
@@ -105,7 +106,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[]; consentExpirySeconds?: number }, extra: CallExtra): Promise<CallToolResult> => {
     try {
       const records = await host.use((api) =>
-        proposeAndAwaitDecision(api, plan, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
+        proposeAndAwaitDecision(api, plan, { waitMs, hostWorkMs: DEFAULT_PREPARATION_WAIT_MS, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
       );
       return text(planOutcomeText(records, maxChars), records.some((record) => isRefusal(verdictOf(record))), structuredSteps(records));
     } catch (error) {

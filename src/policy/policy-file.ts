@@ -378,6 +378,8 @@ const CommandEffectsSchema = z
   .prefault({});
 
 export const DEFAULT_AGENT_LIMITS = { stepsPerMinute: 30, openSteps: 10 };
+/** Two: one long container run does not hold up every other plan's preview, and two cores are not swamped. */
+export const DEFAULT_PREPARATION_CONCURRENCY = 2;
 
 /** How long a step may wait for consent, or hold an approval it has not used, before it expires: a day. */
 export const DEFAULT_CONSENT_EXPIRY_SECONDS = 24 * 3600;
@@ -415,6 +417,15 @@ export const PolicySchema = z.strictObject({
       openSteps: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.openSteps),
     })
     .default(DEFAULT_AGENT_LIMITS),
+  /**
+   * Previews computed in the background after a proposal is acknowledged: how many plans prepare
+   * (dry runs, container runs, diffs) at once. One plan's steps always prepare in order, one at a time.
+   */
+  preparation: z
+    .strictObject({
+      concurrency: z.number().int().min(1).max(64).default(DEFAULT_PREPARATION_CONCURRENCY),
+    })
+    .prefault({}),
   /** Limits of the light sandbox (runCode in a forked Node worker) and its energy-style budget. */
   lightSandbox: z
     .strictObject({

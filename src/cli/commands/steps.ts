@@ -64,23 +64,34 @@ export function registerStepCommands(program: Command): void {
     .description('propose a plan file: validate, evaluate, auto-approve what the policy allows, and run approved steps in order')
     .argument('<plan>', 'plan file (JSON)')
     .option('--wait', 'wait until nothing more can happen without a person (previews ready, allowed steps run), then print one result per step and say which steps wait for whom')
-    .option('--timeout <seconds>', 'with --wait, stop waiting for a running host after this many seconds, whatever it does', parseTimeout)
+    .option('--timeout <seconds>', 'stop waiting for a running host after this many seconds, whatever it does (with --wait: for the plan to need a person; without: for the host to prepare the previews, default 600)', parseTimeout)
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
-      const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }] = await Promise.all([rendering(), import('../../ipc/decision-wait.js')]);
-      const waitMs = options.wait && options.timeout !== undefined ? options.timeout * 1000 : undefined;
+      const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }, { proposeAndAwaitPreparation }] = await Promise.all([
+        rendering(),
+        import('../../ipc/decision-wait.js'),
+        import('../../ipc/preparation-wait.js'),
+      ]);
+      const waitMs = options.timeout !== undefined ? options.timeout * 1000 : undefined;
       // The guarantee behind --timeout: a host that stops answering (even before it says hello) cannot hold this
       // command past it. Without a host the command runs the steps itself, and is never stopped mid-step.
-      const backstop = waitMs === undefined ? undefined : setTimeout(() => giveUp(json, options.timeout!), waitMs + 500);
+      const backstop = options.wait && waitMs !== undefined ? setTimeout(() => giveUp(json, options.timeout!), waitMs + 500) : undefined;
       backstop?.unref();
       let reached: ExecutorReach = 'direct';
       const records = await withExecutor(dataDir, async (api, reach) => {
         reached = reach;
-        if (reach === 'direct') clearTimeout(backstop);
-        // With a host, --wait follows its events until only a person can move the plan; without one,
-        // propose itself ran everything that could run, so what it returns is already that point.
-        return options.wait && reach === 'host' ? proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson', boundCalls: true }) : api.propose({ plan });
+        if (reach === 'direct') {
+          clearTimeout(backstop);
+          // Without a host, propose itself ran everything that could run: what it returns is already that point.
+          return api.propose({ plan });
+        }
+        // With a host, --wait follows its events until only a person can move the plan.
+        if (options.wait) return proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson', boundCalls: true });
+        // A host answers before the previews exist: wait for them, so what is printed shows each step's preview.
+        const prepared = await proposeAndAwaitPreparation(api, plan, { waitMs });
+        if (prepared.timedOut && !json) process.stderr.write('Some steps were still being prepared when the wait ended; `executor steps list --plan PLAN` shows them later.\n');
+        return prepared.records;
       });
       clearTimeout(backstop);
       const outcomes = records.map(outcomeOf);

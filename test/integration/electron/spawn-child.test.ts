@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
 import { startHostThread } from '../../../src/ipc/host-line.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { decodeFrameMessage, MAX_FRAME_BYTES } from '../../../src/sandbox/light/frames.js';
@@ -147,7 +148,7 @@ describe('the app\'s wiring (electron/main.ts)', () => {
     try {
       const agent = await connectToHost(dataDir, 'agent');
       try {
-        const [record] = await agent.propose({ plan: { steps: [{ id: 'c', action: 'runCode', args: { code: 'return "utility";' } }] } });
+        const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'return "utility";' } }] })).records;
         expect(record).toMatchObject({ status: 'executed', result: { ok: true, value: 'utility' } });
         expect(record!.evaluation!.mitigations).toEqual(expect.arrayContaining(UTILITY_PROCESS_LIMITS.map((limit) => `Weaker here: ${limit}`)));
       } finally {

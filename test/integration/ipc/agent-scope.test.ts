@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
 import { AGENT_IDENTITY_KEY_FILE } from '../../../src/ipc/agent-identity.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
@@ -139,7 +140,7 @@ describe('the agent channel sees and touches only its own steps', () => {
     const target = path.join(workspace, 'shown.txt');
     fs.writeFileSync(target, 'before\n');
     const agent = await connect('agent', 'a 1.0');
-    const [proposed] = await agent.propose({ plan: { steps: [write(workspace, 'shown.txt', 'after\n')] } });
+    const [proposed] = (await proposeAndAwaitPreparation(agent, { steps: [write(workspace, 'shown.txt', 'after\n')] })).records;
     const stepId = proposed!.step.id;
     const shownHash = proposed!.previewHash!;
     expect(shownHash).toMatch(/^[0-9a-f]{64}$/);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
@@ -60,7 +61,10 @@ describe('typed client over the local socket', () => {
 
   it('lets an agent propose but not approve its own step; the refusal is audited', async () => {
     const agent = await connect('agent', 'test-agent 1.0');
-    const [record] = await agent.propose({ plan: writePlan(workspace) });
+    // The host answers at once, before the preview exists; the step event brings it.
+    const [acknowledged] = await agent.propose({ plan: writePlan(workspace) });
+    expect(acknowledged!.status).toBe('evaluated');
+    const [record] = (await proposeAndAwaitPreparation(agent, writePlan(workspace))).records;
     expect(record!.status).toBe('awaiting_consent');
     expect(record!.step.meta.origin).toBe('agent');
     await expect(agent.approve({ stepId: record!.step.id })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
@@ -66,7 +67,7 @@ describe('executor mcp: agents see and touch only their own steps', () => {
     await startServe(dataDir);
     fs.writeFileSync(path.join(workspace, 'private.txt'), 'the person\'s private notes\n');
     const api = await person(dataDir);
-    const [read] = await api.propose({ plan: { steps: [{ id: 'person-read', action: 'runCode', args: { code: "return await tools.readFile('private.txt')", capabilities: { readFile: true } } }] } });
+    const [read] = (await proposeAndAwaitPreparation(api, { steps: [{ id: 'person-read', action: 'runCode', args: { code: "return await tools.readFile('private.txt')", capabilities: { readFile: true } } }] })).records;
     if (read!.status === 'awaiting_consent') await api.approve({ stepId: 'person-read' });
     await expect.poll(async () => (await api.getStep({ stepId: 'person-read' })).status, { timeout: 20_000 }).toMatch(/executed|failed/);
 

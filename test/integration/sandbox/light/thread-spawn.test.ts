@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
+import { proposeAndAwaitPreparation } from '../../../../src/ipc/preparation-wait.js';
 import type { CodeRunResult } from '../../../../src/domain/code-run.js';
 import { startHostThread, type HostThread } from '../../../../src/ipc/host-line.js';
 import { connectToHost } from '../../../../src/ipc/node-client.js';
@@ -128,7 +129,7 @@ describe('light sandbox workers spawned by the parent thread (thread-spawn)', ()
     hostThread = await startHostThread({ dataDir, workerUrl: HOST_THREAD, credentials: [], spawnChild });
     const agent = await connectToHost(dataDir, 'agent');
     try {
-      const [record] = await agent.propose({ plan: { steps: [{ id: 'c', action: 'runCode', args: { code: 'console.log("from the thread"); return [1, 2, 3].map((n) => n * 2);' } }] } });
+      const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'console.log("from the thread"); return [1, 2, 3].map((n) => n * 2);' } }] })).records;
       expect(record).toMatchObject({ status: 'executed', result: { ok: true, value: [2, 4, 6], logs: ['from the thread'] } });
     } finally {
       agent.close();

@@ -1,0 +1,97 @@
+import type { Actor } from '../domain/actor.js';
+
+/** What the queue asks of the Executor, one plan at a time. */
+export interface PreparationWork {
+  /** Prepares the plan's next `evaluated` step (its dry run and verdict); false when none was left. */
+  prepareNextStep(planId: string): Promise<boolean>;
+  /** Every step is prepared: run the plan forward (what the policy approved runs now). */
+  finishPlan(planId: string, actor: Actor): Promise<void>;
+  /** A failure the work did not record itself: never thrown into the event loop. */
+  onError(planId: string, error: unknown): void;
+  /** How many plans may prepare at once, read at each start, so a policy change applies to the next one. */
+  concurrency(): number;
+}
+
+/**
+ * The background half of a proposal: the host stores a plan and answers at once, and its previews
+ * (dry runs, container runs, diffs) are prepared here, several plans at a time up to the policy's
+ * limit. A plan's steps prepare in order and never two at once; after each step the plan goes to the
+ * back of the line, so a plan of 200 steps does not hold up a plan of one.
+ */
+export class PreparationQueue {
+  /** Plans waiting for a slot, in order of arrival (each at most once), with whom to run them for. */
+  private readonly waiting = new Map<string, Actor>();
+  /** Plans being prepared now, and whether they were scheduled again meanwhile. */
+  private readonly active = new Map<string, { again: Actor | null }>();
+  private stopped = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly work: PreparationWork) {}
+
+  /** Queues the plan's preparation; a plan already waiting or under way is not queued twice. */
+  schedule(planId: string, actor: Actor): void {
+    if (this.stopped) return;
+    const running = this.active.get(planId);
+    if (running) {
+      running.again = actor;
+      return;
+    }
+    if (!this.waiting.has(planId)) this.waiting.set(planId, actor);
+    this.pump();
+  }
+
+  /**
+   * Stops taking work: waiting plans are dropped (their steps stay `evaluated`, which restart
+   * recovery prepares again) and running ones end after their current step. Never waits.
+   */
+  stop(): void {
+    this.stopped = true;
+    this.waiting.clear();
+    if (this.active.size === 0) this.settleIdle();
+  }
+
+  /** How many plans are waiting or being prepared. */
+  get pending(): number {
+    return this.waiting.size + this.active.size;
+  }
+
+  /** Resolves once nothing is waiting or being prepared (tests, the benchmark, an orderly shutdown). */
+  whenIdle(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.waiting.size > 0 && this.active.size < Math.max(1, this.work.concurrency())) {
+      const [planId, actor] = this.waiting.entries().next().value as [string, Actor];
+      this.waiting.delete(planId);
+      const slot = { again: null as Actor | null };
+      this.active.set(planId, slot);
+      void this.runOneStep(planId, actor).finally(() => {
+        this.active.delete(planId);
+        if (slot.again && !this.waiting.has(planId)) this.waiting.set(planId, slot.again);
+        if (this.pending === 0) this.settleIdle();
+        this.pump();
+      });
+    }
+  }
+
+  /** One step of the plan; the plan then waits at the back of the line for its next step, or runs forward. */
+  private async runOneStep(planId: string, actor: Actor): Promise<void> {
+    try {
+      const prepared = await this.work.prepareNextStep(planId);
+      if (this.stopped) return;
+      if (prepared) {
+        if (!this.waiting.has(planId)) this.waiting.set(planId, actor);
+        return;
+      }
+      await this.work.finishPlan(planId, actor);
+    } catch (error) {
+      if (!this.stopped) this.work.onError(planId, error);
+    }
+  }
+
+  private settleIdle(): void {
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+}

@@ -1,0 +1,86 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../src/ipc/client.js';
+import { connectToHost } from '../../src/ipc/node-client.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { startServe } from '../helpers/serve-process.js';
+import { tempSetup } from '../helpers/temp-dirs.js';
+
+/*
+ * The queue while the host works, in Chromium against the real `executor serve`: a proposal shows at
+ * once, "preparing preview" with its elapsed time; its preview fills in when ready; and a long run of
+ * one plan never disables the Approve button of another.
+ */
+
+const skipReason = chromiumMissingReason();
+
+let browser: Browser;
+beforeAll(async () => {
+  if (skipReason) return;
+  ensureRendererBuilt();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function openWindow(url: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
+  const page = await context.newPage();
+  await page.goto(url);
+  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
+  return page;
+}
+
+/** Code that keeps its sandbox busy for `ms` of real time, in its dry run and again when it runs. */
+function slowCode(id: string, ms: number) {
+  return { id, action: 'runCode', args: { code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return 'slept';`, timeoutMs: 5000, purpose: `busy for ${ms} ms` } };
+}
+
+describe.skipIf(skipReason !== null)('the queue while the host prepares and runs', { timeout: 120_000 }, () => {
+  it('shows a proposal at once as "preparing preview" with its elapsed time, fills in its preview, and keeps Approve of another plan enabled during a long run', async () => {
+    const { dataDir, workspace } = tempSetup({ lightSandbox: { warmWorkers: 0 } });
+    const serve = await startServe(dataDir);
+    let api: ExecutorClient | undefined;
+    try {
+      const page = await openWindow(serve.info.url);
+      api = await connectToHost(dataDir, 'cli');
+
+      // A plan whose dry run takes 4 s: in the queue at once, marked as preparing, counting up.
+      const [slow] = await api.propose({ plan: { planId: 'slow-plan', steps: [slowCode('slow', 4000)] } });
+      expect(slow!.status).toBe('evaluated');
+      const preparing = page.getByTestId('preparing-slow').first();
+      await expect.poll(() => preparing.isVisible(), { timeout: 10_000 }).toBe(true);
+      await page.locator('#queue-item-slow').click();
+      const approve = page.getByRole('button', { name: 'Approve', exact: true });
+      expect(await approve.isDisabled()).toBe(true);
+      await expect.poll(() => preparing.textContent(), { timeout: 10_000 }).toMatch(/Preparing preview… [1-9]\d* s/);
+
+      // The preview fills in; the step can now be approved.
+      await expect.poll(() => page.getByTestId('preparing-slow').count(), { timeout: 30_000 }).toBe(0);
+      await expect.poll(() => page.getByRole('region', { name: 'Dry-run preview' }).textContent()).toContain('slept');
+      expect(await approve.isDisabled()).toBe(false);
+
+      // Approving it runs the code again for 4 s. Meanwhile another plan arrives and is approved.
+      await approve.click();
+      await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/Approving slow/);
+      const target = path.join(workspace, 'other.txt');
+      await api.propose({ plan: { planId: 'other-plan', steps: [{ id: 'other', action: 'writeFile', args: { path: target, content: 'meanwhile\n' } }] } });
+      const otherItem = page.locator('#queue-item-other');
+      await expect.poll(() => otherItem.isVisible(), { timeout: 10_000 }).toBe(true);
+      await expect.poll(() => page.getByTestId('preparing-other').count(), { timeout: 15_000 }).toBe(0);
+      await otherItem.click();
+      expect(await approve.isDisabled()).toBe(false);
+      await approve.click();
+      await expect.poll(() => fs.existsSync(target) && fs.readFileSync(target, 'utf8'), { timeout: 15_000 }).toBe('meanwhile\n');
+      // The other plan was approved and ran while the slow plan's run was still under way.
+      expect((await api.getStep({ stepId: 'slow' })).status).not.toBe('executed');
+      await expect.poll(async () => (await api!.getStep({ stepId: 'slow' })).status, { timeout: 30_000 }).toBe('executed');
+    } finally {
+      api?.close();
+      await serve.stop();
+    }
+  });
+});
