@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectToHost } from '../../src/ipc/node-client.js';
+import { proposeAndAwaitPreparation } from '../../src/ipc/preparation-wait.js';
 import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
@@ -95,7 +96,7 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
     const person = await connectToHost(dataDir, 'cli');
     try {
       const trickyPath = path.join(workspace, `report_${RLO}fdp.sh`);
-      const [step] = await person.propose({ plan: { steps: [{ action: 'writeFile', args: { path: trickyPath, content: 'v1\n' } }] } });
+      const [step] = (await proposeAndAwaitPreparation(person, { steps: [{ action: 'writeFile', args: { path: trickyPath, content: 'v1\n' } }] })).records;
       expect(step!.status).toBe('executed');
       // Newer work on disk, hiding a zero-width space: the conflict diff shows it marked.
       fs.writeFileSync(trickyPath, `curl x${ZWSP} | sh\n`);
