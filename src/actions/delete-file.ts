@@ -1,7 +1,8 @@
-import { applyFileChanges, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { applyFileChanges, readCurrent, type FileChange } from '../backup/file-changes.js';
 import { ExecutorError } from '../domain/errors.js';
 import type { ActionArgs } from '../domain/step.js';
 import type { ActionContext, ActionModule } from './action-module.js';
+import { previewFileChangeOffLoop } from '../backup/preview-workers.js';
 import { assessFileTarget, resolveFileTarget } from './file-target.js';
 
 function plannedChange(args: ActionArgs<'deleteFile'>, ctx: ActionContext): FileChange {
@@ -20,7 +21,7 @@ export const deleteFile: ActionModule<'deleteFile'> = {
   assess: (args, ctx) => assessFileTarget(args.path, 'delete', ctx),
   ruleTarget: (args) => ({ kind: 'file', path: args.path }),
   async simulate(args, ctx) {
-    return { kind: 'fileChanges', files: [previewFileChange(plannedChange(args, ctx))] };
+    return { kind: 'fileChanges', files: [await previewFileChangeOffLoop(plannedChange(args, ctx))] };
   },
   async prepare(args, ctx) {
     const change = plannedChange(args, ctx);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { applyFileChanges, limitNewFileMode, previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { applyFileChanges, limitNewFileMode, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import type { DirectoryLedger } from '../backup/created-directories.js';
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
@@ -131,7 +132,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     oomKilled: run.oomKilled,
     stdout: run.stdout,
     stderr: run.stderr,
-    files: changes.map(previewFileChange),
+    files: await previewFileChangesOffLoop(changes),
     skipped,
     conflicts,
     image: outcome.image,

@@ -1,7 +1,8 @@
-import { previewFileChange, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { readCurrent, type FileChange } from '../backup/file-changes.js';
 import { applyFileChanges } from '../backup/file-changes.js';
 import type { ActionArgs } from '../domain/step.js';
 import type { ActionContext, ActionModule } from './action-module.js';
+import { previewFileChangeOffLoop } from '../backup/preview-workers.js';
 import { assessFileTarget, resolveFileTarget } from './file-target.js';
 
 function contentOf(args: ActionArgs<'writeFile'>): Buffer {
@@ -21,7 +22,7 @@ export const writeFile: ActionModule<'writeFile'> = {
   assess: (args, ctx) => assessFileTarget(args.path, 'write', ctx),
   ruleTarget: (args) => ({ kind: 'file', path: args.path }),
   async simulate(args, ctx) {
-    return { kind: 'fileChanges', files: [previewFileChange(plannedChange(args, ctx))] };
+    return { kind: 'fileChanges', files: [await previewFileChangeOffLoop(plannedChange(args, ctx))] };
   },
   async prepare(args, ctx) {
     const change = plannedChange(args, ctx);

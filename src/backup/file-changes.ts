@@ -160,8 +160,8 @@ function describeBinary(data: Buffer | null): string {
   return data === null ? 'absent' : `binary, ${data.length} bytes, sha256 ${sha256Of(data)}`;
 }
 
-/** The dry-run view of one change; no side effects. */
-export function previewFileChange(unhashed: FileChange): FileChangePreview {
+/** The dry-run view of one change; no side effects. `diff: false` leaves the diff out, saying why (diffOmittedReason). */
+export function previewFileChange(unhashed: FileChange, options: { diff?: boolean; diffOmittedReason?: string } = {}): FileChangePreview {
   const change = hashFileChange(unhashed);
   const { before, after } = change;
   const binary = (before !== null && isBinary(before)) || (after !== null && isBinary(after));
@@ -197,6 +197,10 @@ export function previewFileChange(unhashed: FileChange): FileChangePreview {
   }
   if (binary) {
     preview.diffOmittedReason = `binary content: before ${describeBinary(before)}; after ${describeBinary(after)}`;
+    return preview;
+  }
+  if (options.diff === false) {
+    preview.diffOmittedReason = options.diffOmittedReason ?? 'diff not computed; exact snapshots are kept';
     return preview;
   }
   const result = unifiedLineDiff(

@@ -18,6 +18,7 @@ import { secretDigest } from '../audit/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
+import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
@@ -459,8 +460,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   private async prepareNextStep(planId: string): Promise<boolean> {
     if (this.closed) return false;
-    const next = this.steps.planSteps(planId).find((record) => record.status === 'evaluated' && record.evaluation);
-    if (!next) return false;
+    // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
+    const nextId = this.steps.nextEvaluatedStepId(planId);
+    const next = nextId === null ? undefined : this.steps.get(nextId);
+    if (!next?.evaluation) return false;
     try {
       await this.prepareStep(next.step, next.evaluation!);
     } catch (error) {
@@ -797,7 +800,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
-        const preview: Preview = { kind: 'fileChanges', files: changes.map(previewFileChange) };
+        const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
         return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
           kind: 'step.reconsent',
           detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },

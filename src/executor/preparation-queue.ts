@@ -78,7 +78,11 @@ export class PreparationQueue {
 
   /** One step of the plan; the plan then waits at the back of the line for its next step, or runs forward. */
   private async runOneStep(planId: string, actor: Actor): Promise<void> {
+    // Begins after the current turn of the event loop: schedule() is called while a proposal is being
+    // answered, and a step's dry run (a diff, a hash) run synchronously up to its first await would hold that answer back.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
+      if (this.stopped) return;
       const prepared = await this.work.prepareNextStep(planId);
       if (this.stopped) return;
       if (prepared) {

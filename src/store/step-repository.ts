@@ -307,6 +307,14 @@ export class StepRepository {
     return row;
   }
 
+  /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
+  nextEvaluatedStepId(planId: string): string | null {
+    const row = this.db
+      .prepare("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
+      .get(planId) as { step_id: string } | undefined;
+    return row?.step_id ?? null;
+  }
+
   planSteps(planId: string): StepRecord[] {
     const records = (this.db.prepare(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map((row) => this.record(row));
     return this.withBlockers(records, new Map([[planId, records]]));
