@@ -57,12 +57,15 @@ export function writeFailure(error: unknown, target: string, neededBytes: number
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (typeof code !== 'string') return error;
   if (NO_SPACE.has(code)) {
+    // Callers remove their temporary file first: the space it took is free again, and that is what the person can use.
     const free = freeBytesAt(path.dirname(target));
     const where = free === null ? '' : ` (${formatBytes(free)} free there)`;
+    const name = path.basename(target);
+    const left = existsNoFollow(target) ? `${name} still holds what it held before` : `${name} was not created`;
     return new ExecutorError(
       'STORAGE_FULL',
       `There is not enough space to write ${target}: ${formatBytes(neededBytes)} were to be written${where}${code === 'EDQUOT' ? ' and the disk quota is used up' : ''}. ` +
-        'Nothing was changed: the file still holds what it held before. Free some space and try again.',
+        `Nothing was changed: ${left}. Free some space and try again.`,
       { path: target, neededBytes, freeBytes: free, errno: code },
     );
   }
@@ -70,6 +73,15 @@ export function writeFailure(error: unknown, target: string, neededBytes: number
     return new ExecutorError('FILE_NOT_WRITABLE', `${target} cannot be written: ${NOT_WRITABLE[code]}. Nothing was changed.`, { path: target, errno: code });
   }
   return error;
+}
+
+function existsNoFollow(target: string): boolean {
+  try {
+    fs.lstatSync(target);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function writeAll(fd: number, data: Uint8Array): void {
@@ -263,14 +275,10 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
   try {
     assertPlainTarget(target);
     // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
-    try {
-      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
-      writeAll(fd, data);
-      if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
-      fs.fsyncSync(fd);
-    } catch (error) {
-      throw writeFailure(error, target, data.byteLength);
-    }
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
+    writeAll(fd, data);
+    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
+    fs.fsyncSync(fd);
     const size = fs.fstatSync(fd).size;
     if (size !== data.byteLength) {
       throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
@@ -289,6 +297,8 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
       fd = undefined;
       fs.rmSync(temp, { force: true });
       removeDirectoriesQuietly(created, options.ledger);
+      // Said only now: the free space reported is what is free with the temporary file gone.
+      throw writeFailure(error, target, data.byteLength);
     }
     throw error;
   } finally {

@@ -5,7 +5,8 @@ import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
 import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from './atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
-import type { DirectoryLedger } from './created-directories.js';
+import { removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
+import type { CreatedDirectory } from '../domain/created-directory.js';
 import { unifiedLineDiff } from './line-diff.js';
 import { readRegularFileSync } from './regular-file.js';
 import { personUmask } from '../store/data-dir.js';
@@ -240,19 +241,97 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  * each write checks again (writeFileAtomicNoFollow). A write replaces the name by rename, so a target
  * that is a hard link to a file elsewhere never has that other file written through it. Each folder a
  * write creates is told to `ledger` as it appears, so revert can remove it again (created-directories.ts).
+ *
+ * All or nothing: when one write fails (a full disk half-way through a command's changeset), the
+ * files already applied are put back from their pre-images (a file the step created is removed, one
+ * it deleted written again) and the folders the earlier writes created are removed, before the error
+ * is thrown; its message says what was put back. Should putting back fail too, the message names the
+ * files that now hold the new content and says that reverting the step restores them.
  */
 export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
+  // The folders this apply made, in order, so a failure half-way can remove them again.
+  const createdHere: CreatedDirectory[] = [];
+  const tracking: DirectoryLedger = {
+    created(directory) {
+      createdHere.push(directory);
+      ledger?.created(directory);
+    },
+    removed(directory) {
+      ledger?.removed(directory);
+    },
+  };
+  const applied: FileChange[] = [];
   for (const change of changes) {
-    if (change.after === null) removeFileNoFollow(change.absolutePath);
-    else {
-      const mode = change.modeAfter ?? change.mode;
-      // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
-      const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
-      writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, { ledger });
+    try {
+      applyOne(change, umask, tracking);
+    } catch (error) {
+      throw undoApplied(applied, createdHere, ledger, change, error);
+    }
+    applied.push(change);
+  }
+}
+
+function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): void {
+  if (change.after === null) removeFileNoFollow(change.absolutePath);
+  else {
+    const mode = change.modeAfter ?? change.mode;
+    // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
+    const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
+    writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, { ledger });
+  }
+}
+
+/** Puts one applied change back to its pre-image: what revert would write, from memory. */
+function putBack(change: FileChange): void {
+  if (change.before === null) removeFileNoFollow(change.absolutePath);
+  else writeFileAtomicNoFollow(change.absolutePath, change.before, change.mode ?? undefined);
+}
+
+const listed = (names: string[]): string => (names.length <= 1 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`);
+
+/**
+ * Undoes the changes applied before `failed` failed, latest first, and returns the error to throw:
+ * the original one (same code, same details) with what was put back, or what could not be, said.
+ */
+function undoApplied(applied: FileChange[], createdHere: CreatedDirectory[], ledger: DirectoryLedger | undefined, failed: FileChange, error: unknown): unknown {
+  if (applied.length === 0 && createdHere.length === 0) return error;
+  const restored: FileChange[] = [];
+  const stuck: { change: FileChange; reason: string }[] = [];
+  for (const change of [...applied].reverse()) {
+    try {
+      putBack(change);
+      restored.unshift(change);
+    } catch (undoError) {
+      stuck.unshift({ change, reason: undoError instanceof Error ? undoError.message : String(undoError) });
     }
   }
+  // Folders go only once no file the apply wrote is left in them; one still holding a stuck file stays (rmdir never removes content).
+  removeDirectoriesQuietly(createdHere, ledger);
+  const original = error instanceof ExecutorError ? error : null;
+  const code = original?.code ?? 'EXECUTION_FAILED';
+  const what = original ? original.message : `${failed.displayPath} could not be written: ${error instanceof Error ? error.message : String(error)}.`;
+  const putBackText = restored.map((change) => `${change.displayPath} was ${change.before === null ? 'removed again' : 'put back'}`);
+  if (stuck.length === 0) {
+    return new ExecutorError(code, `${what} The changes applied before it were undone, so nothing was changed: ${listed(putBackText)}.`, {
+      ...(original?.details ?? {}),
+      failedPath: failed.displayPath,
+      putBack: restored.map((change) => change.displayPath),
+    });
+  }
+  const stuckNames = stuck.map(({ change }) => change.displayPath);
+  return new ExecutorError(
+    code,
+    `${what} Putting back the changes applied before it failed too (${stuck[0]!.reason}): ${listed(stuckNames)} ${stuck.length === 1 ? 'now holds' : 'now hold'} the step's new content` +
+      `${putBackText.length > 0 ? `; ${listed(putBackText)}` : ''}. Reverting the step restores ${stuck.length === 1 ? 'it' : 'them'} from ${stuck.length === 1 ? 'its backup' : 'their backups'}.`,
+    {
+      ...(original?.details ?? {}),
+      failedPath: failed.displayPath,
+      putBack: restored.map((change) => change.displayPath),
+      notPutBack: stuckNames,
+    },
+  );
 }
 
 function currentHash(absolutePath: string): string | null {

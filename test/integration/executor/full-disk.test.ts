@@ -77,6 +77,11 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { path: target, neededBytes: 5_000_000, errno: 'ENOSPC' } });
     expect(done.error!.message).toContain(target);
     expect(done.error!.message).toMatch(/free there/);
+    expect(done.error!.message).toContain('big.bin still holds what it held before');
+    // The free space is measured with the temporary file gone: what the person could use, not the 0 the failed write left.
+    const freeBytes = (done.error!.details as { freeBytes: number }).freeBytes;
+    expect(freeBytes).toBeGreaterThan(900_000);
+    expect(freeBytes).toBeLessThan(1_100_000);
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
     expect(fs.readdirSync(workspace).filter((name) => name.endsWith('.tmp'))).toEqual([]);
     // The failed step changed nothing, so there is nothing to revert and no conflict either.
@@ -155,6 +160,8 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     const done = await executor.approve(step!.step.id, person);
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ code: 'STORAGE_FULL' });
+    expect(done.error!.message).toContain('big.bin was not created');
+    expect(done.error!.message).not.toContain('still holds');
     expect(fs.readdirSync(workspace)).toEqual(['filler.bin']);
     expect(executor.previewRevert(step!.step.id).directories).toEqual([]);
   });
@@ -189,7 +196,7 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     await ensureSandboxImage();
   }, 300_000);
 
-  it('fails the step, and its revert removes the file and the folders the first half created', async () => {
+  it('fails the step whole: the file and the folders the first half created are removed again, and there is nothing to revert', async () => {
     // Room for the root and four entries: a, a/b, a/b/one.txt and c; c/d then fails with ENOSPC.
     const workspace = tmpfs(4, { inodes: 5 });
     const dataDir = path.join(tempDir('data-'), 'data');
@@ -201,16 +208,35 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     expect(step!.status).toBe('awaiting_consent');
     const done = await executor.approve('half', person);
     expect(done.status).toBe('failed');
-    expect(done.error).toMatchObject({ code: 'STORAGE_FULL' });
-    // The first half is in place; the folder the failed write made (c) was removed again by that write.
-    expect(fs.readFileSync(path.join(workspace, 'a', 'b', 'one.txt'), 'utf8')).toBe('1\n');
-    expect(fs.readdirSync(workspace)).toEqual(['a']);
-    expect(executor.previewRevert('half').directories.map(({ path: p, state }) => [path.relative(workspace, p), state])).toEqual([
-      ['a/b', 'remove'],
-      ['a', 'remove'],
-    ]);
-    const reverted = await executor.revertStep('half', person);
-    expect(reverted.revertOutcome!.directories.map(({ state }) => state)).toEqual(['removed', 'removed']);
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { putBack: ['a/b/one.txt'] } });
+    expect(done.error!.message).toContain('nothing was changed: a/b/one.txt was removed again');
     expect(fs.readdirSync(workspace)).toEqual([]);
+    expect(executor.previewRevert('half').directories).toEqual([]);
+    expect(executor.previewRevert('half').files.every((entry) => entry.state === 'already_restored')).toBe(true);
+  }, 180_000);
+
+  it('puts a.txt back when b.txt does not fit, and says nothing was changed (the reviewer\'s case)', async () => {
+    const workspace = tmpfs(30);
+    const dataDir = path.join(tempDir('data-'), 'data');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'none' }));
+    fs.writeFileSync(path.join(workspace, 'a.txt'), 'old');
+    const bBefore = Buffer.alloc(2_000_000, 'b');
+    fs.writeFileSync(path.join(workspace, 'b.txt'), bBefore);
+    const executor = Executor.open(dataDir);
+    open.push(executor);
+    const command = "echo new > a.txt && head -c 3000000 /dev/zero | tr '\\0' x > b.txt && echo hi > c.txt";
+    const [step] = await executor.propose({ steps: [{ id: 'abc', action: 'runCommand', args: { command } }] }, person);
+    expect(step!.status).toBe('awaiting_consent');
+    fillUntilFree(workspace, 1_500_000);
+    const done = await executor.approve('abc', person);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC', failedPath: 'b.txt', putBack: ['a.txt'] } });
+    expect(done.error!.message).toContain('nothing was changed: a.txt was put back');
+    expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('old');
+    expect(sha(fs.readFileSync(path.join(workspace, 'b.txt')))).toBe(sha(bBefore));
+    expect(fs.existsSync(path.join(workspace, 'c.txt'))).toBe(false);
+    expect(fs.readdirSync(workspace).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    expect(executor.previewRevert('abc').files.every((entry) => entry.state === 'already_restored')).toBe(true);
   }, 180_000);
 });

@@ -217,3 +217,84 @@ describe('what an existing file loses', () => {
     expect(readCurrent(path.join(file, 'inner'))).toEqual({ content: null, mode: null });
   });
 });
+
+describe('applying a changeset is all or nothing', () => {
+  const planned = (work: string, rel: string, after: string | null): FileChange => {
+    const current = readCurrent(path.join(work, rel));
+    return { absolutePath: path.join(work, rel), displayPath: rel, before: current.content, after: after === null ? null : Buffer.from(after), mode: current.mode };
+  };
+  const ledgerLog = () => {
+    const log: string[] = [];
+    return { log, ledger: { created: (d: { path: string }) => log.push(`+${d.path}`), removed: (d: { path: string }) => log.push(`-${d.path}`) } };
+  };
+
+  it('puts back every file already applied, removes the files and folders it created, and says so, when a later file fails', () => {
+    const work = tempDir('apply-');
+    fs.writeFileSync(path.join(work, 'a.txt'), 'old\n');
+    fs.chmodSync(path.join(work, 'a.txt'), 0o640);
+    fs.writeFileSync(path.join(work, 'gone.txt'), 'keep me\n');
+    fs.writeFileSync(path.join(work, 'blocker'), 'a file, so blocker/x.txt cannot be written');
+    const { log, ledger } = ledgerLog();
+    const changes = [
+      planned(work, 'a.txt', 'new\n'),
+      planned(work, 'gone.txt', null),
+      planned(work, 'new/deep/c.txt', 'created\n'),
+      planned(work, 'blocker/x.txt', 'fails'),
+    ];
+    let thrown: unknown;
+    try {
+      applyFileChanges(changes, ledger);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ExecutorError);
+    const error = thrown as ExecutorError;
+    expect(error.message).toMatch(/nothing was changed: a\.txt was put back, gone\.txt was put back and new\/deep\/c\.txt was removed again/);
+    expect(error.details).toMatchObject({ failedPath: 'blocker/x.txt', putBack: ['a.txt', 'gone.txt', 'new/deep/c.txt'] });
+    expect(fs.readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('old\n');
+    expect(fs.statSync(path.join(work, 'a.txt')).mode & 0o777).toBe(0o640);
+    expect(fs.readFileSync(path.join(work, 'gone.txt'), 'utf8')).toBe('keep me\n');
+    expect(fs.readdirSync(work).sort()).toEqual(['a.txt', 'blocker', 'gone.txt']);
+    // The ledger heard of both folders and of their removal, so the step owns none.
+    expect(log).toEqual([`+${path.join(work, 'new')}`, `+${path.join(work, 'new/deep')}`, `-${path.join(work, 'new/deep')}`, `-${path.join(work, 'new')}`]);
+  });
+
+  it('keeps the error of a single file as it was: nothing else was applied', () => {
+    const work = tempDir('apply-');
+    fs.writeFileSync(path.join(work, 'blocker'), 'x');
+    expect(() => applyFileChanges([planned(work, 'blocker/x.txt', 'fails')])).toThrow(expect.objectContaining({ code: 'ENOTDIR' }));
+  });
+
+  it('names the files that now hold the new content, and says revert restores them, when putting back fails too', () => {
+    const work = tempDir('apply-');
+    const elsewhere = tempDir('elsewhere-');
+    fs.mkdirSync(path.join(work, 'sub'));
+    fs.writeFileSync(path.join(work, 'sub', 'a.txt'), 'old\n');
+    fs.writeFileSync(path.join(work, 'b.txt'), 'old b\n');
+    const changes = [planned(work, 'b.txt', 'new b\n'), planned(work, 'sub/a.txt', 'new\n'), planned(work, 'made/c.txt', 'c')];
+    // The moment the last write makes its folder, sub/ is swapped for a link (so sub/a.txt cannot be put back through it) and the write fails.
+    const ledger = {
+      created: () => {
+        fs.renameSync(path.join(work, 'sub'), path.join(elsewhere, 'sub'));
+        fs.symlinkSync(path.join(elsewhere, 'sub'), path.join(work, 'sub'));
+        throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+      },
+      removed: () => {},
+    };
+    let thrown: unknown;
+    try {
+      applyFileChanges(changes, ledger);
+    } catch (error) {
+      thrown = error;
+    }
+    const error = thrown as ExecutorError;
+    expect(error).toBeInstanceOf(ExecutorError);
+    expect(error.code).toBe('STORAGE_FULL');
+    expect(error.message).toMatch(/sub\/a\.txt now holds the step's new content; b\.txt was put back\. Reverting the step restores it from its backup\./);
+    expect(error.details).toMatchObject({ putBack: ['b.txt'], notPutBack: ['sub/a.txt'] });
+    expect(fs.readFileSync(path.join(work, 'b.txt'), 'utf8')).toBe('old b\n');
+    // Nothing was written through the link.
+    expect(fs.readFileSync(path.join(elsewhere, 'sub', 'a.txt'), 'utf8')).toBe('new\n');
+    expect(fs.existsSync(path.join(work, 'made'))).toBe(false);
+  });
+});
