@@ -48,13 +48,15 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
     }
   }
   const [{ Executor }, { localClient }] = await Promise.all([import('../executor/executor.js'), import('../ipc/local-client.js')]);
-  const executor = Executor.open(dataDir);
+  // A command without a host never starts what it was not asked to (an approved command of another
+  // plan, a dry run): what a stopped host left unfinished is taken up by the next host at its start.
+  // Every such step can still be rejected or cancelled from here, and expiry still applies.
+  const executor = Executor.open(dataDir, { resumeUnfinished: false });
   const api = localClient(executor, 'cli');
   try {
     return await work(api, 'direct');
   } finally {
-    // What a stopped host left unfinished (restart recovery) is taken up now, before the lock is let go:
-    // without a host, nobody else would. Nothing to do, nothing to wait for.
+    // Background work this command started (an expiry sweep moving a plan on) ends before the lock is let go.
     await executor.settled();
     api.close();
     executor.close();

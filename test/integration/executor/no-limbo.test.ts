@@ -203,7 +203,7 @@ async function killDuringPropose(dataDir: string, moment: 'while-weighing' | 'wh
 }
 
 describe('restart after a SIGKILL during propose', () => {
-  it('killed while weighing: every step is proposed; reject works on it, and a restart weighs and prepares the rest', async () => {
+  it('killed while weighing (a plan stored apart from its weighing, as earlier versions did): every step is proposed; reject works on it, and a restart weighs and prepares the rest', async () => {
     const { dataDir } = tempSetup();
     await killDuringPropose(dataDir, 'while-weighing', 4);
 
@@ -280,5 +280,43 @@ describe('an approval given before the plan broke', () => {
     expect(later.status).toBe('awaiting_consent');
     expect(later.blockedBy).toMatchObject({ stepId: submitted[0]!.step.id, status: 'rejected' });
     expect(fs.readdirSync(workspace)).toEqual([]);
+  });
+});
+
+describe('a proposal is stored and weighed in one transaction', () => {
+  it('a SIGKILL while weighing leaves nothing of the plan: it was never acknowledged, and nothing waits half-stored', async () => {
+    const { dataDir } = tempSetup();
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+      const { Executor } = await import(${JSON.stringify(new URL('../../../src/executor/executor.ts', import.meta.url).pathname)});
+      const { actorFor } = await import(${JSON.stringify(new URL('../../../src/domain/actor.ts', import.meta.url).pathname)});
+      let weighed = 0;
+      const proto = Executor.prototype;
+      const evaluateStep = proto.evaluateStep;
+      proto.evaluateStep = function (...args) {
+        if (++weighed === 3) { process.stdout.write('frozen\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); }
+        return evaluateStep.apply(this, args);
+      };
+      const executor = Executor.open(${JSON.stringify(dataDir)});
+      const steps = Array.from({ length: 4 }, (_, i) => ({ id: 's' + i, action: 'writeFile', args: { path: 'file-' + i + '.txt', content: 'x' } }));
+      await executor.propose({ planId: 'crashed-plan', steps }, actorFor('cli'));
+    `], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      child.stderr.on('data', (chunk) => (err += chunk));
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('frozen')) {
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`child exited (${code}) before freezing: ${err}`)));
+    });
+    await exited;
+    const executor = reopen(dataDir);
+    await executor.settled();
+    expect(executor.listSteps({ planId: 'crashed-plan' })).toEqual([]);
   });
 });
