@@ -10,9 +10,22 @@ const boundedText = (field: string, maxBytes: number) =>
     message: `${field} is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB`,
   });
 
-/** Standard base64 with padding, nothing else: the only form whose decoding is exact and unique. */
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/**
+ * Standard base64 in its canonical form, nothing else: padded with "=" to a multiple of 4, and the
+ * bits the padding leaves over in the last character zero. Any other text would decode too (Node
+ * skips what it cannot read and ignores leftover bits: "aGVsbG9=" and "aGVsbG8=" both give
+ * "hello"), so two different texts would write the same bytes. This holds exactly when re-encoding
+ * the decoded bytes gives back the same text, checked here without decoding 16 MiB again.
+ */
 export function isStrictBase64(text: string): boolean {
-  return text.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(text);
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return false;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  if (padding === 0) return true;
+  // The last data character carries 4 (one "=") or 2 (two "=") leftover bits in its low end.
+  const last = BASE64_ALPHABET.indexOf(text[text.length - 1 - padding]!);
+  return (last & (padding === 2 ? 0b1111 : 0b11)) === 0;
 }
 
 const pathField = z.string().min(1, 'path is empty').max(4096, 'path is longer than 4096 characters');
@@ -30,7 +43,8 @@ export const ACTION_ARGS = {
     })
     // Node decodes bad base64 by skipping what it cannot read, so the file would silently differ from what was sent.
     .refine((args) => args.encoding !== 'base64' || isStrictBase64(args.content), {
-      message: 'content is not valid base64 (only A–Z, a–z, 0–9, "+", "/", padded with "=" to a multiple of 4 characters)',
+      message:
+        'content is not valid base64 (only A–Z, a–z, 0–9, "+", "/", padded with "=" to a multiple of 4 characters, in the canonical form: the text a base64 encoder writes for the bytes, e.g. "aGVsbG8=", not "aGVsbG9=")',
       path: ['content'],
     }),
   deleteFile: z.strictObject({

@@ -9,7 +9,7 @@ import { proposeAndAwaitDecision } from '../ipc/decision-wait.js';
 import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
-import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, type PlanStepInput } from './tools.js';
+import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, toolArgs, type PlanStepInput } from './tools.js';
 
 export { DEFAULT_WAIT_SECONDS };
 /** The newest of its own steps list_my_steps shows. */
@@ -153,7 +153,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     {
       // The host answers only for this agent's own steps; any other id is, to it, an unknown id.
       description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, EXPIRED (nobody decided it in time), or still PENDING.',
-      inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
+      inputSchema: toolArgs('step_status', { stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
       annotations: { readOnlyHint: true },
     },
     async ({ stepId }: { stepId: string }) => {
@@ -170,7 +170,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     'list_my_steps',
     {
       description: 'The steps this client proposed recently, newest first (at most 50), each with its outcome. Optionally only those in one status.',
-      inputSchema: z.object({ status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected') }),
+      inputSchema: toolArgs('list_my_steps', { status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected') }),
       annotations: { readOnlyHint: true },
     },
     async ({ status }: { status?: (typeof STEP_STATUSES)[number] }) => {
@@ -190,7 +190,7 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     'cancel_step',
     {
       description: 'Withdraw a step you proposed that the user has not decided yet. It will not run; the user sees it as cancelled by you.',
-      inputSchema: z.object({ stepId: z.string().min(1).max(128).describe('The id of your pending step.') }),
+      inputSchema: toolArgs('cancel_step', { stepId: z.string().min(1).max(128).describe('The id of your pending step.') }),
     },
     async ({ stepId }: { stepId: string }) => {
       try {

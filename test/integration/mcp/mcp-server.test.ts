@@ -153,7 +153,7 @@ describe('executor mcp with the app running', () => {
     expect(both.text).toContain('exactly one of `command`');
     const badPlan = await mcp.call('propose_plan', { purpose: 'p', steps: [{ tool: 'write_file', args: { path: 7 } }] });
     expect(badPlan.isError).toBe(true);
-    expect(badPlan.text).toMatch(/steps\.0\.args \(write_file\) path/);
+    expect(badPlan.text).toMatch(/steps\.0\.args\.path \(write_file\): /);
     const unknown = await mcp.call('step_status', { stepId: 'no-such-step' });
     expect(unknown.text).toMatch(/^FAILED: NOT_FOUND: There is no step with id no-such-step/);
 

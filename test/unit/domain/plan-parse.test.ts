@@ -23,6 +23,8 @@ describe('parsePlan', () => {
     ['whitespace', 'aGk= '],
     ['URL-safe alphabet', 'a-_='],
     ['three pads', 'a==='],
+    ['leftover bits under one pad (decodes to "hello" like aGVsbG8=)', 'aGVsbG9='],
+    ['leftover bits under two pads (decodes to "h" like aA==)', 'aB=='],
   ])('refuses base64 content with %s, naming the field', (_label, content) => {
     const refused = codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a.bin', content, encoding: 'base64' } }] }));
     expect(refused.code).toBe('INVALID_PLAN');
