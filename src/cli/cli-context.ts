@@ -5,6 +5,8 @@ import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
+import { isNoSpace } from '../store/storage-errors.js';
+import { ExecutorError } from '../domain/errors.js';
 
 interface GlobalOptions {
   dataDir?: string;
@@ -52,6 +54,11 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   const api = localClient(executor, 'cli');
   try {
     return await work(api, 'direct');
+  } catch (error) {
+    // A full data directory names itself, and the WAL the refused write grew is given back now.
+    if (!isNoSpace(error)) throw error;
+    const shaped = executor.describeError(error);
+    throw new ExecutorError(shaped.code, shaped.message, shaped.details);
   } finally {
     // What a stopped host left unfinished (restart recovery) is taken up now, before the lock is let go:
     // without a host, nobody else would. Nothing to do, nothing to wait for.

@@ -113,10 +113,13 @@ export function toErrorShape(error: unknown): ErrorShape {
   const errorCode = (error as { code?: unknown } | null)?.code;
   if (typeof errorCode === 'string' && errorCode.startsWith('SQLITE_')) {
     const family = Object.keys(STORAGE_FAILURES).find((prefix) => errorCode === prefix || errorCode.startsWith(`${prefix}_`));
-    if (family) return { code: 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
+    // A full disk is STORAGE_FULL wherever it is met (as for ENOSPC below); the Executor's own
+    // mapping (store/storage-errors.ts) adds the data directory's path and free space.
+    if (family) return { code: family === 'SQLITE_FULL' ? 'STORAGE_FULL' : 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
   }
   if (typeof errorCode === 'string' && FILE_SYSTEM_FAILURES[errorCode]) {
-    return { code: 'STORAGE_FAILED', message: FILE_SYSTEM_FAILURES[errorCode]!, details: { errno: errorCode } };
+    const full = errorCode === 'ENOSPC' || errorCode === 'EDQUOT';
+    return { code: full ? 'STORAGE_FULL' : 'STORAGE_FAILED', message: FILE_SYSTEM_FAILURES[errorCode]!, details: { errno: errorCode } };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message };

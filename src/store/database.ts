@@ -26,6 +26,9 @@ export function openDatabase(dataDir: string, options: { readonly?: boolean } = 
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // After a checkpoint the WAL shrinks back to this size: one big write (or a refused one on a full
+  // disk) does not keep its megabytes in executor.db-wal for the life of the host.
+  db.pragma('journal_size_limit = 1048576');
   migrate(db);
   return db;
 }
@@ -37,5 +40,20 @@ function migrate(db: Db): void {
       db.exec(MIGRATIONS[index]!);
       db.pragma(`user_version = ${index + 1}`);
     })();
+  }
+}
+
+/**
+ * Copies what the WAL holds into the database and truncates it to zero bytes. Called after a write
+ * was refused for lack of room (the rolled-back frames stay in the WAL otherwise, keeping the disk
+ * full) and before closing. Never throws: it gives space back when it can, and the error that led
+ * here is the one worth reporting.
+ */
+export function giveBackWal(db: Db): void {
+  if (!db.open || db.readonly || db.inTransaction) return;
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } catch {
+    /* a reader still in the WAL, or no room for the checkpoint itself: the next one tries again */
   }
 }
