@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'BUSY'
   /** The data directory, or something Executor keeps in it, belongs to another user: refused, with how to fix it. */
   | 'DATA_DIR_NOT_OWNED'
+  /** Something that is not Executor's lock (a folder, a link, a special file) sits where the data directory's lock files go. */
+  | 'DATA_DIR_LOCK_INVALID'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
