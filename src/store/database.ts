@@ -12,8 +12,18 @@ export const DATABASE_FILE = 'executor.db';
  * --wait poll, the UI) see committed state while the host writes; synchronous=FULL makes
  * each committed transition survive power loss, which the audit trail depends on.
  */
-export function openDatabase(dataDir: string, options: { readonly?: boolean } = {}): Db {
+export function openDatabase(dataDir: string, options: { readonly?: boolean; withoutSharedMemory?: boolean } = {}): Db {
   const file = path.join(dataDir, DATABASE_FILE);
+  // Without a -shm file (a full disk cannot size one): in EXCLUSIVE locking mode SQLite keeps the WAL
+  // index in this process's memory; the lock it holds until close keeps writers out meanwhile.
+  if (options.withoutSharedMemory) {
+    // Not opened read-only: a read-only connection cannot create the (empty) -wal file a database at rest lacks.
+    // query_only keeps it from writing anything all the same.
+    const db = new Database(file, { fileMustExist: true });
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('query_only = ON');
+    return db;
+  }
   // Created 0600 before SQLite opens it: SQLite gives the -wal, -shm and -journal files the main
   // file's mode, so the whole database stays private whatever this process's umask is.
   if (!options.readonly) fs.closeSync(fs.openSync(file, 'a', 0o600));

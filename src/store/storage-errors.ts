@@ -7,7 +7,8 @@ const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
 /** SQLite's or the file system's "no room left", as thrown (not yet typed). */
 export function isNoSpace(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'SQLITE_FULL') return true;
+  // SHMSIZE: SQLite could not grow the WAL index (-shm), which it does by writing to it: ENOSPC underneath.
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_SHMSIZE') return true;
   if (typeof code === 'string' && NO_SPACE_ERRNO.has(code)) return true;
   return error instanceof ExecutorError && error.code === 'STORAGE_FULL';
 }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
+import { toErrorShape } from '../../../src/domain/errors.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
@@ -78,8 +79,7 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
         error = caught;
       }
       expect(error).toBeDefined();
-      if (!executor) console.log('OPENERR', error);
-      const shaped = executor ? executor.describeError(error) : (error as { toJSON(): unknown }).toJSON();
+      const shaped = executor ? executor.describeError(error) : toErrorShape(error);
       expect(shaped).toMatchObject({ code: 'STORAGE_FULL', details: { dataDir, freeBytes: expect.any(Number) } });
       expect((shaped as { message: string }).message).toContain(dataDir);
       expect((shaped as { message: string }).message).toMatch(/free/);
@@ -106,9 +106,12 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
     fillUntilFree(root, 0);
 
     const listed = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
-    expect(listed.stderr).toBe('');
-    expect(listed.status).toBe(0);
-    expect(listed.json<{ id: string }[]>().map((step) => step.id)).toContain('small');
+    expect(listed.status, listed.stdout + listed.stderr).toBe(0);
+    expect(listed.stderr).toContain(dataDir);
+    expect(listed.json<{ step: { id: string } }[]>().map((record) => record.step.id)).toContain('small');
+    const shown = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'small']);
+    expect(shown.status, shown.stdout + shown.stderr).toBe(0);
+    expect(shown.json<{ step: { id: string } }>().step.id).toBe('small');
 
     const refused = runCli(['--data-dir', dataDir, 'propose', planFile('b.json', { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'y' } }] })]);
     expect(refused.status).toBe(2);
