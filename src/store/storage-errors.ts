@@ -34,13 +34,18 @@ export function dataDirStorageFailure(error: unknown, dataDir: string): unknown 
   const cause = error instanceof ExecutorError ? error.details?.errno ?? error.details?.sqlite : code;
   const free = freeBytesAt(dataDir);
   const where = free === null ? '' : ` (${formatBytes(free)} free)`;
+  const needed = error instanceof ExecutorError ? error.details?.neededBytes : undefined;
+  const writing = typeof typedPath === 'string' && typedPath !== dataDir
+    ? ` (it had no room for ${typeof needed === 'number' ? `the ${formatBytes(needed)} of ` : ''}${typedPath})`
+    : '';
   return new ExecutorError(
     'STORAGE_FULL',
-    `The disk holding the data directory ${dataDir} is full${where}; nothing was changed. ` +
+    `The disk holding the data directory ${dataDir} is full${where}${writing}; nothing was changed. ` +
       'Free some space on that disk (or point --data-dir / EXECUTOR_DATA_DIR at a disk with room) and try again.',
     {
       dataDir,
       path: typeof typedPath === 'string' ? typedPath : dataDir,
+      ...(typeof needed === 'number' ? { neededBytes: needed } : {}),
       freeBytes: free,
       ...(typeof cause === 'string' ? (cause.startsWith('SQLITE_') ? { sqlite: cause } : { errno: cause }) : {}),
     },
