@@ -5,6 +5,8 @@ import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
+import { isNoSpace } from '../store/storage-errors.js';
+import { ExecutorError } from '../domain/errors.js';
 
 interface GlobalOptions {
   dataDir?: string;
@@ -55,6 +57,11 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   const api = localClient(executor, 'cli');
   try {
     return await work(api, 'direct');
+  } catch (error) {
+    // A full data directory names itself, and the WAL the refused write grew is given back now.
+    if (!isNoSpace(error)) throw error;
+    const shaped = executor.describeError(error);
+    throw new ExecutorError(shaped.code, shaped.message, shaped.details);
   } finally {
     // Background work this command started (an expiry sweep moving a plan on) ends before the lock is let go.
     await executor.settled();
@@ -78,5 +85,59 @@ export async function askHostIfKeysSealed<T>(dataDir: string, work: (api: Execut
     return { value: await work(remote) };
   } finally {
     remote.close();
+  }
+}
+
+/**
+ * A read the CLI makes itself (`steps list`, `steps show`) still answers when the data directory's
+ * disk is full: opening the Executor writes (its lock's pid file, the app.started record, the
+ * shutdown checkpoint), so on STORAGE_FULL the steps are read straight from the database, read-only,
+ * without the lock (WAL readers need none) and without writing a byte. Anything else is rethrown.
+ */
+export async function readEvenWhenFull<T>(
+  dataDir: string,
+  viaExecutor: () => Promise<T>,
+  readOnly: (steps: import('../store/step-repository.js').StepRepository) => T,
+): Promise<T> {
+  try {
+    return await viaExecutor();
+  } catch (error) {
+    if (!(error instanceof ExecutorError && error.code === 'STORAGE_FULL')) throw error;
+    const [{ openDatabase }, { StepRepository }, { loadPolicy }] = await Promise.all([
+      import('../store/database.js'),
+      import('../store/step-repository.js'),
+      import('../policy/policy-file.js'),
+    ]);
+    let expirySeconds: number | undefined;
+    try {
+      expirySeconds = loadPolicy(path.resolve(dataDir)).consentExpirySeconds;
+    } catch {
+      /* the repository's default */
+    }
+    const refuseWrites = { append: () => { throw error; } } as unknown as ConstructorParameters<typeof StepRepository>[1];
+    const readFrom = (withoutSharedMemory: boolean): T => {
+      const db = openDatabase(path.resolve(dataDir), { readonly: true, withoutSharedMemory });
+      try {
+        return readOnly(new StepRepository(db, refuseWrites, expirySeconds === undefined ? undefined : () => expirySeconds));
+      } finally {
+        db.close();
+      }
+    };
+    let value: T;
+    try {
+      value = readFrom(false);
+    } catch (readError) {
+      if (readError instanceof ExecutorError) throw readError; // NOT_FOUND for an unknown step id
+      // A WAL reader needs the -shm file sized, which a full disk refuses (SQLITE_IOERR_SHMSIZE):
+      // read again with the WAL index in memory instead.
+      try {
+        value = readFrom(true);
+      } catch (memoryError) {
+        if (memoryError instanceof ExecutorError) throw memoryError;
+        throw error;
+      }
+    }
+    process.stderr.write(`executor: ${error.message} (The steps were read without opening the Executor.)\n`);
+    return value;
   }
 }

@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'BUSY'
   /** The data directory, or something Executor keeps in it, belongs to another user: refused, with how to fix it. */
   | 'DATA_DIR_NOT_OWNED'
+  /** Something that is not Executor's lock (a folder, a link, a special file) sits where the data directory's lock files go. */
+  | 'DATA_DIR_LOCK_INVALID'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
@@ -113,10 +115,13 @@ export function toErrorShape(error: unknown): ErrorShape {
   const errorCode = (error as { code?: unknown } | null)?.code;
   if (typeof errorCode === 'string' && errorCode.startsWith('SQLITE_')) {
     const family = Object.keys(STORAGE_FAILURES).find((prefix) => errorCode === prefix || errorCode.startsWith(`${prefix}_`));
-    if (family) return { code: 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
+    // A full disk is STORAGE_FULL wherever it is met (as for ENOSPC below); the Executor's own
+    // mapping (store/storage-errors.ts) adds the data directory's path and free space.
+    if (family) return { code: family === 'SQLITE_FULL' ? 'STORAGE_FULL' : 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
   }
   if (typeof errorCode === 'string' && FILE_SYSTEM_FAILURES[errorCode]) {
-    return { code: 'STORAGE_FAILED', message: FILE_SYSTEM_FAILURES[errorCode]!, details: { errno: errorCode } };
+    const full = errorCode === 'ENOSPC' || errorCode === 'EDQUOT';
+    return { code: full ? 'STORAGE_FULL' : 'STORAGE_FAILED', message: FILE_SYSTEM_FAILURES[errorCode]!, details: { errno: errorCode } };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message };

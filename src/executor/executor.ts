@@ -23,7 +23,8 @@ import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, ty
 import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
+import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -46,7 +47,7 @@ import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
-import { openDatabase, type Db } from '../store/database.js';
+import { giveBackWal, openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
@@ -234,10 +235,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       void loadShellParser();
       return executor;
     } catch (error) {
+      if (db && isNoSpace(error)) giveBackWal(db);
       db?.close();
       lock.release();
-      throw error;
+      throw dataDirStorageFailure(error, resolved);
     }
+  }
+
+  /**
+   * Any error as the surfaces (IPC, CLI, a failed step) report it. A full disk met in the data
+   * directory names the directory and its free space (STORAGE_FULL), and the WAL the refused write
+   * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
+   */
+  describeError(error: unknown): ErrorShape {
+    if (isNoSpace(error) && !this.closed) giveBackWal(this.db);
+    return toErrorShape(dataDirStorageFailure(error, this.dataDir));
   }
 
   /**
@@ -258,7 +270,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         this.auditLog.checkpoint('shutdown');
       })();
       this.auditLog.flushAnchor();
+    } catch (error) {
+      throw dataDirStorageFailure(error, this.dataDir);
     } finally {
+      // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
+      giveBackWal(this.db);
       this.db.close();
       this.lock.release();
     }
@@ -503,7 +519,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private recordPreparationFailure(planId: string, error: unknown): void {
     if (this.closed) return;
     const stepId = error instanceof PreparationError ? error.stepId : null;
-    const shaped = toErrorShape(error instanceof PreparationError ? error.cause : error);
+    const shaped = this.describeError(error instanceof PreparationError ? error.cause : error);
     try {
       if (stepId && this.steps.get(stepId).status === 'evaluated') {
         this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
@@ -825,7 +841,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const result = await prepared.apply();
       return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
     } catch (error) {
-      const shaped = toErrorShape(error);
+      const shaped = this.describeError(error);
       return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
     }
   }
@@ -938,7 +954,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
   private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
-    const shaped = toErrorShape(error);
+    const shaped = this.describeError(error);
     const now = new Date().toISOString();
     this.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
     return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));

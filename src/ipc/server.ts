@@ -1,6 +1,6 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
-import { ExecutorError, toErrorShape, type ErrorCode } from '../domain/errors.js';
+import { ExecutorError, type ErrorCode } from '../domain/errors.js';
 import { isAgentActor, mayAccessStep } from '../domain/step-ownership.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { Executor } from '../executor/executor.js';
@@ -403,7 +403,7 @@ export class IpcServer {
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {
-      const shaped = toErrorShape(error);
+      const shaped = this.executor.describeError(error);
       if (shaped.code === 'IPC_FORBIDDEN') this.auditRefusal(new Refusal(shaped.code, shaped.message, request.id, session, true), connection, request.method);
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: false, error: shaped };
     }

@@ -12,8 +12,18 @@ export const DATABASE_FILE = 'executor.db';
  * --wait poll, the UI) see committed state while the host writes; synchronous=FULL makes
  * each committed transition survive power loss, which the audit trail depends on.
  */
-export function openDatabase(dataDir: string, options: { readonly?: boolean } = {}): Db {
+export function openDatabase(dataDir: string, options: { readonly?: boolean; withoutSharedMemory?: boolean } = {}): Db {
   const file = path.join(dataDir, DATABASE_FILE);
+  // Without a -shm file (a full disk cannot size one): in EXCLUSIVE locking mode SQLite keeps the WAL
+  // index in this process's memory; the lock it holds until close keeps writers out meanwhile.
+  if (options.withoutSharedMemory) {
+    // Not opened read-only: a read-only connection cannot create the (empty) -wal file a database at rest lacks.
+    // query_only keeps it from writing anything all the same.
+    const db = new Database(file, { fileMustExist: true });
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('query_only = ON');
+    return db;
+  }
   // Created 0600 before SQLite opens it: SQLite gives the -wal, -shm and -journal files the main
   // file's mode, so the whole database stays private whatever this process's umask is.
   if (!options.readonly) fs.closeSync(fs.openSync(file, 'a', 0o600));
@@ -26,6 +36,9 @@ export function openDatabase(dataDir: string, options: { readonly?: boolean } = 
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // After a checkpoint the WAL shrinks back to this size: one big write (or a refused one on a full
+  // disk) does not keep its megabytes in executor.db-wal for the life of the host.
+  db.pragma('journal_size_limit = 1048576');
   migrate(db);
   return db;
 }
@@ -37,5 +50,20 @@ function migrate(db: Db): void {
       db.exec(MIGRATIONS[index]!);
       db.pragma(`user_version = ${index + 1}`);
     })();
+  }
+}
+
+/**
+ * Copies what the WAL holds into the database and truncates it to zero bytes. Called after a write
+ * was refused for lack of room (the rolled-back frames stay in the WAL otherwise, keeping the disk
+ * full) and before closing. Never throws: it gives space back when it can, and the error that led
+ * here is the one worth reporting.
+ */
+export function giveBackWal(db: Db): void {
+  if (!db.open || db.readonly || db.inTransaction) return;
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } catch {
+    /* a reader still in the WAL, or no room for the checkpoint itself: the next one tries again */
   }
 }

@@ -7,7 +7,7 @@ import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-t
 import { STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { toErrorShape } from '../../domain/errors.js';
 import { visibleJson } from '../../domain/visible-text.js';
-import { globals, print, withExecutor, type ExecutorReach } from '../cli-context.js';
+import { globals, print, readEvenWhenFull, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 
 /*
@@ -110,7 +110,8 @@ export function registerStepCommands(program: Command): void {
     .action(async (options: { status?: StepStatus[]; plan?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { summaryLine } = await rendering();
-      const records = await withExecutor(dataDir, (api) => api.listSteps({ status: options.status, planId: options.plan }));
+      const filter = { status: options.status, planId: options.plan };
+      const records = await readEvenWhenFull(dataDir, () => withExecutor(dataDir, (api) => api.listSteps(filter)), (stored) => stored.list(filter));
       print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
     });
   steps
@@ -121,7 +122,11 @@ export function registerStepCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const { detailText } = await rendering();
       // The policy in force says how long a command or code may run; a step is still shown without it.
-      const { record, limits } = await withExecutor(dataDir, async (api) => ({ record: await api.getStep({ stepId }), limits: await api.getPolicy().catch(() => undefined) }));
+      const { record, limits } = await readEvenWhenFull(
+        dataDir,
+        () => withExecutor(dataDir, async (api) => ({ record: await api.getStep({ stepId }), limits: await api.getPolicy().catch(() => undefined) })),
+        (stored) => ({ record: stored.get(stepId), limits: undefined }),
+      );
       print(json, record, () => detailText(record, limits));
     });
 

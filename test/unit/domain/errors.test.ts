@@ -9,11 +9,11 @@ describe('toErrorShape', () => {
   });
 
   it('says a full disk, a read-only directory or an I/O error in words a person can act on', () => {
-    expect(toErrorShape(withCode('database or disk is full', 'SQLITE_FULL'))).toMatchObject({ code: 'STORAGE_FAILED', message: expect.stringContaining('full'), details: { sqlite: 'SQLITE_FULL' } });
+    expect(toErrorShape(withCode('database or disk is full', 'SQLITE_FULL'))).toMatchObject({ code: 'STORAGE_FULL', message: expect.stringContaining('full'), details: { sqlite: 'SQLITE_FULL' } });
     expect(toErrorShape(withCode('attempt to write a readonly database', 'SQLITE_READONLY_DBMOVED'))).toMatchObject({ code: 'STORAGE_FAILED', message: expect.stringContaining('read-only') });
     expect(toErrorShape(withCode('disk I/O error', 'SQLITE_IOERR_WRITE'))).toMatchObject({ code: 'STORAGE_FAILED' });
     expect(toErrorShape(withCode('EROFS: read-only file system', 'EROFS'))).toMatchObject({ code: 'STORAGE_FAILED', details: { errno: 'EROFS' } });
-    expect(toErrorShape(withCode('ENOSPC: no space left', 'ENOSPC'))).toMatchObject({ code: 'STORAGE_FAILED', message: expect.stringContaining('full') });
+    expect(toErrorShape(withCode('ENOSPC: no space left', 'ENOSPC'))).toMatchObject({ code: 'STORAGE_FULL', message: expect.stringContaining('full') });
   });
 
   it('leaves other failures INTERNAL with their message', () => {
