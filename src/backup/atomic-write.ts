@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
 import { personUmask } from '../store/data-dir.js';
@@ -325,11 +326,79 @@ function fsyncCreatedParents(created: readonly CreatedDirectory[]): void {
 export function removeFileNoFollow(target: string): void {
   assertPlainTarget(target);
   if (lstatOrNull(target) === null) return;
+  if (isMainThread) removeInFolderItself(target);
+  else removeMovedAside(target);
+}
+
+/**
+ * Node has no unlinkat: a name is looked up from the root on every call, so a folder swapped for a
+ * link between a check and the unlink would delete the file the link leads to. Changing into the
+ * folder resolves it once; the check and the unlink then act on that very folder, by name alone.
+ * Synchronous from chdir to chdir back, so no other code of this thread sees the changed cwd.
+ */
+function removeInFolderItself(target: string): void {
+  const dir = path.dirname(target);
+  const name = path.basename(target);
+  const cwd = process.cwd();
+  process.chdir(dir);
   try {
-    fs.unlinkSync(target);
-    fsyncDirectory(path.dirname(target));
+    if (fs.realpathSync.native('.') !== dir) {
+      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${target} now leads through a symbolic link; nothing was removed.`, { path: target });
+    }
+    const stat = lstatOrNull(name);
+    if (stat === null) return;
+    if (!stat.isFile()) throw new ExecutorError('PATH_INVALID', `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`, { path: target });
+    fs.unlinkSync(name);
+    fsyncDirectory('.');
   } catch (error) {
+    if (error instanceof ExecutorError) throw error;
     // A read-only workspace names the workspace file, not the data directory.
+    throw writeFailure(error, target, 0);
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+/**
+ * Where chdir is not allowed (a worker thread: the desktop app's host): moved aside in its own
+ * folder first, then checked, then unlinked. A swap in between moves a file but deletes nothing,
+ * and the check sees it and puts it back where it can.
+ */
+function removeMovedAside(target: string): void {
+  const before = lstatOrNull(target);
+  if (before === null) return;
+  const dir = path.dirname(target);
+  const aside = path.join(dir, `.executor-remove-${randomBytes(6).toString('hex')}`);
+  try {
+    fs.renameSync(target, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw writeFailure(error, target, 0);
+  }
+  const landed = lstatOrNull(aside);
+  let realDir: string | null = null;
+  try {
+    realDir = fs.realpathSync.native(dir);
+  } catch {
+    realDir = null;
+  }
+  if (!landed || !landed.isFile() || landed.ino !== before.ino || landed.dev !== before.dev || realDir !== dir) {
+    let putBack = true;
+    try {
+      fs.renameSync(aside, target);
+    } catch {
+      putBack = false;
+    }
+    throw new ExecutorError(
+      'PATH_OUTSIDE_ROOT',
+      `${target} changed, or its folder was swapped for a link, while it was being removed; nothing was removed${putBack ? '' : ` (the file may be left as ${path.basename(aside)} beside it)`}.`,
+      { path: target },
+    );
+  }
+  try {
+    fs.unlinkSync(aside);
+    fsyncDirectory(dir);
+  } catch (error) {
     throw writeFailure(error, target, 0);
   }
 }

@@ -60,7 +60,7 @@ export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolea
   for (const record of [...records].sort((a, b) => a.position - b.position)) {
     if (record.status === 'executed' || record.status === 'reverted') continue;
     if (PLAN_BREAKING_STATUSES.includes(record.status)) {
-      broken ??= record;
+      broken = latestBreak([broken, record]);
       continue;
     }
     if (record.status === 'awaiting_consent') {
@@ -73,4 +73,14 @@ export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolea
     if (!undecidedBefore) return true;
   }
   return false;
+}
+
+/**
+ * Of the steps that ended without running, the one that ended last: an approval counts only when it
+ * was given after every earlier step of its plan that broke the plan, not only the first of them.
+ */
+export function latestBreak(records: readonly (StepRecord | undefined)[]): StepRecord | undefined {
+  let latest: StepRecord | undefined;
+  for (const record of records) if (record && (!latest || record.updatedAt > latest.updatedAt)) latest = record;
+  return latest;
 }

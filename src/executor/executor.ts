@@ -28,7 +28,7 @@ import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
-import { blockingReason, planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
 import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type StepRecord } from '../domain/step-record.js';
@@ -669,6 +669,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
     const record = this.steps.get(stepId);
+    if (record.status === 'expired') throw this.expiredError(record);
     if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
@@ -790,7 +791,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.steps.get(stepId);
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = this.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status));
+    const broken = latestBreak(this.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
@@ -983,7 +984,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       if (record.status === 'executed' || record.status === 'reverted') continue;
       if (record.status === 'approved' && this.overdue(record)) record = this.expire(record) ?? this.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
-        broken ??= record;
+        // The latest break counts: an approval given before any earlier step ended without running does not hold.
+        broken = latestBreak([broken, record]);
         continue;
       }
       if (record.status !== 'approved') {
@@ -1009,7 +1011,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         throw error;
       }
       if (ran.status === 'executed') continue;
-      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken ??= ran;
+      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken = latestBreak([broken, ran]);
       else waiting = true;
     }
   }

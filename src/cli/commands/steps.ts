@@ -76,7 +76,7 @@ export function registerStepCommands(program: Command): void {
       const waitMs = options.timeout !== undefined ? options.timeout * 1000 : undefined;
       // The guarantee behind --timeout: a host that stops answering (even before it says hello) cannot hold this
       // command past it. Without a host the command runs the steps itself, and is never stopped mid-step.
-      const backstop = options.wait && waitMs !== undefined ? setTimeout(() => giveUp(json, options.timeout!), waitMs + 500) : undefined;
+      const backstop = waitMs !== undefined ? setTimeout(() => giveUp(json, options.timeout!), waitMs + 500) : undefined;
       backstop?.unref();
       let reached: ExecutorReach = 'direct';
       const records = await withExecutor(dataDir, async (api, reach) => {

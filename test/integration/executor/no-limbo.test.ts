@@ -83,6 +83,19 @@ describe('a plan whose earlier step did not run', () => {
     expect(fs.readFileSync(path.join(workspace, 'second.txt'), 'utf8')).toBe('2');
   });
 
+  it('an approval given after the first break but before a later one goes back to the person (the reviewer case)', async () => {
+    const { executor, workspace } = start();
+    const [first, second, third] = await executor.propose({ steps: [write('first.txt', '1'), write('second.txt', '2'), write('third.txt', '3')] }, cli);
+    fs.mkdirSync(path.join(workspace, 'first.txt'));
+    expect((await executor.approve(first!.step.id, person)).status).toBe('failed');
+    // Approved knowing the first failed; it waits for the second …
+    expect((await executor.approve(third!.step.id, person)).status).toBe('approved');
+    // … which the person then rejects: the plan broke again, after that yes.
+    await executor.reject(second!.step.id, person, 'not this one');
+    expect(executor.getStep(third!.step.id).status).toBe('awaiting_consent');
+    expect(fs.existsSync(path.join(workspace, 'third.txt'))).toBe(false);
+  });
+
   it('sends back every later approved step, not only the next one, and never runs them', async () => {
     const { executor, workspace } = start();
     const records = await executor.propose({ steps: [write('a.txt', 'a'), write('b.txt', 'b'), write('c.txt', 'c'), write('d.txt', 'd')] }, cli);
@@ -141,7 +154,7 @@ describe('consent expiry', () => {
     expect(done.consentExpiresAt).toBeUndefined();
     const audit = executor.getAudit({ filters: { stepId: record!.step.id }, order: 'asc' }).entries.map((entry) => entry.action);
     expect(audit.at(-1)).toBe('step.expired');
-    expect((await errorOf(executor.approve(record!.step.id, person))).code).toBe('ILLEGAL_TRANSITION');
+    expect((await errorOf(executor.approve(record!.step.id, person))).code).toBe('CONSENT_EXPIRED');
   });
 
   it('a plan cannot ask for longer than the policy allows', async () => {
