@@ -62,7 +62,7 @@ describe('the agent channel sees and touches only its own steps', () => {
 
   it("answers the person's steps and another agent's exactly like an id that names no step, for every method", async () => {
     const person = await connect('cli');
-    const [personal] = await person.propose({ plan: { steps: [{ id: 'person-read', ...write(workspace, 'secret.txt', 'the person only\n') }] } });
+    const [personal] = (await proposeAndAwaitPreparation(person, { steps: [{ id: 'person-read', ...write(workspace, 'secret.txt', 'the person only\n') }] })).records;
     await person.approve({ stepId: personal!.step.id });
     expect((await person.getStep({ stepId: 'person-read' })).status).toBe('executed');
     const owner = await connect('agent', 'same-name 1.0');
