@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { INVOKE_CHANNEL, registerIpcBridge, WINDOW_SECRET_CHANNEL } from '../../../electron/ipc-bridge.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { lineToServer } from '../../../src/ipc/host-line.js';
 import { METHOD_NAMES } from '../../../src/ipc/methods.js';
@@ -43,7 +44,8 @@ afterEach(async () => {
 async function agentProposes(name: string) {
   const agent = await connectToHost(host.executor.dataDir, 'agent', { client: 'test-agent' });
   clients.push(agent);
-  const [record] = await agent.propose({ plan: { steps: [{ id: `s-${name}`, action: 'writeFile', args: { path: path.join(workspace, name), content: 'from the agent\n' } }] } });
+  // The host answers first and prepares the preview after; the person decides once it is in.
+  const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: `s-${name}`, action: 'writeFile', args: { path: path.join(workspace, name), content: 'from the agent\n' } }] })).records;
   return record!;
 }
 

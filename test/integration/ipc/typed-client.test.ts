@@ -172,7 +172,7 @@ describe('typed client over the loopback web server', () => {
     expect(stored.key).not.toBe(token);
     const agentClient = await connectToHost(host.executor.dataDir, 'agent');
     clients.push(agentClient);
-    const [record] = await agentClient.propose({ plan: writePlan(workspace, 'w.txt') });
+    const [record] = (await proposeAndAwaitPreparation(agentClient, writePlan(workspace, 'w.txt'))).records;
     const approved = await client.approve({ stepId: record!.step.id, previewHash: record!.previewHash ?? undefined });
     expect(approved.status).toBe('executed');
     expect(approved.approval?.by.channel).toBe('web');
