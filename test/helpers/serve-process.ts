@@ -53,7 +53,10 @@ export async function startServe(
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve(child.exitCode);
-        child.once('exit', (code) => resolve(code));
+        child.once('exit', (code, signal) => {
+          if (code === null) process.stderr.write(`serve exited on ${signal}: ${stderr}\n`);
+          resolve(code);
+        });
         child.kill('SIGTERM');
       }),
   };
