@@ -34,6 +34,7 @@ async function openWindow(url: string): Promise<{ page: Page; errors: string[] }
   return { page, errors };
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the window when a plan stops or nobody decides', { timeout: 180_000 }, () => {
   it('shows why a step is held back, lets the person reject an approved step, and lists expired steps in History', async () => {
     const { dataDir, workspace, base } = tempSetup();

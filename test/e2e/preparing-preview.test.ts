@@ -39,6 +39,7 @@ function slowCode(id: string, ms: number) {
   return { id, action: 'runCode', args: { code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return 'slept';`, timeoutMs: 5000, purpose: `busy for ${ms} ms` } };
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the queue while the host prepares and runs', { timeout: 120_000 }, () => {
   it('shows a proposal at once as "preparing preview" with its elapsed time, fills in its preview, and keeps Approve of another plan enabled during a long run', async () => {
     const { dataDir, workspace } = tempSetup({ lightSandbox: { warmWorkers: 0 } });

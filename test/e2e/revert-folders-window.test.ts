@@ -24,6 +24,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the revert dialog and the folders a step created', { timeout: 180_000 }, () => {
   it('says which folders revert removes and which stay and why, and the notice after says what was kept', async () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });

@@ -61,6 +61,7 @@ const CODE = [
 const ARGV = ['printf', '%s\\n', "it's done", 'a b'];
 const QUOTED = `printf '%s\\n' 'it'\\''s done' 'a b'`;
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the window shows what will run', { timeout: 300_000 }, () => {
   it('code with its facts and a quoted command line, in the queue and in the HIGH-risk dialog, axe clean', async () => {
     const { dataDir, workspace, base } = tempSetup({ network: { allowHosts: ['api.example.com'] } });

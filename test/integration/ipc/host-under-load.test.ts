@@ -51,6 +51,7 @@ async function proposer(dataDir: string, workspace: string, index: number, count
   }
 }
 
+// Skipped only where no Docker engine answers (dockerAvailable says why); under CI=true a missing engine throws instead.
 describe.skipIf(!hasDocker)('a real `executor serve` answers while a container runs', () => {
   beforeAll(async () => {
     await ensureSandboxImage();
