@@ -1,8 +1,4 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { warmWorkerPool, type PooledWorker } from './warm-workers.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import { previewFileChange, type FileChange } from './file-changes.js';
 import type { PreviewWorkerJob, PreviewWorkerReply } from './preview-worker.js';
@@ -21,50 +17,10 @@ const PREVIEW_WORKER_TIMEOUT_MS = 60_000;
 /** How long a finished worker stays warm for the next big preview. */
 const IDLE_MS = 30_000;
 
-/** Where the worker's code is: the built .js beside this module, or (from source through tsx) the .ts file. Same as verify-workers.ts. */
-function workerEntry(): { entry: URL | string; eval: boolean } {
-  const js = new URL('./preview-worker.js', import.meta.url);
-  if (fs.existsSync(js)) return { entry: js, eval: false };
-  const ts = new URL('./preview-worker.ts', import.meta.url).href;
-  // Loader flags do not reach worker threads here, so the worker registers tsx itself before importing the source.
-  const tsxRoot = path.dirname(createRequire(import.meta.url).resolve('tsx/package.json'));
-  const tsxApi = pathToFileURL(path.join(tsxRoot, 'dist/esm/api/index.mjs')).href;
-  const bootstrap = `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => tsImport(${JSON.stringify(ts)}, ${JSON.stringify(ts)}))`;
-  return { entry: bootstrap, eval: true };
-}
 
-interface PooledWorker {
-  worker: Worker;
-  idleTimer: NodeJS.Timeout | undefined;
-}
-
-/** Idle workers do not keep the process alive and end after IDLE_MS. */
-const idle: PooledWorker[] = [];
-
-function takeWorker(): PooledWorker {
-  const pooled = idle.pop();
-  if (pooled) {
-    clearTimeout(pooled.idleTimer);
-    pooled.worker.ref();
-    return pooled;
-  }
-  const { entry, eval: isEval } = workerEntry();
-  return { worker: new Worker(entry, { eval: isEval }), idleTimer: undefined };
-}
-
-function giveBack(pooled: PooledWorker): void {
-  pooled.worker.removeAllListeners('message');
-  pooled.worker.removeAllListeners('error');
-  pooled.worker.removeAllListeners('exit');
-  pooled.worker.unref();
-  pooled.idleTimer = setTimeout(() => {
-    const at = idle.indexOf(pooled);
-    if (at !== -1) idle.splice(at, 1);
-    void pooled.worker.terminate();
-  }, IDLE_MS);
-  pooled.idleTimer.unref();
-  idle.push(pooled);
-}
+const pool = warmWorkerPool(import.meta.url, 'preview-worker', IDLE_MS);
+const takeWorker = (): PooledWorker => pool.take();
+const giveBack = (pooled: PooledWorker): void => pool.giveBack(pooled);
 
 function previewInWorker(change: FileChange, timeoutMs: number): Promise<FileChangePreview> {
   const pooled = takeWorker();
