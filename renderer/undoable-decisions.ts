@@ -1,0 +1,77 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+
+/** How long an Approve or Reject can be taken back before it is sent to the host. */
+export const UNDO_MS = 5_000;
+
+/** A decision the person made that has not been sent yet: its steps are out of the queue meanwhile. */
+export interface HeldDecision {
+  key: string;
+  /** The steps it decides: hidden from the queue while it is held, back on Undo. */
+  stepIds: readonly string[];
+  /** "Approving “Write notes.txt”", as the toast says it. */
+  words: string;
+  /** Wall-clock time it is sent at, for the countdown. */
+  sendsAt: number;
+  send(): void;
+}
+
+/**
+ * Holds each decision for a few seconds with an Undo, then sends it. A decision is never lost:
+ * when the window closes or reloads while one is held, every held decision is sent at once and
+ * the page asks to stay until they are (the desktop app closes itself when they are in).
+ */
+export function useUndoableDecisions(delayMs = UNDO_MS) {
+  const [held, setHeld] = useState<readonly HeldDecision[]>([]);
+  const heldRef = useRef<readonly HeldDecision[]>([]);
+  const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
+
+  const update = (next: readonly HeldDecision[]) => {
+    heldRef.current = next;
+    setHeld(next);
+  };
+
+  const take = (key: string): HeldDecision | undefined => {
+    const decision = heldRef.current.find((entry) => entry.key === key);
+    clearTimeout(timers.current.get(key));
+    timers.current.delete(key);
+    if (decision) update(heldRef.current.filter((entry) => entry.key !== key));
+    return decision;
+  };
+
+  const release = useCallback((key: string) => take(key)?.send(), []);
+
+  const hold = useCallback(
+    (decision: Omit<HeldDecision, 'sendsAt' | 'key'>) => {
+      const key = `${decision.stepIds.join(',')}@${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+      update([...heldRef.current, { ...decision, key, sendsAt: Date.now() + delayMs }]);
+      timers.current.set(key, setTimeout(() => release(key), delayMs));
+      return key;
+    },
+    [delayMs, release],
+  );
+
+  /** Takes a held decision back: it is never sent. Returns it, so its steps can be shown again. */
+  const undo = useCallback((key: string) => take(key), []);
+
+  useEffect(() => {
+    const closing = (event: BeforeUnloadEvent) => {
+      if (heldRef.current.length === 0) return;
+      for (const decision of [...heldRef.current]) release(decision.key);
+      // The sends are under way, not done: keep the page until they are (the browser asks the person).
+      event.preventDefault();
+      event.returnValue = '';
+    };
+    window.addEventListener('beforeunload', closing);
+    return () => window.removeEventListener('beforeunload', closing);
+  }, [release]);
+
+  useEffect(
+    () => () => {
+      // Unmounting (the view goes away) sends, never drops, what is still held.
+      for (const decision of [...heldRef.current]) release(decision.key);
+    },
+    [release],
+  );
+
+  return { held, hold, undo, release };
+}
