@@ -1,7 +1,30 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-/** How long an Approve or Reject can be taken back before it is sent to the host. */
+/** How long an Approve or Reject can be taken back before it is sent to the host, unless the person chose otherwise. */
 export const UNDO_MS = 5_000;
+export const UNDO_SECONDS_KEY = 'executor.undoSeconds';
+/** The choices the window offers: 0 sends at once, without a toast. */
+export const UNDO_SECONDS_CHOICES = [0, 3, 5, 10] as const;
+
+/** The person's choice for this browser profile (or the desktop app), else five seconds. */
+export function undoDelayMs(): number {
+  try {
+    const saved = globalThis.localStorage?.getItem(UNDO_SECONDS_KEY);
+    const seconds = saved === null || saved === undefined ? NaN : Number(saved);
+    // Anything but one of the offered choices (an edited or old value) is the default.
+    return (UNDO_SECONDS_CHOICES as readonly number[]).includes(seconds) ? seconds * 1000 : UNDO_MS;
+  } catch {
+    return UNDO_MS;
+  }
+}
+
+export function setUndoSeconds(seconds: number): void {
+  try {
+    globalThis.localStorage?.setItem(UNDO_SECONDS_KEY, String(seconds));
+  } catch {
+    // A browser without storage keeps the default.
+  }
+}
 
 /** A decision the person made that has not been sent yet: its steps are out of the queue meanwhile. */
 export interface HeldDecision {
@@ -20,7 +43,7 @@ export interface HeldDecision {
  * when the window closes or reloads while one is held, every held decision is sent at once and
  * the page asks to stay until they are (the desktop app closes itself when they are in).
  */
-export function useUndoableDecisions(delayMs = UNDO_MS) {
+export function useUndoableDecisions(delay: () => number = undoDelayMs) {
   const [held, setHeld] = useState<readonly HeldDecision[]>([]);
   const heldRef = useRef<readonly HeldDecision[]>([]);
   const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
@@ -42,12 +65,17 @@ export function useUndoableDecisions(delayMs = UNDO_MS) {
 
   const hold = useCallback(
     (decision: Omit<HeldDecision, 'sendsAt' | 'key'>) => {
+      const delayMs = delay();
+      if (delayMs <= 0) {
+        decision.send();
+        return null;
+      }
       const key = `${decision.stepIds.join(',')}@${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
       update([...heldRef.current, { ...decision, key, sendsAt: Date.now() + delayMs }]);
       timers.current.set(key, setTimeout(() => release(key), delayMs));
       return key;
     },
-    [delayMs, release],
+    [delay, release],
   );
 
   /** Takes a held decision back: it is never sent. Returns it, so its steps can be shown again. */

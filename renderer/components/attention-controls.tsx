@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { setUndoSeconds, UNDO_SECONDS_CHOICES, undoDelayMs } from '../undoable-decisions.js';
 import { askForNotifications, notifyState, setNotificationsWanted, setSoundWanted, soundWanted, type NotifyState } from '../attention.js';
 
 const STATE_WORDS: Record<NotifyState, string> = {
@@ -18,6 +19,7 @@ export function AttentionControls() {
   const [state, setState] = useState<NotifyState>(notifyState);
   const [sound, setSound] = useState(soundWanted);
   const [asking, setAsking] = useState(false);
+  const [undoSeconds, setUndo] = useState(() => undoDelayMs() / 1000);
   return (
     <div className="attention-controls" role="group" aria-label="Notifications">
       {state === 'ask' ? (
@@ -48,6 +50,22 @@ export function AttentionControls() {
           }}
         />{' '}
         Sound
+      </label>
+      <label className="undo-choice">
+        Undo for{' '}
+        <select
+          value={undoSeconds}
+          onChange={(event) => {
+            setUndoSeconds(Number(event.target.value));
+            setUndo(Number(event.target.value));
+          }}
+        >
+          {UNDO_SECONDS_CHOICES.map((seconds) => (
+            <option key={seconds} value={seconds}>
+              {seconds === 0 ? 'no time (send at once)' : `${seconds} s`}
+            </option>
+          ))}
+        </select>
       </label>
     </div>
   );

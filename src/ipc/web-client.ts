@@ -163,7 +163,7 @@ export async function connectFromPage(): Promise<ExecutorClient> {
     return client;
   }
   const saved = sessionStorage.getItem(STORAGE_KEY);
-  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page has no session. Open the URL that `executor serve` printed.');
+  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page was opened without its link’s key, so it cannot reach Executor. Run `executor web-url` in a terminal on this computer and open the link it prints.');
   try {
     return await connectWithStoredSession(wsUrl, JSON.parse(saved) as StoredSession, createSocket);
   } catch (error) {
