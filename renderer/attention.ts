@@ -161,8 +161,13 @@ export function wantsAttention(record: StepRecord): boolean {
   return record.status === 'awaiting_consent' && record.step.meta.origin !== 'user';
 }
 
-/** How long a burst may keep growing before its notice goes out. */
-export const COALESCE_MS = 400;
+/**
+ * A burst ends after this long without a new waiting step: a plan's steps are prepared one after
+ * another, so 200 steps arrive as a stream over seconds, not at one instant.
+ */
+export const QUIET_MS = 1_000;
+/** ...or this long after it began, so a steady stream still gets a notice now and then. */
+export const BURST_MAX_MS = 10_000;
 
 /**
  * Collects newly waiting steps and raises one notice per burst. `notify` receives the notice (the
@@ -171,12 +176,14 @@ export const COALESCE_MS = 400;
 export class WaitingNotifier {
   private readonly seen = new Set<string>();
   private burst: StepRecord[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private quietTimer: ReturnType<typeof setTimeout> | undefined;
+  private maxTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly roots: () => readonly string[],
     private readonly notify: (notice: WaitingNotice, records: readonly StepRecord[]) => void,
-    private readonly delayMs = COALESCE_MS,
+    private readonly quietMs = QUIET_MS,
+    private readonly maxMs = BURST_MAX_MS,
   ) {}
 
   /** Steps already waiting when the window opened are known, not news. */
@@ -188,12 +195,13 @@ export class WaitingNotifier {
     if (!wantsAttention(record) || this.seen.has(record.step.id)) return;
     this.seen.add(record.step.id);
     this.burst.push(record);
-    this.timer ??= setTimeout(() => this.flush(), this.delayMs);
+    clearTimeout(this.quietTimer);
+    this.quietTimer = setTimeout(() => this.flush(), this.quietMs);
+    this.maxTimer ??= setTimeout(() => this.flush(), this.maxMs);
   }
 
   flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.stopTimers();
     const records = this.burst;
     this.burst = [];
     const notice = waitingNotice(records, this.roots());
@@ -201,9 +209,15 @@ export class WaitingNotifier {
   }
 
   dispose(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.stopTimers();
     this.burst = [];
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.quietTimer);
+    clearTimeout(this.maxTimer);
+    this.quietTimer = undefined;
+    this.maxTimer = undefined;
   }
 }
 

@@ -50,10 +50,27 @@ describe('getting the person’s attention', () => {
     vi.useFakeTimers();
     const notices: string[] = [];
     const notifier = new WaitingNotifier(() => ['/ws'], (notice) => notices.push(`${notice.title} | ${notice.body}`));
-    for (let index = 0; index < 200; index++) notifier.offer(record(`s${index}`, 'agent X'));
+    // A plan's steps are prepared one after another: they arrive as a stream, 30 ms apart.
+    for (let index = 0; index < 200; index++) {
+      notifier.offer(record(`s${index}`, 'agent X'));
+      vi.advanceTimersByTime(30);
+    }
     expect(notices).toEqual([]);
-    vi.advanceTimersByTime(500);
+    vi.advanceTimersByTime(1000);
     expect(notices).toEqual(['200 steps wait from agent agent X | Latest: Write s199.txt']);
+  });
+
+  it('a steady stream still gets a notice every few seconds, never one per step', () => {
+    vi.useFakeTimers();
+    const notices: number[] = [];
+    const notifier = new WaitingNotifier(() => [], (_notice, records) => notices.push(records.length));
+    for (let index = 0; index < 100; index++) {
+      notifier.offer(record(`s${index}`, 'a'));
+      vi.advanceTimersByTime(250);
+    }
+    vi.advanceTimersByTime(2000);
+    expect(notices.reduce((sum, count) => sum + count, 0)).toBe(100);
+    expect(notices.length).toBeLessThanOrEqual(3);
   });
 
   it('names the step and agent for one step; counts per agent for a mixed burst', () => {
