@@ -35,6 +35,8 @@ export interface HeldDecision {
   words: string;
   /** Wall-clock time it is sent at, for the countdown. */
   sendsAt: number;
+  /** While the person's pointer or focus is on its toast (reaching for Undo): the time that was left; the clock stands still. */
+  pausedLeft?: number;
   send(): void;
 }
 
@@ -81,6 +83,27 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
   /** Takes a held decision back: it is never sent. Returns it, so its steps can be shown again. */
   const undo = useCallback((key: string) => take(key), []);
 
+  /** Stops the clock while the person is on the toast, so Undo does not run away from them. */
+  const pause = useCallback((key: string) => {
+    const decision = heldRef.current.find((entry) => entry.key === key);
+    if (!decision || decision.pausedLeft !== undefined) return;
+    clearTimeout(timers.current.get(key));
+    timers.current.delete(key);
+    update(heldRef.current.map((entry) => (entry.key === key ? { ...entry, pausedLeft: Math.max(0, entry.sendsAt - Date.now()) } : entry)));
+  }, []);
+
+  /** Starts the clock again with the time that was left (at least a second, to see it move). */
+  const resume = useCallback(
+    (key: string) => {
+      const decision = heldRef.current.find((entry) => entry.key === key);
+      if (!decision || decision.pausedLeft === undefined) return;
+      const left = Math.max(1_000, decision.pausedLeft);
+      update(heldRef.current.map((entry) => (entry.key === key ? { ...entry, sendsAt: Date.now() + left, pausedLeft: undefined } : entry)));
+      timers.current.set(key, setTimeout(() => release(key), left));
+    },
+    [release],
+  );
+
   useEffect(() => {
     const closing = (event: BeforeUnloadEvent) => {
       if (heldRef.current.length === 0) return;
@@ -101,5 +124,5 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
     [release],
   );
 
-  return { held, hold, undo, release };
+  return { held, hold, undo, release, pause, resume };
 }

@@ -29,19 +29,30 @@ function useSecondsLeft(held: readonly HeldDecision[]): (decision: HeldDecision)
     const timer = setInterval(() => setNow(Date.now()), 250);
     return () => clearInterval(timer);
   }, [held.length]);
-  return (decision) => Math.max(0, Math.ceil((decision.sendsAt - now) / 1000));
+  return (decision) => Math.max(0, Math.ceil(((decision.pausedLeft ?? decision.sendsAt - now)) / 1000));
 }
 
 /** "Approving “Write notes.txt” in 4 s · Undo": one toast per held decision. */
-export function UndoToasts({ held, onUndo, onSendNow }: { held: readonly HeldDecision[]; onUndo(key: string): void; onSendNow(key: string): void }) {
+export function UndoToasts({ held, onUndo, onSendNow, onPause, onResume }: { held: readonly HeldDecision[]; onUndo(key: string): void; onSendNow(key: string): void; onPause(key: string): void; onResume(key: string): void }) {
   const secondsLeft = useSecondsLeft(held);
   if (held.length === 0) return null;
   return (
     <div className="toasts" role="region" aria-label="Decisions about to be sent">
       {held.map((decision) => (
-        <div key={decision.key} className="toast" role="status" data-testid="undo-toast">
+        <div
+          key={decision.key}
+          className="toast"
+          role="status"
+          data-testid="undo-toast"
+          onMouseEnter={() => onPause(decision.key)}
+          onMouseLeave={() => onResume(decision.key)}
+          onFocus={() => onPause(decision.key)}
+          onBlur={(event) => {
+            if (!event.currentTarget.contains(event.relatedTarget as Node | null)) onResume(decision.key);
+          }}
+        >
           <span className="toast-text">
-            {decision.words} in {secondsLeft(decision)} s
+            {decision.words} in {secondsLeft(decision)} s{decision.pausedLeft !== undefined ? ' (waiting while you are here)' : ''}
           </span>
           <button type="button" className="small" onClick={() => onUndo(decision.key)} aria-keyshortcuts="u">
             Undo

@@ -261,7 +261,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
           {busyPlans.size > 0 ? <span className="progress">{[...busyPlans.values()].join(' ')}</span> : notice}
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
-        <UndoToasts held={decisions.held} onUndo={undo} onSendNow={decisions.release} />
+        <UndoToasts held={decisions.held} onUndo={undo} onSendNow={decisions.release} onPause={decisions.pause} onResume={decisions.resume} />
         {selected ? (
           <StepDetail
             record={selected}

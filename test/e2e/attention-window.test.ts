@@ -135,9 +135,13 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       const toast = page.getByTestId('undo-toast');
       await expect.poll(() => toast.textContent(), SOON).toMatch(/^Approving “Write single\.txt” in \d s/);
       expect(await singleItem.count()).toBe(0);
+      // Reaching for Undo stops the clock, so it cannot run away from the person.
+      await toast.hover();
+      await expect.poll(() => toast.textContent(), SOON).toMatch(/\(waiting while you are here\)/);
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'queue-undo-toast');
       await toast.getByRole('button', { name: 'Undo' }).click();
+      await page.mouse.move(1, 1);
       await expect.poll(() => singleItem.isVisible(), SOON).toBe(true);
       expect(await toast.count()).toBe(0);
       expect(await page.getByRole('status').first().textContent()).toBe('Approval of “Write single.txt” undone; nothing was sent.');
@@ -164,6 +168,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await expect.poll(() => rejectDialog.count(), SOON).toBe(0);
       await expect.poll(() => toast.textContent(), SOON).toMatch(/^Rejecting “Write single\.txt” in \d s/);
       await toast.getByRole('button', { name: 'Do it now' }).click();
+      await page.mouse.move(1, 1);
       await expect.poll(() => statusOf(dataDir, 'single.txt'), SOON).toBe('rejected');
       expect(stepsOf(dataDir).find((record) => record.step.args.path?.endsWith('/single.txt'))?.rejectedReason).toBe('Not now:\nthe notes are being rewritten.');
       expect((await single).text).toMatch(/REJECTED/);
