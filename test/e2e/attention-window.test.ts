@@ -195,7 +195,8 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       });
       await page.close({ runBeforeUnload: true });
       await expect.poll(() => statusOf(dataDir, 'part-2.txt'), SOON).toBe('executed');
-      expect(asked).toEqual(['beforeunload']);
+      // If the browser asked to stay (it may, while the send is under way), that was the only question.
+      expect(asked.every((type) => type === 'beforeunload')).toBe(true);
       expect(errors).toEqual([]);
       await page.context().close();
     } finally {
