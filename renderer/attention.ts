@@ -165,9 +165,9 @@ export function wantsAttention(record: StepRecord): boolean {
  * A burst ends after this long without a new waiting step: a plan's steps are prepared one after
  * another, so 200 steps arrive as a stream over seconds, not at one instant.
  */
-export const QUIET_MS = 1_000;
+export const QUIET_MS = 2_000;
 /** ...or this long after it began, so a steady stream still gets a notice now and then. */
-export const BURST_MAX_MS = 10_000;
+export const BURST_MAX_MS = 30_000;
 
 /**
  * Collects newly waiting steps and raises one notice per burst. `notify` receives the notice (the

@@ -54,9 +54,9 @@ describe('desktop notifications through the preload', () => {
       ({ step: { id, planId: 'p', action: 'writeFile', args: { path: `/ws/${id}.txt`, content: '' }, meta: { origin: 'agent', client, purpose: 'release notes' } }, status: 'awaiting_consent', evaluation: { risk: 'HIGH' } }) as unknown as StepRecord;
     const notifier = new WaitingNotifier(() => ['/ws'], (notice) => raiseNotice(notice));
     notifier.offer(waiting('notes', 'claude-code 1.2'));
-    vi.advanceTimersByTime(1100);
+    vi.advanceTimersByTime(2100);
     for (let index = 0; index < 30; index++) notifier.offer(waiting(`bulk-${index}`, 'cursor'));
-    vi.advanceTimersByTime(1100);
+    vi.advanceTimersByTime(2100);
     vi.useRealTimers();
     await expect.poll(() => shown.length).toBe(2);
     expect(shown).toEqual([
