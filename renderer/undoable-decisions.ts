@@ -37,7 +37,8 @@ export interface HeldDecision {
   sendsAt: number;
   /** While the person's pointer or focus is on its toast (reaching for Undo): the time that was left; the clock stands still. */
   pausedLeft?: number;
-  send(): void;
+  /** Sends it; the promise settles when the host answered (or the send failed and said so). */
+  send(): Promise<unknown> | void;
 }
 
 /**
@@ -63,7 +64,7 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
     return decision;
   };
 
-  const release = useCallback((key: string) => take(key)?.send(), []);
+  const release = useCallback((key: string): Promise<unknown> | void => take(key)?.send(), []);
 
   const hold = useCallback(
     (decision: Omit<HeldDecision, 'sendsAt' | 'key'>) => {
@@ -107,10 +108,14 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
   useEffect(() => {
     const closing = (event: BeforeUnloadEvent) => {
       if (heldRef.current.length === 0) return;
-      for (const decision of [...heldRef.current]) release(decision.key);
-      // The sends are under way, not done: keep the page until they are (the browser asks the person).
+      const sends = [...heldRef.current].map((decision) => release(decision.key));
+      // The sends are under way, not done: keep the page until they are (a browser asks the person).
       event.preventDefault();
       event.returnValue = '';
+      // The desktop app closes without asking, so a prevented close would leave the window open: close it once the host has them.
+      if (typeof (globalThis as { executorShell?: { notify?: unknown } }).executorShell?.notify === 'function') {
+        void Promise.allSettled(sends).then(() => window.close());
+      }
     };
     window.addEventListener('beforeunload', closing);
     return () => window.removeEventListener('beforeunload', closing);

@@ -150,7 +150,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
 
   /** Holds a decision with an Undo; sends it when the toast runs out (or the window closes). */
   const hold = (records: StepRecord[], words: string, send: () => Promise<void>) => {
-    decisions.hold({ stepIds: records.map((record) => record.step.id), words, send: () => void send() });
+    decisions.hold({ stepIds: records.map((record) => record.step.id), words, send });
     setSelectedId(null);
   };
   const undo = (key: string) => {
