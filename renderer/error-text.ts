@@ -17,7 +17,7 @@ export interface ExplainedError {
  * compile without words here, and the unit test walks the list in src/domain/errors.ts).
  */
 const NEXT_STEP: Record<ErrorCode, string> = {
-  IPC_UNKNOWN_KEY: 'This link is old or already used (each link works once, and a restarted Executor forgets the old ones). Run `executor web-url` in a terminal on this computer and open the link it prints.',
+  IPC_UNKNOWN_KEY: 'Run `executor web-url` in a terminal on this computer and open the link it prints.',
   IPC_UNAVAILABLE: 'Executor is not answering. Check that `executor serve` (or the app) is still running, then reload this page.',
   IPC_FORBIDDEN: 'This window is not allowed to do that. Use the Executor window or the CLI on this machine.',
   IPC_BAD_SIGNATURE: 'A reply was not signed by this session. Reload the page; if it happens again, restart Executor.',

@@ -163,7 +163,7 @@ export async function connectFromPage(): Promise<ExecutorClient> {
     return client;
   }
   const saved = sessionStorage.getItem(STORAGE_KEY);
-  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page was opened without its link’s key, so it cannot reach Executor. Run `executor web-url` in a terminal on this computer and open the link it prints.');
+  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page was opened without its link’s key, so it cannot reach Executor.');
   try {
     return await connectWithStoredSession(wsUrl, JSON.parse(saved) as StoredSession, createSocket);
   } catch (error) {
@@ -181,6 +181,7 @@ function sayStaleLink(error: unknown): never {
   if ((error as { code?: string } | null)?.code !== 'IPC_UNKNOWN_KEY') throw error;
   throw new ExecutorError(
     'IPC_UNKNOWN_KEY',
-    'This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones. Run `executor web-url` in a terminal on this computer and open the link it prints.',
+    // What to do (run `executor web-url`) is the window's next-step line for this code (renderer/error-text.ts).
+    'This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones.',
   );
 }

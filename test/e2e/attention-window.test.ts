@@ -245,7 +245,8 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await page.evaluate(() => sessionStorage.setItem('executor.session', JSON.stringify({ kid: 'web-gone', channel: 'web', key: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })));
       await page.reload();
       const alert = page.getByRole('alert');
-      await expect.poll(() => alert.textContent(), SOON).toContain('Run `executor web-url` in a terminal on this computer and open the link it prints.');
+      await expect.poll(() => alert.textContent(), SOON).toContain('This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones.');
+      expect(await alert.textContent()).toContain('Run `executor web-url` in a terminal on this computer and open the link it prints.');
       expect(await alert.textContent()).not.toMatch(/credential/i);
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'stale-link');
