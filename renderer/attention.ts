@@ -161,20 +161,24 @@ export function wantsAttention(record: StepRecord): boolean {
   return record.status === 'awaiting_consent' && record.step.meta.origin !== 'user';
 }
 
+/** A burst ends after this long without a new waiting step... */
+export const QUIET_MS = 1_500;
 /**
- * A burst ends after this long without a new waiting step: a plan's steps are prepared one after
- * another, so 200 steps arrive as a stream over seconds, not at one instant.
+ * ...once no step of the same agents is still being prepared (a plan's steps all appear at once as
+ * "preparing" and then wait one by one, seconds apart on a busy machine), or at the latest this
+ * long after it began, so a plan that takes minutes to prepare still gets a notice.
  */
-export const QUIET_MS = 2_000;
-/** ...or this long after it began, so a steady stream still gets a notice now and then. */
-export const BURST_MAX_MS = 30_000;
+export const BURST_MAX_MS = 60_000;
 
 /**
  * Collects newly waiting steps and raises one notice per burst. `notify` receives the notice (the
- * window decides where it goes); the notifier only decides when and with what words.
+ * window decides where it goes); the notifier only decides when and with what words. It is fed
+ * every step event: those of steps still preparing tell it more of the same burst is coming.
  */
 export class WaitingNotifier {
   private readonly seen = new Set<string>();
+  /** Steps of agents that are still being prepared, with who proposed them. */
+  private readonly preparing = new Map<string, string>();
   private burst: StepRecord[] = [];
   private quietTimer: ReturnType<typeof setTimeout> | undefined;
   private maxTimer: ReturnType<typeof setTimeout> | undefined;
@@ -188,15 +192,21 @@ export class WaitingNotifier {
 
   /** Steps already waiting when the window opened are known, not news. */
   know(records: readonly StepRecord[]): void {
-    for (const record of records) this.seen.add(record.step.id);
+    for (const record of records) if (record.status === 'awaiting_consent') this.seen.add(record.step.id);
   }
 
   offer(record: StepRecord): void {
-    if (!wantsAttention(record) || this.seen.has(record.step.id)) return;
-    this.seen.add(record.step.id);
+    const id = record.step.id;
+    if ((record.status === 'proposed' || record.status === 'evaluated') && record.step.meta.origin !== 'user') this.preparing.set(id, proposerName(record));
+    else this.preparing.delete(id);
+    if (!wantsAttention(record) || this.seen.has(id)) {
+      // The last step of a plan may settle without waiting (denied, withdrawn): the burst may be complete now.
+      if (this.burst.length > 0) this.armQuiet();
+      return;
+    }
+    this.seen.add(id);
     this.burst.push(record);
-    clearTimeout(this.quietTimer);
-    this.quietTimer = setTimeout(() => this.flush(), this.quietMs);
+    this.armQuiet();
     this.maxTimer ??= setTimeout(() => this.flush(), this.maxMs);
   }
 
@@ -211,6 +221,20 @@ export class WaitingNotifier {
   dispose(): void {
     this.stopTimers();
     this.burst = [];
+    this.preparing.clear();
+  }
+
+  private armQuiet(): void {
+    clearTimeout(this.quietTimer);
+    this.quietTimer = setTimeout(() => this.flushWhenPrepared(), this.quietMs);
+  }
+
+  /** Flushes unless an agent of this burst still has steps in preparation: they would be the same burst. */
+  private flushWhenPrepared(): void {
+    this.quietTimer = undefined;
+    const proposers = new Set(this.burst.map(proposerName));
+    if ([...this.preparing.values()].some((proposer) => proposers.has(proposer))) return;
+    this.flush();
   }
 
   private stopTimers(): void {

@@ -60,17 +60,43 @@ describe('getting the person’s attention', () => {
     expect(notices).toEqual(['200 steps wait from agent agent X | Latest: Write s199.txt']);
   });
 
+  it('waits while the same agent’s plan is still being prepared, however slowly, then says the whole plan once', () => {
+    vi.useFakeTimers();
+    const notices: string[] = [];
+    const notifier = new WaitingNotifier(() => ['/ws'], (notice) => notices.push(notice.title));
+    // The plan's 40 steps appear at once, preparing; then they wait one by one, up to 5 s apart.
+    for (let index = 0; index < 40; index++) notifier.offer(record(`p${index}`, 'bot', 'agent', 'proposed'));
+    for (let index = 0; index < 40; index++) {
+      notifier.offer(record(`p${index}`, 'bot'));
+      vi.advanceTimersByTime(index % 8 === 0 ? 5000 : 50);
+    }
+    vi.advanceTimersByTime(2000);
+    expect(notices).toEqual(['40 steps wait from agent bot']);
+    // Another agent's slow preparation does not hold this agent's notice back.
+    notifier.offer(record('other-slow', 'slowpoke', 'agent', 'evaluated'));
+    notifier.offer(record('lone', 'bot'));
+    vi.advanceTimersByTime(2000);
+    expect(notices).toEqual(['40 steps wait from agent bot', 'MEDIUM step waits from agent bot']);
+    // A plan that never finishes preparing still gets its notice, at the latest after a minute.
+    notifier.offer(record('stuck-1', 'stuck', 'agent', 'proposed'));
+    notifier.offer(record('stuck-0', 'stuck'));
+    vi.advanceTimersByTime(30_000);
+    expect(notices).toHaveLength(2);
+    vi.advanceTimersByTime(30_000);
+    expect(notices[2]).toBe('MEDIUM step waits from agent stuck');
+  });
+
   it('a steady stream still gets a notice every few seconds, never one per step', () => {
     vi.useFakeTimers();
     const notices: number[] = [];
     const notifier = new WaitingNotifier(() => [], (_notice, records) => notices.push(records.length));
-    for (let index = 0; index < 400; index++) {
+    for (let index = 0; index < 600; index++) {
       notifier.offer(record(`s${index}`, 'a'));
       vi.advanceTimersByTime(250);
     }
     vi.advanceTimersByTime(3000);
-    expect(notices.reduce((sum, count) => sum + count, 0)).toBe(400);
-    expect(notices.length).toBeLessThanOrEqual(4);
+    expect(notices.reduce((sum, count) => sum + count, 0)).toBe(600);
+    expect(notices.length).toBeLessThanOrEqual(3);
   });
 
   it('names the step and agent for one step; counts per agent for a mixed burst', () => {
@@ -92,9 +118,9 @@ describe('getting the person’s attention', () => {
     expect(notices).toEqual([]);
     notifier.offer(record('new', 'a'));
     notifier.offer(record('new', 'a'));
-    vi.advanceTimersByTime(1000);
+    vi.advanceTimersByTime(2000);
     notifier.offer(record('new', 'a'));
-    vi.advanceTimersByTime(1000);
+    vi.advanceTimersByTime(2000);
     expect(notices).toEqual([1]);
   });
 
