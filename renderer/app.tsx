@@ -5,6 +5,8 @@ import { connectExecutor } from '../src/ipc/renderer-entry.js';
 import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
 import { ErrorBox } from './components/error-box.js';
+import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier, windowInView } from './attention.js';
+import { AttentionControls } from './components/attention-controls.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -64,7 +66,16 @@ function Shell() {
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   const [disconnected, setDisconnected] = useState(false);
-  const seen = useRef(new Set<string>());
+  // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
+  const notifier = useRef<WaitingNotifier | null>(null);
+  notifier.current ??= new WaitingNotifier(
+    () => policyRoots.current,
+    (notice) => {
+      if (soundWanted()) playChime();
+      if (!windowInView()) raiseNotice(notice);
+    },
+  );
+  const knownAtOpen = useRef(false);
   const [ruleNotices, setRuleNotices] = useState<RuleNotice[]>([]);
   const noticed = useRef(new Set<string>());
 
@@ -74,7 +85,15 @@ function Shell() {
   const count = waiting.data?.filter((record) => record.status === 'awaiting_consent').length ?? 0;
   useEffect(() => {
     document.title = titleWithCount(count);
+    showFaviconCount(count);
   }, [count]);
+
+  useEffect(() => {
+    if (knownAtOpen.current || !waiting.data) return;
+    knownAtOpen.current = true;
+    notifier.current?.know(waiting.data);
+  }, [waiting.data]);
+  useEffect(() => () => notifier.current?.dispose(), []);
 
   useEffect(() => {
     const onHash = () => setView(viewFromHash());
@@ -82,7 +101,7 @@ function Shell() {
     return () => window.removeEventListener('hashchange', onHash);
   }, []);
 
-  // A notification for each step that newly waits, only while the window is in the background.
+  // Steps that newly wait go to the notifier; steps a remembered rule approved get a notice here.
   useEffect(() => {
     let off: (() => void) | undefined;
     void api.on('step', (record: StepRecord) => {
@@ -92,11 +111,7 @@ function Shell() {
         setRuleNotices((previous) => [notice, ...previous].slice(0, MAX_RULE_NOTICES));
         if (document.visibilityState === 'hidden' || !document.hasFocus()) desktopNotify('Executor: approved by your rule', notice.text);
       }
-      if (record.status !== 'awaiting_consent' || seen.current.has(record.step.id)) return;
-      seen.current.add(record.step.id);
-      if (document.visibilityState === 'hidden' || !document.hasFocus()) {
-        desktopNotify(`Executor: ${record.evaluation?.risk ?? ''} step waiting`, `${summarizeStep(record.step, policyRoots.current)}${record.step.meta.purpose ? ` — ${record.step.meta.purpose}` : ''}`);
-      }
+      notifier.current?.offer(record);
     }).then((unsubscribe) => (off = unsubscribe), () => setDisconnected(true));
     return () => off?.();
   }, [api]);
@@ -155,6 +170,7 @@ function Shell() {
         <button type="button" className="ghost help-button" onClick={() => setHelp(true)} aria-keyshortcuts="?">
           Keyboard shortcuts <kbd>?</kbd>
         </button>
+        <AttentionControls />
       </nav>
       <main id="main" className="content">
         {disconnected ? (

@@ -2,14 +2,22 @@
  * Executor's typed errors as sentences a person can act on. The server's message says what
  * happened; this adds what to do next, by code, so no failure ends as a blank screen.
  */
+import type { ErrorCode } from '../src/domain/errors.js';
+import { STEP_STATUSES } from '../src/domain/state-machine.js';
+import { STATUS_LABEL } from './step-text.js';
+
 export interface ExplainedError {
   code: string;
   message: string;
   next: string;
 }
 
-const NEXT_STEP: Record<string, string> = {
-  IPC_UNKNOWN_KEY: 'Open the URL that `executor serve` printed (each URL works once), or restart `executor serve` for a new one.',
+/**
+ * What to do next, for every code the host can send (a Record over ErrorCode: a new code does not
+ * compile without words here, and the unit test walks the list in src/domain/errors.ts).
+ */
+const NEXT_STEP: Record<ErrorCode, string> = {
+  IPC_UNKNOWN_KEY: 'Run `executor web-url` in a terminal on this computer and open the link it prints.',
   IPC_UNAVAILABLE: 'Executor is not answering. Check that `executor serve` (or the app) is still running, then reload this page.',
   IPC_FORBIDDEN: 'This window is not allowed to do that. Use the Executor window or the CLI on this machine.',
   IPC_BAD_SIGNATURE: 'A reply was not signed by this session. Reload the page; if it happens again, restart Executor.',
@@ -31,11 +39,66 @@ const NEXT_STEP: Record<string, string> = {
   AUDIT_KEY_UNAVAILABLE: 'Start the Executor app: its keys are sealed by your OS keychain. If the app is running, unlock your keychain (or restart the app) and try again.',
   BUSY: 'Another Executor holds this data directory. Close it, or open the window it serves.',
   INVALID_INPUT: 'Check what you entered and try again.',
+  INVALID_PLAN: 'The plan the agent sent is not valid. Ask the agent to send it again.',
+  PLAN_TOO_LARGE: 'The plan has more steps than Executor takes at once. Ask the agent to split it.',
+  PLAN_EXISTS: 'A plan with this id already exists. Ask the agent to send it under a new id.',
+  STEP_EXISTS: 'A step with this id already exists. Ask the agent to send it under a new id.',
+  NOT_APPROVED: 'The step runs only after it is approved. Approve it in the queue first.',
+  CONSENT_EXPIRED: 'Nobody decided in time, so the step expired. Ask the agent to propose it again if it is still wanted.',
+  PATH_OUTSIDE_ROOT: 'The step touches a file outside your workspace folders. Reject it, or add the folder in Settings if it should be allowed.',
+  PATH_INVALID: 'The path is not usable. Reject the step and tell the agent which path to use.',
+  FILE_TOO_LARGE: 'The file is larger than the step may read. Raise the limit in Settings, or ask for a smaller file.',
+  DATA_DIR_NOT_OWNED: "The data directory belongs to another user. Use your own data directory, or fix its owner as the message says.",
+  DATA_DIR_LOCK_INVALID: 'Something that is not Executor’s lock sits in the data directory. Move it away, then start Executor again.',
+  AUDIT_KEY_MISSING: 'The audit keys are missing from the data directory. Restore them from a backup, or start a new data directory.',
+  STORAGE_FAILED: 'Nothing was changed. Check that the data directory is writable, then try again.',
+  STORAGE_FULL: 'Nothing was changed because the disk is full. Free some space, then try again.',
+  FILE_NOT_WRITABLE: 'The file or its folder cannot be written (read-only, or no permission). Fix its permissions, then try again.',
+  KEY_ALREADY_EXPORTED: 'The verification key was shown once already and then erased. Use the copy you saved then.',
+  EXECUTION_FAILED: 'The step ran and failed. Its output in History says why; the files it touched were backed up.',
+  SANDBOX_UNAVAILABLE: 'The sandbox is not running. Start Docker (or check Settings → Environment), then try again.',
+  SANDBOX_IMAGE_MISSING: 'The sandbox image is not built. Build it as Settings → Environment explains, then try again.',
+  SANDBOX_FAILED: 'The sandbox failed to run the step. Check Docker, then try again.',
+  WORKSPACE_CONFLICT: 'Files changed in the workspace while the step ran. Look at History before you try again.',
+  RATE_LIMITED: 'The agent proposed more steps than the policy allows at once. Decide the waiting ones, or raise the limit in Settings.',
+  AGENT_CREDENTIAL_INVALID: 'The agent’s credential is not one this Executor issued. Restart the agent so it gets a new one.',
+  IPC_MALFORMED: 'A message could not be read. Reload the page; if it happens again, restart Executor.',
+  IPC_TOO_LARGE: 'A message was too large. Try a smaller request.',
+  IPC_UNKNOWN_METHOD: 'This window asked for something this Executor does not offer. The window and Executor may be different versions: reload the page.',
+  EXECUTION_TIMEOUT: 'The step ran longer than its time limit and was stopped. Raise the limit, or ask the agent for a quicker step.',
+  EXECUTION_ERROR: 'The step’s code stopped with an error. Its output in History says why.',
+  EXECUTION_BLOCKED: 'The sandbox blocked something the step tried. Its output in History says what.',
+  EXECUTION_DENIED: 'The step asked for something it was not granted. Reject it, or approve a step that asks for it openly.',
+  EXECUTION_CRASHED: 'The process running the step crashed. Try again; if it keeps happening, restart Executor.',
+  OUTPUT_TOO_LARGE: 'The step printed more than Executor keeps. Ask for a step with less output.',
+  INTERNAL: 'Something went wrong inside Executor. Try again; if it keeps failing, the audit log and `executor` on the command line show more.',
 };
+
+/**
+ * Raw state names a host message may carry ("Step s1 is awaiting_consent, not approved"): a name with
+ * an underscore anywhere, the others (plain English words too) only where they name a state.
+ */
+const STATUS_NAMES = [...STEP_STATUSES].sort((left, right) => right.length - left.length).join('|');
+const RAW_STATUS = new RegExp(`\\b(?:(?<lead>is|now|not|or|from|to|status|was) (?<named>${STATUS_NAMES})|(?<bare>[a-z]+_[a-z_]+))\\b`, 'g');
+
+/** A host message with raw state names said in words: "is awaiting_consent" reads "is waiting for you". */
+export function wordsForStates(message: string): string {
+  return message.replace(RAW_STATUS, (whole, _lead, _named, _bare, _offset, _text, groups: { lead?: string; named?: string; bare?: string }) => {
+    const status = (groups.named ?? groups.bare) as keyof typeof STATUS_LABEL;
+    if (!Object.hasOwn(STATUS_LABEL, status)) return whole;
+    const words = STATUS_LABEL[status].toLowerCase();
+    return groups.lead ? `${groups.lead} ${words}` : words;
+  });
+}
+
+/** Whether a code has its own words (the rest get the general advice). */
+export function hasWordsFor(code: string): boolean {
+  return Object.hasOwn(NEXT_STEP, code);
+}
 
 export function explainError(error: unknown): ExplainedError {
   const shaped = error as { code?: unknown; message?: unknown } | null;
   const code = typeof shaped?.code === 'string' ? shaped.code : 'INTERNAL';
-  const message = typeof shaped?.message === 'string' && shaped.message ? shaped.message : String(error);
-  return { code, message, next: NEXT_STEP[code] ?? 'Try again. If it keeps failing, the audit log and `executor` on the command line show more.' };
+  const message = wordsForStates(typeof shaped?.message === 'string' && shaped.message ? shaped.message : String(error));
+  return { code, message, next: hasWordsFor(code) ? NEXT_STEP[code as ErrorCode] : 'Try again. If it keeps failing, the audit log and `executor` on the command line show more.' };
 }

@@ -32,6 +32,8 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'Enter', what: 'Open the selected item' },
   { keys: 'a', what: 'Approve the selected step (Queue)' },
   { keys: 'r', what: 'Reject the selected step (Queue)' },
+  { keys: 'u', what: 'Undo the last Approve or Reject while its toast shows (Queue)' },
+  { keys: 'Ctrl+Enter', what: 'Send the reject reason (⌘+Enter on a Mac)' },
   { keys: 'v', what: 'Revert the selected step (History)' },
   { keys: '/', what: 'Filter (History, Audit log)' },
   { keys: 'Esc', what: 'Close a dialog or panel' },

@@ -2,6 +2,7 @@ import type { StepRecord } from '../src/domain/step-record.js';
 import { placeInRoots } from '../src/domain/remembered-rule.js';
 import { capabilityAsks, codeLanguageName, codeSandboxOf, SANDBOX_WORDS } from '../src/domain/run-step-facts.js';
 import { commandLineOf } from '../src/domain/shell-quote.js';
+import type { StepStatus } from '../src/domain/state-machine.js';
 import type { Step } from '../src/domain/step.js';
 
 /** A path as short as it can be said: relative to its workspace root when it is inside one. */
@@ -72,7 +73,7 @@ export function summarizeStep(step: Step, roots: readonly string[] = []): string
   }
 }
 
-export const STATUS_LABEL: Record<string, string> = {
+export const STATUS_LABEL: Record<StepStatus, string> = {
   proposed: 'Proposed',
   evaluated: 'Evaluated',
   awaiting_consent: 'Waiting for you',
@@ -87,12 +88,54 @@ export const STATUS_LABEL: Record<string, string> = {
   expired: 'Expired',
 };
 
-export function formatTime(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return iso;
-  return date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+/**
+ * Where a step stands, as the end of a sentence about it ("“Write a.txt” is now …"). Every status
+ * has words (the unit test walks STEP_STATUSES), so no message shows a raw state name.
+ */
+export const STATUS_SENTENCE: Record<StepStatus, string> = {
+  proposed: 'is being prepared',
+  evaluated: 'is being prepared (its preview is under way)',
+  awaiting_consent: 'waits for your decision',
+  approved: 'is approved and waits its turn',
+  rejected: 'was rejected',
+  running: 'is running',
+  executed: 'ran',
+  failed: 'failed',
+  interrupted: 'was interrupted before it finished',
+  reverted: 'was reverted',
+  denied: 'was denied by the policy',
+  expired: 'expired before anyone decided',
+};
+
+/** A step named in a message: its title in quotes, never its id. */
+export function quotedStep(step: Step, roots: readonly string[] = []): string {
+  return `“${summarizeStep(step, roots)}”`;
 }
+
+/**
+ * What became of an approval, in words: ran, waits its turn, failed (and why), or needs the
+ * person again because what it touches changed since they looked.
+ */
+export function approvalOutcomeText(step: Step, result: Pick<StepRecord, 'status' | 'error'>, roots: readonly string[] = []): string {
+  const title = quotedStep(step, roots);
+  switch (result.status) {
+    case 'executed':
+      return `${title} was approved and ran.`;
+    case 'approved':
+      return `${title} was approved; it runs after the earlier steps of its plan.`;
+    case 'running':
+      return `${title} was approved and is running.`;
+    case 'awaiting_consent':
+      // The drift path: the host refreshed the preview because the target changed after the person saw it.
+      return `${title} needs your decision again: ${step.action === 'runCommand' || step.action === 'runCode' ? 'what it works on' : 'the file'} changed since you saw it. Look at the new preview.`;
+    case 'failed':
+      return `${title} was approved but failed${result.error ? `: ${result.error.message}` : '.'}`;
+    default:
+      return `${title} was approved; it ${STATUS_SENTENCE[result.status]}.`;
+  }
+}
+
+export { formatShortTime, formatTime } from './time-format.js';
 
 export function formatDuration(record: StepRecord): string {
   if (!record.startedAt || !record.finishedAt) return '—';
@@ -107,24 +150,12 @@ export function shortHash(hash: string | null | undefined): string {
   return hash ? `${hash.slice(0, 12)}…` : '—';
 }
 
-/** Who approved, in words: the policy, or a person through a channel. */
+/** Who approved, in words: a remembered rule (named), the policy's auto-approve level, or a person through a channel. */
 export function approverText(record: StepRecord): string {
   const by = record.approval?.by;
   if (!by) return '—';
+  const rules = record.evaluation?.approvedByRules ?? [];
+  if (by.channel === 'policy' && rules.length > 0) return `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`;
   if (by.channel === 'policy') return 'policy (auto-approved)';
   return `${by.user} via ${by.channel}`;
-}
-
-/** Compact time for dense tables: "Nov 22, 03:10:56". */
-/**
- * One formatter for every row: toLocaleString with options builds a new Intl.DateTimeFormat per call,
- * which cost more than the rest of an audit row's render together while scrolling.
- */
-let shortTimeFormat: Intl.DateTimeFormat | undefined;
-
-export function formatShortTime(iso: string): string {
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return iso;
-  shortTimeFormat ??= new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
-  return shortTimeFormat.format(date);
 }

@@ -5,6 +5,7 @@ import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
 import { ErrorBox } from '../components/error-box.js';
 import { useKeys } from '../keys.js';
+import { EVENT_KINDS } from '../../src/domain/event-kinds.js';
 import { formatShortTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
@@ -100,7 +101,7 @@ function prettyBody(body: string): string {
   }
 }
 
-export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; onVerify(): void; onJump(seq: number): void }) {
+export function VerifyBanner({ state, onVerify, onJump, logTotal = 0 }: { state: VerifyState; onVerify(): void; onJump(seq: number): void; logTotal?: number }) {
   const report = state.report;
   let tone = 'neutral';
   let text: React.ReactNode = 'The log has not been verified in this window yet.';
@@ -129,6 +130,7 @@ export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; 
       <>
         <strong>Intact.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the checkpoints hold.
         {report.unsealedTail > 0 ? ` The newest ${report.unsealedTail} record(s) are not yet sealed by a checkpoint.` : ''}
+        {logTotal > report.records ? ` ${(logTotal - report.records).toLocaleString()} newer record(s) arrived since; Verify again to include them.` : ''}
       </>
     );
   } else if (report?.problem) {
@@ -155,6 +157,18 @@ export function VerifyBanner({ state, onVerify, onJump }: { state: VerifyState; 
       </div>
     </div>
   );
+}
+
+/**
+ * How many records the whole log holds, whatever page is loaded: "1,204 records in the log", and
+ * with filters, how many match so far ("; 12 match the filters" or "; 200+ match, more load as you scroll").
+ */
+export function logCountText(total: number, filtered: { count: number; rowAt(index: number): unknown } | null): string {
+  const whole = `${total.toLocaleString()} record${total === 1 ? '' : 's'} in the log`;
+  if (!filtered) return `${whole}.`;
+  const loaded = filtered.rowAt(filtered.count - 1) === undefined ? filtered.count - 1 : filtered.count;
+  const more = loaded < filtered.count;
+  return `${whole}; ${loaded.toLocaleString()}${more ? '+' : ''} match the filters${more ? ', more load as you scroll' : ''}.`;
 }
 
 export function AuditView({ active }: { active: boolean }) {
@@ -361,6 +375,8 @@ export function AuditView({ active }: { active: boolean }) {
     }
   };
 
+  // The whole log, whichever page is loaded or filtered: the newest head seen, or what verification counted.
+  const logTotal = Math.max(rows.head, verify.report?.records ?? 0, verify.progress?.total ?? 0);
   const selectedIndex = selectedSeq === null ? null : rows.dense ? rows.indexOfSeq(selectedSeq) : rows.indexOfSeq(selectedSeq);
   const move = (delta: number) => {
     if (rows.count === 0) return;
@@ -393,7 +409,10 @@ export function AuditView({ active }: { active: boolean }) {
           {exportState.busy ? 'Exporting…' : 'Export'}
         </button>
       </header>
-      <VerifyBanner state={verify} onVerify={runVerify} onJump={jumpTo} />
+      <p className="muted audit-count" data-testid="audit-count">
+        {logCountText(logTotal, Object.values(filters).some(Boolean) ? rows : null)}
+      </p>
+      <VerifyBanner state={verify} onVerify={runVerify} onJump={jumpTo} logTotal={logTotal} />
       <div className="status-line" role="status" aria-live="polite">
         {exportState.notice}
       </div>
@@ -417,7 +436,13 @@ export function AuditView({ active }: { active: boolean }) {
         </label>
         <label>
           Action
-          <input placeholder="step.approved" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
+          <input placeholder="step.approved" list="audit-action-names" autoComplete="off" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
+          {/* Every kind the log can hold, so the filter is picked, not guessed. */}
+          <datalist id="audit-action-names" data-testid="audit-action-names">
+            {EVENT_KINDS.map((kind) => (
+              <option key={kind} value={kind} />
+            ))}
+          </datalist>
         </label>
         <label>
           Channel
@@ -434,11 +459,11 @@ export function AuditView({ active }: { active: boolean }) {
           User
           <input placeholder="exact name" value={draft.user ?? ''} onChange={(event) => setDraft({ ...draft, user: event.target.value.trim() || undefined })} />
         </label>
-        <label>
+        <label className="filter-time">
           Since
           <input type="datetime-local" step="1" value={draft.since ?? ''} onChange={(event) => setDraft({ ...draft, since: event.target.value || undefined })} />
         </label>
-        <label>
+        <label className="filter-time">
           Until
           <input type="datetime-local" step="1" value={draft.until ?? ''} onChange={(event) => setDraft({ ...draft, until: event.target.value || undefined })} />
         </label>

@@ -7,7 +7,8 @@ import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { approverText, formatDuration, formatTime, quotedStep, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { useFadingMessage } from '../components/toasts.js';
 
 const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired'] as const;
 const REVERTIBLE = ['executed', 'failed', 'interrupted'];
@@ -49,7 +50,7 @@ export function HistoryView({ active }: { active: boolean }) {
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [revert, setRevert] = useState<RevertState | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [notice, setNotice] = useState('');
+  const [notice, setNotice] = useFadingMessage();
   const [busy, setBusy] = useState(false);
 
   const rows = useMemo(() => {
@@ -86,7 +87,7 @@ export function HistoryView({ active }: { active: boolean }) {
     setError(null);
     try {
       const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
-      setNotice(`${reverted.step.id} reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`);
+      setNotice(`${quotedStep(reverted.step, roots)} was reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`);
       history.reload();
     } catch (caught) {
       setError(caught);

@@ -12,7 +12,9 @@ import { InvisibleWarning, MarkedText, markedPlainText } from '../components/mar
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { formatTime, summarizeStep, targetPath } from '../step-text.js';
+import { UndoToasts, useFadingMessage } from '../components/toasts.js';
+import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
+import { useUndoableDecisions } from '../undoable-decisions.js';
 
 interface PlanGroup {
   planId: string;
@@ -94,9 +96,15 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
 
 type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanGroup };
 
-export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; policy: Policy | undefined; active: boolean }) {
+export function QueueView({ waiting: listed, policy, active }: { waiting: StepRecord[]; policy: Policy | undefined; active: boolean }) {
   const roots = useRoots();
   const api = useApi();
+  // A decision is held a few seconds with an Undo before it is sent; its steps leave the queue meanwhile.
+  const decisions = useUndoableDecisions();
+  const waiting = useMemo(() => {
+    const held = new Set(decisions.held.flatMap((decision) => decision.stepIds));
+    return held.size === 0 ? listed : listed.filter((record) => !held.has(record.step.id));
+  }, [listed, decisions.held]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
   const [selectedId, setSelectedId] = useState<string | null>(null);
@@ -106,7 +114,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
   const busyFor = (planId: string) => busyPlans.has(planId);
   const now = useNow(ordered.some(isPreparing));
   const [error, setError] = useState<unknown>(null);
-  const [notice, setNotice] = useState<string>('');
+  const [notice, setNotice] = useFadingMessage();
 
   const selected = ordered.find((record) => record.step.id === selectedId) ?? ordered[0] ?? null;
   useEffect(() => {
@@ -138,15 +146,29 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
   };
 
   const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
-    run(record.step.planId, `Approving ${record.step.id}…`, async () => {
+    hold([record], `Approving ${quotedStep(record.step, roots)}`, () => sendApproval(record, remember));
+
+  /** Holds a decision with an Undo; sends it when the toast runs out (or the window closes). */
+  const hold = (records: StepRecord[], words: string, send: () => Promise<void>) => {
+    decisions.hold({ stepIds: records.map((record) => record.step.id), words, send });
+    setSelectedId(null);
+  };
+  const undo = (key: string) => {
+    const taken = decisions.undo(key);
+    if (!taken) return;
+    setSelectedId(taken.stepIds[0] ?? null);
+    setNotice(`${taken.words.replace(/^(Approving|Rejecting)/, (verb) => (verb === 'Approving' ? 'Approval of' : 'Rejection of'))} undone; nothing was sent.`);
+  };
+
+  const sendApproval = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
+    run(record.step.planId, `Approving ${quotedStep(record.step, roots)}…`, async () => {
       const shown = record.previewHash ? { previewHash: record.previewHash } : {};
       // With a rule, the approval and the rule are saved together by the core, or neither is.
       const result = remember
         ? (await api.approveAndRemember({ stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })).step
         : await api.approve({ stepId: record.step.id, ...shown });
       setSelectedId(null);
-      const outcome = result.status === 'executed' ? 'approved and executed' : result.status === 'approved' ? 'approved; it runs after the earlier steps of its plan' : `approved; it is now ${result.status}`;
-      return `${record.step.id} ${outcome}${result.error ? `: ${result.error.message}` : '.'}${remember ? ' The rule was saved; see Settings.' : ''}`;
+      return `${approvalOutcomeText(record.step, result, roots)}${remember ? ' The rule was saved; see Settings.' : ''}`;
     });
 
   const startApprove = (record: StepRecord | null) => {
@@ -165,6 +187,10 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       k: () => move(-1),
       a: () => startApprove(selected),
       r: () => startReject(selected),
+      u: () => {
+        const latest = decisions.held[decisions.held.length - 1];
+        if (latest) undo(latest.key);
+      },
       Enter: () => document.getElementById('step-detail')?.focus(),
     },
     active && pending === null,
@@ -235,6 +261,7 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
           {busyPlans.size > 0 ? <span className="progress">{[...busyPlans.values()].join(' ')}</span> : notice}
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
+        <UndoToasts held={decisions.held} onUndo={undo} onSendNow={decisions.release} onPause={decisions.pause} onResume={decisions.resume} />
         {selected ? (
           <StepDetail
             record={selected}
@@ -292,11 +319,13 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
       {pending?.kind === 'reject' ? <RejectDialog record={pending.record} onCancel={() => setPending(null)} onReject={(reason) => {
         const record = pending.record;
         setPending(null);
-        void run(record.step.planId, `Rejecting ${record.step.id}…`, async () => {
-          await api.reject({ stepId: record.step.id, reason });
-          setSelectedId(null);
-          return `${record.step.id} rejected. The reason was sent back to the proposer.`;
-        });
+        hold([record], `Rejecting ${quotedStep(record.step, roots)}`, () =>
+          run(record.step.planId, `Rejecting ${quotedStep(record.step, roots)}…`, async () => {
+            await api.reject({ stepId: record.step.id, reason });
+            setSelectedId(null);
+            return `${quotedStep(record.step, roots)} was rejected. The reason was sent back to whoever proposed it.`;
+          }),
+        );
       }} /> : null}
       {pending?.kind === 'remember' ? (
         <RememberDialog
@@ -333,13 +362,15 @@ export function QueueView({ waiting, policy, active }: { waiting: StepRecord[]; 
               onClick={() => {
                 const group = pending.group;
                 setPending(null);
-                void run(group.planId, `Approving plan ${group.planId}…`, async () => {
-                  for (const record of group.steps) {
-                    await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
-                  }
-                  setSelectedId(null);
-                  return `Plan ${group.planId} approved (${group.steps.length} steps).`;
-                });
+                hold(group.steps, `Approving all ${group.steps.length} steps of the plan`, () =>
+                  run(group.planId, `Approving all ${group.steps.length} steps of the plan…`, async () => {
+                    for (const record of group.steps) {
+                      await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+                    }
+                    setSelectedId(null);
+                    return `All ${group.steps.length} steps of the plan were approved; they run in plan order.`;
+                  }),
+                );
               }}
             >
               Approve all
@@ -497,7 +528,27 @@ function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCa
         }}
       >
         <label htmlFor="reject-reason">Reason (sent back to whoever proposed it)</label>
-        <textarea id="reject-reason" autoFocus required maxLength={2000} rows={4} value={reason} onChange={(event) => setReason(event.target.value)} />
+        <textarea
+          id="reject-reason"
+          autoFocus
+          required
+          maxLength={2000}
+          rows={4}
+          value={reason}
+          aria-keyshortcuts="Control+Enter Meta+Enter"
+          aria-describedby="reject-reason-hint"
+          onChange={(event) => setReason(event.target.value)}
+          onKeyDown={(event) => {
+            // Enter alone is a new line in the reason; Ctrl+Enter (Cmd+Enter on a Mac) sends it, as in chat and review tools.
+            if (event.key === 'Enter' && (event.ctrlKey || event.metaKey) && !event.nativeEvent.isComposing) {
+              event.preventDefault();
+              if (reason.trim()) onReject(reason.trim());
+            }
+          }}
+        />
+        <p id="reject-reason-hint" className="muted small-note">
+          <kbd>Ctrl</kbd>+<kbd>Enter</kbd> (<kbd>⌘</kbd>+<kbd>Enter</kbd> on a Mac) rejects with this reason. You can undo for a few seconds afterwards.
+        </p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
             Cancel

@@ -7,6 +7,7 @@ type KeyStatus = MethodResult<'getKeyStatus'>;
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { formatTime } from '../step-text.js';
+import { useFadingMessage } from '../components/toasts.js';
 
 const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter(Boolean);
 
@@ -109,7 +110,7 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
   const api = useApi();
   const [draft, setDraft] = useState<Draft | null>(policy ? draftOf(policy) : null);
   const [error, setError] = useState<unknown>(null);
-  const [notice, setNotice] = useState('');
+  const [notice, setNotice] = useFadingMessage();
   const [saving, setSaving] = useState(false);
   const [removing, setRemoving] = useState<RememberedRule | null>(null);
   const [rotating, setRotating] = useState(false);

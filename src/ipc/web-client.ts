@@ -158,16 +158,30 @@ export async function connectFromPage(): Promise<ExecutorClient> {
   if (token) {
     // The token is spent by this handshake either way; keep it out of history and bookmarks.
     history.replaceState(null, '', location.pathname + location.search);
-    const { client, stored } = await connectWithToken(wsUrl, token, createSocket);
+    const { client, stored } = await connectWithToken(wsUrl, token, createSocket).catch(sayStaleLink);
     sessionStorage.setItem(STORAGE_KEY, JSON.stringify(stored));
     return client;
   }
   const saved = sessionStorage.getItem(STORAGE_KEY);
-  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page has no session. Open the URL that `executor serve` printed.');
+  if (!saved) throw new ExecutorError('IPC_UNKNOWN_KEY', 'This page was opened without its link’s key, so it cannot reach Executor.');
   try {
     return await connectWithStoredSession(wsUrl, JSON.parse(saved) as StoredSession, createSocket);
   } catch (error) {
     sessionStorage.removeItem(STORAGE_KEY);
-    throw error;
+    return sayStaleLink(error);
   }
+}
+
+/**
+ * A link or session the host does not know (the server restarted, the link was used or replaced)
+ * refuses with the protocol's words ("There is no credential …"); the person gets what happened and
+ * the one command that gives a fresh link.
+ */
+function sayStaleLink(error: unknown): never {
+  if ((error as { code?: string } | null)?.code !== 'IPC_UNKNOWN_KEY') throw error;
+  throw new ExecutorError(
+    'IPC_UNKNOWN_KEY',
+    // What to do (run `executor web-url`) is the window's next-step line for this code (renderer/error-text.ts).
+    'This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones.',
+  );
 }

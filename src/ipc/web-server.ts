@@ -59,7 +59,7 @@ const PLACEHOLDER_JS = `const token = new URLSearchParams(location.hash.slice(1)
 if (token) history.replaceState(null, '', location.pathname);
 document.getElementById('status').textContent = token
   ? 'This page received its one-time token. Build the UI (npm run build:renderer) and open a new URL to use it.'
-  : 'This page has no token. Open the URL that executor serve printed.';
+  : 'This page has no token. Run executor web-url in a terminal on this computer and open the link it prints.';
 `;
 
 export interface WebServerOptions {

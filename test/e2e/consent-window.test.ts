@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { CLI, runCli, shownPreviewHash } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
@@ -49,6 +49,8 @@ const uncaught = new WeakMap<Page, string[]>();
 async function openWindow(url: string): Promise<Page> {
   // A context per window (axe needs one); each window spends its own one-time URL.
   const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
+  // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
+  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
@@ -125,7 +127,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await mediumItem.click();
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
     await expect.poll(() => fs.readFileSync(notes, 'utf8'), { timeout: 20_000 }).toBe('# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n');
-    await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/edit-notes approved and executed/);
+    await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/^“Write notes\.md” was approved and ran\.$/);
 
     // Reject the HIGH step by keyboard, with a reason.
     await highItem.click();

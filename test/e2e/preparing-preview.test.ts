@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 
@@ -28,6 +28,8 @@ afterAll(async () => {
 
 async function openWindow(url: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
+  // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
+  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
   const page = await context.newPage();
   await page.goto(url);
   await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
@@ -66,7 +68,7 @@ describe.skipIf(skipReason !== null)('the queue while the host prepares and runs
 
       // Approving it runs the code again for 4 s. Meanwhile another plan arrives and is approved.
       await approve.click();
-      await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/Approving slow/);
+      await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/^Approving “Run JavaScript/);
       const target = path.join(workspace, 'other.txt');
       await api.propose({ plan: { planId: 'other-plan', steps: [{ id: 'other', action: 'writeFile', args: { path: target, content: 'meanwhile\n' } }] } });
       const otherItem = page.locator('#queue-item-other');

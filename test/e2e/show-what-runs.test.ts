@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { ensureSandboxImage } from '../helpers/docker-engine.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
@@ -68,6 +68,8 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
     fs.writeFileSync(path.join(workspace, 'notes.txt'), 'note\n');
     const served = await startServe(dataDir);
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
+    await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
       fs.writeFileSync(
@@ -194,6 +196,8 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
     const { dataDir, base } = tempSetup();
     const served = await startServe(dataDir);
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
+    await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
       fs.writeFileSync(

@@ -47,3 +47,10 @@ export function ensureRendererBuilt(): void {
   const result = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], { cwd: REPO, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`vite build failed:\n${result.stdout}\n${result.stderr}`);
 }
+
+/**
+ * An init script for windows whose test is not about Undo: the window sends Approve and Reject at
+ * once (the person's "Undo for: no time" choice) instead of holding them five seconds with an
+ * Undo toast. `await context.addInitScript(SEND_DECISIONS_AT_ONCE)` before the page opens.
+ */
+export const SEND_DECISIONS_AT_ONCE = "try { localStorage.setItem('executor.undoSeconds', '0'); } catch {}";

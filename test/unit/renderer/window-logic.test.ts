@@ -100,7 +100,7 @@ describe('the title and the desktop notification seam', () => {
 
 describe('errors and diffs', () => {
   it('says what to do next for typed errors, and something useful for unknown ones', () => {
-    expect(explainError({ code: 'IPC_UNKNOWN_KEY', message: 'no session' }).next).toMatch(/Open the URL that `executor serve` printed/);
+    expect(explainError({ code: 'IPC_UNKNOWN_KEY', message: 'no session' }).next).toMatch(/Run `executor web-url` in a terminal/);
     expect(explainError({ code: 'STEP_CHANGED', message: 'm' }).next).toMatch(/preview again/);
     expect(explainError(new Error('boom'))).toMatchObject({ code: 'INTERNAL', message: 'boom' });
   });

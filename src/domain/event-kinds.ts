@@ -1,0 +1,38 @@
+/**
+ * Every kind of record the audit log knows. Extending it is one line here: the type and the
+ * check in isEventKind() (src/audit/event-log.ts) both come from this list, so an unknown kind
+ * cannot slip into the log; the window suggests the same names in its audit filter.
+ */
+export const EVENT_KINDS = [
+  'app.started',
+  'app.stopped',
+  'policy.changed',
+  'ipc.rejected',
+  'ipc.denied',
+  'key.created',
+  'key.rotated',
+  'step.proposed',
+  'step.evaluated',
+  'step.consent_requested',
+  'step.approved',
+  'step.rejected',
+  'step.cancelled',
+  'agent.rate_limited',
+  'step.denied',
+  'step.simulated',
+  'step.execution_started',
+  'step.executed',
+  'step.failed',
+  'step.interrupted',
+  'step.reconsent',
+  'step.execution_deferred',
+  'step.reverted',
+  'step.revert_forced',
+  /** Nobody decided the step (or used its approval) within the consent expiry; detail: reason, deadline. */
+  'step.expired',
+  /** What restart recovery does with a step a stopped host left undecided (detail: from, action). */
+  'step.recovered',
+  'capability.call',
+  /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
+  'rule.applied',
+] as const;
