@@ -9,7 +9,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
+// npm runs this script in the package folder, whatever folder the person typed `npm start` in
+// (INIT_CWD): a relative --data-dir or EXECUTOR_DATA_DIR means the folder they typed it in, as it
+// does for the `executor` command there, so both use the same data directory.
+const typedIn = process.env.INIT_CWD ?? process.cwd();
+const args = process.argv.slice(2).map((arg, index, all) => {
+  if (all[index - 1] === '--data-dir') return path.resolve(typedIn, arg);
+  if (arg.startsWith('--data-dir=')) return `--data-dir=${path.resolve(typedIn, arg.slice('--data-dir='.length))}`;
+  return arg;
+});
+if (process.env.EXECUTOR_DATA_DIR) process.env.EXECUTOR_DATA_DIR = path.resolve(typedIn, process.env.EXECUTOR_DATA_DIR);
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 
 /** The Electron binary's path, or the reason there is none. */
