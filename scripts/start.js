@@ -51,13 +51,15 @@ function forward(child) {
   child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 0)));
 }
 
-const electron = findElectron();
-buildRenderer();
+// EXECUTOR_START_IN_BROWSER=1: the browser UI even where Electron is installed (a remote machine, a test).
+const electron = process.env.EXECUTOR_START_IN_BROWSER === '1' ? { reason: 'EXECUTOR_START_IN_BROWSER=1 asks for the browser' } : findElectron();
 if (electron.binary) {
+  buildRenderer();
   if (!run(process.execPath, [path.join(root, 'scripts/build-electron.js')])) process.exit(1);
   forward(spawn(electron.binary, [root, ...args], { cwd: root, stdio: 'inherit' }));
 } else {
   console.log(`start: cannot open the desktop window: ${electron.reason}.`);
+  // `executor serve` builds the web UI itself when it is missing or older than its sources.
   console.log('start: serving the same UI in your browser instead (executor serve); open the URL below.\n');
   forward(spawn(process.execPath, [path.join(root, 'bin/executor.js'), ...args, 'serve'], { cwd: root, stdio: 'inherit' }));
 }
