@@ -5,6 +5,7 @@ import { connectExecutor } from '../src/ipc/renderer-entry.js';
 import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
 import { ErrorBox } from './components/error-box.js';
+import { FirstRunRoot } from './components/first-run-root.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -161,6 +162,7 @@ function Shell() {
           <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} />
         ) : null}
         <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
+        <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />
         <RuleNotices
           notices={ruleNotices}
           onDismiss={(stepId) => setRuleNotices((previous) => previous.filter((notice) => notice.stepId !== stepId))}

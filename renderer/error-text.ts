@@ -31,6 +31,7 @@ const NEXT_STEP: Record<string, string> = {
   AUDIT_KEY_UNAVAILABLE: 'Start the Executor app: its keys are sealed by your OS keychain. If the app is running, unlock your keychain (or restart the app) and try again.',
   BUSY: 'Another Executor holds this data directory. Close it, or open the window it serves.',
   INVALID_INPUT: 'Check what you entered and try again.',
+  ROOT_REFUSED: 'Pick another folder: the folder of one project you own, like ~/projects/site.',
 };
 
 export function explainError(error: unknown): ExplainedError {
