@@ -209,7 +209,8 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       // The CLI lists it too, and the question does not come back.
       expect(runCli(['--data-dir', dataDir, 'roots', 'list'], { env: { HOME: home } }).stdout.trim()).toBe(project);
       await page.reload();
-      await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
+      // Reloaded on Settings (the view is in the URL): loaded once the roots are there again.
+      await expect.poll(() => page.locator('#roots').inputValue().catch(() => ''), SOON).toBe(project);
       expect(await page.getByRole('region', { name: 'Where do your agents work?' }).count()).toBe(0);
     } finally {
       await context.close();
