@@ -87,7 +87,9 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
     if (!(error instanceof ExecutorError)) throw error;
     const dataDirNamed = path.resolve(dataDir);
     throw refused(
-      isInside(realOrSame(dataDirNamed), real)
+      foldCase(realOrSame(dataDirNamed)) === foldCase(real)
+        ? `${real} is Executor's data directory, where steps may never write. Pick the folder your agents work in.`
+        : isInside(realOrSame(dataDirNamed), real)
         ? `${real} is inside Executor's data directory (${dataDirNamed}), where steps may never write. Pick the folder your agents work in.`
         : `${real} holds Executor's data directory (${dataDirNamed}), with its keys and database; steps must never reach it. Pick a narrower folder.`,
       { input, path: real, dataDir: dataDirNamed },

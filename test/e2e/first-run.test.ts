@@ -185,11 +185,11 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       };
       await refusedWith('/', /is the whole disk/);
       await refusedWith('~', /holds your whole home folder/);
-      await refusedWith('~/nope', new RegExp(`${path.join(home, 'nope')} does not exist`));
       await refusedWith('~/notes.txt', /is a file, not a folder/);
       await refusedWith('/etc', /is a system folder/);
       await refusedWith('projects/site', /is not a full path/);
-      await refusedWith(dataDir, /inside Executor's data directory|holds Executor's data directory/);
+      await refusedWith(dataDir, /is Executor's data directory/);
+      await refusedWith('~/nope', new RegExp(`${path.join(home, 'nope')} does not exist. Create the folder first`));
       expect(await field.getAttribute('aria-invalid')).toBe('true');
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'first-run-root-refused');

@@ -56,12 +56,14 @@ describe('checkWorkspaceRoot', () => {
     ['/usr/share', /is a system folder \(\/usr\)/],
     ['~/etc-link', /is a system folder \(\/etc\)/],
     ['/var', /is a system folder/],
-    ['~/.local/share/executor', /inside Executor's data directory/],
+    ['~/.local/share/executor', /is Executor's data directory/],
+    ['~/.local/share/executor/blobs', /inside Executor's data directory/],
     ['~/.local', /holds Executor's data directory/],
     ['bad\0name', /NUL character/],
   ])('refuses %j in words (ROOT_REFUSED)', (input, words) => {
     const { home, dataDir } = layout();
-    expect(refusal(input.replace('~/.local/share/executor', `${home}/.local/share/executor`), dataDir, home).message).toMatch(words);
+    fs.mkdirSync(path.join(dataDir, 'blobs'), { recursive: true });
+    expect(refusal(input, dataDir, home).message).toMatch(words);
   });
 
   it('adds a root to the policy once, keeping the others', () => {
