@@ -28,7 +28,8 @@ export function globals(command: Command): { dataDir: string; json: boolean; dat
 export async function sayDataDir(command: Command, reach: ExecutorReach): Promise<void> {
   const { dataDir, json, dataDirSource: source } = globals(command);
   if (json) return;
-  process.stderr.write(`${dataDirNotice(await describeDataDir(dataDir, source, reach === 'host'))}\n`);
+  // A data directory's name is the person's, but may still hold a control character: escaped like all output.
+  process.stderr.write(`${visibleOutput(dataDirNotice(await describeDataDir(dataDir, source, reach === 'host')))}\n`);
 }
 
 /**
