@@ -5,6 +5,7 @@ import { startHostThread, type HostThread } from '../src/ipc/host-line.js';
 import { randomToken } from '../src/ipc/protocol.js';
 import { defaultDataDir, setPrivateUmask } from '../src/store/data-dir.js';
 import { registerNotifyChannel } from './desktop-notify.js';
+import { registerFolderPicker } from './folder-picker.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';
 import { safeStorageSealer, type SecretSealer } from './key-store.js';
 import { rendererResponder } from './renderer-protocol.js';
@@ -77,10 +78,12 @@ async function openWindow(): Promise<void> {
     shown.on('click', () => window.isDestroyed() || window.show());
     shown.show();
   });
+  const unregisterPicker = registerFolderPicker(ipcMain, window, (parent, options) => dialog.showOpenDialog(parent, options));
   window.once('ready-to-show', () => window.show());
   window.on('closed', () => {
     unregister();
     unregisterNotify();
+    unregisterPicker();
   });
   await window.loadURL(`${APP_ORIGIN}/index.html`);
 }

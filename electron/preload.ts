@@ -4,6 +4,7 @@ import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/message-mac-web.js
 import { METHOD_NAMES } from '../src/ipc/methods.js';
 import { base64url, sessionKeyInput } from '../src/ipc/protocol.js';
 import { NOTIFY_CHANNEL } from './notify-channel.js';
+import { PICK_FOLDER_CHANNEL } from './folder-picker-channel.js';
 import { EVENT_CHANNEL, INVOKE_CHANNEL, WINDOW_CREDENTIAL, WINDOW_SECRET_CHANNEL } from './ipc-bridge.js';
 
 /*
@@ -55,9 +56,18 @@ export function buildWindowApi(connect: () => Promise<ExecutorClient>): Record<s
   return api;
 }
 
-/** The shell's one extra for the page: a desktop notification, through main (renderer/desktop-notify.ts). */
-export function buildShellApi(): { notify(notice: { title: string; body: string }): Promise<boolean> } {
-  return { notify: (notice) => ipcRenderer.invoke(NOTIFY_CHANNEL, { title: String(notice?.title ?? ''), body: String(notice?.body ?? '') }) as Promise<boolean> };
+/**
+ * The shell's extras for the page, through main: a desktop notification (renderer/desktop-notify.ts)
+ * and the OS folder picker (the first run's workspace root; null when cancelled).
+ */
+export function buildShellApi(): { notify(notice: { title: string; body: string }): Promise<boolean>; pickFolder(): Promise<string | null> } {
+  return {
+    notify: (notice) => ipcRenderer.invoke(NOTIFY_CHANNEL, { title: String(notice?.title ?? ''), body: String(notice?.body ?? '') }) as Promise<boolean>,
+    pickFolder: async () => {
+      const folder: unknown = await ipcRenderer.invoke(PICK_FOLDER_CHANNEL);
+      return typeof folder === 'string' ? folder : null;
+    },
+  };
 }
 
 contextBridge.exposeInMainWorld('executor', buildWindowApi(connectWindow));

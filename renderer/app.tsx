@@ -7,6 +7,7 @@ import { Dialog } from './components/dialog.js';
 import { ErrorBox } from './components/error-box.js';
 import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier, windowInView } from './attention.js';
 import { AttentionControls } from './components/attention-controls.js';
+import { FirstRunRoot } from './components/first-run-root.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -177,6 +178,7 @@ function Shell() {
           <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} />
         ) : null}
         <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
+        <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />
         <RuleNotices
           notices={ruleNotices}
           onDismiss={(stepId) => setRuleNotices((previous) => previous.filter((notice) => notice.stepId !== stepId))}

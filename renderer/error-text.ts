@@ -72,6 +72,7 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   EXECUTION_CRASHED: 'The process running the step crashed. Try again; if it keeps happening, restart Executor.',
   OUTPUT_TOO_LARGE: 'The step printed more than Executor keeps. Ask for a step with less output.',
   INTERNAL: 'Something went wrong inside Executor. Try again; if it keeps failing, the audit log and `executor` on the command line show more.',
+  ROOT_REFUSED: 'Pick another folder: the folder of one project you own, like ~/projects/site.',
 };
 
 /**

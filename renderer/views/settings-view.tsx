@@ -115,9 +115,15 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
   const [removing, setRemoving] = useState<RememberedRule | null>(null);
   const [rotating, setRotating] = useState(false);
   const ruleHits = useLoaded(() => api.listRuleHits(), [], ['audit', 'policy']);
+  // The policy changed elsewhere (the first run's root, `executor roots add`, another window): a form
+  // the person has not touched follows it, so saving it later cannot put the old roots back.
+  const [draftFrom, setDraftFrom] = useState<PolicyValue | undefined>(policy);
   useEffect(() => {
-    if (policy && draft === null) setDraft(draftOf(policy));
-  }, [policy, draft]);
+    if (!policy || policy === draftFrom) return;
+    const untouched = draft === null || !draftFrom || JSON.stringify(draft) === JSON.stringify(draftOf(draftFrom));
+    if (untouched) setDraft(draftOf(policy));
+    setDraftFrom(policy);
+  }, [policy, draft, draftFrom]);
 
   if (!policy || !draft) return <p className="muted center">Loading the policy…</p>;
   const dirty = JSON.stringify(policyOf(policy, draft)) !== JSON.stringify(policy);

@@ -5,6 +5,7 @@ import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
+import { dataDirNotice, dataDirSource, describeDataDir, type DataDirSource } from './data-dir-notice.js';
 import { isNoSpace } from '../store/storage-errors.js';
 import { ExecutorError } from '../domain/errors.js';
 
@@ -15,9 +16,20 @@ interface GlobalOptions {
 
 export const CLI_ACTOR = actorFor('cli');
 
-export function globals(command: Command): { dataDir: string; json: boolean } {
+export function globals(command: Command): { dataDir: string; json: boolean; dataDirSource: DataDirSource } {
   const options = command.optsWithGlobals<GlobalOptions>();
-  return { dataDir: options.dataDir ?? defaultDataDir(), json: options.json === true };
+  return { dataDir: options.dataDir ?? defaultDataDir(), json: options.json === true, dataDirSource: dataDirSource(options.dataDir) };
+}
+
+/**
+ * The one stderr line of a command that adds or lists steps: which data directory, and whether a
+ * window shows it (data-dir-notice.ts). Human mode only: --json output stays what scripts parse.
+ */
+export async function sayDataDir(command: Command, reach: ExecutorReach): Promise<void> {
+  const { dataDir, json, dataDirSource: source } = globals(command);
+  if (json) return;
+  // A data directory's name is the person's, but may still hold a control character: escaped like all output.
+  process.stderr.write(`${visibleOutput(dataDirNotice(await describeDataDir(dataDir, source, reach === 'host')))}\n`);
 }
 
 /**

@@ -7,6 +7,7 @@ import { registerMcpCommands } from './commands/mcp.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
+import { registerWhereCommands } from './commands/where.js';
 import { setPrivateUmask } from '../store/data-dir.js';
 
 // Also when main.ts is run without bin/executor.js (tsx src/cli/main.ts): files Executor creates are private.
@@ -26,6 +27,7 @@ registerKeyCommands(program);
 registerSandboxCommands(program);
 registerServeCommands(program);
 registerMcpCommands(program);
+registerWhereCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'POLICY_DENIED'
   | 'PATH_OUTSIDE_ROOT'
   | 'PATH_INVALID'
+  /** A folder offered as a workspace root that may not be one (missing, a file, /, a system folder, the data directory). */
+  | 'ROOT_REFUSED'
   /** A file is larger than the step may read (runCode's tools.readFile, lightSandbox.maxReadFileBytes). */
   | 'FILE_TOO_LARGE'
   | 'REVERT_CONFLICT'

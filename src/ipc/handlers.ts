@@ -5,6 +5,7 @@ import { describeIssues } from '../domain/plan-parse.js';
 import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
+import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
@@ -104,6 +105,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
   getPolicy: (executor) => executor.getPolicy(),
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
+  addWorkspaceRoot: (executor, { path }, { actor }) =>
+    executor.setPolicy(policyWithRoot(executor.getPolicy(), checkWorkspaceRoot(path, executor.dataDir)), actor),
   issueWebUrl: (_executor, _params, context) => {
     if (!context.issueWebUrl) throw new ExecutorError('NOT_AVAILABLE', 'This host serves no web UI; start one with `executor serve`.');
     return { url: context.issueWebUrl() };

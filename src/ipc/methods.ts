@@ -224,6 +224,13 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'replace the policy (validated, saved atomically, audited)',
   }),
+  addWorkspaceRoot: method({
+    // The path as a person typed or picked it: `~` is expanded and the folder checked on the host (ROOT_REFUSED).
+    params: z.strictObject({ path: z.string().max(4096) }),
+    result: PolicyWireSchema,
+    channels: PERSON_CHANNELS,
+    description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder or the data directory; saved and audited as setPolicy',
+  }),
   issueWebUrl: method({
     params: noParams,
     result: z.object({ url: z.string() }),

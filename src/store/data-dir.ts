@@ -9,8 +9,12 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.EXECUTOR_DATA_DIR) return path.resolve(env.EXECUTOR_DATA_DIR);
   const home = os.homedir();
   if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Executor');
-  if (process.platform === 'win32') return path.join(env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Executor');
-  return path.join(env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'executor');
+  // An empty or relative XDG_DATA_HOME counts as unset (as the XDG spec says): else the default
+  // would be a folder relative to wherever the command runs, and `npm start` (run from the package)
+  // and the CLI (run from anywhere) would use different ones.
+  const absolute = (value: string | undefined) => (value && path.isAbsolute(value) ? value : undefined);
+  if (process.platform === 'win32') return path.join(absolute(env.APPDATA) ?? path.join(home, 'AppData', 'Roaming'), 'Executor');
+  return path.join(absolute(env.XDG_DATA_HOME) ?? path.join(home, '.local', 'share'), 'executor');
 }
 
 /** Files Executor creates are for this user only: no group or other bits, whatever the shell's umask was. */

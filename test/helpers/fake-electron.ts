@@ -167,7 +167,16 @@ export const app = {
 };
 
 export const protocol = { registerSchemesAsPrivileged: () => undefined, handle: () => undefined };
-export const dialog = { showErrorBox: () => undefined };
+export const dialog = {
+  showErrorBox: () => undefined,
+  /** What the next showOpenDialog answers, and every call it had (window, options). */
+  nextOpenDialog: { canceled: true, filePaths: [] } as { canceled: boolean; filePaths: string[] },
+  openDialogCalls: [] as { window: unknown; options: unknown }[],
+  async showOpenDialog(window: unknown, options: unknown): Promise<{ canceled: boolean; filePaths: string[] }> {
+    dialog.openDialogCalls.push({ window, options });
+    return dialog.nextOpenDialog;
+  },
+};
 /**
  * Electron's utilityProcess, faked with a REAL Node child running the real module: the shim
  * fake-utility-process.cjs gives it `process.parentPort` over Node's IPC channel. Like a utility
@@ -234,6 +243,8 @@ export function resetFakeElectron(): void {
   ipcRenderer.sender = null;
   session.defaultSession = new FakeSession();
   FakeUtilityProcess.forked.length = 0;
+  dialog.nextOpenDialog = { canceled: true, filePaths: [] };
+  dialog.openDialogCalls.length = 0;
 }
 
 export default { app, BrowserWindow, contextBridge, dialog, ipcMain, ipcRenderer, protocol, safeStorage, session, shell, utilityProcess };

@@ -31,7 +31,8 @@ export async function startServe(
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const info = await new Promise<ServeInfo>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`executor serve did not start: ${stderr}`)), 30_000);
+    // Room for serve to build the web UI first when it is missing (web-ui-build.ts): seconds on a busy machine.
+    const timer = setTimeout(() => reject(new Error(`executor serve did not start: ${stderr}`)), 90_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       try {

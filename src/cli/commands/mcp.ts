@@ -18,10 +18,24 @@ function packageVersion(): string {
 /** The OS default, ignoring EXECUTOR_DATA_DIR: an MCP client starts the server without this shell's environment. */
 const osDefaultDataDir = () => defaultDataDir({ ...process.env, EXECUTOR_DATA_DIR: undefined });
 
-/** The config entry an MCP client needs; the data directory is named only when it is not the OS default. */
+/** The entry point that runs this CLI, wherever the package is: what an MCP client must start. */
+export const CLI_ENTRY = path.resolve(import.meta.dirname, '../../../bin/executor.js');
+
+const shellQuoted = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
+
+/**
+ * The config entry an MCP client needs, working as printed: nothing puts `executor` on the PATH
+ * after `npm install`, and an MCP client starts the server without this shell's PATH or nvm, so
+ * the command is this very node (process.execPath) and the args start with the absolute entry point.
+ * The data directory is named only when it is not the OS default.
+ */
+export function mcpServerCommand(dataDir: string): { command: string; args: string[] } {
+  const dataDirArgs = path.resolve(dataDir) === osDefaultDataDir() ? [] : ['--data-dir', path.resolve(dataDir)];
+  return { command: process.execPath, args: [CLI_ENTRY, ...dataDirArgs, 'mcp'] };
+}
+
 export function mcpConfigSnippets(dataDir: string): string {
-  const args = path.resolve(dataDir) === osDefaultDataDir() ? ['mcp'] : ['--data-dir', path.resolve(dataDir), 'mcp'];
-  const entry = { command: 'executor', args };
+  const entry = mcpServerCommand(dataDir);
   return [
     'Claude Desktop (claude_desktop_config.json), Cursor (~/.cursor/mcp.json), Windsurf and most MCP clients:',
     JSON.stringify({ mcpServers: { executor: entry } }, null, 2),
@@ -30,7 +44,7 @@ export function mcpConfigSnippets(dataDir: string): string {
     JSON.stringify({ servers: { executor: { type: 'stdio', ...entry } } }, null, 2),
     '',
     'Claude Code:',
-    `claude mcp add executor -- executor ${args.join(' ')}`,
+    `claude mcp add executor -- ${[entry.command, ...entry.args].map(shellQuoted).join(' ')}`,
   ].join('\n');
 }
 

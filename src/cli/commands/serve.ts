@@ -22,9 +22,13 @@ export function registerServeCommands(program: Command): void {
       // For tests of big exports without writing 64 MiB: lowers the cap of the one-reply exportAudit.
       const exportCap = Number(process.env.EXECUTOR_MAX_EXPORT_TEXT_BYTES);
       const maxExportTextBytes = Number.isSafeInteger(exportCap) && exportCap > 0 ? exportCap : undefined;
+      // EXECUTOR_RENDERER_DIR serves (and builds, when missing or stale) the UI from another folder: tests use it.
+      const rendererDir = process.env.EXECUTOR_RENDERER_DIR ? path.resolve(process.env.EXECUTOR_RENDERER_DIR) : RENDERER_DIR;
+      const { ensureWebUi } = await import('../web-ui-build.js');
+      await ensureWebUi(rendererDir, (line) => process.stderr.write(`${line}\n`));
       // The whole host (Executor, web server, sockets) loads only for this command, not for `--help` or other commands.
       const { startHost } = await import('../../ipc/host.js');
-      const host = await startHost(dataDir, { web: { port: options.port, rendererDir: RENDERER_DIR }, maxExportTextBytes });
+      const host = await startHost(dataDir, { web: { port: options.port, rendererDir }, maxExportTextBytes });
       const url = host.web!.issueUrl();
       print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>
         [

@@ -7,7 +7,7 @@ import { visibleBlock, visibleLine, visibleOutput } from '../../domain/visible-t
 import { STEP_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { toErrorShape } from '../../domain/errors.js';
 import { visibleJson } from '../../domain/visible-text.js';
-import { globals, print, readEvenWhenFull, withExecutor, type ExecutorReach } from '../cli-context.js';
+import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 
 /*
@@ -81,6 +81,7 @@ export function registerStepCommands(program: Command): void {
       let reached: ExecutorReach = 'direct';
       const records = await withExecutor(dataDir, async (api, reach) => {
         reached = reach;
+        await sayDataDir(command, reach);
         if (reach === 'direct') {
           clearTimeout(backstop);
           // Without a host, propose itself ran everything that could run: what it returns is already that point.
@@ -111,7 +112,10 @@ export function registerStepCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const { summaryLine } = await rendering();
       const filter = { status: options.status, planId: options.plan };
-      const records = await readEvenWhenFull(dataDir, () => withExecutor(dataDir, (api) => api.listSteps(filter)), (stored) => stored.list(filter));
+      const records = await readEvenWhenFull(dataDir, () => withExecutor(dataDir, async (api, reach) => {
+            await sayDataDir(command, reach);
+            return api.listSteps(filter);
+          }), (stored) => stored.list(filter));
       print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
     });
   steps

@@ -288,17 +288,3 @@ describe('executor mcp with no app running', () => {
     expect((await mcp.call('list_my_steps', {})).text).toMatch(/^Executor is not running\./);
   });
 });
-
-describe('executor mcp --print-config', () => {
-  it('prints config snippets that start this server for the data directory', () => {
-    const { dataDir } = tempSetup();
-    const printed = runCli(['--data-dir', dataDir, 'mcp', '--print-config']);
-    expect(printed.status).toBe(0);
-    const firstJson = JSON.parse(printed.stdout.slice(printed.stdout.indexOf('{'), printed.stdout.indexOf('\n}\n') + 2)) as {
-      mcpServers: { executor: { command: string; args: string[] } };
-    };
-    expect(firstJson.mcpServers.executor).toEqual({ command: 'executor', args: ['--data-dir', dataDir, 'mcp'] });
-    expect(printed.stdout).toContain('"servers"');
-    expect(printed.stdout).toContain(`claude mcp add executor -- executor --data-dir ${dataDir} mcp`);
-  });
-});

@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ExecutorError } from '../domain/errors.js';
+import { assertRootsApartFromDataDir, type Policy } from './policy-file.js';
+
+/**
+ * A folder a person offers as a workspace root, checked before it goes into the policy: the first
+ * run's "Where do you work?" (a typed path in the browser, a picked folder in the desktop app) and
+ * `executor roots add`. Every refusal is ROOT_REFUSED with words that say what to pick instead.
+ */
+
+/**
+ * Folders of the operating system: neither they nor anything inside them is a place for an agent's
+ * work. /var, /opt, /srv and the homes' parent are refused only as themselves: projects and temp
+ * folders live below them (macOS keeps its temp folders under /var/folders).
+ */
+const SYSTEM_TREES_POSIX = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/run', '/sbin', '/sys', '/usr', '/System', '/Library', '/Applications', '/private/etc', '/private/var/db'];
+const SYSTEM_FOLDERS_POSIX = ['/var', '/opt', '/srv', '/home', '/Users', '/root', '/mnt', '/media', '/Volumes', '/private', '/private/var', '/tmp', '/private/tmp'];
+
+function systemTreesWindows(env: NodeJS.ProcessEnv): string[] {
+  const systemRoot = env.SystemRoot ?? 'C:\\Windows';
+  return [systemRoot, env.ProgramFiles ?? 'C:\\Program Files', env['ProgramFiles(x86)'] ?? 'C:\\Program Files (x86)', env.ProgramData ?? 'C:\\ProgramData'];
+}
+
+const foldCase = (p: string) => (process.platform === 'darwin' || process.platform === 'win32' ? p.toLowerCase() : p);
+
+function isInside(parent: string, child: string): boolean {
+  const relative = path.relative(foldCase(parent), foldCase(child));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/**
+ * `~` and `~/…` (also `~\…` on Windows) become the home folder, as a shell would expand them; the
+ * browser cannot know the host's home, so this happens here. `~user` is not expanded: it names
+ * another person's home, and is refused as not a full path.
+ */
+export function expandHome(input: string, home: string = os.homedir()): string {
+  if (input === '~') return home;
+  if (input.startsWith('~/') || (process.platform === 'win32' && input.startsWith('~\\'))) return path.join(home, input.slice(2));
+  return input;
+}
+
+const refused = (message: string, details: Record<string, unknown>) => new ExecutorError('ROOT_REFUSED', message, details);
+
+/**
+ * The real, absolute folder `input` names, when it may be a workspace root; ROOT_REFUSED otherwise.
+ * Checked on the real path (a symlink to /etc is /etc). The data directory is checked both ways
+ * (the root may neither contain it nor lie inside it) by the same rule the policy file obeys.
+ */
+export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): string {
+  const home = options.home ?? os.homedir();
+  const trimmed = input.trim();
+  if (trimmed === '') throw refused('No folder was given. Type the full path of the folder your agents work in, like ~/projects/site.', { input });
+  if (trimmed.includes('\0')) throw refused('The path holds a NUL character, which no folder name can.', { input });
+  const expanded = expandHome(trimmed, home);
+  if (!path.isAbsolute(expanded)) {
+    throw refused(`"${trimmed}" is not a full path. Start it with / or ~ (your home folder), like ~/projects/site.`, { input });
+  }
+  const resolved = path.resolve(expanded);
+  let real: string;
+  try {
+    real = fs.realpathSync.native(resolved);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw refused(`${resolved} does not exist. Create the folder first, or pick one that exists.`, { input, path: resolved });
+    if (code === 'EACCES' || code === 'EPERM') throw refused(`${resolved} cannot be read by you. Pick a folder of your own.`, { input, path: resolved });
+    throw refused(`${resolved} cannot be opened (${code ?? 'unknown error'}). Pick another folder.`, { input, path: resolved });
+  }
+  if (!fs.statSync(real).isDirectory()) throw refused(`${resolved} is a file, not a folder. Pick the folder that holds your project.`, { input, path: resolved });
+  if (path.parse(real).root === real) {
+    throw refused(`${real} is the whole disk: every file on it would be open to your agents' steps. Pick the folder of one project.`, { input, path: real });
+  }
+  if (isInside(real, realOrSame(home))) {
+    throw refused(`${real} holds your whole home folder (your keys, mail and settings are in it). Pick the folder of one project inside it, like ~/projects/site.`, { input, path: real });
+  }
+  const env = options.env ?? process.env;
+  const trees = process.platform === 'win32' ? systemTreesWindows(env) : SYSTEM_TREES_POSIX;
+  const folders = process.platform === 'win32' ? [] : SYSTEM_FOLDERS_POSIX;
+  const system = trees.find((tree) => isInside(tree, real)) ?? folders.find((folder) => foldCase(folder) === foldCase(real));
+  if (system !== undefined) {
+    throw refused(`${real} is a system folder (${system}); steps there could break your computer. Pick the folder of one project, like ~/projects/site.`, { input, path: real });
+  }
+  try {
+    assertRootsApartFromDataDir({ workspaceRoots: [real] } as Policy, dataDir);
+  } catch (error) {
+    if (!(error instanceof ExecutorError)) throw error;
+    const dataDirNamed = path.resolve(dataDir);
+    throw refused(
+      foldCase(realOrSame(dataDirNamed)) === foldCase(real)
+        ? `${real} is Executor's data directory, where steps may never write. Pick the folder your agents work in.`
+        : isInside(realOrSame(dataDirNamed), real)
+        ? `${real} is inside Executor's data directory (${dataDirNamed}), where steps may never write. Pick the folder your agents work in.`
+        : `${real} holds Executor's data directory (${dataDirNamed}), with its keys and database; steps must never reach it. Pick a narrower folder.`,
+      { input, path: real, dataDir: dataDirNamed },
+    );
+  }
+  return real;
+}
+
+function realOrSame(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** The policy with `root` added to its workspace roots (at most once; a root already there keeps its place). */
+export function policyWithRoot(policy: Policy, root: string): Policy {
+  if (policy.workspaceRoots.some((existing) => foldCase(realOrSame(existing)) === foldCase(root))) return policy;
+  return { ...policy, workspaceRoots: [...policy.workspaceRoots, root] };
+}
