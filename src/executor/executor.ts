@@ -40,7 +40,8 @@ import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
-import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
@@ -55,6 +56,7 @@ import { StepRepository, type StepListFilter } from '../store/step-repository.js
 import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
+import { RequestGate } from './request-gate.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -180,6 +182,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly preparations: PreparationQueue;
   /** Proposals that arrive together share one transaction and one sync to disk. */
   private readonly proposals: GroupedCommit;
+  /**
+   * The requests under way: the host's surfaces count each message from arrival to reply, and
+   * background preparation waits for a gap between them (request-gate.ts).
+   */
+  readonly requests = new RequestGate();
   private readonly log: (line: string) => void;
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
@@ -211,6 +218,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
       onError: (planId, error) => this.recordPreparationFailure(planId, error),
       concurrency: () => this.policy.preparation.concurrency,
+      yieldToRequests: () => this.requests.whenClear(),
     });
   }
 
@@ -350,6 +358,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (record.consentExpiresAt) this.armExpiry(Date.parse(record.consentExpiresAt));
     this.emit('step', record);
     return record;
+  }
+
+  /**
+   * Loads now what a preview or a run would load on first use (the shell parser, jsdiff, dockerode). A
+   * host calls it before it takes requests: each is a stretch of synchronous work (dockerode: a few
+   * hundred ms) that, met first under load, would stall every request behind it. The CLI without a
+   * host does not: it loads only what its one command uses.
+   */
+  async loadHeavyModules(): Promise<void> {
+    await loadShellParser();
+    preloadJsdiff();
+    preloadDockerode();
   }
 
   /** Whether the executor was closed (background work checks it after every wait). */
@@ -542,7 +562,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
     const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
-    // Recorded in the next group commit: under load, many previews and proposals share one sync to disk.
+    // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
+    // group commit: many previews and proposals share one sync to disk.
+    await this.requests.whenClear();
+    if (this.closed) return;
     const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
     this.emitStep(recorded);
   }

@@ -40,6 +40,8 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {
+    // Before the first request can arrive: loaded later, they would stall the requests of the moment.
+    await executor.loadHeavyModules();
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
