@@ -53,6 +53,7 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
+import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
@@ -82,6 +83,11 @@ export interface ExecutorOptions extends ExecutorSeams {
   resumeUnfinished?: boolean;
   /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
   log?: (line: string) => void;
+  /**
+   * Copy the WAL back into the database on a thread of its own (wal-checkpointer.ts), not inside a
+   * commit on this thread. The host sets it; a one-command CLI process has nothing to gain from a thread.
+   */
+  checkpointOffThread?: boolean;
 }
 
 export interface EnvironmentStatus {
@@ -191,6 +197,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
+  private checkpointer: WalCheckpointer | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
 
@@ -241,6 +249,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
+      if (options.checkpointOffThread) executor.checkpointer = WalCheckpointer.start(db, resolved);
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
@@ -269,6 +278,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.preparations.stop();
+    // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
+    this.checkpointer?.stop();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -370,6 +381,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     await loadShellParser();
     preloadJsdiff();
     preloadDockerode();
+  }
+
+  /** The WAL checkpointer thread's next report (null without one: checkpointOffThread). For tests and diagnostics. */
+  nextWalCheckpoint(): Promise<CheckpointReport> | null {
+    return this.checkpointer?.nextCheckpoint() ?? null;
   }
 
   /** Whether the executor was closed (background work checks it after every wait). */

@@ -36,6 +36,8 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     maxExportTextBytes: options.maxExportTextBytes,
     spawnChild: options.spawnChild,
     keyStore: options.keyStore,
+    // A long-lived host under load: no commit of a request copies the WAL back (wal-checkpointer.ts).
+    checkpointOffThread: true,
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
