@@ -9,6 +9,13 @@
  * Prints p50/p99 of the time from sending `propose` to its signed acknowledgement, the ratio
  * p99 load / p99 idle (target ≤ 2×) and the count of failed calls (target 0), then the cold-start
  * ratios (cli-build's bench/cold-start.ts). Usage: npm run bench:responsiveness [-- proposersSteps]
+ *
+ * Ack times are wall-clock and move with whatever else the machine runs (on a shared 2-core machine
+ * the other users' load swings them by 3×); so the bench also prints the host's own CPU time per
+ * acknowledged proposal (Linux), which moves less. The drain wait asks for one preparing step, not
+ * 10 000: listing thousands per step event kept the host busy with the bench's own question.
+ * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR (node --cpu-prof), to see where
+ * an ack's time goes.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -54,6 +61,7 @@ const ms = (value: number) => `${value.toFixed(1)} ms`;
 function hostCpuMs(pid: number | undefined): number | null {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // USER_HZ: 100 on every Linux platform Node runs on (getconf CLK_TCK).
     const ticksPerSecond = 100;
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
   } catch {
