@@ -57,7 +57,7 @@ import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointe
 import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
-import { RequestGate } from './request-gate.js';
+import { RequestGate, type RequestGateOptions } from './request-gate.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -88,6 +88,8 @@ export interface ExecutorOptions extends ExecutorSeams {
    * commit on this thread. The host sets it; a one-command CLI process has nothing to gain from a thread.
    */
   checkpointOffThread?: boolean;
+  /** How long a request holds background work back, and how long background work defers at most (tests lengthen them). */
+  requestGate?: RequestGateOptions;
 }
 
 export interface EnvironmentStatus {
@@ -192,7 +194,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background preparation waits for a gap between them (request-gate.ts).
    */
-  readonly requests = new RequestGate();
+  readonly requests: RequestGate;
   private readonly log: (line: string) => void;
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
@@ -221,6 +223,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.proposals = new GroupedCommit(db);
+    this.requests = new RequestGate(options.requestGate);
     this.preparations = new PreparationQueue({
       prepareNextStep: (planId) => this.prepareNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),

@@ -5,7 +5,7 @@ import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { Executor } from '../../../src/executor/executor.js';
+import { Executor, type ExecutorOptions } from '../../../src/executor/executor.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
@@ -14,9 +14,9 @@ afterEach(() => {
   for (const executor of opened.splice(0)) executor.close();
 });
 
-function open(policy: Record<string, unknown> = {}) {
+function open(policy: Record<string, unknown> = {}, options: ExecutorOptions = {}) {
   const setup = tempSetup({ lightSandbox: { warmWorkers: 0 }, ...policy });
-  const executor = Executor.open(setup.dataDir);
+  const executor = Executor.open(setup.dataDir, options);
   opened.push(executor);
   return { executor, ...setup };
 }
@@ -162,7 +162,8 @@ describe('proposals are acknowledged at once and prepared in the background', ()
   });
 
   it('starts no preview while a request is under way, and prepares all 50 queued ones once it is answered', async () => {
-    const { executor, workspace, dataDir } = open();
+    // Patience and deferral longer than this test can take on a busy machine: only the answer lets the previews go.
+    const { executor, workspace, dataDir } = open({}, { requestGate: { patienceMs: 10 * 60_000, maxDeferMs: 10 * 60_000 } });
     const steps = Array.from({ length: 50 }, (_, index) => `w${index}`);
     const moved: string[] = [];
     executor.on('step', (record) => {
@@ -185,8 +186,8 @@ describe('proposals are acknowledged at once and prepared in the background', ()
   });
 
   it('a request under way past its patience (a container run, a verify) does not hold previews back', async () => {
-    const { executor, workspace } = open();
-    // The request never ends within this test: previews go on once it is older than REQUEST_PATIENCE_MS.
+    const { executor, workspace } = open({}, { requestGate: { patienceMs: 50, maxDeferMs: 10 * 60_000 } });
+    // The request never ends within this test: previews go on once it is older than its patience.
     executor.requests.begin();
     const ready = stepReaches(executor, 'w', ['awaiting_consent']);
     await executor.submitAndSchedule({ planId: 'p', steps: [writeStep('w', path.join(workspace, 'w.txt'))] }, PERSON);
