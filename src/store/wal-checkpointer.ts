@@ -27,10 +27,10 @@ const STOPPED = 2;
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
 const state = new Int32Array(workerData.state);
 let db = null;
 try {
+  const Database = require(workerData.driver);
   db = new Database(workerData.file, { fileMustExist: true });
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 0');
