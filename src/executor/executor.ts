@@ -268,7 +268,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
    */
   describeError(error: unknown): ErrorShape {
-    if (isNoSpace(error) && !this.closed) giveBackWal(this.db);
+    if (isNoSpace(error) && !this.closed) {
+      if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
+      else giveBackWal(this.db);
+    }
     return toErrorShape(dataDirStorageFailure(error, this.dataDir));
   }
 

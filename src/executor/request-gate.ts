@@ -10,6 +10,7 @@ export interface RequestGateOptions {
    * unit runs anyway, so previews always progress.
    */
   maxDeferMs?: number;
+  /** A monotonic clock in ms (default performance.now: a clock set back must not hold previews for hours). */
   now?: () => number;
 }
 
@@ -42,7 +43,7 @@ export class RequestGate {
   constructor(options: RequestGateOptions = {}) {
     this.patienceMs = options.patienceMs ?? REQUEST_PATIENCE_MS;
     this.maxDeferMs = options.maxDeferMs ?? MAX_BACKGROUND_DEFER_MS;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** A request arrived; call the returned function once it is answered (a second call does nothing). */

@@ -18,6 +18,8 @@ export const CHECKPOINT_EVERY_MS = 200;
 const IDLE = 0;
 const CHECKPOINTING = 1;
 const STOPPED = 2;
+/** The host checkpoints itself for a moment (giving the WAL back on a full disk): the thread skips its turn. */
+const HELD = 3;
 
 /*
  * The thread's code, plain CommonJS (no build step, no tsx): it opens its own connection to the
@@ -39,10 +41,9 @@ try {
   Atomics.store(state, 0, ${STOPPED});
 }
 const timer = db && setInterval(() => {
-  if (Atomics.compareExchange(state, 0, ${IDLE}, ${CHECKPOINTING}) !== ${IDLE}) {
-    clearInterval(timer);
-    return;
-  }
+  const seen = Atomics.compareExchange(state, 0, ${IDLE}, ${CHECKPOINTING});
+  if (seen === ${STOPPED}) clearInterval(timer);
+  if (seen !== ${IDLE}) return;
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     if (result && result.log > 0) parentPort.postMessage({ walFrames: result.log, copiedFrames: result.checkpointed });
@@ -116,13 +117,37 @@ export class WalCheckpointer {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    for (;;) {
-      const seen = Atomics.compareExchange(this.state, 0, IDLE, STOPPED);
-      if (seen !== CHECKPOINTING) break;
-      Atomics.wait(this.state, 0, CHECKPOINTING, 5_000);
-    }
+    this.waitForIdleThen(STOPPED);
     void this.worker.terminate();
     this.restoreAutocheckpoint();
+  }
+
+  /**
+   * Runs `work` (the host's own checkpoint: giveBackWal after a refused write) while the thread
+   * holds still, so the two never meet on the WAL and the host's TRUNCATE is not refused as busy.
+   */
+  holdWhile(work: () => void): void {
+    if (this.stopped) return work();
+    const held = this.waitForIdleThen(HELD);
+    try {
+      work();
+    } finally {
+      // A thread that stopped on its own (it could not open the database) stays stopped.
+      if (held) Atomics.store(this.state, 0, IDLE);
+    }
+  }
+
+  /**
+   * Waits (synchronously: a checkpoint takes milliseconds) until no checkpoint is under way, then
+   * moves to `next`; false when the thread had stopped on its own.
+   */
+  private waitForIdleThen(next: typeof STOPPED | typeof HELD): boolean {
+    for (;;) {
+      const seen = Atomics.compareExchange(this.state, 0, IDLE, next);
+      if (seen === IDLE) return true;
+      if (seen !== CHECKPOINTING) return false;
+      Atomics.wait(this.state, 0, CHECKPOINTING, 5_000);
+    }
   }
 
   private restoreAutocheckpoint(): void {

@@ -5,7 +5,9 @@ import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { giveBackWal, openDatabase } from '../../../src/store/database.js';
+import { WalCheckpointer } from '../../../src/store/wal-checkpointer.js';
+import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
 const opened: Executor[] = [];
@@ -60,5 +62,29 @@ describe('the host copies the WAL back on a thread of its own, not inside a requ
     opened.push(cli);
     expect(cli.nextWalCheckpoint()).toBeNull();
     expect(cli.listSteps({ limit: 1000 })).toHaveLength(80);
+  });
+
+  it("holds the thread still while the host gives the WAL back itself (a full disk), then checkpoints again", async () => {
+    const dataDir = tempDir();
+    const db = openDatabase(dataDir);
+    const checkpointer = WalCheckpointer.start(db, dataDir, { everyMs: 5 });
+    try {
+      db.exec('CREATE TABLE filler (text TEXT)');
+      const insert = db.prepare('INSERT INTO filler VALUES (?)');
+      for (let round = 0; round < 20; round++) {
+        for (let index = 0; index < 50; index++) insert.run('x'.repeat(4000));
+        // The thread checkpoints every 5 ms meanwhile; the host's TRUNCATE must never meet it.
+        checkpointer.holdWhile(() => giveBackWal(db));
+        expect(walBytes(dataDir)).toBe(0);
+      }
+      insert.run('after');
+      const report = await checkpointer.nextCheckpoint();
+      expect(report.walFrames).toBeGreaterThan(0);
+    } finally {
+      checkpointer.stop();
+      giveBackWal(db);
+      db.close();
+    }
+    expect(walBytes(dataDir)).toBe(0);
   });
 });
