@@ -222,8 +222,7 @@ export class StepRepository {
     const members = new Map<string, PlanMember[]>();
     for (let start = 0; start < planIds.length; start += 500) {
       const chunk = planIds.slice(start, start + 500);
-      const rows = this
-        .statement(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
+      const rows = this.statement(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
         .all(...chunk) as { step_id: string; plan_id: string; position: number; status: StepStatus; rejected_reason: string | null; error_json: string | null; evaluation_json: string | null }[];
       for (const row of rows) {
         const list = members.get(row.plan_id) ?? [];
@@ -249,8 +248,7 @@ export class StepRepository {
           planId: plan.planId,
         });
       }
-      this
-        .statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
+      this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
         .run(plan.planId, plan.purpose ?? null, actor.channel, now, plan.consentExpirySeconds ?? null);
       const insertStep = this.statement(
         `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
@@ -331,8 +329,7 @@ export class StepRepository {
 
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
   nextEvaluatedStepId(planId: string): string | null {
-    const row = this
-      .statement("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
+    const row = this.statement("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
       .get(planId) as { step_id: string } | undefined;
     return row?.step_id ?? null;
   }
@@ -353,8 +350,7 @@ export class StepRepository {
 
   /** Ids of the plans that have a step in one of these statuses, oldest plan first. */
   plansWith(statuses: readonly StepStatus[]): string[] {
-    const rows = this
-      .statement(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
+    const rows = this.statement(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
       .all(...statuses) as { plan_id: string }[];
     return rows.map((row) => row.plan_id);
   }
@@ -431,8 +427,7 @@ export class StepRepository {
       const current = this.statusOf(stepId);
       if (patch.evaluation) this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this
-          .statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
+        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
           .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
@@ -450,8 +445,7 @@ export class StepRepository {
   }
 
   backups(stepId: string): FileBackupRow[] {
-    const rows = this
-      .statement('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
+    const rows = this.statement('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
       .all(stepId) as { path: string; pre_hash: string | null; post_hash: string | null; existed_before: number; mode: number | null; diff: string | null }[];
     return rows.map((row) => ({
       path: row.path,
@@ -468,8 +462,7 @@ export class StepRepository {
    * it happens while the step runs, so that a crash right after still leaves the folder on record.
    */
   recordCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
-    this
-      .statement('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
+    this.statement('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
       .run(stepId, directory.path, directory.dev, directory.ino, directory.birthtimeNs);
   }
 
