@@ -9,6 +9,13 @@
  * Prints p50/p99 of the time from sending `propose` to its signed acknowledgement, the ratio
  * p99 load / p99 idle (target ≤ 2×) and the count of failed calls (target 0), then the cold-start
  * ratios (cli-build's bench/cold-start.ts). Usage: npm run bench:responsiveness [-- proposersSteps]
+ *
+ * Ack times are wall-clock and move with whatever else the machine runs (on a shared 2-core machine
+ * the other users' load swings them by 3×); so the bench also prints the host's own CPU time per
+ * acknowledged proposal (Linux), which moves less. The drain wait asks for one preparing step, not
+ * 10 000: listing thousands per step event kept the host busy with the bench's own question.
+ * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR (node --cpu-prof), to see where
+ * an ack's time goes.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -47,8 +54,25 @@ function summary(samples: number[]): { p50: number; p99: number; n: number } {
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 
-async function startServe(): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * The host's CPU time so far in ms (Linux: /proc/PID/stat utime + stime), or null elsewhere. Unlike
+ * the ack times, it hardly changes with what else the machine runs: it shows what a proposal costs the host.
+ */
+function hostCpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // USER_HZ: 100 on every Linux platform Node runs on (getconf CLK_TCK).
+    const ticksPerSecond = 100;
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
+  } catch {
+    return null;
+  }
+}
+
+async function startServe(): Promise<{ stop(): Promise<void>; cpuMs(): number | null }> {
+  // EXECUTOR_BENCH_CPU_PROF=DIR: the host writes a CPU profile there when it stops (where an ack's time goes).
+  const profile = process.env.EXECUTOR_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.EXECUTOR_BENCH_CPU_PROF] : [];
+  const child = spawn(process.execPath, [...profile, CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -65,6 +89,7 @@ async function startServe(): Promise<{ stop(): Promise<void> }> {
     child.once('exit', (code) => reject(new Error(`executor serve exited (${code}): ${stderr}`)));
   });
   return {
+    cpuMs: () => hostCpuMs(child.pid),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -92,7 +117,8 @@ async function allPrepared(api: ExecutorClient): Promise<void> {
   let wake: (() => void) | null = null;
   const off = await api.on('step', () => wake?.());
   try {
-    while ((await api.listSteps({ status: ['proposed', 'evaluated'], limit: 10_000 })).length > 0) {
+    // One row is enough to know whether any is left: the host is not made to list thousands per event.
+    while ((await api.listSteps({ status: ['proposed', 'evaluated'], limit: 1 })).length > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 2_000);
         wake = () => {
@@ -128,6 +154,7 @@ try {
     longStatus = long!.status;
   }
   const load: number[] = [];
+  const cpuBeforeLoad = serve.cpuMs();
   const proposers = await Promise.all(Array.from({ length: PROPOSERS }, () => connectToHost(dataDir, 'cli')));
   const loadStartedAt = performance.now();
   await Promise.all([
@@ -135,11 +162,13 @@ try {
     proposeMany(probe, 'probe', PROBES, load, errors),
   ]);
   const loadSeconds = (performance.now() - loadStartedAt) / 1000;
+  const cpuAfterLoad = serve.cpuMs();
   const longAfter = dockerUp ? (await probe.getStep({ stepId: (await probe.listSteps({ limit: 10_000 })).find((r) => r.step.action === 'runCommand')!.step.id })).status : 'n/a';
   for (const api of proposers) api.close();
   const preparedFrom = performance.now();
   await allPrepared(probe);
   const drainSeconds = (performance.now() - preparedFrom) / 1000;
+  const cpuAfterDrain = serve.cpuMs();
   probe.close();
 
   const idleSummary = summary(idle);
@@ -151,6 +180,10 @@ try {
   console.log(`  p99 load / idle  ${ratio.toFixed(2)}×   (target ≤ 2×)`);
   console.log(`  errors           ${errors.length}${errors.length ? ` (${[...new Set(errors)].join(', ')})` : ''}   (target 0)`);
   console.log(`  previews done    ${drainSeconds.toFixed(1)} s after the last acknowledgement`);
+  if (cpuBeforeLoad !== null && cpuAfterLoad !== null && cpuAfterDrain !== null) {
+    const acks = loadSummary.n;
+    console.log(`  host CPU         ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms per ack while loaded; ${((cpuAfterDrain - cpuBeforeLoad) / acks).toFixed(2)} ms per proposal with its preview`);
+  }
 } finally {
   await serve.stop();
   fs.rmSync(base, { recursive: true, force: true });

@@ -10,6 +10,11 @@ function loadJsdiff(): Jsdiff {
   return jsdiff;
 }
 
+/** Loads jsdiff now (a long-lived host, before it listens; see preloadDockerode). */
+export function preloadJsdiff(): void {
+  loadJsdiff();
+}
+
 /**
  * Line diff fast enough for 10 MB files. jsdiff's Myers over whole files is O(N·D) on string
  * objects: seconds for a 1%-changed 10 MB file. Here lines stay byte ranges of the file. Both

@@ -40,7 +40,8 @@ import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
-import { connectDocker, engineStatus, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
@@ -52,9 +53,11 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
+import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
+import { RequestGate, type RequestGateOptions } from './request-gate.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -80,6 +83,13 @@ export interface ExecutorOptions extends ExecutorSeams {
   resumeUnfinished?: boolean;
   /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
   log?: (line: string) => void;
+  /**
+   * Copy the WAL back into the database on a thread of its own (wal-checkpointer.ts), not inside a
+   * commit on this thread. The host sets it; a one-command CLI process has nothing to gain from a thread.
+   */
+  checkpointOffThread?: boolean;
+  /** How long a request holds background work back, and how long background work defers at most (tests lengthen them). */
+  requestGate?: RequestGateOptions;
 }
 
 export interface EnvironmentStatus {
@@ -180,10 +190,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly preparations: PreparationQueue;
   /** Proposals that arrive together share one transaction and one sync to disk. */
   private readonly proposals: GroupedCommit;
+  /**
+   * The requests under way: the host's surfaces count each message from arrival to reply, and
+   * background preparation waits for a gap between them (request-gate.ts).
+   */
+  readonly requests: RequestGate;
   private readonly log: (line: string) => void;
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
+  private checkpointer: WalCheckpointer | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
 
@@ -206,11 +223,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.proposals = new GroupedCommit(db);
+    this.requests = new RequestGate(options.requestGate);
     this.preparations = new PreparationQueue({
       prepareNextStep: (planId) => this.prepareNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
       onError: (planId, error) => this.recordPreparationFailure(planId, error),
       concurrency: () => this.policy.preparation.concurrency,
+      yieldToRequests: () => this.requests.whenClear(),
     });
   }
 
@@ -233,6 +252,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
+      if (options.checkpointOffThread) executor.checkpointer = WalCheckpointer.start(db, resolved);
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
@@ -248,7 +268,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
    */
   describeError(error: unknown): ErrorShape {
-    if (isNoSpace(error) && !this.closed) giveBackWal(this.db);
+    if (isNoSpace(error) && !this.closed) {
+      if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
+      else giveBackWal(this.db);
+    }
     return toErrorShape(dataDirStorageFailure(error, this.dataDir));
   }
 
@@ -261,6 +284,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.preparations.stop();
+    // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
+    this.checkpointer?.stop();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -350,6 +375,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (record.consentExpiresAt) this.armExpiry(Date.parse(record.consentExpiresAt));
     this.emit('step', record);
     return record;
+  }
+
+  /**
+   * Loads now what a preview or a run would load on first use (the shell parser, jsdiff, dockerode). A
+   * host calls it before it takes requests: each is a stretch of synchronous work (dockerode: a few
+   * hundred ms) that, met first under load, would stall every request behind it. The CLI without a
+   * host does not: it loads only what its one command uses.
+   */
+  async loadHeavyModules(): Promise<void> {
+    await loadShellParser();
+    preloadJsdiff();
+    preloadDockerode();
+  }
+
+  /** The WAL checkpointer thread's next report (null without one: checkpointOffThread). For tests and diagnostics. */
+  nextWalCheckpoint(): Promise<CheckpointReport> | null {
+    return this.checkpointer?.nextCheckpoint() ?? null;
   }
 
   /** Whether the executor was closed (background work checks it after every wait). */
@@ -542,7 +584,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.closed) return;
     // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
     const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
-    // Recorded in the next group commit: under load, many previews and proposals share one sync to disk.
+    // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
+    // group commit: many previews and proposals share one sync to disk.
+    await this.requests.whenClear();
+    if (this.closed) return;
     const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
     this.emitStep(recorded);
   }

@@ -10,6 +10,11 @@ export interface PreparationWork {
   onError(planId: string, error: unknown): void;
   /** How many plans may prepare at once, read at each start, so a policy change applies to the next one. */
   concurrency(): number;
+  /**
+   * Resolves when the next unit may start: the host's requests go first (request-gate.ts). Without
+   * it, a unit starts after the current turn of the event loop.
+   */
+  yieldToRequests?(): Promise<void>;
 }
 
 /**
@@ -78,9 +83,10 @@ export class PreparationQueue {
 
   /** One step of the plan; the plan then waits at the back of the line for its next step, or runs forward. */
   private async runOneStep(planId: string, actor: Actor): Promise<void> {
-    // Begins after the current turn of the event loop: schedule() is called while a proposal is being
-    // answered, and a step's dry run (a diff, a hash) run synchronously up to its first await would hold that answer back.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Begins once no request is under way, and never in the current turn of the event loop: schedule() is
+    // called while a proposal is being answered, and a step's dry run (a diff, a hash) run synchronously up
+    // to its first await would hold that answer, and every request behind it, back.
+    await (this.work.yieldToRequests?.() ?? new Promise<void>((resolve) => setImmediate(resolve)));
     try {
       if (this.stopped) return;
       const prepared = await this.work.prepareNextStep(planId);

@@ -36,10 +36,14 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     maxExportTextBytes: options.maxExportTextBytes,
     spawnChild: options.spawnChild,
     keyStore: options.keyStore,
+    // A long-lived host under load: no commit of a request copies the WAL back (wal-checkpointer.ts).
+    checkpointOffThread: true,
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
   try {
+    // Before the first request can arrive: loaded later, they would stall the requests of the moment.
+    await executor.loadHeavyModules();
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });

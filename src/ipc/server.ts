@@ -330,6 +330,8 @@ export class IpcServer {
   }
 
   private async receive(text: string, connection: ConnectionState, arrivedAt: number): Promise<string> {
+    // Counted until answered: the executor's background work (previews) waits for a gap between requests.
+    const answered = this.executor.requests.begin();
     try {
       return await this.handle(text, connection, arrivedAt);
     } catch (error) {
@@ -340,6 +342,8 @@ export class IpcServer {
       }
       // Only a bug reaches here; the message still gets an answer and the server stays up.
       return unsignedText({ v: PROTOCOL_VERSION, id: null, ok: false, error: { code: 'INTERNAL', message: 'The server could not handle this message.' } });
+    } finally {
+      answered();
     }
   }
 

@@ -11,6 +11,7 @@ import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
 import type { Db } from './database.js';
+import type { Statement } from 'better-sqlite3';
 
 interface StepRow {
   step_id: string;
@@ -84,6 +85,9 @@ const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
   denied: 'step.denied',
   expired: 'step.expired',
 };
+
+/** How many compiled statements a repository keeps (its fixed queries and the most recent listings). */
+const MAX_CACHED_STATEMENTS = 64;
 
 /** Every step query reads the plan's consent expiry with the step. */
 const SELECT_STEPS = 'SELECT steps.*, plans.consent_expiry_seconds FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
@@ -174,6 +178,24 @@ export class StepRepository {
     private readonly consentExpirySeconds: () => number = () => 24 * 3600,
   ) {}
 
+  /** Compiled statements by their SQL (see statement()). */
+  private readonly statements = new Map<string, Statement>();
+
+  /**
+   * The statement for this SQL, compiled once: compiling is a large part of a small proposal's cost
+   * (better-sqlite3 caches nothing), and a proposal runs a dozen of these. Bounded, as a listing's SQL
+   * varies with its filter. No caller here changes a statement's mode (raw, pluck) or iterates one, so sharing is safe.
+   */
+  private statement(sql: string): Statement {
+    let compiled = this.statements.get(sql);
+    if (!compiled) {
+      compiled = this.db.prepare(sql);
+      if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
+      this.statements.set(sql, compiled);
+    }
+    return compiled;
+  }
+
   private record(row: StepRow): StepRecord {
     return toRecord(row, this.consentExpirySeconds());
   }
@@ -200,8 +222,7 @@ export class StepRepository {
     const members = new Map<string, PlanMember[]>();
     for (let start = 0; start < planIds.length; start += 500) {
       const chunk = planIds.slice(start, start + 500);
-      const rows = this.db
-        .prepare(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
+      const rows = this.statement(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
         .all(...chunk) as { step_id: string; plan_id: string; position: number; status: StepStatus; rejected_reason: string | null; error_json: string | null; evaluation_json: string | null }[];
       for (const row of rows) {
         const list = members.get(row.plan_id) ?? [];
@@ -222,20 +243,19 @@ export class StepRepository {
   insertPlan(plan: Plan, actor: Actor): void {
     const now = new Date().toISOString();
     this.db.transaction(() => {
-      if (this.db.prepare('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
+      if (this.statement('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
         throw new ExecutorError('PLAN_EXISTS', `A plan with id ${plan.planId} was already proposed; give the new plan its own id.`, {
           planId: plan.planId,
         });
       }
-      this.db
-        .prepare('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
+      this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
         .run(plan.planId, plan.purpose ?? null, actor.channel, now, plan.consentExpirySeconds ?? null);
-      const insertStep = this.db.prepare(
+      const insertStep = this.statement(
         `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)`,
       );
       plan.steps.forEach((step, position) => {
-        if (this.db.prepare('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
+        if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
         insertStep.run(step.id, plan.planId, position, step.action, canonicalJson(step), stepHash(step), now, now);
@@ -258,7 +278,7 @@ export class StepRepository {
   }
 
   get(stepId: string): StepRecord {
-    const row = this.db.prepare(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
+    const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
     if (!row) throw unknownStepError(stepId);
     return this.withBlockers([this.record(row)])[0]!;
   }
@@ -281,7 +301,7 @@ export class StepRepository {
     const sql = `${SELECT_STEPS} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY steps.created_at DESC, steps.plan_id, steps.position LIMIT ?`;
     params.push(filter.limit ?? 1000);
-    return this.withBlockers((this.db.prepare(sql).all(...params) as StepRow[]).map((row) => this.record(row)));
+    return this.withBlockers((this.statement(sql).all(...params) as StepRow[]).map((row) => this.record(row)));
   }
 
   /**
@@ -300,7 +320,7 @@ export class StepRepository {
       where.push('created_at >= ?');
       params.push(filter.since);
     }
-    const row = this.db.prepare(`SELECT COUNT(*) AS count, MIN(created_at) AS oldestAt FROM steps WHERE ${where.join(' AND ')}`).get(...params) as {
+    const row = this.statement(`SELECT COUNT(*) AS count, MIN(created_at) AS oldestAt FROM steps WHERE ${where.join(' AND ')}`).get(...params) as {
       count: number;
       oldestAt: string | null;
     };
@@ -309,14 +329,13 @@ export class StepRepository {
 
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
   nextEvaluatedStepId(planId: string): string | null {
-    const row = this.db
-      .prepare("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
+    const row = this.statement("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
       .get(planId) as { step_id: string } | undefined;
     return row?.step_id ?? null;
   }
 
   planSteps(planId: string): StepRecord[] {
-    const records = (this.db.prepare(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map((row) => this.record(row));
+    const records = (this.statement(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map((row) => this.record(row));
     return this.withBlockers(records, new Map([[planId, records]]));
   }
 
@@ -326,13 +345,12 @@ export class StepRepository {
    */
   expiring(): StepRecord[] {
     const statuses = EXPIRING_STATUSES;
-    return (this.db.prepare(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]).map((row) => this.record(row));
+    return (this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]).map((row) => this.record(row));
   }
 
   /** Ids of the plans that have a step in one of these statuses, oldest plan first. */
   plansWith(statuses: readonly StepStatus[]): string[] {
-    const rows = this.db
-      .prepare(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
+    const rows = this.statement(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
       .all(...statuses) as { plan_id: string }[];
     return rows.map((row) => row.plan_id);
   }
@@ -383,7 +401,7 @@ export class StepRepository {
       if (patch.finishedAt) set('finished_at', patch.finishedAt);
       if (patch.revertedAt) set('reverted_at', patch.revertedAt);
       if (patch.revertOutcome) set('revert_json', canonicalJson(patch.revertOutcome));
-      this.db.prepare(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
+      this.statement(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
       if (extra.backups) this.insertBackups(stepId, extra.backups);
       const event: AuditEvent = {
         kind: extra.kind ?? EVENT_FOR_STATUS[to],
@@ -398,7 +416,7 @@ export class StepRepository {
   }
 
   private statusOf(stepId: string): { status: StepStatus; planId: string } {
-    const row = this.db.prepare('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as { status: StepStatus; plan_id: string } | undefined;
+    const row = this.statement('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as { status: StepStatus; plan_id: string } | undefined;
     if (!row) throw unknownStepError(stepId);
     return { status: row.status, planId: row.plan_id };
   }
@@ -407,10 +425,9 @@ export class StepRepository {
   note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview' | 'evaluation'> = {}): void {
     this.db.transaction(() => {
       const current = this.statusOf(stepId);
-      if (patch.evaluation) this.db.prepare('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
+      if (patch.evaluation) this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this.db
-          .prepare('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
+        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
           .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
@@ -418,7 +435,7 @@ export class StepRepository {
   }
 
   private insertBackups(stepId: string, backups: FileBackupRow[]): void {
-    const insert = this.db.prepare(
+    const insert = this.statement(
       `INSERT INTO file_backups (step_id, idx, path, pre_hash, post_hash, existed_before, mode, diff)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
@@ -428,8 +445,7 @@ export class StepRepository {
   }
 
   backups(stepId: string): FileBackupRow[] {
-    const rows = this.db
-      .prepare('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
+    const rows = this.statement('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
       .all(stepId) as { path: string; pre_hash: string | null; post_hash: string | null; existed_before: number; mode: number | null; diff: string | null }[];
     return rows.map((row) => ({
       path: row.path,
@@ -446,19 +462,18 @@ export class StepRepository {
    * it happens while the step runs, so that a crash right after still leaves the folder on record.
    */
   recordCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
-    this.db
-      .prepare('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
+    this.statement('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
       .run(stepId, directory.path, directory.dev, directory.ino, directory.birthtimeNs);
   }
 
   /** A folder the write that made it removed again (the write failed): it is no longer the step's. */
   forgetCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
-    this.db.prepare('DELETE FROM created_directories WHERE step_id = ? AND path = ? AND dev = ? AND ino = ?').run(stepId, directory.path, directory.dev, directory.ino);
+    this.statement('DELETE FROM created_directories WHERE step_id = ? AND path = ? AND dev = ? AND ino = ?').run(stepId, directory.path, directory.dev, directory.ino);
   }
 
   /** The folders a step created, in the order it made them (so the deepest of a chain comes last). */
   createdDirectories(stepId: string): CreatedDirectory[] {
-    const rows = this.db.prepare('SELECT path, dev, ino, birthtime_ns FROM created_directories WHERE step_id = ? ORDER BY seq').all(stepId) as {
+    const rows = this.statement('SELECT path, dev, ino, birthtime_ns FROM created_directories WHERE step_id = ? ORDER BY seq').all(stepId) as {
       path: string;
       dev: string;
       ino: string;

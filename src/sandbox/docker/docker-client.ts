@@ -14,6 +14,15 @@ function dockerodeClass(): typeof Docker {
 }
 
 /**
+ * Loads dockerode now. A long-lived host calls it before it listens: loading takes a few hundred
+ * milliseconds of synchronous work, which on the first container run under load would hold up every
+ * request waiting behind it.
+ */
+export function preloadDockerode(): void {
+  dockerodeClass();
+}
+
+/**
  * The seam between the core and a container engine. The core only ever asks for a dockerode
  * instance through `connectDocker`; dockerode itself reads DOCKER_HOST (unix socket, tcp, ssh,
  * npipe), so a remote engine or Podman's Docker-compatible socket works without code changes.

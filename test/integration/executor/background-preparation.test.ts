@@ -5,7 +5,7 @@ import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { Executor } from '../../../src/executor/executor.js';
+import { Executor, type ExecutorOptions } from '../../../src/executor/executor.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
@@ -14,9 +14,9 @@ afterEach(() => {
   for (const executor of opened.splice(0)) executor.close();
 });
 
-function open(policy: Record<string, unknown> = {}) {
+function open(policy: Record<string, unknown> = {}, options: ExecutorOptions = {}) {
   const setup = tempSetup({ lightSandbox: { warmWorkers: 0 }, ...policy });
-  const executor = Executor.open(setup.dataDir);
+  const executor = Executor.open(setup.dataDir, options);
   opened.push(executor);
   return { executor, ...setup };
 }
@@ -159,5 +159,38 @@ describe('proposals are acknowledged at once and prepared in the background', ()
     expect(executor.getStep('other').status).toBe('evaluated');
     expect(fs.existsSync(path.join(workspace, 'r.txt'))).toBe(false);
     await otherReady;
+  });
+
+  it('starts no preview while a request is under way, and prepares all 50 queued ones once it is answered', async () => {
+    // Patience and deferral longer than this test can take on a busy machine: only the answer lets the previews go.
+    const { executor, workspace, dataDir } = open({}, { requestGate: { patienceMs: 10 * 60_000, maxDeferMs: 10 * 60_000 } });
+    const steps = Array.from({ length: 50 }, (_, index) => `w${index}`);
+    const moved: string[] = [];
+    executor.on('step', (record) => {
+      if (record.status !== 'evaluated') moved.push(record.step.id);
+    });
+    const allReady = Promise.all(steps.map((id) => stepReaches(executor, id, ['awaiting_consent'])));
+    // A request arrives (as the IPC server counts one) and is still being handled...
+    const answered = executor.requests.begin();
+    await Promise.all(steps.map((id) => executor.submitAndSchedule({ planId: `plan-${id}`, steps: [writeStep(id, path.join(workspace, `${id}.txt`))] }, PERSON)));
+    // ...while the host goes on with other work: another proposal's commit, a file read, many turns of the loop.
+    await executor.submit({ planId: 'other', steps: [writeStep('other', path.join(workspace, 'other.txt'))] }, PERSON);
+    await fs.promises.readFile(path.join(dataDir, 'policy.json'));
+    for (let turn = 0; turn < 100; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(moved).toEqual([]);
+    expect(executor.listSteps({ status: ['evaluated'], limit: 100 })).toHaveLength(51);
+    answered();
+    const ready = await allReady;
+    expect(ready.map((record) => record.preview?.kind)).toEqual(steps.map(() => 'fileChanges'));
+    await executor.whenPreparationsIdle();
+  });
+
+  it('a request under way past its patience (a container run, a verify) does not hold previews back', async () => {
+    const { executor, workspace } = open({}, { requestGate: { patienceMs: 50, maxDeferMs: 10 * 60_000 } });
+    // The request never ends within this test: previews go on once it is older than its patience.
+    executor.requests.begin();
+    const ready = stepReaches(executor, 'w', ['awaiting_consent']);
+    await executor.submitAndSchedule({ planId: 'p', steps: [writeStep('w', path.join(workspace, 'w.txt'))] }, PERSON);
+    expect((await ready).preview?.kind).toBe('fileChanges');
   });
 });
