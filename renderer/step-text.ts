@@ -85,6 +85,7 @@ export const STATUS_LABEL: Record<string, string> = {
   reverted: 'Reverted',
   denied: 'Denied by policy',
   expired: 'Expired',
+  cancelled: 'Cancelled',
 };
 
 export function formatTime(iso: string | null | undefined): string {

@@ -9,7 +9,7 @@ import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
 import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
 
-const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired'] as const;
+const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired', 'cancelled'] as const;
 const REVERTIBLE = ['executed', 'failed', 'interrupted'];
 
 function resultText(record: StepRecord): string {

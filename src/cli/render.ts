@@ -208,6 +208,8 @@ export function explainOutcome(record: StepRecord): string {
       return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
     case 'expired':
       return `${id}: expired: ${line(record.error?.message ?? 'nobody decided it in time')}`;
+    case 'cancelled':
+      return `${id}: cancelled: ${line(record.error?.message ?? 'stopped while it ran')}`;
     case 'awaiting_consent':
       return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'})${record.blockedBy ? ` — ${line(record.blockedBy.reason)}` : ''}: \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
     case 'approved':
