@@ -23,6 +23,8 @@ export interface TailChunk {
 /** What a window needs to show a step while it runs, and to catch up when it opens mid-run. */
 export interface LiveRunView {
   stepId: string;
+  /** What runs, in words (the step's one-line summary: a command's line, a snippet's language and purpose). */
+  title: string;
   phase: RunPhase;
   startedAt: string;
   /** The tail of the output so far, oldest first, within LIVE_TAIL_BYTES and LIVE_TAIL_LINES. */
@@ -40,6 +42,8 @@ export interface LiveRunView {
  */
 export interface LiveRunFrame {
   stepId: string;
+  /** What runs, in words (the step's one-line summary: a command's line, a snippet's language and purpose). */
+  title: string;
   phase: RunPhase;
   startedAt: string;
   chunks: TailChunk[];

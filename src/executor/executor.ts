@@ -635,7 +635,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
     const { module, args } = boundAction(step);
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = this.startLiveRun(step.id, 'dryRun', module.runsLive === true);
+    const live = module.runsLive ? this.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
     let ended: RunSpan['ended'] = 'failed';
     try {
       const preview = await module.simulate(args, this.context(step.id, live));
@@ -647,11 +647,6 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } finally {
       this.endLiveRun(step.id, 'dryRun', live, ended, start);
     }
-  }
-
-  /** A live run (shown in the window, with Cancel) for actions that run something that may take long. */
-  private startLiveRun(stepId: string, phase: RunPhase, runsLive: boolean): LiveRun | undefined {
-    return runsLive ? this.liveRuns.start(stepId, phase) : undefined;
   }
 
   /** Records the run's span and sends the live run's last frame. */
@@ -894,7 +889,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
     // The real run starts here: for a command, the sandbox run happens in prepare, before the step is marked running.
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = this.startLiveRun(stepId, 'realRun', module.runsLive === true);
+    const live = module.runsLive ? this.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
     const ctx = { ...this.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
     let ran: StepRecord | undefined;
     try {

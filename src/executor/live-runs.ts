@@ -21,6 +21,7 @@ export class LiveRun implements RunHooks {
 
   constructor(
     readonly stepId: string,
+    readonly title: string,
     readonly phase: RunPhase,
     private readonly send: (frame: LiveRunFrame) => void,
   ) {}
@@ -64,7 +65,7 @@ export class LiveRun implements RunHooks {
   }
 
   view(): LiveRunView {
-    return { stepId: this.stepId, phase: this.phase, startedAt: this.startedAt, tail: this.tail.map((chunk) => ({ ...chunk })), bytes: { ...this.bytes }, cancelling: this.cancelling };
+    return { stepId: this.stepId, title: this.title, phase: this.phase, startedAt: this.startedAt, tail: this.tail.map((chunk) => ({ ...chunk })), bytes: { ...this.bytes }, cancelling: this.cancelling };
   }
 
   /** The last frame; the run is forgotten by its owner (LiveRuns) right after. */
@@ -90,7 +91,7 @@ export class LiveRun implements RunHooks {
     this.pending = [];
     this.pendingBytes = 0;
     this.overflowed = false;
-    this.send({ stepId: this.stepId, phase: this.phase, startedAt: this.startedAt, chunks, replace, bytes: { ...this.bytes }, cancelling: this.cancelling, ...(endedAt ? { endedAt } : {}) });
+    this.send({ stepId: this.stepId, title: this.title, phase: this.phase, startedAt: this.startedAt, chunks, replace, bytes: { ...this.bytes }, cancelling: this.cancelling, ...(endedAt ? { endedAt } : {}) });
   }
 }
 
@@ -100,9 +101,9 @@ export class LiveRuns {
 
   constructor(private readonly send: (frame: LiveRunFrame) => void) {}
 
-  start(stepId: string, phase: RunPhase): LiveRun {
+  start(stepId: string, title: string, phase: RunPhase): LiveRun {
     this.runs.get(stepId)?.end();
-    const run = new LiveRun(stepId, phase, this.send);
+    const run = new LiveRun(stepId, title, phase, this.send);
     this.runs.set(stepId, run);
     run.announce();
     return run;

@@ -212,6 +212,7 @@ const OutputBytesSchema = z.object({ stdout: z.number(), stderr: z.number() });
 /** A step's sandbox run under way, as a window that opens mid-run reads it (listLiveRuns). */
 export const LiveRunViewSchema = z.object({
   stepId: z.string(),
+  title: z.string(),
   phase: z.enum(['dryRun', 'realRun']),
   startedAt: z.string(),
   tail: z.array(TailChunkSchema),
@@ -222,6 +223,7 @@ export const LiveRunViewSchema = z.object({
 /** The `run` event: a run started, printed more (increments only, or the whole tail with `replace`), or ended (`endedAt`). */
 export const LiveRunFrameSchema = z.object({
   stepId: z.string(),
+  title: z.string(),
   phase: z.enum(['dryRun', 'realRun']),
   startedAt: z.string(),
   chunks: z.array(TailChunkSchema),
