@@ -7,10 +7,10 @@ import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { approverText, formatDuration, formatTime, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { approverText, formatDuration, formatTime, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 
 const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired', 'cancelled'] as const;
-const REVERTIBLE = ['executed', 'failed', 'interrupted'];
+const REVERTIBLE = ['executed', 'failed', 'interrupted', 'cancelled'];
 
 function resultText(record: StepRecord): string {
   if (record.error) return `${record.error.code}: ${record.error.message}`;
@@ -188,6 +188,12 @@ export function HistoryView({ active }: { active: boolean }) {
             <dd>
               {formatTime(selected.startedAt)} → {formatTime(selected.finishedAt)} ({formatDuration(selected)})
             </dd>
+            {selected.runTimes?.dryRun ? (
+              <>
+                <dt>Dry run</dt>
+                <dd data-testid="history-dry-run">{runSpanText(selected.runTimes.dryRun)}</dd>
+              </>
+            ) : null}
             <dt>Result</dt>
             <dd>{resultText(selected)}</dd>
           </dl>
