@@ -24,6 +24,8 @@ function resultText(record: StepRecord): string {
 }
 
 export function canRevert(record: StepRecord): boolean {
+  // A step cancelled before it was marked running applied nothing: there is nothing to revert.
+  if (record.status === 'cancelled' && !record.startedAt) return false;
   return REVERTIBLE.includes(record.status) && record.evaluation?.reversible !== false && record.step.action !== 'createKBEntry';
 }
 

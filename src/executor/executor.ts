@@ -1279,6 +1279,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (!['executed', 'failed', 'interrupted', 'cancelled'].includes(record.status)) {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that ran can be reverted.`, { stepId, from: record.status, to: 'reverted' });
     }
+    if (record.status === 'cancelled' && !record.startedAt) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, { stepId, from: record.status, to: 'reverted' });
+    }
     const force = options.force === true;
     const rows = this.steps.backups(stepId);
     const plan = planRevert(rows);
