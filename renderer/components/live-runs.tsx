@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { appendChunk, trimTail, type LiveRunFrame, type LiveRunView } from '../../src/domain/live-output.js';
 import { useApi } from '../api.js';
 import { ErrorBox } from './error-box.js';
@@ -88,6 +88,22 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
   const [error, setError] = useState<unknown>(null);
   const [asked, setAsked] = useState(false);
   const printed = run.bytes.stdout + run.bytes.stderr;
+  // A tail reads from the bottom: new output scrolls into view unless the person scrolled up to read.
+  const tailBox = useRef<HTMLPreElement>(null);
+  const pinned = useRef(true);
+  useEffect(() => {
+    const box = tailBox.current;
+    if (!box) return;
+    const onScroll = () => {
+      pinned.current = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+    };
+    box.addEventListener('scroll', onScroll);
+    return () => box.removeEventListener('scroll', onScroll);
+  }, [run.tail.length > 0]);
+  useLayoutEffect(() => {
+    const box = tailBox.current;
+    if (box && pinned.current) box.scrollTop = box.scrollHeight;
+  }, [run.tail]);
   const phase = run.phase === 'dryRun' ? 'Dry run (preparing its preview)' : 'Running';
   const cancel = async () => {
     setAsked(true);
@@ -103,21 +119,21 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
     <article className="live-run" aria-label={`Running ${run.stepId}`} data-testid={`live-run-${run.stepId}`}>
       <header className="live-run-head">
         <span className="progress live-run-phase">{phase}</span>
-        <span className="live-run-title">
-          <MarkedText text={run.title} />
-        </span>
         <span className="live-run-elapsed" data-testid={`live-run-elapsed-${run.stepId}`}>
           {runningFor(run.startedAt, now)}
         </span>
-        <button type="button" className="danger" onClick={() => void cancel()} disabled={asked || run.cancelling} aria-label={`Cancel ${run.stepId}`}>
+        <button type="button" className="danger small" onClick={() => void cancel()} disabled={asked || run.cancelling} aria-label={`Cancel ${run.stepId}`}>
           {asked || run.cancelling ? 'Cancelling…' : 'Cancel'}
         </button>
       </header>
+      <p className="live-run-title" title={run.title}>
+        <MarkedText text={run.title} />
+      </p>
       <p className="muted small">
         <code>{run.stepId}</code> · {printed === 0 ? 'no output yet' : `${bytesText(printed)} of output${printed > 8 * 1024 ? ', last lines shown' : ''}`}
       </p>
       {run.tail.length > 0 ? (
-        <pre className="output live-run-output" tabIndex={0} aria-label={`Output of ${run.stepId}, last lines`} data-testid={`live-run-output-${run.stepId}`}>
+        <pre ref={tailBox} className="output live-run-output" tabIndex={0} aria-label={`Output of ${run.stepId}, last lines`} data-testid={`live-run-output-${run.stepId}`}>
           {run.tail.map((chunk, index) => (
             <span key={index} className={chunk.stream === 'stderr' ? 'stderr' : undefined}>
               <MarkedText text={chunk.text} />
