@@ -17,8 +17,6 @@ export type ErrorCode =
   | 'CONSENT_EXPIRED'
   /** The step's sandbox run was stopped by the person's Cancel; the step is `cancelled`. */
   | 'STEP_CANCELLED'
-  /** Cancel of a step with no run under way (it has just finished, or never started one); nothing was stopped. */
-  | 'NOT_RUNNING'
   | 'POLICY_DENIED'
   | 'PATH_OUTSIDE_ROOT'
   | 'PATH_INVALID'

@@ -811,7 +811,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (already) return already;
     if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
       if (isSettled(record.status)) {
-        throw new ExecutorError('NOT_RUNNING', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, status: record.status });
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });
       }
       if (record.status === 'running' && !byAgent) {
         throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`, { stepId, from: record.status, to: 'cancelled' });
@@ -850,7 +850,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (live.cancelling || current.status === 'cancelled') return current;
     const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
     if (!expectFrom.includes(current.status)) {
-      throw new ExecutorError('NOT_RUNNING', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, status: current.status });
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, from: current.status, to: 'cancelled' });
     }
     const elapsedMs = Math.round(performance.now() - live.startedAtMs);
     const seconds = (elapsedMs / 1000).toFixed(1);

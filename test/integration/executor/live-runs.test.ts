@@ -123,7 +123,7 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     expect(records).toContain('step.cancelled');
   }, 120_000);
 
-  it('a real run cancelled in the sandbox applies nothing; one that has ended answers NOT_RUNNING', async () => {
+  it('a real run cancelled in the sandbox applies nothing; one that has ended is refused with a clear error', async () => {
     const { executor, run, workspace } = openExecutor();
     const command = `echo made > made.txt; ${ticker(1.5)}`;
     await executor.propose({ steps: [{ id: 'real', action: 'runCommand', args: { command } }] }, person);
@@ -143,7 +143,7 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     await executor.propose({ steps: [{ id: 'quick', action: 'runCommand', args: { command: 'echo hi' } }] }, person);
     const executed = await executor.approve('quick', person);
     expect(executed.status).toBe('executed');
-    await expect(executor.cancel('quick', person)).rejects.toMatchObject({ code: 'NOT_RUNNING', message: expect.stringContaining('already ended (executed)') });
+    await expect(executor.cancel('quick', person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('already ended (executed)') });
   }, 120_000);
 
   it("an agent may withdraw its own step in its dry run, but not stop its real run", async () => {
