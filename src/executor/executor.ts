@@ -896,7 +896,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       ran = await this.realRun(record, actor, module, args, ctx, start.iso);
       return ran;
     } finally {
-      const status = ran?.status ?? this.steps.get(stepId).status;
+      // Closed meanwhile: the database is gone; the run's last frame still goes out.
+      const status = this.closed ? 'approved' : (ran?.status ?? this.steps.get(stepId).status);
       // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
       if (status === 'approved') {
         if (live) this.liveRuns.finish(live);

@@ -188,3 +188,34 @@ describe('a running snippet in the forked light worker, cancelled', () => {
     expect(executor.getStep('spin').runTimes?.dryRun).toMatchObject({ ended: 'cancelled' });
   }, 60_000);
 });
+
+describe('a real run of a snippet in the forked light worker, cancelled while it applies', () => {
+  const open: Executor[] = [];
+  afterEach(() => {
+    while (open.length) open.pop()!.close();
+  });
+
+  it('kills the worker, ends the step cancelled, and records how the run ended after the cancel', async () => {
+    const { dataDir } = tempSetup();
+    const executor = Executor.open(dataDir, { resumeUnfinished: false });
+    open.push(executor);
+    const run = frames(executor);
+    // The dry run ends at the light sandbox's 1 s timeout; the real run would spin as long.
+    await executor.propose({ steps: [{ id: 'spin-real', action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 1000 } }] }, person);
+    expect(executor.getStep('spin-real').status).toBe('awaiting_consent');
+    const approving = executor.approve('spin-real', person);
+    await run.next((frame) => frame.stepId === 'spin-real' && frame.phase === 'realRun');
+    await expect.poll(() => executor.getStep('spin-real').status).toBe('running');
+    const cancelled = await executor.cancel('spin-real', person);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.error?.message).toContain('kept with its backups');
+    const settled = await approving;
+    expect(settled.status).toBe('cancelled');
+    expect(settled.runTimes?.realRun).toMatchObject({ ended: 'cancelled' });
+    const entries = executor.getAudit({ filters: { stepId: 'spin-real' }, order: 'asc' }).entries;
+    const outcome = entries.find((entry) => entry.action === 'step.cancel_outcome');
+    expect(JSON.stringify(outcome)).toContain('EXECUTION_CANCELLED');
+    // Cancelled while it applied: what it did is the person's to revert (runCode has nothing to undo, and says so).
+    await expect(executor.revertStep('spin-real', person)).rejects.toMatchObject({ code: 'NOT_REVERSIBLE' });
+  }, 60_000);
+});
