@@ -87,15 +87,15 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
       await expect.poll(() => output.isVisible().then((shown) => (shown ? output.innerText() : '')), SOON).toContain('line 4');
       await expect.poll(() => page.getByTestId('live-run-elapsed-long-dry').innerText(), SOON).toMatch(/^[2-9] s$|^\d{2} s$/);
       // stderr lines stand apart, and the escape sequence they print is shown, never obeyed.
-      expect(await output.locator('.stderr').first().innerText()).toContain('warn 3 ⟨U+001B⟩[2J');
+      expect(await output.locator('.stderr').first().innerText()).toMatch(/warn \d+ ⟨U\+001B⟩\[2J/);
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'running-dry-run');
 
       // `executor steps show` through the host prints the same tail.
       const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'long-dry'], { timeoutMs: 60_000 });
-      expect(shown.stdout).toMatch(/Dry run for \d+(\.\d)? s: Run/);
-      expect(shown.stdout).toContain('line 2');
-      expect(shown.stdout).toContain('stderr| warn 3 \\x1b[2J');
+      expect(shown.stdout).toMatch(/Dry run for \d[^:]*: Run/);
+      expect(shown.stdout).toMatch(/^line \d+$/m);
+      expect(shown.stdout).toMatch(/^stderr\| warn \d+ \\x1b\[2J$/m);
 
       await page.getByRole('button', { name: 'Cancel long-dry' }).click();
       await expect.poll(() => dry.count(), SOON).toBe(0);
