@@ -91,6 +91,13 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'running-dry-run');
 
+      // A window opened mid-run catches up at once: the run, its time and the output so far.
+      const late = await context.newPage();
+      await late.goto(served.info.url);
+      await expect.poll(() => late.getByTestId('live-run-output-long-dry').isVisible(), SOON).toBe(true);
+      expect(await late.getByTestId('live-run-output-long-dry').innerText()).toMatch(/line \d+/);
+      await late.close();
+
       // `executor steps show` through the host prints the same tail.
       const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'long-dry'], { timeoutMs: 60_000 });
       expect(shown.stdout).toMatch(/Dry run for \d[^:]*: Run/);

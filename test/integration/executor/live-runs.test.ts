@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { actorFor, type Actor } from '../../../src/domain/actor.js';
 import type { LiveRunFrame } from '../../../src/domain/live-output.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { spawnSync } from 'node:child_process';
+
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

@@ -39,3 +39,16 @@ describe('the window keeps a run as its frames say', () => {
     expect(runningFor(base.startedAt, start - 5000)).toBe('0 s');
   });
 });
+
+describe('durations in History', () => {
+  it("are the host's timing of the real run, and say how a run ended when it did not finish", async () => {
+    const { formatDuration, runSpanText } = await import('../../../renderer/step-text.js');
+    const span = { startedAt: '2026-11-24T12:00:00.000Z', finishedAt: '2026-11-24T12:00:25.000Z', durationMs: 25_040, ended: 'finished' as const };
+    expect(runSpanText(span)).toBe('25 s');
+    expect(runSpanText({ ...span, durationMs: 2100, ended: 'cancelled' })).toBe('2.1 s, cancelled');
+    // The step was marked running only for the last 25 ms (a command applies its changeset at the end): the run's own time counts.
+    const record = { startedAt: '2026-11-24T12:00:24.975Z', finishedAt: '2026-11-24T12:00:25.000Z', runTimes: { realRun: span } };
+    expect(formatDuration(record as never)).toBe('25 s');
+    expect(formatDuration({ ...record, runTimes: undefined } as never)).toBe('25 ms');
+  });
+});
