@@ -57,10 +57,10 @@ function containersOf(pid: number): string[] {
 
 /**
  * Prints "line N" every 0.3 s (every third also a warning on stderr, one with an escape sequence),
- * 4 lines when the workspace has no file named `slow`, 200 when it has one: the dry run is short and
+ * 4 lines when the workspace has no file named `slow`, 300 (90 s) when it has one: the dry run is short and
  * the real run, once `slow` is there, long.
  */
-const TICKER = 'if [ -f slow ]; then n=200; else n=4; fi; i=0; while [ $i -lt $n ]; do i=$((i+1)); echo "line $i"; if [ $((i % 3)) -eq 0 ]; then printf "warn %s \\033[2J\\n" "$i" >&2; fi; sleep 0.3; done';
+const TICKER = 'if [ -f slow ]; then n=300; else n=4; fi; i=0; while [ $i -lt $n ]; do i=$((i+1)); echo "line $i"; if [ $((i % 3)) -eq 0 ]; then printf "warn %s \\033[2J\\n" "$i" >&2; fi; sleep 0.3; done';
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the window shows a step while it runs', { timeout: 300_000 }, () => {
@@ -93,7 +93,8 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
 
       // A window opened mid-run catches up at once: the run, its time and the output so far.
       const late = await context.newPage();
-      await late.goto(served.info.url);
+      // The first link is spent: a second window opens with a fresh one, as `executor web-url` gives.
+      await late.goto((await api.issueWebUrl()).url);
       await expect.poll(() => late.getByTestId('live-run-output-long-dry').isVisible(), SOON).toBe(true);
       expect(await late.getByTestId('live-run-output-long-dry').innerText()).toMatch(/line \d+/);
       await late.close();

@@ -5,7 +5,6 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { actorFor, type Actor } from '../../../src/domain/actor.js';
 import type { LiveRunFrame } from '../../../src/domain/live-output.js';
 import { Executor } from '../../../src/executor/executor.js';
-
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
