@@ -267,6 +267,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.preparations.stop();
+    // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
+    this.liveRuns.cancelAll();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {

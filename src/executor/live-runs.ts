@@ -49,7 +49,11 @@ export class LiveRun implements RunHooks {
       this.overflowed = true;
       this.pending = [];
     }
-    this.timer ??= setTimeout(() => this.flush(), LIVE_FRAME_INTERVAL_MS);
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), LIVE_FRAME_INTERVAL_MS);
+      // A frame due is no reason to keep a process alive: end() sends the last one itself.
+      this.timer.unref();
+    }
   }
 
   /** Stops the run: the sandbox kills its container or worker. Idempotent. */
