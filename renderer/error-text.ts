@@ -72,6 +72,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   EXECUTION_CRASHED: 'The process running the step crashed. Try again; if it keeps happening, restart Executor.',
   OUTPUT_TOO_LARGE: 'The step printed more than Executor keeps. Ask for a step with less output.',
   INTERNAL: 'Something went wrong inside Executor. Try again; if it keeps failing, the audit log and `executor` on the command line show more.',
+  STEP_CANCELLED: 'You cancelled the step, so it stopped. Nothing more of it will run; History shows what it did before it stopped.',
+  EXECUTION_CANCELLED: 'The run was cancelled while it ran. Its output so far is in History; revert it there if it changed files.',
   ROOT_REFUSED: 'Pick another folder: the folder of one project you own, like ~/projects/site.',
 };
 

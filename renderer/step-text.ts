@@ -1,6 +1,6 @@
-import type { StepRecord } from '../src/domain/step-record.js';
+import type { RunSpan, StepRecord } from '../src/domain/step-record.js';
 import { placeInRoots } from '../src/domain/remembered-rule.js';
-import { capabilityAsks, codeLanguageName, codeSandboxOf, SANDBOX_WORDS } from '../src/domain/run-step-facts.js';
+import { capabilityAsks, codeLanguageName, codeSandboxOf, durationText, SANDBOX_WORDS } from '../src/domain/run-step-facts.js';
 import { commandLineOf } from '../src/domain/shell-quote.js';
 import type { StepStatus } from '../src/domain/state-machine.js';
 import type { Step } from '../src/domain/step.js';
@@ -86,6 +86,7 @@ export const STATUS_LABEL: Record<StepStatus, string> = {
   reverted: 'Reverted',
   denied: 'Denied by policy',
   expired: 'Expired',
+  cancelled: 'Cancelled',
 };
 
 /**
@@ -105,6 +106,7 @@ export const STATUS_SENTENCE: Record<StepStatus, string> = {
   reverted: 'was reverted',
   denied: 'was denied by the policy',
   expired: 'expired before anyone decided',
+  cancelled: 'was cancelled',
 };
 
 /** A step named in a message: its title in quotes, never its id. */
@@ -137,7 +139,14 @@ export function approvalOutcomeText(step: Step, result: Pick<StepRecord, 'status
 
 export { formatShortTime, formatTime } from './time-format.js';
 
+/** How long a timed run took, and how it ended when that was not simply finishing: "23.4 s", "2.1 s, cancelled". */
+export function runSpanText(span: RunSpan): string {
+  return `${durationText(span.durationMs)}${span.ended === 'finished' ? '' : `, ${span.ended}`}`;
+}
+
 export function formatDuration(record: StepRecord): string {
+  // The host's own timing of the real run (a command's sandbox run included), where it has one.
+  if (record.runTimes?.realRun) return runSpanText(record.runTimes.realRun);
   if (!record.startedAt || !record.finishedAt) return '—';
   const ms = new Date(record.finishedAt).getTime() - new Date(record.startedAt).getTime();
   if (!Number.isFinite(ms) || ms < 0) return '—';

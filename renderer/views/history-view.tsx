@@ -7,11 +7,11 @@ import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { useKeys } from '../keys.js';
-import { approverText, formatDuration, formatTime, quotedStep, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { approverText, formatDuration, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
 
-const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired'] as const;
-const REVERTIBLE = ['executed', 'failed', 'interrupted'];
+const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired', 'cancelled'] as const;
+const REVERTIBLE = ['executed', 'failed', 'interrupted', 'cancelled'];
 
 function resultText(record: StepRecord): string {
   if (record.error) return `${record.error.code}: ${record.error.message}`;
@@ -25,6 +25,8 @@ function resultText(record: StepRecord): string {
 }
 
 export function canRevert(record: StepRecord): boolean {
+  // A step cancelled before it was marked running applied nothing: there is nothing to revert.
+  if (record.status === 'cancelled' && !record.startedAt) return false;
   return REVERTIBLE.includes(record.status) && record.evaluation?.reversible !== false && record.step.action !== 'createKBEntry';
 }
 
@@ -189,6 +191,12 @@ export function HistoryView({ active }: { active: boolean }) {
             <dd>
               {formatTime(selected.startedAt)} → {formatTime(selected.finishedAt)} ({formatDuration(selected)})
             </dd>
+            {selected.runTimes?.dryRun ? (
+              <>
+                <dt>Dry run</dt>
+                <dd data-testid="history-dry-run">{runSpanText(selected.runTimes.dryRun)}</dd>
+              </>
+            ) : null}
             <dt>Result</dt>
             <dd>{resultText(selected)}</dd>
           </dl>

@@ -8,6 +8,7 @@ import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
+import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
@@ -203,6 +204,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
           <h1>Queue</h1>
           <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length} waiting`}{ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}</span>
         </header>
+        <LiveRunsPanel />
         {groups.length === 0 ? (
           <div className="empty">
             <p>No step is waiting for your consent.</p>

@@ -1,6 +1,7 @@
 import type { BlobStore } from '../backup/blob-store.js';
 import type { DirectoryLedger } from '../backup/created-directories.js';
 import type { FileChange } from '../backup/file-changes.js';
+import type { RunHooks } from '../domain/live-output.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName } from '../domain/step.js';
 import type { EffectRating } from '../policy/command-effects.js';
@@ -33,6 +34,11 @@ export interface ActionContext {
   directoryLedger?: DirectoryLedger;
   /** Writes one `capability.call` audit record linked to this step; throws if it cannot (the call is then refused). */
   auditCapabilityCall: CapabilityAudit;
+  /**
+   * Present while the step's sandbox run (dry or real) is shown live: its output goes to `onOutput`
+   * as it comes, and `signal` aborts when the person cancels (the container or worker is killed).
+   */
+  run?: RunHooks;
 }
 
 /**
@@ -60,6 +66,8 @@ export interface ActionModule<A extends ActionName> {
    * to check the preview (that would run it twice); `prepare` compares its own run and reports drift.
    */
   previewFromRun?: boolean;
+  /** Its dry run and real run run something in a sandbox that may take long: the window shows them live, with Cancel. */
+  runsLive?: boolean;
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;

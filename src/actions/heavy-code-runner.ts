@@ -1,4 +1,5 @@
 import type { CodeRunResult } from '../domain/code-run.js';
+import type { RunHooks } from '../domain/live-output.js';
 import type { ActionArgs } from '../domain/step.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 
@@ -9,6 +10,8 @@ export interface HeavyCodeRequest {
   mode: 'simulate' | 'execute';
   /** Each brokered call the heavy sandbox makes on the code's behalf is audited through this. */
   auditCapabilityCall: CapabilityAudit;
+  /** The live output and the Cancel signal; a cancelled run answers EXECUTION_CANCELLED. */
+  hooks?: RunHooks;
 }
 
 /**

@@ -32,7 +32,7 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
       };
     }
     try {
-      return { result: recordableResult(await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall })), requests: [] };
+      return { result: recordableResult(await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall, hooks: ctx.run })), requests: [] };
     } catch (error) {
       // The seam promises never to throw; if it does anyway, the caller still gets a result, not an exception.
       return { result: { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs: 0 }, requests: [] };
@@ -54,7 +54,7 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
     },
   });
   try {
-    const result = await ctx.lightSandbox.run({ code: args.code, timeoutMs: args.timeoutMs, bridge }, ctx.policy.lightSandbox);
+    const result = await ctx.lightSandbox.run({ code: args.code, timeoutMs: args.timeoutMs, bridge, signal: ctx.run?.signal }, ctx.policy.lightSandbox);
     return { result: recordableResult(result), requests: boundedValue(bridge.requests, 4).value as typeof bridge.requests };
   } finally {
     inFlight.abort();
@@ -119,6 +119,7 @@ function assessRunCode(args: RunCodeArgs, ctx: ActionContext): RiskHints {
 export const runCode: ActionModule<'runCode'> = {
   action: 'runCode',
   reversible: false,
+  runsLive: true,
   // The preview is a run of the same code: the step hash already binds it, and a second run before
   // execute would only add a chance to differ (time, randomness) and a second charge to the budget.
   summarize: (args) =>

@@ -92,6 +92,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     allowedSecrets: args.allowSecrets,
     // By real path, never by a glob built from one: a directory named `exec(1)` or `{a,b}` would be read as a pattern.
     excludeDirs: [ctx.dataDir],
+    hooks: ctx.run,
   });
   const scope = changesetScope(args, ctx, sourceDir);
   const changes: FileChange[] = [];
@@ -230,6 +231,7 @@ export const runCommand: ActionModule<'runCommand'> = {
   action: 'runCommand',
   reversible: true,
   previewFromRun: true,
+  runsLive: true,
   summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
   ruleTarget: (args, ctx) => commandRuleTarget(args, ctx.policy.workspaceRoots),
   assess(args, ctx) {

@@ -1,4 +1,5 @@
 import type { ErrorShape } from '../domain/errors.js';
+import type { LiveRunView, TailChunk } from '../domain/live-output.js';
 import type { StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
 import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, lineCountText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../domain/run-step-facts.js';
@@ -152,6 +153,9 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   if (record.result) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
+  for (const [name, span] of [['Dry run', record.runTimes?.dryRun], ['Run', record.runTimes?.realRun]] as const) {
+    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${line(span.startedAt)} → ${line(span.finishedAt)})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
+  }
   if (runs.code.length) lines.push('', ...runs.code);
   if (record.preview?.kind === 'fileChanges') {
     for (const file of record.preview.files) {
@@ -195,6 +199,18 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   return lines.join('\n');
 }
 
+/** A run under way as `steps show` and `steps watch` print it: phase, elapsed time, then the tail of its output (stderr lines marked). */
+export function liveRunText(run: LiveRunView, now = Date.now()): string {
+  const head = `${run.phase === 'dryRun' ? 'Dry run' : 'Running'} for ${durationText(now - Date.parse(run.startedAt))}${run.cancelling ? ' (cancelling)' : ''}: ${line(run.title)}`;
+  const printed = run.bytes.stdout + run.bytes.stderr;
+  return [head, printed === 0 ? '(no output yet)' : `--- last lines of its output (${printed} bytes so far)`, ...tailLines(run.tail)].join('\n');
+}
+
+/** Output chunks as lines for a terminal: escaped, stderr's prefixed so they stand apart. */
+export function tailLines(tail: readonly TailChunk[]): string[] {
+  return tail.flatMap((chunk) => visibleBlock(chunk.text.replace(/\n$/, '')).split('\n').map((text) => (chunk.stream === 'stderr' ? `stderr| ${text}` : text)));
+}
+
 /** Why a step did not simply run: the sentence a person needs next, or '' when it executed. */
 export function explainOutcome(record: StepRecord): string {
   const id = line(record.step.id);
@@ -208,6 +224,8 @@ export function explainOutcome(record: StepRecord): string {
       return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
     case 'expired':
       return `${id}: expired: ${line(record.error?.message ?? 'nobody decided it in time')}`;
+    case 'cancelled':
+      return `${id}: cancelled: ${line(record.error?.message ?? 'stopped while it ran')}`;
     case 'awaiting_consent':
       return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'})${record.blockedBy ? ` — ${line(record.blockedBy.reason)}` : ''}: \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
     case 'approved':

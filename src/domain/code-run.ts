@@ -9,7 +9,9 @@ export type CodeRunFailureCode =
   | 'EXECUTION_DENIED'
   | 'EXECUTION_CRASHED'
   | 'OUTPUT_TOO_LARGE'
-  | 'SANDBOX_UNAVAILABLE';
+  | 'SANDBOX_UNAVAILABLE'
+  /** The person's Cancel stopped the run (the worker or container was killed). */
+  | 'EXECUTION_CANCELLED';
 
 export const CODE_RUN_FAILURE_CODES: readonly CodeRunFailureCode[] = [
   'EXECUTION_TIMEOUT',
@@ -19,6 +21,7 @@ export const CODE_RUN_FAILURE_CODES: readonly CodeRunFailureCode[] = [
   'EXECUTION_CRASHED',
   'OUTPUT_TOO_LARGE',
   'SANDBOX_UNAVAILABLE',
+  'EXECUTION_CANCELLED',
 ];
 
 /** A request the code made (or, in a dry run, would have made) through a brokered capability. */

@@ -15,6 +15,8 @@ export type ErrorCode =
   | 'PLAN_ORDER'
   /** The step waited for consent (or held an unused approval) longer than the policy or its plan allows; it is now expired. */
   | 'CONSENT_EXPIRED'
+  /** The step's sandbox run was stopped by the person's Cancel; the step is `cancelled`. */
+  | 'STEP_CANCELLED'
   | 'POLICY_DENIED'
   | 'PATH_OUTSIDE_ROOT'
   | 'PATH_INVALID'
@@ -70,6 +72,7 @@ export type ErrorCode =
   | 'EXECUTION_CRASHED'
   | 'OUTPUT_TOO_LARGE'
   | 'SANDBOX_UNAVAILABLE'
+  | 'EXECUTION_CANCELLED'
   | 'INTERNAL';
 
 export interface ErrorShape {

@@ -32,6 +32,8 @@ export const EVENT_KINDS = [
   'step.expired',
   /** What restart recovery does with a step a stopped host left undecided (detail: from, action). */
   'step.recovered',
+  /** A real run the person cancelled while it applied ended after all (detail: its result or error); the step stays cancelled. */
+  'step.cancel_outcome',
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',

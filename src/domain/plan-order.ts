@@ -20,6 +20,8 @@ export function blockingReason(member: PlanMember): string {
       return `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}${member.error ? `: ${member.error.message}` : ''}.`;
     case 'expired':
       return `Step ${id} earlier in this plan expired: nobody decided it in time.`;
+    case 'cancelled':
+      return `Step ${id} earlier in this plan was cancelled while it ran${member.error ? `: ${member.error.message}` : ''}.`;
     case 'awaiting_consent':
       return `Step ${id} earlier in this plan is still waiting for a decision.`;
     case 'proposed':

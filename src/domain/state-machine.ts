@@ -13,6 +13,7 @@ export const STEP_STATUSES = [
   'reverted',
   'denied',
   'expired',
+  'cancelled',
 ] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
@@ -26,20 +27,24 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
  * Every state before `running` can be rejected (the person's no, or the agent's cancel): nothing has
  * happened yet, so nothing holds a step there against its owner's will. A step that waited for consent
  * longer than the policy allows (awaiting it, or approved but not started) ends `expired`.
+ * The person's Cancel of a sandbox run under way ends `cancelled`: from `evaluated` (its dry run: it
+ * never ran for real), `approved` (its real run in the sandbox, before anything is applied) or
+ * `running`; a cancelled real run keeps its backups, so it may be reverted.
  */
 const TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   proposed: ['evaluated', 'denied', 'rejected'],
-  evaluated: ['awaiting_consent', 'approved', 'denied', 'rejected'],
+  evaluated: ['awaiting_consent', 'approved', 'denied', 'rejected', 'cancelled'],
   awaiting_consent: ['approved', 'rejected', 'denied', 'expired'],
-  approved: ['running', 'rejected', 'awaiting_consent', 'expired'],
+  approved: ['running', 'rejected', 'awaiting_consent', 'expired', 'cancelled'],
   rejected: [],
-  running: ['executed', 'failed', 'interrupted', 'awaiting_consent'],
+  running: ['executed', 'failed', 'interrupted', 'awaiting_consent', 'cancelled'],
   executed: ['reverted'],
   failed: ['reverted'],
   interrupted: ['reverted'],
   reverted: [],
   denied: [],
   expired: [],
+  cancelled: ['reverted'],
 };
 
 export function canTransition(from: StepStatus, to: StepStatus): boolean {
@@ -57,7 +62,7 @@ export function assertTransition(stepId: string, from: StepStatus, to: StepStatu
 }
 
 /** A step is decided once the person (or the policy) has had their say and any run has finished. */
-export const SETTLED_STATUSES: readonly StepStatus[] = ['rejected', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired'];
+export const SETTLED_STATUSES: readonly StepStatus[] = ['rejected', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired', 'cancelled'];
 
 /** Statuses before anything ran: reject (and an agent's cancel of its own step) works from each of them. */
 export const WITHDRAWABLE_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
@@ -69,7 +74,7 @@ export const EXPIRING_STATUSES: readonly StepStatus[] = ['awaiting_consent', 'ap
  * A step that ended without running to completion: the steps after it in its plan no longer run on an
  * approval given before it ended (what they were approved after did not happen).
  */
-export const PLAN_BREAKING_STATUSES: readonly StepStatus[] = ['rejected', 'denied', 'failed', 'interrupted', 'expired'];
+export const PLAN_BREAKING_STATUSES: readonly StepStatus[] = ['rejected', 'denied', 'failed', 'interrupted', 'expired', 'cancelled'];
 
 export function isSettled(status: StepStatus): boolean {
   return SETTLED_STATUSES.includes(status);

@@ -120,6 +120,8 @@ export interface StepRecord {
   revertedAt: string | null;
   /** After a revert: what it did with the folders the step created (removed, kept and why). */
   revertOutcome?: RevertOutcome;
+  /** When its dry run and its real run started and ended, each once it has ended. */
+  runTimes?: RunTimes;
   /** Present while an earlier step of the plan holds this one back (see BlockedBy). */
   blockedBy?: BlockedBy;
   /**
@@ -127,6 +129,20 @@ export interface StepRecord {
    * `expired` (policy.consentExpirySeconds, or the plan's shorter consentExpirySeconds).
    */
   consentExpiresAt?: string;
+}
+
+/** One run of a step, as timed by the host (wall clock): it `finished`, `failed` to run, or was `cancelled`. */
+export interface RunSpan {
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  ended: 'finished' | 'failed' | 'cancelled';
+}
+
+/** A step's dry run (the preview being prepared) and its real run (from the sandbox run to the last applied change). */
+export interface RunTimes {
+  dryRun?: RunSpan;
+  realRun?: RunSpan;
 }
 
 /** What a revert did beyond putting the files back. */

@@ -31,7 +31,8 @@ import type { Evaluation } from '../domain/risk.js';
 import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
-import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type StepRecord } from '../domain/step-record.js';
+import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
+import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
@@ -55,6 +56,7 @@ import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
+import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
@@ -64,6 +66,8 @@ export interface ExecutorEvents {
   policy: [Policy];
   /** The audit log grew. A hint for live views, sent after the transaction; read getAudit for the records. */
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
+  /** A step's sandbox run under way: started, printed more, or ended (small increments, a few a second at most). */
+  run: [LiveRunFrame];
 }
 
 export interface ExecutorOptions extends ExecutorSeams {
@@ -203,6 +207,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private checkpointer: WalCheckpointer | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
+  /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
+  private readonly liveRuns = new LiveRuns((frame) => this.emit('run', frame));
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
@@ -286,6 +292,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.preparations.stop();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
     this.checkpointer?.stop();
+    // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
+    this.liveRuns.cancelAll();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
@@ -354,9 +362,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     };
   }
 
-  private context(stepId: string): ActionContext {
+  private context(stepId: string, run?: LiveRun): ActionContext {
     return {
       stepId,
+      ...(run ? { run } : {}),
       policy: this.policy,
       dataDir: this.dataDir,
       blobs: this.blobs,
@@ -666,14 +675,44 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
+  /**
+   * The dry run a proposal's preview comes from: timed, shown live while it runs (runsLive actions),
+   * and stopped by the person's Cancel (the step is then `cancelled` and this answer is not recorded).
+   */
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
+    const { module, args } = boundAction(step);
+    const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const live = module.runsLive ? this.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
+    let ended: RunSpan['ended'] = 'failed';
     try {
-      const { module, args } = boundAction(step);
-      const preview = await module.simulate(args, this.context(step.id));
+      const preview = await module.simulate(args, this.context(step.id, live));
+      ended = live?.cancelling ? 'cancelled' : 'finished';
       return { ok: true, preview, previewHash: previewHashOf(preview) };
     } catch (error) {
+      if (live?.cancelling) ended = 'cancelled';
       return { ok: false, error: toErrorShape(error).message };
+    } finally {
+      this.endLiveRun(step.id, 'dryRun', live, ended, start);
     }
+  }
+
+  /** Records the run's span and sends the live run's last frame. */
+  private endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
+    if (live) this.liveRuns.finish(live);
+    if (this.closed) return;
+    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended };
+    try {
+      this.steps.recordRunSpan(stepId, phase, span);
+    } catch (error) {
+      // A time not kept is a loss for History, not a reason to fail the step.
+      this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);
+    }
+  }
+
+  /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
+  listLiveRuns(stepId?: string): LiveRunView[] {
+    const runs = this.liveRuns.list();
+    return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
   }
 
   /**
@@ -809,8 +848,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.stepFor(stepId, actor);
     const byAgent = isAgentActor(actor);
+    const live = this.liveRuns.get(stepId);
+    if (live && !byAgent) return this.stopRun(live, actor);
+    if (live?.phase === 'realRun') {
+      // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`, { stepId, from: 'running', to: 'cancelled' });
+    }
+    const already = this.alreadyCancelled(record, byAgent);
+    if (already) return already;
     if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn).`, { stepId, from: record.status, to: 'rejected' });
+      if (isSettled(record.status)) {
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });
+      }
+      if (record.status === 'running' && !byAgent) {
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`, { stepId, from: record.status, to: 'cancelled' });
+      }
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`, { stepId, from: record.status, to: 'rejected' });
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
     const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
@@ -818,7 +871,47 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       detail: { reason },
       expectFrom: [...WITHDRAWABLE_STATUSES],
     }));
+    // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.
+    this.liveRuns.get(stepId)?.cancel();
     await this.advancePlan(record.step.planId, actor);
+    return cancelled;
+  }
+
+  /** A second cancel of a step a cancel already ended answers with the step as it is (double cancel is idempotent). */
+  private alreadyCancelled(record: StepRecord, byAgent: boolean): StepRecord | null {
+    if (record.status === 'cancelled') return record;
+    const ownReason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the `;
+    return record.status === 'rejected' && record.rejectedReason?.startsWith(ownReason) ? record : null;
+  }
+
+  /**
+   * The person's Cancel of a sandbox run under way: the step ends `cancelled` first (so whatever the run
+   * does next is not recorded as its outcome), then the container or worker is killed. A dry run's
+   * step never ran for real; a real run stopped in the sandbox applied nothing; one stopped while it
+   * applied keeps its backups and can be reverted. Answers at once: the plan moves on in the run's own loop.
+   */
+  private stopRun(live: LiveRun, actor: Actor): StepRecord {
+    const stepId = live.stepId;
+    const current = this.steps.get(stepId);
+    // Asked twice: the first one is already stopping it.
+    if (live.cancelling || current.status === 'cancelled') return current;
+    const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
+    if (!expectFrom.includes(current.status)) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, from: current.status, to: 'cancelled' });
+    }
+    const elapsedMs = Math.round(performance.now() - live.startedAtMs);
+    const seconds = (elapsedMs / 1000).toFixed(1);
+    const consequence = live.phase === 'dryRun'
+      ? 'it never ran for real.'
+      : current.status === 'approved'
+        ? 'its sandbox run was stopped before anything was applied.'
+        : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
+    const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
+    const cancelled = this.emitStep(this.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString() }, {
+      detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
+      expectFrom,
+    }));
+    live.cancel();
     return cancelled;
   }
 
@@ -841,8 +934,30 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
-    const ctx = { ...this.context(stepId), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    // The real run starts here: for a command, the sandbox run happens in prepare, before the step is marked running.
+    const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const live = module.runsLive ? this.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
+    const ctx = { ...this.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    let ran: StepRecord | undefined;
+    try {
+      ran = await this.realRun(record, actor, module, args, ctx, start.iso);
+      return ran;
+    } finally {
+      // Closed meanwhile: the database is gone; the run's last frame still goes out.
+      const status = this.closed ? 'approved' : (ran?.status ?? this.steps.get(stepId).status);
+      // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
+      if (status === 'approved') {
+        if (live) this.liveRuns.finish(live);
+      } else {
+        const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
+        this.endLiveRun(stepId, 'realRun', live, ended, start);
+      }
+    }
+  }
 
+  /** runApproved's run: prepare (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
+  private async realRun(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
+    const stepId = record.step.id;
     let prepared;
     try {
       prepared = await module.prepare(args, ctx);
@@ -876,20 +991,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
-    const startedAt = new Date().toISOString();
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       expectFrom: ['approved'],
       backups,
       detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
     }));
 
+    let result: Record<string, unknown> | undefined;
+    let failure: unknown;
     try {
-      const result = await prepared.apply();
-      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
+      result = await prepared.apply();
     } catch (error) {
-      const shaped = this.describeError(error);
-      return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
+      failure = error;
     }
+    if (this.steps.get(stepId).status === 'cancelled') {
+      // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
+      this.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
+      return this.steps.get(stepId);
+    }
+    if (failure === undefined) {
+      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
+    }
+    const shaped = this.describeError(failure);
+    return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
@@ -1200,8 +1324,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (!module.reversible) {
       throw new ExecutorError('NOT_REVERSIBLE', `Step ${stepId} (${record.step.action}) cannot be reverted: its effects are outside what Executor can undo.`, { stepId });
     }
-    if (!['executed', 'failed', 'interrupted'].includes(record.status)) {
+    if (!['executed', 'failed', 'interrupted', 'cancelled'].includes(record.status)) {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that ran can be reverted.`, { stepId, from: record.status, to: 'reverted' });
+    }
+    if (record.status === 'cancelled' && !record.startedAt) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, { stepId, from: record.status, to: 'reverted' });
     }
     const force = options.force === true;
     const rows = this.steps.backups(stepId);
@@ -1215,7 +1342,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.reverted',
       detail: { force, ...result, directories: revertOutcome.directories },
-      expectFrom: ['executed', 'failed', 'interrupted'],
+      expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
     }));
   }
 

@@ -71,6 +71,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   listRuleHits: (executor) => executor.listRuleHits(),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
   cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
+  listLiveRuns: (executor, params) => executor.listLiveRuns(params?.stepId),
   executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
   previewRevert: (executor, { stepId }, { actor }) => executor.previewRevert(executor.stepFor(stepId, actor).step.id),
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),

@@ -15,6 +15,7 @@ import {
   VerifyReportWireSchema,
   KeyStatusWireSchema,
   EnvironmentStatusWireSchema,
+  LiveRunViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../audit/audit-query.js';
 
@@ -102,8 +103,16 @@ export const METHODS = {
     params: z.strictObject({ stepId }),
     result: StepRecordSchema,
     // The agent may withdraw its own undecided steps (the executor checks ownership); it ends rejected, audited as cancelled.
+    // Only the person stops a run under way (dry or real): that step ends `cancelled`.
     channels: EVERYONE,
-    description: 'withdraw a step still waiting for a decision; from the agent channel, only a step its own issued identity proposed',
+    description: "withdraw a step still waiting for a decision (it ends rejected), or, from the person's channels, stop its sandbox run under way (it ends cancelled); from the agent channel, only a waiting step its own issued identity proposed",
+  }),
+  listLiveRuns: method({
+    params: z.strictObject({ stepId: stepId.optional() }).optional(),
+    result: z.array(LiveRunViewSchema),
+    // The output of every agent's runs: the person's view, like the audit hint.
+    channels: PERSON_CHANNELS,
+    description: "the sandbox runs under way (all, or one step's): phase, start, the tail of their output (last 50 lines / 8 KiB); the 'run' event carries what follows",
   }),
   executeStep: method({
     params: z.strictObject({ stepId }),
@@ -242,7 +251,7 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit)",
+    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit), run (a sandbox run's start, output increments and end; not to agents)",
   }),
 } as const;
 

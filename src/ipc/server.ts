@@ -176,7 +176,8 @@ const MAX_NONCES_PER_SESSION = 1_000_000;
  */
 export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): boolean {
   if (!isAgentActor(actor)) return true;
-  if (topic === 'audit') return false;
+  // The hint names everyone's steps, and a run's output is the person's to watch.
+  if (topic === 'audit' || topic === 'run') return false;
   if (topic === 'step') return mayAccessStep(actor, (data as StepRecord).step);
   return true;
 }
@@ -223,13 +224,16 @@ export class IpcServer {
     const onStep = (data: unknown) => this.broadcast('step', data);
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
+    const onRun = (data: unknown) => this.broadcast('run', data);
     executor.on('step', onStep);
+    executor.on('run', onRun);
     executor.on('audit', onAudit);
     executor.on('policy', onPolicy);
     this.unsubscribeExecutor = () => {
       executor.off('step', onStep);
       executor.off('audit', onAudit);
       executor.off('policy', onPolicy);
+      executor.off('run', onRun);
     };
   }
 

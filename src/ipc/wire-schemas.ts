@@ -3,6 +3,7 @@ import { VERIFY_CODES } from '../audit/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../domain/actor.js';
 import type { ErrorCode } from '../domain/errors.js';
+import type { LiveRunFrame, LiveRunView } from '../domain/live-output.js';
 import { RISK_LEVELS } from '../domain/risk.js';
 import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -136,6 +137,13 @@ export const ApprovalSchema = z.object({
 
 export const DirectoryRevertOutcomeSchema = z.object({ path: z.string(), state: z.enum(['removed', 'kept', 'gone']), reason: z.string() });
 
+export const RunSpanSchema = z.object({
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number(),
+  ended: z.enum(['finished', 'failed', 'cancelled']),
+});
+
 export const StepRecordSchema = z.object({
   step: StepWireSchema,
   position: z.number().int(),
@@ -154,6 +162,7 @@ export const StepRecordSchema = z.object({
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
   revertOutcome: z.object({ directories: z.array(DirectoryRevertOutcomeSchema) }).optional(),
+  runTimes: z.object({ dryRun: RunSpanSchema.optional(), realRun: RunSpanSchema.optional() }).optional(),
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
   consentExpiresAt: z.string().optional(),
 });
@@ -175,7 +184,7 @@ export const RevertPreviewSchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify'] as const;
+export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
@@ -197,11 +206,39 @@ export const VerifyProgressSchema = z.object({
 });
 export type VerifyProgressEvent = z.infer<typeof VerifyProgressSchema>;
 
+const TailChunkSchema = z.object({ stream: z.enum(['stdout', 'stderr']), text: z.string() });
+const OutputBytesSchema = z.object({ stdout: z.number(), stderr: z.number() });
+
+/** A step's sandbox run under way, as a window that opens mid-run reads it (listLiveRuns). */
+export const LiveRunViewSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  phase: z.enum(['dryRun', 'realRun']),
+  startedAt: z.string(),
+  tail: z.array(TailChunkSchema),
+  bytes: OutputBytesSchema,
+  cancelling: z.boolean(),
+});
+
+/** The `run` event: a run started, printed more (increments only, or the whole tail with `replace`), or ended (`endedAt`). */
+export const LiveRunFrameSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  phase: z.enum(['dryRun', 'realRun']),
+  startedAt: z.string(),
+  chunks: z.array(TailChunkSchema),
+  replace: z.boolean(),
+  bytes: OutputBytesSchema,
+  cancelling: z.boolean(),
+  endedAt: z.string().optional(),
+});
+
 export const EVENT_DATA = {
   step: StepRecordSchema,
   audit: AuditNoticeSchema,
   policy: PolicyWireSchema,
   verify: VerifyProgressSchema,
+  run: LiveRunFrameSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 
@@ -213,7 +250,9 @@ const sameFile: Same<z.output<typeof FileChangePreviewSchema>, FileChangePreview
 const sameEvaluation: Same<z.output<typeof EvaluationSchema>, Evaluation> = true;
 const sameApproval: Same<z.output<typeof ApprovalSchema>, Approval> = true;
 const sameActor: Same<z.output<typeof ActorSchema>, Actor> = true;
-void [sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor];
+const sameLiveRun: Same<z.output<typeof LiveRunViewSchema>, LiveRunView> = true;
+const sameLiveFrame: Same<z.output<typeof LiveRunFrameSchema>, LiveRunFrame> = true;
+void [sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
 
 /** One audit record as getAudit pages it (see src/audit/audit-query.ts AuditEntry). */
 export const AuditEntryWireSchema = z.object({

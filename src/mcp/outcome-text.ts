@@ -21,6 +21,9 @@ export function verdictOf(record: StepRecord): Verdict {
       return 'REVERTED';
     case 'expired':
       return 'EXPIRED';
+    // The person stopped its run: it did not complete (a real run may have left partial changes, kept revertible).
+    case 'cancelled':
+      return 'CANCELLED';
     default:
       return 'PENDING';
   }

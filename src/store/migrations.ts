@@ -135,4 +135,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE plans ADD COLUMN consent_expiry_seconds INTEGER;
   `,
+  // When a step's dry run and real run started and ended (issue 13): the real durations, also for a
+  // command whose real run happens in the sandbox before the step is marked running.
+  `
+  ALTER TABLE steps ADD COLUMN run_times_json TEXT;
+  `,
 ];

@@ -5,7 +5,7 @@ import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
 import { blockerOf, type PlanMember } from '../domain/plan-order.js';
 import { assertTransition, EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
-import type { Approval, Preview, RevertOutcome, StepRecord } from '../domain/step-record.js';
+import type { Approval, Preview, RevertOutcome, RunSpan, RunTimes, StepRecord } from '../domain/step-record.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
@@ -36,6 +36,7 @@ interface StepRow {
   finished_at: string | null;
   reverted_at: string | null;
   revert_json: string | null;
+  run_times_json: string | null;
   /** From the plan (joined): its own consent expiry, when it asked for one. */
   consent_expiry_seconds: number | null;
 }
@@ -84,6 +85,7 @@ const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
   reverted: 'step.reverted',
   denied: 'step.denied',
   expired: 'step.expired',
+  cancelled: 'step.cancelled',
 };
 
 /** How many compiled statements a repository keeps (its fixed queries and the most recent listings). */
@@ -155,6 +157,7 @@ function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
     result: parseJson<Record<string, unknown>>(row.result_json),
     ...(row.revert_json === null ? {} : { revertOutcome: parseJson<RevertOutcome>(row.revert_json)! }),
     revertedAt: row.reverted_at,
+    ...(row.run_times_json === null ? {} : { runTimes: parseJson<RunTimes>(row.run_times_json)! }),
     startedAt: row.started_at,
     status: row.status,
     step: parseStep(row),
@@ -431,6 +434,19 @@ export class StepRepository {
           .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
+    })();
+  }
+
+  /**
+   * Records when one of the step's runs started and ended. Its own small write, not a transition: a
+   * cancelled dry run ends while the step moves to cancelled, and the time is a fact either way.
+   */
+  recordRunSpan(stepId: string, phase: keyof RunTimes, span: RunSpan): void {
+    this.db.transaction(() => {
+      const row = this.db.prepare('SELECT run_times_json FROM steps WHERE step_id = ?').get(stepId) as { run_times_json: string | null } | undefined;
+      if (!row) return;
+      const times = { ...parseJson<RunTimes>(row.run_times_json), [phase]: span };
+      this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
     })();
   }
 

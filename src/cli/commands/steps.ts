@@ -125,13 +125,78 @@ export function registerStepCommands(program: Command): void {
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const { detailText } = await rendering();
+      const { liveRunText } = await rendering();
       // The policy in force says how long a command or code may run; a step is still shown without it.
-      const { record, limits } = await readEvenWhenFull(
+      // A run under way is known only to the host running it: its tail is shown when a host answers.
+      const { record, limits, live } = await readEvenWhenFull(
         dataDir,
-        () => withExecutor(dataDir, async (api) => ({ record: await api.getStep({ stepId }), limits: await api.getPolicy().catch(() => undefined) })),
-        (stored) => ({ record: stored.get(stepId), limits: undefined }),
+        () =>
+          withExecutor(dataDir, async (api, reach) => ({
+            record: await api.getStep({ stepId }),
+            limits: await api.getPolicy().catch(() => undefined),
+            live: reach === 'host' ? ((await api.listLiveRuns({ stepId }).catch(() => []))[0] ?? null) : null,
+          })),
+        (stored) => ({ record: stored.get(stepId), limits: undefined, live: null }),
       );
-      print(json, record, () => detailText(record, limits));
+      print(json, live ? { ...record, liveRun: live } : record, () => detailText(record, limits) + (live ? `\n\n${liveRunText(live)}` : ''));
+    });
+  steps
+    .command('watch')
+    .description("follow a step's sandbox run as it goes (a running host's): elapsed time and its output as it comes, until the run ends; Ctrl-C stops watching, not the run")
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir } = globals(command);
+      const { liveRunText, summaryLine, tailLines } = await rendering();
+      await withExecutor(dataDir, async (api, reach) => {
+        const record = await api.getStep({ stepId });
+        if (reach !== 'host') {
+          process.stdout.write(`${visibleOutput(summaryLine(record))}\nNo Executor host is running for this data directory, so nothing runs now; \`executor steps show ${visibleLine(stepId)}\` shows what is recorded.\n`);
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          let current: string | null = null;
+          const write = (text: string) => process.stdout.write(`${visibleOutput(text)}\n`);
+          const following = api.on('run', (frame) => {
+            if (frame.stepId !== stepId) return;
+            if (frame.startedAt !== current) {
+              current = frame.startedAt;
+              write(`--- ${frame.phase === 'dryRun' ? 'dry run' : 'run'} started ${frame.startedAt}`);
+            }
+            if (frame.replace) write('--- (more came than is kept; the last lines follow)');
+            const lines = tailLines(frame.chunks);
+            if (lines.length) write(lines.join('\n'));
+            if (frame.endedAt) write(`--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`);
+          });
+          const settled = api.on('step', (changed) => {
+            if (changed.step.id !== stepId) return;
+            // Settled, or waiting for the person: no run of it follows without them.
+            if (!['proposed', 'evaluated', 'approved', 'running'].includes(changed.status)) {
+              write(summaryLine(changed));
+              resolve();
+            }
+          });
+          // Listed once both streams are subscribed: nothing between the list and the first frame is missed.
+          void Promise.all([following, settled]).then(() => api.listLiveRuns({ stepId })).then(([live]) => {
+            if (live) {
+              current = live.startedAt;
+              write(liveRunText(live));
+            } else if (!['proposed', 'evaluated', 'approved', 'running'].includes(record.status)) {
+              write(`${summaryLine(record)}\nNo run of it is under way.`);
+              resolve();
+            }
+          });
+        });
+      });
+    });
+  steps
+    .command('cancel')
+    .description('stop a step: its sandbox run under way (dry or real: the container or worker is killed and the step ends cancelled), or withdraw it while it waits (it ends rejected)')
+    .argument('<stepId>')
+    .action(async (stepId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const { outcomeOf, summaryLine } = await rendering();
+      const record = await withExecutor(dataDir, (api) => api.cancel({ stepId }));
+      print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.message}` : ''));
     });
 
   program

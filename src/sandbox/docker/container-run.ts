@@ -3,6 +3,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { ExecutorError } from '../../domain/errors.js';
+import type { RunHooks } from '../../domain/live-output.js';
 import { containerSpec, CONTAINER_LABEL, WORKSPACE_MOUNT, type NetworkMode, type SandboxLimits } from './container-spec.js';
 import { engineCall, type DockerClient } from './docker-client.js';
 import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
@@ -29,12 +30,16 @@ export interface ContainerRunInput {
   env?: Record<string, string>;
   /** Overrides limits.timeoutMs for this run. */
   timeoutMs?: number;
+  /** The output as it comes, and the signal that stops the run at once (the person's Cancel). */
+  hooks?: RunHooks;
 }
 
 export interface ContainerRunResult {
   runId: string;
   exitCode: number | null;
   timedOut: boolean;
+  /** Stopped by its hooks' signal (killed with SIGKILL); exitCode is then null. */
+  cancelled: boolean;
   oomKilled: boolean;
   stdout: CapturedStream;
   stderr: CapturedStream;
@@ -51,6 +56,8 @@ const HOST_LABEL = `${CONTAINER_LABEL}.host`;
  */
 export async function runInContainer(client: DockerClient, input: ContainerRunInput): Promise<ContainerRunResult> {
   const runId = `run-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const signal = input.hooks?.signal;
+  if (signal?.aborted) throw cancelledError(runId);
   const archive = input.transport === 'archive';
   if (archive && input.network === 'allowlist') {
     throw new ExecutorError('SANDBOX_FAILED', `The allowlisted network needs an engine on this machine (its proxy socket is mounted into the container); ${client.endpoint} is remote. Use network "none".`, {
@@ -74,7 +81,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
   });
   spec.Labels = { ...spec.Labels, [HOST_LABEL]: os.hostname() };
   const timeoutMs = input.timeoutMs ?? input.limits.timeoutMs;
-  const demux = new OutputDemuxer(input.limits.outputBytes);
+  const demux = new OutputDemuxer(input.limits.outputBytes, input.hooks ? (stream, chunk) => input.hooks!.onOutput(stream, chunk) : undefined);
   let container: Docker.Container | undefined;
   const started = performance.now();
   try {
@@ -90,17 +97,28 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     });
     const exited = created.wait({ condition: 'next-exit' });
     exited.catch(() => undefined);
+    // Cancelled while the container was being created: it never starts.
+    if (signal?.aborted) throw cancelledError(runId);
     await engineCall(client, () => created.start());
     let timedOut = false;
+    let cancelled = false;
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
-    const first = await Promise.race([exited, timeout]);
+    const aborted = new Promise<'cancelled'>((resolve) => {
+      onAbort = () => resolve('cancelled');
+      if (signal?.aborted) resolve('cancelled');
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    const first = await Promise.race([exited, timeout, aborted]);
     clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     let exitCode: number | null = null;
-    if (first === 'timeout') {
-      timedOut = true;
+    if (first === 'timeout' || first === 'cancelled') {
+      timedOut = first === 'timeout';
+      cancelled = first === 'cancelled';
       await created.kill({ signal: 'SIGKILL' }).catch(() => undefined);
       await exited.catch(() => undefined);
     } else {
@@ -113,8 +131,9 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     const { stdout, stderr } = demux.result();
     return {
       runId,
-      exitCode: timedOut ? null : exitCode,
+      exitCode: timedOut || cancelled ? null : exitCode,
       timedOut,
+      cancelled,
       oomKilled: state?.OOMKilled === true,
       stdout,
       stderr,
@@ -128,6 +147,10 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     if (container) await container.remove({ force: true, v: true }).catch(() => undefined);
     await proxy?.close();
   }
+}
+
+function cancelledError(runId: string): ExecutorError {
+  return new ExecutorError('STEP_CANCELLED', 'The run was cancelled before it started; nothing ran.', { runId });
 }
 
 /** Waits for a child process and fails with its stderr when it did not exit 0. */

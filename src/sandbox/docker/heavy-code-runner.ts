@@ -58,11 +58,13 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
             timeoutMs: clampDockerTimeout(request.args.timeoutMs, policy.sandbox.timeoutMs),
             network,
             policy: { ...policy, network: { ...policy.network, allowHosts: hosts } },
+            hooks: request.hooks,
           },
           client(),
         );
       } catch (error) {
         const durationMs = Math.round(performance.now() - started);
+        if (error instanceof ExecutorError && error.code === 'STEP_CANCELLED') return { ok: false, code: 'EXECUTION_CANCELLED', message: error.message, logs: [], durationMs };
         if (error instanceof ExecutorError && (error.code === 'SANDBOX_UNAVAILABLE' || error.code === 'SANDBOX_IMAGE_MISSING')) {
           return { ok: false, code: 'SANDBOX_UNAVAILABLE', message: error.message, logs: [], durationMs };
         }
@@ -77,6 +79,7 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
       for (const call of outcome.egress) request.auditCapabilityCall({ tool: 'fetch', method: call.method, host: call.host, port: call.port, allowed: call.allowed, sandbox: 'docker', image: outcome.image.digest });
       const { logs, truncated } = logLines(outcome);
       const common = { logs, durationMs: outcome.durationMs, ...(truncated ? { truncated } : {}), ...(capabilityCalls.length ? { capabilityCalls } : {}) };
+      if (outcome.cancelled) return { ...common, ok: false, code: 'EXECUTION_CANCELLED', message: `The run was cancelled after ${(outcome.durationMs / 1000).toFixed(1)} s; its container was stopped and removed.` };
       if (outcome.timedOut) return { ...common, ok: false, code: 'EXECUTION_TIMEOUT', message: 'The code ran past its time limit and was stopped.' };
       if (outcome.oomKilled) return { ...common, ok: false, code: 'EXECUTION_CRASHED', message: `The code was killed at the memory limit (${policy.sandbox.memoryMb} MB).` };
       if (outcome.exitCode !== 0) {

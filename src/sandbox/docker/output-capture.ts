@@ -38,7 +38,8 @@ export class OutputDemuxer {
   private frameType = 0;
   private frameLeft = 0;
 
-  constructor(cap: number) {
+  /** `onChunk` hears every piece of output as it comes, kept or not (a running step's live tail). */
+  constructor(cap: number, private readonly onChunk?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void) {
     this.stdout = new CappedBuffer(cap);
     this.stderr = new CappedBuffer(cap);
   }
@@ -48,7 +49,9 @@ export class OutputDemuxer {
     while (offset < chunk.length) {
       if (this.frameLeft > 0) {
         const take = Math.min(this.frameLeft, chunk.length - offset);
-        (this.frameType === 2 ? this.stderr : this.stdout).push(chunk.subarray(offset, offset + take));
+        const piece = chunk.subarray(offset, offset + take);
+        (this.frameType === 2 ? this.stderr : this.stdout).push(piece);
+        this.onChunk?.(this.frameType === 2 ? 'stderr' : 'stdout', piece);
         this.frameLeft -= take;
         offset += take;
         continue;

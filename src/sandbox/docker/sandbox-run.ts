@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
+import type { RunHooks } from '../../domain/live-output.js';
 import type { Policy } from '../../policy/policy-file.js';
 import { computeChangeset, type Changeset } from './changeset.js';
 import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
@@ -55,6 +57,19 @@ export interface SandboxRunRequest {
   allowedSecrets?: readonly string[];
   /** Directories never copied into the container, compared by real path (Executor's data directory). */
   excludeDirs?: readonly string[];
+  /** The live output and the Cancel signal (see RunHooks). */
+  hooks?: RunHooks;
+}
+
+/** A run its signal stopped: no changeset is computed from a half-run, and nothing of it is applied. */
+function throwIfCancelled(run: ContainerRunResult): void {
+  if (!run.cancelled) return;
+  throw new ExecutorError('STEP_CANCELLED', `The run was cancelled after ${(run.durationMs / 1000).toFixed(1)} s; its container was stopped and removed, and nothing it changed was kept.`, {
+    runId: run.runId,
+    durationMs: run.durationMs,
+    stdoutBytes: run.stdout.bytes,
+    stderrBytes: run.stderr.bytes,
+  });
 }
 
 export interface SandboxRunOutcome {
@@ -93,7 +108,9 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       allowHosts: request.policy.network.allowHosts,
       env: request.env,
       timeoutMs: request.timeoutMs,
+      hooks: request.hooks,
     });
+    throwIfCancelled(run);
     const changeset = computeChangeset(scratch, options, resultDir);
     return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
   } finally {
@@ -109,11 +126,13 @@ export interface CodeRunRequest {
   network?: NetworkMode;
   /** Extra files beside the script, by relative path (e.g. input data). */
   files?: Record<string, string | Buffer>;
+  hooks?: RunHooks;
 }
 
 export interface CodeRunOutcome {
   exitCode: number | null;
   timedOut: boolean;
+  cancelled: boolean;
   oomKilled: boolean;
   stdout: ContainerRunResult['stdout'];
   stderr: ContainerRunResult['stderr'];
@@ -159,10 +178,12 @@ export async function runCodeInContainer(request: CodeRunRequest, client: Docker
       network: request.network ?? 'none',
       allowHosts: request.policy.network.allowHosts,
       timeoutMs: request.timeoutMs,
+      hooks: request.hooks,
     });
     return {
       exitCode: run.exitCode,
       timedOut: run.timedOut,
+      cancelled: run.cancelled,
       oomKilled: run.oomKilled,
       stdout: run.stdout,
       stderr: run.stderr,

@@ -18,6 +18,8 @@ export interface LightRunRequest {
   code: string;
   timeoutMs?: number;
   bridge: ToolBridge;
+  /** The person's Cancel: the worker is killed at once and the run answers EXECUTION_CANCELLED. */
+  signal?: AbortSignal;
 }
 
 export interface LightSandboxOptions {
@@ -129,6 +131,7 @@ export class LightSandbox {
       }
       const pattern = this.staticGuard ? blockedPattern(request.code) : undefined;
       if (pattern) return failure('EXECUTION_BLOCKED', `EXECUTION_BLOCKED: ${pattern} — isolated code cannot load modules, evaluate strings or reach the process; use tools.* for what it needs from outside.`, startedAt);
+      if (request.signal?.aborted) return failure('EXECUTION_CANCELLED', 'The run was cancelled before it started; nothing ran.', startedAt);
       const verdict = checkBudget(this.ledger, limits.budget, this.now());
       if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
 
@@ -160,10 +163,12 @@ export class LightSandbox {
   private settleOnce(worker: WarmWorker, request: LightRunRequest, timeoutMs: number, startedAt: number): Promise<CodeRunResult> {
     return new Promise<CodeRunResult>((resolve) => {
       let settled = false;
+      const onAbort = () => settle(failure('EXECUTION_CANCELLED', 'The run was cancelled; its worker was stopped.', startedAt));
       const settle = (result: CodeRunResult) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
         // Killed before anyone sees the result: nothing the worker does afterwards can matter.
         worker.child.kill();
         const calls = request.bridge.calls;
@@ -210,7 +215,11 @@ export class LightSandbox {
         limits: { maxResultBytes: MAX_RESULT_BYTES, maxLogBytes: MAX_LOG_BYTES, maxToolArgsBytes: MAX_TOOL_ARGS_BYTES, maxValueDepth: MAX_VALUE_DEPTH },
       };
       if (worker.exit) settle(failure('EXECUTION_CRASHED', 'The worker ended before it was given the code.', startedAt));
-      else worker.child.send(run);
+      else if (request.signal?.aborted) onAbort();
+      else {
+        request.signal?.addEventListener('abort', onAbort, { once: true });
+        worker.child.send(run);
+      }
     });
   }
 

@@ -72,3 +72,26 @@ describe('executor steps show', () => {
     expect(runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'code']).json<{ step: { args: { code: string } } }>().step.args.code).toBe(CODE);
   });
 });
+
+describe('executor steps show, steps cancel and steps watch: runs and their times', () => {
+  it('prints how long the dry run and the run took; cancel withdraws a waiting step and says so again; watch without a host says nothing runs', () => {
+    const { dataDir, base } = tempSetup();
+    const planFile = path.join(base, 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ planId: 'timed', steps: [{ id: 'slow', action: 'runCode', args: { code: 'const t = Date.now(); while (Date.now() - t < 700) {} return 1;' } }] }));
+    const approved = runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 120_000 });
+    const shownHash = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'slow']).json<{ previewHash: string | null; status: string }>();
+    const ran = shownHash.status === 'executed' ? null : runCli(['--data-dir', dataDir, 'approve', 'slow', '--preview-hash', shownHash.previewHash ?? 'none'], { timeoutMs: 120_000 });
+    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'slow']);
+    expect(shown.stdout, `${approved.stderr}${ran?.stderr ?? ''}`).toMatch(/^Dry run  \d+(\.\d)? s \(.+ → .+\)$/m);
+    expect(shown.stdout).toMatch(/^Run      \d+(\.\d)? s \(.+ → .+\)$/m);
+
+    const waitingFile = path.join(base, 'waiting.json');
+    fs.writeFileSync(waitingFile, JSON.stringify({ planId: 'waiting', steps: [{ id: 'w', action: 'runCommand', args: { command: 'true' } }] }));
+    runCli(['--data-dir', dataDir, 'propose', waitingFile], { timeoutMs: 120_000 });
+    const cancelled = runCli(['--data-dir', dataDir, 'steps', 'cancel', 'w']);
+    expect(cancelled.stdout).toContain('rejected');
+    expect(runCli(['--data-dir', dataDir, 'steps', 'cancel', 'w']).stdout).toContain('rejected');
+    const watched = runCli(['--data-dir', dataDir, 'steps', 'watch', 'w']);
+    expect(watched.stdout).toContain('No Executor host is running for this data directory');
+  }, 180_000);
+});
