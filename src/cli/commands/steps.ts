@@ -197,10 +197,10 @@ export function registerStepCommands(program: Command): void {
       }
       const content = options.contentFile === undefined ? undefined : readEditedContent(options.contentFile);
       const { detailText, summaryLine } = await rendering();
-      const record = await withExecutor(dataDir, async (api, reach) => {
+      const record = await withExecutor(dataDir, async (api) => {
         const edited = await api.editStep({ stepId, ...(content !== undefined ? { content } : { command: options.command }) });
-        if (reach === 'direct' || edited.status !== 'evaluated') return edited;
-        // A host prepares the new preview in the background: wait for it, so what is printed shows it.
+        if (edited.status !== 'evaluated') return edited;
+        // The new preview is prepared in the background: wait for it, so what is printed shows it.
         const { awaitStepLeaves } = await import('../../ipc/preparation-wait.js');
         return awaitStepLeaves(api, stepId, 'evaluated', 600_000);
       });
