@@ -136,11 +136,11 @@ describe('the agent hears what the person changed', () => {
     people.push(api);
     let stepId: string | undefined;
     await expect.poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000, interval: 100 }).toBeDefined();
-    const agentApi = await connectToHost(dataDir, 'mcp').catch(() => null);
-    if (agentApi) {
-      people.push(agentApi);
-      await expect(agentApi.approve({ stepId: stepId!, hunks: [1] })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
-    }
+    // The agent's channel may neither approve part of a step nor edit one.
+    const agentApi = await connectToHost(dataDir, 'agent');
+    people.push(agentApi);
+    await expect(agentApi.approve({ stepId: stepId!, hunks: [1] })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    await expect(agentApi.editStep({ stepId: stepId!, content: 'mine' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await api.approve({ stepId: stepId!, hunks: [1] });
     const result = await pending;
     expect(result.text).toMatch(new RegExp(`^EXECUTED: step ${stepId} ran\\.`));
