@@ -764,7 +764,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
     const approvedBytes = Buffer.from(approvedText, 'utf8');
     const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
-    const changeDiff = unifiedLineDiff(proposed, approvedBytes, 'proposed', 'approved');
+    const origin = this.steps.proposedStep(stepId) ?? step;
+    const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
+    const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
     const edit: PersonEdit = {
       kind: 'hunks',
       by: actor,
@@ -772,7 +774,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       version: (record.edit?.version ?? 1) + 1,
       proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
       hunks: { accepted: [...accepted].sort((a, b) => a - b), total: hunks.length },
-      proposedContentHash: sha256Hex(proposed),
+      proposedContentHash: sha256Hex(proposedByAgent),
       approvedContentHash: sha256Hex(approvedBytes),
       diff: changeDiff.ok ? changeDiff.patch : null,
     };
@@ -831,15 +833,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
       if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
       revised = { ...step, args: { ...step.args, content: change.content } };
-      const proposed = Buffer.from(step.args.content, 'utf8');
+      // What the agent is told is measured from its own proposal, however many versions the person made.
+      const origin = this.steps.proposedStep(stepId) ?? step;
+      const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
       const edited = Buffer.from(change.content, 'utf8');
       const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
       edit = { kind: 'content', ...base, proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null };
     } else {
       if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
-      const before = commandLineOf(step.args);
+      const current = commandLineOf(step.args);
+      const origin = this.steps.proposedStep(stepId) ?? step;
+      const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
       const after = change.command!.trim();
-      if (after === before.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
+      if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
       // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
       const { argv: _argv, command: _command, ...rest } = step.args;
       revised = { ...step, args: { ...rest, command: after } };
