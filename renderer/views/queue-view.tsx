@@ -12,6 +12,7 @@ import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
+import { StepChanges } from '../components/step-changes.js';
 import { useKeys } from '../keys.js';
 import { UndoToasts, useFadingMessage } from '../components/toasts.js';
 import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
@@ -510,6 +511,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         ) : null}
         {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
       </div>
+      <StepChanges record={record} busy={busy} />
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
         {preparing ? <p><PreparingNote record={record} now={now} /></p> : <PreviewPanel preview={record.preview} />}

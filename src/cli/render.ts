@@ -1,3 +1,4 @@
+import { editDetailText } from '../domain/person-edit.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
 import type { StepRecord } from '../domain/step-record.js';
@@ -127,6 +128,12 @@ export function whatRunsLines(step: Step, limits: RunTimeLimits | undefined): { 
   return { facts: [], code: [] };
 }
 
+/** Each hunk header of a diff with its number, the one `executor approve ID --hunks 1,3` takes. */
+function numberHunks(diff: string): string {
+  let number = 0;
+  return diff.replace(/^@@ [^\n]*@@/gm, (header) => `${header}  [hunk ${++number}]`);
+}
+
 export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   const { module, args } = boundAction(record.step);
   const meta = record.step.meta;
@@ -147,7 +154,8 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
   lines.push(`Preview  ${previewHashText(record)}`);
-  if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}`);
+  if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
+  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${line(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit)).split('\n').map((text) => `  ${text}`));
   if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
   if (record.consentExpiresAt) lines.push(`Expires  ${line(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
@@ -160,7 +168,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.preview?.kind === 'fileChanges') {
     for (const file of record.preview.files) {
       lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
-      lines.push(file.diff !== null ? visibleBlock(file.diff) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
+      lines.push(file.diff !== null ? visibleBlock(numberHunks(file.diff)) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
     }
   } else if (record.preview?.kind === 'commandRun') {
     const run = record.preview;

@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'ILLEGAL_TRANSITION'
   | 'NOT_APPROVED'
   | 'STEP_CHANGED'
+  /** A diff hunk the person chose does not fit the file it was made from (per-hunk approval). */
+  | 'HUNK_MISMATCH'
   | 'PLAN_ORDER'
   /** The step waited for consent (or held an unused approval) longer than the policy or its plan allows; it is now expired. */
   | 'CONSENT_EXPIRED'

@@ -15,6 +15,8 @@ export const EVENT_KINDS = [
   'step.evaluated',
   'step.consent_requested',
   'step.approved',
+  'step.approved_with_edits',
+  'step.edited',
   'step.rejected',
   'step.cancelled',
   'agent.rate_limited',

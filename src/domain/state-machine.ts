@@ -23,6 +23,7 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
  * `approved → awaiting_consent` asks again when what was approved no longer holds: the file under
  * the preview changed, or an earlier step of the plan did not run.
  * `awaiting_consent → denied` when a fresh dry run shows an effect the policy denies.
+ * `awaiting_consent → evaluated` when the person edits the step: their version is weighed and previewed again.
  * `interrupted` and `failed` may be reverted because their backups were written before any effect.
  * Every state before `running` can be rejected (the person's no, or the agent's cancel): nothing has
  * happened yet, so nothing holds a step there against its owner's will. A step that waited for consent
@@ -34,7 +35,7 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 const TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   proposed: ['evaluated', 'denied', 'rejected'],
   evaluated: ['awaiting_consent', 'approved', 'denied', 'rejected', 'cancelled'],
-  awaiting_consent: ['approved', 'rejected', 'denied', 'expired'],
+  awaiting_consent: ['approved', 'rejected', 'denied', 'expired', 'evaluated'],
   approved: ['running', 'rejected', 'awaiting_consent', 'expired', 'cancelled'],
   rejected: [],
   running: ['executed', 'failed', 'interrupted', 'awaiting_consent', 'cancelled'],

@@ -129,6 +129,33 @@ export interface StepRecord {
    * `expired` (policy.consentExpirySeconds, or the plan's shorter consentExpirySeconds).
    */
   consentExpiresAt?: string;
+  /** Present once the person changed the step before approving it (per-hunk approval or an edit): what they changed. */
+  edit?: PersonEdit;
+}
+
+/**
+ * The person's change to a proposed step: the step as it is now is their version; the proposer's
+ * (the superseded proposal) is kept as `proposedStepHash` here and in full in the audit log.
+ */
+export interface PersonEdit {
+  /** `hunks`: approved with only some hunks of a write; `content`: a write's content edited; `command`: a command line edited. */
+  kind: 'hunks' | 'content' | 'command';
+  by: Actor;
+  at: string;
+  /** 2 after the first change to the proposal, 3 after the next. */
+  version: number;
+  /** The hash of the step as proposed (the first proposal, before any of the person's changes). */
+  proposedStepHash: string;
+  /** kind `hunks`: the hunk numbers (from 1) the person accepted, of `total`. */
+  hunks?: { accepted: number[]; total: number };
+  /** Writes: sha256 of the content as proposed and as the person approved or edited it. */
+  proposedContentHash?: string;
+  approvedContentHash?: string;
+  /** Writes: unified diff from the proposed content to the person's (null when too large to diff). */
+  diff?: string | null;
+  /** Commands: the command line as proposed and as the person edited it. */
+  commandBefore?: string;
+  commandAfter?: string;
 }
 
 /** One run of a step, as timed by the host (wall clock): it `finished`, `failed` to run, or was `cancelled`. */

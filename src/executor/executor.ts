@@ -20,21 +20,26 @@ import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
 import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
-import { backupFileChanges, fileChangesIdentity, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
+import { unifiedLineDiff } from '../backup/line-diff.js';
+import { resolveFileTarget } from '../actions/file-target.js';
+import { applyHunks, assertHunkSelection, parseHunks } from '../domain/hunks.js';
+import { commandLineOf } from '../domain/shell-quote.js';
+import { backupFileChanges, fileChangesIdentity, readCurrent, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
+import { summarizeLargeValues } from '../domain/large-values.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
-import { AGENT_CANCEL_REASON, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
+import { AGENT_CANCEL_REASON, type PersonEdit, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
 import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
-import { stepHash, type Step } from '../domain/step.js';
+import { StepSchema, stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
@@ -614,7 +619,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       });
     }
     const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
-    if (weighed.evaluation.consent === 'none' && preview.ok) {
+    // The person's own version of a step is put before them again, whatever the policy would allow alone.
+    if (weighed.evaluation.consent === 'none' && preview.ok && !this.steps.get(step.id).edit) {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
       const ruleIds = weighed.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
@@ -751,8 +757,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
    * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
    */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void } = {}): Promise<StepRecord> {
+  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
     const record = this.steps.get(stepId);
+    if (options.hunks !== undefined) {
+      if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
+      return this.approveHunks(record, actor, options.hunks, options);
+    }
     if (record.status === 'expired') throw this.expiredError(record);
     if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
@@ -781,6 +791,172 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       return approved;
     })());
     if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
+    return this.steps.get(stepId);
+  }
+
+
+  /** What approve and edit check first: the step still waits for this person's decision, unexpired, allowed. */
+  private assertDecidable(record: StepRecord, what: string): void {
+    const stepId = record.step.id;
+    if (record.status === 'expired') throw this.expiredError(record);
+    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
+    if (record.status !== 'awaiting_consent') {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
+    }
+    if (record.evaluation && !record.evaluation.allowed) {
+      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
+    }
+  }
+
+  /**
+   * "Approve with only these hunks": the person's yes to a write over an existing text file, with the
+   * content the original plus the accepted hunks of the preview's diff. That content becomes the step
+   * (the person's version; the proposal stays on record), and the approval binds to its step hash and
+   * to a preview of it (whose identity holds the file's hash now and the approved content's sha256),
+   * so a file changed since the preview is refused now and again before the write.
+   */
+  private async approveHunks(record: StepRecord, actor: Actor, accepted: number[], options: { previewHash?: string | null; execute?: boolean }): Promise<StepRecord> {
+    const stepId = record.step.id;
+    this.assertDecidable(record, 'approved');
+    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
+      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash });
+    }
+    const step = record.step;
+    if (step.action !== 'writeFile') {
+      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${step.action === 'runCommand' ? ', or edit its command line' : ''}.`, { stepId });
+    }
+    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files[0] : undefined;
+    if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
+    if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
+    if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
+    const ctx = this.context(stepId);
+    const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
+    if (before === null || sha256Hex(before) !== shown.preHash) {
+      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
+    }
+    const proposed = Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8');
+    const isUtf8 = (bytes: Buffer) => Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
+    if (!isUtf8(before) || !isUtf8(proposed)) {
+      throw new ExecutorError('INVALID_INPUT', `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`, { stepId });
+    }
+    const diff = unifiedLineDiff(before, proposed, 'a', 'b');
+    if (!diff.ok) throw new ExecutorError('INVALID_INPUT', `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`, { stepId });
+    const hunks = parseHunks(diff.patch);
+    assertHunkSelection(accepted, hunks.length, stepId);
+    // Every hunk: the step as proposed, approved as usual.
+    if (accepted.length === hunks.length) return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
+    const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
+    const approvedBytes = Buffer.from(approvedText, 'utf8');
+    const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
+    const origin = this.steps.proposedStep(stepId) ?? step;
+    const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
+    const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
+    const edit: PersonEdit = {
+      kind: 'hunks',
+      by: actor,
+      at: new Date().toISOString(),
+      version: (record.edit?.version ?? 1) + 1,
+      proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
+      hunks: { accepted: [...accepted].sort((a, b) => a - b), total: hunks.length },
+      proposedContentHash: sha256Hex(proposedByAgent),
+      approvedContentHash: sha256Hex(approvedBytes),
+      diff: changeDiff.ok ? changeDiff.patch : null,
+    };
+    const { module, args } = boundAction(revised);
+    const preview = await module.simulate(args, ctx);
+    const file = preview.kind === 'fileChanges' ? preview.files[0] : undefined;
+    // The file was read again for this preview: it must still be the one the hunks were made from.
+    if (!file || file.preHash !== shown.preHash) {
+      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`, { stepId });
+    }
+    const previewHash = previewHashOf(preview);
+    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
+    this.emitStep(this.db.transaction(() => {
+      const current = this.steps.get(stepId);
+      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`, { stepId, from: current.status, to: 'approved' });
+      }
+      this.steps.reviseStep(stepId, revised, edit);
+      return this.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
+        kind: 'step.approved_with_edits',
+        detail: {
+          stepHash: approval.stepHash,
+          previewHash,
+          edits: { kind: 'hunks', hunks: edit.hunks, proposedStepHash: edit.proposedStepHash, proposedContentHash: edit.proposedContentHash, approvedContentHash: edit.approvedContentHash },
+        },
+        expectFrom: ['awaiting_consent'],
+      });
+    })());
+    if (options.execute !== false) await this.advancePlan(step.planId, actor);
+    return this.steps.get(stepId);
+  }
+
+  /**
+   * "Edit before approving": the person's own version of a step waiting for them, a write's content
+   * or a command line. It is weighed by the policy as any proposal (a command edit can raise the risk
+   * or be denied), previewed again, then put before the person again, whatever the policy's consent
+   * says: they approve the version they now see. The proposal stays on record (the audit log and
+   * `proposedStepHash`); the proposer reads what changed in the step's `edit`.
+   */
+  async editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
+    if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may edit a step before approving it.', { stepId });
+    const record = this.steps.get(stepId);
+    this.assertDecidable(record, 'edited');
+    if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
+      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });
+    }
+    if ((change.content === undefined) === (change.command === undefined)) {
+      throw new ExecutorError('INVALID_INPUT', 'An edit gives either new content (for a file write) or a new command line (for a command), not both or neither.', { stepId });
+    }
+    const step = record.step;
+    const base = { by: actor, at: new Date().toISOString(), version: (record.edit?.version ?? 1) + 1, proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash };
+    let revised: unknown;
+    let edit: PersonEdit;
+    if (change.content !== undefined) {
+      if (step.action !== 'writeFile') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write's content can be edited.`, { stepId });
+      if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
+      if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
+      revised = { ...step, args: { ...step.args, content: change.content } };
+      // What the agent is told is measured from its own proposal, however many versions the person made.
+      const origin = this.steps.proposedStep(stepId) ?? step;
+      const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
+      const edited = Buffer.from(change.content, 'utf8');
+      const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
+      edit = { kind: 'content', ...base, proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null };
+    } else {
+      if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
+      const current = commandLineOf(step.args);
+      const origin = this.steps.proposedStep(stepId) ?? step;
+      const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
+      const after = change.command!.trim();
+      if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
+      // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
+      const { argv: _argv, command: _command, ...rest } = step.args;
+      revised = { ...step, args: { ...rest, command: after } };
+      edit = { kind: 'command', ...base, commandBefore: before, commandAfter: after };
+    }
+    const parsed = StepSchema.safeParse(revised);
+    if (!parsed.success) {
+      throw new ExecutorError('INVALID_INPUT', `The edited step is not valid: ${describeIssues(parsed.error).join('; ')}`, { stepId });
+    }
+    const next = revised as Step;
+    await loadShellParser();
+    const evaluation = this.evaluateStep(next);
+    const changed = this.db.transaction(() => {
+      const current = this.steps.get(stepId);
+      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
+        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`, { stepId, from: current.status, to: 'evaluated' });
+      }
+      this.steps.reviseStep(stepId, next, edit);
+      const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
+        ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
+      const records = [this.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] })];
+      if (!evaluation.allowed) records.push(this.steps.transition(stepId, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, edited: true } }));
+      return records;
+    })();
+    for (const one of changed) this.emitStep(one);
+    // Prepared like a proposal, in the background: its step event says when the new preview is ready.
+    if (evaluation.allowed) this.schedulePreparation(step.planId, actor);
     return this.steps.get(stepId);
   }
 

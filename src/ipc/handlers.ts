@@ -66,7 +66,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     return executor.evaluateStep(parsed.data);
   },
   simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
-  approve: (executor, { stepId, previewHash, execute }, { actor }) => executor.approve(stepId, actor, { previewHash, execute }),
+  approve: (executor, { stepId, previewHash, execute, hunks }, { actor }) => executor.approve(stepId, actor, { previewHash, execute, hunks }),
+  editStep: (executor, { stepId, content, command, stepHash }, { actor }) => executor.editStep(stepId, actor, { content, command, stepHash }),
   approveAndRemember: (executor, { stepId, previewHash, execute, rule, lifetime }, { actor }) => executor.approveAndRemember(stepId, actor, { previewHash, execute, rule, lifetime }),
   listRuleHits: (executor) => executor.listRuleHits(),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),

@@ -69,10 +69,31 @@ export const METHODS = {
   }),
   approve: method({
     // previewHash null: the person saw that the step has no preview (and it must still have none).
-    params: z.strictObject({ stepId, previewHash: z.string().max(128).nullable().optional(), execute: z.boolean().optional() }),
+    params: z.strictObject({
+      stepId,
+      previewHash: z.string().max(128).nullable().optional(),
+      execute: z.boolean().optional(),
+      /** Per-hunk approval of a write over an existing text file: the diff's hunk numbers (from 1) to apply; the others are left out. */
+      hunks: z.array(z.number().int()).max(100_000).optional(),
+    }),
     result: StepRecordSchema,
     channels: PERSON_CHANNELS,
-    description: "the person's yes, bound to the step's hash and to the preview they saw",
+    description: "the person's yes, bound to the step's hash and to the preview they saw; with hunks, only those hunks of a file write are applied (\"approved with edits\")",
+  }),
+  editStep: method({
+    params: z.strictObject({
+      stepId,
+      /** A file write's new content (text; the size limit of a proposal holds). */
+      content: z.string().optional(),
+      /** A command's new line, run under sh -c in the sandbox. */
+      command: z.string().max(64 * 1024).optional(),
+      /** The step hash the person saw when they began editing; refused as STEP_CHANGED if it moved since. */
+      stepHash: z.string().max(128).optional(),
+    }),
+    result: StepRecordSchema,
+    // Only the person edits a step before approving it; an agent proposes a new step instead.
+    channels: PERSON_CHANNELS,
+    description: "the person's own version of a step waiting for them (a write's content or a command line): weighed by the policy, previewed again and put before them again; the proposal stays on record",
   }),
   approveAndRemember: method({
     params: z.strictObject({

@@ -30,3 +30,35 @@ export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unkn
   const records = await proposeAndAwaitDecision(api, plan, { waitMs: options.waitMs ?? DEFAULT_PREPARATION_WAIT_MS, until: 'needsPerson' });
   return { records, timedOut: !planAtRest(records) };
 }
+
+/**
+ * Waits, on the host's step events, until one step is no longer `status` (e.g. an edited step's new
+ * preview is ready), or until `waitMs` passes; resolves with the step as it is then. Listening starts
+ * before the first read, so no event slips between the two.
+ */
+export async function awaitStepLeaves(api: ExecutorClient, stepId: string, status: StepRecord['status'], waitMs: number): Promise<StepRecord> {
+  let wake: (() => void) | null = null;
+  const off = await api.on('step', (record) => {
+    if (record.step.id === stepId) wake?.();
+  });
+  const deadline = Date.now() + waitMs;
+  try {
+    for (;;) {
+      const moved = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      const record = await api.getStep({ stepId });
+      const left = deadline - Date.now();
+      if (record.status !== status || left <= 0) return record;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        void moved.then(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  } finally {
+    off();
+  }
+}

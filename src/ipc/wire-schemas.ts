@@ -165,6 +165,21 @@ export const StepRecordSchema = z.object({
   runTimes: z.object({ dryRun: RunSpanSchema.optional(), realRun: RunSpanSchema.optional() }).optional(),
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
   consentExpiresAt: z.string().optional(),
+  edit: z
+    .object({
+      kind: z.enum(['hunks', 'content', 'command']),
+      by: ActorSchema,
+      at: z.string(),
+      version: z.number().int(),
+      proposedStepHash: z.string(),
+      hunks: z.object({ accepted: z.array(z.number().int()), total: z.number().int() }).optional(),
+      proposedContentHash: z.string().optional(),
+      approvedContentHash: z.string().optional(),
+      diff: z.string().nullable().optional(),
+      commandBefore: z.string().optional(),
+      commandAfter: z.string().optional(),
+    })
+    .optional(),
 });
 
 export const RevertPlanEntrySchema = z.object({

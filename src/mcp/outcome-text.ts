@@ -1,3 +1,4 @@
+import { editDetailText } from '../domain/person-edit.js';
 import { AGENT_CANCEL_REASON, type StepRecord } from '../domain/step-record.js';
 
 /** How much of a step's output goes back to the model; the full result stays in the step record. */
@@ -65,6 +66,14 @@ export function outputText(result: Record<string, unknown> | null, maxChars = MA
 
 /** The sentence a model reads about one step: the verdict first, then what it needs to act on it. */
 export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS): string {
+  const sentence = verdictText(record, maxChars);
+  // The person's change goes after the verdict's first line, which stays what models parse.
+  if (!record.edit) return sentence;
+  const [first, ...rest] = sentence.split('\n');
+  return [first, editDetailText(record.edit), ...rest].join('\n');
+}
+
+function verdictText(record: StepRecord, maxChars: number): string {
   const id = record.step.id;
   switch (verdictOf(record)) {
     case 'EXECUTED':

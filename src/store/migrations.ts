@@ -140,4 +140,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE steps ADD COLUMN run_times_json TEXT;
   `,
+  // The person's change to a step before approving it (per-hunk approval, an edit), and the proposal it superseded.
+  `
+  ALTER TABLE steps ADD COLUMN edit_json TEXT;
+  ALTER TABLE steps ADD COLUMN proposed_step_json TEXT;
+  `,
 ];

@@ -5,7 +5,7 @@ import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
 import { blockerOf, type PlanMember } from '../domain/plan-order.js';
 import { assertTransition, EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
-import type { Approval, Preview, RevertOutcome, RunSpan, RunTimes, StepRecord } from '../domain/step-record.js';
+import type { Approval, PersonEdit, Preview, RevertOutcome, RunSpan, RunTimes, StepRecord } from '../domain/step-record.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
@@ -37,6 +37,7 @@ interface StepRow {
   reverted_at: string | null;
   revert_json: string | null;
   run_times_json: string | null;
+  edit_json: string | null;
   /** From the plan (joined): its own consent expiry, when it asked for one. */
   consent_expiry_seconds: number | null;
 }
@@ -147,6 +148,7 @@ function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
         : null,
     ...(consentExpiresAt ? { consentExpiresAt } : {}),
     createdAt: row.created_at,
+    ...(row.edit_json === null ? {} : { edit: parseJson<PersonEdit>(row.edit_json)! }),
     error: parseJson<ErrorShape>(row.error_json),
     evaluation: parseJson<Evaluation>(row.evaluation_json),
     finishedAt: row.finished_at,
@@ -416,6 +418,28 @@ export class StepRepository {
       this.audit.append(event);
       return this.get(stepId);
     })();
+  }
+
+  /**
+   * Replaces a step waiting for the person's decision by their version of it (per-hunk approval, an
+   * edit): the new step and what changed are stored, the first proposal is kept (proposed_step_json),
+   * the old preview and approval are cleared. The caller's transaction records the status change.
+   */
+  reviseStep(stepId: string, revised: Step, edit: PersonEdit): void {
+    const row = this.db.prepare('SELECT step_json, proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string; proposed_step_json: string | null } | undefined;
+    if (!row) throw unknownStepError(stepId);
+    this.db
+      .prepare(
+        `UPDATE steps SET step_json = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL,
+         approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL WHERE step_id = ?`,
+      )
+      .run(canonicalJson(revised), stepHash(revised), canonicalJson(edit), row.proposed_step_json ?? row.step_json, stepId);
+  }
+
+  /** The step as its proposer sent it, before the person's changes (null when the person changed nothing). */
+  proposedStep(stepId: string): Step | null {
+    const row = this.db.prepare('SELECT proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as { proposed_step_json: string | null } | undefined;
+    return row?.proposed_step_json ? (JSON.parse(row.proposed_step_json) as Step) : null;
   }
 
   private statusOf(stepId: string): { status: StepStatus; planId: string } {

@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
+import fs from 'node:fs';
 import { createInterface } from 'node:readline/promises';
+import { MAX_CONTENT_BYTES } from '../../domain/step.js';
 import type { RevertPlanEntry } from '../../backup/file-changes.js';
 import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
 import { ExecutorError } from '../../domain/errors.js';
@@ -22,6 +24,15 @@ function parsePreviewHash(text: string): string | null {
   if (trimmed === 'none') return null;
   if (/^[0-9a-f]{64}$/.test(trimmed)) return trimmed;
   throw new ExecutorError('INVALID_INPUT', `--preview-hash takes the 64-hex-digit "Preview" hash \`executor steps show\` printed (or "none"), not "${visibleLine(text.slice(0, 80))}".`);
+}
+
+/** --hunks 1,3: the hunk numbers (from 1) `steps show` printed; the host checks range and repeats. */
+function parseHunkList(text: string): number[] {
+  const parts = text.split(',').map((part) => part.trim());
+  if (text.trim() === '' || parts.some((part) => !/^[0-9]{1,6}$/.test(part))) {
+    throw new ExecutorError('INVALID_INPUT', `--hunks takes hunk numbers separated by commas, as \`executor steps show\` numbers them (e.g. 1,3), not "${visibleLine(text.slice(0, 80))}". To approve none, reject the step instead.`);
+  }
+  return parts.map(Number);
 }
 
 /** --timeout: a number of seconds, more than zero. */
@@ -207,10 +218,12 @@ export function registerStepCommands(program: Command): void {
     )
     .argument('<stepId>')
     .option('--preview-hash <hash>', 'the "Preview" hash `executor steps show` printed ("none" when it had no preview); refused if the preview changed since')
-    .action(async (stepId: string, options: { previewHash?: string }, command: Command) => {
+    .option('--hunks <numbers>', 'a file write over an existing text file: apply only these hunks of its diff (numbered as `executor steps show` prints them, e.g. 1,3); recorded as approved with edits', parseHunkList)
+    .action(async (stepId: string, options: { previewHash?: string; hunks?: number[] }, command: Command) => {
       const { dataDir, json } = globals(command);
       const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
       const given = options.previewHash === undefined ? undefined : parsePreviewHash(options.previewHash);
+      const hunks = options.hunks;
       const { detailText, outcomeOf, previewHashText, summaryLine } = await rendering();
       if (given === undefined && !interactive) {
         throw new ExecutorError(
@@ -219,13 +232,14 @@ export function registerStepCommands(program: Command): void {
         );
       }
       const record = await withExecutor(dataDir, async (api) => {
-        if (given !== undefined) return api.approve({ stepId, previewHash: given });
+        if (given !== undefined) return api.approve({ stepId, previewHash: given, ...(hunks ? { hunks } : {}) });
         // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
         const shown = await api.getStep({ stepId });
-        if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash });
+        if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
         process.stdout.write(`${visibleOutput(detailText(shown, await api.getPolicy().catch(() => undefined)))}\n\n`);
-        if (!(await askYes(`Approve step ${visibleLine(stepId)} with the preview shown above (${previewHashText(shown)})? [y/N] `))) return null;
-        return api.approve({ stepId, previewHash: shown.previewHash });
+        const which = hunks ? ` with only hunks ${hunks.join(', ')}` : '';
+        if (!(await askYes(`Approve step ${visibleLine(stepId)}${which} with the preview shown above (${previewHashText(shown)})? [y/N] `))) return null;
+        return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
       });
       if (!record) {
         process.stdout.write('Not approved; the step still waits for your decision.\n');
@@ -234,6 +248,33 @@ export function registerStepCommands(program: Command): void {
       }
       print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.code}: ${record.error.message}` : ''));
       if (record.status === 'failed') process.exitCode = 1;
+    });
+
+  program
+    .command('edit')
+    .description(
+      'edit a step waiting for your decision before approving it: a file write\'s content or a command line. Your version is weighed by the policy ' +
+        '(an edit can raise the risk), previewed again and waits for your approval; the proposal stays on record and the agent is told what changed',
+    )
+    .argument('<stepId>')
+    .option('--content-file <file>', 'a file write: the new content, read from this file (text)')
+    .option('--command <line>', 'a command: the new command line (run under sh -c in the sandbox)')
+    .action(async (stepId: string, options: { contentFile?: string; command?: string }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      if ((options.contentFile === undefined) === (options.command === undefined)) {
+        throw new ExecutorError('INVALID_INPUT', 'edit takes exactly one of --content-file FILE (a file write) or --command "LINE" (a command).');
+      }
+      const content = options.contentFile === undefined ? undefined : readEditedContent(options.contentFile);
+      const { detailText, summaryLine } = await rendering();
+      const record = await withExecutor(dataDir, async (api) => {
+        const edited = await api.editStep({ stepId, ...(content !== undefined ? { content } : { command: options.command }) });
+        if (edited.status !== 'evaluated') return edited;
+        // The new preview is prepared in the background: wait for it, so what is printed shows it.
+        const { awaitStepLeaves } = await import('../../ipc/preparation-wait.js');
+        return awaitStepLeaves(api, stepId, 'evaluated', 600_000);
+      });
+      print(json, record, () => `${summaryLine(record)}\n\n${detailText(record)}`);
+      if (record.status !== 'awaiting_consent') process.exitCode = 1;
     });
 
   program
@@ -272,6 +313,19 @@ export function registerStepCommands(program: Command): void {
       const directories = record.revertOutcome?.directories ?? [];
       print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () => [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'));
     });
+}
+
+/** edit --content-file: the file's text, refused early when it cannot be one (too large, not a regular file). */
+function readEditedContent(file: string): string {
+  let stat;
+  try {
+    stat = fs.statSync(file);
+  } catch (error) {
+    throw new ExecutorError('INVALID_INPUT', `Cannot read --content-file ${visibleLine(file)}: ${(error as Error).message}`);
+  }
+  if (!stat.isFile()) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not a regular file.`);
+  if (stat.size > MAX_CONTENT_BYTES) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is ${stat.size} bytes; a step's content is at most ${MAX_CONTENT_BYTES / 1024 / 1024} MiB.`);
+  return fs.readFileSync(file, 'utf8');
 }
 
 /** One folder the step created, after its revert: "kept /ws/notes/: it holds todo.md, which the step did not create". */

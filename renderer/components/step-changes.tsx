@@ -1,0 +1,183 @@
+import { useMemo, useState } from 'react';
+import { parseHunks, type DiffHunk } from '../../src/domain/hunks.js';
+import { editDetailText } from '../../src/domain/person-edit.js';
+import { commandLineOf } from '../../src/domain/shell-quote.js';
+import type { StepRecord } from '../../src/domain/step-record.js';
+import { useApi } from '../api.js';
+import { Dialog } from './dialog.js';
+import { ErrorBox } from './error-box.js';
+import { MarkedText, markedPlainText } from './marked-text.js';
+
+/** The hunks of a write over an existing text file the person may approve one by one; null when the step has none to choose. */
+function choosableHunks(record: StepRecord): DiffHunk[] | null {
+  if (record.status !== 'awaiting_consent' || record.step.action !== 'writeFile' || record.preview?.kind !== 'fileChanges') return null;
+  const file = record.preview.files[0];
+  if (!file || !file.existedBefore || file.binary || file.diff === null) return null;
+  try {
+    const hunks = parseHunks(file.diff);
+    return hunks.length >= 2 ? hunks : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * "Approve part of a step, or change it", under the decision buttons of a step waiting for the
+ * person: each hunk of a write with a checkbox and "Approve selected hunks"; "Edit before approving"
+ * for a write's content or a command line. Also says what the person changed, once they did.
+ */
+export function StepChanges({ record, busy }: { record: StepRecord; busy: boolean }) {
+  const api = useApi();
+  const hunks = useMemo(() => choosableHunks(record), [record]);
+  const [off, setOff] = useState<ReadonlySet<number>>(new Set());
+  const [editing, setEditing] = useState(false);
+  const [confirmHigh, setConfirmHigh] = useState(false);
+  const [working, setWorking] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const editable = record.status === 'awaiting_consent' && ((record.step.action === 'writeFile' && record.step.args.encoding !== 'base64') || record.step.action === 'runCommand');
+  const accepted = hunks ? hunks.map((hunk) => hunk.number).filter((number) => !off.has(number)) : [];
+  const critical = record.evaluation?.risk === 'CRITICAL' || record.evaluation?.allowed === false;
+
+  const act = async (label: string, action: () => Promise<string>) => {
+    setWorking(label);
+    setError(null);
+    try {
+      setDone(await action());
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setWorking(null);
+    }
+  };
+  const approveHunks = () =>
+    act('Approving the selected hunks…', async () => {
+      const result = await api.approve({ stepId: record.step.id, hunks: accepted, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+      setOff(new Set());
+      return `${record.step.id} approved with hunks ${accepted.join(', ')} of ${hunks!.length}; it is now ${result.status.replace('_', ' ')}.`;
+    });
+
+  return (
+    <>
+      {record.edit ? (
+        <section className="person-edit" aria-label="Your changes">
+          <h3>Changed by you (version {record.edit.version})</h3>
+          <pre className="edit-detail">{markedPlainText(editDetailText(record.edit))}</pre>
+        </section>
+      ) : null}
+      {hunks ? (
+        <fieldset className="hunk-picker" disabled={busy || working !== null || critical}>
+          <legend>Approve part of this write: {hunks.length} hunks</legend>
+          {hunks.map((hunk) => (
+            <div key={hunk.number} className="hunk">
+              <label>
+                <input
+                  type="checkbox"
+                  checked={!off.has(hunk.number)}
+                  onChange={(event) => {
+                    const next = new Set(off);
+                    if (event.target.checked) next.delete(hunk.number);
+                    else next.add(hunk.number);
+                    setOff(next);
+                  }}
+                />{' '}
+                Hunk {hunk.number} <code>{hunk.header}</code>
+              </label>
+              <pre className="hunk-lines" aria-label={`Hunk ${hunk.number}`}>
+                {hunk.lines.map((line, index) => (
+                  <span key={index} className={line.startsWith('+') ? 'hunk-add' : line.startsWith('-') ? 'hunk-del' : undefined}>
+                    {markedPlainText(line)}
+                    {'\n'}
+                  </span>
+                ))}
+              </pre>
+            </div>
+          ))}
+          <div className="actions">
+            <button type="button" className={record.evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={accepted.length === 0 || accepted.length === hunks.length} onClick={() => (record.evaluation?.risk === 'HIGH' ? setConfirmHigh(true) : void approveHunks())}>
+              Approve selected hunks ({accepted.length} of {hunks.length})
+            </button>
+            {accepted.length === 0 ? <span className="muted inline-note">No hunk selected: that leaves the file as it is. Reject the step instead.</span> : null}
+          </div>
+        </fieldset>
+      ) : null}
+      {editable ? (
+        <div className="actions">
+          <button type="button" disabled={busy || working !== null} onClick={() => setEditing(true)}>
+            Edit before approving…
+          </button>
+        </div>
+      ) : null}
+      <div role="status" aria-live="polite" className="status-line">
+        {working ?? done}
+      </div>
+      <ErrorBox error={error} onDismiss={() => setError(null)} />
+      {editing ? (
+        <EditStepDialog
+          record={record}
+          onCancel={() => setEditing(false)}
+          onSave={(change) => {
+            setEditing(false);
+            void act('Saving your version…', async () => {
+              const result = await api.editStep({ stepId: record.step.id, stepHash: record.stepHash, ...change });
+              return result.status === 'denied'
+                ? `Your version of ${record.step.id} is denied by the policy: ${result.evaluation?.reasons.join(' ') ?? ''}`
+                : `Your version of ${record.step.id} is being weighed and previewed again; approve it once its preview shows.`;
+            });
+          }}
+        />
+      ) : null}
+      {confirmHigh ? (
+        <Dialog title="Approve part of a HIGH-risk step?" onCancel={() => setConfirmHigh(false)}>
+          <p>Only hunks {accepted.join(', ')} of {hunks?.length} will be written. This step is rated HIGH.</p>
+          <div className="dialog-actions">
+            <button type="button" className="ghost" onClick={() => setConfirmHigh(false)}>
+              Cancel
+            </button>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                setConfirmHigh(false);
+                void approveHunks();
+              }}
+            >
+              Yes, approve these hunks
+            </button>
+          </div>
+        </Dialog>
+      ) : null}
+    </>
+  );
+}
+
+/** A text editor seeded with the proposed content, or an input seeded with the quoted command line. */
+function EditStepDialog({ record, onCancel, onSave }: { record: StepRecord; onCancel(): void; onSave(change: { content: string } | { command: string }): void }) {
+  const isCommand = record.step.action === 'runCommand';
+  const seed = record.step.action === 'runCommand' ? commandLineOf(record.step.args) : record.step.action === 'writeFile' ? record.step.args.content : '';
+  const [text, setText] = useState(seed);
+  const unchanged = isCommand ? text.trim() === seed.trim() : text === seed;
+  return (
+    <Dialog title={isCommand ? 'Edit the command line' : 'Edit the content'} onCancel={onCancel} className="wide">
+      <p className="muted">
+        Your version is a new version of the step: the policy weighs it again (an edit can raise the risk), it is previewed again, and you approve it then. The agent is told what you changed.
+      </p>
+      <label className="field">
+        <span>{isCommand ? 'Command line (runs under sh -c in the sandbox)' : <MarkedText text={`Content of ${record.step.action === 'writeFile' ? record.step.args.path : ''}`} />}</span>
+        {isCommand ? (
+          <input type="text" className="mono" value={text} onChange={(event) => setText(event.target.value)} spellCheck={false} />
+        ) : (
+          <textarea className="mono" rows={16} value={text} onChange={(event) => setText(event.target.value)} spellCheck={false} />
+        )}
+      </label>
+      <div className="dialog-actions">
+        <button type="button" className="ghost" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="button" className="primary" disabled={unchanged || (isCommand && text.trim() === '')} onClick={() => onSave(isCommand ? { command: text } : { content: text })}>
+          Save my version
+        </button>
+      </div>
+    </Dialog>
+  );
+}
