@@ -53,6 +53,7 @@ import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.j
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
 import { planRevertInOrder } from '../backup/plan-revert-order.js';
+import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { summarizeStep } from '../domain/step-title.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { PlanLocks } from './plan-lock.js';
@@ -1351,6 +1352,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   listSteps(filter: StepListFilter = {}): StepRecord[] {
     return this.steps.list(filter);
+  }
+
+  /** The files a step's run changed, with the diffs of what was written, a page at a time. */
+  stepChanges(stepId: string, offset = 0): StepChangesPage {
+    return stepChangesPage(this.steps.backups(stepId), offset);
   }
 
   /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
