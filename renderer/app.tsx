@@ -51,7 +51,8 @@ export function App() {
 }
 
 function viewFromHash(): ViewId {
-  const id = location.hash.replace(/^#\/?/, '');
+  // A view's own state may follow its name (History's filters: #history?status=failed).
+  const id = location.hash.replace(/^#\/?/, '').split('?')[0];
   return (VIEWS.find((view) => view.id === id)?.id ?? 'queue') as ViewId;
 }
 
