@@ -53,8 +53,10 @@ async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
 /** An id as agents make them: a session, a uuid-ish tail, a counter. */
 const longId = (kind: string, index: number) => `${kind}-session-7f3e9c1a-44b2-4d0e-9a51-0c2d6b8e1f70-${'x'.repeat(24)}-${String(index).padStart(3, '0')}`;
 
-async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Record<string, unknown>): Promise<void> {
+/** Proposes as `agent` (the host gives an agent's steps ids of its own: step-<uuid>), runs what the person must approve; the step ids, in plan order. */
+async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Record<string, unknown>): Promise<string[]> {
   let records = await proposeAndAwaitDecision(agent, plan, { until: 'needsPerson' });
+  const ids = records.map((record) => record.step.id);
   // Whatever asks the person (a command's effects do), the person approves here, in plan order.
   for (let round = 0; round < 10 && records.some((record) => record.status === 'awaiting_consent'); round++) {
     const waiting = records.find((record) => record.status === 'awaiting_consent')!;
@@ -63,6 +65,7 @@ async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Re
     await expect.poll(async () => (await person.listSteps({ planId })).every((record) => !['approved', 'running'].includes(record.status)), SOON).toBe(true);
     records = await person.listSteps({ planId });
   }
+  return ids;
 }
 
 describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_000 }, () => {
@@ -78,11 +81,18 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
     try {
-      // 24 writes with long ids, each its own plan.
+      // 24 writes, each its own plan; three more by the person, with ids a hundred characters long.
+      const noteIds: string[] = [];
       for (let index = 0; index < 24; index++) {
-        await agentPlan(claude, person, {
+        noteIds.push(...await agentPlan(claude, person, {
           planId: longId('plan', index),
-          steps: [{ id: longId('step', index), action: 'writeFile', args: { path: path.join(workspace, 'notes', `note-${index}.md`), content: `# Note ${index}\n${'text '.repeat(index)}\n` }, meta: { purpose: `Write note ${index} for the release checklist` } }],
+          steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'notes', `note-${index}.md`), content: `# Note ${index}\n${'text '.repeat(index)}\n` }, meta: { purpose: `Write note ${index} for the release checklist` } }],
+        }));
+      }
+      for (let index = 0; index < 3; index++) {
+        await agentPlan(person, person, {
+          planId: longId('plan', index),
+          steps: [{ id: longId('step', index), action: 'writeFile', args: { path: path.join(workspace, `mine-${index}.txt`), content: `mine ${index}\n` } }],
         });
       }
       // 14 code runs returning JSON, and one that throws.
@@ -101,15 +111,16 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
         });
       }
       // A plan of three edits (reverted as a plan), and one whose file a person edits afterwards (a conflict).
-      await agentPlan(claude, person, {
-        planId: 'refactor-config',
+      const refactor = await agentPlan(claude, person, {
         steps: [
-          { id: 'refactor-1', action: 'writeFile', args: { path: path.join(workspace, 'config.yml'), content: 'port: 9090\nmode: dev\n' } },
-          { id: 'refactor-2', action: 'writeFile', args: { path: path.join(workspace, 'README.md'), content: '# Project\n\nNew intro, on port 9090.\n' } },
-          { id: 'refactor-3', action: 'writeFile', args: { path: path.join(workspace, 'CHANGELOG.md'), content: '- port 9090\n' } },
+          { action: 'writeFile', args: { path: path.join(workspace, 'config.yml'), content: 'port: 9090\nmode: dev\n' } },
+          { action: 'writeFile', args: { path: path.join(workspace, 'README.md'), content: '# Project\n\nNew intro, on port 9090.\n' } },
+          { action: 'writeFile', args: { path: path.join(workspace, 'CHANGELOG.md'), content: '- port 9090\n' } },
         ],
       });
-      await agentPlan(claude, person, { planId: 'touch-later', steps: [{ id: 'touch-later-1', action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'from the agent\n' } }] });
+      const refactorPlan = (await person.getStep({ stepId: refactor[0]! })).step.planId;
+      const [later] = await agentPlan(claude, person, { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'from the agent\n' } }] });
+      const laterPlan = (await person.getStep({ stepId: later! })).step.planId;
       fs.writeFileSync(path.join(workspace, 'later.txt'), 'edited by hand afterwards\n');
       // A real Docker command with a long command line, which changes a file.
       await agentPlan(codex, person, {
@@ -163,16 +174,24 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       expect(Math.max(...frames)).toBeLessThan(MAX_FRAME_BYTES);
 
       // A long id is shortened, whole on hover, and copied whole.
-      const longRow = page.locator(`#history-row-${longId('step', 23)}`);
+      // (The words filter finds it among the rows not drawn.)
+      await page.getByLabel('Words').fill(longId('step', 2));
+      await expect.poll(() => page.getByText(/^1 of 1 step$/).count(), SOON).toBe(1).catch(async (error: unknown) => {
+        throw new Error(`${String(error)}\n${await page.locator('main').innerText()}`);
+      });
+      const longRow = page.locator(`#history-row-${longId('step', 2)}`);
       await expect.poll(() => longRow.isVisible(), SOON).toBe(true);
       const shortShown = await longRow.locator('.copy-id code').first().textContent();
       expect(shortShown!.length).toBeLessThan(20);
-      expect(await longRow.locator('.copy-id code').first().getAttribute('title')).toBe(longId('step', 23));
-      await longRow.getByRole('button', { name: `Copy step id ${longId('step', 23)}` }).click();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(longId('step', 23));
+      expect(await longRow.locator('.copy-id code').first().getAttribute('title')).toBe(longId('step', 2));
+      await longRow.getByRole('button', { name: `Copy step id ${longId('step', 2)}` }).click();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(longId('step', 2));
+
+      await page.getByLabel('Words').fill('');
+      await expect.poll(() => page.getByText(new RegExp(`^\\d+ of ${total} steps$`)).count(), SOON).toBe(1);
 
       // The detail pane shows the diff of what ran.
-      const refactorRow = page.locator('#history-row-refactor-1');
+      const refactorRow = page.locator(`#history-row-${refactor[0]}`);
       await refactorRow.click();
       const ran = page.getByRole('region', { name: /What ran in .*config\.yml/ });
       await expect.poll(() => ran.isVisible(), SOON).toBe(true);
@@ -182,31 +201,33 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await screenshots(page, 'history-what-ran');
 
       // Revert plan: newest first, all three, files back as before.
-      await page.getByRole('button', { name: 'Revert plan refactor-config' }).click();
-      const planDialog = page.getByRole('dialog', { name: /Revert plan refactor-config/ });
+      await page.getByRole('button', { name: `Revert plan ${refactorPlan}` }).click();
+      const planDialog = page.getByRole('dialog', { name: /Revert plan/ });
       await expect.poll(() => planDialog.isVisible(), SOON).toBe(true);
-      expect(await planDialog.locator('.plan-revert-steps > li').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-step-id')))).toEqual(['refactor-3', 'refactor-2', 'refactor-1']);
+      expect(await planDialog.locator('.plan-revert-steps > li').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-step-id')))).toEqual([...refactor].reverse());
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'history-revert-plan');
       await planDialog.getByRole('button', { name: 'Revert 3 steps' }).click();
       await expect.poll(() => fs.readFileSync(path.join(workspace, 'config.yml'), 'utf8'), SOON).toBe('port: 8080\nmode: dev\n');
       expect(fs.readFileSync(path.join(workspace, 'README.md'), 'utf8')).toBe('# Project\n\nOld intro.\n');
       expect(fs.existsSync(path.join(workspace, 'CHANGELOG.md'))).toBe(false);
-      await expect.poll(() => page.locator('#history-row-refactor-2 .status').textContent(), SOON).toBe('Reverted');
+      await expect.poll(() => page.locator(`#history-row-${refactor[1]} .status`).textContent(), SOON).toBe('Reverted');
 
       // A plan whose file changed since: refused, the step named, force asked twice.
-      await page.locator('#history-row-touch-later-1').click();
-      await page.getByRole('button', { name: 'Revert plan touch-later' }).click();
-      const conflictDialog = page.getByRole('dialog', { name: /Revert plan touch-later/ });
-      await expect.poll(() => conflictDialog.getByText(/Refused as it is: files changed after step touch-later-1/).isVisible(), SOON).toBe(true);
+      await page.locator(`#history-row-${later}`).click();
+      await page.getByRole('button', { name: `Revert plan ${laterPlan}` }).click();
+      const conflictDialog = page.getByRole('dialog', { name: /Revert plan/ });
+      await expect.poll(() => conflictDialog.getByText(`Refused as it is: files changed after step ${later}.`).isVisible(), SOON).toBe(true);
       expect(await conflictDialog.getByRole('button', { name: /^Revert \d+ step/ }).count()).toBe(0);
       await screenshots(page, 'history-revert-plan-conflict');
       await conflictDialog.getByRole('button', { name: 'Cancel' }).click();
       expect(fs.readFileSync(path.join(workspace, 'later.txt'), 'utf8')).toBe('edited by hand afterwards\n');
 
       // Revert on the row.
-      const noteRow = page.locator(`#history-row-${longId('step', 22)}`);
-      await noteRow.getByRole('button', { name: `Revert step ${longId('step', 22)}` }).click();
+      await page.getByLabel('Words').fill('note-22.md');
+      await expect.poll(() => page.getByText(/^1 of 1 step$/).count(), SOON).toBe(1);
+      const noteRow = page.locator(`#history-row-${noteIds[22]}`);
+      await noteRow.getByRole('button', { name: `Revert step ${noteIds[22]}` }).click();
       const rowDialog = page.getByRole('dialog', { name: /Revert/ });
       await expect.poll(() => rowDialog.isVisible(), SOON).toBe(true);
       await rowDialog.getByRole('button', { name: 'Revert', exact: true }).click();
@@ -214,6 +235,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await expect.poll(() => noteRow.locator('.status').textContent(), SOON).toBe('Reverted');
 
       // Filters run on the host, live in the hash, and survive a reload.
+      await page.getByLabel('Words').fill('');
       await page.getByLabel('Agent').selectOption('aider');
       await expect.poll(() => page.getByText(/^15 of 15 steps$/).count(), SOON).toBe(1);
       await expect.poll(() => page.locator('.result-cell', { hasText: /^Returned in .+: \{"index":/ }).count(), SOON).toBeGreaterThan(0);
