@@ -29,7 +29,16 @@ export function CopyId({ id, what }: { id: string; what: string }) {
     <span className="copy-id">
       <code title={id}>{shortId(id)}</code>
       <button type="button" className="copy-button" aria-label={`Copy ${what} ${id}`} title={`Copy ${what}`} onClick={(event) => void copy(event)} onKeyDown={(event) => event.stopPropagation()}>
-        {copied ? '✓' : '⧉'}
+        {copied ? (
+          <svg viewBox="0 0 16 16" aria-hidden="true">
+            <path d="M3 8.5l3 3 7-7" fill="none" stroke="currentColor" strokeWidth="2" />
+          </svg>
+        ) : (
+          <svg viewBox="0 0 16 16" aria-hidden="true">
+            <rect x="5" y="5" width="9" height="9" rx="1.5" fill="none" stroke="currentColor" strokeWidth="1.5" />
+            <path d="M11 3.5V3a1 1 0 0 0-1-1H3a1 1 0 0 0-1 1v7a1 1 0 0 0 1 1h.5" fill="none" stroke="currentColor" strokeWidth="1.5" />
+          </svg>
+        )}
       </button>
     </span>
   );

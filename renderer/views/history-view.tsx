@@ -455,7 +455,7 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
       <td>
         <RiskBadge risk={item.risk as Risk | null} />
       </td>
-      <td>
+      <td className="time-cell">
         <span className="cell-title">{item.finishedAt || item.updatedAt ? formatShortTime(item.finishedAt ?? item.updatedAt) : '—'}</span>
         <span className="cell-sub">{took ? `took ${took}` : ''}</span>
       </td>
