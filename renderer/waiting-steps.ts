@@ -34,12 +34,15 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
   const alive = useRef(true);
   const generation = useRef(0);
 
+  const countSeq = useRef(0);
   const counts = useCallback(async () => {
+    // Only the latest count is kept: an earlier one answered late would say an older truth.
+    const seq = ++countSeq.current;
     const [all, deciding] = await Promise.all([
       api.listStepSummaries({ status: WAITING_STATUSES, limit: 1 }),
       api.listStepSummaries({ status: ['awaiting_consent'], limit: 1 }),
     ]);
-    if (!alive.current) return;
+    if (!alive.current || seq !== countSeq.current) return;
     setTotal(all.total);
     setAwaitingConsent(deciding.total);
   }, [api]);

@@ -249,9 +249,7 @@ export function HistoryView({ active }: { active: boolean }) {
   const startRevert = async (stepId: string) => {
     setError(null);
     try {
-      const record = await api.getStep({ stepId });
-      setRevert({ phase: 'loading', record });
-      const plan = await api.previewRevert({ stepId });
+      const [record, plan] = await Promise.all([api.getStep({ stepId }), api.previewRevert({ stepId })]);
       setRevert({ phase: 'confirm', record, plan });
     } catch (caught) {
       setRevert(null);
