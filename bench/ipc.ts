@@ -7,7 +7,7 @@
  * Then the window's real traffic (open, scroll, a proposal arriving), paged summaries and one record,
  * signed against unsigned the same way, with each reply's size against 64 KiB.
  *
- *   npx tsx bench/ipc.ts [steps=200] [rounds=300]
+ *   npx tsx bench/ipc.ts [steps=200] [rounds=300] [only=window]  (window: only the window's traffic)
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
@@ -24,6 +24,7 @@ import { connectWithToken, webSocketTransport, type WebSocketLike } from '../src
 
 const stepCount = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 300);
+const onlyWindow = process.argv[4] === 'window';
 
 const server = spawn(process.execPath, [...process.execArgv, new URL('./ipc-server.ts', import.meta.url).pathname, String(stepCount)], { stdio: ['pipe', 'pipe', 'inherit'] });
 const serverLines = readline.createInterface({ input: server.stdout! })[Symbol.asyncIterator]();
@@ -100,7 +101,7 @@ const cases = {
 };
 
 console.log(`listSteps round trip: ${stepCount} steps, ${(responseBytes / 1024).toFixed(0)} KiB reply, ${rounds} rounds each (after warm-up)`);
-for (const [name, pair] of Object.entries(cases)) {
+for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
   for (let warm = 0; warm < 20; warm++) {
     await pair.signed();
     await pair.unsigned();
@@ -137,8 +138,22 @@ for (const [name, pair] of Object.entries(cases)) {
     scroll: { signed: async () => (await client.listStepSummaries(scrollParams)).items.length, unsigned: async () => ((await unsignedAny(transport, 'listStepSummaries', scrollParams)) as { items: unknown[] }).items.length },
     'proposal arrives': { signed: async () => (await client.getStep(oneStep)) && 1, unsigned: async () => (await unsignedAny(transport, 'getStep', oneStep)) && 1 },
   });
-  const windowCases = { socket: scenario(signedSocket, plainSocket), web: scenario(signedWeb, plainWeb), 'web, WebCrypto client': scenario(signedWebCrypto, plainWeb) };
-  for (const [transportName, steps] of Object.entries(windowCases)) {
+  // Each transport's sessions are opened just before its rounds: a web session left idle while another transport is measured may be gone by then.
+  const freshWeb = async (webCrypto: boolean): Promise<[ExecutorClient, ClientTransport]> => {
+    const plain = await webSocketTransport(`ws://127.0.0.1:${where.plainWsPort}/`, makeSocket);
+    if (webCrypto) return [(await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket)).client, plain];
+    const token = new TextEncoder().encode(await webToken());
+    const transport = await webSocketTransport(`ws://127.0.0.1:${where.webPort}/api/ws`, makeSocket);
+    const session = await openSession(transport, 'web', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))));
+    return [createExecutorClient(new SignedRpc(transport, session)), plain];
+  };
+  const windowCases: Record<string, () => Promise<[ExecutorClient, ClientTransport]>> = {
+    socket: async () => [signedSocket, plainSocket],
+    web: () => freshWeb(false),
+    'web, WebCrypto client': () => freshWeb(true),
+  };
+  for (const [transportName, open] of Object.entries(windowCases)) {
+    const steps = scenario(...(await open()));
     for (const [name, pair] of Object.entries(steps)) {
       for (let warm = 0; warm < 20; warm++) {
         await pair.signed();
