@@ -11,7 +11,7 @@ export function shortId(id: string, keep = 8): string {
  * A long id shortened, with the whole of it on hover and a button that copies it: agents' ids run to
  * a hundred characters, and a person still needs the exact one for `executor steps show`.
  */
-export function CopyId({ id, what }: { id: string; what: string }) {
+export function CopyId({ id, what, keep }: { id: string; what: string; keep?: number }) {
   const [copied, setCopied] = useState(false);
   const copy = async (event: React.MouseEvent) => {
     event.stopPropagation();
@@ -27,7 +27,7 @@ export function CopyId({ id, what }: { id: string; what: string }) {
   };
   return (
     <span className="copy-id">
-      <code title={id}>{shortId(id)}</code>
+      <code title={`${what}: ${id}`}>{shortId(id, keep)}</code>
       <button type="button" className="copy-button" aria-label={`Copy ${what} ${id}`} title={`Copy ${what}`} onClick={(event) => void copy(event)} onKeyDown={(event) => event.stopPropagation()}>
         {copied ? (
           <svg viewBox="0 0 16 16" aria-hidden="true">

@@ -439,7 +439,7 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
           <MarkedText text={item.title} />
         </span>
         <span className="cell-sub">
-          <CopyId id={item.id} what="step id" /> · plan <CopyId id={item.planId} what="plan id" />
+          <CopyId id={item.id} what="step id" /> · <CopyId id={item.planId} what="plan id" keep={6} />
         </span>
       </td>
       <td>

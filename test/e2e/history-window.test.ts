@@ -183,7 +183,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await expect.poll(() => longRow.isVisible(), SOON).toBe(true);
       const shortShown = await longRow.locator('.copy-id code').first().textContent();
       expect(shortShown!.length).toBeLessThan(20);
-      expect(await longRow.locator('.copy-id code').first().getAttribute('title')).toBe(longId('step', 2));
+      expect(await longRow.locator('.copy-id code').first().getAttribute('title')).toBe(`step id: ${longId('step', 2)}`);
       await longRow.getByRole('button', { name: `Copy step id ${longId('step', 2)}` }).click();
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(longId('step', 2));
 
