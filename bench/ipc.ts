@@ -4,8 +4,10 @@
  * same dispatcher and handler, the same result check, plain JSON, no MAC) over the same transport
  * in the same run. The host runs in its own process (bench/ipc-server.ts), as it does for every
  * client in the product, so each side's work lands on its own thread. Target: signed ≤ 1.2× unsigned.
+ * Then the window's real traffic (open, scroll, a proposal arriving), paged summaries and one record,
+ * signed against unsigned the same way, with each reply's size against 64 KiB.
  *
- *   npx tsx bench/ipc.ts [steps=200] [rounds=300]
+ *   npx tsx bench/ipc.ts [steps=200] [rounds=300] [only=window]  (window: only the window's traffic)
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
@@ -22,6 +24,7 @@ import { connectWithToken, webSocketTransport, type WebSocketLike } from '../src
 
 const stepCount = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 300);
+const onlyWindow = process.argv[4] === 'window';
 
 const server = spawn(process.execPath, [...process.execArgv, new URL('./ipc-server.ts', import.meta.url).pathname, String(stepCount)], { stdio: ['pipe', 'pipe', 'inherit'] });
 const serverLines = readline.createInterface({ input: server.stdout! })[Symbol.asyncIterator]();
@@ -98,7 +101,7 @@ const cases = {
 };
 
 console.log(`listSteps round trip: ${stepCount} steps, ${(responseBytes / 1024).toFixed(0)} KiB reply, ${rounds} rounds each (after warm-up)`);
-for (const [name, pair] of Object.entries(cases)) {
+for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
   for (let warm = 0; warm < 20; warm++) {
     await pair.signed();
     await pair.unsigned();
@@ -106,6 +109,70 @@ for (const [name, pair] of Object.entries(cases)) {
   const { signed, unsigned } = await measurePaired(pair.signed, pair.unsigned);
   const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
   console.log(`${name.padEnd(22)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×`);
+}
+// The window's real traffic (issue 13 §7): what it asks for when it opens (the first page of the
+// queue and of History), when History scrolls (the next page), and when a proposal arrives (the
+// step's record, fetched when its summary event comes). Each reply is measured against 64 KiB.
+{
+  async function unsignedAny(transport: ClientTransport, method: keyof typeof METHODS, params: unknown): Promise<unknown> {
+    const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(++id), ts: Date.now(), method, params }))) as { result: unknown };
+    return METHODS[method].result.parse(reply.result);
+  }
+  const waitingParams = { status: ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as ('proposed' | 'evaluated' | 'awaiting_consent' | 'approved')[], limit: 50 };
+  const historyParams = { limit: 50 };
+  const firstPage = await signedSocket.listStepSummaries(historyParams);
+  const scrollParams = { ...historyParams, cursor: firstPage.nextCursor! };
+  const oneStep = { stepId: firstPage.items[0]!.id };
+  const sizes = {
+    'queue page': Buffer.byteLength(JSON.stringify(await signedSocket.listStepSummaries(waitingParams))),
+    'history page': Buffer.byteLength(JSON.stringify(firstPage)),
+    'next page': Buffer.byteLength(JSON.stringify(await signedSocket.listStepSummaries(scrollParams))),
+    'step record': Buffer.byteLength(JSON.stringify(await signedSocket.getStep(oneStep))),
+  };
+  console.log(`\nwindow traffic: replies ${Object.entries(sizes).map(([name, bytes]) => `${name} ${(bytes / 1024).toFixed(1)} KiB`).join(', ')} (limit 64 KiB: ${Object.values(sizes).every((bytes) => bytes < 64 * 1024) ? 'all under' : 'OVER'})`);
+  const scenario = (client: ExecutorClient, transport: ClientTransport) => ({
+    open: {
+      signed: async () => (await Promise.all([client.listStepSummaries(waitingParams), client.listStepSummaries(historyParams)])).length,
+      unsigned: async () => (await Promise.all([unsignedAny(transport, 'listStepSummaries', waitingParams), unsignedAny(transport, 'listStepSummaries', historyParams)])).length,
+    },
+    scroll: { signed: async () => (await client.listStepSummaries(scrollParams)).items.length, unsigned: async () => ((await unsignedAny(transport, 'listStepSummaries', scrollParams)) as { items: unknown[] }).items.length },
+    'proposal arrives': { signed: async () => (await client.getStep(oneStep)) && 1, unsigned: async () => (await unsignedAny(transport, 'getStep', oneStep)) && 1 },
+  });
+  // Each transport's sessions are opened just before its rounds: a web session left idle while another transport is measured may be gone by then.
+  const freshWeb = async (webCrypto: boolean): Promise<[ExecutorClient, ClientTransport]> => {
+    const plain = await webSocketTransport(`ws://127.0.0.1:${where.plainWsPort}/`, makeSocket);
+    if (webCrypto) return [(await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket)).client, plain];
+    const token = new TextEncoder().encode(await webToken());
+    const transport = await webSocketTransport(`ws://127.0.0.1:${where.webPort}/api/ws`, makeSocket);
+    const session = await openSession(transport, 'web', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))));
+    return [createExecutorClient(new SignedRpc(transport, session)), plain];
+  };
+  const windowCases: Record<string, () => Promise<[ExecutorClient, ClientTransport]>> = {
+    socket: async () => [signedSocket, plainSocket],
+    web: () => freshWeb(false),
+    'web, WebCrypto client': () => freshWeb(true),
+  };
+  for (const [transportName, open] of Object.entries(windowCases)) {
+    const steps = scenario(...(await open()));
+    for (const [name, pair] of Object.entries(steps)) {
+      for (let warm = 0; warm < 20; warm++) {
+        await pair.signed();
+        await pair.unsigned();
+      }
+      const signed: number[] = [];
+      const unsigned: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const order = round % 2 ? [[pair.signed, signed], [pair.unsigned, unsigned]] as const : [[pair.unsigned, unsigned], [pair.signed, signed]] as const;
+        for (const [call, into] of order) {
+          const start = performance.now();
+          await call();
+          into.push(performance.now() - start);
+        }
+      }
+      const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
+      console.log(`${`${transportName}: ${name}`.padEnd(40)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×  (target ≤ 1.2×)`);
+    }
+  }
 }
 // Where the difference goes, measured on the same reply (best of 100: the least disturbed by other load).
 {

@@ -11,6 +11,7 @@ import { FirstRunRoot } from './components/first-run-root.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
+import { useWaitingSteps } from './waiting-steps.js';
 import { AuditView } from './views/audit-view.js';
 import { HistoryView } from './views/history-view.js';
 import { QueueView } from './views/queue-view.js';
@@ -54,7 +55,8 @@ export function App() {
 }
 
 function viewFromHash(): ViewId {
-  const id = location.hash.replace(/^#\/?/, '');
+  // A view's own state may follow its name (History's filters: #history?status=failed).
+  const id = location.hash.replace(/^#\/?/, '').split('?')[0];
   return (VIEWS.find((view) => view.id === id)?.id ?? 'queue') as ViewId;
 }
 
@@ -63,7 +65,8 @@ function Shell() {
   const [view, setView] = useState<ViewId>(viewFromHash);
   const [help, setHelp] = useState(false);
   // Every step that has not started (a proposal shows at once, "preparing preview", while the host computes its dry run): the person can still decide or withdraw each (approved ones wait for an earlier step).
-  const waiting = useLoaded(() => api.listSteps({ status: ['proposed', 'evaluated', 'awaiting_consent', 'approved'], limit: 10_000 }), [], ['step']);
+  // Paged summaries plus one record per step shown (waiting-steps.ts): no reply carries the whole queue.
+  const waiting = useWaitingSteps(api);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   const [disconnected, setDisconnected] = useState(false);
@@ -83,7 +86,7 @@ function Shell() {
   const policyRoots = useRef<readonly string[]>([]);
   policyRoots.current = policy.data?.workspaceRoots ?? [];
 
-  const count = waiting.data?.filter((record) => record.status === 'awaiting_consent').length ?? 0;
+  const count = waiting.awaitingConsent;
   useEffect(() => {
     document.title = titleWithCount(count);
     showFaviconCount(count);

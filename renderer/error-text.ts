@@ -75,6 +75,7 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   STEP_CANCELLED: 'You cancelled the step, so it stopped. Nothing more of it will run; History shows what it did before it stopped.',
   EXECUTION_CANCELLED: 'The run was cancelled while it ran. Its output so far is in History; revert it there if it changed files.',
   HUNK_MISMATCH: 'The file no longer matches the parts you chose, so nothing was written. Look at the new preview and choose again.',
+  REVERT_INCOMPLETE: 'The plan was reverted only in part: the message says which steps were reverted and which not. Look at History before you try again.',
   ROOT_REFUSED: 'Pick another folder: the folder of one project you own, like ~/projects/site.',
 };
 

@@ -1,33 +1,47 @@
-import { useMemo, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import type { Risk } from '../../src/domain/risk.js';
+import { durationText } from '../../src/domain/run-step-facts.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
-import { useApi, useLoaded, useRoots, type RevertPreview } from '../api.js';
+import type { StepSummary } from '../../src/domain/step-summary.js';
+import type { MethodResult } from '../../src/ipc/methods.js';
+import { useApi, useRoots, type RevertPreview } from '../api.js';
+import { CopyId, shortId } from '../components/copy-id.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
+import { PlanRevertDialog } from '../components/plan-revert-dialog.js';
 import { RiskBadge } from '../components/risk-badge.js';
+import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, type HistoryFilter } from '../history-query.js';
 import { useKeys } from '../keys.js';
-import { approverText, formatDuration, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import { approverText, displayPath, formatShortTime, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
 
-const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired', 'cancelled'] as const;
-const REVERTIBLE = ['executed', 'failed', 'interrupted', 'cancelled'];
+/*
+ * History as real agents fill it: a page at a time of step summaries (listStepSummaries), filtered by
+ * the host, in a table that only draws the rows in sight and never scrolls sideways (fixed columns,
+ * Status first, long text cut with the whole on hover). Opening a row fetches its record and the
+ * diff of what actually ran (getStepChanges).
+ */
 
-function resultText(record: StepRecord): string {
-  if (record.error) return `${record.error.code}: ${record.error.message}`;
-  if (record.status === 'rejected') return `Rejected: ${record.rejectedReason ?? ''}`;
-  if (record.status === 'denied') return record.evaluation?.reasons.join(' ') ?? 'Denied by policy';
-  if (record.status === 'reverted') return `Reverted ${formatTime(record.revertedAt)}`;
-  if (!record.result) return '—';
-  const result = record.result as Record<string, unknown>;
-  if (typeof result.bytesWritten === 'number') return `${result.created ? 'Created' : 'Wrote'} ${result.bytesWritten} bytes`;
-  return JSON.stringify(record.result).slice(0, 160);
-}
+const REVERTIBLE = ['executed', 'failed', 'interrupted', 'cancelled'];
+/** Every row is this tall (two lines), so the table can draw only the rows in sight. */
+const ROW_HEIGHT = 52;
+const PAGE_SIZE = 50;
+const OVERSCAN_ROWS = 8;
+
+type StepChanges = MethodResult<'getStepChanges'>;
+type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
 
 export function canRevert(record: StepRecord): boolean {
   // A step cancelled before it was marked running applied nothing: there is nothing to revert.
   if (record.status === 'cancelled' && !record.startedAt) return false;
   return REVERTIBLE.includes(record.status) && record.evaluation?.reversible !== false && record.step.action !== 'createKBEntry';
+}
+
+function summaryCanRevert(summary: StepSummary): boolean {
+  if (summary.status === 'cancelled' && !summary.startedAt) return false;
+  return REVERTIBLE.includes(summary.status) && summary.reversible;
 }
 
 type RevertState =
@@ -44,38 +58,203 @@ export function folderOutcomeText(record: StepRecord): string {
   return parts.length > 0 ? ` ${parts.join('; ')}.` : '';
 }
 
+function tookText(summary: { startedAt: string | null; finishedAt: string | null }): string {
+  if (!summary.startedAt || !summary.finishedAt) return '';
+  const ms = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
+  return Number.isFinite(ms) && ms >= 0 ? durationText(ms) : '';
+}
+
+/** Whether a changed step belongs in the rows the filter shows (the text filter is the host's to judge). */
+function matchesFilter(summary: StepSummary, filter: HistoryFilter): boolean {
+  if (!(filter.status ? summary.status === filter.status : (HISTORY_STATUSES as readonly string[]).includes(summary.status))) return false;
+  if (filter.agent === YOU && summary.origin !== 'user') return false;
+  if (filter.agent && filter.agent !== YOU && summary.agent !== filter.agent) return false;
+  if (filter.plan && summary.planId !== filter.plan) return false;
+  return true;
+}
+
 export function HistoryView({ active }: { active: boolean }) {
-  const roots = useRoots();
   const api = useApi();
-  const history = useLoaded(() => api.listSteps({ status: [...HISTORY_STATUSES], limit: 1000 }), [], ['step']);
-  const [filter, setFilter] = useState('');
+  const roots = useRoots();
+  const [filter, setFilterState] = useState<HistoryFilter>(() => filterFromHash(location.hash));
+  const filterRef = useRef(filter);
+  filterRef.current = filter;
+  const [textDraft, setTextDraft] = useState(filter.text);
+  const [items, setItems] = useState<StepSummary[]>([]);
+  const [nextCursor, setNextCursor] = useState<string | null>(null);
+  const [total, setTotal] = useState(0);
+  const [agents, setAgents] = useState<string[]>([]);
+  const [loading, setLoading] = useState(true);
+  const [loadError, setLoadError] = useState<unknown>(null);
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [revert, setRevert] = useState<RevertState | null>(null);
+  const [planRevert, setPlanRevert] = useState<PlanRevertPreview | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
   const [busy, setBusy] = useState(false);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [viewHeight, setViewHeight] = useState(600);
+  const scroller = useRef<HTMLDivElement>(null);
+  const generation = useRef(0);
+  const loadingMore = useRef(false);
+  const itemsRef = useRef(items);
+  itemsRef.current = items;
 
-  const rows = useMemo(() => {
-    const needle = filter.trim().toLowerCase();
-    const all = history.data ?? [];
-    if (!needle) return all;
-    return all.filter((record) => [record.step.id, record.step.planId, record.status, summarizeStep(record.step, roots), record.step.meta.purpose ?? ''].some((text) => text.toLowerCase().includes(needle)));
-  }, [history.data, filter]);
-  const selected = rows.find((record) => record.step.id === selectedId) ?? null;
+  const loadFirst = useCallback(async () => {
+    const current = ++generation.current;
+    setLoading(true);
+    try {
+      const page = await api.listStepSummaries({ ...summaryParams(filterRef.current), limit: PAGE_SIZE });
+      if (current !== generation.current) return;
+      setItems(page.items);
+      setNextCursor(page.nextCursor);
+      setTotal(page.total);
+      if (page.agents) setAgents(page.agents);
+      setLoadError(null);
+    } catch (caught) {
+      if (current === generation.current) setLoadError(caught);
+    } finally {
+      if (current === generation.current) setLoading(false);
+    }
+  }, [api]);
 
-  const move = (delta: number) => {
-    if (rows.length === 0) return;
-    const index = rows.findIndex((record) => record.step.id === selectedId);
-    const next = rows[index < 0 ? 0 : Math.min(rows.length - 1, Math.max(0, index + delta))]!;
-    setSelectedId(next.step.id);
-    document.getElementById(`history-row-${next.step.id}`)?.focus();
+  /** New steps on top: the first page again, merged in front of what is loaded (the rows below keep their place). */
+  const refreshTop = useCallback(async () => {
+    const current = generation.current;
+    try {
+      const page = await api.listStepSummaries({ ...summaryParams(filterRef.current), limit: PAGE_SIZE });
+      if (current !== generation.current) return;
+      const known = new Set(itemsRef.current.map((item) => item.id));
+      const fresh = page.items.filter((item) => !known.has(item.id));
+      const updated = new Map(page.items.map((item) => [item.id, item]));
+      setItems((previous) => [...fresh, ...previous.map((item) => updated.get(item.id) ?? item)]);
+      setTotal(page.total);
+      if (page.agents) setAgents(page.agents);
+    } catch {
+      // The next event or the person's refresh tries again; the rows shown stay.
+    }
+  }, [api]);
+
+  const loadMore = useCallback(async () => {
+    if (!nextCursor || loadingMore.current) return;
+    loadingMore.current = true;
+    const current = generation.current;
+    try {
+      const page = await api.listStepSummaries({ ...summaryParams(filterRef.current), limit: PAGE_SIZE, cursor: nextCursor });
+      if (current !== generation.current) return;
+      setItems((previous) => {
+        const known = new Set(previous.map((item) => item.id));
+        return [...previous, ...page.items.filter((item) => !known.has(item.id))];
+      });
+      setNextCursor(page.nextCursor);
+      setTotal(page.total);
+    } catch (caught) {
+      setLoadError(caught);
+    } finally {
+      loadingMore.current = false;
+    }
+  }, [api, nextCursor]);
+
+  useEffect(() => {
+    void loadFirst();
+  }, [loadFirst, filter]);
+
+  // Each change of a step arrives as its summary: a row shown is updated in place, a new one brings the top page.
+  useEffect(() => {
+    let off: (() => void) | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelled = false;
+    void api
+      .on('stepSummary', (summary: StepSummary) => {
+        if (itemsRef.current.some((item) => item.id === summary.id)) {
+          setItems((previous) => previous.map((item) => (item.id === summary.id ? summary : item)));
+          return;
+        }
+        if (!matchesFilter(summary, filterRef.current)) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void refreshTop(), 150);
+      })
+      .then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), () => undefined);
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+      off?.();
+    };
+  }, [api, refreshTop]);
+
+  // A link or a refresh with filters in the hash shows those rows.
+  useEffect(() => {
+    const onHash = () => {
+      if (!location.hash.startsWith('#history')) return;
+      const fromHash = filterFromHash(location.hash);
+      if (JSON.stringify(fromHash) !== JSON.stringify(filterRef.current)) {
+        setFilterState(fromHash);
+        setTextDraft(fromHash.text);
+      }
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  const setFilter = (patch: Partial<HistoryFilter>) => {
+    const next = { ...filterRef.current, ...patch };
+    setFilterState(next);
+    history.replaceState(null, '', hashForFilter(next));
+    scroller.current?.scrollTo({ top: 0 });
+    setScrollTop(0);
   };
 
-  const startRevert = async (record: StepRecord) => {
+  // The words filter asks the host once typing pauses.
+  useEffect(() => {
+    if (textDraft === filterRef.current.text) return;
+    const timer = setTimeout(() => setFilter({ text: textDraft }), 250);
+    return () => clearTimeout(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [textDraft]);
+
+  useLayoutEffect(() => {
+    const node = scroller.current;
+    if (!node) return;
+    const measure = () => setViewHeight(node.clientHeight || 600);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, []);
+
+  // Near the end of what is loaded, the next page comes.
+  useEffect(() => {
+    if (nextCursor && (scrollTop + viewHeight) / ROW_HEIGHT > items.length - OVERSCAN_ROWS * 2) void loadMore();
+  }, [scrollTop, viewHeight, items.length, nextCursor, loadMore]);
+
+  const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN_ROWS);
+  const last = Math.min(items.length, Math.ceil((scrollTop + viewHeight) / ROW_HEIGHT) + OVERSCAN_ROWS);
+  const shown = items.slice(first, last);
+  const selected = useMemo(() => items.find((item) => item.id === selectedId) ?? null, [items, selectedId]);
+
+  const select = (id: string) => {
+    setSelectedId(id);
+    const index = itemsRef.current.findIndex((item) => item.id === id);
+    const node = scroller.current;
+    if (node && index >= 0) {
+      const top = index * ROW_HEIGHT;
+      // The header row is sticky over the first row's height.
+      if (top < node.scrollTop + ROW_HEIGHT) node.scrollTop = Math.max(0, top - ROW_HEIGHT);
+      else if (top + ROW_HEIGHT > node.scrollTop + node.clientHeight) node.scrollTop = top + 2 * ROW_HEIGHT - node.clientHeight;
+    }
+    requestAnimationFrame(() => document.getElementById(`history-row-${id}`)?.focus({ preventScroll: true }));
+  };
+
+  const move = (delta: number) => {
+    if (items.length === 0) return;
+    const index = items.findIndex((item) => item.id === selectedId);
+    select(items[index < 0 ? 0 : Math.min(items.length - 1, Math.max(0, index + delta))]!.id);
+  };
+
+  const startRevert = async (stepId: string) => {
     setError(null);
-    setRevert({ phase: 'loading', record });
     try {
-      const plan = await api.previewRevert({ stepId: record.step.id });
+      const [record, plan] = await Promise.all([api.getStep({ stepId }), api.previewRevert({ stepId })]);
       setRevert({ phase: 'confirm', record, plan });
     } catch (caught) {
       setRevert(null);
@@ -90,7 +269,31 @@ export function HistoryView({ active }: { active: boolean }) {
     try {
       const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
       setNotice(`${quotedStep(reverted.step, roots)} was reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`);
-      history.reload();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const startPlanRevert = async (planId: string) => {
+    setError(null);
+    try {
+      setPlanRevert(await api.previewRevertPlan({ planId }));
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+
+  const doPlanRevert = async (planId: string, force: boolean) => {
+    setPlanRevert(null);
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await api.revertPlan({ planId, ...(force ? { force: true } : {}) });
+      setNotice(
+        `Plan ${planId}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.` : ''}`,
+      );
     } catch (caught) {
       setError(caught);
     } finally {
@@ -104,117 +307,296 @@ export function HistoryView({ active }: { active: boolean }) {
       k: () => move(-1),
       '/': () => document.getElementById('history-filter')?.focus(),
       Enter: () => selected && document.getElementById('history-detail')?.focus(),
-      v: () => selected && canRevert(selected) && !busy && void startRevert(selected),
+      v: () => selected && summaryCanRevert(selected) && !busy && void startRevert(selected.id),
       Escape: () => setSelectedId(null),
     },
-    active && revert === null,
+    active && revert === null && planRevert === null,
   );
 
   return (
-    <div className="stack">
+    <div className="stack history">
       <header className="pane-head">
         <h1>History</h1>
-        <input id="history-filter" type="search" className="filter" placeholder="Filter by step, plan, action or status" aria-label="Filter history" value={filter} onChange={(event) => setFilter(event.target.value)} />
+        <span className="muted small" aria-live="polite">
+          {loading ? 'Loading…' : `${items.length} of ${total} step${total === 1 ? '' : 's'}`}
+        </span>
       </header>
+      <div className="history-filters" role="search" aria-label="Filter history">
+        <label>
+          Status
+          <select value={filter.status} onChange={(event) => setFilter({ status: event.target.value as HistoryFilter['status'] })}>
+            <option value="">All finished</option>
+            {HISTORY_STATUSES.map((status) => (
+              <option key={status} value={status}>
+                {STATUS_LABEL[status]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Agent
+          <select value={filter.agent} onChange={(event) => setFilter({ agent: event.target.value })}>
+            <option value="">Everyone</option>
+            <option value={YOU}>You (not an agent)</option>
+            {[...new Set([...agents, ...(filter.agent && filter.agent !== YOU ? [filter.agent] : [])])].map((agent) => (
+              <option key={agent} value={agent}>
+                {agent}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Plan
+          <input type="search" value={filter.plan} placeholder="Any plan" onChange={(event) => setFilter({ plan: event.target.value.trim() })} />
+        </label>
+        <label>
+          Words
+          <input id="history-filter" type="search" placeholder="Step, path, command, purpose…" value={textDraft} onChange={(event) => setTextDraft(event.target.value)} />
+        </label>
+      </div>
       <div className="status-line" role="status" aria-live="polite">
         {busy ? <span className="progress">Reverting…</span> : notice}
       </div>
-      <ErrorBox error={error ?? history.error} onDismiss={() => setError(null)} />
-      <div className="table-wrap">
-        <table className="grid">
+      <ErrorBox error={error ?? loadError} onDismiss={() => (error ? setError(null) : setLoadError(null))} />
+      <div className="table-wrap history-table" ref={scroller} onScroll={(event) => setScrollTop(event.currentTarget.scrollTop)} data-testid="history-scroller">
+        <table className="grid history-grid" aria-rowcount={total + 1}>
+          <colgroup>
+            <col className="col-status" />
+            <col className="col-step" />
+            <col className="col-agent" />
+            <col className="col-risk" />
+            <col className="col-time" />
+            <col className="col-result" />
+            <col className="col-actions" />
+          </colgroup>
           <thead>
             <tr>
-              <th scope="col">Finished</th>
-              <th scope="col">Step</th>
               <th scope="col">Status</th>
+              <th scope="col">Step</th>
+              <th scope="col">Agent</th>
               <th scope="col">Risk</th>
-              <th scope="col">Approved by</th>
-              <th scope="col">Duration</th>
+              <th scope="col">Finished</th>
               <th scope="col">Result</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
-            {rows.map((record) => (
-              <tr
-                key={record.step.id}
-                id={`history-row-${record.step.id}`}
-                tabIndex={0}
-                className={record.step.id === selectedId ? 'selected' : ''}
-                aria-selected={record.step.id === selectedId}
-                onClick={() => setSelectedId(record.step.id)}
-                onKeyDown={(event) => {
-                  if (event.key === 'Enter' || event.key === ' ') {
-                    event.preventDefault();
-                    setSelectedId(record.step.id);
-                  }
-                }}
-              >
-                <td className="nowrap">{formatTime(record.finishedAt ?? record.updatedAt)}</td>
-                <td>
-                  <span className="cell-title">
-                    <MarkedText text={summarizeStep(record.step, roots)} />
-                  </span>
-                  <span className="cell-sub">
-                    <code>{record.step.id}</code> · plan <code>{record.step.planId}</code>
-                  </span>
-                </td>
-                <td>
-                  <span className={`status status-${record.status}`}>{STATUS_LABEL[record.status]}</span>
-                </td>
-                <td>
-                  <RiskBadge risk={record.evaluation?.risk} />
-                </td>
-                <td>{approverText(record)}</td>
-                <td className="nowrap">{formatDuration(record)}</td>
-                <td className="result-cell">{resultText(record)}</td>
-              </tr>
+            {first > 0 ? <tr aria-hidden="true" className="spacer" style={{ height: first * ROW_HEIGHT }} /> : null}
+            {shown.map((item, offset) => (
+              <HistoryRow
+                key={item.id}
+                item={item}
+                index={first + offset}
+                selected={item.id === selectedId}
+                busy={busy}
+                onSelect={() => setSelectedId(item.id)}
+                onRevert={() => void startRevert(item.id)}
+              />
             ))}
+            {last < items.length ? <tr aria-hidden="true" className="spacer" style={{ height: (items.length - last) * ROW_HEIGHT }} /> : null}
           </tbody>
         </table>
-        {rows.length === 0 && !history.loading ? <p className="empty">{filter ? 'No step matches the filter.' : 'No step has run yet.'}</p> : null}
+        {items.length === 0 && !loading ? <p className="empty">{filter.status || filter.agent || filter.plan || filter.text ? 'No step matches the filter.' : 'No step has run yet.'}</p> : null}
+        {nextCursor ? <p className="muted small load-more">Scroll for more…</p> : null}
       </div>
       {selected ? (
-        <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${selected.step.id}`}>
-          <header className="detail-head">
-            <RiskBadge risk={selected.evaluation?.risk} />
-            <h2>
-              <MarkedText text={summarizeStep(selected.step, roots)} />
-            </h2>
-            <span className={`status status-${selected.status}`}>{STATUS_LABEL[selected.status]}</span>
-          </header>
-          <dl className="facts">
-            <dt>Purpose</dt>
-            <dd>{selected.step.meta.purpose ?? '—'}</dd>
-            <dt>Approved</dt>
-            <dd>{selected.approval ? `${approverText(selected)} at ${formatTime(selected.approval.at)}` : '—'}</dd>
-            <dt>Ran</dt>
-            <dd>
-              {formatTime(selected.startedAt)} → {formatTime(selected.finishedAt)} ({formatDuration(selected)})
-            </dd>
-            {selected.runTimes?.dryRun ? (
-              <>
-                <dt>Dry run</dt>
-                <dd data-testid="history-dry-run">{runSpanText(selected.runTimes.dryRun)}</dd>
-              </>
-            ) : null}
-            <dt>Result</dt>
-            <dd>{resultText(selected)}</dd>
-          </dl>
-          <div className="actions">
-            {canRevert(selected) ? (
-              <button type="button" className="primary" disabled={busy || revert !== null} onClick={() => void startRevert(selected)} aria-keyshortcuts="v">
-                Revert
-              </button>
-            ) : (
-              <p className="muted inline-note">{selected.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
-            )}
-          </div>
-        </section>
+        <HistoryDetail
+          key={`${selected.id}:${selected.updatedAt}`}
+          summary={selected}
+          busy={busy || revert !== null}
+          onRevert={() => void startRevert(selected.id)}
+          onRevertPlan={() => void startPlanRevert(selected.planId)}
+          onOnlyPlan={() => setFilter({ plan: selected.planId })}
+        />
       ) : null}
       {revert && revert.phase !== 'loading' ? (
         <RevertDialog state={revert} onCancel={() => setRevert(null)} onRevert={() => void doRevert(revert.record, false)} onForce={() => setRevert({ ...revert, phase: 'force' })} onForceConfirmed={() => void doRevert(revert.record, true)} />
       ) : null}
+      {planRevert ? <PlanRevertDialog preview={planRevert} onCancel={() => setPlanRevert(null)} onRevert={(force) => void doPlanRevert(planRevert.planId, force)} /> : null}
     </div>
+  );
+}
+
+function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item: StepSummary; index: number; selected: boolean; busy: boolean; onSelect(): void; onRevert(): void }) {
+  const took = tookText(item);
+  return (
+    <tr
+      id={`history-row-${item.id}`}
+      tabIndex={0}
+      aria-rowindex={index + 2}
+      className={selected ? 'selected' : ''}
+      aria-selected={selected}
+      onClick={onSelect}
+      onKeyDown={(event) => {
+        if (event.target === event.currentTarget && (event.key === 'Enter' || event.key === ' ')) {
+          event.preventDefault();
+          onSelect();
+        }
+      }}
+    >
+      <td>
+        <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+      </td>
+      <td>
+        <span className="cell-title" title={markedPlainText(item.title)}>
+          <MarkedText text={item.title} />
+        </span>
+        <span className="cell-sub">
+          <CopyId id={item.id} what="step id" /> · <CopyId id={item.planId} what="plan id" keep={6} />
+        </span>
+      </td>
+      <td>
+        <span className="cell-title" title={item.agent ?? 'You'}>
+          {item.agent ?? 'You'}
+        </span>
+        <span className="cell-sub" title={item.approvedBy ? `approved by ${item.approvedBy}` : ''}>
+          {item.approvedBy ? (item.approvedBy === 'policy' ? 'auto-approved' : item.approvedBy) : ''}
+        </span>
+      </td>
+      <td>
+        <RiskBadge risk={item.risk as Risk | null} />
+      </td>
+      <td className="time-cell">
+        <span className="cell-title">{item.finishedAt || item.updatedAt ? formatShortTime(item.finishedAt ?? item.updatedAt) : '—'}</span>
+        <span className="cell-sub">{took ? `took ${took}` : ''}</span>
+      </td>
+      <td className="result-cell" title={item.result}>
+        {item.result}
+      </td>
+      <td>
+        {summaryCanRevert(item) ? (
+          <button type="button" className="small" disabled={busy} aria-label={`Revert step ${item.id}`} onClick={(event) => {
+            event.stopPropagation();
+            onRevert();
+          }}>
+            Revert
+          </button>
+        ) : null}
+      </td>
+    </tr>
+  );
+}
+
+/** The opened row: its whole record (getStep) and the diff of what actually ran (getStepChanges, a page at a time). */
+function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { summary: StepSummary; busy: boolean; onRevert(): void; onRevertPlan(): void; onOnlyPlan(): void }) {
+  const api = useApi();
+  const roots = useRoots();
+  const [record, setRecord] = useState<StepRecord | null>(null);
+  const [changes, setChanges] = useState<StepChanges | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    let alive = true;
+    api.getStep({ stepId: summary.id }).then((loaded) => alive && setRecord(loaded), (caught: unknown) => alive && setError(caught));
+    api.getStepChanges({ stepId: summary.id }).then((loaded) => alive && setChanges(loaded), (caught: unknown) => alive && setError(caught));
+    return () => {
+      alive = false;
+    };
+  }, [api, summary.id]);
+  const moreChanges = async () => {
+    if (!changes?.nextOffset) return;
+    try {
+      const next = await api.getStepChanges({ stepId: summary.id, offset: changes.nextOffset });
+      setChanges({ files: [...changes.files, ...next.files], total: next.total, nextOffset: next.nextOffset });
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+  const output = record?.result && typeof record.result === 'object' ? (record.result as { stdout?: { text?: string }; stderr?: { text?: string } }) : null;
+  return (
+    <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${summary.id}`}>
+      <header className="detail-head">
+        <RiskBadge risk={summary.risk as Risk | null} />
+        <h2>
+          <MarkedText text={record ? summarizeStep(record.step, roots) : summary.title} />
+        </h2>
+        <span className={`status status-${summary.status}`}>{STATUS_LABEL[summary.status]}</span>
+      </header>
+      <ErrorBox error={error} />
+      <dl className="facts">
+        <dt>Step</dt>
+        <dd className="break">
+          <code>{summary.id}</code> <CopyId id={summary.id} what="step id" />
+        </dd>
+        <dt>Plan</dt>
+        <dd className="break">
+          <code>{summary.planId}</code> <CopyId id={summary.planId} what="plan id" />{' '}
+          <button type="button" className="small ghost" onClick={onOnlyPlan}>
+            Show only this plan
+          </button>
+        </dd>
+        <dt>Proposed by</dt>
+        <dd>{summary.agent ? `agent ${summary.agent}` : 'you'}</dd>
+        <dt>Purpose</dt>
+        <dd className="break">{record?.step.meta.purpose ?? summary.purpose ?? '—'}</dd>
+        <dt>Approved</dt>
+        <dd>{record?.approval ? `${approverText(record)} at ${formatTime(record.approval.at)}` : '—'}</dd>
+        <dt>Ran</dt>
+        <dd>
+          {formatTime(summary.startedAt)} → {formatTime(summary.finishedAt)}
+          {record?.runTimes?.realRun ? ` (${runSpanText(record.runTimes.realRun)})` : tookText(summary) ? ` (${tookText(summary)})` : ''}
+        </dd>
+        {record?.runTimes?.dryRun ? (
+          <>
+            <dt>Dry run</dt>
+            <dd data-testid="history-dry-run">{runSpanText(record.runTimes.dryRun)}</dd>
+          </>
+        ) : null}
+        <dt>Result</dt>
+        <dd className="break">{summary.result}</dd>
+        {record?.error ? (
+          <>
+            <dt>Error</dt>
+            <dd className="break">
+              {record.error.code}: {record.error.message}
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      <div className="actions">
+        {summaryCanRevert(summary) ? (
+          <button type="button" className="primary" disabled={busy} onClick={onRevert} aria-keyshortcuts="v">
+            Revert
+          </button>
+        ) : (
+          <p className="muted inline-note">{summary.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
+        )}
+        <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${summary.planId}`}>
+          Revert plan…
+        </button>
+      </div>
+      {changes && changes.files.length > 0 ? (
+        <>
+          <h3>What ran: {changes.total === 1 ? '1 file changed' : `${changes.total} files changed`}</h3>
+          {changes.files.map((file) => (
+            <section key={file.path} className="file-change" aria-label={`What ran in ${markedPlainText(file.path)}`}>
+              <header className="file-change-head">
+                <span>{file.change === 'added' ? 'Created' : file.change === 'deleted' ? 'Deleted' : 'Changed'}</span>
+                <code className="file-path" title={file.path}>
+                  <MarkedText text={displayPath(file.path, roots)} />
+                </code>
+              </header>
+              <InvisibleWarning texts={[file.path, file.diff ?? '']} what="path or the diff of this file" />
+              {file.diff ? <UnifiedDiff patch={markedPlainText(file.diff)} path={markedPlainText(file.path)} label={`Diff of what ran in ${markedPlainText(file.path)}`} /> : <p className="muted">{file.diffOmittedReason ?? 'No text diff to show.'}</p>}
+              {file.diffCut ? <p className="muted small">The diff is longer than shown here; `executor steps show {shortId(summary.id)}` and the file itself have all of it.</p> : null}
+            </section>
+          ))}
+          {changes.nextOffset !== null ? (
+            <button type="button" onClick={() => void moreChanges()}>
+              Show more files ({changes.total - changes.files.length} more)
+            </button>
+          ) : null}
+        </>
+      ) : null}
+      {output?.stdout?.text || output?.stderr?.text ? (
+        <>
+          <h3>Output</h3>
+          {output.stdout?.text ? <pre className="output-excerpt" aria-label="Standard output">{markedPlainText(output.stdout.text.slice(0, 8000))}</pre> : null}
+          {output.stderr?.text ? <pre className="output-excerpt" aria-label="Standard error">{markedPlainText(output.stderr.text.slice(0, 8000))}</pre> : null}
+        </>
+      ) : null}
+    </section>
   );
 }
 

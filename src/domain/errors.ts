@@ -27,6 +27,8 @@ export type ErrorCode =
   /** A file is larger than the step may read (runCode's tools.readFile, lightSandbox.maxReadFileBytes). */
   | 'FILE_TOO_LARGE'
   | 'REVERT_CONFLICT'
+  /** A plan's revert stopped part-way: details say which of its steps were reverted and which not. */
+  | 'REVERT_INCOMPLETE'
   | 'NOT_REVERSIBLE'
   | 'ALREADY_REVERTED'
   | 'BUSY'

@@ -58,8 +58,11 @@ import { giveBackWal, openDatabase, type Db } from '../store/database.js';
 import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
-import { StepRepository, type StepListFilter } from '../store/step-repository.js';
 import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
+import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
+import { planRevertInOrder } from '../backup/plan-revert-order.js';
+import { stepChangesPage, type StepChangesPage } from './step-changes.js';
+import { summarizeStep } from '../domain/step-title.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
@@ -120,6 +123,38 @@ export interface KeyStatus {
   /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
   lastCheckpointError: string | null;
 }
+
+/** One step of a plan's revert, as previewRevertPlan shows it (newest first). */
+export interface PlanRevertStepPreview {
+  stepId: string;
+  title: string;
+  status: StepRecord['status'];
+  /** revert: will be reverted; conflict: a file changed since (refused unless forced); skip: cannot or need not be. */
+  state: 'revert' | 'conflict' | 'skip';
+  /** Why a step is skipped ("already reverted", "opening a URL cannot be undone"). */
+  reason?: string;
+  files: RevertPlanEntry[];
+  /** Files beyond the first PLAN_REVERT_FILES_SHOWN, counted, not listed. */
+  moreFiles: number;
+}
+
+export interface PlanRevertPreview {
+  planId: string;
+  steps: PlanRevertStepPreview[];
+  /** The steps whose revert would meet a conflict, newest first. */
+  conflicts: string[];
+}
+
+export interface PlanRevertResult {
+  planId: string;
+  /** Reverted, in the order it happened (newest step first). */
+  reverted: string[];
+  skipped: { stepId: string; reason: string }[];
+  forced: boolean;
+}
+
+/** How many files per step a plan's revert preview lists; the rest are counted. */
+const PLAN_REVERT_FILES_SHOWN = 50;
 
 /** previewRevert: the files, and the folders the step created (deepest first). */
 export interface RevertPreview {
@@ -1523,6 +1558,93 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
+   * What reverting a whole plan would do, step by step, newest first: each step judged against the
+   * files as the reverts before it will leave them (plan-revert-order.ts), so a plan that wrote one
+   * file twice is no conflict, and a file someone changed since is, naming its step.
+   */
+  previewRevertPlan(planId: string): PlanRevertPreview {
+    const records = this.steps.planSteps(planId);
+    if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
+    const newestFirst = [...records].sort((a, b) => b.position - a.position);
+    const candidates: StepRecord[] = [];
+    const skips = new Map<string, string>();
+    for (const record of newestFirst) {
+      const skip = this.revertSkipReason(record);
+      if (skip) skips.set(record.step.id, skip);
+      else candidates.push(record);
+    }
+    const order = planRevertInOrder(candidates.map((record) => ({ stepId: record.step.id, rows: this.steps.backups(record.step.id) })));
+    const byStep = new Map(order.map((entry) => [entry.stepId, entry]));
+    const steps = newestFirst.map((record): PlanRevertStepPreview => {
+      const planned = byStep.get(record.step.id);
+      const files = planned?.files ?? [];
+      return {
+        stepId: record.step.id,
+        title: summarizeStep(record.step, this.policy.workspaceRoots),
+        status: record.status,
+        state: planned ? (planned.conflict ? 'conflict' : 'revert') : 'skip',
+        ...(skips.has(record.step.id) ? { reason: skips.get(record.step.id)! } : {}),
+        files: files.slice(0, PLAN_REVERT_FILES_SHOWN),
+        moreFiles: Math.max(0, files.length - PLAN_REVERT_FILES_SHOWN),
+      };
+    });
+    return { planId, steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
+  }
+
+  /** Why a step of a plan is left out of the plan's revert, or null when it is reverted with it. */
+  private revertSkipReason(record: StepRecord): string | null {
+    if (record.status === 'reverted') return 'already reverted';
+    if (!['executed', 'failed', 'interrupted'].includes(record.status)) return `it never ran (${record.status})`;
+    if (!boundAction(record.step).module.reversible) return `${record.step.action} cannot be undone by Executor`;
+    return null;
+  }
+
+  /**
+   * Reverts every step of a plan that ran, newest first, under the plan's lock. It previews all of it
+   * first and changes nothing when any step would meet a conflict (REVERT_CONFLICT naming them),
+   * unless forced: then each conflicting step is force-reverted as a single one is (what it overwrites
+   * is kept as the backup of a "Forced revert" step). A revert that fails part-way stops there and
+   * says which steps were reverted and which not (REVERT_INCOMPLETE).
+   */
+  revertPlan(planId: string, actor: Actor, options: { force?: boolean } = {}): Promise<PlanRevertResult> {
+    const force = options.force === true;
+    return this.planLocks.withPlan(planId, async () => {
+      const preview = this.previewRevertPlan(planId);
+      const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
+      const skipped = preview.steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
+      if (toRevert.length === 0) {
+        throw new ExecutorError('NOT_REVERSIBLE', `Plan ${planId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`, { planId, skipped });
+      }
+      if (preview.conflicts.length > 0 && !force) {
+        const named = preview.steps
+          .filter((entry) => entry.state === 'conflict')
+          .map((entry) => `${entry.stepId} (${entry.files.filter((file) => file.state === 'conflict').map((file) => file.path).join(', ')})`);
+        throw new ExecutorError(
+          'REVERT_CONFLICT',
+          `Plan ${planId} was not reverted: files changed after ${preview.conflicts.length === 1 ? 'its step' : 'its steps'} ${named.join('; ')}. Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.`,
+          { planId, conflicts: preview.steps.filter((entry) => entry.state === 'conflict').map((entry) => ({ stepId: entry.stepId, paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path) })) },
+        );
+      }
+      const reverted: string[] = [];
+      for (const [index, entry] of toRevert.entries()) {
+        try {
+          await this.revertHeld(entry.stepId, actor, { force });
+          reverted.push(entry.stepId);
+        } catch (error) {
+          const shaped = toErrorShape(error);
+          const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
+          throw new ExecutorError(
+            'REVERT_INCOMPLETE',
+            `Reverting plan ${planId} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
+            { planId, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
+          );
+        }
+      }
+      return { planId, reverted, skipped, forced: force && preview.conflicts.length > 0 };
+    });
+  }
+
+  /**
    * A revert that overwrites newer work is itself a step: a plan of writeFile/deleteFile steps that put
    * back the pre-images, proposed and approved by the person who forced it and run through the one door
    * (policy, backups, audit). What was on disk is then that plan's backup, so the forced revert can be
@@ -1578,6 +1700,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   listSteps(filter: StepListFilter = {}): StepRecord[] {
     return this.steps.list(filter);
+  }
+
+  /** The files a step's run changed, with the diffs of what was written, a page at a time. */
+  stepChanges(stepId: string, offset = 0): StepChangesPage {
+    return stepChangesPage(this.steps.backups(stepId), offset);
+  }
+
+  /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
+  listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] } {
+    const roots = this.policy.workspaceRoots;
+    if (!isAgentActor(actor)) {
+      const page = this.steps.listSummaries(filter, roots);
+      // The agent filter's choices, with the first page only: the labels are few and change rarely.
+      return filter.cursor === undefined ? { ...page, agents: this.steps.agentLabels() } : page;
+    }
+    if (actor.agent === undefined) return { items: [], nextCursor: null, total: 0 };
+    return this.steps.listSummaries({ ...filter, owner: actor.agent }, roots);
   }
 
   /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */

@@ -78,6 +78,10 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
   // An agent's view of the steps is its own (see step-ownership.ts); the person's channels see all.
   listSteps: (executor, params, { actor }) => executor.listStepsFor(params ?? {}, actor),
+  listStepSummaries: (executor, params, { actor }) => executor.listStepSummariesFor(params ?? {}, actor),
+  getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChanges(executor.stepFor(stepId, actor).step.id, offset),
+  previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
+  revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),
   getStep: (executor, { stepId }, { actor }) => executor.stepFor(stepId, actor),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');

@@ -12,6 +12,10 @@ import {
   StepRecordSchema,
   StepWireSchema,
   AuditPageWireSchema,
+  PlanRevertPreviewWireSchema,
+  PlanRevertResultWireSchema,
+  StepChangesWireSchema,
+  StepSummaryPageWireSchema,
   VerifyReportWireSchema,
   KeyStatusWireSchema,
   EnvironmentStatusWireSchema,
@@ -164,6 +168,42 @@ export const METHODS = {
     result: z.array(StepRecordSchema),
     channels: EVERYONE,
     description: "steps, newest first; from the agent channel, only those its own issued identity proposed",
+  }),
+  listStepSummaries: method({
+    params: z
+      .strictObject({
+        status: z.array(z.enum(STEP_STATUSES)).max(STEP_STATUSES.length).optional(),
+        planId: z.string().min(1).max(128).optional(),
+        /** An agent's label exactly as its steps carry it; "" for the person's own steps. */
+        agent: z.string().max(200).optional(),
+        text: z.string().max(200).optional(),
+        limit: z.number().int().min(1).max(200).optional(),
+        cursor: z.string().min(1).max(1024).optional(),
+      })
+      .optional(),
+    result: StepSummaryPageWireSchema,
+    channels: EVERYONE,
+    description:
+      "a page of step summaries (title, status, risk, times, result in words; never a preview or an output), newest first, filtered by status, plan, agent label and words; nextCursor pages on, stable while steps arrive; to an agent, only its own",
+  }),
+  getStepChanges: method({
+    params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),
+    result: StepChangesWireSchema,
+    channels: EVERYONE,
+    description: "the files a step's run changed, with the diff of what was written, a few at a time (nextOffset pages on; a long diff is cut and says so)",
+  }),
+  previewRevertPlan: method({
+    params: z.strictObject({ planId: z.string().min(1).max(128) }),
+    result: PlanRevertPreviewWireSchema,
+    channels: PERSON_CHANNELS,
+    description: "what reverting a whole plan would do, newest step first, file by file, and which steps would meet a conflict; changes nothing",
+  }),
+  revertPlan: method({
+    params: z.strictObject({ planId: z.string().min(1).max(128), force: z.boolean().optional() }),
+    result: PlanRevertResultWireSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      "revert every step of a plan that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced (a forced step keeps what it overwrites as a backup); a stop part-way says which were reverted",
   }),
   getStep: method({
     params: z.strictObject({ stepId }),

@@ -27,6 +27,7 @@ import {
   verifyTextAsSent,
   type MessageMac,
 } from './protocol.js';
+import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import { EVENT_TOPICS, type EventTopic } from './wire-schemas.js';
 
 /** A secret a client may hold, and the channel the server grants to whoever proves it holds it. */
@@ -179,6 +180,8 @@ export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): 
   // The hint names everyone's steps, and a run's output is the person's to watch.
   if (topic === 'audit' || topic === 'run') return false;
   if (topic === 'step') return mayAccessStep(actor, (data as StepRecord).step);
+  // A summary no longer says which issued identity proposed it: the agents follow their own steps on 'step'.
+  if (topic === 'stepSummary') return false;
   return true;
 }
 
@@ -221,7 +224,10 @@ export class IpcServer {
     this.refusalBudget = options.refusalAuditsPerMinute ?? 30;
     this.agentIdentities = options.agentIdentities ?? AgentIdentities.ephemeral();
     this.limits = { ...SESSION_LIMITS, ...options.sessionLimits };
-    const onStep = (data: unknown) => this.broadcast('step', data);
+    const onStep = (data: unknown) => {
+      this.broadcast('step', data);
+      this.broadcastSummary(data as StepRecord);
+    };
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
     const onRun = (data: unknown) => this.broadcast('run', data);
@@ -603,6 +609,16 @@ export class IpcServer {
     session.noncesPrunedAt = now;
     for (const [nonce, ts] of session.nonces) {
       if (Math.abs(now - ts) > NONCE_KEEP_MS) session.nonces.delete(nonce);
+    }
+  }
+
+  /** A step's change as a list row: made once, and only when a session follows the lists. */
+  private broadcastSummary(record: StepRecord): void {
+    let summary: StepSummary | undefined;
+    for (const session of this.sessions.values()) {
+      if (!session.topics.has('stepSummary')) continue;
+      summary ??= toStepSummary(record, this.executor.getPolicy().workspaceRoots);
+      this.pushEvent(session, 'stepSummary', summary);
     }
   }
 

@@ -9,6 +9,7 @@ import { STEP_STATUSES } from '../domain/state-machine.js';
 import type { Evaluation } from '../domain/risk.js';
 import type { Approval, FileChangePreview, Preview, StepRecord } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
+import type { StepSummary } from '../domain/step-summary.js';
 import type { Policy } from '../policy/policy-file.js';
 
 /*
@@ -198,8 +199,82 @@ export const RevertPreviewSchema = z.object({
   directories: z.array(z.object({ path: z.string(), state: z.enum(['remove', 'keep', 'gone']), reason: z.string() })),
 });
 
+/** A step as a list row shows it (src/domain/step-summary.ts StepSummary): never a preview or an output. */
+export const StepSummaryWireSchema = z.object({
+  id: z.string(),
+  planId: z.string(),
+  position: z.number().int(),
+  action: z.string(),
+  title: z.string(),
+  purpose: z.string().nullable(),
+  origin: z.enum(['user', 'agent']),
+  agent: z.string().nullable(),
+  risk: z.string().nullable(),
+  status: z.enum(STEP_STATUSES),
+  reversible: z.boolean(),
+  approvedBy: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  revertedAt: z.string().nullable(),
+  result: z.string(),
+  filesChanged: z.number().int().nullable(),
+  errorCode: z.string().nullable(),
+  blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES) }).optional(),
+  consentExpiresAt: z.string().optional(),
+});
+
+export const StepSummaryPageWireSchema = z.object({
+  items: z.array(StepSummaryWireSchema),
+  nextCursor: z.string().nullable(),
+  total: z.number().int(),
+  /** With the first page (no cursor), to the person: the agents' labels, most recent first, for the agent filter. */
+  agents: z.array(z.string()).optional(),
+});
+
+/** previewRevertPlan (src/executor/executor.ts PlanRevertPreview). */
+export const PlanRevertPreviewWireSchema = z.object({
+  planId: z.string(),
+  steps: z.array(
+    z.object({
+      stepId: z.string(),
+      title: z.string(),
+      status: z.enum(STEP_STATUSES),
+      state: z.enum(['revert', 'conflict', 'skip']),
+      reason: z.string().optional(),
+      files: z.array(RevertPlanEntrySchema),
+      moreFiles: z.number().int(),
+    }),
+  ),
+  conflicts: z.array(z.string()),
+});
+
+export const PlanRevertResultWireSchema = z.object({
+  planId: z.string(),
+  reverted: z.array(z.string()),
+  skipped: z.array(z.object({ stepId: z.string(), reason: z.string() })),
+  forced: z.boolean(),
+});
+
+/** getStepChanges: the files a step's run changed, with the diff of what was written (src/executor/step-changes.ts). */
+export const StepChangesWireSchema = z.object({
+  files: z.array(
+    z.object({
+      path: z.string(),
+      change: z.enum(['added', 'modified', 'deleted']),
+      diff: z.string().nullable(),
+      /** The diff was longer than a reply carries: only its start is here. */
+      diffCut: z.boolean(),
+      diffOmittedReason: z.string().optional(),
+    }),
+  ),
+  total: z.number().int(),
+  nextOffset: z.number().int().nullable(),
+});
+
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run'] as const;
+export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
@@ -254,6 +329,8 @@ export const EVENT_DATA = {
   policy: PolicyWireSchema,
   verify: VerifyProgressSchema,
   run: LiveRunFrameSchema,
+  /** A step changed, as a list row shows it: what the window's lists follow (the record is getStep's). */
+  stepSummary: StepSummaryWireSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 
@@ -267,7 +344,8 @@ const sameApproval: Same<z.output<typeof ApprovalSchema>, Approval> = true;
 const sameActor: Same<z.output<typeof ActorSchema>, Actor> = true;
 const sameLiveRun: Same<z.output<typeof LiveRunViewSchema>, LiveRunView> = true;
 const sameLiveFrame: Same<z.output<typeof LiveRunFrameSchema>, LiveRunFrame> = true;
-void [sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
+const sameSummary: Same<z.output<typeof StepSummaryWireSchema>, StepSummary> = true;
+void [sameSummary, sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
 
 /** One audit record as getAudit pages it (see src/audit/audit-query.ts AuditEntry). */
 export const AuditEntryWireSchema = z.object({

@@ -145,4 +145,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE steps ADD COLUMN edit_json TEXT;
   ALTER TABLE steps ADD COLUMN proposed_step_json TEXT;
   `,
+  // The window's paged lists (listStepSummaries): newest first by a key that never changes, and the
+  // agent filter on the step's own label (the expression step-repository.ts repeats), so a page of
+  // History costs an index walk, not a parse of every stored step.
+  `
+  CREATE INDEX steps_created ON steps(created_at DESC, plan_id, position);
+  CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
+  `,
 ];

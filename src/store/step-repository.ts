@@ -10,6 +10,7 @@ import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
+import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
@@ -72,6 +73,107 @@ export interface StepListFilter {
   /** Only the steps this issued agent identity proposed (an agent's own view). */
   agent?: string;
 }
+
+/** A page of listSteps's lighter sibling: the window's lists. */
+export interface StepSummaryFilter {
+  status?: StepStatus[];
+  planId?: string;
+  /** The agent's label (meta.client), exactly; "" for the person's own steps. */
+  agent?: string;
+  /** Words anywhere in the step's id, plan id, action, purpose, agent label, path or command. */
+  text?: string;
+  limit?: number;
+  /** Where the previous page ended (nextCursor of its reply). */
+  cursor?: string;
+  /** Only the steps this issued agent identity proposed (an agent's own view). */
+  owner?: string;
+}
+
+export interface StepSummaryPage {
+  items: StepSummary[];
+  /** Pass as `cursor` for the next page; null when this page is the last. */
+  nextCursor: string | null;
+  /** How many steps match the filter, over every page. */
+  total: number;
+}
+
+/** The most a page of summaries holds. */
+export const MAX_SUMMARY_PAGE = 200;
+
+/**
+ * The position in the newest-first order (created_at DESC, plan_id, position) a page ended at. The
+ * key of a step never changes, so a page boundary stays put while new steps arrive (they sort before
+ * it) and while old ones change status.
+ */
+interface SummaryCursor {
+  createdAt: string;
+  planId: string;
+  position: number;
+}
+
+function encodeCursor(cursor: SummaryCursor): string {
+  return Buffer.from(JSON.stringify([cursor.createdAt, cursor.planId, cursor.position]), 'utf8').toString('base64url');
+}
+
+function decodeCursor(text: string): SummaryCursor {
+  try {
+    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(parsed) && parsed.length === 3 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && Number.isInteger(parsed[2])) {
+      return { createdAt: parsed[0], planId: parsed[1], position: parsed[2] as number };
+    }
+  } catch {
+    // Falls through to the typed refusal below.
+  }
+  throw new ExecutorError('INVALID_INPUT', 'The cursor is not one this host handed out (take nextCursor from the previous page as it came, or start again without a cursor).', {
+    cursor: text.slice(0, 80),
+  });
+}
+
+interface SummaryRow {
+  step_id: string;
+  plan_id: string;
+  position: number;
+  action: string;
+  status: StepStatus;
+  args_json: string | null;
+  meta_json: string;
+  risk: string | null;
+  reasons_json: string | null;
+  reversible: number | null;
+  approved_by_json: string | null;
+  rejected_reason: string | null;
+  result_json: string | null;
+  files_count: number | null;
+  error_json: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  reverted_at: string | null;
+  approved_at: string | null;
+  consent_expiry_seconds: number | null;
+}
+
+/**
+ * The columns a summary is made of, cut in SQLite so that a 10 MB write's content, a command's
+ * output or a preview is never read into the host for a list: args without content or code, the
+ * result without its outputs (the count of its files instead).
+ */
+const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, steps.action, steps.status,
+  json_remove(json_extract(steps.step_json, '$.args'), '$.content', '$.code') AS args_json,
+  json_extract(steps.step_json, '$.meta') AS meta_json,
+  json_extract(steps.evaluation_json, '$.risk') AS risk,
+  json_extract(steps.evaluation_json, '$.reasons') AS reasons_json,
+  json_extract(steps.evaluation_json, '$.reversible') AS reversible,
+  steps.approved_by_json, steps.approved_at, steps.rejected_reason,
+  json_remove(steps.result_json, '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
+  json_array_length(steps.result_json, '$.files') AS files_count,
+  steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
+  plans.consent_expiry_seconds
+  FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
+
+/** The label filter's expression: the same text as the steps_client index, so SQLite uses it. */
+const CLIENT_EXPRESSION = "json_extract(steps.step_json, '$.meta.client')";
 
 const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
   proposed: 'step.proposed',
@@ -307,6 +409,109 @@ export class StepRepository {
       ORDER BY steps.created_at DESC, steps.plan_id, steps.position LIMIT ?`;
     params.push(filter.limit ?? 1000);
     return this.withBlockers((this.statement(sql).all(...params) as StepRow[]).map((row) => this.record(row)));
+  }
+
+  /**
+   * A page of step summaries, newest first, and how many match in all. The filter runs in SQLite;
+   * the page boundary is a key (see SummaryCursor), so paging on while steps arrive neither repeats
+   * nor skips one.
+   */
+  listSummaries(filter: StepSummaryFilter = {}, roots: readonly string[] = []): StepSummaryPage {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status?.length) {
+      where.push(`steps.status IN (${filter.status.map(() => '?').join(', ')})`);
+      params.push(...filter.status);
+    }
+    if (filter.planId !== undefined) {
+      where.push('steps.plan_id = ?');
+      params.push(filter.planId);
+    }
+    if (filter.agent !== undefined) {
+      if (filter.agent === '') where.push(`json_extract(steps.step_json, '$.meta.origin') = 'user'`);
+      else {
+        where.push(`${CLIENT_EXPRESSION} = ?`);
+        params.push(filter.agent);
+      }
+    }
+    if (filter.owner !== undefined) {
+      where.push(`json_extract(steps.step_json, '$.meta.origin') = 'agent'`, `json_extract(steps.step_json, '$.meta.agent') = ?`);
+      params.push(filter.owner);
+    }
+    const text = filter.text?.trim();
+    if (text) {
+      const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const fields = [
+        'steps.step_id',
+        'steps.plan_id',
+        'steps.action',
+        "json_extract(steps.step_json, '$.meta.purpose')",
+        CLIENT_EXPRESSION,
+        "json_extract(steps.step_json, '$.args.path')",
+        "json_extract(steps.step_json, '$.args.command')",
+        "json_extract(steps.step_json, '$.args.url')",
+        "json_extract(steps.step_json, '$.args.title')",
+      ];
+      where.push(`(${fields.map((field) => `${field} LIKE ? ESCAPE '\\'`).join(' OR ')})`);
+      params.push(...fields.map(() => pattern));
+    }
+    const filtered = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = (this.db.prepare(`SELECT COUNT(*) AS total FROM steps ${filtered}`).get(...params) as { total: number }).total;
+    const pageWhere = [...where];
+    const pageParams = [...params];
+    if (filter.cursor !== undefined) {
+      const after = decodeCursor(filter.cursor);
+      pageWhere.push('(steps.created_at < ? OR (steps.created_at = ? AND (steps.plan_id > ? OR (steps.plan_id = ? AND steps.position > ?))))');
+      pageParams.push(after.createdAt, after.createdAt, after.planId, after.planId, after.position);
+    }
+    const limit = Math.min(Math.max(1, filter.limit ?? 50), MAX_SUMMARY_PAGE);
+    const rows = this.db
+      .prepare(`${SELECT_SUMMARIES} ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY steps.created_at DESC, steps.plan_id, steps.position LIMIT ?`)
+      .all(...pageParams, limit + 1) as SummaryRow[];
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    const policySeconds = this.consentExpirySeconds();
+    const open = page.filter((row) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(row.status) && row.position > 0);
+    const members = open.length ? this.planMembers([...new Set(open.map((row) => row.plan_id))]) : new Map<string, PlanMember[]>();
+    const items = page.map((row) => {
+      const evaluation = row.risk === null ? null : { risk: row.risk, reasons: parseJson<string[]>(row.reasons_json) ?? [], ...(row.reversible === 0 ? { reversible: false } : {}) };
+      const by = parseJson<Actor>(row.approved_by_json);
+      const member: PlanMember = { step: { id: row.step_id }, position: row.position, status: row.status, rejectedReason: row.rejected_reason, error: parseJson<ErrorShape>(row.error_json), evaluation: evaluation as Evaluation | null };
+      const blocker = members.has(row.plan_id) ? blockerOf(members.get(row.plan_id)!, member) : null;
+      const consentExpiresAt = consentExpiry(row as unknown as StepRow, policySeconds);
+      const result = parseJson<Record<string, unknown>>(row.result_json);
+      if (result && row.files_count !== null) result.files = new Array<null>(row.files_count).fill(null);
+      return toStepSummary(
+        {
+          step: { id: row.step_id, planId: row.plan_id, action: row.action as Step['action'], args: (parseJson<Step['args']>(row.args_json) ?? {}) as Step['args'], meta: parseJson<Step['meta']>(row.meta_json) ?? { origin: 'user' } },
+          position: row.position,
+          status: row.status,
+          evaluation,
+          approval: by ? { by } : null,
+          rejectedReason: row.rejected_reason,
+          result,
+          error: member.error,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+          startedAt: row.started_at,
+          finishedAt: row.finished_at,
+          revertedAt: row.reverted_at,
+          ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status } } : {}),
+          ...(consentExpiresAt ? { consentExpiresAt } : {}),
+        },
+        roots,
+      );
+    });
+    const last = page[page.length - 1];
+    return { items, nextCursor: more && last ? encodeCursor({ createdAt: last.created_at, planId: last.plan_id, position: last.position }) : null, total };
+  }
+
+  /** The agents' labels that proposed steps, most recent first (for the agent filter), at most `limit`. */
+  agentLabels(limit = 50): string[] {
+    const rows = this.db
+      .prepare(`SELECT ${CLIENT_EXPRESSION} AS label, MAX(created_at) AS last FROM steps WHERE ${CLIENT_EXPRESSION} IS NOT NULL GROUP BY label ORDER BY last DESC LIMIT ?`)
+      .all(limit) as { label: string }[];
+    return rows.map((row) => row.label);
   }
 
   /**

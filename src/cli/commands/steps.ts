@@ -11,6 +11,8 @@ import { toErrorShape } from '../../domain/errors.js';
 import { visibleJson } from '../../domain/visible-text.js';
 import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
+import { resultWords } from '../../domain/result-words.js';
+import type { StepRecord } from '../../domain/step-record.js';
 
 /*
  * What the actions print with (render.js names every action's module) and wait with is imported
@@ -127,7 +129,8 @@ export function registerStepCommands(program: Command): void {
             await sayDataDir(command, reach);
             return api.listSteps(filter);
           }), (stored) => stored.list(filter));
-      print(json, records, () => (records.length ? records.map(summaryLine).join('\n') : 'No steps.'));
+      // What each step came to, in the words the window's History uses (result-words.ts).
+      print(json, records, () => (records.length ? records.map((record) => `${summaryLine(record)}${resultSuffix(record)}`).join('\n') : 'No steps.'));
     });
   steps
     .command('show')
@@ -291,12 +294,21 @@ export function registerStepCommands(program: Command): void {
 
   program
     .command('revert')
-    .description('restore every file a step changed, if nobody changed them since, and remove the folders it created where they are empty')
-    .argument('<stepId>')
+    .description('restore every file a step changed, if nobody changed them since, and remove the folders it created where they are empty; with --plan, every step of a plan that ran, newest first')
+    .argument('[stepId]')
+    .option('--plan <planId>', 'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .option('--dry-run', 'only show what revert would do with each file and each folder the step created; change nothing')
-    .action(async (stepId: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
+    .action(async (stepId: string | undefined, options: { plan?: string; force?: boolean; dryRun?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
+      if ((stepId === undefined) === (options.plan === undefined)) {
+        throw new ExecutorError('INVALID_INPUT', 'revert takes a step id, or --plan PLAN_ID for a whole plan (one of the two, not both).');
+      }
+      if (options.plan !== undefined) {
+        await revertPlanCommand(dataDir, json, options.plan, options);
+        return;
+      }
+      stepId = stepId!;
       const { outcomeOf, summaryLine } = await rendering();
       if (options.dryRun) {
         const preview = await withExecutor(dataDir, (api) => api.previewRevert({ stepId }));
@@ -326,6 +338,40 @@ function readEditedContent(file: string): string {
   if (!stat.isFile()) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not a regular file.`);
   if (stat.size > MAX_CONTENT_BYTES) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is ${stat.size} bytes; a step's content is at most ${MAX_CONTENT_BYTES / 1024 / 1024} MiB.`);
   return fs.readFileSync(file, 'utf8');
+}
+
+/** A step's result in words after its summary line, once it has one. */
+function resultSuffix(record: StepRecord): string {
+  const words = resultWords(record);
+  return words === '—' ? '' : `  → ${visibleLine(words)}`;
+}
+
+/** `revert --plan`: the plan's steps newest first, or with --dry-run what that would do. */
+async function revertPlanCommand(dataDir: string, json: boolean, planId: string, options: { force?: boolean; dryRun?: boolean }): Promise<void> {
+  if (options.dryRun) {
+    const preview = await withExecutor(dataDir, (api) => api.previewRevertPlan({ planId }));
+    print(json, preview, () => revertPlanPreviewText(preview));
+    return;
+  }
+  const result = await withExecutor(dataDir, (api) => api.revertPlan({ planId, force: options.force }));
+  print(json, result, () =>
+    [
+      `Plan ${visibleLine(planId)}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}: ${result.reverted.map(visibleLine).join(', ')}`,
+      ...result.skipped.map((entry) => `  left as it is: ${visibleLine(entry.stepId)} (${visibleLine(entry.reason)})`),
+    ].join('\n'),
+  );
+}
+
+function revertPlanPreviewText(preview: { planId: string; steps: { stepId: string; title: string; state: string; reason?: string; files: RevertPlanEntry[]; moreFiles: number }[]; conflicts: string[] }): string {
+  const lines = [`Reverting plan ${visibleLine(preview.planId)} would, newest step first:`];
+  for (const step of preview.steps) {
+    const what = step.state === 'skip' ? `left as it is (${visibleLine(step.reason ?? '')})` : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'revert';
+    lines.push(`  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}`);
+    for (const file of step.files) lines.push(`    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`);
+    if (step.moreFiles > 0) lines.push(`    … and ${step.moreFiles} more file(s)`);
+  }
+  if (preview.conflicts.length) lines.push(`Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`);
+  return lines.join('\n');
 }
 
 /** One folder the step created, after its revert: "kept /ws/notes/: it holds todo.md, which the step did not create". */

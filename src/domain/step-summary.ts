@@ -1,0 +1,116 @@
+import type { Actor } from './actor.js';
+import type { ErrorShape } from './errors.js';
+import { filesChangedOf, oneLine, resultWords } from './result-words.js';
+import type { StepStatus } from './state-machine.js';
+import type { Step } from './step.js';
+import { summarizeStep } from './step-title.js';
+
+/*
+ * A step as a row of a list shows it, and nothing more: the window's queue and History page through
+ * these (listStepSummaries) and fetch a step's whole record (getStep) only when a row is opened.
+ * Every string is bounded, so a page of 200 stays well under 64 KiB whatever the agents sent.
+ */
+
+/** The longest title a summary carries (a long command line is cut, saying how much more there is). */
+export const SUMMARY_TITLE_MAX_CHARACTERS = 240;
+/** The longest purpose a summary carries. */
+export const SUMMARY_PURPOSE_MAX_CHARACTERS = 160;
+/** The longest agent label a summary carries. */
+export const SUMMARY_AGENT_MAX_CHARACTERS = 80;
+
+export interface StepSummary {
+  id: string;
+  planId: string;
+  position: number;
+  action: string;
+  /** The step in words, as the queue and History title it ("Run npm test", "Write notes/a.md"). */
+  title: string;
+  /** Why, as the proposer said it; null when it said nothing. */
+  purpose: string | null;
+  /** Who proposed it: the person, or an agent by the label its client gave (a label only). */
+  origin: 'user' | 'agent';
+  agent: string | null;
+  risk: string | null;
+  status: StepStatus;
+  /** Whether Executor can undo what it did (the action and its evaluation say so). */
+  reversible: boolean;
+  /** Who approved, in words ("policy", "alice via web"); null when nobody did. */
+  approvedBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  revertedAt: string | null;
+  /** What it came to, in words (result-words.ts). */
+  result: string;
+  /** How many files its run changed, where that is known. */
+  filesChanged: number | null;
+  errorCode: string | null;
+  blockedBy?: { stepId: string; status: StepStatus };
+  consentExpiresAt?: string;
+}
+
+/** The parts of a step record a summary is made from. The repository reads only these, never a preview or an output. */
+export interface SummarySource {
+  step: Pick<Step, 'id' | 'planId' | 'action' | 'args' | 'meta'>;
+  position: number;
+  status: StepStatus;
+  evaluation: { risk: string; reasons: string[]; reversible?: boolean } | null;
+  approval: { by: Actor } | null;
+  rejectedReason: string | null;
+  result: Record<string, unknown> | null;
+  error: ErrorShape | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  revertedAt: string | null;
+  blockedBy?: { stepId: string; status: StepStatus };
+  consentExpiresAt?: string;
+}
+
+/** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
+const REVERSIBLE_ACTIONS = new Set(['writeFile', 'deleteFile', 'runCommand']);
+
+function approverWords(by: Actor | undefined): string | null {
+  if (!by) return null;
+  if (by.channel === 'policy') return 'policy';
+  return oneLine(`${by.user} via ${by.channel}`, SUMMARY_AGENT_MAX_CHARACTERS);
+}
+
+/** The summary of a step. `roots`: the workspace roots, so paths read relative to them. */
+export function toStepSummary(source: SummarySource, roots: readonly string[] = []): StepSummary {
+  const { step } = source;
+  let title: string;
+  try {
+    title = summarizeStep(step as Step, roots);
+  } catch {
+    // A record from a newer host, or args this host no longer reads: the action's name still says something.
+    title = step.action;
+  }
+  const result = resultWords({ ...source, step });
+  return {
+    id: step.id,
+    planId: step.planId,
+    position: source.position,
+    action: step.action,
+    title: oneLine(title, SUMMARY_TITLE_MAX_CHARACTERS),
+    purpose: step.meta.purpose ? oneLine(step.meta.purpose, SUMMARY_PURPOSE_MAX_CHARACTERS) : null,
+    origin: step.meta.origin,
+    agent: step.meta.origin === 'agent' ? oneLine(step.meta.client ?? 'unnamed agent', SUMMARY_AGENT_MAX_CHARACTERS) : null,
+    risk: source.evaluation?.risk ?? null,
+    status: source.status,
+    reversible: REVERSIBLE_ACTIONS.has(step.action) && source.evaluation?.reversible !== false,
+    approvedBy: approverWords(source.approval?.by),
+    createdAt: source.createdAt,
+    updatedAt: source.updatedAt,
+    startedAt: source.startedAt,
+    finishedAt: source.finishedAt,
+    revertedAt: source.revertedAt,
+    result,
+    filesChanged: filesChangedOf({ step, result: source.result }),
+    errorCode: source.error?.code ?? null,
+    ...(source.blockedBy ? { blockedBy: { stepId: source.blockedBy.stepId, status: source.blockedBy.status } } : {}),
+    ...(source.consentExpiresAt ? { consentExpiresAt: source.consentExpiresAt } : {}),
+  };
+}

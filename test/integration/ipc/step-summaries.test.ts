@@ -1,0 +1,139 @@
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { startHost, type Host } from '../../../src/ipc/host.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+/*
+ * listStepSummaries through the real host and the typed client: pages that neither repeat nor skip
+ * while steps arrive, server-side filters, bounded rows, and typed refusals of bad params.
+ */
+
+describe('listStepSummaries', () => {
+  let host: Host;
+  let workspace: string;
+  const clients: ExecutorClient[] = [];
+
+  beforeEach(async () => {
+    const setup = tempSetup({ agentLimits: { stepsPerMinute: 10_000, openSteps: 10_000 } });
+    workspace = setup.workspace;
+    host = await startHost(setup.dataDir);
+  });
+  afterEach(async () => {
+    for (const client of clients.splice(0)) client.close();
+    await host.close();
+  });
+
+  async function connect(credential: 'cli' | 'agent', client?: string): Promise<ExecutorClient> {
+    const opened = await connectToHost(host.executor.dataDir, credential, { client });
+    clients.push(opened);
+    return opened;
+  }
+
+  /** Plans of one writeFile each, stored by the executor itself (as an agent's propose would), oldest first. */
+  async function proposeMany(count: number, client = 'claude-code', prefix = 'p'): Promise<void> {
+    for (let index = 0; index < count; index++) {
+      await host.executor.propose(
+        { planId: `${prefix}-${index}`, steps: [{ id: `${prefix}-${index}-step`, action: 'writeFile', args: { path: path.join(workspace, `${prefix}-${index}.txt`), content: 'x'.repeat(index) }, meta: { origin: 'agent', client } }] },
+        { user: 'agent', channel: 'mcp', client },
+      );
+    }
+  }
+
+  it('pages newest first with a cursor that neither repeats nor skips a step while new ones arrive', async () => {
+    await proposeMany(25);
+    const api = await connect('cli');
+    const first = await api.listStepSummaries({ limit: 10 });
+    expect(first.total).toBe(25);
+    expect(first.items).toHaveLength(10);
+    expect(first.nextCursor).not.toBeNull();
+    await proposeMany(5, 'claude-code', 'late');
+    const seen = [...first.items.map((item) => item.id)];
+    let cursor = first.nextCursor;
+    while (cursor) {
+      const page = await api.listStepSummaries({ limit: 10, cursor });
+      seen.push(...page.items.map((item) => item.id));
+      cursor = page.nextCursor;
+    }
+    expect(seen).toHaveLength(25);
+    expect(new Set(seen).size).toBe(25);
+    expect(seen.every((id) => id.startsWith('p-'))).toBe(true);
+    // A fresh first page shows the newcomers on top.
+    const again = await api.listStepSummaries({ limit: 10 });
+    expect(again.total).toBe(30);
+    expect(again.items.slice(0, 5).every((item) => item.id.startsWith('late-'))).toBe(true);
+  });
+
+  it('filters by status, plan, agent label and words, on the server', async () => {
+    await proposeMany(3, 'claude-code');
+    await proposeMany(2, 'cursor', 'c');
+    const api = await connect('cli');
+    const byAgent = await api.listStepSummaries({ agent: 'cursor' });
+    expect(byAgent.items.map((item) => item.id).sort()).toEqual(['c-0-step', 'c-1-step']);
+    expect(byAgent.total).toBe(2);
+    expect((await api.listStepSummaries({})).agents).toEqual(expect.arrayContaining(['claude-code', 'cursor']));
+    const byPlan = await api.listStepSummaries({ planId: 'p-1' });
+    expect(byPlan.items.map((item) => item.id)).toEqual(['p-1-step']);
+    const byText = await api.listStepSummaries({ text: 'c-1.txt' });
+    expect(byText.items.map((item) => item.id)).toEqual(['c-1-step']);
+    // LIKE's wildcards are plain characters in the filter.
+    expect((await api.listStepSummaries({ text: '%' })).total).toBe(0);
+    const waiting = await api.listStepSummaries({ status: ['awaiting_consent'] });
+    const executed = await api.listStepSummaries({ status: ['executed'] });
+    expect(waiting.total + executed.total).toBe(5);
+    expect(waiting.items.every((item) => item.status === 'awaiting_consent')).toBe(true);
+    expect((await api.listStepSummaries({ agent: '' })).total).toBe(0);
+  });
+
+  it('carries a row, not a record: a 1 MB write and a 60 kB command stay a few hundred bytes each', async () => {
+    const api = await connect('cli');
+    const longCommand = `echo ${'a'.repeat(60_000)}`;
+    await host.executor.propose(
+      {
+        planId: `plan-${'long-id-'.repeat(10)}`,
+        purpose: 'p'.repeat(2000),
+        steps: [
+          { id: `step-${'x'.repeat(100)}`, action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content: 'y'.repeat(1_000_000) } },
+          { action: 'runCommand', args: { command: longCommand } },
+        ],
+      },
+      { user: 'me', channel: 'cli' },
+    );
+    const page = await api.listStepSummaries({});
+    expect(page.items).toHaveLength(2);
+    for (const item of page.items) {
+      expect(JSON.stringify(item).length).toBeLessThan(1200);
+      expect(item).not.toHaveProperty('preview');
+    }
+    const write = page.items.find((item) => item.action === 'writeFile')!;
+    expect(write.title).toBe('Write big.txt');
+  });
+
+  it('refuses bad params with typed errors, never a crash', async () => {
+    const api = await connect('cli');
+    await expect(api.listStepSummaries({ limit: 201 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
+    await expect(api.listStepSummaries({ limit: 0 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
+    await expect(api.listStepSummaries({ cursor: 'not-a-cursor' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(api.listStepSummaries({ cursor: Buffer.from('[1,2]').toString('base64url') })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(api.listStepSummaries({ status: ['nope' as never] })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
+    await expect(api.listStepSummaries({ extra: 1 } as never)).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
+  });
+
+  it("shows an agent only its own steps, and sends it no summary events", async () => {
+    await proposeMany(2);
+    const agent = await connect('agent', 'some-agent');
+    const page = await agent.listStepSummaries({});
+    expect(page.total).toBe(0);
+    expect(page.agents).toBeUndefined();
+  });
+
+  it('pushes a change as a summary event, small whatever the step holds', async () => {
+    const api = await connect('cli');
+    const events: { id: string; size: number }[] = [];
+    await api.on('stepSummary', (summary) => events.push({ id: summary.id, size: JSON.stringify(summary).length }));
+    await api.propose({ plan: { steps: [{ id: 'big-one', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'z'.repeat(500_000) } }] } });
+    await expect.poll(() => events.filter((event) => event.id === 'big-one').length, { timeout: 20_000 }).toBeGreaterThan(1);
+    expect(Math.max(...events.map((event) => event.size))).toBeLessThan(1500);
+  });
+});
