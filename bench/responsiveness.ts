@@ -183,6 +183,12 @@ try {
   if (cpuBeforeLoad !== null && cpuAfterLoad !== null && cpuAfterDrain !== null) {
     const acks = loadSummary.n;
     console.log(`  host CPU         ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms per ack while loaded; ${((cpuAfterDrain - cpuBeforeLoad) / acks).toFixed(2)} ms per proposal with its preview`);
+    // Little's law: nine callers that each wait for their answer before asking again keep about nine
+    // requests queued at the one loop that must answer them in order, so an answer waits for about
+    // nine others' work. That floor is what "p99 load ≤ 2× idle" runs into; printed so a reader can tell
+    // a host that stalls from one that is merely busy.
+    const callers = PROPOSERS + 1;
+    console.log(`  queueing floor   ${callers} callers × ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms = ${((callers * (cpuAfterLoad - cpuBeforeLoad)) / acks).toFixed(1)} ms per answer while every caller waits (p50 under load ${ms(loadSummary.p50)})`);
   }
 } finally {
   await serve.stop();
