@@ -55,7 +55,7 @@ export interface SummarySource {
   step: Pick<Step, 'id' | 'planId' | 'action' | 'args' | 'meta'>;
   position: number;
   status: StepStatus;
-  evaluation: { risk: string; reasons: string[]; reversible?: boolean } | null;
+  evaluation: { risk: string; reasons: string[]; reversible?: boolean; approvedByRules?: string[] } | null;
   approval: { by: Actor } | null;
   rejectedReason: string | null;
   result: Record<string, unknown> | null;
@@ -72,8 +72,10 @@ export interface SummarySource {
 /** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
 const REVERSIBLE_ACTIONS = new Set(['writeFile', 'deleteFile', 'runCommand']);
 
-function approverWords(by: Actor | undefined): string | null {
+function approverWords(by: Actor | undefined, rules: readonly string[] = []): string | null {
   if (!by) return null;
+  // A remembered rule is named where it approved, as in the record's detail (renderer approverText).
+  if (by.channel === 'policy' && rules.length > 0) return oneLine(`your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`, SUMMARY_AGENT_MAX_CHARACTERS);
   if (by.channel === 'policy') return 'policy';
   return oneLine(`${by.user} via ${by.channel}`, SUMMARY_AGENT_MAX_CHARACTERS);
 }
@@ -101,7 +103,7 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     risk: source.evaluation?.risk ?? null,
     status: source.status,
     reversible: REVERSIBLE_ACTIONS.has(step.action) && source.evaluation?.reversible !== false,
-    approvedBy: approverWords(source.approval?.by),
+    approvedBy: approverWords(source.approval?.by, source.evaluation?.approvedByRules),
     createdAt: source.createdAt,
     updatedAt: source.updatedAt,
     startedAt: source.startedAt,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { MAX_CONTENT_BYTES } from './step-limits.js';
 
-/** Largest file content a step may carry; bigger payloads belong in a command's changeset, not in a plan. */
-export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
+export { MAX_CONTENT_BYTES };
 export const MAX_STEPS_PER_PLAN = 500;
 
 const boundedText = (field: string, maxBytes: number) =>

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import fs from 'node:fs';
 import { createInterface } from 'node:readline/promises';
-import { MAX_CONTENT_BYTES } from '../../domain/step.js';
+import { MAX_CONTENT_BYTES } from '../../domain/step-limits.js';
 import type { RevertPlanEntry } from '../../backup/file-changes.js';
 import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
 import { ExecutorError } from '../../domain/errors.js';

@@ -39,8 +39,9 @@ describe('executor steps show', () => {
       }),
     );
     const proposed = runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 120_000 });
-    // Exit 1: not every step ran (they wait for the person); stderr holds only the line saying who must act.
-    expect(proposed.stderr).toMatch(/^3 steps wait for your decision/);
+    // Exit 1: not every step ran (they wait for the person); stderr says which data directory, then who must act.
+    expect(proposed.stderr).toMatch(/^executor: data directory .* \(from --data-dir\)/);
+    expect(proposed.stderr).toMatch(/^3 steps wait for your decision/m);
 
     const code = runCli(['--data-dir', dataDir, 'steps', 'show', 'code']);
     expect(code.status, code.stderr).toBe(0);
