@@ -51,9 +51,9 @@ async function agentProposes(name: string) {
 
 describe('the preload', () => {
   it('exposes exactly the method table as functions, plus on/channel/close: no generic invoke, no ipcRenderer', () => {
-    // Besides the client, one shell seam: notify (a desktop notification through main), nothing else.
+    // Besides the client, two shell seams through main: notify (a desktop notification) and pickFolder (the first run's folder picker), nothing else.
     expect([...contextBridge.exposed.keys()]).toEqual(['executor', 'executorShell']);
-    expect(Object.keys(contextBridge.exposed.get('executorShell') as object)).toEqual(['notify']);
+    expect(Object.keys(contextBridge.exposed.get('executorShell') as object)).toEqual(['notify', 'pickFolder']);
     const extras = ['channel', 'close', 'on'];
     expect(Object.keys(exposed).sort()).toEqual([...METHOD_NAMES, ...extras].sort());
     for (const name of [...METHOD_NAMES, 'on', 'close']) expect(typeof exposed[name], name).toBe('function');
