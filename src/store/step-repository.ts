@@ -139,6 +139,8 @@ interface SummaryRow {
   meta_json: string;
   risk: string | null;
   reasons_json: string | null;
+  /** The remembered rules that approved the step, if any (named in the row). */
+  rules_json: string | null;
   reversible: number | null;
   approved_by_json: string | null;
   rejected_reason: string | null;
@@ -165,6 +167,7 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_extract(steps.evaluation_json, '$.risk') AS risk,
   json_extract(steps.evaluation_json, '$.reasons') AS reasons_json,
   json_extract(steps.evaluation_json, '$.reversible') AS reversible,
+  json_extract(steps.evaluation_json, '$.approvedByRules') AS rules_json,
   steps.approved_by_json, steps.approved_at, steps.rejected_reason,
   json_remove(steps.result_json, '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
   json_array_length(steps.result_json, '$.files') AS files_count,
@@ -474,7 +477,7 @@ export class StepRepository {
     const open = page.filter((row) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(row.status) && row.position > 0);
     const members = open.length ? this.planMembers([...new Set(open.map((row) => row.plan_id))]) : new Map<string, PlanMember[]>();
     const items = page.map((row) => {
-      const evaluation = row.risk === null ? null : { risk: row.risk, reasons: parseJson<string[]>(row.reasons_json) ?? [], ...(row.reversible === 0 ? { reversible: false } : {}) };
+      const evaluation = row.risk === null ? null : { risk: row.risk, reasons: parseJson<string[]>(row.reasons_json) ?? [], ...(row.reversible === 0 ? { reversible: false } : {}), ...(row.rules_json ? { approvedByRules: parseJson<string[]>(row.rules_json) ?? [] } : {}) };
       const by = parseJson<Actor>(row.approved_by_json);
       const member: PlanMember = { step: { id: row.step_id }, position: row.position, status: row.status, rejectedReason: row.rejected_reason, error: parseJson<ErrorShape>(row.error_json), evaluation: evaluation as Evaluation | null };
       const blocker = members.has(row.plan_id) ? blockerOf(members.get(row.plan_id)!, member) : null;
