@@ -1,4 +1,9 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
+import type { PresignedCall } from '../src/ipc/client.js';
+import { CLOCK_SKEW_MS } from '../src/ipc/protocol.js';
+
+/** Held decisions are signed again this often, so a signed copy is always well inside the host's clock window. */
+export const RESIGN_MS = Math.floor(CLOCK_SKEW_MS / 3);
 
 /** How long an Approve or Reject can be taken back before it is sent to the host, unless the person chose otherwise. */
 export const UNDO_MS = 5_000;
@@ -39,17 +44,51 @@ export interface HeldDecision {
   pausedLeft?: number;
   /** Sends it; the promise settles when the host answered (or the send failed and said so). */
   send(): Promise<unknown> | void;
+  /**
+   * Signs the decision's calls now, for sending synchronously if the page goes away while it is
+   * held (null where the connection cannot: then the page asks to stay while `send` runs).
+   */
+  presign?(): Promise<readonly PresignedCall[] | null>;
+}
+
+interface Signed {
+  calls: readonly PresignedCall[] | null;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 /**
- * Holds each decision for a few seconds with an Undo, then sends it. A decision is never lost:
- * when the window closes or reloads while one is held, every held decision is sent at once and
- * the page asks to stay until they are (the desktop app closes itself when they are in).
+ * Holds each decision for a few seconds with an Undo, then sends it. A decision is never lost: it
+ * is signed when the person makes it (and again every RESIGN_MS while held), so when the page goes
+ * away (closed, reloaded, navigated, hidden) every held decision goes out synchronously, in that
+ * moment, over the open connection; no "leave page?" prompt is needed. Only where no signed copy is
+ * ready (the desktop app's bridge, or signing still under way) does the page send it the usual way
+ * and ask to stay (the desktop app closes itself when they are in).
  */
 export function useUndoableDecisions(delay: () => number = undoDelayMs) {
   const [held, setHeld] = useState<readonly HeldDecision[]>([]);
   const heldRef = useRef<readonly HeldDecision[]>([]);
   const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
+  const signed = useRef(new Map<string, Signed>());
+
+  /** Signs the decision's calls now and again every RESIGN_MS until it is sent or undone. */
+  const sign = (key: string, decision: Pick<HeldDecision, 'presign'>) => {
+    if (!decision.presign) return;
+    const entry: Signed = signed.current.get(key) ?? { calls: null };
+    signed.current.set(key, entry);
+    decision
+      .presign()
+      .then((calls) => {
+        if (signed.current.get(key) !== entry) return;
+        entry.calls = calls;
+        if (calls) entry.timer = setTimeout(() => sign(key, decision), RESIGN_MS);
+      })
+      .catch(() => undefined);
+  };
+
+  const forget = (key: string) => {
+    clearTimeout(signed.current.get(key)?.timer);
+    signed.current.delete(key);
+  };
 
   const update = (next: readonly HeldDecision[]) => {
     heldRef.current = next;
@@ -60,8 +99,25 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
     const decision = heldRef.current.find((entry) => entry.key === key);
     clearTimeout(timers.current.get(key));
     timers.current.delete(key);
+    forget(key);
     if (decision) update(heldRef.current.filter((entry) => entry.key !== key));
     return decision;
+  };
+
+  /**
+   * The page is going away: each held decision whose signed copy is ready goes out now,
+   * synchronously; the rest are sent the usual way. Returns those usual sends (under way, not done).
+   */
+  const sendAllNow = (): Promise<unknown>[] => {
+    const underWay: Promise<unknown>[] = [];
+    for (const decision of [...heldRef.current]) {
+      const calls = signed.current.get(decision.key)?.calls;
+      const fresh = calls && calls.every((call) => Date.now() - call.signedAt < CLOCK_SKEW_MS - 2_000);
+      take(decision.key);
+      if (fresh && calls.every((call) => call.send())) continue;
+      underWay.push(Promise.resolve(decision.send()));
+    }
+    return underWay;
   };
 
   const release = useCallback((key: string): Promise<unknown> | void => take(key)?.send(), []);
@@ -76,6 +132,7 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
       const key = `${decision.stepIds.join(',')}@${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
       update([...heldRef.current, { ...decision, key, sendsAt: Date.now() + delayMs }]);
       timers.current.set(key, setTimeout(() => release(key), delayMs));
+      sign(key, decision);
       return key;
     },
     [delay, release],
@@ -106,19 +163,33 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
   );
 
   useEffect(() => {
+    // pagehide and a hidden page: no prompt, the signed copies go out (a hidden page may never come back).
+    const leaving = () => {
+      if (heldRef.current.length > 0) sendAllNow();
+    };
+    const hidden = () => {
+      if (document.visibilityState === 'hidden') leaving();
+    };
     const closing = (event: BeforeUnloadEvent) => {
       if (heldRef.current.length === 0) return;
-      const sends = [...heldRef.current].map((decision) => release(decision.key));
-      // The sends are under way, not done: keep the page until they are (a browser asks the person).
+      const underWay = sendAllNow();
+      if (underWay.length === 0) return;
+      // Some had no signed copy (the desktop app, or signing still under way): keep the page until they are sent (a browser asks the person).
       event.preventDefault();
       event.returnValue = '';
       // The desktop app closes without asking, so a prevented close would leave the window open: close it once the host has them.
       if (typeof (globalThis as { executorShell?: { notify?: unknown } }).executorShell?.notify === 'function') {
-        void Promise.allSettled(sends).then(() => window.close());
+        void Promise.allSettled(underWay).then(() => window.close());
       }
     };
     window.addEventListener('beforeunload', closing);
-    return () => window.removeEventListener('beforeunload', closing);
+    window.addEventListener('pagehide', leaving);
+    document.addEventListener('visibilitychange', hidden);
+    return () => {
+      window.removeEventListener('beforeunload', closing);
+      window.removeEventListener('pagehide', leaving);
+      document.removeEventListener('visibilitychange', hidden);
+    };
   }, [release]);
 
   useEffect(

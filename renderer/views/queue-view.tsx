@@ -4,6 +4,7 @@ import { riskRank } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
+import type { PresignedCall } from '../../src/ipc/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
 import { Dialog } from '../components/dialog.js';
@@ -148,11 +149,30 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
   };
 
   const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
-    hold([record], `Approving ${quotedStep(record.step, roots)}`, () => sendApproval(record, remember));
+    hold([record], `Approving ${quotedStep(record.step, roots)}`, () => sendApproval(record, remember), (presign) => {
+      const shown = record.previewHash ? { previewHash: record.previewHash } : {};
+      return [
+        remember
+          ? presign('approveAndRemember', { stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })
+          : presign('approve', { stepId: record.step.id, ...shown }),
+      ];
+    });
 
-  /** Holds a decision with an Undo; sends it when the toast runs out (or the window closes). */
-  const hold = (records: StepRecord[], words: string, send: () => Promise<void>) => {
-    decisions.hold({ stepIds: records.map((record) => record.step.id), words, send });
+  /**
+   * Holds a decision with an Undo; sends it when the toast runs out (or the window closes).
+   * `calls` signs the same host calls `send` makes, now, so a page that goes away sends them in that moment.
+   */
+  const hold = (records: StepRecord[], words: string, send: () => Promise<void>, calls: (presign: NonNullable<typeof api.presign>) => Promise<PresignedCall | null>[]) => {
+    const presign = api.presign?.bind(api);
+    decisions.hold({
+      stepIds: records.map((record) => record.step.id),
+      words,
+      send,
+      ...(presign ? { presign: async () => {
+        const signed = await Promise.all(calls(presign));
+        return signed.every((call): call is PresignedCall => call !== null) ? signed : null;
+      } } : {}),
+    });
     setSelectedId(null);
   };
   const undo = (key: string) => {
@@ -328,6 +348,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
             setSelectedId(null);
             return `${quotedStep(record.step, roots)} was rejected. The reason was sent back to whoever proposed it.`;
           }),
+          (presign) => [presign('reject', { stepId: record.step.id, reason })],
         );
       }} /> : null}
       {pending?.kind === 'remember' ? (
@@ -373,6 +394,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
                     setSelectedId(null);
                     return `All ${group.steps.length} steps of the plan were approved; they run in plan order.`;
                   }),
+                  (presign) => group.steps.map((record) => presign('approve', { stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) })),
                 );
               }}
             >

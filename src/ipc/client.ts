@@ -26,6 +26,11 @@ import { EVENT_DATA, type EventData, type EventTopic } from './wire-schemas.js';
 /** How a client moves text: one request, one reply; events arrive on their own. */
 export interface ClientTransport {
   request(text: string): Promise<string>;
+  /**
+   * Puts a request on the wire now, synchronously, and forgets its reply: for a page that is going
+   * away (only transports that can, such as the browser's WebSocket). False when it could not.
+   */
+  sendNow?(text: string): boolean;
   onEvent(listener: (text: string) => void): void;
   onClose(listener: (reason: string) => void): void;
   close(): void;
@@ -43,7 +48,20 @@ export interface ExecutorClient extends ExecutorMethods {
   readonly channel: IpcChannel;
   /** Listens to a topic (subscribing the session on first use); returns the unsubscribe function. */
   on<T extends EventTopic>(topic: T, listener: EventListener<T>): Promise<() => void>;
+  /**
+   * Signs a call now and returns a function that sends it synchronously (its reply is not awaited),
+   * or null where the transport cannot send synchronously (absent on clients that never can: the desktop app's bridge). The signed call stays acceptable for the
+   * protocol's clock window (CLOCK_SKEW_MS) and can be sent once: its nonce is spent by the host.
+   */
+  presign?<M extends MethodName>(method: M, ...args: ParamsArg<M>): Promise<PresignedCall | null>;
   close(): void;
+}
+
+export interface PresignedCall {
+  /** When it was signed (Date.now()), to sign again before the host's clock window closes. */
+  readonly signedAt: number;
+  /** Sends it now; false when the connection is closed. */
+  send(): boolean;
 }
 
 export function remoteError(shape: ErrorShape, unverified = false): ExecutorError {
@@ -110,6 +128,26 @@ export class SignedRpc {
     if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape);
     if (checked && !checked.success) throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${method} does not match the method table.`, { method });
     return checked ? checked.data : reply.data.result;
+  }
+
+  /** See ExecutorClient.presign. */
+  async presign(method: string, params: unknown): Promise<PresignedCall | null> {
+    const sendNow = this.transport.sendNow?.bind(this.transport);
+    if (!sendNow || this.closedReason !== null) return null;
+    const signedAt = Date.now();
+    const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id: randomToken(12), ts: signedAt, nonce: randomToken(18), method, params: params ?? {} };
+    const refusal = requestInputRefusal(request);
+    if (refusal) throw refusal;
+    const text = await signText(this.session.mac, 'request', request);
+    let sent = false;
+    return {
+      signedAt,
+      send: () => {
+        if (sent || this.closedReason !== null) return false;
+        sent = true;
+        return sendNow(text);
+      },
+    };
   }
 
   onEvent(topic: EventTopic, listener: (data: unknown) => void): () => void {
@@ -195,6 +233,7 @@ export function createExecutorClient(rpc: SignedRpc): ExecutorClient {
       }
       return off;
     },
+    presign: (method: MethodName, params?: unknown) => rpc.presign(method, params ?? {}),
     close: () => rpc.close(),
   };
 }

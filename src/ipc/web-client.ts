@@ -71,6 +71,12 @@ export function webSocketTransport(url: string, createSocket: (url: string) => W
             socket.send(frame(tag, text));
           });
         },
+        sendNow(text) {
+          // WebSocket.send queues the frame at once (no await): it goes out even while the page unloads.
+          if (closed || socket.readyState !== 1) return false;
+          socket.send(frame(String(nextTag++), text));
+          return true;
+        },
         onEvent: (listener) => void eventListeners.push(listener),
         onClose: (listener) => void closeListeners.push(listener),
         close() {
