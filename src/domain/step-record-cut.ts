@@ -76,3 +76,23 @@ export function stepRecordPart(record: StepRecord, offset: number): StepRecordPa
   if (end < json.length && /[\uD800-\uDBFF]/.test(json.charAt(end - 1))) end -= 1;
   return { stepId: record.step.id, updatedAt: record.updatedAt, offset: start, text: json.slice(start, end), nextOffset: end < json.length ? end : null, totalCharacters: json.length };
 }
+
+/** What a window's reply or event may hold of one step record (a few bytes under a frame's 64 KiB, with the envelope). */
+export const WINDOW_RECORD_BYTES = 56 * 1024;
+
+function isStepRecord(value: unknown): value is StepRecord {
+  return value !== null && typeof value === 'object' && 'stepHash' in value && 'step' in value && 'status' in value;
+}
+
+/**
+ * A reply or event for the window with every step record in it (the value itself, an array's items,
+ * an object's `step`) cut to WINDOW_RECORD_BYTES, saying so; anything else as it is.
+ */
+export function boundedForWindow(value: unknown): unknown {
+  if (isStepRecord(value)) return boundedRecord(value, WINDOW_RECORD_BYTES);
+  if (Array.isArray(value)) return value.some(isStepRecord) ? value.map((item) => (isStepRecord(item) ? boundedRecord(item, WINDOW_RECORD_BYTES) : item)) : value;
+  if (value !== null && typeof value === 'object' && 'step' in value && isStepRecord((value as { step: unknown }).step)) {
+    return { ...value, step: boundedRecord((value as { step: StepRecord }).step, WINDOW_RECORD_BYTES) };
+  }
+  return value;
+}

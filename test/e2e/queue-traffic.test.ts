@@ -53,9 +53,9 @@ describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { tim
       const received: number[] = [];
       let getSteps = 0;
       page.on('websocket', (socket) => {
-        socket.on('framereceived', (frame) => received.push(typeof frame.payload === 'string' ? Buffer.byteLength(frame.payload) : frame.payload.length));
+        socket.on("framereceived", (frame) => { const bytes = typeof frame.payload === "string" ? Buffer.byteLength(frame.payload) : frame.payload.length; received.push(bytes) });
         socket.on('framesent', (frame) => {
-          if (String(frame.payload).includes('"method":"getStep"')) getSteps += 1;
+          if (String(frame.payload).includes(`"method":"getStep"`)) getSteps += 1
         });
       });
       await page.goto(serve.info.url);
