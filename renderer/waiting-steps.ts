@@ -3,12 +3,14 @@ import type { StepRecord } from '../src/domain/step-record.js';
 import type { StepStatus } from '../src/domain/state-machine.js';
 import type { StepSummary } from '../src/domain/step-summary.js';
 import type { ExecutorClient } from '../src/ipc/client.js';
+import { LIST_RECORD_BYTES } from './whole-step.js';
 
 /*
  * The queue's steps, loaded the way the window's traffic stays small (issue 13 §7): the waiting
  * steps as summaries, a page at a time, and the whole record (with its preview) of each one the
  * queue shows, one getStep each. A change arrives as a stepSummary event: that one record is
- * fetched again, or dropped once it no longer waits. No reply carries the whole queue.
+ * fetched again, or dropped once it no longer waits. No reply carries the whole queue, and a row's
+ * record is cut to LIST_RECORD_BYTES (the step in detail is fetched larger: whole-step.ts).
  */
 
 export const WAITING_STATUSES: StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
@@ -59,7 +61,7 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
         known = page.total;
         cursor = page.nextCursor ?? undefined;
       } while (cursor && ids.length < QUEUE_RECORDS_SHOWN);
-      const loaded = await Promise.all(ids.slice(0, QUEUE_RECORDS_SHOWN).map((stepId) => api.getStep({ stepId }).catch(() => null)));
+      const loaded = await Promise.all(ids.slice(0, QUEUE_RECORDS_SHOWN).map((stepId) => api.getStep({ stepId, maxBytes: LIST_RECORD_BYTES }).catch(() => null)));
       if (!alive.current || current !== generation.current) return;
       setRecords(new Map(loaded.filter((record): record is StepRecord => record !== null).map((record) => [record.step.id, record])));
       setTotal(known);
@@ -95,7 +97,7 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
           });
           return;
         }
-        void api.getStep({ stepId: summary.id }).then(
+        void api.getStep({ stepId: summary.id, maxBytes: LIST_RECORD_BYTES }).then(
           (record) => {
             if (!alive.current) return;
             setRecords((previous) => {

@@ -3,6 +3,7 @@ import { parseHunks, type DiffHunk } from '../../src/domain/hunks.js';
 import { editDetailText } from '../../src/domain/person-edit.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
+import { cutOf } from '../whole-step.js';
 import { useApi } from '../api.js';
 import { Dialog } from './dialog.js';
 import { ErrorBox } from './error-box.js';
@@ -56,6 +57,11 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
       setOff(new Set());
       return `${record.step.id} approved with hunks ${accepted.join(', ')} of ${hunks!.length}; it is now ${result.status.replace('_', ' ')}.`;
     });
+
+  // A cut record holds only some hunks and part of the content: choosing hunks or editing needs the whole.
+  if (cutOf(record)) {
+    return <p className="muted" data-testid="changes-need-whole">Approving some hunks or editing this step needs all of it: choose Show all above.</p>;
+  }
 
   return (
     <>

@@ -16,6 +16,7 @@ import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, ty
 import { useKeys } from '../keys.js';
 import { approverText, displayPath, formatShortTime, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
+import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep } from '../whole-step.js';
 
 /*
  * History as real agents fill it: a page at a time of step summaries (listStepSummaries), filtered by
@@ -254,7 +255,7 @@ export function HistoryView({ active }: { active: boolean }) {
   const startRevert = async (stepId: string) => {
     setError(null);
     try {
-      const [record, plan] = await Promise.all([api.getStep({ stepId }), api.previewRevert({ stepId })]);
+      const [record, plan] = await Promise.all([api.getStep({ stepId, maxBytes: DETAIL_RECORD_BYTES }), api.previewRevert({ stepId })]);
       setRevert({ phase: 'confirm', record, plan });
     } catch (caught) {
       setRevert(null);
@@ -488,7 +489,7 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     let alive = true;
-    api.getStep({ stepId: summary.id }).then((loaded) => alive && setRecord(loaded), (caught: unknown) => alive && setError(caught));
+    api.getStep({ stepId: summary.id, maxBytes: DETAIL_RECORD_BYTES }).then((loaded) => alive && setRecord(loaded), (caught: unknown) => alive && setError(caught));
     api.getStepChanges({ stepId: summary.id }).then((loaded) => alive && setChanges(loaded), (caught: unknown) => alive && setError(caught));
     return () => {
       alive = false;
@@ -514,6 +515,14 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
         <span className={`status status-${summary.status}`}>{STATUS_LABEL[summary.status]}</span>
       </header>
       <ErrorBox error={error} />
+      {record && cutOf(record) ? (
+        <div className="notice cut-notice" role="note" data-testid="history-cut-notice">
+          <p>Only part of this step is shown: {kibText(cutOf(record)!.totalBytes - cutOf(record)!.shownBytes)} more of {kibText(cutOf(record)!.totalBytes)}.</p>
+          <button type="button" onClick={() => void loadWholeStep(api, summary.id).then((whole) => setRecord(whole), (caught: unknown) => setError(caught))}>
+            Show all ({kibText(cutOf(record)!.totalBytes)})
+          </button>
+        </div>
+      ) : null}
       <dl className="facts">
         <dt>Step</dt>
         <dd className="break">

@@ -18,6 +18,7 @@ import { useKeys } from '../keys.js';
 import { UndoToasts, useFadingMessage } from '../components/toasts.js';
 import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
 import { useUndoableDecisions } from '../undoable-decisions.js';
+import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep, type ShownRecord } from '../whole-step.js';
 
 interface PlanGroup {
   planId: string;
@@ -119,7 +120,35 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
 
-  const selected = ordered.find((record) => record.step.id === selectedId) ?? ordered[0] ?? null;
+  const listedSelected = ordered.find((record) => record.step.id === selectedId) ?? ordered[0] ?? null;
+  // A row's record is cut small (whole-step.ts): the step shown in detail is fetched larger, and whole on request.
+  const [detail, setDetail] = useState<ShownRecord | null>(null);
+  const [wholeError, setWholeError] = useState<unknown>(null);
+  const [loadingWhole, setLoadingWhole] = useState(false);
+  const listedCut = listedSelected ? cutOf(listedSelected) !== undefined : false;
+  useEffect(() => {
+    setWholeError(null);
+    if (!listedSelected || !listedCut) return;
+    let alive = true;
+    api.getStep({ stepId: listedSelected.step.id, maxBytes: DETAIL_RECORD_BYTES }).then(
+      (record) => alive && setDetail((previous) => (previous && previous.step.id === record.step.id && previous.updatedAt === record.updatedAt && !cutOf(previous) ? previous : record)),
+      () => undefined,
+    );
+    return () => {
+      alive = false;
+    };
+  }, [api, listedSelected?.step.id, listedSelected?.updatedAt, listedCut]);
+  const selected: StepRecord | null =
+    listedSelected && detail && detail.step.id === listedSelected.step.id && detail.updatedAt === listedSelected.updatedAt ? detail : listedSelected;
+  const selectedCut = selected ? cutOf(selected) : undefined;
+  const showWhole = (stepId: string) => {
+    setLoadingWhole(true);
+    setWholeError(null);
+    loadWholeStep(api, stepId).then(
+      (record) => setDetail(record),
+      (caught: unknown) => setWholeError(caught),
+    ).finally(() => setLoadingWhole(false));
+  };
   useEffect(() => {
     if (!selectedId && ordered[0]) setSelectedId(ordered[0].step.id);
   }, [ordered, selectedId]);
@@ -285,6 +314,17 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
         <UndoToasts held={decisions.held} onUndo={undo} onSendNow={decisions.release} onPause={decisions.pause} onResume={decisions.resume} />
+        {selected && selectedCut ? (
+          <div className="notice cut-notice" role="note" data-testid="cut-notice">
+            <p>
+              Only part of this step is shown: {kibText(selectedCut.totalBytes - selectedCut.shownBytes)} more of {kibText(selectedCut.totalBytes)}. Approving approves all of it: read the rest first.
+            </p>
+            <button type="button" disabled={loadingWhole} onClick={() => showWhole(selected.step.id)}>
+              {loadingWhole ? 'Loading all of it…' : `Show all (${kibText(selectedCut.totalBytes)})`}
+            </button>
+            <ErrorBox error={wholeError} onDismiss={() => setWholeError(null)} />
+          </div>
+        ) : null}
         {selected ? (
           <StepDetail
             record={selected}

@@ -2,6 +2,7 @@ import { ExecutorError } from '../domain/errors.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import type { Executor } from '../executor/executor.js';
 import { HANDLERS, type CallContext } from './handlers.js';
+import { boundedForWindow } from '../domain/step-record-cut.js';
 import { channelMayCall, isMethodName, METHODS } from './methods.js';
 import { requestInputRefusal } from './protocol.js';
 
@@ -34,5 +35,7 @@ export async function invokeMethod(executor: Executor, name: string, rawParams: 
     throw new ExecutorError('IPC_INVALID_PARAMS', `Bad params for ${name}: ${issues.join('; ')}`, { method: name, issues });
   }
   const handler = HANDLERS[name] as (executor: Executor, params: unknown, context: CallContext) => unknown;
-  return handler(executor, parsed.data, context);
+  const result = await handler(executor, parsed.data, context);
+  // The window's replies stay under 64 KiB (issue 13 §7): a step record in one is cut and says so.
+  return context.channel === 'web' || context.channel === 'window' ? boundedForWindow(result) : result;
 }

@@ -6,6 +6,7 @@ import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
+import { boundedRecord, stepRecordPart } from '../domain/step-record-cut.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
@@ -82,7 +83,11 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChanges(executor.stepFor(stepId, actor).step.id, offset),
   previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
   revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),
-  getStep: (executor, { stepId }, { actor }) => executor.stepFor(stepId, actor),
+  getStep: (executor, { stepId, maxBytes }, { actor }) => {
+    const record = executor.stepFor(stepId, actor);
+    return maxBytes === undefined ? record : boundedRecord(record, maxBytes);
+  },
+  getStepPart: (executor, { stepId, offset }, { actor }) => stepRecordPart(executor.stepFor(stepId, actor), offset ?? 0),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');
     return context.agentIdentity(params?.resume);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RULE_LIFETIME_NAMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { STEP_STATUSES } from '../domain/state-machine.js';
+import { MAX_RECORD_BYTES, MIN_RECORD_BYTES } from '../domain/step-record-cut.js';
 import {
   AuditExportWireSchema,
   AuditRecordWireSchema,
@@ -206,10 +207,17 @@ export const METHODS = {
       "revert every step of a plan that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced (a forced step keeps what it overwrites as a backup); a stop part-way says which were reverted",
   }),
   getStep: method({
-    params: z.strictObject({ stepId }),
-    result: StepRecordSchema,
+    params: z.strictObject({ stepId, maxBytes: z.number().int().min(MIN_RECORD_BYTES).max(MAX_RECORD_BYTES).optional() }),
+    result: StepRecordSchema.extend({ cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional() }),
     channels: EVERYONE,
-    description: "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id",
+    description:
+      "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id. With maxBytes, a larger record is cut to fit and says so (`cut`); getStepPart pages the whole",
+  }),
+  getStepPart: method({
+    params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),
+    result: z.object({ stepId: z.string(), updatedAt: z.string(), offset: z.number().int(), text: z.string(), nextOffset: z.number().int().nullable(), totalCharacters: z.number().int() }),
+    channels: PERSON_CHANNELS,
+    description: "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window shows the rest of a step getStep cut",
   }),
   agentIdentity: method({
     params: z.strictObject({ resume: z.string().min(1).max(256).optional() }).optional(),

@@ -1,6 +1,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, type ErrorCode } from '../domain/errors.js';
+import { boundedForWindow } from '../domain/step-record-cut.js';
 import { isAgentActor, mayAccessStep } from '../domain/step-ownership.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { Executor } from '../executor/executor.js';
@@ -623,7 +624,13 @@ export class IpcServer {
   }
 
   private broadcast(topic: EventTopic, data: unknown): void {
-    for (const session of this.sessions.values()) this.pushEvent(session, topic, data);
+    let bounded: unknown;
+    for (const session of this.sessions.values()) {
+      // A window's events stay under 64 KiB like its replies: a step record in one is cut and says so.
+      const forWindow = topic === 'step' && (session.actor.channel === 'web' || session.actor.channel === 'window');
+      if (forWindow) bounded ??= boundedForWindow(data);
+      this.pushEvent(session, topic, forWindow ? bounded : data);
+    }
   }
 
   /** One signed event to one session, if it listens to the topic and has a live connection. */

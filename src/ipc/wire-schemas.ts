@@ -166,6 +166,8 @@ export const StepRecordSchema = z.object({
   runTimes: z.object({ dryRun: RunSpanSchema.optional(), realRun: RunSpanSchema.optional() }).optional(),
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
   consentExpiresAt: z.string().optional(),
+  /** Present when the record was cut to fit a window's reply or event (step-record-cut.ts). */
+  cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional(),
   edit: z
     .object({
       kind: z.enum(['hunks', 'content', 'command']),

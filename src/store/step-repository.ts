@@ -99,6 +99,11 @@ export interface StepSummaryPage {
 
 /** The most a page of summaries holds. */
 export const MAX_SUMMARY_PAGE = 200;
+/**
+ * A page of summaries stops before its JSON passes this many bytes, whatever `limit` asked (nextCursor
+ * continues): a reply to the window stays under 64 KiB with the envelope and signature around it.
+ */
+export const MAX_SUMMARY_PAGE_BYTES = 56 * 1024;
 
 /**
  * The position in the newest-first order (created_at DESC, plan_id, position) a page ended at. The
@@ -505,8 +510,18 @@ export class StepRepository {
         roots,
       );
     });
-    const last = page[page.length - 1];
-    return { items, nextCursor: more && last ? encodeCursor({ createdAt: last.created_at, planId: last.plan_id, position: last.position }) : null, total };
+    // Cut the page by bytes too: the first item always goes (one summary is bounded, step-summary.ts).
+    let bytes = 0;
+    let kept = 0;
+    while (kept < items.length) {
+      const size = Buffer.byteLength(JSON.stringify(items[kept])) + 1;
+      if (kept > 0 && bytes + size > MAX_SUMMARY_PAGE_BYTES) break;
+      bytes += size;
+      kept += 1;
+    }
+    const cut = kept < items.length;
+    const last = page[kept - 1];
+    return { items: cut ? items.slice(0, kept) : items, nextCursor: (more || cut) && last ? encodeCursor({ createdAt: last.created_at, planId: last.plan_id, position: last.position }) : null, total };
   }
 
   /** The agents' labels that proposed steps, most recent first (for the agent filter), at most `limit`. */

@@ -110,6 +110,32 @@ describe('listStepSummaries', () => {
     expect(write.title).toBe('Write big.txt');
   });
 
+  it('cuts a page by bytes as well as by count: limit 200 of the largest rows stays under 60 KiB, and the cursor goes on', async () => {
+    const client = 'a'.repeat(80);
+    for (let index = 0; index < 200; index++) {
+      const long = path.join(workspace, `${'d'.repeat(60)}-${index}`, `${'f'.repeat(120)}.txt`);
+      await host.executor.propose(
+        { planId: `big-${index}`, steps: [{ id: `big-${index}-step-${'i'.repeat(40)}`, action: 'writeFile', args: { path: long, content: 'x' }, meta: { origin: 'agent', client, purpose: 'p'.repeat(400) } }] },
+        { user: 'agent', channel: 'mcp', client },
+      );
+    }
+    const api = await connect('cli');
+    const seen: string[] = [];
+    let cursor: string | null | undefined;
+    let pages = 0;
+    do {
+      const page = await api.listStepSummaries({ limit: 200, ...(cursor ? { cursor } : {}) });
+      expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThan(60 * 1024);
+      expect(page.items.length).toBeGreaterThan(0);
+      expect(page.total).toBe(200);
+      seen.push(...page.items.map((item) => item.id));
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor);
+    expect(pages).toBeGreaterThan(1);
+    expect(new Set(seen).size).toBe(200);
+  });
+
   it('refuses bad params with typed errors, never a crash', async () => {
     const api = await connect('cli');
     await expect(api.listStepSummaries({ limit: 201 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
