@@ -155,7 +155,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
   lines.push(`Preview  ${previewHashText(record)}`);
   if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
-  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${line(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit)).split('\n').map((text) => `  ${text}`));
+  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${line(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null)).split('\n').map((text) => `  ${text}`));
   if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
   if (record.consentExpiresAt) lines.push(`Expires  ${line(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);

@@ -53,7 +53,8 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const MAX_KEY_SHOWN = 64;
 
-function wellFormed(text: string): boolean {
+/** False when the text holds a lone UTF-16 surrogate, which no UTF-8 file or canonical JSON can hold. */
+export function wellFormed(text: string): boolean {
   const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
   return typeof native === 'function' ? native.call(text) : !LONE_SURROGATE.test(text);
 }

@@ -29,7 +29,7 @@ import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
-import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
+import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -950,6 +950,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (change.content !== undefined) {
       if (step.action !== 'writeFile') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write's content can be edited.`, { stepId });
       if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
+      if (!wellFormed(change.content)) throw new ExecutorError('INVALID_INPUT', `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`, { stepId });
       if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
       revised = { ...step, args: { ...step.args, content: change.content } };
       // What the agent is told is measured from its own proposal, however many versions the person made.
@@ -963,6 +964,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const current = commandLineOf(step.args);
       const origin = this.steps.proposedStep(stepId) ?? step;
       const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
+      if (!wellFormed(change.command!)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
       const after = change.command!.trim();
       if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
       // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
@@ -977,6 +979,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const next = revised as Step;
     await loadShellParser();
     const evaluation = this.evaluateStep(next);
+    // An edit the policy forbids is not saved: the proposal keeps waiting as it was, for the person to decide.
+    if (!evaluation.allowed) {
+      throw new ExecutorError('POLICY_DENIED', `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`, { stepId, reasons: evaluation.reasons });
+    }
     const changed = this.db.transaction(() => {
       const current = this.steps.get(stepId);
       if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
@@ -985,13 +991,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       this.steps.reviseStep(stepId, next, edit);
       const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
         ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
-      const records = [this.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] })];
-      if (!evaluation.allowed) records.push(this.steps.transition(stepId, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, edited: true } }));
-      return records;
+      return this.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
     })();
-    for (const one of changed) this.emitStep(one);
+    this.emitStep(changed);
     // Prepared like a proposal, in the background: its step event says when the new preview is ready.
-    if (evaluation.allowed) this.schedulePreparation(step.planId, actor);
+    this.schedulePreparation(step.planId, actor);
     return this.steps.get(stepId);
   }
 
@@ -1067,6 +1071,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     const already = this.alreadyCancelled(record, byAgent);
     if (already) return already;
+    // Once the person changed a step (edited it, or approved only some hunks) it is their version and they are acting on it.
+    if (byAgent && record.edit && !isSettled(record.status)) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was changed by the user (${record.edit.kind === 'hunks' ? 'approved with only some hunks' : record.edit.kind === 'content' ? "they edited your write's content" : 'they edited your command line'}); it is the user's version now and they are acting on it, so you cannot cancel it. Ask the user if it is no longer needed.`, { stepId, from: record.status, to: 'rejected' });
+    }
     if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
       if (isSettled(record.status)) {
         throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });

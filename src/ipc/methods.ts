@@ -98,7 +98,7 @@ export const METHODS = {
     result: StepRecordSchema,
     // Only the person edits a step before approving it; an agent proposes a new step instead.
     channels: PERSON_CHANNELS,
-    description: "the person's own version of a step waiting for them (a write's content or a command line): weighed by the policy, previewed again and put before them again; the proposal stays on record",
+    description: "the person's own version of a step waiting for them (a write's content or a command line): weighed by the policy (an edit it would deny is POLICY_DENIED and saves nothing), previewed again and put before them again; the proposal stays on record",
   }),
   approveAndRemember: method({
     params: z.strictObject({

@@ -70,7 +70,8 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS)
   // The person's change goes after the verdict's first line, which stays what models parse.
   if (!record.edit) return sentence;
   const [first, ...rest] = sentence.split('\n');
-  return [first, editDetailText(record.edit), ...rest].join('\n');
+  // "Approved" only for a version the person approved: the step holds their approval (it is kept once it ran).
+  return [first, editDetailText(record.edit, undefined, record.approval !== null), ...rest].join('\n');
 }
 
 function verdictText(record: StepRecord, maxChars: number): string {

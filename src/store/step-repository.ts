@@ -654,7 +654,7 @@ export class StepRepository {
     this.db
       .prepare(
         `UPDATE steps SET step_json = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL,
-         approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL WHERE step_id = ?`,
+         approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL, run_times_json = NULL WHERE step_id = ?`,
       )
       .run(canonicalJson(revised), stepHash(revised), canonicalJson(edit), row.proposed_step_json ?? row.step_json, stepId);
   }

@@ -277,7 +277,12 @@ export function registerStepCommands(program: Command): void {
         return awaitStepLeaves(api, stepId, 'evaluated', 600_000);
       });
       print(json, record, () => `${summaryLine(record)}\n\n${detailText(record)}`);
-      if (record.status !== 'awaiting_consent') process.exitCode = 1;
+      if (record.status !== 'awaiting_consent') {
+        process.exitCode = 1;
+        // Saved, but it did not come back for a decision (its new preview failed, it expired, it was withdrawn): say so.
+        const why = record.rejectedReason ?? record.error?.message ?? record.evaluation?.reasons.join(' ');
+        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it is ${record.status.replace('_', ' ')}${why ? ` (${visibleLine(why)})` : ''}.\n`);
+      }
     });
 
   program
@@ -327,7 +332,7 @@ export function registerStepCommands(program: Command): void {
     });
 }
 
-/** edit --content-file: the file's text, refused early when it cannot be one (too large, not a regular file). */
+/** edit --content-file: the file's text, refused early when it cannot be one (too large, not a regular file, not UTF-8). */
 function readEditedContent(file: string): string {
   let stat;
   try {
@@ -337,7 +342,13 @@ function readEditedContent(file: string): string {
   }
   if (!stat.isFile()) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not a regular file.`);
   if (stat.size > MAX_CONTENT_BYTES) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is ${stat.size} bytes; a step's content is at most ${MAX_CONTENT_BYTES / 1024 / 1024} MiB.`);
-  return fs.readFileSync(file, 'utf8');
+  const bytes = fs.readFileSync(file);
+  try {
+    // Fatal: bytes that are not UTF-8 are refused, never replaced by U+FFFD (a write's content is text); a BOM is kept as written.
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not UTF-8 text; an edit of a write's content must be text. Nothing was changed.`);
+  }
 }
 
 /** A step's result in words after its summary line, once it has one. */

@@ -122,6 +122,29 @@ describe('executor edit', () => {
     const both = runCli(['--data-dir', dataDir, 'edit', 'w']);
     expect(both.stderr).toContain('exactly one of');
   });
+
+  it('refuses --content-file bytes that are not UTF-8, changing nothing, and keeps a BOM as written', () => {
+    const { dataDir, workspace } = tempSetup();
+    const target = path.join(workspace, 'notes.txt');
+    fs.writeFileSync(target, ORIGINAL);
+    proposeWrite(dataDir, target, 'w');
+    const before = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{ stepHash: string }>();
+    const binary = path.join(path.dirname(dataDir), 'binc.txt');
+    fs.writeFileSync(binary, Buffer.from([0xff, 0xfe, 0x00, 0x62, 0x69, 0x6e]));
+    const refused = runCli(['--data-dir', dataDir, 'edit', 'w', '--content-file', binary]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('INVALID_INPUT');
+    expect(refused.stderr).toContain('not UTF-8 text');
+    const after = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{ stepHash: string; edit?: unknown; step: { args: { content: string } } }>();
+    expect(after.stepHash).toBe(before.stepHash);
+    expect(after.edit).toBeUndefined();
+
+    const bom = path.join(path.dirname(dataDir), 'bom.txt');
+    fs.writeFileSync(bom, `\uFEFF${ORIGINAL}`);
+    const kept = runCli(['--data-dir', dataDir, '--json', 'edit', 'w', '--content-file', bom]);
+    expect(kept.status, kept.stderr).toBe(0);
+    expect(kept.json<{ step: { args: { content: string } } }>().step.args.content).toBe(`\uFEFF${ORIGINAL}`);
+  });
 });
 
 describe('the agent hears what the person changed', () => {

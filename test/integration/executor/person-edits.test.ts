@@ -61,6 +61,8 @@ describe('editing a step before approving it', () => {
     expect(await codeOf(executor.editStep('w', PERSON, { command: 'ls' }))).toBe('INVALID_INPUT');
     expect(await codeOf(executor.editStep('w', PERSON, { content: 'proposed\n' }))).toBe('INVALID_INPUT');
     expect(await codeOf(executor.editStep('w', PERSON, { content: 'x'.repeat(MAX_CONTENT_BYTES + 1) }))).toBe('INVALID_INPUT');
+    // Text no UTF-8 file can hold (a lone surrogate, as a JSON string can carry over IPC) is refused, never replaced by U+FFFD.
+    expect(await codeOf(executor.editStep('w', PERSON, { content: 'bin\uD800ary\n' }))).toBe('INVALID_INPUT');
     expect(executor.getStep('w').stepHash).toBe(record.stepHash);
     await executor.approve('w', PERSON, { previewHash: record.previewHash, execute: false });
     expect(await codeOf(executor.editStep('w', PERSON, { content: 'late\n' }))).toBe('ILLEGAL_TRANSITION');

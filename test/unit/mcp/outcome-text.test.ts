@@ -26,6 +26,20 @@ function record(status: StepStatus, patch: Partial<StepRecord> = {}, id = 'step-
 }
 
 describe('stepOutcomeText', () => {
+  it('says "Approved" of the person\'s edit only once they approved it; before, "edited by the person"', () => {
+    const by = { user: 'me', channel: 'cli' } as const;
+    const edit = { kind: 'command' as const, by, at: '2026-01-01T00:00:00.000Z', version: 2, proposedStepHash: 'p', commandBefore: 'curl x', commandAfter: 'rm -rf y' };
+    const waiting = stepOutcomeText(record('awaiting_consent', { edit }));
+    expect(waiting).toContain('Edited by the person: rm -rf y');
+    expect(waiting).not.toMatch(/Approved|before approving/);
+    const content = { ...edit, kind: 'content' as const, diff: '-a\n+b\n', commandBefore: undefined, commandAfter: undefined };
+    expect(stepOutcomeText(record('rejected', { rejectedReason: 'no', edit: content }))).toContain('+ what was edited by the person');
+    const approval = { by, at: '2026-01-01T00:00:01.000Z', stepHash: 'h', previewHash: 'ph' };
+    const ran = stepOutcomeText(record('executed', { edit, approval, result: {} }));
+    expect(ran).toContain('Approved: rm -rf y');
+    expect(ran).toContain('before approving it');
+  });
+
   it('says each outcome in the words the issue lists', () => {
     expect(stepOutcomeText(record('executed', { result: { deleted: true } }))).toBe('EXECUTED: step step-1 ran.\n{"deleted":true}');
     expect(stepOutcomeText(record('rejected', { rejectedReason: 'not now' }))).toBe('REJECTED by the user: not now');
