@@ -20,7 +20,7 @@ import { useFadingMessage } from '../components/toasts.js';
 /*
  * History as real agents fill it: a page at a time of step summaries (listStepSummaries), filtered by
  * the host, in a table that only draws the rows in sight and never scrolls sideways (fixed columns,
- * Status first, long text cut with the whole on hover). Opening a row fetches its record and the
+ * Status and risk first, whole times, Result in the free width on two lines, long text cut with the whole on hover). Opening a row fetches its record and the
  * diff of what actually ran (getStepChanges).
  */
 
@@ -364,17 +364,15 @@ export function HistoryView({ active }: { active: boolean }) {
             <col className="col-status" />
             <col className="col-step" />
             <col className="col-agent" />
-            <col className="col-risk" />
             <col className="col-time" />
             <col className="col-result" />
             <col className="col-actions" />
           </colgroup>
           <thead>
             <tr>
-              <th scope="col">Status</th>
+              <th scope="col">Status, risk</th>
               <th scope="col">Step</th>
               <th scope="col">Agent</th>
-              <th scope="col">Risk</th>
               <th scope="col">Finished</th>
               <th scope="col">Result</th>
               <th scope="col">
@@ -436,8 +434,13 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
         }
       }}
     >
-      <td>
-        <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+      <td className="status-cell">
+        <span className="cell-title">
+          <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+        </span>
+        <span className="cell-sub">
+          <RiskBadge risk={item.risk as Risk | null} />
+        </span>
       </td>
       <td>
         <span className="cell-title" title={markedPlainText(item.title)}>
@@ -455,15 +458,14 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
           {item.approvedBy ? item.approvedBy === 'policy' ? 'auto-approved' : <MarkedText text={item.approvedBy} /> : ''}
         </span>
       </td>
-      <td>
-        <RiskBadge risk={item.risk as Risk | null} />
-      </td>
       <td className="time-cell">
         <span className="cell-title">{item.finishedAt || item.updatedAt ? formatShortTime(item.finishedAt ?? item.updatedAt) : '—'}</span>
         <span className="cell-sub">{took ? `took ${took}` : ''}</span>
       </td>
       <td className="result-cell" title={markedPlainText(item.result)}>
-        <MarkedText text={item.result} />
+        <span className="result-text">
+          <MarkedText text={item.result} />
+        </span>
       </td>
       <td>
         {summaryCanRevert(item) ? (
