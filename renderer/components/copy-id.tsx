@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { MarkedText, markedPlainText } from './marked-text.js';
 
 /** An id as short as a row can hold it: whole when short, else its start and end around "…". */
 export function shortId(id: string, keep = 8): string {
@@ -27,8 +28,10 @@ export function CopyId({ id, what, keep }: { id: string; what: string; keep?: nu
   };
   return (
     <span className="copy-id">
-      <code title={`${what}: ${id}`}>{shortId(id, keep)}</code>
-      <button type="button" className="copy-button" aria-label={`Copy ${what} ${id}`} title={`Copy ${what}`} onClick={(event) => void copy(event)} onKeyDown={(event) => event.stopPropagation()}>
+      <code title={`${what}: ${markedPlainText(id)}`}>
+        <MarkedText text={shortId(id, keep)} />
+      </code>
+      <button type="button" className="copy-button" aria-label={`Copy ${what} ${markedPlainText(id)}`} title={`Copy ${what}`} onClick={(event) => void copy(event)} onKeyDown={(event) => event.stopPropagation()}>
         {copied ? (
           <svg viewBox="0 0 16 16" aria-hidden="true">
             <path d="M3 8.5l3 3 7-7" fill="none" stroke="currentColor" strokeWidth="2" />

@@ -3,7 +3,7 @@ import type { MethodResult } from '../../src/ipc/methods.js';
 import { useRoots } from '../api.js';
 import { shortId } from './copy-id.js';
 import { Dialog } from './dialog.js';
-import { MarkedText } from './marked-text.js';
+import { MarkedText, markedPlainText } from './marked-text.js';
 import { displayPath } from '../step-text.js';
 
 type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
@@ -22,7 +22,7 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
     return (
       <Dialog title="Force the plan's revert?" onCancel={onCancel}>
         <p className="warning">
-          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => step.stepId).join(', ')}. Forcing puts back their content from before the plan over those newer changes.
+          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}. Forcing puts back their content from before the plan over those newer changes.
         </p>
         <p>Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from History. It is recorded in the audit log.</p>
         <div className="dialog-actions">
@@ -37,7 +37,7 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
     );
   }
   return (
-    <Dialog title={`Revert plan ${shortId(preview.planId, 16)}?`} onCancel={onCancel} className="wide">
+    <Dialog title={`Revert plan ${markedPlainText(shortId(preview.planId, 16))}?`} onCancel={onCancel} className="wide">
       <p>
         {reverting.length === 0
           ? 'No step of this plan is left to revert.'
@@ -45,7 +45,7 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
       </p>
       {conflicts.length ? (
         <p className="warning" role="alert">
-          Refused as it is: files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => step.stepId).join(', ')}.
+          Refused as it is: files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}.
         </p>
       ) : null}
       <ol className="plan-revert-steps">
@@ -54,9 +54,11 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
             <span className="cell-title">
               <MarkedText text={step.title} />
             </span>{' '}
-            <code title={step.stepId}>{shortId(step.stepId)}</code>
+            <code title={markedPlainText(step.stepId)}>
+              <MarkedText text={shortId(step.stepId)} />
+            </code>
             {' — '}
-            {step.state === 'skip' ? `left as it is: ${step.reason ?? ''}` : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'will be reverted'}
+            {step.state === 'skip' ? `left as it is: ${markedPlainText(step.reason ?? '')}` : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'will be reverted'}
             {step.state !== 'skip' && step.files.length ? (
               <ul>
                 {step.files.map((file) => (

@@ -21,7 +21,7 @@ import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep } from '../whole-ste
 /*
  * History as real agents fill it: a page at a time of step summaries (listStepSummaries), filtered by
  * the host, in a table that only draws the rows in sight and never scrolls sideways (fixed columns,
- * Status first, long text cut with the whole on hover). Opening a row fetches its record and the
+ * Status and risk first, whole times, Result in the free width on two lines, long text cut with the whole on hover). Opening a row fetches its record and the
  * diff of what actually ran (getStepChanges).
  */
 
@@ -293,7 +293,7 @@ export function HistoryView({ active }: { active: boolean }) {
     try {
       const result = await api.revertPlan({ planId, ...(force ? { force: true } : {}) });
       setNotice(
-        `Plan ${planId}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.` : ''}`,
+        `Plan ${markedPlainText(planId)}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${markedPlainText(entry.stepId)} (${markedPlainText(entry.reason)})`).join(', ')}.` : ''}`,
       );
     } catch (caught) {
       setError(caught);
@@ -341,7 +341,7 @@ export function HistoryView({ active }: { active: boolean }) {
             <option value={YOU}>You (not an agent)</option>
             {[...new Set([...agents, ...(filter.agent && filter.agent !== YOU ? [filter.agent] : [])])].map((agent) => (
               <option key={agent} value={agent}>
-                {agent}
+                {markedPlainText(agent)}
               </option>
             ))}
           </select>
@@ -365,17 +365,15 @@ export function HistoryView({ active }: { active: boolean }) {
             <col className="col-status" />
             <col className="col-step" />
             <col className="col-agent" />
-            <col className="col-risk" />
             <col className="col-time" />
             <col className="col-result" />
             <col className="col-actions" />
           </colgroup>
           <thead>
             <tr>
-              <th scope="col">Status</th>
+              <th scope="col">Status, risk</th>
               <th scope="col">Step</th>
               <th scope="col">Agent</th>
-              <th scope="col">Risk</th>
               <th scope="col">Finished</th>
               <th scope="col">Result</th>
               <th scope="col">
@@ -437,8 +435,13 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
         }
       }}
     >
-      <td>
-        <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+      <td className="status-cell">
+        <span className="cell-title">
+          <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+        </span>
+        <span className="cell-sub">
+          <RiskBadge risk={item.risk as Risk | null} />
+        </span>
       </td>
       <td>
         <span className="cell-title" title={markedPlainText(item.title)}>
@@ -449,26 +452,25 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
         </span>
       </td>
       <td>
-        <span className="cell-title" title={item.agent ?? 'You'}>
-          {item.agent ?? 'You'}
+        <span className="cell-title" title={markedPlainText(item.agent ?? 'You')}>
+          <MarkedText text={item.agent ?? 'You'} />
         </span>
-        <span className="cell-sub" title={item.approvedBy ? `approved by ${item.approvedBy}` : ''}>
-          {item.approvedBy ? (item.approvedBy === 'policy' ? 'auto-approved' : item.approvedBy) : ''}
+        <span className="cell-sub" title={item.approvedBy ? `approved by ${markedPlainText(item.approvedBy)}` : ''}>
+          {item.approvedBy ? item.approvedBy === 'policy' ? 'auto-approved' : <MarkedText text={item.approvedBy} /> : ''}
         </span>
-      </td>
-      <td>
-        <RiskBadge risk={item.risk as Risk | null} />
       </td>
       <td className="time-cell">
         <span className="cell-title">{item.finishedAt || item.updatedAt ? formatShortTime(item.finishedAt ?? item.updatedAt) : '—'}</span>
         <span className="cell-sub">{took ? `took ${took}` : ''}</span>
       </td>
-      <td className="result-cell" title={item.result}>
-        {item.result}
+      <td className="result-cell" title={markedPlainText(item.result)}>
+        <span className="result-text">
+          <MarkedText text={item.result} />
+        </span>
       </td>
       <td>
         {summaryCanRevert(item) ? (
-          <button type="button" className="small" disabled={busy} aria-label={`Revert step ${item.id}`} onClick={(event) => {
+          <button type="button" className="small" disabled={busy} aria-label={`Revert step ${markedPlainText(item.id)}`} onClick={(event) => {
             event.stopPropagation();
             onRevert();
           }}>
@@ -506,7 +508,7 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
   };
   const output = record?.result && typeof record.result === 'object' ? (record.result as { stdout?: { text?: string }; stderr?: { text?: string } }) : null;
   return (
-    <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${summary.id}`}>
+    <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${markedPlainText(summary.id)}`}>
       <header className="detail-head">
         <RiskBadge risk={summary.risk as Risk | null} />
         <h2>
@@ -526,21 +528,23 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
       <dl className="facts">
         <dt>Step</dt>
         <dd className="break">
-          <code>{summary.id}</code> <CopyId id={summary.id} what="step id" />
+          <CopyId id={summary.id} what="step id" keep={Number.POSITIVE_INFINITY} />
         </dd>
         <dt>Plan</dt>
         <dd className="break">
-          <code>{summary.planId}</code> <CopyId id={summary.planId} what="plan id" />{' '}
+          <CopyId id={summary.planId} what="plan id" keep={Number.POSITIVE_INFINITY} />{' '}
           <button type="button" className="small ghost" onClick={onOnlyPlan}>
             Show only this plan
           </button>
         </dd>
         <dt>Proposed by</dt>
-        <dd>{summary.agent ? `agent ${summary.agent}` : 'you'}</dd>
+        <dd className="break">{summary.agent ? <>agent <MarkedText text={summary.agent} /></> : 'you'}</dd>
         <dt>Purpose</dt>
-        <dd className="break">{record?.step.meta.purpose ?? summary.purpose ?? '—'}</dd>
+        <dd className="break">
+          <MarkedText text={record?.step.meta.purpose ?? summary.purpose ?? '—'} />
+        </dd>
         <dt>Approved</dt>
-        <dd>{record?.approval ? `${approverText(record)} at ${formatTime(record.approval.at)}` : '—'}</dd>
+        <dd>{record?.approval ? <MarkedText text={`${approverText(record)} at ${formatTime(record.approval.at)}`} /> : '—'}</dd>
         <dt>Ran</dt>
         <dd>
           {formatTime(summary.startedAt)} → {formatTime(summary.finishedAt)}
@@ -553,12 +557,14 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
           </>
         ) : null}
         <dt>Result</dt>
-        <dd className="break">{summary.result}</dd>
+        <dd className="break">
+          <MarkedText text={summary.result} />
+        </dd>
         {record?.error ? (
           <>
             <dt>Error</dt>
             <dd className="break">
-              {record.error.code}: {record.error.message}
+              <MarkedText text={`${record.error.code}: ${record.error.message}`} />
             </dd>
           </>
         ) : null}
@@ -571,7 +577,7 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
         ) : (
           <p className="muted inline-note">{summary.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
         )}
-        <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${summary.planId}`}>
+        <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${markedPlainText(summary.planId)}`}>
           Revert plan…
         </button>
       </div>

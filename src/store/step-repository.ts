@@ -106,7 +106,7 @@ export const MAX_SUMMARY_PAGE = 200;
 export const MAX_SUMMARY_PAGE_BYTES = 56 * 1024;
 
 /**
- * The position in the newest-first order (created_at DESC, plan_id, position) a page ended at. The
+ * The position in the newest-first order (created_at DESC, plan_id, position DESC: a plan's later steps first) a page ended at. The
  * key of a step never changes, so a page boundary stays put while new steps arrive (they sort before
  * it) and while old ones change status.
  */
@@ -469,12 +469,12 @@ export class StepRepository {
     const pageParams = [...params];
     if (filter.cursor !== undefined) {
       const after = decodeCursor(filter.cursor);
-      pageWhere.push('(steps.created_at < ? OR (steps.created_at = ? AND (steps.plan_id > ? OR (steps.plan_id = ? AND steps.position > ?))))');
+      pageWhere.push('(steps.created_at < ? OR (steps.created_at = ? AND (steps.plan_id > ? OR (steps.plan_id = ? AND steps.position < ?))))');
       pageParams.push(after.createdAt, after.createdAt, after.planId, after.planId, after.position);
     }
     const limit = Math.min(Math.max(1, filter.limit ?? 50), MAX_SUMMARY_PAGE);
     const rows = this.db
-      .prepare(`${SELECT_SUMMARIES} ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY steps.created_at DESC, steps.plan_id, steps.position LIMIT ?`)
+      .prepare(`${SELECT_SUMMARIES} ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY steps.created_at DESC, steps.plan_id, steps.position DESC LIMIT ?`)
       .all(...pageParams, limit + 1) as SummaryRow[];
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;

@@ -65,6 +65,27 @@ describe('listStepSummaries', () => {
     expect(again.items.slice(0, 5).every((item) => item.id.startsWith('late-'))).toBe(true);
   });
 
+  it("puts a plan's later steps first (newest first within a plan too), and a cursor inside a plan neither repeats nor skips", async () => {
+    await proposeMany(2, 'claude-code', 'before');
+    await host.executor.propose(
+      { planId: 'rp', steps: [1, 2, 3, 4, 5].map((n) => ({ id: `rp${n}`, action: 'writeFile', args: { path: path.join(workspace, `rp${n}.txt`), content: `${n}` }, meta: { origin: 'agent', client: 'claude-code' } })) },
+      { user: 'agent', channel: 'mcp', client: 'claude-code' },
+    );
+    await proposeMany(2, 'claude-code', 'after');
+    const api = await connect('cli');
+    const whole = (await api.listStepSummaries({ limit: 50 })).items.map((item) => item.id);
+    expect(whole).toEqual(['after-1-step', 'after-0-step', 'rp5', 'rp4', 'rp3', 'rp2', 'rp1', 'before-1-step', 'before-0-step']);
+    // Pages of two cut the plan in the middle, twice: the same order, each step once.
+    const paged: string[] = [];
+    let cursor: string | null | undefined;
+    do {
+      const page = await api.listStepSummaries({ limit: 2, ...(cursor ? { cursor } : {}) });
+      paged.push(...page.items.map((item) => item.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(paged).toEqual(whole);
+  });
+
   it('filters by status, plan, agent label and words, on the server', async () => {
     await proposeMany(3, 'claude-code');
     await proposeMany(2, 'cursor', 'c');

@@ -1,0 +1,149 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StepRecord } from '../../src/domain/step-record.js';
+import { proposeAndAwaitDecision } from '../../src/ipc/decision-wait.js';
+import { connectToHost } from '../../src/ipc/node-client.js';
+import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { startServe } from '../helpers/serve-process.js';
+import { tempSetup } from '../helpers/temp-dirs.js';
+
+/*
+ * History shows an agent's text as the queue does: every invisible or direction-changing character
+ * in a result, a reject reason, an error, a title, a purpose or an agent's label is a ⟨U+…⟩ marker,
+ * never a character that hides or reorders what is shown ("Rejected: no ‮thanks" read "no sknaht").
+ * And its columns fit real data at 1024, 1280 and 1440 px: times are whole, a JSON result shows at
+ * least 40 characters.
+ */
+
+const skipReason = chromiumMissingReason();
+let browser: Browser;
+beforeAll(async () => {
+  if (skipReason) return;
+  ensureRendererBuilt();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/**
+ * Bidi overrides, embeddings and isolates, the Arabic letter mark, zero-width characters. (U+FEFF, the
+ * BOM, arrives in the page as a plain space in this run, not as itself: left out here until that is
+ * understood.)
+ */
+const GRID = ['\u202e', '\u202d', '\u202b', '\u2066', '\u2067', '\u2068', '\u2069', '\u061c', '\u200b', '\u200c', '\u200d', '\u2060'];
+const codePoint = (character: string) => `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+const tricky = (word: string) => `${word} ${GRID.map((character, index) => `${index}${character}x`).join(' ')}`;
+
+/** Every character of the grid is shown as its marker in `text`, and none of them is left as it is. */
+function expectMarked(text: string, where: string): void {
+  for (const character of GRID) {
+    expect(text, `${where}: raw ${codePoint(character)}`).not.toContain(character);
+    expect(text, `${where}: marker of ${codePoint(character)}`).toContain(`⟨${codePoint(character)}⟩`);
+  }
+}
+
+async function openHistory(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 20_000 }).toBe(true);
+  await page.keyboard.press('2');
+  await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible()).toBe(true);
+}
+
+describe.skipIf(skipReason !== null)('History shows real text as it is', { timeout: 240_000 }, () => {
+  it('marks the grid of hidden characters in every field, and lays out whole times and long results at three widths', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'none' });
+    const served = await startServe(dataDir);
+    const person = await connectToHost(dataDir, 'cli');
+    const agent = await connectToHost(dataDir, 'agent', { client: tricky('agent') });
+    try {
+      /** What waits for the person is approved here, and the step followed to its end. */
+      const settle = async (records: StepRecord[]): Promise<StepRecord[]> => {
+        const waiting = records.find((record) => record.status === 'awaiting_consent');
+        if (!waiting) return records;
+        await person.approve({ stepId: waiting.step.id, previewHash: waiting.previewHash });
+        await expect.poll(async () => ['executed', 'failed'].includes((await person.getStep({ stepId: waiting.step.id })).status), { timeout: 60_000 }).toBe(true);
+        return [await person.getStep({ stepId: waiting.step.id })];
+      };
+      // Rejected: the title (its path), the purpose and the reason hold the grid.
+      const [rejected] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'writeFile', args: { path: path.join(workspace, `${tricky('file')}.txt`), content: 'x\n' }, meta: { purpose: tricky('purpose') } }] }, { until: 'needsPerson' });
+      await person.reject({ stepId: rejected!.step.id, reason: tricky('no thanks') });
+      // A result and an error that hold it, and a long plain JSON result.
+      const [returned] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: `return ${JSON.stringify(tricky('result'))};` } }] }, { until: 'needsPerson' }).then((records) => settle(records));
+      const [failed] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: `throw new Error(${JSON.stringify(tricky('error'))});` } }] }, { until: 'needsPerson' }).then((records) => settle(records));
+      const [json] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: "return { items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], label: 'a long label for the batch', ok: true };" } }] }, { until: 'needsPerson' }).then((records) => settle(records));
+      expect([returned!.status, failed!.status, json!.status]).toEqual(['executed', 'failed', 'executed']);
+
+      // The link opens the window once: one page, resized.
+      const context = await browser.newContext({ viewport: { width: 1024, height: 800 } });
+      const page = await context.newPage();
+      await openHistory(page, served.info.url);
+      const row = (id: string) => page.locator(`#history-row-${id}`);
+      for (const step of [rejected!, returned!, failed!, json!]) await expect.poll(() => row(step.step.id).count(), { timeout: 20_000 }).toBe(1);
+      for (const width of [1024, 1280, 1440]) {
+        await page.setViewportSize({ width, height: 800 });
+        await expect.poll(() => page.evaluate(() => window.innerWidth)).toBe(width);
+
+        // Times are whole in every row; the JSON result shows at least 40 characters.
+        const cut = await page.locator('.history-grid .time-cell .cell-title, .history-grid .time-cell .cell-sub').evaluateAll((cells) => cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent));
+        expect(cut, `times cut at ${width} px`).toEqual([]);
+        const shownCharacters = await row(json!.step.id).locator('.result-text').evaluate((box) => {
+          // Each character whose box lies inside the result's box is in sight (cut lines and "…" fall outside).
+          const bounds = box.getBoundingClientRect();
+          const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+          let inSight = 0;
+          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (let index = 0; index < (node.textContent ?? '').length; index++) {
+              const range = document.createRange();
+              range.setStart(node, index);
+              range.setEnd(node, index + 1);
+              const rect = range.getBoundingClientRect();
+              if (rect.width > 0 && rect.right <= bounds.right + 0.5 && rect.bottom <= bounds.bottom + 0.5) inSight++;
+            }
+          }
+          return inSight;
+        });
+        const columns = await page.locator('.history-grid thead th').evaluateAll((cells) => cells.map((cell) => `${cell.textContent}:${Math.round(cell.getBoundingClientRect().width)}`).join(' '));
+        expect(shownCharacters, `result characters in sight at ${width} px (${columns})`).toBeGreaterThanOrEqual(40);
+        // Nothing sideways.
+        const scroller = page.getByTestId('history-scroller');
+        expect(await scroller.evaluate((node) => node.scrollWidth <= node.clientWidth)).toBe(true);
+
+        if (width === 1280) {
+          // Rows: the agent's label, the title, the reason, the result and the error, each marked.
+          expectMarked(await row(rejected!.step.id).innerText(), 'rejected row');
+          expect(await row(rejected!.step.id).locator('.result-cell').innerText()).toContain('no thanks 0⟨U+202E⟩x');
+          expectMarked(await row(returned!.step.id).locator('.result-cell').innerText(), 'result');
+          expectMarked(await row(failed!.step.id).locator('.result-cell').innerText(), 'error in the row');
+          // The detail: title, purpose, result, agent, and the error, each marked; each id once.
+          await row(rejected!.step.id).click();
+          const detail = page.locator('#history-detail');
+          await expect.poll(() => detail.getByText('Purpose').count()).toBeGreaterThan(0);
+          await expect.poll(async () => (await detail.innerText()).includes('purpose 0⟨U+202E⟩x')).toBe(true);
+          const facts = await detail.innerText();
+          expectMarked(facts, 'rejected detail');
+          for (const label of ['Purpose', 'Result', 'Proposed by']) expectMarked(await detail.locator(`dt:text-is("${label}") + dd`).innerText(), `detail ${label}`);
+          expectMarked(await detail.locator('h2').innerText(), 'detail title');
+          const stepLine = await detail.locator('dt:text-is("Step") + dd').innerText();
+          expect(stepLine.split(rejected!.step.id).length - 1, `step id shown once in "${stepLine}"`).toBe(1);
+          await row(failed!.step.id).click();
+          await expect.poll(() => detail.locator('dt:text-is("Error")').count()).toBe(1);
+          expectMarked(await detail.locator('dt:text-is("Error") + dd').innerText(), 'detail error');
+          // The agent filter's choices.
+          expectMarked(await page.getByLabel('Agent').innerText(), 'agent filter');
+          // Nowhere in History is a raw hidden character left.
+          const all = await page.locator('.history').innerText();
+          for (const character of GRID) expect(all).not.toContain(character);
+        }
+      }
+      await context.close();
+    } finally {
+      agent.close();
+      person.close();
+      await served.stop();
+    }
+    expect(fs.existsSync(path.join(workspace, `${tricky('file')}.txt`))).toBe(false);
+  });
+});
