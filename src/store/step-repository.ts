@@ -167,7 +167,7 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_extract(steps.evaluation_json, '$.reasons') AS reasons_json,
   json_extract(steps.evaluation_json, '$.reversible') AS reversible,
   steps.approved_by_json, steps.approved_at, steps.rejected_reason,
-  json_remove(steps.result_json, '$.partialOutput', '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
+  json_remove(steps.result_json, '$.partialOutput.stdout', '$.partialOutput.stderr', '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
   json_array_length(steps.result_json, '$.files') AS files_count,
   json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
