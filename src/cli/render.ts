@@ -159,10 +159,13 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
   if (record.consentExpiresAt) lines.push(`Expires  ${line(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
-  if (record.result) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
+  const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
+  if (record.result && !partialOutput) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
   for (const [name, span] of [['Dry run', record.runTimes?.dryRun], ['Run', record.runTimes?.realRun]] as const) {
-    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${line(span.startedAt)} → ${line(span.finishedAt)})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
+    // The host's wall clock (the duration History and `steps list` say); the sandbox's own count of the command, if the result has one, is named as such.
+    const inSandbox = name === 'Run' && typeof record.result?.durationMs === 'number' ? `; the command itself ${durationText(record.result.durationMs)} in its sandbox` : '';
+    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${line(span.startedAt)} → ${line(span.finishedAt)}, host's clock${inSandbox})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
   }
   if (runs.code.length) lines.push('', ...runs.code);
   if (record.preview?.kind === 'fileChanges') {
@@ -173,7 +176,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   } else if (record.preview?.kind === 'commandRun') {
     const run = record.preview;
     const ended = run.timedOut ? 'timed out' : run.oomKilled ? `killed at the memory limit (exit ${run.exitCode})` : `exit ${run.exitCode}`;
-    lines.push('', `--- sandbox run of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`);
+    lines.push('', `--- dry run (the preview, in a scratch copy; not the real run) of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`);
     for (const [name, stream] of [['stdout', run.stdout], ['stderr', run.stderr]] as const) {
       if (stream.bytes > 0) lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, visibleBlock(stream.text.replace(/\n$/, '')));
     }
@@ -204,7 +207,23 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   } else if (record.preview?.kind === 'text') {
     lines.push('', '--- preview', visibleBlock(record.preview.text));
   }
+  if (partialOutput) {
+    // The real run's output up to the cancel: after the dry run's, so the preview is not read as what the real run did.
+    lines.push('', `--- the real run's output before it was cancelled (stdout ${partialOutput.bytes.stdout} bytes, stderr ${partialOutput.bytes.stderr} bytes${partialOutput.truncated ? '; only the last part was kept' : ''}):`);
+    if (partialOutput.stdout) lines.push('stdout:', visibleBlock(partialOutput.stdout.replace(/\n$/, '')));
+    if (partialOutput.stderr) lines.push('stderr:', visibleBlock(partialOutput.stderr.replace(/\n$/, '')));
+    if (!partialOutput.stdout && !partialOutput.stderr) lines.push('(it printed nothing)');
+  }
   return lines.join('\n');
+}
+
+/** A cancelled real run's partial output (Executor's cancel keeps it as the step's result), or null. */
+function partialOutputOf(result: Record<string, unknown> | null): { stdout: string; stderr: string; bytes: { stdout: number; stderr: number }; truncated: boolean } | null {
+  const partial = result?.partialOutput as { stdout?: unknown; stderr?: unknown; bytes?: { stdout?: unknown; stderr?: unknown }; truncated?: unknown } | undefined;
+  if (!partial || typeof partial !== 'object') return null;
+  const text = (value: unknown) => (typeof value === 'string' ? value : '');
+  const count = (value: unknown) => (typeof value === 'number' ? value : 0);
+  return { stdout: text(partial.stdout), stderr: text(partial.stderr), bytes: { stdout: count(partial.bytes?.stdout), stderr: count(partial.bytes?.stderr) }, truncated: partial.truncated === true };
 }
 
 /** A run under way as `steps show` and `steps watch` print it: phase, elapsed time, then the tail of its output (stderr lines marked). */

@@ -23,6 +23,8 @@ export interface ResultSource {
   evaluation: { reasons: string[] } | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** The host's wall-clock timing of the real run (RunTimes.realRun), where it ran. */
+  runTimes?: { realRun?: { durationMs: number } };
 }
 
 /** Cut to `max` characters on one line (line breaks and tabs become spaces), saying it was cut with "…". */
@@ -54,11 +56,24 @@ export function filesChangedOf(source: Pick<ResultSource, 'step' | 'result'>): n
   return null;
 }
 
+/**
+ * How long the real run took: the host's timing of it (RunTimes.realRun, what `steps show` prints
+ * as "Run") where it exists, so one run has one duration everywhere; else the sandbox's own count.
+ */
 function ranFor(source: ResultSource, result: Record<string, unknown>): number | null {
+  const host = source.runTimes?.realRun?.durationMs;
+  if (typeof host === 'number' && Number.isFinite(host)) return host;
   if (typeof result.durationMs === 'number' && Number.isFinite(result.durationMs)) return result.durationMs;
   if (!source.startedAt || !source.finishedAt) return null;
   const ms = Date.parse(source.finishedAt) - Date.parse(source.startedAt);
   return Number.isFinite(ms) && ms >= 0 ? ms : null;
+}
+
+/** "Cancelled 8.5 s into its run" (the host's timing of the real run), or "Cancelled while it ran" when it was not timed. */
+function cancelledWhen(source: ResultSource): string {
+  const host = source.runTimes?.realRun?.durationMs;
+  const ms = typeof host === 'number' && Number.isFinite(host) ? host : source.startedAt && source.finishedAt ? Date.parse(source.finishedAt) - Date.parse(source.startedAt) : NaN;
+  return Number.isFinite(ms) && ms >= 0 ? `Cancelled ${durationText(ms)} into its run` : 'Cancelled while it ran';
 }
 
 /** What a step that ran did, from its result. */
@@ -121,7 +136,7 @@ export function resultWords(source: ResultSource): string {
       return 'Running…';
     case 'cancelled':
       // Cancelled before it was marked running: it applied nothing. After: what it had done stays (and can be reverted).
-      return source.startedAt ? oneLine(`Cancelled while it ran${result ? `; it had: ${executedWords(source, result)}` : ''}`) : 'Cancelled before it ran';
+      return source.startedAt ? oneLine(`${cancelledWhen(source)}${result && !('partialOutput' in result) ? `; it had: ${executedWords(source, result)}` : ''}`) : 'Cancelled before it ran';
     default:
       return '—';
   }

@@ -1,6 +1,6 @@
 import type { Actor } from './actor.js';
 import type { ErrorShape } from './errors.js';
-import { filesChangedOf, oneLine, resultWords } from './result-words.js';
+import { filesChangedOf, oneLine, resultWords, type ResultSource } from './result-words.js';
 import type { StepStatus } from './state-machine.js';
 import type { Step } from './step.js';
 import { summarizeStep } from './step-title.js';
@@ -65,6 +65,8 @@ export interface SummarySource {
   startedAt: string | null;
   finishedAt: string | null;
   revertedAt: string | null;
+  /** The host's timing of the real run, where it ran (the one duration the words say). */
+  runTimes?: ResultSource['runTimes'];
   blockedBy?: { stepId: string; status: StepStatus };
   consentExpiresAt?: string;
 }

@@ -173,6 +173,9 @@ export interface ExecutorSeams {
   heavyCodeRunner?: HeavyCodeRunner;
 }
 
+/** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
+export const CANCEL_WAIT_MS = 10_000;
+
 const POLICY_ACTOR: Actor = actorFor('policy');
 const SYSTEM_ACTOR: Actor = actorFor('system');
 
@@ -1064,7 +1067,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const record = this.stepFor(stepId, actor);
     const byAgent = isAgentActor(actor);
     const live = this.liveRuns.get(stepId);
-    if (live && !byAgent) return this.stopRun(live, actor);
+    if (live && !byAgent) return await this.stopRun(live, actor);
     if (live?.phase === 'realRun') {
       // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`, { stepId, from: 'running', to: 'cancelled' });
@@ -1107,9 +1110,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * The person's Cancel of a sandbox run under way: the step ends `cancelled` first (so whatever the run
    * does next is not recorded as its outcome), then the container or worker is killed. A dry run's
    * step never ran for real; a real run stopped in the sandbox applied nothing; one stopped while it
-   * applied keeps its backups and can be reverted. Answers at once: the plan moves on in the run's own loop.
+   * applied keeps its backups and can be reverted. Answers once the container or worker is gone (at
+   * most CANCEL_WAIT_MS; the message says so if it is not), with the real run's partial output kept as
+   * the step's result. The plan moves on in the run's own loop.
    */
-  private stopRun(live: LiveRun, actor: Actor): StepRecord {
+  private async stopRun(live: LiveRun, actor: Actor): Promise<StepRecord> {
     const stepId = live.stepId;
     const current = this.steps.get(stepId);
     // Asked twice: the first one is already stopping it.
@@ -1126,12 +1131,33 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         ? 'its sandbox run was stopped before anything was applied.'
         : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
     const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
-    const cancelled = this.emitStep(this.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString() }, {
+    // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
+    const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
+    const cancelled = this.emitStep(this.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
       detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
       expectFrom,
     }));
     live.cancel();
-    return cancelled;
+    let timer: NodeJS.Timeout | undefined;
+    const gone = await Promise.race([
+      live.done.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), CANCEL_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (this.closed) return cancelled;
+    const partial = live.phase === 'realRun' && current.status === 'approved' ? live.output() : null;
+    const after = this.steps.get(stepId);
+    if (!gone || (partial && after.result === null)) {
+      const notGone = gone ? '' : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
+      this.steps.recordCancelledRun(stepId, {
+        ...(partial && after.result === null ? { result: { partialOutput: partial } } : {}),
+        ...(notGone ? { error: { code: 'STEP_CANCELLED', message: `${message}${notGone}` } } : {}),
+      });
+      return this.emitStep(this.steps.get(stepId));
+    }
+    return after;
   }
 
   /**
@@ -1546,7 +1572,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (!['executed', 'failed', 'interrupted', 'cancelled'].includes(record.status)) {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that ran can be reverted.`, { stepId, from: record.status, to: 'reverted' });
     }
-    if (record.status === 'cancelled' && !record.startedAt) {
+    // Cancelled before it was marked running (in its sandbox run, or waiting): no backup, nothing of it was applied.
+    if (record.status === 'cancelled' && (!record.startedAt || (this.steps.backups(stepId).length === 0 && this.steps.createdDirectories(stepId).length === 0))) {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, { stepId, from: record.status, to: 'reverted' });
     }
     const force = options.force === true;

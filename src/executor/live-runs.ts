@@ -18,6 +18,11 @@ export class LiveRun implements RunHooks {
   private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
   private timer: NodeJS.Timeout | null = null;
   private ended = false;
+  private markEnded!: () => void;
+  /** Settles when the run's last frame went out: its container or worker is gone (the sandbox removes it before its run settles). */
+  readonly done = new Promise<void>((resolve) => {
+    this.markEnded = resolve;
+  });
 
   constructor(
     readonly stepId: string,
@@ -85,6 +90,15 @@ export class LiveRun implements RunHooks {
     trimTail(this.tail);
     this.flush(new Date().toISOString());
     this.ended = true;
+    this.markEnded();
+  }
+
+  /** What it printed, as kept (the tail, within LIVE_TAIL_BYTES and LIVE_TAIL_LINES), by stream, and how much there was. */
+  output(): { stdout: string; stderr: string; bytes: { stdout: number; stderr: number }; truncated: boolean } {
+    const text = { stdout: '', stderr: '' };
+    for (const chunk of this.tail) text[chunk.stream] += chunk.text;
+    const kept = Buffer.byteLength(text.stdout) + Buffer.byteLength(text.stderr);
+    return { ...text, bytes: { ...this.bytes }, truncated: kept < this.bytes.stdout + this.bytes.stderr };
   }
 
   private flush(endedAt?: string): void {

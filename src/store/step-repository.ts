@@ -151,6 +151,7 @@ interface SummaryRow {
   rejected_reason: string | null;
   result_json: string | null;
   files_count: number | null;
+  real_run_ms: number | null;
   error_json: string | null;
   created_at: string;
   updated_at: string;
@@ -174,8 +175,9 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_extract(steps.evaluation_json, '$.reversible') AS reversible,
   json_extract(steps.evaluation_json, '$.approvedByRules') AS rules_json,
   steps.approved_by_json, steps.approved_at, steps.rejected_reason,
-  json_remove(steps.result_json, '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
+  json_remove(steps.result_json, '$.partialOutput.stdout', '$.partialOutput.stderr', '$.stdout', '$.stderr', '$.logs', '$.egress', '$.files', '$.capabilityCalls', '$.image', '$.requests') AS result_json,
   json_array_length(steps.result_json, '$.files') AS files_count,
+  json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
   plans.consent_expiry_seconds
   FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
@@ -504,6 +506,7 @@ export class StepRepository {
           startedAt: row.started_at,
           finishedAt: row.finished_at,
           revertedAt: row.reverted_at,
+          ...(row.real_run_ms === null ? {} : { runTimes: { realRun: { durationMs: row.real_run_ms } } }),
           ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status } } : {}),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
         },
@@ -681,6 +684,17 @@ export class StepRepository {
           .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
+    })();
+  }
+
+  /**
+   * What a cancelled run left once it was stopped (its partial output as the result; the cancel's
+   * message when the run outlived the wait). Its own small write: the step was already cancelled.
+   */
+  recordCancelledRun(stepId: string, patch: { result?: Record<string, unknown>; error?: ErrorShape }): void {
+    this.db.transaction(() => {
+      if (patch.result) this.db.prepare("UPDATE steps SET result_json = ? WHERE step_id = ? AND status = 'cancelled' AND result_json IS NULL").run(canonicalJson(patch.result), stepId);
+      if (patch.error) this.db.prepare("UPDATE steps SET error_json = ? WHERE step_id = ? AND status = 'cancelled'").run(canonicalJson(patch.error), stepId);
     })();
   }
 

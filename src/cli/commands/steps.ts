@@ -169,7 +169,18 @@ export function registerStepCommands(program: Command): void {
         }
         await new Promise<void>((resolve) => {
           let current: string | null = null;
+          // A run under way whose last frame has not come yet: the step's end is said after it, so no output follows the end.
+          let runOpen = false;
+          let endLine: string | null = null;
           const write = (text: string) => process.stdout.write(`${visibleOutput(text)}\n`);
+          const finish = (text: string) => {
+            if (runOpen) {
+              endLine = text;
+              return;
+            }
+            write(text);
+            resolve();
+          };
           const following = api.on('run', (frame) => {
             if (frame.stepId !== stepId) return;
             if (frame.startedAt !== current) {
@@ -179,19 +190,21 @@ export function registerStepCommands(program: Command): void {
             if (frame.replace) write('--- (more came than is kept; the last lines follow)');
             const lines = tailLines(frame.chunks);
             if (lines.length) write(lines.join('\n'));
-            if (frame.endedAt) write(`--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`);
+            runOpen = !frame.endedAt;
+            if (frame.endedAt) {
+              write(`--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`);
+              if (endLine !== null) finish(endLine);
+            }
           });
           const settled = api.on('step', (changed) => {
             if (changed.step.id !== stepId) return;
             // Settled, or waiting for the person: no run of it follows without them.
-            if (!['proposed', 'evaluated', 'approved', 'running'].includes(changed.status)) {
-              write(summaryLine(changed));
-              resolve();
-            }
+            if (!['proposed', 'evaluated', 'approved', 'running'].includes(changed.status)) finish(summaryLine(changed));
           });
           // Listed once both streams are subscribed: nothing between the list and the first frame is missed.
           void Promise.all([following, settled]).then(() => api.listLiveRuns({ stepId })).then(([live]) => {
             if (live) {
+              if (current !== live.startedAt) runOpen = true;
               current = live.startedAt;
               write(liveRunText(live));
             } else if (!['proposed', 'evaluated', 'approved', 'running'].includes(record.status)) {

@@ -105,8 +105,10 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     expect(ownContainers().length).toBeGreaterThan(0);
     const asked = Date.now();
     const cancelled = await executor.cancel('long', person);
+    expect(ownContainers()).toEqual([]);
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.error).toMatchObject({ code: 'STEP_CANCELLED', message: expect.stringContaining('never ran for real') });
+    expect(cancelled.result).toBeNull();
     expect(await executor.cancel('long', person)).toMatchObject({ status: 'cancelled' });
     const last = await run.next((frame) => frame.stepId === 'long' && frame.endedAt !== undefined);
     expect(last.cancelling).toBe(true);
@@ -125,14 +127,20 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
 
   it('a real run cancelled in the sandbox applies nothing; one that has ended is refused with a clear error', async () => {
     const { executor, run, workspace } = openExecutor();
-    const command = `echo made > made.txt; ${ticker(1.5)}`;
+    const command = `echo made > made.txt; ${ticker(30)}`;
     await executor.propose({ steps: [{ id: 'real', action: 'runCommand', args: { command } }] }, person);
     expect(executor.getStep('real').status).toBe('awaiting_consent');
     const approving = executor.approve('real', person);
     await run.next((frame) => frame.stepId === 'real' && frame.phase === 'realRun' && printed(frame, 'line 1'));
     const cancelled = await executor.cancel('real', person);
+    // The answer comes once the container is gone, with the run's partial output kept and its start time set.
+    expect(ownContainers()).toEqual([]);
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.error?.message).toContain('before anything was applied');
+    expect(cancelled.startedAt).not.toBeNull();
+    expect(cancelled.result).toMatchObject({ partialOutput: { stdout: expect.stringContaining('line 1'), truncated: false } });
+    expect(executor.listStepSummariesFor({}, person).items.find((item) => item.id === 'real')?.result).toMatch(/^Cancelled [\d.]+ (ms|s) into its run$/);
+    await expect(executor.revertStep('real', person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('nothing to revert') });
     const settled = await approving;
     expect(settled.status).toBe('cancelled');
     expect(fs.existsSync(path.join(workspace, 'made.txt'))).toBe(false);

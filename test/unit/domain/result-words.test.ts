@@ -33,6 +33,18 @@ describe('resultWords', () => {
     expect(resultWords(source({ status: 'cancelled', action: 'runCommand', startedAt: '2026-01-01T00:00:00Z', result: { exitCode: 137, durationMs: 1500, files: [{}] } }))).toBe('Cancelled while it ran; it had: Exit 137 in 1.5 s; 1 file changed');
   });
 
+  it("says one duration for a run: the host's timing of the real run where there is one", () => {
+    const realRun = { durationMs: 21_800 };
+    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 0, durationMs: 3300, files: [] }, runTimes: { realRun } }))).toBe('Exit 0 in 21.8 s; no file changed');
+    expect(resultWords(source({ action: 'runCode', result: { ok: true, value: 1, durationMs: 12 }, runTimes: { realRun: { durationMs: 40 } } }))).toBe('Returned in 40 ms: 1');
+  });
+
+  it('says how far into its run a cancelled real run was stopped, its partial output not read as an outcome', () => {
+    const cancelled = source({ status: 'cancelled', action: 'runCommand', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:08.500Z', result: { partialOutput: { stdout: 'line 1\n', stderr: '', bytes: { stdout: 7, stderr: 0 }, truncated: false } } });
+    expect(resultWords(cancelled)).toBe('Cancelled 8.5 s into its run');
+    expect(resultWords({ ...cancelled, runTimes: { realRun: { durationMs: 8700 } } })).toBe('Cancelled 8.7 s into its run');
+  });
+
   it('never prints a big JSON result whole', () => {
     const words = resultWords(source({ action: 'somethingNew', result: { blob: 'y'.repeat(100_000) } }));
     expect(words.length).toBeLessThanOrEqual(RESULT_WORDS_MAX_CHARACTERS);
