@@ -8,5 +8,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
+    // expect.poll follows events (a selector showing, a status arriving); its default of 1 s was
+    // written for a quiet laptop, and under two busy cores a window can take longer to draw.
+    expect: { poll: { timeout: 15_000 } },
   },
 });

@@ -49,7 +49,7 @@ async function openHistory(page: Page, url: string): Promise<void> {
   await page.goto(url);
   await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 20_000 }).toBe(true);
   await page.keyboard.press('2');
-  await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible()).toBe(true);
+  await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible(), { timeout: 20_000 }).toBe(true);
 }
 
 describe.skipIf(skipReason !== null)('History shows real text as it is', { timeout: 240_000 }, () => {
@@ -84,7 +84,7 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
       for (const step of [rejected!, returned!, failed!, json!]) await expect.poll(() => row(step.step.id).count(), { timeout: 20_000 }).toBe(1);
       for (const width of [1024, 1280, 1440]) {
         await page.setViewportSize({ width, height: 800 });
-        await expect.poll(() => page.evaluate(() => window.innerWidth)).toBe(width);
+        await expect.poll(() => page.evaluate(() => window.innerWidth), { timeout: 20_000 }).toBe(width);
 
         // Times are whole in every row; the JSON result shows at least 40 characters.
         const cut = await page.locator('.history-grid .time-cell .cell-title, .history-grid .time-cell .cell-sub').evaluateAll((cells) => cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent));
@@ -109,7 +109,8 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
         expect(shownCharacters, `result characters in sight at ${width} px (${columns})`).toBeGreaterThanOrEqual(40);
         // Nothing sideways.
         const scroller = page.getByTestId('history-scroller');
-        expect(await scroller.evaluate((node) => node.scrollWidth <= node.clientWidth)).toBe(true);
+        // After a resize the table lays out again on the next frames: follow it rather than read it once.
+        await expect.poll(() => scroller.evaluate((node) => node.scrollWidth <= node.clientWidth), { timeout: 20_000 }).toBe(true);
 
         if (width === 1280) {
           // Rows: the agent's label, the title, the reason, the result and the error, each marked.
@@ -120,8 +121,8 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
           // The detail: title, purpose, result, agent, and the error, each marked; each id once.
           await row(rejected!.step.id).click();
           const detail = page.locator('#history-detail');
-          await expect.poll(() => detail.getByText('Purpose').count()).toBeGreaterThan(0);
-          await expect.poll(async () => (await detail.innerText()).includes('purpose 0⟨U+202E⟩x')).toBe(true);
+          await expect.poll(() => detail.getByText('Purpose').count(), { timeout: 20_000 }).toBeGreaterThan(0);
+          await expect.poll(async () => (await detail.innerText()).includes('purpose 0⟨U+202E⟩x'), { timeout: 20_000 }).toBe(true);
           const facts = await detail.innerText();
           expectMarked(facts, 'rejected detail');
           for (const label of ['Purpose', 'Result', 'Proposed by']) expectMarked(await detail.locator(`dt:text-is("${label}") + dd`).innerText(), `detail ${label}`);
@@ -129,7 +130,7 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
           const stepLine = await detail.locator('dt:text-is("Step") + dd').innerText();
           expect(stepLine.split(rejected!.step.id).length - 1, `step id shown once in "${stepLine}"`).toBe(1);
           await row(failed!.step.id).click();
-          await expect.poll(() => detail.locator('dt:text-is("Error")').count()).toBe(1);
+          await expect.poll(() => detail.locator('dt:text-is("Error")').count(), { timeout: 20_000 }).toBe(1);
           expectMarked(await detail.locator('dt:text-is("Error") + dd').innerText(), 'detail error');
           // The agent filter's choices.
           expectMarked(await page.getByLabel('Agent').innerText(), 'agent filter');
