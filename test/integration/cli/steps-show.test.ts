@@ -83,8 +83,8 @@ describe('executor steps show, steps cancel and steps watch: runs and their time
     const shownHash = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'slow']).json<{ previewHash: string | null; status: string }>();
     const ran = shownHash.status === 'executed' ? null : runCli(['--data-dir', dataDir, 'approve', 'slow', '--preview-hash', shownHash.previewHash ?? 'none'], { timeoutMs: 120_000 });
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'slow']);
-    expect(shown.stdout, `${approved.stderr}${ran?.stderr ?? ''}`).toMatch(/^Dry run  \d+(\.\d)? s \(.+ → .+\)$/m);
-    expect(shown.stdout).toMatch(/^Run      \d+(\.\d)? s \(.+ → .+\)$/m);
+    expect(shown.stdout, `${approved.stderr}${ran?.stderr ?? ''}`).toMatch(/^Dry run  (\d+(\.\d)? m?s|\d+ min( \d+ s)?) \(.+ → .+\)$/m);
+    expect(shown.stdout, shown.stdout).toMatch(/^Run      (\d+(\.\d)? m?s|\d+ min( \d+ s)?) \(.+ → .+\)$/m);
 
     const waitingFile = path.join(base, 'waiting.json');
     fs.writeFileSync(waitingFile, JSON.stringify({ planId: 'waiting', steps: [{ id: 'w', action: 'runCommand', args: { command: 'true' } }] }));
