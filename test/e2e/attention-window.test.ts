@@ -92,6 +92,7 @@ function statusOf(dataDir: string, file: string): string | undefined {
 
 const notices = (page: Page) => page.evaluate(() => (window as unknown as { __notices: { title: string; body?: string }[] }).__notices);
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('getting the person’s attention, in their words', { timeout: 300_000 }, () => {
   it('notifies once per burst naming the agent, counts on the favicon, and holds Approve and Reject with an Undo', async () => {
     // Room for a big burst from one agent (the default allows 10 open steps per agent).

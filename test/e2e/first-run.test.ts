@@ -105,6 +105,7 @@ async function npmStart(command: string, env: NodeJS.ProcessEnv): Promise<string
   });
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_000 }, () => {
   it("the README's Try it, run as written, shows the demo step in the window npm start opened", async () => {
     const home = tempDir('executor-home-');

@@ -52,6 +52,7 @@ async function openHistory(page: Page, url: string): Promise<void> {
   await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible(), { timeout: 20_000 }).toBe(true);
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('History shows real text as it is', { timeout: 240_000 }, () => {
   it('marks the grid of hidden characters in every field, and lays out whole times and long results at three widths', async () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'none' });

@@ -68,6 +68,7 @@ async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Re
   return ids;
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_000 }, () => {
   it('sixty agents\' steps: fixed columns, copy ids, words, what ran, revert on the row and by plan, filters, small replies', async () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 10_000, openSteps: 10_000 }, commands: { deny: ['curl'] } });

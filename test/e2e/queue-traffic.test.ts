@@ -28,6 +28,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { timeout: 300_000 }, () => {
   it('no frame over 64 KiB while it opens and scrolls; the step in detail is cut, says so, and pages the rest before approving', async () => {
     const { dataDir, workspace } = tempSetup();

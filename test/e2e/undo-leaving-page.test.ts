@@ -63,6 +63,7 @@ async function approveHeld(page: Page, file: string): Promise<void> {
   await expect.poll(() => page.getByTestId('undo-toast').filter({ hasText: `Approving “Write ${file}”` }).count(), SOON).toBe(1);
 }
 
+// Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('a held decision survives the page going away', { timeout: 300_000 }, () => {
   it('closing (with and without beforeunload), reloading, navigating away and two held at once: each decision goes out, no prompt; an undone one never does', async () => {
     const { dataDir, workspace } = tempSetup({ agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } });
