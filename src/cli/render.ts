@@ -64,8 +64,24 @@ export function whoMustAct(records: StepRecord[], reach: 'host' | 'direct'): str
   if (behind.length) lines.push(`${count(behind.length, 'approved step waits', 'approved steps wait')} for an earlier step of the plan: ${ids(behind)}.`);
   if (preparing.length) lines.push(`${count(preparing.length, 'step is', 'steps are')} still being prepared or running in the host (stopped waiting): ${ids(preparing)}; \`executor steps list --plan ${line(records[0]!.step.planId)}\` shows where they are.`);
   const expiry = deciding.concat(behind).map((record) => record.consentExpiresAt).filter((at): at is string => at !== undefined).sort()[0];
-  if (expiry && lines.length) lines.push(`Undecided steps expire from ${line(expiry)} on.`);
+  if (expiry && lines.length) lines.push(`Undecided steps expire from ${localTimeWords(expiry)} on.`);
   return lines.join('\n');
+}
+
+/**
+ * A moment in the local time zone, in words: "Nov 25, 2026, 2:51:07 PM GMT+1" (the machine's locale
+ * decides 12 or 24 h). The CLI never prints a bare ISO time in a sentence; `--json` keeps ISO.
+ */
+export function localTimeWords(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return line(iso);
+  return new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(date);
+}
+
+/** `text` as a whole sentence: one final stop, never two ("… a decision.." or "….: "). */
+export function sentence(text: string): string {
+  const trimmed = text.trimEnd();
+  return /[.!?…]$/u.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 /** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
@@ -157,7 +173,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
   if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${line(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null)).split('\n').map((text) => `  ${text}`));
   if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
-  if (record.consentExpiresAt) lines.push(`Expires  ${line(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
+  if (record.consentExpiresAt) lines.push(`Expires  ${localTimeWords(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
   if (record.result && !partialOutput) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
@@ -254,9 +270,10 @@ export function explainOutcome(record: StepRecord): string {
     case 'cancelled':
       return `${id}: cancelled: ${line(record.error?.message ?? 'stopped while it ran')}`;
     case 'awaiting_consent':
-      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'})${record.blockedBy ? ` — ${line(record.blockedBy.reason)}` : ''}: \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\``;
+      // The blocker is a sentence of its own after the commands: joined in front of ": `executor …`" it read "…for a decision.: `executor …`".
+      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\`.${record.blockedBy ? ` ${sentence(line(record.blockedBy.reason))}` : ''}`;
     case 'approved':
-      return `${id}: approved, waits: ${record.blockedBy ? line(record.blockedBy.reason) : 'an earlier step of its plan runs first'}`;
+      return `${id}: approved, waits: ${record.blockedBy ? sentence(line(record.blockedBy.reason)) : 'an earlier step of its plan runs first.'}`;
     case 'proposed':
     case 'evaluated':
       return `${id}: being prepared (its preview is not ready yet)`;

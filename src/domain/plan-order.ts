@@ -7,21 +7,26 @@ export type PlanMember = Pick<StepRecord, 'position' | 'status' | 'rejectedReaso
 /** Statuses of an earlier step that hold a later one back until it moves on. */
 const HOLDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
+/** A reason quoted inside a sentence that ends with its own stop: "rejected: no thanks." never "no thanks..". */
+function withoutStop(text: string): string {
+  return text.trimEnd().replace(/\.+$/u, '');
+}
+
 /** Why `member` stops the steps after it, in words a person reads next to the step it holds back. */
 export function blockingReason(member: PlanMember): string {
   const id = member.step.id;
   switch (member.status) {
     case 'rejected':
-      return `Step ${id} earlier in this plan was rejected${member.rejectedReason ? `: ${member.rejectedReason}` : ''}.`;
+      return `Step ${id} earlier in this plan was rejected${member.rejectedReason ? `: ${withoutStop(member.rejectedReason)}` : ''}.`;
     case 'denied':
-      return `Step ${id} earlier in this plan was denied by the policy${member.evaluation?.reasons.length ? `: ${member.evaluation.reasons.join(' ')}` : ''}.`;
+      return `Step ${id} earlier in this plan was denied by the policy${member.evaluation?.reasons.length ? `: ${withoutStop(member.evaluation.reasons.join(' '))}` : ''}.`;
     case 'failed':
     case 'interrupted':
-      return `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}${member.error ? `: ${member.error.message}` : ''}.`;
+      return `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}${member.error ? `: ${withoutStop(member.error.message)}` : ''}.`;
     case 'expired':
       return `Step ${id} earlier in this plan expired: nobody decided it in time.`;
     case 'cancelled':
-      return `Step ${id} earlier in this plan was cancelled while it ran${member.error ? `: ${member.error.message}` : ''}.`;
+      return `Step ${id} earlier in this plan was cancelled while it ran${member.error ? `: ${withoutStop(member.error.message)}` : ''}.`;
     case 'awaiting_consent':
       return `Step ${id} earlier in this plan is still waiting for a decision.`;
     case 'proposed':
