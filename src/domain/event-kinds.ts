@@ -36,6 +36,8 @@ export const EVENT_KINDS = [
   'step.recovered',
   /** A real run the person cancelled while it applied ended after all (detail: its result or error); the step stays cancelled. */
   'step.cancel_outcome',
+  /** The host shut down while one of the step's runs was under way; its sandbox was stopped (detail: phase, startedAt, stoppedAt, durationMs, outputBytes, message). */
+  'step.run_stopped_by_shutdown',
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',

@@ -336,12 +336,25 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
     this.checkpointer?.stop();
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
+    // Each stopped attempt is recorded with its step first (its time span, and that the host stopped it): the step reruns at the next start.
+    const stoppedAt = new Date().toISOString();
+    const stopped = this.liveRuns.list().map((run) => ({ run, durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
     this.liveRuns.cancelAll();
     this.auditLog.stopHeartbeat();
     this.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
+        for (const { run, durationMs } of stopped) {
+          this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
+            phase: run.phase,
+            startedAt: run.startedAt,
+            stoppedAt,
+            durationMs,
+            outputBytes: run.bytes,
+            message: `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${run.phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped and nothing of that attempt was applied. The step runs again when Executor starts.`,
+          });
+        }
         this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
         this.auditLog.checkpoint('shutdown');
       })();
