@@ -7,6 +7,7 @@ import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, comm
 import { commandLineOf, quoteShellWord } from '../domain/shell-quote.js';
 import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
+import { asSentence, withReason } from '../domain/sentence-text.js';
 
 /*
  * Every string here that came from a step or an agent (ids, paths, commands, purposes, reasons,
@@ -76,12 +77,6 @@ export function localTimeWords(iso: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return line(iso);
   return new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(date);
-}
-
-/** `text` as a whole sentence: one final stop, never two ("… a decision.." or "….: "). */
-export function sentence(text: string): string {
-  const trimmed = text.trimEnd();
-  return /[.!?…]$/u.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 /** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
@@ -254,29 +249,34 @@ export function tailLines(tail: readonly TailChunk[]): string[] {
   return tail.flatMap((chunk) => visibleBlock(chunk.text.replace(/\n$/, '')).split('\n').map((text) => (chunk.stream === 'stderr' ? `stderr| ${text}` : text)));
 }
 
-/** Why a step did not simply run: the sentence a person needs next, or '' when it executed. */
+/**
+ * Why a step did not simply run: the sentence a person needs next, or '' when it executed. A reason
+ * (the person's, the policy's, an error's) ends the sentence with its own stop, never a second one.
+ */
 export function explainOutcome(record: StepRecord): string {
   const id = line(record.step.id);
+  // Reasons are flattened to one line before they are made visible: a line break in a reason reads as a space.
+  const said = (lead: string, reason: string | null | undefined) => `${id}: ${line(withReason(lead, reason))}`;
   switch (record.status) {
     case 'denied':
-      return `${id}: denied by policy: ${line(record.evaluation?.reasons.join(' ') ?? '')}`;
+      return said('denied by the policy', record.evaluation?.reasons.map(asSentence).join(' '));
     case 'rejected':
-      return `${id}: rejected: ${line(record.rejectedReason ?? '')}`;
+      return said('rejected', record.rejectedReason ?? 'no reason given');
     case 'failed':
     case 'interrupted':
-      return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
+      return said(`${record.status === 'failed' ? 'failed' : 'interrupted'}${record.error ? ` (${record.error.code})` : ''}`, record.error?.message);
     case 'expired':
-      return `${id}: expired: ${line(record.error?.message ?? 'nobody decided it in time')}`;
+      return said('expired', record.error?.message ?? 'nobody decided it in time');
     case 'cancelled':
-      return `${id}: cancelled: ${line(record.error?.message ?? 'stopped while it ran')}`;
+      return said('cancelled', record.error?.message ?? 'stopped while it ran');
     case 'awaiting_consent':
       // The blocker is a sentence of its own after the commands: joined in front of ": `executor …`" it read "…for a decision.: `executor …`".
-      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\`.${record.blockedBy ? ` ${sentence(line(record.blockedBy.reason))}` : ''}`;
+      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\`.${record.blockedBy && asSentence(record.blockedBy.reason) ? ` ${line(asSentence(record.blockedBy.reason))}` : ''}`;
     case 'approved':
-      return `${id}: approved, waits: ${record.blockedBy ? sentence(line(record.blockedBy.reason)) : 'an earlier step of its plan runs first.'}`;
+      return `${id}: approved, waits: ${line(asSentence(record.blockedBy?.reason ?? '') || 'an earlier step of its plan runs first.')}`;
     case 'proposed':
     case 'evaluated':
-      return `${id}: being prepared (its preview is not ready yet)`;
+      return `${id}: being prepared (its preview is not ready yet).`;
     default:
       return '';
   }
