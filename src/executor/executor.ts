@@ -209,6 +209,19 @@ function canonicalOrNull(value: unknown): string | null {
 }
 
 /**
+ * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
+ * is prepared again; a real run still in its sandbox (a command's, before its step is marked
+ * running) applied nothing and runs again if its approval holds; a real run whose step was already
+ * running (code runs there) is marked interrupted at the next start and does not run again by itself.
+ */
+function shutdownStopWords(phase: 'dryRun' | 'realRun', stepStatus: StepRecord['status'], durationMs: number): string {
+  const into = `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped.`;
+  if (phase === 'dryRun') return `${into} A dry run changes nothing; the step's preview is prepared again when Executor starts.`;
+  if (stepStatus === 'running') return `${into} Anything that run did before it was stopped stays as it is. When Executor starts, the step is marked interrupted; it does not run again by itself.`;
+  return `${into} Nothing of that run was applied. When Executor starts, the step runs again if its approval still holds; otherwise it asks you again.`;
+}
+
+/**
  * The facade: every surface (CLI, IPC, MCP) drives steps through these methods and nothing else.
  * One instance per data directory per machine, guarded by the data-directory lock.
  */
@@ -346,13 +359,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
         for (const { run, durationMs } of stopped) {
+          const stepStatus = this.steps.get(run.stepId).status;
           this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
+            stepStatus,
             startedAt: run.startedAt,
             stoppedAt,
             durationMs,
             outputBytes: run.bytes,
-            message: `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${run.phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped and nothing of that attempt was applied. The step runs again when Executor starts.`,
+            message: shutdownStopWords(run.phase, stepStatus, durationMs),
           });
         }
         this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
