@@ -12,6 +12,8 @@ import { visibleJson } from '../../domain/visible-text.js';
 import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 import { resultWords } from '../../domain/result-words.js';
+import { flatText } from '../../domain/sentence-text.js';
+import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
 
 /*
@@ -160,7 +162,7 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir } = globals(command);
-      const { liveRunText, summaryLine, tailLines } = await rendering();
+      const { liveRunText, localTimeWords, summaryLine, tailLines } = await rendering();
       await withExecutor(dataDir, async (api, reach) => {
         const record = await api.getStep({ stepId });
         if (reach !== 'host') {
@@ -185,7 +187,7 @@ export function registerStepCommands(program: Command): void {
             if (frame.stepId !== stepId) return;
             if (frame.startedAt !== current) {
               current = frame.startedAt;
-              write(`--- ${frame.phase === 'dryRun' ? 'dry run' : 'run'} started ${frame.startedAt}`);
+              write(`--- ${frame.phase === 'dryRun' ? 'dry run' : 'run'} started ${localTimeWords(frame.startedAt)}`);
             }
             if (frame.replace) write('--- (more came than is kept; the last lines follow)');
             const lines = tailLines(frame.chunks);
@@ -294,7 +296,7 @@ export function registerStepCommands(program: Command): void {
         process.exitCode = 1;
         // Saved, but it did not come back for a decision (its new preview failed, it expired, it was withdrawn): say so.
         const why = record.rejectedReason ?? record.error?.message ?? record.evaluation?.reasons.join(' ');
-        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it is ${record.status.replace('_', ' ')}${why ? ` (${visibleLine(why)})` : ''}.\n`);
+        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it ${statusSentence(record.status)}${why ? ` (${visibleLine(flatText(why))})` : ''}.\n`);
       }
     });
 
@@ -366,6 +368,11 @@ function readEditedContent(file: string): string {
   }
 }
 
+/** Where a step stands as the end of a sentence ("waits for your decision"), never its raw state name. */
+function statusSentence(status: string): string {
+  return Object.hasOwn(STATUS_SENTENCE_WORDS, status) ? STATUS_SENTENCE_WORDS[status as StepStatus] : `is ${status}`;
+}
+
 /** A step's result in words after its summary line, once it has one. */
 function resultSuffix(record: StepRecord): string {
   const words = resultWords(record);
@@ -381,11 +388,17 @@ async function revertPlanCommand(dataDir: string, json: boolean, planId: string,
     dryRunExit(planRevertRefusal(planId, preview.steps, options.force === true));
     return;
   }
-  const result = await withExecutor(dataDir, (api) => api.revertPlan({ planId, force: options.force }));
+  // The preview first, for each step's title: a person reads what was reverted, not a list of ids.
+  const { result, titles } = await withExecutor(dataDir, async (api) => {
+    const titles = new Map((await api.previewRevertPlan({ planId })).steps.map((step) => [step.stepId, step.title]));
+    return { result: await api.revertPlan({ planId, force: options.force }), titles };
+  });
+  const named = (stepId: string) => `${visibleLine(stepId)}  ${visibleLine(titles.get(stepId) ?? '')}`.trimEnd();
   print(json, result, () =>
     [
-      `Plan ${visibleLine(planId)}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}: ${result.reverted.map(visibleLine).join(', ')}`,
-      ...result.skipped.map((entry) => `  left as it is: ${visibleLine(entry.stepId)} (${visibleLine(entry.reason)})`),
+      `Plan ${visibleLine(planId)}: reverted ${result.reverted.length === 1 ? '1 step' : `${result.reverted.length} steps`}, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}:`,
+      ...result.reverted.map((stepId) => `  reverted       ${named(stepId)}`),
+      ...result.skipped.map((entry) => `  left as it is  ${named(entry.stepId)} (${visibleLine(entry.reason)})`),
     ].join('\n'),
   );
 }

@@ -65,11 +65,12 @@ describe('executor revert --plan: the true reason for each step left as it is', 
 
     const done = cli(dataDir, 'revert', '--plan', 'mixed');
     expect(done.status, done.stderr).toBe(0);
-    expect(done.stdout).toContain('reverted 1 step(s), newest first: write');
-    expect(done.stdout).toContain('left as it is: refused (did not run: it was rejected; nothing to revert)');
-    expect(done.stdout).toContain('left as it is: waiting (did not run: it waits for your decision; nothing to revert)');
-    expect(done.stdout).toContain('left as it is: code-failed (failed; code it ran cannot be undone by Executor)');
-    expect(done.stdout).toContain('left as it is: code-ok (code it ran cannot be undone by Executor)');
+    expect(done.stdout).toContain('Plan mixed: reverted 1 step, newest first:');
+    expect(done.stdout).toMatch(/^  reverted +write  Write .*notes\.txt$/m);
+    expect(done.stdout).toMatch(/^  left as it is +refused  Write .*never\.txt \(did not run: it was rejected; nothing to revert\)$/m);
+    expect(done.stdout).toMatch(/^  left as it is +waiting  Write .*later\.txt \(did not run: it waits for your decision; nothing to revert\)$/m);
+    expect(done.stdout).toMatch(/^  left as it is +code-failed  Run JavaScript .* \(failed; code it ran cannot be undone by Executor\)$/m);
+    expect(done.stdout).toMatch(/^  left as it is +code-ok  Run JavaScript .* \(code it ran cannot be undone by Executor\)$/m);
     expect(fs.existsSync(file)).toBe(false);
 
     // Nothing left: the dry run refuses as the real one does, with its code, and says why per step.

@@ -48,7 +48,7 @@ function watchOnce(dataDir: string, stepId: string, pattern: RegExp): Promise<st
       }
     });
     watcher.once('close', () => {
-      const early = /NOT_FOUND/.test(errors) || /awaiting_consent[^\n]*\nNo run of it is under way/.test(seen);
+      const early = /NOT_FOUND/.test(errors) || /Waiting for you[^\n]*\nNo run of it is under way/.test(seen);
       resolve(pattern.test(seen) ? 'seen' : early ? 'not yet' : `${seen}${errors}`);
     });
   });
@@ -114,7 +114,7 @@ describe('a host shut down mid-run (real forked worker)', () => {
 
     // What the record promised: the next host prepares it again, and it waits for the person.
     const again = await startServe(dataDir);
-    await watchUntil(dataDir, 'busy', /busy +awaiting_consent/);
+    await watchUntil(dataDir, 'busy', /busy +Waiting for you/);
     expect(await again.stop()).toBe(0);
     expectIntact(dataDir);
   }, 180_000);
@@ -178,7 +178,7 @@ describe.skipIf(!hasDocker)('a host shut down mid-run (real Docker)', () => {
 
     // As the record said: the approval holds, so the next host runs it, once.
     const again = await startServe(dataDir);
-    await watchUntil(dataDir, 'cmd', /cmd +executed/);
+    await watchUntil(dataDir, 'cmd', /cmd +Executed/);
     expect(fs.readFileSync(path.join(workspace, 'out.txt'), 'utf8')).toBe('made\n');
     expect(await again.stop()).toBe(0);
     expectIntact(dataDir);

@@ -66,7 +66,7 @@ describe('explainOutcome (propose prints it per step)', () => {
     expect(explainOutcome(record('rejected', { rejectedReason: '' }))).toBe('s1: rejected.');
     expect(explainOutcome(record('rejected', { rejectedReason: null }))).toBe('s1: rejected: no reason given.');
     expect(explainOutcome(record('failed', { error: { code: 'INTERNAL', message: '  ' } }))).toBe('s1: failed (INTERNAL).');
-    expect(explainOutcome(record('denied'))).toBe('s1: denied by the policy.');
+    expect(explainOutcome(record('denied'))).toBe('s1: denied by policy.');
     expect(explainOutcome(record('interrupted'))).toBe('s1: interrupted.');
   });
 
