@@ -269,7 +269,7 @@ export function explainOutcome(record: StepRecord): string {
   const said = (lead: string, reason: string | null | undefined) => `${id}: ${line(withReason(lead, reason))}`;
   switch (record.status) {
     case 'denied':
-      return said('denied by policy', record.evaluation?.reasons.map(asSentence).join(' '));
+      return said('denied by policy', record.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '));
     case 'rejected':
       return said('rejected', record.rejectedReason ?? 'no reason given');
     case 'failed':

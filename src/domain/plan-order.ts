@@ -15,7 +15,7 @@ export function blockingReason(member: PlanMember): string {
     case 'rejected':
       return withReason(`Step ${id} earlier in this plan was rejected`, member.rejectedReason);
     case 'denied':
-      return withReason(`Step ${id} earlier in this plan was denied by the policy`, member.evaluation?.reasons.map(asSentence).join(' '));
+      return withReason(`Step ${id} earlier in this plan was denied by the policy`, member.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '));
     case 'failed':
     case 'interrupted':
       return withReason(`Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}`, member.error?.message);

@@ -82,7 +82,7 @@ describe('blockingReason with the reasons people and agents really give', () => 
   });
 
   it('joins each of the policy\'s reasons as a sentence of its own', () => {
-    const denied = blockerOf([step(0, 'denied', { evaluation: { risk: 'CRITICAL', consent: 'deny', reasons: ['Writes outside every root', 'Looks like a secret.'], mitigations: [], allowed: false } as unknown as StepRecord['evaluation'] }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!;
+    const denied = blockerOf([step(0, 'denied', { evaluation: { risk: 'CRITICAL', consent: 'deny', reasons: ['Writes outside every root', '', 'Looks like a secret.'], mitigations: [], allowed: false } as unknown as StepRecord['evaluation'] }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!;
     expect(denied.reason).toBe('Step s0 earlier in this plan was denied by the policy: Writes outside every root. Looks like a secret.');
   });
 });
