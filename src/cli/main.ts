@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { visibleJson, visibleLine } from '../domain/visible-text.js';
+import { wordsForStates } from '../domain/status-words.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
@@ -36,7 +37,8 @@ try {
   const json = process.argv.includes('--json');
   // An error message can quote a step's path or an agent's words: escaped like everything else printed.
   if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
-  else process.stderr.write(`executor: ${visibleLine(shaped.code)}: ${visibleLine(shaped.message)}\n`);
+  // Raw state names in a message ("is awaiting_consent") in the words `steps list` uses; --json keeps the message as sent.
+  else process.stderr.write(`executor: ${visibleLine(shaped.code)}: ${visibleLine(wordsForStates(shaped.message))}\n`);
   if (!(error instanceof ExecutorError) && process.env.EXECUTOR_DEBUG) console.error(error);
   process.exitCode = 2;
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { ExecutorError } from '../domain/errors.js';
 import { assertWithinJsonLimits, PLAN_LIMITS } from '../domain/json-limits.js';
+import { withReason } from '../domain/sentence-text.js';
 
 /** Larger plan files are refused before they are read: a plan carries intents, not data sets. */
 export const MAX_PLAN_FILE_BYTES = 32 * 1024 * 1024;
@@ -24,7 +25,7 @@ export function readPlanFile(file: string): unknown {
   try {
     plan = JSON.parse(text);
   } catch (error) {
-    throw new ExecutorError('INVALID_PLAN', `The plan file ${file} is not valid JSON: ${(error as Error).message}.`, { file });
+    throw new ExecutorError('INVALID_PLAN', withReason(`The plan file ${file} is not valid JSON`, (error as Error).message), { file });
   }
   // Here, before the plan is signed for the host (signing canonicalizes it, recursively) or handed to the Executor.
   assertWithinJsonLimits(plan, PLAN_LIMITS, { code: 'INVALID_PLAN', subject: `The plan in ${file}`, details: { file } });

@@ -7,6 +7,8 @@ import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, comm
 import { commandLineOf, quoteShellWord } from '../domain/shell-quote.js';
 import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
+import { asSentence, withReason } from '../domain/sentence-text.js';
+import { statusWords } from '../domain/status-words.js';
 
 /*
  * Every string here that came from a step or an agent (ids, paths, commands, purposes, reasons,
@@ -78,10 +80,12 @@ export function localTimeWords(iso: string): string {
   return new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(date);
 }
 
-/** `text` as a whole sentence: one final stop, never two ("… a decision.." or "….: "). */
-export function sentence(text: string): string {
-  const trimmed = text.trimEnd();
-  return /[.!?…]$/u.test(trimmed) ? trimmed : `${trimmed}.`;
+/** A span of local time in words: the end as its time of day alone when it falls on the start's day ("… 2:51:07 PM GMT+1 → 2:51:09 PM"). */
+export function localTimeSpanWords(startIso: string, endIso: string): string {
+  const start = new Date(startIso);
+  const end = new Date(endIso);
+  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime()) || start.toDateString() !== end.toDateString()) return `${localTimeWords(startIso)} → ${localTimeWords(endIso)}`;
+  return `${localTimeWords(startIso)} → ${new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' }).format(end)}`;
 }
 
 /** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
@@ -94,8 +98,9 @@ export function summaryLine(record: StepRecord): string {
   const risk = record.evaluation?.risk ?? '-';
   const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${line(record.step.meta.client ?? 'unnamed')}]` : '';
   const preview = record.status === 'awaiting_consent' ? `  preview ${previewHashText(record)}` : '';
-  const blocked = record.blockedBy ? `  blocked by ${line(record.blockedBy.stepId)} (${record.blockedBy.status})` : '';
-  return `${line(record.step.id)}  ${record.status.padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}${blocked}`;
+  const blocked = record.blockedBy ? `  blocked by ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()})` : '';
+  // The status in the window's words ("Waiting for you"), not its state name: `--json` keeps the name.
+  return `${line(record.step.id)}  ${statusWords(record.status).padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}${blocked}`;
 }
 
 /** A time limit in words; without the policy's limits (not readable), what the step asked for. */
@@ -158,7 +163,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     `Step     ${line(record.step.id)} (plan ${line(record.step.planId)}, position ${record.position + 1})`,
     `Action   ${line(module.summarize(args))}`,
     ...runs.facts,
-    `Status   ${record.status}`,
+    `Status   ${statusWords(record.status)}`,
     `Origin   ${meta.origin}${meta.client ? ` (${line(meta.client)})` : ''}${meta.agent ? ` [${line(meta.agent)}]` : ''}`,
   ];
   if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);
@@ -170,9 +175,9 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
   lines.push(`Preview  ${previewHashText(record)}`);
-  if (record.approval) lines.push(`Approved ${line(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
-  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${line(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null)).split('\n').map((text) => `  ${text}`));
-  if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${record.blockedBy.status}): ${line(record.blockedBy.reason)}`);
+  if (record.approval) lines.push(`Approved ${localTimeWords(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
+  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${localTimeWords(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null)).split('\n').map((text) => `  ${text}`));
+  if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()}): ${line(record.blockedBy.reason)}`);
   if (record.consentExpiresAt) lines.push(`Expires  ${localTimeWords(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
@@ -181,7 +186,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   for (const [name, span] of [['Dry run', record.runTimes?.dryRun], ['Run', record.runTimes?.realRun]] as const) {
     // The host's wall clock (the duration History and `steps list` say); the sandbox's own count of the command, if the result has one, is named as such.
     const inSandbox = name === 'Run' && typeof record.result?.durationMs === 'number' ? `; the command itself ${durationText(record.result.durationMs)} in its sandbox` : '';
-    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${line(span.startedAt)} → ${line(span.finishedAt)}, host's clock${inSandbox})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
+    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${localTimeSpanWords(span.startedAt, span.finishedAt)}, host's clock${inSandbox})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
   }
   if (runs.code.length) lines.push('', ...runs.code);
   if (record.preview?.kind === 'fileChanges') {
@@ -254,29 +259,34 @@ export function tailLines(tail: readonly TailChunk[]): string[] {
   return tail.flatMap((chunk) => visibleBlock(chunk.text.replace(/\n$/, '')).split('\n').map((text) => (chunk.stream === 'stderr' ? `stderr| ${text}` : text)));
 }
 
-/** Why a step did not simply run: the sentence a person needs next, or '' when it executed. */
+/**
+ * Why a step did not simply run: the sentence a person needs next, or '' when it executed. A reason
+ * (the person's, the policy's, an error's) ends the sentence with its own stop, never a second one.
+ */
 export function explainOutcome(record: StepRecord): string {
   const id = line(record.step.id);
+  // Reasons are flattened to one line before they are made visible: a line break in a reason reads as a space.
+  const said = (lead: string, reason: string | null | undefined) => `${id}: ${line(withReason(lead, reason))}`;
   switch (record.status) {
     case 'denied':
-      return `${id}: denied by policy: ${line(record.evaluation?.reasons.join(' ') ?? '')}`;
+      return said('denied by policy', record.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '));
     case 'rejected':
-      return `${id}: rejected: ${line(record.rejectedReason ?? '')}`;
+      return said('rejected', record.rejectedReason ?? 'no reason given');
     case 'failed':
     case 'interrupted':
-      return `${id}: ${record.status}: ${record.error ? `${line(record.error.code)}: ${line(record.error.message)}` : ''}`;
+      return said(`${record.status === 'failed' ? 'failed' : 'interrupted'}${record.error ? ` (${record.error.code})` : ''}`, record.error?.message);
     case 'expired':
-      return `${id}: expired: ${line(record.error?.message ?? 'nobody decided it in time')}`;
+      return said('expired', record.error?.message ?? 'nobody decided it in time');
     case 'cancelled':
-      return `${id}: cancelled: ${line(record.error?.message ?? 'stopped while it ran')}`;
+      return said('cancelled', record.error?.message ?? 'stopped while it ran');
     case 'awaiting_consent':
       // The blocker is a sentence of its own after the commands: joined in front of ": `executor …`" it read "…for a decision.: `executor …`".
-      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\`.${record.blockedBy ? ` ${sentence(line(record.blockedBy.reason))}` : ''}`;
+      return `${id}: waiting for consent (${record.evaluation?.risk ?? '?'}): \`executor steps show ${id}\`, then \`executor approve ${id}\` (with \`--preview-hash\` and the hash it printed, from a script) or \`executor reject ${id} --reason …\`.${record.blockedBy && asSentence(record.blockedBy.reason) ? ` ${line(asSentence(record.blockedBy.reason))}` : ''}`;
     case 'approved':
-      return `${id}: approved, waits: ${record.blockedBy ? sentence(line(record.blockedBy.reason)) : 'an earlier step of its plan runs first.'}`;
+      return `${id}: approved, waits: ${line(asSentence(record.blockedBy?.reason ?? '') || 'an earlier step of its plan runs first.')}`;
     case 'proposed':
     case 'evaluated':
-      return `${id}: being prepared (its preview is not ready yet)`;
+      return `${id}: being prepared (its preview is not ready yet).`;
     default:
       return '';
   }

@@ -1,5 +1,6 @@
 import { PLAN_BREAKING_STATUSES, type StepStatus } from './state-machine.js';
 import type { BlockedBy, StepRecord } from './step-record.js';
+import { asSentence, withReason } from './sentence-text.js';
 
 /** What a plan order check needs of a step: a record, or the few columns a listing reads for it. */
 export type PlanMember = Pick<StepRecord, 'position' | 'status' | 'rejectedReason' | 'error' | 'evaluation'> & { step: { id: string } };
@@ -7,26 +8,21 @@ export type PlanMember = Pick<StepRecord, 'position' | 'status' | 'rejectedReaso
 /** Statuses of an earlier step that hold a later one back until it moves on. */
 const HOLDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
-/** A reason quoted inside a sentence that ends with its own stop: "rejected: no thanks." never "no thanks..". */
-function withoutStop(text: string): string {
-  return text.trimEnd().replace(/\.+$/u, '');
-}
-
 /** Why `member` stops the steps after it, in words a person reads next to the step it holds back. */
 export function blockingReason(member: PlanMember): string {
   const id = member.step.id;
   switch (member.status) {
     case 'rejected':
-      return `Step ${id} earlier in this plan was rejected${member.rejectedReason ? `: ${withoutStop(member.rejectedReason)}` : ''}.`;
+      return withReason(`Step ${id} earlier in this plan was rejected`, member.rejectedReason);
     case 'denied':
-      return `Step ${id} earlier in this plan was denied by the policy${member.evaluation?.reasons.length ? `: ${withoutStop(member.evaluation.reasons.join(' '))}` : ''}.`;
+      return withReason(`Step ${id} earlier in this plan was denied by the policy`, member.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '));
     case 'failed':
     case 'interrupted':
-      return `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}${member.error ? `: ${withoutStop(member.error.message)}` : ''}.`;
+      return withReason(`Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}`, member.error?.message);
     case 'expired':
       return `Step ${id} earlier in this plan expired: nobody decided it in time.`;
     case 'cancelled':
-      return `Step ${id} earlier in this plan was cancelled while it ran${member.error ? `: ${withoutStop(member.error.message)}` : ''}.`;
+      return withReason(`Step ${id} earlier in this plan was cancelled while it ran`, member.error?.message);
     case 'awaiting_consent':
       return `Step ${id} earlier in this plan is still waiting for a decision.`;
     case 'proposed':

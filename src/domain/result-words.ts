@@ -123,9 +123,10 @@ export function resultWords(source: ResultSource): string {
       return 'Interrupted: Executor stopped while it ran (revert puts back what it changed)';
     case 'rejected':
       if (source.rejectedReason === AGENT_CANCEL_REASON) return 'Withdrawn by the agent that proposed it';
-      return oneLine(`Rejected: ${source.rejectedReason ?? 'no reason given'}`);
+      // An empty or blank reason is no reason: never "Rejected:" with nothing after it.
+      return oneLine(`Rejected: ${source.rejectedReason?.trim() || 'no reason given'}`);
     case 'denied':
-      return oneLine(`Denied by policy: ${source.evaluation?.reasons.join(' ') || error?.message || 'no reason recorded'}`);
+      return oneLine(`Denied by policy: ${source.evaluation?.reasons.join(' ').trim() || error?.message.trim() || 'no reason recorded'}`);
     case 'expired':
       return 'Expired: nobody decided in time';
     case 'reverted':

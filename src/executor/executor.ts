@@ -34,6 +34,7 @@ import { summarizeLargeValues } from '../domain/large-values.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../domain/revert-reasons.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
 import { AGENT_CANCEL_REASON, type PersonEdit, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
@@ -209,6 +210,19 @@ function canonicalOrNull(value: unknown): string | null {
 }
 
 /**
+ * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
+ * is prepared again; a real run still in its sandbox (a command's, before its step is marked
+ * running) applied nothing and runs again if its approval holds; a real run whose step was already
+ * running (code runs there) is marked interrupted at the next start and does not run again by itself.
+ */
+function shutdownStopWords(phase: 'dryRun' | 'realRun', stepStatus: StepRecord['status'], durationMs: number): string {
+  const into = `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped.`;
+  if (phase === 'dryRun') return `${into} A dry run changes nothing; the step's preview is prepared again when Executor starts.`;
+  if (stepStatus === 'running') return `${into} Anything that run did before it was stopped stays as it is. When Executor starts, the step is marked interrupted; it does not run again by itself.`;
+  return `${into} Nothing of that run was applied. When Executor starts, the step runs again if its approval still holds; otherwise it asks you again.`;
+}
+
+/**
  * The facade: every surface (CLI, IPC, MCP) drives steps through these methods and nothing else.
  * One instance per data directory per machine, guarded by the data-directory lock.
  */
@@ -346,13 +360,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
         for (const { run, durationMs } of stopped) {
+          const stepStatus = this.steps.get(run.stepId).status;
           this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
+            stepStatus,
             startedAt: run.startedAt,
             stoppedAt,
             durationMs,
             outputBytes: run.bytes,
-            message: `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${run.phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped and nothing of that attempt was applied. The step runs again when Executor starts.`,
+            message: shutdownStopWords(run.phase, stepStatus, durationMs),
           });
         }
         this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
@@ -1576,19 +1592,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private async revertHeld(stepId: string, actor: Actor, options: { force?: boolean }): Promise<StepRecord> {
     const record = this.steps.get(stepId);
     const { module } = boundAction(record.step);
-    if (record.status === 'reverted') {
-      throw new ExecutorError('ALREADY_REVERTED', `Step ${stepId} was already reverted at ${record.revertedAt}.`, { stepId });
-    }
-    if (!module.reversible) {
-      throw new ExecutorError('NOT_REVERSIBLE', `Step ${stepId} (${record.step.action}) cannot be reverted: its effects are outside what Executor can undo.`, { stepId });
-    }
-    if (!['executed', 'failed', 'interrupted', 'cancelled'].includes(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step that ran can be reverted.`, { stepId, from: record.status, to: 'reverted' });
-    }
-    // Cancelled before it was marked running (in its sandbox run, or waiting): no backup, nothing of it was applied.
-    if (record.status === 'cancelled' && (!record.startedAt || (this.steps.backups(stepId).length === 0 && this.steps.createdDirectories(stepId).length === 0))) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, { stepId, from: record.status, to: 'reverted' });
-    }
+    const refusal = stepRevertRefusal({ ...this.revertCandidate(record), revertedAt: record.revertedAt });
+    if (refusal) throw refusal;
     const force = options.force === true;
     const rows = this.steps.backups(stepId);
     const plan = planRevert(rows);
@@ -1639,12 +1644,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return { planId, steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
   }
 
-  /** Why a step of a plan is left out of the plan's revert, or null when it is reverted with it. */
+  /** Why a step of a plan is left out of the plan's revert (in words for its status), or null when it is reverted with it. */
   private revertSkipReason(record: StepRecord): string | null {
-    if (record.status === 'reverted') return 'already reverted';
-    if (!['executed', 'failed', 'interrupted'].includes(record.status)) return `it never ran (${record.status})`;
-    if (!boundAction(record.step).module.reversible) return `${record.step.action} cannot be undone by Executor`;
-    return null;
+    return planRevertSkipReason(this.revertCandidate(record));
+  }
+
+  /** What the revert reasons (revert-reasons.ts) need of a step: whether its action can undo, and whether it left anything to undo. */
+  private revertCandidate(record: StepRecord): RevertCandidate {
+    const stepId = record.step.id;
+    const { module } = boundAction(record.step);
+    const changedSomething = this.steps.backups(stepId).length > 0 || this.steps.createdDirectories(stepId).length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
+    return { stepId, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, changedSomething };
   }
 
   /**
@@ -1660,19 +1670,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const preview = this.previewRevertPlan(planId);
       const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
       const skipped = preview.steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
-      if (toRevert.length === 0) {
-        throw new ExecutorError('NOT_REVERSIBLE', `Plan ${planId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`, { planId, skipped });
-      }
-      if (preview.conflicts.length > 0 && !force) {
-        const named = preview.steps
-          .filter((entry) => entry.state === 'conflict')
-          .map((entry) => `${entry.stepId} (${entry.files.filter((file) => file.state === 'conflict').map((file) => file.path).join(', ')})`);
-        throw new ExecutorError(
-          'REVERT_CONFLICT',
-          `Plan ${planId} was not reverted: files changed after ${preview.conflicts.length === 1 ? 'its step' : 'its steps'} ${named.join('; ')}. Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.`,
-          { planId, conflicts: preview.steps.filter((entry) => entry.state === 'conflict').map((entry) => ({ stepId: entry.stepId, paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path) })) },
-        );
-      }
+      // The same refusal `executor revert --plan ID --dry-run` exits with: nothing left to revert, or a conflict not forced.
+      const refusal = planRevertRefusal(planId, preview.steps, force);
+      if (refusal) throw refusal;
       const reverted: string[] = [];
       for (const [index, entry] of toRevert.entries()) {
         try {

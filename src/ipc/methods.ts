@@ -307,7 +307,7 @@ export const METHODS = {
     params: z.strictObject({ path: z.string().max(4096) }),
     result: PolicyWireSchema,
     channels: PERSON_CHANNELS,
-    description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder or the data directory; saved and audited as setPolicy',
+    description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder, a folder other users share or the data directory; saved and audited as setPolicy',
   }),
   issueWebUrl: method({
     params: noParams,

@@ -48,7 +48,7 @@ const refused = (message: string, details: Record<string, unknown>) => new Execu
  * Checked on the real path (a symlink to /etc is /etc). The data directory is checked both ways
  * (the root may neither contain it nor lie inside it) by the same rule the policy file obeys.
  */
-export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv } = {}): string {
+export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv; uid?: number } = {}): string {
   const home = options.home ?? os.homedir();
   const trimmed = input.trim();
   if (trimmed === '') throw refused('No folder was given. Type the full path of the folder your agents work in, like ~/projects/site.', { input });
@@ -81,6 +81,8 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
   if (system !== undefined) {
     throw refused(`${real} is a system folder (${system}); steps there could break your computer. Pick the folder of one project, like ~/projects/site.`, { input, path: real });
   }
+  const shared = sharedFolderRefusal(real, options.uid ?? process.getuid?.());
+  if (shared) throw refused(shared.message, { input, path: real, ...shared.details });
   try {
     assertRootsApartFromDataDir({ workspaceRoots: [real] } as Policy, dataDir);
   } catch (error) {
@@ -96,6 +98,54 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
     );
   }
   return real;
+}
+
+const WORLD_WRITABLE = 0o002;
+const STICKY = 0o1000;
+const OWN_FOLDER_ADVICE = 'Pick a folder of your own outside it, like ~/projects/site.';
+
+/**
+ * Why `real` (a real path: no link in it) is no place for steps because other users of this
+ * computer share it, or null. Refused, for every user including root, as /tmp is by name:
+ * - a folder every user may write to (sticky or not): anyone can drop files there, or swap a file a
+ *   step is about to write for a link to one of yours;
+ * - a folder inside a folder every user may write to, without the sticky bit: anyone can rename the
+ *   folder away and put their own in its place;
+ * - a folder inside a sticky one that another user owns (it, or a folder between): they decide what
+ *   is in it and can change it while a step works.
+ * Windows folders have ACLs, not these bits: not checked here.
+ */
+function sharedFolderRefusal(real: string, uid: number | undefined): { message: string; details: Record<string, unknown> } | null {
+  if (process.platform === 'win32') return null;
+  const mode = fs.statSync(real).mode;
+  if (mode & WORLD_WRITABLE) {
+    return {
+      message: `${real} can be written by every user of this computer${mode & STICKY ? ' (a shared folder like /tmp)' : ''}: anyone could put files in it, or swap a file for a link to one of yours while a step works. ${OWN_FOLDER_ADVICE} If it is yours and should not be shared, take away the others' write access first (chmod o-w ${real}).`,
+      details: { worldWritable: real },
+    };
+  }
+  // From the folder up: `below` holds each folder under the one looked at, down to `real`.
+  const below: string[] = [real];
+  for (let parent = path.dirname(real); parent !== below[0]; parent = path.dirname(parent)) {
+    const parentMode = fs.statSync(parent).mode;
+    if (parentMode & WORLD_WRITABLE) {
+      if (!(parentMode & STICKY)) {
+        return {
+          message: `${real} is inside ${parent}, which every user of this computer can write to: anyone could rename ${below[0]} away and put a folder of their own in its place. ${OWN_FOLDER_ADVICE}`,
+          details: { worldWritable: parent },
+        };
+      }
+      const foreign = uid === undefined ? undefined : below.map((folder) => ({ folder, owner: fs.statSync(folder).uid })).find((entry) => entry.owner !== uid);
+      if (foreign) {
+        return {
+          message: `${real} is inside ${parent}, which every user of this computer can write to, and ${foreign.folder === real ? 'it' : foreign.folder} belongs to another user (uid ${foreign.owner}), who decides what is in it and could change it while a step works. ${OWN_FOLDER_ADVICE}`,
+          details: { worldWritable: parent, ownedBy: foreign.owner, folder: foreign.folder },
+        };
+      }
+    }
+    below.unshift(parent);
+  }
+  return null;
 }
 
 function realOrSame(p: string): string {

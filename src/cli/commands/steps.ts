@@ -12,6 +12,8 @@ import { visibleJson } from '../../domain/visible-text.js';
 import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
 import { resultWords } from '../../domain/result-words.js';
+import { flatText } from '../../domain/sentence-text.js';
+import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
 
 /*
@@ -160,7 +162,7 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir } = globals(command);
-      const { liveRunText, summaryLine, tailLines } = await rendering();
+      const { liveRunText, localTimeWords, summaryLine, tailLines } = await rendering();
       await withExecutor(dataDir, async (api, reach) => {
         const record = await api.getStep({ stepId });
         if (reach !== 'host') {
@@ -185,7 +187,7 @@ export function registerStepCommands(program: Command): void {
             if (frame.stepId !== stepId) return;
             if (frame.startedAt !== current) {
               current = frame.startedAt;
-              write(`--- ${frame.phase === 'dryRun' ? 'dry run' : 'run'} started ${frame.startedAt}`);
+              write(`--- ${frame.phase === 'dryRun' ? 'dry run' : 'run'} started ${localTimeWords(frame.startedAt)}`);
             }
             if (frame.replace) write('--- (more came than is kept; the last lines follow)');
             const lines = tailLines(frame.chunks);
@@ -294,7 +296,7 @@ export function registerStepCommands(program: Command): void {
         process.exitCode = 1;
         // Saved, but it did not come back for a decision (its new preview failed, it expired, it was withdrawn): say so.
         const why = record.rejectedReason ?? record.error?.message ?? record.evaluation?.reasons.join(' ');
-        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it is ${record.status.replace('_', ' ')}${why ? ` (${visibleLine(why)})` : ''}.\n`);
+        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it ${statusSentence(record.status)}${why ? ` (${visibleLine(flatText(why))})` : ''}.\n`);
       }
     });
 
@@ -316,7 +318,7 @@ export function registerStepCommands(program: Command): void {
     .argument('[stepId]')
     .option('--plan <planId>', 'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
-    .option('--dry-run', 'only show what revert would do with each file and each folder the step created; change nothing')
+    .option('--dry-run', 'only show what revert would do with each file and each folder the step created (with --plan: each step, and why a step is left as it is); change nothing, and exit as the real revert would: 2 with its error when it would refuse (a conflict without --force, nothing to revert)')
     .action(async (stepId: string | undefined, options: { plan?: string; force?: boolean; dryRun?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       if ((stepId === undefined) === (options.plan === undefined)) {
@@ -329,8 +331,10 @@ export function registerStepCommands(program: Command): void {
       stepId = stepId!;
       const { outcomeOf, summaryLine } = await rendering();
       if (options.dryRun) {
-        const preview = await withExecutor(dataDir, (api) => api.previewRevert({ stepId }));
-        print(json, preview, () => revertPreviewText(preview));
+        const { preview, record } = await withExecutor(dataDir, async (api) => ({ preview: await api.previewRevert({ stepId }), record: await api.getStep({ stepId }) }));
+        const refusal = await stepDryRunRefusal(record, preview, options.force === true);
+        print(json, preview, () => revertPreviewText(preview, options.force === true, refusal !== null));
+        dryRunExit(refusal);
         return;
       }
       let record;
@@ -364,6 +368,11 @@ function readEditedContent(file: string): string {
   }
 }
 
+/** Where a step stands as the end of a sentence ("waits for your decision"), never its raw state name. */
+function statusSentence(status: string): string {
+  return Object.hasOwn(STATUS_SENTENCE_WORDS, status) ? STATUS_SENTENCE_WORDS[status as StepStatus] : `is ${status}`;
+}
+
 /** A step's result in words after its summary line, once it has one. */
 function resultSuffix(record: StepRecord): string {
   const words = resultWords(record);
@@ -374,27 +383,58 @@ function resultSuffix(record: StepRecord): string {
 async function revertPlanCommand(dataDir: string, json: boolean, planId: string, options: { force?: boolean; dryRun?: boolean }): Promise<void> {
   if (options.dryRun) {
     const preview = await withExecutor(dataDir, (api) => api.previewRevertPlan({ planId }));
-    print(json, preview, () => revertPlanPreviewText(preview));
+    const { planRevertRefusal } = await import('../../domain/revert-reasons.js');
+    print(json, preview, () => revertPlanPreviewText(preview, options.force === true));
+    dryRunExit(planRevertRefusal(planId, preview.steps, options.force === true));
     return;
   }
-  const result = await withExecutor(dataDir, (api) => api.revertPlan({ planId, force: options.force }));
+  // The preview first, for each step's title: a person reads what was reverted, not a list of ids.
+  const { result, titles } = await withExecutor(dataDir, async (api) => {
+    const titles = new Map((await api.previewRevertPlan({ planId })).steps.map((step) => [step.stepId, step.title]));
+    return { result: await api.revertPlan({ planId, force: options.force }), titles };
+  });
+  const named = (stepId: string) => `${visibleLine(stepId)}  ${visibleLine(titles.get(stepId) ?? '')}`.trimEnd();
   print(json, result, () =>
     [
-      `Plan ${visibleLine(planId)}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}: ${result.reverted.map(visibleLine).join(', ')}`,
-      ...result.skipped.map((entry) => `  left as it is: ${visibleLine(entry.stepId)} (${visibleLine(entry.reason)})`),
+      `Plan ${visibleLine(planId)}: reverted ${result.reverted.length === 1 ? '1 step' : `${result.reverted.length} steps`}, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}:`,
+      ...result.reverted.map((stepId) => `  reverted       ${named(stepId)}`),
+      ...result.skipped.map((entry) => `  left as it is  ${named(entry.stepId)} (${visibleLine(entry.reason)})`),
     ].join('\n'),
   );
 }
 
-function revertPlanPreviewText(preview: { planId: string; steps: { stepId: string; title: string; state: string; reason?: string; files: RevertPlanEntry[]; moreFiles: number }[]; conflicts: string[] }): string {
-  const lines = [`Reverting plan ${visibleLine(preview.planId)} would, newest step first:`];
+/**
+ * A dry run exits as the real revert would: 0 when it would go on, 2 (with the same code and words on
+ * stderr) when it would refuse. stdout keeps the preview, in --json too.
+ */
+function dryRunExit(refusal: ExecutorError | null): void {
+  if (!refusal) return;
+  process.stderr.write(`executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`);
+  process.exitCode = 2;
+}
+
+/** Why `revert ID` would refuse this step, judged from the step and its revert preview as the real revert judges it. */
+async function stepDryRunRefusal(record: StepRecord, preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }, force: boolean): Promise<ExecutorError | null> {
+  const [{ stepRevertRefusal }, { boundAction }] = await Promise.all([import('../../domain/revert-reasons.js'), import('../../actions/registry.js')]);
+  const { module } = boundAction(record.step);
+  const changedSomething = preview.files.length > 0 || preview.directories.length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
+  const refusal = stepRevertRefusal({ stepId: record.step.id, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, revertedAt: record.revertedAt, changedSomething });
+  if (refusal) return refusal;
+  const conflicts = preview.files.filter((entry) => entry.state === 'conflict').map((entry) => entry.path);
+  if (conflicts.length === 0 || force) return null;
+  return new ExecutorError('REVERT_CONFLICT', `Step ${record.step.id} would not be reverted: ${conflicts.join(', ')} changed after the step. Revert with --force to apply it anyway; what is there now is kept as the backup of a "Forced revert" step.`, { stepId: record.step.id, paths: conflicts });
+}
+
+function revertPlanPreviewText(preview: { planId: string; steps: { stepId: string; title: string; state: string; reason?: string; files: RevertPlanEntry[]; moreFiles: number }[]; conflicts: string[] }, force: boolean): string {
+  const lines = [`Reverting plan ${visibleLine(preview.planId)}${force ? ' with --force' : ''} would, newest step first:`];
   for (const step of preview.steps) {
-    const what = step.state === 'skip' ? `left as it is (${visibleLine(step.reason ?? '')})` : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'revert';
+    const what = step.state === 'skip' ? `left as it is (${visibleLine(step.reason ?? '')})` : step.state === 'conflict' ? (force ? 'forced revert: a file changed after the step; what is there now is kept as a backup' : 'CONFLICT: a file changed after the step') : 'revert';
     lines.push(`  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}`);
     for (const file of step.files) lines.push(`    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`);
     if (step.moreFiles > 0) lines.push(`    … and ${step.moreFiles} more file(s)`);
   }
-  if (preview.conflicts.length) lines.push(`Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`);
+  if (preview.conflicts.length && !force) lines.push(`Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`);
+  if (preview.steps.every((step) => step.state === 'skip')) lines.push('Refused: no step of this plan is left to revert.');
   return lines.join('\n');
 }
 
@@ -406,12 +446,12 @@ function folderOutcomeLine(entry: DirectoryRevertOutcome): string {
   return `  kept ${where}: ${visibleLine(entry.reason)}`;
 }
 
-/** `revert --dry-run`: what revert would do, file by file and folder by folder. */
-function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }): string {
+/** `revert --dry-run`: what revert would do, file by file and folder by folder (or nothing, when it would refuse the step). */
+function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }, force: boolean, refused: boolean): string {
   const files = preview.files.map((entry) => {
     const where = visibleLine(entry.path);
     if (entry.state === 'already_restored') return `  ${where}: already as it was before the step`;
-    if (entry.state === 'conflict') return `  ${where}: CONFLICT: changed after the step (revert refuses; --force keeps what is there as a backup)`;
+    if (entry.state === 'conflict') return force ? `  ${where}: changed after the step; will be restored anyway, what is there now kept as the backup of a "Forced revert" step` : `  ${where}: CONFLICT: changed after the step (revert refuses; --force keeps what is there as a backup)`;
     return entry.restoreHash === null ? `  ${where}: will be deleted (the step created it)` : `  ${where}: will be restored to its content from before the step`;
   });
   const folders = preview.directories.map((entry) => {
@@ -421,7 +461,7 @@ function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: Dir
     return `  ${where}: will stay: ${visibleLine(entry.reason)}`;
   });
   return [
-    preview.files.length ? 'Files:' : 'No file to restore.',
+    preview.files.length ? `Files${refused ? ' (the revert would refuse; see below)' : ''}:` : 'No file to restore.',
     ...files,
     ...(folders.length ? ['Folders the step created:', ...folders] : []),
   ].join('\n');

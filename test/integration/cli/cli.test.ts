@@ -224,7 +224,7 @@ describe('executor CLI', () => {
     expect(listed.find((record) => record.step.id === 'second')).toMatchObject({ status: 'awaiting_consent', blockedBy: { stepId: 'first', status: 'failed' } });
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'second']).stdout;
     expect(shown).toMatch(/Blocked +by step first \(failed\): Step first earlier in this plan failed/);
-    expect(runCli(['--data-dir', dataDir, 'steps', 'list']).stdout).toMatch(/second +awaiting_consent .*blocked by first \(failed\)/);
+    expect(runCli(['--data-dir', dataDir, 'steps', 'list']).stdout).toMatch(/second +Waiting for you .*blocked by first \(failed\)/);
     expect(fs.existsSync(path.join(workspace, 'second.txt'))).toBe(false);
   });
 });

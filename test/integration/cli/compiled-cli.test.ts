@@ -396,7 +396,7 @@ describe('what the compiled CLI loads', () => {
       fs.writeFileSync(plan, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }));
       for (const output of [['--json'], []]) {
         const loaded = loads(['--data-dir', dataDir, ...output, 'propose', plan]);
-        expect(loaded.stdout).toMatch(/awaiting_consent|evaluated/);
+        expect(loaded.stdout).toMatch(/awaiting_consent|evaluated|Waiting for you|Evaluated/);
         // The client: commander, the zod schemas of the wire, picomatch (step summaries name paths).
         for (const heavy of ['dockerode', 'diff', '@modelcontextprotocol/sdk', 'better-sqlite3', 'web-tree-sitter', 'ws', 'tsx', 'esbuild']) {
           expect(loaded.packages.has(heavy), heavy).toBe(false);

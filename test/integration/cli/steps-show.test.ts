@@ -90,8 +90,8 @@ describe('executor steps show, steps cancel and steps watch: runs and their time
     fs.writeFileSync(waitingFile, JSON.stringify({ planId: 'waiting', steps: [{ id: 'w', action: 'runCommand', args: { command: 'true' } }] }));
     runCli(['--data-dir', dataDir, 'propose', waitingFile], { timeoutMs: 120_000 });
     const cancelled = runCli(['--data-dir', dataDir, 'steps', 'cancel', 'w']);
-    expect(cancelled.stdout).toContain('rejected');
-    expect(runCli(['--data-dir', dataDir, 'steps', 'cancel', 'w']).stdout).toContain('rejected');
+    expect(cancelled.stdout).toMatch(/^w +Rejected /);
+    expect(runCli(['--data-dir', dataDir, 'steps', 'cancel', 'w']).stdout).toMatch(/^w +Rejected /);
     const watched = runCli(['--data-dir', dataDir, 'steps', 'watch', 'w']);
     expect(watched.stdout).toContain('No Executor host is running for this data directory');
   }, 180_000);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { whatRunsLines } from '../../../src/cli/render.js';
+import { explainOutcome, localTimeWords, whatRunsLines, whoMustAct } from '../../../src/cli/render.js';
+import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { Step } from '../../../src/domain/step.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 
@@ -26,5 +27,78 @@ describe('whatRunsLines (executor steps show)', () => {
 
   it('shows nothing for steps that run nothing', () => {
     expect(whatRunsLines(step('deleteFile', { path: '/ws/a' }), defaultPolicy())).toEqual({ facts: [], code: [] });
+  });
+});
+
+function record(status: StepRecord['status'], patch: Partial<StepRecord> = {}): StepRecord {
+  return {
+    step: { id: 's1', planId: 'p', action: 'deleteFile', args: { path: '/w/a' }, meta: { origin: 'user' } },
+    position: 1,
+    status,
+    stepHash: 'h',
+    evaluation: { risk: 'MEDIUM', consent: 'required', reasons: [], mitigations: [], allowed: true } as unknown as StepRecord['evaluation'],
+    preview: null,
+    previewHash: null,
+    approval: null,
+    rejectedReason: null,
+    result: null,
+    error: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:01.000Z',
+    startedAt: null,
+    finishedAt: null,
+    revertedAt: null,
+    ...patch,
+  };
+}
+
+describe('explainOutcome (propose prints it per step)', () => {
+  it('ends each line with one stop, whatever stop the reason brought', () => {
+    expect(explainOutcome(record('rejected', { rejectedReason: 'no thanks.' }))).toBe('s1: rejected: no thanks.');
+    expect(explainOutcome(record('rejected', { rejectedReason: 'why?' }))).toBe('s1: rejected: why?');
+    expect(explainOutcome(record('rejected', { rejectedReason: 'never!' }))).toBe('s1: rejected: never!');
+    expect(explainOutcome(record('rejected', { rejectedReason: 'I said "stop."' }))).toBe('s1: rejected: I said "stop."');
+    expect(explainOutcome(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'Disk full.' } }))).toBe('s1: failed (EXECUTION_FAILED): Disk full.');
+    expect(explainOutcome(record('cancelled', { error: { code: 'STEP_CANCELLED', message: 'Cancelled by you.' } }))).toBe('s1: cancelled: Cancelled by you.');
+  });
+
+  it('never leaves a dangling colon for an empty reason, and says one for a missing one', () => {
+    expect(explainOutcome(record('rejected', { rejectedReason: '' }))).toBe('s1: rejected.');
+    expect(explainOutcome(record('rejected', { rejectedReason: null }))).toBe('s1: rejected: no reason given.');
+    expect(explainOutcome(record('failed', { error: { code: 'INTERNAL', message: '  ' } }))).toBe('s1: failed (INTERNAL).');
+    expect(explainOutcome(record('denied'))).toBe('s1: denied by policy.');
+    expect(explainOutcome(record('interrupted'))).toBe('s1: interrupted.');
+  });
+
+  it('reads a multi-line reason as one line, and still makes what could move the cursor visible', () => {
+    expect(explainOutcome(record('rejected', { rejectedReason: 'first line\nsecond line\n' }))).toBe('s1: rejected: first line second line.');
+    expect(explainOutcome(record('rejected', { rejectedReason: 'bad\u001b[2Kidea' }))).toBe('s1: rejected: bad\\x1b[2Kidea.');
+  });
+
+  it('says a blocker as a sentence of its own after the commands, never "….: `executor …`"', () => {
+    const blockedBy = { stepId: 's0', status: 'rejected' as const, reason: 'Step s0 earlier in this plan was rejected: why?' };
+    const waiting = explainOutcome(record('awaiting_consent', { blockedBy }));
+    expect(waiting).toMatch(/`executor reject s1 --reason …`\. Step s0 earlier in this plan was rejected: why\?$/);
+    expect(waiting).not.toMatch(/[.!?]\.|\.:|\?\./);
+    expect(explainOutcome(record('approved', { blockedBy }))).toBe('s1: approved, waits: Step s0 earlier in this plan was rejected: why?');
+    expect(explainOutcome(record('approved', { blockedBy: { ...blockedBy, reason: '' } }))).toBe('s1: approved, waits: an earlier step of its plan runs first.');
+    expect(explainOutcome(record('awaiting_consent', { blockedBy: { ...blockedBy, reason: ' ' } }))).toMatch(/--reason …`\.$/);
+  });
+});
+
+describe('localTimeWords and whoMustAct (when undecided steps expire)', () => {
+  it('says the expiry in the local time zone in words, never as raw ISO', () => {
+    const expiresAt = '2026-11-25T13:51:07.000Z';
+    const words = localTimeWords(expiresAt);
+    expect(words).not.toContain('T13:51');
+    expect(words).toMatch(/2026/);
+    expect(words).toBe(new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(new Date(expiresAt)));
+    const said = whoMustAct([record('awaiting_consent', { consentExpiresAt: expiresAt })], 'direct');
+    expect(said).toContain(`Undecided steps expire from ${words} on.`);
+    expect(said).not.toMatch(/\d{4}-\d{2}-\d{2}T/);
+  });
+
+  it('shows a time it cannot read as it was given, made visible', () => {
+    expect(localTimeWords('not a time\u001b]0;x')).toBe('not a time\\x1b]0;x');
   });
 });

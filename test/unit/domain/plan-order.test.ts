@@ -53,6 +53,40 @@ describe('blockerOf', () => {
   });
 });
 
+describe('blockingReason with the reasons people and agents really give', () => {
+  const rejectedWith = (reason: string | null) => blockerOf([step(0, 'rejected', { rejectedReason: reason }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason;
+  const failedWith = (message: string) => blockerOf([step(0, 'failed', { error: { code: 'EXECUTION_FAILED', message } }), step(1, 'approved')], step(1, 'approved'))!.reason;
+
+  it('keeps the reason\'s own stop, question or exclamation mark, and never doubles one', () => {
+    expect(rejectedWith('no thanks.')).toBe('Step s0 earlier in this plan was rejected: no thanks.');
+    expect(rejectedWith('why this file?')).toBe('Step s0 earlier in this plan was rejected: why this file?');
+    expect(rejectedWith('not now!')).toBe('Step s0 earlier in this plan was rejected: not now!');
+    expect(rejectedWith('hmm...')).toBe('Step s0 earlier in this plan was rejected: hmm...');
+    expect(failedWith('Disk full.')).toBe('Step s0 earlier in this plan failed: Disk full.');
+  });
+
+  it('keeps a quoted reason whole, with one stop after it or inside its quotes', () => {
+    expect(rejectedWith('"no"')).toBe('Step s0 earlier in this plan was rejected: "no".');
+    expect(rejectedWith('I said "stop."')).toBe('Step s0 earlier in this plan was rejected: I said "stop."');
+  });
+
+  it('ends the sentence without a colon when the reason is empty or only spaces', () => {
+    expect(rejectedWith('')).toBe('Step s0 earlier in this plan was rejected.');
+    expect(rejectedWith('  \n ')).toBe('Step s0 earlier in this plan was rejected.');
+    expect(rejectedWith(null)).toBe('Step s0 earlier in this plan was rejected.');
+    expect(failedWith('')).toBe('Step s0 earlier in this plan failed.');
+  });
+
+  it('reads a multi-line reason as one sentence', () => {
+    expect(rejectedWith('wrong folder.\nUse ~/work instead\n')).toBe('Step s0 earlier in this plan was rejected: wrong folder. Use ~/work instead.');
+  });
+
+  it('joins each of the policy\'s reasons as a sentence of its own', () => {
+    const denied = blockerOf([step(0, 'denied', { evaluation: { risk: 'CRITICAL', consent: 'deny', reasons: ['Writes outside every root', '', 'Looks like a secret.'], mitigations: [], allowed: false } as unknown as StepRecord['evaluation'] }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!;
+    expect(denied.reason).toBe('Step s0 earlier in this plan was denied by the policy: Writes outside every root. Looks like a secret.');
+  });
+});
+
 describe('planCanMoveWithoutPerson', () => {
   it('is false once every open step waits for the person, or behind a step that does', () => {
     expect(planCanMoveWithoutPerson([step(0, 'awaiting_consent'), step(1, 'approved')])).toBe(false);

@@ -25,6 +25,9 @@ describe('resultWords', () => {
     expect([...failed].length).toBeLessThanOrEqual(RESULT_WORDS_MAX_CHARACTERS);
     expect(failed).not.toContain('\n');
     expect(resultWords(source({ status: 'rejected', rejectedReason: 'not now' }))).toBe('Rejected: not now');
+    expect(resultWords(source({ status: 'rejected', rejectedReason: '' }))).toBe('Rejected: no reason given');
+    expect(resultWords(source({ status: 'rejected', rejectedReason: ' \n ' }))).toBe('Rejected: no reason given');
+    expect(resultWords(source({ status: 'denied', evaluation: { reasons: ['  '] } }))).toBe('Denied by policy: no reason recorded');
     expect(resultWords(source({ status: 'rejected', rejectedReason: AGENT_CANCEL_REASON }))).toBe('Withdrawn by the agent that proposed it');
     expect(resultWords(source({ status: 'denied', evaluation: { reasons: ['Outside the roots.'] } }))).toBe('Denied by policy: Outside the roots.');
     expect(resultWords(source({ status: 'awaiting_consent' }))).toBe('—');

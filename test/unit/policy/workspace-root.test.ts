@@ -77,3 +77,90 @@ describe('checkWorkspaceRoot', () => {
     expect(policyWithRoot(once, other).workspaceRoots).toEqual([project, other]);
   });
 });
+
+describe('checkWorkspaceRoot: folders other users share', () => {
+  /** A folder made in a fresh temp dir with these permission bits (set after creation: the umask does not apply). */
+  function folderWithMode(parent: string, name: string, mode: number): string {
+    const folder = path.join(parent, name);
+    fs.mkdirSync(folder);
+    fs.chmodSync(folder, mode);
+    return folder;
+  }
+  const me = process.getuid!();
+  const NOBODY = 65534;
+  /** Owned by another user: really (chown) where this test runs as root, else by telling the check it is someone else. */
+  function foreign(folder: string): { uid: number } {
+    if (me === 0) {
+      fs.chownSync(folder, NOBODY, NOBODY);
+      return { uid: me };
+    }
+    return { uid: me + 1 };
+  }
+
+  it('refuses a world-writable folder, sticky or not, for every user including root, saying why and what to do', () => {
+    const { home, dataDir } = layout();
+    for (const mode of [0o777, 0o1777, 0o773, 0o757]) {
+      const shared = folderWithMode(home, `shared-${mode.toString(8)}`, mode);
+      for (const uid of [me, 0]) {
+        const error = (() => {
+          try {
+            checkWorkspaceRoot(shared, dataDir, { home, uid });
+          } catch (caught) {
+            return caught as ExecutorError;
+          }
+          throw new Error(`${shared} (mode ${mode.toString(8)}) was accepted`);
+        })();
+        expect(error.code).toBe('ROOT_REFUSED');
+        expect(error.message).toContain(`${shared} can be written by every user of this computer`);
+        expect(error.message).toContain('Pick a folder of your own');
+        expect(error.message).toContain(`chmod o-w ${shared}`);
+        expect(error.details).toMatchObject({ path: shared, worldWritable: shared });
+      }
+      expect(refusal(shared, dataDir, home).message).toMatch(mode & 0o1000 ? /\(a shared folder like \/tmp\)/ : /computer: anyone could put files/);
+    }
+  });
+
+  it('refuses a folder inside a world-writable folder without the sticky bit, even one of your own', () => {
+    const { home, dataDir } = layout();
+    const open = folderWithMode(home, 'open', 0o777);
+    const mine = folderWithMode(open, 'mine', 0o755);
+    const deeper = path.join(mine, 'a', 'b');
+    fs.mkdirSync(deeper, { recursive: true });
+    for (const folder of [mine, deeper]) {
+      const error = refusal(folder, dataDir, home);
+      expect(error.message).toContain(`is inside ${open}, which every user of this computer can write to: anyone could rename ${mine} away`);
+      expect(error.details).toMatchObject({ worldWritable: open });
+    }
+  });
+
+  it('refuses a folder inside a sticky shared folder when another user owns it or a folder on the way, and accepts your own', () => {
+    const { home, dataDir } = layout();
+    const sticky = folderWithMode(home, 'tmp-like', 0o1777);
+    const mine = folderWithMode(sticky, 'mine', 0o700);
+    expect(checkWorkspaceRoot(mine, dataDir, { home, uid: me })).toBe(mine);
+
+    const theirs = folderWithMode(sticky, 'theirs', 0o755);
+    const inTheirs = path.join(theirs, 'project');
+    fs.mkdirSync(inTheirs);
+    const as = foreign(theirs);
+    const direct = (() => {
+      try {
+        checkWorkspaceRoot(theirs, dataDir, { home, ...as });
+      } catch (caught) {
+        return caught as ExecutorError;
+      }
+      throw new Error(`${theirs} was accepted`);
+    })();
+    expect(direct.code).toBe('ROOT_REFUSED');
+    expect(direct.message).toMatch(new RegExp(`is inside ${sticky}, which every user of this computer can write to, and it belongs to another user \\(uid \\d+\\)`));
+    expect(() => checkWorkspaceRoot(inTheirs, dataDir, { home, ...as })).toThrow(new RegExp(`and ${theirs} belongs to another user`));
+  });
+
+  it('takes a link to a shared folder at its target, and leaves a private folder in a private home alone', () => {
+    const { home, project, dataDir } = layout();
+    const shared = folderWithMode(home, 'shared', 0o1777);
+    fs.symlinkSync(shared, path.join(home, 'innocent-name'));
+    expect(refusal('~/innocent-name', dataDir, home).message).toContain(`${shared} can be written by every user`);
+    expect(checkWorkspaceRoot(project, dataDir, { home, uid: me })).toBe(project);
+  });
+});
