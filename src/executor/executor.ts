@@ -45,6 +45,7 @@ import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type Remembe
 import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
+import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
@@ -407,6 +408,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     assertRootsApartFromDataDir(parsed.data, this.dataDir);
     const before = this.policy;
+    // A root added through Settings passes the same check as `roots add` and the first-run prompt:
+    // the policy is one more door to the same room. Roots already held stay (a later chmod is a
+    // person's own choice, and refusing them here would lock Settings).
+    const held = new Set(before.workspaceRoots);
+    for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
     this.db.transaction(() => {
       this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
       this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
