@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { SECRET_DIGEST_PREFIX } from './record-format.js';
+import { RecordMac, SECRET_DIGEST_PREFIX } from './record-format.js';
 
 /**
  * How a secret is written in a record: `hmac-sha256:<salt>:<mac>`, where `salt` is 16 random bytes
@@ -56,18 +56,19 @@ export function secretCandidates(value: string): string[] {
  * share one), and the legacy digests once for the whole log.
  */
 export class SecretFinder {
-  private readonly candidates: string[];
+  private readonly candidates: Buffer[];
   private readonly legacy: string[];
+  /** HMAC under the installation secret with the secret prefix, its key pads prepared once: a big log asks it once per record salt. */
+  private readonly mac: RecordMac;
   /** The digest `audit hash` prints: the legacy form, stable for one value on one installation. */
   readonly legacyDigest: string;
 
-  constructor(
-    private readonly installationSecret: Buffer,
-    value: string,
-  ) {
-    this.candidates = secretCandidates(value);
-    this.legacy = this.candidates.map((candidate) => legacySecretDigest(installationSecret, candidate));
+  constructor(installationSecret: Buffer, value: string) {
+    const candidates = secretCandidates(value);
+    this.candidates = candidates.map((candidate) => Buffer.from(candidate, 'utf8'));
+    this.legacy = candidates.map((candidate) => legacySecretDigest(installationSecret, candidate));
     this.legacyDigest = this.legacy[0]!;
+    this.mac = new RecordMac(installationSecret, SECRET_DIGEST_PREFIX);
   }
 
   /** Whether a record body holds the value, salted or in the legacy form. */
@@ -84,7 +85,7 @@ export class SecretFinder {
     for (const [saltHex, macs] of macsBySalt) {
       const salt = Buffer.from(saltHex, 'hex');
       for (const candidate of this.candidates) {
-        if (macs.has(saltedSecretDigest(this.installationSecret, salt, candidate).slice(-64))) return true;
+        if (macs.has(this.mac.mac(Buffer.concat([salt, candidate])).toString('hex'))) return true;
       }
     }
     return false;
