@@ -82,6 +82,7 @@ export class SignedAuditLog implements AuditTrail {
   private readonly env: ExecutorEnv;
   /** executorEnv's canonical text per sandbox of record: computed once each, not per record. */
   private readonly envTexts = new Map<string, string>();
+  private defaultEnvText: string | undefined;
   private readonly salt: Buffer;
   private secretPath: ((path: string) => boolean) | undefined;
   private recordsInEpoch = 0;
@@ -163,6 +164,7 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   private envTextFor(sandbox: SandboxOfRecord | null | undefined): string {
+    if (!sandbox && this.defaultEnvText !== undefined) return this.defaultEnvText;
     const value = sandbox ? { kind: sandbox.kind, imageDigest: sandbox.imageDigest } : (this.env.sandbox ?? null);
     const key = value ? `${value.kind}\0${value.imageDigest ?? ''}` : '';
     let text = this.envTexts.get(key);
@@ -172,6 +174,7 @@ export class SignedAuditLog implements AuditTrail {
       if (this.envTexts.size > 64) this.envTexts.clear();
       this.envTexts.set(key, text);
     }
+    if (!sandbox) this.defaultEnvText = text;
     return text;
   }
 
@@ -227,8 +230,8 @@ export class SignedAuditLog implements AuditTrail {
 
   private writeRecord(event: AuditEvent, head: Head, now: Date, key: CurrentKey, cosignKey?: CurrentKey): Head {
     // One salt per record, drawn only if the record holds a secret: equal secrets in two records cannot be linked.
-    const rules: RecordingRules = { digest: (value: string) => digester.digest(value), contentIsSecret: event.secretContent === true, ...(this.secretPath ? { secretPath: this.secretPath } : {}) };
     const digester = new RecordSecretDigester(this.salt);
+    const rules: RecordingRules = { digest: (value: string) => digester.digest(value), contentIsSecret: event.secretContent === true, ...(this.secretPath ? { secretPath: this.secretPath } : {}) };
     const detail = (recordableValue(event.detail ?? {}, rules) ?? {}) as Record<string, unknown>;
     const derived = contentHashes(detail);
     const { result, error, ...args } = detail;
