@@ -3,7 +3,7 @@ import type { Actor } from '../domain/actor.js';
 import { ExecutorError } from '../domain/errors.js';
 import { AnchorStore, type Anchor } from './anchor.js';
 import { AuditKeyring, type CurrentKey } from './audit-keys.js';
-import { assertEventKind, type AuditEvent, type AuditTrail } from './event-log.js';
+import { assertEventKind, type AuditEvent, type AuditTrail, type SandboxOfRecord } from './event-log.js';
 import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
 import type { KeyStore } from './key-store.js';
 import {
@@ -22,7 +22,8 @@ import {
   type CheckpointBody,
   type RecordBody,
 } from './record-format.js';
-import { checkedString, recordableValue } from './recordable-value.js';
+import { checkedString, recordableValue, type RecordingRules } from './recordable-value.js';
+import { RecordSecretDigester } from './secret-digest.js';
 
 export interface AuditLogOptions {
   /** The epoch key ratchets after this many records… */
@@ -78,8 +79,12 @@ export class SignedAuditLog implements AuditTrail {
   private readonly keyring: AuditKeyring;
   private readonly anchors: AnchorStore;
   private readonly options: Required<Omit<AuditLogOptions, 'env'>>;
-  private readonly envText: string;
+  private readonly env: ExecutorEnv;
+  /** executorEnv's canonical text per sandbox of record: computed once each, not per record. */
+  private readonly envTexts = new Map<string, string>();
+  private defaultEnvText: string | undefined;
   private readonly salt: Buffer;
+  private secretPath: ((path: string) => boolean) | undefined;
   private recordsInEpoch = 0;
   private pendingAnchor: Anchor | undefined;
   private anchorFlushScheduled = false;
@@ -107,7 +112,7 @@ export class SignedAuditLog implements AuditTrail {
       checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
       now: options.now ?? (() => new Date()),
     };
-    this.envText = canonicalText(recordableValue(options.env ?? currentExecutorEnv(), Buffer.alloc(0)));
+    this.env = options.env ?? currentExecutorEnv();
     this.salt = keyring.salt;
     this.selectHead = db.prepare('SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1');
     this.insertRecord = db.prepare(
@@ -151,6 +156,26 @@ export class SignedAuditLog implements AuditTrail {
 
   get logId(): string {
     return this.keyring.logId;
+  }
+
+  /** How the log tells a secret-looking file path (the policy's secret patterns, as they stand when a record is written). */
+  recordSecretPathsBy(test: (path: string) => boolean): void {
+    this.secretPath = test;
+  }
+
+  private envTextFor(sandbox: SandboxOfRecord | null | undefined): string {
+    if (!sandbox && this.defaultEnvText !== undefined) return this.defaultEnvText;
+    const value = sandbox ? { kind: sandbox.kind, imageDigest: sandbox.imageDigest } : (this.env.sandbox ?? null);
+    const key = value ? `${value.kind}\0${value.imageDigest ?? ''}` : '';
+    let text = this.envTexts.get(key);
+    if (text === undefined) {
+      text = canonicalText(recordableValue({ ...this.env, sandbox: value }, Buffer.alloc(0)));
+      // A handful of kinds and image digests per process; the bound only guards against a stream of new images.
+      if (this.envTexts.size > 64) this.envTexts.clear();
+      this.envTexts.set(key, text);
+    }
+    if (!sandbox) this.defaultEnvText = text;
+    return text;
   }
 
   get keys(): AuditKeyring {
@@ -204,7 +229,10 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   private writeRecord(event: AuditEvent, head: Head, now: Date, key: CurrentKey, cosignKey?: CurrentKey): Head {
-    const detail = (recordableValue(event.detail ?? {}, this.salt) ?? {}) as Record<string, unknown>;
+    // One salt per record, drawn only if the record holds a secret: equal secrets in two records cannot be linked.
+    const digester = new RecordSecretDigester(this.salt);
+    const rules: RecordingRules = { digest: (value: string) => digester.digest(value), contentIsSecret: event.secretContent === true, ...(this.secretPath ? { secretPath: this.secretPath } : {}) };
+    const detail = (recordableValue(event.detail ?? {}, rules) ?? {}) as Record<string, unknown>;
     const derived = contentHashes(detail);
     const { result, error, ...args } = detail;
     const outcome = error !== undefined ? { ok: false, error } : result !== undefined ? result : 'to' in detail ? { status: detail.to } : null;
@@ -219,14 +247,14 @@ export class SignedAuditLog implements AuditTrail {
       action: event.kind,
       planId: event.planId === undefined ? null : checkedString(event.planId),
       stepId: event.stepId === undefined ? null : checkedString(event.stepId),
-      userId: recordableValue(event.actor, this.salt) as RecordBody['userId'],
+      userId: recordableValue(event.actor, { digest: rules.digest }) as RecordBody['userId'],
       args,
-      preHash: event.preHash ?? derived.preHash,
-      postHash: event.postHash ?? derived.postHash,
+      preHash: event.preHash !== undefined ? (event.secretContent ? rules.digest(event.preHash) : event.preHash) : derived.preHash,
+      postHash: event.postHash !== undefined ? (event.secretContent ? rules.digest(event.postHash) : event.postHash) : derived.postHash,
       result: outcome,
       executorEnv: null,
     };
-    const text = recordBodyText(body, this.envText);
+    const text = recordBodyText(body, this.envTextFor(event.sandbox));
     const { mac, hash } = this.recordMacFor(key.key).macAndHash(text);
     const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);

@@ -5,7 +5,7 @@ import { AnchorStore } from './anchor.js';
 import { AuditKeyring } from './audit-keys.js';
 import type { KeyStore } from './key-store.js';
 import { DbRecordSource } from './record-sources.js';
-import { secretDigest } from './recordable-value.js';
+import { SecretFinder } from './secret-digest.js';
 import { ExecutorError } from '../domain/errors.js';
 
 /** The data directory's database for reading only; a clear NOT_FOUND when there is none yet. */
@@ -16,11 +16,38 @@ export function openAuditDatabaseReadOnly(dataDir: string): Db {
   return openDatabase(dataDir, { readonly: true });
 }
 
-/** The salted HMAC a record stores in place of a secret, and the records (up to 1,000) that hold it. */
-export function findSecretDigest(db: Db, salt: Buffer, value: string): { digest: string; seqs: number[] } {
-  const digest = secretDigest(salt, value);
-  const rows = db.prepare('SELECT seq FROM audit_records WHERE instr(body, ?) > 0 ORDER BY seq LIMIT 1000').all(digest) as { seq: number }[];
-  return { digest, seqs: rows.map((row) => row.seq) };
+/** How many records `audit hash` reads per query: a progress count between them, and no long-held read. */
+const HASH_SCAN_BATCH = 20_000;
+/** `audit hash` lists at most this many records. */
+export const MAX_HASH_MATCHES = 1000;
+
+/**
+ * "Was it this value?": the records (up to 1,000) that hold the value in place of a secret. Each
+ * record salts its digests, so the answer is recomputed per record that holds a digest at all;
+ * records written before per-record salts hold the installation-wide `digest`, found the same way.
+ */
+export function findSecretDigest(
+  db: Db,
+  salt: Buffer,
+  value: string,
+  onProgress?: (checked: number, total: number) => void,
+): { digest: string; seqs: number[] } {
+  const finder = new SecretFinder(salt, value);
+  const bounds = db.prepare('SELECT min(seq) AS first, max(seq) AS last FROM audit_records').get() as { first: number | null; last: number | null };
+  const seqs: number[] = [];
+  if (bounds.first === null || bounds.last === null) return { digest: finder.legacyDigest, seqs };
+  // Only records holding a digest are handed to JavaScript; SQLite's instr() passes over the rest.
+  const batch = db.prepare("SELECT seq, body FROM audit_records WHERE seq BETWEEN ? AND ? AND instr(body, 'hmac-sha256:') > 0 ORDER BY seq").raw(true);
+  const total = bounds.last - bounds.first + 1;
+  for (let from = bounds.first; from <= bounds.last && seqs.length < MAX_HASH_MATCHES; from += HASH_SCAN_BATCH) {
+    const to = Math.min(bounds.last, from + HASH_SCAN_BATCH - 1);
+    for (const [seq, body] of batch.iterate(from, to) as Iterable<[number, string]>) {
+      if (finder.heldBy(body)) seqs.push(seq);
+      if (seqs.length >= MAX_HASH_MATCHES) break;
+    }
+    onProgress?.(to - bounds.first + 1, total);
+  }
+  return { digest: finder.legacyDigest, seqs };
 }
 
 /**
@@ -57,10 +84,10 @@ export class AuditReader {
   }
 
   /** The digest of a value and the records that hold it in place of a secret. */
-  hashSecret(value: string): { digest: string; seqs: number[] } {
+  hashSecret(value: string, onProgress?: (checked: number, total: number) => void): { digest: string; seqs: number[] } {
     const keyring = this.keyring();
     if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${this.keyStore.location}: the salt that hashes secrets is kept there.`);
-    return findSecretDigest(this.db, keyring.salt, value);
+    return findSecretDigest(this.db, keyring.salt, value, onProgress);
   }
 
   anchor() {

@@ -23,6 +23,19 @@ export interface AuditEvent {
   /** Content hashes before and after an effect (e.g. a file's pre- and post-image), when the event has them. */
   preHash?: string;
   postHash?: string;
+  /**
+   * The event is about a step that writes a path matching the secret patterns: its content, and every
+   * hash of it, are recorded only as salted digests (docs/audit.md, "Secrets").
+   */
+  secretContent?: boolean;
+  /** Where the event's step runs: recorded as executorEnv.sandbox (null: the event has no step). */
+  sandbox?: SandboxOfRecord | null;
+}
+
+/** The sandbox a record's step runs in: `worker` (light), `docker` (with the image digest), or `host` (applied by Executor itself). */
+export interface SandboxOfRecord {
+  kind: 'worker' | 'docker' | 'host';
+  imageDigest: string | null;
 }
 
 /**

@@ -7,6 +7,7 @@ export interface ExecutorEnv {
   platform: string;
   node: string;
   electron: string | null;
+  /** The sandbox the record's step runs in; null for a record without a step. */
   sandbox: { kind: string; imageDigest: string | null } | null;
 }
 

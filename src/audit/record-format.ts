@@ -10,6 +10,8 @@ export const RECORD_MAC_PREFIX = Buffer.from('executor.audit.record.v1\0', 'utf8
 export const CHECKPOINT_MAC_PREFIX = Buffer.from('executor.audit.checkpoint.v1\0', 'utf8');
 export const CHECKPOINT_SIG_PREFIX = Buffer.from('executor.audit.checkpoint-sig.v1\0', 'utf8');
 export const COSIGN_MAC_PREFIX = Buffer.from('executor.audit.rotation-cosign.v1\0', 'utf8');
+/** A secret's digest in a record: HMAC(installation secret, prefix ‖ record salt ‖ value); see secret-digest.ts. */
+export const SECRET_DIGEST_PREFIX = Buffer.from('executor.audit.secret.v2\0', 'utf8');
 
 /** Who acted: the OS user and the channel (window, web, cli, mcp with the agent's issued identity and its client's label). */
 export interface RecordUser {

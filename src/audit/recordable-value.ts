@@ -1,5 +1,6 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
+import { legacySecretDigest } from './secret-digest.js';
 
 /**
  * What a credential looks like, in one place. A key whose name matches has its value stored as a
@@ -43,9 +44,31 @@ export function looksLikeSecretValue(value: string): boolean {
   return CASE_SENSITIVE.test(value) || SECRET_VALUE_PATTERNS.some((pattern) => pattern.flags.includes('i') && pattern.test(value));
 }
 
-/** Vault's answer to "was it this value?": the same salted HMAC the log stores in its place. */
+/** The installation-wide digest of records written before per-record salts (see secret-digest.ts). */
 export function secretDigest(salt: Buffer, value: string): string {
-  return `hmac-sha256:${createHmac('sha256', salt).update(value, 'utf8').digest('hex')}`;
+  return legacySecretDigest(salt, value);
+}
+
+/**
+ * Keys that hold a file's content or a hash of it (a hash of a short secret is as good as the secret:
+ * sha256("PASSWORD=hunter2\n") is one guess away). In a record about a step that writes a secret
+ * path, or in an object whose `path` is one, their values are stored as digests.
+ */
+export const CONTENT_KEY_PATTERN = /^(?:content|diff|patch)$|hash$/i;
+
+/** What a record may hold in clear, decided once per record. */
+export interface RecordingRules {
+  /** The digest a secret is stored as: salted per record (RecordSecretDigester). */
+  digest(value: string): string;
+  /** The record is about a step that writes a path matching the secret patterns: all its content keys are secrets. */
+  contentIsSecret?: boolean;
+  /** Whether a file path matches the secret patterns: an object with such a `path` has its content keys digested. */
+  secretPath?(path: string): boolean;
+}
+
+function rulesOf(rules: RecordingRules | Buffer): RecordingRules {
+  if (!Buffer.isBuffer(rules)) return rules;
+  return { digest: (value) => legacySecretDigest(rules, value) };
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -64,34 +87,42 @@ export function checkedString(text: string): string {
  * sha256, and numbers that are not safe integers their decimal text (RFC 8785 bodies here carry
  * integers only, so no two implementations can disagree on a float's digits).
  */
-export function recordableValue(value: unknown, salt: Buffer, secret = false, depth = 0): unknown {
+export function recordableValue(value: unknown, rules: RecordingRules | Buffer, secret = false, depth = 0): unknown {
+  const resolved = rulesOf(rules);
+  return recordable(value, resolved, secret, resolved.contentIsSecret ?? false, depth);
+}
+
+function recordable(value: unknown, rules: RecordingRules, secret: boolean, contentIsSecret: boolean, depth: number): unknown {
   if (depth > 64) throw new ExecutorError('INVALID_INPUT', 'An audit record value is nested deeper than 64 levels.');
   if (value === null || value === undefined) return null;
+  const digest = rules.digest;
   switch (typeof value) {
     case 'string': {
       const text = checkedString(value);
-      if (secret || looksLikeSecretValue(text)) return secretDigest(salt, text);
+      if (secret || looksLikeSecretValue(text)) return digest(text);
       if (text.length > MAX_RECORDED_STRING) return { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length };
       return text;
     }
     case 'number':
-      if (secret) return secretDigest(salt, String(value));
+      if (secret) return digest(String(value));
       return Number.isSafeInteger(value) ? value : String(value);
     case 'boolean':
-      return secret ? secretDigest(salt, String(value)) : value;
+      return secret ? digest(String(value)) : value;
     case 'bigint':
-      return secret ? secretDigest(salt, value.toString()) : value.toString();
+      return secret ? digest(value.toString()) : value.toString();
     case 'object': {
-      if (Array.isArray(value)) return value.map((item) => recordableValue(item, salt, secret, depth + 1));
+      if (Array.isArray(value)) return value.map((item) => recordable(item, rules, secret, contentIsSecret, depth + 1));
       if (value instanceof Date) return value.toISOString();
       // Keys in canonical order as they are inserted, so canonicalText() writes the object without copying it.
       const out: Record<string, unknown> = {};
       const record = value as Record<string, unknown>;
+      const secretFile = contentIsSecret || (typeof record.path === 'string' && rules.secretPath?.(record.path) === true);
       for (const key of Object.keys(record).sort()) {
         const item = record[key];
         if (item === undefined) continue;
         const name = checkedString(key);
-        out[name] = recordableValue(item, salt, secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name), depth + 1);
+        const secretHere = secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name) || (secretFile && CONTENT_KEY_PATTERN.test(name));
+        out[name] = recordable(item, rules, secretHere, contentIsSecret, depth + 1);
       }
       return out;
     }

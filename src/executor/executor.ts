@@ -11,7 +11,7 @@ import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import { findSecretDigest } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
-import type { AuditTrail } from '../audit/event-log.js';
+import type { AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import { secretDigest } from '../audit/recordable-value.js';
@@ -51,7 +51,7 @@ import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
-import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
+import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
@@ -70,6 +70,7 @@ import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
+import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -267,6 +268,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private nextExpiryAt = Infinity;
   /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
   private readonly liveRuns = new LiveRuns((frame) => this.emit('run', frame));
+  /** recordTraitsOf's answers, per step, under the policy they were decided with. */
+  private readonly stepTraits = new Map<string, { policy: Policy; traits: StepRecordTraits }>();
+  private imageDigestAsked = false;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
@@ -279,6 +283,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.auditLog = auditLog;
     this.keyStore = keyStore;
     this.audit = this.notifyingTrail(auditLog);
+    auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
     this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
@@ -434,10 +439,37 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private notifyingTrail(trail: AuditTrail): AuditTrail {
     return {
       append: (event) => {
-        trail.append(event);
+        trail.append(event.stepId === undefined ? event : { ...event, ...this.recordTraitsOf(event.stepId) });
         queueMicrotask(() => this.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
       },
     };
+  }
+
+  /**
+   * What each record of a step says beyond its event: its content kept as salted digests when it
+   * writes a secret path, and the sandbox it runs in (executorEnv.sandbox). Decided once per step and
+   * policy: a step's path and action never change.
+   */
+  private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
+    let cached = this.stepTraits.get(stepId);
+    if (!cached || cached.policy !== this.policy) {
+      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+      if (!row) return { secretContent: false, sandbox: null };
+      if (this.stepTraits.size > 10_000) this.stepTraits.clear();
+      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
+      this.stepTraits.set(stepId, cached);
+    }
+    const { secretContent, sandboxKind } = cached.traits;
+    let imageDigest: string | null = null;
+    if (sandboxKind === 'docker') {
+      imageDigest = lastSeenImageDigest() ?? null;
+      // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
+      if (imageDigest === null && !this.imageDigestAsked) {
+        this.imageDigestAsked = true;
+        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
+      }
+    }
+    return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };
   }
 
   private context(stepId: string, run?: LiveRun): ActionContext {

@@ -276,7 +276,7 @@ export const METHODS = {
     result: z.object({ digest: z.string(), seqs: z.array(z.number().int()) }),
     // Answers "was it this value?" about the person's secrets: the person's question, never the agent's.
     channels: PERSON_CHANNELS,
-    description: 'the salted HMAC the audit log stores in place of a secret, and the records (up to 1,000) that hold it',
+    description: 'the records (up to 1,000) that hold a value in place of a secret, each found by its own salted digest',
   }),
   rotateKeys: method({
     params: z.strictObject({ reason: z.string().max(500).optional() }).optional(),

@@ -74,13 +74,13 @@ const PIPED_PROGRESS_EVERY_MS = 500;
  * Counts on stderr while verify runs: on a terminal one line rewritten in place, with --progress
  * elsewhere (a pipe, a CI log) one line at a time and at most every half second. stdout stays the report.
  */
-function progressPrinter(mode: { terminal: boolean; forced: boolean }): { onProgress?: (progress: VerifyProgress) => void; finish(): void } {
+function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: string }): { onProgress?: (progress: VerifyProgress) => void; finish(): void } {
   if (!mode.terminal && !mode.forced) return { finish: () => undefined };
   let lastLine = '';
   let lastAt = 0;
   const onProgress = ({ checked, total }: VerifyProgress) => {
     const percent = total ? Math.floor((checked / total) * 100) : 100;
-    const line = `verifying… checked ${checked.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (${percent}%)`;
+    const line = `${mode.verb ?? 'verifying'}… checked ${checked.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (${percent}%)`;
     if (mode.terminal) {
       if (line !== lastLine) process.stderr.write(`\r${line}`);
     } else {
@@ -195,11 +195,16 @@ export function registerAuditCommands(program: Command): void {
     .command('hash')
     .description('answer "was it this value?": the salted HMAC the log stores in place of a secret, and the records that hold it')
     .argument('<value>')
-    .action(async (value: string, _options: unknown, command: Command) => {
+    .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
+    .action(async (value: string, options: { progress?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-      // The salt is among the keys: sealed ones stay in the app, which hashes the value for us.
-      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value)));
-      print(json, found, () => `${found.digest}\n${found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}` : 'no record holds it'}`);
+      const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true, verb: 'searching' });
+      const onProgress = progress.onProgress && ((checked: number, total: number) => progress.onProgress!({ checked, total }));
+      // The salt is among the keys: sealed ones stay in the app, which searches the log for us.
+      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
+      progress.finish();
+      // Each record salts its own digests, so no one digest names the value: the records that hold it do.
+      print(json, found, () => (found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}${found.seqs.length >= 1000 ? ' (the first 1,000)' : ''}` : 'no record holds it'));
     });
 }

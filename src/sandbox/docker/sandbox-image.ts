@@ -35,10 +35,19 @@ export interface ImageInfo {
   createdAt?: string;
 }
 
+/** The digest each image tag had when an engine last answered for it: what the audit log names as a record's sandbox. */
+const seenDigests = new Map<string, string>();
+
+/** The sandbox image's digest as the engine last gave it to this process (undefined: not asked yet, or absent). */
+export function lastSeenImageDigest(tag: string = sandboxImageTag()): string | undefined {
+  return seenDigests.get(tag);
+}
+
 export async function imageInfo(client: DockerClient, tag: string = sandboxImageTag()): Promise<ImageInfo> {
   return engineCall(client, async () => {
     try {
       const inspected = await client.docker.getImage(tag).inspect();
+      seenDigests.set(tag, inspected.Id);
       return {
         tag,
         present: true,
@@ -49,7 +58,10 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
         createdAt: inspected.Created,
       };
     } catch (error) {
-      if ((error as { statusCode?: number }).statusCode === 404) return { tag, present: false };
+      if ((error as { statusCode?: number }).statusCode === 404) {
+        seenDigests.delete(tag);
+        return { tag, present: false };
+      }
       throw error;
     }
   });
