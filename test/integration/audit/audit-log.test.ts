@@ -211,7 +211,7 @@ describe('the signed audit log', () => {
     const store = new FileKeyStore(dataDir);
     const before = withAuditLog(dataDir, (_db, log) => log.keys.current().keyId);
     // Crash after the new chain was staged, before its record was written.
-    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date()));
+    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date(), { epochMs: 900_000, epochMaxRecords: 10_000 }, 100));
     expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(before);
     expect(JSON.parse(store.read('audit-keys')!.toString()).pending).toBeUndefined();
 
