@@ -133,12 +133,13 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   /** Whether the current epoch's window is over: by the declared time, or by its record count (only ever ended through a certificate). */
-  private epochOver(now: Date, nextSeq: number): boolean {
+  private epochOver(now: Date, nextSeq: number | undefined): boolean {
     const declared = this.keyring.currentForwardSecure()?.schedule;
     const maxMs = declared?.epochMs ?? this.options.epochMaxMs;
     const maxRecords = declared?.epochMaxRecords ?? this.options.epochMaxRecords;
     const firstSeq = this.keyring.epochFirstSeq();
-    const countOver = firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords;
+    // A checkpoint signs no record: only time ends an epoch there (nextSeq undefined).
+    const countOver = nextSeq !== undefined && (firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords);
     return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
   }
 
@@ -328,7 +329,7 @@ export class SignedAuditLog implements AuditTrail {
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
     const now = this.options.now();
     // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.
-    if (this.keyring.currentForwardSecure() && this.epochOver(now, head.seq + 1)) this.ratchet(now, head.seq + 1);
+    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head.seq + 1);
     const key = this.keyring.current();
     const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
     const body: CheckpointBody = {

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { Db } from '../store/database.js';
+import type { StoredCertificate } from './epoch-certificate.js';
 import type { RecordSource, StoredRecord } from './verify-range.js';
 
 export interface StoredCheckpoint {
@@ -8,6 +9,8 @@ export interface StoredCheckpoint {
   mac: Buffer;
   sig: Buffer;
   hash: Buffer | null;
+  /** The epoch's own signature (v2 checkpoints); null on v1. */
+  epochSig: Buffer | null;
 }
 
 type RecordRow = [number, string, string, string | null, string | null, string, Buffer, Buffer, Buffer | null];
@@ -93,9 +96,30 @@ export class DbRecordSource implements RecordSource {
   }
 
   checkpoints(): StoredCheckpoint[] {
-    return (this.db.prepare('SELECT cp_seq, body, mac, sig, hash FROM audit_checkpoints ORDER BY cp_seq').all() as {
-      cp_seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer;
-    }[]).map((row) => ({ cpSeq: row.cp_seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash }));
+    // A database not yet migrated (opened read-only) has no epoch_sig column: its checkpoints are v1.
+    const epochSig = this.hasColumn('audit_checkpoints', 'epoch_sig') ? 'epoch_sig' : 'NULL AS epoch_sig';
+    return (this.db.prepare(`SELECT cp_seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
+      cp_seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer; epoch_sig: Buffer | null;
+    }[]).map((row) => ({ cpSeq: row.cp_seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash, epochSig: row.epoch_sig }));
+  }
+
+  /** The epoch certificates of forward-secure chains, by chain and epoch. */
+  certificates(): StoredCertificate[] {
+    if (!this.hasTable('audit_epoch_certs')) return [];
+    return (this.db.prepare('SELECT key_id, epoch, body, sig FROM audit_epoch_certs ORDER BY key_id, epoch').all() as { key_id: string; epoch: number; body: string; sig: Buffer }[]).map((row) => ({
+      keyId: row.key_id,
+      epoch: row.epoch,
+      body: row.body,
+      sig: row.sig,
+    }));
+  }
+
+  private hasTable(name: string): boolean {
+    return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  }
+
+  private hasColumn(table: string, column: string): boolean {
+    return (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some((row) => row.name === column);
   }
 
   /** The log id the log itself claims (its first record's), for a verifier that holds no keys. */

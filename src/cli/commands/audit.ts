@@ -150,7 +150,9 @@ export function registerAuditCommands(program: Command): void {
         const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
         try {
           const writer = fileLineWriter(fd);
-          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          const keyring = reader.keyringIfReadable();
+          if (!keyring) process.stderr.write('note: the audit keys are sealed by the app or missing here, so this export\'s header is not signed and `audit verify --file` will refuse it (BAD_HEADER); export from the running app (the window\'s Export) instead\n');
+          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring });
           writer.flush();
           if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
         } finally {
