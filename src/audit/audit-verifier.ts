@@ -76,6 +76,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
         publicKeys,
         anchorCopies: new AnchorStore(dataDir, options.keyStore).copies(),
         acceptMissingAnchor: options.acceptMissingAnchor,
+        keyStoreEpoch: keyring?.currentForwardSecure() ? { keyId: keyring.current().keyId, epoch: keyring.current().epoch } : undefined,
         certificates: mergeCertificates(source.certificates(), keyring?.pendingCertificates() ?? []),
         trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,

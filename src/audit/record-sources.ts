@@ -11,6 +11,8 @@ export interface StoredCheckpoint {
   hash: Buffer | null;
   /** The epoch's own signature (v2 checkpoints); null on v1. */
   epochSig: Buffer | null;
+  /** The table's copy of the sealed seq (null in an export): it must agree with the body. */
+  seq?: number | null;
 }
 
 type RecordRow = [number, string, string, string | null, string | null, string, Buffer, Buffer, Buffer | null];
@@ -98,9 +100,9 @@ export class DbRecordSource implements RecordSource {
   checkpoints(): StoredCheckpoint[] {
     // A database not yet migrated (opened read-only) has no epoch_sig column: its checkpoints are v1.
     const epochSig = this.hasColumn('audit_checkpoints', 'epoch_sig') ? 'epoch_sig' : 'NULL AS epoch_sig';
-    return (this.db.prepare(`SELECT cp_seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
-      cp_seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer; epoch_sig: Buffer | null;
-    }[]).map((row) => ({ cpSeq: row.cp_seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash, epochSig: row.epoch_sig }));
+    return (this.db.prepare(`SELECT cp_seq, seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
+      cp_seq: number; seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer; epoch_sig: Buffer | null;
+    }[]).map((row) => ({ cpSeq: row.cp_seq, seq: row.seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash, epochSig: row.epoch_sig }));
   }
 
   /** The epoch certificates of forward-secure chains, by chain and epoch. */

@@ -29,6 +29,8 @@ export interface LogToVerify {
   trustedEpochKeys: Map<string, Buffer>;
   /** Chain starts the records in range do not hold (an export's key-record lines), already authenticated by the caller. */
   outsideChainStarts?: ChainStart[];
+  /** Where the key store stands (a whole log): it has reached this epoch, so the log's certificates must reach it too. */
+  keyStoreEpoch?: { keyId: string; epoch: number };
   /** An export's header: its signed text and signature, checked against the certified key of the epoch it names. */
   exportHeader?: { signedText: string; keyId?: string; epoch?: number; mac?: Buffer; sig?: Buffer };
   /** The spacing to expect when the log does not declare its own in key.created. */
@@ -142,6 +144,10 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
     }
     if ((expectedCp !== undefined && cp.cpSeq !== expectedCp) || (previousHash !== undefined && cp.prevCheckpointHash !== previousHash) || stored.cpSeq !== cp.cpSeq) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: it does not link to the checkpoint before it`));
+      break;
+    }
+    if (stored.seq !== undefined && stored.seq !== null && stored.seq !== cp.seq) {
+      problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its indexed seq column (${stored.seq}) disagrees with its signed body (${cp.seq})`));
       break;
     }
     if (stored.hash && stored.hash.toString('hex') !== cp.hashHex) {
@@ -365,12 +371,17 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     const headSeq = rows.lastSeq ?? 0;
     const newestWindow = newestWindows?.[newestWindows.length - 1];
     // A certificate is itself a high-water mark: it was signed when the log had reached firstSeq - 1.
+    const storeWindows = log.keyStoreEpoch ? epochs.windows.get(log.keyStoreEpoch.keyId) : undefined;
+    if (log.keyStoreEpoch && storeWindows && !epochs.problems.length && log.keyStoreEpoch.epoch > storeWindows.length - 1) {
+      problems.push(problem('TRUNCATED', headSeq + 1, `the key store has reached epoch ${log.keyStoreEpoch.epoch} of key ${log.keyStoreEpoch.keyId}, but the log's certificates end at epoch ${storeWindows.length - 1}: certificates, and the records after them, were cut off`));
+    }
     if (newestWindow && newestWindow.firstSeq - 1 > headSeq) {
       problems.push(problem('TRUNCATED', headSeq + 1, `the certificate of epoch ${newestWindow.epoch} says the log had reached record ${newestWindow.firstSeq - 1}, but it ends at ${headSeq}: its tail was cut off`));
     }
-    if (!verdict.problem && !anchor && parsed.length) {
+    // Only ever the sole finding: --accept-missing-anchor may then waive it without hiding another.
+    if (!problems.length && !anchor && parsed.length) {
       if (log.acceptMissingAnchor) {
-        warnings.push('NO ANCHOR, ACCEPTED BY --accept-missing-anchor: nothing outside the database vouches for its newest record; a cut tail or an older copy of the whole database would not be seen');
+        warnings.unshift(MISSING_ANCHOR_ACCEPTED);
       } else {
         problems.push(problem('ANCHOR_MISSING', headSeq + 1, `the log has ${parsed.length} checkpoint(s) but no anchor outside the database (audit-anchor.json and its key-store copy are gone): a cut tail or an older copy cannot be ruled out. If you know you lost it, run again with --accept-missing-anchor`));
       }
@@ -394,6 +405,14 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     warnings,
     problem: first,
   };
+}
+
+export const MISSING_ANCHOR_ACCEPTED = 'NO ANCHOR, ACCEPTED BY --accept-missing-anchor: nothing outside the database vouches for its newest record; a cut tail or an older copy of the whole database would not be seen';
+
+/** A report whose only finding is ANCHOR_MISSING, as the person who knows they lost the anchor asked to see it: intact, with the loud note. */
+export function acceptMissingAnchor(report: VerifyReport): VerifyReport {
+  if (report.problem?.code !== 'ANCHOR_MISSING') return report;
+  return { ...report, ok: true, problem: null, warnings: [MISSING_ANCHOR_ACCEPTED, ...report.warnings] };
 }
 
 /** The one line a person reads when the log is intact, or the finding when it is not. */
