@@ -266,6 +266,13 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     const hash = verifiedHash ?? recordHash(bodyBytes, record.mac);
     const hashHex = hash.toString('hex');
     if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    // Same bytes under another SQLite type (a flipped serial type) still changed the row: only the writer's exact shape is the log.
+    if (typeof record.body !== 'string' || !Buffer.isBuffer(record.mac) || (record.hash !== null && !Buffer.isBuffer(record.hash))) {
+      return fail('EDITED', at, `record ${at}: its body, MAC or hash is stored as another type than the log writes`);
+    }
+    if (record.cosign !== null && (parsed.action !== 'key.rotated' || !Buffer.isBuffer(record.cosign))) {
+      return fail('EDITED', at, `record ${at}: it carries a co-signature only a key.rotated record has`);
+    }
     if (record.columns) {
       const c = record.columns;
       if (record.position !== bodySeq || c.ts !== parsed.ts || c.action !== parsed.action || c.planId !== parsed.planId || c.stepId !== parsed.stepId) {
