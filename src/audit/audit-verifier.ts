@@ -109,7 +109,7 @@ export async function verifyExportFile(
   if (verificationKeys.length === 0 && givenPublicKeys.size === 0) {
     throw new ExecutorError(
       'INVALID_INPUT',
-      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the checkpoint public key (`--public-key epk1-…`), as `executor keys export-verification` showed them.',
+      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the chain public key (`--public-key epk2-…`), as `executor keys export-verification` showed them.',
     );
   }
   const parsed = readExportFile(file);
