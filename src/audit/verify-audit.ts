@@ -353,7 +353,8 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
       problems.push(problem('BAD_CERTIFICATE', rows.spans.find((span) => span.keyId === keyId)!.fromSeq, `key ${keyId}: its start record (key.created / key.rotated) is missing, so its epochs cannot be followed`));
     }
   }
-  if (log.exportHeader) {
+  // After a record finding the scan stopped early, so later chains are unknown: the record finding is the one to name.
+  if (log.exportHeader && !rows.problem) {
     const headerProblem = verifyExportHeader(log, log.exportHeader, epochs.windows, warnings);
     if (headerProblem) problems.push(headerProblem);
   }
