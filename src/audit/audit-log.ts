@@ -216,9 +216,14 @@ export class SignedAuditLog implements AuditTrail {
     }
     const log = new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
     if (!db.inTransaction) {
-      log.confirmCertificates();
-      // A chain made before forward-secure signatures signs every checkpoint with one key: hand over to a new chain at once.
-      if (!keyring.currentForwardSecure()) log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
+      try {
+        log.confirmCertificates();
+        // A chain made before forward-secure signatures signs every checkpoint with one key: hand over to a new chain at once.
+        if (!keyring.currentForwardSecure()) log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
+      } catch (error) {
+        // A database that cannot be written now (full disk, read-only): the log still opens, and the next open tries again.
+        log.lastHeartbeatError = error as Error;
+      }
     }
     return log;
   }
