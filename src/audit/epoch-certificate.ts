@@ -122,6 +122,9 @@ export type ChainProblem = { kind: 'certificate' | 'range'; epoch: number; messa
  */
 export function followCertificates(logId: string, start: ForwardSecureStart, certificates: StoredCertificate[]): { windows: EpochWindow[]; problem: ChainProblem | undefined } {
   const startMs = Date.parse(start.ts);
+  if (!Number.isFinite(startMs)) {
+    return { windows: [], problem: { kind: 'certificate', epoch: 0, message: `key ${start.keyId}: its start record carries no valid time, so no epoch window can be placed` } };
+  }
   const windows: EpochWindow[] = [{ epoch: 0, publicKey: start.epochPublicKey, startMs, endMs: startMs + start.schedule.epochMs, firstSeq: start.seq, endSeq: start.seq + start.schedule.epochMaxRecords }];
   const byEpoch = new Map<number, StoredCertificate>();
   for (const cert of certificates) {

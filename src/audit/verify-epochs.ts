@@ -43,10 +43,7 @@ export function followEpochChains(input: EpochChainsInput): { windows: EpochWind
     }
     const followed = followCertificates(input.logId, { keyId: start.keyId, seq: start.seq, ts: start.ts, epochPublicKey: trusted ?? declared, schedule: { epochMs: start.epochMs, epochMaxRecords: start.epochMaxRecords } }, input.certificates);
     windows.set(start.keyId, followed.windows);
-    if (followed.problem) {
-      const at = followed.windows[followed.windows.length - 1]!;
-      problems.push(problem('BAD_CERTIFICATE', at.firstSeq, followed.problem.message));
-    }
+    if (followed.problem) problems.push(problem('BAD_CERTIFICATE', followed.windows[followed.windows.length - 1]?.firstSeq ?? start.seq, followed.problem.message));
   }
   return { windows, problems, legacyChains };
 }

@@ -61,6 +61,13 @@ describe('epoch certificates', () => {
     }
   });
 
+  it('refuse a chain whose start carries no valid time: no window could be placed', () => {
+    const { start, certs } = chain(2);
+    const followed = followCertificates(LOG, { ...start, ts: 'undefined' }, certs);
+    expect(followed.problem?.message).toMatch(/no valid time/);
+    expect(followed.windows).toEqual([]);
+  });
+
   it('refuse a certificate whose stored text is not its canonical signed text', () => {
     const { start, certs } = chain(2);
     const spaced = { ...certs[0]!, body: JSON.stringify(JSON.parse(certs[0]!.body), null, 1) };
