@@ -125,8 +125,8 @@ export function registerAuditCommands(program: Command): void {
         ? await verifyExportFile(options.file, verificationKeys, { onProgress, chainPublicKeys })
         : await (async () => {
             if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-            if (verificationKeys.length && sealedKeysPresent(path.join(dataDir, 'keys'))) {
-              // K0 given and the stored keys sealed by the app: verify with the given keys alone, here.
+            if ((verificationKeys.length || chainPublicKeys) && sealedKeysPresent(path.join(dataDir, 'keys'))) {
+              // K0 or public keys given and the stored keys sealed by the app: verify with the given keys alone, here.
               return verifyDataDir(dataDir, { keyStore: NO_STORED_KEYS(dataDir), verificationKeys, onProgress, workers: options.workers, chainPublicKeys, acceptMissingAnchor: accept });
             }
             const viaHost = chainPublicKeys ? undefined : await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
