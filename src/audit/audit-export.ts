@@ -1,19 +1,52 @@
 import fs from 'node:fs';
 import { ExecutorError } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
+import type { AuditKeyring } from './audit-keys.js';
+import type { StoredCertificate } from './epoch-certificate.js';
+import { EXPORT_HEADER_MAC_PREFIX, EXPORT_HEADER_SIG_PREFIX, canonicalText, hmac } from './record-format.js';
 import { DbRecordSource, type StoredCheckpoint } from './record-sources.js';
 
 export const EXPORT_FORMAT = 'executor-audit-export';
 
+/**
+ * v2 counts every kind of line it is followed by and is signed by the exporter's current epoch key
+ * (Ed25519 `sig`, HMAC `mac`, both over the canonical JSON of the header without them): an export
+ * cut short with its `to` and counts edited no longer verifies. v1 headers carry neither.
+ */
 export interface ExportHeader {
   type: 'header';
   format: typeof EXPORT_FORMAT;
-  v: 1;
+  v: 1 | 2;
   logId: string;
   from: number;
   to: number;
   checkpointEvery: number;
   exportedAt: string;
+  keyRecords?: number;
+  certificates?: number;
+  records?: number;
+  checkpoints?: number;
+  keyId?: string;
+  epoch?: number;
+  /** hex */
+  mac?: string;
+  /** hex */
+  sig?: string;
+}
+
+export interface ExportCertificateLine {
+  type: 'certificate';
+  keyId: string;
+  epoch: number;
+  body: string;
+  /** hex */
+  sig: string;
+}
+
+/** The signed text of an export header: its canonical JSON without mac and sig. */
+export function exportHeaderSignedText(header: ExportHeader): string {
+  const { mac: _mac, sig: _sig, ...fields } = header;
+  return canonicalText(fields);
 }
 
 export interface ExportRecordLine {
@@ -30,6 +63,8 @@ export interface ExportCheckpointLine {
   body: string;
   mac: string;
   sig: string;
+  /** hex; v2 checkpoints only */
+  epochSig?: string;
 }
 
 export interface ExportSummary {
@@ -44,6 +79,8 @@ export interface ExportOptions {
   to?: number;
   checkpointEvery: number;
   now?: Date;
+  /** Signs the header with the current epoch's keys and adds the certificates it still holds; without it the header is unsigned (verify refuses it for a forward-secure log). */
+  keyring?: AuditKeyring;
 }
 
 /** The records an export of [from, to] holds, clamped to the log; INVALID_INPUT when there are none. */
@@ -71,13 +108,38 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
   // The spacing the log declared when it began wins over the caller's default.
   const declared = db.prepare("SELECT json_extract(body, '$.args.checkpointEvery') AS every FROM audit_records WHERE action = 'key.created' ORDER BY seq LIMIT 1").get() as { every: number | null } | undefined;
   const checkpointEvery = Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
-  const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
-  yield `${JSON.stringify(header)}\n`;
   const keyRows = db
     .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
     .all(from) as { seq: number; body: string; mac: Buffer; cosign: Buffer | null }[];
+  // Every certificate of the log, and those the key store holds that the database may not yet: the header's own key needs them all, from epoch 0 on.
+  const certificates = new Map<string, StoredCertificate>();
+  for (const cert of [...source.certificates(), ...(options.keyring?.pendingCertificates() ?? [])]) certificates.set(`${cert.keyId}/${cert.epoch}`, cert);
+  const all = source.checkpoints();
+  const seqOf = (cp: StoredCheckpoint) => (JSON.parse(cp.body) as { seq: number }).seq;
+  const firstInside = all.findIndex((cp) => seqOf(cp) >= from);
+  const sealing = all.findIndex((cp) => seqOf(cp) >= to);
+  const covering = firstInside < 0 ? [] : all.slice(firstInside, sealing < 0 ? all.length : sealing + 1);
+  const header: ExportHeader = {
+    type: 'header',
+    format: EXPORT_FORMAT,
+    v: 2,
+    logId,
+    from,
+    to,
+    checkpointEvery,
+    exportedAt: (options.now ?? new Date()).toISOString(),
+    keyRecords: keyRows.length,
+    certificates: certificates.size,
+    records: to - from + 1,
+    checkpoints: covering.length,
+  };
+  yield `${JSON.stringify(signedHeader(header, options.keyring))}\n`;
   for (const row of keyRows) {
     const line: ExportRecordLine = { type: 'key-record', seq: row.seq, body: row.body, mac: row.mac.toString('hex'), cosign: row.cosign?.toString('hex') ?? null };
+    yield `${JSON.stringify(line)}\n`;
+  }
+  for (const cert of certificates.values()) {
+    const line: ExportCertificateLine = { type: 'certificate', keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: cert.sig.toString('hex') };
     yield `${JSON.stringify(line)}\n`;
   }
   let records = 0;
@@ -86,16 +148,21 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
     yield `${JSON.stringify(line)}\n`;
     records++;
   }
-  const all = source.checkpoints();
-  const seqOf = (cp: StoredCheckpoint) => (JSON.parse(cp.body) as { seq: number }).seq;
-  const firstInside = all.findIndex((cp) => seqOf(cp) >= from);
-  const sealing = all.findIndex((cp) => seqOf(cp) >= to);
-  const covering = firstInside < 0 ? [] : all.slice(firstInside, sealing < 0 ? all.length : sealing + 1);
   for (const cp of covering) {
-    const line: ExportCheckpointLine = { type: 'checkpoint', cpSeq: cp.cpSeq, body: cp.body, mac: cp.mac.toString('hex'), sig: cp.sig.toString('hex') };
+    const line: ExportCheckpointLine = { type: 'checkpoint', cpSeq: cp.cpSeq, body: cp.body, mac: cp.mac.toString('hex'), sig: cp.sig.toString('hex'), ...(cp.epochSig ? { epochSig: cp.epochSig.toString('hex') } : {}) };
     yield `${JSON.stringify(line)}\n`;
   }
   return { records, checkpoints: covering.length, from, to };
+}
+
+/** The header with the exporter's epoch MAC and signature, when it holds a forward-secure chain's current keys. */
+function signedHeader(header: ExportHeader, keyring: AuditKeyring | undefined): ExportHeader {
+  if (!keyring?.currentForwardSecure()) return header;
+  const current = keyring.current();
+  const withKey: ExportHeader = { ...header, keyId: current.keyId, epoch: current.epoch };
+  const text = exportHeaderSignedText(withKey);
+  const signed = keyring.signEpoch(EXPORT_HEADER_SIG_PREFIX, text)!;
+  return { ...withKey, mac: hmac(current.key, EXPORT_HEADER_MAC_PREFIX, text).toString('hex'), sig: signed.sig.toString('hex') };
 }
 
 /** Writes an export (see exportLines) to `out`, line by line. */
@@ -113,6 +180,7 @@ export interface ParsedExport {
   keyRecords: ExportRecordLine[];
   records: ExportRecordLine[];
   checkpoints: ExportCheckpointLine[];
+  certificates: ExportCertificateLine[];
 }
 
 const HEX = /^[0-9a-f]*$/;
@@ -127,7 +195,7 @@ export function readExportFile(file: string): ParsedExport {
   }
   const lines = text.split('\n').filter((line) => line.trim() !== '');
   const bad = (index: number, why: string) => new ExecutorError('INVALID_INPUT', `${file} line ${index + 1}: ${why}; this is not an audit export.`, { file, line: index + 1 });
-  const parsed: ParsedExport = { header: undefined as unknown as ExportHeader, keyRecords: [], records: [], checkpoints: [] };
+  const parsed: ParsedExport = { header: undefined as unknown as ExportHeader, keyRecords: [], records: [], checkpoints: [], certificates: [] };
   lines.forEach((line, index) => {
     let value: Record<string, unknown>;
     try {
@@ -136,7 +204,9 @@ export function readExportFile(file: string): ParsedExport {
       throw bad(index, 'not JSON');
     }
     if (index === 0) {
-      if (value.type !== 'header' || value.format !== EXPORT_FORMAT || value.v !== 1 || typeof value.logId !== 'string') throw bad(index, 'no export header');
+      if (value.type !== 'header' || value.format !== EXPORT_FORMAT || (value.v !== 1 && value.v !== 2) || typeof value.logId !== 'string') throw bad(index, 'no export header');
+      if (!Number.isSafeInteger(value.from) || !Number.isSafeInteger(value.to) || !Number.isSafeInteger(value.checkpointEvery) || (value.checkpointEvery as number) < 1) throw bad(index, 'the header lacks from, to or checkpointEvery');
+      for (const field of ['mac', 'sig'] as const) if (value[field] !== undefined && !(typeof value[field] === 'string' && HEX.test(value[field] as string))) throw bad(index, `the header's ${field} is not hex`);
       parsed.header = value as unknown as ExportHeader;
       return;
     }
@@ -146,10 +216,15 @@ export function readExportFile(file: string): ParsedExport {
       }
       (value.type === 'record' ? parsed.records : parsed.keyRecords).push(value as unknown as ExportRecordLine);
     } else if (value.type === 'checkpoint') {
-      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.mac) || !HEX.test(value.sig)) {
+      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.mac) || !HEX.test(value.sig) || !(value.epochSig === undefined || (typeof value.epochSig === 'string' && HEX.test(value.epochSig)))) {
         throw bad(index, 'a checkpoint line lacks body, mac or sig');
       }
       parsed.checkpoints.push(value as unknown as ExportCheckpointLine);
+    } else if (value.type === 'certificate') {
+      if (typeof value.keyId !== 'string' || !Number.isSafeInteger(value.epoch) || typeof value.body !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.sig)) {
+        throw bad(index, 'a certificate line lacks keyId, epoch, body or sig');
+      }
+      parsed.certificates.push(value as unknown as ExportCertificateLine);
     } else throw bad(index, `unknown line type ${String(value.type)}`);
   });
   if (!parsed.header) throw bad(0, 'empty file');

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
+import { ed25519FromRaw, ed25519Raw, signCertificate, type EpochSchedule, type StoredCertificate } from './epoch-certificate.js';
 import { EpochKeys, nextEpochKey } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
 import { keyIdOf } from './record-format.js';
@@ -10,8 +11,12 @@ export const KEY_STATE_ENTRY = 'audit-keys';
 interface StoredChain {
   keyId: string;
   createdAt: string;
-  /** Ed25519 public key (raw 32 bytes, base64) that signs this chain's checkpoints. */
+  /** Ed25519 public key (raw 32 bytes, base64): the chain's stable log key (C2SP notes; v1 checkpoints). */
   publicKey: string;
+  /** Epoch 0's Ed25519 public key (base64): where the certificates of a forward-secure chain start. Absent on a v1 chain. */
+  epochPublicKey?: string;
+  /** The declared epoch schedule of a forward-secure chain. */
+  schedule?: EpochSchedule;
   /** K0, hex, until the person exported it (`executor keys export-verification`); then erased. */
   rootKey?: string;
   exportedAt?: string;
@@ -22,12 +27,23 @@ interface StoredCurrent {
   epoch: number;
   epochKey: string;
   epochStartedAt: number;
-  /** Ed25519 private key, PKCS#8 DER base64. */
+  /** Ed25519 private key, PKCS#8 DER base64: the chain's stable log key. */
   signingKey: string;
+  /** This epoch's own Ed25519 private key (PKCS#8 DER base64); overwritten at the ratchet. Absent on a v1 chain. */
+  epochSigningKey?: string;
+  /** The first record seq this epoch may sign. */
+  epochFirstSeq?: number;
+}
+
+interface StoredCertificateText {
+  keyId: string;
+  epoch: number;
+  body: string;
+  sig: string;
 }
 
 interface StoredState {
-  v: 1;
+  v: 1 | 2;
   logId: string;
   /** Per-installation salt for the HMACs that stand in for secrets. */
   salt: string;
@@ -35,6 +51,8 @@ interface StoredState {
   current: StoredCurrent;
   /** A rotation whose record may not have reached the database yet (a crash in between). */
   pending?: { chain: StoredChain; current: StoredCurrent; previousKeyId: string };
+  /** Certificates the database may not hold yet (their transaction may have rolled back): kept until confirmCertificates() sees them stored. */
+  certificates?: StoredCertificateText[];
 }
 
 export interface CurrentKey {
@@ -47,6 +65,8 @@ export interface ChainInfo {
   keyId: string;
   createdAt: string;
   publicKey: Buffer;
+  epochPublicKey?: Buffer;
+  schedule?: EpochSchedule;
   rootKey?: Buffer;
   exportedAt?: string;
 }
@@ -57,27 +77,43 @@ export interface VerificationKeyLine {
   publicKey: string;
 }
 
-function newChain(now: Date): { chain: StoredChain; current: StoredCurrent } {
+const pkcs8 = (key: crypto.KeyObject) => key.export({ format: 'der', type: 'pkcs8' }).toString('base64');
+const privateKeyOf = (der: string) => crypto.createPrivateKey({ key: Buffer.from(der, 'base64'), format: 'der', type: 'pkcs8' });
+
+function newChain(now: Date, schedule: EpochSchedule, firstSeq: number): { chain: StoredChain; current: StoredCurrent } {
   const rootKey = crypto.randomBytes(32);
-  const { publicKey, privateKey } = crypto.generateKeyPairSync('ed25519');
-  const rawPublic = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  const log = crypto.generateKeyPairSync('ed25519');
+  const epoch0 = crypto.generateKeyPairSync('ed25519');
   const keyId = keyIdOf(rootKey);
   return {
-    chain: { keyId, createdAt: now.toISOString(), publicKey: rawPublic.toString('base64'), rootKey: rootKey.toString('hex') },
+    chain: {
+      keyId,
+      createdAt: now.toISOString(),
+      publicKey: ed25519Raw(log.publicKey).toString('base64'),
+      epochPublicKey: ed25519Raw(epoch0.publicKey).toString('base64'),
+      schedule,
+      rootKey: rootKey.toString('hex'),
+    },
     current: {
       keyId,
       epoch: 0,
       epochKey: rootKey.toString('hex'),
       epochStartedAt: now.getTime(),
-      signingKey: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+      signingKey: pkcs8(log.privateKey),
+      epochSigningKey: pkcs8(epoch0.privateKey),
+      epochFirstSeq: firstSeq,
     },
   };
 }
 
 /** Ed25519 raw public key → a KeyObject for crypto.verify. */
-export function ed25519PublicKey(raw: Buffer): crypto.KeyObject {
-  const spkiPrefix = Buffer.from('302a300506032b6570032100', 'hex');
-  return crypto.createPublicKey({ key: Buffer.concat([spkiPrefix, raw]), format: 'der', type: 'spki' });
+export const ed25519PublicKey = ed25519FromRaw;
+
+/** What an epoch signature carries so a verifier finds the key: the chain, the epoch, the signature. */
+export interface EpochSignature {
+  keyId: string;
+  epoch: number;
+  sig: Buffer;
 }
 
 /**
@@ -89,6 +125,7 @@ export class AuditKeyring {
   private state: StoredState;
   private currentKey: Buffer;
   private signer: crypto.KeyObject;
+  private epochSigner: crypto.KeyObject | undefined;
 
   private constructor(
     private readonly store: KeyStore,
@@ -96,7 +133,8 @@ export class AuditKeyring {
   ) {
     this.state = state;
     this.currentKey = Buffer.from(state.current.epochKey, 'hex');
-    this.signer = crypto.createPrivateKey({ key: Buffer.from(state.current.signingKey, 'base64'), format: 'der', type: 'pkcs8' });
+    this.signer = privateKeyOf(state.current.signingKey);
+    this.epochSigner = state.current.epochSigningKey ? privateKeyOf(state.current.epochSigningKey) : undefined;
   }
 
   static load(store: KeyStore): AuditKeyring | undefined {
@@ -105,7 +143,7 @@ export class AuditKeyring {
     let state: StoredState;
     try {
       state = JSON.parse(bytes.toString('utf8')) as StoredState;
-      if (state.v !== 1 || !state.current?.epochKey || !Array.isArray(state.chains)) throw new Error('unknown layout');
+      if ((state.v !== 1 && state.v !== 2) || !state.current?.epochKey || !Array.isArray(state.chains)) throw new Error('unknown layout');
     } catch (error) {
       throw new ExecutorError('AUDIT_KEY_MISSING', `The audit key file in ${store.location} is unreadable (${(error as Error).message}); restore it from a backup.`, {
         location: store.location,
@@ -115,9 +153,9 @@ export class AuditKeyring {
   }
 
   /** A new installation: a fresh log id, salt and first key chain. */
-  static create(store: KeyStore, now = new Date()): AuditKeyring {
-    const { chain, current } = newChain(now);
-    const state: StoredState = { v: 1, logId: crypto.randomUUID(), salt: crypto.randomBytes(32).toString('hex'), chains: [chain], current };
+  static create(store: KeyStore, schedule: EpochSchedule, now = new Date()): AuditKeyring {
+    const { chain, current } = newChain(now, schedule, 1);
+    const state: StoredState = { v: 2, logId: crypto.randomUUID(), salt: crypto.randomBytes(32).toString('hex'), chains: [chain], current };
     store.write(KEY_STATE_ENTRY, Buffer.from(JSON.stringify(state)));
     return new AuditKeyring(store, state);
   }
@@ -150,11 +188,50 @@ export class AuditKeyring {
     return Buffer.from(this.chainOf(this.state.current.keyId).publicKey, 'base64');
   }
 
+  /** The current chain's epoch 0 public key and schedule; undefined for a v1 chain (one key for every checkpoint). */
+  currentForwardSecure(): { epochPublicKey: Buffer; schedule: EpochSchedule } | undefined {
+    const chain = this.chainOf(this.state.current.keyId);
+    return chain.epochPublicKey && chain.schedule && this.epochSigner ? { epochPublicKey: Buffer.from(chain.epochPublicKey, 'base64'), schedule: chain.schedule } : undefined;
+  }
+
+  /** The first record seq the current epoch may sign. */
+  epochFirstSeq(): number | undefined {
+    return this.state.current.epochFirstSeq;
+  }
+
+  /** Signs with the current epoch's own key (forward-secure: erased at the next ratchet); undefined on a v1 chain. */
+  signEpoch(prefix: Buffer, message: Buffer | string): EpochSignature | undefined {
+    if (!this.epochSigner) return undefined;
+    return { keyId: this.state.current.keyId, epoch: this.state.current.epoch, sig: crypto.sign(null, Buffer.concat([prefix, Buffer.from(message)]), this.epochSigner) };
+  }
+
+  /** Epoch 0's window opens with the chain's key.created record (a verifier knows no earlier time): the first append restarts its clock. */
+  restartFirstEpochClock(now: Date): void {
+    if (this.state.current.epoch !== 0 || this.state.current.epochStartedAt === now.getTime()) return;
+    this.save({ ...this.state, current: { ...this.state.current, epochStartedAt: now.getTime() } });
+  }
+
+  /** Certificates not yet seen stored in the database. */
+  pendingCertificates(): StoredCertificate[] {
+    return (this.state.certificates ?? []).map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'base64') }));
+  }
+
+  /** Forgets the pending certificates the database now holds. */
+  confirmCertificates(stored: (cert: StoredCertificate) => boolean): void {
+    const pending = this.pendingCertificates();
+    if (!pending.length) return;
+    const left = pending.filter((cert) => !stored(cert));
+    if (left.length === pending.length) return;
+    this.save({ ...this.state, certificates: left.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: cert.sig.toString('base64') })) });
+  }
+
   chains(): ChainInfo[] {
     return this.state.chains.map((chain) => ({
       keyId: chain.keyId,
       createdAt: chain.createdAt,
       publicKey: Buffer.from(chain.publicKey, 'base64'),
+      ...(chain.epochPublicKey ? { epochPublicKey: Buffer.from(chain.epochPublicKey, 'base64') } : {}),
+      ...(chain.schedule ? { schedule: chain.schedule } : {}),
       ...(chain.rootKey ? { rootKey: Buffer.from(chain.rootKey, 'hex') } : {}),
       ...(chain.exportedAt ? { exportedAt: chain.exportedAt } : {}),
     }));
@@ -167,21 +244,49 @@ export class AuditKeyring {
   }
 
   private save(next: StoredState): void {
-    this.store.write(KEY_STATE_ENTRY, Buffer.from(JSON.stringify(next)));
-    this.state = next;
+    const written = { ...next, v: 2 as const };
+    this.store.write(KEY_STATE_ENTRY, Buffer.from(JSON.stringify(written)));
+    this.state = written;
   }
 
   /**
-   * Moves to the next epoch and forgets the old key: whoever steals the key store from now on
-   * cannot forge a record of an earlier epoch. The new key is on disk before it signs anything.
+   * Moves to the next epoch and forgets the old keys: whoever steals the key store from now on
+   * cannot forge a record, checkpoint or certificate of an earlier epoch. On a forward-secure chain
+   * the outgoing epoch's signing key first certifies the next one's public key and window (it opens
+   * at `now`, never before the outgoing one, and at record `firstSeq`); the new keys and the
+   * certificate are on disk (the old ones overwritten) before anything is signed with them.
    */
-  ratchet(now: Date): CurrentKey {
-    const { epoch } = this.state.current;
+  ratchet(now: Date, firstSeq: number): { current: CurrentKey; certificate: StoredCertificate | undefined } {
+    const { epoch, keyId, epochStartedAt } = this.state.current;
     const nextKey = nextEpochKey(this.currentKey, epoch);
-    this.save({ ...this.state, current: { ...this.state.current, epoch: epoch + 1, epochKey: nextKey.toString('hex'), epochStartedAt: now.getTime() } });
+    const startedAt = Math.max(now.getTime(), epochStartedAt);
+    let certificate: StoredCertificate | undefined;
+    let epochSigningKey: string | undefined;
+    let nextSigner: crypto.KeyObject | undefined;
+    if (this.epochSigner) {
+      const next = crypto.generateKeyPairSync('ed25519');
+      certificate = signCertificate(this.epochSigner, {
+        v: 2,
+        logId: this.state.logId,
+        keyId,
+        epoch: epoch + 1,
+        publicKey: ed25519Raw(next.publicKey).toString('base64'),
+        start: new Date(startedAt).toISOString(),
+        firstSeq,
+      });
+      epochSigningKey = pkcs8(next.privateKey);
+      nextSigner = next.privateKey;
+    }
+    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64') }] : [])];
+    this.save({
+      ...this.state,
+      ...(certificates.length ? { certificates } : {}),
+      current: { ...this.state.current, epoch: epoch + 1, epochKey: nextKey.toString('hex'), epochStartedAt: startedAt, ...(epochSigningKey ? { epochSigningKey, epochFirstSeq: firstSeq } : {}) },
+    });
     this.currentKey.fill(0);
     this.currentKey = nextKey;
-    return this.current();
+    this.epochSigner = nextSigner;
+    return { current: this.current(), certificate };
   }
 
   sign(data: Buffer): Buffer {
@@ -189,12 +294,14 @@ export class AuditKeyring {
   }
 
   /** Stages a new chain; commitRotation() makes it current once its record is in the database. */
-  beginRotation(now: Date): { next: CurrentKey; publicKey: Buffer; previous: CurrentKey } {
-    const { chain, current } = newChain(now);
+  beginRotation(now: Date, schedule: EpochSchedule, firstSeq: number): { next: CurrentKey; publicKey: Buffer; epochPublicKey: Buffer; schedule: EpochSchedule; previous: CurrentKey } {
+    const { chain, current } = newChain(now, schedule, firstSeq);
     this.save({ ...this.state, pending: { chain, current, previousKeyId: this.state.current.keyId } });
     return {
       next: { keyId: current.keyId, epoch: 0, key: Buffer.from(current.epochKey, 'hex') },
       publicKey: Buffer.from(chain.publicKey, 'base64'),
+      epochPublicKey: Buffer.from(chain.epochPublicKey!, 'base64'),
+      schedule,
       previous: this.current(),
     };
   }
@@ -210,7 +317,8 @@ export class AuditKeyring {
     this.save({ ...rest, chains: [...rest.chains, pending.chain], current: pending.current });
     this.currentKey.fill(0);
     this.currentKey = Buffer.from(pending.current.epochKey, 'hex');
-    this.signer = crypto.createPrivateKey({ key: Buffer.from(pending.current.signingKey, 'base64'), format: 'der', type: 'pkcs8' });
+    this.signer = privateKeyOf(pending.current.signingKey);
+    this.epochSigner = pending.current.epochSigningKey ? privateKeyOf(pending.current.epochSigningKey) : undefined;
   }
 
   abortRotation(): void {
@@ -229,7 +337,9 @@ export class AuditKeyring {
     const lines = pending.map((chain) => ({
       keyId: chain.keyId,
       verificationKey: encodeVerificationKey(Buffer.from(chain.rootKey!, 'hex')),
-      publicKey: encodePublicKey(chain.keyId, Buffer.from(chain.publicKey, 'base64')),
+      publicKey: chain.epochPublicKey
+        ? encodeForwardSecurePublicKey(chain.keyId, Buffer.from(chain.publicKey, 'base64'), Buffer.from(chain.epochPublicKey, 'base64'))
+        : encodePublicKey(chain.keyId, Buffer.from(chain.publicKey, 'base64')),
     }));
     if (!options.keep) {
       this.save({
@@ -265,18 +375,36 @@ export function encodePublicKey(keyId: string, raw: Buffer): string {
   return `epk1-${keyId}-${raw.toString('base64url')}`;
 }
 
-/** `epk1-<keyId>-<base64url>` → keyId and raw Ed25519 public key, for an auditor who holds no secret. */
-export function parsePublicKeys(text: string): Map<string, Buffer> {
-  const keys = new Map<string, Buffer>();
+/** A forward-secure chain's public keys: `epk2-<keyId>-<log key>-<epoch 0 key>`, each base64url of 32 raw bytes. */
+export function encodeForwardSecurePublicKey(keyId: string, logKey: Buffer, epochPublicKey: Buffer): string {
+  return `epk2-${keyId}-${logKey.toString('base64url')}-${epochPublicKey.toString('base64url')}`;
+}
+
+export interface ChainPublicKeys {
+  /** The chain's stable Ed25519 log key. */
+  logKey: Buffer;
+  /** Epoch 0's key, where the certificates start (epk2 only). */
+  epochPublicKey?: Buffer;
+}
+
+/** `epk1-<keyId>-<log key>` or `epk2-<keyId>-<log key>-<epoch 0 key>` → keyId and raw Ed25519 keys, for an auditor who holds no secret. */
+export function parseChainPublicKeys(text: string): Map<string, ChainPublicKeys> {
+  const keys = new Map<string, ChainPublicKeys>();
   for (const item of text.split(/[\s,]+/).filter(Boolean)) {
-    const match = /^epk1-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/.exec(item);
-    const raw = match ? Buffer.from(match[2]!, 'base64url') : undefined;
-    if (!match || !raw || raw.length !== 32) {
-      throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 12)}…" is not a checkpoint public key; it looks like epk1-<keyId>-<43 characters>.`);
+    const match = /^epk1-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/.exec(item) ?? /^epk2-([0-9a-f]{16})-([A-Za-z0-9_-]{43})-([A-Za-z0-9_-]{43})$/.exec(item);
+    const logKey = match ? Buffer.from(match[2]!, 'base64url') : undefined;
+    const epochPublicKey = match?.[3] ? Buffer.from(match[3], 'base64url') : undefined;
+    if (!match || logKey?.length !== 32 || (epochPublicKey && epochPublicKey.length !== 32)) {
+      throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 12)}…" is not a checkpoint public key; it looks like epk2-<keyId>-<43 characters>-<43 characters> (or epk1-<keyId>-<43 characters> for a log made before forward-secure signatures), as \`executor keys export-verification\` showed it.`);
     }
-    keys.set(match[1]!, raw);
+    keys.set(match[1]!, { logKey, ...(epochPublicKey ? { epochPublicKey } : {}) });
   }
   return keys;
+}
+
+/** The log keys (stable Ed25519) of `epk1-…`/`epk2-…` strings, by keyId. */
+export function parsePublicKeys(text: string): Map<string, Buffer> {
+  return new Map([...parseChainPublicKeys(text)].map(([keyId, keys]) => [keyId, keys.logKey]));
 }
 
 export function parseVerificationKeys(text: string): EpochKeys[] {

@@ -1,12 +1,17 @@
 import type { Db } from '../store/database.js';
 import type { Actor } from '../domain/actor.js';
 import { ExecutorError } from '../domain/errors.js';
-import { AnchorStore, type Anchor } from './anchor.js';
+import { AnchorStore, anchorSignedText, type Anchor } from './anchor.js';
 import { AuditKeyring, type CurrentKey } from './audit-keys.js';
 import { assertEventKind, type AuditEvent, type AuditTrail, type SandboxOfRecord } from './event-log.js';
 import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
 import type { KeyStore } from './key-store.js';
+import type { EpochSchedule, StoredCertificate } from './epoch-certificate.js';
 import {
+  ANCHOR_MAC_PREFIX,
+  ANCHOR_SIG_PREFIX,
+  CHECKPOINT_EPOCH_SIG_PREFIX,
+  CHECKPOINT_FORMAT_VERSION,
   CHECKPOINT_MAC_PREFIX,
   CHECKPOINT_SIG_PREFIX,
   COSIGN_MAC_PREFIX,
@@ -97,6 +102,9 @@ export class SignedAuditLog implements AuditTrail {
   private readonly insertRecord;
   private readonly selectLastCheckpoint;
   private readonly insertCheckpoint;
+  private readonly insertCertificate;
+  private readonly selectCertificate;
+  private certificateCheckScheduled = false;
 
   private constructor(
     private readonly db: Db,
@@ -119,7 +127,63 @@ export class SignedAuditLog implements AuditTrail {
       'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.selectLastCheckpoint = db.prepare('SELECT cp_seq, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1');
-    this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.insertCertificate = db.prepare('INSERT OR IGNORE INTO audit_epoch_certs (key_id, epoch, body, sig) VALUES (?, ?, ?, ?)');
+    this.selectCertificate = db.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? AND epoch = ?');
+  }
+
+  /** The schedule a new chain declares (key.created / key.rotated); an existing chain keeps the one it declared. */
+  private newChainSchedule(): EpochSchedule {
+    return { epochMs: this.options.epochMaxMs, epochMaxRecords: this.options.epochMaxRecords };
+  }
+
+  /** Whether the current epoch's window is over: by the declared time, or by its record count (only ever ended through a certificate). */
+  private epochOver(now: Date, nextSeq: number | undefined): boolean {
+    const declared = this.keyring.currentForwardSecure()?.schedule;
+    const maxMs = declared?.epochMs ?? this.options.epochMaxMs;
+    const maxRecords = declared?.epochMaxRecords ?? this.options.epochMaxRecords;
+    const firstSeq = this.keyring.epochFirstSeq();
+    // A checkpoint signs no record: only time ends an epoch there (nextSeq undefined).
+    const countOver = nextSeq !== undefined && (firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords);
+    return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
+  }
+
+  /** Ratchets; the certificate of the new epoch goes into the caller's transaction and stays in the key store until it is seen committed. */
+  private ratchet(now: Date, nextSeq: number): void {
+    for (const pending of this.keyring.pendingCertificates()) this.storeCertificate(pending);
+    const { certificate } = this.keyring.ratchet(now, nextSeq);
+    this.recordsInEpoch = 0;
+    if (certificate) {
+      this.storeCertificate(certificate);
+      this.scheduleCertificateCheck();
+    }
+  }
+
+  private storeCertificate(certificate: StoredCertificate): void {
+    this.insertCertificate.run(certificate.keyId, certificate.epoch, certificate.body, certificate.sig);
+  }
+
+  private scheduleCertificateCheck(): void {
+    if (this.certificateCheckScheduled) return;
+    this.certificateCheckScheduled = true;
+    // After the caller's transaction: if it rolled back, the certificate goes in again on its own.
+    setImmediate(() => {
+      this.certificateCheckScheduled = false;
+      try {
+        this.confirmCertificates();
+      } catch (error) {
+        this.lastHeartbeatError = error as Error;
+      }
+    });
+  }
+
+  /** Stores the certificates the key store still holds as pending, then forgets those the database now has. */
+  confirmCertificates(): void {
+    if (this.db.inTransaction || !this.keyring.pendingCertificates().length) return;
+    this.db.transaction(() => {
+      for (const pending of this.keyring.pendingCertificates()) this.storeCertificate(pending);
+    })();
+    this.keyring.confirmCertificates((cert) => (this.selectCertificate.get(cert.keyId, cert.epoch) as { body: string } | undefined)?.body === cert.body);
   }
 
   /**
@@ -135,7 +199,11 @@ export class SignedAuditLog implements AuditTrail {
           location: keyStore.location,
         });
       }
-      keyring = AuditKeyring.create(keyStore, options.now?.() ?? new Date());
+      keyring = AuditKeyring.create(
+        keyStore,
+        { epochMs: options.epochMaxMs ?? DEFAULT_EPOCH_MAX_MS, epochMaxRecords: options.epochMaxRecords ?? DEFAULT_EPOCH_MAX_RECORDS },
+        options.now?.() ?? new Date(),
+      );
     }
     if (first) {
       const logId = (JSON.parse(first.body) as { logId?: unknown }).logId;
@@ -151,7 +219,18 @@ export class SignedAuditLog implements AuditTrail {
       if (landed) keyring.commitRotation();
       else keyring.abortRotation();
     }
-    return new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
+    const log = new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
+    if (!db.inTransaction) {
+      try {
+        log.confirmCertificates();
+        // A chain made before forward-secure signatures signs every checkpoint with one key: hand over to a new chain at once.
+        if (!keyring.currentForwardSecure()) log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
+      } catch (error) {
+        // A database that cannot be written now (full disk, read-only): the log still opens, and the next open tries again.
+        log.lastHeartbeatError = error as Error;
+      }
+    }
+    return log;
   }
 
   get logId(): string {
@@ -204,26 +283,36 @@ export class SignedAuditLog implements AuditTrail {
       let head = this.head();
       if (head.seq === 0) head = this.writeKeyCreated(head);
       const now = this.options.now();
-      if (this.recordsInEpoch >= this.options.epochMaxRecords || now.getTime() - this.keyring.epochStartedAt() >= this.options.epochMaxMs) {
-        this.keyring.ratchet(now);
-        this.recordsInEpoch = 0;
-      }
+      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head.seq + 1);
       this.writeRecord(event, head, now, this.keyring.current());
     } catch (error) {
       throw writeFailed(error);
     }
   }
 
+  /** What a key.created / key.rotated record declares of a forward-secure chain: where its certificates start, and its epoch schedule. */
+  private static forwardSecureDetail(forwardSecure: { epochPublicKey: Buffer; schedule: EpochSchedule } | undefined): Record<string, unknown> {
+    return forwardSecure ? { epochPublicKey: forwardSecure.epochPublicKey.toString('base64'), epochMs: forwardSecure.schedule.epochMs, epochMaxRecords: forwardSecure.schedule.epochMaxRecords } : {};
+  }
+
   private writeKeyCreated(head: Head): Head {
     const current = this.keyring.current();
+    const now = this.options.now();
+    this.keyring.restartFirstEpochClock(now);
     return this.writeRecord(
       {
         kind: 'key.created',
         actor: { user: 'executor', channel: 'system' },
-        detail: { keyId: current.keyId, publicKey: this.keyring.currentPublicKey().toString('base64'), protection: this.keyring.protection, checkpointEvery: this.options.checkpointEvery },
+        detail: {
+          keyId: current.keyId,
+          publicKey: this.keyring.currentPublicKey().toString('base64'),
+          protection: this.keyring.protection,
+          checkpointEvery: this.options.checkpointEvery,
+          ...SignedAuditLog.forwardSecureDetail(this.keyring.currentForwardSecure()),
+        },
       },
       head,
-      this.options.now(),
+      now,
       current,
     );
   }
@@ -271,14 +360,18 @@ export class SignedAuditLog implements AuditTrail {
 
   private writeCheckpoint(reason: CheckpointReason, head: Head = this.head()): void {
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
+    const now = this.options.now();
+    // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.
+    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head.seq + 1);
     const key = this.keyring.current();
+    const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
     const body: CheckpointBody = {
-      v: RECORD_FORMAT_VERSION,
+      v: forwardSecure ? CHECKPOINT_FORMAT_VERSION : RECORD_FORMAT_VERSION,
       logId: this.keyring.logId,
       cpSeq: (last?.cp_seq ?? 0) + 1,
       seq: head.seq,
       headHash: head.hash,
-      ts: this.options.now().toISOString(),
+      ts: now.toISOString(),
       keyId: key.keyId,
       epoch: key.epoch,
       prevCheckpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
@@ -288,10 +381,19 @@ export class SignedAuditLog implements AuditTrail {
     const bytes = Buffer.from(text, 'utf8');
     const mac = hmac(key.key, CHECKPOINT_MAC_PREFIX, bytes);
     const signature = this.keyring.sign(Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]));
-    const hash = checkpointHash(bytes, mac, signature);
-    this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash);
-    this.pendingAnchor = { v: 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts };
+    const epochSignature = this.keyring.signEpoch(CHECKPOINT_EPOCH_SIG_PREFIX, bytes)?.sig ?? null;
+    const hash = checkpointHash(bytes, mac, signature, epochSignature);
+    this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash, epochSignature);
+    this.pendingAnchor = this.signedAnchor({ v: forwardSecure ? 2 : 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts, ...(forwardSecure ? { keyId: key.keyId, epoch: key.epoch } : {}) }, key);
     this.scheduleAnchorFlush();
+  }
+
+  /** A v2 anchor is MACed and signed now, under the checkpoint's own epoch: by the time it is written the key may have moved on. */
+  private signedAnchor(anchor: Anchor, key: CurrentKey): Anchor {
+    if (anchor.v !== 2) return anchor;
+    const text = anchorSignedText(anchor);
+    const signed = this.keyring.signEpoch(ANCHOR_SIG_PREFIX, text);
+    return { ...anchor, mac: hmac(key.key, ANCHOR_MAC_PREFIX, text).toString('hex'), sig: signed!.sig.toString('hex') };
   }
 
   /**
@@ -331,6 +433,7 @@ export class SignedAuditLog implements AuditTrail {
    * anchor stays as evidence for verify.
    */
   flushAnchor(): void {
+    if (!this.db.inTransaction) this.confirmCertificates();
     const anchor = this.pendingAnchor;
     if (!anchor || this.db.inTransaction) return;
     this.pendingAnchor = undefined;
@@ -371,7 +474,8 @@ export class SignedAuditLog implements AuditTrail {
    */
   rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
     const now = this.options.now();
-    const { next, publicKey, previous } = this.keyring.beginRotation(now);
+    const before = this.head();
+    const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(now, this.newChainSchedule(), before.seq === 0 ? 2 : before.seq + 1);
     try {
       this.db.transaction(() => {
         let head = this.head();
@@ -380,7 +484,14 @@ export class SignedAuditLog implements AuditTrail {
           {
             kind: 'key.rotated',
             actor,
-            detail: { previousKeyId: previous.keyId, previousEpoch: previous.epoch, keyId: next.keyId, publicKey: publicKey.toString('base64'), ...(reason ? { reason } : {}) },
+            detail: {
+              previousKeyId: previous.keyId,
+              previousEpoch: previous.epoch,
+              keyId: next.keyId,
+              publicKey: publicKey.toString('base64'),
+              ...SignedAuditLog.forwardSecureDetail({ epochPublicKey, schedule }),
+              ...(reason ? { reason } : {}),
+            },
           },
           head,
           now,

@@ -72,6 +72,16 @@ export class AuditReader {
     return AuditKeyring.load(this.keyStore);
   }
 
+  /** The keyring when this process can read it; undefined when the app sealed it (or there is none). */
+  keyringIfReadable(): AuditKeyring | undefined {
+    try {
+      return this.keyring();
+    } catch (error) {
+      if (error instanceof ExecutorError && error.code === 'AUDIT_KEY_UNAVAILABLE') return undefined;
+      throw error;
+    }
+  }
+
   logId(): string {
     let fromKeys: string | undefined;
     try {

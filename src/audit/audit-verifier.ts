@@ -5,7 +5,10 @@ import { DATABASE_FILE } from '../store/database.js';
 import { openAuditDatabaseReadOnly } from './audit-reader.js';
 import { AnchorStore } from './anchor.js';
 import { readExportFile } from './audit-export.js';
-import { AuditKeyring } from './audit-keys.js';
+import { AuditKeyring, type ChainPublicKeys } from './audit-keys.js';
+import { exportHeaderSignedText } from './audit-export.js';
+import type { StoredCertificate } from './epoch-certificate.js';
+import { chainStartOf, type ChainStart } from './verify-range.js';
 import { DEFAULT_CHECKPOINT_EVERY } from './audit-log.js';
 import type { EpochKeys } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
@@ -25,6 +28,17 @@ export interface VerifyDataDirOptions {
   /** Below this many records one thread is faster than starting workers. */
   parallelFrom?: number;
   checkpointEvery?: number;
+  /** Public keys the person holds (epk2-…/epk1-…): their epoch 0 keys win over what the key store and the log say. */
+  chainPublicKeys?: Map<string, ChainPublicKeys>;
+  /** The person lost the anchor and says so: a missing anchor becomes a loud note instead of ANCHOR_MISSING. */
+  acceptMissingAnchor?: boolean;
+}
+
+/** Certificates from several places, once each by (keyId, epoch): differing copies are all kept, for verify to call a fork. */
+function mergeCertificates(...lists: StoredCertificate[][]): StoredCertificate[] {
+  const merged = new Map<string, StoredCertificate>();
+  for (const list of lists) for (const cert of list) merged.set(`${cert.keyId}/${cert.epoch}/${cert.body}/${cert.sig.toString('hex')}`, cert);
+  return [...merged.values()];
 }
 
 function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
@@ -47,16 +61,24 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
     const keys = keyMap(keyring?.verificationKeys() ?? [], options.verificationKeys ?? []);
     const chains = keyring?.chains() ?? [];
     const workers = options.workers ?? verifyWorkerCount();
+    const trustedEpochKeys = new Map<string, Buffer>(chains.filter((chain) => chain.epochPublicKey).map((chain) => [chain.keyId, chain.epochPublicKey!]));
+    for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
+    const publicKeys = new Map(chains.map((chain) => [chain.keyId, chain.publicKey]));
+    for (const [keyId, given] of options.chainPublicKeys ?? []) publicKeys.set(keyId, given.logKey);
     return await verifyLog(
       {
         logId,
         source,
         bounds: source.bounds(),
         checkpoints: source.checkpoints(),
-        knownKeyIds: new Set([...chains.map((chain) => chain.keyId), ...keys.keys()]),
+        knownKeyIds: new Set([...chains.map((chain) => chain.keyId), ...keys.keys(), ...(options.chainPublicKeys?.keys() ?? [])]),
         keys,
-        publicKeys: new Map(chains.map((chain) => [chain.keyId, chain.publicKey])),
-        anchor: new AnchorStore(dataDir, options.keyStore).read(),
+        publicKeys,
+        anchorCopies: new AnchorStore(dataDir, options.keyStore).copies(),
+        acceptMissingAnchor: options.acceptMissingAnchor,
+        keyStoreEpoch: keyring?.currentForwardSecure() ? { keyId: keyring.current().keyId, epoch: keyring.current().epoch } : undefined,
+        certificates: mergeCertificates(source.certificates(), keyring?.pendingCertificates() ?? []),
+        trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
         warnings,
       },
@@ -78,13 +100,16 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
 export async function verifyExportFile(
   file: string,
   verificationKeys: EpochKeys[],
-  options: { onProgress?: (progress: VerifyProgress) => void; publicKeys?: Map<string, Buffer> } = {},
+  options: { onProgress?: (progress: VerifyProgress) => void; publicKeys?: Map<string, Buffer>; chainPublicKeys?: Map<string, ChainPublicKeys> } = {},
 ): Promise<VerifyReport> {
-  const givenPublicKeys = options.publicKeys ?? new Map<string, Buffer>();
+  const givenPublicKeys = new Map<string, Buffer>(options.publicKeys ?? []);
+  for (const [keyId, given] of options.chainPublicKeys ?? []) givenPublicKeys.set(keyId, given.logKey);
+  const trustedEpochKeys = new Map<string, Buffer>();
+  for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
   if (verificationKeys.length === 0 && givenPublicKeys.size === 0) {
     throw new ExecutorError(
       'INVALID_INPUT',
-      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the checkpoint public key (`--public-key epk1-…`), as `executor keys export-verification` showed them.',
+      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the chain public key (`--public-key epk2-…`), as `executor keys export-verification` showed them.',
     );
   }
   const parsed = readExportFile(file);
@@ -95,8 +120,9 @@ export async function verifyExportFile(
   if (verificationKeys.length === 0) {
     warnings.push('no verification key given: record MACs were not checked; the chain, the checkpoints and their Ed25519 signatures were');
   }
+  const outsideChainStarts: ChainStart[] = [];
   for (const line of [...parsed.keyRecords, ...parsed.records]) {
-    let body: { logId?: unknown; action?: unknown; keyId?: unknown; epoch?: unknown; args?: { publicKey?: unknown } };
+    let body: { logId?: unknown; action?: unknown; keyId?: unknown; epoch?: unknown; ts?: unknown; seq?: unknown; args?: { publicKey?: unknown; epochPublicKey?: unknown } };
     try {
       body = JSON.parse(line.body) as typeof body;
     } catch {
@@ -107,6 +133,13 @@ export async function verifyExportFile(
     const mac = Buffer.from(line.mac, 'hex');
     const holds = chainKeys?.has(0) && body.epoch === 0 && body.logId === parsed.header.logId && mac.length === 32 && crypto.timingSafeEqual(hmac(chainKeys.key(0), RECORD_MAC_PREFIX, Buffer.from(line.body, 'utf8')), mac);
     if (holds && typeof body.args?.publicKey === 'string') publicKeys.set(body.keyId as string, Buffer.from(body.args.publicKey, 'base64'));
+    // A key record before the range is not chained to it: it counts as a chain start once K0 vouches for it, or its epoch key is the one the auditor holds.
+    const trusted = typeof body.keyId === 'string' ? trustedEpochKeys.get(body.keyId) : undefined;
+    const vouched = holds || (trusted !== undefined && typeof body.args?.epochPublicKey === 'string' && trusted.equals(Buffer.from(body.args.epochPublicKey, 'base64')));
+    if (vouched && parsed.keyRecords.includes(line) && Number.isSafeInteger(body.seq) && typeof body.ts === 'string') {
+      outsideChainStarts.push(chainStartOf(body.seq as number, body.keyId as string, body.ts, body.args as Record<string, unknown>));
+      if (!holds) warnings.push(`key ${String(body.keyId)}: its start record lies before the export's range and no K0 was given, so its epoch schedule is taken on trust`);
+    }
   }
   const rows = parsed.records.map((line, index) => ({
     position: index + 1,
@@ -121,17 +154,32 @@ export async function verifyExportFile(
       logId: parsed.header.logId,
       source: new MemoryRecordSource(rows),
       bounds: { min: 1, max: rows.length, count: rows.length },
-      checkpoints: parsed.checkpoints.map((cp) => ({ cpSeq: cp.cpSeq, body: cp.body, mac: Buffer.from(cp.mac, 'hex'), sig: Buffer.from(cp.sig, 'hex'), hash: null })),
+      checkpoints: parsed.checkpoints.map((cp) => ({ cpSeq: cp.cpSeq, body: cp.body, mac: Buffer.from(cp.mac, 'hex'), sig: Buffer.from(cp.sig, 'hex'), hash: null, epochSig: cp.epochSig ? Buffer.from(cp.epochSig, 'hex') : null })),
       knownKeyIds: new Set([...keys.keys(), ...givenPublicKeys.keys()]),
       keys,
       publicKeys,
-      anchor: undefined,
+      anchorCopies: undefined,
+      certificates: parsed.certificates.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'hex') })),
+      trustedEpochKeys,
+      outsideChainStarts,
+      exportHeader: {
+        signedText: exportHeaderSignedText(parsed.header),
+        keyId: parsed.header.keyId,
+        epoch: parsed.header.epoch,
+        mac: parsed.header.mac ? Buffer.from(parsed.header.mac, 'hex') : undefined,
+        sig: parsed.header.sig ? Buffer.from(parsed.header.sig, 'hex') : undefined,
+      },
       checkpointEvery: parsed.header.checkpointEvery,
       excerpt: { from: parsed.header.from, to: parsed.header.to },
       warnings,
     },
     { onProgress: options.onProgress },
   );
+  const header = parsed.header;
+  const countsDiffer = header.v === 2 && (header.keyRecords !== parsed.keyRecords.length || header.certificates !== parsed.certificates.length || header.checkpoints !== parsed.checkpoints.length);
+  if (report.ok && countsDiffer) {
+    return { ...report, ok: false, problem: { code: 'BAD_HEADER', seq: header.from, message: `the export header promises ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length}, ${parsed.certificates.length} and ${parsed.checkpoints.length}: lines were removed or added` } };
+  }
   if (report.ok && (report.records !== parsed.header.to - parsed.header.from + 1 || (parsed.records.length && report.headSeq !== parsed.header.to))) {
     const firstSeq = parsed.header.from + report.records;
     return { ...report, ok: false, problem: { code: 'TRUNCATED', seq: firstSeq, message: `the export promises records ${parsed.header.from}..${parsed.header.to} but holds ${report.records}` } };

@@ -12,6 +12,15 @@ export const CHECKPOINT_SIG_PREFIX = Buffer.from('executor.audit.checkpoint-sig.
 export const COSIGN_MAC_PREFIX = Buffer.from('executor.audit.rotation-cosign.v1\0', 'utf8');
 /** A secret's digest in a record: HMAC(installation secret, prefix ‖ record salt ‖ value); see secret-digest.ts. */
 export const SECRET_DIGEST_PREFIX = Buffer.from('executor.audit.secret.v2\0', 'utf8');
+/** Forward-secure signatures (checkpoint v2): each epoch's own Ed25519 key signs its checkpoints, its certificate of the next key, anchors, export headers. */
+export const CHECKPOINT_EPOCH_SIG_PREFIX = Buffer.from('executor.audit.checkpoint-epoch-sig.v2\0', 'utf8');
+export const EPOCH_CERT_SIG_PREFIX = Buffer.from('executor.audit.epoch-cert.v2\0', 'utf8');
+export const ANCHOR_MAC_PREFIX = Buffer.from('executor.audit.anchor.v2\0', 'utf8');
+export const ANCHOR_SIG_PREFIX = Buffer.from('executor.audit.anchor-sig.v2\0', 'utf8');
+export const EXPORT_HEADER_MAC_PREFIX = Buffer.from('executor.audit.export-header.v2\0', 'utf8');
+export const EXPORT_HEADER_SIG_PREFIX = Buffer.from('executor.audit.export-header-sig.v2\0', 'utf8');
+/** Checkpoint body version with an epoch signature; v1 bodies (one Ed25519 key for the whole chain) still verify. */
+export const CHECKPOINT_FORMAT_VERSION = 2;
 
 /** Who acted: the OS user and the channel (window, web, cli, mcp with the agent's issued identity and its client's label). */
 export interface RecordUser {
@@ -168,8 +177,9 @@ export function recordBodyText(body: RecordBody, executorEnvText: string): strin
   );
 }
 
-export function checkpointHash(body: Buffer, mac: Buffer, signature: Buffer): Buffer {
-  return sha256(Buffer.concat([body, mac, signature]));
+/** sha256(body ‖ mac ‖ sig), and ‖ epochSig for a v2 checkpoint: the checkpoint chain commits to the forward-secure signature too. */
+export function checkpointHash(body: Buffer, mac: Buffer, signature: Buffer, epochSignature?: Buffer | null): Buffer {
+  return sha256(Buffer.concat(epochSignature ? [body, mac, signature, epochSignature] : [body, mac, signature]));
 }
 
 /** `keyId` = the first 8 bytes of sha256 of the chain's initial key, in hex. */

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { Db } from '../store/database.js';
+import type { StoredCertificate } from './epoch-certificate.js';
 import type { RecordSource, StoredRecord } from './verify-range.js';
 
 export interface StoredCheckpoint {
@@ -8,12 +9,18 @@ export interface StoredCheckpoint {
   mac: Buffer;
   sig: Buffer;
   hash: Buffer | null;
+  /** The epoch's own signature (v2 checkpoints); null on v1. */
+  epochSig: Buffer | null;
+  /** The table's copy of the sealed seq (null in an export): it must agree with the body. */
+  seq?: number | null;
 }
 
 /** mac and hash come as hex text: a blob column costs better-sqlite3 a Buffer of its own per row (about half a verify's read time), hex decodes into Node's pooled buffers. */
-type RecordRow = [number, string, string, string | null, string | null, string, string, string, Buffer | null];
+type RecordRow = [number, string, string, string | null, string | null, string, string, string, Buffer | null, number];
 
-const RECORD_COLUMNS = 'seq, ts, action, plan_id, step_id, body, hex(mac), hex(hash), cosign';
+// hex() reads a text or number cell as readily as a blob, so the cell types are asked of SQLite itself:
+// the same bytes stored under another type (a flipped serial type) still changed the row.
+const RECORD_COLUMNS = "seq, ts, action, plan_id, step_id, body, hex(mac), hex(hash), cosign, (typeof(body) = 'text' AND typeof(mac) = 'blob' AND typeof(hash) = 'blob')";
 
 function storedRecord(row: RecordRow): StoredRecord {
   return {
@@ -22,6 +29,7 @@ function storedRecord(row: RecordRow): StoredRecord {
     mac: Buffer.from(row[6], 'hex'),
     hash: Buffer.from(row[7], 'hex'),
     cosign: row[8],
+    storedAsWritten: row[9] === 1,
     columns: { ts: row[1], action: row[2], planId: row[3], stepId: row[4] },
   };
 }
@@ -94,9 +102,30 @@ export class DbRecordSource implements RecordSource {
   }
 
   checkpoints(): StoredCheckpoint[] {
-    return (this.db.prepare('SELECT cp_seq, body, mac, sig, hash FROM audit_checkpoints ORDER BY cp_seq').all() as {
-      cp_seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer;
-    }[]).map((row) => ({ cpSeq: row.cp_seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash }));
+    // A database not yet migrated (opened read-only) has no epoch_sig column: its checkpoints are v1.
+    const epochSig = this.hasColumn('audit_checkpoints', 'epoch_sig') ? 'epoch_sig' : 'NULL AS epoch_sig';
+    return (this.db.prepare(`SELECT cp_seq, seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
+      cp_seq: number; seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer; epoch_sig: Buffer | null;
+    }[]).map((row) => ({ cpSeq: row.cp_seq, seq: row.seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash, epochSig: row.epoch_sig }));
+  }
+
+  /** The epoch certificates of forward-secure chains, by chain and epoch. */
+  certificates(): StoredCertificate[] {
+    if (!this.hasTable('audit_epoch_certs')) return [];
+    return (this.db.prepare('SELECT key_id, epoch, body, sig FROM audit_epoch_certs ORDER BY key_id, epoch').all() as { key_id: string; epoch: number; body: string; sig: Buffer }[]).map((row) => ({
+      keyId: row.key_id,
+      epoch: row.epoch,
+      body: row.body,
+      sig: row.sig,
+    }));
+  }
+
+  private hasTable(name: string): boolean {
+    return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  }
+
+  private hasColumn(table: string, column: string): boolean {
+    return (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some((row) => row.name === column);
   }
 
   /** The log id the log itself claims (its first record's), for a verifier that holds no keys. */

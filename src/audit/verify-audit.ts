@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
-import type { Anchor } from './anchor.js';
+import type { Anchor, AnchorCopy } from './anchor.js';
 import { ed25519PublicKey } from './audit-keys.js';
+import { ed25519Verifies, outsideWindow, type StoredCertificate } from './epoch-certificate.js';
 import type { EpochKeys } from './key-ratchet.js';
-import { CHECKPOINT_MAC_PREFIX, CHECKPOINT_SIG_PREFIX, GENESIS_HASH, canonicalText, checkpointHash, hmac, type CheckpointBody } from './record-format.js';
+import { CHECKPOINT_EPOCH_SIG_PREFIX, EXPORT_HEADER_MAC_PREFIX, EXPORT_HEADER_SIG_PREFIX, CHECKPOINT_MAC_PREFIX, CHECKPOINT_SIG_PREFIX, GENESIS_HASH, canonicalText, checkpointHash, hmac, type CheckpointBody } from './record-format.js';
+import { authenticateAnchors, checkEpochRuns, epochThatSigned, followEpochChains, type EpochWindows } from './verify-epochs.js';
 import type { StoredCheckpoint } from './record-sources.js';
 import type { VerifyCode, VerifyProblem, VerifyProgress, VerifyReport } from './verify-codes.js';
 import { verifyRange, type ChainStart, type RangeInput, type RangeResult, type RecordSource } from './verify-range.js';
@@ -17,7 +19,20 @@ export interface LogToVerify {
   keys: Map<string, EpochKeys>;
   /** Ed25519 public keys of checkpoints by keyId, as the verifier holds them (exported, or kept by this installation). */
   publicKeys: Map<string, Buffer>;
-  anchor: Anchor | undefined;
+  /** Both copies of the anchor as found (a whole log), or undefined (an export: no anchor travels with it). */
+  anchorCopies: AnchorCopy[] | undefined;
+  /** The person lost the anchor and says so (`--accept-missing-anchor`): a missing anchor is then a loud note, not a finding. */
+  acceptMissingAnchor?: boolean;
+  /** Epoch certificates (forward-secure chains), from the database or the export. */
+  certificates: StoredCertificate[];
+  /** Epoch 0 keys the verifier holds apart from the log (epk2-…, or its key store), by keyId. */
+  trustedEpochKeys: Map<string, Buffer>;
+  /** Chain starts the records in range do not hold (an export's key-record lines), already authenticated by the caller. */
+  outsideChainStarts?: ChainStart[];
+  /** Where the key store stands (a whole log): it has reached this epoch, so the log's certificates must reach it too. */
+  keyStoreEpoch?: { keyId: string; epoch: number };
+  /** An export's header: its signed text and signature, checked against the certified key of the epoch it names. */
+  exportHeader?: { signedText: string; keyId?: string; epoch?: number; mac?: Buffer; sig?: Buffer };
   /** The spacing to expect when the log does not declare its own in key.created. */
   checkpointEvery: number;
   /** How often a running app seals a heartbeat checkpoint; longer gaps within one run are reported as warnings. */
@@ -54,6 +69,7 @@ function joinRanges(parts: RangeResult[]): RangeResult | undefined {
     chainStarts: [...nonEmpty[0]!.chainStarts],
     hashesAt: { ...nonEmpty[0]!.hashesAt },
     appStarts: [...nonEmpty[0]!.appStarts],
+    epochRuns: [...nonEmpty[0]!.epochRuns],
   };
   for (const part of nonEmpty.slice(1)) {
     if (joined.problem) return joined;
@@ -72,6 +88,14 @@ function joinRanges(parts: RangeResult[]): RangeResult | undefined {
     joined.chainStarts.push(...part.chainStarts);
     Object.assign(joined.hashesAt, part.hashesAt);
     joined.appStarts.push(...part.appStarts);
+    const lastRun = joined.epochRuns[joined.epochRuns.length - 1];
+    const firstRun = part.epochRuns[0];
+    let runs = part.epochRuns;
+    if (lastRun && firstRun && lastRun.keyId === firstRun.keyId && lastRun.epoch === firstRun.epoch && firstRun.fromSeq === lastRun.toSeq + 1) {
+      joined.epochRuns[joined.epochRuns.length - 1] = { ...lastRun, toSeq: firstRun.toSeq, minTs: firstRun.minTs < lastRun.minTs ? firstRun.minTs : lastRun.minTs, maxTs: firstRun.maxTs > lastRun.maxTs ? firstRun.maxTs : lastRun.maxTs };
+      runs = runs.slice(1);
+    }
+    joined.epochRuns.push(...runs);
     joined.count += part.count;
     joined.lastSeq = part.lastSeq;
     joined.lastHash = part.lastHash;
@@ -86,7 +110,7 @@ function parseCheckpoint(checkpoint: StoredCheckpoint): ParsedCheckpoint | undef
   try {
     const body = JSON.parse(checkpoint.body) as CheckpointBody;
     if (canonicalText(body) !== checkpoint.body) return undefined;
-    const hashHex = checkpointHash(Buffer.from(checkpoint.body, 'utf8'), checkpoint.mac, checkpoint.sig).toString('hex');
+    const hashHex = checkpointHash(Buffer.from(checkpoint.body, 'utf8'), checkpoint.mac, checkpoint.sig, checkpoint.epochSig).toString('hex');
     return { ...body, hashHex };
   } catch {
     return undefined;
@@ -97,7 +121,7 @@ function parseCheckpoint(checkpoint: StoredCheckpoint): ParsedCheckpoint | undef
  * Checks the checkpoint chain: canonical bodies, MACs, Ed25519 signatures, links, that each names
  * the record hash at its seq, and that one seals every `checkpointEvery`-th record.
  */
-function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: ChainStart[], warnings: string[]): { problems: VerifyProblem[]; parsed: ParsedCheckpoint[] } {
+function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: ChainStart[], windows: EpochWindows, warnings: string[]): { problems: VerifyProblem[]; parsed: ParsedCheckpoint[] } {
   const problems: VerifyProblem[] = [];
   const parsed: ParsedCheckpoint[] = [];
   const headSeq = rows.lastSeq ?? (log.excerpt ? log.excerpt.from - 1 : 0);
@@ -120,6 +144,10 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
     }
     if ((expectedCp !== undefined && cp.cpSeq !== expectedCp) || (previousHash !== undefined && cp.prevCheckpointHash !== previousHash) || stored.cpSeq !== cp.cpSeq) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: it does not link to the checkpoint before it`));
+      break;
+    }
+    if (stored.seq !== undefined && stored.seq !== null && stored.seq !== cp.seq) {
+      problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its indexed seq column (${stored.seq}) disagrees with its signed body (${cp.seq})`));
       break;
     }
     if (stored.hash && stored.hash.toString('hex') !== cp.hashHex) {
@@ -149,6 +177,33 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
         break;
       }
     } else unsigned++;
+    const epochChain = windows.get(cp.keyId);
+    if (epochChain) {
+      // A forward-secure chain: its checkpoints are v2, signed by their own epoch's certified key, inside its window.
+      const window = epochChain[cp.epoch];
+      if (cp.v !== 2 || !stored.epochSig) {
+        problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: key ${cp.keyId} signs forward-securely, but this checkpoint carries no epoch signature`));
+        break;
+      }
+      if (!window) {
+        problems.push(problem('BAD_CERTIFICATE', at, `checkpoint ${cp.cpSeq}: no certificate vouches for epoch ${cp.epoch} of key ${cp.keyId}`));
+        break;
+      }
+      if (!ed25519Verifies(window.publicKey, CHECKPOINT_EPOCH_SIG_PREFIX, bodyBytes, stored.epochSig)) {
+        const other = epochThatSigned(epochChain, CHECKPOINT_EPOCH_SIG_PREFIX, bodyBytes, stored.epochSig, cp.epoch);
+        problems.push(
+          other !== undefined
+            ? problem('KEY_OUT_OF_RANGE', at, `checkpoint ${cp.cpSeq}: labelled epoch ${cp.epoch} but signed with the key of epoch ${other}`)
+            : problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its epoch signature does not verify`),
+        );
+        break;
+      }
+      const outside = outsideWindow(window, { seq: cp.seq, ts: cp.ts, sealsHead: true });
+      if (outside) {
+        problems.push(problem('KEY_OUT_OF_RANGE', at, `checkpoint ${cp.cpSeq}: ${outside}: a key used outside its epoch`));
+        break;
+      }
+    }
     if (cp.seq < lastSeq) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: it seals seq ${cp.seq} after a checkpoint sealed ${lastSeq}`));
       break;
@@ -207,9 +262,30 @@ function heartbeatGap(checkpoints: ParsedCheckpoint[], appStarts: number[], hear
   return undefined;
 }
 
+/**
+ * An export header must be signed by a certified epoch key of the log (the exporter's current
+ * one) once the log signs forward-securely: its from, to and counts are what says where the
+ * export ends, and an unsigned or edited header could hide a clean cut.
+ */
+function verifyExportHeader(log: LogToVerify, header: NonNullable<LogToVerify['exportHeader']>, windows: EpochWindows, warnings: string[]): VerifyProblem | undefined {
+  const at = log.excerpt?.from ?? 1;
+  if (!header.sig || header.keyId === undefined || header.epoch === undefined) {
+    if (windows.size || log.trustedEpochKeys.size) return problem('BAD_HEADER', at, 'the export header is not signed, but the log signs forward-securely: its from, to and counts cannot be trusted (cut, or made without the keys)');
+    warnings.push('the export header is not signed (a log made before forward-secure signatures): a clean cut at its end could not be told from a shorter export');
+    return undefined;
+  }
+  const window = windows.get(header.keyId)?.[header.epoch];
+  if (!window) return problem('BAD_HEADER', at, `the export header names epoch ${header.epoch} of key ${header.keyId}, for which no certificate in the export vouches`);
+  if (!ed25519Verifies(window.publicKey, EXPORT_HEADER_SIG_PREFIX, header.signedText, header.sig)) return problem('BAD_HEADER', at, 'the export header was edited after it was signed (its signature does not verify): its from, to or counts were changed');
+  const keys = log.keys.get(header.keyId);
+  if (keys?.has(header.epoch) && !(header.mac?.length === 32 && crypto.timingSafeEqual(hmac(keys.key(header.epoch), EXPORT_HEADER_MAC_PREFIX, header.signedText), header.mac))) {
+    return problem('BAD_HEADER', at, 'the export header\'s MAC does not match: it was edited after it was signed');
+  }
+  return undefined;
+}
+
 /** The anchor outside the database: is the log behind it (cut, or an older copy), or different at its seq? */
-function verifyAnchor(log: LogToVerify, rows: RangeResult, checkpoints: ParsedCheckpoint[]): VerifyProblem[] {
-  const anchor = log.anchor;
+function verifyAnchor(log: LogToVerify, anchor: Anchor | undefined, rows: RangeResult, checkpoints: ParsedCheckpoint[]): VerifyProblem[] {
   if (!anchor) return [];
   const headSeq = rows.lastSeq ?? 0;
   if (anchor.logId !== log.logId) return [problem('FOREIGN_LOG', 1, `the anchor belongs to log ${anchor.logId}: this database is another log`)];
@@ -244,7 +320,7 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
       return -1;
     }
   }));
-  if (log.anchor) wantHashesAt.add(log.anchor.seq);
+  for (const copy of log.anchorCopies ?? []) if (copy.anchor) wantHashesAt.add(copy.anchor.seq);
   const shared = { logId: log.logId, knownKeyIds: log.knownKeyIds, keys: log.keys, wantHashesAt };
   const startsLog = !log.excerpt || log.excerpt.from === 1;
   const report = (checked: number) => options.onProgress?.({ checked: Math.min(checked, total), total });
@@ -264,10 +340,54 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
 
   const problems: VerifyProblem[] = [];
   if (rows.problem) problems.push(rows.problem);
-  const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, rows.chainStarts, warnings);
+  const chainStarts = [...(log.outsideChainStarts ?? []).filter((start) => !rows.chainStarts.some((inside) => inside.keyId === start.keyId)), ...rows.chainStarts];
+  const epochs = followEpochChains({ logId: log.logId, chainStarts, certificates: log.certificates, trustedEpochKeys: log.trustedEpochKeys });
+  problems.push(...epochs.problems);
+  if (!rows.problem) {
+    const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
+    if (outside) problems.push(outside);
+  }
+  if (epochs.legacyChains.length) warnings.push(`key chain(s) ${epochs.legacyChains.join(', ')} predate forward-secure signatures: one Ed25519 key signed all their checkpoints, so whoever holds it could re-sign them`);
+  for (const keyId of log.trustedEpochKeys.keys()) {
+    if (!chainStarts.some((start) => start.keyId === keyId) && log.knownKeyIds.has(keyId) && rows.spans.some((span) => span.keyId === keyId)) {
+      problems.push(problem('BAD_CERTIFICATE', rows.spans.find((span) => span.keyId === keyId)!.fromSeq, `key ${keyId}: its start record (key.created / key.rotated) is missing, so its epochs cannot be followed`));
+    }
+  }
+  // After a record finding the scan stopped early, so later chains are unknown: the record finding is the one to name.
+  if (log.exportHeader && !rows.problem) {
+    const headerProblem = verifyExportHeader(log, log.exportHeader, epochs.windows, warnings);
+    if (headerProblem) problems.push(headerProblem);
+  }
+  const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, chainStarts, epochs.windows, warnings);
   problems.push(...checkpointProblems);
-  if (!log.excerpt) problems.push(...verifyAnchor(log, rows, parsed));
-  if (!log.excerpt && !log.anchor && parsed.length) warnings.push('no anchor found outside the database: a cut tail or an older copy could not be detected');
+  const newestChain = chainStarts[chainStarts.length - 1];
+  const newestWindows = newestChain ? epochs.windows.get(newestChain.keyId) : undefined;
+  let anchor: Anchor | undefined;
+  if (!log.excerpt) {
+    const verdict = authenticateAnchors(log.anchorCopies ?? [], epochs.windows, log.keys, newestWindows !== undefined, rows.lastSeq ?? 0);
+    warnings.push(...verdict.notes);
+    if (verdict.problem) problems.push(verdict.problem);
+    anchor = verdict.anchor;
+    problems.push(...verifyAnchor(log, anchor, rows, parsed));
+    const headSeq = rows.lastSeq ?? 0;
+    const newestWindow = newestWindows?.[newestWindows.length - 1];
+    // A certificate is itself a high-water mark: it was signed when the log had reached firstSeq - 1.
+    const storeWindows = log.keyStoreEpoch ? epochs.windows.get(log.keyStoreEpoch.keyId) : undefined;
+    if (log.keyStoreEpoch && storeWindows && !epochs.problems.length && log.keyStoreEpoch.epoch > storeWindows.length - 1) {
+      problems.push(problem('TRUNCATED', headSeq + 1, `the key store has reached epoch ${log.keyStoreEpoch.epoch} of key ${log.keyStoreEpoch.keyId}, but the log's certificates end at epoch ${storeWindows.length - 1}: certificates, and the records after them, were cut off`));
+    }
+    if (newestWindow && newestWindow.firstSeq - 1 > headSeq) {
+      problems.push(problem('TRUNCATED', headSeq + 1, `the certificate of epoch ${newestWindow.epoch} says the log had reached record ${newestWindow.firstSeq - 1}, but it ends at ${headSeq}: its tail was cut off`));
+    }
+    // Only ever the sole finding: --accept-missing-anchor may then waive it without hiding another.
+    if (!problems.length && !anchor && parsed.length) {
+      if (log.acceptMissingAnchor) {
+        warnings.unshift(MISSING_ANCHOR_ACCEPTED);
+      } else {
+        problems.push(problem('ANCHOR_MISSING', headSeq + 1, `the log has ${parsed.length} checkpoint(s) but no anchor outside the database (audit-anchor.json and its key-store copy are gone): a cut tail or an older copy cannot be ruled out. If you know you lost it, run again with --accept-missing-anchor`));
+      }
+    }
+  }
   if (rows.macsUnchecked) warnings.push(`${rows.macsUnchecked} record MAC(s) not checked for want of their epoch key: give the verification key (K0) to check them`);
   const first = problems.reduce<VerifyProblem | null>((best, candidate) => (best === null || candidate.seq < best.seq ? candidate : best), null);
   const lastCheckpoint = parsed[parsed.length - 1];
@@ -282,10 +402,18 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     lastCheckpointSeq: lastCheckpoint?.seq ?? 0,
     unsealedTail: Math.max(0, headSeq - (lastCheckpoint?.seq ?? 0)),
     macsUnchecked: rows.macsUnchecked,
-    anchor: log.anchor ? { seq: log.anchor.seq, headHash: log.anchor.headHash } : null,
+    anchor: anchor ? { seq: anchor.seq, headHash: anchor.headHash } : null,
     warnings,
     problem: first,
   };
+}
+
+export const MISSING_ANCHOR_ACCEPTED = 'NO ANCHOR, ACCEPTED BY --accept-missing-anchor: nothing outside the database vouches for its newest record; a cut tail or an older copy of the whole database would not be seen';
+
+/** A report whose only finding is ANCHOR_MISSING, as the person who knows they lost the anchor asked to see it: intact, with the loud note. */
+export function acceptMissingAnchor(report: VerifyReport): VerifyReport {
+  if (report.problem?.code !== 'ANCHOR_MISSING') return report;
+  return { ...report, ok: true, problem: null, warnings: [MISSING_ANCHOR_ACCEPTED, ...report.warnings] };
 }
 
 /** The one line a person reads when the log is intact, or the finding when it is not. */

@@ -11,6 +11,10 @@ export const VERIFY_CODES = [
   'UNKNOWN_KEY',
   'KEY_OUT_OF_RANGE',
   'BAD_CHECKPOINT',
+  'BAD_CERTIFICATE',
+  'BAD_ANCHOR',
+  'ANCHOR_MISSING',
+  'BAD_HEADER',
 ] as const;
 
 export type VerifyCode = (typeof VERIFY_CODES)[number];

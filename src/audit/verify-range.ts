@@ -11,6 +11,8 @@ export interface StoredRecord {
   mac: Buffer;
   hash: Buffer | null;
   cosign: Buffer | null;
+  /** False when SQLite holds a cell under another type than the writer's (a source that reads cells as text must say). */
+  storedAsWritten?: boolean;
   columns: { ts: string; action: string; planId: string | null; stepId: string | null } | null;
 }
 
@@ -29,6 +31,22 @@ export interface ChainStart {
   previousKeyId: string | null;
   /** The checkpoint spacing the log declared when it began (key.created). */
   checkpointEvery: number | null;
+  /** Time of the chain-start record: epoch 0's window opens then. */
+  ts: string;
+  /** Forward-secure chains: epoch 0's Ed25519 key (base64) and the declared schedule; null on a v1 chain. */
+  epochPublicKey: string | null;
+  epochMs: number | null;
+  epochMaxRecords: number | null;
+}
+
+/** A maximal run of records under one (keyId, epoch), with the earliest and latest time they carry. */
+export interface EpochRun {
+  keyId: string;
+  epoch: number;
+  fromSeq: number;
+  toSeq: number;
+  minTs: string;
+  maxTs: string;
 }
 
 /** A maximal run of records under one keyId. */
@@ -66,6 +84,8 @@ export interface RangeResult {
   macsUnchecked: number;
   /** Seqs of app.started records: where one run of the app ends and the next begins. */
   appStarts: number[];
+  /** Runs of records under one epoch, in order: checked against the epochs' certified windows. */
+  epochRuns: EpochRun[];
 }
 
 interface ParsedBody {
@@ -128,6 +148,23 @@ function otherEpochThatMatches(keys: EpochKeys, claimed: number, body: string, m
   return undefined;
 }
 
+const positiveInteger = (value: unknown): number | null => (Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null);
+
+/** What a key.created / key.rotated record declares about its chain. */
+export function chainStartOf(seq: number, keyId: string, ts: string, args: Record<string, unknown>): ChainStart {
+  return {
+    seq,
+    keyId,
+    publicKey: typeof args.publicKey === 'string' ? args.publicKey : null,
+    previousKeyId: typeof args.previousKeyId === 'string' ? args.previousKeyId : null,
+    checkpointEvery: positiveInteger(args.checkpointEvery),
+    ts,
+    epochPublicKey: typeof args.epochPublicKey === 'string' ? args.epochPublicKey : null,
+    epochMs: positiveInteger(args.epochMs),
+    epochMaxRecords: positiveInteger(args.epochMaxRecords),
+  };
+}
+
 /**
  * Checks a contiguous run of records: canonical bytes, log id, key, MAC, seq, chain links, key
  * spans and epochs. Stops at the first problem, so its seq is the first bad one in the run.
@@ -146,7 +183,9 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     hashesAt: {},
     macsUnchecked: 0,
     appStarts: [],
+    epochRuns: [],
   };
+  let run: EpochRun | undefined;
   let expectedSeq = input.startsLog ? 1 : -1;
   let expectedPrev = input.startsLog ? GENESIS_HASH : '';
   let span: KeySpan | undefined;
@@ -229,6 +268,13 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     const hash = verifiedHash ?? recordHash(bodyBytes, record.mac);
     const hashHex = hash.toString('hex');
     if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    // Same bytes under another SQLite type (a flipped serial type) still changed the row: only the writer's exact shape is the log.
+    if (record.storedAsWritten === false || typeof record.body !== 'string' || !Buffer.isBuffer(record.mac) || (record.hash !== null && !Buffer.isBuffer(record.hash))) {
+      return fail('EDITED', at, `record ${at}: its body, MAC or hash is stored as another type than the log writes`);
+    }
+    if (record.cosign !== null && (parsed.action !== 'key.rotated' || !Buffer.isBuffer(record.cosign))) {
+      return fail('EDITED', at, `record ${at}: it carries a co-signature only a key.rotated record has`);
+    }
     if (record.columns) {
       const c = record.columns;
       if (record.position !== bodySeq || c.ts !== parsed.ts || c.action !== parsed.action || c.planId !== parsed.planId || c.stepId !== parsed.stepId) {
@@ -252,13 +298,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
           }
         }
       }
-      result.chainStarts.push({
-        seq: bodySeq,
-        keyId,
-        publicKey: typeof args.publicKey === 'string' ? args.publicKey : null,
-        previousKeyId,
-        checkpointEvery: Number.isSafeInteger(args.checkpointEvery) && (args.checkpointEvery as number) > 0 ? (args.checkpointEvery as number) : null,
-      });
+      result.chainStarts.push(chainStartOf(bodySeq, keyId, String(parsed.ts), args));
     }
     if (span && span.keyId === keyId && !isChainStart) {
       if (bodyEpoch < span.lastEpoch) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} after epoch ${span.lastEpoch}: epochs only move forward`);
@@ -273,6 +313,15 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     if (result.firstSeq === null) {
       result.firstSeq = bodySeq;
       result.firstPrevHash = parsed.prevHash;
+    }
+    const ts = typeof parsed.ts === 'string' ? parsed.ts : '';
+    if (run && run.keyId === keyId && run.epoch === bodyEpoch) {
+      run.toSeq = bodySeq;
+      if (ts < run.minTs) run.minTs = ts;
+      if (ts > run.maxTs) run.maxTs = ts;
+    } else {
+      run = { keyId, epoch: bodyEpoch, fromSeq: bodySeq, toSeq: bodySeq, minTs: ts, maxTs: ts };
+      result.epochRuns.push(run);
     }
     if (input.wantHashesAt.has(bodySeq)) result.hashesAt[bodySeq] = hashHex;
     if (parsed.action === 'app.started') result.appStarts.push(bodySeq);

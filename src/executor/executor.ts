@@ -1828,7 +1828,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
-    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
   }
 
   /** One record exactly as signed, for the record detail of the audit view. */
@@ -1843,7 +1843,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
   auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
-    return exportLines(this.db, this.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+    return exportLines(this.db, this.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
   }
 
   /**

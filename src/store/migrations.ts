@@ -152,4 +152,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX steps_created ON steps(created_at DESC, plan_id, position);
   CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
   `,
+  // Forward-secure checkpoint signatures (issue 14): each epoch's certificate of the next epoch's
+  // Ed25519 key and window, and each checkpoint's signature under its epoch's own key.
+  `
+  CREATE TABLE audit_epoch_certs (
+    key_id  TEXT NOT NULL,
+    epoch   INTEGER NOT NULL,
+    body    TEXT NOT NULL,
+    sig     BLOB NOT NULL,
+    PRIMARY KEY (key_id, epoch)
+  ) WITHOUT ROWID;
+  CREATE TRIGGER audit_epoch_certs_no_update BEFORE UPDATE ON audit_epoch_certs BEGIN SELECT RAISE(ABORT, 'audit certificates are append-only'); END;
+  CREATE TRIGGER audit_epoch_certs_no_delete BEFORE DELETE ON audit_epoch_certs BEGIN SELECT RAISE(ABORT, 'audit certificates are append-only'); END;
+  ALTER TABLE audit_checkpoints ADD COLUMN epoch_sig BLOB;
+  `,
 ];

@@ -109,27 +109,31 @@ export function registerAuditCommands(program: Command): void {
     .description('check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)')
     .option('--file <export.jsonl>', 'verify an export offline instead of the database (needs --verification-key)')
     .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
-    .option('--public-key <keys>', 'with --file and no K0: check the chain and the checkpoint signatures with these public keys (epk1-…)')
+    .option('--public-key <keys>', 'the chain public keys as `keys export-verification` showed them (epk2-…; several separated by commas): with --file and no K0, check the chain, the epoch certificates and every signature; on the database, trust these over the key store')
+    .option('--accept-missing-anchor', 'you know the anchor (audit-anchor.json and its key-store copy) was lost: report its absence loudly instead of failing with ANCHOR_MISSING')
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
     .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
-    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean }, command: Command) => {
+    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const { parsePublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
+      const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
-      const publicKeys = options.publicKey ? parsePublicKeys(options.publicKey) : undefined;
+      const chainPublicKeys = options.publicKey ? parseChainPublicKeys(options.publicKey) : undefined;
+      const accept = options.acceptMissingAnchor === true;
       const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true });
       const onProgress = progress.onProgress;
-      const report = options.file
-        ? await verifyExportFile(options.file, verificationKeys, { onProgress, publicKeys })
+      const verified = options.file
+        ? await verifyExportFile(options.file, verificationKeys, { onProgress, chainPublicKeys })
         : await (async () => {
             if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-            if (verificationKeys.length && sealedKeysPresent(path.join(dataDir, 'keys'))) {
-              // K0 given and the stored keys sealed by the app: verify with the given keys alone, here.
-              return verifyDataDir(dataDir, { keyStore: NO_STORED_KEYS(dataDir), verificationKeys, onProgress, workers: options.workers });
+            if ((verificationKeys.length || chainPublicKeys) && sealedKeysPresent(path.join(dataDir, 'keys'))) {
+              // K0 or public keys given and the stored keys sealed by the app: verify with the given keys alone, here.
+              return verifyDataDir(dataDir, { keyStore: NO_STORED_KEYS(dataDir), verificationKeys, onProgress, workers: options.workers, chainPublicKeys, acceptMissingAnchor: accept });
             }
-            const viaHost = await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
-            return viaHost?.value ?? verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers });
+            const viaHost = chainPublicKeys ? undefined : await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
+            return viaHost?.value ?? verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers, chainPublicKeys, acceptMissingAnchor: accept });
           })();
+      // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
+      const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
       progress.finish();
       print(json, report, () => [summarizeReport(report), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'));
       process.exitCode = report.ok ? 0 : EXIT_NOT_INTACT;
@@ -150,7 +154,9 @@ export function registerAuditCommands(program: Command): void {
         const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
         try {
           const writer = fileLineWriter(fd);
-          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY });
+          const keyring = reader.keyringIfReadable();
+          if (!keyring) process.stderr.write('note: the audit keys are sealed by the app or missing here, so this export\'s header is not signed and `audit verify --file` will refuse it (BAD_HEADER); export from the running app (the window\'s Export) instead\n');
+          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring });
           writer.flush();
           if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
         } finally {

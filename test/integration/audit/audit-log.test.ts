@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { exportAudit } from '../../../src/audit/audit-export.js';
-import { parsePublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
+import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
 import { SINCE_SQL, explainAuditQuery, queryAudit } from '../../../src/audit/audit-query.js';
 import { verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
@@ -150,21 +150,21 @@ describe('the signed audit log', () => {
     const file = path.join(tempDir(), 'part.jsonl');
     withAuditLog(dataDir, (db, log) => {
       const fd = fs.openSync(file, 'w');
-      exportAudit(db, log.logId, { write: (line) => void fs.writeSync(fd, line) }, { from: 25, to: 44, checkpointEvery: 10 });
+      exportAudit(db, log.logId, { write: (line) => void fs.writeSync(fd, line) }, { from: 25, to: 44, checkpointEvery: 10, keyring: log.keys });
       fs.closeSync(fd);
     });
     const k0 = parseVerificationKeys(keys[0]!.verificationKey);
     const report = await verifyExportFile(file, k0);
     expect(report).toMatchObject({ ok: true, records: 20, headSeq: 44, macsUnchecked: 0, warnings: [] });
     // An auditor holding no secret: the chain and the Ed25519 checkpoint signatures still hold.
-    const publicKeys = parsePublicKeys(keys[0]!.publicKey);
-    const publicOnly = await verifyExportFile(file, [], { publicKeys });
+    const chainPublicKeys = parseChainPublicKeys(keys[0]!.publicKey);
+    const publicOnly = await verifyExportFile(file, [], { chainPublicKeys });
     expect(publicOnly).toMatchObject({ ok: true, records: 20, macsUnchecked: 20 });
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
     const forgedCheckpoint = lines.map((line) => (line.includes('"type":"checkpoint"') ? line.replace(/\\"ts\\":\\"[^\\]*\\"/, '\\"ts\\":\\"2020-01-01T00:00:00.000Z\\"') : line));
     expect(forgedCheckpoint).not.toEqual(lines);
     fs.writeFileSync(file, forgedCheckpoint.join('\n'));
-    expect((await verifyExportFile(file, [], { publicKeys })).problem?.code).toBe('BAD_CHECKPOINT');
+    expect((await verifyExportFile(file, [], { chainPublicKeys })).problem?.code).toBe('BAD_CHECKPOINT');
     fs.writeFileSync(file, lines.join('\n'));
     const withoutOne = lines.filter((line) => !line.includes('"seq":30,'));
     expect(withoutOne.length).toBe(lines.length - 1);
@@ -211,7 +211,7 @@ describe('the signed audit log', () => {
     const store = new FileKeyStore(dataDir);
     const before = withAuditLog(dataDir, (_db, log) => log.keys.current().keyId);
     // Crash after the new chain was staged, before its record was written.
-    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date()));
+    withAuditLog(dataDir, (_db, log) => log.keys.beginRotation(new Date(), { epochMs: 900_000, epochMaxRecords: 10_000 }, 100));
     expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(before);
     expect(JSON.parse(store.read('audit-keys')!.toString()).pending).toBeUndefined();
 
