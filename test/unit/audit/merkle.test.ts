@@ -185,7 +185,8 @@ describe('merkle proofs against the reference definitions', () => {
       expect(verifyInclusion(index, size, leaves[index]!, [...proof, root], root)).toBe(false);
       proof.forEach((_, at) => {
         const flipped = proof.map((hash) => Buffer.from(hash));
-        flipped[at]![at % 32] ^= 1;
+        const hash = flipped[at]!;
+        hash[at % 32] = hash[at % 32]! ^ 1;
         expect(verifyInclusion(index, size, leaves[index]!, flipped, root)).toBe(false);
       });
     }
@@ -203,7 +204,8 @@ describe('merkle proofs against the reference definitions', () => {
       expect(verifyConsistency(size1, size2, root2, root2, proof)).toBe(false);
       proof.forEach((_, at) => {
         const flipped = proof.map((hash) => Buffer.from(hash));
-        flipped[at]![0] ^= 0x80;
+        const hash = flipped[at]!;
+        hash[0] = hash[0]! ^ 0x80;
         expect(verifyConsistency(size1, size2, root1, root2, flipped)).toBe(false);
       });
     }
