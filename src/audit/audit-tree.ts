@@ -64,7 +64,8 @@ export class AuditTree {
    * tail some crash left behind. In chunks, each its own transaction, so a crash keeps what was
    * built and the next open goes on from there. Returns the tree size.
    */
-  catchUp(onProgress?: TreeBuildProgress): number {
+  catchUp(onProgress?: TreeBuildProgress, tuning: { chunk?: number; progressFrom?: number } = {}): number {
+    const chunk = tuning.chunk ?? BUILD_CHUNK;
     let size = this.size();
     const head = (this.selectHead.get() as number | null) ?? 0;
     if (size > head) {
@@ -75,9 +76,9 @@ export class AuditTree {
       size = this.size();
     }
     const total = head;
-    const report = total - size >= BUILD_PROGRESS_FROM ? onProgress : undefined;
+    const report = total - size >= (tuning.progressFrom ?? BUILD_PROGRESS_FROM) ? onProgress : undefined;
     while (size < head) {
-      const to = Math.min(head, size + BUILD_CHUNK);
+      const to = Math.min(head, size + chunk);
       const build = () => {
         // .all(), not an iterator: better-sqlite3 runs no insert on a connection while one of its reads is open.
         for (const [seq, hash] of this.selectHashes.all(size, to) as [number, Buffer][]) {

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  CompactRange,
   consistencyProof,
+  coveringNodes,
   emptyRoot,
   inclusionProof,
   leafHash,
@@ -270,5 +272,51 @@ describe('transparency-dev/merkle probes (testdata/inclusion, testdata/consisten
   it('holds every happy-path probe', () => {
     expect(probes.inclusion.filter((probe) => !probe.wantErr).length).toBeGreaterThan(5);
     expect(probes.consistency.filter((probe) => !probe.wantErr).length).toBeGreaterThan(5);
+  });
+});
+
+describe('compact ranges (what verify joins across its workers)', () => {
+  const leaves = generated(100);
+
+  it('covers [begin, end) with the fewest aligned complete subtrees', () => {
+    expect(coveringNodes(0, 76)).toEqual([
+      { level: 6, index: 0 },
+      { level: 3, index: 8 },
+      { level: 2, index: 18 },
+    ]);
+    expect(coveringNodes(3, 13)).toEqual([
+      { level: 0, index: 3 },
+      { level: 2, index: 1 },
+      { level: 2, index: 2 },
+      { level: 0, index: 12 },
+    ]);
+    expect(coveringNodes(5, 5)).toEqual([]);
+    expect(() => coveringNodes(6, 5)).toThrow(RangeError);
+  });
+
+  it('ranges split anywhere and merged in order give the root of every prefix', () => {
+    for (const cuts of [[], [1], [37], [64], [3, 50, 51, 99], [10, 20, 30, 40, 50, 60, 70, 80, 90]]) {
+      const bounds = [0, ...cuts, leaves.length];
+      const parts = bounds.slice(1).map((end, at) => {
+        const range = CompactRange.empty(bounds[at]!);
+        for (let index = bounds[at]!; index < end; index++) range.append(leaves[index]!);
+        return range;
+      });
+      const joined = CompactRange.empty(0);
+      for (const part of parts) {
+        // Through plain hashes, as a worker thread hands them over.
+        joined.merge(CompactRange.fromHashes(part.begin, part.end, part.hashes()));
+        expect(joined.root().equals(rootOfLeaves(leaves.slice(0, joined.end))), `cuts ${cuts.join(',')} at ${joined.end}`).toBe(true);
+      }
+    }
+  });
+
+  it('a range that does not start at leaf 0 has no root; ranges that do not meet do not merge; hash counts are checked', () => {
+    const range = CompactRange.empty(4);
+    range.append(leaves[4]!);
+    expect(() => range.root()).toThrow(/no tree root/);
+    expect(() => CompactRange.empty(0).merge(range)).toThrow(/cannot take one that begins at 4/);
+    expect(() => CompactRange.fromHashes(0, 76, [leaves[0]!, leaves[1]!])).toThrow(/covered by 3 hashes/);
+    expect(CompactRange.empty(0).root().equals(emptyRoot())).toBe(true);
   });
 });
