@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { ExecutorError } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
-import { coveringNodes } from './merkle.js';
+import { coveringNodes, nodePosition } from './merkle.js';
 import { DbRecordSource, type StoredCheckpoint } from './record-sources.js';
 
 export const EXPORT_FORMAT = 'executor-audit-export';
@@ -118,10 +118,10 @@ function treePrefix(db: Db, size: number): ExportTreePrefixLine | undefined {
   if (size < 1) return undefined;
   const hasTree = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_tree'").get();
   if (!hasTree) return undefined;
-  const select = db.prepare('SELECT hash FROM audit_tree WHERE level = ? AND idx = ?').pluck();
+  const select = db.prepare('SELECT hash FROM audit_tree WHERE pos = ?').pluck();
   const hashes: string[] = [];
   for (const node of coveringNodes(0, size)) {
-    const hash = select.get(node.level, node.index) as Buffer | undefined;
+    const hash = select.get(nodePosition(node.level, node.index)) as Buffer | undefined;
     if (!hash) return undefined;
     hashes.push(hash.toString('hex'));
   }

@@ -1,13 +1,14 @@
 import type { Db } from '../store/database.js';
 import { ExecutorError } from '../domain/errors.js';
-import { consistencyProof, inclusionProof, leafHash, nodesCompletedBy, treeRoot, type NodeReader } from './merkle.js';
+import { consistencyProof, inclusionProof, leafHash, nodeCount, nodePosition, nodesCompletedBy, sizeOfNodeCount, treeRoot, type NodeReader } from './merkle.js';
 
 /**
  * The audit log as an RFC 9162 Merkle tree, kept in SQLite beside the records. Leaf i (from 0) is
  * record seq i + 1; its leaf data is the record's 32-byte hash, SHA-256(body ‖ mac): the exact
  * stored bytes, so a leaf stands for one record and nothing else. The table holds every complete
- * subtree (level, idx) → hash, written in the transaction that appends the record, so an append
- * costs O(1) amortized and any proof for a tree of n leaves O(log n) reads.
+ * subtree by its position (merkle.ts nodePosition: the order appends complete them), written in
+ * the transaction that appends the record: an append costs O(1) amortized and only ever adds rows
+ * at the end, and any proof for a tree of n leaves costs O(log n) reads.
  */
 
 /** The Merkle leaf hash of a record, from its stored 32-byte hash. */
@@ -31,13 +32,13 @@ export class AuditTree {
   readonly read: NodeReader;
 
   constructor(private readonly db: Db) {
-    this.selectNode = db.prepare('SELECT hash FROM audit_tree WHERE level = ? AND idx = ?').pluck();
-    this.insertNode = db.prepare('INSERT INTO audit_tree (level, idx, hash) VALUES (?, ?, ?)');
-    this.selectSize = db.prepare('SELECT idx FROM audit_tree WHERE level = 0 ORDER BY idx DESC LIMIT 1').pluck();
+    this.selectNode = db.prepare('SELECT hash FROM audit_tree WHERE pos = ?').pluck();
+    this.insertNode = db.prepare('INSERT INTO audit_tree (pos, hash) VALUES (?, ?)');
+    this.selectSize = db.prepare('SELECT max(pos) FROM audit_tree').pluck();
     this.selectHashes = db.prepare('SELECT seq, hash FROM audit_records WHERE seq > ? AND seq <= ? ORDER BY seq').raw(true);
     this.selectHead = db.prepare('SELECT max(seq) FROM audit_records').pluck();
     this.read = (level, index) => {
-      const hash = this.selectNode.get(level, index) as Buffer | undefined;
+      const hash = this.selectNode.get(nodePosition(level, index)) as Buffer | undefined;
       if (!hash) {
         throw new ExecutorError('AUDIT_TREE_INCOMPLETE', `The audit log's Merkle tree lacks the subtree at level ${level}, index ${index}: it was damaged or never built. Run \`executor audit verify\`.`, {
           level,
@@ -50,13 +51,18 @@ export class AuditTree {
 
   /** Leaves in the stored tree (records hashed into it). */
   size(): number {
-    const last = this.selectSize.get() as number | undefined;
-    return last === undefined ? 0 : last + 1;
+    const last = this.selectSize.get() as number | null;
+    if (last === null) return 0;
+    // Rows past a whole tree (never written by an append, whose nodes commit together) count for nothing.
+    let size = sizeOfNodeCount(last + 1) ?? Math.floor((last + 1) / 2);
+    while (nodeCount(size) > last + 1) size--;
+    return size;
   }
 
   /** Adds record `seq`'s leaf and every subtree it completes. Call inside the transaction that inserts the record. */
   append(seq: number, recordHash: Buffer): void {
-    for (const node of nodesCompletedBy(seq - 1, recordLeafHash(recordHash), this.read)) this.insertNode.run(node.level, node.index, node.hash);
+    let pos = nodeCount(seq - 1);
+    for (const node of nodesCompletedBy(seq - 1, recordLeafHash(recordHash), this.read)) this.insertNode.run(pos++, node.hash);
   }
 
   /**
@@ -68,9 +74,10 @@ export class AuditTree {
     const chunk = tuning.chunk ?? BUILD_CHUNK;
     let size = this.size();
     const head = (this.selectHead.get() as number | null) ?? 0;
-    if (size > head) {
+    if (size > head || (this.selectSize.get() as number | null ?? -1) + 1 > nodeCount(size)) {
       // Records were cut (verify names it, from the checkpoints, anchors and witnesses): the tree follows the records.
-      const trim = () => this.db.prepare('DELETE FROM audit_tree WHERE (idx + 1) * (1 << level) > ?').run(head);
+      const keep = nodeCount(Math.min(size, head));
+      const trim = () => this.db.prepare('DELETE FROM audit_tree WHERE pos >= ?').run(keep);
       if (this.db.inTransaction) trim();
       else this.db.transaction(trim)();
       size = this.size();

@@ -31,16 +31,25 @@ export function emptyRoot(): Buffer {
   return crypto.createHash('sha256').digest();
 }
 
+type OneShotHash = (algorithm: 'sha256', data: Buffer, outputEncoding: 'buffer') => Buffer;
+const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
+
+/** Every append hashes a leaf and about one node: a one-shot hash of a small buffer beats a Hash object. */
+function sha256Of(parts: readonly Buffer[]): Buffer {
+  if (oneShot) return oneShot('sha256', parts.length === 1 ? parts[0]! : Buffer.concat(parts), 'buffer');
+  const hash = crypto.createHash('sha256');
+  for (const part of parts) hash.update(part);
+  return hash.digest();
+}
+
 /** MTH({d}) = SHA-256(0x00 ‖ d) */
 export function leafHash(data: Buffer | readonly Buffer[]): Buffer {
-  const hash = crypto.createHash('sha256').update(LEAF_PREFIX);
-  for (const part of Array.isArray(data) ? data : [data as Buffer]) hash.update(part);
-  return hash.digest();
+  return sha256Of([LEAF_PREFIX, ...(Array.isArray(data) ? data : [data as Buffer])]);
 }
 
 /** SHA-256(0x01 ‖ left ‖ right) */
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
-  return crypto.createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+  return sha256Of([NODE_PREFIX, left, right]);
 }
 
 function isSize(value: unknown): value is number {
@@ -344,4 +353,31 @@ export class CompactRange {
     for (let at = this.nodes.length - 2; at >= 0; at--) hash = nodeHash(this.nodes[at]!.hash, hash);
     return hash;
   }
+}
+
+/**
+ * Where the complete subtree (level, index) stands in the order appends complete them (its
+ * Merkle Mountain Range position, from 0): leaf i, then each parent it completes. A store keyed by
+ * it only ever appends at the end, and the first `nodeCount(n)` positions are the tree of n leaves.
+ */
+export function nodePosition(level: number, index: number): number {
+  const lastLeaf = (index + 1) * 2 ** level - 1;
+  return 2 * lastLeaf - popcount(lastLeaf) + level;
+}
+
+/** How many complete subtrees a tree of `size` leaves holds: 2n − popcount(n). */
+export function nodeCount(size: number): number {
+  return 2 * size - popcount(size);
+}
+
+/** The tree size whose complete subtrees fill positions [0, count), or undefined when no size does. */
+export function sizeOfNodeCount(count: number): number | undefined {
+  for (let size = Math.floor(count / 2); size <= Math.floor(count / 2) + 64; size++) if (nodeCount(size) === count) return size;
+  return undefined;
+}
+
+function popcount(value: number): number {
+  let bits = 0;
+  for (let rest = value; rest > 0; rest = Math.floor(rest / 2)) bits += rest % 2;
+  return bits;
 }

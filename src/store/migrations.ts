@@ -153,17 +153,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
   `,
   // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/audit-tree.ts): every complete
-  // subtree (level, idx) -> hash, leaf idx = record seq - 1, written with its record; and each
+  // subtree by its position in the order appends complete them (merkle.ts nodePosition), written
+  // with its record, so rows only ever go at the end; and each
   // checkpoint's C2SP tlog-checkpoint note, signed by the log key, for witnesses and proofs.
   // Both are derived from records and checkpoints (no append-only triggers): opening the log trims
   // what outlived a cut and hashes in what is missing; the signed checkpoints are the evidence.
   `
   CREATE TABLE audit_tree (
-    level  INTEGER NOT NULL,
-    idx    INTEGER NOT NULL,
-    hash   BLOB NOT NULL,
-    PRIMARY KEY (level, idx)
-  ) WITHOUT ROWID;
+    pos   INTEGER PRIMARY KEY,
+    hash  BLOB NOT NULL
+  );
   CREATE TABLE audit_checkpoint_notes (
     cp_seq  INTEGER PRIMARY KEY,
     size    INTEGER NOT NULL,

@@ -8,10 +8,13 @@ import {
   inclusionProof,
   leafHash,
   memoryNodeReader,
+  nodeCount,
   nodeHash,
+  nodePosition,
   nodesCompletedBy,
   rootFromInclusionProof,
   rootOfLeaves,
+  sizeOfNodeCount,
   treeRoot,
   verifyConsistency,
   verifyInclusion,
@@ -318,5 +321,25 @@ describe('compact ranges (what verify joins across its workers)', () => {
     expect(() => CompactRange.empty(0).merge(range)).toThrow(/cannot take one that begins at 4/);
     expect(() => CompactRange.fromHashes(0, 76, [leaves[0]!, leaves[1]!])).toThrow(/covered by 3 hashes/);
     expect(CompactRange.empty(0).root().equals(emptyRoot())).toBe(true);
+  });
+});
+
+describe('node positions (the order appends complete subtrees)', () => {
+  it('numbers each complete subtree by when nodesCompletedBy yields it, and counts them per tree size', () => {
+    const leaves = generated(300);
+    const stored = new Map<string, Buffer>();
+    const read: NodeReader = (level, index) => stored.get(`${level}/${index}`)!;
+    let position = 0;
+    leaves.forEach((leaf, index) => {
+      expect(nodeCount(index)).toBe(position);
+      for (const node of nodesCompletedBy(index, leaf, read)) {
+        expect(nodePosition(node.level, node.index), `${node.level}/${node.index}`).toBe(position++);
+        stored.set(`${node.level}/${node.index}`, node.hash);
+      }
+      expect(sizeOfNodeCount(position)).toBe(index + 1);
+    });
+    expect(nodeCount(2 ** 20)).toBe(2 ** 21 - 1);
+    expect(sizeOfNodeCount(3)).toBe(2);
+    expect(sizeOfNodeCount(2)).toBeUndefined();
   });
 });
