@@ -213,7 +213,9 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
     opened = openNote(note, verifiers);
   } catch (error) {
     if (error instanceof SignedNoteError) {
-      if (error.problem === 'unverified') return fail('UNSIGNED', `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)})`);
+      if (error.problem === 'unverified') {
+        return fail('UNSIGNED', `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)}); after a key rotation the log signs with the new chain's key: give that epk1-… too`);
+      }
       if (error.problem === 'bad-signature') return fail('BAD_SIGNATURE', `a signature on its checkpoint note does not hold: ${error.message}`);
       if (error.problem === 'malformed') return fail('MALFORMED', `its checkpoint note is not a signed note: ${error.message}`);
     }

@@ -32,7 +32,8 @@ export function registerAuditProofCommands(audit: Command): void {
       const db = openAuditDatabaseReadOnly(dataDir);
       let proof;
       try {
-        proof = buildRecordProof(db, seq);
+        // One read transaction: the record, the note and the tree rows all from the same moment, while the host appends.
+        proof = db.transaction(() => buildRecordProof(db, seq))();
       } finally {
         db.close();
       }

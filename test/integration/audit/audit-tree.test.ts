@@ -223,3 +223,16 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
     expect(withoutPrefix.warnings.join(' ')).toMatch(/checkpoint Merkle root\(s\) not checked: the excerpt does not start at record 1/);
   });
 });
+
+describe('the empty log', () => {
+  it('a checkpoint before any record names the empty tree\'s root, and its note says size 0', async () => {
+    const dataDir = path.join(tempDir('executor-empty-'), 'data');
+    fs.mkdirSync(dataDir, { recursive: true });
+    withAuditLog(dataDir, (_db, log) => log.checkpoint('start'));
+    const { checkpoints } = readLog(dataDir);
+    expect(checkpoints).toHaveLength(1);
+    expect(checkpoints[0]).toMatchObject({ seq: 0, rootHash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+    expect(checkpoints[0]!.note).toMatch(/^executor\.audit\/[0-9a-f-]+\n0\n47DEQpj8HBSa\+\/TImW\+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n— /);
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+  });
+});
