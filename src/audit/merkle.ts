@@ -71,8 +71,9 @@ function splitPoint(n: number): number {
   return k;
 }
 
+/** Exact for every safe integer: log2 alone rounds 2^50 + 1 to 50. */
 function isPowerOfTwo(n: number): boolean {
-  return n > 0 && Math.log2(n) % 1 === 0;
+  return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
 }
 
 /**
@@ -84,7 +85,7 @@ export function subtreeRoot(start: number, end: number, read: NodeReader): Buffe
   const size = end - start;
   if (size <= 0) throw new RangeError(`A subtree holds at least one leaf; [${start}, ${end}) holds none.`);
   if (isPowerOfTwo(size)) {
-    const level = Math.log2(size);
+    const level = Math.round(Math.log2(size));
     return read(level, start / size);
   }
   const k = splitPoint(size);
@@ -277,7 +278,7 @@ export function coveringNodes(begin: number, end: number): { level: number; inde
   for (let at = begin; at < end; ) {
     let size = 1;
     while (at % (size * 2) === 0 && at + size * 2 <= end) size *= 2;
-    nodes.push({ level: Math.log2(size), index: at / size });
+    nodes.push({ level: Math.round(Math.log2(size)), index: at / size });
     at += size;
   }
   return nodes;

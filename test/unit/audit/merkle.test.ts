@@ -234,6 +234,16 @@ describe('merkle proofs against the reference definitions', () => {
     expect(reads).toBeLessThanOrEqual(2 * 21);
   });
 
+  it('sizes near 2^53 split where the RFC says (no rounding in log2)', () => {
+    const seen: string[] = [];
+    const naming: NodeReader = (level, index) => {
+      seen.push(`${level}/${index}`);
+      return leafHash(Buffer.from(`${level}/${index}`));
+    };
+    treeRoot(2 ** 50 + 1, naming);
+    expect(seen).toEqual(['50/0', '0/1125899906842624']);
+  });
+
   it('refuses to make a proof that cannot exist, with a RangeError naming the numbers', () => {
     expect(() => inclusionProof(5, 5, read)).toThrow(/Leaf 5 is not in a tree of 5/);
     expect(() => inclusionProof(-1, 5, read)).toThrow(RangeError);
