@@ -3,6 +3,9 @@
 //  2. signed appends in batches of 1,000 per transaction, vs plain inserts in the same batches;
 //  3. verify throughput on 200,000 records (worker threads on every core) vs a bare read of the same rows
 //     that computes one sha256 per row.
+//  4. the Merkle tree: inclusion proof generation (from the stored tree, AuditTree) and verification p50 on a
+//     1,000,000-record log, and consistency proofs between checkpoints. The tree table is filled directly (fast);
+//     the proofs come from the product's code.
 // Run: npx tsx bench/audit.ts   (or npm run bench:audit)
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
@@ -10,6 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SignedAuditLog } from '../src/audit/audit-log.js';
+import { AuditTree } from '../src/audit/audit-tree.js';
+import { leafHash, nodePosition, nodesCompletedBy, treeRoot, verifyConsistency, verifyInclusion } from '../src/audit/merkle.js';
 import { queryAudit } from '../src/audit/audit-query.js';
 import { verifyDataDir } from '../src/audit/audit-verifier.js';
 import type { AuditEvent } from '../src/audit/event-log.js';
@@ -22,6 +27,8 @@ const COMMIT_ROUNDS = 5;
 const BATCHED = Number(process.env.BENCH_BATCHED ?? 60_000);
 const VERIFY = Number(process.env.BENCH_VERIFY ?? 200_000);
 const BATCH = 1000;
+const TREE = Number(process.env.BENCH_TREE ?? 1_000_000);
+const PROOFS = 2000;
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-audit-'));
 const actor = { user: 'bench', channel: 'cli' as const };
@@ -103,6 +110,78 @@ function bareReadWithSha256(file: string): number {
   db.close();
   if (xor === 256) console.log('unreachable');
   return count / seconds;
+}
+
+/** A 1,000,000-leaf tree in the product's table, filled directly: what a log of that many records keeps. */
+function fillTree(size: number): Db {
+  const db = openDatabase(freshDataDir('tree'));
+  const insert = db.prepare('INSERT INTO audit_tree (pos, hash) VALUES (?, ?)');
+  // The right edge of the tree so far, per level: all that completing the next nodes reads.
+  const edge = new Map<string, Buffer>();
+  const read = (level: number, index: number) => edge.get(`${level}/${index}`)!;
+  for (let start = 0; start < size; start += 100_000) {
+    db.transaction(() => {
+      for (let index = start; index < Math.min(size, start + 100_000); index++) {
+        const leaf = leafHash(crypto.createHash('sha256').update(`record ${index}`).digest());
+        for (const node of nodesCompletedBy(index, leaf, read)) {
+          insert.run(nodePosition(node.level, node.index), node.hash);
+          edge.set(`${node.level}/${node.index}`, node.hash);
+          edge.delete(`${node.level}/${node.index - 2}`);
+        }
+      }
+    })();
+  }
+  return db;
+}
+
+function p50(samples: number[]): number {
+  return [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
+}
+
+function micros(started: bigint): number {
+  return Number(process.hrtime.bigint() - started) / 1e3;
+}
+
+/** Proof generation and verification on the stored tree; each sample one proof, p50 in µs. */
+function treeFigures(): string[] {
+  const filled = process.hrtime.bigint();
+  const db = fillTree(TREE);
+  const fillSeconds = micros(filled) / 1e6;
+  try {
+    const tree = new AuditTree(db);
+    const root = tree.root(TREE);
+    const leaf = (seq: number) => leafHash(crypto.createHash('sha256').update(`record ${seq - 1}`).digest());
+    const make: number[] = [];
+    const check: number[] = [];
+    let hashes = 0;
+    for (let sample = 0; sample < PROOFS; sample++) {
+      const seq = 1 + Math.floor(Math.random() * TREE);
+      const expected = leaf(seq);
+      let started = process.hrtime.bigint();
+      const proof = tree.inclusionProof(seq, TREE);
+      make.push(micros(started));
+      started = process.hrtime.bigint();
+      const holds = verifyInclusion(seq - 1, TREE, expected, proof, root);
+      check.push(micros(started));
+      if (!holds) throw new Error(`the inclusion proof of ${seq} did not verify`);
+      hashes += proof.length;
+    }
+    const consistency: number[] = [];
+    for (let sample = 0; sample < PROOFS / 4; sample++) {
+      const size1 = 1 + Math.floor(Math.random() * (TREE - 1));
+      const started = process.hrtime.bigint();
+      const proof = tree.consistencyProof(size1, TREE);
+      consistency.push(micros(started));
+      if (!verifyConsistency(size1, TREE, treeRoot(size1, tree.read), root, proof)) throw new Error(`the consistency proof from ${size1} did not verify`);
+    }
+    const rows = db.prepare('SELECT count(*) FROM audit_tree').pluck().get() as number;
+    return [
+      `Merkle tree of ${TREE.toLocaleString('en-US')} records: ${rows.toLocaleString('en-US')} stored subtrees (filled in ${fillSeconds.toFixed(1)} s), proofs of ${(hashes / PROOFS).toFixed(1)} hashes on average`,
+      `  inclusion proof generation p50 ${p50(make).toFixed(1)} µs, verification p50 ${p50(check).toFixed(1)} µs; consistency proof generation p50 ${p50(consistency).toFixed(1)} µs  (${PROOFS} samples; no target, printed for the record)`,
+    ];
+  } finally {
+    db.close();
+  }
 }
 
 function line(label: string, signed: number, baseline: number, unit: string, ratio: number, target: string): void {
@@ -199,6 +278,7 @@ async function main(): Promise<void> {
   line(`verify (${VERIFY}, ${verifyWorkerCount()} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read');
   line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);
+  for (const text of treeFigures()) console.log(text);
   console.log('');
   console.log(`per-commit slowdown ${(plainPerCommit / signedPerCommit).toFixed(2)}×, batched slowdown ${(median(plainBatched) / median(signedBatched)).toFixed(2)}×, verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256`);
   fs.rmSync(root, { recursive: true, force: true });

@@ -4,6 +4,7 @@ import type { Db } from '../store/database.js';
 import type { AuditKeyring } from './audit-keys.js';
 import type { StoredCertificate } from './epoch-certificate.js';
 import { EXPORT_HEADER_MAC_PREFIX, EXPORT_HEADER_SIG_PREFIX, canonicalText, hmac } from './record-format.js';
+import { coveringNodes, nodePosition } from './merkle.js';
 import { DbRecordSource, type StoredCheckpoint } from './record-sources.js';
 
 export const EXPORT_FORMAT = 'executor-audit-export';
@@ -65,6 +66,18 @@ export interface ExportCheckpointLine {
   sig: string;
   /** hex; v2 checkpoints only */
   epochSig?: string;
+}
+
+/**
+ * The Merkle tree of the records before an excerpt, as the hashes of the complete subtrees that
+ * cover leaves [0, size) (RFC 9162 leaves, left to right): with them, verify recomputes the root
+ * each checkpoint of the excerpt names. Not trusted on its own: a wrong hash makes that root
+ * differ from the signed one.
+ */
+export interface ExportTreePrefixLine {
+  type: 'tree-prefix';
+  size: number;
+  hashes: string[];
 }
 
 export interface ExportSummary {
@@ -134,6 +147,8 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
     checkpoints: covering.length,
   };
   yield `${JSON.stringify(signedHeader(header, options.keyring))}\n`;
+  const prefix = treePrefix(db, from - 1);
+  if (prefix) yield `${JSON.stringify(prefix)}\n`;
   for (const row of keyRows) {
     const line: ExportRecordLine = { type: 'key-record', seq: row.seq, body: row.body, mac: row.mac.toString('hex'), cosign: row.cosign?.toString('hex') ?? null };
     yield `${JSON.stringify(line)}\n`;
@@ -165,6 +180,21 @@ function signedHeader(header: ExportHeader, keyring: AuditKeyring | undefined): 
   return { ...withKey, mac: hmac(current.key, EXPORT_HEADER_MAC_PREFIX, text).toString('hex'), sig: signed.sig.toString('hex') };
 }
 
+/** The tree-prefix line for records 1..size, when the stored tree holds them (a log from before the tree may not). */
+function treePrefix(db: Db, size: number): ExportTreePrefixLine | undefined {
+  if (size < 1) return undefined;
+  const hasTree = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_tree'").get();
+  if (!hasTree) return undefined;
+  const select = db.prepare('SELECT hash FROM audit_tree WHERE pos = ?').pluck();
+  const hashes: string[] = [];
+  for (const node of coveringNodes(0, size)) {
+    const hash = select.get(nodePosition(node.level, node.index)) as Buffer | undefined;
+    if (!hash) return undefined;
+    hashes.push(hash.toString('hex'));
+  }
+  return { type: 'tree-prefix', size, hashes };
+}
+
 /** Writes an export (see exportLines) to `out`, line by line. */
 export function exportAudit(db: Db, logId: string, out: { write(line: string): void }, options: ExportOptions): ExportSummary {
   const lines = exportLines(db, logId, options);
@@ -181,6 +211,7 @@ export interface ParsedExport {
   records: ExportRecordLine[];
   checkpoints: ExportCheckpointLine[];
   certificates: ExportCertificateLine[];
+  treePrefix?: ExportTreePrefixLine;
 }
 
 const HEX = /^[0-9a-f]*$/;
@@ -225,6 +256,12 @@ export function readExportFile(file: string): ParsedExport {
         throw bad(index, 'a certificate line lacks keyId, epoch, body or sig');
       }
       parsed.certificates.push(value as unknown as ExportCertificateLine);
+    } else if (value.type === 'tree-prefix') {
+      const hashes = value.hashes;
+      if (parsed.treePrefix || !Number.isSafeInteger(value.size) || (value.size as number) < 1 || !Array.isArray(hashes) || !hashes.every((hash) => typeof hash === 'string' && /^[0-9a-f]{64}$/.test(hash))) {
+        throw bad(index, 'a tree-prefix line needs a size of at least 1 and hashes of 64 hex digits, once');
+      }
+      parsed.treePrefix = value as unknown as ExportTreePrefixLine;
     } else throw bad(index, `unknown line type ${String(value.type)}`);
   });
   if (!parsed.header) throw bad(0, 'empty file');

@@ -4,6 +4,8 @@ import { ExecutorError } from '../domain/errors.js';
 import { AnchorStore, anchorSignedText, type Anchor } from './anchor.js';
 import { AuditKeyring, type CurrentKey } from './audit-keys.js';
 import { assertEventKind, type AuditEvent, type AuditTrail, type SandboxOfRecord } from './event-log.js';
+import { AuditTree, type TreeBuildProgress } from './audit-tree.js';
+import { checkpointNote, logNoteSigner } from './checkpoint-note.js';
 import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
 import type { KeyStore } from './key-store.js';
 import type { EpochSchedule, StoredCertificate } from './epoch-certificate.js';
@@ -39,6 +41,8 @@ export interface AuditLogOptions {
   checkpointEvery?: number;
   now?: () => Date;
   env?: ExecutorEnv;
+  /** Progress of building an older log's Merkle tree on first open (default: a line on stderr). */
+  onTreeBuild?: TreeBuildProgress;
 }
 
 export const DEFAULT_EPOCH_MAX_RECORDS = 10_000;
@@ -64,6 +68,10 @@ function writeFailed(error: unknown): ExecutorError {
   });
 }
 
+function printTreeBuild(built: number, total: number): void {
+  process.stderr.write(`audit log: building its Merkle tree, ${built.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records\n`);
+}
+
 /** detail.files of a step carries each file's pre/post-image; one digest stands for several. */
 function contentHashes(detail: Record<string, unknown>): { preHash: string | null; postHash: string | null } {
   const files = detail.files;
@@ -83,11 +91,12 @@ function contentHashes(detail: Record<string, unknown>): { preHash: string | nul
 export class SignedAuditLog implements AuditTrail {
   private readonly keyring: AuditKeyring;
   private readonly anchors: AnchorStore;
-  private readonly options: Required<Omit<AuditLogOptions, 'env'>>;
+  private readonly options: Required<Omit<AuditLogOptions, 'env' | 'onTreeBuild'>>;
   private readonly env: ExecutorEnv;
   /** executorEnv's canonical text per sandbox of record: computed once each, not per record. */
   private readonly envTexts = new Map<string, string>();
   private defaultEnvText: string | undefined;
+  private readonly tree: AuditTree;
   private readonly salt: Buffer;
   private secretPath: ((path: string) => boolean) | undefined;
   private recordsInEpoch = 0;
@@ -105,6 +114,7 @@ export class SignedAuditLog implements AuditTrail {
   private readonly insertCertificate;
   private readonly selectCertificate;
   private certificateCheckScheduled = false;
+  private readonly insertNote;
 
   private constructor(
     private readonly db: Db,
@@ -130,6 +140,8 @@ export class SignedAuditLog implements AuditTrail {
     this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.insertCertificate = db.prepare('INSERT OR IGNORE INTO audit_epoch_certs (key_id, epoch, body, sig) VALUES (?, ?, ?, ?)');
     this.selectCertificate = db.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? AND epoch = ?');
+    this.insertNote = db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)');
+    this.tree = new AuditTree(db);
   }
 
   /** The schedule a new chain declares (key.created / key.rotated); an existing chain keeps the one it declared. */
@@ -219,6 +231,10 @@ export class SignedAuditLog implements AuditTrail {
       if (landed) keyring.commitRotation();
       else keyring.abortRotation();
     }
+    // An older log gains its tree here, before anything is appended; a crash mid-build keeps each finished chunk.
+    new AuditTree(db).catchUp(options.onTreeBuild ?? printTreeBuild);
+    const staleNotes = 'FROM audit_checkpoint_notes WHERE cp_seq > (SELECT coalesce(max(cp_seq), 0) FROM audit_checkpoints)';
+    if (db.prepare(`SELECT 1 ${staleNotes}`).get()) db.prepare(`DELETE ${staleNotes}`).run();
     const log = new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
     if (!db.inTransaction) {
       try {
@@ -263,6 +279,11 @@ export class SignedAuditLog implements AuditTrail {
 
   get anchorStore(): AnchorStore {
     return this.anchors;
+  }
+
+  /** The log as a Merkle tree: roots, inclusion and consistency proofs. */
+  get merkleTree(): AuditTree {
+    return this.tree;
   }
 
   head(): Head {
@@ -347,6 +368,7 @@ export class SignedAuditLog implements AuditTrail {
     const { mac, hash } = this.recordMacFor(key.key).macAndHash(text);
     const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
+    this.tree.append(body.seq, hash);
     this.recordsInEpoch++;
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
     return { seq: body.seq, hash: hash.toString('hex') };
@@ -365,6 +387,9 @@ export class SignedAuditLog implements AuditTrail {
     if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head.seq + 1);
     const key = this.keyring.current();
     const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
+    // The tree is kept with every append; a tail some crash or older writer left out is hashed in first.
+    if (this.tree.size() !== head.seq) this.tree.catchUp();
+    const rootHash = this.tree.root(head.seq);
     const body: CheckpointBody = {
       v: forwardSecure ? CHECKPOINT_FORMAT_VERSION : RECORD_FORMAT_VERSION,
       logId: this.keyring.logId,
@@ -376,6 +401,7 @@ export class SignedAuditLog implements AuditTrail {
       epoch: key.epoch,
       prevCheckpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
       reason,
+      rootHash: rootHash.toString('hex'),
     };
     const text = canonicalText(body);
     const bytes = Buffer.from(text, 'utf8');
@@ -384,6 +410,8 @@ export class SignedAuditLog implements AuditTrail {
     const epochSignature = this.keyring.signEpoch(CHECKPOINT_EPOCH_SIG_PREFIX, bytes)?.sig ?? null;
     const hash = checkpointHash(bytes, mac, signature, epochSignature);
     this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash, epochSignature);
+    const signer = logNoteSigner(body.logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message));
+    this.insertNote.run(body.cpSeq, body.seq, checkpointNote(body.logId, body.seq, rootHash, signer));
     this.pendingAnchor = this.signedAnchor({ v: forwardSecure ? 2 : 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts, ...(forwardSecure ? { keyId: key.keyId, epoch: key.epoch } : {}) }, key);
     this.scheduleAnchorFlush();
   }

@@ -166,4 +166,21 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER audit_epoch_certs_no_delete BEFORE DELETE ON audit_epoch_certs BEGIN SELECT RAISE(ABORT, 'audit certificates are append-only'); END;
   ALTER TABLE audit_checkpoints ADD COLUMN epoch_sig BLOB;
   `,
+  // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/audit-tree.ts): every complete
+  // subtree by its position in the order appends complete them (merkle.ts nodePosition), written
+  // with its record, so rows only ever go at the end; and each
+  // checkpoint's C2SP tlog-checkpoint note, signed by the log key, for witnesses and proofs.
+  // Both are derived from records and checkpoints (no append-only triggers): opening the log trims
+  // what outlived a cut and hashes in what is missing; the signed checkpoints are the evidence.
+  `
+  CREATE TABLE audit_tree (
+    pos   INTEGER PRIMARY KEY,
+    hash  BLOB NOT NULL
+  );
+  CREATE TABLE audit_checkpoint_notes (
+    cp_seq  INTEGER PRIMARY KEY,
+    size    INTEGER NOT NULL,
+    note    TEXT NOT NULL
+  );
+  `,
 ];

@@ -9,6 +9,7 @@ import type { VerifyProgress } from '../../audit/verify-codes.js';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
+import { registerAuditProofCommands } from './audit-proof.js';
 
 /** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
 export const EXIT_NOT_INTACT = 1;
@@ -196,6 +197,8 @@ export function registerAuditCommands(program: Command): void {
       });
       print(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'No audit records match.'));
     });
+
+  registerAuditProofCommands(audit);
 
   audit
     .command('hash')
