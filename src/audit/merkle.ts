@@ -1,0 +1,257 @@
+import crypto from 'node:crypto';
+
+/**
+ * The Merkle tree of RFC 9162 §2.1 (the same as RFC 6962 §2.1) over SHA-256: pure functions, no
+ * storage. Proofs read the hashes of complete subtrees through a `NodeReader`, so the same code
+ * serves a tree kept in SQLite (one read per node) and a tree held in memory.
+ *
+ * A complete subtree is named by (level, index): it covers leaves [index·2^level, (index+1)·2^level).
+ * Level 0 holds the leaf hashes. The root of a tree whose size is not a power of two is not a
+ * complete subtree: it is hashed on demand from O(log n) complete ones.
+ */
+
+export const HASH_SIZE = 32;
+const LEAF_PREFIX = Buffer.from([0x00]);
+const NODE_PREFIX = Buffer.from([0x01]);
+
+/** Reads the hash of the complete subtree at (level, index); it must exist. */
+export type NodeReader = (level: number, index: number) => Buffer;
+
+export interface TreeNode {
+  level: number;
+  index: number;
+  hash: Buffer;
+}
+
+/** The largest tree or leaf index the functions accept: sizes stay exact in a JS number. */
+export const MAX_TREE_SIZE = Number.MAX_SAFE_INTEGER;
+
+/** MTH({}) = SHA-256() */
+export function emptyRoot(): Buffer {
+  return crypto.createHash('sha256').digest();
+}
+
+/** MTH({d}) = SHA-256(0x00 ‖ d) */
+export function leafHash(data: Buffer | readonly Buffer[]): Buffer {
+  const hash = crypto.createHash('sha256').update(LEAF_PREFIX);
+  for (const part of Array.isArray(data) ? data : [data as Buffer]) hash.update(part);
+  return hash.digest();
+}
+
+/** SHA-256(0x01 ‖ left ‖ right) */
+export function nodeHash(left: Buffer, right: Buffer): Buffer {
+  return crypto.createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+}
+
+function isSize(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isHash(value: unknown): value is Buffer {
+  return Buffer.isBuffer(value) && value.length === HASH_SIZE;
+}
+
+function checkSize(name: string, value: number): void {
+  if (!isSize(value)) throw new RangeError(`${name} must be a whole number from 0 to ${MAX_TREE_SIZE}, not ${String(value)}.`);
+}
+
+/** The largest power of two strictly below n (n ≥ 2): the RFC's split point k. */
+function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+function isPowerOfTwo(n: number): boolean {
+  return n > 0 && Math.log2(n) % 1 === 0;
+}
+
+/**
+ * MTH(D[start:end]) for a subtree the RFC's recursion reaches: `start` is a multiple of the
+ * largest power of two ≥ end − start. A complete one is a single read; the rightmost,
+ * incomplete one is hashed from its complete parts.
+ */
+export function subtreeRoot(start: number, end: number, read: NodeReader): Buffer {
+  const size = end - start;
+  if (size <= 0) throw new RangeError(`A subtree holds at least one leaf; [${start}, ${end}) holds none.`);
+  if (isPowerOfTwo(size)) {
+    const level = Math.log2(size);
+    return read(level, start / size);
+  }
+  const k = splitPoint(size);
+  return nodeHash(subtreeRoot(start, start + k, read), subtreeRoot(start + k, end, read));
+}
+
+/** The root hash of the tree of the first `size` leaves. */
+export function treeRoot(size: number, read: NodeReader): Buffer {
+  checkSize('The tree size', size);
+  return size === 0 ? emptyRoot() : subtreeRoot(0, size, read);
+}
+
+/** The root of a list of leaf hashes, held in memory. */
+export function rootOfLeaves(leafHashes: readonly Buffer[]): Buffer {
+  return treeRoot(leafHashes.length, memoryNodeReader(leafHashes));
+}
+
+/**
+ * PATH(m, D[n]) of RFC 9162 §2.1.3.1: the audit path of leaf `index` in the tree of `size`
+ * leaves, from the leaf's sibling up. O(log n) reads.
+ */
+export function inclusionProof(index: number, size: number, read: NodeReader): Buffer[] {
+  checkSize('The leaf index', index);
+  checkSize('The tree size', size);
+  if (index >= size) throw new RangeError(`Leaf ${index} is not in a tree of ${size} leaves.`);
+  const path: Buffer[] = [];
+  let start = 0;
+  let end = size;
+  while (end - start > 1) {
+    const k = splitPoint(end - start);
+    if (index < start + k) {
+      path.push(subtreeRoot(start + k, end, read));
+      end = start + k;
+    } else {
+      path.push(subtreeRoot(start, start + k, read));
+      start += k;
+    }
+  }
+  return path.reverse();
+}
+
+/**
+ * PROOF(m, D[n]) of RFC 9162 §2.1.4.1: proves the tree of `size1` leaves is a prefix of the
+ * tree of `size2`. Empty when the sizes are equal; 0 < size1 ≤ size2. O(log n) reads.
+ */
+export function consistencyProof(size1: number, size2: number, read: NodeReader): Buffer[] {
+  checkSize('The older tree size', size1);
+  checkSize('The newer tree size', size2);
+  if (size1 === 0 || size1 > size2) throw new RangeError(`No consistency proof exists from a tree of ${size1} leaves to one of ${size2}.`);
+  const proof: Buffer[] = [];
+  // SUBPROOF(m, D[start:end], b), unrolled: each step appends the sibling the verifier needs.
+  let m = size1;
+  let start = 0;
+  let end = size2;
+  let haveRoot1 = true;
+  while (m !== end - start) {
+    const k = splitPoint(end - start);
+    if (m <= k) {
+      proof.push(subtreeRoot(start + k, end, read));
+      end = start + k;
+    } else {
+      proof.push(subtreeRoot(start, start + k, read));
+      start += k;
+      m -= k;
+      haveRoot1 = false;
+    }
+  }
+  if (!haveRoot1) proof.push(subtreeRoot(start, end, read));
+  return proof.reverse();
+}
+
+/**
+ * RFC 9162 §2.1.3.2: the root hash an inclusion proof leads to, or undefined when the proof
+ * cannot belong to that index and size (wrong length, bad hash sizes, index out of range).
+ */
+export function rootFromInclusionProof(index: number, size: number, leaf: Buffer, proof: readonly Buffer[]): Buffer | undefined {
+  if (!isSize(index) || !isSize(size) || index >= size || !isHash(leaf) || !Array.isArray(proof)) return undefined;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (!isHash(p) || sn === 0) return undefined;
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : undefined;
+}
+
+/** True when `proof` shows the leaf with hash `leaf` at `index` in the tree of `size` leaves whose root is `root`. */
+export function verifyInclusion(index: number, size: number, leaf: Buffer, proof: readonly Buffer[], root: Buffer): boolean {
+  if (!isHash(root)) return false;
+  const computed = rootFromInclusionProof(index, size, leaf, proof);
+  return computed !== undefined && crypto.timingSafeEqual(computed, root);
+}
+
+/**
+ * RFC 9162 §2.1.4.2: true when `proof` shows the tree (size1, root1) is a prefix of (size2, root2).
+ * As transparency-dev/merkle does, a proof from the empty tree is refused: it proves nothing.
+ */
+export function verifyConsistency(size1: number, size2: number, root1: Buffer, root2: Buffer, proof: readonly Buffer[]): boolean {
+  if (!isSize(size1) || !isSize(size2) || size1 === 0 || size1 > size2 || !isHash(root1) || !isHash(root2) || !Array.isArray(proof)) return false;
+  if (!proof.every(isHash)) return false;
+  if (size1 === size2) return proof.length === 0 && crypto.timingSafeEqual(root1, root2);
+  if (proof.length === 0) return false;
+  const path = isPowerOfTwo(size1) ? [root1, ...proof] : [...proof];
+  let fn = size1 - 1;
+  let sn = size2 - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = path[0]!;
+  let sr = path[0]!;
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && fr.equals(root1) && sr.equals(root2);
+}
+
+/**
+ * The complete subtrees that appending leaf `index` with hash `leaf` closes: the leaf itself,
+ * then each parent whose left sibling was already complete (read through `read`). Amortized two
+ * nodes per leaf; they are what a store keeps so proofs need O(log n) reads.
+ */
+export function nodesCompletedBy(index: number, leaf: Buffer, read: NodeReader): TreeNode[] {
+  checkSize('The leaf index', index);
+  const nodes: TreeNode[] = [{ level: 0, index, hash: leaf }];
+  let hash = leaf;
+  let at = index;
+  let level = 0;
+  while (at % 2 === 1) {
+    hash = nodeHash(read(level, at - 1), hash);
+    at = (at - 1) / 2;
+    level++;
+    nodes.push({ level, index: at, hash });
+  }
+  return nodes;
+}
+
+/** A NodeReader over leaf hashes held in memory, computing each complete subtree once. */
+export function memoryNodeReader(leafHashes: readonly Buffer[]): NodeReader {
+  const levels: Buffer[][] = [leafHashes as Buffer[]];
+  for (let below = levels[0]!; below.length > 1; ) {
+    const above: Buffer[] = [];
+    for (let i = 0; i + 1 < below.length; i += 2) above.push(nodeHash(below[i]!, below[i + 1]!));
+    levels.push(above);
+    below = above;
+  }
+  return (level, index) => {
+    const hash = levels[level]?.[index];
+    if (!hash) throw new RangeError(`No complete subtree at level ${level}, index ${index} among ${leafHashes.length} leaves.`);
+    return hash;
+  };
+}
