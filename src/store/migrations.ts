@@ -152,4 +152,19 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX steps_created ON steps(created_at DESC, plan_id, position);
   CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
   `,
+  // What witnesses outside the machine hold of the audit log (issue 14): each cosignature a tlog-witness
+  // returned (checked against its vkey before it is stored), and each checkpoint pushed to a team's git
+  // remote (signature NULL: the remote's protected branch is the witness). Per witness, the newest row is
+  // the size to send as "old" next time.
+  `
+  CREATE TABLE audit_cosignatures (
+    witness      TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    root_hash    BLOB NOT NULL,
+    signature    TEXT,
+    cosigned_at  INTEGER NOT NULL,
+    note         TEXT NOT NULL,
+    PRIMARY KEY (witness, size)
+  );
+  `,
 ];

@@ -92,7 +92,7 @@ export interface CosignedCheckpoint {
  */
 export async function fetchCosignedCheckpoint(
   witness: { url: string; verifier: NoteVerifier },
-  log: { origin: string; verifier: NoteVerifier },
+  log: { origin: string; verifiers: NoteVerifier[] },
   timeoutMs = WITNESS_TIMEOUT_MS,
 ): Promise<CosignedCheckpoint | undefined> {
   const answer = await request(endpoint(witness.url, `${originHash(log.origin)}/checkpoint`), { method: 'GET' }, timeoutMs);
@@ -100,7 +100,7 @@ export async function fetchCosignedCheckpoint(
   if (answer.status !== 200) throw new WitnessUnreachable(`${witness.url}: HTTP ${answer.status} for its newest checkpoint`);
   try {
     const byWitness = openNote(answer.body, [witness.verifier]);
-    openNote(answer.body, [log.verifier]);
+    openNote(answer.body, log.verifiers);
     const checkpoint = parseCheckpointText(byWitness.text);
     if (checkpoint.origin !== log.origin) throw new WitnessUnreachable(`${witness.url}: served a checkpoint of another log (${checkpoint.origin})`);
     return { checkpoint, note: answer.body, cosignature: byWitness.verified[0]!, timestamp: cosignatureTimestamp(byWitness.verified[0]!) };

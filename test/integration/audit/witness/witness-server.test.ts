@@ -102,7 +102,7 @@ describe('executor witness serve (a separate process speaking C2SP tlog-witness 
     expect(await addCheckpoint(w, log.note(), 8, log.proof(8))).toMatchObject({ kind: 'cosigned' });
 
     // The monitoring GET serves the newest cosigned checkpoint with both signatures.
-    const newest = await fetchCosignedCheckpoint(w, { origin: ORIGIN, verifier: log.verifier });
+    const newest = await fetchCosignedCheckpoint(w, { origin: ORIGIN, verifiers: [log.verifier] });
     expect(newest?.checkpoint.size).toBe(10);
     expect(newest?.checkpoint.rootHash.equals(log.root())).toBe(true);
 
