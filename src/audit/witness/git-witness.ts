@@ -18,6 +18,8 @@ export interface GitWitnessTarget {
   branch: string;
   /** A local clone kept for this witness (created on first use). */
   cloneDir: string;
+  /** Runs between the commit and the push: the seam a test uses to move the remote meanwhile. */
+  beforePush?: () => Promise<void>;
 }
 
 const GIT_TIMEOUT_MS = 60_000;
@@ -161,6 +163,7 @@ export async function publishToGit(target: GitWitnessTarget, log: WitnessedLog):
     fs.appendFileSync(absolute, `${newest.note}\n`);
     await mustGit(target.cloneDir, ['add', '--', file]);
     await mustGit(target.cloneDir, ['commit', '-q', '-m', `audit checkpoint ${log.origin} ${newest.size}`]);
+    await target.beforePush?.();
     const pushed = await git(target.cloneDir, ['push', '-q', 'origin', `HEAD:refs/heads/${target.branch}`]);
     if (pushed.code === 0) return { kind: 'published', size: newest.size };
     const movedMeanwhile = /non-fast-forward|fetch first|rejected/i.test(pushed.stderr) && !/protected|hook declined|permission|denied/i.test(pushed.stderr);
