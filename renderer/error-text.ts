@@ -50,6 +50,7 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   FILE_TOO_LARGE: 'The file is larger than the step may read. Raise the limit in Settings, or ask for a smaller file.',
   DATA_DIR_NOT_OWNED: "The data directory belongs to another user. Use your own data directory, or fix its owner as the message says.",
   DATA_DIR_LOCK_INVALID: 'Something that is not Executor’s lock sits in the data directory. Move it away, then start Executor again.',
+  AUDIT_TREE_INCOMPLETE: 'The audit log’s proof tree is damaged or incomplete. Run “executor audit verify” to see where.',
   AUDIT_KEY_MISSING: 'The audit keys are missing from the data directory. Restore them from a backup, or start a new data directory.',
   STORAGE_FAILED: 'Nothing was changed. Check that the data directory is writable, then try again.',
   STORAGE_FULL: 'Nothing was changed because the disk is full. Free some space, then try again.',

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { ExecutorError } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
+import { coveringNodes } from './merkle.js';
 import { DbRecordSource, type StoredCheckpoint } from './record-sources.js';
 
 export const EXPORT_FORMAT = 'executor-audit-export';
@@ -30,6 +31,18 @@ export interface ExportCheckpointLine {
   body: string;
   mac: string;
   sig: string;
+}
+
+/**
+ * The Merkle tree of the records before an excerpt, as the hashes of the complete subtrees that
+ * cover leaves [0, size) (RFC 9162 leaves, left to right): with them, verify recomputes the root
+ * each checkpoint of the excerpt names. Not trusted on its own: a wrong hash makes that root
+ * differ from the signed one.
+ */
+export interface ExportTreePrefixLine {
+  type: 'tree-prefix';
+  size: number;
+  hashes: string[];
 }
 
 export interface ExportSummary {
@@ -73,6 +86,8 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
   const checkpointEvery = Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
   const header: ExportHeader = { type: 'header', format: EXPORT_FORMAT, v: 1, logId, from, to, checkpointEvery, exportedAt: (options.now ?? new Date()).toISOString() };
   yield `${JSON.stringify(header)}\n`;
+  const prefix = treePrefix(db, from - 1);
+  if (prefix) yield `${JSON.stringify(prefix)}\n`;
   const keyRows = db
     .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
     .all(from) as { seq: number; body: string; mac: Buffer; cosign: Buffer | null }[];
@@ -98,6 +113,21 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
   return { records, checkpoints: covering.length, from, to };
 }
 
+/** The tree-prefix line for records 1..size, when the stored tree holds them (a log from before the tree may not). */
+function treePrefix(db: Db, size: number): ExportTreePrefixLine | undefined {
+  if (size < 1) return undefined;
+  const hasTree = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_tree'").get();
+  if (!hasTree) return undefined;
+  const select = db.prepare('SELECT hash FROM audit_tree WHERE level = ? AND idx = ?').pluck();
+  const hashes: string[] = [];
+  for (const node of coveringNodes(0, size)) {
+    const hash = select.get(node.level, node.index) as Buffer | undefined;
+    if (!hash) return undefined;
+    hashes.push(hash.toString('hex'));
+  }
+  return { type: 'tree-prefix', size, hashes };
+}
+
 /** Writes an export (see exportLines) to `out`, line by line. */
 export function exportAudit(db: Db, logId: string, out: { write(line: string): void }, options: ExportOptions): ExportSummary {
   const lines = exportLines(db, logId, options);
@@ -113,6 +143,7 @@ export interface ParsedExport {
   keyRecords: ExportRecordLine[];
   records: ExportRecordLine[];
   checkpoints: ExportCheckpointLine[];
+  treePrefix?: ExportTreePrefixLine;
 }
 
 const HEX = /^[0-9a-f]*$/;
@@ -150,6 +181,12 @@ export function readExportFile(file: string): ParsedExport {
         throw bad(index, 'a checkpoint line lacks body, mac or sig');
       }
       parsed.checkpoints.push(value as unknown as ExportCheckpointLine);
+    } else if (value.type === 'tree-prefix') {
+      const hashes = value.hashes;
+      if (parsed.treePrefix || !Number.isSafeInteger(value.size) || (value.size as number) < 1 || !Array.isArray(hashes) || !hashes.every((hash) => typeof hash === 'string' && /^[0-9a-f]{64}$/.test(hash))) {
+        throw bad(index, 'a tree-prefix line needs a size of at least 1 and hashes of 64 hex digits, once');
+      }
+      parsed.treePrefix = value as unknown as ExportTreePrefixLine;
     } else throw bad(index, `unknown line type ${String(value.type)}`);
   });
   if (!parsed.header) throw bad(0, 'empty file');

@@ -3,6 +3,8 @@ import type { Actor } from '../domain/actor.js';
 import { ExecutorError } from '../domain/errors.js';
 import { AnchorStore, type Anchor } from './anchor.js';
 import { AuditKeyring, type CurrentKey } from './audit-keys.js';
+import { AuditTree, type TreeBuildProgress } from './audit-tree.js';
+import { checkpointNote, logNoteSigner } from './checkpoint-note.js';
 import { assertEventKind, type AuditEvent, type AuditTrail } from './event-log.js';
 import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
 import type { KeyStore } from './key-store.js';
@@ -33,6 +35,8 @@ export interface AuditLogOptions {
   checkpointEvery?: number;
   now?: () => Date;
   env?: ExecutorEnv;
+  /** Progress of building an older log's Merkle tree on first open (default: a line on stderr). */
+  onTreeBuild?: TreeBuildProgress;
 }
 
 export const DEFAULT_EPOCH_MAX_RECORDS = 10_000;
@@ -58,6 +62,10 @@ function writeFailed(error: unknown): ExecutorError {
   });
 }
 
+function printTreeBuild(built: number, total: number): void {
+  process.stderr.write(`audit log: building its Merkle tree, ${built.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records\n`);
+}
+
 /** detail.files of a step carries each file's pre/post-image; one digest stands for several. */
 function contentHashes(detail: Record<string, unknown>): { preHash: string | null; postHash: string | null } {
   const files = detail.files;
@@ -77,7 +85,8 @@ function contentHashes(detail: Record<string, unknown>): { preHash: string | nul
 export class SignedAuditLog implements AuditTrail {
   private readonly keyring: AuditKeyring;
   private readonly anchors: AnchorStore;
-  private readonly options: Required<Omit<AuditLogOptions, 'env'>>;
+  private readonly options: Required<Omit<AuditLogOptions, 'env' | 'onTreeBuild'>>;
+  private readonly tree: AuditTree;
   private readonly envText: string;
   private readonly salt: Buffer;
   private recordsInEpoch = 0;
@@ -92,6 +101,7 @@ export class SignedAuditLog implements AuditTrail {
   private readonly insertRecord;
   private readonly selectLastCheckpoint;
   private readonly insertCheckpoint;
+  private readonly insertNote;
 
   private constructor(
     private readonly db: Db,
@@ -115,6 +125,8 @@ export class SignedAuditLog implements AuditTrail {
     );
     this.selectLastCheckpoint = db.prepare('SELECT cp_seq, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1');
     this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insertNote = db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)');
+    this.tree = new AuditTree(db);
   }
 
   /**
@@ -146,6 +158,10 @@ export class SignedAuditLog implements AuditTrail {
       if (landed) keyring.commitRotation();
       else keyring.abortRotation();
     }
+    // An older log gains its tree here, before anything is appended; a crash mid-build keeps each finished chunk.
+    new AuditTree(db).catchUp(options.onTreeBuild ?? printTreeBuild);
+    const staleNotes = 'FROM audit_checkpoint_notes WHERE cp_seq > (SELECT coalesce(max(cp_seq), 0) FROM audit_checkpoints)';
+    if (db.prepare(`SELECT 1 ${staleNotes}`).get()) db.prepare(`DELETE ${staleNotes}`).run();
     return new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
   }
 
@@ -159,6 +175,11 @@ export class SignedAuditLog implements AuditTrail {
 
   get anchorStore(): AnchorStore {
     return this.anchors;
+  }
+
+  /** The log as a Merkle tree: roots, inclusion and consistency proofs. */
+  get merkleTree(): AuditTree {
+    return this.tree;
   }
 
   head(): Head {
@@ -230,6 +251,7 @@ export class SignedAuditLog implements AuditTrail {
     const { mac, hash } = this.recordMacFor(key.key).macAndHash(text);
     const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
+    this.tree.append(body.seq, hash);
     this.recordsInEpoch++;
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
     return { seq: body.seq, hash: hash.toString('hex') };
@@ -244,6 +266,9 @@ export class SignedAuditLog implements AuditTrail {
   private writeCheckpoint(reason: CheckpointReason, head: Head = this.head()): void {
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
     const key = this.keyring.current();
+    // The tree is kept with every append; a tail some crash or older writer left out is hashed in first.
+    if (this.tree.size() !== head.seq) this.tree.catchUp();
+    const rootHash = this.tree.root(head.seq);
     const body: CheckpointBody = {
       v: RECORD_FORMAT_VERSION,
       logId: this.keyring.logId,
@@ -255,6 +280,7 @@ export class SignedAuditLog implements AuditTrail {
       epoch: key.epoch,
       prevCheckpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
       reason,
+      rootHash: rootHash.toString('hex'),
     };
     const text = canonicalText(body);
     const bytes = Buffer.from(text, 'utf8');
@@ -262,6 +288,8 @@ export class SignedAuditLog implements AuditTrail {
     const signature = this.keyring.sign(Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]));
     const hash = checkpointHash(bytes, mac, signature);
     this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash);
+    const signer = logNoteSigner(body.logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message));
+    this.insertNote.run(body.cpSeq, body.seq, checkpointNote(body.logId, body.seq, rootHash, signer));
     this.pendingAnchor = { v: 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts };
     this.scheduleAnchorFlush();
   }

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
-import { DATABASE_FILE } from '../store/database.js';
+import { DATABASE_FILE, type Db } from '../store/database.js';
 import { openAuditDatabaseReadOnly } from './audit-reader.js';
 import { AnchorStore } from './anchor.js';
 import { readExportFile } from './audit-export.js';
@@ -34,6 +34,13 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
   return map;
 }
 
+/** The stored tlog-checkpoint notes by cpSeq; none in a database made before the Merkle tree. */
+function storedNotes(db: Db): Map<number, string> {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoint_notes'").get();
+  if (!hasTable) return new Map();
+  return new Map((db.prepare('SELECT cp_seq, note FROM audit_checkpoint_notes').all() as { cp_seq: number; note: string }[]).map((row) => [row.cp_seq, row.note]));
+}
+
 /** Verifies a data directory's log through a read-only connection; it never writes. */
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
   const db = openAuditDatabaseReadOnly(dataDir);
@@ -59,6 +66,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
         anchor: new AnchorStore(dataDir, options.keyStore).read(),
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
         warnings,
+        notes: storedNotes(db),
       },
       {
         onProgress: options.onProgress,
@@ -128,6 +136,7 @@ export async function verifyExportFile(
       anchor: undefined,
       checkpointEvery: parsed.header.checkpointEvery,
       excerpt: { from: parsed.header.from, to: parsed.header.to },
+      ...(parsed.treePrefix ? { treePrefix: { begin: 0, end: parsed.treePrefix.size, hashes: parsed.treePrefix.hashes } } : {}),
       warnings,
     },
     { onProgress: options.onProgress },

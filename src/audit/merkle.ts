@@ -255,3 +255,93 @@ export function memoryNodeReader(leafHashes: readonly Buffer[]): NodeReader {
     return hash;
   };
 }
+
+/**
+ * The complete subtrees that cover leaves [begin, end), fewest first-to-last (transparency-dev's
+ * compact range): each is the largest aligned power of two that fits where the previous ends.
+ */
+export function coveringNodes(begin: number, end: number): { level: number; index: number }[] {
+  checkSize('The range start', begin);
+  checkSize('The range end', end);
+  if (begin > end) throw new RangeError(`A range cannot end (${end}) before it begins (${begin}).`);
+  const nodes: { level: number; index: number }[] = [];
+  for (let at = begin; at < end; ) {
+    let size = 1;
+    while (at % (size * 2) === 0 && at + size * 2 <= end) size *= 2;
+    nodes.push({ level: Math.log2(size), index: at / size });
+    at += size;
+  }
+  return nodes;
+}
+
+/**
+ * A run of consecutive leaves [begin, end) held as the hashes of its covering complete subtrees:
+ * O(log n) hashes whatever its length. Ranges of neighbouring leaves merge, so a log scanned in
+ * parts by several workers still yields the root of every prefix.
+ */
+export class CompactRange {
+  private constructor(
+    readonly begin: number,
+    private endAt: number,
+    private readonly nodes: TreeNode[],
+  ) {}
+
+  static empty(begin: number): CompactRange {
+    checkSize('The range start', begin);
+    return new CompactRange(begin, begin, []);
+  }
+
+  /** A range from the hashes of its covering nodes, in order (as `hashes()` gave them). */
+  static fromHashes(begin: number, end: number, hashes: readonly Buffer[]): CompactRange {
+    const covering = coveringNodes(begin, end);
+    if (covering.length !== hashes.length || !hashes.every(isHash)) {
+      throw new RangeError(`The range [${begin}, ${end}) is covered by ${covering.length} hashes of 32 bytes; ${hashes.length} were given.`);
+    }
+    return new CompactRange(begin, end, covering.map((node, at) => ({ ...node, hash: hashes[at]! })));
+  }
+
+  get end(): number {
+    return this.endAt;
+  }
+
+  /** Adds the next leaf (its leaf hash). */
+  append(leaf: Buffer): void {
+    this.push({ level: 0, index: this.endAt, hash: leaf });
+    this.endAt++;
+  }
+
+  /** Joins the range that starts where this one ends. */
+  merge(next: CompactRange): void {
+    if (next.begin !== this.endAt) throw new RangeError(`A range ending at ${this.endAt} cannot take one that begins at ${next.begin}.`);
+    for (const node of next.nodes) this.push(node);
+    this.endAt = next.endAt;
+  }
+
+  private push(node: TreeNode): void {
+    let current = node;
+    for (;;) {
+      const last = this.nodes[this.nodes.length - 1];
+      if (!last || last.level !== current.level || current.index % 2 !== 1 || last.index !== current.index - 1) break;
+      this.nodes.pop();
+      current = { level: current.level + 1, index: last.index / 2, hash: nodeHash(last.hash, current.hash) };
+    }
+    this.nodes.push(current);
+  }
+
+  hashes(): Buffer[] {
+    return this.nodes.map((node) => node.hash);
+  }
+
+  clone(): CompactRange {
+    return new CompactRange(this.begin, this.endAt, [...this.nodes]);
+  }
+
+  /** The root of the tree of leaves [0, end); only a range that begins at leaf 0 has one. */
+  root(): Buffer {
+    if (this.begin !== 0) throw new RangeError(`A range that begins at leaf ${this.begin} has no tree root.`);
+    if (this.nodes.length === 0) return emptyRoot();
+    let hash = this.nodes[this.nodes.length - 1]!.hash;
+    for (let at = this.nodes.length - 2; at >= 0; at--) hash = nodeHash(this.nodes[at]!.hash, hash);
+    return hash;
+  }
+}

@@ -52,6 +52,8 @@ export interface CheckpointBody {
   epoch: number;
   prevCheckpointHash: string;
   reason: 'records' | 'heartbeat' | 'shutdown' | 'rotation' | 'start';
+  /** RFC 9162 root (hex) of the Merkle tree of records 1..seq (src/audit/audit-tree.ts); absent in checkpoints written before it. */
+  rootHash?: string;
 }
 
 /** The prevHash of seq 1 and the prevCheckpointHash of the first checkpoint. */

@@ -6,6 +6,9 @@ import { CHECKPOINT_MAC_PREFIX, CHECKPOINT_SIG_PREFIX, GENESIS_HASH, canonicalTe
 import type { StoredCheckpoint } from './record-sources.js';
 import type { VerifyCode, VerifyProblem, VerifyProgress, VerifyReport } from './verify-codes.js';
 import { verifyRange, type ChainStart, type RangeInput, type RangeResult, type RecordSource } from './verify-range.js';
+import { checkStoredNote } from './verify-notes.js';
+import { treeRootsOf, type TreeSnapshot } from './verify-tree.js';
+import { emptyRoot } from './merkle.js';
 
 export interface LogToVerify {
   logId: string;
@@ -25,6 +28,10 @@ export interface LogToVerify {
   /** An export of seqs [from, to]; absent for a whole log. */
   excerpt?: { from: number; to: number };
   warnings?: string[];
+  /** An excerpt's tree before its first record (the export's tree-prefix line), so its checkpoint roots can be recomputed. */
+  treePrefix?: TreeSnapshot;
+  /** Each checkpoint's stored C2SP note by cpSeq (a database has them; an export does not). */
+  notes?: Map<number, string>;
 }
 
 /** Runs verifyRange over parts of the log in parallel; a parallel runner must return what one sequential pass would. */
@@ -97,7 +104,13 @@ function parseCheckpoint(checkpoint: StoredCheckpoint): ParsedCheckpoint | undef
  * Checks the checkpoint chain: canonical bodies, MACs, Ed25519 signatures, links, that each names
  * the record hash at its seq, and that one seals every `checkpointEvery`-th record.
  */
-function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: ChainStart[], warnings: string[]): { problems: VerifyProblem[]; parsed: ParsedCheckpoint[] } {
+function verifyCheckpoints(
+  log: LogToVerify,
+  rows: RangeResult,
+  chainStarts: ChainStart[],
+  warnings: string[],
+  roots: Map<number, string>,
+): { problems: VerifyProblem[]; parsed: ParsedCheckpoint[] } {
   const problems: VerifyProblem[] = [];
   const parsed: ParsedCheckpoint[] = [];
   const headSeq = rows.lastSeq ?? (log.excerpt ? log.excerpt.from - 1 : 0);
@@ -107,6 +120,10 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
   let expectedCp: number | undefined = log.excerpt ? undefined : 1;
   let lastSeq = 0;
   let unsigned = 0;
+  let rootsUnchecked = 0;
+  let notesMissing = 0;
+  // Once a checkpoint names its Merkle root, every later one must: a checkpoint without one is an older writer's.
+  let sawRoot = false;
   for (const stored of log.checkpoints) {
     const cp = parseCheckpoint(stored);
     const at = cp && Number.isSafeInteger(cp.seq) ? cp.seq : headSeq;
@@ -163,12 +180,44 @@ function verifyCheckpoints(log: LogToVerify, rows: RangeResult, chainStarts: Cha
       problems.push(problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: it names another hash for record ${cp.seq} than the log holds`));
       break;
     }
+    if (cp.rootHash === undefined) {
+      if (sawRoot) {
+        problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: it names no Merkle root, though an earlier checkpoint did`));
+        break;
+      }
+    } else {
+      sawRoot = true;
+      if (typeof cp.rootHash !== 'string' || !/^[0-9a-f]{64}$/.test(cp.rootHash)) {
+        problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its Merkle root is not 64 hex digits`));
+        break;
+      }
+      const expectedRoot = cp.seq === 0 ? emptyRoot().toString('hex') : roots.get(cp.seq);
+      if (expectedRoot === undefined) {
+        if (inExcerpt) rootsUnchecked++;
+      } else if (expectedRoot !== cp.rootHash) {
+        problems.push(problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: its Merkle root is not the root of records 1..${cp.seq} as the log holds them`));
+        break;
+      }
+      if (log.notes) {
+        const note = log.notes.get(cp.cpSeq);
+        if (note === undefined) notesMissing++;
+        else {
+          const noteProblem = checkStoredNote(note, { logId: log.logId, seq: cp.seq, rootHash: cp.rootHash, publicKey });
+          if (noteProblem) {
+            problems.push(problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: ${noteProblem}`));
+            break;
+          }
+        }
+      }
+    }
     parsed.push(cp);
     previousHash = cp.hashHex;
     expectedCp = cp.cpSeq + 1;
     lastSeq = cp.seq;
   }
   if (unsigned) warnings.push(`${unsigned} checkpoint signature(s) not checked: no public key for their chain`);
+  if (rootsUnchecked) warnings.push(`${rootsUnchecked} checkpoint Merkle root(s) not checked: the excerpt does not start at record 1, and a root covers every record before it`);
+  if (notesMissing) warnings.push(`${notesMissing} checkpoint(s) have no stored tlog-checkpoint note: witnesses were not sent them`);
   const gap = heartbeatGap(parsed, rows.appStarts, log.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
   if (gap) warnings.push(gap);
   if (!problems.length) {
@@ -250,6 +299,7 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   const report = (checked: number) => options.onProgress?.({ checked: Math.min(checked, total), total });
 
   let rows: RangeResult | undefined;
+  let parts: RangeResult[] | undefined;
   const parallel = options.parallel;
   if (parallel && total >= parallel.minRecords && parallel.parts > 1) {
     const size = Math.ceil((log.bounds.max - log.bounds.min + 1) / parallel.parts);
@@ -258,13 +308,16 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
       to: index === parallel.parts - 1 ? log.bounds.max : log.bounds.min + (index + 1) * size - 1,
       startsLog: index === 0 && startsLog,
     }));
-    rows = joinRanges(await parallel.runner(ranges, shared, report));
+    parts = await parallel.runner(ranges, shared, report);
+    rows = joinRanges(parts);
+    if (!rows) parts = undefined;
   }
   rows ??= verifyRange(log.source, { ...shared, from: log.bounds.min, to: log.bounds.max, startsLog, onRecord: report });
+  const roots = treeRootsOf(parts ?? [rows], log.treePrefix);
 
   const problems: VerifyProblem[] = [];
   if (rows.problem) problems.push(rows.problem);
-  const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, rows.chainStarts, warnings);
+  const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, rows.chainStarts, warnings, roots);
   problems.push(...checkpointProblems);
   if (!log.excerpt) problems.push(...verifyAnchor(log, rows, parsed));
   if (!log.excerpt && !log.anchor && parsed.length) warnings.push('no anchor found outside the database: a cut tail or an older copy could not be detected');

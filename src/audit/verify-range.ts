@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { EpochKeys } from './key-ratchet.js';
 import { COSIGN_MAC_PREFIX, GENESIS_HASH, RECORD_MAC_PREFIX, RecordMac, canonicalText, hmac, recordHash } from './record-format.js';
 import type { VerifyCode, VerifyProblem } from './verify-codes.js';
+import { RangeTreeAccumulator, type TreeSnapshot } from './verify-tree.js';
 
 /** One stored record as verify reads it. Columns are null when the source has none (an export file). */
 export interface StoredRecord {
@@ -66,6 +67,10 @@ export interface RangeResult {
   macsUnchecked: number;
   /** Seqs of app.started records: where one run of the app ends and the next begins. */
   appStarts: number[];
+  /** The Merkle leaves of the records read, as a compact range (null when none were read). */
+  tree: TreeSnapshot | null;
+  /** The same range as it stood at each seq of wantHashesAt, for the roots checkpoints name. */
+  treesAt: Record<number, TreeSnapshot>;
 }
 
 interface ParsedBody {
@@ -146,12 +151,16 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     hashesAt: {},
     macsUnchecked: 0,
     appStarts: [],
+    tree: null,
+    treesAt: {},
   };
+  const tree = new RangeTreeAccumulator();
   let expectedSeq = input.startsLog ? 1 : -1;
   let expectedPrev = input.startsLog ? GENESIS_HASH : '';
   let span: KeySpan | undefined;
   const fail = (code: VerifyCode, seq: number, message: string): RangeResult => {
     result.problem = { code, seq, message };
+    result.tree = tree.snapshot();
     return result;
   };
 
@@ -274,7 +283,11 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       result.firstSeq = bodySeq;
       result.firstPrevHash = parsed.prevHash;
     }
-    if (input.wantHashesAt.has(bodySeq)) result.hashesAt[bodySeq] = hashHex;
+    tree.add(bodySeq, hash);
+    if (input.wantHashesAt.has(bodySeq)) {
+      result.hashesAt[bodySeq] = hashHex;
+      result.treesAt[bodySeq] = tree.snapshot()!;
+    }
     if (parsed.action === 'app.started') result.appStarts.push(bodySeq);
     result.lastSeq = bodySeq;
     result.lastHash = hashHex;
@@ -285,6 +298,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     if ((result.count & 0xfff) === 0) input.onRecord?.(result.count);
   }
   input.onRecord?.(result.count);
+  result.tree = tree.snapshot();
   return result;
 }
 

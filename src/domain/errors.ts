@@ -41,6 +41,8 @@ export type ErrorCode =
   | 'AUDIT_KEY_MISSING'
   /** The keys exist but are sealed by the desktop app's OS keychain (start the app), or its sealer failed or stopped answering. */
   | 'AUDIT_KEY_UNAVAILABLE'
+  /** The audit log's Merkle tree lacks a node a proof or a checkpoint needs (damaged, or records removed). */
+  | 'AUDIT_TREE_INCOMPLETE'
   | 'STORAGE_FAILED'
   /** No room left (ENOSPC, EDQUOT) where a file was to be written; details name the path and the free space. */
   | 'STORAGE_FULL'

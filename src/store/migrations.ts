@@ -152,6 +152,24 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX steps_created ON steps(created_at DESC, plan_id, position);
   CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
   `,
+  // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/audit-tree.ts): every complete
+  // subtree (level, idx) -> hash, leaf idx = record seq - 1, written with its record; and each
+  // checkpoint's C2SP tlog-checkpoint note, signed by the log key, for witnesses and proofs.
+  // Both are derived from records and checkpoints (no append-only triggers): opening the log trims
+  // what outlived a cut and hashes in what is missing; the signed checkpoints are the evidence.
+  `
+  CREATE TABLE audit_tree (
+    level  INTEGER NOT NULL,
+    idx    INTEGER NOT NULL,
+    hash   BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+  ) WITHOUT ROWID;
+  CREATE TABLE audit_checkpoint_notes (
+    cp_seq  INTEGER PRIMARY KEY,
+    size    INTEGER NOT NULL,
+    note    TEXT NOT NULL
+  );
+  `,
   // What witnesses outside the machine hold of the audit log (issue 14): each cosignature a tlog-witness
   // returned (checked against its vkey before it is stored), and each checkpoint pushed to a team's git
   // remote (signature NULL: the remote's protected branch is the witness). Per witness, the newest row is
