@@ -95,7 +95,7 @@ export interface WitnessPublisherOptions {
 }
 
 interface Lane {
-  running: boolean;
+  running: Promise<void> | undefined;
   again: boolean;
   failures: number;
   retry: NodeJS.Timeout | undefined;
@@ -119,9 +119,11 @@ export class WitnessPublisher {
     for (const witness of this.options.witnesses()) void this.run(witness.name);
   }
 
-  /** Publishes to every witness now and waits for each answer (the `executor witness publish` command). */
+  /** Publishes to every witness now and waits for each lane to settle (the `executor witness publish` command). */
   async publishAll(): Promise<PublishResult[]> {
-    return Promise.all(this.options.witnesses().map((witness) => this.publishOnce(witness)));
+    const witnesses = this.options.witnesses();
+    await Promise.all(witnesses.map((witness) => this.run(witness.name)));
+    return witnesses.map((witness) => this.lane(witness.name).last ?? { witness: witness.name, kind: 'nothing_to_publish' as const });
   }
 
   /** The last result per witness, for `witness list`. */
@@ -136,40 +138,43 @@ export class WitnessPublisher {
 
   private lane(name: string): Lane {
     let lane = this.lanes.get(name);
-    if (!lane) this.lanes.set(name, (lane = { running: false, again: false, failures: 0, retry: undefined, last: undefined }));
+    if (!lane) this.lanes.set(name, (lane = { running: undefined, again: false, failures: 0, retry: undefined, last: undefined }));
     return lane;
   }
 
-  private async run(name: string): Promise<void> {
+  /** Runs the witness's lane; when it is already running, asks it for one more pass and waits for that. */
+  private run(name: string): Promise<void> {
     const lane = this.lane(name);
     if (lane.running) {
       lane.again = true;
-      return;
+      return lane.running;
     }
     if (lane.retry) {
       clearTimeout(lane.retry);
       lane.retry = undefined;
     }
-    lane.running = true;
-    try {
-      do {
-        lane.again = false;
-        const witness = this.options.witnesses().find((candidate) => candidate.name === name);
-        if (!witness || this.stopped) return;
-        const result = await this.publishOnce(witness);
-        lane.last = result;
-        if (result.kind === 'unreachable') {
-          lane.failures += 1;
-          const delay = Math.min(this.options.maxBackoffMs ?? 5 * 60_000, (this.options.backoffMs ?? 1000) * 2 ** (lane.failures - 1));
-          if (!this.stopped && !lane.again) {
-            lane.retry = setTimeout(() => void this.run(name), delay);
-            lane.retry.unref();
-          }
-        } else lane.failures = 0;
-      } while (lane.again && !this.stopped);
-    } finally {
-      lane.running = false;
-    }
+    lane.running = (async () => {
+      try {
+        do {
+          lane.again = false;
+          const witness = this.options.witnesses().find((candidate) => candidate.name === name);
+          if (!witness || this.stopped) return;
+          const result = await this.publishOnce(witness);
+          lane.last = result;
+          if (result.kind === 'unreachable') {
+            lane.failures += 1;
+            const delay = Math.min(this.options.maxBackoffMs ?? 5 * 60_000, (this.options.backoffMs ?? 1000) * 2 ** (lane.failures - 1));
+            if (!this.stopped && !lane.again) {
+              lane.retry = setTimeout(() => void this.run(name), delay);
+              lane.retry.unref();
+            }
+          } else lane.failures = 0;
+        } while (lane.again && !this.stopped);
+      } finally {
+        lane.running = undefined;
+      }
+    })();
+    return lane.running;
   }
 
   /** One publish to one witness; every failure becomes a result, never a throw. */

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
-import { globals, print } from '../cli-context.js';
+import type { WitnessConfig } from '../../policy/policy-file.js';
+import { globals, print, withExecutor } from '../cli-context.js';
 
 /** The pure note code and the witness server, loaded by the command that runs, not by `--help`. */
 const noteModules = async () => {
@@ -135,4 +136,136 @@ export function registerWitnessCommands(program: Command): void {
       await running.close();
       lock.release();
     });
+
+  witness
+    .command('log-key')
+    .description("print this log's origin and checkpoint key as `ORIGIN=VKEY`, what `executor witness serve --log` (and any C2SP witness) is configured with")
+    .action(async (_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const log = await readLocalLog(dataDir);
+      const vkey = log.verifiers.at(-1)?.vkey;
+      if (!vkey) throw new ExecutorError('NOT_FOUND', 'This audit log has no checkpoint key yet: run any command that records (e.g. `executor roots list`) first.');
+      print(json, { origin: log.origin, vkey }, () => `${log.origin}=${vkey}`);
+    });
+
+  witness
+    .command('add')
+    .description('add a C2SP tlog-witness by URL and its cosigner vkey; each checkpoint is sent to it from now on')
+    .argument('<url>', 'the witness\'s submission prefix, e.g. https://witness.example.com (add-checkpoint is appended)')
+    .argument('<vkey>', "the witness's public key, name+hash+base64 (`executor witness key` prints one's)")
+    .option('--name <name>', 'what reports call it (default: the vkey\'s name)')
+    .action(async (url: string, vkey: string, options: { name?: string }, command: Command) => {
+      const { parseVerifierKey, NOTE_COSIGNATURE_V1, SignedNoteError } = await noteModules();
+      let verifier;
+      try {
+        verifier = parseVerifierKey(vkey);
+      } catch (error) {
+        if (error instanceof SignedNoteError) throw new ExecutorError('INVALID_INPUT', `${vkey} is not a witness key: ${error.message}`);
+        throw error;
+      }
+      if (verifier.type !== NOTE_COSIGNATURE_V1) throw new ExecutorError('INVALID_INPUT', 'A witness cosigns with a cosignature/v1 key (type 0x04); this vkey is a plain note key. Ask the witness for its cosigner vkey.');
+      await addWitness(command, { kind: 'http', name: options.name ?? verifier.name, url, vkey });
+    });
+
+  witness
+    .command('add-git')
+    .description("add a team's git remote as a witness: each checkpoint note is appended to a file on the branch and pushed (protect the branch on the git host: no force-push)")
+    .argument('<remote>', 'a git URL or path, as `git clone` takes it; your own git credentials are used')
+    .option('--branch <branch>', 'the branch that receives checkpoints', 'executor-audit')
+    .option('--name <name>', 'what reports call it', 'git')
+    .action(async (remote: string, options: { branch: string; name: string }, command: Command) => {
+      await addWitness(command, { kind: 'git', name: options.name, remote, branch: options.branch });
+    });
+
+  witness
+    .command('list')
+    .description('the witnesses in the policy, each with the newest checkpoint it cosigned (or was pushed) as this data directory recorded it')
+    .action(async (_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const { loadPolicy } = await import('../../policy/policy-file.js');
+      const witnesses = loadPolicy(dataDir).witnesses;
+      const newest = await newestCosignatures(dataDir, witnesses);
+      const rows = witnesses.map((witness) => ({ ...witness, newest: newest.get(witness.name) ?? null }));
+      print(json, rows, () =>
+        rows.length === 0
+          ? 'No witnesses: add one with `executor witness add URL VKEY` or `executor witness add-git REMOTE`.'
+          : rows
+              .map((row) =>
+                [
+                  `${row.name}  ${row.kind === 'http' ? row.url : `${row.remote} (${row.branch})`}`,
+                  row.newest ? `  newest: ${row.newest.size} records, ${row.kind === 'http' ? 'cosigned' : 'pushed'} ${new Date(row.newest.cosignedAt * 1000).toISOString()}` : '  newest: none yet',
+                ].join('\n'),
+              )
+              .join('\n'),
+      );
+    });
+
+  witness
+    .command('remove')
+    .description('remove a witness from the policy (what it already holds stays with it)')
+    .argument('<name>')
+    .action(async (name: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const policy = await withExecutor(dataDir, async (api) => {
+        const current = await api.getPolicy();
+        if (!current.witnesses.some((witness) => witness.name === name)) throw new ExecutorError('NOT_FOUND', `There is no witness named ${name}; \`executor witness list\` shows them.`);
+        return api.setPolicy({ policy: { ...current, witnesses: current.witnesses.filter((witness) => witness.name !== name) } });
+      });
+      print(json, policy.witnesses, () => `removed witness ${name}`);
+    });
+
+  witness
+    .command('publish')
+    .description('seal the head with a checkpoint and send it to every witness now, waiting for their answers (a running host also does this after each checkpoint)')
+    .action(async (_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const results = await withExecutor(dataDir, (api) => api.publishToWitnesses());
+      print(json, results, () => (results.length ? results.map((result) => `${result.witness}: ${result.kind.replace('_', ' ')}${result.size !== undefined ? ` (${result.size} records)` : ''}${result.message ? `: ${result.message}` : ''}`).join('\n') : 'No witnesses to publish to.'));
+      // Exit 1 when a witness shows this log rolled back or forked; 3 when one could not be reached or refused.
+      if (results.some((result) => result.kind === 'rolled_back' || result.kind === 'forked')) process.exitCode = 1;
+      else if (results.some((result) => result.kind === 'unreachable' || result.kind === 'refused')) process.exitCode = 3;
+    });
+}
+
+async function addWitness(command: Command, witness: WitnessConfig): Promise<void> {
+  const { dataDir, json } = globals(command);
+  const policy = await withExecutor(dataDir, async (api) => {
+    const current = await api.getPolicy();
+    if (current.witnesses.some((known) => known.name === witness.name)) throw new ExecutorError('INVALID_INPUT', `A witness named ${witness.name} exists already; remove it first or give --name.`);
+    return api.setPolicy({ policy: { ...current, witnesses: [...current.witnesses, witness] } });
+  });
+  print(json, policy.witnesses, () => `added witness ${witness.name}; each checkpoint goes to it from now on (\`executor witness publish\` sends the newest now)`);
+}
+
+/** The newest cosignature (or push) per witness, read-only. */
+async function newestCosignatures(dataDir: string, witnesses: readonly WitnessConfig[]) {
+  const newest = new Map<string, { size: number; cosignedAt: number }>();
+  if (witnesses.length === 0 || !fs.existsSync(path.join(dataDir, 'executor.db'))) return newest;
+  const [{ openDatabase }, { CosignatureStore }] = await Promise.all([import('../../store/database.js'), import('../../audit/witness/cosignature-store.js')]);
+  const db = openDatabase(dataDir, { readonly: true });
+  try {
+    const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'audit_cosignatures'").get();
+    if (!hasTable) return newest;
+    const store = new CosignatureStore(db);
+    for (const witness of witnesses) {
+      const row = store.newest(witness.name);
+      if (row) newest.set(witness.name, { size: row.size, cosignedAt: row.cosignedAt });
+    }
+  } finally {
+    db.close();
+  }
+  return newest;
+}
+
+/** The local log as the witness code reads it (read-only database). */
+async function readLocalLog(dataDir: string) {
+  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }] = await Promise.all([import('../../audit/audit-reader.js'), import('../../audit/witness/db-witnessed-log.js')]);
+  const db = openAuditDatabaseReadOnly(dataDir);
+  try {
+    const log = dbWitnessedLog(db);
+    if (!log) throw new ExecutorError('NOT_FOUND', `The audit log in ${dataDir} holds no record yet.`);
+    return { origin: log.origin, verifiers: log.verifiers };
+  } finally {
+    db.close();
+  }
 }
