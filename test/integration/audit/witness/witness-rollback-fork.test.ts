@@ -87,8 +87,10 @@ describe('witnesses catch what the data directory cannot: a whole-directory roll
     expect(forked.report.problem?.code).toMatch(/FORKED|ROLLED_BACK/);
     expect(forked.report.witnesses.every((line) => line.status === 'forked' || line.status === 'rolled_back')).toBe(true);
 
-    // A witness that does not answer is said plainly, and the exit status is not 0.
     await witness.stop();
+  });
+
+  it('a witness that does not answer is reported as such, never as intact (exit 3)', async () => {
     const fresh = await witnessedDataDir();
     await fresh.witness.stop();
     const unreachable = verify(fresh.dataDir);
