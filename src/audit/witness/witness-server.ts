@@ -97,7 +97,13 @@ export async function startWitnessServer(options: WitnessServerOptions, listen: 
     };
     const url = new URL(request.url ?? '/', 'http://witness');
     const monitor = /^\/([0-9a-f]{64})\/checkpoint$/.exec(url.pathname);
-    if (request.method === 'GET' && monitor) return answer(latestCheckpoint(monitor[1]!, options));
+    if (request.method === 'GET' && monitor) {
+      try {
+        return answer(latestCheckpoint(monitor[1]!, options));
+      } catch (error) {
+        return answer(text(500, `The witness could not read its state: ${(error as Error).message}`));
+      }
+    }
     if (url.pathname !== '/add-checkpoint') return answer(text(404, 'Not found: this witness answers POST /add-checkpoint and GET /<origin hash>/checkpoint.'));
     if (request.method !== 'POST') return answer(text(405, 'add-checkpoint takes a POST.'));
     const chunks: Buffer[] = [];
