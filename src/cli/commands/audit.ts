@@ -106,7 +106,14 @@ function entryLine(entry: AuditEntry): string {
 /** The witnesses in the policy and how this log stands against each (undefined when none is configured). */
 async function askWitnesses(dataDir: string, offline: boolean): Promise<{ reports: WitnessReport[] } | undefined> {
   const { loadPolicy } = await import('../../policy/policy-file.js');
-  const witnesses = loadPolicy(dataDir).witnesses;
+  let witnesses;
+  try {
+    witnesses = loadPolicy(dataDir).witnesses;
+  } catch (error) {
+    // A broken policy.json must not stop a reviewer verifying the log; it does stop it being called witnessed.
+    const message = `the policy could not be read, so no witness was asked: ${(error as Error).message}`;
+    return { reports: [{ witness: 'policy', kind: 'http', where: 'policy.json', status: 'unreachable', newest: null, localSize: 0, message }] };
+  }
   if (witnesses.length === 0) return undefined;
   const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }] = await Promise.all([
     import('../../audit/audit-reader.js'),
