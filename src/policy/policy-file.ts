@@ -404,7 +404,8 @@ export const WitnessConfigSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('git'),
     name: witnessName,
-    remote: z.string().min(1).max(4096),
+    // Never read as an option of git (a remote like --upload-pack=… would run a program).
+    remote: z.string().min(1).max(4096).refine((remote) => !remote.startsWith('-'), { message: 'a git remote may not start with "-"' }),
     branch: z.string().regex(/^(?!-)(?!.*\.\.)[A-Za-z0-9._\/-]{1,200}$/, 'a branch name is letters, digits and . _ / -'),
   }),
 ]);

@@ -41,7 +41,8 @@ function git(cwd: string, args: string[]): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
-      ['-c', 'user.name=Executor', '-c', 'user.email=executor@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', ...args],
+      // No hooks of the clone and no command-running transports (ext::): the remote is data, never a program.
+      ['-c', 'user.name=Executor', '-c', 'user.email=executor@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'protocol.ext.allow=never', ...args],
       // No prompt for a password that nobody is there to type: the command fails and says so instead of hanging.
       { cwd, timeout: GIT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '', LC_ALL: 'C' } },
       (error, stdout, stderr) => {

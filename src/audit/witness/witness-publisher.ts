@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import path from 'node:path';
 import type { WitnessConfig } from '../../policy/policy-file.js';
 import { parseVerifierKey, type NoteVerifier } from '../signed-note.js';
@@ -17,9 +18,10 @@ export type PublishResult =
   | { witness: string; kind: 'unreachable'; message: string }
   | { witness: string; kind: 'nothing_to_publish' };
 
-/** Where a git witness's clone lives in the data directory. */
+/** Where a git witness's clone lives in the data directory: one folder per name, never one inside another's ("a" and "a/b"). */
 export function gitCloneDir(dataDir: string, witnessName: string): string {
-  return path.join(dataDir, 'witnesses', ...witnessName.split('/'));
+  const readable = witnessName.replace(/[^A-Za-z0-9._-]/g, '_');
+  return path.join(dataDir, 'witnesses', `${readable}-${crypto.createHash('sha256').update(witnessName).digest('hex').slice(0, 8)}`);
 }
 
 export function gitTarget(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>): GitWitnessTarget {
