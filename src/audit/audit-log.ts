@@ -106,6 +106,8 @@ export class SignedAuditLog implements AuditTrail {
   private recordMac: { key: Buffer; mac: RecordMac } | undefined;
   /** The last heartbeat failure, for status displays; a heartbeat never throws into the event loop. */
   lastHeartbeatError: Error | undefined;
+  /** Told when a checkpoint has committed (witness publishing listens); never inside the transaction. */
+  private readonly checkpointListeners = new Set<() => void>();
 
   private readonly selectHead;
   private readonly insertRecord;
@@ -467,6 +469,7 @@ export class SignedAuditLog implements AuditTrail {
     this.pendingAnchor = undefined;
     const committed = this.db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(anchor.cpSeq) as { hash: Buffer } | undefined;
     if (!committed || committed.hash.toString('hex') !== anchor.checkpointHash) return;
+    for (const listener of this.checkpointListeners) listener();
     const previous = this.anchors.read();
     if (previous) {
       if (previous.logId !== anchor.logId || previous.cpSeq >= anchor.cpSeq || previous.seq > anchor.seq) return;
@@ -475,6 +478,12 @@ export class SignedAuditLog implements AuditTrail {
       if (!previousHeadHolds) return;
     }
     this.anchors.write(anchor);
+  }
+
+  /** Calls `listener` after each checkpoint commits; returns the way to stop. */
+  onCheckpointCommitted(listener: () => void): () => void {
+    this.checkpointListeners.add(listener);
+    return () => this.checkpointListeners.delete(listener);
   }
 
   /** Signs a checkpoint every `intervalMs` while the host runs, also when idle (CloudTrail's digest heartbeat). */

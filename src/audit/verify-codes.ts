@@ -7,6 +7,8 @@ export const VERIFY_CODES = [
   'REORDERED',
   'TRUNCATED',
   'ROLLED_BACK',
+  /** A witness holds a checkpoint this log's records do not lead to: same size another root, or no consistency. */
+  'FORKED',
   'FOREIGN_LOG',
   'UNKNOWN_KEY',
   'KEY_OUT_OF_RANGE',

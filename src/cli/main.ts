@@ -9,6 +9,7 @@ import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
+import { registerWitnessCommands } from './commands/witness.js';
 import { setPrivateUmask } from '../store/data-dir.js';
 
 // Also when main.ts is run without bin/executor.js (tsx src/cli/main.ts): files Executor creates are private.
@@ -29,6 +30,7 @@ registerSandboxCommands(program);
 registerServeCommands(program);
 registerMcpCommands(program);
 registerWhereCommands(program);
+registerWitnessCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -71,6 +71,9 @@ import { PlanLocks } from './plan-lock.js';
 import { PreparationQueue } from './preparation-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
+import { CosignatureStore } from '../audit/witness/cosignature-store.js';
+import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
+import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -79,6 +82,8 @@ export interface ExecutorEvents {
   audit: [{ kind: string; stepId: string | null; planId: string | null }];
   /** A step's sandbox run under way: started, printed more, or ended (small increments, a few a second at most). */
   run: [LiveRunFrame];
+  /** What publishing the newest checkpoint to one witness came to. */
+  witness: [PublishResult];
 }
 
 export interface ExecutorOptions extends ExecutorSeams {
@@ -87,6 +92,11 @@ export interface ExecutorOptions extends ExecutorSeams {
   audit?: AuditLogOptions;
   /** How often a checkpoint seals the head while the host runs, also when idle. */
   auditHeartbeatMs?: number;
+  /**
+   * Publish each checkpoint to the policy's witnesses in the background (the host does; a CLI command
+   * that opens the database itself does not, so it never waits on a witness: the next host catches up).
+   */
+  publishToWitnesses?: boolean;
   /** Electron's main process passes shell.openExternal; the web UI opens URLs on the person's click. */
   openExternal?: (url: string) => Promise<void>;
   /** The cap of exportAudit's one-reply text (default MAX_EXPORT_TEXT_BYTES); tests lower it. */
@@ -266,6 +276,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private checkpointer: WalCheckpointer | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
+  /** Sends each checkpoint to the policy's witnesses, off the commit path (started by a host only). */
+  private readonly witnessPublisher: WitnessPublisher;
   /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
   private readonly liveRuns = new LiveRuns((frame) => this.emit('run', frame));
   /** recordTraitsOf's answers, per step, under the policy they were decided with. */
@@ -292,6 +304,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.proposals = new GroupedCommit(db);
+    this.witnessPublisher = new WitnessPublisher({
+      dataDir,
+      log: () => dbWitnessedLog(db),
+      store: new CosignatureStore(db),
+      witnesses: () => this.policy.witnesses,
+      onResult: (result) => {
+        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') this.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
+        this.emit('witness', result);
+      },
+    });
     this.requests = new RequestGate(options.requestGate);
     this.preparations = new PreparationQueue({
       prepareNextStep: (planId) => this.prepareNextStep(planId),
@@ -319,6 +341,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
       executor.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
+      if (options.publishToWitnesses) {
+        auditLog.onCheckpointCommitted(() => executor.witnessPublisher.notify());
+        // A witness added while the host runs hears of the newest checkpoint at once; one a CLI command sealed is caught up now.
+        executor.on('policy', () => executor.witnessPublisher.notify());
+        executor.witnessPublisher.notify();
+      }
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
       if (options.checkpointOffThread) executor.checkpointer = WalCheckpointer.start(db, resolved);
@@ -361,6 +389,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const stopped = this.liveRuns.list().map((run) => ({ run, durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
     this.liveRuns.cancelAll();
     this.auditLog.stopHeartbeat();
+    this.witnessPublisher.stop();
     this.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
@@ -1868,6 +1897,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
   hashSecret(value: string): string {
     return secretDigest(this.auditLog.keys.salt, value);
+  }
+
+  /**
+   * Seals the head with a checkpoint and publishes it to every witness now, waiting for their answers
+   * (`executor witness publish`). A witness's failure is its result, never this call's.
+   */
+  async publishToWitnesses(): Promise<PublishResult[]> {
+    this.auditLog.checkpoint('heartbeat');
+    return this.witnessPublisher.publishAll();
   }
 
   /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */

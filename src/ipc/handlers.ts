@@ -113,6 +113,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getKeyStatus: (executor) => executor.keyStatus(),
   hashAuditValue: (executor, { value }) => executor.hashAuditValue(value),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
+  publishToWitnesses: (executor) => executor.publishToWitnesses(),
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
   getPolicy: (executor) => executor.getPolicy(),
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),

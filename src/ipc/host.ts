@@ -38,6 +38,7 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     keyStore: options.keyStore,
     // A long-lived host under load: no commit of a request copies the WAL back (wal-checkpointer.ts).
     checkpointOffThread: true,
+    publishToWitnesses: true,
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;

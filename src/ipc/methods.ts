@@ -284,6 +284,12 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'start a new audit key chain (recorded under both keys)',
   }),
+  publishToWitnesses: method({
+    params: noParams,
+    result: z.array(z.object({ witness: z.string(), kind: z.string(), size: z.number().optional(), message: z.string().optional() })),
+    channels: PERSON_CHANNELS,
+    description: "seal the head with a checkpoint and publish it to every witness in the policy now; one result per witness (cosigned, published, up_to_date, rolled_back, forked, refused, unreachable)",
+  }),
   exportVerificationKeys: method({
     params: z.strictObject({ keep: z.boolean().optional() }).optional(),
     result: z.array(z.object({ keyId: z.string(), verificationKey: z.string(), publicKey: z.string() })),

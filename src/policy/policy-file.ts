@@ -386,6 +386,31 @@ export const DEFAULT_CONSENT_EXPIRY_SECONDS = 24 * 3600;
 /** The longest expiry a policy (or a plan) may set: a step never waits longer than a year. */
 export const MAX_CONSENT_EXPIRY_SECONDS = 366 * 24 * 3600;
 
+/** A witness's name: a C2SP key-name-like word (no spaces, no '+'), also the folder of its git clone. */
+const witnessName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,99}$/, "a witness name is letters, digits and . _ / - (at most 100), starting with a letter or digit").refine((name) => !name.split('/').includes('..'), { message: "a witness name may not hold '..'" });
+
+/**
+ * Witnesses outside this machine (issue 14): a C2SP tlog-witness by URL and its cosigner vkey, or a
+ * team's git remote whose protected branch receives each checkpoint. The vkey is checked in full
+ * where it is added (`executor witness add`); here only its shape.
+ */
+export const WitnessConfigSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('http'),
+    name: witnessName,
+    url: z.url({ protocol: /^https?$/, message: 'a witness URL starts with https:// (or http:// for one on this machine or your network)' }),
+    vkey: z.string().regex(/^[^\s+]+\+[0-9a-fA-F]{8}\+[A-Za-z0-9+/]+=*$/, 'a witness vkey reads name+8 hex digits+base64'),
+  }),
+  z.strictObject({
+    kind: z.literal('git'),
+    name: witnessName,
+    // Never read as an option of git (a remote like --upload-pack=… would run a program).
+    remote: z.string().min(1).max(4096).refine((remote) => !remote.startsWith('-'), { message: 'a git remote may not start with "-"' }),
+    branch: z.string().regex(/^(?!-)(?!.*\.\.)[A-Za-z0-9._\/-]{1,200}$/, 'a branch name is letters, digits and . _ / -'),
+  }),
+]);
+export type WitnessConfig = z.infer<typeof WitnessConfigSchema>;
+
 export const PolicySchema = z.strictObject({
   workspaceRoots: z
     .array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' }))
@@ -463,6 +488,17 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
+  witnesses: z
+    .array(WitnessConfigSchema)
+    .max(32)
+    .superRefine((witnesses, ctx) => {
+      const seen = new Set<string>();
+      for (const witness of witnesses) {
+        if (seen.has(witness.name)) ctx.addIssue({ code: 'custom', message: `witness names must be unique; "${witness.name}" appears more than once` });
+        seen.add(witness.name);
+      }
+    })
+    .default([]),
   remembered: z
     .array(z.preprocess(upgradeUnscopedRule, RememberedRuleSchema))
     .max(1000)

@@ -55,7 +55,7 @@ export function personUmask(): number | null {
  */
 export const DATA_DIR_FILES = ['executor.db', 'executor.lock', 'executor.sock', 'policy.json', 'audit-anchor.json', 'agent-identity.key'] as const;
 /** Folders Executor owns whole: everything inside is made private. */
-export const DATA_DIR_FOLDERS = ['blobs', 'keys', 'ipc'] as const;
+export const DATA_DIR_FOLDERS = ['blobs', 'keys', 'ipc', 'witnesses'] as const;
 
 const currentUid = (): number | null => (typeof process.getuid === 'function' && process.platform !== 'win32' ? process.getuid() : null);
 

@@ -183,4 +183,19 @@ export const MIGRATIONS: readonly string[] = [
     note    TEXT NOT NULL
   );
   `,
+  // What witnesses outside the machine hold of the audit log (issue 14): each cosignature a tlog-witness
+  // returned (checked against its vkey before it is stored), and each checkpoint pushed to a team's git
+  // remote (signature NULL: the remote's protected branch is the witness). Per witness, the newest row is
+  // the size to send as "old" next time.
+  `
+  CREATE TABLE audit_cosignatures (
+    witness      TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    root_hash    BLOB NOT NULL,
+    signature    TEXT,
+    cosigned_at  INTEGER NOT NULL,
+    note         TEXT NOT NULL,
+    PRIMARY KEY (witness, size)
+  );
+  `,
 ];

@@ -5,7 +5,8 @@ import { visibleLine } from '../../domain/visible-text.js';
 import type { AuditEntry } from '../../audit/audit-query.js';
 import type { AuditReader } from '../../audit/audit-reader.js';
 import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/key-store.js';
-import type { VerifyProgress } from '../../audit/verify-codes.js';
+import type { VerifyProgress, VerifyReport } from '../../audit/verify-codes.js';
+import type { WitnessReport } from '../../audit/witness/witness-check.js';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
@@ -13,6 +14,8 @@ import { registerAuditProofCommands } from './audit-proof.js';
 
 /** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
 export const EXIT_NOT_INTACT = 1;
+/** Exit status when the log checks out locally but a witness could not be asked or holds nothing of it: not "intact" by silence. */
+export const EXIT_WITNESS_UNANSWERED = 3;
 
 function integer(name: string) {
   return (value: string) => {
@@ -101,6 +104,53 @@ function entryLine(entry: AuditEntry): string {
   return `${String(entry.seq).padStart(7)} ${visibleLine(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
 }
 
+/** The witnesses in the policy and how this log stands against each (undefined when none is configured). */
+async function askWitnesses(dataDir: string, offline: boolean): Promise<{ reports: WitnessReport[] } | undefined> {
+  const { loadPolicy } = await import('../../policy/policy-file.js');
+  let witnesses;
+  try {
+    witnesses = loadPolicy(dataDir).witnesses;
+  } catch (error) {
+    // A broken policy.json must not stop a reviewer verifying the log; it does stop it being called witnessed.
+    const message = `the policy could not be read, so no witness was asked: ${(error as Error).message}`;
+    return { reports: [{ witness: 'policy', kind: 'http', where: 'policy.json', status: 'unreachable', newest: null, localSize: 0, message }] };
+  }
+  if (witnesses.length === 0) return undefined;
+  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }] = await Promise.all([
+    import('../../audit/audit-reader.js'),
+    import('../../audit/witness/db-witnessed-log.js'),
+    import('../../audit/witness/witness-check.js'),
+  ]);
+  const db = openAuditDatabaseReadOnly(dataDir);
+  try {
+    const log = dbWitnessedLog(db, { rootsFromRecords: true });
+    const notAsked = (message: string) =>
+      witnesses.map((witness): WitnessReport => ({ witness: witness.name, kind: witness.kind, where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`, status: 'unreachable', newest: null, localSize: 0, message }));
+    if (offline) return { reports: notAsked('not asked (--offline)') };
+    if (!log) return { reports: notAsked('not asked: this log holds no record') };
+    return { reports: await checkWitnesses(dataDir, witnesses, log) };
+  } finally {
+    db.close();
+  }
+}
+
+/** A witness that shows the log rolled back or forked is the report's problem, whatever the local checks said. */
+function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): void {
+  const against = reports.find((witness) => witness.status === 'rolled_back' || witness.status === 'forked');
+  if (!against) return;
+  report.ok = false;
+  report.problem ??= {
+    code: against.status === 'rolled_back' ? 'ROLLED_BACK' : 'FORKED',
+    seq: against.status === 'rolled_back' ? against.localSize + 1 : (against.newest?.size ?? 0),
+    message: `witness ${against.message}`,
+  };
+}
+
+function witnessLines(reports: WitnessReport[], offline: boolean): string[] {
+  if (offline) return [`witnesses: not asked (--offline); ${reports.length} configured, so this is not a full verification`];
+  return reports.map((witness) => `witness ${visibleLine(witness.witness)} (${visibleLine(witness.where)}): ${witness.status.toUpperCase().replace('_', ' ')}: ${visibleLine(witness.message)}`);
+}
+
 /** audit verify|export|show|hash: the reviewer's view of the trail. None of them takes the host's lock or writes. */
 export function registerAuditCommands(program: Command): void {
   const audit = program.command('audit').description('verify, export and read the signed audit log');
@@ -114,7 +164,8 @@ export function registerAuditCommands(program: Command): void {
     .option('--accept-missing-anchor', 'you know the anchor (audit-anchor.json and its key-store copy) was lost: report its absence loudly instead of failing with ANCHOR_MISSING')
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
     .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
-    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean }, command: Command) => {
+    .option('--offline', 'do not ask the witnesses in the policy (the report says they were not asked)')
+    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean; offline?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
@@ -136,8 +187,14 @@ export function registerAuditCommands(program: Command): void {
       // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
       const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
       progress.finish();
-      print(json, report, () => [summarizeReport(report), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'));
-      process.exitCode = report.ok ? 0 : EXIT_NOT_INTACT;
+      const witnessed = options.file ? undefined : await askWitnesses(dataDir, options.offline === true);
+      if (witnessed) applyWitnessReports(report, witnessed.reports);
+      const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
+      print(json, output, () =>
+        [summarizeReport(report), ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'),
+      );
+      const unanswered = witnessed?.reports.some((witness) => witness.status === 'unreachable' || witness.status === 'no_checkpoint') || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
+      process.exitCode = !report.ok ? EXIT_NOT_INTACT : unanswered ? EXIT_WITNESS_UNANSWERED : 0;
     });
 
   audit

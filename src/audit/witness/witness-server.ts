@@ -1,0 +1,153 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifyConsistency } from '../merkle.js';
+import { SignedNoteError, openNote, parseNote, signNote, type NoteSigner, type NoteVerifier } from '../signed-note.js';
+import { EMPTY_TREE_ROOT, parseCheckpointText } from '../tlog-checkpoint.js';
+import { MAX_ADD_CHECKPOINT_BYTES, parseAddCheckpointRequest } from './add-checkpoint-request.js';
+import { WitnessStateDir, originHash } from './witness-state.js';
+
+/** One log the witness follows: its origin line and the vkeys whose signature it requires. */
+export interface WitnessedLogConfig {
+  origin: string;
+  verifiers: NoteVerifier[];
+}
+
+export interface WitnessServerOptions {
+  signer: NoteSigner;
+  logs: WitnessedLogConfig[];
+  state: WitnessStateDir;
+  /** One line per request answered other than 200, for the operator. */
+  log?: (line: string) => void;
+}
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+const text = (status: number, body: string): Answer => ({ status, contentType: 'text/plain; charset=utf-8', body: body.endsWith('\n') ? body : `${body}\n` });
+
+/**
+ * The C2SP tlog-witness add-checkpoint decision (c2sp.org/tlog-witness), as one synchronous step:
+ * the check of the old size and the write of the new state happen with no await between them, so
+ * two requests can never both pass against the same old size (the spec's rollback race).
+ */
+export function addCheckpoint(body: string, options: WitnessServerOptions): Answer {
+  let request;
+  let note;
+  let checkpoint;
+  try {
+    request = parseAddCheckpointRequest(body);
+    note = parseNote(request.note);
+    checkpoint = parseCheckpointText(note.text);
+  } catch (error) {
+    if (error instanceof SignedNoteError) return text(400, error.message);
+    throw error;
+  }
+  const log = options.logs.find((candidate) => candidate.origin === checkpoint.origin);
+  if (!log) return text(404, `This witness does not follow the log ${JSON.stringify(checkpoint.origin)}.`);
+  try {
+    openNote(request.note, log.verifiers);
+  } catch (error) {
+    if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, error.message);
+    if (error instanceof SignedNoteError) return text(400, error.message);
+    throw error;
+  }
+  if (request.oldSize > checkpoint.size) return text(400, `The old size ${request.oldSize} is larger than the checkpoint's size ${checkpoint.size}.`);
+  const known = options.state.read(checkpoint.origin);
+  const knownSize = known?.size ?? 0;
+  if (request.oldSize !== knownSize) return { status: 409, contentType: 'text/x.tlog.size', body: `${knownSize}\n` };
+  if (checkpoint.size === 0 && !checkpoint.rootHash.equals(EMPTY_TREE_ROOT)) return text(422, 'A checkpoint of size 0 must carry the root of the empty tree.');
+  if (request.oldSize === 0) {
+    if (request.proof.length > 0) return text(422, 'From size 0 no consistency proof is needed, and none may be sent.');
+  } else {
+    const knownRoot = Buffer.from(known!.rootHash, 'base64');
+    if (!verifyConsistency(request.oldSize, checkpoint.size, knownRoot, checkpoint.rootHash, request.proof)) {
+      options.log?.(`422 ${checkpoint.origin}: no consistency from ${request.oldSize} to ${checkpoint.size} (possible fork or rollback by the log)`);
+      return text(422, `The consistency proof from size ${request.oldSize} to ${checkpoint.size} does not hold against the checkpoint this witness cosigned.`);
+    }
+  }
+  const cosigned = signNote(note.text, [options.signer], note.signatures.filter((signature) => signature.name !== options.signer.name || signature.keyHash !== options.signer.keyHash));
+  const cosignatureLine = cosigned.slice(cosigned.lastIndexOf('\n\u2014 ') + 1);
+  options.state.write({ origin: checkpoint.origin, size: checkpoint.size, rootHash: checkpoint.rootHash.toString('base64'), note: cosigned, cosignedAt: new Date().toISOString() });
+  return { status: 200, contentType: 'text/plain; charset=utf-8', body: cosignatureLine };
+}
+
+/** GET <origin hash>/checkpoint (tlog-witness "Monitor Retrieval"): the newest checkpoint cosigned for that log. */
+export function latestCheckpoint(hash: string, options: WitnessServerOptions): Answer {
+  const log = options.logs.find((candidate) => originHash(candidate.origin) === hash);
+  const state = log ? options.state.read(log.origin) : undefined;
+  if (!state) return text(404, 'This witness has cosigned no checkpoint of that log.');
+  return { status: 200, contentType: 'text/plain; charset=utf-8', body: state.note };
+}
+
+export interface RunningWitness {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves add-checkpoint and the monitoring GET on `host:port` (port 0: any free port). */
+export async function startWitnessServer(options: WitnessServerOptions, listen: { host: string; port: number }): Promise<RunningWitness> {
+  const server = http.createServer((request, response) => {
+    const answer = (reply: Answer) => {
+      if (reply.status !== 200) options.log?.(`${reply.status} ${request.method} ${request.url}: ${reply.body.trim()}`);
+      response.writeHead(reply.status, { 'Content-Type': reply.contentType, 'Content-Length': Buffer.byteLength(reply.body) });
+      response.end(reply.body);
+    };
+    const url = new URL(request.url ?? '/', 'http://witness');
+    const monitor = /^\/([0-9a-f]{64})\/checkpoint$/.exec(url.pathname);
+    if (request.method === 'GET' && monitor) {
+      try {
+        return answer(latestCheckpoint(monitor[1]!, options));
+      } catch (error) {
+        return answer(text(500, `The witness could not read its state: ${(error as Error).message}`));
+      }
+    }
+    if (url.pathname !== '/add-checkpoint') return answer(text(404, 'Not found: this witness answers POST /add-checkpoint and GET /<origin hash>/checkpoint.'));
+    if (request.method !== 'POST') return answer(text(405, 'add-checkpoint takes a POST.'));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_ADD_CHECKPOINT_BYTES && !refused) {
+        refused = true;
+        answer(text(413, `An add-checkpoint request is at most ${MAX_ADD_CHECKPOINT_BYTES} bytes.`));
+        request.destroy();
+      } else if (!refused) chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (refused) return;
+      const bytes = Buffer.concat(chunks);
+      let body: string;
+      try {
+        body = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+      } catch {
+        return answer(text(400, 'The request is not UTF-8.'));
+      }
+      try {
+        answer(addCheckpoint(body, options));
+      } catch (error) {
+        answer(text(500, `The witness could not record this checkpoint: ${(error as Error).message}`));
+      }
+    });
+    request.on('error', () => undefined);
+  });
+  server.keepAliveTimeout = 5000;
+  server.requestTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

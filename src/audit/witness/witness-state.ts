@@ -1,0 +1,54 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { writeFileDurably } from '../key-store.js';
+
+/**
+ * What a witness remembers of each log: the newest checkpoint it cosigned (size, root, and the note
+ * with the log's signature and its own cosignature). One file per origin in the witness's own
+ * directory, replaced atomically, so a crash leaves the old state or the new, never a mix.
+ */
+export interface WitnessedLog {
+  origin: string;
+  size: number;
+  rootHash: string;
+  /** The cosigned checkpoint note, served at GET /<origin hash>/checkpoint. */
+  note: string;
+  cosignedAt: string;
+}
+
+/** SHA-256 of the origin in lowercase hex: the tlog-witness monitoring path and our file name. */
+export function originHash(origin: string): string {
+  return crypto.createHash('sha256').update(origin, 'utf8').digest('hex');
+}
+
+export class WitnessStateDir {
+  readonly logsDir: string;
+
+  constructor(readonly dir: string) {
+    this.logsDir = path.join(dir, 'logs');
+    fs.mkdirSync(this.logsDir, { recursive: true, mode: 0o700 });
+  }
+
+  read(origin: string): WitnessedLog | undefined {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.fileOf(origin), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const state = JSON.parse(text) as WitnessedLog;
+    // A state file that names another origin was copied or renamed by hand: trusting it would let one log roll back another.
+    if (state.origin !== origin || !Number.isSafeInteger(state.size)) throw new Error(`The witness state file ${this.fileOf(origin)} is not this log's; restore it or remove it by hand.`);
+    return state;
+  }
+
+  write(state: WitnessedLog): void {
+    writeFileDurably(this.fileOf(state.origin), `${JSON.stringify(state, null, 2)}\n`, 0o600);
+  }
+
+  private fileOf(origin: string): string {
+    return path.join(this.logsDir, `${originHash(origin)}.json`);
+  }
+}

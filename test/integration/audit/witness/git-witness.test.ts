@@ -1,0 +1,110 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkpointFilePath, publishToGit, readGitWitness, splitCheckpointNotes } from '../../../../src/audit/witness/git-witness.js';
+import { memoryWitnessedLog } from '../../../helpers/memory-witnessed-log.js';
+import { tempDir } from '../../../helpers/temp-dirs.js';
+
+function bareRepo(): string {
+  const dir = path.join(tempDir(), 'team.git');
+  execFileSync('git', ['init', '-q', '--bare', dir]);
+  return dir;
+}
+
+function remoteFile(remote: string, branch: string, file: string): string {
+  return execFileSync('git', ['--git-dir', remote, 'show', `${branch}:${file}`], { encoding: 'utf8' });
+}
+
+describe('a git remote as witness (a local bare repository)', () => {
+  it('appends each checkpoint note to one file on the branch and pushes', async () => {
+    const remote = bareRepo();
+    const log = memoryWitnessedLog();
+    const target = { name: 'team', remote, branch: 'audit', cloneDir: path.join(tempDir(), 'clone') };
+    expect(await publishToGit(target, log)).toBeUndefined();
+    log.append(3);
+    expect(await publishToGit(target, log)).toEqual({ kind: 'published', size: 3 });
+    expect(await publishToGit(target, log)).toEqual({ kind: 'up_to_date', size: 3 });
+    log.append(4);
+    expect(await publishToGit(target, log)).toEqual({ kind: 'published', size: 7 });
+    const notes = splitCheckpointNotes(remoteFile(remote, 'audit', checkpointFilePath(log.origin)));
+    expect(notes).toHaveLength(2);
+    expect(notes[1]).toBe(log.newestCheckpoint()!.note);
+    expect((await readGitWitness(target, log))?.checkpoint.size).toBe(7);
+  });
+
+  it('a push refused because the remote moved is fetched and checked, then appended on top, never forced', async () => {
+    const remote = bareRepo();
+    const log = memoryWitnessedLog();
+    log.append(2);
+    const first = { name: 'team', remote, branch: 'main', cloneDir: path.join(tempDir(), 'a') };
+    expect(await publishToGit(first, log)).toMatchObject({ kind: 'published' });
+    const meanwhile = log.copy();
+    meanwhile.append(2);
+    log.append(4);
+    let refusedPushes = 0;
+    // Between our commit and our push, another copy of this log pushes its own (consistent) checkpoint.
+    const racing = {
+      ...first,
+      cloneDir: path.join(tempDir(), 'b'),
+      beforePush: async () => {
+        if (refusedPushes++ === 0) await publishToGit(first, meanwhile);
+      },
+    };
+    expect(await publishToGit(racing, log)).toEqual({ kind: 'published', size: 6 });
+    expect(refusedPushes).toBe(2);
+    const sizes = splitCheckpointNotes(remoteFile(remote, 'main', checkpointFilePath(log.origin))).map((note) => Number(note.split('\n')[1]));
+    expect(sizes).toEqual([2, 4, 6]);
+  });
+
+  it('a push refused because the remote moved to a fork is not retried over it', async () => {
+    const remote = bareRepo();
+    const log = memoryWitnessedLog();
+    log.append(2);
+    const first = { name: 'team', remote, branch: 'main', cloneDir: path.join(tempDir(), 'a') };
+    await publishToGit(first, log);
+    const fork = log.copy();
+    fork.append(3, 'other');
+    log.append(4);
+    const racing = { ...first, cloneDir: path.join(tempDir(), 'b'), beforePush: async () => void (await publishToGit({ ...first, beforePush: undefined }, fork)) };
+    expect(await publishToGit(racing, log)).toMatchObject({ kind: 'diverged', standing: 'forked' });
+  });
+
+  it('a rolled-back or forked copy of the log does not push, and says which', async () => {
+    const remote = bareRepo();
+    const log = memoryWitnessedLog();
+    log.append(5);
+    const target = { name: 'team', remote, branch: 'main', cloneDir: path.join(tempDir(), 'clone') };
+    const older = log.copy();
+    log.append(5);
+    await publishToGit(target, log);
+    expect(await publishToGit({ ...target, cloneDir: path.join(tempDir(), 'c') }, older)).toMatchObject({ kind: 'diverged', standing: 'rolled_back' });
+    const fork = log.copy();
+    fork.cut(7);
+    fork.append(6, 'fork');
+    expect(await publishToGit(target, fork)).toMatchObject({ kind: 'diverged', standing: 'forked' });
+    expect(splitCheckpointNotes(remoteFile(remote, 'main', checkpointFilePath(log.origin)))).toHaveLength(1);
+  });
+
+  it('a note on the branch that the log key did not sign is an error, not a checkpoint', async () => {
+    const remote = bareRepo();
+    const log = memoryWitnessedLog();
+    log.append(2);
+    const target = { name: 'team', remote, branch: 'main', cloneDir: path.join(tempDir(), 'clone') };
+    await publishToGit(target, log);
+    const impostor = memoryWitnessedLog(log.origin);
+    impostor.append(9);
+    const work = path.join(tempDir(), 'hand');
+    execFileSync('git', ['clone', '-q', '--branch', 'main', remote, work]);
+    fs.appendFileSync(path.join(work, checkpointFilePath(log.origin)), `${impostor.newestCheckpoint()!.note}\n`);
+    execFileSync('git', ['-C', work, '-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-qam', 'junk']);
+    execFileSync('git', ['-C', work, 'push', '-q', 'origin', 'main']);
+    await expect(readGitWitness(target, log)).rejects.toThrow(/does not verify/);
+  });
+
+  it('an unreachable remote fails with a message, without hanging', async () => {
+    const log = memoryWitnessedLog();
+    log.append(1);
+    await expect(publishToGit({ name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') }, log)).rejects.toThrow(/git ls-remote/);
+  });
+});
