@@ -6,6 +6,7 @@ import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi, useRoots, type RevertPreview } from '../api.js';
 import { CopyId, shortId } from '../components/copy-id.js';
+import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -604,6 +605,7 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
           ) : null}
         </>
       ) : null}
+      {record ? <StoppedRunOutput record={record} /> : null}
       {output?.stdout?.text || output?.stderr?.text ? (
         <>
           <h3>Output</h3>

@@ -12,6 +12,7 @@ import { ErrorBox } from '../components/error-box.js';
 import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
+import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { StepChanges } from '../components/step-changes.js';
 import { useKeys } from '../keys.js';
@@ -574,6 +575,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
       </div>
       <StepChanges record={record} busy={busy} />
+      <StoppedRunOutput record={record} />
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
         {preparing ? <p><PreparingNote record={record} now={now} /></p> : <PreviewPanel preview={record.preview} />}

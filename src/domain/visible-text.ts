@@ -9,11 +9,14 @@
 
 /**
  * What is never written raw: \p{Cc} (C0, DEL, C1), \p{Cf} (bidi controls U+200E/F, U+202A–202E,
- * U+2066–2069, U+061C; zero-width U+200B–200D, U+2060, U+FEFF; soft hyphen; tags), \p{Zl}/\p{Zp}
+ * U+2066–2069, U+061C; zero-width U+200B–200D, U+2060–2064, U+FEFF; soft hyphen; tags), \p{Zl}/\p{Zp}
  * (U+2028/2029, which some terminals and editors break lines on), \p{Cs} (a lone surrogate), and
- * the Hangul fillers that render as blank space.
+ * every Default_Ignorable_Code_Point: what Unicode says a renderer may draw as nothing, so a list of
+ * our own would always miss some. That adds the variation selectors (U+FE00–FE0F, U+E0100–E01EF,
+ * which can hide data in "plain" text), the whole tag block U+E0000–E0FFF (unassigned ones too), the
+ * combining grapheme joiner U+034F, the Mongolian selectors, the Hangul fillers, U+2065, U+FFF0–FFF8.
  */
-const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u115F\u1160\u3164\uFFA0]/gu;
+const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Default_Ignorable_Code_Point}]/gu;
 
 const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
