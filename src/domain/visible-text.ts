@@ -90,3 +90,21 @@ export function splitInvisible(text: string): TextPart[] {
 export function hasInvisible(text: string): boolean {
   return splitInvisible(text).some((part) => part.hidden);
 }
+
+/**
+ * Plain white space: what may be collapsed or trimmed from untrusted text. Not JavaScript's `\s` nor
+ * String.prototype.trim, which also take U+FEFF, U+2028 and U+2029: a BOM collapsed to a space (or
+ * trimmed away) is a hidden character the reader is never shown.
+ */
+const PLAIN_SPACE_RUN = /[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+/g;
+const PLAIN_SPACE_ENDS = /^[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+|[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+$/g;
+
+/** The text with plain white space trimmed from both ends; every hidden character stays, to be marked. */
+export function trimPlainSpace(text: string): string {
+  return text.replace(PLAIN_SPACE_ENDS, '');
+}
+
+/** The text on one line: each run of plain white space is one space, the ends trimmed; hidden characters stay. */
+export function collapsePlainSpace(text: string): string {
+  return trimPlainSpace(text.replace(PLAIN_SPACE_RUN, ' '));
+}
