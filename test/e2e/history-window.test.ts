@@ -173,6 +173,8 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       expect(await ran.locator('.diff-code-insert').allTextContents()).toEqual([expect.stringContaining('port: 9090')]);
       expect(await ran.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('port: 8080')]);
       await expectNoSeriousAxeViolations(page);
+      // The picture is of the diff: it is below the table, so in view first.
+      await ran.scrollIntoViewIfNeeded();
       await screenshots(page, 'history-what-ran', { light: 'history-what-ran' });
 
       // Revert plan: newest first, all three, files back as before.
