@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { appendChunk, trimTail, type LiveRunFrame, type LiveRunView } from '../../src/domain/live-output.js';
 import { useApi } from '../api.js';
 import { ErrorBox } from './error-box.js';
-import { MarkedText } from './marked-text.js';
+import { MarkedText, markedPlainText } from './marked-text.js';
 
 /** A run as the window holds it: the host's view, kept up to date by the `run` frames. */
 type Shown = LiveRunView;
@@ -116,13 +116,13 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
     }
   };
   return (
-    <article className="live-run" aria-label={`Running ${run.stepId}`} data-testid={`live-run-${run.stepId}`}>
+    <article className="live-run" aria-label={`Running ${markedPlainText(run.stepId)}`} data-testid={`live-run-${run.stepId}`}>
       <header className="live-run-head">
         <span className="progress live-run-phase">{phase}</span>
         <span className="live-run-elapsed" data-testid={`live-run-elapsed-${run.stepId}`}>
           {runningFor(run.startedAt, now)}
         </span>
-        <button type="button" className="danger small" onClick={() => void cancel()} disabled={asked || run.cancelling} aria-label={`Cancel ${run.stepId}`}>
+        <button type="button" className="danger small" onClick={() => void cancel()} disabled={asked || run.cancelling} aria-label={`Cancel ${markedPlainText(run.stepId)}`}>
           {asked || run.cancelling ? 'Cancelling…' : 'Cancel'}
         </button>
       </header>
@@ -130,10 +130,12 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
         <MarkedText text={run.title} />
       </p>
       <p className="muted small">
-        <code>{run.stepId}</code> · {printed === 0 ? 'no output yet' : `${bytesText(printed)} of output${printed > 8 * 1024 ? ', last lines shown' : ''}`}
+        <code>
+          <MarkedText text={run.stepId} />
+        </code> · {printed === 0 ? 'no output yet' : `${bytesText(printed)} of output${printed > 8 * 1024 ? ', last lines shown' : ''}`}
       </p>
       {run.tail.length > 0 ? (
-        <pre ref={tailBox} className="output live-run-output" tabIndex={0} aria-label={`Output of ${run.stepId}, last lines`} data-testid={`live-run-output-${run.stepId}`}>
+        <pre ref={tailBox} className="output live-run-output" tabIndex={0} aria-label={`Output of ${markedPlainText(run.stepId)}, last lines`} data-testid={`live-run-output-${run.stepId}`}>
           {run.tail.map((chunk, index) => (
             <span key={index} className={chunk.stream === 'stderr' ? 'stderr' : undefined}>
               <MarkedText text={chunk.text} />

@@ -6,6 +6,7 @@ import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { MethodResult } from '../../src/ipc/methods.js';
 import { useApi, useRoots, type RevertPreview } from '../api.js';
 import { CopyId, shortId } from '../components/copy-id.js';
+import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
@@ -418,6 +419,9 @@ export function HistoryView({ active }: { active: boolean }) {
   );
 }
 
+/** A status as its column holds it: "Denied by policy" does not fit, and the Result beside it says "Denied by policy: …". */
+const ROW_STATUS_LABEL: Partial<Record<StepSummary['status'], string>> = { denied: 'Denied' };
+
 function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item: StepSummary; index: number; selected: boolean; busy: boolean; onSelect(): void; onRevert(): void }) {
   const took = tookText(item);
   return (
@@ -437,7 +441,9 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
     >
       <td className="status-cell">
         <span className="cell-title">
-          <span className={`status status-${item.status}`}>{STATUS_LABEL[item.status]}</span>
+          <span className={`status status-${item.status}`} title={STATUS_LABEL[item.status]}>
+            {ROW_STATUS_LABEL[item.status] ?? STATUS_LABEL[item.status]}
+          </span>
         </span>
         <span className="cell-sub">
           <RiskBadge risk={item.risk as Risk | null} />
@@ -604,6 +610,7 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
           ) : null}
         </>
       ) : null}
+      {record ? <StoppedRunOutput record={record} /> : null}
       {output?.stdout?.text || output?.stderr?.text ? (
         <>
           <h3>Output</h3>

@@ -12,6 +12,7 @@ import { ErrorBox } from '../components/error-box.js';
 import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
+import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { StepChanges } from '../components/step-changes.js';
 import { useKeys } from '../keys.js';
@@ -264,10 +265,10 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
           groups.map((group) => {
             const planApprovable = group.steps.length > 1 && group.steps.every((record) => canApprove(record) && riskRank(record.evaluation!.risk) <= riskRank('MEDIUM'));
             return (
-              <section key={group.planId} className="plan-group" aria-label={`Plan ${group.planId}`}>
+              <section key={group.planId} className="plan-group" aria-label={`Plan ${markedPlainText(group.planId)}`}>
                 <header className="plan-head">
                   <span className="plan-id" title="Plan">
-                    Plan <code>{group.planId}</code>
+                    Plan <code><MarkedText text={group.planId} /></code>
                   </span>
                   {planApprovable ? (
                     <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => setPending({ kind: 'approvePlan', group })}>
@@ -291,7 +292,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
                             <MarkedText text={summarizeStep(record.step, roots)} />
                           </span>
                           {record.step.action === 'runCode' ? <CodeExcerpt code={record.step.args.code} /> : null}
-                          <span className="item-sub">{record.step.meta.purpose ?? 'No purpose given'}</span>
+                          <span className="item-sub">{record.step.meta.purpose ? <MarkedText text={record.step.meta.purpose} /> : 'No purpose given'}</span>
                           {isPreparing(record) ? <PreparingNote record={record} now={now} /> : null}
                           {queueStateText(record) && !isPreparing(record) ? (
                             <span className="item-sub item-state">
@@ -404,7 +405,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
         />
       ) : null}
       {pending?.kind === 'approvePlan' ? (
-        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${pending.group.planId}?`} onCancel={() => setPending(null)} className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}>
+        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${markedPlainText(pending.group.planId)}?`} onCancel={() => setPending(null)} className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}>
           <p>Every step in this plan is rated MEDIUM or lower. They run in plan order; a failure stops the rest.</p>
           <InvisibleWarning texts={pending.group.steps.flatMap(stepTexts)} what="command or code of a step in this plan" />
           <ul className="reasons">
@@ -501,11 +502,11 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         <dt>Proposed by</dt>
         <dd>
           {record.step.meta.origin}
-          {record.step.meta.client ? ` (${record.step.meta.client})` : ''} · {formatTime(record.createdAt)}
+          {record.step.meta.client ? <> (<MarkedText text={record.step.meta.client} />)</> : ''} · {formatTime(record.createdAt)}
         </dd>
         <dt>Step</dt>
         <dd>
-          <code>{record.step.id}</code> · step {record.position + 1} of plan <code>{record.step.planId}</code>
+          <code><MarkedText text={record.step.id} /></code> · step {record.position + 1} of plan <code><MarkedText text={record.step.planId} /></code>
         </dd>
         {record.consentExpiresAt ? (
           <>
@@ -574,6 +575,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
       </div>
       <StepChanges record={record} busy={busy} />
+      <StoppedRunOutput record={record} />
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
         {preparing ? <p><PreparingNote record={record} now={now} /></p> : <PreviewPanel preview={record.preview} />}

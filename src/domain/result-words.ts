@@ -2,6 +2,7 @@ import type { ErrorShape } from './errors.js';
 import { durationText } from './run-step-facts.js';
 import type { StepStatus } from './state-machine.js';
 import { AGENT_CANCEL_REASON } from './step-record.js';
+import { collapsePlainSpace } from './visible-text.js';
 
 /*
  * What a step came to, in words a person reads at a glance in a list: "Created 16 bytes",
@@ -29,7 +30,7 @@ export interface ResultSource {
 
 /** Cut to `max` characters on one line (line breaks and tabs become spaces), saying it was cut with "…". */
 export function oneLine(text: string, max = RESULT_WORDS_MAX_CHARACTERS): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = collapsePlainSpace(text);
   const characters = [...flat];
   return characters.length > max ? `${characters.slice(0, max - 1).join('')}…` : flat;
 }

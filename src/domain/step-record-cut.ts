@@ -22,7 +22,7 @@ export interface RecordCut {
 
 export type BoundedStepRecord = StepRecord & { cut?: RecordCut };
 
-const CUT_FIELDS = ['preview', 'result', 'edit'] as const;
+const CUT_FIELDS = ['preview', 'result', 'edit', 'runTimes'] as const;
 
 function bytesOf(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));

@@ -158,12 +158,23 @@ export interface PersonEdit {
   commandAfter?: string;
 }
 
-/** One run of a step, as timed by the host (wall clock): it `finished`, `failed` to run, or was `cancelled`. */
+/** One run of a step, as timed by the host (wall clock): it `finished`, `failed` to run, was `cancelled`, or was `interrupted` (the host shut down mid-run). */
 export interface RunSpan {
   startedAt: string;
   finishedAt: string;
   durationMs: number;
-  ended: 'finished' | 'failed' | 'cancelled';
+  ended: 'finished' | 'failed' | 'cancelled' | 'interrupted';
+  /** A run that did not finish: the output it printed before it stopped, as the live tail kept it (a finished run's output is its result's). */
+  output?: KeptRunOutput;
+}
+
+/** The tail of a run's output as the host kept it (the last LIVE_TAIL_BYTES / LIVE_TAIL_LINES), by stream, and how much it printed in all. */
+export interface KeptRunOutput {
+  stdout: string;
+  stderr: string;
+  bytes: { stdout: number; stderr: number };
+  /** Set when it printed more than was kept: only the last part is here. */
+  truncated: boolean;
 }
 
 /** A step's dry run (the preview being prepared) and its real run (from the sandbox run to the last applied change). */

@@ -2,6 +2,7 @@ import { placeInRoots } from './remembered-rule.js';
 import { capabilityAsks, codeLanguageName, codeSandboxOf, SANDBOX_WORDS } from './run-step-facts.js';
 import { commandLineOf } from './shell-quote.js';
 import type { Step } from './step.js';
+import { trimPlainSpace } from './visible-text.js';
 
 /*
  * A step's title in words, one line, as every list says it: the window's queue and History, and
@@ -30,9 +31,9 @@ const TITLE_MAX_CHARACTERS = 300;
  */
 export function commandTitle(commandLine: string): string {
   const lines = commandLine.split('\n');
-  const first = lines.findIndex((line) => line.trim() !== '');
+  const first = lines.findIndex((line) => trimPlainSpace(line) !== '');
   const others = lines.length - 1;
-  const shown = lines.length === 1 || first === -1 ? commandLine : lines[first]!.trim();
+  const shown = lines.length === 1 || first === -1 ? commandLine : trimPlainSpace(lines[first]!);
   const notes: string[] = [];
   let title = shown;
   const characters = [...shown];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { MAX_CONTENT_BYTES } from './step-limits.js';
+import { trimPlainSpace } from './visible-text.js';
 
 export { MAX_CONTENT_BYTES };
 export const MAX_STEPS_PER_PLAN = 500;
@@ -66,13 +67,13 @@ export const ACTION_ARGS = {
     })
     .refine((args) => (args.argv === undefined) !== (args.command === undefined), { message: 'give exactly one of argv or command' }),
   createKBEntry: z.strictObject({
-    title: z.string().trim().min(1, 'title is empty').max(500),
+    title: z.string().overwrite(trimPlainSpace).min(1, 'title is empty').max(500),
     content: boundedText('content', 1024 * 1024),
     tags: z.array(z.string().min(1).max(100)).max(50).optional(),
   }),
   openURL: z.strictObject({
     url: z.string().min(1, 'url is empty').max(8192, 'url is longer than 8192 characters'),
-    purpose: z.string().trim().min(1, 'say why the page should open').max(2000),
+    purpose: z.string().overwrite(trimPlainSpace).min(1, 'say why the page should open').max(2000),
   }),
   runCode: z.strictObject({
     /** Sizes over the sandbox's own limit are refused by the sandbox with a typed result, not by the plan parser. */

@@ -9,11 +9,14 @@
 
 /**
  * What is never written raw: \p{Cc} (C0, DEL, C1), \p{Cf} (bidi controls U+200E/F, U+202A–202E,
- * U+2066–2069, U+061C; zero-width U+200B–200D, U+2060, U+FEFF; soft hyphen; tags), \p{Zl}/\p{Zp}
+ * U+2066–2069, U+061C; zero-width U+200B–200D, U+2060–2064, U+FEFF; soft hyphen; tags), \p{Zl}/\p{Zp}
  * (U+2028/2029, which some terminals and editors break lines on), \p{Cs} (a lone surrogate), and
- * the Hangul fillers that render as blank space.
+ * every Default_Ignorable_Code_Point: what Unicode says a renderer may draw as nothing, so a list of
+ * our own would always miss some. That adds the variation selectors (U+FE00–FE0F, U+E0100–E01EF,
+ * which can hide data in "plain" text), the whole tag block U+E0000–E0FFF (unassigned ones too), the
+ * combining grapheme joiner U+034F, the Mongolian selectors, the Hangul fillers, U+2065, U+FFF0–FFF8.
  */
-const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u115F\u1160\u3164\uFFA0]/gu;
+const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Default_Ignorable_Code_Point}]/gu;
 
 const NAMED_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
@@ -86,4 +89,22 @@ export function splitInvisible(text: string): TextPart[] {
 /** Whether the window must mark something in this text (and say so in a warning line). */
 export function hasInvisible(text: string): boolean {
   return splitInvisible(text).some((part) => part.hidden);
+}
+
+/**
+ * Plain white space: what may be collapsed or trimmed from untrusted text. Not JavaScript's `\s` nor
+ * String.prototype.trim, which also take U+FEFF, U+2028 and U+2029: a BOM collapsed to a space (or
+ * trimmed away) is a hidden character the reader is never shown.
+ */
+const PLAIN_SPACE_RUN = /[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+/g;
+const PLAIN_SPACE_ENDS = /^[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+|[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+$/g;
+
+/** The text with plain white space trimmed from both ends; every hidden character stays, to be marked. */
+export function trimPlainSpace(text: string): string {
+  return text.replace(PLAIN_SPACE_ENDS, '');
+}
+
+/** The text on one line: each run of plain white space is one space, the ends trimmed; hidden characters stay. */
+export function collapsePlainSpace(text: string): string {
+  return trimPlainSpace(text.replace(PLAIN_SPACE_RUN, ' '));
 }

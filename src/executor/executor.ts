@@ -386,7 +386,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
     // Each stopped attempt is recorded with its step first (its time span, and that the host stopped it): the step reruns at the next start.
     const stoppedAt = new Date().toISOString();
-    const stopped = this.liveRuns.list().map((run) => ({ run, durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
+    const stopped = this.liveRuns.list().map((run) => ({ run, output: this.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
     this.liveRuns.cancelAll();
     this.auditLog.stopHeartbeat();
     this.witnessPublisher.stop();
@@ -394,8 +394,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
       this.db.transaction(() => {
-        for (const { run, durationMs } of stopped) {
+        for (const { run, output, durationMs } of stopped) {
           const stepStatus = this.steps.get(run.stepId).status;
+          // The attempt's span keeps what it printed, so the step's detail shows how far it got before the shutdown.
+          this.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
           this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
             stepStatus,
@@ -840,9 +842,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
     if (live) this.liveRuns.finish(live);
     if (this.closed) return;
-    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended };
+    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
+    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
+    const output = live && ended !== 'finished' ? live.output() : null;
+    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
+    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended, ...kept };
     try {
       this.steps.recordRunSpan(stepId, phase, span);
+      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
+      if (kept.output) this.emitStep(this.steps.get(stepId));
     } catch (error) {
       // A time not kept is a loss for History, not a reason to fail the step.
       this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);

@@ -142,7 +142,8 @@ export const RunSpanSchema = z.object({
   startedAt: z.string(),
   finishedAt: z.string(),
   durationMs: z.number(),
-  ended: z.enum(['finished', 'failed', 'cancelled']),
+  ended: z.enum(['finished', 'failed', 'cancelled', 'interrupted']),
+  output: z.object({ stdout: z.string(), stderr: z.string(), bytes: z.object({ stdout: z.number(), stderr: z.number() }), truncated: z.boolean() }).optional(),
 });
 
 export const StepRecordSchema = z.object({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
+import { trimPlainSpace } from '../domain/visible-text.js';
 
 /*
  * The proposing tools: each one's input schema (what the model sees as JSON schema) and how its
@@ -9,7 +10,7 @@ import { ExecutorError } from '../domain/errors.js';
 
 const purpose = z
   .string()
-  .trim()
+  .overwrite(trimPlainSpace)
   .min(1, 'purpose is empty')
   .max(2000)
   .describe('Why you want this, in one or two sentences the user reads before deciding. Be specific.');
@@ -147,7 +148,7 @@ export const PROPOSING_TOOLS = {
   kb_add: {
     description: "Ask the user to let you add an entry to their knowledge base (a note they keep). Waits for the decision like the other tools.",
     input: toolArgs('kb_add', {
-      title: z.string().trim().min(1).max(500).describe('A short title.'),
+      title: z.string().overwrite(trimPlainSpace).min(1).max(500).describe('A short title.'),
       content: z.string().max(1024 * 1024).describe('The note, plain text or Markdown.'),
       tags: z.array(z.string().min(1).max(100)).max(50).optional().describe('Optional tags.'),
     }),

@@ -704,10 +704,14 @@ export class StepRepository {
    */
   recordRunSpan(stepId: string, phase: keyof RunTimes, span: RunSpan): void {
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT run_times_json FROM steps WHERE step_id = ?').get(stepId) as { run_times_json: string | null } | undefined;
+      const row = this.db.prepare('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as { run_times_json: string | null; status: StepStatus } | undefined;
       if (!row) return;
       const times = { ...parseJson<RunTimes>(row.run_times_json), [phase]: span };
-      this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
+      // A span that keeps a stopped run's output is a new version of the record (a window open on it reloads;
+      // pages of the whole record fit together by updatedAt), except where updatedAt counts a consent's expiry.
+      const newVersion = span.output !== undefined && !EXPIRING_STATUSES.includes(row.status);
+      if (newVersion) this.db.prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?').run(canonicalJson(times), new Date().toISOString(), stepId);
+      else this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
     })();
   }
 

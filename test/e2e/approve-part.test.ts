@@ -1,13 +1,12 @@
-import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import { describe, expect, it } from 'vitest';
+import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { ensureSandboxImage } from '../helpers/docker-engine.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §4, end to end: a write proposed by the real CLI to a real `executor serve`, shown in
@@ -16,34 +15,10 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * risk, and runs once approved.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 20_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 const numbered = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}\n`).join('');
 const ORIGINAL = numbered(20);
@@ -56,7 +31,7 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
     const target = path.join(workspace, 'notes.txt');
     fs.writeFileSync(target, ORIGINAL);
     const served = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
@@ -86,7 +61,7 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
       await second.check();
       await expect.poll(() => approveSome.innerText(), SOON).toBe('Approve selected hunks (1 of 2)');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-hunks');
+      await screenshots(page, 'queue-hunks', { light: 'queue-hunks' });
 
       await approveSome.click();
       await expect.poll(() => fs.readFileSync(target, 'utf8'), { timeout: 60_000 }).toBe(ORIGINAL.replace('line 19\n', 'line nineteen\n'));
@@ -105,7 +80,7 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
     const { dataDir, workspace, base } = tempSetup();
     fs.writeFileSync(path.join(workspace, 'old.log'), 'old\n');
     const served = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 1000 } });
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
@@ -123,7 +98,7 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
       await expect.poll(() => line.inputValue(), SOON).toBe('ls -la');
       await line.fill('rm -f old.log');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-edit-command');
+      await screenshots(page, 'queue-edit-command', { light: 'queue-edit-command' });
       await dialog.getByRole('button', { name: 'Save my version' }).click();
 
       // The new version is weighed and dry-run again (in Docker), then waits for the person with its own risk.
@@ -138,7 +113,7 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
       expect(await detail.innerText()).toContain(edited.evaluation.risk);
       expect(await detail.innerText()).toContain('Approved: rm -f old.log');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-edited-command');
+      await screenshots(page, 'queue-edited-command', { light: 'queue-edited-command' });
 
       await page.keyboard.press('a');
       if (edited.evaluation.risk === 'HIGH') {

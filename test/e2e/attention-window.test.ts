@@ -1,13 +1,12 @@
-import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import type { BrowserContextOptions, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { startMcp } from '../helpers/mcp-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, openWindow as openWindowAt, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §6, end to end: the real `executor serve`, real `executor mcp` agents, the built
@@ -18,21 +17,11 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * suggestions and a filter bar that fits; and the remembered rule named where it approved.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 /** A loaded 2-core machine can take seconds to lay out or answer: waits follow the page, with room. */
 const SOON = { timeout: 20_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
 
 /** Records every `new Notification` the page makes, and looks away (no focus), as a person in another window does. */
 const RECORD_NOTIFICATIONS = `
@@ -49,31 +38,7 @@ const RECORD_NOTIFICATIONS = `
 `;
 
 async function openWindow(url: string, options: BrowserContextOptions = {}, initScript?: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, ...options });
-  if (initScript) await context.addInitScript(initScript);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) errors.push(message.text());
-  });
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
-  return { page, errors };
-}
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
+  return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, ...options, initScripts: initScript ? [initScript] : [], cspErrors: true });
 }
 
 interface Listed {
@@ -140,7 +105,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await toast.hover();
       await expect.poll(() => toast.textContent(), SOON).toMatch(/\(waiting while you are here\)/);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-undo-toast');
+      await screenshots(page, 'queue-undo-toast', { light: 'attention-undo-toast', dark: 'attention-undo-toast-dark' });
       await toast.getByRole('button', { name: 'Undo' }).click();
       await page.mouse.move(1, 1);
       await expect.poll(() => singleItem.isVisible(), SOON).toBe(true);
@@ -222,7 +187,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       expect(await notifyMe.isVisible()).toBe(true);
       expect(await page.evaluate(() => sessionStorage.getItem('asked'))).toBeNull();
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'notify-me');
+      await screenshots(page, 'notify-me', { light: 'attention-notify-me', dark: 'attention-notify-me-dark' });
       await notifyMe.click();
       await expect.poll(() => page.getByTestId('notify-state').textContent(), SOON).toMatch(/^Notifications are blocked for this page/);
       expect(await notifyMe.count()).toBe(0);
@@ -250,9 +215,9 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       expect(await alert.textContent()).toContain('Run `executor web-url` in a terminal on this computer and open the link it prints.');
       expect(await alert.textContent()).not.toMatch(/credential/i);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'stale-link');
+      await screenshots(page, 'stale-link', { light: 'attention-stale-link' });
       // The printed link, used a second time (each works once), says the same.
-      const reused = await browser.newContext();
+      const reused = await browser().newContext();
       const second = await reused.newPage();
       await second.goto(serve.info.url);
       await expect.poll(() => second.getByRole('alert').textContent(), SOON).toContain('executor web-url');
@@ -298,7 +263,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       // (A History row says the time without the year, as audit rows do; the detail says it whole.)
       expect(await row.textContent()).toMatch(/[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d\d:\d\d\s[AP]M/);
       expect(await page.locator('#history-detail').textContent()).toMatch(/[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d\s[AP]M/);
-      await screenshots(page, 'history-rule-approved');
+      await screenshots(page, 'history-rule-approved', { light: 'attention-history-rule' });
 
       // The audit log: every record counted, action names suggested, rows in the same locale format.
       await page.getByRole('link', { name: 'Audit log' }).click();
@@ -331,7 +296,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
             SOON,
           )
           .toEqual({ fits: true, outside: 0 });
-        await screenshots(page, `audit-filters-${width}`);
+        await screenshots(page, `audit-filters-${width}`, width === 1024 ? { light: 'attention-audit-filters-1024' } : {});
       }
       await page.setViewportSize({ width: 1400, height: 880 });
       await expectNoSeriousAxeViolations(page);

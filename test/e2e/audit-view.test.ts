@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMixedLog } from '../helpers/audit-log-fixture.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { suiteTempSetup } from '../helpers/temp-dirs.js';
+import { openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The audit view on a log too big to verify in a blink, in Debian's Chromium against the real
@@ -15,32 +15,23 @@ import { suiteTempSetup } from '../helpers/temp-dirs.js';
  * the server, and exports streamed as a download.
  */
 
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 /** Big enough that verify takes seconds on two shared cores (it reports every 4,096 records per worker). */
 const RECORDS = 40_000;
 
-let browser: Browser;
 let setup: ReturnType<typeof suiteTempSetup>;
-beforeAll(async () => {
+beforeAll(() => {
   if (skipReason) return;
-  ensureRendererBuilt();
   setup = suiteTempSetup();
   buildMixedLog(setup.dataDir, RECORDS);
-  browser = await launchChromium();
 }, 180_000);
-afterAll(async () => {
-  await browser?.close();
+afterAll(() => {
   setup?.remove();
 });
 
 async function openWindow(url: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
-  return { page, errors };
+  return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, acceptDownloads: true });
 }
 
 /**

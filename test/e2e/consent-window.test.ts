@@ -1,66 +1,32 @@
-import AxeBuilder from '@axe-core/playwright';
 import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { CLI, runCli, shownPreviewHash } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, openWindow as openWindowAt, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The three stories of the consent window, end to end: the real `executor serve` (real SQLite,
  * real files), the real CLI in child processes, the built renderer in Debian's Chromium.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 /** Exceptions the page threw: a blank screen usually starts as one of these. */
 const uncaught = new WeakMap<Page, string[]>();
 
 async function openWindow(url: string): Promise<Page> {
-  // A context per window (axe needs one); each window spends its own one-time URL.
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 }, acceptDownloads: true });
-  // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
-  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  // The page runs under the served CSP (no inline scripts or styles): a violation is a bug too.
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) errors.push(message.text());
-  });
+  // A context per window (axe needs one); each window spends its own one-time URL. Not a test of Undo:
+  // decisions are sent at once (attention-window.test.ts holds them). The page runs under the served
+  // CSP (no inline scripts or styles): a violation is a bug too.
+  const { page, errors } = await openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, acceptDownloads: true, decisionsAtOnce: true, cspErrors: true });
   uncaught.set(page, errors);
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
   return page;
 }
 
@@ -112,7 +78,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     expect(await diff.locator('.diff-code-insert').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('buy oat milk'), expect.stringContaining('book dentist')]));
     expect(await diff.locator('.diff-code-delete').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('buy milk')]));
     await expectNoSeriousAxeViolations(page);
-    await screenshots(page, 'queue');
+    await screenshots(page, 'queue', { light: 'queue' });
 
     // A HIGH step asks a second time; cancelling leaves it waiting.
     await highItem.click();

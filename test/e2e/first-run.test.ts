@@ -1,13 +1,11 @@
-import AxeBuilder from '@axe-core/playwright';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempDir } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §5, end to end, as a new user meets it: the README's "Try it" commands, run as written
@@ -18,20 +16,10 @@ import { tempDir } from '../helpers/temp-dirs.js';
  */
 
 const REPO = path.resolve(import.meta.dirname, '../..');
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
 
 const started: ChildProcess[] = [];
 afterEach(async () => {
@@ -43,20 +31,6 @@ afterEach(async () => {
     await exited;
   }
 });
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 /** The sh block that follows `<!-- try-it: NAME -->` in README.md. */
 function readmeBlock(name: string): string {
@@ -123,7 +97,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
     expect(proposed.stdout).toMatch(/greet/);
     expect(proposed.stdout).toMatch(/MEDIUM/);
 
-    const context = await browser.newContext({ viewport: { width: 1300, height: 850 } });
+    const context = await browser().newContext({ viewport: { width: 1300, height: 850 } });
     try {
       const page = await context.newPage();
       await page.goto(url);
@@ -163,7 +137,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
     fs.writeFileSync(path.join(home, 'notes.txt'), 'a file\n');
     const dataDir = path.join(home, 'data');
     const served = await startServe(dataDir, [], { HOME: home });
-    const context = await browser.newContext({ viewport: { width: 1300, height: 850 } });
+    const context = await browser().newContext({ viewport: { width: 1300, height: 850 } });
     try {
       const page = await context.newPage();
       await page.goto(served.info.url);
@@ -173,7 +147,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       // A browser has no folder picker: the path field only.
       expect(await question.getByRole('button', { name: 'Choose a folder…' }).count()).toBe(0);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'first-run-root');
+      await screenshots(page, 'first-run-root', { light: 'first-run-root', dark: 'first-run-root-dark' });
 
       const field = question.getByLabel(/Folder \(a full path; ~ is your home folder\)/);
       const use = question.getByRole('button', { name: 'Use this folder' });
@@ -193,7 +167,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       await refusedWith('~/nope', new RegExp(`${path.join(home, 'nope')} does not exist. Create the folder first`));
       expect(await field.getAttribute('aria-invalid')).toBe('true');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'first-run-root-refused');
+      await screenshots(page, 'first-run-root-refused', { light: 'first-run-root-refused' });
       // Nothing was saved by any refusal.
       expect(fs.existsSync(path.join(dataDir, 'policy.json')) ? JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).workspaceRoots : []).toEqual([]);
 
@@ -203,7 +177,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       await expect.poll(() => saved.isVisible(), SOON).toBe(true);
       expect(await saved.innerText()).toContain(project);
       expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).workspaceRoots).toEqual([project]);
-      await screenshots(page, 'first-run-root-saved');
+      await screenshots(page, 'first-run-root-saved', { light: 'first-run-root-saved' });
       // Settings shows it, to change later.
       await saved.getByRole('button', { name: 'Settings' }).click();
       await expect.poll(() => page.locator('#roots').inputValue(), SOON).toBe(project);
@@ -220,7 +194,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
     // Not now: another data directory with no root; skipped, it stays away in this tab.
     const fresh = path.join(home, 'data-2');
     const second = await startServe(fresh, [], { HOME: home });
-    const skipping = await browser.newContext();
+    const skipping = await browser().newContext();
     try {
       const page = await skipping.newPage();
       await page.goto(second.info.url);
@@ -244,7 +218,7 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
     expect(fs.existsSync(path.join(rendererDir, 'index.html'))).toBe(true);
     // No staging folder is left beside it.
     expect(fs.readdirSync(home).filter((name) => name.startsWith('ui.build-'))).toEqual([]);
-    const context = await browser.newContext();
+    const context = await browser().newContext();
     try {
       const page = await context.newPage();
       await page.goto(served.info.url);

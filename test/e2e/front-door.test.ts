@@ -1,12 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { describe, expect, it } from 'vitest';
 import { rawExchange } from '../helpers/raw-http.js';
 import { runCliAsync } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The review's crash, as a web page would cause it: a page on another origin points <img>, <script>,
@@ -15,16 +14,8 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * keep serving the person, in Debian's Chromium.
  */
 
-const skipReason = chromiumMissingReason();
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-}, 180_000);
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
 describe.skipIf(skipReason !== null)('a page on another origin against the front door', () => {
   it('cannot take `executor serve` down with <img src="http://127.0.0.1:PORT/%00"> and friends', async () => {
@@ -60,7 +51,7 @@ describe.skipIf(skipReason !== null)('a page on another origin against the front
       response.end(page);
     });
     await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
-    const context = await browser.newContext();
+    const context = await browser().newContext();
     try {
       const tab = await context.newPage();
       await tab.goto(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/`);
@@ -80,7 +71,7 @@ describe.skipIf(skipReason !== null)('a page on another origin against the front
     const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(listed.status).toBe(0);
     expect((await runCliAsync(['--data-dir', dataDir, '--json', 'web-url'])).status).toBe(0);
-    const person = await browser.newContext();
+    const person = await browser().newContext();
     try {
       const tab = await person.newPage();
       await tab.goto(serve.info.url);

@@ -1,15 +1,13 @@
-import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client.js';
 import { proposeAndAwaitDecision } from '../../src/ipc/decision-wait.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
-import { ensureSandboxImage } from '../helpers/docker-engine.js';
+import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §3 and §7, end to end: about sixty steps of real agents' shapes (ids a hundred characters
@@ -19,36 +17,11 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * plan (and its conflict refusal), filters that survive a reload, and no reply over 64 KiB.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium({ sandboxImage: true });
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 const MAX_FRAME_BYTES = 64 * 1024;
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  await ensureSandboxImage();
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 /** An id as agents make them: a session, a uuid-ish tail, a counter. */
 const longId = (kind: string, index: number) => `${kind}-session-7f3e9c1a-44b2-4d0e-9a51-0c2d6b8e1f70-${'x'.repeat(24)}-${String(index).padStart(3, '0')}`;
@@ -79,7 +52,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
     const claude = await connectToHost(dataDir, 'agent', { client: 'claude-code' });
     const aider = await connectToHost(dataDir, 'agent', { client: 'aider' });
     const codex = await connectToHost(dataDir, 'agent', { client: 'codex' });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 860 } });
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
     try {
@@ -158,7 +131,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await expect.poll(() => page.locator('.result-cell', { hasText: /^Exit 0 in .+; 1 file changed$/ }).count(), SOON).toBe(1);
       expect(await page.locator('.result-cell', { hasText: /^Created \d+ bytes$/ }).count()).toBeGreaterThan(0);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'history-real-data');
+      await screenshots(page, 'history-real-data', { light: 'history-real-data' });
 
       // Scrolling loads the rest, a page at a time, drawing only the rows in sight.
       const scroller = page.getByTestId('history-scroller');
@@ -200,7 +173,9 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       expect(await ran.locator('.diff-code-insert').allTextContents()).toEqual([expect.stringContaining('port: 9090')]);
       expect(await ran.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('port: 8080')]);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'history-what-ran');
+      // The picture is of the diff: it is below the table, so in view first.
+      await ran.scrollIntoViewIfNeeded();
+      await screenshots(page, 'history-what-ran', { light: 'history-what-ran' });
 
       // Revert plan: newest first, all three, files back as before.
       await page.getByRole('button', { name: `Revert plan ${refactorPlan}` }).click();
@@ -208,7 +183,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await expect.poll(() => planDialog.isVisible(), SOON).toBe(true);
       expect(await planDialog.locator('.plan-revert-steps > li').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-step-id')))).toEqual([...refactor].reverse());
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'history-revert-plan');
+      await screenshots(page, 'history-revert-plan', { light: 'history-revert-plan' });
       await planDialog.getByRole('button', { name: 'Revert 3 steps' }).click();
       await expect.poll(() => fs.readFileSync(path.join(workspace, 'config.yml'), 'utf8'), SOON).toBe('port: 8080\nmode: dev\n');
       expect(fs.readFileSync(path.join(workspace, 'README.md'), 'utf8')).toBe('# Project\n\nOld intro.\n');
@@ -221,7 +196,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       const conflictDialog = page.getByRole('dialog', { name: /Revert plan/ });
       await expect.poll(() => conflictDialog.getByText(`Refused as it is: files changed after step ${later}.`).isVisible(), SOON).toBe(true);
       expect(await conflictDialog.getByRole('button', { name: /^Revert \d+ step/ }).count()).toBe(0);
-      await screenshots(page, 'history-revert-plan-conflict');
+      await screenshots(page, 'history-revert-plan-conflict', { light: 'history-revert-plan-conflict' });
       await conflictDialog.getByRole('button', { name: 'Cancel' }).click();
       expect(fs.readFileSync(path.join(workspace, 'later.txt'), 'utf8')).toBe('edited by hand afterwards\n');
 
@@ -253,7 +228,7 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await expect.poll(() => page.getByText(/^12 of 12 steps$/).count(), SOON).toBe(1);
       expect(await page.getByLabel('Agent').inputValue()).toBe('codex');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'history-filtered');
+      await screenshots(page, 'history-filtered', { light: 'history-filtered' });
       expect(pageErrors).toEqual([]);
     } finally {
       for (const client of [person, claude, aider, codex]) client.close();

@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { connectToHost } from '../../src/ipc/node-client.js';
 import { proposeAndAwaitPreparation } from '../../src/ipc/preparation-wait.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The window against a real `executor serve`, in real Chromium: a path, a command and code an agent
@@ -14,16 +13,8 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * marker where each hides, and a warning line says so. A step without them shows neither.
  */
 
-const skipReason = chromiumMissingReason();
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
 const RLO = '\u202e';
 const ZWSP = '\u200b';
@@ -46,7 +37,7 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
           ],
         },
       });
-      const page = await (await browser.newContext({ viewport: { width: 1400, height: 880 } })).newPage();
+      const page = await (await browser().newContext({ viewport: { width: 1400, height: 880 } })).newPage();
       await page.goto(served.info.url);
       const detail = page.locator('#step-detail');
       const item = (text: string) => page.locator('.item-title', { hasText: text });
@@ -100,7 +91,7 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
       expect(step!.status).toBe('executed');
       // Newer work on disk, hiding a zero-width space: the conflict diff shows it marked.
       fs.writeFileSync(trickyPath, `curl x${ZWSP} | sh\n`);
-      const page = await (await browser.newContext({ viewport: { width: 1400, height: 880 } })).newPage();
+      const page = await (await browser().newContext({ viewport: { width: 1400, height: 880 } })).newPage();
       await page.goto(served.info.url);
       await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 20_000 }).toBe(true);
       await page.keyboard.press('2');

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * No step left where nobody can move it, as the person sees it: the window shows what holds a step
@@ -13,27 +13,12 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * The real `executor serve`, the real CLI, the built renderer in Chromium.
  */
 
-const skipReason = chromiumMissingReason();
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
 async function openWindow(url: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
   // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
-  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
-  return { page, errors };
+  return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, decisionsAtOnce: true });
 }
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The queue while the host works, in Chromium against the real `executor serve`: a proposal shows at
@@ -14,26 +14,13 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * one plan never disables the Approve button of another.
  */
 
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
 
 async function openWindow(url: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
   // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
-  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
-  const page = await context.newPage();
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
-  return page;
+  return (await openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, decisionsAtOnce: true })).page;
 }
 
 /** Code that keeps its sandbox busy for `ms` of real time, in its dry run and again when it runs. */

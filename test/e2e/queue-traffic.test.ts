@@ -1,11 +1,11 @@
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The queue's traffic with real work (issue 13 §7), in Chromium against the real `executor serve`:
@@ -14,19 +14,11 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * detail says it shows only part, pages the rest on "Show all", and approving it approves the whole.
  */
 
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 60_000 };
 const MAX_FRAME_BYTES = 64 * 1024;
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { timeout: 300_000 }, () => {
@@ -48,7 +40,7 @@ describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { tim
       expect(Buffer.byteLength(content(0))).toBeGreaterThan(31 * 1024);
       await expect.poll(async () => (await api!.listStepSummaries({ status: ['awaiting_consent'], limit: 1 })).total, SOON).toBe(300);
 
-      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const context = await browser().newContext({ viewport: { width: 1280, height: 800 } });
       await context.addInitScript(SEND_DECISIONS_AT_ONCE);
       const page = await context.newPage();
       const received: number[] = [];

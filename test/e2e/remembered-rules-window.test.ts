@@ -1,13 +1,12 @@
-import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { startMcp } from '../helpers/mcp-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * "Approve and remember" for an agent's step, end to end: the real `executor serve`, two real
@@ -15,30 +14,12 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * rule covers; a step the rule approves shows a notice leading to the rule, with its hit count.
  */
 
-const skipReason = chromiumMissingReason();
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
 async function openWindow(url: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
   // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
-  await context.addInitScript(SEND_DECISIONS_AT_ONCE);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) errors.push(message.text());
-  });
-  await page.goto(url);
-  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
-  return { page, errors };
+  return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, decisionsAtOnce: true, cspErrors: true });
 }
 
 describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout: 180_000 }, () => {
@@ -87,8 +68,7 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     const notice = page.getByTestId('rule-notice');
     await expect.poll(() => notice.first().textContent(), { timeout: 15_000 }).toContain(`Approved by your rule ${ruleId} for agent agent-a 1.0: Write src/b.ts`);
 
-    const axe = await new AxeBuilder({ page }).analyze();
-    expect(axe.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id)).toEqual([]);
+    await expectNoSeriousAxeViolations(page);
 
     // Agent B's identical write is not covered: it waits in the queue.
     const other = agentB.call('write_file', { path: path.join(workspace, 'src', 'b.ts'), content: '// from b\n', purpose: 'same file, other agent' }, { timeoutMs: 120_000 });

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The revert dialog names the folders a step created: which go, which stay and why, before the
@@ -13,16 +12,8 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * CLI, the built renderer in Chromium.
  */
 
-const skipReason = chromiumMissingReason();
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the revert dialog and the folders a step created', { timeout: 180_000 }, () => {
@@ -33,7 +24,7 @@ describe.skipIf(skipReason !== null)('the revert dialog and the folders a step c
     expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(0);
     fs.writeFileSync(path.join(workspace, 'notes', 'todo.md'), 'mine\n');
     const serve = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 880 } });
     try {
       const page = await context.newPage();
       const errors: string[] = [];

@@ -1,13 +1,11 @@
-import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
-import { ensureSandboxImage } from '../helpers/docker-engine.js';
+import { describe, expect, it } from 'vitest';
+import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §1, end to end: steps proposed by the real CLI to a real `executor serve` (real light
@@ -18,36 +16,11 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * "Approve a HIGH-risk step?" dialog.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium({ sandboxImage: true });
+const skipReason = windowTestsSkipReason();
 /** A loaded 2-core machine can take seconds to lay out, scroll or open a dialog: waits follow the page, with room. */
 const SOON = { timeout: 20_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  await ensureSandboxImage();
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 const ZWSP = '\u200b';
 const CODE = [
@@ -67,7 +40,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
     const { dataDir, workspace, base } = tempSetup({ network: { allowHosts: ['api.example.com'] } });
     fs.writeFileSync(path.join(workspace, 'notes.txt'), 'note\n');
     const served = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 900 } });
     // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
@@ -141,7 +114,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       }), SOON).toBe(true);
       await expectNoSeriousAxeViolations(page);
       await code.evaluate((element) => (element.scrollTop = 0));
-      await screenshots(page, 'queue-code');
+      await screenshots(page, 'queue-code', { light: 'queue-code' });
 
       // The HIGH-risk dialog shows the same: the code, its sandbox, time limit and capabilities.
       await codeItem.click();
@@ -162,7 +135,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       expect(dialogBox.dialog).toBeLessThanOrEqual(900);
       await expect.poll(() => confirm.getByRole('button', { name: 'Yes, approve HIGH-risk step' }).isVisible(), SOON).toBe(true);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-confirm-high-code');
+      await screenshots(page, 'queue-confirm-high-code', { light: 'approve-high-code' });
       await confirm.getByRole('button', { name: 'Cancel' }).click();
       await expect.poll(() => confirm.isVisible(), SOON).toBe(false);
 
@@ -176,7 +149,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       expect(await confirm.locator('.command-line').innerText()).toBe(QUOTED);
       expect(await confirm.locator('p', { hasText: 'Run printf' }).innerText()).toContain(`Run ${QUOTED}`);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'queue-confirm-high-command');
+      await screenshots(page, 'queue-confirm-high-command', { light: 'approve-high-command' });
       await confirm.getByRole('button', { name: 'Cancel' }).click();
 
       // The Python step says it runs in the Docker sandbox, under the policy's Docker time limit.
@@ -195,7 +168,7 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
   it('approving a whole plan shows the code of each of its steps first', async () => {
     const { dataDir, base } = tempSetup();
     const served = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 900 } });
     // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {

@@ -1,16 +1,13 @@
-import AxeBuilder from '@axe-core/playwright';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client.js';
 import { connectToHost } from '../../src/ipc/node-client.js';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
-import { ensureSandboxImage } from '../helpers/docker-engine.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §2, end to end: a real Docker command proposed to a real `executor serve`, shown in
@@ -19,35 +16,10 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * step cancelled. Both for its dry run (the preview being prepared) and for its real run after approval.
  */
 
-const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
-const skipReason = chromiumMissingReason();
+const browser = useChromium({ sandboxImage: true });
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  await ensureSandboxImage();
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${scheme}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function expectNoSeriousAxeViolations(page: Page): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`)).toEqual([]);
-}
 
 /** The host's sandbox containers, running or not: labelled with the serving process's pid. */
 function containersOf(pid: number): string[] {
@@ -67,7 +39,7 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
   it('elapsed time, the live output tail and Cancel, for a dry run and for a real run; Cancel stops the container', async () => {
     const { dataDir, workspace } = tempSetup();
     const served = await startServe(dataDir);
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1400, height: 900 } });
     let api: ExecutorClient | undefined;
     try {
       const page = await context.newPage();
@@ -89,7 +61,7 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
       // stderr lines stand apart, and the escape sequence they print is shown, never obeyed.
       expect(await output.locator('.stderr').first().innerText()).toMatch(/warn \d+ ⟨U\+001B⟩\[2J/);
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'running-dry-run');
+      await screenshots(page, 'running-dry-run', { light: 'running-dry-run', dark: 'running-dry-run-dark' });
 
       // A window opened mid-run catches up at once: the run, its time and the output so far.
       const late = await context.newPage();
@@ -122,7 +94,7 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
       const realOutput = page.getByTestId('live-run-output-long-run');
       await expect.poll(() => realOutput.isVisible().then((visible) => (visible ? realOutput.innerText() : '')), SOON).toContain('line 5');
       await expectNoSeriousAxeViolations(page);
-      await screenshots(page, 'running-real-run');
+      await screenshots(page, 'running-real-run', { light: 'running-real-run', dark: 'running-real-run-dark' });
 
       await page.getByRole('button', { name: 'Cancel long-run' }).click();
       await expect.poll(() => real.count(), SOON).toBe(0);

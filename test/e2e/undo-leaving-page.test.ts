@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingReason, ensureRendererBuilt, launchChromium } from '../helpers/chromium.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { startMcp } from '../helpers/mcp-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
+import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * Issue 13 §6 review: a decision held behind its Undo toast is never lost when the page goes away.
@@ -15,18 +15,10 @@ import { tempSetup } from '../helpers/temp-dirs.js';
  * undone decision is never sent, however the page goes.
  */
 
-const skipReason = chromiumMissingReason();
+const browser = useChromium();
+const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 20_000 };
 
-let browser: Browser;
-beforeAll(async () => {
-  if (skipReason) return;
-  ensureRendererBuilt();
-  browser = await launchChromium();
-}, 300_000);
-afterAll(async () => {
-  await browser?.close();
-});
 
 interface Listed {
   step: { id: string; args: { path?: string } };
@@ -42,7 +34,7 @@ function statusOf(dataDir: string, file: string): string | undefined {
 /** A fresh page on a fresh link (each link works once), its Queue shown, every dialog noted and accepted. */
 async function openPage(dataDir: string): Promise<{ page: Page; dialogs: string[] }> {
   const url = runCli(['--data-dir', dataDir, '--json', 'web-url']).json<{ url: string }>().url;
-  const context = await browser.newContext({ viewport: { width: 1400, height: 880 } });
+  const context = await browser().newContext({ viewport: { width: 1400, height: 880 } });
   const page = await context.newPage();
   const dialogs: string[] = [];
   page.on('dialog', (dialog) => {

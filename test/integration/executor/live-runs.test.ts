@@ -172,6 +172,57 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     await expect(executor.cancel(realId, agent)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('only the person can stop a running step') });
     expect((await approving).status).toBe('executed');
   }, 120_000);
+
+  // A run that does not finish loses its live tail when it ends; the host keeps that tail with the run's span
+  // (runTimes.dryRun/realRun.output), so the step's detail can show how far it got.
+  it('a cancelled dry run keeps its tail, by stream, with every byte it printed counted; a step event carries it', async () => {
+    const { executor, run } = openExecutor();
+    await executor.submitAndSchedule({ steps: [{ id: 'dry', action: 'runCommand', args: { command: ticker(60) } }] }, person);
+    await run.next((frame) => frame.stepId === 'dry' && printed(frame, 'warn 3'));
+    const kept = new Promise<unknown>((resolve) => executor.on('step', (record) => record.step.id === 'dry' && record.runTimes?.dryRun?.output && resolve(record)));
+    await executor.cancel('dry', person);
+    await executor.whenPreparationsIdle();
+    await kept;
+    const span = executor.getStep('dry').runTimes?.dryRun;
+    expect(span).toMatchObject({ ended: 'cancelled', output: { truncated: false } });
+    expect(span!.output!.stdout).toMatch(/^line 1\nline 2\nline 3\n/);
+    expect(span!.output!.stdout).not.toContain('warn');
+    expect(span!.output!.stderr).toMatch(/^warn 3\n/);
+    expect(span!.output!.bytes.stdout).toBe(Buffer.byteLength(span!.output!.stdout));
+    expect(span!.output!.bytes.stderr).toBe(Buffer.byteLength(span!.output!.stderr));
+  }, 120_000);
+
+  it('a shutdown mid-run records the attempt as interrupted with what it printed; a finished run keeps no copy', async () => {
+    const { executor, run, dataDir } = openExecutor();
+    await executor.propose({ steps: [{ id: 'quick', action: 'runCommand', args: { command: 'echo done' } }] }, person);
+    expect(executor.getStep('quick').runTimes?.dryRun).toMatchObject({ ended: 'finished' });
+    expect(executor.getStep('quick').runTimes?.dryRun?.output).toBeUndefined();
+    void executor.submitAndSchedule({ steps: [{ id: 'slow', action: 'runCommand', args: { command: ticker(60) } }] }, person);
+    await run.next((frame) => frame.stepId === 'slow' && printed(frame, 'line 2'));
+    executor.close();
+    const reopened = Executor.open(dataDir, { resumeUnfinished: false });
+    open.push(reopened);
+    const span = reopened.getStep('slow').runTimes?.dryRun;
+    expect(span).toMatchObject({ ended: 'interrupted', output: { truncated: false } });
+    expect(span!.output!.stdout).toContain('line 2');
+    expect(span!.durationMs).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('a run that failed keeps what it printed before it failed; the light sandbox, which prints only at the end, claims nothing', async () => {
+    const { executor } = openExecutor();
+    const code = "import sys\nprint('started the import', flush=True)\nprint('row 7 is bad', file=sys.stderr, flush=True)\nraise SystemExit('import failed at row 7')\n";
+    await executor.propose({ steps: [{ id: 'boom', action: 'runCode', args: { language: 'python', code } }] }, person);
+    const ran = executor.getStep('boom').status === 'awaiting_consent' ? await executor.approve('boom', person) : executor.getStep('boom');
+    expect(ran.status).toBe('failed');
+    expect(ran.runTimes?.dryRun?.output).toBeUndefined();
+    expect(ran.runTimes?.realRun).toMatchObject({ ended: 'failed', output: { stdout: 'started the import\n', stderr: expect.stringContaining('row 7 is bad\n'), truncated: false } });
+
+    await executor.propose({ steps: [{ id: 'light', action: 'runCode', args: { code: "console.log('hello'); throw new Error('no');" } }] }, person);
+    const light = executor.getStep('light').status === 'awaiting_consent' ? await executor.approve('light', person) : executor.getStep('light');
+    expect(light.status).toBe('failed');
+    expect(light.runTimes?.realRun).toMatchObject({ ended: 'failed' });
+    expect(light.runTimes?.realRun?.output).toBeUndefined();
+  }, 120_000);
 });
 
 describe('a running snippet in the forked light worker, cancelled', () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { byteWords, resultWords, RESULT_WORDS_MAX_CHARACTERS, type ResultSource } from '../../../src/domain/result-words.js';
+import { byteWords, oneLine, resultWords, RESULT_WORDS_MAX_CHARACTERS, type ResultSource } from '../../../src/domain/result-words.js';
 import { AGENT_CANCEL_REASON } from '../../../src/domain/step-record.js';
+import { commandTitle } from '../../../src/domain/step-title.js';
+import { HIDDEN_GRID } from '../../helpers/hidden-characters.js';
 
 function source(patch: Partial<ResultSource> & { action?: string }): ResultSource {
   const { action = 'writeFile', ...rest } = patch;
@@ -56,5 +58,19 @@ describe('resultWords', () => {
 
   it('says sizes in bytes, KiB and MiB', () => {
     expect([byteWords(0), byteWords(1), byteWords(1536), byteWords(5 * 1024 * 1024)]).toEqual(['0 bytes', '1 byte', '1.5 KiB', '5 MiB']);
+  });
+});
+
+describe('words keep every hidden character, for the window and the CLI to mark', () => {
+  it('one line of a result, a reason or an error never turns a BOM or a separator into a space, nor trims one away', () => {
+    for (const character of HIDDEN_GRID) {
+      expect(oneLine(`${character}a ${character} b${character}`)).toBe(`${character}a ${character} b${character}`);
+      expect(resultWords(source({ status: 'rejected', rejectedReason: `no${character}thanks` }))).toContain(`no${character}thanks`);
+    }
+  });
+
+  it("a command's title keeps a hidden character at the start of its first line", () => {
+    expect(commandTitle('\ufeffrm -rf build')).toBe('\ufeffrm -rf build');
+    expect(commandTitle('\n  \u200bcurl x | sh\necho done')).toMatch(/^\u200bcurl x \| sh/);
   });
 });

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { hasInvisible, splitInvisible, visibleBlock, visibleJson, visibleLine } from '../../../src/domain/visible-text.js';
+import { collapsePlainSpace, hasInvisible, splitInvisible, trimPlainSpace, visibleBlock, visibleJson, visibleLine } from '../../../src/domain/visible-text.js';
+import { codePointOf, HIDDEN_GRID } from '../../helpers/hidden-characters.js';
 
 /** Every character a terminal or a reader's eye could be fooled by, one per entry. */
 const HOSTILE = [
   '\u001b', '\u0007', '\u0008', '\r', '\u0000', '\u007f', '\u009b', '\u009d', '\u0085',
   '\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c',
   '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u2028', '\u2029', '\u{e0041}', '\ud800', '\u3164',
+  ...HIDDEN_GRID,
 ];
 
 describe('visibleLine and visibleBlock', () => {
@@ -55,5 +57,41 @@ describe('splitInvisible', () => {
     ]);
     expect(splitInvisible('line one\n\tline two')).toEqual([{ text: 'line one\n\tline two', hidden: false }]);
     expect(splitInvisible('a\u200b\u200bb').filter((part) => part.hidden)).toHaveLength(2);
+  });
+});
+
+describe('the hidden class is complete: every default-ignorable character is marked, by CLI and window alike', () => {
+  it.each(HIDDEN_GRID.map((character) => [codePointOf(character), character]))('%s is a marker in the window and an escape in the CLI', (name, character) => {
+    expect(splitInvisible(`a${character}b`)).toEqual([
+      { text: 'a', hidden: false },
+      { text: character, hidden: true, codePoint: name },
+      { text: 'b', hidden: false },
+    ]);
+    expect(visibleLine(`a${character}b`)).toBe(`a<${name}>b`);
+    expect(visibleBlock(`a${character}b`)).toBe(`a<${name}>b`);
+  });
+
+  it('every code point Unicode calls default-ignorable, assigned or not, is marked', () => {
+    const ignorable = /\p{Default_Ignorable_Code_Point}/u;
+    const missed: string[] = [];
+    for (let code = 0; code <= 0x10ffff; code++) {
+      if (code >= 0xd800 && code <= 0xdfff) continue;
+      const character = String.fromCodePoint(code);
+      if (ignorable.test(character) && !hasInvisible(character)) missed.push(codePointOf(character));
+    }
+    expect(missed).toEqual([]);
+  });
+
+  it('an emoji with a variation selector shows the selector: text can hide data in selectors', () => {
+    expect(visibleLine('ok\u2764\ufe0f')).toBe('ok\u2764<U+FE0F>');
+  });
+});
+
+describe('plain white space', () => {
+  it('is collapsed and trimmed, but a BOM, a line separator or a zero-width space is never taken for it', () => {
+    expect(collapsePlainSpace('  a \t\n b\u00a0\u3000c  ')).toBe('a b c');
+    expect(collapsePlainSpace('\ufeffa\ufeff \u2028b\u2029')).toBe('\ufeffa\ufeff \u2028b\u2029');
+    expect(trimPlainSpace(' \u200bx\ufeff ')).toBe('\u200bx\ufeff');
+    expect(trimPlainSpace('   ')).toBe('');
   });
 });
