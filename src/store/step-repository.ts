@@ -507,7 +507,7 @@ export class StepRepository {
           finishedAt: row.finished_at,
           revertedAt: row.reverted_at,
           ...(row.real_run_ms === null ? {} : { runTimes: { realRun: { durationMs: row.real_run_ms } } }),
-          ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status } } : {}),
+          ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status, reason: blocker.reason } } : {}),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
         },
         roots,
