@@ -23,3 +23,18 @@ export function codeExcerptOf(code: string, maxLines = EXCERPT_LINES, maxCharact
   });
   return { lines, moreLines: all.length - lines.length };
 }
+
+/** How much of the code a listing reads to make the excerpt (the rest is only counted). */
+export const EXCERPT_HEAD_CHARACTERS = 4 * EXCERPT_LINES * (EXCERPT_LINE_CHARACTERS + 1);
+
+/**
+ * The excerpt from the code's first EXCERPT_HEAD_CHARACTERS and its count of lines: what
+ * codeExcerptOf(code) says of the whole, except that a line the head ends inside is shown cut.
+ */
+export function excerptOfHead(head: string, totalLines: number): CodeExcerpt {
+  const { lines } = codeExcerptOf(head);
+  const cutInside = head.length >= EXCERPT_HEAD_CHARACTERS && head.replace(/\n+$/, '').split('\n').length <= lines.length;
+  const last = lines.length - 1;
+  if (cutInside && last >= 0 && !lines[last]!.endsWith('…')) lines[last] = `${lines[last]}…`;
+  return { lines, moreLines: Math.max(0, totalLines - lines.length) };
+}

@@ -75,6 +75,8 @@ export interface SummarySource {
   runTimes?: ResultSource['runTimes'];
   blockedBy?: { stepId: string; status: StepStatus; reason?: string };
   consentExpiresAt?: string;
+  /** A listing's excerpt of a runCode step's code, read without its whole text (the step's args then lack the code). */
+  codeExcerpt?: CodeExcerpt;
 }
 
 /** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
@@ -93,9 +95,11 @@ function blockedWords(blockedBy: NonNullable<SummarySource['blockedBy']>): NonNu
   return reason === undefined ? { stepId, status } : { stepId, status, reason: oneLine(reason, SUMMARY_BLOCKED_REASON_MAX_CHARACTERS) };
 }
 
-function codeOf(step: SummarySource['step']): string | undefined {
-  const code = step.action === 'runCode' ? (step.args as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : undefined;
+function excerptOf(source: SummarySource): { codeExcerpt?: CodeExcerpt } {
+  if (source.step.action !== 'runCode') return {};
+  if (source.codeExcerpt) return { codeExcerpt: source.codeExcerpt };
+  const code = (source.step.args as { code?: unknown }).code;
+  return typeof code === 'string' ? { codeExcerpt: codeExcerptOf(code) } : {};
 }
 
 /** The summary of a step. `roots`: the workspace roots, so paths read relative to them. */
@@ -132,6 +136,6 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     errorCode: source.error?.code ?? null,
     ...(source.blockedBy ? { blockedBy: blockedWords(source.blockedBy) } : {}),
     ...(source.consentExpiresAt ? { consentExpiresAt: source.consentExpiresAt } : {}),
-    ...(codeOf(step) === undefined ? {} : { codeExcerpt: codeExcerptOf(codeOf(step)!) }),
+    ...excerptOf(source),
   };
 }
