@@ -31,9 +31,12 @@ await host.executor.propose(
 );
 
 /** The unsigned twin of the server: same framing, same dispatcher, plain JSON both ways. */
-function unsignedReply(executor: Executor, text: string): Promise<string> {
+// Who calls is known once per session, as on the signed server (its hello): not looked up per call (os.userInfo costs 30 µs).
+// The same channel as its signed twin, so a window's replies are cut for the window on both sides.
+const unsignedActors = { cli: actorFor('cli'), web: actorFor('web') };
+function unsignedReply(executor: Executor, text: string, channel: 'cli' | 'web'): Promise<string> {
   const request = JSON.parse(text) as { id: string; method: string; params: unknown };
-  return invokeMethod(executor, request.method, request.params, { channel: 'cli', actor: actorFor('cli'), subscribe: (topics) => topics, notify: () => undefined }).then(
+  return invokeMethod(executor, request.method, request.params, { channel, actor: unsignedActors[channel], subscribe: (topics) => topics, notify: () => undefined }).then(
     (result) => JSON.stringify({ v: 1, id: request.id, ok: true, result }),
     (error: Error) => JSON.stringify({ v: 1, id: request.id, ok: false, error: { code: 'INTERNAL', message: error.message } }),
   );
@@ -43,7 +46,7 @@ const plainSocketPath = path.join(base, 'plain.sock');
 const plainSocketServer = net.createServer((socket) => {
   const splitter = new LineSplitter(1 << 30, (line) => {
     const { tag, text } = unframe(line);
-    void unsignedReply(host.executor, text).then((reply) => socket.write(`${frame(tag, reply)}\n`));
+    void unsignedReply(host.executor, text, 'cli').then((reply) => socket.write(`${frame(tag, reply)}\n`));
   }, () => undefined);
   socket.on('data', (chunk: Buffer) => splitter.push(chunk));
   socket.on('error', () => socket.destroy());
@@ -53,7 +56,7 @@ await new Promise<void>((resolve) => plainSocketServer.listen(plainSocketPath, r
 const plainWss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 1 << 30 });
 plainWss.on('connection', (ws: WebSocket) => ws.on('message', (data) => {
   const { tag, text } = unframe(data.toString());
-  void unsignedReply(host.executor, text).then((reply) => ws.send(frame(tag, reply)));
+  void unsignedReply(host.executor, text, 'web').then((reply) => ws.send(frame(tag, reply)));
 }));
 await new Promise<void>((resolve) => plainWss.once('listening', resolve));
 

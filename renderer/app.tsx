@@ -65,7 +65,7 @@ function Shell() {
   const [view, setView] = useState<ViewId>(viewFromHash);
   const [help, setHelp] = useState(false);
   // Every step that has not started (a proposal shows at once, "preparing preview", while the host computes its dry run): the person can still decide or withdraw each (approved ones wait for an earlier step).
-  // Paged summaries plus one record per step shown (waiting-steps.ts): no reply carries the whole queue.
+  // Paged summaries, followed by their events; the record of the one step shown in detail only (waiting-steps.ts).
   const waiting = useWaitingSteps(api);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
@@ -191,7 +191,7 @@ function Shell() {
           }}
         />
         <div hidden={view !== 'queue'} className="view">
-          <QueueView waiting={waiting.data ?? []} policy={policy.data} active={view === 'queue' && !help} />
+          <QueueView waiting={waiting.data ?? []} hasMore={waiting.hasMore} onMore={waiting.loadMore} policy={policy.data} active={view === 'queue' && !help} />
         </div>
         <div hidden={view !== 'history'} className="view">
           <HistoryView active={view === 'history' && !help} />

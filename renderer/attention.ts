@@ -190,9 +190,9 @@ export class WaitingNotifier {
     private readonly maxMs = BURST_MAX_MS,
   ) {}
 
-  /** Steps already waiting when the window opened are known, not news. */
-  know(records: readonly StepRecord[]): void {
-    for (const record of records) if (record.status === 'awaiting_consent') this.seen.add(record.step.id);
+  /** Steps already waiting when the window opened are known, not news (the queue's summaries or records). */
+  know(steps: readonly ({ id: string; status: StepRecord['status'] } | StepRecord)[]): void {
+    for (const step of steps) if (step.status === 'awaiting_consent') this.seen.add('step' in step ? step.step.id : step.id);
   }
 
   offer(record: StepRecord): void {

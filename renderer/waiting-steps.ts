@@ -1,40 +1,43 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { StepRecord } from '../src/domain/step-record.js';
 import type { StepStatus } from '../src/domain/state-machine.js';
 import type { StepSummary } from '../src/domain/step-summary.js';
 import type { ExecutorClient } from '../src/ipc/client.js';
-import { LIST_RECORD_BYTES } from './whole-step.js';
 
 /*
  * The queue's steps, loaded the way the window's traffic stays small (issue 13 §7): the waiting
- * steps as summaries, a page at a time, and the whole record (with its preview) of each one the
- * queue shows, one getStep each. A change arrives as a stepSummary event: that one record is
- * fetched again, or dropped once it no longer waits. No reply carries the whole queue, and a row's
- * record is cut to LIST_RECORD_BYTES (the step in detail is fetched larger: whole-step.ts).
+ * steps as summaries, a page at a time, followed by stepSummary events. The list is drawn from the
+ * summaries alone; a step's record (its preview, its code, its reasons) is fetched only for the step
+ * shown in detail (queue-view.tsx), as History does. No reply carries the whole queue, and opening
+ * the window asks for a few pages, not a record per step.
  */
 
 export const WAITING_STATUSES: StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
-/** Summaries per page, and how many waiting steps the queue holds with their records at once. */
+/** Summaries per page, and how many the queue lists when it opens (more on request: loadMore). */
 const SUMMARY_PAGE = 50;
-export const QUEUE_RECORDS_SHOWN = 100;
+export const QUEUE_SUMMARIES_AT_OPEN = 100;
 
 export interface WaitingSteps {
-  data: StepRecord[] | undefined;
-  /** Every waiting step, including those beyond QUEUE_RECORDS_SHOWN. */
+  data: StepSummary[] | undefined;
+  /** Every waiting step, including those not listed yet. */
   total: number;
   /** Of them, those waiting for the person's decision (the badge and the title count). */
   awaitingConsent: number;
+  /** Whether more waiting steps can be listed (loadMore). */
+  hasMore: boolean;
   error: unknown;
   reload(): void;
+  loadMore(): void;
 }
 
 export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
-  const [records, setRecords] = useState<Map<string, StepRecord> | undefined>(undefined);
+  const [summaries, setSummaries] = useState<Map<string, StepSummary> | undefined>(undefined);
+  const [cursor, setCursor] = useState<string | null>(null);
   const [total, setTotal] = useState(0);
   const [awaitingConsent, setAwaitingConsent] = useState(0);
   const [error, setError] = useState<unknown>(null);
   const alive = useRef(true);
   const generation = useRef(0);
+  const loadingMore = useRef(false);
 
   const countSeq = useRef(0);
   const counts = useCallback(async () => {
@@ -52,25 +55,51 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
   const load = useCallback(async () => {
     const current = ++generation.current;
     try {
-      const ids: string[] = [];
-      let cursor: string | undefined;
+      const listed = new Map<string, StepSummary>();
+      let next: string | undefined;
       let known = 0;
+      let deciding: number | undefined;
       do {
-        const page = await api.listStepSummaries({ status: WAITING_STATUSES, limit: SUMMARY_PAGE, ...(cursor ? { cursor } : {}) });
-        ids.push(...page.items.map((item) => item.id));
+        const page = await api.listStepSummaries({ status: WAITING_STATUSES, limit: SUMMARY_PAGE, ...(next ? { cursor: next } : {}) });
+        for (const item of page.items) listed.set(item.id, item);
         known = page.total;
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor && ids.length < QUEUE_RECORDS_SHOWN);
-      const loaded = await Promise.all(ids.slice(0, QUEUE_RECORDS_SHOWN).map((stepId) => api.getStep({ stepId, maxBytes: LIST_RECORD_BYTES }).catch(() => null)));
+        next = page.nextCursor ?? undefined;
+      } while (next && listed.size < QUEUE_SUMMARIES_AT_OPEN);
+      // Every waiting step listed: the count of those awaiting a decision is in hand, no need to ask.
+      if (!next) deciding = [...listed.values()].filter((item) => item.status === 'awaiting_consent').length;
       if (!alive.current || current !== generation.current) return;
-      setRecords(new Map(loaded.filter((record): record is StepRecord => record !== null).map((record) => [record.step.id, record])));
+      setSummaries(listed);
+      setCursor(next ?? null);
       setTotal(known);
       setError(null);
-      await counts();
+      if (deciding === undefined) await counts();
+      else setAwaitingConsent(deciding);
     } catch (caught) {
       if (alive.current && current === generation.current) setError(caught);
     }
   }, [api, counts]);
+
+  const loadMore = useCallback(() => {
+    if (!cursor || loadingMore.current) return;
+    loadingMore.current = true;
+    const current = generation.current;
+    api.listStepSummaries({ status: WAITING_STATUSES, limit: SUMMARY_PAGE, cursor }).then(
+      (page) => {
+        if (!alive.current || current !== generation.current) return;
+        setSummaries((previous) => {
+          const next = new Map(previous ?? []);
+          // A summary an event brought meanwhile is newer than the page's.
+          for (const item of page.items) if (!next.has(item.id)) next.set(item.id, item);
+          return next;
+        });
+        setCursor(page.nextCursor);
+        setTotal(page.total);
+      },
+      (caught: unknown) => alive.current && setError(caught),
+    ).finally(() => {
+      loadingMore.current = false;
+    });
+  }, [api, cursor]);
 
   useEffect(() => {
     alive.current = true;
@@ -88,27 +117,17 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
       .on('stepSummary', (summary: StepSummary) => {
         clearTimeout(countTimer);
         countTimer = setTimeout(() => void counts().catch(() => undefined), 100);
-        if (!WAITING_STATUSES.includes(summary.status)) {
-          setRecords((previous) => {
-            if (!previous?.has(summary.id)) return previous;
-            const next = new Map(previous);
-            next.delete(summary.id);
-            return next;
-          });
-          return;
-        }
-        void api.getStep({ stepId: summary.id, maxBytes: LIST_RECORD_BYTES }).then(
-          (record) => {
-            if (!alive.current) return;
-            setRecords((previous) => {
-              const next = new Map(previous ?? []);
-              if (!WAITING_STATUSES.includes(record.status)) next.delete(record.step.id);
-              else if (next.has(record.step.id) || next.size < QUEUE_RECORDS_SHOWN) next.set(record.step.id, record);
-              return next;
-            });
-          },
-          () => undefined,
-        );
+        setSummaries((previous) => {
+          const waits = WAITING_STATUSES.includes(summary.status);
+          if (!waits && !previous?.has(summary.id)) return previous;
+          // Events may overtake each other's effects, never each other: an older version does not replace a newer one.
+          const known = previous?.get(summary.id);
+          if (known && known.updatedAt > summary.updatedAt) return previous;
+          const next = new Map(previous ?? []);
+          if (waits) next.set(summary.id, summary);
+          else next.delete(summary.id);
+          return next;
+        });
       })
       .then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), (caught: unknown) => alive.current && setError(caught));
     return () => {
@@ -118,5 +137,5 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
     };
   }, [api, counts]);
 
-  return { data: records ? [...records.values()] : undefined, total, awaitingConsent, error, reload: () => void load() };
+  return { data: summaries ? [...summaries.values()] : undefined, total, awaitingConsent, hasMore: cursor !== null, error, reload: () => void load(), loadMore };
 }

@@ -1,6 +1,7 @@
 import { useMemo } from 'react';
 import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../../src/domain/run-step-facts.js';
 import { commandLineOf, quoteShellWord } from '../../src/domain/shell-quote.js';
+import type { CodeExcerpt as CodeExcerptLines } from '../../src/domain/code-excerpt.js';
 import type { ActionArgs, Step } from '../../src/domain/step.js';
 import { tokenizeCode, tokenLines, type CodeLanguage } from '../code-tokens.js';
 import { displayPath } from '../step-text.js';
@@ -60,14 +61,12 @@ export function CodeBlock({ code, language, label = 'Code to run', compact = fal
 }
 
 /** The first lines of the code, for a queue item: enough to recognise it; the detail has all of it. */
-export function CodeExcerpt({ code, maxLines = 2, maxChars = 90 }: { code: string; maxLines?: number; maxChars?: number }) {
-  const all = code.replace(/\n+$/, '').split('\n');
-  // Cut by code points, so a cut never leaves half of a surrogate pair to be marked as a hidden character.
-  const shown = all.slice(0, maxLines).map((line) => (line.length > maxChars ? `${[...line].slice(0, maxChars).join('')}…` : line));
-  const more = all.length - shown.length;
+/** A list row's first lines of code (the summary's codeExcerpt, src/domain/code-excerpt.ts). */
+export function CodeExcerpt({ excerpt }: { excerpt: CodeExcerptLines }) {
+  const more = excerpt.moreLines;
   return (
     <span className="item-code">
-      {shown.map((line, index) => (
+      {excerpt.lines.map((line, index) => (
         <span key={index} className="item-code-line">
           <MarkedText text={line} />
         </span>

@@ -1,9 +1,10 @@
 import { useEffect, useMemo, useState } from 'react';
 import { describeProposer, describeRule, expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIME_NAMES, RULE_LIFETIMES, type RuleChoice, type RuleLifetime } from '../../src/domain/remembered-rule.js';
-import { riskRank } from '../../src/domain/risk.js';
+import { riskRank, type Risk } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
+import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { PresignedCall } from '../../src/ipc/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
@@ -21,20 +22,27 @@ import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath 
 import { useUndoableDecisions } from '../undoable-decisions.js';
 import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep, type ShownRecord } from '../whole-step.js';
 
+/** A plan's waiting steps as the list shows them (summaries: the list never holds a step's record). */
 interface PlanGroup {
   planId: string;
-  steps: StepRecord[];
+  steps: StepSummary[];
   newest: string;
 }
 
+/** A plan's waiting steps with their records, fetched when the person asks to approve the whole plan. */
+interface PlanRecords {
+  planId: string;
+  steps: StepRecord[];
+}
+
 /** Newest plan first; inside a plan, the order it runs in. */
-export function groupByPlan(records: StepRecord[]): PlanGroup[] {
+export function groupByPlan(summaries: StepSummary[]): PlanGroup[] {
   const groups = new Map<string, PlanGroup>();
-  for (const record of records) {
-    const group = groups.get(record.step.planId) ?? { planId: record.step.planId, steps: [], newest: record.createdAt };
-    group.steps.push(record);
-    if (record.createdAt > group.newest) group.newest = record.createdAt;
-    groups.set(record.step.planId, group);
+  for (const summary of summaries) {
+    const group = groups.get(summary.planId) ?? { planId: summary.planId, steps: [], newest: summary.createdAt };
+    group.steps.push(summary);
+    if (summary.createdAt > group.newest) group.newest = summary.createdAt;
+    groups.set(summary.planId, group);
   }
   const sorted = [...groups.values()].sort((left, right) => (left.newest < right.newest ? 1 : left.newest > right.newest ? -1 : 0));
   for (const group of sorted) group.steps.sort((left, right) => left.position - right.position);
@@ -45,22 +53,28 @@ function canApprove(record: StepRecord): boolean {
   return record.status === 'awaiting_consent' && record.evaluation?.allowed !== false && record.evaluation?.risk !== 'CRITICAL';
 }
 
+/** Whether a listed step may be approved with its whole plan: waiting for the person, MEDIUM or lower (the records say the rest when fetched). */
+function approvableWithPlan(summary: StepSummary): boolean {
+  return summary.status === 'awaiting_consent' && summary.risk !== null && riskRank(summary.risk as Risk) <= riskRank('MEDIUM');
+}
+
 /** Every step that has not started can be rejected: waiting for the person, being prepared, or approved and waiting its turn. */
 function canReject(record: StepRecord): boolean {
   return WITHDRAWABLE_STATUSES.includes(record.status);
 }
 
-/** What a step in the queue waits for, when it is not simply the person's decision on it. */
-export function queueStateText(record: StepRecord): string | null {
-  if (record.status === 'approved') return record.blockedBy ? `Approved; waits: ${record.blockedBy.reason}` : 'Approved; runs next';
-  if (record.status === 'proposed' || record.status === 'evaluated') return 'Preparing preview';
-  if (record.blockedBy && PLAN_BREAKING_STATUSES.includes(record.blockedBy.status)) return `Plan stopped: ${record.blockedBy.reason}`;
+/** What a step in the queue waits for, when it is not simply the person's decision on it (a summary or a record says it alike). */
+export function queueStateText(step: Pick<StepSummary, 'status' | 'blockedBy'>): string | null {
+  const reason = step.blockedBy?.reason ?? (step.blockedBy ? `step ${step.blockedBy.stepId} is ${step.blockedBy.status}.` : undefined);
+  if (step.status === 'approved') return reason ? `Approved; waits: ${reason}` : 'Approved; runs next';
+  if (step.status === 'proposed' || step.status === 'evaluated') return 'Preparing preview';
+  if (step.blockedBy && PLAN_BREAKING_STATUSES.includes(step.blockedBy.status)) return `Plan stopped: ${reason}`;
   return null;
 }
 
 /** Stored and weighed, its dry run still under way on the host: shown at once, decided once the preview is in. */
-export function isPreparing(record: StepRecord): boolean {
-  return record.status === 'proposed' || record.status === 'evaluated';
+export function isPreparing(step: { status: StepRecord['status'] }): boolean {
+  return step.status === 'proposed' || step.status === 'evaluated';
 }
 
 /** "12 s", "3 min 5 s": how long a preview has been in preparation. */
@@ -81,10 +95,10 @@ function useNow(ticking: boolean): number {
   return now;
 }
 
-function PreparingNote({ record, now }: { record: StepRecord; now: number }) {
+function PreparingNote({ stepId, since, now }: { stepId: string; since: string; now: number }) {
   return (
-    <span className="preparing progress" data-testid={`preparing-${record.step.id}`}>
-      Preparing preview… {elapsedText(record.createdAt, now)}
+    <span className="preparing progress" data-testid={`preparing-${stepId}`}>
+      Preparing preview… {elapsedText(since, now)}
     </span>
   );
 }
@@ -99,16 +113,16 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
   return ruleChoicesForStep(record, policy.workspaceRoots);
 }
 
-type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanGroup };
+type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanRecords };
 
-export function QueueView({ waiting: listed, policy, active }: { waiting: StepRecord[]; policy: Policy | undefined; active: boolean }) {
+export function QueueView({ waiting: listed, hasMore = false, onMore, policy, active }: { waiting: StepSummary[]; hasMore?: boolean; onMore?: () => void; policy: Policy | undefined; active: boolean }) {
   const roots = useRoots();
   const api = useApi();
   // A decision is held a few seconds with an Undo before it is sent; its steps leave the queue meanwhile.
   const decisions = useUndoableDecisions();
   const waiting = useMemo(() => {
     const held = new Set(decisions.held.flatMap((decision) => decision.stepIds));
-    return held.size === 0 ? listed : listed.filter((record) => !held.has(record.step.id));
+    return held.size === 0 ? listed : listed.filter((summary) => !held.has(summary.id));
   }, [listed, decisions.held]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
@@ -121,26 +135,28 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
 
-  const listedSelected = ordered.find((record) => record.step.id === selectedId) ?? ordered[0] ?? null;
-  // A row's record is cut small (whole-step.ts): the step shown in detail is fetched larger, and whole on request.
+  const listedSelected = ordered.find((summary) => summary.id === selectedId) ?? ordered[0] ?? null;
+  // The list holds summaries only: the step shown in detail is its record, fetched now (cut at
+  // DETAIL_RECORD_BYTES, whole on request), and again whenever its summary says it changed.
   const [detail, setDetail] = useState<ShownRecord | null>(null);
+  const [detailError, setDetailError] = useState<unknown>(null);
   const [wholeError, setWholeError] = useState<unknown>(null);
   const [loadingWhole, setLoadingWhole] = useState(false);
-  const listedCut = listedSelected ? cutOf(listedSelected) !== undefined : false;
   useEffect(() => {
     setWholeError(null);
-    if (!listedSelected || !listedCut) return;
+    setDetailError(null);
+    if (!listedSelected) return;
     let alive = true;
-    api.getStep({ stepId: listedSelected.step.id, maxBytes: DETAIL_RECORD_BYTES }).then(
+    api.getStep({ stepId: listedSelected.id, maxBytes: DETAIL_RECORD_BYTES }).then(
       (record) => alive && setDetail((previous) => (previous && previous.step.id === record.step.id && previous.updatedAt === record.updatedAt && !cutOf(previous) ? previous : record)),
-      () => undefined,
+      (caught: unknown) => alive && setDetailError(caught),
     );
     return () => {
       alive = false;
     };
-  }, [api, listedSelected?.step.id, listedSelected?.updatedAt, listedCut]);
-  const selected: StepRecord | null =
-    listedSelected && detail && detail.step.id === listedSelected.step.id && detail.updatedAt === listedSelected.updatedAt ? detail : listedSelected;
+  }, [api, listedSelected?.id, listedSelected?.updatedAt]);
+  // Until the record of a newly selected step is in, its row's summary stands in (no decision can be taken on it).
+  const selected: StepRecord | null = listedSelected && detail && detail.step.id === listedSelected.id ? detail : null;
   const selectedCut = selected ? cutOf(selected) : undefined;
   const showWhole = (stepId: string) => {
     setLoadingWhole(true);
@@ -151,15 +167,27 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
     ).finally(() => setLoadingWhole(false));
   };
   useEffect(() => {
-    if (!selectedId && ordered[0]) setSelectedId(ordered[0].step.id);
+    if (!selectedId && ordered[0]) setSelectedId(ordered[0].id);
   }, [ordered, selectedId]);
 
   const move = (delta: number) => {
     if (ordered.length === 0) return;
-    const index = Math.max(0, ordered.findIndex((record) => record.step.id === selected?.step.id));
+    const index = Math.max(0, ordered.findIndex((summary) => summary.id === listedSelected?.id));
     const next = ordered[Math.min(ordered.length - 1, Math.max(0, index + delta))]!;
-    setSelectedId(next.step.id);
-    document.getElementById(`queue-item-${next.step.id}`)?.focus();
+    setSelectedId(next.id);
+    document.getElementById(`queue-item-${next.id}`)?.focus();
+  };
+
+  /** Approving a whole plan shows each step's code and binds each approval to its preview: their records are fetched now. */
+  const startApprovePlan = (group: PlanGroup) => {
+    setError(null);
+    Promise.all(group.steps.map((summary) => api.getStep({ stepId: summary.id, maxBytes: DETAIL_RECORD_BYTES }))).then(
+      (records) => {
+        if (records.every(canApprove)) setPending({ kind: 'approvePlan', group: { planId: group.planId, steps: records } });
+        else setNotice('A step of this plan changed meanwhile; approve its steps one by one.');
+      },
+      (caught: unknown) => setError(caught),
+    );
   };
 
   const run = async (planId: string, label: string, action: () => Promise<string>) => {
@@ -253,7 +281,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
       <section className="list-pane" aria-label="Steps waiting for consent">
         <header className="pane-head">
           <h1>Queue</h1>
-          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length} waiting`}{ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}</span>
+          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length}${hasMore ? '+' : ''} waiting`}{ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}</span>
         </header>
         <LiveRunsPanel />
         {groups.length === 0 ? (
@@ -263,7 +291,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
           </div>
         ) : (
           groups.map((group) => {
-            const planApprovable = group.steps.length > 1 && group.steps.every((record) => canApprove(record) && riskRank(record.evaluation!.risk) <= riskRank('MEDIUM'));
+            const planApprovable = group.steps.length > 1 && group.steps.every(approvableWithPlan);
             return (
               <section key={group.planId} className="plan-group" aria-label={`Plan ${markedPlainText(group.planId)}`}>
                 <header className="plan-head">
@@ -271,32 +299,32 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
                     Plan <code><MarkedText text={group.planId} /></code>
                   </span>
                   {planApprovable ? (
-                    <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => setPending({ kind: 'approvePlan', group })}>
+                    <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => startApprovePlan(group)}>
                       Approve plan ({group.steps.length})
                     </button>
                   ) : null}
                 </header>
                 <ul className="item-list">
-                  {group.steps.map((record) => (
-                    <li key={record.step.id}>
+                  {group.steps.map((summary) => (
+                    <li key={summary.id}>
                       <button
                         type="button"
-                        id={`queue-item-${record.step.id}`}
-                        className={`item ${record.step.id === selected?.step.id ? 'selected' : ''}`}
-                        aria-current={record.step.id === selected?.step.id ? 'true' : undefined}
-                        onClick={() => setSelectedId(record.step.id)}
+                        id={`queue-item-${summary.id}`}
+                        className={`item ${summary.id === listedSelected?.id ? 'selected' : ''}`}
+                        aria-current={summary.id === listedSelected?.id ? 'true' : undefined}
+                        onClick={() => setSelectedId(summary.id)}
                       >
-                        <RiskBadge risk={record.evaluation?.risk} />
+                        <RiskBadge risk={summary.risk as Risk | null} />
                         <span className="item-text">
                           <span className="item-title">
-                            <MarkedText text={summarizeStep(record.step, roots)} />
+                            <MarkedText text={summary.title} />
                           </span>
-                          {record.step.action === 'runCode' ? <CodeExcerpt code={record.step.args.code} /> : null}
-                          <span className="item-sub">{record.step.meta.purpose ? <MarkedText text={record.step.meta.purpose} /> : 'No purpose given'}</span>
-                          {isPreparing(record) ? <PreparingNote record={record} now={now} /> : null}
-                          {queueStateText(record) && !isPreparing(record) ? (
+                          {summary.codeExcerpt ? <CodeExcerpt excerpt={summary.codeExcerpt} /> : null}
+                          <span className="item-sub">{summary.purpose ? <MarkedText text={summary.purpose} /> : 'No purpose given'}</span>
+                          {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
+                          {queueStateText(summary) && !isPreparing(summary) ? (
                             <span className="item-sub item-state">
-                              <MarkedText text={queueStateText(record)!} />
+                              <MarkedText text={queueStateText(summary)!} />
                             </span>
                           ) : null}
                         </span>
@@ -308,6 +336,13 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
             );
           })
         )}
+        {hasMore && onMore ? (
+          <p className="list-more">
+            <button type="button" onClick={onMore}>
+              Show more waiting steps
+            </button>
+          </p>
+        ) : null}
       </section>
       <section className="detail-pane" id="step-detail" tabIndex={-1} aria-label="Selected step">
         <div className="status-line" role="status" aria-live="polite">
@@ -326,6 +361,17 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
             <ErrorBox error={wholeError} onDismiss={() => setWholeError(null)} />
           </div>
         ) : null}
+        {listedSelected && !selected ? (
+          <article className="step-detail" aria-busy={detailError ? undefined : 'true'} aria-labelledby="step-title">
+            <header className="detail-head">
+              <RiskBadge risk={listedSelected.risk as Risk | null} />
+              <h2 id="step-title">
+                <MarkedText text={listedSelected.title} />
+              </h2>
+            </header>
+            {detailError ? <ErrorBox error={detailError} onDismiss={() => setDetailError(null)} /> : <p className="muted">Loading this step…</p>}
+          </article>
+        ) : null}
         {selected ? (
           <StepDetail
             record={selected}
@@ -337,7 +383,7 @@ export function QueueView({ waiting: listed, policy, active }: { waiting: StepRe
             onReject={() => startReject(selected)}
             onRemember={() => setPending({ kind: 'remember', record: selected })}
           />
-        ) : (
+        ) : listedSelected ? null : (
           <div className="all-clear">
             <p className="all-clear-mark" aria-hidden="true">✓</p>
             <p>All caught up.</p>
@@ -578,7 +624,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
       <StoppedRunOutput record={record} />
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
-        {preparing ? <p><PreparingNote record={record} now={now} /></p> : <PreviewPanel preview={record.preview} />}
+        {preparing ? <p><PreparingNote stepId={record.step.id} since={record.createdAt} now={now} /></p> : <PreviewPanel preview={record.preview} />}
       </section>
     </article>
   );

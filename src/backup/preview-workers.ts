@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { warmWorkerPool, type PooledWorker } from './warm-workers.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import { previewFileChange, type FileChange } from './file-changes.js';
@@ -18,12 +19,37 @@ const PREVIEW_WORKER_TIMEOUT_MS = 60_000;
 const IDLE_MS = 30_000;
 
 
-const pool = warmWorkerPool(import.meta.url, 'preview-worker', IDLE_MS);
-const takeWorker = (): PooledWorker => pool.take();
-const giveBack = (pooled: PooledWorker): void => pool.giveBack(pooled);
+/**
+ * Big previews diffed at once, at most: a command that changed 40 files of 1 MB once started 40
+ * threads, which took both cores from the host's own thread (its pings went unanswered for 20 s).
+ * The rest wait their turn; one core is always left to the host.
+ */
+export const PREVIEW_WORKERS_AT_ONCE = Math.max(1, Math.min(4, os.availableParallelism() - 1));
 
-function previewInWorker(change: FileChange, timeoutMs: number): Promise<FileChangePreview> {
-  const pooled = takeWorker();
+const pool = warmWorkerPool(import.meta.url, 'preview-worker', IDLE_MS);
+let busyWorkers = 0;
+const waitingForWorker: (() => void)[] = [];
+const takeWorker = async (): Promise<PooledWorker> => {
+  while (busyWorkers >= PREVIEW_WORKERS_AT_ONCE) await new Promise<void>((resolve) => waitingForWorker.push(resolve));
+  busyWorkers++;
+  try {
+    return pool.take();
+  } catch (error) {
+    release();
+    throw error;
+  }
+};
+const release = (): void => {
+  busyWorkers--;
+  waitingForWorker.shift()?.();
+};
+const giveBack = (pooled: PooledWorker): void => {
+  pool.giveBack(pooled);
+  release();
+};
+
+async function previewInWorker(change: FileChange, timeoutMs: number): Promise<FileChangePreview> {
+  const pooled = await takeWorker();
   return new Promise<FileChangePreview>((resolve, reject) => {
     let settled = false;
     const settle = (finish: () => void, reusable: boolean) => {
@@ -31,7 +57,10 @@ function previewInWorker(change: FileChange, timeoutMs: number): Promise<FileCha
       settled = true;
       clearTimeout(timer);
       if (reusable) giveBack(pooled);
-      else void pooled.worker.terminate();
+      else {
+        void pooled.worker.terminate();
+        release();
+      }
       finish();
     };
     const timer = setTimeout(() => settle(() => reject(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`)), false), timeoutMs);

@@ -1,4 +1,5 @@
 import type { Actor } from './actor.js';
+import { codeExcerptOf, type CodeExcerpt } from './code-excerpt.js';
 import type { ErrorShape } from './errors.js';
 import { filesChangedOf, oneLine, resultWords, type ResultSource } from './result-words.js';
 import type { StepStatus } from './state-machine.js';
@@ -17,6 +18,8 @@ export const SUMMARY_TITLE_MAX_CHARACTERS = 240;
 export const SUMMARY_PURPOSE_MAX_CHARACTERS = 160;
 /** The longest agent label a summary carries. */
 export const SUMMARY_AGENT_MAX_CHARACTERS = 80;
+/** The longest reason a summary gives for what holds a step back. */
+export const SUMMARY_BLOCKED_REASON_MAX_CHARACTERS = 240;
 
 export interface StepSummary {
   id: string;
@@ -46,8 +49,11 @@ export interface StepSummary {
   /** How many files its run changed, where that is known. */
   filesChanged: number | null;
   errorCode: string | null;
-  blockedBy?: { stepId: string; status: StepStatus };
+  /** The earlier step of its plan that holds it back, and why (cut to SUMMARY_BLOCKED_REASON_MAX_CHARACTERS). */
+  blockedBy?: { stepId: string; status: StepStatus; reason?: string };
   consentExpiresAt?: string;
+  /** A runCode step's first lines: the queue's row shows what runs. */
+  codeExcerpt?: CodeExcerpt;
 }
 
 /** The parts of a step record a summary is made from. The repository reads only these, never a preview or an output. */
@@ -67,8 +73,10 @@ export interface SummarySource {
   revertedAt: string | null;
   /** The host's timing of the real run, where it ran (the one duration the words say). */
   runTimes?: ResultSource['runTimes'];
-  blockedBy?: { stepId: string; status: StepStatus };
+  blockedBy?: { stepId: string; status: StepStatus; reason?: string };
   consentExpiresAt?: string;
+  /** A listing's excerpt of a runCode step's code, read without its whole text (the step's args then lack the code). */
+  codeExcerpt?: CodeExcerpt;
 }
 
 /** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
@@ -80,6 +88,18 @@ function approverWords(by: Actor | undefined, rules: readonly string[] = []): st
   if (by.channel === 'policy' && rules.length > 0) return oneLine(`your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`, SUMMARY_AGENT_MAX_CHARACTERS);
   if (by.channel === 'policy') return 'policy';
   return oneLine(`${by.user} via ${by.channel}`, SUMMARY_AGENT_MAX_CHARACTERS);
+}
+
+function blockedWords(blockedBy: NonNullable<SummarySource['blockedBy']>): NonNullable<StepSummary['blockedBy']> {
+  const { stepId, status, reason } = blockedBy;
+  return reason === undefined ? { stepId, status } : { stepId, status, reason: oneLine(reason, SUMMARY_BLOCKED_REASON_MAX_CHARACTERS) };
+}
+
+function excerptOf(source: SummarySource): { codeExcerpt?: CodeExcerpt } {
+  if (source.step.action !== 'runCode') return {};
+  if (source.codeExcerpt) return { codeExcerpt: source.codeExcerpt };
+  const code = (source.step.args as { code?: unknown }).code;
+  return typeof code === 'string' ? { codeExcerpt: codeExcerptOf(code) } : {};
 }
 
 /** The summary of a step. `roots`: the workspace roots, so paths read relative to them. */
@@ -114,7 +134,8 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     result,
     filesChanged: filesChangedOf({ step, result: source.result }),
     errorCode: source.error?.code ?? null,
-    ...(source.blockedBy ? { blockedBy: { stepId: source.blockedBy.stepId, status: source.blockedBy.status } } : {}),
+    ...(source.blockedBy ? { blockedBy: blockedWords(source.blockedBy) } : {}),
     ...(source.consentExpiresAt ? { consentExpiresAt: source.consentExpiresAt } : {}),
+    ...excerptOf(source),
   };
 }

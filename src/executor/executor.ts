@@ -18,13 +18,13 @@ import { secretDigest } from '../audit/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { BlobStore } from '../backup/blob-store.js';
-import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
+import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
 import { resolveFileTarget } from '../actions/file-target.js';
 import { applyHunks, assertHunkSelection, parseHunks } from '../domain/hunks.js';
 import { commandLineOf } from '../domain/shell-quote.js';
-import { backupFileChanges, fileChangesIdentity, readCurrent, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
+import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, readCurrent, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
@@ -1321,7 +1321,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const refusal = this.effectsRefusal(record.step, prepared);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
     if (prepared.drift) return this.returnForConsent(record, actor, prepared.drift);
-    const changes = prepared.fileChanges.map(hashFileChange);
+    // A changeset may be 40 files of 1 MB: hashed, diffed and backed up a file at a time, with the
+    // host answering requests in between (the apply itself stays one synchronous, all-or-nothing pass).
+    const changes = await hashFileChangesYielding(prepared.fileChanges);
     // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
     if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
@@ -1335,11 +1337,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     let backups;
     try {
-      backups = backupFileChanges(this.blobs, changes, this.diffsFor(record, changes));
+      backups = await backupFileChangesYielding(this.blobs, changes, await this.diffsFor(record, changes));
     } catch (error) {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
+    // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
+    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
     this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
       expectFrom: ['approved'],
       backups,
@@ -1403,12 +1407,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
-  private diffsFor(record: StepRecord, changes: HashedFileChange[]): (string | null)[] {
+  private async diffsFor(record: StepRecord, changes: HashedFileChange[]): Promise<(string | null)[]> {
     const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
-    return changes.map((change) => {
+    const diffs: (string | null)[] = [];
+    for (const change of changes) {
       const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
-      return same ? same.diff : previewFileChange(change).diff;
-    });
+      // A big new diff is made on a preview worker, as for a preview: never on the host's thread.
+      diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
+    }
+    return diffs;
   }
 
   private assertRunnable(record: StepRecord): void {

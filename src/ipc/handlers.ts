@@ -6,7 +6,7 @@ import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
-import { boundedRecord, stepRecordPart } from '../domain/step-record-cut.js';
+import { boundedRecord, MAX_RECORD_BYTES, stepRecordPart } from '../domain/step-record-cut.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
@@ -83,10 +83,9 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChanges(executor.stepFor(stepId, actor).step.id, offset),
   previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
   revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),
-  getStep: (executor, { stepId, maxBytes }, { actor }) => {
-    const record = executor.stepFor(stepId, actor);
-    return maxBytes === undefined ? record : boundedRecord(record, maxBytes);
-  },
+  // Every channel's reply is bounded: a step of many MB (a big write's content and diff, a command's
+  // output) is cut and says so (`cut`), and getStepPart pages the whole (src/ipc/whole-step-record.ts).
+  getStep: (executor, { stepId, maxBytes }, { actor }) => boundedRecord(executor.stepFor(stepId, actor), maxBytes ?? MAX_RECORD_BYTES),
   getStepPart: (executor, { stepId, offset }, { actor }) => stepRecordPart(executor.stepFor(stepId, actor), offset ?? 0),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');

@@ -211,13 +211,13 @@ export const METHODS = {
     result: StepRecordSchema.extend({ cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional() }),
     channels: EVERYONE,
     description:
-      "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id. With maxBytes, a larger record is cut to fit and says so (`cut`); getStepPart pages the whole",
+      "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id. A record larger than maxBytes (default and most 60 KiB, every channel) is cut to fit and says so (`cut`); getStepPart pages the whole",
   }),
   getStepPart: method({
     params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),
     result: z.object({ stepId: z.string(), updatedAt: z.string(), offset: z.number().int(), text: z.string(), nextOffset: z.number().int().nullable(), totalCharacters: z.number().int() }),
-    channels: PERSON_CHANNELS,
-    description: "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window shows the rest of a step getStep cut",
+    channels: EVERYONE,
+    description: "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window, the CLI and an agent read the rest of a step getStep cut; to an agent, a step it did not propose is an unknown id",
   }),
   agentIdentity: method({
     params: z.strictObject({ resume: z.string().min(1).max(256).optional() }).optional(),

@@ -224,8 +224,9 @@ export const StepSummaryWireSchema = z.object({
   result: z.string(),
   filesChanged: z.number().int().nullable(),
   errorCode: z.string().nullable(),
-  blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES) }).optional(),
+  blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string().optional() }).optional(),
   consentExpiresAt: z.string().optional(),
+  codeExcerpt: z.object({ lines: z.array(z.string()), moreLines: z.number().int() }).optional(),
 });
 
 export const StepSummaryPageWireSchema = z.object({

@@ -159,7 +159,31 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     async ({ stepId }: { stepId: string }) => {
       try {
         const record = await host.use((api: ExecutorClient) => api.getStep({ stepId }));
-        return text(stepOutcomeText(record, maxChars), isRefusal(verdictOf(record)), structuredSteps([record]));
+        // The host cuts a record over 60 KiB (a long output, a big write) and says so; the rest is a tool call away.
+        const cut = 'cut' in record && record.cut ? `\n(Executor's record of this step is ${Math.ceil(record.cut.totalBytes / 1024)} KiB, more than one reply carries: what is shown above is cut. For the whole record as JSON, call step_record_part with this stepId and offset 0, then each nextOffset it gives until nextOffset is null.)` : '';
+        return text(stepOutcomeText(record, maxChars) + cut, isRefusal(verdictOf(record)), structuredSteps([record]));
+      } catch (error) {
+        return failure(error, 'checked');
+      }
+    },
+  );
+
+  server.registerTool(
+    'step_record_part',
+    {
+      description:
+        "A page of the whole record of a step you proposed, as JSON text: when step_status says the record is cut, read it all by calling this with offset 0, then each nextOffset, until nextOffset is null; the pages joined are the record.",
+      inputSchema: toolArgs('step_record_part', {
+        stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.'),
+        offset: z.number().int().min(0).optional().describe('Where the page starts in the record\'s JSON text: 0 first, then the nextOffset of the page before.'),
+      }),
+      annotations: { readOnlyHint: true },
+    },
+    async ({ stepId, offset }: { stepId: string; offset?: number }) => {
+      try {
+        const part = await host.use((api: ExecutorClient) => api.getStepPart({ stepId, offset: offset ?? 0 }));
+        const next = part.nextOffset === null ? 'This is the last page.' : `Next: offset ${part.nextOffset}.`;
+        return text(`Characters ${part.offset}–${part.offset + part.text.length} of ${part.totalCharacters} of step ${part.stepId}'s record (version ${part.updatedAt}). ${next}\n${part.text}`, false, part);
       } catch (error) {
         return failure(error, 'checked');
       }

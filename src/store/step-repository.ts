@@ -11,6 +11,7 @@ import { canonicalJson } from '../domain/canonical-json.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { StepSchema, stepHash, type Plan, type Step } from '../domain/step.js';
 import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
+import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.js';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
@@ -160,6 +161,9 @@ interface SummaryRow {
   reverted_at: string | null;
   approved_at: string | null;
   consent_expiry_seconds: number | null;
+  /** A runCode step's code: its first characters, and how many lines it has (the row's excerpt, without reading all of it). */
+  code_head: string | null;
+  code_lines: number | null;
 }
 
 /**
@@ -169,6 +173,8 @@ interface SummaryRow {
  */
 const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, steps.action, steps.status,
   json_remove(json_extract(steps.step_json, '$.args'), '$.content', '$.code') AS args_json,
+  CASE WHEN steps.action = 'runCode' THEN substr(json_extract(steps.step_json, '$.args.code'), 1, ${EXCERPT_HEAD_CHARACTERS}) END AS code_head,
+  CASE WHEN steps.action = 'runCode' THEN (SELECT length(trimmed) - length(replace(trimmed, char(10), '')) + 1 FROM (SELECT rtrim(json_extract(steps.step_json, '$.args.code'), char(10)) AS trimmed)) END AS code_lines,
   json_extract(steps.step_json, '$.meta') AS meta_json,
   json_extract(steps.evaluation_json, '$.risk') AS risk,
   json_extract(steps.evaluation_json, '$.reasons') AS reasons_json,
@@ -507,7 +513,8 @@ export class StepRepository {
           finishedAt: row.finished_at,
           revertedAt: row.reverted_at,
           ...(row.real_run_ms === null ? {} : { runTimes: { realRun: { durationMs: row.real_run_ms } } }),
-          ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status } } : {}),
+          ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status, reason: blocker.reason } } : {}),
+          ...(row.code_head === null || row.code_lines === null ? {} : { codeExcerpt: excerptOfHead(row.code_head, row.code_lines) }),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
         },
         roots,

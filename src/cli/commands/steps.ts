@@ -11,6 +11,7 @@ import { toErrorShape } from '../../domain/errors.js';
 import { visibleJson } from '../../domain/visible-text.js';
 import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
+import { getWholeStep } from '../../ipc/whole-step-record.js';
 import { resultWords } from '../../domain/result-words.js';
 import { flatText } from '../../domain/sentence-text.js';
 import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
@@ -148,7 +149,7 @@ export function registerStepCommands(program: Command): void {
         dataDir,
         () =>
           withExecutor(dataDir, async (api, reach) => ({
-            record: await api.getStep({ stepId }),
+            record: await getWholeStep(api, stepId),
             limits: await api.getPolicy().catch(() => undefined),
             live: reach === 'host' ? ((await api.listLiveRuns({ stepId }).catch(() => []))[0] ?? null) : null,
           })),
@@ -164,7 +165,7 @@ export function registerStepCommands(program: Command): void {
       const { dataDir } = globals(command);
       const { liveRunText, localTimeWords, summaryLine, tailLines } = await rendering();
       await withExecutor(dataDir, async (api, reach) => {
-        const record = await api.getStep({ stepId });
+        const record = await getWholeStep(api, stepId);
         if (reach !== 'host') {
           process.stdout.write(`${visibleOutput(summaryLine(record))}\nNo Executor host is running for this data directory, so nothing runs now; \`executor steps show ${visibleLine(stepId)}\` shows what is recorded.\n`);
           return;
@@ -252,7 +253,7 @@ export function registerStepCommands(program: Command): void {
       const record = await withExecutor(dataDir, async (api) => {
         if (given !== undefined) return api.approve({ stepId, previewHash: given, ...(hunks ? { hunks } : {}) });
         // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
-        const shown = await api.getStep({ stepId });
+        const shown = await getWholeStep(api, stepId);
         if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
         process.stdout.write(`${visibleOutput(detailText(shown, await api.getPolicy().catch(() => undefined)))}\n\n`);
         const which = hunks ? ` with only hunks ${hunks.join(', ')}` : '';

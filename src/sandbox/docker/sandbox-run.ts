@@ -111,7 +111,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       hooks: request.hooks,
     });
     throwIfCancelled(run);
-    const changeset = computeChangeset(scratch, options, resultDir);
+    const changeset = await computeChangeset(scratch, options, resultDir);
     return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
   } finally {
     scratch.dispose();

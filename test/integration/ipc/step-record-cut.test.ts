@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
+import { getWholeStep } from '../../../src/ipc/whole-step-record.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -38,8 +39,12 @@ describe('getStep cut to a budget, getStepPart pages the rest', () => {
     const content = Array.from({ length: 800 }, (_, line) => `line ${line} ${'é'.repeat(30)} "quoted" \\ 😀`).join('\n');
     await host.executor.propose({ planId: 'big', steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content }, meta: { origin: 'user' } }] }, { user: 'cli', channel: 'cli' });
     const api = await connect('cli');
-    const whole = await api.getStep({ stepId: 'big-1' });
-    expect(whole.cut).toBeUndefined();
+    // Every channel's getStep is bounded (60 KiB by default); the whole comes in pages.
+    const bounded = await api.getStep({ stepId: 'big-1' });
+    expect(bounded.cut).toBeDefined();
+    expect(Buffer.byteLength(JSON.stringify(bounded))).toBeLessThanOrEqual(60 * 1024);
+    const whole = await getWholeStep(api, 'big-1');
+    expect('cut' in whole).toBe(false);
     expect(Buffer.byteLength(JSON.stringify(whole))).toBeGreaterThan(64 * 1024);
 
     const cut = await api.getStep({ stepId: 'big-1', maxBytes: 16 * 1024 });
@@ -72,12 +77,13 @@ describe('getStep cut to a budget, getStepPart pages the rest', () => {
     expect((await api.getStep({ stepId: 'big-1' })).approval?.previewHash).toBe(whole.previewHash);
   });
 
-  it('refuses a budget out of range and keeps getStepPart to the person', async () => {
+  it("refuses a budget out of range, and pages an agent's own steps only", async () => {
     await host.executor.propose({ planId: 'p', steps: [{ id: 'p-1', action: 'writeFile', args: { path: path.join(workspace, 'p.txt'), content: 'x' }, meta: { origin: 'user' } }] }, { user: 'cli', channel: 'cli' });
     const api = await connect('cli');
     await expect(api.getStep({ stepId: 'p-1', maxBytes: 10 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     await expect(api.getStep({ stepId: 'p-1', maxBytes: 1_000_000 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     const agent = await connect('agent');
-    await expect(agent.getStepPart({ stepId: 'p-1' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    // The person's step reads to an agent as an unknown id, as for getStep.
+    await expect(agent.getStepPart({ stepId: 'p-1' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });

@@ -4,6 +4,8 @@ import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { startHost, type Host } from '../../../src/ipc/host.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+import { codeExcerptOf } from '../../../src/domain/code-excerpt.js';
+import { toStepSummary } from '../../../src/domain/step-summary.js';
 
 /*
  * listStepSummaries through the real host and the typed client: pages that neither repeat nor skip
@@ -40,6 +42,36 @@ describe('listStepSummaries', () => {
       );
     }
   }
+
+  it("lists a runCode step with the first lines of its code, as its record's summary says them, and what holds a step back", async () => {
+    const codes = [
+      'return 1;',
+      '// first\nconst a = 1;\nconst b = 2;\nreturn a + b;\n\n\n',
+      `${'x'.repeat(500)}\nsecond line\nthird`,
+      `// short\n${'é→'.repeat(300)}\nlast`,
+      `${'a'.repeat(100)}\n${'\u202e'.repeat(5)}b\n`,
+      '\n\nleading blank lines\nmore',
+    ];
+    await host.executor.propose(
+      { planId: 'code', steps: codes.map((code, index) => ({ id: `code-${index}`, action: 'runCode', args: { code }, meta: { purpose: `code ${index}` } })) },
+      { user: 'person', channel: 'cli' },
+    );
+    const api = await connect('cli');
+    const page = await api.listStepSummaries({ planId: 'code', limit: 50 });
+    expect(page.items).toHaveLength(codes.length);
+    for (const [index, code] of codes.entries()) {
+      const listed = page.items.find((item) => item.id === `code-${index}`)!;
+      expect(listed.codeExcerpt).toEqual(codeExcerptOf(code));
+      const record = await api.getStep({ stepId: listed.id });
+      // The event's summary (made from the whole record) and the listing's agree.
+      expect(toStepSummary(record, host.executor.getPolicy().workspaceRoots).codeExcerpt).toEqual(listed.codeExcerpt);
+      expect(listed.blockedBy?.reason ?? null).toBe(record.blockedBy?.reason ?? null);
+      if (index > 0) expect(listed.blockedBy?.reason).toMatch(/^Step code-\d earlier in this plan/);
+    }
+    // A write's row carries no excerpt.
+    await proposeMany(1);
+    expect((await api.listStepSummaries({ planId: 'p-0' })).items[0]!.codeExcerpt).toBeUndefined();
+  });
 
   it('pages newest first with a cursor that neither repeats nor skips a step while new ones arrive', async () => {
     await proposeMany(25);

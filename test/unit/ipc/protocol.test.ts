@@ -69,7 +69,36 @@ describe('signing and verifying', () => {
         } catch {
           return;
         }
-        const sameMeaning = canonicalText({ ...parsed, sig: 0 }) === canonicalText({ ...(JSON.parse(text) as object), sig: 0 }) && parsed.sig === JSON.parse(text).sig;
+        // The HMAC covers the bytes as sent: even a change that keeps the meaning is refused.
+        expect(await verifyText(nodeMac(key), 'request', changed, parsed)).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('signs the text it sends, never a canonical copy of it', async () => {
+    const unordered = { v: 1, ok: true, id: 'i', result: { b: 1, a: [{ z: 1, y: 'é' }] } };
+    const text = await signText(nodeMac(key), 'response', unordered);
+    expect(text.startsWith(JSON.stringify(unordered).slice(0, -1))).toBe(true);
+    expect(text).not.toContain(canonicalText(unordered).slice(1, -1));
+  });
+
+  it("accepts a sender that signed the canonical JSON in another layout, and refuses any change of meaning in it", async () => {
+    const body = canonicalText(message);
+    const sig = await nodeMac(key).sign('executor-ipc-request\n', body);
+    // Keys in the sender's own order, spaces after separators: only the canonical fallback can check it.
+    const text = JSON.stringify({ ...message, sig }, null, 1);
+    expect(await verifyText(nodeMac(key), 'request', text, JSON.parse(text))).toBe(true);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: text.length - 1 }), fc.integer({ min: 32, max: 126 }), async (position, code) => {
+        const changed = text.slice(0, position) + String.fromCharCode(code) + text.slice(position + 1);
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = JSON.parse(changed) as Record<string, unknown>;
+        } catch {
+          return;
+        }
+        const sameMeaning = canonicalText({ ...parsed, sig: 0 }) === canonicalText({ ...(JSON.parse(text) as object), sig: 0 }) && parsed.sig === sig;
         expect(await verifyText(nodeMac(key), 'request', changed, parsed)).toBe(sameMeaning);
       }),
       { numRuns: 500 },

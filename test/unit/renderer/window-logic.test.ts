@@ -1,6 +1,7 @@
 import { applyPatch } from 'diff';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
+import { toStepSummary } from '../../../src/domain/step-summary.js';
 import { desktopNotify, titleWithCount } from '../../../renderer/desktop-notify.js';
 import { explainError } from '../../../renderer/error-text.js';
 import { displayPath, summarizeStep } from '../../../renderer/step-text.js';
@@ -37,12 +38,13 @@ afterEach(() => {
 
 describe('the queue', () => {
   it('groups steps by plan, newest plan first, each plan in run order', () => {
+    const summary = (record: StepRecord) => toStepSummary(record, ['/ws']);
     const groups = groupByPlan([
-      waiting('b2', 'old', 1, '2026-01-01T00:00:02Z', 'LOW'),
-      waiting('n1', 'new', 0, '2026-01-02T00:00:00Z', 'LOW'),
-      waiting('b1', 'old', 0, '2026-01-01T00:00:01Z', 'LOW'),
+      summary(waiting('b2', 'old', 1, '2026-01-01T00:00:02Z', 'LOW')),
+      summary(waiting('n1', 'new', 0, '2026-01-02T00:00:00Z', 'LOW')),
+      summary(waiting('b1', 'old', 0, '2026-01-01T00:00:01Z', 'LOW')),
     ]);
-    expect(groups.map((group) => [group.planId, group.steps.map((record) => record.step.id)])).toEqual([
+    expect(groups.map((group) => [group.planId, group.steps.map((step) => step.id)])).toEqual([
       ['new', ['n1']],
       ['old', ['b1', 'b2']],
     ]);

@@ -25,7 +25,7 @@ function workspace(): string {
 }
 
 describe('makeScratchCopy', () => {
-  it('copies the workspace without ignored trees and without secret-looking files', () => {
+  it('copies the workspace without ignored trees and without secret-looking files', async () => {
     const source = workspace();
     const scratch = makeScratchCopy(source, options);
     try {
@@ -43,7 +43,7 @@ describe('makeScratchCopy', () => {
     expect(fs.existsSync(path.dirname(scratch.dir))).toBe(false);
   });
 
-  it('copies a secret file when the step names it', () => {
+  it('copies a secret file when the step names it', async () => {
     const source = workspace();
     const scratch = makeScratchCopy(source, { ...options, allowedSecrets: ['.env'] });
     try {
@@ -56,16 +56,16 @@ describe('makeScratchCopy', () => {
 });
 
 describe('computeChangeset', () => {
-  it('finds nothing when nothing was touched', () => {
+  it('finds nothing when nothing was touched', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
-      expect(computeChangeset(scratch, options)).toEqual({ files: [], skipped: [] });
+      expect(await computeChangeset(scratch, options)).toEqual({ files: [], skipped: [] });
     } finally {
       scratch.dispose();
     }
   });
 
-  it('reports added, modified, deleted and chmod-ed files with real before and scratch after content', () => {
+  it('reports added, modified, deleted and chmod-ed files with real before and scratch after content', async () => {
     const source = workspace();
     const scratch = makeScratchCopy(source, options);
     try {
@@ -73,7 +73,7 @@ describe('computeChangeset', () => {
       fs.rmSync(path.join(scratch.dir, 'src/b.txt'));
       fs.writeFileSync(path.join(scratch.dir, 'src/c.txt'), 'gamma\n');
       fs.chmodSync(path.join(scratch.dir, 'run.sh'), 0o755);
-      const { files } = computeChangeset(scratch, options);
+      const { files } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.kind, f.before?.toString() ?? null, f.after?.toString() ?? null, f.modeBefore, f.modeAfter, f.conflict])).toEqual([
         ['run.sh', 'modified', '#!/bin/sh\n', '#!/bin/sh\n', 0o644, 0o755, false],
         ['src/a.txt', 'modified', 'alpha\n', 'alpha\nmore\n', 0o644, 0o644, false],
@@ -85,24 +85,24 @@ describe('computeChangeset', () => {
     }
   });
 
-  it('does not report a rewrite with identical content, even though the file was touched', () => {
+  it('does not report a rewrite with identical content, even though the file was touched', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.writeFileSync(path.join(scratch.dir, 'src/a.txt'), 'alpha\n');
-      expect(computeChangeset(scratch, options).files).toEqual([]);
+      expect((await computeChangeset(scratch, options)).files).toEqual([]);
     } finally {
       scratch.dispose();
     }
   });
 
-  it('skips writes to ignored and secret paths and new symlinks instead of carrying them back', () => {
+  it('skips writes to ignored and secret paths and new symlinks instead of carrying them back', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.writeFileSync(path.join(scratch.dir, '.env'), 'TOKEN=overwritten\n');
       fs.mkdirSync(path.join(scratch.dir, 'node_modules'));
       fs.writeFileSync(path.join(scratch.dir, 'node_modules/new.js'), 'x');
       fs.symlinkSync('/etc/shadow', path.join(scratch.dir, 'evil'));
-      const { files, skipped } = computeChangeset(scratch, options);
+      const { files, skipped } = await computeChangeset(scratch, options);
       expect(files).toEqual([]);
       expect(skipped.map((s) => s.relativePath)).toEqual(['.env', 'evil', 'node_modules', 'node_modules/new.js']);
     } finally {
@@ -110,7 +110,7 @@ describe('computeChangeset', () => {
     }
   });
 
-  it('marks a file that changed in the real workspace during the run as a conflict', () => {
+  it('marks a file that changed in the real workspace during the run as a conflict', async () => {
     const source = workspace();
     const scratch = makeScratchCopy(source, options);
     try {
@@ -118,7 +118,7 @@ describe('computeChangeset', () => {
       fs.writeFileSync(path.join(source, 'src/a.txt'), 'edited by the person meanwhile\n');
       fs.writeFileSync(path.join(scratch.dir, 'src/new.txt'), 'x');
       fs.writeFileSync(path.join(source, 'src/new.txt'), 'also created by the person');
-      const { files } = computeChangeset(scratch, options);
+      const { files } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.conflict, f.before?.toString()])).toEqual([
         ['src/a.txt', true, 'edited by the person meanwhile\n'],
         ['src/new.txt', true, 'also created by the person'],
@@ -130,7 +130,7 @@ describe('computeChangeset', () => {
 });
 
 describe('makeScratchCopy limits', () => {
-  it('refuses to copy more than the limit and leaves nothing behind', () => {
+  it('refuses to copy more than the limit and leaves nothing behind', async () => {
     const source = workspace();
     fs.writeFileSync(path.join(source, 'big.bin'), Buffer.alloc(64 * 1024));
     const parentDir = tempDir();
@@ -139,12 +139,12 @@ describe('makeScratchCopy limits', () => {
     expect(() => makeScratchCopy(source, { ...options, maxBytes: 1024 * 1024 }).dispose()).not.toThrow();
   });
 
-  it('refuses a changeset larger than the limit instead of reading it into memory', () => {
+  it('refuses a changeset larger than the limit instead of reading it into memory', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.writeFileSync(path.join(scratch.dir, 'huge.bin'), Buffer.alloc(256 * 1024));
-      expect(() => computeChangeset(scratch, { ...options, maxBytes: 128 * 1024 })).toThrow(/more than the sandbox's limit/);
-      expect(computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 }).files.map((f) => f.relativePath)).toEqual(['huge.bin']);
+      await expect(computeChangeset(scratch, { ...options, maxBytes: 128 * 1024 })).rejects.toThrow(/more than the sandbox's limit/);
+      expect((await computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 })).files.map((f) => f.relativePath)).toEqual(['huge.bin']);
     } finally {
       scratch.dispose();
     }
@@ -152,13 +152,13 @@ describe('makeScratchCopy limits', () => {
 });
 
 describe('what a changeset carries back: plain content only', () => {
-  it('drops set-uid, set-gid and sticky bits and says so', () => {
+  it('drops set-uid, set-gid and sticky bits and says so', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.copyFileSync(path.join(scratch.dir, 'run.sh'), path.join(scratch.dir, 'py'));
       fs.chmodSync(path.join(scratch.dir, 'py'), 0o4755);
       fs.chmodSync(path.join(scratch.dir, 'src/a.txt'), 0o2644);
-      const { files, skipped } = computeChangeset(scratch, options);
+      const { files, skipped } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.modeAfter, f.dropped])).toEqual([['py', 0o755, ['set-uid bit dropped']]]);
       // Only the set-gid bit changed on a.txt: nothing is applied, and the preview says why.
       expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: 'set-gid bit dropped; nothing else changed' }]);
@@ -167,24 +167,24 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
-  it('brings a hard link back as a file of its own and notes it', () => {
+  it('brings a hard link back as a file of its own and notes it', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.linkSync(path.join(scratch.dir, 'src/a.txt'), path.join(scratch.dir, 'hard'));
-      const { files } = computeChangeset(scratch, options);
+      const { files } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.kind, f.after?.toString(), f.dropped])).toEqual([['hard', 'added', 'alpha\n', ['hard link not recreated: comes back as a file of its own']]]);
     } finally {
       scratch.dispose();
     }
   });
 
-  it('refuses the whole changeset when a file became a folder, or a folder a file, instead of leaving a file in the way', () => {
+  it('refuses the whole changeset when a file became a folder, or a folder a file, instead of leaving a file in the way', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
       fs.mkdirSync(path.join(scratch.dir, 'src/a.txt'));
       fs.writeFileSync(path.join(scratch.dir, 'src/a.txt/inner'), 'new\n');
-      const { files, skipped } = computeChangeset(scratch, options);
+      const { files, skipped } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt/inner', 'added']]);
       expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there; .*nothing of this command is applied/), blocksChangeset: true }]);
     } finally {
@@ -194,7 +194,7 @@ describe('what a changeset carries back: plain content only', () => {
     try {
       fs.rmSync(path.join(folderToFile.dir, 'src'), { recursive: true });
       fs.writeFileSync(path.join(folderToFile.dir, 'src'), 'now a file\n');
-      const { files, skipped } = computeChangeset(folderToFile, options);
+      const { files, skipped } = await computeChangeset(folderToFile, options);
       expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt', 'deleted'], ['src/b.txt', 'deleted']]);
       expect(skipped).toEqual([{ relativePath: 'src', reason: expect.stringMatching(/^was a folder and the command left a regular file there/), blocksChangeset: true }]);
     } finally {
@@ -202,14 +202,14 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
-  it('leaves a file a command replaced by a symlink or a FIFO as it is, and says so', () => {
+  it('leaves a file a command replaced by a symlink or a FIFO as it is, and says so', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       fs.rmSync(path.join(scratch.dir, 'src/a.txt'));
       fs.symlinkSync('/etc/passwd', path.join(scratch.dir, 'src/a.txt'));
       fs.rmSync(path.join(scratch.dir, 'src/b.txt'));
       execFileSync('mkfifo', [path.join(scratch.dir, 'src/b.txt')]);
-      const { files, skipped } = computeChangeset(scratch, options);
+      const { files, skipped } = await computeChangeset(scratch, options);
       expect(files).toEqual([]);
       expect(skipped).toEqual([
         { relativePath: 'src/a.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' },
@@ -220,11 +220,11 @@ describe('what a changeset carries back: plain content only', () => {
     }
   });
 
-  it('does not carry back a FIFO, naming what it is', () => {
+  it('does not carry back a FIFO, naming what it is', async () => {
     const scratch = makeScratchCopy(workspace(), options);
     try {
       execFileSync('mkfifo', [path.join(scratch.dir, 'pipe')]);
-      const { files, skipped } = computeChangeset(scratch, options);
+      const { files, skipped } = await computeChangeset(scratch, options);
       expect(files).toEqual([]);
       expect(skipped).toEqual([{ relativePath: 'pipe', reason: expect.stringMatching(/FIFO/) }]);
     } finally {
@@ -250,7 +250,7 @@ describe('excluded directories (the data directory)', () => {
     });
   }
 
-  it('matches the data directory named through a symlink, and refuses a source that is inside it', () => {
+  it('matches the data directory named through a symlink, and refuses a source that is inside it', async () => {
     const source = workspace();
     fs.mkdirSync(path.join(source, 'real-data'));
     fs.writeFileSync(path.join(source, 'real-data/cli.token'), 'live-token');
