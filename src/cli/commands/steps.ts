@@ -11,11 +11,15 @@ import { toErrorShape } from '../../domain/errors.js';
 import { visibleJson } from '../../domain/visible-text.js';
 import { globals, print, readEvenWhenFull, sayDataDir, withExecutor, type ExecutorReach } from '../cli-context.js';
 import { readPlanFile } from '../plan-file.js';
-import { getWholeStep } from '../../ipc/whole-step-record.js';
 import { resultWords } from '../../domain/result-words.js';
 import { flatText } from '../../domain/sentence-text.js';
 import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
+
+/** The whole record through bounded replies; loaded when a command needs it, so `--help` stays light. */
+async function getWholeStep(...args: Parameters<typeof import('../../ipc/whole-step-record.js').getWholeStep>) {
+  return (await import('../../ipc/whole-step-record.js')).getWholeStep(...args);
+}
 
 /*
  * What the actions print with (render.js names every action's module) and wait with is imported
