@@ -64,7 +64,7 @@ function checkThroughCli(dir: string, expected: Expected): void {
 }
 
 describe('scripts/make-audit-vectors.ts', () => {
-  it('writes an intact export, its keys and tampered copies that each give their documented code through the real CLI', { timeout: 180_000 }, async () => {
+  it('writes an intact export, its keys and tampered copies that each give their documented code through the real CLI', { timeout: 400_000 }, async () => {
     const out = path.join(tempDir(), 'vectors');
     const made = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'scripts', 'make-audit-vectors.ts'), '--out', out], { encoding: 'utf8', timeout: 120_000 });
     expect(made.status, made.stderr).toBe(0);
