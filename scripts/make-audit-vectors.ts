@@ -269,6 +269,17 @@ const TAMPERS: Tamper[] = [
     },
   },
   {
+    file: 'checkpoint-epoch-signature-removed.jsonl',
+    says: "the first checkpoint's epochSig (its epoch key's signature) removed, as if it were a v1 checkpoint",
+    code: 'BAD_CHECKPOINT',
+    edit: (lines) => {
+      const at = lines.findIndex((line) => line.type === 'checkpoint');
+      const { epochSig: _dropped, ...rest } = lines[at]!;
+      lines[at] = rest as Line;
+      return lines;
+    },
+  },
+  {
     file: 'cut-export-header.jsonl',
     says: `cut cleanly after record ${CUT_AT} (records and checkpoints past it removed) with the header's \`to\`, \`records\` and \`checkpoints\` edited to match; its signature no longer holds`,
     code: 'BAD_HEADER',
