@@ -136,7 +136,7 @@ function inMemoryProof(db: Db, seq: number, size: number): Buffer[] {
   return inclusionProof(seq - 1, size, memoryNodeReader(leaves));
 }
 
-/** The keys a checker brings: the log's `epk1-…` public keys, log vkeys, and witness (cosignature/v1) vkeys. */
+/** The keys a checker brings: the log's `epk2-…` (or `epk1-…`) public keys, log vkeys, and witness (cosignature/v1) vkeys. */
 export interface ProofKeys {
   logPublicKeys: Map<string, Buffer>;
   vkeys: NoteVerifier[];
@@ -147,16 +147,17 @@ export function parseProofKeys(text: string): ProofKeys {
   const logPublicKeys = new Map<string, Buffer>();
   const vkeys: NoteVerifier[] = [];
   for (const item of text.split(/[\s,]+/).filter(Boolean)) {
-    if (item.startsWith('epk1-')) for (const [keyId, raw] of parsePublicKeys(item)) logPublicKeys.set(keyId, raw);
+    // epk2- is what `keys export-verification` shows since forward-secure signatures; its log key signs the notes.
+    if (/^epk[12]-/.test(item)) for (const [keyId, raw] of parsePublicKeys(item)) logPublicKeys.set(keyId, raw);
     else {
       try {
         vkeys.push(parseVerifierKey(item));
       } catch (error) {
-        throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 24)}…" is neither a log public key (epk1-…) nor a note verifier key (name+hash+base64): ${(error as Error).message}`);
+        throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 24)}…" is neither a log public key (epk2-… or epk1-…) nor a note verifier key (name+hash+base64): ${(error as Error).message}`);
       }
     }
   }
-  if (logPublicKeys.size === 0 && vkeys.length === 0) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs at least one key: the log\'s epk1-… public key, or its vkey.');
+  if (logPublicKeys.size === 0 && vkeys.length === 0) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs at least one key: the log\'s epk2-… public key, or its vkey.');
   return { logPublicKeys, vkeys };
 }
 
@@ -214,7 +215,7 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   } catch (error) {
     if (error instanceof SignedNoteError) {
       if (error.problem === 'unverified') {
-        return fail('UNSIGNED', `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)}); after a key rotation the log signs with the new chain's key: give that epk1-… too`);
+        return fail('UNSIGNED', `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)}); after a key rotation the log signs with the new chain's key: give that epk2-… too`);
       }
       if (error.problem === 'bad-signature') return fail('BAD_SIGNATURE', `a signature on its checkpoint note does not hold: ${error.message}`);
       if (error.problem === 'malformed') return fail('MALFORMED', `its checkpoint note is not a signed note: ${error.message}`);

@@ -62,7 +62,8 @@ function resealCheckpoints(db: Database.Database, keys: StolenKeys, fromSeq: num
   const checkpoints = db.prepare('SELECT cp_seq, seq, body FROM audit_checkpoints ORDER BY cp_seq').all() as { cp_seq: number; seq: number; body: string }[];
   let previousHash: string | undefined;
   for (const cp of checkpoints) {
-    if (cp.seq < fromSeq && previousHash === undefined) {
+    // Checkpoints sealing only records before fromSeq stay as they were (the thief keeps what it did not change).
+    if (cp.seq < fromSeq) {
       previousHash = (db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(cp.cp_seq) as { hash: Buffer }).hash.toString('hex');
       continue;
     }

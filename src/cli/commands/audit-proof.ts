@@ -49,13 +49,13 @@ export function registerAuditProofCommands(audit: Command): void {
 
   audit
     .command('verify-proof')
-    .description('check a record proof offline with public keys only: the log key (epk1-… or its vkey) and any witness vkeys (exit 1 names what does not hold)')
+    .description('check a record proof offline with public keys only: the log key (epk2-… or its vkey) and any witness vkeys (exit 1 names what does not hold)')
     .argument('[file]', 'the proof file `executor audit prove` wrote')
-    .option('--key <keys>', 'keys you trust, separated by commas: the log\'s epk1-… public key (or its executor.audit/… vkey) and witness vkeys')
+    .option('--key <keys>', 'keys you trust, separated by commas: the log\'s epk2-… public key (or its executor.audit/… vkey) and witness vkeys')
     .action(async (file: string | undefined, options: { key?: string }, command: Command) => {
       const { json } = globals(command);
-      if (!file) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs the proof file: executor audit verify-proof FILE --key epk1-…');
-      if (!options.key) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs --key: the log\'s public key epk1-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.');
+      if (!file) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs the proof file: executor audit verify-proof FILE --key epk2-…');
+      if (!options.key) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs --key: the log\'s public key epk2-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.');
       const { checkRecordProof, parseProofKeys } = await proofModules();
       const keys = parseProofKeys(options.key);
       let text: string;

@@ -2,8 +2,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Verdict, VectorEntry } from '../../../scripts/make-audit-vectors.js';
-import { parsePublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
+import type { ProofVectorEntry, Verdict, VectorEntry } from '../../../scripts/make-audit-vectors.js';
+import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
+import { checkRecordProof, parseProofKeys } from '../../../src/audit/record-proof.js';
 import { verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -16,6 +17,7 @@ interface Expected {
   format: string;
   v: number;
   vectors: VectorEntry[];
+  proofs: ProofVectorEntry[];
 }
 
 function readExpected(dir: string): Expected {
@@ -36,6 +38,15 @@ function cliVerdict(file: string, keyOption: '--verification-key' | '--public-ke
   return { ok: report.ok, code: report.problem?.code ?? null, seq: report.problem?.seq ?? null };
 }
 
+/** What the real `executor audit verify-proof` says about a proof vector, with the epk2- keys of keys.txt (as `keys export-verification` shows them). */
+function cliProofVerdict(file: string, keys: string): { ok: boolean; code: string | null } {
+  const result = runCli(['--json', 'audit', 'verify-proof', file, '--key', keys]);
+  expect([0, 1], result.stderr).toContain(result.status);
+  const report = result.json<{ ok: boolean; problem: { code: string } | null }>();
+  expect(result.status).toBe(report.ok ? 0 : 1);
+  return { ok: report.ok, code: report.problem?.code ?? null };
+}
+
 function verdictOf(report: VerifyReport): Verdict {
   return { ok: report.ok, code: report.problem?.code ?? null, seq: report.problem?.seq ?? null };
 }
@@ -47,29 +58,53 @@ function checkThroughCli(dir: string, expected: Expected): void {
     expect(cliVerdict(file, '--verification-key', verificationKeys), `${vector.file} with K0`).toEqual(vector.withVerificationKeys);
     expect(cliVerdict(file, '--public-key', publicKeys), `${vector.file} with public keys`).toEqual(vector.withPublicKeysOnly);
   }
+  for (const proof of expected.proofs) {
+    expect(cliProofVerdict(path.join(dir, proof.file), publicKeys), proof.file).toEqual({ ok: proof.ok, code: proof.code });
+  }
 }
 
 describe('scripts/make-audit-vectors.ts', () => {
-  it('writes an intact export, its keys and tampered copies that each give their documented code through the real CLI', { timeout: 180_000 }, async () => {
+  it('writes an intact export, its keys and tampered copies that each give their documented code through the real CLI', { timeout: 400_000 }, async () => {
     const out = path.join(tempDir(), 'vectors');
     const made = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'scripts', 'make-audit-vectors.ts'), '--out', out], { encoding: 'utf8', timeout: 120_000 });
     expect(made.status, made.stderr).toBe(0);
     const fresh = readExpected(out);
-    expect(fresh.vectors[0]).toMatchObject({ file: 'log.jsonl', withVerificationKeys: { ok: true }, withPublicKeysOnly: { ok: true } });
-    const codes = new Set(fresh.vectors.slice(1).map((v) => v.withVerificationKeys.code));
-    for (const code of ['EDITED', 'NONCANONICAL', 'DELETED', 'INSERTED', 'REORDERED', 'TRUNCATED', 'FOREIGN_LOG', 'UNKNOWN_KEY', 'KEY_OUT_OF_RANGE', 'BAD_CHECKPOINT']) expect(codes).toContain(code);
-    for (const vector of fresh.vectors.slice(1)) expect(vector.withVerificationKeys.ok, vector.file).toBe(false);
+    const intact = ['log.jsonl', 'excerpt.jsonl'];
+    expect(fresh.vectors.slice(0, 2)).toMatchObject(intact.map((file) => ({ file, withVerificationKeys: { ok: true }, withPublicKeysOnly: { ok: true } })));
+    const tampered = fresh.vectors.filter((v) => !intact.includes(v.file));
+    const codes = new Set(tampered.map((v) => v.withVerificationKeys.code));
+    for (const code of ['EDITED', 'NONCANONICAL', 'DELETED', 'INSERTED', 'REORDERED', 'TRUNCATED', 'FOREIGN_LOG', 'UNKNOWN_KEY', 'KEY_OUT_OF_RANGE', 'BAD_CHECKPOINT', 'BAD_CERTIFICATE', 'BAD_HEADER']) expect(codes).toContain(code);
+    for (const vector of tampered) expect(vector.withVerificationKeys.ok, vector.file).toBe(false);
+    // The cases issue 14 names, each with the code the verifier gives.
+    const codeOf = (file: string) => fresh.vectors.find((v) => v.file === `tampered/${file}`)?.withVerificationKeys.code;
+    expect({
+      cut: codeOf('cut-export-header.jsonl'),
+      unsigned: codeOf('header-unsigned.jsonl'),
+      thief: codeOf('relabelled-later-epoch.jsonl'),
+      certificate: [codeOf('certificate-edited.jsonl'), codeOf('certificate-removed.jsonl'), codeOf('certificate-replayed.jsonl')],
+      treePrefix: codeOf('excerpt-tree-prefix.jsonl'),
+      root: codeOf('checkpoint-root.jsonl'),
+    }).toEqual({ cut: 'BAD_HEADER', unsigned: 'BAD_HEADER', thief: 'KEY_OUT_OF_RANGE', certificate: ['BAD_CERTIFICATE', 'BAD_CERTIFICATE', 'BAD_CERTIFICATE'], treePrefix: 'BAD_CHECKPOINT', root: 'BAD_CHECKPOINT' });
+    expect(fresh.proofs[0]).toEqual({ file: 'proof.json', says: expect.any(String), ok: true, code: null });
+    expect(new Set(fresh.proofs.slice(1).map((p) => p.code))).toEqual(new Set(['NOT_INCLUDED', 'MISMATCH', 'BAD_SIGNATURE', 'FOREIGN_LOG', 'MALFORMED']));
+    for (const proof of fresh.proofs.slice(1)) expect(proof.ok, proof.file).toBe(false);
+    expect(fs.readFileSync(path.join(out, 'keys.txt'), 'utf8')).toMatch(/^([0-9a-f]{16} evk1-[A-Za-z0-9_-]{43} epk2-[0-9a-f]{16}-[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{43}\n){2}$/);
     checkThroughCli(out, fresh);
 
     // The committed vectors are what a fresh run makes (other keys, same verdicts), and their own files give those verdicts.
     const committed = readExpected(COMMITTED);
     expect(committed).toEqual(fresh);
-    expect(fs.readdirSync(path.join(COMMITTED, 'tampered')).sort()).toEqual(fs.readdirSync(path.join(out, 'tampered')).sort());
+    for (const dir of ['tampered', 'tampered-proofs']) expect(fs.readdirSync(path.join(COMMITTED, dir)).sort()).toEqual(fs.readdirSync(path.join(out, dir)).sort());
+    expect(fs.readFileSync(path.join(COMMITTED, 'README.md'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'README.md'), 'utf8'));
     const { verificationKeys, publicKeys } = keyArgs(COMMITTED);
     for (const vector of committed.vectors) {
       const file = path.join(COMMITTED, vector.file);
       expect(verdictOf(await verifyExportFile(file, parseVerificationKeys(verificationKeys))), vector.file).toEqual(vector.withVerificationKeys);
-      expect(verdictOf(await verifyExportFile(file, [], { publicKeys: parsePublicKeys(publicKeys) })), vector.file).toEqual(vector.withPublicKeysOnly);
+      expect(verdictOf(await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(publicKeys) })), vector.file).toEqual(vector.withPublicKeysOnly);
+    }
+    for (const proof of committed.proofs) {
+      const report = checkRecordProof(JSON.parse(fs.readFileSync(path.join(COMMITTED, proof.file), 'utf8')) as unknown, parseProofKeys(publicKeys));
+      expect({ ok: report.ok, code: report.problem?.code ?? null }, proof.file).toEqual({ ok: proof.ok, code: proof.code });
     }
   });
 });
