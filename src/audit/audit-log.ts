@@ -383,6 +383,9 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   private writeCheckpoint(reason: CheckpointReason, head: Head = this.head()): void {
+    // A checkpoint seals a chain: on an empty log the chain's start (key.created, with the epoch-0
+    // public key the anchor's signature is checked against) comes first, or nothing could vouch for it.
+    if (head.seq === 0) head = this.writeKeyCreated(head);
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
     const now = this.options.now();
     // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.

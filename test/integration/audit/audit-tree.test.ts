@@ -196,7 +196,7 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
     try {
       const fd = fs.openSync(file, 'w');
       const writer = fileLineWriter(fd);
-      exportAudit(db, keyring.logId, writer, { from: 77, to: 180, checkpointEvery: 50 });
+      exportAudit(db, keyring.logId, writer, { from: 77, to: 180, checkpointEvery: 50, keyring });
       writer.flush();
       fs.closeSync(fd);
     } finally {
@@ -225,14 +225,15 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
 });
 
 describe('the empty log', () => {
-  it('a checkpoint before any record names the empty tree\'s root, and its note says size 0', async () => {
+  it('a checkpoint on an empty log first writes the chain\'s key.created, so what it seals (and its anchor) can be vouched for', async () => {
     const dataDir = path.join(tempDir('executor-empty-'), 'data');
     fs.mkdirSync(dataDir, { recursive: true });
     withAuditLog(dataDir, (_db, log) => log.checkpoint('start'));
-    const { checkpoints } = readLog(dataDir);
+    const { leaves, checkpoints } = readLog(dataDir);
+    expect(leaves).toHaveLength(1);
     expect(checkpoints).toHaveLength(1);
-    expect(checkpoints[0]).toMatchObject({ seq: 0, rootHash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
-    expect(checkpoints[0]!.note).toMatch(/^executor\.audit\/[0-9a-f-]+\n0\n47DEQpj8HBSa\+\/TImW\+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n— /);
+    expect(checkpoints[0]).toMatchObject({ seq: 1, rootHash: rootOfLeaves(leaves).toString('hex') });
+    expect(checkpoints[0]!.note).toMatch(/^executor\.audit\/[0-9a-f-]+\n1\n[A-Za-z0-9+/]{43}=\n\n— /);
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
   });
 });
