@@ -109,12 +109,18 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('protocol r
     expect(refusals.map((entry) => (entry.args as { code?: string }).code)).toEqual(['IPC_REPLAYED', 'IPC_BAD_SIGNATURE']);
   });
 
-  it('accepts the same envelope serialized in another key order (signature is over the canonical form)', async () => {
+  it('accepts another key order only for a sig over the canonical form; a sig over the sent text holds for those bytes alone', async () => {
+    // The sender signs the text it sends (signText); the receiver also accepts a sig over the
+    // canonical JSON, for senders that serialize another way. Either way nothing unsigned is acted on.
     const text = await session.signed('listSteps', {});
     const parsed = JSON.parse(text) as Record<string, unknown>;
     const reordered = JSON.stringify(Object.fromEntries(Object.entries(parsed).reverse()));
     expect(reordered).not.toBe(text);
-    expect(canonicalText({ ...JSON.parse(reordered), sig: undefined })).toBe(canonicalText({ ...parsed, sig: undefined }));
-    expect((await session.send(reordered)).ok).toBe(true);
+    expect(errorCode(await session.send(reordered))).toBe('IPC_BAD_SIGNATURE');
+
+    const { sig: _sentTextSig, ...message } = JSON.parse(await session.signed('listSteps', {})) as Record<string, unknown>;
+    const canonicalSig = await session.mac.sign('executor-ipc-request\n', canonicalText(message));
+    const canonicalSigned = JSON.stringify(Object.fromEntries([...Object.entries(message), ['sig', canonicalSig]].reverse()));
+    expect((await session.send(canonicalSigned)).ok).toBe(true);
   });
 });
