@@ -69,12 +69,16 @@ export interface StepRecordPart {
 
 /** A page of the whole record's JSON: the pages, joined, parse to the record getStep would send uncut. */
 export function stepRecordPart(record: StepRecord, offset: number): StepRecordPart {
-  const json = JSON.stringify(record);
+  return partOfRecordText(record.step.id, record.updatedAt, JSON.stringify(record), offset);
+}
+
+/** A page of a record already serialized: a reader paging a record of many MB pays its serialization once (see the host's cache). */
+export function partOfRecordText(stepId: string, updatedAt: string, json: string, offset: number): StepRecordPart {
   const start = Math.min(offset, json.length);
   let end = Math.min(start + RECORD_PART_CHARACTERS, json.length);
   // Never split a surrogate pair between pages.
   if (end < json.length && /[\uD800-\uDBFF]/.test(json.charAt(end - 1))) end -= 1;
-  return { stepId: record.step.id, updatedAt: record.updatedAt, offset: start, text: json.slice(start, end), nextOffset: end < json.length ? end : null, totalCharacters: json.length };
+  return { stepId, updatedAt, offset: start, text: json.slice(start, end), nextOffset: end < json.length ? end : null, totalCharacters: json.length };
 }
 
 /** What a window's reply or event may hold of one step record (a few bytes under a frame's 64 KiB, with the envelope). */

@@ -1822,6 +1822,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * One step as `actor` may see it: an agent sees only the steps its issued identity proposed, and
    * any other id, the person's steps included, gets exactly the answer an unknown id gets.
    */
+  /** When a step last changed, read without loading the step: tells a cached copy from a stale one. */
+  stepUpdatedAt(stepId: string): string | undefined {
+    return this.steps.updatedAtOf(stepId);
+  }
+
   stepFor(stepId: string, actor: Actor): StepRecord {
     const record = this.steps.get(stepId);
     if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);

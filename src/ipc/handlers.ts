@@ -6,7 +6,9 @@ import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
-import { boundedRecord, MAX_RECORD_BYTES, stepRecordPart } from '../domain/step-record-cut.js';
+import { boundedRecord, MAX_RECORD_BYTES, partOfRecordText } from '../domain/step-record-cut.js';
+import { mayAccessStep } from '../domain/step-ownership.js';
+import type { StepRecord } from '../domain/step-record.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
 
@@ -86,7 +88,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // Every channel's reply is bounded: a step of many MB (a big write's content and diff, a command's
   // output) is cut and says so (`cut`), and getStepPart pages the whole (src/ipc/whole-step-record.ts).
   getStep: (executor, { stepId, maxBytes }, { actor }) => boundedRecord(executor.stepFor(stepId, actor), maxBytes ?? MAX_RECORD_BYTES),
-  getStepPart: (executor, { stepId, offset }, { actor }) => stepRecordPart(executor.stepFor(stepId, actor), offset ?? 0),
+  getStepPart: (executor, { stepId, offset }, { actor }) => recordTextPart(executor, stepId, offset ?? 0, actor),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');
     return context.agentIdentity(params?.resume);
@@ -124,3 +126,31 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),
 };
+
+/**
+ * Recent serializations of whole records, per host, by step: a reader pages a record of many MB in
+ * hundreds of calls, and loading and serializing it for each page made reading it quadratic (minutes
+ * for 7 MB, with every other client waiting behind each page). A copy serves while the step's
+ * updated_at is unchanged, which also keeps one reader's pages one consistent version.
+ */
+const recordTexts = new WeakMap<Executor, Map<string, { updatedAt: string; step: StepRecord['step']; json: string; at: number }>>();
+const RECORD_TEXTS_KEPT = 4;
+const RECORD_TEXT_MS = 60_000;
+
+function recordTextPart(executor: Executor, stepId: string, offset: number, actor: Actor) {
+  const texts = recordTexts.get(executor) ?? new Map();
+  recordTexts.set(executor, texts);
+  const kept = texts.get(stepId);
+  if (kept && Date.now() - kept.at < RECORD_TEXT_MS && executor.stepUpdatedAt(stepId) === kept.updatedAt && mayAccessStep(actor, kept.step)) {
+    return partOfRecordText(stepId, kept.updatedAt, kept.json, offset);
+  }
+  const record = executor.stepFor(stepId, actor);
+  const json = JSON.stringify(record);
+  texts.delete(stepId);
+  texts.set(stepId, { updatedAt: record.updatedAt, step: record.step, json, at: Date.now() });
+  for (const old of texts.keys()) {
+    if (texts.size <= RECORD_TEXTS_KEPT) break;
+    texts.delete(old);
+  }
+  return partOfRecordText(stepId, record.updatedAt, json, offset);
+}

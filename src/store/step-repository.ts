@@ -400,6 +400,11 @@ export class StepRepository {
     })();
   }
 
+  /** When the step last changed, without loading it (undefined for an unknown id). */
+  updatedAtOf(stepId: string): string | undefined {
+    return (this.statement('SELECT updated_at FROM steps WHERE step_id = ?').get(stepId) as { updated_at: string } | undefined)?.updated_at;
+  }
+
   get(stepId: string): StepRecord {
     const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
     if (!row) throw unknownStepError(stepId);
