@@ -1,7 +1,7 @@
 import { editDetailText } from '../domain/person-edit.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
-import type { StepRecord } from '../domain/step-record.js';
+import type { RunSpan, StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
 import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, lineCountText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../domain/run-step-facts.js';
 import { commandLineOf, quoteShellWord } from '../domain/shell-quote.js';
@@ -235,7 +235,27 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     if (partialOutput.stderr) lines.push('stderr:', visibleBlock(partialOutput.stderr.replace(/\n$/, '')));
     if (!partialOutput.stdout && !partialOutput.stderr) lines.push('(it printed nothing)');
   }
+  lines.push(...keptRunOutputLines(record, partialOutput !== null));
   return lines.join('\n');
+}
+
+const SPAN_ENDINGS: Record<RunSpan['ended'], string> = { finished: 'it finished', failed: 'it failed', cancelled: 'it was cancelled', interrupted: 'the host stopped mid-run' };
+
+/**
+ * The output a run printed before it stopped without finishing (cancelled, failed, cut off by a
+ * shutdown), kept with its run span: the same partial output the window's History shows.
+ */
+function keptRunOutputLines(record: StepRecord, realRunShown: boolean): string[] {
+  const lines: string[] = [];
+  for (const [phase, span] of [['dry run', record.runTimes?.dryRun], ['real run', record.runTimes?.realRun]] as const) {
+    const output = span?.output;
+    if (!span || !output || (phase === 'real run' && realRunShown)) continue;
+    lines.push('', `--- output of its ${phase}, partial: ${SPAN_ENDINGS[span.ended]} (stdout ${output.bytes.stdout} bytes, stderr ${output.bytes.stderr} bytes${output.truncated ? '; only the last part was kept' : ''}):`);
+    if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
+    if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
+    if (!output.stdout && !output.stderr) lines.push('(it printed nothing)');
+  }
+  return lines;
 }
 
 /** A cancelled real run's partial output (Executor's cancel keeps it as the step's result), or null. */

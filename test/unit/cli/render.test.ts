@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explainOutcome, localTimeWords, whatRunsLines, whoMustAct } from '../../../src/cli/render.js';
+import { detailText, explainOutcome, localTimeWords, whatRunsLines, whoMustAct } from '../../../src/cli/render.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { Step } from '../../../src/domain/step.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
@@ -100,5 +100,35 @@ describe('localTimeWords and whoMustAct (when undecided steps expire)', () => {
 
   it('shows a time it cannot read as it was given, made visible', () => {
     expect(localTimeWords('not a time\u001b]0;x')).toBe('not a time\\x1b]0;x');
+  });
+});
+
+describe('detailText (executor steps show) prints the output a stopped run kept', () => {
+  const span = (ended: 'cancelled' | 'failed' | 'interrupted', stdout: string, stderr = '') => ({
+    startedAt: '2026-11-24T10:00:00.000Z',
+    finishedAt: '2026-11-24T10:00:12.000Z',
+    durationMs: 12_000,
+    ended,
+    output: { stdout, stderr, bytes: { stdout: Buffer.byteLength(stdout), stderr: Buffer.byteLength(stderr) }, truncated: false },
+  });
+
+  it('shows a cancelled dry run’s partial output, both streams, hidden characters made visible', () => {
+    const text = detailText(record('cancelled', { runTimes: { dryRun: span('cancelled', 'step 1 done\nevil\u202etxt\n', 'err\n') } }));
+    expect(text).toContain('--- output of its dry run, partial: it was cancelled (stdout 23 bytes, stderr 4 bytes)');
+    expect(text).toContain('step 1 done');
+    expect(text).toContain('<U+202E>');
+    expect(text).not.toContain('\u202e');
+    expect(text).toMatch(/stderr:\nerr/);
+  });
+
+  it('names why each run stopped, and says when it printed nothing', () => {
+    const text = detailText(record('interrupted', { runTimes: { dryRun: span('failed', 'a\n'), realRun: span('interrupted', '') } }));
+    expect(text).toContain('output of its dry run, partial: it failed');
+    expect(text).toContain('output of its real run, partial: the host stopped mid-run');
+    expect(text).toContain('(it printed nothing)');
+  });
+
+  it('prints nothing of the kind for a run that finished', () => {
+    expect(detailText(record('executed', { runTimes: { realRun: { startedAt: 'a', finishedAt: 'b', durationMs: 1, ended: 'finished' } } }))).not.toContain('partial');
   });
 });
