@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { z } from 'zod';
 import type { Db } from '../store/database.js';
 import { ExecutorError } from '../domain/errors.js';
 import { ed25519PublicKey, parsePublicKeys } from './audit-keys.js';
@@ -165,6 +166,38 @@ function emptyReport(): ProofReport {
   return { ok: false, problem: null, seq: null, logId: null, action: null, ts: null, treeSize: null, rootHash: null, checkpoint: null, signedBy: [], uncheckedSignatures: [], proves: [], doesNotProve: [] };
 }
 
+const hexField = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`), `${digits} lowercase hex digits`);
+const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const ProofShape = z.object({
+  record: z.object({ seq: count.min(1), body: z.string(), mac: hexField(64) }),
+  inclusion: z.object({ leafIndex: count, treeSize: count.min(1), hashes: z.array(hexField(64)).max(64) }),
+  note: z.string(),
+  checkpoint: z.object({ cpSeq: count, body: z.string(), sig: hexField(128) }),
+});
+const FIELD_NEEDS: Record<string, string> = {
+  record: 'its record needs seq (a whole number from 1), body (text) and mac (64 hex digits)',
+  inclusion: 'its inclusion proof needs leafIndex (a whole number from 0), treeSize (from 1) and at most 64 hashes of 64 hex digits',
+  note: 'it has no checkpoint note',
+  checkpoint: 'its checkpoint needs cpSeq (a whole number from 0), body and sig (128 hex digits)',
+};
+
+/** The first key (name+hash) that signs the note on more than one line, if any (C2SP signed-note: one signature per key). */
+function repeatedSignature(note: string): string | null {
+  let signatures;
+  try {
+    signatures = parseNote(note).signatures;
+  } catch {
+    return null; // openNote names what is malformed
+  }
+  const seen = new Set<string>();
+  for (const signature of signatures) {
+    const name = `${signature.name}+${hex8(signature.keyHash)}`;
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return null;
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
@@ -175,17 +208,17 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   const report = emptyReport();
   const fail = (code: ProofCode, message: string): ProofReport => ({ ...report, ok: false, problem: { code, message }, proves: [], doesNotProve: [] });
   if (!isObject(input) || input.format !== PROOF_FORMAT || input.v !== 1) return fail('MALFORMED', `not an audit record proof (format ${PROOF_FORMAT}, v 1)`);
-  const { record, inclusion, note, checkpoint } = input;
-  if (!isObject(record) || typeof record.body !== 'string' || typeof record.mac !== 'string' || !HEX64.test(record.mac) || !Number.isSafeInteger(record.seq)) {
-    return fail('MALFORMED', 'its record needs seq, body (text) and mac (64 hex digits)');
+  // Every field's type and range first: a negative size or index is a malformed file, not a mismatch.
+  const shape = ProofShape.safeParse(input);
+  if (!shape.success) {
+    const issue = shape.error.issues[0]!;
+    const where = issue.path.join('.');
+    const what = FIELD_NEEDS[String(issue.path[0])] ?? 'its fields to have the right types';
+    return fail('MALFORMED', `${what} (${where || 'file'}: ${issue.message})`);
   }
-  if (!isObject(inclusion) || !Number.isSafeInteger(inclusion.leafIndex) || !Number.isSafeInteger(inclusion.treeSize) || !Array.isArray(inclusion.hashes) || !inclusion.hashes.every((hash) => typeof hash === 'string' && HEX64.test(hash))) {
-    return fail('MALFORMED', 'its inclusion proof needs leafIndex, treeSize and hashes of 64 hex digits');
-  }
-  if (typeof note !== 'string') return fail('MALFORMED', 'it has no checkpoint note');
-  if (!isObject(checkpoint) || typeof checkpoint.body !== 'string' || typeof checkpoint.sig !== 'string' || !/^[0-9a-f]{128}$/.test(checkpoint.sig) || !Number.isSafeInteger(checkpoint.cpSeq)) {
-    return fail('MALFORMED', 'its checkpoint needs cpSeq, body and sig (128 hex digits)');
-  }
+  const { record, inclusion, note, checkpoint } = shape.data;
+  const repeated = repeatedSignature(note);
+  if (repeated) return fail('MALFORMED', `its checkpoint note carries the signature of ${repeated} more than once; a signed note has at most one line per key`);
   let body: Record<string, unknown>;
   try {
     const parsed = JSON.parse(record.body) as unknown;
@@ -202,7 +235,9 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   report.action = typeof body.action === 'string' ? body.action : null;
   report.ts = typeof body.ts === 'string' ? body.ts : null;
   if (record.seq !== seq || inclusion.leafIndex !== (seq as number) - 1) {
-    return fail('MISMATCH', `the record body is seq ${String(seq)}, but the file places it at seq ${String(record.seq)}, leaf ${String(inclusion.leafIndex)} (leaf = seq − 1)`);
+    const seqNumber = seq as number;
+    if (record.seq !== seqNumber) return fail('MISMATCH', `the record body is seq ${String(seqNumber)}, but the file's record.seq says ${String(record.seq)}`);
+    return fail('MISMATCH', `the record body is seq ${String(seqNumber)}, so its leaf is ${String(seqNumber - 1)} (leaf = seq − 1), but the inclusion proof is for leaf ${String(inclusion.leafIndex)} (seq ${String(inclusion.leafIndex + 1)})`);
   }
   if (input.logId !== logId) return fail('FOREIGN_LOG', `the record belongs to log ${logId}, the file says ${String(input.logId)}`);
 

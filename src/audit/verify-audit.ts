@@ -474,5 +474,8 @@ export function acceptMissingAnchor(report: VerifyReport): VerifyReport {
 export function summarizeReport(report: VerifyReport): string {
   if (report.problem) return `audit log NOT intact: ${report.problem.code} at seq ${report.problem.seq}: ${report.problem.message}`;
   const tail = report.unsealedTail ? `, unsealed tail of ${report.unsealedTail}` : '';
-  return `audit log intact: ${report.records} records (seq 1..${report.headSeq}), ${report.checkpoints} checkpoints, anchor ${report.anchor ? `at ${report.anchor.seq}` : 'none'}${tail}`;
+  // An export of a middle range holds seq from..to, contiguous (the chain checked it): not 1..to.
+  const firstSeq = Math.max(1, report.headSeq - report.records + 1);
+  const range = report.records === 0 ? 'no records' : `${report.records} records (seq ${firstSeq}..${report.headSeq})`;
+  return `audit log intact: ${range}, ${report.checkpoints} checkpoints, anchor ${report.anchor ? `at ${report.anchor.seq}` : 'none'}${tail}`;
 }

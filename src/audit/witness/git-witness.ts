@@ -12,6 +12,12 @@ import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
  * team protects on its git host (no force-push, no deletion), so the agent's account can add to
  * it but never rewrite it. Driven through the git CLI, with the person's own git credentials.
  */
+
+/** git's stderr is several lines; a report line shows them joined with "; ", not as an escaped newline. */
+function oneLine(text: string): string {
+  return text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean).join('; ');
+}
+
 export interface GitWitnessTarget {
   name: string;
   remote: string;
@@ -55,7 +61,7 @@ function git(cwd: string, args: string[]): Promise<GitResult> {
 
 async function mustGit(cwd: string, args: string[]): Promise<string> {
   const result = await git(cwd, args);
-  if (result.code !== 0) throw new WitnessUnreachable(`git ${args.join(' ')}: ${result.stderr.trim() || `exit ${result.code}`}`);
+  if (result.code !== 0) throw new WitnessUnreachable(`git ${args.join(' ')}: ${oneLine(result.stderr) || `exit ${result.code}`}`);
   return result.stdout;
 }
 
@@ -168,6 +174,6 @@ export async function publishToGit(target: GitWitnessTarget, log: WitnessedLog):
     const pushed = await git(target.cloneDir, ['push', '-q', 'origin', `HEAD:refs/heads/${target.branch}`]);
     if (pushed.code === 0) return { kind: 'published', size: newest.size };
     const movedMeanwhile = /non-fast-forward|fetch first|rejected/i.test(pushed.stderr) && !/protected|hook declined|permission|denied/i.test(pushed.stderr);
-    if (!movedMeanwhile || attempt >= PUSH_ATTEMPTS) throw new WitnessUnreachable(`git push to ${target.remote} (${target.branch}) was refused: ${pushed.stderr.trim()}`);
+    if (!movedMeanwhile || attempt >= PUSH_ATTEMPTS) throw new WitnessUnreachable(`git push to ${target.remote} (${target.branch}) was refused: ${oneLine(pushed.stderr)}`);
   }
 }

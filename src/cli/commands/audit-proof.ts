@@ -18,6 +18,13 @@ function wholeNumber(name: string, value: string): number {
 }
 
 /** audit prove|verify-proof: one record, handed to a third party with what proves it was logged. */
+/** The largest proof file verify-proof reads (documented in docs/AUDIT.md): beyond it the proof is MALFORMED. */
+export const MAX_PROOF_BYTES = 1024 * 1024;
+
+function tooLarge<T extends { problem: { code: string; message: string } | null }>(report: T): T {
+  return { ...report, problem: { code: 'MALFORMED', message: `the file is larger than ${MAX_PROOF_BYTES} bytes (1 MiB), far more than any proof; it was not read` } };
+}
+
 export function registerAuditProofCommands(audit: Command): void {
   audit
     .command('prove')
@@ -58,19 +65,22 @@ export function registerAuditProofCommands(audit: Command): void {
       if (!options.key) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs --key: the log\'s public key epk2-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.');
       const { checkRecordProof, parseProofKeys } = await proofModules();
       const keys = parseProofKeys(options.key);
-      let text: string;
+      let text: string | null = null;
       try {
-        text = fs.readFileSync(file, 'utf8');
+        // A proof is a few kilobytes (one record, at most 64 hashes, one note): a bigger file is refused unread.
+        if (fs.statSync(file).size <= MAX_PROOF_BYTES) text = fs.readFileSync(file, 'utf8');
       } catch (error) {
         throw new ExecutorError('NOT_FOUND', `Cannot read the proof file ${file}: ${(error as Error).message}.`, { file });
       }
       let input: unknown;
       try {
-        input = JSON.parse(text);
+        input = text === null ? undefined : JSON.parse(text);
       } catch {
         input = undefined;
       }
-      const report = checkRecordProof(input, keys);
+      const report = text === null
+        ? tooLarge(checkRecordProof(undefined, keys))
+        : checkRecordProof(input, keys);
       print(json, report, () => {
         if (!report.ok) return `proof does NOT hold: ${report.problem!.code}: ${report.problem!.message}`;
         return [

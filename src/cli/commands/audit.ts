@@ -165,6 +165,14 @@ export function registerAuditCommands(program: Command): void {
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
     .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
     .option('--offline', 'do not ask the witnesses in the policy (the report says they were not asked)')
+    .addHelpText('after', [
+      '',
+      'Exit status:',
+      '  0  the log is intact, and every witness asked agrees (or none is set up: the report then says a restored older copy could not be detected)',
+      '  1  the log is not intact, or a witness says it was rolled back or forked: the report names what',
+      '  2  bad usage or input (no data directory, a malformed key)',
+      '  3  the records are intact, but the check against witnesses is incomplete (--offline, or a witness unreachable or holding none of it): run again when they answer',
+    ].join('\n'))
     .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean; offline?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
@@ -190,10 +198,20 @@ export function registerAuditCommands(program: Command): void {
       const witnessed = options.file ? undefined : await askWitnesses(dataDir, options.offline === true);
       if (witnessed) applyWitnessReports(report, witnessed.reports);
       const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
-      print(json, output, () =>
-        [summarizeReport(report), ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []), ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n'),
-      );
       const unanswered = witnessed?.reports.some((witness) => witness.status === 'unreachable' || witness.status === 'no_checkpoint') || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
+      const noWitness = !options.file && (witnessed === undefined || witnessed.reports.length === 0);
+      print(json, output, () => {
+        const summary = summarizeReport(report).split('\n');
+        // Exit 3: the records hold, but the check against the witnesses is not done; the first line says so, and what to do.
+        if (report.ok && unanswered) {
+          summary[0] = summary[0]!.replace(/^audit log intact:/, 'audit records intact, but the check against witnesses is INCOMPLETE (exit 3):');
+          summary.splice(1, 0, `  what to do: ${options.offline ? 'run again without --offline' : 'run again when the witnesses answer'}; until then a restored older copy of the whole data directory would not show here`);
+        }
+        const lonely = report.ok && noWitness
+          ? ['  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`']
+          : [];
+        return [...summary, ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []), ...lonely, ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n');
+      });
       process.exitCode = !report.ok ? EXIT_NOT_INTACT : unanswered ? EXIT_WITNESS_UNANSWERED : 0;
     });
 

@@ -116,7 +116,18 @@ export function registerWitnessCommands(program: Command): void {
       fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
       // One witness per state directory: two would each check "old size" against their own reading and could cosign a rollback.
       const { acquireDataDirLock } = await import('../../store/data-dir-lock.js');
-      const lock = acquireDataDirLock(stateDir);
+      const lock = (() => {
+        try {
+          return acquireDataDirLock(stateDir);
+        } catch (error) {
+          // The lock's own words name a data directory; here it is the witness's state folder.
+          if (error instanceof ExecutorError && error.code === 'BUSY') {
+            const pid = (error.details as { pid?: unknown } | undefined)?.pid;
+            throw new ExecutorError('BUSY', `busy: the witness state folder ${stateDir} is held by ${typeof pid === 'number' ? `pid ${pid}` : 'another process'} (another witness serve). One witness serves one state folder: stop that one, or give --state-dir another folder.`, { pid, stateDir });
+          }
+          throw error;
+        }
+      })();
       const running = await startWitnessServer(
         { signer, logs: logs.map((log) => ({ origin: log.origin, verifiers: [log.verifier] })), state: new WitnessStateDir(stateDir), log: (line) => process.stderr.write(`${line}\n`) },
         { host: options.host, port: options.port },

@@ -35,6 +35,8 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     const intact = runCli(['--data-dir', dataDir, 'audit', 'verify']);
     expect(intact.status).toBe(0);
     expect(intact.stdout).toMatch(/^audit log intact: \d+ records/);
+    // No witness in the policy: the report says plainly what that leaves undetected.
+    expect(intact.stdout).toMatch(/note: no witness was asked, so a restored older copy of the whole data directory could not be detected/);
 
     const db = new Database(path.join(dataDir, DATABASE_FILE));
     db.exec('DROP TRIGGER audit_records_no_update');

@@ -144,6 +144,45 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
     expect(refused.stdout).toContain('proof does NOT hold: MALFORMED');
   });
 
+  it('a field of the wrong type or range is MALFORMED, not a mismatch; a wrong leaf names both numbers right', () => {
+    const malformed: [string, (copy: RecordProofFile) => void][] = [
+      ['negative tree size', (copy) => void (copy.inclusion.treeSize = -1)],
+      ['negative leaf index', (copy) => void (copy.inclusion.leafIndex = -5)],
+      ['fractional tree size', (copy) => void (copy.inclusion.treeSize = 2.5)],
+      ['tree size as text', (copy) => void ((copy.inclusion as { treeSize: unknown }).treeSize = '2600')],
+      ['zero record seq', (copy) => void (copy.record.seq = 0)],
+      ['negative checkpoint seq', (copy) => void (copy.checkpoint.cpSeq = -1)],
+      ['upper-case mac', (copy) => void (copy.record.mac = copy.record.mac.toUpperCase().replace(/[0-9]/g, 'A'))],
+    ];
+    for (const [name, edit] of malformed) {
+      const result = verify(withProof(name.replace(/\W+/g, '-'), edit), keys.epk);
+      expect(result.status, `${name}: ${result.stdout}${result.stderr}`).toBe(1);
+      expect(result.json<ProofReport>().problem?.code, name).toBe('MALFORMED');
+    }
+    const wrongLeaf = verify(withProof('wrong-leaf', (copy) => void (copy.inclusion.leafIndex = 1234)), keys.epk);
+    const message = wrongLeaf.json<ProofReport>().problem?.message ?? '';
+    expect(message).toContain('the record body is seq 1234, so its leaf is 1233');
+    expect(message).toContain('the inclusion proof is for leaf 1234 (seq 1235)');
+    expect(message).not.toMatch(/places it at seq 1234/);
+  });
+
+  it('refuses a note that repeats the log signature line, and a file too large to be a proof, unread (MALFORMED)', () => {
+    const repeated = withProof('repeated-signature', (copy) => {
+      const signatureLine = copy.note.trimEnd().split('\n').pop()!;
+      copy.note = `${copy.note}${signatureLine}\n`;
+    });
+    const refused = verify(repeated, keys.epk);
+    expect(refused.status, refused.stdout).toBe(1);
+    expect(refused.json<ProofReport>().problem).toMatchObject({ code: 'MALFORMED', message: expect.stringMatching(/more than once/) });
+
+    // Valid JSON of the right shape, padded past the 1 MiB cap: refused by size alone.
+    const big = path.join(work, 'big-proof.json');
+    fs.writeFileSync(big, JSON.stringify({ ...proof, padding: 'x'.repeat(1024 * 1024) }));
+    const tooBig = verify(big, keys.epk);
+    expect(tooBig.status, tooBig.stdout).toBe(1);
+    expect(tooBig.json<ProofReport>().problem).toMatchObject({ code: 'MALFORMED', message: expect.stringMatching(/larger than 1048576 bytes/) });
+  });
+
   it('another log\'s key does not vouch for this proof; bad usage exits 2', () => {
     const other = publicKeyOf(buildAuditLog({ records: 1 }).dataDir);
     const foreign = verify(proofFile, other.epk);

@@ -106,5 +106,9 @@ describe('a git remote as witness (a local bare repository)', () => {
     const log = memoryWitnessedLog();
     log.append(1);
     await expect(publishToGit({ name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') }, log)).rejects.toThrow(/git ls-remote/);
+    // git's several stderr lines become one report line: no newline for the report to escape as \\n.
+    const error = await publishToGit({ name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') }, log).then(() => null, (thrown: unknown) => thrown as Error);
+    expect(error?.message).toMatch(/fatal: .*; /);
+    expect(error?.message).not.toMatch(/\n/);
   });
 });

@@ -99,7 +99,15 @@ describe('witnesses catch what the data directory cannot: a whole-directory roll
     const unreachable = verify(fresh.dataDir);
     expect(unreachable.status).toBe(3);
     expect(unreachable.report.witnesses.find((line) => line.witness === 'w1')?.status).toBe('unreachable');
-    expect(cli(fresh.dataDir, ['audit', 'verify']).stdout).toMatch(/witness w1 \(.*\): UNREACHABLE/);
+    const text = cli(fresh.dataDir, ['audit', 'verify']).stdout;
+    expect(text).toMatch(/witness w1 \(.*\): UNREACHABLE/);
+    // The first line says the check is incomplete, never plain "intact", and the next says what to do.
+    expect(text.split('\n')[0]).toMatch(/^audit records intact, but the check against witnesses is INCOMPLETE \(exit 3\)/);
+    expect(text.split('\n')[1]).toMatch(/what to do: run again when the witnesses answer/);
+    const offline = cli(fresh.dataDir, ['audit', 'verify', '--offline']);
+    expect(offline.status).toBe(3);
+    expect(offline.stdout).toMatch(/^audit records intact, but the check against witnesses is INCOMPLETE \(exit 3\):.*\n  what to do: run again without --offline/);
+    expect(cli(fresh.dataDir, ['audit', 'verify', '--help']).stdout).toMatch(/Exit status:[\s\S]*3 {2}the records are intact, but the check against witnesses is incomplete/);
   }, MANY_CLI_RUNS_MS);
 
   it('two diverging copies of one data directory: the second to publish is FORKED against both witnesses', async () => {

@@ -129,6 +129,8 @@ describe('executor witness serve (a separate process speaking C2SP tlog-witness 
     const second = runCli(['witness', 'serve', '--key-file', keyFile, '--log', log.vkey], { timeoutMs: 20_000 });
     expect(second.status).toBe(2);
     expect(second.stderr).toMatch(/BUSY/);
+    expect(second.stderr).toMatch(/the witness state folder .* is held by pid \d+ \(another witness serve\)/);
+    expect(second.stderr).not.toMatch(/data directory/);
     await first.stop();
     const badLog = runCli(['witness', 'serve', '--key-file', keyFile, '--log', 'origin=not-a-key']);
     expect(badLog.status).toBe(2);
