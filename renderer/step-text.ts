@@ -3,43 +3,17 @@ import { durationText } from '../src/domain/run-step-facts.js';
 import type { StepStatus } from '../src/domain/state-machine.js';
 import type { Step } from '../src/domain/step.js';
 import { summarizeStep } from '../src/domain/step-title.js';
+import { STATUS_SENTENCE_WORDS, STATUS_WORDS } from '../src/domain/status-words.js';
 export { commandTitle, displayPath, summarizeStep, targetPath } from '../src/domain/step-title.js';
 
-export const STATUS_LABEL: Record<StepStatus, string> = {
-  proposed: 'Proposed',
-  evaluated: 'Evaluated',
-  awaiting_consent: 'Waiting for you',
-  approved: 'Approved',
-  rejected: 'Rejected',
-  running: 'Running',
-  executed: 'Executed',
-  failed: 'Failed',
-  interrupted: 'Interrupted',
-  reverted: 'Reverted',
-  denied: 'Denied by policy',
-  expired: 'Expired',
-  cancelled: 'Cancelled',
-};
+/** Where a step stands, as a label: the same words the CLI prints (one table, src/domain/status-words.ts). */
+export const STATUS_LABEL: Record<StepStatus, string> = STATUS_WORDS;
 
 /**
  * Where a step stands, as the end of a sentence about it ("“Write a.txt” is now …"). Every status
  * has words (the unit test walks STEP_STATUSES), so no message shows a raw state name.
  */
-export const STATUS_SENTENCE: Record<StepStatus, string> = {
-  proposed: 'is being prepared',
-  evaluated: 'is being prepared (its preview is under way)',
-  awaiting_consent: 'waits for your decision',
-  approved: 'is approved and waits its turn',
-  rejected: 'was rejected',
-  running: 'is running',
-  executed: 'ran',
-  failed: 'failed',
-  interrupted: 'was interrupted before it finished',
-  reverted: 'was reverted',
-  denied: 'was denied by the policy',
-  expired: 'expired before anyone decided',
-  cancelled: 'was cancelled',
-};
+export const STATUS_SENTENCE: Record<StepStatus, string> = STATUS_SENTENCE_WORDS;
 
 /** A step named in a message: its title in quotes, never its id. */
 export function quotedStep(step: Step, roots: readonly string[] = []): string {

@@ -2,9 +2,8 @@ import type { StepStatus } from './state-machine.js';
 
 /*
  * Where a step stands, in words: what the CLI prints where a person reads it (`steps list`,
- * `steps show`, `revert`, `approve`, `edit`, error messages). The same words as the window's
- * (renderer/step-text.ts STATUS_LABEL and STATUS_SENTENCE; a unit test keeps the two equal), so a
- * step reads alike in both. `--json` keeps the raw state names.
+ * `steps show`, `revert`, `approve`, `edit`, error messages). The window's STATUS_LABEL and
+ * STATUS_SENTENCE (renderer/step-text.ts) are these tables, so a step reads alike in both. `--json` keeps the raw state names.
  */
 
 /** A status as a label: a column of `steps list`, the "Status" line of `steps show`. */
