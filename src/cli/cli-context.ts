@@ -153,3 +153,16 @@ export async function readEvenWhenFull<T>(
     return value;
   }
 }
+
+/** Resolves on Ctrl+C or SIGTERM: a long-running command (serve, witness serve) then closes what it holds. */
+export function untilStopped(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { ExecutorError } from '../../domain/errors.js';
 import { setPrivateUmask } from '../../store/data-dir.js';
-import { globals, print, withExecutor } from '../cli-context.js';
+import { globals, print, untilStopped, withExecutor } from '../cli-context.js';
 
 /** Where `npm run build:renderer` puts the UI, relative to this file in the package. */
 export const RENDERER_DIR = path.resolve(import.meta.dirname, '../../../dist-renderer');
@@ -41,15 +41,7 @@ export function registerServeCommands(program: Command): void {
           `Stop with Ctrl+C.`,
         ].join('\n'),
       );
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopped();
       await host.close();
     });
 

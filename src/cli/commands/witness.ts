@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import type { WitnessConfig } from '../../policy/policy-file.js';
-import { globals, print, withExecutor } from '../cli-context.js';
+import { globals, print, untilStopped, withExecutor } from '../cli-context.js';
 
 /** The pure note code and the witness server, loaded by the command that runs, not by `--help`. */
 const noteModules = async () => {
@@ -135,15 +135,7 @@ export function registerWitnessCommands(program: Command): void {
       print(json, { url: running.url, name: signer.name, vkey: signer.vkey, stateDir, logs: logs.map((log) => log.origin), pid: process.pid }, () =>
         [`witness ${signer.name} listening on ${running.url}`, `  vkey ${signer.vkey}`, `  state ${stateDir}`, ...logs.map((log) => `  follows ${log.origin}`)].join('\n'),
       );
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopped();
       await running.close();
       lock.release();
     });
