@@ -21,7 +21,7 @@ export async function startWitness(args: string[]): Promise<{ info: WitnessInfo;
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const info = await new Promise<WitnessInfo>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`executor witness serve did not start: ${stderr}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`executor witness serve did not start in 2 minutes: ${stderr}`)), 120_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       try {
