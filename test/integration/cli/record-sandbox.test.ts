@@ -29,6 +29,7 @@ function records(dataDir: string): (Row & { sandbox: { kind: string; imageDigest
   }
 }
 
+// Skipped only where no Docker engine answers (dockerAvailable says why); under CI=true a missing engine throws instead.
 describe.skipIf(!hasDocker)('executorEnv.sandbox in every record, through the real CLI and a real Docker step', () => {
   beforeAll(async () => {
     await ensureSandboxImage();

@@ -18,6 +18,7 @@ const codeOf = (promise: Promise<unknown>) => promise.then(() => ({ code: 'none'
 
 const hasDocker = dockerAvailable();
 
+// Skipped only where no Docker engine answers (dockerAvailable says why); under CI=true a missing engine throws instead.
 describe.skipIf(!hasDocker)("the person's edit of a command (real Docker)", () => {
   const open: Executor[] = [];
   beforeAll(async () => {
