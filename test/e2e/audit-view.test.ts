@@ -81,6 +81,7 @@ function cliSeqs(filters: string[]): number[] {
   return shown.stdout.split('\n').filter(Boolean).map((line) => Number(/^\s*(\d+) /.exec(line)![1]));
 }
 
+// Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 180_000 }, () => {
   it('verification shows "checked N of M records" and a progress bar while it runs, then says intact', async () => {
     const serve = await startServe(setup.dataDir);

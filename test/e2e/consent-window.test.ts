@@ -41,6 +41,7 @@ function proposeAndWait(dataDir: string, planFile: string): { child: ChildProces
 }
 
 // Each story drives a real browser, a real host and the CLI: on a shared 2-core machine that takes a while.
+// Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the consent window in Chromium against executor serve', { timeout: 180_000 }, () => {
   it('story 1: a proposed plan appears live; the MEDIUM write is approved and changes the file, the HIGH one is rejected with a reason the CLI receives', async () => {
     const { dataDir, workspace, base } = tempSetup();

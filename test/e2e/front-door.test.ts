@@ -17,6 +17,7 @@ import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 
+// Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('a page on another origin against the front door', () => {
   it('cannot take `executor serve` down with <img src="http://127.0.0.1:PORT/%00"> and friends', async () => {
     const { dataDir } = tempSetup();

@@ -19,6 +19,7 @@ const skipReason = windowTestsSkipReason();
 const RLO = '\u202e';
 const ZWSP = '\u200b';
 
+// Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the window marks invisible and bidi characters', { timeout: 180_000 }, () => {
   it('in the path, the diff, the command and the code of a waiting step, with a warning; not in a plain one', async () => {
     const { dataDir, workspace } = tempSetup();

@@ -22,6 +22,7 @@ async function openWindow(url: string): Promise<{ page: Page; errors: string[] }
   return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, decisionsAtOnce: true, cspErrors: true });
 }
 
+// Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout: 180_000 }, () => {
   it("states the agent and folder a rule covers, notices each step it approves, and never covers another agent's identical step", async () => {
     const { dataDir, workspace } = tempSetup();
