@@ -79,6 +79,17 @@ export type ErrorCode =
   | 'OUTPUT_TOO_LARGE'
   | 'SANDBOX_UNAVAILABLE'
   | 'EXECUTION_CANCELLED'
+  // Agent runs (src/runs/): the model endpoint and the run's own limits.
+  | 'MODEL_UNAVAILABLE'
+  | 'MODEL_REFUSED'
+  | 'MODEL_TIMEOUT'
+  | 'MODEL_NOT_CONFIGURED'
+  | 'RUN_NOT_FOUND'
+  | 'RUN_BUSY'
+  | 'RUN_BUDGET_EXCEEDED'
+  | 'RUN_NOT_WAITING'
+  | 'RUN_CANCELLED'
+  | 'QUESTION_EXPIRED'
   | 'INTERNAL';
 
 export interface ErrorShape {
