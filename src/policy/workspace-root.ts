@@ -48,7 +48,7 @@ const refused = (message: string, details: Record<string, unknown>) => new Execu
  * Checked on the real path (a symlink to /etc is /etc). The data directory is checked both ways
  * (the root may neither contain it nor lie inside it) by the same rule the policy file obeys.
  */
-export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv; uid?: number } = {}): string {
+export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv; uid?: number; accounts?: AccountFiles } = {}): string {
   const home = options.home ?? os.homedir();
   const trimmed = input.trim();
   if (trimmed === '') throw refused('No folder was given. Type the full path of the folder your agents work in, like ~/projects/site.', { input });
@@ -81,7 +81,7 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
   if (system !== undefined) {
     throw refused(`${real} is a system folder (${system}); steps there could break your computer. Pick the folder of one project, like ~/projects/site.`, { input, path: real });
   }
-  const shared = sharedFolderRefusal(real, options.uid ?? process.getuid?.());
+  const shared = sharedFolderRefusal(real, options.uid ?? process.getuid?.(), options.accounts);
   if (shared) throw refused(shared.message, { input, path: real, ...shared.details });
   try {
     assertRootsApartFromDataDir({ workspaceRoots: [real] } as Policy, dataDir);
@@ -101,45 +101,99 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
 }
 
 const WORLD_WRITABLE = 0o002;
+const GROUP_WRITABLE = 0o020;
 const STICKY = 0o1000;
 const OWN_FOLDER_ADVICE = 'Pick a folder of your own outside it, like ~/projects/site.';
+
+/** Where the accounts and groups are read from; tests point these at files of their own. */
+export interface AccountFiles {
+  passwd?: string;
+  group?: string;
+}
+
+/**
+ * The other accounts in group `gid`: its listed members and every account whose primary group it is.
+ * Read from the local account files; accounts from a directory service (LDAP) are not seen, so a
+ * group this cannot read is taken as shared when it is not the person's own private group.
+ */
+function otherGroupMembers(gid: number, uid: number | undefined, files: AccountFiles): string[] | 'unknown' {
+  let groupText: string;
+  let passwdText: string;
+  try {
+    groupText = fs.readFileSync(files.group ?? '/etc/group', 'utf8');
+    passwdText = fs.readFileSync(files.passwd ?? '/etc/passwd', 'utf8');
+  } catch {
+    return 'unknown';
+  }
+  const accounts = passwdText.split('\n').map((line) => line.split(':')).filter((fields) => fields.length >= 4);
+  const self = accounts.find((fields) => Number(fields[2]) === uid)?.[0];
+  const group = groupText.split('\n').map((line) => line.split(':')).find((fields) => fields.length >= 4 && Number(fields[2]) === gid);
+  if (!group) return 'unknown';
+  const members = new Set((group[3] ?? '').split(',').map((name) => name.trim()).filter((name) => name !== ''));
+  for (const fields of accounts) if (Number(fields[3]) === gid && fields[0] !== undefined) members.add(fields[0]);
+  if (self !== undefined) members.delete(self);
+  return [...members].sort();
+}
+
+/** Who besides the person may write in a folder of this mode: every user, a group's other members, or nobody. */
+function sharedWriters(stat: fs.Stats, uid: number | undefined, files: AccountFiles): { everyone: true } | { group: number; members: string[] | 'unknown' } | null {
+  if (stat.mode & WORLD_WRITABLE) return { everyone: true };
+  if (!(stat.mode & GROUP_WRITABLE)) return null;
+  const members = otherGroupMembers(stat.gid, uid, files);
+  return members === 'unknown' || members.length > 0 ? { group: stat.gid, members } : null;
+}
+
+function writersWords(writers: { everyone: true } | { group: number; members: string[] | 'unknown' }): string {
+  if ('everyone' in writers) return 'every user of this computer can write to';
+  if (writers.members === 'unknown') return `the members of group ${writers.group} (which this computer's account files do not list) can write to`;
+  const shown = writers.members.slice(0, 3).join(', ') + (writers.members.length > 3 ? ` and ${writers.members.length - 3} more` : '');
+  return `other members of its group (gid ${writers.group}: ${shown}) can write to`;
+}
 
 /**
  * Why `real` (a real path: no link in it) is no place for steps because other users of this
  * computer share it, or null. Refused, for every user including root, as /tmp is by name:
- * - a folder every user may write to (sticky or not): anyone can drop files there, or swap a file a
- *   step is about to write for a link to one of yours;
- * - a folder inside a folder every user may write to, without the sticky bit: anyone can rename the
- *   folder away and put their own in its place;
+ * - a folder every user may write to (sticky or not), or one whose group other accounts belong to
+ *   may write to: they can drop files there, or swap a file a step is about to write for a link to
+ *   one of yours;
+ * - a folder inside a folder others may write to (as above), without the sticky bit: they can
+ *   rename the folder away and put their own in its place;
  * - a folder inside a sticky one that another user owns (it, or a folder between): they decide what
  *   is in it and can change it while a step works.
+ * A group that is the person's own private group (no other member) shares nothing.
  * Windows folders have ACLs, not these bits: not checked here.
  */
-function sharedFolderRefusal(real: string, uid: number | undefined): { message: string; details: Record<string, unknown> } | null {
+function sharedFolderRefusal(real: string, uid: number | undefined, files: AccountFiles = {}): { message: string; details: Record<string, unknown> } | null {
   if (process.platform === 'win32') return null;
-  const mode = fs.statSync(real).mode;
-  if (mode & WORLD_WRITABLE) {
+  const stat = fs.statSync(real);
+  const writers = sharedWriters(stat, uid, files);
+  if (writers) {
+    const everyone = 'everyone' in writers;
     return {
-      message: `${real} can be written by every user of this computer${mode & STICKY ? ' (a shared folder like /tmp)' : ''}: anyone could put files in it, or swap a file for a link to one of yours while a step works. ${OWN_FOLDER_ADVICE} If it is yours and should not be shared, take away the others' write access first (chmod o-w ${real}).`,
-      details: { worldWritable: real },
+      message: everyone
+        ? `${real} can be written by every user of this computer${stat.mode & STICKY ? ' (a shared folder like /tmp)' : ''}: anyone could put files in it, or swap a file for a link to one of yours while a step works. ${OWN_FOLDER_ADVICE} If it is yours and should not be shared, take away the others' write access first (chmod o-w ${real}).`
+        : `${real} is a folder ${writersWords(writers)}: they could put files in it, or swap a file for a link to one of yours while a step works. ${OWN_FOLDER_ADVICE} If it is yours and should not be shared, take away the group's write access first (chmod g-w ${real}).`,
+      details: everyone ? { worldWritable: real } : { groupWritable: real, gid: writers.group, members: writers.members },
     };
   }
   // From the folder up: `below` holds each folder under the one looked at, down to `real`.
   const below: string[] = [real];
   for (let parent = path.dirname(real); parent !== below[0]; parent = path.dirname(parent)) {
-    const parentMode = fs.statSync(parent).mode;
-    if (parentMode & WORLD_WRITABLE) {
-      if (!(parentMode & STICKY)) {
+    const parentStat = fs.statSync(parent);
+    const parentWriters = sharedWriters(parentStat, uid, files);
+    if (parentWriters) {
+      const key = 'everyone' in parentWriters ? 'worldWritable' : 'groupWritable';
+      if (!(parentStat.mode & STICKY)) {
         return {
-          message: `${real} is inside ${parent}, which every user of this computer can write to: anyone could rename ${below[0]} away and put a folder of their own in its place. ${OWN_FOLDER_ADVICE}`,
-          details: { worldWritable: parent },
+          message: `${real} is inside ${parent}, which ${writersWords(parentWriters)}: ${'everyone' in parentWriters ? 'anyone' : 'any of them'} could rename ${below[0]} away and put a folder of their own in its place. ${OWN_FOLDER_ADVICE}`,
+          details: { [key]: parent },
         };
       }
       const foreign = uid === undefined ? undefined : below.map((folder) => ({ folder, owner: fs.statSync(folder).uid })).find((entry) => entry.owner !== uid);
       if (foreign) {
         return {
-          message: `${real} is inside ${parent}, which every user of this computer can write to, and ${foreign.folder === real ? 'it' : foreign.folder} belongs to another user (uid ${foreign.owner}), who decides what is in it and could change it while a step works. ${OWN_FOLDER_ADVICE}`,
-          details: { worldWritable: parent, ownedBy: foreign.owner, folder: foreign.folder },
+          message: `${real} is inside ${parent}, which ${writersWords(parentWriters)}, and ${foreign.folder === real ? 'it' : foreign.folder} belongs to another user (uid ${foreign.owner}), who decides what is in it and could change it while a step works. ${OWN_FOLDER_ADVICE}`,
+          details: { [key]: parent, ownedBy: foreign.owner, folder: foreign.folder },
         };
       }
     }

@@ -163,4 +163,55 @@ describe('checkWorkspaceRoot: folders other users share', () => {
     expect(refusal('~/innocent-name', dataDir, home).message).toContain(`${shared} can be written by every user`);
     expect(checkWorkspaceRoot(project, dataDir, { home, uid: me })).toBe(project);
   });
+
+  /** Account files where the folders' group (this process's own gid) has the given other members. */
+  function accounts(otherMembers: string[], { primaryOf = [] as string[] } = {}) {
+    const dir = tempDir('executor-accounts-');
+    const gid = process.getgid!();
+    const passwd = [`me:x:${me}:${me === gid ? 424242 : gid}:me:/home/me:/bin/sh`, ...primaryOf.map((name, index) => `${name}:x:${5000 + index}:${gid}::/home/${name}:/bin/sh`)];
+    fs.writeFileSync(path.join(dir, 'passwd'), passwd.join('\n') + '\n');
+    fs.writeFileSync(path.join(dir, 'group'), `staff:x:${gid}:${['me', ...otherMembers].join(',')}\n`);
+    return { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
+  }
+
+  it('refuses a folder its group may write to when the group has other members, listed or by primary group', () => {
+    const { home, dataDir } = layout();
+    const teamFolder = folderWithMode(home, 'team', 0o770);
+    for (const files of [accounts(['alice', 'bob']), accounts([], { primaryOf: ['carol'] })]) {
+      let error: ExecutorError | undefined;
+      try {
+        checkWorkspaceRoot(teamFolder, dataDir, { home, uid: me, accounts: files });
+      } catch (caught) {
+        error = caught as ExecutorError;
+      }
+      expect(error?.code).toBe('ROOT_REFUSED');
+      expect(error?.message).toMatch(/other members of its group \(gid \d+: (alice, bob|carol)\) can write to/);
+      expect(error?.message).toContain(`chmod g-w ${teamFolder}`);
+      expect(error?.details).toMatchObject({ groupWritable: teamFolder });
+    }
+  });
+
+  it('accepts a group-writable folder whose group is the person\'s own private group, and refuses one inside a shared group folder', () => {
+    const { home, dataDir } = layout();
+    const privateGroup = folderWithMode(home, 'mine-775', 0o775);
+    expect(checkWorkspaceRoot(privateGroup, dataDir, { home, uid: me, accounts: accounts([]) })).toBe(privateGroup);
+    const inside = folderWithMode(privateGroup, 'project', 0o755);
+    let error: ExecutorError | undefined;
+    try {
+      checkWorkspaceRoot(inside, dataDir, { home, uid: me, accounts: accounts(['mallory']) });
+    } catch (caught) {
+      error = caught as ExecutorError;
+    }
+    expect(error?.message).toContain(`is inside ${privateGroup}, which other members of its group`);
+    expect(error?.message).toContain('any of them could rename');
+  });
+
+  it('takes a group the account files do not list as shared', () => {
+    const { home, dataDir } = layout();
+    const folder = folderWithMode(home, 'unknown-group', 0o770);
+    const dir = tempDir('executor-accounts-');
+    fs.writeFileSync(path.join(dir, 'passwd'), `me:x:${me}:1:me:/:/bin/sh\n`);
+    fs.writeFileSync(path.join(dir, 'group'), 'other:x:1:\n');
+    expect(() => checkWorkspaceRoot(folder, dataDir, { home, uid: me, accounts: { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') } })).toThrow(/which this computer's account files do not list/);
+  });
 });
