@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
+import { ExecutorError } from '../../domain/errors.js';
+import { expandHome } from '../../policy/workspace-root.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 import { dataDirText, describeDataDir } from '../data-dir-notice.js';
 
@@ -32,5 +36,34 @@ export function registerWhereCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const policy = await withExecutor(dataDir, (api) => api.addWorkspaceRoot({ path: dir }));
       print(json, { workspaceRoots: policy.workspaceRoots }, () => `Workspace roots:\n${policy.workspaceRoots.map((root) => `  ${root}`).join('\n')}`);
+    });
+  roots
+    .command('remove')
+    .description('stop letting steps change a folder: it leaves the workspace roots (steps already done there keep their backups and can still be reverted)')
+    .argument('<dir>', 'the root, as `roots list` shows it or as a path to it')
+    .action(async (dir: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const policy = await withExecutor(dataDir, async (api) => {
+        const current = await api.getPolicy();
+        const named = path.resolve(expandHome(dir.trim()));
+        const real = (() => {
+          try {
+            return fs.realpathSync.native(named);
+          } catch {
+            return named;
+          }
+        })();
+        const kept = current.workspaceRoots.filter((root) => root !== named && root !== real && path.resolve(root) !== named);
+        if (kept.length === current.workspaceRoots.length) {
+          const list = current.workspaceRoots.length ? `The roots are: ${current.workspaceRoots.join(', ')}.` : 'There is no workspace root.';
+          throw new ExecutorError('INVALID_INPUT', `${named} is not a workspace root. ${list}`, { path: named, workspaceRoots: current.workspaceRoots });
+        }
+        return api.setPolicy({ policy: { ...current, workspaceRoots: kept } });
+      });
+      print(json, { workspaceRoots: policy.workspaceRoots }, () =>
+        policy.workspaceRoots.length
+          ? `Workspace roots:\n${policy.workspaceRoots.map((root) => `  ${root}`).join('\n')}`
+          : 'No workspace root left: every file step is CRITICAL until you add one with `executor roots add DIR`.',
+      );
     });
 }

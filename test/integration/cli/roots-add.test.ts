@@ -52,4 +52,22 @@ describe('executor roots add', () => {
     expect(added.json<{ workspaceRoots: string[] }>().workspaceRoots).toEqual([workspace, own]);
     expect(await serve.stop()).toBe(0);
   });
+
+  it('removes a root by its listed path or a path to it, and says so when the folder is no root', () => {
+    const { dataDir, base, workspace } = tempSetup();
+    const second = path.join(base, 'second');
+    fs.mkdirSync(second);
+    expect(runCli(['--data-dir', dataDir, 'roots', 'add', second]).status).toBe(0);
+    const link = path.join(base, 'second-link');
+    fs.symlinkSync(second, link);
+    const removed = runCli(['--data-dir', dataDir, '--json', 'roots', 'remove', link]);
+    expect(removed.status, removed.stderr).toBe(0);
+    expect(removed.json<{ workspaceRoots: string[] }>().workspaceRoots).toEqual([workspace]);
+    const missing = runCli(['--data-dir', dataDir, 'roots', 'remove', second]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain(`INVALID_INPUT: ${second} is not a workspace root. The roots are: ${workspace}.`);
+    const last = runCli(['--data-dir', dataDir, 'roots', 'remove', workspace]);
+    expect(last.status, last.stderr).toBe(0);
+    expect(last.stdout).toContain('No workspace root left');
+  });
 });
