@@ -180,6 +180,8 @@ export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): 
   if (!isAgentActor(actor)) return true;
   // The hint names everyone's steps, and a run's output is the person's to watch.
   if (topic === 'audit' || topic === 'run') return false;
+  // Agent runs and questions are the person's to watch and answer; an agent reads its own answers with getAnswer.
+  if (topic === 'agentRun' || topic === 'question') return false;
   if (topic === 'step') return mayAccessStep(actor, (data as StepRecord).step);
   // A summary no longer says which issued identity proposed it: the agents follow their own steps on 'step'.
   if (topic === 'stepSummary') return false;
