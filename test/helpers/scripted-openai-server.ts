@@ -32,7 +32,9 @@ export type ScriptedTurn =
   /** Starts a streamed answer (headers and the first chunk) and then falls silent: a model stuck mid-reply. */
   | { kind: 'hang-mid-stream'; text?: string }
   /** A tool call the model got wrong: arguments that are not JSON, or a tool nobody offered. */
-  | { kind: 'malformed'; problem: 'bad-json' | 'unknown-tool'; name?: string };
+  | { kind: 'malformed'; problem: 'bad-json' | 'unknown-tool'; name?: string }
+  /** Any bytes at all: a web page where an API was expected, a truncated body. */
+  | { kind: 'raw'; status: number; contentType: string; body: string };
 
 export interface RecordedRequest {
   /** 1-based, in arrival order. */
@@ -73,7 +75,7 @@ export interface ChatCompletionRequestBody {
 export type ScriptedTurnSource = ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>);
 
 export interface ScriptedServer {
-  /** e.g. http://127.0.0.1:PORT/v1 — what a client takes as its base URL. */
+  /** What a client takes as its base URL: http://127.0.0.1:PORT/v1 (OpenAI), http://127.0.0.1:PORT (Anthropic). */
   readonly baseUrl: string;
   readonly port: number;
   readonly requests: RecordedRequest[];
@@ -116,6 +118,8 @@ const EXHAUSTED = (count: number): ScriptedTurn => ({ kind: 'error', status: 400
 export async function startScriptedHttpServer(options: {
   script: ScriptedTurnSource;
   path: string;
+  /** What a client takes as its base URL, after http://127.0.0.1:PORT. */
+  basePath: string;
   answer: (turn: ScriptedTurn, request: RecordedRequest, res: http.ServerResponse, markToolCallSent: () => void) => void;
   errorBody: (status: number, message: string) => unknown;
 }): Promise<ScriptedServer> {
@@ -183,6 +187,11 @@ export async function startScriptedHttpServer(options: {
       return;
     }
     if (turn.kind === 'hang') return;
+    if (turn.kind === 'raw') {
+      res.writeHead(turn.status, { 'content-type': turn.contentType, 'content-length': Buffer.byteLength(turn.body) });
+      res.end(turn.body);
+      return;
+    }
     if (turn.kind === 'error') {
       const auth = recorded.headers.authorization ?? recorded.headers['x-api-key'] ?? '';
       const message = (turn.message ?? `scripted ${turn.status}`) + (turn.echoAuthorization ? ` (you sent: ${String(auth)})` : '');
@@ -212,7 +221,7 @@ export async function startScriptedHttpServer(options: {
   };
 
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
+    baseUrl: `http://127.0.0.1:${port}${options.basePath}`,
     port,
     requests,
     waitForRequest: (n) => waitFor('request', n, () => true),
@@ -317,6 +326,7 @@ export function startScriptedOpenAiServer(script: ScriptedTurnSource): Promise<S
   return startScriptedHttpServer({
     script,
     path: '/v1/chat/completions',
+    basePath: '/v1',
     answer: writeOpenAiTurn,
     errorBody: (status, message) => ({
       error: { message, type: status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null },

@@ -49,6 +49,8 @@ export function describeSdkFailure(error: unknown): AttemptFailure {
     return { kind: 'status', status: e.status, headers: e.headers instanceof Headers ? e.headers : undefined, serverMessage: bodyMessage(e.error) ?? String(e.message ?? '') };
   }
   if (error instanceof ExecutorError) return { kind: 'answer', message: error.message };
+  // A body that is not what the API sends (a web page at the address, a cut-off answer) will not improve on retry.
+  if (error instanceof SyntaxError) return { kind: 'answer', message: error.message };
   return { kind: 'connection', message: error instanceof Error ? error.message : String(error) };
 }
 
@@ -76,6 +78,8 @@ export function retryAfterMs(headers: Headers | undefined, now = Date.now()): nu
   const value = headers.get('retry-after');
   if (value === null) return undefined;
   if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Number(value) * 1000;
+  // An HTTP date names its month and weekday; Date.parse alone would take "-3" as a year.
+  if (!/[a-z]{3}/i.test(value)) return undefined;
   const date = Date.parse(value);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);
