@@ -6,6 +6,7 @@ import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
+import { registerRunCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
@@ -31,6 +32,7 @@ registerServeCommands(program);
 registerMcpCommands(program);
 registerWhereCommands(program);
 registerWitnessCommands(program);
+registerRunCommands(program);
 
 try {
   await program.parseAsync(process.argv);
