@@ -41,4 +41,6 @@ export const EVENT_KINDS = [
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',
+  /** The model's API key was set or cleared (detail: provider, set); the key itself is never recorded. */
+  'model.key_set',
 ] as const;
