@@ -13,6 +13,7 @@ import { mayAccessStep } from '../domain/step-ownership.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
+import type { RunService } from '../runs/run-service.js';
 
 /** What a handler knows about its caller: the channel comes from the credential, never from the message. */
 export interface CallContext {
@@ -37,6 +38,14 @@ export interface CallContext {
   issueWebUrl?: () => string;
   /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
   issueAuditDownload?: (range: { from: number; to: number }) => { url: string; fileName: string; expiresAt: string };
+  /** Present in a host (the app, `executor serve`): its agent runs and questions. */
+  runs?: RunService;
+}
+
+/** A run lives as long as a host: without one there is nobody to wait on the person. */
+function runsOf(context: CallContext): RunService {
+  if (!context.runs) throw new ExecutorError('NOT_AVAILABLE', 'Agent runs need a running host: start the app or `executor serve`, then try again.');
+  return context.runs;
 }
 
 /** How often a long call reports progress at most: often enough to move a bar, rare enough to cost nothing. */
@@ -143,6 +152,17 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     return { url: context.issueWebUrl() };
   },
   subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),
+  startRun: (_executor, params, context) => runsOf(context).start(params, context.actor),
+  listRuns: (_executor, params, context) => runsOf(context).list(params ?? {}),
+  getRun: (_executor, { runId }, context) => runsOf(context).get(runId),
+  getRunTrace: (_executor, { runId, fromIteration, limit }, context) => runsOf(context).trace(runId, fromIteration, limit),
+  answerRun: (_executor, { runId, text }, context) => runsOf(context).answer(runId, text, context.actor),
+  cancelRun: (_executor, { runId, reason }, context) => runsOf(context).cancel(runId, context.actor, reason),
+  revertRun: (_executor, { runId, force, dryRun }, context) => runsOf(context).revert(runId, context.actor, { force, dryRun }),
+  askUser: (_executor, { question, expirySeconds }, context) => runsOf(context).askUser(context.actor, question, expirySeconds),
+  getAnswer: (_executor, { questionId, waitMs }, context) => runsOf(context).getAnswer(context.actor, questionId, waitMs ?? 0),
+  listQuestions: (_executor, params, context) => runsOf(context).listQuestions(params?.waitingOnly === true),
+  answerQuestion: (_executor, { questionId, text }, context) => runsOf(context).answerQuestion(questionId, text, context.actor),
 };
 
 /**

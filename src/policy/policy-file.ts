@@ -1,3 +1,4 @@
+import { RunLimitsPolicySchema } from './run-limits.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -491,6 +492,8 @@ export const PolicySchema = z.strictObject({
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
   /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
   model: ModelSettingsSchema.optional(),
+  /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
+  runs: RunLimitsPolicySchema,
   witnesses: z
     .array(WitnessConfigSchema)
     .max(32)
