@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
 import { modelSettingsFor } from '../../../src/runs/run-model.js';
 
-const policy = (extra: Record<string, unknown> = {}) => ({ ...PolicySchema.parse({}), ...extra });
+const policy = (extra: Record<string, unknown> = {}) => PolicySchema.parse(extra);
 
 describe('which model a run uses', () => {
   it('is none without Settings or an override', () => {
@@ -21,8 +21,8 @@ describe('which model a run uses', () => {
     expect(modelSettingsFor(withSettings, { provider: 'anthropic', model: 'claude' })).toEqual({ provider: 'anthropic', model: 'claude' });
   });
 
-  it('ignores a Settings model it cannot read', () => {
-    expect(modelSettingsFor(policy({ model: { provider: 'nope', model: 'x' } }), undefined)).toBeNull();
-    expect(modelSettingsFor(policy({ model: 'gpt' }), undefined)).toBeNull();
+  it('refuses a Settings model the policy cannot hold (a key in it above all)', () => {
+    expect(() => policy({ model: { provider: 'nope', model: 'x' } })).toThrow();
+    expect(() => policy({ model: { provider: 'openai', model: 'x', apiKey: 'sk-1' } })).toThrow();
   });
 });
