@@ -40,6 +40,8 @@ export interface RunHost {
   /** Resolves when the question is no longer waiting (answered, expired, withdrawn). */
   waitForAnswer(questionId: string, signal: AbortSignal): Promise<AgentQuestion>;
   armQuestionExpiry(): void;
+  /** Hears every change of one step (one executor listener serves all runs). */
+  onStep(stepId: string, listener: (record: StepRecord) => void): () => void;
 }
 
 /** Thrown inside the loop when its signal fires: whoever aborted it has recorded why. */
@@ -334,12 +336,13 @@ export class RunLoop {
         done();
         reject(new LoopStopped());
       };
+      let unsubscribe = () => {};
       const done = () => {
-        executor.off('step', seen);
+        unsubscribe();
         this.signal.removeEventListener('abort', aborted);
       };
       if (this.signal.aborted) return aborted();
-      executor.on('step', seen);
+      unsubscribe = this.host.onStep(stepId, seen);
       this.signal.addEventListener('abort', aborted, { once: true });
       // Subscribed first, then read: a change between the two is never missed.
       seen(executor.getStep(stepId));
