@@ -5,7 +5,9 @@ import { wordsForStates } from '../domain/status-words.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
+import { registerModelCommands } from './commands/model.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
+import { registerRunCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
@@ -29,8 +31,10 @@ registerKeyCommands(program);
 registerSandboxCommands(program);
 registerServeCommands(program);
 registerMcpCommands(program);
+registerModelCommands(program);
 registerWhereCommands(program);
 registerWitnessCommands(program);
+registerRunCommands(program);
 
 try {
   await program.parseAsync(process.argv);

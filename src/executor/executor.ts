@@ -11,7 +11,7 @@ import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import { findSecretDigest } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
-import type { AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
+import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import { secretDigest } from '../audit/recordable-value.js';
@@ -28,6 +28,7 @@ import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { checkedApiKey, modelKeyEntry, type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
@@ -459,6 +460,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     // A shorter consent expiry holds at once for the steps already waiting.
     this.sweepExpired();
     return policy;
+  }
+
+  /**
+   * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):
+   * `work` runs inside one transaction with the audit records it appends, so their state and the log
+   * never disagree, and a failed append rolls their writes back (fail closed). `append` answers the
+   * record's seq. A client never writes the Executor's own tables through it.
+   */
+  transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
+    const lastSeq = this.db.prepare('SELECT max(seq) AS seq FROM audit_records').pluck();
+    return this.db.transaction(() =>
+      work(this.db, (event) => {
+        this.audit.append(event);
+        return lastSeq.get() as number;
+      }),
+    )();
   }
 
   /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
@@ -1700,7 +1717,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   previewRevertPlan(planId: string): PlanRevertPreview {
     const records = this.steps.planSteps(planId);
     if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
-    const newestFirst = [...records].sort((a, b) => b.position - a.position);
+    return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position)) };
+  }
+
+  /**
+   * The same preview for steps of several plans taken as one (an agent run's, src/runs/): `stepIds`
+   * oldest first, as they ran; judged newest first.
+   */
+  previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
+    return this.previewRevertOf(stepIds.map((stepId) => this.steps.get(stepId)).reverse());
+  }
+
+  private previewRevertOf(newestFirst: StepRecord[]): Omit<PlanRevertPreview, 'planId'> {
     const candidates: StepRecord[] = [];
     const skips = new Map<string, string>();
     for (const record of newestFirst) {
@@ -1723,7 +1751,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         moreFiles: Math.max(0, files.length - PLAN_REVERT_FILES_SHOWN),
       };
     });
-    return { planId, steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
+    return { steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
   }
 
   /** Why a step of a plan is left out of the plan's revert (in words for its status), or null when it is reverted with it. */
@@ -1755,23 +1783,51 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // The same refusal `executor revert --plan ID --dry-run` exits with: nothing left to revert, or a conflict not forced.
       const refusal = planRevertRefusal(planId, preview.steps, force);
       if (refusal) throw refusal;
-      const reverted: string[] = [];
-      for (const [index, entry] of toRevert.entries()) {
-        try {
-          await this.revertHeld(entry.stepId, actor, { force });
-          reverted.push(entry.stepId);
-        } catch (error) {
-          const shaped = toErrorShape(error);
-          const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
-          throw new ExecutorError(
-            'REVERT_INCOMPLETE',
-            `Reverting plan ${planId} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
-            { planId, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
-          );
-        }
-      }
+      const reverted = await this.revertInOrder(`plan ${planId}`, { planId }, toRevert, actor, force, (revert) => revert());
       return { planId, reverted, skipped, forced: force && preview.conflicts.length > 0 };
     });
+  }
+
+  /**
+   * Reverts the steps of several plans taken as one (an agent run's, src/runs/), as revertPlan does a
+   * plan's: previewed whole, newest first, refused on a conflict unless forced (`refusal` words it),
+   * each step under its own plan's lock. Answers the steps reverted.
+   */
+  async revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
+    const force = options.force === true;
+    const preview = this.previewRevertSteps(stepIds);
+    const refusal = options.refusal(preview.steps, force);
+    if (refusal) throw refusal;
+    const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
+    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.planLocks.withPlan(this.steps.get(stepId).step.planId, revert));
+    return { reverted, preview };
+  }
+
+  /** Reverts the steps in the order given; a failure part-way says which were reverted (REVERT_INCOMPLETE). */
+  private async revertInOrder(
+    label: string,
+    details: Record<string, unknown>,
+    toRevert: readonly PlanRevertStepPreview[],
+    actor: Actor,
+    force: boolean,
+    held: (revert: () => Promise<StepRecord>, stepId: string) => Promise<StepRecord>,
+  ): Promise<string[]> {
+    const reverted: string[] = [];
+    for (const [index, entry] of toRevert.entries()) {
+      try {
+        await held(() => this.revertHeld(entry.stepId, actor, { force }), entry.stepId);
+        reverted.push(entry.stepId);
+      } catch (error) {
+        const shaped = toErrorShape(error);
+        const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
+        throw new ExecutorError(
+          'REVERT_INCOMPLETE',
+          `Reverting ${label} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
+          { ...details, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
+        );
+      }
+    }
+    return reverted;
   }
 
   /**
@@ -1955,6 +2011,27 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string): { digest: string; seqs: number[] } {
     return findSecretDigest(this.db, this.auditLog.keys.salt, value);
+  }
+
+  /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */
+  modelApiKey(provider: ModelProvider): string | undefined {
+    const bytes = this.keyStore.read(modelKeyEntry(provider));
+    return bytes && bytes.length ? bytes.toString('utf8') : undefined;
+  }
+
+  /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key, in one transaction with the write. */
+  setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void {
+    const checked = key === null ? null : checkedApiKey(key);
+    this.db.transaction(() => {
+      this.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
+      if (checked === null) this.keyStore.erase(modelKeyEntry(provider));
+      else this.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
+    })();
+  }
+
+  /** How the model keys are kept: sealed by the OS keychain (the app) or a file only this user reads. */
+  get modelKeyProtection(): KeyProtection {
+    return this.keyStore.protection;
   }
 
   keyStatus(): KeyStatus {

@@ -6,11 +6,14 @@ import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
+import { checkedApiKey } from '../domain/model-settings.js';
+import { checkModel, modelSettingsView } from '../runs/models/model-config.js';
 import { boundedRecord, MAX_RECORD_BYTES, partOfRecordText } from '../domain/step-record-cut.js';
 import { mayAccessStep } from '../domain/step-ownership.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { EventData, EventTopic } from './wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from './methods.js';
+import type { RunService } from '../runs/run-service.js';
 
 /** What a handler knows about its caller: the channel comes from the credential, never from the message. */
 export interface CallContext {
@@ -35,6 +38,14 @@ export interface CallContext {
   issueWebUrl?: () => string;
   /** Present when the host serves the web UI: a one-time link that streams records [from, to] as a download. */
   issueAuditDownload?: (range: { from: number; to: number }) => { url: string; fileName: string; expiresAt: string };
+  /** Present in a host (the app, `executor serve`): its agent runs and questions. */
+  runs?: RunService;
+}
+
+/** A run lives as long as a host: without one there is nobody to wait on the person. */
+function runsOf(context: CallContext): RunService {
+  if (!context.runs) throw new ExecutorError('NOT_AVAILABLE', 'Agent runs need a running host: start the app or `executor serve`, then try again.');
+  return context.runs;
 }
 
 /** How often a long call reports progress at most: often enough to move a bar, rare enough to cost nothing. */
@@ -120,11 +131,38 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
   addWorkspaceRoot: (executor, { path }, { actor }) =>
     executor.setPolicy(policyWithRoot(executor.getPolicy(), checkWorkspaceRoot(path, executor.dataDir)), actor),
+  getModelSettings: (executor) => modelSettingsView(executor),
+  setModelSettings: (executor, { settings }, { actor }) => {
+    const { model: _previous, ...rest } = executor.getPolicy();
+    executor.setPolicy(settings === null ? rest : { ...rest, model: settings }, actor);
+    return modelSettingsView(executor);
+  },
+  setModelKey: (executor, { provider, key }, { actor }) => {
+    executor.setModelApiKey(provider, key, actor);
+    return modelSettingsView(executor);
+  },
+  // Settings not saved yet are checked whole, not merged with the saved ones (a cleared address means the public API).
+  checkModel: (executor, params) =>
+    checkModel(
+      params?.settings ? { getPolicy: () => ({ model: params.settings }), modelApiKey: (provider) => executor.modelApiKey(provider) } : executor,
+      params?.key !== undefined ? { apiKey: checkedApiKey(params.key) } : {},
+    ),
   issueWebUrl: (_executor, _params, context) => {
     if (!context.issueWebUrl) throw new ExecutorError('NOT_AVAILABLE', 'This host serves no web UI; start one with `executor serve`.');
     return { url: context.issueWebUrl() };
   },
   subscribe: (_executor, { topics }, context) => ({ topics: context.subscribe(topics) }),
+  startRun: (_executor, params, context) => runsOf(context).start(params, context.actor),
+  listRuns: (_executor, params, context) => runsOf(context).list(params ?? {}),
+  getRun: (_executor, { runId }, context) => runsOf(context).get(runId),
+  getRunTrace: (_executor, { runId, fromIteration, limit }, context) => runsOf(context).trace(runId, fromIteration, limit),
+  answerRun: (_executor, { runId, text }, context) => runsOf(context).answer(runId, text, context.actor),
+  cancelRun: (_executor, { runId, reason }, context) => runsOf(context).cancel(runId, context.actor, reason),
+  revertRun: (_executor, { runId, force, dryRun }, context) => runsOf(context).revert(runId, context.actor, { force, dryRun }),
+  askUser: (_executor, { question, expirySeconds }, context) => runsOf(context).askUser(context.actor, question, expirySeconds),
+  getAnswer: (_executor, { questionId, waitMs }, context) => runsOf(context).getAnswer(context.actor, questionId, waitMs ?? 0),
+  listQuestions: (_executor, params, context) => runsOf(context).listQuestions(params?.waitingOnly === true),
+  answerQuestion: (_executor, { questionId, text }, context) => runsOf(context).answerQuestion(questionId, text, context.actor),
 };
 
 /**

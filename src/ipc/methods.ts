@@ -23,6 +23,24 @@ import {
   LiveRunViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../audit/audit-query.js';
+import { MAX_API_KEY_LENGTH, MODEL_PROVIDERS, ModelCheckSchema, ModelSettingsSchema, ModelSettingsViewSchema } from '../domain/model-settings.js';
+import {
+  AgentQuestionSchema,
+  AnswerQuestionParamsSchema,
+  AnswerRunParamsSchema,
+  AskUserParamsSchema,
+  CancelRunParamsSchema,
+  GetAnswerParamsSchema,
+  GetRunTraceParamsSchema,
+  ListRunsParamsSchema,
+  RevertRunParamsSchema,
+  RunDetailSchema,
+  RunPageSchema,
+  RunRevertResultSchema,
+  RunSummarySchema,
+  RunTracePageSchema,
+  StartRunParamsSchema,
+} from '../domain/run.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the
@@ -315,6 +333,32 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder, a folder other users share or the data directory; saved and audited as setPolicy',
   }),
+  getModelSettings: method({
+    params: noParams,
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: "the model agent runs use (policy.json's `model`, or null) and whether a key is kept for each provider; never the key",
+  }),
+  setModelSettings: method({
+    params: z.strictObject({ settings: ModelSettingsSchema.nullable() }),
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: "replace the model agent runs use (null: none); saved in policy.json and audited as setPolicy; a key in it is refused (INVALID_INPUT: keys go through setModelKey)",
+  }),
+  setModelKey: method({
+    // Write-only: no method ever answers the key.
+    params: z.strictObject({ provider: z.enum(MODEL_PROVIDERS), key: z.string().max(MAX_API_KEY_LENGTH + 64).nullable() }),
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: 'keep (or, given null, erase) a provider\'s API key, sealed in the key store beside the audit keys; audited as model.key_set without the key',
+  }),
+  checkModel: method({
+    // Settings and a key not saved yet may be checked before saving them; absent, the saved ones.
+    params: z.strictObject({ settings: ModelSettingsSchema.optional(), key: z.string().max(MAX_API_KEY_LENGTH + 64).optional() }).optional(),
+    result: ModelCheckSchema,
+    channels: PERSON_CHANNELS,
+    description: 'one tiny call to the model (no retries, at most 30 s): ok with the model that answered and the time it took, or what is wrong in plain words (code MODEL_REFUSED, MODEL_UNAVAILABLE, MODEL_TIMEOUT, MODEL_NOT_CONFIGURED)',
+  }),
   issueWebUrl: method({
     params: noParams,
     result: z.object({ url: z.string() }),
@@ -322,11 +366,82 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: 'a fresh one-time URL for the browser UI of this host (the previous unused one stops working)',
   }),
+  startRun: method({
+    params: StartRunParamsSchema,
+    result: RunSummarySchema,
+    // A run proposes steps in the person's name of a task they gave: only the person starts one.
+    channels: PERSON_CHANNELS,
+    description:
+      "start an agent run of a task over the model in Settings (or `model` for this run, with `apiKey` held in memory only): refused with RUN_BUSY when a run is active in the root, RUN_BUDGET_EXCEEDED (saying when it refills) over the daily token budget, MODEL_NOT_CONFIGURED without a model; answers at once, the agentRun event follows it",
+  }),
+  listRuns: method({
+    params: ListRunsParamsSchema,
+    result: RunPageSchema,
+    channels: PERSON_CHANNELS,
+    description: 'a page of runs, newest first, filtered by status; nextCursor pages on',
+  }),
+  getRun: method({
+    params: z.strictObject({ runId: z.string().min(1).max(128) }),
+    result: RunDetailSchema,
+    channels: PERSON_CHANNELS,
+    description: "one run: its summary (status, counters, limits, the open question or the step it waits on, why it ended), its steps' ids and its newest iterations",
+  }),
+  getRunTrace: method({
+    params: GetRunTraceParamsSchema,
+    result: RunTracePageSchema,
+    channels: PERSON_CHANNELS,
+    description: "a run's iterations in order from fromIteration: model, latency, tokens, text, the request and response hashes of its run.turn record, and each tool call with its arguments, step, outcome, result and duration; nextIteration pages on",
+  }),
+  answerRun: method({
+    params: AnswerRunParamsSchema,
+    result: RunSummarySchema,
+    // The person answers; an agent never answers a question, its own or another's.
+    channels: PERSON_CHANNELS,
+    description: "answer the question a run waits on (awaiting_input): the text goes to the model as the ask_user call's result; RUN_NOT_WAITING when it waits on none, QUESTION_EXPIRED when too late",
+  }),
+  cancelRun: method({
+    params: CancelRunParamsSchema,
+    result: RunSummarySchema,
+    channels: PERSON_CHANNELS,
+    description: 'stop a run: its model call is aborted, its waiting step rejected or its running step cancelled, its question withdrawn; it ends cancelled',
+  }),
+  revertRun: method({
+    params: RevertRunParamsSchema,
+    result: RunRevertResultSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      'revert every step of a run that ran, newest first, previewed whole first; refused (REVERT_CONFLICT naming the steps) on any conflict unless forced; dryRun previews and changes nothing',
+  }),
+  askUser: method({
+    params: AskUserParamsSchema,
+    result: AgentQuestionSchema,
+    // An MCP agent's ask_user; the person's own channels have nobody to ask.
+    channels: ['mcp'],
+    description: "an agent's question to the person, shown in the window until answered (answerQuestion) or expired (policy runs.questionExpirySeconds); the agent reads the answer with getAnswer",
+  }),
+  getAnswer: method({
+    params: GetAnswerParamsSchema,
+    result: AgentQuestionSchema,
+    channels: ['mcp'],
+    description: "the state of one of this agent's own questions (another's reads as unknown), waiting up to waitMs for the person's answer",
+  }),
+  listQuestions: method({
+    params: z.strictObject({ waitingOnly: z.boolean().optional() }).optional(),
+    result: z.array(AgentQuestionSchema),
+    channels: PERSON_CHANNELS,
+    description: "the agents' and runs' questions, newest first (only those still waiting, with waitingOnly)",
+  }),
+  answerQuestion: method({
+    params: AnswerQuestionParamsSchema,
+    result: AgentQuestionSchema,
+    channels: PERSON_CHANNELS,
+    description: "the person's answer to an agent's or a run's question (a run's question is answered as answerRun does)",
+  }),
   subscribe: method({
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit), run (a sandbox run's start, output increments and end; not to agents)",
+    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
   }),
 } as const;
 

@@ -1,3 +1,6 @@
+import type { EventEmitter } from 'node:events';
+import type { RunManagerEvents } from '../runs/run-manager.js';
+import type { RunService } from '../runs/run-service.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, type ErrorCode } from '../domain/errors.js';
@@ -180,6 +183,8 @@ export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): 
   if (!isAgentActor(actor)) return true;
   // The hint names everyone's steps, and a run's output is the person's to watch.
   if (topic === 'audit' || topic === 'run') return false;
+  // Agent runs and questions are the person's to watch and answer; an agent reads its own answers with getAnswer.
+  if (topic === 'agentRun' || topic === 'question') return false;
   if (topic === 'step') return mayAccessStep(actor, (data as StepRecord).step);
   // A summary no longer says which issued identity proposed it: the agents follow their own steps on 'step'.
   if (topic === 'stepSummary') return false;
@@ -216,6 +221,8 @@ export class IpcServer {
   private readonly floodAudits = new Map<string, { at: number; refused: number }>();
   private issueAuditDownload: CallContext['issueAuditDownload'];
   private readonly agentIdentities: AgentIdentities;
+  private runs: RunService | undefined;
+  private unsubscribeRuns: () => void = () => {};
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -251,6 +258,21 @@ export class IpcServer {
   /** The web server, once started, lets person channels ask for a fresh browser URL. */
   setWebUrlIssuer(issue: () => string): void {
     this.issueWebUrl = issue;
+  }
+
+  /** The host's agent runs: their methods, and their events for the person's sessions. */
+  setRuns(runs: RunService & Pick<EventEmitter<RunManagerEvents>, 'on' | 'off'>): void {
+    this.runs = runs;
+    const onRun = (data: unknown) => this.broadcast('agentRun', data);
+    const onQuestion = (data: unknown) => this.broadcast('question', data);
+    runs.on('agentRun', onRun);
+    runs.on('question', onQuestion);
+    const before = this.unsubscribeRuns;
+    this.unsubscribeRuns = () => {
+      before();
+      runs.off('agentRun', onRun);
+      runs.off('question', onQuestion);
+    };
   }
 
   /** The web server, once started, streams audit exports behind one-time links. */
@@ -327,6 +349,7 @@ export class IpcServer {
 
   close(): void {
     this.unsubscribeExecutor();
+    this.unsubscribeRuns();
     this.sessions.clear();
   }
 
@@ -415,6 +438,7 @@ export class IpcServer {
         ...(session.credential.channel === 'mcp' ? { agentIdentity: (resume?: string) => this.agentIdentity(session, resume) } : {}),
         issueWebUrl: this.issueWebUrl,
         issueAuditDownload: this.issueAuditDownload,
+        runs: this.runs,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {

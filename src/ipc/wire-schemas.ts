@@ -10,6 +10,7 @@ import type { Evaluation } from '../domain/risk.js';
 import type { Approval, FileChangePreview, Preview, StepRecord } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
 import type { StepSummary } from '../domain/step-summary.js';
+import { AgentQuestionSchema, AgentRunEventSchema } from '../domain/run.js';
 import type { Policy } from '../policy/policy-file.js';
 
 /*
@@ -278,7 +279,7 @@ export const StepChangesWireSchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary'] as const;
+export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary', 'agentRun', 'question'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
@@ -335,6 +336,10 @@ export const EVENT_DATA = {
   run: LiveRunFrameSchema,
   /** A step changed, as a list row shows it: what the window's lists follow (the record is getStep's). */
   stepSummary: StepSummaryWireSchema,
+  /** An agent run changed (src/domain/run.ts): what the window's runs list and timeline follow. */
+  agentRun: AgentRunEventSchema,
+  /** A question was asked, answered, expired or withdrawn. */
+  question: AgentQuestionSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 

@@ -1,3 +1,4 @@
+import { RunLimitsPolicySchema } from './run-limits.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -6,6 +7,7 @@ import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { whyNotARulePrefix } from '../domain/program-runners.js';
 import type { RememberedRule } from '../domain/remembered-rule.js';
+import { ModelSettingsSchema } from '../domain/model-settings.js';
 
 const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
 const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
@@ -488,6 +490,10 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
+  /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
+  model: ModelSettingsSchema.optional(),
+  /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
+  runs: RunLimitsPolicySchema,
   witnesses: z
     .array(WitnessConfigSchema)
     .max(32)
