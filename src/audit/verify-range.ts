@@ -131,13 +131,10 @@ class EpochMacs {
 /**
  * A body whose MAC holds is the exact text that was signed, and the signer only signs canonical
  * text: then the canonical re-serialization (the costliest check) can be skipped. Returns the
- * chained hash computed along with the MAC when it holds.
+ * chained hash (hex) computed along with the MAC when it holds.
  */
-function hashIfMacHolds(parsed: ParsedBody, body: string, mac: Buffer, macs: EpochMacs): Buffer | undefined {
-  const recordMac = macs.for(parsed.keyId, parsed.epoch);
-  if (!recordMac || mac.length !== 32) return undefined;
-  const computed = recordMac.macAndHash(body);
-  return crypto.timingSafeEqual(computed.mac, mac) ? computed.hash : undefined;
+function hashIfMacHolds(parsed: ParsedBody, body: string, mac: Buffer, macs: EpochMacs): string | undefined {
+  return macs.for(parsed.keyId, parsed.epoch)?.hashHexIfMacHolds(body, mac);
 }
 
 function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
@@ -274,9 +271,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       return fail('DELETED', at, `record ${expectedSeq} is missing (the next record is ${bodySeq})`);
     }
     if (parsed.prevHash !== expectedPrev) return fail('EDITED', at, `record ${at}: does not link to the record before it`);
-    const hash = verifiedHash ?? recordHash(bodyBytes, record.mac);
-    const hashHex = hash.toString('hex');
-    if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    const hashHex = verifiedHash ?? recordHash(bodyBytes, record.mac).toString('hex');
+    if (record.hash && record.hash.toString('hex') !== hashHex) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
     // Same bytes under another SQLite type (a flipped serial type) still changed the row: only the writer's exact shape is the log.
     if (record.storedAsWritten === false || typeof record.body !== 'string' || !Buffer.isBuffer(record.mac) || (record.hash !== null && !Buffer.isBuffer(record.hash))) {
       return fail('EDITED', at, `record ${at}: its body, MAC or hash is stored as another type than the log writes`);
@@ -332,7 +328,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       run = { keyId, epoch: bodyEpoch, fromSeq: bodySeq, toSeq: bodySeq, minTs: ts, maxTs: ts };
       result.epochRuns.push(run);
     }
-    tree.add(bodySeq, hash);
+    tree.add(bodySeq, hashHex);
     if (input.wantHashesAt.has(bodySeq)) {
       result.hashesAt[bodySeq] = hashHex;
       result.treesAt[bodySeq] = tree.snapshot()!;
