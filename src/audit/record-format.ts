@@ -91,6 +91,7 @@ export class RecordMac {
   private scratch: Buffer;
   private readonly bodyAt: number;
   private readonly outer = Buffer.alloc(96);
+  private readonly stored = Buffer.alloc(32);
 
   constructor(
     private readonly key: Buffer,
@@ -157,6 +158,12 @@ export class RecordMac {
     this.macAfterPlaced(length);
     if (!crypto.timingSafeEqual(this.scratch.subarray(this.bodyAt + length, this.bodyAt + length + 32), mac)) return undefined;
     return this.placedHashHex(length);
+  }
+
+  /** hashHexIfMacHolds with the stored MAC as hex text (as verify reads it from SQLite): decoded into scratch space, not a Buffer of its own. */
+  hashHexIfMacHexHolds(body: string | Buffer, macHex: string): string | undefined {
+    if (macHex.length !== 64 || this.stored.write(macHex, 0, 32, 'hex') !== 32) return undefined;
+    return this.hashHexIfMacHolds(body, this.stored);
   }
 
   /** The chained hash sha256(body ‖ mac) of a body whose MAC was given, not made. */

@@ -15,23 +15,44 @@ export interface StoredCheckpoint {
   seq?: number | null;
 }
 
-/** mac and hash come as hex text: a blob column costs better-sqlite3 a Buffer of its own per row (about half a verify's read time), hex decodes into Node's pooled buffers. */
+/** mac and hash come as hex text: a blob column costs better-sqlite3 a Buffer of its own per row (about half a verify's read time). */
 type RecordRow = [number, string, string, string | null, string | null, string, string, string, Buffer | null, number];
 
 // hex() reads a text or number cell as readily as a blob, so the cell types are asked of SQLite itself:
 // the same bytes stored under another type (a flipped serial type) still changed the row.
-const RECORD_COLUMNS = "seq, ts, action, plan_id, step_id, body, hex(mac), hex(hash), cosign, (typeof(body) = 'text' AND typeof(mac) = 'blob' AND typeof(hash) = 'blob')";
+const RECORD_COLUMNS = "seq, ts, action, plan_id, step_id, body, lower(hex(mac)), lower(hex(hash)), cosign, (typeof(body) = 'text' AND typeof(mac) = 'blob' AND typeof(hash) = 'blob')";
+
+/** A row as verify reads it: the MAC and hash stay hex (what the hot path compares) and become Buffers only when asked for. */
+class RowRecord implements StoredRecord {
+  readonly position: number;
+  readonly body: string;
+  readonly macHex: string;
+  readonly hashHex: string;
+  readonly cosign: Buffer | null;
+  readonly storedAsWritten: boolean;
+  readonly columns: StoredRecord['columns'];
+
+  constructor(row: RecordRow) {
+    this.position = row[0];
+    this.body = row[5];
+    this.macHex = row[6];
+    this.hashHex = row[7];
+    this.cosign = row[8];
+    this.storedAsWritten = row[9] === 1;
+    this.columns = { ts: row[1], action: row[2], planId: row[3], stepId: row[4] };
+  }
+
+  get mac(): Buffer {
+    return Buffer.from(this.macHex, 'hex');
+  }
+
+  get hash(): Buffer {
+    return Buffer.from(this.hashHex, 'hex');
+  }
+}
 
 function storedRecord(row: RecordRow): StoredRecord {
-  return {
-    position: row[0],
-    body: row[5],
-    mac: Buffer.from(row[6], 'hex'),
-    hash: Buffer.from(row[7], 'hex'),
-    cosign: row[8],
-    storedAsWritten: row[9] === 1,
-    columns: { ts: row[1], action: row[2], planId: row[3], stepId: row[4] },
-  };
+  return new RowRecord(row);
 }
 
 const BATCH = 4096;

@@ -78,6 +78,13 @@ describe('RecordMac (the prepared HMAC of the hot paths)', () => {
             flipped[flipAt] = flipped[flipAt]! ^ 1;
             expect(prepared.hashHexIfMacHolds(body, flipped)).toBeUndefined();
             expect(prepared.hashHexIfMacHolds(body, mac.subarray(0, 31))).toBeUndefined();
+            // The same from hex text (as verify reads a MAC from SQLite), either case; anything but 64 hex digits is no MAC.
+            expect(prepared.hashHexIfMacHexHolds(body, mac.toString('hex'))).toBe(recordHash(body, mac).toString('hex'));
+            expect(prepared.hashHexIfMacHexHolds(body, mac.toString('hex').toUpperCase())).toBe(recordHash(body, mac).toString('hex'));
+            expect(prepared.hashHexIfMacHexHolds(body, flipped.toString('hex'))).toBeUndefined();
+            for (const bad of [mac.toString('hex').slice(0, 62), `${mac.toString('hex')}00`, `${mac.toString('hex').slice(0, 62)}zz`, '']) {
+              expect(prepared.hashHexIfMacHexHolds(body, bad)).toBeUndefined();
+            }
             expect(prepared.hashHexIfMacHolds(body, Buffer.concat([mac, Buffer.from([0])]))).toBeUndefined();
           }
         },
