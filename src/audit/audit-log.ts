@@ -134,7 +134,8 @@ export class SignedAuditLog implements AuditTrail {
     };
     this.env = options.env ?? currentExecutorEnv();
     this.salt = keyring.salt;
-    this.selectHead = db.prepare('SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1');
+    // The hash as hex text from SQLite: a blob would cost a Buffer of its own on every append.
+    this.selectHead = db.prepare('SELECT seq, lower(hex(hash)) AS hash FROM audit_records ORDER BY seq DESC LIMIT 1');
     this.insertRecord = db.prepare(
       'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
@@ -289,8 +290,8 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   head(): Head {
-    const row = this.selectHead.get() as { seq: number; hash: Buffer } | undefined;
-    return row ? { seq: row.seq, hash: row.hash.toString('hex') } : { seq: 0, hash: GENESIS_HASH };
+    const row = this.selectHead.get() as { seq: number; hash: string } | undefined;
+    return row ? { seq: row.seq, hash: row.hash } : { seq: 0, hash: GENESIS_HASH };
   }
 
   append(event: AuditEvent): void {
@@ -370,7 +371,7 @@ export class SignedAuditLog implements AuditTrail {
     const { mac, hash } = this.recordMacFor(key.key).macAndHash(text);
     const cosign = cosignKey ? hmac(cosignKey.key, COSIGN_MAC_PREFIX, text) : null;
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
-    this.tree.append(body.seq, hash);
+    this.tree.append(body.seq, hash, head.hash);
     this.recordsInEpoch++;
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
     return { seq: body.seq, hash: hash.toString('hex') };

@@ -1,6 +1,6 @@
 import type { Db } from '../store/database.js';
 import { ExecutorError } from '../domain/errors.js';
-import { consistencyProof, inclusionProof, leafHash, nodeCount, nodePosition, nodesCompletedBy, sizeOfNodeCount, treeRoot, type NodeReader } from './merkle.js';
+import { consistencyProof, coveringNodes, inclusionProof, leafHash, nodeCount, nodePosition, nodesCompletedBy, sizeOfNodeCount, treeRoot, type NodeReader, type TreeNode } from './merkle.js';
 
 /**
  * The audit log as an RFC 9162 Merkle tree, kept in SQLite beside the records. Leaf i (from 0) is
@@ -23,17 +23,32 @@ const BUILD_PROGRESS_FROM = 100_000;
 
 export type TreeBuildProgress = (built: number, total: number) => void;
 
+/**
+ * The right edge of the tree of `size` leaves (its covering complete subtrees, largest first): all
+ * that completing the next nodes reads. Tagged with the hash of record `size`, the last leaf: the
+ * next append may use it only if the log's head is still that record, so a rolled-back
+ * transaction, a cut tail or another writer makes it read the table again.
+ */
+interface Frontier {
+  size: number;
+  lastRecordHash: string;
+  nodes: TreeNode[];
+}
+
+/** Every append completes 1 + (trailing one bits of its leaf index) subtrees: one INSERT takes them all. */
+const MAX_NODES_PER_APPEND = 64;
+
 export class AuditTree {
   private readonly selectNode;
-  private readonly insertNode;
   private readonly selectSize;
   private readonly selectHashes;
   private readonly selectHead;
+  private readonly insertNodes = new Map<number, ReturnType<Db['prepare']>>();
+  private frontier: Frontier | undefined;
   readonly read: NodeReader;
 
   constructor(private readonly db: Db) {
     this.selectNode = db.prepare('SELECT hash FROM audit_tree WHERE pos = ?').pluck();
-    this.insertNode = db.prepare('INSERT INTO audit_tree (pos, hash) VALUES (?, ?)');
     this.selectSize = db.prepare('SELECT max(pos) FROM audit_tree').pluck();
     this.selectHashes = db.prepare('SELECT seq, hash FROM audit_records WHERE seq > ? AND seq <= ? ORDER BY seq').raw(true);
     this.selectHead = db.prepare('SELECT max(seq) FROM audit_records').pluck();
@@ -59,10 +74,33 @@ export class AuditTree {
     return size;
   }
 
-  /** Adds record `seq`'s leaf and every subtree it completes. Call inside the transaction that inserts the record. */
-  append(seq: number, recordHash: Buffer): void {
-    let pos = nodeCount(seq - 1);
-    for (const node of nodesCompletedBy(seq - 1, recordLeafHash(recordHash), this.read)) this.insertNode.run(pos++, node.hash);
+  /**
+   * Adds record `seq`'s leaf and every subtree it completes. Call inside the transaction that
+   * inserts the record. `previousHash` (hex), the hash of record seq − 1 as the log's head reads it,
+   * lets the append take the left siblings from the edge it kept instead of reading them back.
+   */
+  append(seq: number, recordHash: Buffer, previousHash?: string): void {
+    const index = seq - 1;
+    const kept = previousHash !== undefined && this.frontier?.size === index && this.frontier.lastRecordHash === previousHash ? this.frontier : undefined;
+    this.frontier = undefined;
+    const nodes = nodesCompletedBy(index, recordLeafHash(recordHash), kept ? keptReader(kept.nodes, this.read) : this.read);
+    this.insertAll(nodeCount(index), nodes);
+    if (previousHash === undefined) return;
+    // Set only once the rows are in: a failed insert leaves no edge to trust.
+    const edge = kept ? kept.nodes : coveringNodes(0, index).map(({ level, index: at }) => ({ level, index: at, hash: this.read(level, at) }));
+    this.frontier = { size: seq, lastRecordHash: recordHash.toString('hex'), nodes: [...edge.slice(0, edge.length - (nodes.length - 1)), nodes[nodes.length - 1]!] };
+  }
+
+  private insertAll(firstPos: number, nodes: TreeNode[]): void {
+    if (nodes.length > MAX_NODES_PER_APPEND) throw new RangeError(`An append completes at most ${MAX_NODES_PER_APPEND} subtrees, not ${nodes.length}.`);
+    let insert = this.insertNodes.get(nodes.length);
+    if (!insert) {
+      insert = this.db.prepare(`INSERT INTO audit_tree (pos, hash) VALUES ${Array.from({ length: nodes.length }, () => '(?, ?)').join(', ')}`);
+      this.insertNodes.set(nodes.length, insert);
+    }
+    const values: (number | Buffer)[] = [];
+    nodes.forEach((node, at) => values.push(firstPos + at, node.hash));
+    insert.run(values);
   }
 
   /**
@@ -117,4 +155,16 @@ export class AuditTree {
   consistencyProof(size1: number, size2: number): Buffer[] {
     return consistencyProof(size1, size2, this.read);
   }
+}
+
+/** Reads a left sibling from the kept edge, or from the table when the edge does not hold it. */
+function keptReader(edge: readonly TreeNode[], table: NodeReader): NodeReader {
+  return (level, index) => {
+    for (let at = edge.length - 1; at >= 0; at--) {
+      const node = edge[at]!;
+      if (node.level === level && node.index === index) return node.hash;
+      if (node.level > level) break;
+    }
+    return table(level, index);
+  };
 }

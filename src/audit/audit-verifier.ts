@@ -61,8 +61,20 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
   db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
   const source = new DbRecordSource(db, true);
   try {
+    // A live log moves on while it is verified. What lies outside the database (keys, anchors) is
+    // read first: each only ever names what the database had already committed. Then everything
+    // the database says of the log is read in one snapshot; records up to its head never change
+    // (append-only), so the scan of seqs up to it, here or in the workers, sees the same log.
     const keyring = AuditKeyring.load(options.keyStore);
-    const logId = keyring?.logId ?? source.claimedLogId() ?? 'unknown';
+    const anchorCopies = new AnchorStore(dataDir, options.keyStore).copies();
+    const snapshot = db.transaction(() => ({
+      bounds: source.bounds(),
+      checkpoints: source.checkpoints(),
+      certificates: source.certificates(),
+      notes: storedNotes(db),
+      claimedLogId: source.claimedLogId(),
+    }))();
+    const logId = keyring?.logId ?? snapshot.claimedLogId ?? 'unknown';
     const warnings: string[] = [];
     if (!keyring) warnings.push(`no audit keys in ${options.keyStore.location}: only the verification keys given were used`);
     const keys = keyMap(keyring?.verificationKeys() ?? [], options.verificationKeys ?? []);
@@ -76,19 +88,19 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
       {
         logId,
         source,
-        bounds: source.bounds(),
-        checkpoints: source.checkpoints(),
+        bounds: snapshot.bounds,
+        checkpoints: snapshot.checkpoints,
         knownKeyIds: new Set([...chains.map((chain) => chain.keyId), ...keys.keys(), ...(options.chainPublicKeys?.keys() ?? [])]),
         keys,
         publicKeys,
-        anchorCopies: new AnchorStore(dataDir, options.keyStore).copies(),
+        anchorCopies,
         acceptMissingAnchor: options.acceptMissingAnchor,
         keyStoreEpoch: keyring?.currentForwardSecure() ? { keyId: keyring.current().keyId, epoch: keyring.current().epoch } : undefined,
-        certificates: mergeCertificates(source.certificates(), keyring?.pendingCertificates() ?? []),
+        certificates: mergeCertificates(snapshot.certificates, keyring?.pendingCertificates() ?? []),
         trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
         warnings,
-        notes: storedNotes(db),
+        notes: snapshot.notes,
       },
       {
         onProgress: options.onProgress,

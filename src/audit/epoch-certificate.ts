@@ -45,10 +45,20 @@ export function ed25519Raw(publicKey: crypto.KeyObject): Buffer {
   return publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
 }
 
+/** Verify checks a few signatures per checkpoint under a handful of keys: each KeyObject is made once (importing one costs about as much as a verify). */
+const publicKeyObjects = new Map<string, crypto.KeyObject>();
+
 /** Ed25519 raw public key → a KeyObject for crypto.verify. */
 export function ed25519FromRaw(raw: Buffer): crypto.KeyObject {
-  const spkiPrefix = Buffer.from('302a300506032b6570032100', 'hex');
-  return crypto.createPublicKey({ key: Buffer.concat([spkiPrefix, raw]), format: 'der', type: 'spki' });
+  const id = raw.toString('hex');
+  let keyObject = publicKeyObjects.get(id);
+  if (!keyObject) {
+    const spkiPrefix = Buffer.from('302a300506032b6570032100', 'hex');
+    keyObject = crypto.createPublicKey({ key: Buffer.concat([spkiPrefix, raw]), format: 'der', type: 'spki' });
+    if (publicKeyObjects.size >= 1024) publicKeyObjects.clear();
+    publicKeyObjects.set(id, keyObject);
+  }
+  return keyObject;
 }
 
 /** crypto.verify that answers false, not throws, for a malformed key or signature. */

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { sha256 } from './one-shot-sha256.js';
 
 /**
  * The Merkle tree of RFC 9162 §2.1 (the same as RFC 6962 §2.1) over SHA-256: pure functions, no
@@ -31,25 +32,35 @@ export function emptyRoot(): Buffer {
   return crypto.createHash('sha256').digest();
 }
 
-type OneShotHash = (algorithm: 'sha256', data: Buffer, outputEncoding: 'buffer') => Buffer;
-const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
-
-/** Every append hashes a leaf and about one node: a one-shot hash of a small buffer beats a Hash object. */
-function sha256Of(parts: readonly Buffer[]): Buffer {
-  if (oneShot) return oneShot('sha256', parts.length === 1 ? parts[0]! : Buffer.concat(parts), 'buffer');
-  const hash = crypto.createHash('sha256');
-  for (const part of parts) hash.update(part);
-  return hash.digest();
-}
+// Every append and every verified record hashes a leaf and about one node: into reused scratch
+// space, so no concatenation is allocated per hash (one-shot-sha256.ts says why the digest is fast).
+const leafScratch = Buffer.alloc(1 + HASH_SIZE);
+const nodeScratch = Buffer.alloc(1 + 2 * HASH_SIZE);
+nodeScratch[0] = 0x01;
 
 /** MTH({d}) = SHA-256(0x00 ‖ d) */
 export function leafHash(data: Buffer | readonly Buffer[]): Buffer {
-  return sha256Of([LEAF_PREFIX, ...(Array.isArray(data) ? data : [data as Buffer])]);
+  if (Buffer.isBuffer(data) && data.length === HASH_SIZE) {
+    data.copy(leafScratch, 1);
+    return sha256(leafScratch);
+  }
+  return sha256(Buffer.concat([LEAF_PREFIX, ...(Array.isArray(data) ? data : [data as Buffer])]));
+}
+
+/** The leaf hash of 32 bytes given as 64 hex digits (a record hash as verify computes it). */
+export function leafHashOfHex(hex: string): Buffer {
+  if (leafScratch.write(hex, 1, HASH_SIZE, 'hex') !== HASH_SIZE || hex.length !== 2 * HASH_SIZE) throw new RangeError('A leaf hash takes 64 hex digits.');
+  return sha256(leafScratch);
 }
 
 /** SHA-256(0x01 ‖ left ‖ right) */
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
-  return sha256Of([NODE_PREFIX, left, right]);
+  if (left.length === HASH_SIZE && right.length === HASH_SIZE) {
+    left.copy(nodeScratch, 1);
+    right.copy(nodeScratch, 1 + HASH_SIZE);
+    return sha256(nodeScratch);
+  }
+  return sha256(Buffer.concat([NODE_PREFIX, left, right]));
 }
 
 function isSize(value: unknown): value is number {

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { canonicalText } from '../domain/canonical-text.js';
+import { sha256, sha256Hex, sha256Into } from './one-shot-sha256.js';
 
 export { canonicalText };
 
@@ -70,40 +71,34 @@ export interface CheckpointBody {
 /** The prevHash of seq 1 and the prevCheckpointHash of the first checkpoint. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-const hasOneShotHash = typeof (crypto as { hash?: unknown }).hash === 'function';
-
-export function sha256(data: Buffer): Buffer {
-  return hasOneShotHash
-    ? ((crypto as unknown as { hash(a: string, d: Buffer, e: 'buffer'): Buffer }).hash('sha256', data, 'buffer'))
-    : crypto.createHash('sha256').update(data).digest();
-}
+/** SHA-256 as a Buffer (one-shot-sha256.ts: the fast path every hot caller shares). */
+export { sha256 };
 
 /** HMAC-SHA256 over prefix ‖ body; a string body counts as its UTF-8 bytes. */
 export function hmac(key: Buffer, prefix: Buffer, body: Buffer | string): Buffer {
   return crypto.createHmac('sha256', key).update(prefix).update(body).digest();
 }
 
-type OneShotHash = (algorithm: 'sha256', data: Buffer, outputEncoding: 'buffer') => Buffer;
-const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
-
 /**
  * HMAC-SHA256 under one key and one domain prefix, and the chained record hash, for the hot paths
  * (every append, every record verify). RFC 2104 spelled out over one-shot sha256 calls with the
  * padded key blocks prepared once: creating a Hmac and a Hash object per record cost more than
- * hashing its few hundred bytes. Equal to hmac()/recordHash() byte for byte (a property test holds
- * them so); without crypto.hash (Node < 20.12) it falls back to them.
+ * hashing its few hundred bytes. The digests land in scratch space the instance reuses
+ * (one-shot-sha256.ts), so a record costs no digest allocation. Equal to hmac()/recordHash() byte
+ * for byte (a property test holds them so).
  */
 export class RecordMac {
   private scratch: Buffer;
   private readonly bodyAt: number;
   private readonly outer = Buffer.alloc(96);
+  private readonly stored = Buffer.alloc(32);
 
   constructor(
     private readonly key: Buffer,
     private readonly prefix: Buffer,
   ) {
     const block = Buffer.alloc(64);
-    (key.length > 64 ? crypto.createHash('sha256').update(key).digest() : key).copy(block);
+    (key.length > 64 ? sha256(key) : key).copy(block);
     this.bodyAt = 64 + prefix.length;
     this.scratch = Buffer.allocUnsafe(this.bodyAt + 4096);
     for (let index = 0; index < 64; index++) {
@@ -126,34 +121,57 @@ export class RecordMac {
     return length;
   }
 
-  private macOfPlaced(length: number): Buffer {
-    oneShot!('sha256', this.scratch.subarray(0, this.bodyAt + length), 'buffer').copy(this.outer, 64);
-    return oneShot!('sha256', this.outer, 'buffer');
+  /** The MAC of the placed body, written just after it: body ‖ mac is then what the record hash covers. */
+  private macAfterPlaced(length: number): void {
+    sha256Into(this.scratch.subarray(0, this.bodyAt + length), this.outer, 64);
+    sha256Into(this.outer, this.scratch, this.bodyAt + length);
+  }
+
+  private macOf(length: number): Buffer {
+    return Buffer.from(this.scratch.subarray(this.bodyAt + length, this.bodyAt + length + 32));
+  }
+
+  private placedHashHex(length: number): string {
+    return sha256Hex(this.scratch.subarray(this.bodyAt, this.bodyAt + length + 32));
   }
 
   mac(body: string | Buffer): Buffer {
-    if (!oneShot) return hmac(this.key, this.prefix, body);
-    return this.macOfPlaced(this.place(body));
+    const length = this.place(body);
+    this.macAfterPlaced(length);
+    return this.macOf(length);
   }
 
   /** The MAC of a record body and its chained hash sha256(body ‖ mac), with one copy of the body. */
   macAndHash(body: string | Buffer): { mac: Buffer; hash: Buffer } {
-    if (!oneShot) {
-      const mac = hmac(this.key, this.prefix, body);
-      return { mac, hash: recordHash(body, mac) };
-    }
     const length = this.place(body);
-    const mac = this.macOfPlaced(length);
-    mac.copy(this.scratch, this.bodyAt + length);
-    return { mac, hash: oneShot('sha256', this.scratch.subarray(this.bodyAt, this.bodyAt + length + 32), 'buffer') };
+    this.macAfterPlaced(length);
+    return { mac: this.macOf(length), hash: sha256(this.scratch.subarray(this.bodyAt, this.bodyAt + length + 32)) };
+  }
+
+  /**
+   * Verify's check of one record: the chained hash (hex) when `mac` is the MAC of `body`, else
+   * undefined. Compared in constant time; nothing but the hex string is allocated.
+   */
+  hashHexIfMacHolds(body: string | Buffer, mac: Buffer): string | undefined {
+    if (mac.length !== 32) return undefined;
+    const length = this.place(body);
+    this.macAfterPlaced(length);
+    if (!crypto.timingSafeEqual(this.scratch.subarray(this.bodyAt + length, this.bodyAt + length + 32), mac)) return undefined;
+    return this.placedHashHex(length);
+  }
+
+  /** hashHexIfMacHolds with the stored MAC as hex text (as verify reads it from SQLite): decoded into scratch space, not a Buffer of its own. */
+  hashHexIfMacHexHolds(body: string | Buffer, macHex: string): string | undefined {
+    if (macHex.length !== 64 || this.stored.write(macHex, 0, 32, 'hex') !== 32) return undefined;
+    return this.hashHexIfMacHolds(body, this.stored);
   }
 
   /** The chained hash sha256(body ‖ mac) of a body whose MAC was given, not made. */
   hashWith(body: string | Buffer, mac: Buffer): Buffer {
-    if (!oneShot || mac.length !== 32) return recordHash(body, mac);
+    if (mac.length !== 32) return recordHash(body, mac);
     const length = this.place(body);
     mac.copy(this.scratch, this.bodyAt + length);
-    return oneShot('sha256', this.scratch.subarray(this.bodyAt, this.bodyAt + length + 32), 'buffer');
+    return sha256(this.scratch.subarray(this.bodyAt, this.bodyAt + length + 32));
   }
 }
 

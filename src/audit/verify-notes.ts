@@ -1,6 +1,20 @@
 import { logNoteVerifier, logOrigin } from './checkpoint-note.js';
-import { openNote } from './signed-note.js';
+import { openNote, type NoteVerifier } from './signed-note.js';
 import { parseCheckpointText } from './tlog-checkpoint.js';
+
+/** One log key signs every checkpoint's note of a chain: its verifier (a parsed vkey and a KeyObject) is made once, not per checkpoint. */
+const verifiers = new Map<string, NoteVerifier>();
+
+function verifierOf(logId: string, publicKey: Buffer): NoteVerifier {
+  const id = `${logId}\0${publicKey.toString('hex')}`;
+  let verifier = verifiers.get(id);
+  if (!verifier) {
+    verifier = logNoteVerifier(logId, publicKey);
+    if (verifiers.size >= 256) verifiers.clear();
+    verifiers.set(id, verifier);
+  }
+  return verifier;
+}
 
 /**
  * What is wrong with a checkpoint's stored tlog-checkpoint note, or undefined when it states the
@@ -10,7 +24,7 @@ import { parseCheckpointText } from './tlog-checkpoint.js';
 export function checkStoredNote(note: string, expected: { logId: string; seq: number; rootHash: string; publicKey: Buffer | undefined }): string | undefined {
   let text: string;
   try {
-    text = expected.publicKey ? openNote(note, [logNoteVerifier(expected.logId, expected.publicKey)]).text : noteText(note);
+    text = expected.publicKey ? openNote(note, [verifierOf(expected.logId, expected.publicKey)]).text : noteText(note);
   } catch (error) {
     return `its tlog-checkpoint note does not hold (${(error as Error).message})`;
   }

@@ -11,6 +11,9 @@ export interface StoredRecord {
   body: string;
   mac: Buffer;
   hash: Buffer | null;
+  /** The same MAC and hash as lowercase hex, when the source reads them so (a database): the hot path compares these. */
+  macHex?: string;
+  hashHex?: string;
   cosign: Buffer | null;
   /** False when SQLite holds a cell under another type than the writer's (a source that reads cells as text must say). */
   storedAsWritten?: boolean;
@@ -131,13 +134,12 @@ class EpochMacs {
 /**
  * A body whose MAC holds is the exact text that was signed, and the signer only signs canonical
  * text: then the canonical re-serialization (the costliest check) can be skipped. Returns the
- * chained hash computed along with the MAC when it holds.
+ * chained hash (hex) computed along with the MAC when it holds.
  */
-function hashIfMacHolds(parsed: ParsedBody, body: string, mac: Buffer, macs: EpochMacs): Buffer | undefined {
+function hashIfMacHolds(parsed: ParsedBody, record: StoredRecord, macs: EpochMacs): string | undefined {
   const recordMac = macs.for(parsed.keyId, parsed.epoch);
-  if (!recordMac || mac.length !== 32) return undefined;
-  const computed = recordMac.macAndHash(body);
-  return crypto.timingSafeEqual(computed.mac, mac) ? computed.hash : undefined;
+  if (!recordMac) return undefined;
+  return record.macHex !== undefined ? recordMac.hashHexIfMacHexHolds(record.body, record.macHex) : recordMac.hashHexIfMacHolds(record.body, record.mac);
 }
 
 function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
@@ -213,7 +215,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       return fail('EDITED', at, `record ${at}: its body is not JSON`);
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
-    const verifiedHash = hashIfMacHolds(parsed, record.body, record.mac, macs);
+    const verifiedHash = hashIfMacHolds(parsed, record, macs);
     const macVerified = verifiedHash !== undefined;
     if (!macVerified) {
       let canonical: string;
@@ -274,11 +276,13 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       return fail('DELETED', at, `record ${expectedSeq} is missing (the next record is ${bodySeq})`);
     }
     if (parsed.prevHash !== expectedPrev) return fail('EDITED', at, `record ${at}: does not link to the record before it`);
-    const hash = verifiedHash ?? recordHash(bodyBytes, record.mac);
-    const hashHex = hash.toString('hex');
-    if (record.hash && !record.hash.equals(hash)) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    const hashHex = verifiedHash ?? recordHash(bodyBytes, record.mac).toString('hex');
+    const storedHash = record.hashHex ?? record.hash?.toString('hex');
+    if (storedHash !== undefined && storedHash !== hashHex) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
     // Same bytes under another SQLite type (a flipped serial type) still changed the row: only the writer's exact shape is the log.
-    if (record.storedAsWritten === false || typeof record.body !== 'string' || !Buffer.isBuffer(record.mac) || (record.hash !== null && !Buffer.isBuffer(record.hash))) {
+    // A source that reads them as hex (a database) has asked SQLite for the cell types instead: storedAsWritten.
+    const macAndHashTyped = record.macHex !== undefined || (Buffer.isBuffer(record.mac) && (record.hash === null || Buffer.isBuffer(record.hash)));
+    if (record.storedAsWritten === false || typeof record.body !== 'string' || !macAndHashTyped) {
       return fail('EDITED', at, `record ${at}: its body, MAC or hash is stored as another type than the log writes`);
     }
     if (record.cosign !== null && (parsed.action !== 'key.rotated' || !Buffer.isBuffer(record.cosign))) {
@@ -332,7 +336,7 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       run = { keyId, epoch: bodyEpoch, fromSeq: bodySeq, toSeq: bodySeq, minTs: ts, maxTs: ts };
       result.epochRuns.push(run);
     }
-    tree.add(bodySeq, hash);
+    tree.add(bodySeq, hashHex);
     if (input.wantHashesAt.has(bodySeq)) {
       result.hashesAt[bodySeq] = hashHex;
       result.treesAt[bodySeq] = tree.snapshot()!;

@@ -1,5 +1,4 @@
-import { recordLeafHash } from './audit-tree.js';
-import { CompactRange } from './merkle.js';
+import { CompactRange, leafHashOfHex } from './merkle.js';
 import type { RangeResult } from './verify-range.js';
 
 /**
@@ -18,10 +17,10 @@ export interface TreeSnapshot {
 export class RangeTreeAccumulator {
   private range: CompactRange | undefined;
 
-  /** Adds the record at `seq` (leaves must come in order) by its 32-byte record hash. */
-  add(seq: number, recordHash: Buffer): void {
+  /** Adds the record at `seq` (leaves must come in order) by its record hash (hex). */
+  add(seq: number, recordHashHex: string): void {
     this.range ??= CompactRange.empty(seq - 1);
-    this.range.append(recordLeafHash(recordHash));
+    this.range.append(leafHashOfHex(recordHashHex));
   }
 
   snapshot(): TreeSnapshot | null {

@@ -1,4 +1,5 @@
 import { warmWorkerPool, type PooledWorker } from '../backup/warm-workers.js';
+import { ExecutorError } from '../domain/errors.js';
 import os from 'node:os';
 import type { RangeRunner } from './verify-audit.js';
 import type { RangeResult } from './verify-range.js';
@@ -11,39 +12,54 @@ export function verifyWorkerCount(): number {
 /** How long a finished worker stays warm for the next verify (the window's Verify button, a re-run). */
 const IDLE_MS = 30_000;
 
-const pool = warmWorkerPool(import.meta.url, 'verify-worker', IDLE_MS);
-const takeWorker = (): PooledWorker => pool.take();
-const giveBack = (pooled: PooledWorker): void => pool.giveBack(pooled);
+/** Where verify's worker threads come from: the warm pool, or (tests) any threads that speak verify-worker's messages. */
+export interface VerifyWorkerSource {
+  take(): PooledWorker;
+  giveBack(pooled: PooledWorker): void;
+}
 
-function runJob(job: VerifyWorkerJob, onProgress: (delta: number) => void): Promise<RangeResult> {
-  const pooled = takeWorker();
+const pool: VerifyWorkerSource = warmWorkerPool(import.meta.url, 'verify-worker', IDLE_MS);
+
+/** A part of the scan that did not finish: nothing can be concluded about the log, so verify stops with this, never hangs or reports half a log. */
+function workerFailed(job: VerifyWorkerJob, why: string): ExecutorError {
+  return new ExecutorError('INTERNAL', `Verify could not check records ${job.from}..${job.to}: ${why}. Nothing was concluded about the log; run \`executor audit verify --workers 1\` to verify it in one thread.`, {
+    from: job.from,
+    to: job.to,
+  });
+}
+
+function runJob(source: VerifyWorkerSource, job: VerifyWorkerJob, onProgress: (delta: number) => void): Promise<RangeResult> {
+  const pooled = source.take();
   return new Promise<RangeResult>((resolve, reject) => {
     let settled = false;
     const settle = (finish: () => void, reusable: boolean) => {
       if (settled) return;
       settled = true;
-      if (reusable) giveBack(pooled);
+      if (reusable) source.giveBack(pooled);
       else void pooled.worker.terminate();
       finish();
     };
     pooled.worker.on('message', (message: VerifyWorkerReply) => {
       if (message.type === 'progress') onProgress(message.delta);
       else if (message.type === 'done') settle(() => resolve(message.result), true);
-      else settle(() => reject(new Error(`verify worker failed: ${message.message}`)), true);
+      else settle(() => reject(workerFailed(job, `its worker thread failed (${message.message})`)), true);
     });
-    pooled.worker.on('error', (error) => settle(() => reject(error), false));
-    pooled.worker.on('exit', (code) => settle(() => reject(new Error(`verify worker exited with code ${code}`)), false));
+    pooled.worker.on('messageerror', (error) => settle(() => reject(workerFailed(job, `its worker thread's answer could not be read (${error.message})`)), false));
+    pooled.worker.on('error', (error) => settle(() => reject(workerFailed(job, `its worker thread crashed (${error.message})`)), false));
+    pooled.worker.on('exit', (code) => settle(() => reject(workerFailed(job, `its worker thread stopped (exit code ${code}) before it answered`)), false));
     pooled.worker.postMessage(job);
   });
 }
 
 /** Runs each range in its own worker thread, reading the database file on its own read-only connection. */
-export function workerRangeRunner(dbFile: string): RangeRunner {
+export function workerRangeRunner(dbFile: string, source: VerifyWorkerSource = pool): RangeRunner {
   return async (ranges, shared, onRecords) => {
     let checked = 0;
-    return Promise.all(
+    let failed = false;
+    const parts = Promise.all(
       ranges.map((range) =>
         runJob(
+          source,
           {
             dbFile,
             from: range.from,
@@ -56,10 +72,13 @@ export function workerRangeRunner(dbFile: string): RangeRunner {
           },
           (delta) => {
             checked += delta;
-            onRecords(checked);
+            // Once a part failed, verify has answered: the other parts' progress is no longer news.
+            if (!failed) onRecords(checked);
           },
         ),
       ),
     );
+    parts.catch(() => (failed = true));
+    return parts;
   };
 }

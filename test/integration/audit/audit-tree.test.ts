@@ -9,11 +9,11 @@ import { AuditTree, recordLeafHash } from '../../../src/audit/audit-tree.js';
 import { verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { logNoteVerifier } from '../../../src/audit/checkpoint-note.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
-import { nodeCount, nodePosition, rootOfLeaves, verifyConsistency, verifyInclusion } from '../../../src/audit/merkle.js';
+import { memoryNodeReader, nodeCount, nodePosition, nodesCompletedBy, rootOfLeaves, verifyConsistency, verifyInclusion } from '../../../src/audit/merkle.js';
 import { openNote } from '../../../src/audit/signed-note.js';
 import { parseCheckpointText } from '../../../src/audit/tlog-checkpoint.js';
 import { DATABASE_FILE, openDatabase } from '../../../src/store/database.js';
-import { buildAuditLog, tamper, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
+import { appendNotes, buildAuditLog, tamper, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 const CRASH = path.join(import.meta.dirname, 'fixtures', 'tree-build-crash.ts');
@@ -235,5 +235,55 @@ describe('the empty log', () => {
     expect(checkpoints[0]).toMatchObject({ seq: 1, rootHash: rootOfLeaves(leaves).toString('hex') });
     expect(checkpoints[0]!.note).toMatch(/^executor\.audit\/[0-9a-f-]+\n1\n[A-Za-z0-9+/]{43}=\n\n— /);
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
+  });
+});
+
+describe('the right edge an append keeps in memory', () => {
+  /** Every stored subtree, as RFC 9162 computes it from the records the table now holds. */
+  function expectedTree(leaves: Buffer[]): string[] {
+    const read = memoryNodeReader(leaves);
+    return leaves.flatMap((leaf, index) => nodesCompletedBy(index, leaf, read).map((node, at) => `${nodeCount(index) + at}/${node.hash.toString('hex')}`));
+  }
+
+  it('never outlives a rolled-back transaction, a rolled-back savepoint or another writer: the stored tree is always that of the records', async () => {
+    const dataDir = path.join(tempDir('executor-edge-'), 'data');
+    fs.mkdirSync(dataDir, { recursive: true });
+    const step = (index: number, label: string) => ({ kind: 'step.simulated' as const, actor: { user: 'tester', channel: 'cli' as const }, detail: { label, index } });
+    withAuditLog(dataDir, (db, log) => {
+      appendNotes(db, log, 37, 'kept', 37);
+      // The whole transaction rolls back after the edge moved 13 records on.
+      expect(() =>
+        db.transaction(() => {
+          for (let index = 0; index < 13; index++) log.append(step(index, 'rolled back'));
+          throw new Error('the caller changed its mind');
+        })(),
+      ).toThrow('changed its mind');
+      // Another connection fills the same 13 seqs with other records: the head is back at the edge's size, under another hash.
+      withAuditLog(dataDir, (otherDb, other) => appendNotes(otherDb, other, 13, 'same size, other records', 13));
+      appendNotes(db, log, 20, 'after rollback', 5);
+      // A savepoint inside a transaction that goes on: its records vanish, the outer ones stay.
+      db.transaction(() => {
+        log.append(step(0, 'outer'));
+        try {
+          db.transaction(() => {
+            for (let index = 0; index < 6; index++) log.append(step(index, 'savepoint'));
+            throw new Error('inner only');
+          })();
+        } catch {
+          // the savepoint alone is undone
+        }
+        for (let index = 1; index < 9; index++) log.append(step(index, 'outer'));
+      })();
+      // Another connection appends meanwhile: this log's edge is now behind the head.
+      withAuditLog(dataDir, (otherDb, other) => appendNotes(otherDb, other, 11, 'other writer', 11));
+      appendNotes(db, log, 30, 'last', 10);
+      log.checkpoint('shutdown');
+    });
+    const { leaves, checkpoints, tree } = readLog(dataDir);
+    expect(leaves.length).toBeGreaterThan(37 + 13 + 20 + 9 + 11 + 30);
+    expect(tree).toEqual(expectedTree(leaves));
+    expect(checkpoints[checkpoints.length - 1]!.rootHash).toBe(rootOfLeaves(leaves).toString('hex'));
+    const report = await verifyLogAt(dataDir);
+    expect(report.problem).toBeNull();
   });
 });

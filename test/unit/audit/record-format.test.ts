@@ -61,4 +61,36 @@ describe('RecordMac (the prepared HMAC of the hot paths)', () => {
       { numRuns: 200 },
     );
   });
+
+  it('hashHexIfMacHolds gives sha256(body ‖ mac) in hex exactly when the MAC is the body\'s, and nothing for any other MAC', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 100 }),
+        fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ maxLength: 9000 })), { minLength: 1, maxLength: 5 }),
+        fc.nat({ max: 31 }),
+        (keyBytes, bodies, flipAt) => {
+          const key = Buffer.from(keyBytes);
+          const prepared = new RecordMac(key, Buffer.from('executor.audit.record.v1\0'));
+          for (const body of bodies) {
+            const mac = hmac(key, Buffer.from('executor.audit.record.v1\0'), body);
+            expect(prepared.hashHexIfMacHolds(body, mac)).toBe(recordHash(body, mac).toString('hex'));
+            const flipped = Buffer.from(mac);
+            flipped[flipAt] = flipped[flipAt]! ^ 1;
+            expect(prepared.hashHexIfMacHolds(body, flipped)).toBeUndefined();
+            expect(prepared.hashHexIfMacHolds(body, mac.subarray(0, 31))).toBeUndefined();
+            // The same from hex text (as verify reads a MAC from SQLite), either case; anything but 64 hex digits is no MAC.
+            expect(prepared.hashHexIfMacHexHolds(body, mac.toString('hex'))).toBe(recordHash(body, mac).toString('hex'));
+            expect(prepared.hashHexIfMacHexHolds(body, mac.toString('hex').toUpperCase())).toBe(recordHash(body, mac).toString('hex'));
+            expect(prepared.hashHexIfMacHexHolds(body, flipped.toString('hex'))).toBeUndefined();
+            for (const bad of [mac.toString('hex').slice(0, 62), `${mac.toString('hex')}00`, `${mac.toString('hex').slice(0, 62)}zz`, '']) {
+              expect(prepared.hashHexIfMacHexHolds(body, bad)).toBeUndefined();
+            }
+            expect(prepared.hashHexIfMacHolds(body, Buffer.concat([mac, Buffer.from([0])]))).toBeUndefined();
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
 });
+
