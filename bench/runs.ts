@@ -14,6 +14,8 @@
  * 2. Tool call to visible step: from the server writing a write_file tool call to a web client
  *    subscribed like the window (stepSummary events) seeing that step. Baseline: the same write
  *    proposed bare through the socket client, from the call to the web client seeing it.
+ * 3. The model client's own share of an iteration: one turn through createModelClient minus the
+ *    server's time, against a bare fetch of the same body (loopback HTTP alone), same server.
  * Targets: loop cost ≤ 20 ms p50, tool call to visible ≤ 200 ms p50.
  * Run: npx tsx bench/runs.ts   (BENCH_RUNS_N=50 for a quicker run)
  */
@@ -26,6 +28,7 @@ import { startHost } from '../src/ipc/host.js';
 import { connectToHost } from '../src/ipc/node-client.js';
 import { connectWithToken, WEB_SOCKET_PATH } from '../src/ipc/web-client.js';
 import type { RunSummary } from '../src/domain/run.js';
+import { createModelClient } from '../src/runs/models/create-model-client.js';
 import { nodeWebSocket } from '../test/helpers/ipc-harness.js';
 import { callTool, say, startScriptedOpenAiServer, type RecordedRequest, type ScriptedTurn } from '../test/helpers/scripted-openai-server.js';
 
@@ -169,6 +172,26 @@ try {
     await seenByWindow(name, 'executed').catch(() => undefined);
   }
 
+  // 3. The model client against a bare fetch of the same request, the server's own time left out.
+  turnFor = () => callTool('read_file', { path: 'notes.txt' });
+  const client = createModelClient(model, undefined);
+  const conversation = Array.from({ length: 40 }, (_, i) => ({ role: 'user' as const, content: `message ${i} `.repeat(20) }));
+  const clientSide: number[] = [];
+  const bareFetch: number[] = [];
+  const lastServerTime = () => {
+    const request = server.requests[server.requests.length - 1]!;
+    return request.answeredAt! - request.receivedAt;
+  };
+  for (let i = 0; i < N; i++) {
+    let started = performance.now();
+    await client.turn({ messages: conversation, tools: [], signal: new AbortController().signal });
+    clientSide.push(performance.now() - started - lastServerTime());
+    started = performance.now();
+    const response = await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench-model', messages: conversation }) });
+    JSON.parse(await response.text());
+    bareFetch.push(performance.now() - started - lastServerTime());
+  }
+
   const p50 = (values: number[]) => percentile(values, 50);
   console.log(`agent runs bench: ${N} iterations per loop, scripted model answering at once (server time left out)`);
   console.log(line('loop cost per iteration, read_file (no step)', readGaps));
@@ -176,8 +199,11 @@ try {
   console.log(line('baseline: the same kb_add step proposed bare, until run', bareKb));
   console.log(line('tool call sent → step visible to a window client', visible));
   console.log(line('baseline: the same write proposed bare → visible', bareVisible));
+  console.log(line('model client turn (SDK, mapping, capture, HTTP)', clientSide));
+  console.log(line('baseline: bare fetch of the same request', bareFetch));
   console.log(`ratio kb_add loop iteration / bare proposal (p50): ${(p50(kbGaps) / p50(bareKb)).toFixed(2)}`);
   console.log(`ratio tool call → visible / bare proposal → visible (p50): ${(p50(visible) / p50(bareVisible)).toFixed(2)}`);
+  console.log(`ratio model client / bare fetch (p50): ${(p50(clientSide) / p50(bareFetch)).toFixed(2)}`);
   console.log(`target loop cost ≤ 20 ms p50: read_file ${p50(readGaps) <= 20 ? 'met' : 'MISSED'}, kb_add ${p50(kbGaps) <= 20 ? 'met' : 'MISSED'}`);
   console.log(`target tool call → visible ≤ 200 ms p50: ${p50(visible) <= 200 ? 'met' : 'MISSED'}`);
 } finally {
