@@ -20,6 +20,7 @@ import {
   type StartRunParams,
 } from '../domain/run.js';
 import type { Executor } from '../executor/executor.js';
+import type { StepRecord } from '../domain/step-record.js';
 import type { AuditEvent } from '../audit/event-log.js';
 import type { Db } from '../store/database.js';
 import type { ModelClient, ModelSettings } from './model-client.js';
@@ -91,6 +92,11 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   private readonly active = new Map<string, ActiveRun>();
   private readonly answerWaiters = new Map<string, Set<(question: AgentQuestion) => void>>();
   private questionTimer: NodeJS.Timeout | null = null;
+  /** The runs' listeners of their steps, by step id, behind one listener on the executor. */
+  private readonly stepListeners = new Map<string, Set<(record: StepRecord) => void>>();
+  private readonly onAnyStep = (record: StepRecord) => {
+    for (const listener of [...(this.stepListeners.get(record.step.id) ?? [])]) listener(record);
+  };
   private closed = false;
   private readonly createClient: NonNullable<RunManagerOptions['createClient']>;
   private readonly storedApiKey: NonNullable<RunManagerOptions['storedApiKey']>;
@@ -106,6 +112,18 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     this.createClient = options.createClient ?? createModelClient;
     this.storedApiKey = options.storedApiKey ?? (() => undefined);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+  }
+
+  onStep(stepId: string, listener: (record: StepRecord) => void): () => void {
+    if (this.stepListeners.size === 0) this.executor.on('step', this.onAnyStep);
+    const listeners = this.stepListeners.get(stepId) ?? new Set();
+    listeners.add(listener);
+    this.stepListeners.set(stepId, listeners);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0) this.stepListeners.delete(stepId);
+      if (this.stepListeners.size === 0) this.executor.off('step', this.onAnyStep);
+    };
   }
 
   transact<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
