@@ -8,6 +8,7 @@ import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { formatTime } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
+import { ModelSettingsCard } from '../settings-model.js';
 
 const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter(Boolean);
 
@@ -273,6 +274,7 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
           </button>
         </div>
       </section>
+      <ModelSettingsCard />
       <SandboxCard policy={policy} />
       {rotating ? (
         <Dialog title="Rotate the audit signing key?" onCancel={() => setRotating(false)}>

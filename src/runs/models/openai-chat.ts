@@ -59,7 +59,7 @@ function argumentText(value: unknown): string {
 }
 
 /** Accumulates streamed tool-call deltas into whole calls, as servers split them across chunks. */
-class ToolCallAssembly {
+export class ToolCallAssembly {
   private readonly calls: Array<{ id: string; name: string; arguments: string }> = [];
 
   add(delta: NonNullable<ChatCompletionChunk.Choice.Delta['tool_calls']>[number]): void {

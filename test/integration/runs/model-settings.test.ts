@@ -164,3 +164,30 @@ describe('checkModel', () => {
     expect(check.message).toContain('Nothing answers at that address');
   });
 });
+
+describe('a run in a real host', () => {
+  it('talks to the saved model with the kept key, and the key appears nowhere the run leaves', async () => {
+    const { startHost } = await import('../../../src/ipc/host.js');
+    const { connectToHost } = await import('../../../src/ipc/node-client.js');
+    const { waitForRun, ended } = await import('../../helpers/run-waits.js');
+    const server = await startScriptedOpenAiServer([say('Nothing to do.')]);
+    servers.push(server);
+    const { dataDir } = tempSetup();
+    const host = await startHost(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    try {
+      await api.setModelSettings({ settings: { provider: 'openai', baseUrl: server.baseUrl, model: 'llama3.1' } });
+      await api.setModelKey({ provider: 'openai', key: KEY });
+      const { id } = await api.startRun({ task: 'look around' });
+      expect((await waitForRun(api, id, ended)).status).toBe('completed');
+      expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+      expect(server.requests[0]!.body!.model).toBe('llama3.1');
+      const trace = await api.getRunTrace({ runId: id });
+      expect(JSON.stringify(trace)).not.toContain(KEY);
+    } finally {
+      api.close();
+      await host.close();
+    }
+    expect(everythingStoredBut(dataDir, path.join(dataDir, 'keys', 'model-key.openai'))).not.toContain(KEY);
+  });
+});

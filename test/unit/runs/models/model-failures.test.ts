@@ -177,6 +177,15 @@ for (const provider of PROVIDERS) {
       expect(server.requests).toHaveLength(1);
     });
 
+    it('an answer without a message (no choices, no content) is MODEL_UNAVAILABLE, not retried', async () => {
+      const body = provider.name === 'openai' ? '{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[]}' : '{"id":"msg_1","type":"message","model":"m"}';
+      const { server, client } = await setup([{ kind: 'raw', status: 200, contentType: 'application/json', body }, say('x')]);
+      const error = await failure(turn(client));
+      expect(error.code).toBe('MODEL_UNAVAILABLE');
+      expect(error.message).toContain(server.baseUrl);
+      expect(server.requests).toHaveLength(1);
+    });
+
     it('writes nothing to the console, even when the SDK is told to log everything', async () => {
       const saved = { openai: process.env.OPENAI_LOG, anthropic: process.env.ANTHROPIC_LOG };
       process.env.OPENAI_LOG = 'debug';
