@@ -25,6 +25,7 @@ import type { AuditEvent } from '../audit/event-log.js';
 import type { Db } from '../store/database.js';
 import type { ModelClient, ModelSettings } from './model-client.js';
 import { createModelClient } from './models/create-model-client.js';
+import { API_KEY_VARIABLES, needsKey } from './models/model-config.js';
 import { dailyBudgetVerdict, waitWords, BUDGET_WINDOW_MS } from './run-budget.js';
 import { RunLoop, type RunHost } from './run-loop.js';
 import { modelSettingsFor } from './run-model.js';
@@ -172,8 +173,17 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
         { used: budget.used, budget: budget.budget, refillsAt: budget.refillsAt },
       );
     }
+    const apiKey = params.apiKey ?? this.storedApiKey(settings.provider);
+    // A public API answers nothing without a key: say so now, in words, not as a refusal at the first turn.
+    if (!apiKey && needsKey(settings)) {
+      throw new ExecutorError(
+        'MODEL_NOT_CONFIGURED',
+        `No API key is kept for ${settings.provider}. Set one with \`executor model set-key --provider ${settings.provider}\` (it reads the key from stdin), in Settings → Model, or for one run in ${API_KEY_VARIABLES[settings.provider]}.`,
+        { provider: settings.provider },
+      );
+    }
     // Made now, so a wrong address or provider is refused before anything is stored.
-    const client = this.createClient(settings, params.apiKey ?? this.storedApiKey(settings.provider));
+    const client = this.createClient(settings, apiKey);
     const tools = params.tools ? [...new Set(params.tools)] : [...DEFAULT_RUN_TOOLS];
     const runId = `run-${randomUUID()}`;
     const createdAt = new Date(now).toISOString();

@@ -31,7 +31,8 @@ export function apiKeyFromEnvironment(provider: ModelProvider, env: NodeJS.Proce
 }
 
 /** The public APIs, which refuse every call without a key: a missing key is said before the first call. */
-function needsKey(settings: ModelSettings): boolean {
+/** Whether the settings name a public API (OpenAI's or Anthropic's), which answers nothing without a key. */
+export function needsKey(settings: ModelSettings): boolean {
   const base = (settings.baseUrl ?? (settings.provider === 'openai' ? OPENAI_DEFAULT_BASE_URL : ANTHROPIC_DEFAULT_BASE_URL)).replace(/\/+$/, '');
   return base.startsWith(OPENAI_DEFAULT_BASE_URL.replace(/\/v1$/, '')) || base.startsWith(ANTHROPIC_DEFAULT_BASE_URL);
 }

@@ -56,4 +56,16 @@ describe("a run's one-run API key", () => {
     host = undefined;
     for (const { file, bytes } of allBytes(dataDir)) expect(bytes.includes(Buffer.from(key)), file).toBe(false);
   });
+
+  it('is asked for before anything is stored when the run names a public API and no key is kept or given', async () => {
+    const { dataDir } = tempSetup();
+    host = await startHost(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    clients.push(api);
+    for (const model of [{ provider: 'openai' as const, model: 'gpt-4.1' }, { provider: 'anthropic' as const, model: 'claude-sonnet-4' }]) {
+      const refused = await api.startRun({ task: 'Do it', model }).catch((error: unknown) => error as { code?: string; message: string });
+      expect(refused).toMatchObject({ code: 'MODEL_NOT_CONFIGURED', message: expect.stringContaining(`executor model set-key --provider ${model.provider}`) });
+    }
+    expect((await api.listRuns({})).runs).toEqual([]);
+  });
 });
