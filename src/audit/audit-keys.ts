@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
-import { ed25519FromRaw, ed25519Raw, signCertificate, type EpochSchedule, type StoredCertificate } from './epoch-certificate.js';
+import { CERTIFICATE_VERSION, ed25519FromRaw, ed25519Raw, signCertificate, type CertifiedHead, type EpochSchedule, type StoredCertificate } from './epoch-certificate.js';
 import { EpochKeys, nextEpochKey } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
 import { keyIdOf } from './record-format.js';
@@ -253,10 +253,12 @@ export class AuditKeyring {
    * Moves to the next epoch and forgets the old keys: whoever steals the key store from now on
    * cannot forge a record, checkpoint or certificate of an earlier epoch. On a forward-secure chain
    * the outgoing epoch's signing key first certifies the next one's public key and window (it opens
-   * at `now`, never before the outgoing one, and at record `firstSeq`); the new keys and the
-   * certificate are on disk (the old ones overwritten) before anything is signed with them.
+   * at `now`, never before the outgoing one, and at the record after `head`) and fixes `head`, the
+   * history it leaves; the new keys and the certificate are on disk (the old ones overwritten)
+   * before anything is signed with them.
    */
-  ratchet(now: Date, firstSeq: number): { current: CurrentKey; certificate: StoredCertificate | undefined } {
+  ratchet(now: Date, head: CertifiedHead): { current: CurrentKey; certificate: StoredCertificate | undefined } {
+    const firstSeq = head.headSeq + 1;
     const { epoch, keyId, epochStartedAt } = this.state.current;
     const nextKey = nextEpochKey(this.currentKey, epoch);
     const startedAt = Math.max(now.getTime(), epochStartedAt);
@@ -266,13 +268,14 @@ export class AuditKeyring {
     if (this.epochSigner) {
       const next = crypto.generateKeyPairSync('ed25519');
       certificate = signCertificate(this.epochSigner, {
-        v: 2,
+        v: CERTIFICATE_VERSION,
         logId: this.state.logId,
         keyId,
         epoch: epoch + 1,
         publicKey: ed25519Raw(next.publicKey).toString('base64'),
         start: new Date(startedAt).toISOString(),
         firstSeq,
+        ...head,
       });
       epochSigningKey = pkcs8(next.privateKey);
       nextSigner = next.privateKey;

@@ -162,10 +162,22 @@ export class SignedAuditLog implements AuditTrail {
     return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
   }
 
-  /** Ratchets; the certificate of the new epoch goes into the caller's transaction and stays in the key store until it is seen committed. */
-  private ratchet(now: Date, nextSeq: number): void {
+  /**
+   * Ratchets; the certificate of the new epoch goes into the caller's transaction and stays in the
+   * key store until it is seen committed. It fixes the head the outgoing epoch leaves (its last
+   * record, the Merkle root up to it, the newest checkpoint), signed by the key about to be erased.
+   */
+  private ratchet(now: Date, head: Head): void {
     for (const pending of this.keyring.pendingCertificates()) this.storeCertificate(pending);
-    const { certificate } = this.keyring.ratchet(now, nextSeq);
+    if (this.tree.size() !== head.seq) this.tree.catchUp();
+    const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
+    const { certificate } = this.keyring.ratchet(now, {
+      headSeq: head.seq,
+      headHash: head.hash,
+      rootHash: this.tree.root(head.seq).toString('hex'),
+      cpSeq: last?.cp_seq ?? 0,
+      checkpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
+    });
     this.recordsInEpoch = 0;
     if (certificate) {
       this.storeCertificate(certificate);
@@ -306,7 +318,7 @@ export class SignedAuditLog implements AuditTrail {
       let head = this.head();
       if (head.seq === 0) head = this.writeKeyCreated(head);
       const now = this.options.now();
-      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head.seq + 1);
+      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head);
       this.writeRecord(event, head, now, this.keyring.current());
     } catch (error) {
       throw writeFailed(error);
@@ -389,7 +401,7 @@ export class SignedAuditLog implements AuditTrail {
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
     const now = this.options.now();
     // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.
-    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head.seq + 1);
+    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head);
     const key = this.keyring.current();
     const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
     // The tree is kept with every append; a tail some crash or older writer left out is hashed in first.

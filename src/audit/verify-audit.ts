@@ -9,6 +9,7 @@ import type { StoredCheckpoint } from './record-sources.js';
 import type { VerifyCode, VerifyProblem, VerifyProgress, VerifyReport } from './verify-codes.js';
 import { verifyRange, type ChainStart, type RangeInput, type RangeResult, type RecordSource } from './verify-range.js';
 import { checkStoredNote } from './verify-notes.js';
+import { certifiedHeadSeqs, checkCertifiedHeads } from './verify-certificate-heads.js';
 import { treeRootsOf, type TreeSnapshot } from './verify-tree.js';
 import { emptyRoot } from './merkle.js';
 
@@ -371,6 +372,7 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     }
   }));
   for (const copy of log.anchorCopies ?? []) if (copy.anchor) wantHashesAt.add(copy.anchor.seq);
+  for (const seq of certifiedHeadSeqs(log.certificates)) wantHashesAt.add(seq);
   const shared = { logId: log.logId, knownKeyIds: log.knownKeyIds, keys: log.keys, wantHashesAt };
   const startsLog = !log.excerpt || log.excerpt.from === 1;
   const report = (checked: number) => options.onProgress?.({ checked: Math.min(checked, total), total });
@@ -400,6 +402,11 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   if (!rows.problem) {
     const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
     if (outside) problems.push(outside);
+  }
+  if (!rows.problem) {
+    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: log.checkpoints, headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
+    if (heads.problem) problems.push(heads.problem);
+    warnings.push(...heads.notes);
   }
   if (epochs.legacyChains.length) warnings.push(`key chain(s) ${epochs.legacyChains.join(', ')} predate forward-secure signatures: one Ed25519 key signed all their checkpoints, so whoever holds it could re-sign them`);
   for (const keyId of log.trustedEpochKeys.keys()) {

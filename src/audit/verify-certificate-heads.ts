@@ -1,0 +1,96 @@
+import { parseCertificate, type StoredCertificate } from './epoch-certificate.js';
+import { checkpointHash } from './record-format.js';
+import type { StoredCheckpoint } from './record-sources.js';
+import type { VerifyProblem } from './verify-codes.js';
+import type { EpochWindows } from './verify-epochs.js';
+
+/**
+ * A v3 certificate fixes the head the outgoing epoch left (its last record, the Merkle root of
+ * records 1..that one, the newest checkpoint), signed by the key that is erased right after. These
+ * checks hold every such head against the records and checkpoints the verifier has, so a thief who
+ * holds a later epoch's key cannot rewrite an earlier epoch, rebuild the chain and tree, and
+ * re-sign every checkpoint, anchor and export header after it with his own key.
+ */
+
+/** The record seqs the certificates name as heads: the record scan keeps its hash and the tree's root there (no second pass). */
+export function certifiedHeadSeqs(certificates: readonly StoredCertificate[]): number[] {
+  const seqs: number[] = [];
+  for (const cert of certificates) {
+    const body = parseCertificate(cert);
+    if (body?.v === 3) seqs.push(body.headSeq!);
+  }
+  return seqs;
+}
+
+export interface CertifiedHeadsInput {
+  windows: EpochWindows;
+  /** Record hashes (hex) at the seqs certifiedHeadSeqs gave, as the scan found them. */
+  hashesAt: Readonly<Record<number, string>>;
+  /** Merkle roots (hex) of records 1..seq at those seqs, recomputed from the records. */
+  roots: ReadonlyMap<number, string>;
+  checkpoints: readonly StoredCheckpoint[];
+  /** The last record the log (or export) holds. */
+  headSeq: number;
+  /** An export of seqs [from, to]: heads outside it cannot be checked. */
+  excerpt?: { from: number; to: number };
+}
+
+const rewritten = (seq: number, message: string): VerifyProblem => ({ code: 'EPOCH_REWRITTEN', seq, message });
+
+/** The first certified head the log disagrees with (or a downgrade to certificates without a head), and notes on what could not be checked. */
+export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: VerifyProblem | undefined; notes: string[] } {
+  const notes: string[] = [];
+  const epochs = [...input.windows].flatMap(([keyId, chain]) => chain.slice(1).map((window) => ({ keyId, window, closed: chain[window.epoch - 1]! })));
+  // In log order: a chain started by a rotation carries on from the heads of the chain before it.
+  epochs.sort((a, b) => a.window.firstSeq - b.window.firstSeq || a.window.epoch - b.window.epoch);
+  const checkpointsByCp = new Map(input.checkpoints.map((cp) => [cp.cpSeq, cp]));
+  const firstCpSeq = input.checkpoints.length ? Math.min(...input.checkpoints.map((cp) => cp.cpSeq)) : undefined;
+  let verifiedUpTo = 0;
+  let headSeen: { keyId: string; epoch: number } | undefined;
+  let withoutHead = 0;
+  let unchecked = 0;
+  for (const { keyId, window, closed } of epochs) {
+    const head = window.head;
+    const name = `the certificate of epoch ${window.epoch} of key ${keyId}`;
+    if (!head) {
+      if (headSeen) {
+        return { problem: { code: 'BAD_CERTIFICATE', seq: window.firstSeq, message: `${name} names no head, though the certificate of epoch ${headSeen.epoch} of key ${headSeen.keyId} before it did: only a key that should be erased could sign it (a downgrade)` }, notes };
+      }
+      withoutHead++;
+      continue;
+    }
+    headSeen = { keyId, epoch: window.epoch };
+    const inRange = head.headSeq <= input.headSeq && (!input.excerpt || (head.headSeq >= input.excerpt.from && head.headSeq <= input.excerpt.to));
+    const hash = input.hashesAt[head.headSeq];
+    const root = input.roots.get(head.headSeq);
+    // Past the log's end the TRUNCATED check speaks; before an excerpt's first record nothing here can check it.
+    if (!inRange || hash === undefined || root === undefined) {
+      if (head.headSeq <= input.headSeq) unchecked++;
+      continue;
+    }
+    const from = verifiedUpTo + 1;
+    if (hash !== head.headHash || root !== head.rootHash) {
+      const what = hash !== head.headHash ? `record ${head.headSeq} has another hash` : `the Merkle root of records 1..${head.headSeq} differs`;
+      return {
+        problem: rewritten(from, `records ${from}..${head.headSeq} are not the ones ${name} fixed when epoch ${closed.epoch} closed (${what}): a record before that ratchet was rewritten, though only a key erased since could vouch for it`),
+        notes,
+      };
+    }
+    if (head.cpSeq > 0) {
+      const stored = checkpointsByCp.get(head.cpSeq);
+      const before = input.excerpt && (firstCpSeq === undefined || head.cpSeq < firstCpSeq);
+      if (!stored) {
+        if (before) unchecked++;
+        else return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq}, which ${name} fixed, is missing: checkpoints of a closed epoch were deleted or renumbered`), notes };
+      } else if (checkpointHash(Buffer.from(stored.body, 'utf8'), stored.mac, stored.sig, stored.epochSig).toString('hex') !== head.checkpointHash) {
+        return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq} is not the one ${name} fixed: checkpoints of a closed epoch were replaced or renumbered`), notes };
+      }
+    }
+    verifiedUpTo = head.headSeq;
+  }
+  if (withoutHead) {
+    notes.push(`${withoutHead} epoch certificate(s) predate certified heads (a log written before them): the records before those ratchets rest on their MACs, which only the verification key (K0) checks`);
+  }
+  if (unchecked) notes.push(`${unchecked} certified head(s) not checked: they fix records before this export's first record`);
+  return { problem: undefined, notes };
+}
