@@ -5,8 +5,8 @@ import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/
 import { verifyDataDir, verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
-import { buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
-import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, stealKeys } from '../../helpers/audit-thief.js';
+import { appendNotes, buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
+import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, rewriteClosedEpochs, stealKeys } from '../../helpers/audit-thief.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -193,4 +193,60 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     fs.writeFileSync(cutFile, [lines[0]!, ...cut].join('\n'));
     expect((await verifyExportFile(cutFile, parseVerificationKeys(evk))).ok).toBe(false);
   });
+
+  it('(e) stolen key store: a record of an EARLIER epoch rewritten under its own label, chain and tree rebuilt, closed epochs\' checkpoints deleted, the rest re-signed → EPOCH_REWRITTEN with public keys only; EDITED with K0', async () => {
+    const { dataDir, evk, epk } = exportedLog();
+    expect(epochOf(dataDir, 8)).toBe(1);
+    // key.created's checkpointEvery raised, so the deleted record checkpoints are not missed by the spacing rule.
+    const stolen = rewriteClosedEpochs(dataDir, { 1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000), 8: forge });
+    expect(stolen.epoch).toBeGreaterThan(epochOf(dataDir, 8));
+
+    // With only what the key store holds (the thief's own copy): the MACs of closed epochs cannot be checked, the certificates can.
+    const local = await verifyLogAt(dataDir);
+    expect(local.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
+    expect(local.problem?.message).toMatch(/certificate of epoch 1 .* fixed/);
+    // With K0 the first rewritten record's MAC fails first.
+    const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
+    expect(withK0.problem).toMatchObject({ code: 'EDITED', seq: 1 });
+
+    const db = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--public-key', epk]);
+    expect(db.status).toBe(1);
+    expect(db.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
+    // The thief's own export, signed with the stolen keys: it carries the certificates, and they carry the heads.
+    const file = cliExport(dataDir);
+    const publicOnly = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--public-key', epk]);
+    expect(publicOnly.status).toBe(1);
+    expect(publicOnly.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
+    const offline = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--verification-key', evk]);
+    expect(offline.status).toBe(1);
+    expect(offline.report.problem).toMatchObject({ code: 'EDITED', seq: 1 });
+  });
+
+  it('(e) the same thief with one record of the epoch just closed: the finding starts after the last head that still holds', async () => {
+    const { dataDir, epk } = exportedLog();
+    const closed = epochOf(dataDir, 41);
+    expect(closed).toBeLessThan(stealKeys(dataDir).epoch);
+    rewriteClosedEpochs(dataDir, { 41: forge });
+    const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), chainPublicKeys: parseChainPublicKeys(epk), workers: 1 });
+    // Epochs of 6 records from seq 1: the certificate of epoch 6 fixed 1..36 (still intact), that of epoch 7 fixed 1..42.
+    expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 37 });
+    expect(report.problem?.message).toMatch(/records 37\.\.42/);
+  });
+
+  it('(e) checkpoints of a closed epoch deleted, the chain of checkpoints renumbered and re-signed with the stolen key → EPOCH_REWRITTEN', async () => {
+    // No record checkpoints (every 1,000): only heartbeats, which no spacing rule counts.
+    const { dataDir } = buildAuditLog({ records: 10, checkpointEvery: 1000, epochMaxRecords: 6 });
+    withAuditLog(dataDir, (db, log) => {
+      log.checkpoint('heartbeat');
+      appendNotes(db, log, 14, 'later');
+      log.checkpoint('heartbeat');
+    }, { checkpointEvery: 1000, epochMaxRecords: 6 });
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    // From seq 13 on: the shutdown and heartbeat checkpoints sealing 13 belong to closed epochs: deleted; the newest re-signed as cpSeq 1.
+    rewriteClosedEpochs(dataDir, {}, { fromSeq: 13 });
+    const report = await verifyLogAt(dataDir);
+    expect(report.problem?.code).toBe('EPOCH_REWRITTEN');
+    expect(report.problem?.message).toMatch(/checkpoint \d+.*(missing|is not the one)/);
+  });
 });
+
