@@ -403,11 +403,6 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
     if (outside) problems.push(outside);
   }
-  if (!rows.problem) {
-    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: log.checkpoints, headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
-    if (heads.problem) problems.push(heads.problem);
-    warnings.push(...heads.notes);
-  }
   if (epochs.legacyChains.length) warnings.push(`key chain(s) ${epochs.legacyChains.join(', ')} predate forward-secure signatures: one Ed25519 key signed all their checkpoints, so whoever holds it could re-sign them`);
   for (const keyId of log.trustedEpochKeys.keys()) {
     if (!chainStarts.some((start) => start.keyId === keyId) && log.knownKeyIds.has(keyId) && rows.spans.some((span) => span.keyId === keyId)) {
@@ -421,6 +416,11 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   }
   const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, chainStarts, epochs.windows, warnings, roots);
   problems.push(...checkpointProblems);
+  if (!rows.problem) {
+    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: parsed, checkpointsComplete: checkpointProblems.length === 0, headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
+    if (heads.problem) problems.push(heads.problem);
+    warnings.push(...heads.notes);
+  }
   const newestChain = chainStarts[chainStarts.length - 1];
   const newestWindows = newestChain ? epochs.windows.get(newestChain.keyId) : undefined;
   let anchor: Anchor | undefined;

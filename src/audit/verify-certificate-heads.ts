@@ -1,6 +1,4 @@
 import { parseCertificate, type StoredCertificate } from './epoch-certificate.js';
-import { checkpointHash } from './record-format.js';
-import type { StoredCheckpoint } from './record-sources.js';
 import type { VerifyProblem } from './verify-codes.js';
 import type { EpochWindows } from './verify-epochs.js';
 
@@ -28,7 +26,10 @@ export interface CertifiedHeadsInput {
   hashesAt: Readonly<Record<number, string>>;
   /** Merkle roots (hex) of records 1..seq at those seqs, recomputed from the records. */
   roots: ReadonlyMap<number, string>;
-  checkpoints: readonly StoredCheckpoint[];
+  /** The checkpoints that verified, with their hashes (hex), in cpSeq order. */
+  checkpoints: readonly { cpSeq: number; hashHex: string }[];
+  /** False when the checkpoint chain has a finding of its own: a checkpoint past it is then not known here, and that finding names it. */
+  checkpointsComplete: boolean;
   /** The last record the log (or export) holds. */
   headSeq: number;
   /** An export of seqs [from, to]: heads outside it cannot be checked. */
@@ -60,29 +61,31 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
       continue;
     }
     headSeen = { keyId, epoch: window.epoch };
-    const inRange = head.headSeq <= input.headSeq && (!input.excerpt || (head.headSeq >= input.excerpt.from && head.headSeq <= input.excerpt.to));
+    // Past the log's end the TRUNCATED check speaks; a head before an excerpt fixes records it does not hold.
+    if (head.headSeq > input.headSeq || (input.excerpt && (head.headSeq < input.excerpt.from || head.headSeq > input.excerpt.to))) continue;
     const hash = input.hashesAt[head.headSeq];
+    // The record hash chains every record before it; the root (absent for an excerpt without its tree-prefix) is checked where known.
     const root = input.roots.get(head.headSeq);
-    // Past the log's end the TRUNCATED check speaks; before an excerpt's first record nothing here can check it.
-    if (!inRange || hash === undefined || root === undefined) {
-      if (head.headSeq <= input.headSeq) unchecked++;
+    if (hash === undefined) {
+      unchecked++;
       continue;
     }
     const from = verifiedUpTo + 1;
-    if (hash !== head.headHash || root !== head.rootHash) {
+    if (hash !== head.headHash || (root !== undefined && root !== head.rootHash)) {
       const what = hash !== head.headHash ? `record ${head.headSeq} has another hash` : `the Merkle root of records 1..${head.headSeq} differs`;
+      // Named at the head, the one record known to differ: a finding that places the rewrite exactly (a MAC with K0, a window) comes first.
       return {
-        problem: rewritten(from, `records ${from}..${head.headSeq} are not the ones ${name} fixed when epoch ${closed.epoch} closed (${what}): a record before that ratchet was rewritten, though only a key erased since could vouch for it`),
+        problem: rewritten(head.headSeq, `records ${from}..${head.headSeq} are not the ones ${name} fixed when epoch ${closed.epoch} closed (${what}): a record in that range was rewritten, though only a key erased since could vouch for it`),
         notes,
       };
     }
     if (head.cpSeq > 0) {
       const stored = checkpointsByCp.get(head.cpSeq);
       const before = input.excerpt && (firstCpSeq === undefined || head.cpSeq < firstCpSeq);
+      // A checkpoint before an excerpt's first one seals records the excerpt does not hold.
       if (!stored) {
-        if (before) unchecked++;
-        else return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq}, which ${name} fixed, is missing: checkpoints of a closed epoch were deleted or renumbered`), notes };
-      } else if (checkpointHash(Buffer.from(stored.body, 'utf8'), stored.mac, stored.sig, stored.epochSig).toString('hex') !== head.checkpointHash) {
+        if (!before && input.checkpointsComplete) return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq}, which ${name} fixed, is missing: checkpoints of a closed epoch were deleted or renumbered`), notes };
+      } else if (stored.hashHex !== head.checkpointHash) {
         return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq} is not the one ${name} fixed: checkpoints of a closed epoch were replaced or renumbered`), notes };
       }
     }
@@ -91,6 +94,6 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
   if (withoutHead) {
     notes.push(`${withoutHead} epoch certificate(s) predate certified heads (a log written before them): the records before those ratchets rest on their MACs, which only the verification key (K0) checks`);
   }
-  if (unchecked) notes.push(`${unchecked} certified head(s) not checked: they fix records before this export's first record`);
+  if (unchecked) notes.push(`${unchecked} certified head(s) not checked: the records they name were not read`);
   return { problem: undefined, notes };
 }

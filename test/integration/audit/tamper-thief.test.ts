@@ -203,20 +203,20 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
 
     // With only what the key store holds (the thief's own copy): the MACs of closed epochs cannot be checked, the certificates can.
     const local = await verifyLogAt(dataDir);
-    expect(local.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
-    expect(local.problem?.message).toMatch(/certificate of epoch 1 .* fixed/);
+    expect(local.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
+    expect(local.problem?.message).toMatch(/records 1\.\.6 are not the ones the certificate of epoch 1 .* fixed/);
     // With K0 the first rewritten record's MAC fails first.
     const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
     expect(withK0.problem).toMatchObject({ code: 'EDITED', seq: 1 });
 
     const db = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--public-key', epk]);
     expect(db.status).toBe(1);
-    expect(db.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
+    expect(db.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
     // The thief's own export, signed with the stolen keys: it carries the certificates, and they carry the heads.
     const file = cliExport(dataDir);
     const publicOnly = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--public-key', epk]);
     expect(publicOnly.status).toBe(1);
-    expect(publicOnly.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 1 });
+    expect(publicOnly.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
     const offline = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--verification-key', evk]);
     expect(offline.status).toBe(1);
     expect(offline.report.problem).toMatchObject({ code: 'EDITED', seq: 1 });
@@ -229,7 +229,7 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     rewriteClosedEpochs(dataDir, { 41: forge });
     const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), chainPublicKeys: parseChainPublicKeys(epk), workers: 1 });
     // Epochs of 6 records from seq 1: the certificate of epoch 6 fixed 1..36 (still intact), that of epoch 7 fixed 1..42.
-    expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 37 });
+    expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
     expect(report.problem?.message).toMatch(/records 37\.\.42/);
   });
 
