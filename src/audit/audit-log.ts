@@ -527,6 +527,15 @@ export class SignedAuditLog implements AuditTrail {
   rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
     const now = this.options.now();
     const before = this.head();
+    // The outgoing chain's epoch key is erased at the rotation: it first closes its epoch with a certificate
+    // fixing the head, or the new chain's keys alone would vouch for the old chain's last records.
+    if (before.seq > 0 && this.keyring.currentForwardSecure()) {
+      try {
+        this.db.transaction(() => this.ratchet(now, before))();
+      } catch (error) {
+        throw writeFailed(error);
+      }
+    }
     const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(now, this.newChainSchedule(), before.seq === 0 ? 2 : before.seq + 1);
     try {
       this.db.transaction(() => {

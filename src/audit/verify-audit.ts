@@ -417,7 +417,7 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, chainStarts, epochs.windows, warnings, roots);
   problems.push(...checkpointProblems);
   if (!rows.problem) {
-    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: parsed, checkpointsComplete: checkpointProblems.length === 0, headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
+    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: parsed, checkpointsComplete: checkpointProblems.length === 0, rotations: chainStarts.flatMap((start) => (start.previousKeyId ? [{ seq: start.seq, previousKeyId: start.previousKeyId }] : [])), headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
     if (heads.problem) problems.push(heads.problem);
     warnings.push(...heads.notes);
   }

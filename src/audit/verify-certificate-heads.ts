@@ -34,6 +34,8 @@ export interface CertifiedHeadsInput {
   headSeq: number;
   /** An export of seqs [from, to]: heads outside it cannot be checked. */
   excerpt?: { from: number; to: number };
+  /** Where a chain handed over to the next (its key.rotated record), by the chain it left. */
+  rotations: readonly { seq: number; previousKeyId: string }[];
 }
 
 const rewritten = (seq: number, message: string): VerifyProblem => ({ code: 'EPOCH_REWRITTEN', seq, message });
@@ -41,6 +43,8 @@ const rewritten = (seq: number, message: string): VerifyProblem => ({ code: 'EPO
 /** The first certified head the log disagrees with (or a downgrade to certificates without a head), and notes on what could not be checked. */
 export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: VerifyProblem | undefined; notes: string[] } {
   const notes: string[] = [];
+  const closing = checkClosingCertificates(input);
+  if (closing) return { problem: closing, notes };
   const epochs = [...input.windows].flatMap(([keyId, chain]) => chain.slice(1).map((window) => ({ keyId, window, closed: chain[window.epoch - 1]! })));
   // In log order: a chain started by a rotation carries on from the heads of the chain before it.
   epochs.sort((a, b) => a.window.firstSeq - b.window.firstSeq || a.window.epoch - b.window.epoch);
@@ -97,4 +101,30 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
   }
   if (unchecked) notes.push(`${unchecked} certified head(s) not checked: the records they name were not read`);
   return { problem: undefined, notes };
+}
+
+/**
+ * A forward-secure chain rotated away closes its last epoch first: the certificate of an empty epoch
+ * opening at the key.rotated record, whose head fixes the records before it. Once certificates name
+ * heads (a v3 one before the rotation), a chain that ends without one had it deleted; and no
+ * certificate of a chain may open an epoch after the record that rotated it away.
+ */
+function checkClosingCertificates(input: CertifiedHeadsInput): VerifyProblem | undefined {
+  const headsSince = Math.min(...[...input.windows.values()].flatMap((chain) => chain.filter((window) => window.head).map((window) => window.firstSeq)));
+  for (const rotation of input.rotations) {
+    const chain = input.windows.get(rotation.previousKeyId);
+    if (!chain) continue;
+    const last = chain[chain.length - 1]!;
+    if (last.firstSeq > rotation.seq) {
+      return { code: 'BAD_CERTIFICATE', seq: rotation.seq, message: `the certificate of epoch ${last.epoch} of key ${rotation.previousKeyId} opens at seq ${last.firstSeq}, after record ${rotation.seq} rotated that key away` };
+    }
+    if (last.firstSeq !== rotation.seq && headsSince < rotation.seq) {
+      return {
+        code: 'BAD_CERTIFICATE',
+        seq: rotation.seq,
+        message: `key ${rotation.previousKeyId} was rotated away at record ${rotation.seq} without the certificate that closes its last epoch (its certificates end at epoch ${last.epoch}, opened at seq ${last.firstSeq}): it was removed, so nothing signed by an erased key fixes that epoch's records`,
+      };
+    }
+  }
+  return undefined;
 }

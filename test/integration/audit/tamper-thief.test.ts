@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/
 import { verifyDataDir, verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
+import { DATABASE_FILE } from '../../../src/store/database.js';
 import { appendNotes, buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
 import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, rewriteClosedEpochs, stealKeys } from '../../helpers/audit-thief.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -247,6 +249,38 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     const report = await verifyLogAt(dataDir);
     expect(report.problem?.code).toBe('EPOCH_REWRITTEN');
     expect(report.problem?.message).toMatch(/checkpoint \d+.*(missing|is not the one)/);
+  });
+
+  it('(e) a rotation first closes the old chain\'s last epoch with a certificate: a thief holding the new chain\'s first keys cannot rewrite the old chain\'s last records, nor delete that certificate', async () => {
+    const options = { checkpointEvery: 1000, epochMaxRecords: 6 };
+    const { dataDir } = buildAuditLog({ records: 10, ...options });
+    const rotated = withAuditLog(dataDir, (db, log) => {
+      const keys = log.rotate({ user: 'tester', channel: 'cli' });
+      appendNotes(db, log, 2, 'after-rotation');
+      log.keys.exportVerification(new Date());
+      return keys;
+    }, options);
+    const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const rotationSeq = raw.prepare("SELECT seq FROM audit_records WHERE action = 'key.rotated'").pluck().get() as number;
+    const closing = JSON.parse(raw.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? ORDER BY epoch DESC LIMIT 1').pluck().get(rotated.previousKeyId) as string) as { firstSeq: number; headSeq: number };
+    raw.close();
+    expect(closing).toMatchObject({ firstSeq: rotationSeq, headSeq: rotationSeq - 1 });
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    // The old chain's last record was written in an epoch whose key the rotation erased.
+    expect(stealKeys(dataDir)).toMatchObject({ keyId: rotated.keyId, epoch: 0 });
+
+    const withoutClosing = path.join(tempDir(), 'data');
+    fs.cpSync(dataDir, withoutClosing, { recursive: true });
+    rewriteClosedEpochs(dataDir, { [rotationSeq - 1]: forge });
+    expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: rotationSeq - 1 });
+
+    const db = new Database(path.join(withoutClosing, DATABASE_FILE));
+    db.exec('DROP TRIGGER IF EXISTS audit_epoch_certs_no_delete');
+    db.prepare('DELETE FROM audit_epoch_certs WHERE key_id = ? AND epoch = (SELECT max(epoch) FROM audit_epoch_certs WHERE key_id = ?)').run(rotated.previousKeyId, rotated.previousKeyId);
+    db.close();
+    const report = await verifyLogAt(withoutClosing);
+    expect(report.problem).toMatchObject({ code: 'BAD_CERTIFICATE', seq: rotationSeq });
+    expect(report.problem?.message).toMatch(/without the certificate that closes its last epoch/);
   });
 });
 
