@@ -49,7 +49,8 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
   // In log order: a chain started by a rotation carries on from the heads of the chain before it.
   epochs.sort((a, b) => a.window.firstSeq - b.window.firstSeq || a.window.epoch - b.window.epoch);
   const checkpointsByCp = new Map(input.checkpoints.map((cp) => [cp.cpSeq, cp]));
-  const firstCpSeq = input.checkpoints.length ? Math.min(...input.checkpoints.map((cp) => cp.cpSeq)) : undefined;
+  // Loops, not Math.min(...): a log of some years holds more certificates and checkpoints than a call has arguments.
+  const firstCpSeq = input.checkpoints.reduce<number | undefined>((low, cp) => (low === undefined || cp.cpSeq < low ? cp.cpSeq : low), undefined);
   let verifiedUpTo = 0;
   let headSeen: { keyId: string; epoch: number } | undefined;
   let withoutHead = 0;
@@ -110,7 +111,8 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
  * certificate of a chain may open an epoch after the record that rotated it away.
  */
 function checkClosingCertificates(input: CertifiedHeadsInput): VerifyProblem | undefined {
-  const headsSince = Math.min(...[...input.windows.values()].flatMap((chain) => chain.filter((window) => window.head).map((window) => window.firstSeq)));
+  let headsSince = Infinity;
+  for (const chain of input.windows.values()) for (const window of chain) if (window.head && window.firstSeq < headsSince) headsSince = window.firstSeq;
   for (const rotation of input.rotations) {
     const chain = input.windows.get(rotation.previousKeyId);
     if (!chain) continue;
