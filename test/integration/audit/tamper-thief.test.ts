@@ -282,5 +282,31 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     expect(report.problem).toMatchObject({ code: 'BAD_CERTIFICATE', seq: rotationSeq });
     expect(report.problem?.message).toMatch(/without the certificate that closes its last epoch/);
   });
+
+  it('(e) epochs closed by time with no records of their own (heartbeats of an idle host) each fix the same head; the rewrite under them is still EPOCH_REWRITTEN', async () => {
+    const dataDir = path.join(tempDir('executor-idle-'), 'data');
+    let clock = Date.parse('2026-11-22T08:00:00.000Z');
+    const options = { now: () => new Date(clock), checkpointEvery: 1000 };
+    buildAuditLog({ records: 5, dataDir, ...options });
+    withAuditLog(dataDir, (db, log) => {
+      // Three idle epochs of 15 minutes: each heartbeat past the window ratchets first, with nothing new to seal.
+      for (let idle = 0; idle < 3; idle++) {
+        clock += 16 * 60_000;
+        log.checkpoint('heartbeat');
+      }
+      appendNotes(db, log, 1, 'after the pause');
+      log.keys.exportVerification(new Date(clock));
+    }, options);
+    const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const heads = (raw.prepare('SELECT body FROM audit_epoch_certs ORDER BY epoch').pluck().all() as string[]).map((body) => JSON.parse(body) as { headSeq: number; headHash: string; cpSeq: number });
+    raw.close();
+    // 5 notes between key.created, app.started and app.stopped: the log rests at record 8.
+    expect(heads.map((head) => head.headSeq)).toEqual([8, 8, 8]);
+    expect(new Set(heads.map((head) => head.headHash)).size).toBe(1);
+    expect(heads.map((head) => head.cpSeq)).toEqual([1, 2, 3]);
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    rewriteClosedEpochs(dataDir, { 4: forge });
+    expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 8 });
+  });
 });
 
