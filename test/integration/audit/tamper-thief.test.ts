@@ -233,6 +233,10 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     // Epochs of 6 records from seq 1: the certificate of epoch 6 fixed 1..36 (still intact), that of epoch 7 fixed 1..42.
     expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
     expect(report.problem?.message).toMatch(/records 37\.\.42/);
+    // An excerpt the thief exports from seq 30 carries the certificates too: the head at 42 lies inside it.
+    const excerpt = path.join(tempDir(), 'excerpt.jsonl');
+    expect(runCli(['--data-dir', dataDir, 'audit', 'export', '--from', '30', '--out', excerpt]).status).toBe(0);
+    expect((await verifyExportFile(excerpt, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
   });
 
   it('(e) checkpoints of a closed epoch deleted, the chain of checkpoints renumbered and re-signed with the stolen key → EPOCH_REWRITTEN', async () => {
