@@ -40,6 +40,21 @@ interface StoredCertificateText {
   epoch: number;
   body: string;
   sig: string;
+  /**
+   * The outgoing epoch this certificate ends, keys and all, pending erasure: kept until the
+   * certificate is seen committed (then erased), or restored if its transaction rolled back (the
+   * certificate then fixes a head that never was). Absent on a certificate stored before this rule:
+   * such a one is stored again as it stands.
+   */
+  retired?: StoredCurrent;
+}
+
+/** A ratchet not yet seen committed: its certificate and the outgoing epoch it would erase. */
+export interface UnsettledRatchet {
+  certificate: StoredCertificate;
+  keyId: string;
+  /** The outgoing epoch, restored if the certificate is not in the database. */
+  epoch: number;
 }
 
 interface StoredState {
@@ -104,6 +119,10 @@ function newChain(now: Date, schedule: EpochSchedule, firstSeq: number): { chain
       epochFirstSeq: firstSeq,
     },
   };
+}
+
+function storedCertificate(cert: StoredCertificateText): StoredCertificate {
+  return { keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'base64') };
 }
 
 /** Ed25519 raw public key → a KeyObject for crypto.verify. */
@@ -211,18 +230,54 @@ export class AuditKeyring {
     this.save({ ...this.state, current: { ...this.state.current, epochStartedAt: now.getTime() } });
   }
 
-  /** Certificates not yet seen stored in the database. */
+  /**
+   * Certificates stored before the outgoing keys were kept pending erasure, not yet seen in the
+   * database: they are stored again as they stand. A ratchet's own certificate is never here (see
+   * unsettledRatchets): until it is seen committed it may name a head that rolled back.
+   */
   pendingCertificates(): StoredCertificate[] {
-    return (this.state.certificates ?? []).map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'base64') }));
+    return (this.state.certificates ?? []).filter((cert) => !cert.retired).map(storedCertificate);
   }
 
-  /** Forgets the pending certificates the database now holds. */
+  /** The ratchets whose certificates are not yet seen committed, oldest first; their outgoing keys are still in the store. */
+  unsettledRatchets(): UnsettledRatchet[] {
+    return (this.state.certificates ?? []).filter((cert) => cert.retired).map((cert) => ({ certificate: storedCertificate(cert), keyId: cert.retired!.keyId, epoch: cert.retired!.epoch }));
+  }
+
+  /** Forgets the legacy pending certificates the database now holds. */
   confirmCertificates(stored: (cert: StoredCertificate) => boolean): void {
-    const pending = this.pendingCertificates();
-    if (!pending.length) return;
-    const left = pending.filter((cert) => !stored(cert));
-    if (left.length === pending.length) return;
-    this.save({ ...this.state, certificates: left.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: cert.sig.toString('base64') })) });
+    const all = this.state.certificates ?? [];
+    const left = all.filter((cert) => cert.retired || !stored(storedCertificate(cert)));
+    if (left.length === all.length) return;
+    this.save({ ...this.state, certificates: left });
+  }
+
+  /**
+   * Settles the ratchets not yet seen committed, against what the database holds (`stored`). The
+   * first whose certificate is missing rolled back (or never committed before a crash): the key
+   * store goes back to the epoch it ended, its keys restored, and it and every later ratchet are
+   * dropped, so the next append ratchets again at the true head. With `committed` (no transaction
+   * is open, so what the database holds is committed), the outgoing keys of the certificates it
+   * holds are erased; inside a transaction they stay, as that transaction may still roll back.
+   * Returns whether the current epoch went back.
+   */
+  settleRatchets(stored: (cert: StoredCertificate) => boolean, committed: boolean): boolean {
+    const all = this.state.certificates ?? [];
+    const missing = all.findIndex((cert) => cert.retired && !stored(storedCertificate(cert)));
+    const kept = missing < 0 ? all : all.slice(0, missing);
+    const left = committed ? kept.filter((cert) => !cert.retired) : kept;
+    const restore = missing < 0 ? undefined : all[missing]!.retired!;
+    // A rotation that committed since (its closing ratchet is settled before it starts) left that chain: nothing there to go back to.
+    const back = restore !== undefined && restore.keyId === this.state.current.keyId;
+    if (left.length === all.length && !back) return false;
+    const { certificates: _old, ...rest } = this.state;
+    this.save({ ...rest, ...(left.length ? { certificates: left } : {}), ...(back ? { current: restore } : {}) });
+    if (back) {
+      this.currentKey.fill(0);
+      this.currentKey = Buffer.from(restore.epochKey, 'hex');
+      this.epochSigner = restore.epochSigningKey ? privateKeyOf(restore.epochSigningKey) : undefined;
+    }
+    return back;
   }
 
   chains(): ChainInfo[] {
@@ -254,8 +309,9 @@ export class AuditKeyring {
    * cannot forge a record, checkpoint or certificate of an earlier epoch. On a forward-secure chain
    * the outgoing epoch's signing key first certifies the next one's public key and window (it opens
    * at `now`, never before the outgoing one, and at the record after `head`) and fixes `head`, the
-   * history it leaves; the new keys and the certificate are on disk (the old ones overwritten)
-   * before anything is signed with them.
+   * history it leaves; the new keys and the certificate are on disk before anything is signed with
+   * them. The outgoing keys stay on disk, pending erasure, beside the certificate: the transaction
+   * holding `head` may yet roll back, and then the log must go back to them (settleRatchets).
    */
   ratchet(now: Date, head: CertifiedHead): { current: CurrentKey; certificate: StoredCertificate | undefined } {
     const firstSeq = head.headSeq + 1;
@@ -280,7 +336,8 @@ export class AuditKeyring {
       epochSigningKey = pkcs8(next.privateKey);
       nextSigner = next.privateKey;
     }
-    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64') }] : [])];
+    // The outgoing keys stay, pending erasure, until the certificate is seen committed (settleRatchets).
+    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64'), retired: this.state.current }] : [])];
     this.save({
       ...this.state,
       ...(certificates.length ? { certificates } : {}),
