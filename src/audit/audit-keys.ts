@@ -244,6 +244,16 @@ export class AuditKeyring {
     return (this.state.certificates ?? []).filter((cert) => cert.retired).map((cert) => ({ certificate: storedCertificate(cert), keyId: cert.retired!.keyId, epoch: cert.retired!.epoch }));
   }
 
+  /**
+   * The epoch the log is in as a reader sees it, without writing: the current one, unless a ratchet
+   * not yet settled has no certificate in the database (its transaction rolled back, or a crash
+   * came before the commit): then the epoch that ratchet ended, which the next open goes back to.
+   */
+  settledEpoch(stored: (cert: StoredCertificate) => boolean): { keyId: string; epoch: number } {
+    const rolledBack = (this.state.certificates ?? []).find((cert) => cert.retired && cert.retired.keyId === this.state.current.keyId && !stored(storedCertificate(cert)));
+    return { keyId: this.state.current.keyId, epoch: rolledBack?.retired?.epoch ?? this.state.current.epoch };
+  }
+
   /** Forgets the legacy pending certificates the database now holds. */
   confirmCertificates(stored: (cert: StoredCertificate) => boolean): void {
     const all = this.state.certificates ?? [];
@@ -420,6 +430,9 @@ export class AuditKeyring {
       const isCurrent = chain.keyId === this.state.current.keyId;
       const lastEpoch = isCurrent ? this.state.current.epoch : undefined;
       if (chain.rootKey) return new EpochKeys(chain.keyId, 0, Buffer.from(chain.rootKey, 'hex'), lastEpoch);
+      // An outgoing epoch still pending erasure derives the current key too, and checks the records it signed.
+      const retired = isCurrent ? (this.state.certificates ?? []).find((cert) => cert.retired?.keyId === chain.keyId)?.retired : undefined;
+      if (retired) return new EpochKeys(chain.keyId, retired.epoch, Buffer.from(retired.epochKey, 'hex'), lastEpoch);
       if (isCurrent) return new EpochKeys(chain.keyId, this.state.current.epoch, Buffer.from(this.currentKey), lastEpoch);
       return undefined;
     }).filter((keys): keys is EpochKeys => keys !== undefined);

@@ -71,6 +71,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
     const trustedEpochKeys = new Map<string, Buffer>(chains.filter((chain) => chain.epochPublicKey).map((chain) => [chain.keyId, chain.epochPublicKey!]));
     for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
     const publicKeys = new Map(chains.map((chain) => [chain.keyId, chain.publicKey]));
+    const heldCertificates = source.certificates();
     for (const [keyId, given] of options.chainPublicKeys ?? []) publicKeys.set(keyId, given.logKey);
     return await verifyLog(
       {
@@ -83,8 +84,8 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
         publicKeys,
         anchorCopies: new AnchorStore(dataDir, options.keyStore).copies(),
         acceptMissingAnchor: options.acceptMissingAnchor,
-        keyStoreEpoch: keyring?.currentForwardSecure() ? { keyId: keyring.current().keyId, epoch: keyring.current().epoch } : undefined,
-        certificates: mergeCertificates(source.certificates(), keyring?.pendingCertificates() ?? []),
+        keyStoreEpoch: keyring?.currentForwardSecure() ? keyring.settledEpoch((cert) => heldCertificates.some((held) => held.keyId === cert.keyId && held.epoch === cert.epoch && held.body === cert.body)) : undefined,
+        certificates: mergeCertificates(heldCertificates, keyring?.pendingCertificates() ?? []),
         trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
         warnings,

@@ -166,6 +166,8 @@ describe('a ratchet inside a transaction that rolls back', () => {
       expect(signal, stderr).toBe('SIGKILL');
       // The key store holds the ratchet not yet settled, the outgoing keys with it.
       expect(keyState(dataDir).certificates?.some((cert) => cert.retired)).toBe(true);
+      // Verify never writes: before any reopen it already reads the key store as the reopen will settle it.
+      expect((await verifyLogAt(dataDir)).problem).toBeNull();
       withAuditLog(dataDir, (db, log) => appendNotes(db, log, 3, 'after-crash'), { epochMaxRecords: 2 });
       const rows = epochsOf(dataDir);
       expect(rows.length).toBe(head.seq + (when === 'before-commit' ? 3 : 6));
