@@ -49,14 +49,6 @@ interface StoredCertificateText {
   retired?: StoredCurrent;
 }
 
-/** A ratchet not yet seen committed: its certificate and the outgoing epoch it would erase. */
-export interface UnsettledRatchet {
-  certificate: StoredCertificate;
-  keyId: string;
-  /** The outgoing epoch, restored if the certificate is not in the database. */
-  epoch: number;
-}
-
 interface StoredState {
   v: 1 | 2;
   logId: string;
@@ -233,15 +225,15 @@ export class AuditKeyring {
   /**
    * Certificates stored before the outgoing keys were kept pending erasure, not yet seen in the
    * database: they are stored again as they stand. A ratchet's own certificate is never here (see
-   * unsettledRatchets): until it is seen committed it may name a head that rolled back.
+   * settleRatchets): until it is seen committed it may name a head that rolled back.
    */
   pendingCertificates(): StoredCertificate[] {
     return (this.state.certificates ?? []).filter((cert) => !cert.retired).map(storedCertificate);
   }
 
-  /** The ratchets whose certificates are not yet seen committed, oldest first; their outgoing keys are still in the store. */
-  unsettledRatchets(): UnsettledRatchet[] {
-    return (this.state.certificates ?? []).filter((cert) => cert.retired).map((cert) => ({ certificate: storedCertificate(cert), keyId: cert.retired!.keyId, epoch: cert.retired!.epoch }));
+  /** Whether a ratchet is not yet settled (checked before every append: no allocation). */
+  hasUnsettledRatchets(): boolean {
+    return this.state.certificates?.some((cert) => cert.retired) ?? false;
   }
 
   /**

@@ -214,7 +214,7 @@ export class SignedAuditLog implements AuditTrail {
    * Outside a transaction the outgoing keys of the committed ones are erased.
    */
   private settleRatchets(): void {
-    if (!this.keyring.unsettledRatchets().length) return;
+    if (!this.keyring.hasUnsettledRatchets()) return;
     if (this.keyring.settleRatchets((cert) => this.certificateStored(cert), !this.db.inTransaction)) this.recordsInEpoch = 0;
   }
 
