@@ -18,7 +18,7 @@ import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/record-form
 import { buildRecordProof, checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/record-proof.js';
 import type { VerifyReport } from '../src/audit/verify-codes.js';
 import { openDatabase } from '../src/store/database.js';
-import { relabelIntoCurrentEpoch } from '../test/helpers/audit-thief.js';
+import { relabelIntoCurrentEpoch, rewriteClosedEpochs } from '../test/helpers/audit-thief.js';
 
 const CHECKPOINT_EVERY = 5;
 const EPOCH_RECORDS = 3;
@@ -63,6 +63,8 @@ const PROOF_SEQ = 7;
 const EXCERPT_FROM = 8;
 /** The record of the second key chain a thief relabels from (its chain began with key.rotated at seq 11). */
 const THIEF_FROM = 13;
+/** The record of a closed epoch of the first chain a thief rewrites under its own label. */
+const CLOSED_THIEF_AT = 4;
 
 function outDir(): string {
   const at = process.argv.indexOf('--out');
@@ -131,8 +133,10 @@ interface Tamper {
   says: string;
   /** The finding with the K0s; the script refuses to write a vector that does not give it. */
   code: string;
-  /** The export it edits: the whole log (default), the excerpt from EXCERPT_FROM, or the thief's own export (thiefExport). */
-  base?: 'excerpt' | 'thief';
+  /** The finding with the epk2- keys only, where it must be checked too. */
+  publicCode?: string;
+  /** The export it edits: the whole log (default), the excerpt from EXCERPT_FROM, or a thief's own export (thiefExport, closedEpochThiefExport). */
+  base?: 'excerpt' | 'thief' | 'closedEpochThief';
   edit(lines: Line[], keys: { epochKey: (keyId: string, epoch: number) => Buffer }): Line[];
 }
 
@@ -339,6 +343,14 @@ const TAMPERS: Tamper[] = [
     edit: (lines) => lines,
   },
   {
+    file: 'rewritten-closed-epoch.jsonl',
+    says: `a thief's own signed export: with the key store stolen, record ${CLOSED_THIEF_AT} forged under its own (closed) epoch and key.created's checkpointEvery raised, every record after re-chained (the current epoch's re-MACed; the others keep MACs only K0 checks), the closed epochs' checkpoints deleted, the rest renumbered and re-signed with the stolen keys`,
+    code: 'EDITED',
+    publicCode: 'EPOCH_REWRITTEN',
+    base: 'closedEpochThief',
+    edit: (lines) => lines,
+  },
+  {
     file: 'excerpt-tree-prefix.jsonl',
     says: `excerpt.jsonl with the first hash of its tree-prefix line (the Merkle subtrees of records 1..${EXCERPT_FROM - 1}) changed in one hex digit`,
     code: 'BAD_CHECKPOINT',
@@ -362,6 +374,23 @@ function thiefExport(work: string): string {
   const dataDir = path.join(work, 'thief');
   fs.cpSync(path.join(work, 'data'), dataDir, { recursive: true });
   relabelIntoCurrentEpoch(dataDir, THIEF_FROM, (body) => ((body.args as Record<string, unknown>).index = 99));
+  return exportWithStolenKeys(dataDir);
+}
+
+/**
+ * The outside review's HIGH finding, as test/helpers/audit-thief.ts rewriteClosedEpochs does it: on
+ * a copy of the data directory, with only what the key store holds, record CLOSED_THIEF_AT is forged
+ * under its own closed epoch and the spacing of record checkpoints raised in key.created, then the
+ * result is exported with the stolen keys. Only the epoch certificates' heads (or K0) show it.
+ */
+function closedEpochThiefExport(work: string): string {
+  const dataDir = path.join(work, 'closed-epoch-thief');
+  fs.cpSync(path.join(work, 'data'), dataDir, { recursive: true });
+  rewriteClosedEpochs(dataDir, { 1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000), [CLOSED_THIEF_AT]: (body) => ((body.args as Record<string, unknown>).index = 99) });
+  return exportWithStolenKeys(dataDir);
+}
+
+function exportWithStolenKeys(dataDir: string): string {
   const db = openDatabase(dataDir);
   try {
     const keyring = AuditKeyring.load(new FileKeyStore(dataDir))!;
@@ -500,6 +529,12 @@ keys and the log key), records from seq ${THIEF_FROM} on are relabelled into the
 re-MACed, re-chained, the checkpoints from there re-signed, and the result exported with the stolen keys.
 Every MAC and signature in it holds; the epoch certificates place seq ${THIEF_FROM} outside the current epoch.
 
+The second thief's vector (\`rewritten-closed-epoch.jsonl\`) keeps every record's epoch label: record ${CLOSED_THIEF_AT}, of an
+epoch whose key is erased, is forged (and key.created's \`checkpointEvery\` raised, so that the record checkpoints the thief must
+delete are not missed), the chain and the Merkle tree are rebuilt, the closed epochs' checkpoints deleted and the current
+epoch's renumbered and re-signed. Every signature holds, and with the public keys only no MAC is checked: the heads the
+certificates fixed before their keys were erased (S4) give \`EPOCH_REWRITTEN\`; with K0 the forged record's MAC fails first.
+
 ## Each file
 
 | file | what it shows | with K0 | with epk2- only |
@@ -518,7 +553,7 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-vectors-'));
   try {
     const { exportText, excerptText, proof, keysText, epochKey } = makeLog(work);
-    const bases = { excerpt: excerptText, thief: thiefExport(work) };
+    const bases = { excerpt: excerptText, thief: thiefExport(work), closedEpochThief: closedEpochThiefExport(work) };
     for (const dir of ['tampered', 'tampered-proofs']) {
       fs.rmSync(path.join(out, dir), { recursive: true, force: true });
       fs.mkdirSync(path.join(out, dir), { recursive: true });
@@ -540,6 +575,9 @@ async function main(): Promise<void> {
       const verdicts = await judge(path.join(out, file), keysText);
       if (verdicts.withVerificationKeys.code !== tamper.code) {
         throw new Error(`${file} gives ${JSON.stringify(verdicts.withVerificationKeys)}, not ${tamper.code}: the vector or the verifier is wrong`);
+      }
+      if (tamper.publicCode && verdicts.withPublicKeysOnly.code !== tamper.publicCode) {
+        throw new Error(`${file} gives ${JSON.stringify(verdicts.withPublicKeysOnly)} with the public keys only, not ${tamper.publicCode}: the vector or the verifier is wrong`);
       }
       entries.push({ file, says: tamper.says, ...verdicts });
     }

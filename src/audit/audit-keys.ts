@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
-import { ed25519FromRaw, ed25519Raw, signCertificate, type EpochSchedule, type StoredCertificate } from './epoch-certificate.js';
+import { CERTIFICATE_VERSION, ed25519FromRaw, ed25519Raw, signCertificate, type CertifiedHead, type EpochSchedule, type StoredCertificate } from './epoch-certificate.js';
 import { EpochKeys, nextEpochKey } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
 import { keyIdOf } from './record-format.js';
@@ -40,6 +40,13 @@ interface StoredCertificateText {
   epoch: number;
   body: string;
   sig: string;
+  /**
+   * The outgoing epoch this certificate ends, keys and all, pending erasure: kept until the
+   * certificate is seen committed (then erased), or restored if its transaction rolled back (the
+   * certificate then fixes a head that never was). Absent on a certificate stored before this rule:
+   * such a one is stored again as it stands.
+   */
+  retired?: StoredCurrent;
 }
 
 interface StoredState {
@@ -104,6 +111,10 @@ function newChain(now: Date, schedule: EpochSchedule, firstSeq: number): { chain
       epochFirstSeq: firstSeq,
     },
   };
+}
+
+function storedCertificate(cert: StoredCertificateText): StoredCertificate {
+  return { keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'base64') };
 }
 
 /** Ed25519 raw public key → a KeyObject for crypto.verify. */
@@ -211,18 +222,64 @@ export class AuditKeyring {
     this.save({ ...this.state, current: { ...this.state.current, epochStartedAt: now.getTime() } });
   }
 
-  /** Certificates not yet seen stored in the database. */
+  /**
+   * Certificates stored before the outgoing keys were kept pending erasure, not yet seen in the
+   * database: they are stored again as they stand. A ratchet's own certificate is never here (see
+   * settleRatchets): until it is seen committed it may name a head that rolled back.
+   */
   pendingCertificates(): StoredCertificate[] {
-    return (this.state.certificates ?? []).map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'base64') }));
+    return (this.state.certificates ?? []).filter((cert) => !cert.retired).map(storedCertificate);
   }
 
-  /** Forgets the pending certificates the database now holds. */
+  /** Whether a ratchet is not yet settled (checked before every append: no allocation). */
+  hasUnsettledRatchets(): boolean {
+    return this.state.certificates?.some((cert) => cert.retired) ?? false;
+  }
+
+  /**
+   * The epoch the log is in as a reader sees it, without writing: the current one, unless a ratchet
+   * not yet settled has no certificate in the database (its transaction rolled back, or a crash
+   * came before the commit): then the epoch that ratchet ended, which the next open goes back to.
+   */
+  settledEpoch(stored: (cert: StoredCertificate) => boolean): { keyId: string; epoch: number } {
+    const rolledBack = (this.state.certificates ?? []).find((cert) => cert.retired && cert.retired.keyId === this.state.current.keyId && !stored(storedCertificate(cert)));
+    return { keyId: this.state.current.keyId, epoch: rolledBack?.retired?.epoch ?? this.state.current.epoch };
+  }
+
+  /** Forgets the legacy pending certificates the database now holds. */
   confirmCertificates(stored: (cert: StoredCertificate) => boolean): void {
-    const pending = this.pendingCertificates();
-    if (!pending.length) return;
-    const left = pending.filter((cert) => !stored(cert));
-    if (left.length === pending.length) return;
-    this.save({ ...this.state, certificates: left.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: cert.sig.toString('base64') })) });
+    const all = this.state.certificates ?? [];
+    const left = all.filter((cert) => cert.retired || !stored(storedCertificate(cert)));
+    if (left.length === all.length) return;
+    this.save({ ...this.state, certificates: left });
+  }
+
+  /**
+   * Settles the ratchets not yet seen committed, against what the database holds (`stored`). The
+   * first whose certificate is missing rolled back (or never committed before a crash): the key
+   * store goes back to the epoch it ended, its keys restored, and it and every later ratchet are
+   * dropped, so the next append ratchets again at the true head. With `committed` (no transaction
+   * is open, so what the database holds is committed), the outgoing keys of the certificates it
+   * holds are erased; inside a transaction they stay, as that transaction may still roll back.
+   * Returns whether the current epoch went back.
+   */
+  settleRatchets(stored: (cert: StoredCertificate) => boolean, committed: boolean): boolean {
+    const all = this.state.certificates ?? [];
+    const missing = all.findIndex((cert) => cert.retired && !stored(storedCertificate(cert)));
+    const kept = missing < 0 ? all : all.slice(0, missing);
+    const left = committed ? kept.filter((cert) => !cert.retired) : kept;
+    const restore = missing < 0 ? undefined : all[missing]!.retired!;
+    // A rotation that committed since (its closing ratchet is settled before it starts) left that chain: nothing there to go back to.
+    const back = restore !== undefined && restore.keyId === this.state.current.keyId;
+    if (left.length === all.length && !back) return false;
+    const { certificates: _old, ...rest } = this.state;
+    this.save({ ...rest, ...(left.length ? { certificates: left } : {}), ...(back ? { current: restore } : {}) });
+    if (back) {
+      this.currentKey.fill(0);
+      this.currentKey = Buffer.from(restore.epochKey, 'hex');
+      this.epochSigner = restore.epochSigningKey ? privateKeyOf(restore.epochSigningKey) : undefined;
+    }
+    return back;
   }
 
   chains(): ChainInfo[] {
@@ -253,10 +310,13 @@ export class AuditKeyring {
    * Moves to the next epoch and forgets the old keys: whoever steals the key store from now on
    * cannot forge a record, checkpoint or certificate of an earlier epoch. On a forward-secure chain
    * the outgoing epoch's signing key first certifies the next one's public key and window (it opens
-   * at `now`, never before the outgoing one, and at record `firstSeq`); the new keys and the
-   * certificate are on disk (the old ones overwritten) before anything is signed with them.
+   * at `now`, never before the outgoing one, and at the record after `head`) and fixes `head`, the
+   * history it leaves; the new keys and the certificate are on disk before anything is signed with
+   * them. The outgoing keys stay on disk, pending erasure, beside the certificate: the transaction
+   * holding `head` may yet roll back, and then the log must go back to them (settleRatchets).
    */
-  ratchet(now: Date, firstSeq: number): { current: CurrentKey; certificate: StoredCertificate | undefined } {
+  ratchet(now: Date, head: CertifiedHead): { current: CurrentKey; certificate: StoredCertificate | undefined } {
+    const firstSeq = head.headSeq + 1;
     const { epoch, keyId, epochStartedAt } = this.state.current;
     const nextKey = nextEpochKey(this.currentKey, epoch);
     const startedAt = Math.max(now.getTime(), epochStartedAt);
@@ -266,18 +326,20 @@ export class AuditKeyring {
     if (this.epochSigner) {
       const next = crypto.generateKeyPairSync('ed25519');
       certificate = signCertificate(this.epochSigner, {
-        v: 2,
+        v: CERTIFICATE_VERSION,
         logId: this.state.logId,
         keyId,
         epoch: epoch + 1,
         publicKey: ed25519Raw(next.publicKey).toString('base64'),
         start: new Date(startedAt).toISOString(),
         firstSeq,
+        ...head,
       });
       epochSigningKey = pkcs8(next.privateKey);
       nextSigner = next.privateKey;
     }
-    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64') }] : [])];
+    // The outgoing keys stay, pending erasure, until the certificate is seen committed (settleRatchets).
+    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64'), retired: this.state.current }] : [])];
     this.save({
       ...this.state,
       ...(certificates.length ? { certificates } : {}),
@@ -360,6 +422,9 @@ export class AuditKeyring {
       const isCurrent = chain.keyId === this.state.current.keyId;
       const lastEpoch = isCurrent ? this.state.current.epoch : undefined;
       if (chain.rootKey) return new EpochKeys(chain.keyId, 0, Buffer.from(chain.rootKey, 'hex'), lastEpoch);
+      // An outgoing epoch still pending erasure derives the current key too, and checks the records it signed.
+      const retired = isCurrent ? (this.state.certificates ?? []).find((cert) => cert.retired?.keyId === chain.keyId)?.retired : undefined;
+      if (retired) return new EpochKeys(chain.keyId, retired.epoch, Buffer.from(retired.epochKey, 'hex'), lastEpoch);
       if (isCurrent) return new EpochKeys(chain.keyId, this.state.current.epoch, Buffer.from(this.currentKey), lastEpoch);
       return undefined;
     }).filter((keys): keys is EpochKeys => keys !== undefined);

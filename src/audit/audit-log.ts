@@ -163,10 +163,22 @@ export class SignedAuditLog implements AuditTrail {
     return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
   }
 
-  /** Ratchets; the certificate of the new epoch goes into the caller's transaction and stays in the key store until it is seen committed. */
-  private ratchet(now: Date, nextSeq: number): void {
+  /**
+   * Ratchets; the certificate of the new epoch goes into the caller's transaction and stays in the
+   * key store until it is seen committed. It fixes the head the outgoing epoch leaves (its last
+   * record, the Merkle root up to it, the newest checkpoint), signed by the key about to be erased.
+   */
+  private ratchet(now: Date, head: Head): void {
     for (const pending of this.keyring.pendingCertificates()) this.storeCertificate(pending);
-    const { certificate } = this.keyring.ratchet(now, nextSeq);
+    if (this.tree.size() !== head.seq) this.tree.catchUp();
+    const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
+    const { certificate } = this.keyring.ratchet(now, {
+      headSeq: head.seq,
+      headHash: head.hash,
+      rootHash: this.tree.root(head.seq).toString('hex'),
+      cpSeq: last?.cp_seq ?? 0,
+      checkpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
+    });
     this.recordsInEpoch = 0;
     if (certificate) {
       this.storeCertificate(certificate);
@@ -181,7 +193,7 @@ export class SignedAuditLog implements AuditTrail {
   private scheduleCertificateCheck(): void {
     if (this.certificateCheckScheduled) return;
     this.certificateCheckScheduled = true;
-    // After the caller's transaction: if it rolled back, the certificate goes in again on its own.
+    // After the caller's transaction: committed, the outgoing keys are erased; rolled back, the log goes back to them.
     setImmediate(() => {
       this.certificateCheckScheduled = false;
       try {
@@ -192,13 +204,34 @@ export class SignedAuditLog implements AuditTrail {
     });
   }
 
-  /** Stores the certificates the key store still holds as pending, then forgets those the database now has. */
+  private certificateStored(cert: StoredCertificate): boolean {
+    return (this.selectCertificate.get(cert.keyId, cert.epoch) as { body: string } | undefined)?.body === cert.body;
+  }
+
+  /**
+   * Holds the ratchets not yet seen committed against the database before a key is used: one whose
+   * certificate is not there rolled back (a caller's transaction, or a savepoint inside it), and the
+   * log goes back to the epoch it ended, so the next append ratchets again at the true head.
+   * Outside a transaction the outgoing keys of the committed ones are erased.
+   */
+  private settleRatchets(): void {
+    if (!this.keyring.hasUnsettledRatchets()) return;
+    if (this.keyring.settleRatchets((cert) => this.certificateStored(cert), !this.db.inTransaction)) this.recordsInEpoch = 0;
+  }
+
+  /**
+   * After a transaction (and at open): erases the outgoing keys of the ratchets whose certificates
+   * committed, goes back from those that rolled back, stores again the certificates an older version
+   * left pending, and forgets those the database now has.
+   */
   confirmCertificates(): void {
-    if (this.db.inTransaction || !this.keyring.pendingCertificates().length) return;
+    if (this.db.inTransaction) return;
+    this.settleRatchets();
+    if (!this.keyring.pendingCertificates().length) return;
     this.db.transaction(() => {
       for (const pending of this.keyring.pendingCertificates()) this.storeCertificate(pending);
     })();
-    this.keyring.confirmCertificates((cert) => (this.selectCertificate.get(cert.keyId, cert.epoch) as { body: string } | undefined)?.body === cert.body);
+    this.keyring.confirmCertificates((cert) => this.certificateStored(cert));
   }
 
   /**
@@ -307,7 +340,8 @@ export class SignedAuditLog implements AuditTrail {
       let head = this.head();
       if (head.seq === 0) head = this.writeKeyCreated(head);
       const now = this.options.now();
-      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head.seq + 1);
+      this.settleRatchets();
+      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head);
       this.writeRecord(event, head, now, this.keyring.current());
     } catch (error) {
       throw writeFailed(error);
@@ -389,8 +423,9 @@ export class SignedAuditLog implements AuditTrail {
     if (head.seq === 0) head = this.writeKeyCreated(head);
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
     const now = this.options.now();
+    this.settleRatchets();
     // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.
-    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head.seq + 1);
+    if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head);
     const key = this.keyring.current();
     const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
     // The tree is kept with every append; a tail some crash or older writer left out is hashed in first.
@@ -516,6 +551,17 @@ export class SignedAuditLog implements AuditTrail {
   rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
     const now = this.options.now();
     const before = this.head();
+    // The outgoing chain's epoch key is erased at the rotation: it first closes its epoch with a certificate
+    // fixing the head, or the new chain's keys alone would vouch for the old chain's last records.
+    if (before.seq > 0 && this.keyring.currentForwardSecure()) {
+      try {
+        this.db.transaction(() => this.ratchet(now, before))();
+        // Committed: the outgoing keys go now, before the chain they belong to is left.
+        this.confirmCertificates();
+      } catch (error) {
+        throw writeFailed(error);
+      }
+    }
     const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(now, this.newChainSchedule(), before.seq === 0 ? 2 : before.seq + 1);
     try {
       this.db.transaction(() => {

@@ -95,7 +95,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
         publicKeys,
         anchorCopies,
         acceptMissingAnchor: options.acceptMissingAnchor,
-        keyStoreEpoch: keyring?.currentForwardSecure() ? { keyId: keyring.current().keyId, epoch: keyring.current().epoch } : undefined,
+        keyStoreEpoch: keyring?.currentForwardSecure() ? keyring.settledEpoch((cert) => snapshot.certificates.some((held) => held.keyId === cert.keyId && held.epoch === cert.epoch && held.body === cert.body)) : undefined,
         certificates: mergeCertificates(snapshot.certificates, keyring?.pendingCertificates() ?? []),
         trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,

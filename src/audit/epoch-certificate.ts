@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { EPOCH_CERT_SIG_PREFIX, canonicalText } from './record-format.js';
+import { EPOCH_CERT_SIG_PREFIX, GENESIS_HASH, canonicalText } from './record-format.js';
 
 /**
  * The certificate that hands a chain from epoch e-1 to epoch e: epoch e's Ed25519 public key and
@@ -9,7 +9,8 @@ import { EPOCH_CERT_SIG_PREFIX, canonicalText } from './record-format.js';
  * earlier epoch, nor move epoch E's window back over records already written.
  */
 export interface EpochCertificateBody {
-  v: 2;
+  /** 3 names the head the outgoing epoch left; 2 (logs written before that) does not. */
+  v: 2 | 3;
   logId: string;
   keyId: string;
   /** The epoch this certificate introduces (≥ 1); signed by the key of epoch - 1. */
@@ -20,6 +21,58 @@ export interface EpochCertificateBody {
   start: string;
   /** The first record seq the epoch may sign; the next certificate's firstSeq ends it. */
   firstSeq: number;
+  /** v3: the last record of the outgoing epoch (always firstSeq - 1), and what fixes the history up to it. */
+  headSeq?: number;
+  headHash?: string;
+  rootHash?: string;
+  cpSeq?: number;
+  checkpointHash?: string;
+}
+
+/** The certificate format the writer signs today. */
+export const CERTIFICATE_VERSION = 3;
+
+/**
+ * What the outgoing epoch leaves, fixed by its key before that key is erased: the last record, the
+ * Merkle root of records 1..headSeq and the newest checkpoint. Without it, whoever holds a later
+ * epoch's key could rewrite an earlier epoch's records (whose MACs only K0 checks), rebuild the
+ * chain and tree, and re-sign every checkpoint and anchor that covers them with his own key.
+ */
+export interface CertifiedHead {
+  headSeq: number;
+  /** Hash (hex) of record headSeq. */
+  headHash: string;
+  /** Merkle root (hex) of records 1..headSeq. */
+  rootHash: string;
+  /** The newest checkpoint at the ratchet, 0 when the log had none; its hash (hex), GENESIS when none. */
+  cpSeq: number;
+  checkpointHash: string;
+}
+
+const HEAD_FIELDS = ['headSeq', 'headHash', 'rootHash', 'cpSeq', 'checkpointHash'] as const;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** The head a v3 certificate names; undefined for a v2 certificate. */
+export function certifiedHeadOf(body: EpochCertificateBody): CertifiedHead | undefined {
+  if (body.v !== 3) return undefined;
+  return { headSeq: body.headSeq!, headHash: body.headHash!, rootHash: body.rootHash!, cpSeq: body.cpSeq!, checkpointHash: body.checkpointHash! };
+}
+
+function headIsWellFormed(body: EpochCertificateBody): boolean {
+  if (body.v === 2) return HEAD_FIELDS.every((field) => body[field] === undefined);
+  return (
+    Number.isSafeInteger(body.headSeq) &&
+    body.headSeq! >= 0 &&
+    typeof body.headHash === 'string' &&
+    HEX64.test(body.headHash) &&
+    typeof body.rootHash === 'string' &&
+    HEX64.test(body.rootHash) &&
+    Number.isSafeInteger(body.cpSeq) &&
+    body.cpSeq! >= 0 &&
+    typeof body.checkpointHash === 'string' &&
+    HEX64.test(body.checkpointHash) &&
+    (body.cpSeq === 0) === (body.checkpointHash === GENESIS_HASH)
+  );
 }
 
 /** As stored (table audit_epoch_certs, export line `certificate`): the exact signed text and its signature. */
@@ -82,7 +135,8 @@ export function parseCertificate(stored: StoredCertificate): EpochCertificateBod
     if (canonicalText(body) !== stored.body) return undefined;
     const raw = typeof body.publicKey === 'string' ? Buffer.from(body.publicKey, 'base64') : undefined;
     if (
-      body.v !== 2 ||
+      (body.v !== 2 && body.v !== 3) ||
+      !headIsWellFormed(body) ||
       typeof body.logId !== 'string' ||
       body.keyId !== stored.keyId ||
       body.epoch !== stored.epoch ||
@@ -112,6 +166,8 @@ export interface EpochWindow {
   firstSeq: number;
   /** Exclusive end: the next epoch's firstSeq, or firstSeq + epochMaxRecords for the newest epoch. */
   endSeq: number;
+  /** The head the epoch before left, as this epoch's (v3) certificate fixed it; absent for epoch 0 and v2 certificates. */
+  head?: CertifiedHead;
 }
 
 /** Where a forward-secure chain begins: its key.created / key.rotated record, or what the auditor brought. */
@@ -161,8 +217,13 @@ export function followCertificates(logId: string, start: ForwardSecureStart, cer
     if (body.firstSeq - previous.firstSeq > start.schedule.epochMaxRecords) {
       return fail(`epoch ${previous.epoch} would span ${body.firstSeq - previous.firstSeq} records, more than the ${start.schedule.epochMaxRecords} the chain declared`);
     }
+    const head = certifiedHeadOf(body);
+    // Only the key being erased could sign a certificate without a head after one with it: that is a thief's downgrade.
+    if (!head && previous.head) return fail(`it names no head, though the certificate of epoch ${previous.epoch} did (a downgrade)`);
+    if (head && head.headSeq !== body.firstSeq - 1) return fail(`it names record ${head.headSeq} as the head epoch ${previous.epoch} left, but its window opens at seq ${body.firstSeq}`);
+    if (head && previous.head && head.cpSeq < previous.head.cpSeq) return fail(`it names checkpoint ${head.cpSeq}, before the checkpoint ${previous.head.cpSeq} the certificate of epoch ${previous.epoch} named`);
     previous.endSeq = body.firstSeq;
-    windows.push({ epoch, publicKey: Buffer.from(body.publicKey, 'base64'), startMs: certStartMs, endMs: certStartMs + start.schedule.epochMs, firstSeq: body.firstSeq, endSeq: body.firstSeq + start.schedule.epochMaxRecords });
+    windows.push({ epoch, publicKey: Buffer.from(body.publicKey, 'base64'), startMs: certStartMs, endMs: certStartMs + start.schedule.epochMs, firstSeq: body.firstSeq, endSeq: body.firstSeq + start.schedule.epochMaxRecords, ...(head ? { head } : {}) });
   }
   return { windows, problem: undefined };
 }

@@ -9,6 +9,7 @@ import type { StoredCheckpoint } from './record-sources.js';
 import type { VerifyCode, VerifyProblem, VerifyProgress, VerifyReport } from './verify-codes.js';
 import { verifyRange, type ChainStart, type RangeInput, type RangeResult, type RecordSource } from './verify-range.js';
 import { checkStoredNote } from './verify-notes.js';
+import { certifiedHeadSeqs, checkCertifiedHeads } from './verify-certificate-heads.js';
 import { treeRootsOf, type TreeSnapshot } from './verify-tree.js';
 import { emptyRoot } from './merkle.js';
 
@@ -371,6 +372,7 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     }
   }));
   for (const copy of log.anchorCopies ?? []) if (copy.anchor) wantHashesAt.add(copy.anchor.seq);
+  for (const seq of certifiedHeadSeqs(log.certificates)) wantHashesAt.add(seq);
   const shared = { logId: log.logId, knownKeyIds: log.knownKeyIds, keys: log.keys, wantHashesAt };
   const startsLog = !log.excerpt || log.excerpt.from === 1;
   const report = (checked: number) => options.onProgress?.({ checked: Math.min(checked, total), total });
@@ -414,6 +416,11 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   }
   const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, chainStarts, epochs.windows, warnings, roots);
   problems.push(...checkpointProblems);
+  if (!rows.problem) {
+    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: parsed, checkpointsComplete: checkpointProblems.length === 0, rotations: chainStarts.flatMap((start) => (start.previousKeyId ? [{ seq: start.seq, previousKeyId: start.previousKeyId }] : [])), headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
+    if (heads.problem) problems.push(heads.problem);
+    warnings.push(...heads.notes);
+  }
   const newestChain = chainStarts[chainStarts.length - 1];
   const newestWindows = newestChain ? epochs.windows.get(newestChain.keyId) : undefined;
   let anchor: Anchor | undefined;

@@ -14,6 +14,8 @@ export const VERIFY_CODES = [
   'KEY_OUT_OF_RANGE',
   'BAD_CHECKPOINT',
   'BAD_CERTIFICATE',
+  /** Records or checkpoints of a closed epoch are not the head its certificate fixed before that epoch's key was erased. */
+  'EPOCH_REWRITTEN',
   'BAD_ANCHOR',
   'ANCHOR_MISSING',
   'BAD_HEADER',

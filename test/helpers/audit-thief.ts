@@ -3,6 +3,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ANCHOR_FILE, anchorSignedText, type Anchor } from '../../src/audit/anchor.js';
+import { AuditTree } from '../../src/audit/audit-tree.js';
+import { ed25519Raw } from '../../src/audit/epoch-certificate.js';
+import { checkpointNote, logNoteSigner } from '../../src/audit/checkpoint-note.js';
 import { FileKeyStore } from '../../src/audit/key-store.js';
 import {
   ANCHOR_MAC_PREFIX,
@@ -12,6 +15,7 @@ import {
   CHECKPOINT_SIG_PREFIX,
   RECORD_MAC_PREFIX,
   canonicalText,
+  GENESIS_HASH,
   checkpointHash,
   hmac,
   recordHash,
@@ -160,4 +164,74 @@ export function epochOf(dataDir: string, seq: number): number {
   } finally {
     db.close();
   }
+}
+
+/**
+ * The outside review's first HIGH finding: the thief keeps every record's epoch label and rewrites
+ * records of EARLIER epochs (`edits`, by seq). He cannot make their MACs (those keys are erased), so
+ * they keep their old MACs, which only K0 checks; records of the current epoch are re-MACed. He
+ * re-chains every record from the first edit on and rebuilds the stored Merkle tree; checkpoints
+ * from there that a closed epoch signed (he cannot re-sign them) are deleted, the current epoch's
+ * are renumbered, re-linked and re-signed with every key he holds, with their notes; the anchors
+ * are rewritten. Editing key.created's checkpointEvery (seq 1) hides the deleted record checkpoints
+ * from the spacing rule. `fromSeq` without edits only drops and re-signs the checkpoints from there.
+ * The certificates are left alone: he cannot sign one for a past epoch.
+ */
+export function rewriteClosedEpochs(dataDir: string, edits: Record<number, (body: Record<string, unknown>) => void>, options: { fromSeq?: number } = {}): StolenKeys {
+  const keys = stealKeys(dataDir);
+  const fromSeq = options.fromSeq ?? Math.min(...Object.keys(edits).map(Number));
+  const db = openRaw(dataDir);
+  try {
+    db.transaction(() => {
+      let previous = fromSeq === 1 ? GENESIS_HASH : (db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(fromSeq - 1) as { hash: Buffer }).hash.toString('hex');
+      const rows = db.prepare('SELECT seq, body, mac FROM audit_records WHERE seq >= ? ORDER BY seq').all(fromSeq) as { seq: number; body: string; mac: Buffer }[];
+      for (const row of rows) {
+        const body = JSON.parse(row.body) as Record<string, unknown>;
+        edits[row.seq]?.(body);
+        body.prevHash = previous;
+        const text = canonicalText(body);
+        const current = body.keyId === keys.keyId && body.epoch === keys.epoch;
+        const mac = current ? hmac(keys.epochKey, RECORD_MAC_PREFIX, text) : row.mac;
+        const hash = recordHash(text, mac);
+        db.prepare('UPDATE audit_records SET body = ?, mac = ?, hash = ? WHERE seq = ?').run(text, mac, hash, row.seq);
+        previous = hash.toString('hex');
+      }
+      db.prepare('DELETE FROM audit_tree').run();
+      const tree = new AuditTree(db as never);
+      tree.catchUp();
+
+      const checkpoints = db.prepare('SELECT cp_seq, seq, body, hash FROM audit_checkpoints ORDER BY cp_seq').all() as { cp_seq: number; seq: number; body: string; hash: Buffer }[];
+      const kept = checkpoints.filter((cp) => cp.seq < fromSeq);
+      const resigned = checkpoints.filter((cp) => {
+        const body = JSON.parse(cp.body) as { keyId: string; epoch: number };
+        return cp.seq >= fromSeq && body.keyId === keys.keyId && body.epoch === keys.epoch;
+      });
+      db.prepare('DELETE FROM audit_checkpoints WHERE seq >= ?').run(fromSeq);
+      db.prepare('DELETE FROM audit_checkpoint_notes WHERE cp_seq > ?').run(kept.length);
+      let previousCp = kept.length ? kept[kept.length - 1]!.hash.toString('hex') : GENESIS_HASH;
+      const signer = logNoteSigner(keys.logId, ed25519Raw(crypto.createPublicKey(keys.logSigner)), (message) => crypto.sign(null, message, keys.logSigner));
+      resigned.forEach((cp, index) => {
+        const cpSeq = kept.length + index + 1;
+        const body = JSON.parse(cp.body) as Record<string, unknown>;
+        const root = tree.root(cp.seq);
+        body.cpSeq = cpSeq;
+        body.prevCheckpointHash = previousCp;
+        body.headHash = (db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(cp.seq) as { hash: Buffer }).hash.toString('hex');
+        body.rootHash = root.toString('hex');
+        const text = canonicalText(body);
+        const bytes = Buffer.from(text);
+        const mac = hmac(keys.epochKey, CHECKPOINT_MAC_PREFIX, bytes);
+        const sig = crypto.sign(null, Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]), keys.logSigner);
+        const epochSig = crypto.sign(null, Buffer.concat([CHECKPOINT_EPOCH_SIG_PREFIX, bytes]), keys.epochSigner);
+        const hash = checkpointHash(bytes, mac, sig, epochSig);
+        db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)').run(cpSeq, cp.seq, text, mac, sig, hash, epochSig);
+        db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)').run(cpSeq, cp.seq, checkpointNote(keys.logId, cp.seq, root, signer));
+        previousCp = hash.toString('hex');
+      });
+    })();
+  } finally {
+    db.close();
+  }
+  rewriteAnchors(dataDir, keys);
+  return keys;
 }

@@ -187,7 +187,7 @@ describe('the signed audit log', () => {
     expect(JSON.parse(fs.readFileSync(anchorFile, 'utf8'))).toMatchObject(before);
   });
 
-  it('a transaction that rolls back after the key ratcheted leaves an epoch gap the verifier accepts', async () => {
+  it('a transaction that rolls back after the key ratcheted: the log goes back to the outgoing epoch and verifies', async () => {
     const { dataDir } = buildAuditLog({ records: 3, epochMaxRecords: 1 });
     withAuditLog(dataDir, (db, log) => {
       expect(() =>

@@ -86,3 +86,31 @@ describe('a log made before forward-secure signatures', { timeout: 120_000 }, ()
     expect((await verifyLogAt(dataDir)).problem?.code).toBe('BAD_ANCHOR');
   });
 });
+
+/** An export made before certificates named the head their epoch left (v2 certificates): the committed audit vectors of that time. */
+const V2_CERTIFICATES = path.join(import.meta.dirname, 'fixtures', 'v2-certificates');
+
+describe('a log whose epoch certificates predate certified heads (v2)', { timeout: 120_000 }, () => {
+  const keyLines = () => fs.readFileSync(path.join(V2_CERTIFICATES, 'keys.txt'), 'utf8').trim().split('\n').map((line) => line.split(' '));
+  const file = path.join(V2_CERTIFICATES, 'export.jsonl');
+
+  it('verifies intact with K0 and with the public keys only, with a note that the records before each ratchet rest on their MACs', async () => {
+    expect(fs.readFileSync(file, 'utf8')).toContain('\\"v\\":2');
+    const withK0 = await verifyExportFile(file, parseVerificationKeys(keyLines().map((line) => line[1]).join(',')));
+    expect(withK0).toMatchObject({ ok: true, macsUnchecked: 0 });
+    expect(withK0.warnings.join('\n')).toMatch(/\d+ epoch certificate\(s\) predate certified heads/);
+    const publicOnly = await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(keyLines().map((line) => line[2]).join(',')) });
+    expect(publicOnly.ok).toBe(true);
+    expect(publicOnly.warnings.join('\n')).toMatch(/only the verification key \(K0\) checks/);
+  });
+
+  it('still catches the closed-epoch rewrite with K0: the record MAC fails (EDITED)', async () => {
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+    const at = lines.findIndex((line) => line.includes('"type":"record"') && line.includes('"seq":4,'));
+    const edited = lines.map((line, index) => (index === at ? line.replace('\\"index\\":2', '\\"index\\":7') : line));
+    expect(edited[at]).not.toBe(lines[at]);
+    const copy = path.join(tempDir(), 'edited.jsonl');
+    fs.writeFileSync(copy, edited.join('\n'));
+    expect((await verifyExportFile(copy, parseVerificationKeys(keyLines().map((line) => line[1]).join(',')))).problem).toMatchObject({ code: 'EDITED', seq: 4 });
+  });
+});

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -5,8 +6,9 @@ import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/
 import { verifyDataDir, verifyExportFile } from '../../../src/audit/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/key-store.js';
 import type { VerifyReport } from '../../../src/audit/verify-codes.js';
-import { buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
-import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, stealKeys } from '../../helpers/audit-thief.js';
+import { DATABASE_FILE } from '../../../src/store/database.js';
+import { appendNotes, buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
+import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, rewriteClosedEpochs, stealKeys } from '../../helpers/audit-thief.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -193,4 +195,122 @@ describe('audit verify against a thief who holds the key store (issue 14)', { ti
     fs.writeFileSync(cutFile, [lines[0]!, ...cut].join('\n'));
     expect((await verifyExportFile(cutFile, parseVerificationKeys(evk))).ok).toBe(false);
   });
+
+  it('(e) stolen key store: a record of an EARLIER epoch rewritten under its own label, chain and tree rebuilt, closed epochs\' checkpoints deleted, the rest re-signed → EPOCH_REWRITTEN with public keys only; EDITED with K0', async () => {
+    const { dataDir, evk, epk } = exportedLog();
+    expect(epochOf(dataDir, 8)).toBe(1);
+    // key.created's checkpointEvery raised, so the deleted record checkpoints are not missed by the spacing rule.
+    const stolen = rewriteClosedEpochs(dataDir, { 1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000), 8: forge });
+    expect(stolen.epoch).toBeGreaterThan(epochOf(dataDir, 8));
+
+    // With only what the key store holds (the thief's own copy): the MACs of closed epochs cannot be checked, the certificates can.
+    const local = await verifyLogAt(dataDir);
+    expect(local.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
+    expect(local.problem?.message).toMatch(/records 1\.\.6 are not the ones the certificate of epoch 1 .* fixed/);
+    // With K0 the first rewritten record's MAC fails first.
+    const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
+    expect(withK0.problem).toMatchObject({ code: 'EDITED', seq: 1 });
+
+    const db = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--public-key', epk]);
+    expect(db.status).toBe(1);
+    expect(db.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
+    // The thief's own export, signed with the stolen keys: it carries the certificates, and they carry the heads.
+    const file = cliExport(dataDir);
+    const publicOnly = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--public-key', epk]);
+    expect(publicOnly.status).toBe(1);
+    expect(publicOnly.report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
+    const offline = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', file, '--verification-key', evk]);
+    expect(offline.status).toBe(1);
+    expect(offline.report.problem).toMatchObject({ code: 'EDITED', seq: 1 });
+  });
+
+  it('(e) the same thief with one record of the epoch just closed: the finding starts after the last head that still holds', async () => {
+    const { dataDir, epk } = exportedLog();
+    const closed = epochOf(dataDir, 41);
+    expect(closed).toBeLessThan(stealKeys(dataDir).epoch);
+    rewriteClosedEpochs(dataDir, { 41: forge });
+    const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), chainPublicKeys: parseChainPublicKeys(epk), workers: 1 });
+    // Epochs of 6 records from seq 1: the certificate of epoch 6 fixed 1..36 (still intact), that of epoch 7 fixed 1..42.
+    expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
+    expect(report.problem?.message).toMatch(/records 37\.\.42/);
+    // An excerpt the thief exports from seq 30 carries the certificates too: the head at 42 lies inside it.
+    const excerpt = path.join(tempDir(), 'excerpt.jsonl');
+    expect(runCli(['--data-dir', dataDir, 'audit', 'export', '--from', '30', '--out', excerpt]).status).toBe(0);
+    expect((await verifyExportFile(excerpt, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
+  });
+
+  it('(e) checkpoints of a closed epoch deleted, the chain of checkpoints renumbered and re-signed with the stolen key → EPOCH_REWRITTEN', async () => {
+    // No record checkpoints (every 1,000): only heartbeats, which no spacing rule counts.
+    const { dataDir } = buildAuditLog({ records: 10, checkpointEvery: 1000, epochMaxRecords: 6 });
+    withAuditLog(dataDir, (db, log) => {
+      log.checkpoint('heartbeat');
+      appendNotes(db, log, 14, 'later');
+      log.checkpoint('heartbeat');
+    }, { checkpointEvery: 1000, epochMaxRecords: 6 });
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    // From seq 13 on: the shutdown and heartbeat checkpoints sealing 13 belong to closed epochs: deleted; the newest re-signed as cpSeq 1.
+    rewriteClosedEpochs(dataDir, {}, { fromSeq: 13 });
+    const report = await verifyLogAt(dataDir);
+    expect(report.problem?.code).toBe('EPOCH_REWRITTEN');
+    expect(report.problem?.message).toMatch(/checkpoint \d+.*(missing|is not the one)/);
+  });
+
+  it('(e) a rotation first closes the old chain\'s last epoch with a certificate: a thief holding the new chain\'s first keys cannot rewrite the old chain\'s last records, nor delete that certificate', async () => {
+    const options = { checkpointEvery: 1000, epochMaxRecords: 6 };
+    const { dataDir } = buildAuditLog({ records: 10, ...options });
+    const rotated = withAuditLog(dataDir, (db, log) => {
+      const keys = log.rotate({ user: 'tester', channel: 'cli' });
+      appendNotes(db, log, 2, 'after-rotation');
+      log.keys.exportVerification(new Date());
+      return keys;
+    }, options);
+    const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const rotationSeq = raw.prepare("SELECT seq FROM audit_records WHERE action = 'key.rotated'").pluck().get() as number;
+    const closing = JSON.parse(raw.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? ORDER BY epoch DESC LIMIT 1').pluck().get(rotated.previousKeyId) as string) as { firstSeq: number; headSeq: number };
+    raw.close();
+    expect(closing).toMatchObject({ firstSeq: rotationSeq, headSeq: rotationSeq - 1 });
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    // The old chain's last record was written in an epoch whose key the rotation erased.
+    expect(stealKeys(dataDir)).toMatchObject({ keyId: rotated.keyId, epoch: 0 });
+
+    const withoutClosing = path.join(tempDir(), 'data');
+    fs.cpSync(dataDir, withoutClosing, { recursive: true });
+    rewriteClosedEpochs(dataDir, { [rotationSeq - 1]: forge });
+    expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: rotationSeq - 1 });
+
+    const db = new Database(path.join(withoutClosing, DATABASE_FILE));
+    db.exec('DROP TRIGGER IF EXISTS audit_epoch_certs_no_delete');
+    db.prepare('DELETE FROM audit_epoch_certs WHERE key_id = ? AND epoch = (SELECT max(epoch) FROM audit_epoch_certs WHERE key_id = ?)').run(rotated.previousKeyId, rotated.previousKeyId);
+    db.close();
+    const report = await verifyLogAt(withoutClosing);
+    expect(report.problem).toMatchObject({ code: 'BAD_CERTIFICATE', seq: rotationSeq });
+    expect(report.problem?.message).toMatch(/without the certificate that closes its last epoch/);
+  });
+
+  it('(e) epochs closed by time with no records of their own (heartbeats of an idle host) each fix the same head; the rewrite under them is still EPOCH_REWRITTEN', async () => {
+    const dataDir = path.join(tempDir('executor-idle-'), 'data');
+    let clock = Date.parse('2026-11-22T08:00:00.000Z');
+    const options = { now: () => new Date(clock), checkpointEvery: 1000 };
+    buildAuditLog({ records: 5, dataDir, ...options });
+    withAuditLog(dataDir, (db, log) => {
+      // Three idle epochs of 15 minutes: each heartbeat past the window ratchets first, with nothing new to seal.
+      for (let idle = 0; idle < 3; idle++) {
+        clock += 16 * 60_000;
+        log.checkpoint('heartbeat');
+      }
+      appendNotes(db, log, 1, 'after the pause');
+      log.keys.exportVerification(new Date(clock));
+    }, options);
+    const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    const heads = (raw.prepare('SELECT body FROM audit_epoch_certs ORDER BY epoch').pluck().all() as string[]).map((body) => JSON.parse(body) as { headSeq: number; headHash: string; cpSeq: number });
+    raw.close();
+    // 5 notes between key.created, app.started and app.stopped: the log rests at record 8.
+    expect(heads.map((head) => head.headSeq)).toEqual([8, 8, 8]);
+    expect(new Set(heads.map((head) => head.headHash)).size).toBe(1);
+    expect(heads.map((head) => head.cpSeq)).toEqual([1, 2, 3]);
+    expect((await verifyLogAt(dataDir)).problem).toBeNull();
+    rewriteClosedEpochs(dataDir, { 4: forge });
+    expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 8 });
+  });
 });
+

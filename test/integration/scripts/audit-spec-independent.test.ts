@@ -122,10 +122,10 @@ function followCertificates(lines: Line[], chains: Map<string, Chain>): Map<stri
     const epochKeys = [chain.epoch0Key];
     for (const cert of certs) {
       const body = cert.body as string;
-      const parsed = JSON.parse(body) as { v: number; epoch: number; keyId: string; publicKey: string; firstSeq: number; start: string };
+      const parsed = JSON.parse(body) as { v: number; epoch: number; keyId: string; publicKey: string; firstSeq: number; start: string; headSeq: number };
       expect(canonical(parsed)).toBe(body);
-      expect(Object.keys(parsed).sort()).toEqual(['epoch', 'firstSeq', 'keyId', 'logId', 'publicKey', 'start', 'v']);
-      expect(parsed).toMatchObject({ v: 2, epoch: epochKeys.length, keyId: chain.keyId });
+      expect(Object.keys(parsed).sort()).toEqual(['checkpointHash', 'cpSeq', 'epoch', 'firstSeq', 'headHash', 'headSeq', 'keyId', 'logId', 'publicKey', 'rootHash', 'start', 'v']);
+      expect(parsed).toMatchObject({ v: 3, epoch: epochKeys.length, keyId: chain.keyId, headSeq: parsed.firstSeq - 1 });
       expect(verifies(epochKeys[epochKeys.length - 1]!, Buffer.concat([prefix('epochCert'), Buffer.from(body)]), Buffer.from(cert.sig as string, 'hex')), `certificate ${chain.keyId}/${parsed.epoch}`).toBe(true);
       epochKeys.push(Buffer.from(parsed.publicKey, 'base64'));
     }
@@ -169,6 +169,7 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const checkpoints = lines.filter((line) => line.type === 'checkpoint');
     expect(checkpoints.length).toBeGreaterThan(2);
     let prevCheckpointHash = '0'.repeat(64);
+    const checkpointHashes = new Map<number, string>();
     for (const line of checkpoints) {
       const text = line.body as string;
       const body = JSON.parse(text) as { v: number; seq: number; keyId: string; epoch: number; prevCheckpointHash: string; rootHash: string; headHash: string };
@@ -182,6 +183,18 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
       expect(body.prevCheckpointHash).toBe(prevCheckpointHash);
       prevCheckpointHash = sha256(bytes, cpMac, sig, epochSig).toString('hex');
       expect(root(leaves.slice(0, body.seq)).toString('hex'), `root of checkpoint at ${body.seq}`).toBe(body.rootHash);
+      checkpointHashes.set((JSON.parse(text) as { cpSeq: number }).cpSeq, prevCheckpointHash);
+    }
+
+    // S4: each certificate fixes the head its outgoing epoch left: the record before its firstSeq, the root up to it, the newest checkpoint.
+    const certificates = lines.filter((line) => line.type === 'certificate');
+    expect(certificates.length).toBeGreaterThan(2);
+    for (const line of certificates) {
+      const head = JSON.parse(line.body as string) as { headSeq: number; headHash: string; rootHash: string; cpSeq: number; checkpointHash: string };
+      const at = `certificate ${String(line.keyId)}/${String(line.epoch)}`;
+      expect(sha256(Buffer.from(records[head.headSeq - 1]!.body as string), Buffer.from(records[head.headSeq - 1]!.mac as string, 'hex')).toString('hex'), at).toBe(head.headHash);
+      expect(root(leaves.slice(0, head.headSeq)).toString('hex'), at).toBe(head.rootHash);
+      expect(head.cpSeq === 0 ? '0'.repeat(64) : checkpointHashes.get(head.cpSeq), at).toBe(head.checkpointHash);
     }
 
     // S7: the header v2, its counts, MAC and signature by the exporter's epoch.

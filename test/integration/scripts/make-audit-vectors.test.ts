@@ -84,7 +84,9 @@ describe('scripts/make-audit-vectors.ts', () => {
       certificate: [codeOf('certificate-edited.jsonl'), codeOf('certificate-removed.jsonl'), codeOf('certificate-replayed.jsonl')],
       treePrefix: codeOf('excerpt-tree-prefix.jsonl'),
       root: codeOf('checkpoint-root.jsonl'),
-    }).toEqual({ cut: 'BAD_HEADER', unsigned: 'BAD_HEADER', thief: 'KEY_OUT_OF_RANGE', certificate: ['BAD_CERTIFICATE', 'BAD_CERTIFICATE', 'BAD_CERTIFICATE'], treePrefix: 'BAD_CHECKPOINT', root: 'BAD_CHECKPOINT' });
+      // The thief who rewrites a closed epoch under its own label: K0 sees the MAC, the public keys the certified head.
+      closedEpochThief: [codeOf('rewritten-closed-epoch.jsonl'), fresh.vectors.find((v) => v.file === 'tampered/rewritten-closed-epoch.jsonl')?.withPublicKeysOnly.code],
+    }).toEqual({ cut: 'BAD_HEADER', unsigned: 'BAD_HEADER', thief: 'KEY_OUT_OF_RANGE', certificate: ['BAD_CERTIFICATE', 'BAD_CERTIFICATE', 'BAD_CERTIFICATE'], treePrefix: 'BAD_CHECKPOINT', root: 'BAD_CHECKPOINT', closedEpochThief: ['EDITED', 'EPOCH_REWRITTEN'] });
     expect(fresh.proofs[0]).toEqual({ file: 'proof.json', says: expect.any(String), ok: true, code: null });
     expect(new Set(fresh.proofs.slice(1).map((p) => p.code))).toEqual(new Set(['NOT_INCLUDED', 'MISMATCH', 'BAD_SIGNATURE', 'FOREIGN_LOG', 'MALFORMED']));
     for (const proof of fresh.proofs.slice(1)) expect(proof.ok, proof.file).toBe(false);

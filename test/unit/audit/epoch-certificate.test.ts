@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { CLOCK_SKEW_MS, ed25519Raw, followCertificates, outsideWindow, parseCertificate, signCertificate, type EpochCertificateBody, type ForwardSecureStart, type StoredCertificate } from '../../../src/audit/epoch-certificate.js';
+import { CLOCK_SKEW_MS, certifiedHeadOf, ed25519Raw, followCertificates, outsideWindow, parseCertificate, signCertificate, type EpochCertificateBody, type ForwardSecureStart, type StoredCertificate } from '../../../src/audit/epoch-certificate.js';
+import { EPOCH_CERT_SIG_PREFIX, GENESIS_HASH } from '../../../src/audit/record-format.js';
 
 const LOG = 'log-1';
 const KEY = 'aaaaaaaaaaaaaaaa';
@@ -87,4 +88,72 @@ describe('epoch certificates', () => {
     expect(outsideWindow(window, { seq: 12, ts: at(T0 + 30 * MINUTE) })).toMatch(/time/);
     expect(outsideWindow(window, { seq: 12, ts: 'not a time' })).toMatch(/time/);
   });
+
+  describe('v3: the head the outgoing epoch leaves', () => {
+    const hex = (byte: number) => Buffer.alloc(32, byte).toString('hex');
+    /** A head as the writer fixes it: record firstSeq - 1, the root up to it, the newest checkpoint. */
+    const head = (epoch: number, change: Partial<EpochCertificateBody> = {}): Partial<EpochCertificateBody> => ({ v: 3, headSeq: epoch * 10, headHash: hex(epoch), rootHash: hex(100 + epoch), cpSeq: epoch, checkpointHash: hex(200 + epoch), ...change });
+
+    function v3Chain(epochs: number, changeOf: (epoch: number) => Partial<EpochCertificateBody> = () => ({})) {
+      const pairs = Array.from({ length: epochs }, () => crypto.generateKeyPairSync('ed25519'));
+      const start: ForwardSecureStart = { keyId: KEY, seq: 1, ts: new Date(T0).toISOString(), epochPublicKey: ed25519Raw(pairs[0]!.publicKey), schedule: { epochMs: 15 * MINUTE, epochMaxRecords: 10 } };
+      const certs = pairs.slice(1).map((pair, index) => signCertificate(pairs[index]!.privateKey, certBody(index + 1, ed25519Raw(pair.publicKey), { ...head(index + 1), ...changeOf(index + 1) })));
+      return { start, certs };
+    }
+
+    it('is the canonical JSON of every field, signed with the epoch-cert prefix, and follows like v2', () => {
+      const { start, certs } = v3Chain(3);
+      const body = JSON.parse(certs[0]!.body) as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['checkpointHash', 'cpSeq', 'epoch', 'firstSeq', 'headHash', 'headSeq', 'keyId', 'logId', 'publicKey', 'rootHash', 'start', 'v']);
+      expect(crypto.verify(null, Buffer.concat([EPOCH_CERT_SIG_PREFIX, Buffer.from(certs[0]!.body)]), crypto.createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), start.epochPublicKey]), format: 'der', type: 'spki' }), certs[0]!.sig)).toBe(true);
+      const { windows, problem } = followCertificates(LOG, start, certs);
+      expect(problem).toBeUndefined();
+      expect(windows[0]!.head).toBeUndefined();
+      expect(windows.slice(1).map((w) => w.head)).toEqual([1, 2].map((epoch) => certifiedHeadOf(parseCertificate(certs[epoch - 1]!)!)));
+      expect(windows[2]!.head).toEqual({ headSeq: 20, headHash: hex(2), rootHash: hex(102), cpSeq: 2, checkpointHash: hex(202) });
+    });
+
+    it('refuses a head with a field missing, of another type or shape, or a checkpoint number and hash that disagree on "none"', () => {
+      const { start } = v3Chain(1);
+      const signer = crypto.generateKeyPairSync('ed25519');
+      const chainStart = { ...start, epochPublicKey: ed25519Raw(signer.publicKey) };
+      const next = ed25519Raw(crypto.generateKeyPairSync('ed25519').publicKey);
+      const bad: Partial<EpochCertificateBody>[] = [
+        { headHash: undefined },
+        { rootHash: 'ab' },
+        { headHash: hex(0xab).toUpperCase() },
+        { headSeq: '10' as never },
+        { cpSeq: -1 },
+        { cpSeq: 1.5 },
+        { cpSeq: 0 },
+        { cpSeq: 3, checkpointHash: GENESIS_HASH },
+        { v: 4 as never },
+        { v: 2 },
+      ];
+      for (const change of bad) {
+        const cert = signCertificate(signer.privateKey, certBody(1, next, { ...head(1), ...change }));
+        expect(followCertificates(LOG, chainStart, [cert]).problem?.message ?? `accepted: ${JSON.stringify(change)}`).toMatch(/malformed/);
+      }
+      // No checkpoint yet at the ratchet: cpSeq 0 with GENESIS is a head.
+      const none = signCertificate(signer.privateKey, certBody(1, next, { ...head(1), cpSeq: 0, checkpointHash: GENESIS_HASH }));
+      expect(followCertificates(LOG, chainStart, [none]).problem).toBeUndefined();
+    });
+
+    it('refuses a head that is not the record before the window it opens, or a checkpoint before the one the certificate before named', () => {
+      expect(followCertificates(LOG, ...args(v3Chain(3, (epoch) => (epoch === 2 ? { headSeq: 19 } : {})))).problem?.message).toMatch(/names record 19 as the head epoch 1 left, but its window opens at seq 21/);
+      expect(followCertificates(LOG, ...args(v3Chain(3, (epoch) => (epoch === 2 ? { cpSeq: 0, checkpointHash: GENESIS_HASH } : {})))).problem?.message).toMatch(/names checkpoint 0, before the checkpoint 1/);
+    });
+
+    it('refuses a v2 certificate after a v3 one (only the key of the epoch before could sign it: a downgrade), and takes v3 after v2 (a log upgraded mid-chain)', () => {
+      const downgraded = v3Chain(4, (epoch) => (epoch === 3 ? { v: 2, headSeq: undefined, headHash: undefined, rootHash: undefined, cpSeq: undefined, checkpointHash: undefined } : {}));
+      expect(followCertificates(LOG, ...args(downgraded)).problem?.message).toMatch(/certificate of epoch 3: it names no head, though the certificate of epoch 2 did \(a downgrade\)/);
+      const upgraded = v3Chain(4, (epoch) => (epoch === 1 ? { v: 2, headSeq: undefined, headHash: undefined, rootHash: undefined, cpSeq: undefined, checkpointHash: undefined } : {}));
+      const followed = followCertificates(LOG, ...args(upgraded));
+      expect(followed.problem).toBeUndefined();
+      expect(followed.windows.map((w) => w.head?.headSeq)).toEqual([undefined, undefined, 20, 30]);
+    });
+
+    const args = (made: { start: ForwardSecureStart; certs: StoredCertificate[] }): [ForwardSecureStart, StoredCertificate[]] => [made.start, made.certs];
+  });
 });
+
