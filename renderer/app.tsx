@@ -16,9 +16,12 @@ import { AuditView } from './views/audit-view.js';
 import { HistoryView } from './views/history-view.js';
 import { QueueView } from './views/queue-view.js';
 import { SettingsView } from './views/settings-view.js';
+import { RunsView } from './views/runs-view.js';
+import { QuestionsPanel, useWaitingQuestions } from './runs/questions.js';
 
 const VIEWS = [
   { id: 'queue', label: 'Queue', key: '1' },
+  { id: 'runs', label: 'Runs', key: '5' },
   { id: 'history', label: 'History', key: '2' },
   { id: 'audit', label: 'Audit log', key: '3' },
   { id: 'settings', label: 'Settings', key: '4' },
@@ -69,6 +72,8 @@ function Shell() {
   const waiting = useWaitingSteps(api);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
+  // Questions agents and runs wait on: answered in whichever view is open (the Runs view shows them its own way).
+  const questions = useWaitingQuestions(api);
   const [disconnected, setDisconnected] = useState(false);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);
@@ -134,6 +139,7 @@ function Shell() {
     '2': () => go('history'),
     '3': () => go('audit'),
     '4': () => go('settings'),
+    '5': () => go('runs'),
     '?': () => setHelp(true),
   });
 
@@ -164,6 +170,10 @@ function Shell() {
                   <span className="count" aria-label={`${count} waiting`}>
                     {count}
                   </span>
+                ) : entry.id === 'runs' && questions.length > 0 ? (
+                  <span className="count" aria-label={`${questions.length} question${questions.length === 1 ? '' : 's'} waiting for your answer`}>
+                    {questions.length}
+                  </span>
                 ) : (
                   <kbd aria-hidden="true">{entry.key}</kbd>
                 )}
@@ -190,8 +200,19 @@ function Shell() {
             requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
           }}
         />
+        {view !== 'runs' ? (
+          <QuestionsPanel
+            questions={questions}
+            onOpenRun={(runId) => {
+              location.hash = `#runs?${new URLSearchParams({ run: runId }).toString()}`;
+            }}
+          />
+        ) : null}
         <div hidden={view !== 'queue'} className="view">
           <QueueView waiting={waiting.data ?? []} hasMore={waiting.hasMore} onMore={waiting.loadMore} policy={policy.data} active={view === 'queue' && !help} />
+        </div>
+        <div hidden={view !== 'runs'} className="view">
+          {runsMounted(view) ? <RunsView active={view === 'runs' && !help} policy={policy.data} questions={questions} onOpenSettings={() => go('settings')} /> : null}
         </div>
         <div hidden={view !== 'history'} className="view">
           <HistoryView active={view === 'history' && !help} />
@@ -227,6 +248,13 @@ function Shell() {
     </div>
     </RootsContext.Provider>
   );
+}
+
+/** The runs view is mounted on first visit (it pages runs and follows their events) and then kept. */
+let runsVisited = false;
+function runsMounted(view: ViewId): boolean {
+  if (view === 'runs') runsVisited = true;
+  return runsVisited;
 }
 
 /** The audit view is mounted on first visit and then kept, so a running verification survives switching views. */
