@@ -41,4 +41,14 @@ export const EVENT_KINDS = [
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',
+  /** An agent run began (detail: runId, task, model, root, tools, limits; never a key). */
+  'run.started',
+  /** One model turn of a run, with its state, in one transaction (detail: runId, iteration, model, requestSha256, responseSha256, tokens, toolCalls [{callId, name, stepId}]). */
+  'run.turn',
+  /** A run asked the person (or an MCP agent did): detail runId|null, questionId, text, expiresAt. */
+  'run.question',
+  /** The person answered a question (detail: runId|null, questionId, answer). */
+  'run.answered',
+  /** A run ended (detail: runId, status, reason {code, message}, counters). */
+  'run.ended',
 ] as const;

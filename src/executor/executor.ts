@@ -11,7 +11,7 @@ import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import { findSecretDigest } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
-import type { AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
+import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import { secretDigest } from '../audit/recordable-value.js';
@@ -459,6 +459,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     // A shorter consent expiry holds at once for the steps already waiting.
     this.sweepExpired();
     return policy;
+  }
+
+  /**
+   * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):
+   * `work` runs inside one transaction with the audit records it appends, so their state and the log
+   * never disagree, and a failed append rolls their writes back (fail closed). `append` answers the
+   * record's seq. A client never writes the Executor's own tables through it.
+   */
+  transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
+    const lastSeq = this.db.prepare('SELECT max(seq) AS seq FROM audit_records').pluck();
+    return this.db.transaction(() =>
+      work(this.db, (event) => {
+        this.audit.append(event);
+        return lastSeq.get() as number;
+      }),
+    )();
   }
 
   /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */

@@ -64,7 +64,7 @@ export interface ModelClient {
   readonly model: string;
   /**
    * One turn. Retries 429 and 5xx with backoff (honouring Retry-After) inside; throws an
-   * ExecutorError (MODEL_UNAVAILABLE, MODEL_REFUSED, MODEL_TIMEOUT, CANCELLED) otherwise, whose message
+   * ExecutorError (MODEL_UNAVAILABLE, MODEL_REFUSED, MODEL_TIMEOUT, RUN_CANCELLED) otherwise, whose message
    * never contains the API key.
    */
   turn(request: ModelTurnRequest): Promise<ModelTurn>;

@@ -198,4 +198,89 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (witness, size)
   );
   `,
+  // Agent runs (issue 15, src/runs/): a run's state and limits, its conversation as the model saw it
+  // (provider-neutral ModelMessage JSON, one row a message, appended), each iteration's trace, and each
+  // tool call with the step it became, so a restart resumes from the first call without an outcome and
+  // never proposes a step twice. Questions are a run's ask_user and an MCP agent's askUser alike.
+  `
+  CREATE TABLE runs (
+    run_id           TEXT PRIMARY KEY,
+    task             TEXT NOT NULL,
+    status           TEXT NOT NULL,
+    provider         TEXT NOT NULL,
+    model            TEXT NOT NULL,
+    base_url         TEXT,
+    root             TEXT NOT NULL,
+    tools_json       TEXT NOT NULL,
+    started_by_json  TEXT NOT NULL,
+    iterations       INTEGER NOT NULL DEFAULT 0,
+    tool_calls       INTEGER NOT NULL DEFAULT 0,
+    input_tokens     INTEGER NOT NULL DEFAULT 0,
+    output_tokens    INTEGER NOT NULL DEFAULT 0,
+    max_iterations   INTEGER NOT NULL,
+    max_tokens       INTEGER NOT NULL,
+    max_tool_calls   INTEGER NOT NULL,
+    max_wall_ms      INTEGER NOT NULL,
+    waiting_step_id  TEXT,
+    question_id      TEXT,
+    end_code         TEXT,
+    end_message      TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    ended_at         TEXT
+  );
+  CREATE INDEX runs_created ON runs(created_at DESC, run_id DESC);
+  CREATE INDEX runs_status ON runs(status);
+  CREATE TABLE run_messages (
+    run_id        TEXT NOT NULL REFERENCES runs(run_id),
+    position      INTEGER NOT NULL,
+    message_json  TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+  ) WITHOUT ROWID;
+  CREATE TABLE run_iterations (
+    run_id         TEXT NOT NULL REFERENCES runs(run_id),
+    iteration      INTEGER NOT NULL,
+    model          TEXT NOT NULL,
+    started_at     TEXT NOT NULL,
+    latency_ms     INTEGER NOT NULL,
+    input_tokens   INTEGER NOT NULL,
+    output_tokens  INTEGER NOT NULL,
+    finish_reason  TEXT NOT NULL,
+    text           TEXT NOT NULL,
+    request_hash   TEXT NOT NULL,
+    response_hash  TEXT NOT NULL,
+    audit_seq      INTEGER,
+    PRIMARY KEY (run_id, iteration)
+  ) WITHOUT ROWID;
+  CREATE TABLE run_tool_calls (
+    run_id       TEXT NOT NULL REFERENCES runs(run_id),
+    iteration    INTEGER NOT NULL,
+    position     INTEGER NOT NULL,
+    call_id      TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    arguments    TEXT NOT NULL,
+    step_id      TEXT,
+    outcome      TEXT,
+    error_code   TEXT,
+    result       TEXT,
+    started_at   TEXT,
+    duration_ms  INTEGER,
+    PRIMARY KEY (run_id, iteration, position)
+  ) WITHOUT ROWID;
+  CREATE INDEX run_tool_calls_step ON run_tool_calls(step_id) WHERE step_id IS NOT NULL;
+  CREATE TABLE questions (
+    question_id  TEXT PRIMARY KEY,
+    run_id       TEXT,
+    asked_by     TEXT NOT NULL,
+    agent        TEXT,
+    text         TEXT NOT NULL,
+    asked_at     TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    answer       TEXT,
+    answered_at  TEXT
+  );
+  CREATE INDEX questions_asked ON questions(asked_at DESC);
+  CREATE INDEX questions_waiting ON questions(status, expires_at);
+  `,
 ];
