@@ -21,6 +21,7 @@ import { UndoToasts, useFadingMessage } from '../components/toasts.js';
 import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
 import { useUndoableDecisions } from '../undoable-decisions.js';
 import { queueStepFromHash } from '../runs/step-links.js';
+import { ProposedByRun, runIdOfLabel } from '../runs/run-of-step.js';
 import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep, type ShownRecord } from '../whole-step.js';
 
 /** A plan's waiting steps as the list shows them (summaries: the list never holds a step's record). */
@@ -333,6 +334,11 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
                           </span>
                           {summary.codeExcerpt ? <CodeExcerpt excerpt={summary.codeExcerpt} /> : null}
                           <span className="item-sub">{summary.purpose ? <MarkedText text={summary.purpose} /> : 'No purpose given'}</span>
+                          {runIdOfLabel(summary.agent) ? (
+                            <span className="item-sub" data-testid="queue-item-run">
+                              From <MarkedText text={summary.agent!} />
+                            </span>
+                          ) : null}
                           {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
                           {queueStateText(summary) && !isPreparing(summary) ? (
                             <span className="item-sub item-state">
@@ -561,6 +567,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         <dd>
           {record.step.meta.origin}
           {record.step.meta.client ? <> (<MarkedText text={record.step.meta.client} />)</> : ''} · {formatTime(record.createdAt)}
+          {record.step.meta.origin === 'agent' ? <ProposedByRun stepId={record.step.id} label={record.step.meta.client} /> : null}
         </dd>
         <dt>Step</dt>
         <dd>
