@@ -1716,7 +1716,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   previewRevertPlan(planId: string): PlanRevertPreview {
     const records = this.steps.planSteps(planId);
     if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
-    const newestFirst = [...records].sort((a, b) => b.position - a.position);
+    return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position)) };
+  }
+
+  /**
+   * The same preview for steps of several plans taken as one (an agent run's, src/runs/): `stepIds`
+   * oldest first, as they ran; judged newest first.
+   */
+  previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
+    return this.previewRevertOf(stepIds.map((stepId) => this.steps.get(stepId)).reverse());
+  }
+
+  private previewRevertOf(newestFirst: StepRecord[]): Omit<PlanRevertPreview, 'planId'> {
     const candidates: StepRecord[] = [];
     const skips = new Map<string, string>();
     for (const record of newestFirst) {
@@ -1739,7 +1750,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         moreFiles: Math.max(0, files.length - PLAN_REVERT_FILES_SHOWN),
       };
     });
-    return { planId, steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
+    return { steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
   }
 
   /** Why a step of a plan is left out of the plan's revert (in words for its status), or null when it is reverted with it. */
@@ -1771,23 +1782,51 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // The same refusal `executor revert --plan ID --dry-run` exits with: nothing left to revert, or a conflict not forced.
       const refusal = planRevertRefusal(planId, preview.steps, force);
       if (refusal) throw refusal;
-      const reverted: string[] = [];
-      for (const [index, entry] of toRevert.entries()) {
-        try {
-          await this.revertHeld(entry.stepId, actor, { force });
-          reverted.push(entry.stepId);
-        } catch (error) {
-          const shaped = toErrorShape(error);
-          const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
-          throw new ExecutorError(
-            'REVERT_INCOMPLETE',
-            `Reverting plan ${planId} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
-            { planId, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
-          );
-        }
-      }
+      const reverted = await this.revertInOrder(`plan ${planId}`, { planId }, toRevert, actor, force, (revert) => revert());
       return { planId, reverted, skipped, forced: force && preview.conflicts.length > 0 };
     });
+  }
+
+  /**
+   * Reverts the steps of several plans taken as one (an agent run's, src/runs/), as revertPlan does a
+   * plan's: previewed whole, newest first, refused on a conflict unless forced (`refusal` words it),
+   * each step under its own plan's lock. Answers the steps reverted.
+   */
+  async revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
+    const force = options.force === true;
+    const preview = this.previewRevertSteps(stepIds);
+    const refusal = options.refusal(preview.steps, force);
+    if (refusal) throw refusal;
+    const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
+    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.planLocks.withPlan(this.steps.get(stepId).step.planId, revert));
+    return { reverted, preview };
+  }
+
+  /** Reverts the steps in the order given; a failure part-way says which were reverted (REVERT_INCOMPLETE). */
+  private async revertInOrder(
+    label: string,
+    details: Record<string, unknown>,
+    toRevert: readonly PlanRevertStepPreview[],
+    actor: Actor,
+    force: boolean,
+    held: (revert: () => Promise<StepRecord>, stepId: string) => Promise<StepRecord>,
+  ): Promise<string[]> {
+    const reverted: string[] = [];
+    for (const [index, entry] of toRevert.entries()) {
+      try {
+        await held(() => this.revertHeld(entry.stepId, actor, { force }), entry.stepId);
+        reverted.push(entry.stepId);
+      } catch (error) {
+        const shaped = toErrorShape(error);
+        const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
+        throw new ExecutorError(
+          'REVERT_INCOMPLETE',
+          `Reverting ${label} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
+          { ...details, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
+        );
+      }
+    }
+    return reverted;
   }
 
   /**
