@@ -6,6 +6,7 @@ import { IpcServer, type Credential, type IpcServerOptions } from './server.js';
 import { listenOnSocket, socketPathFor, type SocketListener } from './socket-transport.js';
 import { issueSocketCredentials, removeSocketCredentials } from './token-files.js';
 import { startWebServer, type WebServer, type WebServerOptions } from './web-server.js';
+import { RunManager, type RunManagerOptions } from '../runs/run-manager.js';
 
 /**
  * The process that owns a data directory while it runs (the Electron app or `executor serve`):
@@ -17,6 +18,8 @@ export interface Host {
   ipc: IpcServer;
   socket: SocketListener;
   web: WebServer | null;
+  /** Agent runs (src/runs/): a client of the executor, like the MCP server. */
+  runs: RunManager;
   close(): Promise<void>;
 }
 
@@ -26,6 +29,8 @@ export interface HostOptions extends IpcServerOptions, ExecutorOptions {
   credentials?: Credential[];
   /** Caps and deadlines for socket and web connections (tests lower them); default: from the open-file limit. */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** How agent runs reach their model (the app passes the sealed key store's keys). */
+  runs?: RunManagerOptions;
 }
 
 export async function startHost(dataDir: string, options: HostOptions = {}): Promise<Host> {
@@ -42,12 +47,14 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
+  const runs = new RunManager(executor, options.runs);
   try {
     // Before the first request can arrive: loaded later, they would stall the requests of the moment.
     await executor.loadHeavyModules();
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
     ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
+    ipc.setRuns(runs);
     let web: WebServer | null = null;
     // Out of descriptors on the socket: the person's CLI could not get in, so idle web connections make room.
     socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir), { connectionLimits: options.connectionLimits, onAcceptFailure: () => web?.shedIdle() });
@@ -68,13 +75,17 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
       lowLoggedAt = Date.now();
       process.stderr.write(`executor: running out of file descriptors (${open} open of ${limits.openFileLimit}); closed ${shed} idle web connections. See the audit log (ipc.rejected, descriptorsLow).\n`);
     });
-    const opened = { executor, ipc, socket, web };
+    // Runs a stopped host left go on once the host answers: created ones start, running ones resume, waiting ones wait.
+    runs.recover();
+    const opened = { executor, ipc, socket, web, runs };
     let closing: Promise<void> | null = null;
     return {
       ...opened,
       close: () =>
         (closing ??= (async () => {
           stopWatching();
+          // Loops stop without ending their runs: the next host resumes them.
+          await runs.close();
           await web?.close();
           await socket!.close();
           ipc!.close();
@@ -83,6 +94,7 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
         })()),
     };
   } catch (error) {
+    await runs.close();
     await socket?.close();
     ipc?.close();
     executor.close();

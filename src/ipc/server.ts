@@ -1,3 +1,6 @@
+import type { EventEmitter } from 'node:events';
+import type { RunManagerEvents } from '../runs/run-manager.js';
+import type { RunService } from '../runs/run-service.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, type ErrorCode } from '../domain/errors.js';
@@ -218,6 +221,8 @@ export class IpcServer {
   private readonly floodAudits = new Map<string, { at: number; refused: number }>();
   private issueAuditDownload: CallContext['issueAuditDownload'];
   private readonly agentIdentities: AgentIdentities;
+  private runs: RunService | undefined;
+  private unsubscribeRuns: () => void = () => {};
 
   constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
@@ -253,6 +258,21 @@ export class IpcServer {
   /** The web server, once started, lets person channels ask for a fresh browser URL. */
   setWebUrlIssuer(issue: () => string): void {
     this.issueWebUrl = issue;
+  }
+
+  /** The host's agent runs: their methods, and their events for the person's sessions. */
+  setRuns(runs: RunService & Pick<EventEmitter<RunManagerEvents>, 'on' | 'off'>): void {
+    this.runs = runs;
+    const onRun = (data: unknown) => this.broadcast('agentRun', data);
+    const onQuestion = (data: unknown) => this.broadcast('question', data);
+    runs.on('agentRun', onRun);
+    runs.on('question', onQuestion);
+    const before = this.unsubscribeRuns;
+    this.unsubscribeRuns = () => {
+      before();
+      runs.off('agentRun', onRun);
+      runs.off('question', onQuestion);
+    };
   }
 
   /** The web server, once started, streams audit exports behind one-time links. */
@@ -329,6 +349,7 @@ export class IpcServer {
 
   close(): void {
     this.unsubscribeExecutor();
+    this.unsubscribeRuns();
     this.sessions.clear();
   }
 
@@ -417,6 +438,7 @@ export class IpcServer {
         ...(session.credential.channel === 'mcp' ? { agentIdentity: (resume?: string) => this.agentIdentity(session, resume) } : {}),
         issueWebUrl: this.issueWebUrl,
         issueAuditDownload: this.issueAuditDownload,
+        runs: this.runs,
       });
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {

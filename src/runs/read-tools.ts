@@ -38,8 +38,12 @@ interface Resolved {
   root: string;
 }
 
-/** The path checked like a step's, against the run's root alone; a refusal says why. */
-function resolve(requested: string, env: ReadToolEnvironment): Resolved | ReadOutcome {
+/** The path checked like a step's, against the run's root alone; a refusal says why. A folder tool may name the root itself. */
+function resolve(requested: string, env: ReadToolEnvironment, folder = false): Resolved | ReadOutcome {
+  if (folder && path.resolve(env.root, requested) === path.resolve(env.root)) {
+    const realRoot = fs.realpathSync.native(env.root);
+    return { realPath: realRoot, relativePath: '', root: realRoot };
+  }
   const verdict = guardPath(requested, [env.root], env.dataDir);
   if (!verdict.ok) return { outcome: 'DENIED', code: verdict.code, result: verdict.reason };
   return { realPath: verdict.realPath, relativePath: verdict.relativePath, root: verdict.root };
@@ -91,7 +95,7 @@ export async function readFileTool(args: RunToolArgs<'read_file'>, env: ReadTool
 }
 
 export async function listDirTool(args: RunToolArgs<'list_dir'>, env: ReadToolEnvironment): Promise<ReadOutcome> {
-  const resolved = resolve(args.path ?? '.', env);
+  const resolved = resolve(args.path ?? '.', env, true);
   if ('outcome' in resolved) return resolved;
   try {
     const entries = await fs.promises.readdir(resolved.realPath, { withFileTypes: true });
@@ -117,7 +121,7 @@ export async function listDirTool(args: RunToolArgs<'list_dir'>, env: ReadToolEn
 
 /** Plain-text, case-insensitive search under a folder, skipping secret files, links, binaries and big files. */
 export async function searchFilesTool(args: RunToolArgs<'search_files'>, env: ReadToolEnvironment): Promise<ReadOutcome> {
-  const resolved = resolve(args.path ?? '.', env);
+  const resolved = resolve(args.path ?? '.', env, true);
   if ('outcome' in resolved) return resolved;
   const needle = args.query.toLowerCase();
   const matches: string[] = [];

@@ -394,6 +394,13 @@ export class RunStore {
     return (this.db.prepare(`SELECT min(expires_at) FROM questions WHERE status = 'waiting'`).pluck().get() as string | null) ?? null;
   }
 
+  /** Settles a run's waiting questions (its run ended); answers their ids. */
+  settleRunQuestions(runId: string, status: 'expired' | 'cancelled', at: string): string[] {
+    const ids = this.db.prepare(`SELECT question_id FROM questions WHERE run_id = ? AND status = 'waiting'`).pluck().all(runId) as string[];
+    for (const id of ids) this.settleQuestion(id, status, null, at);
+    return ids;
+  }
+
   /** Moves a waiting question on; false when it was no longer waiting. */
   settleQuestion(questionId: string, status: 'answered' | 'expired' | 'cancelled', answer: string | null, at: string): boolean {
     return (

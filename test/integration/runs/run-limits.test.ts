@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { startHost, type Host } from '../../../src/ipc/host.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
+import { callTool, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+import { ended, waitForRun } from '../../helpers/run-waits.js';
+
+// The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
+
+let host: Host | undefined;
+let server: ScriptedServer | undefined;
+const clients: ExecutorClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await host?.close();
+  host = undefined;
+  await server?.close();
+  server = undefined;
+});
+
+async function setup(script: ScriptedTurn[], policy: Record<string, unknown> = {}) {
+  const { dataDir, workspace } = tempSetup(policy);
+  server = await startScriptedOpenAiServer(script);
+  host = await startHost(dataDir);
+  const api = await connectToHost(dataDir, 'cli');
+  clients.push(api);
+  const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
+  return { dataDir, workspace, api, model, server };
+}
+
+const usage = (inputTokens: number, outputTokens: number) => ({ inputTokens, outputTokens });
+
+describe('run limits and cancel', () => {
+  it('cancel during a model call aborts the HTTP request and ends the run cancelled', async () => {
+    const { api, model, server } = await setup([{ kind: 'hang' }]);
+    const { id } = await api.startRun({ task: 'Think forever', model });
+    await server.waitForRequest(1);
+    const cancelled = await api.cancelRun({ runId: id, reason: 'changed my mind' });
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.endReason).toEqual({ code: 'RUN_CANCELLED', message: expect.stringContaining('changed my mind') });
+    await server.waitForAbandon(1);
+    // Idempotent, and nothing else happens.
+    expect((await api.cancelRun({ runId: id })).status).toBe('cancelled');
+    await host!.runs.whenStopped(id);
+    expect((await api.getRunTrace({ runId: id })).entries).toEqual([]);
+  });
+
+  it('cancel while a step waits for consent withdraws the step (rejected) and the run ends cancelled', async () => {
+    const { workspace, api, model } = await setup([callTool('write_file', { path: 'a.txt', content: 'a' }, 'c1'), say('never')]);
+    const { id } = await api.startRun({ task: 'Write a', model });
+    const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
+    await api.cancelRun({ runId: id });
+    await host!.runs.whenStopped(id);
+    expect((await api.getStep({ stepId: waiting.waitingStepId! })).status).toBe('rejected');
+    const trace = await api.getRunTrace({ runId: id });
+    expect(trace.entries[0]!.toolCalls[0]).toMatchObject({ outcome: 'CANCELLED', stepId: waiting.waitingStepId });
+    // Approving the withdrawn step does nothing.
+    await expect(api.approve({ stepId: waiting.waitingStepId! })).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+    expect(fs.existsSync(path.join(workspace, 'a.txt'))).toBe(false);
+  });
+
+  it('ends the run failed at max iterations (from the start params)', async () => {
+    const read = callTool('list_dir', {});
+    const { api, model } = await setup([read, read, read, say('never')]);
+    const { id } = await api.startRun({ task: 'Loop', model, maxIterations: 2 });
+    const done = await waitForRun(api, id, ended);
+    expect(done).toMatchObject({ status: 'failed', endReason: { code: 'MAX_ITERATIONS' }, counters: { iterations: 2 } });
+  });
+
+  it('ends the run failed when it spends its token budget', async () => {
+    const { api, model } = await setup([{ kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }], usage: usage(900, 200) }, say('never')], { runs: { maxTokensPerRun: 1000 } });
+    const { id } = await api.startRun({ task: 'Spend', model });
+    const done = await waitForRun(api, id, ended);
+    expect(done).toMatchObject({ status: 'failed', endReason: { code: 'RUN_BUDGET_EXCEEDED' } });
+    expect(done.endReason!.message).toMatch(/1100 tokens.*budget is 1000/);
+  });
+
+  it('refuses a run over the daily budget, naming when it refills, and fails a run that crosses it', async () => {
+    const { api, model } = await setup(
+      [
+        { kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }], usage: usage(3000, 100) },
+        { kind: 'reply', text: 'never', usage: usage(10, 10) },
+      ],
+      { runs: { dailyTokenBudget: 3000 } },
+    );
+    const { id } = await api.startRun({ task: 'Spend a lot', model });
+    const done = await waitForRun(api, id, ended);
+    expect(done).toMatchObject({ status: 'failed', endReason: { code: 'RUN_BUDGET_EXCEEDED' } });
+    expect(done.endReason!.message).toMatch(/daily budget is 3000.*refills in \d+ h/);
+    const refused = await api.startRun({ task: 'Another', model }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'RUN_BUDGET_EXCEEDED', message: expect.stringMatching(/3100 of 3000 tokens.*refills in (23 h|24 h)/) });
+    expect((await api.listRuns({})).runs).toHaveLength(1);
+  });
+
+  it('allows one active run per workspace root unless the policy allows more', async () => {
+    const { api, model } = await setup([{ kind: 'hang' }, { kind: 'hang' }]);
+    const first = await api.startRun({ task: 'One', model });
+    await expect(api.startRun({ task: 'Two', model })).rejects.toMatchObject({ code: 'RUN_BUSY', message: expect.stringContaining(first.id) });
+    await api.cancelRun({ runId: first.id });
+    const second = await api.startRun({ task: 'Two', model });
+    expect(second.status).toMatch(/created|running/);
+    await api.cancelRun({ runId: second.id });
+  });
+
+  it('refuses a root that is not a workspace root, and runs without a model', async () => {
+    const { api, model } = await setup([]);
+    await expect(api.startRun({ task: 'x', model, root: '/tmp' })).rejects.toMatchObject({ code: 'ROOT_REFUSED' });
+    await expect(api.startRun({ task: 'x' })).rejects.toMatchObject({ code: 'MODEL_NOT_CONFIGURED' });
+    await expect(api.getRun({ runId: 'run-nope' })).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+  });
+
+  it('lets no agent start, answer, cancel or revert a run', async () => {
+    const { dataDir, api, model } = await setup([{ kind: 'hang' }]);
+    const agent = await connectToHost(dataDir, 'agent');
+    clients.push(agent);
+    await expect(agent.startRun({ task: 'x', model })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    const { id } = await api.startRun({ task: 'Mine', model });
+    await expect(agent.cancelRun({ runId: id })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    await expect(agent.answerRun({ runId: id, text: 'yes' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    await expect(agent.listRuns({})).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    await api.cancelRun({ runId: id });
+  });
+});
