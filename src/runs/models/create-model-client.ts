@@ -4,6 +4,7 @@
  */
 import { ExecutorError } from '../../domain/errors.js';
 import type { ModelClient, ModelSettings } from '../model-client.js';
+import { ANTHROPIC_DEFAULT_BASE_URL, createAnthropicMessagesClient } from './anthropic-messages.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS } from './model-retry.js';
 import { createOpenAiChatClient, OPENAI_DEFAULT_BASE_URL } from './openai-chat.js';
 
@@ -33,7 +34,7 @@ export function createModelClient(settings: ModelSettings, apiKey: string | unde
     case 'openai':
       return createOpenAiChatClient({ ...common, baseUrl: checkedBaseUrl(settings.baseUrl ?? OPENAI_DEFAULT_BASE_URL) });
     case 'anthropic':
-      throw new ExecutorError('NOT_AVAILABLE', 'The Anthropic client is not built yet.');
+      return createAnthropicMessagesClient({ ...common, baseUrl: checkedBaseUrl(settings.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL) });
     default:
       throw new ExecutorError('INVALID_INPUT', `Unknown model provider "${String(settings.provider)}": use openai (any OpenAI-compatible server) or anthropic.`);
   }

@@ -8,13 +8,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ExecutorError } from '../../../../src/domain/errors.js';
 import type { ModelMessage, ModelSettings } from '../../../../src/runs/model-client.js';
 import { createModelClient } from '../../../../src/runs/models/create-model-client.js';
+import { startScriptedAnthropicServer } from '../../../helpers/scripted-anthropic-server.js';
 import { say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurnSource } from '../../../helpers/scripted-openai-server.js';
 
 interface Provider {
   name: 'openai' | 'anthropic';
   start(script: ScriptedTurnSource): Promise<ScriptedServer>;
 }
-export const PROVIDERS: Provider[] = [{ name: 'openai', start: startScriptedOpenAiServer }];
+const PROVIDERS: Provider[] = [
+  { name: 'openai', start: startScriptedOpenAiServer },
+  { name: 'anthropic', start: startScriptedAnthropicServer },
+];
 
 const KEY = 'sk-live-Zq81XvTT0pLm4AaBbCcDdEe';
 const MESSAGES: ModelMessage[] = [{ role: 'user', content: 'hello' }];
