@@ -32,10 +32,13 @@ interface Setup {
   close(): Promise<void>;
 }
 
-/** A data directory whose policy names the scripted model, its host, a window on it and the person's CLI session. */
-async function setup(script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>), policy: Record<string, unknown> = {}): Promise<Setup> {
+/**
+ * A data directory, its host, a window on it and the person's CLI session. With `modelInSettings` the
+ * policy names the scripted model (what the window's New run box uses); otherwise runs name it themselves.
+ */
+async function setup(script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>), options: { modelInSettings?: boolean } = {}): Promise<Setup> {
   const model = await startScriptedOpenAiServer(script);
-  const { dataDir, workspace } = tempSetup({ model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' }, ...policy });
+  const { dataDir, workspace } = tempSetup(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {});
   const served = await startServe(dataDir);
   const window = await openWindow(browser(), served.info.url, { decisionsAtOnce: true });
   const api = await connectToHost(dataDir, 'cli');
@@ -73,6 +76,16 @@ async function startFromWindow(page: Page, task: string): Promise<string> {
   return decodeURIComponent((await page.evaluate(() => location.hash)).replace(/^#runs\?run=/, ''));
 }
 
+/** Starts a run from the person's CLI session, naming the scripted model, and opens its page in the window (it appears there live). */
+async function startFromCli(s: Setup, task: string): Promise<string> {
+  const run = await s.api.startRun({ task, model: { provider: 'openai', baseUrl: s.model.baseUrl, model: 'scripted-model' } });
+  await openRuns(s.page);
+  const item = s.page.getByTestId(`run-item-${run.id}`);
+  await expect.poll(() => item.isVisible(), SOON).toBe(true);
+  await item.click();
+  return run.id;
+}
+
 async function runStatusText(page: Page): Promise<string> {
   const status = page.getByTestId('run-page').getByTestId('run-status');
   return (await status.isVisible()) ? status.innerText() : '';
@@ -86,7 +99,7 @@ function toolResults(request: RecordedRequest): string[] {
 // Skipped only on a machine without Chromium (windowTestsSkipReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_000 }, () => {
   it('a run writes a file with consent given in the window, its timeline shows the call, the step and the result, and Revert run puts the file back', async () => {
-    const s = await setup([callTool('write_file', { path: 'notes.txt', content: 'new notes\n' }, 'call_write'), say('Done: notes.txt now says "new notes".')]);
+    const s = await setup([callTool('write_file', { path: 'notes.txt', content: 'new notes\n' }, 'call_write'), say('Done: notes.txt now says "new notes".')], { modelInSettings: true });
     try {
       const notes = path.join(s.workspace, 'notes.txt');
       fs.writeFileSync(notes, 'old notes\n');
@@ -149,7 +162,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       return say('Wrote docs/guide.md instead, as you asked.');
     });
     try {
-      const runId = await startFromWindow(s.page, 'Write a short guide.');
+      const runId = await startFromCli(s, 'Write a short guide.');
       const waits = s.page.getByTestId('run-waits-for-consent');
       await expect.poll(() => waits.isVisible(), SOON).toBe(true);
       await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();
@@ -190,7 +203,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       return say(`Using the port you named: ${results[0]}`);
     });
     try {
-      await startFromWindow(s.page, 'Set up the dev server.');
+      await startFromCli(s, 'Set up the dev server.');
       const box = s.page.getByTestId('run-question');
       await expect.poll(() => box.isVisible(), SOON).toBe(true);
       expect(await runStatusText(s.page)).toBe('Waiting for your answer');
@@ -243,7 +256,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
   it('Cancel in the window stops a run whose model has not answered: the model call is dropped and the run ends cancelled', async () => {
     const s = await setup([{ kind: 'hang' }]);
     try {
-      const runId = await startFromWindow(s.page, 'Think for a very long time.');
+      const runId = await startFromCli(s, 'Think for a very long time.');
       await s.model.waitForRequest(1);
       await expect.poll(() => runStatusText(s.page), SOON).toBe('Working');
       await s.page.getByRole('button', { name: 'Cancel run' }).click();
