@@ -77,7 +77,7 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
         <textarea
           id="new-run-task"
           value={task}
-          rows={4}
+          rows={3}
           maxLength={MAX_TASK_CHARACTERS}
           placeholder="Add a CHANGELOG.md that lists the changes since the last tag"
           onChange={(event) => setTask(event.target.value)}
@@ -89,53 +89,58 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
             }
           }}
         />
-        <fieldset className="run-tools">
-          <legend>It may use</legend>
-          {RUN_TOOL_GROUP_NAMES.map((group) => (
-            <label key={group} className="choice">
-              <input
-                type="checkbox"
-                checked={groups.includes(group)}
-                onChange={(event) => setGroups((previous) => (event.target.checked ? [...previous, group] : previous.filter((known) => known !== group)))}
-              />
-              {GROUP_WORDS[group]}
-            </label>
-          ))}
-          {groups.length === 0 ? <p className="warning small">Choose at least one kind of tool.</p> : null}
-        </fieldset>
-        <div className="run-options">
-          <label htmlFor={`${id}-iterations`}>At most this many iterations</label>
-          <input
-            id={`${id}-iterations`}
-            type="number"
-            inputMode="numeric"
-            min={1}
-            max={MAX_RUN_ITERATIONS}
-            placeholder="20 (the policy's)"
-            value={maxIterations}
-            aria-invalid={iterationsWrong || undefined}
-            aria-describedby={iterationsWrong ? `${id}-iterations-wrong` : undefined}
-            onChange={(event) => setMaxIterations(event.target.value)}
-          />
-          {iterationsWrong ? (
-            <p id={`${id}-iterations-wrong`} className="warning small">
-              A whole number from 1 to {MAX_RUN_ITERATIONS}, or empty for the policy's limit.
-            </p>
-          ) : null}
-          {roots.length > 1 ? (
-            <>
-              <label htmlFor={`${id}-root`}>Works in</label>
-              <select id={`${id}-root`} value={root} onChange={(event) => setRoot(event.target.value)}>
-                <option value="">{roots[0]} (the first root)</option>
-                {roots.slice(1).map((entry) => (
-                  <option key={entry} value={entry}>
-                    {entry}
-                  </option>
-                ))}
-              </select>
-            </>
-          ) : null}
-        </div>
+        <details className="run-settings">
+          <summary>
+            Tools and limits: <span data-testid="new-run-choices">{groups.length === RUN_TOOL_GROUP_NAMES.length ? 'every kind of tool' : `${groups.length} of ${RUN_TOOL_GROUP_NAMES.length} kinds of tools`}, {iterationsWrong ? 'an iteration limit that is not a whole number from 1 to ' + MAX_RUN_ITERATIONS : iterations !== undefined ? `at most ${iterations} iteration${iterations === 1 ? '' : 's'}` : "the policy's iteration limit"}</span>
+          </summary>
+          <fieldset className="run-tools">
+            <legend>It may use</legend>
+            {RUN_TOOL_GROUP_NAMES.map((group) => (
+              <label key={group} className="choice">
+                <input
+                  type="checkbox"
+                  checked={groups.includes(group)}
+                  onChange={(event) => setGroups((previous) => (event.target.checked ? [...previous, group] : previous.filter((known) => known !== group)))}
+                />
+                {GROUP_WORDS[group]}
+              </label>
+            ))}
+          </fieldset>
+          <div className="run-options">
+            <label htmlFor={`${id}-iterations`}>At most this many iterations</label>
+            <input
+              id={`${id}-iterations`}
+              type="number"
+              inputMode="numeric"
+              min={1}
+              max={MAX_RUN_ITERATIONS}
+              placeholder="20 (the policy's)"
+              value={maxIterations}
+              aria-invalid={iterationsWrong || undefined}
+              aria-describedby={iterationsWrong ? `${id}-iterations-wrong` : undefined}
+              onChange={(event) => setMaxIterations(event.target.value)}
+            />
+            {iterationsWrong ? (
+              <p id={`${id}-iterations-wrong`} className="warning small">
+                A whole number from 1 to {MAX_RUN_ITERATIONS}, or empty for the policy's limit.
+              </p>
+            ) : null}
+            {roots.length > 1 ? (
+              <>
+                <label htmlFor={`${id}-root`}>Works in</label>
+                <select id={`${id}-root`} value={root} onChange={(event) => setRoot(event.target.value)}>
+                  <option value="">{roots[0]} (the first root)</option>
+                  {roots.slice(1).map((entry) => (
+                    <option key={entry} value={entry}>
+                      {entry}
+                    </option>
+                  ))}
+                </select>
+              </>
+            ) : null}
+          </div>
+        </details>
+        {groups.length === 0 ? <p className="warning small">Choose at least one kind of tool under Tools and limits.</p> : null}
         <p className="run-model" data-testid="new-run-model">
           {model ? (
             <>
