@@ -5,6 +5,7 @@ import { wordsForStates } from '../domain/status-words.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
+import { registerModelCommands } from './commands/model.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
@@ -29,6 +30,7 @@ registerKeyCommands(program);
 registerSandboxCommands(program);
 registerServeCommands(program);
 registerMcpCommands(program);
+registerModelCommands(program);
 registerWhereCommands(program);
 registerWitnessCommands(program);
 

@@ -51,4 +51,6 @@ export const EVENT_KINDS = [
   'run.answered',
   /** A run ended (detail: runId, status, reason {code, message}, counters). */
   'run.ended',
+  /** The model's API key was set or cleared (detail: provider, set); the key itself is never recorded. */
+  'model.key_set',
 ] as const;

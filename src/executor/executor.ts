@@ -28,6 +28,7 @@ import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { checkedApiKey, modelKeyEntry, type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
@@ -2010,6 +2011,27 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string): { digest: string; seqs: number[] } {
     return findSecretDigest(this.db, this.auditLog.keys.salt, value);
+  }
+
+  /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */
+  modelApiKey(provider: ModelProvider): string | undefined {
+    const bytes = this.keyStore.read(modelKeyEntry(provider));
+    return bytes && bytes.length ? bytes.toString('utf8') : undefined;
+  }
+
+  /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key, in one transaction with the write. */
+  setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void {
+    const checked = key === null ? null : checkedApiKey(key);
+    this.db.transaction(() => {
+      this.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
+      if (checked === null) this.keyStore.erase(modelKeyEntry(provider));
+      else this.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
+    })();
+  }
+
+  /** How the model keys are kept: sealed by the OS keychain (the app) or a file only this user reads. */
+  get modelKeyProtection(): KeyProtection {
+    return this.keyStore.protection;
   }
 
   keyStatus(): KeyStatus {

@@ -6,6 +6,8 @@ import { StepSchema } from '../domain/step.js';
 import type { Executor } from '../executor/executor.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../policy/workspace-root.js';
+import { checkedApiKey } from '../domain/model-settings.js';
+import { checkModel, modelSettingsView } from '../runs/models/model-config.js';
 import { boundedRecord, MAX_RECORD_BYTES, partOfRecordText } from '../domain/step-record-cut.js';
 import { mayAccessStep } from '../domain/step-ownership.js';
 import type { StepRecord } from '../domain/step-record.js';
@@ -129,6 +131,22 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   setPolicy: (executor, { policy }, { actor }) => executor.setPolicy(policy, actor),
   addWorkspaceRoot: (executor, { path }, { actor }) =>
     executor.setPolicy(policyWithRoot(executor.getPolicy(), checkWorkspaceRoot(path, executor.dataDir)), actor),
+  getModelSettings: (executor) => modelSettingsView(executor),
+  setModelSettings: (executor, { settings }, { actor }) => {
+    const { model: _previous, ...rest } = executor.getPolicy();
+    executor.setPolicy(settings === null ? rest : { ...rest, model: settings }, actor);
+    return modelSettingsView(executor);
+  },
+  setModelKey: (executor, { provider, key }, { actor }) => {
+    executor.setModelApiKey(provider, key, actor);
+    return modelSettingsView(executor);
+  },
+  // Settings not saved yet are checked whole, not merged with the saved ones (a cleared address means the public API).
+  checkModel: (executor, params) =>
+    checkModel(
+      params?.settings ? { getPolicy: () => ({ model: params.settings }), modelApiKey: (provider) => executor.modelApiKey(provider) } : executor,
+      params?.key !== undefined ? { apiKey: checkedApiKey(params.key) } : {},
+    ),
   issueWebUrl: (_executor, _params, context) => {
     if (!context.issueWebUrl) throw new ExecutorError('NOT_AVAILABLE', 'This host serves no web UI; start one with `executor serve`.');
     return { url: context.issueWebUrl() };

@@ -40,6 +40,7 @@ import {
   RunTracePageSchema,
   StartRunParamsSchema,
 } from '../domain/run.js';
+import { MAX_API_KEY_LENGTH, MODEL_PROVIDERS, ModelCheckSchema, ModelSettingsSchema, ModelSettingsViewSchema } from '../domain/model-settings.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the
@@ -331,6 +332,32 @@ export const METHODS = {
     result: PolicyWireSchema,
     channels: PERSON_CHANNELS,
     description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder, a folder other users share or the data directory; saved and audited as setPolicy',
+  }),
+  getModelSettings: method({
+    params: noParams,
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: "the model agent runs use (policy.json's `model`, or null) and whether a key is kept for each provider; never the key",
+  }),
+  setModelSettings: method({
+    params: z.strictObject({ settings: ModelSettingsSchema.nullable() }),
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: "replace the model agent runs use (null: none); saved in policy.json and audited as setPolicy; a key in it is refused (INVALID_INPUT: keys go through setModelKey)",
+  }),
+  setModelKey: method({
+    // Write-only: no method ever answers the key.
+    params: z.strictObject({ provider: z.enum(MODEL_PROVIDERS), key: z.string().max(MAX_API_KEY_LENGTH + 64).nullable() }),
+    result: ModelSettingsViewSchema,
+    channels: PERSON_CHANNELS,
+    description: 'keep (or, given null, erase) a provider\'s API key, sealed in the key store beside the audit keys; audited as model.key_set without the key',
+  }),
+  checkModel: method({
+    // Settings and a key not saved yet may be checked before saving them; absent, the saved ones.
+    params: z.strictObject({ settings: ModelSettingsSchema.optional(), key: z.string().max(MAX_API_KEY_LENGTH + 64).optional() }).optional(),
+    result: ModelCheckSchema,
+    channels: PERSON_CHANNELS,
+    description: 'one tiny call to the model (no retries, at most 30 s): ok with the model that answered and the time it took, or what is wrong in plain words (code MODEL_REFUSED, MODEL_UNAVAILABLE, MODEL_TIMEOUT, MODEL_NOT_CONFIGURED)',
   }),
   issueWebUrl: method({
     params: noParams,

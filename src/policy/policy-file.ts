@@ -7,6 +7,7 @@ import { assertWithinJsonLimits, FILE_LIMITS } from '../domain/json-limits.js';
 import { describeIssues } from '../domain/plan-parse.js';
 import { whyNotARulePrefix } from '../domain/program-runners.js';
 import type { RememberedRule } from '../domain/remembered-rule.js';
+import { ModelSettingsSchema } from '../domain/model-settings.js';
 
 const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
 const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
@@ -491,6 +492,8 @@ export const PolicySchema = z.strictObject({
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
   /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
   runs: RunLimitsPolicySchema,
+  /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
+  model: ModelSettingsSchema.optional(),
   witnesses: z
     .array(WitnessConfigSchema)
     .max(32)

@@ -182,7 +182,7 @@ export async function withModelRetries<T>(options: RetryOptions, attempt: (a: At
     if (number >= options.maxRetries) {
       throw new ExecutorError(
         'MODEL_UNAVAILABLE',
-        `The model at ${endpoint} ${statusPhrase(failure)}${words ? ` (${safe(words)})` : ''}, ${number + 1} time${number ? 's' : ''}; gave up after ${options.maxRetries} retr${options.maxRetries === 1 ? 'y' : 'ies'}. Check that it is running, or try again later.`,
+        `The model at ${endpoint} ${statusPhrase(failure)}${words ? ` (${safe(words)})` : ''}${number ? `, ${number + 1} times; gave up after ${number} retr${number === 1 ? 'y' : 'ies'}` : ''}. Check that it is running, or try again later.`,
         details,
       );
     }
