@@ -7,6 +7,7 @@ import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerModelCommands } from './commands/model.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
+import { registerRunCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
@@ -33,6 +34,7 @@ registerMcpCommands(program);
 registerModelCommands(program);
 registerWhereCommands(program);
 registerWitnessCommands(program);
+registerRunCommands(program);
 
 try {
   await program.parseAsync(process.argv);

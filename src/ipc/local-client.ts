@@ -9,6 +9,7 @@ import type { CallContext } from './handlers.js';
 import { METHOD_NAMES, type IpcChannel, type MethodName } from './methods.js';
 import { eventVisibleTo } from './server.js';
 import type { EventTopic } from './wire-schemas.js';
+import type { RunService } from '../runs/run-service.js';
 
 const IN_PROCESS_AGENTS = AgentIdentities.ephemeral();
 
@@ -17,7 +18,7 @@ const IN_PROCESS_AGENTS = AgentIdentities.ephemeral();
  * MCP server when it opens the database itself). Nothing is signed, as nothing crosses a process,
  * but every call still goes through invokeMethod: the channel's rights and the params schema hold.
  */
-export function localClient(executor: Executor, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS): ExecutorClient {
+export function localClient(executor: Executor, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS, runs?: RunService): ExecutorClient {
   // Events meant for this caller alone (the progress of its own verifyAudit) never pass through the executor.
   const own = new EventEmitter();
   // Like a socket session, an agent caller is a new agent, with an identity the host side issues, until it resumes an earlier one.
@@ -27,6 +28,7 @@ export function localClient(executor: Executor, channel: IpcChannel, client?: st
     subscribe: (topics) => topics,
     notify: (topic, data) => void own.emit(topic, data),
     sameProcess: true,
+    ...(runs ? { runs } : {}),
   };
   if (channel === 'mcp') {
     context.agentIdentity = (resume) => {

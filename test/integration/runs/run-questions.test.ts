@@ -1,0 +1,82 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
+import type { AgentQuestion } from '../../../src/domain/run.js';
+import { startHost, type Host } from '../../../src/ipc/host.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
+import { callTool, messageText, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+import { ended, waitForRun } from '../../helpers/run-waits.js';
+
+// The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
+
+let host: Host | undefined;
+let server: ScriptedServer | undefined;
+const clients: ExecutorClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await host?.close();
+  host = undefined;
+  await server?.close();
+  server = undefined;
+});
+
+async function setup(script: ScriptedTurn[], policy: Record<string, unknown> = {}) {
+  const { dataDir, workspace } = tempSetup(policy);
+  server = await startScriptedOpenAiServer(script);
+  host = await startHost(dataDir);
+  const api = await connectToHost(dataDir, 'cli');
+  clients.push(api);
+  const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
+  return { dataDir, workspace, api, model, server };
+}
+
+describe('ask_user', () => {
+  it('pauses the run awaiting_input and delivers the answer as the call result', async () => {
+    const { api, model, server } = await setup([callTool('ask_user', { question: 'Which port?' }, 'call_q'), say('Using port 8080.')]);
+    const heard: AgentQuestion[] = [];
+    await api.on('question', (question) => heard.push(question));
+    const { id } = await api.startRun({ task: 'Set up the server', model });
+    const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_input');
+    expect(waiting.question).toMatchObject({ text: 'Which port?' });
+    expect(Date.parse(waiting.question!.expiresAt) - Date.parse(waiting.question!.askedAt)).toBe(1800_000);
+    expect((await api.listQuestions({ waitingOnly: true })).map((question) => question.id)).toEqual([waiting.question!.id]);
+    const answered = await api.answerRun({ runId: id, text: '8080' });
+    expect(answered.status).not.toBe('awaiting_input');
+    expect((await waitForRun(api, id, ended)).status).toBe('completed');
+    const tool = server.requests[1]!.body!.messages.find((message) => message.role === 'tool')!;
+    expect(tool.tool_call_id).toBe('call_q');
+    expect(messageText(tool.content)).toBe('ANSWERED: 8080');
+    await expect(api.answerRun({ runId: id, text: 'again' })).rejects.toMatchObject({ code: 'RUN_NOT_WAITING' });
+    expect(heard.map((question) => question.status)).toEqual(['waiting', 'answered']);
+    const kinds = (await api.getAudit({ order: 'asc', limit: 500 })).entries.map((entry) => entry.action).filter((kind) => kind.startsWith('run.'));
+    expect(kinds).toEqual(['run.started', 'run.turn', 'run.question', 'run.answered', 'run.turn', 'run.ended']);
+  });
+
+  it('cancels the run with QUESTION_EXPIRED when nobody answers in time', async () => {
+    const { api, model } = await setup([callTool('ask_user', { question: 'Still there?' }), say('never')], { runs: { questionExpirySeconds: 1 } });
+    const { id } = await api.startRun({ task: 'Ask', model });
+    const done = await waitForRun(api, id, ended);
+    expect(done.status).toBe('cancelled');
+    expect(done.endReason).toMatchObject({ code: 'QUESTION_EXPIRED', message: expect.stringContaining('Still there?') });
+    await expect(api.answerRun({ runId: id, text: 'yes' })).rejects.toMatchObject({ code: 'QUESTION_EXPIRED' });
+    const [question] = await api.listQuestions({});
+    expect(question).toMatchObject({ status: 'expired', runId: id });
+    await expect(api.answerQuestion({ questionId: question!.id, text: 'late' })).rejects.toMatchObject({ code: 'QUESTION_EXPIRED' });
+  });
+
+  it('is offered to MCP agents: askUser, the person answers, the agent reads it; another agent cannot', async () => {
+    const { dataDir, api } = await setup([]);
+    const agent = await connectToHost(dataDir, 'agent', { client: 'test-agent 1.0' });
+    const stranger = await connectToHost(dataDir, 'agent', { client: 'other-agent' });
+    clients.push(agent, stranger);
+    const asked = await agent.askUser({ question: 'May I delete build/?' });
+    expect(asked).toMatchObject({ status: 'waiting', runId: null, askedBy: 'test-agent 1.0' });
+    await expect(stranger.getAnswer({ questionId: asked.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(agent.answerQuestion({ questionId: asked.id, text: 'yes' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    const pending = agent.getAnswer({ questionId: asked.id, waitMs: 30_000 });
+    await api.answerQuestion({ questionId: asked.id, text: 'Yes, go ahead.' });
+    expect(await pending).toMatchObject({ status: 'answered', answer: 'Yes, go ahead.' });
+    await expect(api.answerQuestion({ questionId: asked.id, text: 'twice' })).rejects.toMatchObject({ code: 'RUN_NOT_WAITING' });
+  });
+});

@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { connectToHost } from '../../../src/ipc/node-client.js';
+import { startScriptedOpenAiServer, type RecordedRequest, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import { startServe } from '../../helpers/serve-process.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+import { ended, waitForRun } from '../../helpers/run-waits.js';
+
+// The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire
+// format. It lives in the test process, so it outlives the host that is killed.
+
+let server: ScriptedServer | undefined;
+const clients: ExecutorClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await server?.close();
+  server = undefined;
+});
+
+/** A model that writes a.txt, then b.txt, then is done, judged by how many results it has seen. */
+function writer(hangOnce: { at: number; done: boolean }) {
+  return (request: RecordedRequest): ScriptedTurn => {
+    const results = request.body!.messages.filter((message) => message.role === 'tool').length;
+    if (results === hangOnce.at && !hangOnce.done) {
+      hangOnce.done = true;
+      return { kind: 'hang' };
+    }
+    if (results === 0) return { kind: 'reply', toolCalls: [{ id: 'call_a', name: 'write_file', arguments: { path: 'a.txt', content: 'A\n' } }] };
+    if (results === 1) return { kind: 'reply', toolCalls: [{ id: 'call_b', name: 'write_file', arguments: { path: 'b.txt', content: 'B\n' } }] };
+    return { kind: 'reply', text: 'Both written.' };
+  };
+}
+
+async function approveWaiting(api: ExecutorClient, runId: string, notStep?: string): Promise<string> {
+  const waiting = await waitForRun(api, runId, (run) => run.status === 'awaiting_consent' && run.waitingStepId !== notStep, 'consent');
+  const step = await api.getStep({ stepId: waiting.waitingStepId! });
+  await api.approve({ stepId: step.step.id, previewHash: step.previewHash });
+  return step.step.id;
+}
+
+function sigkill(child: import('node:child_process').ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+describe('a run survives its host being killed (SIGKILL, real `executor serve`)', () => {
+  it('killed during a model call: the restarted host calls the model again and never proposes an executed step twice', async () => {
+    const { dataDir, workspace } = tempSetup();
+    server = await startScriptedOpenAiServer(writer({ at: 1, done: false }));
+    const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
+    const first = await startServe(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    const { id } = await api.startRun({ task: 'Write a and b', model });
+    const stepA = await approveWaiting(api, id);
+    // The second model call hangs: the host dies in the middle of it.
+    await server.waitForRequest(2);
+    api.close();
+    await sigkill(first.child);
+
+    const second = await startServe(dataDir);
+    const again = await connectToHost(dataDir, 'cli');
+    clients.push(again);
+    const stepB = await approveWaiting(again, id, stepA);
+    const done = await waitForRun(again, id, ended);
+    expect(done.status).toBe('completed');
+    const steps = await again.listSteps({});
+    expect(steps.map((step) => step.step.id).sort()).toEqual([stepA, stepB].sort());
+    expect(steps.every((step) => step.status === 'executed')).toBe(true);
+    expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('A\n');
+    expect(fs.readFileSync(path.join(workspace, 'b.txt'), 'utf8')).toBe('B\n');
+    const trace = await again.getRunTrace({ runId: id });
+    expect(trace.entries.map((entry) => entry.toolCalls.map((call) => `${call.name}:${call.outcome}`))).toEqual([['write_file:EXECUTED'], ['write_file:EXECUTED'], []]);
+    expect(await second.stop()).toBe(0);
+  }, 180_000);
+
+  it('killed while a step waits for consent: the restarted host shows the run waiting on the same step, and goes on once it is approved', async () => {
+    const { dataDir, workspace } = tempSetup();
+    server = await startScriptedOpenAiServer(writer({ at: -1, done: true }));
+    const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
+    const first = await startServe(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    const { id } = await api.startRun({ task: 'Write a and b', model });
+    const stepA = await approveWaiting(api, id);
+    const waitingB = await waitForRun(api, id, (run) => run.status === 'awaiting_consent' && run.waitingStepId !== stepA);
+    api.close();
+    await sigkill(first.child);
+
+    const second = await startServe(dataDir);
+    const again = await connectToHost(dataDir, 'cli');
+    clients.push(again);
+    const shown = await waitForRun(again, id, (run) => run.status === 'awaiting_consent');
+    expect(shown.waitingStepId).toBe(waitingB.waitingStepId);
+    const step = await again.getStep({ stepId: shown.waitingStepId! });
+    await again.approve({ stepId: step.step.id, previewHash: step.previewHash });
+    expect((await waitForRun(again, id, ended)).status).toBe('completed');
+    expect((await again.listSteps({})).length).toBe(2);
+    expect(server.requests.length).toBe(3);
+    expect(fs.readFileSync(path.join(workspace, 'b.txt'), 'utf8')).toBe('B\n');
+    expect(await second.stop()).toBe(0);
+  }, 180_000);
+});
