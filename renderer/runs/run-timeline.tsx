@@ -63,7 +63,9 @@ function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<
       {call.stepId ? <StepOfCall stepId={call.stepId} step={steps.get(call.stepId)} /> : null}
       {call.result !== null ? (
         <>
-          <p className="call-result-head">What the model was told</p>
+          <p className="call-result-head">
+            What the model was told{call.outcome ? <> (<code>{call.outcome}</code>)</> : null}
+          </p>
           <PagedText text={call.result} label={`What the model was told about ${markedPlainText(call.name)}`} className="call-result" testId={`call-result-${call.callId}`} />
         </>
       ) : null}

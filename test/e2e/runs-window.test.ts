@@ -132,7 +132,8 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       expect(await s.page.getByTestId('iteration-2').innerText()).toContain('Done: notes.txt now says "new notes".');
       // What the model was told about its call is what the scripted server received.
       expect(toolResults(s.model.requests[1]!)[0]).toMatch(/^EXECUTED/);
-      expect(await s.page.getByTestId('call-result-call_write').innerText()).toBe(toolResults(s.model.requests[1]!)[0]);
+      expect(toolResults(s.model.requests[1]!)[0]).toBe(`EXECUTED: ${await s.page.getByTestId('call-result-call_write').innerText()}`);
+      expect(await call.innerText()).toContain('What the model was told (EXECUTED)');
       await expectNoSeriousAxeViolations(s.page);
       await screenshots(s.page, 'runs-completed', { light: 'runs', dark: 'runs-dark' });
 
