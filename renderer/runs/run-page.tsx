@@ -23,6 +23,13 @@ import { NEWEST_STEPS_SHOWN, useRunDetail } from './use-run-detail.js';
  * iterations beside the steps it proposed.
  */
 
+/** At most `max` characters of a message, with "…" when cut (never inside a surrogate pair). */
+function boundedText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max)}…`;
+}
+
 export function RunPage({ runId }: { runId: string }) {
   const api = useApi();
   const detail = useRunDetail(api, runId);
@@ -124,9 +131,15 @@ export function RunPage({ runId }: { runId: string }) {
       </dl>
       {ended ? (
         <p className={run.status === 'completed' ? 'notice run-end' : 'warning run-end'} data-testid="run-end" role="note">
-          {run.status === 'completed' ? 'Completed: ' : run.status === 'cancelled' ? 'Cancelled: ' : 'Failed: '}
-          <MarkedText text={ended} />
-          {run.endReason && run.endReason.code !== 'completed' ? <span className="muted small"> (code {run.endReason.code})</span> : null}
+          {run.status === 'completed' ? (
+            'Completed: the model said it was done. Its last message is the last iteration below.'
+          ) : (
+            <>
+              {run.status === 'cancelled' ? 'Cancelled: ' : 'Failed: '}
+              <MarkedText text={boundedText(ended, 2000)} />
+              {run.endReason ? <span className="muted small"> (code {run.endReason.code})</span> : null}
+            </>
+          )}
         </p>
       ) : null}
       <div className="status-line" role="status" aria-live="polite">

@@ -36,11 +36,12 @@ interface Setup {
  * A data directory, its host, a window on it and the person's CLI session. With `modelInSettings` the
  * policy names the scripted model (what the window's New run box uses); otherwise runs name it themselves.
  */
-async function setup(script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>), options: { modelInSettings?: boolean } = {}): Promise<Setup> {
+async function setup(script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>), options: { modelInSettings?: boolean; viewport?: { width: number; height: number } } = {}): Promise<Setup> {
   const model = await startScriptedOpenAiServer(script);
   const { dataDir, workspace } = tempSetup(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {});
   const served = await startServe(dataDir);
-  const window = await openWindow(browser(), served.info.url, { decisionsAtOnce: true });
+  // 1280 × 800 unless a test asks for narrower: the size the window must work at.
+  const window = await openWindow(browser(), served.info.url, { decisionsAtOnce: true, viewport: options.viewport ?? { width: 1280, height: 800 } });
   const api = await connectToHost(dataDir, 'cli');
   return {
     dataDir,
@@ -266,6 +267,46 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       expect((await s.api.getRun({ runId })).run.status).toBe('cancelled');
       // The list says it in words too.
       expect(await s.page.getByTestId(`run-item-${runId}`).getByTestId('run-item-status').innerText()).toBe('Cancelled');
+      expect(s.errors).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('long, hostile model output stays bounded and paged and marked, in a narrow window; Cancel withdraws the step the run waits on', async () => {
+    const thought = 'I am thinking about this at length. '.repeat(10_000);
+    const s = await setup(
+      (request) =>
+        toolResults(request).length === 0
+          ? { kind: 'reply', text: thought, toolCalls: [{ id: 'call_evil', name: 'write_file', arguments: { path: 'report\u202Etxt.md', content: `${'y'.repeat(60_000)}\n` } }] }
+          : say('Stopping.'),
+      { viewport: { width: 760, height: 900 } },
+    );
+    try {
+      const runId = await startFromCli(s, 'Write the report.');
+      const waits = s.page.getByTestId('run-waits-for-consent');
+      await expect.poll(() => waits.isVisible(), SOON).toBe(true);
+      // The model's 360,000 characters are shown a page at a time, with the rest one click away.
+      const text = s.page.getByTestId('model-text-1');
+      expect((await text.innerText()).length).toBeLessThan(4_100);
+      const more = s.page.getByRole('button', { name: 'Show more of What the model wrote in iteration 1' });
+      expect(await more.innerText()).toBe('Show 4,000 characters more');
+      await more.click();
+      await expect.poll(async () => (await text.innerText()).length, SOON).toBeGreaterThan(7_900);
+      // The direction override in the path is marked wherever it is shown, never obeyed.
+      const call = s.page.getByTestId('tool-call-call_evil');
+      expect(await call.innerText()).toContain('report⟨U+202E⟩txt.md');
+      expect(await call.innerText()).not.toContain('\u202E');
+      // Nothing runs off to the right at 760 px.
+      expect(await s.page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+      await expectNoSeriousAxeViolations(s.page);
+      await screenshots(s.page, 'runs-narrow-long-text');
+
+      await s.page.getByRole('button', { name: 'Cancel run' }).click();
+      await expect.poll(() => runStatusText(s.page), SOON).toBe('Cancelled');
+      const stepId = (await s.api.getRun({ runId })).stepIds[0]!;
+      await expect.poll(async () => (await s.api.getStep({ stepId })).status, SOON).toBe('rejected');
+      expect(await s.page.getByTestId('run-end').innerText()).toMatch(/^Cancelled: /);
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
