@@ -4,6 +4,7 @@ import type { ExecutorClient } from '../src/ipc/client.js';
 import { connectExecutor } from '../src/ipc/renderer-entry.js';
 import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
+import { markedPlainText } from './components/marked-text.js';
 import { ErrorBox } from './components/error-box.js';
 import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier, windowInView } from './attention.js';
 import { AttentionControls } from './components/attention-controls.js';
@@ -73,7 +74,24 @@ function Shell() {
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
   // Questions agents and runs wait on: answered in whichever view is open (the Runs view shows them its own way).
-  const questions = useWaitingQuestions(api);
+  const { waiting: questions, listed: questionsListed } = useWaitingQuestions(api);
+  // A question newly asked while the person looks elsewhere gets one notice (and the chime, if wanted), like waiting steps.
+  const knownQuestions = useRef<Set<string> | null>(null);
+  useEffect(() => {
+    if (!questionsListed) return;
+    const known = knownQuestions.current;
+    knownQuestions.current = new Set(questions.map((question) => question.id));
+    if (!known) return;
+    const fresh = questions.filter((question) => !known.has(question.id));
+    if (fresh.length === 0) return;
+    if (soundWanted()) playChime();
+    if (windowInView()) return;
+    const first = fresh[0]!;
+    raiseNotice({
+      title: fresh.length === 1 ? 'a question waits for your answer' : `${fresh.length} questions wait for your answer`,
+      body: `${first.runId ? 'A run' : `Agent ${markedPlainText(first.askedBy)}`} asks: ${markedPlainText(first.text.slice(0, 300))}`,
+    });
+  }, [questions, questionsListed]);
   const [disconnected, setDisconnected] = useState(false);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);

@@ -18,8 +18,10 @@ export function applyQuestion(waiting: readonly AgentQuestion[], question: Agent
   return [question, ...others].sort((left, right) => (left.askedAt < right.askedAt ? 1 : left.askedAt > right.askedAt ? -1 : 0));
 }
 
-export function useWaitingQuestions(api: ExecutorClient): AgentQuestion[] {
+/** The waiting questions, and whether the host's list is in yet (before it is, none are known). */
+export function useWaitingQuestions(api: ExecutorClient): { waiting: AgentQuestion[]; listed: boolean } {
   const [waiting, setWaiting] = useState<AgentQuestion[]>([]);
+  const [listedState, setListed] = useState(false);
   useEffect(() => {
     let alive = true;
     let off: (() => void) | undefined;
@@ -43,6 +45,7 @@ export function useWaitingQuestions(api: ExecutorClient): AgentQuestion[] {
         for (const question of questions) current = applyQuestion(current, question);
         for (const question of early) current = applyQuestion(current, question);
         setWaiting(current);
+        setListed(true);
       })
       .catch(() => undefined);
     return () => {
@@ -50,7 +53,7 @@ export function useWaitingQuestions(api: ExecutorClient): AgentQuestion[] {
       off?.();
     };
   }, [api]);
-  return waiting;
+  return { waiting, listed: listedState };
 }
 
 /** Who asks, in words: an MCP agent by its label, a run by a link to it. */
