@@ -312,4 +312,43 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await s.close();
     }
   });
+
+  it('Revert run names the step whose file changed since, and goes on only when forced, asked twice; what it overwrote is kept', async () => {
+    const s = await setup([callTool('write_file', { path: 'plan.md', content: 'the run wrote this\n' }, 'call_plan'), say('Wrote plan.md.')]);
+    try {
+      const file = path.join(s.workspace, 'plan.md');
+      fs.writeFileSync(file, 'before the run\n');
+      const runId = await startFromCli(s, 'Rewrite plan.md.');
+      const waits = s.page.getByTestId('run-waits-for-consent');
+      await expect.poll(() => waits.isVisible(), SOON).toBe(true);
+      await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();
+      const detail = s.page.locator('#step-detail');
+      await expect.poll(() => detail.getByRole('heading', { name: 'Write plan.md' }).isVisible(), SOON).toBe(true);
+      await detail.getByRole('button', { name: 'Approve', exact: true }).click();
+      await expect.poll(() => fs.readFileSync(file, 'utf8'), SOON).toBe('the run wrote this\n');
+      await s.page.evaluate((id) => (location.hash = `#runs?run=${encodeURIComponent(id)}`), runId);
+      await expect.poll(() => runStatusText(s.page), SOON).toBe('Completed');
+
+      // The person edits the file after the run: a plain revert is refused, naming the step.
+      fs.writeFileSync(file, 'my own edit after the run\n');
+      await s.page.getByRole('button', { name: 'Revert run…' }).click();
+      const dialog = s.page.getByRole('dialog', { name: /^Revert run/ });
+      await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
+      expect(await dialog.getByRole('alert').innerText()).toBe('Refused as it is: files changed after step “Write plan.md”.');
+      expect(await dialog.innerText()).toContain('plan.md — CONFLICT: changed after the step');
+      expect(await dialog.getByRole('button', { name: /^Revert \d/ }).count()).toBe(0);
+      await expectNoSeriousAxeViolations(s.page);
+      await screenshots(s.page, 'runs-revert-conflict');
+      await dialog.getByRole('button', { name: 'Force revert run…' }).click();
+      const force = s.page.getByRole('dialog', { name: "Force the run's revert?" });
+      await force.getByRole('button', { name: 'Yes, overwrite and revert the run' }).click();
+      await expect.poll(() => fs.readFileSync(file, 'utf8'), SOON).toBe('before the run\n');
+      // The overwritten edit is the backup of a forced-revert step, which History can revert in turn.
+      const forced = await s.api.listStepSummaries({ text: 'plan.md', limit: 20 });
+      expect(forced.items.filter((item) => item.agent !== `run ${runId}` && item.status === 'executed').map((item) => item.title)).toEqual(['Write plan.md']);
+      expect(s.errors).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
 });
