@@ -41,6 +41,8 @@ export const EVENT_KINDS = [
   'capability.call',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',
+  /** The model's API key was set or cleared (detail: provider, set); the key itself is never recorded. */
+  'model.key_set',
   /** An agent run began (detail: runId, task, model, root, tools, limits; never a key). */
   'run.started',
   /** One model turn of a run, with its state, in one transaction (detail: runId, iteration, model, requestSha256, responseSha256, tokens, toolCalls [{callId, name, stepId}]). */
@@ -51,6 +53,4 @@ export const EVENT_KINDS = [
   'run.answered',
   /** A run ended (detail: runId, status, reason {code, message}, counters). */
   'run.ended',
-  /** The model's API key was set or cleared (detail: provider, set); the key itself is never recorded. */
-  'model.key_set',
 ] as const;

@@ -47,7 +47,8 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;
-  const runs = new RunManager(executor, options.runs);
+  // The key kept in Settings (sealed beside the audit keys) unless the caller supplies its own way.
+  const runs = new RunManager(executor, { storedApiKey: (provider) => executor.modelApiKey(provider), ...options.runs });
   try {
     // Before the first request can arrive: loaded later, they would stall the requests of the moment.
     await executor.loadHeavyModules();

@@ -23,6 +23,7 @@ import {
   LiveRunViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../audit/audit-query.js';
+import { MAX_API_KEY_LENGTH, MODEL_PROVIDERS, ModelCheckSchema, ModelSettingsSchema, ModelSettingsViewSchema } from '../domain/model-settings.js';
 import {
   AgentQuestionSchema,
   AnswerQuestionParamsSchema,
@@ -40,7 +41,6 @@ import {
   RunTracePageSchema,
   StartRunParamsSchema,
 } from '../domain/run.js';
-import { MAX_API_KEY_LENGTH, MODEL_PROVIDERS, ModelCheckSchema, ModelSettingsSchema, ModelSettingsViewSchema } from '../domain/model-settings.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the

@@ -490,10 +490,10 @@ export const PolicySchema = z.strictObject({
       maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
     })
     .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
-  /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
-  runs: RunLimitsPolicySchema,
   /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
   model: ModelSettingsSchema.optional(),
+  /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
+  runs: RunLimitsPolicySchema,
   witnesses: z
     .array(WitnessConfigSchema)
     .max(32)

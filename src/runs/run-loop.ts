@@ -40,6 +40,8 @@ export interface RunHost {
   /** Resolves when the question is no longer waiting (answered, expired, withdrawn). */
   waitForAnswer(questionId: string, signal: AbortSignal): Promise<AgentQuestion>;
   armQuestionExpiry(): void;
+  /** Hears every change of one step (one executor listener serves all runs). */
+  onStep(stepId: string, listener: (record: StepRecord) => void): () => void;
 }
 
 /** Thrown inside the loop when its signal fires: whoever aborted it has recorded why. */
@@ -53,6 +55,8 @@ const SUCCESSFUL: ReadonlySet<ToolCallOutcome> = new Set(['EXECUTED', 'READ', 'A
 export class RunLoop {
   private readonly tools: RunTool[];
   private readonly root: string;
+  /** The tools as the model is shown them: the same every turn, so derived once. */
+  private readonly modelTools: ReturnType<typeof modelTools>;
 
   constructor(
     private readonly host: RunHost,
@@ -63,6 +67,7 @@ export class RunLoop {
     const summary = host.store.summary(runId);
     this.tools = summary.tools;
     this.root = summary.root;
+    this.modelTools = modelTools(this.tools);
   }
 
   private get store(): RunStore {
@@ -164,7 +169,7 @@ export class RunLoop {
     const started = performance.now();
     let turn;
     try {
-      turn = await this.client.turn({ messages, tools: modelTools(this.tools), signal: this.signal });
+      turn = await this.client.turn({ messages, tools: this.modelTools, signal: this.signal });
     } catch (error) {
       if (this.signal.aborted) throw new LoopStopped();
       throw error;
@@ -220,8 +225,8 @@ export class RunLoop {
   }
 
   private async handleCall(call: ToolCallRow): Promise<void> {
+    // Recorded with the call's step or question, or with its outcome: a read costs no commit of its own.
     const started = call.started_at ? Date.parse(call.started_at) : Date.now();
-    if (!call.started_at) this.host.transact(() => this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() }));
     const parsed = parseToolCall(call.name, call.arguments, this.tools);
     if (!parsed.ok) return this.resolve(call, { outcome: 'ERROR', result: parsed.message, errorCode: parsed.code }, started);
     const tool = parsed.tool;
@@ -331,12 +336,13 @@ export class RunLoop {
         done();
         reject(new LoopStopped());
       };
+      let unsubscribe = () => {};
       const done = () => {
-        executor.off('step', seen);
+        unsubscribe();
         this.signal.removeEventListener('abort', aborted);
       };
       if (this.signal.aborted) return aborted();
-      executor.on('step', seen);
+      unsubscribe = this.host.onStep(stepId, seen);
       this.signal.addEventListener('abort', aborted, { once: true });
       // Subscribed first, then read: a change between the two is never missed.
       seen(executor.getStep(stepId));
@@ -348,6 +354,7 @@ export class RunLoop {
     const durationMs = Date.now() - started;
     const bailout = this.host.transact(() => {
       if (!isRunActive(this.store.status(this.runId))) return null;
+      if (!call.started_at) this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() });
       this.store.resolveCall(this.runId, call.iteration, call.position, { ...outcome, durationMs });
       this.store.appendMessages(this.runId, [
         { role: 'tool', toolCallId: call.call_id, toolName: call.name, content: `${outcome.outcome}: ${outcome.result}`, isError: !SUCCESSFUL.has(outcome.outcome) },

@@ -20,6 +20,7 @@ import {
   type StartRunParams,
 } from '../domain/run.js';
 import type { Executor } from '../executor/executor.js';
+import type { StepRecord } from '../domain/step-record.js';
 import type { AuditEvent } from '../audit/event-log.js';
 import type { Db } from '../store/database.js';
 import type { ModelClient, ModelSettings } from './model-client.js';
@@ -29,7 +30,7 @@ import { RunLoop, type RunHost } from './run-loop.js';
 import { modelSettingsFor } from './run-model.js';
 import { runRevertRefusal } from './run-revert.js';
 import type { RunService } from './run-service.js';
-import { RunStore } from './run-store.js';
+import { boundedText, RunStore } from './run-store.js';
 import { systemPrompt } from './system-prompt.js';
 
 export interface RunManagerEvents {
@@ -52,6 +53,31 @@ interface ActiveRun {
 }
 
 const SYSTEM_ACTOR = actorFor('system');
+/** What a run's detail and its events carry of each iteration: enough to show, small enough for a window's 64 KiB. */
+const SHORT_TEXT = 4000;
+const SHORT_FIELD = 1000;
+const DETAIL_TRACE_BYTES = 40 * 1024;
+const TRACE_PAGE_BYTES = 48 * 1024;
+
+function shortEntry(entry: RunTraceEntry): RunTraceEntry {
+  return {
+    ...entry,
+    text: boundedText(entry.text, SHORT_TEXT),
+    toolCalls: entry.toolCalls.map((call) => ({ ...call, arguments: boundedText(call.arguments, SHORT_FIELD), result: call.result === null ? null : boundedText(call.result, SHORT_FIELD) })),
+  };
+}
+
+/** The first entries whose JSON fits in `bytes`, and always the first. */
+function withinBytes(entries: RunTraceEntry[], bytes: number): RunTraceEntry[] {
+  const kept: RunTraceEntry[] = [];
+  let size = 0;
+  for (const entry of entries) {
+    size += Buffer.byteLength(JSON.stringify(entry));
+    if (kept.length > 0 && size > bytes) break;
+    kept.push(entry);
+  }
+  return kept;
+}
 /** setTimeout's longest delay; a question that expires later is looked at again then. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -66,6 +92,11 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   private readonly active = new Map<string, ActiveRun>();
   private readonly answerWaiters = new Map<string, Set<(question: AgentQuestion) => void>>();
   private questionTimer: NodeJS.Timeout | null = null;
+  /** The runs' listeners of their steps, by step id, behind one listener on the executor. */
+  private readonly stepListeners = new Map<string, Set<(record: StepRecord) => void>>();
+  private readonly onAnyStep = (record: StepRecord) => {
+    for (const listener of [...(this.stepListeners.get(record.step.id) ?? [])]) listener(record);
+  };
   private closed = false;
   private readonly createClient: NonNullable<RunManagerOptions['createClient']>;
   private readonly storedApiKey: NonNullable<RunManagerOptions['storedApiKey']>;
@@ -81,6 +112,18 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     this.createClient = options.createClient ?? createModelClient;
     this.storedApiKey = options.storedApiKey ?? (() => undefined);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+  }
+
+  onStep(stepId: string, listener: (record: StepRecord) => void): () => void {
+    if (this.stepListeners.size === 0) this.executor.on('step', this.onAnyStep);
+    const listeners = this.stepListeners.get(stepId) ?? new Set();
+    listeners.add(listener);
+    this.stepListeners.set(stepId, listeners);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0) this.stepListeners.delete(stepId);
+      if (this.stepListeners.size === 0) this.executor.off('step', this.onAnyStep);
+    };
   }
 
   transact<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
@@ -216,7 +259,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
 
   publish(runId: string, entry?: RunTraceEntry): void {
     if (this.executor.isClosed) return;
-    this.emit('agentRun', entry ? { run: this.store.summary(runId), entry } : { run: this.store.summary(runId) });
+    this.emit('agentRun', entry ? { run: this.store.summary(runId), entry: shortEntry(entry) } : { run: this.store.summary(runId) });
   }
 
   publishQuestion(question: AgentQuestion): void {
@@ -269,12 +312,16 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const run = this.store.summary(runId);
     const total = this.store.traceCount(runId);
     const from = Math.max(1, total - RUN_DETAIL_TRACE_ENTRIES + 1);
-    return { run, stepIds: this.store.stepIds(runId), trace: this.store.trace(runId, from, RUN_DETAIL_TRACE_ENTRIES), traceTotal: total };
+    // The newest iterations that fit a window's reply, their long fields shortened (getRunTrace has them).
+    const newestFirst = this.store.trace(runId, from, RUN_DETAIL_TRACE_ENTRIES).map(shortEntry).reverse();
+    const trace = withinBytes(newestFirst, DETAIL_TRACE_BYTES).reverse();
+    return { run, stepIds: this.store.stepIds(runId), trace, traceTotal: total };
   }
 
   trace(runId: string, fromIteration = 1, limit = 50): RunTracePage {
     this.store.summary(runId);
-    const entries = this.store.trace(runId, fromIteration, limit);
+    // A page stops before TRACE_PAGE_BYTES (at least one iteration), however many were asked for.
+    const entries = withinBytes(this.store.trace(runId, fromIteration, limit), TRACE_PAGE_BYTES);
     const last = entries[entries.length - 1];
     const total = this.store.traceCount(runId);
     return { runId, entries, nextIteration: last && last.iteration < total ? last.iteration + 1 : null };

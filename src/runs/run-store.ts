@@ -355,7 +355,7 @@ export class RunStore {
       inputTokens: row.input_tokens,
       outputTokens: row.output_tokens,
       finishReason: row.finish_reason,
-      text: row.text,
+      text: boundedText(row.text, MAX_TOOL_RESULT_CHARACTERS),
       requestHash: row.request_hash,
       responseHash: row.response_hash,
       auditSeq: row.audit_seq,

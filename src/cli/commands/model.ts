@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
-import { MODEL_PROVIDERS, type ModelCheck, type ModelProvider, type ModelSettingsInput, type ModelSettingsView } from '../../domain/model-settings.js';
+// The zod-free list (run-names.ts): `executor --help` loads nothing but commander.
+import { MODEL_PROVIDERS } from '../../domain/run-names.js';
+import type { ModelCheck, ModelProvider, ModelSettingsInput, ModelSettingsView } from '../../domain/model-settings.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 
 /** model show|set|set-key|check: the person's model that agent runs talk to. */

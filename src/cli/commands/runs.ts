@@ -136,6 +136,12 @@ async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | 
   return new Promise<RunSummary>((resolve, reject) => {
     let chain = Promise.resolve();
     let finished = false;
+    let off: (() => void) | undefined;
+    const finish = () => {
+      finished = true;
+      off?.();
+      clearInterval(heartbeat);
+    };
     const look = () => {
       chain = chain
         .then(async () => {
@@ -143,17 +149,17 @@ async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | 
           const detail = await api.getRun({ runId });
           printer?.show(detail);
           if (ENDED.has(detail.run.status)) {
-            finished = true;
-            off?.();
+            finish();
             resolve(detail.run);
           }
         })
         .catch((error: unknown) => {
-          finished = true;
+          finish();
           reject(error);
         });
     };
-    let off: (() => void) | undefined;
+    // A host that went away sends no event: a look now and then notices (the read fails) and says so.
+    const heartbeat = setInterval(look, 15_000);
     api.on('agentRun', ({ run }) => {
       if (run.id === runId) look();
     }).then((unsubscribe) => {
@@ -161,7 +167,10 @@ async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | 
       if (finished) unsubscribe();
       // Subscribed first, then read: nothing that happened in between is missed.
       look();
-    }, reject);
+    }, (error: unknown) => {
+      finish();
+      reject(error);
+    });
   });
 }
 

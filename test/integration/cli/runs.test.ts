@@ -128,4 +128,27 @@ describe('executor run and executor runs', () => {
     await api.cancelRun({ runId: run.id });
     await waitForRun(api, run.id, (summary) => summary.status === 'cancelled');
   });
+
+  it('answers a question with no host running; the next host delivers the answer and the run completes', async () => {
+    const { dataDir, api, server } = await setup([callTool('ask_user', { question: 'Which branch?' }, 'call_q'), say('On main.')]);
+    const { id } = await api.startRun({ task: 'Pick a branch', model: { provider: 'openai', baseUrl: server.baseUrl, model: 'scripted-model' } });
+    await waitForRun(api, id, (run) => run.status === 'awaiting_input');
+    api.close();
+    clients.length = 0;
+    await host!.close();
+    host = undefined;
+
+    const listed = await runCliAsync(['--data-dir', dataDir, 'runs', 'show', id]);
+    expect(listed.stdout).toContain('Waiting for your answer');
+    expect(listed.stdout).toContain('asks: Which branch?');
+    const answered = await runCliAsync(['--data-dir', dataDir, 'runs', 'answer', id, 'main']);
+    expect(answered.status).toBe(0);
+
+    host = await startHost(dataDir);
+    const again = await connectToHost(dataDir, 'cli');
+    clients.push(again);
+    const done = await waitForRun(again, id, (run) => run.status === 'completed');
+    expect(done.endReason?.message).toBe('On main.');
+    expect(server.requests).toHaveLength(2);
+  });
 });

@@ -124,4 +124,29 @@ describe('run limits and cancel', () => {
     await expect(agent.listRuns({})).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await api.cancelRun({ runId: id });
   });
+
+  it('runs several at once in one root when the policy allows, each waiting on its own step', async () => {
+    const { workspace, api, model, server } = await setup([], { runs: { concurrentPerRoot: 3 } });
+    // The script answers in arrival order: each run writes one file, then, once approved, is done.
+    server.push(
+      callTool('write_file', { path: 'one.txt', content: '1' }),
+      callTool('write_file', { path: 'two.txt', content: '2' }),
+      callTool('write_file', { path: 'three.txt', content: '3' }),
+    );
+    const ids: string[] = [];
+    for (const task of ['one', 'two', 'three']) {
+      const run = await api.startRun({ task, model });
+      ids.push(run.id);
+      await waitForRun(api, run.id, (summary) => summary.status === 'awaiting_consent');
+    }
+    await expect(api.startRun({ task: 'four', model })).rejects.toMatchObject({ code: 'RUN_BUSY' });
+    server.push(say('done'), say('done'), say('done'));
+    for (const id of ids) {
+      const waiting = (await api.getRun({ runId: id })).run;
+      const step = await api.getStep({ stepId: waiting.waitingStepId! });
+      await api.approve({ stepId: step.step.id, previewHash: step.previewHash });
+      expect((await waitForRun(api, id, ended)).status).toBe('completed');
+    }
+    expect(fs.readdirSync(workspace).sort()).toEqual(['one.txt', 'three.txt', 'two.txt']);
+  });
 });

@@ -7,6 +7,7 @@ import { startHost, type Host } from '../../../src/ipc/host.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { callTool, callTools, say, startScriptedOpenAiServer, messageText, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+import { messagesBody, startScriptedAnthropicServer } from '../../helpers/scripted-anthropic-server.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';
 
 // The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
@@ -152,5 +153,22 @@ describe('an agent run in a real host', () => {
     expect(done.endReason?.code).toBe('REPEATED_TOOL_FAILURE');
     expect(done.endReason?.message).toMatch(/3 times in a row with TOOL_BAD_JSON/);
     expect(server.requests).toHaveLength(3);
+  });
+
+  it('runs the same loop over the Anthropic Messages API: the step consented, the tool_result delivered with its tool_use id', async () => {
+    const { dataDir, workspace } = tempSetup();
+    server = await startScriptedAnthropicServer([callTool('write_file', { path: 'hi.txt', content: 'hi\n' }, 'toolu_01'), say('Done.')]);
+    host = await startHost(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    clients.push(api);
+    const { id } = await api.startRun({ task: 'Write hi.txt', model: { provider: 'anthropic', baseUrl: server.baseUrl, model: 'claude-scripted' } });
+    const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
+    const step = await api.getStep({ stepId: waiting.waitingStepId! });
+    await api.approve({ stepId: step.step.id, previewHash: step.previewHash });
+    expect((await waitForRun(api, id, ended)).status).toBe('completed');
+    expect(fs.readFileSync(path.join(workspace, 'hi.txt'), 'utf8')).toBe('hi\n');
+    const second = messagesBody(server.requests[1]!);
+    const results = second.messages.flatMap((message) => (typeof message.content === 'string' ? [] : message.content)).filter((part) => part.type === 'tool_result');
+    expect(results).toEqual([expect.objectContaining({ tool_use_id: 'toolu_01' })]);
   });
 });

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import type { AgentQuestion } from '../../../src/domain/run.js';
@@ -78,5 +80,26 @@ describe('ask_user', () => {
     await api.answerQuestion({ questionId: asked.id, text: 'Yes, go ahead.' });
     expect(await pending).toMatchObject({ status: 'answered', answer: 'Yes, go ahead.' });
     await expect(api.answerQuestion({ questionId: asked.id, text: 'twice' })).rejects.toMatchObject({ code: 'RUN_NOT_WAITING' });
+  });
+
+  it('a question that expired while no host ran cancels its run when the next host opens', async () => {
+    const { dataDir, api, model } = await setup([callTool('ask_user', { question: 'Deploy now?' }), say('never')]);
+    const { id } = await api.startRun({ task: 'Deploy', model });
+    const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_input');
+    api.close();
+    clients.length = 0;
+    await host!.close();
+    host = undefined;
+    // Time passes while nothing runs: the question's deadline is now behind us.
+    const db = new Database(path.join(dataDir, 'executor.db'));
+    db.prepare('UPDATE questions SET expires_at = ? WHERE question_id = ?').run(new Date(Date.now() - 1000).toISOString(), waiting.question!.id);
+    db.close();
+
+    host = await startHost(dataDir);
+    const again = await connectToHost(dataDir, 'cli');
+    clients.push(again);
+    const done = await waitForRun(again, id, ended);
+    expect(done).toMatchObject({ status: 'cancelled', endReason: { code: 'QUESTION_EXPIRED' } });
+    expect((await again.listQuestions({}))[0]).toMatchObject({ status: 'expired' });
   });
 });
