@@ -230,7 +230,19 @@ function Shell() {
           <QueueView waiting={waiting.data ?? []} hasMore={waiting.hasMore} onMore={waiting.loadMore} policy={policy.data} active={view === 'queue' && !help} />
         </div>
         <div hidden={view !== 'runs'} className="view">
-          {runsMounted(view) ? <RunsView active={view === 'runs' && !help} policy={policy.data} questions={questions} onOpenSettings={() => go('settings')} /> : null}
+          {runsMounted(view) ? <RunsView
+              active={view === 'runs' && !help}
+              policy={policy.data}
+              questions={questions}
+              onOpenSettings={() => {
+                go('settings');
+                // Settings → Model (renderer/settings-model.tsx), where a run's model is set.
+                requestAnimationFrame(() => {
+                  document.getElementById('model-head')?.scrollIntoView({ block: 'start' });
+                  document.getElementById('model-provider')?.focus({ preventScroll: true });
+                });
+              }}
+            /> : null}
         </div>
         <div hidden={view !== 'history'} className="view">
           <HistoryView active={view === 'history' && !help} />
