@@ -36,9 +36,12 @@ interface Setup {
  * A data directory, its host, a window on it and the person's CLI session. With `modelInSettings` the
  * policy names the scripted model (what the window's New run box uses); otherwise runs name it themselves.
  */
-async function setup(script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>), options: { modelInSettings?: boolean; viewport?: { width: number; height: number } } = {}): Promise<Setup> {
+async function setup(
+  script: ScriptedTurn[] | ((request: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>),
+  options: { modelInSettings?: boolean; viewport?: { width: number; height: number }; policy?: Record<string, unknown> } = {},
+): Promise<Setup> {
   const model = await startScriptedOpenAiServer(script);
-  const { dataDir, workspace } = tempSetup(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {});
+  const { dataDir, workspace } = tempSetup({ ...(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {}), ...options.policy });
   const served = await startServe(dataDir);
   // 1280 × 800 unless a test asks for narrower: the size the window must work at.
   const window = await openWindow(browser(), served.info.url, { decisionsAtOnce: true, viewport: options.viewport ?? { width: 1280, height: 800 } });
@@ -346,6 +349,23 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       // The overwritten edit is the backup of a forced-revert step, which History can revert in turn.
       const forced = await s.api.listStepSummaries({ text: 'plan.md', limit: 20 });
       expect(forced.items.filter((item) => item.agent !== `run ${runId}` && item.status === 'executed').map((item) => item.title)).toEqual(['Write plan.md']);
+      expect(s.errors).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('an unanswered question counts down in words to its end, and the run ends cancelled with that reason', async () => {
+    const s = await setup([callTool('ask_user', { question: 'Are you there?' }, 'call_there')], { policy: { runs: { questionExpirySeconds: 15 } } });
+    try {
+      await startFromCli(s, 'Check that someone is there.');
+      const box = s.page.getByTestId('run-question');
+      await expect.poll(() => box.isVisible(), SOON).toBe(true);
+      expect(await box.getByTestId('question-expiry').innerText()).toMatch(/^Less than a minute left\. Answer within ([1-9]|1[0-5]) seconds? \(until .+\); unanswered by then, the run is cancelled\.$/);
+      await expect.poll(() => runStatusText(s.page), SOON).toBe('Cancelled');
+      expect(await s.page.getByTestId('run-end').innerText()).toMatch(/^Cancelled: .+\(code QUESTION_EXPIRED\)$/s);
+      expect(await s.page.getByTestId('tool-call-call_there').getByTestId('call-outcome').innerText()).not.toBe('Answered by you');
+      expect(await box.count()).toBe(0);
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
