@@ -192,7 +192,7 @@ export function RunPage({ runId }: { runId: string }) {
           {detail.trace.length === 0 ? <p className="muted">{active ? 'The model has not answered yet.' : 'The run ended before the model answered.'}</p> : null}
           <ol className="iterations">
             {detail.trace.map((entry) => (
-              <IterationCard key={entry.iteration} entry={entry} steps={detail.steps} />
+              <IterationCard key={entry.iteration} entry={entry} steps={detail.steps} whole={detail.whole.has(entry.iteration)} onLoadWhole={() => detail.loadWhole(entry.iteration)} />
             ))}
           </ol>
         </section>

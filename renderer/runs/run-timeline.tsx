@@ -73,7 +73,15 @@ function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<
   );
 }
 
-export function IterationCard({ entry, steps }: { entry: RunTraceEntry; steps: ReadonlyMap<string, StepSummary> }) {
+/** The host's mark at the end of a shortened text: "… (12000 more characters not shown)". */
+const CUT_NOTE = /\n… \(\d+ more characters not shown\)$/;
+
+/** Whether the host shortened any text of this iteration (its detail and events carry short versions). */
+export function isShortened(entry: RunTraceEntry): boolean {
+  return CUT_NOTE.test(entry.text) || entry.toolCalls.some((call) => CUT_NOTE.test(call.arguments) || (call.result !== null && CUT_NOTE.test(call.result)));
+}
+
+export function IterationCard({ entry, steps, whole, onLoadWhole }: { entry: RunTraceEntry; steps: ReadonlyMap<string, StepSummary>; whole: boolean; onLoadWhole(): void }) {
   return (
     <li className="iteration" data-testid={`iteration-${entry.iteration}`}>
       <header className="iteration-head">
@@ -93,6 +101,14 @@ export function IterationCard({ entry, steps }: { entry: RunTraceEntry; steps: R
             <ToolCall key={call.callId} call={call} steps={steps} />
           ))}
         </ol>
+      ) : null}
+      {!whole && isShortened(entry) ? (
+        <p className="paged-text-more">
+          <span className="muted small">Parts of this iteration are shortened here.</span>
+          <button type="button" className="small" onClick={onLoadWhole} aria-label={`Show iteration ${entry.iteration} as the trace keeps it`}>
+            Show it as the trace keeps it
+          </button>
+        </p>
       ) : null}
       <p className="muted small iteration-proof">
         Recorded in the audit log{entry.auditSeq !== null ? ` as record #${entry.auditSeq}` : ''} (request <code title={entry.requestHash}>{entry.requestHash.slice(0, 12)}…</code>, response{' '}

@@ -26,6 +26,10 @@ export interface RunDetailState {
   error: unknown;
   loadingEarlier: boolean;
   loadEarlier(): void;
+  /** Fetches one iteration as the trace keeps it (getRunTrace): the detail and the events carry shortened text. */
+  loadWhole(iteration: number): void;
+  /** Iterations shown whole. */
+  whole: ReadonlySet<number>;
   /** A newer summary the page got from a call (answerRun, cancelRun). */
   accept(run: RunSummary): void;
 }
@@ -64,6 +68,21 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
   const traceRef = useRef(trace);
   traceRef.current = trace;
   const asked = useRef(new Set<string>());
+  // Iterations the person asked to see whole: an event's shortened version never replaces them; it fetches them again.
+  const [whole, setWhole] = useState<ReadonlySet<number>>(new Set());
+  const wholeRef = useRef(whole);
+  wholeRef.current = whole;
+  const fetchWhole = useCallback((id: string, iteration: number) => {
+    api.getRunTrace({ runId: id, fromIteration: iteration, limit: 1 }).then(
+      (page) => {
+        const entry = page.entries.find((known) => known.iteration === iteration);
+        if (!entry || current.current !== id) return;
+        setTrace((previous) => mergeEntry(previous, entry));
+        setWhole((previous) => new Set(previous).add(iteration));
+      },
+      (caught: unknown) => current.current === id && setError(caught),
+    );
+  }, [api]);
 
   const accept = useCallback((next: RunSummary) => {
     if (next.id !== current.current) return;
@@ -77,16 +96,17 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
       accept(detail.run);
       setTrace((previous) => {
         let merged = previous;
-        for (const entry of detail.trace) merged = mergeEntry(merged, entry);
+        for (const entry of detail.trace) if (!wholeRef.current.has(entry.iteration)) merged = mergeEntry(merged, entry);
         return merged;
       });
+      for (const entry of detail.trace) if (wholeRef.current.has(entry.iteration)) fetchWhole(id, entry.iteration);
       setTraceTotal(detail.traceTotal);
       setStepIds((previous) => [...detail.stepIds, ...previous.filter((id) => !detail.stepIds.includes(id))]);
       setError(null);
     } catch (caught) {
       if (current.current === id) setError(caught);
     }
-  }, [api, accept]);
+  }, [api, accept, fetchWhole]);
 
   useEffect(() => {
     setRun(null);
@@ -94,6 +114,7 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
     setTraceTotal(0);
     setSteps(new Map());
     setStepIds([]);
+    setWhole(new Set());
     setError(null);
     asked.current = new Set();
     if (!runId) return;
@@ -106,7 +127,8 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
         accept(event.run);
         if (event.entry) {
           const entry = event.entry;
-          setTrace((previous) => mergeEntry(previous, entry));
+          if (wholeRef.current.has(entry.iteration)) fetchWhole(runId, entry.iteration);
+          else setTrace((previous) => mergeEntry(previous, entry));
           setTraceTotal((total) => Math.max(total, entry.iteration));
           const named = stepIdsOf([entry]);
           if (named.length) setStepIds((previous) => [...previous, ...named.filter((id) => !previous.includes(id))]);
@@ -126,7 +148,7 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
       clearTimeout(timer);
       off?.();
     };
-  }, [api, runId, reload, accept]);
+  }, [api, runId, reload, accept, fetchWhole]);
 
   // The steps the shown calls became (and the run's newest, and the one it waits on), each fetched once, then followed by their summary events.
   const waitingStepId = run?.waitingStepId ?? null;
@@ -190,5 +212,9 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
       .finally(() => setLoadingEarlier(false));
   }, [api, loadingEarlier]);
 
-  return { run, trace, traceTotal, steps, stepIds, error, loadingEarlier, loadEarlier, accept };
+  const loadWhole = useCallback((iteration: number) => {
+    if (current.current) fetchWhole(current.current, iteration);
+  }, [fetchWhole]);
+
+  return { run, trace, traceTotal, steps, stepIds, error, loadingEarlier, loadEarlier, loadWhole, whole, accept };
 }

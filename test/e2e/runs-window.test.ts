@@ -289,10 +289,14 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       const runId = await startFromCli(s, 'Write the report.');
       const waits = s.page.getByTestId('run-waits-for-consent');
       await expect.poll(() => waits.isVisible(), SOON).toBe(true);
-      // The model's 360,000 characters are shown a page at a time, with the rest one click away.
+      // The model's 360,000 characters: the run's page carries a short version, saying so; the trace's
+      // version (16,000 characters, also cut, saying so) is a click away, and shown a page at a time.
       const text = s.page.getByTestId('model-text-1');
-      expect((await text.innerText()).length).toBeLessThan(4_100);
+      expect((await text.innerText()).length).toBeLessThanOrEqual(4_001);
+      expect(await text.innerText()).toMatch(/more characters not shown\)$/);
+      await s.page.getByRole('button', { name: 'Show iteration 1 as the trace keeps it' }).click();
       const more = s.page.getByRole('button', { name: 'Show more of What the model wrote in iteration 1' });
+      await expect.poll(() => more.isVisible(), SOON).toBe(true);
       expect(await more.innerText()).toBe('Show 4,000 characters more');
       await more.click();
       await expect.poll(async () => (await text.innerText()).length, SOON).toBeGreaterThan(7_900);
