@@ -132,11 +132,11 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
           setTraceTotal((total) => Math.max(total, entry.iteration));
           const named = stepIdsOf([entry]);
           if (named.length) setStepIds((previous) => [...previous, ...named.filter((id) => !previous.includes(id))]);
-        } else {
-          // A change the summary alone does not carry (a call's outcome): the newest iterations again, once per burst.
-          clearTimeout(timer);
-          timer = setTimeout(() => void reload(runId), 150);
         }
+        // An event carries at most the iteration just recorded; an earlier call's outcome changes with it
+        // (ask_user answered, a step decided). So the newest iterations are read again, once per burst.
+        clearTimeout(timer);
+        timer = setTimeout(() => void reload(runId), 150);
       })
       .then((unsubscribe) => {
         off = unsubscribe;

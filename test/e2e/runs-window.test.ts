@@ -191,10 +191,10 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await s.page.evaluate((id) => (location.hash = `#runs?run=${encodeURIComponent(id)}`), runId);
       await expect.poll(() => runStatusText(s.page), SOON).toBe('Completed');
       const first = s.page.getByTestId('tool-call-call_first');
-      expect(await first.getByTestId('call-outcome').innerText()).toBe('Rejected by you');
+      await expect.poll(() => first.getByTestId('call-outcome').innerText(), SOON).toBe('Rejected by you');
       expect(await s.page.getByTestId('call-result-call_first').innerText()).toContain(reason);
-      expect(await first.locator('.call-step .status').innerText()).toBe('Rejected');
-      expect(await s.page.getByTestId('tool-call-call_second').getByTestId('call-outcome').innerText()).toBe('Ran');
+      await expect.poll(() => first.locator('.call-step .status').innerText(), SOON).toBe('Rejected');
+      await expect.poll(() => s.page.getByTestId('tool-call-call_second').getByTestId('call-outcome').innerText(), SOON).toBe('Ran');
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
@@ -223,7 +223,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await field.press('Enter');
       await expect.poll(() => runStatusText(s.page), SOON).toBe('Completed');
       expect(toolResults(s.model.requests[1]!)[0]).toContain('8080');
-      expect(await s.page.getByTestId('tool-call-call_ask').getByTestId('call-outcome').innerText()).toBe('Answered by you');
+      await expect.poll(() => s.page.getByTestId('tool-call-call_ask').getByTestId('call-outcome').innerText(), SOON).toBe('Answered by you');
       expect(await box.count()).toBe(0);
       expect(s.errors).toEqual([]);
     } finally {
