@@ -149,4 +149,15 @@ describe('run limits and cancel', () => {
     }
     expect(fs.readdirSync(workspace).sort()).toEqual(['one.txt', 'three.txt', 'two.txt']);
   });
+
+  it('ends the run failed, in words, when the model keeps failing or stops answering (no crash, no retry storm)', async () => {
+    // Settings give the model no retries and a 1 s timeout; the one-run override keeps them (same provider).
+    const { api, model } = await setup([{ kind: 'error', status: 500, message: 'upstream broke' }, { kind: 'hang' }], { model: { provider: 'openai', model: 'settings-model', maxRetries: 0, timeoutMs: 1000 } });
+    const first = await api.startRun({ task: 'Try', model });
+    const failed = await waitForRun(api, first.id, ended);
+    expect(failed).toMatchObject({ status: 'failed', endReason: { code: 'MODEL_UNAVAILABLE' } });
+    const second = await api.startRun({ task: 'Try again', model });
+    const timedOut = await waitForRun(api, second.id, ended);
+    expect(timedOut).toMatchObject({ status: 'failed', endReason: { code: 'MODEL_TIMEOUT' } });
+  });
 });

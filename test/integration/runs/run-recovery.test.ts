@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startHost } from '../../../src/ipc/host.js';
 import type { ExecutorClient } from '../../../src/ipc/client.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
 import { startScriptedOpenAiServer, type RecordedRequest, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
@@ -103,4 +105,38 @@ describe('a run survives its host being killed (SIGKILL, real `executor serve`)'
     expect(fs.readFileSync(path.join(workspace, 'b.txt'), 'utf8')).toBe('B\n');
     expect(await second.stop()).toBe(0);
   }, 180_000);
+
+  it('a step proposed just before the host died, before the run recorded it, is found by its id and not proposed again', async () => {
+    const { dataDir, workspace } = tempSetup();
+    server = await startScriptedOpenAiServer(writer({ at: -1, done: true }));
+    const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
+    let host = await startHost(dataDir);
+    const api = await connectToHost(dataDir, 'cli');
+    const { id } = await api.startRun({ task: 'Write a and b', model });
+    const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
+    api.close();
+    await host.close();
+    // What a death between the proposal's commit and the run's own record leaves: a step the run does not name.
+    const db = new Database(path.join(dataDir, 'executor.db'));
+    db.prepare(`UPDATE run_tool_calls SET step_id = NULL WHERE run_id = ?`).run(id);
+    db.prepare(`UPDATE runs SET status = 'running', waiting_step_id = NULL WHERE run_id = ?`).run(id);
+    db.close();
+
+    host = await startHost(dataDir);
+    const again = await connectToHost(dataDir, 'cli');
+    clients.push(again);
+    try {
+      const shown = await waitForRun(again, id, (run) => run.status === 'awaiting_consent');
+      expect(shown.waitingStepId).toBe(waiting.waitingStepId);
+      expect((await again.listSteps({})).map((step) => step.step.id)).toEqual([waiting.waitingStepId]);
+      const step = await again.getStep({ stepId: shown.waitingStepId! });
+      await again.approve({ stepId: step.step.id, previewHash: step.previewHash });
+      await approveWaiting(again, id, step.step.id);
+      expect((await waitForRun(again, id, ended)).status).toBe('completed');
+      expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('A\n');
+      expect((await again.listSteps({})).length).toBe(2);
+    } finally {
+      await host.close();
+    }
+  });
 });
