@@ -4,6 +4,7 @@ import type { ExecutorClient } from '../src/ipc/client.js';
 import { connectExecutor } from '../src/ipc/renderer-entry.js';
 import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
+import { markedPlainText } from './components/marked-text.js';
 import { ErrorBox } from './components/error-box.js';
 import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier, windowInView } from './attention.js';
 import { AttentionControls } from './components/attention-controls.js';
@@ -16,9 +17,12 @@ import { AuditView } from './views/audit-view.js';
 import { HistoryView } from './views/history-view.js';
 import { QueueView } from './views/queue-view.js';
 import { SettingsView } from './views/settings-view.js';
+import { RunsView } from './views/runs-view.js';
+import { QuestionsPanel, useWaitingQuestions } from './runs/questions.js';
 
 const VIEWS = [
   { id: 'queue', label: 'Queue', key: '1' },
+  { id: 'runs', label: 'Runs', key: '5' },
   { id: 'history', label: 'History', key: '2' },
   { id: 'audit', label: 'Audit log', key: '3' },
   { id: 'settings', label: 'Settings', key: '4' },
@@ -69,6 +73,25 @@ function Shell() {
   const waiting = useWaitingSteps(api);
   const policy = useLoaded(() => api.getPolicy(), [], ['policy']);
   const keyStatus = useLoaded(() => api.getKeyStatus(), [], ['audit']);
+  // Questions agents and runs wait on: answered in whichever view is open (the Runs view shows them its own way).
+  const { waiting: questions, listed: questionsListed } = useWaitingQuestions(api);
+  // A question newly asked while the person looks elsewhere gets one notice (and the chime, if wanted), like waiting steps.
+  const knownQuestions = useRef<Set<string> | null>(null);
+  useEffect(() => {
+    if (!questionsListed) return;
+    const known = knownQuestions.current;
+    knownQuestions.current = new Set(questions.map((question) => question.id));
+    if (!known) return;
+    const fresh = questions.filter((question) => !known.has(question.id));
+    if (fresh.length === 0) return;
+    if (soundWanted()) playChime();
+    if (windowInView()) return;
+    const first = fresh[0]!;
+    raiseNotice({
+      title: fresh.length === 1 ? 'a question waits for your answer' : `${fresh.length} questions wait for your answer`,
+      body: `${first.runId ? 'A run' : `Agent ${markedPlainText(first.askedBy)}`} asks: ${markedPlainText(first.text.slice(0, 300))}`,
+    });
+  }, [questions, questionsListed]);
   const [disconnected, setDisconnected] = useState(false);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);
@@ -134,6 +157,7 @@ function Shell() {
     '2': () => go('history'),
     '3': () => go('audit'),
     '4': () => go('settings'),
+    '5': () => go('runs'),
     '?': () => setHelp(true),
   });
 
@@ -164,6 +188,10 @@ function Shell() {
                   <span className="count" aria-label={`${count} waiting`}>
                     {count}
                   </span>
+                ) : entry.id === 'runs' && questions.length > 0 ? (
+                  <span className="count" aria-label={`${questions.length} question${questions.length === 1 ? '' : 's'} waiting for your answer`}>
+                    {questions.length}
+                  </span>
                 ) : (
                   <kbd aria-hidden="true">{entry.key}</kbd>
                 )}
@@ -190,8 +218,31 @@ function Shell() {
             requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
           }}
         />
+        {view !== 'runs' ? (
+          <QuestionsPanel
+            questions={questions}
+            onOpenRun={(runId) => {
+              location.hash = `#runs?${new URLSearchParams({ run: runId }).toString()}`;
+            }}
+          />
+        ) : null}
         <div hidden={view !== 'queue'} className="view">
           <QueueView waiting={waiting.data ?? []} hasMore={waiting.hasMore} onMore={waiting.loadMore} policy={policy.data} active={view === 'queue' && !help} />
+        </div>
+        <div hidden={view !== 'runs'} className="view">
+          {runsMounted(view) ? <RunsView
+              active={view === 'runs' && !help}
+              policy={policy.data}
+              questions={questions}
+              onOpenSettings={() => {
+                go('settings');
+                // Settings → Model (renderer/settings-model.tsx), where a run's model is set.
+                requestAnimationFrame(() => {
+                  document.getElementById('model-head')?.scrollIntoView({ block: 'start' });
+                  document.getElementById('model-provider')?.focus({ preventScroll: true });
+                });
+              }}
+            /> : null}
         </div>
         <div hidden={view !== 'history'} className="view">
           <HistoryView active={view === 'history' && !help} />
@@ -227,6 +278,13 @@ function Shell() {
     </div>
     </RootsContext.Provider>
   );
+}
+
+/** The runs view is mounted on first visit (it pages runs and follows their events) and then kept. */
+let runsVisited = false;
+function runsMounted(view: ViewId): boolean {
+  if (view === 'runs') runsVisited = true;
+  return runsVisited;
 }
 
 /** The audit view is mounted on first visit and then kept, so a running verification survives switching views. */

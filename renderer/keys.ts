@@ -28,6 +28,7 @@ export function useKeys(handlers: Record<string, (event: KeyboardEvent) => void>
 
 export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: '1 – 4', what: 'Queue, History, Audit log, Settings' },
+  { keys: '5', what: 'Runs' },
   { keys: 'j / k', what: 'Next / previous item' },
   { keys: 'Enter', what: 'Open the selected item' },
   { keys: 'a', what: 'Approve the selected step (Queue)' },
@@ -35,6 +36,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'u', what: 'Undo the last Approve or Reject while its toast shows (Queue)' },
   { keys: 'Ctrl+Enter', what: 'Send the reject reason (⌘+Enter on a Mac)' },
   { keys: 'v', what: 'Revert the selected step (History)' },
+  { keys: 'n', what: 'Write a new run’s task (Runs)' },
   { keys: '/', what: 'Filter (History, Audit log)' },
   { keys: 'Esc', what: 'Close a dialog or panel' },
   { keys: '?', what: 'This list' },

@@ -17,6 +17,7 @@ import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, ty
 import { useKeys } from '../keys.js';
 import { approverText, displayPath, formatShortTime, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
+import { ProposedByRun } from '../runs/run-of-step.js';
 import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep } from '../whole-step.js';
 
 /*
@@ -544,7 +545,10 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
           </button>
         </dd>
         <dt>Proposed by</dt>
-        <dd className="break">{summary.agent ? <>agent <MarkedText text={summary.agent} /></> : 'you'}</dd>
+        <dd className="break">
+          {summary.agent ? <>agent <MarkedText text={summary.agent} /></> : 'you'}
+          {summary.agent ? <ProposedByRun stepId={summary.id} label={summary.agent} /> : null}
+        </dd>
         <dt>Purpose</dt>
         <dd className="break">
           <MarkedText text={record?.step.meta.purpose ?? summary.purpose ?? '—'} />

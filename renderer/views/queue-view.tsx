@@ -20,6 +20,8 @@ import { useKeys } from '../keys.js';
 import { UndoToasts, useFadingMessage } from '../components/toasts.js';
 import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
 import { useUndoableDecisions } from '../undoable-decisions.js';
+import { queueStepFromHash } from '../runs/step-links.js';
+import { ProposedByRun, runIdOfLabel } from '../runs/run-of-step.js';
 import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep, type ShownRecord } from '../whole-step.js';
 
 /** A plan's waiting steps as the list shows them (summaries: the list never holds a step's record). */
@@ -126,7 +128,18 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
   }, [listed, decisions.held]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
-  const [selectedId, setSelectedId] = useState<string | null>(null);
+  // A link to a step (a run's page: "Go to the step in the queue") names it in the address: #queue?step=ID.
+  const [selectedId, setSelectedId] = useState<string | null>(() => queueStepFromHash(location.hash));
+  useEffect(() => {
+    const onHash = () => {
+      const linked = queueStepFromHash(location.hash);
+      if (!linked) return;
+      setSelectedId(linked);
+      requestAnimationFrame(() => document.getElementById(`queue-item-${linked}`)?.scrollIntoView({ block: 'nearest' }));
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
   const [pending, setPending] = useState<Pending | null>(null);
   // What is under way, per plan: a long run in one plan never holds up a decision on another.
   const [busyPlans, setBusyPlans] = useState<ReadonlyMap<string, string>>(new Map());
@@ -321,6 +334,11 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
                           </span>
                           {summary.codeExcerpt ? <CodeExcerpt excerpt={summary.codeExcerpt} /> : null}
                           <span className="item-sub">{summary.purpose ? <MarkedText text={summary.purpose} /> : 'No purpose given'}</span>
+                          {runIdOfLabel(summary.agent) ? (
+                            <span className="item-sub" data-testid="queue-item-run">
+                              From <MarkedText text={summary.agent!} />
+                            </span>
+                          ) : null}
                           {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
                           {queueStateText(summary) && !isPreparing(summary) ? (
                             <span className="item-sub item-state">
@@ -549,6 +567,7 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         <dd>
           {record.step.meta.origin}
           {record.step.meta.client ? <> (<MarkedText text={record.step.meta.client} />)</> : ''} · {formatTime(record.createdAt)}
+          {record.step.meta.origin === 'agent' ? <ProposedByRun stepId={record.step.id} label={record.step.meta.client} /> : null}
         </dd>
         <dt>Step</dt>
         <dd>

@@ -9,7 +9,8 @@ import { proposeAndAwaitDecision } from '../ipc/decision-wait.js';
 import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
-import { planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, toolArgs, type PlanStepInput } from './tools.js';
+import { answerOutcomeText, awaitAnswer, structuredQuestion } from './ask-user.js';
+import { ASK_USER_INPUT, GET_ANSWER_INPUT, planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, toolArgs, type PlanStepInput } from './tools.js';
 
 export { DEFAULT_WAIT_SECONDS };
 /** The newest of its own steps list_my_steps shows. */
@@ -66,7 +67,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
       instructions:
         'Executor stands between you and the user\'s machine. Every tool here proposes a step that the user (or their policy) approves or rejects; ' +
         'a rejection comes with the user\'s reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: ' +
-        'call step_status with the step id later, or cancel_step if you no longer need it. EXPIRED means nobody decided in time; propose again only if still needed.',
+        'call step_status with the step id later, or cancel_step if you no longer need it. EXPIRED means nobody decided in time; propose again only if still needed. ' +
+        'When the task is unclear or a decision is the user\'s, ask_user asks them in the Executor window and returns their answer.',
     },
   );
   // A label for the person's queue and the audit trail; never an identity (the host issues that, see HostLink).
@@ -78,10 +80,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   const host = new HostLink(options.openAgentSession, clientName);
 
   /** Turns any failure into a result the model can act on; the server stays up. */
-  const failure = (error: unknown, doing: 'proposed' | 'checked'): CallToolResult => {
+  const failure = (error: unknown, doing: 'proposed' | 'checked' | 'asked'): CallToolResult => {
     if (error instanceof NoHostError) {
       return text(
-        `${error.message} Nothing was ${doing === 'proposed' ? 'proposed and nothing ran' : 'checked'}. ${options.howToStart} Then call this tool again.`,
+        `${error.message} Nothing was ${doing === 'proposed' ? 'proposed and nothing ran' : doing === 'asked' ? 'asked: the user did not see the question' : 'checked'}. ${options.howToStart} Then call this tool again.`,
         true,
       );
     }
@@ -224,6 +226,45 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
         return failure(error, 'checked');
       }
     },
+  );
+
+  const answerReport = async (work: (api: ExecutorClient) => Promise<Parameters<typeof answerOutcomeText>[0]>, doing: 'asked' | 'checked'): Promise<CallToolResult> => {
+    try {
+      const question = await host.use(work);
+      return text(answerOutcomeText(question, maxChars), question.status === 'expired' || question.status === 'cancelled', structuredQuestion(question));
+    } catch (error) {
+      return failure(error, doing);
+    }
+  };
+
+  server.registerTool(
+    'ask_user',
+    {
+      description:
+        'Ask the user a question and wait for the answer. The question appears in the Executor window with an answer box; the answer comes back as this result. ' +
+        'Returns ANSWERED by the user: <answer>, EXPIRED (nobody answered in time: go on without it where you safely can), or PENDING with a questionId to read later with get_answer.',
+      inputSchema: ASK_USER_INPUT,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ question, expirySeconds }: { question: string; expirySeconds?: number }, extra: CallExtra) =>
+      answerReport(async (api) => {
+        const asked = await api.askUser({ question, ...(expirySeconds !== undefined ? { expirySeconds } : {}) });
+        return awaitAnswer(api, asked, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, 'on an answer to your question') });
+      }, 'asked'),
+  );
+
+  server.registerTool(
+    'get_answer',
+    {
+      description: 'The answer to a question ask_user left PENDING: waits for it like ask_user, then returns ANSWERED by the user: <answer>, EXPIRED, or PENDING again.',
+      inputSchema: GET_ANSWER_INPUT,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ questionId }: { questionId: string }, extra: CallExtra) =>
+      answerReport(async (api) => {
+        const current = await api.getAnswer({ questionId });
+        return awaitAnswer(api, current, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, 'on an answer to your question') });
+      }, 'checked'),
   );
 
   return {

@@ -214,3 +214,25 @@ export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purp
   if (problems.length) throw new ExecutorError('INVALID_INPUT', `The plan is not valid: ${problems.join('; ')}`, { issues: problems });
   return { purpose: input.purpose, steps, ...(input.consentExpirySeconds !== undefined ? { consentExpirySeconds: input.consentExpirySeconds } : {}) };
 }
+
+/** ask_user: one question for the person, answered in Executor's window (src/mcp/ask-user.ts). */
+export const ASK_USER_INPUT = toolArgs('ask_user', {
+  question: z
+    .string()
+    .overwrite(trimPlainSpace)
+    .min(1, 'question is empty')
+    .max(4000)
+    .describe('One clear question for the user, with what you need to know and why. The user reads it in the Executor window and types an answer.'),
+  expirySeconds: z
+    .number()
+    .int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .optional()
+    .describe("Optional: seconds after which the question expires unanswered; the user's policy may set a shorter limit, never a longer one."),
+});
+
+/** get_answer: the state of a question ask_user left PENDING. */
+export const GET_ANSWER_INPUT = toolArgs('get_answer', {
+  questionId: z.string().min(1).max(128).describe('The questionId ask_user returned with PENDING.'),
+});

@@ -76,7 +76,7 @@ describe('the MCP server while a tool waits', () => {
     const { client } = await setup();
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ['cancel_step', 'delete_file', 'kb_add', 'list_my_steps', 'open_url', 'propose_plan', 'run_code', 'run_command', 'step_record_part', 'step_status', 'write_file'],
+      ['ask_user', 'cancel_step', 'delete_file', 'get_answer', 'kb_add', 'list_my_steps', 'open_url', 'propose_plan', 'run_code', 'run_command', 'step_record_part', 'step_status', 'write_file'],
     );
     for (const tool of tools) {
       expect(tool.description?.length, tool.name).toBeGreaterThan(40);
