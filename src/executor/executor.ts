@@ -47,7 +47,7 @@ import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
-import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { assertRootsApartFromDataDir, defaultPolicy, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
@@ -74,6 +74,8 @@ import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-
 import { CosignatureStore } from '../audit/witness/cosignature-store.js';
 import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
 import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
+import { lastRecordedPolicy, witnessIdentity } from '../audit/witness/named-witnesses.js';
+import { policyFingerprint } from '../policy/policy-fingerprint.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -338,7 +340,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
-      executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
+      executor.db.transaction(() => {
+        executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        executor.recordPolicyEditedOutside();
+      })();
       executor.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
@@ -426,6 +431,37 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.policy;
   }
 
+  /**
+   * policy.json is the person's file: an edit made while no host ran (or behind a running one's back,
+   * read at the next open) is recorded as such, with the policy before and after, so the log names
+   * every witness the policy ever held and a removal by hand shows with its time. Compared by the
+   * fingerprint policy records carry; a log written before they did compares the witnesses.
+   */
+  private recordPolicyEditedOutside(): void {
+    const recorded = lastRecordedPolicy(this.db);
+    const fingerprint = policyFingerprint(this.policy);
+    const defaults = defaultPolicy();
+    if (!recorded) {
+      if (fingerprint === policyFingerprint(defaults)) return;
+    } else if (recorded.policySha256 !== null) {
+      if (recorded.policySha256 === fingerprint) return;
+    } else {
+      const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
+      if (same(recorded.witnesses) === same(this.policy.witnesses)) return;
+    }
+    this.audit.append({
+      kind: 'policy.edited_outside',
+      actor: SYSTEM_ACTOR,
+      detail: {
+        // The policy the log last recorded is in that record; before names its witnesses, enough to see one removed.
+        before: { witnesses: recorded ? recorded.witnesses : defaults.witnesses },
+        after: this.policy,
+        policySha256: fingerprint,
+        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json at the first open differed from the defaults: it was written outside Executor',
+      },
+    });
+  }
+
   reloadPolicy(): Policy {
     this.policy = loadPolicy(this.dataDir);
     return this.policy;
@@ -450,7 +486,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const held = new Set(before.workspaceRoots);
     for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
     this.db.transaction(() => {
-      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
+      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
       this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
       savePolicy(this.dataDir, parsed.data);
     })();
@@ -1136,7 +1172,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       previewHash: options.previewHash,
       execute: false,
       alongside: () => {
-        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule } });
+        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
         // The file is written last: if it fails, the approval and the record roll back with it.
         savePolicy(this.dataDir, next.data);
       },
