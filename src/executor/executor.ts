@@ -47,7 +47,7 @@ import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
-import { assertRootsApartFromDataDir, defaultPolicy, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
+import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
@@ -435,29 +435,28 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * policy.json is the person's file: an edit made while no host ran (or behind a running one's back,
    * read at the next open) is recorded as such, with the policy before and after, so the log names
    * every witness the policy ever held and a removal by hand shows with its time. Compared by the
-   * fingerprint policy records carry; a log written before they did compares the witnesses.
+   * fingerprint policy records carry; before any record has one (a new data directory set up by hand,
+   * a log written before fingerprints), only the witnesses are compared, so a hand-written policy
+   * adds no record unless it names a witness.
    */
   private recordPolicyEditedOutside(): void {
     const recorded = lastRecordedPolicy(this.db);
     const fingerprint = policyFingerprint(this.policy);
-    const defaults = defaultPolicy();
-    if (!recorded) {
-      if (fingerprint === policyFingerprint(defaults)) return;
-    } else if (recorded.policySha256 !== null) {
+    if (recorded?.policySha256) {
       if (recorded.policySha256 === fingerprint) return;
     } else {
       const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
-      if (same(recorded.witnesses) === same(this.policy.witnesses)) return;
+      if (same(recorded?.witnesses ?? []) === same(this.policy.witnesses)) return;
     }
     this.audit.append({
       kind: 'policy.edited_outside',
       actor: SYSTEM_ACTOR,
       detail: {
-        // The policy the log last recorded is in that record; before names its witnesses, enough to see one removed.
-        before: { witnesses: recorded ? recorded.witnesses : defaults.witnesses },
+        // The whole policy the log last recorded is in that record; before names its witnesses, enough to show one removed.
+        before: { witnesses: recorded?.witnesses ?? [] },
         after: this.policy,
         policySha256: fingerprint,
-        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json at the first open differed from the defaults: it was written outside Executor',
+        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
       },
     });
   }

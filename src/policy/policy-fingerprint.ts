@@ -1,5 +1,5 @@
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import type { Policy } from './policy-file.js';
+import { PolicySchema, type Policy } from './policy-file.js';
 
 /**
  * The sha256 of a policy's canonical JSON, carried by every policy record (`policySha256`): at open
@@ -8,5 +8,6 @@ import type { Policy } from './policy-file.js';
  * (secretGlobs), so the recorded `after` alone could not be compared.
  */
 export function policyFingerprint(policy: Policy): string {
-  return sha256Hex(canonicalJson(policy));
+  // As savePolicy writes it and loadPolicy reads it back: defaults filled the same way on both sides.
+  return sha256Hex(canonicalJson(PolicySchema.parse(policy)));
 }
