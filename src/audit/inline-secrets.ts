@@ -9,15 +9,15 @@ import { SECRET_KEY_PATTERN } from './recordable-value.js';
  */
 
 /** A value as a shell word: quoted (the quotes stay, their content is the secret) or bare up to a separator. */
-const VALUE = String.raw`("[^"\n]*"|'[^'\n]*'|[^\s"'&|;<>()]+)`;
+const VALUE = String.raw`("[^"\n]*"|'[^'\n]*'|[^\s"'\`&|;<>()]+)`;
 
 /** The word after an option and a space: never another option (`--token --user bob` asks for the token). */
-const OPERAND = String.raw`("[^"\n]*"|'[^'\n]*'|[^\s"'&|;<>()-][^\s"'&|;<>()]*)`;
+const OPERAND = String.raw`("[^"\n]*"|'[^'\n]*'|[^\s"'\`&|;<>()-][^\s"'\`&|;<>()]*)`;
 
 /** Cheap test first: most strings hold none of these and skip every pattern below. */
 const MAYBE = /pass|pwd|secret|token|key|auth|cookie|credential|session|:\/\/|-p|-u|--user|sk-|gh[pousr]_|github_pat_|AKIA|ASIA|xox|eyJ|AIza|glpat-|npm_/i;
 
-const MYSQL_FAMILY = /(?:^|[\s;&|(/])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?=\s)/;
+const MYSQL_FAMILY = /(?:^|[\s;&|(/`"'])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?=\s)/;
 
 /** Tokens that are secrets by their look wherever they stand (the unanchored value patterns of recordable-value.ts). */
 const TOKENS = [
@@ -46,7 +46,7 @@ export function redactInlineSecrets(text: string, digest: (value: string) => str
   if (!MAYBE.test(text)) return text;
   let out = text;
   // NAME=value (an environment assignment, `export NAME=…`, a key=value argument) whose name reads as a secret's.
-  out = out.replace(new RegExp(String.raw`(^|[\s;&|(])([A-Za-z_][A-Za-z0-9_.-]*)=${VALUE}`, 'g'), (whole, lead: string, name: string, value: string) =>
+  out = out.replace(new RegExp(String.raw`(^|[\s;&|(\`"'])([A-Za-z_][A-Za-z0-9_.-]*)=${VALUE}`, 'g'), (whole, lead: string, name: string, value: string) =>
     SECRET_KEY_PATTERN.test(name) ? `${lead}${name}=${digestWord(value, digest)}` : whole,
   );
   // --name=value and --name value, for an option whose name reads as a secret's (--password, --token, --api-key, --client-secret).
@@ -56,7 +56,7 @@ export function redactInlineSecrets(text: string, digest: (value: string) => str
   });
   // mysql and its kin take the password glued to -p (`-pHunter2`); elsewhere -p means other things (mkdir -p, ssh -p 22).
   if (MYSQL_FAMILY.test(out)) out = out.replace(new RegExp(String.raw`(^|\s)-p${VALUE}`, 'g'), (_whole, lead: string, value: string) => `${lead}-p${digestWord(value, digest)}`);
-  out = out.replace(new RegExp(String.raw`(^|[\s;&|(])sshpass([ \t]+)-p([ \t]*)${VALUE}`, 'g'), (_whole, lead: string, gap: string, joint: string, value: string) => `${lead}sshpass${gap}-p${joint}${digestWord(value, digest)}`);
+  out = out.replace(new RegExp(String.raw`(^|[\s;&|(\`"'])sshpass([ \t]+)-p([ \t]*)${VALUE}`, 'g'), (_whole, lead: string, gap: string, joint: string, value: string) => `${lead}sshpass${gap}-p${joint}${digestWord(value, digest)}`);
   // curl -u user:password / --user user:password: the part after the first colon.
   out = out.replace(new RegExp(String.raw`(^|\s)(-u|--user)(=|[ \t]+)${VALUE}`, 'g'), (whole, lead: string, flag: string, joint: string, value: string) => {
     const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
