@@ -9,7 +9,7 @@ import { exportAudit, exportLines, exportRange, type ExportSummary } from '../au
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
-import { findSecretDigest } from '../audit/audit-reader.js';
+import { findSecretDigestInSlices } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
 import type { AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
@@ -1988,8 +1988,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
-  hashAuditValue(value: string): { digest: string; seqs: number[] } {
-    return findSecretDigest(this.db, this.auditLog.keys.salt, value);
+  hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
+    return findSecretDigestInSlices(this.db, this.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
   }
 
   keyStatus(): KeyStatus {

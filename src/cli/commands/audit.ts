@@ -77,6 +77,17 @@ async function verifyThroughHost(api: ExecutorClient, onProgress?: (progress: Ve
   }
 }
 
+/** hashAuditValue on the host (the keys sealed by the app), its progress events fed to the same printer as a local search. */
+async function hashThroughHost(api: ExecutorClient, value: string, onProgress?: (progress: VerifyProgress) => void) {
+  const progressId = `cli-hash-${process.pid}`;
+  const unsubscribe = onProgress ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total })) : undefined;
+  try {
+    return await api.hashAuditValue(onProgress ? { value, progressId } : { value });
+  } finally {
+    unsubscribe?.();
+  }
+}
+
 /** At most this often a progress line goes to a log file or pipe (--progress without a terminal). */
 const PIPED_PROGRESS_EVERY_MS = 500;
 
@@ -361,7 +372,7 @@ export function registerAuditCommands(program: Command): void {
       const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true, verb: 'searching' });
       const onProgress = progress.onProgress && ((checked: number, total: number) => progress.onProgress!({ checked, total }));
       // The salt is among the keys: sealed ones stay in the app, which searches the log for us.
-      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
+      const found = (await askHostIfKeysSealed(dataDir, (api) => hashThroughHost(api, value, progress.onProgress)))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
       progress.finish();
       // Each record salts its own digests, so no one digest names the value: the records that hold it do.
       print(json, found, () => (found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}${found.seqs.length >= 1000 ? ' (the first 1,000)' : ''}` : 'no record holds it'));
