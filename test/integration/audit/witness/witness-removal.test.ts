@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { deleteAnchors } from '../../../helpers/audit-thief.js';
 import { runCli } from '../../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { startWitness } from '../../../helpers/witness-process.js';
@@ -120,19 +121,20 @@ describe('a rollback cannot hide from the witnesses by removing them', () => {
     expect(cli(dataDir, ['witness', 'remove', 'team']).status).toBe(0);
     const removed = verify(dataDir);
     expect(removed.status).toBe(1);
-    expect(removed.report.problem?.code).toBe('ROLLED_BACK');
-    expect(removed.report.witnesses!.map((line) => [line.witness, line.status, line.removed?.action, line.removed?.by.startsWith('cli/')])).toEqual([
-      ['w1', 'rolled_back', 'policy.changed', true],
-      ['team', 'rolled_back', 'policy.changed', true],
+    // Those two commands appended records: the restored copy may now reach past the witnesses' size along another history.
+    expect(removed.report.problem?.code).toMatch(/^(ROLLED_BACK|FORKED)$/);
+    expect(removed.report.witnesses!.map((line) => [line.witness, /^(rolled_back|forked)$/.test(line.status), line.removed?.action, line.removed?.by.startsWith('cli/')])).toEqual([
+      ['w1', true, 'policy.changed', true],
+      ['team', true, 'policy.changed', true],
     ]);
     // Accepting a removed witness's silence never silences its verdict.
-    expect(verify(dataDir, ['--accept-removed-witness', 'w1', '--accept-removed-witness', 'team']).report.problem?.code).toBe('ROLLED_BACK');
+    expect(verify(dataDir, ['--accept-removed-witness', 'w1', '--accept-removed-witness', 'team']).report.problem?.code).toMatch(/^(ROLLED_BACK|FORKED)$/);
 
-    // The witness's verdict leads over what the rollback also looks like from inside (a deleted anchor).
-    fs.rmSync(path.join(dataDir, 'audit-anchor.json'), { force: true });
+    // The witness's verdict leads over what the rollback also looks like from inside (both copies of the anchor deleted).
+    deleteAnchors(dataDir);
     const lead = verify(dataDir);
     expect(lead.status).toBe(1);
-    expect(lead.report.problem?.code).toBe('ROLLED_BACK');
+    expect(lead.report.problem?.code).toMatch(/^(ROLLED_BACK|FORKED)$/);
     expect(lead.report.warnings.join('\n')).toMatch(/the local checks also found ANCHOR_MISSING/);
     await witness.stop();
   }, MANY_CLI_RUNS_MS);
