@@ -5,7 +5,7 @@ import { AnchorStore, anchorSignedText, type Anchor } from './anchor.js';
 import { AuditKeyring, type CurrentKey } from './audit-keys.js';
 import { assertEventKind, type AuditEvent, type AuditTrail, type SandboxOfRecord } from './event-log.js';
 import { AuditTree, type TreeBuildProgress } from './audit-tree.js';
-import { checkpointNote, logNoteSigner } from './checkpoint-note.js';
+import { checkpointNote, logKeyHandoverNote, logNoteSigner, logVerifierKey } from './checkpoint-note.js';
 import { currentExecutorEnv, type ExecutorEnv } from './executor-env.js';
 import type { KeyStore } from './key-store.js';
 import type { EpochSchedule, StoredCertificate } from './epoch-certificate.js';
@@ -563,6 +563,9 @@ export class SignedAuditLog implements AuditTrail {
       }
     }
     const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(now, this.newChainSchedule(), before.seq === 0 ? 2 : before.seq + 1);
+    // Signed by the outgoing log key while it is still here: a witness that knows it learns the incoming one.
+    const logId = this.logId;
+    const logKeyHandover = logKeyHandoverNote(logId, logNoteSigner(logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message)), logVerifierKey(logId, publicKey));
     try {
       this.db.transaction(() => {
         let head = this.head();
@@ -577,6 +580,7 @@ export class SignedAuditLog implements AuditTrail {
               keyId: next.keyId,
               publicKey: publicKey.toString('base64'),
               ...SignedAuditLog.forwardSecureDetail({ epochPublicKey, schedule }),
+              logKeyHandover,
               ...(reason ? { reason } : {}),
             },
           },

@@ -32,22 +32,70 @@ export function findSecretDigest(
   value: string,
   onProgress?: (checked: number, total: number) => void,
 ): { digest: string; seqs: number[] } {
-  const finder = new SecretFinder(salt, value);
-  const bounds = db.prepare('SELECT min(seq) AS first, max(seq) AS last FROM audit_records').get() as { first: number | null; last: number | null };
-  const seqs: number[] = [];
-  if (bounds.first === null || bounds.last === null) return { digest: finder.legacyDigest, seqs };
-  // Only records holding a digest are handed to JavaScript; SQLite's instr() passes over the rest.
-  const batch = db.prepare("SELECT seq, body FROM audit_records WHERE seq BETWEEN ? AND ? AND instr(body, 'hmac-sha256:') > 0 ORDER BY seq").raw(true);
-  const total = bounds.last - bounds.first + 1;
-  for (let from = bounds.first; from <= bounds.last && seqs.length < MAX_HASH_MATCHES; from += HASH_SCAN_BATCH) {
-    const to = Math.min(bounds.last, from + HASH_SCAN_BATCH - 1);
-    for (const [seq, body] of batch.iterate(from, to) as Iterable<[number, string]>) {
-      if (finder.heldBy(body)) seqs.push(seq);
-      if (seqs.length >= MAX_HASH_MATCHES) break;
-    }
-    onProgress?.(to - bounds.first + 1, total);
+  const scan = new SecretScan(db, salt, value);
+  while (scan.next()) onProgress?.(scan.checked, scan.total);
+  return scan.result();
+}
+
+/**
+ * findSecretDigest for the host: the scan gives the event loop back between slices, so the host
+ * answers other requests meanwhile and the caller's progress events leave as the scan goes.
+ */
+export async function findSecretDigestInSlices(
+  db: Db,
+  salt: Buffer,
+  value: string,
+  onProgress?: (checked: number, total: number) => void,
+): Promise<{ digest: string; seqs: number[] }> {
+  const scan = new SecretScan(db, salt, value, HOST_SLICE_RECORDS);
+  while (scan.next()) {
+    onProgress?.(scan.checked, scan.total);
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return { digest: finder.legacyDigest, seqs };
+  return scan.result();
+}
+
+/** Records per slice on the host: a few tens of milliseconds of HMACs at most. */
+const HOST_SLICE_RECORDS = 2_000;
+
+/** One pass over the records that hold a digest, a batch of seqs at a time. */
+class SecretScan {
+  private readonly finder: SecretFinder;
+  private readonly seqs: number[] = [];
+  private readonly first: number;
+  private readonly last: number;
+  private from: number;
+  private readonly batch;
+  readonly total: number;
+  checked = 0;
+
+  constructor(db: Db, salt: Buffer, value: string, private readonly batchSize = HASH_SCAN_BATCH) {
+    this.finder = new SecretFinder(salt, value);
+    const bounds = db.prepare('SELECT min(seq) AS first, max(seq) AS last FROM audit_records').get() as { first: number | null; last: number | null };
+    this.first = bounds.first ?? 1;
+    this.last = bounds.last ?? 0;
+    this.from = this.first;
+    this.total = Math.max(0, this.last - this.first + 1);
+    // Only records holding a digest are handed to JavaScript; SQLite's instr() passes over the rest.
+    this.batch = db.prepare("SELECT seq, body FROM audit_records WHERE seq BETWEEN ? AND ? AND instr(body, 'hmac-sha256:') > 0 ORDER BY seq").raw(true);
+  }
+
+  /** Scans the next batch; false when there is nothing left (or the matches are at their cap). */
+  next(): boolean {
+    if (this.from > this.last || this.seqs.length >= MAX_HASH_MATCHES) return false;
+    const to = Math.min(this.last, this.from + this.batchSize - 1);
+    for (const [seq, body] of this.batch.iterate(this.from, to) as Iterable<[number, string]>) {
+      if (this.finder.heldBy(body)) this.seqs.push(seq);
+      if (this.seqs.length >= MAX_HASH_MATCHES) break;
+    }
+    this.checked = to - this.first + 1;
+    this.from = to + 1;
+    return true;
+  }
+
+  result(): { digest: string; seqs: number[] } {
+    return { digest: this.finder.legacyDigest, seqs: this.seqs };
+  }
 }
 
 /**

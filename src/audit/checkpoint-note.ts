@@ -69,3 +69,30 @@ export function latestCheckpointNote(db: Db): StoredCheckpointNote | undefined {
   const row = db.prepare('SELECT cp_seq, size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as { cp_seq: number; size: number; note: string } | undefined;
   return row && { cpSeq: row.cp_seq, size: row.size, note: row.note };
 }
+
+/**
+ * The second line of a log-key handover note. At `executor keys rotate` the outgoing chain's log key
+ * signs, before it is forgotten, a note naming the incoming chain's vkey:
+ *
+ *   executor.audit/<logId>
+ *   log-key-handover
+ *   <new vkey>
+ *
+ *   — executor.audit/<logId> <base64(old key hash ‖ Ed25519 signature)>
+ *
+ * It is kept in the key.rotated record (`logKeyHandover`). A witness that trusts the old key can
+ * trust the new one from it (`executor witness serve` does, at POST /executor/log-key-handover). The
+ * second line is no number, so no witness can take the note for a checkpoint.
+ */
+export const LOG_KEY_HANDOVER = 'log-key-handover';
+
+export function logKeyHandoverNote(logId: string, outgoing: NoteSigner, incomingVkey: string): string {
+  return signNote(`${logOrigin(logId)}\n${LOG_KEY_HANDOVER}\n${incomingVkey}\n`, [outgoing]);
+}
+
+/** The origin and incoming vkey a handover note's text names, or undefined when the text is not one. */
+export function parseLogKeyHandoverText(text: string): { origin: string; vkey: string } | undefined {
+  const lines = text.split('\n');
+  if (lines.length !== 4 || lines[1] !== LOG_KEY_HANDOVER || lines[3] !== '' || !lines[0] || !lines[2]) return undefined;
+  return { origin: lines[0], vkey: lines[2] };
+}

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
+import { redactInlineSecrets } from './inline-secrets.js';
 import { legacySecretDigest } from './secret-digest.js';
 
 /**
@@ -89,17 +90,23 @@ export function checkedString(text: string): string {
  */
 export function recordableValue(value: unknown, rules: RecordingRules | Buffer, secret = false, depth = 0): unknown {
   const resolved = rulesOf(rules);
-  return recordable(value, resolved, secret, resolved.contentIsSecret ?? false, depth);
+  return recordable(value, resolved, secret, resolved.contentIsSecret ?? false, depth, false);
 }
 
-function recordable(value: unknown, rules: RecordingRules, secret: boolean, contentIsSecret: boolean, depth: number): unknown {
+function recordable(value: unknown, rules: RecordingRules, secret: boolean, contentIsSecret: boolean, depth: number, content: boolean): unknown {
   if (depth > 64) throw new ExecutorError('INVALID_INPUT', 'An audit record value is nested deeper than 64 levels.');
   if (value === null || value === undefined) return null;
   const digest = rules.digest;
   switch (typeof value) {
     case 'string': {
       const text = checkedString(value);
-      if (secret || looksLikeSecretValue(text)) return digest(text);
+      if (secret) return digest(text);
+      // A secret inside a line of text (a command line, a header) is digested where it stands, the rest kept readable.
+      // A file's content is not rewritten: its hashes name its bytes, so it is digested whole or kept whole.
+      // A long string is kept as its sha256 alone, so nothing of it is in clear either way.
+      const inline = content || text.length > MAX_RECORDED_STRING ? text : redactInlineSecrets(text, digest);
+      if (looksLikeSecretValue(inline)) return digest(text);
+      if (inline !== text) return inline.length > MAX_RECORDED_STRING ? { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length } : inline;
       if (text.length > MAX_RECORDED_STRING) return { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length };
       return text;
     }
@@ -111,7 +118,7 @@ function recordable(value: unknown, rules: RecordingRules, secret: boolean, cont
     case 'bigint':
       return secret ? digest(value.toString()) : value.toString();
     case 'object': {
-      if (Array.isArray(value)) return value.map((item) => recordable(item, rules, secret, contentIsSecret, depth + 1));
+      if (Array.isArray(value)) return value.map((item) => recordable(item, rules, secret, contentIsSecret, depth + 1, content));
       if (value instanceof Date) return value.toISOString();
       // Keys in canonical order as they are inserted, so canonicalText() writes the object without copying it.
       const out: Record<string, unknown> = {};
@@ -122,7 +129,7 @@ function recordable(value: unknown, rules: RecordingRules, secret: boolean, cont
         if (item === undefined) continue;
         const name = checkedString(key);
         const secretHere = secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name) || (secretFile && CONTENT_KEY_PATTERN.test(name));
-        out[name] = recordable(item, rules, secretHere, contentIsSecret, depth + 1);
+        out[name] = recordable(item, rules, secretHere, contentIsSecret, depth + 1, CONTENT_KEY_PATTERN.test(name));
       }
       return out;
     }

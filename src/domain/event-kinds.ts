@@ -7,6 +7,8 @@ export const EVENT_KINDS = [
   'app.started',
   'app.stopped',
   'policy.changed',
+  /** policy.json at open differed from the policy the log last recorded: edited outside Executor (detail: before, after, policySha256). */
+  'policy.edited_outside',
   'ipc.rejected',
   'ipc.denied',
   'key.created',

@@ -9,7 +9,7 @@ import { exportAudit, exportLines, exportRange, type ExportSummary } from '../au
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
 import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
-import { findSecretDigest } from '../audit/audit-reader.js';
+import { findSecretDigestInSlices } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
 import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
@@ -48,7 +48,7 @@ import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
-import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
@@ -75,6 +75,8 @@ import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-
 import { CosignatureStore } from '../audit/witness/cosignature-store.js';
 import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
 import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
+import { lastRecordedPolicy, witnessIdentity } from '../audit/witness/named-witnesses.js';
+import { policyFingerprint } from '../policy/policy-fingerprint.js';
 
 export interface ExecutorEvents {
   step: [StepRecord];
@@ -339,7 +341,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
-      executor.db.transaction(() => executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } }))();
+      executor.db.transaction(() => {
+        executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        executor.recordPolicyEditedOutside();
+      })();
       executor.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
@@ -427,6 +432,36 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.policy;
   }
 
+  /**
+   * policy.json is the person's file: an edit made while no host ran (or behind a running one's back,
+   * read at the next open) is recorded as such, with the policy before and after, so the log names
+   * every witness the policy ever held and a removal by hand shows with its time. Compared by the
+   * fingerprint policy records carry; before any record has one (a new data directory set up by hand,
+   * a log written before fingerprints), only the witnesses are compared, so a hand-written policy
+   * adds no record unless it names a witness.
+   */
+  private recordPolicyEditedOutside(): void {
+    const recorded = lastRecordedPolicy(this.db);
+    const fingerprint = policyFingerprint(this.policy);
+    if (recorded?.policySha256) {
+      if (recorded.policySha256 === fingerprint) return;
+    } else {
+      const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
+      if (same(recorded?.witnesses ?? []) === same(this.policy.witnesses)) return;
+    }
+    this.audit.append({
+      kind: 'policy.edited_outside',
+      actor: SYSTEM_ACTOR,
+      detail: {
+        // The whole policy the log last recorded is in that record; before names its witnesses, enough to show one removed.
+        before: { witnesses: recorded?.witnesses ?? [] },
+        after: this.policy,
+        policySha256: fingerprint,
+        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
+      },
+    });
+  }
+
   reloadPolicy(): Policy {
     this.policy = loadPolicy(this.dataDir);
     return this.policy;
@@ -451,7 +486,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const held = new Set(before.workspaceRoots);
     for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
     this.db.transaction(() => {
-      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data } });
+      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
       this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
       savePolicy(this.dataDir, parsed.data);
     })();
@@ -1153,7 +1188,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       previewHash: options.previewHash,
       execute: false,
       alongside: () => {
-        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule } });
+        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
         // The file is written last: if it fails, the approval and the record roll back with it.
         savePolicy(this.dataDir, next.data);
       },
@@ -2009,8 +2044,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
-  hashAuditValue(value: string): { digest: string; seqs: number[] } {
-    return findSecretDigest(this.db, this.auditLog.keys.salt, value);
+  hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
+    return findSecretDigestInSlices(this.db, this.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
   }
 
   /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */

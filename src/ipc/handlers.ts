@@ -123,7 +123,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
-  hashAuditValue: (executor, { value }) => executor.hashAuditValue(value),
+  hashAuditValue: (executor, { value, progressId }, context) =>
+    executor.hashAuditValue(value, progressId ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS) : undefined),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
   publishToWitnesses: (executor) => executor.publishToWitnesses(),
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),

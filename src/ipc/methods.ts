@@ -290,7 +290,8 @@ export const METHODS = {
     description: 'which audit key signs now and how the keys are protected',
   }),
   hashAuditValue: method({
-    params: z.strictObject({ value: z.string().max(64 * 1024) }),
+    // With a progressId, the caller's session (subscribed to 'verify') hears {progressId, checked, total} as the scan goes, as for verifyAudit.
+    params: z.strictObject({ value: z.string().max(64 * 1024), progressId: z.string().min(1).max(64).optional() }),
     result: z.object({ digest: z.string(), seqs: z.array(z.number().int()) }),
     // Answers "was it this value?" about the person's secrets: the person's question, never the agent's.
     channels: PERSON_CHANNELS,
@@ -441,7 +442,7 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
+    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
   }),
 } as const;
 

@@ -60,6 +60,10 @@ export function dbWitnessedLog(db: Db, options: DbWitnessedLogOptions = {}): Wit
     size: options.rootsFromRecords ? headSeq : () => tree.size(),
     rootAt: (size) => (options.rootsFromRecords ? rootFromRecords(size) : tree.root(size)),
     consistencyProof: (from, to) => (from === 0 || from === to ? [] : tree.consistencyProof(from, to)),
+    logKeyHandovers: () =>
+      (db.prepare("SELECT json_extract(body, '$.args.logKeyHandover') FROM audit_records WHERE action = 'key.rotated' ORDER BY seq").pluck().all() as unknown[]).filter(
+        (note): note is string => typeof note === 'string',
+      ),
     newestCheckpoint: (): LocalCheckpoint | undefined => {
       const stored = latestCheckpointNote(db);
       if (!stored) return undefined;

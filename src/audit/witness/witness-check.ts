@@ -1,5 +1,6 @@
 import type { WitnessConfig } from '../../policy/policy-file.js';
 import type { CosignatureStore } from './cosignature-store.js';
+import type { PolicyRecordRef } from './named-witnesses.js';
 import { readGitWitness } from './git-witness.js';
 import { WitnessUnreachable, fetchCosignedCheckpoint } from './witness-client.js';
 import { gitTarget, publishToHttpWitness, witnessVerifier } from './witness-publisher.js';
@@ -15,9 +16,27 @@ import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
  */
 export type WitnessStatus = 'consistent' | 'rolled_back' | 'forked' | 'unreachable' | 'no_checkpoint';
 
+/** Why verify asks a witness: today's policy names it, only the log's records do (it was removed), or the auditor named it. */
+export type WitnessSource = 'policy' | 'log' | 'auditor';
+
+/** A witness verify asks, with why. */
+export interface AskedWitness {
+  config: WitnessConfig;
+  source: WitnessSource;
+  /** For a witness the log named but today's policy does not: the record that removed it (null: policy.json was edited and no record says so). */
+  removed?: PolicyRecordRef | null;
+  /** Where to clone a git witness (default: the data directory's clone for its name). */
+  cloneDir?: string;
+}
+
 export interface WitnessReport {
   witness: string;
   kind: WitnessConfig['kind'];
+  source?: WitnessSource;
+  /** The removal, for a witness only the log still names. */
+  removed?: PolicyRecordRef | null;
+  /** A removed witness whose silence the auditor accepted (--accept-removed-witness). */
+  accepted?: boolean;
   /** The URL, or the git remote and branch. */
   where: string;
   status: WitnessStatus;
@@ -68,24 +87,31 @@ async function checkHttp(witness: Extract<WitnessConfig, { kind: 'http' }>, log:
   return { ...base, status: 'unreachable', newest: null, message: `${witness.name} could not be asked: ${probe.kind === 'refused' || probe.kind === 'unreachable' ? probe.message : probe.kind}` };
 }
 
-async function checkGit(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>, log: WitnessedLog): Promise<WitnessReport> {
+async function checkGit(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>, log: WitnessedLog, cloneDir?: string): Promise<WitnessReport> {
   const base = { witness: witness.name, kind: witness.kind, where: `${witness.remote} (${witness.branch})`, localSize: log.size() };
-  const remote = await readGitWitness(gitTarget(dataDir, witness), log);
+  const target = gitTarget(dataDir, witness);
+  const remote = await readGitWitness(cloneDir ? { ...target, cloneDir } : target, log);
   if (!remote) return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
   const status = standingAgainst(log, remote.checkpoint);
   return { ...base, status, newest: { size: remote.checkpoint.size, rootHash: remote.checkpoint.rootHash.toString('base64'), cosignedAt: null }, message: describe(status, witness.name, remote.checkpoint.size, base.localSize) };
 }
 
+function asked(witness: WitnessConfig | AskedWitness): AskedWitness {
+  return 'config' in witness ? witness : { config: witness, source: 'policy' };
+}
+
 /** Asks every witness at once; an error of one is that witness's "unreachable", never the whole verify's. */
-export async function checkWitnesses(dataDir: string, witnesses: readonly WitnessConfig[], log: WitnessedLog, store?: CosignatureStore): Promise<WitnessReport[]> {
+export async function checkWitnesses(dataDir: string, witnesses: readonly (WitnessConfig | AskedWitness)[], log: WitnessedLog, store?: CosignatureStore): Promise<WitnessReport[]> {
   return Promise.all(
-    witnesses.map(async (witness) => {
+    witnesses.map(asked).map(async ({ config: witness, source, removed, cloneDir }) => {
+      const why = { source, ...(removed !== undefined ? { removed } : {}) };
       try {
-        return witness.kind === 'http' ? await checkHttp(witness, log, store) : await checkGit(dataDir, witness, log);
+        const report = witness.kind === 'http' ? await checkHttp(witness, log, store) : await checkGit(dataDir, witness, log, cloneDir);
+        return { ...report, ...why };
       } catch (error) {
         const where = witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`;
         const reason = error instanceof WitnessUnreachable ? error.message : (error as Error).message;
-        return { witness: witness.name, kind: witness.kind, where, status: 'unreachable' as const, newest: null, localSize: log.size(), message: `${witness.name} could not be asked: ${reason}` };
+        return { witness: witness.name, kind: witness.kind, where, status: 'unreachable' as const, newest: null, localSize: log.size(), message: `${witness.name} could not be asked: ${reason}`, ...why };
       }
     }),
   );

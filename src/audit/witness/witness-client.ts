@@ -78,6 +78,19 @@ export async function addCheckpoint(
   return { kind: 'cosigned', cosignature, timestamp: cosignatureTimestamp(cosignature), line: formatSignatureLine(cosignature) };
 }
 
+/**
+ * POST executor/log-key-handover: hands a witness the note in which the log's outgoing key names the
+ * incoming one (after `executor keys rotate`). 'learned' on 200; 'unsupported' when the witness does
+ * not know the call (any C2SP witness but `executor witness serve`): it must be given the new key by hand.
+ */
+export async function sendLogKeyHandover(url: string, note: string, timeoutMs = WITNESS_TIMEOUT_MS): Promise<{ kind: 'learned' } | { kind: 'unsupported' } | { kind: 'refused'; status: number; message: string }> {
+  const answer = await request(endpoint(url, 'executor/log-key-handover'), { method: 'POST', body: note }, timeoutMs);
+  if (answer.status === 200) return { kind: 'learned' };
+  if (answer.status === 404 || answer.status === 405) return { kind: 'unsupported' };
+  if (answer.status >= 500) throw new WitnessUnreachable(`${url}: HTTP ${answer.status} ${answer.body.trim().slice(0, 200)}`);
+  return { kind: 'refused', status: answer.status, message: answer.body.trim().slice(0, 500) };
+}
+
 export interface CosignedCheckpoint {
   checkpoint: TlogCheckpoint;
   note: string;

@@ -4,7 +4,7 @@ import type { WitnessConfig } from '../../policy/policy-file.js';
 import { parseVerifierKey, type NoteVerifier } from '../signed-note.js';
 import type { CosignatureStore } from './cosignature-store.js';
 import { publishToGit, type GitWitnessTarget } from './git-witness.js';
-import { WitnessUnreachable, addCheckpoint } from './witness-client.js';
+import { WitnessUnreachable, addCheckpoint, sendLogKeyHandover } from './witness-client.js';
 import type { WitnessedLog } from './witnessed-log.js';
 
 /** What one publish to one witness came to. */
@@ -40,6 +40,7 @@ export async function publishToHttpWitness(witness: Extract<WitnessConfig, { kin
   const stored = store.newest(witness.name);
   if (stored && stored.size === newest.size && stored.rootHash.equals(newest.rootHash)) return { witness: witness.name, kind: 'up_to_date', size: newest.size };
   let oldSize = stored?.size ?? 0;
+  let handedOver = false;
   // Two rounds cover "our memory of the witness was stale" (409, then the right old size); a third 409 means it moves under us.
   for (let round = 0; round < 3; round += 1) {
     if (oldSize > newest.size) {
@@ -58,9 +59,39 @@ export async function publishToHttpWitness(witness: Extract<WitnessConfig, { kin
     if (outcome.kind === 'inconsistent') {
       return { witness: witness.name, kind: 'forked', size: oldSize, message: `${witness.name} cosigned ${oldSize} records of this log, and this log's first ${oldSize} records are not what it saw: ${outcome.message}` };
     }
+    if (outcome.status === 403 && !handedOver) {
+      // After `executor keys rotate` the witness knows only the outgoing log key: hand it the rotation's signed link and try again.
+      const handover = await handOverLogKey(witness, log);
+      if (handover === 'learned') {
+        handedOver = true;
+        round -= 1;
+        continue;
+      }
+      return { witness: witness.name, kind: 'refused', message: `${witness.name} refused the checkpoint (HTTP 403): ${outcome.message}. ${handover}` };
+    }
     return { witness: witness.name, kind: 'refused', message: `${witness.name} refused the checkpoint (HTTP ${outcome.status}): ${outcome.message}` };
   }
   throw new WitnessUnreachable(`${witness.name} kept answering 409 with another size`);
+}
+
+/** What a 403 asks of the person, when the witness cannot learn the new log key from the log itself. */
+export function logKeyAdvice(log: WitnessedLog): string {
+  const current = log.verifiers.at(-1)?.vkey;
+  return `The witness does not trust this log's current checkpoint key${log.logKeyHandovers?.().length ? ' (it changed at `executor keys rotate`, and this witness does not take the handover the rotation record carries)' : ''}: give its operator the line \`executor witness log-key\` prints${current ? ` (${log.origin}=${current})` : ''}; for \`executor witness serve\`, restart it with that --log.`;
+}
+
+/** Sends each rotation's handover note, oldest first; 'learned' when the witness took them, else the words for the person. */
+async function handOverLogKey(witness: Extract<WitnessConfig, { kind: 'http' }>, log: WitnessedLog): Promise<'learned' | string> {
+  const notes = log.logKeyHandovers?.() ?? [];
+  if (notes.length === 0) return logKeyAdvice(log);
+  let learned = false;
+  for (const note of notes) {
+    const answer = await sendLogKeyHandover(witness.url, note);
+    if (answer.kind === 'unsupported') return logKeyAdvice(log);
+    // A handover the witness already followed past (an older rotation) is refused or a no-op; the newest one decides.
+    learned = answer.kind === 'learned';
+  }
+  return learned ? 'learned' : logKeyAdvice(log);
 }
 
 export async function publishToGitWitness(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>, log: WitnessedLog, store: CosignatureStore, now: () => number): Promise<PublishResult> {

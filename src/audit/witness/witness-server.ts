@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyConsistency } from '../merkle.js';
-import { SignedNoteError, openNote, parseNote, signNote, type NoteSigner, type NoteVerifier } from '../signed-note.js';
+import { parseLogKeyHandoverText } from '../checkpoint-note.js';
+import { NOTE_ED25519, SignedNoteError, openNote, parseNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from '../signed-note.js';
 import { EMPTY_TREE_ROOT, parseCheckpointText } from '../tlog-checkpoint.js';
 import { MAX_ADD_CHECKPOINT_BYTES, parseAddCheckpointRequest } from './add-checkpoint-request.js';
 import { WitnessStateDir, originHash } from './witness-state.js';
@@ -48,7 +49,7 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
   const log = options.logs.find((candidate) => candidate.origin === checkpoint.origin);
   if (!log) return text(404, `This witness does not follow the log ${JSON.stringify(checkpoint.origin)}.`);
   try {
-    openNote(request.note, log.verifiers);
+    openNote(request.note, trustedKeys(log, options.state));
   } catch (error) {
     if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, error.message);
     if (error instanceof SignedNoteError) return text(400, error.message);
@@ -72,6 +73,65 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
   const cosignatureLine = cosigned.slice(cosigned.lastIndexOf('\n\u2014 ') + 1);
   options.state.write({ origin: checkpoint.origin, size: checkpoint.size, rootHash: checkpoint.rootHash.toString('base64'), note: cosigned, cosignedAt: new Date().toISOString() });
   return { status: 200, contentType: 'text/plain; charset=utf-8', body: cosignatureLine };
+}
+
+/** The log keys the witness trusts now: its --log keys and those handed over, less those a handover retired. */
+function trustedKeys(log: WitnessedLogConfig, state: WitnessStateDir): NoteVerifier[] {
+  const keys = state.readKeys(log.origin);
+  const retired = new Set(keys.retired);
+  const learned = keys.learned.flatMap((vkey) => {
+    try {
+      return [parseVerifierKey(vkey)];
+    } catch {
+      return [];
+    }
+  });
+  const all = [...log.verifiers, ...learned.filter((verifier) => !log.verifiers.some((known) => known.vkey === verifier.vkey))];
+  return all.filter((verifier) => !retired.has(verifier.vkey));
+}
+
+/**
+ * POST /executor/log-key-handover (Executor's own call, beside tlog-witness): a note in which a key
+ * the witness trusts for a log names that log's next key (docs/audit.md, log-key handover). The new
+ * key is trusted from then on and the signing key retired, so a stolen old key store can no longer
+ * feed this witness. Synchronous, like add-checkpoint: two handovers cannot interleave.
+ */
+export function logKeyHandover(body: string, options: WitnessServerOptions): Answer {
+  let note;
+  try {
+    note = parseNote(body);
+  } catch (error) {
+    if (error instanceof SignedNoteError) return text(400, error.message);
+    throw error;
+  }
+  const handover = parseLogKeyHandoverText(note.text);
+  if (!handover) return text(400, 'A log-key handover note reads: origin, "log-key-handover", the new vkey.');
+  const log = options.logs.find((candidate) => candidate.origin === handover.origin);
+  if (!log) return text(403, `This witness does not follow the log ${JSON.stringify(handover.origin)}.`);
+  let incoming: NoteVerifier;
+  try {
+    incoming = parseVerifierKey(handover.vkey);
+  } catch (error) {
+    if (error instanceof SignedNoteError) return text(400, `The handover's new key does not parse: ${error.message}`);
+    throw error;
+  }
+  if (incoming.type !== NOTE_ED25519 || incoming.name !== handover.origin) return text(400, 'The handover must name an Ed25519 note key whose name is the log\'s origin.');
+  const keys = options.state.readKeys(handover.origin);
+  const trusted = trustedKeys(log, options.state);
+  if (trusted.some((verifier) => verifier.vkey === incoming.vkey)) return text(200, 'This witness already trusts that key.');
+  if (keys.retired.includes(incoming.vkey)) return text(403, 'That key was retired by an earlier handover; it is not trusted again.');
+  let opened;
+  try {
+    opened = openNote(body, trusted);
+  } catch (error) {
+    if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, `The handover is not signed by a key this witness trusts for the log: ${error.message}`);
+    if (error instanceof SignedNoteError) return text(400, error.message);
+    throw error;
+  }
+  const outgoing = opened.verified.map((signature) => trusted.find((verifier) => verifier.name === signature.name && verifier.keyHash === signature.keyHash)!.vkey);
+  options.state.writeKeys({ origin: handover.origin, learned: [...keys.learned.filter((vkey) => !outgoing.includes(vkey)), incoming.vkey], retired: [...keys.retired, ...outgoing] });
+  options.log?.(`log-key handover ${handover.origin}: now trusts ${incoming.vkey}, no longer ${outgoing.join(', ')}`);
+  return text(200, `This witness now trusts ${incoming.vkey} for ${handover.origin}.`);
 }
 
 /** GET <origin hash>/checkpoint (tlog-witness "Monitor Retrieval"): the newest checkpoint cosigned for that log. */
@@ -104,8 +164,9 @@ export async function startWitnessServer(options: WitnessServerOptions, listen: 
         return answer(text(500, `The witness could not read its state: ${(error as Error).message}`));
       }
     }
-    if (url.pathname !== '/add-checkpoint') return answer(text(404, 'Not found: this witness answers POST /add-checkpoint and GET /<origin hash>/checkpoint.'));
-    if (request.method !== 'POST') return answer(text(405, 'add-checkpoint takes a POST.'));
+    const handover = url.pathname === '/executor/log-key-handover';
+    if (url.pathname !== '/add-checkpoint' && !handover) return answer(text(404, 'Not found: this witness answers POST /add-checkpoint, POST /executor/log-key-handover and GET /<origin hash>/checkpoint.'));
+    if (request.method !== 'POST') return answer(text(405, `${handover ? 'log-key-handover' : 'add-checkpoint'} takes a POST.`));
     const chunks: Buffer[] = [];
     let size = 0;
     let refused = false;
@@ -127,7 +188,7 @@ export async function startWitnessServer(options: WitnessServerOptions, listen: 
         return answer(text(400, 'The request is not UTF-8.'));
       }
       try {
-        answer(addCheckpoint(body, options));
+        answer(handover ? logKeyHandover(body, options) : addCheckpoint(body, options));
       } catch (error) {
         answer(text(500, `The witness could not record this checkpoint: ${(error as Error).message}`));
       }

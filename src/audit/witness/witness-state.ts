@@ -17,6 +17,13 @@ export interface WitnessedLog {
   cosignedAt: string;
 }
 
+/** What a log-key handover taught the witness: keys it trusts besides its --log one, and keys it no longer trusts. */
+export interface LearnedLogKeys {
+  origin: string;
+  learned: string[];
+  retired: string[];
+}
+
 /** SHA-256 of the origin in lowercase hex: the tlog-witness monitoring path and our file name. */
 export function originHash(origin: string): string {
   return crypto.createHash('sha256').update(origin, 'utf8').digest('hex');
@@ -42,6 +49,28 @@ export class WitnessStateDir {
     // A state file that names another origin was copied or renamed by hand: trusting it would let one log roll back another.
     if (state.origin !== origin || !Number.isSafeInteger(state.size)) throw new Error(`The witness state file ${this.fileOf(origin)} is not this log's; restore it or remove it by hand.`);
     return state;
+  }
+
+  /** The log keys this witness learned from handover notes, and those a handover retired (vkey strings). */
+  readKeys(origin: string): LearnedLogKeys {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.keysFileOf(origin), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { origin, learned: [], retired: [] };
+      throw error;
+    }
+    const keys = JSON.parse(text) as LearnedLogKeys;
+    if (keys.origin !== origin || !Array.isArray(keys.learned) || !Array.isArray(keys.retired)) throw new Error(`The witness key file ${this.keysFileOf(origin)} is not this log's; restore it or remove it by hand.`);
+    return keys;
+  }
+
+  writeKeys(keys: LearnedLogKeys): void {
+    writeFileDurably(this.keysFileOf(keys.origin), `${JSON.stringify(keys, null, 2)}\n`, 0o600);
+  }
+
+  private keysFileOf(origin: string): string {
+    return path.join(this.logsDir, `${originHash(origin)}.keys.json`);
   }
 
   write(state: WitnessedLog): void {

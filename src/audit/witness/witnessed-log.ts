@@ -23,6 +23,8 @@ export interface WitnessedLog {
   rootAt(size: number): Buffer;
   /** RFC 9162 proof that the tree at `from` is a prefix of the tree at `to` (empty when from is 0 or from = to). */
   consistencyProof(from: number, to: number): Buffer[];
+  /** Each key rotation's handover note (the outgoing log key naming the incoming one), oldest first. */
+  logKeyHandovers?(): string[];
 }
 
 /** How the local log stands against a checkpoint someone outside holds. */

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
@@ -7,6 +8,7 @@ import type { AuditReader } from '../../audit/audit-reader.js';
 import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/key-store.js';
 import type { VerifyProgress, VerifyReport } from '../../audit/verify-codes.js';
 import type { WitnessReport } from '../../audit/witness/witness-check.js';
+import type { WitnessConfig } from '../../policy/policy-file.js';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
@@ -16,6 +18,10 @@ import { registerAuditProofCommands } from './audit-proof.js';
 export const EXIT_NOT_INTACT = 1;
 /** Exit status when the log checks out locally but a witness could not be asked or holds nothing of it: not "intact" by silence. */
 export const EXIT_WITNESS_UNANSWERED = 3;
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
 
 function integer(name: string) {
   return (value: string) => {
@@ -71,6 +77,17 @@ async function verifyThroughHost(api: ExecutorClient, onProgress?: (progress: Ve
   }
 }
 
+/** hashAuditValue on the host (the keys sealed by the app), its progress events fed to the same printer as a local search. */
+async function hashThroughHost(api: ExecutorClient, value: string, onProgress?: (progress: VerifyProgress) => void) {
+  const progressId = `cli-hash-${process.pid}`;
+  const unsubscribe = onProgress ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total })) : undefined;
+  try {
+    return await api.hashAuditValue(onProgress ? { value, progressId } : { value });
+  } finally {
+    unsubscribe?.();
+  }
+}
+
 /** At most this often a progress line goes to a log file or pipe (--progress without a terminal). */
 const PIPED_PROGRESS_EVERY_MS = 500;
 
@@ -104,51 +121,103 @@ function entryLine(entry: AuditEntry): string {
   return `${String(entry.seq).padStart(7)} ${visibleLine(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
 }
 
-/** The witnesses in the policy and how this log stands against each (undefined when none is configured). */
-async function askWitnesses(dataDir: string, offline: boolean): Promise<{ reports: WitnessReport[] } | undefined> {
+/** What the auditor adds to verify's witnesses, and the removed witnesses they accept not hearing from. */
+interface WitnessOptions {
+  offline: boolean;
+  auditor: WitnessConfig[];
+  acceptRemoved: string[];
+}
+
+/**
+ * The witnesses verify asks and how this log stands against each (undefined when there is none): those in
+ * the policy, every one the log's own signed records ever named (a removed one too), and the auditor's.
+ */
+async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{ reports: WitnessReport[] } | undefined> {
   const { loadPolicy } = await import('../../policy/policy-file.js');
-  let witnesses;
-  try {
-    witnesses = loadPolicy(dataDir).witnesses;
-  } catch (error) {
-    // A broken policy.json must not stop a reviewer verifying the log; it does stop it being called witnessed.
-    const message = `the policy could not be read, so no witness was asked: ${(error as Error).message}`;
-    return { reports: [{ witness: 'policy', kind: 'http', where: 'policy.json', status: 'unreachable', newest: null, localSize: 0, message }] };
-  }
-  if (witnesses.length === 0) return undefined;
-  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }] = await Promise.all([
+  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }, { witnessesNamedByLog }, { witnessesToAsk }] = await Promise.all([
     import('../../audit/audit-reader.js'),
     import('../../audit/witness/db-witnessed-log.js'),
     import('../../audit/witness/witness-check.js'),
+    import('../../audit/witness/named-witnesses.js'),
+    import('../../audit/witness/witnesses-to-ask.js'),
   ]);
-  const db = openAuditDatabaseReadOnly(dataDir);
+  let current: WitnessConfig[] = [];
+  let policyUnreadable: WitnessReport | undefined;
   try {
+    current = loadPolicy(dataDir).witnesses;
+  } catch (error) {
+    // A broken policy.json must not stop a reviewer verifying the log; it does stop it being called witnessed.
+    const message = `the policy could not be read, so its witnesses were not asked (those the log names were): ${(error as Error).message}`;
+    policyUnreadable = { witness: 'policy', kind: 'http', where: 'policy.json', status: 'unreachable', newest: null, localSize: 0, message };
+  }
+  const db = openAuditDatabaseReadOnly(dataDir);
+  const tempClones: string[] = [];
+  try {
+    const asked = witnessesToAsk(current, witnessesNamedByLog(db), options.auditor).map((witness) => {
+      if (witness.source !== 'auditor' || witness.config.kind !== 'git') return witness;
+      // The auditor's remote is fetched into a folder of its own, not into the data directory, and removed after.
+      const cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-audit-git-'));
+      tempClones.push(cloneDir);
+      return { ...witness, cloneDir };
+    });
+    const removed = new Set(asked.filter((witness) => witness.source === 'log').map((witness) => witness.config.name));
+    const unknown = options.acceptRemoved.filter((name) => !removed.has(name));
+    if (unknown.length) {
+      throw new ExecutorError('INVALID_INPUT', `--accept-removed-witness ${unknown.join(', ')}: ${removed.size ? `the removed witnesses this log names are ${[...removed].join(', ')}` : 'this log names no removed witness'}.`);
+    }
+    if (asked.length === 0) return policyUnreadable ? { reports: [policyUnreadable] } : undefined;
     const log = dbWitnessedLog(db, { rootsFromRecords: true });
     const notAsked = (message: string) =>
-      witnesses.map((witness): WitnessReport => ({ witness: witness.name, kind: witness.kind, where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`, status: 'unreachable', newest: null, localSize: 0, message }));
-    if (offline) return { reports: notAsked('not asked (--offline)') };
-    if (!log) return { reports: notAsked('not asked: this log holds no record') };
-    return { reports: await checkWitnesses(dataDir, witnesses, log) };
+      asked.map(({ config: witness, source, removed: removal }): WitnessReport => ({ witness: witness.name, kind: witness.kind, source, ...(removal !== undefined ? { removed: removal } : {}), where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`, status: 'unreachable', newest: null, localSize: 0, message }));
+    const reports = options.offline ? notAsked('not asked (--offline)') : !log ? notAsked('not asked: this log holds no record') : await checkWitnesses(dataDir, asked, log);
+    for (const report of reports) if (report.source === 'log' && options.acceptRemoved.includes(report.witness)) report.accepted = true;
+    return { reports: policyUnreadable ? [policyUnreadable, ...reports] : reports };
   } finally {
     db.close();
+    for (const dir of tempClones) fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** A witness that shows the log rolled back or forked is the report's problem, whatever the local checks said. */
+/**
+ * A witness that shows the log rolled back or forked is the report's headline, whatever the local checks
+ * found: an ANCHOR_MISSING or a bad record is what a rollback looks like from inside, the witness says what happened.
+ */
 function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): void {
-  const against = reports.find((witness) => witness.status === 'rolled_back' || witness.status === 'forked');
+  const against = reports.find((witness) => witness.status === 'rolled_back') ?? reports.find((witness) => witness.status === 'forked');
   if (!against) return;
+  const local = report.problem;
   report.ok = false;
-  report.problem ??= {
+  report.problem = {
     code: against.status === 'rolled_back' ? 'ROLLED_BACK' : 'FORKED',
     seq: against.status === 'rolled_back' ? against.localSize + 1 : (against.newest?.size ?? 0),
-    message: `witness ${against.message}`,
+    message: `witness ${against.message}${against.source === 'log' ? ` (${removalWords(against)})` : ''}`,
   };
+  if (local) report.warnings.unshift(`the local checks also found ${local.code} at seq ${local.seq}: ${local.message}`);
+}
+
+/** When and by whom a witness the log still names left the policy. */
+function removalWords(witness: WitnessReport): string {
+  if (!witness.removed) return 'it is not in policy.json, yet no record removed it: policy.json was edited outside Executor after the last open';
+  return `removed from the policy at record ${witness.removed.seq} (${witness.removed.ts}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
+}
+
+function unanswered(witness: WitnessReport): boolean {
+  return (witness.status === 'unreachable' || witness.status === 'no_checkpoint') && witness.accepted !== true;
 }
 
 function witnessLines(reports: WitnessReport[], offline: boolean): string[] {
-  if (offline) return [`witnesses: not asked (--offline); ${reports.length} configured, so this is not a full verification`];
-  return reports.map((witness) => `witness ${visibleLine(witness.witness)} (${visibleLine(witness.where)}): ${witness.status.toUpperCase().replace('_', ' ')}: ${visibleLine(witness.message)}`);
+  if (offline) return [`witnesses: not asked (--offline); ${reports.length} known (in the policy, named by the log or given), so this is not a full verification`];
+  return reports.map((witness) => {
+    const line = `witness ${visibleLine(witness.witness)} (${visibleLine(witness.where)}): ${witness.status.toUpperCase().replace('_', ' ')}: ${visibleLine(witness.message)}`;
+    if (witness.source === 'auditor') return `${line} [named on the command line]`;
+    if (witness.source !== 'log') return line;
+    const removal = visibleLine(removalWords(witness));
+    if (witness.accepted) return `${line}; ${removal}; accepted as gone (--accept-removed-witness)`;
+    if (unanswered(witness)) {
+      return `${line}; ${removal}. Verify still asks it, since removing a witness must not hide a rollback; if you know it is gone for good, run again with --accept-removed-witness ${visibleLine(witness.witness)}`;
+    }
+    return `${line}; ${removal}; asked all the same`;
+  });
 }
 
 /** audit verify|export|show|hash: the reviewer's view of the trail. None of them takes the host's lock or writes. */
@@ -164,18 +233,28 @@ export function registerAuditCommands(program: Command): void {
     .option('--accept-missing-anchor', 'you know the anchor (audit-anchor.json and its key-store copy) was lost: report its absence loudly instead of failing with ANCHOR_MISSING')
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
     .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
-    .option('--offline', 'do not ask the witnesses in the policy (the report says they were not asked)')
+    .option('--offline', 'do not ask any witness (the report says they were not asked)')
+    .option('--witness <url=vkey>', "also ask this tlog-witness, by URL and cosigner vkey (repeatable): an auditor's own witness, trusted over the data directory's policy", collect)
+    .option('--git-witness <remote[#branch]>', "also read this git remote's branch of checkpoints (default branch executor-audit; repeatable)", collect)
+    .option('--accept-removed-witness <name>', 'a witness removed from the policy that you know is gone for good: its silence no longer makes the check incomplete (repeatable; its verdict still counts when it answers)', collect)
     .addHelpText('after', [
       '',
       'Exit status:',
       '  0  the log is intact, and every witness asked agrees (or none is set up: the report then says a restored older copy could not be detected)',
+      '     witnesses asked: those in the policy, every one the log\'s own records ever named (also after a removal), and --witness/--git-witness',
       '  1  the log is not intact, or a witness says it was rolled back or forked: the report names what',
       '  2  bad usage or input (no data directory, a malformed key)',
-      '  3  the records are intact, but the check against witnesses is incomplete (--offline, or a witness unreachable or holding none of it): run again when they answer',
+      '  3  the records are intact, but the check against witnesses is incomplete (--offline, or a witness unreachable or holding none of it, a removed one too): run again when they answer',
     ].join('\n'))
-    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean; offline?: boolean }, command: Command) => {
+    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean; offline?: boolean; witness?: string[]; gitWitness?: string[]; acceptRemovedWitness?: string[] }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
+      const { parseAuditorGitWitness, parseAuditorWitness } = await import('../../audit/witness/witnesses-to-ask.js');
+      // Bad witness options are refused before the log is read, not after a long verify.
+      const auditorWitnesses = [...(options.witness ?? []).map(parseAuditorWitness), ...(options.gitWitness ?? []).map(parseAuditorGitWitness)];
+      if (options.file && (auditorWitnesses.length || options.acceptRemovedWitness?.length)) {
+        throw new ExecutorError('INVALID_INPUT', 'Witnesses are asked about the database, not an export: drop --witness/--git-witness/--accept-removed-witness with --file, or verify the data directory.');
+      }
       const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
       const chainPublicKeys = options.publicKey ? parseChainPublicKeys(options.publicKey) : undefined;
       const accept = options.acceptMissingAnchor === true;
@@ -195,24 +274,31 @@ export function registerAuditCommands(program: Command): void {
       // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
       const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
       progress.finish();
-      const witnessed = options.file ? undefined : await askWitnesses(dataDir, options.offline === true);
+      const witnessed = options.file ? undefined : await askWitnesses(dataDir, { offline: options.offline === true, auditor: auditorWitnesses, acceptRemoved: options.acceptRemovedWitness ?? [] });
       if (witnessed) applyWitnessReports(report, witnessed.reports);
       const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
-      const unanswered = witnessed?.reports.some((witness) => witness.status === 'unreachable' || witness.status === 'no_checkpoint') || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
+      const silent = witnessed?.reports.filter(unanswered) ?? [];
+      const incomplete = silent.length > 0 || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
       const noWitness = !options.file && (witnessed === undefined || witnessed.reports.length === 0);
       print(json, output, () => {
         const summary = summarizeReport(report).split('\n');
         // Exit 3: the records hold, but the check against the witnesses is not done; the first line says so, and what to do.
-        if (report.ok && unanswered) {
+        if (report.ok && incomplete) {
           summary[0] = summary[0]!.replace(/^audit log intact:/, 'audit records intact, but the check against witnesses is INCOMPLETE (exit 3):');
-          summary.splice(1, 0, `  what to do: ${options.offline ? 'run again without --offline' : 'run again when the witnesses answer'}; until then a restored older copy of the whole data directory would not show here`);
+          const removedOnly = !options.offline && silent.every((witness) => witness.source === 'log');
+          const todo = options.offline
+            ? 'run again without --offline'
+            : removedOnly
+              ? `run again when the removed witness(es) answer, or, if you know they are gone for good, with ${silent.map((witness) => `--accept-removed-witness ${visibleLine(witness.witness)}`).join(' ')}`
+              : 'run again when the witnesses answer';
+          summary.splice(1, 0, `  what to do: ${todo}; until then a restored older copy of the whole data directory would not show here`);
         }
         const lonely = report.ok && noWitness
           ? ['  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`']
           : [];
         return [...summary, ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []), ...lonely, ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n');
       });
-      process.exitCode = !report.ok ? EXIT_NOT_INTACT : unanswered ? EXIT_WITNESS_UNANSWERED : 0;
+      process.exitCode = !report.ok ? EXIT_NOT_INTACT : incomplete ? EXIT_WITNESS_UNANSWERED : 0;
     });
 
   audit
@@ -286,7 +372,7 @@ export function registerAuditCommands(program: Command): void {
       const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true, verb: 'searching' });
       const onProgress = progress.onProgress && ((checked: number, total: number) => progress.onProgress!({ checked, total }));
       // The salt is among the keys: sealed ones stay in the app, which searches the log for us.
-      const found = (await askHostIfKeysSealed(dataDir, (api) => api.hashAuditValue({ value })))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
+      const found = (await askHostIfKeysSealed(dataDir, (api) => hashThroughHost(api, value, progress.onProgress)))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
       progress.finish();
       // Each record salts its own digests, so no one digest names the value: the records that hold it do.
       print(json, found, () => (found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}${found.seqs.length >= 1000 ? ' (the first 1,000)' : ''}` : 'no record holds it'));

@@ -205,7 +205,7 @@ export function registerWitnessCommands(program: Command): void {
 
   witness
     .command('remove')
-    .description('remove a witness from the policy (what it already holds stays with it)')
+    .description('remove a witness from the policy: no checkpoint goes to it from now on, but the log records the removal and `audit verify` still asks it (what it already holds stays with it)')
     .argument('<name>')
     .action(async (name: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
@@ -214,7 +214,13 @@ export function registerWitnessCommands(program: Command): void {
         if (!current.witnesses.some((witness) => witness.name === name)) throw new ExecutorError('NOT_FOUND', `There is no witness named ${name}; \`executor witness list\` shows them.`);
         return api.setPolicy({ policy: { ...current, witnesses: current.witnesses.filter((witness) => witness.name !== name) } });
       });
-      print(json, policy.witnesses, () => `removed witness ${name}`);
+      print(json, policy.witnesses, () =>
+        [
+          `removed witness ${name}; no checkpoint goes to it from now on`,
+          // A removal must not hide a rollback: the log keeps the witness's URL and key, and verify keeps asking.
+          `  the log records the removal, and \`executor audit verify\` still asks it; once it is gone for good, verify with --accept-removed-witness ${name}`,
+        ].join('\n'),
+      );
     });
 
   witness

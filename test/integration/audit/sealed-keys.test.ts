@@ -113,6 +113,17 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
     expect(hashed.status, hashed.stderr).toBe(0);
     const found = hashed.json<{ digest: string; seqs: number[] }>();
     expect(found.seqs.length).toBeGreaterThan(0);
+    // Through the app the search reports its progress like verify: the CLI prints it, a client hears its own events.
+    const withProgress = await runCliAsync(['--data-dir', dataDir, '--json', 'audit', 'hash', '--progress', SECRET]);
+    expect(withProgress.json<{ seqs: number[] }>().seqs).toEqual(found.seqs);
+    expect(withProgress.stderr).toMatch(/searching… checked (\d+) of \1 records \(100%\)/);
+    const person = await connectToHost(dataDir, 'cli');
+    let heardFinal: (event: { checked: number; total: number }) => void = () => undefined;
+    const final = new Promise<{ checked: number; total: number }>((resolve) => (heardFinal = resolve));
+    await person.on('verify', (event) => event.progressId === 'hash-1' && event.checked === event.total && heardFinal(event));
+    expect((await person.hashAuditValue({ value: SECRET, progressId: 'hash-1' })).seqs).toEqual(found.seqs);
+    expect((await final).total).toBeGreaterThan(0);
+    person.close();
     // "Was it this value?" is the person's question about their secrets, not the agent's.
     const agent = await connectToHost(dataDir, 'agent');
     await expect(agent.hashAuditValue({ value: SECRET })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });

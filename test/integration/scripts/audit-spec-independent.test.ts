@@ -272,4 +272,29 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     bent[0] = sha256(Buffer.from(bent[0]!, 'hex')).toString('hex');
     expect(rootFromPath(proof.inclusion.leafIndex, proof.inclusion.treeSize, leaf, bent.map((hex) => Buffer.from(hex, 'hex')))?.toString('hex')).not.toBe(cpBody.rootHash);
   });
+
+  it("key.rotated's logKeyHandover: the previous chain's log key names the new chain's, as a C2SP note (S4)", () => {
+    const chains = readChains();
+    const records = readLines('log.jsonl').filter((line) => line.type === 'record').map((line) => JSON.parse(line.body as string) as { action: string; keyId: string; logId: string; args: Record<string, unknown> });
+    const rotation = records.find((body) => body.action === 'key.rotated')!;
+    const previous = chains.get(rotation.args.previousKeyId as string)!;
+    const next = chains.get(rotation.keyId)!;
+    const origin = `executor.audit/${rotation.logId}`;
+    const [text, signatures] = (rotation.args.logKeyHandover as string).split('\n\n') as [string, string];
+    const [noteOrigin, kind, vkey] = text.split('\n');
+    expect([noteOrigin, kind]).toEqual([origin, 'log-key-handover']);
+    // The vkey: name+hex(keyHash)+base64(0x01 ‖ key), the key the new chain's epk names and key.rotated's publicKey.
+    // Split at the first two '+' only: base64 may hold '+' too.
+    const [vkeyName, vkeyHash] = vkey!.split('+', 2) as [string, string];
+    const vkeyKey = vkey!.slice(vkeyName.length + vkeyHash.length + 2);
+    expect(vkeyName).toBe(origin);
+    expect(Buffer.from(vkeyKey!, 'base64').equals(Buffer.concat([Buffer.of(1), next.logKey]))).toBe(true);
+    expect(vkeyHash).toBe(sha256(Buffer.from(`${origin}\n`), Buffer.of(1), next.logKey).subarray(0, 4).toString('hex'));
+    expect(Buffer.from(rotation.args.publicKey as string, 'base64').equals(next.logKey)).toBe(true);
+    const line = signatures.split('\n').find((l) => l.startsWith(`\u2014 ${origin} `))!;
+    const raw = Buffer.from(line.split(' ')[2]!, 'base64');
+    expect(raw.subarray(0, 4).equals(sha256(Buffer.from(`${origin}\n`), Buffer.of(1), previous.logKey).subarray(0, 4))).toBe(true);
+    expect(verifies(previous.logKey, Buffer.from(`${text}\n`), raw.subarray(4))).toBe(true);
+    expect(verifies(next.logKey, Buffer.from(`${text}\n`), raw.subarray(4))).toBe(false);
+  });
 });
