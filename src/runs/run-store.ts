@@ -1,3 +1,4 @@
+import { checkedUsage } from './models/token-counts.js';
 import type { Db } from '../store/database.js';
 import { ExecutorError } from '../domain/errors.js';
 import {
@@ -191,8 +192,8 @@ export class RunStore {
       counters: {
         iterations: row.iterations,
         toolCalls: row.tool_calls,
-        inputTokens: row.input_tokens,
-        outputTokens: row.output_tokens,
+        inputTokens: storedCount(row.input_tokens),
+        outputTokens: storedCount(row.output_tokens),
         wallMs: Math.max(0, endAt - Date.parse(row.created_at)),
       },
       limits: { maxIterations: row.max_iterations, maxTokens: row.max_tokens, maxToolCalls: row.max_tool_calls, maxWallMs: row.max_wall_ms },
@@ -259,7 +260,9 @@ export class RunStore {
   }
 
   /** The turn's trace and its tool calls (no outcome yet), and the run's counters moved on. */
-  insertIteration(runId: string, entry: NewIteration): void {
+  insertIteration(runId: string, given: NewIteration): void {
+    // Whatever client made the turn, a count stored is one the budgets and the lists can hold.
+    const entry = { ...given, ...checkedUsage(given) };
     this.db
       .prepare(
         `INSERT INTO run_iterations (run_id, iteration, model, started_at, latency_ms, input_tokens, output_tokens, finish_reason, text, request_hash, response_hash, audit_seq)
@@ -352,8 +355,8 @@ export class RunStore {
       model: row.model,
       startedAt: row.started_at,
       latencyMs: row.latency_ms,
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
+      inputTokens: storedCount(row.input_tokens),
+      outputTokens: storedCount(row.output_tokens),
       finishReason: row.finish_reason,
       text: boundedText(row.text, MAX_TOOL_RESULT_CHARACTERS),
       requestHash: row.request_hash,
@@ -423,4 +426,9 @@ function toQuestion(row: QuestionRow): AgentQuestion {
     answer: row.answer,
     answeredAt: row.answered_at,
   };
+}
+
+/** A stored count as the lists may show it: a row written before counts were checked must not break a list. */
+function storedCount(value: number): number {
+  return Number.isSafeInteger(value) && value >= 0 ? value : 0;
 }

@@ -7,6 +7,7 @@ import type { ModelClient, ModelSettings } from '../model-client.js';
 import { ANTHROPIC_DEFAULT_BASE_URL, createAnthropicMessagesClient } from './anthropic-messages.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS } from './model-retry.js';
 import { createOpenAiChatClient, OPENAI_DEFAULT_BASE_URL } from './openai-chat.js';
+import { checkedUsage } from './token-counts.js';
 
 function checkedBaseUrl(baseUrl: string): string {
   let url: URL;
@@ -22,6 +23,22 @@ function checkedBaseUrl(baseUrl: string): string {
 }
 
 export function createModelClient(settings: ModelSettings, apiKey: string | undefined): ModelClient {
+  return withCheckedUsage(createProviderClient(settings, apiKey));
+}
+
+/** Token counts are the endpoint's word: held to what they can be before budgets and lists see them. */
+function withCheckedUsage(client: ModelClient): ModelClient {
+  return {
+    provider: client.provider,
+    model: client.model,
+    turn: async (request) => {
+      const turn = await client.turn(request);
+      return { ...turn, usage: checkedUsage(turn.usage) };
+    },
+  };
+}
+
+function createProviderClient(settings: ModelSettings, apiKey: string | undefined): ModelClient {
   const common = {
     model: settings.model,
     apiKey: apiKey || undefined,

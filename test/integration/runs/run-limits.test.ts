@@ -96,6 +96,26 @@ describe('run limits and cancel', () => {
     expect((await api.listRuns({})).runs).toHaveLength(1);
   });
 
+  it('believes token counts only as far as they can be true: negative ones cannot buy budget, impossible ones break no list', async () => {
+    const bogus = (input: unknown, output: unknown) => ({ inputTokens: input, outputTokens: output }) as unknown as ReturnType<typeof usage>;
+    const { api, model } = await setup(
+      [
+        { kind: 'reply', text: 'done', usage: bogus(-10_000_000, -5) },
+        { kind: 'reply', text: 'done', usage: bogus(1e300, 'abc') },
+        { kind: 'reply', text: 'done', usage: usage(400, 100) },
+      ],
+      { runs: { dailyTokenBudget: 1000 } },
+    );
+    const first = await waitForRun(api, (await api.startRun({ task: 'Negative', model })).id, ended);
+    expect(first.counters).toMatchObject({ inputTokens: 0, outputTokens: 0 });
+    const second = await waitForRun(api, (await api.startRun({ task: 'Impossible', model })).id, ended);
+    expect(second.counters.inputTokens).toBe(10_000_000);
+    expect(second.counters.outputTokens).toBe(0);
+    // The lists still answer, and the claimed ten million tokens spend the day's budget.
+    expect((await api.listRuns({})).runs).toHaveLength(2);
+    await expect(api.startRun({ task: 'Third', model })).rejects.toMatchObject({ code: 'RUN_BUDGET_EXCEEDED' });
+  });
+
   it('allows one active run per workspace root unless the policy allows more', async () => {
     const { api, model } = await setup([{ kind: 'hang' }, { kind: 'hang' }]);
     const first = await api.startRun({ task: 'One', model });
