@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
-import { expandHome } from '../../policy/workspace-root.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 import { dataDirText, describeDataDir } from '../data-dir-notice.js';
 
@@ -43,6 +42,8 @@ export function registerWhereCommands(program: Command): void {
     .argument('<dir>', 'the root, as `roots list` shows it or as a path to it')
     .action(async (dir: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
+      // Loaded here, not at the top: the policy module brings zod, and `--help` loads commander only.
+      const { expandHome } = await import('../../policy/workspace-root.js');
       const policy = await withExecutor(dataDir, async (api) => {
         const current = await api.getPolicy();
         const named = path.resolve(expandHome(dir.trim()));
