@@ -128,7 +128,9 @@ export function VerifyBanner({ state, onVerify, onJump, logTotal = 0 }: { state:
     tone = 'good';
     text = (
       <>
-        <strong>Intact.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the checkpoints hold.
+        <strong>Intact on this computer.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the checkpoints hold.
+        {' '}The log's witnesses were not asked here: a restored older copy or a fork shows only against them, with{' '}
+        <code>executor audit verify</code>.
         {report.unsealedTail > 0 ? ` The newest ${report.unsealedTail} record(s) are not yet sealed by a checkpoint.` : ''}
         {logTotal > report.records ? ` ${(logTotal - report.records).toLocaleString()} newer record(s) arrived since; Verify again to include them.` : ''}
       </>
