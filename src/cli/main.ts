@@ -36,6 +36,15 @@ registerWhereCommands(program);
 registerWitnessCommands(program);
 registerRunCommands(program);
 
+// A reader that stops early (`executor runs show RUN | head`) closes the pipe: that ends the command
+// quietly, as it ends `cat`, instead of an unhandled EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
