@@ -75,26 +75,33 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
   return { status: 200, contentType: 'text/plain; charset=utf-8', body: cosignatureLine };
 }
 
-/** The log keys the witness trusts now: its --log keys and those handed over, less those a handover retired. */
+/**
+ * The log keys the witness trusts for an origin: its --log keys, always, and every key a handover
+ * ever named or came from. A handover only adds keys: the tree (size and root) is per origin, so
+ * any key's checkpoint must still be consistent with what this witness cosigned. `retired` is read
+ * from key files written before that rule, and trusted like `learned` (those keys were trusted once).
+ */
 function trustedKeys(log: WitnessedLogConfig, state: WitnessStateDir): NoteVerifier[] {
   const keys = state.readKeys(log.origin);
-  const retired = new Set(keys.retired);
-  const learned = keys.learned.flatMap((vkey) => {
+  const all = [...log.verifiers];
+  for (const vkey of [...keys.learned, ...keys.retired]) {
+    if (all.some((known) => known.vkey === vkey)) continue;
     try {
-      return [parseVerifierKey(vkey)];
+      all.push(parseVerifierKey(vkey));
     } catch {
-      return [];
+      /* a key file entry that does not parse trusts nothing */
     }
-  });
-  const all = [...log.verifiers, ...learned.filter((verifier) => !log.verifiers.some((known) => known.vkey === verifier.vkey))];
-  return all.filter((verifier) => !retired.has(verifier.vkey));
+  }
+  return all;
 }
 
 /**
  * POST /executor/log-key-handover (Executor's own call, beside tlog-witness): a note in which a key
  * the witness trusts for a log names that log's next key (docs/audit.md, log-key handover). The new
- * key is trusted from then on and the signing key retired, so a stolen old key store can no longer
- * feed this witness. Synchronous, like add-checkpoint: two handovers cannot interleave.
+ * key is trusted from then on, and the signing key stays trusted: a handover adds one more key for
+ * the same append-only tree and never takes trust away, so a stolen key store cannot lock the real
+ * log out (its checkpoints, under any key, must extend what was cosigned). Synchronous, like
+ * add-checkpoint: two handovers cannot interleave.
  */
 export function logKeyHandover(body: string, options: WitnessServerOptions): Answer {
   let note;
@@ -119,18 +126,15 @@ export function logKeyHandover(body: string, options: WitnessServerOptions): Ans
   const keys = options.state.readKeys(handover.origin);
   const trusted = trustedKeys(log, options.state);
   if (trusted.some((verifier) => verifier.vkey === incoming.vkey)) return text(200, 'This witness already trusts that key.');
-  if (keys.retired.includes(incoming.vkey)) return text(403, 'That key was retired by an earlier handover; it is not trusted again.');
-  let opened;
   try {
-    opened = openNote(body, trusted);
+    openNote(body, trusted);
   } catch (error) {
     if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, `The handover is not signed by a key this witness trusts for the log: ${error.message}`);
     if (error instanceof SignedNoteError) return text(400, error.message);
     throw error;
   }
-  const outgoing = opened.verified.map((signature) => trusted.find((verifier) => verifier.name === signature.name && verifier.keyHash === signature.keyHash)!.vkey);
-  options.state.writeKeys({ origin: handover.origin, learned: [...keys.learned.filter((vkey) => !outgoing.includes(vkey)), incoming.vkey], retired: [...keys.retired, ...outgoing] });
-  options.log?.(`log-key handover ${handover.origin}: now trusts ${incoming.vkey}, no longer ${outgoing.join(', ')}`);
+  options.state.writeKeys({ origin: handover.origin, learned: [...keys.learned, incoming.vkey], retired: keys.retired });
+  options.log?.(`log-key handover ${handover.origin}: now trusts ${incoming.vkey} as well`);
   return text(200, `This witness now trusts ${incoming.vkey} for ${handover.origin}.`);
 }
 

@@ -17,10 +17,11 @@ export interface WitnessedLog {
   cosignedAt: string;
 }
 
-/** What a log-key handover taught the witness: keys it trusts besides its --log one, and keys it no longer trusts. */
+/** What log-key handovers taught the witness: keys it trusts besides its --log ones. */
 export interface LearnedLogKeys {
   origin: string;
   learned: string[];
+  /** Written before handovers stopped retiring keys; read, kept, and trusted like `learned`. Never grows. */
   retired: string[];
 }
 
@@ -51,7 +52,7 @@ export class WitnessStateDir {
     return state;
   }
 
-  /** The log keys this witness learned from handover notes, and those a handover retired (vkey strings). */
+  /** The log keys this witness learned from handover notes (vkey strings), with an old file's `retired` list. */
   readKeys(origin: string): LearnedLogKeys {
     let text: string;
     try {

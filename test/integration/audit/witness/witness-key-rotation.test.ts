@@ -6,12 +6,15 @@ import { generateSignerKey, parseSignerKey } from '../../../../src/audit/signed-
 import { runCli } from '../../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { startWitness } from '../../../helpers/witness-process.js';
+import { originHash } from '../../../../src/audit/witness/witness-state.js';
 
 /**
  * After `executor keys rotate` the log signs its checkpoints with a new key. The rotation record
  * carries a handover note signed by the outgoing key; the publisher hands it to a witness that
  * answers 403, and `executor witness serve` (a separate process here) trusts the new key from then
- * on, also after a restart, and no longer the retired one.
+ * on, also after a restart. A handover only adds a key: whoever holds a copy of the key store can
+ * hand the witness a key of their own, but cannot lock the real log out, nor get a checkpoint that
+ * does not extend the witnessed tree cosigned.
  */
 
 const MANY_CLI_RUNS_MS = 480_000;
@@ -32,7 +35,7 @@ async function post(url: string, body: string) {
 }
 
 describe('a witness follows the log across `executor keys rotate`', () => {
-  it('the rotation hands the new log key to the witness process, which cosigns on, keeps it over a restart, and refuses forged or retired handovers', async () => {
+  it('the rotation hands the new log key to the witness process, which cosigns on, keeps it over a restart, and refuses forged handovers', async () => {
     const { dataDir } = tempSetup();
     expect(publish(dataDir).status).toBe(0);
     const oldLogKey = cli(dataDir, ['witness', 'log-key']).stdout.trim();
@@ -62,7 +65,7 @@ describe('a witness follows the log across `executor keys rotate`', () => {
     witness = await startWitness(['--key-file', keyFile, '--log', oldLogKey, '--state-dir', stateDir, '--port', String(new URL(witness.info.url).port)]);
     expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
 
-    // Hostile handovers: a key the witness never trusted, the rotation's own note replayed (the old key is retired), garbage.
+    // Hostile handovers: a key the witness never trusted, the rotation's own note replayed, garbage.
     const stranger = parseSignerKey(generateSignerKey(origin!).skey);
     const thief = generateSignerKey(origin!);
     const forged = await post(`${witness.info.url}/executor/log-key-handover`, logKeyHandoverNote(origin!.slice('executor.audit/'.length), stranger, thief.vkey));
@@ -74,6 +77,65 @@ describe('a witness follows the log across `executor keys rotate`', () => {
     expect((await post(`${witness.info.url}/executor/log-key-handover`, `${origin}\nlog-key-handover\n${thief.vkey}\n\n`)).status).toBe(400);
     const state = fs.readdirSync(path.join(stateDir, 'logs'));
     expect(state.some((file) => file.endsWith('.keys.json'))).toBe(true);
+    await witness.stop();
+  }, MANY_CLI_RUNS_MS);
+
+  it('a handover from a stolen copy of the current key store does not lock the real log out, and the thief\'s key cannot fork the witnessed tree', async () => {
+    const { dataDir, base } = tempSetup();
+    expect(publish(dataDir).status).toBe(0);
+    const realLogKey = cli(dataDir, ['witness', 'log-key']).stdout.trim();
+    const keyFile = path.join(tempDir(), 'witness.key');
+    const stateDir = path.join(path.dirname(keyFile), 'state');
+    expect(runCli(['witness', 'key', '--key-file', keyFile, '--name', 'witness.test/team']).status).toBe(0);
+    const witness = await startWitness(['--key-file', keyFile, '--log', realLogKey, '--state-dir', stateDir]);
+    expect(cli(dataDir, ['witness', 'add', witness.info.url, witness.info.vkey, '--name', 'w1']).status).toBe(0);
+    expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
+
+    // The thief copies the data directory (the current key store with it) and rotates there: the
+    // rotation record carries a handover signed by the real log key, naming the thief's key.
+    const thiefDir = path.join(base, 'thief');
+    fs.cpSync(dataDir, thiefDir, { recursive: true });
+    expect(cli(thiefDir, ['--json', 'keys', 'rotate', '--reason', 'theft']).status).toBe(0);
+    const thiefLogKey = cli(thiefDir, ['witness', 'log-key']).stdout.trim();
+    expect(thiefLogKey).not.toBe(realLogKey);
+    const note = cli(thiefDir, ['--json', 'audit', 'show', '--action', 'key.rotated']).json<{ args: { logKeyHandover: string } }[]>()[0]!.args.logKeyHandover;
+    const taken = await post(`${witness.info.url}/executor/log-key-handover`, note);
+    expect(taken.status).toBe(200);
+    await witness.stderrMatching(/log-key handover .*now trusts .* as well/);
+
+    // (1) The real host's next checkpoint is still cosigned.
+    expect(cli(dataDir, ['roots', 'add', tempDir()]).status).toBe(0);
+    expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
+
+    // (2) The thief's log, signed by the handed-over key, does not extend what the witness cosigned: refused.
+    const stolen = publish(thiefDir).results;
+    expect(stolen).toHaveLength(1);
+    expect(['forked', 'rolled_back'], JSON.stringify(stolen)).toContain(stolen[0]!.kind);
+    await witness.stderrMatching(/^422 POST \/add-checkpoint/m);
+    // The witness still holds the real log's tree: the real host cosigns on.
+    expect(cli(dataDir, ['roots', 'add', tempDir()]).status).toBe(0);
+    expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
+    const verified = cli(dataDir, ['--json', 'audit', 'verify']);
+    expect(verified.status, verified.stdout).toBe(0);
+    await witness.stop();
+  }, MANY_CLI_RUNS_MS);
+
+  it('a key that --log names is trusted even when an old key file lists it as retired', async () => {
+    const { dataDir } = tempSetup();
+    expect(publish(dataDir).status).toBe(0);
+    const realLogKey = cli(dataDir, ['witness', 'log-key']).stdout.trim();
+    const [origin, realVkey] = [realLogKey.slice(0, realLogKey.indexOf('=')), realLogKey.slice(realLogKey.indexOf('=') + 1)];
+    const keyFile = path.join(tempDir(), 'witness.key');
+    const stateDir = path.join(path.dirname(keyFile), 'state');
+    expect(runCli(['witness', 'key', '--key-file', keyFile, '--name', 'witness.test/team']).status).toBe(0);
+    // What a witness from before wrote after a thief's handover: the thief's key learned, the real one retired.
+    fs.mkdirSync(path.join(stateDir, 'logs'), { recursive: true });
+    const keysFile = path.join(stateDir, 'logs', `${originHash(origin)}.keys.json`);
+    fs.writeFileSync(keysFile, `${JSON.stringify({ origin, learned: [generateSignerKey(origin).vkey], retired: [realVkey] }, null, 2)}\n`, { mode: 0o600 });
+    const witness = await startWitness(['--key-file', keyFile, '--log', realLogKey, '--state-dir', stateDir]);
+    expect(cli(dataDir, ['witness', 'add', witness.info.url, witness.info.vkey, '--name', 'w1']).status).toBe(0);
+    expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
+    expect(JSON.parse(fs.readFileSync(keysFile, 'utf8'))).toEqual(expect.objectContaining({ retired: [realVkey] }));
     await witness.stop();
   }, MANY_CLI_RUNS_MS);
 });

@@ -26,19 +26,28 @@ function addEmpty(options: WitnessServerOptions, key: ReturnType<typeof logKey>)
 }
 
 describe('log-key handover at the witness', () => {
-  it('a handover signed by a trusted key makes the new key trusted and retires the old one; chains of rotations follow', () => {
+  it('a handover signed by a trusted key adds the new key and never takes trust away; chains of rotations follow', () => {
     const [k0, k1, k2] = [logKey(), logKey(), logKey()];
     const witness = witnessFor(k0.vkey);
     expect(addEmpty(witness, k1)).toBe(403);
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k1.vkey), witness).status).toBe(200);
     expect(addEmpty(witness, k1)).toBe(200);
-    // The retired key signs nothing more here, and cannot hand over to another key either.
-    expect(addEmpty(witness, k0)).toBe(403);
-    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k2.vkey), witness).status).toBe(403);
+    // The old key stays trusted (the tree is per origin, so it can only extend what was cosigned), and can hand over again.
+    expect(addEmpty(witness, k0)).toBe(200);
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k1.signer, k2.vkey), witness).status).toBe(200);
-    expect(witness.state.readKeys(ORIGIN)).toEqual({ origin: ORIGIN, learned: [k2.vkey], retired: [k0.vkey, k1.vkey] });
-    // Handing back to a retired key is refused: a stolen old key store stays useless.
-    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k2.signer, k0.vkey), witness).status).toBe(403);
+    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k2.signer, k0.vkey), witness).body).toMatch(/already trusts/);
+    expect(witness.state.readKeys(ORIGIN)).toEqual({ origin: ORIGIN, learned: [k1.vkey, k2.vkey], retired: [] });
+  });
+
+  it('a key file from before keeps its retired list, which no longer excludes a key', () => {
+    const [k0, k1] = [logKey(), logKey()];
+    const witness = witnessFor(k0.vkey);
+    witness.state.writeKeys({ origin: ORIGIN, learned: [k1.vkey], retired: [k0.vkey] });
+    expect(addEmpty(witness, k0)).toBe(200);
+    expect(addEmpty(witness, k1)).toBe(200);
+    const k2 = logKey();
+    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k2.vkey), witness).status).toBe(200);
+    expect(witness.state.readKeys(ORIGIN)).toEqual({ origin: ORIGIN, learned: [k1.vkey, k2.vkey], retired: [k0.vkey] });
   });
 
   it('refuses handovers that are unsigned, of another log, naming a cosigner key or a key of another name', () => {
