@@ -103,9 +103,11 @@ const CHECK_TIMEOUT_MS = 30_000;
 export async function checkModel(source: ModelSettingsSource, override: ModelOverride = {}, signal: AbortSignal = new AbortController().signal): Promise<ModelCheck> {
   const started = performance.now();
   let endpoint = '';
+  let provider: string | undefined;
   let apiKey: string | undefined;
   try {
     const settings = effectiveModelSettings(source.getPolicy().model, override);
+    provider = settings.provider;
     endpoint = endpointLabel(settings.baseUrl ?? (settings.provider === 'openai' ? OPENAI_DEFAULT_BASE_URL : ANTHROPIC_DEFAULT_BASE_URL));
     apiKey = override.apiKey ?? source.modelApiKey(settings.provider);
     const client = modelClientForRun(source, { ...override, maxRetries: 0, timeoutMs: Math.min(settings.timeoutMs ?? CHECK_TIMEOUT_MS, CHECK_TIMEOUT_MS) });
@@ -114,8 +116,17 @@ export async function checkModel(source: ModelSettingsSource, override: ModelOve
     return { ok: true, endpoint, model: turn.model, latencyMs, message: `${turn.model} at ${endpoint} answered in ${latencyMs} ms.` };
   } catch (error) {
     const shape = toErrorShape(error);
-    return { ok: false, endpoint, latencyMs: Math.round(performance.now() - started), code: shape.code, message: redactKey(plainWords(shape.code, shape.message, shape.details), apiKey) };
+    return { ok: false, endpoint, latencyMs: Math.round(performance.now() - started), code: shape.code, message: redactKey(plainWords(shape.code, shape.message, shape.details) + versionPathHint(shape.details, provider, endpoint), apiKey) };
   }
+}
+
+/**
+ * The usual mistake with Ollama and its kin: the address without /v1, where an OpenAI-compatible
+ * server answers nothing (a 404).
+ */
+function versionPathHint(details: Record<string, unknown> | undefined, provider: string | undefined, endpoint: string): string {
+  if (details?.status !== 404 || provider !== 'openai' || /\/v\d+$/.test(endpoint) || !/^https?:\/\//.test(endpoint)) return '';
+  return ` OpenAI-compatible servers (Ollama, LM Studio, llama.cpp, vLLM) answer under /v1: try ${endpoint}/v1.`;
 }
 
 /** The error's own message, with the likeliest cause first where the status says it. */

@@ -157,6 +157,18 @@ describe('checkModel', () => {
     expect((await person.getModelSettings()).keySet.openai).toBe(false);
   });
 
+  it('suggests /v1 when an OpenAI-compatible address without it answers 404, as Ollama does', async () => {
+    const server = await startScriptedOpenAiServer([say('OK')]);
+    servers.push(server);
+    const { person } = open();
+    const root = server.baseUrl.replace(/\/v1\/?$/, '');
+    const check = await person.checkModel({ settings: { provider: 'openai', baseUrl: root, model: 'm' } });
+    expect(check).toMatchObject({ ok: false, code: 'MODEL_REFUSED' });
+    expect(check.message).toContain(`answer under /v1: try ${root}/v1.`);
+    const right = await person.checkModel({ settings: { provider: 'openai', baseUrl: `${root}/v1`, model: 'm' } });
+    expect(right.ok).toBe(true);
+  });
+
   it('says nothing answers at an address where nothing listens', async () => {
     const { person } = open();
     const check = await person.checkModel({ settings: { provider: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'm' } });
