@@ -37,6 +37,7 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
     const { dataDir, workspace } = tempSetup();
     for (let index = 0; index < FILES; index++) fs.writeFileSync(path.join(workspace, `f${index}.txt`), bigText(index));
     const serve = await startServe(dataDir);
+    let runId = '';
     const api = await connectToHost(dataDir, 'cli');
     const pinger = await connectToHost(dataDir, 'cli');
     try {
@@ -74,6 +75,7 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
       void reaches(['running']).then(() => (runningAt = performance.now()));
       const approveStarted = performance.now();
       const executed = await api.approve({ stepId: 'many', previewHash: shown.previewHash! });
+      runId = String((executed.result as { runId?: string }).runId ?? '');
       const approveEnded = performance.now();
       approving = false;
       await pinging;
@@ -100,6 +102,8 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
       pinger.close();
       await serve.stop();
     }
-    expect(labelledContainers()).toEqual([]);
+    // This run's container only: other test files run Docker steps at the same time.
+    expect(runId).not.toBe('');
+    expect(labelledContainers(runId)).toEqual([]);
   }, 600_000);
 });
