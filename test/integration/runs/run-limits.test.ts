@@ -1,36 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
+import { describe, expect, it } from 'vitest';
 import { connectToHost } from '../../../src/ipc/node-client.js';
-import { callTool, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { callTool, say } from '../../helpers/scripted-openai-server.js';
+import { useScriptedRunHosts } from '../../helpers/scripted-run-host.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';
 
 // The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
 
-let host: Host | undefined;
-let server: ScriptedServer | undefined;
-const clients: ExecutorClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host?.close();
-  host = undefined;
-  await server?.close();
-  server = undefined;
-});
-
-async function setup(script: ScriptedTurn[], policy: Record<string, unknown> = {}) {
-  const { dataDir, workspace } = tempSetup(policy);
-  server = await startScriptedOpenAiServer(script);
-  host = await startHost(dataDir);
-  const api = await connectToHost(dataDir, 'cli');
-  clients.push(api);
-  const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
-  return { dataDir, workspace, api, model, server };
-}
+const { live, setup } = useScriptedRunHosts();
 
 const usage = (inputTokens: number, outputTokens: number) => ({ inputTokens, outputTokens });
 
@@ -45,7 +23,7 @@ describe('run limits and cancel', () => {
     await server.waitForAbandon(1);
     // Idempotent, and nothing else happens.
     expect((await api.cancelRun({ runId: id })).status).toBe('cancelled');
-    await host!.runs.whenStopped(id);
+    await live.host!.runs.whenStopped(id);
     expect((await api.getRunTrace({ runId: id })).entries).toEqual([]);
   });
 
@@ -54,7 +32,7 @@ describe('run limits and cancel', () => {
     const { id } = await api.startRun({ task: 'Write a', model });
     const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
     await api.cancelRun({ runId: id });
-    await host!.runs.whenStopped(id);
+    await live.host!.runs.whenStopped(id);
     expect((await api.getStep({ stepId: waiting.waitingStepId! })).status).toBe('rejected');
     const trace = await api.getRunTrace({ runId: id });
     expect(trace.entries[0]!.toolCalls[0]).toMatchObject({ outcome: 'CANCELLED', stepId: waiting.waitingStepId });
@@ -136,7 +114,7 @@ describe('run limits and cancel', () => {
   it('lets no agent start, answer, cancel or revert a run', async () => {
     const { dataDir, api, model } = await setup([{ kind: 'hang' }]);
     const agent = await connectToHost(dataDir, 'agent');
-    clients.push(agent);
+    live.clients.push(agent);
     await expect(agent.startRun({ task: 'x', model })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     const { id } = await api.startRun({ task: 'Mine', model });
     await expect(agent.cancelRun({ runId: id })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });

@@ -1,39 +1,19 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
+import { describe, expect, it } from 'vitest';
+import { startHost } from '../../../src/ipc/host.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
-import { callTool, callTools, say, startScriptedOpenAiServer, messageText, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import { callTool, callTools, say, messageText } from '../../helpers/scripted-openai-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+import { useScriptedRunHosts } from '../../helpers/scripted-run-host.js';
 import { messagesBody, startScriptedAnthropicServer } from '../../helpers/scripted-anthropic-server.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';
 
 // The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
 // Everything else is real: the host, its socket, SQLite, the Executor's step path and the audit log.
 
-let host: Host | undefined;
-let server: ScriptedServer | undefined;
-const clients: ExecutorClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host?.close();
-  host = undefined;
-  await server?.close();
-  server = undefined;
-});
-
-async function setup(script: ScriptedTurn[], policy: Record<string, unknown> = {}) {
-  const { dataDir, workspace } = tempSetup(policy);
-  server = await startScriptedOpenAiServer(script);
-  host = await startHost(dataDir);
-  const api = await connectToHost(dataDir, 'cli');
-  clients.push(api);
-  const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
-  return { dataDir, workspace, api, model, server };
-}
+const { live, setup } = useScriptedRunHosts();
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -157,10 +137,11 @@ describe('an agent run in a real host', () => {
 
   it('runs the same loop over the Anthropic Messages API: the step consented, the tool_result delivered with its tool_use id', async () => {
     const { dataDir, workspace } = tempSetup();
-    server = await startScriptedAnthropicServer([callTool('write_file', { path: 'hi.txt', content: 'hi\n' }, 'toolu_01'), say('Done.')]);
-    host = await startHost(dataDir);
+    const server = await startScriptedAnthropicServer([callTool('write_file', { path: 'hi.txt', content: 'hi\n' }, 'toolu_01'), say('Done.')]);
+    live.server = server;
+    live.host = await startHost(dataDir);
     const api = await connectToHost(dataDir, 'cli');
-    clients.push(api);
+    live.clients.push(api);
     const { id } = await api.startRun({ task: 'Write hi.txt', model: { provider: 'anthropic', baseUrl: server.baseUrl, model: 'claude-scripted' } });
     const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
     const step = await api.getStep({ stepId: waiting.waitingStepId! });

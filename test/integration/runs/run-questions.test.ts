@@ -1,37 +1,16 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
+import { describe, expect, it } from 'vitest';
 import type { AgentQuestion } from '../../../src/domain/run.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
+import { startHost } from '../../../src/ipc/host.js';
 import { connectToHost } from '../../../src/ipc/node-client.js';
-import { callTool, messageText, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { callTool, messageText, say } from '../../helpers/scripted-openai-server.js';
+import { useScriptedRunHosts } from '../../helpers/scripted-run-host.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';
 
 // The model is the one fake: a scripted OpenAI-compatible server on loopback, speaking the real wire format.
 
-let host: Host | undefined;
-let server: ScriptedServer | undefined;
-const clients: ExecutorClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host?.close();
-  host = undefined;
-  await server?.close();
-  server = undefined;
-});
-
-async function setup(script: ScriptedTurn[], policy: Record<string, unknown> = {}) {
-  const { dataDir, workspace } = tempSetup(policy);
-  server = await startScriptedOpenAiServer(script);
-  host = await startHost(dataDir);
-  const api = await connectToHost(dataDir, 'cli');
-  clients.push(api);
-  const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'scripted-model' };
-  return { dataDir, workspace, api, model, server };
-}
+const { live, setup } = useScriptedRunHosts();
 
 describe('ask_user', () => {
   it('pauses the run awaiting_input and delivers the answer as the call result', async () => {
@@ -71,7 +50,7 @@ describe('ask_user', () => {
     const { dataDir, api } = await setup([]);
     const agent = await connectToHost(dataDir, 'agent', { client: 'test-agent 1.0' });
     const stranger = await connectToHost(dataDir, 'agent', { client: 'other-agent' });
-    clients.push(agent, stranger);
+    live.clients.push(agent, stranger);
     const asked = await agent.askUser({ question: 'May I delete build/?' });
     expect(asked).toMatchObject({ status: 'waiting', runId: null, askedBy: 'test-agent 1.0' });
     await expect(stranger.getAnswer({ questionId: asked.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
@@ -87,17 +66,17 @@ describe('ask_user', () => {
     const { id } = await api.startRun({ task: 'Deploy', model });
     const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_input');
     api.close();
-    clients.length = 0;
-    await host!.close();
-    host = undefined;
+    live.clients.length = 0;
+    await live.host!.close();
+    live.host = undefined;
     // Time passes while nothing runs: the question's deadline is now behind us.
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('UPDATE questions SET expires_at = ? WHERE question_id = ?').run(new Date(Date.now() - 1000).toISOString(), waiting.question!.id);
     db.close();
 
-    host = await startHost(dataDir);
+    live.host = await startHost(dataDir);
     const again = await connectToHost(dataDir, 'cli');
-    clients.push(again);
+    live.clients.push(again);
     const done = await waitForRun(again, id, ended);
     expect(done).toMatchObject({ status: 'cancelled', endReason: { code: 'QUESTION_EXPIRED' } });
     expect((await again.listQuestions({}))[0]).toMatchObject({ status: 'expired' });
