@@ -12,9 +12,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SignedAuditLog } from '../src/audit/audit-log.js';
-import { findSecretDigest, findSecretDigestInSlices } from '../src/audit/audit-reader.js';
-import { FileKeyStore } from '../src/audit/key-store.js';
+import { SignedAuditLog } from '../src/audit/log/audit-log.js';
+import { findSecretDigest, findSecretDigestInSlices } from '../src/audit/log/audit-reader.js';
+import { FileKeyStore } from '../src/audit/keys/key-store.js';
 import { DATABASE_FILE, openDatabase } from '../src/store/database.js';
 
 const RECORDS = Number(process.env.BENCH_HASH_RECORDS ?? 100_000);

@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import { actorFor } from '../src/domain/actor.js';
-import { invokeMethod } from '../src/ipc/dispatch.js';
-import { startHost } from '../src/ipc/host.js';
-import { frame, LineSplitter, unframe } from '../src/ipc/line-framing.js';
+import { invokeMethod } from '../src/ipc/server/dispatch.js';
+import { startHost } from '../src/ipc/host/host.js';
+import { frame, LineSplitter, unframe } from '../src/ipc/protocol/line-framing.js';
 import type { Executor } from '../src/executor/executor.js';
 
 const stepCount = Number(process.argv[2] ?? 200);

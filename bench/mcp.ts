@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ACTION_ARGS } from '../src/domain/step.js';
-import { connectToHost } from '../src/ipc/node-client.js';
+import { connectToHost } from '../src/ipc/transports/node-client.js';
 
 const CLI = path.resolve(import.meta.dirname, '../bin/executor.js');
 const MCP_RUNS = 40;

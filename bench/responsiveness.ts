@@ -22,8 +22,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { toErrorShape } from '../src/domain/errors.js';
-import type { ExecutorClient } from '../src/ipc/client.js';
-import { connectToHost } from '../src/ipc/node-client.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
+import { connectToHost } from '../src/ipc/transports/node-client.js';
 import { coldStartLines, measureColdStart } from './cold-start.js';
 
 const STEPS_PER_PROPOSER = Number(process.argv[2] ?? 200);

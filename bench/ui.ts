@@ -11,9 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { SignedAuditLog } from '../src/audit/audit-log.js';
-import type { EventKind } from '../src/audit/event-log.js';
-import { FileKeyStore } from '../src/audit/key-store.js';
+import { SignedAuditLog } from '../src/audit/log/audit-log.js';
+import type { EventKind } from '../src/domain/audit-event.js';
+import { FileKeyStore } from '../src/audit/keys/key-store.js';
 import { openDatabase } from '../src/store/database.js';
 
 const BIG = Number(process.env.BENCH_UI_BIG ?? 1_000_000);

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // Before anything can create a file: what Executor writes (the database, its -wal and -shm, keys,
 // tokens) is for this user only, whatever the shell's umask. Windows has no umask.
-// The person's own umask is kept for the files Executor writes into their workspace (src/store/data-dir.ts).
+// The person's own umask is kept for the files Executor writes into their workspace (src/fs/file-modes.ts).
 if (process.platform !== 'win32') globalThis[Symbol.for('executor.umask-before')] = process.umask(0o077);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,6 +1,6 @@
 import type { BrowserWindow, IpcMain, IpcMainInvokeEvent } from 'electron';
-import { PROTOCOL_VERSION, unsignedText } from '../src/ipc/protocol.js';
-import type { HostLine } from '../src/ipc/host-line.js';
+import { PROTOCOL_VERSION, unsignedText } from '../src/ipc/protocol/protocol.js';
+import type { HostLine } from '../src/ipc/host/host-line.js';
 import { isAppUrl } from './window-security.js';
 
 /** The only IPC channels between the window and the main process. */

@@ -1,5 +1,5 @@
 import { safeStorage } from 'electron';
-import type { SecretSealer } from '../src/audit/key-store.js';
+import type { SecretSealer } from '../src/audit/keys/key-store.js';
 
 export type { SecretSealer };
 
@@ -8,7 +8,7 @@ export type { SecretSealer };
  * macOS Keychain, Windows DPAPI, libsecret or KWallet on Linux. On Linux without a keyring,
  * Electron falls back to a hard-coded key ("basic_text"): the secret is then only obfuscated, and
  * the person is told so instead of being given a false sense of safety. safeStorage lives on this
- * (main) thread only; the host's worker reaches it through src/audit/thread-sealer.ts.
+ * (main) thread only; the host's worker reaches it through src/audit/keys/thread-sealer.ts.
  */
 export function safeStorageSealer(): SecretSealer {
   if (!safeStorage.isEncryptionAvailable()) {

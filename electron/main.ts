@@ -1,9 +1,10 @@
 import { app, BrowserWindow, dialog, ipcMain, Notification, protocol, session, shell } from 'electron';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHostThread, type HostThread } from '../src/ipc/host-line.js';
-import { randomToken } from '../src/ipc/protocol.js';
-import { defaultDataDir, setPrivateUmask } from '../src/store/data-dir.js';
+import { startHostThread, type HostThread } from '../src/ipc/host/host-line.js';
+import { randomToken } from '../src/ipc/protocol/protocol.js';
+import { defaultDataDir } from '../src/store/data-dir.js';
+import { setPrivateUmask } from '../src/fs/file-modes.js';
 import { registerNotifyChannel } from './desktop-notify.js';
 import { registerFolderPicker } from './folder-picker.js';
 import { registerIpcBridge, WINDOW_CREDENTIAL } from './ipc-bridge.js';

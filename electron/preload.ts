@@ -1,8 +1,8 @@
 import { contextBridge, ipcRenderer } from 'electron';
-import { createExecutorClient, errorForBridge, openSession, SignedRpc, type ClientTransport, type ExecutorClient } from '../src/ipc/client.js';
-import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/message-mac-web.js';
-import { METHOD_NAMES } from '../src/ipc/methods.js';
-import { base64url, sessionKeyInput } from '../src/ipc/protocol.js';
+import { createExecutorClient, errorForBridge, openSession, SignedRpc, type ClientTransport, type ExecutorClient } from '../src/ipc/client/client.js';
+import { webCryptoMac, webDeriveSessionKey } from '../src/ipc/protocol/message-mac-web.js';
+import { METHOD_NAMES } from '../src/ipc/protocol/methods.js';
+import { base64url, sessionKeyInput } from '../src/ipc/protocol/protocol.js';
 import { NOTIFY_CHANNEL } from './notify-channel.js';
 import { PICK_FOLDER_CHANNEL } from './folder-picker-channel.js';
 import { EVENT_CHANNEL, INVOKE_CHANNEL, WINDOW_CREDENTIAL, WINDOW_SECRET_CHANNEL } from './ipc-bridge.js';

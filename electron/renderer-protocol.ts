@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { WINDOW_CSP } from './window-security.js';
-import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from '../src/ipc/content-types.js';
+import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from '../src/ipc/transports/content-types.js';
 
 
 const NO_UI = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Executor</title></head>

@@ -1,6 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react';
-import type { ExecutorClient } from '../src/ipc/client.js';
-import type { MethodResult } from '../src/ipc/methods.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
+import type { MethodResult } from '../src/ipc/protocol/methods.js';
 
 /** The policy as the window sees it (the core's Policy type, through the method table). */
 export type PolicyValue = MethodResult<'getPolicy'>;

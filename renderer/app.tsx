@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { StepRecord } from '../src/domain/step-record.js';
-import type { ExecutorClient } from '../src/ipc/client.js';
-import { connectExecutor } from '../src/ipc/renderer-entry.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
+import { connectExecutor } from '../src/ipc/client/renderer-entry.js';
 import { ApiContext, RootsContext, useApi, useLoaded } from './api.js';
 import { Dialog } from './components/dialog.js';
 import { markedPlainText } from './components/marked-text.js';

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { ExecutorClient } from '../src/ipc/client.js';
-import type { MethodParams, MethodResult } from '../src/ipc/methods.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
+import type { MethodParams, MethodResult } from '../src/ipc/protocol/methods.js';
 
 /** One audit record as getAudit lists it (the signed body's fields, parsed). */
 export type AuditRow = MethodResult<'getAudit'>['entries'][number];

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { PresignedCall } from '../src/ipc/client.js';
-import { CLOCK_SKEW_MS } from '../src/ipc/protocol.js';
+import type { PresignedCall } from '../src/ipc/client/client.js';
+import { CLOCK_SKEW_MS } from '../src/ipc/protocol/protocol.js';
 
 /** Held decisions are signed again this often, so a signed copy is always well inside the host's clock window. */
 export const RESIGN_MS = Math.floor(CLOCK_SKEW_MS / 3);

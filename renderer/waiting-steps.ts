@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { StepStatus } from '../src/domain/state-machine.js';
 import type { StepSummary } from '../src/domain/step-summary.js';
-import type { ExecutorClient } from '../src/ipc/client.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
 
 /*
  * The queue's steps, loaded the way the window's traffic stays small (issue 13 §7): the waiting

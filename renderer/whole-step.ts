@@ -1,7 +1,7 @@
 import type { StepRecord } from '../src/domain/step-record.js';
 import type { RecordCut } from '../src/domain/step-record-cut.js';
 import { ExecutorError } from '../src/domain/errors.js';
-import type { ExecutorClient } from '../src/ipc/client.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
 
 /*
  * How the window asks for step records so no reply is over 64 KiB (issue 13 §7): a list row's record

@@ -26,7 +26,7 @@ await build({
     sourcemap: true,
     ssr: true,
     lib: {
-      entry: { main: path.join(root, 'electron/main.ts'), 'host-thread-worker': path.join(root, 'src/ipc/host-thread-worker.ts') },
+      entry: { main: path.join(root, 'electron/main.ts'), 'host-thread-worker': path.join(root, 'src/ipc/host/host-thread-worker.ts') },
       formats: ['es'],
       fileName: (_format, name) => `${name}.js`,
     },

@@ -9,14 +9,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exportAudit } from '../src/audit/audit-export.js';
-import { AuditKeyring, parseChainPublicKeys, parseVerificationKeys } from '../src/audit/audit-keys.js';
-import { SignedAuditLog } from '../src/audit/audit-log.js';
-import { verifyExportFile } from '../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../src/audit/key-store.js';
-import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/record-format.js';
-import { buildRecordProof, checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/record-proof.js';
-import type { VerifyReport } from '../src/audit/verify-codes.js';
+import { exportAudit } from '../src/audit/export/audit-export.js';
+import { AuditKeyring, parseChainPublicKeys, parseVerificationKeys } from '../src/audit/keys/audit-keys.js';
+import { SignedAuditLog } from '../src/audit/log/audit-log.js';
+import { verifyExportFile } from '../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../src/audit/keys/key-store.js';
+import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/format/record-format.js';
+import { buildRecordProof, checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/export/record-proof.js';
+import type { VerifyReport } from '../src/audit/verify/verify-codes.js';
 import { openDatabase } from '../src/store/database.js';
 import { relabelIntoCurrentEpoch, rewriteClosedEpochs } from '../test/helpers/audit-thief.js';
 

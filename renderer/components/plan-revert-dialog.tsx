@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { MethodResult } from '../../src/ipc/methods.js';
+import type { MethodResult } from '../../src/ipc/protocol/methods.js';
 import { useRoots } from '../api.js';
 import { shortId } from './copy-id.js';
 import { Dialog } from './dialog.js';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { AgentQuestion } from '../../src/domain/run.js';
-import type { ExecutorClient } from '../../src/ipc/client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
 import { useApi } from '../api.js';
 import { markedPlainText } from '../components/marked-text.js';
 import { QuestionBox } from './question-box.js';

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { RunSummary, RunTraceEntry } from '../../src/domain/run.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
-import type { ExecutorClient } from '../../src/ipc/client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
 
 /*
  * One run as its page shows it: the summary, its newest iterations (getRun) with earlier ones paged

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { RunSummary } from '../../src/domain/run.js';
-import type { ExecutorClient } from '../../src/ipc/client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
 
 /*
  * The runs list: a page of run summaries at a time (listRuns, newest first), kept live by the

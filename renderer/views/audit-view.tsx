@@ -1,6 +1,6 @@
 import { elementScroll, observeElementOffset, useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useCallback, useEffect, useRef, useState } from 'react';
-import type { MethodResult } from '../../src/ipc/methods.js';
+import type { MethodResult } from '../../src/ipc/protocol/methods.js';
 import { useApi } from '../api.js';
 import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-source.js';
 import { ErrorBox } from '../components/error-box.js';

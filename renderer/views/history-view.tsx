@@ -3,7 +3,7 @@ import type { Risk } from '../../src/domain/risk.js';
 import { durationText } from '../../src/domain/run-step-facts.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
-import type { MethodResult } from '../../src/ipc/methods.js';
+import type { MethodResult } from '../../src/ipc/protocol/methods.js';
 import { useApi, useRoots, type RevertPreview } from '../api.js';
 import { CopyId, shortId } from '../components/copy-id.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';

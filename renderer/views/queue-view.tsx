@@ -5,7 +5,7 @@ import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
-import type { PresignedCall } from '../../src/ipc/client.js';
+import type { PresignedCall } from '../../src/ipc/client/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
 import { Dialog } from '../components/dialog.js';

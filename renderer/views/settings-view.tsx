@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { describeRule, isRuleExpired, type RememberedRule } from '../../src/domain/remembered-rule.js';
-import type { MethodResult } from '../../src/ipc/methods.js';
+import type { MethodResult } from '../../src/ipc/protocol/methods.js';
 import { useApi, useLoaded, type PolicyValue } from '../api.js';
 
 type KeyStatus = MethodResult<'getKeyStatus'>;

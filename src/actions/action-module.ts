@@ -1,5 +1,5 @@
 import type { BlobStore } from '../backup/blob-store.js';
-import type { DirectoryLedger } from '../backup/created-directories.js';
+import type { DirectoryLedger } from '../fs/created-directories.js';
 import type { FileChange } from '../backup/file-changes.js';
 import type { RunHooks } from '../domain/live-output.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
@@ -11,7 +11,7 @@ import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 import type { KbRepository } from '../store/kb-repository.js';
-import type { HeavyCodeRunner } from './heavy-code-runner.js';
+import type { HeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 
 /** What an action may use. Seams the core owns; the executor provides them. */
 export interface ActionContext {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { applyFileChanges, limitNewFileMode, readCurrent, type FileChange } from '../backup/file-changes.js';
 import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
-import type { DirectoryLedger } from '../backup/created-directories.js';
+import type { DirectoryLedger } from '../fs/created-directories.js';
 import { sha256Of } from '../backup/blob-store.js';
 import { ExecutorError } from '../domain/errors.js';
 import { commandReachesBeyondRules } from '../domain/remembered-rule.js';

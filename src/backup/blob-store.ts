@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { writeFileAtomic } from './atomic-write.js';
+import { writeFileAtomic } from '../fs/atomic-write.js';
 
 function sizeOf(file: string): number | null {
   try {

@@ -4,13 +4,13 @@ import { isUtf8 } from 'node:buffer';
 import { ExecutorError } from '../domain/errors.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
-import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from './atomic-write.js';
+import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from '../fs/atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
-import { removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
+import { removeDirectoriesQuietly, type DirectoryLedger } from '../fs/created-directories.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { unifiedLineDiff } from './line-diff.js';
-import { readRegularFileSync } from './regular-file.js';
-import { personUmask } from '../store/data-dir.js';
+import { readRegularFileSync } from '../fs/regular-file.js';
+import { octalMode, permissionBitsInWords, PLAIN_PERMISSION_BITS, workspaceUmask } from '../fs/file-modes.js';
 
 /** One file a step will change: its content now (null: absent) and after (null: deleted). */
 export interface FileChange {
@@ -28,42 +28,6 @@ export interface FileChange {
   modeRequested?: number;
 }
 
-/** The only permission bits a step ever applies: set-uid, set-gid and sticky never are. */
-export const PLAIN_PERMISSION_BITS = 0o777;
-
-/** The special bits of a mode, in words, that applying it drops. */
-export function droppedModeBits(mode: number): string[] {
-  const bits: [number, string][] = [
-    [0o4000, 'set-uid bit'],
-    [0o2000, 'set-gid bit'],
-    [0o1000, 'sticky bit'],
-  ];
-  return bits.filter(([bit]) => (mode & bit) !== 0).map(([, name]) => name);
-}
-
-/** The umask a workspace file is created under: the person's (see personUmask), or the usual 022 when none was recorded. */
-export function workspaceUmask(): number {
-  return personUmask() ?? 0o022;
-}
-
-const PERMISSION_NAMES: [number, string][] = [
-  [0o400, 'owner read'],
-  [0o200, 'owner write'],
-  [0o100, 'owner execute'],
-  [0o040, 'group read'],
-  [0o020, 'group write'],
-  [0o010, 'group execute'],
-  [0o004, 'others read'],
-  [0o002, 'others write'],
-  [0o001, 'others execute'],
-];
-
-/** Permission bits in words: 0o022 is "group write, others write". */
-export function permissionBitsInWords(bits: number): string {
-  return PERMISSION_NAMES.filter(([bit]) => (bits & bit) !== 0).map(([, name]) => name).join(', ');
-}
-
-export const octalMode = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;
 
 /**
  * A file that does not exist yet is created no more open than the person's own umask makes their

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { warmWorkerPool, type PooledWorker } from './warm-workers.js';
+import { warmWorkerPool, type PooledWorker } from '../fs/warm-workers.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import { previewFileChange, type FileChange } from './file-changes.js';
 import type { PreviewWorkerJob, PreviewWorkerReply } from './preview-worker.js';

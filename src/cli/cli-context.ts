@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { sealedKeysError, sealedKeysPresent } from '../audit/key-store.js';
+import { sealedKeysError, sealedKeysPresent } from '../audit/keys/key-store.js';
 import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
-import type { ExecutorClient } from '../ipc/client.js';
+import type { ExecutorClient } from '../ipc/client/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
 import { dataDirNotice, dataDirSource, describeDataDir, type DataDirSource } from './data-dir-notice.js';
 import { isNoSpace } from '../store/storage-errors.js';
@@ -52,7 +52,7 @@ export type ExecutorReach = 'host' | 'direct';
 export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClient, reach: ExecutorReach) => Promise<T>): Promise<T> {
   // Imported here, not at the top: `--help` loads none of this, and a command a host answers loads
   // only the client side (socket, signing, schemas), never the Executor and what it pulls in.
-  const { connectToHostIfRunning } = await import('../ipc/node-client.js');
+  const { connectToHostIfRunning } = await import('../ipc/transports/node-client.js');
   const remote = await connectToHostIfRunning(dataDir, 'cli');
   if (remote) {
     try {
@@ -61,7 +61,7 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
       remote.close();
     }
   }
-  const [{ Executor }, { localClient }] = await Promise.all([import('../executor/executor.js'), import('../ipc/local-client.js')]);
+  const [{ Executor }, { localClient }] = await Promise.all([import('../executor/executor.js'), import('../ipc/server/local-client.js')]);
   // A command without a host never starts what it was not asked to (an approved command of another
   // plan, a dry run): what a stopped host left unfinished is taken up by the next host at its start.
   // Every such step can still be rejected or cancelled from here, and expiry still applies.
@@ -90,7 +90,7 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
 export async function askHostIfKeysSealed<T>(dataDir: string, work: (api: ExecutorClient) => Promise<T>): Promise<{ value: T } | undefined> {
   const keysDir = path.join(dataDir, 'keys');
   if (!sealedKeysPresent(keysDir)) return undefined;
-  const { connectToHostIfRunning } = await import('../ipc/node-client.js');
+  const { connectToHostIfRunning } = await import('../ipc/transports/node-client.js');
   const remote = await connectToHostIfRunning(dataDir, 'cli');
   if (!remote) throw sealedKeysError(keysDir);
   try {

@@ -36,7 +36,7 @@ export const osDefaultDataDir = (): string => defaultDataDir({ ...process.env, E
  * token (the default data directory's tokens are not this command's business) and costs a millisecond.
  */
 export async function hostServes(dataDir: string): Promise<boolean> {
-  const [{ connectSocket, socketPathFor }] = await Promise.all([import('../ipc/socket-transport.js')]);
+  const [{ connectSocket, socketPathFor }] = await Promise.all([import('../ipc/transports/socket-transport.js')]);
   try {
     const transport = await connectSocket(socketPathFor(dataDir));
     transport.close();

@@ -12,7 +12,7 @@ import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
 import { registerWitnessCommands } from './commands/witness.js';
-import { setPrivateUmask } from '../store/data-dir.js';
+import { setPrivateUmask } from '../fs/file-modes.js';
 
 // Also when main.ts is run without bin/executor.js (tsx src/cli/main.ts): files Executor creates are private.
 setPrivateUmask();

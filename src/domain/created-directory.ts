@@ -1,6 +1,6 @@
 /**
  * The folders a step's writes created, and what a revert does with them. Plain data: the backup
- * layer makes and removes the folders (src/backup/created-directories.ts), the store keeps the
+ * layer makes and removes the folders (src/fs/created-directories.ts), the store keeps the
  * records, and every surface shows the outcome.
  */
 

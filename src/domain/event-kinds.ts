@@ -1,6 +1,6 @@
 /**
  * Every kind of record the audit log knows. Extending it is one line here: the type and the
- * check in isEventKind() (src/audit/event-log.ts) both come from this list, so an unknown kind
+ * check in isEventKind() (src/domain/audit-event.ts) both come from this list, so an unknown kind
  * cannot slip into the log; the window suggests the same names in its audit filter.
  */
 export const EVENT_KINDS = [

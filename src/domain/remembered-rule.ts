@@ -69,7 +69,7 @@ export type RememberedRuleDraft = RuleReach & RuleScope;
  */
 export function proposerOf(step: Pick<Step, 'meta'>): RuleProposer | null {
   if (step.meta.origin === 'user') return { kind: 'person' };
-  // The identity the host issued to the agent's session (src/ipc/agent-identity.ts), never the name it gave itself.
+  // The identity the host issued to the agent's session (src/ipc/server/agent-identity.ts), never the name it gave itself.
   const agent = step.meta.agent;
   return agent ? { kind: 'agent', agentId: agent } : null;
 }

@@ -1,4 +1,4 @@
-import type { SandboxOfRecord } from '../audit/event-log.js';
+import type { SandboxOfRecord } from '../domain/audit-event.js';
 import { isHeavy } from '../actions/run-code.js';
 import type { Step } from '../domain/step.js';
 import { guardPath } from '../policy/path-guard.js';

@@ -1,5 +1,5 @@
 import type { AgentQuestion } from '../domain/run.js';
-import type { ExecutorClient } from '../ipc/client.js';
+import type { ExecutorClient } from '../ipc/client/client.js';
 
 /*
  * An MCP agent's ask_user: the question goes to the host (askUser), the person sees it in the window

@@ -2,8 +2,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ClientRequestSchema, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { describeJsonLimitProblem, findJsonLimitProblem, formatJsonPath, MESSAGE_LIMITS, type JsonLimitProblem } from '../domain/json-limits.js';
-import { DEFAULT_MAX_REQUEST_BYTES } from '../ipc/protocol.js';
-import { LineSplitter } from '../ipc/line-framing.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from '../ipc/protocol/protocol.js';
+import { LineSplitter } from '../ipc/protocol/line-framing.js';
 
 /** The largest MCP message read: what the host itself accepts in one request (a 16 MiB file, escaped). */
 export const MAX_MCP_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BYTES;

@@ -1,5 +1,5 @@
 import { ExecutorError } from '../domain/errors.js';
-import type { ExecutorClient } from '../ipc/client.js';
+import type { ExecutorClient } from '../ipc/client/client.js';
 
 /**
  * How long a tool waits for the person's decision before it answers PENDING. Here, not in

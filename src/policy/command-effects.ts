@@ -1,7 +1,7 @@
 import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js';
 import type { CommandRunPreview, FileChangePreview } from '../domain/step-record.js';
 import type { CommandEffectKind, Policy } from './policy-file.js';
-import { permissionBitsInWords } from '../backup/file-changes.js';
+import { permissionBitsInWords } from '../fs/file-modes.js';
 import { matchHostCodePath } from './host-code-paths.js';
 import { filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { readRegularFileSync } from '../backup/regular-file.js';
+import { readRegularFileSync } from '../fs/regular-file.js';
 import { globListMatcher, normalizedForMatching, type PathMatchOptions } from './path-patterns.js';
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { AuditEvent } from '../audit/event-log.js';
+import type { AuditEvent } from '../domain/audit-event.js';
 import type { Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { isRunActive, READ_ONLY_RUN_TOOLS, type AgentQuestion, type RunEndReason, type RunStatus, type RunTool, type RunTraceEntry, type ToolCallOutcome } from '../domain/run.js';

@@ -21,7 +21,7 @@ import {
 } from '../domain/run.js';
 import type { Executor } from '../executor/executor.js';
 import type { StepRecord } from '../domain/step-record.js';
-import type { AuditEvent } from '../audit/event-log.js';
+import type { AuditEvent } from '../domain/audit-event.js';
 import type { Db } from '../store/database.js';
 import type { ModelClient, ModelSettings } from './model-client.js';
 import { createModelClient } from './models/create-model-client.js';
@@ -83,7 +83,7 @@ function withinBytes(entries: RunTraceEntry[], bytes: number): RunTraceEntry[] {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The host's agent runs: created next to the Executor (src/ipc/host.ts), a client of its public
+ * The host's agent runs: created next to the Executor (src/ipc/host/host.ts), a client of its public
  * methods like the MCP server. It starts runs, keeps one loop (run-loop.ts) per active run, ends
  * runs (cancel, limits, expired questions), answers questions, and on open picks up what a stopped
  * host left: `created` runs start, `running` ones resume from their cursor, waiting ones wait again.

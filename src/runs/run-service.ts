@@ -2,7 +2,7 @@ import type { Actor } from '../domain/actor.js';
 import type { AgentQuestion, RunDetail, RunPage, RunRevertResult, RunStatus, RunSummary, RunTracePage, StartRunParams } from '../domain/run.js';
 
 /**
- * What the host's IPC handlers ask of agent runs (src/ipc/handlers.ts). The host's RunManager
+ * What the host's IPC handlers ask of agent runs (src/ipc/server/handlers.ts). The host's RunManager
  * answers it; a process without one (the CLI with no host) answers NOT_AVAILABLE, since a run
  * needs a host that stays up to wait on the person.
  */

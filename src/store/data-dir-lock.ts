@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { writeFileAtomic } from '../backup/atomic-write.js';
+import { writeFileAtomic } from '../fs/atomic-write.js';
 import { ExecutorError } from '../domain/errors.js';
 import { dataDirStorageFailure, isNoSpace } from './storage-errors.js';
 

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { ExecutorError } from '../domain/errors.js';
 
 /** The OS app-data folder, unless --data-dir or EXECUTOR_DATA_DIR names another. */
@@ -15,35 +14,6 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   const absolute = (value: string | undefined) => (value && path.isAbsolute(value) ? value : undefined);
   if (process.platform === 'win32') return path.join(absolute(env.APPDATA) ?? path.join(home, 'AppData', 'Roaming'), 'Executor');
   return path.join(absolute(env.XDG_DATA_HOME) ?? path.join(home, '.local', 'share'), 'executor');
-}
-
-/** Files Executor creates are for this user only: no group or other bits, whatever the shell's umask was. */
-export const PRIVATE_UMASK = 0o077;
-
-/**
- * Sets the process umask to PRIVATE_UMASK. Called first thing by every entry point (the CLI, the
- * host, `executor serve`, the Electron main), so a file anyone creates later (SQLite's -wal and -shm,
- * a temp file) is 0600 from birth. Worker threads cannot change the umask; there it does nothing.
- */
-export function setPrivateUmask(): void {
-  if (!isMainThread || process.platform === 'win32') return;
-  const before = process.umask(PRIVATE_UMASK);
-  // bin/executor.js sets the umask before anything loads and leaves the person's under this key.
-  const fromLauncher = (globalThis as Record<symbol, unknown>)[UMASK_BEFORE_KEY];
-  umaskBeforeExecutor ??= typeof fromLauncher === 'number' ? fromLauncher : before;
-}
-
-/** Where bin/executor.js leaves the umask it replaced. */
-const UMASK_BEFORE_KEY = Symbol.for('executor.umask-before');
-let umaskBeforeExecutor: number | null = null;
-
-/**
- * The umask the process had before setPrivateUmask, or null when it was never set. Files Executor
- * writes into the person's workspace get the modes this umask would give them (0644 and 0755 under
- * the usual 022): the private umask is for the data directory, not for the person's project.
- */
-export function personUmask(): number | null {
-  return umaskBeforeExecutor;
 }
 
 /**

@@ -1,13 +1,6 @@
 import type { Db } from './database.js';
+import type { KbEntry } from '../domain/kb-entry.js';
 
-export interface KbEntry {
-  entryId: string;
-  stepId: string;
-  title: string;
-  content: string;
-  tags: string[];
-  createdAt: string;
-}
 
 interface KbRow {
   entry_id: string;

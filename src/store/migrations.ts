@@ -166,7 +166,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER audit_epoch_certs_no_delete BEFORE DELETE ON audit_epoch_certs BEGIN SELECT RAISE(ABORT, 'audit certificates are append-only'); END;
   ALTER TABLE audit_checkpoints ADD COLUMN epoch_sig BLOB;
   `,
-  // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/audit-tree.ts): every complete
+  // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/log/audit-tree.ts): every complete
   // subtree by its position in the order appends complete them (merkle.ts nodePosition), written
   // with its record, so rows only ever go at the end; and each
   // checkpoint's C2SP tlog-checkpoint note, signed by the log key, for witnesses and proofs.

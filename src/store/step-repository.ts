@@ -1,5 +1,5 @@
 import type { Actor } from '../domain/actor.js';
-import type { AuditEvent, AuditTrail, EventKind } from '../audit/event-log.js';
+import type { AuditEvent, AuditTrail, EventKind } from '../domain/audit-event.js';
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { freeBytesAt, formatBytes } from '../backup/atomic-write.js';
+import { freeBytesAt, formatBytes } from '../fs/free-space.js';
 import { ExecutorError } from '../domain/errors.js';
 
 const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);

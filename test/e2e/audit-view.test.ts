@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMixedLog } from '../helpers/audit-log-fixture.js';
-import { connectToHost } from '../../src/ipc/node-client.js';
+import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { suiteTempSetup } from '../helpers/temp-dirs.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { connectToHost } from '../../src/ipc/node-client.js';
-import { proposeAndAwaitPreparation } from '../../src/ipc/preparation-wait.js';
+import { connectToHost } from '../../src/ipc/transports/node-client.js';
+import { proposeAndAwaitPreparation } from '../../src/ipc/client/preparation-wait.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../src/ipc/client.js';
-import { connectToHost } from '../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
+import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SignedAuditLog, type AuditLogOptions } from '../../src/audit/audit-log.js';
-import { verifyDataDir } from '../../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../../src/audit/key-store.js';
-import type { VerifyReport } from '../../src/audit/verify-codes.js';
+import { SignedAuditLog, type AuditLogOptions } from '../../src/audit/log/audit-log.js';
+import { verifyDataDir } from '../../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../../src/audit/keys/key-store.js';
+import type { VerifyReport } from '../../src/audit/verify/verify-codes.js';
 import { DATABASE_FILE, openDatabase, type Db } from '../../src/store/database.js';
 import { tempDir } from './temp-dirs.js';
 

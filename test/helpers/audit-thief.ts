@@ -2,11 +2,11 @@ import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ANCHOR_FILE, anchorSignedText, type Anchor } from '../../src/audit/anchor.js';
-import { AuditTree } from '../../src/audit/audit-tree.js';
-import { ed25519Raw } from '../../src/audit/epoch-certificate.js';
-import { checkpointNote, logNoteSigner } from '../../src/audit/checkpoint-note.js';
-import { FileKeyStore } from '../../src/audit/key-store.js';
+import { ANCHOR_FILE, anchorSignedText, type Anchor } from '../../src/audit/log/anchor.js';
+import { AuditTree } from '../../src/audit/log/audit-tree.js';
+import { ed25519Raw } from '../../src/audit/format/epoch-certificate.js';
+import { checkpointNote, logNoteSigner } from '../../src/audit/format/checkpoint-note.js';
+import { FileKeyStore } from '../../src/audit/keys/key-store.js';
 import {
   ANCHOR_MAC_PREFIX,
   ANCHOR_SIG_PREFIX,
@@ -19,7 +19,7 @@ import {
   checkpointHash,
   hmac,
   recordHash,
-} from '../../src/audit/record-format.js';
+} from '../../src/audit/format/record-format.js';
 import { DATABASE_FILE } from '../../src/store/database.js';
 
 /**

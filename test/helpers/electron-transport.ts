@@ -1,7 +1,7 @@
 import { INVOKE_CHANNEL, EVENT_CHANNEL, registerIpcBridge, WINDOW_CREDENTIAL } from '../../electron/ipc-bridge.js';
-import type { Host } from '../../src/ipc/host.js';
-import { lineToServer } from '../../src/ipc/host-line.js';
-import type { Credential } from '../../src/ipc/server.js';
+import type { Host } from '../../src/ipc/host/host.js';
+import { lineToServer } from '../../src/ipc/host/host-line.js';
+import type { Credential } from '../../src/ipc/server/server.js';
 import { BrowserWindow, ipcMain, ipcRenderer } from './fake-electron.js';
 import type { TransportUnderTest } from './ipc-harness.js';
 

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { SecretSealer } from '../../src/audit/key-store.js';
+import type { SecretSealer } from '../../src/audit/keys/key-store.js';
 
 /**
  * Stands in for Electron's safeStorage, which needs the Electron binary (absent here): AES-256-GCM

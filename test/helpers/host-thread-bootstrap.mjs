@@ -2,4 +2,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../../src/ipc/host-thread-worker.ts');
+await import('../../src/ipc/host/host-thread-worker.ts');

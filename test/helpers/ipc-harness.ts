@@ -1,11 +1,11 @@
 import WebSocket from 'ws';
-import type { ClientTransport } from '../../src/ipc/client.js';
-import { deriveSessionKey, nodeMac } from '../../src/ipc/message-mac-node.js';
-import { PROTOCOL_VERSION, base64url, helloProofInput, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol.js';
-import { connectSocket } from '../../src/ipc/socket-transport.js';
-import { readSocketSecret } from '../../src/ipc/token-files.js';
-import { webSocketTransport, WEB_CREDENTIAL, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/web-client.js';
-import type { Host } from '../../src/ipc/host.js';
+import type { ClientTransport } from '../../src/ipc/client/client.js';
+import { deriveSessionKey, nodeMac } from '../../src/ipc/protocol/message-mac-node.js';
+import { PROTOCOL_VERSION, base64url, helloProofInput, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol/protocol.js';
+import { connectSocket } from '../../src/ipc/transports/socket-transport.js';
+import { readSocketSecret } from '../../src/ipc/server/token-files.js';
+import { webSocketTransport, WEB_CREDENTIAL, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/client/web-client.js';
+import type { Host } from '../../src/ipc/host/host.js';
 
 /**
  * Raw access to a transport for protocol tests: the test builds envelopes by hand (to forge,

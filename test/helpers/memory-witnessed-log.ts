@@ -1,6 +1,6 @@
-import { consistencyProof, leafHash, memoryNodeReader, treeRoot } from '../../src/audit/merkle.js';
-import { generateSignerKey, parseSignerKey, parseVerifierKey, signNote } from '../../src/audit/signed-note.js';
-import { formatCheckpointText } from '../../src/audit/tlog-checkpoint.js';
+import { consistencyProof, leafHash, memoryNodeReader, treeRoot } from '../../src/audit/format/merkle.js';
+import { generateSignerKey, parseSignerKey, parseVerifierKey, signNote } from '../../src/audit/format/signed-note.js';
+import { formatCheckpointText } from '../../src/audit/format/tlog-checkpoint.js';
 import type { WitnessedLog } from '../../src/audit/witness/witnessed-log.js';
 
 /** A log held in memory with a real note key: what the witness code needs of a log, without a database. */

@@ -1,4 +1,4 @@
-import type { ExecutorClient } from '../../src/ipc/client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
 import type { RunSummary } from '../../src/domain/run.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach } from 'vitest';
-import type { ExecutorClient } from '../../src/ipc/client.js';
-import { startHost, type Host } from '../../src/ipc/host.js';
-import { connectToHost } from '../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../src/ipc/host/host.js';
+import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from './scripted-openai-server.js';
 import { tempSetup } from './temp-dirs.js';
 

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { threadSealer, type ThreadSealerLine } from '../../src/audit/thread-sealer.js';
+import { threadSealer, type ThreadSealerLine } from '../../src/audit/keys/thread-sealer.js';
 
 /*
  * A worker for the thread-sealer tests: runs the seal/unseal calls it is given, synchronously as a

@@ -1,4 +1,4 @@
-import { SignedNoteError, decodeBase64Strict } from '../signed-note.js';
+import { SignedNoteError, decodeBase64Strict } from '../format/signed-note.js';
 
 /**
  * The body of a C2SP tlog-witness add-checkpoint request: "old N", up to 63 base64 consistency-proof

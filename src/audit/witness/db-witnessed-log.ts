@@ -1,9 +1,9 @@
 import type { Db } from '../../store/database.js';
-import { AuditTree, recordLeafHash } from '../audit-tree.js';
-import { latestCheckpointNote, logNoteVerifier, logOrigin } from '../checkpoint-note.js';
-import { emptyRoot, nodeHash } from '../merkle.js';
-import { parseNote, type NoteVerifier } from '../signed-note.js';
-import { parseCheckpointText } from '../tlog-checkpoint.js';
+import { AuditTree, recordLeafHash } from '../log/audit-tree.js';
+import { latestCheckpointNote, logNoteVerifier, logOrigin } from '../format/checkpoint-note.js';
+import { emptyRoot, nodeHash } from '../format/merkle.js';
+import { parseNote, type NoteVerifier } from '../format/signed-note.js';
+import { parseCheckpointText } from '../format/tlog-checkpoint.js';
 import type { LocalCheckpoint, WitnessedLog } from './witnessed-log.js';
 
 export interface DbWitnessedLogOptions {

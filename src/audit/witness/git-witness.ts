@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SignedNoteError, openNote, type NoteVerifier } from '../signed-note.js';
-import { parseCheckpointText, type TlogCheckpoint } from '../tlog-checkpoint.js';
+import { SignedNoteError, openNote, type NoteVerifier } from '../format/signed-note.js';
+import { parseCheckpointText, type TlogCheckpoint } from '../format/tlog-checkpoint.js';
 import { WitnessUnreachable } from './witness-client.js';
 import { originHash } from './witness-state.js';
 import { standingAgainst, type WitnessedLog } from './witnessed-log.js';

@@ -1,5 +1,5 @@
-import { SignedNoteError, cosignatureTimestamp, formatSignatureLine, openNote, parseNote, type NoteSignature, type NoteVerifier } from '../signed-note.js';
-import { parseCheckpointText, type TlogCheckpoint } from '../tlog-checkpoint.js';
+import { SignedNoteError, cosignatureTimestamp, formatSignatureLine, openNote, parseNote, type NoteSignature, type NoteVerifier } from '../format/signed-note.js';
+import { parseCheckpointText, type TlogCheckpoint } from '../format/tlog-checkpoint.js';
 import { formatAddCheckpointRequest } from './add-checkpoint-request.js';
 import { originHash } from './witness-state.js';
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { WitnessConfig } from '../../policy/policy-file.js';
-import { parseVerifierKey, type NoteVerifier } from '../signed-note.js';
+import { parseVerifierKey, type NoteVerifier } from '../format/signed-note.js';
 import type { CosignatureStore } from './cosignature-store.js';
 import { publishToGit, type GitWitnessTarget } from './git-witness.js';
 import { WitnessUnreachable, addCheckpoint, sendLogKeyHandover } from './witness-client.js';

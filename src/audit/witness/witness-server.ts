@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyConsistency } from '../merkle.js';
-import { parseLogKeyHandoverText } from '../checkpoint-note.js';
-import { NOTE_ED25519, SignedNoteError, openNote, parseNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from '../signed-note.js';
-import { EMPTY_TREE_ROOT, parseCheckpointText } from '../tlog-checkpoint.js';
+import { verifyConsistency } from '../format/merkle.js';
+import { parseLogKeyHandoverText } from '../format/checkpoint-note.js';
+import { NOTE_ED25519, SignedNoteError, openNote, parseNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from '../format/signed-note.js';
+import { EMPTY_TREE_ROOT, parseCheckpointText } from '../format/tlog-checkpoint.js';
 import { MAX_ADD_CHECKPOINT_BYTES, parseAddCheckpointRequest } from './add-checkpoint-request.js';
 import { WitnessStateDir, originHash } from './witness-state.js';
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeFileDurably } from '../key-store.js';
+import { writeFileDurably } from '../keys/key-store.js';
 
 /**
  * What a witness remembers of each log: the newest checkpoint it cosigned (size, root, and the note

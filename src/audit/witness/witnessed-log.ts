@@ -1,4 +1,4 @@
-import type { NoteVerifier } from '../signed-note.js';
+import type { NoteVerifier } from '../format/signed-note.js';
 
 /** The newest checkpoint of this log: its tree size and root, and its C2SP note signed by the log's key. */
 export interface LocalCheckpoint {

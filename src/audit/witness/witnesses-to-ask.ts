@@ -1,6 +1,6 @@
 import { ExecutorError } from '../../domain/errors.js';
 import { WitnessConfigSchema, type WitnessConfig } from '../../policy/policy-file.js';
-import { NOTE_COSIGNATURE_V1, SignedNoteError, parseVerifierKey } from '../signed-note.js';
+import { NOTE_COSIGNATURE_V1, SignedNoteError, parseVerifierKey } from '../format/signed-note.js';
 import { witnessIdentity, type NamedWitness } from './named-witnesses.js';
 import type { AskedWitness } from './witness-check.js';
 

@@ -8,7 +8,7 @@ import { globals, print } from '../cli-context.js';
 const EXIT_PROOF_FAILED = 1;
 
 const proofModules = async () => {
-  const [proof, reading, writing] = await Promise.all([import('../../audit/record-proof.js'), import('../../audit/audit-reader.js'), import('../../backup/atomic-write.js')]);
+  const [proof, reading, writing] = await Promise.all([import('../../audit/export/record-proof.js'), import('../../audit/log/audit-reader.js'), import('../../fs/atomic-write.js')]);
   return { ...proof, ...reading, ...writing };
 };
 

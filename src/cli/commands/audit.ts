@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
-import type { AuditEntry } from '../../audit/audit-query.js';
-import type { AuditReader } from '../../audit/audit-reader.js';
-import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/key-store.js';
-import type { VerifyProgress, VerifyReport } from '../../audit/verify-codes.js';
+import type { AuditEntry } from '../../audit/log/audit-query.js';
+import type { AuditReader } from '../../audit/log/audit-reader.js';
+import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/keys/key-store.js';
+import type { VerifyProgress, VerifyReport } from '../../audit/verify/verify-codes.js';
 import type { WitnessReport } from '../../audit/witness/witness-check.js';
 import type { WitnessConfig } from '../../policy/policy-file.js';
 import { ExecutorError } from '../../domain/errors.js';
-import type { ExecutorClient } from '../../ipc/client.js';
+import type { ExecutorClient } from '../../ipc/client/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
 import { registerAuditProofCommands } from './audit-proof.js';
 
@@ -33,20 +33,20 @@ function integer(name: string) {
 /** The log's reading, export and verify code (SQLite, the record format), loaded by the command that runs, not by `--help`. */
 const auditModules = async () => {
   const [exporting, keys, log, query, reading, verifier, verify] = await Promise.all([
-    import('../../audit/audit-export.js'),
-    import('../../audit/audit-keys.js'),
-    import('../../audit/audit-log.js'),
-    import('../../audit/audit-query.js'),
-    import('../../audit/audit-reader.js'),
-    import('../../audit/audit-verifier.js'),
-    import('../../audit/verify-audit.js'),
+    import('../../audit/export/audit-export.js'),
+    import('../../audit/keys/audit-keys.js'),
+    import('../../audit/log/audit-log.js'),
+    import('../../audit/log/audit-query.js'),
+    import('../../audit/log/audit-reader.js'),
+    import('../../audit/verify/audit-verifier.js'),
+    import('../../audit/verify/verify-audit.js'),
   ]);
   return { ...exporting, ...keys, ...log, ...query, ...reading, ...verifier, ...verify };
 };
 
 async function withReader<T>(dataDir: string, work: (reader: AuditReader) => T): Promise<T> {
   if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-  const { AuditReader } = await import('../../audit/audit-reader.js');
+  const { AuditReader } = await import('../../audit/log/audit-reader.js');
   const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
   try {
     return work(reader);
@@ -135,7 +135,7 @@ interface WitnessOptions {
 async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{ reports: WitnessReport[] } | undefined> {
   const { loadPolicy } = await import('../../policy/policy-file.js');
   const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }, { witnessesNamedByLog }, { witnessesToAsk }] = await Promise.all([
-    import('../../audit/audit-reader.js'),
+    import('../../audit/log/audit-reader.js'),
     import('../../audit/witness/db-witnessed-log.js'),
     import('../../audit/witness/witness-check.js'),
     import('../../audit/witness/named-witnesses.js'),

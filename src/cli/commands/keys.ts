@@ -56,7 +56,7 @@ export function registerKeyCommands(program: Command): void {
 
 /** The key status from plain key files, read directly (no host needed). */
 async function readKeyStatus(dataDir: string) {
-  const [{ AuditReader }, { FileKeyStore }] = await Promise.all([import('../../audit/audit-reader.js'), import('../../audit/key-store.js')]);
+  const [{ AuditReader }, { FileKeyStore }] = await Promise.all([import('../../audit/log/audit-reader.js'), import('../../audit/keys/key-store.js')]);
   const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
   try {
     const keyring = reader.keyring();

@@ -67,7 +67,7 @@ export function registerMcpCommands(program: Command): void {
       // The MCP SDK and the host client load for this command only, not for `--help` or the other commands.
       const [{ CheckedStdioServerTransport }, { connectToHostIfRunning }, { createExecutorMcpServer }] = await Promise.all([
         import('../../mcp/checked-stdio-transport.js'),
-        import('../../ipc/node-client.js'),
+        import('../../ipc/transports/node-client.js'),
         import('../../mcp/mcp-server.js'),
       ]);
       const dataDirFlag = path.resolve(dataDir) === osDefaultDataDir() ? '' : ` --data-dir ${JSON.stringify(path.resolve(dataDir))}`;

@@ -3,7 +3,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import { MODEL_PROVIDERS, RUN_STATUSES, RUN_TOOL_GROUP_NAMES, RUN_TOOL_GROUPS, RUN_TOOLS, type RunStatus, type RunTool } from '../../domain/run-names.js';
 import type { ModelOverride, RunDetail, RunSummary, RunTraceEntry } from '../../domain/run.js';
 import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
-import type { ExecutorClient } from '../../ipc/client.js';
+import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, type ExecutorReach } from '../cli-context.js';
 
 /*
@@ -69,7 +69,7 @@ const oneLine = (text: string, max = 300) => {
 
 /** The runs commands' API: the host when one runs, else the database with a RunManager that starts no loop. */
 async function withRuns<T>(dataDir: string, work: (api: ExecutorClient, reach: ExecutorReach) => Promise<T>): Promise<T> {
-  const { connectToHostIfRunning } = await import('../../ipc/node-client.js');
+  const { connectToHostIfRunning } = await import('../../ipc/transports/node-client.js');
   const remote = await connectToHostIfRunning(dataDir, 'cli');
   if (remote) {
     try {
@@ -78,7 +78,7 @@ async function withRuns<T>(dataDir: string, work: (api: ExecutorClient, reach: E
       remote.close();
     }
   }
-  const [{ Executor }, { localClient }, { RunManager }] = await Promise.all([import('../../executor/executor.js'), import('../../ipc/local-client.js'), import('../../runs/run-manager.js')]);
+  const [{ Executor }, { localClient }, { RunManager }] = await Promise.all([import('../../executor/executor.js'), import('../../ipc/server/local-client.js'), import('../../runs/run-manager.js')]);
   const executor = Executor.open(dataDir, { resumeUnfinished: false });
   const runs = new RunManager(executor);
   const api = localClient(executor, 'cli', undefined, undefined, runs);
@@ -190,7 +190,7 @@ export function registerRunCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const { model, apiKey } = modelOverride(options, process.env);
       const tools = options.tools === undefined ? undefined : parseToolList(options.tools);
-      const { connectToHostIfRunning } = await import('../../ipc/node-client.js');
+      const { connectToHostIfRunning } = await import('../../ipc/transports/node-client.js');
       const api = await connectToHostIfRunning(dataDir, 'cli');
       if (!api) {
         throw new ExecutorError(

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { ExecutorError } from '../../domain/errors.js';
-import { setPrivateUmask } from '../../store/data-dir.js';
+import { setPrivateUmask } from '../../fs/file-modes.js';
 import { globals, print, untilStopped, withExecutor } from '../cli-context.js';
 
 /** Where `npm run build:renderer` puts the UI, relative to this file in the package. */
@@ -27,7 +27,7 @@ export function registerServeCommands(program: Command): void {
       const { ensureWebUi } = await import('../web-ui-build.js');
       await ensureWebUi(rendererDir, (line) => process.stderr.write(`${line}\n`));
       // The whole host (Executor, web server, sockets) loads only for this command, not for `--help` or other commands.
-      const { startHost } = await import('../../ipc/host.js');
+      const { startHost } = await import('../../ipc/host/host.js');
       const host = await startHost(dataDir, { web: { port: options.port, rendererDir }, maxExportTextBytes });
       const url = host.web!.issueUrl();
       print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>

@@ -17,8 +17,8 @@ import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
 
 /** The whole record through bounded replies; loaded when a command needs it, so `--help` stays light. */
-async function getWholeStep(...args: Parameters<typeof import('../../ipc/whole-step-record.js').getWholeStep>) {
-  return (await import('../../ipc/whole-step-record.js')).getWholeStep(...args);
+async function getWholeStep(...args: Parameters<typeof import('../../ipc/client/whole-step-record.js').getWholeStep>) {
+  return (await import('../../ipc/client/whole-step-record.js')).getWholeStep(...args);
 }
 
 /*
@@ -90,8 +90,8 @@ export function registerStepCommands(program: Command): void {
       const plan = readPlanFile(planFile);
       const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }, { proposeAndAwaitPreparation }] = await Promise.all([
         rendering(),
-        import('../../ipc/decision-wait.js'),
-        import('../../ipc/preparation-wait.js'),
+        import('../../ipc/client/decision-wait.js'),
+        import('../../ipc/client/preparation-wait.js'),
       ]);
       const waitMs = options.timeout !== undefined ? options.timeout * 1000 : undefined;
       // The guarantee behind --timeout: a host that stops answering (even before it says hello) cannot hold this
@@ -293,7 +293,7 @@ export function registerStepCommands(program: Command): void {
         const edited = await api.editStep({ stepId, ...(content !== undefined ? { content } : { command: options.command }) });
         if (edited.status !== 'evaluated') return edited;
         // The new preview is prepared in the background: wait for it, so what is printed shows it.
-        const { awaitStepLeaves } = await import('../../ipc/preparation-wait.js');
+        const { awaitStepLeaves } = await import('../../ipc/client/preparation-wait.js');
         return awaitStepLeaves(api, stepId, 'evaluated', 600_000);
       });
       print(json, record, () => `${summaryLine(record)}\n\n${detailText(record)}`);

@@ -9,7 +9,7 @@ import { globals, print, untilStopped, withExecutor } from '../cli-context.js';
 /** The pure note code and the witness server, loaded by the command that runs, not by `--help`. */
 const noteModules = async () => {
   const [note, server, state] = await Promise.all([
-    import('../../audit/signed-note.js'),
+    import('../../audit/format/signed-note.js'),
     import('../../audit/witness/witness-server.js'),
     import('../../audit/witness/witness-state.js'),
   ]);
@@ -268,7 +268,7 @@ async function newestCosignatures(dataDir: string, witnesses: readonly WitnessCo
 
 /** The local log as the witness code reads it (read-only database). */
 async function readLocalLog(dataDir: string) {
-  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }] = await Promise.all([import('../../audit/audit-reader.js'), import('../../audit/witness/db-witnessed-log.js')]);
+  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }] = await Promise.all([import('../../audit/log/audit-reader.js'), import('../../audit/witness/db-witnessed-log.js')]);
   const db = openAuditDatabaseReadOnly(dataDir);
   try {
     const log = dbWitnessedLog(db);

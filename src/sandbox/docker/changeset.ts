@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExecutorError } from '../../domain/errors.js';
-import { droppedModeBits, PLAIN_PERMISSION_BITS } from '../../backup/file-changes.js';
+import { droppedModeBits, PLAIN_PERMISSION_BITS } from '../../fs/file-modes.js';
 import { exclusionOf, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
 
 /** One file a command changed in its scratch copy, with what the real workspace holds for it now. */

@@ -1,11 +1,32 @@
-import type { HeavyCodeRequest, HeavyCodeRunner } from '../../actions/heavy-code-runner.js';
 import type { CapabilityCallSummary, CodeRunResult } from '../../domain/code-run.js';
+import type { RunHooks } from '../../domain/live-output.js';
+import type { ActionArgs } from '../../domain/step.js';
+import type { CapabilityAudit } from '../light/tool-bridge.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { clampDockerTimeout } from '../../domain/run-step-facts.js';
 import type { Policy } from '../../policy/policy-file.js';
 import type { DockerClient } from './docker-client.js';
 import { hostAllowed } from './egress-proxy.js';
 import { defaultDockerClient, runCodeInContainer, type CodeRunOutcome } from './sandbox-run.js';
+
+export interface HeavyCodeRequest {
+  stepId: string;
+  args: ActionArgs<'runCode'>;
+  /** simulate: a dry run without effects outside the container; execute: the real run. */
+  mode: 'simulate' | 'execute';
+  /** Each brokered call the heavy sandbox makes on the code's behalf is audited through this. */
+  auditCapabilityCall: CapabilityAudit;
+  /** The live output and the Cancel signal; a cancelled run answers EXECUTION_CANCELLED. */
+  hooks?: RunHooks;
+}
+
+/**
+ * The seam to the Docker sandbox: runCode delegates to it for Python and for `sandbox: "docker"`.
+ * It answers with the same result shape as the light sandbox and never throws.
+ */
+export interface HeavyCodeRunner {
+  run(request: HeavyCodeRequest): Promise<CodeRunResult>;
+}
 
 /** Console output a result carries, like the light sandbox's cap: the full streams stay in the container run. */
 const MAX_LOG_BYTES = 32 * 1024;

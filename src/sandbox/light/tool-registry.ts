@@ -1,9 +1,9 @@
-import { readRegularFile } from '../../backup/regular-file.js';
+import { readRegularFile } from '../../fs/regular-file.js';
 import type { Policy } from '../../policy/policy-file.js';
 import { guardPath } from '../../policy/path-guard.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { matchingSecretGlob } from '../../policy/secret-paths.js';
-import type { KbEntry } from '../../store/kb-repository.js';
+import type { KbEntry } from '../../domain/kb-entry.js';
 
 /** What a step was granted. Names match the step's `capabilities` field. */
 export interface CodeCapabilities {
@@ -157,7 +157,7 @@ const readFileTool: ToolDefinition = {
       target: verdict.realPath,
       async perform() {
         // A FIFO, device, socket or directory gets a typed refusal at once: the open is non-blocking
-        // and only a regular file is read, up to the cap (src/backup/regular-file.ts says why).
+        // and only a regular file is read, up to the cap (src/fs/regular-file.ts says why).
         return (await readRegularFile(verdict.realPath, { maxBytes, displayPath: requested.slice(0, 300) })).toString('utf8');
       },
     };

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import os from 'node:os';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { HeavyCodeRequest, HeavyCodeRunner } from '../../../src/actions/heavy-code-runner.js';
+import type { HeavyCodeRequest, HeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { connectDocker } from '../../../src/sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';

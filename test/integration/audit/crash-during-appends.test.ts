@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AnchorStore } from '../../../src/audit/anchor.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
+import { AnchorStore } from '../../../src/audit/log/anchor.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/audit-keys.js';
-import { verifyExportFile } from '../../../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
-import { checkpointHash, recordHash } from '../../../src/audit/record-format.js';
+import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/keys/audit-keys.js';
+import { verifyExportFile } from '../../../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
+import { checkpointHash, recordHash } from '../../../src/audit/format/record-format.js';
 import { openDatabase } from '../../../src/store/database.js';
 import { appendNotes, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
 import { tempDir } from '../../helpers/temp-dirs.js';

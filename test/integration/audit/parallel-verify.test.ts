@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
-import type { VerifyProgress } from '../../../src/audit/verify-codes.js';
+import { verifyDataDir } from '../../../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
+import type { VerifyProgress } from '../../../src/audit/verify/verify-codes.js';
 import { buildAuditLog, rawRecord, tamper, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
 describe('parallel verify on worker threads', { timeout: 300_000 }, () => {

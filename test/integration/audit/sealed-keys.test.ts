@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AuditReader } from '../../../src/audit/audit-reader.js';
-import { SealedKeyStore } from '../../../src/audit/sealed-key-store.js';
+import { AuditReader } from '../../../src/audit/log/audit-reader.js';
+import { SealedKeyStore } from '../../../src/audit/keys/sealed-key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { startHostThread, type HostThread } from '../../../src/ipc/host-line.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { startHostThread, type HostThread } from '../../../src/ipc/host/host-line.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { fakeSealer } from '../../helpers/fake-sealer.js';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -2,9 +2,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nextEpochKey } from '../../../src/audit/key-ratchet.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
-import { RECORD_MAC_PREFIX, canonicalText, hmac, recordHash } from '../../../src/audit/record-format.js';
+import { nextEpochKey } from '../../../src/audit/keys/key-ratchet.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
+import { RECORD_MAC_PREFIX, canonicalText, hmac, recordHash } from '../../../src/audit/format/record-format.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import {
   appendNotes,

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
+import { verifyDataDir } from '../../../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { buildAuditLog } from '../../helpers/audit-log-fixture.js';
 
 const WRITER = path.join(import.meta.dirname, 'fixtures', 'live-writer.ts');

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { canonicalText } from '../../../src/audit/record-format.js';
+import { canonicalText } from '../../../src/audit/format/record-format.js';
 import { buildAuditLog, insertRaw, openHoleAt, rawRecord, tamper, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
 const MUTATIONS = ['none', 'editArgs', 'whitespace', 'deleteRow', 'swapRows', 'replayRow', 'flipMac', 'editColumn', 'deleteCheckpoint', 'truncateTail', 'forgeRow'] as const;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { CLI, runCli } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import type { RunSummary, RunTraceEntry } from '../../../src/domain/run.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
 import { callTool, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { runCli, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
-import { startHostThread } from '../../../src/ipc/host-line.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
+import { startHostThread } from '../../../src/ipc/host/host-line.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { decodeFrameMessage, MAX_FRAME_BYTES } from '../../../src/sandbox/light/frames.js';
 import { detectIsolation } from '../../../src/sandbox/light/isolation.js';
 import { launchFor, WORKER_SCRIPT } from '../../../src/sandbox/light/light-sandbox.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifyDataDir } from '../../../src/audit/audit-verifier.js';
-import { FileKeyStore } from '../../../src/audit/key-store.js';
+import { verifyDataDir } from '../../../src/audit/verify/audit-verifier.js';
+import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { Executor, type ExecutorOptions } from '../../../src/executor/executor.js';

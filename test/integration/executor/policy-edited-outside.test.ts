@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { witnessesNamedByLog } from '../../../src/audit/witness/named-witnesses.js';
-import { generateSignerKey } from '../../../src/audit/signed-note.js';
+import { generateSignerKey } from '../../../src/audit/format/signed-note.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { openDatabase } from '../../../src/store/database.js';

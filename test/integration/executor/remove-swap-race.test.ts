@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { removeFileNoFollow } from '../../../src/backup/atomic-write.js';
+import { removeFileNoFollow } from '../../../src/fs/atomic-write.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*

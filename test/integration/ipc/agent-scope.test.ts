@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
-import { AGENT_IDENTITY_KEY_FILE } from '../../../src/ipc/agent-identity.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import type { MethodName } from '../../../src/ipc/methods.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
+import { AGENT_IDENTITY_KEY_FILE } from '../../../src/ipc/server/agent-identity.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import type { MethodName } from '../../../src/ipc/protocol/methods.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*

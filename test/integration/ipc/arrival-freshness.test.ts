@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClientTransport } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { randomToken } from '../../../src/ipc/protocol.js';
-import { readSocketSecret } from '../../../src/ipc/token-files.js';
+import type { ClientTransport } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { randomToken } from '../../../src/ipc/protocol/protocol.js';
+import { readSocketSecret } from '../../../src/ipc/server/token-files.js';
 import { helloText, rawSession } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { randomToken } from '../../../src/ipc/protocol.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { randomToken } from '../../../src/ipc/protocol/protocol.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
 import { storedRows } from '../../helpers/stored-rows.js';
 import { suiteTempSetup } from '../../helpers/temp-dirs.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { MAX_RECORD_BYTES, RECORD_PART_CHARACTERS } from '../../../src/domain/step-record-cut.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { runCliAsync } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';

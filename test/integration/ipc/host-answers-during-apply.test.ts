@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../helpers/docker-engine.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { METHOD_NAMES } from '../../../src/ipc/methods.js';
-import { PROTOCOL_VERSION } from '../../../src/ipc/protocol.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { METHOD_NAMES } from '../../../src/ipc/protocol/methods.js';
+import { PROTOCOL_VERSION } from '../../../src/ipc/protocol/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
 import { suiteTempSetup } from '../../helpers/temp-dirs.js';

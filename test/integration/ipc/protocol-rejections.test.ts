@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { PROTOCOL_VERSION, randomToken, signText, canonicalText } from '../../../src/ipc/protocol.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { PROTOCOL_VERSION, randomToken, signText, canonicalText } from '../../../src/ipc/protocol/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

@@ -2,9 +2,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 let host: Host | undefined;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { PROTOCOL_VERSION, randomToken } from '../../../src/ipc/protocol.js';
-import { SESSION_LIMITS } from '../../../src/ipc/server.js';
-import { connectSocket } from '../../../src/ipc/socket-transport.js';
-import { readSocketSecret } from '../../../src/ipc/token-files.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { PROTOCOL_VERSION, randomToken } from '../../../src/ipc/protocol/protocol.js';
+import { SESSION_LIMITS } from '../../../src/ipc/server/server.js';
+import { connectSocket } from '../../../src/ipc/transports/socket-transport.js';
+import { readSocketSecret } from '../../../src/ipc/server/token-files.js';
 import { openRawSession, rawSession, SOCKET_TRANSPORT, WEB_TRANSPORT } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

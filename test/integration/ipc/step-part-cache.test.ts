@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { HANDLERS, type CallContext } from '../../../src/ipc/handlers.js';
+import { HANDLERS, type CallContext } from '../../../src/ipc/server/handlers.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // Reading a record of many MB takes hundreds of getStepPart pages: loading and serializing the

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { codeExcerptOf } from '../../../src/domain/code-excerpt.js';
 import { toStepSummary } from '../../../src/domain/step-summary.js';

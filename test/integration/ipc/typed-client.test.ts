@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
-import { tokenPath } from '../../../src/ipc/token-files.js';
-import { connectWithStoredSession, connectWithToken, WEB_SOCKET_PATH } from '../../../src/ipc/web-client.js';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { tokenPath } from '../../../src/ipc/server/token-files.js';
+import { connectWithStoredSession, connectWithToken, WEB_SOCKET_PATH } from '../../../src/ipc/client/web-client.js';
 import { nodeWebSocket } from '../../helpers/ipc-harness.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 

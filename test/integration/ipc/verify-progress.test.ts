@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { localClient } from '../../../src/ipc/local-client.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
-import type { VerifyProgressEvent } from '../../../src/ipc/wire-schemas.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { localClient } from '../../../src/ipc/server/local-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import type { VerifyProgressEvent } from '../../../src/ipc/protocol/wire-schemas.js';
 import { buildMixedLog } from '../../helpers/audit-log-fixture.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 

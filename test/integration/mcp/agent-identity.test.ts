@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { proposeAndAwaitPreparation } from '../../../src/ipc/preparation-wait.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

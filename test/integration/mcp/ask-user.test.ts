@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentQuestion } from '../../../src/domain/run.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';

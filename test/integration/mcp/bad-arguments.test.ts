@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { CLI } from '../../helpers/run-cli.js';
 import { storedRows } from '../../helpers/stored-rows.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, type Host } from '../../../src/ipc/host.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { CLI } from '../../helpers/run-cli.js';
 import { storedRows } from '../../helpers/stored-rows.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';

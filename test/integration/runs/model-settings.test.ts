@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { localClient } from '../../../src/ipc/local-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { localClient } from '../../../src/ipc/server/local-client.js';
 import { startScriptedAnthropicServer } from '../../helpers/scripted-anthropic-server.js';
 import { say, startScriptedOpenAiServer, type ScriptedServer } from '../../helpers/scripted-openai-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
@@ -179,8 +179,8 @@ describe('checkModel', () => {
 
 describe('a run in a real host', () => {
   it('talks to the saved model with the kept key, and the key appears nowhere the run leaves', async () => {
-    const { startHost } = await import('../../../src/ipc/host.js');
-    const { connectToHost } = await import('../../../src/ipc/node-client.js');
+    const { startHost } = await import('../../../src/ipc/host/host.js');
+    const { connectToHost } = await import('../../../src/ipc/transports/node-client.js');
     const { waitForRun, ended } = await import('../../helpers/run-waits.js');
     const server = await startScriptedOpenAiServer([say('Nothing to do.')]);
     servers.push(server);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { callTool, say } from '../../helpers/scripted-openai-server.js';
 import { useScriptedRunHosts } from '../../helpers/scripted-run-host.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import { startHost, type Host } from '../../../src/ipc/host.js';
-import { connectToHost } from '../../../src/ipc/node-client.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { callTool, say, startScriptedOpenAiServer, type ScriptedServer } from '../../helpers/scripted-openai-server.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { encodeForwardSecurePublicKey, encodePublicKey } from '../../../src/audit/audit-keys.js';
-import { logVerifierKey } from '../../../src/audit/checkpoint-note.js';
+import { encodeForwardSecurePublicKey, encodePublicKey } from '../../../src/audit/keys/audit-keys.js';
+import { logVerifierKey } from '../../../src/audit/format/checkpoint-note.js';
 import { ExecutorError } from '../../../src/domain/errors.js';
-import { parseProofKeys } from '../../../src/audit/record-proof.js';
+import { parseProofKeys } from '../../../src/audit/export/record-proof.js';
 
 const raw = () => crypto.randomBytes(32);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { summarizeReport } from '../../../src/audit/verify-audit.js';
+import { summarizeReport } from '../../../src/audit/verify/verify-audit.js';
 
 type VerifyReport = Parameters<typeof summarizeReport>[0];
 

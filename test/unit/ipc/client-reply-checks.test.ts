@@ -2,10 +2,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { createExecutorClient, SignedRpc, type ClientTransport } from '../../../src/ipc/client.js';
-import { nodeMac } from '../../../src/ipc/message-mac-node.js';
-import { webCryptoMac } from '../../../src/ipc/message-mac-web.js';
-import { signText, type MessageMac } from '../../../src/ipc/protocol.js';
+import { createExecutorClient, SignedRpc, type ClientTransport } from '../../../src/ipc/client/client.js';
+import { nodeMac } from '../../../src/ipc/protocol/message-mac-node.js';
+import { webCryptoMac } from '../../../src/ipc/protocol/message-mac-web.js';
+import { signText, type MessageMac } from '../../../src/ipc/protocol/protocol.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*

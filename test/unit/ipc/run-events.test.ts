@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
-import { channelMayCall } from '../../../src/ipc/methods.js';
-import { eventVisibleTo } from '../../../src/ipc/server.js';
-import { LiveRunFrameSchema } from '../../../src/ipc/wire-schemas.js';
+import { channelMayCall } from '../../../src/ipc/protocol/methods.js';
+import { eventVisibleTo } from '../../../src/ipc/server/server.js';
+import { LiveRunFrameSchema } from '../../../src/ipc/protocol/wire-schemas.js';
 
 const frame = { stepId: 's1', title: 'Run `make`', phase: 'dryRun', startedAt: '2026-11-24T12:00:00.000Z', chunks: [{ stream: 'stdout', text: 'ok\n' }], replace: false, bytes: { stdout: 3, stderr: 0 }, cancelling: false };
 

@@ -1,7 +1,7 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client.js';
-import type { MethodResult } from '../../../src/ipc/methods.js';
+import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import type { MethodResult } from '../../../src/ipc/protocol/methods.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 import { ApiContext, type PolicyValue } from '../../../renderer/api.js';
 import { SettingsView } from '../../../renderer/views/settings-view.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { logKeyHandoverNote } from '../../../../src/audit/checkpoint-note.js';
-import { generateSignerKey, parseSignerKey } from '../../../../src/audit/signed-note.js';
+import { logKeyHandoverNote } from '../../../../src/audit/format/checkpoint-note.js';
+import { generateSignerKey, parseSignerKey } from '../../../../src/audit/format/signed-note.js';
 import { runCli } from '../../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { startWitness } from '../../../helpers/witness-process.js';

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { generateSignerKey, parseSignerKey } from '../../../../src/audit/signed-note.js';
+import { generateSignerKey, parseSignerKey } from '../../../../src/audit/format/signed-note.js';
 import type { StoredCosignature } from '../../../../src/audit/witness/cosignature-store.js';
 import { WitnessPublisher, type PublishResult } from '../../../../src/audit/witness/witness-publisher.js';
 import { startWitnessServer } from '../../../../src/audit/witness/witness-server.js';
@@ -22,7 +22,7 @@ function memoryStore() {
 
 async function witnessFor(logs: { origin: string; vkey: string }[], port = 0) {
   const { skey, vkey } = generateSignerKey('witness.test/w', { cosigner: true });
-  const { parseVerifierKey } = await import('../../../../src/audit/signed-note.js');
+  const { parseVerifierKey } = await import('../../../../src/audit/format/signed-note.js');
   const running = await startWitnessServer(
     { signer: parseSignerKey(skey, { cosigner: true }), logs: logs.map((log) => ({ origin: log.origin, verifiers: [parseVerifierKey(log.vkey)] })), state: new WitnessStateDir(tempDir()) },
     { host: '127.0.0.1', port },
@@ -96,7 +96,7 @@ describe('the witness publisher', () => {
     // The log's key exists once the Executor has opened once; then a witness that trusts it.
     const first = Executor.open(dataDir, { resumeUnfinished: false });
     first.close();
-    const { openAuditDatabaseReadOnly } = await import('../../../../src/audit/audit-reader.js');
+    const { openAuditDatabaseReadOnly } = await import('../../../../src/audit/log/audit-reader.js');
     const { dbWitnessedLog } = await import('../../../../src/audit/witness/db-witnessed-log.js');
     const db = openAuditDatabaseReadOnly(dataDir);
     const local = dbWitnessedLog(db)!;

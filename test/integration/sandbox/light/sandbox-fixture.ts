@@ -2,7 +2,7 @@ import { PolicySchema, type Policy } from '../../../../src/policy/policy-file.js
 import { LightSandbox, type LightSandboxOptions } from '../../../../src/sandbox/light/light-sandbox.js';
 import { ToolBridge, type BridgeMode } from '../../../../src/sandbox/light/tool-bridge.js';
 import { TOOL_REGISTRY, type CodeCapabilities } from '../../../../src/sandbox/light/tool-registry.js';
-import type { KbEntry } from '../../../../src/store/kb-repository.js';
+import type { KbEntry } from '../../../../src/domain/kb-entry.js';
 
 export interface BridgeSetup {
   policy?: Record<string, unknown>;

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SignedNoteError } from '../../../../src/audit/signed-note.js';
+import { SignedNoteError } from '../../../../src/audit/format/signed-note.js';
 import { MAX_PROOF_LINES, formatAddCheckpointRequest, parseAddCheckpointRequest } from '../../../../src/audit/witness/add-checkpoint-request.js';
 
 // The example request of c2sp.org/tlog-witness.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointNote, logKeyHandoverNote, logOrigin, parseLogKeyHandoverText } from '../../../../src/audit/checkpoint-note.js';
-import { generateSignerKey, parseSignerKey, parseVerifierKey } from '../../../../src/audit/signed-note.js';
+import { checkpointNote, logKeyHandoverNote, logOrigin, parseLogKeyHandoverText } from '../../../../src/audit/format/checkpoint-note.js';
+import { generateSignerKey, parseSignerKey, parseVerifierKey } from '../../../../src/audit/format/signed-note.js';
 import { formatAddCheckpointRequest } from '../../../../src/audit/witness/add-checkpoint-request.js';
 import { addCheckpoint, logKeyHandover, type WitnessServerOptions } from '../../../../src/audit/witness/witness-server.js';
 import { WitnessStateDir } from '../../../../src/audit/witness/witness-state.js';
-import { EMPTY_TREE_ROOT } from '../../../../src/audit/tlog-checkpoint.js';
+import { EMPTY_TREE_ROOT } from '../../../../src/audit/format/tlog-checkpoint.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
 const LOG_ID = 'a1b2c3d4e5f60718';

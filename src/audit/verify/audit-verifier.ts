@@ -1,0 +1,209 @@
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
+import { DATABASE_FILE, type Db } from '../../store/database.js';
+import { openAuditDatabaseReadOnly } from '../log/audit-reader.js';
+import { AnchorStore } from '../log/anchor.js';
+import { readExportFile } from '../export/audit-export.js';
+import { AuditKeyring, type ChainPublicKeys } from '../keys/audit-keys.js';
+import { exportHeaderSignedText } from '../export/audit-export.js';
+import type { StoredCertificate } from '../format/epoch-certificate.js';
+import { chainStartOf, type ChainStart } from './verify-range.js';
+import { DEFAULT_CHECKPOINT_EVERY } from '../log/audit-log.js';
+import type { EpochKeys } from '../keys/key-ratchet.js';
+import type { KeyStore } from '../keys/key-store.js';
+import { RECORD_MAC_PREFIX, hmac } from '../format/record-format.js';
+import { DbRecordSource, VERIFY_MMAP_BYTES, MemoryRecordSource } from '../log/record-sources.js';
+import { verifyLog } from './verify-audit.js';
+import type { VerifyProgress, VerifyReport } from './verify-codes.js';
+import { verifyWorkerCount, workerRangeRunner } from './verify-workers.js';
+
+export interface VerifyDataDirOptions {
+  keyStore: KeyStore;
+  /** K0s the person kept offline; they let verify check MACs of epochs this installation forgot. */
+  verificationKeys?: EpochKeys[];
+  onProgress?: (progress: VerifyProgress) => void;
+  /** Worker threads for big logs (default: one per core). 1 = a single pass in this thread. */
+  workers?: number;
+  /** Below this many records one thread is faster than starting workers. */
+  parallelFrom?: number;
+  checkpointEvery?: number;
+  /** Public keys the person holds (epk2-…/epk1-…): their epoch 0 keys win over what the key store and the log say. */
+  chainPublicKeys?: Map<string, ChainPublicKeys>;
+  /** The person lost the anchor and says so: a missing anchor becomes a loud note instead of ANCHOR_MISSING. */
+  acceptMissingAnchor?: boolean;
+}
+
+/** Certificates from several places, once each by (keyId, epoch): differing copies are all kept, for verify to call a fork. */
+function mergeCertificates(...lists: StoredCertificate[][]): StoredCertificate[] {
+  const merged = new Map<string, StoredCertificate>();
+  for (const list of lists) for (const cert of list) merged.set(`${cert.keyId}/${cert.epoch}/${cert.body}/${cert.sig.toString('hex')}`, cert);
+  return [...merged.values()];
+}
+
+function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
+  const map = new Map<string, EpochKeys>();
+  // Later lists win: a K0 the person supplies reaches further back than a stored current key.
+  for (const list of lists) for (const keys of list) map.set(keys.keyId, keys);
+  return map;
+}
+
+/** The stored tlog-checkpoint notes by cpSeq; none in a database made before the Merkle tree. */
+function storedNotes(db: Db): Map<number, string> {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoint_notes'").get();
+  if (!hasTable) return new Map();
+  return new Map((db.prepare('SELECT cp_seq, note FROM audit_checkpoint_notes').all() as { cp_seq: number; note: string }[]).map((row) => [row.cp_seq, row.note]));
+}
+
+/** Verifies a data directory's log through a read-only connection; it never writes. */
+export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
+  const db = openAuditDatabaseReadOnly(dataDir);
+  db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
+  const source = new DbRecordSource(db, true);
+  try {
+    // A live log moves on while it is verified. What lies outside the database (keys, anchors) is
+    // read first: each only ever names what the database had already committed. Then everything
+    // the database says of the log is read in one snapshot; records up to its head never change
+    // (append-only), so the scan of seqs up to it, here or in the workers, sees the same log.
+    const keyring = AuditKeyring.load(options.keyStore);
+    const anchorCopies = new AnchorStore(dataDir, options.keyStore).copies();
+    const snapshot = db.transaction(() => ({
+      bounds: source.bounds(),
+      checkpoints: source.checkpoints(),
+      certificates: source.certificates(),
+      notes: storedNotes(db),
+      claimedLogId: source.claimedLogId(),
+    }))();
+    const logId = keyring?.logId ?? snapshot.claimedLogId ?? 'unknown';
+    const warnings: string[] = [];
+    if (!keyring) warnings.push(`no audit keys in ${options.keyStore.location}: only the verification keys given were used`);
+    const keys = keyMap(keyring?.verificationKeys() ?? [], options.verificationKeys ?? []);
+    const chains = keyring?.chains() ?? [];
+    const workers = options.workers ?? verifyWorkerCount();
+    const trustedEpochKeys = new Map<string, Buffer>(chains.filter((chain) => chain.epochPublicKey).map((chain) => [chain.keyId, chain.epochPublicKey!]));
+    for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
+    const publicKeys = new Map(chains.map((chain) => [chain.keyId, chain.publicKey]));
+    for (const [keyId, given] of options.chainPublicKeys ?? []) publicKeys.set(keyId, given.logKey);
+    return await verifyLog(
+      {
+        logId,
+        source,
+        bounds: snapshot.bounds,
+        checkpoints: snapshot.checkpoints,
+        knownKeyIds: new Set([...chains.map((chain) => chain.keyId), ...keys.keys(), ...(options.chainPublicKeys?.keys() ?? [])]),
+        keys,
+        publicKeys,
+        anchorCopies,
+        acceptMissingAnchor: options.acceptMissingAnchor,
+        keyStoreEpoch: keyring?.currentForwardSecure() ? keyring.settledEpoch((cert) => snapshot.certificates.some((held) => held.keyId === cert.keyId && held.epoch === cert.epoch && held.body === cert.body)) : undefined,
+        certificates: mergeCertificates(snapshot.certificates, keyring?.pendingCertificates() ?? []),
+        trustedEpochKeys,
+        checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
+        warnings,
+        notes: snapshot.notes,
+      },
+      {
+        onProgress: options.onProgress,
+        parallel: workers > 1 ? { runner: workerRangeRunner(path.join(dataDir, DATABASE_FILE)), parts: workers, minRecords: options.parallelFrom ?? 20_000 } : undefined,
+      },
+    );
+  } finally {
+    source.close();
+    db.close();
+  }
+}
+
+/**
+ * Verifies an export offline: only the file and the verification keys, nothing opened for writing.
+ * Key records carried in the export give the checkpoint public keys once their MAC holds under K0.
+ */
+export async function verifyExportFile(
+  file: string,
+  verificationKeys: EpochKeys[],
+  options: { onProgress?: (progress: VerifyProgress) => void; publicKeys?: Map<string, Buffer>; chainPublicKeys?: Map<string, ChainPublicKeys> } = {},
+): Promise<VerifyReport> {
+  const givenPublicKeys = new Map<string, Buffer>(options.publicKeys ?? []);
+  for (const [keyId, given] of options.chainPublicKeys ?? []) givenPublicKeys.set(keyId, given.logKey);
+  const trustedEpochKeys = new Map<string, Buffer>();
+  for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
+  if (verificationKeys.length === 0 && givenPublicKeys.size === 0) {
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      'Offline verify needs the verification key K0 (`--verification-key evk1-…`), or at least the chain public key (`--public-key epk2-…`), as `executor keys export-verification` showed them.',
+    );
+  }
+  const parsed = readExportFile(file);
+  const keys = keyMap(verificationKeys);
+  // Public keys the auditor brought are trusted as given; those read from the export only once K0 vouches for them.
+  const publicKeys = new Map<string, Buffer>(givenPublicKeys);
+  const warnings: string[] = [];
+  if (verificationKeys.length === 0) {
+    warnings.push('no verification key given: record MACs were not checked; the chain, the checkpoints and their Ed25519 signatures were');
+  }
+  const outsideChainStarts: ChainStart[] = [];
+  for (const line of [...parsed.keyRecords, ...parsed.records]) {
+    let body: { logId?: unknown; action?: unknown; keyId?: unknown; epoch?: unknown; ts?: unknown; seq?: unknown; args?: { publicKey?: unknown; epochPublicKey?: unknown } };
+    try {
+      body = JSON.parse(line.body) as typeof body;
+    } catch {
+      continue;
+    }
+    if (body.action !== 'key.created' && body.action !== 'key.rotated') continue;
+    const chainKeys = typeof body.keyId === 'string' ? keys.get(body.keyId) : undefined;
+    const mac = Buffer.from(line.mac, 'hex');
+    const holds = chainKeys?.has(0) && body.epoch === 0 && body.logId === parsed.header.logId && mac.length === 32 && crypto.timingSafeEqual(hmac(chainKeys.key(0), RECORD_MAC_PREFIX, Buffer.from(line.body, 'utf8')), mac);
+    if (holds && typeof body.args?.publicKey === 'string') publicKeys.set(body.keyId as string, Buffer.from(body.args.publicKey, 'base64'));
+    // A key record before the range is not chained to it: it counts as a chain start once K0 vouches for it, or its epoch key is the one the auditor holds.
+    const trusted = typeof body.keyId === 'string' ? trustedEpochKeys.get(body.keyId) : undefined;
+    const vouched = holds || (trusted !== undefined && typeof body.args?.epochPublicKey === 'string' && trusted.equals(Buffer.from(body.args.epochPublicKey, 'base64')));
+    if (vouched && parsed.keyRecords.includes(line) && Number.isSafeInteger(body.seq) && typeof body.ts === 'string') {
+      outsideChainStarts.push(chainStartOf(body.seq as number, body.keyId as string, body.ts, body.args as Record<string, unknown>));
+      if (!holds) warnings.push(`key ${String(body.keyId)}: its start record lies before the export's range and no K0 was given, so its epoch schedule is taken on trust`);
+    }
+  }
+  const rows = parsed.records.map((line, index) => ({
+    position: index + 1,
+    body: line.body,
+    mac: Buffer.from(line.mac, 'hex'),
+    hash: null,
+    cosign: line.cosign === null ? null : Buffer.from(line.cosign, 'hex'),
+    columns: null,
+  }));
+  const report = await verifyLog(
+    {
+      logId: parsed.header.logId,
+      source: new MemoryRecordSource(rows),
+      bounds: { min: 1, max: rows.length, count: rows.length },
+      checkpoints: parsed.checkpoints.map((cp) => ({ cpSeq: cp.cpSeq, body: cp.body, mac: Buffer.from(cp.mac, 'hex'), sig: Buffer.from(cp.sig, 'hex'), hash: null, epochSig: cp.epochSig ? Buffer.from(cp.epochSig, 'hex') : null })),
+      knownKeyIds: new Set([...keys.keys(), ...givenPublicKeys.keys()]),
+      keys,
+      publicKeys,
+      anchorCopies: undefined,
+      certificates: parsed.certificates.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'hex') })),
+      trustedEpochKeys,
+      outsideChainStarts,
+      exportHeader: {
+        signedText: exportHeaderSignedText(parsed.header),
+        keyId: parsed.header.keyId,
+        epoch: parsed.header.epoch,
+        mac: parsed.header.mac ? Buffer.from(parsed.header.mac, 'hex') : undefined,
+        sig: parsed.header.sig ? Buffer.from(parsed.header.sig, 'hex') : undefined,
+      },
+      checkpointEvery: parsed.header.checkpointEvery,
+      excerpt: { from: parsed.header.from, to: parsed.header.to },
+      ...(parsed.treePrefix ? { treePrefix: { begin: 0, end: parsed.treePrefix.size, hashes: parsed.treePrefix.hashes } } : {}),
+      warnings,
+    },
+    { onProgress: options.onProgress },
+  );
+  const header = parsed.header;
+  const countsDiffer = header.v === 2 && (header.keyRecords !== parsed.keyRecords.length || header.certificates !== parsed.certificates.length || header.checkpoints !== parsed.checkpoints.length);
+  if (report.ok && countsDiffer) {
+    return { ...report, ok: false, problem: { code: 'BAD_HEADER', seq: header.from, message: `the export header promises ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length}, ${parsed.certificates.length} and ${parsed.checkpoints.length}: lines were removed or added` } };
+  }
+  if (report.ok && (report.records !== parsed.header.to - parsed.header.from + 1 || (parsed.records.length && report.headSeq !== parsed.header.to))) {
+    const firstSeq = parsed.header.from + report.records;
+    return { ...report, ok: false, problem: { code: 'TRUNCATED', seq: firstSeq, message: `the export promises records ${parsed.header.from}..${parsed.header.to} but holds ${report.records}` } };
+  }
+  return report;
+}

@@ -1,0 +1,386 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
+import { createHash, randomBytes } from 'node:crypto';
+import { ExecutorError } from '../domain/errors.js';
+import { personUmask } from './file-modes.js';
+import { formatBytes, freeBytesAt } from './free-space.js';
+import type { CreatedDirectory } from '../domain/created-directory.js';
+import { createMissingDirectories, removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
+
+/**
+ * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
+ * content, never a mix: the bytes go to a temporary sibling, every byte is written (a short write is
+ * continued, not ignored), the file is fsynced and its size (and, when asked, its sha256) checked
+ * against what was meant, and only then does it replace the target by rename; the directory is
+ * fsynced so the rename itself survives power loss. On every failure the temporary file is removed
+ * and the target is untouched.
+ */
+const tempName = (target: string, suffix: string) => `.${path.basename(target)}.executor-${suffix}.tmp`;
+
+/** File-system errors that mean "no room": they get STORAGE_FULL, with the free space where it happened. */
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+/** Errors that mean "this place cannot be written": the message names the file, not the data directory. */
+const NOT_WRITABLE: Record<string, string> = {
+  EROFS: 'the file system holding it is read-only',
+  EACCES: 'permission is denied',
+  EPERM: 'the operation is not permitted',
+};
+
+export interface AtomicWriteOptions {
+  /** Read the temporary file back and compare its sha256 before the rename (blobs: a backup must be whole). */
+  verifySha256?: string;
+}
+
+/**
+ * A file-system failure while writing `target`, in words a person can act on. Anything else is
+ * passed through unchanged, so a typed error from further down keeps its code.
+ */
+export function writeFailure(error: unknown, target: string, neededBytes: number): unknown {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== 'string') return error;
+  if (NO_SPACE.has(code)) {
+    // Callers remove their temporary file first: the space it took is free again, and that is what the person can use.
+    const free = freeBytesAt(path.dirname(target));
+    const where = free === null ? '' : ` (${formatBytes(free)} free there)`;
+    const name = path.basename(target);
+    const left = existsNoFollow(target) ? `${name} still holds what it held before` : `${name} was not created`;
+    return new ExecutorError(
+      'STORAGE_FULL',
+      `There is not enough space to write ${target}: ${formatBytes(neededBytes)} were to be written${where}${code === 'EDQUOT' ? ' and the disk quota is used up' : ''}. ` +
+        `Nothing was changed: ${left}. Free some space and try again.`,
+      { path: target, neededBytes, freeBytes: free, errno: code },
+    );
+  }
+  if (NOT_WRITABLE[code]) {
+    return new ExecutorError('FILE_NOT_WRITABLE', `${target} cannot be written: ${NOT_WRITABLE[code]}. Nothing was changed.`, { path: target, errno: code });
+  }
+  return error;
+}
+
+function existsNoFollow(target: string): boolean {
+  try {
+    fs.lstatSync(target);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function writeAll(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.byteLength) {
+    const written = fs.writeSync(fd, data, offset, data.byteLength - offset);
+    // A write that makes no progress would loop for ever; the kernel reports ENOSPC on the next try, but do not rely on it.
+    if (written <= 0) throw Object.assign(new Error(`write made no progress at byte ${offset}`), { code: 'ENOSPC' });
+    offset += written;
+  }
+}
+
+function sha256OfFile(fd: number, size: number): string {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20) || 1);
+  let position = 0;
+  while (position < size) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read <= 0) break;
+    hash.update(chunk.subarray(0, read));
+    position += read;
+  }
+  return hash.digest('hex');
+}
+
+export function writeFileAtomic(target: string, data: Uint8Array, mode?: number, options: AtomicWriteOptions = {}): void {
+  const dir = path.dirname(target);
+  const umask = personUmask();
+  // Folders and files made for the person get the modes their own umask gives, not the process's
+  // private one; a private file (0600: blobs, keys) keeps its new folders private too.
+  const forPerson = mode === undefined || (mode & 0o077) !== 0;
+  const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
+  const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
+  let fd: number | undefined;
+  let renamed = false;
+  // The folders this write made: a failed write removes them again, so it leaves no empty folders behind.
+  let created: CreatedDirectory[] = [];
+  try {
+    created = createMissingDirectories(dir, forPerson && umask !== null ? { mode: 0o777 & ~umask } : {});
+    fd = fs.openSync(temp, 'wx+', wantedMode ?? 0o644);
+    writeAll(fd, data);
+    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
+    fs.fsyncSync(fd);
+    const size = fs.fstatSync(fd).size;
+    if (size !== data.byteLength) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+    }
+    if (options.verifySha256 && sha256OfFile(fd, size) !== options.verifySha256) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written (sha256 differs); nothing was changed.`, { path: target });
+    }
+    fs.closeSync(fd);
+    fd = undefined;
+    fs.renameSync(temp, target);
+    renamed = true;
+    fsyncDirectory(dir);
+    fsyncCreatedParents(created);
+  } catch (error) {
+    if (fd !== undefined) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* the write's own error is the one worth reporting */
+      }
+    }
+    // After the rename the new content is in place; only the directory fsync failed, so the temp is gone already.
+    if (!renamed) {
+      fs.rmSync(temp, { force: true });
+      removeDirectoriesQuietly(created);
+    }
+    throw writeFailure(error, target, data.byteLength);
+  }
+}
+
+export function removeFileDurably(target: string): void {
+  try {
+    fs.rmSync(target, { force: true });
+    fsyncDirectory(path.dirname(target));
+  } catch (error) {
+    throw writeFailure(error, target, 0);
+  }
+}
+
+function fsyncDirectory(dir: string): void {
+  // Windows cannot open directories for fsync; there the rename is as durable as the OS makes it.
+  if (process.platform === 'win32') return;
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Removes temporary siblings a crash left behind mid-write; the target itself is untouched. */
+export function removeStaleTempFiles(target: string): string[] {
+  const dir = path.dirname(target);
+  const prefix = tempName(target, '');
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const stale = names.filter((name) => name.startsWith(prefix.slice(0, -'.tmp'.length)) && name.endsWith('.tmp'));
+  for (const name of stale) fs.rmSync(path.join(dir, name), { force: true });
+  return stale.map((name) => path.join(dir, name));
+}
+
+/** O_NOFOLLOW where the platform has it (not on Windows, which has no such flag in Node). */
+const NO_FOLLOW = fs.constants.O_NOFOLLOW ?? 0;
+
+function lstatOrNull(p: string): fs.Stats | null {
+  try {
+    return fs.lstatSync(p);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+function kindOf(stat: fs.Stats): string {
+  if (stat.isSymbolicLink()) return 'a symbolic link';
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO (named pipe)';
+  if (stat.isSocket()) return 'a socket';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device file';
+  return 'a regular file';
+}
+
+/**
+ * The target must be reachable without any symbolic link: the nearest existing ancestor of its
+ * directory is its own real path, and the target itself is absent or a regular file. Callers pass
+ * real paths (resolved when the step was prepared), so any difference means the tree changed since.
+ */
+export function assertPlainTarget(target: string): void {
+  let existing = path.dirname(target);
+  while (lstatOrNull(existing) === null) {
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    existing = parent;
+  }
+  let real: string;
+  try {
+    real = fs.realpathSync.native(existing);
+  } catch (error) {
+    throw new ExecutorError('PATH_INVALID', `${existing} cannot be resolved (${(error as NodeJS.ErrnoException).code}); nothing was written.`, { path: target });
+  }
+  if (real !== existing) {
+    throw new ExecutorError('PATH_OUTSIDE_ROOT', `${target} now leads through a symbolic link (${existing} resolves to ${real}); nothing was written there.`, {
+      path: target,
+      resolvesTo: real,
+    });
+  }
+  const stat = lstatOrNull(target);
+  if (stat && !stat.isFile()) {
+    throw new ExecutorError('PATH_INVALID', `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`, { path: target });
+  }
+}
+
+/** What a workspace write is told besides its content. */
+export interface NoFollowWriteOptions {
+  /** Hears of each folder this write creates, the moment it exists, and of one removed again when the write fails. */
+  ledger?: DirectoryLedger;
+}
+
+/**
+ * writeFileAtomic for targets a sandboxed step chose: no symbolic link is followed. The path is checked
+ * before the temporary file is made (opened O_EXCL | O_NOFOLLOW) and again right before the rename,
+ * and the renamed name must then hold the inode written. Node has no openat/renameat, so a directory
+ * swapped for a link in the instant between the last check and the rename is the one race left; it is
+ * detected after the fact and reported as an error. Folders the write had to create are removed again
+ * when it fails before the rename, so a failed write leaves neither a temporary file nor empty folders.
+ */
+export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?: number, options: NoFollowWriteOptions = {}): void {
+  const dir = path.dirname(target);
+  assertPlainTarget(target);
+  // Folders a command's changeset needs are the person's, so they get the person's umask, not the host's private one.
+  const umask = personUmask();
+  let created: CreatedDirectory[];
+  try {
+    created = createMissingDirectories(dir, { ...(umask === null ? {} : { mode: 0o777 & ~umask }), ledger: options.ledger });
+  } catch (error) {
+    throw writeFailure(error, target, data.byteLength);
+  }
+  const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
+  // A new file in the person's workspace gets the mode their own umask gives: the process umask is
+  // the private one, which would make it 0600 at open, so the mode is set on the descriptor too.
+  const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
+  let fd: number | undefined;
+  let renamed = false;
+  try {
+    assertPlainTarget(target);
+    // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
+    writeAll(fd, data);
+    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
+    fs.fsyncSync(fd);
+    const size = fs.fstatSync(fd).size;
+    if (size !== data.byteLength) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+    }
+    assertPlainTarget(target);
+    fs.renameSync(temp, target);
+    renamed = true;
+    const written = fs.fstatSync(fd);
+    const landed = lstatOrNull(target);
+    if (!landed || landed.ino !== written.ino || landed.dev !== written.dev || fs.realpathSync.native(dir) !== dir) {
+      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${dir} changed while ${path.basename(target)} was being written; the write may have landed elsewhere. Check the workspace.`, { path: target });
+    }
+  } catch (error) {
+    if (!renamed) {
+      if (fd !== undefined) closeQuietly(fd);
+      fd = undefined;
+      fs.rmSync(temp, { force: true });
+      removeDirectoriesQuietly(created, options.ledger);
+      // Said only now: the free space reported is what is free with the temporary file gone.
+      throw writeFailure(error, target, data.byteLength);
+    }
+    throw error;
+  } finally {
+    if (fd !== undefined) closeQuietly(fd);
+  }
+  fsyncDirectory(dir);
+  fsyncCreatedParents(created);
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* the write's own error is the one worth reporting */
+  }
+}
+
+/** A new folder is an entry in its parent: the parents are fsynced too, so the folder survives power loss with the file. */
+function fsyncCreatedParents(created: readonly CreatedDirectory[]): void {
+  for (const folder of created) fsyncDirectory(path.dirname(folder.path));
+}
+
+/** removeFileDurably for targets a sandboxed step chose: only a regular file reached without any link is removed. */
+export function removeFileNoFollow(target: string): void {
+  assertPlainTarget(target);
+  if (lstatOrNull(target) === null) return;
+  if (isMainThread) removeInFolderItself(target);
+  else removeMovedAside(target);
+}
+
+/**
+ * Node has no unlinkat: a name is looked up from the root on every call, so a folder swapped for a
+ * link between a check and the unlink would delete the file the link leads to. Changing into the
+ * folder resolves it once; the check and the unlink then act on that very folder, by name alone.
+ * Synchronous from chdir to chdir back, so no other code of this thread sees the changed cwd.
+ */
+function removeInFolderItself(target: string): void {
+  const dir = path.dirname(target);
+  const name = path.basename(target);
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    if (fs.realpathSync.native('.') !== dir) {
+      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${target} now leads through a symbolic link; nothing was removed.`, { path: target });
+    }
+    const stat = lstatOrNull(name);
+    if (stat === null) return;
+    if (!stat.isFile()) throw new ExecutorError('PATH_INVALID', `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`, { path: target });
+    fs.unlinkSync(name);
+    fsyncDirectory('.');
+  } catch (error) {
+    if (error instanceof ExecutorError) throw error;
+    // A read-only workspace names the workspace file, not the data directory.
+    throw writeFailure(error, target, 0);
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+/**
+ * Where chdir is not allowed (a worker thread: the desktop app's host): moved aside in its own
+ * folder first, then checked, then unlinked. A swap in between moves a file but deletes nothing,
+ * and the check sees it and puts it back where it can.
+ */
+function removeMovedAside(target: string): void {
+  const before = lstatOrNull(target);
+  if (before === null) return;
+  const dir = path.dirname(target);
+  const aside = path.join(dir, `.executor-remove-${randomBytes(6).toString('hex')}`);
+  try {
+    fs.renameSync(target, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw writeFailure(error, target, 0);
+  }
+  const landed = lstatOrNull(aside);
+  let realDir: string | null = null;
+  try {
+    realDir = fs.realpathSync.native(dir);
+  } catch {
+    realDir = null;
+  }
+  if (!landed || !landed.isFile() || landed.ino !== before.ino || landed.dev !== before.dev || realDir !== dir) {
+    let putBack = true;
+    try {
+      fs.renameSync(aside, target);
+    } catch {
+      putBack = false;
+    }
+    throw new ExecutorError(
+      'PATH_OUTSIDE_ROOT',
+      `${target} changed, or its folder was swapped for a link, while it was being removed; nothing was removed${putBack ? '' : ` (the file may be left as ${path.basename(aside)} beside it)`}.`,
+      { path: target },
+    );
+  }
+  try {
+    fs.unlinkSync(aside);
+    fsyncDirectory(dir);
+  } catch (error) {
+    throw writeFailure(error, target, 0);
+  }
+}
