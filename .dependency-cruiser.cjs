@@ -1,6 +1,46 @@
-/** The layering of docs/ARCHITECTURE.md, checked in CI: the core never reaches up into a shell. */
+/**
+ * The floor plan of docs/ARCHITECTURE.md, checked in CI: the core never reaches up into a shell,
+ * each core folder imports only the floors below it, sub-rooms keep their own order, and nothing
+ * imports in a circle (type imports count: a type cycle is a design cycle).
+ */
+
+/** The core's floors, lowest first: a folder may import its own floor and those before it. */
+const FLOORS = ['domain', 'fs', 'policy', 'sandbox', 'store', 'backup', 'audit', 'actions', 'executor', 'runs', 'ipc', 'mcp', 'cli'];
+/** Sub-rooms with an order of their own, lowest first. */
+const SUB_ROOMS = {
+  audit: ['format', 'keys', 'log', 'export', 'verify', 'witness'],
+  ipc: ['protocol', 'client', 'server', 'transports', 'host'],
+};
+
+const above = (list, i) => list.slice(i + 1).join('|');
+const floorRules = FLOORS.slice(0, -1).map((floor, i) => ({
+  name: `floor-${floor}`,
+  severity: 'error',
+  comment: `src/${floor}/ imports only the floors below it (${FLOORS.slice(0, i).join(', ') || 'none'}): move what a lower floor needs down, never import up.`,
+  from: { path: `^src/${floor}/` },
+  to: { path: `^src/(${above(FLOORS, i)})/` },
+}));
+const subRoomRules = Object.entries(SUB_ROOMS).flatMap(([folder, rooms]) =>
+  rooms.slice(0, -1).map((room, i) => ({
+    name: `${folder}-${room}`,
+    severity: 'error',
+    comment: `src/${folder}/${room}/ imports only the ${folder} rooms below it (${rooms.slice(0, i).join(', ') || 'none'}).`,
+    from: { path: `^src/${folder}/${room}/` },
+    to: { path: `^src/${folder}/(${above(rooms, i)})/` },
+  })),
+);
+
 module.exports = {
   forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Files that import each other in a loop (type imports count): cut the loop by moving the shared part down.',
+      from: {},
+      to: { circular: true },
+    },
+    ...floorRules,
+    ...subRoomRules,
     {
       name: 'core-has-no-electron-react-or-renderer',
       severity: 'error',
@@ -19,7 +59,7 @@ module.exports = {
       severity: 'error',
       comment: 'The renderer never sees Node or the core: it calls nothing but the typed client.',
       from: { path: '^renderer/' },
-      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|web-client|renderer-entry|line-framing|message-mac-web)|domain/)' },
+      to: { path: '^src/(?!ipc/(client|protocol)/|domain/)' },
     },
     {
       name: 'renderer-sees-no-node',
@@ -46,13 +86,7 @@ module.exports = {
       severity: 'error',
       comment: 'The sandboxed preload is bundled for the renderer process: only the browser-safe protocol and client.',
       from: { path: '^electron/preload\\.ts$' },
-      to: { path: '^src/(?!ipc/(client|methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)' },
-    },
-    {
-      name: 'domain-has-no-io-layers',
-      severity: 'error',
-      from: { path: '^src/domain/' },
-      to: { path: '^src/(?!domain/)' },
+      to: { path: '^src/(?!ipc/client/client\\.ts$|ipc/protocol/(methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)' },
     },
   ],
   options: {
@@ -62,3 +96,6 @@ module.exports = {
     combinedDependencies: true,
   },
 };
+
+// The plan itself, for test/unit/architecture/floor-plan.test.ts (a non-enumerable key: the config schema allows no extra ones).
+Object.defineProperty(module.exports, 'floorPlan', { value: { FLOORS, SUB_ROOMS } });
