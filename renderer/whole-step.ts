@@ -1,10 +1,8 @@
 import type { StepRecord } from '../src/domain/step-record.js';
 import type { RecordCut } from '../src/domain/step-record-cut.js';
-import { ExecutorError } from '../src/domain/errors.js';
-import type { ExecutorClient } from '../src/ipc/client/client.js';
 
 /*
- * How the window asks for step records so no reply is over 64 KiB (issue 13 §7): a list row's record
+ * How the window asks for step records so no reply is over 64 KiB: a list row's record
  * small, the step shown in detail larger, both cut by the host when they would be more (getStep's
  * maxBytes, which says `cut`), and the whole one only when the person asks, in pages (getStepPart).
  */
@@ -23,26 +21,4 @@ export function cutOf(record: StepRecord): RecordCut | undefined {
 /** "40 KiB" */
 export function kibText(bytes: number): string {
   return `${Math.max(1, Math.round(bytes / 1024))} KiB`;
-}
-
-/** The whole record, page by page; pages of one version only (a change meanwhile starts again). */
-export async function loadWholeStep(api: ExecutorClient, stepId: string): Promise<StepRecord> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    let text = '';
-    let version: string | undefined;
-    let offset: number | null = 0;
-    let changed = false;
-    while (offset !== null) {
-      const part = await api.getStepPart({ stepId, offset });
-      if (version !== undefined && part.updatedAt !== version) {
-        changed = true;
-        break;
-      }
-      version = part.updatedAt;
-      text += part.text;
-      offset = part.nextOffset;
-    }
-    if (!changed) return JSON.parse(text) as StepRecord;
-  }
-  throw new ExecutorError('STEP_CHANGED', `Step ${stepId} kept changing while it was read; try again.`);
 }

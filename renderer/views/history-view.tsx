@@ -18,7 +18,8 @@ import { useKeys } from '../keys.js';
 import { approverText, displayPath, formatShortTime, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
 import { ProposedByRun } from '../runs/run-of-step.js';
-import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep } from '../whole-step.js';
+import { cutOf, DETAIL_RECORD_BYTES, kibText } from '../whole-step.js';
+import { loadWholeStep } from '../../src/ipc/client/whole-step-record.js';
 
 /*
  * History as real agents fill it: a page at a time of step summaries (listStepSummaries), filtered by

@@ -22,7 +22,8 @@ import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath 
 import { useUndoableDecisions } from '../undoable-decisions.js';
 import { queueStepFromHash } from '../runs/step-links.js';
 import { ProposedByRun, runIdOfLabel } from '../runs/run-of-step.js';
-import { cutOf, DETAIL_RECORD_BYTES, kibText, loadWholeStep, type ShownRecord } from '../whole-step.js';
+import { cutOf, DETAIL_RECORD_BYTES, kibText, type ShownRecord } from '../whole-step.js';
+import { loadWholeStep } from '../../src/ipc/client/whole-step-record.js';
 
 /** A plan's waiting steps as the list shows them (summaries: the list never holds a step's record). */
 interface PlanGroup {
