@@ -3,7 +3,7 @@
  *  1. end-to-end `executeStep` of `echo hi` (scratch copy, hardened container, changeset, backups, audit);
  *  2. the same on a workspace of 2,000 files / 50 MB, and the copy + changeset work alone, both as ratios
  *     to the bare run.
- * Targets from issue 7: (1) ≤ 1.3×, (2) ≤ 2×.
+ * Targets: (1) ≤ 1.3×, (2) ≤ 2×.
  * Run: npx tsx bench/docker.ts   (needs a Docker engine; builds the sandbox image if missing)
  */
 import { spawnSync } from 'node:child_process';

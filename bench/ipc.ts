@@ -111,7 +111,7 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
   const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
   console.log(`${name.padEnd(22)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×`);
 }
-// The window's real traffic (issue 13 §7): what it asks for when it opens (the queue's first page of
+// The window's real traffic (each reply under 64 KiB): what it asks for when it opens (the queue's first page of
 // summaries, its two counts, and the record of the step it shows in detail), when History opens and
 // scrolls (a page of summaries, the next page), and when a proposal arrives (the step's record,
 // fetched when its summary event comes). Each reply is measured against 64 KiB. Signed and unsigned

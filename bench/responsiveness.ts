@@ -196,7 +196,7 @@ try {
 }
 
 // Cold start of the compiled CLI, as ratios to `node -e 0` (bench/cold-start.ts): one run of this
-// script reports all of issue 12 §4.
+// script reports every figure of the host's responsiveness.
 const coldStart = await measureColdStart({ runs: 9 });
 console.log(coldStartLines(coldStart).join('\n'));
 

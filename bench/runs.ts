@@ -1,5 +1,5 @@
 /**
- * Agent runs (issue 15): what the loop itself costs, apart from the model's own time, and how soon
+ * Agent runs: what the loop itself costs, apart from the model's own time, and how soon
  * a step the model asked for is visible to a window. The model is a scripted OpenAI-compatible
  * server on loopback that answers at once (test/helpers/scripted-openai-server.ts); the host, its
  * socket and web server, SQLite and the step path are the real ones, in this process.

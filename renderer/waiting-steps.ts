@@ -4,7 +4,7 @@ import type { StepSummary } from '../src/domain/step-summary.js';
 import type { ExecutorClient } from '../src/ipc/client/client.js';
 
 /*
- * The queue's steps, loaded the way the window's traffic stays small (issue 13 §7): the waiting
+ * The queue's steps, loaded the way the window's traffic stays small (no reply over 64 KiB): the waiting
  * steps as summaries, a page at a time, followed by stepSummary events. The list is drawn from the
  * summaries alone; a step's record (its preview, its code, its reasons) is fetched only for the step
  * shown in detail (queue-view.tsx), as History does. No reply carries the whole queue, and opening

@@ -1,5 +1,5 @@
 /**
- * The person's model, as policy.json's `model` and Settings → Model hold it (issue 15). Browser-safe:
+ * The person's model, as policy.json's `model` and Settings → Model hold it. Browser-safe:
  * the window validates with the same schema the host saves with. The API key is never part of it:
  * it is kept sealed in the key store (see src/runs/models/model-keys.ts) and only `keySet` is shown.
  */

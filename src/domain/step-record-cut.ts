@@ -1,7 +1,7 @@
 import type { StepRecord } from './step-record.js';
 
 /*
- * A step record bounded for the window (issue 13 §7: no reply in normal use over 64 KiB). A write of
+ * A step record bounded for the window (no reply in normal use over 64 KiB: a large one holds up the others). A write of
  * 32 KB carries its content twice (the args and the preview's diff), so the whole record is cut to a
  * byte budget: the long strings and long lists of its args, preview, result and edit are shortened
  * until it fits, and the record says so (`cut`), with both sizes. The rest comes in pages

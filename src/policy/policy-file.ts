@@ -392,7 +392,7 @@ export const MAX_CONSENT_EXPIRY_SECONDS = 366 * 24 * 3600;
 const witnessName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,99}$/, "a witness name is letters, digits and . _ / - (at most 100), starting with a letter or digit").refine((name) => !name.split('/').includes('..'), { message: "a witness name may not hold '..'" });
 
 /**
- * Witnesses outside this machine (issue 14): a C2SP tlog-witness by URL and its cosigner vkey, or a
+ * Witnesses outside this machine (a copy of this data directory cannot vouch for itself): a C2SP tlog-witness by URL and its cosigner vkey, or a
  * team's git remote whose protected branch receives each checkpoint. The vkey is checked in full
  * where it is added (`executor witness add`); here only its shape.
  */

@@ -117,7 +117,7 @@ export const MIGRATIONS: readonly string[] = [
     last_step_id TEXT NOT NULL
   );
   `,
-  // The folders a step's writes created (issue 12), in the order they were made (seq), each with the
+  // The folders a step's writes created (so revert can remove them again), in the order they were made (seq), each with the
   // identity it had then, so revert removes only that very folder; and what the revert did with them.
   `
   CREATE TABLE created_directories (
@@ -135,7 +135,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE plans ADD COLUMN consent_expiry_seconds INTEGER;
   `,
-  // When a step's dry run and real run started and ended (issue 13): the real durations, also for a
+  // When a step's dry run and real run started and ended (what History and `steps show` say it took): the real durations, also for a
   // command whose real run happens in the sandbox before the step is marked running.
   `
   ALTER TABLE steps ADD COLUMN run_times_json TEXT;
@@ -152,7 +152,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX steps_created ON steps(created_at DESC, plan_id, position);
   CREATE INDEX steps_client ON steps(json_extract(step_json, '$.meta.client'), created_at);
   `,
-  // Forward-secure checkpoint signatures (issue 14): each epoch's certificate of the next epoch's
+  // Forward-secure checkpoint signatures (a stolen later key cannot re-sign the past): each epoch's certificate of the next epoch's
   // Ed25519 key and window, and each checkpoint's signature under its epoch's own key.
   `
   CREATE TABLE audit_epoch_certs (
@@ -166,7 +166,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER audit_epoch_certs_no_delete BEFORE DELETE ON audit_epoch_certs BEGIN SELECT RAISE(ABORT, 'audit certificates are append-only'); END;
   ALTER TABLE audit_checkpoints ADD COLUMN epoch_sig BLOB;
   `,
-  // The audit log as an RFC 9162 Merkle tree (issue 14, src/audit/log/audit-tree.ts): every complete
+  // The audit log as an RFC 9162 Merkle tree (src/audit/log/audit-tree.ts; witnesses and proofs need it): every complete
   // subtree by its position in the order appends complete them (merkle.ts nodePosition), written
   // with its record, so rows only ever go at the end; and each
   // checkpoint's C2SP tlog-checkpoint note, signed by the log key, for witnesses and proofs.
@@ -183,7 +183,7 @@ export const MIGRATIONS: readonly string[] = [
     note    TEXT NOT NULL
   );
   `,
-  // What witnesses outside the machine hold of the audit log (issue 14): each cosignature a tlog-witness
+  // What witnesses outside the machine hold of the audit log (to tell a rolled back copy): each cosignature a tlog-witness
   // returned (checked against its vkey before it is stored), and each checkpoint pushed to a team's git
   // remote (signature NULL: the remote's protected branch is the witness). Per witness, the newest row is
   // the size to send as "old" next time.
@@ -198,7 +198,7 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (witness, size)
   );
   `,
-  // Agent runs (issue 15, src/runs/): a run's state and limits, its conversation as the model saw it
+  // Agent runs (src/runs/, resumable after a restart): a run's state and limits, its conversation as the model saw it
   // (provider-neutral ModelMessage JSON, one row a message, appended), each iteration's trace, and each
   // tool call with the step it became, so a restart resumes from the first call without an outcome and
   // never proposes a step twice. Questions are a run's ask_user and an MCP agent's askUser alike.

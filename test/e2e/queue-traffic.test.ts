@@ -8,7 +8,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * The queue's traffic with real work (issue 13 §7), in Chromium against the real `executor serve`:
+ * The queue's traffic with real work (no reply over 64 KiB), in Chromium against the real `executor serve`:
  * 300 waiting writes of 32 KB each. Opening the window and scrolling the queue, every frame the
  * window receives is measured: none is over 64 KiB, and scrolling asks for few records. The step in
  * detail says it shows only part, pages the rest on "Show all", and approving it approves the whole.

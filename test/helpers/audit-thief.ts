@@ -106,7 +106,7 @@ export function rewriteAnchors(dataDir: string, keys: StolenKeys): void {
 }
 
 /**
- * The stolen-key-store rewrite of issue 14: records from `fromSeq` on are relabelled into the
+ * The stolen-key-store rewrite (a thief who holds the key store rewrites the tail): records from `fromSeq` on are relabelled into the
  * current epoch (whose keys the thief holds), `edit` forges the first of them, every later record
  * is re-MACed and re-chained, every checkpoint from there re-sealed, both anchors rewritten.
  */

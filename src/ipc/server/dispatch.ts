@@ -36,6 +36,6 @@ export async function invokeMethod(executor: Executor, name: string, rawParams: 
   }
   const handler = HANDLERS[name] as (executor: Executor, params: unknown, context: CallContext) => unknown;
   const result = await handler(executor, parsed.data, context);
-  // The window's replies stay under 64 KiB (issue 13 §7): a step record in one is cut and says so.
+  // The window's replies stay under 64 KiB (a large one stalls every other reply on its connection): a step record in one is cut and says so.
   return context.channel === 'web' || context.channel === 'window' ? boundedForWindow(result) : result;
 }

@@ -38,7 +38,7 @@ function cliVerify(args: string[]): { status: number | null; report: VerifyRepor
 }
 
 // Each CLI call starts a fresh Node; on a loaded 2-core machine they take seconds each.
-describe('audit verify against a thief who holds the key store (issue 14)', { timeout: 300_000 }, () => {
+describe('audit verify against a thief who holds the key store', { timeout: 300_000 }, () => {
   it('the untouched log verifies: from the key store, with K0, with the public key only, and as a CLI export', async () => {
     const { dataDir, evk, epk } = exportedLog();
     expect(epk).toMatch(/^epk2-[0-9a-f]{16}-[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{43}$/);

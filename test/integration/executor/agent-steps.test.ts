@@ -84,7 +84,7 @@ describe('Executor: cancel', () => {
     const byPerson = await executor.cancel(theirs!.step.id, person);
     expect(byPerson.rejectedReason).toBe('cancelled from the cli channel');
     expect(fs.existsSync(path.join(workspace, 'a'))).toBe(false);
-    // A second cancel answers with the step as the first left it, and records nothing more (issue 13: double cancel is idempotent).
+    // A second cancel answers with the step as the first left it, and records nothing more: a double cancel is idempotent.
     expect(await executor.cancel(mine!.step.id, agentA)).toMatchObject({ status: 'rejected', rejectedReason: 'cancelled by the agent that proposed it' });
     const kinds = executor.getAudit({ filters: { stepId: mine!.step.id }, order: 'asc' }).entries.map((entry) => entry.action);
     expect(kinds.at(-1)).toBe('step.cancelled');

@@ -62,7 +62,7 @@ describe('a host that died leaves nothing that breaks the next start', () => {
     expect(second.info.socketPath).toBe(first.info.socketPath);
     // What this case proves is the start after a hard kill. Under the full suite's load the second host
     // twice ended on the SIGTERM itself instead of its handler (exit code null), which a lone run never
-    // shows; until that is understood (docs: the closing note of issue 12), the stop must end the process
+    // shows; until that is understood, the stop must end the process
     // either way, and the socket must then be free for the next start.
     const code = await second.stop();
     expect(code === 0 || second.child.signalCode === 'SIGTERM', `exit ${code} / ${second.child.signalCode}`).toBe(true);

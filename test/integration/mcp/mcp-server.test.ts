@@ -208,7 +208,7 @@ describe('executor mcp with the app running', () => {
     await expect(api.approve({ stepId })).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
     const trail = await audit(api);
     expect(trail.find((entry) => entry.kind === 'step.cancelled' && entry.stepId === stepId)?.actor).toMatchObject({ channel: 'mcp', client: 'owner 1.0' });
-    // A second cancel is idempotent (issue 13 §2): it answers the same withdrawal and records nothing new.
+    // A second cancel is idempotent: it answers the same withdrawal and records nothing new.
     expect((await owner.call('cancel_step', { stepId })).text).toBe(`CANCELLED: you withdrew step ${stepId} before the user decided; it did not run.`);
     expect((await audit(api)).filter((entry) => entry.kind === 'step.cancelled' && entry.stepId === stepId)).toHaveLength(1);
   });

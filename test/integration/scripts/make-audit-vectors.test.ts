@@ -75,7 +75,7 @@ describe('scripts/make-audit-vectors.ts', () => {
     const codes = new Set(tampered.map((v) => v.withVerificationKeys.code));
     for (const code of ['EDITED', 'NONCANONICAL', 'DELETED', 'INSERTED', 'REORDERED', 'TRUNCATED', 'FOREIGN_LOG', 'UNKNOWN_KEY', 'KEY_OUT_OF_RANGE', 'BAD_CHECKPOINT', 'BAD_CERTIFICATE', 'BAD_HEADER']) expect(codes).toContain(code);
     for (const vector of tampered) expect(vector.withVerificationKeys.ok, vector.file).toBe(false);
-    // The cases issue 14 names, each with the code the verifier gives.
+    // The tamper cases the audit docs name, each with the code the verifier gives.
     const codeOf = (file: string) => fresh.vectors.find((v) => v.file === `tampered/${file}`)?.withVerificationKeys.code;
     expect({
       cut: codeOf('cut-export-header.jsonl'),
