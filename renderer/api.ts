@@ -5,7 +5,6 @@ import type { MethodResult } from '../src/ipc/protocol/methods.js';
 /** The policy as the window sees it (the core's Policy type, through the method table). */
 export type PolicyValue = MethodResult<'getPolicy'>;
 export type RevertPreview = MethodResult<'previewRevert'>;
-export type RevertPlanEntry = RevertPreview['files'][number];
 
 /** The one way the views reach Executor: the typed client, handed down from the root. */
 export const ApiContext = createContext<ExecutorClient | null>(null);

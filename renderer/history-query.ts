@@ -17,7 +17,6 @@ export interface HistoryFilter {
 }
 
 export const YOU = '\u0000you';
-export const NO_FILTER: HistoryFilter = { status: '', agent: '', plan: '', text: '' };
 
 export function filterFromHash(hash: string): HistoryFilter {
   const query = hash.replace(/^#\/?/, '').split('?')[1] ?? '';

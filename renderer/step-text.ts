@@ -61,10 +61,6 @@ export function formatDuration(record: StepRecord): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-export function shortHash(hash: string | null | undefined): string {
-  return hash ? `${hash.slice(0, 12)}…` : '—';
-}
-
 /** Who approved, in words: a remembered rule (named), the policy's auto-approve level, or a person through a channel. */
 export function approverText(record: StepRecord): string {
   const by = record.approval?.by;

@@ -10,8 +10,6 @@ import type { RecordCut } from '../src/domain/step-record-cut.js';
 /** A record as the window holds it: perhaps cut, saying so. */
 export type ShownRecord = StepRecord & { cut?: RecordCut };
 
-/** The budget of a queue row's record (title, risk, a code excerpt) and of the step shown in detail. */
-export const LIST_RECORD_BYTES = 8 * 1024;
 export const DETAIL_RECORD_BYTES = 56 * 1024;
 
 export function cutOf(record: StepRecord): RecordCut | undefined {

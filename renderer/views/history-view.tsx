@@ -37,12 +37,6 @@ const OVERSCAN_ROWS = 8;
 type StepChanges = MethodResult<'getStepChanges'>;
 type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
 
-export function canRevert(record: StepRecord): boolean {
-  // A step cancelled before it was marked running applied nothing: there is nothing to revert.
-  if (record.status === 'cancelled' && !record.startedAt) return false;
-  return REVERTIBLE.includes(record.status) && record.evaluation?.reversible !== false && record.step.action !== 'createKBEntry';
-}
-
 function summaryCanRevert(summary: StepSummary): boolean {
   if (summary.status === 'cancelled' && !summary.startedAt) return false;
   return REVERTIBLE.includes(summary.status) && summary.reversible;

@@ -17,10 +17,6 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   runCode,
 };
 
-export function actionModuleFor<A extends ActionName>(action: A): ActionModule<A> {
-  return ACTIONS[action];
-}
-
 /** The module with its args, typed together, so callers never switch on the action name. */
 export function boundAction(step: Step): { module: ActionModule<ActionName>; args: never } {
   return { module: ACTIONS[step.action] as ActionModule<ActionName>, args: step.args as never };

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import path from 'node:path';
 import { sealedKeysError, sealedKeysPresent } from '../audit/keys/key-store.js';
-import { actorFor } from '../domain/actor.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
@@ -13,8 +12,6 @@ interface GlobalOptions {
   dataDir?: string;
   json?: boolean;
 }
-
-export const CLI_ACTOR = actorFor('cli');
 
 export function globals(command: Command): { dataDir: string; json: boolean; dataDirSource: DataDirSource } {
   const options = command.optsWithGlobals<GlobalOptions>();

@@ -49,7 +49,6 @@ export const ModelSettingsSchema = z.preprocess((raw, ctx) => {
   return raw;
 }, ModelSettingsShape);
 export type ModelSettingsInput = z.input<typeof ModelSettingsShape>;
-export type StoredModelSettings = z.output<typeof ModelSettingsShape>;
 
 /** What getModelSettings answers: the settings (null when none), and whether a key is kept — never the key. */
 export const ModelSettingsViewSchema = z.object({

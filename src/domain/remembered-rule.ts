@@ -60,8 +60,6 @@ export type RememberedRule = RuleReach &
     madeBeforeScoping?: true;
   };
 
-export type RememberedRuleDraft = RuleReach & RuleScope;
-
 /**
  * The proposer a step's rule is scoped to, or null when the step says too little to tell one
  * agent from another (no rule is offered then). The one place that reads a step's identity for

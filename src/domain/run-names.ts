@@ -7,7 +7,6 @@
 export const RUN_STATUSES = ['created', 'running', 'awaiting_consent', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const ACTIVE_RUN_STATUSES = ['created', 'running', 'awaiting_consent', 'awaiting_input'] as const satisfies readonly RunStatus[];
-export const ENDED_RUN_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 
 export function isRunActive(status: RunStatus): boolean {
   return (ACTIVE_RUN_STATUSES as readonly RunStatus[]).includes(status);

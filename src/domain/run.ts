@@ -10,7 +10,6 @@ import { z } from 'zod';
 export {
   ACTIVE_RUN_STATUSES,
   DEFAULT_RUN_TOOLS,
-  ENDED_RUN_STATUSES,
   isRunActive,
   READ_ONLY_RUN_TOOLS,
   RUN_STATUSES,
@@ -82,7 +81,6 @@ export const RunQuestionSchema = z.object({
   askedAt: z.string(),
   expiresAt: z.string(),
 });
-export type RunQuestion = z.infer<typeof RunQuestionSchema>;
 
 export const RunCountersSchema = z.object({
   iterations: z.number().int(),
@@ -92,7 +90,6 @@ export const RunCountersSchema = z.object({
   /** Time the run has been active (created to now, or to its end). */
   wallMs: z.number().int(),
 });
-export type RunCounters = z.infer<typeof RunCountersSchema>;
 
 export const RunLimitsSchema = z.object({
   maxIterations: z.number().int(),
@@ -101,7 +98,6 @@ export const RunLimitsSchema = z.object({
   maxToolCalls: z.number().int(),
   maxWallMs: z.number().int(),
 });
-export type RunLimits = z.infer<typeof RunLimitsSchema>;
 
 /** Why a run ended: a code (`completed`, an ErrorCode such as RUN_BUDGET_EXCEEDED, QUESTION_EXPIRED, MODEL_UNAVAILABLE …) and words. */
 export const RunEndReasonSchema = z.object({ code: z.string(), message: z.string() });

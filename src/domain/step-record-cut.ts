@@ -67,11 +67,6 @@ export interface StepRecordPart {
   totalCharacters: number;
 }
 
-/** A page of the whole record's JSON: the pages, joined, parse to the record getStep would send uncut. */
-export function stepRecordPart(record: StepRecord, offset: number): StepRecordPart {
-  return partOfRecordText(record.step.id, record.updatedAt, JSON.stringify(record), offset);
-}
-
 /** A page of a record already serialized: a reader paging a record of many MB pays its serialization once (see the host's cache). */
 export function partOfRecordText(stepId: string, updatedAt: string, json: string, offset: number): StepRecordPart {
   const start = Math.min(offset, json.length);

@@ -94,7 +94,6 @@ export const ACTION_ARGS = {
 } as const;
 
 export type ActionName = keyof typeof ACTION_ARGS;
-export const ACTION_NAMES = Object.keys(ACTION_ARGS) as ActionName[];
 export type ActionArgs<A extends ActionName> = z.infer<(typeof ACTION_ARGS)[A]>;
 
 export const StepMetaSchema = z.strictObject({
@@ -133,7 +132,6 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('runCode'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
-export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;
 
 /**
  * A plan's own consent expiry, in seconds: the proposer may ask that its steps stop waiting sooner
@@ -173,7 +171,6 @@ export const PlanInputSchema = z.strictObject({
     .min(1, 'a plan needs at least one step')
     .max(MAX_STEPS_PER_PLAN),
 });
-export type PlanInput = z.infer<typeof PlanInputSchema>;
 
 const stepHashes = new WeakMap<Step, string>();
 

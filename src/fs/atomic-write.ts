@@ -138,15 +138,6 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
   }
 }
 
-export function removeFileDurably(target: string): void {
-  try {
-    fs.rmSync(target, { force: true });
-    fsyncDirectory(path.dirname(target));
-  } catch (error) {
-    throw writeFailure(error, target, 0);
-  }
-}
-
 function fsyncDirectory(dir: string): void {
   // Windows cannot open directories for fsync; there the rename is as durable as the OS makes it.
   if (process.platform === 'win32') return;

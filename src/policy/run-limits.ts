@@ -30,4 +30,3 @@ export const RunLimitsPolicySchema = z
     concurrentPerRoot: z.number().int().min(1).max(64).default(DEFAULT_RUN_LIMITS.concurrentPerRoot),
   })
   .prefault({});
-export type RunLimitsPolicy = z.infer<typeof RunLimitsPolicySchema>;

@@ -56,8 +56,6 @@ export interface ProofReport {
   doesNotProve: string[];
 }
 
-const HEX64 = /^[0-9a-f]{64}$/;
-
 function hasTable(db: Db, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 }

@@ -58,12 +58,6 @@ export interface StoredCheckpointNote {
   note: string;
 }
 
-/** The stored note of one checkpoint, if it has one (checkpoints written before notes have none). */
-export function readCheckpointNote(db: Db, cpSeq: number): StoredCheckpointNote | undefined {
-  const row = db.prepare('SELECT cp_seq, size, note FROM audit_checkpoint_notes WHERE cp_seq = ?').get(cpSeq) as { cp_seq: number; size: number; note: string } | undefined;
-  return row && { cpSeq: row.cp_seq, size: row.size, note: row.note };
-}
-
 /** The newest stored note: what a witness is sent. */
 export function latestCheckpointNote(db: Db): StoredCheckpointNote | undefined {
   const row = db.prepare('SELECT cp_seq, size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as { cp_seq: number; size: number; note: string } | undefined;

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { SignedNoteError, decodeBase64Strict, isValidKeyName } from './signed-note.js';
+import { SignedNoteError, decodeBase64Strict } from './signed-note.js';
 
 /**
  * The C2SP tlog-checkpoint note body (c2sp.org/tlog-checkpoint): origin line, tree size, base64
@@ -38,11 +38,6 @@ export function parseCheckpointText(text: string): TlogCheckpoint {
   if (rootHash === null || rootHash.length !== 32) throw malformed('A checkpoint\'s third line is the base64 of a 32-byte SHA-256 root hash.');
   if (extensions.some((line) => line.length === 0)) throw malformed('A checkpoint\'s extension lines may not be empty.');
   return { origin, size, rootHash, extensions };
-}
-
-/** Is `origin` usable as this log's origin and as its note key name (C2SP recommends both be the same)? */
-export function isValidOrigin(origin: string): boolean {
-  return isValidKeyName(origin);
 }
 
 function assertCheckpoint(checkpoint: TlogCheckpoint): void {

@@ -14,7 +14,6 @@ export const AuditFiltersSchema = z.strictObject({
   since: z.iso.datetime({ offset: true }).optional(),
   until: z.iso.datetime({ offset: true }).optional(),
 });
-export type AuditFilters = z.infer<typeof AuditFiltersSchema>;
 
 export const AuditQuerySchema = z.strictObject({
   filters: AuditFiltersSchema.optional(),
@@ -22,7 +21,6 @@ export const AuditQuerySchema = z.strictObject({
   limit: z.number().int().min(1).max(10_000).optional(),
   order: z.enum(['asc', 'desc']).optional(),
 });
-export type AuditQuery = z.infer<typeof AuditQuerySchema>;
 
 /** One record as the UI and the CLI show it: the signed body's fields, parsed. */
 export interface AuditEntry {

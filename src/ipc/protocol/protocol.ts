@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { canonicalText } from '../../domain/canonical-text.js';
-import { ExecutorError, type ErrorShape } from '../../domain/errors.js';
+import { ExecutorError } from '../../domain/errors.js';
 import { describeJsonLimitProblem, findJsonLimitProblem, MESSAGE_LIMITS, PLAN_LIMITS, type JsonLimitProblem } from '../../domain/json-limits.js';
 
 /*
@@ -53,7 +53,6 @@ export const RequestEnvelopeSchema = z.strictObject({
   params: z.unknown(),
   sig: z.string().min(1).max(256),
 });
-export type RequestEnvelope = z.infer<typeof RequestEnvelopeSchema>;
 
 const ErrorShapeSchema = z.strictObject({
   code: z.string(),
@@ -65,9 +64,6 @@ export const ResponseEnvelopeSchema = z.union([
   z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(true), result: z.unknown(), sig: z.string() }),
   z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
 ]);
-export type ResponseEnvelope =
-  | { v: 1; id: string | null; ok: true; result: unknown; sig: string }
-  | { v: 1; id: string | null; ok: false; error: ErrorShape; sig: string };
 
 export const EventEnvelopeSchema = z.strictObject({
   v: z.literal(PROTOCOL_VERSION),
@@ -76,7 +72,6 @@ export const EventEnvelopeSchema = z.strictObject({
   data: z.unknown(),
   sig: z.string(),
 });
-export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
 
 /**
  * The unauthenticated key exchange that opens a session. The secret never travels: both sides
@@ -97,7 +92,6 @@ export const HelloSchema = z.strictObject({
     proof: z.string().min(1).max(128).optional(),
   }),
 });
-export type Hello = z.infer<typeof HelloSchema>;
 
 export const HelloReplySchema = z.union([
   z.strictObject({
@@ -106,7 +100,6 @@ export const HelloReplySchema = z.union([
   }),
   z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: z.null(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
 ]);
-export type HelloReply = z.infer<typeof HelloReplySchema>;
 
 export const SESSION_KEY_LABEL = 'executor-session\n';
 
@@ -292,17 +285,3 @@ export function parseObject(text: string): Record<string, unknown> | null {
   }
 }
 
-/** UTF-8 byte length without Buffer, so the browser client can enforce the same caps. */
-export function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
-      bytes += 4;
-      index++;
-    } else bytes += 3;
-  }
-  return bytes;
-}

@@ -288,7 +288,6 @@ export const AuditNoticeSchema = z.object({
   stepId: z.string().nullable(),
   planId: z.string().nullable(),
 });
-export type AuditNotice = z.infer<typeof AuditNoticeSchema>;
 
 /**
  * "verifyAudit has checked this many records so far": sent only to the session that asked for it,

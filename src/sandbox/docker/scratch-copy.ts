@@ -52,10 +52,6 @@ export interface ScratchOptions {
   excludeDirs?: readonly string[];
 }
 
-export function toPosix(relativePath: string): string {
-  return relativePath.split(path.sep).join('/');
-}
-
 type GlobMatcher = (relativePath: string) => boolean;
 
 /**

@@ -30,7 +30,7 @@ const DoneErrorFrame = z.strictObject({
 
 export const WorkerFrameSchema = z.union([ReadyFrame, CallFrame, DoneOkFrame, DoneErrorFrame]);
 export type WorkerFrame = z.infer<typeof WorkerFrameSchema>;
-export type CallFrame = z.infer<typeof CallFrame>;
+type CallFrame = z.infer<typeof CallFrame>;
 export type DoneFrame = z.infer<typeof DoneOkFrame> | z.infer<typeof DoneErrorFrame>;
 
 export function parseWorkerFrame(message: unknown): WorkerFrame | undefined {

@@ -1,9 +1,6 @@
-import { clampLightTimeout, LIGHT_MAX_TIMEOUT_MS, LIGHT_MIN_TIMEOUT_MS } from '../../domain/run-step-facts.js';
+import { clampLightTimeout } from '../../domain/run-step-facts.js';
 
 /** Hard limits of isolated code. The policy may tighten the per-run ones; these bounds never move. */
-// The timeout bounds live in the domain, where the window and `steps show` read them too.
-export const MIN_TIMEOUT_MS = LIGHT_MIN_TIMEOUT_MS;
-export const MAX_TIMEOUT_MS = LIGHT_MAX_TIMEOUT_MS;
 export const MAX_CODE_BYTES = 50 * 1024;
 export const MAX_RESULT_BYTES = 32 * 1024;
 export const MAX_LOG_BYTES = 32 * 1024;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { CLI, runCli, shownPreviewHash } from '../../helpers/run-cli.js';
+import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 interface Outcome {
