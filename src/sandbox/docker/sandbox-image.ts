@@ -121,6 +121,24 @@ function copyTree(source: string, target: string, skipTop: Set<string> = new Set
 }
 
 /**
+ * Every folder 0755 and every file readable (and, where its owner may run it, runnable) by all: the
+ * command that builds the image runs under Executor's private umask (0077), which would leave the
+ * folders and written files of the root filesystem closed to the sandbox's non-root user, and
+ * even to the runtime resolving /bin/sh.
+ */
+function openToEveryone(dir: string): void {
+  fs.chmodSync(dir, 0o755);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const entryPath = path.join(dir, entry.name);
+    if (entry.isDirectory()) openToEveryone(entryPath);
+    else if (entry.isFile()) {
+      const mode = fs.statSync(entryPath).mode & 0o777;
+      fs.chmodSync(entryPath, mode | 0o444 | (mode & 0o100 ? 0o111 : 0));
+    }
+  }
+}
+
+/**
  * Assembles a root filesystem from this machine's own binaries — node and its libraries, a static
  * busybox for sh and coreutils, python3 and its standard library when present — so that an image
  * can be built where no registry is reachable.
@@ -178,6 +196,7 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   fs.writeFileSync(path.join(stage, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
   fs.writeFileSync(path.join(stage, 'etc/hosts'), '127.0.0.1 localhost\n');
   for (const dir of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'root']) fs.mkdirSync(path.join(stage, dir), { recursive: true });
+  openToEveryone(stage);
   fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
   fs.chmodSync(path.join(stage, 'workspace'), 0o777);
   return { python, notes };
