@@ -32,10 +32,17 @@ function isNotADatabase(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'SQLITE_NOTADB';
 }
 
+/**
+ * How long a taker waits in SQLite's busy handler: a held lock is an answer at once, not something to
+ * wait five seconds for, but not zero either. Taking the exclusive lock passes through a shared one,
+ * and processes racing for a free lock with no wait at all can each hold the shared step and all
+ * answer BUSY, so that nobody takes it; a short wait lets the one that reached the pending lock finish.
+ */
+const LOCK_RACE_WAIT_MS = 250;
+
 /** Takes the lock: BUSY when another process holds it. */
 function openLockDatabase(lockFile: string): Database.Database {
-  // timeout 0: a held lock is an answer now, not something to wait five seconds for.
-  const db = new Database(lockFile, { timeout: 0 });
+  const db = new Database(lockFile, { timeout: LOCK_RACE_WAIT_MS });
   try {
     // Nothing is ever written to the lock database, so it needs no journal: taking the lock then
     // creates no file and writes no byte, and works on a full disk too.

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { isOwnProcess } from './own-processes.js';
 import { connectDocker } from '../../src/sandbox/docker/docker-client.js';
 import { buildSandboxImage } from '../../src/sandbox/docker/sandbox-image.js';
 
@@ -22,8 +23,18 @@ export async function ensureSandboxImage(): Promise<void> {
   await buildSandboxImage(connectDocker());
 }
 
-/** Labelled containers still present: every test ends with none of its own left. */
+/**
+ * Labelled containers still present: every test ends with none of its own left. With a run id, that
+ * run's container (whoever started it); without, those of the processes this file started.
+ */
 export function labelledContainers(runFilter = ''): string[] {
-  const result = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox${runFilter ? `=${runFilter}` : ''}`], { encoding: 'utf8' });
-  return result.stdout.split('\n').filter(Boolean);
+  const result = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox${runFilter ? `=${runFilter}` : ''}`, '--format', '{{.ID}} {{.Label "dev.executor.sandbox.pid"}}'], {
+    encoding: 'utf8',
+  });
+  return result.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '))
+    .filter(([, pid]) => runFilter !== '' || isOwnProcess(Number(pid)))
+    .map(([id]) => id!);
 }

@@ -1,5 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { noteOwnProcess } from './own-processes.js';
 
 export const CLI = path.resolve(import.meta.dirname, '../../bin/executor.js');
 
@@ -18,6 +19,7 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
     input: options.input,
     timeout: options.timeoutMs ?? 60_000,
   });
+  noteOwnProcess(result.pid);
   return {
     status: result.status,
     stdout: result.stdout,
@@ -34,7 +36,7 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
  */
 export function runCliAsync(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 60_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 60_000 }, (error, stdout, stderr) => {
       const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
       if (error && status === null) return reject(error);
       resolve({
@@ -46,6 +48,7 @@ export function runCliAsync(args: string[], options: { env?: NodeJS.ProcessEnv; 
         },
       });
     });
+    noteOwnProcess(child.pid);
   });
 }
 

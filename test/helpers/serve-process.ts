@@ -1,3 +1,4 @@
+import { noteOwnProcess } from './own-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { CLI } from './run-cli.js';
@@ -27,6 +28,7 @@ export async function startServe(
     ? spawn('/bin/sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$@"`, 'sh', ...command], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.push(child);
+  noteOwnProcess(child.pid);
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
