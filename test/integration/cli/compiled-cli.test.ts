@@ -257,21 +257,21 @@ describe('the compiled CLI without tsx', () => {
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true });
   });
 
-  it('runs the host on a worker thread from dist/ipc/host-thread-worker.js and verifies with worker threads from dist/audit/verify-worker.js, as plain Node', () => {
+  it('runs the host on a worker thread from dist/ipc/host/host-thread-worker.js and verifies with worker threads from dist/audit/verify/verify-worker.js, as plain Node', () => {
     const { dir, dataDir, workspace } = setup({ autoApprove: 'HIGH' });
     // What the Electron main and the window's Verify button do, from the compiled modules alone.
     const script = path.join(dir, 'threads.mjs');
     fs.writeFileSync(
       script,
       [
-        `import { startHostThread } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/host-line.js'))};`,
-        `import { connectToHost } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/node-client.js'))};`,
-        `import { verifyDataDir } from ${JSON.stringify(path.join(copy.root, 'dist/audit/audit-verifier.js'))};`,
-        `import { FileKeyStore } from ${JSON.stringify(path.join(copy.root, 'dist/audit/key-store.js'))};`,
+        `import { startHostThread } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/host/host-line.js'))};`,
+        `import { connectToHost } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/transports/node-client.js'))};`,
+        `import { verifyDataDir } from ${JSON.stringify(path.join(copy.root, 'dist/audit/verify/audit-verifier.js'))};`,
+        `import { FileKeyStore } from ${JSON.stringify(path.join(copy.root, 'dist/audit/keys/key-store.js'))};`,
         `const dataDir = ${JSON.stringify(dataDir)};`,
-        `const thread = await startHostThread({ dataDir, workerUrl: new URL(${JSON.stringify(pathToFileURL(path.join(copy.root, 'dist/ipc/host-thread-worker.js')).href)}), credentials: [] });`,
+        `const thread = await startHostThread({ dataDir, workerUrl: new URL(${JSON.stringify(pathToFileURL(path.join(copy.root, 'dist/ipc/host/host-thread-worker.js')).href)}), credentials: [] });`,
         `const agent = await connectToHost(dataDir, 'agent');`,
-        `import { proposeAndAwaitPreparation } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/preparation-wait.js'))};`,
+        `import { proposeAndAwaitPreparation } from ${JSON.stringify(path.join(copy.root, 'dist/ipc/client/preparation-wait.js'))};`,
         // The host answers at once; the write runs in the background, so wait for the plan to come to rest.
         `const { records } = await proposeAndAwaitPreparation(agent, { steps: [{ action: 'writeFile', args: { path: ${JSON.stringify(path.join(workspace, 't.txt'))}, content: 'thread' } }] });`,
         `agent.close();`,
@@ -365,7 +365,7 @@ describe('what the compiled CLI loads', () => {
       const name = prefix.join(' ') || '(none)';
       expect(loaded.status, name).toBe(0);
       expect([...loaded.packages], name).toEqual(['commander']);
-      expect(loaded.ours.filter((file) => !/^(cli|domain)\//.test(file) && !['store/data-dir.js', 'audit/key-store.js', 'backup/atomic-write.js', 'backup/created-directories.js', 'store/storage-errors.js', 'mcp/host-link.js'].includes(file)), name).toEqual([]);
+      expect(loaded.ours.filter((file) => !/^(cli|domain)\//.test(file) && !['store/data-dir.js', 'audit/keys/key-store.js', 'fs/atomic-write.js', 'fs/created-directories.js', 'fs/file-modes.js', 'fs/free-space.js', 'store/storage-errors.js', 'mcp/host-link.js'].includes(file)), name).toEqual([]);
       checked.push(prefix.join(' '));
       const commands = loaded.stdout.split('\n\nCommands:\n')[1] ?? '';
       for (const [, sub] of commands.matchAll(/^ {2}([a-z][\w-]*)/gm)) if (sub !== 'help') walk([...prefix, sub!]);
@@ -401,8 +401,8 @@ describe('what the compiled CLI loads', () => {
         for (const heavy of ['dockerode', 'diff', '@modelcontextprotocol/sdk', 'better-sqlite3', 'web-tree-sitter', 'ws', 'tsx', 'esbuild']) {
           expect(loaded.packages.has(heavy), heavy).toBe(false);
         }
-        expect(loaded.ours).toContain('ipc/socket-transport.js');
-        expect(loaded.ours.filter((file) => /^(executor\/|store\/database|ipc\/(host|server|handlers|dispatch|web-server)\.js|mcp\/mcp-server)/.test(file))).toEqual([]);
+        expect(loaded.ours).toContain('ipc/transports/socket-transport.js');
+        expect(loaded.ours.filter((file) => /^(executor\/|store\/database|ipc\/(host\/|server\/(server|handlers|dispatch)\.js|transports\/web-server\.js)|mcp\/mcp-server)/.test(file))).toEqual([]);
       }
     } finally {
       const exited = new Promise((resolve) => serve.once('exit', resolve));

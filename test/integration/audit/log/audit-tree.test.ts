@@ -16,7 +16,7 @@ import { DATABASE_FILE, openDatabase } from '../../../../src/store/database.js';
 import { appendNotes, buildAuditLog, tamper, verifyLogAt, withAuditLog } from '../../../helpers/audit-log-fixture.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
-const CRASH = path.join(import.meta.dirname, 'fixtures', 'tree-build-crash.ts');
+const CRASH = path.join(import.meta.dirname, '..', 'fixtures', 'tree-build-crash.ts');
 
 interface Cp {
   cpSeq: number;

@@ -33,7 +33,7 @@ afterEach(async () => {
   host = undefined;
 });
 
-const FIXTURE = path.resolve(import.meta.dirname, '../../fixtures/host-with-limits.ts');
+const FIXTURE = path.resolve(import.meta.dirname, '../../../fixtures/host-with-limits.ts');
 
 /** A TCP connection to the port that sends nothing; `closed` resolves with ms from connect to the server's close. */
 function silentConnection(port: number): Promise<{ socket: net.Socket; closed: Promise<number> }> {
