@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildMixedLog } from '../helpers/audit-log-fixture.js';
 import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
-import { suiteTempSetup } from '../helpers/temp-dirs.js';
+import { suiteTeardown } from '../helpers/teardown.js';
+import { tempSetup } from '../helpers/temp-dirs.js';
 import { openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
@@ -20,15 +21,14 @@ const skipReason = windowTestsSkipReason();
 /** Big enough that verify takes seconds on two shared cores (it reports every 4,096 records per worker). */
 const RECORDS = 40_000;
 
-let setup: ReturnType<typeof suiteTempSetup>;
+// One log for the file, removed after its last test.
+const suite = suiteTeardown();
+let setup: ReturnType<typeof tempSetup>;
 beforeAll(() => {
   if (skipReason) return;
-  setup = suiteTempSetup();
+  setup = tempSetup({}, suite);
   buildMixedLog(setup.dataDir, RECORDS);
 }, 180_000);
-afterAll(() => {
-  setup?.remove();
-});
 
 async function openWindow(url: string): Promise<{ page: Page; errors: string[] }> {
   return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, acceptDownloads: true });

@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
+import { killAfter } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
@@ -20,17 +21,6 @@ const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 
-
-const started: ChildProcess[] = [];
-afterEach(async () => {
-  for (const child of started.splice(0)) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    // npm start is a group (npm, the start script, executor serve): stop all of it.
-    process.kill(-child.pid!, 'SIGTERM');
-    await exited;
-  }
-});
 
 /** The sh block that follows `<!-- try-it: NAME -->` in README.md. */
 function readmeBlock(name: string): string {
@@ -58,7 +48,8 @@ function runBlock(block: string, cwd: string, env: NodeJS.ProcessEnv): { status:
 /** Starts `npm start` as written and waits for the one-time URL it prints. */
 async function npmStart(command: string, env: NodeJS.ProcessEnv): Promise<string> {
   const child = spawn('bash', ['-c', command], { cwd: REPO, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  started.push(child);
+  // npm start is a group (npm, the start script, executor serve): stop all of it.
+  killAfter(child, { signal: 'SIGTERM', group: true });
   let output = '';
   return new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`npm start printed no URL:\n${output}`)), 120_000);

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { say, startScriptedOpenAiServer, type ScriptedServer } from '../helpers/scripted-openai-server.js';
+import { describe, expect, it } from 'vitest';
+import { say, startScriptedOpenAiServer } from '../helpers/scripted-openai-server.js';
 import { startServe } from '../helpers/serve-process.js';
+import { closeAfter } from '../helpers/teardown.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
@@ -15,17 +16,12 @@ import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromiu
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const KEY = 'sk-proj-WINDOW0a1b2c3d4e5f6g7h';
-const servers: ScriptedServer[] = [];
-afterEach(async () => {
-  while (servers.length) await servers.pop()!.close();
-});
 
 // Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('Settings → Model', { timeout: 180_000 }, () => {
   it('checks the model before saving, saves it, keeps a write-only key, and says plainly when the key is refused', async () => {
     const { dataDir } = tempSetup();
-    const server = await startScriptedOpenAiServer([say('OK'), say('OK'), { kind: 'error', status: 401, echoAuthorization: true, message: `Incorrect API key provided: ${KEY}` }]);
-    servers.push(server);
+    const server = closeAfter(await startScriptedOpenAiServer([say('OK'), say('OK'), { kind: 'error', status: 401, echoAuthorization: true, message: `Incorrect API key provided: ${KEY}` }]));
     const serve = await startServe(dataDir);
     const { page, errors, context } = await openWindow(browser(), serve.info.url, { cspErrors: true });
     try {

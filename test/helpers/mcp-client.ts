@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach } from 'vitest';
 import { CLI } from './run-cli.js';
+import { closeAfter } from './teardown.js';
 
 export interface McpUnderTest {
   client: Client;
@@ -12,8 +12,6 @@ export interface McpUnderTest {
   stderr(): string;
   close(): Promise<void>;
 }
-
-const open: McpUnderTest[] = [];
 
 /**
  * Starts the real `executor mcp` as an MCP client would (the SDK's own Client over stdio) and
@@ -42,10 +40,5 @@ export async function startMcp(dataDir: string, options: { waitSeconds?: number;
       await client.close().catch(() => undefined);
     },
   };
-  open.push(handle);
-  return handle;
+  return closeAfter(handle);
 }
-
-afterEach(async () => {
-  for (const handle of open.splice(0)) await handle.close();
-});

@@ -1,7 +1,7 @@
 import { noteOwnProcess } from './own-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { afterEach } from 'vitest';
 import { CLI } from './run-cli.js';
+import { killAfter } from './teardown.js';
 
 export interface ServeInfo {
   url: string;
@@ -10,8 +10,6 @@ export interface ServeInfo {
   dataDir: string;
   pid: number;
 }
-
-const running: ChildProcess[] = [];
 
 /**
  * Starts the real `executor serve` in a child process and waits for the line it prints. Stopped after the test.
@@ -27,7 +25,7 @@ export async function startServe(
   const child = options.openFileLimit
     ? spawn('/bin/sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$@"`, 'sh', ...command], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  running.push(child);
+  killAfter(child);
   noteOwnProcess(child.pid);
   let stdout = '';
   let stderr = '';
@@ -64,7 +62,3 @@ export async function startServe(
       }),
   };
 }
-
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});

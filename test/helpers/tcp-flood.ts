@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { afterEach } from 'vitest';
+import { spawn } from 'node:child_process';
+import { killAfter } from './teardown.js';
 
 /*
  * Another local account flooding a loopback port with TCP connections that never send a byte. The
@@ -75,8 +75,6 @@ export interface TcpFlood {
   stop(): Promise<FloodStats>;
 }
 
-const running: ChildProcess[] = [];
-
 export function startTcpFlood(port: number, options: { slots: number; reconnectMs?: number }): TcpFlood {
   const asNobody = process.getuid?.() === 0;
   const child = spawn(process.execPath, ['-e', FLOOD_SOURCE, String(port), String(options.slots), String(options.reconnectMs ?? 50)], {
@@ -84,7 +82,7 @@ export function startTcpFlood(port: number, options: { slots: number; reconnectM
     cwd: '/',
     ...(asNobody ? { uid: NOBODY_UID, gid: NOBODY_UID } : {}),
   });
-  running.push(child);
+  killAfter(child);
   const waiters: ((stats: FloodStats) => void)[] = [];
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -112,7 +110,3 @@ export function startTcpFlood(port: number, options: { slots: number; reconnectM
     },
   };
 }
-
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});

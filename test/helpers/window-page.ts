@@ -2,9 +2,10 @@ import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from './chromium.js';
 import { ensureSandboxImage } from './docker-engine.js';
+import { suiteTeardown } from './teardown.js';
 
 /*
  * What every browser test of the window does around its own steps: build the web UI, launch Chromium
@@ -29,20 +30,18 @@ export function windowTestsSkipReason(): string | null {
 
 /**
  * The file's Chromium: launched in beforeAll (after building the web UI, and the sandbox image for
- * tests that run Docker steps), closed in afterAll. Call at the top of the file; the getter is for tests.
+ * tests that run Docker steps), closed after the file's last test. Call at the top of the file; the getter is for tests.
  */
 export function useChromium(options: { sandboxImage?: boolean } = {}): () => Browser {
   let browser: Browser | undefined;
+  const file = suiteTeardown();
   beforeAll(async () => {
     if (windowTestsSkipReason()) return;
     ensureRendererBuilt();
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     if (options.sandboxImage) await ensureSandboxImage();
-    browser = await launchChromium();
+    browser = file.closeAfter(await launchChromium());
   }, 300_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
   return () => {
     if (!browser) throw new Error('Chromium is not running: useChromium() must be called at the top of the test file.');
     return browser;

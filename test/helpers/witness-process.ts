@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { afterEach } from 'vitest';
+import { spawn } from 'node:child_process';
 import { CLI } from './run-cli.js';
+import { killAfter } from './teardown.js';
 
 export interface WitnessInfo {
   url: string;
@@ -11,12 +11,10 @@ export interface WitnessInfo {
   pid: number;
 }
 
-const running: ChildProcess[] = [];
-
 /** Starts the real `executor witness serve` in its own process and waits for the JSON line it prints. Stopped after the test. */
 export async function startWitness(args: string[]): Promise<{ info: WitnessInfo; stderr: () => string; stderrMatching(pattern: RegExp): Promise<string>; stop(): Promise<number | null> }> {
   const child = spawn(process.execPath, [CLI, '--json', 'witness', 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  running.push(child);
+  killAfter(child);
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -58,7 +56,3 @@ export async function startWitness(args: string[]): Promise<{ info: WitnessInfo;
       }),
   };
 }
-
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});

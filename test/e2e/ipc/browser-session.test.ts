@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { build } from 'vite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
-import os from 'node:os';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import { suiteTeardown } from '../../helpers/teardown.js';
+import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
@@ -16,22 +16,19 @@ if (!haveChromium) console.warn(`SKIPPING the browser session test: no Chromium 
 describe.skipIf(!haveChromium)('the web client in real Chromium, served by the loopback host', () => {
   let browser: Browser;
   let rendererDir: string;
+  const suite = suiteTeardown();
 
   beforeAll(async () => {
-    // Built once for the file (tempDir would remove it after the first test).
-    rendererDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'executor-renderer-')), 'dist');
+    // Built once for the block, removed after it.
+    rendererDir = path.join(tempDir('executor-renderer-', suite), 'dist');
     await build({
       root: path.join(import.meta.dirname, 'fixture'),
       configFile: false,
       logLevel: 'warn',
       build: { outDir: rendererDir, emptyOutDir: true, target: 'es2022', modulePreload: { polyfill: false } },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = suite.closeAfter(await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }));
   }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    fs.rmSync(path.dirname(rendererDir), { recursive: true, force: true });
-  });
 
   async function host(): Promise<{ host: Host; workspace: string }> {
     const setup = tempSetup();

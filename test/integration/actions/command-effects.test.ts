@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ActionContext } from '../../../src/actions/action-module.js';
 import { runCommand } from '../../../src/actions/run-command.js';
 import { actorFor } from '../../../src/domain/actor.js';
@@ -10,21 +10,16 @@ import { Executor } from '../../../src/executor/executor.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { CLI, runCli, shownPreviewHash } from '../../helpers/run-cli.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 const person = actorFor('cli');
-const open: Executor[] = [];
-
-afterEach(() => {
-  while (open.length) open.pop()!.close();
-});
 
 function setup(policy: Record<string, unknown> = {}) {
   const { dataDir, workspace, base } = tempSetup(policy);
   fs.writeFileSync(path.join(workspace, 'victim.txt'), 'keep me\n');
-  const executor = Executor.open(dataDir);
-  open.push(executor);
+  const executor = closeAfter(Executor.open(dataDir));
   return { executor, workspace, dataDir, base };
 }
 

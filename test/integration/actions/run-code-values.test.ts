@@ -1,19 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
-import { Executor } from '../../../src/executor/executor.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import type { Executor } from '../../../src/executor/executor.js';
+import { openExecutor } from '../../helpers/open-executor.js';
 
 const AGENT = actorFor('mcp', 'test-agent');
-const opened: Executor[] = [];
-afterEach(() => {
-  while (opened.length) opened.pop()!.close();
-});
 
 function open(): Executor {
-  const { dataDir } = tempSetup({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } });
-  const executor = Executor.open(dataDir);
-  opened.push(executor);
-  return executor;
+  return openExecutor({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } }).executor;
 }
 
 function depthOf(value: unknown): number {

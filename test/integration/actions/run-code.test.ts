@@ -2,20 +2,20 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HeavyCodeRequest, HeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { connectDocker } from '../../../src/sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../../../src/sandbox/docker/heavy-code-runner.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
-import { Executor, type ExecutorSeams } from '../../../src/executor/executor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
 import { runCli } from '../../helpers/run-cli.js';
+import { openExecutor } from '../../helpers/open-executor.js';
+import { defer } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const AGENT = actorFor('mcp', 'test-agent');
 const PERSON = actorFor('cli');
-const opened: Executor[] = [];
 const requests: string[] = [];
 let origin = '';
 const server = http.createServer((request, response) => {
@@ -26,21 +26,13 @@ const server = http.createServer((request, response) => {
 beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
 });
 afterEach(() => {
-  while (opened.length) opened.pop()!.close();
   requests.length = 0;
 });
 
-function open(policy: Record<string, unknown> = {}, seams: ExecutorSeams = {}): { executor: Executor; dataDir: string; workspace: string } {
-  const setup = tempSetup(policy);
-  const executor = Executor.open(setup.dataDir, seams);
-  opened.push(executor);
-  return { executor, ...setup };
-}
+const open = openExecutor;
 
 describe('runCode through the Executor facade', () => {
   it('rates isolated code LOW, previews it by running it, and executes it into the step result', async () => {

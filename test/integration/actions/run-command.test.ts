@@ -1,27 +1,22 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { CommandRunPreview } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../helpers/docker-engine.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 const person = actorFor('cli');
-const open: Executor[] = [];
-
-afterEach(() => {
-  while (open.length) open.pop()!.close();
-});
 
 function setup(policy: Record<string, unknown> = {}) {
   const { dataDir, workspace } = tempSetup(policy);
   fs.writeFileSync(path.join(workspace, 'keep.txt'), 'unchanged\n');
   fs.writeFileSync(path.join(workspace, 'edit.txt'), 'line one\nline two\n');
   fs.writeFileSync(path.join(workspace, 'gone.txt'), 'to be deleted\n');
-  const executor = Executor.open(dataDir);
-  open.push(executor);
+  const executor = closeAfter(Executor.open(dataDir));
   return { executor, workspace, dataDir };
 }
 

@@ -2,20 +2,31 @@ import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SignedAuditLog } from '../../../src/audit/log/audit-log.js';
 import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
+import { defer } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
-const mounted: string[] = [];
 
 function sh(...args: string[]): void {
   execFileSync(args[0]!, args.slice(1), { stdio: 'pipe' });
+}
+
+/** Unmounts `dir` after the test, before the directory under it is removed; a test may unmount it itself first. */
+function unmountAfter(dir: string): void {
+  defer(() => {
+    try {
+      sh('umount', '-l', dir);
+    } catch {
+      /* already gone */
+    }
+  });
 }
 
 /** A data directory on its own small tmpfs (real kernel limits: ENOSPC, EROFS), the workspace elsewhere. */
@@ -26,21 +37,10 @@ function mountedSetup(size: string): { dataDir: string; workspace: string } {
   fs.mkdirSync(dataDir);
   fs.mkdirSync(workspace);
   sh('mount', '-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dataDir);
-  mounted.push(dataDir);
+  unmountAfter(dataDir);
   fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
   return { dataDir, workspace };
 }
-
-afterEach(() => {
-  while (mounted.length) {
-    const dir = mounted.pop()!;
-    try {
-      sh('umount', '-l', dir);
-    } catch {
-      /* already gone */
-    }
-  }
-});
 
 function planFor(workspace: string, name = 'out.txt') {
   return { planId: 'plan-fc', steps: [{ id: 'step-fc', action: 'writeFile', args: { path: path.join(workspace, name), content: 'would be written' } }] };
@@ -166,7 +166,7 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     await executor.propose(planFor(workspace), PERSON);
     const keysDir = path.join(dataDir, 'keys');
     sh('mount', '--bind', keysDir, keysDir);
-    mounted.push(keysDir);
+    unmountAfter(keysDir);
     sh('mount', '-o', 'remount,ro,bind', keysDir);
     try {
       // Typed as the audit failing, naming the key store file that could not be written.
@@ -176,7 +176,6 @@ describe('fail closed: if the audit record cannot be written, the step does not 
       expect(executor.getStep('step-fc').status).toBe('awaiting_consent');
     } finally {
       sh('umount', keysDir);
-      mounted.pop();
     }
     executor.close();
     await expectNothingHappened(dataDir, workspace);

@@ -1,14 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditReader } from '../../../src/audit/log/audit-reader.js';
 import { SealedKeyStore } from '../../../src/audit/keys/sealed-key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { startHostThread, type HostThread } from '../../../src/ipc/host/host-line.js';
+import { startHostThread } from '../../../src/ipc/host/host-line.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { fakeSealer } from '../../helpers/fake-sealer.js';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // The OS keychain (Electron's safeStorage) cannot exist without the Electron binary: a fake sealer
@@ -45,12 +46,6 @@ function expectSealedOnly(dataDir: string, secrets: string[]): void {
   const onDisk = keysDirBytes(dataDir);
   for (const secret of secrets) expect(onDisk.includes(Buffer.from(secret)), `a key secret is on disk in plain: ${secret.slice(0, 8)}…`).toBe(false);
 }
-
-let thread: HostThread | undefined;
-afterEach(async () => {
-  await thread?.close();
-  thread = undefined;
-});
 
 describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
   it('moves an installation with plain keys to sealed ones, finishing a migration a crash cut short, and the log stays verifiable', async () => {
@@ -92,7 +87,7 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
   it('the app (host thread) serves keys status with the warning, audit verify and audit hash to the CLI; without it the CLI refuses and creates nothing', async () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     const sealer = fakeSealer({ protection: 'plaintext' });
-    thread = await startHostThread({ dataDir, workerUrl: BOOTSTRAP, credentials: [], sealer });
+    const thread = closeAfter(await startHostThread({ dataDir, workerUrl: BOOTSTRAP, credentials: [], sealer }));
     const planFile = path.join(base, 'plan.json');
     fs.writeFileSync(planFile, JSON.stringify(writePlan(workspace, 'w1')));
     // Async CLI runs: this thread is the one that answers the host thread's seal/unseal requests.
@@ -130,7 +125,6 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
     agent.close();
 
     await thread.close();
-    thread = undefined;
 
     // The same answer straight from the sealed keys, and no key secret on disk in plain.
     const keyStore = new SealedKeyStore(dataDir, sealer);

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { describe, expect, it } from 'vitest';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -24,11 +24,6 @@ function proposeWrite(dataDir: string, target: string, stepId: string, content =
   const proposed = runCli(['--data-dir', dataDir, 'propose', planFile]);
   expect(proposed.status, proposed.stderr).toBe(1);
 }
-
-const people: ExecutorClient[] = [];
-afterEach(() => {
-  for (const person of people.splice(0)) person.close();
-});
 
 describe('executor approve --hunks', () => {
   it('writes the original with only the accepted hunk, records "approved with edits", and shows the edit', () => {
@@ -155,13 +150,11 @@ describe('the agent hears what the person changed', () => {
     await startServe(dataDir);
     const mcp = await startMcp(dataDir, { name: 'agent-test', version: '1' });
     const pending = mcp.call('write_file', { path: target, content: PROPOSED, purpose: 'rename two lines' });
-    const api = await connectToHost(dataDir, 'cli');
-    people.push(api);
+    const api = closeAfter(await connectToHost(dataDir, 'cli'));
     let stepId: string | undefined;
     await expect.poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000, interval: 100 }).toBeDefined();
     // The agent's channel may neither approve part of a step nor edit one.
-    const agentApi = await connectToHost(dataDir, 'agent');
-    people.push(agentApi);
+    const agentApi = closeAfter(await connectToHost(dataDir, 'agent'));
     await expect(agentApi.approve({ stepId: stepId!, hunks: [1] })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await expect(agentApi.editStep({ stepId: stepId!, content: 'mine' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await api.approve({ stepId: stepId!, hunks: [1] });

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AuditKeyring, encodePublicKey } from '../../../src/audit/keys/audit-keys.js';
 import { logVerifierKey } from '../../../src/audit/format/checkpoint-note.js';
 import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
@@ -10,6 +10,7 @@ import { generateSignerKey, parseNote, parseSignerKey, signNote } from '../../..
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import { appendNotes, buildAuditLog, withAuditLog } from '../../helpers/audit-log-fixture.js';
 import { runCli } from '../../helpers/run-cli.js';
+import { suiteTeardown } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 function publicKeyOf(dataDir: string): { epk: string; vkey: string; logId: string } {
@@ -30,8 +31,7 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
   let proofFile: string;
   let proof: RecordProofFile;
   // Shared by the whole block (one log, one proof): removed after it, not after each test.
-  const work = tempDir('executor-proof-', { removeAfterEach: false });
-  afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+  const work = tempDir('executor-proof-', suiteTeardown());
   const verify = (file: string, key: string, json = true) => runCli([...(json ? ['--json'] : []), 'audit', 'verify-proof', file, '--key', key]);
   const withProof = (name: string, edit: (copy: RecordProofFile) => void): string => {
     const copy = JSON.parse(JSON.stringify(proof)) as RecordProofFile;

@@ -2,7 +2,8 @@ import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteTeardown, type Teardown } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -28,8 +29,8 @@ interface Copy {
   markDist(): void;
 }
 
-function copyProject(options: { removeAfterEach?: boolean } = {}): Copy {
-  const root = tempDir('executor-compiled-', options);
+function copyProject(teardown?: Teardown): Copy {
+  const root = tempDir('executor-compiled-', teardown);
   for (const entry of ['bin', 'src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
     fs.cpSync(path.join(REPO, entry), path.join(root, entry), { recursive: true });
   }
@@ -213,14 +214,14 @@ describe('bin/executor.js and the compiled CLI', () => {
 describe('the compiled CLI without tsx', () => {
   let copy: Copy;
   let base: string;
+  const suite = suiteTeardown();
 
   beforeAll(() => {
-    copy = copyProject({ removeAfterEach: false });
+    copy = copyProject(suite);
     expect(copy.build().status).toBe(0);
     copy.removeTsx();
     base = copy.root;
   });
-  afterAll(() => fs.rmSync(copy.root, { recursive: true, force: true }));
 
   function setup(policy: Record<string, unknown> = {}) {
     const dir = fs.mkdtempSync(path.join(base, 'case-'));
@@ -330,9 +331,10 @@ describe('the compiled CLI without tsx', () => {
  */
 describe('what the compiled CLI loads', () => {
   let copy: Copy;
+  const suite = suiteTeardown();
 
   beforeAll(() => {
-    copy = copyProject({ removeAfterEach: false });
+    copy = copyProject(suite);
     expect(copy.build().status).toBe(0);
     copy.removeTsx();
     fs.writeFileSync(
@@ -344,7 +346,6 @@ describe('what the compiled CLI loads', () => {
       "import fs from 'node:fs';\nimport { createRequire, register } from 'node:module';\nregister('./load-hooks.mjs', import.meta.url);\nconst require = createRequire(import.meta.url);\nprocess.on('exit', () => fs.appendFileSync(process.env.EXECUTOR_TEST_LOAD_LOG, Object.keys(require.cache).map((file) => `file://${file}\\n`).join('')));\n",
     );
   });
-  afterAll(() => fs.rmSync(copy.root, { recursive: true, force: true }));
 
   let runs = 0;
   /** Runs the CLI and returns what it loaded: package names, and our modules as paths under dist/. */

@@ -4,16 +4,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
-import { say, startScriptedOpenAiServer, type ScriptedServer } from '../../helpers/scripted-openai-server.js';
+import { say, startScriptedOpenAiServer } from '../../helpers/scripted-openai-server.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const KEY = 'sk-proj-CLI9f8e7d6c5b4a3z2y1';
-const servers: ScriptedServer[] = [];
-afterEach(async () => {
-  while (servers.length) await servers.pop()!.close();
-});
 
 // Each CLI call starts a fresh Node; on a loaded 2-core machine a dozen of them take a while.
 describe('executor model', { timeout: 300_000 }, () => {
@@ -25,8 +22,7 @@ describe('executor model', { timeout: 300_000 }, () => {
     expect(empty.status, empty.stderr).toBe(0);
     expect(empty.stdout).toContain('No model is set up');
 
-    const server = await startScriptedOpenAiServer([say('OK'), { kind: 'error', status: 401, echoAuthorization: true }]);
-    servers.push(server);
+    const server = closeAfter(await startScriptedOpenAiServer([say('OK'), { kind: 'error', status: 401, echoAuthorization: true }]));
     const set = cli(['model', 'set', '--provider', 'openai', '--base-url', server.baseUrl, '--model', 'llama3.1']);
     expect(set.status, set.stderr).toBe(0);
     expect(set.stdout).toContain('llama3.1');

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { runCli } from '../../helpers/run-cli.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -14,10 +15,6 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  */
 
 const person = actorFor('cli');
-const open: Executor[] = [];
-afterEach(() => {
-  while (open.length) open.pop()!.close();
-});
 
 /**
  * A plan whose steps ended every way a person meets: a write that ran, code that ran, code that
@@ -25,8 +22,7 @@ afterEach(() => {
  */
 async function mixedPlan() {
   const setup = tempSetup();
-  const executor = Executor.open(setup.dataDir, { resumeUnfinished: false });
-  open.push(executor);
+  const executor = closeAfter(Executor.open(setup.dataDir, { resumeUnfinished: false }));
   const file = path.join(setup.workspace, 'notes.txt');
   await executor.propose(
     {
@@ -45,7 +41,7 @@ async function mixedPlan() {
   for (const id of ['write', 'code-ok', 'code-failed']) await executor.approve(id, person);
   await executor.reject('refused', person, 'not this one');
   expect(['write', 'code-ok', 'code-failed', 'waiting', 'refused'].map((id) => executor.getStep(id).status)).toEqual(['executed', 'executed', 'failed', 'awaiting_consent', 'rejected']);
-  open.pop()!.close();
+  executor.close();
   return { ...setup, file };
 }
 

@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import type { RunSummary, RunTraceEntry } from '../../../src/domain/run.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { runCli, runCliAsync } from '../../helpers/run-cli.js';
 import { callTool, say, startScriptedOpenAiServer, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { waitForRun } from '../../helpers/run-waits.js';
 
@@ -15,22 +16,12 @@ import { waitForRun } from '../../helpers/run-waits.js';
 
 let host: Host | undefined;
 let server: ScriptedServer | undefined;
-const clients: ExecutorClient[] = [];
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host?.close();
-  host = undefined;
-  await server?.close();
-  server = undefined;
-});
 
 async function setup(script: ScriptedTurn[]) {
   const { dataDir, workspace } = tempSetup();
-  server = await startScriptedOpenAiServer(script);
-  host = await startHost(dataDir);
-  const api = await connectToHost(dataDir, 'cli');
-  clients.push(api);
+  server = closeAfter(await startScriptedOpenAiServer(script));
+  host = closeAfter(await startHost(dataDir));
+  const api = closeAfter(await connectToHost(dataDir, 'cli'));
   return { dataDir, workspace, api, server, modelFlags: ['--provider', 'openai', '--base-url', server.baseUrl, '--model', 'scripted-model'] };
 }
 
@@ -134,9 +125,7 @@ describe('executor run and executor runs', () => {
     const { id } = await api.startRun({ task: 'Pick a branch', model: { provider: 'openai', baseUrl: server.baseUrl, model: 'scripted-model' } });
     await waitForRun(api, id, (run) => run.status === 'awaiting_input');
     api.close();
-    clients.length = 0;
     await host!.close();
-    host = undefined;
 
     const listed = await runCliAsync(['--data-dir', dataDir, 'runs', 'show', id]);
     expect(listed.stdout).toContain('Waiting for your answer');
@@ -144,9 +133,8 @@ describe('executor run and executor runs', () => {
     const answered = await runCliAsync(['--data-dir', dataDir, 'runs', 'answer', id, 'main']);
     expect(answered.status).toBe(0);
 
-    host = await startHost(dataDir);
-    const again = await connectToHost(dataDir, 'cli');
-    clients.push(again);
+    host = closeAfter(await startHost(dataDir));
+    const again = closeAfter(await connectToHost(dataDir, 'cli'));
     const done = await waitForRun(again, id, (run) => run.status === 'completed');
     expect(done.endReason?.message).toBe('On main.');
     expect(server.requests).toHaveLength(2);

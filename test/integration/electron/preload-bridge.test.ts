@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { INVOKE_CHANNEL, registerIpcBridge, WINDOW_SECRET_CHANNEL } from '../../../electron/ipc-bridge.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
@@ -11,6 +11,7 @@ import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { fromWindowApi } from '../../../src/ipc/client/renderer-entry.js';
 import { windowCredential, WINDOW_TEST_SECRET } from '../../helpers/electron-transport.js';
 import { BrowserWindow, contextBridge, ipcMain, ipcRenderer, resetFakeElectron } from '../../helpers/fake-electron.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // No Electron binary exists here (nor in CI): the preload and the bridge run against a small fake
@@ -21,14 +22,13 @@ let host: Host;
 let workspace: string;
 let window: BrowserWindow;
 let exposed: Record<string, unknown>;
-const clients: ExecutorClient[] = [];
 
 beforeEach(async () => {
   resetFakeElectron();
   vi.resetModules();
   const setup = tempSetup();
   workspace = setup.workspace;
-  host = await startHost(setup.dataDir, { credentials: [windowCredential()] });
+  host = closeAfter(await startHost(setup.dataDir, { credentials: [windowCredential()] }));
   window = new BrowserWindow({});
   registerIpcBridge(ipcMain as never, lineToServer(host.ipc, 'electron'), window as never, WINDOW_TEST_SECRET);
   ipcRenderer.sender = { sender: window.webContents, senderFrame: window.webContents.mainFrame };
@@ -36,14 +36,8 @@ beforeEach(async () => {
   exposed = contextBridge.exposed.get('executor') as Record<string, unknown>;
 });
 
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host.close();
-});
-
 async function agentProposes(name: string) {
-  const agent = await connectToHost(host.executor.dataDir, 'agent', { client: 'test-agent' });
-  clients.push(agent);
+  const agent = closeAfter(await connectToHost(host.executor.dataDir, 'agent', { client: 'test-agent' }));
   // The host answers first and prepares the preview after; the person decides once it is in.
   const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: `s-${name}`, action: 'writeFile', args: { path: path.join(workspace, name), content: 'from the agent\n' } }] })).records;
   return record!;

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
 import { startHostThread } from '../../../src/ipc/host/host-line.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
@@ -8,6 +8,7 @@ import { detectIsolation } from '../../../src/sandbox/light/isolation.js';
 import { launchFor, WORKER_SCRIPT } from '../../../src/sandbox/light/light-sandbox.js';
 import type { SandboxChild } from '../../../src/sandbox/light/spawn-child.js';
 import { FakeUtilityProcess } from '../../helpers/fake-electron.js';
+import { suiteTeardown } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { policyOf, run, sandboxFor } from '../sandbox/light/sandbox-fixture.js';
 
@@ -21,8 +22,7 @@ vi.mock('electron', () => import('../../helpers/fake-electron.js'));
 
 const { electronSpawnChild, addressSpaceCapOf, unpackedPath, UTILITY_PROCESS_LIMITS } = await import('../../../electron/spawn-child.js');
 
-const sandbox = sandboxFor({ spawnChild: electronSpawnChild, staticGuard: false });
-afterAll(() => sandbox.close());
+const sandbox = suiteTeardown().closeAfter(sandboxFor({ spawnChild: electronSpawnChild, staticGuard: false }));
 
 const isAlive = (pid: number) => {
   try {

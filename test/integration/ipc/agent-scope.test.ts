@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
 import { AGENT_IDENTITY_KEY_FILE } from '../../../src/ipc/server/agent-identity.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import type { MethodName } from '../../../src/ipc/protocol/methods.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -31,23 +32,18 @@ describe('the agent channel sees and touches only its own steps', () => {
   let host: Host;
   let workspace: string;
   let dataDir: string;
-  const clients: ExecutorClient[] = [];
 
   beforeEach(async () => {
     const setup = tempSetup();
     workspace = setup.workspace;
     dataDir = setup.dataDir;
     host = await startHost(dataDir);
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host.close();
+    // Whichever host is running at the end: a test restarts it.
+    defer(() => host.close());
   });
 
   async function connect(credential: 'cli' | 'agent', client?: string): Promise<ExecutorClient> {
-    const opened = await connectToHost(dataDir, credential, { client });
-    clients.push(opened);
-    return opened;
+    return closeAfter(await connectToHost(dataDir, credential, { client }));
   }
 
   /** Every step-naming method an agent may call, each asked about `stepId`. */

@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClientTransport } from '../../../src/ipc/client/client.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { randomToken } from '../../../src/ipc/protocol/protocol.js';
 import { readSocketSecret } from '../../../src/ipc/server/token-files.js';
 import { helloText, rawSession } from '../../helpers/ipc-harness.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 let host: Host | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
 
 const codeOf = (reply: Record<string, unknown>) => (reply.error as { code?: string } | undefined)?.code;
 
@@ -21,7 +18,7 @@ const codeOf = (reply: Record<string, unknown>) => (reply.error as { code?: stri
  */
 async function hostWithQueuedLine() {
   const times = { clock: Date.now(), arrival: Date.now() };
-  host = await startHost(tempSetup().dataDir, { now: () => times.clock });
+  host = closeAfter(await startHost(tempSetup().dataDir, { now: () => times.clock }));
   const connection = host.ipc.connect('queued-line', () => undefined);
   const transport: ClientTransport = {
     request: (text) => connection.receive(text, times.arrival),

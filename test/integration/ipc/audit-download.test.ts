@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseVerificationKeys } from '../../../src/audit/keys/audit-keys.js';
 import { verifyExportFile } from '../../../src/audit/verify/audit-verifier.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
@@ -10,6 +10,7 @@ import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { connectWithToken, WEB_SOCKET_PATH } from '../../../src/ipc/client/web-client.js';
 import { buildMixedLog } from '../../helpers/audit-log-fixture.js';
 import { nodeWebSocket } from '../../helpers/ipc-harness.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 interface Fetched {
@@ -33,25 +34,18 @@ function fetchUrl(url: string, method = 'GET'): Promise<Fetched> {
 
 describe('audit exports streamed behind one-time download links (executor serve)', () => {
   let host: Host | undefined;
-  const clients: ExecutorClient[] = [];
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host?.close();
-    host = undefined;
-  });
 
   async function webClient(opened: Host): Promise<ExecutorClient> {
     const token = new URL(opened.web!.issueUrl()).hash.replace('#token=', '');
     const { client } = await connectWithToken(`ws://127.0.0.1:${opened.web!.port}${WEB_SOCKET_PATH}`, token, nodeWebSocket(opened.web!.origin));
-    clients.push(client);
-    return client;
+    return closeAfter(client);
   }
 
   it('a link streams the export exportAudit would give (verified offline with K0), works once, and says so when reused', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 12_000);
     // The one-reply cap far below this export: the link path does not care.
-    host = await startHost(dataDir, { web: {}, maxExportTextBytes: 64 * 1024 });
+    host = closeAfter(await startHost(dataDir, { web: {}, maxExportTextBytes: 64 * 1024 }));
     const api = await webClient(host);
     await expect(api.exportAudit({})).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('64 KiB') });
 
@@ -86,7 +80,7 @@ describe('audit exports streamed behind one-time download links (executor serve)
   it('a link expires after its time; a HEAD does not spend it; a range exports only that range', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 300);
-    host = await startHost(dataDir, { web: { downloadTtlMs: 400 } });
+    host = closeAfter(await startHost(dataDir, { web: { downloadTtlMs: 400 } }));
     const api = await webClient(host);
     const checked = await api.issueAuditDownload({});
     expect((await fetchUrl(checked.url, 'HEAD')).status).toBe(405);
@@ -108,7 +102,7 @@ describe('audit exports streamed behind one-time download links (executor serve)
   it('a reader that goes away mid-download leaves the host serving; agents may not ask for links; without a web server there are none', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 8_000);
-    host = await startHost(dataDir, { web: {} });
+    host = closeAfter(await startHost(dataDir, { web: {} }));
     const api = await webClient(host);
     const link = await api.issueAuditDownload({});
     await new Promise<void>((resolve, reject) => {
@@ -122,17 +116,14 @@ describe('audit exports streamed behind one-time download links (executor serve)
     });
     expect((await api.getAudit({ limit: 1 })).entries).toHaveLength(1);
 
-    const agent = await connectToHost(dataDir, 'agent');
-    clients.push(agent);
+    const agent = closeAfter(await connectToHost(dataDir, 'agent'));
     await expect(agent.issueAuditDownload({})).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
-    const cli = await connectToHost(dataDir, 'cli');
-    clients.push(cli);
+    const cli = closeAfter(await connectToHost(dataDir, 'cli'));
     expect((await cli.issueAuditDownload({})).url).toContain('/api/export/');
     await host.close();
 
-    host = await startHost(dataDir);
-    const noWeb = await connectToHost(dataDir, 'cli');
-    clients.push(noWeb);
+    host = closeAfter(await startHost(dataDir));
+    const noWeb = closeAfter(await connectToHost(dataDir, 'cli'));
     await expect(noWeb.issueAuditDownload({})).rejects.toMatchObject({ code: 'NOT_AVAILABLE' });
   });
 
@@ -153,7 +144,7 @@ describe('audit exports streamed behind one-time download links (executor serve)
         ended = true;
       }
     }
-    host = await startHost(dataDir, { web: { auditExport: () => hugeExport() } });
+    host = closeAfter(await startHost(dataDir, { web: { auditExport: () => hugeExport() } }));
     const api = await webClient(host);
     const link = await api.issueAuditDownload({});
     const request = http.get(link.url, (response) => response.pause());
@@ -177,7 +168,7 @@ describe('audit exports streamed behind one-time download links (executor serve)
       for (let index = 0; index < 2_000; index++) yield `${'y'.repeat(511)}\n`;
       throw new Error('disk I/O error');
     }
-    host = await startHost(dataDir, { web: { auditExport: () => failingExport() } });
+    host = closeAfter(await startHost(dataDir, { web: { auditExport: () => failingExport() } }));
     const api = await webClient(host);
     const link = await api.issueAuditDownload({});
     const outcome = await new Promise<{ status: number; how: string; bytes: number }>((resolve) => {

@@ -1,11 +1,12 @@
 import fc from 'fast-check';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { randomToken } from '../../../src/ipc/protocol/protocol.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
 import { storedRows } from '../../helpers/stored-rows.js';
-import { suiteTempSetup } from '../../helpers/temp-dirs.js';
+import { suiteTeardown } from '../../helpers/teardown.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /** protocol.ts's PURPOSE.request: the raw frames below are signed over their exact bytes, as the server's fast path checks them. */
 const REQUEST_PURPOSE = 'executor-ipc-request\n';
@@ -76,16 +77,12 @@ const REFUSAL_CODES = ['INVALID_PLAN', 'IPC_INVALID_PARAMS', 'IPC_MALFORMED', 'I
 describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('bad input over the $name to a real host', (transport: TransportUnderTest) => {
   let host: Host;
   let session: RawSession;
-  const setup = suiteTempSetup();
+  const suite = suiteTeardown();
+  const setup = tempSetup({}, suite);
 
   beforeAll(async () => {
-    host = await startHost(setup.dataDir, { web: {} });
-    session = await openRawSession(host, transport);
-  });
-  afterAll(async () => {
-    session.close();
-    await host.close();
-    setup.remove();
+    host = suite.closeAfter(await startHost(setup.dataDir, { web: {} }));
+    session = suite.closeAfter(await openRawSession(host, transport));
   });
 
   it('answers {"steps": [[[…5000 deep…]]]} with INVALID_PLAN naming the place, signed, and stores nothing', async () => {

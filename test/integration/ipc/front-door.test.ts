@@ -2,12 +2,13 @@ import fc from 'fast-check';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { WEB_SOCKET_PATH } from '../../../src/ipc/client/web-client.js';
 import { openRawSession, WEB_TRANSPORT } from '../../helpers/ipc-harness.js';
 import { rawExchange } from '../../helpers/raw-http.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -19,11 +20,12 @@ import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 let host: Host | undefined;
 const logLines: string[] = [];
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await host?.close();
-  host = undefined;
+beforeEach(() => {
   logLines.length = 0;
+});
+// Before the host closes (the teardown stack runs after this).
+afterEach(() => {
+  vi.restoreAllMocks();
 });
 
 async function startWithRenderer(withRenderer: boolean): Promise<Host> {
@@ -36,7 +38,7 @@ async function startWithRenderer(withRenderer: boolean): Promise<Host> {
     fs.writeFileSync(path.join(rendererDir, 'assets', 'app.js'), 'console.log(1)');
     fs.mkdirSync(path.join(rendererDir, 'folder.js'));
   }
-  return startHost(dataDir, { web: { rendererDir, log: (line) => logLines.push(line) } });
+  return closeAfter(await startHost(dataDir, { web: { rendererDir, log: (line) => logLines.push(line) } }));
 }
 
 const good = (port: number) => `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`;

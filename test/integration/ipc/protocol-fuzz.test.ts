@@ -1,11 +1,12 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { METHOD_NAMES } from '../../../src/ipc/protocol/methods.js';
 import { PROTOCOL_VERSION } from '../../../src/ipc/protocol/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession, type TransportUnderTest } from '../../helpers/ipc-harness.js';
-import { suiteTempSetup } from '../../helpers/temp-dirs.js';
+import { suiteTeardown } from '../../helpers/teardown.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // No Electron binary exists here: the Electron transport runs over a small fake of the module.
 vi.mock('electron', () => import('../../helpers/fake-electron.js'));
@@ -36,16 +37,12 @@ function messages(session: RawSession) {
 describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
   let host: Host;
   let session: RawSession;
-  const setup = suiteTempSetup();
+  const suite = suiteTeardown();
+  const setup = tempSetup({}, suite);
 
   beforeAll(async () => {
-    host = await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] });
-    session = await openRawSession(host, transport);
-  });
-  afterAll(async () => {
-    session.close();
-    await host.close();
-    setup.remove();
+    host = suite.closeAfter(await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] }));
+    session = suite.closeAfter(await openRawSession(host, transport));
   });
 
   it(`answers each of ${RUNS} random messages with a well-formed reply and stays up`, async () => {

@@ -1,8 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { PROTOCOL_VERSION, randomToken, signText, canonicalText } from '../../../src/ipc/protocol/protocol.js';
 import { ELECTRON_TRANSPORT, windowCredential } from '../../helpers/electron-transport.js';
 import { openRawSession, SOCKET_TRANSPORT, WEB_TRANSPORT, type RawSession } from '../../helpers/ipc-harness.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // No Electron binary exists here: the Electron transport runs over a small fake of the module.
@@ -20,12 +21,8 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('protocol r
 
   beforeEach(async () => {
     const { dataDir } = tempSetup();
-    host = await startHost(dataDir, { web: {}, maxRequestBytes: MAX_REQUEST_BYTES, credentials: [windowCredential()] });
-    session = await openRawSession(host, transport);
-  });
-  afterEach(async () => {
-    session.close();
-    await host.close();
+    host = closeAfter(await startHost(dataDir, { web: {}, maxRequestBytes: MAX_REQUEST_BYTES, credentials: [windowCredential()] }));
+    session = closeAfter(await openRawSession(host, transport));
   });
 
   it('answers a correctly signed request with a signed result', async () => {

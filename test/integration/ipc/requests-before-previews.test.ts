@@ -1,25 +1,16 @@
 import path from 'node:path';
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import type { ExecutorClient } from '../../../src/ipc/client/client.js';
-import { startHost, type Host } from '../../../src/ipc/host/host.js';
+import { startHost } from '../../../src/ipc/host/host.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
-
-let host: Host | undefined;
-const clients: ExecutorClient[] = [];
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await host?.close();
-  host = undefined;
-});
 
 async function hostAndClient() {
   const setup = tempSetup({ lightSandbox: { warmWorkers: 0 } });
-  host = await startHost(setup.dataDir);
-  const api = await connectToHost(setup.dataDir, 'cli');
-  clients.push(api);
+  const host = closeAfter(await startHost(setup.dataDir));
+  const api = closeAfter(await connectToHost(setup.dataDir, 'cli'));
   return { ...setup, host, api };
 }
 

@@ -1,24 +1,21 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { PROTOCOL_VERSION, randomToken } from '../../../src/ipc/protocol/protocol.js';
 import { SESSION_LIMITS } from '../../../src/ipc/server/server.js';
 import { connectSocket } from '../../../src/ipc/transports/socket-transport.js';
 import { readSocketSecret } from '../../../src/ipc/server/token-files.js';
 import { openRawSession, rawSession, SOCKET_TRANSPORT, WEB_TRANSPORT } from '../../helpers/ipc-harness.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 let host: Host | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
 
 const codeOf = (reply: Record<string, unknown>) => (reply.error as { code?: string } | undefined)?.code;
 
 describe('sessions and the replay window', () => {
   it('keeps refusing an old request after its nonce was pruned: by then it is stale', async () => {
     let clock = Date.now();
-    host = await startHost(tempSetup().dataDir, { now: () => clock });
+    host = closeAfter(await startHost(tempSetup().dataDir, { now: () => clock }));
     const session = await openRawSession(host, SOCKET_TRANSPORT);
     const first = await session.signed('getPolicy', {}, { ts: clock });
     expect((await session.send(first)).ok).toBe(true);
@@ -31,7 +28,7 @@ describe('sessions and the replay window', () => {
   });
 
   it('ends a socket session with its connection; a web session survives for the reloaded page', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {} });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     const socketSession = await openRawSession(host, SOCKET_TRANSPORT);
     expect((await socketSession.send(await socketSession.signed('getPolicy'))).ok).toBe(true);
     socketSession.close();
@@ -53,7 +50,7 @@ describe('sessions and the replay window', () => {
   });
 
   it('caps unfinished handshakes per connection', async () => {
-    host = await startHost(tempSetup().dataDir);
+    host = closeAfter(await startHost(tempSetup().dataDir));
     const wire = await connectSocket(host.socket.socketPath);
     const hello = () => wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'cli', clientNonce: randomToken(24) } })).then((text) => JSON.parse(text) as Record<string, unknown>);
     for (let index = 0; index < SESSION_LIMITS.pendingPerConnection; index++) expect('welcome' in (await hello())).toBe(true);
@@ -66,7 +63,7 @@ describe('sessions and the replay window', () => {
   });
 
   it('refuses a hello naming a credential the server does not have, and audits it', async () => {
-    host = await startHost(tempSetup().dataDir);
+    host = closeAfter(await startHost(tempSetup().dataDir));
     const wire = await connectSocket(host.socket.socketPath);
     const reply = JSON.parse(await wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'person', clientNonce: randomToken(24) } }))) as Record<string, unknown>;
     expect(codeOf(reply)).toBe('IPC_UNKNOWN_KEY');

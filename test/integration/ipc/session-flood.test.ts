@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { Executor } from '../../../src/executor/executor.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
@@ -15,6 +15,7 @@ import { helloText, nodeWebSocket, rawSession } from '../../helpers/ipc-harness.
 import { startMcp } from '../../helpers/mcp-client.js';
 import { runCliAsync } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -25,27 +26,17 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  */
 
 let host: Host | undefined;
-const transports: ClientTransport[] = [];
-afterEach(async () => {
-  for (const transport of transports.splice(0)) transport.close();
-  await host?.close();
-  host = undefined;
-});
 
 type Reply = Record<string, unknown>;
 const codeOf = (reply: Reply) => (reply.error as { code?: string } | undefined)?.code;
 const messageOf = (reply: Reply) => (reply.error as { message?: string } | undefined)?.message ?? '';
 
 async function socketWire(served: Host): Promise<ClientTransport> {
-  const wire = await connectSocket(served.socket.socketPath);
-  transports.push(wire);
-  return wire;
+  return closeAfter(await connectSocket(served.socket.socketPath));
 }
 
 async function webWire(served: Host): Promise<ClientTransport> {
-  const wire = await webSocketTransport(`ws://127.0.0.1:${served.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(served.web!.origin));
-  transports.push(wire);
-  return wire;
+  return closeAfter(await webSocketTransport(`ws://127.0.0.1:${served.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(served.web!.origin)));
 }
 
 /** A hello without proof, as anyone who can reach the port can send. */
@@ -65,7 +56,7 @@ function floodRecords(executor: Executor): { limit: string; transport: string; p
 
 describe('handshake limits', () => {
   it('gives hellos without proof a bounded share, and a hello with proof still gets in', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {} });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     const served = host;
     let welcomed = 0;
     let busy = 0;
@@ -94,7 +85,7 @@ describe('handshake limits', () => {
   });
 
   it('bounds hellos without proof per peer across WebSocket connections', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {} });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     const replies: Reply[] = [];
     // All from this process: one peer (its uid on Linux, else the loopback address).
     for (let index = 0; index < 6; index++) {
@@ -108,7 +99,7 @@ describe('handshake limits', () => {
   });
 
   it('frees a peer\'s share as soon as its connections close, also for the web credential whose opened sessions outlive them', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {} });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     host.web!.issueUrl();
     const wires: ClientTransport[] = [];
     for (let index = 0; index < SESSION_LIMITS.pendingPerPeer / SESSION_LIMITS.pendingPerConnection; index++) {
@@ -128,7 +119,7 @@ describe('handshake limits', () => {
 
   it('forgets a pending handshake after a few seconds, freeing its place', async () => {
     let clock = Date.now();
-    host = await startHost(tempSetup().dataDir, { now: () => clock });
+    host = closeAfter(await startHost(tempSetup().dataDir, { now: () => clock }));
     const wire = await socketWire(host);
     const first = await bareHello(wire);
     for (let index = 1; index < SESSION_LIMITS.pendingPerConnection; index++) expect('welcome' in (await bareHello(wire))).toBe(true);
@@ -143,7 +134,7 @@ describe('handshake limits', () => {
   });
 
   it('closes connections that authenticate nothing before the deadline, and keeps authenticated ones', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, sessionLimits: { handshakeDeadlineMs: 400 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, sessionLimits: { handshakeDeadlineMs: 400 } }));
     const idleWeb = await webWire(host);
     const idleSocket = await socketWire(host);
     const helloOnly = await webWire(host);
@@ -155,7 +146,7 @@ describe('handshake limits', () => {
   });
 
   it.each(['socket', 'web'] as const)('closes a %s connection that sends more than a few KiB before authenticating', async (kind) => {
-    host = await startHost(tempSetup().dataDir, { web: {} });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     const open = kind === 'socket' ? socketWire : webWire;
     const big = await open(host);
     const gone = closed(big);
@@ -179,7 +170,7 @@ describe('handshake limits', () => {
   });
 
   it('refuses a hello whose proof is wrong, replayed or stale, and audits it', async () => {
-    host = await startHost(tempSetup().dataDir);
+    host = closeAfter(await startHost(tempSetup().dataDir));
     const wire = await socketWire(host);
     const secret = readSocketSecret(host.executor.dataDir, 'cli');
     const send = async (text: string) => JSON.parse(await wire.request(text)) as Reply;
@@ -200,7 +191,7 @@ describe('handshake limits', () => {
 
   it('audits a flood once a minute per peer and limit, with the count refused in between', async () => {
     let clock = Date.now();
-    host = await startHost(tempSetup().dataDir, { now: () => clock });
+    host = closeAfter(await startHost(tempSetup().dataDir, { now: () => clock }));
     const wire = await socketWire(host);
     for (let index = 0; index < SESSION_LIMITS.pendingPerConnection + 50; index++) await bareHello(wire);
     expect(floodRecords(host.executor).filter((record) => record.limit === 'pendingPerConnection')).toHaveLength(1);

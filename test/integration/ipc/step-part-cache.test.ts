@@ -1,18 +1,15 @@
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { HANDLERS, type CallContext } from '../../../src/ipc/server/handlers.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 // Reading a record of many MB takes hundreds of getStepPart pages: loading and serializing the
 // record for each page made it quadratic (an outside review timed 192 s for 7 MB). The host keeps a
 // recent serialization while the step is unchanged; these tests count loads, not time.
-const opened: Executor[] = [];
-afterEach(() => {
-  for (const executor of opened.splice(0)) executor.close();
-});
 
 const context = (channel: 'cli' | 'mcp', agent?: string): CallContext => ({
   channel,
@@ -23,8 +20,7 @@ const context = (channel: 'cli' | 'mcp', agent?: string): CallContext => ({
 
 async function bigStep(): Promise<{ executor: Executor; stepId: string }> {
   const { dataDir, workspace } = tempSetup();
-  const executor = Executor.open(dataDir);
-  opened.push(executor);
+  const executor = closeAfter(Executor.open(dataDir));
   const content = Array.from({ length: 20_000 }, (_, line) => `line ${line} ${'x'.repeat(40)}`).join('\n');
   const [record] = await executor.propose({ planId: 'big', steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content } }] }, { ...actorFor('mcp', 'bot'), agent: 'agent-1' });
   return { executor, stepId: record!.step.id };

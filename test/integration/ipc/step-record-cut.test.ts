@@ -1,10 +1,11 @@
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { getWholeStep } from '../../../src/ipc/client/whole-step-record.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -17,22 +18,15 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 describe('getStep cut to a budget, getStepPart pages the rest', () => {
   let host: Host;
   let workspace: string;
-  const clients: ExecutorClient[] = [];
 
   beforeEach(async () => {
     const setup = tempSetup();
     workspace = setup.workspace;
-    host = await startHost(setup.dataDir);
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host.close();
+    host = closeAfter(await startHost(setup.dataDir));
   });
 
   async function connect(credential: 'cli' | 'agent'): Promise<ExecutorClient> {
-    const opened = await connectToHost(host.executor.dataDir, credential);
-    clients.push(opened);
-    return opened;
+    return closeAfter(await connectToHost(host.executor.dataDir, credential));
   }
 
   it('cuts a 32 KB write to the budget, pages the whole in bounded pages, and the person approves the whole preview', async () => {

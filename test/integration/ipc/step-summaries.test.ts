@@ -1,8 +1,9 @@
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { codeExcerptOf } from '../../../src/domain/code-excerpt.js';
 import { toStepSummary } from '../../../src/domain/step-summary.js';
@@ -15,22 +16,15 @@ import { toStepSummary } from '../../../src/domain/step-summary.js';
 describe('listStepSummaries', () => {
   let host: Host;
   let workspace: string;
-  const clients: ExecutorClient[] = [];
 
   beforeEach(async () => {
     const setup = tempSetup({ agentLimits: { stepsPerMinute: 10_000, openSteps: 10_000 } });
     workspace = setup.workspace;
-    host = await startHost(setup.dataDir);
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host.close();
+    host = closeAfter(await startHost(setup.dataDir));
   });
 
   async function connect(credential: 'cli' | 'agent', client?: string): Promise<ExecutorClient> {
-    const opened = await connectToHost(host.executor.dataDir, credential, { client });
-    clients.push(opened);
-    return opened;
+    return closeAfter(await connectToHost(host.executor.dataDir, credential, { client }));
   }
 
   /** Plans of one writeFile each, stored by the executor itself (as an agent's propose would), oldest first. */

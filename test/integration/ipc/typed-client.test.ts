@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
@@ -8,6 +8,7 @@ import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { tokenPath } from '../../../src/ipc/server/token-files.js';
 import { connectWithStoredSession, connectWithToken, WEB_SOCKET_PATH } from '../../../src/ipc/client/web-client.js';
 import { nodeWebSocket } from '../../helpers/ipc-harness.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 function writePlan(workspace: string, name = 'a.txt', content = 'hello\n') {
@@ -21,22 +22,17 @@ function tokenOf(url: string): string {
 describe('typed client over the local socket', () => {
   let host: Host;
   let workspace: string;
-  const clients: ExecutorClient[] = [];
 
   beforeEach(async () => {
     const setup = tempSetup();
     workspace = setup.workspace;
     host = await startHost(setup.dataDir);
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host.close();
+    // Whichever host is running at the end: a test restarts it.
+    defer(() => host.close());
   });
 
   async function connect(credential: 'cli' | 'agent', client?: string): Promise<ExecutorClient> {
-    const opened = await connectToHost(host.executor.dataDir, credential, { client });
-    clients.push(opened);
-    return opened;
+    return closeAfter(await connectToHost(host.executor.dataDir, credential, { client }));
   }
 
   it('grants the cli token the cli channel and the agent token the mcp channel', async () => {
@@ -149,16 +145,11 @@ describe('typed client over the local socket', () => {
 describe('typed client over the loopback web server', () => {
   let host: Host;
   let workspace: string;
-  const clients: ExecutorClient[] = [];
 
   beforeEach(async () => {
     const setup = tempSetup();
     workspace = setup.workspace;
-    host = await startHost(setup.dataDir, { web: {} });
-  });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host.close();
+    host = closeAfter(await startHost(setup.dataDir, { web: {} }));
   });
 
   const wsUrl = () => `ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`;
@@ -166,12 +157,11 @@ describe('typed client over the loopback web server', () => {
   it('exchanges the one-time token for a web-channel session that can approve', async () => {
     const token = tokenOf(host.web!.issueUrl());
     const { client, stored } = await connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin));
-    clients.push(client);
+    closeAfter(client);
     expect(client.channel).toBe('web');
     // What the page keeps is the derived session key, not the token.
     expect(stored.key).not.toBe(token);
-    const agentClient = await connectToHost(host.executor.dataDir, 'agent');
-    clients.push(agentClient);
+    const agentClient = closeAfter(await connectToHost(host.executor.dataDir, 'agent'));
     const [record] = (await proposeAndAwaitPreparation(agentClient, writePlan(workspace, 'w.txt'))).records;
     const approved = await client.approve({ stepId: record!.step.id, previewHash: record!.previewHash ?? undefined });
     expect(approved.status).toBe('executed');
@@ -179,31 +169,29 @@ describe('typed client over the loopback web server', () => {
   });
 
   it('gives a fresh URL to the person’s CLI, never to an agent', async () => {
-    const person = await connectToHost(host.executor.dataDir, 'cli');
-    const agentClient = await connectToHost(host.executor.dataDir, 'agent');
-    clients.push(person, agentClient);
+    const person = closeAfter(await connectToHost(host.executor.dataDir, 'cli'));
+    const agentClient = closeAfter(await connectToHost(host.executor.dataDir, 'agent'));
     await expect(agentClient.issueWebUrl()).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     const stale = host.web!.issueUrl();
     const { url } = await person.issueWebUrl();
     expect(url).not.toBe(stale);
     await expect(connectWithToken(wsUrl(), tokenOf(stale), nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
     const fresh = await connectWithToken(wsUrl(), tokenOf(url), nodeWebSocket(host.web!.origin));
-    clients.push(fresh.client);
+    closeAfter(fresh.client);
     expect(fresh.client.channel).toBe('web');
   });
 
   it('spends the token at the first session: a second page with the same URL is refused', async () => {
     const token = tokenOf(host.web!.issueUrl());
     const first = await connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin));
-    clients.push(first.client);
+    closeAfter(first.client);
     await expect(connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
   });
 
   it('lets a reloaded page reuse its stored session key on a new connection', async () => {
     const first = await connectWithToken(wsUrl(), tokenOf(host.web!.issueUrl()), nodeWebSocket(host.web!.origin));
     first.client.close();
-    const again = await connectWithStoredSession(wsUrl(), first.stored, nodeWebSocket(host.web!.origin));
-    clients.push(again);
+    const again = closeAfter(await connectWithStoredSession(wsUrl(), first.stored, nodeWebSocket(host.web!.origin)));
     expect(await again.listSteps()).toEqual([]);
   });
 
@@ -221,7 +209,7 @@ describe('typed client over the loopback web server', () => {
     ).rejects.toMatchObject({ code: 'IPC_UNAVAILABLE' });
     // None of them spent the token.
     const ok = await connectWithToken(wsUrl(), token, nodeWebSocket(host.web!.origin));
-    clients.push(ok.client);
+    closeAfter(ok.client);
   });
 
   it('serves the page with the CSP, no cookies, and refuses a rebinding Host header', async () => {

@@ -1,29 +1,22 @@
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client/client.js';
+import { describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { localClient } from '../../../src/ipc/server/local-client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import type { VerifyProgressEvent } from '../../../src/ipc/protocol/wire-schemas.js';
 import { buildMixedLog } from '../../helpers/audit-log-fixture.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 describe('verifyAudit progress over the event stream', () => {
   let host: Host | undefined;
-  const clients: ExecutorClient[] = [];
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await host?.close();
-    host = undefined;
-  });
 
   it('reaches only the session that asked, tagged with its progressId, ending at checked = total', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 9_000);
-    host = await startHost(dataDir);
-    const asking = await connectToHost(dataDir, 'cli');
-    const other = await connectToHost(dataDir, 'agent');
-    clients.push(asking, other);
+    host = closeAfter(await startHost(dataDir));
+    const asking = closeAfter(await connectToHost(dataDir, 'cli'));
+    const other = closeAfter(await connectToHost(dataDir, 'agent'));
     const heardByAsking: VerifyProgressEvent[] = [];
     const heardByOther: VerifyProgressEvent[] = [];
     await asking.on('verify', (event) => heardByAsking.push(event));
@@ -46,9 +39,8 @@ describe('verifyAudit progress over the event stream', () => {
   it('reaches an in-process client too (the CLI without a host)', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 5_000);
-    host = await startHost(dataDir);
-    const api = localClient(host.executor, 'cli');
-    clients.push(api);
+    host = closeAfter(await startHost(dataDir));
+    const api = closeAfter(localClient(host.executor, 'cli'));
     const heard: VerifyProgressEvent[] = [];
     await api.on('verify', (event) => heard.push(event));
     const report = await api.verifyAudit({ progressId: 'local' });

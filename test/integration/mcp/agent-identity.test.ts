@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { proposeAndAwaitPreparation } from '../../../src/ipc/client/preparation-wait.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -14,15 +15,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * handshake. Another agent's step, or the person's, reads exactly like an id that names no step.
  */
 
-const people: ExecutorClient[] = [];
-afterEach(() => {
-  for (const person of people.splice(0)) person.close();
-});
-
 async function person(dataDir: string): Promise<ExecutorClient> {
-  const api = await connectToHost(dataDir, 'cli');
-  people.push(api);
-  return api;
+  return closeAfter(await connectToHost(dataDir, 'cli'));
 }
 
 const stepIdIn = (text: string) => /call step_status with (\S+)/.exec(text)![1]!;

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentQuestion } from '../../../src/domain/run.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -12,15 +13,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * test/e2e/runs-window.test.ts); the answer comes back as the tool result.
  */
 
-const people: ExecutorClient[] = [];
-afterEach(() => {
-  for (const person of people.splice(0)) person.close();
-});
-
 async function person(dataDir: string): Promise<ExecutorClient> {
-  const api = await connectToHost(dataDir, 'cli');
-  people.push(api);
-  return api;
+  return closeAfter(await connectToHost(dataDir, 'cli'));
 }
 
 /** The person's view of the questions, once the one asked has arrived (followed by the `question` event, not polled). */

@@ -1,24 +1,16 @@
 import fc from 'fast-check';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { CLI } from '../../helpers/run-cli.js';
 import { storedRows } from '../../helpers/stored-rows.js';
+import { closeAfter, killAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
-const hosts: Host[] = [];
-const children: ChildProcessWithoutNullStreams[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  for (const host of hosts.splice(0)) await host.close();
-});
-
 async function hostFor(dataDir: string): Promise<Host> {
-  const host = await startHost(dataDir);
-  hosts.push(host);
-  return host;
+  return closeAfter(await startHost(dataDir));
 }
 
 function nestedArrays(levels: number): unknown {
@@ -93,8 +85,7 @@ describe('executor mcp and hostile tool arguments', () => {
   it('answers what the SDK client cannot send (5000 levels, 1e400, a line over the size limit) and keeps serving', async () => {
     const { dataDir, workspace } = tempSetup();
     await hostFor(dataDir);
-    const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    children.push(child);
+    const child = killAfter(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }));
     const replies = new Map<number | string | null, Record<string, unknown>>();
     const waiters = new Map<number | string | null, () => void>();
     let buffered = '';

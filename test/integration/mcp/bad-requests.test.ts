@@ -1,32 +1,23 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../src/ipc/host/host.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { CLI } from '../../helpers/run-cli.js';
 import { storedRows } from '../../helpers/stored-rows.js';
+import { closeAfter, killAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
-const hosts: Host[] = [];
-const children: ChildProcessWithoutNullStreams[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  for (const host of hosts.splice(0)) await host.close();
-});
-
 async function hostFor(dataDir: string): Promise<Host> {
-  const host = await startHost(dataDir);
-  hosts.push(host);
-  return host;
+  return closeAfter(await startHost(dataDir));
 }
 
 type Reply = { id: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } };
 
 /** A real `executor mcp` spoken to in raw lines; replies are taken in the order they come. */
 async function rawMcp(dataDir: string) {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  children.push(child);
+  const child = killAfter(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }));
   const replies: Reply[] = [];
   let waiting: (() => void) | undefined;
   let buffered = '';

@@ -3,13 +3,14 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { localClient } from '../../../src/ipc/server/local-client.js';
 import { parsePlan } from '../../../src/domain/plan-parse.js';
 import { createExecutorMcpServer } from '../../../src/mcp/mcp-server.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -17,15 +18,9 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * SQLite) behind the same dispatcher the socket uses. For what the stdio tests cannot time
  * precisely: progress notifications while a tool waits.
  */
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
 async function setup(wrap: (api: ExecutorClient) => ExecutorClient = (api) => api) {
   const { dataDir, workspace } = tempSetup();
-  const executor = Executor.open(dataDir);
-  cleanups.push(() => executor.close());
+  const executor = closeAfter(Executor.open(dataDir));
   const sessions: string[] = [];
   const mcp = createExecutorMcpServer({
     openAgentSession: async (client) => {
@@ -41,7 +36,7 @@ async function setup(wrap: (api: ExecutorClient) => ExecutorClient = (api) => ap
   await mcp.server.connect(serverSide);
   const client = new Client({ name: 'in-process', version: '2.0' });
   await client.connect(clientSide);
-  cleanups.push(async () => {
+  defer(async () => {
     await client.close();
     await mcp.close();
   });

@@ -1,23 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
-
-const people: ExecutorClient[] = [];
-afterEach(() => {
-  for (const person of people.splice(0)) person.close();
-});
 
 /** The person's side: the CLI credential of the running host, as the window or the CLI would use it. */
 async function person(dataDir: string): Promise<ExecutorClient> {
-  const api = await connectToHost(dataDir, 'cli');
-  people.push(api);
-  return api;
+  return closeAfter(await connectToHost(dataDir, 'cli'));
 }
 
 async function awaitingStep(api: ExecutorClient): Promise<string> {
@@ -125,8 +119,7 @@ describe('executor mcp with the app running', () => {
     const stepId = /call step_status with (\S+)/.exec(proposed.text)![1]!;
 
     // What an agent with Executor's own agent token would try: approve its step itself.
-    const agent = await connectToHost(dataDir, 'agent', { client: 'sneaky 1.0' });
-    people.push(agent);
+    const agent = closeAfter(await connectToHost(dataDir, 'agent', { client: 'sneaky 1.0' }));
     expect(agent.channel).toBe('mcp');
     await expect(agent.approve({ stepId })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await expect(agent.reject({ stepId, reason: 'x' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });

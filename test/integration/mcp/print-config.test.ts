@@ -3,11 +3,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { CLI, runCli } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -16,11 +17,6 @@ import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
  * the bare environment an MCP client gives a server (no PATH to find `executor` or `node` on):
  * it lists the tools and proposes a step that the person then approves.
  */
-
-const closers: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
 
 type ServerEntry = { command: string; args: string[]; type?: string };
 
@@ -35,13 +31,12 @@ async function startPrinted(entry: ServerEntry, env: Record<string, string>): Pr
   const transport = new StdioClientTransport({ command: entry.command, args: entry.args, env, stderr: 'pipe' });
   const client = new Client({ name: 'printed-config', version: '1.0' });
   await client.connect(transport);
-  closers.push(() => client.close().catch(() => undefined));
+  defer(() => client.close().catch(() => undefined));
   return client;
 }
 
 async function proposeAndApprove(client: Client, dataDir: string, target: string): Promise<string> {
-  const person: ExecutorClient = await connectToHost(dataDir, 'cli');
-  closers.push(() => person.close());
+  const person: ExecutorClient = closeAfter(await connectToHost(dataDir, 'cli'));
   const pending = client.callTool({ name: 'write_file', arguments: { path: target, content: 'from the printed config\n', purpose: 'prove the config' } }, undefined, { timeout: 60_000 });
   let stepId: string | undefined;
   await expect

@@ -1,21 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
-
-const opened: Executor[] = [];
-afterEach(() => {
-  for (const executor of opened.splice(0)) executor.close();
-});
 
 describe('remembered rules when a step is evaluated', () => {
   it('run a covered MEDIUM write without asking, and still ask for a secret file and for a file outside the glob', async () => {
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, 'src'));
-    const executor = Executor.open(dataDir);
-    opened.push(executor);
+    const executor = closeAfter(Executor.open(dataDir));
     const person = actorFor('window');
     executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-1' } }] }, person);
 
@@ -41,8 +36,7 @@ describe('remembered rules when a step is evaluated', () => {
 
   it('ask again once the rule is removed, and audit both changes of the policy', async () => {
     const { dataDir, workspace } = tempSetup();
-    const executor = Executor.open(dataDir);
-    opened.push(executor);
+    const executor = closeAfter(Executor.open(dataDir));
     const person = actorFor('window');
     const rule = { id: 'r2', kind: 'file' as const, root: workspace, glob: '*.md', maxRisk: 'MEDIUM' as const, createdAt: new Date().toISOString() };
     executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, person);

@@ -2,23 +2,18 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { acquireDataDirLock, LOCK_FILE } from '../../../src/store/data-dir-lock.js';
+import { killAfter } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 const RACER = path.resolve(import.meta.dirname, '../../fixtures/lock-racer.ts');
 const HOLDER = path.resolve(import.meta.dirname, '../../fixtures/hold-lock.ts');
-const children: ChildProcess[] = [];
-
-afterAll(() => {
-  for (const child of children) child.kill('SIGKILL');
-});
 
 interface Reply { round?: number; pid?: number; got?: boolean; code?: string; released?: boolean; ready?: number }
 
 function racer(dataDir: string): { child: ChildProcess; next: () => Promise<Reply> } {
-  const child = fork(RACER, [dataDir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(child);
+  const child = killAfter(fork(RACER, [dataDir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const queue: Reply[] = [];
   const waiters: ((reply: Reply) => void)[] = [];
   child.on('message', (reply: Reply) => {
@@ -33,8 +28,7 @@ describe('the data directory lock under a race', () => {
   it('has exactly one holder in every round, with six processes racing forty times, after a holder was SIGKILLed', async () => {
     const dataDir = tempDir('lock-race-');
     // A crashed holder first: its pid file stays behind, naming a dead process.
-    const holder = spawn(process.execPath, ['--import', 'tsx', HOLDER, dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(holder);
+    const holder = killAfter(spawn(process.execPath, ['--import', 'tsx', HOLDER, dataDir], { stdio: ['ignore', 'pipe', 'inherit'] }));
     const [line] = (await once(holder.stdout!, 'data')) as [Buffer];
     expect(line.toString()).toMatch(/^holding \d+/);
     holder.kill('SIGKILL');

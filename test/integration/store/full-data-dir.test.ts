@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { toErrorShape } from '../../../src/domain/errors.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { runCli } from '../../helpers/run-cli.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /** The data directory itself on a small real tmpfs (root only; see full-disk.test.ts), the workspace elsewhere. */
@@ -20,20 +21,12 @@ function canMount(): boolean {
   return mounted;
 }
 
-const mounts: string[] = [];
-const open: Executor[] = [];
-const fillers: string[] = [];
-afterEach(() => {
-  while (fillers.length) fs.rmSync(fillers.pop()!, { force: true });
-  while (open.length) open.pop()!.close();
-  while (mounts.length) spawnSync('umount', ['-l', mounts.pop()!]);
-});
-
 function tmpfs(sizeMb: number): string {
   const dir = tempDir('tmpfs-');
   const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
-  mounts.push(dir);
+  // Unmounted before the directory under it is removed.
+  defer(() => spawnSync('umount', ['-l', dir]));
   return dir;
 }
 
@@ -44,7 +37,7 @@ const freeBytes = (dir: string) => {
 
 function fillUntilFree(dir: string, leaveBytes: number): string {
   const filler = path.join(dir, 'filler.bin');
-  fillers.push(filler);
+  defer(() => fs.rmSync(filler, { force: true }));
   fs.writeFileSync(filler, Buffer.alloc(Math.max(0, freeBytes(dir) - leaveBytes)));
   return filler;
 }
@@ -71,8 +64,7 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
       let executor: Executor | undefined;
       let error: unknown;
       try {
-        executor = Executor.open(dataDir);
-        open.push(executor);
+        executor = closeAfter(Executor.open(dataDir));
         const content = Buffer.alloc(5_000_000, 9).toString('base64');
         await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'big.bin', content, encoding: 'base64' } }] }, person);
       } catch (caught) {
@@ -88,7 +80,6 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
       const wal = path.join(dataDir, 'executor.db-wal');
       if (executor) expect(fs.statSync(wal, { throwIfNoEntry: false })?.size ?? 0).toBeLessThan(1_100_000);
       executor?.close();
-      open.pop();
       expect(fs.statSync(wal, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
     },
     60_000,

@@ -1,19 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifyDataDir } from '../../../src/audit/verify/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { giveBackWal, openDatabase } from '../../../src/store/database.js';
 import { WalCheckpointer } from '../../../src/store/wal-checkpointer.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('cli');
-const opened: Executor[] = [];
-afterEach(() => {
-  for (const executor of opened.splice(0)) executor.close();
-});
 
 const walBytes = (dataDir: string) => fs.statSync(path.join(dataDir, 'executor.db-wal'), { throwIfNoEntry: false })?.size ?? 0;
 
@@ -26,8 +23,7 @@ async function proposeMany(executor: Executor, workspace: string, prefix: string
 describe('the host copies the WAL back on a thread of its own, not inside a request commit', () => {
   it('copies every committed frame back while proposals commit, keeps the WAL small, and leaves none at close', async () => {
     const { dataDir, workspace } = tempSetup();
-    const executor = Executor.open(dataDir, { checkpointOffThread: true, resumeUnfinished: false });
-    opened.push(executor);
+    const executor = closeAfter(Executor.open(dataDir, { checkpointOffThread: true, resumeUnfinished: false }));
     // More than SQLite's 1000-page auto-checkpoint: without the thread, one of these commits would copy the WAL back itself.
     await proposeMany(executor, workspace, 'a', 150);
     let report = await executor.nextWalCheckpoint()!;
@@ -38,13 +34,10 @@ describe('the host copies the WAL back on a thread of its own, not inside a requ
     expect(walBytes(dataDir)).toBeLessThanOrEqual(1024 * 1024 + 256 * 1024);
 
     executor.close();
-    opened.splice(opened.indexOf(executor), 1);
     expect(walBytes(dataDir)).toBe(0);
-    const again = Executor.open(dataDir, { resumeUnfinished: false });
-    opened.push(again);
+    const again = closeAfter(Executor.open(dataDir, { resumeUnfinished: false }));
     expect(again.listSteps({ limit: 1000 })).toHaveLength(151);
     again.close();
-    opened.pop();
     expect((await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), workers: 1 })).ok).toBe(true);
   });
 
@@ -58,8 +51,7 @@ describe('the host copies the WAL back on a thread of its own, not inside a requ
     executor.close();
     expect(walBytes(dataDir)).toBe(0);
 
-    const cli = Executor.open(dataDir, { resumeUnfinished: false });
-    opened.push(cli);
+    const cli = closeAfter(Executor.open(dataDir, { resumeUnfinished: false }));
     expect(cli.nextWalCheckpoint()).toBeNull();
     expect(cli.listSteps({ limit: 1000 })).toHaveLength(80);
   });

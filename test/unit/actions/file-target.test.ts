@@ -1,20 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import { openExecutor } from '../../helpers/open-executor.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const agent = actorFor('mcp', 'test-agent');
-const open: Executor[] = [];
-afterEach(() => {
-  for (const item of open.splice(0)) item.close();
-});
 
 function setup(policy: Record<string, unknown> = { autoApprove: 'MEDIUM', agentLimits: { openSteps: 1000, stepsPerMinute: 1000 } }) {
-  const { dataDir, workspace } = tempSetup(policy);
-  const executor = Executor.open(dataDir);
-  open.push(executor);
+  const { executor, workspace } = openExecutor(policy);
   return { executor, workspace };
 }
 
@@ -70,8 +66,7 @@ describe('file steps on files that make the host run code later', () => {
     fs.mkdirSync(path.join(gitRoot, 'hooks'), { recursive: true });
     fs.mkdirSync(awsRoot, { recursive: true });
     fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [gitRoot, awsRoot], autoApprove: 'MEDIUM' }));
-    const executor = Executor.open(dataDir);
-    open.push(executor);
+    const executor = closeAfter(Executor.open(dataDir));
     const [hook] = await executor.propose(write(path.join(gitRoot, 'hooks', 'pre-commit')), agent);
     expect(hook!.evaluation?.risk).toBe('HIGH');
     expect(hook!.evaluation?.reasons.join(' ')).toMatch(/Git hook/);

@@ -1,23 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isOpaqueValue, parseOpenableUrl } from '../../../src/actions/open-url.js';
 import { actorFor } from '../../../src/domain/actor.js';
-import { Executor } from '../../../src/executor/executor.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
+import type { Executor } from '../../../src/executor/executor.js';
+import { openExecutor } from '../../helpers/open-executor.js';
 
 const person = actorFor('cli');
 const agent = actorFor('mcp', 'test-agent');
-const open: Executor[] = [];
 
 function executor(policy: Record<string, unknown> = {}, openExternal?: (url: string) => Promise<void>): Executor {
-  const { dataDir } = tempSetup(policy);
-  const opened = Executor.open(dataDir, { openExternal });
-  open.push(opened);
-  return opened;
+  return openExecutor(policy, { openExternal }).executor;
 }
-
-afterEach(() => {
-  for (const item of open.splice(0)) item.close();
-});
 
 const plan = (url: string) => ({ steps: [{ id: 'u1', action: 'openURL', args: { url, purpose: 'read the docs' } }] });
 

@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { explainAuditQuery, queryAudit, type AuditEntry } from '../../../../src/audit/log/audit-query.js';
 import { openDatabase } from '../../../../src/store/database.js';
 import { MIXED_ACTORS, buildMixedLog, tamper, verifyLogAt } from '../../../helpers/audit-log-fixture.js';
+import { suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
 /** Reads every page of a query, following nextCursor, as the window and `audit show` do. */
@@ -21,11 +21,10 @@ function allPages(db: ReturnType<typeof openDatabase>, query: Record<string, unk
 }
 
 describe('getAudit filters by who acted, in SQL', () => {
-  const base = tempDir('executor-audit-query-', { removeAfterEach: false });
+  const base = tempDir('executor-audit-query-', suiteTeardown());
   const dataDir = path.join(base, 'data');
   // 2,000 records after key.created; note i was made by MIXED_ACTORS[i % 5].
   buildMixedLog(dataDir, 2_000);
-  afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
 
   it('by channel and by user, cursor-paged across pages both ways, exactly the records whose signed body names them', () => {
     const db = openDatabase(dataDir, { readonly: true });

@@ -1,21 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createExecutorClient, openSession, SignedRpc, type ClientTransport } from '../../../../src/ipc/client/client.js';
 import { startHostThread, type HostThread } from '../../../../src/ipc/host/host-line.js';
 import { deriveSessionKey, nodeMac } from '../../../../src/ipc/protocol/message-mac-node.js';
 import { connectToHost } from '../../../../src/ipc/transports/node-client.js';
 import { sessionKeyInput } from '../../../../src/ipc/protocol/protocol.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempSetup } from '../../../helpers/temp-dirs.js';
 
 const BOOTSTRAP = new URL('../../../helpers/host-thread-bootstrap.mjs', import.meta.url);
 const WINDOW_SECRET = new TextEncoder().encode('window-secret-for-the-thread-test');
-
-let thread: HostThread | undefined;
-afterEach(async () => {
-  await thread?.close();
-  thread = undefined;
-});
 
 function lineTransport(line: HostThread): ClientTransport {
   const listeners: ((text: string) => void)[] = [];
@@ -33,12 +28,14 @@ describe('the host on a worker thread (how the Electron main process runs it)', 
   it('serves the window line and the local socket from the thread, with events and the browser seam', async () => {
     const { dataDir, workspace } = tempSetup();
     const opened: string[] = [];
-    thread = await startHostThread({
-      dataDir,
-      workerUrl: BOOTSTRAP,
-      credentials: [{ name: 'window', secret: WINDOW_SECRET, channel: 'window' }],
-      openExternal: async (url) => void opened.push(url),
-    });
+    const thread = closeAfter(
+      await startHostThread({
+        dataDir,
+        workerUrl: BOOTSTRAP,
+        credentials: [{ name: 'window', secret: WINDOW_SECRET, channel: 'window' }],
+        openExternal: async (url) => void opened.push(url),
+      }),
+    );
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(true);
     const window = await windowClient(thread);
     expect(window.channel).toBe('window');
@@ -63,7 +60,6 @@ describe('the host on a worker thread (how the Electron main process runs it)', 
     expect(fs.readFileSync(path.join(workspace, 't.txt'), 'utf8')).toBe('thread\n');
 
     await thread.close();
-    thread = undefined;
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
   });
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Executor } from '../../../../src/executor/executor.js';
 import { startHost, type Host } from '../../../../src/ipc/host/host.js';
 import { connectionLimitsFor } from '../../../../src/ipc/server/connection-limits.js';
@@ -14,6 +14,7 @@ import { rawExchange } from '../../../helpers/raw-http.js';
 import { runCliAsync } from '../../../helpers/run-cli.js';
 import { startServe } from '../../../helpers/serve-process.js';
 import { startTcpFlood, type FloodStats } from '../../../helpers/tcp-flood.js';
+import { closeAfter, defer, killAfter } from '../../../helpers/teardown.js';
 import { tempSetup } from '../../../helpers/temp-dirs.js';
 
 /*
@@ -26,12 +27,6 @@ import { tempSetup } from '../../../helpers/temp-dirs.js';
  */
 
 let host: Host | undefined;
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await host?.close();
-  host = undefined;
-});
 
 const FIXTURE = path.resolve(import.meta.dirname, '../../../fixtures/host-with-limits.ts');
 
@@ -45,7 +40,7 @@ function silentConnection(port: number): Promise<{ socket: net.Socket; closed: P
       socket.on('error', () => undefined);
       const connectedAt = Date.now();
       const closed = new Promise<number>((done) => socket.once('close', () => done(Date.now() - connectedAt)));
-      cleanups.push(() => socket.destroy());
+      defer(() => socket.destroy());
       resolve({ socket, closed });
     });
   });
@@ -77,7 +72,7 @@ const TIMER_SLACK_MS = 8_000;
 
 describe('deadlines for connections that authenticate nothing and hold no request', () => {
   it('closes a TCP connection that never sends a byte within the idle deadline, and audits it', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 300 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 300 } }));
     const { closed } = await silentConnection(host.web!.port);
     const lifetime = await closed;
     expect(lifetime).toBeGreaterThanOrEqual(250);
@@ -87,19 +82,19 @@ describe('deadlines for connections that authenticate nothing and hold no reques
   });
 
   it('closes a connection that trickles its request head a byte at a time (Node alone let it live up to 40 s)', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 500 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 500 } }));
     const { socket, closed } = await silentConnection(host.web!.port);
     const head = `GET / HTTP/1.1\r\nHost: 127.0.0.1:${host.web!.port}\r\nX-Slow: ${'x'.repeat(10_000)}`;
     let sent = 0;
     const trickle = setInterval(() => {
       if (!socket.destroyed) socket.write(head[sent++ % head.length]!);
     }, 20);
-    cleanups.push(() => clearInterval(trickle));
+    defer(() => clearInterval(trickle));
     expect(await closed).toBeLessThan(500 + TIMER_SLACK_MS);
   });
 
   it('closes a keep-alive connection that stays idle after its answer, and an upgrade that stops half-way', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 400 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 400 } }));
     const port = host.web!.port;
     const { socket, closed } = await silentConnection(port);
     const answered = new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1'))));
@@ -113,9 +108,9 @@ describe('deadlines for connections that authenticate nothing and hold no reques
   });
 
   it('keeps an authenticated WebSocket past every deadline and through shedding; an unauthenticated one is closed', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 200 }, sessionLimits: { handshakeDeadlineMs: 800 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 200 }, sessionLimits: { handshakeDeadlineMs: 800 } }));
     const person = await openRawSession(host, WEB_TRANSPORT);
-    cleanups.push(() => person.close());
+    closeAfter(person);
     // A WebSocket that only sent a hello without proof: closed at the protocol's handshake deadline.
     const bare = await webSocketTransport(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(host.web!.origin));
     const bareClosed = new Promise<void>((resolve) => bare.onClose(() => resolve()));
@@ -127,12 +122,12 @@ describe('deadlines for connections that authenticate nothing and hold no reques
   });
 
   it('sheds idle and unauthenticated connections on demand (as on an accept failure), never one with a request in progress', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 60_000 }, sessionLimits: { handshakeDeadlineMs: 60_000 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 60_000 }, sessionLimits: { handshakeDeadlineMs: 60_000 } }));
     const idle = await silentConnection(host.web!.port);
     const upgraded = await webSocketTransport(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(host.web!.origin));
     const upgradedClosed = new Promise<void>((resolve) => upgraded.onClose(() => resolve()));
     const person = await openRawSession(host, WEB_TRANSPORT);
-    cleanups.push(() => person.close());
+    closeAfter(person);
     expect(host.web!.shedIdle()).toBe(2);
     await idle.closed;
     await upgradedClosed;
@@ -142,11 +137,11 @@ describe('deadlines for connections that authenticate nothing and hold no reques
 
 describe('caps on connections', () => {
   it('holds a peer to its share and all to the total, pushing out idle connections, never authenticated ones, and audits it', async () => {
-    host = await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { webPerPeer: 7, webTotal: 10, idleMs: 60_000 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { webPerPeer: 7, webTotal: 10, idleMs: 60_000 } }));
     const port = host.web!.port;
     // The person's two browser tabs, authenticated, from the same account as the flood below.
     const tabs = [await openRawSession(host, WEB_TRANSPORT), await openRawSession(host, WEB_TRANSPORT)];
-    for (const tab of tabs) cleanups.push(() => tab.close());
+    for (const tab of tabs) closeAfter(tab);
     const connections = await Promise.all(Array.from({ length: 20 }, () => silentConnection(port)));
     let closedCount = 0;
     for (const { closed } of connections) void closed.then(() => closedCount++);
@@ -173,7 +168,7 @@ describe('caps on connections', () => {
   });
 
   it('caps the local socket\'s connections too, and audits the overflow', async () => {
-    host = await startHost(tempSetup().dataDir, { connectionLimits: { socketTotal: 3 }, sessionLimits: { handshakeDeadlineMs: 60_000 } });
+    host = closeAfter(await startHost(tempSetup().dataDir, { connectionLimits: { socketTotal: 3 }, sessionLimits: { handshakeDeadlineMs: 60_000 } }));
     const socketPath = host.socket.socketPath;
     const opened = await Promise.all(
       Array.from({ length: 6 }, () =>
@@ -182,7 +177,7 @@ describe('caps on connections', () => {
           socket.once('error', reject);
           socket.once('connect', () => {
             socket.on('error', () => undefined);
-            cleanups.push(() => socket.destroy());
+            defer(() => socket.destroy());
             resolve({ socket, closed: new Promise((done) => socket.once('close', () => done())) });
           });
         }),
@@ -206,11 +201,11 @@ describe('a flood of silent TCP connections far past the caps', () => {
   it('holds the host to its caps while the real CLI and `executor mcp` keep answering (lowered caps)', async () => {
     const { dataDir } = tempSetup();
     const idleMs = 1_000;
-    host = await startHost(dataDir, { web: {}, connectionLimits: { webTotal: 400, webPerPeer: 100, idleMs } });
+    host = closeAfter(await startHost(dataDir, { web: {}, connectionLimits: { webTotal: 400, webPerPeer: 100, idleMs } }));
     const port = host.web!.port;
     const before = openDescriptors('self');
     const flood = startTcpFlood(port, { slots: 1_500 });
-    cleanups.push(() => flood.stop().catch(() => undefined));
+    defer(() => flood.stop().catch(() => undefined));
     await floodUnderWay(flood, 4_000);
     /** Seen from inside: within the caps, and nothing idle past its deadline. */
     const expectWithinLimits = () => {
@@ -258,7 +253,7 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const baseline = openDescriptors(serve.info.pid);
     // Before the fix, 3,000 silent connections would take every one of the 1,024 descriptors for good.
     const flood = startTcpFlood(port, { slots: 3_000, reconnectMs: 200 });
-    cleanups.push(() => flood.stop().catch(() => undefined));
+    defer(() => flood.stop().catch(() => undefined));
     const first = await floodUnderWay(flood, 6_000);
     // The flood holds at most the web total, and half the limit stays free whatever it does.
     const held = openDescriptors(serve.info.pid);
@@ -287,7 +282,7 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const child = spawn('/bin/sh', ['-c', 'ulimit -n 256 && exec "$@"', 'sh', process.execPath, '--import', 'tsx', FIXTURE, dataDir, JSON.stringify({ webTotal: 5_000, webPerPeer: 5_000, idleMs: 60_000 })], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+    killAfter(child);
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const started = await new Promise<{ port: number; pid: number }>((resolve, reject) => {
@@ -299,7 +294,7 @@ describe('a flood of silent TCP connections far past the caps', () => {
       child.once('exit', (code) => reject(new Error(`the host exited (${code}): ${stderr}`)));
     });
     const flood = startTcpFlood(started.port, { slots: 600, reconnectMs: 100 });
-    cleanups.push(() => flood.stop().catch(() => undefined));
+    defer(() => flood.stop().catch(() => undefined));
     await expect.poll(() => stderr, { timeout: 60_000, interval: 100 }).toContain('running out of file descriptors');
     // Shedding made room: the person's CLI gets in while the flood goes on.
     await expect.poll(async () => (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list'])).status, { timeout: 30_000 }).toBe(0);

@@ -1,17 +1,14 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../../src/ipc/host/host.js';
 import { connectToHostIfRunning } from '../../../../src/ipc/transports/node-client.js';
 import { connectSocket, socketPathFor } from '../../../../src/ipc/transports/socket-transport.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 let host: Host | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
 
 describe('the local socket', () => {
   it('refuses to talk to a socket another user owns, or to a file that is not a socket', async () => {
@@ -40,7 +37,7 @@ describe('the local socket', () => {
     const deep = path.join(base, 'd'.repeat(60), 'e'.repeat(60), 'data');
     const socketPath = socketPathFor(deep);
     expect(socketPath.startsWith(deep)).toBe(false);
-    host = await startHost(deep);
+    host = closeAfter(await startHost(deep));
     expect(fs.statSync(path.dirname(socketPath)).mode & 0o777).toBe(0o700);
     const client = await connectToHostIfRunning(deep, 'cli');
     expect(client?.channel).toBe('cli');
@@ -62,7 +59,7 @@ describe('the local socket', () => {
 
   it('reports no host when only a stale socket file from a crash is left', async () => {
     const { dataDir } = tempSetup();
-    host = await startHost(dataDir);
+    host = closeAfter(await startHost(dataDir));
     await host.socket.close();
     // The listener is gone; recreate a dead socket file the way a crash leaves it.
     const stale = net.createServer();

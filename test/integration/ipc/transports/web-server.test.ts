@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { startHost, type Host } from '../../../../src/ipc/host/host.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 function get(port: number, rawPath: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
@@ -29,10 +30,7 @@ describe('the loopback web server with a built renderer', () => {
     fs.writeFileSync(path.join(rendererDir, 'assets', 'app.js'), 'console.log(1)');
     outside = path.join(base, 'secret.txt');
     fs.writeFileSync(outside, 'do not serve');
-    host = await startHost(dataDir, { web: { rendererDir } });
-  });
-  afterEach(async () => {
-    await host.close();
+    host = closeAfter(await startHost(dataDir, { web: { rendererDir } }));
   });
 
   it('serves the app shell and its assets with the CSP and no cookies', async () => {

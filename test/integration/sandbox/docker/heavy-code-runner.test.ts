@@ -1,11 +1,12 @@
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../../src/domain/actor.js';
 import { Executor } from '../../../../src/executor/executor.js';
 import { defaultPolicy } from '../../../../src/policy/policy-file.js';
 import { connectDocker } from '../../../../src/sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../../../../src/sandbox/docker/heavy-code-runner.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -19,13 +20,9 @@ const request = (args: Record<string, unknown>, mode: 'simulate' | 'execute' = '
 
 describe.skipIf(!hasDocker)('dockerHeavyCodeRunner (runCode on the Docker sandbox)', () => {
   const runner = dockerHeavyCodeRunner(() => defaultPolicy());
-  const open: Executor[] = [];
   beforeAll(async () => {
     await ensureSandboxImage();
   }, 300_000);
-  afterEach(() => {
-    while (open.length) open.pop()!.close();
-  });
 
   it('answers with what the script printed, for python and for javascript', async () => {
     expect(await runner.run(request({ code: 'print(sum(range(10)))', language: 'python' }))).toMatchObject({ ok: true, value: '45\n', logs: ['45'] });
@@ -44,8 +41,7 @@ describe.skipIf(!hasDocker)('dockerHeavyCodeRunner (runCode on the Docker sandbo
   it('runs a python runCode step end to end through the Executor', async () => {
     const { dataDir } = tempSetup();
     let executor: Executor | undefined;
-    executor = Executor.open(dataDir, { heavyCodeRunner: dockerHeavyCodeRunner(() => executor!.getPolicy()) });
-    open.push(executor);
+    executor = closeAfter(Executor.open(dataDir, { heavyCodeRunner: dockerHeavyCodeRunner(() => executor!.getPolicy()) }));
     const [proposed] = await executor.propose({ steps: [{ id: 'py', action: 'runCode', args: { code: 'import json\nprint(json.dumps({"answer": 6 * 7}))', language: 'python' } }] }, actorFor('cli'));
     const record = proposed!.status === 'executed' ? proposed! : await executor.approve('py', actorFor('cli'));
     expect(record.status).toBe('executed');

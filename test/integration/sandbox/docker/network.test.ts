@@ -3,11 +3,12 @@ import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../../src/domain/actor.js';
 import type { CommandRunPreview } from '../../../../src/domain/step-record.js';
 import { Executor } from '../../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
+import { closeAfter, suiteTeardown } from '../../../helpers/teardown.js';
 import { tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -35,15 +36,14 @@ function hostAddresses(): string[] {
 }
 
 describe.skipIf(!hasDocker)('sandbox network modes', () => {
-  const servers: http.Server[] = [];
+  const suite = suiteTeardown();
   let allowedPort = 0;
   let otherPort = 0;
-  const open: Executor[] = [];
 
   const canary = async (name: string, host: string) => {
     const server = http.createServer((_request, response) => response.end(name));
     await new Promise<void>((resolve) => server.listen(0, host, resolve));
-    servers.push(server);
+    suite.defer(() => new Promise((resolve) => server.close(resolve)));
     return (server.address() as net.AddressInfo).port;
   };
 
@@ -53,19 +53,10 @@ describe.skipIf(!hasDocker)('sandbox network modes', () => {
     otherPort = await canary('canary-other', '0.0.0.0');
   }, 300_000);
 
-  afterAll(async () => {
-    for (const server of servers) await new Promise((resolve) => server.close(resolve));
-  });
-
-  afterEach(() => {
-    while (open.length) open.pop()!.close();
-  });
-
   async function probe(network: 'none' | 'allowlist', urls: string[], allowHosts: string[] = []) {
     const { dataDir, workspace } = tempSetup({ network: { allowHosts } });
     fs.writeFileSync(path.join(workspace, 'probe.py'), PROBE);
-    const executor = Executor.open(dataDir);
-    open.push(executor);
+    const executor = closeAfter(Executor.open(dataDir));
     const [record] = await executor.propose({ steps: [{ id: 'net', action: 'runCommand', args: { argv: ['python3', 'probe.py', ...urls], network } }] }, person);
     return { executor, record: record!, preview: record!.preview as CommandRunPreview };
   }

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultPolicy } from '../../../../src/policy/policy-file.js';
 import { connectDocker, type DockerClient } from '../../../../src/sandbox/docker/docker-client.js';
 import { runCodeInContainer, runSandboxed } from '../../../../src/sandbox/docker/sandbox-run.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../../helpers/docker-engine.js';
+import { suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -19,6 +20,7 @@ describe.skipIf(!hasDocker)('a Docker engine on another machine (DOCKER_HOST=tcp
   let forwarder: net.Server;
   let client: DockerClient;
   const localSocket = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
+  const suite = suiteTeardown();
 
   beforeAll(async () => {
     await ensureSandboxImage();
@@ -29,12 +31,9 @@ describe.skipIf(!hasDocker)('a Docker engine on another machine (DOCKER_HOST=tcp
       engine.on('error', () => socket.destroy());
     });
     await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
+    suite.defer(() => new Promise((resolve) => forwarder.close(resolve)));
     client = connectDocker(`tcp://127.0.0.1:${(forwarder.address() as net.AddressInfo).port}`);
   }, 300_000);
-
-  afterAll(async () => {
-    await new Promise((resolve) => forwarder.close(resolve));
-  });
 
   it('is treated as remote and still yields the exact changeset, moving the workspace in and out as archives', async () => {
     expect(client.local).toBe(false);

@@ -2,13 +2,15 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../../src/store/database.js';
 import { KbRepository } from '../../../../src/store/kb-repository.js';
+import { suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { run, sandboxFor } from './sandbox-fixture.js';
 
-const sandbox = sandboxFor();
+const file = suiteTeardown();
+const sandbox = file.closeAfter(sandboxFor());
 const requests: string[] = [];
 let origin = '';
 const server = http.createServer((request, response) => {
@@ -29,12 +31,11 @@ const server = http.createServer((request, response) => {
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  file.defer(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  sandbox.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
 const networkPolicy = { network: { allowHosts: ['127.0.0.1'] } };

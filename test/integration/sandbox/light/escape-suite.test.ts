@@ -3,11 +3,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { detectIsolation, wrapperFor } from '../../../../src/sandbox/light/isolation.js';
 import { launchFor } from '../../../../src/sandbox/light/light-sandbox.js';
+import { suiteTeardown } from '../../../helpers/teardown.js';
+import { tempDir } from '../../../helpers/temp-dirs.js';
 import { policyOf, run, sandboxFor } from './sandbox-fixture.js';
 
 /**
@@ -20,9 +21,10 @@ import { policyOf, run, sandboxFor } from './sandbox-fixture.js';
 const FILE_TOKEN = `file-canary-${crypto.randomUUID()}`;
 const ENV_TOKEN = `env-canary-${crypto.randomUUID()}`;
 const ENV_NAME = 'EXECUTOR_ESCAPE_CANARY';
-// Kept outside the temp-dir helper: these must outlive each test's cleanup until the suite ends.
-const canaryDir = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-canary-'));
-const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-escape-ws-'));
+// The file's, not a test's: every test's payloads go for the same canaries until the file is done.
+const file = suiteTeardown();
+const canaryDir = tempDir('executor-canary-', file);
+const workspace = tempDir('executor-escape-ws-', file);
 const canaryFile = path.join(canaryDir, 'canary.txt');
 const spawnMarker = path.join(canaryDir, 'spawned');
 const writeMarker = path.join(canaryDir, 'written');
@@ -33,7 +35,7 @@ const server = net.createServer((socket) => {
   socket.end(`${FILE_TOKEN}\n`);
 });
 
-const sandbox = sandboxFor({ staticGuard: false });
+const sandbox = file.closeAfter(sandboxFor({ staticGuard: false }));
 
 beforeAll(async () => {
   fs.writeFileSync(canaryFile, FILE_TOKEN);
@@ -41,16 +43,10 @@ beforeAll(async () => {
   fs.symlinkSync(canaryFile, path.join(workspace, 'link-to-canary'));
   fs.symlinkSync(canaryDir, path.join(workspace, 'dir-link'));
   process.env[ENV_NAME] = ENV_TOKEN;
+  file.defer(() => delete process.env[ENV_NAME]);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  file.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
   port = (server.address() as net.AddressInfo).port;
-});
-
-afterAll(async () => {
-  sandbox.close();
-  delete process.env[ENV_NAME];
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  fs.rmSync(canaryDir, { recursive: true, force: true });
-  fs.rmSync(workspace, { recursive: true, force: true });
 });
 
 const fill = (code: string) =>

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_CODE_BYTES, MAX_LOG_BYTES } from '../../../../src/sandbox/light/limits.js';
 import { detectIsolation } from '../../../../src/sandbox/light/isolation.js';
 import { forkChild, type SpawnChild } from '../../../../src/sandbox/light/spawn-child.js';
+import { suiteTeardown } from '../../../helpers/teardown.js';
 import { run, sandboxFor } from './sandbox-fixture.js';
 
-const sandbox = sandboxFor();
-afterAll(() => sandbox.close());
+const sandbox = suiteTeardown().closeAfter(sandboxFor());
 
 /** Live processes (not zombies) in the given process groups: a worker and everything its wrapper started. */
 function processesInGroups(groups: number[]): number[] {
@@ -234,8 +234,7 @@ describe('light sandbox: weaker platforms', () => {
 });
 
 describe('light sandbox: stray errors', () => {
-  const sandbox2 = sandboxFor();
-  afterAll(() => sandbox2.close());
+  const sandbox2 = suiteTeardown().closeAfter(sandboxFor());
 
   it('reports a throw from a timer callback as EXECUTION_ERROR, not a crash', async () => {
     const { result } = await run(sandbox2, 'setTimeout(() => { throw new TypeError("late throw"); }, 5); await new Promise((r) => setTimeout(r, 200)); return "unreached";');

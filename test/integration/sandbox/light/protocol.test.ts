@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_LOG_BYTES } from '../../../../src/sandbox/light/limits.js';
 import type { LightSandbox } from '../../../../src/sandbox/light/light-sandbox.js';
 import { forkChild, type SandboxChild } from '../../../../src/sandbox/light/spawn-child.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 import { run, sandboxFor } from './sandbox-fixture.js';
 
@@ -11,11 +12,6 @@ import { run, sandboxFor } from './sandbox-fixture.js';
  * A worker that has broken out of its JavaScript walls can still only talk on its descriptor.
  * These fakes are real processes speaking to the real host side, each misbehaving one way.
  */
-const opened: LightSandbox[] = [];
-afterEach(() => {
-  while (opened.length) opened.pop()!.close();
-});
-
 function hostileSandbox(onRun: string): { sandbox: LightSandbox; children: SandboxChild[] } {
   const script = path.join(tempDir(), 'hostile-worker.cjs');
   fs.writeFileSync(
@@ -35,7 +31,7 @@ function hostileSandbox(onRun: string): { sandbox: LightSandbox; children: Sandb
       return child;
     },
   });
-  opened.push(sandbox);
+  closeAfter(sandbox);
   return { sandbox, children };
 }
 

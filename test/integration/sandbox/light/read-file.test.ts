@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { suiteTeardown } from '../../../helpers/teardown.js';
 import { tempSetup } from '../../../helpers/temp-dirs.js';
 import { run, sandboxFor } from './sandbox-fixture.js';
 
-const sandbox = sandboxFor();
-afterAll(() => sandbox.close());
+const sandbox = suiteTeardown().closeAfter(sandboxFor());
 
 const readAll = (paths: string[]) => `const out = [];
   for (const p of ${JSON.stringify(paths)}) out.push(await tools.readFile(p).then((text) => 'read: ' + text, (e) => e.message));

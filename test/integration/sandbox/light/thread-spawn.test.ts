@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { proposeAndAwaitPreparation } from '../../../../src/ipc/client/preparation-wait.js';
 import type { CodeRunResult } from '../../../../src/domain/code-run.js';
-import { startHostThread, type HostThread } from '../../../../src/ipc/host/host-line.js';
+import { startHostThread } from '../../../../src/ipc/host/host-line.js';
 import { connectToHost } from '../../../../src/ipc/transports/node-client.js';
 import { forkChild, type ChildLaunch, type SpawnChild } from '../../../../src/sandbox/light/spawn-child.js';
 import { serveSpawns } from '../../../../src/sandbox/light/thread-spawn.js';
+import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 /*
@@ -75,12 +76,6 @@ function hostileScript(onRun: string): string {
   return script;
 }
 
-let hostThread: HostThread | undefined;
-afterEach(async () => {
-  await hostThread?.close();
-  hostThread = undefined;
-});
-
 describe('light sandbox workers spawned by the parent thread (thread-spawn)', () => {
   it('runs a snippet on a worker the parent spawned, returns its result and kills the worker after use', async () => {
     const { spawnChild, pids } = recordingFork();
@@ -126,7 +121,7 @@ describe('light sandbox workers spawned by the parent thread (thread-spawn)', ()
   it('runs a runCode step in the app\'s shape: host on a worker thread, its workers spawned by the parent', async () => {
     const { dataDir } = tempSetup({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } });
     const { spawnChild, pids } = recordingFork();
-    hostThread = await startHostThread({ dataDir, workerUrl: HOST_THREAD, credentials: [], spawnChild });
+    closeAfter(await startHostThread({ dataDir, workerUrl: HOST_THREAD, credentials: [], spawnChild }));
     const agent = await connectToHost(dataDir, 'agent');
     try {
       const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'console.log("from the thread"); return [1, 2, 3].map((n) => n * 2);' } }] })).records;

@@ -1,13 +1,9 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loopbackPeer, LoopbackPeers } from '../../../../src/ipc/transports/loopback-peer.js';
 import { NOBODY_UID } from '../../../helpers/tcp-flood.js';
-
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
+import { defer, killAfter } from '../../../helpers/teardown.js';
 
 /** A loopback server that hands over the server's end of each accepted connection. */
 async function listening(): Promise<{ port: number; next(count: number): Promise<net.Socket[]> }> {
@@ -19,7 +15,7 @@ async function listening(): Promise<{ port: number; next(count: number): Promise
     for (const waiter of waiters.splice(0)) waiter();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => {
+  defer(() => {
     for (const socket of accepted) socket.destroy();
     server.close();
   });
@@ -35,7 +31,7 @@ async function listening(): Promise<{ port: number; next(count: number): Promise
 function connectFromHere(port: number): net.Socket {
   const client = net.connect(port, '127.0.0.1');
   client.on('error', () => undefined);
-  cleanups.push(() => client.destroy());
+  defer(() => client.destroy());
   return client;
 }
 
@@ -71,8 +67,7 @@ describe('loopbackPeer', () => {
     let others = 0;
     if (other !== null) {
       others = 20;
-      const child = spawn(process.execPath, ['-e', `const net=require('node:net');for(let i=0;i<${others};i++)net.connect(${server.port},'127.0.0.1').on('error',()=>{});setInterval(()=>{},1000)`], { uid: other, gid: other, cwd: '/', stdio: 'ignore' });
-      cleanups.push(() => child.kill('SIGKILL'));
+      killAfter(spawn(process.execPath, ['-e', `const net=require('node:net');for(let i=0;i<${others};i++)net.connect(${server.port},'127.0.0.1').on('error',()=>{});setInterval(()=>{},1000)`], { uid: other, gid: other, cwd: '/', stdio: 'ignore' }));
     }
     const sockets = await server.next(50 + others);
     const peers = new LoopbackPeers();

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EGRESS_SOCKET_NAME, hostAllowed, startEgressProxy, type EgressProxy } from '../../../../src/sandbox/docker/egress-proxy.js';
+import { closeAfter, defer } from '../../../helpers/teardown.js';
 
 describe('hostAllowed', () => {
   it('matches names, globs and optional ports', () => {
@@ -17,15 +18,10 @@ describe('hostAllowed', () => {
   });
 });
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
-
 async function listen(): Promise<number> {
   const server = http.createServer((_request, response) => response.end('canary'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return (server.address() as net.AddressInfo).port;
 }
 
@@ -59,8 +55,7 @@ describe('startEgressProxy', () => {
   it('forwards allowlisted hosts, refuses the rest, and records every request', async () => {
     const allowedPort = await listen();
     const otherPort = await listen();
-    const proxy = await startEgressProxy([`127.0.0.1:${allowedPort}`]);
-    closers.push(() => proxy.close());
+    const proxy = closeAfter(await startEgressProxy([`127.0.0.1:${allowedPort}`]));
     expect(await viaProxy(proxy, `http://127.0.0.1:${allowedPort}/`)).toEqual({ status: 200, body: 'canary' });
     expect((await viaProxy(proxy, `http://127.0.0.1:${otherPort}/`)).status).toBe(403);
     expect(await connectViaProxy(proxy, `127.0.0.1:${allowedPort}`)).toBe('HTTP/1.1 200 Connection Established');
