@@ -42,16 +42,16 @@ export interface ActionContext {
 }
 
 /**
- * An execution made ready but not yet performed: the executor backs up `fileChanges` and records
- * the intent before it calls `apply`, so no effect happens without its way back.
+ * A step's run, ready but not yet applied: the executor backs up `fileChanges` and records the
+ * intent before it calls `apply`, so no effect happens without its way back.
  */
-export interface PreparedExecution {
+export interface ReadyRun {
   fileChanges: FileChange[];
   /** What a real run (a step whose preview comes from running it) changes, as a preview: its effects are rated before `apply`. */
   preview?: Preview;
   apply(): Promise<Record<string, unknown>>;
   /**
-   * Set when preparing really ran the step (in a sandbox) and the run differs from the approved
+   * Set when the run really ran the step (in a sandbox) and it differs from the approved
    * preview: nothing is applied, and the step goes back to the person with this preview and reason.
    */
   drift?: { preview: Preview; reason: string; detail?: Record<string, unknown> };
@@ -63,7 +63,7 @@ export interface ActionModule<A extends ActionName> {
   reversible: boolean;
   /**
    * The preview comes from really running the step in a sandbox. Execute then does not re-simulate
-   * to check the preview (that would run it twice); `prepare` compares its own run and reports drift.
+   * to check the preview (that would run it twice); `run` compares its own run and reports drift.
    */
   previewFromRun?: boolean;
   /** Its dry run and real run run something in a sandbox that may take long: the window shows them live, with Cancel. */
@@ -80,7 +80,8 @@ export interface ActionModule<A extends ActionName> {
   rateEffects?(preview: Preview, ctx: ActionContext): EffectRating | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
-  prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;
+  /** The real run, up to its effects: what it will change (a command's sandbox run happens here), and `apply`. */
+  run(args: ActionArgs<A>, ctx: ActionContext): Promise<ReadyRun>;
   /** Undo effects outside files (files are restored from their backups by the executor). */
   revertOther?(record: StepRecord, ctx: ActionContext, force: boolean): Promise<Record<string, unknown>>;
 }

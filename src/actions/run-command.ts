@@ -17,7 +17,7 @@ import { rateChangeset } from '../policy/command-effects.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
-import type { ActionContext, ActionModule, PreparedExecution } from './action-module.js';
+import type { ActionContext, ActionModule, ReadyRun } from './action-module.js';
 
 type Args = ActionArgs<'runCommand'>;
 
@@ -161,7 +161,7 @@ function differences(approved: CommandRunPreview, fresh: CommandRunPreview): { c
   return { changedUnderneath, differentEffect };
 }
 
-function driftOf(approved: Preview | null | undefined, fresh: CommandRunPreview): PreparedExecution['drift'] {
+function driftOf(approved: Preview | null | undefined, fresh: CommandRunPreview): ReadyRun['drift'] {
   if (fresh.conflicts.length > 0) {
     return {
       preview: fresh,
@@ -275,7 +275,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     return (await runAndView(args, ctx)).preview;
   },
   rateEffects: (preview, ctx) => (preview.kind === 'commandRun' ? rateChangeset(preview, ctx.policy) : null),
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     const { preview, changes, outcome, scope } = await runAndView(args, ctx);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
+import type { ActionContext, ReadyRun } from '../actions/action-module.js';
 import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { exportAudit, exportLines, exportRange, type ExportSummary } from '../audit/audit-export.js';
@@ -43,7 +43,7 @@ import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { StepSchema, stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
-import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
+import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { checkWorkspaceRoot } from '../policy/workspace-root.js';
@@ -69,7 +69,7 @@ import { summarizeStep } from '../domain/step-title.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
-import { PreparationQueue } from './preparation-queue.js';
+import { PreviewQueue } from './preview-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
 import { CosignatureStore } from '../audit/witness/cosignature-store.js';
@@ -106,7 +106,7 @@ export interface ExecutorOptions extends ExecutorSeams {
   maxExportTextBytes?: number;
   /**
    * Whether open() resumes, in the background, what a stopped host left undecided (default true):
-   * proposed steps are weighed again, evaluated ones prepared, approved ones run or sent back.
+   * proposed steps are weighed again, evaluated ones previewed, approved ones run or sent back.
    */
   resumeUnfinished?: boolean;
   /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
@@ -226,7 +226,7 @@ function canonicalOrNull(value: unknown): string | null {
 
 /**
  * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
- * is prepared again; a real run still in its sandbox (a command's, before its step is marked
+ * is previewed again; a real run still in its sandbox (a command's, before its step is marked
  * running) applied nothing and runs again if its approval holds; a real run whose step was already
  * running (code runs there) is marked interrupted at the next start and does not run again by itself.
  */
@@ -262,13 +262,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly maxExportTextBytes: number;
   /** One plan's sandbox work at a time; other plans and reads never wait for it. */
   private readonly planLocks = new PlanLocks();
-  /** Previews of proposals the host acknowledged at once (submitAndSchedule), prepared in the background. */
-  private readonly preparations: PreparationQueue;
+  /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
+  private readonly previews: PreviewQueue;
   /** Proposals that arrive together share one transaction and one sync to disk. */
   private readonly proposals: GroupedCommit;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
-   * background preparation waits for a gap between them (request-gate.ts).
+   * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
   private readonly log: (line: string) => void;
@@ -318,10 +318,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       },
     });
     this.requests = new RequestGate(options.requestGate);
-    this.preparations = new PreparationQueue({
-      prepareNextStep: (planId) => this.prepareNextStep(planId),
-      finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
-      onError: (planId, error) => this.recordPreparationFailure(planId, error),
+    this.previews = new PreviewQueue({
+      previewNextStep: (planId) => this.previewNextStep(planId),
+      finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
+      onError: (planId, error) => this.recordPreviewFailure(planId, error),
       concurrency: () => this.policy.preparation.concurrency,
       yieldToRequests: () => this.requests.whenClear(),
     });
@@ -380,13 +380,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /**
    * Never waits for background work: previews under way are dropped (their steps stay `evaluated`
-   * and are prepared again at the next start), and a transition is one transaction, so none is half-written.
+   * and are previewed again at the next start), and a transition is one transaction, so none is half-written.
    */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.preparations.stop();
+    this.previews.stop();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
     this.checkpointer?.stop();
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
@@ -612,15 +612,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
     const ruleContext = { proposer: proposerOf(step), now: new Date() };
     const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
-    return weighHints(hints, this.policy, module.reversible, remembered);
+    return evaluateHints(hints, this.policy, module.reversible, remembered);
   }
 
   /**
-   * A step's evaluation weighed again with what a run of it changes (its dry run, or the real run
+   * A step's evaluation again, with what a run of it changes (its dry run, or the real run
    * before it is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
    * `effects` is null when the action has no changeset to rate.
    */
-  private weighByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
+  private evaluateByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
     const { module } = boundAction(step);
     const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
     return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
@@ -678,7 +678,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     const submitted = await this.submit(planInput, actor);
-    this.schedulePreparation(submitted[0]!.step.planId, actor);
+    this.schedulePreview(submitted[0]!.step.planId, actor);
     return submitted;
   }
 
@@ -686,13 +686,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * Queues a plan whose steps wait `evaluated` for its previews, behind the policy's
    * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
    */
-  private schedulePreparation(planId: string, actor: Actor): void {
-    this.preparations.schedule(planId, actor);
+  private schedulePreview(planId: string, actor: Actor): void {
+    this.previews.schedule(planId, actor);
   }
 
-  /** Resolves once every scheduled preparation has ended (tests and the benchmark wait on it). */
+  /** Resolves once every scheduled preview has ended (tests and the benchmark wait on it). */
   whenPreparationsIdle(): Promise<void> {
-    return this.preparations.whenIdle();
+    return this.previews.whenIdle();
   }
 
   /**
@@ -700,47 +700,47 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * (when the policy needs none) approval, then runs the plan forward.
    */
   async preparePlan(planId: string, actor: Actor): Promise<void> {
-    while (await this.prepareNextStep(planId));
+    while (await this.previewNextStep(planId));
     await this.advancePlan(planId, actor);
   }
 
   /**
-   * Resolves once restart recovery and every background preparation started so far have finished
+   * Resolves once restart recovery and every background preview started so far have finished
    * (the CLI without a host waits for it before it lets go of the lock; tests wait on it).
    */
   async settled(): Promise<void> {
     await this.recovery;
-    await this.preparations.whenIdle();
+    await this.previews.whenIdle();
   }
 
   /**
-   * The plan's first `evaluated` step, prepared; false when none is left (or the executor closed).
+   * The plan's first `evaluated` step, previewed; false when none is left (or the executor closed).
    * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
    * finds is recorded only if the step is still `evaluated` then.
    */
-  private async prepareNextStep(planId: string): Promise<boolean> {
+  private async previewNextStep(planId: string): Promise<boolean> {
     if (this.closed) return false;
     // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
     const nextId = this.steps.nextEvaluatedStepId(planId);
     const next = nextId === null ? undefined : this.steps.get(nextId);
     if (!next?.evaluation) return false;
     try {
-      await this.prepareStep(next.step, next.evaluation!);
+      await this.previewStep(next.step, next.evaluation!);
     } catch (error) {
       if (this.closed) return false;
-      // Moved on while its dry run ran (rejected, cancelled, prepared by someone else): nothing to record.
+      // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
       if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(next.step.id).status !== 'evaluated') return true;
-      throw new PreparationError(next.step.id, error);
+      throw new PreviewError(next.step.id, error);
     }
     return true;
   }
 
   /**
-   * Runs a plan forward once the background has prepared it. Nobody awaits this call, so a run the
+   * Runs a plan forward once the background has previewed it. Nobody awaits this call, so a run the
    * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
    * goes back to the person with the reason, and their approval runs it once the sandbox is there.
    */
-  private async finishPreparedPlan(planId: string, actor: Actor): Promise<void> {
+  private async finishPreviewedPlan(planId: string, actor: Actor): Promise<void> {
     try {
       await this.advancePlan(planId, actor);
     } catch (error) {
@@ -756,14 +756,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * A background preparation failed in a way the step could not record (the audit log refused a
+   * A background preview failed in a way the step could not record (the audit log refused a
    * record, a bug): the step goes to the person with the reason as its preview error, so it is never
    * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
    */
-  private recordPreparationFailure(planId: string, error: unknown): void {
+  private recordPreviewFailure(planId: string, error: unknown): void {
     if (this.closed) return;
-    const stepId = error instanceof PreparationError ? error.stepId : null;
-    const shaped = this.describeError(error instanceof PreparationError ? error.cause : error);
+    const stepId = error instanceof PreviewError ? error.stepId : null;
+    const shaped = this.describeError(error instanceof PreviewError ? error.cause : error);
     try {
       if (stepId && this.steps.get(stepId).status === 'evaluated') {
         this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
@@ -780,37 +780,37 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
   }
 
-  /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private async prepareStep(step: Step, evaluation: Evaluation): Promise<void> {
+  /** One step's dry run, evaluated by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private async previewStep(step: Step, evaluation: Evaluation): Promise<void> {
     const preview = await this.previewOrError(step);
     if (this.closed) return;
-    // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
-    const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    // What the dry run changed is evaluated too: a denied effect denies the step, whatever its command line looked like.
+    const evaluated = preview.ok ? this.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
     // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
     // group commit: many previews and proposals share one sync to disk.
     await this.requests.whenClear();
     if (this.closed) return;
-    const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
+    const recorded = await this.proposals.run(() => this.recordPreview(step, preview, evaluated));
     this.emitStep(recorded);
   }
 
-  /** prepareStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private recordPrepared(
+  /** previewStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private recordPreview(
     step: Step,
     preview: { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string },
-    weighed: { evaluation: Evaluation; effects: EffectRating | null },
+    evaluated: { evaluation: Evaluation; effects: EffectRating | null },
   ): StepRecord {
-    if (!weighed.evaluation.allowed) {
-      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
-        detail: { reasons: weighed.evaluation.reasons, byEffects: true },
+    if (!evaluated.evaluation.allowed) {
+      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
+        detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
         expectFrom: ['evaluated'],
       });
     }
-    const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
+    const rated = evaluated.effects ? { evaluation: evaluated.evaluation } : {};
     // The person's own version of a step is put before them again, whatever the policy would allow alone.
-    if (weighed.evaluation.consent === 'none' && preview.ok && !this.steps.get(step.id).edit) {
+    if (evaluated.evaluation.consent === 'none' && preview.ok && !this.steps.get(step.id).edit) {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-      const ruleIds = weighed.evaluation.approvedByRules ?? [];
+      const ruleIds = evaluated.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
       const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
         detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
@@ -935,7 +935,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       return { preview, previewHash };
     }
     // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
-    const { evaluation, effects } = this.weighByEffects(record.step, this.evaluateStep(record.step), preview);
+    const { evaluation, effects } = this.evaluateByEffects(record.step, this.evaluateStep(record.step), preview);
     if (!evaluation.allowed && status === 'awaiting_consent') {
       this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
         detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
@@ -1154,7 +1154,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     })();
     this.emitStep(changed);
     // Prepared like a proposal, in the background: its step event says when the new preview is ready.
-    this.schedulePreparation(step.planId, actor);
+    this.schedulePreview(step.planId, actor);
     return this.steps.get(stepId);
   }
 
@@ -1335,13 +1335,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
-    // The real run starts here: for a command, the sandbox run happens in prepare, before the step is marked running.
+    // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
     const start = { iso: new Date().toISOString(), ms: performance.now() };
     const live = module.runsLive ? this.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
     const ctx = { ...this.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.realRun(record, actor, module, args, ctx, start.iso);
+      ran = await this.run(record, actor, module, args, ctx, start.iso);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
@@ -1356,26 +1356,26 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
   }
 
-  /** runApproved's run: prepare (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
-  private async realRun(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
+  /** runApproved's run: the module's run (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
+  private async run(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
     const stepId = record.step.id;
-    let prepared;
+    let ready;
     try {
-      prepared = await module.prepare(args, ctx);
+      ready = await module.run(args, ctx);
     } catch (error) {
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       if (this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
     }
-    // Cancelled or rejected while its run was prepared (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
+    // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
     if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
-    const refusal = this.effectsRefusal(record.step, prepared);
+    const refusal = this.effectsRefusal(record.step, ready);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
-    if (prepared.drift) return this.returnForConsent(record, actor, prepared.drift);
+    if (ready.drift) return this.returnForConsent(record, actor, ready.drift);
     // A changeset may be 40 files of 1 MB: hashed, diffed and backed up a file at a time, with the
     // host answering requests in between (the apply itself stays one synchronous, all-or-nothing pass).
-    const changes = await hashFileChangesYielding(prepared.fileChanges);
+    const changes = await hashFileChangesYielding(ready.fileChanges);
     // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
     if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
@@ -1405,7 +1405,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     let result: Record<string, unknown> | undefined;
     let failure: unknown;
     try {
-      result = await prepared.apply();
+      result = await ready.apply();
     } catch (error) {
       failure = error;
     }
@@ -1507,21 +1507,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * A heavy step really ran (in its sandbox) and did something other than the approved preview:
    * nothing is applied; the step goes back to the person with the new preview and the reason.
    */
-  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
+  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<ReadyRun['drift']>): StepRecord {
     const stepId = record.step.id;
     const startedAt = new Date().toISOString();
     this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
     const previewHash = previewHashOf(drift.preview);
-    const { evaluation } = this.weighByEffects(record.step, this.evaluateStep(record.step), drift.preview);
+    const { evaluation } = this.evaluateByEffects(record.step, this.evaluateStep(record.step), drift.preview);
     return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
       kind: 'step.reconsent',
       detail: { reason: drift.reason, previewHash, ...drift.detail },
     }));
   }
 
-  /** Why a prepared real run must not be applied because of what it changes, or null when it may be. */
-  private effectsRefusal(step: Step, prepared: PreparedExecution): ExecutorError | null {
-    const preview = prepared.drift?.preview ?? prepared.preview;
+  /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
+  private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
+    const preview = ready.drift?.preview ?? ready.preview;
     const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.context(step.id)) : null;
     if (!effects || effects.denialReasons.length === 0) return null;
     return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
@@ -1684,7 +1684,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       this.nextExpiryAt = Infinity;
       this.armExpiry(next);
       // Later approved steps of those plans go back to the person (advancePlan).
-      for (const planId of plans) void this.schedulePreparation(planId, SYSTEM_ACTOR);
+      for (const planId of plans) void this.schedulePreview(planId, SYSTEM_ACTOR);
     } catch (error) {
       if (!this.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
     }
@@ -2109,7 +2109,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /**
    * Takes up what a stopped host left undecided, each step recorded in the audit log: `proposed` steps
    * (stored, never weighed) are weighed by the policy again (evaluated or denied); plans with
-   * `evaluated` steps (weighed, never previewed) are prepared again; `approved` steps that had not
+   * `evaluated` steps (weighed, never previewed) are previewed again; `approved` steps that had not
    * started run when their approval still holds (not expired, the step unchanged, the plan not broken;
    * runApproved checks the files again) or go back to the person with the reason (advancePlan).
    */
@@ -2132,7 +2132,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
           const action = record.status === 'evaluated' ? 'prepare again' : 'run if its approval still holds, else ask again';
           this.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
         }
-        void this.schedulePreparation(planId, SYSTEM_ACTOR);
+        void this.schedulePreview(planId, SYSTEM_ACTOR);
       }
     } catch (error) {
       if (!this.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
@@ -2142,8 +2142,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
 export { isSettled };
 
-/** A background preparation that failed on a known step (see recordPreparationFailure). */
-class PreparationError extends Error {
+/** A background preview that failed on a known step (see recordPreviewFailure). */
+class PreviewError extends Error {
   constructor(readonly stepId: string, override readonly cause: unknown) {
     super(`preparing step ${stepId} failed`);
   }
