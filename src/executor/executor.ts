@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { ActionContext, ReadyRun } from '../actions/action-module.js';
-import type { HeavyCodeRunner } from '../actions/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import { exportAudit, exportLines, exportRange, type ExportSummary } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
@@ -11,23 +10,22 @@ import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '
 import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import { findSecretDigestInSlices } from '../audit/audit-reader.js';
 import { verifyDataDir } from '../audit/audit-verifier.js';
-import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../audit/event-log.js';
+import type { AuditEvent } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import { secretDigest } from '../audit/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
-import { BlobStore } from '../backup/blob-store.js';
 import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
 import { resolveFileTarget } from '../actions/file-target.js';
 import { applyHunks, assertHunkSelection, parseHunks } from '../domain/hunks.js';
 import { commandLineOf } from '../domain/shell-quote.js';
-import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, readCurrent, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
-import { actorFor, type Actor } from '../domain/actor.js';
+import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, readCurrent, planRevert, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
+import { type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { ExecutorError, toErrorShape, type ErrorShape } from '../domain/errors.js';
 import { checkedApiKey, modelKeyEntry, type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
@@ -39,55 +37,36 @@ import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type Revert
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
 import { AGENT_CANCEL_REASON, type PersonEdit, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
-import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
-import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
+import type { LiveRunView } from '../domain/live-output.js';
+import { isAgentActor } from '../domain/step-ownership.js';
 import { StepSchema, stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
-import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
-import { weighEffects, type EffectRating } from '../policy/command-effects.js';
-import { rulesAllowing } from '../policy/remembered-rules.js';
+import { type EffectRating } from '../policy/command-effects.js';
 import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
 import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
-import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
-import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
-import { LightSandbox } from '../sandbox/light/light-sandbox.js';
-import type { SpawnChild } from '../sandbox/light/spawn-child.js';
+import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
-import { KbRepository } from '../store/kb-repository.js';
-import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
-import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
+import { type RuleHits } from '../store/rule-hit-repository.js';
 import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
-import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
+import { type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
 import { planRevertInOrder } from '../backup/plan-revert-order.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { summarizeStep } from '../domain/step-title.js';
 import { GroupedCommit } from './grouped-commit.js';
-import { LiveRuns, type LiveRun } from './live-runs.js';
-import { PlanLocks } from './plan-lock.js';
+import { type LiveRun } from './live-runs.js';
 import { PreviewQueue } from './preview-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
-import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
+import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
 import { CosignatureStore } from '../audit/witness/cosignature-store.js';
 import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
 import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
 import { lastRecordedPolicy, witnessIdentity } from '../audit/witness/named-witnesses.js';
 import { policyFingerprint } from '../policy/policy-fingerprint.js';
-
-export interface ExecutorEvents {
-  step: [StepRecord];
-  policy: [Policy];
-  /** The audit log grew. A hint for live views, sent after the transaction; read getAudit for the records. */
-  audit: [{ kind: string; stepId: string | null; planId: string | null }];
-  /** A step's sandbox run under way: started, printed more, or ended (small increments, a few a second at most). */
-  run: [LiveRunFrame];
-  /** What publishing the newest checkpoint to one witness came to. */
-  witness: [PublishResult];
-}
 
 export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
@@ -183,23 +162,8 @@ export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 /** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
 export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
-/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
-export interface ExecutorSeams {
-  spawnChild?: SpawnChild;
-  heavyCodeRunner?: HeavyCodeRunner;
-}
-
 /** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
 export const CANCEL_WAIT_MS = 10_000;
-
-const POLICY_ACTOR: Actor = actorFor('policy');
-const SYSTEM_ACTOR: Actor = actorFor('system');
-
-/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
-const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
-
-/** Statuses in which a step still holds up the steps after it in its plan. */
-const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 
 /** The expiry timer looks again at least this often, so a policy that shortens the expiry takes hold. */
 const EXPIRY_RECHECK_MS = 60 * 60 * 1000;
@@ -209,11 +173,6 @@ function describeSeconds(seconds: number): string {
   if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}`;
   if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
   return `${seconds} second${seconds === 1 ? '' : 's'}`;
-}
-
-/** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
-export function previewHashOf(preview: Preview): string {
-  return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
 }
 
 function canonicalOrNull(value: unknown): string | null {
@@ -243,25 +202,12 @@ function shutdownStopWords(phase: 'dryRun' | 'realRun', stepStatus: StepRecord['
  */
 export class Executor extends EventEmitter<ExecutorEvents> {
   readonly dataDir: string;
-  private readonly db: Db;
   private readonly lock: DataDirLock;
-  private readonly steps: StepRepository;
-  private readonly kb: KbRepository;
-  private readonly ruleHits: RuleHitRepository;
-  private readonly blobs: BlobStore;
-  private readonly audit: AuditTrail;
-  private readonly auditLog: SignedAuditLog;
-  private readonly keyStore: KeyStore;
-  private readonly lightSandbox: LightSandbox;
-  private readonly heavyCodeRunner: HeavyCodeRunner;
-  private policy: Policy;
-  private closed = false;
+  /** What every room works at: the steps, their audited trail and events, the policy, the live runs. */
+  private readonly desk: StepDesk;
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
-  private readonly openExternal?: (url: string) => Promise<void>;
   private readonly maxExportTextBytes: number;
-  /** One plan's sandbox work at a time; other plans and reads never wait for it. */
-  private readonly planLocks = new PlanLocks();
   /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
   private readonly previews: PreviewQueue;
   /** Proposals that arrive together share one transaction and one sync to disk. */
@@ -271,59 +217,51 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
-  private readonly log: (line: string) => void;
   /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
   private recovery: Promise<void> = Promise.resolve();
   private expiryTimer: NodeJS.Timeout | null = null;
-  /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
-  private checkpointer: WalCheckpointer | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
   /** Sends each checkpoint to the policy's witnesses, off the commit path (started by a host only). */
   private readonly witnessPublisher: WitnessPublisher;
-  /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
-  private readonly liveRuns = new LiveRuns((frame) => this.emit('run', frame));
-  /** recordTraitsOf's answers, per step, under the policy they were decided with. */
-  private readonly stepTraits = new Map<string, { policy: Policy; traits: StepRecordTraits }>();
-  private imageDigestAsked = false;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
-    this.openExternal = options.openExternal;
     this.maxExportTextBytes = options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES;
     this.dataDir = dataDir;
     this.lock = lock;
-    this.db = db;
-    this.policy = policy;
-    this.auditLog = auditLog;
-    this.keyStore = keyStore;
-    this.audit = this.notifyingTrail(auditLog);
-    auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
-    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
-    this.kb = new KbRepository(db);
-    this.ruleHits = new RuleHitRepository(db);
-    this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
-    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
-    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
-    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.desk = new StepDesk({
+      dataDir,
+      db,
+      policy,
+      auditLog,
+      keyStore,
+      events: this,
+      onDeadline: (at) => this.armExpiry(at),
+      openExternal: options.openExternal,
+      spawnChild: options.spawnChild,
+      heavyCodeRunner: options.heavyCodeRunner,
+      log: options.log,
+      requestGate: options.requestGate,
+    });
     this.proposals = new GroupedCommit(db);
     this.witnessPublisher = new WitnessPublisher({
       dataDir,
       log: () => dbWitnessedLog(db),
       store: new CosignatureStore(db),
-      witnesses: () => this.policy.witnesses,
+      witnesses: () => this.desk.policy.witnesses,
       onResult: (result) => {
-        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') this.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
+        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') this.desk.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
         this.emit('witness', result);
       },
     });
-    this.requests = new RequestGate(options.requestGate);
+    this.requests = this.desk.requests;
     this.previews = new PreviewQueue({
       previewNextStep: (planId) => this.previewNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
       onError: (planId, error) => this.recordPreviewFailure(planId, error),
-      concurrency: () => this.policy.preparation.concurrency,
-      yieldToRequests: () => this.requests.whenClear(),
+      concurrency: () => this.desk.policy.preparation.concurrency,
+      yieldToRequests: () => this.desk.requests.whenClear(),
     });
   }
 
@@ -341,8 +279,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
-      executor.db.transaction(() => {
-        executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+      executor.desk.db.transaction(() => {
+        executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
         executor.recordPolicyEditedOutside();
       })();
       executor.recoverAtOpen(options.resumeUnfinished !== false);
@@ -355,7 +293,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       }
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
-      if (options.checkpointOffThread) executor.checkpointer = WalCheckpointer.start(db, resolved);
+      if (options.checkpointOffThread) executor.desk.checkpointer = WalCheckpointer.start(db, resolved);
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
@@ -371,11 +309,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
    */
   describeError(error: unknown): ErrorShape {
-    if (isNoSpace(error) && !this.closed) {
-      if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
-      else giveBackWal(this.db);
-    }
-    return toErrorShape(dataDirStorageFailure(error, this.dataDir));
+    return this.desk.describeError(error);
   }
 
   /**
@@ -383,28 +317,28 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * and are previewed again at the next start), and a transition is one transaction, so none is half-written.
    */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.desk.closed) return;
+    this.desk.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.previews.stop();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
-    this.checkpointer?.stop();
+    this.desk.checkpointer?.stop();
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
     // Each stopped attempt is recorded with its step first (its time span, and that the host stopped it): the step reruns at the next start.
     const stoppedAt = new Date().toISOString();
-    const stopped = this.liveRuns.list().map((run) => ({ run, output: this.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
-    this.liveRuns.cancelAll();
-    this.auditLog.stopHeartbeat();
+    const stopped = this.desk.liveRuns.list().map((run) => ({ run, output: this.desk.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
+    this.desk.liveRuns.cancelAll();
+    this.desk.auditLog.stopHeartbeat();
     this.witnessPublisher.stop();
-    this.lightSandbox.close();
+    this.desk.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
-      this.db.transaction(() => {
+      this.desk.db.transaction(() => {
         for (const { run, output, durationMs } of stopped) {
-          const stepStatus = this.steps.get(run.stepId).status;
+          const stepStatus = this.desk.steps.get(run.stepId).status;
           // The attempt's span keeps what it printed, so the step's detail shows how far it got before the shutdown.
-          this.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
-          this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
+          this.desk.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
+          this.desk.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
             stepStatus,
             startedAt: run.startedAt,
@@ -414,22 +348,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
             message: shutdownStopWords(run.phase, stepStatus, durationMs),
           });
         }
-        this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
-        this.auditLog.checkpoint('shutdown');
+        this.desk.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        this.desk.auditLog.checkpoint('shutdown');
       })();
-      this.auditLog.flushAnchor();
+      this.desk.auditLog.flushAnchor();
     } catch (error) {
       throw dataDirStorageFailure(error, this.dataDir);
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
-      giveBackWal(this.db);
-      this.db.close();
+      giveBackWal(this.desk.db);
+      this.desk.db.close();
       this.lock.release();
     }
   }
 
   getPolicy(): Policy {
-    return this.policy;
+    return this.desk.policy;
   }
 
   /**
@@ -441,21 +375,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * adds no record unless it names a witness.
    */
   private recordPolicyEditedOutside(): void {
-    const recorded = lastRecordedPolicy(this.db);
-    const fingerprint = policyFingerprint(this.policy);
+    const recorded = lastRecordedPolicy(this.desk.db);
+    const fingerprint = policyFingerprint(this.desk.policy);
     if (recorded?.policySha256) {
       if (recorded.policySha256 === fingerprint) return;
     } else {
       const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
-      if (same(recorded?.witnesses ?? []) === same(this.policy.witnesses)) return;
+      if (same(recorded?.witnesses ?? []) === same(this.desk.policy.witnesses)) return;
     }
-    this.audit.append({
+    this.desk.audit.append({
       kind: 'policy.edited_outside',
       actor: SYSTEM_ACTOR,
       detail: {
         // The whole policy the log last recorded is in that record; before names its witnesses, enough to show one removed.
         before: { witnesses: recorded?.witnesses ?? [] },
-        after: this.policy,
+        after: this.desk.policy,
         policySha256: fingerprint,
         message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
       },
@@ -463,8 +397,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   reloadPolicy(): Policy {
-    this.policy = loadPolicy(this.dataDir);
-    return this.policy;
+    return this.desk.reloadPolicy();
   }
 
   /**
@@ -479,18 +412,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
     }
     assertRootsApartFromDataDir(parsed.data, this.dataDir);
-    const before = this.policy;
+    const before = this.desk.policy;
     // A root added through Settings passes the same check as `roots add` and the first-run prompt:
     // the policy is one more door to the same room. Roots already held stay (a later chmod is a
     // person's own choice, and refusing them here would lock Settings).
     const held = new Set(before.workspaceRoots);
     for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
-    this.db.transaction(() => {
-      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
-      this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
+    this.desk.db.transaction(() => {
+      this.desk.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
+      this.desk.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
       savePolicy(this.dataDir, parsed.data);
     })();
-    const policy = this.reloadPolicy();
+    const policy = this.desk.reloadPolicy();
     this.emit('policy', policy);
     // A shorter consent expiry holds at once for the steps already waiting.
     this.sweepExpired();
@@ -504,79 +437,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * record's seq. A client never writes the Executor's own tables through it.
    */
   transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
-    const lastSeq = this.db.prepare('SELECT max(seq) AS seq FROM audit_records').pluck();
-    return this.db.transaction(() =>
-      work(this.db, (event) => {
-        this.audit.append(event);
-        return lastSeq.get() as number;
-      }),
-    )();
+    return this.desk.transactWithAudit(work);
   }
 
   /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
   recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void {
-    this.db.transaction(() => this.audit.append({ kind, actor, detail }))();
-  }
-
-  /** Wraps the trail so subscribers hear that the log grew, once the appending transaction has ended. */
-  private notifyingTrail(trail: AuditTrail): AuditTrail {
-    return {
-      append: (event) => {
-        trail.append(event.stepId === undefined ? event : { ...event, ...this.recordTraitsOf(event.stepId) });
-        queueMicrotask(() => this.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
-      },
-    };
-  }
-
-  /**
-   * What each record of a step says beyond its event: its content kept as salted digests when it
-   * writes a secret path, and the sandbox it runs in (executorEnv.sandbox). Decided once per step and
-   * policy: a step's path and action never change.
-   */
-  private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
-    let cached = this.stepTraits.get(stepId);
-    if (!cached || cached.policy !== this.policy) {
-      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
-      if (!row) return { secretContent: false, sandbox: null };
-      if (this.stepTraits.size > 10_000) this.stepTraits.clear();
-      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
-      this.stepTraits.set(stepId, cached);
-    }
-    const { secretContent, sandboxKind } = cached.traits;
-    let imageDigest: string | null = null;
-    if (sandboxKind === 'docker') {
-      imageDigest = lastSeenImageDigest() ?? null;
-      // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
-      if (imageDigest === null && !this.imageDigestAsked) {
-        this.imageDigestAsked = true;
-        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
-      }
-    }
-    return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };
-  }
-
-  private context(stepId: string, run?: LiveRun): ActionContext {
-    return {
-      stepId,
-      ...(run ? { run } : {}),
-      policy: this.policy,
-      dataDir: this.dataDir,
-      blobs: this.blobs,
-      kb: this.kb,
-      openExternal: this.openExternal,
-      lightSandbox: this.lightSandbox,
-      heavyCodeRunner: this.heavyCodeRunner,
-      auditCapabilityCall: (detail) => {
-        const planId = this.steps.get(stepId).step.planId;
-        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
-      },
-    };
-  }
-
-  private emitStep(record: StepRecord): StepRecord {
-    if (record.consentExpiresAt) this.armExpiry(Date.parse(record.consentExpiresAt));
-    this.emit('step', record);
-    return record;
+    this.desk.db.transaction(() => this.desk.audit.append({ kind, actor, detail }))();
   }
 
   /**
@@ -593,12 +459,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The WAL checkpointer thread's next report (null without one: checkpointOffThread). For tests and diagnostics. */
   nextWalCheckpoint(): Promise<CheckpointReport> | null {
-    return this.checkpointer?.nextCheckpoint() ?? null;
+    return this.desk.checkpointer?.nextCheckpoint() ?? null;
   }
 
   /** Whether the executor was closed (background work checks it after every wait). */
   get isClosed(): boolean {
-    return this.closed;
+    return this.desk.closed;
   }
 
   /**
@@ -607,23 +473,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * command lines count as unknowable.
    */
   evaluateStep(step: Step): Evaluation {
-    const { module, args } = boundAction(step);
-    const hints = module.assess(args, this.context(step.id));
-    const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
-    const ruleContext = { proposer: proposerOf(step), now: new Date() };
-    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
-    return evaluateHints(hints, this.policy, module.reversible, remembered);
-  }
-
-  /**
-   * A step's evaluation again, with what a run of it changes (its dry run, or the real run
-   * before it is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
-   * `effects` is null when the action has no changeset to rate.
-   */
-  private evaluateByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
-    const { module } = boundAction(step);
-    const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
-    return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
+    return this.desk.evaluateStep(step);
   }
 
   /**
@@ -635,7 +485,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const submitted = await this.submit(planInput, actor);
     const planId = submitted[0]!.step.planId;
     await this.preparePlan(planId, actor);
-    return this.steps.planSteps(planId);
+    return this.desk.steps.planSteps(planId);
   }
 
   /**
@@ -652,12 +502,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.proposals.run(() => {
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-        this.steps.insertPlan(plan, actor);
+        this.desk.steps.insertPlan(plan, actor);
         const records: StepRecord[] = [];
         for (const step of plan.steps) {
-          const evaluation = this.evaluateStep(step);
-          records.push(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-          if (!evaluation.allowed) records.push(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+          const evaluation = this.desk.evaluateStep(step);
+          records.push(this.desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+          if (!evaluation.allowed) records.push(this.desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
         }
         return records;
       });
@@ -667,8 +517,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw error;
     }
     // Heard only once on disk: a listener never sees a step that a failed commit took back.
-    for (const record of changed) this.emitStep(record);
-    return this.steps.planSteps(plan.planId);
+    for (const record of changed) this.desk.emitStep(record);
+    return this.desk.steps.planSteps(plan.planId);
   }
 
   /**
@@ -719,17 +569,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * finds is recorded only if the step is still `evaluated` then.
    */
   private async previewNextStep(planId: string): Promise<boolean> {
-    if (this.closed) return false;
+    if (this.desk.closed) return false;
     // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
-    const nextId = this.steps.nextEvaluatedStepId(planId);
-    const next = nextId === null ? undefined : this.steps.get(nextId);
+    const nextId = this.desk.steps.nextEvaluatedStepId(planId);
+    const next = nextId === null ? undefined : this.desk.steps.get(nextId);
     if (!next?.evaluation) return false;
     try {
       await this.previewStep(next.step, next.evaluation!);
     } catch (error) {
-      if (this.closed) return false;
+      if (this.desk.closed) return false;
       // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(next.step.id).status !== 'evaluated') return true;
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(next.step.id).status !== 'evaluated') return true;
       throw new PreviewError(next.step.id, error);
     }
     return true;
@@ -744,10 +594,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     try {
       await this.advancePlan(planId, actor);
     } catch (error) {
-      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.closed) throw error;
-      const deferred = this.steps.planSteps(planId).find((record) => record.status === 'approved');
+      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.desk.closed) throw error;
+      const deferred = this.desk.steps.planSteps(planId).find((record) => record.status === 'approved');
       if (!deferred) return;
-      this.emitStep(this.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+      this.desk.emitStep(this.desk.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
         kind: 'step.reconsent',
         detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
         expectFrom: ['approved'],
@@ -761,37 +611,37 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
    */
   private recordPreviewFailure(planId: string, error: unknown): void {
-    if (this.closed) return;
+    if (this.desk.closed) return;
     const stepId = error instanceof PreviewError ? error.stepId : null;
-    const shaped = this.describeError(error instanceof PreviewError ? error.cause : error);
+    const shaped = this.desk.describeError(error instanceof PreviewError ? error.cause : error);
     try {
-      if (stepId && this.steps.get(stepId).status === 'evaluated') {
-        this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
+      if (stepId && this.desk.steps.get(stepId).status === 'evaluated') {
+        this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
           detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
           expectFrom: ['evaluated'],
         }));
         return;
       }
     } catch (recordError) {
-      this.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
+      this.desk.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
       return;
     }
     // Running the plan forward failed after its previews were recorded; the steps say what they are.
-    this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
+    this.desk.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
   }
 
   /** One step's dry run, evaluated by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
   private async previewStep(step: Step, evaluation: Evaluation): Promise<void> {
     const preview = await this.previewOrError(step);
-    if (this.closed) return;
+    if (this.desk.closed) return;
     // What the dry run changed is evaluated too: a denied effect denies the step, whatever its command line looked like.
-    const evaluated = preview.ok ? this.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    const evaluated = preview.ok ? this.desk.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
     // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
     // group commit: many previews and proposals share one sync to disk.
     await this.requests.whenClear();
-    if (this.closed) return;
+    if (this.desk.closed) return;
     const recorded = await this.proposals.run(() => this.recordPreview(step, preview, evaluated));
-    this.emitStep(recorded);
+    this.desk.emitStep(recorded);
   }
 
   /** previewStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
@@ -801,28 +651,28 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     evaluated: { evaluation: Evaluation; effects: EffectRating | null },
   ): StepRecord {
     if (!evaluated.evaluation.allowed) {
-      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
+      return this.desk.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
         detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
         expectFrom: ['evaluated'],
       });
     }
     const rated = evaluated.effects ? { evaluation: evaluated.evaluation } : {};
     // The person's own version of a step is put before them again, whatever the policy would allow alone.
-    if (evaluated.evaluation.consent === 'none' && preview.ok && !this.steps.get(step.id).edit) {
+    if (evaluated.evaluation.consent === 'none' && preview.ok && !this.desk.steps.get(step.id).edit) {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
       const ruleIds = evaluated.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
-      const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
+      const approved = this.desk.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
         detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
         expectFrom: ['evaluated'],
       });
       for (const ruleId of ruleIds) {
-        this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-        this.ruleHits.record(ruleId, step.id, approval.at);
+        this.desk.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+        this.desk.ruleHits.record(ruleId, step.id, approval.at);
       }
       return approved;
     }
-    return this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+    return this.desk.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
       detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
       expectFrom: ['evaluated'],
     });
@@ -834,15 +684,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
    */
   private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
-    const { stepsPerMinute, openSteps } = this.policy.agentLimits;
+    const { stepsPerMinute, openSteps } = this.desk.policy.agentLimits;
     const agent = actor.agent ?? null;
     const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
-    const open = this.steps.countAgentSteps(agent, { statuses: PENDING }).count;
+    const open = this.desk.steps.countAgentSteps(agent, { statuses: PENDING }).count;
     if (open + newSteps > openSteps) {
       this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
     }
     const windowStart = new Date(Date.now() - 60_000);
-    const recent = this.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
+    const recent = this.desk.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
     if (recent.count + newSteps > stepsPerMinute) {
       const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
       const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
@@ -863,7 +713,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
     this.lastLimitAuditAt.set(key, now);
     try {
-      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
+      this.desk.db.transaction(() => this.desk.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
     } catch {
       // The refusal stands whether or not it could be recorded.
     }
@@ -876,43 +726,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
     const { module, args } = boundAction(step);
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
+    const live = module.runsLive ? this.desk.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
     let ended: RunSpan['ended'] = 'failed';
     try {
-      const preview = await module.simulate(args, this.context(step.id, live));
+      const preview = await module.simulate(args, this.desk.context(step.id, live));
       ended = live?.cancelling ? 'cancelled' : 'finished';
       return { ok: true, preview, previewHash: previewHashOf(preview) };
     } catch (error) {
       if (live?.cancelling) ended = 'cancelled';
       return { ok: false, error: toErrorShape(error).message };
     } finally {
-      this.endLiveRun(step.id, 'dryRun', live, ended, start);
-    }
-  }
-
-  /** Records the run's span and sends the live run's last frame. */
-  private endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
-    if (live) this.liveRuns.finish(live);
-    if (this.closed) return;
-    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
-    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
-    const output = live && ended !== 'finished' ? live.output() : null;
-    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
-    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended, ...kept };
-    try {
-      this.steps.recordRunSpan(stepId, phase, span);
-      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
-      if (kept.output) this.emitStep(this.steps.get(stepId));
-    } catch (error) {
-      // A time not kept is a loss for History, not a reason to fail the step.
-      this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);
+      this.desk.endLiveRun(step.id, 'dryRun', live, ended, start);
     }
   }
 
   /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
   listLiveRuns(stepId?: string): LiveRunView[] {
-    const runs = this.liveRuns.list();
-    return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
+    return this.desk.listLiveRuns(stepId);
   }
 
   /**
@@ -922,28 +752,28 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * is not the agent's to replace.
    */
   async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
-    const record = this.stepFor(stepId, actor);
+    const record = this.desk.stepFor(stepId, actor);
     const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, this.context(stepId));
+    const preview = await module.simulate(args, this.desk.context(stepId));
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
-    const status = this.steps.get(stepId).status;
+    const status = this.desk.steps.get(stepId).status;
     // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
     const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
     if (!keepAsCurrent) {
-      this.steps.note(stepId, 'step.simulated', actor, { previewHash });
+      this.desk.steps.note(stepId, 'step.simulated', actor, { previewHash });
       return { preview, previewHash };
     }
     // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
-    const { evaluation, effects } = this.evaluateByEffects(record.step, this.evaluateStep(record.step), preview);
+    const { evaluation, effects } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), preview);
     if (!evaluation.allowed && status === 'awaiting_consent') {
-      this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
+      this.desk.emitStep(this.desk.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
         detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
         expectFrom: ['awaiting_consent'],
       }));
       return { preview, previewHash };
     }
-    this.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
+    this.desk.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
     return { preview, previewHash };
   }
 
@@ -952,13 +782,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
    */
   async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
+    const record = this.desk.steps.get(stepId);
     if (options.hunks !== undefined) {
       if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
       return this.approveHunks(record, actor, options.hunks, options);
     }
-    if (record.status === 'expired') throw this.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
+    if (record.status === 'expired') throw this.desk.expiredError(record);
+    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
     }
@@ -978,22 +808,22 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       });
     }
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(record.step), previewHash: record.previewHash };
-    this.emitStep(this.db.transaction(() => {
-      const approved = this.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
+    this.desk.emitStep(this.desk.db.transaction(() => {
+      const approved = this.desk.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
       // What must commit with this yes or not at all (approveAndRemember's rule).
       options.alongside?.();
       return approved;
     })());
     if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return this.steps.get(stepId);
+    return this.desk.steps.get(stepId);
   }
 
 
   /** What approve and edit check first: the step still waits for this person's decision, unexpired, allowed. */
   private assertDecidable(record: StepRecord, what: string): void {
     const stepId = record.step.id;
-    if (record.status === 'expired') throw this.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
+    if (record.status === 'expired') throw this.desk.expiredError(record);
+    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
     if (record.status !== 'awaiting_consent') {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
     }
@@ -1023,7 +853,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
     if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
     if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
-    const ctx = this.context(stepId);
+    const ctx = this.desk.context(stepId);
     const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
     if (before === null || sha256Hex(before) !== shown.preHash) {
       throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
@@ -1042,7 +872,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
     const approvedBytes = Buffer.from(approvedText, 'utf8');
     const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
-    const origin = this.steps.proposedStep(stepId) ?? step;
+    const origin = this.desk.steps.proposedStep(stepId) ?? step;
     const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
     const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
     const edit: PersonEdit = {
@@ -1065,13 +895,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     const previewHash = previewHashOf(preview);
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
-    this.emitStep(this.db.transaction(() => {
-      const current = this.steps.get(stepId);
+    this.desk.emitStep(this.desk.db.transaction(() => {
+      const current = this.desk.steps.get(stepId);
       if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
         throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`, { stepId, from: current.status, to: 'approved' });
       }
-      this.steps.reviseStep(stepId, revised, edit);
-      return this.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
+      this.desk.steps.reviseStep(stepId, revised, edit);
+      return this.desk.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
         kind: 'step.approved_with_edits',
         detail: {
           stepHash: approval.stepHash,
@@ -1082,7 +912,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       });
     })());
     if (options.execute !== false) await this.advancePlan(step.planId, actor);
-    return this.steps.get(stepId);
+    return this.desk.steps.get(stepId);
   }
 
   /**
@@ -1094,7 +924,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
     if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may edit a step before approving it.', { stepId });
-    const record = this.steps.get(stepId);
+    const record = this.desk.steps.get(stepId);
     this.assertDecidable(record, 'edited');
     if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });
@@ -1113,7 +943,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
       revised = { ...step, args: { ...step.args, content: change.content } };
       // What the agent is told is measured from its own proposal, however many versions the person made.
-      const origin = this.steps.proposedStep(stepId) ?? step;
+      const origin = this.desk.steps.proposedStep(stepId) ?? step;
       const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
       const edited = Buffer.from(change.content, 'utf8');
       const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
@@ -1121,7 +951,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } else {
       if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
       const current = commandLineOf(step.args);
-      const origin = this.steps.proposedStep(stepId) ?? step;
+      const origin = this.desk.steps.proposedStep(stepId) ?? step;
       const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
       if (!wellFormed(change.command!)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
       const after = change.command!.trim();
@@ -1137,25 +967,25 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     const next = revised as Step;
     await loadShellParser();
-    const evaluation = this.evaluateStep(next);
+    const evaluation = this.desk.evaluateStep(next);
     // An edit the policy forbids is not saved: the proposal keeps waiting as it was, for the person to decide.
     if (!evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`, { stepId, reasons: evaluation.reasons });
     }
-    const changed = this.db.transaction(() => {
-      const current = this.steps.get(stepId);
+    const changed = this.desk.db.transaction(() => {
+      const current = this.desk.steps.get(stepId);
       if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
         throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`, { stepId, from: current.status, to: 'evaluated' });
       }
-      this.steps.reviseStep(stepId, next, edit);
+      this.desk.steps.reviseStep(stepId, next, edit);
       const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
         ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
-      return this.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
+      return this.desk.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
     })();
-    this.emitStep(changed);
+    this.desk.emitStep(changed);
     // Prepared like a proposal, in the background: its step event says when the new preview is ready.
     this.schedulePreview(step.planId, actor);
-    return this.steps.get(stepId);
+    return this.desk.steps.get(stepId);
   }
 
   /**
@@ -1165,10 +995,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * is scoped to the step's proposer and lasts for the chosen lifetime.
    */
   async approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
-    const record = this.steps.get(stepId);
+    const record = this.desk.steps.get(stepId);
     const proposer = proposerOf(record.step);
     const wanted = canonicalOrNull(options.rule);
-    const chosen = ruleChoicesForStep(record, this.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
+    const chosen = ruleChoicesForStep(record, this.desk.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
     if (!chosen || !proposer) {
       throw new ExecutorError('INVALID_INPUT', `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`, { stepId });
     }
@@ -1178,37 +1008,37 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const now = new Date();
     const expiresAt = expiryFor(options.lifetime, now);
     const rule = { ...chosen.draft, id: `rule-${randomBytes(6).toString('hex')}`, createdAt: now.toISOString(), proposer, ...(expiresAt ? { expiresAt } : {}) } as RememberedRule;
-    const next = PolicySchema.safeParse({ ...this.policy, remembered: [...this.policy.remembered, rule] });
+    const next = PolicySchema.safeParse({ ...this.desk.policy, remembered: [...this.desk.policy.remembered, rule] });
     if (!next.success) {
       const issues = describeIssues(next.error);
       throw new ExecutorError('POLICY_INVALID', `The rule cannot be saved: ${issues.join('; ')}`, { issues });
     }
-    const before = this.policy;
+    const before = this.desk.policy;
     const step = await this.approve(stepId, actor, {
       previewHash: options.previewHash,
       execute: false,
       alongside: () => {
-        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
+        this.desk.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
         // The file is written last: if it fails, the approval and the record roll back with it.
         savePolicy(this.dataDir, next.data);
       },
     });
-    this.emit('policy', this.reloadPolicy());
+    this.emit('policy', this.desk.reloadPolicy());
     if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return { step: this.steps.get(step.step.id), rule };
+    return { step: this.desk.steps.get(step.step.id), rule };
   }
 
   /** How often each remembered rule approved a step, and when it last did. */
   listRuleHits(): RuleHits[] {
-    return this.ruleHits.all();
+    return this.desk.ruleHits.all();
   }
 
   /** The person's no, from any status before running (proposed, evaluated, awaiting_consent, approved). */
   async reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
     const trimmed = reason.trim();
     if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
-    const record = this.steps.get(stepId);
-    const rejected = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
+    const record = this.desk.steps.get(stepId);
+    const rejected = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
     await this.advancePlan(record.step.planId, actor);
     return rejected;
   }
@@ -1220,9 +1050,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * unknown id); the person may cancel any.
    */
   async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.stepFor(stepId, actor);
+    const record = this.desk.stepFor(stepId, actor);
     const byAgent = isAgentActor(actor);
-    const live = this.liveRuns.get(stepId);
+    const live = this.desk.liveRuns.get(stepId);
     if (live && !byAgent) return await this.stopRun(live, actor);
     if (live?.phase === 'realRun') {
       // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
@@ -1244,13 +1074,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`, { stepId, from: record.status, to: 'rejected' });
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
+    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
       kind: 'step.cancelled',
       detail: { reason },
       expectFrom: [...WITHDRAWABLE_STATUSES],
     }));
     // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.
-    this.liveRuns.get(stepId)?.cancel();
+    this.desk.liveRuns.get(stepId)?.cancel();
     await this.advancePlan(record.step.planId, actor);
     return cancelled;
   }
@@ -1272,7 +1102,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   private async stopRun(live: LiveRun, actor: Actor): Promise<StepRecord> {
     const stepId = live.stepId;
-    const current = this.steps.get(stepId);
+    const current = this.desk.steps.get(stepId);
     // Asked twice: the first one is already stopping it.
     if (live.cancelling || current.status === 'cancelled') return current;
     const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
@@ -1289,7 +1119,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.emitStep(this.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
+    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
       detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
       expectFrom,
     }));
@@ -1302,16 +1132,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       }),
     ]);
     clearTimeout(timer);
-    if (this.closed) return cancelled;
+    if (this.desk.closed) return cancelled;
     const partial = live.phase === 'realRun' && current.status === 'approved' ? live.output() : null;
-    const after = this.steps.get(stepId);
+    const after = this.desk.steps.get(stepId);
     if (!gone || (partial && after.result === null)) {
       const notGone = gone ? '' : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
-      this.steps.recordCancelledRun(stepId, {
+      this.desk.steps.recordCancelledRun(stepId, {
         ...(partial && after.result === null ? { result: { partialOutput: partial } } : {}),
         ...(notGone ? { error: { code: 'STEP_CANCELLED', message: `${message}${notGone}` } } : {}),
       });
-      return this.emitStep(this.steps.get(stepId));
+      return this.desk.emitStep(this.desk.steps.get(stepId));
     }
     return after;
   }
@@ -1322,36 +1152,36 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
     // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
-    const record = this.stepFor(stepId, actor);
-    return this.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
+    const record = this.desk.stepFor(stepId, actor);
+    return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
+    const record = this.desk.steps.get(stepId);
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(this.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
+    const broken = latestBreak(this.desk.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
     // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
-    const ctx = { ...this.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
+    const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
     let ran: StepRecord | undefined;
     try {
       ran = await this.run(record, actor, module, args, ctx, start.iso);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
-      const status = this.closed ? 'approved' : (ran?.status ?? this.steps.get(stepId).status);
+      const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
       // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
       if (status === 'approved') {
-        if (live) this.liveRuns.finish(live);
+        if (live) this.desk.liveRuns.finish(live);
       } else {
         const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
-        this.endLiveRun(stepId, 'realRun', live, ended, start);
+        this.desk.endLiveRun(stepId, 'realRun', live, ended, start);
       }
     }
   }
@@ -1364,11 +1194,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       ready = await module.run(args, ctx);
     } catch (error) {
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
-      if (this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
+      if (this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
     }
     // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
-    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
+    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
     const refusal = this.effectsRefusal(record.step, ready);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
@@ -1381,7 +1211,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
         const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
-        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
+        return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
           kind: 'step.reconsent',
           detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
         }));
@@ -1389,14 +1219,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     }
     let backups;
     try {
-      backups = await backupFileChangesYielding(this.blobs, changes, await this.diffsFor(record, changes));
+      backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
     } catch (error) {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
     // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
-    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
-    this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
+    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    this.desk.emitStep(this.desk.steps.transition(stepId, 'running', actor, { startedAt }, {
       expectFrom: ['approved'],
       backups,
       detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
@@ -1409,29 +1239,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } catch (error) {
       failure = error;
     }
-    if (this.steps.get(stepId).status === 'cancelled') {
+    if (this.desk.steps.get(stepId).status === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
-      this.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
-      return this.steps.get(stepId);
+      this.desk.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
+      return this.desk.steps.get(stepId);
     }
     if (failure === undefined) {
-      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
+      return this.desk.emitStep(this.desk.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
     }
-    const shaped = this.describeError(failure);
-    return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
+    const shaped = this.desk.describeError(failure);
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
   private directoryLedgerFor(stepId: string): DirectoryLedger {
     return {
-      created: (directory) => this.steps.recordCreatedDirectory(stepId, directory),
-      removed: (directory) => this.steps.forgetCreatedDirectory(stepId, directory),
+      created: (directory) => this.desk.steps.recordCreatedDirectory(stepId, directory),
+      removed: (directory) => this.desk.steps.forgetCreatedDirectory(stepId, directory),
     };
   }
 
   /** For the outcome's audit record: the folders the step created, in the order it made them. */
   private createdDirectoriesDetail(stepId: string): { createdDirectories?: string[] } {
-    const created = this.steps.createdDirectories(stepId);
+    const created = this.desk.steps.createdDirectories(stepId);
     return created.length > 0 ? { createdDirectories: created.map((directory) => directory.path) } : {};
   }
 
@@ -1448,14 +1278,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       }
     };
     return [
-      ...this.policy.workspaceRoots.map((root) => ({ path: real(root), what: 'a workspace root' })),
+      ...this.desk.policy.workspaceRoots.map((root) => ({ path: real(root), what: 'a workspace root' })),
       { path: real(this.dataDir), what: "Executor's data directory" },
     ];
   }
 
   /** Removes the folders the step created, deepest first, where they are still its own and empty; the rest is kept, with the reason. */
   private revertCreatedDirectories(stepId: string): RevertOutcome {
-    return { directories: removeCreatedDirectories(this.steps.createdDirectories(stepId), this.protectedDirectories()) };
+    return { directories: removeCreatedDirectories(this.desk.steps.createdDirectories(stepId), this.protectedDirectories()) };
   }
 
   /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
@@ -1476,7 +1306,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
     }
     // An approval not used in time is spent: the step becomes expired, and this run is refused.
-    if (this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
+    if (this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
     const currentHash = stepHash(record.step);
     if (currentHash !== record.approval.stepHash) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
@@ -1485,7 +1315,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         currentStepHash: currentHash,
       });
     }
-    const blocker = this.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
+    const blocker = this.desk.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
     if (blocker) {
       throw new ExecutorError('PLAN_ORDER', `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`, {
         stepId,
@@ -1499,7 +1329,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
    */
   private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
-    this.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
+    this.desk.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
     throw error;
   }
 
@@ -1510,10 +1340,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<ReadyRun['drift']>): StepRecord {
     const stepId = record.step.id;
     const startedAt = new Date().toISOString();
-    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
+    this.desk.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
     const previewHash = previewHashOf(drift.preview);
-    const { evaluation } = this.evaluateByEffects(record.step, this.evaluateStep(record.step), drift.preview);
-    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
+    const { evaluation } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), drift.preview);
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
       kind: 'step.reconsent',
       detail: { reason: drift.reason, previewHash, ...drift.detail },
     }));
@@ -1522,7 +1352,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
   private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
     const preview = ready.drift?.preview ?? ready.preview;
-    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.context(step.id)) : null;
+    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.desk.context(step.id)) : null;
     if (!effects || effects.denialReasons.length === 0) return null;
     return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
       reasons: effects.denialReasons,
@@ -1532,10 +1362,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
   private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
-    const shaped = this.describeError(error);
+    const shaped = this.desk.describeError(error);
     const now = new Date().toISOString();
-    this.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
-    return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
+    this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
   }
 
   /**
@@ -1546,7 +1376,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   advancePlan(planId: string, actor: Actor): Promise<void> {
     // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
-    return this.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
+    return this.desk.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
   }
 
   /** advancePlan's body; the caller holds the plan's lock. */
@@ -1554,12 +1384,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     let broken: StepRecord | undefined;
     // An earlier step still undecided or running: later approved steps wait for it.
     let waiting = false;
-    for (const listed of this.steps.planSteps(planId)) {
-      if (this.closed) return;
+    for (const listed of this.desk.steps.planSteps(planId)) {
+      if (this.desk.closed) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
-      let record = this.steps.get(listed.step.id);
+      let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (record.status === 'approved' && this.overdue(record)) record = this.expire(record) ?? this.steps.get(record.step.id);
+      if (record.status === 'approved' && this.desk.overdue(record)) record = this.expire(record) ?? this.desk.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
         // The latest break counts: an approval given before any earlier step ended without running does not hold.
         broken = latestBreak([broken, record]);
@@ -1581,7 +1411,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         ran = await this.runApproved(record.step.id, actor);
       } catch (error) {
         // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
-        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(record.step.id).status !== 'approved') {
+        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(record.step.id).status !== 'approved') {
           waiting = true;
           continue;
         }
@@ -1603,7 +1433,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
-    return this.emitStep(this.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+    return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
       kind: 'step.reconsent',
       detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
       expectFrom: ['approved'],
@@ -1617,30 +1447,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   private approvalInstant(record: StepRecord): string {
     let at = Date.now();
-    for (const earlier of this.steps.planSteps(record.step.planId)) {
+    for (const earlier of this.desk.steps.planSteps(record.step.planId)) {
       if (earlier.position >= record.position || !PLAN_BREAKING_STATUSES.includes(earlier.status)) continue;
       at = Math.max(at, Date.parse(earlier.updatedAt) + 1);
     }
     return new Date(at).toISOString();
-  }
-
-  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry. */
-  private overdue(record: StepRecord, now = Date.now()): boolean {
-    return record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
-  }
-
-  private expiredError(record: StepRecord): ExecutorError {
-    return new ExecutorError('CONSENT_EXPIRED', `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`, {
-      stepId: record.step.id,
-      status: record.status,
-    });
-  }
-
-  /** The seconds a step of this plan may wait for consent: the policy's, or its plan's when shorter. */
-  private expirySecondsFor(record: StepRecord): number {
-    const deadline = Date.parse(record.consentExpiresAt ?? '');
-    const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
-    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since) / 1000) : this.policy.consentExpirySeconds;
   }
 
   /**
@@ -1649,15 +1460,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * Null when the step moved on meanwhile.
    */
   private expire(record: StepRecord): StepRecord | null {
-    const within = describeSeconds(this.expirySecondsFor(record));
+    const within = describeSeconds(this.desk.expirySecondsFor(record));
     const reason = record.status === 'approved'
       ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
       : `waited ${within} for a decision that did not come; it expired.`;
     try {
-      return this.emitStep(this.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
+      return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
         error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
         finishedAt: new Date().toISOString(),
-      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: this.expirySecondsFor(record) }, expectFrom: [record.status] }));
+      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: this.desk.expirySecondsFor(record) }, expectFrom: [record.status] }));
     } catch (error) {
       if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION') return null;
       throw error;
@@ -1669,13 +1480,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * timer while the host runs, and after a policy change; approve and execute check their own step too.
    */
   private sweepExpired(): void {
-    if (this.closed) return;
+    if (this.desk.closed) return;
     try {
       const now = Date.now();
       let next = Infinity;
       const plans = new Set<string>();
-      for (const record of this.steps.expiring()) {
-        if (this.overdue(record, now)) {
+      for (const record of this.desk.steps.expiring()) {
+        if (this.desk.overdue(record, now)) {
           if (this.expire(record)) plans.add(record.step.planId);
         } else if (record.consentExpiresAt) {
           next = Math.min(next, Date.parse(record.consentExpiresAt));
@@ -1686,13 +1497,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Later approved steps of those plans go back to the person (advancePlan).
       for (const planId of plans) void this.schedulePreview(planId, SYSTEM_ACTOR);
     } catch (error) {
-      if (!this.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
+      if (!this.desk.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
     }
   }
 
   /** Arms the expiry timer for `at` unless it fires sooner already; never keeps a process alive by itself. */
   private armExpiry(at: number): void {
-    if (this.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
+    if (this.desk.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.nextExpiryAt = at;
     this.expiryTimer = setTimeout(() => {
@@ -1709,9 +1520,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * the revert removes (those the step created), as it will be by then.
    */
   previewRevert(stepId: string): RevertPreview {
-    const files = planRevert(this.steps.backups(stepId), this.blobs);
+    const files = planRevert(this.desk.steps.backups(stepId), this.desk.blobs);
     const removedFiles = files.filter((entry) => entry.restoreHash === null).map((entry) => entry.path);
-    return { files, directories: planDirectoryRevert(this.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
+    return { files, directories: planDirectoryRevert(this.desk.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
   }
 
   /**
@@ -1719,25 +1530,25 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * proposes and runs a plan of its own, under that new plan's lock (see plan-lock.ts: no cycle).
    */
   revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
-    const planId = this.steps.get(stepId).step.planId;
-    return this.planLocks.withPlan(planId, () => this.revertHeld(stepId, actor, options));
+    const planId = this.desk.steps.get(stepId).step.planId;
+    return this.desk.planLocks.withPlan(planId, () => this.revertHeld(stepId, actor, options));
   }
 
   private async revertHeld(stepId: string, actor: Actor, options: { force?: boolean }): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
+    const record = this.desk.steps.get(stepId);
     const { module } = boundAction(record.step);
     const refusal = stepRevertRefusal({ ...this.revertCandidate(record), revertedAt: record.revertedAt });
     if (refusal) throw refusal;
     const force = options.force === true;
-    const rows = this.steps.backups(stepId);
+    const rows = this.desk.steps.backups(stepId);
     const plan = planRevert(rows);
     if (force && plan.some((entry) => entry.state === 'conflict')) return this.forceRevert(record, actor, plan);
-    const files = revertFileChanges(this.blobs, rows);
+    const files = revertFileChanges(this.desk.blobs, rows);
     // The folders go once the files are back: a folder holding only what the step created is empty by then.
     const revertOutcome = this.revertCreatedDirectories(stepId);
-    const other = module.revertOther ? await module.revertOther(record, this.context(stepId), force) : undefined;
+    const other = module.revertOther ? await module.revertOther(record, this.desk.context(stepId), force) : undefined;
     const result = { files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })), ...(other ? { other } : {}) };
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.reverted',
       detail: { force, ...result, directories: revertOutcome.directories },
       expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
@@ -1750,7 +1561,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * file twice is no conflict, and a file someone changed since is, naming its step.
    */
   previewRevertPlan(planId: string): PlanRevertPreview {
-    const records = this.steps.planSteps(planId);
+    const records = this.desk.steps.planSteps(planId);
     if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
     return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position)) };
   }
@@ -1760,7 +1571,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * oldest first, as they ran; judged newest first.
    */
   previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
-    return this.previewRevertOf(stepIds.map((stepId) => this.steps.get(stepId)).reverse());
+    return this.previewRevertOf(stepIds.map((stepId) => this.desk.steps.get(stepId)).reverse());
   }
 
   private previewRevertOf(newestFirst: StepRecord[]): Omit<PlanRevertPreview, 'planId'> {
@@ -1771,14 +1582,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       if (skip) skips.set(record.step.id, skip);
       else candidates.push(record);
     }
-    const order = planRevertInOrder(candidates.map((record) => ({ stepId: record.step.id, rows: this.steps.backups(record.step.id) })));
+    const order = planRevertInOrder(candidates.map((record) => ({ stepId: record.step.id, rows: this.desk.steps.backups(record.step.id) })));
     const byStep = new Map(order.map((entry) => [entry.stepId, entry]));
     const steps = newestFirst.map((record): PlanRevertStepPreview => {
       const planned = byStep.get(record.step.id);
       const files = planned?.files ?? [];
       return {
         stepId: record.step.id,
-        title: summarizeStep(record.step, this.policy.workspaceRoots),
+        title: summarizeStep(record.step, this.desk.policy.workspaceRoots),
         status: record.status,
         state: planned ? (planned.conflict ? 'conflict' : 'revert') : 'skip',
         ...(skips.has(record.step.id) ? { reason: skips.get(record.step.id)! } : {}),
@@ -1798,7 +1609,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private revertCandidate(record: StepRecord): RevertCandidate {
     const stepId = record.step.id;
     const { module } = boundAction(record.step);
-    const changedSomething = this.steps.backups(stepId).length > 0 || this.steps.createdDirectories(stepId).length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
+    const changedSomething = this.desk.steps.backups(stepId).length > 0 || this.desk.steps.createdDirectories(stepId).length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
     return { stepId, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, changedSomething };
   }
 
@@ -1811,7 +1622,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   revertPlan(planId: string, actor: Actor, options: { force?: boolean } = {}): Promise<PlanRevertResult> {
     const force = options.force === true;
-    return this.planLocks.withPlan(planId, async () => {
+    return this.desk.planLocks.withPlan(planId, async () => {
       const preview = this.previewRevertPlan(planId);
       const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
       const skipped = preview.steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
@@ -1834,7 +1645,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const refusal = options.refusal(preview.steps, force);
     if (refusal) throw refusal;
     const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
-    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.planLocks.withPlan(this.steps.get(stepId).step.planId, revert));
+    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.desk.planLocks.withPlan(this.desk.steps.get(stepId).step.planId, revert));
     return { reverted, preview };
   }
 
@@ -1878,13 +1689,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       .map((entry) =>
         entry.restoreHash === null
           ? { action: 'deleteFile', args: { path: entry.path }, meta: { purpose: `Forced revert of ${stepId}: remove ${entry.path}, which the step created` } }
-          : { action: 'writeFile', args: { path: entry.path, content: this.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' }, meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` } },
+          : { action: 'writeFile', args: { path: entry.path, content: this.desk.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' }, meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` } },
       );
     const proposed = await this.propose({ purpose: `Forced revert of step ${stepId}; what it overwrites is kept as this plan's backup`, steps: restores }, actor);
     const restorePlanId = proposed[0]!.step.planId;
     // The person's "yes, overwrite" is the consent for each of these steps.
-    for (const waiting of this.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent')) await this.approve(waiting.step.id, actor);
-    const ran = this.steps.planSteps(restorePlanId);
+    for (const waiting of this.desk.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent')) await this.approve(waiting.step.id, actor);
+    const ran = this.desk.steps.planSteps(restorePlanId);
     const notDone = ran.filter((step) => step.status !== 'executed');
     if (notDone.length > 0) {
       const first = notDone[0]!;
@@ -1897,16 +1708,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const { module } = boundAction(record.step);
     // The restore plan removed the files the step created; the folders it created go now, where still its own and empty.
     const revertOutcome = this.revertCreatedDirectories(stepId);
-    const other = module.revertOther ? await module.revertOther(record, this.context(stepId), true) : undefined;
+    const other = module.revertOther ? await module.revertOther(record, this.desk.context(stepId), true) : undefined;
     const files = plan.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash }));
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
       kind: 'step.revert_forced',
       detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), directories: revertOutcome.directories, ...(other ? { other } : {}) },
     }));
   }
 
   getStep(stepId: string): StepRecord {
-    return this.steps.get(stepId);
+    return this.desk.steps.get(stepId);
   }
 
   /**
@@ -1915,75 +1726,63 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   /** When a step last changed, read without loading the step: tells a cached copy from a stale one. */
   stepUpdatedAt(stepId: string): string | undefined {
-    return this.steps.updatedAtOf(stepId);
+    return this.desk.steps.updatedAtOf(stepId);
   }
 
   stepFor(stepId: string, actor: Actor): StepRecord {
-    const record = this.steps.get(stepId);
-    if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);
-    return record;
+    return this.desk.stepFor(stepId, actor);
   }
 
   listSteps(filter: StepListFilter = {}): StepRecord[] {
-    return this.steps.list(filter);
+    return this.desk.steps.list(filter);
   }
 
   /** The files a step's run changed, with the diffs of what was written, a page at a time. */
   stepChanges(stepId: string, offset = 0): StepChangesPage {
-    return stepChangesPage(this.steps.backups(stepId), offset);
+    return stepChangesPage(this.desk.steps.backups(stepId), offset);
   }
 
   /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
   listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] } {
-    const roots = this.policy.workspaceRoots;
-    if (!isAgentActor(actor)) {
-      const page = this.steps.listSummaries(filter, roots);
-      // The agent filter's choices, with the first page only: the labels are few and change rarely.
-      return filter.cursor === undefined ? { ...page, agents: this.steps.agentLabels() } : page;
-    }
-    if (actor.agent === undefined) return { items: [], nextCursor: null, total: 0 };
-    return this.steps.listSummaries({ ...filter, owner: actor.agent }, roots);
+    return this.desk.listStepSummariesFor(filter, actor);
   }
 
   /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */
   listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[] {
-    if (!isAgentActor(actor)) return this.steps.list(filter);
-    // An agent session with no issued identity owns nothing.
-    if (actor.agent === undefined) return [];
-    return this.steps.list({ ...filter, agent: actor.agent });
+    return this.desk.listStepsFor(filter, actor);
   }
 
   planSteps(planId: string): StepRecord[] {
-    return this.steps.planSteps(planId);
+    return this.desk.steps.planSteps(planId);
   }
 
   /** A page of audit records, newest first unless `order: 'asc'`; pass `nextCursor` back for the next page. */
   getAudit(query: unknown = {}): AuditPage {
-    return queryAudit(this.db, query);
+    return queryAudit(this.desk.db, query);
   }
 
   /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
   verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
-    return verifyDataDir(this.dataDir, { keyStore: this.keyStore, ...options });
+    return verifyDataDir(this.dataDir, { keyStore: this.desk.keyStore, ...options });
   }
 
   exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
-    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
+    return exportAudit(this.desk.db, this.desk.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
   }
 
   /** One record exactly as signed, for the record detail of the audit view. */
   getAuditRecord(seq: number): AuditRecordRaw {
-    return readAuditRecord(this.db, seq);
+    return readAuditRecord(this.desk.db, seq);
   }
 
   /** The records an export of this range would hold (clamped to the log); INVALID_INPUT when none. */
   auditExportRange(range: { from?: number; to?: number } = {}): { from: number; to: number } {
-    return exportRange(this.db, range);
+    return exportRange(this.desk.db, range);
   }
 
   /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
   auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
-    return exportLines(this.db, this.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
+    return exportLines(this.desk.db, this.desk.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
   }
 
   /**
@@ -2007,7 +1806,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
   hashSecret(value: string): string {
-    return secretDigest(this.auditLog.keys.salt, value);
+    return secretDigest(this.desk.auditLog.keys.salt, value);
   }
 
   /**
@@ -2015,18 +1814,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * (`executor witness publish`). A witness's failure is its result, never this call's.
    */
   async publishToWitnesses(): Promise<PublishResult[]> {
-    this.auditLog.checkpoint('heartbeat');
+    this.desk.auditLog.checkpoint('heartbeat');
     return this.witnessPublisher.publishAll();
   }
 
   /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
   rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
-    return this.auditLog.rotate(actor, reason);
+    return this.desk.auditLog.rotate(actor, reason);
   }
 
   /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
   exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
-    return this.auditLog.keys.exportVerification(new Date(), options);
+    return this.desk.auditLog.keys.exportVerification(new Date(), options);
   }
 
   /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
@@ -2045,43 +1844,43 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
-    return findSecretDigestInSlices(this.db, this.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
+    return findSecretDigestInSlices(this.desk.db, this.desk.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
   }
 
   /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */
   modelApiKey(provider: ModelProvider): string | undefined {
-    const bytes = this.keyStore.read(modelKeyEntry(provider));
+    const bytes = this.desk.keyStore.read(modelKeyEntry(provider));
     return bytes && bytes.length ? bytes.toString('utf8') : undefined;
   }
 
   /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key, in one transaction with the write. */
   setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void {
     const checked = key === null ? null : checkedApiKey(key);
-    this.db.transaction(() => {
-      this.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
-      if (checked === null) this.keyStore.erase(modelKeyEntry(provider));
-      else this.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
+    this.desk.db.transaction(() => {
+      this.desk.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
+      if (checked === null) this.desk.keyStore.erase(modelKeyEntry(provider));
+      else this.desk.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
     })();
   }
 
   /** How the model keys are kept: sealed by the OS keychain (the app) or a file only this user reads. */
   get modelKeyProtection(): KeyProtection {
-    return this.keyStore.protection;
+    return this.desk.keyStore.protection;
   }
 
   keyStatus(): KeyStatus {
-    const keys = this.auditLog.keys;
-    const anchor = this.auditLog.anchorStore.read();
+    const keys = this.desk.auditLog.keys;
+    const anchor = this.desk.auditLog.anchorStore.read();
     return {
       logId: keys.logId,
       protection: keys.protection,
-      protectionWarning: this.keyStore.protectionWarning ?? null,
+      protectionWarning: this.desk.keyStore.protectionWarning ?? null,
       location: keys.location,
       currentKeyId: keys.current().keyId,
       epoch: keys.current().epoch,
       chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
-      lastCheckpointError: this.auditLog.lastHeartbeatError?.message ?? null,
+      lastCheckpointError: this.desk.auditLog.lastHeartbeatError?.message ?? null,
     };
   }
 
@@ -2091,9 +1890,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * become `expired`; then, in the background (resumeUnfinished), the rest is taken up again.
    */
   private recoverAtOpen(resume: boolean): void {
-    for (const record of this.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
-      const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
-      this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
+    for (const record of this.desk.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
+      const leftovers = this.desk.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
+      this.desk.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
         error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
         finishedAt: new Date().toISOString(),
       }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
@@ -2102,7 +1901,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (!resume) return;
     // Only plans where something can still happen without the person; an approved step waiting behind
     // an undecided one is where it belongs, not left over.
-    const unfinished = this.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.steps.planSteps(planId)));
+    const unfinished = this.desk.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
     if (unfinished.length > 0) this.recovery = this.resumeUnfinished(unfinished);
   }
 
@@ -2117,30 +1916,31 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     try {
       // Weighing a command line needs the parser; without it, commands would count as unknowable.
       await loadShellParser();
-      if (this.closed) return;
-      for (const record of planIds.flatMap((planId) => this.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
-        const evaluation = this.evaluateStep(record.step);
-        this.emitStep(this.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
+      if (this.desk.closed) return;
+      for (const record of planIds.flatMap((planId) => this.desk.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
+        const evaluation = this.desk.evaluateStep(record.step);
+        this.desk.emitStep(this.desk.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
         if (!evaluation.allowed) {
-          this.emitStep(this.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
+          this.desk.emitStep(this.desk.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
         }
       }
       for (const planId of planIds) {
-        if (this.closed) return;
-        for (const record of this.steps.planSteps(planId)) {
+        if (this.desk.closed) return;
+        for (const record of this.desk.steps.planSteps(planId)) {
           if (record.status !== 'evaluated' && record.status !== 'approved') continue;
           const action = record.status === 'evaluated' ? 'prepare again' : 'run if its approval still holds, else ask again';
-          this.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
+          this.desk.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
         }
         void this.schedulePreview(planId, SYSTEM_ACTOR);
       }
     } catch (error) {
-      if (!this.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
+      if (!this.desk.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
     }
   }
 }
 
-export { isSettled };
+export { isSettled, previewHashOf };
+export type { ExecutorEvents, ExecutorSeams } from './step-desk.js';
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
 class PreviewError extends Error {
