@@ -4,16 +4,13 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { ActionContext, ReadyRun } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
-import { exportAudit, exportLines, exportRange, type ExportSummary } from '../audit/audit-export.js';
+import { type ExportSummary } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
-import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
-import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
-import { findSecretDigestInSlices } from '../audit/audit-reader.js';
-import { verifyDataDir } from '../audit/audit-verifier.js';
+import { SignedAuditLog, type AuditLogOptions } from '../audit/audit-log.js';
+import { type AuditPage, type AuditRecordRaw } from '../audit/audit-query.js';
 import type { AuditEvent } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
-import { secretDigest } from '../audit/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
 import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
@@ -26,9 +23,9 @@ import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding
 import { type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorShape } from '../domain/errors.js';
-import { checkedApiKey, modelKeyEntry, type ModelProvider } from '../domain/model-settings.js';
+import { type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
-import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
+import { wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -42,12 +39,10 @@ import { isAgentActor } from '../domain/step-ownership.js';
 import { StepSchema, stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { type EffectRating } from '../policy/command-effects.js';
-import { checkWorkspaceRoot } from '../policy/workspace-root.js';
 import { loadShellParser } from '../policy/shell-parser.js';
-import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
-import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
-import { imageInfo, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
@@ -61,11 +56,10 @@ import { GroupedCommit } from './grouped-commit.js';
 import { type LiveRun } from './live-runs.js';
 import { PreviewQueue } from './preview-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
+import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
+import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
-import { CosignatureStore } from '../audit/witness/cosignature-store.js';
-import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
-import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
-import { lastRecordedPolicy, witnessIdentity } from '../audit/witness/named-witnesses.js';
+import { type PublishResult } from '../audit/witness/witness-publisher.js';
 import { policyFingerprint } from '../policy/policy-fingerprint.js';
 
 export interface ExecutorOptions extends ExecutorSeams {
@@ -97,26 +91,6 @@ export interface ExecutorOptions extends ExecutorSeams {
   checkpointOffThread?: boolean;
   /** How long a request holds background work back, and how long background work defers at most (tests lengthen them). */
   requestGate?: RequestGateOptions;
-}
-
-export interface EnvironmentStatus {
-  dataDir: string;
-  engine: EngineStatus;
-  image: { tag: string; present: boolean; digest: string | null };
-}
-
-export interface KeyStatus {
-  logId: string;
-  protection: KeyProtection;
-  /** Said plainly in Settings when the keychain protects less than it seems (Linux without a keyring). */
-  protectionWarning: string | null;
-  location: string;
-  currentKeyId: string;
-  epoch: number;
-  chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
-  anchor: { seq: number; ts: string } | null;
-  /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
-  lastCheckpointError: string | null;
 }
 
 /** One step of a plan's revert, as previewRevertPlan shows it (newest first). */
@@ -158,9 +132,6 @@ export interface RevertPreview {
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
-
-/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
-export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
 
 /** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
 export const CANCEL_WAIT_MS = 10_000;
@@ -207,7 +178,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly desk: StepDesk;
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
-  private readonly maxExportTextBytes: number;
+  private readonly auditDesk: AuditDesk;
+  private readonly settings: HostSettings;
   /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
   private readonly previews: PreviewQueue;
   /** Proposals that arrive together share one transaction and one sync to disk. */
@@ -222,12 +194,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private expiryTimer: NodeJS.Timeout | null = null;
   /** When the armed expiry timer fires (Infinity: none armed). */
   private nextExpiryAt = Infinity;
-  /** Sends each checkpoint to the policy's witnesses, off the commit path (started by a host only). */
-  private readonly witnessPublisher: WitnessPublisher;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
-    this.maxExportTextBytes = options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES;
     this.dataDir = dataDir;
     this.lock = lock;
     this.desk = new StepDesk({
@@ -245,16 +214,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       requestGate: options.requestGate,
     });
     this.proposals = new GroupedCommit(db);
-    this.witnessPublisher = new WitnessPublisher({
-      dataDir,
-      log: () => dbWitnessedLog(db),
-      store: new CosignatureStore(db),
-      witnesses: () => this.desk.policy.witnesses,
-      onResult: (result) => {
-        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') this.desk.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
-        this.emit('witness', result);
-      },
-    });
+    this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
+    this.settings = new HostSettings(this.desk, { sweepExpired: () => this.sweepExpired() });
     this.requests = this.desk.requests;
     this.previews = new PreviewQueue({
       previewNextStep: (planId) => this.previewNextStep(planId),
@@ -281,15 +242,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.desk.db.transaction(() => {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
-        executor.recordPolicyEditedOutside();
+        executor.settings.recordPolicyEditedOutside();
       })();
       executor.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
-        auditLog.onCheckpointCommitted(() => executor.witnessPublisher.notify());
+        auditLog.onCheckpointCommitted(() => executor.auditDesk.notifyWitnesses());
         // A witness added while the host runs hears of the newest checkpoint at once; one a CLI command sealed is caught up now.
-        executor.on('policy', () => executor.witnessPublisher.notify());
-        executor.witnessPublisher.notify();
+        executor.on('policy', () => executor.auditDesk.notifyWitnesses());
+        executor.auditDesk.notifyWitnesses();
       }
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
@@ -329,7 +290,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const stopped = this.desk.liveRuns.list().map((run) => ({ run, output: this.desk.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
     this.desk.liveRuns.cancelAll();
     this.desk.auditLog.stopHeartbeat();
-    this.witnessPublisher.stop();
+    this.auditDesk.close();
     this.desk.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
@@ -363,71 +324,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   getPolicy(): Policy {
-    return this.desk.policy;
-  }
-
-  /**
-   * policy.json is the person's file: an edit made while no host ran (or behind a running one's back,
-   * read at the next open) is recorded as such, with the policy before and after, so the log names
-   * every witness the policy ever held and a removal by hand shows with its time. Compared by the
-   * fingerprint policy records carry; before any record has one (a new data directory set up by hand,
-   * a log written before fingerprints), only the witnesses are compared, so a hand-written policy
-   * adds no record unless it names a witness.
-   */
-  private recordPolicyEditedOutside(): void {
-    const recorded = lastRecordedPolicy(this.desk.db);
-    const fingerprint = policyFingerprint(this.desk.policy);
-    if (recorded?.policySha256) {
-      if (recorded.policySha256 === fingerprint) return;
-    } else {
-      const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
-      if (same(recorded?.witnesses ?? []) === same(this.desk.policy.witnesses)) return;
-    }
-    this.desk.audit.append({
-      kind: 'policy.edited_outside',
-      actor: SYSTEM_ACTOR,
-      detail: {
-        // The whole policy the log last recorded is in that record; before names its witnesses, enough to show one removed.
-        before: { witnesses: recorded?.witnesses ?? [] },
-        after: this.desk.policy,
-        policySha256: fingerprint,
-        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
-      },
-    });
+    return this.settings.getPolicy();
   }
 
   reloadPolicy(): Policy {
-    return this.desk.reloadPolicy();
+    return this.settings.reloadPolicy();
   }
 
-  /**
-   * Replaces the policy. The audit record and the file write share one transaction: if the record
-   * cannot be written the file is not replaced, and a failed write rolls the record back.
-   */
+  /** Replaces the policy. */
   setPolicy(input: unknown, actor: Actor): Policy {
-    assertWithinJsonLimits(input, FILE_LIMITS, { code: 'POLICY_INVALID', subject: 'The policy' });
-    const parsed = PolicySchema.safeParse(input);
-    if (!parsed.success) {
-      const issues = describeIssues(parsed.error);
-      throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
-    }
-    assertRootsApartFromDataDir(parsed.data, this.dataDir);
-    const before = this.desk.policy;
-    // A root added through Settings passes the same check as `roots add` and the first-run prompt:
-    // the policy is one more door to the same room. Roots already held stay (a later chmod is a
-    // person's own choice, and refusing them here would lock Settings).
-    const held = new Set(before.workspaceRoots);
-    for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
-    this.desk.db.transaction(() => {
-      this.desk.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
-      this.desk.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
-      savePolicy(this.dataDir, parsed.data);
-    })();
-    const policy = this.desk.reloadPolicy();
-    this.emit('policy', policy);
-    // A shorter consent expiry holds at once for the steps already waiting.
-    this.sweepExpired();
-    return policy;
+    return this.settings.setPolicy(input, actor);
   }
 
   /**
@@ -442,7 +348,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
   recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void {
-    this.desk.db.transaction(() => this.desk.audit.append({ kind, actor, detail }))();
+    this.auditDesk.recordIpcRefusal(kind, actor, detail);
   }
 
   /**
@@ -818,7 +724,6 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.desk.steps.get(stepId);
   }
 
-
   /** What approve and edit check first: the step still waits for this person's decision, unexpired, allowed. */
   private assertDecidable(record: StepRecord, what: string): void {
     const stepId = record.step.id;
@@ -1030,7 +935,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** How often each remembered rule approved a step, and when it last did. */
   listRuleHits(): RuleHits[] {
-    return this.desk.ruleHits.all();
+    return this.settings.listRuleHits();
   }
 
   /** The person's no, from any status before running (proposed, evaluated, awaiting_consent, approved). */
@@ -1758,130 +1663,85 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** A page of audit records, newest first unless `order: 'asc'`; pass `nextCursor` back for the next page. */
   getAudit(query: unknown = {}): AuditPage {
-    return queryAudit(this.desk.db, query);
+    return this.auditDesk.getAudit(query);
   }
 
   /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
   verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
-    return verifyDataDir(this.dataDir, { keyStore: this.desk.keyStore, ...options });
+    return this.auditDesk.verifyAudit(options);
   }
 
   exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
-    return exportAudit(this.desk.db, this.desk.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
+    return this.auditDesk.exportAudit(out, range);
   }
 
   /** One record exactly as signed, for the record detail of the audit view. */
   getAuditRecord(seq: number): AuditRecordRaw {
-    return readAuditRecord(this.desk.db, seq);
+    return this.auditDesk.getAuditRecord(seq);
   }
 
   /** The records an export of this range would hold (clamped to the log); INVALID_INPUT when none. */
   auditExportRange(range: { from?: number; to?: number } = {}): { from: number; to: number } {
-    return exportRange(this.desk.db, range);
+    return this.auditDesk.auditExportRange(range);
   }
 
   /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
   auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
-    return exportLines(this.desk.db, this.desk.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
+    return this.auditDesk.auditExportLines(range);
   }
 
-  /**
-   * The export as text, in one reply (the Electron window's download). Bounded, so one click cannot
-   * build a reply the transports refuse; the web UI streams instead (issueAuditDownload).
-   */
-  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = this.maxExportTextBytes): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
-    const lines: string[] = [];
-    let bytes = 0;
-    const written = this.exportAudit({
-      write: (line) => {
-        bytes += line.length;
-        if (bytes > maxBytes) {
-          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${Math.round(maxBytes / 1024)} KiB`}; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
-        }
-        lines.push(line);
-      },
-    }, range);
-    return { jsonl: lines.join(''), ...written };
+  /** The export as text, in one reply (the Electron window's download). */
+  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes?: number): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+    return this.auditDesk.exportAuditText(range, maxBytes);
   }
 
   /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
   hashSecret(value: string): string {
-    return secretDigest(this.desk.auditLog.keys.salt, value);
+    return this.auditDesk.hashSecret(value);
   }
 
-  /**
-   * Seals the head with a checkpoint and publishes it to every witness now, waiting for their answers
-   * (`executor witness publish`). A witness's failure is its result, never this call's.
-   */
-  async publishToWitnesses(): Promise<PublishResult[]> {
-    this.desk.auditLog.checkpoint('heartbeat');
-    return this.witnessPublisher.publishAll();
+  /** Seals the head with a checkpoint and publishes it to every witness now, waiting for their answers (`executor witness publish`). */
+  publishToWitnesses(): Promise<PublishResult[]> {
+    return this.auditDesk.publishToWitnesses();
   }
 
   /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
   rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
-    return this.desk.auditLog.rotate(actor, reason);
+    return this.auditDesk.rotateKeys(actor, reason);
   }
 
   /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
   exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
-    return this.desk.auditLog.keys.exportVerification(new Date(), options);
+    return this.auditDesk.exportVerificationKeys(options);
   }
 
   /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
-  async environmentStatus(): Promise<EnvironmentStatus> {
-    const client = connectDocker();
-    const engine = await engineStatus(client);
-    const tag = sandboxImageTag();
-    const image = engine.reachable
-      ? await imageInfo(client, tag).then(
-          (info) => ({ tag, present: info.present, digest: info.digest ?? null }),
-          () => ({ tag, present: false, digest: null }),
-        )
-      : { tag, present: false, digest: null };
-    return { dataDir: this.dataDir, engine, image };
+  environmentStatus(): Promise<EnvironmentStatus> {
+    return this.settings.environmentStatus();
   }
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
-    return findSecretDigestInSlices(this.desk.db, this.desk.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
+    return this.auditDesk.hashAuditValue(value, onProgress);
   }
 
   /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */
   modelApiKey(provider: ModelProvider): string | undefined {
-    const bytes = this.desk.keyStore.read(modelKeyEntry(provider));
-    return bytes && bytes.length ? bytes.toString('utf8') : undefined;
+    return this.settings.modelApiKey(provider);
   }
 
   /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key, in one transaction with the write. */
   setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void {
-    const checked = key === null ? null : checkedApiKey(key);
-    this.desk.db.transaction(() => {
-      this.desk.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
-      if (checked === null) this.desk.keyStore.erase(modelKeyEntry(provider));
-      else this.desk.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
-    })();
+    this.settings.setModelApiKey(provider, key, actor);
   }
 
   /** How the model keys are kept: sealed by the OS keychain (the app) or a file only this user reads. */
   get modelKeyProtection(): KeyProtection {
-    return this.desk.keyStore.protection;
+    return this.settings.modelKeyProtection;
   }
 
   keyStatus(): KeyStatus {
-    const keys = this.desk.auditLog.keys;
-    const anchor = this.desk.auditLog.anchorStore.read();
-    return {
-      logId: keys.logId,
-      protection: keys.protection,
-      protectionWarning: this.desk.keyStore.protectionWarning ?? null,
-      location: keys.location,
-      currentKeyId: keys.current().keyId,
-      epoch: keys.current().epoch,
-      chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
-      anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
-      lastCheckpointError: this.desk.auditLog.lastHeartbeatError?.message ?? null,
-    };
+    return this.auditDesk.keyStatus();
   }
 
   /**
@@ -1939,7 +1799,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 }
 
-export { isSettled, previewHashOf };
+export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
+export type { EnvironmentStatus, KeyStatus };
 export type { ExecutorEvents, ExecutorSeams } from './step-desk.js';
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
