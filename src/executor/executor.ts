@@ -12,7 +12,6 @@ import type { AuditEvent } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
-import { removeStaleTempFiles } from '../backup/atomic-write.js';
 import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
@@ -29,7 +28,7 @@ import { wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
 import { describeIssues, parsePlan } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
-import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import { blockingReason, latestBreak } from '../domain/plan-order.js';
 import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../domain/revert-reasons.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
@@ -57,6 +56,8 @@ import { type LiveRun } from './live-runs.js';
 import { PreviewQueue } from './preview-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
+import { ExpiryRoom } from './rooms/expiry.js';
+import { RecoveryRoom } from './rooms/recovery.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
 import { type PublishResult } from '../audit/witness/witness-publisher.js';
@@ -136,16 +137,6 @@ export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 /** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
 export const CANCEL_WAIT_MS = 10_000;
 
-/** The expiry timer looks again at least this often, so a policy that shortens the expiry takes hold. */
-const EXPIRY_RECHECK_MS = 60 * 60 * 1000;
-
-/** "24 hours", "90 seconds": an expiry as the person and the agent read it. */
-function describeSeconds(seconds: number): string {
-  if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}`;
-  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
-  return `${seconds} second${seconds === 1 ? '' : 's'}`;
-}
-
 function canonicalOrNull(value: unknown): string | null {
   try {
     return canonicalJson(value);
@@ -189,11 +180,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
-  /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
-  private recovery: Promise<void> = Promise.resolve();
-  private expiryTimer: NodeJS.Timeout | null = null;
-  /** When the armed expiry timer fires (Infinity: none armed). */
-  private nextExpiryAt = Infinity;
+  private readonly expiry: ExpiryRoom;
+  private readonly recovery: RecoveryRoom;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
@@ -206,7 +194,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       auditLog,
       keyStore,
       events: this,
-      onDeadline: (at) => this.armExpiry(at),
+      onDeadline: (at) => this.expiry.armExpiry(at),
       openExternal: options.openExternal,
       spawnChild: options.spawnChild,
       heavyCodeRunner: options.heavyCodeRunner,
@@ -215,8 +203,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     });
     this.proposals = new GroupedCommit(db);
     this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
-    this.settings = new HostSettings(this.desk, { sweepExpired: () => this.sweepExpired() });
+    this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
     this.requests = this.desk.requests;
+    this.expiry = new ExpiryRoom(this.desk, { schedulePreview: (planId, actor) => this.schedulePreview(planId, actor) });
+    this.recovery = new RecoveryRoom(this.desk, { sweepExpired: () => this.expiry.sweepExpired(), schedulePreview: (planId, actor) => this.schedulePreview(planId, actor) });
     this.previews = new PreviewQueue({
       previewNextStep: (planId) => this.previewNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
@@ -244,7 +234,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
         executor.settings.recordPolicyEditedOutside();
       })();
-      executor.recoverAtOpen(options.resumeUnfinished !== false);
+      executor.recovery.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
         auditLog.onCheckpointCommitted(() => executor.auditDesk.notifyWitnesses());
@@ -280,7 +270,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.desk.closed) return;
     this.desk.closed = true;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiry.close();
     this.previews.stop();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
     this.desk.checkpointer?.stop();
@@ -465,7 +455,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * (the CLI without a host waits for it before it lets go of the lock; tests wait on it).
    */
   async settled(): Promise<void> {
-    await this.recovery;
+    await this.recovery.done;
     await this.previews.whenIdle();
   }
 
@@ -694,7 +684,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       return this.approveHunks(record, actor, options.hunks, options);
     }
     if (record.status === 'expired') throw this.desk.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
+    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
       throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
     }
@@ -728,7 +718,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private assertDecidable(record: StepRecord, what: string): void {
     const stepId = record.step.id;
     if (record.status === 'expired') throw this.desk.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
+    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
     if (record.status !== 'awaiting_consent') {
       throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
     }
@@ -1211,7 +1201,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
     }
     // An approval not used in time is spent: the step becomes expired, and this run is refused.
-    if (this.desk.overdue(record)) throw this.desk.expiredError(this.expire(record) ?? record);
+    if (this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
     const currentHash = stepHash(record.step);
     if (currentHash !== record.approval.stepHash) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
@@ -1294,7 +1284,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
       let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (record.status === 'approved' && this.desk.overdue(record)) record = this.expire(record) ?? this.desk.steps.get(record.step.id);
+      if (record.status === 'approved' && this.desk.overdue(record)) record = this.expiry.expire(record) ?? this.desk.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
         // The latest break counts: an approval given before any earlier step ended without running does not hold.
         broken = latestBreak([broken, record]);
@@ -1357,66 +1347,6 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       at = Math.max(at, Date.parse(earlier.updatedAt) + 1);
     }
     return new Date(at).toISOString();
-  }
-
-  /**
-   * Ends a step that waited for consent (or held an approval it did not use) past its expiry: `expired`,
-   * audited with the reason, announced to every surface (the agent hears it through its step events).
-   * Null when the step moved on meanwhile.
-   */
-  private expire(record: StepRecord): StepRecord | null {
-    const within = describeSeconds(this.desk.expirySecondsFor(record));
-    const reason = record.status === 'approved'
-      ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
-      : `waited ${within} for a decision that did not come; it expired.`;
-    try {
-      return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
-        error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: this.desk.expirySecondsFor(record) }, expectFrom: [record.status] }));
-    } catch (error) {
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION') return null;
-      throw error;
-    }
-  }
-
-  /**
-   * Expires every step past its deadline, then arms the timer for the next one. Runs at open, from the
-   * timer while the host runs, and after a policy change; approve and execute check their own step too.
-   */
-  private sweepExpired(): void {
-    if (this.desk.closed) return;
-    try {
-      const now = Date.now();
-      let next = Infinity;
-      const plans = new Set<string>();
-      for (const record of this.desk.steps.expiring()) {
-        if (this.desk.overdue(record, now)) {
-          if (this.expire(record)) plans.add(record.step.planId);
-        } else if (record.consentExpiresAt) {
-          next = Math.min(next, Date.parse(record.consentExpiresAt));
-        }
-      }
-      this.nextExpiryAt = Infinity;
-      this.armExpiry(next);
-      // Later approved steps of those plans go back to the person (advancePlan).
-      for (const planId of plans) void this.schedulePreview(planId, SYSTEM_ACTOR);
-    } catch (error) {
-      if (!this.desk.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
-    }
-  }
-
-  /** Arms the expiry timer for `at` unless it fires sooner already; never keeps a process alive by itself. */
-  private armExpiry(at: number): void {
-    if (this.desk.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.nextExpiryAt = at;
-    this.expiryTimer = setTimeout(() => {
-      this.expiryTimer = null;
-      this.nextExpiryAt = Infinity;
-      this.sweepExpired();
-    }, Math.min(Math.max(0, at - Date.now()), EXPIRY_RECHECK_MS));
-    this.expiryTimer.unref();
   }
 
   /**
@@ -1744,59 +1674,6 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.auditDesk.keyStatus();
   }
 
-  /**
-   * What a stopped host left behind, so that no step stays where nobody moves it: steps left `running`
-   * become `interrupted` (their half-written temp files removed); steps past their consent expiry
-   * become `expired`; then, in the background (resumeUnfinished), the rest is taken up again.
-   */
-  private recoverAtOpen(resume: boolean): void {
-    for (const record of this.desk.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
-      const leftovers = this.desk.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
-      this.desk.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
-        error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
-    }
-    this.sweepExpired();
-    if (!resume) return;
-    // Only plans where something can still happen without the person; an approved step waiting behind
-    // an undecided one is where it belongs, not left over.
-    const unfinished = this.desk.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
-    if (unfinished.length > 0) this.recovery = this.resumeUnfinished(unfinished);
-  }
-
-  /**
-   * Takes up what a stopped host left undecided, each step recorded in the audit log: `proposed` steps
-   * (stored, never weighed) are weighed by the policy again (evaluated or denied); plans with
-   * `evaluated` steps (weighed, never previewed) are previewed again; `approved` steps that had not
-   * started run when their approval still holds (not expired, the step unchanged, the plan not broken;
-   * runApproved checks the files again) or go back to the person with the reason (advancePlan).
-   */
-  private async resumeUnfinished(planIds: string[]): Promise<void> {
-    try {
-      // Weighing a command line needs the parser; without it, commands would count as unknowable.
-      await loadShellParser();
-      if (this.desk.closed) return;
-      for (const record of planIds.flatMap((planId) => this.desk.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
-        const evaluation = this.desk.evaluateStep(record.step);
-        this.desk.emitStep(this.desk.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
-        if (!evaluation.allowed) {
-          this.desk.emitStep(this.desk.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
-        }
-      }
-      for (const planId of planIds) {
-        if (this.desk.closed) return;
-        for (const record of this.desk.steps.planSteps(planId)) {
-          if (record.status !== 'evaluated' && record.status !== 'approved') continue;
-          const action = record.status === 'evaluated' ? 'prepare again' : 'run if its approval still holds, else ask again';
-          this.desk.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
-        }
-        void this.schedulePreview(planId, SYSTEM_ACTOR);
-      }
-    } catch (error) {
-      if (!this.desk.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
-    }
-  }
 }
 
 export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
