@@ -26,7 +26,7 @@ import { type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { wellFormed } from '../domain/json-limits.js';
 import { summarizeLargeValues } from '../domain/large-values.js';
-import { describeIssues, parsePlan } from '../domain/plan-parse.js';
+import { describeIssues } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
 import { blockingReason, latestBreak } from '../domain/plan-order.js';
 import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../domain/revert-reasons.js';
@@ -37,7 +37,6 @@ import type { LiveRunView } from '../domain/live-output.js';
 import { isAgentActor } from '../domain/step-ownership.js';
 import { StepSchema, stepHash, type Step } from '../domain/step.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
-import { type EffectRating } from '../policy/command-effects.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
 import { preloadDockerode } from '../sandbox/docker/docker-client.js';
@@ -51,12 +50,11 @@ import { type StepListFilter, type StepSummaryFilter, type StepSummaryPage } fro
 import { planRevertInOrder } from '../backup/plan-revert-order.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { summarizeStep } from '../domain/step-title.js';
-import { GroupedCommit } from './grouped-commit.js';
 import { type LiveRun } from './live-runs.js';
-import { PreviewQueue } from './preview-queue.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
 import { ExpiryRoom } from './rooms/expiry.js';
+import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
@@ -167,14 +165,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly lock: DataDirLock;
   /** What every room works at: the steps, their audited trail and events, the policy, the live runs. */
   private readonly desk: StepDesk;
-  /** When each client's rate-limit refusal was last audited. */
-  private readonly lastLimitAuditAt = new Map<string, number>();
   private readonly auditDesk: AuditDesk;
   private readonly settings: HostSettings;
-  /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
-  private readonly previews: PreviewQueue;
-  /** Proposals that arrive together share one transaction and one sync to disk. */
-  private readonly proposals: GroupedCommit;
+  private readonly proposals: ProposalsRoom;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background previews wait for a gap between them (request-gate.ts).
@@ -201,19 +194,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       log: options.log,
       requestGate: options.requestGate,
     });
-    this.proposals = new GroupedCommit(db);
     this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
     this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
     this.requests = this.desk.requests;
-    this.expiry = new ExpiryRoom(this.desk, { schedulePreview: (planId, actor) => this.schedulePreview(planId, actor) });
-    this.recovery = new RecoveryRoom(this.desk, { sweepExpired: () => this.expiry.sweepExpired(), schedulePreview: (planId, actor) => this.schedulePreview(planId, actor) });
-    this.previews = new PreviewQueue({
-      previewNextStep: (planId) => this.previewNextStep(planId),
-      finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
-      onError: (planId, error) => this.recordPreviewFailure(planId, error),
-      concurrency: () => this.desk.policy.preparation.concurrency,
-      yieldToRequests: () => this.desk.requests.whenClear(),
-    });
+    this.expiry = new ExpiryRoom(this.desk, { schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor) });
+    this.recovery = new RecoveryRoom(this.desk, { sweepExpired: () => this.expiry.sweepExpired(), schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor) });
+    this.proposals = new ProposalsRoom(this.desk, { advancePlan: (planId, actor) => this.advancePlan(planId, actor) });
   }
 
   /**
@@ -271,7 +257,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     if (this.desk.closed) return;
     this.desk.closed = true;
     this.expiry.close();
-    this.previews.stop();
+    this.proposals.close();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
     this.desk.checkpointer?.stop();
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
@@ -372,82 +358,29 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.desk.evaluateStep(step);
   }
 
-  /**
-   * Validates a plan, stores its steps, weighs each with the policy and computes its preview,
-   * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
-   * submit() + preparePlan(): callers that must answer at once (the IPC method) use submit alone.
-   */
-  async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    const submitted = await this.submit(planInput, actor);
-    const planId = submitted[0]!.step.planId;
-    await this.preparePlan(planId, actor);
-    return this.desk.steps.planSteps(planId);
+  /** Validates a plan, stores its steps, weighs each with the policy and computes its preview, then runs what the policy auto-approves, in order. */
+  propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.propose(planInput, actor);
   }
 
-  /**
-   * Validates a plan, stores its steps and weighs each with the policy: what the policy denies by the
-   * step alone is denied here; the rest is `evaluated` ("preparing preview") until preparePlan runs
-   * its dry run. Quick: no sandbox, no diff of file contents.
-   */
-  async submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    await loadShellParser();
-    const agent = isAgentActor(actor) ? actor.agent : undefined;
-    const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
-    let changed: StepRecord[];
-    try {
-      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
-      changed = await this.proposals.run(() => {
-        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-        this.desk.steps.insertPlan(plan, actor);
-        const records: StepRecord[] = [];
-        for (const step of plan.steps) {
-          const evaluation = this.desk.evaluateStep(step);
-          records.push(this.desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-          if (!evaluation.allowed) records.push(this.desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-        }
-        return records;
-      });
-    } catch (error) {
-      // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
-      if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
-      throw error;
-    }
-    // Heard only once on disk: a listener never sees a step that a failed commit took back.
-    for (const record of changed) this.desk.emitStep(record);
-    return this.desk.steps.planSteps(plan.planId);
+  /** Validates a plan, stores its steps and weighs each with the policy: what the policy denies by the step alone is denied here; the rest is `evaluated` ("preparing preview") until preparePlan runs its dry run. */
+  submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.submit(planInput, actor);
   }
 
-  /**
-   * What the host does with a proposal: store and weigh it (submit), answer at once with its steps
-   * (`evaluated` ones are "preparing preview"), and prepare the previews in the background; the
-   * step events tell who listens how each one ends.
-   */
-  async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    const submitted = await this.submit(planInput, actor);
-    this.schedulePreview(submitted[0]!.step.planId, actor);
-    return submitted;
-  }
-
-  /**
-   * Queues a plan whose steps wait `evaluated` for its previews, behind the policy's
-   * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
-   */
-  private schedulePreview(planId: string, actor: Actor): void {
-    this.previews.schedule(planId, actor);
+  /** What the host does with a proposal: store and weigh it (submit), answer at once with its steps (`evaluated` ones are "preparing preview"), and prepare the previews in the background; the step events tell who listens how each one ends. */
+  submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.submitAndSchedule(planInput, actor);
   }
 
   /** Resolves once every scheduled preview has ended (tests and the benchmark wait on it). */
   whenPreparationsIdle(): Promise<void> {
-    return this.previews.whenIdle();
+    return this.proposals.whenPreviewsIdle();
   }
 
-  /**
-   * Computes the preview of every `evaluated` step of a plan, in order, moves each to consent or
-   * (when the policy needs none) approval, then runs the plan forward.
-   */
-  async preparePlan(planId: string, actor: Actor): Promise<void> {
-    while (await this.previewNextStep(planId));
-    await this.advancePlan(planId, actor);
+  /** Computes the preview of every `evaluated` step of a plan, in order, moves each to consent or (when the policy needs none) approval, then runs the plan forward. */
+  preparePlan(planId: string, actor: Actor): Promise<void> {
+    return this.proposals.previewPlan(planId, actor);
   }
 
   /**
@@ -456,184 +389,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   async settled(): Promise<void> {
     await this.recovery.done;
-    await this.previews.whenIdle();
-  }
-
-  /**
-   * The plan's first `evaluated` step, previewed; false when none is left (or the executor closed).
-   * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
-   * finds is recorded only if the step is still `evaluated` then.
-   */
-  private async previewNextStep(planId: string): Promise<boolean> {
-    if (this.desk.closed) return false;
-    // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
-    const nextId = this.desk.steps.nextEvaluatedStepId(planId);
-    const next = nextId === null ? undefined : this.desk.steps.get(nextId);
-    if (!next?.evaluation) return false;
-    try {
-      await this.previewStep(next.step, next.evaluation!);
-    } catch (error) {
-      if (this.desk.closed) return false;
-      // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(next.step.id).status !== 'evaluated') return true;
-      throw new PreviewError(next.step.id, error);
-    }
-    return true;
-  }
-
-  /**
-   * Runs a plan forward once the background has previewed it. Nobody awaits this call, so a run the
-   * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
-   * goes back to the person with the reason, and their approval runs it once the sandbox is there.
-   */
-  private async finishPreviewedPlan(planId: string, actor: Actor): Promise<void> {
-    try {
-      await this.advancePlan(planId, actor);
-    } catch (error) {
-      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.desk.closed) throw error;
-      const deferred = this.desk.steps.planSteps(planId).find((record) => record.status === 'approved');
-      if (!deferred) return;
-      this.desk.emitStep(this.desk.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-        kind: 'step.reconsent',
-        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
-        expectFrom: ['approved'],
-      }));
-    }
-  }
-
-  /**
-   * A background preview failed in a way the step could not record (the audit log refused a
-   * record, a bug): the step goes to the person with the reason as its preview error, so it is never
-   * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
-   */
-  private recordPreviewFailure(planId: string, error: unknown): void {
-    if (this.desk.closed) return;
-    const stepId = error instanceof PreviewError ? error.stepId : null;
-    const shaped = this.desk.describeError(error instanceof PreviewError ? error.cause : error);
-    try {
-      if (stepId && this.desk.steps.get(stepId).status === 'evaluated') {
-        this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
-          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
-          expectFrom: ['evaluated'],
-        }));
-        return;
-      }
-    } catch (recordError) {
-      this.desk.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
-      return;
-    }
-    // Running the plan forward failed after its previews were recorded; the steps say what they are.
-    this.desk.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
-  }
-
-  /** One step's dry run, evaluated by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private async previewStep(step: Step, evaluation: Evaluation): Promise<void> {
-    const preview = await this.previewOrError(step);
-    if (this.desk.closed) return;
-    // What the dry run changed is evaluated too: a denied effect denies the step, whatever its command line looked like.
-    const evaluated = preview.ok ? this.desk.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
-    // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
-    // group commit: many previews and proposals share one sync to disk.
-    await this.requests.whenClear();
-    if (this.desk.closed) return;
-    const recorded = await this.proposals.run(() => this.recordPreview(step, preview, evaluated));
-    this.desk.emitStep(recorded);
-  }
-
-  /** previewStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private recordPreview(
-    step: Step,
-    preview: { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string },
-    evaluated: { evaluation: Evaluation; effects: EffectRating | null },
-  ): StepRecord {
-    if (!evaluated.evaluation.allowed) {
-      return this.desk.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
-        detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
-        expectFrom: ['evaluated'],
-      });
-    }
-    const rated = evaluated.effects ? { evaluation: evaluated.evaluation } : {};
-    // The person's own version of a step is put before them again, whatever the policy would allow alone.
-    if (evaluated.evaluation.consent === 'none' && preview.ok && !this.desk.steps.get(step.id).edit) {
-      const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-      const ruleIds = evaluated.evaluation.approvedByRules ?? [];
-      // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
-      const approved = this.desk.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
-        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
-        expectFrom: ['evaluated'],
-      });
-      for (const ruleId of ruleIds) {
-        this.desk.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-        this.desk.ruleHits.record(ruleId, step.id, approval.at);
-      }
-      return approved;
-    }
-    return this.desk.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
-      expectFrom: ['evaluated'],
-    });
-  }
-
-  /**
-   * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
-   * another agent could claim that name and spend this one's budget). Checked here, in the host;
-   * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
-   */
-  private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
-    const { stepsPerMinute, openSteps } = this.desk.policy.agentLimits;
-    const agent = actor.agent ?? null;
-    const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
-    const open = this.desk.steps.countAgentSteps(agent, { statuses: PENDING }).count;
-    if (open + newSteps > openSteps) {
-      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
-    }
-    const windowStart = new Date(Date.now() - 60_000);
-    const recent = this.desk.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
-    if (recent.count + newSteps > stepsPerMinute) {
-      const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
-      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
-      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
-    }
-  }
-
-  /** Refuses with RATE_LIMITED (submit records it: recordRateLimit). */
-  private refuseOverLimit(_actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
-    throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
-  }
-
-  /** The audit trail hears of a RATE_LIMITED refusal at most once a minute per client, so a looping agent cannot flood it. */
-  private recordRateLimit(actor: Actor, error: ExecutorError): void {
-    const detail = error.details ?? {};
-    const key = `${actor.agent ?? ''}\u0000${String(detail.limit)}`;
-    const now = Date.now();
-    if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
-    this.lastLimitAuditAt.set(key, now);
-    try {
-      this.desk.db.transaction(() => this.desk.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
-    } catch {
-      // The refusal stands whether or not it could be recorded.
-    }
-  }
-
-  /**
-   * The dry run a proposal's preview comes from: timed, shown live while it runs (runsLive actions),
-   * and stopped by the person's Cancel (the step is then `cancelled` and this answer is not recorded).
-   */
-  private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
-    const { module, args } = boundAction(step);
-    const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.desk.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
-    let ended: RunSpan['ended'] = 'failed';
-    try {
-      const preview = await module.simulate(args, this.desk.context(step.id, live));
-      ended = live?.cancelling ? 'cancelled' : 'finished';
-      return { ok: true, preview, previewHash: previewHashOf(preview) };
-    } catch (error) {
-      if (live?.cancelling) ended = 'cancelled';
-      return { ok: false, error: toErrorShape(error).message };
-    } finally {
-      this.desk.endLiveRun(step.id, 'dryRun', live, ended, start);
-    }
+    await this.proposals.whenPreviewsIdle();
   }
 
   /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
@@ -641,36 +397,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.desk.listLiveRuns(stepId);
   }
 
-  /**
-   * The dry run: what the step would do now; no effect on disk. The person's dry run of an undecided
-   * step becomes its current preview (and an approval bound to the old one is then refused as
-   * STEP_CHANGED). An agent's dry run is answered, never stored: the preview the person decides on
-   * is not the agent's to replace.
-   */
-  async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
-    const record = this.desk.stepFor(stepId, actor);
-    const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, this.desk.context(stepId));
-    const previewHash = previewHashOf(preview);
-    // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
-    const status = this.desk.steps.get(stepId).status;
-    // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
-    const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
-    if (!keepAsCurrent) {
-      this.desk.steps.note(stepId, 'step.simulated', actor, { previewHash });
-      return { preview, previewHash };
-    }
-    // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
-    const { evaluation, effects } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), preview);
-    if (!evaluation.allowed && status === 'awaiting_consent') {
-      this.desk.emitStep(this.desk.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
-        detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
-        expectFrom: ['awaiting_consent'],
-      }));
-      return { preview, previewHash };
-    }
-    this.desk.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
-    return { preview, previewHash };
+  /** The dry run: what the step would do now; no effect on disk. */
+  simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
+    return this.proposals.simulateStep(stepId, actor);
   }
 
   /**
@@ -879,7 +608,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     })();
     this.desk.emitStep(changed);
     // Prepared like a proposal, in the background: its step event says when the new preview is ready.
-    this.schedulePreview(step.planId, actor);
+    this.proposals.schedulePreview(step.planId, actor);
     return this.desk.steps.get(stepId);
   }
 
@@ -1679,10 +1408,3 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
 export type { EnvironmentStatus, KeyStatus };
 export type { ExecutorEvents, ExecutorSeams } from './step-desk.js';
-
-/** A background preview that failed on a known step (see recordPreviewFailure). */
-class PreviewError extends Error {
-  constructor(readonly stepId: string, override readonly cause: unknown) {
-    super(`preparing step ${stepId} failed`);
-  }
-}
