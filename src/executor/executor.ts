@@ -1,8 +1,6 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { ActionContext, ReadyRun } from '../actions/action-module.js';
 import { boundAction } from '../actions/registry.js';
 import { type ExportSummary } from '../audit/audit-export.js';
 import type { VerificationKeyLine } from '../audit/audit-keys.js';
@@ -12,33 +10,22 @@ import type { AuditEvent } from '../audit/event-log.js';
 import type { EpochKeys } from '../audit/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/key-store.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify-codes.js';
-import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
-import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../backup/created-directories.js';
-import { unifiedLineDiff } from '../backup/line-diff.js';
-import { resolveFileTarget } from '../actions/file-target.js';
-import { applyHunks, assertHunkSelection, parseHunks } from '../domain/hunks.js';
-import { commandLineOf } from '../domain/shell-quote.js';
-import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, readCurrent, planRevert, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
+import { planDirectoryRevert, removeCreatedDirectories, type ProtectedDirectory } from '../backup/created-directories.js';
+import { planRevert, revertFileChanges, type RevertPlanEntry } from '../backup/file-changes.js';
 import { type Actor } from '../domain/actor.js';
-import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorShape } from '../domain/errors.js';
 import { type ModelProvider } from '../domain/model-settings.js';
 import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
-import { wellFormed } from '../domain/json-limits.js';
-import { summarizeLargeValues } from '../domain/large-values.js';
-import { describeIssues } from '../domain/plan-parse.js';
 import type { Evaluation } from '../domain/risk.js';
-import { blockingReason, latestBreak } from '../domain/plan-order.js';
 import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../domain/revert-reasons.js';
-import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
+import { isSettled } from '../domain/state-machine.js';
 import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
-import { AGENT_CANCEL_REASON, type PersonEdit, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
+import { type Preview, type RevertOutcome, type StepRecord } from '../domain/step-record.js';
 import type { LiveRunView } from '../domain/live-output.js';
-import { isAgentActor } from '../domain/step-ownership.js';
-import { StepSchema, stepHash, type Step } from '../domain/step.js';
-import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
+import { type Step } from '../domain/step.js';
+import { type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
 import { loadShellParser } from '../policy/shell-parser.js';
-import { loadPolicy, PolicySchema, savePolicy, type Policy } from '../policy/policy-file.js';
+import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
@@ -50,16 +37,16 @@ import { type StepListFilter, type StepSummaryFilter, type StepSummaryPage } fro
 import { planRevertInOrder } from '../backup/plan-revert-order.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { summarizeStep } from '../domain/step-title.js';
-import { type LiveRun } from './live-runs.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
 import { ExpiryRoom } from './rooms/expiry.js';
+import { DecisionsRoom } from './rooms/decisions.js';
+import { ExecutionRoom } from './rooms/execution.js';
 import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
-import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
+import { previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
 import { type PublishResult } from '../audit/witness/witness-publisher.js';
-import { policyFingerprint } from '../policy/policy-fingerprint.js';
 
 export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
@@ -132,17 +119,6 @@ export interface RevertPreview {
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 
-/** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
-export const CANCEL_WAIT_MS = 10_000;
-
-function canonicalOrNull(value: unknown): string | null {
-  try {
-    return canonicalJson(value);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
  * is previewed again; a real run still in its sandbox (a command's, before its step is marked
@@ -168,6 +144,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly auditDesk: AuditDesk;
   private readonly settings: HostSettings;
   private readonly proposals: ProposalsRoom;
+  private readonly decisions: DecisionsRoom;
+  private readonly execution: ExecutionRoom;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background previews wait for a gap between them (request-gate.ts).
@@ -199,7 +177,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.requests = this.desk.requests;
     this.expiry = new ExpiryRoom(this.desk, { schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor) });
     this.recovery = new RecoveryRoom(this.desk, { sweepExpired: () => this.expiry.sweepExpired(), schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor) });
-    this.proposals = new ProposalsRoom(this.desk, { advancePlan: (planId, actor) => this.advancePlan(planId, actor) });
+    this.execution = new ExecutionRoom(this.desk, { expire: (record) => this.expiry.expire(record) });
+    this.proposals = new ProposalsRoom(this.desk, { advancePlan: (planId, actor) => this.execution.advancePlan(planId, actor) });
+    this.decisions = new DecisionsRoom(this.desk, {
+      advancePlan: (planId, actor) => this.execution.advancePlan(planId, actor),
+      schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
+      expire: (record) => this.expiry.expire(record),
+    });
   }
 
   /**
@@ -402,254 +386,19 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.proposals.simulateStep(stepId, actor);
   }
 
-  /**
-   * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
-   * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
-   */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
-    const record = this.desk.steps.get(stepId);
-    if (options.hunks !== undefined) {
-      if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
-      return this.approveHunks(record, actor, options.hunks, options);
-    }
-    if (record.status === 'expired') throw this.desk.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
-    if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
-    }
-    if (record.status === 'proposed' || record.status === 'evaluated') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`, {
-        stepId,
-        from: record.status,
-        to: 'approved',
-      });
-    }
-    // null: the person saw that the step had no preview; it must still have none.
-    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, {
-        stepId,
-        shownPreviewHash: options.previewHash,
-        currentPreviewHash: record.previewHash,
-      });
-    }
-    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(record.step), previewHash: record.previewHash };
-    this.desk.emitStep(this.desk.db.transaction(() => {
-      const approved = this.desk.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
-      // What must commit with this yes or not at all (approveAndRemember's rule).
-      options.alongside?.();
-      return approved;
-    })());
-    if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return this.desk.steps.get(stepId);
+  /** The person's yes. */
+  approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
+    return this.decisions.approve(stepId, actor, options);
   }
 
-  /** What approve and edit check first: the step still waits for this person's decision, unexpired, allowed. */
-  private assertDecidable(record: StepRecord, what: string): void {
-    const stepId = record.step.id;
-    if (record.status === 'expired') throw this.desk.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
-    if (record.status !== 'awaiting_consent') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
-    }
-    if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
-    }
+  /** "Edit before approving": the person's own version of a step waiting for them, a write's content or a command line. */
+  editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
+    return this.decisions.editStep(stepId, actor, change);
   }
 
-  /**
-   * "Approve with only these hunks": the person's yes to a write over an existing text file, with the
-   * content the original plus the accepted hunks of the preview's diff. That content becomes the step
-   * (the person's version; the proposal stays on record), and the approval binds to its step hash and
-   * to a preview of it (whose identity holds the file's hash now and the approved content's sha256),
-   * so a file changed since the preview is refused now and again before the write.
-   */
-  private async approveHunks(record: StepRecord, actor: Actor, accepted: number[], options: { previewHash?: string | null; execute?: boolean }): Promise<StepRecord> {
-    const stepId = record.step.id;
-    this.assertDecidable(record, 'approved');
-    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash });
-    }
-    const step = record.step;
-    if (step.action !== 'writeFile') {
-      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${step.action === 'runCommand' ? ', or edit its command line' : ''}.`, { stepId });
-    }
-    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files[0] : undefined;
-    if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
-    if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
-    if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
-    const ctx = this.desk.context(stepId);
-    const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
-    if (before === null || sha256Hex(before) !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
-    }
-    const proposed = Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8');
-    const isUtf8 = (bytes: Buffer) => Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
-    if (!isUtf8(before) || !isUtf8(proposed)) {
-      throw new ExecutorError('INVALID_INPUT', `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`, { stepId });
-    }
-    const diff = unifiedLineDiff(before, proposed, 'a', 'b');
-    if (!diff.ok) throw new ExecutorError('INVALID_INPUT', `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`, { stepId });
-    const hunks = parseHunks(diff.patch);
-    assertHunkSelection(accepted, hunks.length, stepId);
-    // Every hunk: the step as proposed, approved as usual.
-    if (accepted.length === hunks.length) return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
-    const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
-    const approvedBytes = Buffer.from(approvedText, 'utf8');
-    const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
-    const origin = this.desk.steps.proposedStep(stepId) ?? step;
-    const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
-    const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
-    const edit: PersonEdit = {
-      kind: 'hunks',
-      by: actor,
-      at: new Date().toISOString(),
-      version: (record.edit?.version ?? 1) + 1,
-      proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
-      hunks: { accepted: [...accepted].sort((a, b) => a - b), total: hunks.length },
-      proposedContentHash: sha256Hex(proposedByAgent),
-      approvedContentHash: sha256Hex(approvedBytes),
-      diff: changeDiff.ok ? changeDiff.patch : null,
-    };
-    const { module, args } = boundAction(revised);
-    const preview = await module.simulate(args, ctx);
-    const file = preview.kind === 'fileChanges' ? preview.files[0] : undefined;
-    // The file was read again for this preview: it must still be the one the hunks were made from.
-    if (!file || file.preHash !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`, { stepId });
-    }
-    const previewHash = previewHashOf(preview);
-    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
-    this.desk.emitStep(this.desk.db.transaction(() => {
-      const current = this.desk.steps.get(stepId);
-      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`, { stepId, from: current.status, to: 'approved' });
-      }
-      this.desk.steps.reviseStep(stepId, revised, edit);
-      return this.desk.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
-        kind: 'step.approved_with_edits',
-        detail: {
-          stepHash: approval.stepHash,
-          previewHash,
-          edits: { kind: 'hunks', hunks: edit.hunks, proposedStepHash: edit.proposedStepHash, proposedContentHash: edit.proposedContentHash, approvedContentHash: edit.approvedContentHash },
-        },
-        expectFrom: ['awaiting_consent'],
-      });
-    })());
-    if (options.execute !== false) await this.advancePlan(step.planId, actor);
-    return this.desk.steps.get(stepId);
-  }
-
-  /**
-   * "Edit before approving": the person's own version of a step waiting for them, a write's content
-   * or a command line. It is weighed by the policy as any proposal (a command edit can raise the risk
-   * or be denied), previewed again, then put before the person again, whatever the policy's consent
-   * says: they approve the version they now see. The proposal stays on record (the audit log and
-   * `proposedStepHash`); the proposer reads what changed in the step's `edit`.
-   */
-  async editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
-    if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may edit a step before approving it.', { stepId });
-    const record = this.desk.steps.get(stepId);
-    this.assertDecidable(record, 'edited');
-    if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
-      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });
-    }
-    if ((change.content === undefined) === (change.command === undefined)) {
-      throw new ExecutorError('INVALID_INPUT', 'An edit gives either new content (for a file write) or a new command line (for a command), not both or neither.', { stepId });
-    }
-    const step = record.step;
-    const base = { by: actor, at: new Date().toISOString(), version: (record.edit?.version ?? 1) + 1, proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash };
-    let revised: unknown;
-    let edit: PersonEdit;
-    if (change.content !== undefined) {
-      if (step.action !== 'writeFile') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write's content can be edited.`, { stepId });
-      if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
-      if (!wellFormed(change.content)) throw new ExecutorError('INVALID_INPUT', `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`, { stepId });
-      if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
-      revised = { ...step, args: { ...step.args, content: change.content } };
-      // What the agent is told is measured from its own proposal, however many versions the person made.
-      const origin = this.desk.steps.proposedStep(stepId) ?? step;
-      const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
-      const edited = Buffer.from(change.content, 'utf8');
-      const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
-      edit = { kind: 'content', ...base, proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null };
-    } else {
-      if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
-      const current = commandLineOf(step.args);
-      const origin = this.desk.steps.proposedStep(stepId) ?? step;
-      const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
-      if (!wellFormed(change.command!)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
-      const after = change.command!.trim();
-      if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
-      // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
-      const { argv: _argv, command: _command, ...rest } = step.args;
-      revised = { ...step, args: { ...rest, command: after } };
-      edit = { kind: 'command', ...base, commandBefore: before, commandAfter: after };
-    }
-    const parsed = StepSchema.safeParse(revised);
-    if (!parsed.success) {
-      throw new ExecutorError('INVALID_INPUT', `The edited step is not valid: ${describeIssues(parsed.error).join('; ')}`, { stepId });
-    }
-    const next = revised as Step;
-    await loadShellParser();
-    const evaluation = this.desk.evaluateStep(next);
-    // An edit the policy forbids is not saved: the proposal keeps waiting as it was, for the person to decide.
-    if (!evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`, { stepId, reasons: evaluation.reasons });
-    }
-    const changed = this.desk.db.transaction(() => {
-      const current = this.desk.steps.get(stepId);
-      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`, { stepId, from: current.status, to: 'evaluated' });
-      }
-      this.desk.steps.reviseStep(stepId, next, edit);
-      const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
-        ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
-      return this.desk.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
-    })();
-    this.desk.emitStep(changed);
-    // Prepared like a proposal, in the background: its step event says when the new preview is ready.
-    this.proposals.schedulePreview(step.planId, actor);
-    return this.desk.steps.get(stepId);
-  }
-
-  /**
-   * "Approve and remember": the person's yes to this step, and a rule for similar steps of the same
-   * proposer, saved in the approval's transaction. The rule must be one of the choices the window
-   * offers for this step (ruleChoicesForStep), so nothing reaches further than what was shown; it
-   * is scoped to the step's proposer and lasts for the chosen lifetime.
-   */
-  async approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
-    const record = this.desk.steps.get(stepId);
-    const proposer = proposerOf(record.step);
-    const wanted = canonicalOrNull(options.rule);
-    const chosen = ruleChoicesForStep(record, this.desk.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
-    if (!chosen || !proposer) {
-      throw new ExecutorError('INVALID_INPUT', `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`, { stepId });
-    }
-    if (!Object.hasOwn(RULE_LIFETIMES, options.lifetime)) {
-      throw new ExecutorError('INVALID_INPUT', `A rule lasts ${Object.keys(RULE_LIFETIMES).join(', ')}; "${String(options.lifetime)}" is none of them.`, { lifetime: options.lifetime });
-    }
-    const now = new Date();
-    const expiresAt = expiryFor(options.lifetime, now);
-    const rule = { ...chosen.draft, id: `rule-${randomBytes(6).toString('hex')}`, createdAt: now.toISOString(), proposer, ...(expiresAt ? { expiresAt } : {}) } as RememberedRule;
-    const next = PolicySchema.safeParse({ ...this.desk.policy, remembered: [...this.desk.policy.remembered, rule] });
-    if (!next.success) {
-      const issues = describeIssues(next.error);
-      throw new ExecutorError('POLICY_INVALID', `The rule cannot be saved: ${issues.join('; ')}`, { issues });
-    }
-    const before = this.desk.policy;
-    const step = await this.approve(stepId, actor, {
-      previewHash: options.previewHash,
-      execute: false,
-      alongside: () => {
-        this.desk.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
-        // The file is written last: if it fails, the approval and the record roll back with it.
-        savePolicy(this.dataDir, next.data);
-      },
-    });
-    this.emit('policy', this.desk.reloadPolicy());
-    if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return { step: this.desk.steps.get(step.step.id), rule };
+  /** "Approve and remember": the person's yes to this step, and a rule for similar steps of the same proposer, saved in the approval's transaction. */
+  approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
+    return this.decisions.approveAndRemember(stepId, actor, options);
   }
 
   /** How often each remembered rule approved a step, and when it last did. */
@@ -658,235 +407,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** The person's no, from any status before running (proposed, evaluated, awaiting_consent, approved). */
-  async reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
-    const trimmed = reason.trim();
-    if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
-    const record = this.desk.steps.get(stepId);
-    const rejected = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
-    await this.advancePlan(record.step.planId, actor);
-    return rejected;
+  reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
+    return this.decisions.reject(stepId, actor, reason);
   }
 
-  /**
-   * Withdraws a step that has not started (proposed, being prepared, waiting for consent, or approved
-   * but waiting for an earlier step): it ends rejected, with the reason saying who withdrew it. An
-   * agent may cancel only the steps its own issued identity proposed (any other id is, to it, an
-   * unknown id); the person may cancel any.
-   */
-  async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.desk.stepFor(stepId, actor);
-    const byAgent = isAgentActor(actor);
-    const live = this.desk.liveRuns.get(stepId);
-    if (live && !byAgent) return await this.stopRun(live, actor);
-    if (live?.phase === 'realRun') {
-      // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`, { stepId, from: 'running', to: 'cancelled' });
-    }
-    const already = this.alreadyCancelled(record, byAgent);
-    if (already) return already;
-    // Once the person changed a step (edited it, or approved only some hunks) it is their version and they are acting on it.
-    if (byAgent && record.edit && !isSettled(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was changed by the user (${record.edit.kind === 'hunks' ? 'approved with only some hunks' : record.edit.kind === 'content' ? "they edited your write's content" : 'they edited your command line'}); it is the user's version now and they are acting on it, so you cannot cancel it. Ask the user if it is no longer needed.`, { stepId, from: record.status, to: 'rejected' });
-    }
-    if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
-      if (isSettled(record.status)) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });
-      }
-      if (record.status === 'running' && !byAgent) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`, { stepId, from: record.status, to: 'cancelled' });
-      }
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`, { stepId, from: record.status, to: 'rejected' });
-    }
-    const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
-      kind: 'step.cancelled',
-      detail: { reason },
-      expectFrom: [...WITHDRAWABLE_STATUSES],
-    }));
-    // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.
-    this.desk.liveRuns.get(stepId)?.cancel();
-    await this.advancePlan(record.step.planId, actor);
-    return cancelled;
+  /** Withdraws a step that has not started (proposed, being prepared, waiting for consent, or approved but waiting for an earlier step): it ends rejected, with the reason saying who withdrew it. */
+  cancel(stepId: string, actor: Actor): Promise<StepRecord> {
+    return this.decisions.cancel(stepId, actor);
   }
 
-  /** A second cancel of a step a cancel already ended answers with the step as it is (double cancel is idempotent). */
-  private alreadyCancelled(record: StepRecord, byAgent: boolean): StepRecord | null {
-    if (record.status === 'cancelled') return record;
-    const ownReason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the `;
-    return record.status === 'rejected' && record.rejectedReason?.startsWith(ownReason) ? record : null;
-  }
-
-  /**
-   * The person's Cancel of a sandbox run under way: the step ends `cancelled` first (so whatever the run
-   * does next is not recorded as its outcome), then the container or worker is killed. A dry run's
-   * step never ran for real; a real run stopped in the sandbox applied nothing; one stopped while it
-   * applied keeps its backups and can be reverted. Answers once the container or worker is gone (at
-   * most CANCEL_WAIT_MS; the message says so if it is not), with the real run's partial output kept as
-   * the step's result. The plan moves on in the run's own loop.
-   */
-  private async stopRun(live: LiveRun, actor: Actor): Promise<StepRecord> {
-    const stepId = live.stepId;
-    const current = this.desk.steps.get(stepId);
-    // Asked twice: the first one is already stopping it.
-    if (live.cancelling || current.status === 'cancelled') return current;
-    const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
-    if (!expectFrom.includes(current.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, from: current.status, to: 'cancelled' });
-    }
-    const elapsedMs = Math.round(performance.now() - live.startedAtMs);
-    const seconds = (elapsedMs / 1000).toFixed(1);
-    const consequence = live.phase === 'dryRun'
-      ? 'it never ran for real.'
-      : current.status === 'approved'
-        ? 'its sandbox run was stopped before anything was applied.'
-        : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
-    const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
-    // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
-    const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
-      detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
-      expectFrom,
-    }));
-    live.cancel();
-    let timer: NodeJS.Timeout | undefined;
-    const gone = await Promise.race([
-      live.done.then(() => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), CANCEL_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (this.desk.closed) return cancelled;
-    const partial = live.phase === 'realRun' && current.status === 'approved' ? live.output() : null;
-    const after = this.desk.steps.get(stepId);
-    if (!gone || (partial && after.result === null)) {
-      const notGone = gone ? '' : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
-      this.desk.steps.recordCancelledRun(stepId, {
-        ...(partial && after.result === null ? { result: { partialOutput: partial } } : {}),
-        ...(notGone ? { error: { code: 'STEP_CANCELLED', message: `${message}${notGone}` } } : {}),
-      });
-      return this.desk.emitStep(this.desk.steps.get(stepId));
-    }
-    return after;
-  }
-
-  /**
-   * Runs one approved step: check the approval still binds, back up, record the intent, apply,
-   * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
-   */
-  async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
-    // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
-    const record = this.desk.stepFor(stepId, actor);
-    return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
-  }
-
-  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.desk.steps.get(stepId);
-    this.assertRunnable(record);
-    // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(this.desk.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
-    const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
-    if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
-    const { module, args } = boundAction(record.step);
-    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
-    // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
-    const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
-    const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
-    let ran: StepRecord | undefined;
-    try {
-      ran = await this.run(record, actor, module, args, ctx, start.iso);
-      return ran;
-    } finally {
-      // Closed meanwhile: the database is gone; the run's last frame still goes out.
-      const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
-      // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
-      if (status === 'approved') {
-        if (live) this.desk.liveRuns.finish(live);
-      } else {
-        const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
-        this.desk.endLiveRun(stepId, 'realRun', live, ended, start);
-      }
-    }
-  }
-
-  /** runApproved's run: the module's run (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
-  private async run(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
-    const stepId = record.step.id;
-    let ready;
-    try {
-      ready = await module.run(args, ctx);
-    } catch (error) {
-      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
-      if (this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
-      return this.failBeforeStart(stepId, actor, error);
-    }
-    // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
-    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
-    // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
-    const refusal = this.effectsRefusal(record.step, ready);
-    if (refusal) return this.failBeforeStart(stepId, actor, refusal);
-    if (ready.drift) return this.returnForConsent(record, actor, ready.drift);
-    // A changeset may be 40 files of 1 MB: hashed, diffed and backed up a file at a time, with the
-    // host answering requests in between (the apply itself stays one synchronous, all-or-nothing pass).
-    const changes = await hashFileChangesYielding(ready.fileChanges);
-    // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
-    if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
-      const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
-      if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
-        const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
-        return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
-          kind: 'step.reconsent',
-          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
-        }));
-      }
-    }
-    let backups;
-    try {
-      backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
-    } catch (error) {
-      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
-      return this.failBeforeStart(stepId, actor, error);
-    }
-    // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
-    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
-    this.desk.emitStep(this.desk.steps.transition(stepId, 'running', actor, { startedAt }, {
-      expectFrom: ['approved'],
-      backups,
-      detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
-    }));
-
-    let result: Record<string, unknown> | undefined;
-    let failure: unknown;
-    try {
-      result = await ready.apply();
-    } catch (error) {
-      failure = error;
-    }
-    if (this.desk.steps.get(stepId).status === 'cancelled') {
-      // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
-      this.desk.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
-      return this.desk.steps.get(stepId);
-    }
-    if (failure === undefined) {
-      return this.desk.emitStep(this.desk.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
-    }
-    const shaped = this.desk.describeError(failure);
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
-  }
-
-  /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
-  private directoryLedgerFor(stepId: string): DirectoryLedger {
-    return {
-      created: (directory) => this.desk.steps.recordCreatedDirectory(stepId, directory),
-      removed: (directory) => this.desk.steps.forgetCreatedDirectory(stepId, directory),
-    };
-  }
-
-  /** For the outcome's audit record: the folders the step created, in the order it made them. */
-  private createdDirectoriesDetail(stepId: string): { createdDirectories?: string[] } {
-    const created = this.desk.steps.createdDirectories(stepId);
-    return created.length > 0 ? { createdDirectories: created.map((directory) => directory.path) } : {};
+  /** Runs one approved step: check the approval still binds, back up, record the intent, apply, record the outcome. */
+  executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
+    return this.execution.executeStep(stepId, actor);
   }
 
   /**
@@ -912,170 +444,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return { directories: removeCreatedDirectories(this.desk.steps.createdDirectories(stepId), this.protectedDirectories()) };
   }
 
-  /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
-  private async diffsFor(record: StepRecord, changes: HashedFileChange[]): Promise<(string | null)[]> {
-    const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
-    const diffs: (string | null)[] = [];
-    for (const change of changes) {
-      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
-      // A big new diff is made on a preview worker, as for a preview: never on the host's thread.
-      diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
-    }
-    return diffs;
-  }
-
-  private assertRunnable(record: StepRecord): void {
-    const stepId = record.step.id;
-    if (record.status !== 'approved' || !record.approval) {
-      throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
-    }
-    // An approval not used in time is spent: the step becomes expired, and this run is refused.
-    if (this.desk.overdue(record)) throw this.desk.expiredError(this.expiry.expire(record) ?? record);
-    const currentHash = stepHash(record.step);
-    if (currentHash !== record.approval.stepHash) {
-      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
-        stepId,
-        approvedStepHash: record.approval.stepHash,
-        currentStepHash: currentHash,
-      });
-    }
-    const blocker = this.desk.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
-    if (blocker) {
-      throw new ExecutorError('PLAN_ORDER', `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`, {
-        stepId,
-        blockingStepId: blocker.step.id,
-      });
-    }
-  }
-
-  /**
-   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
-   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
-   */
-  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
-    this.desk.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
-    throw error;
-  }
-
-  /**
-   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
-   * nothing is applied; the step goes back to the person with the new preview and the reason.
-   */
-  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<ReadyRun['drift']>): StepRecord {
-    const stepId = record.step.id;
-    const startedAt = new Date().toISOString();
-    this.desk.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
-    const previewHash = previewHashOf(drift.preview);
-    const { evaluation } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), drift.preview);
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
-      kind: 'step.reconsent',
-      detail: { reason: drift.reason, previewHash, ...drift.detail },
-    }));
-  }
-
-  /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
-  private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
-    const preview = ready.drift?.preview ?? ready.preview;
-    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.desk.context(step.id)) : null;
-    if (!effects || effects.denialReasons.length === 0) return null;
-    return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
-      reasons: effects.denialReasons,
-      effects: effects.findings.map(({ kind, paths }) => ({ kind, paths })),
-    });
-  }
-
-  /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
-  private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
-    const shaped = this.desk.describeError(error);
-    const now = new Date().toISOString();
-    this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
-  }
-
-  /**
-   * Runs a plan forward in order: approved steps execute until the first undecided one. Once a step
-   * ended without running (rejected, denied, failed, interrupted, expired), no later step runs on an
-   * approval given before that: each such approved step, whoever approved it, goes back to the
-   * person with the reason. An approval the person gives after it (they saw the plan was broken) holds.
-   */
+  /** Runs a plan forward in order: approved steps execute until the first undecided one. */
   advancePlan(planId: string, actor: Actor): Promise<void> {
-    // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
-    return this.desk.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
-  }
-
-  /** advancePlan's body; the caller holds the plan's lock. */
-  private async runPlanForward(planId: string, actor: Actor): Promise<void> {
-    let broken: StepRecord | undefined;
-    // An earlier step still undecided or running: later approved steps wait for it.
-    let waiting = false;
-    for (const listed of this.desk.steps.planSteps(planId)) {
-      if (this.desk.closed) return;
-      // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
-      let record = this.desk.steps.get(listed.step.id);
-      if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (record.status === 'approved' && this.desk.overdue(record)) record = this.expiry.expire(record) ?? this.desk.steps.get(record.step.id);
-      if (PLAN_BREAKING_STATUSES.includes(record.status)) {
-        // The latest break counts: an approval given before any earlier step ended without running does not hold.
-        broken = latestBreak([broken, record]);
-        continue;
-      }
-      if (record.status !== 'approved') {
-        waiting = true;
-        continue;
-      }
-      const reason = this.approvalDoesNotHold(record, broken);
-      if (reason) {
-        this.sendBack(record, reason, broken);
-        waiting = true;
-        continue;
-      }
-      if (waiting) continue;
-      let ran: StepRecord;
-      try {
-        ran = await this.runApproved(record.step.id, actor);
-      } catch (error) {
-        // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
-        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(record.step.id).status !== 'approved') {
-          waiting = true;
-          continue;
-        }
-        throw error;
-      }
-      if (ran.status === 'executed') continue;
-      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken = latestBreak([broken, ran]);
-      else waiting = true;
-    }
-  }
-
-  /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
-  private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
-    if (record.approval && record.approval.stepHash !== stepHash(record.step)) return 'The step changed after it was approved; look at it again.';
-    if (!broken) return null;
-    // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
-    const informed = record.approval !== null && record.approval.by.channel !== 'policy' && record.approval.at > broken.updatedAt;
-    return informed ? null : `${blockingReason(broken)} Confirm this step on its own.`;
-  }
-
-  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
-    return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-      kind: 'step.reconsent',
-      detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
-      expectFrom: ['approved'],
-    }));
-  }
-
-  /**
-   * When the person's approval of `record` is recorded: now, or just after the moment an earlier step
-   * of its plan ended without running if that is not already past. "Approved after the plan broke"
-   * (advancePlan) must hold for an approval given knowing it, even within the same millisecond.
-   */
-  private approvalInstant(record: StepRecord): string {
-    let at = Date.now();
-    for (const earlier of this.desk.steps.planSteps(record.step.planId)) {
-      if (earlier.position >= record.position || !PLAN_BREAKING_STATUSES.includes(earlier.status)) continue;
-      at = Math.max(at, Date.parse(earlier.updatedAt) + 1);
-    }
-    return new Date(at).toISOString();
+    return this.execution.advancePlan(planId, actor);
   }
 
   /**
@@ -1406,5 +777,6 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 }
 
 export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
+export { CANCEL_WAIT_MS } from './rooms/decisions.js';
 export type { EnvironmentStatus, KeyStatus };
 export type { ExecutorEvents, ExecutorSeams } from './step-desk.js';
