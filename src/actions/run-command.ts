@@ -10,6 +10,7 @@ import { commandTimeoutMs } from '../domain/run-step-facts.js';
 import { commandLineOf } from '../domain/shell-quote.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
+import { wellFormed } from '../domain/json-limits.js';
 import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../policy/command-policy.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
@@ -312,5 +313,17 @@ export const runCommand: ActionModule<'runCommand'> = {
         };
       },
     };
+  },
+  editable: 'command',
+  edited(step, command, proposedStep) {
+    const stepId = step.id;
+    const current = commandLineOf(step.args);
+    const before = proposedStep.action === 'runCommand' ? commandLineOf(proposedStep.args) : current;
+    if (!wellFormed(command)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
+    const after = command.trim();
+    if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
+    // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
+    const { argv: _argv, command: _command, ...rest } = step.args;
+    return { revised: { ...step, args: { ...rest, command: after } }, change: { commandBefore: before, commandAfter: after } };
   },
 };

@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { resolveFileTarget } from '../../actions/file-target.js';
 import { boundAction } from '../../actions/registry.js';
-import { unifiedLineDiff } from '../../backup/line-diff.js';
-import { readCurrent } from '../../backup/file-changes.js';
 import type { Actor } from '../../domain/actor.js';
-import { canonicalJson, sha256Hex } from '../../domain/canonical-json.js';
+import { canonicalJson } from '../../domain/canonical-json.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { applyHunks, assertHunkSelection, parseHunks } from '../../domain/hunks.js';
-import { wellFormed } from '../../domain/json-limits.js';
 import { summarizeLargeValues } from '../../domain/large-values.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../../domain/remembered-rule.js';
-import { commandLineOf } from '../../domain/shell-quote.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type PersonEdit, type StepRecord } from '../../domain/step-record.js';
 import { isAgentActor } from '../../domain/step-ownership.js';
@@ -24,6 +18,9 @@ import { previewHashOf, type StepDesk } from '../step-desk.js';
 
 /** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
 export const CANCEL_WAIT_MS = 10_000;
+
+/** Which steps an edit of each kind can change, for the refusal of an edit the step's action does not take. */
+const EDITED_ONLY = { content: "only a file write's content can be edited", command: "only a command's line can be edited" } as const;
 
 function canonicalOrNull(value: unknown): string | null {
   try {
@@ -106,11 +103,11 @@ export class DecisionsRoom {
   }
 
   /**
-   * "Approve with only these hunks": the person's yes to a write over an existing text file, with the
-   * content the original plus the accepted hunks of the preview's diff. That content becomes the step
-   * (the person's version; the proposal stays on record), and the approval binds to its step hash and
-   * to a preview of it (whose identity holds the file's hash now and the approved content's sha256),
-   * so a file changed since the preview is refused now and again before the write.
+   * "Approve with only these hunks": the person's yes to part of the diff they were shown. The step's
+   * action makes the version with the accepted hunks alone and a fresh preview of it (withHunks; a
+   * write over an existing text file). That version becomes the step (the person's; the proposal
+   * stays on record), and the approval binds to its step hash and to that preview, so a file changed
+   * since the preview is refused now and again before the write.
    */
   private async approveHunks(record: StepRecord, actor: Actor, accepted: number[], options: { previewHash?: string | null; execute?: boolean }): Promise<StepRecord> {
     const stepId = record.step.id;
@@ -119,53 +116,22 @@ export class DecisionsRoom {
       throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash });
     }
     const step = record.step;
-    if (step.action !== 'writeFile') {
-      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${step.action === 'runCommand' ? ', or edit its command line' : ''}.`, { stepId });
+    const { module } = boundAction(step);
+    if (!module.withHunks) {
+      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${module.editable === 'command' ? ', or edit its command line' : ''}.`, { stepId });
     }
-    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files[0] : undefined;
-    if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
-    if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
-    if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
-    const ctx = this.desk.context(stepId);
-    const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
-    if (before === null || sha256Hex(before) !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
-    }
-    const proposed = Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8');
-    const isUtf8 = (bytes: Buffer) => Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
-    if (!isUtf8(before) || !isUtf8(proposed)) {
-      throw new ExecutorError('INVALID_INPUT', `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`, { stepId });
-    }
-    const diff = unifiedLineDiff(before, proposed, 'a', 'b');
-    if (!diff.ok) throw new ExecutorError('INVALID_INPUT', `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`, { stepId });
-    const hunks = parseHunks(diff.patch);
-    assertHunkSelection(accepted, hunks.length, stepId);
+    const withHunks = await module.withHunks(step, record.preview, accepted, this.desk.steps.proposedStep(stepId) ?? step, this.desk.context(stepId));
     // Every hunk: the step as proposed, approved as usual.
-    if (accepted.length === hunks.length) return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
-    const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
-    const approvedBytes = Buffer.from(approvedText, 'utf8');
-    const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
-    const origin = this.desk.steps.proposedStep(stepId) ?? step;
-    const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
-    const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
+    if (withHunks === 'whole') return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
+    const { revised, preview } = withHunks;
     const edit: PersonEdit = {
       kind: 'hunks',
       by: actor,
       at: new Date().toISOString(),
       version: (record.edit?.version ?? 1) + 1,
       proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
-      hunks: { accepted: [...accepted].sort((a, b) => a - b), total: hunks.length },
-      proposedContentHash: sha256Hex(proposedByAgent),
-      approvedContentHash: sha256Hex(approvedBytes),
-      diff: changeDiff.ok ? changeDiff.patch : null,
+      ...withHunks.change,
     };
-    const { module, args } = boundAction(revised);
-    const preview = await module.simulate(args, ctx);
-    const file = preview.kind === 'fileChanges' ? preview.files[0] : undefined;
-    // The file was read again for this preview: it must still be the one the hunks were made from.
-    if (!file || file.preHash !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`, { stepId });
-    }
     const previewHash = previewHashOf(preview);
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
     this.desk.emitStep(this.desk.db.transaction(() => {
@@ -207,33 +173,13 @@ export class DecisionsRoom {
     }
     const step = record.step;
     const base = { by: actor, at: new Date().toISOString(), version: (record.edit?.version ?? 1) + 1, proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash };
-    let revised: unknown;
-    let edit: PersonEdit;
-    if (change.content !== undefined) {
-      if (step.action !== 'writeFile') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write's content can be edited.`, { stepId });
-      if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
-      if (!wellFormed(change.content)) throw new ExecutorError('INVALID_INPUT', `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`, { stepId });
-      if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
-      revised = { ...step, args: { ...step.args, content: change.content } };
-      // What the agent is told is measured from its own proposal, however many versions the person made.
-      const origin = this.desk.steps.proposedStep(stepId) ?? step;
-      const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
-      const edited = Buffer.from(change.content, 'utf8');
-      const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
-      edit = { kind: 'content', ...base, proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null };
-    } else {
-      if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
-      const current = commandLineOf(step.args);
-      const origin = this.desk.steps.proposedStep(stepId) ?? step;
-      const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
-      if (!wellFormed(change.command!)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
-      const after = change.command!.trim();
-      if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
-      // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
-      const { argv: _argv, command: _command, ...rest } = step.args;
-      revised = { ...step, args: { ...rest, command: after } };
-      edit = { kind: 'command', ...base, commandBefore: before, commandAfter: after };
-    }
+    const kind = change.content !== undefined ? 'content' : 'command';
+    const { module } = boundAction(step);
+    if (module.editable !== kind || !module.edited) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; ${EDITED_ONLY[kind]}.`, { stepId });
+    // What the agent is told is measured from its own proposal, however many versions the person made.
+    const edited = module.edited(step, change.content ?? change.command!, this.desk.steps.proposedStep(stepId) ?? step);
+    const revised = edited.revised;
+    const edit: PersonEdit = { kind, ...base, ...edited.change };
     const parsed = StepSchema.safeParse(revised);
     if (!parsed.success) {
       throw new ExecutorError('INVALID_INPUT', `The edited step is not valid: ${describeIssues(parsed.error).join('; ')}`, { stepId });
