@@ -14,12 +14,17 @@ export interface RecoveryPort {
 /** Restart recovery: no step stays where a stopped host left it. */
 export class RecoveryRoom {
   /** Restart recovery of proposed, evaluated and approved steps, under way in the background (see resumeUnfinished). */
-  done: Promise<void> = Promise.resolve();
+  private resumed: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly desk: StepDesk,
     private readonly port: RecoveryPort,
   ) {}
+
+  /** Resolves once what recoverAtOpen took up in the background has been taken up (at once when nothing was). */
+  get done(): Promise<void> {
+    return this.resumed;
+  }
 
   /**
    * What a stopped host left behind, so that no step stays where nobody moves it: steps left `running`
@@ -39,7 +44,7 @@ export class RecoveryRoom {
     // Only plans where something can still happen without the person; an approved step waiting behind
     // an undecided one is where it belongs, not left over.
     const unfinished = this.desk.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
-    if (unfinished.length > 0) this.done = this.resumeUnfinished(unfinished);
+    if (unfinished.length > 0) this.resumed = this.resumeUnfinished(unfinished);
   }
 
   /**
