@@ -88,6 +88,20 @@ module.exports = {
       from: { path: '^electron/preload\\.ts$' },
       to: { path: '^src/(?!ipc/client/client\\.ts$|ipc/protocol/(methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)' },
     },
+    {
+      name: 'executor-rooms-share-only-the-desk',
+      severity: 'error',
+      comment: 'A room of the executor never imports another room: one room sets off another only through a port the facade wires.',
+      from: { path: '^src/executor/rooms/([^/]+)\\.ts$' },
+      to: { path: '^src/executor/rooms/', pathNot: '^src/executor/rooms/$1\\.ts$' },
+    },
+    {
+      name: 'executor-facade-only-from-its-owners',
+      severity: 'error',
+      comment: 'Only whoever opens a data directory (the host, the CLI) holds the Executor class; its other clients depend on their ports.',
+      from: { path: '^src/', pathNot: '^src/(cli/|ipc/host/host\\.ts$|executor/executor\\.ts$)' },
+      to: { path: '^src/executor/executor\\.ts$' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -2,8 +2,8 @@ import type { BlobStore } from '../backup/blob-store.js';
 import type { DirectoryLedger } from '../fs/created-directories.js';
 import type { FileChange } from '../backup/file-changes.js';
 import type { RunHooks } from '../domain/live-output.js';
-import type { Preview, StepRecord } from '../domain/step-record.js';
-import type { ActionArgs, ActionName } from '../domain/step.js';
+import type { PersonEdit, Preview, StepRecord } from '../domain/step-record.js';
+import type { ActionArgs, ActionName, Step, StepOf } from '../domain/step.js';
 import type { EffectRating } from '../policy/command-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
@@ -42,19 +42,40 @@ export interface ActionContext {
 }
 
 /**
- * An execution made ready but not yet performed: the executor backs up `fileChanges` and records
- * the intent before it calls `apply`, so no effect happens without its way back.
+ * A step's run, ready but not yet applied: the executor backs up `fileChanges` and records the
+ * intent before it calls `apply`, so no effect happens without its way back.
  */
-export interface PreparedExecution {
+export interface ReadyRun {
   fileChanges: FileChange[];
   /** What a real run (a step whose preview comes from running it) changes, as a preview: its effects are rated before `apply`. */
   preview?: Preview;
   apply(): Promise<Record<string, unknown>>;
   /**
-   * Set when preparing really ran the step (in a sandbox) and the run differs from the approved
+   * Set when the run really ran the step (in a sandbox) and it differs from the approved
    * preview: nothing is applied, and the step goes back to the person with this preview and reason.
    */
   drift?: { preview: Preview; reason: string; detail?: Record<string, unknown> };
+}
+
+/**
+ * The person's edit of a step before approving, as the action makes it: the step as they changed it
+ * (the executor checks it against the schema and the policy like any proposal), and what changed, for
+ * the step's `edit` (the executor adds who, when and which version).
+ */
+export interface EditedStep {
+  revised: unknown;
+  change: Omit<PersonEdit, 'kind' | 'by' | 'at' | 'version' | 'proposedStepHash' | 'hunks'>;
+}
+
+/**
+ * "Approve with only these hunks", as the action makes it: the step with the accepted hunks of its
+ * preview's diff alone, what changed (for the step's `edit`), and a preview of that step made now,
+ * which the approval binds to.
+ */
+export interface StepWithHunks {
+  revised: Step;
+  change: Pick<PersonEdit, 'hunks' | 'proposedContentHash' | 'approvedContentHash' | 'diff'>;
+  preview: Preview;
 }
 
 export interface ActionModule<A extends ActionName> {
@@ -63,7 +84,7 @@ export interface ActionModule<A extends ActionName> {
   reversible: boolean;
   /**
    * The preview comes from really running the step in a sandbox. Execute then does not re-simulate
-   * to check the preview (that would run it twice); `prepare` compares its own run and reports drift.
+   * to check the preview (that would run it twice); `run` compares its own run and reports drift.
    */
   previewFromRun?: boolean;
   /** Its dry run and real run run something in a sandbox that may take long: the window shows them live, with Cancel. */
@@ -80,7 +101,22 @@ export interface ActionModule<A extends ActionName> {
   rateEffects?(preview: Preview, ctx: ActionContext): EffectRating | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
-  prepare(args: ActionArgs<A>, ctx: ActionContext): Promise<PreparedExecution>;
+  /** The real run, up to its effects: what it will change (a command's sandbox run happens here), and `apply`. */
+  run(args: ActionArgs<A>, ctx: ActionContext): Promise<ReadyRun>;
   /** Undo effects outside files (files are restored from their backups by the executor). */
   revertOther?(record: StepRecord, ctx: ActionContext, force: boolean): Promise<Record<string, unknown>>;
+  /** What the person may edit before approving (a write's `content`, a command's `command` line); absent: approved or rejected as proposed. */
+  editable?: 'content' | 'command';
+  /**
+   * The step with the person's edit of what `editable` names (`text`: the new content or command
+   * line), or a typed refusal of an edit it cannot take. `proposed` is the proposer's own version,
+   * which what changed is measured from, however many versions the person made.
+   */
+  edited?(step: StepOf<A>, text: string, proposed: Step): EditedStep;
+  /**
+   * "Approve with only these hunks" of the diff the person was shown (`shown`, the step's preview):
+   * 'whole' when every hunk was accepted (the step is approved as it is), else the step with those
+   * hunks alone; a typed refusal when the step's diff cannot be split. Absent: approved whole.
+   */
+  withHunks?(step: StepOf<A>, shown: Preview | null, accepted: readonly number[], proposed: Step, ctx: ActionContext): Promise<StepWithHunks | 'whole'>;
 }

@@ -14,7 +14,7 @@ export const createKBEntry: ActionModule<'createKBEntry'> = {
   async simulate(args) {
     return { kind: 'kbEntry', title: args.title, content: args.content, tags: args.tags ?? [] };
   },
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     return {
       fileChanges: [],
       async apply() {

@@ -23,7 +23,7 @@ export const deleteFile: ActionModule<'deleteFile'> = {
   async simulate(args, ctx) {
     return { kind: 'fileChanges', files: [await previewFileChangeOffLoop(plannedChange(args, ctx))] };
   },
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     const change = plannedChange(args, ctx);
     return {
       fileChanges: [change],

@@ -105,7 +105,7 @@ export const openURL: ActionModule<'openURL'> = {
     if (!parsed.ok) throw new ExecutorError('POLICY_DENIED', parsed.reason);
     return describe(parsed.url);
   },
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     const parsed = parseOpenableUrl(args.url);
     if (!parsed.ok) throw new ExecutorError('POLICY_DENIED', parsed.reason);
     const href = parsed.url.href;

@@ -129,7 +129,7 @@ export const runCode: ActionModule<'runCode'> = {
     const { result, requests } = await runIn('simulate', args, ctx);
     return { kind: 'codeRun', result, requests };
   },
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     return {
       fileChanges: [],
       async apply() {

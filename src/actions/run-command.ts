@@ -10,6 +10,7 @@ import { commandTimeoutMs } from '../domain/run-step-facts.js';
 import { commandLineOf } from '../domain/shell-quote.js';
 import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
+import { wellFormed } from '../domain/json-limits.js';
 import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../policy/command-policy.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
@@ -17,7 +18,7 @@ import { rateChangeset } from '../policy/command-effects.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
-import type { ActionContext, ActionModule, PreparedExecution } from './action-module.js';
+import type { ActionContext, ActionModule, ReadyRun } from './action-module.js';
 
 type Args = ActionArgs<'runCommand'>;
 
@@ -161,7 +162,7 @@ function differences(approved: CommandRunPreview, fresh: CommandRunPreview): { c
   return { changedUnderneath, differentEffect };
 }
 
-function driftOf(approved: Preview | null | undefined, fresh: CommandRunPreview): PreparedExecution['drift'] {
+function driftOf(approved: Preview | null | undefined, fresh: CommandRunPreview): ReadyRun['drift'] {
   if (fresh.conflicts.length > 0) {
     return {
       preview: fresh,
@@ -275,7 +276,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     return (await runAndView(args, ctx)).preview;
   },
   rateEffects: (preview, ctx) => (preview.kind === 'commandRun' ? rateChangeset(preview, ctx.policy) : null),
-  async prepare(args, ctx) {
+  async run(args, ctx) {
     const { preview, changes, outcome, scope } = await runAndView(args, ctx);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
@@ -312,5 +313,17 @@ export const runCommand: ActionModule<'runCommand'> = {
         };
       },
     };
+  },
+  editable: 'command',
+  edited(step, command, proposedStep) {
+    const stepId = step.id;
+    const current = commandLineOf(step.args);
+    const before = proposedStep.action === 'runCommand' ? commandLineOf(proposedStep.args) : current;
+    if (!wellFormed(command)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
+    const after = command.trim();
+    if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
+    // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
+    const { argv: _argv, command: _command, ...rest } = step.args;
+    return { revised: { ...step, args: { ...rest, command: after } }, change: { commandBefore: before, commandAfter: after } };
   },
 };

@@ -132,6 +132,8 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('runCode'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
+/** The step of one action, its args typed. */
+export type StepOf<A extends ActionName> = Extract<Step, { action: A }>;
 
 /**
  * A plan's own consent expiry, in seconds: the proposer may ask that its steps stop waiting sooner

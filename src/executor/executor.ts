@@ -1,93 +1,48 @@
 import { EventEmitter } from 'node:events';
-import fs from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import type { ActionContext, PreparedExecution } from '../actions/action-module.js';
-import type { HeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
-import { boundAction } from '../actions/registry.js';
-import { exportAudit, exportLines, exportRange, type ExportSummary } from '../audit/export/audit-export.js';
+import type { ExportSummary } from '../audit/export/audit-export.js';
 import type { VerificationKeyLine } from '../audit/keys/audit-keys.js';
-import { DEFAULT_CHECKPOINT_EVERY, SignedAuditLog, type AuditLogOptions } from '../audit/log/audit-log.js';
-import { queryAudit, readAuditRecord, type AuditPage, type AuditRecordRaw } from '../audit/log/audit-query.js';
-import { findSecretDigestInSlices } from '../audit/log/audit-reader.js';
-import { verifyDataDir } from '../audit/verify/audit-verifier.js';
-import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../domain/audit-event.js';
+import { SignedAuditLog, type AuditLogOptions } from '../audit/log/audit-log.js';
+import type { AuditPage, AuditRecordRaw } from '../audit/log/audit-query.js';
+import type { AuditEvent } from '../domain/audit-event.js';
 import type { EpochKeys } from '../audit/keys/key-ratchet.js';
 import { FileKeyStore, type KeyProtection, type KeyStore } from '../audit/keys/key-store.js';
-import { secretDigest } from '../audit/log/recordable-value.js';
 import type { VerifyProgress, VerifyReport } from '../audit/verify/verify-codes.js';
-import { removeStaleTempFiles } from '../fs/atomic-write.js';
-import { BlobStore } from '../backup/blob-store.js';
-import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../backup/preview-workers.js';
-import { planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger, type ProtectedDirectory } from '../fs/created-directories.js';
-import { unifiedLineDiff } from '../backup/line-diff.js';
-import { resolveFileTarget } from '../actions/file-target.js';
-import { applyHunks, assertHunkSelection, parseHunks } from '../domain/hunks.js';
-import { commandLineOf } from '../domain/shell-quote.js';
-import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, readCurrent, hashFileChange, planRevert, previewFileChange, revertFileChanges, type HashedFileChange, type RevertPlanEntry } from '../backup/file-changes.js';
-import { actorFor, type Actor } from '../domain/actor.js';
-import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
-import { checkedApiKey, modelKeyEntry, type ModelProvider } from '../domain/model-settings.js';
-import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
-import { assertWithinJsonLimits, FILE_LIMITS, wellFormed } from '../domain/json-limits.js';
-import { summarizeLargeValues } from '../domain/large-values.js';
-import { describeIssues, parsePlan } from '../domain/plan-parse.js';
-import type { Evaluation } from '../domain/risk.js';
-import { blockingReason, latestBreak, planCanMoveWithoutPerson } from '../domain/plan-order.js';
-import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../domain/revert-reasons.js';
-import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../domain/state-machine.js';
-import type { DirectoryRevertPlanEntry } from '../domain/created-directory.js';
-import { AGENT_CANCEL_REASON, type PersonEdit, type Preview, type RevertOutcome, type RunSpan, type StepRecord } from '../domain/step-record.js';
-import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
-import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
-import { StepSchema, stepHash, type Step } from '../domain/step.js';
-import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../domain/remembered-rule.js';
-import { evaluateStep as weighHints } from '../policy/evaluate-step.js';
-import { weighEffects, type EffectRating } from '../policy/command-effects.js';
-import { rulesAllowing } from '../policy/remembered-rules.js';
-import { checkWorkspaceRoot } from '../policy/workspace-root.js';
-import { loadShellParser } from '../policy/shell-parser.js';
-import { assertRootsApartFromDataDir, loadPolicy, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../policy/policy-file.js';
-import { connectDocker, engineStatus, preloadDockerode, type EngineStatus } from '../sandbox/docker/docker-client.js';
+import type { PublishResult } from '../audit/witness/witness-publisher.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
-import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
-import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
-import { LightSandbox } from '../sandbox/light/light-sandbox.js';
-import type { SpawnChild } from '../sandbox/light/spawn-child.js';
+import type { Actor } from '../domain/actor.js';
+import type { ErrorShape, ExecutorError } from '../domain/errors.js';
+import type { LiveRunView } from '../domain/live-output.js';
+import type { ModelProvider } from '../domain/model-settings.js';
+import type { RememberedRule, RuleLifetime } from '../domain/remembered-rule.js';
+import type { Evaluation } from '../domain/risk.js';
+import { isSettled } from '../domain/state-machine.js';
+import type { Preview, StepRecord } from '../domain/step-record.js';
+import type { Step } from '../domain/step.js';
+import { loadPolicy, type Policy } from '../policy/policy-file.js';
+import { loadShellParser } from '../policy/shell-parser.js';
+import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
-import { KbRepository } from '../store/kb-repository.js';
-import { RuleHitRepository, type RuleHits } from '../store/rule-hit-repository.js';
-import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
+import type { RuleHits } from '../store/rule-hit-repository.js';
+import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../store/step-repository.js';
+import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
 import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
-import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
-import { planRevertInOrder } from '../backup/plan-revert-order.js';
+import type { RequestGate, RequestGateOptions } from './request-gate.js';
+import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
+import { DecisionsRoom } from './rooms/decisions.js';
+import { ExecutionRoom } from './rooms/execution.js';
+import { ExpiryRoom } from './rooms/expiry.js';
+import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
+import { ProposalsRoom } from './rooms/proposals.js';
+import { RecoveryRoom } from './rooms/recovery.js';
+import { RevertsRoom, type PlanRevertPreview, type PlanRevertResult, type PlanRevertStepPreview, type RevertPreview } from './rooms/reverts.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
-import { summarizeStep } from '../domain/step-title.js';
-import { GroupedCommit } from './grouped-commit.js';
-import { LiveRuns, type LiveRun } from './live-runs.js';
-import { PlanLocks } from './plan-lock.js';
-import { PreparationQueue } from './preparation-queue.js';
-import { RequestGate, type RequestGateOptions } from './request-gate.js';
-import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
-import { CosignatureStore } from '../audit/witness/cosignature-store.js';
-import { dbWitnessedLog } from '../audit/witness/db-witnessed-log.js';
-import { WitnessPublisher, type PublishResult } from '../audit/witness/witness-publisher.js';
-import { lastRecordedPolicy, witnessIdentity } from '../audit/witness/named-witnesses.js';
-import { policyFingerprint } from '../policy/policy-fingerprint.js';
+import { previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
 
-export interface ExecutorEvents {
-  step: [StepRecord];
-  policy: [Policy];
-  /** The audit log grew. A hint for live views, sent after the transaction; read getAudit for the records. */
-  audit: [{ kind: string; stepId: string | null; planId: string | null }];
-  /** A step's sandbox run under way: started, printed more, or ended (small increments, a few a second at most). */
-  run: [LiveRunFrame];
-  /** What publishing the newest checkpoint to one witness came to. */
-  witness: [PublishResult];
-}
+export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
+export { CANCEL_WAIT_MS } from './rooms/decisions.js';
+export type { EnvironmentStatus, ExecutorEvents, ExecutorSeams, KeyStatus, PlanRevertPreview, PlanRevertResult, PlanRevertStepPreview, RevertPreview };
 
 export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
@@ -106,7 +61,7 @@ export interface ExecutorOptions extends ExecutorSeams {
   maxExportTextBytes?: number;
   /**
    * Whether open() resumes, in the background, what a stopped host left undecided (default true):
-   * proposed steps are weighed again, evaluated ones prepared, approved ones run or sent back.
+   * proposed steps are weighed again, evaluated ones previewed, approved ones run or sent back.
    */
   resumeUnfinished?: boolean;
   /** Where a background failure nobody is waiting for is reported (default: a line on stderr). */
@@ -120,113 +75,11 @@ export interface ExecutorOptions extends ExecutorSeams {
   requestGate?: RequestGateOptions;
 }
 
-export interface EnvironmentStatus {
-  dataDir: string;
-  engine: EngineStatus;
-  image: { tag: string; present: boolean; digest: string | null };
-}
-
-export interface KeyStatus {
-  logId: string;
-  protection: KeyProtection;
-  /** Said plainly in Settings when the keychain protects less than it seems (Linux without a keyring). */
-  protectionWarning: string | null;
-  location: string;
-  currentKeyId: string;
-  epoch: number;
-  chains: { keyId: string; createdAt: string; verificationKeyExported: boolean; exportedAt: string | null }[];
-  anchor: { seq: number; ts: string } | null;
-  /** Why the last heartbeat checkpoint or anchor write failed, if it did (e.g. the disk is full). */
-  lastCheckpointError: string | null;
-}
-
-/** One step of a plan's revert, as previewRevertPlan shows it (newest first). */
-export interface PlanRevertStepPreview {
-  stepId: string;
-  title: string;
-  status: StepRecord['status'];
-  /** revert: will be reverted; conflict: a file changed since (refused unless forced); skip: cannot or need not be. */
-  state: 'revert' | 'conflict' | 'skip';
-  /** Why a step is skipped ("already reverted", "opening a URL cannot be undone"). */
-  reason?: string;
-  files: RevertPlanEntry[];
-  /** Files beyond the first PLAN_REVERT_FILES_SHOWN, counted, not listed. */
-  moreFiles: number;
-}
-
-export interface PlanRevertPreview {
-  planId: string;
-  steps: PlanRevertStepPreview[];
-  /** The steps whose revert would meet a conflict, newest first. */
-  conflicts: string[];
-}
-
-export interface PlanRevertResult {
-  planId: string;
-  /** Reverted, in the order it happened (newest step first). */
-  reverted: string[];
-  skipped: { stepId: string; reason: string }[];
-  forced: boolean;
-}
-
-/** How many files per step a plan's revert preview lists; the rest are counted. */
-const PLAN_REVERT_FILES_SHOWN = 50;
-
-/** previewRevert: the files, and the folders the step created (deepest first). */
-export interface RevertPreview {
-  files: RevertPlanEntry[];
-  directories: DirectoryRevertPlanEntry[];
-}
-
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
-
-/** What the window may download in one reply (the transports accept far more; this keeps one click quick). */
-export const MAX_EXPORT_TEXT_BYTES = 64 * 1024 * 1024;
-
-/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
-export interface ExecutorSeams {
-  spawnChild?: SpawnChild;
-  heavyCodeRunner?: HeavyCodeRunner;
-}
-
-/** How long a person's Cancel waits for the run's container or worker to be gone before it answers anyway (saying so). */
-export const CANCEL_WAIT_MS = 10_000;
-
-const POLICY_ACTOR: Actor = actorFor('policy');
-const SYSTEM_ACTOR: Actor = actorFor('system');
-
-/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
-const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
-
-/** Statuses in which a step still holds up the steps after it in its plan. */
-const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
-
-/** The expiry timer looks again at least this often, so a policy that shortens the expiry takes hold. */
-const EXPIRY_RECHECK_MS = 60 * 60 * 1000;
-
-/** "24 hours", "90 seconds": an expiry as the person and the agent read it. */
-function describeSeconds(seconds: number): string {
-  if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}`;
-  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
-  return `${seconds} second${seconds === 1 ? '' : 's'}`;
-}
-
-/** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
-export function previewHashOf(preview: Preview): string {
-  return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
-}
-
-function canonicalOrNull(value: unknown): string | null {
-  try {
-    return canonicalJson(value);
-  } catch {
-    return null;
-  }
-}
 
 /**
  * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
- * is prepared again; a real run still in its sandbox (a command's, before its step is marked
+ * is previewed again; a real run still in its sandbox (a command's, before its step is marked
  * running) applied nothing and runs again if its approval holds; a real run whose step was already
  * running (code runs there) is marked interrupted at the next start and does not run again by itself.
  */
@@ -239,92 +92,68 @@ function shutdownStopWords(phase: 'dryRun' | 'realRun', stepStatus: StepRecord['
 
 /**
  * The facade: every surface (CLI, IPC, MCP) drives steps through these methods and nothing else.
- * One instance per data directory per machine, guarded by the data-directory lock.
+ * One instance per data directory per machine, guarded by the data-directory lock. Each method hands
+ * its call to the room that holds that stage of a step's life (rooms/); the rooms share one desk
+ * (step-desk.ts) and never call each other: where one room's work sets off another's, the
+ * constructor below hands it a port, so the wiring is all in one place.
  */
 export class Executor extends EventEmitter<ExecutorEvents> {
   readonly dataDir: string;
-  private readonly db: Db;
   private readonly lock: DataDirLock;
-  private readonly steps: StepRepository;
-  private readonly kb: KbRepository;
-  private readonly ruleHits: RuleHitRepository;
-  private readonly blobs: BlobStore;
-  private readonly audit: AuditTrail;
-  private readonly auditLog: SignedAuditLog;
-  private readonly keyStore: KeyStore;
-  private readonly lightSandbox: LightSandbox;
-  private readonly heavyCodeRunner: HeavyCodeRunner;
-  private policy: Policy;
-  private closed = false;
-  /** When each client's rate-limit refusal was last audited. */
-  private readonly lastLimitAuditAt = new Map<string, number>();
-  private readonly openExternal?: (url: string) => Promise<void>;
-  private readonly maxExportTextBytes: number;
-  /** One plan's sandbox work at a time; other plans and reads never wait for it. */
-  private readonly planLocks = new PlanLocks();
-  /** Previews of proposals the host acknowledged at once (submitAndSchedule), prepared in the background. */
-  private readonly preparations: PreparationQueue;
-  /** Proposals that arrive together share one transaction and one sync to disk. */
-  private readonly proposals: GroupedCommit;
+  /** What every room works at: the steps, their audited trail and events, the policy, the live runs. */
+  private readonly desk: StepDesk;
+  private readonly proposals: ProposalsRoom;
+  private readonly decisions: DecisionsRoom;
+  private readonly execution: ExecutionRoom;
+  private readonly expiry: ExpiryRoom;
+  private readonly reverts: RevertsRoom;
+  private readonly recovery: RecoveryRoom;
+  private readonly auditDesk: AuditDesk;
+  private readonly settings: HostSettings;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
-   * background preparation waits for a gap between them (request-gate.ts).
+   * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
-  private readonly log: (line: string) => void;
-  /** Restart recovery of proposed, evaluated and approved steps (see resumeUnfinished). */
-  private recovery: Promise<void> = Promise.resolve();
-  private expiryTimer: NodeJS.Timeout | null = null;
-  /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
-  private checkpointer: WalCheckpointer | null = null;
-  /** When the armed expiry timer fires (Infinity: none armed). */
-  private nextExpiryAt = Infinity;
-  /** Sends each checkpoint to the policy's witnesses, off the commit path (started by a host only). */
-  private readonly witnessPublisher: WitnessPublisher;
-  /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
-  private readonly liveRuns = new LiveRuns((frame) => this.emit('run', frame));
-  /** recordTraitsOf's answers, per step, under the policy they were decided with. */
-  private readonly stepTraits = new Map<string, { policy: Policy; traits: StepRecordTraits }>();
-  private imageDigestAsked = false;
 
   private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
     super();
-    this.openExternal = options.openExternal;
-    this.maxExportTextBytes = options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES;
     this.dataDir = dataDir;
     this.lock = lock;
-    this.db = db;
-    this.policy = policy;
-    this.auditLog = auditLog;
-    this.keyStore = keyStore;
-    this.audit = this.notifyingTrail(auditLog);
-    auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
-    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
-    this.kb = new KbRepository(db);
-    this.ruleHits = new RuleHitRepository(db);
-    this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
-    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
-    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
-    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
-    this.proposals = new GroupedCommit(db);
-    this.witnessPublisher = new WitnessPublisher({
+    this.desk = new StepDesk({
       dataDir,
-      log: () => dbWitnessedLog(db),
-      store: new CosignatureStore(db),
-      witnesses: () => this.policy.witnesses,
-      onResult: (result) => {
-        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') this.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
-        this.emit('witness', result);
-      },
+      db,
+      policy,
+      auditLog,
+      keyStore,
+      events: this,
+      onDeadline: (at) => this.expiry.armExpiry(at),
+      openExternal: options.openExternal,
+      spawnChild: options.spawnChild,
+      heavyCodeRunner: options.heavyCodeRunner,
+      log: options.log,
+      requestGate: options.requestGate,
     });
-    this.requests = new RequestGate(options.requestGate);
-    this.preparations = new PreparationQueue({
-      prepareNextStep: (planId) => this.prepareNextStep(planId),
-      finishPlan: (planId, actor) => this.finishPreparedPlan(planId, actor),
-      onError: (planId, error) => this.recordPreparationFailure(planId, error),
-      concurrency: () => this.policy.preparation.concurrency,
-      yieldToRequests: () => this.requests.whenClear(),
+    this.requests = this.desk.requests;
+    // Ports are arrows: a room may hear of one built after it, and never holds another room itself.
+    this.proposals = new ProposalsRoom(this.desk, { advancePlan: (planId, actor) => this.execution.advancePlan(planId, actor) });
+    this.decisions = new DecisionsRoom(this.desk, {
+      advancePlan: (planId, actor) => this.execution.advancePlan(planId, actor),
+      schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
+      expire: (record) => this.expiry.expire(record),
     });
+    this.execution = new ExecutionRoom(this.desk, { expire: (record) => this.expiry.expire(record) });
+    this.expiry = new ExpiryRoom(this.desk, { schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor) });
+    this.reverts = new RevertsRoom(this.desk, {
+      propose: (planInput, actor) => this.proposals.propose(planInput, actor),
+      approve: (stepId, actor) => this.decisions.approve(stepId, actor),
+    });
+    this.recovery = new RecoveryRoom(this.desk, {
+      sweepExpired: () => this.expiry.sweepExpired(),
+      schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
+    });
+    this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
+    this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
   }
 
   /**
@@ -341,21 +170,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
-      executor.db.transaction(() => {
-        executor.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
-        executor.recordPolicyEditedOutside();
+      executor.desk.db.transaction(() => {
+        executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        executor.settings.recordPolicyEditedOutside();
       })();
-      executor.recoverAtOpen(options.resumeUnfinished !== false);
+      executor.recovery.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
-        auditLog.onCheckpointCommitted(() => executor.witnessPublisher.notify());
+        auditLog.onCheckpointCommitted(() => executor.auditDesk.notifyWitnesses());
         // A witness added while the host runs hears of the newest checkpoint at once; one a CLI command sealed is caught up now.
-        executor.on('policy', () => executor.witnessPublisher.notify());
-        executor.witnessPublisher.notify();
+        executor.on('policy', () => executor.auditDesk.notifyWitnesses());
+        executor.auditDesk.notifyWitnesses();
       }
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
-      if (options.checkpointOffThread) executor.checkpointer = WalCheckpointer.start(db, resolved);
+      if (options.checkpointOffThread) executor.desk.checkpointer = WalCheckpointer.start(db, resolved);
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
@@ -366,45 +195,32 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /**
-   * Any error as the surfaces (IPC, CLI, a failed step) report it. A full disk met in the data
-   * directory names the directory and its free space (STORAGE_FULL), and the WAL the refused write
-   * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
-   */
-  describeError(error: unknown): ErrorShape {
-    if (isNoSpace(error) && !this.closed) {
-      if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
-      else giveBackWal(this.db);
-    }
-    return toErrorShape(dataDirStorageFailure(error, this.dataDir));
-  }
-
-  /**
    * Never waits for background work: previews under way are dropped (their steps stay `evaluated`
-   * and are prepared again at the next start), and a transition is one transaction, so none is half-written.
+   * and are previewed again at the next start), and a transition is one transaction, so none is half-written.
    */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.preparations.stop();
+    if (this.desk.closed) return;
+    this.desk.closed = true;
+    this.expiry.close();
+    this.proposals.close();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
-    this.checkpointer?.stop();
+    this.desk.checkpointer?.stop();
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
     // Each stopped attempt is recorded with its step first (its time span, and that the host stopped it): the step reruns at the next start.
     const stoppedAt = new Date().toISOString();
-    const stopped = this.liveRuns.list().map((run) => ({ run, output: this.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
-    this.liveRuns.cancelAll();
-    this.auditLog.stopHeartbeat();
-    this.witnessPublisher.stop();
-    this.lightSandbox.close();
+    const stopped = this.desk.liveRuns.list().map((run) => ({ run, output: this.desk.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
+    this.desk.liveRuns.cancelAll();
+    this.desk.auditLog.stopHeartbeat();
+    this.auditDesk.close();
+    this.desk.lightSandbox.close();
     try {
       // The last record is sealed by a shutdown checkpoint, so a database at rest has no unsealed tail.
-      this.db.transaction(() => {
+      this.desk.db.transaction(() => {
         for (const { run, output, durationMs } of stopped) {
-          const stepStatus = this.steps.get(run.stepId).status;
+          const stepStatus = this.desk.steps.get(run.stepId).status;
           // The attempt's span keeps what it printed, so the step's detail shows how far it got before the shutdown.
-          this.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
-          this.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
+          this.desk.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
+          this.desk.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
             stepStatus,
             startedAt: run.startedAt,
@@ -414,169 +230,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
             message: shutdownStopWords(run.phase, stepStatus, durationMs),
           });
         }
-        this.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
-        this.auditLog.checkpoint('shutdown');
+        this.desk.audit.append({ kind: 'app.stopped', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
+        this.desk.auditLog.checkpoint('shutdown');
       })();
-      this.auditLog.flushAnchor();
+      this.desk.auditLog.flushAnchor();
     } catch (error) {
       throw dataDirStorageFailure(error, this.dataDir);
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
-      giveBackWal(this.db);
-      this.db.close();
+      giveBackWal(this.desk.db);
+      this.desk.db.close();
       this.lock.release();
     }
   }
 
-  getPolicy(): Policy {
-    return this.policy;
-  }
-
-  /**
-   * policy.json is the person's file: an edit made while no host ran (or behind a running one's back,
-   * read at the next open) is recorded as such, with the policy before and after, so the log names
-   * every witness the policy ever held and a removal by hand shows with its time. Compared by the
-   * fingerprint policy records carry; before any record has one (a new data directory set up by hand,
-   * a log written before fingerprints), only the witnesses are compared, so a hand-written policy
-   * adds no record unless it names a witness.
-   */
-  private recordPolicyEditedOutside(): void {
-    const recorded = lastRecordedPolicy(this.db);
-    const fingerprint = policyFingerprint(this.policy);
-    if (recorded?.policySha256) {
-      if (recorded.policySha256 === fingerprint) return;
-    } else {
-      const same = (list: readonly WitnessConfig[]) => list.map(witnessIdentity).sort().join('\n');
-      if (same(recorded?.witnesses ?? []) === same(this.policy.witnesses)) return;
-    }
-    this.audit.append({
-      kind: 'policy.edited_outside',
-      actor: SYSTEM_ACTOR,
-      detail: {
-        // The whole policy the log last recorded is in that record; before names its witnesses, enough to show one removed.
-        before: { witnesses: recorded?.witnesses ?? [] },
-        after: this.policy,
-        policySha256: fingerprint,
-        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
-      },
-    });
-  }
-
-  reloadPolicy(): Policy {
-    this.policy = loadPolicy(this.dataDir);
-    return this.policy;
-  }
-
-  /**
-   * Replaces the policy. The audit record and the file write share one transaction: if the record
-   * cannot be written the file is not replaced, and a failed write rolls the record back.
-   */
-  setPolicy(input: unknown, actor: Actor): Policy {
-    assertWithinJsonLimits(input, FILE_LIMITS, { code: 'POLICY_INVALID', subject: 'The policy' });
-    const parsed = PolicySchema.safeParse(input);
-    if (!parsed.success) {
-      const issues = describeIssues(parsed.error);
-      throw new ExecutorError('POLICY_INVALID', `The policy is not valid: ${issues.join('; ')}`, { issues });
-    }
-    assertRootsApartFromDataDir(parsed.data, this.dataDir);
-    const before = this.policy;
-    // A root added through Settings passes the same check as `roots add` and the first-run prompt:
-    // the policy is one more door to the same room. Roots already held stay (a later chmod is a
-    // person's own choice, and refusing them here would lock Settings).
-    const held = new Set(before.workspaceRoots);
-    for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.dataDir);
-    this.db.transaction(() => {
-      this.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
-      this.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
-      savePolicy(this.dataDir, parsed.data);
-    })();
-    const policy = this.reloadPolicy();
-    this.emit('policy', policy);
-    // A shorter consent expiry holds at once for the steps already waiting.
-    this.sweepExpired();
-    return policy;
-  }
-
-  /**
-   * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):
-   * `work` runs inside one transaction with the audit records it appends, so their state and the log
-   * never disagree, and a failed append rolls their writes back (fail closed). `append` answers the
-   * record's seq. A client never writes the Executor's own tables through it.
-   */
-  transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
-    const lastSeq = this.db.prepare('SELECT max(seq) AS seq FROM audit_records').pluck();
-    return this.db.transaction(() =>
-      work(this.db, (event) => {
-        this.audit.append(event);
-        return lastSeq.get() as number;
-      }),
-    )();
-  }
-
-  /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
-  recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void {
-    this.db.transaction(() => this.audit.append({ kind, actor, detail }))();
-  }
-
-  /** Wraps the trail so subscribers hear that the log grew, once the appending transaction has ended. */
-  private notifyingTrail(trail: AuditTrail): AuditTrail {
-    return {
-      append: (event) => {
-        trail.append(event.stepId === undefined ? event : { ...event, ...this.recordTraitsOf(event.stepId) });
-        queueMicrotask(() => this.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
-      },
-    };
-  }
-
-  /**
-   * What each record of a step says beyond its event: its content kept as salted digests when it
-   * writes a secret path, and the sandbox it runs in (executorEnv.sandbox). Decided once per step and
-   * policy: a step's path and action never change.
-   */
-  private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
-    let cached = this.stepTraits.get(stepId);
-    if (!cached || cached.policy !== this.policy) {
-      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
-      if (!row) return { secretContent: false, sandbox: null };
-      if (this.stepTraits.size > 10_000) this.stepTraits.clear();
-      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
-      this.stepTraits.set(stepId, cached);
-    }
-    const { secretContent, sandboxKind } = cached.traits;
-    let imageDigest: string | null = null;
-    if (sandboxKind === 'docker') {
-      imageDigest = lastSeenImageDigest() ?? null;
-      // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
-      if (imageDigest === null && !this.imageDigestAsked) {
-        this.imageDigestAsked = true;
-        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
-      }
-    }
-    return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };
-  }
-
-  private context(stepId: string, run?: LiveRun): ActionContext {
-    return {
-      stepId,
-      ...(run ? { run } : {}),
-      policy: this.policy,
-      dataDir: this.dataDir,
-      blobs: this.blobs,
-      kb: this.kb,
-      openExternal: this.openExternal,
-      lightSandbox: this.lightSandbox,
-      heavyCodeRunner: this.heavyCodeRunner,
-      auditCapabilityCall: (detail) => {
-        const planId = this.steps.get(stepId).step.planId;
-        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
-      },
-    };
-  }
-
-  private emitStep(record: StepRecord): StepRecord {
-    if (record.consentExpiresAt) this.armExpiry(Date.parse(record.consentExpiresAt));
-    this.emit('step', record);
-    return record;
+  /** Whether the executor was closed (background work checks it after every wait). */
+  get isClosed(): boolean {
+    return this.desk.closed;
   }
 
   /**
@@ -593,1558 +263,290 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The WAL checkpointer thread's next report (null without one: checkpointOffThread). For tests and diagnostics. */
   nextWalCheckpoint(): Promise<CheckpointReport> | null {
-    return this.checkpointer?.nextCheckpoint() ?? null;
-  }
-
-  /** Whether the executor was closed (background work checks it after every wait). */
-  get isClosed(): boolean {
-    return this.closed;
+    return this.desk.checkpointer?.nextCheckpoint() ?? null;
   }
 
   /**
-   * The policy's verdict on a step, without storing anything. Remembered rules count only for the
-   * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
-   * command lines count as unknowable.
-   */
-  evaluateStep(step: Step): Evaluation {
-    const { module, args } = boundAction(step);
-    const hints = module.assess(args, this.context(step.id));
-    const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
-    const ruleContext = { proposer: proposerOf(step), now: new Date() };
-    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
-    return weighHints(hints, this.policy, module.reversible, remembered);
-  }
-
-  /**
-   * A step's evaluation weighed again with what a run of it changes (its dry run, or the real run
-   * before it is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
-   * `effects` is null when the action has no changeset to rate.
-   */
-  private weighByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
-    const { module } = boundAction(step);
-    const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
-    return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
-  }
-
-  /**
-   * Validates a plan, stores its steps, weighs each with the policy and computes its preview,
-   * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
-   * submit() + preparePlan(): callers that must answer at once (the IPC method) use submit alone.
-   */
-  async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    const submitted = await this.submit(planInput, actor);
-    const planId = submitted[0]!.step.planId;
-    await this.preparePlan(planId, actor);
-    return this.steps.planSteps(planId);
-  }
-
-  /**
-   * Validates a plan, stores its steps and weighs each with the policy: what the policy denies by the
-   * step alone is denied here; the rest is `evaluated` ("preparing preview") until preparePlan runs
-   * its dry run. Quick: no sandbox, no diff of file contents.
-   */
-  async submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    await loadShellParser();
-    const agent = isAgentActor(actor) ? actor.agent : undefined;
-    const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
-    let changed: StepRecord[];
-    try {
-      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
-      changed = await this.proposals.run(() => {
-        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-        this.steps.insertPlan(plan, actor);
-        const records: StepRecord[] = [];
-        for (const step of plan.steps) {
-          const evaluation = this.evaluateStep(step);
-          records.push(this.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-          if (!evaluation.allowed) records.push(this.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-        }
-        return records;
-      });
-    } catch (error) {
-      // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
-      if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
-      throw error;
-    }
-    // Heard only once on disk: a listener never sees a step that a failed commit took back.
-    for (const record of changed) this.emitStep(record);
-    return this.steps.planSteps(plan.planId);
-  }
-
-  /**
-   * What the host does with a proposal: store and weigh it (submit), answer at once with its steps
-   * (`evaluated` ones are "preparing preview"), and prepare the previews in the background; the
-   * step events tell who listens how each one ends.
-   */
-  async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
-    const submitted = await this.submit(planInput, actor);
-    this.schedulePreparation(submitted[0]!.step.planId, actor);
-    return submitted;
-  }
-
-  /**
-   * Queues a plan whose steps wait `evaluated` for its previews, behind the policy's
-   * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
-   */
-  private schedulePreparation(planId: string, actor: Actor): void {
-    this.preparations.schedule(planId, actor);
-  }
-
-  /** Resolves once every scheduled preparation has ended (tests and the benchmark wait on it). */
-  whenPreparationsIdle(): Promise<void> {
-    return this.preparations.whenIdle();
-  }
-
-  /**
-   * Computes the preview of every `evaluated` step of a plan, in order, moves each to consent or
-   * (when the policy needs none) approval, then runs the plan forward.
-   */
-  async preparePlan(planId: string, actor: Actor): Promise<void> {
-    while (await this.prepareNextStep(planId));
-    await this.advancePlan(planId, actor);
-  }
-
-  /**
-   * Resolves once restart recovery and every background preparation started so far have finished
+   * Resolves once restart recovery and every background preview started so far have finished
    * (the CLI without a host waits for it before it lets go of the lock; tests wait on it).
    */
   async settled(): Promise<void> {
-    await this.recovery;
-    await this.preparations.whenIdle();
+    await this.recovery.done;
+    await this.proposals.whenPreviewsIdle();
   }
 
   /**
-   * The plan's first `evaluated` step, prepared; false when none is left (or the executor closed).
-   * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
-   * finds is recorded only if the step is still `evaluated` then.
+   * Any error as the surfaces (IPC, CLI, a failed step) report it; a full disk in the data directory
+   * is STORAGE_FULL, and the WAL the refused write grew is given back at once.
    */
-  private async prepareNextStep(planId: string): Promise<boolean> {
-    if (this.closed) return false;
-    // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
-    const nextId = this.steps.nextEvaluatedStepId(planId);
-    const next = nextId === null ? undefined : this.steps.get(nextId);
-    if (!next?.evaluation) return false;
-    try {
-      await this.prepareStep(next.step, next.evaluation!);
-    } catch (error) {
-      if (this.closed) return false;
-      // Moved on while its dry run ran (rejected, cancelled, prepared by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(next.step.id).status !== 'evaluated') return true;
-      throw new PreparationError(next.step.id, error);
-    }
-    return true;
+  describeError(error: unknown): ErrorShape {
+    return this.desk.describeError(error);
   }
 
-  /**
-   * Runs a plan forward once the background has prepared it. Nobody awaits this call, so a run the
-   * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
-   * goes back to the person with the reason, and their approval runs it once the sandbox is there.
-   */
-  private async finishPreparedPlan(planId: string, actor: Actor): Promise<void> {
-    try {
-      await this.advancePlan(planId, actor);
-    } catch (error) {
-      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || this.closed) throw error;
-      const deferred = this.steps.planSteps(planId).find((record) => record.status === 'approved');
-      if (!deferred) return;
-      this.emitStep(this.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-        kind: 'step.reconsent',
-        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
-        expectFrom: ['approved'],
-      }));
-    }
+  /** One transaction shared with the audit records it appends, for clients that keep tables of their own here (agent runs). */
+  transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
+    return this.desk.transactWithAudit(work);
   }
 
-  /**
-   * A background preparation failed in a way the step could not record (the audit log refused a
-   * record, a bug): the step goes to the person with the reason as its preview error, so it is never
-   * stuck `evaluated`; when even that cannot be written, the host says so on its log and carries on.
-   */
-  private recordPreparationFailure(planId: string, error: unknown): void {
-    if (this.closed) return;
-    const stepId = error instanceof PreparationError ? error.stepId : null;
-    const shaped = this.describeError(error instanceof PreparationError ? error.cause : error);
-    try {
-      if (stepId && this.steps.get(stepId).status === 'evaluated') {
-        this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
-          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
-          expectFrom: ['evaluated'],
-        }));
-        return;
-      }
-    } catch (recordError) {
-      this.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
-      return;
-    }
-    // Running the plan forward failed after its previews were recorded; the steps say what they are.
-    this.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
+  // Proposals (rooms/proposals.ts)
+
+  /** The policy's verdict on a step, without storing anything (await loadShellParser() first for command lines). */
+  evaluateStep(step: Step): Evaluation {
+    return this.desk.evaluateStep(step);
   }
 
-  /** One step's dry run, weighed by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private async prepareStep(step: Step, evaluation: Evaluation): Promise<void> {
-    const preview = await this.previewOrError(step);
-    if (this.closed) return;
-    // What the dry run changed is weighed too: a denied effect denies the step, whatever its command line looked like.
-    const weighed = preview.ok ? this.weighByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
-    // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
-    // group commit: many previews and proposals share one sync to disk.
-    await this.requests.whenClear();
-    if (this.closed) return;
-    const recorded = await this.proposals.run(() => this.recordPrepared(step, preview, weighed));
-    this.emitStep(recorded);
+  /** Stores and evaluates a plan, previews its steps, then runs what the policy approved, in order. */
+  propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.propose(planInput, actor);
   }
 
-  /** prepareStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private recordPrepared(
-    step: Step,
-    preview: { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string },
-    weighed: { evaluation: Evaluation; effects: EffectRating | null },
-  ): StepRecord {
-    if (!weighed.evaluation.allowed) {
-      return this.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: weighed.evaluation, ...(preview.ok ? { preview } : {}) }, {
-        detail: { reasons: weighed.evaluation.reasons, byEffects: true },
-        expectFrom: ['evaluated'],
-      });
-    }
-    const rated = weighed.effects ? { evaluation: weighed.evaluation } : {};
-    // The person's own version of a step is put before them again, whatever the policy would allow alone.
-    if (weighed.evaluation.consent === 'none' && preview.ok && !this.steps.get(step.id).edit) {
-      const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
-      const ruleIds = weighed.evaluation.approvedByRules ?? [];
-      // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
-      const approved = this.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
-        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
-        expectFrom: ['evaluated'],
-      });
-      for (const ruleId of ruleIds) {
-        this.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
-        this.ruleHits.record(ruleId, step.id, approval.at);
-      }
-      return approved;
-    }
-    return this.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
-      expectFrom: ['evaluated'],
-    });
+  /** Stores and evaluates a plan; its steps wait `evaluated` ("preparing preview") for preparePlan. */
+  submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.submit(planInput, actor);
   }
 
-  /**
-   * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
-   * another agent could claim that name and spend this one's budget). Checked here, in the host;
-   * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
-   */
-  private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
-    const { stepsPerMinute, openSteps } = this.policy.agentLimits;
-    const agent = actor.agent ?? null;
-    const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
-    const open = this.steps.countAgentSteps(agent, { statuses: PENDING }).count;
-    if (open + newSteps > openSteps) {
-      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
-    }
-    const windowStart = new Date(Date.now() - 60_000);
-    const recent = this.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
-    if (recent.count + newSteps > stepsPerMinute) {
-      const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
-      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
-      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
-    }
+  /** What the host does with a proposal: submit it, answer at once, and preview it in the background. */
+  submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    return this.proposals.submitAndSchedule(planInput, actor);
   }
 
-  /** Refuses with RATE_LIMITED (submit records it: recordRateLimit). */
-  private refuseOverLimit(_actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
-    throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
+  /** Previews every `evaluated` step of a plan, in order, then runs the plan forward. */
+  preparePlan(planId: string, actor: Actor): Promise<void> {
+    return this.proposals.previewPlan(planId, actor);
   }
 
-  /** The audit trail hears of a RATE_LIMITED refusal at most once a minute per client, so a looping agent cannot flood it. */
-  private recordRateLimit(actor: Actor, error: ExecutorError): void {
-    const detail = error.details ?? {};
-    const key = `${actor.agent ?? ''}\u0000${String(detail.limit)}`;
-    const now = Date.now();
-    if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
-    this.lastLimitAuditAt.set(key, now);
-    try {
-      this.db.transaction(() => this.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
-    } catch {
-      // The refusal stands whether or not it could be recorded.
-    }
+  /** Resolves once every scheduled preview has ended (tests and the benchmark wait on it). */
+  whenPreparationsIdle(): Promise<void> {
+    return this.proposals.whenPreviewsIdle();
   }
 
-  /**
-   * The dry run a proposal's preview comes from: timed, shown live while it runs (runsLive actions),
-   * and stopped by the person's Cancel (the step is then `cancelled` and this answer is not recorded).
-   */
-  private async previewOrError(step: Step): Promise<{ ok: true; preview: Preview; previewHash: string } | { ok: false; error: string }> {
-    const { module, args } = boundAction(step);
-    const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
-    let ended: RunSpan['ended'] = 'failed';
-    try {
-      const preview = await module.simulate(args, this.context(step.id, live));
-      ended = live?.cancelling ? 'cancelled' : 'finished';
-      return { ok: true, preview, previewHash: previewHashOf(preview) };
-    } catch (error) {
-      if (live?.cancelling) ended = 'cancelled';
-      return { ok: false, error: toErrorShape(error).message };
-    } finally {
-      this.endLiveRun(step.id, 'dryRun', live, ended, start);
-    }
-  }
-
-  /** Records the run's span and sends the live run's last frame. */
-  private endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
-    if (live) this.liveRuns.finish(live);
-    if (this.closed) return;
-    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
-    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
-    const output = live && ended !== 'finished' ? live.output() : null;
-    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
-    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended, ...kept };
-    try {
-      this.steps.recordRunSpan(stepId, phase, span);
-      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
-      if (kept.output) this.emitStep(this.steps.get(stepId));
-    } catch (error) {
-      // A time not kept is a loss for History, not a reason to fail the step.
-      this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);
-    }
+  /** The dry run: what the step would do now; the person's becomes an undecided step's preview, an agent's is only answered. */
+  simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
+    return this.proposals.simulateStep(stepId, actor);
   }
 
   /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
   listLiveRuns(stepId?: string): LiveRunView[] {
-    const runs = this.liveRuns.list();
-    return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
+    return this.desk.listLiveRuns(stepId);
   }
 
-  /**
-   * The dry run: what the step would do now; no effect on disk. The person's dry run of an undecided
-   * step becomes its current preview (and an approval bound to the old one is then refused as
-   * STEP_CHANGED). An agent's dry run is answered, never stored: the preview the person decides on
-   * is not the agent's to replace.
-   */
-  async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
-    const record = this.stepFor(stepId, actor);
-    const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, this.context(stepId));
-    const previewHash = previewHashOf(preview);
-    // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
-    const status = this.steps.get(stepId).status;
-    // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
-    const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
-    if (!keepAsCurrent) {
-      this.steps.note(stepId, 'step.simulated', actor, { previewHash });
-      return { preview, previewHash };
-    }
-    // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
-    const { evaluation, effects } = this.weighByEffects(record.step, this.evaluateStep(record.step), preview);
-    if (!evaluation.allowed && status === 'awaiting_consent') {
-      this.emitStep(this.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
-        detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
-        expectFrom: ['awaiting_consent'],
-      }));
-      return { preview, previewHash };
-    }
-    this.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
-    return { preview, previewHash };
+  // Decisions (rooms/decisions.ts)
+
+  /** The person's yes, bound to the step's hash and the preview they saw; then the plan runs forward. */
+  approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
+    return this.decisions.approve(stepId, actor, options);
   }
 
-  /**
-   * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
-   * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
-   */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
-    if (options.hunks !== undefined) {
-      if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
-      return this.approveHunks(record, actor, options.hunks, options);
-    }
-    if (record.status === 'expired') throw this.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
-    if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
-    }
-    if (record.status === 'proposed' || record.status === 'evaluated') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`, {
-        stepId,
-        from: record.status,
-        to: 'approved',
-      });
-    }
-    // null: the person saw that the step had no preview; it must still have none.
-    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, {
-        stepId,
-        shownPreviewHash: options.previewHash,
-        currentPreviewHash: record.previewHash,
-      });
-    }
-    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(record.step), previewHash: record.previewHash };
-    this.emitStep(this.db.transaction(() => {
-      const approved = this.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
-      // What must commit with this yes or not at all (approveAndRemember's rule).
-      options.alongside?.();
-      return approved;
-    })());
-    if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return this.steps.get(stepId);
+  /** "Edit before approving": the person's own version of a write's content or a command line, evaluated and previewed again. */
+  editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
+    return this.decisions.editStep(stepId, actor, change);
   }
 
-
-  /** What approve and edit check first: the step still waits for this person's decision, unexpired, allowed. */
-  private assertDecidable(record: StepRecord, what: string): void {
-    const stepId = record.step.id;
-    if (record.status === 'expired') throw this.expiredError(record);
-    if (record.status === 'awaiting_consent' && this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
-    if (record.status !== 'awaiting_consent') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
-    }
-    if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
-    }
-  }
-
-  /**
-   * "Approve with only these hunks": the person's yes to a write over an existing text file, with the
-   * content the original plus the accepted hunks of the preview's diff. That content becomes the step
-   * (the person's version; the proposal stays on record), and the approval binds to its step hash and
-   * to a preview of it (whose identity holds the file's hash now and the approved content's sha256),
-   * so a file changed since the preview is refused now and again before the write.
-   */
-  private async approveHunks(record: StepRecord, actor: Actor, accepted: number[], options: { previewHash?: string | null; execute?: boolean }): Promise<StepRecord> {
-    const stepId = record.step.id;
-    this.assertDecidable(record, 'approved');
-    if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash });
-    }
-    const step = record.step;
-    if (step.action !== 'writeFile') {
-      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${step.action === 'runCommand' ? ', or edit its command line' : ''}.`, { stepId });
-    }
-    const shown = record.preview?.kind === 'fileChanges' ? record.preview.files[0] : undefined;
-    if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
-    if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
-    if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
-    const ctx = this.context(stepId);
-    const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
-    if (before === null || sha256Hex(before) !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
-    }
-    const proposed = Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8');
-    const isUtf8 = (bytes: Buffer) => Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
-    if (!isUtf8(before) || !isUtf8(proposed)) {
-      throw new ExecutorError('INVALID_INPUT', `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`, { stepId });
-    }
-    const diff = unifiedLineDiff(before, proposed, 'a', 'b');
-    if (!diff.ok) throw new ExecutorError('INVALID_INPUT', `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`, { stepId });
-    const hunks = parseHunks(diff.patch);
-    assertHunkSelection(accepted, hunks.length, stepId);
-    // Every hunk: the step as proposed, approved as usual.
-    if (accepted.length === hunks.length) return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
-    const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
-    const approvedBytes = Buffer.from(approvedText, 'utf8');
-    const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } } as Step;
-    const origin = this.steps.proposedStep(stepId) ?? step;
-    const proposedByAgent = origin.action === 'writeFile' ? Buffer.from(origin.args.content, origin.args.encoding === 'base64' ? 'base64' : 'utf8') : proposed;
-    const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
-    const edit: PersonEdit = {
-      kind: 'hunks',
-      by: actor,
-      at: new Date().toISOString(),
-      version: (record.edit?.version ?? 1) + 1,
-      proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
-      hunks: { accepted: [...accepted].sort((a, b) => a - b), total: hunks.length },
-      proposedContentHash: sha256Hex(proposedByAgent),
-      approvedContentHash: sha256Hex(approvedBytes),
-      diff: changeDiff.ok ? changeDiff.patch : null,
-    };
-    const { module, args } = boundAction(revised);
-    const preview = await module.simulate(args, ctx);
-    const file = preview.kind === 'fileChanges' ? preview.files[0] : undefined;
-    // The file was read again for this preview: it must still be the one the hunks were made from.
-    if (!file || file.preHash !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`, { stepId });
-    }
-    const previewHash = previewHashOf(preview);
-    const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
-    this.emitStep(this.db.transaction(() => {
-      const current = this.steps.get(stepId);
-      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`, { stepId, from: current.status, to: 'approved' });
-      }
-      this.steps.reviseStep(stepId, revised, edit);
-      return this.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
-        kind: 'step.approved_with_edits',
-        detail: {
-          stepHash: approval.stepHash,
-          previewHash,
-          edits: { kind: 'hunks', hunks: edit.hunks, proposedStepHash: edit.proposedStepHash, proposedContentHash: edit.proposedContentHash, approvedContentHash: edit.approvedContentHash },
-        },
-        expectFrom: ['awaiting_consent'],
-      });
-    })());
-    if (options.execute !== false) await this.advancePlan(step.planId, actor);
-    return this.steps.get(stepId);
-  }
-
-  /**
-   * "Edit before approving": the person's own version of a step waiting for them, a write's content
-   * or a command line. It is weighed by the policy as any proposal (a command edit can raise the risk
-   * or be denied), previewed again, then put before the person again, whatever the policy's consent
-   * says: they approve the version they now see. The proposal stays on record (the audit log and
-   * `proposedStepHash`); the proposer reads what changed in the step's `edit`.
-   */
-  async editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
-    if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may edit a step before approving it.', { stepId });
-    const record = this.steps.get(stepId);
-    this.assertDecidable(record, 'edited');
-    if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
-      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });
-    }
-    if ((change.content === undefined) === (change.command === undefined)) {
-      throw new ExecutorError('INVALID_INPUT', 'An edit gives either new content (for a file write) or a new command line (for a command), not both or neither.', { stepId });
-    }
-    const step = record.step;
-    const base = { by: actor, at: new Date().toISOString(), version: (record.edit?.version ?? 1) + 1, proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash };
-    let revised: unknown;
-    let edit: PersonEdit;
-    if (change.content !== undefined) {
-      if (step.action !== 'writeFile') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write's content can be edited.`, { stepId });
-      if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
-      if (!wellFormed(change.content)) throw new ExecutorError('INVALID_INPUT', `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`, { stepId });
-      if (change.content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
-      revised = { ...step, args: { ...step.args, content: change.content } };
-      // What the agent is told is measured from its own proposal, however many versions the person made.
-      const origin = this.steps.proposedStep(stepId) ?? step;
-      const proposed = Buffer.from(origin.action === 'writeFile' ? origin.args.content : '', 'utf8');
-      const edited = Buffer.from(change.content, 'utf8');
-      const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
-      edit = { kind: 'content', ...base, proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null };
-    } else {
-      if (step.action !== 'runCommand') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a command's line can be edited.`, { stepId });
-      const current = commandLineOf(step.args);
-      const origin = this.steps.proposedStep(stepId) ?? step;
-      const before = origin.action === 'runCommand' ? commandLineOf(origin.args) : current;
-      if (!wellFormed(change.command!)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
-      const after = change.command!.trim();
-      if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
-      // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
-      const { argv: _argv, command: _command, ...rest } = step.args;
-      revised = { ...step, args: { ...rest, command: after } };
-      edit = { kind: 'command', ...base, commandBefore: before, commandAfter: after };
-    }
-    const parsed = StepSchema.safeParse(revised);
-    if (!parsed.success) {
-      throw new ExecutorError('INVALID_INPUT', `The edited step is not valid: ${describeIssues(parsed.error).join('; ')}`, { stepId });
-    }
-    const next = revised as Step;
-    await loadShellParser();
-    const evaluation = this.evaluateStep(next);
-    // An edit the policy forbids is not saved: the proposal keeps waiting as it was, for the person to decide.
-    if (!evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`, { stepId, reasons: evaluation.reasons });
-    }
-    const changed = this.db.transaction(() => {
-      const current = this.steps.get(stepId);
-      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`, { stepId, from: current.status, to: 'evaluated' });
-      }
-      this.steps.reviseStep(stepId, next, edit);
-      const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
-        ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
-      return this.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
-    })();
-    this.emitStep(changed);
-    // Prepared like a proposal, in the background: its step event says when the new preview is ready.
-    this.schedulePreparation(step.planId, actor);
-    return this.steps.get(stepId);
-  }
-
-  /**
-   * "Approve and remember": the person's yes to this step, and a rule for similar steps of the same
-   * proposer, saved in the approval's transaction. The rule must be one of the choices the window
-   * offers for this step (ruleChoicesForStep), so nothing reaches further than what was shown; it
-   * is scoped to the step's proposer and lasts for the chosen lifetime.
-   */
-  async approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
-    const record = this.steps.get(stepId);
-    const proposer = proposerOf(record.step);
-    const wanted = canonicalOrNull(options.rule);
-    const chosen = ruleChoicesForStep(record, this.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
-    if (!chosen || !proposer) {
-      throw new ExecutorError('INVALID_INPUT', `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`, { stepId });
-    }
-    if (!Object.hasOwn(RULE_LIFETIMES, options.lifetime)) {
-      throw new ExecutorError('INVALID_INPUT', `A rule lasts ${Object.keys(RULE_LIFETIMES).join(', ')}; "${String(options.lifetime)}" is none of them.`, { lifetime: options.lifetime });
-    }
-    const now = new Date();
-    const expiresAt = expiryFor(options.lifetime, now);
-    const rule = { ...chosen.draft, id: `rule-${randomBytes(6).toString('hex')}`, createdAt: now.toISOString(), proposer, ...(expiresAt ? { expiresAt } : {}) } as RememberedRule;
-    const next = PolicySchema.safeParse({ ...this.policy, remembered: [...this.policy.remembered, rule] });
-    if (!next.success) {
-      const issues = describeIssues(next.error);
-      throw new ExecutorError('POLICY_INVALID', `The rule cannot be saved: ${issues.join('; ')}`, { issues });
-    }
-    const before = this.policy;
-    const step = await this.approve(stepId, actor, {
-      previewHash: options.previewHash,
-      execute: false,
-      alongside: () => {
-        this.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
-        // The file is written last: if it fails, the approval and the record roll back with it.
-        savePolicy(this.dataDir, next.data);
-      },
-    });
-    this.emit('policy', this.reloadPolicy());
-    if (options.execute !== false) await this.advancePlan(record.step.planId, actor);
-    return { step: this.steps.get(step.step.id), rule };
-  }
-
-  /** How often each remembered rule approved a step, and when it last did. */
-  listRuleHits(): RuleHits[] {
-    return this.ruleHits.all();
+  /** "Approve and remember": the person's yes, and a rule (one the window offers) for similar steps of the same proposer. */
+  approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
+    return this.decisions.approveAndRemember(stepId, actor, options);
   }
 
   /** The person's no, from any status before running (proposed, evaluated, awaiting_consent, approved). */
-  async reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
-    const trimmed = reason.trim();
-    if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
-    const record = this.steps.get(stepId);
-    const rejected = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
-    await this.advancePlan(record.step.planId, actor);
-    return rejected;
+  reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord> {
+    return this.decisions.reject(stepId, actor, reason);
   }
 
-  /**
-   * Withdraws a step that has not started (proposed, being prepared, waiting for consent, or approved
-   * but waiting for an earlier step): it ends rejected, with the reason saying who withdrew it. An
-   * agent may cancel only the steps its own issued identity proposed (any other id is, to it, an
-   * unknown id); the person may cancel any.
-   */
-  async cancel(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.stepFor(stepId, actor);
-    const byAgent = isAgentActor(actor);
-    const live = this.liveRuns.get(stepId);
-    if (live && !byAgent) return await this.stopRun(live, actor);
-    if (live?.phase === 'realRun') {
-      // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`, { stepId, from: 'running', to: 'cancelled' });
-    }
-    const already = this.alreadyCancelled(record, byAgent);
-    if (already) return already;
-    // Once the person changed a step (edited it, or approved only some hunks) it is their version and they are acting on it.
-    if (byAgent && record.edit && !isSettled(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was changed by the user (${record.edit.kind === 'hunks' ? 'approved with only some hunks' : record.edit.kind === 'content' ? "they edited your write's content" : 'they edited your command line'}); it is the user's version now and they are acting on it, so you cannot cancel it. Ask the user if it is no longer needed.`, { stepId, from: record.status, to: 'rejected' });
-    }
-    if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
-      if (isSettled(record.status)) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });
-      }
-      if (record.status === 'running' && !byAgent) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`, { stepId, from: record.status, to: 'cancelled' });
-      }
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`, { stepId, from: record.status, to: 'rejected' });
-    }
-    const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.emitStep(this.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
-      kind: 'step.cancelled',
-      detail: { reason },
-      expectFrom: [...WITHDRAWABLE_STATUSES],
-    }));
-    // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.
-    this.liveRuns.get(stepId)?.cancel();
-    await this.advancePlan(record.step.planId, actor);
-    return cancelled;
+  /** Withdraws a step that has not started, or (the person only) stops its sandbox run under way. */
+  cancel(stepId: string, actor: Actor): Promise<StepRecord> {
+    return this.decisions.cancel(stepId, actor);
   }
 
-  /** A second cancel of a step a cancel already ended answers with the step as it is (double cancel is idempotent). */
-  private alreadyCancelled(record: StepRecord, byAgent: boolean): StepRecord | null {
-    if (record.status === 'cancelled') return record;
-    const ownReason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the `;
-    return record.status === 'rejected' && record.rejectedReason?.startsWith(ownReason) ? record : null;
+  // Execution (rooms/execution.ts)
+
+  /** Runs one approved step: check the approval still binds, back up, record the intent, apply, record the outcome. */
+  executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
+    return this.execution.executeStep(stepId, actor);
   }
 
-  /**
-   * The person's Cancel of a sandbox run under way: the step ends `cancelled` first (so whatever the run
-   * does next is not recorded as its outcome), then the container or worker is killed. A dry run's
-   * step never ran for real; a real run stopped in the sandbox applied nothing; one stopped while it
-   * applied keeps its backups and can be reverted. Answers once the container or worker is gone (at
-   * most CANCEL_WAIT_MS; the message says so if it is not), with the real run's partial output kept as
-   * the step's result. The plan moves on in the run's own loop.
-   */
-  private async stopRun(live: LiveRun, actor: Actor): Promise<StepRecord> {
-    const stepId = live.stepId;
-    const current = this.steps.get(stepId);
-    // Asked twice: the first one is already stopping it.
-    if (live.cancelling || current.status === 'cancelled') return current;
-    const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
-    if (!expectFrom.includes(current.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, from: current.status, to: 'cancelled' });
-    }
-    const elapsedMs = Math.round(performance.now() - live.startedAtMs);
-    const seconds = (elapsedMs / 1000).toFixed(1);
-    const consequence = live.phase === 'dryRun'
-      ? 'it never ran for real.'
-      : current.status === 'approved'
-        ? 'its sandbox run was stopped before anything was applied.'
-        : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
-    const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
-    // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
-    const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.emitStep(this.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
-      detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
-      expectFrom,
-    }));
-    live.cancel();
-    let timer: NodeJS.Timeout | undefined;
-    const gone = await Promise.race([
-      live.done.then(() => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), CANCEL_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (this.closed) return cancelled;
-    const partial = live.phase === 'realRun' && current.status === 'approved' ? live.output() : null;
-    const after = this.steps.get(stepId);
-    if (!gone || (partial && after.result === null)) {
-      const notGone = gone ? '' : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
-      this.steps.recordCancelledRun(stepId, {
-        ...(partial && after.result === null ? { result: { partialOutput: partial } } : {}),
-        ...(notGone ? { error: { code: 'STEP_CANCELLED', message: `${message}${notGone}` } } : {}),
-      });
-      return this.emitStep(this.steps.get(stepId));
-    }
-    return after;
-  }
-
-  /**
-   * Runs one approved step: check the approval still binds, back up, record the intent, apply,
-   * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
-   */
-  async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
-    // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
-    const record = this.stepFor(stepId, actor);
-    return this.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
-  }
-
-  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
-    this.assertRunnable(record);
-    // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(this.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
-    const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
-    if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
-    const { module, args } = boundAction(record.step);
-    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
-    // The real run starts here: for a command, the sandbox run happens in prepare, before the step is marked running.
-    const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const live = module.runsLive ? this.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
-    const ctx = { ...this.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
-    let ran: StepRecord | undefined;
-    try {
-      ran = await this.realRun(record, actor, module, args, ctx, start.iso);
-      return ran;
-    } finally {
-      // Closed meanwhile: the database is gone; the run's last frame still goes out.
-      const status = this.closed ? 'approved' : (ran?.status ?? this.steps.get(stepId).status);
-      // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
-      if (status === 'approved') {
-        if (live) this.liveRuns.finish(live);
-      } else {
-        const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
-        this.endLiveRun(stepId, 'realRun', live, ended, start);
-      }
-    }
-  }
-
-  /** runApproved's run: prepare (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
-  private async realRun(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
-    const stepId = record.step.id;
-    let prepared;
-    try {
-      prepared = await module.prepare(args, ctx);
-    } catch (error) {
-      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
-      if (this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
-      return this.failBeforeStart(stepId, actor, error);
-    }
-    // Cancelled or rejected while its run was prepared (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
-    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
-    // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
-    const refusal = this.effectsRefusal(record.step, prepared);
-    if (refusal) return this.failBeforeStart(stepId, actor, refusal);
-    if (prepared.drift) return this.returnForConsent(record, actor, prepared.drift);
-    // A changeset may be 40 files of 1 MB: hashed, diffed and backed up a file at a time, with the
-    // host answering requests in between (the apply itself stays one synchronous, all-or-nothing pass).
-    const changes = await hashFileChangesYielding(prepared.fileChanges);
-    // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
-    if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
-      const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
-      if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
-        const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
-        return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
-          kind: 'step.reconsent',
-          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
-        }));
-      }
-    }
-    let backups;
-    try {
-      backups = await backupFileChangesYielding(this.blobs, changes, await this.diffsFor(record, changes));
-    } catch (error) {
-      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
-      return this.failBeforeStart(stepId, actor, error);
-    }
-    // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
-    if (this.closed || this.steps.get(stepId).status !== 'approved') return this.steps.get(stepId);
-    this.emitStep(this.steps.transition(stepId, 'running', actor, { startedAt }, {
-      expectFrom: ['approved'],
-      backups,
-      detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
-    }));
-
-    let result: Record<string, unknown> | undefined;
-    let failure: unknown;
-    try {
-      result = await prepared.apply();
-    } catch (error) {
-      failure = error;
-    }
-    if (this.steps.get(stepId).status === 'cancelled') {
-      // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
-      this.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
-      return this.steps.get(stepId);
-    }
-    if (failure === undefined) {
-      return this.emitStep(this.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
-    }
-    const shaped = this.describeError(failure);
-    return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
-  }
-
-  /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
-  private directoryLedgerFor(stepId: string): DirectoryLedger {
-    return {
-      created: (directory) => this.steps.recordCreatedDirectory(stepId, directory),
-      removed: (directory) => this.steps.forgetCreatedDirectory(stepId, directory),
-    };
-  }
-
-  /** For the outcome's audit record: the folders the step created, in the order it made them. */
-  private createdDirectoriesDetail(stepId: string): { createdDirectories?: string[] } {
-    const created = this.steps.createdDirectories(stepId);
-    return created.length > 0 ? { createdDirectories: created.map((directory) => directory.path) } : {};
-  }
-
-  /**
-   * Places no revert removes, whoever created them: each workspace root (and every folder above one)
-   * and the data directory. The policy's roots as they are now, real paths where they exist.
-   */
-  private protectedDirectories(): ProtectedDirectory[] {
-    const real = (p: string) => {
-      try {
-        return fs.realpathSync.native(p);
-      } catch {
-        return path.resolve(p);
-      }
-    };
-    return [
-      ...this.policy.workspaceRoots.map((root) => ({ path: real(root), what: 'a workspace root' })),
-      { path: real(this.dataDir), what: "Executor's data directory" },
-    ];
-  }
-
-  /** Removes the folders the step created, deepest first, where they are still its own and empty; the rest is kept, with the reason. */
-  private revertCreatedDirectories(stepId: string): RevertOutcome {
-    return { directories: removeCreatedDirectories(this.steps.createdDirectories(stepId), this.protectedDirectories()) };
-  }
-
-  /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
-  private async diffsFor(record: StepRecord, changes: HashedFileChange[]): Promise<(string | null)[]> {
-    const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
-    const diffs: (string | null)[] = [];
-    for (const change of changes) {
-      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
-      // A big new diff is made on a preview worker, as for a preview: never on the host's thread.
-      diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
-    }
-    return diffs;
-  }
-
-  private assertRunnable(record: StepRecord): void {
-    const stepId = record.step.id;
-    if (record.status !== 'approved' || !record.approval) {
-      throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
-    }
-    // An approval not used in time is spent: the step becomes expired, and this run is refused.
-    if (this.overdue(record)) throw this.expiredError(this.expire(record) ?? record);
-    const currentHash = stepHash(record.step);
-    if (currentHash !== record.approval.stepHash) {
-      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
-        stepId,
-        approvedStepHash: record.approval.stepHash,
-        currentStepHash: currentHash,
-      });
-    }
-    const blocker = this.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
-    if (blocker) {
-      throw new ExecutorError('PLAN_ORDER', `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`, {
-        stepId,
-        blockingStepId: blocker.step.id,
-      });
-    }
-  }
-
-  /**
-   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
-   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
-   */
-  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
-    this.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
-    throw error;
-  }
-
-  /**
-   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
-   * nothing is applied; the step goes back to the person with the new preview and the reason.
-   */
-  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<PreparedExecution['drift']>): StepRecord {
-    const stepId = record.step.id;
-    const startedAt = new Date().toISOString();
-    this.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
-    const previewHash = previewHashOf(drift.preview);
-    const { evaluation } = this.weighByEffects(record.step, this.evaluateStep(record.step), drift.preview);
-    return this.emitStep(this.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
-      kind: 'step.reconsent',
-      detail: { reason: drift.reason, previewHash, ...drift.detail },
-    }));
-  }
-
-  /** Why a prepared real run must not be applied because of what it changes, or null when it may be. */
-  private effectsRefusal(step: Step, prepared: PreparedExecution): ExecutorError | null {
-    const preview = prepared.drift?.preview ?? prepared.preview;
-    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.context(step.id)) : null;
-    if (!effects || effects.denialReasons.length === 0) return null;
-    return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
-      reasons: effects.denialReasons,
-      effects: effects.findings.map(({ kind, paths }) => ({ kind, paths })),
-    });
-  }
-
-  /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
-  private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
-    const shaped = this.describeError(error);
-    const now = new Date().toISOString();
-    this.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
-    return this.emitStep(this.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
-  }
-
-  /**
-   * Runs a plan forward in order: approved steps execute until the first undecided one. Once a step
-   * ended without running (rejected, denied, failed, interrupted, expired), no later step runs on an
-   * approval given before that: each such approved step, whoever approved it, goes back to the
-   * person with the reason. An approval the person gives after it (they saw the plan was broken) holds.
-   */
+  /** Runs a plan forward in order: approved steps execute until the first undecided one. */
   advancePlan(planId: string, actor: Actor): Promise<void> {
-    // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
-    return this.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
+    return this.execution.advancePlan(planId, actor);
   }
 
-  /** advancePlan's body; the caller holds the plan's lock. */
-  private async runPlanForward(planId: string, actor: Actor): Promise<void> {
-    let broken: StepRecord | undefined;
-    // An earlier step still undecided or running: later approved steps wait for it.
-    let waiting = false;
-    for (const listed of this.steps.planSteps(planId)) {
-      if (this.closed) return;
-      // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
-      let record = this.steps.get(listed.step.id);
-      if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (record.status === 'approved' && this.overdue(record)) record = this.expire(record) ?? this.steps.get(record.step.id);
-      if (PLAN_BREAKING_STATUSES.includes(record.status)) {
-        // The latest break counts: an approval given before any earlier step ended without running does not hold.
-        broken = latestBreak([broken, record]);
-        continue;
-      }
-      if (record.status !== 'approved') {
-        waiting = true;
-        continue;
-      }
-      const reason = this.approvalDoesNotHold(record, broken);
-      if (reason) {
-        this.sendBack(record, reason, broken);
-        waiting = true;
-        continue;
-      }
-      if (waiting) continue;
-      let ran: StepRecord;
-      try {
-        ran = await this.runApproved(record.step.id, actor);
-      } catch (error) {
-        // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
-        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.steps.get(record.step.id).status !== 'approved') {
-          waiting = true;
-          continue;
-        }
-        throw error;
-      }
-      if (ran.status === 'executed') continue;
-      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken = latestBreak([broken, ran]);
-      else waiting = true;
-    }
-  }
+  // Reverts (rooms/reverts.ts)
 
-  /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
-  private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
-    if (record.approval && record.approval.stepHash !== stepHash(record.step)) return 'The step changed after it was approved; look at it again.';
-    if (!broken) return null;
-    // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
-    const informed = record.approval !== null && record.approval.by.channel !== 'policy' && record.approval.at > broken.updatedAt;
-    return informed ? null : `${blockingReason(broken)} Confirm this step on its own.`;
-  }
-
-  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
-    return this.emitStep(this.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-      kind: 'step.reconsent',
-      detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
-      expectFrom: ['approved'],
-    }));
-  }
-
-  /**
-   * When the person's approval of `record` is recorded: now, or just after the moment an earlier step
-   * of its plan ended without running if that is not already past. "Approved after the plan broke"
-   * (advancePlan) must hold for an approval given knowing it, even within the same millisecond.
-   */
-  private approvalInstant(record: StepRecord): string {
-    let at = Date.now();
-    for (const earlier of this.steps.planSteps(record.step.planId)) {
-      if (earlier.position >= record.position || !PLAN_BREAKING_STATUSES.includes(earlier.status)) continue;
-      at = Math.max(at, Date.parse(earlier.updatedAt) + 1);
-    }
-    return new Date(at).toISOString();
-  }
-
-  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry. */
-  private overdue(record: StepRecord, now = Date.now()): boolean {
-    return record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
-  }
-
-  private expiredError(record: StepRecord): ExecutorError {
-    return new ExecutorError('CONSENT_EXPIRED', `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`, {
-      stepId: record.step.id,
-      status: record.status,
-    });
-  }
-
-  /** The seconds a step of this plan may wait for consent: the policy's, or its plan's when shorter. */
-  private expirySecondsFor(record: StepRecord): number {
-    const deadline = Date.parse(record.consentExpiresAt ?? '');
-    const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
-    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since) / 1000) : this.policy.consentExpirySeconds;
-  }
-
-  /**
-   * Ends a step that waited for consent (or held an approval it did not use) past its expiry: `expired`,
-   * audited with the reason, announced to every surface (the agent hears it through its step events).
-   * Null when the step moved on meanwhile.
-   */
-  private expire(record: StepRecord): StepRecord | null {
-    const within = describeSeconds(this.expirySecondsFor(record));
-    const reason = record.status === 'approved'
-      ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
-      : `waited ${within} for a decision that did not come; it expired.`;
-    try {
-      return this.emitStep(this.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
-        error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: this.expirySecondsFor(record) }, expectFrom: [record.status] }));
-    } catch (error) {
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION') return null;
-      throw error;
-    }
-  }
-
-  /**
-   * Expires every step past its deadline, then arms the timer for the next one. Runs at open, from the
-   * timer while the host runs, and after a policy change; approve and execute check their own step too.
-   */
-  private sweepExpired(): void {
-    if (this.closed) return;
-    try {
-      const now = Date.now();
-      let next = Infinity;
-      const plans = new Set<string>();
-      for (const record of this.steps.expiring()) {
-        if (this.overdue(record, now)) {
-          if (this.expire(record)) plans.add(record.step.planId);
-        } else if (record.consentExpiresAt) {
-          next = Math.min(next, Date.parse(record.consentExpiresAt));
-        }
-      }
-      this.nextExpiryAt = Infinity;
-      this.armExpiry(next);
-      // Later approved steps of those plans go back to the person (advancePlan).
-      for (const planId of plans) void this.schedulePreparation(planId, SYSTEM_ACTOR);
-    } catch (error) {
-      if (!this.closed) process.stderr.write(`executor: the consent expiry sweep failed: ${toErrorShape(error).message}\n`);
-    }
-  }
-
-  /** Arms the expiry timer for `at` unless it fires sooner already; never keeps a process alive by itself. */
-  private armExpiry(at: number): void {
-    if (this.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.nextExpiryAt = at;
-    this.expiryTimer = setTimeout(() => {
-      this.expiryTimer = null;
-      this.nextExpiryAt = Infinity;
-      this.sweepExpired();
-    }, Math.min(Math.max(0, at - Date.now()), EXPIRY_RECHECK_MS));
-    this.expiryTimer.unref();
-  }
-
-  /**
-   * What revert would restore, file by file, and what it would do with the folders the step created
-   * (deepest first), without changing anything. A folder counts as empty when all it holds is files
-   * the revert removes (those the step created), as it will be by then.
-   */
+  /** What revert would restore, file by file, and which folders the step created it would remove; changes nothing. */
   previewRevert(stepId: string): RevertPreview {
-    const files = planRevert(this.steps.backups(stepId), this.blobs);
-    const removedFiles = files.filter((entry) => entry.restoreHash === null).map((entry) => entry.path);
-    return { files, directories: planDirectoryRevert(this.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
+    return this.reverts.previewRevert(stepId);
   }
 
-  /**
-   * Under the plan's lock, so a revert never interleaves with a run of the same plan. A forced revert
-   * proposes and runs a plan of its own, under that new plan's lock (see plan-lock.ts: no cycle).
-   */
+  /** Reverts one step from its backups, under its plan's lock; a file changed since is a conflict unless forced. */
   revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
-    const planId = this.steps.get(stepId).step.planId;
-    return this.planLocks.withPlan(planId, () => this.revertHeld(stepId, actor, options));
+    return this.reverts.revertStep(stepId, actor, options);
   }
 
-  private async revertHeld(stepId: string, actor: Actor, options: { force?: boolean }): Promise<StepRecord> {
-    const record = this.steps.get(stepId);
-    const { module } = boundAction(record.step);
-    const refusal = stepRevertRefusal({ ...this.revertCandidate(record), revertedAt: record.revertedAt });
-    if (refusal) throw refusal;
-    const force = options.force === true;
-    const rows = this.steps.backups(stepId);
-    const plan = planRevert(rows);
-    if (force && plan.some((entry) => entry.state === 'conflict')) return this.forceRevert(record, actor, plan);
-    const files = revertFileChanges(this.blobs, rows);
-    // The folders go once the files are back: a folder holding only what the step created is empty by then.
-    const revertOutcome = this.revertCreatedDirectories(stepId);
-    const other = module.revertOther ? await module.revertOther(record, this.context(stepId), force) : undefined;
-    const result = { files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })), ...(other ? { other } : {}) };
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
-      kind: 'step.reverted',
-      detail: { force, ...result, directories: revertOutcome.directories },
-      expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
-    }));
-  }
-
-  /**
-   * What reverting a whole plan would do, step by step, newest first: each step judged against the
-   * files as the reverts before it will leave them (plan-revert-order.ts), so a plan that wrote one
-   * file twice is no conflict, and a file someone changed since is, naming its step.
-   */
+  /** What reverting a whole plan would do, step by step, newest first. */
   previewRevertPlan(planId: string): PlanRevertPreview {
-    const records = this.steps.planSteps(planId);
-    if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
-    return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position)) };
+    return this.reverts.previewRevertPlan(planId);
   }
 
-  /**
-   * The same preview for steps of several plans taken as one (an agent run's, src/runs/): `stepIds`
-   * oldest first, as they ran; judged newest first.
-   */
+  /** The same preview for steps of several plans taken as one (an agent run's): `stepIds` oldest first. */
   previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
-    return this.previewRevertOf(stepIds.map((stepId) => this.steps.get(stepId)).reverse());
+    return this.reverts.previewRevertSteps(stepIds);
   }
 
-  private previewRevertOf(newestFirst: StepRecord[]): Omit<PlanRevertPreview, 'planId'> {
-    const candidates: StepRecord[] = [];
-    const skips = new Map<string, string>();
-    for (const record of newestFirst) {
-      const skip = this.revertSkipReason(record);
-      if (skip) skips.set(record.step.id, skip);
-      else candidates.push(record);
-    }
-    const order = planRevertInOrder(candidates.map((record) => ({ stepId: record.step.id, rows: this.steps.backups(record.step.id) })));
-    const byStep = new Map(order.map((entry) => [entry.stepId, entry]));
-    const steps = newestFirst.map((record): PlanRevertStepPreview => {
-      const planned = byStep.get(record.step.id);
-      const files = planned?.files ?? [];
-      return {
-        stepId: record.step.id,
-        title: summarizeStep(record.step, this.policy.workspaceRoots),
-        status: record.status,
-        state: planned ? (planned.conflict ? 'conflict' : 'revert') : 'skip',
-        ...(skips.has(record.step.id) ? { reason: skips.get(record.step.id)! } : {}),
-        files: files.slice(0, PLAN_REVERT_FILES_SHOWN),
-        moreFiles: Math.max(0, files.length - PLAN_REVERT_FILES_SHOWN),
-      };
-    });
-    return { steps, conflicts: order.filter((entry) => entry.conflict).map((entry) => entry.stepId) };
-  }
-
-  /** Why a step of a plan is left out of the plan's revert (in words for its status), or null when it is reverted with it. */
-  private revertSkipReason(record: StepRecord): string | null {
-    return planRevertSkipReason(this.revertCandidate(record));
-  }
-
-  /** What the revert reasons (revert-reasons.ts) need of a step: whether its action can undo, and whether it left anything to undo. */
-  private revertCandidate(record: StepRecord): RevertCandidate {
-    const stepId = record.step.id;
-    const { module } = boundAction(record.step);
-    const changedSomething = this.steps.backups(stepId).length > 0 || this.steps.createdDirectories(stepId).length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
-    return { stepId, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, changedSomething };
-  }
-
-  /**
-   * Reverts every step of a plan that ran, newest first, under the plan's lock. It previews all of it
-   * first and changes nothing when any step would meet a conflict (REVERT_CONFLICT naming them),
-   * unless forced: then each conflicting step is force-reverted as a single one is (what it overwrites
-   * is kept as the backup of a "Forced revert" step). A revert that fails part-way stops there and
-   * says which steps were reverted and which not (REVERT_INCOMPLETE).
-   */
+  /** Reverts every step of a plan that ran, newest first, or nothing when one would meet a conflict (unless forced). */
   revertPlan(planId: string, actor: Actor, options: { force?: boolean } = {}): Promise<PlanRevertResult> {
-    const force = options.force === true;
-    return this.planLocks.withPlan(planId, async () => {
-      const preview = this.previewRevertPlan(planId);
-      const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
-      const skipped = preview.steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
-      // The same refusal `executor revert --plan ID --dry-run` exits with: nothing left to revert, or a conflict not forced.
-      const refusal = planRevertRefusal(planId, preview.steps, force);
-      if (refusal) throw refusal;
-      const reverted = await this.revertInOrder(`plan ${planId}`, { planId }, toRevert, actor, force, (revert) => revert());
-      return { planId, reverted, skipped, forced: force && preview.conflicts.length > 0 };
-    });
+    return this.reverts.revertPlan(planId, actor, options);
   }
 
-  /**
-   * Reverts the steps of several plans taken as one (an agent run's, src/runs/), as revertPlan does a
-   * plan's: previewed whole, newest first, refused on a conflict unless forced (`refusal` words it),
-   * each step under its own plan's lock. Answers the steps reverted.
-   */
-  async revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
-    const force = options.force === true;
-    const preview = this.previewRevertSteps(stepIds);
-    const refusal = options.refusal(preview.steps, force);
-    if (refusal) throw refusal;
-    const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
-    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.planLocks.withPlan(this.steps.get(stepId).step.planId, revert));
-    return { reverted, preview };
+  /** Reverts the steps of several plans taken as one (an agent run's), as revertPlan does a plan's. */
+  revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
+    return this.reverts.revertSteps(label, stepIds, actor, options);
   }
 
-  /** Reverts the steps in the order given; a failure part-way says which were reverted (REVERT_INCOMPLETE). */
-  private async revertInOrder(
-    label: string,
-    details: Record<string, unknown>,
-    toRevert: readonly PlanRevertStepPreview[],
-    actor: Actor,
-    force: boolean,
-    held: (revert: () => Promise<StepRecord>, stepId: string) => Promise<StepRecord>,
-  ): Promise<string[]> {
-    const reverted: string[] = [];
-    for (const [index, entry] of toRevert.entries()) {
-      try {
-        await held(() => this.revertHeld(entry.stepId, actor, { force }), entry.stepId);
-        reverted.push(entry.stepId);
-      } catch (error) {
-        const shaped = toErrorShape(error);
-        const notReverted = toRevert.slice(index).map((rest) => rest.stepId);
-        throw new ExecutorError(
-          'REVERT_INCOMPLETE',
-          `Reverting ${label} stopped at step ${entry.stepId} (${shaped.code}: ${shaped.message}). Reverted: ${reverted.length ? reverted.join(', ') : 'none'}. Not reverted: ${notReverted.join(', ')}.`,
-          { ...details, reverted, notReverted, failedStepId: entry.stepId, cause: shaped },
-        );
-      }
-    }
-    return reverted;
-  }
-
-  /**
-   * A revert that overwrites newer work is itself a step: a plan of writeFile/deleteFile steps that put
-   * back the pre-images, proposed and approved by the person who forced it and run through the one door
-   * (policy, backups, audit). What was on disk is then that plan's backup, so the forced revert can be
-   * reverted in turn and nothing is lost. The original step is marked reverted only once all of it ran.
-   */
-  private async forceRevert(record: StepRecord, actor: Actor, plan: RevertPlanEntry[]): Promise<StepRecord> {
-    const stepId = record.step.id;
-    const restores = plan
-      .filter((entry) => entry.state !== 'already_restored')
-      .map((entry) =>
-        entry.restoreHash === null
-          ? { action: 'deleteFile', args: { path: entry.path }, meta: { purpose: `Forced revert of ${stepId}: remove ${entry.path}, which the step created` } }
-          : { action: 'writeFile', args: { path: entry.path, content: this.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' }, meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` } },
-      );
-    const proposed = await this.propose({ purpose: `Forced revert of step ${stepId}; what it overwrites is kept as this plan's backup`, steps: restores }, actor);
-    const restorePlanId = proposed[0]!.step.planId;
-    // The person's "yes, overwrite" is the consent for each of these steps.
-    for (const waiting of this.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent')) await this.approve(waiting.step.id, actor);
-    const ran = this.steps.planSteps(restorePlanId);
-    const notDone = ran.filter((step) => step.status !== 'executed');
-    if (notDone.length > 0) {
-      const first = notDone[0]!;
-      throw new ExecutorError(
-        'REVERT_CONFLICT',
-        `The forced revert of ${stepId} did not finish: its step ${first.step.id} is ${first.status}${first.error ? ` (${first.error.message})` : ''}. ${stepId} is not marked reverted; what did run is in plan ${restorePlanId} and can be reverted there.`,
-        { stepId, restorePlanId, steps: ran.map((step) => ({ stepId: step.step.id, status: step.status })) },
-      );
-    }
-    const { module } = boundAction(record.step);
-    // The restore plan removed the files the step created; the folders it created go now, where still its own and empty.
-    const revertOutcome = this.revertCreatedDirectories(stepId);
-    const other = module.revertOther ? await module.revertOther(record, this.context(stepId), true) : undefined;
-    const files = plan.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash }));
-    return this.emitStep(this.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
-      kind: 'step.revert_forced',
-      detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), directories: revertOutcome.directories, ...(other ? { other } : {}) },
-    }));
-  }
+  // Reads (step-desk.ts)
 
   getStep(stepId: string): StepRecord {
-    return this.steps.get(stepId);
+    return this.desk.steps.get(stepId);
   }
 
-  /**
-   * One step as `actor` may see it: an agent sees only the steps its issued identity proposed, and
-   * any other id, the person's steps included, gets exactly the answer an unknown id gets.
-   */
+  /** One step as `actor` may see it: to an agent, another's step is answered as an unknown id. */
+  stepFor(stepId: string, actor: Actor): StepRecord {
+    return this.desk.stepFor(stepId, actor);
+  }
+
   /** When a step last changed, read without loading the step: tells a cached copy from a stale one. */
   stepUpdatedAt(stepId: string): string | undefined {
-    return this.steps.updatedAtOf(stepId);
-  }
-
-  stepFor(stepId: string, actor: Actor): StepRecord {
-    const record = this.steps.get(stepId);
-    if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);
-    return record;
+    return this.desk.steps.updatedAtOf(stepId);
   }
 
   listSteps(filter: StepListFilter = {}): StepRecord[] {
-    return this.steps.list(filter);
-  }
-
-  /** The files a step's run changed, with the diffs of what was written, a page at a time. */
-  stepChanges(stepId: string, offset = 0): StepChangesPage {
-    return stepChangesPage(this.steps.backups(stepId), offset);
-  }
-
-  /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
-  listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] } {
-    const roots = this.policy.workspaceRoots;
-    if (!isAgentActor(actor)) {
-      const page = this.steps.listSummaries(filter, roots);
-      // The agent filter's choices, with the first page only: the labels are few and change rarely.
-      return filter.cursor === undefined ? { ...page, agents: this.steps.agentLabels() } : page;
-    }
-    if (actor.agent === undefined) return { items: [], nextCursor: null, total: 0 };
-    return this.steps.listSummaries({ ...filter, owner: actor.agent }, roots);
+    return this.desk.steps.list(filter);
   }
 
   /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */
   listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[] {
-    if (!isAgentActor(actor)) return this.steps.list(filter);
-    // An agent session with no issued identity owns nothing.
-    if (actor.agent === undefined) return [];
-    return this.steps.list({ ...filter, agent: actor.agent });
+    return this.desk.listStepsFor(filter, actor);
+  }
+
+  /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
+  listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] } {
+    return this.desk.listStepSummariesFor(filter, actor);
   }
 
   planSteps(planId: string): StepRecord[] {
-    return this.steps.planSteps(planId);
+    return this.desk.steps.planSteps(planId);
   }
+
+  /** The files a step's run changed, with the diffs of what was written, a page at a time. */
+  stepChanges(stepId: string, offset = 0): StepChangesPage {
+    return stepChangesPage(this.desk.steps.backups(stepId), offset);
+  }
+
+  // The audit desk (rooms/audit-desk.ts)
 
   /** A page of audit records, newest first unless `order: 'asc'`; pass `nextCursor` back for the next page. */
   getAudit(query: unknown = {}): AuditPage {
-    return queryAudit(this.db, query);
-  }
-
-  /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
-  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
-    return verifyDataDir(this.dataDir, { keyStore: this.keyStore, ...options });
-  }
-
-  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
-    return exportAudit(this.db, this.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
+    return this.auditDesk.getAudit(query);
   }
 
   /** One record exactly as signed, for the record detail of the audit view. */
   getAuditRecord(seq: number): AuditRecordRaw {
-    return readAuditRecord(this.db, seq);
+    return this.auditDesk.getAuditRecord(seq);
+  }
+
+  /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
+  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
+    return this.auditDesk.verifyAudit(options);
+  }
+
+  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
+    return this.auditDesk.exportAudit(out, range);
   }
 
   /** The records an export of this range would hold (clamped to the log); INVALID_INPUT when none. */
   auditExportRange(range: { from?: number; to?: number } = {}): { from: number; to: number } {
-    return exportRange(this.db, range);
+    return this.auditDesk.auditExportRange(range);
   }
 
   /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
   auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
-    return exportLines(this.db, this.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.auditLog.keys });
+    return this.auditDesk.auditExportLines(range);
   }
 
-  /**
-   * The export as text, in one reply (the Electron window's download). Bounded, so one click cannot
-   * build a reply the transports refuse; the web UI streams instead (issueAuditDownload).
-   */
-  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = this.maxExportTextBytes): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
-    const lines: string[] = [];
-    let bytes = 0;
-    const written = this.exportAudit({
-      write: (line) => {
-        bytes += line.length;
-        if (bytes > maxBytes) {
-          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${Math.round(maxBytes / 1024)} KiB`}; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
-        }
-        lines.push(line);
-      },
-    }, range);
-    return { jsonl: lines.join(''), ...written };
+  /** The export as text, in one reply (the Electron window's download), at most `maxBytes` (default: maxExportTextBytes). */
+  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes?: number): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+    return this.auditDesk.exportAuditText(range, maxBytes);
+  }
+
+  /** Records an IPC message the server refused, where it matters (forged, replayed, forbidden). */
+  recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void {
+    this.auditDesk.recordIpcRefusal(kind, actor, detail);
   }
 
   /** Vault's "was it this value?": the salted HMAC the log stores in place of a secret. */
   hashSecret(value: string): string {
-    return secretDigest(this.auditLog.keys.salt, value);
-  }
-
-  /**
-   * Seals the head with a checkpoint and publishes it to every witness now, waiting for their answers
-   * (`executor witness publish`). A witness's failure is its result, never this call's.
-   */
-  async publishToWitnesses(): Promise<PublishResult[]> {
-    this.auditLog.checkpoint('heartbeat');
-    return this.witnessPublisher.publishAll();
-  }
-
-  /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
-  rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
-    return this.auditLog.rotate(actor, reason);
-  }
-
-  /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
-  exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
-    return this.auditLog.keys.exportVerification(new Date(), options);
-  }
-
-  /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
-  async environmentStatus(): Promise<EnvironmentStatus> {
-    const client = connectDocker();
-    const engine = await engineStatus(client);
-    const tag = sandboxImageTag();
-    const image = engine.reachable
-      ? await imageInfo(client, tag).then(
-          (info) => ({ tag, present: info.present, digest: info.digest ?? null }),
-          () => ({ tag, present: false, digest: null }),
-        )
-      : { tag, present: false, digest: null };
-    return { dataDir: this.dataDir, engine, image };
+    return this.auditDesk.hashSecret(value);
   }
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
-    return findSecretDigestInSlices(this.db, this.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
+    return this.auditDesk.hashAuditValue(value, onProgress);
   }
 
-  /** A model provider's API key for agent runs (src/runs/models/), kept in the key store beside the audit keys; never logged, audited or sent to a window. */
+  /** Seals the head with a checkpoint and publishes it to every witness now, waiting for their answers. */
+  publishToWitnesses(): Promise<PublishResult[]> {
+    return this.auditDesk.publishToWitnesses();
+  }
+
+  /** Starts a new key chain, recorded and co-signed under both keys, then sealed by a checkpoint. */
+  rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
+    return this.auditDesk.rotateKeys(actor, reason);
+  }
+
+  /** Shows each K0 once, with its checkpoint public key, and erases it from the key store. */
+  exportVerificationKeys(options: { keep?: boolean } = {}): VerificationKeyLine[] {
+    return this.auditDesk.exportVerificationKeys(options);
+  }
+
+  keyStatus(): KeyStatus {
+    return this.auditDesk.keyStatus();
+  }
+
+  // Host settings (rooms/host-settings.ts)
+
+  getPolicy(): Policy {
+    return this.settings.getPolicy();
+  }
+
+  reloadPolicy(): Policy {
+    return this.settings.reloadPolicy();
+  }
+
+  /** Replaces the policy: the audit record and the file write share one transaction. */
+  setPolicy(input: unknown, actor: Actor): Policy {
+    return this.settings.setPolicy(input, actor);
+  }
+
+  /** How often each remembered rule approved a step, and when it last did. */
+  listRuleHits(): RuleHits[] {
+    return this.settings.listRuleHits();
+  }
+
+  /** A model provider's API key for agent runs, kept in the key store beside the audit keys; never logged, audited or sent to a window. */
   modelApiKey(provider: ModelProvider): string | undefined {
-    const bytes = this.keyStore.read(modelKeyEntry(provider));
-    return bytes && bytes.length ? bytes.toString('utf8') : undefined;
+    return this.settings.modelApiKey(provider);
   }
 
-  /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key, in one transaction with the write. */
+  /** Keeps (or, given null, erases) a provider's API key: audited as model.key_set without the key. */
   setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void {
-    const checked = key === null ? null : checkedApiKey(key);
-    this.db.transaction(() => {
-      this.audit.append({ kind: 'model.key_set', actor, detail: { provider, set: checked !== null } });
-      if (checked === null) this.keyStore.erase(modelKeyEntry(provider));
-      else this.keyStore.write(modelKeyEntry(provider), Buffer.from(checked, 'utf8'));
-    })();
+    this.settings.setModelApiKey(provider, key, actor);
   }
 
   /** How the model keys are kept: sealed by the OS keychain (the app) or a file only this user reads. */
   get modelKeyProtection(): KeyProtection {
-    return this.keyStore.protection;
+    return this.settings.modelKeyProtection;
   }
 
-  keyStatus(): KeyStatus {
-    const keys = this.auditLog.keys;
-    const anchor = this.auditLog.anchorStore.read();
-    return {
-      logId: keys.logId,
-      protection: keys.protection,
-      protectionWarning: this.keyStore.protectionWarning ?? null,
-      location: keys.location,
-      currentKeyId: keys.current().keyId,
-      epoch: keys.current().epoch,
-      chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
-      anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
-      lastCheckpointError: this.auditLog.lastHeartbeatError?.message ?? null,
-    };
-  }
-
-  /**
-   * What a stopped host left behind, so that no step stays where nobody moves it: steps left `running`
-   * become `interrupted` (their half-written temp files removed); steps past their consent expiry
-   * become `expired`; then, in the background (resumeUnfinished), the rest is taken up again.
-   */
-  private recoverAtOpen(resume: boolean): void {
-    for (const record of this.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
-      const leftovers = this.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
-      this.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
-        error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
-    }
-    this.sweepExpired();
-    if (!resume) return;
-    // Only plans where something can still happen without the person; an approved step waiting behind
-    // an undecided one is where it belongs, not left over.
-    const unfinished = this.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.steps.planSteps(planId)));
-    if (unfinished.length > 0) this.recovery = this.resumeUnfinished(unfinished);
-  }
-
-  /**
-   * Takes up what a stopped host left undecided, each step recorded in the audit log: `proposed` steps
-   * (stored, never weighed) are weighed by the policy again (evaluated or denied); plans with
-   * `evaluated` steps (weighed, never previewed) are prepared again; `approved` steps that had not
-   * started run when their approval still holds (not expired, the step unchanged, the plan not broken;
-   * runApproved checks the files again) or go back to the person with the reason (advancePlan).
-   */
-  private async resumeUnfinished(planIds: string[]): Promise<void> {
-    try {
-      // Weighing a command line needs the parser; without it, commands would count as unknowable.
-      await loadShellParser();
-      if (this.closed) return;
-      for (const record of planIds.flatMap((planId) => this.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
-        const evaluation = this.evaluateStep(record.step);
-        this.emitStep(this.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
-        if (!evaluation.allowed) {
-          this.emitStep(this.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
-        }
-      }
-      for (const planId of planIds) {
-        if (this.closed) return;
-        for (const record of this.steps.planSteps(planId)) {
-          if (record.status !== 'evaluated' && record.status !== 'approved') continue;
-          const action = record.status === 'evaluated' ? 'prepare again' : 'run if its approval still holds, else ask again';
-          this.steps.note(record.step.id, 'step.recovered', SYSTEM_ACTOR, { from: record.status, action });
-        }
-        void this.schedulePreparation(planId, SYSTEM_ACTOR);
-      }
-    } catch (error) {
-      if (!this.closed) process.stderr.write(`executor: restart recovery stopped: ${toErrorShape(error).message}\n`);
-    }
-  }
-}
-
-export { isSettled };
-
-/** A background preparation that failed on a known step (see recordPreparationFailure). */
-class PreparationError extends Error {
-  constructor(readonly stepId: string, override readonly cause: unknown) {
-    super(`preparing step ${stepId} failed`);
+  /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
+  environmentStatus(): Promise<EnvironmentStatus> {
+    return this.settings.environmentStatus();
   }
 }

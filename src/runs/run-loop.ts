@@ -5,10 +5,10 @@ import type { Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
 import { isRunActive, READ_ONLY_RUN_TOOLS, type AgentQuestion, type RunEndReason, type RunStatus, type RunTool, type RunTraceEntry, type ToolCallOutcome } from '../domain/run.js';
 import type { StepRecord } from '../domain/step-record.js';
-import type { Executor } from '../executor/executor.js';
 import type { Policy } from '../policy/policy-file.js';
 import { KbRepository } from '../store/kb-repository.js';
 import type { Db } from '../store/database.js';
+import type { RunsExecutorPort } from './executor-port.js';
 import { repeatedFailure, FAILURE_STREAK_LIMIT } from './failure-streak.js';
 import type { ModelClient, ModelMessage } from './model-client.js';
 import { kbSearchTool, listDirTool, readFileTool, searchFilesTool, type ReadToolEnvironment } from './read-tools.js';
@@ -29,7 +29,7 @@ import { outcomeOfStep, stepHasEnded, type StepOutcome } from './step-outcome.js
  */
 
 export interface RunHost {
-  readonly executor: Executor;
+  readonly executor: RunsExecutorPort;
   readonly store: RunStore;
   transact<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T;
   /** Tells the window the run changed (with the iteration just recorded). */

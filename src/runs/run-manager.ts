@@ -19,7 +19,6 @@ import {
   type RunTraceEntry,
   type StartRunParams,
 } from '../domain/run.js';
-import type { Executor } from '../executor/executor.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { AuditEvent } from '../domain/audit-event.js';
 import type { Db } from '../store/database.js';
@@ -27,6 +26,7 @@ import type { ModelClient, ModelSettings } from './model-client.js';
 import { createModelClient } from './models/create-model-client.js';
 import { API_KEY_VARIABLES, needsKey } from './models/model-config.js';
 import { dailyBudgetVerdict, waitWords, BUDGET_WINDOW_MS } from './run-budget.js';
+import type { RunsExecutorPort, StepsRevertPreview } from './executor-port.js';
 import { RunLoop, type RunHost } from './run-loop.js';
 import { modelSettingsFor } from './run-model.js';
 import { runRevertRefusal } from './run-revert.js';
@@ -83,8 +83,8 @@ function withinBytes(entries: RunTraceEntry[], bytes: number): RunTraceEntry[] {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The host's agent runs: created next to the Executor (src/ipc/host/host.ts), a client of its public
- * methods like the MCP server. It starts runs, keeps one loop (run-loop.ts) per active run, ends
+ * The host's agent runs: created next to the Executor (src/ipc/host/host.ts), its client through a small
+ * port (executor-port.ts), like the MCP server. It starts runs, keeps one loop (run-loop.ts) per active run, ends
  * runs (cancel, limits, expired questions), answers questions, and on open picks up what a stopped
  * host left: `created` runs start, `running` ones resume from their cursor, waiting ones wait again.
  */
@@ -104,7 +104,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   private readonly log: (line: string) => void;
 
   constructor(
-    readonly executor: Executor,
+    readonly executor: RunsExecutorPort,
     options: RunManagerOptions = {},
   ) {
     super();
@@ -357,7 +357,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   async revert(runId: string, actor: Actor, options: { force?: boolean; dryRun?: boolean }): Promise<RunRevertResult> {
     const summary = this.store.summary(runId);
     const stepIds = this.store.stepIds(runId);
-    const shape = (steps: ReturnType<Executor['previewRevertSteps']>['steps']) =>
+    const shape = (steps: StepsRevertPreview['steps']) =>
       steps.map((step) => ({ ...step, files: step.files.map((file) => ({ path: file.path, state: file.state })) }));
     if (stepIds.length === 0) throw new ExecutorError('NOT_REVERSIBLE', `Run ${runId} proposed no step, so there is nothing to revert.`, { runId });
     if (isRunActive(summary.status) && !options.dryRun) {

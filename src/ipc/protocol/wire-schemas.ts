@@ -238,7 +238,7 @@ export const StepSummaryPageWireSchema = z.object({
   agents: z.array(z.string()).optional(),
 });
 
-/** previewRevertPlan (src/executor/executor.ts PlanRevertPreview). */
+/** previewRevertPlan (src/executor/rooms/reverts.ts PlanRevertPreview). */
 export const PlanRevertPreviewWireSchema = z.object({
   planId: z.string(),
   steps: z.array(
@@ -409,7 +409,7 @@ export const VerifyReportWireSchema = z.object({
   problem: z.object({ code: z.enum(VERIFY_CODES), seq: z.number().int(), message: z.string() }).nullable(),
 });
 
-/** src/executor/executor.ts KeyStatus, field for field. */
+/** src/executor/rooms/audit-desk.ts KeyStatus, field for field. */
 export const KeyStatusWireSchema = z.object({
   logId: z.string(),
   protection: z.enum(['os-keychain', 'plaintext']),
@@ -423,7 +423,7 @@ export const KeyStatusWireSchema = z.object({
   lastCheckpointError: z.string().nullable().optional(),
 });
 
-/** src/executor/executor.ts EnvironmentStatus: the data directory and the Docker sandbox's reachability. */
+/** src/executor/rooms/host-settings.ts EnvironmentStatus: the data directory and the Docker sandbox's reachability. */
 export const EnvironmentStatusWireSchema = z.object({
   dataDir: z.string(),
   engine: z.object({

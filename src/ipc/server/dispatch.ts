@@ -1,6 +1,6 @@
 import { ExecutorError } from '../../domain/errors.js';
 import { describeIssues } from '../../domain/plan-parse.js';
-import type { Executor } from '../../executor/executor.js';
+import type { IpcExecutorPort } from './executor-port.js';
 import { HANDLERS, type CallContext } from './handlers.js';
 import { boundedForWindow } from '../../domain/step-record-cut.js';
 import { channelMayCall, isMethodName, METHODS } from '../protocol/methods.js';
@@ -16,7 +16,7 @@ import { requestInputRefusal } from '../protocol/protocol.js';
  * known method, a channel allowed to call it, params that pass the method's schema. Anything
  * else is refused with a typed error before the Executor sees it.
  */
-export async function invokeMethod(executor: Executor, name: string, rawParams: unknown, context: CallContext): Promise<unknown> {
+export async function invokeMethod(executor: IpcExecutorPort, name: string, rawParams: unknown, context: CallContext): Promise<unknown> {
   if (!isMethodName(name)) {
     throw new ExecutorError('IPC_UNKNOWN_METHOD', `There is no method "${name.slice(0, 128)}".`, { method: name.slice(0, 128) });
   }
@@ -34,7 +34,7 @@ export async function invokeMethod(executor: Executor, name: string, rawParams: 
     const issues = describeIssues(parsed.error);
     throw new ExecutorError('IPC_INVALID_PARAMS', `Bad params for ${name}: ${issues.join('; ')}`, { method: name, issues });
   }
-  const handler = HANDLERS[name] as (executor: Executor, params: unknown, context: CallContext) => unknown;
+  const handler = HANDLERS[name] as (executor: IpcExecutorPort, params: unknown, context: CallContext) => unknown;
   const result = await handler(executor, parsed.data, context);
   // The window's replies stay under 64 KiB (a large one stalls every other reply on its connection): a step record in one is cut and says so.
   return context.channel === 'web' || context.channel === 'window' ? boundedForWindow(result) : result;

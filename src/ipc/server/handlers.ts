@@ -3,7 +3,7 @@ import type { AgentCredential } from './agent-identity.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import { StepSchema } from '../../domain/step.js';
-import type { Executor } from '../../executor/executor.js';
+import type { IpcExecutorPort } from './executor-port.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { checkWorkspaceRoot, policyWithRoot } from '../../policy/workspace-root.js';
 import { checkedApiKey } from '../../domain/model-settings.js';
@@ -62,7 +62,7 @@ function throttled<T extends { checked: number; total: number }>(send: (progress
   };
 }
 
-type Handler<M extends MethodName> = (executor: Executor, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
+type Handler<M extends MethodName> = (executor: IpcExecutorPort, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
 
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
@@ -172,11 +172,11 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
  * for 7 MB, with every other client waiting behind each page). A copy serves while the step's
  * updated_at is unchanged, which also keeps one reader's pages one consistent version.
  */
-const recordTexts = new WeakMap<Executor, Map<string, { updatedAt: string; step: StepRecord['step']; json: string; at: number }>>();
+const recordTexts = new WeakMap<IpcExecutorPort, Map<string, { updatedAt: string; step: StepRecord['step']; json: string; at: number }>>();
 const RECORD_TEXTS_KEPT = 4;
 const RECORD_TEXT_MS = 60_000;
 
-function recordTextPart(executor: Executor, stepId: string, offset: number, actor: Actor) {
+function recordTextPart(executor: IpcExecutorPort, stepId: string, offset: number, actor: Actor) {
   const texts = recordTexts.get(executor) ?? new Map();
   recordTexts.set(executor, texts);
   const kept = texts.get(stepId);

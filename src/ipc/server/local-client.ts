@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { actorFor } from '../../domain/actor.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { AgentIdentities } from './agent-identity.js';
-import type { Executor } from '../../executor/executor.js';
+import type { IpcExecutorPort } from './executor-port.js';
 import type { EventListener, ExecutorClient, ExecutorMethods } from '../client/client.js';
 import { invokeMethod } from './dispatch.js';
 import type { CallContext } from './handlers.js';
@@ -18,7 +18,7 @@ const IN_PROCESS_AGENTS = AgentIdentities.ephemeral();
  * MCP server when it opens the database itself). Nothing is signed, as nothing crosses a process,
  * but every call still goes through invokeMethod: the channel's rights and the params schema hold.
  */
-export function localClient(executor: Executor, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS, runs?: RunService): ExecutorClient {
+export function localClient(executor: IpcExecutorPort, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS, runs?: RunService): ExecutorClient {
   // Events meant for this caller alone (the progress of its own verifyAudit) never pass through the executor.
   const own = new EventEmitter();
   // Like a socket session, an agent caller is a new agent, with an identity the host side issues, until it resumes an earlier one.

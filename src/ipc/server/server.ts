@@ -7,9 +7,9 @@ import { ExecutorError, type ErrorCode } from '../../domain/errors.js';
 import { boundedForWindow } from '../../domain/step-record-cut.js';
 import { isAgentActor, mayAccessStep } from '../../domain/step-ownership.js';
 import type { StepRecord } from '../../domain/step-record.js';
-import type { Executor } from '../../executor/executor.js';
 import { AgentIdentities, type AgentCredential } from './agent-identity.js';
 import { invokeMethod } from './dispatch.js';
+import type { IpcExecutorPort } from './executor-port.js';
 import type { CallContext } from './handlers.js';
 import { deriveSessionKey, nodeMac } from '../protocol/message-mac-node.js';
 import { METHOD_NAMES, channelMayCall, type IpcChannel } from '../protocol/methods.js';
@@ -204,7 +204,7 @@ class Refusal extends ExecutorError {
  * it could not attribute to a session go back unsigned: signing them would give a forger an oracle.
  */
 export class IpcServer {
-  private readonly executor: Executor;
+  private readonly executor: IpcExecutorPort;
   private readonly credentials = new Map<string, Credential>();
   private readonly sessions = new Map<string, Session>();
   private readonly maxRequestBytes: number;
@@ -224,7 +224,7 @@ export class IpcServer {
   private runs: RunService | undefined;
   private unsubscribeRuns: () => void = () => {};
 
-  constructor(executor: Executor, credentials: Credential[], options: IpcServerOptions = {}) {
+  constructor(executor: IpcExecutorPort, credentials: Credential[], options: IpcServerOptions = {}) {
     this.executor = executor;
     for (const credential of credentials) this.credentials.set(credential.name, credential);
     this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;

@@ -301,9 +301,10 @@ describe('a proposal is stored and weighed in one transaction', () => {
     const { dataDir } = tempSetup();
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
       const { Executor } = await import(${JSON.stringify(new URL('../../../src/executor/executor.ts', import.meta.url).pathname)});
+      const { StepDesk } = await import(${JSON.stringify(new URL('../../../src/executor/step-desk.ts', import.meta.url).pathname)});
       const { actorFor } = await import(${JSON.stringify(new URL('../../../src/domain/actor.ts', import.meta.url).pathname)});
       let weighed = 0;
-      const proto = Executor.prototype;
+      const proto = StepDesk.prototype;
       const evaluateStep = proto.evaluateStep;
       proto.evaluateStep = function (...args) {
         if (++weighed === 3) { process.stdout.write('frozen\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); }

@@ -1,14 +1,14 @@
 import type { Actor } from '../domain/actor.js';
 
 /** What the queue asks of the Executor, one plan at a time. */
-export interface PreparationWork {
-  /** Prepares the plan's next `evaluated` step (its dry run and verdict); false when none was left. */
-  prepareNextStep(planId: string): Promise<boolean>;
-  /** Every step is prepared: run the plan forward (what the policy approved runs now). */
+export interface PreviewWork {
+  /** Previews the plan's next `evaluated` step (its dry run and verdict); false when none was left. */
+  previewNextStep(planId: string): Promise<boolean>;
+  /** Every step is previewed: run the plan forward (what the policy approved runs now). */
   finishPlan(planId: string, actor: Actor): Promise<void>;
   /** A failure the work did not record itself: never thrown into the event loop. */
   onError(planId: string, error: unknown): void;
-  /** How many plans may prepare at once, read at each start, so a policy change applies to the next one. */
+  /** How many plans may preview at once, read at each start, so a policy change applies to the next one. */
   concurrency(): number;
   /**
    * Resolves when the next unit may start: the host's requests go first (request-gate.ts). Without
@@ -19,21 +19,21 @@ export interface PreparationWork {
 
 /**
  * The background half of a proposal: the host stores a plan and answers at once, and its previews
- * (dry runs, container runs, diffs) are prepared here, several plans at a time up to the policy's
- * limit. A plan's steps prepare in order and never two at once; after each step the plan goes to the
+ * (dry runs, container runs, diffs) are made here, several plans at a time up to the policy's
+ * limit. A plan's steps preview in order and never two at once; after each step the plan goes to the
  * back of the line, so a plan of 200 steps does not hold up a plan of one.
  */
-export class PreparationQueue {
+export class PreviewQueue {
   /** Plans waiting for a slot, in order of arrival (each at most once), with whom to run them for. */
   private readonly waiting = new Map<string, Actor>();
-  /** Plans being prepared now, and whether they were scheduled again meanwhile. */
+  /** Plans being previewed now, and whether they were scheduled again meanwhile. */
   private readonly active = new Map<string, { again: Actor | null }>();
   private stopped = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly work: PreparationWork) {}
+  constructor(private readonly work: PreviewWork) {}
 
-  /** Queues the plan's preparation; a plan already waiting or under way is not queued twice. */
+  /** Queues the plan's previews; a plan already waiting or under way is not queued twice. */
   schedule(planId: string, actor: Actor): void {
     if (this.stopped) return;
     const running = this.active.get(planId);
@@ -47,7 +47,7 @@ export class PreparationQueue {
 
   /**
    * Stops taking work: waiting plans are dropped (their steps stay `evaluated`, which restart
-   * recovery prepares again) and running ones end after their current step. Never waits.
+   * recovery previews again) and running ones end after their current step. Never waits.
    */
   stop(): void {
     this.stopped = true;
@@ -55,12 +55,12 @@ export class PreparationQueue {
     if (this.active.size === 0) this.settleIdle();
   }
 
-  /** How many plans are waiting or being prepared. */
+  /** How many plans are waiting or being previewed. */
   get pending(): number {
     return this.waiting.size + this.active.size;
   }
 
-  /** Resolves once nothing is waiting or being prepared (tests, the benchmark, an orderly shutdown). */
+  /** Resolves once nothing is waiting or being previewed (tests, the benchmark, an orderly shutdown). */
   whenIdle(): Promise<void> {
     if (this.pending === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
@@ -89,9 +89,9 @@ export class PreparationQueue {
     await (this.work.yieldToRequests?.() ?? new Promise<void>((resolve) => setImmediate(resolve)));
     try {
       if (this.stopped) return;
-      const prepared = await this.work.prepareNextStep(planId);
+      const previewed = await this.work.previewNextStep(planId);
       if (this.stopped) return;
-      if (prepared) {
+      if (previewed) {
         if (!this.waiting.has(planId)) this.waiting.set(planId, actor);
         return;
       }

@@ -1,0 +1,301 @@
+import type { ActionContext, ReadyRun } from '../../actions/action-module.js';
+import { boundAction } from '../../actions/registry.js';
+import type { DirectoryLedger } from '../../fs/created-directories.js';
+import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, type HashedFileChange } from '../../backup/file-changes.js';
+import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../../backup/preview-workers.js';
+import type { Actor } from '../../domain/actor.js';
+import { canonicalJson, sha256Hex } from '../../domain/canonical-json.js';
+import { ExecutorError } from '../../domain/errors.js';
+import { blockingReason, latestBreak } from '../../domain/plan-order.js';
+import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
+import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
+import { stepHash, type Step } from '../../domain/step.js';
+import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+
+/** What the execution room needs from elsewhere: an approval not used in time is spent. */
+export interface ExecutionPort {
+  expire(record: StepRecord): StepRecord | null;
+}
+
+/**
+ * Where an approved step runs: its approval checked again, its run made ready in the sandbox, its
+ * changes rated again, backed up, marked running, applied, and its outcome recorded; and where a plan
+ * runs forward in order, sending back to the person what an earlier step's end has left unsure.
+ */
+export class ExecutionRoom {
+  constructor(
+    private readonly desk: StepDesk,
+    private readonly port: ExecutionPort,
+  ) {}
+
+  /**
+   * Runs one approved step: check the approval still binds, back up, record the intent, apply,
+   * record the outcome. A crash between intent and outcome leaves the step interrupted, revertible.
+   */
+  async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
+    // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
+    const record = this.desk.stepFor(stepId, actor);
+    return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
+  }
+
+  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
+    const record = this.desk.steps.get(stepId);
+    this.assertRunnable(record);
+    // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
+    const broken = latestBreak(this.desk.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
+    const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
+    if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
+    const { module, args } = boundAction(record.step);
+    const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
+    // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
+    const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
+    const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    let ran: StepRecord | undefined;
+    try {
+      ran = await this.run(record, actor, module, args, ctx, start.iso);
+      return ran;
+    } finally {
+      // Closed meanwhile: the database is gone; the run's last frame still goes out.
+      const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
+      // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
+      if (status === 'approved') {
+        if (live) this.desk.liveRuns.finish(live);
+      } else {
+        const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
+        this.desk.endLiveRun(stepId, 'realRun', live, ended, start);
+      }
+    }
+  }
+
+  /** runApproved's run: the module's run (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
+  private async run(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
+    const stepId = record.step.id;
+    let ready;
+    try {
+      ready = await module.run(args, ctx);
+    } catch (error) {
+      if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
+      if (this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+      return this.failBeforeStart(stepId, actor, error);
+    }
+    // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
+    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
+    const refusal = this.effectsRefusal(record.step, ready);
+    if (refusal) return this.failBeforeStart(stepId, actor, refusal);
+    if (ready.drift) return this.returnForConsent(record, actor, ready.drift);
+    // A changeset may be 40 files of 1 MB: hashed, diffed and backed up a file at a time, with the
+    // host answering requests in between (the apply itself stays one synchronous, all-or-nothing pass).
+    const changes = await hashFileChangesYielding(ready.fileChanges);
+    // A step whose preview came from really running it has just compared that run with the approved preview (drift above).
+    if (record.approval?.previewHash && changes.length > 0 && !module.previewFromRun) {
+      const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
+      if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
+        const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
+        return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
+          kind: 'step.reconsent',
+          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
+        }));
+      }
+    }
+    let backups;
+    try {
+      backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
+    } catch (error) {
+      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
+      return this.failBeforeStart(stepId, actor, error);
+    }
+    // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
+    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    this.desk.emitStep(this.desk.steps.transition(stepId, 'running', actor, { startedAt }, {
+      expectFrom: ['approved'],
+      backups,
+      detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
+    }));
+
+    let result: Record<string, unknown> | undefined;
+    let failure: unknown;
+    try {
+      result = await ready.apply();
+    } catch (error) {
+      failure = error;
+    }
+    if (this.desk.steps.get(stepId).status === 'cancelled') {
+      // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
+      this.desk.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
+      return this.desk.steps.get(stepId);
+    }
+    if (failure === undefined) {
+      return this.desk.emitStep(this.desk.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
+    }
+    const shaped = this.desk.describeError(failure);
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
+  }
+
+  /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
+  private directoryLedgerFor(stepId: string): DirectoryLedger {
+    return {
+      created: (directory) => this.desk.steps.recordCreatedDirectory(stepId, directory),
+      removed: (directory) => this.desk.steps.forgetCreatedDirectory(stepId, directory),
+    };
+  }
+
+  /** For the outcome's audit record: the folders the step created, in the order it made them. */
+  private createdDirectoriesDetail(stepId: string): { createdDirectories?: string[] } {
+    const created = this.desk.steps.createdDirectories(stepId);
+    return created.length > 0 ? { createdDirectories: created.map((directory) => directory.path) } : {};
+  }
+
+  /** The diffs the person saw, reused when the contents are still the same; computed afresh otherwise. */
+  private async diffsFor(record: StepRecord, changes: HashedFileChange[]): Promise<(string | null)[]> {
+    const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
+    const diffs: (string | null)[] = [];
+    for (const change of changes) {
+      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
+      // A big new diff is made on a preview worker, as for a preview: never on the host's thread.
+      diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
+    }
+    return diffs;
+  }
+
+  private assertRunnable(record: StepRecord): void {
+    const stepId = record.step.id;
+    if (record.status !== 'approved' || !record.approval) {
+      throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
+    }
+    // An approval not used in time is spent: the step becomes expired, and this run is refused.
+    if (this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
+    const currentHash = stepHash(record.step);
+    if (currentHash !== record.approval.stepHash) {
+      throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
+        stepId,
+        approvedStepHash: record.approval.stepHash,
+        currentStepHash: currentHash,
+      });
+    }
+    const blocker = this.desk.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
+    if (blocker) {
+      throw new ExecutorError('PLAN_ORDER', `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`, {
+        stepId,
+        blockingStepId: blocker.step.id,
+      });
+    }
+  }
+
+  /**
+   * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
+   * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
+   */
+  private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
+    this.desk.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
+    throw error;
+  }
+
+  /**
+   * A heavy step really ran (in its sandbox) and did something other than the approved preview:
+   * nothing is applied; the step goes back to the person with the new preview and the reason.
+   */
+  private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<ReadyRun['drift']>): StepRecord {
+    const stepId = record.step.id;
+    const startedAt = new Date().toISOString();
+    this.desk.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
+    const previewHash = previewHashOf(drift.preview);
+    const { evaluation } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), drift.preview);
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
+      kind: 'step.reconsent',
+      detail: { reason: drift.reason, previewHash, ...drift.detail },
+    }));
+  }
+
+  /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
+  private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
+    const preview = ready.drift?.preview ?? ready.preview;
+    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.desk.context(step.id)) : null;
+    if (!effects || effects.denialReasons.length === 0) return null;
+    return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
+      reasons: effects.denialReasons,
+      effects: effects.findings.map(({ kind, paths }) => ({ kind, paths })),
+    });
+  }
+
+  /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
+  private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
+    const shaped = this.desk.describeError(error);
+    const now = new Date().toISOString();
+    this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
+    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
+  }
+
+  /**
+   * Runs a plan forward in order: approved steps execute until the first undecided one. Once a step
+   * ended without running (rejected, denied, failed, interrupted, expired), no later step runs on an
+   * approval given before that: each such approved step, whoever approved it, goes back to the
+   * person with the reason. An approval the person gives after it (they saw the plan was broken) holds.
+   */
+  advancePlan(planId: string, actor: Actor): Promise<void> {
+    // Under the plan's lock: two runs forward of one plan would start the same approved step twice.
+    return this.desk.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
+  }
+
+  /** advancePlan's body; the caller holds the plan's lock. */
+  private async runPlanForward(planId: string, actor: Actor): Promise<void> {
+    let broken: StepRecord | undefined;
+    // An earlier step still undecided or running: later approved steps wait for it.
+    let waiting = false;
+    for (const listed of this.desk.steps.planSteps(planId)) {
+      if (this.desk.closed) return;
+      // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
+      let record = this.desk.steps.get(listed.step.id);
+      if (record.status === 'executed' || record.status === 'reverted') continue;
+      if (record.status === 'approved' && this.desk.overdue(record)) record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
+      if (PLAN_BREAKING_STATUSES.includes(record.status)) {
+        // The latest break counts: an approval given before any earlier step ended without running does not hold.
+        broken = latestBreak([broken, record]);
+        continue;
+      }
+      if (record.status !== 'approved') {
+        waiting = true;
+        continue;
+      }
+      const reason = this.approvalDoesNotHold(record, broken);
+      if (reason) {
+        this.sendBack(record, reason, broken);
+        waiting = true;
+        continue;
+      }
+      if (waiting) continue;
+      let ran: StepRecord;
+      try {
+        ran = await this.runApproved(record.step.id, actor);
+      } catch (error) {
+        // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
+        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(record.step.id).status !== 'approved') {
+          waiting = true;
+          continue;
+        }
+        throw error;
+      }
+      if (ran.status === 'executed') continue;
+      if (PLAN_BREAKING_STATUSES.includes(ran.status)) broken = latestBreak([broken, ran]);
+      else waiting = true;
+    }
+  }
+
+  /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
+  private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
+    if (record.approval && record.approval.stepHash !== stepHash(record.step)) return 'The step changed after it was approved; look at it again.';
+    if (!broken) return null;
+    // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
+    const informed = record.approval !== null && record.approval.by.channel !== 'policy' && record.approval.at > broken.updatedAt;
+    return informed ? null : `${blockingReason(broken)} Confirm this step on its own.`;
+  }
+
+  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
+    return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+      kind: 'step.reconsent',
+      detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
+      expectFrom: ['approved'],
+    }));
+  }
+}

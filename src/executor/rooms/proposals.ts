@@ -1,0 +1,353 @@
+import { boundAction } from '../../actions/registry.js';
+import type { Actor } from '../../domain/actor.js';
+import { ExecutorError, toErrorShape } from '../../domain/errors.js';
+import { parsePlan } from '../../domain/plan-parse.js';
+import type { Evaluation } from '../../domain/risk.js';
+import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
+import { isAgentActor } from '../../domain/step-ownership.js';
+import { stepHash, type Step } from '../../domain/step.js';
+import type { EffectRating } from '../../policy/command-effects.js';
+import { loadShellParser } from '../../policy/shell-parser.js';
+import { GroupedCommit } from '../grouped-commit.js';
+import { PreviewQueue } from '../preview-queue.js';
+import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+
+/** A dry run's answer: the preview and the hash consent binds to, or why there is none. */
+type PreviewOutcome = { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string };
+
+/** What the proposals room sets off elsewhere: once a plan's previews are recorded, what the policy approved runs. */
+export interface ProposalsPort {
+  advancePlan(planId: string, actor: Actor): Promise<void>;
+}
+
+/**
+ * Where a plan comes in: it is checked against the agent's limits, stored and evaluated at once
+ * (submit), and its previews are made by dry runs in the background (the preview queue), each one
+ * evaluated again by what it changes before the step goes to the person or is approved by the policy.
+ */
+export class ProposalsRoom {
+  /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
+  private readonly previews: PreviewQueue;
+  /** Proposals and previews that arrive together share one transaction and one sync to disk. */
+  private readonly grouped: GroupedCommit;
+  /** When each client's rate-limit refusal was last audited. */
+  private readonly lastLimitAuditAt = new Map<string, number>();
+
+  constructor(
+    private readonly desk: StepDesk,
+    private readonly port: ProposalsPort,
+  ) {
+    this.grouped = new GroupedCommit(desk.db);
+    this.previews = new PreviewQueue({
+      previewNextStep: (planId) => this.previewNextStep(planId),
+      finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
+      onError: (planId, error) => this.recordPreviewFailure(planId, error),
+      concurrency: () => desk.policy.preparation.concurrency,
+      yieldToRequests: () => desk.requests.whenClear(),
+    });
+  }
+
+  /**
+   * Validates a plan, stores its steps, evaluates each with the policy and computes its preview,
+   * then runs what the policy auto-approves, in order. Nothing is stored unless the whole plan is valid.
+   * submit() + previewPlan(): callers that must answer at once (the IPC method) use submit alone.
+   */
+  async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const submitted = await this.submit(planInput, actor);
+    const planId = submitted[0]!.step.planId;
+    await this.previewPlan(planId, actor);
+    return this.desk.steps.planSteps(planId);
+  }
+
+  /**
+   * Validates a plan, stores its steps and evaluates each with the policy: what the policy denies by
+   * the step alone is denied here; the rest is `evaluated` ("preparing preview") until previewPlan
+   * runs its dry run. Quick: no sandbox, no diff of file contents.
+   */
+  async submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const { desk } = this;
+    await loadShellParser();
+    const agent = isAgentActor(actor) ? actor.agent : undefined;
+    const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
+    let changed: StepRecord[];
+    try {
+      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
+      changed = await this.grouped.run(() => {
+        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+        desk.steps.insertPlan(plan, actor);
+        const records: StepRecord[] = [];
+        for (const step of plan.steps) {
+          const evaluation = desk.evaluateStep(step);
+          records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+          if (!evaluation.allowed) records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+        }
+        return records;
+      });
+    } catch (error) {
+      // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
+      if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
+      throw error;
+    }
+    // Heard only once on disk: a listener never sees a step that a failed commit took back.
+    for (const record of changed) desk.emitStep(record);
+    return desk.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * What the host does with a proposal: store and evaluate it (submit), answer at once with its
+   * steps (`evaluated` ones are "preparing preview"), and make the previews in the background; the
+   * step events tell who listens how each one ends.
+   */
+  async submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
+    const submitted = await this.submit(planInput, actor);
+    this.schedulePreview(submitted[0]!.step.planId, actor);
+    return submitted;
+  }
+
+  /**
+   * Queues a plan whose steps wait `evaluated` for their previews, behind the policy's
+   * `preparation.concurrency` limit. Failures are recorded on the step, never thrown.
+   */
+  schedulePreview(planId: string, actor: Actor): void {
+    this.previews.schedule(planId, actor);
+  }
+
+  /** Resolves once every scheduled preview has ended (tests and the benchmark wait on it). */
+  whenPreviewsIdle(): Promise<void> {
+    return this.previews.whenIdle();
+  }
+
+  /**
+   * Makes the preview of every `evaluated` step of a plan, in order, moves each to consent or
+   * (when the policy needs none) approval, then runs the plan forward.
+   */
+  async previewPlan(planId: string, actor: Actor): Promise<void> {
+    while (await this.previewNextStep(planId));
+    await this.port.advancePlan(planId, actor);
+  }
+
+  /** The host is closing: previews waiting are dropped (their steps stay `evaluated`), those under way end after their step. */
+  close(): void {
+    this.previews.stop();
+  }
+
+  /**
+   * The plan's first `evaluated` step, previewed; false when none is left (or the executor closed).
+   * The dry run holds no lock (another step of the plan may be decided or run meanwhile); what it
+   * finds is recorded only if the step is still `evaluated` then.
+   */
+  private async previewNextStep(planId: string): Promise<boolean> {
+    const { desk } = this;
+    if (desk.closed) return false;
+    // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
+    const nextId = desk.steps.nextEvaluatedStepId(planId);
+    const next = nextId === null ? undefined : desk.steps.get(nextId);
+    if (!next?.evaluation) return false;
+    try {
+      await this.previewStep(next.step, next.evaluation!);
+    } catch (error) {
+      if (desk.closed) return false;
+      // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.get(next.step.id).status !== 'evaluated') return true;
+      throw new PreviewError(next.step.id, error);
+    }
+    return true;
+  }
+
+  /**
+   * Runs a plan forward once the background has previewed it. Nobody awaits this call, so a run the
+   * sandbox could not start (no engine, no image) is not left `approved` where no one hears of it: it
+   * goes back to the person with the reason, and their approval runs it once the sandbox is there.
+   */
+  private async finishPreviewedPlan(planId: string, actor: Actor): Promise<void> {
+    const { desk } = this;
+    try {
+      await this.port.advancePlan(planId, actor);
+    } catch (error) {
+      if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || desk.closed) throw error;
+      const deferred = desk.steps.planSteps(planId).find((record) => record.status === 'approved');
+      if (!deferred) return;
+      desk.emitStep(desk.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
+        kind: 'step.reconsent',
+        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
+        expectFrom: ['approved'],
+      }));
+    }
+  }
+
+  /**
+   * A background preview failed in a way the step could not record (the audit log refused a record,
+   * a bug): the step goes to the person with the reason as its preview error, so it is never stuck
+   * `evaluated`; when even that cannot be written, the host says so on its log and carries on.
+   */
+  private recordPreviewFailure(planId: string, error: unknown): void {
+    const { desk } = this;
+    if (desk.closed) return;
+    const stepId = error instanceof PreviewError ? error.stepId : null;
+    const shaped = desk.describeError(error instanceof PreviewError ? error.cause : error);
+    try {
+      if (stepId && desk.steps.get(stepId).status === 'evaluated') {
+        desk.emitStep(desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
+          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
+          expectFrom: ['evaluated'],
+        }));
+        return;
+      }
+    } catch (recordError) {
+      desk.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
+      return;
+    }
+    // Running the plan forward failed after its previews were recorded; the steps say what they are.
+    desk.log(`executor: running plan ${planId} forward after its previews failed: ${shaped.code}: ${shaped.message}`);
+  }
+
+  /** One step's dry run, evaluated by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private async previewStep(step: Step, evaluation: Evaluation): Promise<void> {
+    const { desk } = this;
+    const preview = await this.previewOrError(step);
+    if (desk.closed) return;
+    // What the dry run changed is evaluated too: a denied effect denies the step, whatever its command line looked like.
+    const evaluated = preview.ok ? desk.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
+    // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
+    // group commit: many previews and proposals share one sync to disk.
+    await desk.requests.whenClear();
+    if (desk.closed) return;
+    const recorded = await this.grouped.run(() => this.recordPreview(step, preview, evaluated));
+    desk.emitStep(recorded);
+  }
+
+  /** previewStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
+  private recordPreview(step: Step, preview: PreviewOutcome, evaluated: { evaluation: Evaluation; effects: EffectRating | null }): StepRecord {
+    const { desk } = this;
+    if (!evaluated.evaluation.allowed) {
+      return desk.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
+        detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
+        expectFrom: ['evaluated'],
+      });
+    }
+    const rated = evaluated.effects ? { evaluation: evaluated.evaluation } : {};
+    // The person's own version of a step is put before them again, whatever the policy would allow alone.
+    if (evaluated.evaluation.consent === 'none' && preview.ok && !desk.steps.get(step.id).edit) {
+      const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
+      const ruleIds = evaluated.evaluation.approvedByRules ?? [];
+      // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
+      const approved = desk.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
+        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
+        expectFrom: ['evaluated'],
+      });
+      for (const ruleId of ruleIds) {
+        desk.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
+        desk.ruleHits.record(ruleId, step.id, approval.at);
+      }
+      return approved;
+    }
+    return desk.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
+      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+      expectFrom: ['evaluated'],
+    });
+  }
+
+  /**
+   * The policy's agentLimits, per issued agent identity (never per the name an agent gives itself:
+   * another agent could claim that name and spend this one's budget). Checked here, in the host;
+   * the count and the insert run in one synchronous stretch of submit, so two proposals cannot interleave.
+   */
+  private assertWithinAgentLimits(actor: Actor, newSteps: number): void {
+    const { desk } = this;
+    const { stepsPerMinute, openSteps } = desk.policy.agentLimits;
+    const agent = actor.agent ?? null;
+    const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
+    const open = desk.steps.countAgentSteps(agent, { statuses: PENDING }).count;
+    if (open + newSteps > openSteps) {
+      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
+    }
+    const windowStart = new Date(Date.now() - 60_000);
+    const recent = desk.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
+    if (recent.count + newSteps > stepsPerMinute) {
+      const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
+      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
+      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
+    }
+  }
+
+  /** Refuses with RATE_LIMITED (submit records it: recordRateLimit). */
+  private refuseOverLimit(_actor: Actor, limit: 'openSteps' | 'stepsPerMinute', message: string, detail: Record<string, unknown>): never {
+    throw new ExecutorError('RATE_LIMITED', message, { limit, ...detail });
+  }
+
+  /** The audit trail hears of a RATE_LIMITED refusal at most once a minute per client, so a looping agent cannot flood it. */
+  private recordRateLimit(actor: Actor, error: ExecutorError): void {
+    const detail = error.details ?? {};
+    const key = `${actor.agent ?? ''}\u0000${String(detail.limit)}`;
+    const now = Date.now();
+    if (now - (this.lastLimitAuditAt.get(key) ?? 0) < 60_000) return;
+    this.lastLimitAuditAt.set(key, now);
+    try {
+      this.desk.db.transaction(() => this.desk.audit.append({ kind: 'agent.rate_limited', actor, detail }))();
+    } catch {
+      // The refusal stands whether or not it could be recorded.
+    }
+  }
+
+  /**
+   * The dry run a proposal's preview comes from: timed, shown live while it runs (runsLive actions),
+   * and stopped by the person's Cancel (the step is then `cancelled` and this answer is not recorded).
+   */
+  private async previewOrError(step: Step): Promise<PreviewOutcome> {
+    const { desk } = this;
+    const { module, args } = boundAction(step);
+    const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const live = module.runsLive ? desk.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
+    let ended: RunSpan['ended'] = 'failed';
+    try {
+      const preview = await module.simulate(args, desk.context(step.id, live));
+      ended = live?.cancelling ? 'cancelled' : 'finished';
+      return { ok: true, preview, previewHash: previewHashOf(preview) };
+    } catch (error) {
+      if (live?.cancelling) ended = 'cancelled';
+      return { ok: false, error: toErrorShape(error).message };
+    } finally {
+      desk.endLiveRun(step.id, 'dryRun', live, ended, start);
+    }
+  }
+
+  /**
+   * The dry run: what the step would do now; no effect on disk. The person's dry run of an undecided
+   * step becomes its current preview (and an approval bound to the old one is then refused as
+   * STEP_CHANGED). An agent's dry run is answered, never stored: the preview the person decides on
+   * is not the agent's to replace.
+   */
+  async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
+    const { desk } = this;
+    const record = desk.stepFor(stepId, actor);
+    const { module, args } = boundAction(record.step);
+    const preview = await module.simulate(args, desk.context(stepId));
+    const previewHash = previewHashOf(preview);
+    // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
+    const status = desk.steps.get(stepId).status;
+    // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
+    const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
+    if (!keepAsCurrent) {
+      desk.steps.note(stepId, 'step.simulated', actor, { previewHash });
+      return { preview, previewHash };
+    }
+    // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
+    const { evaluation, effects } = desk.evaluateByEffects(record.step, desk.evaluateStep(record.step), preview);
+    if (!evaluation.allowed && status === 'awaiting_consent') {
+      desk.emitStep(desk.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
+        detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
+        expectFrom: ['awaiting_consent'],
+      }));
+      return { preview, previewHash };
+    }
+    desk.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
+    return { preview, previewHash };
+  }
+}
+
+/** A background preview that failed on a known step (see recordPreviewFailure). */
+class PreviewError extends Error {
+  constructor(readonly stepId: string, override readonly cause: unknown) {
+    super(`preparing step ${stepId} failed`);
+  }
+}

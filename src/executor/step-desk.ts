@@ -1,0 +1,354 @@
+import type { EventEmitter } from 'node:events';
+import path from 'node:path';
+import type { ActionContext } from '../actions/action-module.js';
+import type { HeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+import { boundAction } from '../actions/registry.js';
+import type { SignedAuditLog } from '../audit/log/audit-log.js';
+import type { AuditEvent, AuditTrail, SandboxOfRecord } from '../domain/audit-event.js';
+import type { KeyStore } from '../audit/keys/key-store.js';
+import type { PublishResult } from '../audit/witness/witness-publisher.js';
+import { BlobStore } from '../backup/blob-store.js';
+import { fileChangesIdentity } from '../backup/file-changes.js';
+import { actorFor, type Actor } from '../domain/actor.js';
+import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
+import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
+import { proposerOf } from '../domain/remembered-rule.js';
+import type { Evaluation } from '../domain/risk.js';
+import type { StepStatus } from '../domain/state-machine.js';
+import type { Preview, RunSpan, StepRecord } from '../domain/step-record.js';
+import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
+import type { Step } from '../domain/step.js';
+import { weighEffects, type EffectRating } from '../policy/command-effects.js';
+import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
+import { loadPolicy, type Policy } from '../policy/policy-file.js';
+import { rulesAllowing } from '../policy/remembered-rules.js';
+import { connectDocker } from '../sandbox/docker/docker-client.js';
+import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
+import { LightSandbox } from '../sandbox/light/light-sandbox.js';
+import type { SpawnChild } from '../sandbox/light/spawn-child.js';
+import { giveBackWal, type Db } from '../store/database.js';
+import { KbRepository } from '../store/kb-repository.js';
+import { RuleHitRepository } from '../store/rule-hit-repository.js';
+import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
+import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
+import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
+import type { WalCheckpointer } from '../store/wal-checkpointer.js';
+import { LiveRuns, type LiveRun } from './live-runs.js';
+import { PlanLocks } from './plan-lock.js';
+import { RequestGate, type RequestGateOptions } from './request-gate.js';
+import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
+
+/*
+ * The desk every room of the Executor works at: the steps and their audited trail, the step events,
+ * what an action is given (context), the policy's verdict on a step, the deadlines, the live runs and
+ * the plan locks. What more than one room needs lives here, so no room ever calls another; where one
+ * room's work must set off another's, the facade (executor.ts) hands it a port at construction.
+ */
+
+export interface ExecutorEvents {
+  step: [StepRecord];
+  policy: [Policy];
+  /** The audit log grew. A hint for live views, sent after the transaction; read getAudit for the records. */
+  audit: [{ kind: string; stepId: string | null; planId: string | null }];
+  /** A step's sandbox run under way: started, printed more, or ended (small increments, a few a second at most). */
+  run: [LiveRunFrame];
+  /** What publishing the newest checkpoint to one witness came to. */
+  witness: [PublishResult];
+}
+
+/** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
+export interface ExecutorSeams {
+  spawnChild?: SpawnChild;
+  heavyCodeRunner?: HeavyCodeRunner;
+}
+
+export const POLICY_ACTOR: Actor = actorFor('policy');
+export const SYSTEM_ACTOR: Actor = actorFor('system');
+
+/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
+export const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
+
+/** Statuses in which a step still holds up the steps after it in its plan. */
+export const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
+
+/** The hash consent binds to. File previews are identified by paths and content hashes (see fileChangesIdentity). */
+export function previewHashOf(preview: Preview): string {
+  return sha256Hex(canonicalJson(preview.kind === 'fileChanges' ? fileChangesIdentity(preview.files) : preview));
+}
+
+export interface StepDeskOptions extends ExecutorSeams {
+  dataDir: string;
+  db: Db;
+  policy: Policy;
+  auditLog: SignedAuditLog;
+  keyStore: KeyStore;
+  /** Where step, policy, audit, run and witness events are heard (the Executor itself). */
+  events: EventEmitter<ExecutorEvents>;
+  /** Hears the consent deadline of every step event that carries one (the expiry room arms its timer). */
+  onDeadline(at: number): void;
+  openExternal?: (url: string) => Promise<void>;
+  log?: (line: string) => void;
+  requestGate?: RequestGateOptions;
+}
+
+export class StepDesk {
+  readonly dataDir: string;
+  readonly db: Db;
+  readonly steps: StepRepository;
+  readonly kb: KbRepository;
+  readonly ruleHits: RuleHitRepository;
+  readonly blobs: BlobStore;
+  /** The audit log as the rooms append to it: each record with its step's traits, each append heard by `audit` listeners. */
+  readonly audit: AuditTrail;
+  readonly auditLog: SignedAuditLog;
+  readonly keyStore: KeyStore;
+  readonly lightSandbox: LightSandbox;
+  readonly heavyCodeRunner: HeavyCodeRunner;
+  readonly events: EventEmitter<ExecutorEvents>;
+  /** One plan's sandbox work at a time; other plans and reads never wait for it. */
+  readonly planLocks = new PlanLocks();
+  /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
+  readonly liveRuns: LiveRuns;
+  /**
+   * The requests under way: the host's surfaces count each message from arrival to reply, and
+   * background previews wait for a gap between them (request-gate.ts).
+   */
+  readonly requests: RequestGate;
+  readonly log: (line: string) => void;
+  /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
+  checkpointer: WalCheckpointer | null = null;
+  /** Set once by the facade's close(); background work checks it after every wait. */
+  closed = false;
+  private currentPolicy: Policy;
+  private readonly openExternal?: (url: string) => Promise<void>;
+  private readonly onDeadline: (at: number) => void;
+  /** recordTraitsOf's answers, per step, under the policy they were decided with. */
+  private readonly stepTraits = new Map<string, { policy: Policy; traits: StepRecordTraits }>();
+  private imageDigestAsked = false;
+
+  constructor(options: StepDeskOptions) {
+    const { dataDir, db, auditLog } = options;
+    this.events = options.events;
+    this.liveRuns = new LiveRuns((frame) => this.events.emit('run', frame));
+    this.openExternal = options.openExternal;
+    this.onDeadline = options.onDeadline;
+    this.dataDir = dataDir;
+    this.db = db;
+    this.currentPolicy = options.policy;
+    this.auditLog = auditLog;
+    this.keyStore = options.keyStore;
+    this.audit = this.notifyingTrail(auditLog);
+    auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
+    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
+    this.kb = new KbRepository(db);
+    this.ruleHits = new RuleHitRepository(db);
+    this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
+    this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.requests = new RequestGate(options.requestGate);
+  }
+
+  get policy(): Policy {
+    return this.currentPolicy;
+  }
+
+  /** Reads policy.json again: after the host settings or a remembered rule wrote it. */
+  reloadPolicy(): Policy {
+    this.currentPolicy = loadPolicy(this.dataDir);
+    return this.currentPolicy;
+  }
+
+  /**
+   * Any error as the surfaces (IPC, CLI, a failed step) report it. A full disk met in the data
+   * directory names the directory and its free space (STORAGE_FULL), and the WAL the refused write
+   * grew is checkpointed and truncated at once, so a refused write does not keep the disk full.
+   */
+  describeError(error: unknown): ErrorShape {
+    if (isNoSpace(error) && !this.closed) {
+      if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
+      else giveBackWal(this.db);
+    }
+    return toErrorShape(dataDirStorageFailure(error, this.dataDir));
+  }
+
+  /**
+   * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):
+   * `work` runs inside one transaction with the audit records it appends, so their state and the log
+   * never disagree, and a failed append rolls their writes back (fail closed). `append` answers the
+   * record's seq. A client never writes the Executor's own tables through it.
+   */
+  transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T {
+    const lastSeq = this.db.prepare('SELECT max(seq) AS seq FROM audit_records').pluck();
+    return this.db.transaction(() =>
+      work(this.db, (event) => {
+        this.audit.append(event);
+        return lastSeq.get() as number;
+      }),
+    )();
+  }
+
+  /** Wraps the trail so subscribers hear that the log grew, once the appending transaction has ended. */
+  private notifyingTrail(trail: AuditTrail): AuditTrail {
+    return {
+      append: (event) => {
+        trail.append(event.stepId === undefined ? event : { ...event, ...this.recordTraitsOf(event.stepId) });
+        queueMicrotask(() => this.events.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
+      },
+    };
+  }
+
+  /**
+   * What each record of a step says beyond its event: its content kept as salted digests when it
+   * writes a secret path, and the sandbox it runs in (executorEnv.sandbox). Decided once per step and
+   * policy: a step's path and action never change.
+   */
+  private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
+    let cached = this.stepTraits.get(stepId);
+    if (!cached || cached.policy !== this.policy) {
+      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+      if (!row) return { secretContent: false, sandbox: null };
+      if (this.stepTraits.size > 10_000) this.stepTraits.clear();
+      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
+      this.stepTraits.set(stepId, cached);
+    }
+    const { secretContent, sandboxKind } = cached.traits;
+    let imageDigest: string | null = null;
+    if (sandboxKind === 'docker') {
+      imageDigest = lastSeenImageDigest() ?? null;
+      // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
+      if (imageDigest === null && !this.imageDigestAsked) {
+        this.imageDigestAsked = true;
+        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
+      }
+    }
+    return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };
+  }
+
+  /** What an action may use for this step (and, while its sandbox run is shown live, that run's hooks). */
+  context(stepId: string, run?: LiveRun): ActionContext {
+    return {
+      stepId,
+      ...(run ? { run } : {}),
+      policy: this.policy,
+      dataDir: this.dataDir,
+      blobs: this.blobs,
+      kb: this.kb,
+      openExternal: this.openExternal,
+      lightSandbox: this.lightSandbox,
+      heavyCodeRunner: this.heavyCodeRunner,
+      auditCapabilityCall: (detail) => {
+        const planId = this.steps.get(stepId).step.planId;
+        this.db.transaction(() => this.audit.append({ kind: 'capability.call', actor: SYSTEM_ACTOR, planId, stepId, detail }))();
+      },
+    };
+  }
+
+  /** Tells every listener of the step's new state; a step that now has a deadline arms the expiry timer first. */
+  emitStep(record: StepRecord): StepRecord {
+    if (record.consentExpiresAt) this.onDeadline(Date.parse(record.consentExpiresAt));
+    this.events.emit('step', record);
+    return record;
+  }
+
+  /**
+   * The policy's verdict on a step, without storing anything. Remembered rules count only for the
+   * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
+   * command lines count as unknowable.
+   */
+  evaluateStep(step: Step): Evaluation {
+    const { module, args } = boundAction(step);
+    const hints = module.assess(args, this.context(step.id));
+    const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
+    const ruleContext = { proposer: proposerOf(step), now: new Date() };
+    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
+    return evaluateHints(hints, this.policy, module.reversible, remembered);
+  }
+
+  /**
+   * A step's evaluation again, with what a run of it changes (its dry run, or the real run before it
+   * is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
+   * `effects` is null when the action has no changeset to rate.
+   */
+  evaluateByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
+    const { module } = boundAction(step);
+    const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
+    return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
+  }
+
+  /** Records the run's span and sends the live run's last frame. */
+  endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
+    if (live) this.liveRuns.finish(live);
+    if (this.closed) return;
+    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
+    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
+    const output = live && ended !== 'finished' ? live.output() : null;
+    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
+    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended, ...kept };
+    try {
+      this.steps.recordRunSpan(stepId, phase, span);
+      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
+      if (kept.output) this.emitStep(this.steps.get(stepId));
+    } catch (error) {
+      // A time not kept is a loss for History, not a reason to fail the step.
+      this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);
+    }
+  }
+
+  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry. */
+  overdue(record: StepRecord, now = Date.now()): boolean {
+    return record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
+  }
+
+  expiredError(record: StepRecord): ExecutorError {
+    return new ExecutorError('CONSENT_EXPIRED', `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`, {
+      stepId: record.step.id,
+      status: record.status,
+    });
+  }
+
+  /** The seconds a step of this plan may wait for consent: the policy's, or its plan's when shorter. */
+  expirySecondsFor(record: StepRecord): number {
+    const deadline = Date.parse(record.consentExpiresAt ?? '');
+    const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
+    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since) / 1000) : this.policy.consentExpirySeconds;
+  }
+
+  /**
+   * One step as `actor` may see it: an agent sees only the steps its issued identity proposed, and
+   * any other id, the person's steps included, gets exactly the answer an unknown id gets.
+   */
+  stepFor(stepId: string, actor: Actor): StepRecord {
+    const record = this.steps.get(stepId);
+    if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);
+    return record;
+  }
+
+  /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */
+  listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[] {
+    if (!isAgentActor(actor)) return this.steps.list(filter);
+    // An agent session with no issued identity owns nothing.
+    if (actor.agent === undefined) return [];
+    return this.steps.list({ ...filter, agent: actor.agent });
+  }
+
+  /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
+  listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] } {
+    const roots = this.policy.workspaceRoots;
+    if (!isAgentActor(actor)) {
+      const page = this.steps.listSummaries(filter, roots);
+      // The agent filter's choices, with the first page only: the labels are few and change rarely.
+      return filter.cursor === undefined ? { ...page, agents: this.steps.agentLabels() } : page;
+    }
+    if (actor.agent === undefined) return { items: [], nextCursor: null, total: 0 };
+    return this.steps.listSummaries({ ...filter, owner: actor.agent }, roots);
+  }
+
+  /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
+  listLiveRuns(stepId?: string): LiveRunView[] {
+    const runs = this.liveRuns.list();
+    return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
+  }
+}

@@ -1,0 +1,81 @@
+import type { VerificationKeyLine } from '../../audit/keys/audit-keys.js';
+import type { AuditPage, AuditRecordRaw } from '../../audit/log/audit-query.js';
+import type { EpochKeys } from '../../audit/keys/key-ratchet.js';
+import type { KeyProtection } from '../../audit/keys/key-store.js';
+import type { VerifyProgress, VerifyReport } from '../../audit/verify/verify-codes.js';
+import type { PublishResult } from '../../audit/witness/witness-publisher.js';
+import type { Actor } from '../../domain/actor.js';
+import type { ErrorShape } from '../../domain/errors.js';
+import type { LiveRunView } from '../../domain/live-output.js';
+import type { ModelProvider } from '../../domain/model-settings.js';
+import type { RememberedRule, RuleLifetime } from '../../domain/remembered-rule.js';
+import type { Evaluation } from '../../domain/risk.js';
+import type { Preview, StepRecord } from '../../domain/step-record.js';
+import type { Step } from '../../domain/step.js';
+import type { KeyStatus } from '../../executor/rooms/audit-desk.js';
+import type { EnvironmentStatus } from '../../executor/rooms/host-settings.js';
+import type { PlanRevertPreview, PlanRevertResult, RevertPreview } from '../../executor/rooms/reverts.js';
+import type { StepChangesPage } from '../../executor/step-changes.js';
+import type { ExecutorEvents } from '../../executor/step-desk.js';
+import type { Policy } from '../../policy/policy-file.js';
+import type { RuleHits } from '../../store/rule-hit-repository.js';
+import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../../store/step-repository.js';
+
+/**
+ * What the protocol's server side (handlers, dispatch, the server and the in-process client) asks of
+ * the Executor: one member per method it answers, the events it carries, and the request gate it
+ * counts messages in. The Executor satisfies it as it is; a transport never sees the rest (opening,
+ * closing, recovery), which stays with whoever owns the data directory (host.ts, the CLI).
+ */
+export interface IpcExecutorPort {
+  readonly dataDir: string;
+  /** Counts each message from arrival to reply, so background previews wait for a gap between requests. */
+  readonly requests: { begin(): () => void };
+  on<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
+  off<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
+  describeError(error: unknown): ErrorShape;
+  recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void;
+
+  evaluateStep(step: Step): Evaluation;
+  propose(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
+  submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
+  simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }>;
+  listLiveRuns(stepId?: string): LiveRunView[];
+
+  approve(stepId: string, actor: Actor, options?: { previewHash?: string | null; execute?: boolean; hunks?: number[] }): Promise<StepRecord>;
+  editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord>;
+  approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }>;
+  reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord>;
+  cancel(stepId: string, actor: Actor): Promise<StepRecord>;
+  executeStep(stepId: string, actor: Actor): Promise<StepRecord>;
+
+  previewRevert(stepId: string): RevertPreview;
+  revertStep(stepId: string, actor: Actor, options?: { force?: boolean }): Promise<StepRecord>;
+  previewRevertPlan(planId: string): PlanRevertPreview;
+  revertPlan(planId: string, actor: Actor, options?: { force?: boolean }): Promise<PlanRevertResult>;
+
+  stepFor(stepId: string, actor: Actor): StepRecord;
+  stepUpdatedAt(stepId: string): string | undefined;
+  listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[];
+  listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] };
+  stepChanges(stepId: string, offset?: number): StepChangesPage;
+
+  getAudit(query?: unknown): AuditPage;
+  getAuditRecord(seq: number): AuditRecordRaw;
+  verifyAudit(options?: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number }): Promise<VerifyReport>;
+  auditExportRange(range?: { from?: number; to?: number }): { from: number; to: number };
+  exportAuditText(range?: { from?: number; to?: number }, maxBytes?: number): { jsonl: string; records: number; checkpoints: number; from: number; to: number };
+  hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }>;
+  publishToWitnesses(): Promise<PublishResult[]>;
+  rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string };
+  exportVerificationKeys(options?: { keep?: boolean }): VerificationKeyLine[];
+  keyStatus(): KeyStatus;
+
+  getPolicy(): Policy;
+  setPolicy(input: unknown, actor: Actor): Policy;
+  listRuleHits(): RuleHits[];
+  modelApiKey(provider: ModelProvider): string | undefined;
+  setModelApiKey(provider: ModelProvider, key: string | null, actor: Actor): void;
+  readonly modelKeyProtection: KeyProtection;
+  environmentStatus(): Promise<EnvironmentStatus>;
+}
