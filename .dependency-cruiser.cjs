@@ -86,7 +86,9 @@ module.exports = {
       severity: 'error',
       comment: 'The sandboxed preload is bundled for the renderer process: only the browser-safe protocol and client.',
       from: { path: '^electron/preload\\.ts$' },
-      to: { path: '^src/(?!ipc/client/client\\.ts$|ipc/protocol/(methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)' },
+      to: {
+        path: '^src/(?!ipc/client/client\\.ts$|ipc/protocol/(methods|protocol|wire-schemas|message-mac-web)\\.ts$|domain/(errors|risk|state-machine|canonical-text)\\.ts$)',
+      },
     },
     {
       name: 'executor-rooms-share-only-the-desk',

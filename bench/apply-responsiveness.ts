@@ -13,7 +13,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BlobStore } from '../src/backup/blob-store.js';
-import { backupFileChanges, backupFileChangesYielding, hashFileChange, hashFileChangesYielding, previewFileChange, type FileChange } from '../src/backup/file-changes.js';
+import {
+  backupFileChanges,
+  backupFileChangesYielding,
+  hashFileChange,
+  hashFileChangesYielding,
+  previewFileChange,
+  type FileChange,
+} from '../src/backup/file-changes.js';
 import { PREVIEW_WORKERS_AT_ONCE, previewFileChangesOffLoop } from '../src/backup/preview-workers.js';
 
 const fileCount = Number(process.argv[2] ?? 40);
@@ -60,18 +67,35 @@ async function held(work: (blobs: BlobStore) => Promise<unknown> | unknown): Pro
 const now = await held(async (blobs) => {
   const previews = await previewFileChangesOffLoop(changes);
   const hashed = await hashFileChangesYielding(changes);
-  return backupFileChangesYielding(blobs, hashed, previews.map((preview) => preview.diff));
+  return backupFileChangesYielding(
+    blobs,
+    hashed,
+    previews.map((preview) => preview.diff),
+  );
 });
 const onePass = await held((blobs) => {
   const previews = changes.map((change) => previewFileChange(change));
   const hashed = changes.map(hashFileChange);
-  return backupFileChanges(blobs, hashed, previews.map((preview) => preview.diff));
+  return backupFileChanges(
+    blobs,
+    hashed,
+    previews.map((preview) => preview.diff),
+  );
 });
 
 console.log(`${fileCount} files of 1 MB, one line changed in each: preview (diff), hashes and backups (blobs fsynced), as before an apply`);
-console.log(`  host now (${PREVIEW_WORKERS_AT_ONCE} preview worker${PREVIEW_WORKERS_AT_ONCE === 1 ? '' : 's'}, a file at a time): longest hold of the thread ${now.longestMs.toFixed(0)} ms, total ${now.totalMs.toFixed(0)} ms`);
-console.log(`  in one pass on the thread:            longest hold of the thread ${onePass.longestMs.toFixed(0)} ms, total ${onePass.totalMs.toFixed(0)} ms`);
+console.log(
+  `  host now (${PREVIEW_WORKERS_AT_ONCE} preview worker${PREVIEW_WORKERS_AT_ONCE === 1 ? '' : 's'}, a file at a time): longest hold of the thread ${now.longestMs.toFixed(0)} ms, total ${now.totalMs.toFixed(0)} ms`,
+);
+console.log(
+  `  in one pass on the thread:            longest hold of the thread ${onePass.longestMs.toFixed(0)} ms, total ${onePass.totalMs.toFixed(0)} ms`,
+);
 console.log(`  ratio of the longest hold: ${(now.longestMs / onePass.longestMs).toFixed(3)}× (lower is better)`);
-console.log(`(load average ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs)`);
+console.log(
+  `(load average ${os
+    .loadavg()
+    .map((load) => load.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs)`,
+);
 fs.rmSync(base, { recursive: true, force: true });
 process.exit(0);

@@ -32,7 +32,12 @@ async function main(): Promise<void> {
   for (let start = 0; start < RECORDS; start += 1000) {
     db.transaction(() => {
       for (let index = start; index < Math.min(RECORDS, start + 1000); index++) {
-        log.append({ kind: 'step.proposed', actor: { user: 'bench', channel: 'cli' }, stepId: `step-${index}`, detail: { action: 'runCommand', args: { command: `mysql -uroot -psecret-${index} shop -e 'select 1'` } } });
+        log.append({
+          kind: 'step.proposed',
+          actor: { user: 'bench', channel: 'cli' },
+          stepId: `step-${index}`,
+          detail: { action: 'runCommand', args: { command: `mysql -uroot -psecret-${index} shop -e 'select 1'` } },
+        });
       }
     })();
   }
@@ -43,7 +48,10 @@ async function main(): Promise<void> {
   const reader = new Database(file, { readonly: true });
   let started = process.hrtime.bigint();
   let bodies = 0;
-  for (const [body] of reader.prepare("SELECT body FROM audit_records WHERE instr(body, 'hmac-sha256:') > 0 ORDER BY seq").raw(true).iterate() as Iterable<[string]>) {
+  for (const [body] of reader
+    .prepare("SELECT body FROM audit_records WHERE instr(body, 'hmac-sha256:') > 0 ORDER BY seq")
+    .raw(true)
+    .iterate() as Iterable<[string]>) {
     crypto.createHash('sha256').update(body).digest();
     bodies += 1;
   }
@@ -56,7 +64,8 @@ async function main(): Promise<void> {
   const sliced = await findSecretDigestInSlices(reader, salt, `secret-${RECORDS - 1}`);
   const host = seconds(started);
   reader.close();
-  if (found.seqs.length !== 1 || sliced.seqs.length !== 1) throw new Error(`expected one record to hold the value, found ${found.seqs.length}/${sliced.seqs.length}`);
+  if (found.seqs.length !== 1 || sliced.seqs.length !== 1)
+    throw new Error(`expected one record to hold the value, found ${found.seqs.length}/${sliced.seqs.length}`);
 
   console.log(`audit hash over ${RECORDS} records (${bodies} holding a digest):`);
   console.log(`  baseline read + sha256 of those bodies: ${baseline.toFixed(2)} s`);

@@ -42,7 +42,11 @@ function event(index: number): AuditEvent {
     actor,
     planId: `plan-${index >> 4}`,
     stepId: `step-${index}`,
-    detail: { from: 'running', to: 'executed', result: { path: `/home/me/project/src/file-${index}.ts`, bytesWritten: 1200 + (index % 500) } },
+    detail: {
+      from: 'running',
+      to: 'executed',
+      result: { path: `/home/me/project/src/file-${index}.ts`, bytesWritten: 1200 + (index % 500) },
+    },
   };
 }
 
@@ -58,20 +62,42 @@ function freshDataDir(name: string): string {
  * prevHash and the MAC/hash columns hold fixed placeholders of the same size.
  */
 function plainWriter(db: Db): (index: number) => void {
-  const insert = db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)');
+  const insert = db.prepare(
+    'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)',
+  );
   const zero = Buffer.alloc(32);
   const placeholderHash = '0'.repeat(64);
   const logId = crypto.randomUUID();
   let seq = 0;
-  const env = { appVersion: '0.1.0', platform: `${process.platform}-${process.arch}`, node: process.versions.node, electron: null, sandbox: null };
+  const env = {
+    appVersion: '0.1.0',
+    platform: `${process.platform}-${process.arch}`,
+    node: process.versions.node,
+    electron: null,
+    sandbox: null,
+  };
   return (index) => {
     const e = event(index);
     const ts = new Date().toISOString();
     seq++;
     const { result, ...args } = e.detail as { result: unknown };
     const body = JSON.stringify({
-      v: 1, logId, seq, ts, keyId: '0000000000000000', epoch: 0, prevHash: placeholderHash, action: e.kind, planId: e.planId, stepId: e.stepId,
-      userId: e.actor, args, preHash: null, postHash: null, result, executorEnv: env,
+      v: 1,
+      logId,
+      seq,
+      ts,
+      keyId: '0000000000000000',
+      epoch: 0,
+      prevHash: placeholderHash,
+      action: e.kind,
+      planId: e.planId,
+      stepId: e.stepId,
+      userId: e.actor,
+      args,
+      preHash: null,
+      postHash: null,
+      result,
+      executorEnv: env,
     });
     insert.run(seq, ts, e.kind, e.planId, e.stepId, body, zero, zero);
   };
@@ -82,7 +108,13 @@ function signedWriter(db: Db, dataDir: string): (index: number) => void {
   return (index) => log.append(event(index));
 }
 
-function timeWrites(name: string, count: number, perTransaction: number, make: (db: Db, dataDir: string) => (index: number) => void, prepare?: (db: Db) => void): number {
+function timeWrites(
+  name: string,
+  count: number,
+  perTransaction: number,
+  make: (db: Db, dataDir: string) => (index: number) => void,
+  prepare?: (db: Db) => void,
+): number {
   const dataDir = freshDataDir(name);
   const db = openDatabase(dataDir);
   prepare?.(db);
@@ -147,7 +179,14 @@ parentPort.once('message', () => {
 async function bareReadWithSha256OnWorkers(file: string, records: number, workers: number): Promise<number> {
   const size = Math.ceil(records / workers);
   const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-  const threads = Array.from({ length: workers }, (_, index) => new Worker(BARE_WORKER, { eval: true, workerData: { file, sqlite, from: 1 + index * size, to: Math.min(records, (index + 1) * size) } }));
+  const threads = Array.from(
+    { length: workers },
+    (_, index) =>
+      new Worker(BARE_WORKER, {
+        eval: true,
+        workerData: { file, sqlite, from: 1 + index * size, to: Math.min(records, (index + 1) * size) },
+      }),
+  );
   // Timed from when every thread has loaded SQLite and opened the file: what is left is the read and the hash.
   await Promise.all(threads.map((thread) => new Promise((resolve, reject) => thread.once('message', resolve).once('error', reject))));
   const started = process.hrtime.bigint();
@@ -206,7 +245,13 @@ function treeFigures(): string[] {
   try {
     const tree = new AuditTree(db);
     const root = tree.root(TREE);
-    const leaf = (seq: number) => leafHash(crypto.createHash('sha256').update(`record ${seq - 1}`).digest());
+    const leaf = (seq: number) =>
+      leafHash(
+        crypto
+          .createHash('sha256')
+          .update(`record ${seq - 1}`)
+          .digest(),
+      );
     const make: number[] = [];
     const check: number[] = [];
     let hashes = 0;
@@ -228,7 +273,8 @@ function treeFigures(): string[] {
       const started = process.hrtime.bigint();
       const proof = tree.consistencyProof(size1, TREE);
       consistency.push(micros(started));
-      if (!verifyConsistency(size1, TREE, treeRoot(size1, tree.read), root, proof)) throw new Error(`the consistency proof from ${size1} did not verify`);
+      if (!verifyConsistency(size1, TREE, treeRoot(size1, tree.read), root, proof))
+        throw new Error(`the consistency proof from ${size1} did not verify`);
     }
     const rows = db.prepare('SELECT count(*) FROM audit_tree').pluck().get() as number;
     return [
@@ -241,7 +287,9 @@ function treeFigures(): string[] {
 }
 
 function line(label: string, signed: number, baseline: number, unit: string, ratio: number, target: string): void {
-  console.log(`${label.padEnd(34)} signed ${signed.toFixed(0).padStart(8)} ${unit}   baseline ${baseline.toFixed(0).padStart(8)} ${unit}   ratio ${ratio.toFixed(2)}×   (target ${target})`);
+  console.log(
+    `${label.padEnd(34)} signed ${signed.toFixed(0).padStart(8)} ${unit}   baseline ${baseline.toFixed(0).padStart(8)} ${unit}   ratio ${ratio.toFixed(2)}×   (target ${target})`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -291,7 +339,10 @@ async function main(): Promise<void> {
   const verifyDir = freshDataDir('verify');
   const db = openDatabase(verifyDir);
   const write = signedWriter(db, verifyDir);
-  for (let start = 0; start < VERIFY; start += BATCH) db.transaction(() => { for (let i = start; i < start + BATCH; i++) write(i); })();
+  for (let start = 0; start < VERIFY; start += BATCH)
+    db.transaction(() => {
+      for (let i = start; i < start + BATCH; i++) write(i);
+    })();
   // The anchor is written once its checkpoint's transaction is over (on the next turn of the loop): without it verify finds ANCHOR_MISSING.
   await new Promise((resolve) => setImmediate(resolve));
   db.pragma('wal_checkpoint(TRUNCATE)');
@@ -349,13 +400,38 @@ async function main(): Promise<void> {
 
   console.log('');
   line(`per-commit appends (${PER_COMMIT})`, signedPerCommit, plainPerCommit, 'rec/s', plainPerCommit / signedPerCommit, '≤ 1.2× slower');
-  line(`batched appends (${BATCHED}, 1,000/tx)`, median(signedBatched), median(plainBatched), 'rec/s', median(plainBatched) / median(signedBatched), '≤ 2× slower');
-  console.log(`${'  batched, CPU time per append'.padEnd(34)} signed ${median(signedBatchedCpu).toFixed(1).padStart(8)} µs      baseline ${median(plainBatchedCpu).toFixed(1).padStart(8)} µs      ratio ${(median(signedBatchedCpu) / median(plainBatchedCpu)).toFixed(2)}×   (no target; steadier than wall time when the machine is shared)`);
-  line(`  of which userId indexes (batched)`, median(withUserIndexes), median(withoutUserIndexes), 'rec/s', median(withoutUserIndexes) / median(withUserIndexes), 'none; baseline = signed, no channel/user index');
+  line(
+    `batched appends (${BATCHED}, 1,000/tx)`,
+    median(signedBatched),
+    median(plainBatched),
+    'rec/s',
+    median(plainBatched) / median(signedBatched),
+    '≤ 2× slower',
+  );
+  console.log(
+    `${'  batched, CPU time per append'.padEnd(34)} signed ${median(signedBatchedCpu).toFixed(1).padStart(8)} µs      baseline ${median(plainBatchedCpu).toFixed(1).padStart(8)} µs      ratio ${(median(signedBatchedCpu) / median(plainBatchedCpu)).toFixed(2)}×   (no target; steadier than wall time when the machine is shared)`,
+  );
+  line(
+    `  of which userId indexes (batched)`,
+    median(withUserIndexes),
+    median(withoutUserIndexes),
+    'rec/s',
+    median(withoutUserIndexes) / median(withUserIndexes),
+    'none; baseline = signed, no channel/user index',
+  );
   const indexMicros = (1 / median(plainWith) - 1 / median(plainWithout)) * 1e6;
-  console.log(`${'  userId indexes, plain inserts'.padEnd(34)} with ${median(plainWith).toFixed(0).padStart(8)} rec/s   without ${median(plainWithout).toFixed(0).padStart(8)} rec/s   ≈ ${indexMicros.toFixed(1)} µs per append for the two index entries`);
+  console.log(
+    `${'  userId indexes, plain inserts'.padEnd(34)} with ${median(plainWith).toFixed(0).padStart(8)} rec/s   without ${median(plainWithout).toFixed(0).padStart(8)} rec/s   ≈ ${indexMicros.toFixed(1)} µs per append for the two index entries`,
+  );
   line(`verify (${VERIFY}, ${workers} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read on one thread');
-  line(`  verify vs bare on ${workers} workers`, verifyRate, bareOnWorkers, 'rec/s', verifyRate / bareOnWorkers, 'none; the same rows read+sha256 split as verify splits them');
+  line(
+    `  verify vs bare on ${workers} workers`,
+    verifyRate,
+    bareOnWorkers,
+    'rec/s',
+    verifyRate / bareOnWorkers,
+    'none; the same rows read+sha256 split as verify splits them',
+  );
   line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);
   for (const text of treeFigures()) console.log(text);

@@ -11,7 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BlobStore } from '../src/backup/blob-store.js';
-import { applyFileChanges, backupFileChanges, hashFileChange, previewFileChange, readCurrent, revertFileChanges } from '../src/backup/file-changes.js';
+import {
+  applyFileChanges,
+  backupFileChanges,
+  hashFileChange,
+  previewFileChange,
+  readCurrent,
+  revertFileChanges,
+} from '../src/backup/file-changes.js';
 import { actorFor } from '../src/domain/actor.js';
 import { Executor } from '../src/executor/executor.js';
 
@@ -45,7 +52,13 @@ const time = (fn: () => void) => {
 const target = path.join(workspace, 'big.txt');
 const changedCopy = path.join(base, 'big.changed.txt');
 const blobs = new BlobStore(path.join(base, 'bench-blobs'));
-const timings = { gnuDiff: [] as number[], pipeline: [] as number[], revert: [] as number[], copy: [] as number[], executor: [] as number[] };
+const timings = {
+  gnuDiff: [] as number[],
+  pipeline: [] as number[],
+  revert: [] as number[],
+  copy: [] as number[],
+  executor: [] as number[],
+};
 let fileBytes = 0;
 let diffLines = 0;
 
@@ -66,7 +79,13 @@ try {
     timings.pipeline.push(
       time(() => {
         const current = readCurrent(target);
-        const change = hashFileChange({ absolutePath: target, displayPath: 'big.txt', before: current.content, after: Buffer.from(after), mode: current.mode });
+        const change = hashFileChange({
+          absolutePath: target,
+          displayPath: 'big.txt',
+          before: current.content,
+          after: Buffer.from(after),
+          mode: current.mode,
+        });
         const preview = previewFileChange(change);
         if (!preview.diff) throw new Error(`no diff: ${preview.diffOmittedReason}`);
         diffLines = preview.diff.split('\n').length;
@@ -80,7 +99,10 @@ try {
 
     // The same change through the whole Executor: plan validation, policy, preview, SQLite, audit.
     const start = performance.now();
-    const [record] = await executor.propose({ planId: `bench-${run}`, steps: [{ action: 'writeFile', args: { path: 'big.txt', content: after } }] }, actor);
+    const [record] = await executor.propose(
+      { planId: `bench-${run}`, steps: [{ action: 'writeFile', args: { path: 'big.txt', content: after } }] },
+      actor,
+    );
     timings.executor.push(performance.now() - start);
     if (record!.status !== 'executed') throw new Error(`step did not execute: ${record!.status}`);
     await executor.revertStep(record!.step.id, actor);

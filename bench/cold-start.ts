@@ -94,7 +94,13 @@ export async function measureColdStart(options: { runs?: number; build?: boolean
   fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
   const planFile = path.join(base, 'plan.json');
   // No step id: each run proposes a new plan of one step (ids are given by the host).
-  fs.writeFileSync(planFile, JSON.stringify({ purpose: 'cold start', steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'cold.txt'), content: 'x' } }] }));
+  fs.writeFileSync(
+    planFile,
+    JSON.stringify({
+      purpose: 'cold start',
+      steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'cold.txt'), content: 'x' } }],
+    }),
+  );
   const serve = await startServe(dataDir);
   try {
     const commands = {

@@ -26,7 +26,12 @@ for (let index = 0; index < stepCount; index++) fs.writeFileSync(path.join(works
 
 const host = await startHost(dataDir, { web: {} });
 await host.executor.propose(
-  { steps: Array.from({ length: stepCount }, (_, index) => ({ action: 'writeFile', args: { path: path.join(workspace, `f${index}.txt`), content: 'line\n'.repeat(20) + 'changed\n'.repeat(20) } })) },
+  {
+    steps: Array.from({ length: stepCount }, (_, index) => ({
+      action: 'writeFile',
+      args: { path: path.join(workspace, `f${index}.txt`), content: 'line\n'.repeat(20) + 'changed\n'.repeat(20) },
+    })),
+  },
   actorFor('cli'),
 );
 
@@ -36,7 +41,12 @@ await host.executor.propose(
 const unsignedActors = { cli: actorFor('cli'), web: actorFor('web') };
 function unsignedReply(executor: Executor, text: string, channel: 'cli' | 'web'): Promise<string> {
   const request = JSON.parse(text) as { id: string; method: string; params: unknown };
-  return invokeMethod(executor, request.method, request.params, { channel, actor: unsignedActors[channel], subscribe: (topics) => topics, notify: () => undefined }).then(
+  return invokeMethod(executor, request.method, request.params, {
+    channel,
+    actor: unsignedActors[channel],
+    subscribe: (topics) => topics,
+    notify: () => undefined,
+  }).then(
     (result) => JSON.stringify({ v: 1, id: request.id, ok: true, result }),
     (error: Error) => JSON.stringify({ v: 1, id: request.id, ok: false, error: { code: 'INTERNAL', message: error.message } }),
   );
@@ -44,30 +54,38 @@ function unsignedReply(executor: Executor, text: string, channel: 'cli' | 'web')
 
 const plainSocketPath = path.join(base, 'plain.sock');
 const plainSocketServer = net.createServer((socket) => {
-  const splitter = new LineSplitter(1 << 30, (line) => {
-    const { tag, text } = unframe(line);
-    void unsignedReply(host.executor, text, 'cli').then((reply) => socket.write(`${frame(tag, reply)}\n`));
-  }, () => undefined);
+  const splitter = new LineSplitter(
+    1 << 30,
+    (line) => {
+      const { tag, text } = unframe(line);
+      void unsignedReply(host.executor, text, 'cli').then((reply) => socket.write(`${frame(tag, reply)}\n`));
+    },
+    () => undefined,
+  );
   socket.on('data', (chunk: Buffer) => splitter.push(chunk));
   socket.on('error', () => socket.destroy());
 });
 await new Promise<void>((resolve) => plainSocketServer.listen(plainSocketPath, resolve));
 
 const plainWss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 1 << 30 });
-plainWss.on('connection', (ws: WebSocket) => ws.on('message', (data) => {
-  const { tag, text } = unframe(data.toString());
-  void unsignedReply(host.executor, text, 'web').then((reply) => ws.send(frame(tag, reply)));
-}));
+plainWss.on('connection', (ws: WebSocket) =>
+  ws.on('message', (data) => {
+    const { tag, text } = unframe(data.toString());
+    void unsignedReply(host.executor, text, 'web').then((reply) => ws.send(frame(tag, reply)));
+  }),
+);
 await new Promise<void>((resolve) => plainWss.once('listening', resolve));
 
 const web = host.web!;
-console.log(JSON.stringify({
-  dataDir,
-  plainSocketPath,
-  plainWsPort: (plainWss.address() as net.AddressInfo).port,
-  webPort: web.port,
-  origin: web.origin,
-}));
+console.log(
+  JSON.stringify({
+    dataDir,
+    plainSocketPath,
+    plainWsPort: (plainWss.address() as net.AddressInfo).port,
+    webPort: web.port,
+    origin: web.origin,
+  }),
+);
 
 // Each line on stdin asks for one web token (a newer URL replaces an unused older one, so one at a time).
 const tokenOf = (url: string) => new URL(url).hash.slice(7);

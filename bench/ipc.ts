@@ -27,7 +27,9 @@ const stepCount = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 300);
 const onlyWindow = process.argv[4] === 'window';
 
-const server = spawn(process.execPath, [...process.execArgv, new URL('./ipc-server.ts', import.meta.url).pathname, String(stepCount)], { stdio: ['pipe', 'pipe', 'inherit'] });
+const server = spawn(process.execPath, [...process.execArgv, new URL('./ipc-server.ts', import.meta.url).pathname, String(stepCount)], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
 const serverLines = readline.createInterface({ input: server.stdout! })[Symbol.asyncIterator]();
 const nextLine = async <T>(): Promise<T> => {
   const next = await serverLines.next();
@@ -42,7 +44,9 @@ const webToken = async (): Promise<string> => {
 };
 
 async function unsignedCall(transport: ClientTransport, id: number): Promise<number> {
-  const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(id), ts: Date.now(), method: 'listSteps', params: {} }))) as { result: unknown };
+  const reply = JSON.parse(
+    await transport.request(JSON.stringify({ v: 1, id: String(id), ts: Date.now(), method: 'listSteps', params: {} })),
+  ) as { result: unknown };
   return METHODS.listSteps.result.parse(reply.result).length;
 }
 
@@ -52,11 +56,14 @@ const makeSocket = (url: string) => new WebSocket(url, { origin, maxPayload: 1 <
 const signedSocket: ExecutorClient = await connectToHost(where.dataDir, 'cli');
 // The browser's client signs with WebCrypto (asynchronous, on libuv's thread pool in Node); the
 // same protocol with node:crypto shows what the transport and signing cost without that hop.
-const signedWebCrypto: ExecutorClient = (await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket)).client;
+const signedWebCrypto: ExecutorClient = (await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket))
+  .client;
 const signedWeb: ExecutorClient = await (async () => {
   const token = new TextEncoder().encode(await webToken());
   const transport = await webSocketTransport(`ws://127.0.0.1:${where.webPort}/api/ws`, makeSocket);
-  const session = await openSession(transport, 'web', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))));
+  const session = await openSession(transport, 'web', async (serverNonce, clientNonce) =>
+    nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))),
+  );
   return createExecutorClient(new SignedRpc(transport, session));
 })();
 const plainSocket = await connectSocket(where.plainSocketPath);
@@ -68,7 +75,10 @@ const responseBytes = Buffer.byteLength(JSON.stringify(await signedSocket.listSt
  * Signed and unsigned calls alternate round by round (order flipped each round), so a load spike
  * from other processes on the machine lands on both sides alike instead of on one block.
  */
-async function measurePaired(signedCall: () => Promise<number>, unsignedCall: () => Promise<number>): Promise<{ signed: number[]; unsigned: number[] }> {
+async function measurePaired(
+  signedCall: () => Promise<number>,
+  unsignedCall: () => Promise<number>,
+): Promise<{ signed: number[]; unsigned: number[] }> {
   const signed: number[] = [];
   const unsigned: number[] = [];
   const timed = async (call: () => Promise<number>, into: number[]) => {
@@ -98,18 +108,26 @@ let id = 0;
 const cases = {
   socket: { signed: () => signedSocket.listSteps().then((r) => r.length), unsigned: () => unsignedCall(plainSocket, ++id) },
   web: { signed: () => signedWeb.listSteps().then((r) => r.length), unsigned: () => unsignedCall(plainWeb, ++id) },
-  'web, WebCrypto client': { signed: () => signedWebCrypto.listSteps().then((r) => r.length), unsigned: () => unsignedCall(plainWeb, ++id) },
+  'web, WebCrypto client': {
+    signed: () => signedWebCrypto.listSteps().then((r) => r.length),
+    unsigned: () => unsignedCall(plainWeb, ++id),
+  },
 };
 
-console.log(`listSteps round trip: ${stepCount} steps, ${(responseBytes / 1024).toFixed(0)} KiB reply, ${rounds} rounds each (after warm-up)`);
+console.log(
+  `listSteps round trip: ${stepCount} steps, ${(responseBytes / 1024).toFixed(0)} KiB reply, ${rounds} rounds each (after warm-up)`,
+);
 for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
   for (let warm = 0; warm < 20; warm++) {
     await pair.signed();
     await pair.unsigned();
   }
   const { signed, unsigned } = await measurePaired(pair.signed, pair.unsigned);
-  const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
-  console.log(`${name.padEnd(22)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×`);
+  const row = (label: string, times: number[]) =>
+    `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
+  console.log(
+    `${name.padEnd(22)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×`,
+  );
 }
 // The window's real traffic (each reply under 64 KiB): what it asks for when it opens (the queue's first page of
 // summaries, its two counts, and the record of the step it shows in detail), when History opens and
@@ -120,13 +138,23 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
 {
   const windowRounds = Math.max(rounds, 1000);
   async function unsignedAny(transport: ClientTransport, method: keyof typeof METHODS, params: unknown): Promise<unknown> {
-    const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(++id), ts: Date.now(), method, params }))) as { result: unknown };
+    const reply = JSON.parse(await transport.request(JSON.stringify({ v: 1, id: String(++id), ts: Date.now(), method, params }))) as {
+      result: unknown;
+    };
     return METHODS[method].result.parse(reply.result);
   }
   type Call = (method: keyof typeof METHODS, params: unknown) => Promise<unknown>;
-  const signedCall = (client: ExecutorClient): Call => (method, params) => (client[method] as (params: unknown) => Promise<unknown>)(params);
-  const unsignedCallOf = (transport: ClientTransport): Call => (method, params) => unsignedAny(transport, method, params);
-  const waitingStatus = ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as ('proposed' | 'evaluated' | 'awaiting_consent' | 'approved')[];
+  const signedCall =
+    (client: ExecutorClient): Call =>
+    (method, params) =>
+      (client[method] as (params: unknown) => Promise<unknown>)(params);
+  const unsignedCallOf =
+    (transport: ClientTransport): Call =>
+    (method, params) =>
+      unsignedAny(transport, method, params);
+  const waitingStatus = ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as (
+    'proposed' | 'evaluated' | 'awaiting_consent' | 'approved'
+  )[];
   const waitingParams = { status: waitingStatus, limit: 50 };
   const historyParams = { limit: 50 };
   const firstPage = await signedSocket.listStepSummaries(historyParams);
@@ -138,8 +166,15 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
    */
   const openQueue = async (call: Call) => {
     const first = (await call('listStepSummaries', waitingParams)) as { nextCursor: string | null };
-    const second = first.nextCursor ? ((await call('listStepSummaries', { ...waitingParams, cursor: first.nextCursor })) as { nextCursor: string | null }) : null;
-    const counts = second?.nextCursor ? [call('listStepSummaries', { status: waitingStatus, limit: 1 }), call('listStepSummaries', { status: ['awaiting_consent'], limit: 1 })] : [];
+    const second = first.nextCursor
+      ? ((await call('listStepSummaries', { ...waitingParams, cursor: first.nextCursor })) as { nextCursor: string | null })
+      : null;
+    const counts = second?.nextCursor
+      ? [
+          call('listStepSummaries', { status: waitingStatus, limit: 1 }),
+          call('listStepSummaries', { status: ['awaiting_consent'], limit: 1 }),
+        ]
+      : [];
     await Promise.all([...counts, call('getStep', detailParams)]);
     return 1;
   };
@@ -148,12 +183,18 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
     const ids: string[] = [];
     let cursor: string | null | undefined;
     do {
-      const page = (await call('listStepSummaries', { ...waitingParams, ...(cursor ? { cursor } : {}) })) as { items: { id: string }[]; nextCursor: string | null };
+      const page = (await call('listStepSummaries', { ...waitingParams, ...(cursor ? { cursor } : {}) })) as {
+        items: { id: string }[];
+        nextCursor: string | null;
+      };
       ids.push(...page.items.map((item) => item.id));
       cursor = page.nextCursor;
     } while (cursor && ids.length < 100);
     await Promise.all(ids.slice(0, 100).map((stepId) => call('getStep', { stepId, maxBytes: 8 * 1024 })));
-    await Promise.all([call('listStepSummaries', { status: waitingStatus, limit: 1 }), call('listStepSummaries', { status: ['awaiting_consent'], limit: 1 })]);
+    await Promise.all([
+      call('listStepSummaries', { status: waitingStatus, limit: 1 }),
+      call('listStepSummaries', { status: ['awaiting_consent'], limit: 1 }),
+    ]);
     return 1;
   };
   /** Bytes of every reply a scenario receives. */
@@ -175,7 +216,11 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
     'next page': Buffer.byteLength(JSON.stringify(await signedSocket.listStepSummaries(scrollParams))),
     'step record': Buffer.byteLength(JSON.stringify(await signedSocket.getStep(detailParams))),
   };
-  console.log(`\nwindow traffic: replies ${Object.entries(sizes).map(([name, bytes]) => `${name} ${(bytes / 1024).toFixed(1)} KiB`).join(', ')} (limit 64 KiB: ${Object.values(sizes).every((bytes) => bytes < 64 * 1024) ? 'all under' : 'OVER'})`);
+  console.log(
+    `\nwindow traffic: replies ${Object.entries(sizes)
+      .map(([name, bytes]) => `${name} ${(bytes / 1024).toFixed(1)} KiB`)
+      .join(', ')} (limit 64 KiB: ${Object.values(sizes).every((bytes) => bytes < 64 * 1024) ? 'all under' : 'OVER'})`,
+  );
   {
     const now = await bytesOf(openQueue);
     const before = await bytesOf(openQueueBefore);
@@ -196,9 +241,18 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
   }
   const scenario = (signed: Call, unsigned: Call) => ({
     'open (queue)': { signed: () => openQueue(signed), unsigned: () => openQueue(unsigned) },
-    'history page': { signed: async () => signed('listStepSummaries', historyParams).then(() => 1), unsigned: async () => unsigned('listStepSummaries', historyParams).then(() => 1) },
-    scroll: { signed: async () => signed('listStepSummaries', scrollParams).then(() => 1), unsigned: async () => unsigned('listStepSummaries', scrollParams).then(() => 1) },
-    'proposal arrives': { signed: async () => signed('getStep', detailParams).then(() => 1), unsigned: async () => unsigned('getStep', detailParams).then(() => 1) },
+    'history page': {
+      signed: async () => signed('listStepSummaries', historyParams).then(() => 1),
+      unsigned: async () => unsigned('listStepSummaries', historyParams).then(() => 1),
+    },
+    scroll: {
+      signed: async () => signed('listStepSummaries', scrollParams).then(() => 1),
+      unsigned: async () => unsigned('listStepSummaries', scrollParams).then(() => 1),
+    },
+    'proposal arrives': {
+      signed: async () => signed('getStep', detailParams).then(() => 1),
+      unsigned: async () => unsigned('getStep', detailParams).then(() => 1),
+    },
   });
   // Each transport's sessions are opened just before its rounds: a web session left idle while another transport is measured may be gone by then.
   const freshWeb = async (webCrypto: boolean): Promise<[ExecutorClient, ClientTransport]> => {
@@ -206,7 +260,9 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
     if (webCrypto) return [(await connectWithToken(`ws://127.0.0.1:${where.webPort}/api/ws`, await webToken(), makeSocket)).client, plain];
     const token = new TextEncoder().encode(await webToken());
     const transport = await webSocketTransport(`ws://127.0.0.1:${where.webPort}/api/ws`, makeSocket);
-    const session = await openSession(transport, 'web', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))));
+    const session = await openSession(transport, 'web', async (serverNonce, clientNonce) =>
+      nodeMac(deriveSessionKey(token, sessionKeyInput(clientNonce, serverNonce))),
+    );
     return [createExecutorClient(new SignedRpc(transport, session)), plain];
   };
   const windowCases: Record<string, () => Promise<[ExecutorClient, ClientTransport]>> = {
@@ -226,15 +282,27 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
       const signed: number[] = [];
       const unsigned: number[] = [];
       for (let round = 0; round < windowRounds; round++) {
-        const order = round % 2 ? [[pair.signed, signed], [pair.unsigned, unsigned]] as const : [[pair.unsigned, unsigned], [pair.signed, signed]] as const;
+        const order =
+          round % 2
+            ? ([
+                [pair.signed, signed],
+                [pair.unsigned, unsigned],
+              ] as const)
+            : ([
+                [pair.unsigned, unsigned],
+                [pair.signed, signed],
+              ] as const);
         for (const [call, into] of order) {
           const start = performance.now();
           await call();
           into.push(performance.now() - start);
         }
       }
-      const row = (label: string, times: number[]) => `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
-      console.log(`${`${transportName}: ${name}`.padEnd(56)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×  (target ≤ 1.2×)`);
+      const row = (label: string, times: number[]) =>
+        `${label} p50 ${percentile(times, 50).toFixed(2)} ms  p99 ${percentile(times, 99).toFixed(2)} ms`;
+      console.log(
+        `${`${transportName}: ${name}`.padEnd(56)} ${row('signed', signed)} | ${row('unsigned', unsigned)} | ratio p50 ${(percentile(signed, 50) / percentile(unsigned, 50)).toFixed(2)}× p99 ${(percentile(signed, 99) / percentile(unsigned, 99)).toFixed(2)}×  (target ≤ 1.2×)`,
+      );
     }
   }
 }
@@ -257,7 +325,12 @@ for (const [name, pair] of onlyWindow ? [] : Object.entries(cases)) {
       `HMAC-SHA256 ${await best(() => mac.sign('x', text))} ms (once to sign, once to verify), JSON.parse ${await best(() => JSON.parse(text))} ms`,
   );
 }
-console.log(`(load average ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs)`);
+console.log(
+  `(load average ${os
+    .loadavg()
+    .map((load) => load.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs)`,
+);
 
 signedSocket.close();
 signedWeb.close();

@@ -117,7 +117,9 @@ try {
 const mcp = median(timings.mcp);
 const cli = median(timings.cli);
 const socket = median(timings.socket);
-console.log(`step: auto-approved ${hasRunCode ? 'run_code (runCode in the light sandbox)' : 'kb_add (createKBEntry; this build has no runCode action yet)'}, host = executor serve`);
+console.log(
+  `step: auto-approved ${hasRunCode ? 'run_code (runCode in the light sandbox)' : 'kb_add (createKBEntry; this build has no runCode action yet)'}, host = executor serve`,
+);
 console.log(`MCP tool call, end to end (median of ${MCP_RUNS}):           ${mcp.toFixed(1)} ms`);
 console.log(`CLI \`executor propose\`, process per step (median of ${CLI_RUNS}): ${cli.toFixed(1)} ms`);
 console.log(`typed socket client in-process (median of ${SOCKET_RUNS}):       ${socket.toFixed(1)} ms`);

@@ -104,7 +104,9 @@ async function proposeMany(api: ExecutorClient, folder: string, count: number, s
   for (let n = 0; n < count; n++) {
     const startedAt = performance.now();
     try {
-      await api.propose({ plan: { steps: [{ action: 'writeFile', args: { path: path.join(workspace, folder, `f${n}.txt`), content: `${folder}/${n}\n` } }] } });
+      await api.propose({
+        plan: { steps: [{ action: 'writeFile', args: { path: path.join(workspace, folder, `f${n}.txt`), content: `${folder}/${n}\n` } }] },
+      });
       samples.push(performance.now() - startedAt);
     } catch (error) {
       errors.push(toErrorShape(error).code);
@@ -150,7 +152,9 @@ try {
   // The long command: its dry run runs in a container for 20 s.
   let longStatus = 'not started';
   if (dockerUp) {
-    const [long] = await probe.propose({ plan: { steps: [{ id: 'long-command', action: 'runCommand', args: { command: `sleep ${LONG_COMMAND_SECONDS}` } }] } });
+    const [long] = await probe.propose({
+      plan: { steps: [{ id: 'long-command', action: 'runCommand', args: { command: `sleep ${LONG_COMMAND_SECONDS}` } }] },
+    });
     longStatus = long!.status;
   }
   const load: number[] = [];
@@ -163,7 +167,10 @@ try {
   ]);
   const loadSeconds = (performance.now() - loadStartedAt) / 1000;
   const cpuAfterLoad = serve.cpuMs();
-  const longAfter = dockerUp ? (await probe.getStep({ stepId: (await probe.listSteps({ limit: 10_000 })).find((r) => r.step.action === 'runCommand')!.step.id })).status : 'n/a';
+  const longAfter = dockerUp
+    ? (await probe.getStep({ stepId: (await probe.listSteps({ limit: 10_000 })).find((r) => r.step.action === 'runCommand')!.step.id }))
+        .status
+    : 'n/a';
   for (const api of proposers) api.close();
   const preparedFrom = performance.now();
   await allPrepared(probe);
@@ -176,19 +183,25 @@ try {
   const ratio = loadSummary.p99 / idleSummary.p99;
   console.log(`Acknowledging a one-step proposal (executor serve, signed socket, ${os.cpus().length} cores)`);
   console.log(`  idle             p50 ${ms(idleSummary.p50)}  p99 ${ms(idleSummary.p99)}  (n=${idleSummary.n})`);
-  console.log(`  under load       p50 ${ms(loadSummary.p50)}  p99 ${ms(loadSummary.p99)}  (n=${loadSummary.n}; ${PROPOSERS} proposers × ${STEPS_PER_PROPOSER} + the probe, in ${loadSeconds.toFixed(1)} s${dockerUp ? `, ${LONG_COMMAND_SECONDS} s container ${longStatus} → ${longAfter}` : ''})`);
+  console.log(
+    `  under load       p50 ${ms(loadSummary.p50)}  p99 ${ms(loadSummary.p99)}  (n=${loadSummary.n}; ${PROPOSERS} proposers × ${STEPS_PER_PROPOSER} + the probe, in ${loadSeconds.toFixed(1)} s${dockerUp ? `, ${LONG_COMMAND_SECONDS} s container ${longStatus} → ${longAfter}` : ''})`,
+  );
   console.log(`  p99 load / idle  ${ratio.toFixed(2)}×   (target ≤ 2×)`);
   console.log(`  errors           ${errors.length}${errors.length ? ` (${[...new Set(errors)].join(', ')})` : ''}   (target 0)`);
   console.log(`  previews done    ${drainSeconds.toFixed(1)} s after the last acknowledgement`);
   if (cpuBeforeLoad !== null && cpuAfterLoad !== null && cpuAfterDrain !== null) {
     const acks = loadSummary.n;
-    console.log(`  host CPU         ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms per ack while loaded; ${((cpuAfterDrain - cpuBeforeLoad) / acks).toFixed(2)} ms per proposal with its preview`);
+    console.log(
+      `  host CPU         ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms per ack while loaded; ${((cpuAfterDrain - cpuBeforeLoad) / acks).toFixed(2)} ms per proposal with its preview`,
+    );
     // Little's law: nine callers that each wait for their answer before asking again keep about nine
     // requests queued at the one loop that must answer them in order, so an answer waits for about
     // nine others' work. That floor is what "p99 load ≤ 2× idle" runs into; printed so a reader can tell
     // a host that stalls from one that is merely busy.
     const callers = PROPOSERS + 1;
-    console.log(`  queueing floor   ${callers} callers × ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms = ${((callers * (cpuAfterLoad - cpuBeforeLoad)) / acks).toFixed(1)} ms per answer while every caller waits (p50 under load ${ms(loadSummary.p50)})`);
+    console.log(
+      `  queueing floor   ${callers} callers × ${((cpuAfterLoad - cpuBeforeLoad) / acks).toFixed(2)} ms = ${((callers * (cpuAfterLoad - cpuBeforeLoad)) / acks).toFixed(1)} ms per answer while every caller waits (p50 under load ${ms(loadSummary.p50)})`,
+    );
   }
 } finally {
   await serve.stop();

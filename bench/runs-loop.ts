@@ -31,7 +31,10 @@ const workspace = path.join(base, 'workspace');
 fs.mkdirSync(dataDir);
 fs.mkdirSync(workspace);
 fs.writeFileSync(path.join(workspace, 'README.md'), '# bench\n');
-fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], runs: { maxIterations: 500, maxToolCallsPerRun: 10_000 } }));
+fs.writeFileSync(
+  path.join(dataDir, 'policy.json'),
+  JSON.stringify({ workspaceRoots: [workspace], runs: { maxIterations: 500, maxToolCallsPerRun: 10_000 } }),
+);
 
 const quantile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -43,8 +46,11 @@ let mode: 'read' | 'write' = 'read';
 let writes = 0;
 const server = await startScriptedOpenAiServer((request: RecordedRequest): ScriptedTurn => {
   const results = request.body!.messages.filter((message) => message.role === 'tool').length;
-  if (mode === 'read') return results < iterations ? { kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }] } : { kind: 'reply', text: 'done' };
-  return results < iterations ? { kind: 'reply', toolCalls: [{ name: 'write_file', arguments: { path: `w${writes++}.txt`, content: 'x\n' } }] } : { kind: 'reply', text: 'done' };
+  if (mode === 'read')
+    return results < iterations ? { kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }] } : { kind: 'reply', text: 'done' };
+  return results < iterations
+    ? { kind: 'reply', toolCalls: [{ name: 'write_file', arguments: { path: `w${writes++}.txt`, content: 'x\n' } }] }
+    : { kind: 'reply', text: 'done' };
 });
 const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'bench' };
 const host = await startHost(dataDir);
@@ -67,12 +73,26 @@ const conversations = server.requests.map((request) => request.body!.messages.le
 const bare = createModelClient({ provider: 'openai', baseUrl: server.baseUrl, model: 'bench' }, undefined);
 const firstBare = server.requests.length;
 const tools = modelTools(['list_dir']);
-const messages: ModelMessage[] = [{ role: 'system', content: 'bench' }, { role: 'user', content: 'List the folder again and again' }];
+const messages: ModelMessage[] = [
+  { role: 'system', content: 'bench' },
+  { role: 'user', content: 'List the folder again and again' },
+];
 for (let turn = 0; turn < iterations; turn++) {
   const answer = await bare.turn({ messages, tools, signal: new AbortController().signal });
-  messages.push({ role: 'assistant', content: answer.text, toolCalls: answer.toolCalls }, ...answer.toolCalls.map((call) => ({ role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: 'READ: README.md (8 bytes)', isError: false })));
+  messages.push(
+    { role: 'assistant', content: answer.text, toolCalls: answer.toolCalls },
+    ...answer.toolCalls.map((call) => ({
+      role: 'tool' as const,
+      toolCallId: call.id,
+      toolName: call.name,
+      content: 'READ: README.md (8 bytes)',
+      isError: false,
+    })),
+  );
 }
-const bareGaps = server.requests.slice(firstBare + 1).map((request, index) => request.receivedAt - server.requests[firstBare + index]!.answeredAt!);
+const bareGaps = server.requests
+  .slice(firstBare + 1)
+  .map((request, index) => request.receivedAt - server.requests[firstBare + index]!.answeredAt!);
 
 // 2. From the tool call to the step visible to a person's session.
 mode = 'write';
@@ -85,12 +105,16 @@ await api.on('stepSummary', (summary) => {
   seen.add(summary.id);
   const arrivedAt = performance.now();
   // The request whose answer carried this step's call is the newest one answered.
-  const answered = server.requests.slice(firstWrite).filter((request) => request.toolCallSentAt !== undefined).at(-1);
+  const answered = server.requests
+    .slice(firstWrite)
+    .filter((request) => request.toolCallSentAt !== undefined)
+    .at(-1);
   if (answered) visibleAfter.push(arrivedAt - answered.toolCallSentAt!);
   if (summary.status === 'denied') return;
 });
 await api.on('agentRun', ({ run }) => {
-  if (run.id === writeRun.id && run.status === 'awaiting_consent' && run.waitingStepId) void api.reject({ stepId: run.waitingStepId, reason: 'bench' }).catch(() => undefined);
+  if (run.id === writeRun.id && run.status === 'awaiting_consent' && run.waitingStepId)
+    void api.reject({ stepId: run.waitingStepId, reason: 'bench' }).catch(() => undefined);
 });
 await untilEnded(writeRun.id);
 
@@ -99,7 +123,9 @@ await untilEnded(writeRun.id);
 const commits: number[] = [];
 for (let index = 0; index < iterations; index++) {
   const started = performance.now();
-  host.executor.transactWithAudit((_db, append) => append({ kind: 'run.question', actor: { user: 'bench', channel: 'system' }, detail: { runId: null, index } }));
+  host.executor.transactWithAudit((_db, append) =>
+    append({ kind: 'run.question', actor: { user: 'bench', channel: 'system' }, detail: { runId: null, index } }),
+  );
   commits.push(performance.now() - started);
 }
 
@@ -109,8 +135,12 @@ console.log(`agent run bench: ${iterations} iterations each (conversation up to 
 console.log(`loop's own cost per iteration: p50 ${ms(loopP50)}, p99 ${ms(quantile(loopGaps, 0.99))} (target ≤ 20 ms p50)`);
 console.log(`baseline, the bare model client over the same server: p50 ${ms(bareP50)}, p99 ${ms(quantile(bareGaps, 0.99))}`);
 console.log(`ratio loop / bare client, p50: ${(loopP50 / Math.max(bareP50, 0.01)).toFixed(1)}×`);
-console.log(`baseline, one audited commit: p50 ${ms(quantile(commits, 0.5))}; the loop's p50 is ${(loopP50 / Math.max(quantile(commits, 0.5), 0.01)).toFixed(1)} commits' worth`);
-console.log(`tool call → step visible to a person's session: p50 ${ms(quantile(visibleAfter, 0.5))}, p99 ${ms(quantile(visibleAfter, 0.99))} over ${visibleAfter.length} steps (target ≤ 200 ms p50)`);
+console.log(
+  `baseline, one audited commit: p50 ${ms(quantile(commits, 0.5))}; the loop's p50 is ${(loopP50 / Math.max(quantile(commits, 0.5), 0.01)).toFixed(1)} commits' worth`,
+);
+console.log(
+  `tool call → step visible to a person's session: p50 ${ms(quantile(visibleAfter, 0.5))}, p99 ${ms(quantile(visibleAfter, 0.99))} over ${visibleAfter.length} steps (target ≤ 200 ms p50)`,
+);
 
 api.close();
 await host.close();

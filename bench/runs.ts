@@ -30,7 +30,13 @@ import { connectWithToken, WEB_SOCKET_PATH } from '../src/ipc/client/web-client.
 import type { RunSummary } from '../src/domain/run.js';
 import { createModelClient } from '../src/runs/models/create-model-client.js';
 import { nodeWebSocket } from '../test/helpers/ipc-harness.js';
-import { callTool, say, startScriptedOpenAiServer, type RecordedRequest, type ScriptedTurn } from '../test/helpers/scripted-openai-server.js';
+import {
+  callTool,
+  say,
+  startScriptedOpenAiServer,
+  type RecordedRequest,
+  type ScriptedTurn,
+} from '../test/helpers/scripted-openai-server.js';
 
 const N = Number(process.env.BENCH_RUNS_N ?? 120);
 
@@ -47,7 +53,13 @@ fs.writeFileSync(
     workspaceRoots: [workspace],
     autoApprove: 'HIGH',
     agentLimits: { stepsPerMinute: 100_000, openSteps: 100_000 },
-    runs: { maxIterations: 500, maxToolCallsPerRun: 100_000, maxTokensPerRun: 1_000_000_000, dailyTokenBudget: 10_000_000_000, maxWallSecondsPerRun: 3600 },
+    runs: {
+      maxIterations: 500,
+      maxToolCallsPerRun: 100_000,
+      maxTokensPerRun: 1_000_000_000,
+      dailyTokenBudget: 10_000_000_000,
+      maxWallSecondsPerRun: 3600,
+    },
   }),
 );
 
@@ -56,7 +68,8 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 };
 const ms = (value: number) => `${value.toFixed(1)} ms`;
-const line = (label: string, values: number[]) => `${label.padEnd(58)} p50 ${ms(percentile(values, 50)).padStart(9)}   p99 ${ms(percentile(values, 99)).padStart(9)}   (n=${values.length})`;
+const line = (label: string, values: number[]) =>
+  `${label.padEnd(58)} p50 ${ms(percentile(values, 50)).padStart(9)}   p99 ${ms(percentile(values, 99)).padStart(9)}   (n=${values.length})`;
 
 /** Each run's turns: its tool call `iterations` times, then done. The run is told apart by its task in the first user message. */
 const requestsByRun = new Map<string, RecordedRequest[]>();
@@ -74,7 +87,8 @@ const model = { provider: 'openai' as const, baseUrl: server.baseUrl, model: 'be
 const host = await startHost(dataDir, { web: {} });
 const api = await connectToHost(dataDir, 'cli');
 const token = new URL(host.web!.issueUrl()).hash.replace('#token=', '');
-const window = (await connectWithToken(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, token, nodeWebSocket(host.web!.origin))).client;
+const window = (await connectWithToken(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, token, nodeWebSocket(host.web!.origin)))
+  .client;
 
 async function runToEnd(client: ExecutorClient, task: string): Promise<RunSummary> {
   let settle!: (run: RunSummary) => void;
@@ -187,7 +201,11 @@ try {
     await client.turn({ messages: conversation, tools: [], signal: new AbortController().signal });
     clientSide.push(performance.now() - started - lastServerTime());
     started = performance.now();
-    const response = await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench-model', messages: conversation }) });
+    const response = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'bench-model', messages: conversation }),
+    });
     JSON.parse(await response.text());
     bareFetch.push(performance.now() - started - lastServerTime());
   }
@@ -204,7 +222,9 @@ try {
   console.log(`ratio kb_add loop iteration / bare proposal (p50): ${(p50(kbGaps) / p50(bareKb)).toFixed(2)}`);
   console.log(`ratio tool call → visible / bare proposal → visible (p50): ${(p50(visible) / p50(bareVisible)).toFixed(2)}`);
   console.log(`ratio model client / bare fetch (p50): ${(p50(clientSide) / p50(bareFetch)).toFixed(2)}`);
-  console.log(`target loop cost ≤ 20 ms p50: read_file ${p50(readGaps) <= 20 ? 'met' : 'MISSED'}, kb_add ${p50(kbGaps) <= 20 ? 'met' : 'MISSED'}`);
+  console.log(
+    `target loop cost ≤ 20 ms p50: read_file ${p50(readGaps) <= 20 ? 'met' : 'MISSED'}, kb_add ${p50(kbGaps) <= 20 ? 'met' : 'MISSED'}`,
+  );
   console.log(`target tool call → visible ≤ 200 ms p50: ${p50(visible) <= 200 ? 'met' : 'MISSED'}`);
 } finally {
   window.close();

@@ -110,11 +110,18 @@ const row = (label: string, values: number[]) => {
   const p99 = percentile(values, 99);
   return `${label.padEnd(44)} p50 ${p50.toFixed(2).padStart(7)} ms  p99 ${p99.toFixed(2).padStart(7)} ms   p50/fork ${(p50 / forkP50).toFixed(3)}  p99/fork ${(p99 / forkP50).toFixed(3)}  p50/node-e ${(p50 / dashEP50).toFixed(3)}`;
 };
-console.log(`node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `node ${process.version}, ${os.cpus().length} cores, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 console.log(row(`baseline: fork + 1 IPC round trip + kill (n=${BASELINE_RUNS})`, fork_));
 console.log(row(`baseline: spawn node -e 0 to exit (n=${BASELINE_RUNS})`, dashE));
 console.log(row(`executeStep runCode, back to back (n=${STEP_RUNS})`, backToBack));
 console.log(row(`executeStep runCode, ${PACE_MS} ms apart (n=${PACED_RUNS})`, paced));
 console.log(row('  of which code handed over -> result (all)', inSandbox));
 const ratio = percentile(paced, 50) / forkP50;
-console.log(`target p50 <= 0.25x bare fork: ${ratio <= 0.25 ? 'met' : 'NOT met'} (paced ${ratio.toFixed(3)}x, back to back ${(percentile(backToBack, 50) / forkP50).toFixed(3)}x)`);
+console.log(
+  `target p50 <= 0.25x bare fork: ${ratio <= 0.25 ? 'met' : 'NOT met'} (paced ${ratio.toFixed(3)}x, back to back ${(percentile(backToBack, 50) / forkP50).toFixed(3)}x)`,
+);

@@ -165,15 +165,25 @@ async function measure(page: Page, url: string): Promise<Measured> {
 
 async function main(): Promise<void> {
   console.log(`ui bench on ${os.cpus().length} core(s), Node ${process.versions.node}, Chromium at ${CHROMIUM}, in ${root}`);
-  const build = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], { cwd: REPO, stdio: 'inherit' });
+  const build = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], {
+    cwd: REPO,
+    stdio: 'inherit',
+  });
   if (build.status !== 0) throw new Error('vite build failed');
   const small = buildLog(SMALL);
   const big = buildLog(BIG);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
+  });
   const results: Record<string, Measured> = {};
   try {
     // Warm-up on the small log (first launch pays for compiling the bundle), then the measured runs.
-    for (const [label, dataDir] of [['warm-up', small], ['small', small], ['big', big]] as const) {
+    for (const [label, dataDir] of [
+      ['warm-up', small],
+      ['small', small],
+      ['big', big],
+    ] as const) {
       const host = await serve(dataDir);
       const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
       try {
@@ -190,7 +200,9 @@ async function main(): Promise<void> {
   const s = results.small!;
   const b = results.big!;
   const row = (label: string, small: number, big: number, unit: string) =>
-    console.log(`${label.padEnd(30)} ${SMALL.toLocaleString()}: ${small.toFixed(1).padStart(8)} ${unit}   ${BIG.toLocaleString()}: ${big.toFixed(1).padStart(8)} ${unit}   ratio ${(big / Math.max(small, 0.001)).toFixed(2)}×`);
+    console.log(
+      `${label.padEnd(30)} ${SMALL.toLocaleString()}: ${small.toFixed(1).padStart(8)} ${unit}   ${BIG.toLocaleString()}: ${big.toFixed(1).padStart(8)} ${unit}   ratio ${(big / Math.max(small, 0.001)).toFixed(2)}×`,
+    );
   console.log('');
   row('time to first rows', s.firstRowsMs, b.firstRowsMs, 'ms');
   row('scroll frame p50', s.p50FrameMs, b.p50FrameMs, 'ms');
@@ -200,9 +212,15 @@ async function main(): Promise<void> {
   row('scroll: script per frame', s.scriptMs / s.frames, b.scriptMs / b.frames, 'ms');
   row('scroll: layout per frame', s.layoutMs / s.frames, b.layoutMs / b.frames, 'ms');
   row('scroll: style per frame', s.styleMs / s.frames, b.styleMs / b.frames, 'ms');
-  console.log(`${'dropped frames (>33 ms)'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.dropped}/${s.frames}   ${BIG.toLocaleString()}: ${b.dropped}/${b.frames}`);
-  console.log(`${'frames with Loading… rows'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.loadingFrames}/${s.frames}   ${BIG.toLocaleString()}: ${b.loadingFrames}/${b.frames}`);
-  console.log(`\nfirst rows on ${BIG.toLocaleString()} records: ${b.firstRowsMs} ms (${b.firstRowsMs < 1000 ? 'under' : 'OVER'} the 1 s target)`);
+  console.log(
+    `${'dropped frames (>33 ms)'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.dropped}/${s.frames}   ${BIG.toLocaleString()}: ${b.dropped}/${b.frames}`,
+  );
+  console.log(
+    `${'frames with Loading… rows'.padEnd(30)} ${SMALL.toLocaleString()}: ${s.loadingFrames}/${s.frames}   ${BIG.toLocaleString()}: ${b.loadingFrames}/${b.frames}`,
+  );
+  console.log(
+    `\nfirst rows on ${BIG.toLocaleString()} records: ${b.firstRowsMs} ms (${b.firstRowsMs < 1000 ? 'under' : 'OVER'} the 1 s target)`,
+  );
   if (!keptDir) fs.rmSync(root, { recursive: true, force: true });
 }
 

@@ -24,7 +24,12 @@ export function isTrustedSender(event: Pick<IpcMainInvokeEvent, 'sender' | 'send
 }
 
 const refusedSender = () =>
-  unsignedText({ v: PROTOCOL_VERSION, id: null, ok: false, error: { code: 'IPC_FORBIDDEN', message: 'Only the Executor window may use this channel.' } });
+  unsignedText({
+    v: PROTOCOL_VERSION,
+    id: null,
+    ok: false,
+    error: { code: 'IPC_FORBIDDEN', message: 'Only the Executor window may use this channel.' },
+  });
 
 /**
  * Carries envelopes between the preload and the server: one invoke channel for requests, one

@@ -27,6 +27,7 @@ export function safeStorageSealer(): SecretSealer {
   // (macOS asks once) happens here, not while the host thread waits for an answer with a timeout,
   // and a keychain that cannot answer is found before any key is entrusted to it.
   const probe = Uint8Array.from([0x65, 0x78, 0x65, 0x63]);
-  if (!Buffer.from(sealer.unseal(sealer.seal(probe))).equals(probe)) throw new Error('The OS keychain returned something else than it was given (safeStorage round trip failed).');
+  if (!Buffer.from(sealer.unseal(sealer.seal(probe))).equals(probe))
+    throw new Error('The OS keychain returned something else than it was given (safeStorage round trip failed).');
   return sealer;
 }

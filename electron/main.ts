@@ -93,12 +93,14 @@ if (!app.requestSingleInstanceLock()) {
   app.quit();
 } else {
   app.on('second-instance', () => BrowserWindow.getAllWindows()[0]?.focus());
-  app.whenReady().then(openWindow).catch((error: unknown) => {
-    dialog.showErrorBox('Executor could not start', error instanceof Error ? error.message : String(error));
-    app.quit();
-  });
+  app
+    .whenReady()
+    .then(openWindow)
+    .catch((error: unknown) => {
+      dialog.showErrorBox('Executor could not start', error instanceof Error ? error.message : String(error));
+      app.quit();
+    });
   app.on('window-all-closed', () => {
     void (host?.close() ?? Promise.resolve()).finally(() => app.quit());
   });
 }
-

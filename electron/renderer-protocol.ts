@@ -3,7 +3,6 @@ import path from 'node:path';
 import { WINDOW_CSP } from './window-security.js';
 import { RENDERER_CONTENT_TYPES as CONTENT_TYPES } from '../src/ipc/transports/content-types.js';
 
-
 const NO_UI = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Executor</title></head>
 <body><h1>Executor</h1><p>The UI is not built in this copy: run <code>npm run build:renderer</code>.</p></body></html>`;
 
@@ -26,7 +25,10 @@ export function rendererResponder(rendererDir: string): (request: Request) => Pr
     if (!file.startsWith(root + path.sep)) return new Response('Not found', { status: 404, headers: headers('text/plain') });
     try {
       const body = await fs.readFile(file);
-      return new Response(new Uint8Array(body), { status: 200, headers: headers(CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream') });
+      return new Response(new Uint8Array(body), {
+        status: 200,
+        headers: headers(CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream'),
+      });
     } catch {
       if (relative === '/index.html') return new Response(NO_UI, { status: 200, headers: headers(CONTENT_TYPES['.html']!) });
       return new Response('Not found', { status: 404, headers: headers('text/plain') });

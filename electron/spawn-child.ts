@@ -23,7 +23,7 @@ import type { ChildLaunch, ExitInfo, SandboxChild, SpawnChild } from '../src/san
 
 /** Said with the machine's isolation warnings and in each runCode step's mitigations. */
 export const UTILITY_PROCESS_LIMITS: readonly string[] = [
-  'Sandbox workers run as Electron utility processes, which do not apply Node\'s flags: no permission model, and no V8 heap cap (instead the worker is stopped when its resident memory grows past twice the heap cap plus 64 MiB, checked every 50 ms). The worker still strips process, require, fetch and the other network globals before the code runs, and refuses code from strings itself.',
+  "Sandbox workers run as Electron utility processes, which do not apply Node's flags: no permission model, and no V8 heap cap (instead the worker is stopped when its resident memory grows past twice the heap cap plus 64 MiB, checked every 50 ms). The worker still strips process, require, fetch and the other network globals before the code runs, and refuses code from strings itself.",
   ...(process.platform === 'linux'
     ? [
         'No network or PID namespace (unshare cannot wrap a utility process): the code has no API to reach a socket, but nothing beneath the stripped globals would stop it. The address-space cap is set with prlimit --pid on top of what the worker had mapped when it was ready; memory V8 commits inside regions it reserved at start-up is not counted.',
@@ -63,7 +63,9 @@ function capAddressSpace(prlimit: string, pid: number, bytes: number): Promise<v
       reject(error as Error);
       return;
     }
-    execFile(prlimit, ['--pid', String(pid), `--as=${limit}`], { env: {}, timeout: 5000, windowsHide: true }, (error) => (error ? reject(error) : resolve()));
+    execFile(prlimit, ['--pid', String(pid), `--as=${limit}`], { env: {}, timeout: 5000, windowsHide: true }, (error) =>
+      error ? reject(error) : resolve(),
+    );
   });
 }
 
@@ -102,7 +104,9 @@ const STDERR_GRACE_MS = 1000;
 export const electronSpawnChild: SpawnChild = Object.assign(
   (launch: ChildLaunch): SandboxChild => {
     const script = unpackedPath(launch.script);
-    const execArgv = launch.nodeArgs.map((arg) => (arg.startsWith('--allow-fs-read=') ? `--allow-fs-read=${unpackedPath(arg.slice('--allow-fs-read='.length))}` : arg));
+    const execArgv = launch.nodeArgs.map((arg) =>
+      arg.startsWith('--allow-fs-read=') ? `--allow-fs-read=${unpackedPath(arg.slice('--allow-fs-read='.length))}` : arg,
+    );
     const cap = process.platform === 'linux' ? addressSpaceCapOf(launch) : undefined;
     const messageListeners: ((message: unknown) => void)[] = [];
     const exitListeners: ((exit: ExitInfo) => void)[] = [];
@@ -183,7 +187,9 @@ export const electronSpawnChild: SpawnChild = Object.assign(
           return;
         }
         if (resident === undefined || resident <= limit) return;
-        stderrNote(`executor: over the sandbox memory limit (${Math.round(resident / 1048576)} MiB resident, ${Math.round(limit / 1048576)} MiB allowed); the worker was stopped.\n`);
+        stderrNote(
+          `executor: over the sandbox memory limit (${Math.round(resident / 1048576)} MiB resident, ${Math.round(limit / 1048576)} MiB allowed); the worker was stopped.\n`,
+        );
         kill();
         watch();
       }, WATCHDOG_INTERVAL_MS);
@@ -237,7 +243,9 @@ export const electronSpawnChild: SpawnChild = Object.assign(
         },
         (error: unknown) => {
           // Fail closed: the machine offers the cap, so a worker without it does not run code.
-          stderrNote(`executor: the address-space cap could not be applied to the worker: ${error instanceof Error ? error.message : String(error)}\n`);
+          stderrNote(
+            `executor: the address-space cap could not be applied to the worker: ${error instanceof Error ? error.message : String(error)}\n`,
+          );
           kill();
         },
       );

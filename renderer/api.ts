@@ -28,7 +28,11 @@ export interface Loaded<T> {
  */
 export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], reloadOn: ('step' | 'audit' | 'policy')[] = []): Loaded<T> {
   const api = useApi();
-  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const inFlight = useRef(false);
   const again = useRef(false);
   const loadRef = useRef(load);
@@ -42,16 +46,19 @@ export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], reloadOn: 
     }
     inFlight.current = true;
     setState((previous) => ({ ...previous, loading: true }));
-    loadRef.current().then(
-      (data) => alive.current && setState({ data, error: null, loading: false }),
-      (error: unknown) => alive.current && setState((previous) => ({ data: previous.data, error, loading: false })),
-    ).finally(() => {
-      inFlight.current = false;
-      if (again.current) {
-        again.current = false;
-        run();
-      }
-    });
+    loadRef
+      .current()
+      .then(
+        (data) => alive.current && setState({ data, error: null, loading: false }),
+        (error: unknown) => alive.current && setState((previous) => ({ data: previous.data, error, loading: false })),
+      )
+      .finally(() => {
+        inFlight.current = false;
+        if (again.current) {
+          again.current = false;
+          run();
+        }
+      });
   }, []);
 
   useEffect(() => {
@@ -67,7 +74,12 @@ export function useLoaded<T>(load: () => Promise<T>, deps: unknown[], reloadOn: 
     const offs: (() => void)[] = [];
     let cancelled = false;
     for (const topic of reloadOn) {
-      void api.on(topic, () => run()).then((off) => (cancelled ? off() : offs.push(off)), () => undefined);
+      void api
+        .on(topic, () => run())
+        .then(
+          (off) => (cancelled ? off() : offs.push(off)),
+          () => undefined,
+        );
     }
     return () => {
       cancelled = true;

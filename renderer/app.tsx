@@ -131,18 +131,22 @@ function Shell() {
   // Steps that newly wait go to the notifier; steps a remembered rule approved get a notice here.
   useEffect(() => {
     let off: (() => void) | undefined;
-    void api.on('step', (record: StepRecord) => {
-      const notice = ruleNoticeFor(record, policyRoots.current);
-      if (notice && !noticed.current.has(notice.stepId)) {
-        noticed.current.add(notice.stepId);
-        setRuleNotices((previous) => [notice, ...previous].slice(0, MAX_RULE_NOTICES));
-        if (document.visibilityState === 'hidden' || !document.hasFocus()) desktopNotify('Executor: approved by your rule', notice.text);
-      }
-      notifier.current?.offer(record);
-    }).then((unsubscribe) => (off = unsubscribe), () => setDisconnected(true));
+    void api
+      .on('step', (record: StepRecord) => {
+        const notice = ruleNoticeFor(record, policyRoots.current);
+        if (notice && !noticed.current.has(notice.stepId)) {
+          noticed.current.add(notice.stepId);
+          setRuleNotices((previous) => [notice, ...previous].slice(0, MAX_RULE_NOTICES));
+          if (document.visibilityState === 'hidden' || !document.hasFocus()) desktopNotify('Executor: approved by your rule', notice.text);
+        }
+        notifier.current?.offer(record);
+      })
+      .then(
+        (unsubscribe) => (off = unsubscribe),
+        () => setDisconnected(true),
+      );
     return () => off?.();
   }, [api]);
-
 
   useEffect(() => {
     if (waiting.error && (waiting.error as { code?: string }).code === 'IPC_UNAVAILABLE') setDisconnected(true);
@@ -163,119 +167,131 @@ function Shell() {
 
   return (
     <RootsContext.Provider value={policy.data?.workspaceRoots ?? []}>
-    <div className="shell">
-      <a className="skip-link" href="#main">
-        Skip to content
-      </a>
-      <nav className="sidebar" aria-label="Views">
-        <div className="brand">
-          <span className="brand-mark" aria-hidden="true">⬢</span> Executor
-        </div>
-        <ul>
-          {VIEWS.map((entry) => (
-            <li key={entry.id}>
-              <a
-                href={`#${entry.id}`}
-                className={`nav-link ${view === entry.id ? 'active' : ''}`}
-                aria-current={view === entry.id ? 'page' : undefined}
-                onClick={(event) => {
-                  event.preventDefault();
-                  go(entry.id);
-                }}
-              >
-                <span>{entry.label}</span>
-                {entry.id === 'queue' && count > 0 ? (
-                  <span className="count" aria-label={`${count} waiting`}>
-                    {count}
-                  </span>
-                ) : entry.id === 'runs' && questions.length > 0 ? (
-                  <span className="count" aria-label={`${questions.length} question${questions.length === 1 ? '' : 's'} waiting for your answer`}>
-                    {questions.length}
-                  </span>
-                ) : (
-                  <kbd aria-hidden="true">{entry.key}</kbd>
-                )}
-              </a>
-            </li>
-          ))}
-        </ul>
-        <button type="button" className="ghost help-button" onClick={() => setHelp(true)} aria-keyshortcuts="?">
-          Keyboard shortcuts <kbd>?</kbd>
-        </button>
-        <AttentionControls />
-      </nav>
-      <main id="main" className="content">
-        {disconnected ? (
-          <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} />
-        ) : null}
-        <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
-        <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />
-        <RuleNotices
-          notices={ruleNotices}
-          onDismiss={(stepId) => setRuleNotices((previous) => previous.filter((notice) => notice.stepId !== stepId))}
-          onShowRule={(ruleId) => {
-            go('settings');
-            requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
-          }}
-        />
-        {view !== 'runs' ? (
-          <QuestionsPanel
-            questions={questions}
-            onOpenRun={(runId) => {
-              location.hash = `#runs?${new URLSearchParams({ run: runId }).toString()}`;
+      <div className="shell">
+        <a className="skip-link" href="#main">
+          Skip to content
+        </a>
+        <nav className="sidebar" aria-label="Views">
+          <div className="brand">
+            <span className="brand-mark" aria-hidden="true">
+              ⬢
+            </span>{' '}
+            Executor
+          </div>
+          <ul>
+            {VIEWS.map((entry) => (
+              <li key={entry.id}>
+                <a
+                  href={`#${entry.id}`}
+                  className={`nav-link ${view === entry.id ? 'active' : ''}`}
+                  aria-current={view === entry.id ? 'page' : undefined}
+                  onClick={(event) => {
+                    event.preventDefault();
+                    go(entry.id);
+                  }}
+                >
+                  <span>{entry.label}</span>
+                  {entry.id === 'queue' && count > 0 ? (
+                    <span className="count" aria-label={`${count} waiting`}>
+                      {count}
+                    </span>
+                  ) : entry.id === 'runs' && questions.length > 0 ? (
+                    <span
+                      className="count"
+                      aria-label={`${questions.length} question${questions.length === 1 ? '' : 's'} waiting for your answer`}
+                    >
+                      {questions.length}
+                    </span>
+                  ) : (
+                    <kbd aria-hidden="true">{entry.key}</kbd>
+                  )}
+                </a>
+              </li>
+            ))}
+          </ul>
+          <button type="button" className="ghost help-button" onClick={() => setHelp(true)} aria-keyshortcuts="?">
+            Keyboard shortcuts <kbd>?</kbd>
+          </button>
+          <AttentionControls />
+        </nav>
+        <main id="main" className="content">
+          {disconnected ? <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} /> : null}
+          <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
+          <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />
+          <RuleNotices
+            notices={ruleNotices}
+            onDismiss={(stepId) => setRuleNotices((previous) => previous.filter((notice) => notice.stepId !== stepId))}
+            onShowRule={(ruleId) => {
+              go('settings');
+              requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
             }}
           />
-        ) : null}
-        <div hidden={view !== 'queue'} className="view">
-          <QueueView waiting={waiting.data ?? []} hasMore={waiting.hasMore} onMore={waiting.loadMore} policy={policy.data} active={view === 'queue' && !help} />
-        </div>
-        <div hidden={view !== 'runs'} className="view">
-          {runsMounted(view) ? <RunsView
-              active={view === 'runs' && !help}
-              policy={policy.data}
+          {view !== 'runs' ? (
+            <QuestionsPanel
               questions={questions}
-              onOpenSettings={() => {
-                go('settings');
-                // Settings → Model (renderer/settings-model.tsx), where a run's model is set.
-                requestAnimationFrame(() => {
-                  document.getElementById('model-head')?.scrollIntoView({ block: 'start' });
-                  document.getElementById('model-provider')?.focus({ preventScroll: true });
-                });
+              onOpenRun={(runId) => {
+                location.hash = `#runs?${new URLSearchParams({ run: runId }).toString()}`;
               }}
-            /> : null}
-        </div>
-        <div hidden={view !== 'history'} className="view">
-          <HistoryView active={view === 'history' && !help} />
-        </div>
-        <div hidden={view !== 'audit'} className="view">
-          {auditMounted(view) ? <AuditView active={view === 'audit' && !help} /> : null}
-        </div>
-        <div hidden={view !== 'settings'} className="view">
-          <SettingsView policy={policy.data} keyStatus={keyStatus.data} keyError={keyStatus.error} onKeysChanged={keyStatus.reload} />
-        </div>
-      </main>
-      {help ? (
-        <Dialog title="Keyboard shortcuts" onCancel={() => setHelp(false)}>
-          <table className="shortcuts">
-            <tbody>
-              {SHORTCUTS.map((shortcut) => (
-                <tr key={shortcut.keys}>
-                  <th scope="row">
-                    <kbd>{shortcut.keys}</kbd>
-                  </th>
-                  <td>{shortcut.what}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <div className="dialog-actions">
-            <button type="button" className="primary" onClick={() => setHelp(false)} autoFocus>
-              Close
-            </button>
+            />
+          ) : null}
+          <div hidden={view !== 'queue'} className="view">
+            <QueueView
+              waiting={waiting.data ?? []}
+              hasMore={waiting.hasMore}
+              onMore={waiting.loadMore}
+              policy={policy.data}
+              active={view === 'queue' && !help}
+            />
           </div>
-        </Dialog>
-      ) : null}
-    </div>
+          <div hidden={view !== 'runs'} className="view">
+            {runsMounted(view) ? (
+              <RunsView
+                active={view === 'runs' && !help}
+                policy={policy.data}
+                questions={questions}
+                onOpenSettings={() => {
+                  go('settings');
+                  // Settings → Model (renderer/settings-model.tsx), where a run's model is set.
+                  requestAnimationFrame(() => {
+                    document.getElementById('model-head')?.scrollIntoView({ block: 'start' });
+                    document.getElementById('model-provider')?.focus({ preventScroll: true });
+                  });
+                }}
+              />
+            ) : null}
+          </div>
+          <div hidden={view !== 'history'} className="view">
+            <HistoryView active={view === 'history' && !help} />
+          </div>
+          <div hidden={view !== 'audit'} className="view">
+            {auditMounted(view) ? <AuditView active={view === 'audit' && !help} /> : null}
+          </div>
+          <div hidden={view !== 'settings'} className="view">
+            <SettingsView policy={policy.data} keyStatus={keyStatus.data} keyError={keyStatus.error} onKeysChanged={keyStatus.reload} />
+          </div>
+        </main>
+        {help ? (
+          <Dialog title="Keyboard shortcuts" onCancel={() => setHelp(false)}>
+            <table className="shortcuts">
+              <tbody>
+                {SHORTCUTS.map((shortcut) => (
+                  <tr key={shortcut.keys}>
+                    <th scope="row">
+                      <kbd>{shortcut.keys}</kbd>
+                    </th>
+                    <td>{shortcut.what}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <div className="dialog-actions">
+              <button type="button" className="primary" onClick={() => setHelp(false)} autoFocus>
+                Close
+              </button>
+            </div>
+          </Dialog>
+        ) : null}
+      </div>
     </RootsContext.Provider>
   );
 }
@@ -318,25 +334,38 @@ export function ruleNoticeFor(record: StepRecord, roots: readonly string[]): Rul
   };
 }
 
-function RuleNotices({ notices, onDismiss, onShowRule }: { notices: RuleNotice[]; onDismiss(stepId: string): void; onShowRule(ruleId: string): void }) {
+function RuleNotices({
+  notices,
+  onDismiss,
+  onShowRule,
+}: {
+  notices: RuleNotice[];
+  onDismiss(stepId: string): void;
+  onShowRule(ruleId: string): void;
+}) {
   if (notices.length === 0) return null;
   return (
     <div role="log" aria-live="polite" aria-label="Steps approved by your rules">
-    <ul className="rule-notices">
-      {notices.map((notice) => (
-        <li key={notice.stepId} className="rule-notice" data-testid="rule-notice">
-          <span className="notice-text">{notice.text}</span>
-          {notice.ruleIds.map((ruleId) => (
-            <button key={ruleId} type="button" className="small" onClick={() => onShowRule(ruleId)}>
-              See or remove rule {ruleId}
+      <ul className="rule-notices">
+        {notices.map((notice) => (
+          <li key={notice.stepId} className="rule-notice" data-testid="rule-notice">
+            <span className="notice-text">{notice.text}</span>
+            {notice.ruleIds.map((ruleId) => (
+              <button key={ruleId} type="button" className="small" onClick={() => onShowRule(ruleId)}>
+                See or remove rule {ruleId}
+              </button>
+            ))}
+            <button
+              type="button"
+              className="small ghost"
+              aria-label={`Dismiss the notice about ${notice.stepId}`}
+              onClick={() => onDismiss(notice.stepId)}
+            >
+              Dismiss
             </button>
-          ))}
-          <button type="button" className="small ghost" aria-label={`Dismiss the notice about ${notice.stepId}`} onClick={() => onDismiss(notice.stepId)}>
-            Dismiss
-          </button>
-        </li>
-      ))}
-    </ul>
+          </li>
+        ))}
+      </ul>
     </div>
   );
 }

@@ -100,7 +100,10 @@ export function playChime(): void {
 export function faviconFor(waiting: number): string {
   const hexagon = '<path d="M16 2 29 9.5v15L16 32 3 24.5v-15Z" fill="#4a7dff"/>';
   const label = waiting > 99 ? '99+' : String(waiting);
-  const badge = waiting > 0 ? `<circle cx="21" cy="11" r="11" fill="#d93025"/><text x="21" y="15.5" font-family="Arial,sans-serif" font-size="${label.length > 2 ? 9 : label.length > 1 ? 12 : 14}" font-weight="700" text-anchor="middle" fill="#fff">${label}</text>` : '';
+  const badge =
+    waiting > 0
+      ? `<circle cx="21" cy="11" r="11" fill="#d93025"/><text x="21" y="15.5" font-family="Arial,sans-serif" font-size="${label.length > 2 ? 9 : label.length > 1 ? 12 : 14}" font-weight="700" text-anchor="middle" fill="#fff">${label}</text>`
+      : '';
   return `data:image/svg+xml,${encodeURIComponent(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 34 34">${hexagon}${badge}</svg>`)}`;
 }
 
@@ -197,7 +200,8 @@ export class WaitingNotifier {
 
   offer(record: StepRecord): void {
     const id = record.step.id;
-    if ((record.status === 'proposed' || record.status === 'evaluated') && record.step.meta.origin !== 'user') this.preparing.set(id, proposerName(record));
+    if ((record.status === 'proposed' || record.status === 'evaluated') && record.step.meta.origin !== 'user')
+      this.preparing.set(id, proposerName(record));
     else this.preparing.delete(id);
     if (!wantsAttention(record) || this.seen.has(id)) {
       // The last step of a plan may settle without waiting (denied, withdrawn): the burst may be complete now.

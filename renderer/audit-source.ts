@@ -106,16 +106,19 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
     state.busy = true;
     const myGeneration = generation.current;
     readPage(api, { order: 'desc', limit: PAGE_SIZE, filters: serverFilters(filters), ...(state.next ? { cursor: state.next } : {}) })
-      .then((result) => {
-        if (myGeneration !== generation.current) return;
-        state.rows.push(...result.entries);
-        state.next = result.nextCursor;
-        setLoading(false);
-        bump();
-      }, (caught: unknown) => {
-        setError(caught);
-        setLoading(false);
-      })
+      .then(
+        (result) => {
+          if (myGeneration !== generation.current) return;
+          state.rows.push(...result.entries);
+          state.next = result.nextCursor;
+          setLoading(false);
+          bump();
+        },
+        (caught: unknown) => {
+          setError(caught);
+          setLoading(false);
+        },
+      )
       .finally(() => {
         state.busy = false;
       });
@@ -134,8 +137,8 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
       return;
     }
     const myGeneration = generation.current;
-    readPage(api, { order: 'desc', limit: PAGE_SIZE })
-      .then((result) => {
+    readPage(api, { order: 'desc', limit: PAGE_SIZE }).then(
+      (result) => {
         if (myGeneration !== generation.current) return;
         const headSeq = result.entries[0]?.seq ?? 0;
         // Pages read meanwhile were aligned to the old head: drop them with it.
@@ -145,10 +148,12 @@ export function useAuditRows(api: ExecutorClient, filters: AuditFilterInput): Au
         setHead(headSeq);
         setLoading(false);
         bump();
-      }, (caught: unknown) => {
+      },
+      (caught: unknown) => {
         setError(caught);
         setLoading(false);
-      });
+      },
+    );
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api, filterKey, loadMoreFiltered]);
 

@@ -16,11 +16,15 @@ export interface CodeToken {
 export type CodeLanguage = 'javascript' | 'python';
 
 const JS_KEYWORDS = new Set(
-  'async await break case catch class const continue debugger default delete do else export extends finally for from function if import in instanceof let new of return static super switch throw try typeof var void while with yield get set'.split(' '),
+  'async await break case catch class const continue debugger default delete do else export extends finally for from function if import in instanceof let new of return static super switch throw try typeof var void while with yield get set'.split(
+    ' ',
+  ),
 );
 const JS_LITERALS = new Set(['true', 'false', 'null', 'undefined', 'NaN', 'Infinity', 'this']);
 const PY_KEYWORDS = new Set(
-  'and as assert async await break class continue def del elif else except finally for from global if import in is lambda match case nonlocal not or pass raise return try while with yield'.split(' '),
+  'and as assert async await break class continue def del elif else except finally for from global if import in is lambda match case nonlocal not or pass raise return try while with yield'.split(
+    ' ',
+  ),
 );
 const PY_LITERALS = new Set(['True', 'False', 'None']);
 
@@ -68,11 +72,29 @@ const IDENTIFIER = /[\p{L}\p{Nl}_$][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}$]*/uy;
 /** Anything else up to the next character that may start a token (braces and backticks one at a time: they open and close templates). */
 const OTHER = /[\s\S][^A-Za-z_$\p{L}0-9'"`#/.{}]*/uy;
 /** A regex literal: a class may hold "/", an escape any character; it ends at its closing "/" and flags, or at the line's end. */
-const REGEX_LITERAL = new RegExp(String.raw`\/(?:[^\\/\[${JS_BREAKS}]|\\[^${JS_BREAKS}]|\[(?:[^\]\\${JS_BREAKS}]|\\[^${JS_BREAKS}])*\]?)*\/?[A-Za-z]*`, 'y');
+const REGEX_LITERAL = new RegExp(
+  String.raw`\/(?:[^\\/\[${JS_BREAKS}]|\\[^${JS_BREAKS}]|\[(?:[^\]\\${JS_BREAKS}]|\\[^${JS_BREAKS}])*\]?)*\/?[A-Za-z]*`,
+  'y',
+);
 /** The text of a template from after its "`" or "}" up to and including its end: "`", "${", or the end of the code. */
 const TEMPLATE_PART = /(?:[^`\\$]|\\[\s\S]|\$(?!\{))*(?:`|\$\{|$)/y;
 /** After these words a "/" starts a regex, not a division. */
-const BEFORE_REGEX_WORDS = new Set(['return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await']);
+const BEFORE_REGEX_WORDS = new Set([
+  'return',
+  'typeof',
+  'instanceof',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'case',
+  'do',
+  'else',
+  'yield',
+  'await',
+]);
 
 function matchAt(pattern: RegExp, code: string, at: number): string | null {
   pattern.lastIndex = at;
@@ -117,13 +139,15 @@ export function tokenizeCode(code: string, language: CodeLanguage): CodeToken[] 
         // This brace closes a ${…}: the template goes on.
         substitutions.pop();
         text = templateFrom('}', at + 1);
-      } else if (character === '/' && code[at + 1] !== '/' && code[at + 1] !== '*' && regexMayStart()) text = matchAt(REGEX_LITERAL, code, at);
+      } else if (character === '/' && code[at + 1] !== '/' && code[at + 1] !== '*' && regexMayStart())
+        text = matchAt(REGEX_LITERAL, code, at);
       if (text !== null) {
         push('string', text);
         at += text.length;
         continue;
       }
-      if (substitutions.length && (character === '{' || character === '}')) substitutions[substitutions.length - 1]! += character === '{' ? 1 : -1;
+      if (substitutions.length && (character === '{' || character === '}'))
+        substitutions[substitutions.length - 1]! += character === '{' ? 1 : -1;
     }
     for (const rule of grammar.rules) {
       const text = matchAt(rule.pattern, code, at);

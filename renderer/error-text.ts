@@ -23,7 +23,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   IPC_BAD_SIGNATURE: 'A reply was not signed by this session. Reload the page; if it happens again, restart Executor.',
   IPC_STALE: "This computer's clock and Executor's disagree. Check the system time, then try again.",
   IPC_REPLAYED: 'The same request arrived twice and was refused. Try again.',
-  IPC_INVALID_RESULT: 'Executor answered in a shape this window does not understand. Reload the page; the window and Executor may be different versions.',
+  IPC_INVALID_RESULT:
+    'Executor answered in a shape this window does not understand. Reload the page; the window and Executor may be different versions.',
   IPC_INVALID_PARAMS: 'The request was not valid. Check what you typed and try again.',
   STEP_CHANGED: 'Look at the preview again: it was refreshed with what is on disk now.',
   POLICY_DENIED: 'The policy forbids this step. Reject it, or change the policy in Settings if it should be allowed.',
@@ -36,7 +37,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   POLICY_INVALID: 'Fix the highlighted setting and save again; the old policy stays in force meanwhile.',
   NOT_AVAILABLE: 'This build of Executor does not offer it yet.',
   AUDIT_WRITE_FAILED: 'Nothing was changed because the audit record could not be written. Check free disk space, then try again.',
-  AUDIT_KEY_UNAVAILABLE: 'Start the Executor app: its keys are sealed by your OS keychain. If the app is running, unlock your keychain (or restart the app) and try again.',
+  AUDIT_KEY_UNAVAILABLE:
+    'Start the Executor app: its keys are sealed by your OS keychain. If the app is running, unlock your keychain (or restart the app) and try again.',
   BUSY: 'Another Executor holds this data directory. Close it, or open the window it serves.',
   INVALID_INPUT: 'Check what you entered and try again.',
   INVALID_PLAN: 'The plan the agent sent is not valid. Ask the agent to send it again.',
@@ -45,10 +47,11 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   STEP_EXISTS: 'A step with this id already exists. Ask the agent to send it under a new id.',
   NOT_APPROVED: 'The step runs only after it is approved. Approve it in the queue first.',
   CONSENT_EXPIRED: 'Nobody decided in time, so the step expired. Ask the agent to propose it again if it is still wanted.',
-  PATH_OUTSIDE_ROOT: 'The step touches a file outside your workspace folders. Reject it, or add the folder in Settings if it should be allowed.',
+  PATH_OUTSIDE_ROOT:
+    'The step touches a file outside your workspace folders. Reject it, or add the folder in Settings if it should be allowed.',
   PATH_INVALID: 'The path is not usable. Reject the step and tell the agent which path to use.',
   FILE_TOO_LARGE: 'The file is larger than the step may read. Raise the limit in Settings, or ask for a smaller file.',
-  DATA_DIR_NOT_OWNED: "The data directory belongs to another user. Use your own data directory, or fix its owner as the message says.",
+  DATA_DIR_NOT_OWNED: 'The data directory belongs to another user. Use your own data directory, or fix its owner as the message says.',
   DATA_DIR_LOCK_INVALID: 'Something that is not Executor’s lock sits in the data directory. Move it away, then start Executor again.',
   AUDIT_TREE_INCOMPLETE: 'The audit log’s proof tree is damaged or incomplete. Run “executor audit verify” to see where.',
   AUDIT_KEY_MISSING: 'The audit keys are missing from the data directory. Restore them from a backup, or start a new data directory.',
@@ -65,14 +68,16 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   AGENT_CREDENTIAL_INVALID: 'The agent’s credential is not one this Executor issued. Restart the agent so it gets a new one.',
   IPC_MALFORMED: 'A message could not be read. Reload the page; if it happens again, restart Executor.',
   IPC_TOO_LARGE: 'A message was too large. Try a smaller request.',
-  IPC_UNKNOWN_METHOD: 'This window asked for something this Executor does not offer. The window and Executor may be different versions: reload the page.',
+  IPC_UNKNOWN_METHOD:
+    'This window asked for something this Executor does not offer. The window and Executor may be different versions: reload the page.',
   EXECUTION_TIMEOUT: 'The step ran longer than its time limit and was stopped. Raise the limit, or ask the agent for a quicker step.',
   EXECUTION_ERROR: 'The step’s code stopped with an error. Its output in History says why.',
   EXECUTION_BLOCKED: 'The sandbox blocked something the step tried. Its output in History says what.',
   EXECUTION_DENIED: 'The step asked for something it was not granted. Reject it, or approve a step that asks for it openly.',
   EXECUTION_CRASHED: 'The process running the step crashed. Try again; if it keeps happening, restart Executor.',
   OUTPUT_TOO_LARGE: 'The step printed more than Executor keeps. Ask for a step with less output.',
-  INTERNAL: 'Something went wrong inside Executor. Try again; if it keeps failing, the audit log and `executor` on the command line show more.',
+  INTERNAL:
+    'Something went wrong inside Executor. Try again; if it keeps failing, the audit log and `executor` on the command line show more.',
   STEP_CANCELLED: 'You cancelled the step, so it stopped. Nothing more of it will run; History shows what it did before it stopped.',
   EXECUTION_CANCELLED: 'The run was cancelled while it ran. Its output so far is in History; revert it there if it changed files.',
   MODEL_UNAVAILABLE: 'The model could not be reached, or kept failing after retries. Check its address in Settings and that it is running.',
@@ -86,7 +91,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   RUN_CANCELLED: 'The run was cancelled.',
   QUESTION_EXPIRED: 'The question waited past its time limit without an answer, so the run was cancelled.',
   HUNK_MISMATCH: 'The file no longer matches the parts you chose, so nothing was written. Look at the new preview and choose again.',
-  REVERT_INCOMPLETE: 'The plan was reverted only in part: the message says which steps were reverted and which not. Look at History before you try again.',
+  REVERT_INCOMPLETE:
+    'The plan was reverted only in part: the message says which steps were reverted and which not. Look at History before you try again.',
   ROOT_REFUSED: 'Pick another folder: the folder of one project you own, like ~/projects/site.',
 };
 
@@ -99,12 +105,15 @@ const RAW_STATUS = new RegExp(`\\b(?:(?<lead>is|now|not|or|from|to|status|was) (
 
 /** A host message with raw state names said in words: "is awaiting_consent" reads "is waiting for you". */
 export function wordsForStates(message: string): string {
-  return message.replace(RAW_STATUS, (whole, _lead, _named, _bare, _offset, _text, groups: { lead?: string; named?: string; bare?: string }) => {
-    const status = (groups.named ?? groups.bare) as keyof typeof STATUS_LABEL;
-    if (!Object.hasOwn(STATUS_LABEL, status)) return whole;
-    const words = STATUS_LABEL[status].toLowerCase();
-    return groups.lead ? `${groups.lead} ${words}` : words;
-  });
+  return message.replace(
+    RAW_STATUS,
+    (whole, _lead, _named, _bare, _offset, _text, groups: { lead?: string; named?: string; bare?: string }) => {
+      const status = (groups.named ?? groups.bare) as keyof typeof STATUS_LABEL;
+      if (!Object.hasOwn(STATUS_LABEL, status)) return whole;
+      const words = STATUS_LABEL[status].toLowerCase();
+      return groups.lead ? `${groups.lead} ${words}` : words;
+    },
+  );
 }
 
 /** Whether a code has its own words (the rest get the general advice). */
@@ -116,5 +125,11 @@ export function explainError(error: unknown): ExplainedError {
   const shaped = error as { code?: unknown; message?: unknown } | null;
   const code = typeof shaped?.code === 'string' ? shaped.code : 'INTERNAL';
   const message = wordsForStates(typeof shaped?.message === 'string' && shaped.message ? shaped.message : String(error));
-  return { code, message, next: hasWordsFor(code) ? NEXT_STEP[code as ErrorCode] : 'Try again. If it keeps failing, the audit log and `executor` on the command line show more.' };
+  return {
+    code,
+    message,
+    next: hasWordsFor(code)
+      ? NEXT_STEP[code as ErrorCode]
+      : 'Try again. If it keeps failing, the audit log and `executor` on the command line show more.',
+  };
 }

@@ -5,7 +5,16 @@ import type { StepStatus } from '../src/domain/state-machine.js';
  * refresh, a bookmark or a link shows the same rows. The host does the filtering (listStepSummaries).
  */
 
-export const HISTORY_STATUSES = ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired', 'cancelled'] as const satisfies readonly StepStatus[];
+export const HISTORY_STATUSES = [
+  'executed',
+  'failed',
+  'interrupted',
+  'reverted',
+  'rejected',
+  'denied',
+  'expired',
+  'cancelled',
+] as const satisfies readonly StepStatus[];
 export type HistoryStatus = (typeof HISTORY_STATUSES)[number];
 
 export interface HistoryFilter {

@@ -1,5 +1,11 @@
 import { useEffect, useState } from 'react';
-import { MODEL_PROVIDERS, type ModelCheck, type ModelProvider, type ModelSettingsInput, type ModelSettingsView } from '../src/domain/model-settings.js';
+import {
+  MODEL_PROVIDERS,
+  type ModelCheck,
+  type ModelProvider,
+  type ModelSettingsInput,
+  type ModelSettingsView,
+} from '../src/domain/model-settings.js';
 import { useApi, useLoaded } from './api.js';
 import { ErrorBox } from './components/error-box.js';
 
@@ -23,7 +29,12 @@ const ADDRESS_HINT: Record<ModelProvider, string> = {
 
 function draftOf(view: ModelSettingsView | undefined): ModelDraft {
   const settings = view?.settings;
-  return { provider: settings?.provider ?? 'openai', baseUrl: settings?.baseUrl ?? '', model: settings?.model ?? '', stream: settings?.stream ?? false };
+  return {
+    provider: settings?.provider ?? 'openai',
+    baseUrl: settings?.baseUrl ?? '',
+    model: settings?.model ?? '',
+    stream: settings?.stream ?? false,
+  };
 }
 
 /** The draft as settings: numbers the form does not show (timeout, retries) keep their saved values. */
@@ -100,7 +111,9 @@ export function ModelSettingsCard() {
   return (
     <section className="card" aria-labelledby="model-head">
       <h2 id="model-head">Model</h2>
-      <p className="muted small">The model agent runs talk to. Saved in policy.json (<code>model</code>); the key is kept apart, sealed like the audit keys.</p>
+      <p className="muted small">
+        The model agent runs talk to. Saved in policy.json (<code>model</code>); the key is kept apart, sealed like the audit keys.
+      </p>
       <ErrorBox error={error ?? loaded.error} onDismiss={() => setError(null)} />
       <form
         className="model-form"
@@ -118,11 +131,26 @@ export function ModelSettingsCard() {
           ))}
         </select>
         <label htmlFor="model-address">Address</label>
-        <input id="model-address" type="url" spellCheck={false} placeholder={ADDRESS_HINT[draft.provider]} value={draft.baseUrl} onChange={(event) => edit({ baseUrl: event.target.value })} />
+        <input
+          id="model-address"
+          type="url"
+          spellCheck={false}
+          placeholder={ADDRESS_HINT[draft.provider]}
+          value={draft.baseUrl}
+          onChange={(event) => edit({ baseUrl: event.target.value })}
+        />
         <label htmlFor="model-name">Model name</label>
-        <input id="model-name" type="text" spellCheck={false} placeholder={draft.provider === 'anthropic' ? 'claude-sonnet-4-5' : 'llama3.1'} value={draft.model} onChange={(event) => edit({ model: event.target.value })} />
+        <input
+          id="model-name"
+          type="text"
+          spellCheck={false}
+          placeholder={draft.provider === 'anthropic' ? 'claude-sonnet-4-5' : 'llama3.1'}
+          value={draft.model}
+          onChange={(event) => edit({ model: event.target.value })}
+        />
         <label className="inline">
-          <input type="checkbox" checked={draft.stream} onChange={(event) => edit({ stream: event.target.checked })} /> Stream answers as they come
+          <input type="checkbox" checked={draft.stream} onChange={(event) => edit({ stream: event.target.checked })} /> Stream answers as
+          they come
         </label>
         <div className="actions">
           <button type="submit" className="primary" disabled={!canSave || !touched}>
@@ -146,7 +174,9 @@ export function ModelSettingsCard() {
           type="password"
           autoComplete="off"
           spellCheck={false}
-          placeholder={keyKept ? 'A key is kept (never shown). Type a new one to replace it.' : 'No key kept. Local servers such as Ollama need none.'}
+          placeholder={
+            keyKept ? 'A key is kept (never shown). Type a new one to replace it.' : 'No key kept. Local servers such as Ollama need none.'
+          }
           value={key}
           onChange={(event) => setKey(event.target.value)}
         />

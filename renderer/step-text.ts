@@ -66,7 +66,8 @@ export function approverText(record: StepRecord): string {
   const by = record.approval?.by;
   if (!by) return '—';
   const rules = record.evaluation?.approvedByRules ?? [];
-  if (by.channel === 'policy' && rules.length > 0) return `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`;
+  if (by.channel === 'policy' && rules.length > 0)
+    return `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`;
   if (by.channel === 'policy') return 'policy (auto-approved)';
   return `${by.user} via ${by.channel}`;
 }

@@ -11,7 +11,12 @@ function formatFor(kind: 'full' | 'short', locale: string | undefined): Intl.Dat
   let format = formats.get(key);
   if (!format) {
     // No hour12 here: the locale decides, so en-US reads "3:10:56 PM" and de-DE "15:10:56".
-    format = new Intl.DateTimeFormat(locale, kind === 'full' ? { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' } : { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' });
+    format = new Intl.DateTimeFormat(
+      locale,
+      kind === 'full'
+        ? { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' }
+        : { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit' },
+    );
     formats.set(key, format);
   }
   return format;

@@ -131,7 +131,10 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
       }
       const key = `${decision.stepIds.join(',')}@${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
       update([...heldRef.current, { ...decision, key, sendsAt: Date.now() + delayMs }]);
-      timers.current.set(key, setTimeout(() => release(key), delayMs));
+      timers.current.set(
+        key,
+        setTimeout(() => release(key), delayMs),
+      );
       sign(key, decision);
       return key;
     },
@@ -157,7 +160,10 @@ export function useUndoableDecisions(delay: () => number = undoDelayMs) {
       if (!decision || decision.pausedLeft === undefined) return;
       const left = Math.max(1_000, decision.pausedLeft);
       update(heldRef.current.map((entry) => (entry.key === key ? { ...entry, sendsAt: Date.now() + left, pausedLeft: undefined } : entry)));
-      timers.current.set(key, setTimeout(() => release(key), left));
+      timers.current.set(
+        key,
+        setTimeout(() => release(key), left),
+      );
     },
     [release],
   );

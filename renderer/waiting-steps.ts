@@ -83,22 +83,25 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
     if (!cursor || loadingMore.current) return;
     loadingMore.current = true;
     const current = generation.current;
-    api.listStepSummaries({ status: WAITING_STATUSES, limit: SUMMARY_PAGE, cursor }).then(
-      (page) => {
-        if (!alive.current || current !== generation.current) return;
-        setSummaries((previous) => {
-          const next = new Map(previous ?? []);
-          // A summary an event brought meanwhile is newer than the page's.
-          for (const item of page.items) if (!next.has(item.id)) next.set(item.id, item);
-          return next;
-        });
-        setCursor(page.nextCursor);
-        setTotal(page.total);
-      },
-      (caught: unknown) => alive.current && setError(caught),
-    ).finally(() => {
-      loadingMore.current = false;
-    });
+    api
+      .listStepSummaries({ status: WAITING_STATUSES, limit: SUMMARY_PAGE, cursor })
+      .then(
+        (page) => {
+          if (!alive.current || current !== generation.current) return;
+          setSummaries((previous) => {
+            const next = new Map(previous ?? []);
+            // A summary an event brought meanwhile is newer than the page's.
+            for (const item of page.items) if (!next.has(item.id)) next.set(item.id, item);
+            return next;
+          });
+          setCursor(page.nextCursor);
+          setTotal(page.total);
+        },
+        (caught: unknown) => alive.current && setError(caught),
+      )
+      .finally(() => {
+        loadingMore.current = false;
+      });
   }, [api, cursor]);
 
   useEffect(() => {
@@ -129,7 +132,10 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
           return next;
         });
       })
-      .then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), (caught: unknown) => alive.current && setError(caught));
+      .then(
+        (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
+        (caught: unknown) => alive.current && setError(caught),
+      );
     return () => {
       cancelled = true;
       clearTimeout(countTimer);
@@ -137,5 +143,13 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
     };
   }, [api, counts]);
 
-  return { data: summaries ? [...summaries.values()] : undefined, total, awaitingConsent, hasMore: cursor !== null, error, reload: () => void load(), loadMore };
+  return {
+    data: summaries ? [...summaries.values()] : undefined,
+    total,
+    awaitingConsent,
+    hasMore: cursor !== null,
+    error,
+    reload: () => void load(),
+    loadMore,
+  };
 }

@@ -136,5 +136,7 @@ try {
     console.error(`build:cli: ${reason}`);
     process.exit(1);
   }
-  console.error(`build:cli: skipped (${reason}); bin/executor.js runs the TypeScript sources through tsx instead (slower to start). Run \`npm run build:cli\` when this is fixed.`);
+  console.error(
+    `build:cli: skipped (${reason}); bin/executor.js runs the TypeScript sources through tsx instead (slower to start). Run \`npm run build:cli\` when this is fixed.`,
+  );
 }

@@ -60,4 +60,4 @@ for (const wasm of ['web-tree-sitter/tree-sitter.wasm', 'tree-sitter-bash/tree-s
   fs.copyFileSync(require.resolve(wasm), path.join(root, 'dist-electron', path.basename(wasm)));
 }
 
-console.log('built dist-electron/main.js, host-thread-worker.js, preload.cjs, worker.cjs and the shell parser\'s .wasm files');
+console.log("built dist-electron/main.js, host-thread-worker.js, preload.cjs, worker.cjs and the shell parser's .wasm files");

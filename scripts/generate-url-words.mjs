@@ -76,7 +76,10 @@ for (const word of fs.readFileSync(dictionaryFile, 'utf8').split('\n')) {
 const sorted = [...words].sort();
 
 // Bigram counts over the listed words and the dictionary's, each word once; 0 is the word boundary.
-const dictionaryWords = fs.readFileSync(dictionaryFile, 'utf8').split('\n').filter((word) => /^[a-z]{2,16}$/.test(word));
+const dictionaryWords = fs
+  .readFileSync(dictionaryFile, 'utf8')
+  .split('\n')
+  .filter((word) => /^[a-z]{2,16}$/.test(word));
 const counts = Array.from({ length: 27 }, () => new Array(27).fill(0.5));
 for (const word of new Set([...sorted, ...dictionaryWords])) {
   let previous = 0;
@@ -95,7 +98,7 @@ const bits = counts.map((row) => {
 });
 
 const lines = [];
-for (let at = 0; at < sorted.length; ) {
+for (let at = 0; at < sorted.length;) {
   let line = '';
   while (at < sorted.length && line.length + sorted[at].length < 110) line += (line ? ' ' : '') + sorted[at++];
   lines.push(`  '${line} ' +`);

@@ -15,7 +15,13 @@ import { SignedAuditLog } from '../src/audit/log/audit-log.js';
 import { verifyExportFile } from '../src/audit/verify/audit-verifier.js';
 import { FileKeyStore } from '../src/audit/keys/key-store.js';
 import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/format/record-format.js';
-import { buildRecordProof, checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/export/record-proof.js';
+import {
+  buildRecordProof,
+  checkRecordProof,
+  parseProofKeys,
+  type ProofCode,
+  type RecordProofFile,
+} from '../src/audit/export/record-proof.js';
 import type { VerifyReport } from '../src/audit/verify/verify-codes.js';
 import { openDatabase } from '../src/store/database.js';
 import { relabelIntoCurrentEpoch, rewriteClosedEpochs } from '../test/helpers/audit-thief.js';
@@ -68,7 +74,9 @@ const CLOSED_THIEF_AT = 4;
 
 function outDir(): string {
   const at = process.argv.indexOf('--out');
-  return path.resolve(at >= 0 && process.argv[at + 1] ? process.argv[at + 1]! : path.join(import.meta.dirname, '..', 'docs', 'audit-vectors'));
+  return path.resolve(
+    at >= 0 && process.argv[at + 1] ? process.argv[at + 1]! : path.join(import.meta.dirname, '..', 'docs', 'audit-vectors'),
+  );
 }
 
 /** A fixed clock, a second per record: the same times in every run. */
@@ -92,9 +100,15 @@ function makeLog(work: string): MadeLog {
   const db = openDatabase(dataDir);
   const keyStore = new FileKeyStore(dataDir);
   try {
-    const log = SignedAuditLog.open(db, keyStore, dataDir, { checkpointEvery: CHECKPOINT_EVERY, epochMaxRecords: EPOCH_RECORDS, now: clock() });
+    const log = SignedAuditLog.open(db, keyStore, dataDir, {
+      checkpointEvery: CHECKPOINT_EVERY,
+      epochMaxRecords: EPOCH_RECORDS,
+      now: clock(),
+    });
     const note = (index: number, detail: Record<string, unknown> = {}) =>
-      db.transaction(() => log.append({ kind: 'step.simulated', actor: ACTOR, planId: 'plan-v', stepId: `step-${index}`, detail: { index, ...detail } }))();
+      db.transaction(() =>
+        log.append({ kind: 'step.simulated', actor: ACTOR, planId: 'plan-v', stepId: `step-${index}`, detail: { index, ...detail } }),
+      )();
     db.transaction(() => log.append({ kind: 'app.started', actor: ACTOR, detail: { pid: 1 } }))();
     for (let index = 1; index <= 8; index++) note(index, index === 3 ? { token: 'a secret the log keeps as a salted digest' } : {});
     log.rotate(ACTOR, 'test vectors: a rotation with its co-signature');
@@ -106,7 +120,12 @@ function makeLog(work: string): MadeLog {
     // As `executor audit export` does: the header signed by the current epoch's keys.
     const exportOf = (from?: number) => {
       const chunks: string[] = [];
-      exportAudit(db, log.logId, { write: (line) => chunks.push(line) }, { from, checkpointEvery: CHECKPOINT_EVERY, now: new Date('2026-01-02T00:00:00.000Z'), keyring: log.keys });
+      exportAudit(
+        db,
+        log.logId,
+        { write: (line) => chunks.push(line) },
+        { from, checkpointEvery: CHECKPOINT_EVERY, now: new Date('2026-01-02T00:00:00.000Z'), keyring: log.keys },
+      );
       return chunks.join('');
     };
     const exportText = exportOf();
@@ -117,14 +136,25 @@ function makeLog(work: string): MadeLog {
       .exportVerification(new Date(), { keep: true })
       .map((line) => `${line.keyId} ${line.verificationKey} ${line.publicKey}`)
       .join('\n');
-    const chains = new Map(parseVerificationKeys(keysText.split('\n').map((line) => line.split(' ')[1]).join(',')).map((keys) => [keys.keyId, keys]));
+    const chains = new Map(
+      parseVerificationKeys(
+        keysText
+          .split('\n')
+          .map((line) => line.split(' ')[1])
+          .join(','),
+      ).map((keys) => [keys.keyId, keys]),
+    );
     return { exportText, excerptText, proof, keysText: `${keysText}\n`, epochKey: (keyId, epoch) => chains.get(keyId)!.key(epoch) };
   } finally {
     db.close();
   }
 }
 
-const parse = (text: string): Line[] => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
+const parse = (text: string): Line[] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Line);
 const write = (lines: Line[]): string => lines.map((line) => `${JSON.stringify(line)}\n`).join('');
 const recordAt = (lines: Line[], seq: number): number => lines.findIndex((line) => line.type === 'record' && line.seq === seq);
 
@@ -225,7 +255,10 @@ const TAMPERS: Tamper[] = [
     edit: (lines, keys) => {
       const at = recordAt(lines, 4);
       const body = bodyOf(lines[at]!);
-      lines[at] = { ...lines[at]!, mac: hmac(keys.epochKey(body.keyId, body.epoch + 1), RECORD_MAC_PREFIX, lines[at]!.body!).toString('hex') };
+      lines[at] = {
+        ...lines[at]!,
+        mac: hmac(keys.epochKey(body.keyId, body.epoch + 1), RECORD_MAC_PREFIX, lines[at]!.body!).toString('hex'),
+      };
       return lines;
     },
   },
@@ -288,7 +321,11 @@ const TAMPERS: Tamper[] = [
     says: `cut cleanly after record ${CUT_AT} (records and checkpoints past it removed) with the header's \`to\`, \`records\` and \`checkpoints\` edited to match; its signature no longer holds`,
     code: 'BAD_HEADER',
     edit: (lines) => {
-      const kept = lines.slice(1).filter((line) => (line.type === 'record' ? line.seq! <= CUT_AT : line.type === 'checkpoint' ? checkpointSeq(line) <= CUT_AT : true));
+      const kept = lines
+        .slice(1)
+        .filter((line) =>
+          line.type === 'record' ? line.seq! <= CUT_AT : line.type === 'checkpoint' ? checkpointSeq(line) <= CUT_AT : true,
+        );
       const header = { ...lines[0]!, to: CUT_AT, records: CUT_AT, checkpoints: kept.filter((line) => line.type === 'checkpoint').length };
       return [header, ...kept];
     },
@@ -386,7 +423,10 @@ function thiefExport(work: string): string {
 function closedEpochThiefExport(work: string): string {
   const dataDir = path.join(work, 'closed-epoch-thief');
   fs.cpSync(path.join(work, 'data'), dataDir, { recursive: true });
-  rewriteClosedEpochs(dataDir, { 1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000), [CLOSED_THIEF_AT]: (body) => ((body.args as Record<string, unknown>).index = 99) });
+  rewriteClosedEpochs(dataDir, {
+    1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000),
+    [CLOSED_THIEF_AT]: (body) => ((body.args as Record<string, unknown>).index = 99),
+  });
   return exportWithStolenKeys(dataDir);
 }
 
@@ -394,9 +434,14 @@ function exportWithStolenKeys(dataDir: string): string {
   const db = openDatabase(dataDir);
   try {
     const keyring = AuditKeyring.load(new FileKeyStore(dataDir))!;
-    const logId = (db.prepare('SELECT json_extract(body, \'$.logId\') FROM audit_records WHERE seq = 1').pluck().get() as string);
+    const logId = db.prepare("SELECT json_extract(body, '$.logId') FROM audit_records WHERE seq = 1").pluck().get() as string;
     const chunks: string[] = [];
-    exportAudit(db, logId, { write: (line) => chunks.push(line) }, { checkpointEvery: CHECKPOINT_EVERY, now: new Date('2026-01-02T00:00:00.000Z'), keyring });
+    exportAudit(
+      db,
+      logId,
+      { write: (line) => chunks.push(line) },
+      { checkpointEvery: CHECKPOINT_EVERY, now: new Date('2026-01-02T00:00:00.000Z'), keyring },
+    );
     return chunks.join('');
   } finally {
     db.close();
@@ -427,13 +472,20 @@ const PROOF_TAMPERS: ProofTamper[] = [
     file: 'inclusion-hash.json',
     says: 'the first hash of the inclusion proof with one hex digit changed',
     code: 'NOT_INCLUDED',
-    edit: (proof) => ({ ...proof, inclusion: { ...proof.inclusion, hashes: [flipHex(proof.inclusion.hashes[0]!), ...proof.inclusion.hashes.slice(1)] } }),
+    edit: (proof) => ({
+      ...proof,
+      inclusion: { ...proof.inclusion, hashes: [flipHex(proof.inclusion.hashes[0]!), ...proof.inclusion.hashes.slice(1)] },
+    }),
   },
   {
     file: 'moved-leaf.json',
     says: 'leafIndex and record.seq moved to the next record, the body unchanged',
     code: 'MISMATCH',
-    edit: (proof) => ({ ...proof, record: { ...proof.record, seq: proof.record.seq + 1 }, inclusion: { ...proof.inclusion, leafIndex: proof.inclusion.leafIndex + 1 } }),
+    edit: (proof) => ({
+      ...proof,
+      record: { ...proof.record, seq: proof.record.seq + 1 },
+      inclusion: { ...proof.inclusion, leafIndex: proof.inclusion.leafIndex + 1 },
+    }),
   },
   {
     file: 'note-signature.json',
@@ -450,7 +502,7 @@ const PROOF_TAMPERS: ProofTamper[] = [
   },
   {
     file: 'checkpoint-body-signature.json',
-    says: "the Ed25519 signature of the audit checkpoint body (checkpoint.sig) with one hex digit changed",
+    says: 'the Ed25519 signature of the audit checkpoint body (checkpoint.sig) with one hex digit changed',
     code: 'BAD_SIGNATURE',
     edit: (proof) => ({ ...proof, checkpoint: { ...proof.checkpoint, sig: flipHex(proof.checkpoint.sig) } }),
   },
@@ -473,7 +525,10 @@ function verdictOf(report: VerifyReport): Verdict {
 }
 
 async function judge(file: string, keysText: string): Promise<{ withVerificationKeys: Verdict; withPublicKeysOnly: Verdict }> {
-  const columns = keysText.trim().split('\n').map((line) => line.split(' '));
+  const columns = keysText
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   const verificationKeys = parseVerificationKeys(columns.map((c) => c[1]!).join(','));
   const chainPublicKeys = parseChainPublicKeys(columns.map((c) => c[2]!).join(','));
   return {
@@ -484,7 +539,13 @@ async function judge(file: string, keysText: string): Promise<{ withVerification
 
 /** What `audit verify-proof --key <every epk2- of keys.txt>` answers. */
 function judgeProof(file: string, keysText: string): { ok: boolean; code: ProofCode | null } {
-  const keys = parseProofKeys(keysText.trim().split('\n').map((line) => line.split(' ')[2]!).join(','));
+  const keys = parseProofKeys(
+    keysText
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ')[2]!)
+      .join(','),
+  );
   const report = checkRecordProof(JSON.parse(fs.readFileSync(file, 'utf8')) as unknown, keys);
   return { ok: report.ok, code: report.problem?.code ?? null };
 }
@@ -564,34 +625,56 @@ async function main(): Promise<void> {
     fs.writeFileSync(path.join(out, 'proof.json'), `${JSON.stringify(proof, null, 2)}\n`);
     const entries: VectorEntry[] = [
       { file: 'log.jsonl', says: 'the log as exported', ...(await judge(path.join(out, 'log.jsonl'), keysText)) },
-      { file: 'excerpt.jsonl', says: `records ${EXCERPT_FROM} to the end, as exported (\`audit export --from ${EXCERPT_FROM}\`), with its tree-prefix line`, ...(await judge(path.join(out, 'excerpt.jsonl'), keysText)) },
+      {
+        file: 'excerpt.jsonl',
+        says: `records ${EXCERPT_FROM} to the end, as exported (\`audit export --from ${EXCERPT_FROM}\`), with its tree-prefix line`,
+        ...(await judge(path.join(out, 'excerpt.jsonl'), keysText)),
+      },
     ];
     for (const entry of entries) {
-      if (!entry.withVerificationKeys.ok || !entry.withPublicKeysOnly.ok) throw new Error(`the untampered export does not verify: ${JSON.stringify(entry)}`);
+      if (!entry.withVerificationKeys.ok || !entry.withPublicKeysOnly.ok)
+        throw new Error(`the untampered export does not verify: ${JSON.stringify(entry)}`);
     }
     for (const tamper of TAMPERS) {
       const file = path.join('tampered', tamper.file);
       fs.writeFileSync(path.join(out, file), write(tamper.edit(parse(tamper.base ? bases[tamper.base] : exportText), { epochKey })));
       const verdicts = await judge(path.join(out, file), keysText);
       if (verdicts.withVerificationKeys.code !== tamper.code) {
-        throw new Error(`${file} gives ${JSON.stringify(verdicts.withVerificationKeys)}, not ${tamper.code}: the vector or the verifier is wrong`);
+        throw new Error(
+          `${file} gives ${JSON.stringify(verdicts.withVerificationKeys)}, not ${tamper.code}: the vector or the verifier is wrong`,
+        );
       }
       if (tamper.publicCode && verdicts.withPublicKeysOnly.code !== tamper.publicCode) {
-        throw new Error(`${file} gives ${JSON.stringify(verdicts.withPublicKeysOnly)} with the public keys only, not ${tamper.publicCode}: the vector or the verifier is wrong`);
+        throw new Error(
+          `${file} gives ${JSON.stringify(verdicts.withPublicKeysOnly)} with the public keys only, not ${tamper.publicCode}: the vector or the verifier is wrong`,
+        );
       }
       entries.push({ file, says: tamper.says, ...verdicts });
     }
-    const proofs: ProofVectorEntry[] = [{ file: 'proof.json', says: `the proof of record ${PROOF_SEQ} as \`audit prove ${PROOF_SEQ}\` writes it`, ...judgeProof(path.join(out, 'proof.json'), keysText) }];
+    const proofs: ProofVectorEntry[] = [
+      {
+        file: 'proof.json',
+        says: `the proof of record ${PROOF_SEQ} as \`audit prove ${PROOF_SEQ}\` writes it`,
+        ...judgeProof(path.join(out, 'proof.json'), keysText),
+      },
+    ];
     if (!proofs[0]!.ok) throw new Error(`the untampered proof does not hold: ${JSON.stringify(proofs[0])}`);
     for (const tamper of PROOF_TAMPERS) {
       const file = path.join('tampered-proofs', tamper.file);
       fs.writeFileSync(path.join(out, file), `${JSON.stringify(tamper.edit(structuredClone(proof)), null, 2)}\n`);
       const verdict = judgeProof(path.join(out, file), keysText);
-      if (verdict.code !== tamper.code) throw new Error(`${file} gives ${JSON.stringify(verdict)}, not ${tamper.code}: the vector or verify-proof is wrong`);
+      if (verdict.code !== tamper.code)
+        throw new Error(`${file} gives ${JSON.stringify(verdict)}, not ${tamper.code}: the vector or verify-proof is wrong`);
       proofs.push({ file, says: tamper.says, ...verdict });
     }
-    fs.writeFileSync(path.join(out, 'README.md'), readme(parse(exportText).filter((line) => line.type === 'record').length, entries, proofs));
-    fs.writeFileSync(path.join(out, 'expected.json'), `${JSON.stringify({ format: 'executor-audit-vectors', v: 2, vectors: entries, proofs }, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(out, 'README.md'),
+      readme(parse(exportText).filter((line) => line.type === 'record').length, entries, proofs),
+    );
+    fs.writeFileSync(
+      path.join(out, 'expected.json'),
+      `${JSON.stringify({ format: 'executor-audit-vectors', v: 2, vectors: entries, proofs }, null, 2)}\n`,
+    );
     process.stdout.write(`wrote ${entries.length} export vectors and ${proofs.length} proof vectors to ${out}\n`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

@@ -52,7 +52,8 @@ function forward(child) {
 }
 
 // EXECUTOR_START_IN_BROWSER=1: the browser UI even where Electron is installed (a remote machine, a test).
-const electron = process.env.EXECUTOR_START_IN_BROWSER === '1' ? { reason: 'EXECUTOR_START_IN_BROWSER=1 asks for the browser' } : findElectron();
+const electron =
+  process.env.EXECUTOR_START_IN_BROWSER === '1' ? { reason: 'EXECUTOR_START_IN_BROWSER=1 asks for the browser' } : findElectron();
 if (electron.binary) {
   buildRenderer();
   if (!run(process.execPath, [path.join(root, 'scripts/build-electron.js')])) process.exit(1);

@@ -29,17 +29,24 @@ export function AttentionControls() {
           disabled={asking}
           onClick={() => {
             setAsking(true);
-            void askForNotifications().then(setState, () => setState(notifyState())).finally(() => setAsking(false));
+            void askForNotifications()
+              .then(setState, () => setState(notifyState()))
+              .finally(() => setAsking(false));
           }}
         >
           Notify me
         </button>
       ) : state === 'on' || state === 'off' ? (
         <label className="check">
-          <input type="checkbox" checked={state === 'on'} onChange={(event) => setState(setNotificationsWanted(event.target.checked))} /> Notify me
+          <input type="checkbox" checked={state === 'on'} onChange={(event) => setState(setNotificationsWanted(event.target.checked))} />{' '}
+          Notify me
         </label>
       ) : null}
-      {STATE_WORDS[state] ? <p className="muted small-note" data-testid="notify-state">{STATE_WORDS[state]}</p> : null}
+      {STATE_WORDS[state] ? (
+        <p className="muted small-note" data-testid="notify-state">
+          {STATE_WORDS[state]}
+        </p>
+      ) : null}
       <label className="check">
         <input
           type="checkbox"

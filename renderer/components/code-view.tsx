@@ -1,5 +1,15 @@
 import { useMemo } from 'react';
-import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../../src/domain/run-step-facts.js';
+import {
+  capabilityAsks,
+  codeLanguageName,
+  codeSandboxOf,
+  codeTimeoutWords,
+  commandTimeoutWords,
+  durationText,
+  NO_CAPABILITY_WORDS,
+  SANDBOX_WORDS,
+  type RunTimeLimits,
+} from '../../src/domain/run-step-facts.js';
 import { commandLineOf, quoteShellWord } from '../../src/domain/shell-quote.js';
 import type { CodeExcerpt as CodeExcerptLines } from '../../src/domain/code-excerpt.js';
 import type { ActionArgs, Step } from '../../src/domain/step.js';
@@ -18,7 +28,17 @@ import { MarkedText } from './marked-text.js';
 const HIGHLIGHT_MAX_CHARS = 100_000;
 const HIGHLIGHT_MAX_LINES = 3000;
 
-export function CodeBlock({ code, language, label = 'Code to run', compact = false }: { code: string; language: CodeLanguage; label?: string; compact?: boolean }) {
+export function CodeBlock({
+  code,
+  language,
+  label = 'Code to run',
+  compact = false,
+}: {
+  code: string;
+  language: CodeLanguage;
+  label?: string;
+  compact?: boolean;
+}) {
   const lines = useMemo(() => {
     if (code.length > HIGHLIGHT_MAX_CHARS) return null;
     const split = tokenLines(tokenizeCode(code, language));
@@ -71,7 +91,11 @@ export function CodeExcerpt({ excerpt }: { excerpt: CodeExcerptLines }) {
           <MarkedText text={line} />
         </span>
       ))}
-      {more > 0 ? <span className="item-code-more">… {more} more line{more === 1 ? '' : 's'}</span> : null}
+      {more > 0 ? (
+        <span className="item-code-more">
+          … {more} more line{more === 1 ? '' : 's'}
+        </span>
+      ) : null}
     </span>
   );
 }
@@ -114,7 +138,15 @@ export function CodeFacts({ args, limits }: { args: ActionArgs<'runCode'>; limit
 }
 
 /** The command line as it will run, and where, how long, with which environment and secret files. */
-export function CommandFacts({ args, limits, roots }: { args: ActionArgs<'runCommand'>; limits: RunTimeLimits | undefined; roots: readonly string[] }) {
+export function CommandFacts({
+  args,
+  limits,
+  roots,
+}: {
+  args: ActionArgs<'runCommand'>;
+  limits: RunTimeLimits | undefined;
+  roots: readonly string[];
+}) {
   const env = Object.entries(args.env ?? {});
   return (
     <dl className="facts run-facts">
@@ -123,7 +155,13 @@ export function CommandFacts({ args, limits, roots }: { args: ActionArgs<'runCom
         <pre className="command-line" tabIndex={0}>
           <MarkedText text={commandLineOf(args)} />
         </pre>
-        {args.command !== undefined ? <span className="muted">Run by <code>sh -c</code> inside the container.</span> : <span className="muted">Run directly, without a shell; quoted here as a shell would need it.</span>}
+        {args.command !== undefined ? (
+          <span className="muted">
+            Run by <code>sh -c</code> inside the container.
+          </span>
+        ) : (
+          <span className="muted">Run directly, without a shell; quoted here as a shell would need it.</span>
+        )}
       </dd>
       <dt>In</dt>
       <dd>
@@ -172,7 +210,17 @@ export function CommandFacts({ args, limits, roots }: { args: ActionArgs<'runCom
 }
 
 /** For a step that runs something, what it runs; nothing for other steps. */
-export function WhatRuns({ step, limits, roots, compact = false }: { step: Step; limits: RunTimeLimits | undefined; roots: readonly string[]; compact?: boolean }) {
+export function WhatRuns({
+  step,
+  limits,
+  roots,
+  compact = false,
+}: {
+  step: Step;
+  limits: RunTimeLimits | undefined;
+  roots: readonly string[];
+  compact?: boolean;
+}) {
   if (step.action === 'runCode') {
     return (
       <section className="what-runs" aria-label="What will run">

@@ -31,7 +31,14 @@ export function CopyId({ id, what, keep }: { id: string; what: string; keep?: nu
       <code title={`${what}: ${markedPlainText(id)}`}>
         <MarkedText text={shortId(id, keep)} />
       </code>
-      <button type="button" className="copy-button" aria-label={`Copy ${what} ${markedPlainText(id)}`} title={`Copy ${what}`} onClick={(event) => void copy(event)} onKeyDown={(event) => event.stopPropagation()}>
+      <button
+        type="button"
+        className="copy-button"
+        aria-label={`Copy ${what} ${markedPlainText(id)}`}
+        title={`Copy ${what}`}
+        onClick={(event) => void copy(event)}
+        onKeyDown={(event) => event.stopPropagation()}
+      >
         {copied ? (
           <svg viewBox="0 0 16 16" aria-hidden="true">
             <path d="M3 8.5l3 3 7-7" fill="none" stroke="currentColor" strokeWidth="2" />

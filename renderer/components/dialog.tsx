@@ -4,7 +4,17 @@ import { useEffect, useRef, type ReactNode } from 'react';
  * A modal on the native <dialog>: focus moves in and is trapped, Escape cancels, focus returns
  * to where it was. `onCancel` runs for Escape and for the Cancel button alike.
  */
-export function Dialog({ title, children, onCancel, className }: { title: string; children: ReactNode; onCancel(): void; className?: string }) {
+export function Dialog({
+  title,
+  children,
+  onCancel,
+  className,
+}: {
+  title: string;
+  children: ReactNode;
+  onCancel(): void;
+  className?: string;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const dialog = ref.current!;

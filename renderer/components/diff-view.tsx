@@ -55,7 +55,12 @@ export function UnifiedDiff({ patch, path, label }: { patch: string; path: strin
       return null;
     }
   }, [patch, path]);
-  if (!files || files.length === 0) return <pre className="raw-diff" tabIndex={0} aria-label={label}>{patch}</pre>;
+  if (!files || files.length === 0)
+    return (
+      <pre className="raw-diff" tabIndex={0} aria-label={label}>
+        {patch}
+      </pre>
+    );
   return (
     <div className="diff-frame" role="region" aria-label={label} tabIndex={0}>
       {files.map((file, index) => {

@@ -88,9 +88,9 @@ export function FirstRunRoot({ policy, onOpenSettings }: { policy: PolicyValue |
     <section className="card first-run" aria-labelledby="first-run-title">
       <h2 id="first-run-title">Where do your agents work?</h2>
       <p>
-        Name the folder of the project your agents work on. Executor lets steps change files only inside it (and the folders you add
-        later), and commands run on a copy of it. Until you name one, <strong>every file step is CRITICAL</strong>: it waits for you and
-        is shown as the most dangerous kind.
+        Name the folder of the project your agents work on. Executor lets steps change files only inside it (and the folders you add later),
+        and commands run on a copy of it. Until you name one, <strong>every file step is CRITICAL</strong>: it waits for you and is shown as
+        the most dangerous kind.
       </p>
       {picker ? (
         <p>

@@ -21,7 +21,15 @@ export function applyFrame(runs: ReadonlyMap<string, Shown>, frame: LiveRunFrame
   const tail = frame.replace || !sameRun ? [] : previous.tail.map((chunk) => ({ ...chunk }));
   for (const chunk of frame.chunks) appendChunk(tail, chunk);
   trimTail(tail);
-  next.set(frame.stepId, { stepId: frame.stepId, title: frame.title, phase: frame.phase, startedAt: frame.startedAt, tail, bytes: frame.bytes, cancelling: frame.cancelling });
+  next.set(frame.stepId, {
+    stepId: frame.stepId,
+    title: frame.title,
+    phase: frame.phase,
+    startedAt: frame.startedAt,
+    tail,
+    bytes: frame.bytes,
+    cancelling: frame.cancelling,
+  });
   return next;
 }
 
@@ -80,7 +88,11 @@ export function runningFor(startedAt: string, now: number): string {
 }
 
 function bytesText(bytes: number): string {
-  return bytes < 1024 ? `${bytes} bytes` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return bytes < 1024
+    ? `${bytes} bytes`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function LiveRunCard({ run, now }: { run: Shown; now: number }) {
@@ -122,7 +134,13 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
         <span className="live-run-elapsed" data-testid={`live-run-elapsed-${run.stepId}`}>
           {runningFor(run.startedAt, now)}
         </span>
-        <button type="button" className="danger small" onClick={() => void cancel()} disabled={asked || run.cancelling} aria-label={`Cancel ${markedPlainText(run.stepId)}`}>
+        <button
+          type="button"
+          className="danger small"
+          onClick={() => void cancel()}
+          disabled={asked || run.cancelling}
+          aria-label={`Cancel ${markedPlainText(run.stepId)}`}
+        >
           {asked || run.cancelling ? 'Cancelling…' : 'Cancel'}
         </button>
       </header>
@@ -132,10 +150,17 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
       <p className="muted small">
         <code>
           <MarkedText text={run.stepId} />
-        </code> · {printed === 0 ? 'no output yet' : `${bytesText(printed)} of output${printed > 8 * 1024 ? ', last lines shown' : ''}`}
+        </code>{' '}
+        · {printed === 0 ? 'no output yet' : `${bytesText(printed)} of output${printed > 8 * 1024 ? ', last lines shown' : ''}`}
       </p>
       {run.tail.length > 0 ? (
-        <pre ref={tailBox} className="output live-run-output" tabIndex={0} aria-label={`Output of ${markedPlainText(run.stepId)}, last lines`} data-testid={`live-run-output-${run.stepId}`}>
+        <pre
+          ref={tailBox}
+          className="output live-run-output"
+          tabIndex={0}
+          aria-label={`Output of ${markedPlainText(run.stepId)}, last lines`}
+          data-testid={`live-run-output-${run.stepId}`}
+        >
           {run.tail.map((chunk, index) => (
             <span key={index} className={chunk.stream === 'stderr' ? 'stderr' : undefined}>
               <MarkedText text={chunk.text} />

@@ -39,7 +39,8 @@ export function InvisibleWarning({ texts, what }: { texts: readonly (string | nu
   if (!texts.some((text) => typeof text === 'string' && hasInvisible(text))) return null;
   return (
     <p className="warning invisible-warning" role="alert">
-      The {what} contains invisible or direction-changing characters, marked ⟨U+…⟩: it may not read the way it runs. Approve only if you expect them.
+      The {what} contains invisible or direction-changing characters, marked ⟨U+…⟩: it may not read the way it runs. Approve only if you
+      expect them.
     </p>
   );
 }

@@ -13,7 +13,15 @@ type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
  * step would meet a conflict, it is named with its files, and the only way on is a forced revert,
  * asked twice, that keeps what it overwrites (as a single forced revert does).
  */
-export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: PlanRevertPreview; onCancel(): void; onRevert(force: boolean): void }) {
+export function PlanRevertDialog({
+  preview,
+  onCancel,
+  onRevert,
+}: {
+  preview: PlanRevertPreview;
+  onCancel(): void;
+  onRevert(force: boolean): void;
+}) {
   const roots = useRoots();
   const [forcing, setForcing] = useState(false);
   const reverting = preview.steps.filter((step) => step.state !== 'skip');
@@ -22,9 +30,13 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
     return (
       <Dialog title="Force the plan's revert?" onCancel={onCancel}>
         <p className="warning">
-          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}. Forcing puts back their content from before the plan over those newer changes.
+          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}
+          . Forcing puts back their content from before the plan over those newer changes.
         </p>
-        <p>Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from History. It is recorded in the audit log.</p>
+        <p>
+          Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from
+          History. It is recorded in the audit log.
+        </p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
             Cancel
@@ -45,7 +57,8 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
       </p>
       {conflicts.length ? (
         <p className="warning" role="alert">
-          Refused as it is: files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}.
+          Refused as it is: files changed after {conflicts.length === 1 ? 'step' : 'steps'}{' '}
+          {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}.
         </p>
       ) : null}
       <ol className="plan-revert-steps">
@@ -58,7 +71,11 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
               <MarkedText text={shortId(step.stepId)} />
             </code>
             {' — '}
-            {step.state === 'skip' ? `left as it is: ${markedPlainText(step.reason ?? '')}` : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'will be reverted'}
+            {step.state === 'skip'
+              ? `left as it is: ${markedPlainText(step.reason ?? '')}`
+              : step.state === 'conflict'
+                ? 'CONFLICT: a file changed after the step'
+                : 'will be reverted'}
             {step.state !== 'skip' && step.files.length ? (
               <ul>
                 {step.files.map((file) => (
@@ -66,7 +83,13 @@ export function PlanRevertDialog({ preview, onCancel, onRevert }: { preview: Pla
                     <code title={file.path}>
                       <MarkedText text={displayPath(file.path, roots)} />
                     </code>{' '}
-                    {file.state === 'conflict' ? '— CONFLICT: changed after the step' : file.state === 'already_restored' ? '— already as it was' : file.restoreHash === null ? '— will be deleted' : '— will be restored'}
+                    {file.state === 'conflict'
+                      ? '— CONFLICT: changed after the step'
+                      : file.state === 'already_restored'
+                        ? '— already as it was'
+                        : file.restoreHash === null
+                          ? '— will be deleted'
+                          : '— will be restored'}
                   </li>
                 ))}
                 {step.moreFiles ? <li className="muted">and {step.moreFiles} more file(s)</li> : null}

@@ -32,7 +32,11 @@ function FileChange({ file }: { file: FileChangePreview }) {
       {file.diff !== null ? (
         <UnifiedDiff patch={markedPlainText(file.diff)} path={markedPlainText(file.path)} label={`Diff of ${markedPlainText(file.path)}`} />
       ) : (
-        <p className="muted">{file.binary ? 'Binary file: no text diff. Exact snapshots are kept for revert.' : (file.diffOmittedReason ?? 'No diff available.')}</p>
+        <p className="muted">
+          {file.binary
+            ? 'Binary file: no text diff. Exact snapshots are kept for revert.'
+            : (file.diffOmittedReason ?? 'No diff available.')}
+        </p>
       )}
     </section>
   );
@@ -57,7 +61,15 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
     return (
       <section className="kb-preview" aria-label="Knowledge-base entry">
         <h4>{preview.title}</h4>
-        {preview.tags.length ? <p className="tags">{preview.tags.map((tag) => <span key={tag} className="tag">{tag}</span>)}</p> : null}
+        {preview.tags.length ? (
+          <p className="tags">
+            {preview.tags.map((tag) => (
+              <span key={tag} className="tag">
+                {tag}
+              </span>
+            ))}
+          </p>
+        ) : null}
         <InvisibleWarning texts={[preview.title, preview.content]} what="entry" />
         <pre className="output" tabIndex={0} aria-label="Entry content">
           <MarkedText text={preview.content} />
@@ -133,7 +145,10 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
     const outcome = preview.timedOut ? 'timed out' : preview.oomKilled ? 'ran out of memory' : `exited with ${preview.exitCode ?? '—'}`;
     return (
       <div className="preview">
-        <InvisibleWarning texts={[preview.command, preview.cwd, preview.stdout.text, preview.stderr.text]} what="command, its folder or its output" />
+        <InvisibleWarning
+          texts={[preview.command, preview.cwd, preview.stdout.text, preview.stderr.text]}
+          what="command, its folder or its output"
+        />
         <dl className="facts">
           <dt>Command</dt>
           <dd>
@@ -153,7 +168,9 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
         </dl>
         <Output label="Standard output" stream={preview.stdout} />
         <Output label="Standard error" stream={preview.stderr} />
-        {preview.conflicts.length ? <p className="warning">Changed in the real workspace while the command ran: {preview.conflicts.join(', ')}</p> : null}
+        {preview.conflicts.length ? (
+          <p className="warning">Changed in the real workspace while the command ran: {preview.conflicts.join(', ')}</p>
+        ) : null}
         {preview.skipped.map((entry) => (
           <p key={entry.path} className={entry.blocksChangeset ? 'warning' : 'muted'}>
             {entry.blocksChangeset ? 'Refused — nothing of this command will be applied' : 'Not carried back'}:{' '}
@@ -173,8 +190,14 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
     const result = preview.result;
     return (
       <div className="preview">
-        <p>{result.ok ? `Returned in ${result.durationMs} ms:` : `Failed (${result.code}) after ${result.durationMs} ms: ${result.message}`}</p>
-        {result.ok ? <pre className="output" tabIndex={0} aria-label="Returned value">{JSON.stringify(result.value, null, 2) ?? 'undefined'}</pre> : null}
+        <p>
+          {result.ok ? `Returned in ${result.durationMs} ms:` : `Failed (${result.code}) after ${result.durationMs} ms: ${result.message}`}
+        </p>
+        {result.ok ? (
+          <pre className="output" tabIndex={0} aria-label="Returned value">
+            {JSON.stringify(result.value, null, 2) ?? 'undefined'}
+          </pre>
+        ) : null}
         {result.logs.length ? (
           <pre className="output" tabIndex={0} aria-label="Console output">
             <MarkedText text={result.logs.join('\n')} />
@@ -183,13 +206,25 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
         {preview.requests.length ? (
           <section aria-label="Network requests it would make">
             <h4>Network requests (not sent in the dry run)</h4>
-            <ul>{preview.requests.map((request, index) => <li key={index}><code>{request.method} {request.url}</code></li>)}</ul>
+            <ul>
+              {preview.requests.map((request, index) => (
+                <li key={index}>
+                  <code>
+                    {request.method} {request.url}
+                  </code>
+                </li>
+              ))}
+            </ul>
           </section>
         ) : null}
       </div>
     );
   }
-  return <pre className="output" tabIndex={0} aria-label="Captured output">{preview.text}</pre>;
+  return (
+    <pre className="output" tabIndex={0} aria-label="Captured output">
+      {preview.text}
+    </pre>
+  );
 }
 
 function Output({ label, stream }: { label: string; stream: { text: string; bytes: number; truncated: boolean } }) {

@@ -36,7 +36,9 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
   const [working, setWorking] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
-  const editable = record.status === 'awaiting_consent' && ((record.step.action === 'writeFile' && record.step.args.encoding !== 'base64') || record.step.action === 'runCommand');
+  const editable =
+    record.status === 'awaiting_consent' &&
+    ((record.step.action === 'writeFile' && record.step.args.encoding !== 'base64') || record.step.action === 'runCommand');
   const accepted = hunks ? hunks.map((hunk) => hunk.number).filter((number) => !off.has(number)) : [];
   const critical = record.evaluation?.risk === 'CRITICAL' || record.evaluation?.allowed === false;
 
@@ -53,14 +55,22 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
   };
   const approveHunks = () =>
     act('Approving the selected hunks…', async () => {
-      const result = await api.approve({ stepId: record.step.id, hunks: accepted, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+      const result = await api.approve({
+        stepId: record.step.id,
+        hunks: accepted,
+        ...(record.previewHash ? { previewHash: record.previewHash } : {}),
+      });
       setOff(new Set());
       return `${record.step.id} approved with hunks ${accepted.join(', ')} of ${hunks!.length}; it is now ${result.status.replace('_', ' ')}.`;
     });
 
   // A cut record holds only some hunks and part of the content: choosing hunks or editing needs the whole.
   if (cutOf(record)) {
-    return <p className="muted" data-testid="changes-need-whole">Approving some hunks or editing this step needs all of it: choose Show all above.</p>;
+    return (
+      <p className="muted" data-testid="changes-need-whole">
+        Approving some hunks or editing this step needs all of it: choose Show all above.
+      </p>
+    );
   }
 
   return (
@@ -100,10 +110,17 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
             </div>
           ))}
           <div className="actions">
-            <button type="button" className={record.evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={accepted.length === 0 || accepted.length === hunks.length} onClick={() => (record.evaluation?.risk === 'HIGH' ? setConfirmHigh(true) : void approveHunks())}>
+            <button
+              type="button"
+              className={record.evaluation?.risk === 'HIGH' ? 'danger' : 'primary'}
+              disabled={accepted.length === 0 || accepted.length === hunks.length}
+              onClick={() => (record.evaluation?.risk === 'HIGH' ? setConfirmHigh(true) : void approveHunks())}
+            >
               Approve selected hunks ({accepted.length} of {hunks.length})
             </button>
-            {accepted.length === 0 ? <span className="muted inline-note">No hunk selected: that leaves the file as it is. Reject the step instead.</span> : null}
+            {accepted.length === 0 ? (
+              <span className="muted inline-note">No hunk selected: that leaves the file as it is. Reject the step instead.</span>
+            ) : null}
           </div>
         </fieldset>
       ) : null}
@@ -135,7 +152,9 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
       ) : null}
       {confirmHigh ? (
         <Dialog title="Approve part of a HIGH-risk step?" onCancel={() => setConfirmHigh(false)}>
-          <p>Only hunks {accepted.join(', ')} of {hunks?.length} will be written. This step is rated HIGH.</p>
+          <p>
+            Only hunks {accepted.join(', ')} of {hunks?.length} will be written. This step is rated HIGH.
+          </p>
           <div className="dialog-actions">
             <button type="button" className="ghost" onClick={() => setConfirmHigh(false)}>
               Cancel
@@ -158,18 +177,38 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
 }
 
 /** A text editor seeded with the proposed content, or an input seeded with the quoted command line. */
-function EditStepDialog({ record, onCancel, onSave }: { record: StepRecord; onCancel(): void; onSave(change: { content: string } | { command: string }): void }) {
+function EditStepDialog({
+  record,
+  onCancel,
+  onSave,
+}: {
+  record: StepRecord;
+  onCancel(): void;
+  onSave(change: { content: string } | { command: string }): void;
+}) {
   const isCommand = record.step.action === 'runCommand';
-  const seed = record.step.action === 'runCommand' ? commandLineOf(record.step.args) : record.step.action === 'writeFile' ? record.step.args.content : '';
+  const seed =
+    record.step.action === 'runCommand'
+      ? commandLineOf(record.step.args)
+      : record.step.action === 'writeFile'
+        ? record.step.args.content
+        : '';
   const [text, setText] = useState(seed);
   const unchanged = isCommand ? text.trim() === seed.trim() : text === seed;
   return (
     <Dialog title={isCommand ? 'Edit the command line' : 'Edit the content'} onCancel={onCancel} className="wide">
       <p className="muted">
-        Your version is a new version of the step: the policy weighs it again (an edit can raise the risk), it is previewed again, and you approve it then. The agent is told what you changed.
+        Your version is a new version of the step: the policy weighs it again (an edit can raise the risk), it is previewed again, and you
+        approve it then. The agent is told what you changed.
       </p>
       <label className="field">
-        <span>{isCommand ? 'Command line (runs under sh -c in the sandbox)' : <MarkedText text={`Content of ${record.step.action === 'writeFile' ? record.step.args.path : ''}`} />}</span>
+        <span>
+          {isCommand ? (
+            'Command line (runs under sh -c in the sandbox)'
+          ) : (
+            <MarkedText text={`Content of ${record.step.action === 'writeFile' ? record.step.args.path : ''}`} />
+          )}
+        </span>
         {isCommand ? (
           <input type="text" className="mono" value={text} onChange={(event) => setText(event.target.value)} spellCheck={false} />
         ) : (
@@ -180,7 +219,12 @@ function EditStepDialog({ record, onCancel, onSave }: { record: StepRecord; onCa
         <button type="button" className="ghost" onClick={onCancel}>
           Cancel
         </button>
-        <button type="button" className="primary" disabled={unchanged || (isCommand && text.trim() === '')} onClick={() => onSave(isCommand ? { command: text } : { content: text })}>
+        <button
+          type="button"
+          className="primary"
+          disabled={unchanged || (isCommand && text.trim() === '')}
+          onClick={() => onSave(isCommand ? { command: text } : { content: text })}
+        >
           Save my version
         </button>
       </div>

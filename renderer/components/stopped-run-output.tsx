@@ -11,7 +11,11 @@ import { MarkedText } from './marked-text.js';
 type Phase = 'dryRun' | 'realRun';
 
 export function bytesText(bytes: number): string {
-  return bytes < 1024 ? `${bytes} byte${bytes === 1 ? '' : 's'}` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return bytes < 1024
+    ? `${bytes} byte${bytes === 1 ? '' : 's'}`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** Why the run stopped, in words: the step's own error message where it says more (a cancel's "6.2 s into its run; …"). */
@@ -24,7 +28,9 @@ export function stoppedBecause(span: RunSpan, record: StepRecord, phase: Phase):
     case 'interrupted':
       return `Executor was shut down during its ${run}; its sandbox was stopped.`;
     case 'failed':
-      return phase === 'realRun' && record.status === 'failed' && message ? `Its run failed: ${message}` : `Its ${run} failed before it finished.`;
+      return phase === 'realRun' && record.status === 'failed' && message
+        ? `Its run failed: ${message}`
+        : `Its ${run} failed before it finished.`;
     default:
       return `Its ${run} finished.`;
   }
@@ -34,7 +40,12 @@ export function stoppedBecause(span: RunSpan, record: StepRecord, phase: Phase):
 export function printedText(output: KeptRunOutput): string {
   const total = output.bytes.stdout + output.bytes.stderr;
   if (total === 0) return 'It printed nothing before it stopped.';
-  const split = output.bytes.stdout && output.bytes.stderr ? ` (stdout ${bytesText(output.bytes.stdout)}, stderr ${bytesText(output.bytes.stderr)})` : output.bytes.stderr ? ' (all on stderr)' : '';
+  const split =
+    output.bytes.stdout && output.bytes.stderr
+      ? ` (stdout ${bytesText(output.bytes.stdout)}, stderr ${bytesText(output.bytes.stderr)})`
+      : output.bytes.stderr
+        ? ' (all on stderr)'
+        : '';
   return `It printed ${bytesText(total)}${split} before it stopped${output.truncated ? '; only the last lines are kept' : ''}.`;
 }
 
@@ -58,7 +69,12 @@ function StoppedRun({ record, phase, span, output }: { record: StepRecord; phase
         </pre>
       ) : null}
       {output.stderr ? (
-        <pre className="output-excerpt stderr" tabIndex={0} aria-label={`${label}, standard error`} data-testid={`stopped-run-stderr-${phase}`}>
+        <pre
+          className="output-excerpt stderr"
+          tabIndex={0}
+          aria-label={`${label}, standard error`}
+          data-testid={`stopped-run-stderr-${phase}`}
+        >
           <MarkedText text={output.stderr} />
         </pre>
       ) : null}

@@ -29,11 +29,23 @@ function useSecondsLeft(held: readonly HeldDecision[]): (decision: HeldDecision)
     const timer = setInterval(() => setNow(Date.now()), 250);
     return () => clearInterval(timer);
   }, [held.length]);
-  return (decision) => Math.max(0, Math.ceil(((decision.pausedLeft ?? decision.sendsAt - now)) / 1000));
+  return (decision) => Math.max(0, Math.ceil((decision.pausedLeft ?? decision.sendsAt - now) / 1000));
 }
 
 /** "Approving “Write notes.txt” in 4 s · Undo": one toast per held decision. */
-export function UndoToasts({ held, onUndo, onSendNow, onPause, onResume }: { held: readonly HeldDecision[]; onUndo(key: string): void; onSendNow(key: string): void; onPause(key: string): void; onResume(key: string): void }) {
+export function UndoToasts({
+  held,
+  onUndo,
+  onSendNow,
+  onPause,
+  onResume,
+}: {
+  held: readonly HeldDecision[];
+  onUndo(key: string): void;
+  onSendNow(key: string): void;
+  onPause(key: string): void;
+  onResume(key: string): void;
+}) {
   const secondsLeft = useSecondsLeft(held);
   if (held.length === 0) return null;
   return (

@@ -1,5 +1,14 @@
 import { useId, useState } from 'react';
-import { DEFAULT_RUN_TOOLS, MAX_RUN_ITERATIONS, MAX_TASK_CHARACTERS, RUN_TOOL_GROUP_NAMES, RUN_TOOL_GROUPS, type RunSummary, type RunTool, type RunToolGroup } from '../../src/domain/run.js';
+import {
+  DEFAULT_RUN_TOOLS,
+  MAX_RUN_ITERATIONS,
+  MAX_TASK_CHARACTERS,
+  RUN_TOOL_GROUP_NAMES,
+  RUN_TOOL_GROUPS,
+  type RunSummary,
+  type RunTool,
+  type RunToolGroup,
+} from '../../src/domain/run.js';
 import { useApi, type PolicyValue } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { MarkedText } from '../components/marked-text.js';
@@ -29,7 +38,15 @@ export function toolsOfGroups(groups: readonly RunToolGroup[]): RunTool[] {
   return [...tools];
 }
 
-export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: PolicyValue | undefined; onStarted(run: RunSummary): void; onOpenSettings(): void }) {
+export function NewRunBox({
+  policy,
+  onStarted,
+  onOpenSettings,
+}: {
+  policy: PolicyValue | undefined;
+  onStarted(run: RunSummary): void;
+  onOpenSettings(): void;
+}) {
   const api = useApi();
   const id = useId();
   const [task, setTask] = useState('');
@@ -41,7 +58,8 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
   const roots = policy?.workspaceRoots ?? [];
   const model = configuredModelOf(policy);
   const iterations = maxIterations.trim() === '' ? undefined : Number(maxIterations);
-  const iterationsWrong = iterations !== undefined && !(Number.isInteger(iterations) && iterations >= 1 && iterations <= MAX_RUN_ITERATIONS);
+  const iterationsWrong =
+    iterations !== undefined && !(Number.isInteger(iterations) && iterations >= 1 && iterations <= MAX_RUN_ITERATIONS);
   const notConfigured = (error as { code?: string } | null)?.code === 'MODEL_NOT_CONFIGURED';
 
   const start = async () => {
@@ -91,7 +109,18 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
         />
         <details className="run-settings">
           <summary>
-            Tools and limits: <span data-testid="new-run-choices">{groups.length === RUN_TOOL_GROUP_NAMES.length ? 'every kind of tool' : `${groups.length} of ${RUN_TOOL_GROUP_NAMES.length} kinds of tools`}, {iterationsWrong ? 'an iteration limit that is not a whole number from 1 to ' + MAX_RUN_ITERATIONS : iterations !== undefined ? `at most ${iterations} iteration${iterations === 1 ? '' : 's'}` : "the policy's iteration limit"}</span>
+            Tools and limits:{' '}
+            <span data-testid="new-run-choices">
+              {groups.length === RUN_TOOL_GROUP_NAMES.length
+                ? 'every kind of tool'
+                : `${groups.length} of ${RUN_TOOL_GROUP_NAMES.length} kinds of tools`}
+              ,{' '}
+              {iterationsWrong
+                ? 'an iteration limit that is not a whole number from 1 to ' + MAX_RUN_ITERATIONS
+                : iterations !== undefined
+                  ? `at most ${iterations} iteration${iterations === 1 ? '' : 's'}`
+                  : "the policy's iteration limit"}
+            </span>
           </summary>
           <fieldset className="run-tools">
             <legend>It may use</legend>
@@ -100,7 +129,9 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
                 <input
                   type="checkbox"
                   checked={groups.includes(group)}
-                  onChange={(event) => setGroups((previous) => (event.target.checked ? [...previous, group] : previous.filter((known) => known !== group)))}
+                  onChange={(event) =>
+                    setGroups((previous) => (event.target.checked ? [...previous, group] : previous.filter((known) => known !== group)))
+                  }
                 />
                 {GROUP_WORDS[group]}
               </label>
@@ -159,7 +190,12 @@ export function NewRunBox({ policy, onStarted, onOpenSettings }: { policy: Polic
           )}
         </p>
         <div className="actions">
-          <button type="submit" className="primary" disabled={starting || task.trim() === '' || groups.length === 0 || iterationsWrong} aria-keyshortcuts="Control+Enter">
+          <button
+            type="submit"
+            className="primary"
+            disabled={starting || task.trim() === '' || groups.length === 0 || iterationsWrong}
+            aria-keyshortcuts="Control+Enter"
+          >
             {starting ? 'Starting…' : 'Start run'}
           </button>
           <span className="muted small">Ctrl+Enter starts it. Every step that changes something waits for your consent in the queue.</span>

@@ -30,7 +30,19 @@ export interface QuestionShown {
   expiresAt: string;
 }
 
-export function QuestionBox({ question, askedBy, whenExpired, onAnswer, testId }: { question: QuestionShown; askedBy: string; whenExpired: string; onAnswer(text: string): Promise<unknown>; testId?: string }) {
+export function QuestionBox({
+  question,
+  askedBy,
+  whenExpired,
+  onAnswer,
+  testId,
+}: {
+  question: QuestionShown;
+  askedBy: string;
+  whenExpired: string;
+  onAnswer(text: string): Promise<unknown>;
+  testId?: string;
+}) {
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -56,7 +68,10 @@ export function QuestionBox({ question, askedBy, whenExpired, onAnswer, testId }
   return (
     <section className="question-box" aria-label={`Question from ${askedBy}`} data-testid={testId}>
       <h3 className="question-head">
-        <span className="question-mark" aria-hidden="true">?</span> {askedBy} asks you
+        <span className="question-mark" aria-hidden="true">
+          ?
+        </span>{' '}
+        {askedBy} asks you
       </h3>
       <PagedText text={question.text} label="The question" className="question-text" />
       <p className={`question-expiry ${urgent ? 'urgent' : ''}`} aria-live="off" data-testid="question-expiry">
@@ -65,7 +80,8 @@ export function QuestionBox({ question, askedBy, whenExpired, onAnswer, testId }
         ) : (
           <>
             {urgent ? <strong>Less than a minute left. </strong> : null}
-            Answer within {timeLeftText(question.expiresAt, now).replace(/ left$/, '')} (until {formatTime(question.expiresAt)}); unanswered by then, {whenExpired}.
+            Answer within {timeLeftText(question.expiresAt, now).replace(/ left$/, '')} (until {formatTime(question.expiresAt)}); unanswered
+            by then, {whenExpired}.
           </>
         )}
       </p>

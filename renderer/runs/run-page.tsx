@@ -161,8 +161,15 @@ export function RunPage({ runId }: { runId: string }) {
       {run.status === 'awaiting_consent' && run.waitingStepId ? (
         <div className="notice run-consent" role="note" data-testid="run-waits-for-consent">
           <p>
-            This run waits for your decision on {waitingStep ? <>“<MarkedText text={waitingStep.title} />”</> : 'a step it proposed'}. Decide it in the queue; the
-            model is told what you decide, and a rejection's reason.
+            This run waits for your decision on{' '}
+            {waitingStep ? (
+              <>
+                “<MarkedText text={waitingStep.title} />”
+              </>
+            ) : (
+              'a step it proposed'
+            )}
+            . Decide it in the queue; the model is told what you decide, and a rejection's reason.
           </p>
           <a className="button-link primary" href={stepHref(run.waitingStepId, waitingStep?.status ?? 'awaiting_consent')}>
             Go to the step in the queue
@@ -181,37 +188,57 @@ export function RunPage({ runId }: { runId: string }) {
       ) : null}
       <div className="run-columns">
         <section className="run-timeline" aria-label="Iterations">
-          <h3>
-            Iterations ({detail.traceTotal})
-          </h3>
+          <h3>Iterations ({detail.traceTotal})</h3>
           {first > 1 ? (
             <button type="button" disabled={detail.loadingEarlier} onClick={detail.loadEarlier}>
               {detail.loadingEarlier ? 'Loading…' : `Show earlier iterations (${first - 1} before these)`}
             </button>
           ) : null}
-          {detail.trace.length === 0 ? <p className="muted">{active ? 'The model has not answered yet.' : 'The run ended before the model answered.'}</p> : null}
+          {detail.trace.length === 0 ? (
+            <p className="muted">{active ? 'The model has not answered yet.' : 'The run ended before the model answered.'}</p>
+          ) : null}
           <ol className="iterations">
             {detail.trace.map((entry) => (
-              <IterationCard key={entry.iteration} entry={entry} steps={detail.steps} whole={detail.whole.has(entry.iteration)} onLoadWhole={() => detail.loadWhole(entry.iteration)} />
+              <IterationCard
+                key={entry.iteration}
+                entry={entry}
+                steps={detail.steps}
+                whole={detail.whole.has(entry.iteration)}
+                onLoadWhole={() => detail.loadWhole(entry.iteration)}
+              />
             ))}
           </ol>
         </section>
         <aside className="run-steps" aria-label="Steps of this run">
           <h3>Its steps ({detail.stepIds.length})</h3>
-          {detail.stepIds.length === 0 ? <p className="muted small">No step yet: a tool call that changes anything becomes a step you consent to.</p> : null}
-          {detail.stepIds.length > NEWEST_STEPS_SHOWN ? <p className="muted small">The newest {NEWEST_STEPS_SHOWN} are listed; History shows them all (filter by the run's steps' ids).</p> : null}
+          {detail.stepIds.length === 0 ? (
+            <p className="muted small">No step yet: a tool call that changes anything becomes a step you consent to.</p>
+          ) : null}
+          {detail.stepIds.length > NEWEST_STEPS_SHOWN ? (
+            <p className="muted small">
+              The newest {NEWEST_STEPS_SHOWN} are listed; History shows them all (filter by the run's steps' ids).
+            </p>
+          ) : null}
           <ol className="run-step-list">
             {detail.stepIds.slice(-NEWEST_STEPS_SHOWN).map((stepId) => {
               const step = detail.steps.get(stepId);
               return (
                 <li key={stepId} data-testid={`run-step-${stepId}`}>
                   <a href={stepHref(stepId, step?.status)} className="step-link">
-                    {step ? <MarkedText text={step.title} /> : <code><MarkedText text={stepId} /></code>}
+                    {step ? (
+                      <MarkedText text={step.title} />
+                    ) : (
+                      <code>
+                        <MarkedText text={stepId} />
+                      </code>
+                    )}
                   </a>
                   {step ? (
                     <span className="run-step-facts">
                       <RiskBadge risk={step.risk as Risk | null} />{' '}
-                      <span className={`status status-${step.status}`} data-testid={`run-step-status-${stepId}`}>{STATUS_LABEL[step.status]}</span>
+                      <span className={`status status-${step.status}`} data-testid={`run-step-status-${stepId}`}>
+                        {STATUS_LABEL[step.status]}
+                      </span>
                     </span>
                   ) : null}
                 </li>
@@ -220,7 +247,9 @@ export function RunPage({ runId }: { runId: string }) {
           </ol>
         </aside>
       </div>
-      {revertPreview ? <RunRevertDialog preview={revertPreview} onCancel={() => setRevertPreview(null)} onRevert={(force) => void doRevert(force)} /> : null}
+      {revertPreview ? (
+        <RunRevertDialog preview={revertPreview} onCancel={() => setRevertPreview(null)} onRevert={(force) => void doRevert(force)} />
+      ) : null}
     </article>
   );
 }

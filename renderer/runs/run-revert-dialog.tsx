@@ -25,7 +25,15 @@ function fileWords(state: string): string {
   }
 }
 
-export function RunRevertDialog({ preview, onCancel, onRevert }: { preview: RunRevertResult; onCancel(): void; onRevert(force: boolean): void }) {
+export function RunRevertDialog({
+  preview,
+  onCancel,
+  onRevert,
+}: {
+  preview: RunRevertResult;
+  onCancel(): void;
+  onRevert(force: boolean): void;
+}) {
   const roots = useRoots();
   const [forcing, setForcing] = useState(false);
   const reverting = preview.steps.filter((step) => step.state !== 'skip');
@@ -35,9 +43,13 @@ export function RunRevertDialog({ preview, onCancel, onRevert }: { preview: RunR
     return (
       <Dialog title="Force the run's revert?" onCancel={onCancel}>
         <p className="warning">
-          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {names}. Forcing puts back their content from before the run over those newer changes.
+          Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {names}. Forcing puts back their content from before the run over
+          those newer changes.
         </p>
-        <p>Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from History. It is recorded in the audit log.</p>
+        <p>
+          Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from
+          History. It is recorded in the audit log.
+        </p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
             Cancel
@@ -71,7 +83,15 @@ export function RunRevertDialog({ preview, onCancel, onRevert }: { preview: RunR
               <MarkedText text={shortId(step.stepId)} />
             </code>
             {' — '}
-            {step.state === 'skip' ? <>left as it is: <MarkedText text={step.reason ?? ''} /></> : step.state === 'conflict' ? 'CONFLICT: a file changed after the step' : 'will be reverted'}
+            {step.state === 'skip' ? (
+              <>
+                left as it is: <MarkedText text={step.reason ?? ''} />
+              </>
+            ) : step.state === 'conflict' ? (
+              'CONFLICT: a file changed after the step'
+            ) : (
+              'will be reverted'
+            )}
             {step.state !== 'skip' && step.files.length ? (
               <ul>
                 {step.files.map((file) => (

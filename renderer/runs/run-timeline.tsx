@@ -32,7 +32,13 @@ function StepOfCall({ stepId, step }: { stepId: string; step: StepSummary | unde
     <p className="call-step" data-testid={`call-step-${stepId}`}>
       Became step{' '}
       <a href={stepHref(stepId, step?.status)} className="step-link">
-        {step ? <MarkedText text={step.title} /> : <code><MarkedText text={stepId} /></code>}
+        {step ? (
+          <MarkedText text={step.title} />
+        ) : (
+          <code>
+            <MarkedText text={stepId} />
+          </code>
+        )}
       </a>
       {step ? (
         <>
@@ -49,7 +55,11 @@ function StepOfCall({ stepId, step }: { stepId: string; step: StepSummary | unde
 function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<string, StepSummary> }) {
   const state = callStateText(call);
   return (
-    <li className={`tool-call outcome-${(call.outcome ?? 'pending').toLowerCase()}`} data-testid={`tool-call-${call.callId}`} aria-label={`Tool call ${markedPlainText(call.name)}: ${state}`}>
+    <li
+      className={`tool-call outcome-${(call.outcome ?? 'pending').toLowerCase()}`}
+      data-testid={`tool-call-${call.callId}`}
+      aria-label={`Tool call ${markedPlainText(call.name)}: ${state}`}
+    >
       <header className="tool-call-head">
         <code className="tool-name">
           <MarkedText text={call.name} />
@@ -64,9 +74,20 @@ function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<
       {call.result !== null ? (
         <>
           <p className="call-result-head">
-            What the model was told{call.outcome ? <> (<code>{call.outcome}</code>)</> : null}
+            What the model was told
+            {call.outcome ? (
+              <>
+                {' '}
+                (<code>{call.outcome}</code>)
+              </>
+            ) : null}
           </p>
-          <PagedText text={call.result} label={`What the model was told about ${markedPlainText(call.name)}`} className="call-result" testId={`call-result-${call.callId}`} />
+          <PagedText
+            text={call.result}
+            label={`What the model was told about ${markedPlainText(call.name)}`}
+            className="call-result"
+            testId={`call-result-${call.callId}`}
+          />
         </>
       ) : null}
     </li>
@@ -78,20 +99,39 @@ const CUT_NOTE = /\n… \(\d+ more characters not shown\)$/;
 
 /** Whether the host shortened any text of this iteration (its detail and events carry short versions). */
 export function isShortened(entry: RunTraceEntry): boolean {
-  return CUT_NOTE.test(entry.text) || entry.toolCalls.some((call) => CUT_NOTE.test(call.arguments) || (call.result !== null && CUT_NOTE.test(call.result)));
+  return (
+    CUT_NOTE.test(entry.text) ||
+    entry.toolCalls.some((call) => CUT_NOTE.test(call.arguments) || (call.result !== null && CUT_NOTE.test(call.result)))
+  );
 }
 
-export function IterationCard({ entry, steps, whole, onLoadWhole }: { entry: RunTraceEntry; steps: ReadonlyMap<string, StepSummary>; whole: boolean; onLoadWhole(): void }) {
+export function IterationCard({
+  entry,
+  steps,
+  whole,
+  onLoadWhole,
+}: {
+  entry: RunTraceEntry;
+  steps: ReadonlyMap<string, StepSummary>;
+  whole: boolean;
+  onLoadWhole(): void;
+}) {
   return (
     <li className="iteration" data-testid={`iteration-${entry.iteration}`}>
       <header className="iteration-head">
         <h3 className="iteration-title">Iteration {entry.iteration}</h3>
         <span className="muted small">
-          <MarkedText text={entry.model} /> · {durationText(entry.latencyMs)} · {plural(entry.inputTokens, 'token')} in, {plural(entry.outputTokens, 'token')} out · {formatTime(entry.startedAt)}
+          <MarkedText text={entry.model} /> · {durationText(entry.latencyMs)} · {plural(entry.inputTokens, 'token')} in,{' '}
+          {plural(entry.outputTokens, 'token')} out · {formatTime(entry.startedAt)}
         </span>
       </header>
       {entry.text ? (
-        <PagedText text={entry.text} label={`What the model wrote in iteration ${entry.iteration}`} className="model-text" testId={`model-text-${entry.iteration}`} />
+        <PagedText
+          text={entry.text}
+          label={`What the model wrote in iteration ${entry.iteration}`}
+          className="model-text"
+          testId={`model-text-${entry.iteration}`}
+        />
       ) : (
         <p className="muted small">{entry.toolCalls.length ? 'The model wrote no text, only tool calls.' : 'The model wrote nothing.'}</p>
       )}
@@ -105,14 +145,21 @@ export function IterationCard({ entry, steps, whole, onLoadWhole }: { entry: Run
       {!whole && isShortened(entry) ? (
         <p className="paged-text-more">
           <span className="muted small">Parts of this iteration are shortened here.</span>
-          <button type="button" className="small" onClick={onLoadWhole} aria-label={`Show iteration ${entry.iteration} as the trace keeps it`}>
+          <button
+            type="button"
+            className="small"
+            onClick={onLoadWhole}
+            aria-label={`Show iteration ${entry.iteration} as the trace keeps it`}
+          >
             Show it as the trace keeps it
           </button>
         </p>
       ) : null}
       <p className="muted small iteration-proof">
-        Recorded in the audit log{entry.auditSeq !== null ? ` as record #${entry.auditSeq}` : ''} (request <code title={entry.requestHash}>{entry.requestHash.slice(0, 12)}…</code>, response{' '}
-        <code title={entry.responseHash}>{entry.responseHash.slice(0, 12)}…</code>); it stopped because: <MarkedText text={entry.finishReason} />.
+        Recorded in the audit log{entry.auditSeq !== null ? ` as record #${entry.auditSeq}` : ''} (request{' '}
+        <code title={entry.requestHash}>{entry.requestHash.slice(0, 12)}…</code>, response{' '}
+        <code title={entry.responseHash}>{entry.responseHash.slice(0, 12)}…</code>); it stopped because:{' '}
+        <MarkedText text={entry.finishReason} />.
       </p>
     </li>
   );

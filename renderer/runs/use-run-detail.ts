@@ -72,41 +72,47 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
   const [whole, setWhole] = useState<ReadonlySet<number>>(new Set());
   const wholeRef = useRef(whole);
   wholeRef.current = whole;
-  const fetchWhole = useCallback((id: string, iteration: number) => {
-    api.getRunTrace({ runId: id, fromIteration: iteration, limit: 1 }).then(
-      (page) => {
-        const entry = page.entries.find((known) => known.iteration === iteration);
-        if (!entry || current.current !== id) return;
-        setTrace((previous) => mergeEntry(previous, entry));
-        setWhole((previous) => new Set(previous).add(iteration));
-      },
-      (caught: unknown) => current.current === id && setError(caught),
-    );
-  }, [api]);
+  const fetchWhole = useCallback(
+    (id: string, iteration: number) => {
+      api.getRunTrace({ runId: id, fromIteration: iteration, limit: 1 }).then(
+        (page) => {
+          const entry = page.entries.find((known) => known.iteration === iteration);
+          if (!entry || current.current !== id) return;
+          setTrace((previous) => mergeEntry(previous, entry));
+          setWhole((previous) => new Set(previous).add(iteration));
+        },
+        (caught: unknown) => current.current === id && setError(caught),
+      );
+    },
+    [api],
+  );
 
   const accept = useCallback((next: RunSummary) => {
     if (next.id !== current.current) return;
     setRun((previous) => (previous && previous.updatedAt > next.updatedAt ? previous : next));
   }, []);
 
-  const reload = useCallback(async (id: string) => {
-    try {
-      const detail = await api.getRun({ runId: id });
-      if (current.current !== id) return;
-      accept(detail.run);
-      setTrace((previous) => {
-        let merged = previous;
-        for (const entry of detail.trace) if (!wholeRef.current.has(entry.iteration)) merged = mergeEntry(merged, entry);
-        return merged;
-      });
-      for (const entry of detail.trace) if (wholeRef.current.has(entry.iteration)) fetchWhole(id, entry.iteration);
-      setTraceTotal(detail.traceTotal);
-      setStepIds((previous) => [...detail.stepIds, ...previous.filter((id) => !detail.stepIds.includes(id))]);
-      setError(null);
-    } catch (caught) {
-      if (current.current === id) setError(caught);
-    }
-  }, [api, accept, fetchWhole]);
+  const reload = useCallback(
+    async (id: string) => {
+      try {
+        const detail = await api.getRun({ runId: id });
+        if (current.current !== id) return;
+        accept(detail.run);
+        setTrace((previous) => {
+          let merged = previous;
+          for (const entry of detail.trace) if (!wholeRef.current.has(entry.iteration)) merged = mergeEntry(merged, entry);
+          return merged;
+        });
+        for (const entry of detail.trace) if (wholeRef.current.has(entry.iteration)) fetchWhole(id, entry.iteration);
+        setTraceTotal(detail.traceTotal);
+        setStepIds((previous) => [...detail.stepIds, ...previous.filter((id) => !detail.stepIds.includes(id))]);
+        setError(null);
+      } catch (caught) {
+        if (current.current === id) setError(caught);
+      }
+    },
+    [api, accept, fetchWhole],
+  );
 
   useEffect(() => {
     setRun(null);
@@ -138,10 +144,13 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
         clearTimeout(timer);
         timer = setTimeout(() => void reload(runId), 150);
       })
-      .then((unsubscribe) => {
-        off = unsubscribe;
-        if (!alive) unsubscribe();
-      }, () => undefined);
+      .then(
+        (unsubscribe) => {
+          off = unsubscribe;
+          if (!alive) unsubscribe();
+        },
+        () => undefined,
+      );
     void reload(runId);
     return () => {
       alive = false;
@@ -160,7 +169,8 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
       asked.current.add(stepId);
       summaryOf(api, stepId).then(
         (summary) => {
-          if (summary && current.current === runId) setSteps((previous) => (previous.has(stepId) ? previous : new Map(previous).set(stepId, summary)));
+          if (summary && current.current === runId)
+            setSteps((previous) => (previous.has(stepId) ? previous : new Map(previous).set(stepId, summary)));
         },
         () => asked.current.delete(stepId),
       );
@@ -179,10 +189,13 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
           return new Map(previous).set(summary.id, summary);
         });
       })
-      .then((unsubscribe) => {
-        off = unsubscribe;
-        if (!alive) unsubscribe();
-      }, () => undefined);
+      .then(
+        (unsubscribe) => {
+          off = unsubscribe;
+          if (!alive) unsubscribe();
+        },
+        () => undefined,
+      );
     return () => {
       alive = false;
       off?.();
@@ -203,7 +216,8 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
           setTrace((previous) => {
             let merged = previous;
             // An iteration already held is newer than the page's (events keep it).
-            for (const entry of page.entries) if (!merged.some((known) => known.iteration === entry.iteration)) merged = mergeEntry(merged, entry);
+            for (const entry of page.entries)
+              if (!merged.some((known) => known.iteration === entry.iteration)) merged = mergeEntry(merged, entry);
             return merged;
           });
         },
@@ -212,9 +226,12 @@ export function useRunDetail(api: ExecutorClient, runId: string | null): RunDeta
       .finally(() => setLoadingEarlier(false));
   }, [api, loadingEarlier]);
 
-  const loadWhole = useCallback((iteration: number) => {
-    if (current.current) fetchWhole(current.current, iteration);
-  }, [fetchWhole]);
+  const loadWhole = useCallback(
+    (iteration: number) => {
+      if (current.current) fetchWhole(current.current, iteration);
+    },
+    [fetchWhole],
+  );
 
   return { run, trace, traceTotal, steps, stepIds, error, loadingEarlier, loadEarlier, loadWhole, whole, accept };
 }

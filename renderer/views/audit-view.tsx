@@ -49,15 +49,30 @@ const AuditRowView = memo(function AuditRowView({ index, row, top, selected, bad
     >
       {row ? (
         <>
-          <span role="cell" className="num">{row.seq}</span>
-          <span role="cell" className="nowrap" title={row.ts}>{formatShortTime(row.ts)}</span>
-          <span role="cell"><code>{row.action}</code></span>
-          <span role="cell" className="ellipsis">{row.planId ?? '—'}{row.stepId ? ` / ${row.stepId}` : ''}</span>
-          <span role="cell" className="ellipsis">{who(row)}</span>
-          <span role="cell"><code>{row.keyId.slice(0, 8)}</code></span>
+          <span role="cell" className="num">
+            {row.seq}
+          </span>
+          <span role="cell" className="nowrap" title={row.ts}>
+            {formatShortTime(row.ts)}
+          </span>
+          <span role="cell">
+            <code>{row.action}</code>
+          </span>
+          <span role="cell" className="ellipsis">
+            {row.planId ?? '—'}
+            {row.stepId ? ` / ${row.stepId}` : ''}
+          </span>
+          <span role="cell" className="ellipsis">
+            {who(row)}
+          </span>
+          <span role="cell">
+            <code>{row.keyId.slice(0, 8)}</code>
+          </span>
         </>
       ) : (
-        <span role="cell" className="muted loading-row">Loading…</span>
+        <span role="cell" className="muted loading-row">
+          Loading…
+        </span>
       )}
     </div>
   );
@@ -101,7 +116,17 @@ function prettyBody(body: string): string {
   }
 }
 
-export function VerifyBanner({ state, onVerify, onJump, logTotal = 0 }: { state: VerifyState; onVerify(): void; onJump(seq: number): void; logTotal?: number }) {
+export function VerifyBanner({
+  state,
+  onVerify,
+  onJump,
+  logTotal = 0,
+}: {
+  state: VerifyState;
+  onVerify(): void;
+  onJump(seq: number): void;
+  logTotal?: number;
+}) {
   const report = state.report;
   let tone = 'neutral';
   let text: React.ReactNode = 'The log has not been verified in this window yet.';
@@ -118,7 +143,12 @@ export function VerifyBanner({ state, onVerify, onJump, logTotal = 0 }: { state:
           'starting'
         )}
         . You can keep working meanwhile.
-        <progress className="verify-progress" max={progress?.total || 1} value={progress ? progress.checked : undefined} aria-label="Records verified" />
+        <progress
+          className="verify-progress"
+          max={progress?.total || 1}
+          value={progress ? progress.checked : undefined}
+          aria-label="Records verified"
+        />
       </>
     );
   } else if (state.error) {
@@ -128,18 +158,21 @@ export function VerifyBanner({ state, onVerify, onJump, logTotal = 0 }: { state:
     tone = 'good';
     text = (
       <>
-        <strong>Intact on this computer.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the checkpoints hold.
-        {' '}The log's witnesses were not asked here: a restored older copy or a fork shows only against them, with{' '}
+        <strong>Intact on this computer.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the
+        checkpoints hold. The log's witnesses were not asked here: a restored older copy or a fork shows only against them, with{' '}
         <code>executor audit verify</code>.
         {report.unsealedTail > 0 ? ` The newest ${report.unsealedTail} record(s) are not yet sealed by a checkpoint.` : ''}
-        {logTotal > report.records ? ` ${(logTotal - report.records).toLocaleString()} newer record(s) arrived since; Verify again to include them.` : ''}
+        {logTotal > report.records
+          ? ` ${(logTotal - report.records).toLocaleString()} newer record(s) arrived since; Verify again to include them.`
+          : ''}
       </>
     );
   } else if (report?.problem) {
     tone = 'bad';
     text = (
       <>
-        <strong>Not intact: record #{report.problem.seq}.</strong> {report.problem.message} <span className="muted">({report.problem.code})</span>
+        <strong>Not intact: record #{report.problem.seq}.</strong> {report.problem.message}{' '}
+        <span className="muted">({report.problem.code})</span>
       </>
     );
   }
@@ -182,7 +215,11 @@ export function AuditView({ active }: { active: boolean }) {
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
   const [verify, setVerify] = useState<VerifyState>(IDLE_VERIFY);
-  const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({ busy: false, error: null, notice: '' });
+  const [exportState, setExportState] = useState<{ busy: boolean; error: unknown; notice: React.ReactNode }>({
+    busy: false,
+    error: null,
+    notice: '',
+  });
   const scrollRef = useRef<HTMLDivElement>(null);
 
   // virtual offset = real scrollTop × factor; factor 1 until the list outgrows MAX_SCROLL_HEIGHT.
@@ -190,14 +227,16 @@ export function AuditView({ active }: { active: boolean }) {
   const scrollHeight = Math.min(virtualHeight, MAX_SCROLL_HEIGHT);
   const factor = useRef(1);
   const viewportHeight = scrollRef.current?.clientHeight ?? 600;
-  factor.current = virtualHeight > scrollHeight && scrollHeight > viewportHeight ? (virtualHeight - viewportHeight) / (scrollHeight - viewportHeight) : 1;
+  factor.current =
+    virtualHeight > scrollHeight && scrollHeight > viewportHeight ? (virtualHeight - viewportHeight) / (scrollHeight - viewportHeight) : 1;
   const virtualizer = useVirtualizer({
     count: rows.count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
     // A few rows past each edge are enough for key and wheel steps; each one more is one more row built per jump.
     overscan: 6,
-    observeElementOffset: (instance, callback) => observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
+    observeElementOffset: (instance, callback) =>
+      observeElementOffset(instance, (offset, isScrolling) => callback(offset * factor.current, isScrolling)),
     scrollToFn: (offset, options, instance) => elementScroll(offset / factor.current, options, instance),
   });
   const virtualOffset = virtualizer.scrollOffset ?? 0;
@@ -223,12 +262,17 @@ export function AuditView({ active }: { active: boolean }) {
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let off: (() => void) | undefined;
-    void api.on('audit', () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        if (!rowsLoading.current && (scrollRef.current?.scrollTop ?? 0) < ROW_HEIGHT * 3) rows.refresh();
-      }, 300);
-    }).then((unsubscribe) => (off = unsubscribe), () => undefined);
+    void api
+      .on('audit', () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          if (!rowsLoading.current && (scrollRef.current?.scrollTop ?? 0) < ROW_HEIGHT * 3) rows.refresh();
+        }, 300);
+      })
+      .then(
+        (unsubscribe) => (off = unsubscribe),
+        () => undefined,
+      );
     return () => {
       clearTimeout(timer);
       off?.();
@@ -248,7 +292,10 @@ export function AuditView({ active }: { active: boolean }) {
       setVerify((state) => (state.running ? { ...state, progress: { checked: progress.checked, total: progress.total } } : state));
     });
     verifyListening.current = listening.catch(() => undefined);
-    listening.then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), () => undefined);
+    listening.then(
+      (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
+      () => undefined,
+    );
     return () => {
       cancelled = true;
       off?.();
@@ -305,11 +352,14 @@ export function AuditView({ active }: { active: boolean }) {
       setFilters({});
     }
     // After clearing filters the dense list needs a render to know its size.
-    setTimeout(() => {
-      const index = rows.dense && !clear ? rows.indexOfSeq(seq) : null;
-      if (index !== null) virtualizer.scrollToIndex(index, { align: 'center' });
-      void openRecord(seq);
-    }, clear ? 300 : 0);
+    setTimeout(
+      () => {
+        const index = rows.dense && !clear ? rows.indexOfSeq(seq) : null;
+        if (index !== null) virtualizer.scrollToIndex(index, { align: 'center' });
+        void openRecord(seq);
+      },
+      clear ? 300 : 0,
+    );
   };
 
   useEffect(() => {
@@ -352,7 +402,8 @@ export function AuditView({ active }: { active: boolean }) {
           error: null,
           notice: (
             <>
-              Downloading records {streamed.from}–{streamed.to} ({(streamed.to - streamed.from + 1).toLocaleString()}) with the checkpoints that seal them as {streamed.fileName}. {verifyHint(streamed.fileName)}
+              Downloading records {streamed.from}–{streamed.to} ({(streamed.to - streamed.from + 1).toLocaleString()}) with the checkpoints
+              that seal them as {streamed.fileName}. {verifyHint(streamed.fileName)}
             </>
           ),
         });
@@ -368,7 +419,8 @@ export function AuditView({ active }: { active: boolean }) {
         error: null,
         notice: (
           <>
-            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s). {verifyHint(fileName)}
+            Exported records {exported.from}–{exported.to} ({exported.records.toLocaleString()}) with {exported.checkpoints} checkpoint(s).{' '}
+            {verifyHint(fileName)}
           </>
         ),
       });
@@ -430,7 +482,11 @@ export function AuditView({ active }: { active: boolean }) {
       >
         <label>
           Plan
-          <input id="audit-filter-plan" value={draft.planId ?? ''} onChange={(event) => setDraft({ ...draft, planId: event.target.value.trim() || undefined })} />
+          <input
+            id="audit-filter-plan"
+            value={draft.planId ?? ''}
+            onChange={(event) => setDraft({ ...draft, planId: event.target.value.trim() || undefined })}
+          />
         </label>
         <label>
           Step
@@ -438,7 +494,13 @@ export function AuditView({ active }: { active: boolean }) {
         </label>
         <label>
           Action
-          <input placeholder="step.approved" list="audit-action-names" autoComplete="off" value={draft.action ?? ''} onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })} />
+          <input
+            placeholder="step.approved"
+            list="audit-action-names"
+            autoComplete="off"
+            value={draft.action ?? ''}
+            onChange={(event) => setDraft({ ...draft, action: event.target.value.trim() || undefined })}
+          />
           {/* Every kind the log can hold, so the filter is picked, not guessed. */}
           <datalist id="audit-action-names" data-testid="audit-action-names">
             {EVENT_KINDS.map((kind) => (
@@ -459,15 +521,29 @@ export function AuditView({ active }: { active: boolean }) {
         </label>
         <label>
           User
-          <input placeholder="exact name" value={draft.user ?? ''} onChange={(event) => setDraft({ ...draft, user: event.target.value.trim() || undefined })} />
+          <input
+            placeholder="exact name"
+            value={draft.user ?? ''}
+            onChange={(event) => setDraft({ ...draft, user: event.target.value.trim() || undefined })}
+          />
         </label>
         <label className="filter-time">
           Since
-          <input type="datetime-local" step="1" value={draft.since ?? ''} onChange={(event) => setDraft({ ...draft, since: event.target.value || undefined })} />
+          <input
+            type="datetime-local"
+            step="1"
+            value={draft.since ?? ''}
+            onChange={(event) => setDraft({ ...draft, since: event.target.value || undefined })}
+          />
         </label>
         <label className="filter-time">
           Until
-          <input type="datetime-local" step="1" value={draft.until ?? ''} onChange={(event) => setDraft({ ...draft, until: event.target.value || undefined })} />
+          <input
+            type="datetime-local"
+            step="1"
+            value={draft.until ?? ''}
+            onChange={(event) => setDraft({ ...draft, until: event.target.value || undefined })}
+          />
         </label>
         <div className="filter-buttons">
           <button type="submit" className="small">
@@ -486,18 +562,30 @@ export function AuditView({ active }: { active: boolean }) {
         </div>
       </form>
       <div className="audit-body">
-        <div className={`audit-table ${selectedSeq !== null && (detail || detailError) ? 'with-detail' : ''}`} role="table" aria-label="Audit records" aria-rowcount={rows.count + 1}>
+        <div
+          className={`audit-table ${selectedSeq !== null && (detail || detailError) ? 'with-detail' : ''}`}
+          role="table"
+          aria-label="Audit records"
+          aria-rowcount={rows.count + 1}
+        >
           <div role="rowgroup">
-          <div className="audit-row audit-header" role="row" aria-rowindex={1}>
-            <span role="columnheader">#</span>
-            <span role="columnheader">Time</span>
-            <span role="columnheader">Action</span>
-            <span role="columnheader">Plan / step</span>
-            <span role="columnheader">Who</span>
-            <span role="columnheader">Key</span>
+            <div className="audit-row audit-header" role="row" aria-rowindex={1}>
+              <span role="columnheader">#</span>
+              <span role="columnheader">Time</span>
+              <span role="columnheader">Action</span>
+              <span role="columnheader">Plan / step</span>
+              <span role="columnheader">Who</span>
+              <span role="columnheader">Key</span>
+            </div>
           </div>
-          </div>
-          <div className="audit-scroll" role="rowgroup" ref={scrollRef} data-testid="audit-scroll" tabIndex={0} aria-label="Audit records, scrollable">
+          <div
+            className="audit-scroll"
+            role="rowgroup"
+            ref={scrollRef}
+            data-testid="audit-scroll"
+            tabIndex={0}
+            aria-label="Audit records, scrollable"
+          >
             <div role="none" style={{ height: scrollHeight, position: 'relative' }}>
               <div role="none" className="virtual-block" style={{ transform: `translateY(${rowTop(blockStart)}px)` }}>
                 {items.map((item) => {
@@ -523,7 +611,15 @@ export function AuditView({ active }: { active: boolean }) {
           <aside className="record-detail" aria-label={`Audit record ${selectedSeq}`}>
             <header className="detail-head">
               <h2>Record #{selectedSeq}</h2>
-              <button type="button" className="small ghost" onClick={() => { setDetail(null); setDetailError(null); setSelectedSeq(null); }}>
+              <button
+                type="button"
+                className="small ghost"
+                onClick={() => {
+                  setDetail(null);
+                  setDetailError(null);
+                  setSelectedSeq(null);
+                }}
+              >
                 Close
               </button>
             </header>
@@ -532,18 +628,31 @@ export function AuditView({ active }: { active: boolean }) {
               <>
                 <dl className="facts">
                   <dt>Key id</dt>
-                  <dd><code>{detail.keyId ?? 'unreadable'}</code>{detail.epoch !== null ? ` (epoch ${detail.epoch})` : ''}</dd>
+                  <dd>
+                    <code>{detail.keyId ?? 'unreadable'}</code>
+                    {detail.epoch !== null ? ` (epoch ${detail.epoch})` : ''}
+                  </dd>
                   <dt>Record hash</dt>
-                  <dd><code className="hash">{detail.hash}</code></dd>
+                  <dd>
+                    <code className="hash">{detail.hash}</code>
+                  </dd>
                   <dt>Previous hash</dt>
-                  <dd><code className="hash">{detail.prevHash ?? 'unreadable'}</code></dd>
+                  <dd>
+                    <code className="hash">{detail.prevHash ?? 'unreadable'}</code>
+                  </dd>
                   <dt>Signature (HMAC-SHA256)</dt>
-                  <dd><code className="hash">{detail.mac}</code></dd>
+                  <dd>
+                    <code className="hash">{detail.mac}</code>
+                  </dd>
                 </dl>
                 <h3 className="small-head">Canonical body (the exact signed text)</h3>
-                <pre className="output canonical" data-testid="canonical-body" tabIndex={0} aria-label="Canonical body">{detail.body}</pre>
+                <pre className="output canonical" data-testid="canonical-body" tabIndex={0} aria-label="Canonical body">
+                  {detail.body}
+                </pre>
                 <h3 className="small-head">Readable</h3>
-                <pre className="output" tabIndex={0} aria-label="Readable body">{prettyBody(detail.body)}</pre>
+                <pre className="output" tabIndex={0} aria-label="Readable body">
+                  {prettyBody(detail.body)}
+                </pre>
               </>
             ) : null}
           </aside>

@@ -15,7 +15,16 @@ import { PlanRevertDialog } from '../components/plan-revert-dialog.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, type HistoryFilter } from '../history-query.js';
 import { useKeys } from '../keys.js';
-import { approverText, displayPath, formatShortTime, formatTime, quotedStep, runSpanText, STATUS_LABEL, summarizeStep } from '../step-text.js';
+import {
+  approverText,
+  displayPath,
+  formatShortTime,
+  formatTime,
+  quotedStep,
+  runSpanText,
+  STATUS_LABEL,
+  summarizeStep,
+} from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
 import { ProposedByRun } from '../runs/run-of-step.js';
 import { cutOf, DETAIL_RECORD_BYTES, kibText } from '../whole-step.js';
@@ -51,7 +60,9 @@ type RevertState =
 export function folderOutcomeText(record: StepRecord): string {
   const directories = record.revertOutcome?.directories ?? [];
   const removed = directories.filter((entry) => entry.state === 'removed').length;
-  const kept = directories.filter((entry) => entry.state === 'kept').map((entry) => `kept ${markedPlainText(entry.path)}/: ${markedPlainText(entry.reason)}`);
+  const kept = directories
+    .filter((entry) => entry.state === 'kept')
+    .map((entry) => `kept ${markedPlainText(entry.path)}/: ${markedPlainText(entry.reason)}`);
   const parts = [...(removed > 0 ? [`${removed} folder(s) the step created removed`] : []), ...kept];
   return parts.length > 0 ? ` ${parts.join('; ')}.` : '';
 }
@@ -172,7 +183,10 @@ export function HistoryView({ active }: { active: boolean }) {
         clearTimeout(timer);
         timer = setTimeout(() => void refreshTop(), 150);
       })
-      .then((unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)), () => undefined);
+      .then(
+        (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
+        () => undefined,
+      );
     return () => {
       cancelled = true;
       clearTimeout(timer);
@@ -266,7 +280,9 @@ export function HistoryView({ active }: { active: boolean }) {
     setError(null);
     try {
       const reverted = await api.revertStep({ stepId: record.step.id, ...(force ? { force: true } : {}) });
-      setNotice(`${quotedStep(reverted.step, roots)} was reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`);
+      setNotice(
+        `${quotedStep(reverted.step, roots)} was reverted${force ? ' with force (what it overwrote is kept: revert the "Forced revert" step in History to get it back)' : ''}: the files are back as they were before the step.${folderOutcomeText(reverted)}`,
+      );
     } catch (caught) {
       setError(caught);
     } finally {
@@ -345,18 +361,34 @@ export function HistoryView({ active }: { active: boolean }) {
         </label>
         <label>
           Plan
-          <input type="search" value={filter.plan} placeholder="Any plan" onChange={(event) => setFilter({ plan: event.target.value.trim() })} />
+          <input
+            type="search"
+            value={filter.plan}
+            placeholder="Any plan"
+            onChange={(event) => setFilter({ plan: event.target.value.trim() })}
+          />
         </label>
         <label>
           Words
-          <input id="history-filter" type="search" placeholder="Step, path, command, purpose…" value={textDraft} onChange={(event) => setTextDraft(event.target.value)} />
+          <input
+            id="history-filter"
+            type="search"
+            placeholder="Step, path, command, purpose…"
+            value={textDraft}
+            onChange={(event) => setTextDraft(event.target.value)}
+          />
         </label>
       </div>
       <div className="status-line" role="status" aria-live="polite">
         {busy ? <span className="progress">Reverting…</span> : notice}
       </div>
       <ErrorBox error={error ?? loadError} onDismiss={() => (error ? setError(null) : setLoadError(null))} />
-      <div className="table-wrap history-table" ref={scroller} onScroll={(event) => setScrollTop(event.currentTarget.scrollTop)} data-testid="history-scroller">
+      <div
+        className="table-wrap history-table"
+        ref={scroller}
+        onScroll={(event) => setScrollTop(event.currentTarget.scrollTop)}
+        data-testid="history-scroller"
+      >
         <table className="grid history-grid" aria-rowcount={total + 1}>
           <colgroup>
             <col className="col-status" />
@@ -391,10 +423,16 @@ export function HistoryView({ active }: { active: boolean }) {
                 onRevert={() => void startRevert(item.id)}
               />
             ))}
-            {last < items.length ? <tr aria-hidden="true" className="spacer" style={{ height: (items.length - last) * ROW_HEIGHT }} /> : null}
+            {last < items.length ? (
+              <tr aria-hidden="true" className="spacer" style={{ height: (items.length - last) * ROW_HEIGHT }} />
+            ) : null}
           </tbody>
         </table>
-        {items.length === 0 && !loading ? <p className="empty">{filter.status || filter.agent || filter.plan || filter.text ? 'No step matches the filter.' : 'No step has run yet.'}</p> : null}
+        {items.length === 0 && !loading ? (
+          <p className="empty">
+            {filter.status || filter.agent || filter.plan || filter.text ? 'No step matches the filter.' : 'No step has run yet.'}
+          </p>
+        ) : null}
         {nextCursor ? <p className="muted small load-more">Scroll for more…</p> : null}
       </div>
       {selected ? (
@@ -408,9 +446,21 @@ export function HistoryView({ active }: { active: boolean }) {
         />
       ) : null}
       {revert && revert.phase !== 'loading' ? (
-        <RevertDialog state={revert} onCancel={() => setRevert(null)} onRevert={() => void doRevert(revert.record, false)} onForce={() => setRevert({ ...revert, phase: 'force' })} onForceConfirmed={() => void doRevert(revert.record, true)} />
+        <RevertDialog
+          state={revert}
+          onCancel={() => setRevert(null)}
+          onRevert={() => void doRevert(revert.record, false)}
+          onForce={() => setRevert({ ...revert, phase: 'force' })}
+          onForceConfirmed={() => void doRevert(revert.record, true)}
+        />
       ) : null}
-      {planRevert ? <PlanRevertDialog preview={planRevert} onCancel={() => setPlanRevert(null)} onRevert={(force) => void doPlanRevert(planRevert.planId, force)} /> : null}
+      {planRevert ? (
+        <PlanRevertDialog
+          preview={planRevert}
+          onCancel={() => setPlanRevert(null)}
+          onRevert={(force) => void doPlanRevert(planRevert.planId, force)}
+        />
+      ) : null}
     </div>
   );
 }
@@ -418,7 +468,21 @@ export function HistoryView({ active }: { active: boolean }) {
 /** A status as its column holds it: "Denied by policy" does not fit, and the Result beside it says "Denied by policy: …". */
 const ROW_STATUS_LABEL: Partial<Record<StepSummary['status'], string>> = { denied: 'Denied' };
 
-function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item: StepSummary; index: number; selected: boolean; busy: boolean; onSelect(): void; onRevert(): void }) {
+function HistoryRow({
+  item,
+  index,
+  selected,
+  busy,
+  onSelect,
+  onRevert,
+}: {
+  item: StepSummary;
+  index: number;
+  selected: boolean;
+  busy: boolean;
+  onSelect(): void;
+  onRevert(): void;
+}) {
   const took = tookText(item);
   return (
     <tr
@@ -472,10 +536,16 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
       </td>
       <td>
         {summaryCanRevert(item) ? (
-          <button type="button" className="small" disabled={busy} aria-label={`Revert step ${markedPlainText(item.id)}`} onClick={(event) => {
-            event.stopPropagation();
-            onRevert();
-          }}>
+          <button
+            type="button"
+            className="small"
+            disabled={busy}
+            aria-label={`Revert step ${markedPlainText(item.id)}`}
+            onClick={(event) => {
+              event.stopPropagation();
+              onRevert();
+            }}
+          >
             Revert
           </button>
         ) : null}
@@ -485,7 +555,19 @@ function HistoryRow({ item, index, selected, busy, onSelect, onRevert }: { item:
 }
 
 /** The opened row: its whole record (getStep) and the diff of what actually ran (getStepChanges, a page at a time). */
-function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { summary: StepSummary; busy: boolean; onRevert(): void; onRevertPlan(): void; onOnlyPlan(): void }) {
+function HistoryDetail({
+  summary,
+  busy,
+  onRevert,
+  onRevertPlan,
+  onOnlyPlan,
+}: {
+  summary: StepSummary;
+  busy: boolean;
+  onRevert(): void;
+  onRevertPlan(): void;
+  onOnlyPlan(): void;
+}) {
   const api = useApi();
   const roots = useRoots();
   const [record, setRecord] = useState<StepRecord | null>(null);
@@ -493,8 +575,14 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     let alive = true;
-    api.getStep({ stepId: summary.id, maxBytes: DETAIL_RECORD_BYTES }).then((loaded) => alive && setRecord(loaded), (caught: unknown) => alive && setError(caught));
-    api.getStepChanges({ stepId: summary.id }).then((loaded) => alive && setChanges(loaded), (caught: unknown) => alive && setError(caught));
+    api.getStep({ stepId: summary.id, maxBytes: DETAIL_RECORD_BYTES }).then(
+      (loaded) => alive && setRecord(loaded),
+      (caught: unknown) => alive && setError(caught),
+    );
+    api.getStepChanges({ stepId: summary.id }).then(
+      (loaded) => alive && setChanges(loaded),
+      (caught: unknown) => alive && setError(caught),
+    );
     return () => {
       alive = false;
     };
@@ -508,7 +596,10 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
       setError(caught);
     }
   };
-  const output = record?.result && typeof record.result === 'object' ? (record.result as { stdout?: { text?: string }; stderr?: { text?: string } }) : null;
+  const output =
+    record?.result && typeof record.result === 'object'
+      ? (record.result as { stdout?: { text?: string }; stderr?: { text?: string } })
+      : null;
   return (
     <section className="history-detail" id="history-detail" tabIndex={-1} aria-label={`Step ${markedPlainText(summary.id)}`}>
       <header className="detail-head">
@@ -521,8 +612,19 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
       <ErrorBox error={error} />
       {record && cutOf(record) ? (
         <div className="notice cut-notice" role="note" data-testid="history-cut-notice">
-          <p>Only part of this step is shown: {kibText(cutOf(record)!.totalBytes - cutOf(record)!.shownBytes)} more of {kibText(cutOf(record)!.totalBytes)}.</p>
-          <button type="button" onClick={() => void loadWholeStep(api, summary.id).then((whole) => setRecord(whole), (caught: unknown) => setError(caught))}>
+          <p>
+            Only part of this step is shown: {kibText(cutOf(record)!.totalBytes - cutOf(record)!.shownBytes)} more of{' '}
+            {kibText(cutOf(record)!.totalBytes)}.
+          </p>
+          <button
+            type="button"
+            onClick={() =>
+              void loadWholeStep(api, summary.id).then(
+                (whole) => setRecord(whole),
+                (caught: unknown) => setError(caught),
+              )
+            }
+          >
             Show all ({kibText(cutOf(record)!.totalBytes)})
           </button>
         </div>
@@ -541,7 +643,13 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
         </dd>
         <dt>Proposed by</dt>
         <dd className="break">
-          {summary.agent ? <>agent <MarkedText text={summary.agent} /></> : 'you'}
+          {summary.agent ? (
+            <>
+              agent <MarkedText text={summary.agent} />
+            </>
+          ) : (
+            'you'
+          )}
           {summary.agent ? <ProposedByRun stepId={summary.id} label={summary.agent} /> : null}
         </dd>
         <dt>Purpose</dt>
@@ -598,8 +706,20 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
                 </code>
               </header>
               <InvisibleWarning texts={[file.path, file.diff ?? '']} what="path or the diff of this file" />
-              {file.diff ? <UnifiedDiff patch={markedPlainText(file.diff)} path={markedPlainText(file.path)} label={`Diff of what ran in ${markedPlainText(file.path)}`} /> : <p className="muted">{file.diffOmittedReason ?? 'No text diff to show.'}</p>}
-              {file.diffCut ? <p className="muted small">The diff is longer than shown here; `executor steps show {shortId(summary.id)}` and the file itself have all of it.</p> : null}
+              {file.diff ? (
+                <UnifiedDiff
+                  patch={markedPlainText(file.diff)}
+                  path={markedPlainText(file.path)}
+                  label={`Diff of what ran in ${markedPlainText(file.path)}`}
+                />
+              ) : (
+                <p className="muted">{file.diffOmittedReason ?? 'No text diff to show.'}</p>
+              )}
+              {file.diffCut ? (
+                <p className="muted small">
+                  The diff is longer than shown here; `executor steps show {shortId(summary.id)}` and the file itself have all of it.
+                </p>
+              ) : null}
             </section>
           ))}
           {changes.nextOffset !== null ? (
@@ -613,15 +733,35 @@ function HistoryDetail({ summary, busy, onRevert, onRevertPlan, onOnlyPlan }: { 
       {output?.stdout?.text || output?.stderr?.text ? (
         <>
           <h3>Output</h3>
-          {output.stdout?.text ? <pre className="output-excerpt" aria-label="Standard output">{markedPlainText(output.stdout.text.slice(0, 8000))}</pre> : null}
-          {output.stderr?.text ? <pre className="output-excerpt" aria-label="Standard error">{markedPlainText(output.stderr.text.slice(0, 8000))}</pre> : null}
+          {output.stdout?.text ? (
+            <pre className="output-excerpt" aria-label="Standard output">
+              {markedPlainText(output.stdout.text.slice(0, 8000))}
+            </pre>
+          ) : null}
+          {output.stderr?.text ? (
+            <pre className="output-excerpt" aria-label="Standard error">
+              {markedPlainText(output.stderr.text.slice(0, 8000))}
+            </pre>
+          ) : null}
         </>
       ) : null}
     </section>
   );
 }
 
-function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: { state: Exclude<RevertState, { phase: 'loading' }>; onCancel(): void; onRevert(): void; onForce(): void; onForceConfirmed(): void }) {
+function RevertDialog({
+  state,
+  onCancel,
+  onRevert,
+  onForce,
+  onForceConfirmed,
+}: {
+  state: Exclude<RevertState, { phase: 'loading' }>;
+  onCancel(): void;
+  onRevert(): void;
+  onForce(): void;
+  onForceConfirmed(): void;
+}) {
   const roots = useRoots();
   const { record, plan: preview } = state;
   const plan = preview.files;
@@ -633,7 +773,10 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
         <p className="warning">
           {conflicts.length} file(s) changed after this step. Forcing puts back the content from before the step over those newer changes.
         </p>
-        <p>Nothing is lost: the forced revert runs as a step of its own, what is on disk now is kept as its backup, and you can revert that step from History to get the newer changes back. It is recorded in the audit log.</p>
+        <p>
+          Nothing is lost: the forced revert runs as a step of its own, what is on disk now is kept as its backup, and you can revert that
+          step from History to get the newer changes back. It is recorded in the audit log.
+        </p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
             Cancel
@@ -664,11 +807,15 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
               <dl className="hashes">
                 <dt>Expected (after the step)</dt>
                 <dd>
-                  <code className="hash" title={entry.expectedHash ?? ''}>{entry.expectedHash ?? 'no file'}</code>
+                  <code className="hash" title={entry.expectedHash ?? ''}>
+                    {entry.expectedHash ?? 'no file'}
+                  </code>
                 </dd>
                 <dt>On disk now</dt>
                 <dd>
-                  <code className="hash" title={entry.currentHash ?? ''}>{entry.currentHash ?? 'no file'}</code>
+                  <code className="hash" title={entry.currentHash ?? ''}>
+                    {entry.currentHash ?? 'no file'}
+                  </code>
                 </dd>
               </dl>
             ) : null}
@@ -679,20 +826,24 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
             <code>
               <MarkedText text={`${entry.path}/`} />
             </code>{' '}
-            {entry.state === 'remove'
-              ? '— folder will be removed (the step created it, and nothing else is in it)'
-              : entry.state === 'gone'
-                ? '— folder the step created is already gone'
-                : (
-                    <>
-                      — folder will stay: <MarkedText text={entry.reason} />
-                    </>
-                  )}
+            {entry.state === 'remove' ? (
+              '— folder will be removed (the step created it, and nothing else is in it)'
+            ) : entry.state === 'gone' ? (
+              '— folder the step created is already gone'
+            ) : (
+              <>
+                — folder will stay: <MarkedText text={entry.reason} />
+              </>
+            )}
           </li>
         ))}
       </ul>
       {conflicts.map((entry) => (
-        <section key={`now-${entry.path}`} className="file-change" aria-label={`What revert does to ${markedPlainText(entry.path)} as it is now`}>
+        <section
+          key={`now-${entry.path}`}
+          className="file-change"
+          aria-label={`What revert does to ${markedPlainText(entry.path)} as it is now`}
+        >
           <header className="file-change-head">
             <span>On disk now → after revert</span>
             <code className="file-path">
@@ -700,23 +851,37 @@ function RevertDialog({ state, onCancel, onRevert, onForce, onForceConfirmed }: 
             </code>
           </header>
           <InvisibleWarning texts={[entry.path, entry.diff]} what="path or the content of this file" />
-          {entry.diff ? <UnifiedDiff patch={markedPlainText(entry.diff)} path={markedPlainText(entry.path)} label={`Diff from ${markedPlainText(entry.path)} now to after the revert`} /> : <p className="muted">{entry.diffOmittedReason ?? 'No text diff to show.'}</p>}
+          {entry.diff ? (
+            <UnifiedDiff
+              patch={markedPlainText(entry.diff)}
+              path={markedPlainText(entry.path)}
+              label={`Diff from ${markedPlainText(entry.path)} now to after the revert`}
+            />
+          ) : (
+            <p className="muted">{entry.diffOmittedReason ?? 'No text diff to show.'}</p>
+          )}
         </section>
       ))}
-      {conflicts.length ? null : files.map((file) =>
-        file.diff ? (
-          <section key={file.path} className="file-change" aria-label={`What revert restores in ${markedPlainText(file.path)}`}>
-            <header className="file-change-head">
-              <span>What revert restores</span>
-              <code className="file-path">
-                <MarkedText text={file.path} />
-              </code>
-            </header>
-            <InvisibleWarning texts={[file.path, file.diff]} what="path or the diff of this file" />
-            <UnifiedDiff patch={markedPlainText(reverseUnifiedDiff(file.diff))} path={markedPlainText(file.path)} label={`Reverse diff of ${markedPlainText(file.path)}`} />
-          </section>
-        ) : null,
-      )}
+      {conflicts.length
+        ? null
+        : files.map((file) =>
+            file.diff ? (
+              <section key={file.path} className="file-change" aria-label={`What revert restores in ${markedPlainText(file.path)}`}>
+                <header className="file-change-head">
+                  <span>What revert restores</span>
+                  <code className="file-path">
+                    <MarkedText text={file.path} />
+                  </code>
+                </header>
+                <InvisibleWarning texts={[file.path, file.diff]} what="path or the diff of this file" />
+                <UnifiedDiff
+                  patch={markedPlainText(reverseUnifiedDiff(file.diff))}
+                  path={markedPlainText(file.path)}
+                  label={`Reverse diff of ${markedPlainText(file.path)}`}
+                />
+              </section>
+            ) : null,
+          )}
       <div className="dialog-actions">
         <button type="button" className="ghost" onClick={onCancel}>
           Cancel

@@ -1,5 +1,15 @@
 import { useEffect, useMemo, useState } from 'react';
-import { describeProposer, describeRule, expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIME_NAMES, RULE_LIFETIMES, type RuleChoice, type RuleLifetime } from '../../src/domain/remembered-rule.js';
+import {
+  describeProposer,
+  describeRule,
+  expiryFor,
+  proposerOf,
+  ruleChoicesForStep,
+  RULE_LIFETIME_NAMES,
+  RULE_LIFETIMES,
+  type RuleChoice,
+  type RuleLifetime,
+} from '../../src/domain/remembered-rule.js';
 import { riskRank, type Risk } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
@@ -116,9 +126,25 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
   return ruleChoicesForStep(record, policy.workspaceRoots);
 }
 
-type Pending = { kind: 'confirmHigh'; record: StepRecord } | { kind: 'reject'; record: StepRecord } | { kind: 'remember'; record: StepRecord } | { kind: 'approvePlan'; group: PlanRecords };
+type Pending =
+  | { kind: 'confirmHigh'; record: StepRecord }
+  | { kind: 'reject'; record: StepRecord }
+  | { kind: 'remember'; record: StepRecord }
+  | { kind: 'approvePlan'; group: PlanRecords };
 
-export function QueueView({ waiting: listed, hasMore = false, onMore, policy, active }: { waiting: StepSummary[]; hasMore?: boolean; onMore?: () => void; policy: Policy | undefined; active: boolean }) {
+export function QueueView({
+  waiting: listed,
+  hasMore = false,
+  onMore,
+  policy,
+  active,
+}: {
+  waiting: StepSummary[];
+  hasMore?: boolean;
+  onMore?: () => void;
+  policy: Policy | undefined;
+  active: boolean;
+}) {
   const roots = useRoots();
   const api = useApi();
   // A decision is held a few seconds with an Undo before it is sent; its steps leave the queue meanwhile.
@@ -162,7 +188,13 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
     if (!listedSelected) return;
     let alive = true;
     api.getStep({ stepId: listedSelected.id, maxBytes: DETAIL_RECORD_BYTES }).then(
-      (record) => alive && setDetail((previous) => (previous && previous.step.id === record.step.id && previous.updatedAt === record.updatedAt && !cutOf(previous) ? previous : record)),
+      (record) =>
+        alive &&
+        setDetail((previous) =>
+          previous && previous.step.id === record.step.id && previous.updatedAt === record.updatedAt && !cutOf(previous)
+            ? previous
+            : record,
+        ),
       (caught: unknown) => alive && setDetailError(caught),
     );
     return () => {
@@ -175,10 +207,12 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
   const showWhole = (stepId: string) => {
     setLoadingWhole(true);
     setWholeError(null);
-    loadWholeStep(api, stepId).then(
-      (record) => setDetail(record),
-      (caught: unknown) => setWholeError(caught),
-    ).finally(() => setLoadingWhole(false));
+    loadWholeStep(api, stepId)
+      .then(
+        (record) => setDetail(record),
+        (caught: unknown) => setWholeError(caught),
+      )
+      .finally(() => setLoadingWhole(false));
   };
   useEffect(() => {
     if (!selectedId && ordered[0]) setSelectedId(ordered[0].id);
@@ -186,7 +220,10 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
 
   const move = (delta: number) => {
     if (ordered.length === 0) return;
-    const index = Math.max(0, ordered.findIndex((summary) => summary.id === listedSelected?.id));
+    const index = Math.max(
+      0,
+      ordered.findIndex((summary) => summary.id === listedSelected?.id),
+    );
     const next = ordered[Math.min(ordered.length - 1, Math.max(0, index + delta))]!;
     setSelectedId(next.id);
     document.getElementById(`queue-item-${next.id}`)?.focus();
@@ -221,29 +258,43 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
   };
 
   const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
-    hold([record], `Approving ${quotedStep(record.step, roots)}`, () => sendApproval(record, remember), (presign) => {
-      const shown = record.previewHash ? { previewHash: record.previewHash } : {};
-      return [
-        remember
-          ? presign('approveAndRemember', { stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })
-          : presign('approve', { stepId: record.step.id, ...shown }),
-      ];
-    });
+    hold(
+      [record],
+      `Approving ${quotedStep(record.step, roots)}`,
+      () => sendApproval(record, remember),
+      (presign) => {
+        const shown = record.previewHash ? { previewHash: record.previewHash } : {};
+        return [
+          remember
+            ? presign('approveAndRemember', { stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })
+            : presign('approve', { stepId: record.step.id, ...shown }),
+        ];
+      },
+    );
 
   /**
    * Holds a decision with an Undo; sends it when the toast runs out (or the window closes).
    * `calls` signs the same host calls `send` makes, now, so a page that goes away sends them in that moment.
    */
-  const hold = (records: StepRecord[], words: string, send: () => Promise<void>, calls: (presign: NonNullable<typeof api.presign>) => Promise<PresignedCall | null>[]) => {
+  const hold = (
+    records: StepRecord[],
+    words: string,
+    send: () => Promise<void>,
+    calls: (presign: NonNullable<typeof api.presign>) => Promise<PresignedCall | null>[],
+  ) => {
     const presign = api.presign?.bind(api);
     decisions.hold({
       stepIds: records.map((record) => record.step.id),
       words,
       send,
-      ...(presign ? { presign: async () => {
-        const signed = await Promise.all(calls(presign));
-        return signed.every((call): call is PresignedCall => call !== null) ? signed : null;
-      } } : {}),
+      ...(presign
+        ? {
+            presign: async () => {
+              const signed = await Promise.all(calls(presign));
+              return signed.every((call): call is PresignedCall => call !== null) ? signed : null;
+            },
+          }
+        : {}),
     });
     setSelectedId(null);
   };
@@ -251,7 +302,9 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
     const taken = decisions.undo(key);
     if (!taken) return;
     setSelectedId(taken.stepIds[0] ?? null);
-    setNotice(`${taken.words.replace(/^(Approving|Rejecting)/, (verb) => (verb === 'Approving' ? 'Approval of' : 'Rejection of'))} undone; nothing was sent.`);
+    setNotice(
+      `${taken.words.replace(/^(Approving|Rejecting)/, (verb) => (verb === 'Approving' ? 'Approval of' : 'Rejection of'))} undone; nothing was sent.`,
+    );
   };
 
   const sendApproval = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
@@ -259,7 +312,8 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
       const shown = record.previewHash ? { previewHash: record.previewHash } : {};
       // With a rule, the approval and the rule are saved together by the core, or neither is.
       const result = remember
-        ? (await api.approveAndRemember({ stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })).step
+        ? (await api.approveAndRemember({ stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime }))
+            .step
         : await api.approve({ stepId: record.step.id, ...shown });
       setSelectedId(null);
       return `${approvalOutcomeText(record.step, result, roots)}${remember ? ' The rule was saved; see Settings.' : ''}`;
@@ -295,7 +349,10 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
       <section className="list-pane" aria-label="Steps waiting for consent">
         <header className="pane-head">
           <h1>Queue</h1>
-          <span className="muted">{waiting.length === 0 ? 'Nothing waiting' : `${waiting.length}${hasMore ? '+' : ''} waiting`}{ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}</span>
+          <span className="muted">
+            {waiting.length === 0 ? 'Nothing waiting' : `${waiting.length}${hasMore ? '+' : ''} waiting`}
+            {ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}
+          </span>
         </header>
         <LiveRunsPanel />
         {groups.length === 0 ? (
@@ -310,7 +367,10 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
               <section key={group.planId} className="plan-group" aria-label={`Plan ${markedPlainText(group.planId)}`}>
                 <header className="plan-head">
                   <span className="plan-id" title="Plan">
-                    Plan <code><MarkedText text={group.planId} /></code>
+                    Plan{' '}
+                    <code>
+                      <MarkedText text={group.planId} />
+                    </code>
                   </span>
                   {planApprovable ? (
                     <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => startApprovePlan(group)}>
@@ -368,11 +428,18 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
           {busyPlans.size > 0 ? <span className="progress">{[...busyPlans.values()].join(' ')}</span> : notice}
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
-        <UndoToasts held={decisions.held} onUndo={undo} onSendNow={decisions.release} onPause={decisions.pause} onResume={decisions.resume} />
+        <UndoToasts
+          held={decisions.held}
+          onUndo={undo}
+          onSendNow={decisions.release}
+          onPause={decisions.pause}
+          onResume={decisions.resume}
+        />
         {selected && selectedCut ? (
           <div className="notice cut-notice" role="note" data-testid="cut-notice">
             <p>
-              Only part of this step is shown: {kibText(selectedCut.totalBytes - selectedCut.shownBytes)} more of {kibText(selectedCut.totalBytes)}. Approving approves all of it: read the rest first.
+              Only part of this step is shown: {kibText(selectedCut.totalBytes - selectedCut.shownBytes)} more of{' '}
+              {kibText(selectedCut.totalBytes)}. Approving approves all of it: read the rest first.
             </p>
             <button type="button" disabled={loadingWhole} onClick={() => showWhole(selected.step.id)}>
               {loadingWhole ? 'Loading all of it…' : `Show all (${kibText(selectedCut.totalBytes)})`}
@@ -388,7 +455,11 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
                 <MarkedText text={listedSelected.title} />
               </h2>
             </header>
-            {detailError ? <ErrorBox error={detailError} onDismiss={() => setDetailError(null)} /> : <p className="muted">Loading this step…</p>}
+            {detailError ? (
+              <ErrorBox error={detailError} onDismiss={() => setDetailError(null)} />
+            ) : (
+              <p className="muted">Loading this step…</p>
+            )}
           </article>
         ) : null}
         {selected ? (
@@ -404,7 +475,9 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
           />
         ) : listedSelected ? null : (
           <div className="all-clear">
-            <p className="all-clear-mark" aria-hidden="true">✓</p>
+            <p className="all-clear-mark" aria-hidden="true">
+              ✓
+            </p>
             <p>All caught up.</p>
             <p className="muted">
               Executor is listening. Press <kbd>?</kbd> for keyboard shortcuts.
@@ -413,7 +486,11 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
         )}
       </section>
       {pending?.kind === 'confirmHigh' ? (
-        <Dialog title="Approve a HIGH-risk step?" onCancel={() => setPending(null)} className={runsSomething(pending.record) ? 'wide' : undefined}>
+        <Dialog
+          title="Approve a HIGH-risk step?"
+          onCancel={() => setPending(null)}
+          className={runsSomething(pending.record) ? 'wide' : undefined}
+        >
           <p>
             <RiskBadge risk="HIGH" /> <MarkedText text={summarizeStep(pending.record.step, roots)} />
           </p>
@@ -445,18 +522,27 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
           </div>
         </Dialog>
       ) : null}
-      {pending?.kind === 'reject' ? <RejectDialog record={pending.record} onCancel={() => setPending(null)} onReject={(reason) => {
-        const record = pending.record;
-        setPending(null);
-        hold([record], `Rejecting ${quotedStep(record.step, roots)}`, () =>
-          run(record.step.planId, `Rejecting ${quotedStep(record.step, roots)}…`, async () => {
-            await api.reject({ stepId: record.step.id, reason });
-            setSelectedId(null);
-            return `${quotedStep(record.step, roots)} was rejected. The reason was sent back to whoever proposed it.`;
-          }),
-          (presign) => [presign('reject', { stepId: record.step.id, reason })],
-        );
-      }} /> : null}
+      {pending?.kind === 'reject' ? (
+        <RejectDialog
+          record={pending.record}
+          onCancel={() => setPending(null)}
+          onReject={(reason) => {
+            const record = pending.record;
+            setPending(null);
+            hold(
+              [record],
+              `Rejecting ${quotedStep(record.step, roots)}`,
+              () =>
+                run(record.step.planId, `Rejecting ${quotedStep(record.step, roots)}…`, async () => {
+                  await api.reject({ stepId: record.step.id, reason });
+                  setSelectedId(null);
+                  return `${quotedStep(record.step, roots)} was rejected. The reason was sent back to whoever proposed it.`;
+                }),
+              (presign) => [presign('reject', { stepId: record.step.id, reason })],
+            );
+          }}
+        />
+      ) : null}
       {pending?.kind === 'remember' ? (
         <RememberDialog
           record={pending.record}
@@ -470,7 +556,11 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
         />
       ) : null}
       {pending?.kind === 'approvePlan' ? (
-        <Dialog title={`Approve all ${pending.group.steps.length} steps of plan ${markedPlainText(pending.group.planId)}?`} onCancel={() => setPending(null)} className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}>
+        <Dialog
+          title={`Approve all ${pending.group.steps.length} steps of plan ${markedPlainText(pending.group.planId)}?`}
+          onCancel={() => setPending(null)}
+          className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}
+        >
           <p>Every step in this plan is rated MEDIUM or lower. They run in plan order; a failure stops the rest.</p>
           <InvisibleWarning texts={pending.group.steps.flatMap(stepTexts)} what="command or code of a step in this plan" />
           <ul className="reasons">
@@ -492,15 +582,21 @@ export function QueueView({ waiting: listed, hasMore = false, onMore, policy, ac
               onClick={() => {
                 const group = pending.group;
                 setPending(null);
-                hold(group.steps, `Approving all ${group.steps.length} steps of the plan`, () =>
-                  run(group.planId, `Approving all ${group.steps.length} steps of the plan…`, async () => {
-                    for (const record of group.steps) {
-                      await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
-                    }
-                    setSelectedId(null);
-                    return `All ${group.steps.length} steps of the plan were approved; they run in plan order.`;
-                  }),
-                  (presign) => group.steps.map((record) => presign('approve', { stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) })),
+                hold(
+                  group.steps,
+                  `Approving all ${group.steps.length} steps of the plan`,
+                  () =>
+                    run(group.planId, `Approving all ${group.steps.length} steps of the plan…`, async () => {
+                      for (const record of group.steps) {
+                        await api.approve({ stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) });
+                      }
+                      setSelectedId(null);
+                      return `All ${group.steps.length} steps of the plan were approved; they run in plan order.`;
+                    }),
+                  (presign) =>
+                    group.steps.map((record) =>
+                      presign('approve', { stepId: record.step.id, ...(record.previewHash ? { previewHash: record.previewHash } : {}) }),
+                    ),
                 );
               }}
             >
@@ -533,10 +629,37 @@ function stepTexts(record: StepRecord): (string | null)[] {
   const args = record.step.args as Record<string, unknown>;
   const strings = (value: unknown): string[] => (typeof value === 'string' ? [value] : Array.isArray(value) ? value.flatMap(strings) : []);
   const env = record.step.action === 'runCommand' ? Object.values(record.step.args.env ?? {}) : [];
-  return [targetPath(record.step), commandText(record), codeText(record), ...strings(args.argv), ...strings(args.cwd), ...strings(args.url), ...strings(args.allowSecrets), ...env];
+  return [
+    targetPath(record.step),
+    commandText(record),
+    codeText(record),
+    ...strings(args.argv),
+    ...strings(args.cwd),
+    ...strings(args.url),
+    ...strings(args.allowSecrets),
+    ...env,
+  ];
 }
 
-function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReject, onRemember }: { record: StepRecord; policy: Policy | undefined; busy: boolean; now: number; rememberable: boolean; onApprove(): void; onReject(): void; onRemember(): void }) {
+function StepDetail({
+  record,
+  policy,
+  busy,
+  now,
+  rememberable,
+  onApprove,
+  onReject,
+  onRemember,
+}: {
+  record: StepRecord;
+  policy: Policy | undefined;
+  busy: boolean;
+  now: number;
+  rememberable: boolean;
+  onApprove(): void;
+  onReject(): void;
+  onRemember(): void;
+}) {
   const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
@@ -553,7 +676,13 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
       <InvisibleWarning texts={[record.step.meta.purpose, ...stepTexts(record)]} what="path, command or code of this step" />
       <dl className="facts">
         <dt>Purpose</dt>
-        <dd>{record.step.meta.purpose ? <MarkedText text={record.step.meta.purpose} /> : <span className="muted">The proposer gave no purpose.</span>}</dd>
+        <dd>
+          {record.step.meta.purpose ? (
+            <MarkedText text={record.step.meta.purpose} />
+          ) : (
+            <span className="muted">The proposer gave no purpose.</span>
+          )}
+        </dd>
         {targetPath(record.step) ? (
           <>
             <dt>Path</dt>
@@ -567,18 +696,33 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
         <dt>Proposed by</dt>
         <dd>
           {record.step.meta.origin}
-          {record.step.meta.client ? <> (<MarkedText text={record.step.meta.client} />)</> : ''} · {formatTime(record.createdAt)}
+          {record.step.meta.client ? (
+            <>
+              {' '}
+              (<MarkedText text={record.step.meta.client} />)
+            </>
+          ) : (
+            ''
+          )}{' '}
+          · {formatTime(record.createdAt)}
           {record.step.meta.origin === 'agent' ? <ProposedByRun stepId={record.step.id} label={record.step.meta.client} /> : null}
         </dd>
         <dt>Step</dt>
         <dd>
-          <code><MarkedText text={record.step.id} /></code> · step {record.position + 1} of plan <code><MarkedText text={record.step.planId} /></code>
+          <code>
+            <MarkedText text={record.step.id} />
+          </code>{' '}
+          · step {record.position + 1} of plan{' '}
+          <code>
+            <MarkedText text={record.step.planId} />
+          </code>
         </dd>
         {record.consentExpiresAt ? (
           <>
             <dt>Expires</dt>
             <dd>
-              {formatTime(record.consentExpiresAt)} {record.status === 'approved' ? '(an approval not used by then is spent)' : '(undecided by then, the step expires)'}
+              {formatTime(record.consentExpiresAt)}{' '}
+              {record.status === 'approved' ? '(an approval not used by then is spent)' : '(undecided by then, the step expires)'}
             </dd>
           </>
         ) : null}
@@ -624,7 +768,13 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
       ) : null}
       <div className="actions" role="group" aria-label="Decision">
         {record.status === 'awaiting_consent' || preparing ? (
-          <button type="button" className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'} disabled={busy || critical || preparing} onClick={onApprove} aria-keyshortcuts="a">
+          <button
+            type="button"
+            className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'}
+            disabled={busy || critical || preparing}
+            onClick={onApprove}
+            aria-keyshortcuts="a"
+          >
             Approve
           </button>
         ) : null}
@@ -644,7 +794,13 @@ function StepDetail({ record, policy, busy, now, rememberable, onApprove, onReje
       <StoppedRunOutput record={record} />
       <section className="preview-section" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
-        {preparing ? <p><PreparingNote stepId={record.step.id} since={record.createdAt} now={now} /></p> : <PreviewPanel preview={record.preview} />}
+        {preparing ? (
+          <p>
+            <PreparingNote stepId={record.step.id} since={record.createdAt} now={now} />
+          </p>
+        ) : (
+          <PreviewPanel preview={record.preview} />
+        )}
       </section>
     </article>
   );
@@ -681,7 +837,8 @@ function RejectDialog({ record, onCancel, onReject }: { record: StepRecord; onCa
           }}
         />
         <p id="reject-reason-hint" className="muted small-note">
-          <kbd>Ctrl</kbd>+<kbd>Enter</kbd> (<kbd>⌘</kbd>+<kbd>Enter</kbd> on a Mac) rejects with this reason. You can undo for a few seconds afterwards.
+          <kbd>Ctrl</kbd>+<kbd>Enter</kbd> (<kbd>⌘</kbd>+<kbd>Enter</kbd> on a Mac) rejects with this reason. You can undo for a few seconds
+          afterwards.
         </p>
         <div className="dialog-actions">
           <button type="button" className="ghost" onClick={onCancel}>
@@ -703,7 +860,17 @@ export function ruleScopeWords(record: StepRecord, choice: RuleChoice): string {
   return choice.draft.kind === 'url' ? `${whose}, for ${choice.draft.host} only` : `${whose} in ${choice.draft.root}`;
 }
 
-function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRecord; choices: RuleChoice[]; onCancel(): void; onSave(choice: RuleChoice, lifetime: RuleLifetime): void }) {
+function RememberDialog({
+  record,
+  choices,
+  onCancel,
+  onSave,
+}: {
+  record: StepRecord;
+  choices: RuleChoice[];
+  onCancel(): void;
+  onSave(choice: RuleChoice, lifetime: RuleLifetime): void;
+}) {
   const roots = useRoots();
   const [index, setIndex] = useState(0);
   const [lifetime, setLifetime] = useState<RuleLifetime>('day');
@@ -738,10 +905,17 @@ function RememberDialog({ record, choices, onCancel, onSave }: { record: StepRec
         ))}
       </select>
       <p className="rule-words" aria-live="polite" data-testid="rule-words">
-        {describeRule({ ...choice.draft, ...(proposerOf(record.step) ? { proposer: proposerOf(record.step)! } : {}), expiresAt: expiryFor(lifetime, new Date()) })}
+        {describeRule({
+          ...choice.draft,
+          ...(proposerOf(record.step) ? { proposer: proposerOf(record.step)! } : {}),
+          expiresAt: expiryFor(lifetime, new Date()),
+        })}
       </p>
       <p className="muted">
-        {lifetime === 'never' ? 'The rule lasts until you remove it in Settings.' : `The rule ends ${RULE_LIFETIMES[lifetime].label} from now; you can remove it earlier in Settings.`} Every step it approves is recorded in the audit log and shown here as a notice.
+        {lifetime === 'never'
+          ? 'The rule lasts until you remove it in Settings.'
+          : `The rule ends ${RULE_LIFETIMES[lifetime].label} from now; you can remove it earlier in Settings.`}{' '}
+        Every step it approves is recorded in the audit log and shown here as a notice.
       </p>
       <div className="dialog-actions">
         <button type="button" className="ghost" onClick={onCancel}>

@@ -18,7 +18,17 @@ import { formatShortTime } from '../time-format.js';
  * chosen run is in the address (#runs?run=ID), so a link or a reload shows it.
  */
 
-export function RunsView({ active, policy, questions, onOpenSettings }: { active: boolean; policy: PolicyValue | undefined; questions: readonly AgentQuestion[]; onOpenSettings(): void }) {
+export function RunsView({
+  active,
+  policy,
+  questions,
+  onOpenSettings,
+}: {
+  active: boolean;
+  policy: PolicyValue | undefined;
+  questions: readonly AgentQuestion[];
+  onOpenSettings(): void;
+}) {
   const api = useApi();
   const list = useRuns(api);
   const [selectedId, setSelectedId] = useState<string | null>(() => runFromHash(location.hash));
@@ -56,7 +66,13 @@ export function RunsView({ active, policy, questions, onOpenSettings }: { active
       <section className="list-pane runs-list-pane" aria-label="Runs">
         <header className="pane-head">
           <h1>Runs</h1>
-          <span className="muted">{list.runs === undefined ? 'Loading…' : runs.length === 0 ? 'No runs yet' : `${runs.length}${list.hasMore ? '+' : ''} run${runs.length === 1 ? '' : 's'}`}</span>
+          <span className="muted">
+            {list.runs === undefined
+              ? 'Loading…'
+              : runs.length === 0
+                ? 'No runs yet'
+                : `${runs.length}${list.hasMore ? '+' : ''} run${runs.length === 1 ? '' : 's'}`}
+          </span>
         </header>
         <QuestionsPanel questions={agentQuestions} />
         <NewRunBox
@@ -69,7 +85,9 @@ export function RunsView({ active, policy, questions, onOpenSettings }: { active
         />
         <ErrorBox error={list.error} />
         <h2 className="small-head runs-list-head">Your runs</h2>
-        {runs.length === 0 && list.runs !== undefined ? <p className="muted">Runs you start appear here, newest first, and stay live while they work.</p> : null}
+        {runs.length === 0 && list.runs !== undefined ? (
+          <p className="muted">Runs you start appear here, newest first, and stay live while they work.</p>
+        ) : null}
         <ul className="item-list run-list">
           {runs.map((run) => (
             <li key={run.id}>
@@ -91,7 +109,9 @@ export function RunsView({ active, policy, questions, onOpenSettings }: { active
         ) : (
           <div className="all-clear">
             <p>No run yet.</p>
-            <p className="muted">Describe a task in the New run box: the model works on it step by step, and every step that changes something waits for you.</p>
+            <p className="muted">
+              Describe a task in the New run box: the model works on it step by step, and every step that changes something waits for you.
+            </p>
           </div>
         )}
       </section>
@@ -101,7 +121,14 @@ export function RunsView({ active, policy, questions, onOpenSettings }: { active
 
 function RunItem({ run, selected, onSelect }: { run: RunSummary; selected: boolean; onSelect(): void }) {
   return (
-    <button type="button" id={`run-item-${run.id}`} className={`item run-item ${selected ? 'selected' : ''}`} aria-current={selected ? 'true' : undefined} onClick={onSelect} data-testid={`run-item-${run.id}`}>
+    <button
+      type="button"
+      id={`run-item-${run.id}`}
+      className={`item run-item ${selected ? 'selected' : ''}`}
+      aria-current={selected ? 'true' : undefined}
+      onClick={onSelect}
+      data-testid={`run-item-${run.id}`}
+    >
       <span className="item-text">
         <span className="item-title" title={markedPlainText(run.task.slice(0, 2000))}>
           <MarkedText text={taskTitle(run.task)} />

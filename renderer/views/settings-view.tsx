@@ -10,7 +10,11 @@ import { formatTime } from '../step-text.js';
 import { useFadingMessage } from '../components/toasts.js';
 import { ModelSettingsCard } from '../settings-model.js';
 
-const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter(Boolean);
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
 
 interface Draft {
   workspaceRoots: string;
@@ -55,7 +59,10 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
   const check = () => {
     setChecking(true);
     setError(null);
-    api.getEnvironment().then(setEnvironment, setError).finally(() => setChecking(false));
+    api
+      .getEnvironment()
+      .then(setEnvironment, setError)
+      .finally(() => setChecking(false));
   };
   useEffect(check, [api]);
   const limits = policy.sandbox;
@@ -76,7 +83,9 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
         </dd>
         <dt>Sandbox image</dt>
         <dd>
-          {!environment ? '…' : environment.image.present ? (
+          {!environment ? (
+            '…'
+          ) : environment.image.present ? (
             <>
               <code>{environment.image.tag}</code> <code className="hash">{environment.image.digest}</code>
             </>
@@ -88,11 +97,13 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
         </dd>
         <dt>Container limits</dt>
         <dd>
-          {limits.memoryMb} MB memory · {limits.cpus} CPU · {limits.pids} processes · {Math.round(limits.timeoutMs / 1000)} s · output {Math.round(limits.outputBytes / 1024)} KiB per stream
+          {limits.memoryMb} MB memory · {limits.cpus} CPU · {limits.pids} processes · {Math.round(limits.timeoutMs / 1000)} s · output{' '}
+          {Math.round(limits.outputBytes / 1024)} KiB per stream
         </dd>
         <dt>Code worker limits</dt>
         <dd>
-          {policy.lightSandbox.defaultTimeoutMs} ms · heap {policy.lightSandbox.maxHeapMb} MB · {policy.lightSandbox.maxCallsPerStep} tool calls per step
+          {policy.lightSandbox.defaultTimeoutMs} ms · heap {policy.lightSandbox.maxHeapMb} MB · {policy.lightSandbox.maxCallsPerStep} tool
+          calls per step
           {policy.lightSandbox.budget.enabled ? ` · at most ${policy.lightSandbox.budget.runsPerMinute} runs a minute` : ' · no budget'}
         </dd>
       </dl>
@@ -101,13 +112,25 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
           {checking ? 'Checking…' : 'Check again'}
         </button>
       </div>
-      <p className="muted small">Limits are part of policy.json (<code>sandbox</code>, <code>lightSandbox</code>).</p>
+      <p className="muted small">
+        Limits are part of policy.json (<code>sandbox</code>, <code>lightSandbox</code>).
+      </p>
     </section>
   );
 }
 
 /** Every change goes through setPolicy: validated by the core, saved atomically, recorded in the audit log. */
-export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { policy: PolicyValue | undefined; keyStatus: KeyStatus | undefined; keyError: unknown; onKeysChanged(): void }) {
+export function SettingsView({
+  policy,
+  keyStatus,
+  keyError,
+  onKeysChanged,
+}: {
+  policy: PolicyValue | undefined;
+  keyStatus: KeyStatus | undefined;
+  keyError: unknown;
+  onKeysChanged(): void;
+}) {
   const api = useApi();
   const [draft, setDraft] = useState<Draft | null>(policy ? draftOf(policy) : null);
   const [error, setError] = useState<unknown>(null);
@@ -172,11 +195,19 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
                     {describeRule(rule)}
                   </p>
                   {rule.madeBeforeScoping ? (
-                    <p className="warning small">Made before rules named their agent: it covers only steps you propose yourself, never an agent's. Remove it and remember it again from an agent's step to cover that agent.</p>
+                    <p className="warning small">
+                      Made before rules named their agent: it covers only steps you propose yourself, never an agent's. Remove it and
+                      remember it again from an agent's step to cover that agent.
+                    </p>
                   ) : null}
                   <p className="muted small rule-facts">
-                    <code>{rule.id}</code> · added {formatTime(rule.createdAt)} · {rule.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatTime(rule.expiresAt)}` : 'no expiry'} ·{' '}
-                    <span data-testid="rule-hits">{hits ? `approved ${hits.hits} step${hits.hits === 1 ? '' : 's'}, last ${formatTime(hits.lastHitAt)} (${hits.lastStepId})` : 'approved no step yet'}</span>
+                    <code>{rule.id}</code> · added {formatTime(rule.createdAt)} ·{' '}
+                    {rule.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatTime(rule.expiresAt)}` : 'no expiry'} ·{' '}
+                    <span data-testid="rule-hits">
+                      {hits
+                        ? `approved ${hits.hits} step${hits.hits === 1 ? '' : 's'}, last ${formatTime(hits.lastHitAt)} (${hits.lastStepId})`
+                        : 'approved no step yet'}
+                    </span>
                   </p>
                   <button type="button" className="small" aria-label={`Remove rule ${rule.id}`} onClick={() => setRemoving(rule)}>
                     Remove
@@ -198,13 +229,19 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
           <h2>Where steps may act</h2>
           <label htmlFor="roots">Workspace roots (one absolute path per line)</label>
           <textarea id="roots" rows={2} spellCheck={false} {...field('workspaceRoots')} />
-          <label htmlFor="secrets">Secret-looking paths (globs; writes to them are HIGH risk, code never reads them; the built-in credential files always apply)</label>
+          <label htmlFor="secrets">
+            Secret-looking paths (globs; writes to them are HIGH risk, code never reads them; the built-in credential files always apply)
+          </label>
           <textarea id="secrets" rows={5} spellCheck={false} {...field('secretGlobs')} />
         </section>
         <section className="card">
           <h2>Consent</h2>
           <label htmlFor="auto-approve">Approve without asking up to</label>
-          <select id="auto-approve" value={draft.autoApprove} onChange={(event) => setDraft({ ...draft, autoApprove: event.target.value as Draft['autoApprove'] })}>
+          <select
+            id="auto-approve"
+            value={draft.autoApprove}
+            onChange={(event) => setDraft({ ...draft, autoApprove: event.target.value as Draft['autoApprove'] })}
+          >
             <option value="none">Nothing: always ask</option>
             <option value="LOW">LOW risk</option>
             <option value="MEDIUM">MEDIUM risk</option>
@@ -252,7 +289,14 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
               <code>{keyStatus.currentKeyId}</code> (epoch {keyStatus.epoch})
             </dd>
             <dt>Key protection</dt>
-            <dd>{keyStatus.protection === 'os-keychain' ? 'OS keychain' : keyStatus.protectionWarning ? 'Plain text (no OS keychain: see the warning above)' : 'Plain file (no OS keychain available)'} · <code>{keyStatus.location}</code></dd>
+            <dd>
+              {keyStatus.protection === 'os-keychain'
+                ? 'OS keychain'
+                : keyStatus.protectionWarning
+                  ? 'Plain text (no OS keychain: see the warning above)'
+                  : 'Plain file (no OS keychain available)'}{' '}
+              · <code>{keyStatus.location}</code>
+            </dd>
             <dt>Key chains</dt>
             <dd>
               {keyStatus.chains.map((chain) => (
@@ -278,7 +322,9 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
       <SandboxCard policy={policy} />
       {rotating ? (
         <Dialog title="Rotate the audit signing key?" onCancel={() => setRotating(false)}>
-          <p>A new key chain starts now. Old records stay verifiable with the old chain; the rotation is recorded and signed under both keys.</p>
+          <p>
+            A new key chain starts now. Old records stay verifiable with the old chain; the rotation is recorded and signed under both keys.
+          </p>
           <div className="dialog-actions">
             <button type="button" className="ghost" onClick={() => setRotating(false)}>
               Cancel
@@ -290,13 +336,13 @@ export function SettingsView({ policy, keyStatus, keyError, onKeysChanged }: { p
                 setRotating(false);
                 setSaving(true);
                 setError(null);
-                api.rotateKeys({ reason: 'rotated from the Settings view' }).then(
-                  (rotated) => {
+                api
+                  .rotateKeys({ reason: 'rotated from the Settings view' })
+                  .then((rotated) => {
                     setNotice(`Signing key rotated: ${rotated.previousKeyId} → ${rotated.keyId}. Recorded in the audit log.`);
                     onKeysChanged();
-                  },
-                  setError,
-                ).finally(() => setSaving(false));
+                  }, setError)
+                  .finally(() => setSaving(false));
               }}
             >
               Rotate key

@@ -118,5 +118,11 @@ export interface ActionModule<A extends ActionName> {
    * 'whole' when every hunk was accepted (the step is approved as it is), else the step with those
    * hunks alone; a typed refusal when the step's diff cannot be split. Absent: approved whole.
    */
-  withHunks?(step: StepOf<A>, shown: Preview | null, accepted: readonly number[], proposed: Step, ctx: ActionContext): Promise<StepWithHunks | 'whole'>;
+  withHunks?(
+    step: StepOf<A>,
+    shown: Preview | null,
+    accepted: readonly number[],
+    proposed: Step,
+    ctx: ActionContext,
+  ): Promise<StepWithHunks | 'whole'>;
 }

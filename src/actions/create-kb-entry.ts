@@ -18,7 +18,13 @@ export const createKBEntry: ActionModule<'createKBEntry'> = {
     return {
       fileChanges: [],
       async apply() {
-        const entry = ctx.kb.insert({ entryId: entryIdFor(ctx.stepId), stepId: ctx.stepId, title: args.title, content: args.content, tags: args.tags ?? [] });
+        const entry = ctx.kb.insert({
+          entryId: entryIdFor(ctx.stepId),
+          stepId: ctx.stepId,
+          title: args.title,
+          content: args.content,
+          tags: args.tags ?? [],
+        });
         return { entryId: entry.entryId };
       },
     };

@@ -24,7 +24,8 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   }
   // The part above the root counts too: a root inside .git/ or a home folder's .config/ holds what those hold.
   const aboveRoot = matchHostCodePath(absoluteForMatching(verdict.realPath), matchOptions);
-  const runsLater = hostCodeReasonAt(verdict.root, verdict.relativePath, matchOptions) ?? (aboveRoot && `${verdict.realPath} is ${aboveRoot.what}.`);
+  const runsLater =
+    hostCodeReasonAt(verdict.root, verdict.relativePath, matchOptions) ?? (aboveRoot && `${verdict.realPath} is ${aboveRoot.what}.`);
   if (runsLater) {
     risk = 'HIGH';
     reasons.push(`${runsLater} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`);

@@ -38,12 +38,19 @@ export function hostAllowed(host: string, policy: Policy): boolean {
 }
 
 function describe(url: URL): Extract<Preview, { kind: 'url' }> {
-  const query: UrlQueryParam[] = [...url.searchParams].map(([name, value]) => ({ name, value, opaque: isOpaqueValue(value) || isOpaqueValue(name) }));
+  const query: UrlQueryParam[] = [...url.searchParams].map(([name, value]) => ({
+    name,
+    value,
+    opaque: isOpaqueValue(value) || isOpaqueValue(name),
+  }));
   const warnings: string[] = [];
   // Measured over the whole URL at once: data cut into pieces that each look harmless still adds up.
   const opaque = measureOpaqueData(url);
   if (opaque.totalBits >= OPAQUE_URL_BITS) {
-    const largest = opaque.parts.slice(0, 4).map((part) => `${part.where}: ${Math.round(part.bits)}`).join(', ');
+    const largest = opaque.parts
+      .slice(0, 4)
+      .map((part) => `${part.where}: ${Math.round(part.bits)}`)
+      .join(', ');
     warnings.push(
       `The URL carries about ${Math.round(opaque.totalBits / 8)} bytes of encoded-looking data across ${opaque.parts.length} part(s) of its host, path, query and fragment (bits by part, largest first: ${largest}): it could carry data from this machine to ${url.host}, and the page itself can read the fragment.`,
     );
@@ -77,7 +84,9 @@ export const openURL: ActionModule<'openURL'> = {
   reversible: false,
   summarize: (args) => {
     const parsed = parseOpenableUrl(args.url);
-    return parsed.ok ? `Open ${parsed.url.host}${decodeURIComponentSafe(parsed.url.pathname)} in the browser` : `Open an invalid URL (refused)`;
+    return parsed.ok
+      ? `Open ${parsed.url.host}${decodeURIComponentSafe(parsed.url.pathname)} in the browser`
+      : `Open an invalid URL (refused)`;
   },
   ruleTarget: (args) => ({ kind: 'url', url: args.url }),
   assess(args, ctx) {

@@ -17,7 +17,11 @@ export function isHeavy(args: RunCodeArgs): boolean {
   return codeSandboxOf(args) === 'docker';
 }
 
-async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: ActionContext): Promise<{ result: CodeRunResult; requests: { method: string; url: string }[] }> {
+async function runIn(
+  mode: 'simulate' | 'execute',
+  args: RunCodeArgs,
+  ctx: ActionContext,
+): Promise<{ result: CodeRunResult; requests: { method: string; url: string }[] }> {
   if (isHeavy(args)) {
     if (!ctx.heavyCodeRunner) {
       return {
@@ -32,10 +36,24 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
       };
     }
     try {
-      return { result: recordableResult(await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall, hooks: ctx.run })), requests: [] };
+      return {
+        result: recordableResult(
+          await ctx.heavyCodeRunner.run({ stepId: ctx.stepId, args, mode, auditCapabilityCall: ctx.auditCapabilityCall, hooks: ctx.run }),
+        ),
+        requests: [],
+      };
     } catch (error) {
       // The seam promises never to throw; if it does anyway, the caller still gets a result, not an exception.
-      return { result: { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs: 0 }, requests: [] };
+      return {
+        result: {
+          ok: false,
+          code: 'EXECUTION_CRASHED',
+          message: `The Docker sandbox failed: ${(error as Error).message}`,
+          logs: [],
+          durationMs: 0,
+        },
+        requests: [],
+      };
     }
   }
   const bridgeMode: BridgeMode = mode === 'simulate' ? 'record-only' : 'execute';
@@ -54,7 +72,10 @@ async function runIn(mode: 'simulate' | 'execute', args: RunCodeArgs, ctx: Actio
     },
   });
   try {
-    const result = await ctx.lightSandbox.run({ code: args.code, timeoutMs: args.timeoutMs, bridge, signal: ctx.run?.signal }, ctx.policy.lightSandbox);
+    const result = await ctx.lightSandbox.run(
+      { code: args.code, timeoutMs: args.timeoutMs, bridge, signal: ctx.run?.signal },
+      ctx.policy.lightSandbox,
+    );
     return { result: recordableResult(result), requests: boundedValue(bridge.requests, 4).value as typeof bridge.requests };
   } finally {
     inFlight.abort();
@@ -79,35 +100,49 @@ export function recordableResult(result: CodeRunResult): CodeRunResult {
 
 function assessRunCode(args: RunCodeArgs, ctx: ActionContext): RiskHints {
   const heavy = isHeavy(args);
-  const where = heavy ? 'a Docker container' : 'a fresh, single-use Node process that has no files, no environment and no network of its own';
-  const reasons = [`Runs ${args.language === 'python' ? 'Python' : 'JavaScript'} code in ${where}${args.purpose ? `, to ${args.purpose}` : ''}.`];
+  const where = heavy
+    ? 'a Docker container'
+    : 'a fresh, single-use Node process that has no files, no environment and no network of its own';
+  const reasons = [
+    `Runs ${args.language === 'python' ? 'Python' : 'JavaScript'} code in ${where}${args.purpose ? `, to ${args.purpose}` : ''}.`,
+  ];
   const mitigations: string[] = [];
   let risk: Risk = heavy ? 'MEDIUM' : 'LOW';
   const capabilities = args.capabilities ?? {};
   if (capabilities.fetch) {
     risk = 'HIGH';
-    reasons.push(`May send network requests to: ${capabilities.fetch.hosts.join(', ')}. Data the code holds can leave the machine, and requests can have effects there.`);
+    reasons.push(
+      `May send network requests to: ${capabilities.fetch.hosts.join(', ')}. Data the code holds can leave the machine, and requests can have effects there.`,
+    );
     const refused = capabilities.fetch.hosts.filter((host) => !hostAllowed(host.replace(/^\*\./, 'x.'), ctx.policy.network.allowHosts));
     if (refused.length) {
       return {
         risk: 'CRITICAL',
         deny: true,
-        reasons: [...reasons, `${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not on the policy's network allowlist (network.allowHosts).`],
+        reasons: [
+          ...reasons,
+          `${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not on the policy's network allowlist (network.allowHosts).`,
+        ],
         mitigations,
       };
     }
   }
-  if (capabilities.readFile) reasons.push(`May read files inside the workspace roots (${ctx.policy.workspaceRoots.join(', ') || 'none configured'}), except files that look like secrets.`);
+  if (capabilities.readFile)
+    reasons.push(
+      `May read files inside the workspace roots (${ctx.policy.workspaceRoots.join(', ') || 'none configured'}), except files that look like secrets.`,
+    );
   if (capabilities.kbSearch) reasons.push("May search Executor's knowledge base.");
   if (!heavy) {
     const codeBytes = Buffer.byteLength(args.code, 'utf8');
-    if (codeBytes > MAX_CODE_BYTES) reasons.push(`The code is ${codeBytes} bytes, over the ${MAX_CODE_BYTES}-byte limit: it will be refused without running.`);
+    if (codeBytes > MAX_CODE_BYTES)
+      reasons.push(`The code is ${codeBytes} bytes, over the ${MAX_CODE_BYTES}-byte limit: it will be refused without running.`);
     mitigations.push(
       `Killed after ${args.timeoutMs ?? ctx.policy.lightSandbox.defaultTimeoutMs} ms (clamped to 0.1–5 s); heap ${ctx.policy.lightSandbox.maxHeapMb} MB; at most ${ctx.policy.lightSandbox.maxCallsPerStep} tool calls, each checked and audited.`,
     );
     mitigations.push(...ctx.lightSandbox.isolation().warnings.map((warning) => `Weaker here: ${warning}`));
   }
-  if (capabilities.fetch) mitigations.push('The preview runs the code with requests recorded, not sent: it lists what the code would fetch.');
+  if (capabilities.fetch)
+    mitigations.push('The preview runs the code with requests recorded, not sent: it lists what the code would fetch.');
   return { risk, reasons, mitigations };
 }
 

@@ -43,7 +43,10 @@ function timeoutOf(args: Args, policy: Policy): number {
 function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root: string } {
   const roots = ctx.policy.workspaceRoots;
   if (roots.length === 0) {
-    throw new ExecutorError('PATH_OUTSIDE_ROOT', 'No workspace root is configured, so no command can run. Add one to "workspaceRoots" in policy.json.');
+    throw new ExecutorError(
+      'PATH_OUTSIDE_ROOT',
+      'No workspace root is configured, so no command can run. Add one to "workspaceRoots" in policy.json.',
+    );
   }
   const realRoots = roots.map((root) => fs.realpathSync.native(root));
   if (!args.cwd) return { sourceDir: realRoots[0]!, root: realRoots[0]! };
@@ -58,13 +61,16 @@ function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root:
   if (root) return { sourceDir: real, root };
   const verdict = guardPath(args.cwd, roots, ctx.dataDir);
   if (!verdict.ok) throw new ExecutorError(verdict.code, verdict.reason, { cwd: args.cwd });
-  if (!fs.statSync(verdict.realPath).isDirectory()) throw new ExecutorError('PATH_INVALID', `The working directory ${args.cwd} is not a directory.`, { cwd: args.cwd });
+  if (!fs.statSync(verdict.realPath).isDirectory())
+    throw new ExecutorError('PATH_INVALID', `The working directory ${args.cwd} is not a directory.`, { cwd: args.cwd });
   return { sourceDir: verdict.realPath, root: verdict.root };
 }
 
 /** Where a changeset may land: the step's roots and secrets, never the data directory. */
 function changesetScope(args: Args, ctx: ActionContext, sourceDir: string): ChangesetScope {
-  const allowedSecretPaths = (args.allowSecrets ?? []).map((relative) => resolveThroughSymlinks(path.join(sourceDir, ...relative.split('/'))));
+  const allowedSecretPaths = (args.allowSecrets ?? []).map((relative) =>
+    resolveThroughSymlinks(path.join(sourceDir, ...relative.split('/'))),
+  );
   return { policy: ctx.policy, dataDir: ctx.dataDir, allowedSecretPaths };
 }
 
@@ -153,11 +159,15 @@ function differences(approved: CommandRunPreview, fresh: CommandRunPreview): { c
     const before = approvedFiles.get(filePath);
     if (!before) differentEffect.push(`${filePath} is changed now but was not in the preview`);
     else if (before.preHash !== file.preHash) changedUnderneath.push(filePath);
-    else if (before.postHash !== file.postHash || (before.modeAfter ?? null) !== (file.modeAfter ?? null)) differentEffect.push(`${filePath} gets different content`);
+    else if (before.postHash !== file.postHash || (before.modeAfter ?? null) !== (file.modeAfter ?? null))
+      differentEffect.push(`${filePath} gets different content`);
   }
-  for (const filePath of approvedFiles.keys()) if (!freshFiles.has(filePath)) differentEffect.push(`${filePath} was in the preview but is not changed now`);
+  for (const filePath of approvedFiles.keys())
+    if (!freshFiles.has(filePath)) differentEffect.push(`${filePath} was in the preview but is not changed now`);
   if (approved.exitCode !== fresh.exitCode || approved.timedOut !== fresh.timedOut) {
-    differentEffect.push(`it ended differently (${approved.timedOut ? 'timeout' : `exit ${approved.exitCode}`} in the preview, ${fresh.timedOut ? 'timeout' : `exit ${fresh.exitCode}`} now)`);
+    differentEffect.push(
+      `it ended differently (${approved.timedOut ? 'timeout' : `exit ${approved.exitCode}`} in the preview, ${fresh.timedOut ? 'timeout' : `exit ${fresh.exitCode}`} now)`,
+    );
   }
   return { changedUnderneath, differentEffect };
 }
@@ -203,9 +213,13 @@ function applyUnlessChanged(changes: FileChange[], ledger?: DirectoryLedger): vo
     return (current === null ? null : sha256Of(current)) !== (change.before === null ? null : sha256Of(change.before));
   });
   if (changed.length > 0) {
-    throw new ExecutorError('WORKSPACE_CONFLICT', `${changed.map((c) => c.displayPath).join(', ')} changed in the workspace just before the command's changes were applied; nothing was written.`, {
-      paths: changed.map((c) => c.displayPath),
-    });
+    throw new ExecutorError(
+      'WORKSPACE_CONFLICT',
+      `${changed.map((c) => c.displayPath).join(', ')} changed in the workspace just before the command's changes were applied; nothing was written.`,
+      {
+        paths: changed.map((c) => c.displayPath),
+      },
+    );
   }
   applyFileChanges(changes, ledger);
 }
@@ -222,7 +236,8 @@ export function commandRuleTarget(args: ActionArgs<'runCommand'>, roots: readonl
   if (roots.length === 0 || commandReachesBeyondRules(args) !== null) return null;
   const cwd = args.cwd ? (path.isAbsolute(args.cwd) ? args.cwd : path.resolve(roots[0]!, args.cwd)) : roots[0]!;
   const analysis = analyseCommand(args.command ?? args.argv!, args.env);
-  if (analysis.unknowable.length > 0 || analysis.commands.length === 0 || analysis.commands.some((words) => words.length === 0)) return null;
+  if (analysis.unknowable.length > 0 || analysis.commands.length === 0 || analysis.commands.some((words) => words.length === 0))
+    return null;
   // A rule for `ls` is about running ls, not about `ls > victim.txt` overwriting a file.
   if (analysis.redirectWrites.some((target) => target !== '/dev/null')) return null;
   return { kind: 'command', pipeline: args.argv ? [args.argv] : analysis.commands, cwd };
@@ -233,7 +248,8 @@ export const runCommand: ActionModule<'runCommand'> = {
   reversible: true,
   previewFromRun: true,
   runsLive: true,
-  summarize: (args) => `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
+  summarize: (args) =>
+    `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
   ruleTarget: (args, ctx) => commandRuleTarget(args, ctx.policy.workspaceRoots),
   assess(args, ctx) {
     const verdict = checkCommandPrograms(args.command ?? args.argv!, ctx.policy.commands, args.env);
@@ -242,8 +258,12 @@ export const runCommand: ActionModule<'runCommand'> = {
     if (verdict.unknowable.length > 0) {
       const deny = ctx.policy.commands.deny;
       // A line the parser cannot read is never run unseen; any other unknowable line is asked about whenever a deny list is in force.
-      if (deny.length > 0) mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}. The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`);
-      else if (verdict.unknowable.some((entry) => entry.kind === 'unparsable')) mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}, so you decide.`);
+      if (deny.length > 0)
+        mustAsk.push(
+          `This command ${describeUnknowable(verdict.unknowable)}. The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`,
+        );
+      else if (verdict.unknowable.some((entry) => entry.kind === 'unparsable'))
+        mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}, so you decide.`);
     }
     let where: string;
     try {
@@ -253,11 +273,17 @@ export const runCommand: ActionModule<'runCommand'> = {
       return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
     }
     const named = [...new Set(verdict.programs)].join(', ') || 'none it can name';
-    const reasons = [`Runs \`${commandText(args)}\` (programs: ${named}${verdict.unknowable.length > 0 ? ', and it could run others' : ''}) on a copy of ${where}.`];
+    const reasons = [
+      `Runs \`${commandText(args)}\` (programs: ${named}${verdict.unknowable.length > 0 ? ', and it could run others' : ''}) on a copy of ${where}.`,
+    ];
     if (verdict.unknowable.length > 0 && mustAsk.length === 0) reasons.push(`This command ${describeUnknowable(verdict.unknowable)}.`);
     if (args.network === 'allowlist') {
       const hosts = ctx.policy.network.allowHosts;
-      reasons.push(hosts.length ? `May reach only ${hosts.join(', ')} over the network, through Executor's audited proxy.` : 'Asks for the network, but the policy allows no host: every request will be refused.');
+      reasons.push(
+        hosts.length
+          ? `May reach only ${hosts.join(', ')} over the network, through Executor's audited proxy.`
+          : 'Asks for the network, but the policy allows no host: every request will be refused.',
+      );
     }
     if (args.allowSecrets?.length) reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
     const limits = ctx.policy.sandbox;
@@ -295,7 +321,10 @@ export const runCommand: ActionModule<'runCommand'> = {
       async apply() {
         // The executor denies a run with such an entry before this point; kept here so apply can never half-do it.
         const blocked = preview.skipped.find((entry) => entry.blocksChangeset);
-        if (blocked) throw new ExecutorError('PATH_OUTSIDE_ROOT', `Nothing of the command's changes was applied: ${blocked.path}: ${blocked.reason}`, { path: blocked.path });
+        if (blocked)
+          throw new ExecutorError('PATH_OUTSIDE_ROOT', `Nothing of the command's changes was applied: ${blocked.path}: ${blocked.reason}`, {
+            path: blocked.path,
+          });
         // The workspace may have changed since the run: where each entry lands is resolved again now.
         assertChangesetTargets(changes, scope);
         applyUnlessChanged(changes, ctx.directoryLedger);
@@ -306,7 +335,10 @@ export const runCommand: ActionModule<'runCommand'> = {
           image: outcome.image,
           runId: outcome.run.runId,
           durationMs: outcome.run.durationMs,
-          files: changes.map((change) => ({ path: change.displayPath, change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified' })),
+          files: changes.map((change) => ({
+            path: change.displayPath,
+            change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified',
+          })),
           stdout: excerpt(outcome.run.stdout),
           stderr: excerpt(outcome.run.stderr),
           egress: outcome.run.egress,
@@ -319,9 +351,19 @@ export const runCommand: ActionModule<'runCommand'> = {
     const stepId = step.id;
     const current = commandLineOf(step.args);
     const before = proposedStep.action === 'runCommand' ? commandLineOf(proposedStep.args) : current;
-    if (!wellFormed(command)) throw new ExecutorError('INVALID_INPUT', `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`, { stepId });
+    if (!wellFormed(command))
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `The edited command line of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate); nothing was saved.`,
+        { stepId },
+      );
     const after = command.trim();
-    if (after === current.trim() || after === step.args.command) throw new ExecutorError('INVALID_INPUT', 'The edited command line is the same as the proposed one; approve the step as it is instead.', { stepId });
+    if (after === current.trim() || after === step.args.command)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        'The edited command line is the same as the proposed one; approve the step as it is instead.',
+        { stepId },
+      );
     // The person's line runs as they typed it, under `sh -c` in the sandbox, as an agent's `command` does.
     const { argv: _argv, command: _command, ...rest } = step.args;
     return { revised: { ...step, args: { ...rest, command: after } }, change: { commandBefore: before, commandAfter: after } };

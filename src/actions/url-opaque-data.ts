@@ -94,7 +94,10 @@ function spellWord(word: string, listedBits: number): WordSpelling {
   const length = word.length;
   // best[i][0]: spelled up to i, the last piece a listed word (or nothing yet); [1]: in a run of letters.
   const best: [number, number][] = Array.from({ length: length + 1 }, () => [Infinity, Infinity]);
-  const from: [{ at: number; mode: 0 | 1; listed?: string } | null, { at: number; mode: 0 | 1 } | null][] = Array.from({ length: length + 1 }, () => [null, null]);
+  const from: [{ at: number; mode: 0 | 1; listed?: string } | null, { at: number; mode: 0 | 1 } | null][] = Array.from(
+    { length: length + 1 },
+    () => [null, null],
+  );
   best[0]![0] = 0;
   for (let at = 0; at < length; at += 1) {
     for (const mode of [0, 1] as const) {
@@ -124,7 +127,7 @@ function spellWord(word: string, listedBits: number): WordSpelling {
   let mode: 0 | 1 = best[length]![0] <= endInLetters ? 0 : 1;
   const bits = Math.min(best[length]![0], endInLetters);
   const listed: string[] = [];
-  for (let at = length; at > 0; ) {
+  for (let at = length; at > 0;) {
     const step = from[at]![mode]!;
     if (mode === 0 && 'listed' in step && step.listed) listed.push(step.listed);
     at = step.at;

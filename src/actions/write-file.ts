@@ -42,14 +42,32 @@ export const writeFile: ActionModule<'writeFile'> = {
   editable: 'content',
   edited(step, content, proposedStep) {
     const stepId = step.id;
-    if (step.args.encoding === 'base64') throw new ExecutorError('INVALID_INPUT', `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`, { stepId });
-    if (!wellFormed(content)) throw new ExecutorError('INVALID_INPUT', `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`, { stepId });
-    if (content === step.args.content) throw new ExecutorError('INVALID_INPUT', 'The edited content is the same as the proposed content; approve the step as it is instead.', { stepId });
+    if (step.args.encoding === 'base64')
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Step ${stepId} writes binary content (base64); it cannot be edited as text. Approve or reject it whole.`,
+        { stepId },
+      );
+    if (!wellFormed(content))
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `The edited content of step ${stepId} is not valid text (it holds a lone UTF-16 surrogate, which no UTF-8 file can hold); nothing was saved.`,
+        { stepId },
+      );
+    if (content === step.args.content)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        'The edited content is the same as the proposed content; approve the step as it is instead.',
+        { stepId },
+      );
     const revised = { ...step, args: { ...step.args, content } };
     const proposed = Buffer.from(proposedStep.action === 'writeFile' ? proposedStep.args.content : '', 'utf8');
     const edited = Buffer.from(content, 'utf8');
     const diff = unifiedLineDiff(proposed, edited, 'proposed', 'edited');
-    return { revised, change: { proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null } };
+    return {
+      revised,
+      change: { proposedContentHash: sha256Hex(proposed), approvedContentHash: sha256Hex(edited), diff: diff.ok ? diff.patch : null },
+    };
   },
   /**
    * A write over an existing text file, with the content the original plus the accepted hunks of the
@@ -59,26 +77,55 @@ export const writeFile: ActionModule<'writeFile'> = {
   async withHunks(step, shownPreview, accepted, proposedStep, ctx) {
     const stepId = step.id;
     const shown = shownPreview?.kind === 'fileChanges' ? shownPreview.files[0] : undefined;
-    if (!shown) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, { stepId });
-    if (!shown.existedBefore) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`, { stepId });
-    if (shown.binary) throw new ExecutorError('INVALID_INPUT', `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`, { stepId });
+    if (!shown)
+      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} has no preview to choose hunks from; approve or reject it whole.`, {
+        stepId,
+      });
+    if (!shown.existedBefore)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Step ${stepId} creates ${shown.path}, so its diff is one whole addition: approve or reject it whole, or edit its content first.`,
+        { stepId },
+      );
+    if (shown.binary)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `${shown.path} is binary: it has no lines to approve one by one. Approve or reject step ${stepId} whole.`,
+        { stepId },
+      );
     const before = readCurrent(resolveFileTarget(step.args.path, ctx)).content;
     if (before === null || sha256Hex(before) !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`, { stepId });
+      throw new ExecutorError(
+        'STEP_CHANGED',
+        `${shown.path} changed on disk since the preview of step ${stepId} was made; refresh the preview (steps show, or the window) and choose the hunks again.`,
+        { stepId },
+      );
     }
     const proposed = contentOf(step.args);
     const isUtf8 = (bytes: Buffer) => Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
     if (!isUtf8(before) || !isUtf8(proposed)) {
-      throw new ExecutorError('INVALID_INPUT', `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`, { stepId });
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `${shown.path} is not UTF-8 text on both sides, so its hunks cannot be applied one by one exactly; approve or reject step ${stepId} whole.`,
+        { stepId },
+      );
     }
     const diff = unifiedLineDiff(before, proposed, 'a', 'b');
-    if (!diff.ok) throw new ExecutorError('INVALID_INPUT', `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`, { stepId });
+    if (!diff.ok)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `The diff of step ${stepId} could not be split into hunks (${diff.reason}); approve or reject it whole.`,
+        { stepId },
+      );
     const hunks = parseHunks(diff.patch);
     assertHunkSelection(accepted, hunks.length, stepId);
     if (accepted.length === hunks.length) return 'whole';
     const approvedText = applyHunks(before.toString('utf8'), hunks, accepted);
     const approvedBytes = Buffer.from(approvedText, 'utf8');
-    const revised = { ...step, args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText } };
+    const revised = {
+      ...step,
+      args: { ...step.args, content: step.args.encoding === 'base64' ? approvedBytes.toString('base64') : approvedText },
+    };
     const proposedByAgent = proposedStep.action === 'writeFile' ? contentOf(proposedStep.args) : proposed;
     const changeDiff = unifiedLineDiff(proposedByAgent, approvedBytes, 'proposed', 'approved');
     const change = {
@@ -91,7 +138,11 @@ export const writeFile: ActionModule<'writeFile'> = {
     const file = preview.kind === 'fileChanges' ? preview.files[0] : undefined;
     // The file was read again for this preview: it must still be the one the hunks were made from.
     if (!file || file.preHash !== shown.preHash) {
-      throw new ExecutorError('STEP_CHANGED', `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`, { stepId });
+      throw new ExecutorError(
+        'STEP_CHANGED',
+        `${shown.path} changed on disk while step ${stepId} was being approved; look at the preview again.`,
+        { stepId },
+      );
     }
     return { revised, change, preview };
   },

@@ -28,7 +28,6 @@ export interface FileChange {
   modeRequested?: number;
 }
 
-
 /**
  * A file that does not exist yet is created no more open than the person's own umask makes their
  * files: a command that ran `umask 0` or `chmod 666` in its copy does not get a group- or
@@ -47,7 +46,8 @@ export function limitNewFileMode(change: FileChange, umask: number = workspaceUm
 
 /** ASCII white space and NUL bytes (`head -c 8 /dev/zero > f`): a file left holding nothing else has lost its content. */
 function isBlank(data: Buffer): boolean {
-  for (const byte of data) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0b && byte !== 0x0c && byte !== 0x00) return false;
+  for (const byte of data)
+    if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0b && byte !== 0x0c && byte !== 0x00) return false;
   return true;
 }
 
@@ -61,7 +61,11 @@ export const REPLACED_BELOW_PERCENT = 50;
  * f` keeps 0 and an edit of one line in a hundred keeps 99; a one-line file edited keeps 0.
  */
 export function contentKeptPercent(before: Buffer, after: Buffer): number | null {
-  const linesOf = (data: Buffer): string[] => data.toString('latin1').split('\n').map((line) => line.replace(/\r$/, ''));
+  const linesOf = (data: Buffer): string[] =>
+    data
+      .toString('latin1')
+      .split('\n')
+      .map((line) => line.replace(/\r$/, ''));
   const kept = new Set(linesOf(after));
   let total = 0;
   let stillThere = 0;
@@ -108,9 +112,13 @@ export function readCurrent(absolutePath: string): { content: Buffer | null; mod
   try {
     const stat = fs.lstatSync(absolutePath);
     if (!stat.isFile()) {
-      throw new ExecutorError('PATH_INVALID', `${absolutePath} is not a regular file (it is a ${stat.isDirectory() ? 'directory' : 'special file'}).`, {
-        path: absolutePath,
-      });
+      throw new ExecutorError(
+        'PATH_INVALID',
+        `${absolutePath} is not a regular file (it is a ${stat.isDirectory() ? 'directory' : 'special file'}).`,
+        {
+          path: absolutePath,
+        },
+      );
     }
     // Non-blocking and fstat-checked: a FIFO swapped in after the lstat must not hang the host's thread.
     return { content: readRegularFileSync(absolutePath, { maxBytes: Infinity }), mode: stat.mode & 0o7777 };
@@ -189,7 +197,11 @@ export function previewFileChange(unhashed: FileChange, options: { diff?: boolea
  * turn of the event loop between them, so a changeset of 40 files of 1 MB (80 MB written and synced)
  * never holds a request for more than one file's writes. Nothing is recorded until all are stored.
  */
-export async function backupFileChangesYielding(blobs: BlobStore, changes: HashedFileChange[], diffs: (string | null)[]): Promise<FileBackupRow[]> {
+export async function backupFileChangesYielding(
+  blobs: BlobStore,
+  changes: HashedFileChange[],
+  diffs: (string | null)[],
+): Promise<FileBackupRow[]> {
   const rows: FileBackupRow[] = [];
   for (const [index, change] of changes.entries()) {
     if (index > 0) await nextTurn();
@@ -268,7 +280,9 @@ function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): v
     const mode = change.modeAfter ?? change.mode;
     // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
     const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
-    writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, { ledger });
+    writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, {
+      ledger,
+    });
   }
 }
 
@@ -278,13 +292,20 @@ function putBack(change: FileChange): void {
   else writeFileAtomicNoFollow(change.absolutePath, change.before, change.mode ?? undefined);
 }
 
-const listed = (names: string[]): string => (names.length <= 1 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`);
+const listed = (names: string[]): string =>
+  names.length <= 1 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`;
 
 /**
  * Undoes the changes applied before `failed` failed, latest first, and returns the error to throw:
  * the original one (same code, same details) with what was put back, or what could not be, said.
  */
-function undoApplied(applied: FileChange[], createdHere: CreatedDirectory[], ledger: DirectoryLedger | undefined, failed: FileChange, error: unknown): unknown {
+function undoApplied(
+  applied: FileChange[],
+  createdHere: CreatedDirectory[],
+  ledger: DirectoryLedger | undefined,
+  failed: FileChange,
+  error: unknown,
+): unknown {
   if (applied.length === 0 && createdHere.length === 0) return error;
   const restored: FileChange[] = [];
   const stuck: { change: FileChange; reason: string }[] = [];
@@ -300,7 +321,9 @@ function undoApplied(applied: FileChange[], createdHere: CreatedDirectory[], led
   removeDirectoriesQuietly(createdHere, ledger);
   const original = error instanceof ExecutorError ? error : null;
   const code = original?.code ?? 'EXECUTION_FAILED';
-  const what = original ? original.message : `${failed.displayPath} could not be written: ${error instanceof Error ? error.message : String(error)}.`;
+  const what = original
+    ? original.message
+    : `${failed.displayPath} could not be written: ${error instanceof Error ? error.message : String(error)}.`;
   const putBackText = restored.map((change) => `${change.displayPath} was ${change.before === null ? 'removed again' : 'put back'}`);
   if (stuck.length === 0) {
     return new ExecutorError(code, `${what} The changes applied before it were undone, so nothing was changed: ${listed(putBackText)}.`, {
@@ -352,7 +375,13 @@ export function planRevert(rows: FileBackupRow[], blobs?: BlobStore): RevertPlan
     const entry: RevertPlanEntry = { path: row.path, restoreHash: row.preHash, currentHash: current, expectedHash: row.postHash, state };
     // A conflict is decided by what is on disk now, so that is what the person is shown: the step's own diff would hide the newer work.
     if (state === 'conflict' && blobs) {
-      const shown = previewFileChange({ absolutePath: row.path, displayPath: row.path, before: readCurrent(row.path).content, after: row.preHash === null ? null : blobs.get(row.preHash), mode: row.mode });
+      const shown = previewFileChange({
+        absolutePath: row.path,
+        displayPath: row.path,
+        before: readCurrent(row.path).content,
+        after: row.preHash === null ? null : blobs.get(row.preHash),
+        mode: row.mode,
+      });
       entry.diff = shown.diff;
       if (shown.diffOmittedReason) entry.diffOmittedReason = shown.diffOmittedReason;
     }
@@ -374,7 +403,15 @@ export function revertFileChanges(blobs: BlobStore, rows: FileBackupRow[]): Reve
       'REVERT_CONFLICT',
       `${first.path} changed after the step ran (expected sha256 ${first.expectedHash ?? 'absent'}, found ${first.currentHash ?? 'absent'}). ` +
         'Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.',
-      { conflicts: conflicts.map(({ path, expectedHash, currentHash, diff, diffOmittedReason }) => ({ path, expectedHash, currentHash, diff: diff ?? null, ...(diffOmittedReason ? { diffOmittedReason } : {}) })) },
+      {
+        conflicts: conflicts.map(({ path, expectedHash, currentHash, diff, diffOmittedReason }) => ({
+          path,
+          expectedHash,
+          currentHash,
+          diff: diff ?? null,
+          ...(diffOmittedReason ? { diffOmittedReason } : {}),
+        })),
+      },
     );
   }
   // Read every blob before writing anything, so a missing or corrupt backup stops the revert whole.

@@ -162,7 +162,14 @@ function longestIncreasingSubsequence(values: number[]): number[] {
 }
 
 /** Line ids for a region: equal lines get equal ids (hash over bytes, confirmed by comparison). */
-function internRegion(a: Lines, a0: number, a1: number, b: Lines, b0: number, b1: number): { ida: Int32Array; idb: Int32Array; size: number } {
+function internRegion(
+  a: Lines,
+  a0: number,
+  a1: number,
+  b: Lines,
+  b0: number,
+  b1: number,
+): { ida: Int32Array; idb: Int32Array; size: number } {
   const byHash = new Map<number, number>();
   const nextWithSameHash: number[] = [];
   const repSide: Lines[] = [];
@@ -240,7 +247,9 @@ function patience(
       }
       patience(a, b, lastA, a1, lastB, b1, counts, emit, deadline, maxGapEdit);
     } else if (a1 - a0 + (b1 - b0) <= maxGapEdit * 4) {
-      const changes = loadJsdiff().diffArrays(Array.from(a.subarray(a0, a1)), Array.from(b.subarray(b0, b1)), { maxEditLength: maxGapEdit });
+      const changes = loadJsdiff().diffArrays(Array.from(a.subarray(a0, a1)), Array.from(b.subarray(b0, b1)), {
+        maxEditLength: maxGapEdit,
+      });
       let i = a0;
       let j = b0;
       // No result within maxEditLength leaves the gap unmatched: shown as removed, then added.
@@ -278,11 +287,22 @@ function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEd
     const counts = { countA: new Int32Array(size), countB: new Int32Array(size), posB: new Int32Array(size) };
     let lastA = -1;
     let lastB = -1;
-    patience(ida, idb, 0, ida.length, 0, idb.length, counts, (mi, mj) => {
-      out.push(i + mi, j + mj);
-      lastA = i + mi;
-      lastB = j + mj;
-    }, deadline, maxGapEdit);
+    patience(
+      ida,
+      idb,
+      0,
+      ida.length,
+      0,
+      idb.length,
+      counts,
+      (mi, mj) => {
+        out.push(i + mi, j + mj);
+        lastA = i + mi;
+        lastB = j + mj;
+      },
+      deadline,
+      maxGapEdit,
+    );
     if (toEnd) return;
     if (lastA === -1) {
       // Nothing in the region agrees: it is all change; carry on after it.
@@ -357,7 +377,10 @@ export function unifiedLineDiff(
     for (; cursorA < endA; cursorA++) hunkLine(' ', a, cursorA, lines);
     for (const line of lines) bytes += line.length + 1;
     if (bytes > maxDiffBytes) {
-      return { ok: false, reason: `diff too large (over ${Math.round(maxDiffBytes / 1024 / 1024)} MiB of changed lines); exact snapshots are kept` };
+      return {
+        ok: false,
+        reason: `diff too large (over ${Math.round(maxDiffBytes / 1024 / 1024)} MiB of changed lines); exact snapshots are kept`,
+      };
     }
     hunks.push({ oldStart: startA + 1, oldLines: endA - startA, newStart: startB + 1, newLines: endB - startB, lines });
     index = last + 1;

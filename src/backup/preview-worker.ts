@@ -9,13 +9,17 @@ export interface PreviewWorkerJob {
 
 export type PreviewWorkerReply = { type: 'done'; preview: FileChangePreview } | { type: 'failed'; message: string };
 
-const asBuffer = (bytes: Uint8Array | null): Buffer | null => (bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+const asBuffer = (bytes: Uint8Array | null): Buffer | null =>
+  bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 // A worker serves one job after another: the pool keeps it warm between previews.
 parentPort!.on('message', (job: PreviewWorkerJob) => {
   let reply: PreviewWorkerReply;
   try {
-    reply = { type: 'done', preview: previewFileChange({ ...job.change, before: asBuffer(job.change.before), after: asBuffer(job.change.after) }) };
+    reply = {
+      type: 'done',
+      preview: previewFileChange({ ...job.change, before: asBuffer(job.change.before), after: asBuffer(job.change.after) }),
+    };
   } catch (error) {
     reply = { type: 'failed', message: (error as Error).message };
   }

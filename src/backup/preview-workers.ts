@@ -18,7 +18,6 @@ const PREVIEW_WORKER_TIMEOUT_MS = 60_000;
 /** How long a finished worker stays warm for the next big preview. */
 const IDLE_MS = 30_000;
 
-
 /**
  * Big previews diffed at once, at most: a command that changed 40 files of 1 MB once started 40
  * threads, which took both cores from the host's own thread (its pings went unanswered for 20 s).
@@ -93,7 +92,10 @@ export async function previewFileChangeOffLoop(change: FileChange, options: OffL
   try {
     return await previewInWorker(change, options.timeoutMs ?? PREVIEW_WORKER_TIMEOUT_MS);
   } catch (error) {
-    return previewFileChange(change, { diff: false, diffOmittedReason: `the diff could not be prepared (${(error as Error).message}); exact snapshots are kept` });
+    return previewFileChange(change, {
+      diff: false,
+      diffOmittedReason: `the diff could not be prepared (${(error as Error).message}); exact snapshots are kept`,
+    });
   }
 }
 

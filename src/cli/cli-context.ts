@@ -84,7 +84,10 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
  * holds sealed files, the work goes to the running host; with none running, AUDIT_KEY_UNAVAILABLE
  * (and nothing is created). Returns undefined when the keys are plain files the command may read itself.
  */
-export async function askHostIfKeysSealed<T>(dataDir: string, work: (api: ExecutorClient) => Promise<T>): Promise<{ value: T } | undefined> {
+export async function askHostIfKeysSealed<T>(
+  dataDir: string,
+  work: (api: ExecutorClient) => Promise<T>,
+): Promise<{ value: T } | undefined> {
   const keysDir = path.join(dataDir, 'keys');
   if (!sealedKeysPresent(keysDir)) return undefined;
   const { connectToHostIfRunning } = await import('../ipc/transports/node-client.js');
@@ -123,7 +126,11 @@ export async function readEvenWhenFull<T>(
     } catch {
       /* the repository's default */
     }
-    const refuseWrites = { append: () => { throw error; } } as unknown as ConstructorParameters<typeof StepRepository>[1];
+    const refuseWrites = {
+      append: () => {
+        throw error;
+      },
+    } as unknown as ConstructorParameters<typeof StepRepository>[1];
     const readFrom = (withoutSharedMemory: boolean): T => {
       const db = openDatabase(path.resolve(dataDir), { readonly: true, withoutSharedMemory });
       try {

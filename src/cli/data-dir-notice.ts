@@ -50,7 +50,10 @@ export async function describeDataDir(dataDir: string, source: DataDirSource, se
   const resolved = path.resolve(dataDir);
   const osDefault = osDefaultDataDir();
   const isDefault = resolved === osDefault;
-  const [servedNow, defaultServed] = await Promise.all([served ?? hostServes(resolved), isDefault ? Promise.resolve(null) : hostServes(osDefault)]);
+  const [servedNow, defaultServed] = await Promise.all([
+    served ?? hostServes(resolved),
+    isDefault ? Promise.resolve(null) : hostServes(osDefault),
+  ]);
   return { dataDir: resolved, source, isDefault, served: servedNow, defaultDataDir: osDefault, defaultServed };
 }
 
@@ -82,8 +85,17 @@ export function dataDirNotice(report: DataDirReport): string {
 
 /** The whole answer of `executor where`. */
 export function dataDirText(report: DataDirReport): string {
-  const lines = [`Data directory  ${report.dataDir} (${SOURCE_WORDS[report.source]}${report.isDefault || report.source === 'default' ? '' : '; the default is ' + report.defaultDataDir})`];
-  lines.push(report.served ? 'Window          running (the app or `executor serve`): steps proposed here appear in it; `executor' + dataDirFlag(report) + ' web-url` prints a fresh browser link when it is `executor serve`' : `Window          none: open one with \`executor${dataDirFlag(report)} serve\`${report.isDefault ? ' or `npm start`' : ''}`);
-  if (report.defaultServed) lines.push(`Default         ${report.defaultDataDir} has a running window; it does not show this directory's steps`);
+  const lines = [
+    `Data directory  ${report.dataDir} (${SOURCE_WORDS[report.source]}${report.isDefault || report.source === 'default' ? '' : '; the default is ' + report.defaultDataDir})`,
+  ];
+  lines.push(
+    report.served
+      ? 'Window          running (the app or `executor serve`): steps proposed here appear in it; `executor' +
+          dataDirFlag(report) +
+          ' web-url` prints a fresh browser link when it is `executor serve`'
+      : `Window          none: open one with \`executor${dataDirFlag(report)} serve\`${report.isDefault ? ' or `npm start`' : ''}`,
+  );
+  if (report.defaultServed)
+    lines.push(`Default         ${report.defaultDataDir} has a running window; it does not show this directory's steps`);
   return lines.join('\n');
 }

@@ -11,7 +11,11 @@ export function readPlanFile(file: string): unknown {
   try {
     size = fs.statSync(file).size;
   } catch (error) {
-    throw new ExecutorError('INVALID_PLAN', `Cannot read the plan file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`, { file });
+    throw new ExecutorError(
+      'INVALID_PLAN',
+      `Cannot read the plan file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+      { file },
+    );
   }
   if (size > MAX_PLAN_FILE_BYTES) {
     throw new ExecutorError(

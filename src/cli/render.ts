@@ -3,7 +3,18 @@ import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
 import type { RunSpan, StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
-import { capabilityAsks, codeLanguageName, codeSandboxOf, codeTimeoutWords, commandTimeoutWords, durationText, lineCountText, NO_CAPABILITY_WORDS, SANDBOX_WORDS, type RunTimeLimits } from '../domain/run-step-facts.js';
+import {
+  capabilityAsks,
+  codeLanguageName,
+  codeSandboxOf,
+  codeTimeoutWords,
+  commandTimeoutWords,
+  durationText,
+  lineCountText,
+  NO_CAPABILITY_WORDS,
+  SANDBOX_WORDS,
+  type RunTimeLimits,
+} from '../domain/run-step-facts.js';
 import { commandLineOf, quoteShellWord } from '../domain/shell-quote.js';
 import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
@@ -61,11 +72,21 @@ export function whoMustAct(records: StepRecord[], reach: 'host' | 'direct'): str
   const lines: string[] = [];
   if (deciding.length) {
     const where = reach === 'host' ? 'in the window, or with' : 'with';
-    lines.push(`${count(deciding.length, 'step waits', 'steps wait')} for your decision ${where} \`executor steps show ID\`, then \`executor approve ID\` or \`executor reject ID --reason …\`: ${ids(deciding)}.`);
+    lines.push(
+      `${count(deciding.length, 'step waits', 'steps wait')} for your decision ${where} \`executor steps show ID\`, then \`executor approve ID\` or \`executor reject ID --reason …\`: ${ids(deciding)}.`,
+    );
   }
-  if (behind.length) lines.push(`${count(behind.length, 'approved step waits', 'approved steps wait')} for an earlier step of the plan: ${ids(behind)}.`);
-  if (preparing.length) lines.push(`${count(preparing.length, 'step is', 'steps are')} still being prepared or running in the host (stopped waiting): ${ids(preparing)}; \`executor steps list --plan ${line(records[0]!.step.planId)}\` shows where they are.`);
-  const expiry = deciding.concat(behind).map((record) => record.consentExpiresAt).filter((at): at is string => at !== undefined).sort()[0];
+  if (behind.length)
+    lines.push(`${count(behind.length, 'approved step waits', 'approved steps wait')} for an earlier step of the plan: ${ids(behind)}.`);
+  if (preparing.length)
+    lines.push(
+      `${count(preparing.length, 'step is', 'steps are')} still being prepared or running in the host (stopped waiting): ${ids(preparing)}; \`executor steps list --plan ${line(records[0]!.step.planId)}\` shows where they are.`,
+    );
+  const expiry = deciding
+    .concat(behind)
+    .map((record) => record.consentExpiresAt)
+    .filter((at): at is string => at !== undefined)
+    .sort()[0];
   if (expiry && lines.length) lines.push(`Undecided steps expire from ${localTimeWords(expiry)} on.`);
   return lines.join('\n');
 }
@@ -77,14 +98,23 @@ export function whoMustAct(records: StepRecord[], reach: 'host' | 'direct'): str
 export function localTimeWords(iso: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return line(iso);
-  return new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(date);
+  return new Intl.DateTimeFormat(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: '2-digit',
+    second: '2-digit',
+    timeZoneName: 'short',
+  }).format(date);
 }
 
 /** A span of local time in words: the end as its time of day alone when it falls on the start's day ("… 2:51:07 PM GMT+1 → 2:51:09 PM"). */
 export function localTimeSpanWords(startIso: string, endIso: string): string {
   const start = new Date(startIso);
   const end = new Date(endIso);
-  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime()) || start.toDateString() !== end.toDateString()) return `${localTimeWords(startIso)} → ${localTimeWords(endIso)}`;
+  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime()) || start.toDateString() !== end.toDateString())
+    return `${localTimeWords(startIso)} → ${localTimeWords(endIso)}`;
   return `${localTimeWords(startIso)} → ${new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' }).format(end)}`;
 }
 
@@ -98,7 +128,9 @@ export function summaryLine(record: StepRecord): string {
   const risk = record.evaluation?.risk ?? '-';
   const proposer = record.step.meta.origin === 'agent' ? `  [agent: ${line(record.step.meta.client ?? 'unnamed')}]` : '';
   const preview = record.status === 'awaiting_consent' ? `  preview ${previewHashText(record)}` : '';
-  const blocked = record.blockedBy ? `  blocked by ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()})` : '';
+  const blocked = record.blockedBy
+    ? `  blocked by ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()})`
+    : '';
   // The status in the window's words ("Waiting for you"), not its state name: `--json` keeps the name.
   return `${line(record.step.id)}  ${statusWords(record.status).padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}${blocked}`;
 }
@@ -135,7 +167,9 @@ export function whatRunsLines(step: Step, limits: RunTimeLimits | undefined): { 
     const facts = [
       `Code     ${codeLanguageName(args)} in the ${sandbox.name}: ${sandbox.isolation}`,
       `Timeout  ${line(timeText(args.timeoutMs, (given) => codeTimeoutWords(args, given), limits))}`,
-      ...(asks.length === 0 ? [`Asks for ${NO_CAPABILITY_WORDS.toLowerCase()}`] : asks.map((ask, index) => `${index === 0 ? 'Asks for' : '        '} - ${line(ask.words)}`)),
+      ...(asks.length === 0
+        ? [`Asks for ${NO_CAPABILITY_WORDS.toLowerCase()}`]
+        : asks.map((ask, index) => `${index === 0 ? 'Asks for' : '        '} - ${line(ask.words)}`)),
     ];
     const codeLines = args.code.replace(/\n$/, '').split('\n');
     const width = String(codeLines.length).length;
@@ -175,50 +209,99 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
   lines.push(`Preview  ${previewHashText(record)}`);
-  if (record.approval) lines.push(`Approved ${localTimeWords(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`);
-  if (record.edit) lines.push(`Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${localTimeWords(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`, ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null)).split('\n').map((text) => `  ${text}`));
-  if (record.blockedBy) lines.push(`Blocked  by step ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()}): ${line(record.blockedBy.reason)}`);
-  if (record.consentExpiresAt) lines.push(`Expires  ${localTimeWords(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`);
+  if (record.approval)
+    lines.push(
+      `Approved ${localTimeWords(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`,
+    );
+  if (record.edit)
+    lines.push(
+      `Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${localTimeWords(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`,
+      ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null))
+        .split('\n')
+        .map((text) => `  ${text}`),
+    );
+  if (record.blockedBy)
+    lines.push(
+      `Blocked  by step ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()}): ${line(record.blockedBy.reason)}`,
+    );
+  if (record.consentExpiresAt)
+    lines.push(
+      `Expires  ${localTimeWords(record.consentExpiresAt)} (${record.status === 'approved' ? 'an approval not used by then is spent' : 'undecided by then, it expires'})`,
+    );
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
   if (record.result && !partialOutput) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
-  for (const [name, span] of [['Dry run', record.runTimes?.dryRun], ['Run', record.runTimes?.realRun]] as const) {
+  for (const [name, span] of [
+    ['Dry run', record.runTimes?.dryRun],
+    ['Run', record.runTimes?.realRun],
+  ] as const) {
     // The host's wall clock (the duration History and `steps list` say); the sandbox's own count of the command, if the result has one, is named as such.
-    const inSandbox = name === 'Run' && typeof record.result?.durationMs === 'number' ? `; the command itself ${durationText(record.result.durationMs)} in its sandbox` : '';
-    if (span) lines.push(`${name.padEnd(8)} ${durationText(span.durationMs)} (${localTimeSpanWords(span.startedAt, span.finishedAt)}, host's clock${inSandbox})${span.ended === 'finished' ? '' : `, ${span.ended}`}`);
+    const inSandbox =
+      name === 'Run' && typeof record.result?.durationMs === 'number'
+        ? `; the command itself ${durationText(record.result.durationMs)} in its sandbox`
+        : '';
+    if (span)
+      lines.push(
+        `${name.padEnd(8)} ${durationText(span.durationMs)} (${localTimeSpanWords(span.startedAt, span.finishedAt)}, host's clock${inSandbox})${span.ended === 'finished' ? '' : `, ${span.ended}`}`,
+      );
   }
   if (runs.code.length) lines.push('', ...runs.code);
   if (record.preview?.kind === 'fileChanges') {
     for (const file of record.preview.files) {
-      lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`);
+      lines.push(
+        '',
+        `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'})`,
+      );
       lines.push(file.diff !== null ? visibleBlock(numberHunks(file.diff)) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
     }
   } else if (record.preview?.kind === 'commandRun') {
     const run = record.preview;
     const ended = run.timedOut ? 'timed out' : run.oomKilled ? `killed at the memory limit (exit ${run.exitCode})` : `exit ${run.exitCode}`;
-    lines.push('', `--- dry run (the preview, in a scratch copy; not the real run) of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`);
-    for (const [name, stream] of [['stdout', run.stdout], ['stderr', run.stderr]] as const) {
-      if (stream.bytes > 0) lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, visibleBlock(stream.text.replace(/\n$/, '')));
+    lines.push(
+      '',
+      `--- dry run (the preview, in a scratch copy; not the real run) of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`,
+    );
+    for (const [name, stream] of [
+      ['stdout', run.stdout],
+      ['stderr', run.stderr],
+    ] as const) {
+      if (stream.bytes > 0)
+        lines.push(
+          `${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`,
+          visibleBlock(stream.text.replace(/\n$/, '')),
+        );
     }
-    for (const request of run.egress) lines.push(`network: ${line(request.method)} ${line(request.host)}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
+    for (const request of run.egress)
+      lines.push(`network: ${line(request.method)} ${line(request.host)}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
     if (run.conflicts.length) lines.push(`conflicts: ${run.conflicts.map(line).join(', ')} changed in the workspace while the command ran`);
-    for (const skipped of run.skipped) lines.push(`${skipped.blocksChangeset ? 'REFUSED, nothing will be applied' : 'not carried back'}: ${line(skipped.path)} (${line(skipped.reason)})`);
+    for (const skipped of run.skipped)
+      lines.push(
+        `${skipped.blocksChangeset ? 'REFUSED, nothing will be applied' : 'not carried back'}: ${line(skipped.path)} (${line(skipped.reason)})`,
+      );
     if (run.files.length === 0) lines.push('No file changes.');
     for (const file of run.files) {
       const mode = file.modeAfter !== undefined ? `, mode ${file.modeBefore?.toString(8) ?? '-'} → ${file.modeAfter?.toString(8)}` : '';
-      lines.push('', `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`);
+      lines.push(
+        '',
+        `--- preview of ${line(file.path)} (${file.existedBefore ? `${file.sizeBefore} bytes` : 'new file'} → ${file.existsAfter ? `${file.sizeAfter} bytes` : 'deleted'}${mode})`,
+      );
       for (const note of file.dropped ?? []) lines.push(`(${line(note)})`);
       lines.push(file.diff !== null ? visibleBlock(file.diff) : `(${line(file.diffOmittedReason ?? 'no diff')})`);
     }
   } else if (record.preview?.kind === 'url') {
     const preview = record.preview;
     lines.push('', `--- opens ${line(preview.protocol)}//${line(preview.host)}${line(preview.path)}`);
-    for (const param of preview.query) lines.push(`  ?${line(param.name)} = ${line(param.value)}${param.opaque ? '   <-- long opaque value' : ''}`);
+    for (const param of preview.query)
+      lines.push(`  ?${line(param.name)} = ${line(param.value)}${param.opaque ? '   <-- long opaque value' : ''}`);
     if (preview.fragment) lines.push(`  #${line(preview.fragment)}`);
     for (const warning of preview.warnings) lines.push(`  warning: ${line(warning)}`);
   } else if (record.preview?.kind === 'kbEntry') {
-    lines.push('', `--- knowledge-base entry "${line(record.preview.title)}" [${record.preview.tags.map(line).join(', ')}]`, visibleBlock(record.preview.content));
+    lines.push(
+      '',
+      `--- knowledge-base entry "${line(record.preview.title)}" [${record.preview.tags.map(line).join(', ')}]`,
+      visibleBlock(record.preview.content),
+    );
   } else if (record.preview?.kind === 'codeRun') {
     const dry = record.preview.result;
     lines.push('', '--- dry run of the code');
@@ -230,7 +313,10 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   }
   if (partialOutput) {
     // The real run's output up to the cancel: after the dry run's, so the preview is not read as what the real run did.
-    lines.push('', `--- the real run's output before it was cancelled (stdout ${partialOutput.bytes.stdout} bytes, stderr ${partialOutput.bytes.stderr} bytes${partialOutput.truncated ? '; only the last part was kept' : ''}):`);
+    lines.push(
+      '',
+      `--- the real run's output before it was cancelled (stdout ${partialOutput.bytes.stdout} bytes, stderr ${partialOutput.bytes.stderr} bytes${partialOutput.truncated ? '; only the last part was kept' : ''}):`,
+    );
     if (partialOutput.stdout) lines.push('stdout:', visibleBlock(partialOutput.stdout.replace(/\n$/, '')));
     if (partialOutput.stderr) lines.push('stderr:', visibleBlock(partialOutput.stderr.replace(/\n$/, '')));
     if (!partialOutput.stdout && !partialOutput.stderr) lines.push('(it printed nothing)');
@@ -239,7 +325,12 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   return lines.join('\n');
 }
 
-const SPAN_ENDINGS: Record<RunSpan['ended'], string> = { finished: 'it finished', failed: 'it failed', cancelled: 'it was cancelled', interrupted: 'the host stopped mid-run' };
+const SPAN_ENDINGS: Record<RunSpan['ended'], string> = {
+  finished: 'it finished',
+  failed: 'it failed',
+  cancelled: 'it was cancelled',
+  interrupted: 'the host stopped mid-run',
+};
 
 /**
  * The output a run printed before it stopped without finishing (cancelled, failed, cut off by a
@@ -247,10 +338,16 @@ const SPAN_ENDINGS: Record<RunSpan['ended'], string> = { finished: 'it finished'
  */
 function keptRunOutputLines(record: StepRecord, realRunShown: boolean): string[] {
   const lines: string[] = [];
-  for (const [phase, span] of [['dry run', record.runTimes?.dryRun], ['real run', record.runTimes?.realRun]] as const) {
+  for (const [phase, span] of [
+    ['dry run', record.runTimes?.dryRun],
+    ['real run', record.runTimes?.realRun],
+  ] as const) {
     const output = span?.output;
     if (!span || !output || (phase === 'real run' && realRunShown)) continue;
-    lines.push('', `--- output of its ${phase}, partial: ${SPAN_ENDINGS[span.ended]} (stdout ${output.bytes.stdout} bytes, stderr ${output.bytes.stderr} bytes${output.truncated ? '; only the last part was kept' : ''}):`);
+    lines.push(
+      '',
+      `--- output of its ${phase}, partial: ${SPAN_ENDINGS[span.ended]} (stdout ${output.bytes.stdout} bytes, stderr ${output.bytes.stderr} bytes${output.truncated ? '; only the last part was kept' : ''}):`,
+    );
     if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
     if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
     if (!output.stdout && !output.stderr) lines.push('(it printed nothing)');
@@ -259,24 +356,38 @@ function keptRunOutputLines(record: StepRecord, realRunShown: boolean): string[]
 }
 
 /** A cancelled real run's partial output (Executor's cancel keeps it as the step's result), or null. */
-function partialOutputOf(result: Record<string, unknown> | null): { stdout: string; stderr: string; bytes: { stdout: number; stderr: number }; truncated: boolean } | null {
-  const partial = result?.partialOutput as { stdout?: unknown; stderr?: unknown; bytes?: { stdout?: unknown; stderr?: unknown }; truncated?: unknown } | undefined;
+function partialOutputOf(
+  result: Record<string, unknown> | null,
+): { stdout: string; stderr: string; bytes: { stdout: number; stderr: number }; truncated: boolean } | null {
+  const partial = result?.partialOutput as
+    { stdout?: unknown; stderr?: unknown; bytes?: { stdout?: unknown; stderr?: unknown }; truncated?: unknown } | undefined;
   if (!partial || typeof partial !== 'object') return null;
   const text = (value: unknown) => (typeof value === 'string' ? value : '');
   const count = (value: unknown) => (typeof value === 'number' ? value : 0);
-  return { stdout: text(partial.stdout), stderr: text(partial.stderr), bytes: { stdout: count(partial.bytes?.stdout), stderr: count(partial.bytes?.stderr) }, truncated: partial.truncated === true };
+  return {
+    stdout: text(partial.stdout),
+    stderr: text(partial.stderr),
+    bytes: { stdout: count(partial.bytes?.stdout), stderr: count(partial.bytes?.stderr) },
+    truncated: partial.truncated === true,
+  };
 }
 
 /** A run under way as `steps show` and `steps watch` print it: phase, elapsed time, then the tail of its output (stderr lines marked). */
 export function liveRunText(run: LiveRunView, now = Date.now()): string {
   const head = `${run.phase === 'dryRun' ? 'Dry run' : 'Running'} for ${durationText(now - Date.parse(run.startedAt))}${run.cancelling ? ' (cancelling)' : ''}: ${line(run.title)}`;
   const printed = run.bytes.stdout + run.bytes.stderr;
-  return [head, printed === 0 ? '(no output yet)' : `--- last lines of its output (${printed} bytes so far)`, ...tailLines(run.tail)].join('\n');
+  return [head, printed === 0 ? '(no output yet)' : `--- last lines of its output (${printed} bytes so far)`, ...tailLines(run.tail)].join(
+    '\n',
+  );
 }
 
 /** Output chunks as lines for a terminal: escaped, stderr's prefixed so they stand apart. */
 export function tailLines(tail: readonly TailChunk[]): string[] {
-  return tail.flatMap((chunk) => visibleBlock(chunk.text.replace(/\n$/, '')).split('\n').map((text) => (chunk.stream === 'stderr' ? `stderr| ${text}` : text)));
+  return tail.flatMap((chunk) =>
+    visibleBlock(chunk.text.replace(/\n$/, ''))
+      .split('\n')
+      .map((text) => (chunk.stream === 'stderr' ? `stderr| ${text}` : text)),
+  );
 }
 
 /**
@@ -294,7 +405,10 @@ export function explainOutcome(record: StepRecord): string {
       return said('rejected', record.rejectedReason ?? 'no reason given');
     case 'failed':
     case 'interrupted':
-      return said(`${record.status === 'failed' ? 'failed' : 'interrupted'}${record.error ? ` (${record.error.code})` : ''}`, record.error?.message);
+      return said(
+        `${record.status === 'failed' ? 'failed' : 'interrupted'}${record.error ? ` (${record.error.code})` : ''}`,
+        record.error?.message,
+      );
     case 'expired':
       return said('expired', record.error?.message ?? 'nobody decided it in time');
     case 'cancelled':

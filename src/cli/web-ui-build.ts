@@ -61,7 +61,9 @@ export async function ensureWebUi(rendererDir: string, say: (line: string) => vo
   const vite = viteEntry(packageRoot);
   const why = state === 'missing' ? `the web UI is not built yet (${rendererDir})` : 'the web UI is older than its sources';
   if (!vite || !fs.existsSync(vite)) {
-    say(`executor: ${why}, and vite, which builds it, is not installed (dev dependencies left out?). Run \`npm install\` and \`npm run build:renderer\` in ${packageRoot}.`);
+    say(
+      `executor: ${why}, and vite, which builds it, is not installed (dev dependencies left out?). Run \`npm install\` and \`npm run build:renderer\` in ${packageRoot}.`,
+    );
     return state;
   }
   say(`executor: ${why}; building it now (a few seconds, once)…`);
@@ -69,7 +71,10 @@ export async function ensureWebUi(rendererDir: string, say: (line: string) => vo
   const staging = `${rendererDir}.build-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-    const child = spawn(process.execPath, [vite, 'build', '--outDir', staging, '--emptyOutDir', '--logLevel', 'warn'], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [vite, 'build', '--outDir', staging, '--emptyOutDir', '--logLevel', 'warn'], {
+      cwd: packageRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -79,14 +84,18 @@ export async function ensureWebUi(rendererDir: string, say: (line: string) => vo
   if (result.code !== 0 || !fs.existsSync(path.join(staging, 'index.html'))) {
     fs.rmSync(staging, { recursive: true, force: true });
     const firstLines = result.output.trim().split('\n').slice(0, 5).join('\n');
-    say(`executor: the web UI did not build (${firstLines || `vite exited with ${result.code}`}); ${state === 'stale' ? 'serving the older build' : 'serving a placeholder page'}. Try \`npm run build:renderer\` in ${packageRoot}.`);
+    say(
+      `executor: the web UI did not build (${firstLines || `vite exited with ${result.code}`}); ${state === 'stale' ? 'serving the older build' : 'serving a placeholder page'}. Try \`npm run build:renderer\` in ${packageRoot}.`,
+    );
     return state;
   }
   try {
     replaceWhole(staging, rendererDir);
   } catch (error) {
     fs.rmSync(staging, { recursive: true, force: true });
-    say(`executor: the built web UI could not be moved into ${rendererDir} (${(error as Error).message}); ${state === 'stale' ? 'serving the older build' : 'serving a placeholder page'}.`);
+    say(
+      `executor: the built web UI could not be moved into ${rendererDir} (${(error as Error).message}); ${state === 'stale' ? 'serving the older build' : 'serving a placeholder page'}.`,
+    );
     return state;
   }
   say(`executor: built the web UI in ${((Date.now() - started) / 1000).toFixed(1)} s.`);

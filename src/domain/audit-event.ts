@@ -48,8 +48,12 @@ export interface AuditTrail {
 
 export function assertEventKind(kind: unknown): asserts kind is EventKind {
   if (!isEventKind(kind)) {
-    throw new ExecutorError('INVALID_INPUT', `"${String(kind)}" is not a known audit event kind; add it to EVENT_KINDS in src/domain/audit-event.ts.`, {
-      kind: String(kind),
-    });
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `"${String(kind)}" is not a known audit event kind; add it to EVENT_KINDS in src/domain/audit-event.ts.`,
+      {
+        kind: String(kind),
+      },
+    );
   }
 }

@@ -120,7 +120,8 @@ export class ExecutorError extends Error {
 const STORAGE_FAILURES: Record<string, string> = {
   SQLITE_FULL: 'The disk holding the data directory is full; nothing was changed. Free some space and try again.',
   SQLITE_READONLY: 'The data directory is read-only; nothing was changed. Make it writable and try again.',
-  SQLITE_CANTOPEN: 'The database in the data directory cannot be opened for writing; nothing was changed. Check that the directory is writable.',
+  SQLITE_CANTOPEN:
+    'The database in the data directory cannot be opened for writing; nothing was changed. Check that the directory is writable.',
   SQLITE_IOERR: 'The disk reported an I/O error while writing the data directory; nothing was changed.',
 };
 
@@ -139,7 +140,12 @@ export function toErrorShape(error: unknown): ErrorShape {
     const family = Object.keys(STORAGE_FAILURES).find((prefix) => errorCode === prefix || errorCode.startsWith(`${prefix}_`));
     // A full disk is STORAGE_FULL wherever it is met (as for ENOSPC below); the Executor's own
     // mapping (store/storage-errors.ts) adds the data directory's path and free space.
-    if (family) return { code: family === 'SQLITE_FULL' ? 'STORAGE_FULL' : 'STORAGE_FAILED', message: STORAGE_FAILURES[family]!, details: { sqlite: errorCode } };
+    if (family)
+      return {
+        code: family === 'SQLITE_FULL' ? 'STORAGE_FULL' : 'STORAGE_FAILED',
+        message: STORAGE_FAILURES[family]!,
+        details: { sqlite: errorCode },
+      };
   }
   if (typeof errorCode === 'string' && FILE_SYSTEM_FAILURES[errorCode]) {
     const full = errorCode === 'ENOSPC' || errorCode === 'EDQUOT';

@@ -38,7 +38,15 @@ export function parseHunks(patch: string): DiffHunk[] {
     }
     const oldLines = match[2] === undefined ? 1 : Number(match[2]);
     const newLines = match[4] === undefined ? 1 : Number(match[4]);
-    const hunk: DiffHunk = { number: hunks.length + 1, header: lines[at]!, oldStart: Number(match[1]), oldLines, newStart: Number(match[3]), newLines, lines: [] };
+    const hunk: DiffHunk = {
+      number: hunks.length + 1,
+      header: lines[at]!,
+      oldStart: Number(match[1]),
+      oldLines,
+      newStart: Number(match[3]),
+      newLines,
+      lines: [],
+    };
     at++;
     let oldSeen = 0;
     let newSeen = 0;
@@ -55,7 +63,10 @@ export function parseHunks(patch: string): DiffHunk[] {
       at++;
     }
     if (oldSeen !== oldLines || newSeen !== newLines) {
-      throw new ExecutorError('INVALID_INPUT', `Hunk ${hunk.number} of the diff (${hunk.header}) is cut short: it counts ${oldLines} old and ${newLines} new lines but holds ${oldSeen} and ${newSeen}.`);
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Hunk ${hunk.number} of the diff (${hunk.header}) is cut short: it counts ${oldLines} old and ${newLines} new lines but holds ${oldSeen} and ${newSeen}.`,
+      );
     }
     hunks.push(hunk);
   }
@@ -97,16 +108,26 @@ function sideOf(hunk: DiffHunk, side: 'old' | 'new'): string[] {
  */
 export function assertHunkSelection(accepted: readonly number[], total: number, stepId?: string): void {
   const who = stepId ? `step ${stepId}` : 'this step';
-  if (total === 0) throw new ExecutorError('INVALID_INPUT', `The diff of ${who} has no hunks to choose from; approve or reject it whole.`, { stepId });
+  if (total === 0)
+    throw new ExecutorError('INVALID_INPUT', `The diff of ${who} has no hunks to choose from; approve or reject it whole.`, { stepId });
   if (accepted.length === 0) {
-    throw new ExecutorError('INVALID_INPUT', `No hunk of ${who} was chosen, which would leave the file as it is: reject the step instead (with a reason for the agent), or choose at least one hunk.`, { stepId });
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `No hunk of ${who} was chosen, which would leave the file as it is: reject the step instead (with a reason for the agent), or choose at least one hunk.`,
+      { stepId },
+    );
   }
   const seen = new Set<number>();
   for (const number of accepted) {
     if (!Number.isInteger(number) || number < 1 || number > total) {
-      throw new ExecutorError('INVALID_INPUT', `There is no hunk ${String(number)} in ${who}: its diff has hunks 1 to ${total}.`, { stepId, hunk: number, total });
+      throw new ExecutorError('INVALID_INPUT', `There is no hunk ${String(number)} in ${who}: its diff has hunks 1 to ${total}.`, {
+        stepId,
+        hunk: number,
+        total,
+      });
     }
-    if (seen.has(number)) throw new ExecutorError('INVALID_INPUT', `Hunk ${number} of ${who} was chosen twice; name each hunk once.`, { stepId, hunk: number });
+    if (seen.has(number))
+      throw new ExecutorError('INVALID_INPUT', `Hunk ${number} of ${who} was chosen twice; name each hunk once.`, { stepId, hunk: number });
     seen.add(number);
   }
 }
@@ -126,7 +147,11 @@ export function applyHunks(original: string, hunks: readonly DiffHunk[], accepte
     // A hunk that only adds lines names the line it follows; one that changes lines names its first.
     const start = hunk.oldLines === 0 ? hunk.oldStart : hunk.oldStart - 1;
     if (start < next || start + oldSide.length > lines.length || oldSide.some((line, k) => lines[start + k] !== line)) {
-      throw new ExecutorError('HUNK_MISMATCH', `Hunk ${hunk.number} (${hunk.header}) does not match the file it was made from; look at the preview again.`, { hunk: hunk.number });
+      throw new ExecutorError(
+        'HUNK_MISMATCH',
+        `Hunk ${hunk.number} (${hunk.header}) does not match the file it was made from; look at the preview again.`,
+        { hunk: hunk.number },
+      );
     }
     for (; next < start; next++) out.push(lines[next]!);
     out.push(...(chosen.has(hunk.number) ? sideOf(hunk, 'new') : oldSide));

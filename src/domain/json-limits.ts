@@ -111,18 +111,27 @@ export function findJsonLimitProblem(value: unknown, limits: JsonLimits): JsonLi
       const frame = stack.pop()!;
       const item = frame.value;
       if (++values > limits.maxValues) {
-        return problem(frame, `is past the limit of ${limits.maxValues.toLocaleString('en-US')} values in all`, { name: 'maxValues', value: limits.maxValues });
+        return problem(frame, `is past the limit of ${limits.maxValues.toLocaleString('en-US')} values in all`, {
+          name: 'maxValues',
+          value: limits.maxValues,
+        });
       }
       switch (typeof item) {
         case 'string':
           if (limits.wellFormedStrings && !wellFormed(item)) {
-            return problem(frame, 'holds a lone UTF-16 surrogate (half of an emoji or other character), which has no UTF-8 form', { name: 'wellFormedString' });
+            return problem(frame, 'holds a lone UTF-16 surrogate (half of an emoji or other character), which has no UTF-8 form', {
+              name: 'wellFormedString',
+            });
           }
           continue;
         case 'number':
-          if (!Number.isFinite(item)) return problem(frame, `is ${describeNumber(item)}, which is not a finite number`, { name: 'finiteNumber' });
+          if (!Number.isFinite(item))
+            return problem(frame, `is ${describeNumber(item)}, which is not a finite number`, { name: 'finiteNumber' });
           if (Math.abs(item) > Number.MAX_SAFE_INTEGER) {
-            return problem(frame, `is ${item}, beyond ±${Number.MAX_SAFE_INTEGER}, where numbers cannot be held exactly`, { name: 'exactNumber', value: Number.MAX_SAFE_INTEGER });
+            return problem(frame, `is ${item}, beyond ±${Number.MAX_SAFE_INTEGER}, where numbers cannot be held exactly`, {
+              name: 'exactNumber',
+              value: Number.MAX_SAFE_INTEGER,
+            });
           }
           continue;
         case 'bigint':
@@ -140,7 +149,11 @@ export function findJsonLimitProblem(value: unknown, limits: JsonLimits): JsonLi
       }
       if (Array.isArray(item)) {
         if (item.length > limits.maxItems) {
-          return problem(frame, `has ${item.length.toLocaleString('en-US')} items; the limit is ${limits.maxItems.toLocaleString('en-US')}`, { name: 'maxItems', value: limits.maxItems });
+          return problem(
+            frame,
+            `has ${item.length.toLocaleString('en-US')} items; the limit is ${limits.maxItems.toLocaleString('en-US')}`,
+            { name: 'maxItems', value: limits.maxItems },
+          );
         }
         // Pushed last to first, so the first problem found is the first in the text.
         for (let index = item.length - 1; index >= 0; index--) stack.push({ value: item[index], key: index, parent: frame, level });
@@ -152,12 +165,19 @@ export function findJsonLimitProblem(value: unknown, limits: JsonLimits): JsonLi
       }
       const keys = Object.keys(item);
       if (keys.length > limits.maxItems) {
-        return problem(frame, `has ${keys.length.toLocaleString('en-US')} keys; the limit is ${limits.maxItems.toLocaleString('en-US')}`, { name: 'maxItems', value: limits.maxItems });
+        return problem(frame, `has ${keys.length.toLocaleString('en-US')} keys; the limit is ${limits.maxItems.toLocaleString('en-US')}`, {
+          name: 'maxItems',
+          value: limits.maxItems,
+        });
       }
       if (limits.wellFormedStrings) {
         const badKey = keys.find((key) => !wellFormed(key));
         if (badKey !== undefined) {
-          return problem({ value: undefined, key: badKey, parent: frame, level }, 'is a key holding a lone UTF-16 surrogate (half of an emoji or other character), which has no UTF-8 form', { name: 'wellFormedString' });
+          return problem(
+            { value: undefined, key: badKey, parent: frame, level },
+            'is a key holding a lone UTF-16 surrogate (half of an emoji or other character), which has no UTF-8 form',
+            { name: 'wellFormedString' },
+          );
         }
       }
       for (let index = keys.length - 1; index >= 0; index--) {
@@ -189,10 +209,14 @@ export function assertWithinJsonLimits(
   const found = findJsonLimitProblem(value, limits);
   if (!found) return;
   const line = describeJsonLimitProblem(found, refusal.prefix);
-  throw new ExecutorError(refusal.code, `${refusal.subject} is not valid: ${line}. ${refusal.advice ?? 'Nothing was stored; change that value and try again.'}`, {
-    ...refusal.details,
-    issues: [line],
-    path: formatJsonPath(found.at, refusal.prefix),
-    limit: found.limit,
-  });
+  throw new ExecutorError(
+    refusal.code,
+    `${refusal.subject} is not valid: ${line}. ${refusal.advice ?? 'Nothing was stored; change that value and try again.'}`,
+    {
+      ...refusal.details,
+      issues: [line],
+      path: formatJsonPath(found.at, refusal.prefix),
+      limit: found.limit,
+    },
+  );
 }

@@ -97,4 +97,3 @@ export interface RunHooks {
   signal: AbortSignal;
   onOutput(stream: OutputStream, chunk: Uint8Array): void;
 }
-

@@ -22,7 +22,9 @@ const ModelSettingsShape = z.strictObject({
   baseUrl: z
     .url({ protocol: /^https?$/, message: 'the model address is a URL starting with http:// or https://, e.g. http://127.0.0.1:11434/v1' })
     .max(2048)
-    .refine((url) => !/^[a-z]+:\/\/[^/]*@/i.test(url), { message: 'the model address may not hold a user name or password: set the key with `executor model set-key`' })
+    .refine((url) => !/^[a-z]+:\/\/[^/]*@/i.test(url), {
+      message: 'the model address may not hold a user name or password: set the key with `executor model set-key`',
+    })
     .optional(),
   /** The model's name as the server knows it (llama3.1, gpt-4o-mini, claude-sonnet-4-5…). */
   model: z.string().trim().min(1, 'name the model, e.g. llama3.1').max(200),
@@ -88,11 +90,25 @@ export const MAX_API_KEY_LENGTH = 4096;
  */
 export function checkedApiKey(raw: string): string {
   const key = raw.trim();
-  if (key.length === 0) throw new ExecutorError('INVALID_INPUT', 'The API key is empty. Paste the key your provider gave you (to remove a key, clear it instead).', { field: 'key' });
-  if (key.length > MAX_API_KEY_LENGTH) throw new ExecutorError('INVALID_INPUT', `The API key is ${key.length} characters long, more than the ${MAX_API_KEY_LENGTH} a key can be. Check what was pasted.`, { field: 'key' });
+  if (key.length === 0)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      'The API key is empty. Paste the key your provider gave you (to remove a key, clear it instead).',
+      { field: 'key' },
+    );
+  if (key.length > MAX_API_KEY_LENGTH)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `The API key is ${key.length} characters long, more than the ${MAX_API_KEY_LENGTH} a key can be. Check what was pasted.`,
+      { field: 'key' },
+    );
   // eslint-disable-next-line no-control-regex
   if (/[\s\u0000-\u001f\u007f-\u009f]/.test(key) || /[^\x20-\x7e]/.test(key)) {
-    throw new ExecutorError('INVALID_INPUT', 'The API key holds spaces, line breaks or characters outside plain ASCII, so it cannot be sent in a request. Paste only the key itself.', { field: 'key' });
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      'The API key holds spaces, line breaks or characters outside plain ASCII, so it cannot be sent in a request. Paste only the key itself.',
+      { field: 'key' },
+    );
   }
   return key;
 }

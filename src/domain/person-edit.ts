@@ -14,8 +14,13 @@ export function editSentence(edit: PersonEdit, approved = true): string {
     return `The user approved it with edits: only hunk${accepted.length === 1 ? '' : 's'} ${accepted.join(', ')} of ${total} of your write ${accepted.length === 1 ? 'was' : 'were'} applied (${left} left out).`;
   }
   // Until the person approves their version, nothing of it was approved: it is "edited by the person".
-  if (edit.kind === 'content') return approved ? 'The user edited the content of your write before approving it.' : 'The user edited the content of your write; their version has not been approved.';
-  return approved ? 'The user edited your command line before approving it.' : 'The user edited your command line; their version has not been approved.';
+  if (edit.kind === 'content')
+    return approved
+      ? 'The user edited the content of your write before approving it.'
+      : 'The user edited the content of your write; their version has not been approved.';
+  return approved
+    ? 'The user edited your command line before approving it.'
+    : 'The user edited your command line; their version has not been approved.';
 }
 
 /**
@@ -29,10 +34,15 @@ export function editDetailText(edit: PersonEdit, maxDiffChars = MAX_EDIT_DIFF_CH
   if (edit.kind === 'command') {
     lines.push(`Proposed: ${edit.commandBefore ?? ''}`, `${approved ? 'Approved' : 'Edited by the person'}: ${edit.commandAfter ?? ''}`);
   } else if (edit.diff) {
-    const diff = edit.diff.length > maxDiffChars ? `${edit.diff.slice(0, maxDiffChars)}\n… (diff cut at ${maxDiffChars} of ${edit.diff.length} characters)` : edit.diff;
+    const diff =
+      edit.diff.length > maxDiffChars
+        ? `${edit.diff.slice(0, maxDiffChars)}\n… (diff cut at ${maxDiffChars} of ${edit.diff.length} characters)`
+        : edit.diff;
     lines.push(`What changed from your content (- yours, + what was ${theirs}):`, diff.replace(/\n$/, ''));
   } else if (edit.approvedContentHash) {
-    lines.push(`Your content had sha256 ${edit.proposedContentHash}; the ${approved ? 'approved' : "person's"} content has sha256 ${edit.approvedContentHash}.`);
+    lines.push(
+      `Your content had sha256 ${edit.proposedContentHash}; the ${approved ? 'approved' : "person's"} content has sha256 ${edit.approvedContentHash}.`,
+    );
   }
   return lines.join('\n');
 }

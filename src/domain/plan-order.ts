@@ -15,10 +15,16 @@ export function blockingReason(member: PlanMember): string {
     case 'rejected':
       return withReason(`Step ${id} earlier in this plan was rejected`, member.rejectedReason);
     case 'denied':
-      return withReason(`Step ${id} earlier in this plan was denied by the policy`, member.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '));
+      return withReason(
+        `Step ${id} earlier in this plan was denied by the policy`,
+        member.evaluation?.reasons.map(asSentence).filter(Boolean).join(' '),
+      );
     case 'failed':
     case 'interrupted':
-      return withReason(`Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}`, member.error?.message);
+      return withReason(
+        `Step ${id} earlier in this plan ${member.status === 'failed' ? 'failed' : 'was interrupted'}`,
+        member.error?.message,
+      );
     case 'expired':
       return `Step ${id} earlier in this plan expired: nobody decided it in time.`;
     case 'cancelled':
@@ -71,7 +77,8 @@ export function planCanMoveWithoutPerson(records: readonly StepRecord[]): boolea
       continue;
     }
     if (record.status !== 'approved') return true;
-    const approvedSinceBreak = record.approval !== null && record.approval.by.channel !== 'policy' && (!broken || record.approval.at > broken.updatedAt);
+    const approvedSinceBreak =
+      record.approval !== null && record.approval.by.channel !== 'policy' && (!broken || record.approval.at > broken.updatedAt);
     if (!approvedSinceBreak && broken) return true;
     if (!undecidedBefore) return true;
   }

@@ -16,7 +16,10 @@ export function describeIssues(error: z.ZodError): string[] {
  * Validates a plan as written by a person or agent, fills in ids and the proposer's identity, and returns a fully
  * validated Plan. Throws INVALID_PLAN naming every problem (or the first value over PLAN_LIMITS); nothing is half-accepted.
  */
-export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']; client?: string; agent?: string; freshIds?: boolean }): Plan {
+export function parsePlan(
+  input: unknown,
+  defaults: { origin: StepMeta['origin']; client?: string; agent?: string; freshIds?: boolean },
+): Plan {
   // Depth, size and number forms first: zod, hashing and storing all walk the plan, some of them recursively.
   assertWithinJsonLimits(input, PLAN_LIMITS, { code: 'INVALID_PLAN', subject: 'The plan' });
   const shaped = PlanInputSchema.safeParse(input);
@@ -38,7 +41,12 @@ export function parsePlan(input: unknown, defaults: { origin: StepMeta['origin']
         ...step,
         id: (defaults.freshIds ? undefined : step.id) ?? `step-${randomUUID()}`,
         planId,
-        meta: { ...ownMeta, origin: defaults.origin, ...(defaults.client ? { client: defaults.client } : {}), ...(defaults.agent ? { agent: defaults.agent } : {}) },
+        meta: {
+          ...ownMeta,
+          origin: defaults.origin,
+          ...(defaults.client ? { client: defaults.client } : {}),
+          ...(defaults.agent ? { agent: defaults.agent } : {}),
+        },
       };
     }),
   };

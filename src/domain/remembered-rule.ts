@@ -73,7 +73,9 @@ export function proposerOf(step: Pick<Step, 'meta'>): RuleProposer | null {
 }
 
 export function sameProposer(left: RuleProposer, right: RuleProposer): boolean {
-  return left.kind === right.kind && (left.kind === 'person' || left.agentId === (right as Extract<RuleProposer, { kind: 'agent' }>).agentId);
+  return (
+    left.kind === right.kind && (left.kind === 'person' || left.agentId === (right as Extract<RuleProposer, { kind: 'agent' }>).agentId)
+  );
 }
 
 /** Expired rules never match; an expiry that does not parse counts as expired (fail closed). */
@@ -104,14 +106,20 @@ function quoteArgv(tokens: readonly string[]): string {
 
 /** Whose steps, in words: "steps of agent claude-code" or "steps you propose yourself". */
 export function describeProposer(proposer: RuleProposer): string {
-  return proposer.kind === 'person' ? 'steps you propose yourself (from this window or the CLI)' : `steps of agent ${JSON.stringify(proposer.agentId)}`;
+  return proposer.kind === 'person'
+    ? 'steps you propose yourself (from this window or the CLI)'
+    : `steps of agent ${JSON.stringify(proposer.agentId)}`;
 }
 
 /** The rule's reach in one sentence, shown before it is saved and in Settings. */
 export function describeRule(rule: RuleReach & Partial<RuleScope>): string {
   const upTo = `(up to ${rule.maxRisk} risk)`;
   const whose = rule.proposer ? ` for ${describeProposer(rule.proposer)}` : '';
-  const until = rule.proposer ? (rule.expiresAt ? ` Until ${rule.expiresAt.replace('T', ' ').slice(0, 16)} UTC.` : ' Until you remove it.') : '';
+  const until = rule.proposer
+    ? rule.expiresAt
+      ? ` Until ${rule.expiresAt.replace('T', ' ').slice(0, 16)} UTC.`
+      : ' Until you remove it.'
+    : '';
   switch (rule.kind) {
     case 'command':
       return `Future \`${quoteArgv(rule.prefix)} …\` commands${whose} run in ${rule.root} will run without asking ${upTo}. Only commands that start with exactly these ${rule.prefix.length} word(s) match; in a pipeline, every command must be covered by a rule. Commands that set environment variables, use the network or see secret files still ask.${until}`;
@@ -169,8 +177,15 @@ export function fileRuleChoices(requested: string, roots: readonly string[], max
   if (slash > 0) {
     const folder = literalGlob(relativePath.slice(0, slash));
     const extension = /\.[A-Za-z0-9]+$/.exec(relativePath.slice(slash + 1))?.[0];
-    if (extension) choices.push({ label: `${extension} files in ${relativePath.slice(0, slash)}/`, draft: { kind: 'file', root, glob: `${folder}/*${extension}`, maxRisk } });
-    choices.push({ label: `Anything under ${relativePath.slice(0, slash)}/`, draft: { kind: 'file', root, glob: `${folder}/**`, maxRisk } });
+    if (extension)
+      choices.push({
+        label: `${extension} files in ${relativePath.slice(0, slash)}/`,
+        draft: { kind: 'file', root, glob: `${folder}/*${extension}`, maxRisk },
+      });
+    choices.push({
+      label: `Anything under ${relativePath.slice(0, slash)}/`,
+      draft: { kind: 'file', root, glob: `${folder}/**`, maxRisk },
+    });
   }
   return choices;
 }
@@ -212,7 +227,11 @@ export function hostOf(url: string): string | null {
  * program run others (LD_PRELOAD, NODE_OPTIONS, GIT_PAGER, BASH_ENV, npm_config_script_shell), and
  * the network and secret files are reach a person grants one step at a time.
  */
-export function commandReachesBeyondRules(args: { env?: Record<string, string>; network?: 'none' | 'allowlist'; allowSecrets?: readonly string[] }): string | null {
+export function commandReachesBeyondRules(args: {
+  env?: Record<string, string>;
+  network?: 'none' | 'allowlist';
+  allowSecrets?: readonly string[];
+}): string | null {
   if (args.env && Object.keys(args.env).length > 0) return 'it sets environment variables, which can make any program run others';
   if (args.network === 'allowlist') return 'it asks for the network';
   if (args.allowSecrets && args.allowSecrets.length > 0) return 'it asks to see secret-looking files';
@@ -225,7 +244,10 @@ export function commandReachesBeyondRules(args: { env?: Record<string, string>; 
  * window offers these and the core accepts only these (Executor.rememberRule), so a rule never
  * reaches further than a choice the person was shown.
  */
-export function ruleChoicesForStep(record: Pick<StepRecord, 'step' | 'status' | 'evaluation'>, workspaceRoots: readonly string[]): RuleChoice[] {
+export function ruleChoicesForStep(
+  record: Pick<StepRecord, 'step' | 'status' | 'evaluation'>,
+  workspaceRoots: readonly string[],
+): RuleChoice[] {
   const risk = record.evaluation?.risk;
   if (record.status !== 'awaiting_consent' || !risk || risk === 'CRITICAL' || record.evaluation?.allowed === false) return [];
   if (!proposerOf(record.step)) return [];
@@ -245,7 +267,12 @@ export function ruleChoicesForStep(record: Pick<StepRecord, 'step' | 'status' | 
       const base = workspaceRoots[0]?.replace(/\/+$/, '');
       if (!base) return [];
       if (args.cwd !== undefined && args.cwd.split('/').includes('..')) return [];
-      const cwd = args.cwd === undefined ? base : args.cwd.startsWith('/') ? args.cwd.replace(/\/+$/, '') : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '');
+      const cwd =
+        args.cwd === undefined
+          ? base
+          : args.cwd.startsWith('/')
+            ? args.cwd.replace(/\/+$/, '')
+            : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '');
       return commandRuleChoices(args.argv, cwd || '/', maxRisk);
     }
     default:

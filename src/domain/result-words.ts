@@ -73,7 +73,12 @@ function ranFor(source: ResultSource, result: Record<string, unknown>): number |
 /** "Cancelled 8.5 s into its run" (the host's timing of the real run), or "Cancelled while it ran" when it was not timed. */
 function cancelledWhen(source: ResultSource): string {
   const host = source.runTimes?.realRun?.durationMs;
-  const ms = typeof host === 'number' && Number.isFinite(host) ? host : source.startedAt && source.finishedAt ? Date.parse(source.finishedAt) - Date.parse(source.startedAt) : NaN;
+  const ms =
+    typeof host === 'number' && Number.isFinite(host)
+      ? host
+      : source.startedAt && source.finishedAt
+        ? Date.parse(source.finishedAt) - Date.parse(source.startedAt)
+        : NaN;
   return Number.isFinite(ms) && ms >= 0 ? `Cancelled ${durationText(ms)} into its run` : 'Cancelled while it ran';
 }
 
@@ -90,7 +95,12 @@ function executedWords(source: ResultSource, result: Record<string, unknown>): s
       const ms = ranFor(source, result);
       const took = ms === null ? '' : ` in ${durationText(ms)}`;
       const files = filesChangedOf(source) ?? 0;
-      const ending = result.timedOut === true ? `Timed out${took}` : result.oomKilled === true ? `Out of memory${took}` : `Exit ${typeof result.exitCode === 'number' ? result.exitCode : '?'}${took}`;
+      const ending =
+        result.timedOut === true
+          ? `Timed out${took}`
+          : result.oomKilled === true
+            ? `Out of memory${took}`
+            : `Exit ${typeof result.exitCode === 'number' ? result.exitCode : '?'}${took}`;
       return `${ending}; ${files === 0 ? 'no file changed' : filesWords(files)}`;
     }
     case 'runCode': {
@@ -138,7 +148,9 @@ export function resultWords(source: ResultSource): string {
       return 'Running…';
     case 'cancelled':
       // Cancelled before it was marked running: it applied nothing. After: what it had done stays (and can be reverted).
-      return source.startedAt ? oneLine(`${cancelledWhen(source)}${result && !('partialOutput' in result) ? `; it had: ${executedWords(source, result)}` : ''}`) : 'Cancelled before it ran';
+      return source.startedAt
+        ? oneLine(`${cancelledWhen(source)}${result && !('partialOutput' in result) ? `; it had: ${executedWords(source, result)}` : ''}`)
+        : 'Cancelled before it ran';
     default:
       return '—';
   }

@@ -79,17 +79,29 @@ export function planRevertSkipReason(step: RevertCandidate): string | null {
 export function stepRevertRefusal(step: RevertCandidate & { revertedAt: string | null }): ExecutorError | null {
   const { stepId } = step;
   if (step.status === 'reverted') {
-    return new ExecutorError('ALREADY_REVERTED', `Step ${stepId} was already reverted${step.revertedAt ? ` at ${step.revertedAt}` : ''}.`, { stepId });
+    return new ExecutorError('ALREADY_REVERTED', `Step ${stepId} was already reverted${step.revertedAt ? ` at ${step.revertedAt}` : ''}.`, {
+      stepId,
+    });
   }
   if (!step.reversible) {
-    return new ExecutorError('NOT_REVERSIBLE', `Step ${stepId} (${step.action}) cannot be reverted: ${cannotUndo(step.action)}.`, { stepId });
+    return new ExecutorError('NOT_REVERSIBLE', `Step ${stepId} (${step.action}) cannot be reverted: ${cannotUndo(step.action)}.`, {
+      stepId,
+    });
   }
   if (!['executed', 'failed', 'interrupted', 'cancelled'].includes(step.status)) {
-    return new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${step.status}; only a step that ran can be reverted.`, { stepId, from: step.status, to: 'reverted' });
+    return new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${step.status}; only a step that ran can be reverted.`, {
+      stepId,
+      from: step.status,
+      to: 'reverted',
+    });
   }
   // Cancelled before it was marked running (in its sandbox run, or waiting): no backup, nothing of it was applied.
   if (step.status === 'cancelled' && (!step.startedAt || !step.changedSomething)) {
-    return new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, { stepId, from: step.status, to: 'reverted' });
+    return new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was cancelled before it applied anything; there is nothing to revert.`, {
+      stepId,
+      from: step.status,
+      to: 'reverted',
+    });
   }
   return null;
 }
@@ -108,13 +120,22 @@ export interface PlanRevertPreviewStep {
  * and the revert is not forced (REVERT_CONFLICT). Its dry run exits as this says.
  */
 export function planRevertRefusal(planId: string, steps: readonly PlanRevertPreviewStep[], force: boolean): ExecutorError | null {
-  const skipped = steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
+  const skipped = steps
+    .filter((entry) => entry.state === 'skip')
+    .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
   if (skipped.length === steps.length) {
-    return new ExecutorError('NOT_REVERSIBLE', `Plan ${planId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`, { planId, skipped });
+    return new ExecutorError(
+      'NOT_REVERSIBLE',
+      `Plan ${planId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`,
+      { planId, skipped },
+    );
   }
   const conflicting = steps.filter((entry) => entry.state === 'conflict');
   if (conflicting.length === 0 || force) return null;
-  const conflicts = conflicting.map((entry) => ({ stepId: entry.stepId, paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path) }));
+  const conflicts = conflicting.map((entry) => ({
+    stepId: entry.stepId,
+    paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path),
+  }));
   const named = conflicts.map((entry) => `${entry.stepId} (${entry.paths.join(', ')})`);
   return new ExecutorError(
     'REVERT_CONFLICT',

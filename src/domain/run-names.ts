@@ -13,7 +13,19 @@ export function isRunActive(status: RunStatus): boolean {
 }
 
 /** The tools a run may offer its model. The read-only ones are answered by the loop; the others each become a consented step. */
-export const RUN_TOOLS = ['read_file', 'list_dir', 'search_files', 'write_file', 'delete_file', 'run_command', 'run_code', 'open_url', 'kb_add', 'kb_search', 'ask_user'] as const;
+export const RUN_TOOLS = [
+  'read_file',
+  'list_dir',
+  'search_files',
+  'write_file',
+  'delete_file',
+  'run_command',
+  'run_code',
+  'open_url',
+  'kb_add',
+  'kb_search',
+  'ask_user',
+] as const;
 export type RunTool = (typeof RUN_TOOLS)[number];
 
 /** Tools answered inside the workspace roots without a step (LOW risk, nothing changes). */

@@ -64,7 +64,9 @@ export function durationText(ms: number): string {
 
 /** How long a runCode step may run under these limits, as enforced by its sandbox. */
 export function codeTimeoutMs(args: Pick<RunCodeArgs, 'language' | 'sandbox' | 'timeoutMs'>, limits: RunTimeLimits): number {
-  return codeSandboxOf(args) === 'light' ? clampLightTimeout(args.timeoutMs, limits.lightSandbox.defaultTimeoutMs) : clampDockerTimeout(args.timeoutMs, limits.sandbox.timeoutMs);
+  return codeSandboxOf(args) === 'light'
+    ? clampLightTimeout(args.timeoutMs, limits.lightSandbox.defaultTimeoutMs)
+    : clampDockerTimeout(args.timeoutMs, limits.sandbox.timeoutMs);
 }
 
 /** The time limit in words, saying where it comes from when it is not what the step asked for. */
@@ -101,9 +103,13 @@ export interface CapabilityAsk {
 export function capabilityAsks(capabilities: RunCodeArgs['capabilities']): CapabilityAsk[] {
   const asks: CapabilityAsk[] = [];
   if (capabilities?.fetch) {
-    asks.push({ capability: 'fetch', words: `Send network requests to ${capabilities.fetch.hosts.join(', ')} (only hosts the policy's allowlist names too; the dry run records them instead of sending)` });
+    asks.push({
+      capability: 'fetch',
+      words: `Send network requests to ${capabilities.fetch.hosts.join(', ')} (only hosts the policy's allowlist names too; the dry run records them instead of sending)`,
+    });
   }
-  if (capabilities?.readFile) asks.push({ capability: 'readFile', words: 'Read files inside the workspace roots, except files that look like secrets' });
+  if (capabilities?.readFile)
+    asks.push({ capability: 'readFile', words: 'Read files inside the workspace roots, except files that look like secrets' });
   if (capabilities?.kbSearch) asks.push({ capability: 'kbSearch', words: "Search Executor's knowledge base" });
   return asks;
 }

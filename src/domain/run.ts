@@ -51,7 +51,10 @@ const runId = z.string().min(1).max(128);
 /** A model for one run, overriding the one in Settings. The key never travels here (see StartRunParams.apiKey). */
 export const ModelOverrideSchema = z.strictObject({
   provider: z.enum(MODEL_PROVIDERS),
-  baseUrl: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
   model: z.string().min(1).max(200),
 });
 export type ModelOverride = z.infer<typeof ModelOverrideSchema>;
@@ -178,8 +181,16 @@ export const ListRunsParamsSchema = z
 export const RunPageSchema = z.object({ runs: z.array(RunSummarySchema), nextCursor: z.string().nullable() });
 export type RunPage = z.infer<typeof RunPageSchema>;
 
-export const GetRunTraceParamsSchema = z.strictObject({ runId, fromIteration: z.number().int().min(1).optional(), limit: z.number().int().min(1).max(200).optional() });
-export const RunTracePageSchema = z.object({ runId: z.string(), entries: z.array(RunTraceEntrySchema), nextIteration: z.number().int().nullable() });
+export const GetRunTraceParamsSchema = z.strictObject({
+  runId,
+  fromIteration: z.number().int().min(1).optional(),
+  limit: z.number().int().min(1).max(200).optional(),
+});
+export const RunTracePageSchema = z.object({
+  runId: z.string(),
+  entries: z.array(RunTraceEntrySchema),
+  nextIteration: z.number().int().nullable(),
+});
 export type RunTracePage = z.infer<typeof RunTracePageSchema>;
 
 export const AnswerRunParamsSchema = z.strictObject({ runId, text: z.string().min(1, 'the answer is empty').max(MAX_ANSWER_CHARACTERS) });
@@ -222,14 +233,22 @@ export type AgentQuestion = z.infer<typeof AgentQuestionSchema>;
 export const AskUserParamsSchema = z.strictObject({
   question: z.string().min(1, 'the question is empty').max(4000),
   /** Shorter than the policy's runs.questionExpirySeconds if wanted; never longer. */
-  expirySeconds: z.number().int().min(10).max(7 * 24 * 3600).optional(),
+  expirySeconds: z
+    .number()
+    .int()
+    .min(10)
+    .max(7 * 24 * 3600)
+    .optional(),
 });
 export const GetAnswerParamsSchema = z.strictObject({
   questionId: z.string().min(1).max(128),
   /** Wait up to this long for an answer before replying `waiting` (long poll; default 0). */
   waitMs: z.number().int().min(0).max(60_000).optional(),
 });
-export const AnswerQuestionParamsSchema = z.strictObject({ questionId: z.string().min(1).max(128), text: z.string().min(1, 'the answer is empty').max(MAX_ANSWER_CHARACTERS) });
+export const AnswerQuestionParamsSchema = z.strictObject({
+  questionId: z.string().min(1).max(128),
+  text: z.string().min(1, 'the answer is empty').max(MAX_ANSWER_CHARACTERS),
+});
 
 /** The `agentRun` event: a run changed (its summary), with the iteration just recorded when there is one. */
 export const AgentRunEventSchema = z.object({

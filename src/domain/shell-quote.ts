@@ -34,7 +34,25 @@ function ansiCQuoted(word: string): string {
 }
 
 /** Words a shell reads as its own syntax when they come first: `time ls` would time, not run a program named time. */
-const RESERVED_FIRST_WORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'case', 'esac', 'for', 'select', 'while', 'until', 'do', 'done', 'in', 'function', 'time', 'coproc']);
+const RESERVED_FIRST_WORDS = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'case',
+  'esac',
+  'for',
+  'select',
+  'while',
+  'until',
+  'do',
+  'done',
+  'in',
+  'function',
+  'time',
+  'coproc',
+]);
 
 /** Whether a bare first word would be read as something other than a program name. */
 function misreadAsProgram(word: string): boolean {

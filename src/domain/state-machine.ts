@@ -54,16 +54,21 @@ export function canTransition(from: StepStatus, to: StepStatus): boolean {
 
 export function assertTransition(stepId: string, from: StepStatus, to: StepStatus): void {
   if (!canTransition(from, to)) {
-    throw new ExecutorError(
-      'ILLEGAL_TRANSITION',
-      `Step ${stepId} is ${from}; it cannot become ${to}.`,
-      { stepId, from, to },
-    );
+    throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${from}; it cannot become ${to}.`, { stepId, from, to });
   }
 }
 
 /** A step is decided once the person (or the policy) has had their say and any run has finished. */
-export const SETTLED_STATUSES: readonly StepStatus[] = ['rejected', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired', 'cancelled'];
+export const SETTLED_STATUSES: readonly StepStatus[] = [
+  'rejected',
+  'executed',
+  'failed',
+  'interrupted',
+  'reverted',
+  'denied',
+  'expired',
+  'cancelled',
+];
 
 /** Statuses before anything ran: reject (and an agent's cancel of its own step) works from each of them. */
 export const WITHDRAWABLE_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];

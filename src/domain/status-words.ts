@@ -45,16 +45,21 @@ export function statusWords(status: string): string {
   return Object.hasOwn(STATUS_WORDS, status) ? STATUS_WORDS[status as StepStatus] : status;
 }
 
-const STATUS_NAMES = Object.keys(STATUS_WORDS).sort((left, right) => right.length - left.length).join('|');
+const STATUS_NAMES = Object.keys(STATUS_WORDS)
+  .sort((left, right) => right.length - left.length)
+  .join('|');
 /** A raw state name in a host message: one with an underscore anywhere, the plain-word ones only after a word that names a state. */
 const RAW_STATUS = new RegExp(`\\b(?:(?<lead>is|now|not|or|from|to|status|was) (?<named>${STATUS_NAMES})|(?<bare>[a-z]+_[a-z_]+))\\b`, 'g');
 
 /** A host message with raw state names said in words: "Step s1 is awaiting_consent" reads "Step s1 is waiting for you". */
 export function wordsForStates(message: string): string {
-  return message.replace(RAW_STATUS, (whole, _lead, _named, _bare, _offset, _text, groups: { lead?: string; named?: string; bare?: string }) => {
-    const status = groups.named ?? groups.bare ?? '';
-    if (!Object.hasOwn(STATUS_WORDS, status)) return whole;
-    const words = STATUS_WORDS[status as StepStatus].toLowerCase();
-    return groups.lead ? `${groups.lead} ${words}` : words;
-  });
+  return message.replace(
+    RAW_STATUS,
+    (whole, _lead, _named, _bare, _offset, _text, groups: { lead?: string; named?: string; bare?: string }) => {
+      const status = groups.named ?? groups.bare ?? '';
+      if (!Object.hasOwn(STATUS_WORDS, status)) return whole;
+      const words = STATUS_WORDS[status as StepStatus].toLowerCase();
+      return groups.lead ? `${groups.lead} ${words}` : words;
+    },
+  );
 }

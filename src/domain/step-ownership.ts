@@ -20,7 +20,9 @@ export function isAgentActor(actor: Actor): boolean {
  */
 export function mayAccessStep(actor: Actor, step: Step): boolean {
   if (!isAgentActor(actor)) return true;
-  return step.meta.origin === 'agent' && typeof step.meta.agent === 'string' && actor.agent !== undefined && step.meta.agent === actor.agent;
+  return (
+    step.meta.origin === 'agent' && typeof step.meta.agent === 'string' && actor.agent !== undefined && step.meta.agent === actor.agent
+  );
 }
 
 /**

@@ -46,9 +46,13 @@ export function boundedRecord(record: StepRecord, maxBytes: number): BoundedStep
   // Room for the `cut` field itself.
   for (let longest = 16 * 1024, most = 200; longest >= 32; longest = Math.floor(longest / 2), most = Math.max(4, Math.floor(most / 2))) {
     // A step's args keep more (a path or a command word names the step in the list): only its bulk is cut.
-    const cut = { ...record, step: { ...record.step, args: cutValue(record.step.args, Math.max(longest, 1024), Math.max(most, 64)) } } as StepRecord;
+    const cut = {
+      ...record,
+      step: { ...record.step, args: cutValue(record.step.args, Math.max(longest, 1024), Math.max(most, 64)) },
+    } as StepRecord;
     for (const field of CUT_FIELDS) {
-      if (record[field] !== undefined && record[field] !== null) (cut as unknown as Record<string, unknown>)[field] = cutValue(record[field], longest, most);
+      if (record[field] !== undefined && record[field] !== null)
+        (cut as unknown as Record<string, unknown>)[field] = cutValue(record[field], longest, most);
     }
     shown = cut;
     if (bytesOf(cut) + 80 <= budget) break;
@@ -73,7 +77,14 @@ export function partOfRecordText(stepId: string, updatedAt: string, json: string
   let end = Math.min(start + RECORD_PART_CHARACTERS, json.length);
   // Never split a surrogate pair between pages.
   if (end < json.length && /[\uD800-\uDBFF]/.test(json.charAt(end - 1))) end -= 1;
-  return { stepId, updatedAt, offset: start, text: json.slice(start, end), nextOffset: end < json.length ? end : null, totalCharacters: json.length };
+  return {
+    stepId,
+    updatedAt,
+    offset: start,
+    text: json.slice(start, end),
+    nextOffset: end < json.length ? end : null,
+    totalCharacters: json.length,
+  };
 }
 
 /** What a window's reply or event may hold of one step record (a few bytes under a frame's 64 KiB, with the envelope). */
@@ -89,7 +100,8 @@ function isStepRecord(value: unknown): value is StepRecord {
  */
 export function boundedForWindow(value: unknown): unknown {
   if (isStepRecord(value)) return boundedRecord(value, WINDOW_RECORD_BYTES);
-  if (Array.isArray(value)) return value.some(isStepRecord) ? value.map((item) => (isStepRecord(item) ? boundedRecord(item, WINDOW_RECORD_BYTES) : item)) : value;
+  if (Array.isArray(value))
+    return value.some(isStepRecord) ? value.map((item) => (isStepRecord(item) ? boundedRecord(item, WINDOW_RECORD_BYTES) : item)) : value;
   if (value !== null && typeof value === 'object' && 'step' in value && isStepRecord((value as { step: unknown }).step)) {
     return { ...value, step: boundedRecord((value as { step: StepRecord }).step, WINDOW_RECORD_BYTES) };
   }

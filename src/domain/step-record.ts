@@ -71,7 +71,16 @@ export type Preview =
   | { kind: 'kbEntry'; title: string; content: string; tags: string[] }
   | { kind: 'text'; text: string }
   | CommandRunPreview
-  | { kind: 'url'; url: string; protocol: string; host: string; path: string; query: UrlQueryParam[]; fragment: string | null; warnings: string[] }
+  | {
+      kind: 'url';
+      url: string;
+      protocol: string;
+      host: string;
+      path: string;
+      query: UrlQueryParam[];
+      fragment: string | null;
+      warnings: string[];
+    }
   /** A dry run of code: its result, and the network requests it would have made (not sent). */
   | { kind: 'codeRun'; result: CodeRunResult; requests: { method: string; url: string }[] };
 

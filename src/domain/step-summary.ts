@@ -85,7 +85,11 @@ const REVERSIBLE_ACTIONS = new Set(['writeFile', 'deleteFile', 'runCommand']);
 function approverWords(by: Actor | undefined, rules: readonly string[] = []): string | null {
   if (!by) return null;
   // A remembered rule is named where it approved, as in the record's detail (renderer approverText).
-  if (by.channel === 'policy' && rules.length > 0) return oneLine(`your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`, SUMMARY_AGENT_MAX_CHARACTERS);
+  if (by.channel === 'policy' && rules.length > 0)
+    return oneLine(
+      `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`,
+      SUMMARY_AGENT_MAX_CHARACTERS,
+    );
   if (by.channel === 'policy') return 'policy';
   return oneLine(`${by.user} via ${by.channel}`, SUMMARY_AGENT_MAX_CHARACTERS);
 }

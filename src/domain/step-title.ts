@@ -45,7 +45,11 @@ export function commandTitle(commandLine: string): string {
   return notes.length ? `${title} … (${notes.join(', ')})` : title;
 }
 
-const CAPABILITY_TITLE_WORDS = { fetch: 'may use the network', readFile: 'may read files', kbSearch: 'may search the knowledge base' } as const;
+const CAPABILITY_TITLE_WORDS = {
+  fetch: 'may use the network',
+  readFile: 'may read files',
+  kbSearch: 'may search the knowledge base',
+} as const;
 
 /**
  * One line per step for lists, in words, with paths relative to their root (the full path is in

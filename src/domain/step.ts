@@ -54,14 +54,29 @@ export const ACTION_ARGS = {
   runCommand: z
     .strictObject({
       /** Runs directly, no shell. */
-      argv: z.array(z.string().max(64 * 1024)).min(1, 'argv is empty').max(4096).optional(),
+      argv: z
+        .array(z.string().max(64 * 1024))
+        .min(1, 'argv is empty')
+        .max(4096)
+        .optional(),
       /** Runs under `sh -c` inside the container only. */
-      command: z.string().min(1, 'command is empty').max(64 * 1024).optional(),
+      command: z
+        .string()
+        .min(1, 'command is empty')
+        .max(64 * 1024)
+        .optional(),
       /** Directory inside a workspace root the command works in; only this subtree is copied into the container. */
       cwd: pathField.optional(),
-      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).optional(),
+      timeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(24 * 3600 * 1000)
+        .optional(),
       network: z.enum(['none', 'allowlist']).optional(),
-      env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and "_"'), z.string().max(32 * 1024)).optional(),
+      env: z
+        .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and "_"'), z.string().max(32 * 1024))
+        .optional(),
       /** Secret-looking files (relative to cwd) the person lets this command see; all others stay out of the copy. */
       allowSecrets: z.array(pathField).max(100).optional(),
     })

@@ -47,7 +47,9 @@ export function visibleLine(text: string): string {
  * line overwrite the one before it).
  */
 export function visibleBlock(text: string): string {
-  return String(text).replace(HIDDEN_CHARACTER, (character) => (character === '\n' || character === '\t' ? character : escapeOf(character)));
+  return String(text).replace(HIDDEN_CHARACTER, (character) =>
+    character === '\n' || character === '\t' ? character : escapeOf(character),
+  );
 }
 
 /**
@@ -97,7 +99,8 @@ export function hasInvisible(text: string): boolean {
  * trimmed away) is a hidden character the reader is never shown.
  */
 const PLAIN_SPACE_RUN = /[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+/g;
-const PLAIN_SPACE_ENDS = /^[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+|[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+$/g;
+const PLAIN_SPACE_ENDS =
+  /^[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+|[\t\n\v\f\r \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]+$/g;
 
 /** The text with plain white space trimmed from both ends; every hidden character stays, to be marked. */
 export function trimPlainSpace(text: string): string {

@@ -36,13 +36,28 @@ import { ExpiryRoom } from './rooms/expiry.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
-import { RevertsRoom, type PlanRevertPreview, type PlanRevertResult, type PlanRevertStepPreview, type RevertPreview } from './rooms/reverts.js';
+import {
+  RevertsRoom,
+  type PlanRevertPreview,
+  type PlanRevertResult,
+  type PlanRevertStepPreview,
+  type RevertPreview,
+} from './rooms/reverts.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
 
 export { isSettled, MAX_EXPORT_TEXT_BYTES, previewHashOf };
 export { CANCEL_WAIT_MS } from './rooms/decisions.js';
-export type { EnvironmentStatus, ExecutorEvents, ExecutorSeams, KeyStatus, PlanRevertPreview, PlanRevertResult, PlanRevertStepPreview, RevertPreview };
+export type {
+  EnvironmentStatus,
+  ExecutorEvents,
+  ExecutorSeams,
+  KeyStatus,
+  PlanRevertPreview,
+  PlanRevertResult,
+  PlanRevertStepPreview,
+  RevertPreview,
+};
 
 export interface ExecutorOptions extends ExecutorSeams {
   /** Where the audit keys live; the desktop app passes its safeStorage-backed store. Default: files in keys/. */
@@ -86,7 +101,8 @@ export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 function shutdownStopWords(phase: 'dryRun' | 'realRun', stepStatus: StepRecord['status'], durationMs: number): string {
   const into = `Executor was shut down ${(durationMs / 1000).toFixed(1)} s into this step's ${phase === 'dryRun' ? 'dry run' : 'run'}; its sandbox was stopped.`;
   if (phase === 'dryRun') return `${into} A dry run changes nothing; the step's preview is prepared again when Executor starts.`;
-  if (stepStatus === 'running') return `${into} Anything that run did before it was stopped stays as it is. When Executor starts, the step is marked interrupted; it does not run again by itself.`;
+  if (stepStatus === 'running')
+    return `${into} Anything that run did before it was stopped stays as it is. When Executor starts, the step is marked interrupted; it does not run again by itself.`;
   return `${into} Nothing of that run was applied. When Executor starts, the step runs again if its approval still holds; otherwise it asks you again.`;
 }
 
@@ -116,7 +132,15 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   readonly requests: RequestGate;
 
-  private constructor(dataDir: string, lock: DataDirLock, db: Db, policy: Policy, auditLog: SignedAuditLog, keyStore: KeyStore, options: ExecutorOptions) {
+  private constructor(
+    dataDir: string,
+    lock: DataDirLock,
+    db: Db,
+    policy: Policy,
+    auditLog: SignedAuditLog,
+    keyStore: KeyStore,
+    options: ExecutorOptions,
+  ) {
     super();
     this.dataDir = dataDir;
     this.lock = lock;
@@ -208,7 +232,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     // Runs under way are dropped like previews: their containers and workers are stopped, not left to their timeouts.
     // Each stopped attempt is recorded with its step first (its time span, and that the host stopped it): the step reruns at the next start.
     const stoppedAt = new Date().toISOString();
-    const stopped = this.desk.liveRuns.list().map((run) => ({ run, output: this.desk.liveRuns.get(run.stepId)?.output(), durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)) }));
+    const stopped = this.desk.liveRuns.list().map((run) => ({
+      run,
+      output: this.desk.liveRuns.get(run.stepId)?.output(),
+      durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)),
+    }));
     this.desk.liveRuns.cancelAll();
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
@@ -219,7 +247,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         for (const { run, output, durationMs } of stopped) {
           const stepStatus = this.desk.steps.get(run.stepId).status;
           // The attempt's span keeps what it printed, so the step's detail shows how far it got before the shutdown.
-          this.desk.steps.recordRunSpan(run.stepId, run.phase, { startedAt: run.startedAt, finishedAt: stoppedAt, durationMs, ended: 'interrupted', ...(output ? { output } : {}) });
+          this.desk.steps.recordRunSpan(run.stepId, run.phase, {
+            startedAt: run.startedAt,
+            finishedAt: stoppedAt,
+            durationMs,
+            ended: 'interrupted',
+            ...(output ? { output } : {}),
+          });
           this.desk.steps.note(run.stepId, 'step.run_stopped_by_shutdown', SYSTEM_ACTOR, {
             phase: run.phase,
             stepStatus,
@@ -333,7 +367,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   // Decisions (rooms/decisions.ts)
 
   /** The person's yes, bound to the step's hash and the preview they saw; then the plan runs forward. */
-  approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
+  approve(
+    stepId: string,
+    actor: Actor,
+    options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {},
+  ): Promise<StepRecord> {
     return this.decisions.approve(stepId, actor, options);
   }
 
@@ -343,7 +381,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** "Approve and remember": the person's yes, and a rule (one the window offers) for similar steps of the same proposer. */
-  approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
+  approveAndRemember(
+    stepId: string,
+    actor: Actor,
+    options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime },
+  ): Promise<{ step: StepRecord; rule: RememberedRule }> {
     return this.decisions.approveAndRemember(stepId, actor, options);
   }
 
@@ -397,7 +439,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** Reverts the steps of several plans taken as one (an agent run's), as revertPlan does a plan's. */
-  revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
+  revertSteps(
+    label: string,
+    stepIds: readonly string[],
+    actor: Actor,
+    options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
+  ): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
     return this.reverts.revertSteps(label, stepIds, actor, options);
   }
 
@@ -453,11 +500,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
-  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
+  verifyAudit(
+    options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {},
+  ): Promise<VerifyReport> {
     return this.auditDesk.verifyAudit(options);
   }
 
-  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
+  exportAudit(
+    out: { write(line: string): void },
+    range: { from?: number; to?: number } = {},
+  ): { records: number; checkpoints: number; from: number; to: number } {
     return this.auditDesk.exportAudit(out, range);
   }
 
@@ -472,7 +524,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** The export as text, in one reply (the Electron window's download), at most `maxBytes` (default: maxExportTextBytes). */
-  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes?: number): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+  exportAuditText(
+    range: { from?: number; to?: number } = {},
+    maxBytes?: number,
+  ): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
     return this.auditDesk.exportAuditText(range, maxBytes);
   }
 

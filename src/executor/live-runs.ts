@@ -1,5 +1,16 @@
 import { StringDecoder } from 'node:string_decoder';
-import { appendChunk as append, LIVE_FRAME_INTERVAL_MS, LIVE_TAIL_BYTES, trimTail, type LiveRunFrame, type LiveRunView, type OutputStream, type RunHooks, type RunPhase, type TailChunk } from '../domain/live-output.js';
+import {
+  appendChunk as append,
+  LIVE_FRAME_INTERVAL_MS,
+  LIVE_TAIL_BYTES,
+  trimTail,
+  type LiveRunFrame,
+  type LiveRunView,
+  type OutputStream,
+  type RunHooks,
+  type RunPhase,
+  type TailChunk,
+} from '../domain/live-output.js';
 
 /**
  * One step's sandbox run in progress (its dry run, or its real run). Output costs an append and a
@@ -74,7 +85,15 @@ export class LiveRun implements RunHooks {
   }
 
   view(): LiveRunView {
-    return { stepId: this.stepId, title: this.title, phase: this.phase, startedAt: this.startedAt, tail: this.tail.map((chunk) => ({ ...chunk })), bytes: { ...this.bytes }, cancelling: this.cancelling };
+    return {
+      stepId: this.stepId,
+      title: this.title,
+      phase: this.phase,
+      startedAt: this.startedAt,
+      tail: this.tail.map((chunk) => ({ ...chunk })),
+      bytes: { ...this.bytes },
+      cancelling: this.cancelling,
+    };
   }
 
   /** The last frame; the run is forgotten by its owner (LiveRuns) right after. */
@@ -109,7 +128,17 @@ export class LiveRun implements RunHooks {
     this.pending = [];
     this.pendingBytes = 0;
     this.overflowed = false;
-    this.send({ stepId: this.stepId, title: this.title, phase: this.phase, startedAt: this.startedAt, chunks, replace, bytes: { ...this.bytes }, cancelling: this.cancelling, ...(endedAt ? { endedAt } : {}) });
+    this.send({
+      stepId: this.stepId,
+      title: this.title,
+      phase: this.phase,
+      startedAt: this.startedAt,
+      chunks,
+      replace,
+      bytes: { ...this.bytes },
+      cancelling: this.cancelling,
+      ...(endedAt ? { endedAt } : {}),
+    });
   }
 }
 

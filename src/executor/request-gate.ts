@@ -100,9 +100,12 @@ export class RequestGate {
     }
     // Held: an answered request wakes the check (begin's end); else the oldest request's patience or this waiter's deferral ends.
     const wakeAt = Math.min(holdUntil, first.since + this.maxDeferMs);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.scheduleCheck();
-    }, Math.max(1, wakeAt - now));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.scheduleCheck();
+      },
+      Math.max(1, wakeAt - now),
+    );
   }
 }

@@ -263,7 +263,9 @@ export class StepDesk {
     const hints = module.assess(args, this.context(step.id));
     const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
     const ruleContext = { proposer: proposerOf(step), now: new Date() };
-    const remembered = target ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext) : null;
+    const remembered = target
+      ? rulesAllowing(target, hints.risk, this.policy.remembered, this.policy.workspaceRoots, this.dataDir, ruleContext)
+      : null;
     return evaluateHints(hints, this.policy, module.reversible, remembered);
   }
 
@@ -279,21 +281,35 @@ export class StepDesk {
   }
 
   /** Records the run's span and sends the live run's last frame. */
-  endLiveRun(stepId: string, phase: RunPhase, live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): void {
+  endLiveRun(
+    stepId: string,
+    phase: RunPhase,
+    live: LiveRun | undefined,
+    ended: RunSpan['ended'],
+    start: { iso: string; ms: number },
+  ): void {
     if (live) this.liveRuns.finish(live);
     if (this.closed) return;
     // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
     // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
     const output = live && ended !== 'finished' ? live.output() : null;
     const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
-    const span: RunSpan = { startedAt: start.iso, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - start.ms), ended, ...kept };
+    const span: RunSpan = {
+      startedAt: start.iso,
+      finishedAt: new Date().toISOString(),
+      durationMs: Math.round(performance.now() - start.ms),
+      ended,
+      ...kept,
+    };
     try {
       this.steps.recordRunSpan(stepId, phase, span);
       // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
       if (kept.output) this.emitStep(this.steps.get(stepId));
     } catch (error) {
       // A time not kept is a loss for History, not a reason to fail the step.
-      this.log(`executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`);
+      this.log(
+        `executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`,
+      );
     }
   }
 
@@ -303,10 +319,14 @@ export class StepDesk {
   }
 
   expiredError(record: StepRecord): ExecutorError {
-    return new ExecutorError('CONSENT_EXPIRED', `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`, {
-      stepId: record.step.id,
-      status: record.status,
-    });
+    return new ExecutorError(
+      'CONSENT_EXPIRED',
+      `Step ${record.step.id} ${record.error?.message ?? 'expired.'} It will not run; propose it again if it is still wanted.`,
+      {
+        stepId: record.step.id,
+        status: record.status,
+      },
+    );
   }
 
   /** The seconds a step of this plan may wait for consent: the policy's, or its plan's when shorter. */

@@ -53,7 +53,10 @@ export function writeFailure(error: unknown, target: string, neededBytes: number
     );
   }
   if (NOT_WRITABLE[code]) {
-    return new ExecutorError('FILE_NOT_WRITABLE', `${target} cannot be written: ${NOT_WRITABLE[code]}. Nothing was changed.`, { path: target, errno: code });
+    return new ExecutorError('FILE_NOT_WRITABLE', `${target} cannot be written: ${NOT_WRITABLE[code]}. Nothing was changed.`, {
+      path: target,
+      errno: code,
+    });
   }
   return error;
 }
@@ -110,10 +113,16 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
     fs.fsyncSync(fd);
     const size = fs.fstatSync(fd).size;
     if (size !== data.byteLength) {
-      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+      throw new ExecutorError(
+        'STORAGE_FAILED',
+        `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`,
+        { path: target, size, expected: data.byteLength },
+      );
     }
     if (options.verifySha256 && sha256OfFile(fd, size) !== options.verifySha256) {
-      throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written (sha256 differs); nothing was changed.`, { path: target });
+      throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written (sha256 differs); nothing was changed.`, {
+        path: target,
+      });
     }
     fs.closeSync(fd);
     fd = undefined;
@@ -201,17 +210,29 @@ export function assertPlainTarget(target: string): void {
   try {
     real = fs.realpathSync.native(existing);
   } catch (error) {
-    throw new ExecutorError('PATH_INVALID', `${existing} cannot be resolved (${(error as NodeJS.ErrnoException).code}); nothing was written.`, { path: target });
+    throw new ExecutorError(
+      'PATH_INVALID',
+      `${existing} cannot be resolved (${(error as NodeJS.ErrnoException).code}); nothing was written.`,
+      { path: target },
+    );
   }
   if (real !== existing) {
-    throw new ExecutorError('PATH_OUTSIDE_ROOT', `${target} now leads through a symbolic link (${existing} resolves to ${real}); nothing was written there.`, {
-      path: target,
-      resolvesTo: real,
-    });
+    throw new ExecutorError(
+      'PATH_OUTSIDE_ROOT',
+      `${target} now leads through a symbolic link (${existing} resolves to ${real}); nothing was written there.`,
+      {
+        path: target,
+        resolvesTo: real,
+      },
+    );
   }
   const stat = lstatOrNull(target);
   if (stat && !stat.isFile()) {
-    throw new ExecutorError('PATH_INVALID', `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`, { path: target });
+    throw new ExecutorError(
+      'PATH_INVALID',
+      `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`,
+      { path: target },
+    );
   }
 }
 
@@ -255,7 +276,11 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
     fs.fsyncSync(fd);
     const size = fs.fstatSync(fd).size;
     if (size !== data.byteLength) {
-      throw new ExecutorError('STORAGE_FAILED', `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`, { path: target, size, expected: data.byteLength });
+      throw new ExecutorError(
+        'STORAGE_FAILED',
+        `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`,
+        { path: target, size, expected: data.byteLength },
+      );
     }
     assertPlainTarget(target);
     fs.renameSync(temp, target);
@@ -263,7 +288,11 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
     const written = fs.fstatSync(fd);
     const landed = lstatOrNull(target);
     if (!landed || landed.ino !== written.ino || landed.dev !== written.dev || fs.realpathSync.native(dir) !== dir) {
-      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${dir} changed while ${path.basename(target)} was being written; the write may have landed elsewhere. Check the workspace.`, { path: target });
+      throw new ExecutorError(
+        'PATH_OUTSIDE_ROOT',
+        `${dir} changed while ${path.basename(target)} was being written; the write may have landed elsewhere. Check the workspace.`,
+        { path: target },
+      );
     }
   } catch (error) {
     if (!renamed) {
@@ -320,7 +349,12 @@ function removeInFolderItself(target: string): void {
     }
     const stat = lstatOrNull(name);
     if (stat === null) return;
-    if (!stat.isFile()) throw new ExecutorError('PATH_INVALID', `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`, { path: target });
+    if (!stat.isFile())
+      throw new ExecutorError(
+        'PATH_INVALID',
+        `${target} is ${kindOf(stat)} now, not a regular file; only regular files are written or removed.`,
+        { path: target },
+      );
     fs.unlinkSync(name);
     fsyncDirectory('.');
   } catch (error) {

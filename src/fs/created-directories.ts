@@ -39,7 +39,12 @@ function kindOf(stat: BigStats): string {
 }
 
 function identityOf(dirPath: string, stat: BigStats): CreatedDirectory {
-  return { path: dirPath, dev: String(stat.dev), ino: String(stat.ino), birthtimeNs: stat.birthtimeNs > 0n ? String(stat.birthtimeNs) : null };
+  return {
+    path: dirPath,
+    dev: String(stat.dev),
+    ino: String(stat.ino),
+    birthtimeNs: stat.birthtimeNs > 0n ? String(stat.birthtimeNs) : null,
+  };
 }
 
 function isSameOrInside(parent: string, child: string): boolean {
@@ -55,7 +60,7 @@ function isSameOrInside(parent: string, child: string): boolean {
  */
 export function createMissingDirectories(dir: string, options: { mode?: number; ledger?: DirectoryLedger } = {}): CreatedDirectory[] {
   const missing: string[] = [];
-  for (let existing = dir; lstatOrNull(existing) === null; ) {
+  for (let existing = dir; lstatOrNull(existing) === null;) {
     missing.push(existing);
     const parent = path.dirname(existing);
     if (parent === existing) break;
@@ -73,7 +78,11 @@ export function createMissingDirectories(dir: string, options: { mode?: number; 
       }
       const stat = fs.lstatSync(next, { bigint: true });
       if (!stat.isDirectory()) {
-        throw new ExecutorError('PATH_OUTSIDE_ROOT', `${next} became ${kindOf(stat)} while it was being created; nothing was written there.`, { path: next });
+        throw new ExecutorError(
+          'PATH_OUTSIDE_ROOT',
+          `${next} became ${kindOf(stat)} while it was being created; nothing was written there.`,
+          { path: next },
+        );
       }
       if (!made) continue;
       const identity = identityOf(next, stat);
@@ -106,7 +115,10 @@ function standingOf(dir: CreatedDirectory): Standing {
     return { kind: 'other', reason: `the folder it is in cannot be read (${code ?? 'unknown error'})` };
   }
   if (realParent !== parent) {
-    return { kind: 'other', reason: `the folder it is in now leads through a symbolic link (to ${realParent}); nothing is removed through a link` };
+    return {
+      kind: 'other',
+      reason: `the folder it is in now leads through a symbolic link (to ${realParent}); nothing is removed through a link`,
+    };
   }
   let stat: BigStats | null;
   try {
@@ -139,7 +151,10 @@ function holdsText(names: string[], keptChildren: ReadonlySet<string>): string {
   const sorted = [...names].sort();
   const shown = sorted.slice(0, LISTED_ENTRIES).map((name) => (keptChildren.has(name) ? `${name}/ (kept too)` : name));
   const more = sorted.length - shown.length;
-  const list = shown.length === 1 ? shown[0]! : `${shown.slice(0, -1).join(', ')}${more > 0 ? ', ' : ' and '}${shown.at(-1)!}${more > 0 ? ` and ${more} more` : ''}`;
+  const list =
+    shown.length === 1
+      ? shown[0]!
+      : `${shown.slice(0, -1).join(', ')}${more > 0 ? ', ' : ' and '}${shown.at(-1)!}${more > 0 ? ` and ${more} more` : ''}`;
   const foreign = sorted.some((name) => !keptChildren.has(name));
   return `it holds ${list}${foreign ? `, which the step did not create` : ''}`;
 }
@@ -157,7 +172,11 @@ function entriesOf(dirPath: string): string[] | null {
  * anything. `removedFiles` are the files the revert itself removes (those the step created): a
  * directory holding nothing else counts as empty, as it will be by then.
  */
-export function planDirectoryRevert(created: readonly CreatedDirectory[], removedFiles: Iterable<string>, protectedDirs: readonly ProtectedDirectory[] = []): DirectoryRevertPlanEntry[] {
+export function planDirectoryRevert(
+  created: readonly CreatedDirectory[],
+  removedFiles: Iterable<string>,
+  protectedDirs: readonly ProtectedDirectory[] = [],
+): DirectoryRevertPlanEntry[] {
   const leaving = new Set(removedFiles);
   const kept = new Set<string>();
   const plan: DirectoryRevertPlanEntry[] = [];
@@ -196,7 +215,10 @@ export function planDirectoryRevert(created: readonly CreatedDirectory[], remove
  * Node has no rmdirat, so a parent swapped for a link between the check and the rmdir is the one race
  * left; rmdir then removes an empty directory at worst, never content.
  */
-export function removeCreatedDirectories(created: readonly CreatedDirectory[], protectedDirs: readonly ProtectedDirectory[] = []): DirectoryRevertOutcome[] {
+export function removeCreatedDirectories(
+  created: readonly CreatedDirectory[],
+  protectedDirs: readonly ProtectedDirectory[] = [],
+): DirectoryRevertOutcome[] {
   const kept = new Set<string>();
   const outcomes: DirectoryRevertOutcome[] = [];
   const keep = (dir: CreatedDirectory, reason: string) => {

@@ -66,7 +66,9 @@ const PERMISSION_NAMES: [number, string][] = [
 
 /** Permission bits in words: 0o022 is "group write, others write". */
 export function permissionBitsInWords(bits: number): string {
-  return PERMISSION_NAMES.filter(([bit]) => (bits & bit) !== 0).map(([, name]) => name).join(', ');
+  return PERMISSION_NAMES.filter(([bit]) => (bits & bit) !== 0)
+    .map(([, name]) => name)
+    .join(', ');
 }
 
 export const octalMode = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;

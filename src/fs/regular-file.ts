@@ -28,11 +28,15 @@ function notRegular(displayPath: string, stat: fs.Stats): ExecutorError {
 }
 
 function tooLarge(displayPath: string, size: number, maxBytes: number): ExecutorError {
-  return new ExecutorError('FILE_TOO_LARGE', `${displayPath} is ${size} bytes; at most ${maxBytes} are read. Read a smaller file, or raise the limit in the policy.`, {
-    path: displayPath,
-    size,
-    maxBytes,
-  });
+  return new ExecutorError(
+    'FILE_TOO_LARGE',
+    `${displayPath} is ${size} bytes; at most ${maxBytes} are read. Read a smaller file, or raise the limit in the policy.`,
+    {
+      path: displayPath,
+      size,
+      maxBytes,
+    },
+  );
 }
 
 function openFailure(displayPath: string, error: NodeJS.ErrnoException): Error {

@@ -15,7 +15,11 @@ export interface PooledWorker {
  * `moduleUrl`, or, run from source through tsx, `<name>.ts`, which registers tsx itself (loader flags
  * do not reach worker threads). Shared by the audit verifier and the big-preview workers.
  */
-export function warmWorkerPool(moduleUrl: string, name: string, idleMs: number): { take(): PooledWorker; giveBack(pooled: PooledWorker): void } {
+export function warmWorkerPool(
+  moduleUrl: string,
+  name: string,
+  idleMs: number,
+): { take(): PooledWorker; giveBack(pooled: PooledWorker): void } {
   const idle: PooledWorker[] = [];
   const entry = (): { entry: URL | string; eval: boolean } => {
     const js = new URL(`./${name}.js`, moduleUrl);
@@ -23,7 +27,10 @@ export function warmWorkerPool(moduleUrl: string, name: string, idleMs: number):
     const ts = new URL(`./${name}.ts`, moduleUrl).href;
     const tsxRoot = path.dirname(createRequire(moduleUrl).resolve('tsx/package.json'));
     const tsxApi = pathToFileURL(path.join(tsxRoot, 'dist/esm/api/index.mjs')).href;
-    return { entry: `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => tsImport(${JSON.stringify(ts)}, ${JSON.stringify(ts)}))`, eval: true };
+    return {
+      entry: `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => tsImport(${JSON.stringify(ts)}, ${JSON.stringify(ts)}))`,
+      eval: true,
+    };
   };
   return {
     take() {

@@ -50,7 +50,10 @@ export function answerOutcomeText(question: AgentQuestion, maxChars: number): st
   switch (question.status) {
     case 'answered': {
       const answer = question.answer ?? '';
-      const cut = answer.length > maxChars ? `${answer.slice(0, maxChars)}\n(The answer is ${answer.length} characters; the first ${maxChars} are shown.)` : answer;
+      const cut =
+        answer.length > maxChars
+          ? `${answer.slice(0, maxChars)}\n(The answer is ${answer.length} characters; the first ${maxChars} are shown.)`
+          : answer;
       return `ANSWERED by the user:\n${cut}`;
     }
     case 'expired':

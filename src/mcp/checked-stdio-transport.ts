@@ -1,7 +1,13 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ClientRequestSchema, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { describeJsonLimitProblem, findJsonLimitProblem, formatJsonPath, MESSAGE_LIMITS, type JsonLimitProblem } from '../domain/json-limits.js';
+import {
+  describeJsonLimitProblem,
+  findJsonLimitProblem,
+  formatJsonPath,
+  MESSAGE_LIMITS,
+  type JsonLimitProblem,
+} from '../domain/json-limits.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../ipc/protocol/protocol.js';
 import { LineSplitter } from '../ipc/protocol/line-framing.js';
 
@@ -30,9 +36,11 @@ function idFromEnds(head: string, tail: string): RequestId | null {
   }
 }
 
-const isRequestId = (value: unknown): value is RequestId => typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
+const isRequestId = (value: unknown): value is RequestId =>
+  typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * A notification: a method and no "id" member at all. JSON-RPC never answers one, even when it is
@@ -49,13 +57,30 @@ const answerIdOf = (value: unknown): RequestId | null => (isPlainObject(value) &
  * it only inside its handler, where a failure becomes -32603 (Internal error) with zod's raw issue
  * list; checked here first, bad params get -32602 (Invalid params) naming the field.
  */
-const REQUEST_SCHEMAS = new Map<string, z.ZodType>(ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema as z.ZodType]));
+const REQUEST_SCHEMAS = new Map<string, z.ZodType>(
+  ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema as z.ZodType]),
+);
 
 const kindOf = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : typeof value === 'boolean' ? `${value}` : 'missing';
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'an array'
+      : typeof value === 'object'
+        ? 'an object'
+        : typeof value === 'string'
+          ? 'a string'
+          : typeof value === 'number'
+            ? 'a number'
+            : typeof value === 'boolean'
+              ? `${value}`
+              : 'missing';
 
 const valueAt = (root: unknown, at: readonly PropertyKey[]): unknown =>
-  at.reduce<unknown>((value, key) => (typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined), root);
+  at.reduce<unknown>(
+    (value, key) => (typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
+    root,
+  );
 
 /** One sentence per problem with a request's params, e.g. "params.arguments is an array; it must be an object". */
 function describeParamsIssues(request: unknown, error: z.ZodError): string {
@@ -65,7 +90,12 @@ function describeParamsIssues(request: unknown, error: z.ZodError): string {
       const at = issue.path.filter((key): key is string | number => typeof key !== 'symbol');
       const where = formatJsonPath(at);
       if (issue.code === 'invalid_type') {
-        const expected = issue.expected === 'record' || issue.expected === 'object' ? 'an object' : issue.expected === 'array' ? 'an array' : `a ${issue.expected}`;
+        const expected =
+          issue.expected === 'record' || issue.expected === 'object'
+            ? 'an object'
+            : issue.expected === 'array'
+              ? 'an array'
+              : `a ${issue.expected}`;
         const found = valueAt(request, at);
         return found === undefined ? `${where} is missing; it must be ${expected}` : `${where} is ${kindOf(found)}; it must be ${expected}`;
       }
@@ -157,9 +187,23 @@ export class CheckedStdioServerTransport implements Transport {
       else {
         const id = answerIdOf(value);
         // A request of a known method whose params are no object (e.g. an array) is, to JSON-RPC, a request with invalid params.
-        if (id !== null && isPlainObject(value) && value.jsonrpc === '2.0' && typeof value.method === 'string' && this.refusedParams(id, value.method, value)) return;
-        const idProblem = isPlainObject(value) && 'id' in value && id === null ? ' Its "id" must be a string or a whole number (JSON-RPC answers a request whose id it cannot use with id null).' : '';
-        this.answerError(id, INVALID_REQUEST, `INVALID_INPUT: The message is not a JSON-RPC 2.0 request, response or notification.${idProblem}`);
+        if (
+          id !== null &&
+          isPlainObject(value) &&
+          value.jsonrpc === '2.0' &&
+          typeof value.method === 'string' &&
+          this.refusedParams(id, value.method, value)
+        )
+          return;
+        const idProblem =
+          isPlainObject(value) && 'id' in value && id === null
+            ? ' Its "id" must be a string or a whole number (JSON-RPC answers a request whose id it cannot use with id null).'
+            : '';
+        this.answerError(
+          id,
+          INVALID_REQUEST,
+          `INVALID_INPUT: The message is not a JSON-RPC 2.0 request, response or notification.${idProblem}`,
+        );
       }
       return;
     }
@@ -173,7 +217,11 @@ export class CheckedStdioServerTransport implements Transport {
     const checked = REQUEST_SCHEMAS.get(method)?.safeParse(request);
     if (!checked || checked.success) return false;
     const nothing = method === 'tools/call' ? ' Nothing was proposed.' : '';
-    this.answerError(id, INVALID_PARAMS, `INVALID_INPUT: The ${method.slice(0, 64)} request is not valid: ${describeParamsIssues(request, checked.error)}.${nothing}`);
+    this.answerError(
+      id,
+      INVALID_PARAMS,
+      `INVALID_INPUT: The ${method.slice(0, 64)} request is not valid: ${describeParamsIssues(request, checked.error)}.${nothing}`,
+    );
     return true;
   }
 
@@ -196,11 +244,23 @@ export class CheckedStdioServerTransport implements Transport {
       void this.send({
         jsonrpc: '2.0',
         id,
-        result: { content: [{ type: 'text', text: `FAILED: INVALID_INPUT: The arguments of ${tool} are not valid: ${line}. Nothing was proposed; change that value and call again.` }], isError: true },
+        result: {
+          content: [
+            {
+              type: 'text',
+              text: `FAILED: INVALID_INPUT: The arguments of ${tool} are not valid: ${line}. Nothing was proposed; change that value and call again.`,
+            },
+          ],
+          isError: true,
+        },
       });
       return;
     }
-    this.answerError(id, found.at[0] === 'params' ? INVALID_PARAMS : INVALID_REQUEST, `INVALID_INPUT: The message is not valid: ${describeJsonLimitProblem(found)}.`);
+    this.answerError(
+      id,
+      found.at[0] === 'params' ? INVALID_PARAMS : INVALID_REQUEST,
+      `INVALID_INPUT: The message is not valid: ${describeJsonLimitProblem(found)}.`,
+    );
   }
 
   private refuseOversize(head: string, byteLength: number, tail: string): void {

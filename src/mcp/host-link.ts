@@ -71,7 +71,9 @@ export class HostLink {
     } catch (error) {
       if (error instanceof ExecutorError && error.code === 'IPC_UNAVAILABLE') {
         this.drop();
-        throw new NoHostError(`the connection closed during the call (${error.message}); call list_my_steps once Executor runs again to see what happened`);
+        throw new NoHostError(
+          `the connection closed during the call (${error.message}); call list_my_steps once Executor runs again to see what happened`,
+        );
       }
       throw error;
     }

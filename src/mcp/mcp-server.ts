@@ -10,7 +10,17 @@ import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/client/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
 import { answerOutcomeText, awaitAnswer, structuredQuestion } from './ask-user.js';
-import { ASK_USER_INPUT, GET_ANSWER_INPUT, planFromSteps, PROPOSE_PLAN_INPUT, PROPOSING_TOOL_NAMES, PROPOSING_TOOLS, stepFromTool, toolArgs, type PlanStepInput } from './tools.js';
+import {
+  ASK_USER_INPUT,
+  GET_ANSWER_INPUT,
+  planFromSteps,
+  PROPOSE_PLAN_INPUT,
+  PROPOSING_TOOL_NAMES,
+  PROPOSING_TOOLS,
+  stepFromTool,
+  toolArgs,
+  type PlanStepInput,
+} from './tools.js';
 
 export { DEFAULT_WAIT_SECONDS };
 /** The newest of its own steps list_my_steps shows. */
@@ -32,7 +42,10 @@ export interface ExecutorMcpOptions {
 interface CallExtra {
   signal: AbortSignal;
   _meta?: { progressToken?: string | number };
-  sendNotification: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message?: string } }) => Promise<void>;
+  sendNotification: (notification: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; message?: string };
+  }) => Promise<void>;
 }
 
 const text = (body: string, isError = false, structured?: Record<string, unknown>): CallToolResult => ({
@@ -65,10 +78,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     { name: 'executor', version: options.version },
     {
       instructions:
-        'Executor stands between you and the user\'s machine. Every tool here proposes a step that the user (or their policy) approves or rejects; ' +
-        'a rejection comes with the user\'s reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: ' +
+        "Executor stands between you and the user's machine. Every tool here proposes a step that the user (or their policy) approves or rejects; " +
+        "a rejection comes with the user's reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: " +
         'call step_status with the step id later, or cancel_step if you no longer need it. EXPIRED means nobody decided in time; propose again only if still needed. ' +
-        'When the task is unclear or a decision is the user\'s, ask_user asks them in the Executor window and returns their answer.',
+        "When the task is unclear or a decision is the user's, ask_user asks them in the Executor window and returns their answer.",
     },
   );
   // A label for the person's queue and the audit trail; never an identity (the host issues that, see HostLink).
@@ -89,7 +102,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     }
     const shaped = toErrorShape(error);
     if (shaped.code === 'INVALID_PLAN' && /steps\.\d+\.action/.test(shaped.message)) {
-      return text(`FAILED: INVALID_PLAN: this Executor does not support that kind of step yet (${shaped.message}). Nothing was proposed.`, true);
+      return text(
+        `FAILED: INVALID_PLAN: this Executor does not support that kind of step yet (${shaped.message}). Nothing was proposed.`,
+        true,
+      );
     }
     return text(`FAILED: ${shaped.code}: ${shaped.message}`, true);
   };
@@ -100,17 +116,33 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     // MCP clients time a request out (60 s by default in the SDK); progress resets that clock on clients that allow it.
     return (elapsedMs: number) => {
       void extra
-        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: Math.round(elapsedMs) / 1000, message: `waiting for the user to decide ${what}` } })
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: Math.round(elapsedMs) / 1000, message: `waiting for the user to decide ${what}` },
+        })
         .catch(() => undefined);
     };
   };
 
-  const proposeAndReport = async (plan: { purpose?: string; steps: PlanStepInput[]; consentExpirySeconds?: number }, extra: CallExtra): Promise<CallToolResult> => {
+  const proposeAndReport = async (
+    plan: { purpose?: string; steps: PlanStepInput[]; consentExpirySeconds?: number },
+    extra: CallExtra,
+  ): Promise<CallToolResult> => {
     try {
       const records = await host.use((api) =>
-        proposeAndAwaitDecision(api, plan, { waitMs, hostWorkMs: DEFAULT_PREPARATION_WAIT_MS, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`) }),
+        proposeAndAwaitDecision(api, plan, {
+          waitMs,
+          hostWorkMs: DEFAULT_PREPARATION_WAIT_MS,
+          signal: extra.signal,
+          tickMs: options.progressEveryMs,
+          onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`),
+        }),
       );
-      return text(planOutcomeText(records, maxChars), records.some((record) => isRefusal(verdictOf(record))), structuredSteps(records));
+      return text(
+        planOutcomeText(records, maxChars),
+        records.some((record) => isRefusal(verdictOf(record))),
+        structuredSteps(records),
+      );
     } catch (error) {
       return failure(error, 'proposed');
     }
@@ -118,15 +150,27 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
 
   for (const name of PROPOSING_TOOL_NAMES) {
     const tool = PROPOSING_TOOLS[name];
-    server.registerTool(name, { description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: false, destructiveHint: name === 'delete_file' || name === 'run_command', openWorldHint: name !== 'kb_add' } }, async (args: unknown, extra: CallExtra) => {
-      let step: PlanStepInput;
-      try {
-        step = stepFromTool(name, args);
-      } catch (error) {
-        return failure(error, 'proposed');
-      }
-      return proposeAndReport({ steps: [step] }, extra);
-    });
+    server.registerTool(
+      name,
+      {
+        description: tool.description,
+        inputSchema: tool.input,
+        annotations: {
+          readOnlyHint: false,
+          destructiveHint: name === 'delete_file' || name === 'run_command',
+          openWorldHint: name !== 'kb_add',
+        },
+      },
+      async (args: unknown, extra: CallExtra) => {
+        let step: PlanStepInput;
+        try {
+          step = stepFromTool(name, args);
+        } catch (error) {
+          return failure(error, 'proposed');
+        }
+        return proposeAndReport({ steps: [step] }, extra);
+      },
+    );
   }
 
   server.registerTool(
@@ -154,7 +198,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     'step_status',
     {
       // The host answers only for this agent's own steps; any other id is, to it, an unknown id.
-      description: 'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, EXPIRED (nobody decided it in time), or still PENDING.',
+      description:
+        'The current outcome of a step you proposed: EXECUTED with its output, REJECTED by the user: <reason>, DENIED by policy, FAILED, EXPIRED (nobody decided it in time), or still PENDING.',
       inputSchema: toolArgs('step_status', { stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.') }),
       annotations: { readOnlyHint: true },
     },
@@ -162,7 +207,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
       try {
         const record = await host.use((api: ExecutorClient) => api.getStep({ stepId }));
         // The host cuts a record over 60 KiB (a long output, a big write) and says so; the rest is a tool call away.
-        const cut = 'cut' in record && record.cut ? `\n(Executor's record of this step is ${Math.ceil(record.cut.totalBytes / 1024)} KiB, more than one reply carries: what is shown above is cut. For the whole record as JSON, call step_record_part with this stepId and offset 0, then each nextOffset it gives until nextOffset is null.)` : '';
+        const cut =
+          'cut' in record && record.cut
+            ? `\n(Executor's record of this step is ${Math.ceil(record.cut.totalBytes / 1024)} KiB, more than one reply carries: what is shown above is cut. For the whole record as JSON, call step_record_part with this stepId and offset 0, then each nextOffset it gives until nextOffset is null.)`
+            : '';
         return text(stepOutcomeText(record, maxChars) + cut, isRefusal(verdictOf(record)), structuredSteps([record]));
       } catch (error) {
         return failure(error, 'checked');
@@ -174,10 +222,15 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     'step_record_part',
     {
       description:
-        "A page of the whole record of a step you proposed, as JSON text: when step_status says the record is cut, read it all by calling this with offset 0, then each nextOffset, until nextOffset is null; the pages joined are the record.",
+        'A page of the whole record of a step you proposed, as JSON text: when step_status says the record is cut, read it all by calling this with offset 0, then each nextOffset, until nextOffset is null; the pages joined are the record.',
       inputSchema: toolArgs('step_record_part', {
         stepId: z.string().min(1).max(128).describe('The step id a proposing tool returned.'),
-        offset: z.number().int().min(0).optional().describe('Where the page starts in the record\'s JSON text: 0 first, then the nextOffset of the page before.'),
+        offset: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe("Where the page starts in the record's JSON text: 0 first, then the nextOffset of the page before."),
       }),
       annotations: { readOnlyHint: true },
     },
@@ -185,7 +238,11 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
       try {
         const part = await host.use((api: ExecutorClient) => api.getStepPart({ stepId, offset: offset ?? 0 }));
         const next = part.nextOffset === null ? 'This is the last page.' : `Next: offset ${part.nextOffset}.`;
-        return text(`Characters ${part.offset}–${part.offset + part.text.length} of ${part.totalCharacters} of step ${part.stepId}'s record (version ${part.updatedAt}). ${next}\n${part.text}`, false, part);
+        return text(
+          `Characters ${part.offset}–${part.offset + part.text.length} of ${part.totalCharacters} of step ${part.stepId}'s record (version ${part.updatedAt}). ${next}\n${part.text}`,
+          false,
+          part,
+        );
       } catch (error) {
         return failure(error, 'checked');
       }
@@ -195,16 +252,28 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
   server.registerTool(
     'list_my_steps',
     {
-      description: 'The steps this client proposed recently, newest first (at most 50), each with its outcome. Optionally only those in one status.',
-      inputSchema: toolArgs('list_my_steps', { status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected') }),
+      description:
+        'The steps this client proposed recently, newest first (at most 50), each with its outcome. Optionally only those in one status.',
+      inputSchema: toolArgs('list_my_steps', {
+        status: z.enum(STEP_STATUSES).optional().describe('e.g. awaiting_consent, executed, rejected'),
+      }),
       annotations: { readOnlyHint: true },
     },
     async ({ status }: { status?: (typeof STEP_STATUSES)[number] }) => {
       try {
         // The host lists an agent's own steps only.
-        const records = (await host.use((api: ExecutorClient) => api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_LIMIT })));
-        if (!records.length) return text(status ? `You have no steps with status ${status}.` : 'You have not proposed any steps yet.', false, structuredSteps([]));
-        const lines = records.map((record) => `${record.step.id} ${record.status} (${record.step.action}): ${stepOutcomeText(record, 300).split('\n')[0]}`);
+        const records = await host.use((api: ExecutorClient) =>
+          api.listSteps({ ...(status ? { status: [status] } : {}), limit: LIST_LIMIT }),
+        );
+        if (!records.length)
+          return text(
+            status ? `You have no steps with status ${status}.` : 'You have not proposed any steps yet.',
+            false,
+            structuredSteps([]),
+          );
+        const lines = records.map(
+          (record) => `${record.step.id} ${record.status} (${record.step.action}): ${stepOutcomeText(record, 300).split('\n')[0]}`,
+        );
         return text(lines.join('\n'), false, structuredSteps(records));
       } catch (error) {
         return failure(error, 'checked');
@@ -228,10 +297,17 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     },
   );
 
-  const answerReport = async (work: (api: ExecutorClient) => Promise<Parameters<typeof answerOutcomeText>[0]>, doing: 'asked' | 'checked'): Promise<CallToolResult> => {
+  const answerReport = async (
+    work: (api: ExecutorClient) => Promise<Parameters<typeof answerOutcomeText>[0]>,
+    doing: 'asked' | 'checked',
+  ): Promise<CallToolResult> => {
     try {
       const question = await host.use(work);
-      return text(answerOutcomeText(question, maxChars), question.status === 'expired' || question.status === 'cancelled', structuredQuestion(question));
+      return text(
+        answerOutcomeText(question, maxChars),
+        question.status === 'expired' || question.status === 'cancelled',
+        structuredQuestion(question),
+      );
     } catch (error) {
       return failure(error, doing);
     }
@@ -249,21 +325,32 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     async ({ question, expirySeconds }: { question: string; expirySeconds?: number }, extra: CallExtra) =>
       answerReport(async (api) => {
         const asked = await api.askUser({ question, ...(expirySeconds !== undefined ? { expirySeconds } : {}) });
-        return awaitAnswer(api, asked, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, 'on an answer to your question') });
+        return awaitAnswer(api, asked, {
+          waitMs,
+          signal: extra.signal,
+          tickMs: options.progressEveryMs,
+          onTick: progressTicker(extra, 'on an answer to your question'),
+        });
       }, 'asked'),
   );
 
   server.registerTool(
     'get_answer',
     {
-      description: 'The answer to a question ask_user left PENDING: waits for it like ask_user, then returns ANSWERED by the user: <answer>, EXPIRED, or PENDING again.',
+      description:
+        'The answer to a question ask_user left PENDING: waits for it like ask_user, then returns ANSWERED by the user: <answer>, EXPIRED, or PENDING again.',
       inputSchema: GET_ANSWER_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ questionId }: { questionId: string }, extra: CallExtra) =>
       answerReport(async (api) => {
         const current = await api.getAnswer({ questionId });
-        return awaitAnswer(api, current, { waitMs, signal: extra.signal, tickMs: options.progressEveryMs, onTick: progressTicker(extra, 'on an answer to your question') });
+        return awaitAnswer(api, current, {
+          waitMs,
+          signal: extra.signal,
+          tickMs: options.progressEveryMs,
+          onTick: progressTicker(extra, 'on an answer to your question'),
+        });
       }, 'checked'),
   );
 

@@ -51,7 +51,10 @@ export const PROPOSING_TOOLS = {
       'The call waits for the decision and returns EXECUTED, REJECTED by the user: <reason>, DENIED by policy: <reasons>, FAILED: <error>, or PENDING with a step id to check later with step_status.',
     input: toolArgs('write_file', {
       path: absolutePath,
-      content: z.string().max(16 * 1024 * 1024).describe('The complete new content of the file, UTF-8.'),
+      content: z
+        .string()
+        .max(16 * 1024 * 1024)
+        .describe('The complete new content of the file, UTF-8.'),
       purpose,
     }),
     toStep: (args: { path: string; content: string; purpose: string }) => ({
@@ -64,7 +67,11 @@ export const PROPOSING_TOOLS = {
     description:
       'Ask the user to let you delete one file. Its content is backed up first, so the user can revert it. Waits for the decision like write_file.',
     input: toolArgs('delete_file', { path: absolutePath, purpose }),
-    toStep: (args: { path: string; purpose: string }) => ({ action: 'deleteFile', args: { path: args.path }, meta: { purpose: args.purpose } }),
+    toStep: (args: { path: string; purpose: string }) => ({
+      action: 'deleteFile',
+      args: { path: args.path },
+      meta: { purpose: args.purpose },
+    }),
   },
   run_command: {
     description:
@@ -72,16 +79,40 @@ export const PROPOSING_TOOLS = {
       'Give exactly one of `command` (a shell line, run with sh -c inside the container) or `argv` (a program and its arguments, no shell). Network is off unless you ask for it and the policy allows the hosts. ' +
       'Waits for the decision; EXECUTED carries the exit code and the (capped) output.',
     input: toolArgs('run_command', {
-      command: z.string().min(1).max(64 * 1024).optional().describe('A shell command line, e.g. "npm test -- --run". Give this or argv.'),
-      argv: z.array(z.string().max(64 * 1024)).min(1).max(4096).optional().describe('Program and arguments, e.g. ["git", "status"]. Give this or command.'),
-      cwd: z.string().min(1).max(4096).optional().describe('Absolute working directory inside a workspace root; only this folder is copied into the container.'),
+      command: z
+        .string()
+        .min(1)
+        .max(64 * 1024)
+        .optional()
+        .describe('A shell command line, e.g. "npm test -- --run". Give this or argv.'),
+      argv: z
+        .array(z.string().max(64 * 1024))
+        .min(1)
+        .max(4096)
+        .optional()
+        .describe('Program and arguments, e.g. ["git", "status"]. Give this or command.'),
+      cwd: z
+        .string()
+        .min(1)
+        .max(4096)
+        .optional()
+        .describe('Absolute working directory inside a workspace root; only this folder is copied into the container.'),
       network: z.boolean().optional().describe('true to let the command reach the hosts the policy allows; off by default.'),
-      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).optional().describe('Stop the command after this many milliseconds.'),
+      timeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(24 * 3600 * 1000)
+        .optional()
+        .describe('Stop the command after this many milliseconds.'),
       purpose,
     }),
     toStep: (args: { command?: string; argv?: string[]; cwd?: string; network?: boolean; timeoutMs?: number; purpose: string }) => {
       if ((args.command === undefined) === (args.argv === undefined)) {
-        throw new ExecutorError('INVALID_INPUT', 'run_command needs exactly one of `command` (a shell line) or `argv` (a program and its arguments).');
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          'run_command needs exactly one of `command` (a shell line) or `argv` (a program and its arguments).',
+        );
       }
       return {
         action: 'runCommand',
@@ -101,11 +132,17 @@ export const PROPOSING_TOOLS = {
       'Anything beyond pure computation must be asked for in `capabilities` (fetch from listed hosts, read files in the workspace, search the knowledge base); the policy decides. ' +
       'Print results to stdout. Waits for the decision; EXECUTED carries the (capped) output.',
     input: toolArgs('run_code', {
-      code: z.string().min(1).max(1024 * 1024).describe('The program source.'),
+      code: z
+        .string()
+        .min(1)
+        .max(1024 * 1024)
+        .describe('The program source.'),
       language: z.enum(['javascript', 'python']).optional().describe('javascript (default) or python.'),
       timeoutMs: z.number().int().positive().optional().describe('Time limit in milliseconds (clamped to the sandbox range).'),
       capabilities: toolArgs('run_code capabilities', {
-        fetch: toolArgs('capabilities.fetch', { hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional().describe('Hosts the code may fetch from.'),
+        fetch: toolArgs('capabilities.fetch', { hosts: z.array(z.string().min(1).max(253)).min(1).max(50) })
+          .optional()
+          .describe('Hosts the code may fetch from.'),
         readFile: z.boolean().optional().describe('Read files inside the workspace roots.'),
         kbSearch: z.boolean().optional().describe("Search the user's knowledge base."),
       }).optional(),
@@ -143,13 +180,21 @@ export const PROPOSING_TOOLS = {
     description:
       "Ask the user to let you open a web page (http or https) in their browser. The user sees the host and every query parameter decoded; don't put data from the machine in the URL. Waits for the decision like the other tools.",
     input: toolArgs('open_url', { url: z.string().url().max(8192).describe('An http(s) URL.'), purpose }),
-    toStep: (args: { url: string; purpose: string }) => ({ action: 'openURL', args: { url: args.url, purpose: args.purpose }, meta: { purpose: args.purpose } }),
+    toStep: (args: { url: string; purpose: string }) => ({
+      action: 'openURL',
+      args: { url: args.url, purpose: args.purpose },
+      meta: { purpose: args.purpose },
+    }),
   },
   kb_add: {
-    description: "Ask the user to let you add an entry to their knowledge base (a note they keep). Waits for the decision like the other tools.",
+    description:
+      'Ask the user to let you add an entry to their knowledge base (a note they keep). Waits for the decision like the other tools.',
     input: toolArgs('kb_add', {
       title: z.string().overwrite(trimPlainSpace).min(1).max(500).describe('A short title.'),
-      content: z.string().max(1024 * 1024).describe('The note, plain text or Markdown.'),
+      content: z
+        .string()
+        .max(1024 * 1024)
+        .describe('The note, plain text or Markdown.'),
       tags: z.array(z.string().min(1).max(100)).max(50).optional().describe('Optional tags.'),
     }),
     toStep: (args: { title: string; content: string; tags?: string[] }) => ({
@@ -182,11 +227,15 @@ export const PROPOSE_PLAN_INPUT = toolArgs('propose_plan', {
     .min(1)
     .max(366 * 24 * 3600)
     .optional()
-    .describe("Optional: seconds after which steps the user has not decided expire (EXPIRED) instead of waiting; the user's policy may set a shorter limit, never a longer one."),
+    .describe(
+      "Optional: seconds after which steps the user has not decided expire (EXPIRED) instead of waiting; the user's policy may set a shorter limit, never a longer one.",
+    ),
   steps: z
     .array(
       toolArgs('a propose_plan step', {
-        tool: z.enum(PROPOSING_TOOL_NAMES as [ProposingToolName, ...ProposingToolName[]]).describe('Which proposing tool this step is, e.g. "write_file".'),
+        tool: z
+          .enum(PROPOSING_TOOL_NAMES as [ProposingToolName, ...ProposingToolName[]])
+          .describe('Which proposing tool this step is, e.g. "write_file".'),
         args: z.record(z.string(), z.unknown()).describe("That tool's arguments, exactly as you would pass them to it."),
       }),
     )
@@ -196,13 +245,21 @@ export const PROPOSE_PLAN_INPUT = toolArgs('propose_plan', {
 });
 
 /** A propose_plan call as a plan: every step checked against its own tool's schema, problems named by position. */
-export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purpose: string; steps: PlanStepInput[]; consentExpirySeconds?: number } {
+export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): {
+  purpose: string;
+  steps: PlanStepInput[];
+  consentExpirySeconds?: number;
+} {
   const problems: string[] = [];
   const steps: PlanStepInput[] = [];
   input.steps.forEach((entry, index) => {
     const parsed = PROPOSING_TOOLS[entry.tool].input.safeParse(entry.args);
     if (!parsed.success) {
-      problems.push(...parsed.error.issues.map((issue) => `steps.${index}.args${issue.path.map((key) => `.${String(key)}`).join('')} (${entry.tool}): ${issue.message}`));
+      problems.push(
+        ...parsed.error.issues.map(
+          (issue) => `steps.${index}.args${issue.path.map((key) => `.${String(key)}`).join('')} (${entry.tool}): ${issue.message}`,
+        ),
+      );
       return;
     }
     try {
@@ -212,7 +269,11 @@ export function planFromSteps(input: z.infer<typeof PROPOSE_PLAN_INPUT>): { purp
     }
   });
   if (problems.length) throw new ExecutorError('INVALID_INPUT', `The plan is not valid: ${problems.join('; ')}`, { issues: problems });
-  return { purpose: input.purpose, steps, ...(input.consentExpirySeconds !== undefined ? { consentExpirySeconds: input.consentExpirySeconds } : {}) };
+  return {
+    purpose: input.purpose,
+    steps,
+    ...(input.consentExpirySeconds !== undefined ? { consentExpirySeconds: input.consentExpirySeconds } : {}),
+  };
 }
 
 /** ask_user: one question for the person, answered in Executor's window (src/mcp/ask-user.ts). */
@@ -222,14 +283,18 @@ export const ASK_USER_INPUT = toolArgs('ask_user', {
     .overwrite(trimPlainSpace)
     .min(1, 'question is empty')
     .max(4000)
-    .describe('One clear question for the user, with what you need to know and why. The user reads it in the Executor window and types an answer.'),
+    .describe(
+      'One clear question for the user, with what you need to know and why. The user reads it in the Executor window and types an answer.',
+    ),
   expirySeconds: z
     .number()
     .int()
     .min(10)
     .max(7 * 24 * 3600)
     .optional()
-    .describe("Optional: seconds after which the question expires unanswered; the user's policy may set a shorter limit, never a longer one."),
+    .describe(
+      "Optional: seconds after which the question expires unanswered; the user's policy may set a shorter limit, never a longer one.",
+    ),
 });
 
 /** get_answer: the state of a question ask_user left PENDING. */

@@ -41,7 +41,9 @@ export function assertChangesetTargets(changes: readonly { absolutePath: string;
   for (const change of changes) {
     const verdict = checkChangesetTarget(change.absolutePath, scope);
     if (!verdict.ok) {
-      throw new ExecutorError(verdict.code, `Nothing of the command's changes was applied: ${change.displayPath}: ${verdict.reason}`, { path: change.displayPath });
+      throw new ExecutorError(verdict.code, `Nothing of the command's changes was applied: ${change.displayPath}: ${verdict.reason}`, {
+        path: change.displayPath,
+      });
     }
     if (verdict.realPath !== change.absolutePath) {
       throw new ExecutorError(

@@ -117,22 +117,46 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
     findings.push({ kind: 'delete', paths: [...removed, ...emptied], says: parts.join(', and ') });
   }
   const replaced = files.filter((f) => changed(f) && !emptied.includes(f.path) && f.contentLoss === 'replaced');
-  add('replace', replaced.map((f) => f.path), () => `it replaces the content of ${listOf(replaced.map((f) => `${f.path} (${contentKept(f)})`))}`);
-  add('create', pathsWhere((f) => !f.existedBefore && f.existsAfter), (list) => `it creates ${list}`);
-  add('modify', pathsWhere((f) => f.existedBefore && f.existsAfter && f.preHash !== f.postHash), (list) => `it changes ${list}`);
+  add(
+    'replace',
+    replaced.map((f) => f.path),
+    () => `it replaces the content of ${listOf(replaced.map((f) => `${f.path} (${contentKept(f)})`))}`,
+  );
+  add(
+    'create',
+    pathsWhere((f) => !f.existedBefore && f.existsAfter),
+    (list) => `it creates ${list}`,
+  );
+  add(
+    'modify',
+    pathsWhere((f) => f.existedBefore && f.existsAfter && f.preHash !== f.postHash),
+    (list) => `it changes ${list}`,
+  );
   add(
     'executable',
-    pathsWhere((f) => f.existsAfter && isExecutable(f.modeAfter) && !(f.existedBefore && (f.modeBefore === undefined || isExecutable(f.modeBefore)))),
+    pathsWhere(
+      (f) => f.existsAfter && isExecutable(f.modeAfter) && !(f.existedBefore && (f.modeBefore === undefined || isExecutable(f.modeBefore))),
+    ),
     (list) => `it makes ${list} executable`,
   );
 
-  const modeChanges = files.filter((f) => f.existedBefore && f.existsAfter && f.modeAfter !== undefined && f.modeBefore !== undefined && f.modeBefore !== null && f.modeBefore !== f.modeAfter);
+  const modeChanges = files.filter(
+    (f) =>
+      f.existedBefore &&
+      f.existsAfter &&
+      f.modeAfter !== undefined &&
+      f.modeBefore !== undefined &&
+      f.modeBefore !== null &&
+      f.modeBefore !== f.modeAfter,
+  );
   const droppedBits = [
     ...files.filter((f) => f.dropped?.some((note) => DROPPED_BIT.test(note))).map((f) => f.path),
     ...changeset.skipped.filter((entry) => DROPPED_BIT.test(entry.reason)).map((entry) => entry.path),
   ];
   // A new file that asked for more than the person's umask gives (`umask 0`, `chmod 666`): created with less, and said.
-  const widerThanUmask = files.filter((f) => !f.existedBefore && f.existsAfter && f.modeRequested !== undefined && (f.modeRequested & ~(f.modeAfter ?? 0) & 0o777) !== 0);
+  const widerThanUmask = files.filter(
+    (f) => !f.existedBefore && f.existsAfter && f.modeRequested !== undefined && (f.modeRequested & ~(f.modeAfter ?? 0) & 0o777) !== 0,
+  );
   // Taking the person's own read or write away: they can no longer open, back up or edit their file.
   const ownerLocked = files.filter(
     (f) =>
@@ -144,12 +168,21 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
   );
   if (modeChanges.length > 0 || droppedBits.length > 0 || widerThanUmask.length > 0 || ownerLocked.length > 0) {
     const parts: string[] = [];
-    if (modeChanges.length > 0) parts.push(`it changes the permissions of ${listOf(modeChanges.map((f) => `${f.path} (${octal(f.modeBefore)} → ${octal(f.modeAfter)})`))}`);
-    if (droppedBits.length > 0) parts.push(`it asks for set-uid, set-gid or sticky bits on ${listOf(droppedBits)} (dropped: only 0777 bits are applied)`);
+    if (modeChanges.length > 0)
+      parts.push(
+        `it changes the permissions of ${listOf(modeChanges.map((f) => `${f.path} (${octal(f.modeBefore)} → ${octal(f.modeAfter)})`))}`,
+      );
+    if (droppedBits.length > 0)
+      parts.push(`it asks for set-uid, set-gid or sticky bits on ${listOf(droppedBits)} (dropped: only 0777 bits are applied)`);
     if (widerThanUmask.length > 0) {
-      parts.push(`it asks for wider permissions than your umask gives new files on ${listOf(widerThanUmask.map((f) => `${f.path} (${octal(f.modeRequested)}, created ${octal(f.modeAfter)})`))}; dropped: ${permissionBitsInWords(widerThanUmask.reduce((bits, f) => bits | (f.modeRequested! & ~(f.modeAfter ?? 0) & 0o777), 0))}`);
+      parts.push(
+        `it asks for wider permissions than your umask gives new files on ${listOf(widerThanUmask.map((f) => `${f.path} (${octal(f.modeRequested)}, created ${octal(f.modeAfter)})`))}; dropped: ${permissionBitsInWords(widerThanUmask.reduce((bits, f) => bits | (f.modeRequested! & ~(f.modeAfter ?? 0) & 0o777), 0))}`,
+      );
     }
-    if (ownerLocked.length > 0) parts.push(`it leaves ${listOf(ownerLocked.map((f) => `${f.path} (${octal(f.modeAfter)})`))} without read or write permission for you`);
+    if (ownerLocked.length > 0)
+      parts.push(
+        `it leaves ${listOf(ownerLocked.map((f) => `${f.path} (${octal(f.modeAfter)})`))} without read or write permission for you`,
+      );
     const paths = [...modeChanges, ...widerThanUmask, ...ownerLocked].map((f) => f.path);
     findings.push({ kind: 'permission', paths: [...new Set([...paths, ...droppedBits])], says: parts.join(', and ') });
   }
@@ -158,8 +191,17 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
     const glob = matchingSecretGlob(f.path, policy.secretGlobs);
     return glob ? [`${f.path} (secret pattern "${glob}")`] : [];
   });
-  if (secrets.length > 0) findings.push({ kind: 'secret', paths: files.filter((f) => matchingSecretGlob(f.path, policy.secretGlobs)).map((f) => f.path), says: `it changes ${listOf(secrets)}, which look${secrets.length === 1 ? 's' : ''} like ${secrets.length === 1 ? 'a secret' : 'secrets'}` });
-  add('git', pathsWhere((f) => insideGitDir(f.path)), (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`);
+  if (secrets.length > 0)
+    findings.push({
+      kind: 'secret',
+      paths: files.filter((f) => matchingSecretGlob(f.path, policy.secretGlobs)).map((f) => f.path),
+      says: `it changes ${listOf(secrets)}, which look${secrets.length === 1 ? 's' : ''} like ${secrets.length === 1 ? 'a secret' : 'secrets'}`,
+    });
+  add(
+    'git',
+    pathsWhere((f) => insideGitDir(f.path)),
+    (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`,
+  );
   // Beyond .git: shell start-up files, build files, editor tasks, hooks… whatever this machine runs or obeys on its own later.
   const caseInsensitive = filesystemIgnoresCase(undefined);
   const hostCode = files.flatMap((f) => {
@@ -167,13 +209,20 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
     const match = matchHostCodePath(f.path, { caseInsensitive });
     return match ? [{ path: f.path, shown: `${f.path} (${match.what})` }] : [];
   });
-  if (hostCode.length > 0) findings.push({ kind: 'hostCode', paths: hostCode.map((entry) => entry.path), says: `it changes ${listOf(hostCode.map((entry) => entry.shown))}, which this machine runs or obeys later, outside any sandbox` });
+  if (hostCode.length > 0)
+    findings.push({
+      kind: 'hostCode',
+      paths: hostCode.map((entry) => entry.path),
+      says: `it changes ${listOf(hostCode.map((entry) => entry.shown))}, which this machine runs or obeys later, outside any sandbox`,
+    });
 
   const { maxFiles, maxBytes } = policy.commands.effects;
   const bytesWritten = files.reduce((sum, f) => sum + (f.existsAfter ? f.sizeAfter : 0), 0);
   const sizes: string[] = [];
-  if (maxFiles !== null && files.length > maxFiles) sizes.push(`it changes ${files.length} files, more than commands.effects.maxFiles (${maxFiles})`);
-  if (maxBytes !== null && bytesWritten > maxBytes) sizes.push(`it writes ${bytesWritten} bytes, more than commands.effects.maxBytes (${maxBytes})`);
+  if (maxFiles !== null && files.length > maxFiles)
+    sizes.push(`it changes ${files.length} files, more than commands.effects.maxFiles (${maxFiles})`);
+  if (maxBytes !== null && bytesWritten > maxBytes)
+    sizes.push(`it writes ${bytesWritten} bytes, more than commands.effects.maxBytes (${maxBytes})`);
   if (sizes.length > 0) findings.push({ kind: 'size', paths: files.map((f) => f.path), says: sizes.join(', and ') });
   return findings;
 }
@@ -191,12 +240,16 @@ export function rateChangeset(changeset: Pick<CommandRunPreview, 'files' | 'skip
   const refused = changeset.skipped.filter((entry) => entry.blocksChangeset).map(({ path, reason }) => ({ path, reason }));
 
   const denialReasons = [
-    ...denied.map((finding) => `${capitalized(finding.says)}, and the policy denies ${POLICY_WORDS[finding.kind]} (commands.effects.deny).`),
+    ...denied.map(
+      (finding) => `${capitalized(finding.says)}, and the policy denies ${POLICY_WORDS[finding.kind]} (commands.effects.deny).`,
+    ),
     ...refused.map((entry) => `It writes ${entry.path}, which ${entry.reason}; a changeset that reaches there is never applied.`),
   ];
   const reasons = [
     ...denialReasons,
-    ...asked.map((finding) => `${capitalized(finding.says)}, and the policy asks you about ${POLICY_WORDS[finding.kind]} (commands.effects.ask).`),
+    ...asked.map(
+      (finding) => `${capitalized(finding.says)}, and the policy asks you about ${POLICY_WORDS[finding.kind]} (commands.effects.ask).`,
+    ),
     ...findings
       .filter((finding) => !denied.includes(finding) && !asked.includes(finding) && INHERENT_RISK[finding.kind] === 'HIGH')
       .map((finding) => `${capitalized(finding.says)}.`),

@@ -10,7 +10,10 @@ export type CommandVerdict =
 export function analyseCommand(command: string | readonly string[], env?: Readonly<Record<string, string>>): ShellAnalysis {
   const names = Object.keys(env ?? {});
   const analysis = typeof command === 'string' ? analyseCommandLine(command, names) : analyseArgv(command, names);
-  if (env) analysis.unknowable.push(...analyseEnvironment(Object.keys(env)).map((entry) => ({ ...entry, reason: `${entry.reason} (in the step's env)` })));
+  if (env)
+    analysis.unknowable.push(
+      ...analyseEnvironment(Object.keys(env)).map((entry) => ({ ...entry, reason: `${entry.reason} (in the step's env)` })),
+    );
   return analysis;
 }
 
@@ -32,19 +35,41 @@ function matches(program: string, patterns: readonly string[]): string | undefin
  * it cannot name. With only a deny list, such a line is allowed here but must go to the person
  * (run-command's assess says so); see docs/command-policy.md.
  */
-export function checkCommandPrograms(command: string | readonly string[], lists: Pick<Policy['commands'], 'allow' | 'deny'>, env?: Readonly<Record<string, string>>): CommandVerdict {
+export function checkCommandPrograms(
+  command: string | readonly string[],
+  lists: Pick<Policy['commands'], 'allow' | 'deny'>,
+  env?: Readonly<Record<string, string>>,
+): CommandVerdict {
   const { programs, unknowable } = analyseCommand(command, env);
   for (const program of programs) {
     const denied = matches(program, lists.deny);
-    if (denied !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").` };
+    if (denied !== undefined)
+      return {
+        allowed: false,
+        programs,
+        unknowable,
+        reason: `The command runs "${program}", which the policy denies (commands.deny: "${denied}").`,
+      };
   }
-  if (programs.length === 0 && unknowable.length === 0) return { allowed: false, programs, unknowable, reason: 'The command starts no program.' };
+  if (programs.length === 0 && unknowable.length === 0)
+    return { allowed: false, programs, unknowable, reason: 'The command starts no program.' };
   if (lists.allow.length > 0) {
     if (unknowable.length > 0) {
-      return { allowed: false, programs, unknowable, reason: `The command ${describeUnknowable(unknowable)}. The policy's commands.allow list admits only programs it can name, so it cannot cover this command.` };
+      return {
+        allowed: false,
+        programs,
+        unknowable,
+        reason: `The command ${describeUnknowable(unknowable)}. The policy's commands.allow list admits only programs it can name, so it cannot cover this command.`,
+      };
     }
     const outside = programs.find((program) => matches(program, lists.allow) === undefined);
-    if (outside !== undefined) return { allowed: false, programs, unknowable, reason: `The command runs "${outside}", which is not in the policy's commands.allow list.` };
+    if (outside !== undefined)
+      return {
+        allowed: false,
+        programs,
+        unknowable,
+        reason: `The command runs "${outside}", which is not in the policy's commands.allow list.`,
+      };
   }
   return { allowed: true, programs, unknowable };
 }

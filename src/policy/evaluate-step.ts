@@ -21,7 +21,12 @@ export interface RiskHints {
  * auto-approve level, or remembered rules that cover the step at its risk, decide whether the
  * person is asked. `rememberedRules` are the rules src/policy/remembered-rules.ts found allowing it.
  */
-export function evaluateStep(hints: RiskHints, policy: Policy, reversible: boolean, rememberedRules: readonly RememberedRule[] | null = null): Evaluation {
+export function evaluateStep(
+  hints: RiskHints,
+  policy: Policy,
+  reversible: boolean,
+  rememberedRules: readonly RememberedRule[] | null = null,
+): Evaluation {
   const risk = hints.deny ? 'CRITICAL' : maxRisk(hints.risk);
   const reasons = [...hints.reasons];
   const mitigations = [...hints.mitigations];

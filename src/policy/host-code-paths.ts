@@ -49,9 +49,15 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'git',
-    globs: ['.git/config', '.git/config.worktree', '.git/worktrees/*/config.worktree', '.git/modules/**/config', '.gitconfig', '.config/git/config'],
-    what:
-      "Git's configuration: settings such as core.fsmonitor, core.hooksPath, core.pager, core.sshCommand, filter drivers and aliases name programs Git runs on the next git command — git status included, which many shell prompts run on every cd",
+    globs: [
+      '.git/config',
+      '.git/config.worktree',
+      '.git/worktrees/*/config.worktree',
+      '.git/modules/**/config',
+      '.gitconfig',
+      '.config/git/config',
+    ],
+    what: "Git's configuration: settings such as core.fsmonitor, core.hooksPath, core.pager, core.sshCommand, filter drivers and aliases name programs Git runs on the next git command — git status included, which many shell prompts run on every cd",
   },
   {
     kind: 'git',
@@ -63,8 +69,16 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
     globs: ['.gitmodules'],
     what: 'the submodule list: it names the repositories and paths the next `git submodule update` fetches and checks out, with their own hooks and configuration',
   },
-  { kind: 'git', globs: ['.lfsconfig'], what: 'Git LFS settings: they choose the servers and transfer agents Git LFS uses on the next checkout or push' },
-  { kind: 'git', globs: ['.git'], what: 'a .git file: it points Git at another git directory, whose configuration and hooks Git then obeys in this folder' },
+  {
+    kind: 'git',
+    globs: ['.lfsconfig'],
+    what: 'Git LFS settings: they choose the servers and transfer agents Git LFS uses on the next checkout or push',
+  },
+  {
+    kind: 'git',
+    globs: ['.git'],
+    what: 'a .git file: it points Git at another git directory, whose configuration and hooks Git then obeys in this folder',
+  },
   {
     kind: 'git',
     globs: ['.git/**', '.config/git/**'],
@@ -82,7 +96,20 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'vcs',
-    globs: ['.hg/**', '.jj/**', '.config/jj/**', '.jjconfig.toml', '.sl/**', '.slconfig', '.config/sapling/**', '.bzr/**', '.bazaar/**', '.fossil-settings/**', '.svn/**', '.subversion/config'],
+    globs: [
+      '.hg/**',
+      '.jj/**',
+      '.config/jj/**',
+      '.jjconfig.toml',
+      '.sl/**',
+      '.slconfig',
+      '.config/sapling/**',
+      '.bzr/**',
+      '.bazaar/**',
+      '.fossil-settings/**',
+      '.svn/**',
+      '.subversion/config',
+    ],
     what: "inside a version-control system's own data or settings (Mercurial, Jujutsu, Sapling, Bazaar, Fossil, Subversion): it decides what that tool does next, and its settings name programs it runs (hooks, pagers, diff and merge tools, extensions)",
   },
   {
@@ -198,7 +225,18 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'directory-environment',
-    globs: ['.tool-versions', '.mise.toml', 'mise.toml', '.mise.*.toml', 'mise.*.toml', '.mise/**', 'mise/config.toml', '.config/mise/**', '.rtx.toml', '.rtx/**'],
+    globs: [
+      '.tool-versions',
+      '.mise.toml',
+      'mise.toml',
+      '.mise.*.toml',
+      'mise.*.toml',
+      '.mise/**',
+      'mise/config.toml',
+      '.config/mise/**',
+      '.rtx.toml',
+      '.rtx/**',
+    ],
     what: "a version manager's settings (asdf, mise): they choose which programs run as node, python and the rest, and mise runs its hooks and env scripts when a shell enters the folder",
   },
   {
@@ -206,7 +244,11 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
     globs: ['.vscode/**', '*.code-workspace', '{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/**', '.vscode-server/data/Machine/**'],
     what: 'VS Code workspace settings: tasks can run when the folder opens, and settings name programs the editor and its extensions start (terminal profiles, interpreters, linters, git)',
   },
-  { kind: 'editor', globs: ['.idea/**'], what: 'JetBrains project settings: run configurations, external tools and startup tasks the IDE runs' },
+  {
+    kind: 'editor',
+    globs: ['.idea/**'],
+    what: 'JetBrains project settings: run configurations, external tools and startup tasks the IDE runs',
+  },
   {
     kind: 'editor',
     globs: ['.devcontainer/**', '.devcontainer.json'],
@@ -214,7 +256,20 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'editor',
-    globs: ['.zed/**', '.fleet/**', '*.sublime-project', '.helix/**', '.config/helix/**', '.kakrc', '.config/kak/**', '.nova/**', '.theia/**', '.externalToolBuilders/**', '.project', '.lapce/**'],
+    globs: [
+      '.zed/**',
+      '.fleet/**',
+      '*.sublime-project',
+      '.helix/**',
+      '.config/helix/**',
+      '.kakrc',
+      '.config/kak/**',
+      '.nova/**',
+      '.theia/**',
+      '.externalToolBuilders/**',
+      '.project',
+      '.lapce/**',
+    ],
     what: 'editor project settings: tasks, build systems and language servers the editor starts',
   },
   {
@@ -249,7 +304,24 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'editor',
-    globs: ['.exrc', '.nvimrc', '.nvim.lua', '.lvimrc', '.vimrc', '.gvimrc', '_vimrc', '_gvimrc', '.vim/**', '.config/nvim/**', '.emacs', '.emacs.el', '.emacs.d/**', '.config/emacs/**', '.dir-locals.el', '.dir-locals-2.el'],
+    globs: [
+      '.exrc',
+      '.nvimrc',
+      '.nvim.lua',
+      '.lvimrc',
+      '.vimrc',
+      '.gvimrc',
+      '_vimrc',
+      '_gvimrc',
+      '.vim/**',
+      '.config/nvim/**',
+      '.emacs',
+      '.emacs.el',
+      '.emacs.d/**',
+      '.config/emacs/**',
+      '.dir-locals.el',
+      '.dir-locals-2.el',
+    ],
     what: 'editor start-up code (vim, neovim, Emacs): the editor runs it when it starts or opens this folder',
   },
   {
@@ -342,7 +414,20 @@ export const HOST_CODE_PATHS: readonly HostCodeEntry[] = [
   },
   {
     kind: 'package-manager',
-    globs: ['.npmrc', '.yarnrc', '.yarnrc.yml', 'bunfig.toml', '.bunfig.toml', '.pnpmfile.cjs', '.pnpmfile.mjs', '.yarn/releases/**', '.yarn/plugins/**', '.pnp.cjs', '.pnp.js', '.pnp.loader.mjs'],
+    globs: [
+      '.npmrc',
+      '.yarnrc',
+      '.yarnrc.yml',
+      'bunfig.toml',
+      '.bunfig.toml',
+      '.pnpmfile.cjs',
+      '.pnpmfile.mjs',
+      '.yarn/releases/**',
+      '.yarn/plugins/**',
+      '.pnp.cjs',
+      '.pnp.js',
+      '.pnp.loader.mjs',
+    ],
     what: "the package manager's settings or its own code: they can name the shell for scripts, node options such as --require of a file, yarnPath (run in place of Yarn), install hooks and the registry packages come from",
   },
   {
@@ -667,7 +752,11 @@ export function hostCodeReason(relativePath: string, options: PathMatchOptions =
 /** Git's own test for a git directory (setup.c is_git_directory): HEAD, objects/ and refs/ side by side. */
 function isGitDirectory(dir: string): boolean {
   try {
-    return fs.statSync(path.join(dir, 'HEAD')).isFile() && fs.statSync(path.join(dir, 'objects')).isDirectory() && fs.statSync(path.join(dir, 'refs')).isDirectory();
+    return (
+      fs.statSync(path.join(dir, 'HEAD')).isFile() &&
+      fs.statSync(path.join(dir, 'objects')).isDirectory() &&
+      fs.statSync(path.join(dir, 'refs')).isDirectory()
+    );
   } catch {
     return false;
   }
@@ -675,10 +764,34 @@ function isGitDirectory(dir: string): boolean {
 
 /** Every name Git runs from a hooks folder (githooks(5)). */
 const GIT_HOOK_NAMES = new Set([
-  'applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg', 'commit-msg',
-  'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-receive', 'update', 'proc-receive', 'post-receive',
-  'post-update', 'reference-transaction', 'push-to-checkout', 'pre-auto-gc', 'post-rewrite', 'sendemail-validate',
-  'fsmonitor-watchman', 'p4-changelist', 'p4-prepare-changelist', 'p4-post-changelist', 'p4-pre-submit', 'post-index-change',
+  'applypatch-msg',
+  'pre-applypatch',
+  'post-applypatch',
+  'pre-commit',
+  'pre-merge-commit',
+  'prepare-commit-msg',
+  'commit-msg',
+  'post-commit',
+  'pre-rebase',
+  'post-checkout',
+  'post-merge',
+  'pre-push',
+  'pre-receive',
+  'update',
+  'proc-receive',
+  'post-receive',
+  'post-update',
+  'reference-transaction',
+  'push-to-checkout',
+  'pre-auto-gc',
+  'post-rewrite',
+  'sendemail-validate',
+  'fsmonitor-watchman',
+  'p4-changelist',
+  'p4-prepare-changelist',
+  'p4-post-changelist',
+  'p4-pre-submit',
+  'post-index-change',
 ]);
 
 /** Git reads a config file of any size; one that names a hooks folder is a few lines. */
@@ -713,7 +826,10 @@ function hooksPathOf(section: string, line: string): string[] {
   if (section !== 'core') return [];
   const entry = /^hookspath\s*=\s*(.*)$/i.exec(line.trim());
   if (!entry) return [];
-  const value = entry[1]!.replace(/\s[;#].*$/, '').trim().replace(/^"(.*)"$/, '$1');
+  const value = entry[1]!
+    .replace(/\s[;#].*$/, '')
+    .trim()
+    .replace(/^"(.*)"$/, '$1');
   return value ? [value] : [];
 }
 
@@ -748,7 +864,10 @@ export function hostCodeReasonAt(root: string, relativePath: string, options: Pa
       if (hooksPath.startsWith('~')) continue;
       const hooksDir = path.resolve(worktree, hooksPath);
       // A hooks folder that is a whole project (`hooksPath = .`) makes only hook names hooks; a folder of its own, everything in it (hooks source helpers).
-      const isHook = hooksDir === worktree || hooksDir === root ? path.dirname(target) === hooksDir && GIT_HOOK_NAMES.has(path.basename(target)) : isInside(hooksDir, target) && hooksDir !== target;
+      const isHook =
+        hooksDir === worktree || hooksDir === root
+          ? path.dirname(target) === hooksDir && GIT_HOOK_NAMES.has(path.basename(target))
+          : isInside(hooksDir, target) && hooksDir !== target;
       if (isHook) {
         return `${relativePath} is in ${path.relative(root, hooksDir) || '.'}, the folder the repository's core.hooksPath names: it is a Git hook, which Git runs as a program on the next commit, checkout, merge, rebase or push.`;
       }

@@ -76,12 +76,17 @@ export function guardPath(requested: string, roots: readonly string[], dataDir: 
   const realPath = resolveThroughSymlinks(absolutePath);
   const realDataDir = realpathOrSelf(dataDir);
   if (isInside(realDataDir, realPath) || isInside(path.resolve(dataDir), absolutePath)) {
-    return { ok: false, code: 'PATH_OUTSIDE_ROOT', reason: `${requested} is inside Executor's own data directory, which steps may never touch.` };
+    return {
+      ok: false,
+      code: 'PATH_OUTSIDE_ROOT',
+      reason: `${requested} is inside Executor's own data directory, which steps may never touch.`,
+    };
   }
   for (const root of roots) {
     const realRoot = realpathOrSelf(root);
     if (isInside(realRoot, realPath)) {
-      if (realPath === realRoot) return { ok: false, code: 'PATH_INVALID', reason: `${requested} is the workspace root itself, not a file in it.` };
+      if (realPath === realRoot)
+        return { ok: false, code: 'PATH_INVALID', reason: `${requested} is the workspace root itself, not a file in it.` };
       return { ok: true, absolutePath, realPath, root: realRoot, relativePath: path.relative(realRoot, realPath) };
     }
   }

@@ -92,7 +92,9 @@ function compileList(globs: readonly string[], caseInsensitive: boolean): (norma
     else byFolder.set(fold(folder), [...(byFolder.get(fold(folder)) ?? []), indexed]);
   });
   // One pass over the name rejects nearly every path; the patterns are only told apart on a hit.
-  const anyName = byName.length ? new RegExp(byName.map((entry) => `(?:${picomatch.makeRe(entry.glob, { dot: true }).source})`).join('|'), caseInsensitive ? 'i' : '') : undefined;
+  const anyName = byName.length
+    ? new RegExp(byName.map((entry) => `(?:${picomatch.makeRe(entry.glob, { dot: true }).source})`).join('|'), caseInsensitive ? 'i' : '')
+    : undefined;
   return (normalized) => {
     let best: IndexedGlob | undefined;
     const consider = (entry: IndexedGlob, subject: string) => {

@@ -11,7 +11,11 @@ import { ModelSettingsSchema } from '../domain/model-settings.js';
 
 const ruleRisk = z.enum(['LOW', 'MEDIUM', 'HIGH']);
 const absoluteRoot = z.string().refine((p) => path.isAbsolute(p), { message: 'a rule root must be an absolute path' });
-const ruleId = z.string().min(1).max(64).regex(/^[A-Za-z0-9._:-]+$/);
+const ruleId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9._:-]+$/);
 
 /** Whose steps a rule covers (RuleProposer): the person's own, or one agent's by its identity. */
 const ruleProposer = z.discriminatedUnion('kind', [
@@ -57,7 +61,9 @@ export const RememberedRuleSchema = z.discriminatedUnion('kind', [
       .string()
       .min(1)
       .max(500)
-      .refine((glob) => !glob.startsWith('/') && !glob.split('/').includes('..'), { message: 'a file rule glob is relative to its root and stays inside it' }),
+      .refine((glob) => !glob.startsWith('/') && !glob.split('/').includes('..'), {
+        message: 'a file rule glob is relative to its root and stays inside it',
+      }),
   }),
   z.strictObject({
     ...ruleScope,
@@ -360,7 +366,18 @@ export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
  * What a command's changeset can do, as the effects policy names it (src/policy/command-effects.ts
  * rates a changeset by these): the gate that holds whatever the command line looked like.
  */
-export const COMMAND_EFFECT_KINDS = ['delete', 'replace', 'create', 'modify', 'executable', 'permission', 'secret', 'git', 'hostCode', 'size'] as const;
+export const COMMAND_EFFECT_KINDS = [
+  'delete',
+  'replace',
+  'create',
+  'modify',
+  'executable',
+  'permission',
+  'secret',
+  'git',
+  'hostCode',
+  'size',
+] as const;
 export type CommandEffectKind = (typeof COMMAND_EFFECT_KINDS)[number];
 
 /** Effects that go to the person by default, even when autoApprove or a remembered rule covers the command. */
@@ -389,7 +406,13 @@ export const DEFAULT_CONSENT_EXPIRY_SECONDS = 24 * 3600;
 export const MAX_CONSENT_EXPIRY_SECONDS = 366 * 24 * 3600;
 
 /** A witness's name: a C2SP key-name-like word (no spaces, no '+'), also the folder of its git clone. */
-const witnessName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,99}$/, "a witness name is letters, digits and . _ / - (at most 100), starting with a letter or digit").refine((name) => !name.split('/').includes('..'), { message: "a witness name may not hold '..'" });
+const witnessName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._\/-]{0,99}$/,
+    'a witness name is letters, digits and . _ / - (at most 100), starting with a letter or digit',
+  )
+  .refine((name) => !name.split('/').includes('..'), { message: "a witness name may not hold '..'" });
 
 /**
  * Witnesses outside this machine (a copy of this data directory cannot vouch for itself): a C2SP tlog-witness by URL and its cosigner vkey, or a
@@ -400,23 +423,28 @@ export const WitnessConfigSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('http'),
     name: witnessName,
-    url: z.url({ protocol: /^https?$/, message: 'a witness URL starts with https:// (or http:// for one on this machine or your network)' }),
+    url: z.url({
+      protocol: /^https?$/,
+      message: 'a witness URL starts with https:// (or http:// for one on this machine or your network)',
+    }),
     vkey: z.string().regex(/^[^\s+]+\+[0-9a-fA-F]{8}\+[A-Za-z0-9+/]+=*$/, 'a witness vkey reads name+8 hex digits+base64'),
   }),
   z.strictObject({
     kind: z.literal('git'),
     name: witnessName,
     // Never read as an option of git (a remote like --upload-pack=… would run a program).
-    remote: z.string().min(1).max(4096).refine((remote) => !remote.startsWith('-'), { message: 'a git remote may not start with "-"' }),
+    remote: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((remote) => !remote.startsWith('-'), { message: 'a git remote may not start with "-"' }),
     branch: z.string().regex(/^(?!-)(?!.*\.\.)[A-Za-z0-9._\/-]{1,200}$/, 'a branch name is letters, digits and . _ / -'),
   }),
 ]);
 export type WitnessConfig = z.infer<typeof WitnessConfigSchema>;
 
 export const PolicySchema = z.strictObject({
-  workspaceRoots: z
-    .array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' }))
-    .default([]),
+  workspaceRoots: z.array(z.string().refine((p) => path.isAbsolute(p), { message: 'workspace roots must be absolute paths' })).default([]),
   /** The highest risk approved without asking. CRITICAL is never auto-approved. */
   autoApprove: z.enum(['none', 'LOW', 'MEDIUM', 'HIGH']).default('none'),
   secretGlobs: z
@@ -462,8 +490,18 @@ export const PolicySchema = z.strictObject({
       addressSpaceMb: z.number().int().min(896).max(65536).default(1024),
       maxCallsPerStep: z.number().int().min(0).max(1000).default(20),
       fetchTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
-      maxFetchBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
-      maxReadFileBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+      maxFetchBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(16 * 1024 * 1024)
+        .default(256 * 1024),
+      maxReadFileBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(16 * 1024 * 1024)
+        .default(256 * 1024),
       /** Pre-spawned, never-used workers kept ready so a step does not pay process start-up. */
       warmWorkers: z.number().int().min(0).max(8).default(2),
       budget: z
@@ -478,18 +516,46 @@ export const PolicySchema = z.strictObject({
   /** Limits of the Docker sandbox that runs commands and heavy code; every one applies to each run. */
   sandbox: z
     .strictObject({
-      memoryMb: z.number().int().min(16).max(1024 * 1024).default(512),
+      memoryMb: z
+        .number()
+        .int()
+        .min(16)
+        .max(1024 * 1024)
+        .default(512),
       cpus: z.number().min(0.05).max(1024).default(1),
       pids: z.number().int().min(8).max(1_000_000).default(256),
-      timeoutMs: z.number().int().min(100).max(24 * 3600 * 1000).default(120_000),
+      timeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(24 * 3600 * 1000)
+        .default(120_000),
       /** Each of stdout and stderr is kept up to this many bytes; the rest is dropped and flagged. */
-      outputBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(1024 * 1024),
+      outputBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(256 * 1024 * 1024)
+        .default(1024 * 1024),
       /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
       ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
       /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
-      maxCopyMb: z.number().int().min(1).max(1024 * 1024).default(2048),
+      maxCopyMb: z
+        .number()
+        .int()
+        .min(1)
+        .max(1024 * 1024)
+        .default(2048),
     })
-    .default({ memoryMb: 512, cpus: 1, pids: 256, timeoutMs: 120_000, outputBytes: 1024 * 1024, ignore: [...DEFAULT_SANDBOX_IGNORE], maxCopyMb: 2048 }),
+    .default({
+      memoryMb: 512,
+      cpus: 1,
+      pids: 256,
+      timeoutMs: 120_000,
+      outputBytes: 1024 * 1024,
+      ignore: [...DEFAULT_SANDBOX_IGNORE],
+      maxCopyMb: 2048,
+    }),
   /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
   model: ModelSettingsSchema.optional(),
   /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
@@ -500,7 +566,8 @@ export const PolicySchema = z.strictObject({
     .superRefine((witnesses, ctx) => {
       const seen = new Set<string>();
       for (const witness of witnesses) {
-        if (seen.has(witness.name)) ctx.addIssue({ code: 'custom', message: `witness names must be unique; "${witness.name}" appears more than once` });
+        if (seen.has(witness.name))
+          ctx.addIssue({ code: 'custom', message: `witness names must be unique; "${witness.name}" appears more than once` });
         seen.add(witness.name);
       }
     })
@@ -512,7 +579,8 @@ export const PolicySchema = z.strictObject({
     .superRefine((rules, ctx) => {
       const seen = new Set<string>();
       for (const rule of rules) {
-        if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', message: `remembered rule ids must be unique; "${rule.id}" appears more than once` });
+        if (seen.has(rule.id))
+          ctx.addIssue({ code: 'custom', message: `remembered rule ids must be unique; "${rule.id}" appears more than once` });
         seen.add(rule.id);
       }
     })
@@ -521,7 +589,11 @@ export const PolicySchema = z.strictObject({
 export type Policy = z.infer<typeof PolicySchema>;
 export type LightSandboxPolicy = Policy['lightSandbox'];
 // The schema and the domain's rule type describe one shape: this fails to compile if they drift.
-const sameRule: [z.infer<typeof RememberedRuleSchema>] extends [RememberedRule] ? ([RememberedRule] extends [z.infer<typeof RememberedRuleSchema>] ? true : false) : false = true;
+const sameRule: [z.infer<typeof RememberedRuleSchema>] extends [RememberedRule]
+  ? [RememberedRule] extends [z.infer<typeof RememberedRuleSchema>]
+    ? true
+    : false
+  : false = true;
 void sameRule;
 
 export const POLICY_FILE = 'policy.json';
@@ -550,7 +622,12 @@ export function loadPolicy(dataDir: string): Policy {
   } catch (error) {
     throw new ExecutorError('POLICY_INVALID', `${file} is not valid JSON: ${(error as Error).message}`, { file });
   }
-  assertWithinJsonLimits(raw, FILE_LIMITS, { code: 'POLICY_INVALID', subject: file, details: { file }, advice: 'Fix that value in the file.' });
+  assertWithinJsonLimits(raw, FILE_LIMITS, {
+    code: 'POLICY_INVALID',
+    subject: file,
+    details: { file },
+    advice: 'Fix that value in the file.',
+  });
   const parsed = PolicySchema.safeParse(raw);
   if (!parsed.success) {
     throw new ExecutorError('POLICY_INVALID', `${file} is not a valid policy: ${describeIssues(parsed.error).join('; ')}`, {

@@ -54,19 +54,31 @@ function realOrResolved(p: string): string {
  * A pipeline is covered only when every one of its commands is covered by some command rule
  * whose root holds the working directory; returns the rules used, one per command, or null.
  */
-export function pipelineCoveredBy(pipeline: readonly (readonly string[])[], cwd: string, rules: readonly RememberedRule[]): RememberedRule[] | null {
+export function pipelineCoveredBy(
+  pipeline: readonly (readonly string[])[],
+  cwd: string,
+  rules: readonly RememberedRule[],
+): RememberedRule[] | null {
   if (pipeline.length === 0) return null;
   const realCwd = realOrResolved(cwd);
   const used: RememberedRule[] = [];
   for (const argv of pipeline) {
-    const rule = rules.find((candidate) => candidate.kind === 'command' && isInside(realOrResolved(candidate.root), realCwd) && commandRuleCovers(candidate.prefix, argv));
+    const rule = rules.find(
+      (candidate) =>
+        candidate.kind === 'command' && isInside(realOrResolved(candidate.root), realCwd) && commandRuleCovers(candidate.prefix, argv),
+    );
     if (!rule) return null;
     used.push(rule);
   }
   return used;
 }
 
-export function fileRuleMatches(rule: Extract<RememberedRule, { kind: 'file' }>, requested: string, workspaceRoots: readonly string[], dataDir: string): boolean {
+export function fileRuleMatches(
+  rule: Extract<RememberedRule, { kind: 'file' }>,
+  requested: string,
+  workspaceRoots: readonly string[],
+  dataDir: string,
+): boolean {
   // The workspace guard decides where the path really goes; the rule only narrows inside a root.
   const verdict = guardPath(requested, workspaceRoots, dataDir);
   if (!verdict.ok) return false;
@@ -92,20 +104,35 @@ export interface RuleContext {
 export function rulesInScope(rules: readonly RememberedRule[], risk: Risk, context: RuleContext): RememberedRule[] {
   const proposer = context.proposer;
   if (!proposer) return [];
-  return rules.filter((rule) => riskRank(risk) <= riskRank(rule.maxRisk) && !isRuleExpired(rule, context.now) && rule.proposer !== undefined && sameProposer(rule.proposer, proposer));
+  return rules.filter(
+    (rule) =>
+      riskRank(risk) <= riskRank(rule.maxRisk) &&
+      !isRuleExpired(rule, context.now) &&
+      rule.proposer !== undefined &&
+      sameProposer(rule.proposer, proposer),
+  );
 }
 
 /**
  * The rules that let a step of this risk run without asking, or null. Each rule covers no more
  * than its own maxRisk, its own proposer and its lifetime; for a pipeline every command needs such a rule.
  */
-export function rulesAllowing(target: RuleTarget, risk: Risk, rules: readonly RememberedRule[], workspaceRoots: readonly string[], dataDir: string, context: RuleContext): RememberedRule[] | null {
+export function rulesAllowing(
+  target: RuleTarget,
+  risk: Risk,
+  rules: readonly RememberedRule[],
+  workspaceRoots: readonly string[],
+  dataDir: string,
+  context: RuleContext,
+): RememberedRule[] | null {
   if (risk === 'CRITICAL') return null;
   const inScope = rulesInScope(rules, risk, context);
   if (inScope.length === 0) return null;
   switch (target.kind) {
     case 'file': {
-      const rule = inScope.find((candidate) => candidate.kind === 'file' && fileRuleMatches(candidate, target.path, workspaceRoots, dataDir));
+      const rule = inScope.find(
+        (candidate) => candidate.kind === 'file' && fileRuleMatches(candidate, target.path, workspaceRoots, dataDir),
+      );
       return rule ? [rule] : null;
     }
     case 'url': {

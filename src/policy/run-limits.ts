@@ -24,9 +24,19 @@ export const RunLimitsPolicySchema = z
     maxIterations: z.number().int().min(1).max(500).default(DEFAULT_RUN_LIMITS.maxIterations),
     maxTokensPerRun: z.number().int().min(1).max(1_000_000_000).default(DEFAULT_RUN_LIMITS.maxTokensPerRun),
     maxToolCallsPerRun: z.number().int().min(1).max(100_000).default(DEFAULT_RUN_LIMITS.maxToolCallsPerRun),
-    maxWallSecondsPerRun: z.number().int().min(1).max(7 * 24 * 3600).default(DEFAULT_RUN_LIMITS.maxWallSecondsPerRun),
+    maxWallSecondsPerRun: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 3600)
+      .default(DEFAULT_RUN_LIMITS.maxWallSecondsPerRun),
     dailyTokenBudget: z.number().int().min(1).max(10_000_000_000).default(DEFAULT_RUN_LIMITS.dailyTokenBudget),
-    questionExpirySeconds: z.number().int().min(1).max(7 * 24 * 3600).default(DEFAULT_RUN_LIMITS.questionExpirySeconds),
+    questionExpirySeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 3600)
+      .default(DEFAULT_RUN_LIMITS.questionExpirySeconds),
     concurrentPerRoot: z.number().int().min(1).max(64).default(DEFAULT_RUN_LIMITS.concurrentPerRoot),
   })
   .prefault({});

@@ -5,7 +5,11 @@ import { firstMatchingGlob, globListMatcher, normalizedForMatching, type PathMat
  * anywhere (`.env*` catches `app/.env.local`); patterns with one match at any depth (`.ssh/**`).
  * Pass `caseInsensitive` (see filesystemIgnoresCase) where `.NPMRC` opens `.npmrc`.
  */
-export function matchingSecretGlob(relativePath: string, secretGlobs: readonly string[], options: PathMatchOptions = {}): string | undefined {
+export function matchingSecretGlob(
+  relativePath: string,
+  secretGlobs: readonly string[],
+  options: PathMatchOptions = {},
+): string | undefined {
   return firstMatchingGlob(relativePath, secretGlobs, options);
 }
 

@@ -101,7 +101,21 @@ interface Piece {
 }
 
 function decodeAnsiC(body: string): string | null {
-  const simple: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+  const simple: Record<string, string> = {
+    a: '\x07',
+    b: '\b',
+    e: '\x1b',
+    E: '\x1b',
+    f: '\f',
+    n: '\n',
+    r: '\r',
+    t: '\t',
+    v: '\v',
+    '\\': '\\',
+    "'": "'",
+    '"': '"',
+    '?': '?',
+  };
   let out = '';
   for (let i = 0; i < body.length; i++) {
     const c = body[i]!;
@@ -309,7 +323,10 @@ class Walk {
       if (ranges.some(([start, end]) => at >= start && at < end)) continue;
       if (this.inLiteralText(root, at, match[0] === '`')) continue;
       if (match[0] !== '`' && match[0] !== '$(' && !this.processSubstitutionPossible(root, at)) continue;
-      this.flag('unparsable', `the parser did not read ${quoted(text.slice(at, at + 20))} as a substitution, though the shell would run it`);
+      this.flag(
+        'unparsable',
+        `the parser did not read ${quoted(text.slice(at, at + 20))} as a substitution, though the shell would run it`,
+      );
       return;
     }
   }
@@ -386,7 +403,8 @@ class Walk {
       case 'c_style_for_statement':
         for (let i = 0; i < node.childCount; i++) {
           const field = node.fieldNameForChild(i);
-          if (field === 'initializer' || field === 'condition' || field === 'update') this.arithmetic(node.child(i)!.text, 'a `for ((…))` loop');
+          if (field === 'initializer' || field === 'condition' || field === 'update')
+            this.arithmetic(node.child(i)!.text, 'a `for ((…))` loop');
         }
         break;
       case 'compound_statement':
@@ -461,12 +479,14 @@ class Walk {
     const value = node.childForFieldName('value');
     const appends = node.children.some((child) => child?.type === '+=');
     // Inside `for ((i = n; …))` the assignment is arithmetic: it stores a number.
-    const numeric = node.parent?.type === 'c_style_for_statement' || (!appends && (value?.type === 'number' || value?.type === 'arithmetic_expansion'));
+    const numeric =
+      node.parent?.type === 'c_style_for_statement' || (!appends && (value?.type === 'number' || value?.type === 'arithmetic_expansion'));
     this.writes(variable, numeric ? 'numeric' : 'text');
   }
 
   variable(name: string): void {
-    if (LOOKUP_VARIABLE.test(name)) this.flag('changes-lookup', `it sets ${quoted(name)}, which changes which program a name runs or makes programs run other code`);
+    if (LOOKUP_VARIABLE.test(name))
+      this.flag('changes-lookup', `it sets ${quoted(name)}, which changes which program a name runs or makes programs run other code`);
   }
 
   /** The line writes a variable: a number (arithmetic, a literal integer) or text it chooses. */
@@ -482,20 +502,31 @@ class Walk {
    */
   arithmetic(text: string, where: string): void {
     let rest = text.replace(/\$\{#[A-Za-z_][A-Za-z0-9_]*\}|\$[#?$!]/g, ' 0 ');
-    rest = rest.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, braced: string | undefined, plain: string | undefined) => ` ${braced ?? plain} `);
+    rest = rest.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+      (_m, braced: string | undefined, plain: string | undefined) => ` ${braced ?? plain} `,
+    );
     if (/[$`]/.test(rest)) {
-      this.flag('changes-lookup', `${where} takes part of its text from an expansion or substitution, and arithmetic can assign any variable, PATH included`);
+      this.flag(
+        'changes-lookup',
+        `${where} takes part of its text from an expansion or substitution, and arithmetic can assign any variable, PATH included`,
+      );
     }
     const token = /\d+#[0-9A-Za-z@_]+|0[xX][0-9A-Fa-f]+|\d+|([A-Za-z_][A-Za-z0-9_]*)/g;
     for (let match = token.exec(rest); match; match = token.exec(rest)) {
       const name = match[1];
       if (name === undefined) continue;
-      if (LOOKUP_VARIABLE.test(name)) this.flag('changes-lookup', `${where} names ${quoted(name)}, and arithmetic can assign it (\`${name}=…\`), which changes which program a name runs`);
+      if (LOOKUP_VARIABLE.test(name))
+        this.flag(
+          'changes-lookup',
+          `${where} names ${quoted(name)}, and arithmetic can assign it (\`${name}=…\`), which changes which program a name runs`,
+        );
       this.arithmeticReads.add(name);
       // An assignment operator after the name, or ++/-- around it, stores a number.
       const after = rest.slice(match.index + name.length);
       const before = rest.slice(0, match.index);
-      if (/^\s*(\[[^\]]*\]\s*)?([-+*\/%&|^]|<<|>>)?=(?!=)/.test(after) || /^\s*(\+\+|--)/.test(after) || /(\+\+|--)\s*$/.test(before)) this.numericWrites.add(name);
+      if (/^\s*(\[[^\]]*\]\s*)?([-+*\/%&|^]|<<|>>)?=(?!=)/.test(after) || /^\s*(\+\+|--)/.test(after) || /(\+\+|--)\s*$/.test(before))
+        this.numericWrites.add(name);
     }
   }
 
@@ -509,9 +540,16 @@ class Walk {
     }
     const [, prefix, name = '', subscript, operation = ''] = match;
     if (prefix === '!' && !(subscript === '[@]' || subscript === '[*]') && !/^[@*]$/.test(operation)) {
-      this.flag('changes-lookup', `the indirect expansion ${quoted(text)} reads a variable named by another's value, which can evaluate an array subscript that assigns any variable, PATH included`);
+      this.flag(
+        'changes-lookup',
+        `the indirect expansion ${quoted(text)} reads a variable named by another's value, which can evaluate an array subscript that assigns any variable, PATH included`,
+      );
     }
-    if (/^@P/.test(operation)) this.flag('runs-code', `the prompt expansion ${quoted(text)} runs the command substitutions in the variable's value, which the command line does not show`);
+    if (/^@P/.test(operation))
+      this.flag(
+        'runs-code',
+        `the prompt expansion ${quoted(text)} runs the command substitutions in the variable's value, which the command line does not show`,
+      );
     if (prefix === '' && /^:?=/.test(operation) && /^[A-Za-z_]/.test(name)) this.writes(name, 'text');
     // `${x:offset:length}` evaluates offset and length as arithmetic.
     if (prefix === '' && /^:[^-=?+]/.test(operation)) this.arithmetic(operation.slice(1), 'a substring expansion');
@@ -529,7 +567,8 @@ class Walk {
   private testExpression(node: Node): void {
     const operator = node.childForFieldName('operator')?.text;
     if (node.type === 'binary_expression' && operator !== undefined && ARITHMETIC_TESTS.has(operator)) {
-      for (const side of [node.childForFieldName('left'), node.childForFieldName('right')]) if (side) this.arithmetic(side.text.replace(/["']/g, ''), `the \`[[ … ${operator} … ]]\` test`);
+      for (const side of [node.childForFieldName('left'), node.childForFieldName('right')])
+        if (side) this.arithmetic(side.text.replace(/["']/g, ''), `the \`[[ … ${operator} … ]]\` test`);
     }
     if (node.type === 'unary_expression' && operator === '-v') {
       const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
@@ -577,7 +616,10 @@ class Walk {
     for (const name of this.arithmeticReads) {
       const text = this.textWrites.has(name) || SHELL_WRITTEN_VARIABLE.test(name);
       if (!text || NUMERIC_SHELL_VARIABLE.test(name)) continue;
-      this.flag('changes-lookup', `arithmetic reads ${quoted(name)}, which holds text the command chooses, and evaluates that text as an expression, which can assign PATH`);
+      this.flag(
+        'changes-lookup',
+        `arithmetic reads ${quoted(name)}, which holds text the command chooses, and evaluates that text as an expression, which can assign PATH`,
+      );
     }
   }
 
@@ -605,8 +647,13 @@ class Walk {
         if (value === null) {
           this.flag('changes-lookup', `${where} is given a word the analysis cannot read, which could name PATH (\`export $x=.\`)`);
         } else if (/^[-+][a-zA-Z]+$/.test(value)) {
-          if (value.includes('n')) this.flag('changes-lookup', `\`${keyword} ${value}\` makes a name refer to another variable, which could be PATH`);
-          if (value.includes('i') && keyword !== 'unset') this.flag('changes-lookup', `\`${keyword} ${value}\` makes every later assignment to the variable arithmetic, which can assign PATH`);
+          if (value.includes('n'))
+            this.flag('changes-lookup', `\`${keyword} ${value}\` makes a name refer to another variable, which could be PATH`);
+          if (value.includes('i') && keyword !== 'unset')
+            this.flag(
+              'changes-lookup',
+              `\`${keyword} ${value}\` makes every later assignment to the variable arithmetic, which can assign PATH`,
+            );
         } else {
           this.declaredWord(value);
         }
@@ -726,17 +773,23 @@ class Walk {
       case 'fc': {
         // Only `fc -l` (with -n, -r) lists; -s, -e and a bare `fc` run commands again, whatever the order.
         const options = args.filter((arg) => arg === null || /^-[a-zA-Z]/.test(arg));
-        if (options.some((arg) => arg === '-l' || (arg !== null && /^-[lnr]*l[lnr]*$/.test(arg))) && options.every((arg) => arg !== null && /^-[lnr]+$/.test(arg))) return 'read';
+        if (
+          options.some((arg) => arg === '-l' || (arg !== null && /^-[lnr]*l[lnr]*$/.test(arg))) &&
+          options.every((arg) => arg !== null && /^-[lnr]+$/.test(arg))
+        )
+          return 'read';
         this.flag('runs-code', '`fc` runs commands again from the history');
         return;
       }
       case 'compgen':
       case 'complete':
-        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg))) this.flag('runs-code', `${quoted(base)} -C/-F runs a command or function it is given`);
+        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg)))
+          this.flag('runs-code', `${quoted(base)} -C/-F runs a command or function it is given`);
         return;
       case 'mapfile':
       case 'readarray':
-        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg))) this.flag('runs-code', `${quoted(base)} -C runs a command or function it is given`);
+        if (args.some((arg) => arg === null || /^-[a-zA-Z]*[CF]/.test(arg)))
+          this.flag('runs-code', `${quoted(base)} -C runs a command or function it is given`);
         this.namesAfterOptions(base, args, { values: 'dnOsuCc', names: '', operands: 'first' });
         return;
       case 'read':
@@ -753,7 +806,8 @@ class Walk {
         return;
       case 'let':
         for (const arg of args) {
-          if (arg === null) this.flag('changes-lookup', '`let` is given an expression the analysis cannot read, and arithmetic can assign PATH');
+          if (arg === null)
+            this.flag('changes-lookup', '`let` is given an expression the analysis cannot read, and arithmetic can assign PATH');
           else this.arithmetic(arg, '`let`');
         }
         return;
@@ -767,10 +821,12 @@ class Walk {
         if (args.some((arg) => arg === null || arg.includes('='))) this.flag('changes-lookup', '`alias` makes a name run other code');
         return 'read';
       case 'hash':
-        if (args.some((arg) => arg === null || /^-[a-zA-Z]*p/.test(arg))) this.flag('changes-lookup', '`hash -p` makes a name run another file');
+        if (args.some((arg) => arg === null || /^-[a-zA-Z]*p/.test(arg)))
+          this.flag('changes-lookup', '`hash -p` makes a name run another file');
         return;
       case 'enable':
-        if (args.length > 0) this.flag('changes-lookup', '`enable` loads or switches off builtins, which changes which program a name runs');
+        if (args.length > 0)
+          this.flag('changes-lookup', '`enable` loads or switches off builtins, which changes which program a name runs');
         return;
       case 'command': {
         // `command -v NAME` / `-V` only looks names up, but only as options before the program:
@@ -793,18 +849,31 @@ class Walk {
         return;
       case 'tar':
       case 'bsdtar':
-        if (args.some((arg) => arg === null || /^(--to-command|--use-compress-program|--checkpoint-action|--info-script|--new-volume-script|--rsh-command|-I|-F)/.test(arg) || /^-[a-zA-Z]*[IF]/.test(arg)))
+        if (
+          args.some(
+            (arg) =>
+              arg === null ||
+              /^(--to-command|--use-compress-program|--checkpoint-action|--info-script|--new-volume-script|--rsh-command|-I|-F)/.test(
+                arg,
+              ) ||
+              /^-[a-zA-Z]*[IF]/.test(arg),
+          )
+        )
           this.flag('runs-code', '`tar` is given a command to run (--to-command, -I, --checkpoint-action …)');
         return;
       case 'rsync':
-        if (args.some((arg) => arg === null || /^(-e|--rsh|--rsync-path)/.test(arg) || /^-[a-zA-Z]*e/.test(arg))) this.flag('runs-code', '`rsync -e/--rsh` runs a command it is given');
+        if (args.some((arg) => arg === null || /^(-e|--rsh|--rsync-path)/.test(arg) || /^-[a-zA-Z]*e/.test(arg)))
+          this.flag('runs-code', '`rsync -e/--rsh` runs a command it is given');
         return;
       case 'zip':
-        if (args.some((arg) => arg === null || /^(-TT|--unzip-command)/.test(arg))) this.flag('runs-code', '`zip -TT` runs a command it is given');
+        if (args.some((arg) => arg === null || /^(-TT|--unzip-command)/.test(arg)))
+          this.flag('runs-code', '`zip -TT` runs a command it is given');
         return;
       case 'make':
       case 'gmake':
-        if (args.some((arg) => arg === null || /^[A-Za-z_][A-Za-z0-9_]*\+?:?=/.test(arg) || arg === '--eval' || arg.startsWith('--eval='))) {
+        if (
+          args.some((arg) => arg === null || /^[A-Za-z_][A-Za-z0-9_]*\+?:?=/.test(arg) || arg === '--eval' || arg.startsWith('--eval='))
+        ) {
           this.flag('runs-code', '`make` is given variables or code on its command line (SHELL=, --eval), which can run any program');
         }
         return;
@@ -835,7 +904,11 @@ class Walk {
    * not; `names` are the option letters whose value is a variable name, `values` those whose value is
    * anything else, `operands` which words after the options are names.
    */
-  private namesAfterOptions(base: string, args: readonly (string | null)[], spec: { values: string; names: string; operands: 'all' | 'first' | 'second' | 'none'; numeric?: boolean }): void {
+  private namesAfterOptions(
+    base: string,
+    args: readonly (string | null)[],
+    spec: { values: string; names: string; operands: 'all' | 'first' | 'second' | 'none'; numeric?: boolean },
+  ): void {
     const where = `\`${base}\``;
     const write = spec.numeric ? 'numeric' : 'text';
     let i = 0;
@@ -861,7 +934,14 @@ class Walk {
       }
     }
     const operands = args.slice(i);
-    const names = spec.operands === 'all' ? operands : spec.operands === 'first' ? operands.slice(0, 1) : spec.operands === 'second' ? operands.slice(1, 2) : [];
+    const names =
+      spec.operands === 'all'
+        ? operands
+        : spec.operands === 'first'
+          ? operands.slice(0, 1)
+          : spec.operands === 'second'
+            ? operands.slice(1, 2)
+            : [];
     for (const name of names) this.nameArgument(name ?? null, where, write);
   }
 
@@ -909,7 +989,10 @@ class Walk {
         i++;
         break;
       }
-      const [option, attached] = word.startsWith('--') && word.includes('=') ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)] : [word, undefined];
+      const [option, attached] =
+        word.startsWith('--') && word.includes('=')
+          ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]
+          : [word, undefined];
       if (spec.codeOptions?.includes(option)) {
         code = attached ?? args[i + 1];
         i += attached === undefined ? 2 : 1;
@@ -989,8 +1072,10 @@ class Walk {
     let i = 0;
     while (i < args.length) {
       const word = args[i];
-      if (word === null || word === undefined) return say('is given a word the policy cannot read, which could be an option that runs a command');
-      if (word === '-c' || word.startsWith('--config-env') || word.startsWith('-c')) return say('is given configuration on its command line (-c), which can make it run any program');
+      if (word === null || word === undefined)
+        return say('is given a word the policy cannot read, which could be an option that runs a command');
+      if (word === '-c' || word.startsWith('--config-env') || word.startsWith('-c'))
+        return say('is given configuration on its command line (-c), which can make it run any program');
       if (word === '--exec-path' || word.startsWith('--exec-path=')) return say('is told where its own programs are (--exec-path)');
       if (['-C', '--git-dir', '--work-tree', '--namespace'].includes(word)) i += 2;
       else if (word.startsWith('-')) i++;
@@ -1000,10 +1085,15 @@ class Walk {
     const rest = args.slice(i + 1);
     if (sub === 'submodule' && rest.includes('foreach')) return say('`submodule foreach` runs a command in each submodule');
     if (sub === 'bisect' && rest[0] === 'run') return say('`bisect run` runs a command');
-    if (sub === 'rebase' && rest.some((arg) => arg === null || arg === '-x' || arg.startsWith('--exec') || /^-[a-zA-Z]*x/.test(arg))) return say('`rebase --exec` runs a command');
+    if (sub === 'rebase' && rest.some((arg) => arg === null || arg === '-x' || arg.startsWith('--exec') || /^-[a-zA-Z]*x/.test(arg)))
+      return say('`rebase --exec` runs a command');
     if (sub === 'filter-branch' || sub === 'filter-repo') return say(`\`${sub}\` runs commands it is given`);
-    if (sub === 'difftool' && rest.some((arg) => arg === null || arg === '-x' || arg.startsWith('--extcmd'))) return say('`difftool -x` runs a command');
-    if (sub === 'config' && !rest.some((arg) => arg !== null && /^(--get|--get-all|--get-regexp|-l|--list|--get-urlmatch|get|list)$/.test(arg))) {
+    if (sub === 'difftool' && rest.some((arg) => arg === null || arg === '-x' || arg.startsWith('--extcmd')))
+      return say('`difftool -x` runs a command');
+    if (
+      sub === 'config' &&
+      !rest.some((arg) => arg !== null && /^(--get|--get-all|--get-regexp|-l|--list|--get-urlmatch|get|list)$/.test(arg))
+    ) {
       return say('`config` can set aliases, hooks or helpers that run commands later');
     }
   }
@@ -1023,7 +1113,8 @@ class Walk {
     };
     for (let i = 0; i < args.length; i++) {
       const word = args[i];
-      if (word === null || word === undefined) return say('is given a word the analysis cannot read, which could be a script or an option (-e, -f)');
+      if (word === null || word === undefined)
+        return say('is given a word the analysis cannot read, which could be a script or an option (-e, -f)');
       if (operandsOnly || !word.startsWith('-') || word === '-') {
         if (!explicit && scripts.length === 0) scripts.push(word);
         continue;
@@ -1033,7 +1124,9 @@ class Walk {
         continue;
       }
       if (word.startsWith('--')) {
-        const [option, attached] = word.includes('=') ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)] : [word, undefined];
+        const [option, attached] = word.includes('=')
+          ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]
+          : [word, undefined];
         if ('--expression'.startsWith(option) && option.length > 2) {
           explicit = true;
           scripts.push(attached ?? args[++i] ?? null);
@@ -1060,7 +1153,8 @@ class Walk {
         if (letter === 'i') break;
       }
     }
-    if (scripts.some((script) => script === null || sedRunsCommands(script))) return say('is given a script that can run commands (its `e` command or `s///e`)');
+    if (scripts.some((script) => script === null || sedRunsCommands(script)))
+      return say('is given a script that can run commands (its `e` command or `s///e`)');
     return 'read';
   }
 }
@@ -1075,7 +1169,10 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
   const always = runsOtherPrograms([program]);
   if (always) return always;
   if (!mayRunOtherPrograms(program)) return null;
-  return { word: '…', why: `\`${baseName(program)}\` is given a word the analysis cannot read, which could be one that makes it run another program` };
+  return {
+    word: '…',
+    why: `\`${baseName(program)}\` is given a word the analysis cannot read, which could be one that makes it run another program`,
+  };
 }
 
 function literalPrefix(words: readonly (string | null)[]): string[] {

@@ -75,7 +75,10 @@ export function loadShellParser(): Promise<void> {
       state = { status: 'ready', parser };
     },
     (error: unknown) => {
-      state = { status: 'failed', reason: `the shell parser could not be loaded (${error instanceof Error ? error.message : String(error)})` };
+      state = {
+        status: 'failed',
+        reason: `the shell parser could not be loaded (${error instanceof Error ? error.message : String(error)})`,
+      };
     },
   );
   state = { status: 'loading', ready };

@@ -15,12 +15,50 @@ import { assertRootsApartFromDataDir, type Policy } from './policy-file.js';
  * work. /var, /opt, /srv and the homes' parent are refused only as themselves: projects and temp
  * folders live below them (macOS keeps its temp folders under /var/folders).
  */
-const SYSTEM_TREES_POSIX = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/run', '/sbin', '/sys', '/usr', '/System', '/Library', '/Applications', '/private/etc', '/private/var/db'];
-const SYSTEM_FOLDERS_POSIX = ['/var', '/opt', '/srv', '/home', '/Users', '/root', '/mnt', '/media', '/Volumes', '/private', '/private/var', '/tmp', '/private/tmp'];
+const SYSTEM_TREES_POSIX = [
+  '/bin',
+  '/boot',
+  '/dev',
+  '/etc',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/proc',
+  '/run',
+  '/sbin',
+  '/sys',
+  '/usr',
+  '/System',
+  '/Library',
+  '/Applications',
+  '/private/etc',
+  '/private/var/db',
+];
+const SYSTEM_FOLDERS_POSIX = [
+  '/var',
+  '/opt',
+  '/srv',
+  '/home',
+  '/Users',
+  '/root',
+  '/mnt',
+  '/media',
+  '/Volumes',
+  '/private',
+  '/private/var',
+  '/tmp',
+  '/private/tmp',
+];
 
 function systemTreesWindows(env: NodeJS.ProcessEnv): string[] {
   const systemRoot = env.SystemRoot ?? 'C:\\Windows';
-  return [systemRoot, env.ProgramFiles ?? 'C:\\Program Files', env['ProgramFiles(x86)'] ?? 'C:\\Program Files (x86)', env.ProgramData ?? 'C:\\ProgramData'];
+  return [
+    systemRoot,
+    env.ProgramFiles ?? 'C:\\Program Files',
+    env['ProgramFiles(x86)'] ?? 'C:\\Program Files (x86)',
+    env.ProgramData ?? 'C:\\ProgramData',
+  ];
 }
 
 const foldCase = (p: string) => (process.platform === 'darwin' || process.platform === 'win32' ? p.toLowerCase() : p);
@@ -48,10 +86,15 @@ const refused = (message: string, details: Record<string, unknown>) => new Execu
  * Checked on the real path (a symlink to /etc is /etc). The data directory is checked both ways
  * (the root may neither contain it nor lie inside it) by the same rule the policy file obeys.
  */
-export function checkWorkspaceRoot(input: string, dataDir: string, options: { home?: string; env?: NodeJS.ProcessEnv; uid?: number; accounts?: AccountFiles } = {}): string {
+export function checkWorkspaceRoot(
+  input: string,
+  dataDir: string,
+  options: { home?: string; env?: NodeJS.ProcessEnv; uid?: number; accounts?: AccountFiles } = {},
+): string {
   const home = options.home ?? os.homedir();
   const trimmed = input.trim();
-  if (trimmed === '') throw refused('No folder was given. Type the full path of the folder your agents work in, like ~/projects/site.', { input });
+  if (trimmed === '')
+    throw refused('No folder was given. Type the full path of the folder your agents work in, like ~/projects/site.', { input });
   if (trimmed.includes('\0')) throw refused('The path holds a NUL character, which no folder name can.', { input });
   const expanded = expandHome(trimmed, home);
   if (!path.isAbsolute(expanded)) {
@@ -63,23 +106,35 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
     real = fs.realpathSync.native(resolved);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw refused(`${resolved} does not exist. Create the folder first, or pick one that exists.`, { input, path: resolved });
-    if (code === 'EACCES' || code === 'EPERM') throw refused(`${resolved} cannot be read by you. Pick a folder of your own.`, { input, path: resolved });
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw refused(`${resolved} does not exist. Create the folder first, or pick one that exists.`, { input, path: resolved });
+    if (code === 'EACCES' || code === 'EPERM')
+      throw refused(`${resolved} cannot be read by you. Pick a folder of your own.`, { input, path: resolved });
     throw refused(`${resolved} cannot be opened (${code ?? 'unknown error'}). Pick another folder.`, { input, path: resolved });
   }
-  if (!fs.statSync(real).isDirectory()) throw refused(`${resolved} is a file, not a folder. Pick the folder that holds your project.`, { input, path: resolved });
+  if (!fs.statSync(real).isDirectory())
+    throw refused(`${resolved} is a file, not a folder. Pick the folder that holds your project.`, { input, path: resolved });
   if (path.parse(real).root === real) {
-    throw refused(`${real} is the whole disk: every file on it would be open to your agents' steps. Pick the folder of one project.`, { input, path: real });
+    throw refused(`${real} is the whole disk: every file on it would be open to your agents' steps. Pick the folder of one project.`, {
+      input,
+      path: real,
+    });
   }
   if (isInside(real, realOrSame(home))) {
-    throw refused(`${real} holds your whole home folder (your keys, mail and settings are in it). Pick the folder of one project inside it, like ~/projects/site.`, { input, path: real });
+    throw refused(
+      `${real} holds your whole home folder (your keys, mail and settings are in it). Pick the folder of one project inside it, like ~/projects/site.`,
+      { input, path: real },
+    );
   }
   const env = options.env ?? process.env;
   const trees = process.platform === 'win32' ? systemTreesWindows(env) : SYSTEM_TREES_POSIX;
   const folders = process.platform === 'win32' ? [] : SYSTEM_FOLDERS_POSIX;
   const system = trees.find((tree) => isInside(tree, real)) ?? folders.find((folder) => foldCase(folder) === foldCase(real));
   if (system !== undefined) {
-    throw refused(`${real} is a system folder (${system}); steps there could break your computer. Pick the folder of one project, like ~/projects/site.`, { input, path: real });
+    throw refused(
+      `${real} is a system folder (${system}); steps there could break your computer. Pick the folder of one project, like ~/projects/site.`,
+      { input, path: real },
+    );
   }
   const shared = sharedFolderRefusal(real, options.uid ?? process.getuid?.(), options.accounts);
   if (shared) throw refused(shared.message, { input, path: real, ...shared.details });
@@ -92,8 +147,8 @@ export function checkWorkspaceRoot(input: string, dataDir: string, options: { ho
       foldCase(realOrSame(dataDirNamed)) === foldCase(real)
         ? `${real} is Executor's data directory, where steps may never write. Pick the folder your agents work in.`
         : isInside(realOrSame(dataDirNamed), real)
-        ? `${real} is inside Executor's data directory (${dataDirNamed}), where steps may never write. Pick the folder your agents work in.`
-        : `${real} holds Executor's data directory (${dataDirNamed}), with its keys and database; steps must never reach it. Pick a narrower folder.`,
+          ? `${real} is inside Executor's data directory (${dataDirNamed}), where steps may never write. Pick the folder your agents work in.`
+          : `${real} holds Executor's data directory (${dataDirNamed}), with its keys and database; steps must never reach it. Pick a narrower folder.`,
       { input, path: real, dataDir: dataDirNamed },
     );
   }
@@ -125,18 +180,33 @@ function otherGroupMembers(gid: number, uid: number | undefined, files: AccountF
   } catch {
     return 'unknown';
   }
-  const accounts = passwdText.split('\n').map((line) => line.split(':')).filter((fields) => fields.length >= 4);
+  const accounts = passwdText
+    .split('\n')
+    .map((line) => line.split(':'))
+    .filter((fields) => fields.length >= 4);
   const self = accounts.find((fields) => Number(fields[2]) === uid)?.[0];
-  const group = groupText.split('\n').map((line) => line.split(':')).find((fields) => fields.length >= 4 && Number(fields[2]) === gid);
+  const group = groupText
+    .split('\n')
+    .map((line) => line.split(':'))
+    .find((fields) => fields.length >= 4 && Number(fields[2]) === gid);
   if (!group) return 'unknown';
-  const members = new Set((group[3] ?? '').split(',').map((name) => name.trim()).filter((name) => name !== ''));
+  const members = new Set(
+    (group[3] ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+  );
   for (const fields of accounts) if (Number(fields[3]) === gid && fields[0] !== undefined) members.add(fields[0]);
   if (self !== undefined) members.delete(self);
   return [...members].sort();
 }
 
 /** Who besides the person may write in a folder of this mode: every user, a group's other members, or nobody. */
-function sharedWriters(stat: fs.Stats, uid: number | undefined, files: AccountFiles): { everyone: true } | { group: number; members: string[] | 'unknown' } | null {
+function sharedWriters(
+  stat: fs.Stats,
+  uid: number | undefined,
+  files: AccountFiles,
+): { everyone: true } | { group: number; members: string[] | 'unknown' } | null {
   if (stat.mode & WORLD_WRITABLE) return { everyone: true };
   if (!(stat.mode & GROUP_WRITABLE)) return null;
   const members = otherGroupMembers(stat.gid, uid, files);
@@ -145,7 +215,8 @@ function sharedWriters(stat: fs.Stats, uid: number | undefined, files: AccountFi
 
 function writersWords(writers: { everyone: true } | { group: number; members: string[] | 'unknown' }): string {
   if ('everyone' in writers) return 'every user of this computer can write to';
-  if (writers.members === 'unknown') return `the members of group ${writers.group} (which this computer's account files do not list) can write to`;
+  if (writers.members === 'unknown')
+    return `the members of group ${writers.group} (which this computer's account files do not list) can write to`;
   const shown = writers.members.slice(0, 3).join(', ') + (writers.members.length > 3 ? ` and ${writers.members.length - 3} more` : '');
   return `other members of its group (gid ${writers.group}: ${shown}) can write to`;
 }
@@ -163,7 +234,11 @@ function writersWords(writers: { everyone: true } | { group: number; members: st
  * A group that is the person's own private group (no other member) shares nothing.
  * Windows folders have ACLs, not these bits: not checked here.
  */
-function sharedFolderRefusal(real: string, uid: number | undefined, files: AccountFiles = {}): { message: string; details: Record<string, unknown> } | null {
+function sharedFolderRefusal(
+  real: string,
+  uid: number | undefined,
+  files: AccountFiles = {},
+): { message: string; details: Record<string, unknown> } | null {
   if (process.platform === 'win32') return null;
   const stat = fs.statSync(real);
   const writers = sharedWriters(stat, uid, files);
@@ -189,7 +264,10 @@ function sharedFolderRefusal(real: string, uid: number | undefined, files: Accou
           details: { [key]: parent },
         };
       }
-      const foreign = uid === undefined ? undefined : below.map((folder) => ({ folder, owner: fs.statSync(folder).uid })).find((entry) => entry.owner !== uid);
+      const foreign =
+        uid === undefined
+          ? undefined
+          : below.map((folder) => ({ folder, owner: fs.statSync(folder).uid })).find((entry) => entry.owner !== uid);
       if (foreign) {
         return {
           message: `${real} is inside ${parent}, which ${writersWords(parentWriters)}, and ${foreign.folder === real ? 'it' : foreign.folder} belongs to another user (uid ${foreign.owner}), who decides what is in it and could change it while a step works. ${OWN_FOLDER_ADVICE}`,

@@ -11,7 +11,10 @@ export const FAILURE_STREAK_LIMIT = 3;
 const FAILING: ReadonlySet<ToolCallOutcome> = new Set(['FAILED', 'ERROR', 'DENIED']);
 
 /** `recent` is the tool's newest outcomes first; answers the repeated code when the streak is reached. */
-export function repeatedFailure(recent: readonly { outcome: ToolCallOutcome | null; errorCode: string | null }[], limit = FAILURE_STREAK_LIMIT): string | null {
+export function repeatedFailure(
+  recent: readonly { outcome: ToolCallOutcome | null; errorCode: string | null }[],
+  limit = FAILURE_STREAK_LIMIT,
+): string | null {
   if (recent.length < limit) return null;
   const streak = recent.slice(0, limit);
   const code = streak[0]!.errorCode;

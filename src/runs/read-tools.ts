@@ -23,7 +23,10 @@ const SEARCH_LINE_CHARACTERS = 300;
 /** Trees a search never walks: they are big and rarely what a task means. */
 const SKIPPED_FOLDERS = new Set(['.git', 'node_modules']);
 
-export type ReadOutcome = { outcome: 'READ'; result: string } | { outcome: 'DENIED'; result: string; code: string } | { outcome: 'FAILED'; result: string; code: string };
+export type ReadOutcome =
+  | { outcome: 'READ'; result: string }
+  | { outcome: 'DENIED'; result: string; code: string }
+  | { outcome: 'FAILED'; result: string; code: string };
 
 export interface ReadToolEnvironment {
   policy: Policy;
@@ -52,13 +55,17 @@ function resolve(requested: string, env: ReadToolEnvironment, folder = false): R
 function secretGlobOf(resolved: Resolved, env: ReadToolEnvironment): string | undefined {
   const options = { caseInsensitive: filesystemIgnoresCase(resolved.root) };
   // Above the root counts too: with a root inside ~/.aws, "credentials" is still ~/.aws/credentials.
-  return matchingSecretGlob(resolved.relativePath, env.policy.secretGlobs, options) ?? matchingSecretGlob(absoluteForMatching(resolved.realPath), env.policy.secretGlobs, options);
+  return (
+    matchingSecretGlob(resolved.relativePath, env.policy.secretGlobs, options) ??
+    matchingSecretGlob(absoluteForMatching(resolved.realPath), env.policy.secretGlobs, options)
+  );
 }
 
 function failure(error: unknown, shown: string): ReadOutcome {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return { outcome: 'FAILED', code: 'NOT_FOUND', result: `${shown} does not exist.` };
-  if (code === 'EACCES' || code === 'EPERM') return { outcome: 'FAILED', code: 'PERMISSION_DENIED', result: `${shown} may not be read (permission denied).` };
+  if (code === 'EACCES' || code === 'EPERM')
+    return { outcome: 'FAILED', code: 'PERMISSION_DENIED', result: `${shown} may not be read (permission denied).` };
   if (error instanceof ExecutorError) return { outcome: 'FAILED', code: error.code, result: error.message };
   return { outcome: 'FAILED', code: 'INTERNAL', result: `${shown} could not be read: ${(error as Error).message}` };
 }
@@ -69,11 +76,21 @@ export async function readFileTool(args: RunToolArgs<'read_file'>, env: ReadTool
   const resolved = resolve(args.path, env);
   if ('outcome' in resolved) return resolved;
   const secret = secretGlobOf(resolved, env);
-  if (secret) return { outcome: 'DENIED', code: 'SECRET_PATH', result: `${resolved.relativePath} matches the secret pattern "${secret}": secret files are never sent to the model.` };
+  if (secret)
+    return {
+      outcome: 'DENIED',
+      code: 'SECRET_PATH',
+      result: `${resolved.relativePath} matches the secret pattern "${secret}": secret files are never sent to the model.`,
+    };
   try {
     // Looked at before it is opened: opening a FIFO or a device could block or have effects of its own.
     const before = await fs.promises.lstat(resolved.realPath);
-    if (!before.isFile()) return { outcome: 'FAILED', code: 'PATH_INVALID', result: `${resolved.relativePath} is not a regular file${before.isDirectory() ? ' (it is a folder: use list_dir)' : ''}.` };
+    if (!before.isFile())
+      return {
+        outcome: 'FAILED',
+        code: 'PATH_INVALID',
+        result: `${resolved.relativePath} is not a regular file${before.isDirectory() ? ' (it is a folder: use list_dir)' : ''}.`,
+      };
     const handle = await fs.promises.open(resolved.realPath, OPEN_FLAGS);
     try {
       const stat = await handle.stat();
@@ -82,7 +99,8 @@ export async function readFileTool(args: RunToolArgs<'read_file'>, env: ReadTool
       const buffer = Buffer.alloc(Math.min(READ_FILE_BYTES, stat.size - offset));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
       const chunk = buffer.subarray(0, bytesRead);
-      if (chunk.includes(0)) return { outcome: 'READ', result: `${resolved.relativePath} is a binary file of ${stat.size} bytes; it is not shown.` };
+      if (chunk.includes(0))
+        return { outcome: 'READ', result: `${resolved.relativePath} is a binary file of ${stat.size} bytes; it is not shown.` };
       const end = offset + bytesRead;
       const more = end < stat.size ? `\n… (${stat.size - end} more bytes; read on with offset ${end})` : '';
       return { outcome: 'READ', result: chunk.toString('utf8') + more };
@@ -105,7 +123,10 @@ export async function listDirTool(args: RunToolArgs<'list_dir'>, env: ReadToolEn
       if (entry.isDirectory()) lines.push(`${entry.name}/`);
       else if (entry.isSymbolicLink()) lines.push(`${entry.name} (link)`);
       else {
-        const size = await fs.promises.lstat(path.join(resolved.realPath, entry.name)).then((stat) => stat.size, () => null);
+        const size = await fs.promises.lstat(path.join(resolved.realPath, entry.name)).then(
+          (stat) => stat.size,
+          () => null,
+        );
         lines.push(size === null ? entry.name : `${entry.name} (${size} bytes)`);
       }
     }
@@ -114,7 +135,8 @@ export async function listDirTool(args: RunToolArgs<'list_dir'>, env: ReadToolEn
     return { outcome: 'READ', result: lines.length ? lines.join('\n') : `${where} is empty.` };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') return { outcome: 'FAILED', code: 'PATH_INVALID', result: `${resolved.relativePath} is a file, not a folder: use read_file.` };
+    if (code === 'ENOTDIR')
+      return { outcome: 'FAILED', code: 'PATH_INVALID', result: `${resolved.relativePath} is a file, not a folder: use read_file.` };
     return failure(error, resolved.relativePath || '.');
   }
 }
@@ -152,7 +174,8 @@ export async function searchFilesTool(args: RunToolArgs<'search_files'>, env: Re
         if (!content || content.includes(0)) continue;
         const lines = content.toString('utf8').split('\n');
         for (let index = 0; index < lines.length && matches.length < SEARCH_MATCHES; index++) {
-          if (lines[index]!.toLowerCase().includes(needle)) matches.push(`${relative}:${index + 1}: ${lines[index]!.slice(0, SEARCH_LINE_CHARACTERS)}`);
+          if (lines[index]!.toLowerCase().includes(needle))
+            matches.push(`${relative}:${index + 1}: ${lines[index]!.slice(0, SEARCH_LINE_CHARACTERS)}`);
         }
         if (matches.length >= SEARCH_MATCHES) break;
       }
@@ -171,5 +194,10 @@ export async function searchFilesTool(args: RunToolArgs<'search_files'>, env: Re
 export function kbSearchTool(args: RunToolArgs<'kb_search'>, env: ReadToolEnvironment): ReadOutcome {
   const entries = env.kbSearch(args.query);
   if (entries.length === 0) return { outcome: 'READ', result: `No knowledge-base entry matches "${args.query}".` };
-  return { outcome: 'READ', result: JSON.stringify(entries.map((entry) => ({ entryId: entry.entryId, title: entry.title, tags: entry.tags, content: entry.content.slice(0, 4000) }))) };
+  return {
+    outcome: 'READ',
+    result: JSON.stringify(
+      entries.map((entry) => ({ entryId: entry.entryId, title: entry.title, tags: entry.tags, content: entry.content.slice(0, 4000) })),
+    ),
+  };
 }

@@ -21,7 +21,8 @@ export function dailyBudgetVerdict(turns: readonly { startedAt: string; tokens: 
   let remaining = used;
   for (const turn of turns) {
     remaining -= turn.tokens;
-    if (remaining < budget) return { used, budget, over: true, refillsAt: new Date(Math.max(now, Date.parse(turn.startedAt) + BUDGET_WINDOW_MS)).toISOString() };
+    if (remaining < budget)
+      return { used, budget, over: true, refillsAt: new Date(Math.max(now, Date.parse(turn.startedAt) + BUDGET_WINDOW_MS)).toISOString() };
   }
   return { used, budget, over: true, refillsAt: new Date(now + BUDGET_WINDOW_MS).toISOString() };
 }

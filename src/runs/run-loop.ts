@@ -3,7 +3,16 @@ import { performance } from 'node:perf_hooks';
 import type { AuditEvent } from '../domain/audit-event.js';
 import type { Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
-import { isRunActive, READ_ONLY_RUN_TOOLS, type AgentQuestion, type RunEndReason, type RunStatus, type RunTool, type RunTraceEntry, type ToolCallOutcome } from '../domain/run.js';
+import {
+  isRunActive,
+  READ_ONLY_RUN_TOOLS,
+  type AgentQuestion,
+  type RunEndReason,
+  type RunStatus,
+  type RunTool,
+  type RunTraceEntry,
+  type ToolCallOutcome,
+} from '../domain/run.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { Policy } from '../policy/policy-file.js';
 import { KbRepository } from '../store/kb-repository.js';
@@ -97,7 +106,10 @@ export class RunLoop {
         const turn = await this.modelTurn();
         this.checkStopped();
         if (turn.toolCalls.length === 0) {
-          return this.host.end(this.runId, 'completed', { code: 'completed', message: turn.text.trim() === '' ? 'The model ended the run without a summary.' : turn.text });
+          return this.host.end(this.runId, 'completed', {
+            code: 'completed',
+            message: turn.text.trim() === '' ? 'The model ended the run without a summary.' : turn.text,
+          });
         }
         const after = this.limitAfterTurn();
         if (after) return this.host.end(this.runId, 'failed', after);
@@ -114,7 +126,10 @@ export class RunLoop {
   }
 
   /** Moves the run's status while it is active; `onlyFrom` limits which states it moves from. */
-  private moveTo(status: RunStatus, fields: { waitingStepId?: string | null; questionId?: string | null; onlyFrom?: RunStatus[] } = {}): void {
+  private moveTo(
+    status: RunStatus,
+    fields: { waitingStepId?: string | null; questionId?: string | null; onlyFrom?: RunStatus[] } = {},
+  ): void {
     const moved = this.host.transact(() => {
       const current = this.store.status(this.runId);
       if (!isRunActive(current) || current === status) return false;
@@ -129,13 +144,22 @@ export class RunLoop {
     const summary = this.store.summary(this.runId);
     const { counters, limits } = summary;
     if (counters.iterations >= limits.maxIterations) {
-      return { code: 'MAX_ITERATIONS', message: `The run reached its limit of ${limits.maxIterations} iterations without finishing. Start a new run with more (--max-iterations), or a narrower task.` };
+      return {
+        code: 'MAX_ITERATIONS',
+        message: `The run reached its limit of ${limits.maxIterations} iterations without finishing. Start a new run with more (--max-iterations), or a narrower task.`,
+      };
     }
     if (counters.inputTokens + counters.outputTokens >= limits.maxTokens) {
-      return { code: 'RUN_BUDGET_EXCEEDED', message: `The run used ${counters.inputTokens + counters.outputTokens} tokens, its budget is ${limits.maxTokens} (policy runs.maxTokensPerRun).` };
+      return {
+        code: 'RUN_BUDGET_EXCEEDED',
+        message: `The run used ${counters.inputTokens + counters.outputTokens} tokens, its budget is ${limits.maxTokens} (policy runs.maxTokensPerRun).`,
+      };
     }
     if (counters.wallMs >= limits.maxWallMs) {
-      return { code: 'RUN_BUDGET_EXCEEDED', message: `The run has been going for ${Math.round(counters.wallMs / 1000)} s, its limit is ${Math.round(limits.maxWallMs / 1000)} s (policy runs.maxWallSecondsPerRun).` };
+      return {
+        code: 'RUN_BUDGET_EXCEEDED',
+        message: `The run has been going for ${Math.round(counters.wallMs / 1000)} s, its limit is ${Math.round(limits.maxWallMs / 1000)} s (policy runs.maxWallSecondsPerRun).`,
+      };
     }
     return this.dailyBudgetSpent();
   }
@@ -143,10 +167,16 @@ export class RunLoop {
   private limitAfterTurn(): RunEndReason | null {
     const { counters, limits } = this.store.summary(this.runId);
     if (counters.toolCalls > limits.maxToolCalls) {
-      return { code: 'RUN_BUDGET_EXCEEDED', message: `The model asked for ${counters.toolCalls} tool calls, the run's budget is ${limits.maxToolCalls} (policy runs.maxToolCallsPerRun).` };
+      return {
+        code: 'RUN_BUDGET_EXCEEDED',
+        message: `The model asked for ${counters.toolCalls} tool calls, the run's budget is ${limits.maxToolCalls} (policy runs.maxToolCallsPerRun).`,
+      };
     }
     if (counters.inputTokens + counters.outputTokens > limits.maxTokens) {
-      return { code: 'RUN_BUDGET_EXCEEDED', message: `The run used ${counters.inputTokens + counters.outputTokens} tokens, its budget is ${limits.maxTokens} (policy runs.maxTokensPerRun).` };
+      return {
+        code: 'RUN_BUDGET_EXCEEDED',
+        message: `The run used ${counters.inputTokens + counters.outputTokens} tokens, its budget is ${limits.maxTokens} (policy runs.maxTokensPerRun).`,
+      };
     }
     return this.dailyBudgetSpent();
   }
@@ -230,7 +260,8 @@ export class RunLoop {
     const parsed = parseToolCall(call.name, call.arguments, this.tools);
     if (!parsed.ok) return this.resolve(call, { outcome: 'ERROR', result: parsed.message, errorCode: parsed.code }, started);
     const tool = parsed.tool;
-    if ((READ_ONLY_RUN_TOOLS as readonly RunTool[]).includes(tool)) return this.resolve(call, await this.readTool(tool, parsed.args), started);
+    if ((READ_ONLY_RUN_TOOLS as readonly RunTool[]).includes(tool))
+      return this.resolve(call, await this.readTool(tool, parsed.args), started);
     if (tool === 'ask_user') return this.ask(call, parsed.args as RunToolArgs<'ask_user'>, started);
     return this.step(call, tool, parsed.args, started);
   }
@@ -262,10 +293,22 @@ export class RunLoop {
       const expiresAt = new Date(askedAt.getTime() + this.policy().runs.questionExpirySeconds * 1000);
       question = this.host.transact((_db, append) => {
         if (!isRunActive(this.store.status(this.runId))) return null;
-        this.store.insertQuestion({ id: questionId, runId: this.runId, askedBy: `run ${this.runId}`, agent: null, text: args.question, askedAt: askedAt.toISOString(), expiresAt: expiresAt.toISOString() });
+        this.store.insertQuestion({
+          id: questionId,
+          runId: this.runId,
+          askedBy: `run ${this.runId}`,
+          agent: null,
+          text: args.question,
+          askedAt: askedAt.toISOString(),
+          expiresAt: expiresAt.toISOString(),
+        });
         this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() });
         this.store.setStatus(this.runId, 'awaiting_input', { questionId });
-        append({ kind: 'run.question', actor: runActor(this.runId), detail: { runId: this.runId, questionId, callId: call.call_id, text: args.question, expiresAt: expiresAt.toISOString() } });
+        append({
+          kind: 'run.question',
+          actor: runActor(this.runId),
+          detail: { runId: this.runId, questionId, callId: call.call_id, text: args.question, expiresAt: expiresAt.toISOString() },
+        });
         return this.store.question(questionId);
       });
       if (!question) throw new LoopStopped();
@@ -292,7 +335,14 @@ export class RunLoop {
           {
             planId: planIdFor(this.runId, call.iteration, call.position),
             purpose: `Run ${this.runId}, iteration ${call.iteration}: ${tool}`,
-            steps: [{ id: stepId, action: spec.action, args: spec.args, meta: { purpose: `${tool} asked by run ${this.runId}`, modelVersion: this.client.model.slice(0, 200) } }],
+            steps: [
+              {
+                id: stepId,
+                action: spec.action,
+                args: spec.args,
+                meta: { purpose: `${tool} asked by run ${this.runId}`, modelVersion: this.client.model.slice(0, 200) },
+              },
+            ],
           },
           runActor(this.runId),
         );
@@ -300,10 +350,16 @@ export class RunLoop {
         // A step the Executor would not take (bad arguments for the action, a rate limit) goes back to the model.
         const shaped = toErrorShape(error);
         if (shaped.code === 'STORAGE_FULL' || shaped.code === 'STORAGE_FAILED' || shaped.code === 'AUDIT_WRITE_FAILED') throw error;
-        return this.resolve(call, { outcome: 'ERROR', result: `The step was not accepted: ${shaped.message}`, errorCode: shaped.code }, started);
+        return this.resolve(
+          call,
+          { outcome: 'ERROR', result: `The step was not accepted: ${shaped.message}`, errorCode: shaped.code },
+          started,
+        );
       }
     }
-    this.host.transact(() => this.store.setCallStarted(this.runId, call.iteration, call.position, { stepId, startedAt: new Date(started).toISOString() }));
+    this.host.transact(() =>
+      this.store.setCallStarted(this.runId, call.iteration, call.position, { stepId, startedAt: new Date(started).toISOString() }),
+    );
     const record = await this.waitForStep(stepId);
     this.checkStopped();
     this.moveTo('running', { onlyFrom: ['awaiting_consent'] });
@@ -354,10 +410,17 @@ export class RunLoop {
     const durationMs = Date.now() - started;
     const bailout = this.host.transact(() => {
       if (!isRunActive(this.store.status(this.runId))) return null;
-      if (!call.started_at) this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() });
+      if (!call.started_at)
+        this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() });
       this.store.resolveCall(this.runId, call.iteration, call.position, { ...outcome, durationMs });
       this.store.appendMessages(this.runId, [
-        { role: 'tool', toolCallId: call.call_id, toolName: call.name, content: `${outcome.outcome}: ${outcome.result}`, isError: !SUCCESSFUL.has(outcome.outcome) },
+        {
+          role: 'tool',
+          toolCallId: call.call_id,
+          toolName: call.name,
+          content: `${outcome.outcome}: ${outcome.result}`,
+          isError: !SUCCESSFUL.has(outcome.outcome),
+        },
       ]);
       const status = this.store.status(this.runId);
       if (status !== 'running') this.store.setStatus(this.runId, 'running');

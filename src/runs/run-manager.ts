@@ -64,7 +64,11 @@ function shortEntry(entry: RunTraceEntry): RunTraceEntry {
   return {
     ...entry,
     text: boundedText(entry.text, SHORT_TEXT),
-    toolCalls: entry.toolCalls.map((call) => ({ ...call, arguments: boundedText(call.arguments, SHORT_FIELD), result: call.result === null ? null : boundedText(call.result, SHORT_FIELD) })),
+    toolCalls: entry.toolCalls.map((call) => ({
+      ...call,
+      arguments: boundedText(call.arguments, SHORT_FIELD),
+      result: call.result === null ? null : boundedText(call.result, SHORT_FIELD),
+    })),
   };
 }
 
@@ -158,14 +162,25 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const root = this.rootFor(params.root, policy.workspaceRoots);
     const settings = modelSettingsFor(policy, params.model);
     if (!settings) {
-      throw new ExecutorError('MODEL_NOT_CONFIGURED', 'No model is set up for runs. Name one in Settings → Model, or for this run: `executor run "TASK" --provider openai --base-url http://127.0.0.1:11434/v1 --model llama3.1`.');
+      throw new ExecutorError(
+        'MODEL_NOT_CONFIGURED',
+        'No model is set up for runs. Name one in Settings → Model, or for this run: `executor run "TASK" --provider openai --base-url http://127.0.0.1:11434/v1 --model llama3.1`.',
+      );
     }
     const busy = this.store.activeRunsInRoot(root);
     if (busy.length >= policy.runs.concurrentPerRoot) {
-      throw new ExecutorError('RUN_BUSY', `Run ${busy[0]} is still active in ${root} (the policy allows ${policy.runs.concurrentPerRoot} at once there, runs.concurrentPerRoot). Wait for it, or cancel it with \`executor runs cancel ${busy[0]}\`.`, { root, activeRuns: busy });
+      throw new ExecutorError(
+        'RUN_BUSY',
+        `Run ${busy[0]} is still active in ${root} (the policy allows ${policy.runs.concurrentPerRoot} at once there, runs.concurrentPerRoot). Wait for it, or cancel it with \`executor runs cancel ${busy[0]}\`.`,
+        { root, activeRuns: busy },
+      );
     }
     const now = Date.now();
-    const budget = dailyBudgetVerdict(this.store.turnsSince(new Date(now - BUDGET_WINDOW_MS).toISOString()), policy.runs.dailyTokenBudget, now);
+    const budget = dailyBudgetVerdict(
+      this.store.turnsSince(new Date(now - BUDGET_WINDOW_MS).toISOString()),
+      policy.runs.dailyTokenBudget,
+      now,
+    );
     if (budget.over) {
       throw new ExecutorError(
         'RUN_BUDGET_EXCEEDED',
@@ -211,7 +226,20 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
         { role: 'user', content: params.task },
       ]);
       // Never the key: only which model, where, and what the run may do.
-      append({ kind: 'run.started', actor, detail: { runId, task: params.task, provider: settings.provider, model: settings.model, baseUrl: settings.baseUrl ?? null, root, tools, limits } });
+      append({
+        kind: 'run.started',
+        actor,
+        detail: {
+          runId,
+          task: params.task,
+          provider: settings.provider,
+          model: settings.model,
+          baseUrl: settings.baseUrl ?? null,
+          root,
+          tools,
+          limits,
+        },
+      });
     });
     this.launch(runId, client);
     const summary = this.store.summary(runId);
@@ -221,7 +249,10 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
 
   private rootFor(requested: string | undefined, roots: readonly string[]): string {
     if (roots.length === 0) {
-      throw new ExecutorError('ROOT_REFUSED', 'No workspace folder is set up, so a run has nowhere to work. Add one with `executor roots add DIR` or in the window, then start the run again.');
+      throw new ExecutorError(
+        'ROOT_REFUSED',
+        'No workspace folder is set up, so a run has nowhere to work. Add one with `executor roots add DIR` or in the window, then start the run again.',
+      );
     }
     if (requested === undefined) return roots[0]!;
     const real = (p: string) => {
@@ -233,7 +264,12 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     };
     const wanted = real(requested);
     const match = roots.find((root) => root === requested || real(root) === wanted);
-    if (!match) throw new ExecutorError('ROOT_REFUSED', `${requested} is not one of the workspace folders (${roots.join(', ')}). Add it first with \`executor roots add ${requested}\`.`, { root: requested, roots });
+    if (!match)
+      throw new ExecutorError(
+        'ROOT_REFUSED',
+        `${requested} is not one of the workspace folders (${roots.join(', ')}). Add it first with \`executor roots add ${requested}\`.`,
+        { root: requested, roots },
+      );
     return match;
   }
 
@@ -244,7 +280,11 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     let modelClient = client;
     if (!modelClient) {
       try {
-        const settings = modelSettingsFor(this.executor.getPolicy(), { provider: summary.model.provider, model: summary.model.model, ...(summary.model.baseUrl ? { baseUrl: summary.model.baseUrl } : {}) })!;
+        const settings = modelSettingsFor(this.executor.getPolicy(), {
+          provider: summary.model.provider,
+          model: summary.model.model,
+          ...(summary.model.baseUrl ? { baseUrl: summary.model.baseUrl } : {}),
+        })!;
         modelClient = this.createClient(settings, this.storedApiKey(settings.provider));
       } catch (error) {
         const shaped = toErrorShape(error);
@@ -254,9 +294,15 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     }
     const controller = new AbortController();
     const remainingMs = summary.limits.maxWallMs - summary.counters.wallMs;
-    const wallTimer = setTimeout(() => {
-      this.end(runId, 'failed', { code: 'RUN_BUDGET_EXCEEDED', message: `The run reached its time limit of ${Math.round(summary.limits.maxWallMs / 1000)} s (policy runs.maxWallSecondsPerRun).` });
-    }, Math.min(MAX_TIMER_MS, Math.max(0, remainingMs)));
+    const wallTimer = setTimeout(
+      () => {
+        this.end(runId, 'failed', {
+          code: 'RUN_BUDGET_EXCEEDED',
+          message: `The run reached its time limit of ${Math.round(summary.limits.maxWallMs / 1000)} s (policy runs.maxWallSecondsPerRun).`,
+        });
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, remainingMs)),
+    );
     wallTimer.unref();
     const loop = new RunLoop(this, runId, modelClient, controller.signal);
     const entry: ActiveRun = { controller, wallTimer, done: Promise.resolve() };
@@ -291,7 +337,12 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
       for (const call of this.store.openCalls(runId)) {
         if (call.step_id) stepsToStop.push(call.step_id);
         const started = call.started_at ? Date.parse(call.started_at) : Date.now();
-        this.store.resolveCall(runId, call.iteration, call.position, { outcome: 'CANCELLED', result: `The run ended (${reason.code}) before this call did.`, errorCode: 'RUN_CANCELLED', durationMs: Date.now() - started });
+        this.store.resolveCall(runId, call.iteration, call.position, {
+          outcome: 'CANCELLED',
+          result: `The run ended (${reason.code}) before this call did.`,
+          errorCode: 'RUN_CANCELLED',
+          durationMs: Date.now() - started,
+        });
       }
       questions.push(...this.store.settleRunQuestions(runId, reason.code === 'QUESTION_EXPIRED' ? 'expired' : 'cancelled', now));
       this.store.setStatus(runId, status, { end: reason }, now);
@@ -309,7 +360,9 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     for (const stepId of stepsToStop) {
       const record = this.executor.getStep(stepId);
       if (['executed', 'failed', 'rejected', 'denied', 'expired', 'cancelled', 'interrupted', 'reverted'].includes(record.status)) continue;
-      this.executor.cancel(stepId, actor).catch((error: unknown) => this.log(`run ${runId}: its step ${stepId} could not be cancelled: ${toErrorShape(error).message}`));
+      this.executor
+        .cancel(stepId, actor)
+        .catch((error: unknown) => this.log(`run ${runId}: its step ${stepId} could not be cancelled: ${toErrorShape(error).message}`));
     }
     this.publish(runId);
   }
@@ -340,8 +393,16 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   async answer(runId: string, text: string, actor: Actor): Promise<RunSummary> {
     const summary = this.store.summary(runId);
     if (summary.status !== 'awaiting_input' || !summary.question) {
-      if (summary.endReason?.code === 'QUESTION_EXPIRED') throw new ExecutorError('QUESTION_EXPIRED', `Run ${runId}'s question expired unanswered, and the run was cancelled. Start a new run if the task still matters.`, { runId });
-      throw new ExecutorError('RUN_NOT_WAITING', `Run ${runId} is ${summary.status.replace('_', ' ')}; it waits on no question.`, { runId, status: summary.status });
+      if (summary.endReason?.code === 'QUESTION_EXPIRED')
+        throw new ExecutorError(
+          'QUESTION_EXPIRED',
+          `Run ${runId}'s question expired unanswered, and the run was cancelled. Start a new run if the task still matters.`,
+          { runId },
+        );
+      throw new ExecutorError('RUN_NOT_WAITING', `Run ${runId} is ${summary.status.replace('_', ' ')}; it waits on no question.`, {
+        runId,
+        status: summary.status,
+      });
     }
     await this.answerQuestion(summary.question.id, text, actor);
     return this.store.summary(runId);
@@ -350,7 +411,12 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   async cancel(runId: string, actor: Actor, reason?: string): Promise<RunSummary> {
     const summary = this.store.summary(runId);
     if (!isRunActive(summary.status)) return summary;
-    this.end(runId, 'cancelled', { code: 'RUN_CANCELLED', message: `Cancelled by ${actor.user} (${actor.channel})${reason ? `: ${reason}` : '.'}` }, actor);
+    this.end(
+      runId,
+      'cancelled',
+      { code: 'RUN_CANCELLED', message: `Cancelled by ${actor.user} (${actor.channel})${reason ? `: ${reason}` : '.'}` },
+      actor,
+    );
     return this.store.summary(runId);
   }
 
@@ -359,17 +425,32 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const stepIds = this.store.stepIds(runId);
     const shape = (steps: StepsRevertPreview['steps']) =>
       steps.map((step) => ({ ...step, files: step.files.map((file) => ({ path: file.path, state: file.state })) }));
-    if (stepIds.length === 0) throw new ExecutorError('NOT_REVERSIBLE', `Run ${runId} proposed no step, so there is nothing to revert.`, { runId });
+    if (stepIds.length === 0)
+      throw new ExecutorError('NOT_REVERSIBLE', `Run ${runId} proposed no step, so there is nothing to revert.`, { runId });
     if (isRunActive(summary.status) && !options.dryRun) {
-      throw new ExecutorError('RUN_BUSY', `Run ${runId} is still ${summary.status.replace('_', ' ')}; cancel it first (\`executor runs cancel ${runId}\`), then revert it.`, { runId });
+      throw new ExecutorError(
+        'RUN_BUSY',
+        `Run ${runId} is still ${summary.status.replace('_', ' ')}; cancel it first (\`executor runs cancel ${runId}\`), then revert it.`,
+        { runId },
+      );
     }
     const force = options.force === true;
     if (options.dryRun) {
       const preview = this.executor.previewRevertSteps(stepIds);
       return { runId, dryRun: true, steps: shape(preview.steps), conflicts: preview.conflicts, reverted: [], forced: false };
     }
-    const { reverted, preview } = await this.executor.revertSteps(`run ${runId}`, stepIds, actor, { force, refusal: (steps, forced) => runRevertRefusal(runId, steps, forced) });
-    return { runId, dryRun: false, steps: shape(preview.steps), conflicts: preview.conflicts, reverted, forced: force && preview.conflicts.length > 0 };
+    const { reverted, preview } = await this.executor.revertSteps(`run ${runId}`, stepIds, actor, {
+      force,
+      refusal: (steps, forced) => runRevertRefusal(runId, steps, forced),
+    });
+    return {
+      runId,
+      dryRun: false,
+      steps: shape(preview.steps),
+      conflicts: preview.conflicts,
+      reverted,
+      forced: force && preview.conflicts.length > 0,
+    };
   }
 
   askUser(actor: Actor, text: string, expirySeconds?: number): AgentQuestion {
@@ -379,8 +460,20 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const questionId = `q-${randomUUID()}`;
     const askedBy = actor.client ?? 'an agent';
     const question = this.transact((_db, append) => {
-      this.store.insertQuestion({ id: questionId, runId: null, askedBy, agent: actor.agent ?? null, text, askedAt: askedAt.toISOString(), expiresAt: new Date(askedAt.getTime() + seconds * 1000).toISOString() });
-      append({ kind: 'run.question', actor, detail: { runId: null, questionId, text, expiresAt: new Date(askedAt.getTime() + seconds * 1000).toISOString() } });
+      this.store.insertQuestion({
+        id: questionId,
+        runId: null,
+        askedBy,
+        agent: actor.agent ?? null,
+        text,
+        askedAt: askedAt.toISOString(),
+        expiresAt: new Date(askedAt.getTime() + seconds * 1000).toISOString(),
+      });
+      append({
+        kind: 'run.question',
+        actor,
+        detail: { runId: null, questionId, text, expiresAt: new Date(askedAt.getTime() + seconds * 1000).toISOString() },
+      });
       return this.store.question(questionId)!;
     });
     this.publishQuestion(question);
@@ -415,8 +508,17 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const now = new Date().toISOString();
     const answered = this.transact((_db, append) => {
       const current = this.store.question(questionId)!;
-      if (current.status === 'expired') throw new ExecutorError('QUESTION_EXPIRED', `The question expired at ${current.expiresAt}, unanswered${current.runId ? `, and run ${current.runId} was cancelled` : ''}.`, { questionId });
-      if (current.status !== 'waiting') throw new ExecutorError('RUN_NOT_WAITING', `The question is ${current.status} already; nothing waits on an answer.`, { questionId, status: current.status });
+      if (current.status === 'expired')
+        throw new ExecutorError(
+          'QUESTION_EXPIRED',
+          `The question expired at ${current.expiresAt}, unanswered${current.runId ? `, and run ${current.runId} was cancelled` : ''}.`,
+          { questionId },
+        );
+      if (current.status !== 'waiting')
+        throw new ExecutorError('RUN_NOT_WAITING', `The question is ${current.status} already; nothing waits on an answer.`, {
+          questionId,
+          status: current.status,
+        });
       this.store.settleQuestion(questionId, 'answered', text, now);
       if (current.runId && this.store.status(current.runId) === 'awaiting_input') this.store.setStatus(current.runId, 'running');
       append({ kind: 'run.answered', actor, detail: { runId: current.runId, questionId, answer: text } });
@@ -478,7 +580,10 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     const now = new Date().toISOString();
     for (const question of this.store.expiredQuestions(now)) {
       if (question.runId) {
-        this.end(question.runId, 'cancelled', { code: 'QUESTION_EXPIRED', message: `The question "${question.text.slice(0, 200)}" waited until ${question.expiresAt} without an answer (policy runs.questionExpirySeconds), so the run was cancelled.` });
+        this.end(question.runId, 'cancelled', {
+          code: 'QUESTION_EXPIRED',
+          message: `The question "${question.text.slice(0, 200)}" waited until ${question.expiresAt} without an answer (policy runs.questionExpirySeconds), so the run was cancelled.`,
+        });
         // A run that had already ended still leaves its question waiting: it expires all the same.
         this.transact(() => this.store.settleQuestion(question.id, 'expired', null, now));
       } else {
@@ -491,4 +596,3 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     this.armQuestionExpiry();
   }
 }
-

@@ -14,13 +14,22 @@ interface PreviewStep {
 }
 
 export function runRevertRefusal(runId: string, steps: readonly PreviewStep[], force: boolean): ExecutorError | null {
-  const skipped = steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
+  const skipped = steps
+    .filter((entry) => entry.state === 'skip')
+    .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
   if (skipped.length === steps.length) {
-    return new ExecutorError('NOT_REVERSIBLE', `Run ${runId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`, { runId, skipped });
+    return new ExecutorError(
+      'NOT_REVERSIBLE',
+      `Run ${runId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`,
+      { runId, skipped },
+    );
   }
   const conflicting = steps.filter((entry) => entry.state === 'conflict');
   if (conflicting.length === 0 || force) return null;
-  const conflicts = conflicting.map((entry) => ({ stepId: entry.stepId, paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path) }));
+  const conflicts = conflicting.map((entry) => ({
+    stepId: entry.stepId,
+    paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path),
+  }));
   return new ExecutorError(
     'REVERT_CONFLICT',
     `Run ${runId} was not reverted: files changed after ${conflicting.length === 1 ? 'its step' : 'its steps'} ${conflicts.map((entry) => `${entry.stepId} (${entry.paths.join(', ')})`).join('; ')}. Nothing was reverted. \`executor runs revert ${runId} --force\` keeps what is there now as a backup, so it can be undone.`,

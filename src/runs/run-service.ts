@@ -1,5 +1,14 @@
 import type { Actor } from '../domain/actor.js';
-import type { AgentQuestion, RunDetail, RunPage, RunRevertResult, RunStatus, RunSummary, RunTracePage, StartRunParams } from '../domain/run.js';
+import type {
+  AgentQuestion,
+  RunDetail,
+  RunPage,
+  RunRevertResult,
+  RunStatus,
+  RunSummary,
+  RunTracePage,
+  StartRunParams,
+} from '../domain/run.js';
 
 /**
  * What the host's IPC handlers ask of agent runs (src/ipc/server/handlers.ts). The host's RunManager

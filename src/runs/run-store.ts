@@ -159,7 +159,12 @@ export class RunStore {
 
   private row(runId: string): RunRow {
     const row = this.db.prepare('SELECT * FROM runs WHERE run_id = ?').get(runId) as RunRow | undefined;
-    if (!row) throw new ExecutorError('RUN_NOT_FOUND', `There is no run with id ${runId}. \`executor runs list\` shows the runs of this data directory.`, { runId });
+    if (!row)
+      throw new ExecutorError(
+        'RUN_NOT_FOUND',
+        `There is no run with id ${runId}. \`executor runs list\` shows the runs of this data directory.`,
+        { runId },
+      );
     return row;
   }
 
@@ -196,9 +201,17 @@ export class RunStore {
         outputTokens: storedCount(row.output_tokens),
         wallMs: Math.max(0, endAt - Date.parse(row.created_at)),
       },
-      limits: { maxIterations: row.max_iterations, maxTokens: row.max_tokens, maxToolCalls: row.max_tool_calls, maxWallMs: row.max_wall_ms },
+      limits: {
+        maxIterations: row.max_iterations,
+        maxTokens: row.max_tokens,
+        maxToolCalls: row.max_tool_calls,
+        maxWallMs: row.max_wall_ms,
+      },
       endReason,
-      question: row.status === 'awaiting_input' && question ? { id: question.id, text: question.text, askedAt: question.askedAt, expiresAt: question.expiresAt } : null,
+      question:
+        row.status === 'awaiting_input' && question
+          ? { id: question.id, text: question.text, askedAt: question.askedAt, expiresAt: question.expiresAt }
+          : null,
       waitingStepId: row.status === 'awaiting_consent' ? row.waiting_step_id : null,
       startedBy: JSON.parse(row.started_by_json) as RunSummary['startedBy'],
     };
@@ -225,24 +238,47 @@ export class RunStore {
       .all(...args, limit + 1) as RunRow[];
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { runs: page.map((row) => this.toSummary(row, now)), nextCursor: rows.length > limit && last ? `${last.created_at}|${last.run_id}` : null };
+    return {
+      runs: page.map((row) => this.toSummary(row, now)),
+      nextCursor: rows.length > limit && last ? `${last.created_at}|${last.run_id}` : null,
+    };
   }
 
   /** Runs a restart must pick up again. */
   activeRunIds(): string[] {
-    return (this.db.prepare(`SELECT run_id FROM runs WHERE status IN ('created', 'running', 'awaiting_consent', 'awaiting_input') ORDER BY created_at`).pluck().all() as string[]);
+    return this.db
+      .prepare(`SELECT run_id FROM runs WHERE status IN ('created', 'running', 'awaiting_consent', 'awaiting_input') ORDER BY created_at`)
+      .pluck()
+      .all() as string[];
   }
 
   activeRunsInRoot(root: string): string[] {
-    return this.db.prepare(`SELECT run_id FROM runs WHERE root = ? AND status IN ('created', 'running', 'awaiting_consent', 'awaiting_input')`).pluck().all(root) as string[];
+    return this.db
+      .prepare(`SELECT run_id FROM runs WHERE root = ? AND status IN ('created', 'running', 'awaiting_consent', 'awaiting_input')`)
+      .pluck()
+      .all(root) as string[];
   }
 
-  setStatus(runId: string, status: RunStatus, fields: { waitingStepId?: string | null; questionId?: string | null; end?: RunEndReason } = {}, at = new Date().toISOString()): void {
+  setStatus(
+    runId: string,
+    status: RunStatus,
+    fields: { waitingStepId?: string | null; questionId?: string | null; end?: RunEndReason } = {},
+    at = new Date().toISOString(),
+  ): void {
     this.db
       .prepare(
         `UPDATE runs SET status = ?, waiting_step_id = ?, question_id = ?, end_code = ?, end_message = ?, ended_at = ?, updated_at = ? WHERE run_id = ?`,
       )
-      .run(status, fields.waitingStepId ?? null, fields.questionId ?? null, fields.end?.code ?? null, fields.end?.message ?? null, fields.end ? at : null, at, runId);
+      .run(
+        status,
+        fields.waitingStepId ?? null,
+        fields.questionId ?? null,
+        fields.end?.code ?? null,
+        fields.end?.message ?? null,
+        fields.end ? at : null,
+        at,
+        runId,
+      );
   }
 
   touch(runId: string, at = new Date().toISOString()): void {
@@ -250,11 +286,14 @@ export class RunStore {
   }
 
   messages(runId: string): ModelMessage[] {
-    return (this.db.prepare('SELECT message_json FROM run_messages WHERE run_id = ? ORDER BY position').pluck().all(runId) as string[]).map((json) => JSON.parse(json) as ModelMessage);
+    return (this.db.prepare('SELECT message_json FROM run_messages WHERE run_id = ? ORDER BY position').pluck().all(runId) as string[]).map(
+      (json) => JSON.parse(json) as ModelMessage,
+    );
   }
 
   appendMessages(runId: string, messages: ModelMessage[]): void {
-    const next = (this.db.prepare('SELECT coalesce(max(position), -1) + 1 FROM run_messages WHERE run_id = ?').pluck().get(runId) as number) ?? 0;
+    const next =
+      (this.db.prepare('SELECT coalesce(max(position), -1) + 1 FROM run_messages WHERE run_id = ?').pluck().get(runId) as number) ?? 0;
     const insert = this.db.prepare('INSERT INTO run_messages (run_id, position, message_json) VALUES (?, ?, ?)');
     messages.forEach((message, index) => insert.run(runId, next + index, JSON.stringify(message)));
   }
@@ -268,11 +307,28 @@ export class RunStore {
         `INSERT INTO run_iterations (run_id, iteration, model, started_at, latency_ms, input_tokens, output_tokens, finish_reason, text, request_hash, response_hash, audit_seq)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(runId, entry.iteration, entry.model, entry.startedAt, entry.latencyMs, entry.inputTokens, entry.outputTokens, entry.finishReason, entry.text, entry.requestHash, entry.responseHash, entry.auditSeq);
-    const insertCall = this.db.prepare('INSERT INTO run_tool_calls (run_id, iteration, position, call_id, name, arguments) VALUES (?, ?, ?, ?, ?, ?)');
+      .run(
+        runId,
+        entry.iteration,
+        entry.model,
+        entry.startedAt,
+        entry.latencyMs,
+        entry.inputTokens,
+        entry.outputTokens,
+        entry.finishReason,
+        entry.text,
+        entry.requestHash,
+        entry.responseHash,
+        entry.auditSeq,
+      );
+    const insertCall = this.db.prepare(
+      'INSERT INTO run_tool_calls (run_id, iteration, position, call_id, name, arguments) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     entry.toolCalls.forEach((call, position) => insertCall.run(runId, entry.iteration, position, call.callId, call.name, call.arguments));
     this.db
-      .prepare('UPDATE runs SET iterations = ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE run_id = ?')
+      .prepare(
+        'UPDATE runs SET iterations = ?, tool_calls = tool_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE run_id = ?',
+      )
       .run(entry.iteration, entry.toolCalls.length, entry.inputTokens, entry.outputTokens, new Date().toISOString(), runId);
   }
 
@@ -282,45 +338,75 @@ export class RunStore {
 
   /** The calls of the newest iteration that have no outcome yet, in order: where a resumed run carries on. */
   openCalls(runId: string): ToolCallRow[] {
-    return this.db.prepare('SELECT * FROM run_tool_calls WHERE run_id = ? AND outcome IS NULL ORDER BY iteration, position').all(runId) as ToolCallRow[];
+    return this.db
+      .prepare('SELECT * FROM run_tool_calls WHERE run_id = ? AND outcome IS NULL ORDER BY iteration, position')
+      .all(runId) as ToolCallRow[];
   }
 
   setCallStarted(runId: string, iteration: number, position: number, fields: { stepId?: string; startedAt: string }): void {
     this.db
-      .prepare('UPDATE run_tool_calls SET step_id = coalesce(?, step_id), started_at = coalesce(started_at, ?) WHERE run_id = ? AND iteration = ? AND position = ?')
+      .prepare(
+        'UPDATE run_tool_calls SET step_id = coalesce(?, step_id), started_at = coalesce(started_at, ?) WHERE run_id = ? AND iteration = ? AND position = ?',
+      )
       .run(fields.stepId ?? null, fields.startedAt, runId, iteration, position);
   }
 
-  resolveCall(runId: string, iteration: number, position: number, outcome: { outcome: ToolCallOutcome; result: string; errorCode: string | null; durationMs: number }): void {
+  resolveCall(
+    runId: string,
+    iteration: number,
+    position: number,
+    outcome: { outcome: ToolCallOutcome; result: string; errorCode: string | null; durationMs: number },
+  ): void {
     this.db
-      .prepare('UPDATE run_tool_calls SET outcome = ?, result = ?, error_code = ?, duration_ms = ? WHERE run_id = ? AND iteration = ? AND position = ? AND outcome IS NULL')
-      .run(outcome.outcome, boundedText(outcome.result, MAX_TOOL_RESULT_CHARACTERS), outcome.errorCode, Math.max(0, Math.round(outcome.durationMs)), runId, iteration, position);
+      .prepare(
+        'UPDATE run_tool_calls SET outcome = ?, result = ?, error_code = ?, duration_ms = ? WHERE run_id = ? AND iteration = ? AND position = ? AND outcome IS NULL',
+      )
+      .run(
+        outcome.outcome,
+        boundedText(outcome.result, MAX_TOOL_RESULT_CHARACTERS),
+        outcome.errorCode,
+        Math.max(0, Math.round(outcome.durationMs)),
+        runId,
+        iteration,
+        position,
+      );
   }
 
   /** The last `count` outcomes of calls to `name` in this run, newest first (the failure bailout reads them). */
   recentOutcomes(runId: string, name: string, count: number): { outcome: ToolCallOutcome | null; errorCode: string | null }[] {
-    return (this.db
-      .prepare('SELECT outcome, error_code FROM run_tool_calls WHERE run_id = ? AND name = ? AND outcome IS NOT NULL ORDER BY iteration DESC, position DESC LIMIT ?')
-      .all(runId, name, count) as { outcome: ToolCallOutcome; error_code: string | null }[]).map((row) => ({ outcome: row.outcome, errorCode: row.error_code }));
+    return (
+      this.db
+        .prepare(
+          'SELECT outcome, error_code FROM run_tool_calls WHERE run_id = ? AND name = ? AND outcome IS NOT NULL ORDER BY iteration DESC, position DESC LIMIT ?',
+        )
+        .all(runId, name, count) as { outcome: ToolCallOutcome; error_code: string | null }[]
+    ).map((row) => ({ outcome: row.outcome, errorCode: row.error_code }));
   }
 
   stepIds(runId: string): string[] {
-    return this.db.prepare('SELECT step_id FROM run_tool_calls WHERE run_id = ? AND step_id IS NOT NULL ORDER BY iteration, position').pluck().all(runId) as string[];
+    return this.db
+      .prepare('SELECT step_id FROM run_tool_calls WHERE run_id = ? AND step_id IS NOT NULL ORDER BY iteration, position')
+      .pluck()
+      .all(runId) as string[];
   }
 
   /** Tokens all runs' turns spent since `since` (ISO), and when the oldest of those turns was. */
   tokensSince(since: string): { tokens: number; oldestAt: string | null } {
     const row = this.db
-      .prepare('SELECT coalesce(sum(input_tokens + output_tokens), 0) AS tokens, min(started_at) AS oldest FROM run_iterations WHERE started_at >= ?')
+      .prepare(
+        'SELECT coalesce(sum(input_tokens + output_tokens), 0) AS tokens, min(started_at) AS oldest FROM run_iterations WHERE started_at >= ?',
+      )
       .get(since) as { tokens: number; oldest: string | null };
     return { tokens: row.tokens, oldestAt: row.oldest };
   }
 
   /** Turns since `since`, oldest first, with their tokens: when enough of them age out, the budget refills. */
   turnsSince(since: string): { startedAt: string; tokens: number }[] {
-    return (this.db.prepare('SELECT started_at, input_tokens + output_tokens AS tokens FROM run_iterations WHERE started_at >= ? ORDER BY started_at').all(since) as { started_at: string; tokens: number }[]).map(
-      (row) => ({ startedAt: row.started_at, tokens: row.tokens }),
-    );
+    return (
+      this.db
+        .prepare('SELECT started_at, input_tokens + output_tokens AS tokens FROM run_iterations WHERE started_at >= ? ORDER BY started_at')
+        .all(since) as { started_at: string; tokens: number }[]
+    ).map((row) => ({ startedAt: row.started_at, tokens: row.tokens }));
   }
 
   traceCount(runId: string): number {
@@ -366,9 +452,19 @@ export class RunStore {
     }));
   }
 
-  insertQuestion(question: { id: string; runId: string | null; askedBy: string; agent: string | null; text: string; askedAt: string; expiresAt: string }): void {
+  insertQuestion(question: {
+    id: string;
+    runId: string | null;
+    askedBy: string;
+    agent: string | null;
+    text: string;
+    askedAt: string;
+    expiresAt: string;
+  }): void {
     this.db
-      .prepare(`INSERT INTO questions (question_id, run_id, asked_by, agent, text, asked_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting')`)
+      .prepare(
+        `INSERT INTO questions (question_id, run_id, asked_by, agent, text, asked_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'waiting')`,
+      )
       .run(question.id, question.runId, question.askedBy, question.agent, question.text, question.askedAt, question.expiresAt);
   }
 
@@ -378,7 +474,9 @@ export class RunStore {
   }
 
   questionAgent(questionId: string): string | null {
-    return (this.db.prepare('SELECT agent FROM questions WHERE question_id = ?').pluck().get(questionId) as string | null | undefined) ?? null;
+    return (
+      (this.db.prepare('SELECT agent FROM questions WHERE question_id = ?').pluck().get(questionId) as string | null | undefined) ?? null
+    );
   }
 
   listQuestions(waitingOnly: boolean, limit = 200): AgentQuestion[] {
@@ -390,7 +488,9 @@ export class RunStore {
 
   /** Waiting questions whose time is up by `now` (ISO). */
   expiredQuestions(now: string): AgentQuestion[] {
-    return (this.db.prepare(`SELECT * FROM questions WHERE status = 'waiting' AND expires_at <= ?`).all(now) as QuestionRow[]).map(toQuestion);
+    return (this.db.prepare(`SELECT * FROM questions WHERE status = 'waiting' AND expires_at <= ?`).all(now) as QuestionRow[]).map(
+      toQuestion,
+    );
   }
 
   nextQuestionExpiry(): string | null {

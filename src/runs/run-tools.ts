@@ -22,22 +22,47 @@ export const RUN_TOOL_ARGS = {
     query: z.string().min(1).max(200).describe('Text to find (plain text, case-insensitive).'),
     path: filePath.optional().describe('The folder to search under (default: the workspace folder).'),
   }),
-  write_file: z.strictObject({ path: filePath, content: z.string().max(4 * 1024 * 1024).describe('The whole new content of the file (UTF-8 text).') }),
+  write_file: z.strictObject({
+    path: filePath,
+    content: z
+      .string()
+      .max(4 * 1024 * 1024)
+      .describe('The whole new content of the file (UTF-8 text).'),
+  }),
   delete_file: z.strictObject({ path: filePath }),
   run_command: z.strictObject({
-    command: z.string().min(1).max(64 * 1024).describe('A shell command line, run under sh -c in a sandbox on a copy of the workspace; its file changes come back for consent.'),
+    command: z
+      .string()
+      .min(1)
+      .max(64 * 1024)
+      .describe('A shell command line, run under sh -c in a sandbox on a copy of the workspace; its file changes come back for consent.'),
     cwd: filePath.optional().describe('The folder to run in (default: the workspace folder).'),
     timeoutMs: z.number().int().min(100).max(3_600_000).optional(),
   }),
   run_code: z.strictObject({
-    code: z.string().min(1).max(1024 * 1024),
+    code: z
+      .string()
+      .min(1)
+      .max(1024 * 1024),
     language: z.enum(['javascript', 'python']).optional().describe('Default javascript (a sandboxed worker); python runs in a container.'),
     purpose: z.string().max(2000).optional(),
   }),
-  open_url: z.strictObject({ url: z.string().min(1).max(8192).describe('An http(s) URL for the person to open.'), purpose: z.string().min(1).max(2000).describe('Why the page should open.') }),
-  kb_add: z.strictObject({ title: z.string().min(1).max(500), content: z.string().min(1).max(1024 * 1024), tags: z.array(z.string().min(1).max(100)).max(50).optional() }),
+  open_url: z.strictObject({
+    url: z.string().min(1).max(8192).describe('An http(s) URL for the person to open.'),
+    purpose: z.string().min(1).max(2000).describe('Why the page should open.'),
+  }),
+  kb_add: z.strictObject({
+    title: z.string().min(1).max(500),
+    content: z
+      .string()
+      .min(1)
+      .max(1024 * 1024),
+    tags: z.array(z.string().min(1).max(100)).max(50).optional(),
+  }),
   kb_search: z.strictObject({ query: z.string().min(1).max(1000) }),
-  ask_user: z.strictObject({ question: z.string().min(1).max(4000).describe('One clear question for the person; the run waits for the answer.') }),
+  ask_user: z.strictObject({
+    question: z.string().min(1).max(4000).describe('One clear question for the person; the run waits for the answer.'),
+  }),
 } as const satisfies Record<RunTool, z.ZodType>;
 
 export type RunToolArgs<T extends RunTool> = z.infer<(typeof RUN_TOOL_ARGS)[T]>;
@@ -48,7 +73,8 @@ const DESCRIPTIONS: Record<RunTool, string> = {
   search_files: 'Find files in the workspace whose text contains the query; answers paths with line numbers and the lines.',
   write_file: 'Create or replace a file with the given content. The person sees the diff and approves or rejects it; you get the outcome.',
   delete_file: 'Delete a file. The person approves or rejects it; it can be reverted.',
-  run_command: 'Run a shell command in a sandbox on a copy of the workspace (no network). The person approves it; its file changes are applied only with consent. You get the exit code and output.',
+  run_command:
+    'Run a shell command in a sandbox on a copy of the workspace (no network). The person approves it; its file changes are applied only with consent. You get the exit code and output.',
   run_code: 'Run a snippet of code in a sandbox (no file system, no network) and get its result. The person may need to approve it.',
   open_url: 'Ask the person to open a web page in their browser.',
   kb_add: 'Add an entry to the knowledge base (with the person’s consent).',
@@ -65,19 +91,29 @@ export function modelTools(tools: readonly RunTool[]): ModelTool[] {
   });
 }
 
-export type ParsedToolCall = { ok: true; tool: RunTool; args: Record<string, unknown> } | { ok: false; code: 'TOOL_UNKNOWN' | 'TOOL_BAD_JSON' | 'TOOL_BAD_ARGUMENTS'; message: string };
+export type ParsedToolCall =
+  | { ok: true; tool: RunTool; args: Record<string, unknown> }
+  | { ok: false; code: 'TOOL_UNKNOWN' | 'TOOL_BAD_JSON' | 'TOOL_BAD_ARGUMENTS'; message: string };
 
 /** A tool call as the model sent it, checked: the tool offered, its arguments JSON, and the tool's schema. */
 export function parseToolCall(name: string, rawArguments: string, offered: readonly RunTool[]): ParsedToolCall {
   if (!(offered as readonly string[]).includes(name)) {
-    return { ok: false, code: 'TOOL_UNKNOWN', message: `There is no tool "${name.slice(0, 100)}" in this run. The tools are: ${offered.join(', ')}.` };
+    return {
+      ok: false,
+      code: 'TOOL_UNKNOWN',
+      message: `There is no tool "${name.slice(0, 100)}" in this run. The tools are: ${offered.join(', ')}.`,
+    };
   }
   const tool = name as RunTool;
   let value: unknown;
   try {
     value = rawArguments.trim() === '' ? {} : JSON.parse(rawArguments);
   } catch (error) {
-    return { ok: false, code: 'TOOL_BAD_JSON', message: `The arguments of ${tool} are not valid JSON (${(error as Error).message}). Send one JSON object.` };
+    return {
+      ok: false,
+      code: 'TOOL_BAD_JSON',
+      message: `The arguments of ${tool} are not valid JSON (${(error as Error).message}). Send one JSON object.`,
+    };
   }
   const parsed = RUN_TOOL_ARGS[tool].safeParse(value);
   if (!parsed.success) {
@@ -93,7 +129,11 @@ export function inRoot(root: string, requested: string): string {
 }
 
 /** The one step a changing tool's call becomes, as a plan file writes it. */
-export function stepForToolCall(tool: RunTool, args: Record<string, unknown>, root: string): { action: string; args: Record<string, unknown>; purpose?: string } | null {
+export function stepForToolCall(
+  tool: RunTool,
+  args: Record<string, unknown>,
+  root: string,
+): { action: string; args: Record<string, unknown>; purpose?: string } | null {
   switch (tool) {
     case 'write_file': {
       const a = args as RunToolArgs<'write_file'>;
@@ -105,11 +145,17 @@ export function stepForToolCall(tool: RunTool, args: Record<string, unknown>, ro
     }
     case 'run_command': {
       const a = args as RunToolArgs<'run_command'>;
-      return { action: 'runCommand', args: { command: a.command, cwd: inRoot(root, a.cwd ?? '.'), ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}) } };
+      return {
+        action: 'runCommand',
+        args: { command: a.command, cwd: inRoot(root, a.cwd ?? '.'), ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}) },
+      };
     }
     case 'run_code': {
       const a = args as RunToolArgs<'run_code'>;
-      return { action: 'runCode', args: { code: a.code, ...(a.language ? { language: a.language } : {}), ...(a.purpose ? { purpose: a.purpose } : {}) } };
+      return {
+        action: 'runCode',
+        args: { code: a.code, ...(a.language ? { language: a.language } : {}), ...(a.purpose ? { purpose: a.purpose } : {}) },
+      };
     }
     case 'open_url': {
       const a = args as RunToolArgs<'open_url'>;

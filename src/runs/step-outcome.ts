@@ -8,7 +8,16 @@ import type { ToolCallOutcome } from '../domain/run.js';
  */
 
 /** The step states a run stops waiting at. */
-const ENDED: ReadonlySet<StepStatus> = new Set(['executed', 'failed', 'rejected', 'denied', 'expired', 'cancelled', 'interrupted', 'reverted']);
+const ENDED: ReadonlySet<StepStatus> = new Set([
+  'executed',
+  'failed',
+  'rejected',
+  'denied',
+  'expired',
+  'cancelled',
+  'interrupted',
+  'reverted',
+]);
 
 export function stepHasEnded(status: StepStatus): boolean {
   return ENDED.has(status);
@@ -27,17 +36,29 @@ export function outcomeOfStep(record: StepRecord): StepOutcome {
     case 'reverted':
       return { outcome: 'EXECUTED', result: JSON.stringify(record.result ?? {}), errorCode: null };
     case 'rejected':
-      return { outcome: 'REJECTED', result: `The person rejected this step: ${record.rejectedReason ?? 'no reason given'}`, errorCode: 'REJECTED' };
+      return {
+        outcome: 'REJECTED',
+        result: `The person rejected this step: ${record.rejectedReason ?? 'no reason given'}`,
+        errorCode: 'REJECTED',
+      };
     case 'denied': {
       const reasons = record.evaluation?.reasons.join('; ') || record.error?.message || 'the policy forbids it';
       return { outcome: 'DENIED', result: `The policy denied this step: ${reasons}`, errorCode: 'POLICY_DENIED' };
     }
     case 'expired':
-      return { outcome: 'CANCELLED', result: 'Nobody decided this step in time; it expired and did not run.', errorCode: 'CONSENT_EXPIRED' };
+      return {
+        outcome: 'CANCELLED',
+        result: 'Nobody decided this step in time; it expired and did not run.',
+        errorCode: 'CONSENT_EXPIRED',
+      };
     case 'cancelled':
       return { outcome: 'CANCELLED', result: 'The person cancelled this step while it ran.', errorCode: 'STEP_CANCELLED' };
     case 'interrupted':
-      return { outcome: 'FAILED', result: 'Executor stopped while this step ran; it was interrupted and did not finish.', errorCode: 'INTERRUPTED' };
+      return {
+        outcome: 'FAILED',
+        result: 'Executor stopped while this step ran; it was interrupted and did not finish.',
+        errorCode: 'INTERRUPTED',
+      };
     case 'failed':
     default:
       return {

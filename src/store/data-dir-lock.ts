@@ -63,7 +63,11 @@ function lockFailure(error: unknown, lockFile: string): unknown {
   if (!isBusy(error)) {
     const code = (error as { code?: unknown } | null)?.code;
     // A read-only or unwritable data directory is said as such (STORAGE_FAILED, by toErrorShape).
-    if (error instanceof ExecutorError || (typeof code === 'string' && /^(SQLITE_(READONLY|CANTOPEN|IOERR|PERM)|EROFS|EACCES|EPERM)/.test(code))) return error;
+    if (
+      error instanceof ExecutorError ||
+      (typeof code === 'string' && /^(SQLITE_(READONLY|CANTOPEN|IOERR|PERM)|EROFS|EACCES|EPERM)/.test(code))
+    )
+      return error;
     return new ExecutorError(
       'DATA_DIR_LOCK_INVALID',
       `The data-directory lock ${lockFile} cannot be used: ${(error as Error).message ?? String(error)}. Nothing was changed. ` +

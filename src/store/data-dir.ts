@@ -23,7 +23,14 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
  * A new file or folder the core keeps in the data directory belongs in this list
  * (test/integration/store/data-dir-permissions.test.ts checks the list against a real run).
  */
-export const DATA_DIR_FILES = ['executor.db', 'executor.lock', 'executor.sock', 'policy.json', 'audit-anchor.json', 'agent-identity.key'] as const;
+export const DATA_DIR_FILES = [
+  'executor.db',
+  'executor.lock',
+  'executor.sock',
+  'policy.json',
+  'audit-anchor.json',
+  'agent-identity.key',
+] as const;
 /** Folders Executor owns whole: everything inside is made private. */
 export const DATA_DIR_FOLDERS = ['blobs', 'keys', 'ipc', 'witnesses'] as const;
 
@@ -76,17 +83,21 @@ export function ensureDataDir(dataDir: string): string {
   if (uid !== null) {
     // The folder itself may be a symlink to where the person keeps it; its target is what must be theirs.
     const stat = fs.statSync(resolved);
-    if (!stat.isDirectory()) throw new ExecutorError('PATH_INVALID', `The data directory ${resolved} is not a folder.`, { dataDir: resolved });
+    if (!stat.isDirectory())
+      throw new ExecutorError('PATH_INVALID', `The data directory ${resolved} is not a folder.`, { dataDir: resolved });
     if (stat.uid !== uid) throw notOwned(resolved, resolved, stat.uid, uid);
     // Check every entry before changing any: a refusal leaves the directory as it was.
-    const entries = fs.readdirSync(resolved).filter((name) => isExecutorEntry(name) || (DATA_DIR_FOLDERS as readonly string[]).includes(name));
+    const entries = fs
+      .readdirSync(resolved)
+      .filter((name) => isExecutorEntry(name) || (DATA_DIR_FOLDERS as readonly string[]).includes(name));
     for (const name of entries) {
       const entry = path.join(resolved, name);
       const entryStat = fs.lstatSync(entry, { throwIfNoEntry: false });
       if (entryStat && entryStat.uid !== uid) throw notOwned(resolved, entry, entryStat.uid, uid);
     }
     if ((stat.mode & 0o7777) !== 0o700) fs.chmodSync(resolved, 0o700);
-    for (const name of entries) makePrivate(resolved, path.join(resolved, name), uid, (DATA_DIR_FOLDERS as readonly string[]).includes(name));
+    for (const name of entries)
+      makePrivate(resolved, path.join(resolved, name), uid, (DATA_DIR_FOLDERS as readonly string[]).includes(name));
   }
   fs.mkdirSync(path.join(resolved, 'blobs'), { recursive: true, mode: 0o700 });
   return resolved;

@@ -1,7 +1,6 @@
 import type { Db } from './database.js';
 import type { KbEntry } from '../domain/kb-entry.js';
 
-
 interface KbRow {
   entry_id: string;
   step_id: string;

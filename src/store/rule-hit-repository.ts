@@ -25,7 +25,14 @@ export class RuleHitRepository {
   }
 
   all(): RuleHits[] {
-    return (this.db.prepare('SELECT rule_id, hits, last_hit_at, last_step_id FROM rule_hits ORDER BY rule_id').all() as { rule_id: string; hits: number; last_hit_at: string; last_step_id: string }[]).map((row) => ({
+    return (
+      this.db.prepare('SELECT rule_id, hits, last_hit_at, last_step_id FROM rule_hits ORDER BY rule_id').all() as {
+        rule_id: string;
+        hits: number;
+        last_hit_at: string;
+        last_step_id: string;
+      }[]
+    ).map((row) => ({
       ruleId: row.rule_id,
       hits: row.hits,
       lastHitAt: row.last_hit_at,

@@ -124,15 +124,25 @@ function encodeCursor(cursor: SummaryCursor): string {
 function decodeCursor(text: string): SummaryCursor {
   try {
     const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parsed) && parsed.length === 3 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && Number.isInteger(parsed[2])) {
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 3 &&
+      typeof parsed[0] === 'string' &&
+      typeof parsed[1] === 'string' &&
+      Number.isInteger(parsed[2])
+    ) {
       return { createdAt: parsed[0], planId: parsed[1], position: parsed[2] as number };
     }
   } catch {
     // Falls through to the typed refusal below.
   }
-  throw new ExecutorError('INVALID_INPUT', 'The cursor is not one this host handed out (take nextCursor from the previous page as it came, or start again without a cursor).', {
-    cursor: text.slice(0, 80),
-  });
+  throw new ExecutorError(
+    'INVALID_INPUT',
+    'The cursor is not one this host handed out (take nextCursor from the previous page as it came, or start again without a cursor).',
+    {
+      cursor: text.slice(0, 80),
+    },
+  );
 }
 
 interface SummaryRow {
@@ -328,14 +338,23 @@ export class StepRepository {
    * query for the statuses of every plan in the page, so a listing costs no query per step.
    */
   private withBlockers(records: StepRecord[], plans?: Map<string, PlanMember[]>): StepRecord[] {
-    const open = records.filter((record) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(record.status) && record.position > 0);
+    const open = records.filter(
+      (record) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(record.status) && record.position > 0,
+    );
     if (open.length === 0) return records;
     const members = plans ?? this.planMembers([...new Set(open.map((record) => record.step.planId))]);
     const blocked = new Map<StepRecord, StepRecord>();
     for (const record of open) {
       const found = blockerOf(members.get(record.step.planId) ?? [], record);
       // Keys stay in canonical order (see toRecord): `blockedBy` sorts right after `approval`.
-      if (found) blocked.set(record, Object.assign({ approval: record.approval, blockedBy: { reason: found.reason, status: found.status, stepId: found.stepId } }, record));
+      if (found)
+        blocked.set(
+          record,
+          Object.assign(
+            { approval: record.approval, blockedBy: { reason: found.reason, status: found.status, stepId: found.stepId } },
+            record,
+          ),
+        );
     }
     return blocked.size ? records.map((record) => blocked.get(record) ?? record) : records;
   }
@@ -345,8 +364,17 @@ export class StepRepository {
     const members = new Map<string, PlanMember[]>();
     for (let start = 0; start < planIds.length; start += 500) {
       const chunk = planIds.slice(start, start + 500);
-      const rows = this.statement(`SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`)
-        .all(...chunk) as { step_id: string; plan_id: string; position: number; status: StepStatus; rejected_reason: string | null; error_json: string | null; evaluation_json: string | null }[];
+      const rows = this.statement(
+        `SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`,
+      ).all(...chunk) as {
+        step_id: string;
+        plan_id: string;
+        position: number;
+        status: StepStatus;
+        rejected_reason: string | null;
+        error_json: string | null;
+        evaluation_json: string | null;
+      }[];
       for (const row of rows) {
         const list = members.get(row.plan_id) ?? [];
         list.push({
@@ -371,8 +399,13 @@ export class StepRepository {
           planId: plan.planId,
         });
       }
-      this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)')
-        .run(plan.planId, plan.purpose ?? null, actor.channel, now, plan.consentExpirySeconds ?? null);
+      this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)').run(
+        plan.planId,
+        plan.purpose ?? null,
+        actor.channel,
+        now,
+        plan.consentExpirySeconds ?? null,
+      );
       const insertStep = this.statement(
         `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)`,
@@ -482,12 +515,16 @@ export class StepRepository {
     const pageParams = [...params];
     if (filter.cursor !== undefined) {
       const after = decodeCursor(filter.cursor);
-      pageWhere.push('(steps.created_at < ? OR (steps.created_at = ? AND (steps.plan_id > ? OR (steps.plan_id = ? AND steps.position < ?))))');
+      pageWhere.push(
+        '(steps.created_at < ? OR (steps.created_at = ? AND (steps.plan_id > ? OR (steps.plan_id = ? AND steps.position < ?))))',
+      );
       pageParams.push(after.createdAt, after.createdAt, after.planId, after.planId, after.position);
     }
     const limit = Math.min(Math.max(1, filter.limit ?? 50), MAX_SUMMARY_PAGE);
     const rows = this.db
-      .prepare(`${SELECT_SUMMARIES} ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY steps.created_at DESC, steps.plan_id, steps.position DESC LIMIT ?`)
+      .prepare(
+        `${SELECT_SUMMARIES} ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY steps.created_at DESC, steps.plan_id, steps.position DESC LIMIT ?`,
+      )
       .all(...pageParams, limit + 1) as SummaryRow[];
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
@@ -495,16 +532,37 @@ export class StepRepository {
     const open = page.filter((row) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(row.status) && row.position > 0);
     const members = open.length ? this.planMembers([...new Set(open.map((row) => row.plan_id))]) : new Map<string, PlanMember[]>();
     const items = page.map((row) => {
-      const evaluation = row.risk === null ? null : { risk: row.risk, reasons: parseJson<string[]>(row.reasons_json) ?? [], ...(row.reversible === 0 ? { reversible: false } : {}), ...(row.rules_json ? { approvedByRules: parseJson<string[]>(row.rules_json) ?? [] } : {}) };
+      const evaluation =
+        row.risk === null
+          ? null
+          : {
+              risk: row.risk,
+              reasons: parseJson<string[]>(row.reasons_json) ?? [],
+              ...(row.reversible === 0 ? { reversible: false } : {}),
+              ...(row.rules_json ? { approvedByRules: parseJson<string[]>(row.rules_json) ?? [] } : {}),
+            };
       const by = parseJson<Actor>(row.approved_by_json);
-      const member: PlanMember = { step: { id: row.step_id }, position: row.position, status: row.status, rejectedReason: row.rejected_reason, error: parseJson<ErrorShape>(row.error_json), evaluation: evaluation as Evaluation | null };
+      const member: PlanMember = {
+        step: { id: row.step_id },
+        position: row.position,
+        status: row.status,
+        rejectedReason: row.rejected_reason,
+        error: parseJson<ErrorShape>(row.error_json),
+        evaluation: evaluation as Evaluation | null,
+      };
       const blocker = members.has(row.plan_id) ? blockerOf(members.get(row.plan_id)!, member) : null;
       const consentExpiresAt = consentExpiry(row as unknown as StepRow, policySeconds);
       const result = parseJson<Record<string, unknown>>(row.result_json);
       if (result && row.files_count !== null) result.files = new Array<null>(row.files_count).fill(null);
       return toStepSummary(
         {
-          step: { id: row.step_id, planId: row.plan_id, action: row.action as Step['action'], args: (parseJson<Step['args']>(row.args_json) ?? {}) as Step['args'], meta: parseJson<Step['meta']>(row.meta_json) ?? { origin: 'user' } },
+          step: {
+            id: row.step_id,
+            planId: row.plan_id,
+            action: row.action as Step['action'],
+            args: (parseJson<Step['args']>(row.args_json) ?? {}) as Step['args'],
+            meta: parseJson<Step['meta']>(row.meta_json) ?? { origin: 'user' },
+          },
           position: row.position,
           status: row.status,
           evaluation,
@@ -536,13 +594,20 @@ export class StepRepository {
     }
     const cut = kept < items.length;
     const last = page[kept - 1];
-    return { items: cut ? items.slice(0, kept) : items, nextCursor: (more || cut) && last ? encodeCursor({ createdAt: last.created_at, planId: last.plan_id, position: last.position }) : null, total };
+    return {
+      items: cut ? items.slice(0, kept) : items,
+      nextCursor:
+        (more || cut) && last ? encodeCursor({ createdAt: last.created_at, planId: last.plan_id, position: last.position }) : null,
+      total,
+    };
   }
 
   /** The agents' labels that proposed steps, most recent first (for the agent filter), at most `limit`. */
   agentLabels(limit = 50): string[] {
     const rows = this.db
-      .prepare(`SELECT ${CLIENT_EXPRESSION} AS label, MAX(created_at) AS last FROM steps WHERE ${CLIENT_EXPRESSION} IS NOT NULL GROUP BY label ORDER BY last DESC LIMIT ?`)
+      .prepare(
+        `SELECT ${CLIENT_EXPRESSION} AS label, MAX(created_at) AS last FROM steps WHERE ${CLIENT_EXPRESSION} IS NOT NULL GROUP BY label ORDER BY last DESC LIMIT ?`,
+      )
       .all(limit) as { label: string }[];
     return rows.map((row) => row.label);
   }
@@ -552,7 +617,10 @@ export class StepRepository {
    * identities were issued), optionally only those in some statuses or created
    * since an instant; with the oldest creation time, for retry hints.
    */
-  countAgentSteps(agent: string | null, filter: { statuses?: readonly StepStatus[]; since?: string } = {}): { count: number; oldestAt: string | null } {
+  countAgentSteps(
+    agent: string | null,
+    filter: { statuses?: readonly StepStatus[]; since?: string } = {},
+  ): { count: number; oldestAt: string | null } {
     const where = [`json_extract(step_json, '$.meta.origin') = 'agent'`, `json_extract(step_json, '$.meta.agent') IS ?`];
     const params: unknown[] = [agent];
     if (filter.statuses?.length) {
@@ -563,7 +631,9 @@ export class StepRepository {
       where.push('created_at >= ?');
       params.push(filter.since);
     }
-    const row = this.statement(`SELECT COUNT(*) AS count, MIN(created_at) AS oldestAt FROM steps WHERE ${where.join(' AND ')}`).get(...params) as {
+    const row = this.statement(`SELECT COUNT(*) AS count, MIN(created_at) AS oldestAt FROM steps WHERE ${where.join(' AND ')}`).get(
+      ...params,
+    ) as {
       count: number;
       oldestAt: string | null;
     };
@@ -572,13 +642,16 @@ export class StepRepository {
 
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
   nextEvaluatedStepId(planId: string): string | null {
-    const row = this.statement("SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1")
-      .get(planId) as { step_id: string } | undefined;
+    const row = this.statement(
+      "SELECT step_id FROM steps WHERE plan_id = ? AND status = 'evaluated' AND evaluation_json IS NOT NULL ORDER BY position LIMIT 1",
+    ).get(planId) as { step_id: string } | undefined;
     return row?.step_id ?? null;
   }
 
   planSteps(planId: string): StepRecord[] {
-    const records = (this.statement(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map((row) => this.record(row));
+    const records = (this.statement(`${SELECT_STEPS} WHERE steps.plan_id = ? ORDER BY steps.position`).all(planId) as StepRow[]).map(
+      (row) => this.record(row),
+    );
     return this.withBlockers(records, new Map([[planId, records]]));
   }
 
@@ -588,13 +661,16 @@ export class StepRepository {
    */
   expiring(): StepRecord[] {
     const statuses = EXPIRING_STATUSES;
-    return (this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]).map((row) => this.record(row));
+    return (
+      this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]
+    ).map((row) => this.record(row));
   }
 
   /** Ids of the plans that have a step in one of these statuses, oldest plan first. */
   plansWith(statuses: readonly StepStatus[]): string[] {
-    const rows = this.statement(`SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`)
-      .all(...statuses) as { plan_id: string }[];
+    const rows = this.statement(
+      `SELECT plan_id, MIN(created_at) AS first FROM steps WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY plan_id ORDER BY first`,
+    ).all(...statuses) as { plan_id: string }[];
     return rows.map((row) => row.plan_id);
   }
 
@@ -664,7 +740,8 @@ export class StepRepository {
    * the old preview and approval are cleared. The caller's transaction records the status change.
    */
   reviseStep(stepId: string, revised: Step, edit: PersonEdit): void {
-    const row = this.db.prepare('SELECT step_json, proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string; proposed_step_json: string | null } | undefined;
+    const row = this.db.prepare('SELECT step_json, proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as
+      { step_json: string; proposed_step_json: string | null } | undefined;
     if (!row) throw unknownStepError(stepId);
     this.db
       .prepare(
@@ -676,24 +753,37 @@ export class StepRepository {
 
   /** The step as its proposer sent it, before the person's changes (null when the person changed nothing). */
   proposedStep(stepId: string): Step | null {
-    const row = this.db.prepare('SELECT proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as { proposed_step_json: string | null } | undefined;
+    const row = this.db.prepare('SELECT proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as
+      { proposed_step_json: string | null } | undefined;
     return row?.proposed_step_json ? (JSON.parse(row.proposed_step_json) as Step) : null;
   }
 
   private statusOf(stepId: string): { status: StepStatus; planId: string } {
-    const row = this.statement('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as { status: StepStatus; plan_id: string } | undefined;
+    const row = this.statement('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as
+      { status: StepStatus; plan_id: string } | undefined;
     if (!row) throw unknownStepError(stepId);
     return { status: row.status, planId: row.plan_id };
   }
 
   /** Records an event about a step without changing its status (e.g. a dry run). */
-  note(stepId: string, kind: EventKind, actor: Actor, detail: Record<string, unknown>, patch: Pick<TransitionPatch, 'preview' | 'evaluation'> = {}): void {
+  note(
+    stepId: string,
+    kind: EventKind,
+    actor: Actor,
+    detail: Record<string, unknown>,
+    patch: Pick<TransitionPatch, 'preview' | 'evaluation'> = {},
+  ): void {
     this.db.transaction(() => {
       const current = this.statusOf(stepId);
-      if (patch.evaluation) this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
+      if (patch.evaluation)
+        this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?')
-          .run(canonicalJson(patch.preview.preview), patch.preview.previewHash, new Date().toISOString(), stepId);
+        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?').run(
+          canonicalJson(patch.preview.preview),
+          patch.preview.previewHash,
+          new Date().toISOString(),
+          stepId,
+        );
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
     })();
@@ -705,8 +795,14 @@ export class StepRepository {
    */
   recordCancelledRun(stepId: string, patch: { result?: Record<string, unknown>; error?: ErrorShape }): void {
     this.db.transaction(() => {
-      if (patch.result) this.db.prepare("UPDATE steps SET result_json = ? WHERE step_id = ? AND status = 'cancelled' AND result_json IS NULL").run(canonicalJson(patch.result), stepId);
-      if (patch.error) this.db.prepare("UPDATE steps SET error_json = ? WHERE step_id = ? AND status = 'cancelled'").run(canonicalJson(patch.error), stepId);
+      if (patch.result)
+        this.db
+          .prepare("UPDATE steps SET result_json = ? WHERE step_id = ? AND status = 'cancelled' AND result_json IS NULL")
+          .run(canonicalJson(patch.result), stepId);
+      if (patch.error)
+        this.db
+          .prepare("UPDATE steps SET error_json = ? WHERE step_id = ? AND status = 'cancelled'")
+          .run(canonicalJson(patch.error), stepId);
     })();
   }
 
@@ -716,13 +812,17 @@ export class StepRepository {
    */
   recordRunSpan(stepId: string, phase: keyof RunTimes, span: RunSpan): void {
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as { run_times_json: string | null; status: StepStatus } | undefined;
+      const row = this.db.prepare('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as
+        { run_times_json: string | null; status: StepStatus } | undefined;
       if (!row) return;
       const times = { ...parseJson<RunTimes>(row.run_times_json), [phase]: span };
       // A span that keeps a stopped run's output is a new version of the record (a window open on it reloads;
       // pages of the whole record fit together by updatedAt), except where updatedAt counts a consent's expiry.
       const newVersion = span.output !== undefined && !EXPIRING_STATUSES.includes(row.status);
-      if (newVersion) this.db.prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?').run(canonicalJson(times), new Date().toISOString(), stepId);
+      if (newVersion)
+        this.db
+          .prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?')
+          .run(canonicalJson(times), new Date().toISOString(), stepId);
       else this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
     })();
   }
@@ -738,8 +838,16 @@ export class StepRepository {
   }
 
   backups(stepId: string): FileBackupRow[] {
-    const rows = this.statement('SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx')
-      .all(stepId) as { path: string; pre_hash: string | null; post_hash: string | null; existed_before: number; mode: number | null; diff: string | null }[];
+    const rows = this.statement(
+      'SELECT path, pre_hash, post_hash, existed_before, mode, diff FROM file_backups WHERE step_id = ? ORDER BY idx',
+    ).all(stepId) as {
+      path: string;
+      pre_hash: string | null;
+      post_hash: string | null;
+      existed_before: number;
+      mode: number | null;
+      diff: string | null;
+    }[];
     return rows.map((row) => ({
       path: row.path,
       preHash: row.pre_hash,
@@ -755,18 +863,30 @@ export class StepRepository {
    * it happens while the step runs, so that a crash right after still leaves the folder on record.
    */
   recordCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
-    this.statement('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)')
-      .run(stepId, directory.path, directory.dev, directory.ino, directory.birthtimeNs);
+    this.statement('INSERT INTO created_directories (step_id, path, dev, ino, birthtime_ns) VALUES (?, ?, ?, ?, ?)').run(
+      stepId,
+      directory.path,
+      directory.dev,
+      directory.ino,
+      directory.birthtimeNs,
+    );
   }
 
   /** A folder the write that made it removed again (the write failed): it is no longer the step's. */
   forgetCreatedDirectory(stepId: string, directory: CreatedDirectory): void {
-    this.statement('DELETE FROM created_directories WHERE step_id = ? AND path = ? AND dev = ? AND ino = ?').run(stepId, directory.path, directory.dev, directory.ino);
+    this.statement('DELETE FROM created_directories WHERE step_id = ? AND path = ? AND dev = ? AND ino = ?').run(
+      stepId,
+      directory.path,
+      directory.dev,
+      directory.ino,
+    );
   }
 
   /** The folders a step created, in the order it made them (so the deepest of a chain comes last). */
   createdDirectories(stepId: string): CreatedDirectory[] {
-    const rows = this.statement('SELECT path, dev, ino, birthtime_ns FROM created_directories WHERE step_id = ? ORDER BY seq').all(stepId) as {
+    const rows = this.statement('SELECT path, dev, ino, birthtime_ns FROM created_directories WHERE step_id = ? ORDER BY seq').all(
+      stepId,
+    ) as {
       path: string;
       dev: string;
       ino: string;

@@ -31,13 +31,14 @@ export function dataDirStorageFailure(error: unknown, dataDir: string): unknown 
   if (typeof typedPath === 'string' && !isInside(dataDir, typedPath)) return error;
   if (error instanceof ExecutorError && error.details?.dataDir === dataDir) return error;
   const code = (error as { code?: unknown }).code;
-  const cause = error instanceof ExecutorError ? error.details?.errno ?? error.details?.sqlite : code;
+  const cause = error instanceof ExecutorError ? (error.details?.errno ?? error.details?.sqlite) : code;
   const free = freeBytesAt(dataDir);
   const where = free === null ? '' : ` (${formatBytes(free)} free)`;
   const needed = error instanceof ExecutorError ? error.details?.neededBytes : undefined;
-  const writing = typeof typedPath === 'string' && typedPath !== dataDir
-    ? ` (it had no room for ${typeof needed === 'number' ? `the ${formatBytes(needed)} of ` : ''}${typedPath})`
-    : '';
+  const writing =
+    typeof typedPath === 'string' && typedPath !== dataDir
+      ? ` (it had no room for ${typeof needed === 'number' ? `the ${formatBytes(needed)} of ` : ''}${typedPath})`
+      : '';
   return new ExecutorError(
     'STORAGE_FULL',
     `The disk holding the data directory ${dataDir} is full${where}${writing}; nothing was changed. ` +

@@ -82,7 +82,12 @@ export class WalCheckpointer {
   ) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: path.join(dataDir, DATABASE_FILE), state: this.state.buffer, everyMs },
+      workerData: {
+        driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+        file: path.join(dataDir, DATABASE_FILE),
+        state: this.state.buffer,
+        everyMs,
+      },
     });
     // Never what keeps a process alive.
     this.worker.unref();

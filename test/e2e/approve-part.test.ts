@@ -19,7 +19,6 @@ const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 20_000 };
 
-
 const numbered = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}\n`).join('');
 const ORIGINAL = numbered(20);
 const PROPOSED = ORIGINAL.replace('line 2\n', 'line two\n').replace('line 19\n', 'line nineteen\n');
@@ -35,7 +34,15 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
-      fs.writeFileSync(planFile, JSON.stringify({ planId: 'rename', steps: [{ id: 'two-lines', action: 'writeFile', args: { path: target, content: PROPOSED }, meta: { purpose: 'Spell out two numbers' } }] }));
+      fs.writeFileSync(
+        planFile,
+        JSON.stringify({
+          planId: 'rename',
+          steps: [
+            { id: 'two-lines', action: 'writeFile', args: { path: target, content: PROPOSED }, meta: { purpose: 'Spell out two numbers' } },
+          ],
+        }),
+      );
       runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 120_000 });
       const page = await context.newPage();
       const errors: string[] = [];
@@ -65,7 +72,10 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
 
       await approveSome.click();
       await expect.poll(() => fs.readFileSync(target, 'utf8'), { timeout: 60_000 }).toBe(ORIGINAL.replace('line 19\n', 'line nineteen\n'));
-      const record = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'two-lines']).json<{ status: string; edit: { hunks: { accepted: number[] } } }>();
+      const record = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'two-lines']).json<{
+        status: string;
+        edit: { hunks: { accepted: number[] } };
+      }>();
       expect(record.status).toBe('executed');
       expect(record.edit.hunks.accepted).toEqual([2]);
       expect(errors).toEqual([]);
@@ -84,7 +94,15 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     try {
       const planFile = path.join(base, 'plan.json');
-      fs.writeFileSync(planFile, JSON.stringify({ planId: 'tidy', steps: [{ id: 'look', action: 'runCommand', args: { argv: ['ls', '-la'], cwd: workspace }, meta: { purpose: 'Look at the logs' } }] }));
+      fs.writeFileSync(
+        planFile,
+        JSON.stringify({
+          planId: 'tidy',
+          steps: [
+            { id: 'look', action: 'runCommand', args: { argv: ['ls', '-la'], cwd: workspace }, meta: { purpose: 'Look at the logs' } },
+          ],
+        }),
+      );
       runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 180_000 });
       const page = await context.newPage();
       await page.goto(served.info.url);
@@ -103,8 +121,16 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
 
       // The new version is weighed and dry-run again (in Docker), then waits for the person with its own risk.
       await expect.poll(() => detail.locator('.command-line').first().innerText(), { timeout: 180_000 }).toBe('rm -f old.log');
-      await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'look']).json<{ status: string }>().status, { timeout: 180_000 }).toBe('awaiting_consent');
-      const edited = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'look']).json<{ evaluation: { risk: string }; edit: { commandBefore: string; commandAfter: string }; preview: { command: string; files: { path: string; existsAfter: boolean }[] } }>();
+      await expect
+        .poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'look']).json<{ status: string }>().status, {
+          timeout: 180_000,
+        })
+        .toBe('awaiting_consent');
+      const edited = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'look']).json<{
+        evaluation: { risk: string };
+        edit: { commandBefore: string; commandAfter: string };
+        preview: { command: string; files: { path: string; existsAfter: boolean }[] };
+      }>();
       expect(edited.edit).toMatchObject({ commandBefore: 'ls -la', commandAfter: 'rm -f old.log' });
       // The new dry run is of the edited line: it deletes the file, which the proposal's never did.
       expect(edited.preview.files.map((file) => `${path.basename(file.path)}:${file.existsAfter}`)).toEqual(['old.log:false']);

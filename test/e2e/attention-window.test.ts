@@ -6,7 +6,13 @@ import { startMcp } from '../helpers/mcp-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
-import { expectNoSeriousAxeViolations, openWindow as openWindowAt, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
+import {
+  expectNoSeriousAxeViolations,
+  openWindow as openWindowAt,
+  screenshots,
+  useChromium,
+  windowTestsSkipReason,
+} from '../helpers/window-page.js';
 
 /*
  * Issue 13 §6, end to end: the real `executor serve`, real `executor mcp` agents, the built
@@ -22,7 +28,6 @@ const skipReason = windowTestsSkipReason();
 /** A loaded 2-core machine can take seconds to lay out or answer: waits follow the page, with room. */
 const SOON = { timeout: 20_000 };
 
-
 /** Records every `new Notification` the page makes, and looks away (no focus), as a person in another window does. */
 const RECORD_NOTIFICATIONS = `
   window.__notices = [];
@@ -37,8 +42,17 @@ const RECORD_NOTIFICATIONS = `
   document.hasFocus = () => false;
 `;
 
-async function openWindow(url: string, options: BrowserContextOptions = {}, initScript?: string): Promise<{ page: Page; errors: string[] }> {
-  return openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, ...options, initScripts: initScript ? [initScript] : [], cspErrors: true });
+async function openWindow(
+  url: string,
+  options: BrowserContextOptions = {},
+  initScript?: string,
+): Promise<{ page: Page; errors: string[] }> {
+  return openWindowAt(browser(), url, {
+    viewport: { width: 1400, height: 880 },
+    ...options,
+    initScripts: initScript ? [initScript] : [],
+    cspErrors: true,
+  });
 }
 
 interface Listed {
@@ -74,12 +88,18 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
 
       // A burst: one agent proposes a plan of 40 steps, prepared one after another. One notification, naming the agent and the count.
       const agent = await startMcp(dataDir, { name: 'release-bot', version: '2.0' });
-      const steps = Array.from({ length: 40 }, (_, index) => ({ tool: 'write_file', args: { path: path.join(workspace, `part-${index + 1}.txt`), content: `part ${index + 1}\n`, purpose: 'split the notes' } }));
+      const steps = Array.from({ length: 40 }, (_, index) => ({
+        tool: 'write_file',
+        args: { path: path.join(workspace, `part-${index + 1}.txt`), content: `part ${index + 1}\n`, purpose: 'split the notes' },
+      }));
       const plan = agent.call('propose_plan', { purpose: 'split the notes', steps }, { timeoutMs: 240_000 });
       plan.catch(() => undefined);
       await expect.poll(() => page.locator('.nav-link .count').textContent(), { timeout: 60_000 }).toBe('40');
       await expect.poll(() => notices(page), SOON).toHaveLength(1);
-      expect((await notices(page))[0]).toEqual({ title: 'Executor: 40 steps wait from agent release-bot 2.0', body: 'Latest: Write part-40.txt' });
+      expect((await notices(page))[0]).toEqual({
+        title: 'Executor: 40 steps wait from agent release-bot 2.0',
+        body: 'Latest: Write part-40.txt',
+      });
       // The favicon carries the count.
       await expect.poll(() => icon.getAttribute('data-waiting')).toBe('40');
       const countedIcon = await icon.getAttribute('href');
@@ -88,10 +108,17 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
 
       // One more step from another agent: its own notification names the step.
       const other = await startMcp(dataDir, { name: 'docs-bot', version: '1.0' });
-      const single = other.call('write_file', { path: path.join(workspace, 'single.txt'), content: 'one\n', purpose: 'a lone note' }, { timeoutMs: 240_000 });
+      const single = other.call(
+        'write_file',
+        { path: path.join(workspace, 'single.txt'), content: 'one\n', purpose: 'a lone note' },
+        { timeoutMs: 240_000 },
+      );
       single.catch(() => undefined);
       await expect.poll(() => notices(page), SOON).toHaveLength(2);
-      expect((await notices(page))[1]).toEqual({ title: 'Executor: MEDIUM step waits from agent docs-bot 1.0', body: 'Write single.txt — a lone note' });
+      expect((await notices(page))[1]).toEqual({
+        title: 'Executor: MEDIUM step waits from agent docs-bot 1.0',
+        body: 'Write single.txt — a lone note',
+      });
       await expect.poll(() => icon.getAttribute('data-waiting')).toBe('41');
 
       // Approve, then Undo: the step leaves the queue while the toast shows, comes back on Undo, and the host never hears of it.
@@ -136,7 +163,9 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await toast.getByRole('button', { name: 'Do it now' }).click();
       await page.mouse.move(1, 1);
       await expect.poll(() => statusOf(dataDir, 'single.txt'), SOON).toBe('rejected');
-      expect(stepsOf(dataDir).find((record) => record.step.args.path?.endsWith('/single.txt'))?.rejectedReason).toBe('Not now:\nthe notes are being rewritten.');
+      expect(stepsOf(dataDir).find((record) => record.step.args.path?.endsWith('/single.txt'))?.rejectedReason).toBe(
+        'Not now:\nthe notes are being rewritten.',
+      );
       expect((await single).text).toMatch(/REJECTED/);
 
       // Cmd+Enter on a Mac does the same; "u" takes the newest held decision back.
@@ -208,10 +237,19 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
     try {
       const { page } = await openWindow(serve.info.url);
       // A session the host does not know (as after a restart): the protocol's refusal is "There is no credential …".
-      await page.evaluate(() => sessionStorage.setItem('executor.session', JSON.stringify({ kid: 'web-gone', channel: 'web', key: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })));
+      await page.evaluate(() =>
+        sessionStorage.setItem(
+          'executor.session',
+          JSON.stringify({ kid: 'web-gone', channel: 'web', key: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }),
+        ),
+      );
       await page.reload();
       const alert = page.getByRole('alert');
-      await expect.poll(() => alert.textContent(), SOON).toContain('This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones.');
+      await expect
+        .poll(() => alert.textContent(), SOON)
+        .toContain(
+          'This link no longer opens Executor: each link works once, a newer one replaces it, and a restarted Executor forgets the old ones.',
+        );
       expect(await alert.textContent()).toContain('Run `executor web-url` in a terminal on this computer and open the link it prints.');
       expect(await alert.textContent()).not.toMatch(/credential/i);
       await expectNoSeriousAxeViolations(page);
@@ -234,9 +272,17 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
     fs.mkdirSync(path.join(workspace, 'src'));
     const serve = await startServe(dataDir);
     try {
-      const { page, errors } = await openWindow(serve.info.url, { locale: 'en-US', timezoneId: 'UTC' }, "localStorage.setItem('executor.undoSeconds', '0');");
+      const { page, errors } = await openWindow(
+        serve.info.url,
+        { locale: 'en-US', timezoneId: 'UTC' },
+        "localStorage.setItem('executor.undoSeconds', '0');",
+      );
       const agent = await startMcp(dataDir, { name: 'rule-bot', version: '1.0' });
-      const first = agent.call('write_file', { path: path.join(workspace, 'src', 'a.ts'), content: '// a\n', purpose: 'first file' }, { timeoutMs: 120_000 });
+      const first = agent.call(
+        'write_file',
+        { path: path.join(workspace, 'src', 'a.ts'), content: '// a\n', purpose: 'first file' },
+        { timeoutMs: 120_000 },
+      );
       first.catch(() => undefined);
       const item = page.getByRole('button', { name: /Write src\/a\.ts/ });
       await expect.poll(() => item.isVisible(), SOON).toBe(true);
@@ -252,13 +298,19 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await dialog.getByRole('button', { name: 'Approve and save rule' }).click();
       expect((await first).text).toMatch(/^EXECUTED/);
       const ruleId = (JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered as { id: string }[])[0]!.id;
-      expect((await agent.call('write_file', { path: path.join(workspace, 'src', 'b.ts'), content: '// b\n', purpose: 'second file' })).text).toMatch(/^EXECUTED/);
-      await expect.poll(() => page.getByTestId('rule-notice').first().textContent(), SOON).toContain(`Approved by your rule ${ruleId} for agent rule-bot 1.0: Write src/b.ts`);
+      expect(
+        (await agent.call('write_file', { path: path.join(workspace, 'src', 'b.ts'), content: '// b\n', purpose: 'second file' })).text,
+      ).toMatch(/^EXECUTED/);
+      await expect
+        .poll(() => page.getByTestId('rule-notice').first().textContent(), SOON)
+        .toContain(`Approved by your rule ${ruleId} for agent rule-bot 1.0: Write src/b.ts`);
       await page.getByRole('link', { name: 'History' }).click();
       const row = page.getByRole('row').filter({ hasText: 'Write src/b.ts' });
       await expect.poll(() => row.textContent(), SOON).toContain(`your remembered rule ${ruleId} (without asking)`);
       await row.click();
-      await expect.poll(() => page.locator('#history-detail').textContent(), SOON).toContain(`your remembered rule ${ruleId} (without asking) at`);
+      await expect
+        .poll(() => page.locator('#history-detail').textContent(), SOON)
+        .toContain(`your remembered rule ${ruleId} (without asking) at`);
       // History's times, the same format.
       // (A History row says the time without the year, as audit rows do; the detail says it whole.)
       expect(await row.textContent()).toMatch(/[A-Z][a-z]{2} \d{1,2}, \d{1,2}:\d\d:\d\d\s[AP]M/);
@@ -270,7 +322,9 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       const total = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--limit', '100000']).json<unknown[]>().length;
       expect(total).toBeGreaterThan(10);
       await expect.poll(() => page.getByTestId('audit-count').textContent(), SOON).toBe(`${total} records in the log.`);
-      const suggested = await page.locator('#audit-action-names option').evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
+      const suggested = await page
+        .locator('#audit-action-names option')
+        .evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
       expect(suggested).toEqual(expect.arrayContaining(['step.approved', 'step.rejected', 'rule.applied', 'policy.changed']));
       expect(await page.getByLabel('Action').getAttribute('list')).toBe('audit-action-names');
       const firstTime = page.locator('.audit-row:not(.audit-header) [role="cell"]:nth-child(2)').first();
@@ -278,21 +332,32 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       // Filtering says how many match, of the whole log.
       await page.getByLabel('Action').fill('rule.applied');
       await page.getByRole('button', { name: 'Apply filters' }).click();
-      await expect.poll(() => page.getByTestId('audit-count').textContent(), SOON).toBe(`${total} records in the log; 1 match the filters.`);
+      await expect
+        .poll(() => page.getByTestId('audit-count').textContent(), SOON)
+        .toBe(`${total} records in the log; 1 match the filters.`);
       await page.getByRole('button', { name: 'Clear' }).click();
 
       // The filter bar fits its box at 1024 and 1440 px: nothing sticks out to the right.
       for (const width of [1024, 1440]) {
         await page.setViewportSize({ width, height: 880 });
         await expect
-          .poll(() =>
-            page.evaluate(() => {
-              const form = document.querySelector('form.filters') as HTMLElement;
-              const box = form.getBoundingClientRect();
-              const parent = form.parentElement!.getBoundingClientRect();
-              const outside = [...form.querySelectorAll('input, select, button')].filter((element) => element.getBoundingClientRect().right > box.right + 0.5).length;
-              return { fits: form.scrollWidth <= form.clientWidth && box.right <= parent.right + 0.5 && document.documentElement.scrollWidth <= window.innerWidth, outside };
-            }),
+          .poll(
+            () =>
+              page.evaluate(() => {
+                const form = document.querySelector('form.filters') as HTMLElement;
+                const box = form.getBoundingClientRect();
+                const parent = form.parentElement!.getBoundingClientRect();
+                const outside = [...form.querySelectorAll('input, select, button')].filter(
+                  (element) => element.getBoundingClientRect().right > box.right + 0.5,
+                ).length;
+                return {
+                  fits:
+                    form.scrollWidth <= form.clientWidth &&
+                    box.right <= parent.right + 0.5 &&
+                    document.documentElement.scrollWidth <= window.innerWidth,
+                  outside,
+                };
+              }),
             SOON,
           )
           .toEqual({ fits: true, outside: 0 });

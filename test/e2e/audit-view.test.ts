@@ -42,17 +42,25 @@ async function openAuditRows(page: Page, errors: string[]): Promise<void> {
   // On a loaded machine the first key press can come before the window listens for it: press again until the view opens.
   const heading = page.getByRole('heading', { name: 'Audit log' });
   await expect
-    .poll(async () => {
-      if (await heading.isVisible()) return true;
-      await page.keyboard.press('3');
-      return heading.isVisible();
-    }, { timeout: 60_000 })
+    .poll(
+      async () => {
+        if (await heading.isVisible()) return true;
+        await page.keyboard.press('3');
+        return heading.isVisible();
+      },
+      { timeout: 60_000 },
+    )
     .toBe(true);
   try {
     await expect.poll(() => page.locator('.audit-row[data-seq]').count(), { timeout: 60_000 }).toBeGreaterThan(0);
   } catch (error) {
-    const shown = await page.locator('main').innerText().catch((caught: unknown) => `(no text: ${String(caught)})`);
-    throw new Error(`no audit rows within 60 s; page errors: ${JSON.stringify(errors)}; the window showed:\n${shown.slice(0, 2000)}`, { cause: error });
+    const shown = await page
+      .locator('main')
+      .innerText()
+      .catch((caught: unknown) => `(no text: ${String(caught)})`);
+    throw new Error(`no audit rows within 60 s; page errors: ${JSON.stringify(errors)}; the window showed:\n${shown.slice(0, 2000)}`, {
+      cause: error,
+    });
   }
 }
 
@@ -78,7 +86,10 @@ function parseCount(text: string): { checked: number; total: number } {
 function cliSeqs(filters: string[]): number[] {
   const shown = runCli(['--data-dir', setup.dataDir, 'audit', 'show', '--limit', '100000', ...filters]);
   expect(shown.status, shown.stderr).toBe(0);
-  return shown.stdout.split('\n').filter(Boolean).map((line) => Number(/^\s*(\d+) /.exec(line)![1]));
+  return shown.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => Number(/^\s*(\d+) /.exec(line)![1]));
 }
 
 // Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
@@ -89,7 +100,9 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     await recordVerifyCounts(page);
     await page.keyboard.press('3');
     const banner = page.getByTestId('verify-banner');
-    await expect.poll(() => banner.textContent(), { timeout: 120_000 }).toMatch(/^Intact on this computer\..*witnesses were not asked here/);
+    await expect
+      .poll(() => banner.textContent(), { timeout: 120_000 })
+      .toMatch(/^Intact on this computer\..*witnesses were not asked here/);
     const intact = /([\d,]+) records verified/.exec((await banner.textContent())!)!;
     const total = Number(intact[1]!.replace(/,/g, ''));
     expect(total).toBeGreaterThan(RECORDS);
@@ -105,7 +118,9 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     await page.evaluate(() => ((window as unknown as { verifyCounts: string[] }).verifyCounts.length = 0));
     await banner.getByRole('button', { name: 'Verify' }).click();
     await expect.poll(() => banner.locator('progress').count(), { timeout: 10_000 }).toBe(1);
-    await expect.poll(() => banner.textContent(), { timeout: 120_000 }).toMatch(/^Intact on this computer\..*witnesses were not asked here/);
+    await expect
+      .poll(() => banner.textContent(), { timeout: 120_000 })
+      .toMatch(/^Intact on this computer\..*witnesses were not asked here/);
     expect(await banner.locator('progress').count()).toBe(0);
     expect(errors).toEqual([]);
     await page.context().close();
@@ -132,7 +147,8 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     const cliMcp = cliSeqs(['--channel', 'mcp']);
     expect(cliMcp).toHaveLength(RECORDS / 5);
-    const shownSeqs = () => page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.map((row) => Number(row.getAttribute('data-seq'))));
+    const shownSeqs = () =>
+      page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.map((row) => Number(row.getAttribute('data-seq'))));
     // Newest first: the first rows drawn are the newest mcp records.
     const newest = [...cliMcp].reverse();
     await expect.poll(async () => (await shownSeqs()).slice(0, 5), { timeout: 15_000 }).toEqual(newest.slice(0, 5));
@@ -175,9 +191,13 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
       cli.close();
     }
     // The step's own records reach the top without a reload or a scroll, in order, none skipped.
-    await expect.poll(() => page.locator('.audit-row[data-seq]').first().textContent(), { timeout: 15_000 }).toMatch(/step\.consent_requested/);
+    await expect
+      .poll(() => page.locator('.audit-row[data-seq]').first().textContent(), { timeout: 15_000 })
+      .toMatch(/step\.consent_requested/);
     // Read in one go: more records may arrive meanwhile (the host's own), and each read must be whole.
-    const drawn = await page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.slice(0, 10).map((row) => Number(row.getAttribute('data-seq'))));
+    const drawn = await page
+      .locator('.audit-row[data-seq]')
+      .evaluateAll((rows) => rows.slice(0, 10).map((row) => Number(row.getAttribute('data-seq'))));
     const top = drawn[0]!;
     expect(top).toBeGreaterThan(before);
     expect(drawn).toEqual(Array.from({ length: 10 }, (_, index) => top - index));
@@ -198,7 +218,10 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     }
     const { page, errors } = await openWindow(serve.info.url);
     await openAuditRows(page, errors);
-    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.getByRole('button', { name: 'Export' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: 60_000 }),
+      page.getByRole('button', { name: 'Export' }).click(),
+    ]);
     expect(download.suggestedFilename()).toMatch(/^executor-audit-1-\d+\.jsonl$/);
     const file = path.join(setup.base, download.suggestedFilename());
     await download.saveAs(file);
@@ -206,8 +229,23 @@ describe.skipIf(skipReason !== null)('the audit view on a big log', { timeout: 1
     expect(fs.statSync(file).size).toBeGreaterThan(cap * 20);
     await expect.poll(() => page.getByRole('status').filter({ hasText: 'Downloading records 1–' }).count()).toBe(1);
 
-    const keys = runCli(['--data-dir', setup.dataDir, '--json', 'keys', 'export-verification', '--keep']).json<{ verificationKey: string }[]>();
-    const verified = runCli(['--data-dir', setup.dataDir, '--json', 'audit', 'verify', '--file', file, '--verification-key', keys.map((key) => key.verificationKey).join(',')], { timeoutMs: 120_000 });
+    const keys = runCli(['--data-dir', setup.dataDir, '--json', 'keys', 'export-verification', '--keep']).json<
+      { verificationKey: string }[]
+    >();
+    const verified = runCli(
+      [
+        '--data-dir',
+        setup.dataDir,
+        '--json',
+        'audit',
+        'verify',
+        '--file',
+        file,
+        '--verification-key',
+        keys.map((key) => key.verificationKey).join(','),
+      ],
+      { timeoutMs: 120_000 },
+    );
     expect(verified.status, verified.stderr).toBe(0);
     const report = verified.json<{ ok: boolean; records: number; macsUnchecked: number }>();
     expect(report).toMatchObject({ ok: true, macsUnchecked: 0 });

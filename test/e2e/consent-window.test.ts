@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { CLI, runCli, shownPreviewHash } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
-import { expectNoSeriousAxeViolations, openWindow as openWindowAt, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
+import {
+  expectNoSeriousAxeViolations,
+  openWindow as openWindowAt,
+  screenshots,
+  useChromium,
+  windowTestsSkipReason,
+} from '../helpers/window-page.js';
 
 /*
  * The three stories of the consent window, end to end: the real `executor serve` (real SQLite,
@@ -17,7 +23,6 @@ import { expectNoSeriousAxeViolations, openWindow as openWindowAt, screenshots, 
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 
-
 /** Exceptions the page threw: a blank screen usually starts as one of these. */
 const uncaught = new WeakMap<Page, string[]>();
 
@@ -25,18 +30,30 @@ async function openWindow(url: string): Promise<Page> {
   // A context per window (axe needs one); each window spends its own one-time URL. Not a test of Undo:
   // decisions are sent at once (attention-window.test.ts holds them). The page runs under the served
   // CSP (no inline scripts or styles): a violation is a bug too.
-  const { page, errors } = await openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, acceptDownloads: true, decisionsAtOnce: true, cspErrors: true });
+  const { page, errors } = await openWindowAt(browser(), url, {
+    viewport: { width: 1400, height: 880 },
+    acceptDownloads: true,
+    decisionsAtOnce: true,
+    cspErrors: true,
+  });
   uncaught.set(page, errors);
   return page;
 }
 
-function proposeAndWait(dataDir: string, planFile: string): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', '--wait', '--timeout', '120', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+function proposeAndWait(
+  dataDir: string,
+  planFile: string,
+): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'propose', '--wait', '--timeout', '120', planFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, stdout, stderr })),
+  );
   return { child, done };
 }
 
@@ -53,14 +70,27 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await screenshots(page, 'queue-empty');
 
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({
-      planId: 'tidy-notes',
-      purpose: 'Tidy the notes and configure the API key',
-      steps: [
-        { id: 'edit-notes', action: 'writeFile', args: { path: notes, content: '# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n' }, meta: { purpose: 'Update the shopping list and add the dentist' } },
-        { id: 'write-env', action: 'writeFile', args: { path: path.join(workspace, '.env'), content: 'API_KEY=sk-live-123\n' }, meta: { purpose: 'Store the API key for local runs' } },
-      ],
-    }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        planId: 'tidy-notes',
+        purpose: 'Tidy the notes and configure the API key',
+        steps: [
+          {
+            id: 'edit-notes',
+            action: 'writeFile',
+            args: { path: notes, content: '# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n' },
+            meta: { purpose: 'Update the shopping list and add the dentist' },
+          },
+          {
+            id: 'write-env',
+            action: 'writeFile',
+            args: { path: path.join(workspace, '.env'), content: 'API_KEY=sk-live-123\n' },
+            meta: { purpose: 'Store the API key for local runs' },
+          },
+        ],
+      }),
+    );
     const cli = proposeAndWait(dataDir, planFile);
 
     // Live: the steps arrive through the window's event stream, no reload.
@@ -76,8 +106,12 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await mediumItem.click();
     const diff = page.getByRole('region', { name: /Diff of .*notes\.md/ });
     await expect.poll(() => diff.isVisible()).toBe(true);
-    expect(await diff.locator('.diff-code-insert').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('buy oat milk'), expect.stringContaining('book dentist')]));
-    expect(await diff.locator('.diff-code-delete').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('buy milk')]));
+    expect(await diff.locator('.diff-code-insert').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('buy oat milk'), expect.stringContaining('book dentist')]),
+    );
+    expect(await diff.locator('.diff-code-delete').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('buy milk')]),
+    );
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'queue', { light: 'queue' });
 
@@ -93,7 +127,9 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     // Approve the MEDIUM step: it runs at once and the file changes on disk.
     await mediumItem.click();
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
-    await expect.poll(() => fs.readFileSync(notes, 'utf8'), { timeout: 20_000 }).toBe('# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n');
+    await expect
+      .poll(() => fs.readFileSync(notes, 'utf8'), { timeout: 20_000 })
+      .toBe('# Notes\n\n- buy oat milk\n- call Ada\n- book dentist\n');
     await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/^“Write notes\.md” was approved and ran\.$/);
 
     // Reject the HIGH step by keyboard, with a reason.
@@ -106,14 +142,31 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
 
     // propose --wait came back as soon as both steps waited for the person; the decisions are in the steps.
     const finished = await cli.done;
-    expect((JSON.parse(finished.stdout) as { status: string }[]).map((outcome) => outcome.status)).toEqual(['awaiting_consent', 'awaiting_consent']);
-    await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes']).json<{ status: string }[]>().map((record) => record.status).sort(), { timeout: 20_000 }).toEqual(['executed', 'rejected']);
-    const outcomes = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes']).json<{ step: { id: string }; status: string; rejectedReason?: string | null }[]>()
+    expect((JSON.parse(finished.stdout) as { status: string }[]).map((outcome) => outcome.status)).toEqual([
+      'awaiting_consent',
+      'awaiting_consent',
+    ]);
+    await expect
+      .poll(
+        () =>
+          runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes'])
+            .json<{ status: string }[]>()
+            .map((record) => record.status)
+            .sort(),
+        { timeout: 20_000 },
+      )
+      .toEqual(['executed', 'rejected']);
+    const outcomes = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'tidy-notes'])
+      .json<{ step: { id: string }; status: string; rejectedReason?: string | null }[]>()
       .map((record) => ({ stepId: record.step.id, status: record.status, rejectedReason: record.rejectedReason }))
       .sort((a, b) => a.stepId.localeCompare(b.stepId));
     expect(outcomes).toEqual([
       expect.objectContaining({ stepId: 'edit-notes', status: 'executed' }),
-      expect.objectContaining({ stepId: 'write-env', status: 'rejected', rejectedReason: 'Keys never go into the workspace; use the secret store.' }),
+      expect.objectContaining({
+        stepId: 'write-env',
+        status: 'rejected',
+        rejectedReason: 'Keys never go into the workspace; use the secret store.',
+      }),
     ]);
     expect(fs.existsSync(path.join(workspace, '.env'))).toBe(false);
     await expect.poll(() => page.title()).toBe('Executor');
@@ -129,7 +182,13 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const page = await openWindow(serve.info.url);
     const propose = (planId: string, file: string) => {
       const planFile = path.join(base, `${planId}.json`);
-      fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: planId, action: 'writeFile', args: { path: path.join(workspace, file), content: `// ${planId}\n` } }] }));
+      fs.writeFileSync(
+        planFile,
+        JSON.stringify({
+          planId,
+          steps: [{ id: planId, action: 'writeFile', args: { path: path.join(workspace, file), content: `// ${planId}\n` } }],
+        }),
+      );
       return runCli(['--data-dir', dataDir, '--json', 'propose', planFile]).json<{ status: string; risk: string }[]>()[0]!;
     };
     expect(propose('first', 'src/a.ts').status).toBe('awaiting_consent');
@@ -138,10 +197,14 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await item.click();
     await page.getByRole('button', { name: 'Approve and remember…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Approve and remember' });
-    await expect.poll(() => dialog.getByTestId('rule-words').textContent()).toMatch(/files matching src\/a\.ts under .* \(up to MEDIUM risk\)/);
+    await expect
+      .poll(() => dialog.getByTestId('rule-words').textContent())
+      .toMatch(/files matching src\/a\.ts under .* \(up to MEDIUM risk\)/);
     await dialog.getByLabel('Anything under src/').check();
     await dialog.getByLabel('Remember for').selectOption('never');
-    expect(await dialog.getByTestId('rule-words').textContent()).toBe(`Future writes and deletes of files matching src/** under ${workspace} for steps you propose yourself (from this window or the CLI) will run without asking (up to MEDIUM risk). Riskier steps (such as secret-looking files) and other paths still ask. Until you remove it.`);
+    expect(await dialog.getByTestId('rule-words').textContent()).toBe(
+      `Future writes and deletes of files matching src/** under ${workspace} for steps you propose yourself (from this window or the CLI) will run without asking (up to MEDIUM risk). Riskier steps (such as secret-looking files) and other paths still ask. Until you remove it.`,
+    );
     await screenshots(page, 'queue-remember');
     await dialog.getByRole('button', { name: 'Approve and save rule' }).click();
     await expect.poll(() => fs.existsSync(path.join(workspace, 'src', 'a.ts')), { timeout: 15_000 }).toBe(true);
@@ -161,7 +224,10 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'settings');
     await page.getByRole('button', { name: /^Remove rule / }).click();
-    await page.getByRole('dialog', { name: /Remove this remembered approval/ }).getByRole('button', { name: 'Remove rule' }).click();
+    await page
+      .getByRole('dialog', { name: /Remove this remembered approval/ })
+      .getByRole('button', { name: 'Remove rule' })
+      .click();
     await expect.poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered.length).toBe(0);
     expect(propose('third', 'src/c.ts').status).toBe('awaiting_consent');
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show']).stdout;
@@ -178,7 +244,20 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     fs.writeFileSync(config, original);
     const serve = await startServe(dataDir);
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports', steps: [{ id: 'set-port', action: 'writeFile', args: { path: config, content: 'port: 9090\nmode: dev\n' }, meta: { purpose: 'Move to port 9090' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        planId: 'ports',
+        steps: [
+          {
+            id: 'set-port',
+            action: 'writeFile',
+            args: { path: config, content: 'port: 9090\nmode: dev\n' },
+            meta: { purpose: 'Move to port 9090' },
+          },
+        ],
+      }),
+    );
     expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
     expect(runCli(['--data-dir', dataDir, 'approve', 'set-port', '--preview-hash', shownPreviewHash(dataDir, 'set-port')]).status).toBe(0);
     expect(fs.readFileSync(config, 'utf8')).toBe('port: 9090\nmode: dev\n');
@@ -206,7 +285,13 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expect.poll(() => row.textContent()).toMatch(/Reverted/);
 
     // The conflict path: the file changes after the step; revert shows both hashes and asks twice.
-    fs.writeFileSync(planFile, JSON.stringify({ planId: 'ports-2', steps: [{ id: 'set-mode', action: 'writeFile', args: { path: config, content: 'port: 8080\nmode: prod\n' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        planId: 'ports-2',
+        steps: [{ id: 'set-mode', action: 'writeFile', args: { path: config, content: 'port: 8080\nmode: prod\n' } }],
+      }),
+    );
     runCli(['--data-dir', dataDir, 'propose', planFile]);
     expect(runCli(['--data-dir', dataDir, 'approve', 'set-mode', '--preview-hash', shownPreviewHash(dataDir, 'set-mode')]).status).toBe(0);
     fs.writeFileSync(config, 'port: 8080\nmode: prod\n# edited by hand later\n');
@@ -236,7 +321,10 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'set-mode']).stdout;
     expect(audit).toMatch(/step\.revert_forced/);
     // The forced revert is a step of its own, and reverting it brings the edit back.
-    const steps = JSON.parse(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).stdout) as { step: { id: string; meta: { purpose?: string } }; status: string }[];
+    const steps = JSON.parse(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).stdout) as {
+      step: { id: string; meta: { purpose?: string } };
+      status: string;
+    }[];
     const restore = steps.find((record) => record.step.meta.purpose?.startsWith('Forced revert of set-mode'));
     expect(restore?.status).toBe('executed');
     runCli(['--data-dir', dataDir, 'revert', restore!.step.id]);
@@ -248,17 +336,22 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const { dataDir, workspace, base } = tempSetup();
     const serve = await startServe(dataDir);
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({
-      planId: 'audited',
-      steps: [
-        { id: 'keep', action: 'writeFile', args: { path: path.join(workspace, 'keep.txt'), content: 'kept\n' } },
-        { id: 'drop', action: 'writeFile', args: { path: path.join(workspace, '.env'), content: 'SECRET=1\n' } },
-      ],
-    }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        planId: 'audited',
+        steps: [
+          { id: 'keep', action: 'writeFile', args: { path: path.join(workspace, 'keep.txt'), content: 'kept\n' } },
+          { id: 'drop', action: 'writeFile', args: { path: path.join(workspace, '.env'), content: 'SECRET=1\n' } },
+        ],
+      }),
+    );
     runCli(['--data-dir', dataDir, 'propose', planFile]);
     expect(runCli(['--data-dir', dataDir, 'approve', 'keep', '--preview-hash', shownPreviewHash(dataDir, 'keep')]).status).toBe(0);
     expect(runCli(['--data-dir', dataDir, 'reject', 'drop', '--reason', 'no secrets']).status).toBe(0);
-    const cliRecords = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--plan', 'audited']).json<{ seq: number; action: string }[]>();
+    const cliRecords = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--plan', 'audited']).json<
+      { seq: number; action: string }[]
+    >();
     expect(cliRecords.length).toBeGreaterThan(6);
 
     const page = await openWindow(serve.info.url);
@@ -272,7 +365,14 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await page.keyboard.press('/');
     await page.keyboard.type('audited');
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    await expect.poll(async () => (await page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.map((row) => Number(row.getAttribute('data-seq'))))).sort((a, b) => a - b), { timeout: 15_000 })
+    await expect
+      .poll(
+        async () =>
+          (await page.locator('.audit-row[data-seq]').evaluateAll((rows) => rows.map((row) => Number(row.getAttribute('data-seq'))))).sort(
+            (a, b) => a - b,
+          ),
+        { timeout: 15_000 },
+      )
       .toEqual(cliRecords.map((record) => record.seq).sort((a, b) => a - b));
     const actionsShown = await page.locator('.audit-row[data-seq] code').first().textContent();
     expect(cliRecords.map((record) => record.action)).toContain(actionsShown);
@@ -284,7 +384,11 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expect.poll(() => detail.getByTestId('canonical-body').textContent(), { timeout: 15_000 }).toContain('"no secrets"');
     const body = JSON.parse((await detail.getByTestId('canonical-body').textContent())!) as { seq: number; action: string };
     expect(body).toMatchObject({ seq: rejected.seq, action: 'step.rejected' });
-    expect(await detail.locator(".hash").allTextContents()).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/), expect.stringMatching(/^[0-9a-f]{64}$/), expect.stringMatching(/^[0-9a-f]{64}$/)]);
+    expect(await detail.locator('.hash').allTextContents()).toEqual([
+      expect.stringMatching(/^[0-9a-f]{64}$/),
+      expect.stringMatching(/^[0-9a-f]{64}$/),
+      expect.stringMatching(/^[0-9a-f]{64}$/),
+    ]);
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'audit-record');
 
@@ -295,7 +399,17 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     expect(fs.readFileSync(exported, 'utf8').split('\n').filter(Boolean).length).toBeGreaterThan(cliRecords.length);
     // The auditor holds K0, as `executor keys export-verification` showed it.
     const keys = runCli(['--data-dir', dataDir, '--json', 'keys', 'export-verification', '--keep']).json<{ verificationKey: string }[]>();
-    const verified = runCli(['--data-dir', dataDir, '--json', 'audit', 'verify', '--file', exported, '--verification-key', keys.map((key) => key.verificationKey).join(',')]);
+    const verified = runCli([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'audit',
+      'verify',
+      '--file',
+      exported,
+      '--verification-key',
+      keys.map((key) => key.verificationKey).join(','),
+    ]);
     expect(verified.stderr).toBe('');
     expect(verified.status).toBe(0);
     expect(verified.json<{ ok: boolean }>().ok).toBe(true);
@@ -315,7 +429,16 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await screenshots(page, 'audit-tampered');
     await page.locator('.record-detail').getByRole('button', { name: 'Close' }).click();
     await banner.getByRole('button', { name: `Jump to record #${rejected.seq}` }).click();
-    await expect.poll(() => page.getByRole('complementary', { name: `Audit record ${rejected.seq}` }).getByTestId('canonical-body').textContent(), { timeout: 15_000 }).toContain('fine by me');
+    await expect
+      .poll(
+        () =>
+          page
+            .getByRole('complementary', { name: `Audit record ${rejected.seq}` })
+            .getByTestId('canonical-body')
+            .textContent(),
+        { timeout: 15_000 },
+      )
+      .toContain('fine by me');
     await expect.poll(() => page.locator(`.audit-row.bad[data-seq="${rejected.seq}"]`).count()).toBe(1);
     expect(uncaught.get(page)).toEqual([]);
     await page.context().close();

@@ -21,7 +21,6 @@ const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 
-
 /** The sh block that follows `<!-- try-it: NAME -->` in README.md. */
 function readmeBlock(name: string): string {
   const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
@@ -118,7 +117,14 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
     expect(stray.stderr).toContain(`serves the default data directory ${defaultDataDir}, not this one`);
     expect(stray.stderr).toContain(`executor --data-dir ${elsewhere} serve`);
     const where = runCli(['--json', 'where'], { env });
-    expect(JSON.parse(where.stdout)).toEqual({ dataDir: defaultDataDir, source: 'default', isDefault: true, served: true, defaultDataDir, defaultServed: null });
+    expect(JSON.parse(where.stdout)).toEqual({
+      dataDir: defaultDataDir,
+      source: 'default',
+      isDefault: true,
+      served: true,
+      defaultDataDir,
+      defaultServed: null,
+    });
   });
 
   it('a window with no workspace root asks for one: ~ works, refusals are said in words, Not now skips it', async () => {
@@ -160,7 +166,11 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'first-run-root-refused', { light: 'first-run-root-refused' });
       // Nothing was saved by any refusal.
-      expect(fs.existsSync(path.join(dataDir, 'policy.json')) ? JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).workspaceRoots : []).toEqual([]);
+      expect(
+        fs.existsSync(path.join(dataDir, 'policy.json'))
+          ? JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).workspaceRoots
+          : [],
+      ).toEqual([]);
 
       await field.fill('~/projects/site');
       await use.click();
@@ -176,7 +186,16 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       expect(runCli(['--data-dir', dataDir, 'roots', 'list'], { env: { HOME: home } }).stdout.trim()).toBe(project);
       await page.reload();
       // Reloaded on Settings (the view is in the URL): loaded once the roots are there again.
-      await expect.poll(() => page.locator('#roots').inputValue().catch(() => ''), SOON).toBe(project);
+      await expect
+        .poll(
+          () =>
+            page
+              .locator('#roots')
+              .inputValue()
+              .catch(() => ''),
+          SOON,
+        )
+        .toBe(project);
       expect(await page.getByRole('region', { name: 'Where do your agents work?' }).count()).toBe(0);
     } finally {
       await context.close();
@@ -196,7 +215,11 @@ describe.skipIf(skipReason !== null)('a first run that works', { timeout: 300_00
       await page.reload();
       await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
       expect(await question.count()).toBe(0);
-      expect(fs.existsSync(path.join(fresh, 'policy.json')) ? JSON.parse(fs.readFileSync(path.join(fresh, 'policy.json'), 'utf8')).workspaceRoots : []).toEqual([]);
+      expect(
+        fs.existsSync(path.join(fresh, 'policy.json'))
+          ? JSON.parse(fs.readFileSync(path.join(fresh, 'policy.json'), 'utf8')).workspaceRoots
+          : [],
+      ).toEqual([]);
     } finally {
       await skipping.close();
     }

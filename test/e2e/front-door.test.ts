@@ -23,7 +23,16 @@ describe.skipIf(skipReason !== null)('a page on another origin against the front
     const { dataDir } = tempSetup();
     const serve = await startServe(dataDir);
     const target = `http://127.0.0.1:${serve.info.port}`;
-    const hostile = ['/%00', '/assets/x%00.js', '/%E0%A4%A', '/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd', '/..%2f..%2fetc%2fpasswd', `/${'a'.repeat(3000)}`, '/api/export/%00', '/api/ws%00'];
+    const hostile = [
+      '/%00',
+      '/assets/x%00.js',
+      '/%E0%A4%A',
+      '/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd',
+      '/..%2f..%2fetc%2fpasswd',
+      `/${'a'.repeat(3000)}`,
+      '/api/export/%00',
+      '/api/ws%00',
+    ];
     const page = `<!doctype html><title>elsewhere</title><script>
       const target = ${JSON.stringify(target)};
       const paths = ${JSON.stringify(hostile)};
@@ -68,7 +77,9 @@ describe.skipIf(skipReason !== null)('a page on another origin against the front
     // The host is alive and serves the person: the page, the CLI through the socket, a new URL.
     expect(serve.child.exitCode).toBeNull();
     expect(serve.child.signalCode).toBeNull();
-    expect((await rawExchange(serve.info.port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${serve.info.port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
+    expect(
+      (await rawExchange(serve.info.port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${serve.info.port}\r\nConnection: close\r\n\r\n`)).status,
+    ).toBe(200);
     const listed = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(listed.status).toBe(0);
     expect((await runCliAsync(['--data-dir', dataDir, '--json', 'web-url'])).status).toBe(0);

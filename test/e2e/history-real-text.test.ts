@@ -54,13 +54,29 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
         const waiting = records.find((record) => record.status === 'awaiting_consent');
         if (!waiting) return records;
         await person.approve({ stepId: waiting.step.id, previewHash: waiting.previewHash });
-        await expect.poll(async () => ['executed', 'failed'].includes((await person.getStep({ stepId: waiting.step.id })).status), { timeout: 60_000 }).toBe(true);
+        await expect
+          .poll(async () => ['executed', 'failed'].includes((await person.getStep({ stepId: waiting.step.id })).status), {
+            timeout: 60_000,
+          })
+          .toBe(true);
         return [await person.getStep({ stepId: waiting.step.id })];
       };
       // The link opens the window once: one page, resized.
       const { context, page } = await openWindow(browser(), served.info.url, { viewport: { width: 1024, height: 800 } });
       // Rejected: the title (its path), the purpose and the reason hold the grid.
-      const [rejected] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'writeFile', args: { path: path.join(workspace, `${tricky('file')}.txt`), content: 'x\n' }, meta: { purpose: tricky('purpose') } }] }, { until: 'needsPerson' });
+      const [rejected] = await proposeAndAwaitDecision(
+        agent,
+        {
+          steps: [
+            {
+              action: 'writeFile',
+              args: { path: path.join(workspace, `${tricky('file')}.txt`), content: 'x\n' },
+              meta: { purpose: tricky('purpose') },
+            },
+          ],
+        },
+        { until: 'needsPerson' },
+      );
 
       // First in the queue, while it waits: the item's title and purpose, the detail's title, purpose, path and agent.
       const item = page.locator('.item-list .item').first();
@@ -71,44 +87,71 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
       const stepDetail = page.locator('#step-detail');
       await expect.poll(() => stepDetail.locator('h2').count(), { timeout: 20_000 }).toBe(1);
       expectMarked(await stepDetail.locator('h2').innerText(), 'queue detail title');
-      for (const label of ['Purpose', 'Path', 'Proposed by']) expectMarked(await stepDetail.locator(`dt:text-is("${label}") + dd`).innerText(), `queue detail ${label}`);
+      for (const label of ['Purpose', 'Path', 'Proposed by'])
+        expectMarked(await stepDetail.locator(`dt:text-is("${label}") + dd`).innerText(), `queue detail ${label}`);
       const queueShown = await page.locator('#main').innerText();
       for (const character of GRID) expect(queueShown, `raw ${codePoint(character)} in the queue`).not.toContain(character);
 
       await person.reject({ stepId: rejected!.step.id, reason: tricky('no thanks') });
       // A result and an error that hold it, and a long plain JSON result.
-      const [returned] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: `return ${JSON.stringify(trickyShort('result'))};` } }] }, { until: 'needsPerson' }).then((records) => settle(records));
-      const [failed] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: `throw new Error(${JSON.stringify(trickyShort('error'))});` } }] }, { until: 'needsPerson' }).then((records) => settle(records));
-      const [json] = await proposeAndAwaitDecision(agent, { steps: [{ action: 'runCode', args: { code: "return { items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], label: 'a long label for the batch', ok: true };" } }] }, { until: 'needsPerson' }).then((records) => settle(records));
+      const [returned] = await proposeAndAwaitDecision(
+        agent,
+        { steps: [{ action: 'runCode', args: { code: `return ${JSON.stringify(trickyShort('result'))};` } }] },
+        { until: 'needsPerson' },
+      ).then((records) => settle(records));
+      const [failed] = await proposeAndAwaitDecision(
+        agent,
+        { steps: [{ action: 'runCode', args: { code: `throw new Error(${JSON.stringify(trickyShort('error'))});` } }] },
+        { until: 'needsPerson' },
+      ).then((records) => settle(records));
+      const [json] = await proposeAndAwaitDecision(
+        agent,
+        {
+          steps: [
+            {
+              action: 'runCode',
+              args: { code: "return { items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], label: 'a long label for the batch', ok: true };" },
+            },
+          ],
+        },
+        { until: 'needsPerson' },
+      ).then((records) => settle(records));
       expect([returned!.status, failed!.status, json!.status]).toEqual(['executed', 'failed', 'executed']);
 
       await openHistory(page);
       const row = (id: string) => page.locator(`#history-row-${id}`);
-      for (const step of [rejected!, returned!, failed!, json!]) await expect.poll(() => row(step.step.id).count(), { timeout: 20_000 }).toBe(1);
+      for (const step of [rejected!, returned!, failed!, json!])
+        await expect.poll(() => row(step.step.id).count(), { timeout: 20_000 }).toBe(1);
       for (const width of [1024, 1280, 1440]) {
         await page.setViewportSize({ width, height: 800 });
         await expect.poll(() => page.evaluate(() => window.innerWidth), { timeout: 20_000 }).toBe(width);
 
         // Times are whole in every row; the JSON result shows at least 40 characters.
-        const cut = await page.locator('.history-grid .time-cell .cell-title, .history-grid .time-cell .cell-sub').evaluateAll((cells) => cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent));
+        const cut = await page
+          .locator('.history-grid .time-cell .cell-title, .history-grid .time-cell .cell-sub')
+          .evaluateAll((cells) => cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent));
         expect(cut, `times cut at ${width} px`).toEqual([]);
-        const shownCharacters = await row(json!.step.id).locator('.result-text').evaluate((box) => {
-          // Each character whose box lies inside the result's box is in sight (cut lines and "…" fall outside).
-          const bounds = box.getBoundingClientRect();
-          const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
-          let inSight = 0;
-          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-            for (let index = 0; index < (node.textContent ?? '').length; index++) {
-              const range = document.createRange();
-              range.setStart(node, index);
-              range.setEnd(node, index + 1);
-              const rect = range.getBoundingClientRect();
-              if (rect.width > 0 && rect.right <= bounds.right + 0.5 && rect.bottom <= bounds.bottom + 0.5) inSight++;
+        const shownCharacters = await row(json!.step.id)
+          .locator('.result-text')
+          .evaluate((box) => {
+            // Each character whose box lies inside the result's box is in sight (cut lines and "…" fall outside).
+            const bounds = box.getBoundingClientRect();
+            const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+            let inSight = 0;
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+              for (let index = 0; index < (node.textContent ?? '').length; index++) {
+                const range = document.createRange();
+                range.setStart(node, index);
+                range.setEnd(node, index + 1);
+                const rect = range.getBoundingClientRect();
+                if (rect.width > 0 && rect.right <= bounds.right + 0.5 && rect.bottom <= bounds.bottom + 0.5) inSight++;
+              }
             }
-          }
-          return inSight;
-        });
-        const columns = await page.locator('.history-grid thead th').evaluateAll((cells) => cells.map((cell) => `${cell.textContent}:${Math.round(cell.getBoundingClientRect().width)}`).join(' '));
+            return inSight;
+          });
+        const columns = await page
+          .locator('.history-grid thead th')
+          .evaluateAll((cells) => cells.map((cell) => `${cell.textContent}:${Math.round(cell.getBoundingClientRect().width)}`).join(' '));
         expect(shownCharacters, `result characters in sight at ${width} px (${columns})`).toBeGreaterThanOrEqual(40);
         // Nothing sideways.
         const scroller = page.getByTestId('history-scroller');
@@ -118,17 +161,22 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
         if (width === 1280) {
           // Rows: the agent's label, the title, the reason, the result and the error, each marked.
           expectMarked(await row(rejected!.step.id).innerText(), 'rejected row');
-          expect(await row(rejected!.step.id).locator('.result-cell').innerText()).toContain(`no thanks x⟨${codePoint(GRID[0]!)}⟩x⟨${codePoint(GRID[1]!)}⟩x`);
+          expect(await row(rejected!.step.id).locator('.result-cell').innerText()).toContain(
+            `no thanks x⟨${codePoint(GRID[0]!)}⟩x⟨${codePoint(GRID[1]!)}⟩x`,
+          );
           expectMarked(await row(returned!.step.id).locator('.result-cell').innerText(), 'result');
           expectMarked(await row(failed!.step.id).locator('.result-cell').innerText(), 'error in the row');
           // The detail: title, purpose, result, agent, and the error, each marked; each id once.
           await row(rejected!.step.id).click();
           const detail = page.locator('#history-detail');
           await expect.poll(() => detail.getByText('Purpose').count(), { timeout: 20_000 }).toBeGreaterThan(0);
-          await expect.poll(async () => (await detail.innerText()).includes(`purpose x⟨${codePoint(GRID[0]!)}⟩x`), { timeout: 20_000 }).toBe(true);
+          await expect
+            .poll(async () => (await detail.innerText()).includes(`purpose x⟨${codePoint(GRID[0]!)}⟩x`), { timeout: 20_000 })
+            .toBe(true);
           const facts = await detail.innerText();
           expectMarked(facts, 'rejected detail');
-          for (const label of ['Purpose', 'Result', 'Proposed by']) expectMarked(await detail.locator(`dt:text-is("${label}") + dd`).innerText(), `detail ${label}`);
+          for (const label of ['Purpose', 'Result', 'Proposed by'])
+            expectMarked(await detail.locator(`dt:text-is("${label}") + dd`).innerText(), `detail ${label}`);
           expectMarked(await detail.locator('h2').innerText(), 'detail title');
           const stepLine = await detail.locator('dt:text-is("Step") + dd').innerText();
           expect(stepLine.split(rejected!.step.id).length - 1, `step id shown once in "${stepLine}"`).toBe(1);

@@ -22,9 +22,9 @@ const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 const MAX_FRAME_BYTES = 64 * 1024;
 
-
 /** An id as agents make them: a session, a uuid-ish tail, a counter. */
-const longId = (kind: string, index: number) => `${kind}-session-7f3e9c1a-44b2-4d0e-9a51-0c2d6b8e1f70-${'x'.repeat(24)}-${String(index).padStart(3, '0')}`;
+const longId = (kind: string, index: number) =>
+  `${kind}-session-7f3e9c1a-44b2-4d0e-9a51-0c2d6b8e1f70-${'x'.repeat(24)}-${String(index).padStart(3, '0')}`;
 
 /** Proposes as `agent` (the host gives an agent's steps ids of its own: step-<uuid>), runs what the person must approve; the step ids, in plan order. */
 async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Record<string, unknown>): Promise<string[]> {
@@ -35,7 +35,9 @@ async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Re
     const waiting = records.find((record) => record.status === 'awaiting_consent')!;
     await person.approve({ stepId: waiting.step.id, previewHash: waiting.previewHash });
     const planId = records[0]!.step.planId;
-    await expect.poll(async () => (await person.listSteps({ planId })).every((record) => !['approved', 'running'].includes(record.status)), SOON).toBe(true);
+    await expect
+      .poll(async () => (await person.listSteps({ planId })).every((record) => !['approved', 'running'].includes(record.status)), SOON)
+      .toBe(true);
     records = await person.listSteps({ planId });
   }
   return ids;
@@ -43,8 +45,12 @@ async function agentPlan(agent: ExecutorClient, person: ExecutorClient, plan: Re
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_000 }, () => {
-  it('sixty agents\' steps: fixed columns, copy ids, words, what ran, revert on the row and by plan, filters, small replies', async () => {
-    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 10_000, openSteps: 10_000 }, commands: { deny: ['curl'] } });
+  it("sixty agents' steps: fixed columns, copy ids, words, what ran, revert on the row and by plan, filters, small replies", async () => {
+    const { dataDir, workspace } = tempSetup({
+      autoApprove: 'HIGH',
+      agentLimits: { stepsPerMinute: 10_000, openSteps: 10_000 },
+      commands: { deny: ['curl'] },
+    });
     fs.writeFileSync(path.join(workspace, 'config.yml'), 'port: 8080\nmode: dev\n');
     fs.writeFileSync(path.join(workspace, 'README.md'), '# Project\n\nOld intro.\n');
     const served = await startServe(dataDir);
@@ -59,30 +65,69 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       // 24 writes, each its own plan; three more by the person, with ids a hundred characters long.
       const noteIds: string[] = [];
       for (let index = 0; index < 24; index++) {
-        noteIds.push(...await agentPlan(claude, person, {
-          planId: longId('plan', index),
-          steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'notes', `note-${index}.md`), content: `# Note ${index}\n${'text '.repeat(index)}\n` }, meta: { purpose: `Write note ${index} for the release checklist` } }],
-        }));
+        noteIds.push(
+          ...(await agentPlan(claude, person, {
+            planId: longId('plan', index),
+            steps: [
+              {
+                action: 'writeFile',
+                args: { path: path.join(workspace, 'notes', `note-${index}.md`), content: `# Note ${index}\n${'text '.repeat(index)}\n` },
+                meta: { purpose: `Write note ${index} for the release checklist` },
+              },
+            ],
+          })),
+        );
       }
       for (let index = 0; index < 3; index++) {
         await agentPlan(person, person, {
           planId: longId('plan', index),
-          steps: [{ id: longId('step', index), action: 'writeFile', args: { path: path.join(workspace, `mine-${index}.txt`), content: `mine ${index}\n` } }],
+          steps: [
+            {
+              id: longId('step', index),
+              action: 'writeFile',
+              args: { path: path.join(workspace, `mine-${index}.txt`), content: `mine ${index}\n` },
+            },
+          ],
         });
       }
       // 14 code runs returning JSON, and one that throws.
       for (let index = 0; index < 14; index++) {
         await agentPlan(aider, person, {
           planId: `aider-calc-${index}`,
-          steps: [{ id: `aider-calc-${index}-run`, action: 'runCode', args: { code: `return { index: ${index}, items: [${Array.from({ length: 30 }, (_, n) => n).join(',')}], nested: { ok: true, label: 'batch-${index}' } };` } }],
+          steps: [
+            {
+              id: `aider-calc-${index}-run`,
+              action: 'runCode',
+              args: {
+                code: `return { index: ${index}, items: [${Array.from({ length: 30 }, (_, n) => n).join(',')}], nested: { ok: true, label: 'batch-${index}' } };`,
+              },
+            },
+          ],
         });
       }
-      await agentPlan(aider, person, { planId: 'aider-broken', steps: [{ id: 'aider-broken-run', action: 'runCode', args: { code: "throw new Error('the input file has no header row; expected a CSV with a header')" } }] });
+      await agentPlan(aider, person, {
+        planId: 'aider-broken',
+        steps: [
+          {
+            id: 'aider-broken-run',
+            action: 'runCode',
+            args: { code: "throw new Error('the input file has no header row; expected a CSV with a header')" },
+          },
+        ],
+      });
       // 12 long command lines the policy denies.
       for (let index = 0; index < 12; index++) {
         await agentPlan(codex, person, {
           planId: `codex-fetch-${index}`,
-          steps: [{ id: `codex-fetch-${index}`, action: 'runCommand', args: { command: `curl -sSL --retry 3 -H 'Accept: application/json' 'https://api.example.com/v2/reports/${index}?fields=${'column,'.repeat(40)}end' | tee report-${index}.json` } }],
+          steps: [
+            {
+              id: `codex-fetch-${index}`,
+              action: 'runCommand',
+              args: {
+                command: `curl -sSL --retry 3 -H 'Accept: application/json' 'https://api.example.com/v2/reports/${index}?fields=${'column,'.repeat(40)}end' | tee report-${index}.json`,
+              },
+            },
+          ],
         });
       }
       // A plan of three edits (reverted as a plan), and one whose file a person edits afterwards (a conflict).
@@ -94,20 +139,34 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
         ],
       });
       const refactorPlan = (await person.getStep({ stepId: refactor[0]! })).step.planId;
-      const [later] = await agentPlan(claude, person, { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'from the agent\n' } }] });
+      const [later] = await agentPlan(claude, person, {
+        steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'from the agent\n' } }],
+      });
       const laterPlan = (await person.getStep({ stepId: later! })).step.planId;
       fs.writeFileSync(path.join(workspace, 'later.txt'), 'edited by hand afterwards\n');
       // A real Docker command with a long command line, which changes a file.
       await agentPlan(codex, person, {
         planId: 'codex-build',
-        steps: [{ id: 'codex-build-1', action: 'runCommand', args: { command: `printf 'built\\n' > build-output.txt && echo ${'compiling-module-'.repeat(12)}done` } }],
+        steps: [
+          {
+            id: 'codex-build-1',
+            action: 'runCommand',
+            args: { command: `printf 'built\\n' > build-output.txt && echo ${'compiling-module-'.repeat(12)}done` },
+          },
+        ],
       });
-      const total = (await person.listStepSummaries({ status: ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired'] })).total;
+      const total = (
+        await person.listStepSummaries({ status: ['executed', 'failed', 'interrupted', 'reverted', 'rejected', 'denied', 'expired'] })
+      ).total;
       expect(total).toBeGreaterThanOrEqual(55);
 
       const page = await context.newPage();
       const frames: number[] = [];
-      page.on('websocket', (socket) => socket.on('framereceived', (frame) => frames.push(typeof frame.payload === 'string' ? Buffer.byteLength(frame.payload) : frame.payload.length)));
+      page.on('websocket', (socket) =>
+        socket.on('framereceived', (frame) =>
+          frames.push(typeof frame.payload === 'string' ? Buffer.byteLength(frame.payload) : frame.payload.length),
+        ),
+      );
       const pageErrors: string[] = [];
       page.on('pageerror', (error) => pageErrors.push(error.message));
       await page.goto(served.info.url);
@@ -125,7 +184,11 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       const widths = await page.evaluate(() => {
         const table = document.querySelector('.history-table')!;
         const main = document.querySelector('.history')!;
-        return { table: [table.scrollWidth, table.clientWidth], main: [main.scrollWidth, main.clientWidth], page: [document.documentElement.scrollWidth, document.documentElement.clientWidth] };
+        return {
+          table: [table.scrollWidth, table.clientWidth],
+          main: [main.scrollWidth, main.clientWidth],
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+        };
       });
       expect(widths.table[0]).toBeLessThanOrEqual(widths.table[1]!);
       expect(widths.main[0]).toBeLessThanOrEqual(widths.main[1]!);
@@ -156,9 +219,12 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       // A long id is shortened, whole on hover, and copied whole.
       // (The words filter finds it among the rows not drawn.)
       await page.getByLabel('Words').fill(longId('step', 2));
-      await expect.poll(() => page.getByText(/^1 of 1 step$/).count(), SOON).toBe(1).catch(async (error: unknown) => {
-        throw new Error(`${String(error)}\n${await page.locator('main').innerText()}`);
-      });
+      await expect
+        .poll(() => page.getByText(/^1 of 1 step$/).count(), SOON)
+        .toBe(1)
+        .catch(async (error: unknown) => {
+          throw new Error(`${String(error)}\n${await page.locator('main').innerText()}`);
+        });
       const longRow = page.locator(`#history-row-${longId('step', 2)}`);
       await expect.poll(() => longRow.isVisible(), SOON).toBe(true);
       const shortShown = await longRow.locator('.copy-id code').first().textContent();
@@ -186,7 +252,9 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await page.getByRole('button', { name: `Revert plan ${refactorPlan}` }).click();
       const planDialog = page.getByRole('dialog', { name: /Revert plan/ });
       await expect.poll(() => planDialog.isVisible(), SOON).toBe(true);
-      expect(await planDialog.locator('.plan-revert-steps > li').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-step-id')))).toEqual([...refactor].reverse());
+      expect(
+        await planDialog.locator('.plan-revert-steps > li').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-step-id'))),
+      ).toEqual([...refactor].reverse());
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'history-revert-plan', { light: 'history-revert-plan' });
       await planDialog.getByRole('button', { name: 'Revert 3 steps' }).click();
@@ -199,7 +267,9 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       await page.locator(`#history-row-${later}`).click();
       await page.getByRole('button', { name: `Revert plan ${laterPlan}` }).click();
       const conflictDialog = page.getByRole('dialog', { name: /Revert plan/ });
-      await expect.poll(() => conflictDialog.getByText(`Refused as it is: files changed after step ${later}.`).isVisible(), SOON).toBe(true);
+      await expect
+        .poll(() => conflictDialog.getByText(`Refused as it is: files changed after step ${later}.`).isVisible(), SOON)
+        .toBe(true);
       expect(await conflictDialog.getByRole('button', { name: /^Revert \d+ step/ }).count()).toBe(0);
       await screenshots(page, 'history-revert-plan-conflict', { light: 'history-revert-plan-conflict' });
       await conflictDialog.getByRole('button', { name: 'Cancel' }).click();
@@ -224,7 +294,13 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       expect(await page.locator('.result-cell', { hasText: /^Failed: EXECUTION_ERROR/ }).count()).toBe(1);
       await page.getByLabel('Agent').selectOption('codex');
       await expect.poll(() => page.evaluate(() => location.hash), SOON).toContain('agent=codex');
-      await expect.poll(async () => (await page.locator('.history-grid tbody tr[id^="history-row-"]').allTextContents()).every((text) => text.includes('codex')), SOON).toBe(true);
+      await expect
+        .poll(
+          async () =>
+            (await page.locator('.history-grid tbody tr[id^="history-row-"]').allTextContents()).every((text) => text.includes('codex')),
+          SOON,
+        )
+        .toBe(true);
       await page.getByLabel('Status').selectOption('denied');
       await expect.poll(() => page.getByText(/^12 of 12 steps$/).count(), SOON).toBe(1);
       expect(await page.locator('.result-cell', { hasText: /^Denied by policy/ }).count()).toBeGreaterThan(0);

@@ -32,7 +32,11 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
         plan: {
           steps: [
             { action: 'writeFile', args: { path: trickyPath, content: `rm${ZWSP} -rf /tmp/x\n` }, meta: { purpose: 'write the invoice' } },
-            { action: 'runCode', args: { code: `const isAdmin = false;\n/*${RLO} } if (isAdmin) ${'\u2066'} begin admins only */ return 1;` }, meta: { purpose: 'check' } },
+            {
+              action: 'runCode',
+              args: { code: `const isAdmin = false;\n/*${RLO} } if (isAdmin) ${'\u2066'} begin admins only */ return 1;` },
+              meta: { purpose: 'check' },
+            },
             { action: 'runCommand', args: { argv: ['echo', `safe${'\u2067'}; rm -rf .`] }, meta: { purpose: 'say it' } },
             { action: 'writeFile', args: { path: path.join(workspace, 'plain.txt'), content: 'plain\n' }, meta: { purpose: 'plain' } },
           ],
@@ -88,7 +92,9 @@ describe.skipIf(skipReason !== null)('the window marks invisible and bidi charac
     const person = await connectToHost(dataDir, 'cli');
     try {
       const trickyPath = path.join(workspace, `report_${RLO}fdp.sh`);
-      const [step] = (await proposeAndAwaitPreparation(person, { steps: [{ action: 'writeFile', args: { path: trickyPath, content: 'v1\n' } }] })).records;
+      const [step] = (
+        await proposeAndAwaitPreparation(person, { steps: [{ action: 'writeFile', args: { path: trickyPath, content: 'v1\n' } }] })
+      ).records;
       expect(step!.status).toBe('executed');
       // Newer work on disk, hiding a zero-width space: the conflict diff shows it marked.
       fs.writeFileSync(trickyPath, `curl x${ZWSP} | sh\n`);

@@ -29,14 +29,32 @@ describe.skipIf(skipReason !== null)('the window when a plan stops or nobody dec
     const { page, errors } = await openWindow(serve.info.url);
 
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({
-      planId: 'two-writes',
-      steps: [
-        { id: 'first', action: 'writeFile', args: { path: path.join(workspace, 'first.txt'), content: '1' }, meta: { purpose: 'the first write' } },
-        { id: 'second', action: 'writeFile', args: { path: path.join(workspace, 'second.txt'), content: '2' }, meta: { purpose: 'the second write' } },
-        { id: 'third', action: 'writeFile', args: { path: path.join(workspace, 'third.txt'), content: '3' }, meta: { purpose: 'the third write' } },
-      ],
-    }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        planId: 'two-writes',
+        steps: [
+          {
+            id: 'first',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'first.txt'), content: '1' },
+            meta: { purpose: 'the first write' },
+          },
+          {
+            id: 'second',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'second.txt'), content: '2' },
+            meta: { purpose: 'the second write' },
+          },
+          {
+            id: 'third',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'third.txt'), content: '3' },
+            meta: { purpose: 'the third write' },
+          },
+        ],
+      }),
+    );
     expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
 
     const item = (name: RegExp) => page.getByRole('button', { name });
@@ -46,7 +64,9 @@ describe.skipIf(skipReason !== null)('the window when a plan stops or nobody dec
     for (const name of [/Write .*second\.txt/, /Write .*third\.txt/]) {
       await item(name).click();
       await page.getByRole('button', { name: 'Approve', exact: true }).click();
-      await expect.poll(() => item(name).textContent(), { timeout: 20_000 }).toMatch(/Approved; waits: Step (first|second) earlier in this plan/);
+      await expect
+        .poll(() => item(name).textContent(), { timeout: 20_000 })
+        .toMatch(/Approved; waits: Step (first|second) earlier in this plan/);
     }
     // An approved step that has not started can still be rejected, and is not offered for approval again.
     await item(/Write .*third\.txt/).click();
@@ -64,22 +84,44 @@ describe.skipIf(skipReason !== null)('the window when a plan stops or nobody dec
     dialog = page.getByRole('dialog', { name: /Reject/ });
     await dialog.getByLabel(/Reason/).fill('not this one');
     await dialog.getByRole('button', { name: 'Reject step' }).click();
-    await expect.poll(() => item(/Write .*second\.txt/).textContent(), { timeout: 20_000 }).toMatch(/Plan stopped: Step first earlier in this plan was rejected: not this one/);
+    await expect
+      .poll(() => item(/Write .*second\.txt/).textContent(), { timeout: 20_000 })
+      .toMatch(/Plan stopped: Step first earlier in this plan was rejected: not this one/);
     await item(/Write .*second\.txt/).click();
-    await expect.poll(() => page.getByTestId('blocked-by').textContent()).toMatch(/This plan stopped: Step first earlier in this plan was rejected: not this one/);
+    await expect
+      .poll(() => page.getByTestId('blocked-by').textContent())
+      .toMatch(/This plan stopped: Step first earlier in this plan was rejected: not this one/);
     expect(await page.getByRole('button', { name: 'Approve', exact: true }).isVisible()).toBe(true);
     expect(fs.readdirSync(workspace)).toEqual([]);
 
     // A plan whose proposer asked for a one-second expiry: nobody decides, and History shows it expired.
     const shortFile = path.join(base, 'short.json');
-    fs.writeFileSync(shortFile, JSON.stringify({ planId: 'short', consentExpirySeconds: 1, steps: [{ id: 'hurry', action: 'writeFile', args: { path: path.join(workspace, 'hurry.txt'), content: 'h' } }] }));
+    fs.writeFileSync(
+      shortFile,
+      JSON.stringify({
+        planId: 'short',
+        consentExpirySeconds: 1,
+        steps: [{ id: 'hurry', action: 'writeFile', args: { path: path.join(workspace, 'hurry.txt'), content: 'h' } }],
+      }),
+    );
     expect(runCli(['--data-dir', dataDir, 'propose', shortFile]).status).toBe(1);
-    await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'hurry']).json<{ status: string }>().status, { timeout: 20_000 }).toBe('expired');
+    await expect
+      .poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'hurry']).json<{ status: string }>().status, {
+        timeout: 20_000,
+      })
+      .toBe('expired');
     await page.keyboard.press('2');
     const row = page.locator('#history-row-hurry');
     await expect.poll(() => row.textContent(), { timeout: 20_000 }).toMatch(/Expired/);
     await row.click();
-    await expect.poll(() => page.getByText(/CONSENT_EXPIRED: waited 1 second for a decision that did not come/).first().isVisible()).toBe(true);
+    await expect
+      .poll(() =>
+        page
+          .getByText(/CONSENT_EXPIRED: waited 1 second for a decision that did not come/)
+          .first()
+          .isVisible(),
+      )
+      .toBe(true);
 
     expect(errors).toEqual([]);
     await page.context().close();

@@ -17,7 +17,6 @@ import { openWindow as openWindowAt, useChromium, windowTestsSkipReason } from '
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 
-
 async function openWindow(url: string): Promise<Page> {
   // Not a test of Undo: decisions are sent at once (attention-window.test.ts holds them).
   return (await openWindowAt(browser(), url, { viewport: { width: 1400, height: 880 }, decisionsAtOnce: true })).page;
@@ -25,7 +24,15 @@ async function openWindow(url: string): Promise<Page> {
 
 /** Code that keeps its sandbox busy for `ms` of real time, in its dry run and again when it runs. */
 function slowCode(id: string, ms: number) {
-  return { id, action: 'runCode', args: { code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return 'slept';`, timeoutMs: 5000, purpose: `busy for ${ms} ms` } };
+  return {
+    id,
+    action: 'runCode',
+    args: {
+      code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return 'slept';`,
+      timeoutMs: 5000,
+      purpose: `busy for ${ms} ms`,
+    },
+  };
 }
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
@@ -57,7 +64,9 @@ describe.skipIf(skipReason !== null)('the queue while the host prepares and runs
       await approve.click();
       await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(/^Approving “Run JavaScript/);
       const target = path.join(workspace, 'other.txt');
-      await api.propose({ plan: { planId: 'other-plan', steps: [{ id: 'other', action: 'writeFile', args: { path: target, content: 'meanwhile\n' } }] } });
+      await api.propose({
+        plan: { planId: 'other-plan', steps: [{ id: 'other', action: 'writeFile', args: { path: target, content: 'meanwhile\n' } }] },
+      });
       const otherItem = page.locator('#queue-item-other');
       await expect.poll(() => otherItem.isVisible(), { timeout: 10_000 }).toBe(true);
       await expect.poll(() => page.getByTestId('preparing-other').count(), { timeout: 15_000 }).toBe(0);

@@ -19,7 +19,6 @@ const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 60_000 };
 const MAX_FRAME_BYTES = 64 * 1024;
 
-
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { timeout: 300_000 }, () => {
   it('no frame over 64 KiB while it opens and scrolls; the step in detail is cut, says so, and pages the rest before approving', async () => {
@@ -28,12 +27,17 @@ describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { tim
     let api: ExecutorClient | undefined;
     try {
       api = await connectToHost(dataDir, 'cli');
-      const content = (index: number) => Array.from({ length: 512 }, (_, line) => `step ${index} line ${line} ${'lorem ipsum '.repeat(4)}`.padEnd(63, '.')).join('\n');
+      const content = (index: number) =>
+        Array.from({ length: 512 }, (_, line) => `step ${index} line ${line} ${'lorem ipsum '.repeat(4)}`.padEnd(63, '.')).join('\n');
       for (let plan = 0; plan < 30; plan++) {
         await api.propose({
           plan: {
             planId: `bulk-${plan}`,
-            steps: Array.from({ length: 10 }, (_, index) => ({ id: `bulk-${plan}-${index}`, action: 'writeFile', args: { path: path.join(workspace, `bulk-${plan}-${index}.txt`), content: content(plan * 10 + index) } })),
+            steps: Array.from({ length: 10 }, (_, index) => ({
+              id: `bulk-${plan}-${index}`,
+              action: 'writeFile',
+              args: { path: path.join(workspace, `bulk-${plan}-${index}.txt`), content: content(plan * 10 + index) },
+            })),
           },
         });
       }
@@ -46,9 +50,12 @@ describe.skipIf(skipReason !== null)('the queue with 300 writes of 32 KB', { tim
       const received: number[] = [];
       let getSteps = 0;
       page.on('websocket', (socket) => {
-        socket.on("framereceived", (frame) => { const bytes = typeof frame.payload === "string" ? Buffer.byteLength(frame.payload) : frame.payload.length; received.push(bytes) });
+        socket.on('framereceived', (frame) => {
+          const bytes = typeof frame.payload === 'string' ? Buffer.byteLength(frame.payload) : frame.payload.length;
+          received.push(bytes);
+        });
         socket.on('framesent', (frame) => {
-          if (String(frame.payload).includes(`"method":"getStep"`)) getSteps += 1
+          if (String(frame.payload).includes(`"method":"getStep"`)) getSteps += 1;
         });
       });
       await page.goto(serve.info.url);

@@ -34,12 +34,18 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     const agentB = await startMcp(dataDir, { name: 'agent-a', version: '1.0' });
 
     // Agent A's first write waits for the person; the person approves it and remembers a rule.
-    const first = agentA.call('write_file', { path: path.join(workspace, 'src', 'a.ts'), content: '// a\n', purpose: 'first file' }, { timeoutMs: 120_000 });
+    const first = agentA.call(
+      'write_file',
+      { path: path.join(workspace, 'src', 'a.ts'), content: '// a\n', purpose: 'first file' },
+      { timeoutMs: 120_000 },
+    );
     // Awaited below; if the test fails first, closing the agent must not leave it unhandled.
     first.catch(() => undefined);
     const item = page.getByRole('button', { name: 'Write src/a.ts' });
     await expect.poll(() => item.isVisible(), { timeout: 20_000 }).toBe(true);
-    const waitingFirst = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<{ step: { meta: { agent?: string } } }[]>();
+    const waitingFirst = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<
+      { step: { meta: { agent?: string } } }[]
+    >();
     expect(waitingFirst).toHaveLength(1);
     const agentAId = waitingFirst[0]!.step.meta.agent!;
     expect(agentAId).toMatch(/^agent-/);
@@ -48,14 +54,29 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     const dialog = page.getByRole('dialog', { name: 'Approve and remember' });
     await dialog.getByLabel('Anything under src/').check();
     // The scope in words: this agent, this folder; and the lifetime offered.
-    expect(await dialog.getByTestId('rule-scope').textContent()).toBe(`This rule covers only steps of agent "${agentAId}" in ${workspace}. Other agents, and other folders, still ask.`);
-    expect(await dialog.getByLabel('Remember for').locator('option').allTextContents()).toEqual(['1 hour', '1 day', '1 week', 'Until I remove it']);
+    expect(await dialog.getByTestId('rule-scope').textContent()).toBe(
+      `This rule covers only steps of agent "${agentAId}" in ${workspace}. Other agents, and other folders, still ask.`,
+    );
+    expect(await dialog.getByLabel('Remember for').locator('option').allTextContents()).toEqual([
+      '1 hour',
+      '1 day',
+      '1 week',
+      'Until I remove it',
+    ]);
     expect(await dialog.getByLabel('Remember for').inputValue()).toBe('day');
     await dialog.getByLabel('Remember for').selectOption('week');
-    expect(await dialog.getByTestId('rule-words').textContent()).toMatch(new RegExp(`^Future writes and deletes of files matching src/\\*\\* under ${workspace.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} for steps of agent "${agentAId}" will run without asking .* Until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.$`));
+    expect(await dialog.getByTestId('rule-words').textContent()).toMatch(
+      new RegExp(
+        `^Future writes and deletes of files matching src/\\*\\* under ${workspace.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} for steps of agent "${agentAId}" will run without asking .* Until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.$`,
+      ),
+    );
     await dialog.getByRole('button', { name: 'Approve and save rule' }).click();
     expect((await first).text).toMatch(/^EXECUTED/);
-    const saved = JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered as { id: string; proposer: unknown; expiresAt: string }[];
+    const saved = JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered as {
+      id: string;
+      proposer: unknown;
+      expiresAt: string;
+    }[];
     expect(saved).toHaveLength(1);
     expect(saved[0]!.proposer).toEqual({ kind: 'agent', agentId: agentAId });
     const weekAhead = Date.parse(saved[0]!.expiresAt) - Date.now();
@@ -64,15 +85,25 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     const ruleId = saved[0]!.id;
 
     // Agent A's next write under src/ runs without asking, and the window says so.
-    const second = await agentA.call('write_file', { path: path.join(workspace, 'src', 'b.ts'), content: '// b\n', purpose: 'second file' });
+    const second = await agentA.call('write_file', {
+      path: path.join(workspace, 'src', 'b.ts'),
+      content: '// b\n',
+      purpose: 'second file',
+    });
     expect(second.text).toMatch(/^EXECUTED/);
     const notice = page.getByTestId('rule-notice');
-    await expect.poll(() => notice.first().textContent(), { timeout: 15_000 }).toContain(`Approved by your rule ${ruleId} for agent agent-a 1.0: Write src/b.ts`);
+    await expect
+      .poll(() => notice.first().textContent(), { timeout: 15_000 })
+      .toContain(`Approved by your rule ${ruleId} for agent agent-a 1.0: Write src/b.ts`);
 
     await expectNoSeriousAxeViolations(page);
 
     // Agent B's identical write is not covered: it waits in the queue.
-    const other = agentB.call('write_file', { path: path.join(workspace, 'src', 'b.ts'), content: '// from b\n', purpose: 'same file, other agent' }, { timeoutMs: 120_000 });
+    const other = agentB.call(
+      'write_file',
+      { path: path.join(workspace, 'src', 'b.ts'), content: '// from b\n', purpose: 'same file, other agent' },
+      { timeoutMs: 120_000 },
+    );
     other.catch(() => undefined);
     await expect.poll(() => page.getByRole('button', { name: 'Write src/b.ts' }).isVisible(), { timeout: 20_000 }).toBe(true);
     expect(fs.readFileSync(path.join(workspace, 'src', 'b.ts'), 'utf8')).toBe('// b\n');
@@ -86,7 +117,10 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     expect(await listed.textContent()).toMatch(/expires /);
     await expect.poll(() => listed.getByTestId('rule-hits').textContent(), { timeout: 10_000 }).toMatch(/^approved 1 step, last .*\(/);
     await listed.getByRole('button', { name: `Remove rule ${ruleId}` }).click();
-    await page.getByRole('dialog', { name: /Remove this remembered approval/ }).getByRole('button', { name: 'Remove rule' }).click();
+    await page
+      .getByRole('dialog', { name: /Remove this remembered approval/ })
+      .getByRole('button', { name: 'Remove rule' })
+      .click();
     await expect.poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).remembered.length).toBe(0);
 
     // The audit log holds the rule's one application, bound to the step it approved.
@@ -94,7 +128,9 @@ describe.skipIf(skipReason !== null)('remembered rules in the window', { timeout
     expect(audit.match(/rule\.applied/g)?.length).toBe(1);
 
     // Agent B's step is still the person's to decide.
-    const waiting = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<{ step: { id: string; meta: { client?: string; agent?: string } } }[]>();
+    const waiting = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<
+      { step: { id: string; meta: { client?: string; agent?: string } } }[]
+    >();
     expect(waiting.map((record) => record.step.meta.client)).toEqual(['agent-a 1.0']);
     expect(waiting[0]!.step.meta.agent).toMatch(/^agent-/);
     expect(waiting[0]!.step.meta.agent).not.toBe(agentAId);

@@ -20,7 +20,10 @@ describe.skipIf(skipReason !== null)('the revert dialog and the folders a step c
   it('says which folders revert removes and which stay and why, and the notice after says what was kept', async () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'deep-write', action: 'writeFile', args: { path: 'notes/deep/a.txt', content: 'by the agent\n' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'deep-write', action: 'writeFile', args: { path: 'notes/deep/a.txt', content: 'by the agent\n' } }] }),
+    );
     expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(0);
     fs.writeFileSync(path.join(workspace, 'notes', 'todo.md'), 'mine\n');
     const serve = await startServe(dataDir);
@@ -32,10 +35,15 @@ describe.skipIf(skipReason !== null)('the revert dialog and the folders a step c
       await page.goto(serve.info.url);
       await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), { timeout: 15_000 }).toBe(true);
       // The view's key works once the window listens; a press before that is lost, so press until it shows.
-      await expect.poll(async () => {
-        await page.keyboard.press('2');
-        return page.getByRole('heading', { name: 'History' }).isVisible();
-      }, { timeout: 15_000 }).toBe(true);
+      await expect
+        .poll(
+          async () => {
+            await page.keyboard.press('2');
+            return page.getByRole('heading', { name: 'History' }).isVisible();
+          },
+          { timeout: 15_000 },
+        )
+        .toBe(true);
       const row = page.locator('#history-row-deep-write');
       await expect.poll(() => row.isVisible(), { timeout: 15_000 }).toBe(true);
       await row.click();
@@ -43,11 +51,17 @@ describe.skipIf(skipReason !== null)('the revert dialog and the folders a step c
       const dialog = page.getByRole('dialog', { name: /Revert/ });
       await expect.poll(() => dialog.isVisible()).toBe(true);
       const plan = dialog.locator('.revert-plan');
-      expect(await plan.locator('li.revert-folder-remove').textContent()).toBe(`${path.join(workspace, 'notes', 'deep')}/ — folder will be removed (the step created it, and nothing else is in it)`);
-      expect(await plan.locator('li.revert-folder-keep').textContent()).toBe(`${path.join(workspace, 'notes')}/ — folder will stay: it holds todo.md, which the step did not create`);
+      expect(await plan.locator('li.revert-folder-remove').textContent()).toBe(
+        `${path.join(workspace, 'notes', 'deep')}/ — folder will be removed (the step created it, and nothing else is in it)`,
+      );
+      expect(await plan.locator('li.revert-folder-keep').textContent()).toBe(
+        `${path.join(workspace, 'notes')}/ — folder will stay: it holds todo.md, which the step did not create`,
+      );
 
       await dialog.getByRole('button', { name: 'Revert', exact: true }).click();
-      await expect.poll(() => page.getByRole('status').first().textContent(), { timeout: 15_000 }).toContain(`kept ${path.join(workspace, 'notes')}/: it holds todo.md, which the step did not create`);
+      await expect
+        .poll(() => page.getByRole('status').first().textContent(), { timeout: 15_000 })
+        .toContain(`kept ${path.join(workspace, 'notes')}/: it holds todo.md, which the step did not create`);
       expect(fs.readdirSync(path.join(workspace, 'notes'))).toEqual(['todo.md']);
       expect(errors).toEqual([]);
     } finally {

@@ -6,7 +6,15 @@ import type { RunSummary } from '../../src/domain/run.js';
 import type { ExecutorClient } from '../../src/ipc/client/client.js';
 import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { startMcp } from '../helpers/mcp-client.js';
-import { callTool, messageText, say, startScriptedOpenAiServer, type RecordedRequest, type ScriptedServer, type ScriptedTurn } from '../helpers/scripted-openai-server.js';
+import {
+  callTool,
+  messageText,
+  say,
+  startScriptedOpenAiServer,
+  type RecordedRequest,
+  type ScriptedServer,
+  type ScriptedTurn,
+} from '../helpers/scripted-openai-server.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
@@ -41,10 +49,16 @@ async function setup(
   options: { modelInSettings?: boolean; viewport?: { width: number; height: number }; policy?: Record<string, unknown> } = {},
 ): Promise<Setup> {
   const model = await startScriptedOpenAiServer(script);
-  const { dataDir, workspace } = tempSetup({ ...(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {}), ...options.policy });
+  const { dataDir, workspace } = tempSetup({
+    ...(options.modelInSettings ? { model: { provider: 'openai', baseUrl: model.baseUrl, model: 'scripted-model' } } : {}),
+    ...options.policy,
+  });
   const served = await startServe(dataDir);
   // 1280 × 800 unless a test asks for narrower: the size the window must work at.
-  const window = await openWindow(browser(), served.info.url, { decisionsAtOnce: true, viewport: options.viewport ?? { width: 1280, height: 800 } });
+  const window = await openWindow(browser(), served.info.url, {
+    decisionsAtOnce: true,
+    viewport: options.viewport ?? { width: 1280, height: 800 },
+  });
   const api = await connectToHost(dataDir, 'cli');
   return {
     dataDir,
@@ -103,7 +117,10 @@ function toolResults(request: RecordedRequest): string[] {
 // Skipped only on a machine without Chromium (windowTestsSkipReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_000 }, () => {
   it('a run writes a file with consent given in the window, its timeline shows the call, the step and the result, and Revert run puts the file back', async () => {
-    const s = await setup([callTool('write_file', { path: 'notes.txt', content: 'new notes\n' }, 'call_write'), say('Done: notes.txt now says "new notes".')], { modelInSettings: true });
+    const s = await setup(
+      [callTool('write_file', { path: 'notes.txt', content: 'new notes\n' }, 'call_write'), say('Done: notes.txt now says "new notes".')],
+      { modelInSettings: true },
+    );
     try {
       const notes = path.join(s.workspace, 'notes.txt');
       fs.writeFileSync(notes, 'old notes\n');
@@ -215,7 +232,9 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       expect(await box.innerText()).toContain('Which port should the server listen on?');
       // The policy's default: 30 minutes, said in words and counting down.
       const expiry = box.getByTestId('question-expiry');
-      expect(await expiry.innerText()).toMatch(/^Answer within (30 minutes|29 minutes and \d+ seconds) \(until .+\); unanswered by then, the run is cancelled\.$/);
+      expect(await expiry.innerText()).toMatch(
+        /^Answer within (30 minutes|29 minutes and \d+ seconds) \(until .+\); unanswered by then, the run is cancelled\.$/,
+      );
       await expectNoSeriousAxeViolations(s.page);
       await screenshots(s.page, 'runs-question', { light: 'runs-question', dark: 'runs-question-dark' });
       const field = box.getByLabel('Your answer');
@@ -223,7 +242,9 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await field.press('Enter');
       await expect.poll(() => runStatusText(s.page), SOON).toBe('Completed');
       expect(toolResults(s.model.requests[1]!)[0]).toContain('8080');
-      await expect.poll(() => s.page.getByTestId('tool-call-call_ask').getByTestId('call-outcome').innerText(), SOON).toBe('Answered by you');
+      await expect
+        .poll(() => s.page.getByTestId('tool-call-call_ask').getByTestId('call-outcome').innerText(), SOON)
+        .toBe('Answered by you');
       expect(await box.count()).toBe(0);
       expect(s.errors).toEqual([]);
     } finally {
@@ -281,7 +302,13 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
     const s = await setup(
       (request) =>
         toolResults(request).length === 0
-          ? { kind: 'reply', text: thought, toolCalls: [{ id: 'call_evil', name: 'write_file', arguments: { path: 'report\u202Etxt.md', content: `${'y'.repeat(60_000)}\n` } }] }
+          ? {
+              kind: 'reply',
+              text: thought,
+              toolCalls: [
+                { id: 'call_evil', name: 'write_file', arguments: { path: 'report\u202Etxt.md', content: `${'y'.repeat(60_000)}\n` } },
+              ],
+            }
           : say('Stopping.'),
       { viewport: { width: 760, height: 900 } },
     );
@@ -321,7 +348,10 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
   });
 
   it('Revert run names the step whose file changed since, and goes on only when forced, asked twice; what it overwrote is kept', async () => {
-    const s = await setup([callTool('write_file', { path: 'plan.md', content: 'the run wrote this\n' }, 'call_plan'), say('Wrote plan.md.')]);
+    const s = await setup([
+      callTool('write_file', { path: 'plan.md', content: 'the run wrote this\n' }, 'call_plan'),
+      say('Wrote plan.md.'),
+    ]);
     try {
       const file = path.join(s.workspace, 'plan.md');
       fs.writeFileSync(file, 'before the run\n');
@@ -352,7 +382,9 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await expect.poll(() => fs.readFileSync(file, 'utf8'), SOON).toBe('before the run\n');
       // The overwritten edit is the backup of a forced-revert step, which History can revert in turn.
       const forced = await s.api.listStepSummaries({ text: 'plan.md', limit: 20 });
-      expect(forced.items.filter((item) => item.agent !== `run ${runId}` && item.status === 'executed').map((item) => item.title)).toEqual(['Write plan.md']);
+      expect(forced.items.filter((item) => item.agent !== `run ${runId}` && item.status === 'executed').map((item) => item.title)).toEqual([
+        'Write plan.md',
+      ]);
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
@@ -360,12 +392,16 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
   });
 
   it('an unanswered question counts down in words to its end, and the run ends cancelled with that reason', async () => {
-    const s = await setup([callTool('ask_user', { question: 'Are you there?' }, 'call_there')], { policy: { runs: { questionExpirySeconds: 15 } } });
+    const s = await setup([callTool('ask_user', { question: 'Are you there?' }, 'call_there')], {
+      policy: { runs: { questionExpirySeconds: 15 } },
+    });
     try {
       await startFromCli(s, 'Check that someone is there.');
       const box = s.page.getByTestId('run-question');
       await expect.poll(() => box.isVisible(), SOON).toBe(true);
-      expect(await box.getByTestId('question-expiry').innerText()).toMatch(/^Less than a minute left\. Answer within ([1-9]|1[0-5]) seconds? \(until .+\); unanswered by then, the run is cancelled\.$/);
+      expect(await box.getByTestId('question-expiry').innerText()).toMatch(
+        /^Less than a minute left\. Answer within ([1-9]|1[0-5]) seconds? \(until .+\); unanswered by then, the run is cancelled\.$/,
+      );
       await expect.poll(() => runStatusText(s.page), SOON).toBe('Cancelled');
       expect(await s.page.getByTestId('run-end').innerText()).toMatch(/^Cancelled: .+\(code QUESTION_EXPIRED\)$/s);
       expect(await s.page.getByTestId('tool-call-call_there').getByTestId('call-outcome').innerText()).not.toBe('Answered by you');

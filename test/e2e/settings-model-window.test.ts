@@ -21,7 +21,13 @@ const KEY = 'sk-proj-WINDOW0a1b2c3d4e5f6g7h';
 describe.skipIf(skipReason !== null)('Settings → Model', { timeout: 180_000 }, () => {
   it('checks the model before saving, saves it, keeps a write-only key, and says plainly when the key is refused', async () => {
     const { dataDir } = tempSetup();
-    const server = closeAfter(await startScriptedOpenAiServer([say('OK'), say('OK'), { kind: 'error', status: 401, echoAuthorization: true, message: `Incorrect API key provided: ${KEY}` }]));
+    const server = closeAfter(
+      await startScriptedOpenAiServer([
+        say('OK'),
+        say('OK'),
+        { kind: 'error', status: 401, echoAuthorization: true, message: `Incorrect API key provided: ${KEY}` },
+      ]),
+    );
     const serve = await startServe(dataDir);
     const { page, errors, context } = await openWindow(browser(), serve.info.url, { cspErrors: true });
     try {
@@ -35,11 +41,15 @@ describe.skipIf(skipReason !== null)('Settings → Model', { timeout: 180_000 },
       await card.getByLabel('Model name').fill('llama3.1');
       await card.getByRole('button', { name: 'Check' }).click();
       const verdict = card.getByTestId('model-check');
-      await expect.poll(() => verdict.textContent(), SOON).toMatch(new RegExp(`^Works: llama3\\.1 at ${server.baseUrl.replace(/[.]/g, '\\.')} answered in \\d+ ms\\.$`));
+      await expect
+        .poll(() => verdict.textContent(), SOON)
+        .toMatch(new RegExp(`^Works: llama3\\.1 at ${server.baseUrl.replace(/[.]/g, '\\.')} answered in \\d+ ms\\.$`));
       expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).model).toBeUndefined();
 
       await card.getByRole('button', { name: 'Save model' }).click();
-      await expect.poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).model, SOON).toEqual({ provider: 'openai', baseUrl: server.baseUrl, model: 'llama3.1', stream: false });
+      await expect
+        .poll(() => JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).model, SOON)
+        .toEqual({ provider: 'openai', baseUrl: server.baseUrl, model: 'llama3.1', stream: false });
 
       // The key: typed once, kept, the field emptied and never filled again.
       const keyField = card.getByLabel('API key for the OpenAI-compatible server');

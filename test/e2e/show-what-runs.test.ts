@@ -21,10 +21,9 @@ const skipReason = windowTestsSkipReason();
 /** A loaded 2-core machine can take seconds to lay out, scroll or open a dialog: waits follow the page, with room. */
 const SOON = { timeout: 20_000 };
 
-
 const ZWSP = '\u200b';
 const CODE = [
-  '// Convert the prices with today\'s rate and keep a note',
+  "// Convert the prices with today's rate and keep a note",
   "const rate = await tools.fetch('https://api.example.com/rate');",
   "const note = await tools.readFile('notes.txt');",
   'const markup = \'<img src=x onerror="window.__pwned = 1">\';',
@@ -50,14 +49,22 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
         JSON.stringify({
           planId: 'prices',
           steps: [
-            { id: 'convert', action: 'runCode', args: { code: CODE, timeoutMs: 1500, capabilities: { fetch: { hosts: ['api.example.com'] }, readFile: true } }, meta: { purpose: 'Convert the prices to euros' } },
+            {
+              id: 'convert',
+              action: 'runCode',
+              args: { code: CODE, timeoutMs: 1500, capabilities: { fetch: { hosts: ['api.example.com'] }, readFile: true } },
+              meta: { purpose: 'Convert the prices to euros' },
+            },
             { id: 'say', action: 'runCommand', args: { argv: ARGV }, meta: { purpose: 'Say it is done' } },
             { id: 'sum', action: 'runCode', args: { code: 'print(sum(range(10)))\n', language: 'python' }, meta: { purpose: 'Add up' } },
           ],
         }),
       );
       const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile], { timeoutMs: 180_000 });
-      expect(proposed.json<{ stepId: string; status: string }[]>().map((outcome) => `${outcome.stepId}:${outcome.status}`), proposed.stderr).toEqual(['convert:awaiting_consent', 'say:awaiting_consent', 'sum:awaiting_consent']);
+      expect(
+        proposed.json<{ stepId: string; status: string }[]>().map((outcome) => `${outcome.stepId}:${outcome.status}`),
+        proposed.stderr,
+      ).toEqual(['convert:awaiting_consent', 'say:awaiting_consent', 'sum:awaiting_consent']);
 
       const page = await context.newPage();
       const errors: string[] = [];
@@ -107,11 +114,20 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       await code.focus();
       await page.keyboard.press('End');
       await expect.poll(() => code.evaluate((element) => element.scrollTop), SOON).toBeGreaterThan(0);
-      await expect.poll(() => code.locator('.code-line').last().evaluate((line) => {
-        const frame = line.closest('.code-frame')!.getBoundingClientRect();
-        const rect = line.getBoundingClientRect();
-        return rect.bottom <= frame.bottom + 1 && rect.top >= frame.top - 1;
-      }), SOON).toBe(true);
+      await expect
+        .poll(
+          () =>
+            code
+              .locator('.code-line')
+              .last()
+              .evaluate((line) => {
+                const frame = line.closest('.code-frame')!.getBoundingClientRect();
+                const rect = line.getBoundingClientRect();
+                return rect.bottom <= frame.bottom + 1 && rect.top >= frame.top - 1;
+              }),
+          SOON,
+        )
+        .toBe(true);
       await expectNoSeriousAxeViolations(page);
       await code.evaluate((element) => (element.scrollTop = 0));
       await screenshots(page, 'queue-code', { light: 'queue-code' });
@@ -128,7 +144,11 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       expect(dialogFacts).toMatch(/Time limit\s+1\.5 s/);
       expect(dialogFacts).toContain('api.example.com');
       expect(await confirm.getByRole('alert').filter({ hasText: 'invisible or direction-changing' }).count()).toBe(1);
-      const dialogBox = await dialogCode.evaluate((element) => ({ client: element.clientHeight, scroll: element.scrollHeight, dialog: element.closest('dialog')!.getBoundingClientRect().height }));
+      const dialogBox = await dialogCode.evaluate((element) => ({
+        client: element.clientHeight,
+        scroll: element.scrollHeight,
+        dialog: element.closest('dialog')!.getBoundingClientRect().height,
+      }));
       expect(dialogBox.client).toBeLessThanOrEqual(322);
       expect(dialogBox.scroll).toBeGreaterThan(dialogBox.client);
       // The dialog fits the window: its buttons are reachable without scrolling the page.
@@ -184,7 +204,10 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
         }),
       );
       const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile], { timeoutMs: 120_000 });
-      expect(proposed.json<{ status: string }[]>().map((outcome) => outcome.status), proposed.stderr).toEqual(['awaiting_consent', 'awaiting_consent']);
+      expect(
+        proposed.json<{ status: string }[]>().map((outcome) => outcome.status),
+        proposed.stderr,
+      ).toEqual(['awaiting_consent', 'awaiting_consent']);
       const page = await context.newPage();
       await page.goto(served.info.url);
       const approvePlan = page.getByRole('button', { name: 'Approve plan (2)' });
@@ -192,11 +215,22 @@ describe.skipIf(skipReason !== null)('the window shows what will run', { timeout
       await approvePlan.click();
       const dialog = page.getByRole('dialog', { name: 'Approve all 2 steps of plan sums?' });
       await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
-      expect(await dialog.getByRole('region', { name: 'Code to run' }).allInnerTexts()).toEqual(['return [1, 2, 3].reduce((a, b) => a + b, 0);', "const words = 'a b c'.split(' ');\nreturn words.length;"]);
+      expect(await dialog.getByRole('region', { name: 'Code to run' }).allInnerTexts()).toEqual([
+        'return [1, 2, 3].reduce((a, b) => a + b, 0);',
+        "const words = 'a b c'.split(' ');\nreturn words.length;",
+      ]);
       expect(await dialog.locator('.run-facts').first().innerText()).toMatch(/Asks for\s+Nothing beyond computation/);
       await expectNoSeriousAxeViolations(page);
       await dialog.getByRole('button', { name: 'Approve all' }).click();
-      await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'sums']).json<{ status: string }[]>().map((record) => record.status), { timeout: 60_000 }).toEqual(['executed', 'executed']);
+      await expect
+        .poll(
+          () =>
+            runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', 'sums'])
+              .json<{ status: string }[]>()
+              .map((record) => record.status),
+          { timeout: 60_000 },
+        )
+        .toEqual(['executed', 'executed']);
     } finally {
       await context.close();
       await served.stop();

@@ -20,7 +20,6 @@ const browser = useChromium({ sandboxImage: true });
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
 
-
 /** The host's sandbox containers, running or not: labelled with the serving process's pid. */
 function containersOf(pid: number): string[] {
   const listed = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox.pid=${pid}`], { encoding: 'utf8' });
@@ -32,7 +31,8 @@ function containersOf(pid: number): string[] {
  * 4 lines when the workspace has no file named `slow`, 300 (90 s) when it has one: the dry run is short and
  * the real run, once `slow` is there, long.
  */
-const TICKER = 'if [ -f slow ]; then n=300; else n=4; fi; i=0; while [ $i -lt $n ]; do i=$((i+1)); echo "line $i"; if [ $((i % 3)) -eq 0 ]; then printf "warn %s \\033[2J\\n" "$i" >&2; fi; sleep 0.3; done';
+const TICKER =
+  'if [ -f slow ]; then n=300; else n=4; fi; i=0; while [ $i -lt $n ]; do i=$((i+1)); echo "line $i"; if [ $((i % 3)) -eq 0 ]; then printf "warn %s \\033[2J\\n" "$i" >&2; fi; sleep 0.3; done';
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('the window shows a step while it runs', { timeout: 300_000 }, () => {
@@ -51,7 +51,12 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
 
       // 1. A dry run that would take a minute: shown at once, its time counting, its output coming in.
       fs.writeFileSync(path.join(workspace, 'slow'), '');
-      await api.propose({ plan: { planId: 'watch', steps: [{ id: 'long-dry', action: 'runCommand', args: { command: TICKER }, meta: { purpose: 'Count slowly' } }] } });
+      await api.propose({
+        plan: {
+          planId: 'watch',
+          steps: [{ id: 'long-dry', action: 'runCommand', args: { command: TICKER }, meta: { purpose: 'Count slowly' } }],
+        },
+      });
       const dry = page.getByTestId('live-run-long-dry');
       await expect.poll(() => dry.isVisible(), SOON).toBe(true);
       expect(await dry.innerText()).toContain('Dry run (preparing its preview)');
@@ -84,7 +89,12 @@ describe.skipIf(skipReason !== null)('the window shows a step while it runs', { 
 
       // 2. A short dry run; then, with `slow` in the workspace, a long real run after approval.
       fs.rmSync(path.join(workspace, 'slow'));
-      await api.propose({ plan: { planId: 'build', steps: [{ id: 'long-run', action: 'runCommand', args: { command: TICKER }, meta: { purpose: 'Count, for real' } }] } });
+      await api.propose({
+        plan: {
+          planId: 'build',
+          steps: [{ id: 'long-run', action: 'runCommand', args: { command: TICKER }, meta: { purpose: 'Count, for real' } }],
+        },
+      });
       await expect.poll(async () => (await api!.getStep({ stepId: 'long-run' })).status, SOON).toBe('awaiting_consent');
       fs.writeFileSync(path.join(workspace, 'slow'), '');
       const approving = api.approve({ stepId: 'long-run' });

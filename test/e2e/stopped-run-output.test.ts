@@ -20,7 +20,8 @@ const browser = useChromium({ sandboxImage: true });
 const skipReason = windowTestsSkipReason();
 
 /** Prints two lines and a warning (with an escape sequence), then sleeps two minutes when the workspace has a file `slow`. */
-const COPY = 'echo "copied 1 of 3"; echo "copied 2 of 3"; printf "slow disk \\033[2J\\n" >&2; if [ -f slow ]; then sleep 120; fi; echo "copied 3 of 3"';
+const COPY =
+  'echo "copied 1 of 3"; echo "copied 2 of 3"; printf "slow disk \\033[2J\\n" >&2; if [ -f slow ]; then sleep 120; fi; echo "copied 3 of 3"';
 const STDOUT_BYTES = Buffer.byteLength('copied 1 of 3\ncopied 2 of 3\n');
 const STDERR_BYTES = Buffer.byteLength('slow disk \u001b[2J\n');
 
@@ -55,13 +56,22 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
       api = await connectToHost(dataDir, 'cli');
 
       // 1. A real run, approved and cancelled in the window while it sleeps.
-      await api.propose({ plan: { planId: 'copy', steps: [{ id: 'copy-files', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy the files' } }] } });
+      await api.propose({
+        plan: {
+          planId: 'copy',
+          steps: [{ id: 'copy-files', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy the files' } }],
+        },
+      });
       await expect.poll(async () => (await api!.getStep({ stepId: 'copy-files' })).status, SOON).toBe('awaiting_consent');
       fs.writeFileSync(path.join(workspace, 'slow'), '');
       await page.locator('#queue-item-copy-files').click();
       await page.locator('#step-detail').getByRole('button', { name: 'Approve', exact: true }).click();
       // A shell line is HIGH: the window asks once more.
-      if ((await api.getStep({ stepId: 'copy-files' })).evaluation?.risk === 'HIGH') await page.getByRole('dialog', { name: 'Approve a HIGH-risk step?' }).getByRole('button', { name: /^Yes, approve/ }).click();
+      if ((await api.getStep({ stepId: 'copy-files' })).evaluation?.risk === 'HIGH')
+        await page
+          .getByRole('dialog', { name: 'Approve a HIGH-risk step?' })
+          .getByRole('button', { name: /^Yes, approve/ })
+          .click();
       await waitForLiveOutput(page, 'copy-files');
       await page.getByRole('button', { name: 'Cancel copy-files' }).click();
       await expect.poll(() => page.getByTestId('live-run-copy-files').count(), SOON).toBe(0);
@@ -74,8 +84,12 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
       await expect.poll(() => realRun.isVisible(), SOON).toBe(true);
       expect(await realRun.getByRole('heading').innerText()).toMatch(/^Output of its run\s+partial\s+cancelled after [\d.]+ (ms|s)$/i);
       const why = await detail.getByTestId('stopped-run-why-realRun').innerText();
-      expect(why).toMatch(/^Cancelled from the web channel [\d.]+ s into its run; its sandbox run was stopped before anything was applied\./);
-      expect(why).toContain(`It printed ${STDOUT_BYTES + STDERR_BYTES} bytes (stdout ${STDOUT_BYTES} bytes, stderr ${STDERR_BYTES} bytes) before it stopped.`);
+      expect(why).toMatch(
+        /^Cancelled from the web channel [\d.]+ s into its run; its sandbox run was stopped before anything was applied\./,
+      );
+      expect(why).toContain(
+        `It printed ${STDOUT_BYTES + STDERR_BYTES} bytes (stdout ${STDOUT_BYTES} bytes, stderr ${STDERR_BYTES} bytes) before it stopped.`,
+      );
       expect(await detail.getByTestId('stopped-run-stdout-realRun').innerText()).toBe('copied 1 of 3\ncopied 2 of 3\n');
       // The escape sequence it printed is shown, never obeyed.
       expect(await detail.getByTestId('stopped-run-stderr-realRun').innerText()).toBe('slow disk ⟨U+001B⟩[2J\n');
@@ -86,7 +100,12 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
 
       // 2. A dry run cancelled in "Running now": its detail in History shows the dry run's output.
       await page.keyboard.press('1');
-      await api.propose({ plan: { planId: 'copy-again', steps: [{ id: 'copy-dry', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy again' } }] } });
+      await api.propose({
+        plan: {
+          planId: 'copy-again',
+          steps: [{ id: 'copy-dry', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy again' } }],
+        },
+      });
       await waitForLiveOutput(page, 'copy-dry');
       await page.getByRole('button', { name: 'Cancel copy-dry' }).click();
       await expect.poll(async () => (await api!.getStep({ stepId: 'copy-dry' })).status, SOON).toBe('cancelled');
@@ -99,7 +118,12 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
 
       // 3. The host shuts down mid dry run: when it is back, the queue shows the interrupted attempt's output.
       await page.keyboard.press('1');
-      await api.propose({ plan: { planId: 'copy-third', steps: [{ id: 'copy-interrupted', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy a third time' } }] } });
+      await api.propose({
+        plan: {
+          planId: 'copy-third',
+          steps: [{ id: 'copy-interrupted', action: 'runCommand', args: { command: COPY }, meta: { purpose: 'Copy a third time' } }],
+        },
+      });
       await waitForLiveOutput(page, 'copy-interrupted');
       api.close();
       api = undefined;

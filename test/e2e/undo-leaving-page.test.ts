@@ -19,7 +19,6 @@ const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 20_000 };
 
-
 interface Listed {
   step: { id: string; args: { path?: string } };
   status: string;
@@ -52,7 +51,16 @@ async function approveHeld(page: Page, file: string): Promise<void> {
   await expect.poll(() => item.isVisible(), SOON).toBe(true);
   await item.click();
   await page.getByRole('button', { name: 'Approve', exact: true }).click();
-  await expect.poll(() => page.getByTestId('undo-toast').filter({ hasText: `Approving “Write ${file}”` }).count(), SOON).toBe(1);
+  await expect
+    .poll(
+      () =>
+        page
+          .getByTestId('undo-toast')
+          .filter({ hasText: `Approving “Write ${file}”` })
+          .count(),
+      SOON,
+    )
+    .toBe(1);
 }
 
 // Skipped only on a machine without Chromium (chromiumMissingReason says so loudly); under CI=true it never skips.
@@ -64,7 +72,11 @@ describe.skipIf(skipReason !== null)('a held decision survives the page going aw
       const agent = await startMcp(dataDir, { name: 'notes-bot', version: '1.0' });
       const files = ['close.txt', 'hard.txt', 'reload.txt', 'away.txt', 'two-a.txt', 'two-b.txt', 'undone.txt'];
       const calls = files.map((file) => {
-        const call = agent.call('write_file', { path: path.join(workspace, file), content: `${file}\n`, purpose: 'notes' }, { timeoutMs: 240_000 });
+        const call = agent.call(
+          'write_file',
+          { path: path.join(workspace, file), content: `${file}\n`, purpose: 'notes' },
+          { timeoutMs: 240_000 },
+        );
         call.catch(() => undefined);
         return call;
       });
@@ -111,7 +123,9 @@ describe.skipIf(skipReason !== null)('a held decision survives the page going aw
       await approveHeld(page, 'two-a.txt');
       await approveHeld(page, 'two-b.txt');
       await page.close({ runBeforeUnload: true });
-      await expect.poll(() => ['two-a.txt', 'two-b.txt'].map((file) => fs.existsSync(path.join(workspace, file))), SOON).toEqual([true, true]);
+      await expect
+        .poll(() => ['two-a.txt', 'two-b.txt'].map((file) => fs.existsSync(path.join(workspace, file))), SOON)
+        .toEqual([true, true]);
       expect(dialogs).toEqual([]);
 
       // Undone, then closed: never sent. A later decision on the same connection proves the host heard everything before it.

@@ -11,7 +11,9 @@ import { tempDir } from './temp-dirs.js';
 const ACTOR = { user: 'tester', channel: 'cli' as const };
 
 /** A real data directory whose audit log holds `records` step notes plus app start/stop, closed at rest. */
-export function buildAuditLog(options: AuditLogOptions & { records: number; dataDir?: string; perTransaction?: number }): { dataDir: string } {
+export function buildAuditLog(options: AuditLogOptions & { records: number; dataDir?: string; perTransaction?: number }): {
+  dataDir: string;
+} {
   const dataDir = options.dataDir ?? path.join(tempDir('executor-audit-'), 'data');
   fs.mkdirSync(dataDir, { recursive: true });
   const db = openDatabase(dataDir);
@@ -35,7 +37,13 @@ export function appendNotes(db: Db, log: SignedAuditLog, count: number, label = 
   for (let start = 0; start < count; start += perTransaction) {
     db.transaction(() => {
       for (let index = start; index < Math.min(count, start + perTransaction); index++) {
-        log.append({ kind: 'step.simulated', actor: ACTOR, planId: 'plan-1', stepId: `step-${index % 7}`, detail: { label, index, previewHash: `p${index}` } });
+        log.append({
+          kind: 'step.simulated',
+          actor: ACTOR,
+          planId: 'plan-1',
+          stepId: `step-${index % 7}`,
+          detail: { label, index, previewHash: `p${index}` },
+        });
       }
     })();
   }
@@ -58,7 +66,9 @@ export function withAuditLog<T>(dataDir: string, work: (db: Db, log: SignedAudit
 export function tamper(dataDir: string, edit: (db: Database.Database) => void): void {
   const db = new Database(path.join(dataDir, DATABASE_FILE));
   try {
-    db.exec('DROP TRIGGER IF EXISTS audit_records_no_update; DROP TRIGGER IF EXISTS audit_records_no_delete; DROP TRIGGER IF EXISTS audit_checkpoints_no_update; DROP TRIGGER IF EXISTS audit_checkpoints_no_delete;');
+    db.exec(
+      'DROP TRIGGER IF EXISTS audit_records_no_update; DROP TRIGGER IF EXISTS audit_records_no_delete; DROP TRIGGER IF EXISTS audit_checkpoints_no_update; DROP TRIGGER IF EXISTS audit_checkpoints_no_delete;',
+    );
     edit(db);
   } finally {
     db.close();
@@ -92,7 +102,9 @@ export function openHoleAt(db: Database.Database, seq: number): void {
 }
 
 export function insertRaw(db: Database.Database, row: RawRecord): void {
-  db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (@seq, @ts, @action, @plan_id, @step_id, @body, @mac, @hash, @cosign)').run(row);
+  db.prepare(
+    'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (@seq, @ts, @action, @plan_id, @step_id, @body, @mac, @hash, @cosign)',
+  ).run(row);
 }
 
 /** Who the mixed fixtures' records say acted: the person on each of their channels, an agent, the policy. */
@@ -109,7 +121,13 @@ export function appendMixedActors(db: Db, log: SignedAuditLog, count: number, pe
   for (let start = 0; start < count; start += perTransaction) {
     db.transaction(() => {
       for (let index = start; index < Math.min(count, start + perTransaction); index++) {
-        log.append({ kind: 'step.simulated', actor: MIXED_ACTORS[index % MIXED_ACTORS.length]!, planId: `plan-${index >> 6}`, stepId: `step-${index >> 2}`, detail: { index, previewHash: `p${index}` } });
+        log.append({
+          kind: 'step.simulated',
+          actor: MIXED_ACTORS[index % MIXED_ACTORS.length]!,
+          planId: `plan-${index >> 6}`,
+          stepId: `step-${index >> 2}`,
+          detail: { index, previewHash: `p${index}` },
+        });
       }
     })();
   }

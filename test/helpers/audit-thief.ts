@@ -63,12 +63,18 @@ function openRaw(dataDir: string): Database.Database {
 
 /** Re-seals every checkpoint from the first one that seals `fromSeq` on, in the current epoch, with every key the thief holds. */
 function resealCheckpoints(db: Database.Database, keys: StolenKeys, fromSeq: number): void {
-  const checkpoints = db.prepare('SELECT cp_seq, seq, body FROM audit_checkpoints ORDER BY cp_seq').all() as { cp_seq: number; seq: number; body: string }[];
+  const checkpoints = db.prepare('SELECT cp_seq, seq, body FROM audit_checkpoints ORDER BY cp_seq').all() as {
+    cp_seq: number;
+    seq: number;
+    body: string;
+  }[];
   let previousHash: string | undefined;
   for (const cp of checkpoints) {
     // Checkpoints sealing only records before fromSeq stay as they were (the thief keeps what it did not change).
     if (cp.seq < fromSeq) {
-      previousHash = (db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(cp.cp_seq) as { hash: Buffer }).hash.toString('hex');
+      previousHash = (db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(cp.cp_seq) as { hash: Buffer }).hash.toString(
+        'hex',
+      );
       continue;
     }
     const body = JSON.parse(cp.body) as Record<string, unknown>;
@@ -83,7 +89,14 @@ function resealCheckpoints(db: Database.Database, keys: StolenKeys, fromSeq: num
     const sig = crypto.sign(null, Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]), keys.logSigner);
     const epochSig = crypto.sign(null, Buffer.concat([CHECKPOINT_EPOCH_SIG_PREFIX, bytes]), keys.epochSigner);
     const hash = checkpointHash(bytes, mac, sig, epochSig);
-    db.prepare('UPDATE audit_checkpoints SET body = ?, mac = ?, sig = ?, epoch_sig = ?, hash = ? WHERE cp_seq = ?').run(text, mac, sig, epochSig, hash, cp.cp_seq);
+    db.prepare('UPDATE audit_checkpoints SET body = ?, mac = ?, sig = ?, epoch_sig = ?, hash = ? WHERE cp_seq = ?').run(
+      text,
+      mac,
+      sig,
+      epochSig,
+      hash,
+      cp.cp_seq,
+    );
     previousHash = hash.toString('hex');
   }
 }
@@ -91,10 +104,24 @@ function resealCheckpoints(db: Database.Database, keys: StolenKeys, fromSeq: num
 /** Writes both copies of the anchor for the newest checkpoint, MACed and signed in the current epoch. */
 export function rewriteAnchors(dataDir: string, keys: StolenKeys): void {
   const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-  const last = db.prepare('SELECT cp_seq, body, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1').get() as { cp_seq: number; body: string; hash: Buffer };
+  const last = db.prepare('SELECT cp_seq, body, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1').get() as {
+    cp_seq: number;
+    body: string;
+    hash: Buffer;
+  };
   db.close();
   const body = JSON.parse(last.body) as { seq: number; headHash: string; ts: string };
-  const anchor: Anchor = { v: 2, logId: keys.logId, seq: body.seq, headHash: body.headHash, cpSeq: last.cp_seq, checkpointHash: last.hash.toString('hex'), ts: body.ts, keyId: keys.keyId, epoch: keys.epoch };
+  const anchor: Anchor = {
+    v: 2,
+    logId: keys.logId,
+    seq: body.seq,
+    headHash: body.headHash,
+    cpSeq: last.cp_seq,
+    checkpointHash: last.hash.toString('hex'),
+    ts: body.ts,
+    keyId: keys.keyId,
+    epoch: keys.epoch,
+  };
   const text = anchorSignedText(anchor);
   const signed: Anchor = {
     ...anchor,
@@ -110,13 +137,21 @@ export function rewriteAnchors(dataDir: string, keys: StolenKeys): void {
  * current epoch (whose keys the thief holds), `edit` forges the first of them, every later record
  * is re-MACed and re-chained, every checkpoint from there re-sealed, both anchors rewritten.
  */
-export function relabelIntoCurrentEpoch(dataDir: string, fromSeq: number, edit: (body: Record<string, unknown>) => void, options: { dropCertificates?: boolean } = {}): StolenKeys {
+export function relabelIntoCurrentEpoch(
+  dataDir: string,
+  fromSeq: number,
+  edit: (body: Record<string, unknown>) => void,
+  options: { dropCertificates?: boolean } = {},
+): StolenKeys {
   const keys = stealKeys(dataDir);
   const db = openRaw(dataDir);
   try {
     db.transaction(() => {
       let previous = (db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(fromSeq - 1) as { hash: Buffer }).hash.toString('hex');
-      const rows = db.prepare('SELECT seq, body FROM audit_records WHERE seq >= ? ORDER BY seq').all(fromSeq) as { seq: number; body: string }[];
+      const rows = db.prepare('SELECT seq, body FROM audit_records WHERE seq >= ? ORDER BY seq').all(fromSeq) as {
+        seq: number;
+        body: string;
+      }[];
       for (const row of rows) {
         const body = JSON.parse(row.body) as Record<string, unknown>;
         if (row.seq === fromSeq) edit(body);
@@ -145,7 +180,8 @@ export function cutTail(dataDir: string, lastKept: number, options: { dropCertif
   try {
     db.prepare('DELETE FROM audit_records WHERE seq > ?').run(lastKept);
     db.prepare('DELETE FROM audit_checkpoints WHERE seq > ?').run(lastKept);
-    if (options.dropCertificatesAfterEpoch !== undefined) db.prepare('DELETE FROM audit_epoch_certs WHERE epoch > ?').run(options.dropCertificatesAfterEpoch);
+    if (options.dropCertificatesAfterEpoch !== undefined)
+      db.prepare('DELETE FROM audit_epoch_certs WHERE epoch > ?').run(options.dropCertificatesAfterEpoch);
   } finally {
     db.close();
   }
@@ -160,7 +196,8 @@ export function deleteAnchors(dataDir: string): void {
 export function epochOf(dataDir: string, seq: number): number {
   const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
   try {
-    return (JSON.parse((db.prepare('SELECT body FROM audit_records WHERE seq = ?').get(seq) as { body: string }).body) as { epoch: number }).epoch;
+    return (JSON.parse((db.prepare('SELECT body FROM audit_records WHERE seq = ?').get(seq) as { body: string }).body) as { epoch: number })
+      .epoch;
   } finally {
     db.close();
   }
@@ -177,14 +214,25 @@ export function epochOf(dataDir: string, seq: number): number {
  * from the spacing rule. `fromSeq` without edits only drops and re-signs the checkpoints from there.
  * The certificates are left alone: he cannot sign one for a past epoch.
  */
-export function rewriteClosedEpochs(dataDir: string, edits: Record<number, (body: Record<string, unknown>) => void>, options: { fromSeq?: number } = {}): StolenKeys {
+export function rewriteClosedEpochs(
+  dataDir: string,
+  edits: Record<number, (body: Record<string, unknown>) => void>,
+  options: { fromSeq?: number } = {},
+): StolenKeys {
   const keys = stealKeys(dataDir);
   const fromSeq = options.fromSeq ?? Math.min(...Object.keys(edits).map(Number));
   const db = openRaw(dataDir);
   try {
     db.transaction(() => {
-      let previous = fromSeq === 1 ? GENESIS_HASH : (db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(fromSeq - 1) as { hash: Buffer }).hash.toString('hex');
-      const rows = db.prepare('SELECT seq, body, mac FROM audit_records WHERE seq >= ? ORDER BY seq').all(fromSeq) as { seq: number; body: string; mac: Buffer }[];
+      let previous =
+        fromSeq === 1
+          ? GENESIS_HASH
+          : (db.prepare('SELECT hash FROM audit_records WHERE seq = ?').get(fromSeq - 1) as { hash: Buffer }).hash.toString('hex');
+      const rows = db.prepare('SELECT seq, body, mac FROM audit_records WHERE seq >= ? ORDER BY seq').all(fromSeq) as {
+        seq: number;
+        body: string;
+        mac: Buffer;
+      }[];
       for (const row of rows) {
         const body = JSON.parse(row.body) as Record<string, unknown>;
         edits[row.seq]?.(body);
@@ -200,7 +248,12 @@ export function rewriteClosedEpochs(dataDir: string, edits: Record<number, (body
       const tree = new AuditTree(db as never);
       tree.catchUp();
 
-      const checkpoints = db.prepare('SELECT cp_seq, seq, body, hash FROM audit_checkpoints ORDER BY cp_seq').all() as { cp_seq: number; seq: number; body: string; hash: Buffer }[];
+      const checkpoints = db.prepare('SELECT cp_seq, seq, body, hash FROM audit_checkpoints ORDER BY cp_seq').all() as {
+        cp_seq: number;
+        seq: number;
+        body: string;
+        hash: Buffer;
+      }[];
       const kept = checkpoints.filter((cp) => cp.seq < fromSeq);
       const resigned = checkpoints.filter((cp) => {
         const body = JSON.parse(cp.body) as { keyId: string; epoch: number };
@@ -209,7 +262,9 @@ export function rewriteClosedEpochs(dataDir: string, edits: Record<number, (body
       db.prepare('DELETE FROM audit_checkpoints WHERE seq >= ?').run(fromSeq);
       db.prepare('DELETE FROM audit_checkpoint_notes WHERE cp_seq > ?').run(kept.length);
       let previousCp = kept.length ? kept[kept.length - 1]!.hash.toString('hex') : GENESIS_HASH;
-      const signer = logNoteSigner(keys.logId, ed25519Raw(crypto.createPublicKey(keys.logSigner)), (message) => crypto.sign(null, message, keys.logSigner));
+      const signer = logNoteSigner(keys.logId, ed25519Raw(crypto.createPublicKey(keys.logSigner)), (message) =>
+        crypto.sign(null, message, keys.logSigner),
+      );
       resigned.forEach((cp, index) => {
         const cpSeq = kept.length + index + 1;
         const body = JSON.parse(cp.body) as Record<string, unknown>;
@@ -224,8 +279,20 @@ export function rewriteClosedEpochs(dataDir: string, edits: Record<number, (body
         const sig = crypto.sign(null, Buffer.concat([CHECKPOINT_SIG_PREFIX, bytes]), keys.logSigner);
         const epochSig = crypto.sign(null, Buffer.concat([CHECKPOINT_EPOCH_SIG_PREFIX, bytes]), keys.epochSigner);
         const hash = checkpointHash(bytes, mac, sig, epochSig);
-        db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)').run(cpSeq, cp.seq, text, mac, sig, hash, epochSig);
-        db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)').run(cpSeq, cp.seq, checkpointNote(keys.logId, cp.seq, root, signer));
+        db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+          cpSeq,
+          cp.seq,
+          text,
+          mac,
+          sig,
+          hash,
+          epochSig,
+        );
+        db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)').run(
+          cpSeq,
+          cp.seq,
+          checkpointNote(keys.logId, cp.seq, root, signer),
+        );
         previousCp = hash.toString('hex');
       });
     })();

@@ -42,9 +42,16 @@ function newestMtime(dir: string): number {
  */
 export function ensureRendererBuilt(): void {
   const built = fs.existsSync(RENDERER_INDEX) ? fs.statSync(RENDERER_INDEX).mtimeMs : 0;
-  const sources = Math.max(newestMtime(path.join(REPO, 'renderer')), newestMtime(path.join(REPO, 'src', 'ipc')), newestMtime(path.join(REPO, 'src', 'domain')));
+  const sources = Math.max(
+    newestMtime(path.join(REPO, 'renderer')),
+    newestMtime(path.join(REPO, 'src', 'ipc')),
+    newestMtime(path.join(REPO, 'src', 'domain')),
+  );
   if (built > sources) return;
-  const result = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], { cwd: REPO, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], {
+    cwd: REPO,
+    encoding: 'utf8',
+  });
   if (result.status !== 0) throw new Error(`vite build failed:\n${result.stdout}\n${result.stderr}`);
 }
 

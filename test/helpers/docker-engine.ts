@@ -28,9 +28,20 @@ export async function ensureSandboxImage(): Promise<void> {
  * run's container (whoever started it); without, those of the processes this file started.
  */
 export function labelledContainers(runFilter = ''): string[] {
-  const result = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox${runFilter ? `=${runFilter}` : ''}`, '--format', '{{.ID}} {{.Label "dev.executor.sandbox.pid"}}'], {
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    'docker',
+    [
+      'ps',
+      '-aq',
+      '--filter',
+      `label=dev.executor.sandbox${runFilter ? `=${runFilter}` : ''}`,
+      '--format',
+      '{{.ID}} {{.Label "dev.executor.sandbox.pid"}}',
+    ],
+    {
+      encoding: 'utf8',
+    },
+  );
   return result.stdout
     .split('\n')
     .filter(Boolean)

@@ -49,7 +49,10 @@ export class BrowserWindow {
   readonly webContents: FakeWebContents;
   destroyed = false;
 
-  constructor(readonly options: unknown, url = 'app://executor/index.html') {
+  constructor(
+    readonly options: unknown,
+    url = 'app://executor/index.html',
+  ) {
     this.webContents = new FakeWebContents(url);
     BrowserWindow.created.push(this);
   }
@@ -118,10 +121,16 @@ export const shell = {
 };
 
 export class FakeSession {
-  permissionRequestHandler: ((contents: unknown, permission: string, callback: (granted: boolean) => void, details: unknown) => void) | null = null;
+  permissionRequestHandler:
+    ((contents: unknown, permission: string, callback: (granted: boolean) => void, details: unknown) => void) | null = null;
   permissionCheckHandler: ((...args: unknown[]) => boolean) | null = null;
   devicePermissionHandler: ((...args: unknown[]) => boolean) | null = null;
-  headersListener: ((details: { responseHeaders?: Record<string, string[]> }, callback: (response: { responseHeaders?: Record<string, string[]> }) => void) => void) | null = null;
+  headersListener:
+    | ((
+        details: { responseHeaders?: Record<string, string[]> },
+        callback: (response: { responseHeaders?: Record<string, string[]> }) => void,
+      ) => void)
+    | null = null;
   readonly webRequest = {
     onHeadersReceived: (listener: FakeSession['headersListener']) => {
       this.headersListener = listener;
@@ -231,7 +240,8 @@ export class FakeUtilityProcess extends EventEmitter {
 const UTILITY_SHIM = fileURLToPath(new URL('./fake-utility-process.cjs', import.meta.url));
 
 export const utilityProcess = {
-  fork: (modulePath: string, args: string[] = [], options: ConstructorParameters<typeof FakeUtilityProcess>[2] = {}) => new FakeUtilityProcess(modulePath, args, options),
+  fork: (modulePath: string, args: string[] = [], options: ConstructorParameters<typeof FakeUtilityProcess>[2] = {}) =>
+    new FakeUtilityProcess(modulePath, args, options),
 };
 
 export function resetFakeElectron(): void {

@@ -6,7 +6,9 @@ import type { SecretSealer } from '../../src/audit/keys/key-store.js';
  * under a fixed test key, so sealed files really hold no plain bytes and a wrong key really fails.
  * The 'plaintext' variant carries a warning, as safeStorage's basic_text fallback on Linux does.
  */
-export function fakeSealer(options: { protection?: 'os-keychain' | 'plaintext'; key?: Buffer } = {}): SecretSealer & { calls: { seal: number; unseal: number } } {
+export function fakeSealer(
+  options: { protection?: 'os-keychain' | 'plaintext'; key?: Buffer } = {},
+): SecretSealer & { calls: { seal: number; unseal: number } } {
   const key = options.key ?? crypto.createHash('sha256').update('executor test keychain').digest();
   const calls = { seal: 0, unseal: 0 };
   const protection = options.protection ?? 'os-keychain';

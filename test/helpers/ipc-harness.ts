@@ -1,7 +1,15 @@
 import WebSocket from 'ws';
 import type { ClientTransport } from '../../src/ipc/client/client.js';
 import { deriveSessionKey, nodeMac } from '../../src/ipc/protocol/message-mac-node.js';
-import { PROTOCOL_VERSION, base64url, helloProofInput, randomToken, sessionKeyInput, signText, type MessageMac } from '../../src/ipc/protocol/protocol.js';
+import {
+  PROTOCOL_VERSION,
+  base64url,
+  helloProofInput,
+  randomToken,
+  sessionKeyInput,
+  signText,
+  type MessageMac,
+} from '../../src/ipc/protocol/protocol.js';
 import { connectSocket } from '../../src/ipc/transports/socket-transport.js';
 import { readSocketSecret } from '../../src/ipc/server/token-files.js';
 import { webSocketTransport, WEB_CREDENTIAL, WEB_SOCKET_PATH, type WebSocketLike } from '../../src/ipc/client/web-client.js';
@@ -28,7 +36,12 @@ export function helloText(credential: string, clientNonce: string, secret: Uint8
   return JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential, clientNonce, ...proof } });
 }
 
-export async function rawSession(transport: ClientTransport, credential: string, secret: Uint8Array, options: { proof?: boolean } = {}): Promise<RawSession> {
+export async function rawSession(
+  transport: ClientTransport,
+  credential: string,
+  secret: Uint8Array,
+  options: { proof?: boolean } = {},
+): Promise<RawSession> {
   const clientNonce = randomToken(24);
   const welcome = JSON.parse(await transport.request(helloText(credential, clientNonce, options.proof === false ? null : secret))) as {
     welcome?: { kid: string; serverNonce: string; channel: string };
@@ -43,7 +56,16 @@ export async function rawSession(transport: ClientTransport, credential: string,
     mac,
     channel: welcome.welcome.channel,
     signed: (method, params = {}, patch = {}) =>
-      signText(mac, 'request', { v: PROTOCOL_VERSION, kid, id: randomToken(8), ts: Date.now(), nonce: randomToken(18), method, params, ...patch }),
+      signText(mac, 'request', {
+        v: PROTOCOL_VERSION,
+        kid,
+        id: randomToken(8),
+        ts: Date.now(),
+        nonce: randomToken(18),
+        method,
+        params,
+        ...patch,
+      }),
     send: async (text) => JSON.parse(await transport.request(text)) as Record<string, unknown>,
     close: () => transport.close(),
   };

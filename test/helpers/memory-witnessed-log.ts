@@ -8,7 +8,13 @@ export function memoryWitnessedLog(origin = 'executor.test/memory-log', key = ge
   const signer = parseSignerKey(key.skey);
   let leaves: Buffer[] = [];
   const root = (size: number) => treeRoot(size, memoryNodeReader(leaves.slice(0, size)));
-  const log: WitnessedLog & { key: typeof key; vkey: string; append(count: number, tag?: string): void; cut(size: number): void; copy(): ReturnType<typeof memoryWitnessedLog> } = {
+  const log: WitnessedLog & {
+    key: typeof key;
+    vkey: string;
+    append(count: number, tag?: string): void;
+    cut(size: number): void;
+    copy(): ReturnType<typeof memoryWitnessedLog>;
+  } = {
     origin,
     key,
     vkey: key.vkey,
@@ -17,7 +23,13 @@ export function memoryWitnessedLog(origin = 'executor.test/memory-log', key = ge
     rootAt: root,
     consistencyProof: (from, to) => (from === 0 || from === to ? [] : consistencyProof(from, to, memoryNodeReader(leaves.slice(0, to)))),
     newestCheckpoint: () =>
-      leaves.length === 0 ? undefined : { size: leaves.length, rootHash: root(leaves.length), note: signNote(formatCheckpointText({ origin, size: leaves.length, rootHash: root(leaves.length), extensions: [] }), [signer]) },
+      leaves.length === 0
+        ? undefined
+        : {
+            size: leaves.length,
+            rootHash: root(leaves.length),
+            note: signNote(formatCheckpointText({ origin, size: leaves.length, rootHash: root(leaves.length), extensions: [] }), [signer]),
+          },
     append(count, tag = 'a') {
       for (let i = 0; i < count; i += 1) leaves.push(leafHash(Buffer.from(`${tag}-${leaves.length}`)));
     },

@@ -52,27 +52,45 @@ function names(why: string, list: string): [string, string][] {
  * PATH, which a write to PATH would have to change first (and that is flagged).
  */
 export const RUNS_ONLY_ITSELF: ReadonlyMap<string, string> = new Map([
-  ...names('tests, prints or computes', `[ [[ arch ascii base32 base64 basename bc cal cat cksum clear cmp comm crc32 cut date dirname
+  ...names(
+    'tests, prints or computes',
+    `[ [[ arch ascii base32 base64 basename bc cal cat cksum clear cmp comm crc32 cut date dirname
     dnsdomainname echo expand expr factor false fgconsole fold free getopt groups hd head hexdump hostid hostname id ipcalc ipcs last
     logname lsattr lsmod lsof lspci lsscsi lsusb md5sum mesg mountpoint mpstat nl nproc od paste pgrep pidof pmap printenv printf
     ps pscan pstree pwd pwdx readlink realpath rev runlevel seq sha1sum sha256sum sha3sum sha512sum showkey shuf sleep smemcap stat
     strings sum tac tail tee test tree true tsort tty ttysize uname unexpand uniq uptime users usleep w wc which who whoami xxd yes
-    getfattr iostat nmeter top fuser volname logread dumpleases findfs blkid modinfo ls scriptreplay`),
-  ...names('changes files, links, owners or attributes it is given', `chattr chgrp chmod chown cp dd fallocate fatattr link ln mkdir
-    mkfifo mknod mktemp mv nuke rm rmdir setfattr shred sync fsync touch truncate unlink dos2unix unix2dos patch`),
-  ...names('compresses, archives or converts data', `ar bunzip2 bzcat bzip2 dpkg-deb gunzip gzip lzcat lzma lzop lzopcat rpm rpm2cpio
-    uncompress unlzma unlzop unxz unzip uudecode uuencode xz xzcat zcat makemime`),
+    getfattr iostat nmeter top fuser volname logread dumpleases findfs blkid modinfo ls scriptreplay`,
+  ),
+  ...names(
+    'changes files, links, owners or attributes it is given',
+    `chattr chgrp chmod chown cp dd fallocate fatattr link ln mkdir
+    mkfifo mknod mktemp mv nuke rm rmdir setfattr shred sync fsync touch truncate unlink dos2unix unix2dos patch`,
+  ),
+  ...names(
+    'compresses, archives or converts data',
+    `ar bunzip2 bzcat bzip2 dpkg-deb gunzip gzip lzcat lzma lzop lzopcat rpm rpm2cpio
+    uncompress unlzma unlzop unxz unzip uudecode uuencode xz xzcat zcat makemime`,
+  ),
   ...names('searches or filters text', 'diff egrep fgrep grep tr tsort less more hexedit'),
-  ...names('talks to the network or a serial line', `arp arping brctl ether-wake ftpget ftpput ifconfig ifenslave ipaddr iplink ipneigh
+  ...names(
+    'talks to the network or a serial line',
+    `arp arping brctl ether-wake ftpget ftpput ifconfig ifenslave ipaddr iplink ipneigh
     iproute iprule iptunnel microcom nameif nbd-client netstat nslookup ping ping6 rdate route slattach ssl_client tc telnet tftp tftpd
-    traceroute traceroute6 tunctl vconfig wget whois dnsd fakeidentd ftpd dhcprelay rx`),
-  ...names('manages disks, devices, the kernel or the console', `blkdiscard blockdev chvt deallocvt depmod devmem df dmesg du dumpkmap
+    traceroute traceroute6 tunctl vconfig wget whois dnsd fakeidentd ftpd dhcprelay rx`,
+  ),
+  ...names(
+    'manages disks, devices, the kernel or the console',
+    `blkdiscard blockdev chvt deallocvt depmod devmem df dmesg du dumpkmap
     eject fbset fbsplash fdflush fdformat fdisk flash_eraseall flash_lock flash_unlock flashcp freeramdisk fsck.minix fsfreeze fstrim
     halt hdparm hwclock i2cdetect i2cdump i2cget i2cset i2ctransfer insmod kbd_mode loadfont loadkmap losetup makedevs mkdosfs
     mke2fs mkfs.ext2 mkfs.minix mkfs.vfat mkswap nanddump nandwrite partprobe pivot_root poweroff powertop raidautorun rdev readahead
     readprofile reboot resize reset resume rmmod rtcwake setconsole setfont setkeycodes setlogcons setserial stty swapoff swapon
     sysctl tune2fs ubiattach ubidetach ubimkvol ubirename ubirmvol ubirsvol ubiupdatevol umount watchdog adjtimex klogd syslogd
-    logger seedrng beep conspy vlock wall`),
-  ...names('manages users, passwords or processes it is given', `add-shell remove-shell addgroup delgroup deluser chpasswd cryptpw
-    mkpasswd passwd nologin kill killall killall5 pkill ipcrm mt renice pipe_progress ts lpq lpr chat bbconfig svok`),
+    logger seedrng beep conspy vlock wall`,
+  ),
+  ...names(
+    'manages users, passwords or processes it is given',
+    `add-shell remove-shell addgroup delgroup deluser chpasswd cryptpw
+    mkpasswd passwd nologin kill killall killall5 pkill ipcrm mt renice pipe_progress ts lpq lpr chat bbconfig svok`,
+  ),
 ]);

@@ -11,7 +11,11 @@ export interface RawAnswer {
  * reads the first response line. `reset` tears the connection down right after writing, so the
  * server answers into a dead socket.
  */
-export function rawExchange(port: number, bytes: Buffer | string, options: { timeoutMs?: number; reset?: boolean } = {}): Promise<RawAnswer> {
+export function rawExchange(
+  port: number,
+  bytes: Buffer | string,
+  options: { timeoutMs?: number; reset?: boolean } = {},
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
@@ -28,7 +32,10 @@ export function rawExchange(port: number, bytes: Buffer | string, options: { tim
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(received);
       return { status: match ? Number(match[1]) : null, head: received.slice(0, 300) };
     };
-    const timer = setTimeout(() => finish(new Error(`no answer within ${options.timeoutMs ?? 10_000} ms to ${JSON.stringify(String(bytes).slice(0, 120))}`)), options.timeoutMs ?? 10_000);
+    const timer = setTimeout(
+      () => finish(new Error(`no answer within ${options.timeoutMs ?? 10_000} ms to ${JSON.stringify(String(bytes).slice(0, 120))}`)),
+      options.timeoutMs ?? 10_000,
+    );
     socket.on('connect', () => {
       socket.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes);
       if (options.reset) {

@@ -36,18 +36,23 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
  */
 export function runCliAsync(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 60_000 }, (error, stdout, stderr) => {
-      const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      if (error && status === null) return reject(error);
-      resolve({
-        status,
-        stdout,
-        stderr,
-        json<T>() {
-          return JSON.parse(stdout) as T;
-        },
-      });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 60_000 },
+      (error, stdout, stderr) => {
+        const status = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        if (error && status === null) return reject(error);
+        resolve({
+          status,
+          stdout,
+          stderr,
+          json<T>() {
+            return JSON.parse(stdout) as T;
+          },
+        });
+      },
+    );
     noteOwnProcess(child.pid);
   });
 }

@@ -92,9 +92,19 @@ function writeAnthropicTurn(turn: ScriptedTurn, request: RecordedRequest, res: h
   }
 
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const event = (name: string, data: Record<string, unknown>) => res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
+  const event = (name: string, data: Record<string, unknown>) =>
+    res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
   event('message_start', {
-    message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input_tokens, output_tokens: 1 } },
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+    },
   });
   event('ping', {});
   let index = 0;
@@ -111,7 +121,8 @@ function writeAnthropicTurn(turn: ScriptedTurn, request: RecordedRequest, res: h
     markToolCallSent();
     // The real API opens with an empty partial_json, then sends the input in pieces.
     event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
-    for (const piece of pieces(inputOf(call).json, 9)) event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } });
+    for (const piece of pieces(inputOf(call).json, 9))
+      event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } });
     event('content_block_stop', { index });
     index++;
   }
@@ -130,7 +141,18 @@ export function startScriptedAnthropicServer(script: ScriptedTurnSource): Promis
     errorBody: (status, message) => ({
       type: 'error',
       error: {
-        type: status === 429 ? 'rate_limit_error' : status === 529 ? 'overloaded_error' : status >= 500 ? 'api_error' : status === 401 ? 'authentication_error' : status === 404 ? 'not_found_error' : 'invalid_request_error',
+        type:
+          status === 429
+            ? 'rate_limit_error'
+            : status === 529
+              ? 'overloaded_error'
+              : status >= 500
+                ? 'api_error'
+                : status === 401
+                  ? 'authentication_error'
+                  : status === 404
+                    ? 'not_found_error'
+                    : 'invalid_request_error',
         message,
       },
     }),

@@ -109,7 +109,11 @@ export function estimateTokens(text: string): number {
 }
 
 /** What a list script answers once it has run out: a refusal the client does not retry, saying so. */
-const EXHAUSTED = (count: number): ScriptedTurn => ({ kind: 'error', status: 400, message: `scripted server: the script has no turn ${count}` });
+const EXHAUSTED = (count: number): ScriptedTurn => ({
+  kind: 'error',
+  status: 400,
+  message: `scripted server: the script has no turn ${count}`,
+});
 
 /**
  * A base for both scripted servers (OpenAI and Anthropic formats): the HTTP plumbing, recording,
@@ -288,7 +292,15 @@ function writeOpenAiTurn(turn: ScriptedTurn, request: RecordedRequest, res: http
           message: {
             role: 'assistant',
             content: text.length ? text : null,
-            ...(calls.length ? { tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: toolCallArguments(call) } })) } : {}),
+            ...(calls.length
+              ? {
+                  tool_calls: calls.map((call) => ({
+                    id: call.id,
+                    type: 'function',
+                    function: { name: call.name, arguments: toolCallArguments(call) },
+                  })),
+                }
+              : {}),
           },
           finish_reason: finishReason,
           logprobs: null,
@@ -301,7 +313,9 @@ function writeOpenAiTurn(turn: ScriptedTurn, request: RecordedRequest, res: http
 
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`,
+    );
   chunk({ role: 'assistant', content: '' });
   for (const piece of text.length ? pieces(text, 7) : []) chunk({ content: piece });
   if (turn.kind === 'hang-mid-stream') return;
@@ -329,7 +343,12 @@ export function startScriptedOpenAiServer(script: ScriptedTurnSource): Promise<S
     basePath: '/v1',
     answer: writeOpenAiTurn,
     errorBody: (status, message) => ({
-      error: { message, type: status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null },
+      error: {
+        message,
+        type: status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error',
+        param: null,
+        code: null,
+      },
     }),
   });
 }

@@ -23,7 +23,10 @@ export async function startServe(
 ): Promise<{ info: ServeInfo; child: ChildProcess; stop(): Promise<number | null> }> {
   const command = [process.execPath, CLI, '--data-dir', dataDir, '--json', 'serve', ...extraArgs];
   const child = options.openFileLimit
-    ? spawn('/bin/sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$@"`, 'sh', ...command], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
+    ? spawn('/bin/sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$@"`, 'sh', ...command], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...env },
+      })
     : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   killAfter(child);
   noteOwnProcess(child.pid);

@@ -19,7 +19,10 @@ export function tempDir(prefix = 'executor-test-', teardown: Teardown = testTear
 }
 
 /** A data directory plus a workspace root, with a policy naming that root. */
-export function tempSetup(policy: Record<string, unknown> = {}, teardown: Teardown = testTeardown): { dataDir: string; workspace: string; base: string } {
+export function tempSetup(
+  policy: Record<string, unknown> = {},
+  teardown: Teardown = testTeardown,
+): { dataDir: string; workspace: string; base: string } {
   const base = tempDir('executor-test-', teardown);
   const dataDir = path.join(base, 'data');
   const workspace = path.join(base, 'workspace');

@@ -11,7 +11,12 @@ const sealer = threadSealer(line);
 const results = calls.map((call) => {
   const started = Date.now();
   try {
-    const bytes = call.op === 'seal' ? sealer.seal(call.bytes) : call.op === 'unseal' ? sealer.unseal(call.bytes) : sealer.unseal(sealer.seal(call.bytes));
+    const bytes =
+      call.op === 'seal'
+        ? sealer.seal(call.bytes)
+        : call.op === 'unseal'
+          ? sealer.unseal(call.bytes)
+          : sealer.unseal(sealer.seal(call.bytes));
     return { ok: true, bytes, ms: Date.now() - started };
   } catch (error) {
     const shaped = error as { code?: string; message: string };

@@ -12,7 +12,9 @@ export interface WitnessInfo {
 }
 
 /** Starts the real `executor witness serve` in its own process and waits for the JSON line it prints. Stopped after the test. */
-export async function startWitness(args: string[]): Promise<{ info: WitnessInfo; stderr: () => string; stderrMatching(pattern: RegExp): Promise<string>; stop(): Promise<number | null> }> {
+export async function startWitness(
+  args: string[],
+): Promise<{ info: WitnessInfo; stderr: () => string; stderrMatching(pattern: RegExp): Promise<string>; stop(): Promise<number | null> }> {
   const child = spawn(process.execPath, [CLI, '--json', 'witness', 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   killAfter(child);
   let stdout = '';

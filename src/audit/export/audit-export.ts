@@ -102,7 +102,11 @@ export function exportRange(db: Db, range: { from?: number; to?: number }): { fr
   const from = Math.max(1, range.from ?? 1);
   const to = Math.min(bounds.max, range.to ?? bounds.max);
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
-    throw new ExecutorError('INVALID_INPUT', `There are no records between seq ${from} and ${to}; the log holds 1..${bounds.max}.`, { from, to, head: bounds.max });
+    throw new ExecutorError('INVALID_INPUT', `There are no records between seq ${from} and ${to}; the log holds 1..${bounds.max}.`, {
+      from,
+      to,
+      head: bounds.max,
+    });
   }
   return { from, to };
 }
@@ -119,14 +123,20 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
   const source = new DbRecordSource(db);
   const { from, to } = exportRange(db, options);
   // The spacing the log declared when it began wins over the caller's default.
-  const declared = db.prepare("SELECT json_extract(body, '$.args.checkpointEvery') AS every FROM audit_records WHERE action = 'key.created' ORDER BY seq LIMIT 1").get() as { every: number | null } | undefined;
-  const checkpointEvery = Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
+  const declared = db
+    .prepare(
+      "SELECT json_extract(body, '$.args.checkpointEvery') AS every FROM audit_records WHERE action = 'key.created' ORDER BY seq LIMIT 1",
+    )
+    .get() as { every: number | null } | undefined;
+  const checkpointEvery =
+    Number.isSafeInteger(declared?.every) && (declared!.every as number) > 0 ? (declared!.every as number) : options.checkpointEvery;
   const keyRows = db
     .prepare("SELECT seq, body, mac, cosign FROM audit_records WHERE action IN ('key.created', 'key.rotated') AND seq < ? ORDER BY seq")
     .all(from) as { seq: number; body: string; mac: Buffer; cosign: Buffer | null }[];
   // Every certificate of the log, and those the key store holds that the database may not yet: the header's own key needs them all, from epoch 0 on.
   const certificates = new Map<string, StoredCertificate>();
-  for (const cert of [...source.certificates(), ...(options.keyring?.pendingCertificates() ?? [])]) certificates.set(`${cert.keyId}/${cert.epoch}`, cert);
+  for (const cert of [...source.certificates(), ...(options.keyring?.pendingCertificates() ?? [])])
+    certificates.set(`${cert.keyId}/${cert.epoch}`, cert);
   const all = source.checkpoints();
   const seqOf = (cp: StoredCheckpoint) => (JSON.parse(cp.body) as { seq: number }).seq;
   const firstInside = all.findIndex((cp) => seqOf(cp) >= from);
@@ -150,21 +160,46 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
   const prefix = treePrefix(db, from - 1);
   if (prefix) yield `${JSON.stringify(prefix)}\n`;
   for (const row of keyRows) {
-    const line: ExportRecordLine = { type: 'key-record', seq: row.seq, body: row.body, mac: row.mac.toString('hex'), cosign: row.cosign?.toString('hex') ?? null };
+    const line: ExportRecordLine = {
+      type: 'key-record',
+      seq: row.seq,
+      body: row.body,
+      mac: row.mac.toString('hex'),
+      cosign: row.cosign?.toString('hex') ?? null,
+    };
     yield `${JSON.stringify(line)}\n`;
   }
   for (const cert of certificates.values()) {
-    const line: ExportCertificateLine = { type: 'certificate', keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: cert.sig.toString('hex') };
+    const line: ExportCertificateLine = {
+      type: 'certificate',
+      keyId: cert.keyId,
+      epoch: cert.epoch,
+      body: cert.body,
+      sig: cert.sig.toString('hex'),
+    };
     yield `${JSON.stringify(line)}\n`;
   }
   let records = 0;
   for (const record of source.records(from, to)) {
-    const line: ExportRecordLine = { type: 'record', seq: record.position, body: record.body, mac: record.mac.toString('hex'), cosign: record.cosign?.toString('hex') ?? null };
+    const line: ExportRecordLine = {
+      type: 'record',
+      seq: record.position,
+      body: record.body,
+      mac: record.mac.toString('hex'),
+      cosign: record.cosign?.toString('hex') ?? null,
+    };
     yield `${JSON.stringify(line)}\n`;
     records++;
   }
   for (const cp of covering) {
-    const line: ExportCheckpointLine = { type: 'checkpoint', cpSeq: cp.cpSeq, body: cp.body, mac: cp.mac.toString('hex'), sig: cp.sig.toString('hex'), ...(cp.epochSig ? { epochSig: cp.epochSig.toString('hex') } : {}) };
+    const line: ExportCheckpointLine = {
+      type: 'checkpoint',
+      cpSeq: cp.cpSeq,
+      body: cp.body,
+      mac: cp.mac.toString('hex'),
+      sig: cp.sig.toString('hex'),
+      ...(cp.epochSig ? { epochSig: cp.epochSig.toString('hex') } : {}),
+    };
     yield `${JSON.stringify(line)}\n`;
   }
   return { records, checkpoints: covering.length, from, to };
@@ -225,8 +260,15 @@ export function readExportFile(file: string): ParsedExport {
     throw new ExecutorError('NOT_FOUND', `Cannot read the export file ${file}: ${(error as Error).message}.`, { file });
   }
   const lines = text.split('\n').filter((line) => line.trim() !== '');
-  const bad = (index: number, why: string) => new ExecutorError('INVALID_INPUT', `${file} line ${index + 1}: ${why}; this is not an audit export.`, { file, line: index + 1 });
-  const parsed: ParsedExport = { header: undefined as unknown as ExportHeader, keyRecords: [], records: [], checkpoints: [], certificates: [] };
+  const bad = (index: number, why: string) =>
+    new ExecutorError('INVALID_INPUT', `${file} line ${index + 1}: ${why}; this is not an audit export.`, { file, line: index + 1 });
+  const parsed: ParsedExport = {
+    header: undefined as unknown as ExportHeader,
+    keyRecords: [],
+    records: [],
+    checkpoints: [],
+    certificates: [],
+  };
   lines.forEach((line, index) => {
     let value: Record<string, unknown>;
     try {
@@ -235,30 +277,63 @@ export function readExportFile(file: string): ParsedExport {
       throw bad(index, 'not JSON');
     }
     if (index === 0) {
-      if (value.type !== 'header' || value.format !== EXPORT_FORMAT || (value.v !== 1 && value.v !== 2) || typeof value.logId !== 'string') throw bad(index, 'no export header');
-      if (!Number.isSafeInteger(value.from) || !Number.isSafeInteger(value.to) || !Number.isSafeInteger(value.checkpointEvery) || (value.checkpointEvery as number) < 1) throw bad(index, 'the header lacks from, to or checkpointEvery');
-      for (const field of ['mac', 'sig'] as const) if (value[field] !== undefined && !(typeof value[field] === 'string' && HEX.test(value[field] as string))) throw bad(index, `the header's ${field} is not hex`);
+      if (value.type !== 'header' || value.format !== EXPORT_FORMAT || (value.v !== 1 && value.v !== 2) || typeof value.logId !== 'string')
+        throw bad(index, 'no export header');
+      if (
+        !Number.isSafeInteger(value.from) ||
+        !Number.isSafeInteger(value.to) ||
+        !Number.isSafeInteger(value.checkpointEvery) ||
+        (value.checkpointEvery as number) < 1
+      )
+        throw bad(index, 'the header lacks from, to or checkpointEvery');
+      for (const field of ['mac', 'sig'] as const)
+        if (value[field] !== undefined && !(typeof value[field] === 'string' && HEX.test(value[field] as string)))
+          throw bad(index, `the header's ${field} is not hex`);
       parsed.header = value as unknown as ExportHeader;
       return;
     }
     if (value.type === 'record' || value.type === 'key-record') {
-      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || !HEX.test(value.mac) || !(value.cosign === null || (typeof value.cosign === 'string' && HEX.test(value.cosign)))) {
+      if (
+        typeof value.body !== 'string' ||
+        typeof value.mac !== 'string' ||
+        !HEX.test(value.mac) ||
+        !(value.cosign === null || (typeof value.cosign === 'string' && HEX.test(value.cosign)))
+      ) {
         throw bad(index, 'a record line lacks body or mac');
       }
       (value.type === 'record' ? parsed.records : parsed.keyRecords).push(value as unknown as ExportRecordLine);
     } else if (value.type === 'checkpoint') {
-      if (typeof value.body !== 'string' || typeof value.mac !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.mac) || !HEX.test(value.sig) || !(value.epochSig === undefined || (typeof value.epochSig === 'string' && HEX.test(value.epochSig)))) {
+      if (
+        typeof value.body !== 'string' ||
+        typeof value.mac !== 'string' ||
+        typeof value.sig !== 'string' ||
+        !HEX.test(value.mac) ||
+        !HEX.test(value.sig) ||
+        !(value.epochSig === undefined || (typeof value.epochSig === 'string' && HEX.test(value.epochSig)))
+      ) {
         throw bad(index, 'a checkpoint line lacks body, mac or sig');
       }
       parsed.checkpoints.push(value as unknown as ExportCheckpointLine);
     } else if (value.type === 'certificate') {
-      if (typeof value.keyId !== 'string' || !Number.isSafeInteger(value.epoch) || typeof value.body !== 'string' || typeof value.sig !== 'string' || !HEX.test(value.sig)) {
+      if (
+        typeof value.keyId !== 'string' ||
+        !Number.isSafeInteger(value.epoch) ||
+        typeof value.body !== 'string' ||
+        typeof value.sig !== 'string' ||
+        !HEX.test(value.sig)
+      ) {
         throw bad(index, 'a certificate line lacks keyId, epoch, body or sig');
       }
       parsed.certificates.push(value as unknown as ExportCertificateLine);
     } else if (value.type === 'tree-prefix') {
       const hashes = value.hashes;
-      if (parsed.treePrefix || !Number.isSafeInteger(value.size) || (value.size as number) < 1 || !Array.isArray(hashes) || !hashes.every((hash) => typeof hash === 'string' && /^[0-9a-f]{64}$/.test(hash))) {
+      if (
+        parsed.treePrefix ||
+        !Number.isSafeInteger(value.size) ||
+        (value.size as number) < 1 ||
+        !Array.isArray(hashes) ||
+        !hashes.every((hash) => typeof hash === 'string' && /^[0-9a-f]{64}$/.test(hash))
+      ) {
         throw bad(index, 'a tree-prefix line needs a size of at least 1 and hashes of 64 hex digits, once');
       }
       parsed.treePrefix = value as unknown as ExportTreePrefixLine;

@@ -7,7 +7,15 @@ import { AuditTree, recordLeafHash } from '../log/audit-tree.js';
 import { logNoteVerifier, logOrigin } from '../format/checkpoint-note.js';
 import { inclusionProof, memoryNodeReader, rootFromInclusionProof } from '../format/merkle.js';
 import { CHECKPOINT_SIG_PREFIX, recordHash } from '../format/record-format.js';
-import { NOTE_COSIGNATURE_V1, SignedNoteError, hex8, openNote, parseNote, parseVerifierKey, type NoteVerifier } from '../format/signed-note.js';
+import {
+  NOTE_COSIGNATURE_V1,
+  SignedNoteError,
+  hex8,
+  openNote,
+  parseNote,
+  parseVerifierKey,
+  type NoteVerifier,
+} from '../format/signed-note.js';
 import { parseCheckpointText } from '../format/tlog-checkpoint.js';
 
 /**
@@ -63,7 +71,9 @@ function hasTable(db: Db, name: string): boolean {
 /** Witness cosignature lines stored for a checkpoint note (the witness part's audit_cosignatures table). */
 function cosignatureLines(db: Db, size: number, noteText: string): string[] {
   if (!hasTable(db, 'audit_cosignatures')) return [];
-  const rows = db.prepare('SELECT signature, note FROM audit_cosignatures WHERE size = ? AND signature IS NOT NULL ORDER BY witness').all(size) as { signature: string; note: string }[];
+  const rows = db
+    .prepare('SELECT signature, note FROM audit_cosignatures WHERE size = ? AND signature IS NOT NULL ORDER BY witness')
+    .all(size) as { signature: string; note: string }[];
   return rows
     .filter((row) => {
       try {
@@ -78,11 +88,19 @@ function cosignatureLines(db: Db, size: number, noteText: string): string[] {
 /** Builds the proof of record `seq` against the newest checkpoint note that covers it, preferring one witnesses cosigned. */
 export function buildRecordProof(db: Db, seq: number): RecordProofFile {
   const head = (db.prepare('SELECT max(seq) FROM audit_records').pluck().get() as number | null) ?? 0;
-  const row = db.prepare('SELECT body, mac, hash FROM audit_records WHERE seq = ?').get(seq) as { body: string; mac: Buffer; hash: Buffer } | undefined;
-  if (!row) throw new ExecutorError('NOT_FOUND', head ? `The audit log has no record ${seq}; it holds records 1 to ${head}.` : 'The audit log holds no records yet.', { seq, head });
+  const row = db.prepare('SELECT body, mac, hash FROM audit_records WHERE seq = ?').get(seq) as
+    { body: string; mac: Buffer; hash: Buffer } | undefined;
+  if (!row)
+    throw new ExecutorError(
+      'NOT_FOUND',
+      head ? `The audit log has no record ${seq}; it holds records 1 to ${head}.` : 'The audit log holds no records yet.',
+      { seq, head },
+    );
   const notes = hasTable(db, 'audit_checkpoint_notes')
     ? (db
-        .prepare('SELECT n.cp_seq, n.size, n.note, c.body, c.sig FROM audit_checkpoint_notes n JOIN audit_checkpoints c ON c.cp_seq = n.cp_seq WHERE n.size >= ? ORDER BY n.cp_seq DESC LIMIT 64')
+        .prepare(
+          'SELECT n.cp_seq, n.size, n.note, c.body, c.sig FROM audit_checkpoint_notes n JOIN audit_checkpoints c ON c.cp_seq = n.cp_seq WHERE n.size >= ? ORDER BY n.cp_seq DESC LIMIT 64',
+        )
         .all(seq) as { cp_seq: number; size: number; note: string; body: string; sig: Buffer }[])
     : [];
   if (notes.length === 0) {
@@ -95,7 +113,9 @@ export function buildRecordProof(db: Db, seq: number): RecordProofFile {
       { seq },
     );
   }
-  const withCosignatures = notes.map((note) => ({ ...note, text: parseNote(note.note).text })).map((note) => ({ ...note, cosignatures: cosignatureLines(db, note.size, note.text) }));
+  const withCosignatures = notes
+    .map((note) => ({ ...note, text: parseNote(note.note).text }))
+    .map((note) => ({ ...note, cosignatures: cosignatureLines(db, note.size, note.text) }));
   const chosen = withCosignatures.find((note) => note.cosignatures.length > 0) ?? withCosignatures[0]!;
   const tree = new AuditTree(db);
   let hashes: Buffer[];
@@ -109,10 +129,14 @@ export function buildRecordProof(db: Db, seq: number): RecordProofFile {
   const checkpoint = parseCheckpointText(chosen.text);
   const root = rootFromInclusionProof(seq - 1, chosen.size, recordLeafHash(recordHash(row.body, row.mac)), hashes);
   if (!root || !root.equals(checkpoint.rootHash)) {
-    throw new ExecutorError('AUDIT_TREE_INCOMPLETE', `The stored Merkle tree does not lead record ${seq} to the root checkpoint ${chosen.cp_seq} signed: the tree or the record was changed. Run \`executor audit verify\`.`, {
-      seq,
-      cpSeq: chosen.cp_seq,
-    });
+    throw new ExecutorError(
+      'AUDIT_TREE_INCOMPLETE',
+      `The stored Merkle tree does not lead record ${seq} to the root checkpoint ${chosen.cp_seq} signed: the tree or the record was changed. Run \`executor audit verify\`.`,
+      {
+        seq,
+        cpSeq: chosen.cp_seq,
+      },
+    );
   }
   const body = JSON.parse(row.body) as { logId: string };
   const cpBody = JSON.parse(chosen.body) as { keyId: string };
@@ -130,8 +154,15 @@ export function buildRecordProof(db: Db, seq: number): RecordProofFile {
 }
 
 function inMemoryProof(db: Db, seq: number, size: number): Buffer[] {
-  const leaves = (db.prepare('SELECT hash FROM audit_records WHERE seq <= ? ORDER BY seq').pluck().all(size) as Buffer[]).map(recordLeafHash);
-  if (leaves.length !== size) throw new ExecutorError('AUDIT_TREE_INCOMPLETE', `The audit log lacks records below ${size}: no proof can be made. Run \`executor audit verify\`.`, { size });
+  const leaves = (db.prepare('SELECT hash FROM audit_records WHERE seq <= ? ORDER BY seq').pluck().all(size) as Buffer[]).map(
+    recordLeafHash,
+  );
+  if (leaves.length !== size)
+    throw new ExecutorError(
+      'AUDIT_TREE_INCOMPLETE',
+      `The audit log lacks records below ${size}: no proof can be made. Run \`executor audit verify\`.`,
+      { size },
+    );
   return inclusionProof(seq - 1, size, memoryNodeReader(leaves));
 }
 
@@ -152,16 +183,34 @@ export function parseProofKeys(text: string): ProofKeys {
       try {
         vkeys.push(parseVerifierKey(item));
       } catch (error) {
-        throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 24)}…" is neither a log public key (epk2-… or epk1-…) nor a note verifier key (name+hash+base64): ${(error as Error).message}`);
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          `"${item.slice(0, 24)}…" is neither a log public key (epk2-… or epk1-…) nor a note verifier key (name+hash+base64): ${(error as Error).message}`,
+        );
       }
     }
   }
-  if (logPublicKeys.size === 0 && vkeys.length === 0) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs at least one key: the log\'s epk2-… public key, or its vkey.');
+  if (logPublicKeys.size === 0 && vkeys.length === 0)
+    throw new ExecutorError('INVALID_INPUT', "verify-proof needs at least one key: the log's epk2-… public key, or its vkey.");
   return { logPublicKeys, vkeys };
 }
 
 function emptyReport(): ProofReport {
-  return { ok: false, problem: null, seq: null, logId: null, action: null, ts: null, treeSize: null, rootHash: null, checkpoint: null, signedBy: [], uncheckedSignatures: [], proves: [], doesNotProve: [] };
+  return {
+    ok: false,
+    problem: null,
+    seq: null,
+    logId: null,
+    action: null,
+    ts: null,
+    treeSize: null,
+    rootHash: null,
+    checkpoint: null,
+    signedBy: [],
+    uncheckedSignatures: [],
+    proves: [],
+    doesNotProve: [],
+  };
 }
 
 const hexField = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`), `${digits} lowercase hex digits`);
@@ -204,8 +253,15 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
  */
 export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   const report = emptyReport();
-  const fail = (code: ProofCode, message: string): ProofReport => ({ ...report, ok: false, problem: { code, message }, proves: [], doesNotProve: [] });
-  if (!isObject(input) || input.format !== PROOF_FORMAT || input.v !== 1) return fail('MALFORMED', `not an audit record proof (format ${PROOF_FORMAT}, v 1)`);
+  const fail = (code: ProofCode, message: string): ProofReport => ({
+    ...report,
+    ok: false,
+    problem: { code, message },
+    proves: [],
+    doesNotProve: [],
+  });
+  if (!isObject(input) || input.format !== PROOF_FORMAT || input.v !== 1)
+    return fail('MALFORMED', `not an audit record proof (format ${PROOF_FORMAT}, v 1)`);
   // Every field's type and range first: a negative size or index is a malformed file, not a mismatch.
   const shape = ProofShape.safeParse(input);
   if (!shape.success) {
@@ -216,7 +272,11 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   }
   const { record, inclusion, note, checkpoint } = shape.data;
   const repeated = repeatedSignature(note);
-  if (repeated) return fail('MALFORMED', `its checkpoint note carries the signature of ${repeated} more than once; a signed note has at most one line per key`);
+  if (repeated)
+    return fail(
+      'MALFORMED',
+      `its checkpoint note carries the signature of ${repeated} more than once; a signed note has at most one line per key`,
+    );
   let body: Record<string, unknown>;
   try {
     const parsed = JSON.parse(record.body) as unknown;
@@ -227,15 +287,20 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   }
   const seq = body.seq;
   const logId = body.logId;
-  if (!Number.isSafeInteger(seq) || (seq as number) < 1 || typeof logId !== 'string') return fail('MALFORMED', 'its record body names no seq or logId');
+  if (!Number.isSafeInteger(seq) || (seq as number) < 1 || typeof logId !== 'string')
+    return fail('MALFORMED', 'its record body names no seq or logId');
   report.seq = seq as number;
   report.logId = logId;
   report.action = typeof body.action === 'string' ? body.action : null;
   report.ts = typeof body.ts === 'string' ? body.ts : null;
   if (record.seq !== seq || inclusion.leafIndex !== (seq as number) - 1) {
     const seqNumber = seq as number;
-    if (record.seq !== seqNumber) return fail('MISMATCH', `the record body is seq ${String(seqNumber)}, but the file's record.seq says ${String(record.seq)}`);
-    return fail('MISMATCH', `the record body is seq ${String(seqNumber)}, so its leaf is ${String(seqNumber - 1)} (leaf = seq − 1), but the inclusion proof is for leaf ${String(inclusion.leafIndex)} (seq ${String(inclusion.leafIndex + 1)})`);
+    if (record.seq !== seqNumber)
+      return fail('MISMATCH', `the record body is seq ${String(seqNumber)}, but the file's record.seq says ${String(record.seq)}`);
+    return fail(
+      'MISMATCH',
+      `the record body is seq ${String(seqNumber)}, so its leaf is ${String(seqNumber - 1)} (leaf = seq − 1), but the inclusion proof is for leaf ${String(inclusion.leafIndex)} (seq ${String(inclusion.leafIndex + 1)})`,
+    );
   }
   if (input.logId !== logId) return fail('FOREIGN_LOG', `the record belongs to log ${logId}, the file says ${String(input.logId)}`);
 
@@ -248,19 +313,30 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   } catch (error) {
     if (error instanceof SignedNoteError) {
       if (error.problem === 'unverified') {
-        return fail('UNSIGNED', `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)}); after a key rotation the log signs with the new chain's key: give that epk2-… too`);
+        return fail(
+          'UNSIGNED',
+          `no key you gave signed its checkpoint note (it is signed by ${parseSigners(note)}); after a key rotation the log signs with the new chain's key: give that epk2-… too`,
+        );
       }
-      if (error.problem === 'bad-signature') return fail('BAD_SIGNATURE', `a signature on its checkpoint note does not hold: ${error.message}`);
+      if (error.problem === 'bad-signature')
+        return fail('BAD_SIGNATURE', `a signature on its checkpoint note does not hold: ${error.message}`);
       if (error.problem === 'malformed') return fail('MALFORMED', `its checkpoint note is not a signed note: ${error.message}`);
     }
     return fail('MALFORMED', `its checkpoint note could not be read: ${(error as Error).message}`);
   }
   const verifiedNames = new Set(opened.verified.map((signature) => `${signature.name}+${hex8(signature.keyHash)}`));
-  const logSigned = verifiers.filter((verifier) => verifier.type !== NOTE_COSIGNATURE_V1 && verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`));
+  const logSigned = verifiers.filter(
+    (verifier) => verifier.type !== NOTE_COSIGNATURE_V1 && verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`),
+  );
   if (logSigned.length === 0) return fail('UNSIGNED', 'only witnesses you gave signed its checkpoint note, not a log key you gave');
-  const missingWitness = keys.vkeys.filter((verifier) => verifier.type === NOTE_COSIGNATURE_V1 && !verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`));
-  if (missingWitness.length) return fail('NOT_COSIGNED', `witness ${missingWitness.map((verifier) => verifier.name).join(', ')} did not cosign its checkpoint`);
-  report.signedBy = verifiers.filter((verifier) => verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`)).map((verifier) => verifier.vkey);
+  const missingWitness = keys.vkeys.filter(
+    (verifier) => verifier.type === NOTE_COSIGNATURE_V1 && !verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`),
+  );
+  if (missingWitness.length)
+    return fail('NOT_COSIGNED', `witness ${missingWitness.map((verifier) => verifier.name).join(', ')} did not cosign its checkpoint`);
+  report.signedBy = verifiers
+    .filter((verifier) => verifiedNames.has(`${verifier.name}+${hex8(verifier.keyHash)}`))
+    .map((verifier) => verifier.vkey);
   report.uncheckedSignatures = opened.unverified.map((signature) => `${signature.name}+${hex8(signature.keyHash)}`);
 
   let tlog;
@@ -269,8 +345,10 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
   } catch (error) {
     return fail('MALFORMED', `its checkpoint note is not a tlog checkpoint: ${(error as Error).message}`);
   }
-  if (tlog.origin !== logOrigin(logId)) return fail('FOREIGN_LOG', `its checkpoint is of ${tlog.origin}, the record of ${logOrigin(logId)}`);
-  if (tlog.size !== inclusion.treeSize) return fail('MISMATCH', `its inclusion proof is for a tree of ${inclusion.treeSize} records, the checkpoint for ${tlog.size}`);
+  if (tlog.origin !== logOrigin(logId))
+    return fail('FOREIGN_LOG', `its checkpoint is of ${tlog.origin}, the record of ${logOrigin(logId)}`);
+  if (tlog.size !== inclusion.treeSize)
+    return fail('MISMATCH', `its inclusion proof is for a tree of ${inclusion.treeSize} records, the checkpoint for ${tlog.size}`);
   report.treeSize = tlog.size;
   report.rootHash = tlog.rootHash.toString('hex');
 
@@ -284,38 +362,61 @@ export function checkRecordProof(input: unknown, keys: ProofKeys): ProofReport {
     return fail('MALFORMED', 'its checkpoint body is not a JSON object');
   }
   if (cp.logId !== logId || cp.cpSeq !== checkpoint.cpSeq || cp.seq !== tlog.size || cp.rootHash !== report.rootHash) {
-    return fail('MISMATCH', `its checkpoint body (cpSeq ${String(cp.cpSeq)}, seq ${String(cp.seq)}) does not state the note's log, size and root`);
+    return fail(
+      'MISMATCH',
+      `its checkpoint body (cpSeq ${String(cp.cpSeq)}, seq ${String(cp.seq)}) does not state the note's log, size and root`,
+    );
   }
   const chainKey = typeof cp.keyId === 'string' ? keys.logPublicKeys.get(cp.keyId) : undefined;
   const signers = chainKey ? [chainKey] : logSigned.map((verifier) => verifier.publicKey);
   const bodySigned = signers.some((raw) => {
     try {
-      return crypto.verify(null, Buffer.concat([CHECKPOINT_SIG_PREFIX, Buffer.from(checkpoint.body as string, 'utf8')]), ed25519PublicKey(raw), Buffer.from(checkpoint.sig as string, 'hex'));
+      return crypto.verify(
+        null,
+        Buffer.concat([CHECKPOINT_SIG_PREFIX, Buffer.from(checkpoint.body as string, 'utf8')]),
+        ed25519PublicKey(raw),
+        Buffer.from(checkpoint.sig as string, 'hex'),
+      );
     } catch {
       return false;
     }
   });
-  if (!bodySigned) return fail('BAD_SIGNATURE', `the Ed25519 signature of checkpoint ${String(cp.cpSeq)}'s body does not hold under the log key that signed its note`);
+  if (!bodySigned)
+    return fail(
+      'BAD_SIGNATURE',
+      `the Ed25519 signature of checkpoint ${String(cp.cpSeq)}'s body does not hold under the log key that signed its note`,
+    );
   report.checkpoint = { cpSeq: checkpoint.cpSeq as number, ts: typeof cp.ts === 'string' ? cp.ts : null };
 
   // The record: its leaf, through the proof, to the signed root.
   if ((seq as number) > tlog.size) return fail('NOT_INCLUDED', `record ${String(seq)} lies beyond the checkpoint's ${tlog.size} records`);
   const leaf = recordLeafHash(recordHash(record.body, Buffer.from(record.mac, 'hex')));
-  const root = rootFromInclusionProof((seq as number) - 1, tlog.size, leaf, inclusion.hashes.map((hash) => Buffer.from(hash as string, 'hex')));
-  if (!root || !root.equals(tlog.rootHash)) return fail('NOT_INCLUDED', `the inclusion proof does not lead record ${String(seq)} to the checkpoint's root: the record, its MAC or the proof was changed`);
+  const root = rootFromInclusionProof(
+    (seq as number) - 1,
+    tlog.size,
+    leaf,
+    inclusion.hashes.map((hash) => Buffer.from(hash as string, 'hex')),
+  );
+  if (!root || !root.equals(tlog.rootHash))
+    return fail(
+      'NOT_INCLUDED',
+      `the inclusion proof does not lead record ${String(seq)} to the checkpoint's root: the record, its MAC or the proof was changed`,
+    );
 
   const witnesses = report.signedBy.length - logSigned.length;
   return {
     ...report,
     ok: true,
     proves: [
-      `record ${String(seq)} of log ${logId}, byte for byte as in this file (body and MAC), is leaf ${String(seq as number - 1)} of the log's Merkle tree of ${tlog.size} records`,
+      `record ${String(seq)} of log ${logId}, byte for byte as in this file (body and MAC), is leaf ${String((seq as number) - 1)} of the log's Merkle tree of ${tlog.size} records`,
       `the log key you gave signed that tree's root in checkpoint ${String(cp.cpSeq)}${typeof cp.ts === 'string' ? ` at ${cp.ts}` : ''}${witnesses ? `, and ${witnesses} witness(es) you gave cosigned it` : ''}`,
       'so the record cannot be altered, dropped or moved without that signed checkpoint no longer holding',
     ],
     doesNotProve: [
-      'that the record\'s MAC is right: that needs the verification key K0 (`executor audit verify --verification-key evk1-…`)',
-      witnesses ? 'anything the witnesses did not see: a checkpoint after theirs' : 'that the log key was not stolen and the history rewritten before this checkpoint: only witness cosignatures (give their vkeys with --key) bound that',
+      "that the record's MAC is right: that needs the verification key K0 (`executor audit verify --verification-key evk1-…`)",
+      witnesses
+        ? 'anything the witnesses did not see: a checkpoint after theirs'
+        : 'that the log key was not stolen and the history rewritten before this checkpoint: only witness cosignatures (give their vkeys with --key) bound that',
       'anything about other records, or that the action the record describes succeeded as it says',
     ],
   };

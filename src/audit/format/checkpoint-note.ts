@@ -1,5 +1,13 @@
 import type { Db } from '../../store/database.js';
-import { NOTE_ED25519, formatVerifierKey, noteKeyHash, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from './signed-note.js';
+import {
+  NOTE_ED25519,
+  formatVerifierKey,
+  noteKeyHash,
+  parseVerifierKey,
+  signNote,
+  type NoteSigner,
+  type NoteVerifier,
+} from './signed-note.js';
 import { formatCheckpointText } from './tlog-checkpoint.js';
 
 /**
@@ -60,7 +68,8 @@ export interface StoredCheckpointNote {
 
 /** The newest stored note: what a witness is sent. */
 export function latestCheckpointNote(db: Db): StoredCheckpointNote | undefined {
-  const row = db.prepare('SELECT cp_seq, size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as { cp_seq: number; size: number; note: string } | undefined;
+  const row = db.prepare('SELECT cp_seq, size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as
+    { cp_seq: number; size: number; note: string } | undefined;
   return row && { cpSeq: row.cp_seq, size: row.size, note: row.note };
 }
 

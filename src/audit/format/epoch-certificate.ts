@@ -55,7 +55,13 @@ const HEX64 = /^[0-9a-f]{64}$/;
 /** The head a v3 certificate names; undefined for a v2 certificate. */
 export function certifiedHeadOf(body: EpochCertificateBody): CertifiedHead | undefined {
   if (body.v !== 3) return undefined;
-  return { headSeq: body.headSeq!, headHash: body.headHash!, rootHash: body.rootHash!, cpSeq: body.cpSeq!, checkpointHash: body.checkpointHash! };
+  return {
+    headSeq: body.headSeq!,
+    headHash: body.headHash!,
+    rootHash: body.rootHash!,
+    cpSeq: body.cpSeq!,
+    checkpointHash: body.checkpointHash!,
+  };
 }
 
 function headIsWellFormed(body: EpochCertificateBody): boolean {
@@ -117,7 +123,11 @@ export function ed25519FromRaw(raw: Buffer): crypto.KeyObject {
 /** crypto.verify that answers false, not throws, for a malformed key or signature. */
 export function ed25519Verifies(raw: Buffer, prefix: Buffer, message: Buffer | string, signature: Buffer): boolean {
   try {
-    return raw.length === 32 && signature.length === 64 && crypto.verify(null, Buffer.concat([prefix, Buffer.from(message)]), ed25519FromRaw(raw), signature);
+    return (
+      raw.length === 32 &&
+      signature.length === 64 &&
+      crypto.verify(null, Buffer.concat([prefix, Buffer.from(message)]), ed25519FromRaw(raw), signature)
+    );
   } catch {
     return false;
   }
@@ -125,7 +135,12 @@ export function ed25519Verifies(raw: Buffer, prefix: Buffer, message: Buffer | s
 
 export function signCertificate(signer: crypto.KeyObject, body: EpochCertificateBody): StoredCertificate {
   const text = canonicalText(body);
-  return { keyId: body.keyId, epoch: body.epoch, body: text, sig: crypto.sign(null, Buffer.concat([EPOCH_CERT_SIG_PREFIX, Buffer.from(text, 'utf8')]), signer) };
+  return {
+    keyId: body.keyId,
+    epoch: body.epoch,
+    body: text,
+    sig: crypto.sign(null, Buffer.concat([EPOCH_CERT_SIG_PREFIX, Buffer.from(text, 'utf8')]), signer),
+  };
 }
 
 /** The body of a stored certificate when it is canonical and well formed; undefined otherwise. */
@@ -186,18 +201,45 @@ export type ChainProblem = { kind: 'certificate' | 'range'; epoch: number; messa
  * of the epoch before signed. Refuses a chain that skips an epoch, forks (two certificates for one
  * epoch), moves its window backwards in time or seq, or stretches past the declared schedule.
  */
-export function followCertificates(logId: string, start: ForwardSecureStart, certificates: StoredCertificate[]): { windows: EpochWindow[]; problem: ChainProblem | undefined } {
+export function followCertificates(
+  logId: string,
+  start: ForwardSecureStart,
+  certificates: StoredCertificate[],
+): { windows: EpochWindow[]; problem: ChainProblem | undefined } {
   const startMs = Date.parse(start.ts);
   if (!Number.isFinite(startMs)) {
-    return { windows: [], problem: { kind: 'certificate', epoch: 0, message: `key ${start.keyId}: its start record carries no valid time, so no epoch window can be placed` } };
+    return {
+      windows: [],
+      problem: {
+        kind: 'certificate',
+        epoch: 0,
+        message: `key ${start.keyId}: its start record carries no valid time, so no epoch window can be placed`,
+      },
+    };
   }
-  const windows: EpochWindow[] = [{ epoch: 0, publicKey: start.epochPublicKey, startMs, endMs: startMs + start.schedule.epochMs, firstSeq: start.seq, endSeq: start.seq + start.schedule.epochMaxRecords }];
+  const windows: EpochWindow[] = [
+    {
+      epoch: 0,
+      publicKey: start.epochPublicKey,
+      startMs,
+      endMs: startMs + start.schedule.epochMs,
+      firstSeq: start.seq,
+      endSeq: start.seq + start.schedule.epochMaxRecords,
+    },
+  ];
   const byEpoch = new Map<number, StoredCertificate>();
   for (const cert of certificates) {
     if (cert.keyId !== start.keyId) continue;
     const seen = byEpoch.get(cert.epoch);
     if (seen && (seen.body !== cert.body || !seen.sig.equals(cert.sig))) {
-      return { windows, problem: { kind: 'certificate', epoch: cert.epoch, message: `key ${start.keyId} has two different certificates for epoch ${cert.epoch}: its chain of keys forks` } };
+      return {
+        windows,
+        problem: {
+          kind: 'certificate',
+          epoch: cert.epoch,
+          message: `key ${start.keyId} has two different certificates for epoch ${cert.epoch}: its chain of keys forks`,
+        },
+      };
     }
     byEpoch.set(cert.epoch, cert);
   }
@@ -205,25 +247,44 @@ export function followCertificates(logId: string, start: ForwardSecureStart, cer
   for (const epoch of epochs) {
     const previous = windows[windows.length - 1]!;
     const stored = byEpoch.get(epoch)!;
-    const fail = (message: string): { windows: EpochWindow[]; problem: ChainProblem } => ({ windows, problem: { kind: 'certificate', epoch, message: `key ${start.keyId}, certificate of epoch ${epoch}: ${message}` } });
+    const fail = (message: string): { windows: EpochWindow[]; problem: ChainProblem } => ({
+      windows,
+      problem: { kind: 'certificate', epoch, message: `key ${start.keyId}, certificate of epoch ${epoch}: ${message}` },
+    });
     if (epoch !== previous.epoch + 1) return fail(`no certificate for epoch ${previous.epoch + 1}: the chain of keys skips it`);
     const body = parseCertificate(stored);
     if (!body) return fail('it is malformed or not canonical');
     if (body.logId !== logId) return fail(`it belongs to log ${body.logId}`);
-    if (!ed25519Verifies(previous.publicKey, EPOCH_CERT_SIG_PREFIX, stored.body, stored.sig)) return fail(`its signature is not epoch ${previous.epoch}'s key`);
+    if (!ed25519Verifies(previous.publicKey, EPOCH_CERT_SIG_PREFIX, stored.body, stored.sig))
+      return fail(`its signature is not epoch ${previous.epoch}'s key`);
     const certStartMs = Date.parse(body.start);
     if (certStartMs < previous.startMs) return fail(`its window opens at ${body.start}, before epoch ${previous.epoch}'s`);
-    if (body.firstSeq < previous.firstSeq) return fail(`its window opens at seq ${body.firstSeq}, before epoch ${previous.epoch}'s (${previous.firstSeq})`);
+    if (body.firstSeq < previous.firstSeq)
+      return fail(`its window opens at seq ${body.firstSeq}, before epoch ${previous.epoch}'s (${previous.firstSeq})`);
     if (body.firstSeq - previous.firstSeq > start.schedule.epochMaxRecords) {
-      return fail(`epoch ${previous.epoch} would span ${body.firstSeq - previous.firstSeq} records, more than the ${start.schedule.epochMaxRecords} the chain declared`);
+      return fail(
+        `epoch ${previous.epoch} would span ${body.firstSeq - previous.firstSeq} records, more than the ${start.schedule.epochMaxRecords} the chain declared`,
+      );
     }
     const head = certifiedHeadOf(body);
     // Only the key being erased could sign a certificate without a head after one with it: that is a thief's downgrade.
     if (!head && previous.head) return fail(`it names no head, though the certificate of epoch ${previous.epoch} did (a downgrade)`);
-    if (head && head.headSeq !== body.firstSeq - 1) return fail(`it names record ${head.headSeq} as the head epoch ${previous.epoch} left, but its window opens at seq ${body.firstSeq}`);
-    if (head && previous.head && head.cpSeq < previous.head.cpSeq) return fail(`it names checkpoint ${head.cpSeq}, before the checkpoint ${previous.head.cpSeq} the certificate of epoch ${previous.epoch} named`);
+    if (head && head.headSeq !== body.firstSeq - 1)
+      return fail(`it names record ${head.headSeq} as the head epoch ${previous.epoch} left, but its window opens at seq ${body.firstSeq}`);
+    if (head && previous.head && head.cpSeq < previous.head.cpSeq)
+      return fail(
+        `it names checkpoint ${head.cpSeq}, before the checkpoint ${previous.head.cpSeq} the certificate of epoch ${previous.epoch} named`,
+      );
     previous.endSeq = body.firstSeq;
-    windows.push({ epoch, publicKey: Buffer.from(body.publicKey, 'base64'), startMs: certStartMs, endMs: certStartMs + start.schedule.epochMs, firstSeq: body.firstSeq, endSeq: body.firstSeq + start.schedule.epochMaxRecords, ...(head ? { head } : {}) });
+    windows.push({
+      epoch,
+      publicKey: Buffer.from(body.publicKey, 'base64'),
+      startMs: certStartMs,
+      endMs: certStartMs + start.schedule.epochMs,
+      firstSeq: body.firstSeq,
+      endSeq: body.firstSeq + start.schedule.epochMaxRecords,
+      ...(head ? { head } : {}),
+    });
   }
   return { windows, problem: undefined };
 }
@@ -234,7 +295,8 @@ export function outsideWindow(window: EpochWindow, what: { seq: number; ts: stri
   // A checkpoint seals the head: right after a ratchet it names the last record of the epoch before.
   const lowestSeq = what.sealsHead ? window.firstSeq - 1 : window.firstSeq;
   const highestSeq = window.endSeq - 1;
-  if (what.seq < lowestSeq || what.seq > highestSeq) return `seq ${what.seq} lies outside epoch ${window.epoch}'s window of seqs ${lowestSeq}..${highestSeq}`;
+  if (what.seq < lowestSeq || what.seq > highestSeq)
+    return `seq ${what.seq} lies outside epoch ${window.epoch}'s window of seqs ${lowestSeq}..${highestSeq}`;
   if (!Number.isFinite(at) || at < window.startMs - CLOCK_SKEW_MS || at >= window.endMs) {
     return `time ${what.ts} lies outside epoch ${window.epoch}'s window ${new Date(window.startMs).toISOString()} .. ${new Date(window.endMs).toISOString()}`;
   }

@@ -49,7 +49,8 @@ export function leafHash(data: Buffer | readonly Buffer[]): Buffer {
 
 /** The leaf hash of 32 bytes given as 64 hex digits (a record hash as verify computes it). */
 export function leafHashOfHex(hex: string): Buffer {
-  if (leafScratch.write(hex, 1, HASH_SIZE, 'hex') !== HASH_SIZE || hex.length !== 2 * HASH_SIZE) throw new RangeError('A leaf hash takes 64 hex digits.');
+  if (leafScratch.write(hex, 1, HASH_SIZE, 'hex') !== HASH_SIZE || hex.length !== 2 * HASH_SIZE)
+    throw new RangeError('A leaf hash takes 64 hex digits.');
   return sha256(leafScratch);
 }
 
@@ -208,7 +209,8 @@ export function verifyInclusion(index: number, size: number, leaf: Buffer, proof
  * As transparency-dev/merkle does, a proof from the empty tree is refused: it proves nothing.
  */
 export function verifyConsistency(size1: number, size2: number, root1: Buffer, root2: Buffer, proof: readonly Buffer[]): boolean {
-  if (!isSize(size1) || !isSize(size2) || size1 === 0 || size1 > size2 || !isHash(root1) || !isHash(root2) || !Array.isArray(proof)) return false;
+  if (!isSize(size1) || !isSize(size2) || size1 === 0 || size1 > size2 || !isHash(root1) || !isHash(root2) || !Array.isArray(proof))
+    return false;
   if (!proof.every(isHash)) return false;
   if (size1 === size2) return proof.length === 0 && crypto.timingSafeEqual(root1, root2);
   if (proof.length === 0) return false;
@@ -264,7 +266,7 @@ export function nodesCompletedBy(index: number, leaf: Buffer, read: NodeReader):
 /** A NodeReader over leaf hashes held in memory, computing each complete subtree once. */
 export function memoryNodeReader(leafHashes: readonly Buffer[]): NodeReader {
   const levels: Buffer[][] = [leafHashes as Buffer[]];
-  for (let below = levels[0]!; below.length > 1; ) {
+  for (let below = levels[0]!; below.length > 1;) {
     const above: Buffer[] = [];
     for (let i = 0; i + 1 < below.length; i += 2) above.push(nodeHash(below[i]!, below[i + 1]!));
     levels.push(above);
@@ -286,7 +288,7 @@ export function coveringNodes(begin: number, end: number): { level: number; inde
   checkSize('The range end', end);
   if (begin > end) throw new RangeError(`A range cannot end (${end}) before it begins (${begin}).`);
   const nodes: { level: number; index: number }[] = [];
-  for (let at = begin; at < end; ) {
+  for (let at = begin; at < end;) {
     let size = 1;
     while (at % (size * 2) === 0 && at + size * 2 <= end) size *= 2;
     nodes.push({ level: Math.round(Math.log2(size)), index: at / size });
@@ -316,9 +318,15 @@ export class CompactRange {
   static fromHashes(begin: number, end: number, hashes: readonly Buffer[]): CompactRange {
     const covering = coveringNodes(begin, end);
     if (covering.length !== hashes.length || !hashes.every(isHash)) {
-      throw new RangeError(`The range [${begin}, ${end}) is covered by ${covering.length} hashes of 32 bytes; ${hashes.length} were given.`);
+      throw new RangeError(
+        `The range [${begin}, ${end}) is covered by ${covering.length} hashes of 32 bytes; ${hashes.length} were given.`,
+      );
     }
-    return new CompactRange(begin, end, covering.map((node, at) => ({ ...node, hash: hashes[at]! })));
+    return new CompactRange(
+      begin,
+      end,
+      covering.map((node, at) => ({ ...node, hash: hashes[at]! })),
+    );
   }
 
   get end(): number {

@@ -97,11 +97,15 @@ export function parseVerifierKey(vkey: string): NoteVerifier {
   if (!isValidKeyName(name) || keyHash === null || typed === null || typed.length === 0) {
     throw badKey('This verifier key does not parse: it should read name+8 hex digits+base64.', vkey);
   }
-  if (noteKeyHash(name, typed) !== keyHash) throw badKey('This verifier key\'s hash does not match its name and key: it was mistyped or altered.', vkey);
+  if (noteKeyHash(name, typed) !== keyHash)
+    throw badKey("This verifier key's hash does not match its name and key: it was mistyped or altered.", vkey);
   const type = typed[0]!;
   const publicKey = typed.subarray(1);
   if (type !== NOTE_ED25519 && type !== NOTE_COSIGNATURE_V1) {
-    throw badKey(`Unsupported verifier key type 0x${type.toString(16).padStart(2, '0')}: only Ed25519 (0x01) and cosignature/v1 (0x04) are known.`, vkey);
+    throw badKey(
+      `Unsupported verifier key type 0x${type.toString(16).padStart(2, '0')}: only Ed25519 (0x01) and cosignature/v1 (0x04) are known.`,
+      vkey,
+    );
   }
   if (publicKey.length !== 32) throw badKey('An Ed25519 verifier key holds 32 bytes of public key.', vkey);
   const keyObject = crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, publicKey]), format: 'der', type: 'spki' });
@@ -139,10 +143,14 @@ export function parseSignerKey(skey: string, options: SignerOptions = {}): NoteS
   }
   const type = typed[0]!;
   if (type !== NOTE_ED25519 && type !== NOTE_COSIGNATURE_V1) throw badKey(`Unsupported signer key type 0x${type.toString(16)}.`);
-  const privateKey = crypto.createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, typed.subarray(1)]), format: 'der', type: 'pkcs8' });
+  const privateKey = crypto.createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, typed.subarray(1)]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   const publicKey = crypto.createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(-32);
   if (noteKeyHash(name, Buffer.concat([Buffer.of(type), publicKey])) !== keyHash) {
-    throw badKey('This signer key\'s hash does not match its name and key: it was mistyped or altered.');
+    throw badKey("This signer key's hash does not match its name and key: it was mistyped or altered.");
   }
   const signType: NoteSignatureType = options.cosigner ? NOTE_COSIGNATURE_V1 : (type as NoteSignatureType);
   const vkey = formatVerifierKey(name, signType, publicKey);
@@ -154,7 +162,8 @@ export function parseSignerKey(skey: string, options: SignerOptions = {}): NoteS
       : (text: Buffer) => {
           const timestamp = BigInt(Math.floor(now()));
           // The spec forbids a zero timestamp in a witness's answer; a clock that says 1970 is broken.
-          if (timestamp <= 0n || timestamp > COSIGNATURE_MAX_TIMESTAMP) throw new ExecutorError('INTERNAL', 'The clock gave no usable time for a cosignature.');
+          if (timestamp <= 0n || timestamp > COSIGNATURE_MAX_TIMESTAMP)
+            throw new ExecutorError('INTERNAL', 'The clock gave no usable time for a cosignature.');
           const stamp = Buffer.alloc(8);
           stamp.writeBigUInt64BE(timestamp);
           return Buffer.concat([stamp, crypto.sign(null, cosignatureMessage(text, timestamp), privateKey)]);
@@ -182,7 +191,8 @@ export function cosignatureMessage(text: Buffer | string, timestamp: bigint | nu
 export function cosignatureTimestamp(signature: NoteSignature): number {
   const raw = decodeBase64Strict(signature.base64);
   const timestamp = raw === null || raw.length !== 4 + 8 + 64 ? null : timestampOf(raw.subarray(4));
-  if (timestamp === null) throw new SignedNoteError('malformed', 'This is not a cosignature/v1 signature (4-byte key hash, 8-byte time, 64-byte signature).');
+  if (timestamp === null)
+    throw new SignedNoteError('malformed', 'This is not a cosignature/v1 signature (4-byte key hash, 8-byte time, 64-byte signature).');
   return Number(timestamp);
 }
 
@@ -200,7 +210,8 @@ export function signNote(text: string, signers: readonly NoteSigner[], existing:
   const replaced = new Set(signers.map((signer) => nameHashKey(signer.name, signer.keyHash)));
   const lines: string[] = [];
   for (const signature of existing) {
-    if (!isValidKeyName(signature.name)) throw new SignedNoteError('malformed', `A signature's key name is not valid: ${JSON.stringify(signature.name)}.`);
+    if (!isValidKeyName(signature.name))
+      throw new SignedNoteError('malformed', `A signature's key name is not valid: ${JSON.stringify(signature.name)}.`);
     if (replaced.has(nameHashKey(signature.name, signature.keyHash))) continue;
     const raw = decodeBase64Strict(signature.base64);
     if (raw === null || raw.length < 5 || raw.readUInt32BE(0) !== signature.keyHash) {
@@ -211,7 +222,13 @@ export function signNote(text: string, signers: readonly NoteSigner[], existing:
   for (const signer of signers) {
     const hash = Buffer.alloc(4);
     hash.writeUInt32BE(signer.keyHash);
-    lines.push(formatSignatureLine({ name: signer.name, keyHash: signer.keyHash, base64: Buffer.concat([hash, signer.sign(textBytes)]).toString('base64') }));
+    lines.push(
+      formatSignatureLine({
+        name: signer.name,
+        keyHash: signer.keyHash,
+        base64: Buffer.concat([hash, signer.sign(textBytes)]).toString('base64'),
+      }),
+    );
   }
   return `${text}\n${lines.join('')}`;
 }
@@ -231,7 +248,8 @@ export function parseNote(message: Buffer | string): ParsedNote {
   if (split < 0) throw malformed('A signed note ends with a blank line and its signature lines; this has no blank line.');
   const text = note.slice(0, split + 1);
   const block = note.slice(split + 2);
-  if (block.length === 0 || !block.endsWith('\n')) throw malformed('A signed note must end with signature lines, each ending in a newline.');
+  if (block.length === 0 || !block.endsWith('\n'))
+    throw malformed('A signed note must end with signature lines, each ending in a newline.');
   const signatures: NoteSignature[] = [];
   for (const line of block.slice(0, -1).split('\n')) {
     if (!line.startsWith(SIGNATURE_PREFIX)) throw malformed('Every line after the blank line must be a signature line: "— name base64".');
@@ -240,7 +258,8 @@ export function parseNote(message: Buffer | string): ParsedNote {
     const name = space < 0 ? rest : rest.slice(0, space);
     const base64 = space < 0 ? '' : rest.slice(space + 1);
     const raw = decodeBase64Strict(base64);
-    if (!isValidKeyName(name) || raw === null || raw.length < 5) throw malformed('A signature line reads "— name base64(key hash ‖ signature)"; this one does not.');
+    if (!isValidKeyName(name) || raw === null || raw.length < 5)
+      throw malformed('A signature line reads "— name base64(key hash ‖ signature)"; this one does not.');
     signatures.push({ name, keyHash: raw.readUInt32BE(0), base64 });
     if (signatures.length > MAX_NOTE_SIGNATURES) throw malformed(`A note may carry at most ${MAX_NOTE_SIGNATURES} signatures.`);
   }
@@ -281,17 +300,24 @@ export function openNote(message: Buffer | string, verifiers: readonly NoteVerif
       seenUnverified.add(line);
       continue;
     }
-    if (candidates.length > 1) throw new SignedNoteError('ambiguous-key', `Two trusted keys are named ${signature.name}+${hex8(signature.keyHash)}; remove one.`);
+    if (candidates.length > 1)
+      throw new SignedNoteError('ambiguous-key', `Two trusted keys are named ${signature.name}+${hex8(signature.keyHash)}; remove one.`);
     if (seen.has(key)) continue;
     seen.add(key);
     const raw = decodeBase64Strict(signature.base64)!;
     if (!candidates[0]!.verify(textBytes, raw.subarray(4))) {
-      throw new SignedNoteError('bad-signature', `The signature of ${signature.name}+${hex8(signature.keyHash)} does not hold for this note: it was altered or forged.`, { key: signature.name });
+      throw new SignedNoteError(
+        'bad-signature',
+        `The signature of ${signature.name}+${hex8(signature.keyHash)} does not hold for this note: it was altered or forged.`,
+        { key: signature.name },
+      );
     }
     verified.push(signature);
   }
   if (verified.length === 0) {
-    throw new SignedNoteError('unverified', 'No key we trust signed this note.', { signers: unverified.map((signature) => `${signature.name}+${hex8(signature.keyHash)}`) });
+    throw new SignedNoteError('unverified', 'No key we trust signed this note.', {
+      signers: unverified.map((signature) => `${signature.name}+${hex8(signature.keyHash)}`),
+    });
   }
   return { text, verified, unverified };
 }

@@ -1,6 +1,14 @@
 import crypto from 'node:crypto';
 import { ExecutorError } from '../../domain/errors.js';
-import { CERTIFICATE_VERSION, ed25519FromRaw, ed25519Raw, signCertificate, type CertifiedHead, type EpochSchedule, type StoredCertificate } from '../format/epoch-certificate.js';
+import {
+  CERTIFICATE_VERSION,
+  ed25519FromRaw,
+  ed25519Raw,
+  signCertificate,
+  type CertifiedHead,
+  type EpochSchedule,
+  type StoredCertificate,
+} from '../format/epoch-certificate.js';
 import { EpochKeys, nextEpochKey } from './key-ratchet.js';
 import type { KeyStore } from './key-store.js';
 import { keyIdOf } from '../format/record-format.js';
@@ -156,9 +164,13 @@ export class AuditKeyring {
       state = JSON.parse(bytes.toString('utf8')) as StoredState;
       if ((state.v !== 1 && state.v !== 2) || !state.current?.epochKey || !Array.isArray(state.chains)) throw new Error('unknown layout');
     } catch (error) {
-      throw new ExecutorError('AUDIT_KEY_MISSING', `The audit key file in ${store.location} is unreadable (${(error as Error).message}); restore it from a backup.`, {
-        location: store.location,
-      });
+      throw new ExecutorError(
+        'AUDIT_KEY_MISSING',
+        `The audit key file in ${store.location} is unreadable (${(error as Error).message}); restore it from a backup.`,
+        {
+          location: store.location,
+        },
+      );
     }
     return new AuditKeyring(store, state);
   }
@@ -202,7 +214,9 @@ export class AuditKeyring {
   /** The current chain's epoch 0 public key and schedule; undefined for a v1 chain (one key for every checkpoint). */
   currentForwardSecure(): { epochPublicKey: Buffer; schedule: EpochSchedule } | undefined {
     const chain = this.chainOf(this.state.current.keyId);
-    return chain.epochPublicKey && chain.schedule && this.epochSigner ? { epochPublicKey: Buffer.from(chain.epochPublicKey, 'base64'), schedule: chain.schedule } : undefined;
+    return chain.epochPublicKey && chain.schedule && this.epochSigner
+      ? { epochPublicKey: Buffer.from(chain.epochPublicKey, 'base64'), schedule: chain.schedule }
+      : undefined;
   }
 
   /** The first record seq the current epoch may sign. */
@@ -213,7 +227,11 @@ export class AuditKeyring {
   /** Signs with the current epoch's own key (forward-secure: erased at the next ratchet); undefined on a v1 chain. */
   signEpoch(prefix: Buffer, message: Buffer | string): EpochSignature | undefined {
     if (!this.epochSigner) return undefined;
-    return { keyId: this.state.current.keyId, epoch: this.state.current.epoch, sig: crypto.sign(null, Buffer.concat([prefix, Buffer.from(message)]), this.epochSigner) };
+    return {
+      keyId: this.state.current.keyId,
+      epoch: this.state.current.epoch,
+      sig: crypto.sign(null, Buffer.concat([prefix, Buffer.from(message)]), this.epochSigner),
+    };
   }
 
   /** Epoch 0's window opens with the chain's key.created record (a verifier knows no earlier time): the first append restarts its clock. */
@@ -242,7 +260,9 @@ export class AuditKeyring {
    * came before the commit): then the epoch that ratchet ended, which the next open goes back to.
    */
   settledEpoch(stored: (cert: StoredCertificate) => boolean): { keyId: string; epoch: number } {
-    const rolledBack = (this.state.certificates ?? []).find((cert) => cert.retired && cert.retired.keyId === this.state.current.keyId && !stored(storedCertificate(cert)));
+    const rolledBack = (this.state.certificates ?? []).find(
+      (cert) => cert.retired && cert.retired.keyId === this.state.current.keyId && !stored(storedCertificate(cert)),
+    );
     return { keyId: this.state.current.keyId, epoch: rolledBack?.retired?.epoch ?? this.state.current.epoch };
   }
 
@@ -339,11 +359,22 @@ export class AuditKeyring {
       nextSigner = next.privateKey;
     }
     // The outgoing keys stay, pending erasure, until the certificate is seen committed (settleRatchets).
-    const certificates = [...(this.state.certificates ?? []), ...(certificate ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64'), retired: this.state.current }] : [])];
+    const certificates = [
+      ...(this.state.certificates ?? []),
+      ...(certificate
+        ? [{ keyId, epoch: epoch + 1, body: certificate.body, sig: certificate.sig.toString('base64'), retired: this.state.current }]
+        : []),
+    ];
     this.save({
       ...this.state,
       ...(certificates.length ? { certificates } : {}),
-      current: { ...this.state.current, epoch: epoch + 1, epochKey: nextKey.toString('hex'), epochStartedAt: startedAt, ...(epochSigningKey ? { epochSigningKey, epochFirstSeq: firstSeq } : {}) },
+      current: {
+        ...this.state.current,
+        epoch: epoch + 1,
+        epochKey: nextKey.toString('hex'),
+        epochStartedAt: startedAt,
+        ...(epochSigningKey ? { epochSigningKey, epochFirstSeq: firstSeq } : {}),
+      },
     });
     this.currentKey.fill(0);
     this.currentKey = nextKey;
@@ -356,7 +387,11 @@ export class AuditKeyring {
   }
 
   /** Stages a new chain; commitRotation() makes it current once its record is in the database. */
-  beginRotation(now: Date, schedule: EpochSchedule, firstSeq: number): { next: CurrentKey; publicKey: Buffer; epochPublicKey: Buffer; schedule: EpochSchedule; previous: CurrentKey } {
+  beginRotation(
+    now: Date,
+    schedule: EpochSchedule,
+    firstSeq: number,
+  ): { next: CurrentKey; publicKey: Buffer; epochPublicKey: Buffer; schedule: EpochSchedule; previous: CurrentKey } {
     const { chain, current } = newChain(now, schedule, firstSeq);
     this.save({ ...this.state, pending: { chain, current, previousKeyId: this.state.current.keyId } });
     return {
@@ -393,8 +428,15 @@ export class AuditKeyring {
   exportVerification(now: Date, options: { keep?: boolean } = {}): VerificationKeyLine[] {
     const pending = this.state.chains.filter((chain) => chain.rootKey);
     if (!pending.length) {
-      const last = this.state.chains.map((c) => c.exportedAt).filter(Boolean).sort().pop();
-      throw new ExecutorError('KEY_ALREADY_EXPORTED', `Every verification key was already exported${last ? ` (last at ${last})` : ''}; it is shown once. Use the copy you kept offline.`);
+      const last = this.state.chains
+        .map((c) => c.exportedAt)
+        .filter(Boolean)
+        .sort()
+        .pop();
+      throw new ExecutorError(
+        'KEY_ALREADY_EXPORTED',
+        `Every verification key was already exported${last ? ` (last at ${last})` : ''}; it is shown once. Use the copy you kept offline.`,
+      );
     }
     const lines = pending.map((chain) => ({
       keyId: chain.keyId,
@@ -418,16 +460,20 @@ export class AuditKeyring {
 
   /** Everything this installation can verify with: K0s not yet exported, and the current epoch key. */
   verificationKeys(): EpochKeys[] {
-    return this.state.chains.map((chain) => {
-      const isCurrent = chain.keyId === this.state.current.keyId;
-      const lastEpoch = isCurrent ? this.state.current.epoch : undefined;
-      if (chain.rootKey) return new EpochKeys(chain.keyId, 0, Buffer.from(chain.rootKey, 'hex'), lastEpoch);
-      // An outgoing epoch still pending erasure derives the current key too, and checks the records it signed.
-      const retired = isCurrent ? (this.state.certificates ?? []).find((cert) => cert.retired?.keyId === chain.keyId)?.retired : undefined;
-      if (retired) return new EpochKeys(chain.keyId, retired.epoch, Buffer.from(retired.epochKey, 'hex'), lastEpoch);
-      if (isCurrent) return new EpochKeys(chain.keyId, this.state.current.epoch, Buffer.from(this.currentKey), lastEpoch);
-      return undefined;
-    }).filter((keys): keys is EpochKeys => keys !== undefined);
+    return this.state.chains
+      .map((chain) => {
+        const isCurrent = chain.keyId === this.state.current.keyId;
+        const lastEpoch = isCurrent ? this.state.current.epoch : undefined;
+        if (chain.rootKey) return new EpochKeys(chain.keyId, 0, Buffer.from(chain.rootKey, 'hex'), lastEpoch);
+        // An outgoing epoch still pending erasure derives the current key too, and checks the records it signed.
+        const retired = isCurrent
+          ? (this.state.certificates ?? []).find((cert) => cert.retired?.keyId === chain.keyId)?.retired
+          : undefined;
+        if (retired) return new EpochKeys(chain.keyId, retired.epoch, Buffer.from(retired.epochKey, 'hex'), lastEpoch);
+        if (isCurrent) return new EpochKeys(chain.keyId, this.state.current.epoch, Buffer.from(this.currentKey), lastEpoch);
+        return undefined;
+      })
+      .filter((keys): keys is EpochKeys => keys !== undefined);
   }
 }
 
@@ -456,11 +502,15 @@ export interface ChainPublicKeys {
 export function parseChainPublicKeys(text: string): Map<string, ChainPublicKeys> {
   const keys = new Map<string, ChainPublicKeys>();
   for (const item of text.split(/[\s,]+/).filter(Boolean)) {
-    const match = /^epk1-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/.exec(item) ?? /^epk2-([0-9a-f]{16})-([A-Za-z0-9_-]{43})-([A-Za-z0-9_-]{43})$/.exec(item);
+    const match =
+      /^epk1-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/.exec(item) ?? /^epk2-([0-9a-f]{16})-([A-Za-z0-9_-]{43})-([A-Za-z0-9_-]{43})$/.exec(item);
     const logKey = match ? Buffer.from(match[2]!, 'base64url') : undefined;
     const epochPublicKey = match?.[3] ? Buffer.from(match[3], 'base64url') : undefined;
     if (!match || logKey?.length !== 32 || (epochPublicKey && epochPublicKey.length !== 32)) {
-      throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 12)}…" is not a checkpoint public key; it looks like epk2-<keyId>-<43 characters>-<43 characters> (or epk1-<keyId>-<43 characters> for a log made before forward-secure signatures), as \`executor keys export-verification\` showed it.`);
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `"${item.slice(0, 12)}…" is not a checkpoint public key; it looks like epk2-<keyId>-<43 characters>-<43 characters> (or epk1-<keyId>-<43 characters> for a log made before forward-secure signatures), as \`executor keys export-verification\` showed it.`,
+      );
     }
     keys.set(match[1]!, { logKey, ...(epochPublicKey ? { epochPublicKey } : {}) });
   }
@@ -480,7 +530,10 @@ export function parseVerificationKeys(text: string): EpochKeys[] {
       const match = /^evk1-([A-Za-z0-9_-]{43})$/.exec(item);
       const rootKey = match ? Buffer.from(match[1]!, 'base64url') : undefined;
       if (!rootKey || rootKey.length !== 32) {
-        throw new ExecutorError('INVALID_INPUT', `"${item.slice(0, 12)}…" is not a verification key; it looks like evk1- followed by 43 characters.`);
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          `"${item.slice(0, 12)}…" is not a verification key; it looks like evk1- followed by 43 characters.`,
+        );
       }
       return new EpochKeys(keyIdOf(rootKey), 0, rootKey, undefined);
     });

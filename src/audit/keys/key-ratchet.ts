@@ -35,7 +35,12 @@ export class EpochKeys {
   }
 
   has(epoch: number): boolean {
-    return Number.isSafeInteger(epoch) && epoch >= this.firstEpoch && (this.lastEpoch === undefined || epoch <= this.lastEpoch) && epoch - this.firstEpoch < 10_000_000;
+    return (
+      Number.isSafeInteger(epoch) &&
+      epoch >= this.firstEpoch &&
+      (this.lastEpoch === undefined || epoch <= this.lastEpoch) &&
+      epoch - this.firstEpoch < 10_000_000
+    );
   }
 
   key(epoch: number): Buffer {
@@ -50,7 +55,12 @@ export class EpochKeys {
 
   /** What a worker thread needs to rebuild these keys. */
   material(): EpochKeyMaterial {
-    return { keyId: this.keyId, firstEpoch: this.firstEpoch, startKey: this.derived[0]!.toString('hex'), lastEpoch: this.lastEpoch ?? null };
+    return {
+      keyId: this.keyId,
+      firstEpoch: this.firstEpoch,
+      startKey: this.derived[0]!.toString('hex'),
+      lastEpoch: this.lastEpoch ?? null,
+    };
   }
 
   static fromMaterial(material: EpochKeyMaterial): EpochKeys {

@@ -2,7 +2,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { removeStaleTempFiles } from '../../fs/atomic-write.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { checkedName, eraseFileDurably, SEALED_SUFFIX, writeFileDurably, type KeyProtection, type KeyStore, type SecretSealer } from './key-store.js';
+import {
+  checkedName,
+  eraseFileDurably,
+  SEALED_SUFFIX,
+  writeFileDurably,
+  type KeyProtection,
+  type KeyStore,
+  type SecretSealer,
+} from './key-store.js';
 
 /**
  * Secrets sealed by the OS keychain (through a SecretSealer), each as `keys/<name>.sealed`: only the

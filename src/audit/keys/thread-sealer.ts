@@ -94,7 +94,13 @@ export function serveThreadSealer(sealer: SecretSealer, options: { timeoutMs?: n
   parentPort.unref();
 
   return {
-    line: { buffer, port: workerPort, protection: sealer.protection, warning: sealer.warning, timeoutMs: options.timeoutMs ?? THREAD_SEALER_TIMEOUT_MS },
+    line: {
+      buffer,
+      port: workerPort,
+      protection: sealer.protection,
+      warning: sealer.warning,
+      timeoutMs: options.timeoutMs ?? THREAD_SEALER_TIMEOUT_MS,
+    },
     transferList: [workerPort],
     stop: () => parentPort.close(),
   };
@@ -111,7 +117,10 @@ export function threadSealer(line: ThreadSealerLine): SecretSealer {
   const call = (op: number, input: Uint8Array): Uint8Array => {
     if (broken) throw broken;
     if (input.byteLength > data.byteLength) {
-      throw new ExecutorError('AUDIT_KEY_UNAVAILABLE', `A key of ${input.byteLength} bytes does not fit the ${data.byteLength}-byte line to the app's keychain.`);
+      throw new ExecutorError(
+        'AUDIT_KEY_UNAVAILABLE',
+        `A key of ${input.byteLength} bytes does not fit the ${data.byteLength}-byte line to the app's keychain.`,
+      );
     }
     const seq = nextSeq++;
     data.set(input);

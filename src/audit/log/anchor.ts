@@ -43,8 +43,22 @@ function parseAnchor(bytes: Buffer | undefined): Anchor | undefined {
   if (!bytes) return undefined;
   try {
     const value = JSON.parse(bytes.toString('utf8')) as Anchor;
-    const v2Fields = value.v !== 2 || (typeof value.keyId === 'string' && Number.isSafeInteger(value.epoch) && typeof value.mac === 'string' && typeof value.sig === 'string');
-    if ((value.v === 1 || value.v === 2) && v2Fields && typeof value.logId === 'string' && Number.isSafeInteger(value.seq) && Number.isSafeInteger(value.cpSeq) && typeof value.headHash === 'string' && typeof value.checkpointHash === 'string') return value;
+    const v2Fields =
+      value.v !== 2 ||
+      (typeof value.keyId === 'string' &&
+        Number.isSafeInteger(value.epoch) &&
+        typeof value.mac === 'string' &&
+        typeof value.sig === 'string');
+    if (
+      (value.v === 1 || value.v === 2) &&
+      v2Fields &&
+      typeof value.logId === 'string' &&
+      Number.isSafeInteger(value.seq) &&
+      Number.isSafeInteger(value.cpSeq) &&
+      typeof value.headHash === 'string' &&
+      typeof value.checkpointHash === 'string'
+    )
+      return value;
   } catch {
     /* unreadable: reported by copies() */
   }
@@ -87,7 +101,9 @@ export class AnchorStore {
 
   /** The highest anchor either copy holds. */
   read(): Anchor | undefined {
-    const copies = this.copies().map((copy) => copy.anchor).filter((a): a is Anchor => a !== undefined);
+    const copies = this.copies()
+      .map((copy) => copy.anchor)
+      .filter((a): a is Anchor => a !== undefined);
     return copies.sort((a, b) => b.seq - a.seq || b.cpSeq - a.cpSeq)[0];
   }
 

@@ -63,13 +63,19 @@ function writeFailed(error: unknown): ExecutorError {
   // A file the append had to write (the key store) failing is still the audit record failing: the caller must learn the log refused, not that some file did.
   if (error instanceof ExecutorError && !FILE_WRITE_CODES.has(error.code)) return error;
   const code = error instanceof ExecutorError ? error.code : (error as { code?: string }).code;
-  return new ExecutorError('AUDIT_WRITE_FAILED', `The audit record could not be written (${(error as Error).message}); nothing was changed. Free disk space or fix the data directory's permissions, then try again.`, {
-    ...(code ? { cause: code } : {}),
-  });
+  return new ExecutorError(
+    'AUDIT_WRITE_FAILED',
+    `The audit record could not be written (${(error as Error).message}); nothing was changed. Free disk space or fix the data directory's permissions, then try again.`,
+    {
+      ...(code ? { cause: code } : {}),
+    },
+  );
 }
 
 function printTreeBuild(built: number, total: number): void {
-  process.stderr.write(`audit log: building its Merkle tree, ${built.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records\n`);
+  process.stderr.write(
+    `audit log: building its Merkle tree, ${built.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records\n`,
+  );
 }
 
 /** detail.files of a step carries each file's pre/post-image; one digest stands for several. */
@@ -140,7 +146,9 @@ export class SignedAuditLog implements AuditTrail {
       'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.selectLastCheckpoint = db.prepare('SELECT cp_seq, hash FROM audit_checkpoints ORDER BY cp_seq DESC LIMIT 1');
-    this.insertCheckpoint = db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.insertCheckpoint = db.prepare(
+      'INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash, epoch_sig) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     this.insertCertificate = db.prepare('INSERT OR IGNORE INTO audit_epoch_certs (key_id, epoch, body, sig) VALUES (?, ?, ?, ?)');
     this.selectCertificate = db.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? AND epoch = ?');
     this.insertNote = db.prepare('INSERT INTO audit_checkpoint_notes (cp_seq, size, note) VALUES (?, ?, ?)');
@@ -159,7 +167,8 @@ export class SignedAuditLog implements AuditTrail {
     const maxRecords = declared?.epochMaxRecords ?? this.options.epochMaxRecords;
     const firstSeq = this.keyring.epochFirstSeq();
     // A checkpoint signs no record: only time ends an epoch there (nextSeq undefined).
-    const countOver = nextSeq !== undefined && (firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords);
+    const countOver =
+      nextSeq !== undefined && (firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords);
     return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
   }
 
@@ -243,9 +252,13 @@ export class SignedAuditLog implements AuditTrail {
     let keyring = AuditKeyring.load(keyStore);
     if (!keyring) {
       if (first) {
-        throw new ExecutorError('AUDIT_KEY_MISSING', `The audit log's key is missing from ${keyStore.location}; no step can run without it. Restore keys/ from a backup of this data directory.`, {
-          location: keyStore.location,
-        });
+        throw new ExecutorError(
+          'AUDIT_KEY_MISSING',
+          `The audit log's key is missing from ${keyStore.location}; no step can run without it. Restore keys/ from a backup of this data directory.`,
+          {
+            location: keyStore.location,
+          },
+        );
       }
       keyring = AuditKeyring.create(
         keyStore,
@@ -256,14 +269,20 @@ export class SignedAuditLog implements AuditTrail {
     if (first) {
       const logId = (JSON.parse(first.body) as { logId?: unknown }).logId;
       if (logId !== keyring.logId) {
-        throw new ExecutorError('AUDIT_KEY_MISSING', `The keys in ${keyStore.location} belong to audit log ${keyring.logId}, not to this database's log ${String(logId)}.`, {
-          location: keyStore.location,
-        });
+        throw new ExecutorError(
+          'AUDIT_KEY_MISSING',
+          `The keys in ${keyStore.location} belong to audit log ${keyring.logId}, not to this database's log ${String(logId)}.`,
+          {
+            location: keyStore.location,
+          },
+        );
       }
     }
     const pending = keyring.pendingRotation();
     if (pending) {
-      const landed = db.prepare("SELECT 1 FROM audit_records WHERE action = 'key.rotated' AND json_extract(body, '$.keyId') = ?").get(pending.keyId);
+      const landed = db
+        .prepare("SELECT 1 FROM audit_records WHERE action = 'key.rotated' AND json_extract(body, '$.keyId') = ?")
+        .get(pending.keyId);
       if (landed) keyring.commitRotation();
       else keyring.abortRotation();
     }
@@ -276,7 +295,8 @@ export class SignedAuditLog implements AuditTrail {
       try {
         log.confirmCertificates();
         // A chain made before forward-secure signatures signs every checkpoint with one key: hand over to a new chain at once.
-        if (!keyring.currentForwardSecure()) log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
+        if (!keyring.currentForwardSecure())
+          log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
       } catch (error) {
         // A database that cannot be written now (full disk, read-only): the log still opens, and the next open tries again.
         log.lastHeartbeatError = error as Error;
@@ -335,7 +355,10 @@ export class SignedAuditLog implements AuditTrail {
       assertEventKind(event.kind);
       if (event.kind === 'key.created' || event.kind === 'key.rotated') {
         // A chain start is what the verifier trusts for key ranges: only the log itself writes one.
-        throw new ExecutorError('INVALID_INPUT', `${event.kind} records are written by the audit log itself (keys rotate with \`executor keys rotate\`).`);
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          `${event.kind} records are written by the audit log itself (keys rotate with \`executor keys rotate\`).`,
+        );
       }
       let head = this.head();
       if (head.seq === 0) head = this.writeKeyCreated(head);
@@ -349,8 +372,16 @@ export class SignedAuditLog implements AuditTrail {
   }
 
   /** What a key.created / key.rotated record declares of a forward-secure chain: where its certificates start, and its epoch schedule. */
-  private static forwardSecureDetail(forwardSecure: { epochPublicKey: Buffer; schedule: EpochSchedule } | undefined): Record<string, unknown> {
-    return forwardSecure ? { epochPublicKey: forwardSecure.epochPublicKey.toString('base64'), epochMs: forwardSecure.schedule.epochMs, epochMaxRecords: forwardSecure.schedule.epochMaxRecords } : {};
+  private static forwardSecureDetail(
+    forwardSecure: { epochPublicKey: Buffer; schedule: EpochSchedule } | undefined,
+  ): Record<string, unknown> {
+    return forwardSecure
+      ? {
+          epochPublicKey: forwardSecure.epochPublicKey.toString('base64'),
+          epochMs: forwardSecure.schedule.epochMs,
+          epochMaxRecords: forwardSecure.schedule.epochMaxRecords,
+        }
+      : {};
   }
 
   private writeKeyCreated(head: Head): Head {
@@ -378,11 +409,16 @@ export class SignedAuditLog implements AuditTrail {
   private writeRecord(event: AuditEvent, head: Head, now: Date, key: CurrentKey, cosignKey?: CurrentKey): Head {
     // One salt per record, drawn only if the record holds a secret: equal secrets in two records cannot be linked.
     const digester = new RecordSecretDigester(this.salt);
-    const rules: RecordingRules = { digest: (value: string) => digester.digest(value), contentIsSecret: event.secretContent === true, ...(this.secretPath ? { secretPath: this.secretPath } : {}) };
+    const rules: RecordingRules = {
+      digest: (value: string) => digester.digest(value),
+      contentIsSecret: event.secretContent === true,
+      ...(this.secretPath ? { secretPath: this.secretPath } : {}),
+    };
     const detail = (recordableValue(event.detail ?? {}, rules) ?? {}) as Record<string, unknown>;
     const derived = contentHashes(detail);
     const { result, error, ...args } = detail;
-    const outcome = error !== undefined ? { ok: false, error } : result !== undefined ? result : 'to' in detail ? { status: detail.to } : null;
+    const outcome =
+      error !== undefined ? { ok: false, error } : result !== undefined ? result : 'to' in detail ? { status: detail.to } : null;
     const body: RecordBody = {
       v: RECORD_FORMAT_VERSION,
       logId: this.keyring.logId,
@@ -453,7 +489,19 @@ export class SignedAuditLog implements AuditTrail {
     this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash, epochSignature);
     const signer = logNoteSigner(body.logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message));
     this.insertNote.run(body.cpSeq, body.seq, checkpointNote(body.logId, body.seq, rootHash, signer));
-    this.pendingAnchor = this.signedAnchor({ v: forwardSecure ? 2 : 1, logId: body.logId, seq: body.seq, headHash: body.headHash, cpSeq: body.cpSeq, checkpointHash: hash.toString('hex'), ts: body.ts, ...(forwardSecure ? { keyId: key.keyId, epoch: key.epoch } : {}) }, key);
+    this.pendingAnchor = this.signedAnchor(
+      {
+        v: forwardSecure ? 2 : 1,
+        logId: body.logId,
+        seq: body.seq,
+        headHash: body.headHash,
+        cpSeq: body.cpSeq,
+        checkpointHash: hash.toString('hex'),
+        ts: body.ts,
+        ...(forwardSecure ? { keyId: key.keyId, epoch: key.epoch } : {}),
+      },
+      key,
+    );
     this.scheduleAnchorFlush();
   }
 
@@ -506,7 +554,8 @@ export class SignedAuditLog implements AuditTrail {
     const anchor = this.pendingAnchor;
     if (!anchor || this.db.inTransaction) return;
     this.pendingAnchor = undefined;
-    const committed = this.db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(anchor.cpSeq) as { hash: Buffer } | undefined;
+    const committed = this.db.prepare('SELECT hash FROM audit_checkpoints WHERE cp_seq = ?').get(anchor.cpSeq) as
+      { hash: Buffer } | undefined;
     if (!committed || committed.hash.toString('hex') !== anchor.checkpointHash) return;
     for (const listener of this.checkpointListeners) listener();
     const previous = this.anchors.read();
@@ -562,10 +611,18 @@ export class SignedAuditLog implements AuditTrail {
         throw writeFailed(error);
       }
     }
-    const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(now, this.newChainSchedule(), before.seq === 0 ? 2 : before.seq + 1);
+    const { next, publicKey, epochPublicKey, schedule, previous } = this.keyring.beginRotation(
+      now,
+      this.newChainSchedule(),
+      before.seq === 0 ? 2 : before.seq + 1,
+    );
     // Signed by the outgoing log key while it is still here: a witness that knows it learns the incoming one.
     const logId = this.logId;
-    const logKeyHandover = logKeyHandoverNote(logId, logNoteSigner(logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message)), logVerifierKey(logId, publicKey));
+    const logKeyHandover = logKeyHandoverNote(
+      logId,
+      logNoteSigner(logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message)),
+      logVerifierKey(logId, publicKey),
+    );
     try {
       this.db.transaction(() => {
         let head = this.head();

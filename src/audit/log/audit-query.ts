@@ -76,7 +76,10 @@ export const UNTIL_SQL = 'SELECT seq FROM audit_records INDEXED BY audit_records
 export function queryAudit(db: Db, input: unknown): AuditPage {
   const parsed = AuditQuerySchema.safeParse(input ?? {});
   if (!parsed.success) {
-    throw new ExecutorError('INVALID_INPUT', `Invalid audit query: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'query'}: ${issue.message}`).join('; ')}.`);
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `Invalid audit query: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'query'}: ${issue.message}`).join('; ')}.`,
+    );
   }
   const { filters = {}, cursor, limit = 100, order = 'desc' } = parsed.data;
   const where: string[] = [];
@@ -142,7 +145,9 @@ export function queryAudit(db: Db, input: unknown): AuditPage {
 /** The query plan SQLite picks, for tests that hold the "indexed on stepId, planId, action, channel, user and ts" promise. */
 export function explainAuditQuery(db: Db, filterColumn: 'step_id' | 'plan_id' | 'action' | 'channel' | 'user'): string {
   const filterExpr = filterColumn === 'channel' ? CHANNEL_EXPR : filterColumn === 'user' ? USER_EXPR : filterColumn;
-  const rows = db.prepare(`EXPLAIN QUERY PLAN SELECT seq, body FROM audit_records WHERE ${filterExpr} = ? AND seq < ? ORDER BY seq DESC LIMIT 100`).all('x', 1e9) as { detail: string }[];
+  const rows = db
+    .prepare(`EXPLAIN QUERY PLAN SELECT seq, body FROM audit_records WHERE ${filterExpr} = ? AND seq < ? ORDER BY seq DESC LIMIT 100`)
+    .all('x', 1e9) as { detail: string }[];
   return rows.map((row) => row.detail).join('\n');
 }
 
@@ -164,8 +169,7 @@ export interface AuditRecordRaw {
  */
 export function readAuditRecord(db: Db, seq: number): AuditRecordRaw {
   const row = db.prepare('SELECT seq, body, mac, hash, cosign FROM audit_records WHERE seq = ?').get(seq) as
-    | { seq: number; body: string; mac: Buffer; hash: Buffer; cosign: Buffer | null }
-    | undefined;
+    { seq: number; body: string; mac: Buffer; hash: Buffer; cosign: Buffer | null } | undefined;
   if (!row) throw new ExecutorError('NOT_FOUND', `There is no audit record #${seq}.`, { seq });
   let parsed: Partial<RecordBody> = {};
   try {

@@ -69,15 +69,25 @@ class SecretScan {
   readonly total: number;
   checked = 0;
 
-  constructor(db: Db, salt: Buffer, value: string, private readonly batchSize = HASH_SCAN_BATCH) {
+  constructor(
+    db: Db,
+    salt: Buffer,
+    value: string,
+    private readonly batchSize = HASH_SCAN_BATCH,
+  ) {
     this.finder = new SecretFinder(salt, value);
-    const bounds = db.prepare('SELECT min(seq) AS first, max(seq) AS last FROM audit_records').get() as { first: number | null; last: number | null };
+    const bounds = db.prepare('SELECT min(seq) AS first, max(seq) AS last FROM audit_records').get() as {
+      first: number | null;
+      last: number | null;
+    };
     this.first = bounds.first ?? 1;
     this.last = bounds.last ?? 0;
     this.from = this.first;
     this.total = Math.max(0, this.last - this.first + 1);
     // Only records holding a digest are handed to JavaScript; SQLite's instr() passes over the rest.
-    this.batch = db.prepare("SELECT seq, body FROM audit_records WHERE seq BETWEEN ? AND ? AND instr(body, 'hmac-sha256:') > 0 ORDER BY seq").raw(true);
+    this.batch = db
+      .prepare("SELECT seq, body FROM audit_records WHERE seq BETWEEN ? AND ? AND instr(body, 'hmac-sha256:') > 0 ORDER BY seq")
+      .raw(true);
   }
 
   /** Scans the next batch; false when there is nothing left (or the matches are at their cap). */
@@ -144,7 +154,11 @@ export class AuditReader {
   /** The digest of a value and the records that hold it in place of a secret. */
   hashSecret(value: string, onProgress?: (checked: number, total: number) => void): { digest: string; seqs: number[] } {
     const keyring = this.keyring();
-    if (!keyring) throw new ExecutorError('AUDIT_KEY_MISSING', `No audit keys in ${this.keyStore.location}: the salt that hashes secrets is kept there.`);
+    if (!keyring)
+      throw new ExecutorError(
+        'AUDIT_KEY_MISSING',
+        `No audit keys in ${this.keyStore.location}: the salt that hashes secrets is kept there.`,
+      );
     return findSecretDigest(this.db, keyring.salt, value, onProgress);
   }
 

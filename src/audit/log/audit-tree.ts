@@ -1,6 +1,18 @@
 import type { Db } from '../../store/database.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { consistencyProof, coveringNodes, inclusionProof, leafHash, nodeCount, nodePosition, nodesCompletedBy, sizeOfNodeCount, treeRoot, type NodeReader, type TreeNode } from '../format/merkle.js';
+import {
+  consistencyProof,
+  coveringNodes,
+  inclusionProof,
+  leafHash,
+  nodeCount,
+  nodePosition,
+  nodesCompletedBy,
+  sizeOfNodeCount,
+  treeRoot,
+  type NodeReader,
+  type TreeNode,
+} from '../format/merkle.js';
 
 /**
  * The audit log as an RFC 9162 Merkle tree, kept in SQLite beside the records. Leaf i (from 0) is
@@ -55,10 +67,14 @@ export class AuditTree {
     this.read = (level, index) => {
       const hash = this.selectNode.get(nodePosition(level, index)) as Buffer | undefined;
       if (!hash) {
-        throw new ExecutorError('AUDIT_TREE_INCOMPLETE', `The audit log's Merkle tree lacks the subtree at level ${level}, index ${index}: it was damaged or never built. Run \`executor audit verify\`.`, {
-          level,
-          index,
-        });
+        throw new ExecutorError(
+          'AUDIT_TREE_INCOMPLETE',
+          `The audit log's Merkle tree lacks the subtree at level ${level}, index ${index}: it was damaged or never built. Run \`executor audit verify\`.`,
+          {
+            level,
+            index,
+          },
+        );
       }
       return hash;
     };
@@ -81,21 +97,33 @@ export class AuditTree {
    */
   append(seq: number, recordHash: Buffer, previousHash?: string): void {
     const index = seq - 1;
-    const kept = previousHash !== undefined && this.frontier?.size === index && this.frontier.lastRecordHash === previousHash ? this.frontier : undefined;
+    const kept =
+      previousHash !== undefined && this.frontier?.size === index && this.frontier.lastRecordHash === previousHash
+        ? this.frontier
+        : undefined;
     this.frontier = undefined;
     const nodes = nodesCompletedBy(index, recordLeafHash(recordHash), kept ? keptReader(kept.nodes, this.read) : this.read);
     this.insertAll(nodeCount(index), nodes);
     if (previousHash === undefined) return;
     // Set only once the rows are in: a failed insert leaves no edge to trust.
-    const edge = kept ? kept.nodes : coveringNodes(0, index).map(({ level, index: at }) => ({ level, index: at, hash: this.read(level, at) }));
-    this.frontier = { size: seq, lastRecordHash: recordHash.toString('hex'), nodes: [...edge.slice(0, edge.length - (nodes.length - 1)), nodes[nodes.length - 1]!] };
+    const edge = kept
+      ? kept.nodes
+      : coveringNodes(0, index).map(({ level, index: at }) => ({ level, index: at, hash: this.read(level, at) }));
+    this.frontier = {
+      size: seq,
+      lastRecordHash: recordHash.toString('hex'),
+      nodes: [...edge.slice(0, edge.length - (nodes.length - 1)), nodes[nodes.length - 1]!],
+    };
   }
 
   private insertAll(firstPos: number, nodes: TreeNode[]): void {
-    if (nodes.length > MAX_NODES_PER_APPEND) throw new RangeError(`An append completes at most ${MAX_NODES_PER_APPEND} subtrees, not ${nodes.length}.`);
+    if (nodes.length > MAX_NODES_PER_APPEND)
+      throw new RangeError(`An append completes at most ${MAX_NODES_PER_APPEND} subtrees, not ${nodes.length}.`);
     let insert = this.insertNodes.get(nodes.length);
     if (!insert) {
-      insert = this.db.prepare(`INSERT INTO audit_tree (pos, hash) VALUES ${Array.from({ length: nodes.length }, () => '(?, ?)').join(', ')}`);
+      insert = this.db.prepare(
+        `INSERT INTO audit_tree (pos, hash) VALUES ${Array.from({ length: nodes.length }, () => '(?, ?)').join(', ')}`,
+      );
       this.insertNodes.set(nodes.length, insert);
     }
     const values: (number | Buffer)[] = [];
@@ -112,7 +140,7 @@ export class AuditTree {
     const chunk = tuning.chunk ?? BUILD_CHUNK;
     let size = this.size();
     const head = (this.selectHead.get() as number | null) ?? 0;
-    if (size > head || (this.selectSize.get() as number | null ?? -1) + 1 > nodeCount(size)) {
+    if (size > head || ((this.selectSize.get() as number | null) ?? -1) + 1 > nodeCount(size)) {
       // Records were cut (verify names it, from the checkpoints, anchors and witnesses): the tree follows the records.
       const keep = nodeCount(Math.min(size, head));
       const trim = () => this.db.prepare('DELETE FROM audit_tree WHERE pos >= ?').run(keep);
@@ -128,7 +156,11 @@ export class AuditTree {
         // .all(), not an iterator: better-sqlite3 runs no insert on a connection while one of its reads is open.
         for (const [seq, hash] of this.selectHashes.all(size, to) as [number, Buffer][]) {
           if (seq !== size + 1) {
-            throw new ExecutorError('AUDIT_TREE_INCOMPLETE', `The audit log has no record ${size + 1} (the next is ${seq}): its Merkle tree cannot be built past it. Run \`executor audit verify\`.`, { seq: size + 1 });
+            throw new ExecutorError(
+              'AUDIT_TREE_INCOMPLETE',
+              `The audit log has no record ${size + 1} (the next is ${seq}): its Merkle tree cannot be built past it. Run \`executor audit verify\`.`,
+              { seq: size + 1 },
+            );
           }
           this.append(seq, hash);
           size = seq;

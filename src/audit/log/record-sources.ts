@@ -42,7 +42,8 @@ type RecordRow = [number, string, string, string | null, string | null, string, 
 
 // hex() reads a text or number cell as readily as a blob, so the cell types are asked of SQLite itself:
 // the same bytes stored under another type (a flipped serial type) still changed the row.
-const RECORD_COLUMNS = "seq, ts, action, plan_id, step_id, body, lower(hex(mac)), lower(hex(hash)), cosign, (typeof(body) = 'text' AND typeof(mac) = 'blob' AND typeof(hash) = 'blob')";
+const RECORD_COLUMNS =
+  "seq, ts, action, plan_id, step_id, body, lower(hex(mac)), lower(hex(hash)), cosign, (typeof(body) = 'text' AND typeof(mac) = 'blob' AND typeof(hash) = 'blob')";
 
 /** A row as verify reads it: the MAC and hash stay hex (what the hot path compares) and become Buffers only when asked for. */
 class RowRecord implements StoredRecord {
@@ -114,8 +115,13 @@ export class DbRecordSource implements RecordSource {
    * finding (DELETED), and only the progress total and the split into parts go by this.
    */
   bounds(): { min: number; max: number; count: number } {
-    const row = this.db.prepare('SELECT min(seq) AS min, max(seq) AS max FROM audit_records').get() as { min: number | null; max: number | null };
-    return row.min === null || row.max === null ? { min: 0, max: 0, count: 0 } : { min: row.min, max: row.max, count: row.max - row.min + 1 };
+    const row = this.db.prepare('SELECT min(seq) AS min, max(seq) AS max FROM audit_records').get() as {
+      min: number | null;
+      max: number | null;
+    };
+    return row.min === null || row.max === null
+      ? { min: 0, max: 0, count: 0 }
+      : { min: row.min, max: row.max, count: row.max - row.min + 1 };
   }
 
   *records(from: number, to: number): Iterable<StoredRecord> {
@@ -152,15 +158,38 @@ export class DbRecordSource implements RecordSource {
   checkpoints(): StoredCheckpoint[] {
     // A database not yet migrated (opened read-only) has no epoch_sig column: its checkpoints are v1.
     const epochSig = this.hasColumn('audit_checkpoints', 'epoch_sig') ? 'epoch_sig' : 'NULL AS epoch_sig';
-    return (this.db.prepare(`SELECT cp_seq, seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
-      cp_seq: number; seq: number; body: string; mac: Buffer; sig: Buffer; hash: Buffer; epoch_sig: Buffer | null;
-    }[]).map((row) => ({ cpSeq: row.cp_seq, seq: row.seq, body: row.body, mac: row.mac, sig: row.sig, hash: row.hash, epochSig: row.epoch_sig }));
+    return (
+      this.db.prepare(`SELECT cp_seq, seq, body, mac, sig, hash, ${epochSig} FROM audit_checkpoints ORDER BY cp_seq`).all() as {
+        cp_seq: number;
+        seq: number;
+        body: string;
+        mac: Buffer;
+        sig: Buffer;
+        hash: Buffer;
+        epoch_sig: Buffer | null;
+      }[]
+    ).map((row) => ({
+      cpSeq: row.cp_seq,
+      seq: row.seq,
+      body: row.body,
+      mac: row.mac,
+      sig: row.sig,
+      hash: row.hash,
+      epochSig: row.epoch_sig,
+    }));
   }
 
   /** The epoch certificates of forward-secure chains, by chain and epoch. */
   certificates(): StoredCertificate[] {
     if (!this.hasTable('audit_epoch_certs')) return [];
-    return (this.db.prepare('SELECT key_id, epoch, body, sig FROM audit_epoch_certs ORDER BY key_id, epoch').all() as { key_id: string; epoch: number; body: string; sig: Buffer }[]).map((row) => ({
+    return (
+      this.db.prepare('SELECT key_id, epoch, body, sig FROM audit_epoch_certs ORDER BY key_id, epoch').all() as {
+        key_id: string;
+        epoch: number;
+        body: string;
+        sig: Buffer;
+      }[]
+    ).map((row) => ({
       keyId: row.key_id,
       epoch: row.epoch,
       body: row.body,

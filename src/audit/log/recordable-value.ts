@@ -31,7 +31,11 @@ export function looksLikeSecretKey(key: string): boolean {
 
 /** All value patterns as one alternation: one regex pass per string instead of eleven. */
 const ANY_SECRET_VALUE = new RegExp(SECRET_VALUE_PATTERNS.map((pattern) => `(?:${pattern.source})`).join('|'), 'i');
-const CASE_SENSITIVE = new RegExp(SECRET_VALUE_PATTERNS.filter((p) => !p.flags.includes('i')).map((pattern) => `(?:${pattern.source})`).join('|'));
+const CASE_SENSITIVE = new RegExp(
+  SECRET_VALUE_PATTERNS.filter((p) => !p.flags.includes('i'))
+    .map((pattern) => `(?:${pattern.source})`)
+    .join('|'),
+);
 
 export function looksLikeSecretValue(value: string): boolean {
   // The combined regex is a cheap, case-insensitive pre-filter; the exact patterns decide.
@@ -72,7 +76,10 @@ const isWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWe
 
 export function checkedString(text: string): string {
   if (isWellFormed ? !isWellFormed.call(text) : LONE_SURROGATE.test(text)) {
-    throw new ExecutorError('INVALID_INPUT', 'An audit record cannot hold a string with a lone UTF-16 surrogate: it has no canonical form.');
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      'An audit record cannot hold a string with a lone UTF-16 surrogate: it has no canonical form.',
+    );
   }
   return text;
 }
@@ -87,7 +94,14 @@ export function recordableValue(value: unknown, rules: RecordingRules | Buffer, 
   return recordable(value, resolved, secret, resolved.contentIsSecret ?? false, depth, false);
 }
 
-function recordable(value: unknown, rules: RecordingRules, secret: boolean, contentIsSecret: boolean, depth: number, content: boolean): unknown {
+function recordable(
+  value: unknown,
+  rules: RecordingRules,
+  secret: boolean,
+  contentIsSecret: boolean,
+  depth: number,
+  content: boolean,
+): unknown {
   if (depth > 64) throw new ExecutorError('INVALID_INPUT', 'An audit record value is nested deeper than 64 levels.');
   if (value === null || value === undefined) return null;
   const digest = rules.digest;
@@ -100,8 +114,12 @@ function recordable(value: unknown, rules: RecordingRules, secret: boolean, cont
       // A long string is kept as its sha256 alone, so nothing of it is in clear either way.
       const inline = content || text.length > MAX_RECORDED_STRING ? text : redactInlineSecrets(text, digest);
       if (looksLikeSecretValue(inline)) return digest(text);
-      if (inline !== text) return inline.length > MAX_RECORDED_STRING ? { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length } : inline;
-      if (text.length > MAX_RECORDED_STRING) return { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length };
+      if (inline !== text)
+        return inline.length > MAX_RECORDED_STRING
+          ? { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length }
+          : inline;
+      if (text.length > MAX_RECORDED_STRING)
+        return { $sha256: createHash('sha256').update(text, 'utf8').digest('hex'), $length: text.length };
       return text;
     }
     case 'number':
@@ -122,7 +140,8 @@ function recordable(value: unknown, rules: RecordingRules, secret: boolean, cont
         const item = record[key];
         if (item === undefined) continue;
         const name = checkedString(key);
-        const secretHere = secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name) || (secretFile && CONTENT_KEY_PATTERN.test(name));
+        const secretHere =
+          secret || looksLikeSecretKey(name) || SECRET_CONTAINER_PATTERN.test(name) || (secretFile && CONTENT_KEY_PATTERN.test(name));
         out[name] = recordable(item, rules, secretHere, contentIsSecret, depth + 1, CONTENT_KEY_PATTERN.test(name));
       }
       return out;

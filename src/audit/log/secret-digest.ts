@@ -16,7 +16,12 @@ export const SALTED_DIGEST = /hmac-sha256:([0-9a-f]{32}):([0-9a-f]{64})/g;
 export const RECORD_SALT_BYTES = 16;
 
 export function saltedSecretDigest(installationSecret: Buffer, recordSalt: Buffer, value: string): string {
-  const mac = crypto.createHmac('sha256', installationSecret).update(SECRET_DIGEST_PREFIX).update(recordSalt).update(value, 'utf8').digest('hex');
+  const mac = crypto
+    .createHmac('sha256', installationSecret)
+    .update(SECRET_DIGEST_PREFIX)
+    .update(recordSalt)
+    .update(value, 'utf8')
+    .digest('hex');
   return `hmac-sha256:${recordSalt.toString('hex')}:${mac}`;
 }
 

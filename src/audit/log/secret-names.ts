@@ -4,4 +4,3 @@
  */
 export const SECRET_KEY_PATTERN =
   /pass(?:word|wd|phrase)?$|passwd|secret|token|api[_-]?key|authorization|^auth$|cookie|private[_-]?key|credential|session[_-]?id|access[_-]?key/i;
-

@@ -37,7 +37,8 @@ export interface VerifyDataDirOptions {
 /** Certificates from several places, once each by (keyId, epoch): differing copies are all kept, for verify to call a fork. */
 function mergeCertificates(...lists: StoredCertificate[][]): StoredCertificate[] {
   const merged = new Map<string, StoredCertificate>();
-  for (const list of lists) for (const cert of list) merged.set(`${cert.keyId}/${cert.epoch}/${cert.body}/${cert.sig.toString('hex')}`, cert);
+  for (const list of lists)
+    for (const cert of list) merged.set(`${cert.keyId}/${cert.epoch}/${cert.body}/${cert.sig.toString('hex')}`, cert);
   return [...merged.values()];
 }
 
@@ -52,7 +53,12 @@ function keyMap(...lists: EpochKeys[][]): Map<string, EpochKeys> {
 function storedNotes(db: Db): Map<number, string> {
   const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoint_notes'").get();
   if (!hasTable) return new Map();
-  return new Map((db.prepare('SELECT cp_seq, note FROM audit_checkpoint_notes').all() as { cp_seq: number; note: string }[]).map((row) => [row.cp_seq, row.note]));
+  return new Map(
+    (db.prepare('SELECT cp_seq, note FROM audit_checkpoint_notes').all() as { cp_seq: number; note: string }[]).map((row) => [
+      row.cp_seq,
+      row.note,
+    ]),
+  );
 }
 
 /** Verifies a data directory's log through a read-only connection; it never writes. */
@@ -80,7 +86,9 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
     const keys = keyMap(keyring?.verificationKeys() ?? [], options.verificationKeys ?? []);
     const chains = keyring?.chains() ?? [];
     const workers = options.workers ?? verifyWorkerCount();
-    const trustedEpochKeys = new Map<string, Buffer>(chains.filter((chain) => chain.epochPublicKey).map((chain) => [chain.keyId, chain.epochPublicKey!]));
+    const trustedEpochKeys = new Map<string, Buffer>(
+      chains.filter((chain) => chain.epochPublicKey).map((chain) => [chain.keyId, chain.epochPublicKey!]),
+    );
     for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
     const publicKeys = new Map(chains.map((chain) => [chain.keyId, chain.publicKey]));
     for (const [keyId, given] of options.chainPublicKeys ?? []) publicKeys.set(keyId, given.logKey);
@@ -95,7 +103,11 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
         publicKeys,
         anchorCopies,
         acceptMissingAnchor: options.acceptMissingAnchor,
-        keyStoreEpoch: keyring?.currentForwardSecure() ? keyring.settledEpoch((cert) => snapshot.certificates.some((held) => held.keyId === cert.keyId && held.epoch === cert.epoch && held.body === cert.body)) : undefined,
+        keyStoreEpoch: keyring?.currentForwardSecure()
+          ? keyring.settledEpoch((cert) =>
+              snapshot.certificates.some((held) => held.keyId === cert.keyId && held.epoch === cert.epoch && held.body === cert.body),
+            )
+          : undefined,
         certificates: mergeCertificates(snapshot.certificates, keyring?.pendingCertificates() ?? []),
         trustedEpochKeys,
         checkpointEvery: options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
@@ -104,7 +116,10 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
       },
       {
         onProgress: options.onProgress,
-        parallel: workers > 1 ? { runner: workerRangeRunner(path.join(dataDir, DATABASE_FILE)), parts: workers, minRecords: options.parallelFrom ?? 20_000 } : undefined,
+        parallel:
+          workers > 1
+            ? { runner: workerRangeRunner(path.join(dataDir, DATABASE_FILE)), parts: workers, minRecords: options.parallelFrom ?? 20_000 }
+            : undefined,
       },
     );
   } finally {
@@ -120,7 +135,11 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
 export async function verifyExportFile(
   file: string,
   verificationKeys: EpochKeys[],
-  options: { onProgress?: (progress: VerifyProgress) => void; publicKeys?: Map<string, Buffer>; chainPublicKeys?: Map<string, ChainPublicKeys> } = {},
+  options: {
+    onProgress?: (progress: VerifyProgress) => void;
+    publicKeys?: Map<string, Buffer>;
+    chainPublicKeys?: Map<string, ChainPublicKeys>;
+  } = {},
 ): Promise<VerifyReport> {
   const givenPublicKeys = new Map<string, Buffer>(options.publicKeys ?? []);
   for (const [keyId, given] of options.chainPublicKeys ?? []) givenPublicKeys.set(keyId, given.logKey);
@@ -142,7 +161,15 @@ export async function verifyExportFile(
   }
   const outsideChainStarts: ChainStart[] = [];
   for (const line of [...parsed.keyRecords, ...parsed.records]) {
-    let body: { logId?: unknown; action?: unknown; keyId?: unknown; epoch?: unknown; ts?: unknown; seq?: unknown; args?: { publicKey?: unknown; epochPublicKey?: unknown } };
+    let body: {
+      logId?: unknown;
+      action?: unknown;
+      keyId?: unknown;
+      epoch?: unknown;
+      ts?: unknown;
+      seq?: unknown;
+      args?: { publicKey?: unknown; epochPublicKey?: unknown };
+    };
     try {
       body = JSON.parse(line.body) as typeof body;
     } catch {
@@ -151,14 +178,26 @@ export async function verifyExportFile(
     if (body.action !== 'key.created' && body.action !== 'key.rotated') continue;
     const chainKeys = typeof body.keyId === 'string' ? keys.get(body.keyId) : undefined;
     const mac = Buffer.from(line.mac, 'hex');
-    const holds = chainKeys?.has(0) && body.epoch === 0 && body.logId === parsed.header.logId && mac.length === 32 && crypto.timingSafeEqual(hmac(chainKeys.key(0), RECORD_MAC_PREFIX, Buffer.from(line.body, 'utf8')), mac);
+    const holds =
+      chainKeys?.has(0) &&
+      body.epoch === 0 &&
+      body.logId === parsed.header.logId &&
+      mac.length === 32 &&
+      crypto.timingSafeEqual(hmac(chainKeys.key(0), RECORD_MAC_PREFIX, Buffer.from(line.body, 'utf8')), mac);
     if (holds && typeof body.args?.publicKey === 'string') publicKeys.set(body.keyId as string, Buffer.from(body.args.publicKey, 'base64'));
     // A key record before the range is not chained to it: it counts as a chain start once K0 vouches for it, or its epoch key is the one the auditor holds.
     const trusted = typeof body.keyId === 'string' ? trustedEpochKeys.get(body.keyId) : undefined;
-    const vouched = holds || (trusted !== undefined && typeof body.args?.epochPublicKey === 'string' && trusted.equals(Buffer.from(body.args.epochPublicKey, 'base64')));
+    const vouched =
+      holds ||
+      (trusted !== undefined &&
+        typeof body.args?.epochPublicKey === 'string' &&
+        trusted.equals(Buffer.from(body.args.epochPublicKey, 'base64')));
     if (vouched && parsed.keyRecords.includes(line) && Number.isSafeInteger(body.seq) && typeof body.ts === 'string') {
       outsideChainStarts.push(chainStartOf(body.seq as number, body.keyId as string, body.ts, body.args as Record<string, unknown>));
-      if (!holds) warnings.push(`key ${String(body.keyId)}: its start record lies before the export's range and no K0 was given, so its epoch schedule is taken on trust`);
+      if (!holds)
+        warnings.push(
+          `key ${String(body.keyId)}: its start record lies before the export's range and no K0 was given, so its epoch schedule is taken on trust`,
+        );
     }
   }
   const rows = parsed.records.map((line, index) => ({
@@ -174,12 +213,24 @@ export async function verifyExportFile(
       logId: parsed.header.logId,
       source: new MemoryRecordSource(rows),
       bounds: { min: 1, max: rows.length, count: rows.length },
-      checkpoints: parsed.checkpoints.map((cp) => ({ cpSeq: cp.cpSeq, body: cp.body, mac: Buffer.from(cp.mac, 'hex'), sig: Buffer.from(cp.sig, 'hex'), hash: null, epochSig: cp.epochSig ? Buffer.from(cp.epochSig, 'hex') : null })),
+      checkpoints: parsed.checkpoints.map((cp) => ({
+        cpSeq: cp.cpSeq,
+        body: cp.body,
+        mac: Buffer.from(cp.mac, 'hex'),
+        sig: Buffer.from(cp.sig, 'hex'),
+        hash: null,
+        epochSig: cp.epochSig ? Buffer.from(cp.epochSig, 'hex') : null,
+      })),
       knownKeyIds: new Set([...keys.keys(), ...givenPublicKeys.keys()]),
       keys,
       publicKeys,
       anchorCopies: undefined,
-      certificates: parsed.certificates.map((cert) => ({ keyId: cert.keyId, epoch: cert.epoch, body: cert.body, sig: Buffer.from(cert.sig, 'hex') })),
+      certificates: parsed.certificates.map((cert) => ({
+        keyId: cert.keyId,
+        epoch: cert.epoch,
+        body: cert.body,
+        sig: Buffer.from(cert.sig, 'hex'),
+      })),
       trustedEpochKeys,
       outsideChainStarts,
       exportHeader: {
@@ -197,13 +248,36 @@ export async function verifyExportFile(
     { onProgress: options.onProgress },
   );
   const header = parsed.header;
-  const countsDiffer = header.v === 2 && (header.keyRecords !== parsed.keyRecords.length || header.certificates !== parsed.certificates.length || header.checkpoints !== parsed.checkpoints.length);
+  const countsDiffer =
+    header.v === 2 &&
+    (header.keyRecords !== parsed.keyRecords.length ||
+      header.certificates !== parsed.certificates.length ||
+      header.checkpoints !== parsed.checkpoints.length);
   if (report.ok && countsDiffer) {
-    return { ...report, ok: false, problem: { code: 'BAD_HEADER', seq: header.from, message: `the export header promises ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length}, ${parsed.certificates.length} and ${parsed.checkpoints.length}: lines were removed or added` } };
+    return {
+      ...report,
+      ok: false,
+      problem: {
+        code: 'BAD_HEADER',
+        seq: header.from,
+        message: `the export header promises ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length}, ${parsed.certificates.length} and ${parsed.checkpoints.length}: lines were removed or added`,
+      },
+    };
   }
-  if (report.ok && (report.records !== parsed.header.to - parsed.header.from + 1 || (parsed.records.length && report.headSeq !== parsed.header.to))) {
+  if (
+    report.ok &&
+    (report.records !== parsed.header.to - parsed.header.from + 1 || (parsed.records.length && report.headSeq !== parsed.header.to))
+  ) {
     const firstSeq = parsed.header.from + report.records;
-    return { ...report, ok: false, problem: { code: 'TRUNCATED', seq: firstSeq, message: `the export promises records ${parsed.header.from}..${parsed.header.to} but holds ${report.records}` } };
+    return {
+      ...report,
+      ok: false,
+      problem: {
+        code: 'TRUNCATED',
+        seq: firstSeq,
+        message: `the export promises records ${parsed.header.from}..${parsed.header.to} but holds ${report.records}`,
+      },
+    };
   }
   return report;
 }

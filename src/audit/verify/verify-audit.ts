@@ -3,7 +3,18 @@ import type { Anchor, AnchorCopy } from '../log/anchor.js';
 import { ed25519PublicKey } from '../keys/audit-keys.js';
 import { ed25519Verifies, outsideWindow, type StoredCertificate } from '../format/epoch-certificate.js';
 import type { EpochKeys } from '../keys/key-ratchet.js';
-import { CHECKPOINT_EPOCH_SIG_PREFIX, EXPORT_HEADER_MAC_PREFIX, EXPORT_HEADER_SIG_PREFIX, CHECKPOINT_MAC_PREFIX, CHECKPOINT_SIG_PREFIX, GENESIS_HASH, canonicalText, checkpointHash, hmac, type CheckpointBody } from '../format/record-format.js';
+import {
+  CHECKPOINT_EPOCH_SIG_PREFIX,
+  EXPORT_HEADER_MAC_PREFIX,
+  EXPORT_HEADER_SIG_PREFIX,
+  CHECKPOINT_MAC_PREFIX,
+  CHECKPOINT_SIG_PREFIX,
+  GENESIS_HASH,
+  canonicalText,
+  checkpointHash,
+  hmac,
+  type CheckpointBody,
+} from '../format/record-format.js';
 import { authenticateAnchors, checkEpochRuns, epochThatSigned, followEpochChains, type EpochWindows } from './verify-epochs.js';
 import type { StoredCheckpoint } from '../log/record-sources.js';
 import type { VerifyCode, VerifyProblem, VerifyProgress, VerifyReport } from './verify-codes.js';
@@ -52,7 +63,11 @@ export interface LogToVerify {
 }
 
 /** Runs verifyRange over parts of the log in parallel; a parallel runner must return what one sequential pass would. */
-export type RangeRunner = (ranges: { from: number; to: number; startsLog: boolean }[], shared: Omit<RangeInput, 'from' | 'to' | 'startsLog' | 'onRecord'>, onRecords: (count: number) => void) => Promise<RangeResult[]>;
+export type RangeRunner = (
+  ranges: { from: number; to: number; startsLog: boolean }[],
+  shared: Omit<RangeInput, 'from' | 'to' | 'startsLog' | 'onRecord'>,
+  onRecords: (count: number) => void,
+) => Promise<RangeResult[]>;
 
 export interface VerifyOptions {
   onProgress?: (progress: VerifyProgress) => void;
@@ -86,7 +101,12 @@ function joinRanges(parts: RangeResult[]): RangeResult | undefined {
     const lastSpan = joined.spans[joined.spans.length - 1];
     const firstSpan = part.spans[0];
     let spans = part.spans;
-    if (lastSpan && firstSpan && firstSpan.fromSeq === part.firstSeq && !part.chainStarts.some((start) => start.seq === firstSpan.fromSeq)) {
+    if (
+      lastSpan &&
+      firstSpan &&
+      firstSpan.fromSeq === part.firstSeq &&
+      !part.chainStarts.some((start) => start.seq === firstSpan.fromSeq)
+    ) {
       // The part began inside a span: it must continue the previous part's key, epochs moving forward.
       if (firstSpan.keyId !== lastSpan.keyId || firstSpan.firstEpoch < lastSpan.lastEpoch) return undefined;
       joined.spans[joined.spans.length - 1] = { ...lastSpan, toSeq: firstSpan.toSeq, lastEpoch: firstSpan.lastEpoch };
@@ -100,8 +120,19 @@ function joinRanges(parts: RangeResult[]): RangeResult | undefined {
     const lastRun = joined.epochRuns[joined.epochRuns.length - 1];
     const firstRun = part.epochRuns[0];
     let runs = part.epochRuns;
-    if (lastRun && firstRun && lastRun.keyId === firstRun.keyId && lastRun.epoch === firstRun.epoch && firstRun.fromSeq === lastRun.toSeq + 1) {
-      joined.epochRuns[joined.epochRuns.length - 1] = { ...lastRun, toSeq: firstRun.toSeq, minTs: firstRun.minTs < lastRun.minTs ? firstRun.minTs : lastRun.minTs, maxTs: firstRun.maxTs > lastRun.maxTs ? firstRun.maxTs : lastRun.maxTs };
+    if (
+      lastRun &&
+      firstRun &&
+      lastRun.keyId === firstRun.keyId &&
+      lastRun.epoch === firstRun.epoch &&
+      firstRun.fromSeq === lastRun.toSeq + 1
+    ) {
+      joined.epochRuns[joined.epochRuns.length - 1] = {
+        ...lastRun,
+        toSeq: firstRun.toSeq,
+        minTs: firstRun.minTs < lastRun.minTs ? firstRun.minTs : lastRun.minTs,
+        maxTs: firstRun.maxTs > lastRun.maxTs ? firstRun.maxTs : lastRun.maxTs,
+      };
       runs = runs.slice(1);
     }
     joined.epochRuns.push(...runs);
@@ -119,7 +150,9 @@ function parseCheckpoint(checkpoint: StoredCheckpoint): ParsedCheckpoint | undef
   try {
     const body = JSON.parse(checkpoint.body) as CheckpointBody;
     if (canonicalText(body) !== checkpoint.body) return undefined;
-    const hashHex = checkpointHash(Buffer.from(checkpoint.body, 'utf8'), checkpoint.mac, checkpoint.sig, checkpoint.epochSig).toString('hex');
+    const hashHex = checkpointHash(Buffer.from(checkpoint.body, 'utf8'), checkpoint.mac, checkpoint.sig, checkpoint.epochSig).toString(
+      'hex',
+    );
     return { ...body, hashHex };
   } catch {
     return undefined;
@@ -142,7 +175,8 @@ function verifyCheckpoints(
   const parsed: ParsedCheckpoint[] = [];
   const headSeq = rows.lastSeq ?? (log.excerpt ? log.excerpt.from - 1 : 0);
   const publicKeys = new Map(log.publicKeys);
-  for (const start of chainStarts) if (start.publicKey && !publicKeys.has(start.keyId)) publicKeys.set(start.keyId, Buffer.from(start.publicKey, 'base64'));
+  for (const start of chainStarts)
+    if (start.publicKey && !publicKeys.has(start.keyId)) publicKeys.set(start.keyId, Buffer.from(start.publicKey, 'base64'));
   let previousHash: string | undefined = log.excerpt ? undefined : GENESIS_HASH;
   let expectedCp: number | undefined = log.excerpt ? undefined : 1;
   let lastSeq = 0;
@@ -162,12 +196,22 @@ function verifyCheckpoints(
       problems.push(problem('FOREIGN_LOG', at, `checkpoint ${cp.cpSeq}: it belongs to log ${String(cp.logId)}`));
       break;
     }
-    if ((expectedCp !== undefined && cp.cpSeq !== expectedCp) || (previousHash !== undefined && cp.prevCheckpointHash !== previousHash) || stored.cpSeq !== cp.cpSeq) {
+    if (
+      (expectedCp !== undefined && cp.cpSeq !== expectedCp) ||
+      (previousHash !== undefined && cp.prevCheckpointHash !== previousHash) ||
+      stored.cpSeq !== cp.cpSeq
+    ) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: it does not link to the checkpoint before it`));
       break;
     }
     if (stored.seq !== undefined && stored.seq !== null && stored.seq !== cp.seq) {
-      problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its indexed seq column (${stored.seq}) disagrees with its signed body (${cp.seq})`));
+      problems.push(
+        problem(
+          'BAD_CHECKPOINT',
+          at,
+          `checkpoint ${cp.cpSeq}: its indexed seq column (${stored.seq}) disagrees with its signed body (${cp.seq})`,
+        ),
+      );
       break;
     }
     if (stored.hash && stored.hash.toString('hex') !== cp.hashHex) {
@@ -180,7 +224,10 @@ function verifyCheckpoints(
     }
     const keys = log.keys.get(cp.keyId);
     const bodyBytes = Buffer.from(stored.body, 'utf8');
-    if (keys?.has(cp.epoch) && !(stored.mac.length === 32 && crypto.timingSafeEqual(hmac(keys.key(cp.epoch), CHECKPOINT_MAC_PREFIX, bodyBytes), stored.mac))) {
+    if (
+      keys?.has(cp.epoch) &&
+      !(stored.mac.length === 32 && crypto.timingSafeEqual(hmac(keys.key(cp.epoch), CHECKPOINT_MAC_PREFIX, bodyBytes), stored.mac))
+    ) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its MAC does not match`));
       break;
     }
@@ -202,18 +249,30 @@ function verifyCheckpoints(
       // A forward-secure chain: its checkpoints are v2, signed by their own epoch's certified key, inside its window.
       const window = epochChain[cp.epoch];
       if (cp.v !== 2 || !stored.epochSig) {
-        problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: key ${cp.keyId} signs forward-securely, but this checkpoint carries no epoch signature`));
+        problems.push(
+          problem(
+            'BAD_CHECKPOINT',
+            at,
+            `checkpoint ${cp.cpSeq}: key ${cp.keyId} signs forward-securely, but this checkpoint carries no epoch signature`,
+          ),
+        );
         break;
       }
       if (!window) {
-        problems.push(problem('BAD_CERTIFICATE', at, `checkpoint ${cp.cpSeq}: no certificate vouches for epoch ${cp.epoch} of key ${cp.keyId}`));
+        problems.push(
+          problem('BAD_CERTIFICATE', at, `checkpoint ${cp.cpSeq}: no certificate vouches for epoch ${cp.epoch} of key ${cp.keyId}`),
+        );
         break;
       }
       if (!ed25519Verifies(window.publicKey, CHECKPOINT_EPOCH_SIG_PREFIX, bodyBytes, stored.epochSig)) {
         const other = epochThatSigned(epochChain, CHECKPOINT_EPOCH_SIG_PREFIX, bodyBytes, stored.epochSig, cp.epoch);
         problems.push(
           other !== undefined
-            ? problem('KEY_OUT_OF_RANGE', at, `checkpoint ${cp.cpSeq}: labelled epoch ${cp.epoch} but signed with the key of epoch ${other}`)
+            ? problem(
+                'KEY_OUT_OF_RANGE',
+                at,
+                `checkpoint ${cp.cpSeq}: labelled epoch ${cp.epoch} but signed with the key of epoch ${other}`,
+              )
             : problem('BAD_CHECKPOINT', at, `checkpoint ${cp.cpSeq}: its epoch signature does not verify`),
         );
         break;
@@ -230,12 +289,20 @@ function verifyCheckpoints(
     }
     const inExcerpt = !log.excerpt || (cp.seq >= log.excerpt.from && cp.seq <= log.excerpt.to);
     if (cp.seq > headSeq && (!log.excerpt || cp.seq <= log.excerpt.to)) {
-      problems.push(problem('TRUNCATED', headSeq + 1, `checkpoint ${cp.cpSeq} seals seq ${cp.seq}, but the log ends at ${headSeq}: its tail was cut off`));
+      problems.push(
+        problem(
+          'TRUNCATED',
+          headSeq + 1,
+          `checkpoint ${cp.cpSeq} seals seq ${cp.seq}, but the log ends at ${headSeq}: its tail was cut off`,
+        ),
+      );
       break;
     }
     const expectedHead = cp.seq === 0 ? GENESIS_HASH : rows.hashesAt[cp.seq];
     if (inExcerpt && cp.seq <= headSeq && expectedHead !== undefined && expectedHead !== cp.headHash) {
-      problems.push(problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: it names another hash for record ${cp.seq} than the log holds`));
+      problems.push(
+        problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: it names another hash for record ${cp.seq} than the log holds`),
+      );
       break;
     }
     if (cp.rootHash === undefined) {
@@ -253,7 +320,13 @@ function verifyCheckpoints(
       if (expectedRoot === undefined) {
         if (inExcerpt) rootsUnchecked++;
       } else if (expectedRoot !== cp.rootHash) {
-        problems.push(problem('BAD_CHECKPOINT', cp.seq, `checkpoint ${cp.cpSeq}: its Merkle root is not the root of records 1..${cp.seq} as the log holds them`));
+        problems.push(
+          problem(
+            'BAD_CHECKPOINT',
+            cp.seq,
+            `checkpoint ${cp.cpSeq}: its Merkle root is not the root of records 1..${cp.seq} as the log holds them`,
+          ),
+        );
         break;
       }
       if (log.notes) {
@@ -274,7 +347,10 @@ function verifyCheckpoints(
     lastSeq = cp.seq;
   }
   if (unsigned) warnings.push(`${unsigned} checkpoint signature(s) not checked: no public key for their chain`);
-  if (rootsUnchecked) warnings.push(`${rootsUnchecked} checkpoint Merkle root(s) not checked: the excerpt does not start at record 1, and a root covers every record before it`);
+  if (rootsUnchecked)
+    warnings.push(
+      `${rootsUnchecked} checkpoint Merkle root(s) not checked: the excerpt does not start at record 1, and a root covers every record before it`,
+    );
   if (notesMissing) warnings.push(`${notesMissing} checkpoint(s) have no stored tlog-checkpoint note: witnesses were not sent them`);
   const gap = heartbeatGap(parsed, rows.appStarts, log.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
   if (gap) warnings.push(gap);
@@ -319,19 +395,47 @@ function heartbeatGap(checkpoints: ParsedCheckpoint[], appStarts: number[], hear
  * one) once the log signs forward-securely: its from, to and counts are what says where the
  * export ends, and an unsigned or edited header could hide a clean cut.
  */
-function verifyExportHeader(log: LogToVerify, header: NonNullable<LogToVerify['exportHeader']>, windows: EpochWindows, warnings: string[]): VerifyProblem | undefined {
+function verifyExportHeader(
+  log: LogToVerify,
+  header: NonNullable<LogToVerify['exportHeader']>,
+  windows: EpochWindows,
+  warnings: string[],
+): VerifyProblem | undefined {
   const at = log.excerpt?.from ?? 1;
   if (!header.sig || header.keyId === undefined || header.epoch === undefined) {
-    if (windows.size || log.trustedEpochKeys.size) return problem('BAD_HEADER', at, 'the export header is not signed, but the log signs forward-securely: its from, to and counts cannot be trusted (cut, or made without the keys)');
-    warnings.push('the export header is not signed (a log made before forward-secure signatures): a clean cut at its end could not be told from a shorter export');
+    if (windows.size || log.trustedEpochKeys.size)
+      return problem(
+        'BAD_HEADER',
+        at,
+        'the export header is not signed, but the log signs forward-securely: its from, to and counts cannot be trusted (cut, or made without the keys)',
+      );
+    warnings.push(
+      'the export header is not signed (a log made before forward-secure signatures): a clean cut at its end could not be told from a shorter export',
+    );
     return undefined;
   }
   const window = windows.get(header.keyId)?.[header.epoch];
-  if (!window) return problem('BAD_HEADER', at, `the export header names epoch ${header.epoch} of key ${header.keyId}, for which no certificate in the export vouches`);
-  if (!ed25519Verifies(window.publicKey, EXPORT_HEADER_SIG_PREFIX, header.signedText, header.sig)) return problem('BAD_HEADER', at, 'the export header was edited after it was signed (its signature does not verify): its from, to or counts were changed');
+  if (!window)
+    return problem(
+      'BAD_HEADER',
+      at,
+      `the export header names epoch ${header.epoch} of key ${header.keyId}, for which no certificate in the export vouches`,
+    );
+  if (!ed25519Verifies(window.publicKey, EXPORT_HEADER_SIG_PREFIX, header.signedText, header.sig))
+    return problem(
+      'BAD_HEADER',
+      at,
+      'the export header was edited after it was signed (its signature does not verify): its from, to or counts were changed',
+    );
   const keys = log.keys.get(header.keyId);
-  if (keys?.has(header.epoch) && !(header.mac?.length === 32 && crypto.timingSafeEqual(hmac(keys.key(header.epoch), EXPORT_HEADER_MAC_PREFIX, header.signedText), header.mac))) {
-    return problem('BAD_HEADER', at, 'the export header\'s MAC does not match: it was edited after it was signed');
+  if (
+    keys?.has(header.epoch) &&
+    !(
+      header.mac?.length === 32 &&
+      crypto.timingSafeEqual(hmac(keys.key(header.epoch), EXPORT_HEADER_MAC_PREFIX, header.signedText), header.mac)
+    )
+  ) {
+    return problem('BAD_HEADER', at, "the export header's MAC does not match: it was edited after it was signed");
   }
   return undefined;
 }
@@ -340,21 +444,31 @@ function verifyExportHeader(log: LogToVerify, header: NonNullable<LogToVerify['e
 function verifyAnchor(log: LogToVerify, anchor: Anchor | undefined, rows: RangeResult, checkpoints: ParsedCheckpoint[]): VerifyProblem[] {
   if (!anchor) return [];
   const headSeq = rows.lastSeq ?? 0;
-  if (anchor.logId !== log.logId) return [problem('FOREIGN_LOG', 1, `the anchor belongs to log ${anchor.logId}: this database is another log`)];
+  if (anchor.logId !== log.logId)
+    return [problem('FOREIGN_LOG', 1, `the anchor belongs to log ${anchor.logId}: this database is another log`)];
   if (anchor.seq > headSeq) {
     const last = checkpoints[checkpoints.length - 1];
     const atRest = rows.lastAction === 'app.stopped' && last?.reason === 'shutdown' && last.seq === headSeq;
     return atRest
-      ? [problem('ROLLED_BACK', headSeq + 1, `the anchor names record ${anchor.seq}, but this database stops cleanly at ${headSeq}: it is an older copy`)]
+      ? [
+          problem(
+            'ROLLED_BACK',
+            headSeq + 1,
+            `the anchor names record ${anchor.seq}, but this database stops cleanly at ${headSeq}: it is an older copy`,
+          ),
+        ]
       : [problem('TRUNCATED', headSeq + 1, `the anchor names record ${anchor.seq}, but the log ends at ${headSeq}: its tail was cut off`)];
   }
   const hashThere = anchor.seq === 0 ? GENESIS_HASH : rows.hashesAt[anchor.seq];
   if (hashThere !== anchor.headHash) {
-    return [problem('ROLLED_BACK', anchor.seq, `record ${anchor.seq} is not the one the anchor names: the log was rolled back and rewritten`)];
+    return [
+      problem('ROLLED_BACK', anchor.seq, `record ${anchor.seq} is not the one the anchor names: the log was rolled back and rewritten`),
+    ];
   }
   const checkpoint = checkpoints.find((cp) => cp.cpSeq === anchor.cpSeq);
   if (!checkpoint) return [problem('BAD_CHECKPOINT', anchor.seq, `checkpoint ${anchor.cpSeq}, named by the anchor, is missing`)];
-  if (checkpoint.hashHex !== anchor.checkpointHash) return [problem('ROLLED_BACK', anchor.seq, `checkpoint ${anchor.cpSeq} is not the one the anchor names`)];
+  if (checkpoint.hashHex !== anchor.checkpointHash)
+    return [problem('ROLLED_BACK', anchor.seq, `checkpoint ${anchor.cpSeq} is not the one the anchor names`)];
   return [];
 }
 
@@ -365,13 +479,15 @@ function verifyAnchor(log: LogToVerify, anchor: Anchor | undefined, rows: RangeR
 export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): Promise<VerifyReport> {
   const warnings = [...(log.warnings ?? [])];
   const total = log.bounds.count;
-  const wantHashesAt = new Set<number>(log.checkpoints.map((cp) => {
-    try {
-      return (JSON.parse(cp.body) as { seq: number }).seq;
-    } catch {
-      return -1;
-    }
-  }));
+  const wantHashesAt = new Set<number>(
+    log.checkpoints.map((cp) => {
+      try {
+        return (JSON.parse(cp.body) as { seq: number }).seq;
+      } catch {
+        return -1;
+      }
+    }),
+  );
   for (const copy of log.anchorCopies ?? []) if (copy.anchor) wantHashesAt.add(copy.anchor.seq);
   for (const seq of certifiedHeadSeqs(log.certificates)) wantHashesAt.add(seq);
   const shared = { logId: log.logId, knownKeyIds: log.knownKeyIds, keys: log.keys, wantHashesAt };
@@ -397,17 +513,38 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
 
   const problems: VerifyProblem[] = [];
   if (rows.problem) problems.push(rows.problem);
-  const chainStarts = [...(log.outsideChainStarts ?? []).filter((start) => !rows.chainStarts.some((inside) => inside.keyId === start.keyId)), ...rows.chainStarts];
-  const epochs = followEpochChains({ logId: log.logId, chainStarts, certificates: log.certificates, trustedEpochKeys: log.trustedEpochKeys });
+  const chainStarts = [
+    ...(log.outsideChainStarts ?? []).filter((start) => !rows.chainStarts.some((inside) => inside.keyId === start.keyId)),
+    ...rows.chainStarts,
+  ];
+  const epochs = followEpochChains({
+    logId: log.logId,
+    chainStarts,
+    certificates: log.certificates,
+    trustedEpochKeys: log.trustedEpochKeys,
+  });
   problems.push(...epochs.problems);
   if (!rows.problem) {
     const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
     if (outside) problems.push(outside);
   }
-  if (epochs.legacyChains.length) warnings.push(`key chain(s) ${epochs.legacyChains.join(', ')} predate forward-secure signatures: one Ed25519 key signed all their checkpoints, so whoever holds it could re-sign them`);
+  if (epochs.legacyChains.length)
+    warnings.push(
+      `key chain(s) ${epochs.legacyChains.join(', ')} predate forward-secure signatures: one Ed25519 key signed all their checkpoints, so whoever holds it could re-sign them`,
+    );
   for (const keyId of log.trustedEpochKeys.keys()) {
-    if (!chainStarts.some((start) => start.keyId === keyId) && log.knownKeyIds.has(keyId) && rows.spans.some((span) => span.keyId === keyId)) {
-      problems.push(problem('BAD_CERTIFICATE', rows.spans.find((span) => span.keyId === keyId)!.fromSeq, `key ${keyId}: its start record (key.created / key.rotated) is missing, so its epochs cannot be followed`));
+    if (
+      !chainStarts.some((start) => start.keyId === keyId) &&
+      log.knownKeyIds.has(keyId) &&
+      rows.spans.some((span) => span.keyId === keyId)
+    ) {
+      problems.push(
+        problem(
+          'BAD_CERTIFICATE',
+          rows.spans.find((span) => span.keyId === keyId)!.fromSeq,
+          `key ${keyId}: its start record (key.created / key.rotated) is missing, so its epochs cannot be followed`,
+        ),
+      );
     }
   }
   // After a record finding the scan stopped early, so later chains are unknown: the record finding is the one to name.
@@ -418,7 +555,16 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   const { problems: checkpointProblems, parsed } = verifyCheckpoints(log, rows, chainStarts, epochs.windows, warnings, roots);
   problems.push(...checkpointProblems);
   if (!rows.problem) {
-    const heads = checkCertifiedHeads({ windows: epochs.windows, hashesAt: rows.hashesAt, roots, checkpoints: parsed, checkpointsComplete: checkpointProblems.length === 0, rotations: chainStarts.flatMap((start) => (start.previousKeyId ? [{ seq: start.seq, previousKeyId: start.previousKeyId }] : [])), headSeq: rows.lastSeq ?? 0, ...(log.excerpt ? { excerpt: log.excerpt } : {}) });
+    const heads = checkCertifiedHeads({
+      windows: epochs.windows,
+      hashesAt: rows.hashesAt,
+      roots,
+      checkpoints: parsed,
+      checkpointsComplete: checkpointProblems.length === 0,
+      rotations: chainStarts.flatMap((start) => (start.previousKeyId ? [{ seq: start.seq, previousKeyId: start.previousKeyId }] : [])),
+      headSeq: rows.lastSeq ?? 0,
+      ...(log.excerpt ? { excerpt: log.excerpt } : {}),
+    });
     if (heads.problem) problems.push(heads.problem);
     warnings.push(...heads.notes);
   }
@@ -436,22 +582,46 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     // A certificate is itself a high-water mark: it was signed when the log had reached firstSeq - 1.
     const storeWindows = log.keyStoreEpoch ? epochs.windows.get(log.keyStoreEpoch.keyId) : undefined;
     if (log.keyStoreEpoch && storeWindows && !epochs.problems.length && log.keyStoreEpoch.epoch > storeWindows.length - 1) {
-      problems.push(problem('TRUNCATED', headSeq + 1, `the key store has reached epoch ${log.keyStoreEpoch.epoch} of key ${log.keyStoreEpoch.keyId}, but the log's certificates end at epoch ${storeWindows.length - 1}: certificates, and the records after them, were cut off`));
+      problems.push(
+        problem(
+          'TRUNCATED',
+          headSeq + 1,
+          `the key store has reached epoch ${log.keyStoreEpoch.epoch} of key ${log.keyStoreEpoch.keyId}, but the log's certificates end at epoch ${storeWindows.length - 1}: certificates, and the records after them, were cut off`,
+        ),
+      );
     }
     if (newestWindow && newestWindow.firstSeq - 1 > headSeq) {
-      problems.push(problem('TRUNCATED', headSeq + 1, `the certificate of epoch ${newestWindow.epoch} says the log had reached record ${newestWindow.firstSeq - 1}, but it ends at ${headSeq}: its tail was cut off`));
+      problems.push(
+        problem(
+          'TRUNCATED',
+          headSeq + 1,
+          `the certificate of epoch ${newestWindow.epoch} says the log had reached record ${newestWindow.firstSeq - 1}, but it ends at ${headSeq}: its tail was cut off`,
+        ),
+      );
     }
     // Only ever the sole finding: --accept-missing-anchor may then waive it without hiding another.
     if (!problems.length && !anchor && parsed.length) {
       if (log.acceptMissingAnchor) {
         warnings.unshift(MISSING_ANCHOR_ACCEPTED);
       } else {
-        problems.push(problem('ANCHOR_MISSING', headSeq + 1, `the log has ${parsed.length} checkpoint(s) but no anchor outside the database (audit-anchor.json and its key-store copy are gone): a cut tail or an older copy cannot be ruled out. If you know you lost it, run again with --accept-missing-anchor`));
+        problems.push(
+          problem(
+            'ANCHOR_MISSING',
+            headSeq + 1,
+            `the log has ${parsed.length} checkpoint(s) but no anchor outside the database (audit-anchor.json and its key-store copy are gone): a cut tail or an older copy cannot be ruled out. If you know you lost it, run again with --accept-missing-anchor`,
+          ),
+        );
       }
     }
   }
-  if (rows.macsUnchecked) warnings.push(`${rows.macsUnchecked} record MAC(s) not checked for want of their epoch key: give the verification key (K0) to check them`);
-  const first = problems.reduce<VerifyProblem | null>((best, candidate) => (best === null || candidate.seq < best.seq ? candidate : best), null);
+  if (rows.macsUnchecked)
+    warnings.push(
+      `${rows.macsUnchecked} record MAC(s) not checked for want of their epoch key: give the verification key (K0) to check them`,
+    );
+  const first = problems.reduce<VerifyProblem | null>(
+    (best, candidate) => (best === null || candidate.seq < best.seq ? candidate : best),
+    null,
+  );
   const lastCheckpoint = parsed[parsed.length - 1];
   const headSeq = rows.lastSeq ?? 0;
   return {
@@ -470,7 +640,8 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   };
 }
 
-export const MISSING_ANCHOR_ACCEPTED = 'NO ANCHOR, ACCEPTED BY --accept-missing-anchor: nothing outside the database vouches for its newest record; a cut tail or an older copy of the whole database would not be seen';
+export const MISSING_ANCHOR_ACCEPTED =
+  'NO ANCHOR, ACCEPTED BY --accept-missing-anchor: nothing outside the database vouches for its newest record; a cut tail or an older copy of the whole database would not be seen';
 
 /**
  * A report whose only finding is ANCHOR_MISSING, as the person who knows they lost the anchor asked to see it: intact, with the loud note.

@@ -45,12 +45,17 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
   const notes: string[] = [];
   const closing = checkClosingCertificates(input);
   if (closing) return { problem: closing, notes };
-  const epochs = [...input.windows].flatMap(([keyId, chain]) => chain.slice(1).map((window) => ({ keyId, window, closed: chain[window.epoch - 1]! })));
+  const epochs = [...input.windows].flatMap(([keyId, chain]) =>
+    chain.slice(1).map((window) => ({ keyId, window, closed: chain[window.epoch - 1]! })),
+  );
   // In log order: a chain started by a rotation carries on from the heads of the chain before it.
   epochs.sort((a, b) => a.window.firstSeq - b.window.firstSeq || a.window.epoch - b.window.epoch);
   const checkpointsByCp = new Map(input.checkpoints.map((cp) => [cp.cpSeq, cp]));
   // Loops, not Math.min(...): a log of some years holds more certificates and checkpoints than a call has arguments.
-  const firstCpSeq = input.checkpoints.reduce<number | undefined>((low, cp) => (low === undefined || cp.cpSeq < low ? cp.cpSeq : low), undefined);
+  const firstCpSeq = input.checkpoints.reduce<number | undefined>(
+    (low, cp) => (low === undefined || cp.cpSeq < low ? cp.cpSeq : low),
+    undefined,
+  );
   let verifiedUpTo = 0;
   let headSeen: { keyId: string; epoch: number } | undefined;
   let withoutHead = 0;
@@ -60,7 +65,14 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
     const name = `the certificate of epoch ${window.epoch} of key ${keyId}`;
     if (!head) {
       if (headSeen) {
-        return { problem: { code: 'BAD_CERTIFICATE', seq: window.firstSeq, message: `${name} names no head, though the certificate of epoch ${headSeen.epoch} of key ${headSeen.keyId} before it did: only a key that should be erased could sign it (a downgrade)` }, notes };
+        return {
+          problem: {
+            code: 'BAD_CERTIFICATE',
+            seq: window.firstSeq,
+            message: `${name} names no head, though the certificate of epoch ${headSeen.epoch} of key ${headSeen.keyId} before it did: only a key that should be erased could sign it (a downgrade)`,
+          },
+          notes,
+        };
       }
       withoutHead++;
       continue;
@@ -78,10 +90,14 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
     }
     const from = verifiedUpTo + 1;
     if (hash !== head.headHash || (root !== undefined && root !== head.rootHash)) {
-      const what = hash !== head.headHash ? `record ${head.headSeq} has another hash` : `the Merkle root of records 1..${head.headSeq} differs`;
+      const what =
+        hash !== head.headHash ? `record ${head.headSeq} has another hash` : `the Merkle root of records 1..${head.headSeq} differs`;
       // Named at the head, the one record known to differ: a finding that places the rewrite exactly (a MAC with K0, a window) comes first.
       return {
-        problem: rewritten(head.headSeq, `records ${from}..${head.headSeq} are not the ones ${name} fixed when epoch ${closed.epoch} closed (${what}): a record in that range was rewritten, though only a key erased since could vouch for it`),
+        problem: rewritten(
+          head.headSeq,
+          `records ${from}..${head.headSeq} are not the ones ${name} fixed when epoch ${closed.epoch} closed (${what}): a record in that range was rewritten, though only a key erased since could vouch for it`,
+        ),
         notes,
       };
     }
@@ -90,15 +106,30 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
       const before = input.excerpt && (firstCpSeq === undefined || head.cpSeq < firstCpSeq);
       // A checkpoint before an excerpt's first one seals records the excerpt does not hold.
       if (!stored) {
-        if (!before && input.checkpointsComplete) return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq}, which ${name} fixed, is missing: checkpoints of a closed epoch were deleted or renumbered`), notes };
+        if (!before && input.checkpointsComplete)
+          return {
+            problem: rewritten(
+              head.headSeq,
+              `checkpoint ${head.cpSeq}, which ${name} fixed, is missing: checkpoints of a closed epoch were deleted or renumbered`,
+            ),
+            notes,
+          };
       } else if (stored.hashHex !== head.checkpointHash) {
-        return { problem: rewritten(head.headSeq, `checkpoint ${head.cpSeq} is not the one ${name} fixed: checkpoints of a closed epoch were replaced or renumbered`), notes };
+        return {
+          problem: rewritten(
+            head.headSeq,
+            `checkpoint ${head.cpSeq} is not the one ${name} fixed: checkpoints of a closed epoch were replaced or renumbered`,
+          ),
+          notes,
+        };
       }
     }
     verifiedUpTo = head.headSeq;
   }
   if (withoutHead) {
-    notes.push(`${withoutHead} epoch certificate(s) predate certified heads (a log written before them): the records before those ratchets rest on their MACs, which only the verification key (K0) checks`);
+    notes.push(
+      `${withoutHead} epoch certificate(s) predate certified heads (a log written before them): the records before those ratchets rest on their MACs, which only the verification key (K0) checks`,
+    );
   }
   if (unchecked) notes.push(`${unchecked} certified head(s) not checked: the records they name were not read`);
   return { problem: undefined, notes };
@@ -112,13 +143,18 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
  */
 function checkClosingCertificates(input: CertifiedHeadsInput): VerifyProblem | undefined {
   let headsSince = Infinity;
-  for (const chain of input.windows.values()) for (const window of chain) if (window.head && window.firstSeq < headsSince) headsSince = window.firstSeq;
+  for (const chain of input.windows.values())
+    for (const window of chain) if (window.head && window.firstSeq < headsSince) headsSince = window.firstSeq;
   for (const rotation of input.rotations) {
     const chain = input.windows.get(rotation.previousKeyId);
     if (!chain) continue;
     const last = chain[chain.length - 1]!;
     if (last.firstSeq > rotation.seq) {
-      return { code: 'BAD_CERTIFICATE', seq: rotation.seq, message: `the certificate of epoch ${last.epoch} of key ${rotation.previousKeyId} opens at seq ${last.firstSeq}, after record ${rotation.seq} rotated that key away` };
+      return {
+        code: 'BAD_CERTIFICATE',
+        seq: rotation.seq,
+        message: `the certificate of epoch ${last.epoch} of key ${rotation.previousKeyId} opens at seq ${last.firstSeq}, after record ${rotation.seq} rotated that key away`,
+      };
     }
     if (last.firstSeq !== rotation.seq && headsSince < rotation.seq) {
       return {

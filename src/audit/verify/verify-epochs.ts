@@ -1,6 +1,12 @@
 import crypto from 'node:crypto';
 import { anchorSignedText, type Anchor, type AnchorCopy } from '../log/anchor.js';
-import { followCertificates, outsideWindow, ed25519Verifies, type EpochWindow, type StoredCertificate } from '../format/epoch-certificate.js';
+import {
+  followCertificates,
+  outsideWindow,
+  ed25519Verifies,
+  type EpochWindow,
+  type StoredCertificate,
+} from '../format/epoch-certificate.js';
 import type { EpochKeys } from '../keys/key-ratchet.js';
 import { ANCHOR_MAC_PREFIX, ANCHOR_SIG_PREFIX, hmac } from '../format/record-format.js';
 import type { VerifyCode, VerifyProblem } from './verify-codes.js';
@@ -33,17 +39,42 @@ export function followEpochChains(input: EpochChainsInput): { windows: EpochWind
     const declared = start.epochPublicKey ? Buffer.from(start.epochPublicKey, 'base64') : undefined;
     if (!declared || start.epochMs === null || start.epochMaxRecords === null) {
       if (trusted) {
-        problems.push(problem('BAD_CERTIFICATE', start.seq, `record ${start.seq}: key ${start.keyId} is a forward-secure chain, but its start record declares no epoch key or schedule (a downgrade)`));
+        problems.push(
+          problem(
+            'BAD_CERTIFICATE',
+            start.seq,
+            `record ${start.seq}: key ${start.keyId} is a forward-secure chain, but its start record declares no epoch key or schedule (a downgrade)`,
+          ),
+        );
       } else legacyChains.push(start.keyId);
       continue;
     }
     if (trusted && !trusted.equals(declared)) {
-      problems.push(problem('BAD_CERTIFICATE', start.seq, `record ${start.seq}: key ${start.keyId} starts from another epoch key than the one you hold`));
+      problems.push(
+        problem(
+          'BAD_CERTIFICATE',
+          start.seq,
+          `record ${start.seq}: key ${start.keyId} starts from another epoch key than the one you hold`,
+        ),
+      );
       continue;
     }
-    const followed = followCertificates(input.logId, { keyId: start.keyId, seq: start.seq, ts: start.ts, epochPublicKey: trusted ?? declared, schedule: { epochMs: start.epochMs, epochMaxRecords: start.epochMaxRecords } }, input.certificates);
+    const followed = followCertificates(
+      input.logId,
+      {
+        keyId: start.keyId,
+        seq: start.seq,
+        ts: start.ts,
+        epochPublicKey: trusted ?? declared,
+        schedule: { epochMs: start.epochMs, epochMaxRecords: start.epochMaxRecords },
+      },
+      input.certificates,
+    );
     windows.set(start.keyId, followed.windows);
-    if (followed.problem) problems.push(problem('BAD_CERTIFICATE', followed.windows[followed.windows.length - 1]?.firstSeq ?? start.seq, followed.problem.message));
+    if (followed.problem)
+      problems.push(
+        problem('BAD_CERTIFICATE', followed.windows[followed.windows.length - 1]?.firstSeq ?? start.seq, followed.problem.message),
+      );
   }
   return { windows, problems, legacyChains };
 }
@@ -58,20 +89,34 @@ export function checkEpochRuns(runs: EpochRun[], windows: EpochWindows): VerifyP
     if (!chain) continue;
     const window = chain[run.epoch];
     if (!window) {
-      return problem('BAD_CERTIFICATE', run.fromSeq, `record ${run.fromSeq}: no certificate vouches for epoch ${run.epoch} of key ${run.keyId} (the chain's certificates end at epoch ${chain.length - 1})`);
+      return problem(
+        'BAD_CERTIFICATE',
+        run.fromSeq,
+        `record ${run.fromSeq}: no certificate vouches for epoch ${run.epoch} of key ${run.keyId} (the chain's certificates end at epoch ${chain.length - 1})`,
+      );
     }
     const low = outsideWindow(window, { seq: run.fromSeq, ts: run.minTs });
     const high = outsideWindow(window, { seq: run.toSeq, ts: run.maxTs });
     if (low || high) {
       const at = run.fromSeq < window.firstSeq ? run.fromSeq : run.toSeq >= window.endSeq ? window.endSeq : run.fromSeq;
-      return problem('KEY_OUT_OF_RANGE', at, `records ${run.fromSeq}..${run.toSeq} claim epoch ${run.epoch} of key ${run.keyId}, but ${low ?? high}: a key used outside its epoch`);
+      return problem(
+        'KEY_OUT_OF_RANGE',
+        at,
+        `records ${run.fromSeq}..${run.toSeq} claim epoch ${run.epoch} of key ${run.keyId}, but ${low ?? high}: a key used outside its epoch`,
+      );
     }
   }
   return undefined;
 }
 
 /** The epoch (if any, other than the claimed one) whose certified key made this signature: a checkpoint re-signed with a thief's later key. */
-export function epochThatSigned(chain: EpochWindow[], prefix: Buffer, message: Buffer | string, signature: Buffer, claimed: number): number | undefined {
+export function epochThatSigned(
+  chain: EpochWindow[],
+  prefix: Buffer,
+  message: Buffer | string,
+  signature: Buffer,
+  claimed: number,
+): number | undefined {
   return chain.find((window) => window.epoch !== claimed && ed25519Verifies(window.publicKey, prefix, message, signature))?.epoch;
 }
 
@@ -87,14 +132,33 @@ export interface AnchorVerdict {
  * signing key (and its MAC where the verifier holds the epoch key), inside that epoch's window; a
  * v1 anchor only while the log's newest chain is itself v1. An unreadable copy is a finding too.
  */
-export function authenticateAnchors(copies: AnchorCopy[], windows: EpochWindows, keys: ReadonlyMap<string, EpochKeys>, newestChainIsForwardSecure: boolean, headSeq: number): AnchorVerdict {
+export function authenticateAnchors(
+  copies: AnchorCopy[],
+  windows: EpochWindows,
+  keys: ReadonlyMap<string, EpochKeys>,
+  newestChainIsForwardSecure: boolean,
+  headSeq: number,
+): AnchorVerdict {
   const notes: string[] = [];
   const authentic: Anchor[] = [];
   for (const copy of copies) {
-    if (copy.unreadable) return { anchor: undefined, problem: problem('BAD_ANCHOR', headSeq + 1, `the anchor in the ${copy.where} is not an anchor (unreadable or malformed)`), notes };
+    if (copy.unreadable)
+      return {
+        anchor: undefined,
+        problem: problem('BAD_ANCHOR', headSeq + 1, `the anchor in the ${copy.where} is not an anchor (unreadable or malformed)`),
+        notes,
+      };
     const anchor = copy.anchor;
     if (!anchor) continue;
-    const bad = (why: string): AnchorVerdict => ({ anchor: undefined, problem: problem('BAD_ANCHOR', Math.min(anchor.seq, headSeq + 1), `the anchor in the ${copy.where} (seq ${anchor.seq}) does not authenticate: ${why}`), notes });
+    const bad = (why: string): AnchorVerdict => ({
+      anchor: undefined,
+      problem: problem(
+        'BAD_ANCHOR',
+        Math.min(anchor.seq, headSeq + 1),
+        `the anchor in the ${copy.where} (seq ${anchor.seq}) does not authenticate: ${why}`,
+      ),
+      notes,
+    });
     if (anchor.v === 1) {
       if (newestChainIsForwardSecure) return bad('it carries no MAC or signature, but the log is signed forward-securely');
       notes.push(`the anchor in the ${copy.where} predates forward-secure signatures: it is not authenticated`);
@@ -109,7 +173,8 @@ export function authenticateAnchors(copies: AnchorCopy[], windows: EpochWindows,
     const epochKeys = keys.get(anchor.keyId!);
     if (epochKeys?.has(anchor.epoch!)) {
       const mac = Buffer.from(anchor.mac!, 'hex');
-      if (mac.length !== 32 || !crypto.timingSafeEqual(hmac(epochKeys.key(anchor.epoch!), ANCHOR_MAC_PREFIX, text), mac)) return bad(`its MAC is not epoch ${anchor.epoch}'s key`);
+      if (mac.length !== 32 || !crypto.timingSafeEqual(hmac(epochKeys.key(anchor.epoch!), ANCHOR_MAC_PREFIX, text), mac))
+        return bad(`its MAC is not epoch ${anchor.epoch}'s key`);
     }
     const outside = outsideWindow(window, { seq: anchor.seq, ts: anchor.ts, sealsHead: true });
     if (outside) return bad(`${outside}: it was signed by a key used outside its epoch`);

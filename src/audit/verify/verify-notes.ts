@@ -21,7 +21,10 @@ function verifierOf(logId: string, publicKey: Buffer): NoteVerifier {
  * checkpoint's own origin, size and root and (when the chain's public key is known) the log key
  * signed it. A note that disagrees would show witnesses a history the checkpoint does not seal.
  */
-export function checkStoredNote(note: string, expected: { logId: string; seq: number; rootHash: string; publicKey: Buffer | undefined }): string | undefined {
+export function checkStoredNote(
+  note: string,
+  expected: { logId: string; seq: number; rootHash: string; publicKey: Buffer | undefined },
+): string | undefined {
   let text: string;
   try {
     text = expected.publicKey ? openNote(note, [verifierOf(expected.logId, expected.publicKey)]).text : noteText(note);
@@ -34,7 +37,8 @@ export function checkStoredNote(note: string, expected: { logId: string; seq: nu
   } catch (error) {
     return `its tlog-checkpoint note is not a checkpoint (${(error as Error).message})`;
   }
-  if (checkpoint.origin !== logOrigin(expected.logId)) return `its tlog-checkpoint note names origin ${JSON.stringify(checkpoint.origin)}, not ${logOrigin(expected.logId)}`;
+  if (checkpoint.origin !== logOrigin(expected.logId))
+    return `its tlog-checkpoint note names origin ${JSON.stringify(checkpoint.origin)}, not ${logOrigin(expected.logId)}`;
   if (checkpoint.size !== expected.seq || checkpoint.rootHash.toString('hex') !== expected.rootHash) {
     return `its tlog-checkpoint note states tree size ${checkpoint.size} and another root than the checkpoint seals`;
   }

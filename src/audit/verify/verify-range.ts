@@ -117,7 +117,9 @@ class EpochMacs {
 function hashIfMacHolds(parsed: ParsedBody, record: StoredRecord, macs: EpochMacs): string | undefined {
   const recordMac = macs.for(parsed.keyId, parsed.epoch);
   if (!recordMac) return undefined;
-  return record.macHex !== undefined ? recordMac.hashHexIfMacHexHolds(record.body, record.macHex) : recordMac.hashHexIfMacHolds(record.body, record.mac);
+  return record.macHex !== undefined
+    ? recordMac.hashHexIfMacHexHolds(record.body, record.macHex)
+    : recordMac.hashHexIfMacHolds(record.body, record.mac);
 }
 
 function macMatches(keys: EpochKeys, epoch: number, prefix: Buffer, body: Buffer | string, mac: Buffer): boolean {
@@ -133,7 +135,8 @@ function otherEpochThatMatches(keys: EpochKeys, claimed: number, body: string, m
   return undefined;
 }
 
-const positiveInteger = (value: unknown): number | null => (Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null);
+const positiveInteger = (value: unknown): number | null =>
+  Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null;
 
 /** What a key.created / key.rotated record declares about its chain. */
 export function chainStartOf(seq: number, keyId: string, ts: string, args: Record<string, unknown>): ChainStart {
@@ -192,7 +195,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     } catch {
       return fail('EDITED', at, `record ${at}: its body is not JSON`);
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return fail('EDITED', at, `record ${at}: its body is not an object`);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      return fail('EDITED', at, `record ${at}: its body is not an object`);
     const verifiedHash = hashIfMacHolds(parsed, record, macs);
     const macVerified = verifiedHash !== undefined;
     if (!macVerified) {
@@ -202,7 +206,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       } catch {
         return fail('EDITED', at, `record ${at}: its body has no canonical form`);
       }
-      if (canonical !== record.body) return fail('NONCANONICAL', at, `record ${at}: its body is not the exact canonical bytes that were signed`);
+      if (canonical !== record.body)
+        return fail('NONCANONICAL', at, `record ${at}: its body is not the exact canonical bytes that were signed`);
     }
     const seq = parsed.seq;
     const epoch = parsed.epoch;
@@ -216,7 +221,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       expectedSeq = bodySeq;
       expectedPrev = parsed.prevHash;
     }
-    if (parsed.logId !== input.logId) return fail('FOREIGN_LOG', at, `record ${at}: it belongs to log ${String(parsed.logId)}, not ${input.logId}`);
+    if (parsed.logId !== input.logId)
+      return fail('FOREIGN_LOG', at, `record ${at}: it belongs to log ${String(parsed.logId)}, not ${input.logId}`);
     if (!input.knownKeyIds.has(keyId)) return fail('UNKNOWN_KEY', at, `record ${at}: key ${keyId} is not a key of this log`);
 
     const bodyBytes = record.body;
@@ -256,10 +262,12 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     if (parsed.prevHash !== expectedPrev) return fail('EDITED', at, `record ${at}: does not link to the record before it`);
     const hashHex = verifiedHash ?? recordHash(bodyBytes, record.mac).toString('hex');
     const storedHash = record.hashHex ?? record.hash?.toString('hex');
-    if (storedHash !== undefined && storedHash !== hashHex) return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
+    if (storedHash !== undefined && storedHash !== hashHex)
+      return fail('EDITED', at, `record ${at}: its stored hash is not the hash of its body and MAC`);
     // Same bytes under another SQLite type (a flipped serial type) still changed the row: only the writer's exact shape is the log.
     // A source that reads them as hex (a database) has asked SQLite for the cell types instead: storedAsWritten.
-    const macAndHashTyped = record.macHex !== undefined || (Buffer.isBuffer(record.mac) && (record.hash === null || Buffer.isBuffer(record.hash)));
+    const macAndHashTyped =
+      record.macHex !== undefined || (Buffer.isBuffer(record.mac) && (record.hash === null || Buffer.isBuffer(record.hash)));
     if (record.storedAsWritten === false || typeof record.body !== 'string' || !macAndHashTyped) {
       return fail('EDITED', at, `record ${at}: its body, MAC or hash is stored as another type than the log writes`);
     }
@@ -268,19 +276,28 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     }
     if (record.columns) {
       const c = record.columns;
-      if (record.position !== bodySeq || c.ts !== parsed.ts || c.action !== parsed.action || c.planId !== parsed.planId || c.stepId !== parsed.stepId) {
+      if (
+        record.position !== bodySeq ||
+        c.ts !== parsed.ts ||
+        c.action !== parsed.action ||
+        c.planId !== parsed.planId ||
+        c.stepId !== parsed.stepId
+      ) {
         return fail('EDITED', at, `record ${at}: its indexed columns disagree with its signed body`);
       }
     }
 
     const isChainStart = parsed.action === 'key.created' || parsed.action === 'key.rotated';
-    if (bodySeq === 1 && parsed.action !== 'key.created') return fail('KEY_OUT_OF_RANGE', at, 'record 1: a log starts with its key.created record');
+    if (bodySeq === 1 && parsed.action !== 'key.created')
+      return fail('KEY_OUT_OF_RANGE', at, 'record 1: a log starts with its key.created record');
     if (isChainStart) {
       const args = (parsed.args ?? {}) as Record<string, unknown>;
-      if (args.keyId !== keyId || bodyEpoch !== 0) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: a key chain starts at epoch 0 with its own keyId`);
+      if (args.keyId !== keyId || bodyEpoch !== 0)
+        return fail('KEY_OUT_OF_RANGE', at, `record ${at}: a key chain starts at epoch 0 with its own keyId`);
       const previousKeyId = typeof args.previousKeyId === 'string' ? args.previousKeyId : null;
       if (parsed.action === 'key.rotated') {
-        if (span && previousKeyId !== span.keyId) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: rotation names ${String(previousKeyId)} but the log was under ${span.keyId}`);
+        if (span && previousKeyId !== span.keyId)
+          return fail('KEY_OUT_OF_RANGE', at, `record ${at}: rotation names ${String(previousKeyId)} but the log was under ${span.keyId}`);
         const previousKeys = previousKeyId ? input.keys.get(previousKeyId) : undefined;
         const previousEpoch = args.previousEpoch as number;
         if (previousKeys && previousKeys.has(previousEpoch)) {
@@ -292,11 +309,13 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
       result.chainStarts.push(chainStartOf(bodySeq, keyId, String(parsed.ts), args));
     }
     if (span && span.keyId === keyId && !isChainStart) {
-      if (bodyEpoch < span.lastEpoch) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} after epoch ${span.lastEpoch}: epochs only move forward`);
+      if (bodyEpoch < span.lastEpoch)
+        return fail('KEY_OUT_OF_RANGE', at, `record ${at}: epoch ${bodyEpoch} after epoch ${span.lastEpoch}: epochs only move forward`);
       span.lastEpoch = bodyEpoch;
       span.toSeq = bodySeq;
     } else {
-      if (span && !isChainStart) return fail('KEY_OUT_OF_RANGE', at, `record ${at}: key ${keyId} is used outside its range (the log is under ${span.keyId})`);
+      if (span && !isChainStart)
+        return fail('KEY_OUT_OF_RANGE', at, `record ${at}: key ${keyId} is used outside its range (the log is under ${span.keyId})`);
       span = { keyId, fromSeq: bodySeq, toSeq: bodySeq, firstEpoch: bodyEpoch, lastEpoch: bodyEpoch };
       result.spans.push(span);
     }
@@ -332,4 +351,3 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
   result.tree = tree.snapshot();
   return result;
 }
-

@@ -38,7 +38,11 @@ function snapshotOf(range: CompactRange): TreeSnapshot {
 }
 
 function rangeOf(snapshot: TreeSnapshot): CompactRange {
-  return CompactRange.fromHashes(snapshot.begin, snapshot.end, snapshot.hashes.map((hash) => Buffer.from(hash, 'hex')));
+  return CompactRange.fromHashes(
+    snapshot.begin,
+    snapshot.end,
+    snapshot.hashes.map((hash) => Buffer.from(hash, 'hex')),
+  );
 }
 
 /**

@@ -16,7 +16,8 @@ export interface VerifyWorkerJob {
   wantHashesAt: number[];
 }
 
-export type VerifyWorkerReply = { type: 'progress'; delta: number } | { type: 'done'; result: RangeResult } | { type: 'failed'; message: string };
+export type VerifyWorkerReply =
+  { type: 'progress'; delta: number } | { type: 'done'; result: RangeResult } | { type: 'failed'; message: string };
 
 function run(job: VerifyWorkerJob): RangeResult {
   const db = new Database(job.dbFile, { readonly: true, fileMustExist: true });
@@ -26,17 +27,17 @@ function run(job: VerifyWorkerJob): RangeResult {
     const source = new DbRecordSource(db, true);
     try {
       return verifyRange(source, {
-      logId: job.logId,
-      from: job.from,
-      to: job.to,
-      startsLog: job.startsLog,
-      knownKeyIds: new Set(job.knownKeyIds),
-      keys: new Map(job.keys.map((material) => [material.keyId, EpochKeys.fromMaterial(material)])),
-      wantHashesAt: new Set(job.wantHashesAt),
-      onRecord: (count) => {
-        parentPort!.postMessage({ type: 'progress', delta: count - reported } satisfies VerifyWorkerReply);
-        reported = count;
-      },
+        logId: job.logId,
+        from: job.from,
+        to: job.to,
+        startsLog: job.startsLog,
+        knownKeyIds: new Set(job.knownKeyIds),
+        keys: new Map(job.keys.map((material) => [material.keyId, EpochKeys.fromMaterial(material)])),
+        wantHashesAt: new Set(job.wantHashesAt),
+        onRecord: (count) => {
+          parentPort!.postMessage({ type: 'progress', delta: count - reported } satisfies VerifyWorkerReply);
+          reported = count;
+        },
       });
     } finally {
       source.close();

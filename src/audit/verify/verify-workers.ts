@@ -22,10 +22,14 @@ const pool: VerifyWorkerSource = warmWorkerPool(import.meta.url, 'verify-worker'
 
 /** A part of the scan that did not finish: nothing can be concluded about the log, so verify stops with this, never hangs or reports half a log. */
 function workerFailed(job: VerifyWorkerJob, why: string): ExecutorError {
-  return new ExecutorError('INTERNAL', `Verify could not check records ${job.from}..${job.to}: ${why}. Nothing was concluded about the log; run \`executor audit verify --workers 1\` to verify it in one thread.`, {
-    from: job.from,
-    to: job.to,
-  });
+  return new ExecutorError(
+    'INTERNAL',
+    `Verify could not check records ${job.from}..${job.to}: ${why}. Nothing was concluded about the log; run \`executor audit verify --workers 1\` to verify it in one thread.`,
+    {
+      from: job.from,
+      to: job.to,
+    },
+  );
 }
 
 function runJob(source: VerifyWorkerSource, job: VerifyWorkerJob, onProgress: (delta: number) => void): Promise<RangeResult> {
@@ -44,9 +48,13 @@ function runJob(source: VerifyWorkerSource, job: VerifyWorkerJob, onProgress: (d
       else if (message.type === 'done') settle(() => resolve(message.result), true);
       else settle(() => reject(workerFailed(job, `its worker thread failed (${message.message})`)), true);
     });
-    pooled.worker.on('messageerror', (error) => settle(() => reject(workerFailed(job, `its worker thread's answer could not be read (${error.message})`)), false));
+    pooled.worker.on('messageerror', (error) =>
+      settle(() => reject(workerFailed(job, `its worker thread's answer could not be read (${error.message})`)), false),
+    );
     pooled.worker.on('error', (error) => settle(() => reject(workerFailed(job, `its worker thread crashed (${error.message})`)), false));
-    pooled.worker.on('exit', (code) => settle(() => reject(workerFailed(job, `its worker thread stopped (exit code ${code}) before it answered`)), false));
+    pooled.worker.on('exit', (code) =>
+      settle(() => reject(workerFailed(job, `its worker thread stopped (exit code ${code}) before it answered`)), false),
+    );
     pooled.worker.postMessage(job);
   });
 }

@@ -22,7 +22,14 @@ interface Row {
   note: string;
 }
 
-const fromRow = (row: Row): StoredCosignature => ({ witness: row.witness, size: row.size, rootHash: row.root_hash, signature: row.signature, cosignedAt: row.cosigned_at, note: row.note });
+const fromRow = (row: Row): StoredCosignature => ({
+  witness: row.witness,
+  size: row.size,
+  rootHash: row.root_hash,
+  signature: row.signature,
+  cosignedAt: row.cosigned_at,
+  note: row.note,
+});
 
 /** The audit_cosignatures table. Only verified cosignatures are given to add(). */
 export class CosignatureStore {
@@ -30,17 +37,22 @@ export class CosignatureStore {
 
   add(cosignature: StoredCosignature): void {
     this.db
-      .prepare('INSERT OR REPLACE INTO audit_cosignatures (witness, size, root_hash, signature, cosigned_at, note) VALUES (?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT OR REPLACE INTO audit_cosignatures (witness, size, root_hash, signature, cosigned_at, note) VALUES (?, ?, ?, ?, ?, ?)',
+      )
       .run(cosignature.witness, cosignature.size, cosignature.rootHash, cosignature.signature, cosignature.cosignedAt, cosignature.note);
   }
 
   newest(witness: string): StoredCosignature | undefined {
-    const row = this.db.prepare('SELECT * FROM audit_cosignatures WHERE witness = ? ORDER BY size DESC LIMIT 1').get(witness) as Row | undefined;
+    const row = this.db.prepare('SELECT * FROM audit_cosignatures WHERE witness = ? ORDER BY size DESC LIMIT 1').get(witness) as
+      Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** Every cosignature of a checkpoint of this size, across witnesses (for a proof to carry). */
   forSize(size: number): StoredCosignature[] {
-    return (this.db.prepare('SELECT * FROM audit_cosignatures WHERE size = ? AND signature IS NOT NULL ORDER BY witness').all(size) as Row[]).map(fromRow);
+    return (
+      this.db.prepare('SELECT * FROM audit_cosignatures WHERE size = ? AND signature IS NOT NULL ORDER BY witness').all(size) as Row[]
+    ).map(fromRow);
   }
 }

@@ -28,7 +28,8 @@ export function dbWitnessedLog(db: Db, options: DbWitnessedLogOptions = {}): Wit
     let count = 0;
     for (const hash of db.prepare('SELECT hash FROM audit_records WHERE seq <= ? ORDER BY seq').pluck().iterate(size) as Iterable<Buffer>) {
       let node = { height: 0, hash: recordLeafHash(hash) };
-      while (stack.length > 0 && stack[stack.length - 1]!.height === node.height) node = { height: node.height + 1, hash: nodeHash(stack.pop()!.hash, node.hash) };
+      while (stack.length > 0 && stack[stack.length - 1]!.height === node.height)
+        node = { height: node.height + 1, hash: nodeHash(stack.pop()!.hash, node.hash) };
       stack.push(node);
       count += 1;
     }
@@ -61,9 +62,12 @@ export function dbWitnessedLog(db: Db, options: DbWitnessedLogOptions = {}): Wit
     rootAt: (size) => (options.rootsFromRecords ? rootFromRecords(size) : tree.root(size)),
     consistencyProof: (from, to) => (from === 0 || from === to ? [] : tree.consistencyProof(from, to)),
     logKeyHandovers: () =>
-      (db.prepare("SELECT json_extract(body, '$.args.logKeyHandover') FROM audit_records WHERE action = 'key.rotated' ORDER BY seq").pluck().all() as unknown[]).filter(
-        (note): note is string => typeof note === 'string',
-      ),
+      (
+        db
+          .prepare("SELECT json_extract(body, '$.args.logKeyHandover') FROM audit_records WHERE action = 'key.rotated' ORDER BY seq")
+          .pluck()
+          .all() as unknown[]
+      ).filter((note): note is string => typeof note === 'string'),
     newestCheckpoint: (): LocalCheckpoint | undefined => {
       const stored = latestCheckpointNote(db);
       if (!stored) return undefined;

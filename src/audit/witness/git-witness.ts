@@ -15,7 +15,11 @@ import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
 
 /** git's stderr is several lines; a report line shows them joined with "; ", not as an escaped newline. */
 function oneLine(text: string): string {
-  return text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean).join('; ');
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .join('; ');
 }
 
 export interface GitWitnessTarget {
@@ -48,11 +52,29 @@ function git(cwd: string, args: string[]): Promise<GitResult> {
     execFile(
       'git',
       // No hooks of the clone and no command-running transports (ext::): the remote is data, never a program.
-      ['-c', 'user.name=Executor', '-c', 'user.email=executor@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'protocol.ext.allow=never', ...args],
+      [
+        '-c',
+        'user.name=Executor',
+        '-c',
+        'user.email=executor@localhost',
+        '-c',
+        'commit.gpgsign=false',
+        '-c',
+        'core.hooksPath=/dev/null',
+        '-c',
+        'protocol.ext.allow=never',
+        ...args,
+      ],
       // No prompt for a password that nobody is there to type: the command fails and says so instead of hanging.
-      { cwd, timeout: GIT_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '', LC_ALL: 'C' } },
+      {
+        cwd,
+        timeout: GIT_TIMEOUT_MS,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '', LC_ALL: 'C' },
+      },
       (error, stdout, stderr) => {
-        if (error && typeof (error as { code?: unknown }).code !== 'number') return reject(new WitnessUnreachable(`git ${args[0]}: ${error.message}`));
+        if (error && typeof (error as { code?: unknown }).code !== 'number')
+          return reject(new WitnessUnreachable(`git ${args[0]}: ${error.message}`));
         resolve({ code: error ? Number((error as { code?: number }).code) : 0, stdout, stderr });
       },
     );
@@ -123,13 +145,19 @@ async function newestOnRemote(target: GitWitnessTarget, origin: string, verifier
     if (checkpoint.origin !== origin) throw new SignedNoteError('malformed', `it names the log ${checkpoint.origin}`);
     return { checkpoint, note };
   } catch (error) {
-    if (error instanceof SignedNoteError) throw new WitnessUnreachable(`${target.remote} (${target.branch}): its newest checkpoint note does not verify with this log's key (${error.message})`);
+    if (error instanceof SignedNoteError)
+      throw new WitnessUnreachable(
+        `${target.remote} (${target.branch}): its newest checkpoint note does not verify with this log's key (${error.message})`,
+      );
     throw error;
   }
 }
 
 /** Fetches and reads the remote's newest checkpoint of this log (for verify). */
-export async function readGitWitness(target: GitWitnessTarget, log: Pick<WitnessedLog, 'origin' | 'verifiers'>): Promise<RemoteCheckpoint | undefined> {
+export async function readGitWitness(
+  target: GitWitnessTarget,
+  log: Pick<WitnessedLog, 'origin' | 'verifiers'>,
+): Promise<RemoteCheckpoint | undefined> {
   await prepareClone(target);
   if (!(await fetchBranch(target))) return undefined;
   return newestOnRemote(target, log.origin, log.verifiers);
@@ -173,7 +201,9 @@ export async function publishToGit(target: GitWitnessTarget, log: WitnessedLog):
     await target.beforePush?.();
     const pushed = await git(target.cloneDir, ['push', '-q', 'origin', `HEAD:refs/heads/${target.branch}`]);
     if (pushed.code === 0) return { kind: 'published', size: newest.size };
-    const movedMeanwhile = /non-fast-forward|fetch first|rejected/i.test(pushed.stderr) && !/protected|hook declined|permission|denied/i.test(pushed.stderr);
-    if (!movedMeanwhile || attempt >= PUSH_ATTEMPTS) throw new WitnessUnreachable(`git push to ${target.remote} (${target.branch}) was refused: ${oneLine(pushed.stderr)}`);
+    const movedMeanwhile =
+      /non-fast-forward|fetch first|rejected/i.test(pushed.stderr) && !/protected|hook declined|permission|denied/i.test(pushed.stderr);
+    if (!movedMeanwhile || attempt >= PUSH_ATTEMPTS)
+      throw new WitnessUnreachable(`git push to ${target.remote} (${target.branch}) was refused: ${oneLine(pushed.stderr)}`);
   }
 }

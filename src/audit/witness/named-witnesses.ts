@@ -53,7 +53,11 @@ interface PolicyRow {
 
 /** Every policy record, oldest first (the action index makes this a short read on any log). */
 function policyRows(db: Db): PolicyRow[] {
-  return db.prepare(`SELECT seq, ts, action, body FROM audit_records WHERE action IN (${POLICY_RECORD_KINDS.map(() => '?').join(', ')}) ORDER BY seq`).all(...POLICY_RECORD_KINDS) as PolicyRow[];
+  return db
+    .prepare(
+      `SELECT seq, ts, action, body FROM audit_records WHERE action IN (${POLICY_RECORD_KINDS.map(() => '?').join(', ')}) ORDER BY seq`,
+    )
+    .all(...POLICY_RECORD_KINDS) as PolicyRow[];
 }
 
 function byOf(body: { userId?: { channel?: unknown; user?: unknown } }): string {
@@ -101,7 +105,10 @@ export function lastRecordedPolicy(db: Db): { policySha256: string | null; witne
   if (!row) return undefined;
   try {
     const body = JSON.parse(row.body) as { args?: { after?: unknown; policySha256?: unknown } };
-    return { policySha256: typeof body.args?.policySha256 === 'string' ? body.args.policySha256 : null, witnesses: witnessesIn(body.args?.after) };
+    return {
+      policySha256: typeof body.args?.policySha256 === 'string' ? body.args.policySha256 : null,
+      witnesses: witnessesIn(body.args?.after),
+    };
   } catch {
     return { policySha256: null, witnesses: [] };
   }

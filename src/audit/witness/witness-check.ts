@@ -61,7 +61,11 @@ function describe(status: WitnessStatus, witness: string, newestSize: number | n
   }
 }
 
-async function checkHttp(witness: Extract<WitnessConfig, { kind: 'http' }>, log: WitnessedLog, store: CosignatureStore | undefined): Promise<WitnessReport> {
+async function checkHttp(
+  witness: Extract<WitnessConfig, { kind: 'http' }>,
+  log: WitnessedLog,
+  store: CosignatureStore | undefined,
+): Promise<WitnessReport> {
   const base = { witness: witness.name, kind: witness.kind, where: witness.url, localSize: log.size() };
   const cosigned = await fetchCosignedCheckpoint({ url: witness.url, verifier: witnessVerifier(witness) }, log);
   if (cosigned) {
@@ -69,7 +73,11 @@ async function checkHttp(witness: Extract<WitnessConfig, { kind: 'http' }>, log:
     return {
       ...base,
       status,
-      newest: { size: cosigned.checkpoint.size, rootHash: cosigned.checkpoint.rootHash.toString('base64'), cosignedAt: new Date(cosigned.timestamp * 1000).toISOString() },
+      newest: {
+        size: cosigned.checkpoint.size,
+        rootHash: cosigned.checkpoint.rootHash.toString('base64'),
+        cosignedAt: new Date(cosigned.timestamp * 1000).toISOString(),
+      },
       message: describe(status, witness.name, cosigned.checkpoint.size, base.localSize),
     };
   }
@@ -78,22 +86,49 @@ async function checkHttp(witness: Extract<WitnessConfig, { kind: 'http' }>, log:
   // From old size 0, whatever this data directory remembers of the witness: that memory may be as old as the copy.
   const probe = await publishToHttpWitness(witness, log, { newest: () => undefined, add: (row) => store?.add(row) });
   if (probe.kind === 'cosigned' || probe.kind === 'up_to_date') {
-    return { ...base, status: 'consistent', newest: { size: probe.size, rootHash: log.rootAt(probe.size).toString('base64'), cosignedAt: null }, message: describe('consistent', witness.name, probe.size, base.localSize) };
+    return {
+      ...base,
+      status: 'consistent',
+      newest: { size: probe.size, rootHash: log.rootAt(probe.size).toString('base64'), cosignedAt: null },
+      message: describe('consistent', witness.name, probe.size, base.localSize),
+    };
   }
   if (probe.kind === 'rolled_back' || probe.kind === 'forked') {
-    return { ...base, status: probe.kind, newest: { size: probe.size, rootHash: '', cosignedAt: null }, message: describe(probe.kind, witness.name, probe.size, base.localSize) };
+    return {
+      ...base,
+      status: probe.kind,
+      newest: { size: probe.size, rootHash: '', cosignedAt: null },
+      message: describe(probe.kind, witness.name, probe.size, base.localSize),
+    };
   }
-  if (probe.kind === 'nothing_to_publish') return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
-  return { ...base, status: 'unreachable', newest: null, message: `${witness.name} could not be asked: ${probe.kind === 'refused' || probe.kind === 'unreachable' ? probe.message : probe.kind}` };
+  if (probe.kind === 'nothing_to_publish')
+    return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
+  return {
+    ...base,
+    status: 'unreachable',
+    newest: null,
+    message: `${witness.name} could not be asked: ${probe.kind === 'refused' || probe.kind === 'unreachable' ? probe.message : probe.kind}`,
+  };
 }
 
-async function checkGit(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>, log: WitnessedLog, cloneDir?: string): Promise<WitnessReport> {
+async function checkGit(
+  dataDir: string,
+  witness: Extract<WitnessConfig, { kind: 'git' }>,
+  log: WitnessedLog,
+  cloneDir?: string,
+): Promise<WitnessReport> {
   const base = { witness: witness.name, kind: witness.kind, where: `${witness.remote} (${witness.branch})`, localSize: log.size() };
   const target = gitTarget(dataDir, witness);
   const remote = await readGitWitness(cloneDir ? { ...target, cloneDir } : target, log);
-  if (!remote) return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
+  if (!remote)
+    return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
   const status = standingAgainst(log, remote.checkpoint);
-  return { ...base, status, newest: { size: remote.checkpoint.size, rootHash: remote.checkpoint.rootHash.toString('base64'), cosignedAt: null }, message: describe(status, witness.name, remote.checkpoint.size, base.localSize) };
+  return {
+    ...base,
+    status,
+    newest: { size: remote.checkpoint.size, rootHash: remote.checkpoint.rootHash.toString('base64'), cosignedAt: null },
+    message: describe(status, witness.name, remote.checkpoint.size, base.localSize),
+  };
 }
 
 function asked(witness: WitnessConfig | AskedWitness): AskedWitness {
@@ -101,7 +136,12 @@ function asked(witness: WitnessConfig | AskedWitness): AskedWitness {
 }
 
 /** Asks every witness at once; an error of one is that witness's "unreachable", never the whole verify's. */
-export async function checkWitnesses(dataDir: string, witnesses: readonly (WitnessConfig | AskedWitness)[], log: WitnessedLog, store?: CosignatureStore): Promise<WitnessReport[]> {
+export async function checkWitnesses(
+  dataDir: string,
+  witnesses: readonly (WitnessConfig | AskedWitness)[],
+  log: WitnessedLog,
+  store?: CosignatureStore,
+): Promise<WitnessReport[]> {
   return Promise.all(
     witnesses.map(asked).map(async ({ config: witness, source, removed, cloneDir }) => {
       const why = { source, ...(removed !== undefined ? { removed } : {}) };
@@ -111,7 +151,16 @@ export async function checkWitnesses(dataDir: string, witnesses: readonly (Witne
       } catch (error) {
         const where = witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`;
         const reason = error instanceof WitnessUnreachable ? error.message : (error as Error).message;
-        return { witness: witness.name, kind: witness.kind, where, status: 'unreachable' as const, newest: null, localSize: log.size(), message: `${witness.name} could not be asked: ${reason}`, ...why };
+        return {
+          witness: witness.name,
+          kind: witness.kind,
+          where,
+          status: 'unreachable' as const,
+          newest: null,
+          localSize: log.size(),
+          message: `${witness.name} could not be asked: ${reason}`,
+          ...why,
+        };
       }
     }),
   );

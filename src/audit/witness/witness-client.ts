@@ -1,4 +1,12 @@
-import { SignedNoteError, cosignatureTimestamp, formatSignatureLine, openNote, parseNote, type NoteSignature, type NoteVerifier } from '../format/signed-note.js';
+import {
+  SignedNoteError,
+  cosignatureTimestamp,
+  formatSignatureLine,
+  openNote,
+  parseNote,
+  type NoteSignature,
+  type NoteVerifier,
+} from '../format/signed-note.js';
 import { parseCheckpointText, type TlogCheckpoint } from '../format/tlog-checkpoint.js';
 import { formatAddCheckpointRequest } from './add-checkpoint-request.js';
 import { originHash } from './witness-state.js';
@@ -34,7 +42,8 @@ async function request(url: string, init: RequestInit, timeoutMs: number): Promi
     throw new WitnessUnreachable(`${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
   }
   const bytes = Buffer.from(await response.arrayBuffer());
-  if (bytes.length > MAX_ANSWER_BYTES) throw new WitnessUnreachable(`${url}: answered ${bytes.length} bytes, more than a witness ever needs`);
+  if (bytes.length > MAX_ANSWER_BYTES)
+    throw new WitnessUnreachable(`${url}: answered ${bytes.length} bytes, more than a witness ever needs`);
   return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: bytes.toString('utf8') };
 }
 
@@ -53,7 +62,11 @@ export async function addCheckpoint(
   proof: Buffer[],
   timeoutMs = WITNESS_TIMEOUT_MS,
 ): Promise<AddCheckpointOutcome> {
-  const answer = await request(endpoint(witness.url, 'add-checkpoint'), { method: 'POST', body: formatAddCheckpointRequest({ oldSize, proof, note: checkpointNote }) }, timeoutMs);
+  const answer = await request(
+    endpoint(witness.url, 'add-checkpoint'),
+    { method: 'POST', body: formatAddCheckpointRequest({ oldSize, proof, note: checkpointNote }) },
+    timeoutMs,
+  );
   if (answer.status === 409) {
     const size = /^(0|[1-9][0-9]*)\n?$/.exec(answer.body);
     if (!answer.contentType.startsWith('text/x.tlog.size') || !size || !Number.isSafeInteger(Number(size[1]))) {
@@ -70,7 +83,10 @@ export async function addCheckpoint(
     // The response is signature lines: appended to the note, they open with the witness's key alone.
     opened = openNote(`${checkpointNote}${answer.body.endsWith('\n') ? answer.body : `${answer.body}\n`}`, [witness.verifier]);
   } catch (error) {
-    if (error instanceof SignedNoteError) throw new WitnessUnreachable(`${witness.url}: its answer carries no valid cosignature by ${witness.verifier.name} (${error.message})`);
+    if (error instanceof SignedNoteError)
+      throw new WitnessUnreachable(
+        `${witness.url}: its answer carries no valid cosignature by ${witness.verifier.name} (${error.message})`,
+      );
     throw error;
   }
   if (opened.text !== text) throw new WitnessUnreachable(`${witness.url}: its answer changed the checkpoint`);
@@ -83,7 +99,11 @@ export async function addCheckpoint(
  * incoming one (after `executor keys rotate`). 'learned' on 200; 'unsupported' when the witness does
  * not know the call (any C2SP witness but `executor witness serve`): it must be given the new key by hand.
  */
-export async function sendLogKeyHandover(url: string, note: string, timeoutMs = WITNESS_TIMEOUT_MS): Promise<{ kind: 'learned' } | { kind: 'unsupported' } | { kind: 'refused'; status: number; message: string }> {
+export async function sendLogKeyHandover(
+  url: string,
+  note: string,
+  timeoutMs = WITNESS_TIMEOUT_MS,
+): Promise<{ kind: 'learned' } | { kind: 'unsupported' } | { kind: 'refused'; status: number; message: string }> {
   const answer = await request(endpoint(url, 'executor/log-key-handover'), { method: 'POST', body: note }, timeoutMs);
   if (answer.status === 200) return { kind: 'learned' };
   if (answer.status === 404 || answer.status === 405) return { kind: 'unsupported' };
@@ -115,10 +135,12 @@ export async function fetchCosignedCheckpoint(
     const byWitness = openNote(answer.body, [witness.verifier]);
     openNote(answer.body, log.verifiers);
     const checkpoint = parseCheckpointText(byWitness.text);
-    if (checkpoint.origin !== log.origin) throw new WitnessUnreachable(`${witness.url}: served a checkpoint of another log (${checkpoint.origin})`);
+    if (checkpoint.origin !== log.origin)
+      throw new WitnessUnreachable(`${witness.url}: served a checkpoint of another log (${checkpoint.origin})`);
     return { checkpoint, note: answer.body, cosignature: byWitness.verified[0]!, timestamp: cosignatureTimestamp(byWitness.verified[0]!) };
   } catch (error) {
-    if (error instanceof SignedNoteError) throw new WitnessUnreachable(`${witness.url}: its newest checkpoint does not verify (${error.message})`);
+    if (error instanceof SignedNoteError)
+      throw new WitnessUnreachable(`${witness.url}: its newest checkpoint does not verify (${error.message})`);
     throw error;
   }
 }

@@ -33,23 +33,40 @@ export function witnessVerifier(witness: Extract<WitnessConfig, { kind: 'http' }
 }
 
 /** Sends "old N" rounds to one tlog-witness until it cosigns, refuses, or proves us inconsistent. */
-export async function publishToHttpWitness(witness: Extract<WitnessConfig, { kind: 'http' }>, log: WitnessedLog, store: Pick<CosignatureStore, 'newest' | 'add'>): Promise<PublishResult> {
+export async function publishToHttpWitness(
+  witness: Extract<WitnessConfig, { kind: 'http' }>,
+  log: WitnessedLog,
+  store: Pick<CosignatureStore, 'newest' | 'add'>,
+): Promise<PublishResult> {
   const newest = log.newestCheckpoint();
   if (!newest) return { witness: witness.name, kind: 'nothing_to_publish' };
   const target = { url: witness.url, verifier: witnessVerifier(witness) };
   const stored = store.newest(witness.name);
-  if (stored && stored.size === newest.size && stored.rootHash.equals(newest.rootHash)) return { witness: witness.name, kind: 'up_to_date', size: newest.size };
+  if (stored && stored.size === newest.size && stored.rootHash.equals(newest.rootHash))
+    return { witness: witness.name, kind: 'up_to_date', size: newest.size };
   let oldSize = stored?.size ?? 0;
   let handedOver = false;
   // Two rounds cover "our memory of the witness was stale" (409, then the right old size); a third 409 means it moves under us.
   for (let round = 0; round < 3; round += 1) {
     if (oldSize > newest.size) {
-      return { witness: witness.name, kind: 'rolled_back', size: oldSize, message: `${witness.name} has cosigned ${oldSize} records of this log; it holds only ${newest.size}` };
+      return {
+        witness: witness.name,
+        kind: 'rolled_back',
+        size: oldSize,
+        message: `${witness.name} has cosigned ${oldSize} records of this log; it holds only ${newest.size}`,
+      };
     }
     const proof = oldSize === 0 || oldSize === newest.size ? [] : log.consistencyProof(oldSize, newest.size);
     const outcome = await addCheckpoint(target, newest.note, oldSize, proof);
     if (outcome.kind === 'cosigned') {
-      store.add({ witness: witness.name, size: newest.size, rootHash: newest.rootHash, signature: outcome.line.trimEnd(), cosignedAt: outcome.timestamp, note: newest.note });
+      store.add({
+        witness: witness.name,
+        size: newest.size,
+        rootHash: newest.rootHash,
+        signature: outcome.line.trimEnd(),
+        cosignedAt: outcome.timestamp,
+        note: newest.note,
+      });
       return { witness: witness.name, kind: 'cosigned', size: newest.size };
     }
     if (outcome.kind === 'conflict') {
@@ -57,7 +74,12 @@ export async function publishToHttpWitness(witness: Extract<WitnessConfig, { kin
       continue;
     }
     if (outcome.kind === 'inconsistent') {
-      return { witness: witness.name, kind: 'forked', size: oldSize, message: `${witness.name} cosigned ${oldSize} records of this log, and this log's first ${oldSize} records are not what it saw: ${outcome.message}` };
+      return {
+        witness: witness.name,
+        kind: 'forked',
+        size: oldSize,
+        message: `${witness.name} cosigned ${oldSize} records of this log, and this log's first ${oldSize} records are not what it saw: ${outcome.message}`,
+      };
     }
     if (outcome.status === 403 && !handedOver) {
       // After `executor keys rotate` the witness knows only the outgoing log key: hand it the rotation's signed link and try again.
@@ -67,9 +89,17 @@ export async function publishToHttpWitness(witness: Extract<WitnessConfig, { kin
         round -= 1;
         continue;
       }
-      return { witness: witness.name, kind: 'refused', message: `${witness.name} refused the checkpoint (HTTP 403): ${outcome.message}. ${handover}` };
+      return {
+        witness: witness.name,
+        kind: 'refused',
+        message: `${witness.name} refused the checkpoint (HTTP 403): ${outcome.message}. ${handover}`,
+      };
     }
-    return { witness: witness.name, kind: 'refused', message: `${witness.name} refused the checkpoint (HTTP ${outcome.status}): ${outcome.message}` };
+    return {
+      witness: witness.name,
+      kind: 'refused',
+      message: `${witness.name} refused the checkpoint (HTTP ${outcome.status}): ${outcome.message}`,
+    };
   }
   throw new WitnessUnreachable(`${witness.name} kept answering 409 with another size`);
 }
@@ -94,7 +124,13 @@ async function handOverLogKey(witness: Extract<WitnessConfig, { kind: 'http' }>,
   return learned ? 'learned' : logKeyAdvice(log);
 }
 
-export async function publishToGitWitness(dataDir: string, witness: Extract<WitnessConfig, { kind: 'git' }>, log: WitnessedLog, store: CosignatureStore, now: () => number): Promise<PublishResult> {
+export async function publishToGitWitness(
+  dataDir: string,
+  witness: Extract<WitnessConfig, { kind: 'git' }>,
+  log: WitnessedLog,
+  store: CosignatureStore,
+  now: () => number,
+): Promise<PublishResult> {
   const outcome = await publishToGit(gitTarget(dataDir, witness), log);
   if (!outcome) return { witness: witness.name, kind: 'nothing_to_publish' };
   if (outcome.kind === 'diverged') {
@@ -109,7 +145,15 @@ export async function publishToGitWitness(dataDir: string, witness: Extract<Witn
     };
   }
   const newest = log.newestCheckpoint()!;
-  if (outcome.kind === 'published') store.add({ witness: witness.name, size: newest.size, rootHash: newest.rootHash, signature: null, cosignedAt: Math.floor(now() / 1000), note: newest.note });
+  if (outcome.kind === 'published')
+    store.add({
+      witness: witness.name,
+      size: newest.size,
+      rootHash: newest.rootHash,
+      signature: null,
+      cosignedAt: Math.floor(now() / 1000),
+      note: newest.note,
+    });
   return { witness: witness.name, kind: outcome.kind, size: outcome.size };
 }
 

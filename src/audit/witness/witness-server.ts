@@ -2,7 +2,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyConsistency } from '../format/merkle.js';
 import { parseLogKeyHandoverText } from '../format/checkpoint-note.js';
-import { NOTE_ED25519, SignedNoteError, openNote, parseNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from '../format/signed-note.js';
+import {
+  NOTE_ED25519,
+  SignedNoteError,
+  openNote,
+  parseNote,
+  parseVerifierKey,
+  signNote,
+  type NoteSigner,
+  type NoteVerifier,
+} from '../format/signed-note.js';
 import { EMPTY_TREE_ROOT, parseCheckpointText } from '../format/tlog-checkpoint.js';
 import { MAX_ADD_CHECKPOINT_BYTES, parseAddCheckpointRequest } from './add-checkpoint-request.js';
 import { WitnessStateDir, originHash } from './witness-state.js';
@@ -27,7 +36,11 @@ interface Answer {
   body: string;
 }
 
-const text = (status: number, body: string): Answer => ({ status, contentType: 'text/plain; charset=utf-8', body: body.endsWith('\n') ? body : `${body}\n` });
+const text = (status: number, body: string): Answer => ({
+  status,
+  contentType: 'text/plain; charset=utf-8',
+  body: body.endsWith('\n') ? body : `${body}\n`,
+});
 
 /**
  * The C2SP tlog-witness add-checkpoint decision (c2sp.org/tlog-witness), as one synchronous step:
@@ -55,23 +68,40 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
     if (error instanceof SignedNoteError) return text(400, error.message);
     throw error;
   }
-  if (request.oldSize > checkpoint.size) return text(400, `The old size ${request.oldSize} is larger than the checkpoint's size ${checkpoint.size}.`);
+  if (request.oldSize > checkpoint.size)
+    return text(400, `The old size ${request.oldSize} is larger than the checkpoint's size ${checkpoint.size}.`);
   const known = options.state.read(checkpoint.origin);
   const knownSize = known?.size ?? 0;
   if (request.oldSize !== knownSize) return { status: 409, contentType: 'text/x.tlog.size', body: `${knownSize}\n` };
-  if (checkpoint.size === 0 && !checkpoint.rootHash.equals(EMPTY_TREE_ROOT)) return text(422, 'A checkpoint of size 0 must carry the root of the empty tree.');
+  if (checkpoint.size === 0 && !checkpoint.rootHash.equals(EMPTY_TREE_ROOT))
+    return text(422, 'A checkpoint of size 0 must carry the root of the empty tree.');
   if (request.oldSize === 0) {
     if (request.proof.length > 0) return text(422, 'From size 0 no consistency proof is needed, and none may be sent.');
   } else {
     const knownRoot = Buffer.from(known!.rootHash, 'base64');
     if (!verifyConsistency(request.oldSize, checkpoint.size, knownRoot, checkpoint.rootHash, request.proof)) {
-      options.log?.(`422 ${checkpoint.origin}: no consistency from ${request.oldSize} to ${checkpoint.size} (possible fork or rollback by the log)`);
-      return text(422, `The consistency proof from size ${request.oldSize} to ${checkpoint.size} does not hold against the checkpoint this witness cosigned.`);
+      options.log?.(
+        `422 ${checkpoint.origin}: no consistency from ${request.oldSize} to ${checkpoint.size} (possible fork or rollback by the log)`,
+      );
+      return text(
+        422,
+        `The consistency proof from size ${request.oldSize} to ${checkpoint.size} does not hold against the checkpoint this witness cosigned.`,
+      );
     }
   }
-  const cosigned = signNote(note.text, [options.signer], note.signatures.filter((signature) => signature.name !== options.signer.name || signature.keyHash !== options.signer.keyHash));
+  const cosigned = signNote(
+    note.text,
+    [options.signer],
+    note.signatures.filter((signature) => signature.name !== options.signer.name || signature.keyHash !== options.signer.keyHash),
+  );
   const cosignatureLine = cosigned.slice(cosigned.lastIndexOf('\n\u2014 ') + 1);
-  options.state.write({ origin: checkpoint.origin, size: checkpoint.size, rootHash: checkpoint.rootHash.toString('base64'), note: cosigned, cosignedAt: new Date().toISOString() });
+  options.state.write({
+    origin: checkpoint.origin,
+    size: checkpoint.size,
+    rootHash: checkpoint.rootHash.toString('base64'),
+    note: cosigned,
+    cosignedAt: new Date().toISOString(),
+  });
   return { status: 200, contentType: 'text/plain; charset=utf-8', body: cosignatureLine };
 }
 
@@ -122,14 +152,16 @@ export function logKeyHandover(body: string, options: WitnessServerOptions): Ans
     if (error instanceof SignedNoteError) return text(400, `The handover's new key does not parse: ${error.message}`);
     throw error;
   }
-  if (incoming.type !== NOTE_ED25519 || incoming.name !== handover.origin) return text(400, 'The handover must name an Ed25519 note key whose name is the log\'s origin.');
+  if (incoming.type !== NOTE_ED25519 || incoming.name !== handover.origin)
+    return text(400, "The handover must name an Ed25519 note key whose name is the log's origin.");
   const keys = options.state.readKeys(handover.origin);
   const trusted = trustedKeys(log, options.state);
   if (trusted.some((verifier) => verifier.vkey === incoming.vkey)) return text(200, 'This witness already trusts that key.');
   try {
     openNote(body, trusted);
   } catch (error) {
-    if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, `The handover is not signed by a key this witness trusts for the log: ${error.message}`);
+    if (error instanceof SignedNoteError && error.problem !== 'malformed')
+      return text(403, `The handover is not signed by a key this witness trusts for the log: ${error.message}`);
     if (error instanceof SignedNoteError) return text(400, error.message);
     throw error;
   }
@@ -169,7 +201,13 @@ export async function startWitnessServer(options: WitnessServerOptions, listen: 
       }
     }
     const handover = url.pathname === '/executor/log-key-handover';
-    if (url.pathname !== '/add-checkpoint' && !handover) return answer(text(404, 'Not found: this witness answers POST /add-checkpoint, POST /executor/log-key-handover and GET /<origin hash>/checkpoint.'));
+    if (url.pathname !== '/add-checkpoint' && !handover)
+      return answer(
+        text(
+          404,
+          'Not found: this witness answers POST /add-checkpoint, POST /executor/log-key-handover and GET /<origin hash>/checkpoint.',
+        ),
+      );
     if (request.method !== 'POST') return answer(text(405, `${handover ? 'log-key-handover' : 'add-checkpoint'} takes a POST.`));
     const chunks: Buffer[] = [];
     let size = 0;

@@ -48,7 +48,8 @@ export class WitnessStateDir {
     }
     const state = JSON.parse(text) as WitnessedLog;
     // A state file that names another origin was copied or renamed by hand: trusting it would let one log roll back another.
-    if (state.origin !== origin || !Number.isSafeInteger(state.size)) throw new Error(`The witness state file ${this.fileOf(origin)} is not this log's; restore it or remove it by hand.`);
+    if (state.origin !== origin || !Number.isSafeInteger(state.size))
+      throw new Error(`The witness state file ${this.fileOf(origin)} is not this log's; restore it or remove it by hand.`);
     return state;
   }
 
@@ -62,7 +63,8 @@ export class WitnessStateDir {
       throw error;
     }
     const keys = JSON.parse(text) as LearnedLogKeys;
-    if (keys.origin !== origin || !Array.isArray(keys.learned) || !Array.isArray(keys.retired)) throw new Error(`The witness key file ${this.keysFileOf(origin)} is not this log's; restore it or remove it by hand.`);
+    if (keys.origin !== origin || !Array.isArray(keys.learned) || !Array.isArray(keys.retired))
+      throw new Error(`The witness key file ${this.keysFileOf(origin)} is not this log's; restore it or remove it by hand.`);
     return keys;
   }
 

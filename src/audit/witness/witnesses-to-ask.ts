@@ -17,20 +17,35 @@ const VKEY = /^[^\s+]+\+[0-9a-fA-F]{8}\+[A-Za-z0-9+/]+=*$/;
 export function parseAuditorWitness(option: string, index: number): WitnessConfig {
   let at = option.indexOf('=');
   while (at > 0 && !VKEY.test(option.slice(at + 1))) at = option.indexOf('=', at + 1);
-  if (at <= 0) throw new ExecutorError('INVALID_INPUT', `--witness ${option}: give URL=VKEY, the witness's URL and its cosigner vkey (name+8 hex digits+base64, as \`executor witness key\` prints it).`);
+  if (at <= 0)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--witness ${option}: give URL=VKEY, the witness's URL and its cosigner vkey (name+8 hex digits+base64, as \`executor witness key\` prints it).`,
+    );
   const url = option.slice(0, at);
   const vkey = option.slice(at + 1);
   let name: string;
   try {
     const verifier = parseVerifierKey(vkey);
-    if (verifier.type !== NOTE_COSIGNATURE_V1) throw new ExecutorError('INVALID_INPUT', `--witness ${option}: a witness cosigns with a cosignature/v1 key (type 0x04); this vkey is a plain note key. Ask the witness for its cosigner vkey.`);
+    if (verifier.type !== NOTE_COSIGNATURE_V1)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `--witness ${option}: a witness cosigns with a cosignature/v1 key (type 0x04); this vkey is a plain note key. Ask the witness for its cosigner vkey.`,
+      );
     name = verifier.name;
   } catch (error) {
-    if (error instanceof SignedNoteError) throw new ExecutorError('INVALID_INPUT', `--witness ${option}: ${vkey} is not a witness key: ${error.message}`);
+    if (error instanceof SignedNoteError)
+      throw new ExecutorError('INVALID_INPUT', `--witness ${option}: ${vkey} is not a witness key: ${error.message}`);
     throw error;
   }
-  const parsed = WitnessConfigSchema.safeParse({ kind: 'http', name: /^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$/.test(name) && !name.split('/').includes('..') ? name : `auditor-${index + 1}`, url, vkey });
-  if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `--witness ${option}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}.`);
+  const parsed = WitnessConfigSchema.safeParse({
+    kind: 'http',
+    name: /^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$/.test(name) && !name.split('/').includes('..') ? name : `auditor-${index + 1}`,
+    url,
+    vkey,
+  });
+  if (!parsed.success)
+    throw new ExecutorError('INVALID_INPUT', `--witness ${option}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}.`);
   return parsed.data;
 }
 
@@ -39,11 +54,19 @@ export function parseAuditorGitWitness(option: string, index: number): WitnessCo
   const hash = option.lastIndexOf('#');
   const [remote, branch] = hash > 0 ? [option.slice(0, hash), option.slice(hash + 1)] : [option, 'executor-audit'];
   const parsed = WitnessConfigSchema.safeParse({ kind: 'git', name: `auditor-git-${index + 1}`, remote, branch });
-  if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `--git-witness ${option}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}. Give REMOTE or REMOTE#BRANCH.`);
+  if (!parsed.success)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--git-witness ${option}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}. Give REMOTE or REMOTE#BRANCH.`,
+    );
   return parsed.data;
 }
 
-export function witnessesToAsk(current: readonly WitnessConfig[], named: readonly NamedWitness[], auditor: readonly WitnessConfig[]): AskedWitness[] {
+export function witnessesToAsk(
+  current: readonly WitnessConfig[],
+  named: readonly NamedWitness[],
+  auditor: readonly WitnessConfig[],
+): AskedWitness[] {
   const asked: AskedWitness[] = [];
   const seen = new Set<string>();
   const names = new Set<string>();
@@ -53,7 +76,8 @@ export function witnessesToAsk(current: readonly WitnessConfig[], named: readonl
     seen.add(identity);
     // Two witnesses may share a name (one removed, another added under it): reports and git clones keep them apart.
     let name = witness.config.name;
-    for (let n = 2; names.has(name); n += 1) name = `${witness.config.name}.${witness.source === 'log' ? 'removed' : witness.source}${n > 2 ? n - 1 : ''}`;
+    for (let n = 2; names.has(name); n += 1)
+      name = `${witness.config.name}.${witness.source === 'log' ? 'removed' : witness.source}${n > 2 ? n - 1 : ''}`;
     names.add(name);
     asked.push({ ...witness, config: { ...witness.config, name } });
   };

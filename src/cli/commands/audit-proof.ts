@@ -8,12 +8,17 @@ import { globals, print } from '../cli-context.js';
 const EXIT_PROOF_FAILED = 1;
 
 const proofModules = async () => {
-  const [proof, reading, writing] = await Promise.all([import('../../audit/export/record-proof.js'), import('../../audit/log/audit-reader.js'), import('../../fs/atomic-write.js')]);
+  const [proof, reading, writing] = await Promise.all([
+    import('../../audit/export/record-proof.js'),
+    import('../../audit/log/audit-reader.js'),
+    import('../../fs/atomic-write.js'),
+  ]);
   return { ...proof, ...reading, ...writing };
 };
 
 function wholeNumber(name: string, value: string): number {
-  if (!/^[1-9]\d{0,14}$/.test(value)) throw new ExecutorError('INVALID_INPUT', `${name} takes a record seq, a whole number from 1; not "${value}".`);
+  if (!/^[1-9]\d{0,14}$/.test(value))
+    throw new ExecutorError('INVALID_INPUT', `${name} takes a record seq, a whole number from 1; not "${value}".`);
   return Number(value);
 }
 
@@ -22,13 +27,21 @@ function wholeNumber(name: string, value: string): number {
 export const MAX_PROOF_BYTES = 1024 * 1024;
 
 function tooLarge<T extends { problem: { code: string; message: string } | null }>(report: T): T {
-  return { ...report, problem: { code: 'MALFORMED', message: `the file is larger than ${MAX_PROOF_BYTES} bytes (1 MiB), far more than any proof; it was not read` } };
+  return {
+    ...report,
+    problem: {
+      code: 'MALFORMED',
+      message: `the file is larger than ${MAX_PROOF_BYTES} bytes (1 MiB), far more than any proof; it was not read`,
+    },
+  };
 }
 
 export function registerAuditProofCommands(audit: Command): void {
   audit
     .command('prove')
-    .description('write one record with its Merkle inclusion proof and the signed (and cosigned) checkpoint that covers it, for a third party to check offline')
+    .description(
+      'write one record with its Merkle inclusion proof and the signed (and cosigned) checkpoint that covers it, for a third party to check offline',
+    )
     .argument('<seq>', 'the record to prove')
     .option('--out <file>', 'write the proof here (default: standard output)')
     .action(async (seqText: string, options: { out?: string }, command: Command) => {
@@ -51,18 +64,30 @@ export function registerAuditProofCommands(audit: Command): void {
       }
       // The record may name the person's files: private until they choose to hand it on.
       writeFileAtomic(path.resolve(options.out), Buffer.from(text, 'utf8'), 0o600);
-      process.stderr.write(`wrote the proof of record ${seq} (tree of ${proof.inclusion.treeSize} records, checkpoint ${proof.checkpoint.cpSeq}) to ${options.out}\n`);
+      process.stderr.write(
+        `wrote the proof of record ${seq} (tree of ${proof.inclusion.treeSize} records, checkpoint ${proof.checkpoint.cpSeq}) to ${options.out}\n`,
+      );
     });
 
   audit
     .command('verify-proof')
-    .description('check a record proof offline with public keys only: the log key (epk2-… or its vkey) and any witness vkeys (exit 1 names what does not hold)')
+    .description(
+      'check a record proof offline with public keys only: the log key (epk2-… or its vkey) and any witness vkeys (exit 1 names what does not hold)',
+    )
     .argument('[file]', 'the proof file `executor audit prove` wrote')
-    .option('--key <keys>', 'keys you trust, separated by commas: the log\'s epk2-… public key (or its executor.audit/… vkey) and witness vkeys')
+    .option(
+      '--key <keys>',
+      "keys you trust, separated by commas: the log's epk2-… public key (or its executor.audit/… vkey) and witness vkeys",
+    )
     .action(async (file: string | undefined, options: { key?: string }, command: Command) => {
       const { json } = globals(command);
-      if (!file) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs the proof file: executor audit verify-proof FILE --key epk2-…');
-      if (!options.key) throw new ExecutorError('INVALID_INPUT', 'verify-proof needs --key: the log\'s public key epk2-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.');
+      if (!file)
+        throw new ExecutorError('INVALID_INPUT', 'verify-proof needs the proof file: executor audit verify-proof FILE --key epk2-…');
+      if (!options.key)
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          "verify-proof needs --key: the log's public key epk2-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.",
+        );
       const { checkRecordProof, parseProofKeys } = await proofModules();
       const keys = parseProofKeys(options.key);
       let text: string | null = null;
@@ -78,9 +103,7 @@ export function registerAuditProofCommands(audit: Command): void {
       } catch {
         input = undefined;
       }
-      const report = text === null
-        ? tooLarge(checkRecordProof(undefined, keys))
-        : checkRecordProof(input, keys);
+      const report = text === null ? tooLarge(checkRecordProof(undefined, keys)) : checkRecordProof(input, keys);
       print(json, report, () => {
         if (!report.ok) return `proof does NOT hold: ${report.problem!.code}: ${report.problem!.message}`;
         return [

@@ -69,7 +69,9 @@ const NO_STORED_KEYS = (dataDir: string): KeyStore => ({
 /** verifyAudit on the host, its progress events fed to the same printer as a local run. */
 async function verifyThroughHost(api: ExecutorClient, onProgress?: (progress: VerifyProgress) => void) {
   const progressId = `cli-${process.pid}`;
-  const unsubscribe = onProgress ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total })) : undefined;
+  const unsubscribe = onProgress
+    ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total }))
+    : undefined;
   try {
     return await api.verifyAudit(onProgress ? { progressId } : undefined);
   } finally {
@@ -80,7 +82,9 @@ async function verifyThroughHost(api: ExecutorClient, onProgress?: (progress: Ve
 /** hashAuditValue on the host (the keys sealed by the app), its progress events fed to the same printer as a local search. */
 async function hashThroughHost(api: ExecutorClient, value: string, onProgress?: (progress: VerifyProgress) => void) {
   const progressId = `cli-hash-${process.pid}`;
-  const unsubscribe = onProgress ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total })) : undefined;
+  const unsubscribe = onProgress
+    ? await api.on('verify', (event) => event.progressId === progressId && onProgress({ checked: event.checked, total: event.total }))
+    : undefined;
   try {
     return await api.hashAuditValue(onProgress ? { value, progressId } : { value });
   } finally {
@@ -95,7 +99,10 @@ const PIPED_PROGRESS_EVERY_MS = 500;
  * Counts on stderr while verify runs: on a terminal one line rewritten in place, with --progress
  * elsewhere (a pipe, a CI log) one line at a time and at most every half second. stdout stays the report.
  */
-function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: string }): { onProgress?: (progress: VerifyProgress) => void; finish(): void } {
+function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: string }): {
+  onProgress?: (progress: VerifyProgress) => void;
+  finish(): void;
+} {
   if (!mode.terminal && !mode.forced) return { finish: () => undefined };
   let lastLine = '';
   let lastAt = 0;
@@ -134,13 +141,14 @@ interface WitnessOptions {
  */
 async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{ reports: WitnessReport[] } | undefined> {
   const { loadPolicy } = await import('../../policy/policy-file.js');
-  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }, { witnessesNamedByLog }, { witnessesToAsk }] = await Promise.all([
-    import('../../audit/log/audit-reader.js'),
-    import('../../audit/witness/db-witnessed-log.js'),
-    import('../../audit/witness/witness-check.js'),
-    import('../../audit/witness/named-witnesses.js'),
-    import('../../audit/witness/witnesses-to-ask.js'),
-  ]);
+  const [{ openAuditDatabaseReadOnly }, { dbWitnessedLog }, { checkWitnesses }, { witnessesNamedByLog }, { witnessesToAsk }] =
+    await Promise.all([
+      import('../../audit/log/audit-reader.js'),
+      import('../../audit/witness/db-witnessed-log.js'),
+      import('../../audit/witness/witness-check.js'),
+      import('../../audit/witness/named-witnesses.js'),
+      import('../../audit/witness/witnesses-to-ask.js'),
+    ]);
   let current: WitnessConfig[] = [];
   let policyUnreadable: WitnessReport | undefined;
   try {
@@ -148,7 +156,15 @@ async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{
   } catch (error) {
     // A broken policy.json must not stop a reviewer verifying the log; it does stop it being called witnessed.
     const message = `the policy could not be read, so its witnesses were not asked (those the log names were): ${(error as Error).message}`;
-    policyUnreadable = { witness: 'policy', kind: 'http', where: 'policy.json', status: 'unreachable', newest: null, localSize: 0, message };
+    policyUnreadable = {
+      witness: 'policy',
+      kind: 'http',
+      where: 'policy.json',
+      status: 'unreachable',
+      newest: null,
+      localSize: 0,
+      message,
+    };
   }
   const db = openAuditDatabaseReadOnly(dataDir);
   const tempClones: string[] = [];
@@ -163,13 +179,30 @@ async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{
     const removed = new Set(asked.filter((witness) => witness.source === 'log').map((witness) => witness.config.name));
     const unknown = options.acceptRemoved.filter((name) => !removed.has(name));
     if (unknown.length) {
-      throw new ExecutorError('INVALID_INPUT', `--accept-removed-witness ${unknown.join(', ')}: ${removed.size ? `the removed witnesses this log names are ${[...removed].join(', ')}` : 'this log names no removed witness'}.`);
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `--accept-removed-witness ${unknown.join(', ')}: ${removed.size ? `the removed witnesses this log names are ${[...removed].join(', ')}` : 'this log names no removed witness'}.`,
+      );
     }
     if (asked.length === 0) return policyUnreadable ? { reports: [policyUnreadable] } : undefined;
     const log = dbWitnessedLog(db, { rootsFromRecords: true });
     const notAsked = (message: string) =>
-      asked.map(({ config: witness, source, removed: removal }): WitnessReport => ({ witness: witness.name, kind: witness.kind, source, ...(removal !== undefined ? { removed: removal } : {}), where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`, status: 'unreachable', newest: null, localSize: 0, message }));
-    const reports = options.offline ? notAsked('not asked (--offline)') : !log ? notAsked('not asked: this log holds no record') : await checkWitnesses(dataDir, asked, log);
+      asked.map(({ config: witness, source, removed: removal }): WitnessReport => ({
+        witness: witness.name,
+        kind: witness.kind,
+        source,
+        ...(removal !== undefined ? { removed: removal } : {}),
+        where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`,
+        status: 'unreachable',
+        newest: null,
+        localSize: 0,
+        message,
+      }));
+    const reports = options.offline
+      ? notAsked('not asked (--offline)')
+      : !log
+        ? notAsked('not asked: this log holds no record')
+        : await checkWitnesses(dataDir, asked, log);
     for (const report of reports) if (report.source === 'log' && options.acceptRemoved.includes(report.witness)) report.accepted = true;
     return { reports: policyUnreadable ? [policyUnreadable, ...reports] : reports };
   } finally {
@@ -197,7 +230,8 @@ function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): vo
 
 /** When and by whom a witness the log still names left the policy. */
 function removalWords(witness: WitnessReport): string {
-  if (!witness.removed) return 'it is not in policy.json, yet no record removed it: policy.json was edited outside Executor after the last open';
+  if (!witness.removed)
+    return 'it is not in policy.json, yet no record removed it: policy.json was edited outside Executor after the last open';
   return `removed from the policy at record ${witness.removed.seq} (${witness.removed.ts}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
 }
 
@@ -206,7 +240,10 @@ function unanswered(witness: WitnessReport): boolean {
 }
 
 function witnessLines(reports: WitnessReport[], offline: boolean): string[] {
-  if (offline) return [`witnesses: not asked (--offline); ${reports.length} known (in the policy, named by the log or given), so this is not a full verification`];
+  if (offline)
+    return [
+      `witnesses: not asked (--offline); ${reports.length} known (in the policy, named by the log or given), so this is not a full verification`,
+    ];
   return reports.map((witness) => {
     const line = `witness ${visibleLine(witness.witness)} (${visibleLine(witness.where)}): ${witness.status.toUpperCase().replace('_', ' ')}: ${visibleLine(witness.message)}`;
     if (witness.source === 'auditor') return `${line} [named on the command line]`;
@@ -226,80 +263,163 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command('verify')
-    .description('check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)')
+    .description(
+      'check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)',
+    )
     .option('--file <export.jsonl>', 'verify an export offline instead of the database (needs --verification-key)')
     .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
-    .option('--public-key <keys>', 'the chain public keys as `keys export-verification` showed them (epk2-…; several separated by commas): with --file and no K0, check the chain, the epoch certificates and every signature; on the database, trust these over the key store')
-    .option('--accept-missing-anchor', 'you know the anchor (audit-anchor.json and its key-store copy) was lost: report its absence loudly instead of failing with ANCHOR_MISSING')
+    .option(
+      '--public-key <keys>',
+      'the chain public keys as `keys export-verification` showed them (epk2-…; several separated by commas): with --file and no K0, check the chain, the epoch certificates and every signature; on the database, trust these over the key store',
+    )
+    .option(
+      '--accept-missing-anchor',
+      'you know the anchor (audit-anchor.json and its key-store copy) was lost: report its absence loudly instead of failing with ANCHOR_MISSING',
+    )
     .option('--workers <n>', 'worker threads (default: one per core)', integer('--workers'))
-    .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
+    .option(
+      '--progress',
+      'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)',
+    )
     .option('--offline', 'do not ask any witness (the report says they were not asked)')
-    .option('--witness <url=vkey>', "also ask this tlog-witness, by URL and cosigner vkey (repeatable): an auditor's own witness, trusted over the data directory's policy", collect)
-    .option('--git-witness <remote[#branch]>', "also read this git remote's branch of checkpoints (default branch executor-audit; repeatable)", collect)
-    .option('--accept-removed-witness <name>', 'a witness removed from the policy that you know is gone for good: its silence no longer makes the check incomplete (repeatable; its verdict still counts when it answers)', collect)
-    .addHelpText('after', [
-      '',
-      'Exit status:',
-      '  0  the log is intact, and every witness asked agrees (or none is set up: the report then says a restored older copy could not be detected)',
-      '     witnesses asked: those in the policy, every one the log\'s own records ever named (also after a removal), and --witness/--git-witness',
-      '  1  the log is not intact, or a witness says it was rolled back or forked: the report names what',
-      '  2  bad usage or input (no data directory, a malformed key)',
-      '  3  the records are intact, but the check against witnesses is incomplete (--offline, or a witness unreachable or holding none of it, a removed one too): run again when they answer',
-    ].join('\n'))
-    .action(async (options: { file?: string; verificationKey?: string; publicKey?: string; workers?: number; progress?: boolean; acceptMissingAnchor?: boolean; offline?: boolean; witness?: string[]; gitWitness?: string[]; acceptRemovedWitness?: string[] }, command: Command) => {
-      const { dataDir, json } = globals(command);
-      const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } = await auditModules();
-      const { parseAuditorGitWitness, parseAuditorWitness } = await import('../../audit/witness/witnesses-to-ask.js');
-      // Bad witness options are refused before the log is read, not after a long verify.
-      const auditorWitnesses = [...(options.witness ?? []).map(parseAuditorWitness), ...(options.gitWitness ?? []).map(parseAuditorGitWitness)];
-      if (options.file && (auditorWitnesses.length || options.acceptRemovedWitness?.length)) {
-        throw new ExecutorError('INVALID_INPUT', 'Witnesses are asked about the database, not an export: drop --witness/--git-witness/--accept-removed-witness with --file, or verify the data directory.');
-      }
-      const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
-      const chainPublicKeys = options.publicKey ? parseChainPublicKeys(options.publicKey) : undefined;
-      const accept = options.acceptMissingAnchor === true;
-      const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true });
-      const onProgress = progress.onProgress;
-      const verified = options.file
-        ? await verifyExportFile(options.file, verificationKeys, { onProgress, chainPublicKeys })
-        : await (async () => {
-            if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-            if ((verificationKeys.length || chainPublicKeys) && sealedKeysPresent(path.join(dataDir, 'keys'))) {
-              // K0 or public keys given and the stored keys sealed by the app: verify with the given keys alone, here.
-              return verifyDataDir(dataDir, { keyStore: NO_STORED_KEYS(dataDir), verificationKeys, onProgress, workers: options.workers, chainPublicKeys, acceptMissingAnchor: accept });
-            }
-            const viaHost = chainPublicKeys ? undefined : await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
-            return viaHost?.value ?? verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys, onProgress, workers: options.workers, chainPublicKeys, acceptMissingAnchor: accept });
-          })();
-      // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
-      const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
-      progress.finish();
-      const witnessed = options.file ? undefined : await askWitnesses(dataDir, { offline: options.offline === true, auditor: auditorWitnesses, acceptRemoved: options.acceptRemovedWitness ?? [] });
-      if (witnessed) applyWitnessReports(report, witnessed.reports);
-      const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
-      const silent = witnessed?.reports.filter(unanswered) ?? [];
-      const incomplete = silent.length > 0 || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
-      const noWitness = !options.file && (witnessed === undefined || witnessed.reports.length === 0);
-      print(json, output, () => {
-        const summary = summarizeReport(report).split('\n');
-        // Exit 3: the records hold, but the check against the witnesses is not done; the first line says so, and what to do.
-        if (report.ok && incomplete) {
-          summary[0] = summary[0]!.replace(/^audit log intact:/, 'audit records intact, but the check against witnesses is INCOMPLETE (exit 3):');
-          const removedOnly = !options.offline && silent.every((witness) => witness.source === 'log');
-          const todo = options.offline
-            ? 'run again without --offline'
-            : removedOnly
-              ? `run again when the removed witness(es) answer, or, if you know they are gone for good, with ${silent.map((witness) => `--accept-removed-witness ${visibleLine(witness.witness)}`).join(' ')}`
-              : 'run again when the witnesses answer';
-          summary.splice(1, 0, `  what to do: ${todo}; until then a restored older copy of the whole data directory would not show here`);
+    .option(
+      '--witness <url=vkey>',
+      "also ask this tlog-witness, by URL and cosigner vkey (repeatable): an auditor's own witness, trusted over the data directory's policy",
+      collect,
+    )
+    .option(
+      '--git-witness <remote[#branch]>',
+      "also read this git remote's branch of checkpoints (default branch executor-audit; repeatable)",
+      collect,
+    )
+    .option(
+      '--accept-removed-witness <name>',
+      'a witness removed from the policy that you know is gone for good: its silence no longer makes the check incomplete (repeatable; its verdict still counts when it answers)',
+      collect,
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Exit status:',
+        '  0  the log is intact, and every witness asked agrees (or none is set up: the report then says a restored older copy could not be detected)',
+        "     witnesses asked: those in the policy, every one the log's own records ever named (also after a removal), and --witness/--git-witness",
+        '  1  the log is not intact, or a witness says it was rolled back or forked: the report names what',
+        '  2  bad usage or input (no data directory, a malformed key)',
+        '  3  the records are intact, but the check against witnesses is incomplete (--offline, or a witness unreachable or holding none of it, a removed one too): run again when they answer',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        options: {
+          file?: string;
+          verificationKey?: string;
+          publicKey?: string;
+          workers?: number;
+          progress?: boolean;
+          acceptMissingAnchor?: boolean;
+          offline?: boolean;
+          witness?: string[];
+          gitWitness?: string[];
+          acceptRemovedWitness?: string[];
+        },
+        command: Command,
+      ) => {
+        const { dataDir, json } = globals(command);
+        const { acceptMissingAnchor, parseChainPublicKeys, parseVerificationKeys, summarizeReport, verifyDataDir, verifyExportFile } =
+          await auditModules();
+        const { parseAuditorGitWitness, parseAuditorWitness } = await import('../../audit/witness/witnesses-to-ask.js');
+        // Bad witness options are refused before the log is read, not after a long verify.
+        const auditorWitnesses = [
+          ...(options.witness ?? []).map(parseAuditorWitness),
+          ...(options.gitWitness ?? []).map(parseAuditorGitWitness),
+        ];
+        if (options.file && (auditorWitnesses.length || options.acceptRemovedWitness?.length)) {
+          throw new ExecutorError(
+            'INVALID_INPUT',
+            'Witnesses are asked about the database, not an export: drop --witness/--git-witness/--accept-removed-witness with --file, or verify the data directory.',
+          );
         }
-        const lonely = report.ok && noWitness
-          ? ['  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`']
-          : [];
-        return [...summary, ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []), ...lonely, ...report.warnings.map((warning) => `  note: ${warning}`)].join('\n');
-      });
-      process.exitCode = !report.ok ? EXIT_NOT_INTACT : incomplete ? EXIT_WITNESS_UNANSWERED : 0;
-    });
+        const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
+        const chainPublicKeys = options.publicKey ? parseChainPublicKeys(options.publicKey) : undefined;
+        const accept = options.acceptMissingAnchor === true;
+        const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true });
+        const onProgress = progress.onProgress;
+        const verified = options.file
+          ? await verifyExportFile(options.file, verificationKeys, { onProgress, chainPublicKeys })
+          : await (async () => {
+              if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
+              if ((verificationKeys.length || chainPublicKeys) && sealedKeysPresent(path.join(dataDir, 'keys'))) {
+                // K0 or public keys given and the stored keys sealed by the app: verify with the given keys alone, here.
+                return verifyDataDir(dataDir, {
+                  keyStore: NO_STORED_KEYS(dataDir),
+                  verificationKeys,
+                  onProgress,
+                  workers: options.workers,
+                  chainPublicKeys,
+                  acceptMissingAnchor: accept,
+                });
+              }
+              const viaHost = chainPublicKeys ? undefined : await askHostIfKeysSealed(dataDir, (api) => verifyThroughHost(api, onProgress));
+              return (
+                viaHost?.value ??
+                verifyDataDir(dataDir, {
+                  keyStore: new FileKeyStore(dataDir),
+                  verificationKeys,
+                  onProgress,
+                  workers: options.workers,
+                  chainPublicKeys,
+                  acceptMissingAnchor: accept,
+                })
+              );
+            })();
+        // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
+        const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
+        progress.finish();
+        const witnessed = options.file
+          ? undefined
+          : await askWitnesses(dataDir, {
+              offline: options.offline === true,
+              auditor: auditorWitnesses,
+              acceptRemoved: options.acceptRemovedWitness ?? [],
+            });
+        if (witnessed) applyWitnessReports(report, witnessed.reports);
+        const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
+        const silent = witnessed?.reports.filter(unanswered) ?? [];
+        const incomplete = silent.length > 0 || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
+        const noWitness = !options.file && (witnessed === undefined || witnessed.reports.length === 0);
+        print(json, output, () => {
+          const summary = summarizeReport(report).split('\n');
+          // Exit 3: the records hold, but the check against the witnesses is not done; the first line says so, and what to do.
+          if (report.ok && incomplete) {
+            summary[0] = summary[0]!.replace(
+              /^audit log intact:/,
+              'audit records intact, but the check against witnesses is INCOMPLETE (exit 3):',
+            );
+            const removedOnly = !options.offline && silent.every((witness) => witness.source === 'log');
+            const todo = options.offline
+              ? 'run again without --offline'
+              : removedOnly
+                ? `run again when the removed witness(es) answer, or, if you know they are gone for good, with ${silent.map((witness) => `--accept-removed-witness ${visibleLine(witness.witness)}`).join(' ')}`
+                : 'run again when the witnesses answer';
+            summary.splice(1, 0, `  what to do: ${todo}; until then a restored older copy of the whole data directory would not show here`);
+          }
+          const lonely =
+            report.ok && noWitness
+              ? [
+                  '  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`',
+                ]
+              : [];
+          return [
+            ...summary,
+            ...(witnessed ? witnessLines(witnessed.reports, options.offline === true) : []),
+            ...lonely,
+            ...report.warnings.map((warning) => `  note: ${warning}`),
+          ].join('\n');
+        });
+        process.exitCode = !report.ok ? EXIT_NOT_INTACT : incomplete ? EXIT_WITNESS_UNANSWERED : 0;
+      },
+    );
 
   audit
     .command('export')
@@ -317,10 +437,21 @@ export function registerAuditCommands(program: Command): void {
         try {
           const writer = fileLineWriter(fd);
           const keyring = reader.keyringIfReadable();
-          if (!keyring) process.stderr.write('note: the audit keys are sealed by the app or missing here, so this export\'s header is not signed and `audit verify --file` will refuse it (BAD_HEADER); export from the running app (the window\'s Export) instead\n');
-          const written = exportAudit(reader.db, reader.logId(), writer, { from: options.from, to: options.to, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring });
+          if (!keyring)
+            process.stderr.write(
+              "note: the audit keys are sealed by the app or missing here, so this export's header is not signed and `audit verify --file` will refuse it (BAD_HEADER); export from the running app (the window's Export) instead\n",
+            );
+          const written = exportAudit(reader.db, reader.logId(), writer, {
+            from: options.from,
+            to: options.to,
+            checkpointEvery: DEFAULT_CHECKPOINT_EVERY,
+            keyring,
+          });
           writer.flush();
-          if (options.out) process.stderr.write(`exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`);
+          if (options.out)
+            process.stderr.write(
+              `exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`,
+            );
         } finally {
           if (options.out) fs.closeSync(fd);
         }
@@ -338,26 +469,48 @@ export function registerAuditCommands(program: Command): void {
     .option('--since <time>', 'ISO time, e.g. 2026-01-31T12:00:00Z')
     .option('--until <time>', 'ISO time: records at or before it')
     .option('--limit <n>', 'at most this many records', integer('--limit'), 1000)
-    .action(async (options: { step?: string; plan?: string; action?: string; channel?: string; user?: string; since?: string; until?: string; limit: number }, command: Command) => {
-      const { dataDir, json } = globals(command);
-      const { queryAudit } = await auditModules();
-      const entries = await withReader(dataDir, (reader) => {
-        const collected: AuditEntry[] = [];
-        let cursor: string | null = null;
-        do {
-          const page = queryAudit(reader.db, {
-            filters: { stepId: options.step, planId: options.plan, action: options.action, channel: options.channel, user: options.user, since: options.since, until: options.until },
-            order: 'asc',
-            cursor,
-            limit: Math.min(1000, options.limit - collected.length),
-          });
-          collected.push(...page.entries);
-          cursor = page.nextCursor;
-        } while (cursor && collected.length < options.limit);
-        return collected;
-      });
-      print(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'No audit records match.'));
-    });
+    .action(
+      async (
+        options: {
+          step?: string;
+          plan?: string;
+          action?: string;
+          channel?: string;
+          user?: string;
+          since?: string;
+          until?: string;
+          limit: number;
+        },
+        command: Command,
+      ) => {
+        const { dataDir, json } = globals(command);
+        const { queryAudit } = await auditModules();
+        const entries = await withReader(dataDir, (reader) => {
+          const collected: AuditEntry[] = [];
+          let cursor: string | null = null;
+          do {
+            const page = queryAudit(reader.db, {
+              filters: {
+                stepId: options.step,
+                planId: options.plan,
+                action: options.action,
+                channel: options.channel,
+                user: options.user,
+                since: options.since,
+                until: options.until,
+              },
+              order: 'asc',
+              cursor,
+              limit: Math.min(1000, options.limit - collected.length),
+            });
+            collected.push(...page.entries);
+            cursor = page.nextCursor;
+          } while (cursor && collected.length < options.limit);
+          return collected;
+        });
+        print(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'No audit records match.'));
+      },
+    );
 
   registerAuditProofCommands(audit);
 
@@ -365,16 +518,29 @@ export function registerAuditCommands(program: Command): void {
     .command('hash')
     .description('answer "was it this value?": the salted HMAC the log stores in place of a secret, and the records that hold it')
     .argument('<value>')
-    .option('--progress', 'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)')
+    .option(
+      '--progress',
+      'print "checked N of M records" on stderr as it goes, also when stderr is not a terminal (on a terminal it does by default)',
+    )
     .action(async (value: string, options: { progress?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-      const progress = progressPrinter({ terminal: process.stderr.isTTY === true && !json, forced: options.progress === true, verb: 'searching' });
+      const progress = progressPrinter({
+        terminal: process.stderr.isTTY === true && !json,
+        forced: options.progress === true,
+        verb: 'searching',
+      });
       const onProgress = progress.onProgress && ((checked: number, total: number) => progress.onProgress!({ checked, total }));
       // The salt is among the keys: sealed ones stay in the app, which searches the log for us.
-      const found = (await askHostIfKeysSealed(dataDir, (api) => hashThroughHost(api, value, progress.onProgress)))?.value ?? (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
+      const found =
+        (await askHostIfKeysSealed(dataDir, (api) => hashThroughHost(api, value, progress.onProgress)))?.value ??
+        (await withReader(dataDir, (reader) => reader.hashSecret(value, onProgress)));
       progress.finish();
       // Each record salts its own digests, so no one digest names the value: the records that hold it do.
-      print(json, found, () => (found.seqs.length ? `held by record(s) ${found.seqs.join(', ')}${found.seqs.length >= 1000 ? ' (the first 1,000)' : ''}` : 'no record holds it'));
+      print(json, found, () =>
+        found.seqs.length
+          ? `held by record(s) ${found.seqs.join(', ')}${found.seqs.length >= 1000 ? ' (the first 1,000)' : ''}`
+          : 'no record holds it',
+      );
     });
 }

@@ -16,7 +16,11 @@ export function registerKeyCommands(program: Command): void {
       const lines = await withExecutor(dataDir, (api) => api.exportVerificationKeys({ keep: options.keep }));
       print(json, lines, () =>
         [
-          ...lines.flatMap((line) => [`key ${line.keyId}`, `  verification key (secret, keep offline): ${line.verificationKey}`, `  checkpoint public key:                   ${line.publicKey}`]),
+          ...lines.flatMap((line) => [
+            `key ${line.keyId}`,
+            `  verification key (secret, keep offline): ${line.verificationKey}`,
+            `  checkpoint public key:                   ${line.publicKey}`,
+          ]),
           options.keep ? 'K0 is still stored on this machine.' : 'K0 is now erased from this machine: this is the only time it is shown.',
         ].join('\n'),
       );
@@ -29,7 +33,11 @@ export function registerKeyCommands(program: Command): void {
     .action(async (options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       const rotated = await withExecutor(dataDir, (api) => api.rotateKeys({ reason: options.reason }));
-      print(json, rotated, () => `rotated: key ${rotated.previousKeyId} → ${rotated.keyId}. Run \`executor keys export-verification\` to keep the new K0.`);
+      print(
+        json,
+        rotated,
+        () => `rotated: key ${rotated.previousKeyId} → ${rotated.keyId}. Run \`executor keys export-verification\` to keep the new K0.`,
+      );
     });
 
   keys
@@ -47,7 +55,10 @@ export function registerKeyCommands(program: Command): void {
           ...(status.protectionWarning ? [`warning    ${status.protectionWarning}`] : []),
           `keys in    ${status.location}`,
           `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
-          ...status.chains.map((chain) => `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`),
+          ...status.chains.map(
+            (chain) =>
+              `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`,
+          ),
           `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
         ].join('\n'),
       );
@@ -56,7 +67,10 @@ export function registerKeyCommands(program: Command): void {
 
 /** The key status from plain key files, read directly (no host needed). */
 async function readKeyStatus(dataDir: string) {
-  const [{ AuditReader }, { FileKeyStore }] = await Promise.all([import('../../audit/log/audit-reader.js'), import('../../audit/keys/key-store.js')]);
+  const [{ AuditReader }, { FileKeyStore }] = await Promise.all([
+    import('../../audit/log/audit-reader.js'),
+    import('../../audit/keys/key-store.js'),
+  ]);
   const reader = new AuditReader(dataDir, new FileKeyStore(dataDir));
   try {
     const keyring = reader.keyring();
@@ -69,7 +83,12 @@ async function readKeyStatus(dataDir: string) {
       location: keyring.location,
       currentKeyId: keyring.current().keyId,
       epoch: keyring.current().epoch,
-      chains: keyring.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+      chains: keyring.chains().map((chain) => ({
+        keyId: chain.keyId,
+        createdAt: chain.createdAt,
+        verificationKeyExported: !chain.rootKey,
+        exportedAt: chain.exportedAt ?? null,
+      })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
     };
   } finally {

@@ -54,14 +54,21 @@ export function registerMcpCommands(program: Command): void {
     .command('mcp')
     .description('run the MCP server (stdio) that lets an agent propose steps to the running Executor and wait for your decision')
     .option('--print-config', 'print the config snippet for common MCP clients and exit')
-    .option('--wait-seconds <n>', `how long a tool waits for your decision before it answers PENDING (default ${DEFAULT_WAIT_SECONDS})`, (value) => Number.parseFloat(value))
+    .option(
+      '--wait-seconds <n>',
+      `how long a tool waits for your decision before it answers PENDING (default ${DEFAULT_WAIT_SECONDS})`,
+      (value) => Number.parseFloat(value),
+    )
     .action(async (options: { printConfig?: boolean; waitSeconds?: number }, command: Command) => {
       const { dataDir } = globals(command);
       if (options.printConfig) {
         process.stdout.write(`${mcpConfigSnippets(dataDir)}\n`);
         return;
       }
-      if (options.waitSeconds !== undefined && !(Number.isFinite(options.waitSeconds) && options.waitSeconds >= 0 && options.waitSeconds <= 24 * 3600)) {
+      if (
+        options.waitSeconds !== undefined &&
+        !(Number.isFinite(options.waitSeconds) && options.waitSeconds >= 0 && options.waitSeconds <= 24 * 3600)
+      ) {
         throw new Error('--wait-seconds must be a number of seconds from 0 to 86400');
       }
       // The MCP SDK and the host client load for this command only, not for `--help` or the other commands.

@@ -7,7 +7,11 @@ import { globals, print, withExecutor } from '../cli-context.js';
 
 /** model show|set|set-key|check: the person's model that agent runs talk to. */
 export function registerModelCommands(program: Command): void {
-  const model = program.command('model').description('the model agent runs talk to: any OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM, OpenAI, OpenRouter) or Anthropic');
+  const model = program
+    .command('model')
+    .description(
+      'the model agent runs talk to: any OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM, OpenAI, OpenRouter) or Anthropic',
+    );
 
   model
     .command('show')
@@ -22,46 +26,80 @@ export function registerModelCommands(program: Command): void {
     .command('set')
     .description('name the model runs use; options not given keep their saved value (the key is set apart, with set-key)')
     .option('--provider <provider>', `openai (any OpenAI-compatible server) or anthropic`)
-    .option('--base-url <url>', "the server's address, e.g. http://127.0.0.1:11434/v1 for Ollama; \"default\" for the provider's public API")
+    .option(
+      '--base-url <url>',
+      'the server\'s address, e.g. http://127.0.0.1:11434/v1 for Ollama; "default" for the provider\'s public API',
+    )
     .option('--model <name>', 'the model name as the server knows it, e.g. llama3.1')
     .option('--stream', 'stream answers (the window shows them as they come)')
     .option('--no-stream', 'ask for whole answers')
-    .option('--timeout-ms <ms>', 'how long the model may take to start answering, or stay silent mid-answer', (value) => wholeNumber(value, '--timeout-ms'))
+    .option('--timeout-ms <ms>', 'how long the model may take to start answering, or stay silent mid-answer', (value) =>
+      wholeNumber(value, '--timeout-ms'),
+    )
     .option('--max-retries <n>', 'retries of a 429, 5xx or dropped connection', (value) => wholeNumber(value, '--max-retries'))
     .option('--clear', 'forget the model (runs then refuse with MODEL_NOT_CONFIGURED)')
-    .action(async (options: { provider?: string; baseUrl?: string; model?: string; stream?: boolean; timeoutMs?: number; maxRetries?: number; clear?: boolean }, command: Command) => {
-      const { dataDir, json } = globals(command);
-      const view = await withExecutor(dataDir, async (api) => {
-        if (options.clear) return api.setModelSettings({ settings: null });
-        const saved = (await api.getModelSettings()).settings;
-        const provider = options.provider ?? saved?.provider;
-        if (provider === undefined) throw new ExecutorError('INVALID_INPUT', 'Name the provider the first time: --provider openai (any OpenAI-compatible server, such as Ollama) or --provider anthropic.');
-        // A new provider starts from nothing: the saved address and model name were the other provider's.
-        const base: Partial<ModelSettingsInput> = saved && saved.provider === provider ? saved : {};
-        const settings: Record<string, unknown> = { ...base, provider };
-        if (options.baseUrl !== undefined) settings.baseUrl = options.baseUrl === 'default' || options.baseUrl === '' ? undefined : options.baseUrl;
-        if (options.model !== undefined) settings.model = options.model;
-        if (options.stream !== undefined) settings.stream = options.stream;
-        if (options.timeoutMs !== undefined) settings.timeoutMs = options.timeoutMs;
-        if (options.maxRetries !== undefined) settings.maxRetries = options.maxRetries;
-        if (settings.model === undefined) throw new ExecutorError('INVALID_INPUT', `Name the model too: --model NAME (as ${provider === 'anthropic' ? 'Anthropic' : 'the server'} knows it, e.g. ${provider === 'anthropic' ? 'claude-sonnet-4-5' : 'llama3.1'}).`);
-        for (const name of Object.keys(settings)) if (settings[name] === undefined) delete settings[name];
-        return api.setModelSettings({ settings: settings as ModelSettingsInput });
-      });
-      print(json, view, () => viewText(view));
-    });
+    .action(
+      async (
+        options: {
+          provider?: string;
+          baseUrl?: string;
+          model?: string;
+          stream?: boolean;
+          timeoutMs?: number;
+          maxRetries?: number;
+          clear?: boolean;
+        },
+        command: Command,
+      ) => {
+        const { dataDir, json } = globals(command);
+        const view = await withExecutor(dataDir, async (api) => {
+          if (options.clear) return api.setModelSettings({ settings: null });
+          const saved = (await api.getModelSettings()).settings;
+          const provider = options.provider ?? saved?.provider;
+          if (provider === undefined)
+            throw new ExecutorError(
+              'INVALID_INPUT',
+              'Name the provider the first time: --provider openai (any OpenAI-compatible server, such as Ollama) or --provider anthropic.',
+            );
+          // A new provider starts from nothing: the saved address and model name were the other provider's.
+          const base: Partial<ModelSettingsInput> = saved && saved.provider === provider ? saved : {};
+          const settings: Record<string, unknown> = { ...base, provider };
+          if (options.baseUrl !== undefined)
+            settings.baseUrl = options.baseUrl === 'default' || options.baseUrl === '' ? undefined : options.baseUrl;
+          if (options.model !== undefined) settings.model = options.model;
+          if (options.stream !== undefined) settings.stream = options.stream;
+          if (options.timeoutMs !== undefined) settings.timeoutMs = options.timeoutMs;
+          if (options.maxRetries !== undefined) settings.maxRetries = options.maxRetries;
+          if (settings.model === undefined)
+            throw new ExecutorError(
+              'INVALID_INPUT',
+              `Name the model too: --model NAME (as ${provider === 'anthropic' ? 'Anthropic' : 'the server'} knows it, e.g. ${provider === 'anthropic' ? 'claude-sonnet-4-5' : 'llama3.1'}).`,
+            );
+          for (const name of Object.keys(settings)) if (settings[name] === undefined) delete settings[name];
+          return api.setModelSettings({ settings: settings as ModelSettingsInput });
+        });
+        print(json, view, () => viewText(view));
+      },
+    );
 
   model
     .command('set-key')
-    .description('keep the API key, sealed beside the audit keys; read from stdin (e.g. `pass show openai | executor model set-key`) or typed at a hidden prompt — never from the command line')
+    .description(
+      'keep the API key, sealed beside the audit keys; read from stdin (e.g. `pass show openai | executor model set-key`) or typed at a hidden prompt — never from the command line',
+    )
     .option('--provider <provider>', 'whose key (default: the provider of the saved model)')
     .option('--clear', 'erase the kept key')
     .action(async (options: { provider?: string; clear?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       const view = await withExecutor(dataDir, async (api) => {
         const provider = options.provider ?? (await api.getModelSettings()).settings?.provider;
-        if (provider === undefined) throw new ExecutorError('INVALID_INPUT', 'Say whose key this is: --provider openai or --provider anthropic (or set the model first with `executor model set`).');
-        if (!MODEL_PROVIDERS.includes(provider as ModelProvider)) throw new ExecutorError('INVALID_INPUT', `Unknown provider "${provider.slice(0, 50)}": use openai or anthropic.`);
+        if (provider === undefined)
+          throw new ExecutorError(
+            'INVALID_INPUT',
+            'Say whose key this is: --provider openai or --provider anthropic (or set the model first with `executor model set`).',
+          );
+        if (!MODEL_PROVIDERS.includes(provider as ModelProvider))
+          throw new ExecutorError('INVALID_INPUT', `Unknown provider "${provider.slice(0, 50)}": use openai or anthropic.`);
         const key = options.clear ? null : await readKey();
         return api.setModelKey({ provider: provider as ModelProvider, key });
       });
@@ -90,7 +128,11 @@ async function readKey(): Promise<string> {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
-    if (!text.trim()) throw new ExecutorError('INVALID_INPUT', 'No key arrived on stdin. Pipe it in (`pass show openai | executor model set-key`), or run the command in a terminal to type it.');
+    if (!text.trim())
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        'No key arrived on stdin. Pipe it in (`pass show openai | executor model set-key`), or run the command in a terminal to type it.',
+      );
     return text;
   }
   return hiddenPrompt('API key (not shown): ');
@@ -125,7 +167,10 @@ function hiddenPrompt(question: string): Promise<string> {
 }
 
 function viewText(view: ModelSettingsView): string {
-  const keyWords = (provider: ModelProvider) => (view.keySet[provider] ? `kept (${view.keyProtection === 'os-keychain' ? 'sealed by the OS keychain' : 'a file only you can read'})` : 'none');
+  const keyWords = (provider: ModelProvider) =>
+    view.keySet[provider]
+      ? `kept (${view.keyProtection === 'os-keychain' ? 'sealed by the OS keychain' : 'a file only you can read'})`
+      : 'none';
   if (!view.settings) {
     return [
       'No model is set up. For Ollama: executor model set --provider openai --base-url http://127.0.0.1:11434/v1 --model llama3.1',

@@ -1,6 +1,14 @@
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
-import { MODEL_PROVIDERS, RUN_STATUSES, RUN_TOOL_GROUP_NAMES, RUN_TOOL_GROUPS, RUN_TOOLS, type RunStatus, type RunTool } from '../../domain/run-names.js';
+import {
+  MODEL_PROVIDERS,
+  RUN_STATUSES,
+  RUN_TOOL_GROUP_NAMES,
+  RUN_TOOL_GROUPS,
+  RUN_TOOLS,
+  type RunStatus,
+  type RunTool,
+} from '../../domain/run-names.js';
 import type { ModelOverride, RunDetail, RunSummary, RunTraceEntry } from '../../domain/run.js';
 import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
@@ -31,24 +39,48 @@ const RUN_STATUS_WORDS: Record<RunStatus, string> = {
 /** --tools files,command,…: groups (or single tool names) to the tools offered. */
 export function parseToolList(text: string): RunTool[] {
   const tools = new Set<RunTool>();
-  for (const part of text.split(',').map((word) => word.trim()).filter(Boolean)) {
-    if ((RUN_TOOL_GROUP_NAMES as string[]).includes(part)) for (const tool of RUN_TOOL_GROUPS[part as keyof typeof RUN_TOOL_GROUPS]) tools.add(tool);
+  for (const part of text
+    .split(',')
+    .map((word) => word.trim())
+    .filter(Boolean)) {
+    if ((RUN_TOOL_GROUP_NAMES as string[]).includes(part))
+      for (const tool of RUN_TOOL_GROUPS[part as keyof typeof RUN_TOOL_GROUPS]) tools.add(tool);
     else if ((RUN_TOOLS as readonly string[]).includes(part)) tools.add(part as RunTool);
-    else throw new ExecutorError('INVALID_INPUT', `--tools: "${visibleLine(part.slice(0, 60))}" is not a tool group (${RUN_TOOL_GROUP_NAMES.join(', ')}) or a tool name.`);
+    else
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `--tools: "${visibleLine(part.slice(0, 60))}" is not a tool group (${RUN_TOOL_GROUP_NAMES.join(', ')}) or a tool name.`,
+      );
   }
-  if (tools.size === 0) throw new ExecutorError('INVALID_INPUT', `--tools names no tools; give groups separated by commas, e.g. files,ask.`);
+  if (tools.size === 0)
+    throw new ExecutorError('INVALID_INPUT', `--tools names no tools; give groups separated by commas, e.g. files,ask.`);
   return [...tools];
 }
 
 /** The one-run model from the flags, with its key from the environment (never printed). */
-export function modelOverride(options: { provider?: string; baseUrl?: string; model?: string }, env: NodeJS.ProcessEnv): { model?: ModelOverride; apiKey?: string } {
+export function modelOverride(
+  options: { provider?: string; baseUrl?: string; model?: string },
+  env: NodeJS.ProcessEnv,
+): { model?: ModelOverride; apiKey?: string } {
   if (options.provider === undefined && options.baseUrl === undefined && options.model === undefined) return {};
   const provider = options.provider ?? 'openai';
-  if (!(MODEL_PROVIDERS as readonly string[]).includes(provider)) throw new ExecutorError('INVALID_INPUT', `--provider is openai (any OpenAI-compatible server) or anthropic, not "${visibleLine(provider.slice(0, 40))}".`);
-  if (!options.model) throw new ExecutorError('INVALID_INPUT', '--model names the model for this run (e.g. --model llama3.1); --provider and --base-url need it.');
+  if (!(MODEL_PROVIDERS as readonly string[]).includes(provider))
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--provider is openai (any OpenAI-compatible server) or anthropic, not "${visibleLine(provider.slice(0, 40))}".`,
+    );
+  if (!options.model)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      '--model names the model for this run (e.g. --model llama3.1); --provider and --base-url need it.',
+    );
   const apiKey = provider === 'anthropic' ? env.ANTHROPIC_API_KEY : env.OPENAI_API_KEY;
   return {
-    model: { provider: provider as ModelOverride['provider'], model: options.model, ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}) },
+    model: {
+      provider: provider as ModelOverride['provider'],
+      model: options.model,
+      ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
+    },
     ...(apiKey ? { apiKey } : {}),
   };
 }
@@ -56,7 +88,8 @@ export function modelOverride(options: { provider?: string; baseUrl?: string; mo
 function positiveInteger(flag: string) {
   return (value: string) => {
     const number = Number(value);
-    if (!Number.isInteger(number) || number < 1) throw new ExecutorError('INVALID_INPUT', `${flag} is a whole number of 1 or more, not "${visibleLine(value.slice(0, 40))}".`);
+    if (!Number.isInteger(number) || number < 1)
+      throw new ExecutorError('INVALID_INPUT', `${flag} is a whole number of 1 or more, not "${visibleLine(value.slice(0, 40))}".`);
     return number;
   };
 }
@@ -78,7 +111,11 @@ async function withRuns<T>(dataDir: string, work: (api: ExecutorClient, reach: E
       remote.close();
     }
   }
-  const [{ Executor }, { localClient }, { RunManager }] = await Promise.all([import('../../executor/executor.js'), import('../../ipc/server/local-client.js'), import('../../runs/run-manager.js')]);
+  const [{ Executor }, { localClient }, { RunManager }] = await Promise.all([
+    import('../../executor/executor.js'),
+    import('../../ipc/server/local-client.js'),
+    import('../../runs/run-manager.js'),
+  ]);
   const executor = Executor.open(dataDir, { resumeUnfinished: false });
   const runs = new RunManager(executor);
   const api = localClient(executor, 'cli', undefined, undefined, runs);
@@ -105,7 +142,9 @@ class RunPrinter {
     }
     if (ENDED.has(run.status) && this.once('end')) {
       line(`Run ${run.id} ${run.status}${run.endReason ? `: ${oneLine(run.endReason.message, 2000)}` : '.'}`);
-      line(`  ${run.counters.iterations} iteration(s), ${run.counters.toolCalls} tool call(s), ${run.counters.inputTokens} in / ${run.counters.outputTokens} out tokens, ${Math.round(run.counters.wallMs / 1000)} s.`);
+      line(
+        `  ${run.counters.iterations} iteration(s), ${run.counters.toolCalls} tool call(s), ${run.counters.inputTokens} in / ${run.counters.outputTokens} out tokens, ${Math.round(run.counters.wallMs / 1000)} s.`,
+      );
     }
   }
 
@@ -117,7 +156,9 @@ class RunPrinter {
 
   private entry(run: RunSummary, entry: RunTraceEntry): void {
     if (this.once(`i:${entry.iteration}`)) {
-      line(`[${entry.iteration}] ${visibleLine(entry.model)} · ${entry.latencyMs} ms · ${entry.inputTokens} in / ${entry.outputTokens} out tokens`);
+      line(
+        `[${entry.iteration}] ${visibleLine(entry.model)} · ${entry.latencyMs} ms · ${entry.inputTokens} in / ${entry.outputTokens} out tokens`,
+      );
       if (entry.text.trim()) line(`    model: ${oneLine(entry.text, 1000)}`);
     }
     for (const call of entry.toolCalls) {
@@ -125,7 +166,9 @@ class RunPrinter {
       if (call.outcome && this.once(`o:${entry.iteration}:${call.callId}`)) {
         line(`    ${name}${call.stepId ? ` (step ${call.stepId})` : ''}: ${call.outcome}${call.result ? ` ${oneLine(call.result)}` : ''}`);
       } else if (!call.outcome && call.stepId && run.waitingStepId === call.stepId && this.once(`w:${call.stepId}`)) {
-        line(`    ${name} → step ${call.stepId} waits for your consent: approve it in the window, or \`executor steps show ${call.stepId}\` then \`executor approve ${call.stepId}\` (or reject it with a reason).`);
+        line(
+          `    ${name} → step ${call.stepId} waits for your consent: approve it in the window, or \`executor steps show ${call.stepId}\` then \`executor approve ${call.stepId}\` (or reject it with a reason).`,
+        );
       }
     }
   }
@@ -160,65 +203,108 @@ async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | 
     };
     // A host that went away sends no event: a look now and then notices (the read fails) and says so.
     const heartbeat = setInterval(look, 15_000);
-    api.on('agentRun', ({ run }) => {
-      if (run.id === runId) look();
-    }).then((unsubscribe) => {
-      off = unsubscribe;
-      if (finished) unsubscribe();
-      // Subscribed first, then read: nothing that happened in between is missed.
-      look();
-    }, (error: unknown) => {
-      finish();
-      reject(error);
-    });
+    api
+      .on('agentRun', ({ run }) => {
+        if (run.id === runId) look();
+      })
+      .then(
+        (unsubscribe) => {
+          off = unsubscribe;
+          if (finished) unsubscribe();
+          // Subscribed first, then read: nothing that happened in between is missed.
+          look();
+        },
+        (error: unknown) => {
+          finish();
+          reject(error);
+        },
+      );
   });
 }
 
 export function registerRunCommands(program: Command): void {
   program
     .command('run')
-    .description('hand a task to an agent run over your model: every change it wants is a step you approve (in the window or `executor approve`); prints each iteration and exits with the run\'s end (0 completed, 1 failed, 2 cancelled or refused)')
+    .description(
+      "hand a task to an agent run over your model: every change it wants is a step you approve (in the window or `executor approve`); prints each iteration and exits with the run's end (0 completed, 1 failed, 2 cancelled or refused)",
+    )
     .argument('<task>', 'what the agent should do, in words')
-    .option('--provider <provider>', 'model provider for this run: openai (any OpenAI-compatible server: Ollama, LM Studio, vLLM …) or anthropic')
+    .option(
+      '--provider <provider>',
+      'model provider for this run: openai (any OpenAI-compatible server: Ollama, LM Studio, vLLM …) or anthropic',
+    )
     .option('--base-url <url>', 'the model server for this run, e.g. http://127.0.0.1:11434/v1 (Ollama)')
     .option('--model <name>', 'the model for this run; the key comes from OPENAI_API_KEY / ANTHROPIC_API_KEY when set')
     .option('--tools <groups>', `tools to offer, separated by commas: ${RUN_TOOL_GROUP_NAMES.join(', ')} (default all but url)`)
-    .option('--max-iterations <n>', 'most model turns before the run stops (default: policy runs.maxIterations, 20)', positiveInteger('--max-iterations'))
+    .option(
+      '--max-iterations <n>',
+      'most model turns before the run stops (default: policy runs.maxIterations, 20)',
+      positiveInteger('--max-iterations'),
+    )
     .option('--root <dir>', 'the workspace folder to work in (default: the first)')
     .option('--detach', 'start the run and return at once with its id')
-    .action(async (task: string, options: { provider?: string; baseUrl?: string; model?: string; tools?: string; maxIterations?: number; root?: string; detach?: boolean }, command: Command) => {
-      const { dataDir, json } = globals(command);
-      const { model, apiKey } = modelOverride(options, process.env);
-      const tools = options.tools === undefined ? undefined : parseToolList(options.tools);
-      const { connectToHostIfRunning } = await import('../../ipc/transports/node-client.js');
-      const api = await connectToHostIfRunning(dataDir, 'cli');
-      if (!api) {
-        throw new ExecutorError(
-          'NOT_AVAILABLE',
-          `No Executor host is running for ${dataDir}. A run needs one that stays up to ask for your consent: start the app or \`executor serve\` (in another terminal), then run this again; approve its steps in the window or with \`executor approve STEP\`.`,
-        );
-      }
-      try {
-        const printer = json ? null : new RunPrinter();
-        const started = await api.startRun({ task, ...(tools ? { tools } : {}), ...(options.maxIterations ? { maxIterations: options.maxIterations } : {}), ...(options.root ? { root: options.root } : {}), ...(model ? { model } : {}), ...(apiKey ? { apiKey } : {}) });
-        if (options.detach) {
-          print(json, started, () => `Run ${started.id} started in ${started.root} with ${started.model.provider} ${started.model.model}. Follow it with \`executor runs show ${started.id}\`; cancel it with \`executor runs cancel ${started.id}\`.`);
-          return;
+    .action(
+      async (
+        task: string,
+        options: {
+          provider?: string;
+          baseUrl?: string;
+          model?: string;
+          tools?: string;
+          maxIterations?: number;
+          root?: string;
+          detach?: boolean;
+        },
+        command: Command,
+      ) => {
+        const { dataDir, json } = globals(command);
+        const { model, apiKey } = modelOverride(options, process.env);
+        const tools = options.tools === undefined ? undefined : parseToolList(options.tools);
+        const { connectToHostIfRunning } = await import('../../ipc/transports/node-client.js');
+        const api = await connectToHostIfRunning(dataDir, 'cli');
+        if (!api) {
+          throw new ExecutorError(
+            'NOT_AVAILABLE',
+            `No Executor host is running for ${dataDir}. A run needs one that stays up to ask for your consent: start the app or \`executor serve\` (in another terminal), then run this again; approve its steps in the window or with \`executor approve STEP\`.`,
+          );
         }
-        if (!json) line(`Run ${started.id} started in ${started.root} with ${started.model.provider} ${started.model.model} (tools: ${started.tools.join(', ')}). Ctrl+C stops following; the run goes on (\`executor runs cancel ${started.id}\` stops it).`);
-        const stopFollowing = new Promise<null>((resolve) => process.once('SIGINT', () => resolve(null)));
-        const ended = await Promise.race([follow(api, started.id, printer), stopFollowing]);
-        if (!ended) {
-          if (!json) line(`Stopped following run ${started.id}; it goes on in the host. \`executor runs show ${started.id}\` shows it.`);
-          process.exitCode = 0;
-          return;
+        try {
+          const printer = json ? null : new RunPrinter();
+          const started = await api.startRun({
+            task,
+            ...(tools ? { tools } : {}),
+            ...(options.maxIterations ? { maxIterations: options.maxIterations } : {}),
+            ...(options.root ? { root: options.root } : {}),
+            ...(model ? { model } : {}),
+            ...(apiKey ? { apiKey } : {}),
+          });
+          if (options.detach) {
+            print(
+              json,
+              started,
+              () =>
+                `Run ${started.id} started in ${started.root} with ${started.model.provider} ${started.model.model}. Follow it with \`executor runs show ${started.id}\`; cancel it with \`executor runs cancel ${started.id}\`.`,
+            );
+            return;
+          }
+          if (!json)
+            line(
+              `Run ${started.id} started in ${started.root} with ${started.model.provider} ${started.model.model} (tools: ${started.tools.join(', ')}). Ctrl+C stops following; the run goes on (\`executor runs cancel ${started.id}\` stops it).`,
+            );
+          const stopFollowing = new Promise<null>((resolve) => process.once('SIGINT', () => resolve(null)));
+          const ended = await Promise.race([follow(api, started.id, printer), stopFollowing]);
+          if (!ended) {
+            if (!json) line(`Stopped following run ${started.id}; it goes on in the host. \`executor runs show ${started.id}\` shows it.`);
+            process.exitCode = 0;
+            return;
+          }
+          if (json) print(true, ended, () => '');
+          process.exitCode = EXIT_FOR_STATUS[ended.status] ?? 1;
+        } finally {
+          api.close();
         }
-        if (json) print(true, ended, () => '');
-        process.exitCode = EXIT_FOR_STATUS[ended.status] ?? 1;
-      } finally {
-        api.close();
-      }
-    });
+      },
+    );
 
   const runs = program.command('runs').description('agent runs: list, show, answer, cancel, trace, revert');
   runs
@@ -228,15 +314,29 @@ export function registerRunCommands(program: Command): void {
     .option('--limit <n>', 'how many (default 50)', positiveInteger('--limit'))
     .action(async (options: { status?: string; limit?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const status = options.status?.split(',').map((word) => word.trim()).filter(Boolean);
+      const status = options.status
+        ?.split(',')
+        .map((word) => word.trim())
+        .filter(Boolean);
       for (const word of status ?? []) {
-        if (!(RUN_STATUSES as readonly string[]).includes(word)) throw new ExecutorError('INVALID_INPUT', `--status: "${visibleLine(word.slice(0, 40))}" is not a run status (${RUN_STATUSES.join(', ')}).`);
+        if (!(RUN_STATUSES as readonly string[]).includes(word))
+          throw new ExecutorError(
+            'INVALID_INPUT',
+            `--status: "${visibleLine(word.slice(0, 40))}" is not a run status (${RUN_STATUSES.join(', ')}).`,
+          );
       }
-      const page = await withRuns(dataDir, (api) => api.listRuns({ ...(status ? { status: status as RunStatus[] } : {}), ...(options.limit ? { limit: Math.min(200, options.limit) } : {}) }));
+      const page = await withRuns(dataDir, (api) =>
+        api.listRuns({
+          ...(status ? { status: status as RunStatus[] } : {}),
+          ...(options.limit ? { limit: Math.min(200, options.limit) } : {}),
+        }),
+      );
       print(json, page, () =>
         page.runs.length === 0
           ? 'No runs yet. Start one with `executor run "TASK"`.'
-          : page.runs.map((run) => `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${run.updatedAt}  ${visibleLine(oneLine(run.task, 80))}`).join('\n'),
+          : page.runs
+              .map((run) => `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${run.updatedAt}  ${visibleLine(oneLine(run.task, 80))}`)
+              .join('\n'),
       );
     });
 
@@ -251,10 +351,17 @@ export function registerRunCommands(program: Command): void {
       const { run } = detail;
       line(`Run ${run.id}: ${RUN_STATUS_WORDS[run.status]}`);
       line(`  task: ${oneLine(run.task, 2000)}`);
-      line(`  model: ${run.model.provider} ${run.model.model}${run.model.baseUrl ? ` at ${run.model.baseUrl}` : ''}; root ${run.root}; tools ${run.tools.join(', ')}`);
-      line(`  ${run.counters.iterations}/${run.limits.maxIterations} iterations, ${run.counters.toolCalls}/${run.limits.maxToolCalls} tool calls, ${run.counters.inputTokens + run.counters.outputTokens}/${run.limits.maxTokens} tokens, ${Math.round(run.counters.wallMs / 1000)} s`);
+      line(
+        `  model: ${run.model.provider} ${run.model.model}${run.model.baseUrl ? ` at ${run.model.baseUrl}` : ''}; root ${run.root}; tools ${run.tools.join(', ')}`,
+      );
+      line(
+        `  ${run.counters.iterations}/${run.limits.maxIterations} iterations, ${run.counters.toolCalls}/${run.limits.maxToolCalls} tool calls, ${run.counters.inputTokens + run.counters.outputTokens}/${run.limits.maxTokens} tokens, ${Math.round(run.counters.wallMs / 1000)} s`,
+      );
       if (run.waitingStepId) line(`  waits for your consent on step ${run.waitingStepId} (\`executor steps show ${run.waitingStepId}\`)`);
-      if (run.question) line(`  asks: ${run.question.text} — answer with \`executor runs answer ${run.id} "YOUR ANSWER"\` before ${run.question.expiresAt}`);
+      if (run.question)
+        line(
+          `  asks: ${run.question.text} — answer with \`executor runs answer ${run.id} "YOUR ANSWER"\` before ${run.question.expiresAt}`,
+        );
       if (run.endReason) line(`  ended (${run.endReason.code}): ${oneLine(run.endReason.message, 2000)}`);
       if (detail.stepIds.length) line(`  steps: ${detail.stepIds.join(', ')}`);
       const printer = new RunPrinter();
@@ -280,20 +387,31 @@ export function registerRunCommands(program: Command): void {
     .action(async (runId: string, options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       const run = await withRuns(dataDir, (api) => api.cancelRun({ runId, ...(options.reason ? { reason: options.reason } : {}) }));
-      print(json, run, () => `Run ${run.id} is ${RUN_STATUS_WORDS[run.status].toLowerCase()}${run.endReason ? `: ${oneLine(run.endReason.message)}` : '.'}`);
+      print(
+        json,
+        run,
+        () =>
+          `Run ${run.id} is ${RUN_STATUS_WORDS[run.status].toLowerCase()}${run.endReason ? `: ${oneLine(run.endReason.message)}` : '.'}`,
+      );
     });
 
   runs
     .command('trace')
-    .description('every iteration of a run: model, latency, tokens, text, the run.turn hashes, and each tool call with its step, outcome and result')
+    .description(
+      'every iteration of a run: model, latency, tokens, text, the run.turn hashes, and each tool call with its step, outcome and result',
+    )
     .argument('<run>', 'run id')
     .action(async (runId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const whole = await withRuns(dataDir, async (api) => {
         const { run } = await api.getRun({ runId });
         const entries: RunTraceEntry[] = [];
-        for (let from: number | null = 1; from !== null; ) {
-          const page: Awaited<ReturnType<ExecutorClient['getRunTrace']>> = await api.getRunTrace({ runId, fromIteration: from, limit: 200 });
+        for (let from: number | null = 1; from !== null;) {
+          const page: Awaited<ReturnType<ExecutorClient['getRunTrace']>> = await api.getRunTrace({
+            runId,
+            fromIteration: from,
+            limit: 200,
+          });
           entries.push(...page.entries);
           from = page.nextIteration;
         }
@@ -302,23 +420,35 @@ export function registerRunCommands(program: Command): void {
       if (json) return print(true, whole, () => '');
       const printer = new RunPrinter();
       printer.show({ run: whole.run, stepIds: [], trace: whole.entries, traceTotal: whole.entries.length });
-      for (const entry of whole.entries) line(`  [${entry.iteration}] run.turn #${entry.auditSeq ?? '?'}: request sha256 ${entry.requestHash}, response sha256 ${entry.responseHash}`);
+      for (const entry of whole.entries)
+        line(
+          `  [${entry.iteration}] run.turn #${entry.auditSeq ?? '?'}: request sha256 ${entry.requestHash}, response sha256 ${entry.responseHash}`,
+        );
     });
 
   runs
     .command('revert')
-    .description("revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force")
+    .description('revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force')
     .argument('<run>', 'run id')
     .option('--dry-run', 'show what would be reverted, change nothing')
     .option('--force', 'revert also over changes made since (what is there now is kept as a backup)')
     .action(async (runId: string, options: { dryRun?: boolean; force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const result = await withRuns(dataDir, (api) => api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) }));
+      const result = await withRuns(dataDir, (api) =>
+        api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) }),
+      );
       print(json, result, () =>
         [
-          result.dryRun ? `Reverting run ${runId} would, newest step first:` : `Run ${runId}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}.`,
-          ...result.steps.map((step) => `  ${step.stepId}  ${step.state}${step.reason ? ` (${step.reason})` : ''}  ${visibleLine(step.title)}${step.files.length ? `: ${step.files.map((file) => `${file.path} ${file.state}`).join(', ')}` : ''}`),
-          ...(result.dryRun && result.conflicts.length ? [`Conflicts: ${result.conflicts.join(', ')}; add --force to revert over them.`] : []),
+          result.dryRun
+            ? `Reverting run ${runId} would, newest step first:`
+            : `Run ${runId}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}.`,
+          ...result.steps.map(
+            (step) =>
+              `  ${step.stepId}  ${step.state}${step.reason ? ` (${step.reason})` : ''}  ${visibleLine(step.title)}${step.files.length ? `: ${step.files.map((file) => `${file.path} ${file.state}`).join(', ')}` : ''}`,
+          ),
+          ...(result.dryRun && result.conflicts.length
+            ? [`Conflicts: ${result.conflicts.join(', ')}; add --force to revert over them.`]
+            : []),
         ].join('\n'),
       );
     });

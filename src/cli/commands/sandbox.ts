@@ -64,14 +64,23 @@ export function registerSandboxCommands(program: Command): void {
     .action(async (options: { dockerfile?: boolean; force?: boolean }, command: Command) => {
       const { json } = globals(command);
       const { buildSandboxImage, connectDocker } = await dockerModules();
-      const result = await buildSandboxImage(connectDocker(), { force: options.force, prefer: options.dockerfile ? 'dockerfile' : 'offline' });
+      const result = await buildSandboxImage(connectDocker(), {
+        force: options.force,
+        prefer: options.dockerfile ? 'dockerfile' : 'offline',
+      });
       const how = {
         cached: 'already built; nothing to do',
         'offline-host-rootfs': "assembled offline from this machine's node, busybox and python, then `docker import`",
         dockerfile: 'built from build/sandbox/Dockerfile',
       }[result.path];
       print(json, result, () =>
-        [`${result.tag} ${result.digest ?? ''}`, `Path     ${result.path}: ${how}`, `Python   ${result.python ? 'included' : 'not included'}`, `Took     ${result.seconds.toFixed(1)} s`, ...result.notes.map((note) => `Note     ${note}`)].join('\n'),
+        [
+          `${result.tag} ${result.digest ?? ''}`,
+          `Path     ${result.path}: ${how}`,
+          `Python   ${result.python ? 'included' : 'not included'}`,
+          `Took     ${result.seconds.toFixed(1)} s`,
+          ...result.notes.map((note) => `Note     ${note}`),
+        ].join('\n'),
       );
     });
 }

@@ -11,7 +11,9 @@ export const RENDERER_DIR = path.resolve(import.meta.dirname, '../../../dist-ren
 export function registerServeCommands(program: Command): void {
   program
     .command('serve')
-    .description('host this data directory: the web UI on 127.0.0.1 (one-time token in the printed URL), and the local socket for the CLI and agents')
+    .description(
+      'host this data directory: the web UI on 127.0.0.1 (one-time token in the printed URL), and the local socket for the CLI and agents',
+    )
     .option('--port <port>', 'port on 127.0.0.1 (default: a free one)', (value) => Number.parseInt(value, 10))
     .action(async (options: { port?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
@@ -51,7 +53,8 @@ export function registerServeCommands(program: Command): void {
     .action(async (_options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const { url } = await withExecutor(dataDir, async (api, reach) => {
-        if (reach === 'direct') throw new ExecutorError('NOT_AVAILABLE', 'No Executor host is running for this data directory; start one with `executor serve`.');
+        if (reach === 'direct')
+          throw new ExecutorError('NOT_AVAILABLE', 'No Executor host is running for this data directory; start one with `executor serve`.');
         return api.issueWebUrl();
       });
       print(json, { url }, () => url);

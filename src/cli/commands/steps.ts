@@ -32,14 +32,20 @@ function parsePreviewHash(text: string): string | null {
   const trimmed = text.trim().toLowerCase();
   if (trimmed === 'none') return null;
   if (/^[0-9a-f]{64}$/.test(trimmed)) return trimmed;
-  throw new ExecutorError('INVALID_INPUT', `--preview-hash takes the 64-hex-digit "Preview" hash \`executor steps show\` printed (or "none"), not "${visibleLine(text.slice(0, 80))}".`);
+  throw new ExecutorError(
+    'INVALID_INPUT',
+    `--preview-hash takes the 64-hex-digit "Preview" hash \`executor steps show\` printed (or "none"), not "${visibleLine(text.slice(0, 80))}".`,
+  );
 }
 
 /** --hunks 1,3: the hunk numbers (from 1) `steps show` printed; the host checks range and repeats. */
 function parseHunkList(text: string): number[] {
   const parts = text.split(',').map((part) => part.trim());
   if (text.trim() === '' || parts.some((part) => !/^[0-9]{1,6}$/.test(part))) {
-    throw new ExecutorError('INVALID_INPUT', `--hunks takes hunk numbers separated by commas, as \`executor steps show\` numbers them (e.g. 1,3), not "${visibleLine(text.slice(0, 80))}". To approve none, reject the step instead.`);
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--hunks takes hunk numbers separated by commas, as \`executor steps show\` numbers them (e.g. 1,3), not "${visibleLine(text.slice(0, 80))}". To approve none, reject the step instead.`,
+    );
   }
   return parts.map(Number);
 }
@@ -48,14 +54,22 @@ function parseHunkList(text: string): number[] {
 function parseTimeout(text: string): number {
   const seconds = Number(text);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 7 * 24 * 3600) {
-    throw new ExecutorError('INVALID_INPUT', `--timeout takes a number of seconds above 0 (at most a week), not "${visibleLine(text.slice(0, 40))}".`);
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--timeout takes a number of seconds above 0 (at most a week), not "${visibleLine(text.slice(0, 40))}".`,
+    );
   }
   return seconds;
 }
 
 /** The host did not let propose --wait finish in time: say so and end the command now, as promised. */
 function giveUp(json: boolean, seconds: number): never {
-  const shaped = toErrorShape(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds} s. If it stored the plan, \`executor steps list\` shows it; nothing more is known here.`));
+  const shaped = toErrorShape(
+    new ExecutorError(
+      'IPC_UNAVAILABLE',
+      `The Executor host did not answer within ${seconds} s. If it stored the plan, \`executor steps list\` shows it; nothing more is known here.`,
+    ),
+  );
   if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
   else process.stderr.write(`executor: ${shaped.code}: ${visibleLine(shaped.message)}\n`);
   process.exit(2);
@@ -70,7 +84,10 @@ async function askYes(question: string): Promise<boolean> {
     return await new Promise<boolean>((resolve) => {
       readline.once('close', () => resolve(false));
       process.stdin.once('end', () => resolve(false));
-      readline.question(question).then((answer) => resolve(/^\s*y(es)?\s*$/i.test(answer)), () => resolve(false));
+      readline.question(question).then(
+        (answer) => resolve(/^\s*y(es)?\s*$/i.test(answer)),
+        () => resolve(false),
+      );
     });
   } finally {
     readline.close();
@@ -83,16 +100,20 @@ export function registerStepCommands(program: Command): void {
     .command('propose')
     .description('propose a plan file: validate, evaluate, auto-approve what the policy allows, and run approved steps in order')
     .argument('<plan>', 'plan file (JSON)')
-    .option('--wait', 'wait until nothing more can happen without a person (previews ready, allowed steps run), then print one result per step and say which steps wait for whom')
-    .option('--timeout <seconds>', 'stop waiting for a running host after this many seconds, whatever it does (with --wait: for the plan to need a person; without: for the host to prepare the previews, default 600)', parseTimeout)
+    .option(
+      '--wait',
+      'wait until nothing more can happen without a person (previews ready, allowed steps run), then print one result per step and say which steps wait for whom',
+    )
+    .option(
+      '--timeout <seconds>',
+      'stop waiting for a running host after this many seconds, whatever it does (with --wait: for the plan to need a person; without: for the host to prepare the previews, default 600)',
+      parseTimeout,
+    )
     .action(async (planFile: string, options: { wait?: boolean; timeout?: number }, command: Command) => {
       const { dataDir, json } = globals(command);
       const plan = readPlanFile(planFile);
-      const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }, { proposeAndAwaitPreparation }] = await Promise.all([
-        rendering(),
-        import('../../ipc/client/decision-wait.js'),
-        import('../../ipc/client/preparation-wait.js'),
-      ]);
+      const [{ explainOutcome, outcomeOf, summaryLine, whoMustAct }, { proposeAndAwaitDecision }, { proposeAndAwaitPreparation }] =
+        await Promise.all([rendering(), import('../../ipc/client/decision-wait.js'), import('../../ipc/client/preparation-wait.js')]);
       const waitMs = options.timeout !== undefined ? options.timeout * 1000 : undefined;
       // The guarantee behind --timeout: a host that stops answering (even before it says hello) cannot hold this
       // command past it. Without a host the command runs the steps itself, and is never stopped mid-step.
@@ -111,7 +132,10 @@ export function registerStepCommands(program: Command): void {
         if (options.wait) return proposeAndAwaitDecision(api, plan, { waitMs, until: 'needsPerson', boundCalls: true });
         // A host answers before the previews exist: wait for them, so what is printed shows each step's preview.
         const prepared = await proposeAndAwaitPreparation(api, plan, { waitMs });
-        if (prepared.timedOut && !json) process.stderr.write('Some steps were still being prepared when the wait ended; `executor steps list --plan PLAN` shows them later.\n');
+        if (prepared.timedOut && !json)
+          process.stderr.write(
+            'Some steps were still being prepared when the wait ended; `executor steps list --plan PLAN` shows them later.\n',
+          );
         return prepared.records;
       });
       clearTimeout(backstop);
@@ -132,12 +156,19 @@ export function registerStepCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const { summaryLine } = await rendering();
       const filter = { status: options.status, planId: options.plan };
-      const records = await readEvenWhenFull(dataDir, () => withExecutor(dataDir, async (api, reach) => {
+      const records = await readEvenWhenFull(
+        dataDir,
+        () =>
+          withExecutor(dataDir, async (api, reach) => {
             await sayDataDir(command, reach);
             return api.listSteps(filter);
-          }), (stored) => stored.list(filter));
+          }),
+        (stored) => stored.list(filter),
+      );
       // What each step came to, in the words the window's History uses (result-words.ts).
-      print(json, records, () => (records.length ? records.map((record) => `${summaryLine(record)}${resultSuffix(record)}`).join('\n') : 'No steps.'));
+      print(json, records, () =>
+        records.length ? records.map((record) => `${summaryLine(record)}${resultSuffix(record)}`).join('\n') : 'No steps.',
+      );
     });
   steps
     .command('show')
@@ -159,11 +190,17 @@ export function registerStepCommands(program: Command): void {
           })),
         (stored) => ({ record: stored.get(stepId), limits: undefined, live: null }),
       );
-      print(json, live ? { ...record, liveRun: live } : record, () => detailText(record, limits) + (live ? `\n\n${liveRunText(live)}` : ''));
+      print(
+        json,
+        live ? { ...record, liveRun: live } : record,
+        () => detailText(record, limits) + (live ? `\n\n${liveRunText(live)}` : ''),
+      );
     });
   steps
     .command('watch')
-    .description("follow a step's sandbox run as it goes (a running host's): elapsed time and its output as it comes, until the run ends; Ctrl-C stops watching, not the run")
+    .description(
+      "follow a step's sandbox run as it goes (a running host's): elapsed time and its output as it comes, until the run ends; Ctrl-C stops watching, not the run",
+    )
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir } = globals(command);
@@ -171,7 +208,9 @@ export function registerStepCommands(program: Command): void {
       await withExecutor(dataDir, async (api, reach) => {
         const record = await getWholeStep(api, stepId);
         if (reach !== 'host') {
-          process.stdout.write(`${visibleOutput(summaryLine(record))}\nNo Executor host is running for this data directory, so nothing runs now; \`executor steps show ${visibleLine(stepId)}\` shows what is recorded.\n`);
+          process.stdout.write(
+            `${visibleOutput(summaryLine(record))}\nNo Executor host is running for this data directory, so nothing runs now; \`executor steps show ${visibleLine(stepId)}\` shows what is recorded.\n`,
+          );
           return;
         }
         await new Promise<void>((resolve) => {
@@ -199,7 +238,9 @@ export function registerStepCommands(program: Command): void {
             if (lines.length) write(lines.join('\n'));
             runOpen = !frame.endedAt;
             if (frame.endedAt) {
-              write(`--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`);
+              write(
+                `--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`,
+              );
               if (endLine !== null) finish(endLine);
             }
           });
@@ -209,22 +250,26 @@ export function registerStepCommands(program: Command): void {
             if (!['proposed', 'evaluated', 'approved', 'running'].includes(changed.status)) finish(summaryLine(changed));
           });
           // Listed once both streams are subscribed: nothing between the list and the first frame is missed.
-          void Promise.all([following, settled]).then(() => api.listLiveRuns({ stepId })).then(([live]) => {
-            if (live) {
-              if (current !== live.startedAt) runOpen = true;
-              current = live.startedAt;
-              write(liveRunText(live));
-            } else if (!['proposed', 'evaluated', 'approved', 'running'].includes(record.status)) {
-              write(`${summaryLine(record)}\nNo run of it is under way.`);
-              resolve();
-            }
-          });
+          void Promise.all([following, settled])
+            .then(() => api.listLiveRuns({ stepId }))
+            .then(([live]) => {
+              if (live) {
+                if (current !== live.startedAt) runOpen = true;
+                current = live.startedAt;
+                write(liveRunText(live));
+              } else if (!['proposed', 'evaluated', 'approved', 'running'].includes(record.status)) {
+                write(`${summaryLine(record)}\nNo run of it is under way.`);
+                resolve();
+              }
+            });
         });
       });
     });
   steps
     .command('cancel')
-    .description('stop a step: its sandbox run under way (dry or real: the container or worker is killed and the step ends cancelled), or withdraw it while it waits (it ends rejected)')
+    .description(
+      'stop a step: its sandbox run under way (dry or real: the container or worker is killed and the step ends cancelled), or withdraw it while it waits (it ends rejected)',
+    )
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
@@ -240,8 +285,15 @@ export function registerStepCommands(program: Command): void {
         'On a terminal, without --preview-hash, it shows the step and its preview and asks; elsewhere --preview-hash is required',
     )
     .argument('<stepId>')
-    .option('--preview-hash <hash>', 'the "Preview" hash `executor steps show` printed ("none" when it had no preview); refused if the preview changed since')
-    .option('--hunks <numbers>', 'a file write over an existing text file: apply only these hunks of its diff (numbered as `executor steps show` prints them, e.g. 1,3); recorded as approved with edits', parseHunkList)
+    .option(
+      '--preview-hash <hash>',
+      'the "Preview" hash `executor steps show` printed ("none" when it had no preview); refused if the preview changed since',
+    )
+    .option(
+      '--hunks <numbers>',
+      'a file write over an existing text file: apply only these hunks of its diff (numbered as `executor steps show` prints them, e.g. 1,3); recorded as approved with edits',
+      parseHunkList,
+    )
     .action(async (stepId: string, options: { previewHash?: string; hunks?: number[] }, command: Command) => {
       const { dataDir, json } = globals(command);
       const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
@@ -258,10 +310,12 @@ export function registerStepCommands(program: Command): void {
         if (given !== undefined) return api.approve({ stepId, previewHash: given, ...(hunks ? { hunks } : {}) });
         // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
         const shown = await getWholeStep(api, stepId);
-        if (shown.status !== 'awaiting_consent') return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
+        if (shown.status !== 'awaiting_consent')
+          return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
         process.stdout.write(`${visibleOutput(detailText(shown, await api.getPolicy().catch(() => undefined)))}\n\n`);
         const which = hunks ? ` with only hunks ${hunks.join(', ')}` : '';
-        if (!(await askYes(`Approve step ${visibleLine(stepId)}${which} with the preview shown above (${previewHashText(shown)})? [y/N] `))) return null;
+        if (!(await askYes(`Approve step ${visibleLine(stepId)}${which} with the preview shown above (${previewHashText(shown)})? [y/N] `)))
+          return null;
         return api.approve({ stepId, previewHash: shown.previewHash, ...(hunks ? { hunks } : {}) });
       });
       if (!record) {
@@ -276,7 +330,7 @@ export function registerStepCommands(program: Command): void {
   program
     .command('edit')
     .description(
-      'edit a step waiting for your decision before approving it: a file write\'s content or a command line. Your version is weighed by the policy ' +
+      "edit a step waiting for your decision before approving it: a file write's content or a command line. Your version is weighed by the policy " +
         '(an edit can raise the risk), previewed again and waits for your approval; the proposal stays on record and the agent is told what changed',
     )
     .argument('<stepId>')
@@ -285,7 +339,10 @@ export function registerStepCommands(program: Command): void {
     .action(async (stepId: string, options: { contentFile?: string; command?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       if ((options.contentFile === undefined) === (options.command === undefined)) {
-        throw new ExecutorError('INVALID_INPUT', 'edit takes exactly one of --content-file FILE (a file write) or --command "LINE" (a command).');
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          'edit takes exactly one of --content-file FILE (a file write) or --command "LINE" (a command).',
+        );
       }
       const content = options.contentFile === undefined ? undefined : readEditedContent(options.contentFile);
       const { detailText, summaryLine } = await rendering();
@@ -301,7 +358,10 @@ export function registerStepCommands(program: Command): void {
         process.exitCode = 1;
         // Saved, but it did not come back for a decision (its new preview failed, it expired, it was withdrawn): say so.
         const why = record.rejectedReason ?? record.error?.message ?? record.evaluation?.reasons.join(' ');
-        if (!json) process.stderr.write(`Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it ${statusSentence(record.status)}${why ? ` (${visibleLine(flatText(why))})` : ''}.\n`);
+        if (!json)
+          process.stderr.write(
+            `Your edit of step ${visibleLine(stepId)} was saved, but the step did not come back for your decision: it ${statusSentence(record.status)}${why ? ` (${visibleLine(flatText(why))})` : ''}.\n`,
+          );
       }
     });
 
@@ -319,11 +379,19 @@ export function registerStepCommands(program: Command): void {
 
   program
     .command('revert')
-    .description('restore every file a step changed, if nobody changed them since, and remove the folders it created where they are empty; with --plan, every step of a plan that ran, newest first')
+    .description(
+      'restore every file a step changed, if nobody changed them since, and remove the folders it created where they are empty; with --plan, every step of a plan that ran, newest first',
+    )
     .argument('[stepId]')
-    .option('--plan <planId>', 'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force')
+    .option(
+      '--plan <planId>',
+      'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force',
+    )
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
-    .option('--dry-run', 'only show what revert would do with each file and each folder the step created (with --plan: each step, and why a step is left as it is); change nothing, and exit as the real revert would: 2 with its error when it would refuse (a conflict without --force, nothing to revert)')
+    .option(
+      '--dry-run',
+      'only show what revert would do with each file and each folder the step created (with --plan: each step, and why a step is left as it is); change nothing, and exit as the real revert would: 2 with its error when it would refuse (a conflict without --force, nothing to revert)',
+    )
     .action(async (stepId: string | undefined, options: { plan?: string; force?: boolean; dryRun?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
       if ((stepId === undefined) === (options.plan === undefined)) {
@@ -336,7 +404,10 @@ export function registerStepCommands(program: Command): void {
       stepId = stepId!;
       const { outcomeOf, summaryLine } = await rendering();
       if (options.dryRun) {
-        const { preview, record } = await withExecutor(dataDir, async (api) => ({ preview: await api.previewRevert({ stepId }), record: await api.getStep({ stepId }) }));
+        const { preview, record } = await withExecutor(dataDir, async (api) => ({
+          preview: await api.previewRevert({ stepId }),
+          record: await api.getStep({ stepId }),
+        }));
         const refusal = await stepDryRunRefusal(record, preview, options.force === true);
         print(json, preview, () => revertPreviewText(preview, options.force === true, refusal !== null));
         dryRunExit(refusal);
@@ -350,7 +421,9 @@ export function registerStepCommands(program: Command): void {
         throw error;
       }
       const directories = record.revertOutcome?.directories ?? [];
-      print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () => [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'));
+      print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () =>
+        [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'),
+      );
     });
 }
 
@@ -363,13 +436,20 @@ function readEditedContent(file: string): string {
     throw new ExecutorError('INVALID_INPUT', `Cannot read --content-file ${visibleLine(file)}: ${(error as Error).message}`);
   }
   if (!stat.isFile()) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not a regular file.`);
-  if (stat.size > MAX_CONTENT_BYTES) throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is ${stat.size} bytes; a step's content is at most ${MAX_CONTENT_BYTES / 1024 / 1024} MiB.`);
+  if (stat.size > MAX_CONTENT_BYTES)
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--content-file ${visibleLine(file)} is ${stat.size} bytes; a step's content is at most ${MAX_CONTENT_BYTES / 1024 / 1024} MiB.`,
+    );
   const bytes = fs.readFileSync(file);
   try {
     // Fatal: bytes that are not UTF-8 are refused, never replaced by U+FFFD (a write's content is text); a BOM is kept as written.
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new ExecutorError('INVALID_INPUT', `--content-file ${visibleLine(file)} is not UTF-8 text; an edit of a write's content must be text. Nothing was changed.`);
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--content-file ${visibleLine(file)} is not UTF-8 text; an edit of a write's content must be text. Nothing was changed.`,
+    );
   }
 }
 
@@ -385,7 +465,12 @@ function resultSuffix(record: StepRecord): string {
 }
 
 /** `revert --plan`: the plan's steps newest first, or with --dry-run what that would do. */
-async function revertPlanCommand(dataDir: string, json: boolean, planId: string, options: { force?: boolean; dryRun?: boolean }): Promise<void> {
+async function revertPlanCommand(
+  dataDir: string,
+  json: boolean,
+  planId: string,
+  options: { force?: boolean; dryRun?: boolean },
+): Promise<void> {
   if (options.dryRun) {
     const preview = await withExecutor(dataDir, (api) => api.previewRevertPlan({ planId }));
     const { planRevertRefusal } = await import('../../domain/revert-reasons.js');
@@ -414,31 +499,73 @@ async function revertPlanCommand(dataDir: string, json: boolean, planId: string,
  */
 function dryRunExit(refusal: ExecutorError | null): void {
   if (!refusal) return;
-  process.stderr.write(`executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`);
+  process.stderr.write(
+    `executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`,
+  );
   process.exitCode = 2;
 }
 
 /** Why `revert ID` would refuse this step, judged from the step and its revert preview as the real revert judges it. */
-async function stepDryRunRefusal(record: StepRecord, preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }, force: boolean): Promise<ExecutorError | null> {
-  const [{ stepRevertRefusal }, { boundAction }] = await Promise.all([import('../../domain/revert-reasons.js'), import('../../actions/registry.js')]);
+async function stepDryRunRefusal(
+  record: StepRecord,
+  preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] },
+  force: boolean,
+): Promise<ExecutorError | null> {
+  const [{ stepRevertRefusal }, { boundAction }] = await Promise.all([
+    import('../../domain/revert-reasons.js'),
+    import('../../actions/registry.js'),
+  ]);
   const { module } = boundAction(record.step);
-  const changedSomething = preview.files.length > 0 || preview.directories.length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
-  const refusal = stepRevertRefusal({ stepId: record.step.id, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, revertedAt: record.revertedAt, changedSomething });
+  const changedSomething =
+    preview.files.length > 0 || preview.directories.length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
+  const refusal = stepRevertRefusal({
+    stepId: record.step.id,
+    status: record.status,
+    action: record.step.action,
+    reversible: module.reversible,
+    startedAt: record.startedAt,
+    revertedAt: record.revertedAt,
+    changedSomething,
+  });
   if (refusal) return refusal;
   const conflicts = preview.files.filter((entry) => entry.state === 'conflict').map((entry) => entry.path);
   if (conflicts.length === 0 || force) return null;
-  return new ExecutorError('REVERT_CONFLICT', `Step ${record.step.id} would not be reverted: ${conflicts.join(', ')} changed after the step. Revert with --force to apply it anyway; what is there now is kept as the backup of a "Forced revert" step.`, { stepId: record.step.id, paths: conflicts });
+  return new ExecutorError(
+    'REVERT_CONFLICT',
+    `Step ${record.step.id} would not be reverted: ${conflicts.join(', ')} changed after the step. Revert with --force to apply it anyway; what is there now is kept as the backup of a "Forced revert" step.`,
+    { stepId: record.step.id, paths: conflicts },
+  );
 }
 
-function revertPlanPreviewText(preview: { planId: string; steps: { stepId: string; title: string; state: string; reason?: string; files: RevertPlanEntry[]; moreFiles: number }[]; conflicts: string[] }, force: boolean): string {
+function revertPlanPreviewText(
+  preview: {
+    planId: string;
+    steps: { stepId: string; title: string; state: string; reason?: string; files: RevertPlanEntry[]; moreFiles: number }[];
+    conflicts: string[];
+  },
+  force: boolean,
+): string {
   const lines = [`Reverting plan ${visibleLine(preview.planId)}${force ? ' with --force' : ''} would, newest step first:`];
   for (const step of preview.steps) {
-    const what = step.state === 'skip' ? `left as it is (${visibleLine(step.reason ?? '')})` : step.state === 'conflict' ? (force ? 'forced revert: a file changed after the step; what is there now is kept as a backup' : 'CONFLICT: a file changed after the step') : 'revert';
+    const what =
+      step.state === 'skip'
+        ? `left as it is (${visibleLine(step.reason ?? '')})`
+        : step.state === 'conflict'
+          ? force
+            ? 'forced revert: a file changed after the step; what is there now is kept as a backup'
+            : 'CONFLICT: a file changed after the step'
+          : 'revert';
     lines.push(`  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}`);
-    for (const file of step.files) lines.push(`    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`);
+    for (const file of step.files)
+      lines.push(
+        `    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`,
+      );
     if (step.moreFiles > 0) lines.push(`    … and ${step.moreFiles} more file(s)`);
   }
-  if (preview.conflicts.length && !force) lines.push(`Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`);
+  if (preview.conflicts.length && !force)
+    lines.push(
+      `Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`,
+    );
   if (preview.steps.every((step) => step.state === 'skip')) lines.push('Refused: no step of this plan is left to revert.');
   return lines.join('\n');
 }
@@ -452,12 +579,21 @@ function folderOutcomeLine(entry: DirectoryRevertOutcome): string {
 }
 
 /** `revert --dry-run`: what revert would do, file by file and folder by folder (or nothing, when it would refuse the step). */
-function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] }, force: boolean, refused: boolean): string {
+function revertPreviewText(
+  preview: { files: RevertPlanEntry[]; directories: DirectoryRevertPlanEntry[] },
+  force: boolean,
+  refused: boolean,
+): string {
   const files = preview.files.map((entry) => {
     const where = visibleLine(entry.path);
     if (entry.state === 'already_restored') return `  ${where}: already as it was before the step`;
-    if (entry.state === 'conflict') return force ? `  ${where}: changed after the step; will be restored anyway, what is there now kept as the backup of a "Forced revert" step` : `  ${where}: CONFLICT: changed after the step (revert refuses; --force keeps what is there as a backup)`;
-    return entry.restoreHash === null ? `  ${where}: will be deleted (the step created it)` : `  ${where}: will be restored to its content from before the step`;
+    if (entry.state === 'conflict')
+      return force
+        ? `  ${where}: changed after the step; will be restored anyway, what is there now kept as the backup of a "Forced revert" step`
+        : `  ${where}: CONFLICT: changed after the step (revert refuses; --force keeps what is there as a backup)`;
+    return entry.restoreHash === null
+      ? `  ${where}: will be deleted (the step created it)`
+      : `  ${where}: will be restored to its content from before the step`;
   });
   const folders = preview.directories.map((entry) => {
     const where = `${visibleLine(entry.path)}/`;
@@ -476,6 +612,9 @@ function revertPreviewText(preview: { files: RevertPlanEntry[]; directories: Dir
 function conflictDiffs(error: ExecutorError): string {
   const conflicts = (error.details?.conflicts ?? []) as { path: string; diff?: string | null; diffOmittedReason?: string }[];
   // File content is untrusted text: escapes in it must not move the cursor over the diff the person reads.
-  const shown = conflicts.map((conflict) => `--- ${visibleLine(conflict.path)}: on disk now (-) → after revert (+)\n${conflict.diff ? visibleBlock(conflict.diff) : `(${visibleLine(conflict.diffOmittedReason ?? 'no text diff')})`}\n`);
+  const shown = conflicts.map(
+    (conflict) =>
+      `--- ${visibleLine(conflict.path)}: on disk now (-) → after revert (+)\n${conflict.diff ? visibleBlock(conflict.diff) : `(${visibleLine(conflict.diffOmittedReason ?? 'no text diff')})`}\n`,
+  );
   return `${shown.join('\n')}\nRevert with --force to apply this anyway: what is on disk now is kept as the backup of a "Forced revert" step, which you can revert in turn.\n`;
 }

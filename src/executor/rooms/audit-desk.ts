@@ -52,7 +52,8 @@ export class AuditDesk {
       store: new CosignatureStore(desk.db),
       witnesses: () => desk.policy.witnesses,
       onResult: (result) => {
-        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable') desk.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
+        if (result.kind === 'rolled_back' || result.kind === 'forked' || result.kind === 'refused' || result.kind === 'unreachable')
+          desk.log(`witness ${result.witness}: ${result.kind}: ${result.message}`);
         desk.events.emit('witness', result);
       },
     });
@@ -79,12 +80,21 @@ export class AuditDesk {
   }
 
   /** Checks the whole log (records, checkpoints, anchor) on worker threads; never writes. */
-  verifyAudit(options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {}): Promise<VerifyReport> {
+  verifyAudit(
+    options: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number } = {},
+  ): Promise<VerifyReport> {
     return verifyDataDir(this.desk.dataDir, { keyStore: this.desk.keyStore, ...options });
   }
 
-  exportAudit(out: { write(line: string): void }, range: { from?: number; to?: number } = {}): { records: number; checkpoints: number; from: number; to: number } {
-    return exportAudit(this.desk.db, this.desk.auditLog.logId, out, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
+  exportAudit(
+    out: { write(line: string): void },
+    range: { from?: number; to?: number } = {},
+  ): { records: number; checkpoints: number; from: number; to: number } {
+    return exportAudit(this.desk.db, this.desk.auditLog.logId, out, {
+      ...range,
+      checkpointEvery: DEFAULT_CHECKPOINT_EVERY,
+      keyring: this.desk.auditLog.keys,
+    });
   }
 
   /** One record exactly as signed, for the record detail of the audit view. */
@@ -99,25 +109,39 @@ export class AuditDesk {
 
   /** The export as lines, read a batch at a time: the web server streams it as a download of any size. */
   auditExportLines(range: { from?: number; to?: number } = {}): Generator<string, ExportSummary> {
-    return exportLines(this.desk.db, this.desk.auditLog.logId, { ...range, checkpointEvery: DEFAULT_CHECKPOINT_EVERY, keyring: this.desk.auditLog.keys });
+    return exportLines(this.desk.db, this.desk.auditLog.logId, {
+      ...range,
+      checkpointEvery: DEFAULT_CHECKPOINT_EVERY,
+      keyring: this.desk.auditLog.keys,
+    });
   }
 
   /**
    * The export as text, in one reply (the Electron window's download). Bounded, so one click cannot
    * build a reply the transports refuse; the web UI streams instead (issueAuditDownload).
    */
-  exportAuditText(range: { from?: number; to?: number } = {}, maxBytes = this.maxExportTextBytes): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
+  exportAuditText(
+    range: { from?: number; to?: number } = {},
+    maxBytes = this.maxExportTextBytes,
+  ): { jsonl: string; records: number; checkpoints: number; from: number; to: number } {
     const lines: string[] = [];
     let bytes = 0;
-    const written = this.exportAudit({
-      write: (line) => {
-        bytes += line.length;
-        if (bytes > maxBytes) {
-          throw new ExecutorError('INVALID_INPUT', `The export is larger than ${maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${Math.round(maxBytes / 1024)} KiB`}; export a range of records, or run \`executor audit export --out FILE\`.`, { maxBytes });
-        }
-        lines.push(line);
+    const written = this.exportAudit(
+      {
+        write: (line) => {
+          bytes += line.length;
+          if (bytes > maxBytes) {
+            throw new ExecutorError(
+              'INVALID_INPUT',
+              `The export is larger than ${maxBytes >= 1 << 20 ? `${Math.round(maxBytes / (1 << 20))} MiB` : `${Math.round(maxBytes / 1024)} KiB`}; export a range of records, or run \`executor audit export --out FILE\`.`,
+              { maxBytes },
+            );
+          }
+          lines.push(line);
+        },
       },
-    }, range);
+      range,
+    );
     return { jsonl: lines.join(''), ...written };
   }
 
@@ -147,7 +171,12 @@ export class AuditDesk {
 
   /** `executor audit hash` through the host: the per-installation salt never leaves it, only the digest. */
   hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }> {
-    return findSecretDigestInSlices(this.desk.db, this.desk.auditLog.keys.salt, value, onProgress && ((checked, total) => onProgress({ checked, total })));
+    return findSecretDigestInSlices(
+      this.desk.db,
+      this.desk.auditLog.keys.salt,
+      value,
+      onProgress && ((checked, total) => onProgress({ checked, total })),
+    );
   }
 
   keyStatus(): KeyStatus {
@@ -160,7 +189,12 @@ export class AuditDesk {
       location: keys.location,
       currentKeyId: keys.current().keyId,
       epoch: keys.current().epoch,
-      chains: keys.chains().map((chain) => ({ keyId: chain.keyId, createdAt: chain.createdAt, verificationKeyExported: !chain.rootKey, exportedAt: chain.exportedAt ?? null })),
+      chains: keys.chains().map((chain) => ({
+        keyId: chain.keyId,
+        createdAt: chain.createdAt,
+        verificationKeyExported: !chain.rootKey,
+        exportedAt: chain.exportedAt ?? null,
+      })),
       anchor: anchor ? { seq: anchor.seq, ts: anchor.ts } : null,
       lastCheckpointError: this.desk.auditLog.lastHeartbeatError?.message ?? null,
     };

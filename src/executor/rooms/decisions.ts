@@ -5,7 +5,14 @@ import { canonicalJson } from '../../domain/canonical-json.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { summarizeLargeValues } from '../../domain/large-values.js';
 import { describeIssues } from '../../domain/plan-parse.js';
-import { expiryFor, proposerOf, ruleChoicesForStep, RULE_LIFETIMES, type RememberedRule, type RuleLifetime } from '../../domain/remembered-rule.js';
+import {
+  expiryFor,
+  proposerOf,
+  ruleChoicesForStep,
+  RULE_LIFETIMES,
+  type RememberedRule,
+  type RuleLifetime,
+} from '../../domain/remembered-rule.js';
 import { isSettled, PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import { AGENT_CANCEL_REASON, type PersonEdit, type StepRecord } from '../../domain/step-record.js';
 import { isAgentActor } from '../../domain/step-ownership.js';
@@ -52,7 +59,11 @@ export class DecisionsRoom {
    * The person's yes. It binds to the step's hash and to the preview they saw; then the plan
    * runs forward from its first undecided step, so this step runs unless an earlier one is still open.
    */
-  async approve(stepId: string, actor: Actor, options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {}): Promise<StepRecord> {
+  async approve(
+    stepId: string,
+    actor: Actor,
+    options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {},
+  ): Promise<StepRecord> {
     const record = this.desk.steps.get(stepId);
     if (options.hunks !== undefined) {
       if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
@@ -61,30 +72,48 @@ export class DecisionsRoom {
     if (record.status === 'expired') throw this.desk.expiredError(record);
     if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
     if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
+      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, {
+        stepId,
+      });
     }
     if (record.status === 'proposed' || record.status === 'evaluated') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`, {
-        stepId,
-        from: record.status,
-        to: 'approved',
-      });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} is still preparing its preview; approve it once the preview is shown (its step event says when).`,
+        {
+          stepId,
+          from: record.status,
+          to: 'approved',
+        },
+      );
     }
     // null: the person saw that the step had no preview; it must still have none.
     if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, {
-        stepId,
-        shownPreviewHash: options.previewHash,
-        currentPreviewHash: record.previewHash,
-      });
+      throw new ExecutorError(
+        'STEP_CHANGED',
+        `The preview of step ${stepId} changed since it was shown; look at it again before approving.`,
+        {
+          stepId,
+          shownPreviewHash: options.previewHash,
+          currentPreviewHash: record.previewHash,
+        },
+      );
     }
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(record.step), previewHash: record.previewHash };
-    this.desk.emitStep(this.desk.db.transaction(() => {
-      const approved = this.desk.steps.transition(stepId, 'approved', actor, { approval }, { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] });
-      // What must commit with this yes or not at all (approveAndRemember's rule).
-      options.alongside?.();
-      return approved;
-    })());
+    this.desk.emitStep(
+      this.desk.db.transaction(() => {
+        const approved = this.desk.steps.transition(
+          stepId,
+          'approved',
+          actor,
+          { approval },
+          { detail: { stepHash: approval.stepHash, previewHash: approval.previewHash }, expectFrom: ['awaiting_consent'] },
+        );
+        // What must commit with this yes or not at all (approveAndRemember's rule).
+        options.alongside?.();
+        return approved;
+      })(),
+    );
     if (options.execute !== false) await this.port.advancePlan(record.step.planId, actor);
     return this.desk.steps.get(stepId);
   }
@@ -95,10 +124,16 @@ export class DecisionsRoom {
     if (record.status === 'expired') throw this.desk.expiredError(record);
     if (record.status === 'awaiting_consent' && this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
     if (record.status !== 'awaiting_consent') {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`, { stepId, from: record.status, to: 'approved' });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} is ${record.status.replace('_', ' ')}; only a step waiting for your decision can be ${what}.`,
+        { stepId, from: record.status, to: 'approved' },
+      );
     }
     if (record.evaluation && !record.evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, { stepId });
+      throw new ExecutorError('POLICY_DENIED', `Step ${stepId} is denied by the policy: ${record.evaluation.reasons.join(' ')}`, {
+        stepId,
+      });
     }
   }
 
@@ -109,18 +144,37 @@ export class DecisionsRoom {
    * stays on record), and the approval binds to its step hash and to that preview, so a file changed
    * since the preview is refused now and again before the write.
    */
-  private async approveHunks(record: StepRecord, actor: Actor, accepted: number[], options: { previewHash?: string | null; execute?: boolean }): Promise<StepRecord> {
+  private async approveHunks(
+    record: StepRecord,
+    actor: Actor,
+    accepted: number[],
+    options: { previewHash?: string | null; execute?: boolean },
+  ): Promise<StepRecord> {
     const stepId = record.step.id;
     this.assertDecidable(record, 'approved');
     if (options.previewHash !== undefined && options.previewHash !== record.previewHash) {
-      throw new ExecutorError('STEP_CHANGED', `The preview of step ${stepId} changed since it was shown; look at it again before approving.`, { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash });
+      throw new ExecutorError(
+        'STEP_CHANGED',
+        `The preview of step ${stepId} changed since it was shown; look at it again before approving.`,
+        { stepId, shownPreviewHash: options.previewHash, currentPreviewHash: record.previewHash },
+      );
     }
     const step = record.step;
     const { module } = boundAction(step);
     if (!module.withHunks) {
-      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${module.editable === 'command' ? ', or edit its command line' : ''}.`, { stepId });
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Step ${stepId} is a ${step.action} step; only a file write can be approved hunk by hunk. Approve or reject it whole${module.editable === 'command' ? ', or edit its command line' : ''}.`,
+        { stepId },
+      );
     }
-    const withHunks = await module.withHunks(step, record.preview, accepted, this.desk.steps.proposedStep(stepId) ?? step, this.desk.context(stepId));
+    const withHunks = await module.withHunks(
+      step,
+      record.preview,
+      accepted,
+      this.desk.steps.proposedStep(stepId) ?? step,
+      this.desk.context(stepId),
+    );
     // Every hunk: the step as proposed, approved as usual.
     if (withHunks === 'whole') return this.approve(stepId, actor, { previewHash: options.previewHash, execute: options.execute });
     const { revised, preview } = withHunks;
@@ -134,22 +188,40 @@ export class DecisionsRoom {
     };
     const previewHash = previewHashOf(preview);
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
-    this.desk.emitStep(this.desk.db.transaction(() => {
-      const current = this.desk.steps.get(stepId);
-      if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`, { stepId, from: current.status, to: 'approved' });
-      }
-      this.desk.steps.reviseStep(stepId, revised, edit);
-      return this.desk.steps.transition(stepId, 'approved', actor, { approval, preview: { preview, previewHash } }, {
-        kind: 'step.approved_with_edits',
-        detail: {
-          stepHash: approval.stepHash,
-          previewHash,
-          edits: { kind: 'hunks', hunks: edit.hunks, proposedStepHash: edit.proposedStepHash, proposedContentHash: edit.proposedContentHash, approvedContentHash: edit.approvedContentHash },
-        },
-        expectFrom: ['awaiting_consent'],
-      });
-    })());
+    this.desk.emitStep(
+      this.desk.db.transaction(() => {
+        const current = this.desk.steps.get(stepId);
+        if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
+          throw new ExecutorError(
+            'ILLEGAL_TRANSITION',
+            `Step ${stepId} was decided or changed elsewhere while it was being approved (it is ${current.status.replace('_', ' ')}); nothing was approved.`,
+            { stepId, from: current.status, to: 'approved' },
+          );
+        }
+        this.desk.steps.reviseStep(stepId, revised, edit);
+        return this.desk.steps.transition(
+          stepId,
+          'approved',
+          actor,
+          { approval, preview: { preview, previewHash } },
+          {
+            kind: 'step.approved_with_edits',
+            detail: {
+              stepHash: approval.stepHash,
+              previewHash,
+              edits: {
+                kind: 'hunks',
+                hunks: edit.hunks,
+                proposedStepHash: edit.proposedStepHash,
+                proposedContentHash: edit.proposedContentHash,
+                approvedContentHash: edit.approvedContentHash,
+              },
+            },
+            expectFrom: ['awaiting_consent'],
+          },
+        );
+      })(),
+    );
     if (options.execute !== false) await this.port.advancePlan(step.planId, actor);
     return this.desk.steps.get(stepId);
   }
@@ -169,13 +241,23 @@ export class DecisionsRoom {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });
     }
     if ((change.content === undefined) === (change.command === undefined)) {
-      throw new ExecutorError('INVALID_INPUT', 'An edit gives either new content (for a file write) or a new command line (for a command), not both or neither.', { stepId });
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        'An edit gives either new content (for a file write) or a new command line (for a command), not both or neither.',
+        { stepId },
+      );
     }
     const step = record.step;
-    const base = { by: actor, at: new Date().toISOString(), version: (record.edit?.version ?? 1) + 1, proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash };
+    const base = {
+      by: actor,
+      at: new Date().toISOString(),
+      version: (record.edit?.version ?? 1) + 1,
+      proposedStepHash: record.edit?.proposedStepHash ?? record.stepHash,
+    };
     const kind = change.content !== undefined ? 'content' : 'command';
     const { module } = boundAction(step);
-    if (module.editable !== kind || !module.edited) throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; ${EDITED_ONLY[kind]}.`, { stepId });
+    if (module.editable !== kind || !module.edited)
+      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${step.action} step; ${EDITED_ONLY[kind]}.`, { stepId });
     // What the agent is told is measured from its own proposal, however many versions the person made.
     const edited = module.edited(step, change.content ?? change.command!, this.desk.steps.proposedStep(stepId) ?? step);
     const revised = edited.revised;
@@ -189,17 +271,39 @@ export class DecisionsRoom {
     const evaluation = this.desk.evaluateStep(next);
     // An edit the policy forbids is not saved: the proposal keeps waiting as it was, for the person to decide.
     if (!evaluation.allowed) {
-      throw new ExecutorError('POLICY_DENIED', `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`, { stepId, reasons: evaluation.reasons });
+      throw new ExecutorError(
+        'POLICY_DENIED',
+        `The policy does not allow your edit of step ${stepId}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'} Your edit was not saved; the step waits as it was proposed.`,
+        { stepId, reasons: evaluation.reasons },
+      );
     }
     const changed = this.desk.db.transaction(() => {
       const current = this.desk.steps.get(stepId);
       if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`, { stepId, from: current.status, to: 'evaluated' });
+        throw new ExecutorError(
+          'ILLEGAL_TRANSITION',
+          `Step ${stepId} was decided, withdrawn or changed elsewhere while you edited it (it is ${current.status.replace('_', ' ')}); your edit was not saved.`,
+          { stepId, from: current.status, to: 'evaluated' },
+        );
       }
       this.desk.steps.reviseStep(stepId, next, edit);
-      const summary = { kind: edit.kind, version: edit.version, proposedStepHash: edit.proposedStepHash, stepHash: stepHash(next), args: summarizeLargeValues(next.args),
-        ...(edit.commandBefore !== undefined ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter } : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }) };
-      return this.desk.steps.transition(stepId, 'evaluated', actor, { evaluation }, { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] });
+      const summary = {
+        kind: edit.kind,
+        version: edit.version,
+        proposedStepHash: edit.proposedStepHash,
+        stepHash: stepHash(next),
+        args: summarizeLargeValues(next.args),
+        ...(edit.commandBefore !== undefined
+          ? { commandBefore: edit.commandBefore, commandAfter: edit.commandAfter }
+          : { proposedContentHash: edit.proposedContentHash, editedContentHash: edit.approvedContentHash }),
+      };
+      return this.desk.steps.transition(
+        stepId,
+        'evaluated',
+        actor,
+        { evaluation },
+        { kind: 'step.edited', detail: { edit: summary, evaluation }, expectFrom: ['awaiting_consent'] },
+      );
     })();
     this.desk.emitStep(changed);
     // Prepared like a proposal, in the background: its step event says when the new preview is ready.
@@ -213,20 +317,38 @@ export class DecisionsRoom {
    * offers for this step (ruleChoicesForStep), so nothing reaches further than what was shown; it
    * is scoped to the step's proposer and lasts for the chosen lifetime.
    */
-  async approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }> {
+  async approveAndRemember(
+    stepId: string,
+    actor: Actor,
+    options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime },
+  ): Promise<{ step: StepRecord; rule: RememberedRule }> {
     const record = this.desk.steps.get(stepId);
     const proposer = proposerOf(record.step);
     const wanted = canonicalOrNull(options.rule);
     const chosen = ruleChoicesForStep(record, this.desk.policy.workspaceRoots).find((choice) => canonicalJson(choice.draft) === wanted);
     if (!chosen || !proposer) {
-      throw new ExecutorError('INVALID_INPUT', `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`, { stepId });
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `That rule is not one Executor offers for step ${stepId}; choose one of the rules shown in the window ("Approve and remember…"), or approve the step alone.`,
+        { stepId },
+      );
     }
     if (!Object.hasOwn(RULE_LIFETIMES, options.lifetime)) {
-      throw new ExecutorError('INVALID_INPUT', `A rule lasts ${Object.keys(RULE_LIFETIMES).join(', ')}; "${String(options.lifetime)}" is none of them.`, { lifetime: options.lifetime });
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `A rule lasts ${Object.keys(RULE_LIFETIMES).join(', ')}; "${String(options.lifetime)}" is none of them.`,
+        { lifetime: options.lifetime },
+      );
     }
     const now = new Date();
     const expiresAt = expiryFor(options.lifetime, now);
-    const rule = { ...chosen.draft, id: `rule-${randomBytes(6).toString('hex')}`, createdAt: now.toISOString(), proposer, ...(expiresAt ? { expiresAt } : {}) } as RememberedRule;
+    const rule = {
+      ...chosen.draft,
+      id: `rule-${randomBytes(6).toString('hex')}`,
+      createdAt: now.toISOString(),
+      proposer,
+      ...(expiresAt ? { expiresAt } : {}),
+    } as RememberedRule;
     const next = PolicySchema.safeParse({ ...this.desk.policy, remembered: [...this.desk.policy.remembered, rule] });
     if (!next.success) {
       const issues = describeIssues(next.error);
@@ -237,7 +359,13 @@ export class DecisionsRoom {
       previewHash: options.previewHash,
       execute: false,
       alongside: () => {
-        this.desk.audit.append({ kind: 'policy.changed', actor, stepId, planId: record.step.planId, detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) } });
+        this.desk.audit.append({
+          kind: 'policy.changed',
+          actor,
+          stepId,
+          planId: record.step.planId,
+          detail: { before, after: next.data, remembered: rule, policySha256: policyFingerprint(next.data) },
+        });
         // The file is written last: if it fails, the approval and the record roll back with it.
         savePolicy(this.desk.dataDir, next.data);
       },
@@ -252,7 +380,9 @@ export class DecisionsRoom {
     const trimmed = reason.trim();
     if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
     const record = this.desk.steps.get(stepId);
-    const rejected = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }));
+    const rejected = this.desk.emitStep(
+      this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }),
+    );
     await this.port.advancePlan(record.step.planId, actor);
     return rejected;
   }
@@ -270,29 +400,57 @@ export class DecisionsRoom {
     if (live && !byAgent) return await this.stopRun(live, actor);
     if (live?.phase === 'realRun') {
       // Consent was given and the run is the person's to watch and stop: an agent's cancel does not reach it.
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`, { stepId, from: 'running', to: 'cancelled' });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} is running (approved, its real run under way); only the person can stop a running step, with Cancel in the window or \`executor steps cancel ${stepId}\`.`,
+        { stepId, from: 'running', to: 'cancelled' },
+      );
     }
     const already = this.alreadyCancelled(record, byAgent);
     if (already) return already;
     // Once the person changed a step (edited it, or approved only some hunks) it is their version and they are acting on it.
     if (byAgent && record.edit && !isSettled(record.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} was changed by the user (${record.edit.kind === 'hunks' ? 'approved with only some hunks' : record.edit.kind === 'content' ? "they edited your write's content" : 'they edited your command line'}); it is the user's version now and they are acting on it, so you cannot cancel it. Ask the user if it is no longer needed.`, { stepId, from: record.status, to: 'rejected' });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} was changed by the user (${record.edit.kind === 'hunks' ? 'approved with only some hunks' : record.edit.kind === 'content' ? "they edited your write's content" : 'they edited your command line'}); it is the user's version now and they are acting on it, so you cannot cancel it. Ask the user if it is no longer needed.`,
+        { stepId, from: record.status, to: 'rejected' },
+      );
     }
     if (!WITHDRAWABLE_STATUSES.includes(record.status)) {
       if (isSettled(record.status)) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`, { stepId, from: record.status, to: 'cancelled' });
+        throw new ExecutorError(
+          'ILLEGAL_TRANSITION',
+          `Step ${stepId} has already ended (${record.status}); there is nothing left to cancel.${record.status === 'executed' || record.status === 'failed' ? ` To undo what it changed, revert it (\`executor revert ${stepId}\`).` : ''}`,
+          { stepId, from: record.status, to: 'cancelled' },
+        );
       }
       if (record.status === 'running' && !byAgent) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`, { stepId, from: record.status, to: 'cancelled' });
+        throw new ExecutorError(
+          'ILLEGAL_TRANSITION',
+          `Step ${stepId} is applying its changes, which cannot be stopped halfway; it ends in a moment. Revert it afterwards if its changes are unwanted.`,
+          { stepId, from: record.status, to: 'cancelled' },
+        );
       }
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`, { stepId, from: record.status, to: 'rejected' });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} is ${record.status}; only a step still waiting can be cancelled (one that has not started: being prepared, waiting for a decision, or approved and waiting its turn)${byAgent ? ', and only the person can stop a running one' : ''}.`,
+        { stepId, from: record.status, to: 'rejected' },
+      );
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: reason }, {
-      kind: 'step.cancelled',
-      detail: { reason },
-      expectFrom: [...WITHDRAWABLE_STATUSES],
-    }));
+    const cancelled = this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'rejected',
+        actor,
+        { rejectedReason: reason },
+        {
+          kind: 'step.cancelled',
+          detail: { reason },
+          expectFrom: [...WITHDRAWABLE_STATUSES],
+        },
+      ),
+    );
     // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.
     this.desk.liveRuns.get(stepId)?.cancel();
     await this.port.advancePlan(record.step.planId, actor);
@@ -321,22 +479,35 @@ export class DecisionsRoom {
     if (live.cancelling || current.status === 'cancelled') return current;
     const expectFrom: StepStatus[] = live.phase === 'dryRun' ? ['evaluated'] : ['approved', 'running'];
     if (!expectFrom.includes(current.status)) {
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`, { stepId, from: current.status, to: 'cancelled' });
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Step ${stepId} is ${current.status}; its run has just ended, so there is nothing left to cancel.`,
+        { stepId, from: current.status, to: 'cancelled' },
+      );
     }
     const elapsedMs = Math.round(performance.now() - live.startedAtMs);
     const seconds = (elapsedMs / 1000).toFixed(1);
-    const consequence = live.phase === 'dryRun'
-      ? 'it never ran for real.'
-      : current.status === 'approved'
-        ? 'its sandbox run was stopped before anything was applied.'
-        : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
+    const consequence =
+      live.phase === 'dryRun'
+        ? 'it never ran for real.'
+        : current.status === 'approved'
+          ? 'its sandbox run was stopped before anything was applied.'
+          : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
     const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.desk.emitStep(this.desk.steps.transition(stepId, 'cancelled', actor, { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started }, {
-      detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
-      expectFrom,
-    }));
+    const cancelled = this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'cancelled',
+        actor,
+        { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
+        {
+          detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
+          expectFrom,
+        },
+      ),
+    );
     live.cancel();
     let timer: NodeJS.Timeout | undefined;
     const gone = await Promise.race([
@@ -350,7 +521,9 @@ export class DecisionsRoom {
     const partial = live.phase === 'realRun' && current.status === 'approved' ? live.output() : null;
     const after = this.desk.steps.get(stepId);
     if (!gone || (partial && after.result === null)) {
-      const notGone = gone ? '' : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
+      const notGone = gone
+        ? ''
+        : ` Its ${live.phase === 'dryRun' ? 'dry run' : 'run'} had not ended ${CANCEL_WAIT_MS / 1000} s after the cancel; it is still being stopped.`;
       this.desk.steps.recordCancelledRun(stepId, {
         ...(partial && after.result === null ? { result: { partialOutput: partial } } : {}),
         ...(notGone ? { error: { code: 'STEP_CANCELLED', message: `${message}${notGone}` } } : {}),

@@ -1,7 +1,12 @@
 import type { ActionContext, ReadyRun } from '../../actions/action-module.js';
 import { boundAction } from '../../actions/registry.js';
 import type { DirectoryLedger } from '../../fs/created-directories.js';
-import { backupFileChangesYielding, fileChangesIdentity, hashFileChangesYielding, type HashedFileChange } from '../../backup/file-changes.js';
+import {
+  backupFileChangesYielding,
+  fileChangesIdentity,
+  hashFileChangesYielding,
+  type HashedFileChange,
+} from '../../backup/file-changes.js';
 import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../../backup/preview-workers.js';
 import type { Actor } from '../../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../../domain/canonical-json.js';
@@ -42,7 +47,11 @@ export class ExecutionRoom {
     const record = this.desk.steps.get(stepId);
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(this.desk.steps.planSteps(record.step.planId).filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)));
+    const broken = latestBreak(
+      this.desk.steps
+        .planSteps(record.step.planId)
+        .filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)),
+    );
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
@@ -62,14 +71,22 @@ export class ExecutionRoom {
       if (status === 'approved') {
         if (live) this.desk.liveRuns.finish(live);
       } else {
-        const ended: RunSpan['ended'] = live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
+        const ended: RunSpan['ended'] =
+          live?.cancelling || status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'failed' : 'finished';
         this.desk.endLiveRun(stepId, 'realRun', live, ended, start);
       }
     }
   }
 
   /** runApproved's run: the module's run (a command's sandbox run), check, back up, mark running, apply, record the outcome. */
-  private async run(record: StepRecord, actor: Actor, module: ReturnType<typeof boundAction>['module'], args: ReturnType<typeof boundAction>['args'], ctx: ActionContext, startedAt: string): Promise<StepRecord> {
+  private async run(
+    record: StepRecord,
+    actor: Actor,
+    module: ReturnType<typeof boundAction>['module'],
+    args: ReturnType<typeof boundAction>['args'],
+    ctx: ActionContext,
+    startedAt: string,
+  ): Promise<StepRecord> {
     const stepId = record.step.id;
     let ready;
     try {
@@ -93,10 +110,18 @@ export class ExecutionRoom {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
         const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
-        return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview, previewHash: previewHashOf(preview) } }, {
-          kind: 'step.reconsent',
-          detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
-        }));
+        return this.desk.emitStep(
+          this.desk.steps.transition(
+            stepId,
+            'awaiting_consent',
+            POLICY_ACTOR,
+            { preview: { preview, previewHash: previewHashOf(preview) } },
+            {
+              kind: 'step.reconsent',
+              detail: { reason: 'The files changed on disk since this step was approved; approve the new preview.' },
+            },
+          ),
+        );
       }
     }
     let backups;
@@ -108,11 +133,19 @@ export class ExecutionRoom {
     }
     // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
     if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
-    this.desk.emitStep(this.desk.steps.transition(stepId, 'running', actor, { startedAt }, {
-      expectFrom: ['approved'],
-      backups,
-      detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
-    }));
+    this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'running',
+        actor,
+        { startedAt },
+        {
+          expectFrom: ['approved'],
+          backups,
+          detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
+        },
+      ),
+    );
 
     let result: Record<string, unknown> | undefined;
     let failure: unknown;
@@ -123,14 +156,37 @@ export class ExecutionRoom {
     }
     if (this.desk.steps.get(stepId).status === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
-      this.desk.steps.note(stepId, 'step.cancel_outcome', actor, failure === undefined ? { result, ...this.createdDirectoriesDetail(stepId) } : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) });
+      this.desk.steps.note(
+        stepId,
+        'step.cancel_outcome',
+        actor,
+        failure === undefined
+          ? { result, ...this.createdDirectoriesDetail(stepId) }
+          : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) },
+      );
       return this.desk.steps.get(stepId);
     }
     if (failure === undefined) {
-      return this.desk.emitStep(this.desk.steps.transition(stepId, 'executed', actor, { result, finishedAt: new Date().toISOString() }, { detail: { result, ...this.createdDirectoriesDetail(stepId) } }));
+      return this.desk.emitStep(
+        this.desk.steps.transition(
+          stepId,
+          'executed',
+          actor,
+          { result, finishedAt: new Date().toISOString() },
+          { detail: { result, ...this.createdDirectoriesDetail(stepId) } },
+        ),
+      );
     }
     const shaped = this.desk.describeError(failure);
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: new Date().toISOString() }, { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } }));
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'failed',
+        actor,
+        { error: shaped, finishedAt: new Date().toISOString() },
+        { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } },
+      ),
+    );
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
@@ -152,7 +208,9 @@ export class ExecutionRoom {
     const shown = record.preview?.kind === 'fileChanges' || record.preview?.kind === 'commandRun' ? record.preview.files : [];
     const diffs: (string | null)[] = [];
     for (const change of changes) {
-      const same = shown.find((file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash);
+      const same = shown.find(
+        (file) => file.path === change.displayPath && file.preHash === change.preHash && file.postHash === change.postHash,
+      );
       // A big new diff is made on a preview worker, as for a preview: never on the host's thread.
       diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
     }
@@ -162,7 +220,10 @@ export class ExecutionRoom {
   private assertRunnable(record: StepRecord): void {
     const stepId = record.step.id;
     if (record.status !== 'approved' || !record.approval) {
-      throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, { stepId, status: record.status });
+      throw new ExecutorError('NOT_APPROVED', `Step ${stepId} is ${record.status}; only an approved step can run.`, {
+        stepId,
+        status: record.status,
+      });
     }
     // An approval not used in time is spent: the step becomes expired, and this run is refused.
     if (this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
@@ -174,12 +235,18 @@ export class ExecutionRoom {
         currentStepHash: currentHash,
       });
     }
-    const blocker = this.desk.steps.planSteps(record.step.planId).find((other) => other.position < record.position && PENDING.includes(other.status));
+    const blocker = this.desk.steps
+      .planSteps(record.step.planId)
+      .find((other) => other.position < record.position && PENDING.includes(other.status));
     if (blocker) {
-      throw new ExecutorError('PLAN_ORDER', `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`, {
-        stepId,
-        blockingStepId: blocker.step.id,
-      });
+      throw new ExecutorError(
+        'PLAN_ORDER',
+        `Step ${blocker.step.id} comes earlier in the plan and is still ${blocker.status}; decide it first.`,
+        {
+          stepId,
+          blockingStepId: blocker.step.id,
+        },
+      );
     }
   }
 
@@ -199,13 +266,27 @@ export class ExecutionRoom {
   private returnForConsent(record: StepRecord, actor: Actor, drift: NonNullable<ReadyRun['drift']>): StepRecord {
     const stepId = record.step.id;
     const startedAt = new Date().toISOString();
-    this.desk.steps.transition(stepId, 'running', actor, { startedAt }, { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } });
+    this.desk.steps.transition(
+      stepId,
+      'running',
+      actor,
+      { startedAt },
+      { detail: { stepHash: record.stepHash, files: [], sandboxRunOnly: true } },
+    );
     const previewHash = previewHashOf(drift.preview);
     const { evaluation } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), drift.preview);
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, { preview: { preview: drift.preview, previewHash }, evaluation }, {
-      kind: 'step.reconsent',
-      detail: { reason: drift.reason, previewHash, ...drift.detail },
-    }));
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'awaiting_consent',
+        POLICY_ACTOR,
+        { preview: { preview: drift.preview, previewHash }, evaluation },
+        {
+          kind: 'step.reconsent',
+          detail: { reason: drift.reason, previewHash, ...drift.detail },
+        },
+      ),
+    );
   }
 
   /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
@@ -224,7 +305,15 @@ export class ExecutionRoom {
     const shaped = this.desk.describeError(error);
     const now = new Date().toISOString();
     this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'failed', actor, { error: shaped, finishedAt: now }, { detail: { error: shaped, beforeAnyEffect: true } }));
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'failed',
+        actor,
+        { error: shaped, finishedAt: now },
+        { detail: { error: shaped, beforeAnyEffect: true } },
+      ),
+    );
   }
 
   /**
@@ -248,7 +337,8 @@ export class ExecutionRoom {
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
       let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
-      if (record.status === 'approved' && this.desk.overdue(record)) record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
+      if (record.status === 'approved' && this.desk.overdue(record))
+        record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
         // The latest break counts: an approval given before any earlier step ended without running does not hold.
         broken = latestBreak([broken, record]);
@@ -270,7 +360,11 @@ export class ExecutionRoom {
         ran = await this.runApproved(record.step.id, actor);
       } catch (error) {
         // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
-        if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && this.desk.steps.get(record.step.id).status !== 'approved') {
+        if (
+          error instanceof ExecutorError &&
+          error.code === 'ILLEGAL_TRANSITION' &&
+          this.desk.steps.get(record.step.id).status !== 'approved'
+        ) {
           waiting = true;
           continue;
         }
@@ -284,7 +378,8 @@ export class ExecutionRoom {
 
   /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
   private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
-    if (record.approval && record.approval.stepHash !== stepHash(record.step)) return 'The step changed after it was approved; look at it again.';
+    if (record.approval && record.approval.stepHash !== stepHash(record.step))
+      return 'The step changed after it was approved; look at it again.';
     if (!broken) return null;
     // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
     const informed = record.approval !== null && record.approval.by.channel !== 'policy' && record.approval.at > broken.updatedAt;
@@ -292,10 +387,18 @@ export class ExecutionRoom {
   }
 
   private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
-    return this.desk.emitStep(this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-      kind: 'step.reconsent',
-      detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
-      expectFrom: ['approved'],
-    }));
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        record.step.id,
+        'awaiting_consent',
+        POLICY_ACTOR,
+        {},
+        {
+          kind: 'step.reconsent',
+          detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
+          expectFrom: ['approved'],
+        },
+      ),
+    );
   }
 }

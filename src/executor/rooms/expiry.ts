@@ -40,14 +40,26 @@ export class ExpiryRoom {
   expire(record: StepRecord): StepRecord | null {
     const { desk } = this;
     const within = describeSeconds(desk.expirySecondsFor(record));
-    const reason = record.status === 'approved'
-      ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
-      : `waited ${within} for a decision that did not come; it expired.`;
+    const reason =
+      record.status === 'approved'
+        ? `was approved but did not start within ${within} of its approval (an earlier step of its plan was still undecided); the approval is spent.`
+        : `waited ${within} for a decision that did not come; it expired.`;
     try {
-      return desk.emitStep(desk.steps.transition(record.step.id, 'expired', SYSTEM_ACTOR, {
-        error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { reason, deadline: record.consentExpiresAt, expirySeconds: desk.expirySecondsFor(record) }, expectFrom: [record.status] }));
+      return desk.emitStep(
+        desk.steps.transition(
+          record.step.id,
+          'expired',
+          SYSTEM_ACTOR,
+          {
+            error: { code: 'CONSENT_EXPIRED', message: `${reason}` },
+            finishedAt: new Date().toISOString(),
+          },
+          {
+            detail: { reason, deadline: record.consentExpiresAt, expirySeconds: desk.expirySecondsFor(record) },
+            expectFrom: [record.status],
+          },
+        ),
+      );
     } catch (error) {
       if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION') return null;
       throw error;
@@ -86,11 +98,14 @@ export class ExpiryRoom {
     if (this.desk.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.nextExpiryAt = at;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.nextExpiryAt = Infinity;
-      this.sweepExpired();
-    }, Math.min(Math.max(0, at - Date.now()), EXPIRY_RECHECK_MS));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.nextExpiryAt = Infinity;
+        this.sweepExpired();
+      },
+      Math.min(Math.max(0, at - Date.now()), EXPIRY_RECHECK_MS),
+    );
     this.timer.unref();
   }
 

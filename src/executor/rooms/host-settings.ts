@@ -61,7 +61,11 @@ export class HostSettings {
     const held = new Set(before.workspaceRoots);
     for (const root of parsed.data.workspaceRoots) if (!held.has(root)) checkWorkspaceRoot(root, this.desk.dataDir);
     this.desk.db.transaction(() => {
-      this.desk.audit.append({ kind: 'policy.changed', actor, detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) } });
+      this.desk.audit.append({
+        kind: 'policy.changed',
+        actor,
+        detail: { before, after: parsed.data, policySha256: policyFingerprint(parsed.data) },
+      });
       this.desk.ruleHits.keepOnly(parsed.data.remembered.map((rule) => rule.id));
       savePolicy(this.desk.dataDir, parsed.data);
     })();
@@ -97,7 +101,9 @@ export class HostSettings {
         before: { witnesses: recorded?.witnesses ?? [] },
         after: this.desk.policy,
         policySha256: fingerprint,
-        message: recorded ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor' : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
+        message: recorded
+          ? 'policy.json differed at open from the policy the log last recorded: it was edited outside Executor'
+          : 'policy.json named witnesses the log had not recorded: it was written outside Executor',
       },
     });
   }

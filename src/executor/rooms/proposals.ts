@@ -68,7 +68,12 @@ export class ProposalsRoom {
     const { desk } = this;
     await loadShellParser();
     const agent = isAgentActor(actor) ? actor.agent : undefined;
-    const plan = parsePlan(planInput, { origin: isAgentActor(actor) ? 'agent' : 'user', client: actor.client, agent, freshIds: agent !== undefined });
+    const plan = parsePlan(planInput, {
+      origin: isAgentActor(actor) ? 'agent' : 'user',
+      client: actor.client,
+      agent,
+      freshIds: agent !== undefined,
+    });
     let changed: StepRecord[];
     try {
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
@@ -79,7 +84,8 @@ export class ProposalsRoom {
         for (const step of plan.steps) {
           const evaluation = desk.evaluateStep(step);
           records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-          if (!evaluation.allowed) records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+          if (!evaluation.allowed)
+            records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
         }
         return records;
       });
@@ -148,7 +154,8 @@ export class ProposalsRoom {
     } catch (error) {
       if (desk.closed) return false;
       // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.get(next.step.id).status !== 'evaluated') return true;
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.get(next.step.id).status !== 'evaluated')
+        return true;
       throw new PreviewError(next.step.id, error);
     }
     return true;
@@ -167,11 +174,22 @@ export class ProposalsRoom {
       if (!(error instanceof ExecutorError && DEFERRABLE.includes(error.code)) || desk.closed) throw error;
       const deferred = desk.steps.planSteps(planId).find((record) => record.status === 'approved');
       if (!deferred) return;
-      desk.emitStep(desk.steps.transition(deferred.step.id, 'awaiting_consent', POLICY_ACTOR, {}, {
-        kind: 'step.reconsent',
-        detail: { reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`, error: error.toJSON() },
-        expectFrom: ['approved'],
-      }));
+      desk.emitStep(
+        desk.steps.transition(
+          deferred.step.id,
+          'awaiting_consent',
+          POLICY_ACTOR,
+          {},
+          {
+            kind: 'step.reconsent',
+            detail: {
+              reason: `The sandbox could not start, so the step did not run: ${error.message} Approve it again once the sandbox is available.`,
+              error: error.toJSON(),
+            },
+            expectFrom: ['approved'],
+          },
+        ),
+      );
     }
   }
 
@@ -187,14 +205,24 @@ export class ProposalsRoom {
     const shaped = desk.describeError(error instanceof PreviewError ? error.cause : error);
     try {
       if (stepId && desk.steps.get(stepId).status === 'evaluated') {
-        desk.emitStep(desk.steps.transition(stepId, 'awaiting_consent', POLICY_ACTOR, {}, {
-          detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
-          expectFrom: ['evaluated'],
-        }));
+        desk.emitStep(
+          desk.steps.transition(
+            stepId,
+            'awaiting_consent',
+            POLICY_ACTOR,
+            {},
+            {
+              detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
+              expectFrom: ['evaluated'],
+            },
+          ),
+        );
         return;
       }
     } catch (recordError) {
-      desk.log(`executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`);
+      desk.log(
+        `executor: preparing step ${stepId} failed (${shaped.code}: ${shaped.message}) and could not be recorded: ${toErrorShape(recordError).message}`,
+      );
       return;
     }
     // Running the plan forward failed after its previews were recorded; the steps say what they are.
@@ -217,13 +245,23 @@ export class ProposalsRoom {
   }
 
   /** previewStep's verdict, stored: `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
-  private recordPreview(step: Step, preview: PreviewOutcome, evaluated: { evaluation: Evaluation; effects: EffectRating | null }): StepRecord {
+  private recordPreview(
+    step: Step,
+    preview: PreviewOutcome,
+    evaluated: { evaluation: Evaluation; effects: EffectRating | null },
+  ): StepRecord {
     const { desk } = this;
     if (!evaluated.evaluation.allowed) {
-      return desk.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) }, {
-        detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
-        expectFrom: ['evaluated'],
-      });
+      return desk.steps.transition(
+        step.id,
+        'denied',
+        POLICY_ACTOR,
+        { evaluation: evaluated.evaluation, ...(preview.ok ? { preview } : {}) },
+        {
+          detail: { reasons: evaluated.evaluation.reasons, byEffects: true },
+          expectFrom: ['evaluated'],
+        },
+      );
     }
     const rated = evaluated.effects ? { evaluation: evaluated.evaluation } : {};
     // The person's own version of a step is put before them again, whatever the policy would allow alone.
@@ -231,10 +269,16 @@ export class ProposalsRoom {
       const approval = { by: POLICY_ACTOR, at: new Date().toISOString(), stepHash: stepHash(step), previewHash: preview.previewHash };
       const ruleIds = evaluated.evaluation.approvedByRules ?? [];
       // The approval, each rule's rule.applied record and its hit count commit together or not at all (one savepoint).
-      const approved = desk.steps.transition(step.id, 'approved', POLICY_ACTOR, { approval, preview, ...rated }, {
-        detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
-        expectFrom: ['evaluated'],
-      });
+      const approved = desk.steps.transition(
+        step.id,
+        'approved',
+        POLICY_ACTOR,
+        { approval, preview, ...rated },
+        {
+          detail: { auto: true, stepHash: approval.stepHash, ...(ruleIds.length ? { ruleIds } : {}) },
+          expectFrom: ['evaluated'],
+        },
+      );
       for (const ruleId of ruleIds) {
         desk.audit.append({ kind: 'rule.applied', actor: POLICY_ACTOR, planId: step.planId, stepId: step.id, detail: { ruleId } });
         desk.ruleHits.record(ruleId, step.id, approval.at);
@@ -259,14 +303,25 @@ export class ProposalsRoom {
     const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
     const open = desk.steps.countAgentSteps(agent, { statuses: PENDING }).count;
     if (open + newSteps > openSteps) {
-      this.refuseOverLimit(actor, 'openSteps', `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`, { open, allowed: openSteps });
+      this.refuseOverLimit(
+        actor,
+        'openSteps',
+        `${who} has ${open} step(s) still waiting for a decision or running, and this plan adds ${newSteps}; the policy allows ${openSteps} open at once. Wait for the person to decide them, or cancel some, before proposing more.`,
+        { open, allowed: openSteps },
+      );
     }
     const windowStart = new Date(Date.now() - 60_000);
     const recent = desk.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
     if (recent.count + newSteps > stepsPerMinute) {
       const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
-      const advice = newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
-      this.refuseOverLimit(actor, 'stepsPerMinute', `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`, { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds });
+      const advice =
+        newSteps > stepsPerMinute ? `A plan of ${newSteps} steps can never fit; split it.` : `Try again in about ${retryAfterSeconds} s.`;
+      this.refuseOverLimit(
+        actor,
+        'stepsPerMinute',
+        `${who} proposed ${recent.count} step(s) in the last minute, and this plan adds ${newSteps}; the policy allows ${stepsPerMinute} per minute. ${advice}`,
+        { recent: recent.count, allowed: stepsPerMinute, retryAfterSeconds },
+      );
     }
   }
 
@@ -334,20 +389,37 @@ export class ProposalsRoom {
     // A fresh preview is rated like the first: what it changes now may deny the step or change what the person is asked.
     const { evaluation, effects } = desk.evaluateByEffects(record.step, desk.evaluateStep(record.step), preview);
     if (!evaluation.allowed && status === 'awaiting_consent') {
-      desk.emitStep(desk.steps.transition(stepId, 'denied', POLICY_ACTOR, { evaluation, preview: { preview, previewHash } }, {
-        detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
-        expectFrom: ['awaiting_consent'],
-      }));
+      desk.emitStep(
+        desk.steps.transition(
+          stepId,
+          'denied',
+          POLICY_ACTOR,
+          { evaluation, preview: { preview, previewHash } },
+          {
+            detail: { reasons: evaluation.reasons, byEffects: true, simulatedBy: actor.channel },
+            expectFrom: ['awaiting_consent'],
+          },
+        ),
+      );
       return { preview, previewHash };
     }
-    desk.steps.note(stepId, 'step.simulated', actor, { previewHash }, { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) });
+    desk.steps.note(
+      stepId,
+      'step.simulated',
+      actor,
+      { previewHash },
+      { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) },
+    );
     return { preview, previewHash };
   }
 }
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
 class PreviewError extends Error {
-  constructor(readonly stepId: string, override readonly cause: unknown) {
+  constructor(
+    readonly stepId: string,
+    override readonly cause: unknown,
+  ) {
     super(`preparing step ${stepId} failed`);
   }
 }

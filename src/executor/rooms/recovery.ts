@@ -34,16 +34,27 @@ export class RecoveryRoom {
   recoverAtOpen(resume: boolean): void {
     for (const record of this.desk.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
       const leftovers = this.desk.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
-      this.desk.steps.transition(record.step.id, 'interrupted', SYSTEM_ACTOR, {
-        error: { code: 'EXECUTION_FAILED', message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.' },
-        finishedAt: new Date().toISOString(),
-      }, { detail: { recoveredAtStart: true, removedTempFiles: leftovers } });
+      this.desk.steps.transition(
+        record.step.id,
+        'interrupted',
+        SYSTEM_ACTOR,
+        {
+          error: {
+            code: 'EXECUTION_FAILED',
+            message: 'Executor stopped while this step was running. Its backups are kept; revert restores the files.',
+          },
+          finishedAt: new Date().toISOString(),
+        },
+        { detail: { recoveredAtStart: true, removedTempFiles: leftovers } },
+      );
     }
     this.port.sweepExpired();
     if (!resume) return;
     // Only plans where something can still happen without the person; an approved step waiting behind
     // an undecided one is where it belongs, not left over.
-    const unfinished = this.desk.steps.plansWith(['proposed', 'evaluated', 'approved']).filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
+    const unfinished = this.desk.steps
+      .plansWith(['proposed', 'evaluated', 'approved'])
+      .filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
     if (unfinished.length > 0) this.resumed = this.resumeUnfinished(unfinished);
   }
 
@@ -61,9 +72,25 @@ export class RecoveryRoom {
       if (this.desk.closed) return;
       for (const record of planIds.flatMap((planId) => this.desk.steps.planSteps(planId)).filter((step) => step.status === 'proposed')) {
         const evaluation = this.desk.evaluateStep(record.step);
-        this.desk.emitStep(this.desk.steps.transition(record.step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] }));
+        this.desk.emitStep(
+          this.desk.steps.transition(
+            record.step.id,
+            'evaluated',
+            POLICY_ACTOR,
+            { evaluation },
+            { detail: { evaluation, recoveredAtStart: true }, expectFrom: ['proposed'] },
+          ),
+        );
         if (!evaluation.allowed) {
-          this.desk.emitStep(this.desk.steps.transition(record.step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons, recoveredAtStart: true } }));
+          this.desk.emitStep(
+            this.desk.steps.transition(
+              record.step.id,
+              'denied',
+              POLICY_ACTOR,
+              {},
+              { detail: { reasons: evaluation.reasons, recoveredAtStart: true } },
+            ),
+          );
         }
       }
       for (const planId of planIds) {

@@ -75,7 +75,10 @@ export class RevertsRoom {
   previewRevert(stepId: string): RevertPreview {
     const files = planRevert(this.desk.steps.backups(stepId), this.desk.blobs);
     const removedFiles = files.filter((entry) => entry.restoreHash === null).map((entry) => entry.path);
-    return { files, directories: planDirectoryRevert(this.desk.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()) };
+    return {
+      files,
+      directories: planDirectoryRevert(this.desk.steps.createdDirectories(stepId), removedFiles, this.protectedDirectories()),
+    };
   }
 
   /**
@@ -100,12 +103,23 @@ export class RevertsRoom {
     // The folders go once the files are back: a folder holding only what the step created is empty by then.
     const revertOutcome = this.revertCreatedDirectories(stepId);
     const other = module.revertOther ? await module.revertOther(record, this.desk.context(stepId), force) : undefined;
-    const result = { files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })), ...(other ? { other } : {}) };
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
-      kind: 'step.reverted',
-      detail: { force, ...result, directories: revertOutcome.directories },
-      expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
-    }));
+    const result = {
+      files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })),
+      ...(other ? { other } : {}),
+    };
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'reverted',
+        actor,
+        { revertedAt: new Date().toISOString(), revertOutcome },
+        {
+          kind: 'step.reverted',
+          detail: { force, ...result, directories: revertOutcome.directories },
+          expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
+        },
+      ),
+    );
   }
 
   /**
@@ -135,7 +149,9 @@ export class RevertsRoom {
       if (skip) skips.set(record.step.id, skip);
       else candidates.push(record);
     }
-    const order = planRevertInOrder(candidates.map((record) => ({ stepId: record.step.id, rows: this.desk.steps.backups(record.step.id) })));
+    const order = planRevertInOrder(
+      candidates.map((record) => ({ stepId: record.step.id, rows: this.desk.steps.backups(record.step.id) })),
+    );
     const byStep = new Map(order.map((entry) => [entry.stepId, entry]));
     const steps = newestFirst.map((record): PlanRevertStepPreview => {
       const planned = byStep.get(record.step.id);
@@ -162,8 +178,18 @@ export class RevertsRoom {
   private revertCandidate(record: StepRecord): RevertCandidate {
     const stepId = record.step.id;
     const { module } = boundAction(record.step);
-    const changedSomething = this.desk.steps.backups(stepId).length > 0 || this.desk.steps.createdDirectories(stepId).length > 0 || (module.revertOther !== undefined && record.startedAt !== null);
-    return { stepId, status: record.status, action: record.step.action, reversible: module.reversible, startedAt: record.startedAt, changedSomething };
+    const changedSomething =
+      this.desk.steps.backups(stepId).length > 0 ||
+      this.desk.steps.createdDirectories(stepId).length > 0 ||
+      (module.revertOther !== undefined && record.startedAt !== null);
+    return {
+      stepId,
+      status: record.status,
+      action: record.step.action,
+      reversible: module.reversible,
+      startedAt: record.startedAt,
+      changedSomething,
+    };
   }
 
   /**
@@ -178,7 +204,9 @@ export class RevertsRoom {
     return this.desk.planLocks.withPlan(planId, async () => {
       const preview = this.previewRevertPlan(planId);
       const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
-      const skipped = preview.steps.filter((entry) => entry.state === 'skip').map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
+      const skipped = preview.steps
+        .filter((entry) => entry.state === 'skip')
+        .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
       // The same refusal `executor revert --plan ID --dry-run` exits with: nothing left to revert, or a conflict not forced.
       const refusal = planRevertRefusal(planId, preview.steps, force);
       if (refusal) throw refusal;
@@ -192,13 +220,20 @@ export class RevertsRoom {
    * plan's: previewed whole, newest first, refused on a conflict unless forced (`refusal` words it),
    * each step under its own plan's lock. Answers the steps reverted.
    */
-  async revertSteps(label: string, stepIds: readonly string[], actor: Actor, options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null }): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
+  async revertSteps(
+    label: string,
+    stepIds: readonly string[],
+    actor: Actor,
+    options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
+  ): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
     const force = options.force === true;
     const preview = this.previewRevertSteps(stepIds);
     const refusal = options.refusal(preview.steps, force);
     if (refusal) throw refusal;
     const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
-    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) => this.desk.planLocks.withPlan(this.desk.steps.get(stepId).step.planId, revert));
+    const reverted = await this.revertInOrder(label, {}, toRevert, actor, force, (revert, stepId) =>
+      this.desk.planLocks.withPlan(this.desk.steps.get(stepId).step.planId, revert),
+    );
     return { reverted, preview };
   }
 
@@ -241,13 +276,25 @@ export class RevertsRoom {
       .filter((entry) => entry.state !== 'already_restored')
       .map((entry) =>
         entry.restoreHash === null
-          ? { action: 'deleteFile', args: { path: entry.path }, meta: { purpose: `Forced revert of ${stepId}: remove ${entry.path}, which the step created` } }
-          : { action: 'writeFile', args: { path: entry.path, content: this.desk.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' }, meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` } },
+          ? {
+              action: 'deleteFile',
+              args: { path: entry.path },
+              meta: { purpose: `Forced revert of ${stepId}: remove ${entry.path}, which the step created` },
+            }
+          : {
+              action: 'writeFile',
+              args: { path: entry.path, content: this.desk.blobs.get(entry.restoreHash).toString('base64'), encoding: 'base64' },
+              meta: { purpose: `Forced revert of ${stepId}: put back ${entry.path} as it was before the step` },
+            },
       );
-    const proposed = await this.port.propose({ purpose: `Forced revert of step ${stepId}; what it overwrites is kept as this plan's backup`, steps: restores }, actor);
+    const proposed = await this.port.propose(
+      { purpose: `Forced revert of step ${stepId}; what it overwrites is kept as this plan's backup`, steps: restores },
+      actor,
+    );
     const restorePlanId = proposed[0]!.step.planId;
     // The person's "yes, overwrite" is the consent for each of these steps.
-    for (const waiting of this.desk.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent')) await this.port.approve(waiting.step.id, actor);
+    for (const waiting of this.desk.steps.planSteps(restorePlanId).filter((step) => step.status === 'awaiting_consent'))
+      await this.port.approve(waiting.step.id, actor);
     const ran = this.desk.steps.planSteps(restorePlanId);
     const notDone = ran.filter((step) => step.status !== 'executed');
     if (notDone.length > 0) {
@@ -263,10 +310,25 @@ export class RevertsRoom {
     const revertOutcome = this.revertCreatedDirectories(stepId);
     const other = module.revertOther ? await module.revertOther(record, this.desk.context(stepId), true) : undefined;
     const files = plan.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash }));
-    return this.desk.emitStep(this.desk.steps.transition(stepId, 'reverted', actor, { revertedAt: new Date().toISOString(), revertOutcome }, {
-      kind: 'step.revert_forced',
-      detail: { force: true, files, restorePlanId, restoreStepIds: ran.map((step) => step.step.id), directories: revertOutcome.directories, ...(other ? { other } : {}) },
-    }));
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'reverted',
+        actor,
+        { revertedAt: new Date().toISOString(), revertOutcome },
+        {
+          kind: 'step.revert_forced',
+          detail: {
+            force: true,
+            files,
+            restorePlanId,
+            restoreStepIds: ran.map((step) => step.step.id),
+            directories: revertOutcome.directories,
+            ...(other ? { other } : {}),
+          },
+        },
+      ),
+    );
   }
 
   /**

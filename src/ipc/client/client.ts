@@ -105,10 +105,23 @@ export class SignedRpc {
    * Calls a method. `check` (the result schema) runs while the reply's MAC is computed off this
    * thread, but its verdict, like the result, counts only once the MAC holds.
    */
-  async call(method: string, params: unknown, check?: (result: unknown) => { success: true; data: unknown } | { success: false }): Promise<unknown> {
-    if (this.closedReason !== null) throw new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor is closed: ${this.closedReason}`);
+  async call(
+    method: string,
+    params: unknown,
+    check?: (result: unknown) => { success: true; data: unknown } | { success: false },
+  ): Promise<unknown> {
+    if (this.closedReason !== null)
+      throw new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor is closed: ${this.closedReason}`);
     const id = randomToken(12);
-    const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id, ts: Date.now(), nonce: randomToken(18), method, params: params ?? {} };
+    const request = {
+      v: PROTOCOL_VERSION,
+      kid: this.session.kid,
+      id,
+      ts: Date.now(),
+      nonce: randomToken(18),
+      method,
+      params: params ?? {},
+    };
     // Refused here, as the server would: signing canonicalizes, and a value nested thousands deep would overflow the stack.
     const refusal = requestInputRefusal(request);
     if (refusal) throw refusal;
@@ -126,7 +139,8 @@ export class SignedRpc {
     }
     if (reply.data.id !== id) throw new ExecutorError('IPC_MALFORMED', 'The reply answers another request.');
     if (!reply.data.ok) throw remoteError(reply.data.error as ErrorShape);
-    if (checked && !checked.success) throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${method} does not match the method table.`, { method });
+    if (checked && !checked.success)
+      throw new ExecutorError('IPC_INVALID_RESULT', `The result of ${method} does not match the method table.`, { method });
     return checked ? checked.data : reply.data.result;
   }
 
@@ -135,7 +149,15 @@ export class SignedRpc {
     const sendNow = this.transport.sendNow?.bind(this.transport);
     if (!sendNow || this.closedReason !== null) return null;
     const signedAt = Date.now();
-    const request = { v: PROTOCOL_VERSION, kid: this.session.kid, id: randomToken(12), ts: signedAt, nonce: randomToken(18), method, params: params ?? {} };
+    const request = {
+      v: PROTOCOL_VERSION,
+      kid: this.session.kid,
+      id: randomToken(12),
+      ts: signedAt,
+      nonce: randomToken(18),
+      method,
+      params: params ?? {},
+    };
     const refusal = requestInputRefusal(request);
     if (refusal) throw refusal;
     const text = await signText(this.session.mac, 'request', request);
@@ -211,7 +233,6 @@ export async function openSession(
   const { kid, serverNonce, channel } = reply.data.welcome;
   return { kid, channel: channel as IpcChannel, mac: await deriveMac(serverNonce, clientNonce) };
 }
-
 
 /** The typed client over a signed session: one function per method, results checked against the table. */
 export function createExecutorClient(rpc: SignedRpc): ExecutorClient {

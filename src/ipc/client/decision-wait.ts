@@ -41,13 +41,16 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
   if (deadline === Infinity) return work;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<T>((resolve, reject) => {
-    timer = setTimeout(() => {
-      try {
-        resolve(onLate());
-      } catch (error) {
-        reject(error);
-      }
-    }, Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => {
+        try {
+          resolve(onLate());
+        } catch (error) {
+          reject(error);
+        }
+      },
+      Math.max(0, deadline - Date.now()),
+    );
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
@@ -59,12 +62,19 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
  * past it. A host answers with steps still preparing their previews (`evaluated`); their step
  * events follow. The CLI's `propose --wait` and the MCP tools both wait here.
  */
-export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown, options: DecisionWaitOptions = {}): Promise<StepRecord[]> {
+export async function proposeAndAwaitDecision(
+  api: ExecutorClient,
+  plan: unknown,
+  options: DecisionWaitOptions = {},
+): Promise<StepRecord[]> {
   const startedAt = Date.now();
   const deadline = options.waitMs === undefined ? Infinity : startedAt + options.waitMs;
   const callDeadline = options.boundCalls ? deadline : Infinity;
   const seconds = () => `${Math.round((options.waitMs ?? 0) / 100) / 10} s`;
-  const done = options.until === 'needsPerson' ? (records: StepRecord[]) => records.every((record) => isSettled(record.status)) || !planCanMoveWithoutPerson(records) : (records: StepRecord[]) => records.every((record) => isSettled(record.status));
+  const done =
+    options.until === 'needsPerson'
+      ? (records: StepRecord[]) => records.every((record) => isSettled(record.status)) || !planCanMoveWithoutPerson(records)
+      : (records: StepRecord[]) => records.every((record) => isSettled(record.status));
   let planId: string | null = null;
   let changed = false;
   let wake: (() => void) | null = null;
@@ -85,7 +95,10 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
   const tick = options.onTick ? setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000) : undefined;
   try {
     let records = await beforeDeadline(api.propose({ plan }), callDeadline, () => {
-      throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not acknowledge the proposal within ${seconds()}. It may still have stored it: look with \`executor steps list\` before proposing it again.`);
+      throw new ExecutorError(
+        'IPC_UNAVAILABLE',
+        `The Executor host did not acknowledge the proposal within ${seconds()}. It may still have stored it: look with \`executor steps list\` before proposing it again.`,
+      );
     });
     planId = records[0]!.step.planId;
     // The host's own work (previews, steps the policy approved) may be waited for past waitMs (hostWorkMs).
@@ -114,7 +127,9 @@ export async function proposeAndAwaitDecision(api: ExecutorClient, plan: unknown
       changed = false;
       const known = records;
       // A host that stops answering leaves the last answer standing at the deadline.
-      records = (await beforeDeadline(api.listSteps({ planId, limit: 10_000 }), callDeadline, () => known)).sort((a, b) => a.position - b.position);
+      records = (await beforeDeadline(api.listSteps({ planId, limit: 10_000 }), callDeadline, () => known)).sort(
+        (a, b) => a.position - b.position,
+      );
     }
   } finally {
     if (tick) clearInterval(tick);

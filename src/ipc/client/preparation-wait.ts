@@ -25,7 +25,11 @@ export interface PreparationWaitOptions {
  * prints each step's risk and preview. Listening starts before the proposal, so no event slips
  * between the two; the wait ends at its deadline whatever happens, with the steps as they are then.
  */
-export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unknown, options: PreparationWaitOptions = {}): Promise<{ records: StepRecord[]; timedOut: boolean }> {
+export async function proposeAndAwaitPreparation(
+  api: ExecutorClient,
+  plan: unknown,
+  options: PreparationWaitOptions = {},
+): Promise<{ records: StepRecord[]; timedOut: boolean }> {
   // The decision wait's "until only a person can move the plan" is exactly this wait; one loop serves both.
   const records = await proposeAndAwaitDecision(api, plan, { waitMs: options.waitMs ?? DEFAULT_PREPARATION_WAIT_MS, until: 'needsPerson' });
   return { records, timedOut: !planAtRest(records) };
@@ -36,7 +40,12 @@ export async function proposeAndAwaitPreparation(api: ExecutorClient, plan: unkn
  * preview is ready), or until `waitMs` passes; resolves with the step as it is then. Listening starts
  * before the first read, so no event slips between the two.
  */
-export async function awaitStepLeaves(api: ExecutorClient, stepId: string, status: StepRecord['status'], waitMs: number): Promise<StepRecord> {
+export async function awaitStepLeaves(
+  api: ExecutorClient,
+  stepId: string,
+  status: StepRecord['status'],
+  waitMs: number,
+): Promise<StepRecord> {
   let wake: (() => void) | null = null;
   const off = await api.on('step', (record) => {
     if (record.step.id === stepId) wake?.();

@@ -39,7 +39,8 @@ export function webSocketTransport(url: string, createSocket: (url: string) => W
     const shutDown = (reason: string) => {
       if (closed) return;
       closed = true;
-      for (const waiter of pending.values()) waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor closed: ${reason}`));
+      for (const waiter of pending.values())
+        waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor closed: ${reason}`));
       pending.clear();
       for (const listener of closeListeners) listener(reason);
     };
@@ -56,7 +57,8 @@ export function webSocketTransport(url: string, createSocket: (url: string) => W
       waiter.resolve(text);
     };
     socket.onclose = (event) => {
-      if (!open) reject(new ExecutorError('IPC_UNAVAILABLE', `Could not open ${url} (${event.code}${event.reason ? `: ${event.reason}` : ''}).`));
+      if (!open)
+        reject(new ExecutorError('IPC_UNAVAILABLE', `Could not open ${url} (${event.code}${event.reason ? `: ${event.reason}` : ''}).`));
       shutDown(event.reason || `closed (${event.code})`);
     };
     socket.onerror = () => undefined;
@@ -101,7 +103,11 @@ interface SessionStore {
 }
 
 /** Opens a session with the one-time token and returns the client plus what to store for reloads. */
-export async function connectWithToken(wsUrl: string, token: string, createSocket: (url: string) => WebSocketLike): Promise<{ client: ExecutorClient; stored: StoredSession }> {
+export async function connectWithToken(
+  wsUrl: string,
+  token: string,
+  createSocket: (url: string) => WebSocketLike,
+): Promise<{ client: ExecutorClient; stored: StoredSession }> {
   const transport = await webSocketTransport(wsUrl, createSocket);
   try {
     let keyBytes: Uint8Array = new Uint8Array();
@@ -125,7 +131,10 @@ export async function connectWithToken(wsUrl: string, token: string, createSocke
       await client.getPolicy();
     } catch (error) {
       if ((error as { code?: string }).code === 'IPC_BAD_SIGNATURE') {
-        throw new ExecutorError('IPC_UNKNOWN_KEY', 'This URL’s token is not valid any more: it works once, and a newer URL replaces it. Open the latest URL from `executor serve` or `executor web-url`.');
+        throw new ExecutorError(
+          'IPC_UNKNOWN_KEY',
+          'This URL’s token is not valid any more: it works once, and a newer URL replaces it. Open the latest URL from `executor serve` or `executor web-url`.',
+        );
       }
       throw error;
     }
@@ -136,9 +145,15 @@ export async function connectWithToken(wsUrl: string, token: string, createSocke
   }
 }
 
-export async function connectWithStoredSession(wsUrl: string, stored: StoredSession, createSocket: (url: string) => WebSocketLike): Promise<ExecutorClient> {
+export async function connectWithStoredSession(
+  wsUrl: string,
+  stored: StoredSession,
+  createSocket: (url: string) => WebSocketLike,
+): Promise<ExecutorClient> {
   const transport = await webSocketTransport(wsUrl, createSocket);
-  const client = createExecutorClient(new SignedRpc(transport, { kid: stored.kid, channel: stored.channel, mac: await webCryptoMac(fromBase64url(stored.key)) }));
+  const client = createExecutorClient(
+    new SignedRpc(transport, { kid: stored.kid, channel: stored.channel, mac: await webCryptoMac(fromBase64url(stored.key)) }),
+  );
   try {
     await client.getPolicy();
     return client;

@@ -76,9 +76,7 @@ export interface HostThreadData {
 }
 
 export type ToWorker =
-  | { kind: 'request'; tag: number; text: string; arrivedAt: number }
-  | { kind: 'opened'; id: number; error?: string }
-  | { kind: 'close' };
+  { kind: 'request'; tag: number; text: string; arrivedAt: number } | { kind: 'opened'; id: number; error?: string } | { kind: 'close' };
 
 export type FromWorker =
   | { kind: 'ready'; socketPath: string; maxMessageBytes: number }
@@ -147,7 +145,13 @@ export function startHostThread(options: HostThreadOptions): Promise<HostThread>
             },
             onEvent: (listener) => void listeners.push(listener),
             oversizeReply: (byteLength) =>
-              JSON.stringify({ v: 1, id: null, ok: false, error: { code: 'IPC_TOO_LARGE', message: `The message is ${byteLength} bytes; the limit is ${maxMessageBytes}.` }, sig: '' }),
+              JSON.stringify({
+                v: 1,
+                id: null,
+                ok: false,
+                error: { code: 'IPC_TOO_LARGE', message: `The message is ${byteLength} bytes; the limit is ${maxMessageBytes}.` },
+                sig: '',
+              }),
             close: () =>
               (closing ??= new Promise<void>((resolveClose) => {
                 if (exited) return resolveClose();
@@ -173,7 +177,12 @@ export function startHostThread(options: HostThreadOptions): Promise<HostThread>
           const open = options.openExternal ?? (() => Promise.reject(new Error('this shell opens no browser')));
           open(message.url).then(
             () => worker.postMessage({ kind: 'opened', id: message.id } satisfies ToWorker),
-            (error: unknown) => worker.postMessage({ kind: 'opened', id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies ToWorker),
+            (error: unknown) =>
+              worker.postMessage({
+                kind: 'opened',
+                id: message.id,
+                error: error instanceof Error ? error.message : String(error),
+              } satisfies ToWorker),
           );
           break;
         }

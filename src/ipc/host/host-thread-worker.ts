@@ -47,10 +47,16 @@ port.on('message', (message: ToWorker) => {
   switch (message.kind) {
     case 'request':
       if (typeof message.text !== 'string' || message.text.length > host.ipc.maxMessageBytes) {
-        post({ kind: 'oversize', tag: message.tag, text: host.ipc.oversizeReply(typeof message.text === 'string' ? Buffer.byteLength(message.text) : 0) });
+        post({
+          kind: 'oversize',
+          tag: message.tag,
+          text: host.ipc.oversizeReply(typeof message.text === 'string' ? Buffer.byteLength(message.text) : 0),
+        });
         return;
       }
-      void connection.receive(message.text, Number.isFinite(message.arrivedAt) ? message.arrivedAt : undefined).then((text) => post({ kind: 'reply', tag: message.tag, text }));
+      void connection
+        .receive(message.text, Number.isFinite(message.arrivedAt) ? message.arrivedAt : undefined)
+        .then((text) => post({ kind: 'reply', tag: message.tag, text }));
       return;
     case 'opened': {
       const waiter = waitingOpens.get(message.id);

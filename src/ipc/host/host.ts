@@ -54,13 +54,23 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     await executor.loadHeavyModules();
     // Agent identities outlive a restart: an MCP process that reconnects is still the same agent.
     const agentIdentities = options.agentIdentities ?? AgentIdentities.forDataDir(executor.dataDir);
-    ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], { ...options, agentIdentities });
+    ipc = new IpcServer(executor, [...issueSocketCredentials(executor.dataDir), ...(options.credentials ?? [])], {
+      ...options,
+      agentIdentities,
+    });
     ipc.setRuns(runs);
     let web: WebServer | null = null;
     // Out of descriptors on the socket: the person's CLI could not get in, so idle web connections make room.
-    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir), { connectionLimits: options.connectionLimits, onAcceptFailure: () => web?.shedIdle() });
+    socket = await listenOnSocket(ipc, socketPathFor(executor.dataDir), {
+      connectionLimits: options.connectionLimits,
+      onAcceptFailure: () => web?.shedIdle(),
+    });
     web = options.web
-      ? await startWebServer(ipc, { auditExport: (range) => executor.auditExportLines(range), connectionLimits: options.connectionLimits, ...options.web })
+      ? await startWebServer(ipc, {
+          auditExport: (range) => executor.auditExportLines(range),
+          connectionLimits: options.connectionLimits,
+          ...options.web,
+        })
       : null;
     if (web) {
       ipc.setWebUrlIssuer(() => web.issueUrl());
@@ -74,7 +84,9 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
       ipc!.auditConnection('descriptorsLow', 'host', '*', { open, openFileLimit: limits.openFileLimit, shed });
       if (Date.now() - lowLoggedAt < 60_000) return;
       lowLoggedAt = Date.now();
-      process.stderr.write(`executor: running out of file descriptors (${open} open of ${limits.openFileLimit}); closed ${shed} idle web connections. See the audit log (ipc.rejected, descriptorsLow).\n`);
+      process.stderr.write(
+        `executor: running out of file descriptors (${open} open of ${limits.openFileLimit}); closed ${shed} idle web connections. See the audit log (ipc.rejected, descriptorsLow).\n`,
+      );
     });
     // Runs a stopped host left go on once the host answers: created ones start, running ones resume, waiting ones wait.
     runs.recover();

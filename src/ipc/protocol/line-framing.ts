@@ -52,7 +52,9 @@ export class LineSplitter {
         this.discardedBytes += piece.length;
         this.pendingTail = Buffer.concat([this.pendingTail, piece]).subarray(-TAIL_BYTES);
       } else if (this.buffered + piece.length > (typeof this.maxLineBytes === 'number' ? this.maxLineBytes : this.maxLineBytes())) {
-        const head = Buffer.concat([...this.chunks, piece]).subarray(0, 64).toString('utf8');
+        const head = Buffer.concat([...this.chunks, piece])
+          .subarray(0, 64)
+          .toString('utf8');
         this.discarding = true;
         this.discardedBytes = this.buffered + piece.length;
         this.chunks = [];

@@ -25,7 +25,9 @@ export function nodeMac(key: Uint8Array, options: { offThread?: boolean } = {}):
       }
       offThreadKey ??= webcrypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
       const bytes = Buffer.from(parts.length === 1 ? parts[0]! : parts.join(''), 'utf8');
-      return offThreadKey.then((cryptoKey) => webcrypto.subtle.sign('HMAC', cryptoKey, bytes)).then((mac) => Buffer.from(mac).toString('base64url'));
+      return offThreadKey
+        .then((cryptoKey) => webcrypto.subtle.sign('HMAC', cryptoKey, bytes))
+        .then((mac) => Buffer.from(mac).toString('base64url'));
     },
   };
 }

@@ -32,6 +32,8 @@ export async function webCryptoMac(key: Uint8Array): Promise<MessageMac> {
 
 /** Derives a session key from a secret and the two handshake nonces (same as deriveSessionKey in Node). */
 export async function webDeriveSessionKey(secret: Uint8Array, input: string): Promise<Uint8Array> {
-  const cryptoKey = await globalThis.crypto.subtle.importKey('raw', new Uint8Array(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const cryptoKey = await globalThis.crypto.subtle.importKey('raw', new Uint8Array(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+  ]);
   return new Uint8Array(await globalThis.crypto.subtle.sign('HMAC', cryptoKey, new TextEncoder().encode(input)));
 }

@@ -23,7 +23,13 @@ import {
   LiveRunViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../../audit/log/audit-query.js';
-import { MAX_API_KEY_LENGTH, MODEL_PROVIDERS, ModelCheckSchema, ModelSettingsSchema, ModelSettingsViewSchema } from '../../domain/model-settings.js';
+import {
+  MAX_API_KEY_LENGTH,
+  MODEL_PROVIDERS,
+  ModelCheckSchema,
+  ModelSettingsSchema,
+  ModelSettingsViewSchema,
+} from '../../domain/model-settings.js';
 import {
   AgentQuestionSchema,
   AnswerQuestionParamsSchema,
@@ -101,7 +107,8 @@ export const METHODS = {
     }),
     result: StepRecordSchema,
     channels: PERSON_CHANNELS,
-    description: "the person's yes, bound to the step's hash and to the preview they saw; with hunks, only those hunks of a file write are applied (\"approved with edits\")",
+    description:
+      'the person\'s yes, bound to the step\'s hash and to the preview they saw; with hunks, only those hunks of a file write are applied ("approved with edits")',
   }),
   editStep: method({
     params: z.strictObject({
@@ -109,14 +116,18 @@ export const METHODS = {
       /** A file write's new content (text; the size limit of a proposal holds). */
       content: z.string().optional(),
       /** A command's new line, run under sh -c in the sandbox. */
-      command: z.string().max(64 * 1024).optional(),
+      command: z
+        .string()
+        .max(64 * 1024)
+        .optional(),
       /** The step hash the person saw when they began editing; refused as STEP_CHANGED if it moved since. */
       stepHash: z.string().max(128).optional(),
     }),
     result: StepRecordSchema,
     // Only the person edits a step before approving it; an agent proposes a new step instead.
     channels: PERSON_CHANNELS,
-    description: "the person's own version of a step waiting for them (a write's content or a command line): weighed by the policy (an edit it would deny is POLICY_DENIED and saves nothing), previewed again and put before them again; the proposal stays on record",
+    description:
+      "the person's own version of a step waiting for them (a write's content or a command line): weighed by the policy (an edit it would deny is POLICY_DENIED and saves nothing), previewed again and put before them again; the proposal stays on record",
   }),
   approveAndRemember: method({
     params: z.strictObject({
@@ -149,14 +160,16 @@ export const METHODS = {
     // The agent may withdraw its own undecided steps (the executor checks ownership); it ends rejected, audited as cancelled.
     // Only the person stops a run under way (dry or real): that step ends `cancelled`.
     channels: EVERYONE,
-    description: "withdraw a step still waiting for a decision (it ends rejected), or, from the person's channels, stop its sandbox run under way (it ends cancelled); from the agent channel, only a waiting step its own issued identity proposed",
+    description:
+      "withdraw a step still waiting for a decision (it ends rejected), or, from the person's channels, stop its sandbox run under way (it ends cancelled); from the agent channel, only a waiting step its own issued identity proposed",
   }),
   listLiveRuns: method({
     params: z.strictObject({ stepId: stepId.optional() }).optional(),
     result: z.array(LiveRunViewSchema),
     // The output of every agent's runs: the person's view, like the audit hint.
     channels: PERSON_CHANNELS,
-    description: "the sandbox runs under way (all, or one step's): phase, start, the tail of their output (last 50 lines / 8 KiB); the 'run' event carries what follows",
+    description:
+      "the sandbox runs under way (all, or one step's): phase, start, the tail of their output (last 50 lines / 8 KiB); the 'run' event carries what follows",
   }),
   executeStep: method({
     params: z.strictObject({ stepId }),
@@ -168,7 +181,8 @@ export const METHODS = {
     params: z.strictObject({ stepId }),
     result: RevertPreviewSchema,
     channels: EVERYONE,
-    description: 'what revert would restore, file by file, and which folders the step created it would remove or keep, without changing anything',
+    description:
+      'what revert would restore, file by file, and which folders the step created it would remove or keep, without changing anything',
   }),
   revertStep: method({
     params: z.strictObject({ stepId, force: z.boolean().optional() }),
@@ -186,7 +200,7 @@ export const METHODS = {
       .optional(),
     result: z.array(StepRecordSchema),
     channels: EVERYONE,
-    description: "steps, newest first; from the agent channel, only those its own issued identity proposed",
+    description: 'steps, newest first; from the agent channel, only those its own issued identity proposed',
   }),
   listStepSummaries: method({
     params: z
@@ -203,46 +217,57 @@ export const METHODS = {
     result: StepSummaryPageWireSchema,
     channels: EVERYONE,
     description:
-      "a page of step summaries (title, status, risk, times, result in words; never a preview or an output), newest first, filtered by status, plan, agent label and words; nextCursor pages on, stable while steps arrive; to an agent, only its own",
+      'a page of step summaries (title, status, risk, times, result in words; never a preview or an output), newest first, filtered by status, plan, agent label and words; nextCursor pages on, stable while steps arrive; to an agent, only its own',
   }),
   getStepChanges: method({
     params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),
     result: StepChangesWireSchema,
     channels: EVERYONE,
-    description: "the files a step's run changed, with the diff of what was written, a few at a time (nextOffset pages on; a long diff is cut and says so)",
+    description:
+      "the files a step's run changed, with the diff of what was written, a few at a time (nextOffset pages on; a long diff is cut and says so)",
   }),
   previewRevertPlan: method({
     params: z.strictObject({ planId: z.string().min(1).max(128) }),
     result: PlanRevertPreviewWireSchema,
     channels: PERSON_CHANNELS,
-    description: "what reverting a whole plan would do, newest step first, file by file, and which steps would meet a conflict; changes nothing",
+    description:
+      'what reverting a whole plan would do, newest step first, file by file, and which steps would meet a conflict; changes nothing',
   }),
   revertPlan: method({
     params: z.strictObject({ planId: z.string().min(1).max(128), force: z.boolean().optional() }),
     result: PlanRevertResultWireSchema,
     channels: PERSON_CHANNELS,
     description:
-      "revert every step of a plan that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced (a forced step keeps what it overwrites as a backup); a stop part-way says which were reverted",
+      'revert every step of a plan that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced (a forced step keeps what it overwrites as a backup); a stop part-way says which were reverted',
   }),
   getStep: method({
     params: z.strictObject({ stepId, maxBytes: z.number().int().min(MIN_RECORD_BYTES).max(MAX_RECORD_BYTES).optional() }),
     result: StepRecordSchema.extend({ cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional() }),
     channels: EVERYONE,
     description:
-      "one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id. A record larger than maxBytes (default and most 60 KiB, every channel) is cut to fit and says so (`cut`); getStepPart pages the whole",
+      'one step with its evaluation, preview, approval and outcome; to an agent, a step it did not propose is an unknown id. A record larger than maxBytes (default and most 60 KiB, every channel) is cut to fit and says so (`cut`); getStepPart pages the whole',
   }),
   getStepPart: method({
     params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),
-    result: z.object({ stepId: z.string(), updatedAt: z.string(), offset: z.number().int(), text: z.string(), nextOffset: z.number().int().nullable(), totalCharacters: z.number().int() }),
+    result: z.object({
+      stepId: z.string(),
+      updatedAt: z.string(),
+      offset: z.number().int(),
+      text: z.string(),
+      nextOffset: z.number().int().nullable(),
+      totalCharacters: z.number().int(),
+    }),
     channels: EVERYONE,
-    description: "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window, the CLI and an agent read the rest of a step getStep cut; to an agent, a step it did not propose is an unknown id",
+    description:
+      "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window, the CLI and an agent read the rest of a step getStep cut; to an agent, a step it did not propose is an unknown id",
   }),
   agentIdentity: method({
     params: z.strictObject({ resume: z.string().min(1).max(256).optional() }).optional(),
     result: z.object({ agentId: z.string(), credential: z.string() }),
     // Only an agent session has an issued identity; the person's channels see every step anyway.
     channels: ['mcp'],
-    description: "the agent identity the host issued to this session, with the credential that proves it; `resume` with an earlier session's credential makes this session that agent again",
+    description:
+      "the agent identity the host issued to this session, with the credential that proves it; `resume` with an earlier session's credential makes this session that agent again",
   }),
   getAudit: method({
     params: AuditQuerySchema.optional(),
@@ -268,7 +293,8 @@ export const METHODS = {
     result: z.object({ url: z.string(), fileName: z.string(), expiresAt: z.string(), from: z.number().int(), to: z.number().int() }),
     // A link to the log's full content: the person's, like exportAudit.
     channels: PERSON_CHANNELS,
-    description: 'a one-time link (GET within 60 s, under `executor serve`) that streams the export of exportAudit, of any size, as a file download',
+    description:
+      'a one-time link (GET within 60 s, under `executor serve`) that streams the export of exportAudit, of any size, as a file download',
   }),
   verifyAudit: method({
     // With a progressId, the caller's session (subscribed to 'verify') hears {progressId, checked, total} as the scan goes.
@@ -281,7 +307,7 @@ export const METHODS = {
     params: noParams,
     result: EnvironmentStatusWireSchema,
     channels: PERSON_CHANNELS,
-    description: "the data directory and the Docker sandbox: engine reachability and version, the image",
+    description: 'the data directory and the Docker sandbox: engine reachability and version, the image',
   }),
   getKeyStatus: method({
     params: noParams,
@@ -307,7 +333,8 @@ export const METHODS = {
     params: noParams,
     result: z.array(z.object({ witness: z.string(), kind: z.string(), size: z.number().optional(), message: z.string().optional() })),
     channels: PERSON_CHANNELS,
-    description: "seal the head with a checkpoint and publish it to every witness in the policy now; one result per witness (cosigned, published, up_to_date, rolled_back, forked, refused, unreachable)",
+    description:
+      'seal the head with a checkpoint and publish it to every witness in the policy now; one result per witness (cosigned, published, up_to_date, rolled_back, forked, refused, unreachable)',
   }),
   exportVerificationKeys: method({
     params: z.strictObject({ keep: z.boolean().optional() }).optional(),
@@ -332,7 +359,8 @@ export const METHODS = {
     params: z.strictObject({ path: z.string().max(4096) }),
     result: PolicyWireSchema,
     channels: PERSON_CHANNELS,
-    description: 'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder, a folder other users share or the data directory; saved and audited as setPolicy',
+    description:
+      'add a folder to the workspace roots: `~` expanded on the host; refused (ROOT_REFUSED) unless an existing folder that is not /, the home folder, a system folder, a folder other users share or the data directory; saved and audited as setPolicy',
   }),
   getModelSettings: method({
     params: noParams,
@@ -344,21 +372,38 @@ export const METHODS = {
     params: z.strictObject({ settings: ModelSettingsSchema.nullable() }),
     result: ModelSettingsViewSchema,
     channels: PERSON_CHANNELS,
-    description: "replace the model agent runs use (null: none); saved in policy.json and audited as setPolicy; a key in it is refused (INVALID_INPUT: keys go through setModelKey)",
+    description:
+      'replace the model agent runs use (null: none); saved in policy.json and audited as setPolicy; a key in it is refused (INVALID_INPUT: keys go through setModelKey)',
   }),
   setModelKey: method({
     // Write-only: no method ever answers the key.
-    params: z.strictObject({ provider: z.enum(MODEL_PROVIDERS), key: z.string().max(MAX_API_KEY_LENGTH + 64).nullable() }),
+    params: z.strictObject({
+      provider: z.enum(MODEL_PROVIDERS),
+      key: z
+        .string()
+        .max(MAX_API_KEY_LENGTH + 64)
+        .nullable(),
+    }),
     result: ModelSettingsViewSchema,
     channels: PERSON_CHANNELS,
-    description: 'keep (or, given null, erase) a provider\'s API key, sealed in the key store beside the audit keys; audited as model.key_set without the key',
+    description:
+      "keep (or, given null, erase) a provider's API key, sealed in the key store beside the audit keys; audited as model.key_set without the key",
   }),
   checkModel: method({
     // Settings and a key not saved yet may be checked before saving them; absent, the saved ones.
-    params: z.strictObject({ settings: ModelSettingsSchema.optional(), key: z.string().max(MAX_API_KEY_LENGTH + 64).optional() }).optional(),
+    params: z
+      .strictObject({
+        settings: ModelSettingsSchema.optional(),
+        key: z
+          .string()
+          .max(MAX_API_KEY_LENGTH + 64)
+          .optional(),
+      })
+      .optional(),
     result: ModelCheckSchema,
     channels: PERSON_CHANNELS,
-    description: 'one tiny call to the model (no retries, at most 30 s): ok with the model that answered and the time it took, or what is wrong in plain words (code MODEL_REFUSED, MODEL_UNAVAILABLE, MODEL_TIMEOUT, MODEL_NOT_CONFIGURED)',
+    description:
+      'one tiny call to the model (no retries, at most 30 s): ok with the model that answered and the time it took, or what is wrong in plain words (code MODEL_REFUSED, MODEL_UNAVAILABLE, MODEL_TIMEOUT, MODEL_NOT_CONFIGURED)',
   }),
   issueWebUrl: method({
     params: noParams,
@@ -373,7 +418,7 @@ export const METHODS = {
     // A run proposes steps in the person's name of a task they gave: only the person starts one.
     channels: PERSON_CHANNELS,
     description:
-      "start an agent run of a task over the model in Settings (or `model` for this run, with `apiKey` held in memory only): refused with RUN_BUSY when a run is active in the root, RUN_BUDGET_EXCEEDED (saying when it refills) over the daily token budget, MODEL_NOT_CONFIGURED without a model; answers at once, the agentRun event follows it",
+      'start an agent run of a task over the model in Settings (or `model` for this run, with `apiKey` held in memory only): refused with RUN_BUSY when a run is active in the root, RUN_BUDGET_EXCEEDED (saying when it refills) over the daily token budget, MODEL_NOT_CONFIGURED without a model; answers at once, the agentRun event follows it',
   }),
   listRuns: method({
     params: ListRunsParamsSchema,
@@ -385,26 +430,30 @@ export const METHODS = {
     params: z.strictObject({ runId: z.string().min(1).max(128) }),
     result: RunDetailSchema,
     channels: PERSON_CHANNELS,
-    description: "one run: its summary (status, counters, limits, the open question or the step it waits on, why it ended), its steps' ids and its newest iterations",
+    description:
+      "one run: its summary (status, counters, limits, the open question or the step it waits on, why it ended), its steps' ids and its newest iterations",
   }),
   getRunTrace: method({
     params: GetRunTraceParamsSchema,
     result: RunTracePageSchema,
     channels: PERSON_CHANNELS,
-    description: "a run's iterations in order from fromIteration: model, latency, tokens, text, the request and response hashes of its run.turn record, and each tool call with its arguments, step, outcome, result and duration; nextIteration pages on",
+    description:
+      "a run's iterations in order from fromIteration: model, latency, tokens, text, the request and response hashes of its run.turn record, and each tool call with its arguments, step, outcome, result and duration; nextIteration pages on",
   }),
   answerRun: method({
     params: AnswerRunParamsSchema,
     result: RunSummarySchema,
     // The person answers; an agent never answers a question, its own or another's.
     channels: PERSON_CHANNELS,
-    description: "answer the question a run waits on (awaiting_input): the text goes to the model as the ask_user call's result; RUN_NOT_WAITING when it waits on none, QUESTION_EXPIRED when too late",
+    description:
+      "answer the question a run waits on (awaiting_input): the text goes to the model as the ask_user call's result; RUN_NOT_WAITING when it waits on none, QUESTION_EXPIRED when too late",
   }),
   cancelRun: method({
     params: CancelRunParamsSchema,
     result: RunSummarySchema,
     channels: PERSON_CHANNELS,
-    description: 'stop a run: its model call is aborted, its waiting step rejected or its running step cancelled, its question withdrawn; it ends cancelled',
+    description:
+      'stop a run: its model call is aborted, its waiting step rejected or its running step cancelled, its question withdrawn; it ends cancelled',
   }),
   revertRun: method({
     params: RevertRunParamsSchema,
@@ -418,13 +467,15 @@ export const METHODS = {
     result: AgentQuestionSchema,
     // An MCP agent's ask_user; the person's own channels have nobody to ask.
     channels: ['mcp'],
-    description: "an agent's question to the person, shown in the window until answered (answerQuestion) or expired (policy runs.questionExpirySeconds); the agent reads the answer with getAnswer",
+    description:
+      "an agent's question to the person, shown in the window until answered (answerQuestion) or expired (policy runs.questionExpirySeconds); the agent reads the answer with getAnswer",
   }),
   getAnswer: method({
     params: GetAnswerParamsSchema,
     result: AgentQuestionSchema,
     channels: ['mcp'],
-    description: "the state of one of this agent's own questions (another's reads as unknown), waiting up to waitMs for the person's answer",
+    description:
+      "the state of one of this agent's own questions (another's reads as unknown), waiting up to waitMs for the person's answer",
   }),
   listQuestions: method({
     params: z.strictObject({ waitingOnly: z.boolean().optional() }).optional(),
@@ -442,7 +493,8 @@ export const METHODS = {
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
-    description: "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
+    description:
+      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
   }),
 } as const;
 

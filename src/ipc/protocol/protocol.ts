@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { canonicalText } from '../../domain/canonical-text.js';
 import { ExecutorError } from '../../domain/errors.js';
-import { describeJsonLimitProblem, findJsonLimitProblem, MESSAGE_LIMITS, PLAN_LIMITS, type JsonLimitProblem } from '../../domain/json-limits.js';
+import {
+  describeJsonLimitProblem,
+  findJsonLimitProblem,
+  MESSAGE_LIMITS,
+  PLAN_LIMITS,
+  type JsonLimitProblem,
+} from '../../domain/json-limits.js';
 
 /*
  * The signed envelope every transport carries (Electron IPC, the local socket, the loopback
@@ -62,7 +68,13 @@ const ErrorShapeSchema = z.strictObject({
 
 export const ResponseEnvelopeSchema = z.union([
   z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(true), result: z.unknown(), sig: z.string() }),
-  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
+  z.strictObject({
+    v: z.literal(PROTOCOL_VERSION),
+    id: idField.nullable(),
+    ok: z.literal(false),
+    error: ErrorShapeSchema,
+    sig: z.string(),
+  }),
 ]);
 
 export const EventEnvelopeSchema = z.strictObject({
@@ -154,7 +166,13 @@ function constantTimeEqual(left: string, right: string): boolean {
  * The fast path is sound because the body the HMAC covers is an object text only a key holder
  * produced, and the appended member sits at its top level.
  */
-export async function verifyText(mac: MessageMac, kind: SignedKind, text: string, parsed: Record<string, unknown>, early?: EarlyCheck): Promise<boolean> {
+export async function verifyText(
+  mac: MessageMac,
+  kind: SignedKind,
+  text: string,
+  parsed: Record<string, unknown>,
+  early?: EarlyCheck,
+): Promise<boolean> {
   const sig = parsed.sig;
   if (typeof sig !== 'string' || sig.length === 0) return false;
   if (early && early.sig === sig && (await early.holds)) return true;
@@ -207,7 +225,11 @@ export function requestInputRefusal(message: Record<string, unknown>): ExecutorE
 
 function limitRefusal(code: 'INVALID_PLAN' | 'IPC_INVALID_PARAMS' | 'IPC_MALFORMED', lead: string, found: JsonLimitProblem): ExecutorError {
   const line = describeJsonLimitProblem(found);
-  return new ExecutorError(code, `${lead}: ${line}. Nothing was stored; change that value and try again.`, { issues: [line], path: found.path, limit: found.limit });
+  return new ExecutorError(code, `${lead}: ${line}. Nothing was stored; change that value and try again.`, {
+    issues: [line],
+    path: found.path,
+    limit: found.limit,
+  });
 }
 
 /** The fast-path check of a message's sig, started before the message is parsed. */
@@ -284,4 +306,3 @@ export function parseObject(text: string): Record<string, unknown> | null {
     return null;
   }
 }
-

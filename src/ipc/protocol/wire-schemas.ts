@@ -86,14 +86,27 @@ const CodeRunCommonShape = {
   durationMs: z.number(),
   truncated: z.boolean().optional(),
   capabilityCalls: z
-    .array(z.object({ tool: z.string(), target: z.string(), decision: z.enum(['allowed', 'denied', 'recorded']), reason: z.string().optional() }))
+    .array(
+      z.object({
+        tool: z.string(),
+        target: z.string(),
+        decision: z.enum(['allowed', 'denied', 'recorded']),
+        reason: z.string().optional(),
+      }),
+    )
     .optional(),
 };
 
 /** src/domain/code-run.ts CodeRunResult: what a sandbox gave back, never thrown. */
 export const CodeRunResultSchema = z.union([
   z.object({ ...CodeRunCommonShape, ok: z.literal(true), value: z.unknown() }),
-  z.object({ ...CodeRunCommonShape, ok: z.literal(false), code: z.enum(CODE_RUN_FAILURE_CODES as [CodeRunFailureCode, ...CodeRunFailureCode[]]), message: z.string(), retryAfterMs: z.number().optional() }),
+  z.object({
+    ...CodeRunCommonShape,
+    ok: z.literal(false),
+    code: z.enum(CODE_RUN_FAILURE_CODES as [CodeRunFailureCode, ...CodeRunFailureCode[]]),
+    message: z.string(),
+    retryAfterMs: z.number().optional(),
+  }),
 ]);
 const OutputPreviewSchema = z.object({ text: z.string(), bytes: z.number(), truncated: z.boolean() });
 
@@ -111,7 +124,11 @@ export const PreviewSchema = z.discriminatedUnion('kind', [
     fragment: z.string().nullable(),
     warnings: z.array(z.string()),
   }),
-  z.object({ kind: z.literal('codeRun'), result: CodeRunResultSchema, requests: z.array(z.object({ method: z.string(), url: z.string() })) }),
+  z.object({
+    kind: z.literal('codeRun'),
+    result: CodeRunResultSchema,
+    requests: z.array(z.object({ method: z.string(), url: z.string() })),
+  }),
   z.object({
     kind: z.literal('commandRun'),
     command: z.string(),
@@ -144,7 +161,9 @@ export const RunSpanSchema = z.object({
   finishedAt: z.string(),
   durationMs: z.number(),
   ended: z.enum(['finished', 'failed', 'cancelled', 'interrupted']),
-  output: z.object({ stdout: z.string(), stderr: z.string(), bytes: z.object({ stdout: z.number(), stderr: z.number() }), truncated: z.boolean() }).optional(),
+  output: z
+    .object({ stdout: z.string(), stderr: z.string(), bytes: z.object({ stdout: z.number(), stderr: z.number() }), truncated: z.boolean() })
+    .optional(),
 });
 
 export const StepRecordSchema = z.object({
@@ -417,7 +436,9 @@ export const KeyStatusWireSchema = z.object({
   location: z.string(),
   currentKeyId: z.string(),
   epoch: z.number().int(),
-  chains: z.array(z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() })),
+  chains: z.array(
+    z.object({ keyId: z.string(), createdAt: z.string(), verificationKeyExported: z.boolean(), exportedAt: z.string().nullable() }),
+  ),
   anchor: z.object({ seq: z.number().int(), ts: z.string() }).nullable(),
   /** Why the last heartbeat checkpoint failed, if it did (the log is then unsealed until the next one). */
   lastCheckpointError: z.string().nullable().optional(),

@@ -46,7 +46,11 @@ export class AgentIdentities {
       if (stored.length === KEY_BYTES) return new AgentIdentities(stored);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new ExecutorError('STORAGE_FAILED', `Cannot read the agent identity key ${file}: ${(error as Error).message}. Check its owner and permissions, or delete it (agents then start as new agents).`, { file });
+        throw new ExecutorError(
+          'STORAGE_FAILED',
+          `Cannot read the agent identity key ${file}: ${(error as Error).message}. Check its owner and permissions, or delete it (agents then start as new agents).`,
+          { file },
+        );
       }
     }
     const key = randomBytes(KEY_BYTES);

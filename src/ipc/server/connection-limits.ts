@@ -48,7 +48,10 @@ export function readOpenFileLimit(): number | null {
   if (process.platform === 'win32') return null;
   if (process.platform === 'linux') {
     try {
-      const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((row) => row.startsWith('Max open files'));
+      const line = fs
+        .readFileSync('/proc/self/limits', 'utf8')
+        .split('\n')
+        .find((row) => row.startsWith('Max open files'));
       const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
       if (soft === 'unlimited') return null;
       const value = Number(soft);
@@ -120,7 +123,11 @@ export async function countOpenDescriptors(): Promise<number | 'exhausted' | nul
  * the waiting connections itself (its "EMFILE trick"), and tells Node only when that fails too. So
  * the person's CLI would see EPIPE and nobody would know why. Returns a function that stops it.
  */
-export function watchDescriptors(openFileLimit: number | null, onLow: (open: number | 'exhausted') => void, intervalMs = DESCRIPTOR_CHECK_MS): () => void {
+export function watchDescriptors(
+  openFileLimit: number | null,
+  onLow: (open: number | 'exhausted') => void,
+  intervalMs = DESCRIPTOR_CHECK_MS,
+): () => void {
   if (openFileLimit === null || !DESCRIPTOR_FOLDER) return () => undefined;
   const threshold = openFileLimit - Math.max(16, Math.ceil(openFileLimit / 10));
   let checking = false;

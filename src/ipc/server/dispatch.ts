@@ -21,10 +21,14 @@ export async function invokeMethod(executor: IpcExecutorPort, name: string, rawP
     throw new ExecutorError('IPC_UNKNOWN_METHOD', `There is no method "${name.slice(0, 128)}".`, { method: name.slice(0, 128) });
   }
   if (!channelMayCall(context.channel, name)) {
-    throw new ExecutorError('IPC_FORBIDDEN', `The ${context.channel} channel may not call ${name}: only the person decides that, from the window, the web UI or the CLI.`, {
-      method: name,
-      channel: context.channel,
-    });
+    throw new ExecutorError(
+      'IPC_FORBIDDEN',
+      `The ${context.channel} channel may not call ${name}: only the person decides that, from the window, the web UI or the CLI.`,
+      {
+        method: name,
+        channel: context.channel,
+      },
+    );
   }
   // In-process callers (localClient) reach here without a transport: the same check the server runs first.
   const inputRefusal = requestInputRefusal({ method: name, params: rawParams });

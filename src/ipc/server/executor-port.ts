@@ -42,9 +42,17 @@ export interface IpcExecutorPort {
   simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }>;
   listLiveRuns(stepId?: string): LiveRunView[];
 
-  approve(stepId: string, actor: Actor, options?: { previewHash?: string | null; execute?: boolean; hunks?: number[] }): Promise<StepRecord>;
+  approve(
+    stepId: string,
+    actor: Actor,
+    options?: { previewHash?: string | null; execute?: boolean; hunks?: number[] },
+  ): Promise<StepRecord>;
   editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord>;
-  approveAndRemember(stepId: string, actor: Actor, options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime }): Promise<{ step: StepRecord; rule: RememberedRule }>;
+  approveAndRemember(
+    stepId: string,
+    actor: Actor,
+    options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime },
+  ): Promise<{ step: StepRecord; rule: RememberedRule }>;
   reject(stepId: string, actor: Actor, reason: string): Promise<StepRecord>;
   cancel(stepId: string, actor: Actor): Promise<StepRecord>;
   executeStep(stepId: string, actor: Actor): Promise<StepRecord>;
@@ -62,9 +70,16 @@ export interface IpcExecutorPort {
 
   getAudit(query?: unknown): AuditPage;
   getAuditRecord(seq: number): AuditRecordRaw;
-  verifyAudit(options?: { onProgress?: (progress: VerifyProgress) => void; verificationKeys?: EpochKeys[]; workers?: number }): Promise<VerifyReport>;
+  verifyAudit(options?: {
+    onProgress?: (progress: VerifyProgress) => void;
+    verificationKeys?: EpochKeys[];
+    workers?: number;
+  }): Promise<VerifyReport>;
   auditExportRange(range?: { from?: number; to?: number }): { from: number; to: number };
-  exportAuditText(range?: { from?: number; to?: number }, maxBytes?: number): { jsonl: string; records: number; checkpoints: number; from: number; to: number };
+  exportAuditText(
+    range?: { from?: number; to?: number },
+    maxBytes?: number,
+  ): { jsonl: string; records: number; checkpoints: number; from: number; to: number };
   hashAuditValue(value: string, onProgress?: (progress: VerifyProgress) => void): Promise<{ digest: string; seqs: number[] }>;
   publishToWitnesses(): Promise<PublishResult[]>;
   rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string };

@@ -44,7 +44,8 @@ export interface CallContext {
 
 /** A run lives as long as a host: without one there is nobody to wait on the person. */
 function runsOf(context: CallContext): RunService {
-  if (!context.runs) throw new ExecutorError('NOT_AVAILABLE', 'Agent runs need a running host: start the app or `executor serve`, then try again.');
+  if (!context.runs)
+    throw new ExecutorError('NOT_AVAILABLE', 'Agent runs need a running host: start the app or `executor serve`, then try again.');
   return context.runs;
 }
 
@@ -62,12 +63,17 @@ function throttled<T extends { checked: number; total: number }>(send: (progress
   };
 }
 
-type Handler<M extends MethodName> = (executor: IpcExecutorPort, params: ParsedParams<M>, context: CallContext) => Promise<MethodResult<M>> | MethodResult<M>;
+type Handler<M extends MethodName> = (
+  executor: IpcExecutorPort,
+  params: ParsedParams<M>,
+  context: CallContext,
+) => Promise<MethodResult<M>> | MethodResult<M>;
 
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // A host answers at once; the previews follow as step events (`evaluated` = "preparing preview").
-  propose: (executor, { plan }, { actor, sameProcess }) => (sameProcess ? executor.propose(plan, actor) : executor.submitAndSchedule(plan, actor)),
+  propose: (executor, { plan }, { actor, sameProcess }) =>
+    sameProcess ? executor.propose(plan, actor) : executor.submitAndSchedule(plan, actor),
   evaluateStep: async (executor, params, { actor }) => {
     await loadShellParser();
     if ('stepId' in params) return executor.evaluateStep(executor.stepFor(params.stepId, actor).step);
@@ -80,9 +86,12 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     return executor.evaluateStep(parsed.data);
   },
   simulateStep: (executor, { stepId }, { actor }) => executor.simulateStep(stepId, actor),
-  approve: (executor, { stepId, previewHash, execute, hunks }, { actor }) => executor.approve(stepId, actor, { previewHash, execute, hunks }),
-  editStep: (executor, { stepId, content, command, stepHash }, { actor }) => executor.editStep(stepId, actor, { content, command, stepHash }),
-  approveAndRemember: (executor, { stepId, previewHash, execute, rule, lifetime }, { actor }) => executor.approveAndRemember(stepId, actor, { previewHash, execute, rule, lifetime }),
+  approve: (executor, { stepId, previewHash, execute, hunks }, { actor }) =>
+    executor.approve(stepId, actor, { previewHash, execute, hunks }),
+  editStep: (executor, { stepId, content, command, stepHash }, { actor }) =>
+    executor.editStep(stepId, actor, { content, command, stepHash }),
+  approveAndRemember: (executor, { stepId, previewHash, execute, rule, lifetime }, { actor }) =>
+    executor.approveAndRemember(stepId, actor, { previewHash, execute, rule, lifetime }),
   listRuleHits: (executor) => executor.listRuleHits(),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
   cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
@@ -109,7 +118,10 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   exportAudit: (executor, params) => executor.exportAuditText(params ?? {}),
   issueAuditDownload: (executor, params, context) => {
     if (!context.issueAuditDownload) {
-      throw new ExecutorError('NOT_AVAILABLE', 'This host serves no downloads (only `executor serve` does); use exportAudit, or `executor audit export --out FILE`.');
+      throw new ExecutorError(
+        'NOT_AVAILABLE',
+        'This host serves no downloads (only `executor serve` does); use exportAudit, or `executor audit export --out FILE`.',
+      );
     }
     // The range is fixed now, at the click: records appended before the link is fetched are not in it.
     const range = executor.auditExportRange(params ?? {});
@@ -118,13 +130,18 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   verifyAudit: (executor, params, context) => {
     const progressId = params?.progressId;
     return executor.verifyAudit({
-      onProgress: progressId ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS) : undefined,
+      onProgress: progressId
+        ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS)
+        : undefined,
     });
   },
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
   hashAuditValue: (executor, { value, progressId }, context) =>
-    executor.hashAuditValue(value, progressId ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS) : undefined),
+    executor.hashAuditValue(
+      value,
+      progressId ? throttled((progress) => context.notify('verify', { progressId, ...progress }), PROGRESS_EVERY_MS) : undefined,
+    ),
   rotateKeys: (executor, params, { actor }) => executor.rotateKeys(actor, params?.reason),
   publishToWitnesses: (executor) => executor.publishToWitnesses(),
   exportVerificationKeys: (executor, params) => executor.exportVerificationKeys({ keep: params?.keep }),
@@ -145,7 +162,9 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // Settings not saved yet are checked whole, not merged with the saved ones (a cleared address means the public API).
   checkModel: (executor, params) =>
     checkModel(
-      params?.settings ? { getPolicy: () => ({ model: params.settings }), modelApiKey: (provider) => executor.modelApiKey(provider) } : executor,
+      params?.settings
+        ? { getPolicy: () => ({ model: params.settings }), modelApiKey: (provider) => executor.modelApiKey(provider) }
+        : executor,
       params?.key !== undefined ? { apiKey: checkedApiKey(params.key) } : {},
     ),
   issueWebUrl: (_executor, _params, context) => {
@@ -180,7 +199,12 @@ function recordTextPart(executor: IpcExecutorPort, stepId: string, offset: numbe
   const texts = recordTexts.get(executor) ?? new Map();
   recordTexts.set(executor, texts);
   const kept = texts.get(stepId);
-  if (kept && Date.now() - kept.at < RECORD_TEXT_MS && executor.stepUpdatedAt(stepId) === kept.updatedAt && mayAccessStep(actor, kept.step)) {
+  if (
+    kept &&
+    Date.now() - kept.at < RECORD_TEXT_MS &&
+    executor.stepUpdatedAt(stepId) === kept.updatedAt &&
+    mayAccessStep(actor, kept.step)
+  ) {
     return partOfRecordText(stepId, kept.updatedAt, kept.json, offset);
   }
   const record = executor.stepFor(stepId, actor);

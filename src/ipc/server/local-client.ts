@@ -18,7 +18,13 @@ const IN_PROCESS_AGENTS = AgentIdentities.ephemeral();
  * MCP server when it opens the database itself). Nothing is signed, as nothing crosses a process,
  * but every call still goes through invokeMethod: the channel's rights and the params schema hold.
  */
-export function localClient(executor: IpcExecutorPort, channel: IpcChannel, client?: string, agentIdentities: AgentIdentities = IN_PROCESS_AGENTS, runs?: RunService): ExecutorClient {
+export function localClient(
+  executor: IpcExecutorPort,
+  channel: IpcChannel,
+  client?: string,
+  agentIdentities: AgentIdentities = IN_PROCESS_AGENTS,
+  runs?: RunService,
+): ExecutorClient {
   // Events meant for this caller alone (the progress of its own verifyAudit) never pass through the executor.
   const own = new EventEmitter();
   // Like a socket session, an agent caller is a new agent, with an identity the host side issues, until it resumes an earlier one.

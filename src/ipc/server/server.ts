@@ -168,7 +168,16 @@ const MAX_REMEMBERED_HELLO_PROOFS = 10_000;
 /** Flood records: one per (transport, limit, peer) a minute, with the count refused in between. */
 const FLOOD_AUDIT_INTERVAL_MS = 60_000;
 const MAX_FLOOD_AUDIT_KEYS = 256;
-type FloodLimit = 'pendingPerConnection' | 'pendingPerPeer' | 'pendingTotal' | 'provenHellosPerConnection' | 'maxSessions' | 'handshakeDeadline' | 'preAuthMessageBytes' | 'preAuthReceivedBytes' | ConnectionLimit;
+type FloodLimit =
+  | 'pendingPerConnection'
+  | 'pendingPerPeer'
+  | 'pendingTotal'
+  | 'provenHellosPerConnection'
+  | 'maxSessions'
+  | 'handshakeDeadline'
+  | 'preAuthMessageBytes'
+  | 'preAuthReceivedBytes'
+  | ConnectionLimit;
 /** The transports' own limits on connections (src/ipc/server/connection-limits.ts), audited like the handshake limits. */
 export type ConnectionLimit = 'connectionsTotal' | 'connectionsPerPeer' | 'idleConnection' | 'acceptFailed' | 'descriptorsLow';
 /** Nonces are kept while their timestamp could still pass the clock check, plus margin. */
@@ -192,7 +201,14 @@ export function eventVisibleTo(actor: Actor, topic: EventTopic, data: unknown): 
 }
 
 class Refusal extends ExecutorError {
-  constructor(code: ErrorCode, message: string, readonly requestId: string | null, readonly session: Session | null, readonly audit: boolean, details?: Record<string, unknown>) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly requestId: string | null,
+    readonly session: Session | null,
+    readonly audit: boolean,
+    details?: Record<string, unknown>,
+  ) {
     super(code, message, details);
   }
 }
@@ -375,7 +391,12 @@ export class IpcServer {
         return error.session ? signText(error.session.mac, 'response', reply).catch(() => unsignedText(reply)) : unsignedText(reply);
       }
       // Only a bug reaches here; the message still gets an answer and the server stays up.
-      return unsignedText({ v: PROTOCOL_VERSION, id: null, ok: false, error: { code: 'INTERNAL', message: 'The server could not handle this message.' } });
+      return unsignedText({
+        v: PROTOCOL_VERSION,
+        id: null,
+        ok: false,
+        error: { code: 'INTERNAL', message: 'The server could not handle this message.' },
+      });
     } finally {
       answered();
     }
@@ -402,11 +423,18 @@ export class IpcServer {
     const requestId = typeof message.id === 'string' && message.id.length <= 128 ? message.id : null;
     const envelope = RequestEnvelopeSchema.safeParse(message);
     if (!envelope.success) {
-      throw new Refusal('IPC_MALFORMED', `The request envelope is not valid: ${envelope.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ')}`, requestId, null, false);
+      throw new Refusal(
+        'IPC_MALFORMED',
+        `The request envelope is not valid: ${envelope.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ')}`,
+        requestId,
+        null,
+        false,
+      );
     }
     const request = envelope.data;
     const session = this.sessions.get(request.kid);
-    if (!session) throw new Refusal('IPC_UNKNOWN_KEY', 'The key id is not a session of this server; open a new session.', request.id, null, true);
+    if (!session)
+      throw new Refusal('IPC_UNKNOWN_KEY', 'The key id is not a session of this server; open a new session.', request.id, null, true);
     if (!(await verifyText(session.mac, 'request', text, message))) {
       throw new Refusal('IPC_BAD_SIGNATURE', 'The signature does not match the message.', request.id, null, true);
     }
@@ -414,12 +442,20 @@ export class IpcServer {
     const now = this.now();
     // Against its arrival, not now: a message that waited behind other work was fresh when it came.
     if (Math.abs(arrivedAt - request.ts) > CLOCK_SKEW_MS) {
-      throw new Refusal('IPC_STALE', `The request's timestamp is ${Math.round((arrivedAt - request.ts) / 1000)} s from the server's clock when it arrived; the window is ±${CLOCK_SKEW_MS / 1000} s.`, request.id, session, true);
+      throw new Refusal(
+        'IPC_STALE',
+        `The request's timestamp is ${Math.round((arrivedAt - request.ts) / 1000)} s from the server's clock when it arrived; the window is ±${CLOCK_SKEW_MS / 1000} s.`,
+        request.id,
+        session,
+        true,
+      );
     }
     // Pruned by arrival too: a nonce is kept as long as a message that arrived with it could still pass the check.
     this.pruneNonces(session, arrivedAt);
-    if (session.nonces.has(request.nonce)) throw new Refusal('IPC_REPLAYED', 'This nonce was already used: the request is a replay.', request.id, session, true);
-    if (session.nonces.size >= MAX_NONCES_PER_SESSION) throw new Refusal('BUSY', 'Too many requests in the replay window; slow down.', request.id, session, false);
+    if (session.nonces.has(request.nonce))
+      throw new Refusal('IPC_REPLAYED', 'This nonce was already used: the request is a replay.', request.id, session, true);
+    if (session.nonces.size >= MAX_NONCES_PER_SESSION)
+      throw new Refusal('BUSY', 'Too many requests in the replay window; slow down.', request.id, session, false);
     session.nonces.set(request.nonce, request.ts);
     this.prove(session, connection, now);
 
@@ -443,14 +479,20 @@ export class IpcServer {
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: true, result: result === undefined ? null : result };
     } catch (error) {
       const shaped = this.executor.describeError(error);
-      if (shaped.code === 'IPC_FORBIDDEN') this.auditRefusal(new Refusal(shaped.code, shaped.message, request.id, session, true), connection, request.method);
+      if (shaped.code === 'IPC_FORBIDDEN')
+        this.auditRefusal(new Refusal(shaped.code, shaped.message, request.id, session, true), connection, request.method);
       reply = { v: PROTOCOL_VERSION, id: request.id, ok: false, error: shaped };
     }
     try {
       return await signText(session.mac, 'response', reply);
     } catch {
       // A result with no JSON form (never expected from the core) must not kill the connection.
-      return signText(session.mac, 'response', { v: PROTOCOL_VERSION, id: request.id, ok: false, error: { code: 'INTERNAL', message: 'The result could not be serialized.' } });
+      return signText(session.mac, 'response', {
+        v: PROTOCOL_VERSION,
+        id: request.id,
+        ok: false,
+        error: { code: 'INTERNAL', message: 'The result could not be serialized.' },
+      });
     }
   }
 
@@ -459,7 +501,14 @@ export class IpcServer {
     if (!parsed.success) throw new Refusal('IPC_MALFORMED', 'The hello message is not valid.', null, null, false);
     const { credential: credentialName, clientNonce, client, ts, proof } = parsed.data.hello;
     const credential = this.credentials.get(credentialName);
-    if (!credential) throw new Refusal('IPC_UNKNOWN_KEY', `There is no credential "${credentialName.slice(0, 64)}" (a one-time web token works once).`, null, null, true);
+    if (!credential)
+      throw new Refusal(
+        'IPC_UNKNOWN_KEY',
+        `There is no credential "${credentialName.slice(0, 64)}" (a one-time web token works once).`,
+        null,
+        null,
+        true,
+      );
     const now = this.now();
     this.expireSessions(now);
     const helloProven = proof !== undefined || ts !== undefined;
@@ -484,12 +533,16 @@ export class IpcServer {
     }
     const limits = this.limits;
     if (helloProven) {
-      if (provenHellosHere >= limits.provenHellosPerConnection) this.refuseFlood('provenHellosPerConnection', 'Too many unfinished handshakes on this connection.', connection);
+      if (provenHellosHere >= limits.provenHellosPerConnection)
+        this.refuseFlood('provenHellosPerConnection', 'Too many unfinished handshakes on this connection.', connection);
       if (this.sessions.size >= limits.maxSessions) this.refuseFlood('maxSessions', 'Too many open sessions.', connection);
     } else {
-      if (pendingHere >= limits.pendingPerConnection) this.refuseFlood('pendingPerConnection', 'Too many unfinished handshakes on this connection.', connection);
-      if (pendingFromPeer >= limits.pendingPerPeer) this.refuseFlood('pendingPerPeer', 'Too many unfinished handshakes from this peer; finish or close some.', connection);
-      if (pendingUnproven >= limits.pendingTotal) this.refuseFlood('pendingTotal', 'Too many unfinished handshakes without proof; clients holding a token still get in.', connection);
+      if (pendingHere >= limits.pendingPerConnection)
+        this.refuseFlood('pendingPerConnection', 'Too many unfinished handshakes on this connection.', connection);
+      if (pendingFromPeer >= limits.pendingPerPeer)
+        this.refuseFlood('pendingPerPeer', 'Too many unfinished handshakes from this peer; finish or close some.', connection);
+      if (pendingUnproven >= limits.pendingTotal)
+        this.refuseFlood('pendingTotal', 'Too many unfinished handshakes without proof; clients holding a token still get in.', connection);
     }
     const serverNonce = randomToken(24);
     const kid = `s-${randomUUID()}`;
@@ -499,7 +552,10 @@ export class IpcServer {
       credential,
       mac: nodeMac(key, { offThread: false }),
       // An agent session is a new agent until it proves (agentIdentity) that it is an earlier one; its name is only a label.
-      actor: credential.channel === 'mcp' ? { ...actorFor('mcp', client), agent: this.agentIdentities.issue().agentId } : actorFor(credential.channel, client),
+      actor:
+        credential.channel === 'mcp'
+          ? { ...actorFor('mcp', client), agent: this.agentIdentities.issue().agentId }
+          : actorFor(credential.channel, client),
       proven: false,
       helloProven,
       peer: connection.peer,
@@ -522,7 +578,10 @@ export class IpcServer {
     if (resume !== undefined) {
       const agentId = this.agentIdentities.verify(resume);
       if (!agentId) {
-        throw new ExecutorError('AGENT_CREDENTIAL_INVALID', 'This agent credential was not issued by this Executor (or its identity key was replaced since). The session keeps the new identity it was given; the earlier identity\'s steps stay with the person.');
+        throw new ExecutorError(
+          'AGENT_CREDENTIAL_INVALID',
+          "This agent credential was not issued by this Executor (or its identity key was replaced since). The session keeps the new identity it was given; the earlier identity's steps stay with the person.",
+        );
       }
       session.actor = { ...session.actor, agent: agentId };
     }
@@ -533,15 +592,28 @@ export class IpcServer {
    * A hello's proof: HMAC(secret, helloProofInput) with a timestamp inside the clock window and a
    * client nonce not used before. Nothing is learned from a wrong one (constant-time compare); it is audited.
    */
-  private checkHelloProof(credential: Credential, clientNonce: string, ts: number | undefined, proof: string | undefined, now: number): void {
-    if (ts === undefined || proof === undefined) throw new Refusal('IPC_MALFORMED', 'A hello with proof carries both ts and proof.', null, null, false);
+  private checkHelloProof(
+    credential: Credential,
+    clientNonce: string,
+    ts: number | undefined,
+    proof: string | undefined,
+    now: number,
+  ): void {
+    if (ts === undefined || proof === undefined)
+      throw new Refusal('IPC_MALFORMED', 'A hello with proof carries both ts and proof.', null, null, false);
     if (Math.abs(now - ts) > CLOCK_SKEW_MS) {
-      throw new Refusal('IPC_STALE', `The hello's timestamp is ${Math.round((now - ts) / 1000)} s from the server's clock; the window is ±${CLOCK_SKEW_MS / 1000} s.`, null, null, true);
+      throw new Refusal(
+        'IPC_STALE',
+        `The hello's timestamp is ${Math.round((now - ts) / 1000)} s from the server's clock; the window is ±${CLOCK_SKEW_MS / 1000} s.`,
+        null,
+        null,
+        true,
+      );
     }
     const expected = Buffer.from(base64url(deriveSessionKey(credential.secret, helloProofInput(credential.name, clientNonce, ts))));
     const given = Buffer.from(proof);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new Refusal('IPC_BAD_SIGNATURE', 'The hello\'s proof does not match the credential it names.', null, null, true);
+      throw new Refusal('IPC_BAD_SIGNATURE', "The hello's proof does not match the credential it names.", null, null, true);
     }
     for (const [nonce, at] of this.helloProofs) {
       if (Math.abs(now - at) <= 2 * CLOCK_SKEW_MS) break;
@@ -549,7 +621,8 @@ export class IpcServer {
     }
     const seen = `${credential.name}\u0000${clientNonce}`;
     if (this.helloProofs.has(seen)) throw new Refusal('IPC_REPLAYED', 'This hello was already used: it is a replay.', null, null, true);
-    if (this.helloProofs.size >= MAX_REMEMBERED_HELLO_PROOFS) throw new Refusal('BUSY', 'Too many handshakes in the replay window; slow down.', null, null, false);
+    if (this.helloProofs.size >= MAX_REMEMBERED_HELLO_PROOFS)
+      throw new Refusal('BUSY', 'Too many handshakes in the replay window; slow down.', null, null, false);
     this.helloProofs.set(seen, now);
   }
 
@@ -575,7 +648,11 @@ export class IpcServer {
     this.auditFlood(limit, { transport, peer }, detail);
   }
 
-  private auditFlood(limit: FloodLimit, connection: Pick<ConnectionState, 'transport' | 'peer'>, detail: Record<string, unknown> = {}): void {
+  private auditFlood(
+    limit: FloodLimit,
+    connection: Pick<ConnectionState, 'transport' | 'peer'>,
+    detail: Record<string, unknown> = {},
+  ): void {
     const now = this.now();
     let key = `${connection.transport}\u0000${limit}\u0000${connection.peer}`;
     if (!this.floodAudits.has(key) && this.floodAudits.size >= MAX_FLOOD_AUDIT_KEYS) {
@@ -591,7 +668,12 @@ export class IpcServer {
     this.floodAudits.set(key, { at: now, refused: 0 });
     try {
       this.executor.recordIpcRefusal('ipc.rejected', actorFor('system'), {
-        code: limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes' ? 'IPC_TOO_LARGE' : limit === 'acceptFailed' || limit === 'descriptorsLow' ? 'IPC_UNAVAILABLE' : 'BUSY',
+        code:
+          limit === 'preAuthMessageBytes' || limit === 'preAuthReceivedBytes'
+            ? 'IPC_TOO_LARGE'
+            : limit === 'acceptFailed' || limit === 'descriptorsLow'
+              ? 'IPC_UNAVAILABLE'
+              : 'BUSY',
         limit,
         transport: connection.transport,
         peer: connection.peer,
@@ -621,7 +703,9 @@ export class IpcServer {
 
   private expireSessions(now: number): void {
     for (const session of this.sessions.values()) {
-      const expired = session.proven ? now - session.lastUsedAt > IDLE_SESSION_MS && !session.connection : now - session.createdAt > this.limits.pendingSessionMs;
+      const expired = session.proven
+        ? now - session.lastUsedAt > IDLE_SESSION_MS && !session.connection
+        : now - session.createdAt > this.limits.pendingSessionMs;
       if (!expired) continue;
       this.sessions.delete(session.kid);
       session.connection?.sessions.delete(session);

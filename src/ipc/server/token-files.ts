@@ -62,6 +62,10 @@ export function readSocketSecret(dataDir: string, name: SocketCredentialName): U
   try {
     return new TextEncoder().encode(fs.readFileSync(file, 'utf8').trim());
   } catch (error) {
-    throw new ExecutorError('IPC_UNAVAILABLE', `Cannot read ${file}: ${(error as Error).message}. Is the Executor host running for this data directory?`, { file });
+    throw new ExecutorError(
+      'IPC_UNAVAILABLE',
+      `Cannot read ${file}: ${(error as Error).message}. Is the Executor host running for this data directory?`,
+      { file },
+    );
   }
 }

@@ -60,7 +60,10 @@ function clientUids(table: string, server: string): Map<string, number> {
   for (let at = table.indexOf(needle); at >= 0; at = table.indexOf(needle, at + needle.length)) {
     const start = table.lastIndexOf('\n', at) + 1;
     const end = table.indexOf('\n', at);
-    const fields = table.slice(start, end < 0 ? undefined : end).trim().split(/\s+/);
+    const fields = table
+      .slice(start, end < 0 ? undefined : end)
+      .trim()
+      .split(/\s+/);
     if (fields.length < 8 || fields[2] !== server || fields[3] === TIME_WAIT) continue;
     const uid = Number.parseInt(fields[7]!, 10);
     if (Number.isInteger(uid) && uid >= 0) uids.set(fields[1]!, uid);

@@ -20,13 +20,21 @@ export interface HostConnectOptions {
  * directory over its local socket. `credential` picks the token file: "cli" for the person's CLI,
  * "agent" for the MCP server. The channel is what the server grants for that token.
  */
-export async function connectToHost(dataDir: string, credential: SocketCredentialName, options: HostConnectOptions = {}): Promise<ExecutorClient> {
+export async function connectToHost(
+  dataDir: string,
+  credential: SocketCredentialName,
+  options: HostConnectOptions = {},
+): Promise<ExecutorClient> {
   const transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
   return sessionOver(transport, dataDir, credential, options);
 }
 
 /** Like connectToHost, but null when no host listens (no socket, or one a crashed host left). */
-export async function connectToHostIfRunning(dataDir: string, credential: SocketCredentialName, options: HostConnectOptions = {}): Promise<ExecutorClient | null> {
+export async function connectToHostIfRunning(
+  dataDir: string,
+  credential: SocketCredentialName,
+  options: HostConnectOptions = {},
+): Promise<ExecutorClient | null> {
   let transport: ClientTransport;
   try {
     transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
@@ -38,7 +46,12 @@ export async function connectToHostIfRunning(dataDir: string, credential: Socket
   return sessionOver(transport, dataDir, credential, options);
 }
 
-async function sessionOver(transport: ClientTransport, dataDir: string, credential: SocketCredentialName, options: HostConnectOptions): Promise<ExecutorClient> {
+async function sessionOver(
+  transport: ClientTransport,
+  dataDir: string,
+  credential: SocketCredentialName,
+  options: HostConnectOptions,
+): Promise<ExecutorClient> {
   try {
     const secret = readSocketSecret(dataDir, credential);
     // A host that accepts the connection but never answers (hung, or not ours) must not hang the CLI.
@@ -53,7 +66,10 @@ async function sessionOver(transport: ClientTransport, dataDir: string, credenti
         async (input) => base64url(deriveSessionKey(secret, input)),
       ),
       new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${helloTimeoutMs / 1000} s.`)), helloTimeoutMs);
+        timer = setTimeout(
+          () => reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${helloTimeoutMs / 1000} s.`)),
+          helloTimeoutMs,
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     return createExecutorClient(new SignedRpc(transport, session));

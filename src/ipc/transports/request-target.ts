@@ -28,10 +28,13 @@ const FORBIDDEN_IN_SEGMENT = /[/\\:\u0000-\u001f\u007f]/;
 
 export function parseRequestTarget(target: unknown): RequestTarget {
   if (typeof target !== 'string' || target.length === 0) return { ok: false, status: 400, reason: 'The request has no target.' };
-  if (target.length > MAX_TARGET_LENGTH) return { ok: false, status: 414, reason: `The request target is longer than ${MAX_TARGET_LENGTH} characters.` };
-  if (!VISIBLE_ASCII.test(target)) return { ok: false, status: 400, reason: 'The request target holds a character that must be percent-encoded.' };
+  if (target.length > MAX_TARGET_LENGTH)
+    return { ok: false, status: 414, reason: `The request target is longer than ${MAX_TARGET_LENGTH} characters.` };
+  if (!VISIBLE_ASCII.test(target))
+    return { ok: false, status: 400, reason: 'The request target holds a character that must be percent-encoded.' };
   // Origin-form only ("/path?query"): absolute URLs ("http://…") are for proxies, "*" is for OPTIONS.
-  if (!target.startsWith('/') || target.startsWith('//')) return { ok: false, status: 400, reason: 'The request target must be a path starting with one "/".' };
+  if (!target.startsWith('/') || target.startsWith('//'))
+    return { ok: false, status: 400, reason: 'The request target must be a path starting with one "/".' };
   if (target.includes('#')) return { ok: false, status: 400, reason: 'A request target never carries a fragment.' };
   const query = target.indexOf('?');
   const rawPath = query === -1 ? target : target.slice(0, query);
@@ -46,8 +49,10 @@ export function parseRequestTarget(target: unknown): RequestTarget {
     } catch {
       return { ok: false, status: 400, reason: 'The request path holds a broken percent-escape.' };
     }
-    if (segment === '' || segment === '.' || segment === '..') return { ok: false, status: 400, reason: 'The request path has an empty, "." or ".." segment.' };
-    if (FORBIDDEN_IN_SEGMENT.test(segment)) return { ok: false, status: 400, reason: 'The request path holds an encoded separator, ":" or a control character.' };
+    if (segment === '' || segment === '.' || segment === '..')
+      return { ok: false, status: 400, reason: 'The request path has an empty, "." or ".." segment.' };
+    if (FORBIDDEN_IN_SEGMENT.test(segment))
+      return { ok: false, status: 400, reason: 'The request path holds an encoded separator, ":" or a control character.' };
     segments.push(segment);
   }
   const joined = `/${segments.join('/')}`;

@@ -43,12 +43,18 @@ function assertPrivateFolder(folder: string): void {
   const uid = currentUid();
   const stat = fs.lstatSync(folder);
   if (!stat.isDirectory() || (uid !== null && stat.uid !== uid)) {
-    throw new ExecutorError('IPC_UNAVAILABLE', `${folder} is not a folder owned by you; refusing to put the Executor socket there.`, { folder });
+    throw new ExecutorError('IPC_UNAVAILABLE', `${folder} is not a folder owned by you; refusing to put the Executor socket there.`, {
+      folder,
+    });
   }
   // The data directory may predate us with looser permissions (the 0600 socket still keeps others
   // out); the shared temp folder must be closed, or others could swap our socket for theirs.
   if (folder === tempSocketFolder() && (stat.mode & 0o077) !== 0) {
-    throw new ExecutorError('IPC_UNAVAILABLE', `${folder} is open to other users (mode ${(stat.mode & 0o777).toString(8)}); refusing to put the Executor socket there.`, { folder });
+    throw new ExecutorError(
+      'IPC_UNAVAILABLE',
+      `${folder} is open to other users (mode ${(stat.mode & 0o777).toString(8)}); refusing to put the Executor socket there.`,
+      { folder },
+    );
   }
 }
 
@@ -82,7 +88,9 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
   if (!stat) return;
   const uid = currentUid();
   if (!stat.isSocket() || (uid !== null && stat.uid !== uid)) {
-    throw new ExecutorError('IPC_UNAVAILABLE', `${socketPath} is in the way and is not a socket of yours; move it away and start again.`, { socketPath });
+    throw new ExecutorError('IPC_UNAVAILABLE', `${socketPath} is in the way and is not a socket of yours; move it away and start again.`, {
+      socketPath,
+    });
   }
   const answered = await new Promise<boolean>((resolve) => {
     const probe = net.createConnection(socketPath);
@@ -93,7 +101,11 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
     probe.once('error', () => resolve(false));
   });
   if (answered) {
-    throw new ExecutorError('BUSY', `busy: another process answers on ${socketPath} though it does not hold the data directory's lock. Stop it, then start again.`, { socketPath });
+    throw new ExecutorError(
+      'BUSY',
+      `busy: another process answers on ${socketPath} though it does not hold the data directory's lock. Stop it, then start again.`,
+      { socketPath },
+    );
   }
   fs.rmSync(socketPath, { force: true });
 }
@@ -182,7 +194,9 @@ export async function listenOnSocket(server: IpcServer, socketPath: string, opti
     options.onAcceptFailure?.();
     if (Date.now() - acceptFailureLoggedAt >= ACCEPT_FAILURE_LOG_INTERVAL_MS) {
       acceptFailureLoggedAt = Date.now();
-      log(`executor: the local socket could not accept a connection (${code}): the process is out of file descriptors. See the audit log (ipc.rejected).`);
+      log(
+        `executor: the local socket could not accept a connection (${code}): the process is out of file descriptors. See the audit log (ipc.rejected).`,
+      );
     }
   });
   if (process.platform !== 'win32') fs.chmodSync(socketPath, 0o600);
@@ -235,7 +249,8 @@ export async function connectSocket(socketPath: string, maxResponseBytes = DEFAU
   const shutDown = (reason: string) => {
     if (closed) return;
     closed = true;
-    for (const waiter of pending.values()) waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor closed: ${reason}`));
+    for (const waiter of pending.values())
+      waiter.reject(new ExecutorError('IPC_UNAVAILABLE', `The connection to Executor closed: ${reason}`));
     pending.clear();
     for (const listener of closeListeners) listener(reason);
   };

@@ -161,7 +161,18 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
   };
 
   server.on('connection', (socket: net.Socket) => {
-    const entry: TrackedConnection = { socket, peer: peers.lookup(socket), countedPeer: null, requestsInFlight: 0, everRequested: false, phase: 'http', authenticated: () => false, idleTimer: null, acceptedAt: Date.now(), idleSince: null };
+    const entry: TrackedConnection = {
+      socket,
+      peer: peers.lookup(socket),
+      countedPeer: null,
+      requestsInFlight: 0,
+      everRequested: false,
+      phase: 'http',
+      authenticated: () => false,
+      idleTimer: null,
+      acceptedAt: Date.now(),
+      idleSince: null,
+    };
     socket.once('close', () => forget(entry));
     if (tracked.size >= total) {
       void entry.peer.then((peer) => report('connectionsTotal', peer));

@@ -40,7 +40,6 @@ export function contentSecurityPolicy(origin: string): string {
   ].join('; ');
 }
 
-
 const PLACEHOLDER_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Executor</title>
 <link rel="stylesheet" href="/placeholder.css"></head>
@@ -52,7 +51,8 @@ const PLACEHOLDER_HTML = `<!doctype html>
 </main><script type="module" src="/placeholder.js"></script></body></html>
 `;
 
-const PLACEHOLDER_CSS = 'body{font:16px/1.5 system-ui,sans-serif;margin:2rem;max-width:48rem;color:#1b1b1b}code{background:#f2f2f2;padding:0 .2em}';
+const PLACEHOLDER_CSS =
+  'body{font:16px/1.5 system-ui,sans-serif;margin:2rem;max-width:48rem;color:#1b1b1b}code{background:#f2f2f2;padding:0 .2em}';
 
 /** The placeholder only proves the token reached the page, and takes it out of the address bar. */
 const PLACEHOLDER_JS = `const token = new URLSearchParams(location.hash.slice(1)).get('token');
@@ -185,7 +185,8 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   const refusal = (request: http.IncomingMessage, originRequired: boolean): string | null => {
     // Node keeps the first of two Host headers; a request that sends two is refused (RFC 9112 §3.2).
     let hostHeaders = 0;
-    for (let index = 0; index < request.rawHeaders.length; index += 2) if (request.rawHeaders[index]!.toLowerCase() === 'host') hostHeaders++;
+    for (let index = 0; index < request.rawHeaders.length; index += 2)
+      if (request.rawHeaders[index]!.toLowerCase() === 'host') hostHeaders++;
     if (hostHeaders > 1) return 'more than one Host header';
     const host: unknown = request.headers.host;
     if (typeof host !== 'string' || !allowedHosts.has(host.toLowerCase())) return 'unexpected Host header';
@@ -223,8 +224,13 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     const pending = pendingDownloads.get(token);
     if (!pending) {
       const finished = finishedDownloads.get(token);
-      if (finished?.why === 'used') return refuse(410, 'This download link was already used: each link works once. Click Export again for a new one.');
-      if (finished?.why === 'expired') return refuse(410, `This download link expired: links work for ${Math.round(downloadTtlMs / 1000)} s. Click Export again for a new one.`);
+      if (finished?.why === 'used')
+        return refuse(410, 'This download link was already used: each link works once. Click Export again for a new one.');
+      if (finished?.why === 'expired')
+        return refuse(
+          410,
+          `This download link expired: links work for ${Math.round(downloadTtlMs / 1000)} s. Click Export again for a new one.`,
+        );
       return refuse(404, 'There is no such download. Click Export in the audit view for a new link.');
     }
     pendingDownloads.delete(token);
@@ -247,7 +253,13 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   /** For log lines: a target is attacker-chosen text, so it is quoted, cut short and stripped of terminal escapes. */
   const quoted = (text: unknown) => JSON.stringify(String(text ?? '').slice(0, 200));
 
-  const sendText = (request: http.IncomingMessage, response: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}) => {
+  const sendText = (
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    status: number,
+    text: string,
+    extra: Record<string, string> = {},
+  ) => {
     response.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', ...extra, ...securityHeaders(currentOrigin()) });
     response.end(request.method === 'HEAD' ? undefined : `${text}\n`);
   };
@@ -274,10 +286,12 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     if (refused) return sendText(request, response, 403, `Forbidden: ${refused}.`);
     const { segments, pathname } = target;
     if (options.auditExport && segments.length >= 2 && segments[0] === 'api' && segments[1] === 'export') {
-      if (segments.length !== 3) return sendText(request, response, 404, 'There is no such download. Click Export in the audit view for a new link.');
+      if (segments.length !== 3)
+        return sendText(request, response, 404, 'There is no such download. Click Export in the audit view for a new link.');
       return serveDownload(request, response, segments[2]!, currentOrigin());
     }
-    if (request.method !== 'GET' && request.method !== 'HEAD') return sendText(request, response, 405, 'Only GET and HEAD are served here.', { Allow: 'GET, HEAD' });
+    if (request.method !== 'GET' && request.method !== 'HEAD')
+      return sendText(request, response, 405, 'Only GET and HEAD are served here.', { Allow: 'GET, HEAD' });
     const send = (status: number, type: string, body: string | Buffer) => {
       response.writeHead(status, { 'Content-Type': type, ...securityHeaders(currentOrigin()) });
       response.end(request.method === 'HEAD' ? undefined : body);
@@ -300,13 +314,20 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   };
 
   const httpServer = http.createServer(
-    { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+    {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+    },
     (request, response) => {
       // A handler that throws (or rejects) answers 500 and logs; it never takes the host down with it.
       request.on('error', () => undefined);
       response.on('error', () => undefined);
       handleRequest(request, response).catch((error: unknown) => {
-        log(`executor: internal error answering ${quoted(request.method)} ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        log(
+          `executor: internal error answering ${quoted(request.method)} ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
         if (response.headersSent) response.destroy();
         else sendText(request, response, 500, 'Internal error; the host is still running.');
       });
@@ -324,8 +345,11 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       socket.destroy();
       return;
     }
-    const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    const status =
+      code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+    );
   });
 
   // ws enforces a hard cap itself (closing with 1009); messages between the protocol's cap and
@@ -333,7 +357,9 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
   const wss = new WebSocketServer({ noServer: true, maxPayload: ipc.maxMessageBytes * 2 + 1024, perMessageDeflate: false });
 
   const refuseUpgrade = (socket: Duplex, status: number, reason: string) => {
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\r\n`);
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${reason}\r\n`,
+    );
   };
 
   const handleUpgrade = async (request: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
@@ -362,10 +388,16 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
       });
       ws.on('message', (data, isBinary) => {
         try {
-          const byteLength = Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
+          const byteLength = Array.isArray(data)
+            ? data.reduce((sum, part) => sum + part.length, 0)
+            : (data as Buffer | ArrayBuffer).byteLength;
           const verdict = connection.sizeVerdict(byteLength);
           if (verdict === 'close') return ws.terminate();
-          const text = isBinary ? '' : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+          const text = isBinary
+            ? ''
+            : Array.isArray(data)
+              ? Buffer.concat(data).toString('utf8')
+              : Buffer.from(data as ArrayBuffer).toString('utf8');
           const { tag, text: message } = unframe(verdict === 'read' ? text : text.slice(0, 64));
           const reply = (answer: string) => {
             if (ws.readyState === ws.OPEN) ws.send(frame(tag, answer));
@@ -395,7 +427,9 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     // The raw socket is ours from here: a reset must not become an unhandled 'error' event.
     socket.on('error', () => socket.destroy());
     handleUpgrade(request, socket, head).catch((error: unknown) => {
-      log(`executor: internal error answering an upgrade to ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      log(
+        `executor: internal error answering an upgrade to ${quoted(request.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
       socket.destroy();
     });
   });
@@ -415,7 +449,9 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     ipc.auditConnection('acceptFailed', 'web', '*', { errno: code, shed });
     if (Date.now() - acceptFailureLoggedAt >= ACCEPT_FAILURE_LOG_INTERVAL_MS) {
       acceptFailureLoggedAt = Date.now();
-      log(`executor: the web server could not accept a connection (${code}); closed ${shed} idle connections. Too many connections are open; see the audit log (ipc.rejected).`);
+      log(
+        `executor: the web server could not accept a connection (${code}); closed ${shed} idle connections. Too many connections are open; see the audit log (ipc.rejected).`,
+      );
     }
   });
   port = (httpServer.address() as AddressInfo).port;
@@ -428,7 +464,13 @@ export async function startWebServer(ipc: IpcServer, options: WebServerOptions =
     origin,
     issueUrl() {
       const token = randomToken(32);
-      ipc.addCredential({ name: WEB_CREDENTIAL, secret: new TextEncoder().encode(token), channel: 'web', oneTime: true, sessionsOutliveConnection: true });
+      ipc.addCredential({
+        name: WEB_CREDENTIAL,
+        secret: new TextEncoder().encode(token),
+        channel: 'web',
+        oneTime: true,
+        sessionsOutliveConnection: true,
+      });
       return `${origin}/#token=${token}`;
     },
     connectionLimits: limits,

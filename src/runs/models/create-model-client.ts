@@ -14,10 +14,16 @@ function checkedBaseUrl(baseUrl: string): string {
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new ExecutorError('INVALID_INPUT', `The model address "${baseUrl.slice(0, 200)}" is not a URL. Give one like http://127.0.0.1:11434/v1.`, { field: 'baseUrl' });
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `The model address "${baseUrl.slice(0, 200)}" is not a URL. Give one like http://127.0.0.1:11434/v1.`,
+      { field: 'baseUrl' },
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ExecutorError('INVALID_INPUT', `The model address must start with http:// or https://, not ${url.protocol}.`, { field: 'baseUrl' });
+    throw new ExecutorError('INVALID_INPUT', `The model address must start with http:// or https://, not ${url.protocol}.`, {
+      field: 'baseUrl',
+    });
   }
   return baseUrl.replace(/\/+$/, '');
 }
@@ -46,13 +52,20 @@ function createProviderClient(settings: ModelSettings, apiKey: string | undefine
     timeoutMs: settings.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxRetries: settings.maxRetries ?? DEFAULT_MAX_RETRIES,
   };
-  if (!settings.model) throw new ExecutorError('MODEL_NOT_CONFIGURED', 'No model name is set. Name one (for example llama3.1 or gpt-4o-mini) with `executor model set --model NAME` or in Settings → Model.');
+  if (!settings.model)
+    throw new ExecutorError(
+      'MODEL_NOT_CONFIGURED',
+      'No model name is set. Name one (for example llama3.1 or gpt-4o-mini) with `executor model set --model NAME` or in Settings → Model.',
+    );
   switch (settings.provider) {
     case 'openai':
       return createOpenAiChatClient({ ...common, baseUrl: checkedBaseUrl(settings.baseUrl ?? OPENAI_DEFAULT_BASE_URL) });
     case 'anthropic':
       return createAnthropicMessagesClient({ ...common, baseUrl: checkedBaseUrl(settings.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL) });
     default:
-      throw new ExecutorError('INVALID_INPUT', `Unknown model provider "${String(settings.provider)}": use openai (any OpenAI-compatible server) or anthropic.`);
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Unknown model provider "${String(settings.provider)}": use openai (any OpenAI-compatible server) or anthropic.`,
+      );
   }
 }

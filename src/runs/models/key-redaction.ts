@@ -27,7 +27,9 @@ export function redactKey(text: string, apiKey: string | undefined): string {
 /** A server's own words, made safe to show: no key, no control characters, not too long. */
 export function serverWords(text: string, apiKey: string | undefined, limit = 300): string {
   // eslint-disable-next-line no-control-regex
-  const flat = redactKey(text, apiKey).replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ').trim();
+  const flat = redactKey(text, apiKey)
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ')
+    .trim();
   return flat.length > limit ? `${flat.slice(0, limit)}…` : flat;
 }
 

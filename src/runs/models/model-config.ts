@@ -33,7 +33,10 @@ export function apiKeyFromEnvironment(provider: ModelProvider, env: NodeJS.Proce
 /** The public APIs, which refuse every call without a key: a missing key is said before the first call. */
 /** Whether the settings name a public API (OpenAI's or Anthropic's), which answers nothing without a key. */
 export function needsKey(settings: ModelSettings): boolean {
-  const base = (settings.baseUrl ?? (settings.provider === 'openai' ? OPENAI_DEFAULT_BASE_URL : ANTHROPIC_DEFAULT_BASE_URL)).replace(/\/+$/, '');
+  const base = (settings.baseUrl ?? (settings.provider === 'openai' ? OPENAI_DEFAULT_BASE_URL : ANTHROPIC_DEFAULT_BASE_URL)).replace(
+    /\/+$/,
+    '',
+  );
   return base.startsWith(OPENAI_DEFAULT_BASE_URL.replace(/\/v1$/, '')) || base.startsWith(ANTHROPIC_DEFAULT_BASE_URL);
 }
 
@@ -100,7 +103,11 @@ const CHECK_TIMEOUT_MS = 30_000;
  * One tiny call ("reply OK", a few tokens, no retries) to the saved model or to settings not saved
  * yet, answered in plain words: what answered, or what is wrong and what to do.
  */
-export async function checkModel(source: ModelSettingsSource, override: ModelOverride = {}, signal: AbortSignal = new AbortController().signal): Promise<ModelCheck> {
+export async function checkModel(
+  source: ModelSettingsSource,
+  override: ModelOverride = {},
+  signal: AbortSignal = new AbortController().signal,
+): Promise<ModelCheck> {
   const started = performance.now();
   let endpoint = '';
   let provider: string | undefined;
@@ -110,13 +117,28 @@ export async function checkModel(source: ModelSettingsSource, override: ModelOve
     provider = settings.provider;
     endpoint = endpointLabel(settings.baseUrl ?? (settings.provider === 'openai' ? OPENAI_DEFAULT_BASE_URL : ANTHROPIC_DEFAULT_BASE_URL));
     apiKey = override.apiKey ?? source.modelApiKey(settings.provider);
-    const client = modelClientForRun(source, { ...override, maxRetries: 0, timeoutMs: Math.min(settings.timeoutMs ?? CHECK_TIMEOUT_MS, CHECK_TIMEOUT_MS) });
-    const turn = await client.turn({ messages: [{ role: 'user', content: 'Reply with the single word OK.' }], tools: [], signal, maxOutputTokens: 16 });
+    const client = modelClientForRun(source, {
+      ...override,
+      maxRetries: 0,
+      timeoutMs: Math.min(settings.timeoutMs ?? CHECK_TIMEOUT_MS, CHECK_TIMEOUT_MS),
+    });
+    const turn = await client.turn({
+      messages: [{ role: 'user', content: 'Reply with the single word OK.' }],
+      tools: [],
+      signal,
+      maxOutputTokens: 16,
+    });
     const latencyMs = Math.round(performance.now() - started);
     return { ok: true, endpoint, model: turn.model, latencyMs, message: `${turn.model} at ${endpoint} answered in ${latencyMs} ms.` };
   } catch (error) {
     const shape = toErrorShape(error);
-    return { ok: false, endpoint, latencyMs: Math.round(performance.now() - started), code: shape.code, message: redactKey(plainWords(shape.code, shape.message, shape.details) + versionPathHint(shape.details, provider, endpoint), apiKey) };
+    return {
+      ok: false,
+      endpoint,
+      latencyMs: Math.round(performance.now() - started),
+      code: shape.code,
+      message: redactKey(plainWords(shape.code, shape.message, shape.details) + versionPathHint(shape.details, provider, endpoint), apiKey),
+    };
   }
 }
 
@@ -134,6 +156,7 @@ function plainWords(code: string, message: string, details: Record<string, unkno
   const status = typeof details?.status === 'number' ? details.status : undefined;
   if (code === 'MODEL_REFUSED' && (status === 401 || status === 403)) return `The key was not accepted. ${message}`;
   if (code === 'MODEL_REFUSED' && status === 404) return `No such model or address. ${message}`;
-  if (code === 'MODEL_UNAVAILABLE' && /could not be reached/.test(message)) return `Nothing answers at that address: is the server (Ollama, LM Studio…) running? ${message}`;
+  if (code === 'MODEL_UNAVAILABLE' && /could not be reached/.test(message))
+    return `Nothing answers at that address: is the server (Ollama, LM Studio…) running? ${message}`;
   return message;
 }

@@ -46,7 +46,12 @@ export type AttemptFailure =
 export function describeSdkFailure(error: unknown): AttemptFailure {
   const e = error as { status?: unknown; headers?: unknown; error?: unknown; message?: unknown; name?: string } | null;
   if (typeof e?.status === 'number') {
-    return { kind: 'status', status: e.status, headers: e.headers instanceof Headers ? e.headers : undefined, serverMessage: bodyMessage(e.error) ?? String(e.message ?? '') };
+    return {
+      kind: 'status',
+      status: e.status,
+      headers: e.headers instanceof Headers ? e.headers : undefined,
+      serverMessage: bodyMessage(e.error) ?? String(e.message ?? ''),
+    };
   }
   if (error instanceof ExecutorError) return { kind: 'answer', message: error.message };
   // A body that is not what the API sends (a web page at the address, a cut-off answer) will not improve on retry.
@@ -164,10 +169,19 @@ export async function withModelRetries<T>(options: RetryOptions, attempt: (a: At
     }
 
     const words = failure.kind === 'status' ? failure.serverMessage : failure.message;
-    const details = { endpoint, ...(failure.kind === 'status' ? { status: failure.status } : {}), attempts: number + 1, serverMessage: safe(words) };
+    const details = {
+      endpoint,
+      ...(failure.kind === 'status' ? { status: failure.status } : {}),
+      attempts: number + 1,
+      serverMessage: safe(words),
+    };
     if (!retryable(failure)) {
       if (failure.kind === 'status') {
-        throw new ExecutorError('MODEL_REFUSED', `The model at ${endpoint} refused the request (HTTP ${failure.status}): ${safe(words) || 'no reason given'}. ${refusalHint(failure.status)}`, details);
+        throw new ExecutorError(
+          'MODEL_REFUSED',
+          `The model at ${endpoint} refused the request (HTTP ${failure.status}): ${safe(words) || 'no reason given'}. ${refusalHint(failure.status)}`,
+          details,
+        );
       }
       throw new ExecutorError('MODEL_UNAVAILABLE', `The model at ${endpoint} ${statusPhrase(failure)}: ${safe(words)}`, details);
     }
@@ -199,6 +213,7 @@ function refusalHint(status: number): string {
 /** An ExecutorError from inside an attempt, with the key taken out of its words. */
 function redactError(error: ExecutorError, apiKey: string | undefined): ExecutorError {
   if (!apiKey) return error;
-  const details = error.details === undefined ? undefined : (JSON.parse(redactKey(JSON.stringify(error.details), apiKey)) as Record<string, unknown>);
+  const details =
+    error.details === undefined ? undefined : (JSON.parse(redactKey(JSON.stringify(error.details), apiKey)) as Record<string, unknown>);
   return new ExecutorError(error.code, redactKey(error.message, apiKey), details);
 }

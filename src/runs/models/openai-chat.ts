@@ -4,7 +4,12 @@
  * calls mapped both ways.
  */
 import OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ModelClient, ModelMessage, ModelToolCall, ModelTool, ModelTurn, ModelTurnRequest } from '../model-client.js';
 import { captureBodies } from './body-capture.js';
@@ -37,7 +42,11 @@ export function toOpenAiMessages(messages: ModelMessage[]): ChatCompletionMessag
           ? {
               role: 'assistant',
               content: message.content.length ? message.content : null,
-              tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.id,
+                type: 'function',
+                function: { name: call.name, arguments: call.arguments },
+              })),
             }
           : { role: 'assistant', content: message.content };
       case 'tool':
@@ -48,7 +57,10 @@ export function toOpenAiMessages(messages: ModelMessage[]): ChatCompletionMessag
 }
 
 export function toOpenAiTools(tools: ModelTool[]): ChatCompletionTool[] {
-  return tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+  return tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  }));
 }
 
 /** Arguments as text, whatever a lax server sent (some send an object), so the loop parses them once. */
@@ -64,7 +76,8 @@ export class ToolCallAssembly {
 
   add(delta: NonNullable<ChatCompletionChunk.Choice.Delta['tool_calls']>[number]): void {
     // Most servers number calls with `index`; a few omit it and only name a new call by its id.
-    let index = typeof delta.index === 'number' ? delta.index : this.calls.findIndex((call) => delta.id !== undefined && call.id === delta.id);
+    let index =
+      typeof delta.index === 'number' ? delta.index : this.calls.findIndex((call) => delta.id !== undefined && call.id === delta.id);
     if (index < 0) index = delta.id !== undefined || this.calls.length === 0 ? this.calls.length : this.calls.length - 1;
     const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
     if (delta.id) call.id = delta.id;
@@ -75,7 +88,9 @@ export class ToolCallAssembly {
   }
 
   result(): ModelToolCall[] {
-    return this.calls.filter(Boolean).map((call, index) => ({ id: call.id || `call_${index}`, name: call.name, arguments: call.arguments }));
+    return this.calls
+      .filter(Boolean)
+      .map((call, index) => ({ id: call.id || `call_${index}`, name: call.name, arguments: call.arguments }));
   }
 }
 
@@ -89,7 +104,11 @@ export function createOpenAiChatClient(options: OpenAiChatOptions): ModelClient 
       messages: toOpenAiMessages(request.messages),
       ...(request.tools.length ? { tools: toOpenAiTools(request.tools) } : {}),
       // OpenAI's newer models take only max_completion_tokens; every other server knows max_tokens.
-      ...(request.maxOutputTokens !== undefined ? (official ? { max_completion_tokens: request.maxOutputTokens } : { max_tokens: request.maxOutputTokens }) : {}),
+      ...(request.maxOutputTokens !== undefined
+        ? official
+          ? { max_completion_tokens: request.maxOutputTokens }
+          : { max_tokens: request.maxOutputTokens }
+        : {}),
     };
   }
 
@@ -97,64 +116,80 @@ export function createOpenAiChatClient(options: OpenAiChatOptions): ModelClient 
     provider: 'openai',
     model: options.model,
     turn: (request) =>
-      withModelRetries({ endpoint, apiKey: options.apiKey, signal: request.signal, timeoutMs: options.timeoutMs, maxRetries: options.maxRetries }, async (attempt) => {
-        const capture = captureBodies();
-        const client = new OpenAI({
-          apiKey: options.apiKey || 'no-key',
-          baseURL: options.baseUrl,
-          // Nothing from the environment: the settings say which endpoint and key; OPENAI_* variables are for other tools.
-          organization: null,
-          project: null,
-          adminAPIKey: null,
-          maxRetries: 0,
-          timeout: options.timeoutMs + 1000,
-          fetch: capture.fetch,
-          logLevel: 'off',
-          logger: SILENT_LOGGER,
-        });
-        const body = requestBody(request);
-        if (!options.stream) {
-          const completion: ChatCompletion = await client.chat.completions.create({ ...body, stream: false }, { signal: attempt.signal });
-          return fromCompletion(completion, capture.requestBody(), await capture.responseBody(), options.model, endpoint);
-        }
-        const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: attempt.signal });
-        const calls = new ToolCallAssembly();
-        let text = '';
-        let finishReason = '';
-        let model = '';
-        let usage = { inputTokens: 0, outputTokens: 0 };
-        for await (const chunk of stream) {
-          attempt.stillTalking();
-          if (chunk.model) model = chunk.model;
-          if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
-          const choice = chunk.choices?.[0];
-          if (!choice) continue;
-          const delta = choice.delta ?? {};
-          if (typeof delta.content === 'string' && delta.content.length) {
-            text += delta.content;
-            request.onText?.(delta.content);
+      withModelRetries(
+        { endpoint, apiKey: options.apiKey, signal: request.signal, timeoutMs: options.timeoutMs, maxRetries: options.maxRetries },
+        async (attempt) => {
+          const capture = captureBodies();
+          const client = new OpenAI({
+            apiKey: options.apiKey || 'no-key',
+            baseURL: options.baseUrl,
+            // Nothing from the environment: the settings say which endpoint and key; OPENAI_* variables are for other tools.
+            organization: null,
+            project: null,
+            adminAPIKey: null,
+            maxRetries: 0,
+            timeout: options.timeoutMs + 1000,
+            fetch: capture.fetch,
+            logLevel: 'off',
+            logger: SILENT_LOGGER,
+          });
+          const body = requestBody(request);
+          if (!options.stream) {
+            const completion: ChatCompletion = await client.chat.completions.create({ ...body, stream: false }, { signal: attempt.signal });
+            return fromCompletion(completion, capture.requestBody(), await capture.responseBody(), options.model, endpoint);
           }
-          for (const toolCall of delta.tool_calls ?? []) calls.add(toolCall);
-          if (choice.finish_reason) finishReason = choice.finish_reason;
-        }
-        const toolCalls = calls.result();
-        return {
-          text,
-          toolCalls,
-          usage,
-          finishReason: finishReason || (toolCalls.length ? 'tool_calls' : 'stop'),
-          model: model || options.model,
-          requestBody: capture.requestBody(),
-          responseBody: await capture.responseBody(),
-        } satisfies ModelTurn;
-      }),
+          const stream = await client.chat.completions.create(
+            { ...body, stream: true, stream_options: { include_usage: true } },
+            { signal: attempt.signal },
+          );
+          const calls = new ToolCallAssembly();
+          let text = '';
+          let finishReason = '';
+          let model = '';
+          let usage = { inputTokens: 0, outputTokens: 0 };
+          for await (const chunk of stream) {
+            attempt.stillTalking();
+            if (chunk.model) model = chunk.model;
+            if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
+            const choice = chunk.choices?.[0];
+            if (!choice) continue;
+            const delta = choice.delta ?? {};
+            if (typeof delta.content === 'string' && delta.content.length) {
+              text += delta.content;
+              request.onText?.(delta.content);
+            }
+            for (const toolCall of delta.tool_calls ?? []) calls.add(toolCall);
+            if (choice.finish_reason) finishReason = choice.finish_reason;
+          }
+          const toolCalls = calls.result();
+          return {
+            text,
+            toolCalls,
+            usage,
+            finishReason: finishReason || (toolCalls.length ? 'tool_calls' : 'stop'),
+            model: model || options.model,
+            requestBody: capture.requestBody(),
+            responseBody: await capture.responseBody(),
+          } satisfies ModelTurn;
+        },
+      ),
   };
 }
 
-function fromCompletion(completion: ChatCompletion, requestBody: string, responseBody: string, askedModel: string, endpoint: string): ModelTurn {
+function fromCompletion(
+  completion: ChatCompletion,
+  requestBody: string,
+  responseBody: string,
+  askedModel: string,
+  endpoint: string,
+): ModelTurn {
   const choice = completion.choices?.[0];
   if (!choice?.message) {
-    throw new ExecutorError('MODEL_UNAVAILABLE', `The model at ${endpoint} answered without a message (no choices). Check that the address is a Chat Completions endpoint.`, { endpoint });
+    throw new ExecutorError(
+      'MODEL_UNAVAILABLE',
+      `The model at ${endpoint} answered without a message (no choices). Check that the address is a Chat Completions endpoint.`,
+      { endpoint },
+    );
   }
   const toolCalls: ModelToolCall[] = (choice.message.tool_calls ?? []).map((call, index) => {
     const fn = (call as { function?: { name?: string; arguments?: unknown } }).function;

@@ -84,7 +84,14 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
   const consider = async (relative: string, scratchPath: string, scratchStat: fs.BigIntStats) => {
     const baseline = scratch.baseline.get(relative);
     const realPath = path.join(scratch.sourceDir, ...relative.split('/'));
-    if (baseline && baseline.kind === 'file' && scratchStat.isFile() && scratchStat.ino === baseline.scratchIno && scratchStat.ctimeNs === baseline.scratchCtimeNs) return;
+    if (
+      baseline &&
+      baseline.kind === 'file' &&
+      scratchStat.isFile() &&
+      scratchStat.ino === baseline.scratchIno &&
+      scratchStat.ctimeNs === baseline.scratchCtimeNs
+    )
+      return;
     if (baseline?.kind === 'symlink' && scratchStat.isSymbolicLink()) {
       const sameLink = afterDir
         ? fs.readlinkSync(scratchPath) === fs.readlinkSync(path.join(scratch.dir, ...relative.split('/')))
@@ -93,7 +100,10 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
     }
     const exclusion = exclusionOf(relative, options);
     if (!baseline && exclusion) {
-      skipped.push({ relativePath: relative, reason: exclusion === 'ignored' ? 'matches the sandbox ignore rules' : 'looks like a secret the step was not allowed to touch' });
+      skipped.push({
+        relativePath: relative,
+        reason: exclusion === 'ignored' ? 'matches the sandbox ignore rules' : 'looks like a secret the step was not allowed to touch',
+      });
       return;
     }
     if (!scratchStat.isFile()) {
@@ -105,7 +115,10 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
       }
       if (!scratchStat.isDirectory()) {
         const reason = notCarriedBack(scratchStat);
-        skipped.push({ relativePath: relative, reason: baseline?.kind === 'file' ? `${reason}; the file that was there stays as it is` : reason });
+        skipped.push({
+          relativePath: relative,
+          reason: baseline?.kind === 'file' ? `${reason}; the file that was there stays as it is` : reason,
+        });
       }
       return;
     }
@@ -131,15 +144,37 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
     const dropped = scratchStat.nlink > 1n ? [...droppedBits, 'hard link not recreated: comes back as a file of its own'] : droppedBits;
     const real = await readIfFile(realPath);
     if (baseline?.kind === 'file') {
-      const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
+      const conflict =
+        !real ||
+        real.stat.size !== baseline.sourceSize ||
+        real.stat.mtimeNs !== baseline.sourceMtimeNs ||
+        real.stat.ino !== baseline.sourceIno;
       if (!conflict && real.content.equals(after) && real.mode === modeAfter) {
         if (droppedBits.length) skipped.push({ relativePath: relative, reason: `${droppedBits.join(', ')}; nothing else changed` });
         return;
       }
-      files.push({ relativePath: relative, kind: 'modified', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict, ...(dropped.length ? { dropped } : {}) });
+      files.push({
+        relativePath: relative,
+        kind: 'modified',
+        before: real?.content ?? null,
+        after,
+        modeBefore: real?.mode ?? null,
+        modeAfter,
+        conflict,
+        ...(dropped.length ? { dropped } : {}),
+      });
     } else {
       const realStat = lstatOrNull(realPath);
-      files.push({ relativePath: relative, kind: 'added', before: real?.content ?? null, after, modeBefore: real?.mode ?? null, modeAfter, conflict: realStat !== null, ...(dropped.length ? { dropped } : {}) });
+      files.push({
+        relativePath: relative,
+        kind: 'added',
+        before: real?.content ?? null,
+        after,
+        modeBefore: real?.mode ?? null,
+        modeAfter,
+        conflict: realStat !== null,
+        ...(dropped.length ? { dropped } : {}),
+      });
     }
   };
 
@@ -168,8 +203,20 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;
     const real = await readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
-    const conflict = !real || real.stat.size !== baseline.sourceSize || real.stat.mtimeNs !== baseline.sourceMtimeNs || real.stat.ino !== baseline.sourceIno;
-    files.push({ relativePath: relative, kind: 'deleted', before: real?.content ?? null, after: null, modeBefore: real?.mode ?? null, modeAfter: null, conflict });
+    const conflict =
+      !real ||
+      real.stat.size !== baseline.sourceSize ||
+      real.stat.mtimeNs !== baseline.sourceMtimeNs ||
+      real.stat.ino !== baseline.sourceIno;
+    files.push({
+      relativePath: relative,
+      kind: 'deleted',
+      before: real?.content ?? null,
+      after: null,
+      modeBefore: real?.mode ?? null,
+      modeAfter: null,
+      conflict,
+    });
   }
   files.sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
   skipped.sort((a, b) => (a.relativePath < b.relativePath ? -1 : 1));

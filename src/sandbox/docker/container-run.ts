@@ -60,9 +60,13 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
   if (signal?.aborted) throw cancelledError(runId);
   const archive = input.transport === 'archive';
   if (archive && input.network === 'allowlist') {
-    throw new ExecutorError('SANDBOX_FAILED', `The allowlisted network needs an engine on this machine (its proxy socket is mounted into the container); ${client.endpoint} is remote. Use network "none".`, {
-      endpoint: client.endpoint,
-    });
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `The allowlisted network needs an engine on this machine (its proxy socket is mounted into the container); ${client.endpoint} is remote. Use network "none".`,
+      {
+        endpoint: client.endpoint,
+      },
+    );
   }
   const proxy = input.network === 'allowlist' ? await startEgressProxy(input.allowHosts) : null;
   const env = { ...(input.env ?? {}) };
@@ -81,7 +85,10 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
   });
   spec.Labels = { ...spec.Labels, [HOST_LABEL]: os.hostname() };
   const timeoutMs = input.timeoutMs ?? input.limits.timeoutMs;
-  const demux = new OutputDemuxer(input.limits.outputBytes, input.hooks ? (stream, chunk) => input.hooks!.onOutput(stream, chunk) : undefined);
+  const demux = new OutputDemuxer(
+    input.limits.outputBytes,
+    input.hooks ? (stream, chunk) => input.hooks!.onOutput(stream, chunk) : undefined,
+  );
   let container: Docker.Container | undefined;
   const started = performance.now();
   try {
@@ -126,7 +133,10 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     }
     // The attach stream closes right after the exit; the bound only guards against an engine that never closes it.
     await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
-    const state = await created.inspect().then((info) => info.State).catch(() => undefined);
+    const state = await created
+      .inspect()
+      .then((info) => info.State)
+      .catch(() => undefined);
     if (archive) await getWorkspace(created, input.resultDir!);
     const { stdout, stderr } = demux.result();
     return {
@@ -159,13 +169,17 @@ function childDone(child: ChildProcess, what: string): Promise<void> {
   child.stderr?.on('data', (chunk: Buffer) => errors.push(chunk));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed: ${Buffer.concat(errors).toString('utf8').trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${what} failed: ${Buffer.concat(errors).toString('utf8').trim()}`)),
+    );
   });
 }
 
 /** The scratch copy into the container's workspace volume, owned by the sandbox user. */
 async function putWorkspace(container: Docker.Container, scratchDir: string): Promise<void> {
-  const tar = spawn('tar', ['-C', scratchDir, '--numeric-owner', `--owner=${SANDBOX_UID}`, `--group=${SANDBOX_GID}`, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tar = spawn('tar', ['-C', scratchDir, '--numeric-owner', `--owner=${SANDBOX_UID}`, `--group=${SANDBOX_GID}`, '-cf', '-', '.'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const packed = childDone(tar, 'packing the scratch copy');
   await container.putArchive(tar.stdout, { path: WORKSPACE_MOUNT });
   await packed;
@@ -195,10 +209,13 @@ export async function sweepLeftoverContainers(client: DockerClient): Promise<str
     const sameHost = labels[HOST_LABEL] === os.hostname();
     // Another machine's containers on a shared engine are its own business.
     if (!sameHost || (Number.isInteger(pid) && pid > 0 && processAlive(pid))) continue;
-    await client.docker.getContainer(info.Id).remove({ force: true, v: true }).then(
-      () => removed.push(info.Id),
-      () => undefined,
-    );
+    await client.docker
+      .getContainer(info.Id)
+      .remove({ force: true, v: true })
+      .then(
+        () => removed.push(info.Id),
+        () => undefined,
+      );
   }
   return removed;
 }

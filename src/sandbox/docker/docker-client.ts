@@ -39,7 +39,8 @@ export interface DockerClient {
 function optionsFor(dockerHost: string): Docker.DockerOptions {
   const url = new URL(dockerHost);
   if (url.protocol === 'unix:' || url.protocol === 'npipe:') return { socketPath: decodeURIComponent(url.pathname) };
-  if (url.protocol === 'ssh:') return { protocol: 'ssh', host: url.hostname, port: url.port ? Number(url.port) : 22, username: url.username || undefined };
+  if (url.protocol === 'ssh:')
+    return { protocol: 'ssh', host: url.hostname, port: url.port ? Number(url.port) : 22, username: url.username || undefined };
   const tls = process.env.DOCKER_TLS_VERIFY === '1' || url.port === '2376';
   return { protocol: tls ? 'https' : 'http', host: url.hostname, port: url.port ? Number(url.port) : tls ? 2376 : 2375 };
 }
@@ -47,7 +48,12 @@ function optionsFor(dockerHost: string): Docker.DockerOptions {
 export function connectDocker(dockerHost?: string): DockerClient {
   const fromEnvironment = dockerHost === undefined;
   const address = dockerHost ?? process.env.DOCKER_HOST;
-  const endpoint = address && address.length > 0 ? address : process.platform === 'win32' ? 'npipe:////./pipe/docker_engine' : 'unix:///var/run/docker.sock';
+  const endpoint =
+    address && address.length > 0
+      ? address
+      : process.platform === 'win32'
+        ? 'npipe:////./pipe/docker_engine'
+        : 'unix:///var/run/docker.sock';
   // From the environment, dockerode applies DOCKER_HOST together with DOCKER_TLS_VERIFY / DOCKER_CERT_PATH.
   const DockerClass = dockerodeClass();
   const docker = fromEnvironment ? new DockerClass() : new DockerClass(optionsFor(endpoint));
@@ -92,7 +98,13 @@ export interface EngineStatus {
 export async function engineStatus(client: DockerClient): Promise<EngineStatus> {
   try {
     const version = await client.docker.version();
-    return { reachable: true, endpoint: client.endpoint, version: version.Version, apiVersion: version.ApiVersion, os: `${version.Os}/${version.Arch}` };
+    return {
+      reachable: true,
+      endpoint: client.endpoint,
+      version: version.Version,
+      apiVersion: version.ApiVersion,
+      os: `${version.Os}/${version.Arch}`,
+    };
   } catch (error) {
     return { reachable: false, endpoint: client.endpoint, error: error instanceof Error ? error.message : String(error) };
   }

@@ -74,11 +74,19 @@ export async function startEgressProxy(allowHosts: readonly string[], parentDir:
     }
     const port = target.port ? Number(target.port) : 80;
     if (target.protocol !== 'http:' || !record(request.method ?? 'GET', target.hostname, port)) {
-      response.writeHead(403, { 'content-type': 'text/plain' }).end(`executor egress proxy: ${target.hostname}:${port} is not in the policy's network.allowHosts\n`);
+      response
+        .writeHead(403, { 'content-type': 'text/plain' })
+        .end(`executor egress proxy: ${target.hostname}:${port} is not in the policy's network.allowHosts\n`);
       return;
     }
     const upstream = http.request(
-      { host: target.hostname, port, method: request.method, path: `${target.pathname}${target.search}`, headers: { ...request.headers, host: target.host } },
+      {
+        host: target.hostname,
+        port,
+        method: request.method,
+        path: `${target.pathname}${target.search}`,
+        headers: { ...request.headers, host: target.host },
+      },
       (reply) => {
         response.writeHead(reply.statusCode ?? 502, reply.headers);
         reply.pipe(response);
@@ -94,7 +102,9 @@ export async function startEgressProxy(allowHosts: readonly string[], parentDir:
   server.on('connect', (request: http.IncomingMessage, client: net.Socket, head: Buffer) => {
     const target = splitHostPort(request.url ?? '', 443);
     if (!target || !record('CONNECT', target.host, target.port)) {
-      client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\nexecutor egress proxy: ${request.url} is not in the policy's network.allowHosts\n`);
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\nexecutor egress proxy: ${request.url} is not in the policy's network.allowHosts\n`,
+      );
       return;
     }
     const upstream = net.connect(target.port, target.host, () => {

@@ -67,7 +67,9 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
     async run(request: HeavyCodeRequest): Promise<CodeRunResult> {
       const policy = getPolicy();
       const requestedHosts = request.args.capabilities?.fetch?.hosts ?? [];
-      const hosts = requestedHosts.filter((host) => hostAllowed(host, 443, policy.network.allowHosts) || hostAllowed(host, 80, policy.network.allowHosts));
+      const hosts = requestedHosts.filter(
+        (host) => hostAllowed(host, 443, policy.network.allowHosts) || hostAllowed(host, 80, policy.network.allowHosts),
+      );
       const network = request.mode === 'execute' && hosts.length > 0 ? 'allowlist' : 'none';
       const started = performance.now();
       let outcome: CodeRunOutcome;
@@ -85,11 +87,18 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
         );
       } catch (error) {
         const durationMs = Math.round(performance.now() - started);
-        if (error instanceof ExecutorError && error.code === 'STEP_CANCELLED') return { ok: false, code: 'EXECUTION_CANCELLED', message: error.message, logs: [], durationMs };
+        if (error instanceof ExecutorError && error.code === 'STEP_CANCELLED')
+          return { ok: false, code: 'EXECUTION_CANCELLED', message: error.message, logs: [], durationMs };
         if (error instanceof ExecutorError && (error.code === 'SANDBOX_UNAVAILABLE' || error.code === 'SANDBOX_IMAGE_MISSING')) {
           return { ok: false, code: 'SANDBOX_UNAVAILABLE', message: error.message, logs: [], durationMs };
         }
-        return { ok: false, code: 'EXECUTION_CRASHED', message: `The Docker sandbox failed: ${(error as Error).message}`, logs: [], durationMs };
+        return {
+          ok: false,
+          code: 'EXECUTION_CRASHED',
+          message: `The Docker sandbox failed: ${(error as Error).message}`,
+          logs: [],
+          durationMs,
+        };
       }
       const capabilityCalls: CapabilityCallSummary[] = outcome.egress.map((call) => ({
         tool: 'fetch',
@@ -97,14 +106,46 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
         decision: call.allowed ? 'allowed' : 'denied',
         ...(call.allowed ? {} : { reason: 'not a host both the step and the policy allow' }),
       }));
-      for (const call of outcome.egress) request.auditCapabilityCall({ tool: 'fetch', method: call.method, host: call.host, port: call.port, allowed: call.allowed, sandbox: 'docker', image: outcome.image.digest });
+      for (const call of outcome.egress)
+        request.auditCapabilityCall({
+          tool: 'fetch',
+          method: call.method,
+          host: call.host,
+          port: call.port,
+          allowed: call.allowed,
+          sandbox: 'docker',
+          image: outcome.image.digest,
+        });
       const { logs, truncated } = logLines(outcome);
-      const common = { logs, durationMs: outcome.durationMs, ...(truncated ? { truncated } : {}), ...(capabilityCalls.length ? { capabilityCalls } : {}) };
-      if (outcome.cancelled) return { ...common, ok: false, code: 'EXECUTION_CANCELLED', message: `The run was cancelled after ${(outcome.durationMs / 1000).toFixed(1)} s; its container was stopped and removed.` };
-      if (outcome.timedOut) return { ...common, ok: false, code: 'EXECUTION_TIMEOUT', message: 'The code ran past its time limit and was stopped.' };
-      if (outcome.oomKilled) return { ...common, ok: false, code: 'EXECUTION_CRASHED', message: `The code was killed at the memory limit (${policy.sandbox.memoryMb} MB).` };
+      const common = {
+        logs,
+        durationMs: outcome.durationMs,
+        ...(truncated ? { truncated } : {}),
+        ...(capabilityCalls.length ? { capabilityCalls } : {}),
+      };
+      if (outcome.cancelled)
+        return {
+          ...common,
+          ok: false,
+          code: 'EXECUTION_CANCELLED',
+          message: `The run was cancelled after ${(outcome.durationMs / 1000).toFixed(1)} s; its container was stopped and removed.`,
+        };
+      if (outcome.timedOut)
+        return { ...common, ok: false, code: 'EXECUTION_TIMEOUT', message: 'The code ran past its time limit and was stopped.' };
+      if (outcome.oomKilled)
+        return {
+          ...common,
+          ok: false,
+          code: 'EXECUTION_CRASHED',
+          message: `The code was killed at the memory limit (${policy.sandbox.memoryMb} MB).`,
+        };
       if (outcome.exitCode !== 0) {
-        return { ...common, ok: false, code: 'EXECUTION_ERROR', message: `The code exited with status ${outcome.exitCode}: ${lastLine(outcome.stderr.text) || 'no error output'}` };
+        return {
+          ...common,
+          ok: false,
+          code: 'EXECUTION_ERROR',
+          message: `The code exited with status ${outcome.exitCode}: ${lastLine(outcome.stderr.text) || 'no error output'}`,
+        };
       }
       // A script has no return value; what it printed is its answer.
       return { ...common, ok: true, value: outcome.stdout.text };

@@ -39,7 +39,10 @@ export class OutputDemuxer {
   private frameLeft = 0;
 
   /** `onChunk` hears every piece of output as it comes, kept or not (a running step's live tail). */
-  constructor(cap: number, private readonly onChunk?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void) {
+  constructor(
+    cap: number,
+    private readonly onChunk?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void,
+  ) {
     this.stdout = new CappedBuffer(cap);
     this.stderr = new CappedBuffer(cap);
   }

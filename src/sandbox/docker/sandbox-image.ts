@@ -71,7 +71,9 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
 export async function requireImage(client: DockerClient, tag: string = sandboxImageTag()): Promise<ImageInfo & { digest: string }> {
   const info = await imageInfo(client, tag);
   if (!info.present || !info.digest) {
-    throw new ExecutorError('SANDBOX_IMAGE_MISSING', `The sandbox image ${tag} is not built yet. Run \`executor sandbox image build\`.`, { tag });
+    throw new ExecutorError('SANDBOX_IMAGE_MISSING', `The sandbox image ${tag} is not built yet. Run \`executor sandbox image build\`.`, {
+      tag,
+    });
   }
   return info as ImageInfo & { digest: string };
 }
@@ -147,12 +149,18 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   const notes: string[] = [];
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
   if (!busybox) {
-    throw new ExecutorError('SANDBOX_IMAGE_MISSING', 'The offline image needs a static busybox (Debian: apt-get install busybox-static).', {});
+    throw new ExecutorError(
+      'SANDBOX_IMAGE_MISSING',
+      'The offline image needs a static busybox (Debian: apt-get install busybox-static).',
+      {},
+    );
   }
   if (sharedLibraries(busybox).length > 0) notes.push(`${busybox} is dynamically linked; its libraries were copied too.`);
   copyInto(stage, busybox, '/bin/busybox');
   for (const lib of sharedLibraries(busybox)) copyInto(stage, lib);
-  const applets = spawnSync(busybox, ['--list'], { encoding: 'utf8' }).stdout.split('\n').filter((name) => /^[\w.[-]+$/.test(name));
+  const applets = spawnSync(busybox, ['--list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((name) => /^[\w.[-]+$/.test(name));
   for (const applet of applets) {
     if (applet === 'busybox') continue;
     fs.symlinkSync('/bin/busybox', path.join(stage, 'bin', applet));
@@ -168,7 +176,9 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   const pythonBinary = ['/usr/bin/python3', '/usr/local/bin/python3'].find((candidate) => fs.existsSync(candidate));
   if (pythonBinary) {
     const real = fs.realpathSync(pythonBinary);
-    const version = spawnSync(real, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'], { encoding: 'utf8' }).stdout.trim();
+    const version = spawnSync(real, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'], {
+      encoding: 'utf8',
+    }).stdout.trim();
     const stdlib = [`/usr/lib/python${version}`, `/usr/local/lib/python${version}`].find((dir) => fs.existsSync(path.join(dir, 'os.py')));
     if (version && stdlib) {
       copyInto(stage, real, `/usr/bin/python${version}`);
@@ -192,7 +202,10 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   const certs = '/etc/ssl/certs/ca-certificates.crt';
   if (fs.existsSync(certs)) copyInto(stage, certs);
   fs.mkdirSync(path.join(stage, 'etc'), { recursive: true });
-  fs.writeFileSync(path.join(stage, 'etc/passwd'), `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n`);
+  fs.writeFileSync(
+    path.join(stage, 'etc/passwd'),
+    `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n`,
+  );
   fs.writeFileSync(path.join(stage, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
   fs.writeFileSync(path.join(stage, 'etc/hosts'), '127.0.0.1 localhost\n');
   for (const dir of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'root']) fs.mkdirSync(path.join(stage, dir), { recursive: true });
@@ -204,7 +217,9 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
 
 /** Runs a child with stdout piped to `into`, resolving when both sides have finished. */
 function tarDirectory(stage: string): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
-  const child = spawn('tar', ['-C', stage, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('tar', ['-C', stage, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return Object.assign(child.stdout, { child });
 }
 
@@ -223,7 +238,10 @@ async function followProgress(client: DockerClient, stream: NodeJS.ReadableStrea
  * `docker import`) works everywhere this app runs; `prefer: 'dockerfile'` uses build/sandbox/Dockerfile
  * for people whose engine can pull base images.
  */
-export async function buildSandboxImage(client: DockerClient, options: { force?: boolean; prefer?: 'offline' | 'dockerfile'; tag?: string } = {}): Promise<BuildResult> {
+export async function buildSandboxImage(
+  client: DockerClient,
+  options: { force?: boolean; prefer?: 'offline' | 'dockerfile'; tag?: string } = {},
+): Promise<BuildResult> {
   const tag = options.tag ?? sandboxImageTag();
   const started = performance.now();
   const existing = await imageInfo(client, tag);
@@ -265,10 +283,15 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
       `LABEL ${PYTHON_LABEL}=${python ? 'yes' : 'no'}`,
       'CMD ["/bin/sh"]',
     ];
-    const progress = await engineCall(client, () => client.docker.importImage(tar, { repo: tag.split(':')[0], tag: tag.split(':')[1], changes }));
+    const progress = await engineCall(client, () =>
+      client.docker.importImage(tar, { repo: tag.split(':')[0], tag: tag.split(':')[1], changes }),
+    );
     await followProgress(client, progress);
-    const exitCode = await new Promise<number | null>((resolve) => (tar.child.exitCode !== null ? resolve(tar.child.exitCode) : tar.child.on('close', resolve)));
-    if (exitCode !== 0) throw new ExecutorError('SANDBOX_FAILED', `tar could not pack the image: ${Buffer.concat(tarErrors).toString('utf8')}`, {});
+    const exitCode = await new Promise<number | null>((resolve) =>
+      tar.child.exitCode !== null ? resolve(tar.child.exitCode) : tar.child.on('close', resolve),
+    );
+    if (exitCode !== 0)
+      throw new ExecutorError('SANDBOX_FAILED', `tar could not pack the image: ${Buffer.concat(tarErrors).toString('utf8')}`, {});
     const info = await imageInfo(client, tag);
     if (!info.present) throw new ExecutorError('SANDBOX_FAILED', `docker import finished but ${tag} is not there.`, { tag });
     return { ...info, path: 'offline-host-rootfs', seconds: (performance.now() - started) / 1000, notes };
@@ -279,7 +302,9 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
 
 async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const context = fs.realpathSync(DOCKERFILE_DIR);
-  const stream = await engineCall(client, () => client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }));
+  const stream = await engineCall(client, () =>
+    client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }),
+  );
   await followProgress(client, stream);
   const info = await imageInfo(client, tag);
   return { ...info, path: 'dockerfile', python: true, seconds: (performance.now() - started) / 1000, notes: [] };

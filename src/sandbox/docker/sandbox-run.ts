@@ -64,12 +64,16 @@ export interface SandboxRunRequest {
 /** A run its signal stopped: no changeset is computed from a half-run, and nothing of it is applied. */
 function throwIfCancelled(run: ContainerRunResult): void {
   if (!run.cancelled) return;
-  throw new ExecutorError('STEP_CANCELLED', `The run was cancelled after ${(run.durationMs / 1000).toFixed(1)} s; its container was stopped and removed, and nothing it changed was kept.`, {
-    runId: run.runId,
-    durationMs: run.durationMs,
-    stdoutBytes: run.stdout.bytes,
-    stderrBytes: run.stderr.bytes,
-  });
+  throw new ExecutorError(
+    'STEP_CANCELLED',
+    `The run was cancelled after ${(run.durationMs / 1000).toFixed(1)} s; its container was stopped and removed, and nothing it changed was kept.`,
+    {
+      runId: run.runId,
+      durationMs: run.durationMs,
+      stdoutBytes: run.stdout.bytes,
+      stderrBytes: run.stderr.bytes,
+    },
+  );
 }
 
 export interface SandboxRunOutcome {
@@ -79,8 +83,18 @@ export interface SandboxRunOutcome {
   copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
 }
 
-export function scratchOptionsFor(policy: Policy, allowedSecrets: readonly string[] = [], excludeDirs: readonly string[] = []): ScratchOptions {
-  return { ignore: policy.sandbox.ignore, secretGlobs: policy.secretGlobs, allowedSecrets, maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024, excludeDirs };
+export function scratchOptionsFor(
+  policy: Policy,
+  allowedSecrets: readonly string[] = [],
+  excludeDirs: readonly string[] = [],
+): ScratchOptions {
+  return {
+    ignore: policy.sandbox.ignore,
+    secretGlobs: policy.secretGlobs,
+    allowedSecrets,
+    maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024,
+    excludeDirs,
+  };
 }
 
 /**
@@ -112,7 +126,12 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
     });
     throwIfCancelled(run);
     const changeset = await computeChangeset(scratch, options, resultDir);
-    return { run, changeset, image, copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths } };
+    return {
+      run,
+      changeset,
+      image,
+      copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
+    };
   } finally {
     scratch.dispose();
   }

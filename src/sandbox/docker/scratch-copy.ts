@@ -60,7 +60,10 @@ type GlobMatcher = (relativePath: string) => boolean;
  * workspace against freshly compiled patterns costs more than copying it.
  */
 function compileGlobs(globs: readonly string[]): GlobMatcher {
-  const matchers = globs.flatMap((glob) => [picomatch(glob, { dot: true, basename: !glob.includes('/') }), picomatch(`**/${glob}`, { dot: true })]);
+  const matchers = globs.flatMap((glob) => [
+    picomatch(glob, { dot: true, basename: !glob.includes('/') }),
+    picomatch(`**/${glob}`, { dot: true }),
+  ]);
   return (relativePath) => matchers.some((matches) => matches(relativePath));
 }
 
@@ -71,7 +74,10 @@ export function exclusionOf(relativePath: string, options: ScratchOptions): 'ign
   let matchers = compiled.get(options);
   if (!matchers) {
     // Secrets match as file actions match them: case-insensitively where the platform's filesystems ignore case.
-    matchers = { ignored: compileGlobs(options.ignore), secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: platformIgnoresCase() }) };
+    matchers = {
+      ignored: compileGlobs(options.ignore),
+      secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: platformIgnoresCase() }),
+    };
     compiled.set(options, matchers);
   }
   if (matchers.ignored(relativePath)) return 'ignored';
@@ -111,7 +117,11 @@ function refuseSourceInsideExcluded(sourceDir: string, dirs: readonly string[]):
   const excluded = excludedDirs(dirs);
   for (;;) {
     if (excluded.matches(current, fs.statSync(current, { bigint: true }))) {
-      throw new ExecutorError('PATH_OUTSIDE_ROOT', `${sourceDir} is (or is inside) Executor's own data directory; it is never copied into a sandbox.`, { sourceDir });
+      throw new ExecutorError(
+        'PATH_OUTSIDE_ROOT',
+        `${sourceDir} is (or is inside) Executor's own data directory; it is never copied into a sandbox.`,
+        { sourceDir },
+      );
     }
     const parent = path.dirname(current);
     if (parent === current) return;
@@ -120,7 +130,10 @@ function refuseSourceInsideExcluded(sourceDir: string, dirs: readonly string[]):
 }
 
 /** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
-function planCopy(sourceDir: string, options: ScratchOptions): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
+function planCopy(
+  sourceDir: string,
+  options: ScratchOptions,
+): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
   const entries: PlannedEntry[] = [];
   const ignoredPaths: string[] = [];
   const secretPaths: string[] = [];
@@ -164,7 +177,10 @@ export function scratchParentFor(bytes: number): string {
   const shm = '/dev/shm';
   try {
     // Bind mounts keep their source's flags: a noexec /dev/shm would stop `./build.sh` inside the container.
-    const mountLine = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').find((line) => line.split(' ')[1] === shm);
+    const mountLine = fs
+      .readFileSync('/proc/self/mounts', 'utf8')
+      .split('\n')
+      .find((line) => line.split(' ')[1] === shm);
     if (!mountLine || /(^|,)noexec(,|$)/.test(mountLine.split(' ')[3] ?? '')) return os.tmpdir();
     const stats = fs.statfsSync(shm);
     const free = Number(stats.bavail) * Number(stats.bsize);

@@ -40,7 +40,12 @@ export function parseWorkerFrame(message: unknown): WorkerFrame | undefined {
 
 /** What the host sends: the one run, and replies to tool calls. */
 export type HostFrame =
-  | { t: 'run'; code: string; tools: string[]; limits: { maxResultBytes: number; maxLogBytes: number; maxToolArgsBytes: number; maxValueDepth: number } }
+  | {
+      t: 'run';
+      code: string;
+      tools: string[];
+      limits: { maxResultBytes: number; maxLogBytes: number; maxToolArgsBytes: number; maxValueDepth: number };
+    }
   | { t: 'reply'; id: number; ok: true; value: unknown }
   | { t: 'reply'; id: number; ok: false; error: string };
 
@@ -102,7 +107,8 @@ export class FrameDecoder {
  */
 export function decodeFrameMessage(data: unknown): unknown {
   if (typeof data !== 'string') return { malformed: 'a message that is not JSON text' } satisfies MalformedFrame;
-  if (Buffer.byteLength(data, 'utf8') > MAX_FRAME_BYTES) return { malformed: `a frame larger than ${MAX_FRAME_BYTES} bytes` } satisfies MalformedFrame;
+  if (Buffer.byteLength(data, 'utf8') > MAX_FRAME_BYTES)
+    return { malformed: `a frame larger than ${MAX_FRAME_BYTES} bytes` } satisfies MalformedFrame;
   try {
     return JSON.parse(data);
   } catch {

@@ -53,10 +53,13 @@ export function detectIsolation(): IsolationSupport {
   let addressSpaceCap = false;
   if (platform === 'linux') {
     const unshare = findProgram('unshare');
-    unshareArgs = unshare === undefined ? [] : ([UNSHARE_WITH_PROC, UNSHARE_ARGS].find((args) => succeeds(unshare, [...args, '--', 'true'])) ?? []);
+    unshareArgs =
+      unshare === undefined ? [] : ([UNSHARE_WITH_PROC, UNSHARE_ARGS].find((args) => succeeds(unshare, [...args, '--', 'true'])) ?? []);
     namespaces = unshareArgs.length > 0;
     if (namespaces && !unshareArgs.includes('--mount-proc')) {
-      warnings.push('A private /proc could not be mounted: the worker\'s /proc lists the host\'s processes (it still cannot signal or read them).');
+      warnings.push(
+        "A private /proc could not be mounted: the worker's /proc lists the host's processes (it still cannot signal or read them).",
+      );
     }
     if (!namespaces) {
       warnings.push(

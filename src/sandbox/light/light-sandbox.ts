@@ -51,7 +51,13 @@ export function launchFor(support: IsolationSupport, limits: LightSandboxPolicy)
   };
 }
 
-function failure(code: CodeRunFailureCode, message: string, startedAt: number, logs: string[] = [], extra: { truncated?: boolean; retryAfterMs?: number } = {}): CodeRunResult {
+function failure(
+  code: CodeRunFailureCode,
+  message: string,
+  startedAt: number,
+  logs: string[] = [],
+  extra: { truncated?: boolean; retryAfterMs?: number } = {},
+): CodeRunResult {
   return { ok: false, code, message, logs, durationMs: Math.round(performance.now() - startedAt), ...extra };
 }
 
@@ -127,11 +133,21 @@ export class LightSandbox {
     try {
       const codeBytes = Buffer.byteLength(request.code, 'utf8');
       if (codeBytes > MAX_CODE_BYTES) {
-        return failure('EXECUTION_BLOCKED', `The code is ${codeBytes} bytes; the light sandbox takes at most ${MAX_CODE_BYTES}.`, startedAt);
+        return failure(
+          'EXECUTION_BLOCKED',
+          `The code is ${codeBytes} bytes; the light sandbox takes at most ${MAX_CODE_BYTES}.`,
+          startedAt,
+        );
       }
       const pattern = this.staticGuard ? blockedPattern(request.code) : undefined;
-      if (pattern) return failure('EXECUTION_BLOCKED', `EXECUTION_BLOCKED: ${pattern} — isolated code cannot load modules, evaluate strings or reach the process; use tools.* for what it needs from outside.`, startedAt);
-      if (request.signal?.aborted) return failure('EXECUTION_CANCELLED', 'The run was cancelled before it started; nothing ran.', startedAt);
+      if (pattern)
+        return failure(
+          'EXECUTION_BLOCKED',
+          `EXECUTION_BLOCKED: ${pattern} — isolated code cannot load modules, evaluate strings or reach the process; use tools.* for what it needs from outside.`,
+          startedAt,
+        );
+      if (request.signal?.aborted)
+        return failure('EXECUTION_CANCELLED', 'The run was cancelled before it started; nothing ran.', startedAt);
       const verdict = checkBudget(this.ledger, limits.budget, this.now());
       if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
 
@@ -151,7 +167,9 @@ export class LightSandbox {
         this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
       } catch (error) {
         // The run happened and its result stands; the budget merely could not remember it.
-        (this.warn ?? ((line: string) => process.stderr.write(line)))(`executor: WARNING: light sandbox: this run could not be recorded against the budget: ${(error as Error).message}\n`);
+        (this.warn ?? ((line: string) => process.stderr.write(line)))(
+          `executor: WARNING: light sandbox: this run could not be recorded against the budget: ${(error as Error).message}\n`,
+        );
       }
       return result;
     } catch (error) {
@@ -183,13 +201,15 @@ export class LightSandbox {
         const stderr = worker.stderr();
         // V8's own words, or a spawner's memory watchdog (electron/spawn-child.ts) saying it stopped the worker.
         const outOfMemory = /heap out of memory|Fatal process OOM|Reached heap limit|over the sandbox memory limit/i.test(stderr);
-        settle(failure(
-          'EXECUTION_CRASHED',
-          outOfMemory
-            ? 'The code ran out of memory and the worker was stopped.'
-            : `The worker ended before returning a result (${exit.signal ?? `exit code ${exit.code}`})${stderr ? `: ${truncateUtf8(stderr.trim(), 1000).text}` : ''}.`,
-          startedAt,
-        ));
+        settle(
+          failure(
+            'EXECUTION_CRASHED',
+            outOfMemory
+              ? 'The code ran out of memory and the worker was stopped.'
+              : `The worker ended before returning a result (${exit.signal ?? `exit code ${exit.code}`})${stderr ? `: ${truncateUtf8(stderr.trim(), 1000).text}` : ''}.`,
+            startedAt,
+          ),
+        );
       });
       worker.child.onMessage((message) => {
         if (settled) return;
@@ -201,7 +221,9 @@ export class LightSandbox {
         if (frame.t === 'call') {
           void request.bridge.handle(frame.tool, frame.args).then((reply) => {
             if (settled) return;
-            const answer: HostFrame = reply.ok ? { t: 'reply', id: frame.id, ok: true, value: reply.value } : { t: 'reply', id: frame.id, ok: false, error: reply.error };
+            const answer: HostFrame = reply.ok
+              ? { t: 'reply', id: frame.id, ok: true, value: reply.value }
+              : { t: 'reply', id: frame.id, ok: false, error: reply.error };
             worker.child.send(answer);
           });
           return;
@@ -212,7 +234,12 @@ export class LightSandbox {
         t: 'run',
         code: request.code,
         tools: request.bridge.toolNames(),
-        limits: { maxResultBytes: MAX_RESULT_BYTES, maxLogBytes: MAX_LOG_BYTES, maxToolArgsBytes: MAX_TOOL_ARGS_BYTES, maxValueDepth: MAX_VALUE_DEPTH },
+        limits: {
+          maxResultBytes: MAX_RESULT_BYTES,
+          maxLogBytes: MAX_LOG_BYTES,
+          maxToolArgsBytes: MAX_TOOL_ARGS_BYTES,
+          maxValueDepth: MAX_VALUE_DEPTH,
+        },
       };
       if (worker.exit) settle(failure('EXECUTION_CRASHED', 'The worker ended before it was given the code.', startedAt));
       else if (request.signal?.aborted) onAbort();

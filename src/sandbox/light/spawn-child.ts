@@ -53,7 +53,9 @@ export const FRAME_FD = 3;
  */
 export const forkChild: SpawnChild = (launch) => {
   const [executable, ...wrapperArgs] = launch.wrapper.length ? launch.wrapper : [launch.nodePath];
-  const args = launch.wrapper.length ? [...wrapperArgs, launch.nodePath, ...launch.nodeArgs, launch.script] : [...launch.nodeArgs, launch.script];
+  const args = launch.wrapper.length
+    ? [...wrapperArgs, launch.nodePath, ...launch.nodeArgs, launch.script]
+    : [...launch.nodeArgs, launch.script];
   const child = spawn(executable!, args, {
     env: {},
     cwd: '/',

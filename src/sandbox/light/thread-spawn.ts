@@ -84,7 +84,14 @@ export function threadSpawnChild(port: MessagePort, weakerIsolation: readonly st
 
   const spawn = (launch: ChildLaunch): SandboxChild => {
     const id = nextId++;
-    const child: BridgedChild = { pid: undefined, exit: undefined, holds: true, messageListeners: [], exitListeners: [], stderrListeners: [] };
+    const child: BridgedChild = {
+      pid: undefined,
+      exit: undefined,
+      holds: true,
+      messageListeners: [],
+      exitListeners: [],
+      stderrListeners: [],
+    };
     if (portClosed) {
       // Same contract as a spawn that fails: an exit, never a throw.
       child.exit = { code: null, signal: null };

@@ -38,12 +38,14 @@ export class ToolBridge {
     this.count += 1;
     const callIndex = this.count;
     // Past the limit, one record says so; a loop of a million calls must not become a million audit rows.
-    if (callIndex > this.options.maxCalls + 1) return { ok: false, error: `tools.${tool.name} denied: this step may make at most ${this.options.maxCalls} tool calls` };
-    let decision = this.count > this.options.maxCalls
-      ? { ok: false as const, target: '', reason: `this step may make at most ${this.options.maxCalls} tool calls` }
-      : this.options.env.grants[tool.capability] === undefined
-        ? { ok: false as const, target: '', reason: `the step did not ask for the ${tool.capability} capability` }
-        : safeDecide(tool, args, this.options.env);
+    if (callIndex > this.options.maxCalls + 1)
+      return { ok: false, error: `tools.${tool.name} denied: this step may make at most ${this.options.maxCalls} tool calls` };
+    let decision =
+      this.count > this.options.maxCalls
+        ? { ok: false as const, target: '', reason: `this step may make at most ${this.options.maxCalls} tool calls` }
+        : this.options.env.grants[tool.capability] === undefined
+          ? { ok: false as const, target: '', reason: `the step did not ask for the ${tool.capability} capability` }
+          : safeDecide(tool, args, this.options.env);
     const recordOnly = decision.ok && tool.network && this.options.mode === 'record-only';
     const outcome: CapabilityCallSummary['decision'] = !decision.ok ? 'denied' : recordOnly ? 'recorded' : 'allowed';
     try {
@@ -56,9 +58,18 @@ export class ToolBridge {
         callIndex,
       });
     } catch (error) {
-      decision = { ok: false, target: decision.target, reason: `the audit record could not be written (${(error as Error).message}), so the call was not made` };
+      decision = {
+        ok: false,
+        target: decision.target,
+        reason: `the audit record could not be written (${(error as Error).message}), so the call was not made`,
+      };
     }
-    this.calls.push({ tool: tool.name, target: decision.target, decision: decision.ok ? outcome : 'denied', ...(decision.ok ? {} : { reason: decision.reason }) });
+    this.calls.push({
+      tool: tool.name,
+      target: decision.target,
+      decision: decision.ok ? outcome : 'denied',
+      ...(decision.ok ? {} : { reason: decision.reason }),
+    });
     if (!decision.ok) return { ok: false, error: `tools.${tool.name} denied: ${decision.reason}` };
     if (recordOnly) {
       const [method, ...url] = decision.target.split(' ');

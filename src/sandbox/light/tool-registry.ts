@@ -21,9 +21,7 @@ export interface ToolEnvironment {
   signal: AbortSignal;
 }
 
-export type ToolDecision =
-  | { ok: true; target: string; perform(): Promise<unknown> }
-  | { ok: false; target: string; reason: string };
+export type ToolDecision = { ok: true; target: string; perform(): Promise<unknown> } | { ok: false; target: string; reason: string };
 
 export interface ToolDefinition {
   /** The name sandboxed code calls: "kb.search" becomes `tools.kb.search(...)`. */
@@ -61,7 +59,8 @@ function fetchInitOf(raw: unknown): FetchInit | string {
   if (!FETCH_METHODS.has(method)) return `method ${method} is not allowed`;
   const headers: Record<string, string> = {};
   if (init.headers !== undefined) {
-    if (typeof init.headers !== 'object' || init.headers === null || Array.isArray(init.headers)) return 'init.headers must be an object of strings';
+    if (typeof init.headers !== 'object' || init.headers === null || Array.isArray(init.headers))
+      return 'init.headers must be an object of strings';
     for (const [name, value] of Object.entries(init.headers)) {
       if (typeof value !== 'string') return `header ${name} must be a string`;
       headers[name] = value;
@@ -150,7 +149,12 @@ const readFileTool: ToolDefinition = {
     const secretGlob =
       matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs, matchOptions) ??
       matchingSecretGlob(absoluteForMatching(verdict.realPath), env.policy.secretGlobs, matchOptions);
-    if (secretGlob) return { ok: false, target, reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}": secrets are never read back to code` };
+    if (secretGlob)
+      return {
+        ok: false,
+        target,
+        reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}": secrets are never read back to code`,
+      };
     const maxBytes = env.policy.lightSandbox.maxReadFileBytes;
     return {
       ok: true,
@@ -175,7 +179,9 @@ const kbSearchTool: ToolDefinition = {
       ok: true,
       target: query,
       async perform() {
-        return env.kbSearch(query, 20).map((entry) => ({ entryId: entry.entryId, title: entry.title, content: entry.content.slice(0, 4000), tags: entry.tags }));
+        return env
+          .kbSearch(query, 20)
+          .map((entry) => ({ entryId: entry.entryId, title: entry.title, content: entry.content.slice(0, 4000), tags: entry.tags }));
       },
     };
   },

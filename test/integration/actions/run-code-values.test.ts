@@ -22,7 +22,10 @@ function depthOf(value: unknown): number {
 describe('runCode values that cannot be recorded as they are', () => {
   it('records a value nested far deeper than 64 levels, cut and flagged, instead of failing the step', async () => {
     const executor = open();
-    const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'let v = 1; for (let i = 0; i < 20000; i++) v = [v]; return v;' } }] }, AGENT);
+    const [record] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code: 'let v = 1; for (let i = 0; i < 20000; i++) v = [v]; return v;' } }] },
+      AGENT,
+    );
     expect(record!.status).toBe('executed');
     expect(record!.result).toMatchObject({ ok: true, truncated: true });
     expect(depthOf(record!.result!.value)).toBeLessThanOrEqual(32);
@@ -48,11 +51,21 @@ describe('runCode values that cannot be recorded as they are', () => {
 
   it('cuts objects as well as arrays, and leaves a shallow value alone and unflagged', async () => {
     const executor = open();
-    const [deep] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'let v = {leaf: "x"}; for (let i = 0; i < 100; i++) v = {child: v, n: i}; return v;' } }] }, AGENT);
+    const [deep] = await executor.propose(
+      {
+        steps: [
+          { action: 'runCode', args: { code: 'let v = {leaf: "x"}; for (let i = 0; i < 100; i++) v = {child: v, n: i}; return v;' } },
+        ],
+      },
+      AGENT,
+    );
     expect(deep!.status).toBe('executed');
     expect(deep!.result).toMatchObject({ ok: true, truncated: true });
     expect((deep!.result!.value as { n: number }).n).toBe(99);
-    const [shallow] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'let v = 1; for (let i = 0; i < 20; i++) v = {a: v}; return v;' } }] }, AGENT);
+    const [shallow] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code: 'let v = 1; for (let i = 0; i < 20; i++) v = {a: v}; return v;' } }] },
+      AGENT,
+    );
     expect(shallow!.status).toBe('executed');
     expect(shallow!.result!.truncated).toBeUndefined();
     expect(depthOf(shallow!.result!.value)).toBe(20);
@@ -63,7 +76,12 @@ describe('runCode values that cannot be recorded as they are', () => {
     const code = 'console.log("log \\uD800 end"); return { ["k\\uDC00"]: "v\\uD83D", ok: "fine 😀" };';
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code } }] }, AGENT);
     expect(record!.status).toBe('executed');
-    expect(record!.result).toMatchObject({ ok: true, truncated: true, value: { 'k\uFFFD': 'v\uFFFD', ok: 'fine 😀' }, logs: ['log \uFFFD end'] });
+    expect(record!.result).toMatchObject({
+      ok: true,
+      truncated: true,
+      value: { 'k\uFFFD': 'v\uFFFD', ok: 'fine 😀' },
+      logs: ['log \uFFFD end'],
+    });
   });
 
   it('keeps an error message with a lone surrogate as a failed step with its own code', async () => {

@@ -37,7 +37,14 @@ const open = openExecutor;
 describe('runCode through the Executor facade', () => {
   it('rates isolated code LOW, previews it by running it, and executes it into the step result', async () => {
     const { executor } = open({ autoApprove: 'LOW' });
-    const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'console.log("adding"); return [1, 2, 3].reduce((a, b) => a + b);', purpose: 'add numbers' } }] }, AGENT);
+    const [record] = await executor.propose(
+      {
+        steps: [
+          { action: 'runCode', args: { code: 'console.log("adding"); return [1, 2, 3].reduce((a, b) => a + b);', purpose: 'add numbers' } },
+        ],
+      },
+      AGENT,
+    );
     expect(record!.evaluation).toMatchObject({ risk: 'LOW', consent: 'none', reversible: false });
     expect(record!.preview).toMatchObject({ kind: 'codeRun', result: { ok: true, value: 6, logs: ['adding'] }, requests: [] });
     expect(record!.status).toBe('executed');
@@ -52,7 +59,10 @@ describe('runCode through the Executor facade', () => {
       return forkChild(launch);
     };
     const { executor } = open({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } }, { spawnChild: counting });
-    const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'return Date.now() + Math.random();' } }] }, AGENT);
+    const [record] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code: 'return Date.now() + Math.random();' } }] },
+      AGENT,
+    );
     expect(record!.status).toBe('executed');
     expect(spawned).toBe(2);
   });
@@ -61,7 +71,10 @@ describe('runCode through the Executor facade', () => {
     const { executor } = open({ autoApprove: 'LOW' });
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 150 } }] }, AGENT);
     expect(record!.status).toBe('failed');
-    expect(record!.error).toMatchObject({ code: 'EXECUTION_TIMEOUT', details: { result: { ok: false, code: 'EXECUTION_TIMEOUT', logs: [] } } });
+    expect(record!.error).toMatchObject({
+      code: 'EXECUTION_TIMEOUT',
+      details: { result: { ok: false, code: 'EXECUTION_TIMEOUT', logs: [] } },
+    });
     const [blocked] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'return require("fs")' } }] }, AGENT);
     expect(blocked!.error).toMatchObject({ code: 'EXECUTION_BLOCKED' });
   });
@@ -69,11 +82,18 @@ describe('runCode through the Executor facade', () => {
   it('rates network code HIGH with its hosts, previews the requests without sending them, and audits each call', async () => {
     const { executor } = open({ autoApprove: 'LOW', network: { allowHosts: ['127.0.0.1'] } });
     const code = `const r = await tools.fetch('${origin}/price'); return JSON.parse(r.body).price;`;
-    const [proposed] = await executor.propose({ steps: [{ action: 'runCode', args: { code, capabilities: { fetch: { hosts: ['127.0.0.1'] } } } }] }, AGENT);
+    const [proposed] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code, capabilities: { fetch: { hosts: ['127.0.0.1'] } } } }] },
+      AGENT,
+    );
     expect(proposed!.status).toBe('awaiting_consent');
     expect(proposed!.evaluation!.risk).toBe('HIGH');
     expect(proposed!.evaluation!.reasons.join(' ')).toContain('May send network requests to: 127.0.0.1');
-    expect(proposed!.preview).toMatchObject({ kind: 'codeRun', requests: [{ method: 'GET', url: `${origin}/price` }], result: { ok: false, code: 'EXECUTION_ERROR' } });
+    expect(proposed!.preview).toMatchObject({
+      kind: 'codeRun',
+      requests: [{ method: 'GET', url: `${origin}/price` }],
+      result: { ok: false, code: 'EXECUTION_ERROR' },
+    });
     expect(requests).toEqual([]);
 
     const executed = await executor.approve(proposed!.step.id, PERSON);
@@ -81,8 +101,15 @@ describe('runCode through the Executor facade', () => {
     expect(executed.result).toMatchObject({ ok: true, value: 42, capabilityCalls: [{ tool: 'fetch', decision: 'allowed' }] });
     expect(requests).toEqual(['GET /price']);
 
-    const calls = executor.getAudit({ filters: { stepId: proposed!.step.id }, order: 'asc' }).entries.filter((entry) => entry.action === 'capability.call');
-    expect(calls.map((entry) => { const args = entry.args as Record<string, unknown>; return [entry.planId, args.mode, args.decision, args.target]; })).toEqual([
+    const calls = executor
+      .getAudit({ filters: { stepId: proposed!.step.id }, order: 'asc' })
+      .entries.filter((entry) => entry.action === 'capability.call');
+    expect(
+      calls.map((entry) => {
+        const args = entry.args as Record<string, unknown>;
+        return [entry.planId, args.mode, args.decision, args.target];
+      }),
+    ).toEqual([
       [proposed!.step.planId, 'record-only', 'recorded', `GET ${origin}/price`],
       [proposed!.step.planId, 'execute', 'allowed', `GET ${origin}/price`],
     ]);
@@ -90,7 +117,10 @@ describe('runCode through the Executor facade', () => {
 
   it('denies a step that asks for a host the policy does not allow', async () => {
     const { executor } = open({ autoApprove: 'HIGH', network: { allowHosts: ['api.example.com'] } });
-    const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'return 1', capabilities: { fetch: { hosts: ['evil.example.net'] } } } }] }, AGENT);
+    const [record] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code: 'return 1', capabilities: { fetch: { hosts: ['evil.example.net'] } } } }] },
+      AGENT,
+    );
     expect(record!.status).toBe('denied');
     expect(record!.evaluation!.reasons.join(' ')).toContain("evil.example.net is not on the policy's network allowlist");
   });
@@ -98,11 +128,31 @@ describe('runCode through the Executor facade', () => {
   it('reads a workspace file through tools.readFile and audits the read', async () => {
     const { executor, workspace } = open({ autoApprove: 'LOW' });
     fs.writeFileSync(path.join(workspace, 'numbers.txt'), '3\n4\n');
-    const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: "return (await tools.readFile('numbers.txt')).trim().split('\\n').map(Number).reduce((a, b) => a + b);", capabilities: { readFile: true } } }] }, AGENT);
+    const [record] = await executor.propose(
+      {
+        steps: [
+          {
+            action: 'runCode',
+            args: {
+              code: "return (await tools.readFile('numbers.txt')).trim().split('\\n').map(Number).reduce((a, b) => a + b);",
+              capabilities: { readFile: true },
+            },
+          },
+        ],
+      },
+      AGENT,
+    );
     expect(record!.result).toMatchObject({ ok: true, value: 7 });
-    const calls = executor.getAudit({ filters: { stepId: record!.step.id }, order: 'asc' }).entries.filter((entry) => entry.action === 'capability.call');
+    const calls = executor
+      .getAudit({ filters: { stepId: record!.step.id }, order: 'asc' })
+      .entries.filter((entry) => entry.action === 'capability.call');
     expect(calls).toHaveLength(2);
-    expect(calls.every((entry) => (entry.args as Record<string, unknown>).tool === 'readFile' && (entry.args as Record<string, unknown>).decision === 'allowed')).toBe(true);
+    expect(
+      calls.every(
+        (entry) =>
+          (entry.args as Record<string, unknown>).tool === 'readFile' && (entry.args as Record<string, unknown>).decision === 'allowed',
+      ),
+    ).toBe(true);
   });
 
   it('cannot be reverted, and says so', async () => {
@@ -112,7 +162,10 @@ describe('runCode through the Executor facade', () => {
   });
 
   it('answers Python and docker requests with SANDBOX_UNAVAILABLE when no Docker engine answers', async () => {
-    const deadEngine = dockerHeavyCodeRunner(() => defaultPolicy(), () => connectDocker('unix:///nonexistent/docker.sock'));
+    const deadEngine = dockerHeavyCodeRunner(
+      () => defaultPolicy(),
+      () => connectDocker('unix:///nonexistent/docker.sock'),
+    );
     const { executor } = open({ autoApprove: 'MEDIUM' }, { heavyCodeRunner: deadEngine });
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'print(1)', language: 'python' } }] }, AGENT);
     expect(record!.status).toBe('failed');
@@ -140,13 +193,21 @@ describe('runCode through the CLI', () => {
   it('proposes a plan with runCode and prints the executed result', () => {
     const { dataDir, base } = tempSetup({ autoApprove: 'LOW' });
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ action: 'runCode', args: { code: 'return { words: "a b c".split(" ").length };' } }, { action: 'runCode', args: { code: 'throw new Error("nope")' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        steps: [
+          { action: 'runCode', args: { code: 'return { words: "a b c".split(" ").length };' } },
+          { action: 'runCode', args: { code: 'throw new Error("nope")' } },
+        ],
+      }),
+    );
     const cli = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
     const outcomes = cli.json<{ status: string; result?: Record<string, unknown>; error?: { code: string } }[]>();
     expect(outcomes[0]).toMatchObject({ status: 'executed', result: { ok: true, value: { words: 3 } } });
     expect(outcomes[1]).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_ERROR' } });
     expect(cli.status).toBe(1);
-    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', (cli.json<{ stepId: string }[]>())[0]!.stepId]);
+    const shown = runCli(['--data-dir', dataDir, 'steps', 'show', cli.json<{ stepId: string }[]>()[0]!.stepId]);
     expect(shown.stdout).toContain('--- dry run of the code');
     expect(shown.stdout).toContain('value: {"words":3}');
   });

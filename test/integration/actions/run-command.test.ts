@@ -25,7 +25,8 @@ async function proposeOne(executor: Executor, args: Record<string, unknown>, id 
   return record!;
 }
 
-const read = (workspace: string, name: string) => (fs.existsSync(path.join(workspace, name)) ? fs.readFileSync(path.join(workspace, name), 'utf8') : null);
+const read = (workspace: string, name: string) =>
+  fs.existsSync(path.join(workspace, name)) ? fs.readFileSync(path.join(workspace, name), 'utf8') : null;
 
 describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
   beforeAll(async () => {
@@ -34,7 +35,9 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
 
   it('previews exactly the edited, added and deleted files, applies them on approval, and revert restores them', async () => {
     const { executor, workspace } = setup();
-    const proposed = await proposeOne(executor, { command: "sed -i 's/two/2/' edit.txt && echo fresh > new.txt && rm gone.txt && echo done" });
+    const proposed = await proposeOne(executor, {
+      command: "sed -i 's/two/2/' edit.txt && echo fresh > new.txt && rm gone.txt && echo done",
+    });
     expect(proposed.status).toBe('awaiting_consent');
     expect(proposed.evaluation?.risk).toBe('HIGH');
     const preview = proposed.preview as CommandRunPreview;
@@ -94,7 +97,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     expect(read(workspace, 'stamp.txt')).toBeNull();
     const fresh = afterRun.preview as CommandRunPreview;
     expect(fresh.files[0]!.postHash).not.toBe(approvedStamp);
-    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as Record<string, unknown> | undefined;
+    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as
+      Record<string, unknown> | undefined;
     expect(reconsent?.reason).toMatch(/did something different this time/);
     expect(reconsent).toMatchObject({ from: 'running', to: 'awaiting_consent' });
     expect(executor.previewRevert('cmd')).toEqual({ files: [], directories: [] });
@@ -107,7 +111,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     const afterRun = await executor.approve('cmd', person);
     expect(afterRun.status).toBe('awaiting_consent');
     expect(read(workspace, 'edit.txt')).toBe('the person rewrote this\n');
-    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as Record<string, unknown> | undefined;
+    const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as
+      Record<string, unknown> | undefined;
     expect(reconsent?.reason).toMatch(/edit\.txt changed in the workspace since the preview; nothing was overwritten/);
     // Approving the new preview applies the command to the person's new content.
     const executed = await executor.approve('cmd', person);
@@ -153,7 +158,11 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     const proposed = await proposeOne(executor, { command: 'rm link && mkdir link && echo pwned > link/file && echo ok > inside.txt' });
     const preview = proposed.preview as CommandRunPreview;
     expect(preview.files.map((f) => f.path)).toEqual(['inside.txt']);
-    expect(preview.skipped).toContainEqual({ path: 'link/file', reason: expect.stringMatching(/outside every workspace root/), blocksChangeset: true });
+    expect(preview.skipped).toContainEqual({
+      path: 'link/file',
+      reason: expect.stringMatching(/outside every workspace root/),
+      blocksChangeset: true,
+    });
     expect(proposed.status).toBe('denied');
     await expect(executor.approve('cmd', person)).rejects.toMatchObject({ code: 'POLICY_DENIED' });
     expect(fs.readdirSync(outside)).toEqual([]);

@@ -9,8 +9,14 @@ import { buildAuditLog, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 function logContent(file: string): string {
   const db = new Database(file, { readonly: true });
   try {
-    const records = db.prepare('SELECT seq, ts, action, plan_id, step_id, body, hex(mac) AS mac, hex(hash) AS hash, hex(cosign) AS cosign FROM audit_records ORDER BY seq').all();
-    const checkpoints = db.prepare('SELECT cp_seq, seq, body, hex(mac) AS mac, hex(sig) AS sig, hex(hash) AS hash FROM audit_checkpoints ORDER BY cp_seq').all();
+    const records = db
+      .prepare(
+        'SELECT seq, ts, action, plan_id, step_id, body, hex(mac) AS mac, hex(hash) AS hash, hex(cosign) AS cosign FROM audit_records ORDER BY seq',
+      )
+      .all();
+    const checkpoints = db
+      .prepare('SELECT cp_seq, seq, body, hex(mac) AS mac, hex(sig) AS sig, hex(hash) AS hash FROM audit_checkpoints ORDER BY cp_seq')
+      .all();
     return JSON.stringify({ records, checkpoints });
   } finally {
     db.close();
@@ -26,7 +32,11 @@ describe('audit verify, bit-flip sweep', { timeout: 600_000 }, () => {
     const setup = new Database(file);
     setup.pragma('wal_checkpoint(TRUNCATE)');
     setup.pragma('journal_mode = DELETE');
-    const bodies = setup.prepare('SELECT body, mac, hash FROM audit_records ORDER BY seq').all() as { body: string; mac: Buffer; hash: Buffer }[];
+    const bodies = setup.prepare('SELECT body, mac, hash FROM audit_records ORDER BY seq').all() as {
+      body: string;
+      mac: Buffer;
+      hash: Buffer;
+    }[];
     setup.close();
     const original = fs.readFileSync(file);
     const originalContent = logContent(file);

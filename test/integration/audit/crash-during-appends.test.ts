@@ -32,7 +32,9 @@ describe('crash during a burst of appends', { timeout: 300_000 }, () => {
         if (signal !== 'SIGKILL') reject(new Error(`the burst ended before it was killed (code ${code}): ${stderr}`));
       });
     });
-    await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+    await new Promise((resolve) =>
+      child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve),
+    );
     expect(child.signalCode).toBe('SIGKILL');
     expect(killedAfter).toBeLessThan(10_000);
 
@@ -46,7 +48,10 @@ describe('crash during a burst of appends', { timeout: 300_000 }, () => {
 
     // The host takes over the same log and keeps it intact.
     const executor = Executor.open(dataDir);
-    await executor.propose({ planId: 'after-crash', steps: [{ id: 'kb-1', action: 'createKBEntry', args: { title: 't', content: 'c' } }] }, actorFor('cli'));
+    await executor.propose(
+      { planId: 'after-crash', steps: [{ id: 'kb-1', action: 'createKBEntry', args: { title: 't', content: 'c' } }] },
+      actorFor('cli'),
+    );
     executor.close();
     const after = await verifyLogAt(dataDir, { workers: 2, parallelFrom: 0 });
     expect(after.problem).toBeNull();

@@ -43,7 +43,10 @@ function mountedSetup(size: string): { dataDir: string; workspace: string } {
 }
 
 function planFor(workspace: string, name = 'out.txt') {
-  return { planId: 'plan-fc', steps: [{ id: 'step-fc', action: 'writeFile', args: { path: path.join(workspace, name), content: 'would be written' } }] };
+  return {
+    planId: 'plan-fc',
+    steps: [{ id: 'step-fc', action: 'writeFile', args: { path: path.join(workspace, name), content: 'would be written' } }],
+  };
 }
 
 function auditCount(dataDir: string): number {
@@ -170,7 +173,10 @@ describe('fail closed: if the audit record cannot be written, the step does not 
     sh('mount', '-o', 'remount,ro,bind', keysDir);
     try {
       // Typed as the audit failing, naming the key store file that could not be written.
-      const failure = await executor.approve('step-fc', PERSON).then(() => null, (caught: unknown) => caught as { code: string; message: string; details?: Record<string, unknown> });
+      const failure = await executor.approve('step-fc', PERSON).then(
+        () => null,
+        (caught: unknown) => caught as { code: string; message: string; details?: Record<string, unknown> },
+      );
       expect(failure).toMatchObject({ code: 'AUDIT_WRITE_FAILED', details: { cause: 'FILE_NOT_WRITABLE' } });
       expect(failure!.message).toContain(path.join(keysDir, ''));
       expect(executor.getStep('step-fc').status).toBe('awaiting_consent');

@@ -25,16 +25,41 @@ function restoreV1DataDir(): string {
   const fixture = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'keys.json'), 'utf8')) as Fixture;
   const db = openDatabase(dataDir);
   for (const line of fs.readFileSync(path.join(FIXTURE, 'export.jsonl'), 'utf8').trim().split('\n').slice(1)) {
-    const value = JSON.parse(line) as { type: string; seq?: number; cpSeq?: number; body: string; mac: string; sig?: string; cosign?: string | null };
+    const value = JSON.parse(line) as {
+      type: string;
+      seq?: number;
+      cpSeq?: number;
+      body: string;
+      mac: string;
+      sig?: string;
+      cosign?: string | null;
+    };
     const mac = Buffer.from(value.mac, 'hex');
     const body = JSON.parse(value.body) as { seq: number; ts: string; action: string; planId: string | null; stepId: string | null };
     if (value.type === 'record') {
-      db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-        value.seq, body.ts, body.action, body.planId, body.stepId, value.body, mac, recordHash(value.body, mac), value.cosign ? Buffer.from(value.cosign, 'hex') : null,
+      db.prepare(
+        'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ).run(
+        value.seq,
+        body.ts,
+        body.action,
+        body.planId,
+        body.stepId,
+        value.body,
+        mac,
+        recordHash(value.body, mac),
+        value.cosign ? Buffer.from(value.cosign, 'hex') : null,
       );
     } else if (value.type === 'checkpoint') {
       const sig = Buffer.from(value.sig!, 'hex');
-      db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash) VALUES (?, ?, ?, ?, ?, ?)').run(value.cpSeq, body.seq, value.body, mac, sig, checkpointHash(Buffer.from(value.body), mac, sig));
+      db.prepare('INSERT INTO audit_checkpoints (cp_seq, seq, body, mac, sig, hash) VALUES (?, ?, ?, ?, ?, ?)').run(
+        value.cpSeq,
+        body.seq,
+        value.body,
+        mac,
+        sig,
+        checkpointHash(Buffer.from(value.body), mac, sig),
+      );
     }
   }
   db.close();
@@ -44,7 +69,7 @@ function restoreV1DataDir(): string {
 }
 
 describe('a log made before forward-secure signatures', { timeout: 120_000 }, () => {
-  it('verifies as before, with a note that one key signed each chain\'s checkpoints; its export verifies offline with K0 and with epk1', async () => {
+  it("verifies as before, with a note that one key signed each chain's checkpoints; its export verifies offline with K0 and with epk1", async () => {
     const dataDir = restoreV1DataDir();
     const report = await verifyLogAt(dataDir);
     expect(report.problem).toBeNull();
@@ -57,7 +82,9 @@ describe('a log made before forward-secure signatures', { timeout: 120_000 }, ()
     const withK0 = await verifyExportFile(file, parseVerificationKeys(fixture.keys.map((k) => k.verificationKey).join(',')));
     expect(withK0).toMatchObject({ ok: true, records: 16, macsUnchecked: 0 });
     expect(withK0.warnings.join('\n')).toMatch(/header is not signed/);
-    const publicOnly = await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(fixture.keys.map((k) => k.publicKey).join(',')) });
+    const publicOnly = await verifyExportFile(file, [], {
+      chainPublicKeys: parseChainPublicKeys(fixture.keys.map((k) => k.publicKey).join(',')),
+    });
     expect(publicOnly).toMatchObject({ ok: true, records: 16 });
   });
 
@@ -69,7 +96,10 @@ describe('a log made before forward-secure signatures', { timeout: 120_000 }, ()
       appendNotes(db, log, 3, 'after-upgrade');
       log.checkpoint('heartbeat');
     });
-    const after = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { v: number; current: { keyId: string; epochSigningKey?: string } };
+    const after = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as {
+      v: number;
+      current: { keyId: string; epochSigningKey?: string };
+    };
     expect(after.v).toBe(2);
     expect(after.current.keyId).not.toBe(before.current.keyId);
     expect(after.current.epochSigningKey).toBeDefined();
@@ -91,15 +121,33 @@ describe('a log made before forward-secure signatures', { timeout: 120_000 }, ()
 const V2_CERTIFICATES = path.join(import.meta.dirname, 'fixtures', 'v2-certificates');
 
 describe('a log whose epoch certificates predate certified heads (v2)', { timeout: 120_000 }, () => {
-  const keyLines = () => fs.readFileSync(path.join(V2_CERTIFICATES, 'keys.txt'), 'utf8').trim().split('\n').map((line) => line.split(' '));
+  const keyLines = () =>
+    fs
+      .readFileSync(path.join(V2_CERTIFICATES, 'keys.txt'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
   const file = path.join(V2_CERTIFICATES, 'export.jsonl');
 
   it('verifies intact with K0 and with the public keys only, with a note that the records before each ratchet rest on their MACs', async () => {
     expect(fs.readFileSync(file, 'utf8')).toContain('\\"v\\":2');
-    const withK0 = await verifyExportFile(file, parseVerificationKeys(keyLines().map((line) => line[1]).join(',')));
+    const withK0 = await verifyExportFile(
+      file,
+      parseVerificationKeys(
+        keyLines()
+          .map((line) => line[1])
+          .join(','),
+      ),
+    );
     expect(withK0).toMatchObject({ ok: true, macsUnchecked: 0 });
     expect(withK0.warnings.join('\n')).toMatch(/\d+ epoch certificate\(s\) predate certified heads/);
-    const publicOnly = await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(keyLines().map((line) => line[2]).join(',')) });
+    const publicOnly = await verifyExportFile(file, [], {
+      chainPublicKeys: parseChainPublicKeys(
+        keyLines()
+          .map((line) => line[2])
+          .join(','),
+      ),
+    });
     expect(publicOnly.ok).toBe(true);
     expect(publicOnly.warnings.join('\n')).toMatch(/only the verification key \(K0\) checks/);
   });
@@ -111,6 +159,17 @@ describe('a log whose epoch certificates predate certified heads (v2)', { timeou
     expect(edited[at]).not.toBe(lines[at]);
     const copy = path.join(tempDir(), 'edited.jsonl');
     fs.writeFileSync(copy, edited.join('\n'));
-    expect((await verifyExportFile(copy, parseVerificationKeys(keyLines().map((line) => line[1]).join(',')))).problem).toMatchObject({ code: 'EDITED', seq: 4 });
+    expect(
+      (
+        await verifyExportFile(
+          copy,
+          parseVerificationKeys(
+            keyLines()
+              .map((line) => line[1])
+              .join(','),
+          ),
+        )
+      ).problem,
+    ).toMatchObject({ code: 'EDITED', seq: 4 });
   });
 });

@@ -9,7 +9,12 @@ describe('parallel verify on worker threads', { timeout: 300_000 }, () => {
     const { dataDir } = buildAuditLog({ records: 3000, checkpointEvery: 100, epochMaxRecords: 700, perTransaction: 250 });
     const sequential = await verifyLogAt(dataDir, { workers: 1 });
     const progress: VerifyProgress[] = [];
-    const parallel = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), workers: 2, parallelFrom: 0, onProgress: (p) => progress.push(p) });
+    const parallel = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      workers: 2,
+      parallelFrom: 0,
+      onProgress: (p) => progress.push(p),
+    });
     expect(sequential.ok).toBe(true);
     expect(parallel).toEqual(sequential);
     // Progress comes from both workers as they go and ends at the full count.
@@ -23,8 +28,18 @@ describe('parallel verify on worker threads', { timeout: 300_000 }, () => {
       tamper(dataDir, (db) => {
         const row = rawRecord(db, seq);
         db.prepare('DELETE FROM audit_records WHERE seq = ?').run(seq);
-        db.prepare('INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-          seq, row.ts, row.action, row.plan_id, row.step_id, row.body.replace('"label":"note"', '"label":"edit"'), row.mac, row.hash, row.cosign,
+        db.prepare(
+          'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        ).run(
+          seq,
+          row.ts,
+          row.action,
+          row.plan_id,
+          row.step_id,
+          row.body.replace('"label":"note"', '"label":"edit"'),
+          row.mac,
+          row.hash,
+          row.cosign,
         );
       });
       const one = await verifyLogAt(dataDir, { workers: 1 });

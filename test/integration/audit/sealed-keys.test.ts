@@ -37,14 +37,24 @@ function keysDirBytes(dataDir: string): Buffer {
 
 /** The hex secrets inside the key state (K0s, epoch key, salt): none may be on disk once sealed. */
 function secretsIn(keyState: Buffer): string[] {
-  const state = JSON.parse(keyState.toString('utf8')) as { salt: string; current: { epochKey: string; signingKey: string }; chains: { rootKey?: string }[] };
-  return [state.salt, state.current.epochKey, state.current.signingKey, ...state.chains.flatMap((chain) => (chain.rootKey ? [chain.rootKey] : []))];
+  const state = JSON.parse(keyState.toString('utf8')) as {
+    salt: string;
+    current: { epochKey: string; signingKey: string };
+    chains: { rootKey?: string }[];
+  };
+  return [
+    state.salt,
+    state.current.epochKey,
+    state.current.signingKey,
+    ...state.chains.flatMap((chain) => (chain.rootKey ? [chain.rootKey] : [])),
+  ];
 }
 
 function expectSealedOnly(dataDir: string, secrets: string[]): void {
   expect(keyFiles(dataDir).every((name) => name.endsWith('.sealed'))).toBe(true);
   const onDisk = keysDirBytes(dataDir);
-  for (const secret of secrets) expect(onDisk.includes(Buffer.from(secret)), `a key secret is on disk in plain: ${secret.slice(0, 8)}…`).toBe(false);
+  for (const secret of secrets)
+    expect(onDisk.includes(Buffer.from(secret)), `a key secret is on disk in plain: ${secret.slice(0, 8)}…`).toBe(false);
 }
 
 describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
@@ -96,7 +106,11 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
 
     const status = await runCliAsync(['--data-dir', dataDir, '--json', 'keys', 'status']);
     expect(status.status, status.stderr).toBe(0);
-    expect(status.json()).toMatchObject({ protection: 'plaintext', protectionWarning: expect.stringMatching(/fixed key/), location: keysDir(dataDir) });
+    expect(status.json()).toMatchObject({
+      protection: 'plaintext',
+      protectionWarning: expect.stringMatching(/fixed key/),
+      location: keysDir(dataDir),
+    });
     const statusText = await runCliAsync(['--data-dir', dataDir, 'keys', 'status']);
     expect(statusText.stdout).toMatch(/^warning +Test keychain fallback/m);
 
@@ -138,7 +152,13 @@ describe('audit keys sealed by the OS keychain', { timeout: 240_000 }, () => {
 
     // No app running: every way in that needs the keys says so and writes no plain key.
     const filesBefore = keyFiles(dataDir);
-    for (const args of [['keys', 'status'], ['audit', 'verify'], ['audit', 'hash', SECRET], ['steps', 'list'], ['propose', planFile]]) {
+    for (const args of [
+      ['keys', 'status'],
+      ['audit', 'verify'],
+      ['audit', 'hash', SECRET],
+      ['steps', 'list'],
+      ['propose', planFile],
+    ]) {
       const refused = runCli(['--data-dir', dataDir, ...args]);
       expect(refused.status, `executor ${args.join(' ')}: ${refused.stdout}`).not.toBe(0);
       expect(refused.stderr).toContain('AUDIT_KEY_UNAVAILABLE');

@@ -39,7 +39,9 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
     const { dataDir } = small();
     tamper(dataDir, (db) => {
       const row = rawRecord(db, 12);
-      db.prepare('UPDATE audit_records SET body = ? WHERE seq = 12').run(rewriteBody(row.body, (b) => ((b.args as Record<string, unknown>).label = 'forged')));
+      db.prepare('UPDATE audit_records SET body = ? WHERE seq = 12').run(
+        rewriteBody(row.body, (b) => ((b.args as Record<string, unknown>).label = 'forged')),
+      );
     });
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EDITED', seq: 12 });
   });
@@ -102,10 +104,14 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
       db.prepare('DELETE FROM audit_records WHERE seq > 20').run();
       db.prepare('DELETE FROM audit_checkpoints WHERE seq > 20').run();
     });
-    withAuditLog(dataDir, (db, log) => {
-      appendNotes(db, log, 15, 'rewritten');
-      log.checkpoint('heartbeat');
-    }, { checkpointEvery: 10 });
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        appendNotes(db, log, 15, 'rewritten');
+        log.checkpoint('heartbeat');
+      },
+      { checkpointEvery: 10 },
+    );
     // The rewriter's checkpoints could not move the anchor: it no longer matched the database.
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'ROLLED_BACK', seq: 28 });
   });
@@ -169,7 +175,10 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
   it('KEY_OUT_OF_RANGE: an old row re-MACed with a later epoch key', async () => {
     // Epochs of 4 records: seq 3 is in epoch 0, the thief holds the key of a later epoch.
     const { dataDir } = buildAuditLog({ records: 25, checkpointEvery: 10, epochMaxRecords: 4 });
-    const state = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { chains: { rootKey: string }[]; current: { epoch: number } };
+    const state = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as {
+      chains: { rootKey: string }[];
+      current: { epoch: number };
+    };
     expect(state.current.epoch).toBeGreaterThan(3);
     let laterKey: Buffer = Buffer.from(state.chains[0]!.rootKey, 'hex');
     for (let epoch = 0; epoch < 3; epoch++) laterKey = nextEpochKey(laterKey, epoch);
@@ -185,7 +194,9 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
     const { dataDir } = small();
     tamper(dataDir, (db) => {
       const cp = db.prepare('SELECT body FROM audit_checkpoints WHERE cp_seq = 2').get() as { body: string };
-      db.prepare('UPDATE audit_checkpoints SET body = ? WHERE cp_seq = 2').run(rewriteBody(cp.body, (b) => (b.ts = '2020-01-01T00:00:00.000Z')));
+      db.prepare('UPDATE audit_checkpoints SET body = ? WHERE cp_seq = 2').run(
+        rewriteBody(cp.body, (b) => (b.ts = '2020-01-01T00:00:00.000Z')),
+      );
     });
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'BAD_CHECKPOINT', seq: 20 });
   });
@@ -194,7 +205,8 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
     const { dataDir } = small();
     const saved = path.join(path.dirname(dataDir), 'saved');
     fs.mkdirSync(saved);
-    for (const name of fs.readdirSync(dataDir).filter((n) => n.startsWith(DATABASE_FILE))) fs.copyFileSync(path.join(dataDir, name), path.join(saved, name));
+    for (const name of fs.readdirSync(dataDir).filter((n) => n.startsWith(DATABASE_FILE)))
+      fs.copyFileSync(path.join(dataDir, name), path.join(saved, name));
     // The app runs on and closes cleanly: the anchor moves past the copy.
     buildAuditLog({ records: 5, checkpointEvery: 10, dataDir });
     expect((await verifyLogAt(dataDir)).ok).toBe(true);

@@ -8,7 +8,15 @@ import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import type { VerifyReport } from '../../../src/audit/verify/verify-codes.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import { appendNotes, buildAuditLog, verifyLogAt, withAuditLog } from '../../helpers/audit-log-fixture.js';
-import { cutTail, deleteAnchors, epochOf, relabelIntoCurrentEpoch, rewriteAnchors, rewriteClosedEpochs, stealKeys } from '../../helpers/audit-thief.js';
+import {
+  cutTail,
+  deleteAnchors,
+  epochOf,
+  relabelIntoCurrentEpoch,
+  rewriteAnchors,
+  rewriteClosedEpochs,
+  stealKeys,
+} from '../../helpers/audit-thief.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -43,7 +51,11 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     const { dataDir, evk, epk } = exportedLog();
     expect(epk).toMatch(/^epk2-[0-9a-f]{16}-[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{43}$/);
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
-    const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
+    const withK0 = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      verificationKeys: parseVerificationKeys(evk),
+      workers: 1,
+    });
     expect(withK0).toMatchObject({ ok: true, macsUnchecked: 0 });
     const file = cliExport(dataDir);
     expect(await verifyExportFile(file, parseVerificationKeys(evk))).toMatchObject({ ok: true, records: 43 });
@@ -59,7 +71,11 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     // The database, with only what the key store holds (the thief's own copy).
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'KEY_OUT_OF_RANGE', seq: 8 });
     // The database with the K0 the person kept offline: every MAC holds (the thief has epoch E's key), the window does not.
-    const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
+    const withK0 = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      verificationKeys: parseVerificationKeys(evk),
+      workers: 1,
+    });
     expect(withK0.problem).toMatchObject({ code: 'KEY_OUT_OF_RANGE', seq: 8 });
 
     // Through the real CLI: the database with the public key, and the thief's own signed export offline, with K0 and with the public key only.
@@ -83,17 +99,23 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect(report.problem?.code).toBe('BAD_CERTIFICATE');
     const file = cliExport(dataDir);
     // Offline the header's own key (today's epoch) has no certificate either: whichever is met first is named.
-    expect((await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem?.code).toMatch(/^BAD_(CERTIFICATE|HEADER)$/);
+    expect((await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem?.code).toMatch(
+      /^BAD_(CERTIFICATE|HEADER)$/,
+    );
   });
 
-  it('(a) a key store rewritten to start the chain from the thief\'s own epoch 0 key is refused by the public key the person holds', async () => {
+  it("(a) a key store rewritten to start the chain from the thief's own epoch 0 key is refused by the public key the person holds", async () => {
     const { dataDir, epk } = exportedLog();
     const keysFile = path.join(dataDir, 'keys', 'audit-keys');
     const state = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { chains: { epochPublicKey: string }[] };
     state.chains[0]!.epochPublicKey = Buffer.alloc(32, 7).toString('base64');
     fs.writeFileSync(keysFile, JSON.stringify(state));
     expect((await verifyLogAt(dataDir)).problem?.code).toBe('BAD_CERTIFICATE');
-    const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), chainPublicKeys: parseChainPublicKeys(epk), workers: 1 });
+    const report = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      chainPublicKeys: parseChainPublicKeys(epk),
+      workers: 1,
+    });
     // The person's epk2 wins over the key store: the log itself is intact.
     expect(report.problem).toBeNull();
   });
@@ -161,12 +183,12 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect((await verifyLogAt(dataDir)).ok).toBe(true);
   });
 
-  it('(d) an export cut cleanly with its header\'s to and counts edited → BAD_HEADER; with its signature stripped → BAD_HEADER; a certificate line dropped → BAD_HEADER', async () => {
+  it("(d) an export cut cleanly with its header's to and counts edited → BAD_HEADER; with its signature stripped → BAD_HEADER; a certificate line dropped → BAD_HEADER", async () => {
     const { dataDir, evk, epk } = exportedLog();
     const file = cliExport(dataDir);
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
     const header = JSON.parse(lines[0]!) as Record<string, unknown>;
-    const seqOf = (line: string) => (JSON.parse(line) as { seq?: number; body?: string; type: string });
+    const seqOf = (line: string) => JSON.parse(line) as { seq?: number; body?: string; type: string };
     const cut = lines.slice(1).filter((line) => {
       const value = seqOf(line);
       if (value.type === 'record') return value.seq! <= 30;
@@ -176,7 +198,10 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     const checkpoints = cut.filter((line) => line.includes('"type":"checkpoint"')).length;
     const cutFile = path.join(tempDir(), 'cut.jsonl');
     fs.writeFileSync(cutFile, [JSON.stringify({ ...header, to: 30, records: 30, checkpoints }), ...cut].join('\n'));
-    for (const keys of [{ k0: parseVerificationKeys(evk), options: {} }, { k0: [], options: { chainPublicKeys: parseChainPublicKeys(epk) } }]) {
+    for (const keys of [
+      { k0: parseVerificationKeys(evk), options: {} },
+      { k0: [], options: { chainPublicKeys: parseChainPublicKeys(epk) } },
+    ]) {
       expect((await verifyExportFile(cutFile, keys.k0, keys.options)).problem).toMatchObject({ code: 'BAD_HEADER', seq: 1 });
     }
     const cli = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--file', cutFile, '--public-key', epk]);
@@ -196,11 +221,14 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect((await verifyExportFile(cutFile, parseVerificationKeys(evk))).ok).toBe(false);
   });
 
-  it('(e) stolen key store: a record of an EARLIER epoch rewritten under its own label, chain and tree rebuilt, closed epochs\' checkpoints deleted, the rest re-signed → EPOCH_REWRITTEN with public keys only; EDITED with K0', async () => {
+  it("(e) stolen key store: a record of an EARLIER epoch rewritten under its own label, chain and tree rebuilt, closed epochs' checkpoints deleted, the rest re-signed → EPOCH_REWRITTEN with public keys only; EDITED with K0", async () => {
     const { dataDir, evk, epk } = exportedLog();
     expect(epochOf(dataDir, 8)).toBe(1);
     // key.created's checkpointEvery raised, so the deleted record checkpoints are not missed by the spacing rule.
-    const stolen = rewriteClosedEpochs(dataDir, { 1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000), 8: forge });
+    const stolen = rewriteClosedEpochs(dataDir, {
+      1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000),
+      8: forge,
+    });
     expect(stolen.epoch).toBeGreaterThan(epochOf(dataDir, 8));
 
     // With only what the key store holds (the thief's own copy): the MACs of closed epochs cannot be checked, the certificates can.
@@ -208,7 +236,11 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect(local.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 6 });
     expect(local.problem?.message).toMatch(/records 1\.\.6 are not the ones the certificate of epoch 1 .* fixed/);
     // With K0 the first rewritten record's MAC fails first.
-    const withK0 = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), verificationKeys: parseVerificationKeys(evk), workers: 1 });
+    const withK0 = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      verificationKeys: parseVerificationKeys(evk),
+      workers: 1,
+    });
     expect(withK0.problem).toMatchObject({ code: 'EDITED', seq: 1 });
 
     const db = cliVerify(['--data-dir', dataDir, 'audit', 'verify', '--public-key', epk]);
@@ -229,24 +261,35 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     const closed = epochOf(dataDir, 41);
     expect(closed).toBeLessThan(stealKeys(dataDir).epoch);
     rewriteClosedEpochs(dataDir, { 41: forge });
-    const report = await verifyDataDir(dataDir, { keyStore: new FileKeyStore(dataDir), chainPublicKeys: parseChainPublicKeys(epk), workers: 1 });
+    const report = await verifyDataDir(dataDir, {
+      keyStore: new FileKeyStore(dataDir),
+      chainPublicKeys: parseChainPublicKeys(epk),
+      workers: 1,
+    });
     // Epochs of 6 records from seq 1: the certificate of epoch 6 fixed 1..36 (still intact), that of epoch 7 fixed 1..42.
     expect(report.problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
     expect(report.problem?.message).toMatch(/records 37\.\.42/);
     // An excerpt the thief exports from seq 30 carries the certificates too: the head at 42 lies inside it.
     const excerpt = path.join(tempDir(), 'excerpt.jsonl');
     expect(runCli(['--data-dir', dataDir, 'audit', 'export', '--from', '30', '--out', excerpt]).status).toBe(0);
-    expect((await verifyExportFile(excerpt, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 42 });
+    expect((await verifyExportFile(excerpt, [], { chainPublicKeys: parseChainPublicKeys(epk) })).problem).toMatchObject({
+      code: 'EPOCH_REWRITTEN',
+      seq: 42,
+    });
   });
 
   it('(e) checkpoints of a closed epoch deleted, the chain of checkpoints renumbered and re-signed with the stolen key → EPOCH_REWRITTEN', async () => {
     // No record checkpoints (every 1,000): only heartbeats, which no spacing rule counts.
     const { dataDir } = buildAuditLog({ records: 10, checkpointEvery: 1000, epochMaxRecords: 6 });
-    withAuditLog(dataDir, (db, log) => {
-      log.checkpoint('heartbeat');
-      appendNotes(db, log, 14, 'later');
-      log.checkpoint('heartbeat');
-    }, { checkpointEvery: 1000, epochMaxRecords: 6 });
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        log.checkpoint('heartbeat');
+        appendNotes(db, log, 14, 'later');
+        log.checkpoint('heartbeat');
+      },
+      { checkpointEvery: 1000, epochMaxRecords: 6 },
+    );
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
     // From seq 13 on: the shutdown and heartbeat checkpoints sealing 13 belong to closed epochs: deleted; the newest re-signed as cpSeq 1.
     rewriteClosedEpochs(dataDir, {}, { fromSeq: 13 });
@@ -255,18 +298,27 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect(report.problem?.message).toMatch(/checkpoint \d+.*(missing|is not the one)/);
   });
 
-  it('(e) a rotation first closes the old chain\'s last epoch with a certificate: a thief holding the new chain\'s first keys cannot rewrite the old chain\'s last records, nor delete that certificate', async () => {
+  it("(e) a rotation first closes the old chain's last epoch with a certificate: a thief holding the new chain's first keys cannot rewrite the old chain's last records, nor delete that certificate", async () => {
     const options = { checkpointEvery: 1000, epochMaxRecords: 6 };
     const { dataDir } = buildAuditLog({ records: 10, ...options });
-    const rotated = withAuditLog(dataDir, (db, log) => {
-      const keys = log.rotate({ user: 'tester', channel: 'cli' });
-      appendNotes(db, log, 2, 'after-rotation');
-      log.keys.exportVerification(new Date());
-      return keys;
-    }, options);
+    const rotated = withAuditLog(
+      dataDir,
+      (db, log) => {
+        const keys = log.rotate({ user: 'tester', channel: 'cli' });
+        appendNotes(db, log, 2, 'after-rotation');
+        log.keys.exportVerification(new Date());
+        return keys;
+      },
+      options,
+    );
     const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
     const rotationSeq = raw.prepare("SELECT seq FROM audit_records WHERE action = 'key.rotated'").pluck().get() as number;
-    const closing = JSON.parse(raw.prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? ORDER BY epoch DESC LIMIT 1').pluck().get(rotated.previousKeyId) as string) as { firstSeq: number; headSeq: number };
+    const closing = JSON.parse(
+      raw
+        .prepare('SELECT body FROM audit_epoch_certs WHERE key_id = ? ORDER BY epoch DESC LIMIT 1')
+        .pluck()
+        .get(rotated.previousKeyId) as string,
+    ) as { firstSeq: number; headSeq: number };
     raw.close();
     expect(closing).toMatchObject({ firstSeq: rotationSeq, headSeq: rotationSeq - 1 });
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
@@ -280,7 +332,9 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
 
     const db = new Database(path.join(withoutClosing, DATABASE_FILE));
     db.exec('DROP TRIGGER IF EXISTS audit_epoch_certs_no_delete');
-    db.prepare('DELETE FROM audit_epoch_certs WHERE key_id = ? AND epoch = (SELECT max(epoch) FROM audit_epoch_certs WHERE key_id = ?)').run(rotated.previousKeyId, rotated.previousKeyId);
+    db.prepare(
+      'DELETE FROM audit_epoch_certs WHERE key_id = ? AND epoch = (SELECT max(epoch) FROM audit_epoch_certs WHERE key_id = ?)',
+    ).run(rotated.previousKeyId, rotated.previousKeyId);
     db.close();
     const report = await verifyLogAt(withoutClosing);
     expect(report.problem).toMatchObject({ code: 'BAD_CERTIFICATE', seq: rotationSeq });
@@ -292,17 +346,23 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     let clock = Date.parse('2026-11-22T08:00:00.000Z');
     const options = { now: () => new Date(clock), checkpointEvery: 1000 };
     buildAuditLog({ records: 5, dataDir, ...options });
-    withAuditLog(dataDir, (db, log) => {
-      // Three idle epochs of 15 minutes: each heartbeat past the window ratchets first, with nothing new to seal.
-      for (let idle = 0; idle < 3; idle++) {
-        clock += 16 * 60_000;
-        log.checkpoint('heartbeat');
-      }
-      appendNotes(db, log, 1, 'after the pause');
-      log.keys.exportVerification(new Date(clock));
-    }, options);
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        // Three idle epochs of 15 minutes: each heartbeat past the window ratchets first, with nothing new to seal.
+        for (let idle = 0; idle < 3; idle++) {
+          clock += 16 * 60_000;
+          log.checkpoint('heartbeat');
+        }
+        appendNotes(db, log, 1, 'after the pause');
+        log.keys.exportVerification(new Date(clock));
+      },
+      options,
+    );
     const raw = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-    const heads = (raw.prepare('SELECT body FROM audit_epoch_certs ORDER BY epoch').pluck().all() as string[]).map((body) => JSON.parse(body) as { headSeq: number; headHash: string; cpSeq: number });
+    const heads = (raw.prepare('SELECT body FROM audit_epoch_certs ORDER BY epoch').pluck().all() as string[]).map(
+      (body) => JSON.parse(body) as { headSeq: number; headHash: string; cpSeq: number },
+    );
     raw.close();
     // 5 notes between key.created, app.started and app.stopped: the log rests at record 8.
     expect(heads.map((head) => head.headSeq)).toEqual([8, 8, 8]);
@@ -313,4 +373,3 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 8 });
   });
 });
-

@@ -7,7 +7,19 @@ import { describe, expect, it } from 'vitest';
 import { canonicalText } from '../../../src/audit/format/record-format.js';
 import { buildAuditLog, insertRaw, openHoleAt, rawRecord, tamper, verifyLogAt } from '../../helpers/audit-log-fixture.js';
 
-const MUTATIONS = ['none', 'editArgs', 'whitespace', 'deleteRow', 'swapRows', 'replayRow', 'flipMac', 'editColumn', 'deleteCheckpoint', 'truncateTail', 'forgeRow'] as const;
+const MUTATIONS = [
+  'none',
+  'editArgs',
+  'whitespace',
+  'deleteRow',
+  'swapRows',
+  'replayRow',
+  'flipMac',
+  'editColumn',
+  'deleteCheckpoint',
+  'truncateTail',
+  'forgeRow',
+] as const;
 type Mutation = (typeof MUTATIONS)[number];
 
 /** Applies one mutation to record `target` (1-based, clamped into the log); 'none' leaves the file alone. */

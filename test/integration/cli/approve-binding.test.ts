@@ -17,7 +17,10 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 
 function proposeWrite(dataDir: string, workspace: string, stepId: string, content = 'after\n'): void {
   const planFile = path.join(workspace, '..', `${stepId}.json`);
-  fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: stepId, action: 'writeFile', args: { path: path.join(workspace, 'target.txt'), content } }] }));
+  fs.writeFileSync(
+    planFile,
+    JSON.stringify({ steps: [{ id: stepId, action: 'writeFile', args: { path: path.join(workspace, 'target.txt'), content } }] }),
+  );
   expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
 }
 
@@ -59,14 +62,19 @@ describe('executor approve binds to the preview that was shown', () => {
     expect(approved.status, approved.stderr).toBe(0);
     expect(approved.json<{ status: string }>().status).toBe('executed');
     expect(fs.readFileSync(path.join(workspace, 'target.txt'), 'utf8')).toBe('after\n');
-    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'w']).json<{ action: string; args: { previewHash?: string } }[]>();
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'w']).json<
+      { action: string; args: { previewHash?: string } }[]
+    >();
     expect(audit.find((entry) => entry.action === 'step.approved')?.args.previewHash).toBe(current);
   });
 
   it('refuses a script that never saw a preview, and a hash that is not one, before touching anything', () => {
     const { dataDir, workspace } = tempSetup();
     proposeWrite(dataDir, workspace, 'w');
-    for (const args of [['approve', 'w'], ['--json', 'approve', 'w']]) {
+    for (const args of [
+      ['approve', 'w'],
+      ['--json', 'approve', 'w'],
+    ]) {
       const blind = runCli(['--data-dir', dataDir, ...args]);
       expect(blind.status).toBe(2);
       expect(blind.stdout + blind.stderr).toContain('INVALID_INPUT');
@@ -88,7 +96,10 @@ describe('executor approve binds to the preview that was shown', () => {
     const { dataDir, workspace } = tempSetup();
     const planFile = path.join(workspace, '..', 'del.json');
     // Deleting a file that is not there yet: no preview can be made now.
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'd', action: 'deleteFile', args: { path: path.join(workspace, 'later.txt') } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'd', action: 'deleteFile', args: { path: path.join(workspace, 'later.txt') } }] }),
+    );
     runCli(['--data-dir', dataDir, 'propose', planFile]);
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'd']).stdout;
     expect(previewLine(shown)).toBe('none');
@@ -122,7 +133,9 @@ describe('executor approve binds to the preview that was shown', () => {
     const serve = await startServe(dataDir);
     const agent = await connectToHost(dataDir, 'agent', { client: 'agent 1.0' });
     try {
-      const [proposed] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'target.txt'), content: 'agent\n' } }] } });
+      const [proposed] = await agent.propose({
+        plan: { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'target.txt'), content: 'agent\n' } }] },
+      });
       const stepId = proposed!.step.id;
       const shownHash = previewLine(runCli(['--data-dir', dataDir, 'steps', 'show', stepId]).stdout)!;
       fs.writeFileSync(path.join(workspace, 'target.txt'), 'swapped by the agent\n');

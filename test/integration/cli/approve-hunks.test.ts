@@ -35,17 +35,34 @@ describe('executor approve --hunks', () => {
     expect(shown).toContain('[hunk 1]');
     expect(shown).toContain('[hunk 2]');
 
-    const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'w', '--preview-hash', shownPreviewHash(dataDir, 'w'), '--hunks', '2']);
+    const approved = runCli([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'approve',
+      'w',
+      '--preview-hash',
+      shownPreviewHash(dataDir, 'w'),
+      '--hunks',
+      '2',
+    ]);
     expect(approved.status, approved.stderr).toBe(0);
     expect(approved.json<{ status: string }>().status).toBe('executed');
     expect(fs.readFileSync(target, 'utf8')).toBe(ORIGINAL.replace('line 19\n', 'line nineteen\n'));
 
-    const record = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{ edit: { kind: string; hunks: { accepted: number[]; total: number }; approvedContentHash: string; proposedStepHash: string }; stepHash: string }>();
+    const record = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{
+      edit: { kind: string; hunks: { accepted: number[]; total: number }; approvedContentHash: string; proposedStepHash: string };
+      stepHash: string;
+    }>();
     expect(record.edit).toMatchObject({ kind: 'hunks', hunks: { accepted: [2], total: 2 } });
     expect(record.edit.proposedStepHash).not.toBe(record.stepHash);
-    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'w']).json<{ action: string; args: Record<string, unknown> }[]>();
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'w']).json<
+      { action: string; args: Record<string, unknown> }[]
+    >();
     const withEdits = audit.find((entry) => entry.action === 'step.approved_with_edits');
-    expect(withEdits?.args).toMatchObject({ edits: { kind: 'hunks', hunks: { accepted: [2], total: 2 }, approvedContentHash: record.edit.approvedContentHash } });
+    expect(withEdits?.args).toMatchObject({
+      edits: { kind: 'hunks', hunks: { accepted: [2], total: 2 }, approvedContentHash: record.edit.approvedContentHash },
+    });
     expect(audit.some((entry) => entry.action === 'step.approved')).toBe(false);
     const text = runCli(['--data-dir', dataDir, 'steps', 'show', 'w']).stdout;
     expect(text).toContain('with edits');
@@ -58,7 +75,13 @@ describe('executor approve --hunks', () => {
     fs.writeFileSync(target, ORIGINAL);
     proposeWrite(dataDir, target, 'w');
     const hash = shownPreviewHash(dataDir, 'w');
-    for (const [hunks, says] of [['3', 'There is no hunk 3'], ['0', 'There is no hunk 0'], ['1,1', 'chosen twice'], ['', 'reject the step instead'], ['a', 'hunk numbers separated by commas']] as const) {
+    for (const [hunks, says] of [
+      ['3', 'There is no hunk 3'],
+      ['0', 'There is no hunk 0'],
+      ['1,1', 'chosen twice'],
+      ['', 'reject the step instead'],
+      ['a', 'hunk numbers separated by commas'],
+    ] as const) {
       const refused = runCli(['--data-dir', dataDir, 'approve', 'w', '--preview-hash', hash, '--hunks', hunks]);
       expect(refused.status, hunks).toBe(2);
       expect(refused.stderr, hunks).toContain('INVALID_INPUT');
@@ -72,7 +95,18 @@ describe('executor approve --hunks', () => {
 
     fs.writeFileSync(path.join(workspace, 'blob.bin'), Buffer.from([0, 1, 2, 10, 3]));
     const planFile = path.join(path.dirname(dataDir), 'b.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'b', action: 'writeFile', args: { path: path.join(workspace, 'blob.bin'), content: Buffer.from([0, 9, 2, 10, 3]).toString('base64'), encoding: 'base64' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        steps: [
+          {
+            id: 'b',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'blob.bin'), content: Buffer.from([0, 9, 2, 10, 3]).toString('base64'), encoding: 'base64' },
+          },
+        ],
+      }),
+    );
     runCli(['--data-dir', dataDir, 'propose', planFile]);
     const binary = runCli(['--data-dir', dataDir, 'approve', 'b', '--preview-hash', shownPreviewHash(dataDir, 'b'), '--hunks', '1']);
     expect(binary.status).toBe(2);
@@ -98,7 +132,11 @@ describe('executor edit', () => {
     fs.writeFileSync(mine, `${ORIGINAL}my own line\n`);
     const edited = runCli(['--data-dir', dataDir, '--json', 'edit', 'w', '--content-file', mine]);
     expect(edited.status, edited.stderr).toBe(0);
-    const record = edited.json<{ status: string; edit: { kind: string; version: number; diff: string }; preview: { files: { diff: string }[] } }>();
+    const record = edited.json<{
+      status: string;
+      edit: { kind: string; version: number; diff: string };
+      preview: { files: { diff: string }[] };
+    }>();
     expect(record.status).toBe('awaiting_consent');
     expect(record.edit).toMatchObject({ kind: 'content', version: 2 });
     expect(record.edit.diff).toContain('+my own line');
@@ -130,7 +168,11 @@ describe('executor edit', () => {
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('INVALID_INPUT');
     expect(refused.stderr).toContain('not UTF-8 text');
-    const after = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{ stepHash: string; edit?: unknown; step: { args: { content: string } } }>();
+    const after = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'w']).json<{
+      stepHash: string;
+      edit?: unknown;
+      step: { args: { content: string } };
+    }>();
     expect(after.stepHash).toBe(before.stepHash);
     expect(after.edit).toBeUndefined();
 
@@ -152,7 +194,9 @@ describe('the agent hears what the person changed', () => {
     const pending = mcp.call('write_file', { path: target, content: PROPOSED, purpose: 'rename two lines' });
     const api = closeAfter(await connectToHost(dataDir, 'cli'));
     let stepId: string | undefined;
-    await expect.poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000, interval: 100 }).toBeDefined();
+    await expect
+      .poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000, interval: 100 })
+      .toBeDefined();
     // The agent's channel may neither approve part of a step nor edit one.
     const agentApi = closeAfter(await connectToHost(dataDir, 'agent'));
     await expect(agentApi.approve({ stepId: stepId!, hunks: [1] })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });

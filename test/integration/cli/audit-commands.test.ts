@@ -17,7 +17,11 @@ function proposePlan(dataDir: string, workspace: string): void {
     JSON.stringify({
       planId: 'plan-cli',
       steps: [
-        { id: 'write-1', action: 'writeFile', args: { path: path.join(workspace, 'notes.txt'), content: 'api_key=sk-abcdefghijklmnopqrstuvwx' } },
+        {
+          id: 'write-1',
+          action: 'writeFile',
+          args: { path: path.join(workspace, 'notes.txt'), content: 'api_key=sk-abcdefghijklmnopqrstuvwx' },
+        },
         { id: 'kb-1', action: 'createKBEntry', args: { title: 'Deploy', content: 'how we deploy' } },
       ],
     }),
@@ -40,7 +44,10 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
 
     const db = new Database(path.join(dataDir, DATABASE_FILE));
     db.exec('DROP TRIGGER audit_records_no_update');
-    const row = db.prepare("SELECT seq, body FROM audit_records WHERE action = 'step.executed' AND step_id = 'write-1'").get() as { seq: number; body: string };
+    const row = db.prepare("SELECT seq, body FROM audit_records WHERE action = 'step.executed' AND step_id = 'write-1'").get() as {
+      seq: number;
+      body: string;
+    };
     const body = JSON.parse(row.body) as { result: unknown };
     body.result = { bytesWritten: 0 };
     db.prepare('UPDATE audit_records SET body = ? WHERE seq = ?').run(canonicalText(body), row.seq);
@@ -56,67 +63,92 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     expect(text.stdout).toContain(`EDITED at seq ${row.seq}`);
   });
 
-  it('export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate', { timeout: 240_000 }, () => {
-    const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
-    proposePlan(dataDir, workspace);
+  it(
+    'export + offline verify with K0 (shown once), show with filters, hash of a secret, keys status and rotate',
+    { timeout: 240_000 },
+    () => {
+      const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
+      proposePlan(dataDir, workspace);
 
-    const status = runCli(['--data-dir', dataDir, '--json', 'keys', 'status']).json<{ protection: string; chains: { verificationKeyExported: boolean }[] }>();
-    expect(status.protection).toBe('plaintext');
-    expect(status.chains).toEqual([expect.objectContaining({ verificationKeyExported: false })]);
+      const status = runCli(['--data-dir', dataDir, '--json', 'keys', 'status']).json<{
+        protection: string;
+        chains: { verificationKeyExported: boolean }[];
+      }>();
+      expect(status.protection).toBe('plaintext');
+      expect(status.chains).toEqual([expect.objectContaining({ verificationKeyExported: false })]);
 
-    const rotated = runCli(['--data-dir', dataDir, '--json', 'keys', 'rotate', '--reason', 'test']);
-    expect(rotated.status, rotated.stderr).toBe(0);
-    const exported = runCli(['--data-dir', dataDir, '--json', 'keys', 'export-verification']);
-    expect(exported.status, exported.stderr).toBe(0);
-    const keys = exported.json<{ keyId: string; verificationKey: string; publicKey: string }[]>();
-    expect(keys).toHaveLength(2);
-    const again = runCli(['--data-dir', dataDir, 'keys', 'export-verification']);
-    expect(again.status).toBe(2);
-    expect(again.stderr).toContain('KEY_ALREADY_EXPORTED');
-    expect(fs.readFileSync(path.join(dataDir, 'keys', 'audit-keys'), 'utf8')).not.toContain('rootKey');
+      const rotated = runCli(['--data-dir', dataDir, '--json', 'keys', 'rotate', '--reason', 'test']);
+      expect(rotated.status, rotated.stderr).toBe(0);
+      const exported = runCli(['--data-dir', dataDir, '--json', 'keys', 'export-verification']);
+      expect(exported.status, exported.stderr).toBe(0);
+      const keys = exported.json<{ keyId: string; verificationKey: string; publicKey: string }[]>();
+      expect(keys).toHaveLength(2);
+      const again = runCli(['--data-dir', dataDir, 'keys', 'export-verification']);
+      expect(again.status).toBe(2);
+      expect(again.stderr).toContain('KEY_ALREADY_EXPORTED');
+      expect(fs.readFileSync(path.join(dataDir, 'keys', 'audit-keys'), 'utf8')).not.toContain('rootKey');
 
-    const exportFile = path.join(base, 'export.jsonl');
-    const exportRun = runCli(['--data-dir', dataDir, 'audit', 'export', '--format', 'jsonl', '--out', exportFile]);
-    expect(exportRun.status, exportRun.stderr).toBe(0);
-    const k0 = keys.map((key) => key.verificationKey).join(',');
-    // Offline: the data directory is gone; only the export and K0 remain.
-    const elsewhere = path.join(base, 'no-data-here');
-    const offline = runCli(['--data-dir', elsewhere, '--json', 'audit', 'verify', '--file', exportFile, '--verification-key', k0]);
-    expect(offline.status, offline.stdout + offline.stderr).toBe(0);
-    expect(offline.json<VerifyReport>()).toMatchObject({ ok: true, macsUnchecked: 0, warnings: [] });
-    expect(fs.existsSync(elsewhere)).toBe(false);
+      const exportFile = path.join(base, 'export.jsonl');
+      const exportRun = runCli(['--data-dir', dataDir, 'audit', 'export', '--format', 'jsonl', '--out', exportFile]);
+      expect(exportRun.status, exportRun.stderr).toBe(0);
+      const k0 = keys.map((key) => key.verificationKey).join(',');
+      // Offline: the data directory is gone; only the export and K0 remain.
+      const elsewhere = path.join(base, 'no-data-here');
+      const offline = runCli(['--data-dir', elsewhere, '--json', 'audit', 'verify', '--file', exportFile, '--verification-key', k0]);
+      expect(offline.status, offline.stdout + offline.stderr).toBe(0);
+      expect(offline.json<VerifyReport>()).toMatchObject({ ok: true, macsUnchecked: 0, warnings: [] });
+      expect(fs.existsSync(elsewhere)).toBe(false);
 
-    const lines = fs.readFileSync(exportFile, 'utf8').trim().split('\n');
-    const forged = lines.map((line) => line.replace('how we deploy', 'how we do not deploy'));
-    fs.writeFileSync(exportFile, `${forged.join('\n')}\n`);
-    const tampered = runCli(['--json', 'audit', 'verify', '--file', exportFile, '--verification-key', k0]);
-    expect(tampered.status).toBe(1);
-    expect(tampered.json<VerifyReport>().problem?.code).toBe('EDITED');
+      const lines = fs.readFileSync(exportFile, 'utf8').trim().split('\n');
+      const forged = lines.map((line) => line.replace('how we deploy', 'how we do not deploy'));
+      fs.writeFileSync(exportFile, `${forged.join('\n')}\n`);
+      const tampered = runCli(['--json', 'audit', 'verify', '--file', exportFile, '--verification-key', k0]);
+      expect(tampered.status).toBe(1);
+      expect(tampered.json<VerifyReport>().problem?.code).toBe('EDITED');
 
-    const wrongKey = runCli(['--json', 'audit', 'verify', '--file', exportFile, '--verification-key', keys[1]!.verificationKey]);
-    expect(wrongKey.json<VerifyReport>().problem?.code).toBe('UNKNOWN_KEY');
+      const wrongKey = runCli(['--json', 'audit', 'verify', '--file', exportFile, '--verification-key', keys[1]!.verificationKey]);
+      expect(wrongKey.json<VerifyReport>().problem?.code).toBe('UNKNOWN_KEY');
 
-    const shown = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'write-1', '--action', 'step.executed']);
-    const entries = shown.json<{ action: string; stepId: string; args: unknown }[]>();
-    expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ action: 'step.executed', stepId: 'write-1' });
+      const shown = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'write-1', '--action', 'step.executed']);
+      const entries = shown.json<{ action: string; stepId: string; args: unknown }[]>();
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({ action: 'step.executed', stepId: 'write-1' });
 
-    const proposedRecord = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'write-1', '--action', 'step.proposed']).json<{ args: { args: { content: string } } }[]>();
-    const storedContent = proposedRecord[0]!.args.args.content;
-    expect(storedContent).toMatch(/^hmac-sha256:[0-9a-f]{32}:[0-9a-f]{64}$/);
-    const hashed = runCli(['--data-dir', dataDir, '--json', 'audit', 'hash', 'api_key=sk-abcdefghijklmnopqrstuvwx']).json<{ digest: string; seqs: number[] }>();
-    const proposedSeq = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'write-1', '--action', 'step.proposed']).json<{ seq: number }[]>()[0]!.seq;
-    expect(hashed.seqs).toContain(proposedSeq);
-    expect(runCli(['--data-dir', dataDir, '--json', 'audit', 'hash', 'something else']).json<{ seqs: number[] }>().seqs).toEqual([]);
+      const proposedRecord = runCli([
+        '--data-dir',
+        dataDir,
+        '--json',
+        'audit',
+        'show',
+        '--step',
+        'write-1',
+        '--action',
+        'step.proposed',
+      ]).json<{ args: { args: { content: string } } }[]>();
+      const storedContent = proposedRecord[0]!.args.args.content;
+      expect(storedContent).toMatch(/^hmac-sha256:[0-9a-f]{32}:[0-9a-f]{64}$/);
+      const hashed = runCli(['--data-dir', dataDir, '--json', 'audit', 'hash', 'api_key=sk-abcdefghijklmnopqrstuvwx']).json<{
+        digest: string;
+        seqs: number[];
+      }>();
+      const proposedSeq = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'write-1', '--action', 'step.proposed']).json<
+        { seq: number }[]
+      >()[0]!.seq;
+      expect(hashed.seqs).toContain(proposedSeq);
+      expect(runCli(['--data-dir', dataDir, '--json', 'audit', 'hash', 'something else']).json<{ seqs: number[] }>().seqs).toEqual([]);
 
-    expect(runCli(['--data-dir', dataDir, 'audit', 'verify']).status).toBe(0);
-    expect(runCli(['--data-dir', dataDir, 'audit', 'show', '--since', 'yesterday']).status).toBe(2);
-  });
+      expect(runCli(['--data-dir', dataDir, 'audit', 'verify']).status).toBe(0);
+      expect(runCli(['--data-dir', dataDir, 'audit', 'show', '--since', 'yesterday']).status).toBe(2);
+    },
+  );
 
   it('audit show --channel and --user list exactly the records whose signed body names that channel or user, across pages', () => {
     const { dataDir } = tempSetup();
     buildMixedLog(dataDir, 2_600);
-    const shown = (args: string[]) => runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--limit', '5000', ...args]).json<{ seq: number; userId: { user: string; channel: string } }[]>();
+    const shown = (args: string[]) =>
+      runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--limit', '5000', ...args]).json<
+        { seq: number; userId: { user: string; channel: string } }[]
+      >();
     const all = shown([]);
     const mcp = shown(['--channel', 'mcp']);
     // More than one page of 1,000: the CLI follows the cursor.
@@ -133,12 +165,16 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     const { dataDir } = tempSetup();
     buildMixedLog(dataDir, 9_000);
     // script(1) (util-linux, in every Debian) gives the command a real pseudo-terminal; stdout and stderr both arrive here.
-    const command = [process.execPath, CLI, '--data-dir', dataDir, 'audit', 'verify', '--workers', '1'].map((part) => `'${part}'`).join(' ');
+    const command = [process.execPath, CLI, '--data-dir', dataDir, 'audit', 'verify', '--workers', '1']
+      .map((part) => `'${part}'`)
+      .join(' ');
     const run = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stderr).toBe(0);
     const total = 9_001;
     expect(run.stdout).toContain(`\rverifying… checked 4,096 of ${total.toLocaleString('en-US')} records (45%)`);
-    expect(run.stdout).toContain(`\rverifying… checked ${total.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (100%)`);
+    expect(run.stdout).toContain(
+      `\rverifying… checked ${total.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} records (100%)`,
+    );
     expect(run.stdout).toMatch(/audit log intact: 9001 records/);
   });
 });

@@ -32,7 +32,8 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
   let proof: RecordProofFile;
   // Shared by the whole block (one log, one proof): removed after it, not after each test.
   const work = tempDir('executor-proof-', suiteTeardown());
-  const verify = (file: string, key: string, json = true) => runCli([...(json ? ['--json'] : []), 'audit', 'verify-proof', file, '--key', key]);
+  const verify = (file: string, key: string, json = true) =>
+    runCli([...(json ? ['--json'] : []), 'audit', 'verify-proof', file, '--key', key]);
   const withProof = (name: string, edit: (copy: RecordProofFile) => void): string => {
     const copy = JSON.parse(JSON.stringify(proof)) as RecordProofFile;
     edit(copy);
@@ -56,7 +57,11 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
     expect(proof.inclusion.leafIndex).toBe(1233);
     // The newest checkpoint covering it: the shutdown checkpoint at the head (2,500 notes + start, stop, key record).
     expect(proof.inclusion.treeSize).toBeGreaterThan(2500);
-    expect(proof.note).toMatch(new RegExp(`^executor\\.audit/${keys.logId}\\n${proof.inclusion.treeSize}\\n[A-Za-z0-9+/]{43}=\\n\\n— executor\\.audit/${keys.logId} `));
+    expect(proof.note).toMatch(
+      new RegExp(
+        `^executor\\.audit/${keys.logId}\\n${proof.inclusion.treeSize}\\n[A-Za-z0-9+/]{43}=\\n\\n— executor\\.audit/${keys.logId} `,
+      ),
+    );
     expect(fs.statSync(proofFile).mode & 0o777).toBe(0o600);
 
     const text = verify(proofFile, keys.epk, false);
@@ -86,7 +91,11 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
 
     const dir = buildAuditLog({ records: 5 }).dataDir;
     withAuditLog(dir, (db, log) => appendNotes(db, log, 3, 'unsealed'));
-    const head = (new Database(path.join(dir, DATABASE_FILE), { readonly: true }).prepare('SELECT max(seq) AS head FROM audit_records').get() as { head: number }).head;
+    const head = (
+      new Database(path.join(dir, DATABASE_FILE), { readonly: true }).prepare('SELECT max(seq) AS head FROM audit_records').get() as {
+        head: number;
+      }
+    ).head;
     const unsealed = runCli(['--data-dir', dir, 'audit', 'prove', String(head)]);
     expect(unsealed.status).toBe(2);
     expect(unsealed.stderr).toContain(`Record ${head} is newer than the last checkpoint`);
@@ -126,8 +135,20 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
         },
         'BAD_SIGNATURE',
       ],
-      ['checkpoint body', (copy) => void (copy.checkpoint.body = copy.checkpoint.body.replace('"reason":"shutdown"', '"reason":"heartbeat"')), 'BAD_SIGNATURE'],
-      ['checkpoint body seq', (copy) => void (copy.checkpoint.body = copy.checkpoint.body.replace(`"seq":${copy.inclusion.treeSize}`, `"seq":${copy.inclusion.treeSize - 1}`)), 'MISMATCH'],
+      [
+        'checkpoint body',
+        (copy) => void (copy.checkpoint.body = copy.checkpoint.body.replace('"reason":"shutdown"', '"reason":"heartbeat"')),
+        'BAD_SIGNATURE',
+      ],
+      [
+        'checkpoint body seq',
+        (copy) =>
+          void (copy.checkpoint.body = copy.checkpoint.body.replace(
+            `"seq":${copy.inclusion.treeSize}`,
+            `"seq":${copy.inclusion.treeSize - 1}`,
+          )),
+        'MISMATCH',
+      ],
       ['checkpoint sig', (copy) => void (copy.checkpoint.sig = flipHex(copy.checkpoint.sig, 10)), 'BAD_SIGNATURE'],
       ['format', (copy) => void ((copy as { format: string }).format = 'something-else'), 'MALFORMED'],
       ['note removed', (copy) => void ((copy as { note?: string }).note = undefined), 'MALFORMED'],
@@ -159,7 +180,10 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
       expect(result.status, `${name}: ${result.stdout}${result.stderr}`).toBe(1);
       expect(result.json<ProofReport>().problem?.code, name).toBe('MALFORMED');
     }
-    const wrongLeaf = verify(withProof('wrong-leaf', (copy) => void (copy.inclusion.leafIndex = 1234)), keys.epk);
+    const wrongLeaf = verify(
+      withProof('wrong-leaf', (copy) => void (copy.inclusion.leafIndex = 1234)),
+      keys.epk,
+    );
     const message = wrongLeaf.json<ProofReport>().problem?.message ?? '';
     expect(message).toContain('the record body is seq 1234, so its leaf is 1233');
     expect(message).toContain('the inclusion proof is for leaf 1234 (seq 1235)');
@@ -180,10 +204,13 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
     fs.writeFileSync(big, JSON.stringify({ ...proof, padding: 'x'.repeat(1024 * 1024) }));
     const tooBig = verify(big, keys.epk);
     expect(tooBig.status, tooBig.stdout).toBe(1);
-    expect(tooBig.json<ProofReport>().problem).toMatchObject({ code: 'MALFORMED', message: expect.stringMatching(/larger than 1048576 bytes/) });
+    expect(tooBig.json<ProofReport>().problem).toMatchObject({
+      code: 'MALFORMED',
+      message: expect.stringMatching(/larger than 1048576 bytes/),
+    });
   });
 
-  it('another log\'s key does not vouch for this proof; bad usage exits 2', () => {
+  it("another log's key does not vouch for this proof; bad usage exits 2", () => {
     const other = publicKeyOf(buildAuditLog({ records: 1 }).dataDir);
     const foreign = verify(proofFile, other.epk);
     expect(foreign.status).toBe(1);
@@ -204,12 +231,24 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
     const cosigner = parseSignerKey(witness.skey, { cosigner: true });
     const db = new Database(path.join(dataDir, DATABASE_FILE));
     // The witness part's table (its own migration); made here when this branch runs without it.
-    db.exec('CREATE TABLE IF NOT EXISTS audit_cosignatures (witness TEXT NOT NULL, size INTEGER NOT NULL, root_hash BLOB NOT NULL, signature TEXT, cosigned_at INTEGER NOT NULL, note TEXT NOT NULL, PRIMARY KEY (witness, size))');
-    const stored = db.prepare('SELECT size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as { size: number; note: string };
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS audit_cosignatures (witness TEXT NOT NULL, size INTEGER NOT NULL, root_hash BLOB NOT NULL, signature TEXT, cosigned_at INTEGER NOT NULL, note TEXT NOT NULL, PRIMARY KEY (witness, size))',
+    );
+    const stored = db.prepare('SELECT size, note FROM audit_checkpoint_notes ORDER BY cp_seq DESC LIMIT 1').get() as {
+      size: number;
+      note: string;
+    };
     const { text } = parseNote(stored.note);
     const cosigned = signNote(text, [cosigner], parseNote(stored.note).signatures);
     const line = cosigned.trimEnd().split('\n').pop()!;
-    db.prepare('INSERT INTO audit_cosignatures (witness, size, root_hash, signature, cosigned_at, note) VALUES (?, ?, ?, ?, ?, ?)').run('w1', stored.size, Buffer.alloc(32), line, 1, stored.note);
+    db.prepare('INSERT INTO audit_cosignatures (witness, size, root_hash, signature, cosigned_at, note) VALUES (?, ?, ?, ?, ?, ?)').run(
+      'w1',
+      stored.size,
+      Buffer.alloc(32),
+      line,
+      1,
+      stored.note,
+    );
     db.close();
 
     const file = path.join(work, 'cosigned.json');
@@ -219,7 +258,9 @@ describe('executor audit prove / verify-proof', { timeout: 300_000 }, () => {
 
     const withoutWitnessKey = verify(file, keys.epk);
     expect(withoutWitnessKey.status).toBe(0);
-    expect(withoutWitnessKey.json<ProofReport>().uncheckedSignatures).toEqual([expect.stringMatching(/^witness\.example\/w1\+[0-9a-f]{8}$/)]);
+    expect(withoutWitnessKey.json<ProofReport>().uncheckedSignatures).toEqual([
+      expect.stringMatching(/^witness\.example\/w1\+[0-9a-f]{8}$/),
+    ]);
 
     const checked = verify(file, `${keys.epk},${witness.vkey}`, false);
     expect(checked.status, checked.stdout).toBe(0);

@@ -14,7 +14,10 @@ function issueCases(base: string, workspace: string): { file: string; place: Reg
   const deep = path.join(base, 'deep.json');
   fs.writeFileSync(deep, `{"steps": ${deepArrays(5000)}}`);
   const confidence = path.join(base, 'confidence.json');
-  fs.writeFileSync(confidence, `{"steps":[{"action":"writeFile","args":{"path":${JSON.stringify(path.join(workspace, 'a.txt'))},"content":"x"},"meta":{"confidence":1e400}}]}`);
+  fs.writeFileSync(
+    confidence,
+    `{"steps":[{"action":"writeFile","args":{"path":${JSON.stringify(path.join(workspace, 'a.txt'))},"content":"x"},"meta":{"confidence":1e400}}]}`,
+  );
   return [
     { file: deep, place: /INVALID_PLAN: .*steps(\[0\]){31} is nested deeper than 32 levels/ },
     { file: confidence, place: /INVALID_PLAN: .*steps\[0\]\.meta\.confidence is Infinity/ },
@@ -76,7 +79,10 @@ describe('executor propose with a plan file over the limits', () => {
     expect(storedRows(dataDir)).toEqual(before);
 
     const fine = path.join(base, 'fine.json');
-    fs.writeFileSync(fine, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'fine.txt'), content: 'fine\n' } }] }));
+    fs.writeFileSync(
+      fine,
+      JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'fine.txt'), content: 'fine\n' } }] }),
+    );
     const result = await runCliAsync(['--data-dir', dataDir, '--json', 'propose', fine]);
     // Exit status 1 says only that not every step executed yet: this one waits for the person.
     expect(result.json<{ status: string }[]>()).toEqual([expect.objectContaining({ status: 'awaiting_consent' })]);

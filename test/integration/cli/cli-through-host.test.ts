@@ -12,7 +12,10 @@ describe('the CLI with a host running', () => {
     const serve = await startServe(dataDir);
     expect(serve.info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#token=[A-Za-z0-9_-]{40,}$/);
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }),
+    );
 
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
     expect(proposed.stderr).toBe('');
@@ -20,7 +23,9 @@ describe('the CLI with a host running', () => {
     const approved = runCli(['--data-dir', dataDir, '--json', 'approve', 'one', '--preview-hash', shownPreviewHash(dataDir, 'one')]);
     expect(approved.json<{ status: string }>().status).toBe('executed');
     // The host's audit trail names the CLI channel for the approval.
-    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<{ action: string; userId: { channel: string } }[]>();
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'one']).json<
+      { action: string; userId: { channel: string } }[]
+    >();
     expect(audit.find((entry) => entry.action === 'step.approved')?.userId.channel).toBe('cli');
 
     // A fresh browser URL from the running host; it opens the page.
@@ -42,12 +47,19 @@ describe('the CLI with a host running', () => {
     const { dataDir, workspace, base } = tempSetup();
     const serve = await startServe(dataDir);
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'w1', action: 'writeFile', args: { path: path.join(workspace, 'w.txt'), content: 'y' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'w1', action: 'writeFile', args: { path: path.join(workspace, 'w.txt'), content: 'y' } }] }),
+    );
     const waited = runCli(['--data-dir', dataDir, 'propose', '--wait', planFile], { timeoutMs: 30_000 });
     expect(waited.status).toBe(1);
     expect(waited.stderr).toContain('1 step waits for your decision in the window');
     expect(waited.stderr).toContain('w1');
-    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'w1', '--preview-hash', shownPreviewHash(dataDir, 'w1')]).json<{ status: string }>().status).toBe('executed');
+    expect(
+      runCli(['--data-dir', dataDir, '--json', 'approve', 'w1', '--preview-hash', shownPreviewHash(dataDir, 'w1')]).json<{
+        status: string;
+      }>().status,
+    ).toBe('executed');
     expect(fs.readFileSync(path.join(workspace, 'w.txt'), 'utf8')).toBe('y');
     await serve.stop();
   });
@@ -56,14 +68,19 @@ describe('the CLI with a host running', () => {
     const { dataDir, workspace, base } = tempSetup();
     const serve = await startServe(dataDir);
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'd1', action: 'writeFile', args: { path: path.join(workspace, 'd.txt'), content: 'z' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'd1', action: 'writeFile', args: { path: path.join(workspace, 'd.txt'), content: 'z' } }] }),
+    );
     // A host that is there (its socket accepts) but never answers.
     serve.child.kill('SIGSTOP');
     try {
       // With --wait and without it (then --timeout bounds the wait for the previews): the same promise.
       for (const wait of [['--wait'], []]) {
         const startedAt = Date.now();
-        const waiter = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'propose', ...wait, '--timeout', '2', planFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const waiter = spawn(process.execPath, [CLI, '--data-dir', dataDir, 'propose', ...wait, '--timeout', '2', planFile], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let err = '';
         waiter.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
         const code = await new Promise<number | null>((resolve) => waiter.once('exit', resolve));

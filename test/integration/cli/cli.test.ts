@@ -25,7 +25,11 @@ function writePlan(dir: string, plan: unknown, name = 'plan.json'): string {
 function readOnlyStep(dataDir: string, stepId: string): { previewHash: string | null } {
   const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
   try {
-    return { previewHash: (db.prepare('SELECT preview_hash AS previewHash FROM steps WHERE step_id = ?').get(stepId) as { previewHash: string | null }).previewHash };
+    return {
+      previewHash: (
+        db.prepare('SELECT preview_hash AS previewHash FROM steps WHERE step_id = ?').get(stepId) as { previewHash: string | null }
+      ).previewHash,
+    };
   } finally {
     db.close();
   }
@@ -56,7 +60,10 @@ describe('executor CLI', () => {
 
   it('proposes, shows, approves and reverts a plan as the README describes', () => {
     const { dataDir, workspace, base } = tempSetup();
-    const plan = writePlan(base, { purpose: 'greet', steps: [{ id: 'hello', action: 'writeFile', args: { path: 'hello.txt', content: 'hi\n' } }] });
+    const plan = writePlan(base, {
+      purpose: 'greet',
+      steps: [{ id: 'hello', action: 'writeFile', args: { path: 'hello.txt', content: 'hi\n' } }],
+    });
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', plan]);
     expect(proposed.status).toBe(1); // not every step executed: one waits for consent
     expect(proposed.json<Outcome[]>()).toMatchObject([{ stepId: 'hello', status: 'awaiting_consent', risk: 'MEDIUM' }]);
@@ -81,7 +88,9 @@ describe('executor CLI', () => {
 
   it('revert --dry-run shows the folders the step created and which stay; revert says what it removed and what it kept and why', () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
-    const plan = writePlan(base, { steps: [{ id: 'deep', action: 'writeFile', args: { path: 'notes/deep/a.txt', content: 'by the agent\n' } }] });
+    const plan = writePlan(base, {
+      steps: [{ id: 'deep', action: 'writeFile', args: { path: 'notes/deep/a.txt', content: 'by the agent\n' } }],
+    });
     expect(runCli(['--data-dir', dataDir, 'propose', plan]).status).toBe(0);
     // The person's own file, with a name that tries to clear the terminal.
     const theirs = 'todo\u001b[2J.md';
@@ -91,14 +100,18 @@ describe('executor CLI', () => {
     expect(dry.status).toBe(0);
     expect(dry.stdout).toContain(`${path.join(workspace, 'notes', 'deep', 'a.txt')}: will be deleted (the step created it)`);
     expect(dry.stdout).toContain(`${path.join(workspace, 'notes', 'deep')}/: will be removed`);
-    expect(dry.stdout).toMatch(new RegExp(`${path.join(workspace, 'notes')}/: will stay: it holds todo.*\\.md, which the step did not create`));
+    expect(dry.stdout).toMatch(
+      new RegExp(`${path.join(workspace, 'notes')}/: will stay: it holds todo.*\\.md, which the step did not create`),
+    );
     expect(dry.stdout).not.toContain('\u001b');
     expect(fs.existsSync(path.join(workspace, 'notes', 'deep', 'a.txt'))).toBe(true);
 
     const reverted = runCli(['--data-dir', dataDir, 'revert', 'deep']);
     expect(reverted.status).toBe(0);
     expect(reverted.stdout).toContain(`removed ${path.join(workspace, 'notes', 'deep')}/ (the step created it)`);
-    expect(reverted.stdout).toMatch(new RegExp(`kept ${path.join(workspace, 'notes')}/: it holds todo.*\\.md, which the step did not create`));
+    expect(reverted.stdout).toMatch(
+      new RegExp(`kept ${path.join(workspace, 'notes')}/: it holds todo.*\\.md, which the step did not create`),
+    );
     expect(reverted.stdout).not.toContain('\u001b');
     expect(fs.readdirSync(path.join(workspace, 'notes'))).toEqual([theirs]);
     const json = runCli(['--data-dir', dataDir, '--json', 'revert', 'deep', '--dry-run']).json<{ directories: { state: string }[] }>();
@@ -122,14 +135,21 @@ describe('executor CLI', () => {
 
     expect(runCli(['--data-dir', dataDir, 'revert', 'edit', '--force']).status).toBe(0);
     expect(fs.readFileSync(target, 'utf8')).toBe('first\n');
-    const restore = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<{ step: { id: string; meta: { purpose?: string } } }[]>().find((record) => record.step.meta.purpose?.startsWith('Forced revert of edit'))!;
+    const restore = runCli(['--data-dir', dataDir, '--json', 'steps', 'list'])
+      .json<{ step: { id: string; meta: { purpose?: string } } }[]>()
+      .find((record) => record.step.meta.purpose?.startsWith('Forced revert of edit'))!;
     expect(runCli(['--data-dir', dataDir, 'revert', restore.step.id]).status).toBe(0);
     expect(fs.readFileSync(target, 'utf8')).toBe('my own edit afterwards\n');
   });
 
   it('exits 0 when every step executed (auto-approved), reading the data dir from EXECUTOR_DATA_DIR', () => {
     const { dataDir, workspace, base } = tempSetup({ autoApprove: 'MEDIUM' });
-    const plan = writePlan(base, { steps: [{ action: 'writeFile', args: { path: 'a.txt', content: 'a' } }, { action: 'createKBEntry', args: { title: 't', content: 'c' } }] });
+    const plan = writePlan(base, {
+      steps: [
+        { action: 'writeFile', args: { path: 'a.txt', content: 'a' } },
+        { action: 'createKBEntry', args: { title: 't', content: 'c' } },
+      ],
+    });
     const result = runCli(['--json', 'propose', plan], { env: { EXECUTOR_DATA_DIR: dataDir } });
     expect(result.status).toBe(0);
     expect(result.json<Outcome[]>().map((o) => o.status)).toEqual(['executed', 'executed']);
@@ -163,7 +183,10 @@ describe('executor CLI', () => {
   it('rejects a 50 MB plan file before reading it, leaving the database unchanged', () => {
     const { dataDir, base } = tempSetup();
     const file = path.join(base, 'huge.json');
-    fs.writeFileSync(file, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x'.repeat(50 * 1024 * 1024) } }] }));
+    fs.writeFileSync(
+      file,
+      JSON.stringify({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x'.repeat(50 * 1024 * 1024) } }] }),
+    );
     const result = runCli(['--data-dir', dataDir, '--json', 'propose', file]);
     expect(result.status).toBe(2);
     expect(result.json<{ error: { code: string; message: string } }>().error).toMatchObject({ code: 'PLAN_TOO_LARGE' });
@@ -172,7 +195,9 @@ describe('executor CLI', () => {
 
   it('tells a second process the data directory is busy, naming the holder pid', async () => {
     const { dataDir } = tempSetup();
-    const holder = spawn(process.execPath, ['--import', 'tsx', path.resolve(import.meta.dirname, '../../fixtures/hold-lock.ts'), dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const holder = spawn(process.execPath, ['--import', 'tsx', path.resolve(import.meta.dirname, '../../fixtures/hold-lock.ts'), dataDir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         holder.stdout.once('data', () => resolve());
@@ -203,25 +228,64 @@ describe('executor CLI', () => {
       { stepId: 'one', status: 'awaiting_consent' },
       { stepId: 'two', status: 'awaiting_consent', blockedBy: { stepId: 'one', status: 'awaiting_consent' } },
     ]);
-    const text = runCli(['--data-dir', dataDir, 'propose', writePlan(base, { steps: [{ id: 'three', action: 'writeFile', args: { path: 'three.txt', content: '3' } }] }, 'p2.json'), '--wait'], { timeoutMs: 30_000 });
+    const text = runCli(
+      [
+        '--data-dir',
+        dataDir,
+        'propose',
+        writePlan(base, { steps: [{ id: 'three', action: 'writeFile', args: { path: 'three.txt', content: '3' } }] }, 'p2.json'),
+        '--wait',
+      ],
+      { timeoutMs: 30_000 },
+    );
     expect(text.stderr).toContain('1 step waits for your decision with `executor steps show ID`');
     expect(text.stderr).toContain(': three.');
     expect(fs.readdirSync(workspace)).toEqual([]);
     // The person decides later, from any terminal; the plan goes on from there.
-    expect(runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', readOnlyStep(dataDir, 'one').previewHash ?? 'none']).status).toBe(0);
+    expect(
+      runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', readOnlyStep(dataDir, 'one').previewHash ?? 'none']).status,
+    ).toBe(0);
     expect(runCli(['--data-dir', dataDir, 'reject', 'two', '--reason', 'not needed']).status).toBe(0);
     expect(fs.readdirSync(workspace)).toEqual(['one.txt']);
   });
 
   it('the issue scenario through the CLI: the first step fails, the approved second goes back to the person, and steps show says why', () => {
     const { dataDir, workspace, base } = tempSetup();
-    const plan = writePlan(base, { steps: [{ id: 'first', action: 'writeFile', args: { path: 'first.txt', content: '1' } }, { id: 'second', action: 'writeFile', args: { path: 'second.txt', content: '2' } }] });
+    const plan = writePlan(base, {
+      steps: [
+        { id: 'first', action: 'writeFile', args: { path: 'first.txt', content: '1' } },
+        { id: 'second', action: 'writeFile', args: { path: 'second.txt', content: '2' } },
+      ],
+    });
     expect(runCli(['--data-dir', dataDir, 'propose', plan, '--wait'], { timeoutMs: 30_000 }).status).toBe(1);
-    expect(runCli(['--data-dir', dataDir, 'approve', 'second', '--preview-hash', readOnlyStep(dataDir, 'second').previewHash ?? 'none']).status).toBe(0);
+    expect(
+      runCli(['--data-dir', dataDir, 'approve', 'second', '--preview-hash', readOnlyStep(dataDir, 'second').previewHash ?? 'none']).status,
+    ).toBe(0);
     fs.mkdirSync(path.join(workspace, 'first.txt'));
-    expect(runCli(['--data-dir', dataDir, '--json', 'approve', 'first', '--preview-hash', readOnlyStep(dataDir, 'first').previewHash ?? 'none']).json<Outcome>().status).toBe('failed');
-    const listed = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--plan', runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'first']).json<{ step: { planId: string } }>().step.planId]).json<{ step: { id: string }; status: string; blockedBy?: { stepId: string; status: string } }[]>();
-    expect(listed.find((record) => record.step.id === 'second')).toMatchObject({ status: 'awaiting_consent', blockedBy: { stepId: 'first', status: 'failed' } });
+    expect(
+      runCli([
+        '--data-dir',
+        dataDir,
+        '--json',
+        'approve',
+        'first',
+        '--preview-hash',
+        readOnlyStep(dataDir, 'first').previewHash ?? 'none',
+      ]).json<Outcome>().status,
+    ).toBe('failed');
+    const listed = runCli([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'steps',
+      'list',
+      '--plan',
+      runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'first']).json<{ step: { planId: string } }>().step.planId,
+    ]).json<{ step: { id: string }; status: string; blockedBy?: { stepId: string; status: string } }[]>();
+    expect(listed.find((record) => record.step.id === 'second')).toMatchObject({
+      status: 'awaiting_consent',
+      blockedBy: { stepId: 'first', status: 'failed' },
+    });
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'second']).stdout;
     expect(shown).toMatch(/Blocked +by step first \(failed\): Step first earlier in this plan failed/);
     expect(runCli(['--data-dir', dataDir, 'steps', 'list']).stdout).toMatch(/second +Waiting for you .*blocked by first \(failed\)/);

@@ -37,11 +37,23 @@ describe('secrets inside command lines stay out of the audit log', () => {
       JSON.stringify({
         purpose: 'talk to the services',
         steps: [
-          { id: 'curl', action: 'runCommand', args: { command: `curl -H "Authorization: Bearer ${secrets.bearer}" https://api.example.com/v1/items` } },
+          {
+            id: 'curl',
+            action: 'runCommand',
+            args: { command: `curl -H "Authorization: Bearer ${secrets.bearer}" https://api.example.com/v1/items` },
+          },
           { id: 'mysql', action: 'runCommand', args: { command: `mysql -uroot -p${secrets.mysql} shop -e 'select 1'` } },
-          { id: 'env', action: 'runCommand', args: { command: `FOO_TOKEN=${secrets.envToken} ./deploy.sh --password=${secrets.password}` } },
+          {
+            id: 'env',
+            action: 'runCommand',
+            args: { command: `FOO_TOKEN=${secrets.envToken} ./deploy.sh --password=${secrets.password}` },
+          },
           { id: 'clone', action: 'runCommand', args: { command: `git clone https://bob:${secrets.userinfo}@git.example.com/o/r.git` } },
-          { id: 'argv', action: 'runCommand', args: { argv: ['curl', '-H', `Authorization: Bearer ${secrets.argvBearer}`, 'https://api.example.com'] } },
+          {
+            id: 'argv',
+            action: 'runCommand',
+            args: { argv: ['curl', '-H', `Authorization: Bearer ${secrets.argvBearer}`, 'https://api.example.com'] },
+          },
         ],
       }),
     );

@@ -19,9 +19,16 @@ interface ProposedStep {
 }
 
 /** Proposes one plan through the real CLI, as a person would; the JSON lists every step's status and reasons. */
-async function propose(dataDir: string, planId: string, steps: { id: string; args: Record<string, unknown> }[]): Promise<Map<string, ProposedStep>> {
+async function propose(
+  dataDir: string,
+  planId: string,
+  steps: { id: string; args: Record<string, unknown> }[],
+): Promise<Map<string, ProposedStep>> {
   const planFile = path.join(tempDir(), `${planId}.json`);
-  fs.writeFileSync(planFile, JSON.stringify({ planId, steps: steps.map((step) => ({ id: step.id, action: 'runCommand', args: step.args })) }));
+  fs.writeFileSync(
+    planFile,
+    JSON.stringify({ planId, steps: steps.map((step) => ({ id: step.id, action: 'runCommand', args: step.args })) }),
+  );
   const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
   if (!Array.isArray(proposed.json())) throw new Error(`propose answered ${proposed.stdout} ${proposed.stderr}`);
   return new Map(proposed.json<ProposedStep[]>().map((step) => [step.stepId, step]));
@@ -60,12 +67,30 @@ const EXAMPLES: { args: Record<string, unknown>; expected: 'denied' | 'awaiting_
   { args: { command: 'mkdir -p hooks && cp evil.sh hooks/a && chmod +x hooks/a && run-parts hooks' }, expected: 'awaiting_consent' },
   { args: { argv: ['linux32', 'rm', 'victim.txt'] }, expected: 'denied' },
   // Review 2, finding 2: PATH written without a plain `PATH=`.
-  { args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && for PATH in .; do lint victim.txt; done" }, expected: 'awaiting_consent' },
-  { args: { command: "mkdir 0 && printf '#!/bin/rm\\n' > 0/lint && chmod +x 0/lint && : $((PATH=0)) && lint victim.txt" }, expected: 'awaiting_consent' },
-  { args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && export 'PATH=.' && lint victim.txt" }, expected: 'awaiting_consent' },
-  { args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && x=PATH; export $x=. && lint victim.txt" }, expected: 'awaiting_consent' },
-  { args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && x=PATH=. && : $((x)) && lint victim.txt" }, expected: 'awaiting_consent' },
-  { args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && : ${PATH:=.} && read PATH <<< . && lint victim.txt" }, expected: 'awaiting_consent' },
+  {
+    args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && for PATH in .; do lint victim.txt; done" },
+    expected: 'awaiting_consent',
+  },
+  {
+    args: { command: "mkdir 0 && printf '#!/bin/rm\\n' > 0/lint && chmod +x 0/lint && : $((PATH=0)) && lint victim.txt" },
+    expected: 'awaiting_consent',
+  },
+  {
+    args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && export 'PATH=.' && lint victim.txt" },
+    expected: 'awaiting_consent',
+  },
+  {
+    args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && x=PATH; export $x=. && lint victim.txt" },
+    expected: 'awaiting_consent',
+  },
+  {
+    args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && x=PATH=. && : $((x)) && lint victim.txt" },
+    expected: 'awaiting_consent',
+  },
+  {
+    args: { command: "printf '#!/bin/rm\\n' > lint && chmod +x lint && : ${PATH:=.} && read PATH <<< . && lint victim.txt" },
+    expected: 'awaiting_consent',
+  },
   // Review 2, finding 3: `-v` after the program is the program's own option.
   { args: { command: 'command rm -v victim.txt' }, expected: 'denied' },
   { args: { command: "echo 'rm victim.txt' | sh -v" }, expected: 'awaiting_consent' },
@@ -87,7 +112,11 @@ describe.skipIf(!hasDocker)('the command policy end to end: real CLI, real Docke
 
     // Each step is weighed on its own when the plan is proposed. The ones that must wait come first: a
     // denied step earlier in a plan would itself send later auto-approved steps back to the person.
-    const order = EXAMPLES.map((example, index) => ({ id: `example-${index}`, args: example.args, waits: example.expected === 'awaiting_consent' }));
+    const order = EXAMPLES.map((example, index) => ({
+      id: `example-${index}`,
+      args: example.args,
+      waits: example.expected === 'awaiting_consent',
+    }));
     const proposed = await propose(dataDir, 'attacks', [...order.filter((step) => step.waits), ...order.filter((step) => !step.waits)]);
     EXAMPLES.forEach((example, index) => {
       const step = proposed.get(`example-${index}`)!;
@@ -103,7 +132,10 @@ describe.skipIf(!hasDocker)('the command policy end to end: real CLI, real Docke
   }, 600_000);
 
   it('with commands.allow naming only harmless programs and some program starters, no line runs rm', async () => {
-    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', commands: { allow: ['ls', 'cat', 'nc', 'linux64', 'command', 'printf', 'chmod'], deny: [] } });
+    const { dataDir, workspace } = tempSetup({
+      autoApprove: 'HIGH',
+      commands: { allow: ['ls', 'cat', 'nc', 'linux64', 'command', 'printf', 'chmod'], deny: [] },
+    });
     fs.writeFileSync(path.join(workspace, 'victim.txt'), 'still here\n');
     const proposed = await propose(dataDir, 'allowed', [
       { id: 'linux64', args: { command: 'linux64 rm victim.txt' } },
@@ -116,10 +148,24 @@ describe.skipIf(!hasDocker)('the command policy end to end: real CLI, real Docke
   }, 600_000);
 
   it('every busybox applet and program of the real sandbox image is classified', () => {
-    const listed = spawnSync('docker', ['run', '--rm', '--network', 'none', '--entrypoint', '/bin/sh', sandboxImageTag(), '-c', 'busybox --list; for d in /bin /usr/bin /sbin /usr/sbin /usr/local/bin /usr/local/sbin; do ls "$d" 2>/dev/null; done; true'], {
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const listed = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--entrypoint',
+        '/bin/sh',
+        sandboxImageTag(),
+        '-c',
+        'busybox --list; for d in /bin /usr/bin /sbin /usr/sbin /usr/local/bin /usr/local/sbin; do ls "$d" 2>/dev/null; done; true',
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     expect(listed.status, listed.stderr).toBe(0);
     const names = [...new Set(listed.stdout.split('\n').filter(Boolean))];
     expect(names).toContain('linux32');
@@ -134,7 +180,13 @@ describe.skipIf(!hasDocker)('the command policy end to end: real CLI, real Docke
     const base = JSON.parse(fs.readFileSync(policyFile, 'utf8'));
     // A policy file that carries a rule for a program starter is refused as a whole, with the reason.
     for (const prefix of [['timeout', '60'], ['nice'], ['linux32'], ['busybox', 'linux64']]) {
-      fs.writeFileSync(policyFile, JSON.stringify({ ...base, remembered: [{ id: 'starter', kind: 'command', prefix, root: workspace, maxRisk: 'HIGH', createdAt: at }] }));
+      fs.writeFileSync(
+        policyFile,
+        JSON.stringify({
+          ...base,
+          remembered: [{ id: 'starter', kind: 'command', prefix, root: workspace, maxRisk: 'HIGH', createdAt: at }],
+        }),
+      );
       const refused = await runCliAsync(['--data-dir', dataDir, 'steps', 'list']);
       expect(refused.stdout + refused.stderr, prefix.join(' ')).toContain(`A command rule cannot start with "${prefix[0]}"`);
     }

@@ -44,8 +44,14 @@ function copyProject(teardown?: Teardown): Copy {
     root,
     bin,
     run: (args, { env, nodeArgs = [], timeoutMs = 90_000 } = {}) =>
-      spawnSync(process.execPath, [...nodeArgs, bin, ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: timeoutMs }),
-    build: () => spawnSync(process.execPath, [path.join(root, 'scripts', 'build-cli.js')], { cwd: root, encoding: 'utf8', timeout: 90_000 }),
+      spawnSync(process.execPath, [...nodeArgs, bin, ...args], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+        timeout: timeoutMs,
+      }),
+    build: () =>
+      spawnSync(process.execPath, [path.join(root, 'scripts', 'build-cli.js')], { cwd: root, encoding: 'utf8', timeout: 90_000 }),
     removeTsx: () => fs.rmSync(path.join(root, 'node_modules', 'tsx')),
     markDist: () => {
       const main = path.join(root, 'dist', 'cli', 'main.js');
@@ -75,7 +81,10 @@ describe('bin/executor.js and the compiled CLI', () => {
 
     // An edit in src/: the compiled main.js (marked) must not run; the edited source must.
     const mainSource = path.join(copy.root, 'src', 'cli', 'main.ts');
-    fs.writeFileSync(mainSource, fs.readFileSync(mainSource, 'utf8').replace("description('Stands between", "description('EDITED IN SRC. Stands between"));
+    fs.writeFileSync(
+      mainSource,
+      fs.readFileSync(mainSource, 'utf8').replace("description('Stands between", "description('EDITED IN SRC. Stands between"),
+    );
     const stale = copy.run(['--help']);
     expect(stale.status).toBe(0);
     expect(stale.stderr).not.toContain(MARKER);
@@ -145,7 +154,10 @@ describe('bin/executor.js and the compiled CLI', () => {
   it('three builds at once leave one whole dist/ that runs, and no staging directories', async () => {
     const copy = copyProject();
     const builds = Array.from({ length: 3 }, () => {
-      const child = spawn(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js')], { cwd: copy.root, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js')], {
+        cwd: copy.root,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       return new Promise<{ code: number | null; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
@@ -191,7 +203,10 @@ describe('bin/executor.js and the compiled CLI', () => {
     expect(fs.readFileSync(path.join(copy.root, 'dist', 'build-stamp.json'), 'utf8')).toBe(stampBefore);
     expect(fs.readdirSync(copy.root).filter((name) => name.startsWith('.dist-build-'))).toEqual([]);
     // As `prepare` runs it: the install goes on, and says why there is no fresh build.
-    const prepared = spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js'), '--if-possible'], { cwd: copy.root, encoding: 'utf8' });
+    const prepared = spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js'), '--if-possible'], {
+      cwd: copy.root,
+      encoding: 'utf8',
+    });
     expect(prepared.status).toBe(0);
     expect(prepared.stderr).toMatch(/build:cli: skipped .*tsx/);
   });
@@ -199,11 +214,16 @@ describe('bin/executor.js and the compiled CLI', () => {
   it('as `prepare`, skips with a reason instead of failing the install when the compiler cannot be found (tsx, which brings esbuild, missing)', () => {
     const copy = copyProject();
     copy.removeTsx();
-    const prepared = spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js'), '--if-possible'], { cwd: copy.root, encoding: 'utf8' });
+    const prepared = spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js'), '--if-possible'], {
+      cwd: copy.root,
+      encoding: 'utf8',
+    });
     expect(prepared.status).toBe(0);
     expect(prepared.stderr).toMatch(/build:cli: skipped \(.*tsx/);
     expect(fs.existsSync(path.join(copy.root, 'dist', 'build-stamp.json'))).toBe(false);
-    expect(spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js')], { cwd: copy.root, encoding: 'utf8' }).status).toBe(1);
+    expect(
+      spawnSync(process.execPath, [path.join(copy.root, 'scripts', 'build-cli.js')], { cwd: copy.root, encoding: 'utf8' }).status,
+    ).toBe(1);
   });
 });
 
@@ -289,7 +309,10 @@ describe('the compiled CLI without tsx', () => {
 
   it('serves, and a CLI proposal goes through the running host', async () => {
     const { dir, dataDir, workspace } = setup();
-    const serve = spawn(process.execPath, [copy.bin, '--data-dir', dataDir, '--json', 'serve'], { cwd: copy.root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const serve = spawn(process.execPath, [copy.bin, '--data-dir', dataDir, '--json', 'serve'], {
+      cwd: copy.root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         let out = '';
@@ -302,7 +325,10 @@ describe('the compiled CLI without tsx', () => {
         serve.once('exit', (code) => reject(new Error(`serve exited (${code}): ${err}`)));
       });
       const plan = path.join(dir, 'plan.json');
-      fs.writeFileSync(plan, JSON.stringify({ steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }));
+      fs.writeFileSync(
+        plan,
+        JSON.stringify({ steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }),
+      );
       const proposed = copy.run(['--data-dir', dataDir, '--json', 'propose', plan]);
       expect(proposed.stderr).toBe('');
       expect(proposed.status).toBe(1);
@@ -353,7 +379,9 @@ describe('what the compiled CLI loads', () => {
     const log = path.join(copy.root, `load-${(runs += 1)}.log`);
     const result = copy.run(args, { nodeArgs: ['--import', path.join(copy.root, 'load-log.mjs')], env: { EXECUTOR_TEST_LOAD_LOG: log } });
     const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
-    const packages = new Set(urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter((name): name is string => name !== undefined));
+    const packages = new Set(
+      urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter((name): name is string => name !== undefined),
+    );
     const ours = urls.map((url) => /\/dist\/(.+)$/.exec(url)?.[1]).filter((file): file is string => file !== undefined);
     return { status: result.status, stdout: result.stdout, packages, ours };
   }
@@ -366,7 +394,23 @@ describe('what the compiled CLI loads', () => {
       const name = prefix.join(' ') || '(none)';
       expect(loaded.status, name).toBe(0);
       expect([...loaded.packages], name).toEqual(['commander']);
-      expect(loaded.ours.filter((file) => !/^(cli|domain)\//.test(file) && !['store/data-dir.js', 'audit/keys/key-store.js', 'fs/atomic-write.js', 'fs/created-directories.js', 'fs/file-modes.js', 'fs/free-space.js', 'store/storage-errors.js', 'mcp/host-link.js'].includes(file)), name).toEqual([]);
+      expect(
+        loaded.ours.filter(
+          (file) =>
+            !/^(cli|domain)\//.test(file) &&
+            ![
+              'store/data-dir.js',
+              'audit/keys/key-store.js',
+              'fs/atomic-write.js',
+              'fs/created-directories.js',
+              'fs/file-modes.js',
+              'fs/free-space.js',
+              'store/storage-errors.js',
+              'mcp/host-link.js',
+            ].includes(file),
+        ),
+        name,
+      ).toEqual([]);
       checked.push(prefix.join(' '));
       const commands = loaded.stdout.split('\n\nCommands:\n')[1] ?? '';
       for (const [, sub] of commands.matchAll(/^ {2}([a-z][\w-]*)/gm)) if (sub !== 'help') walk([...prefix, sub!]);
@@ -383,7 +427,10 @@ describe('what the compiled CLI loads', () => {
     fs.mkdirSync(dataDir);
     fs.mkdirSync(workspace);
     fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
-    const serve = spawn(process.execPath, [copy.bin, '--data-dir', dataDir, '--json', 'serve'], { cwd: copy.root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const serve = spawn(process.execPath, [copy.bin, '--data-dir', dataDir, '--json', 'serve'], {
+      cwd: copy.root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         let out = '';
@@ -394,16 +441,34 @@ describe('what the compiled CLI loads', () => {
         serve.once('exit', (code) => reject(new Error(`serve exited (${code})`)));
       });
       const plan = path.join(dir, 'plan.json');
-      fs.writeFileSync(plan, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }));
+      fs.writeFileSync(
+        plan,
+        JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'f.txt'), content: 'x' } }] }),
+      );
       for (const output of [['--json'], []]) {
         const loaded = loads(['--data-dir', dataDir, ...output, 'propose', plan]);
         expect(loaded.stdout).toMatch(/awaiting_consent|evaluated|Waiting for you|Evaluated/);
         // The client: commander, the zod schemas of the wire, picomatch (step summaries name paths).
-        for (const heavy of ['dockerode', 'diff', '@modelcontextprotocol/sdk', 'better-sqlite3', 'web-tree-sitter', 'ws', 'tsx', 'esbuild']) {
+        for (const heavy of [
+          'dockerode',
+          'diff',
+          '@modelcontextprotocol/sdk',
+          'better-sqlite3',
+          'web-tree-sitter',
+          'ws',
+          'tsx',
+          'esbuild',
+        ]) {
           expect(loaded.packages.has(heavy), heavy).toBe(false);
         }
         expect(loaded.ours).toContain('ipc/transports/socket-transport.js');
-        expect(loaded.ours.filter((file) => /^(executor\/|store\/database|ipc\/(host\/|server\/(server|handlers|dispatch)\.js|transports\/web-server\.js)|mcp\/mcp-server)/.test(file))).toEqual([]);
+        expect(
+          loaded.ours.filter((file) =>
+            /^(executor\/|store\/database|ipc\/(host\/|server\/(server|handlers|dispatch)\.js|transports\/web-server\.js)|mcp\/mcp-server)/.test(
+              file,
+            ),
+          ),
+        ).toEqual([]);
       }
     } finally {
       const exited = new Promise((resolve) => serve.once('exit', resolve));

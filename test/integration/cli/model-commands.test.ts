@@ -37,7 +37,10 @@ describe('executor model', { timeout: 300_000 }, () => {
     expect(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).not.toContain(KEY);
 
     const shown = cli(['--json', 'model', 'show']);
-    expect(shown.json()).toMatchObject({ settings: { provider: 'openai', model: 'llama3.1', baseUrl: server.baseUrl }, keySet: { openai: true, anthropic: false } });
+    expect(shown.json()).toMatchObject({
+      settings: { provider: 'openai', model: 'llama3.1', baseUrl: server.baseUrl },
+      keySet: { openai: true, anthropic: false },
+    });
     expect(shown.stdout).not.toContain(KEY);
 
     // Changing one field keeps the others.

@@ -40,7 +40,13 @@ async function mixedPlan() {
   await executor.whenPreparationsIdle();
   for (const id of ['write', 'code-ok', 'code-failed']) await executor.approve(id, person);
   await executor.reject('refused', person, 'not this one');
-  expect(['write', 'code-ok', 'code-failed', 'waiting', 'refused'].map((id) => executor.getStep(id).status)).toEqual(['executed', 'executed', 'failed', 'awaiting_consent', 'rejected']);
+  expect(['write', 'code-ok', 'code-failed', 'waiting', 'refused'].map((id) => executor.getStep(id).status)).toEqual([
+    'executed',
+    'executed',
+    'failed',
+    'awaiting_consent',
+    'rejected',
+  ]);
   executor.close();
   return { ...setup, file };
 }
@@ -64,7 +70,9 @@ describe('executor revert --plan: the true reason for each step left as it is', 
     expect(done.stdout).toContain('Plan mixed: reverted 1 step, newest first:');
     expect(done.stdout).toMatch(/^  reverted +write  Write .*notes\.txt$/m);
     expect(done.stdout).toMatch(/^  left as it is +refused  Write .*never\.txt \(did not run: it was rejected; nothing to revert\)$/m);
-    expect(done.stdout).toMatch(/^  left as it is +waiting  Write .*later\.txt \(did not run: it waits for your decision; nothing to revert\)$/m);
+    expect(done.stdout).toMatch(
+      /^  left as it is +waiting  Write .*later\.txt \(did not run: it waits for your decision; nothing to revert\)$/m,
+    );
     expect(done.stdout).toMatch(/^  left as it is +code-failed  Run JavaScript .* \(failed; code it ran cannot be undone by Executor\)$/m);
     expect(done.stdout).toMatch(/^  left as it is +code-ok  Run JavaScript .* \(code it ran cannot be undone by Executor\)$/m);
     expect(fs.existsSync(file)).toBe(false);

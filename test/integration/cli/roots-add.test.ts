@@ -26,15 +26,22 @@ describe('executor roots add', () => {
     for (const folder of candidates) {
       const added = runCli(['--data-dir', dataDir, 'roots', 'add', folder]);
       expect([folder, added.status]).toEqual([folder, 2]);
-      expect(added.stderr).toMatch(new RegExp(`^executor: ROOT_REFUSED: ${fs.realpathSync(folder)} can be written by every user of this computer`));
+      expect(added.stderr).toMatch(
+        new RegExp(`^executor: ROOT_REFUSED: ${fs.realpathSync(folder)} can be written by every user of this computer`),
+      );
       expect(added.stderr).toContain('Pick a folder of your own outside it, like ~/projects/site.');
     }
     const inside = path.join(candidates[0]!, 'project');
     fs.mkdirSync(inside);
     const nested = runCli(['--data-dir', dataDir, '--json', 'roots', 'add', inside]);
     expect(nested.status).toBe(2);
-    expect(nested.json<{ error: { code: string; message: string } }>().error).toMatchObject({ code: 'ROOT_REFUSED', message: expect.stringContaining(`is inside ${candidates[0]}, which every user of this computer can write to`) });
-    expect(runCli(['--data-dir', dataDir, '--json', 'roots', 'list']).json<{ workspaceRoots: string[] }>().workspaceRoots).toEqual([workspace]);
+    expect(nested.json<{ error: { code: string; message: string } }>().error).toMatchObject({
+      code: 'ROOT_REFUSED',
+      message: expect.stringContaining(`is inside ${candidates[0]}, which every user of this computer can write to`),
+    });
+    expect(runCli(['--data-dir', dataDir, '--json', 'roots', 'list']).json<{ workspaceRoots: string[] }>().workspaceRoots).toEqual([
+      workspace,
+    ]);
   });
 
   it('says the same through a running host, which answers the first-run prompt', async () => {

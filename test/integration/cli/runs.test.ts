@@ -22,7 +22,13 @@ async function setup(script: ScriptedTurn[]) {
   server = closeAfter(await startScriptedOpenAiServer(script));
   host = closeAfter(await startHost(dataDir));
   const api = closeAfter(await connectToHost(dataDir, 'cli'));
-  return { dataDir, workspace, api, server, modelFlags: ['--provider', 'openai', '--base-url', server.baseUrl, '--model', 'scripted-model'] };
+  return {
+    dataDir,
+    workspace,
+    api,
+    server,
+    modelFlags: ['--provider', 'openai', '--base-url', server.baseUrl, '--model', 'scripted-model'],
+  };
 }
 
 /** The run `executor run` started, read from the host once it exists (following its events). */
@@ -57,9 +63,15 @@ describe('executor run and executor runs', () => {
   });
 
   it('follows a run, prints the question and how to answer it, takes the answer from `executor runs answer`, exits 0; the key is sent to the model and stored nowhere', async () => {
-    const { dataDir, api, server, modelFlags } = await setup([callTool('ask_user', { question: 'Which port?' }, 'call_q'), say('Using port 8080.')]);
+    const { dataDir, api, server, modelFlags } = await setup([
+      callTool('ask_user', { question: 'Which port?' }, 'call_q'),
+      say('Using port 8080.'),
+    ]);
     const key = 'sk-test-0123456789abcdefSECRET';
-    const running = runCliAsync(['--data-dir', dataDir, 'run', 'Set up the server', ...modelFlags, '--tools', 'files,ask', '--max-iterations', '5'], { env: { OPENAI_API_KEY: key } });
+    const running = runCliAsync(
+      ['--data-dir', dataDir, 'run', 'Set up the server', ...modelFlags, '--tools', 'files,ask', '--max-iterations', '5'],
+      { env: { OPENAI_API_KEY: key } },
+    );
     const waiting = await theRun(api, (run) => run.status === 'awaiting_input');
     expect(waiting.tools).toEqual(['read_file', 'list_dir', 'search_files', 'write_file', 'delete_file', 'ask_user']);
     expect(waiting.limits.maxIterations).toBe(5);
@@ -122,7 +134,10 @@ describe('executor run and executor runs', () => {
 
   it('answers a question with no host running; the next host delivers the answer and the run completes', async () => {
     const { dataDir, api, server } = await setup([callTool('ask_user', { question: 'Which branch?' }, 'call_q'), say('On main.')]);
-    const { id } = await api.startRun({ task: 'Pick a branch', model: { provider: 'openai', baseUrl: server.baseUrl, model: 'scripted-model' } });
+    const { id } = await api.startRun({
+      task: 'Pick a branch',
+      model: { provider: 'openai', baseUrl: server.baseUrl, model: 'scripted-model' },
+    });
     await waitForRun(api, id, (run) => run.status === 'awaiting_input');
     api.close();
     await host!.close();

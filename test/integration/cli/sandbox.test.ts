@@ -20,8 +20,13 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
   it('status reports a reachable engine, its version and the pinned image with its digest', () => {
     const result = runCli(['sandbox', 'status', '--json']);
     expect(result.status).toBe(0);
-    const status = result.json<{ engine: { reachable: boolean; version: string }; image: { tag: string; present: boolean; digest: string }; ready: boolean }>();
-    const version = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../../package.json'), 'utf8')) as { version: string }).version;
+    const status = result.json<{
+      engine: { reachable: boolean; version: string };
+      image: { tag: string; present: boolean; digest: string };
+      ready: boolean;
+    }>();
+    const version = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../../package.json'), 'utf8')) as { version: string })
+      .version;
     expect(status.engine.reachable).toBe(true);
     expect(status.engine.version).toMatch(/\d+\.\d+/);
     expect(status.image).toMatchObject({ tag: `executor-sandbox:${version}`, present: true, digest: expect.stringMatching(/^sha256:/) });
@@ -45,13 +50,18 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
     const { dataDir, workspace } = tempSetup();
     fs.writeFileSync(path.join(workspace, 'a.txt'), 'one\n');
     const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ planId: 'p1', steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> a.txt' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ planId: 'p1', steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> a.txt' } }] }),
+    );
     // The preview is made while the engine is up …
     const proposed = runCli(['--data-dir', dataDir, 'propose', planFile, '--json']);
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
 
     // … and the engine is gone when the person approves.
-    const approved = runCli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')], { env: engineDown() });
+    const approved = runCli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')], {
+      env: engineDown(),
+    });
     expect(approved.status).toBe(2);
     expect(approved.stderr).toMatch(/SANDBOX_UNAVAILABLE: No Docker engine answers at unix:\/\/.*no-engine\.sock .*it stays approved/);
     const shown = runCli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json']);

@@ -10,7 +10,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * raw state name or an ISO time; `--json` keeps both exactly as stored.
  */
 
-const RAW_STATE = /\b(awaiting_consent|proposed|evaluated)\b|\b(is|was|now|not) (approved|executed|rejected|reverted|denied|expired|cancelled|failed)\b/;
+const RAW_STATE =
+  /\b(awaiting_consent|proposed|evaluated)\b|\b(is|was|now|not) (approved|executed|rejected|reverted|denied|expired|cancelled|failed)\b/;
 const ISO_TIME = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/;
 
 describe('the CLI in words', () => {

@@ -12,7 +12,11 @@ vi.mock('electron', () => import('../../helpers/fake-electron.js'));
 vi.mock('../sandbox/light/sandbox-fixture.js', async (importOriginal) => {
   const fixture = await importOriginal<typeof import('../sandbox/light/sandbox-fixture.js')>();
   const { electronSpawnChild } = await import('../../../electron/spawn-child.js');
-  return { ...fixture, sandboxFor: (options: Parameters<typeof fixture.sandboxFor>[0] = {}) => fixture.sandboxFor({ spawnChild: electronSpawnChild, ...options }) };
+  return {
+    ...fixture,
+    sandboxFor: (options: Parameters<typeof fixture.sandboxFor>[0] = {}) =>
+      fixture.sandboxFor({ spawnChild: electronSpawnChild, ...options }),
+  };
 });
 
 await import('../sandbox/light/escape-suite.test.js');

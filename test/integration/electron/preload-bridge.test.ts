@@ -39,7 +39,11 @@ beforeEach(async () => {
 async function agentProposes(name: string) {
   const agent = closeAfter(await connectToHost(host.executor.dataDir, 'agent', { client: 'test-agent' }));
   // The host answers first and prepares the preview after; the person decides once it is in.
-  const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: `s-${name}`, action: 'writeFile', args: { path: path.join(workspace, name), content: 'from the agent\n' } }] })).records;
+  const [record] = (
+    await proposeAndAwaitPreparation(agent, {
+      steps: [{ id: `s-${name}`, action: 'writeFile', args: { path: path.join(workspace, name), content: 'from the agent\n' } }],
+    })
+  ).records;
   return record!;
 }
 
@@ -109,7 +113,10 @@ describe('the main-process bridge checks the sender', () => {
   });
 
   it('answers non-string payloads with a typed refusal instead of throwing', async () => {
-    const reply = JSON.parse((await ipcRenderer.invoke(INVOKE_CHANNEL, { method: 'approve' })) as string) as { ok: boolean; error: { code: string } };
+    const reply = JSON.parse((await ipcRenderer.invoke(INVOKE_CHANNEL, { method: 'approve' })) as string) as {
+      ok: boolean;
+      error: { code: string };
+    };
     expect(reply.ok).toBe(false);
     expect(reply.error.code).toBe('IPC_MALFORMED');
   });

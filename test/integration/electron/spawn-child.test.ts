@@ -34,7 +34,7 @@ const isAlive = (pid: number) => {
 };
 
 describe('light sandbox workers as (fake) Electron utility processes', () => {
-  it('forks the worker script with an empty environment, piped stdio and the launch\'s Node flags', async () => {
+  it("forks the worker script with an empty environment, piped stdio and the launch's Node flags", async () => {
     const { result } = await run(sandbox, 'console.log("from a utility process"); return { answer: 6 * 7 };');
     expect(result).toMatchObject({ ok: true, value: { answer: 42 }, logs: ['from a utility process'] });
     const forked = FakeUtilityProcess.forked.at(-1)!;
@@ -47,7 +47,10 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
   it('kills a busy loop at the timeout, for good', async () => {
     const children: SandboxChild[] = [];
     const cold = sandboxFor({ spawnChild: (launch) => children[children.push(electronSpawnChild(launch)) - 1]! });
-    const { result } = await run(cold, 'while (true) {}', { timeoutMs: 300, policy: { lightSandbox: { budget: { enabled: false }, warmWorkers: 0 } } });
+    const { result } = await run(cold, 'while (true) {}', {
+      timeoutMs: 300,
+      policy: { lightSandbox: { budget: { enabled: false }, warmWorkers: 0 } },
+    });
     cold.close();
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_TIMEOUT' });
     expect(children).toHaveLength(1);
@@ -98,7 +101,7 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
     if (result.ok) expect(['TypeError', 'ReferenceError', 'EvalError']).toContain((result.value as { eval: string }).eval);
   });
 
-  it('says what a utility process lacks next to the machine\'s own isolation warnings', () => {
+  it("says what a utility process lacks next to the machine's own isolation warnings", () => {
     expect(sandbox.isolation().warnings).toEqual(expect.arrayContaining([...UTILITY_PROCESS_LIMITS]));
     expect(UTILITY_PROCESS_LIMITS.join(' ')).toMatch(/no permission model/);
   });
@@ -106,11 +109,15 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
   it.runIf(process.platform === 'linux')('stops code whose memory grows past the allowance while it runs, as out of memory', async () => {
     // No heap flag applies in a utility process: the watchdog is what stands in for it.
     const { result } = await run(sandbox, 'const keep = []; while (true) keep.push(new Uint8Array(8 << 20).fill(1));', { timeoutMs: 5000 });
-    expect(result).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED', message: 'The code ran out of memory and the worker was stopped.' });
+    expect(result).toMatchObject({
+      ok: false,
+      code: 'EXECUTION_CRASHED',
+      message: 'The code ran out of memory and the worker was stopped.',
+    });
   });
 
   it.runIf(process.platform === 'linux' && detectIsolation().addressSpaceCap)(
-    'caps the worker\'s address space with prlimit --pid before it may be handed code',
+    "caps the worker's address space with prlimit --pid before it may be handed code",
     async () => {
       const limits = policyOf().lightSandbox;
       const child: SandboxChild = electronSpawnChild(launchFor(detectIsolation(), limits));
@@ -120,7 +127,10 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
           child.onMessage((message) => {
             if ((message as { t?: string }).t !== 'ready') return;
             // Read at the moment the pool would learn the worker is ready, i.e. before any code.
-            const line = fs.readFileSync(`/proc/${child.pid}/limits`, 'utf8').split('\n').find((row) => row.startsWith('Max address space'))!;
+            const line = fs
+              .readFileSync(`/proc/${child.pid}/limits`, 'utf8')
+              .split('\n')
+              .find((row) => row.startsWith('Max address space'))!;
             resolve(Number(line.split(/\s+/)[3]));
           });
         });
@@ -135,7 +145,7 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
   );
 });
 
-describe('the app\'s wiring (electron/main.ts)', () => {
+describe("the app's wiring (electron/main.ts)", () => {
   it('runs a runCode step on the host thread in a utility process the main thread forked, saying what it lacks', async () => {
     const { dataDir } = tempSetup({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } });
     const before = FakeUtilityProcess.forked.length;
@@ -148,9 +158,13 @@ describe('the app\'s wiring (electron/main.ts)', () => {
     try {
       const agent = await connectToHost(dataDir, 'agent');
       try {
-        const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'return "utility";' } }] })).records;
+        const [record] = (
+          await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'return "utility";' } }] })
+        ).records;
         expect(record).toMatchObject({ status: 'executed', result: { ok: true, value: 'utility' } });
-        expect(record!.evaluation!.mitigations).toEqual(expect.arrayContaining(UTILITY_PROCESS_LIMITS.map((limit) => `Weaker here: ${limit}`)));
+        expect(record!.evaluation!.mitigations).toEqual(
+          expect.arrayContaining(UTILITY_PROCESS_LIMITS.map((limit) => `Weaker here: ${limit}`)),
+        );
       } finally {
         agent.close();
       }
@@ -163,20 +177,33 @@ describe('the app\'s wiring (electron/main.ts)', () => {
 });
 
 describe('the pieces of the Electron spawner', () => {
-  it('decodes one frame per message with the line channel\'s caps and { malformed }', () => {
+  it("decodes one frame per message with the line channel's caps and { malformed }", () => {
     expect(decodeFrameMessage('{"t":"ready"}')).toEqual({ t: 'ready' });
     expect(decodeFrameMessage('{"t":')).toEqual({ malformed: expect.any(String) });
     expect(decodeFrameMessage({ t: 'ready' })).toEqual({ malformed: expect.any(String) });
     expect(decodeFrameMessage(`"${'x'.repeat(MAX_FRAME_BYTES)}"`)).toEqual({ malformed: expect.stringContaining('larger') });
   });
 
-  it('finds the address-space cap in the launch\'s wrapper and the unpacked copy of an asar path', () => {
-    expect(addressSpaceCapOf({ wrapper: ['/usr/bin/prlimit', '--as=1073741824', '--', '/usr/bin/unshare', '--net', '--'], nodePath: 'node', nodeArgs: [], script: 'w.cjs' })).toEqual({
+  it("finds the address-space cap in the launch's wrapper and the unpacked copy of an asar path", () => {
+    expect(
+      addressSpaceCapOf({
+        wrapper: ['/usr/bin/prlimit', '--as=1073741824', '--', '/usr/bin/unshare', '--net', '--'],
+        nodePath: 'node',
+        nodeArgs: [],
+        script: 'w.cjs',
+      }),
+    ).toEqual({
       prlimit: '/usr/bin/prlimit',
       bytes: 1073741824,
     });
-    expect(addressSpaceCapOf({ wrapper: ['/usr/bin/unshare', '--net', '--'], nodePath: 'node', nodeArgs: [], script: 'w.cjs' })).toBeUndefined();
-    expect(unpackedPath('/opt/Executor/resources/app.asar/dist-electron/worker.cjs')).toBe('/opt/Executor/resources/app.asar.unpacked/dist-electron/worker.cjs');
-    expect(unpackedPath('C:\\Executor\\resources\\app.asar\\dist-electron\\worker.cjs')).toBe('C:\\Executor\\resources\\app.asar.unpacked\\dist-electron\\worker.cjs');
+    expect(
+      addressSpaceCapOf({ wrapper: ['/usr/bin/unshare', '--net', '--'], nodePath: 'node', nodeArgs: [], script: 'w.cjs' }),
+    ).toBeUndefined();
+    expect(unpackedPath('/opt/Executor/resources/app.asar/dist-electron/worker.cjs')).toBe(
+      '/opt/Executor/resources/app.asar.unpacked/dist-electron/worker.cjs',
+    );
+    expect(unpackedPath('C:\\Executor\\resources\\app.asar\\dist-electron\\worker.cjs')).toBe(
+      'C:\\Executor\\resources\\app.asar.unpacked\\dist-electron\\worker.cjs',
+    );
   });
 });

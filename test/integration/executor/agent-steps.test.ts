@@ -56,13 +56,20 @@ describe('Executor: agent limits', () => {
     await executor.propose({ steps: [write(workspace, 'a'), write(workspace, 'b')] }, agentA);
     const refused = await errorOf(executor.propose({ steps: [write(workspace, 'c'), write(workspace, 'd')] }, agentA));
     expect(refused.code).toBe('RATE_LIMITED');
-    expect(refused.message).toMatch(/proposed 2 step\(s\) in the last minute, and this plan adds 2; the policy allows 3 per minute\. Try again in about \d+ s\./);
+    expect(refused.message).toMatch(
+      /proposed 2 step\(s\) in the last minute, and this plan adds 2; the policy allows 3 per minute\. Try again in about \d+ s\./,
+    );
     expect((refused.details as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThan(0);
     expect((refused.details as { retryAfterSeconds: number }).retryAfterSeconds).toBeLessThanOrEqual(60);
     expect(await executor.propose({ steps: [write(workspace, 'e'), write(workspace, 'f')] }, agentB)).toHaveLength(2);
     // Claiming A's name neither spends nor borrows A's budget.
     expect(await executor.propose({ steps: [write(workspace, 'e2'), write(workspace, 'f2')] }, impostor)).toHaveLength(2);
-    expect(await executor.propose({ steps: [write(workspace, 'g'), write(workspace, 'h'), write(workspace, 'i'), write(workspace, 'j')] }, person)).toHaveLength(4);
+    expect(
+      await executor.propose(
+        { steps: [write(workspace, 'g'), write(workspace, 'h'), write(workspace, 'i'), write(workspace, 'j')] },
+        person,
+      ),
+    ).toHaveLength(4);
     const tooBig = await errorOf(executor.propose({ steps: [1, 2, 3, 4].map((n) => write(workspace, `big${n}`)) }, agentB));
     expect(tooBig.message).toContain('A plan of 4 steps can never fit; split it.');
   });
@@ -85,12 +92,15 @@ describe('Executor: cancel', () => {
     expect(byPerson.rejectedReason).toBe('cancelled from the cli channel');
     expect(fs.existsSync(path.join(workspace, 'a'))).toBe(false);
     // A second cancel answers with the step as the first left it, and records nothing more: a double cancel is idempotent.
-    expect(await executor.cancel(mine!.step.id, agentA)).toMatchObject({ status: 'rejected', rejectedReason: 'cancelled by the agent that proposed it' });
+    expect(await executor.cancel(mine!.step.id, agentA)).toMatchObject({
+      status: 'rejected',
+      rejectedReason: 'cancelled by the agent that proposed it',
+    });
     const kinds = executor.getAudit({ filters: { stepId: mine!.step.id }, order: 'asc' }).entries.map((entry) => entry.action);
     expect(kinds.at(-1)).toBe('step.cancelled');
   });
 
-  it("does not let an agent cancel a step the person proposed", async () => {
+  it('does not let an agent cancel a step the person proposed', async () => {
     const { executor, workspace } = start();
     const [personal] = await executor.propose({ steps: [write(workspace, 'p')] }, person);
     expect((await errorOf(executor.cancel(personal!.step.id, agentA))).code).toBe('NOT_FOUND');

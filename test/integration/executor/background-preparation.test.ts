@@ -23,7 +23,11 @@ function open(policy: Record<string, unknown> = {}, options: ExecutorOptions = {
 
 /** Code whose dry run takes `ms` of real time and reports when it ran, by the host's clock. */
 function slowCode(id: string, ms: number) {
-  return { id, action: 'runCode', args: { code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return [from, Date.now()];`, timeoutMs: 5000 } };
+  return {
+    id,
+    action: 'runCode',
+    args: { code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return [from, Date.now()];`, timeoutMs: 5000 },
+  };
 }
 
 function writeStep(id: string, file: string, content = 'x\n') {
@@ -88,7 +92,9 @@ describe('proposals are acknowledged at once and prepared in the background', ()
 
   it('refuses a policy with a preparation concurrency below 1', () => {
     const { executor } = open();
-    expect(() => executor.setPolicy({ ...executor.getPolicy(), preparation: { concurrency: 0 } }, PERSON)).toThrow(expect.objectContaining({ code: 'POLICY_INVALID' }));
+    expect(() => executor.setPolicy({ ...executor.getPolicy(), preparation: { concurrency: 0 } }, PERSON)).toThrow(
+      expect.objectContaining({ code: 'POLICY_INVALID' }),
+    );
     expect(executor.getPolicy().preparation.concurrency).toBe(2);
   });
 
@@ -112,7 +118,10 @@ describe('proposals are acknowledged at once and prepared in the background', ()
     const { executor } = open();
     const ready = stepReaches(executor, 'slow', ['awaiting_consent']);
     await executor.submitAndSchedule({ planId: 'p', steps: [slowCode('slow', 600)] }, PERSON);
-    await expect(executor.approve('slow', PERSON)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('still preparing its preview') });
+    await expect(executor.approve('slow', PERSON)).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+      message: expect.stringContaining('still preparing its preview'),
+    });
     await ready;
   });
 
@@ -124,7 +133,10 @@ describe('proposals are acknowledged at once and prepared in the background', ()
     executor.on('step', (record) => {
       if (record.status === 'executed') order.push(record.step.id);
     });
-    await executor.submitAndSchedule({ planId: 'p', steps: files.map((file, index) => writeStep(`s${index + 1}`, file, `${index}\n`)) }, PERSON);
+    await executor.submitAndSchedule(
+      { planId: 'p', steps: files.map((file, index) => writeStep(`s${index + 1}`, file, `${index}\n`)) },
+      PERSON,
+    );
     expect((await last).status).toBe('executed');
     expect(order).toEqual(['s1', 's2', 's3']);
     await executor.whenPreparationsIdle();
@@ -172,7 +184,11 @@ describe('proposals are acknowledged at once and prepared in the background', ()
     const allReady = Promise.all(steps.map((id) => stepReaches(executor, id, ['awaiting_consent'])));
     // A request arrives (as the IPC server counts one) and is still being handled...
     const answered = executor.requests.begin();
-    await Promise.all(steps.map((id) => executor.submitAndSchedule({ planId: `plan-${id}`, steps: [writeStep(id, path.join(workspace, `${id}.txt`))] }, PERSON)));
+    await Promise.all(
+      steps.map((id) =>
+        executor.submitAndSchedule({ planId: `plan-${id}`, steps: [writeStep(id, path.join(workspace, `${id}.txt`))] }, PERSON),
+      ),
+    );
     // ...while the host goes on with other work: another proposal's commit, a file read, many turns of the loop.
     await executor.submit({ planId: 'other', steps: [writeStep('other', path.join(workspace, 'other.txt'))] }, PERSON);
     await fs.promises.readFile(path.join(dataDir, 'policy.json'));

@@ -10,7 +10,9 @@ const FIXTURE = path.resolve(import.meta.dirname, '../../fixtures/crash-during-e
 
 /** Runs a real step in a child process and SIGKILLs it at the chosen moment of the file write. */
 async function killDuringExecute(dataDir: string, moment: 'before-rename' | 'after-rename', target?: string): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment, ...(target ? [target] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment, ...(target ? [target] : [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   await new Promise<void>((resolve, reject) => {

@@ -94,7 +94,11 @@ describe('Executor: propose, consent, execute', () => {
     const row = db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(record!.step.id) as { step_json: string };
     const tampered = JSON.parse(row.step_json);
     tampered.args.content = 'something else\n';
-    db.prepare('UPDATE steps SET step_json = ?, step_hash = ? WHERE step_id = ?').run(JSON.stringify(tampered), 'f'.repeat(64), record!.step.id);
+    db.prepare('UPDATE steps SET step_json = ?, step_hash = ? WHERE step_id = ?').run(
+      JSON.stringify(tampered),
+      'f'.repeat(64),
+      record!.step.id,
+    );
     db.close();
     const error = await errorOf(executor.executeStep(record!.step.id, cli));
     expect(error.code).toBe('STEP_CHANGED');
@@ -152,7 +156,9 @@ describe('Executor: propose, consent, execute', () => {
     const { executor } = start();
     const auditCount = () => executor.getAudit({ limit: 10_000 }).entries.length;
     const before = auditCount();
-    expect((await errorOf(executor.propose({ steps: [write('a.txt', 'x'), { action: 'nope', args: {} }] }, cli))).code).toBe('INVALID_PLAN');
+    expect((await errorOf(executor.propose({ steps: [write('a.txt', 'x'), { action: 'nope', args: {} }] }, cli))).code).toBe(
+      'INVALID_PLAN',
+    );
     expect(executor.listSteps()).toEqual([]);
     expect(auditCount()).toBe(before);
     await executor.propose({ planId: 'p1', steps: [write('a.txt', 'x')] }, cli);
@@ -165,7 +171,14 @@ describe('Executor: propose, consent, execute', () => {
     const [record] = await executor.propose({ steps: [write('a.txt', 'x')] }, cli);
     await executor.approve(record!.step.id, cli);
     const kinds = executor.getAudit({ filters: { stepId: record!.step.id }, order: 'asc' }).entries.map((e) => e.action);
-    expect(kinds).toEqual(['step.proposed', 'step.evaluated', 'step.consent_requested', 'step.approved', 'step.execution_started', 'step.executed']);
+    expect(kinds).toEqual([
+      'step.proposed',
+      'step.evaluated',
+      'step.consent_requested',
+      'step.approved',
+      'step.execution_started',
+      'step.executed',
+    ]);
     const db = new Database(path.join(dataDir, 'executor.db'));
     expect(() => db.prepare('DELETE FROM audit_records').run()).toThrow(/append-only/);
     expect(() => db.prepare("UPDATE audit_records SET action = 'x'").run()).toThrow(/append-only/);
@@ -222,7 +235,8 @@ describe('Executor: revert', () => {
     expect(fs.readFileSync(target, 'utf8')).toBe('original\n');
     const record2 = executor.getAudit({ filters: { stepId: record.step.id } }).entries[0]!;
     expect(record2.action).toBe('step.revert_forced');
-    const restorePlanId = executor.listSteps({}).find((step) => step.step.meta.purpose?.startsWith(`Forced revert of ${record.step.id}`))!.step.planId;
+    const restorePlanId = executor.listSteps({}).find((step) => step.step.meta.purpose?.startsWith(`Forced revert of ${record.step.id}`))!
+      .step.planId;
     const [restore] = executor.planSteps(restorePlanId);
     expect(restore).toMatchObject({ status: 'executed', step: { action: 'writeFile', meta: { origin: 'user' } } });
     expect(restore!.approval?.by.channel).toBe('cli');
@@ -239,7 +253,9 @@ describe('Executor: revert', () => {
     fs.writeFileSync(target, 'then edited by the person\n');
     await executor.revertStep(record.step.id, cli, { force: true });
     expect(fs.existsSync(target)).toBe(false);
-    const restore = executor.listSteps({}).find((step) => step.step.action === 'deleteFile' && step.step.meta.purpose?.includes(record.step.id))!;
+    const restore = executor
+      .listSteps({})
+      .find((step) => step.step.action === 'deleteFile' && step.step.meta.purpose?.includes(record.step.id))!;
     expect(restore.status).toBe('executed');
     await executor.revertStep(restore.step.id, cli);
     expect(fs.readFileSync(target, 'utf8')).toBe('then edited by the person\n');
@@ -266,7 +282,10 @@ describe('Executor: revert', () => {
 
   it('adds and reverts a knowledge-base entry', async () => {
     const { executor, dataDir } = start();
-    const [record] = await executor.propose({ steps: [{ action: 'createKBEntry', args: { title: 'Deploy notes', content: 'use blue/green', tags: ['ops'] } }] }, cli);
+    const [record] = await executor.propose(
+      { steps: [{ action: 'createKBEntry', args: { title: 'Deploy notes', content: 'use blue/green', tags: ['ops'] } }] },
+      cli,
+    );
     expect(record!.evaluation?.risk).toBe('LOW');
     await executor.approve(record!.step.id, cli);
     const count = () => {

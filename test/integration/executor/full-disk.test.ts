@@ -70,7 +70,10 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     const executor = Executor.open(dataDir);
     open.push(executor);
     const content = Buffer.alloc(5_000_000, 9).toString('base64');
-    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: target, content, encoding: 'base64' } }] }, person);
+    const [step] = await executor.propose(
+      { steps: [{ action: 'writeFile', args: { path: target, content, encoding: 'base64' } }] },
+      person,
+    );
     const done = await executor.approve(step!.step.id, person);
 
     expect(done.status).toBe('failed');
@@ -108,7 +111,9 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC' } });
     expect(done.error!.message).toContain(path.join(dataDir, 'blobs'));
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
-    const blobFiles = fs.readdirSync(path.join(dataDir, 'blobs'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+    const blobFiles = fs
+      .readdirSync(path.join(dataDir, 'blobs'), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile());
     expect(blobFiles.filter((entry) => entry.name.endsWith('.tmp'))).toEqual([]);
     // Nor the blob's new fan-out folder: a failed write leaves no empty folder behind.
     expect(fs.readdirSync(path.join(dataDir, 'blobs'))).toEqual([]);
@@ -142,7 +147,10 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'made/new.txt', content: 'x' } }] }, person);
     expect((await executor.approve(step!.step.id, person)).status).toBe('executed');
     expect(spawnSync('mount', ['-o', 'remount,ro', workspace]).status).toBe(0);
-    await expect(executor.revertStep(step!.step.id, person)).rejects.toMatchObject({ code: 'FILE_NOT_WRITABLE', details: { path: path.join(workspace, 'made', 'new.txt'), errno: 'EROFS' } });
+    await expect(executor.revertStep(step!.step.id, person)).rejects.toMatchObject({
+      code: 'FILE_NOT_WRITABLE',
+      details: { path: path.join(workspace, 'made', 'new.txt'), errno: 'EROFS' },
+    });
     expect(executor.getStep(step!.step.id).status).toBe('executed');
     expect(fs.readFileSync(path.join(workspace, 'made', 'new.txt'), 'utf8')).toBe('x');
   });
@@ -156,7 +164,10 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     const executor = Executor.open(dataDir);
     open.push(executor);
     const content = Buffer.alloc(5_000_000, 9).toString('base64');
-    const [step] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'new/deeper/big.bin', content, encoding: 'base64' } }] }, person);
+    const [step] = await executor.propose(
+      { steps: [{ action: 'writeFile', args: { path: 'new/deeper/big.bin', content, encoding: 'base64' } }] },
+      person,
+    );
     const done = await executor.approve(step!.step.id, person);
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ code: 'STORAGE_FULL' });
@@ -182,7 +193,10 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC' } });
     expect(fs.readdirSync(workspace)).toEqual([]);
-    expect(executor.previewRevert(step!.step.id)).toEqual({ files: [expect.objectContaining({ state: 'already_restored' })], directories: [] });
+    expect(executor.previewRevert(step!.step.id)).toEqual({
+      files: [expect.objectContaining({ state: 'already_restored' })],
+      directories: [],
+    });
     // Every inode is free again: a write that fits goes through, and its revert gives them all back.
     const [fits] = await executor.propose({ steps: [{ action: 'writeFile', args: { path: 'a/b/x.txt', content: 'x' } }] }, person);
     expect((await executor.approve(fits!.step.id, person)).status).toBe('executed');
@@ -204,7 +218,14 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
     const executor = Executor.open(dataDir);
     open.push(executor);
-    const [step] = await executor.propose({ steps: [{ id: 'half', action: 'runCommand', args: { command: 'mkdir -p a/b c/d && echo 1 > a/b/one.txt && echo 2 > c/d/two.txt' } }] }, person);
+    const [step] = await executor.propose(
+      {
+        steps: [
+          { id: 'half', action: 'runCommand', args: { command: 'mkdir -p a/b c/d && echo 1 > a/b/one.txt && echo 2 > c/d/two.txt' } },
+        ],
+      },
+      person,
+    );
     expect(step!.status).toBe('awaiting_consent');
     const done = await executor.approve('half', person);
     expect(done.status).toBe('failed');
@@ -215,7 +236,7 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     expect(executor.previewRevert('half').files.every((entry) => entry.state === 'already_restored')).toBe(true);
   }, 180_000);
 
-  it('puts a.txt back when b.txt does not fit, and says nothing was changed (the reviewer\'s case)', async () => {
+  it("puts a.txt back when b.txt does not fit, and says nothing was changed (the reviewer's case)", async () => {
     const workspace = tmpfs(30);
     const dataDir = path.join(tempDir('data-'), 'data');
     fs.mkdirSync(dataDir);

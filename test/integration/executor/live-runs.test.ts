@@ -139,8 +139,13 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     expect(cancelled.error?.message).toContain('before anything was applied');
     expect(cancelled.startedAt).not.toBeNull();
     expect(cancelled.result).toMatchObject({ partialOutput: { stdout: expect.stringContaining('line 1'), truncated: false } });
-    expect(executor.listStepSummariesFor({}, person).items.find((item) => item.id === 'real')?.result).toMatch(/^Cancelled [\d.]+ (ms|s) into its run$/);
-    await expect(executor.revertStep('real', person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('nothing to revert') });
+    expect(executor.listStepSummariesFor({}, person).items.find((item) => item.id === 'real')?.result).toMatch(
+      /^Cancelled [\d.]+ (ms|s) into its run$/,
+    );
+    await expect(executor.revertStep('real', person)).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+      message: expect.stringContaining('nothing to revert'),
+    });
     const settled = await approving;
     expect(settled.status).toBe('cancelled');
     expect(fs.existsSync(path.join(workspace, 'made.txt'))).toBe(false);
@@ -151,10 +156,13 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     await executor.propose({ steps: [{ id: 'quick', action: 'runCommand', args: { command: 'echo hi' } }] }, person);
     const executed = await executor.approve('quick', person);
     expect(executed.status).toBe('executed');
-    await expect(executor.cancel('quick', person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('already ended (executed)') });
+    await expect(executor.cancel('quick', person)).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+      message: expect.stringContaining('already ended (executed)'),
+    });
   }, 120_000);
 
-  it("an agent may withdraw its own step in its dry run, but not stop its real run", async () => {
+  it('an agent may withdraw its own step in its dry run, but not stop its real run', async () => {
     const { executor, run } = openExecutor();
     await executor.submitAndSchedule({ steps: [{ id: 'mine', action: 'runCommand', args: { command: ticker(60) } }] }, agent);
     const [mine] = executor.listStepsFor({}, agent);
@@ -169,7 +177,10 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     const realId = executor.listStepsFor({ status: ['awaiting_consent'] }, agent)[0]!.step.id;
     const approving = executor.approve(realId, person);
     await run.next((frame) => frame.stepId === realId && frame.phase === 'realRun');
-    await expect(executor.cancel(realId, agent)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', message: expect.stringContaining('only the person can stop a running step') });
+    await expect(executor.cancel(realId, agent)).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+      message: expect.stringContaining('only the person can stop a running step'),
+    });
     expect((await approving).status).toBe('executed');
   }, 120_000);
 
@@ -179,7 +190,9 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     const { executor, run } = openExecutor();
     await executor.submitAndSchedule({ steps: [{ id: 'dry', action: 'runCommand', args: { command: ticker(60) } }] }, person);
     await run.next((frame) => frame.stepId === 'dry' && printed(frame, 'warn 3'));
-    const kept = new Promise<unknown>((resolve) => executor.on('step', (record) => record.step.id === 'dry' && record.runTimes?.dryRun?.output && resolve(record)));
+    const kept = new Promise<unknown>((resolve) =>
+      executor.on('step', (record) => record.step.id === 'dry' && record.runTimes?.dryRun?.output && resolve(record)),
+    );
     await executor.cancel('dry', person);
     await executor.whenPreparationsIdle();
     await kept;
@@ -210,15 +223,23 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
 
   it('a run that failed keeps what it printed before it failed; the light sandbox, which prints only at the end, claims nothing', async () => {
     const { executor } = openExecutor();
-    const code = "import sys\nprint('started the import', flush=True)\nprint('row 7 is bad', file=sys.stderr, flush=True)\nraise SystemExit('import failed at row 7')\n";
+    const code =
+      "import sys\nprint('started the import', flush=True)\nprint('row 7 is bad', file=sys.stderr, flush=True)\nraise SystemExit('import failed at row 7')\n";
     await executor.propose({ steps: [{ id: 'boom', action: 'runCode', args: { language: 'python', code } }] }, person);
     const ran = executor.getStep('boom').status === 'awaiting_consent' ? await executor.approve('boom', person) : executor.getStep('boom');
     expect(ran.status).toBe('failed');
     expect(ran.runTimes?.dryRun?.output).toBeUndefined();
-    expect(ran.runTimes?.realRun).toMatchObject({ ended: 'failed', output: { stdout: 'started the import\n', stderr: expect.stringContaining('row 7 is bad\n'), truncated: false } });
+    expect(ran.runTimes?.realRun).toMatchObject({
+      ended: 'failed',
+      output: { stdout: 'started the import\n', stderr: expect.stringContaining('row 7 is bad\n'), truncated: false },
+    });
 
-    await executor.propose({ steps: [{ id: 'light', action: 'runCode', args: { code: "console.log('hello'); throw new Error('no');" } }] }, person);
-    const light = executor.getStep('light').status === 'awaiting_consent' ? await executor.approve('light', person) : executor.getStep('light');
+    await executor.propose(
+      { steps: [{ id: 'light', action: 'runCode', args: { code: "console.log('hello'); throw new Error('no');" } }] },
+      person,
+    );
+    const light =
+      executor.getStep('light').status === 'awaiting_consent' ? await executor.approve('light', person) : executor.getStep('light');
     expect(light.status).toBe('failed');
     expect(light.runTimes?.realRun).toMatchObject({ ended: 'failed' });
     expect(light.runTimes?.realRun?.output).toBeUndefined();
@@ -236,7 +257,10 @@ describe('a running snippet in the forked light worker, cancelled', () => {
     const executor = Executor.open(dataDir, { resumeUnfinished: false });
     open.push(executor);
     const run = frames(executor);
-    await executor.submitAndSchedule({ steps: [{ id: 'spin', action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 5000 } }] }, person);
+    await executor.submitAndSchedule(
+      { steps: [{ id: 'spin', action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 5000 } }] },
+      person,
+    );
     await run.next((frame) => frame.stepId === 'spin' && frame.phase === 'dryRun');
     const asked = performance.now();
     expect((await executor.cancel('spin', person)).status).toBe('cancelled');

@@ -74,7 +74,9 @@ describe('a plan whose earlier step did not run', () => {
     expect(later.status).toBe('awaiting_consent');
     expect(later.blockedBy).toMatchObject({ stepId: first!.step.id, status: 'failed' });
     expect(later.blockedBy!.reason).toContain(first!.step.id);
-    const reconsent = executor.getAudit({ filters: { stepId: second!.step.id }, order: 'asc' }).entries.find((entry) => entry.action === 'step.reconsent');
+    const reconsent = executor
+      .getAudit({ filters: { stepId: second!.step.id }, order: 'asc' })
+      .entries.find((entry) => entry.action === 'step.reconsent');
     expect(JSON.stringify(reconsent)).toContain(`${first!.step.id} earlier in this plan failed`);
     expect(fs.existsSync(path.join(workspace, 'second.txt'))).toBe(false);
 
@@ -85,7 +87,10 @@ describe('a plan whose earlier step did not run', () => {
 
   it('an approval given after the first break but before a later one goes back to the person (the reviewer case)', async () => {
     const { executor, workspace } = start();
-    const [first, second, third] = await executor.propose({ steps: [write('first.txt', '1'), write('second.txt', '2'), write('third.txt', '3')] }, cli);
+    const [first, second, third] = await executor.propose(
+      { steps: [write('first.txt', '1'), write('second.txt', '2'), write('third.txt', '3')] },
+      cli,
+    );
     fs.mkdirSync(path.join(workspace, 'first.txt'));
     expect((await executor.approve(first!.step.id, person)).status).toBe('failed');
     // Approved knowing the first failed; it waits for the second …
@@ -98,13 +103,17 @@ describe('a plan whose earlier step did not run', () => {
 
   it('sends back every later approved step, not only the next one, and never runs them', async () => {
     const { executor, workspace } = start();
-    const records = await executor.propose({ steps: [write('a.txt', 'a'), write('b.txt', 'b'), write('c.txt', 'c'), write('d.txt', 'd')] }, cli);
+    const records = await executor.propose(
+      { steps: [write('a.txt', 'a'), write('b.txt', 'b'), write('c.txt', 'c'), write('d.txt', 'd')] },
+      cli,
+    );
     await executor.approve(records[1]!.step.id, person);
     await executor.approve(records[3]!.step.id, person);
     await executor.reject(records[0]!.step.id, person, 'not a');
     const statuses = executor.planSteps(records[0]!.step.planId).map((record) => record.status);
     expect(statuses).toEqual(['rejected', 'awaiting_consent', 'awaiting_consent', 'awaiting_consent']);
-    for (const record of executor.planSteps(records[0]!.step.planId).slice(1)) expect(record.blockedBy).toMatchObject({ stepId: records[0]!.step.id, status: 'rejected' });
+    for (const record of executor.planSteps(records[0]!.step.planId).slice(1))
+      expect(record.blockedBy).toMatchObject({ stepId: records[0]!.step.id, status: 'rejected' });
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
 
@@ -197,7 +206,9 @@ describe('consent expiry', () => {
 
 /** Proposes a plan in a child process and SIGKILLs it at the chosen moment of propose. */
 async function killDuringPropose(dataDir: string, moment: 'while-weighing' | 'while-previewing', steps: number): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment, String(steps)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir, moment, String(steps)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -232,7 +243,9 @@ describe('restart after a SIGKILL during propose', () => {
     expect(statuses).toEqual(['awaiting_consent', 'awaiting_consent', 'awaiting_consent', 'rejected']);
     expect(executor.getStep('s0').preview).toMatchObject({ kind: 'fileChanges' });
     const audit = executor.getAudit({ filters: { stepId: 's1' }, order: 'asc' }).entries;
-    expect(audit.map((entry) => entry.action)).toEqual(expect.arrayContaining(['step.evaluated', 'step.recovered', 'step.consent_requested']));
+    expect(audit.map((entry) => entry.action)).toEqual(
+      expect.arrayContaining(['step.evaluated', 'step.recovered', 'step.consent_requested']),
+    );
   });
 
   it('killed while previewing: approved steps run when their approval holds, and go back to the person when the plan broke', async () => {
@@ -240,7 +253,13 @@ describe('restart after a SIGKILL during propose', () => {
     await killDuringPropose(dataDir, 'while-previewing', 5);
 
     const inspect = reopen(dataDir, { resumeUnfinished: false });
-    expect(inspect.planSteps('crashed-plan').map((record) => record.status)).toEqual(['approved', 'approved', 'evaluated', 'evaluated', 'evaluated']);
+    expect(inspect.planSteps('crashed-plan').map((record) => record.status)).toEqual([
+      'approved',
+      'approved',
+      'evaluated',
+      'evaluated',
+      'evaluated',
+    ]);
     inspect.close();
     open.pop();
     // The first step can no longer be written: it fails on restart, and nothing after it runs on the policy's word.
@@ -249,7 +268,13 @@ describe('restart after a SIGKILL during propose', () => {
     const executor = reopen(dataDir);
     await executor.settled();
     const records = executor.planSteps('crashed-plan');
-    expect(records.map((record) => record.status)).toEqual(['failed', 'awaiting_consent', 'awaiting_consent', 'awaiting_consent', 'awaiting_consent']);
+    expect(records.map((record) => record.status)).toEqual([
+      'failed',
+      'awaiting_consent',
+      'awaiting_consent',
+      'awaiting_consent',
+      'awaiting_consent',
+    ]);
     for (const record of records.slice(1)) expect(record.blockedBy).toMatchObject({ stepId: 's0', status: 'failed' });
     expect(fs.readdirSync(workspace)).toEqual(['file-0.txt']);
   });
@@ -259,7 +284,13 @@ describe('restart after a SIGKILL during propose', () => {
     await killDuringPropose(dataDir, 'while-previewing', 5);
     const executor = reopen(dataDir);
     await executor.settled();
-    expect(executor.planSteps('crashed-plan').map((record) => record.status)).toEqual(['executed', 'executed', 'executed', 'executed', 'executed']);
+    expect(executor.planSteps('crashed-plan').map((record) => record.status)).toEqual([
+      'executed',
+      'executed',
+      'executed',
+      'executed',
+      'executed',
+    ]);
     expect(fs.readdirSync(workspace).sort()).toEqual(['file-0.txt', 'file-1.txt', 'file-2.txt', 'file-3.txt', 'file-4.txt']);
     const recovered = executor.getAudit({ filters: { stepId: 's0' }, order: 'asc' }).entries.map((entry) => entry.action);
     expect(recovered).toEqual(expect.arrayContaining(['step.recovered', 'step.executed']));
@@ -299,7 +330,14 @@ describe('an approval given before the plan broke', () => {
 describe('a proposal is stored and weighed in one transaction', () => {
   it('a SIGKILL while weighing leaves nothing of the plan: it was never acknowledged, and nothing waits half-stored', async () => {
     const { dataDir } = tempSetup();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `
       const { Executor } = await import(${JSON.stringify(new URL('../../../src/executor/executor.ts', import.meta.url).pathname)});
       const { StepDesk } = await import(${JSON.stringify(new URL('../../../src/executor/step-desk.ts', import.meta.url).pathname)});
       const { actorFor } = await import(${JSON.stringify(new URL('../../../src/domain/actor.ts', import.meta.url).pathname)});
@@ -313,7 +351,10 @@ describe('a proposal is stored and weighed in one transaction', () => {
       const executor = Executor.open(${JSON.stringify(dataDir)});
       const steps = Array.from({ length: 4 }, (_, i) => ({ id: 's' + i, action: 'writeFile', args: { path: 'file-' + i + '.txt', content: 'x' } }));
       await executor.propose({ planId: 'crashed-plan', steps }, actorFor('cli'));
-    `], { stdio: ['ignore', 'pipe', 'pipe'] });
+    `,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const exited = new Promise((resolve) => child.once('exit', resolve));
     await new Promise<void>((resolve, reject) => {
       let out = '';

@@ -14,7 +14,11 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const PERSON = actorFor('window');
 const AGENT: Actor = { ...actorFor('mcp', 'agent-a'), agent: 'agent-A1' };
-const codeOf = (promise: Promise<unknown>) => promise.then(() => ({ code: 'none', message: '' }), (error: { code?: string; message: string }) => ({ code: error.code, message: error.message }));
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => ({ code: 'none', message: '' }),
+    (error: { code?: string; message: string }) => ({ code: error.code, message: error.message }),
+  );
 
 const hasDocker = dockerAvailable();
 
@@ -32,11 +36,16 @@ describe.skipIf(!hasDocker)("the person's edit of a command (real Docker)", () =
     const setup = tempSetup(policy);
     const executor = Executor.open(setup.dataDir, { resumeUnfinished: false });
     open.push(executor);
-    const records = await executor.propose({ steps: [
-      { id: 'ec1', action: 'runCommand', args: { argv: ['ls', '-la'] } },
-      { id: 'ec2', action: 'runCommand', args: { command: 'echo hi' } },
-      { id: 'ec3', action: 'runCommand', args: { command: 'echo hi3' } },
-    ] }, AGENT);
+    const records = await executor.propose(
+      {
+        steps: [
+          { id: 'ec1', action: 'runCommand', args: { argv: ['ls', '-la'] } },
+          { id: 'ec2', action: 'runCommand', args: { command: 'echo hi' } },
+          { id: 'ec3', action: 'runCommand', args: { command: 'echo hi3' } },
+        ],
+      },
+      AGENT,
+    );
     await executor.whenPreparationsIdle();
     // An agent's step ids are the host's (namespaced); the plan's order is kept.
     const [ec1, ec2, ec3] = records.map((record) => record.step.id) as [string, string, string];

@@ -29,7 +29,11 @@ async function waitingWrite(content = 'proposed\n') {
   return { executor, target, record: record! };
 }
 
-const codeOf = (promise: Promise<unknown>) => promise.then(() => 'none', (error: { code?: string }) => error.code);
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'none',
+    (error: { code?: string }) => error.code,
+  );
 
 describe('editing a step before approving it', () => {
   it('keeps the first proposal on record through two edits, and asks the person again each time', async () => {
@@ -71,7 +75,10 @@ describe('editing a step before approving it', () => {
 
   it('an edit racing a cancel ends with the step withdrawn and nothing written, whichever wins', async () => {
     const { executor, target } = await waitingWrite();
-    const [edit, cancel] = await Promise.allSettled([executor.editStep('w', PERSON, { content: 'mine\n' }), executor.cancel('w', actorFor('cli'))]);
+    const [edit, cancel] = await Promise.allSettled([
+      executor.editStep('w', PERSON, { content: 'mine\n' }),
+      executor.cancel('w', actorFor('cli')),
+    ]);
     expect(cancel.status).toBe('fulfilled');
     if (edit.status === 'rejected') expect((edit.reason as { code: string }).code).toBe('ILLEGAL_TRANSITION');
     await executor.settled();

@@ -28,7 +28,13 @@ function cycle(dataDir: string, work: (executor: Executor) => void = () => undef
 
 function edits(dataDir: string) {
   let found: { args: Record<string, unknown> }[] = [];
-  cycle(dataDir, (executor) => (found = executor.getAudit({ limit: 100, order: 'asc', filters: { action: 'policy.edited_outside' } }).entries as unknown as { args: Record<string, unknown> }[]));
+  cycle(
+    dataDir,
+    (executor) =>
+      (found = executor.getAudit({ limit: 100, order: 'asc', filters: { action: 'policy.edited_outside' } }).entries as unknown as {
+        args: Record<string, unknown>;
+      }[]),
+  );
   return found;
 }
 
@@ -39,7 +45,12 @@ function writePolicy(dataDir: string, edit: (policy: Record<string, unknown>) =>
   fs.writeFileSync(file, JSON.stringify(policy));
 }
 
-const witness = () => ({ kind: 'http', name: 'w1', url: 'https://witness.example.com', vkey: generateSignerKey('witness.example.com/w1', { cosigner: true }).vkey });
+const witness = () => ({
+  kind: 'http',
+  name: 'w1',
+  url: 'https://witness.example.com',
+  vkey: generateSignerKey('witness.example.com/w1', { cosigner: true }).vkey,
+});
 
 describe('an edit of policy.json behind the host is recorded at the next open', () => {
   it('a hand-written policy adds no record unless it names a witness; a later hand edit of anything is recorded once, naming what it dropped', () => {
@@ -63,13 +74,21 @@ describe('an edit of policy.json behind the host is recorded at the next open', 
     writePolicy(dataDir, (policy) => (policy.witnesses = []));
     const recorded = edits(dataDir);
     expect(recorded).toHaveLength(3);
-    expect(recorded[2]!.args).toMatchObject({ before: { witnesses: [w1] }, after: { witnesses: [] }, policySha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(recorded[2]!.args).toMatchObject({
+      before: { witnesses: [w1] },
+      after: { witnesses: [] },
+      policySha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
 
     const db = openDatabase(dataDir, { readonly: true });
     try {
       const named = witnessesNamedByLog(db);
       expect(named).toHaveLength(1);
-      expect(named[0]).toMatchObject({ config: w1, added: { action: 'policy.edited_outside' }, removed: { action: 'policy.edited_outside', by: expect.stringMatching(/^system\//) } });
+      expect(named[0]).toMatchObject({
+        config: w1,
+        added: { action: 'policy.edited_outside' },
+        removed: { action: 'policy.edited_outside', by: expect.stringMatching(/^system\//) },
+      });
     } finally {
       db.close();
     }

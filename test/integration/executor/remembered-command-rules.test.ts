@@ -18,14 +18,24 @@ function executorWithRule(prefix: string[], policy: Record<string, unknown> = {}
   const setup = tempSetup();
   const executor = Executor.open(setup.dataDir);
   open.push(executor);
-  const rule = { id: 'npm-test', kind: 'command', prefix, root: setup.workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-A1' } };
-  executor.setPolicy({ ...executor.getPolicy(), ...policy, remembered: [rule] }, { user: "me", channel: "cli" });
+  const rule = {
+    id: 'npm-test',
+    kind: 'command',
+    prefix,
+    root: setup.workspace,
+    maxRisk: 'HIGH',
+    createdAt: new Date().toISOString(),
+    proposer: { kind: 'agent', agentId: 'agent-A1' },
+  };
+  executor.setPolicy({ ...executor.getPolicy(), ...policy, remembered: [rule] }, { user: 'me', channel: 'cli' });
   return { executor, workspace: setup.workspace };
 }
 
 // The rule's agent is the identity the host issued (meta.agent); the client name is a label.
-const command = (args: Record<string, unknown>, meta: Record<string, unknown> = { origin: 'agent', client: 'agent-a', agent: 'agent-A1' }): Step =>
-  StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta });
+const command = (
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> = { origin: 'agent', client: 'agent-a', agent: 'agent-A1' },
+): Step => StepSchema.parse({ id: 's', planId: 'p', action: 'runCommand', args, meta });
 
 describe('remembered command rules, evaluated on runCommand steps', () => {
   it('covers the remembered prefix with more arguments, in the root', () => {
@@ -33,7 +43,9 @@ describe('remembered command rules, evaluated on runCommand steps', () => {
     expect(executor.evaluateStep(command({ command: 'npm test -- --watch' })).consent).toBe('none');
     expect(executor.evaluateStep(command({ argv: ['npm', 'test'] })).consent).toBe('none');
     // Another issued agent, or a step that only names itself like the rule's agent, still asks.
-    expect(executor.evaluateStep(command({ argv: ['npm', 'test'] }, { origin: 'agent', client: 'agent-a', agent: 'agent-B2' })).consent).toBe('confirm');
+    expect(
+      executor.evaluateStep(command({ argv: ['npm', 'test'] }, { origin: 'agent', client: 'agent-a', agent: 'agent-B2' })).consent,
+    ).toBe('confirm');
     expect(executor.evaluateStep(command({ argv: ['npm', 'test'] }, { origin: 'agent', client: 'agent-a' })).consent).toBe('confirm');
   });
 

@@ -27,11 +27,22 @@ function closeLast(executor: Executor): void {
   executor.close();
 }
 
-const write = (id: string, file: string, content = 'x\n') => ({ planId: `plan-${id}`, steps: [{ id, action: 'writeFile', args: { path: file, content } }] });
+const write = (id: string, file: string, content = 'x\n') => ({
+  planId: `plan-${id}`,
+  steps: [{ id, action: 'writeFile', args: { path: file, content } }],
+});
 
-function auditOf(executor: Executor, stepId?: string): { seq: number; kind: string; stepId: string | null; detail: Record<string, unknown> }[] {
+function auditOf(
+  executor: Executor,
+  stepId?: string,
+): { seq: number; kind: string; stepId: string | null; detail: Record<string, unknown> }[] {
   const page = executor.getAudit({ limit: 1000, order: 'asc', ...(stepId ? { filters: { stepId } } : {}) });
-  return page.entries.map((entry) => ({ seq: entry.seq, kind: entry.action, stepId: entry.stepId, detail: (entry.args ?? {}) as Record<string, unknown> }));
+  return page.entries.map((entry) => ({
+    seq: entry.seq,
+    kind: entry.action,
+    stepId: entry.stepId,
+    detail: (entry.args ?? {}) as Record<string, unknown>,
+  }));
 }
 
 /** Approves agent A's first write with a rule for its folder, as the window does. */
@@ -39,13 +50,15 @@ async function rememberFolderRule(executor: Executor, workspace: string, lifetim
   fs.mkdirSync(path.join(workspace, 'src'), { recursive: true });
   const [first] = await executor.propose(write('first', path.join(workspace, 'src', 'a.ts')), agentA);
   expect(first!.status).toBe('awaiting_consent');
-  const choice = ruleChoicesForStep(first!, executor.getPolicy().workspaceRoots).find((option) => option.draft.kind === 'file' && option.draft.glob === 'src/**')!;
+  const choice = ruleChoicesForStep(first!, executor.getPolicy().workspaceRoots).find(
+    (option) => option.draft.kind === 'file' && option.draft.glob === 'src/**',
+  )!;
   // An agent's step ids are the host's: the id it asked for is not the one it gets.
   return executor.approveAndRemember(first!.step.id, person, { previewHash: first!.previewHash!, rule: choice.draft, lifetime });
 }
 
 describe('approve and remember, through the Executor', () => {
-  it('saves the rule scoped to the agent whose step it was, with the chosen lifetime, in the approval\'s transaction', async () => {
+  it("saves the rule scoped to the agent whose step it was, with the chosen lifetime, in the approval's transaction", async () => {
     const { dataDir, workspace } = tempSetup();
     const executor = open(dataDir);
     const before = Date.now();
@@ -65,7 +78,7 @@ describe('approve and remember, through the Executor', () => {
     expect(changed.detail.remembered).toEqual(rule);
   });
 
-  it('counts a hit and writes rule.applied with the approval when the rule approves agent A\'s step; agent B\'s identical step and the person\'s still ask', async () => {
+  it("counts a hit and writes rule.applied with the approval when the rule approves agent A's step; agent B's identical step and the person's still ask", async () => {
     const { dataDir, workspace } = tempSetup();
     const executor = open(dataDir);
     const { rule } = await rememberFolderRule(executor, workspace);
@@ -106,7 +119,9 @@ describe('approve and remember, through the Executor', () => {
     expect(reopened.listRuleHits()[0]).toMatchObject({ ruleId: rule.id, hits: 2 });
     reopened.setPolicy({ ...reopened.getPolicy(), remembered: [] }, person);
     expect(reopened.listRuleHits()).toEqual([]);
-    expect((await reopened.propose(write('after-removal', path.join(workspace, 'src', 'f.ts')), agentA))[0]!.status).toBe('awaiting_consent');
+    expect((await reopened.propose(write('after-removal', path.join(workspace, 'src', 'f.ts')), agentA))[0]!.status).toBe(
+      'awaiting_consent',
+    );
   });
 
   it('asks the person once the rule has expired, and counts no hit', async () => {
@@ -139,13 +154,23 @@ describe('approve and remember, through the Executor', () => {
       'src/**',
     ];
     const maxRisk = step!.evaluation!.risk;
-    expect(ruleChoicesForStep(step!, [workspace]).map((choice) => choice.draft)).toContainEqual({ kind: 'file', root: workspace, glob: 'src/**', maxRisk });
+    expect(ruleChoicesForStep(step!, [workspace]).map((choice) => choice.draft)).toContainEqual({
+      kind: 'file',
+      root: workspace,
+      glob: 'src/**',
+      maxRisk,
+    });
     for (const rule of widened) {
       const error = await executor.approveAndRemember(step!.step.id, person, { rule, lifetime: 'day' }).catch((caught: unknown) => caught);
       expect(error, JSON.stringify(rule)).toBeInstanceOf(ExecutorError);
       expect((error as ExecutorError).code).toBe('INVALID_INPUT');
     }
-    const lifetime = await executor.approveAndRemember(step!.step.id, person, { rule: { kind: 'file', root: workspace, glob: 'src/**', maxRisk }, lifetime: 'forever' as never }).catch((caught: unknown) => caught);
+    const lifetime = await executor
+      .approveAndRemember(step!.step.id, person, {
+        rule: { kind: 'file', root: workspace, glob: 'src/**', maxRisk },
+        lifetime: 'forever' as never,
+      })
+      .catch((caught: unknown) => caught);
     expect((lifetime as ExecutorError).code).toBe('INVALID_INPUT');
     expect(executor.getStep(step!.step.id).status).toBe('awaiting_consent');
     expect(executor.getPolicy().remembered).toEqual([]);
@@ -162,7 +187,10 @@ describe('approve and remember, through the Executor', () => {
     fs.rmSync(path.join(dataDir, 'policy.json'));
     fs.mkdirSync(path.join(dataDir, 'policy.json'));
     fs.writeFileSync(path.join(dataDir, 'policy.json', 'keep'), '');
-    const failure = await executor.approveAndRemember(step!.step.id, person, { rule: choice.draft, lifetime: 'never' }).then(() => null, (caught: unknown) => caught as NodeJS.ErrnoException);
+    const failure = await executor.approveAndRemember(step!.step.id, person, { rule: choice.draft, lifetime: 'never' }).then(
+      () => null,
+      (caught: unknown) => caught as NodeJS.ErrnoException,
+    );
     expect(failure).not.toBeNull();
     expect(failure!.code).toMatch(/^E(ISDIR|NOTEMPTY|EXIST|PERM)$/);
     expect(auditOf(executor).map((record) => record.kind)).not.toContain('policy.changed');
@@ -173,7 +201,7 @@ describe('approve and remember, through the Executor', () => {
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('loads a policy.json with rules from before scoping: they cover the person\'s own steps, never an agent\'s', async () => {
+  it("loads a policy.json with rules from before scoping: they cover the person's own steps, never an agent's", async () => {
     const { dataDir, workspace } = tempSetup();
     const old = { id: 'old-rule', kind: 'file', root: workspace, glob: '*.md', maxRisk: 'MEDIUM', createdAt: '2025-06-01T00:00:00.000Z' };
     fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], remembered: [old] }));
@@ -188,7 +216,15 @@ describe('approve and remember, through the Executor', () => {
     const { dataDir, workspace } = tempSetup();
     const executor = open(dataDir);
     for (const prefix of [['timeout', '60'], ['busybox', 'sh', '-c'], ['nice'], ['python3']]) {
-      const rule = { id: 'w', kind: 'command', prefix, root: workspace, maxRisk: 'HIGH', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-a' } };
+      const rule = {
+        id: 'w',
+        kind: 'command',
+        prefix,
+        root: workspace,
+        maxRisk: 'HIGH',
+        createdAt: new Date().toISOString(),
+        proposer: { kind: 'agent', agentId: 'agent-a' },
+      };
       let caught: unknown;
       try {
         executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, person);

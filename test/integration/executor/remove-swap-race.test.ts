@@ -34,7 +34,9 @@ describe('removing a workspace file while its folder is swapped for a link', () 
       fs.writeFileSync(path.join(outside, `f${i}.txt`), 'SAME\n');
     }
     fs.symlinkSync(outside, path.join(workspace, 'dlink'));
-    const swapper = spawn('python3', ['-c', SWAPPER, folder, path.join(workspace, 'dlink'), '20'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const swapper = spawn('python3', ['-c', SWAPPER, folder, path.join(workspace, 'dlink'), '20'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise((resolve) => swapper.once('exit', resolve));
     await new Promise<void>((resolve) => swapper.stdout.once('data', () => resolve()));
     let refused = 0;

@@ -26,13 +26,17 @@ async function written(executor: Executor, file: string, content: string): Promi
   return done;
 }
 
-const relativeStates = (root: string, entries: { path: string; state: string }[]) => entries.map((entry) => [path.relative(root, entry.path), entry.state]);
+const relativeStates = (root: string, entries: { path: string; state: string }[]) =>
+  entries.map((entry) => [path.relative(root, entry.path), entry.state]);
 
 describe('revert removes the folders a step created', () => {
   it('removes the new folders deepest first once the file is gone, keeps the root, and says so in the preview, the record and the audit', async () => {
     const { executor, workspace } = start();
     const step = await written(executor, 'a/b/c/new.txt', 'hello\n');
-    const executedRecord = executor.getAudit({ filters: { stepId: step.step.id, action: 'step.executed' } }).entries[0]?.args as Record<string, unknown>;
+    const executedRecord = executor.getAudit({ filters: { stepId: step.step.id, action: 'step.executed' } }).entries[0]?.args as Record<
+      string,
+      unknown
+    >;
     expect(executedRecord.createdDirectories).toEqual(['a', 'a/b', 'a/b/c'].map((dir) => path.join(workspace, dir)));
 
     expect(relativeStates(workspace, executor.previewRevert(step.step.id).directories)).toEqual([
@@ -48,7 +52,10 @@ describe('revert removes the folders a step created', () => {
     ]);
     expect(fs.readdirSync(workspace)).toEqual([]);
     expect(executor.getStep(step.step.id).revertOutcome).toEqual(reverted.revertOutcome);
-    const revertRecord = executor.getAudit({ filters: { stepId: step.step.id, action: 'step.reverted' } }).entries[0]?.args as Record<string, unknown>;
+    const revertRecord = executor.getAudit({ filters: { stepId: step.step.id, action: 'step.reverted' } }).entries[0]?.args as Record<
+      string,
+      unknown
+    >;
     expect(revertRecord.directories).toEqual(reverted.revertOutcome!.directories);
   });
 
@@ -70,7 +77,9 @@ describe('revert removes the folders a step created', () => {
       { path: path.join(workspace, 'notes'), state: 'keep', reason: 'it holds todo.md, which the step did not create' },
     ]);
     const reverted = await executor.revertStep(step.step.id, person);
-    expect(reverted.revertOutcome!.directories).toEqual([{ path: path.join(workspace, 'notes'), state: 'kept', reason: 'it holds todo.md, which the step did not create' }]);
+    expect(reverted.revertOutcome!.directories).toEqual([
+      { path: path.join(workspace, 'notes'), state: 'kept', reason: 'it holds todo.md, which the step did not create' },
+    ]);
     expect(fs.readdirSync(path.join(workspace, 'notes'))).toEqual(['todo.md']);
   });
 
@@ -94,7 +103,9 @@ describe('revert removes the folders a step created', () => {
     fs.renameSync(path.join(workspace, 'notes'), path.join(elsewhere, 'notes'));
     fs.symlinkSync(path.join(elsewhere, 'notes'), path.join(workspace, 'notes'));
     const reverted = await executor.revertStep(step.step.id, person);
-    expect(reverted.revertOutcome!.directories).toEqual([{ path: path.join(workspace, 'notes'), state: 'kept', reason: expect.stringMatching(/symbolic link/) }]);
+    expect(reverted.revertOutcome!.directories).toEqual([
+      { path: path.join(workspace, 'notes'), state: 'kept', reason: expect.stringMatching(/symbolic link/) },
+    ]);
     expect(fs.statSync(path.join(elsewhere, 'notes')).isDirectory()).toBe(true);
     expect(fs.lstatSync(path.join(workspace, 'notes')).isSymbolicLink()).toBe(true);
   });
@@ -107,7 +118,9 @@ describe('revert removes the folders a step created', () => {
 
     // The first step's revert while the second's file is there: the folder stays, and says why.
     const firstReverted = await executor.revertStep(first.step.id, person);
-    expect(firstReverted.revertOutcome!.directories).toEqual([{ path: path.join(workspace, 'shared'), state: 'kept', reason: 'it holds second.txt, which the step did not create' }]);
+    expect(firstReverted.revertOutcome!.directories).toEqual([
+      { path: path.join(workspace, 'shared'), state: 'kept', reason: 'it holds second.txt, which the step did not create' },
+    ]);
     expect(fs.readFileSync(path.join(workspace, 'shared', 'second.txt'), 'utf8')).toBe('2');
     const secondReverted = await executor.revertStep(second.step.id, person);
     expect(secondReverted.revertOutcome).toEqual({ directories: [] });

@@ -26,7 +26,13 @@ function start() {
 
 /** A plan of writes, each approved (and so run) in order. */
 async function ranPlan(executor: Executor, planId: string, writes: [string, string][]): Promise<string[]> {
-  const proposed = await executor.propose({ planId, steps: writes.map(([file, content], index) => ({ id: `${planId}-${index}`, action: 'writeFile', args: { path: file, content } })) }, person);
+  const proposed = await executor.propose(
+    {
+      planId,
+      steps: writes.map(([file, content], index) => ({ id: `${planId}-${index}`, action: 'writeFile', args: { path: file, content } })),
+    },
+    person,
+  );
   for (const record of proposed) {
     let done = await executor.approve(record.step.id, person);
     // A later write of a file an earlier step wrote is shown again with the file as that step left it.
@@ -55,7 +61,9 @@ describe('revertPlan', () => {
     expect(fs.existsSync(path.join(workspace, 'new.txt'))).toBe(false);
     expect(ids.map((id) => executor.getStep(id).status)).toEqual(['reverted', 'reverted', 'reverted']);
     // The audit log says it in that order too.
-    const order = executor.getAudit({ filters: { planId: 'twice', action: 'step.reverted' }, order: 'asc' }).entries.map((entry) => entry.stepId);
+    const order = executor
+      .getAudit({ filters: { planId: 'twice', action: 'step.reverted' }, order: 'asc' })
+      .entries.map((entry) => entry.stepId);
     expect(order).toEqual([...ids].reverse());
   });
 
@@ -104,7 +112,10 @@ describe('revertPlan', () => {
       () => null,
       (error: unknown) => error as { code: string; message: string; details: Record<string, unknown> },
     );
-    expect(failure).toMatchObject({ code: 'REVERT_INCOMPLETE', details: { reverted: [ids[2]], notReverted: [ids[1], ids[0]], failedStepId: ids[1] } });
+    expect(failure).toMatchObject({
+      code: 'REVERT_INCOMPLETE',
+      details: { reverted: [ids[2]], notReverted: [ids[1], ids[0]], failedStepId: ids[1] },
+    });
     expect(failure!.message).toContain(`Reverted: ${ids[2]}. Not reverted: ${ids[1]}, ${ids[0]}.`);
     expect(executor.getStep(ids[2]!).status).toBe('reverted');
     expect(executor.getStep(ids[0]!).status).toBe('executed');
@@ -114,7 +125,10 @@ describe('revertPlan', () => {
     const { executor, workspace } = start();
     const ids = await ranPlan(executor, 'once', [[path.join(workspace, 'x.txt'), 'x']]);
     await executor.revertPlan('once', person);
-    await expect(executor.revertPlan('once', person)).rejects.toMatchObject({ code: 'NOT_REVERSIBLE', message: expect.stringContaining(`${ids[0]} (already reverted)`) });
+    await expect(executor.revertPlan('once', person)).rejects.toMatchObject({
+      code: 'NOT_REVERSIBLE',
+      message: expect.stringContaining(`${ids[0]} (already reverted)`),
+    });
     await expect(executor.revertPlan('no-such-plan', person)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
@@ -124,7 +138,13 @@ describe('executor revert --plan', () => {
     const { dataDir, workspace } = start();
     open.pop()!.close();
     const plan = path.join(workspace, '..', 'plan.json');
-    fs.writeFileSync(plan, JSON.stringify({ planId: 'cli-plan', steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'one.txt'), content: '1' } }] }));
+    fs.writeFileSync(
+      plan,
+      JSON.stringify({
+        planId: 'cli-plan',
+        steps: [{ id: 'one', action: 'writeFile', args: { path: path.join(workspace, 'one.txt'), content: '1' } }],
+      }),
+    );
     runCli(['--data-dir', dataDir, '--json', 'propose', plan]);
     const hash = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'one']).json<{ previewHash: string }>().previewHash;
     expect(runCli(['--data-dir', dataDir, 'approve', 'one', '--preview-hash', hash]).status).toBe(0);

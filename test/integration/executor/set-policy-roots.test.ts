@@ -21,12 +21,15 @@ function open(dataDir: string): Executor {
 
 describe('setPolicy checks the roots it adds', () => {
   it.each([
-    ['a world-writable folder', (base: string) => {
-      const shared = path.join(base, 'shared');
-      fs.mkdirSync(shared);
-      fs.chmodSync(shared, 0o777);
-      return shared;
-    }],
+    [
+      'a world-writable folder',
+      (base: string) => {
+        const shared = path.join(base, 'shared');
+        fs.mkdirSync(shared);
+        fs.chmodSync(shared, 0o777);
+        return shared;
+      },
+    ],
     ['a system folder', () => '/etc'],
     ['the whole disk', () => '/'],
     ['a folder that does not exist', (base: string) => path.join(base, 'missing')],

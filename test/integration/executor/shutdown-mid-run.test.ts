@@ -101,7 +101,9 @@ describe('a host shut down mid-run (real forked worker)', () => {
   it('records the stopped dry run with its step before app.stopped; the log verifies and the step is prepared again at the next start', async () => {
     const { dataDir, base } = tempSetup();
     const serve = await startServe(dataDir);
-    const planFile = writePlan(base, [{ id: 'busy', action: 'runCode', args: { code: busyFor(4500), language: 'javascript', timeoutMs: 5000 } }]);
+    const planFile = writePlan(base, [
+      { id: 'busy', action: 'runCode', args: { code: busyFor(4500), language: 'javascript', timeoutMs: 5000 } },
+    ]);
     const proposing = runCliAsync(['--data-dir', dataDir, '--json', 'propose', planFile, '--timeout', '60']);
     await watchUntil(dataDir, 'busy', /--- dry run started|Dry run for/);
     expect(await serve.stop()).toBe(0);
@@ -109,7 +111,9 @@ describe('a host shut down mid-run (real forked worker)', () => {
 
     const record = stoppedRecord(dataDir, 'busy');
     expect(record.args).toMatchObject({ phase: 'dryRun', stepStatus: 'evaluated', outputBytes: { stdout: 0, stderr: 0 } });
-    expect(record.args.message).toMatch(/shut down \d+\.\d s into this step's dry run; its sandbox was stopped\. A dry run changes nothing; the step's preview is prepared again when Executor starts\.$/);
+    expect(record.args.message).toMatch(
+      /shut down \d+\.\d s into this step's dry run; its sandbox was stopped\. A dry run changes nothing; the step's preview is prepared again when Executor starts\.$/,
+    );
     expectIntact(dataDir);
 
     // What the record promised: the next host prepares it again, and it waits for the person.
@@ -122,17 +126,33 @@ describe('a host shut down mid-run (real forked worker)', () => {
   it('records the stopped real run of code; the step is then interrupted at the next start, as the record says, and not run again', async () => {
     const { dataDir, base } = tempSetup();
     const serve = await startServe(dataDir);
-    const planFile = writePlan(base, [{ id: 'busy', action: 'runCode', args: { code: `console.log('started'); ${busyFor(4500)}`, language: 'javascript', timeoutMs: 5000 } }]);
+    const planFile = writePlan(base, [
+      {
+        id: 'busy',
+        action: 'runCode',
+        args: { code: `console.log('started'); ${busyFor(4500)}`, language: 'javascript', timeoutMs: 5000 },
+      },
+    ]);
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile, '--timeout', '60']);
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
-    const approving = runCliAsync(['--data-dir', dataDir, '--json', 'approve', 'busy', '--preview-hash', shownPreviewHash(dataDir, 'busy')]);
+    const approving = runCliAsync([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'approve',
+      'busy',
+      '--preview-hash',
+      shownPreviewHash(dataDir, 'busy'),
+    ]);
     await watchUntil(dataDir, 'busy', /--- run started|Running for/);
     expect(await serve.stop()).toBe(0);
     await approving;
 
     const record = stoppedRecord(dataDir, 'busy');
     expect(record.args).toMatchObject({ phase: 'realRun', stepStatus: 'running' });
-    expect(record.args.message).toMatch(/into this step's run; its sandbox was stopped\. .*When Executor starts, the step is marked interrupted; it does not run again by itself\.$/);
+    expect(record.args.message).toMatch(
+      /into this step's run; its sandbox was stopped\. .*When Executor starts, the step is marked interrupted; it does not run again by itself\.$/,
+    );
     expectIntact(dataDir);
 
     const again = await startServe(dataDir);
@@ -146,7 +166,9 @@ describe('a host shut down mid-run (real forked worker)', () => {
 
 /** Sandbox containers a host process started, running or not: the host removes them before it exits. */
 function containersOf(hostPid: number): string[] {
-  return spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox.pid=${hostPid}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+  return spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.executor.sandbox.pid=${hostPid}`], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter(Boolean);
 }
 
 const hasDocker = dockerAvailable();
@@ -160,7 +182,9 @@ describe.skipIf(!hasDocker)('a host shut down mid-run (real Docker)', () => {
   it('records the stopped real run of a command with its output so far; nothing was applied, the container is gone, and the step runs again at the next start', async () => {
     const { dataDir, base, workspace } = tempSetup();
     const serve = await startServe(dataDir);
-    const planFile = writePlan(base, [{ id: 'cmd', action: 'runCommand', args: { command: 'echo first line; echo made > out.txt; sleep 4', timeoutMs: 120_000 } }]);
+    const planFile = writePlan(base, [
+      { id: 'cmd', action: 'runCommand', args: { command: 'echo first line; echo made > out.txt; sleep 4', timeoutMs: 120_000 } },
+    ]);
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile, '--timeout', '120']);
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
     const approving = runCliAsync(['--data-dir', dataDir, '--json', 'approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')]);
@@ -172,7 +196,9 @@ describe.skipIf(!hasDocker)('a host shut down mid-run (real Docker)', () => {
     const record = stoppedRecord(dataDir, 'cmd');
     expect(record.args).toMatchObject({ phase: 'realRun', stepStatus: 'approved' });
     expect(record.args.outputBytes!.stdout).toBeGreaterThanOrEqual('first line\n'.length);
-    expect(record.args.message).toMatch(/into this step's run; its sandbox was stopped\. Nothing of that run was applied\. When Executor starts, the step runs again if its approval still holds; otherwise it asks you again\.$/);
+    expect(record.args.message).toMatch(
+      /into this step's run; its sandbox was stopped\. Nothing of that run was applied\. When Executor starts, the step runs again if its approval still holds; otherwise it asks you again\.$/,
+    );
     expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
     expect(containersOf(serve.info.pid)).toEqual([]);
     expectIntact(dataDir);

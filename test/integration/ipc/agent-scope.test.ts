@@ -16,7 +16,10 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * id gets, word for word, the answer an id that names no step gets.
  */
 
-const write = (workspace: string, name: string, content = `${name}\n`) => ({ action: 'writeFile', args: { path: path.join(workspace, name), content } });
+const write = (workspace: string, name: string, content = `${name}\n`) => ({
+  action: 'writeFile',
+  args: { path: path.join(workspace, name), content },
+});
 
 async function failureOf(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
   try {
@@ -58,7 +61,9 @@ describe('the agent channel sees and touches only its own steps', () => {
 
   it("answers the person's steps and another agent's exactly like an id that names no step, for every method", async () => {
     const person = await connect('cli');
-    const [personal] = (await proposeAndAwaitPreparation(person, { steps: [{ id: 'person-read', ...write(workspace, 'secret.txt', 'the person only\n') }] })).records;
+    const [personal] = (
+      await proposeAndAwaitPreparation(person, { steps: [{ id: 'person-read', ...write(workspace, 'secret.txt', 'the person only\n') }] })
+    ).records;
     await person.approve({ stepId: personal!.step.id });
     expect((await person.getStep({ stepId: 'person-read' })).status).toBe('executed');
     const owner = await connect('agent', 'same-name 1.0');
@@ -70,7 +75,10 @@ describe('the agent channel sees and touches only its own steps', () => {
       expect(unknown, method).toEqual({ code: 'NOT_FOUND', message: 'There is no step with id no-such-step.' });
       for (const other of ['person-read', owned!.step.id]) {
         const [, callOther] = stepMethods(impostor, other).find(([name]) => name === method)!;
-        expect(await failureOf(callOther()), `${method} ${other}`).toEqual({ code: 'NOT_FOUND', message: `There is no step with id ${other}.` });
+        expect(await failureOf(callOther()), `${method} ${other}`).toEqual({
+          code: 'NOT_FOUND',
+          message: `There is no step with id ${other}.`,
+        });
       }
     }
     expect(await impostor.listSteps()).toEqual([]);
@@ -108,7 +116,9 @@ describe('the agent channel sees and touches only its own steps', () => {
     const [mine] = await first.propose({ plan: { steps: [write(workspace, 'mine.txt')] } });
     expect(mine!.step.meta).toMatchObject({ origin: 'agent', client: 'a 1.0', agent: issued.agentId });
     // Whatever a plan claims about who proposed it, the host's word stands.
-    const [claimed] = await first.propose({ plan: { steps: [{ ...write(workspace, 'claim.txt'), meta: { origin: 'user', client: 'x', agent: 'agent-forged0000000000000' } }] } });
+    const [claimed] = await first.propose({
+      plan: { steps: [{ ...write(workspace, 'claim.txt'), meta: { origin: 'user', client: 'x', agent: 'agent-forged0000000000000' } }] },
+    });
     expect(claimed!.step.meta).toMatchObject({ origin: 'agent', client: 'a 1.0', agent: issued.agentId });
 
     const second = await connect('agent', 'a 1.0');
@@ -116,7 +126,13 @@ describe('the agent channel sees and touches only its own steps', () => {
     const [secondId, mac] = [issued.agentId, issued.credential.slice(issued.agentId.length + 1)];
     // The MAC's last two characters changed, always to others than it has (a fixed "AA" would be the real MAC about once in 1,024 runs).
     const otherTail = mac.endsWith('AA') ? 'BB' : 'AA';
-    for (const forged of [`${secondId}.${mac.slice(0, -2)}${otherTail}`, `agent-${'A'.repeat(22)}.${mac}`, secondId, `${secondId}.`, 'x'.repeat(256)]) {
+    for (const forged of [
+      `${secondId}.${mac.slice(0, -2)}${otherTail}`,
+      `agent-${'A'.repeat(22)}.${mac}`,
+      secondId,
+      `${secondId}.`,
+      'x'.repeat(256),
+    ]) {
       expect(await failureOf(second.agentIdentity({ resume: forged })), forged).toMatchObject({ code: 'AGENT_CREDENTIAL_INVALID' });
     }
     await expect(second.getStep({ stepId: mine!.step.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });

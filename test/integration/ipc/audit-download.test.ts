@@ -24,7 +24,9 @@ function fetchUrl(url: string, method = 'GET'): Promise<Fetched> {
     const request = http.request(url, { method }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
       response.on('error', reject);
     });
     request.on('error', reject);
@@ -37,7 +39,11 @@ describe('audit exports streamed behind one-time download links (executor serve)
 
   async function webClient(opened: Host): Promise<ExecutorClient> {
     const token = new URL(opened.web!.issueUrl()).hash.replace('#token=', '');
-    const { client } = await connectWithToken(`ws://127.0.0.1:${opened.web!.port}${WEB_SOCKET_PATH}`, token, nodeWebSocket(opened.web!.origin));
+    const { client } = await connectWithToken(
+      `ws://127.0.0.1:${opened.web!.port}${WEB_SOCKET_PATH}`,
+      token,
+      nodeWebSocket(opened.web!.origin),
+    );
     return closeAfter(client);
   }
 
@@ -94,7 +100,12 @@ describe('audit exports streamed behind one-time download links (executor serve)
     const ranged = await api.issueAuditDownload({ from: 100, to: 150 });
     expect(ranged).toMatchObject({ from: 100, to: 150, fileName: 'executor-audit-100-150.jsonl' });
     const body = (await fetchUrl(ranged.url)).body;
-    const seqs = body.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; seq?: number }).filter((line) => line.type === 'record').map((line) => line.seq);
+    const seqs = body
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; seq?: number })
+      .filter((line) => line.type === 'record')
+      .map((line) => line.seq);
     expect(seqs).toEqual(Array.from({ length: 51 }, (_, index) => 100 + index));
     await expect(api.issueAuditDownload({ from: 5000 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
   });

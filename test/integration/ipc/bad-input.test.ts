@@ -32,7 +32,9 @@ const hostileValue = fc.oneof(
   fc.integer({ min: 70, max: 6000 }).map((levels) => ({ text: deepArrays(levels), breaks: 'all' })),
   fc.integer({ min: 70, max: 6000 }).map((levels) => ({ text: deepObjects(levels), breaks: 'all' })),
   fc.integer({ min: 70, max: 3000 }).map((levels) => ({ text: `{"x":[${deepObjects(levels)},${deepArrays(levels)}]}`, breaks: 'all' })),
-  fc.constantFrom('1e400', '-1e400', '1e309', '-9.9e999', '9007199254740993', '[1e400]', '{"n":-1e400}').map((text) => ({ text, breaks: 'all' })),
+  fc
+    .constantFrom('1e400', '-1e400', '1e309', '-9.9e999', '9007199254740993', '[1e400]', '{"n":-1e400}')
+    .map((text) => ({ text, breaks: 'all' })),
   fc.integer({ min: 10_001, max: 15_000 }).map((count) => ({ text: `[${new Array(count).fill('0').join(',')}]`, breaks: 'plan' })),
   fc.constantFrom('"\\ud800"', '"text \\udfff here"', '{"\\ud83d":1}', '["ok","\\udc00"]').map((text) => ({ text, breaks: 'plan' })),
   fc.jsonValue({ maxDepth: 3 }).map((value) => ({ text: JSON.stringify({ unexpected: value }), breaks: 'none' })),
@@ -48,8 +50,12 @@ function hostileRequest(workspace: string) {
     ts?: string;
     inPlan: boolean;
   }
-  const planAt = (make: (hole: string) => string) => (hole: string): Placed => ({ method: 'propose', params: `{"plan":${make(hole)}}`, inPlan: true });
-  const other = (method: string, make: (hole: string) => string) => (hole: string): Placed => ({ method, params: make(hole), inPlan: false });
+  const planAt =
+    (make: (hole: string) => string) =>
+    (hole: string): Placed => ({ method: 'propose', params: `{"plan":${make(hole)}}`, inPlan: true });
+  const other =
+    (method: string, make: (hole: string) => string) =>
+    (hole: string): Placed => ({ method, params: make(hole), inPlan: false });
   const places: ((hole: string) => Placed)[] = [
     planAt((hole) => `{"steps":${hole}}`),
     planAt((hole) => `{"steps":[${hole}]}`),
@@ -105,7 +111,9 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('bad input over the $name to a 
   });
 
   it('answers an unsigned, unknown sender with the same refusal, unsigned', async () => {
-    const reply = await session.send(`{"v":1,"kid":"nobody","id":"x1","ts":1,"nonce":"${randomToken(18)}","method":"propose","params":{"plan":{"steps":${deepArrays(6000)}}},"sig":"AAAA"}`);
+    const reply = await session.send(
+      `{"v":1,"kid":"nobody","id":"x1","ts":1,"nonce":"${randomToken(18)}","method":"propose","params":{"plan":{"steps":${deepArrays(6000)}}},"sig":"AAAA"}`,
+    );
     expect(reply).toMatchObject({ ok: false, id: 'x1', sig: '', error: { code: 'INVALID_PLAN' } });
   });
 
@@ -128,7 +136,9 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT])('bad input over the $name to a 
     expect(codes.has('INVALID_PLAN')).toBe(true);
 
     const normal = await session.send(
-      await session.signed('propose', { plan: { steps: [{ action: 'writeFile', args: { path: path.join(setup.workspace, 'fine.txt'), content: 'fine\n' } }] } }),
+      await session.signed('propose', {
+        plan: { steps: [{ action: 'writeFile', args: { path: path.join(setup.workspace, 'fine.txt'), content: 'fine\n' } }] },
+      }),
     );
     expect(normal.ok).toBe(true);
     expect(storedRows(setup.dataDir).steps).toBe(before.steps + 1);

@@ -32,13 +32,20 @@ describe('a real `executor serve` answers while a 10 MB write is previewed', () 
     try {
       const content = bigText(lines, (line, i) => (i % 100 === 0 ? `${line} edited` : line));
       expect(content.length).toBeGreaterThan(10_000_000);
-      const [big] = await api.propose({ plan: { planId: 'big-plan', steps: [{ id: 'big', action: 'writeFile', args: { path: bigPath, content } }] } });
+      const [big] = await api.propose({
+        plan: { planId: 'big-plan', steps: [{ id: 'big', action: 'writeFile', args: { path: bigPath, content } }] },
+      });
       order.push('big acknowledged');
       expect(big!.status).toBe('evaluated');
       // A second client, as a second agent would be, while the host prepares the big preview.
       const other = await connectToHost(dataDir, 'cli');
       try {
-        const [small] = await other.propose({ plan: { planId: 'small-plan', steps: [{ id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'small.txt'), content: 'hi\n' } }] } });
+        const [small] = await other.propose({
+          plan: {
+            planId: 'small-plan',
+            steps: [{ id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'small.txt'), content: 'hi\n' } }],
+          },
+        });
         order.push('small acknowledged');
         expect(small!.status).toBe('evaluated');
       } finally {

@@ -44,8 +44,18 @@ async function startWithRenderer(withRenderer: boolean): Promise<Host> {
 const good = (port: number) => `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`;
 
 function upgrade(port: number, target: string, headers: Record<string, string> = {}): string {
-  const all = { Host: `127.0.0.1:${port}`, Origin: `http://127.0.0.1:${port}`, Upgrade: 'websocket', Connection: 'Upgrade', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13', ...headers };
-  return `GET ${target} HTTP/1.1\r\n${Object.entries(all).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n`;
+  const all = {
+    Host: `127.0.0.1:${port}`,
+    Origin: `http://127.0.0.1:${port}`,
+    Upgrade: 'websocket',
+    Connection: 'Upgrade',
+    'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    'Sec-WebSocket-Version': '13',
+    ...headers,
+  };
+  return `GET ${target} HTTP/1.1\r\n${Object.entries(all)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\r\n')}\r\n\r\n`;
 }
 
 async function expectStillServing(served: Host): Promise<void> {
@@ -80,7 +90,10 @@ describe.each([true, false])('the front door (built renderer: %s)', (withRendere
       ['foreign Origin', `GET / HTTP/1.1\r\n${h}Origin: https://evil.example\r\n\r\n`],
       ['two Origins', `GET / HTTP/1.1\r\n${h}Origin: http://127.0.0.1:${port}\r\nOrigin: https://evil.example\r\n\r\n`],
       ['raw control bytes in the target', Buffer.from(`GET /a\u0001\u007f HTTP/1.1\r\n${h}\r\n`, 'latin1')],
-      ['raw high bytes in the target', Buffer.concat([Buffer.from('GET /'), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(` HTTP/1.1\r\n${h}\r\n`)])],
+      [
+        'raw high bytes in the target',
+        Buffer.concat([Buffer.from('GET /'), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(` HTTP/1.1\r\n${h}\r\n`)]),
+      ],
       ['a broken request line', `GET\r\n\r\n`],
       ['HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
       ['TLS hello on the plain port', Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03])],
@@ -121,7 +134,33 @@ describe.each([true, false])('the front door (built renderer: %s)', (withRendere
     const port = served.web!.port;
     const piece = fc.oneof(
       fc.string({ maxLength: 8 }),
-      fc.constantFrom('/', '..', '.', '%', '%2e', '%2f', '%5c', '%00', '%ff', '%c0%ae', '?', '#', ':', '\\', 'http://[', 'http://', '[', ']', '@', '%%', 'api', 'ws', 'export', 'assets', 'index.html'),
+      fc.constantFrom(
+        '/',
+        '..',
+        '.',
+        '%',
+        '%2e',
+        '%2f',
+        '%5c',
+        '%00',
+        '%ff',
+        '%c0%ae',
+        '?',
+        '#',
+        ':',
+        '\\',
+        'http://[',
+        'http://',
+        '[',
+        ']',
+        '@',
+        '%%',
+        'api',
+        'ws',
+        'export',
+        'assets',
+        'index.html',
+      ),
       fc.stringMatching(/^%[0-9a-fA-F]{2}$/),
       fc.string({ unit: 'binary', maxLength: 4 }),
     );
@@ -130,15 +169,56 @@ describe.each([true, false])('the front door (built renderer: %s)', (withRendere
       fc.array(piece, { maxLength: 10 }).map((parts) => parts.join('')),
       fc.constantFrom('*', 'http://[', `http://127.0.0.1:${port}/`, WEB_SOCKET_PATH, '/api/export/', ''),
     );
-    const method = fc.oneof(fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'TRACE', 'PATCH', 'get', 'G\u0000T'), fc.string({ maxLength: 6 }));
-    const version = fc.constantFrom('HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9', 'HTTX', '');
-    const hostHeader = fc.constantFrom(`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, 'evil.example', `127.0.0.1:${port + 1}`, '', '[::1]', `127.0.0.1:${port}\u0000`);
-    const originHeader = fc.option(fc.constantFrom(`http://127.0.0.1:${port}`, 'null', 'https://evil.example', `http://localhost:${port}`, '', 'http://[', '\u00ff'), { nil: undefined });
-    const extraHeader = fc.tuple(
-      fc.oneof(fc.constantFrom('Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version', 'Content-Length', 'Transfer-Encoding', 'Expect', 'Cookie', 'X-Forwarded-For', 'Host'), fc.string({ maxLength: 10 })),
-      fc.oneof(fc.constantFrom('websocket', 'Upgrade', 'dGhlIHNhbXBsZSBub25jZQ==', '13', '0', '-1', 'chunked', '100-continue', 'x'.repeat(20_000)), fc.string({ maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 8 })),
+    const method = fc.oneof(
+      fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'TRACE', 'PATCH', 'get', 'G\u0000T'),
+      fc.string({ maxLength: 6 }),
     );
-    const request = fc.record({ method, target, version, host: fc.option(hostHeader, { nil: undefined }), origin: originHeader, extra: fc.array(extraHeader, { maxLength: 6 }), reset: fc.boolean() });
+    const version = fc.constantFrom('HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9', 'HTTX', '');
+    const hostHeader = fc.constantFrom(
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      `LOCALHOST:${port}`,
+      'evil.example',
+      `127.0.0.1:${port + 1}`,
+      '',
+      '[::1]',
+      `127.0.0.1:${port}\u0000`,
+    );
+    const originHeader = fc.option(
+      fc.constantFrom(`http://127.0.0.1:${port}`, 'null', 'https://evil.example', `http://localhost:${port}`, '', 'http://[', '\u00ff'),
+      { nil: undefined },
+    );
+    const extraHeader = fc.tuple(
+      fc.oneof(
+        fc.constantFrom(
+          'Upgrade',
+          'Connection',
+          'Sec-WebSocket-Key',
+          'Sec-WebSocket-Version',
+          'Content-Length',
+          'Transfer-Encoding',
+          'Expect',
+          'Cookie',
+          'X-Forwarded-For',
+          'Host',
+        ),
+        fc.string({ maxLength: 10 }),
+      ),
+      fc.oneof(
+        fc.constantFrom('websocket', 'Upgrade', 'dGhlIHNhbXBsZSBub25jZQ==', '13', '0', '-1', 'chunked', '100-continue', 'x'.repeat(20_000)),
+        fc.string({ maxLength: 20 }),
+        fc.string({ unit: 'binary', maxLength: 8 }),
+      ),
+    );
+    const request = fc.record({
+      method,
+      target,
+      version,
+      host: fc.option(hostHeader, { nil: undefined }),
+      origin: originHeader,
+      extra: fc.array(extraHeader, { maxLength: 6 }),
+      reset: fc.boolean(),
+    });
     let cases = 0;
     await fc.assert(
       fc.asyncProperty(request, async (generated) => {

@@ -57,7 +57,9 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
         return new Promise<StepRecord>((resolve) => waiters.push({ statuses, resolve }));
       };
       // Every file changes in its first line: 40 diffs of 1 MB files, 80 MB to hash and back up.
-      await api.propose({ plan: { planId: 'many-plan', steps: [{ id: 'many', action: 'runCommand', args: { command: "sed -i '1s/^file/FILE/' f*.txt" } }] } });
+      await api.propose({
+        plan: { planId: 'many-plan', steps: [{ id: 'many', action: 'runCommand', args: { command: "sed -i '1s/^file/FILE/' f*.txt" } }] },
+      });
       const shown = await reaches(['awaiting_consent', 'denied', 'failed']);
       expect(shown.status).toBe('awaiting_consent');
 
@@ -91,12 +93,16 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
       const slowest = Math.max(...during.map((ping) => ping.answeredAt - ping.sentAt));
       const span = approveEnded - approveStarted;
       const applying = runningAt > 0 ? approveEnded - runningAt : 0;
-      console.log(`approval ${Math.round(span)} ms (apply after running: ${Math.round(applying)} ms); ${during.length} pings, slowest ${Math.round(slowest)} ms`);
+      console.log(
+        `approval ${Math.round(span)} ms (apply after running: ${Math.round(applying)} ms); ${during.length} pings, slowest ${Math.round(slowest)} ms`,
+      );
       // Relative, not absolute: whatever the machine's speed, no ping waits for a large part of the approval.
       expect(during.length).toBeGreaterThan(10);
       expect(slowest).toBeLessThan(span / 5);
       // Pings were answered all through the approval, its last fifth included (not queued up behind it).
-      expect(during.filter((ping) => ping.answeredAt >= approveStarted + span * 0.8 && ping.answeredAt < approveEnded).length).toBeGreaterThan(0);
+      expect(
+        during.filter((ping) => ping.answeredAt >= approveStarted + span * 0.8 && ping.answeredAt < approveEnded).length,
+      ).toBeGreaterThan(0);
     } finally {
       api.close();
       pinger.close();

@@ -28,19 +28,33 @@ async function watchingClient(dataDir: string) {
   const reaches = (stepId: string, statuses: string[]) => {
     const known = latest.get(stepId);
     if (known && statuses.includes(known.status)) return Promise.resolve(known);
-    return new Promise<StepRecord>((resolve) => waiters.push({ test: (record) => record.step.id === stepId && statuses.includes(record.status), resolve }));
+    return new Promise<StepRecord>((resolve) =>
+      waiters.push({ test: (record) => record.step.id === stepId && statuses.includes(record.status), resolve }),
+    );
   };
   return { api, latest, reaches };
 }
 
 /** One proposer as the CLI is one: a connection per proposal, a one-step plan each time. */
-async function proposer(dataDir: string, workspace: string, index: number, count: number, acks: number[], errors: string[], onAck: () => void): Promise<void> {
+async function proposer(
+  dataDir: string,
+  workspace: string,
+  index: number,
+  count: number,
+  acks: number[],
+  errors: string[],
+  onAck: () => void,
+): Promise<void> {
   for (let n = 0; n < count; n++) {
     const startedAt = performance.now();
     let api: ExecutorClient | undefined;
     try {
       api = await connectToHost(dataDir, 'cli');
-      await api.propose({ plan: { steps: [{ action: 'writeFile', args: { path: path.join(workspace, `p${index}`, `f${n}.txt`), content: `${index}/${n}\n` } }] } });
+      await api.propose({
+        plan: {
+          steps: [{ action: 'writeFile', args: { path: path.join(workspace, `p${index}`, `f${n}.txt`), content: `${index}/${n}\n` } }],
+        },
+      });
       acks.push(performance.now() - startedAt);
       onAck();
     } catch (error) {
@@ -63,12 +77,16 @@ describe.skipIf(!hasDocker)('a real `executor serve` answers while a container r
     const { api, latest, reaches } = await watchingClient(dataDir);
     try {
       const slowStarted = performance.now();
-      const [slow] = await api.propose({ plan: { planId: 'slow-plan', steps: [{ id: 'slow', action: 'runCommand', args: { command: 'sleep 8; echo done > slept.txt' } }] } });
+      const [slow] = await api.propose({
+        plan: { planId: 'slow-plan', steps: [{ id: 'slow', action: 'runCommand', args: { command: 'sleep 8; echo done > slept.txt' } }] },
+      });
       expect(slow!.status).toBe('evaluated');
       expect(performance.now() - slowStarted).toBeLessThan(5_000);
 
       const target = path.join(workspace, 'quick.txt');
-      const [quick] = await api.propose({ plan: { planId: 'quick-plan', steps: [{ id: 'quick', action: 'writeFile', args: { path: target, content: 'now\n' } }] } });
+      const [quick] = await api.propose({
+        plan: { planId: 'quick-plan', steps: [{ id: 'quick', action: 'writeFile', args: { path: target, content: 'now\n' } }] },
+      });
       expect(quick!.status).toBe('evaluated');
       const shown = await reaches('quick', ['awaiting_consent']);
       const executed = await api.approve({ stepId: 'quick', previewHash: shown.previewHash });
@@ -108,7 +126,8 @@ describe.skipIf(!hasDocker)('a real `executor serve` answers while a container r
       expect(await firstAckWhileSlow).toBe('evaluated');
       await reaches('slow', ['awaiting_consent']);
       // Every step was prepared in the end, none left "preparing".
-      for (const record of await api.listSteps({ status: ['proposed', 'evaluated'], limit: 10_000 })) await reaches(record.step.id, ['awaiting_consent', 'denied']);
+      for (const record of await api.listSteps({ status: ['proposed', 'evaluated'], limit: 10_000 }))
+        await reaches(record.step.id, ['awaiting_consent', 'denied']);
       expect(await api.listSteps({ status: ['proposed', 'evaluated'], limit: 10_000 })).toEqual([]);
       expect(await api.listSteps({ status: ['awaiting_consent'], limit: 10_000 })).toHaveLength(8 * perProposer + 1);
     } finally {

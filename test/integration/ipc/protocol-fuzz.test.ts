@@ -17,10 +17,23 @@ const RUNS = 1500;
 function messages(session: RawSession) {
   const anyJson = fc.jsonValue({ maxDepth: 4 });
   const field = fc.oneof(fc.string(), fc.integer(), fc.constant(null), anyJson);
-  const garbage = fc.oneof(fc.string({ maxLength: 300 }), anyJson.map((value) => JSON.stringify(value)));
+  const garbage = fc.oneof(
+    fc.string({ maxLength: 300 }),
+    anyJson.map((value) => JSON.stringify(value)),
+  );
   const nearEnvelope = fc
     .record(
-      { v: fc.oneof(fc.constant(PROTOCOL_VERSION), field), kid: fc.oneof(fc.constant(session.kid), field), id: field, ts: fc.oneof(fc.constant(Date.now()), field), nonce: field, method: fc.oneof(fc.constantFrom(...METHOD_NAMES), field), params: anyJson, sig: field, hello: anyJson },
+      {
+        v: fc.oneof(fc.constant(PROTOCOL_VERSION), field),
+        kid: fc.oneof(fc.constant(session.kid), field),
+        id: field,
+        ts: fc.oneof(fc.constant(Date.now()), field),
+        nonce: field,
+        method: fc.oneof(fc.constantFrom(...METHOD_NAMES), field),
+        params: anyJson,
+        sig: field,
+        hello: anyJson,
+      },
       { requiredKeys: [] },
     )
     .map((value) => JSON.stringify(value));
@@ -34,38 +47,41 @@ function messages(session: RawSession) {
   );
 }
 
-describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('fuzzing the server over the $name', (transport: TransportUnderTest) => {
-  let host: Host;
-  let session: RawSession;
-  const suite = suiteTeardown();
-  const setup = tempSetup({}, suite);
+describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])(
+  'fuzzing the server over the $name',
+  (transport: TransportUnderTest) => {
+    let host: Host;
+    let session: RawSession;
+    const suite = suiteTeardown();
+    const setup = tempSetup({}, suite);
 
-  beforeAll(async () => {
-    host = suite.closeAfter(await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] }));
-    session = suite.closeAfter(await openRawSession(host, transport));
-  });
+    beforeAll(async () => {
+      host = suite.closeAfter(await startHost(setup.dataDir, { web: {}, maxRequestBytes: 256 * 1024, credentials: [windowCredential()] }));
+      session = suite.closeAfter(await openRawSession(host, transport));
+    });
 
-  it(`answers each of ${RUNS} random messages with a well-formed reply and stays up`, async () => {
-    const codes = new Map<string, number>();
-    await fc.assert(
-      fc.asyncProperty(messages(session), async (message) => {
-        // The stream framing is one message per line, so a raw newline would make two messages.
-        const text = 'text' in message ? message.text.replace(/\n/g, ' ') : await session.signed(message.method, message.params);
-        const reply = await session.send(text);
-        expect(reply.v).toBe(PROTOCOL_VERSION);
-        if ('welcome' in reply) return;
-        expect(typeof reply.ok).toBe('boolean');
-        if (reply.ok === false) {
-          const code = (reply.error as { code: string }).code;
-          expect(code).toMatch(/^[A-Z_]+$/);
-          expect(code).not.toBe('INTERNAL');
-          codes.set(code, (codes.get(code) ?? 0) + 1);
-        }
-      }),
-      { numRuns: RUNS },
-    );
-    // Still serving, and the refusals were of the kinds the protocol names.
-    expect((await session.send(await session.signed('listSteps', {}))).ok).toBe(true);
-    expect([...codes.keys()]).toEqual(expect.arrayContaining(['IPC_MALFORMED', 'IPC_UNKNOWN_METHOD', 'IPC_INVALID_PARAMS']));
-  });
-});
+    it(`answers each of ${RUNS} random messages with a well-formed reply and stays up`, async () => {
+      const codes = new Map<string, number>();
+      await fc.assert(
+        fc.asyncProperty(messages(session), async (message) => {
+          // The stream framing is one message per line, so a raw newline would make two messages.
+          const text = 'text' in message ? message.text.replace(/\n/g, ' ') : await session.signed(message.method, message.params);
+          const reply = await session.send(text);
+          expect(reply.v).toBe(PROTOCOL_VERSION);
+          if ('welcome' in reply) return;
+          expect(typeof reply.ok).toBe('boolean');
+          if (reply.ok === false) {
+            const code = (reply.error as { code: string }).code;
+            expect(code).toMatch(/^[A-Z_]+$/);
+            expect(code).not.toBe('INTERNAL');
+            codes.set(code, (codes.get(code) ?? 0) + 1);
+          }
+        }),
+        { numRuns: RUNS },
+      );
+      // Still serving, and the refusals were of the kinds the protocol names.
+      expect((await session.send(await session.signed('listSteps', {}))).ok).toBe(true);
+      expect([...codes.keys()]).toEqual(expect.arrayContaining(['IPC_MALFORMED', 'IPC_UNKNOWN_METHOD', 'IPC_INVALID_PARAMS']));
+    });
+  },
+);

@@ -56,14 +56,28 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('protocol r
   });
 
   it('refuses an unsigned message with IPC_MALFORMED and an empty signature with IPC_BAD_SIGNATURE', async () => {
-    const body = { v: PROTOCOL_VERSION, kid: session.kid, id: 'x1', ts: Date.now(), nonce: randomToken(18), method: 'listSteps', params: {} };
+    const body = {
+      v: PROTOCOL_VERSION,
+      kid: session.kid,
+      id: 'x1',
+      ts: Date.now(),
+      nonce: randomToken(18),
+      method: 'listSteps',
+      params: {},
+    };
     expect(errorCode(await session.send(JSON.stringify(body)))).toBe('IPC_MALFORMED');
     expect(errorCode(await session.send(JSON.stringify({ ...body, sig: 'AAAA' })))).toBe('IPC_BAD_SIGNATURE');
   });
 
   it('refuses a message signed with another key, or naming an unknown key id, with its code', async () => {
     const otherKey = await signText({ sign: async () => 'A'.repeat(43) }, 'request', {
-      v: PROTOCOL_VERSION, kid: session.kid, id: 'x2', ts: Date.now(), nonce: randomToken(18), method: 'listSteps', params: {},
+      v: PROTOCOL_VERSION,
+      kid: session.kid,
+      id: 'x2',
+      ts: Date.now(),
+      nonce: randomToken(18),
+      method: 'listSteps',
+      params: {},
     });
     expect(errorCode(await session.send(otherKey))).toBe('IPC_BAD_SIGNATURE');
     const unknownKid = await session.signed('listSteps', {}, { kid: 's-not-a-session' });
@@ -85,7 +99,9 @@ describe.each([SOCKET_TRANSPORT, WEB_TRANSPORT, ELECTRON_TRANSPORT])('protocol r
   });
 
   it('refuses an oversize message with IPC_TOO_LARGE and keeps serving the connection', async () => {
-    const big = await session.signed('propose', { plan: { steps: [{ action: 'writeFile', args: { path: '/x', content: 'x'.repeat(MAX_REQUEST_BYTES) } }] } });
+    const big = await session.signed('propose', {
+      plan: { steps: [{ action: 'writeFile', args: { path: '/x', content: 'x'.repeat(MAX_REQUEST_BYTES) } }] },
+    });
     expect(errorCode(await session.send(big))).toBe('IPC_TOO_LARGE');
     const after = await session.send(await session.signed('listSteps', {}));
     expect(after.ok).toBe(true);

@@ -31,7 +31,11 @@ describe('the host counts each message as under way until it answers it (backgro
 
     // Not JSON, not signed, too deep: each is answered, and none stays counted (previews would wait on it).
     const raw = host.ipc.connect('test', () => undefined);
-    for (const text of ['not json', '{"v":1,"id":"x","kid":"nobody","method":"listSteps","params":{},"ts":0,"nonce":"n","sig":"s"}', `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`]) {
+    for (const text of [
+      'not json',
+      '{"v":1,"id":"x","kid":"nobody","method":"listSteps","params":{},"ts":0,"nonce":"n","sig":"s"}',
+      `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+    ]) {
       const reply = JSON.parse(await raw.receive(text)) as { ok: boolean };
       expect(reply.ok).toBe(false);
       expect(host.executor.requests.requestsUnderWay).toBe(0);
@@ -51,7 +55,11 @@ describe('the host counts each message as under way until it answers it (backgro
       if (prepared.size === 50) allPrepared();
     });
     fs.mkdirSync(path.join(workspace, 'q'));
-    await Promise.all(Array.from({ length: 50 }, (_, index) => api.propose({ plan: { planId: `queued-${index}`, steps: [writeFile(path.join(workspace, 'q', `${index}.txt`))] } })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        api.propose({ plan: { planId: `queued-${index}`, steps: [writeFile(path.join(workspace, 'q', `${index}.txt`))] } }),
+      ),
+    );
     const [probe] = await api.propose({ plan: { planId: 'probe', steps: [writeFile(path.join(workspace, 'probe.txt'))] } });
     preparedAtProbeAck = prepared.size;
     expect(probe!.status).toBe('evaluated');

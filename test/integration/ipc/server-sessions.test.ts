@@ -52,7 +52,10 @@ describe('sessions and the replay window', () => {
   it('caps unfinished handshakes per connection', async () => {
     host = closeAfter(await startHost(tempSetup().dataDir));
     const wire = await connectSocket(host.socket.socketPath);
-    const hello = () => wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'cli', clientNonce: randomToken(24) } })).then((text) => JSON.parse(text) as Record<string, unknown>);
+    const hello = () =>
+      wire
+        .request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'cli', clientNonce: randomToken(24) } }))
+        .then((text) => JSON.parse(text) as Record<string, unknown>);
     for (let index = 0; index < SESSION_LIMITS.pendingPerConnection; index++) expect('welcome' in (await hello())).toBe(true);
     expect(codeOf(await hello())).toBe('BUSY');
     wire.close();
@@ -65,9 +68,15 @@ describe('sessions and the replay window', () => {
   it('refuses a hello naming a credential the server does not have, and audits it', async () => {
     host = closeAfter(await startHost(tempSetup().dataDir));
     const wire = await connectSocket(host.socket.socketPath);
-    const reply = JSON.parse(await wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'person', clientNonce: randomToken(24) } }))) as Record<string, unknown>;
+    const reply = JSON.parse(
+      await wire.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'person', clientNonce: randomToken(24) } })),
+    ) as Record<string, unknown>;
     expect(codeOf(reply)).toBe('IPC_UNKNOWN_KEY');
-    expect(host.executor.getAudit({ limit: 100 }).entries.some((entry) => entry.action === 'ipc.rejected' && (entry.args as { code?: string }).code === 'IPC_UNKNOWN_KEY')).toBe(true);
+    expect(
+      host.executor
+        .getAudit({ limit: 100 })
+        .entries.some((entry) => entry.action === 'ipc.rejected' && (entry.args as { code?: string }).code === 'IPC_UNKNOWN_KEY'),
+    ).toBe(true);
     wire.close();
   });
 });

@@ -79,7 +79,11 @@ describe('handshake limits', () => {
     await agent.listSteps({});
     agent.close();
     const token = new URL(served.web!.issueUrl()).hash.replace('#token=', '');
-    const { client: browser } = await connectWithToken(`ws://127.0.0.1:${served.web!.port}${WEB_SOCKET_PATH}`, token, nodeWebSocket(served.web!.origin));
+    const { client: browser } = await connectWithToken(
+      `ws://127.0.0.1:${served.web!.port}${WEB_SOCKET_PATH}`,
+      token,
+      nodeWebSocket(served.web!.origin),
+    );
     await browser.getPolicy();
     browser.close();
   });
@@ -93,27 +97,32 @@ describe('handshake limits', () => {
       for (let hello = 0; hello < SESSION_LIMITS.pendingPerConnection; hello++) replies.push(await bareHello(wire));
     }
     expect(replies.filter((reply) => 'welcome' in reply)).toHaveLength(SESSION_LIMITS.pendingPerPeer);
-    expect(replies.filter((reply) => messageOf(reply).includes('from this peer')).length).toBe(6 * SESSION_LIMITS.pendingPerConnection - SESSION_LIMITS.pendingPerPeer);
+    expect(replies.filter((reply) => messageOf(reply).includes('from this peer')).length).toBe(
+      6 * SESSION_LIMITS.pendingPerConnection - SESSION_LIMITS.pendingPerPeer,
+    );
     // The socket is another peer, and proven hellos have their own capacity anyway.
     expect('welcome' in (await bareHello(await socketWire(host)))).toBe(true);
   });
 
-  it('frees a peer\'s share as soon as its connections close, also for the web credential whose opened sessions outlive them', async () => {
+  it("frees a peer's share as soon as its connections close, also for the web credential whose opened sessions outlive them", async () => {
     host = closeAfter(await startHost(tempSetup().dataDir, { web: {} }));
     host.web!.issueUrl();
     const wires: ClientTransport[] = [];
     for (let index = 0; index < SESSION_LIMITS.pendingPerPeer / SESSION_LIMITS.pendingPerConnection; index++) {
       const wire = await webWire(host);
       wires.push(wire);
-      for (let hello = 0; hello < SESSION_LIMITS.pendingPerConnection; hello++) expect('welcome' in (await bareHello(wire, WEB_CREDENTIAL))).toBe(true);
+      for (let hello = 0; hello < SESSION_LIMITS.pendingPerConnection; hello++)
+        expect('welcome' in (await bareHello(wire, WEB_CREDENTIAL))).toBe(true);
     }
     const another = await webWire(host);
     expect(messageOf(await bareHello(another, WEB_CREDENTIAL))).toContain('from this peer');
-    await Promise.all(wires.map((wire) => {
-      const gone = closed(wire);
-      wire.close();
-      return gone;
-    }));
+    await Promise.all(
+      wires.map((wire) => {
+        const gone = closed(wire);
+        wire.close();
+        return gone;
+      }),
+    );
     await expect.poll(async () => 'welcome' in (await bareHello(another, WEB_CREDENTIAL))).toBe(true);
   });
 
@@ -128,7 +137,20 @@ describe('handshake limits', () => {
     expect('welcome' in (await bareHello(wire))).toBe(true);
     // The forgotten handshake's key id is unknown now.
     const kid = (first.welcome as { kid: string }).kid;
-    const late = JSON.parse(await wire.request(JSON.stringify({ v: PROTOCOL_VERSION, kid, id: 'x1', ts: clock, nonce: randomToken(18), method: 'getPolicy', params: {}, sig: 'AAAA' }))) as Reply;
+    const late = JSON.parse(
+      await wire.request(
+        JSON.stringify({
+          v: PROTOCOL_VERSION,
+          kid,
+          id: 'x1',
+          ts: clock,
+          nonce: randomToken(18),
+          method: 'getPolicy',
+          params: {},
+          sig: 'AAAA',
+        }),
+      ),
+    ) as Reply;
     expect(codeOf(late)).toBe('IPC_UNKNOWN_KEY');
     expect(SESSION_LIMITS.pendingSessionMs).toBeLessThanOrEqual(15_000);
   });
@@ -150,7 +172,12 @@ describe('handshake limits', () => {
     const open = kind === 'socket' ? socketWire : webWire;
     const big = await open(host);
     const gone = closed(big);
-    const answer = big.request(JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: 'cli', clientNonce: randomToken(24), client: 'x'.repeat(SESSION_LIMITS.preAuthMessageBytes) } }));
+    const answer = big.request(
+      JSON.stringify({
+        v: PROTOCOL_VERSION,
+        hello: { credential: 'cli', clientNonce: randomToken(24), client: 'x'.repeat(SESSION_LIMITS.preAuthMessageBytes) },
+      }),
+    );
     await expect(answer).rejects.toMatchObject({ code: 'IPC_UNAVAILABLE' });
     await gone;
     // Many small messages add up to the same budget.
@@ -158,10 +185,13 @@ describe('handshake limits', () => {
     const trickleGone = closed(trickle);
     const garbage = 'g'.repeat(1000);
     const sent: Promise<unknown>[] = [];
-    for (let index = 0; index < SESSION_LIMITS.preAuthReceivedBytes / 1000 + 5; index++) sent.push(trickle.request(garbage).catch(() => undefined));
+    for (let index = 0; index < SESSION_LIMITS.preAuthReceivedBytes / 1000 + 5; index++)
+      sent.push(trickle.request(garbage).catch(() => undefined));
     await trickleGone;
     await Promise.all(sent);
-    expect(floodRecords(host.executor).map((record) => record.limit)).toEqual(expect.arrayContaining(['preAuthMessageBytes', 'preAuthReceivedBytes']));
+    expect(floodRecords(host.executor).map((record) => record.limit)).toEqual(
+      expect.arrayContaining(['preAuthMessageBytes', 'preAuthReceivedBytes']),
+    );
     // After a hello with proof the connection reads messages up to the protocol's cap.
     const session = await rawSession(await open(host), 'cli', readSocketSecret(host.executor.dataDir, 'cli'));
     const large = JSON.parse(await session.transport.request(`{"padding":"${'p'.repeat(200_000)}"`)) as Reply;
@@ -176,7 +206,9 @@ describe('handshake limits', () => {
     const send = async (text: string) => JSON.parse(await wire.request(text)) as Reply;
     expect(codeOf(await send(helloText('cli', randomToken(24), new TextEncoder().encode('not the token'))))).toBe('IPC_BAD_SIGNATURE');
     // The agent's token does not prove the person's credential.
-    expect(codeOf(await send(helloText('cli', randomToken(24), readSocketSecret(host.executor.dataDir, 'agent'))))).toBe('IPC_BAD_SIGNATURE');
+    expect(codeOf(await send(helloText('cli', randomToken(24), readSocketSecret(host.executor.dataDir, 'agent'))))).toBe(
+      'IPC_BAD_SIGNATURE',
+    );
     const nonce = randomToken(24);
     const once = helloText('cli', nonce, secret);
     expect('welcome' in (await send(once))).toBe(true);
@@ -185,7 +217,10 @@ describe('handshake limits', () => {
     const halfProof = JSON.parse(helloText('cli', randomToken(24), secret)) as { hello: Record<string, unknown> };
     delete halfProof.hello.ts;
     expect(codeOf(await send(JSON.stringify(halfProof)))).toBe('IPC_MALFORMED');
-    const audited = host.executor.getAudit({ limit: 100, order: 'asc' }).entries.filter((entry) => entry.action === 'ipc.rejected').map((entry) => (entry.args as { code: string }).code);
+    const audited = host.executor
+      .getAudit({ limit: 100, order: 'asc' })
+      .entries.filter((entry) => entry.action === 'ipc.rejected')
+      .map((entry) => (entry.args as { code: string }).code);
     expect(audited).toEqual(expect.arrayContaining(['IPC_BAD_SIGNATURE', 'IPC_REPLAYED', 'IPC_STALE']));
   });
 
@@ -222,7 +257,9 @@ describe('a real flood against `executor serve`', () => {
       const hello = () => {
         floodHellos++;
         // The credential names are public; the flood holds none of the secrets.
-        ws.send(`1\t${JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: floodHellos % 2 ? WEB_CREDENTIAL : 'cli', clientNonce: randomToken(24) } })}`);
+        ws.send(
+          `1\t${JSON.stringify({ v: PROTOCOL_VERSION, hello: { credential: floodHellos % 2 ? WEB_CREDENTIAL : 'cli', clientNonce: randomToken(24) } })}`,
+        );
       };
       let opened = false;
       ws.on('open', () => {
@@ -257,12 +294,20 @@ describe('a real flood against `executor serve`', () => {
       const url = webUrl.json<{ url: string }>().url;
       expect(url).toMatch(new RegExp(`^${origin}/#token=`));
       const mcp = await startMcp(dataDir, { waitSeconds: 0 });
-      const proposed = await mcp.call('write_file', { path: path.join(workspace, 'flood.txt'), content: 'still here\n', purpose: 'prove the agent still reaches the host during a flood' });
+      const proposed = await mcp.call('write_file', {
+        path: path.join(workspace, 'flood.txt'),
+        content: 'still here\n',
+        purpose: 'prove the agent still reaches the host during a flood',
+      });
       expect(proposed.isError, proposed.text).toBe(false);
       const mine = await mcp.call('list_my_steps', {});
       expect(mine.isError, mine.text).toBe(false);
       // The person's browser, from the same uid as the flood here, still opens its session with the new URL.
-      const { client: browser } = await connectWithToken(`ws://127.0.0.1:${port}${WEB_SOCKET_PATH}`, new URL(url).hash.replace('#token=', ''), nodeWebSocket(origin));
+      const { client: browser } = await connectWithToken(
+        `ws://127.0.0.1:${port}${WEB_SOCKET_PATH}`,
+        new URL(url).hash.replace('#token=', ''),
+        nodeWebSocket(origin),
+      );
       expect((await browser.listSteps({})).length).toBe(1);
       browser.close();
       expect(floodHellos).toBeGreaterThan(200);

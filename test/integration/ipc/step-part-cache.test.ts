@@ -22,7 +22,10 @@ async function bigStep(): Promise<{ executor: Executor; stepId: string }> {
   const { dataDir, workspace } = tempSetup();
   const executor = closeAfter(Executor.open(dataDir));
   const content = Array.from({ length: 20_000 }, (_, line) => `line ${line} ${'x'.repeat(40)}`).join('\n');
-  const [record] = await executor.propose({ planId: 'big', steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content } }] }, { ...actorFor('mcp', 'bot'), agent: 'agent-1' });
+  const [record] = await executor.propose(
+    { planId: 'big', steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content } }] },
+    { ...actorFor('mcp', 'bot'), agent: 'agent-1' },
+  );
   return { executor, stepId: record!.step.id };
 }
 
@@ -58,7 +61,9 @@ describe('getStepPart pages one serialization of a record', () => {
   it('answers another agent as for an unknown id, also from the kept copy', async () => {
     const { executor, stepId } = await bigStep();
     readWhole(executor, stepId, context('cli'));
-    expect(() => HANDLERS.getStepPart(executor, { stepId, offset: 0 }, context('mcp', 'agent-2'))).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+    expect(() => HANDLERS.getStepPart(executor, { stepId, offset: 0 }, context('mcp', 'agent-2'))).toThrow(
+      expect.objectContaining({ code: 'NOT_FOUND' }),
+    );
     expect(readWhole(executor, stepId, context('mcp', 'agent-1')).record.step.id).toBe(stepId);
   });
 });

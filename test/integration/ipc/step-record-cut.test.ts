@@ -31,7 +31,13 @@ describe('getStep cut to a budget, getStepPart pages the rest', () => {
 
   it('cuts a 32 KB write to the budget, pages the whole in bounded pages, and the person approves the whole preview', async () => {
     const content = Array.from({ length: 800 }, (_, line) => `line ${line} ${'é'.repeat(30)} "quoted" \\ 😀`).join('\n');
-    await host.executor.propose({ planId: 'big', steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content }, meta: { origin: 'user' } }] }, { user: 'cli', channel: 'cli' });
+    await host.executor.propose(
+      {
+        planId: 'big',
+        steps: [{ id: 'big-1', action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content }, meta: { origin: 'user' } }],
+      },
+      { user: 'cli', channel: 'cli' },
+    );
     const api = await connect('cli');
     // Every channel's getStep is bounded (60 KiB by default); the whole comes in pages.
     const bounded = await api.getStep({ stepId: 'big-1' });
@@ -50,7 +56,15 @@ describe('getStep cut to a budget, getStepPart pages the rest', () => {
     expect(cut.step.args).toMatchObject({ path: path.join(workspace, 'big.txt') });
 
     // A record that fits is sent as is.
-    await host.executor.propose({ planId: 'small', steps: [{ id: 'small-1', action: 'writeFile', args: { path: path.join(workspace, 's.txt'), content: 'hi' }, meta: { origin: 'user' } }] }, { user: 'cli', channel: 'cli' });
+    await host.executor.propose(
+      {
+        planId: 'small',
+        steps: [
+          { id: 'small-1', action: 'writeFile', args: { path: path.join(workspace, 's.txt'), content: 'hi' }, meta: { origin: 'user' } },
+        ],
+      },
+      { user: 'cli', channel: 'cli' },
+    );
     expect((await api.getStep({ stepId: 'small-1', maxBytes: 16 * 1024 })).cut).toBeUndefined();
 
     let text = '';
@@ -72,7 +86,13 @@ describe('getStep cut to a budget, getStepPart pages the rest', () => {
   });
 
   it("refuses a budget out of range, and pages an agent's own steps only", async () => {
-    await host.executor.propose({ planId: 'p', steps: [{ id: 'p-1', action: 'writeFile', args: { path: path.join(workspace, 'p.txt'), content: 'x' }, meta: { origin: 'user' } }] }, { user: 'cli', channel: 'cli' });
+    await host.executor.propose(
+      {
+        planId: 'p',
+        steps: [{ id: 'p-1', action: 'writeFile', args: { path: path.join(workspace, 'p.txt'), content: 'x' }, meta: { origin: 'user' } }],
+      },
+      { user: 'cli', channel: 'cli' },
+    );
     const api = await connect('cli');
     await expect(api.getStep({ stepId: 'p-1', maxBytes: 10 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     await expect(api.getStep({ stepId: 'p-1', maxBytes: 1_000_000 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });

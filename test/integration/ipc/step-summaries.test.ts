@@ -31,7 +31,17 @@ describe('listStepSummaries', () => {
   async function proposeMany(count: number, client = 'claude-code', prefix = 'p'): Promise<void> {
     for (let index = 0; index < count; index++) {
       await host.executor.propose(
-        { planId: `${prefix}-${index}`, steps: [{ id: `${prefix}-${index}-step`, action: 'writeFile', args: { path: path.join(workspace, `${prefix}-${index}.txt`), content: 'x'.repeat(index) }, meta: { origin: 'agent', client } }] },
+        {
+          planId: `${prefix}-${index}`,
+          steps: [
+            {
+              id: `${prefix}-${index}-step`,
+              action: 'writeFile',
+              args: { path: path.join(workspace, `${prefix}-${index}.txt`), content: 'x'.repeat(index) },
+              meta: { origin: 'agent', client },
+            },
+          ],
+        },
         { user: 'agent', channel: 'mcp', client },
       );
     }
@@ -47,7 +57,10 @@ describe('listStepSummaries', () => {
       '\n\nleading blank lines\nmore',
     ];
     await host.executor.propose(
-      { planId: 'code', steps: codes.map((code, index) => ({ id: `code-${index}`, action: 'runCode', args: { code }, meta: { purpose: `code ${index}` } })) },
+      {
+        planId: 'code',
+        steps: codes.map((code, index) => ({ id: `code-${index}`, action: 'runCode', args: { code }, meta: { purpose: `code ${index}` } })),
+      },
       { user: 'person', channel: 'cli' },
     );
     const api = await connect('cli');
@@ -94,7 +107,15 @@ describe('listStepSummaries', () => {
   it("puts a plan's later steps first (newest first within a plan too), and a cursor inside a plan neither repeats nor skips", async () => {
     await proposeMany(2, 'claude-code', 'before');
     await host.executor.propose(
-      { planId: 'rp', steps: [1, 2, 3, 4, 5].map((n) => ({ id: `rp${n}`, action: 'writeFile', args: { path: path.join(workspace, `rp${n}.txt`), content: `${n}` }, meta: { origin: 'agent', client: 'claude-code' } })) },
+      {
+        planId: 'rp',
+        steps: [1, 2, 3, 4, 5].map((n) => ({
+          id: `rp${n}`,
+          action: 'writeFile',
+          args: { path: path.join(workspace, `rp${n}.txt`), content: `${n}` },
+          meta: { origin: 'agent', client: 'claude-code' },
+        })),
+      },
       { user: 'agent', channel: 'mcp', client: 'claude-code' },
     );
     await proposeMany(2, 'claude-code', 'after');
@@ -141,7 +162,11 @@ describe('listStepSummaries', () => {
         planId: `plan-${'long-id-'.repeat(10)}`,
         purpose: 'p'.repeat(2000),
         steps: [
-          { id: `step-${'x'.repeat(100)}`, action: 'writeFile', args: { path: path.join(workspace, 'big.txt'), content: 'y'.repeat(1_000_000) } },
+          {
+            id: `step-${'x'.repeat(100)}`,
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'big.txt'), content: 'y'.repeat(1_000_000) },
+          },
           { action: 'runCommand', args: { command: longCommand } },
         ],
       },
@@ -162,7 +187,17 @@ describe('listStepSummaries', () => {
     for (let index = 0; index < 200; index++) {
       const long = path.join(workspace, `${'d'.repeat(60)}-${index}`, `${'f'.repeat(120)}.txt`);
       await host.executor.propose(
-        { planId: `big-${index}`, steps: [{ id: `big-${index}-step-${'i'.repeat(40)}`, action: 'writeFile', args: { path: long, content: 'x' }, meta: { origin: 'agent', client, purpose: 'p'.repeat(400) } }] },
+        {
+          planId: `big-${index}`,
+          steps: [
+            {
+              id: `big-${index}-step-${'i'.repeat(40)}`,
+              action: 'writeFile',
+              args: { path: long, content: 'x' },
+              meta: { origin: 'agent', client, purpose: 'p'.repeat(400) },
+            },
+          ],
+        },
         { user: 'agent', channel: 'mcp', client },
       );
     }
@@ -188,12 +223,14 @@ describe('listStepSummaries', () => {
     await expect(api.listStepSummaries({ limit: 201 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     await expect(api.listStepSummaries({ limit: 0 })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     await expect(api.listStepSummaries({ cursor: 'not-a-cursor' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
-    await expect(api.listStepSummaries({ cursor: Buffer.from('[1,2]').toString('base64url') })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(api.listStepSummaries({ cursor: Buffer.from('[1,2]').toString('base64url') })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
     await expect(api.listStepSummaries({ status: ['nope' as never] })).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
     await expect(api.listStepSummaries({ extra: 1 } as never)).rejects.toMatchObject({ code: 'IPC_INVALID_PARAMS' });
   });
 
-  it("shows an agent only its own steps, and sends it no summary events", async () => {
+  it('shows an agent only its own steps, and sends it no summary events', async () => {
     await proposeMany(2);
     const agent = await connect('agent', 'some-agent');
     const page = await agent.listStepSummaries({});
@@ -205,7 +242,11 @@ describe('listStepSummaries', () => {
     const api = await connect('cli');
     const events: { id: string; size: number }[] = [];
     await api.on('stepSummary', (summary) => events.push({ id: summary.id, size: JSON.stringify(summary).length }));
-    await api.propose({ plan: { steps: [{ id: 'big-one', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'z'.repeat(500_000) } }] } });
+    await api.propose({
+      plan: {
+        steps: [{ id: 'big-one', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'z'.repeat(500_000) } }],
+      },
+    });
     await expect.poll(() => events.filter((event) => event.id === 'big-one').length, { timeout: 20_000 }).toBeGreaterThan(1);
     expect(Math.max(...events.map((event) => event.size))).toBeLessThan(1500);
   });

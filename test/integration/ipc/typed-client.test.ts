@@ -66,7 +66,9 @@ describe('typed client over the local socket', () => {
     await expect(agent.approve({ stepId: record!.step.id })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await expect(agent.reject({ stepId: record!.step.id, reason: 'no' })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
     await expect(agent.revertStep({ stepId: record!.step.id })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
-    await expect(agent.setPolicy({ policy: { ...(await agent.getPolicy()), autoApprove: 'HIGH' } })).rejects.toMatchObject({ code: 'IPC_FORBIDDEN' });
+    await expect(agent.setPolicy({ policy: { ...(await agent.getPolicy()), autoApprove: 'HIGH' } })).rejects.toMatchObject({
+      code: 'IPC_FORBIDDEN',
+    });
     expect((await agent.getStep({ stepId: record!.step.id })).status).toBe('awaiting_consent');
     expect(fs.existsSync(path.join(workspace, 'a.txt'))).toBe(false);
     const denied = host.executor.getAudit({ limit: 1000, order: 'asc' }).entries.filter((entry) => entry.action === 'ipc.denied');
@@ -91,7 +93,9 @@ describe('typed client over the local socket', () => {
     expect(await person.getPolicy()).toEqual(before);
     const agent = await connect('agent');
     const token = fs.readFileSync(tokenPath(dataDir, 'cli'), 'utf8').trim();
-    const [record] = await agent.propose({ plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] } });
+    const [record] = await agent.propose({
+      plan: { steps: [{ action: 'writeFile', args: { path: tokenPath(dataDir, 'cli'), content: 'x' } }] },
+    });
     expect(record!.status).toBe('denied');
     expect(JSON.stringify(await agent.getStep({ stepId: record!.step.id }))).not.toContain(token);
     // The audit log records everyone's steps: the person's to read, never the agent's.
@@ -115,8 +119,12 @@ describe('typed client over the local socket', () => {
     const policyEvents: string[] = [];
     await person.on('policy', (policy) => policyEvents.push(policy.autoApprove));
     const before = await person.getPolicy();
-    await expect(person.setPolicy({ policy: { ...before, autoApprove: 'CRITICAL' as never } })).rejects.toMatchObject({ code: 'POLICY_INVALID' });
-    await expect(person.setPolicy({ policy: { ...before, workspaceRoots: ['relative/path'] } })).rejects.toMatchObject({ code: 'POLICY_INVALID' });
+    await expect(person.setPolicy({ policy: { ...before, autoApprove: 'CRITICAL' as never } })).rejects.toMatchObject({
+      code: 'POLICY_INVALID',
+    });
+    await expect(person.setPolicy({ policy: { ...before, workspaceRoots: ['relative/path'] } })).rejects.toMatchObject({
+      code: 'POLICY_INVALID',
+    });
     const after = await person.setPolicy({ policy: { ...before, autoApprove: 'LOW' } });
     expect(after.autoApprove).toBe('LOW');
     const onDisk = JSON.parse(fs.readFileSync(path.join(host.executor.dataDir, 'policy.json'), 'utf8')) as { autoApprove: string };
@@ -134,7 +142,9 @@ describe('typed client over the local socket', () => {
   it('answers calls that overlap on one connection, each with its own result', async () => {
     const person = await connect('cli');
     await person.propose({ plan: writePlan(workspace, 'c.txt') });
-    const results = await Promise.all(Array.from({ length: 20 }, (_, index) => (index % 2 ? person.listSteps() : person.getStep({ stepId: 's-c.txt' }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => (index % 2 ? person.listSteps() : person.getStep({ stepId: 's-c.txt' }))),
+    );
     results.forEach((result, index) => {
       if (index % 2) expect(result).toHaveLength(1);
       else expect((result as { step: { id: string } }).step.id).toBe('s-c.txt');
@@ -175,7 +185,9 @@ describe('typed client over the loopback web server', () => {
     const stale = host.web!.issueUrl();
     const { url } = await person.issueWebUrl();
     expect(url).not.toBe(stale);
-    await expect(connectWithToken(wsUrl(), tokenOf(stale), nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
+    await expect(connectWithToken(wsUrl(), tokenOf(stale), nodeWebSocket(host.web!.origin))).rejects.toMatchObject({
+      code: 'IPC_UNKNOWN_KEY',
+    });
     const fresh = await connectWithToken(wsUrl(), tokenOf(url), nodeWebSocket(host.web!.origin));
     closeAfter(fresh.client);
     expect(fresh.client.channel).toBe('web');
@@ -197,7 +209,9 @@ describe('typed client over the loopback web server', () => {
 
   it('refuses a wrong token at the first signed call', async () => {
     host.web!.issueUrl();
-    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({ code: 'IPC_UNKNOWN_KEY' });
+    await expect(connectWithToken(wsUrl(), 'not-the-token', nodeWebSocket(host.web!.origin))).rejects.toMatchObject({
+      code: 'IPC_UNKNOWN_KEY',
+    });
   });
 
   it('refuses WebSocket upgrades from a foreign Origin, without Origin, or for a foreign Host', async () => {
@@ -223,10 +237,12 @@ describe('typed client over the loopback web server', () => {
     expect(page.headers.get('set-cookie')).toBeNull();
     const { default: http } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: host.web!.port, path: '/', headers: { Host: 'attacker.example' } }, (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port: host.web!.port, path: '/', headers: { Host: 'attacker.example' } }, (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        })
+        .on('error', reject);
     });
     expect(status).toBe(403);
   });

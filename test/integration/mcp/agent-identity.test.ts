@@ -24,12 +24,14 @@ const stepIdIn = (text: string) => /call step_status with (\S+)/.exec(text)![1]!
 const withoutId = (text: string, stepId: string) => text.split(stepId).join('X');
 
 describe('executor mcp: agents see and touch only their own steps', () => {
-  it('two agents with the same client name and version can neither read, list nor cancel each other\'s steps', async () => {
+  it("two agents with the same client name and version can neither read, list nor cancel each other's steps", async () => {
     const { dataDir, workspace } = tempSetup();
     await startServe(dataDir);
     const owner = await startMcp(dataDir, { waitSeconds: 0, name: 'claude-code', version: '1.0' });
     const impostor = await startMcp(dataDir, { waitSeconds: 0, name: 'claude-code', version: '1.0' });
-    const stepId = stepIdIn((await owner.call('write_file', { path: path.join(workspace, 'owned.txt'), content: 'x', purpose: 'test' })).text);
+    const stepId = stepIdIn(
+      (await owner.call('write_file', { path: path.join(workspace, 'owned.txt'), content: 'x', purpose: 'test' })).text,
+    );
 
     for (const tool of ['step_status', 'cancel_step']) {
       const unknown = await impostor.call(tool, { stepId: 'X' });
@@ -39,7 +41,9 @@ describe('executor mcp: agents see and touch only their own steps', () => {
       expect(foreign.text, tool).toBe(`FAILED: NOT_FOUND: There is no step with id ${stepId}.`);
     }
     expect((await impostor.call('list_my_steps', {})).text).toBe('You have not proposed any steps yet.');
-    expect((await impostor.call('list_my_steps', { status: 'awaiting_consent' })).text).toBe('You have no steps with status awaiting_consent.');
+    expect((await impostor.call('list_my_steps', { status: 'awaiting_consent' })).text).toBe(
+      'You have no steps with status awaiting_consent.',
+    );
 
     // The owner's step is untouched, and still its own.
     expect((await owner.call('step_status', { stepId })).text).toBe(`PENDING: waiting for the user; call step_status with ${stepId}`);
@@ -48,7 +52,9 @@ describe('executor mcp: agents see and touch only their own steps', () => {
 
     // The person sees both agents apart: same label, different issued identities.
     const api = await person(dataDir);
-    const theirs = stepIdIn((await impostor.call('write_file', { path: path.join(workspace, 'theirs.txt'), content: 'y', purpose: 'test' })).text);
+    const theirs = stepIdIn(
+      (await impostor.call('write_file', { path: path.join(workspace, 'theirs.txt'), content: 'y', purpose: 'test' })).text,
+    );
     const [a, b] = await Promise.all([api.getStep({ stepId }), api.getStep({ stepId: theirs })]);
     expect(a.step.meta.client).toBe(b.step.meta.client);
     expect(a.step.meta.agent).toMatch(/^agent-/);
@@ -59,9 +65,19 @@ describe('executor mcp: agents see and touch only their own steps', () => {
   it("answers step_status on the person's own step like an unknown id, and never shows its output", async () => {
     const { dataDir, workspace } = tempSetup();
     await startServe(dataDir);
-    fs.writeFileSync(path.join(workspace, 'private.txt'), 'the person\'s private notes\n');
+    fs.writeFileSync(path.join(workspace, 'private.txt'), "the person's private notes\n");
     const api = await person(dataDir);
-    const [read] = (await proposeAndAwaitPreparation(api, { steps: [{ id: 'person-read', action: 'runCode', args: { code: "return await tools.readFile('private.txt')", capabilities: { readFile: true } } }] })).records;
+    const [read] = (
+      await proposeAndAwaitPreparation(api, {
+        steps: [
+          {
+            id: 'person-read',
+            action: 'runCode',
+            args: { code: "return await tools.readFile('private.txt')", capabilities: { readFile: true } },
+          },
+        ],
+      })
+    ).records;
     if (read!.status === 'awaiting_consent') await api.approve({ stepId: 'person-read' });
     await expect.poll(async () => (await api.getStep({ stepId: 'person-read' })).status, { timeout: 20_000 }).toMatch(/executed|failed/);
 
@@ -72,7 +88,9 @@ describe('executor mcp: agents see and touch only their own steps', () => {
     expect(withoutId(personal.text, 'person-read')).toBe(withoutId(unknown.text, 'person-reae'));
     expect(personal.isError).toBe(unknown.isError);
     expect(personal.text).not.toContain('private notes');
-    expect((await agent.call('cancel_step', { stepId: 'person-read' })).text).toBe('FAILED: NOT_FOUND: There is no step with id person-read.');
+    expect((await agent.call('cancel_step', { stepId: 'person-read' })).text).toBe(
+      'FAILED: NOT_FOUND: There is no step with id person-read.',
+    );
     expect((await agent.call('list_my_steps', {})).text).toBe('You have not proposed any steps yet.');
   });
 
@@ -80,7 +98,9 @@ describe('executor mcp: agents see and touch only their own steps', () => {
     const { dataDir, workspace } = tempSetup();
     const first = await startServe(dataDir);
     const agent = await startMcp(dataDir, { waitSeconds: 0, name: 'patient', version: '1.0' });
-    const stepId = stepIdIn((await agent.call('write_file', { path: path.join(workspace, 'later.txt'), content: 'x', purpose: 'test' })).text);
+    const stepId = stepIdIn(
+      (await agent.call('write_file', { path: path.join(workspace, 'later.txt'), content: 'x', purpose: 'test' })).text,
+    );
     await first.stop();
     expect((await agent.call('step_status', { stepId })).text).toMatch(/^Executor is not running\./);
     await startServe(dataDir);

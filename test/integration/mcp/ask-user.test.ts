@@ -48,7 +48,9 @@ describe('executor mcp: ask_user', () => {
     expect(result).toMatchObject({ isError: false, text: 'ANSWERED by the user:\nVersions.\nNewest first.' });
     expect(result.result.structuredContent).toMatchObject({ questionId: asked.id, status: 'answered', answer: 'Versions.\nNewest first.' });
     // A second answer to the same question is refused; the first stands.
-    await expect(api.answerQuestion({ questionId: asked.id, text: 'Dates.' })).rejects.toMatchObject({ code: expect.stringMatching(/RUN_NOT_WAITING|QUESTION_EXPIRED/) });
+    await expect(api.answerQuestion({ questionId: asked.id, text: 'Dates.' })).rejects.toMatchObject({
+      code: expect.stringMatching(/RUN_NOT_WAITING|QUESTION_EXPIRED/),
+    });
   });
 
   it('answers PENDING with the question id when its wait runs out, and get_answer gives the answer later; another agent cannot read it', async () => {

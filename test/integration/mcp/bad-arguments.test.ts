@@ -48,7 +48,11 @@ function hostileCall(workspace: string) {
     { tool: 'run_code', args: { code: '1', purpose: 'p' }, fields: ['code', 'timeoutMs'] },
     { tool: 'kb_add', args: { title: 't', content: 'c' }, fields: ['title', 'content'] },
     { tool: 'open_url', args: { url: 'https://example.org/', purpose: 'p' }, fields: ['purpose'] },
-    { tool: 'propose_plan', args: { purpose: 'p', steps: [{ tool: 'write_file', args: { path: file, content: 'x', purpose: 'p' } }] }, fields: ['steps', 'purpose'] },
+    {
+      tool: 'propose_plan',
+      args: { purpose: 'p', steps: [{ tool: 'write_file', args: { path: file, content: 'x', purpose: 'p' } }] },
+      fields: ['steps', 'purpose'],
+    },
     { tool: 'step_status', args: { stepId: 'step-none' }, fields: ['stepId'] },
     { tool: 'cancel_step', args: { stepId: 'step-none' }, fields: ['stepId'] },
   ];
@@ -77,7 +81,11 @@ describe('executor mcp and hostile tool arguments', () => {
     );
     expect(storedRows(dataDir)).toEqual(before);
 
-    const normal = await mcp.call('write_file', { path: path.join(workspace, 'fine.txt'), content: 'fine\n', purpose: 'A normal step after the hostile ones' });
+    const normal = await mcp.call('write_file', {
+      path: path.join(workspace, 'fine.txt'),
+      content: 'fine\n',
+      purpose: 'A normal step after the hostile ones',
+    });
     expect(normal.text).toMatch(/PENDING/);
     expect(storedRows(dataDir).steps).toBe(before.steps + 1);
   });
@@ -85,7 +93,9 @@ describe('executor mcp and hostile tool arguments', () => {
   it('answers what the SDK client cannot send (5000 levels, 1e400, a line over the size limit) and keeps serving', async () => {
     const { dataDir, workspace } = tempSetup();
     await hostFor(dataDir);
-    const child = killAfter(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }));
+    const child = killAfter(
+      spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }),
+    );
     const replies = new Map<number | string | null, Record<string, unknown>>();
     const waiters = new Map<number | string | null, () => void>();
     let buffered = '';
@@ -103,26 +113,65 @@ describe('executor mcp and hostile tool arguments', () => {
         waiters.set(id, () => resolve(replies.get(id)!));
         child.stdin.write(`${line}\n`);
       });
-    await send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }), 1);
+    await send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+      1,
+    );
     child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
     const file = JSON.stringify(path.join(workspace, 'a.txt'));
     const before = storedRows(dataDir);
 
-    const deep = await send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"content":${'['.repeat(5000)}${']'.repeat(5000)},"purpose":"p"}}}`, 2);
-    expect(deep.result).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringMatching(/^FAILED: INVALID_INPUT: The arguments of write_file are not valid: arguments\.content(\[0\]){61} is nested deeper than 64 levels/) }] });
+    const deep = await send(
+      `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"content":${'['.repeat(5000)}${']'.repeat(5000)},"purpose":"p"}}}`,
+      2,
+    );
+    expect(deep.result).toMatchObject({
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: expect.stringMatching(
+            /^FAILED: INVALID_INPUT: The arguments of write_file are not valid: arguments\.content(\[0\]){61} is nested deeper than 64 levels/,
+          ),
+        },
+      ],
+    });
 
-    const infinite = await send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"1","timeoutMs":1e400,"purpose":"p"}}}`, 3);
-    expect(infinite.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('arguments.timeoutMs is Infinity') }] });
+    const infinite = await send(
+      `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"1","timeoutMs":1e400,"purpose":"p"}}}`,
+      3,
+    );
+    expect(infinite.result).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('arguments.timeoutMs is Infinity') }],
+    });
 
-    const plan = await send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"propose_plan","arguments":{"purpose":"p","steps":[{"tool":"write_file","args":{"path":${file},"content":"x","purpose":"p","confidence":-1e400}}]}}}`, 4);
-    expect(plan.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('arguments.steps[0].args.confidence is -Infinity') }] });
+    const plan = await send(
+      `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"propose_plan","arguments":{"purpose":"p","steps":[{"tool":"write_file","args":{"path":${file},"content":"x","purpose":"p","confidence":-1e400}}]}}}`,
+      4,
+    );
+    expect(plan.result).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('arguments.steps[0].args.confidence is -Infinity') }],
+    });
 
     // Outside the arguments (the SDK's own fields) the refusal is a JSON-RPC error, where the SDK used to drop the request unanswered.
-    const meta = await send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"content":"x","purpose":"p"},"_meta":${'['.repeat(5000)}${']'.repeat(5000)}}}`, 5);
+    const meta = await send(
+      `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"content":"x","purpose":"p"},"_meta":${'['.repeat(5000)}${']'.repeat(5000)}}}`,
+      5,
+    );
     expect(meta.error).toMatchObject({ code: -32602, message: expect.stringContaining('params._meta[0]') });
 
     // 33 MiB of content: over the limit the host takes, so not read at all (the SDK's reader closed the whole server at 10 MiB).
-    const huge = await send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"purpose":"p","content":"${'a'.repeat(33 * 1024 * 1024)}"}},"id":6}`, 6);
+    const huge = await send(
+      `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"write_file","arguments":{"path":${file},"purpose":"p","content":"${'a'.repeat(33 * 1024 * 1024)}"}},"id":6}`,
+      6,
+    );
     expect(huge.error).toMatchObject({ code: -32600, message: expect.stringContaining('the limit is 33554432') });
 
     expect(await send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }), 7)).toMatchObject({ id: 7, result: {} });

@@ -17,7 +17,9 @@ type Reply = { id: unknown; result?: Record<string, unknown>; error?: { code: nu
 
 /** A real `executor mcp` spoken to in raw lines; replies are taken in the order they come. */
 async function rawMcp(dataDir: string) {
-  const child = killAfter(spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }));
+  const child = killAfter(
+    spawn(process.execPath, [CLI, '--data-dir', dataDir, 'mcp', '--wait-seconds', '0'], { stdio: ['pipe', 'pipe', 'pipe'] }),
+  );
   const replies: Reply[] = [];
   let waiting: (() => void) | undefined;
   let buffered = '';
@@ -47,7 +49,14 @@ async function rawMcp(dataDir: string) {
     return nextReply();
   };
   expect(
-    await exchange(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })),
+    await exchange(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    ),
   ).toMatchObject({ id: 1, result: {} });
   child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
   return { child, exchange };
@@ -80,7 +89,14 @@ describe('executor mcp and requests the SDK would answer badly or not at all', (
       error: { code: -32602, message: expect.stringContaining('params.cursor is a number; it must be a string') },
     });
     const file = path.join(workspace, 'a.txt');
-    const fine = await exchange(JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'write_file', arguments: { path: file, content: 'x', purpose: 'p' } } }));
+    const fine = await exchange(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 99,
+        method: 'tools/call',
+        params: { name: 'write_file', arguments: { path: file, content: 'x', purpose: 'p' } },
+      }),
+    );
     expect(fine).toMatchObject({ id: 99, result: { content: [{ text: expect.stringMatching(/^PENDING/) }] } });
     expect(storedRows(dataDir).steps).toBe(before.steps + 1);
     expect(child.exitCode).toBeNull();
@@ -106,12 +122,20 @@ describe('executor mcp and requests the SDK would answer badly or not at all', (
       '{}',
     ];
     for (const line of unusable) {
-      expect(await exchange(line), line.slice(0, 80)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/^INVALID_INPUT: /) } });
+      expect(await exchange(line), line.slice(0, 80)).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/^INVALID_INPUT: /) },
+      });
     }
     // A usable id on a message that is otherwise no request is answered with that id.
     expect(await exchange('{"jsonrpc":"1.0","id":"x","method":"ping"}')).toMatchObject({ id: 'x', error: { code: -32600 } });
     // A line over the cap whose id is not among the bytes kept: answered with id null.
-    expect(await exchange(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"kb_add","arguments":{"title":"t","content":"${'a'.repeat(33 * 1024 * 1024)}"}},"id":{"a":1}}`)).toMatchObject({
+    expect(
+      await exchange(
+        `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"kb_add","arguments":{"title":"t","content":"${'a'.repeat(33 * 1024 * 1024)}"}},"id":{"a":1}}`,
+      ),
+    ).toMatchObject({
       id: null,
       error: { code: -32600, message: expect.stringContaining('the limit is 33554432') },
     });
@@ -142,7 +166,9 @@ describe('executor mcp and requests the SDK would answer badly or not at all', (
       ],
     });
     expect(planned.isError).toBe(true);
-    expect(planned.text).toMatch(/^FAILED: INVALID_INPUT: The plan is not valid: steps\.1\.args \(write_file\): write_file does not take "encoding"/);
+    expect(planned.text).toMatch(
+      /^FAILED: INVALID_INPUT: The plan is not valid: steps\.1\.args \(write_file\): write_file does not take "encoding"/,
+    );
 
     const nested = await mcp.call('run_code', { code: '1', purpose: 'p', capabilities: { readFile: true, writeFile: true } });
     expect(nested.isError).toBe(true);

@@ -47,11 +47,15 @@ describe('the MCP server while a tool waits', () => {
   it('reports progress to a client that asked for it, and answers once the person decides', async () => {
     const { executor, workspace, client, sessions } = await setup();
     const progress: number[] = [];
-    const call = client.callTool({ name: 'write_file', arguments: { path: path.join(workspace, 'p.txt'), content: 'p', purpose: 'test' } }, undefined, {
-      onprogress: (notification) => progress.push(notification.progress),
-      timeout: 1_000,
-      resetTimeoutOnProgress: true,
-    });
+    const call = client.callTool(
+      { name: 'write_file', arguments: { path: path.join(workspace, 'p.txt'), content: 'p', purpose: 'test' } },
+      undefined,
+      {
+        onprogress: (notification) => progress.push(notification.progress),
+        timeout: 1_000,
+        resetTimeoutOnProgress: true,
+      },
+    );
     let stepId: string | undefined;
     await expect.poll(() => (stepId = executor.listSteps({ status: ['awaiting_consent'] })[0]?.step.id)).toBeDefined();
     // Longer than the client's own 1 s timeout: only the progress notifications keep the call alive.
@@ -70,9 +74,21 @@ describe('the MCP server while a tool waits', () => {
   it('lists the tools with a JSON schema and a description each', async () => {
     const { client } = await setup();
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ['ask_user', 'cancel_step', 'delete_file', 'get_answer', 'kb_add', 'list_my_steps', 'open_url', 'propose_plan', 'run_code', 'run_command', 'step_record_part', 'step_status', 'write_file'],
-    );
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'ask_user',
+      'cancel_step',
+      'delete_file',
+      'get_answer',
+      'kb_add',
+      'list_my_steps',
+      'open_url',
+      'propose_plan',
+      'run_code',
+      'run_command',
+      'step_record_part',
+      'step_status',
+      'write_file',
+    ]);
     for (const tool of tools) {
       expect(tool.description?.length, tool.name).toBeGreaterThan(40);
       expect(tool.inputSchema.type).toBe('object');
@@ -94,16 +110,23 @@ describe('the MCP server against an older app', () => {
     }));
     const result = (await client.callTool({ name: 'run_code', arguments: { code: '1', purpose: 'p' } })) as CallToolResult;
     expect(result.isError).toBe(true);
-    expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^FAILED: INVALID_PLAN: this Executor does not support that kind of step yet .*Nothing was proposed\.$/) });
+    expect(result.content[0]).toMatchObject({
+      type: 'text',
+      text: expect.stringMatching(/^FAILED: INVALID_PLAN: this Executor does not support that kind of step yet .*Nothing was proposed\.$/),
+    });
   });
 });
 
 describe('the MCP server when nobody decides', () => {
-  it('reports EXPIRED to the agent once its plan\'s consent expiry passes, within the same tool call', async () => {
+  it("reports EXPIRED to the agent once its plan's consent expiry passes, within the same tool call", async () => {
     const { workspace, client } = await setup();
     const result = (await client.callTool({
       name: 'propose_plan',
-      arguments: { purpose: 'test expiry', consentExpirySeconds: 1, steps: [{ tool: 'write_file', args: { path: path.join(workspace, 'x.txt'), content: 'x', purpose: 'p' } }] },
+      arguments: {
+        purpose: 'test expiry',
+        consentExpirySeconds: 1,
+        steps: [{ tool: 'write_file', args: { path: path.join(workspace, 'x.txt'), content: 'x', purpose: 'p' } }],
+      },
     })) as CallToolResult;
     const text = (result.content[0] as { text: string }).text;
     expect(text).toMatch(/^EXPIRED: step \S+ waited 1 second for a decision that did not come/);

@@ -17,10 +17,13 @@ async function person(dataDir: string): Promise<ExecutorClient> {
 async function awaitingStep(api: ExecutorClient): Promise<string> {
   let stepId: string | undefined;
   await expect
-    .poll(async () => {
-      stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id;
-      return stepId;
-    }, { timeout: 20_000, interval: 100 })
+    .poll(
+      async () => {
+        stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id;
+        return stepId;
+      },
+      { timeout: 20_000, interval: 100 },
+    )
     .toBeDefined();
   return stepId!;
 }
@@ -200,9 +203,14 @@ describe('executor mcp with the app running', () => {
     expect(record.rejectedReason).toBe('cancelled by the agent that proposed it');
     await expect(api.approve({ stepId })).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
     const trail = await audit(api);
-    expect(trail.find((entry) => entry.kind === 'step.cancelled' && entry.stepId === stepId)?.actor).toMatchObject({ channel: 'mcp', client: 'owner 1.0' });
+    expect(trail.find((entry) => entry.kind === 'step.cancelled' && entry.stepId === stepId)?.actor).toMatchObject({
+      channel: 'mcp',
+      client: 'owner 1.0',
+    });
     // A second cancel is idempotent: it answers the same withdrawal and records nothing new.
-    expect((await owner.call('cancel_step', { stepId })).text).toBe(`CANCELLED: you withdrew step ${stepId} before the user decided; it did not run.`);
+    expect((await owner.call('cancel_step', { stepId })).text).toBe(
+      `CANCELLED: you withdrew step ${stepId} before the user decided; it did not run.`,
+    );
     expect((await audit(api)).filter((entry) => entry.kind === 'step.cancelled' && entry.stepId === stepId)).toHaveLength(1);
   });
 
@@ -210,14 +218,22 @@ describe('executor mcp with the app running', () => {
     const { dataDir, workspace } = tempSetup({ agentLimits: { openSteps: 1, stepsPerMinute: 100 } });
     await startServe(dataDir);
     const first = await startMcp(dataDir, { waitSeconds: 0, name: 'busy-agent' });
-    expect((await first.call('write_file', { path: path.join(workspace, '1.txt'), content: '1', purpose: 'test' })).text).toMatch(/^PENDING/);
+    expect((await first.call('write_file', { path: path.join(workspace, '1.txt'), content: '1', purpose: 'test' })).text).toMatch(
+      /^PENDING/,
+    );
     const limited = await first.call('write_file', { path: path.join(workspace, '2.txt'), content: '2', purpose: 'test' });
     expect(limited.isError).toBe(true);
-    expect(limited.text).toMatch(/^FAILED: RATE_LIMITED: The agent "busy-agent 1.0" has 1 step\(s\) still waiting .* allows 1 open at once/);
+    expect(limited.text).toMatch(
+      /^FAILED: RATE_LIMITED: The agent "busy-agent 1.0" has 1 step\(s\) still waiting .* allows 1 open at once/,
+    );
     // Another MCP process is another agent, whatever name it gives: it cannot spend (or starve) the first one's budget.
     const sameName = await startMcp(dataDir, { waitSeconds: 0, name: 'busy-agent' });
-    expect((await sameName.call('write_file', { path: path.join(workspace, '3.txt'), content: '3', purpose: 'test' })).text).toMatch(/^PENDING/);
-    expect((await sameName.call('write_file', { path: path.join(workspace, '4.txt'), content: '4', purpose: 'test' })).text).toMatch(/^FAILED: RATE_LIMITED/);
+    expect((await sameName.call('write_file', { path: path.join(workspace, '3.txt'), content: '3', purpose: 'test' })).text).toMatch(
+      /^PENDING/,
+    );
+    expect((await sameName.call('write_file', { path: path.join(workspace, '4.txt'), content: '4', purpose: 'test' })).text).toMatch(
+      /^FAILED: RATE_LIMITED/,
+    );
     const api = await person(dataDir);
     const limits = (await audit(api)).filter((entry) => entry.kind === 'agent.rate_limited');
     expect(limits).toHaveLength(2);
@@ -235,7 +251,9 @@ describe('executor mcp with the app running', () => {
       expect(Date.now() - started).toBeLessThan(30_000);
     }
     const limited = await mcp.call('kb_add', { title: 'three', content: 'note three' });
-    expect(limited.text).toMatch(/^FAILED: RATE_LIMITED: .* proposed 2 step\(s\) in the last minute.* allows 2 per minute\. Try again in about \d+ s\./);
+    expect(limited.text).toMatch(
+      /^FAILED: RATE_LIMITED: .* proposed 2 step\(s\) in the last minute.* allows 2 per minute\. Try again in about \d+ s\./,
+    );
   });
 
   it('proposes open_url; an allowlisted page is auto-approved and reported as not opened on a host without a browser', async () => {
@@ -265,7 +283,9 @@ describe('executor mcp with no app running', () => {
     for (const [name, args] of calls) {
       const result = await mcp.call(name, args);
       expect(result.isError, name).toBe(true);
-      expect(result.text, name).toMatch(/^Executor is not running\. Nothing was (proposed and nothing ran|checked)\. Ask the user to start Executor: open the Executor app, or run `executor --data-dir ".*" serve` in a terminal\./);
+      expect(result.text, name).toMatch(
+        /^Executor is not running\. Nothing was (proposed and nothing ran|checked)\. Ask the user to start Executor: open the Executor app, or run `executor --data-dir ".*" serve` in a terminal\./,
+      );
     }
     expect(fs.existsSync(path.join(dataDir, 'executor.db'))).toBe(false);
     expect(fs.existsSync(path.join(workspace, 'x.txt'))).toBe(false);

@@ -22,7 +22,9 @@ type ServerEntry = { command: string; args: string[]; type?: string };
 
 /** The JSON blocks of the printed config, in order: the mcpServers one, then VS Code's. */
 function printedConfigs(stdout: string): { mcpServers: { executor: ServerEntry } } & { servers: { executor: ServerEntry } } {
-  const blocks = [...stdout.matchAll(/^\{\n[\s\S]*?\n\}$/gm)].map((match) => JSON.parse(match[0]) as Record<string, { executor: ServerEntry }>);
+  const blocks = [...stdout.matchAll(/^\{\n[\s\S]*?\n\}$/gm)].map(
+    (match) => JSON.parse(match[0]) as Record<string, { executor: ServerEntry }>,
+  );
   expect(blocks).toHaveLength(2);
   return { ...blocks[0], ...blocks[1] } as never;
 }
@@ -37,7 +39,11 @@ async function startPrinted(entry: ServerEntry, env: Record<string, string>): Pr
 
 async function proposeAndApprove(client: Client, dataDir: string, target: string): Promise<string> {
   const person: ExecutorClient = closeAfter(await connectToHost(dataDir, 'cli'));
-  const pending = client.callTool({ name: 'write_file', arguments: { path: target, content: 'from the printed config\n', purpose: 'prove the config' } }, undefined, { timeout: 60_000 });
+  const pending = client.callTool(
+    { name: 'write_file', arguments: { path: target, content: 'from the printed config\n', purpose: 'prove the config' } },
+    undefined,
+    { timeout: 60_000 },
+  );
   let stepId: string | undefined;
   await expect
     .poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000, interval: 100 })

@@ -15,7 +15,10 @@ describe('run_code through executor mcp', () => {
     const { dataDir } = tempSetup({ autoApprove: 'LOW' });
     await startServe(dataDir);
     const mcp = await startMcp(dataDir, { waitSeconds: 60 });
-    const result = await mcp.call('run_code', { code: 'console.log("sum", [1, 2, 3].reduce((a, b) => a + b, 0))', purpose: 'add three numbers' });
+    const result = await mcp.call('run_code', {
+      code: 'console.log("sum", [1, 2, 3].reduce((a, b) => a + b, 0))',
+      purpose: 'add three numbers',
+    });
     expect(result.isError).toBe(false);
     expect(result.text).toMatch(/^EXECUTED: step \S+ ran\.\n/);
     expect(result.text).toContain('logs:\nsum 6');
@@ -29,7 +32,9 @@ describe('run_code through executor mcp', () => {
     const person: ExecutorClient = await connectToHost(dataDir, 'cli');
     try {
       let stepId: string | undefined;
-      await expect.poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000 }).toBeDefined();
+      await expect
+        .poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 20_000 })
+        .toBeDefined();
       expect((await person.getStep({ stepId: stepId! })).step.meta.client).toBe('test-agent 1.0');
       await person.approve({ stepId: stepId! });
       expect((await pending).text).toMatch(/^FAILED: EXECUTION_TIMEOUT: /);
@@ -49,11 +54,20 @@ describe.skipIf(!hasDocker)('run_command through executor mcp', () => {
     fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
     await startServe(dataDir);
     const mcp = await startMcp(dataDir, { waitSeconds: 120 });
-    const pending = mcp.call('run_command', { command: 'wc -l < input.txt > count.txt && echo counted', cwd: workspace, purpose: 'count the lines' }, { timeoutMs: 300_000 });
+    const pending = mcp.call(
+      'run_command',
+      { command: 'wc -l < input.txt > count.txt && echo counted', cwd: workspace, purpose: 'count the lines' },
+      { timeoutMs: 300_000 },
+    );
     const person: ExecutorClient = await connectToHost(dataDir, 'cli');
     try {
       let stepId: string | undefined;
-      await expect.poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 240_000, interval: 250 }).toBeDefined();
+      await expect
+        .poll(async () => (stepId = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), {
+          timeout: 240_000,
+          interval: 250,
+        })
+        .toBeDefined();
       expect(fs.existsSync(path.join(workspace, 'count.txt'))).toBe(false);
       await person.approve({ stepId: stepId! });
       const result = await pending;

@@ -12,15 +12,34 @@ describe('remembered rules when a step is evaluated', () => {
     fs.mkdirSync(path.join(workspace, 'src'));
     const executor = closeAfter(Executor.open(dataDir));
     const person = actorFor('window');
-    executor.setPolicy({ ...executor.getPolicy(), remembered: [{ id: 'r1', kind: 'file', root: workspace, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: new Date().toISOString(), proposer: { kind: 'agent', agentId: 'agent-1' } }] }, person);
+    executor.setPolicy(
+      {
+        ...executor.getPolicy(),
+        remembered: [
+          {
+            id: 'r1',
+            kind: 'file',
+            root: workspace,
+            glob: 'src/**',
+            maxRisk: 'MEDIUM',
+            createdAt: new Date().toISOString(),
+            proposer: { kind: 'agent', agentId: 'agent-1' },
+          },
+        ],
+      },
+      person,
+    );
 
-    const records = await executor.propose({
-      planId: 'p1',
-      steps: [
-        { id: 'covered', action: 'writeFile', args: { path: path.join(workspace, 'src', 'a.ts'), content: 'export {};\n' } },
-        { id: 'secret', action: 'writeFile', args: { path: path.join(workspace, 'src', '.env'), content: 'TOKEN=1\n' } },
-      ],
-    }, { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' });
+    const records = await executor.propose(
+      {
+        planId: 'p1',
+        steps: [
+          { id: 'covered', action: 'writeFile', args: { path: path.join(workspace, 'src', 'a.ts'), content: 'export {};\n' } },
+          { id: 'secret', action: 'writeFile', args: { path: path.join(workspace, 'src', '.env'), content: 'TOKEN=1\n' } },
+        ],
+      },
+      { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' },
+    );
     // An agent's step ids are the host's; the plan's order tells the steps apart.
     const [covered, secret] = records;
     expect(covered!.status).toBe('executed');
@@ -29,7 +48,10 @@ describe('remembered rules when a step is evaluated', () => {
     expect(secret!.status).toBe('awaiting_consent');
     expect(secret!.evaluation!.risk).toBe('HIGH');
 
-    const outside = await executor.propose({ planId: 'p2', steps: [{ id: 'outside', action: 'writeFile', args: { path: path.join(workspace, 'b.ts'), content: 'x' } }] }, { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' });
+    const outside = await executor.propose(
+      { planId: 'p2', steps: [{ id: 'outside', action: 'writeFile', args: { path: path.join(workspace, 'b.ts'), content: 'x' } }] },
+      { ...actorFor('mcp', 'agent 1'), agent: 'agent-1' },
+    );
     expect(outside[0]!.status).toBe('awaiting_consent');
     expect(fs.existsSync(path.join(workspace, 'b.ts'))).toBe(false);
   });
@@ -38,11 +60,24 @@ describe('remembered rules when a step is evaluated', () => {
     const { dataDir, workspace } = tempSetup();
     const executor = closeAfter(Executor.open(dataDir));
     const person = actorFor('window');
-    const rule = { id: 'r2', kind: 'file' as const, root: workspace, glob: '*.md', maxRisk: 'MEDIUM' as const, createdAt: new Date().toISOString() };
+    const rule = {
+      id: 'r2',
+      kind: 'file' as const,
+      root: workspace,
+      glob: '*.md',
+      maxRisk: 'MEDIUM' as const,
+      createdAt: new Date().toISOString(),
+    };
     executor.setPolicy({ ...executor.getPolicy(), remembered: [rule] }, person);
-    expect((await executor.propose({ steps: [{ id: 'md1', action: 'writeFile', args: { path: 'notes.md', content: 'a' } }] }, person))[0]!.status).toBe('executed');
+    expect(
+      (await executor.propose({ steps: [{ id: 'md1', action: 'writeFile', args: { path: 'notes.md', content: 'a' } }] }, person))[0]!
+        .status,
+    ).toBe('executed');
     executor.setPolicy({ ...executor.getPolicy(), remembered: [] }, person);
-    expect((await executor.propose({ steps: [{ id: 'md2', action: 'writeFile', args: { path: 'notes.md', content: 'b' } }] }, person))[0]!.status).toBe('awaiting_consent');
+    expect(
+      (await executor.propose({ steps: [{ id: 'md2', action: 'writeFile', args: { path: 'notes.md', content: 'b' } }] }, person))[0]!
+        .status,
+    ).toBe('awaiting_consent');
     const policyChanges = JSON.stringify(executor.getAudit({ limit: 1000 } as never)).match(/policy\.changed/g) ?? [];
     expect(policyChanges.length).toBe(2);
   });

@@ -89,7 +89,11 @@ describe('model settings and the API key', () => {
   it('saves settings in policy.json, audited as a policy change, and clears them with null', async () => {
     const { dataDir, person } = open();
     await person.setModelSettings({ settings: { provider: 'anthropic', model: 'claude-x', stream: true } });
-    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).model).toEqual({ provider: 'anthropic', model: 'claude-x', stream: true });
+    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'policy.json'), 'utf8')).model).toEqual({
+      provider: 'anthropic',
+      model: 'claude-x',
+      stream: true,
+    });
     expect((await person.getPolicy()).workspaceRoots).toHaveLength(1);
     const cleared = await person.setModelSettings({ settings: null });
     expect(cleared.settings).toBeNull();
@@ -111,7 +115,12 @@ describe('model settings and the API key', () => {
 
   it('an agent may neither read the model settings, nor set the key, nor make the model calls', async () => {
     const { agent } = open();
-    for (const call of [() => agent.getModelSettings(), () => agent.setModelKey({ provider: 'openai', key: KEY }), () => agent.setModelSettings({ settings: null }), () => agent.checkModel()]) {
+    for (const call of [
+      () => agent.getModelSettings(),
+      () => agent.setModelKey({ provider: 'openai', key: KEY }),
+      () => agent.setModelSettings({ settings: null }),
+      () => agent.checkModel(),
+    ]) {
       expect((await refusal(call())).code).toBe('IPC_FORBIDDEN');
     }
   });
@@ -132,7 +141,10 @@ describe('checkModel', () => {
   });
 
   it('says plainly that the key was refused, without the key the server echoed, and makes one call only', async () => {
-    const server = await startScriptedAnthropicServer([{ kind: 'error', status: 401, echoAuthorization: true, message: `invalid x-api-key ${KEY}` }, say('never')]);
+    const server = await startScriptedAnthropicServer([
+      { kind: 'error', status: 401, echoAuthorization: true, message: `invalid x-api-key ${KEY}` },
+      say('never'),
+    ]);
     servers.push(server);
     const { person } = open();
     await person.setModelKey({ provider: 'anthropic', key: KEY });
@@ -151,7 +163,10 @@ describe('checkModel', () => {
     const { person } = open();
     const none = await person.checkModel();
     expect(none).toMatchObject({ ok: false, code: 'MODEL_NOT_CONFIGURED' });
-    const withKey = await person.checkModel({ settings: { provider: 'openai', baseUrl: server.baseUrl, model: 'm' }, key: 'sk-trial-000111222' });
+    const withKey = await person.checkModel({
+      settings: { provider: 'openai', baseUrl: server.baseUrl, model: 'm' },
+      key: 'sk-trial-000111222',
+    });
     expect(withKey.ok).toBe(true);
     expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-trial-000111222');
     expect((await person.getModelSettings()).keySet.openai).toBe(false);

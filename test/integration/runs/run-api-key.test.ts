@@ -24,10 +24,13 @@ afterEach(async () => {
 
 /** Every file under a directory, read whole. */
 function allBytes(dir: string): { file: string; bytes: Buffer }[] {
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => {
-    const file = path.join(entry.parentPath, entry.name);
-    return { file, bytes: fs.readFileSync(file) };
-  });
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => {
+      const file = path.join(entry.parentPath, entry.name);
+      return { file, bytes: fs.readFileSync(file) };
+    });
 }
 
 describe("a run's one-run API key", () => {
@@ -50,7 +53,12 @@ describe("a run's one-run API key", () => {
     expect(done.status).toBe('failed');
     expect(done.endReason!.code).toBe('MODEL_REFUSED');
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${key}`);
-    const everything = JSON.stringify([done, await api.getRun({ runId: id }), await api.getRunTrace({ runId: id }), await api.getAudit({ limit: 500 })]);
+    const everything = JSON.stringify([
+      done,
+      await api.getRun({ runId: id }),
+      await api.getRunTrace({ runId: id }),
+      await api.getAudit({ limit: 500 }),
+    ]);
     expect(everything).not.toContain(key);
     await host.close();
     host = undefined;
@@ -62,9 +70,15 @@ describe("a run's one-run API key", () => {
     host = await startHost(dataDir);
     const api = await connectToHost(dataDir, 'cli');
     clients.push(api);
-    for (const model of [{ provider: 'openai' as const, model: 'gpt-4.1' }, { provider: 'anthropic' as const, model: 'claude-sonnet-4' }]) {
+    for (const model of [
+      { provider: 'openai' as const, model: 'gpt-4.1' },
+      { provider: 'anthropic' as const, model: 'claude-sonnet-4' },
+    ]) {
       const refused = await api.startRun({ task: 'Do it', model }).catch((error: unknown) => error as { code?: string; message: string });
-      expect(refused).toMatchObject({ code: 'MODEL_NOT_CONFIGURED', message: expect.stringContaining(`executor model set-key --provider ${model.provider}`) });
+      expect(refused).toMatchObject({
+        code: 'MODEL_NOT_CONFIGURED',
+        message: expect.stringContaining(`executor model set-key --provider ${model.provider}`),
+      });
     }
     expect((await api.listRuns({})).runs).toEqual([]);
   });

@@ -50,7 +50,10 @@ describe('run limits and cancel', () => {
   });
 
   it('ends the run failed when it spends its token budget', async () => {
-    const { api, model } = await setup([{ kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }], usage: usage(900, 200) }, say('never')], { runs: { maxTokensPerRun: 1000 } });
+    const { api, model } = await setup(
+      [{ kind: 'reply', toolCalls: [{ name: 'list_dir', arguments: {} }], usage: usage(900, 200) }, say('never')],
+      { runs: { maxTokensPerRun: 1000 } },
+    );
     const { id } = await api.startRun({ task: 'Spend', model });
     const done = await waitForRun(api, id, ended);
     expect(done).toMatchObject({ status: 'failed', endReason: { code: 'RUN_BUDGET_EXCEEDED' } });
@@ -70,12 +73,16 @@ describe('run limits and cancel', () => {
     expect(done).toMatchObject({ status: 'failed', endReason: { code: 'RUN_BUDGET_EXCEEDED' } });
     expect(done.endReason!.message).toMatch(/daily budget is 3000.*refills in \d+ h/);
     const refused = await api.startRun({ task: 'Another', model }).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ code: 'RUN_BUDGET_EXCEEDED', message: expect.stringMatching(/3100 of 3000 tokens.*refills in (23 h|24 h)/) });
+    expect(refused).toMatchObject({
+      code: 'RUN_BUDGET_EXCEEDED',
+      message: expect.stringMatching(/3100 of 3000 tokens.*refills in (23 h|24 h)/),
+    });
     expect((await api.listRuns({})).runs).toHaveLength(1);
   });
 
   it('believes token counts only as far as they can be true: negative ones cannot buy budget, impossible ones break no list', async () => {
-    const bogus = (input: unknown, output: unknown) => ({ inputTokens: input, outputTokens: output }) as unknown as ReturnType<typeof usage>;
+    const bogus = (input: unknown, output: unknown) =>
+      ({ inputTokens: input, outputTokens: output }) as unknown as ReturnType<typeof usage>;
     const { api, model } = await setup(
       [
         { kind: 'reply', text: 'done', usage: bogus(-10_000_000, -5) },
@@ -97,7 +104,10 @@ describe('run limits and cancel', () => {
   it('allows one active run per workspace root unless the policy allows more', async () => {
     const { api, model } = await setup([{ kind: 'hang' }, { kind: 'hang' }]);
     const first = await api.startRun({ task: 'One', model });
-    await expect(api.startRun({ task: 'Two', model })).rejects.toMatchObject({ code: 'RUN_BUSY', message: expect.stringContaining(first.id) });
+    await expect(api.startRun({ task: 'Two', model })).rejects.toMatchObject({
+      code: 'RUN_BUSY',
+      message: expect.stringContaining(first.id),
+    });
     await api.cancelRun({ runId: first.id });
     const second = await api.startRun({ task: 'Two', model });
     expect(second.status).toMatch(/created|running/);
@@ -150,7 +160,9 @@ describe('run limits and cancel', () => {
 
   it('ends the run failed, in words, when the model keeps failing or stops answering (no crash, no retry storm)', async () => {
     // Settings give the model no retries and a 1 s timeout; the one-run override keeps them (same provider).
-    const { api, model } = await setup([{ kind: 'error', status: 500, message: 'upstream broke' }, { kind: 'hang' }], { model: { provider: 'openai', model: 'settings-model', maxRetries: 0, timeoutMs: 1000 } });
+    const { api, model } = await setup([{ kind: 'error', status: 500, message: 'upstream broke' }, { kind: 'hang' }], {
+      model: { provider: 'openai', model: 'settings-model', maxRetries: 0, timeoutMs: 1000 },
+    });
     const first = await api.startRun({ task: 'Try', model });
     const failed = await waitForRun(api, first.id, ended);
     expect(failed).toMatchObject({ status: 'failed', endReason: { code: 'MODEL_UNAVAILABLE' } });

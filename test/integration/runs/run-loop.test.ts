@@ -19,7 +19,10 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 
 describe('an agent run in a real host', () => {
   it('proposes a write as a step, waits for consent, runs it and completes, each turn in a run.turn record', async () => {
-    const { workspace, api, model, server } = await setup([callTool('write_file', { path: 'hello.txt', content: 'hi there\n' }, 'call_w1'), say('Wrote hello.txt.')]);
+    const { workspace, api, model, server } = await setup([
+      callTool('write_file', { path: 'hello.txt', content: 'hi there\n' }, 'call_w1'),
+      say('Wrote hello.txt.'),
+    ]);
     const started = await api.startRun({ task: 'Write hello.txt', model });
     expect(started.status).toMatch(/created|running/);
 
@@ -56,7 +59,9 @@ describe('an agent run in a real host', () => {
     expect(args).toMatchObject({ runId: started.id, iteration: 1, requestSha256: first!.requestHash, responseSha256: first!.responseHash });
     expect(args.toolCalls).toEqual([{ callId: 'call_w1', name: 'write_file', stepId }]);
     expect(first!.auditSeq).toBe(audit.entries[0]!.seq);
-    const kinds = (await api.getAudit({ order: 'asc', limit: 500 })).entries.map((entry) => entry.action).filter((kind) => kind.startsWith('run.'));
+    const kinds = (await api.getAudit({ order: 'asc', limit: 500 })).entries
+      .map((entry) => entry.action)
+      .filter((kind) => kind.startsWith('run.'));
     expect(kinds).toEqual(['run.started', 'run.turn', 'run.turn', 'run.ended']);
   });
 
@@ -69,11 +74,18 @@ describe('an agent run in a real host', () => {
     const { id } = await api.startRun({ task: 'Turn on debug', model });
     const first = await waitForRun(api, id, (run) => run.status === 'awaiting_consent', 'the first consent');
     await api.reject({ stepId: first.waitingStepId!, reason: 'do not touch the shared config' });
-    const second = await waitForRun(api, id, (run) => run.status === 'awaiting_consent' && run.waitingStepId !== first.waitingStepId, 'the second consent');
+    const second = await waitForRun(
+      api,
+      id,
+      (run) => run.status === 'awaiting_consent' && run.waitingStepId !== first.waitingStepId,
+      'the second consent',
+    );
     const step = await api.getStep({ stepId: second.waitingStepId! });
     await api.approve({ stepId: step.step.id, previewHash: step.previewHash });
     expect((await waitForRun(api, id, ended)).status).toBe('completed');
-    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told).toEqual([expect.stringMatching(/^REJECTED: .*do not touch the shared config/)]);
     expect(fs.existsSync(path.join(workspace, 'config.yml'))).toBe(false);
     expect(fs.readFileSync(path.join(workspace, 'config.local.yml'), 'utf8')).toBe('debug: true\n');
@@ -96,7 +108,9 @@ describe('an agent run in a real host', () => {
     fs.writeFileSync(path.join(workspace, 'notes.md'), '# Notes\nremember the milk\n');
     const { id } = await api.startRun({ task: 'Look around', model });
     expect((await waitForRun(api, id, ended)).status).toBe('completed');
-    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told[0]).toMatch(/^DENIED: /);
     expect(told[1]).toMatch(/^DENIED: .*secret pattern/);
     expect(told.join('\n')).not.toContain('sk-live-very-secret');
@@ -110,14 +124,20 @@ describe('an agent run in a real host', () => {
 
   it('sends malformed tool calls back as ERROR and keeps going', async () => {
     const { api, model, server } = await setup([
-      callTools({ id: 'm1', name: 'write_file', arguments: '{"path": "a.txt", "content": ' }, { id: 'm2', name: 'format_disk', arguments: {} }, { id: 'm3', name: 'read_file', arguments: { file: 'a.txt' } }),
+      callTools(
+        { id: 'm1', name: 'write_file', arguments: '{"path": "a.txt", "content": ' },
+        { id: 'm2', name: 'format_disk', arguments: {} },
+        { id: 'm3', name: 'read_file', arguments: { file: 'a.txt' } },
+      ),
       { kind: 'malformed', problem: 'bad-json' },
       say('Giving up politely.'),
     ]);
     const { id } = await api.startRun({ task: 'Do something', model });
     const done = await waitForRun(api, id, ended);
     expect(done.status).toBe('completed');
-    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told[0]).toMatch(/^ERROR: The arguments of write_file are not valid JSON/);
     expect(told[1]).toMatch(/^ERROR: There is no tool "format_disk"/);
     expect(told[2]).toMatch(/^ERROR: The arguments of read_file are not right/);
@@ -137,19 +157,27 @@ describe('an agent run in a real host', () => {
 
   it('runs the same loop over the Anthropic Messages API: the step consented, the tool_result delivered with its tool_use id', async () => {
     const { dataDir, workspace } = tempSetup();
-    const server = await startScriptedAnthropicServer([callTool('write_file', { path: 'hi.txt', content: 'hi\n' }, 'toolu_01'), say('Done.')]);
+    const server = await startScriptedAnthropicServer([
+      callTool('write_file', { path: 'hi.txt', content: 'hi\n' }, 'toolu_01'),
+      say('Done.'),
+    ]);
     live.server = server;
     live.host = await startHost(dataDir);
     const api = await connectToHost(dataDir, 'cli');
     live.clients.push(api);
-    const { id } = await api.startRun({ task: 'Write hi.txt', model: { provider: 'anthropic', baseUrl: server.baseUrl, model: 'claude-scripted' } });
+    const { id } = await api.startRun({
+      task: 'Write hi.txt',
+      model: { provider: 'anthropic', baseUrl: server.baseUrl, model: 'claude-scripted' },
+    });
     const waiting = await waitForRun(api, id, (run) => run.status === 'awaiting_consent');
     const step = await api.getStep({ stepId: waiting.waitingStepId! });
     await api.approve({ stepId: step.step.id, previewHash: step.previewHash });
     expect((await waitForRun(api, id, ended)).status).toBe('completed');
     expect(fs.readFileSync(path.join(workspace, 'hi.txt'), 'utf8')).toBe('hi\n');
     const second = messagesBody(server.requests[1]!);
-    const results = second.messages.flatMap((message) => (typeof message.content === 'string' ? [] : message.content)).filter((part) => part.type === 'tool_result');
+    const results = second.messages
+      .flatMap((message) => (typeof message.content === 'string' ? [] : message.content))
+      .filter((part) => part.type === 'tool_result');
     expect(results).toEqual([expect.objectContaining({ tool_use_id: 'toolu_01' })]);
   });
 });

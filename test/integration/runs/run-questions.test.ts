@@ -30,12 +30,16 @@ describe('ask_user', () => {
     expect(messageText(tool.content)).toBe('ANSWERED: 8080');
     await expect(api.answerRun({ runId: id, text: 'again' })).rejects.toMatchObject({ code: 'RUN_NOT_WAITING' });
     expect(heard.map((question) => question.status)).toEqual(['waiting', 'answered']);
-    const kinds = (await api.getAudit({ order: 'asc', limit: 500 })).entries.map((entry) => entry.action).filter((kind) => kind.startsWith('run.'));
+    const kinds = (await api.getAudit({ order: 'asc', limit: 500 })).entries
+      .map((entry) => entry.action)
+      .filter((kind) => kind.startsWith('run.'));
     expect(kinds).toEqual(['run.started', 'run.turn', 'run.question', 'run.answered', 'run.turn', 'run.ended']);
   });
 
   it('cancels the run with QUESTION_EXPIRED when nobody answers in time', async () => {
-    const { api, model } = await setup([callTool('ask_user', { question: 'Still there?' }), say('never')], { runs: { questionExpirySeconds: 1 } });
+    const { api, model } = await setup([callTool('ask_user', { question: 'Still there?' }), say('never')], {
+      runs: { questionExpirySeconds: 1 },
+    });
     const { id } = await api.startRun({ task: 'Ask', model });
     const done = await waitForRun(api, id, ended);
     expect(done.status).toBe('cancelled');
@@ -71,7 +75,10 @@ describe('ask_user', () => {
     live.host = undefined;
     // Time passes while nothing runs: the question's deadline is now behind us.
     const db = new Database(path.join(dataDir, 'executor.db'));
-    db.prepare('UPDATE questions SET expires_at = ? WHERE question_id = ?').run(new Date(Date.now() - 1000).toISOString(), waiting.question!.id);
+    db.prepare('UPDATE questions SET expires_at = ? WHERE question_id = ?').run(
+      new Date(Date.now() - 1000).toISOString(),
+      waiting.question!.id,
+    );
     db.close();
 
     live.host = await startHost(dataDir);

@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startHost } from '../../../src/ipc/host/host.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
-import { startScriptedOpenAiServer, type RecordedRequest, type ScriptedServer, type ScriptedTurn } from '../../helpers/scripted-openai-server.js';
+import {
+  startScriptedOpenAiServer,
+  type RecordedRequest,
+  type ScriptedServer,
+  type ScriptedTurn,
+} from '../../helpers/scripted-openai-server.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 import { ended, waitForRun } from '../../helpers/run-waits.js';
@@ -30,8 +35,10 @@ function writer(hangOnce: { at: number; done: boolean }) {
       hangOnce.done = true;
       return { kind: 'hang' };
     }
-    if (results === 0) return { kind: 'reply', toolCalls: [{ id: 'call_a', name: 'write_file', arguments: { path: 'a.txt', content: 'A\n' } }] };
-    if (results === 1) return { kind: 'reply', toolCalls: [{ id: 'call_b', name: 'write_file', arguments: { path: 'b.txt', content: 'B\n' } }] };
+    if (results === 0)
+      return { kind: 'reply', toolCalls: [{ id: 'call_a', name: 'write_file', arguments: { path: 'a.txt', content: 'A\n' } }] };
+    if (results === 1)
+      return { kind: 'reply', toolCalls: [{ id: 'call_b', name: 'write_file', arguments: { path: 'b.txt', content: 'B\n' } }] };
     return { kind: 'reply', text: 'Both written.' };
   };
 }
@@ -76,7 +83,11 @@ describe('a run survives its host being killed (SIGKILL, real `executor serve`)'
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('A\n');
     expect(fs.readFileSync(path.join(workspace, 'b.txt'), 'utf8')).toBe('B\n');
     const trace = await again.getRunTrace({ runId: id });
-    expect(trace.entries.map((entry) => entry.toolCalls.map((call) => `${call.name}:${call.outcome}`))).toEqual([['write_file:EXECUTED'], ['write_file:EXECUTED'], []]);
+    expect(trace.entries.map((entry) => entry.toolCalls.map((call) => `${call.name}:${call.outcome}`))).toEqual([
+      ['write_file:EXECUTED'],
+      ['write_file:EXECUTED'],
+      [],
+    ]);
     expect(await second.stop()).toBe(0);
   }, 180_000);
 

@@ -48,7 +48,10 @@ describe('revert run', () => {
 
     // Someone edits a file the run wrote: the whole revert is refused, nothing changes.
     fs.writeFileSync(path.join(workspace, 'new.txt'), 'edited by hand\n');
-    await expect(api.revertRun({ runId: id })).rejects.toMatchObject({ code: 'REVERT_CONFLICT', message: expect.stringContaining(stepIds[2]!) });
+    await expect(api.revertRun({ runId: id })).rejects.toMatchObject({
+      code: 'REVERT_CONFLICT',
+      message: expect.stringContaining(stepIds[2]!),
+    });
     expect(fs.readFileSync(path.join(workspace, 'keep.txt'), 'utf8')).toBe('second edit\n');
 
     const forced = await api.revertRun({ runId: id, force: true });

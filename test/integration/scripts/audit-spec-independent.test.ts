@@ -28,7 +28,8 @@ const prefix = (name: keyof typeof PREFIX) => Buffer.from(PREFIX[name], 'hex');
 
 const sha256 = (...parts: Buffer[]) => crypto.createHash('sha256').update(Buffer.concat(parts)).digest();
 const mac = (key: Buffer, p: Buffer, message: string | Buffer) => crypto.createHmac('sha256', key).update(p).update(message).digest();
-const ed25519 = (raw: Buffer) => crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
+const ed25519 = (raw: Buffer) =>
+  crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
 const verifies = (raw: Buffer, message: Buffer, sig: Buffer) => crypto.verify(null, message, ed25519(raw), sig);
 
 /** S4: K(e+1) = HMAC(K(e), "ratchet" ‖ uint64_be(e)). */
@@ -118,15 +119,45 @@ const readLines = (file: string): Line[] =>
 function followCertificates(lines: Line[], chains: Map<string, Chain>): Map<string, Buffer[]> {
   const keys = new Map<string, Buffer[]>();
   for (const chain of chains.values()) {
-    const certs = lines.filter((line) => line.type === 'certificate' && line.keyId === chain.keyId).sort((a, b) => (a.epoch as number) - (b.epoch as number));
+    const certs = lines
+      .filter((line) => line.type === 'certificate' && line.keyId === chain.keyId)
+      .sort((a, b) => (a.epoch as number) - (b.epoch as number));
     const epochKeys = [chain.epoch0Key];
     for (const cert of certs) {
       const body = cert.body as string;
-      const parsed = JSON.parse(body) as { v: number; epoch: number; keyId: string; publicKey: string; firstSeq: number; start: string; headSeq: number };
+      const parsed = JSON.parse(body) as {
+        v: number;
+        epoch: number;
+        keyId: string;
+        publicKey: string;
+        firstSeq: number;
+        start: string;
+        headSeq: number;
+      };
       expect(canonical(parsed)).toBe(body);
-      expect(Object.keys(parsed).sort()).toEqual(['checkpointHash', 'cpSeq', 'epoch', 'firstSeq', 'headHash', 'headSeq', 'keyId', 'logId', 'publicKey', 'rootHash', 'start', 'v']);
+      expect(Object.keys(parsed).sort()).toEqual([
+        'checkpointHash',
+        'cpSeq',
+        'epoch',
+        'firstSeq',
+        'headHash',
+        'headSeq',
+        'keyId',
+        'logId',
+        'publicKey',
+        'rootHash',
+        'start',
+        'v',
+      ]);
       expect(parsed).toMatchObject({ v: 3, epoch: epochKeys.length, keyId: chain.keyId, headSeq: parsed.firstSeq - 1 });
-      expect(verifies(epochKeys[epochKeys.length - 1]!, Buffer.concat([prefix('epochCert'), Buffer.from(body)]), Buffer.from(cert.sig as string, 'hex')), `certificate ${chain.keyId}/${parsed.epoch}`).toBe(true);
+      expect(
+        verifies(
+          epochKeys[epochKeys.length - 1]!,
+          Buffer.concat([prefix('epochCert'), Buffer.from(body)]),
+          Buffer.from(cert.sig as string, 'hex'),
+        ),
+        `certificate ${chain.keyId}/${parsed.epoch}`,
+      ).toBe(true);
       epochKeys.push(Buffer.from(parsed.publicKey, 'base64'));
     }
     keys.set(chain.keyId, epochKeys);
@@ -146,7 +177,14 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const leaves: Buffer[] = [];
     let prevHash = '0'.repeat(64);
     for (const line of records) {
-      const body = JSON.parse(line.body as string) as { seq: number; keyId: string; epoch: number; prevHash: string; action: string; args: Record<string, unknown> };
+      const body = JSON.parse(line.body as string) as {
+        seq: number;
+        keyId: string;
+        epoch: number;
+        prevHash: string;
+        action: string;
+        args: Record<string, unknown>;
+      };
       const chain = chains.get(body.keyId)!;
       const recordMac = Buffer.from(line.mac as string, 'hex');
       expect(mac(epochKey(chain.k0, body.epoch), prefix('record'), line.body as string).equals(recordMac), `record ${body.seq}`).toBe(true);
@@ -161,7 +199,9 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
       if (body.action === 'key.rotated') {
         // S4: the co-signature is an HMAC under the previous chain's key at previousEpoch.
         const previous = chains.get(body.args.previousKeyId as string)!;
-        expect(mac(epochKey(previous.k0, body.args.previousEpoch as number), prefix('cosign'), line.body as string).toString('hex')).toBe(line.cosign);
+        expect(mac(epochKey(previous.k0, body.args.previousEpoch as number), prefix('cosign'), line.body as string).toString('hex')).toBe(
+          line.cosign,
+        );
       }
     }
 
@@ -172,10 +212,22 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const checkpointHashes = new Map<number, string>();
     for (const line of checkpoints) {
       const text = line.body as string;
-      const body = JSON.parse(text) as { v: number; seq: number; keyId: string; epoch: number; prevCheckpointHash: string; rootHash: string; headHash: string };
+      const body = JSON.parse(text) as {
+        v: number;
+        seq: number;
+        keyId: string;
+        epoch: number;
+        prevCheckpointHash: string;
+        rootHash: string;
+        headHash: string;
+      };
       const chain = chains.get(body.keyId)!;
       const bytes = Buffer.from(text);
-      const [cpMac, sig, epochSig] = [line.mac, line.sig, line.epochSig].map((hex) => Buffer.from(hex as string, 'hex')) as [Buffer, Buffer, Buffer];
+      const [cpMac, sig, epochSig] = [line.mac, line.sig, line.epochSig].map((hex) => Buffer.from(hex as string, 'hex')) as [
+        Buffer,
+        Buffer,
+        Buffer,
+      ];
       expect(body.v).toBe(2);
       expect(mac(epochKey(chain.k0, body.epoch), prefix('checkpointMac'), bytes).equals(cpMac)).toBe(true);
       expect(verifies(chain.logKey, Buffer.concat([prefix('checkpointSig'), bytes]), sig)).toBe(true);
@@ -190,9 +242,21 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const certificates = lines.filter((line) => line.type === 'certificate');
     expect(certificates.length).toBeGreaterThan(2);
     for (const line of certificates) {
-      const head = JSON.parse(line.body as string) as { headSeq: number; headHash: string; rootHash: string; cpSeq: number; checkpointHash: string };
+      const head = JSON.parse(line.body as string) as {
+        headSeq: number;
+        headHash: string;
+        rootHash: string;
+        cpSeq: number;
+        checkpointHash: string;
+      };
       const at = `certificate ${String(line.keyId)}/${String(line.epoch)}`;
-      expect(sha256(Buffer.from(records[head.headSeq - 1]!.body as string), Buffer.from(records[head.headSeq - 1]!.mac as string, 'hex')).toString('hex'), at).toBe(head.headHash);
+      expect(
+        sha256(
+          Buffer.from(records[head.headSeq - 1]!.body as string),
+          Buffer.from(records[head.headSeq - 1]!.mac as string, 'hex'),
+        ).toString('hex'),
+        at,
+      ).toBe(head.headHash);
       expect(root(leaves.slice(0, head.headSeq)).toString('hex'), at).toBe(head.rootHash);
       expect(head.cpSeq === 0 ? '0'.repeat(64) : checkpointHashes.get(head.cpSeq), at).toBe(head.checkpointHash);
     }
@@ -202,9 +266,21 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const { mac: headerMac, sig: headerSig, ...fields } = header;
     const signed = Buffer.from(canonical(fields));
     const chain = chains.get(header.keyId as string)!;
-    expect(header).toMatchObject({ v: 2, format: 'executor-audit-export', records: records.length, checkpoints: checkpoints.length, certificates: lines.filter((line) => line.type === 'certificate').length });
+    expect(header).toMatchObject({
+      v: 2,
+      format: 'executor-audit-export',
+      records: records.length,
+      checkpoints: checkpoints.length,
+      certificates: lines.filter((line) => line.type === 'certificate').length,
+    });
     expect(mac(epochKey(chain.k0, header.epoch as number), prefix('headerMac'), signed).toString('hex')).toBe(headerMac);
-    expect(verifies(epochKeys.get(chain.keyId)![header.epoch as number]!, Buffer.concat([prefix('headerSig'), signed]), Buffer.from(headerSig as string, 'hex'))).toBe(true);
+    expect(
+      verifies(
+        epochKeys.get(chain.keyId)![header.epoch as number]!,
+        Buffer.concat([prefix('headerSig'), signed]),
+        Buffer.from(headerSig as string, 'hex'),
+      ),
+    ).toBe(true);
   });
 
   it('the excerpt: its tree-prefix and its records give the roots its checkpoints signed', () => {
@@ -213,14 +289,19 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const prefixLine = lines.find((line) => line.type === 'tree-prefix')!;
     expect(prefixLine.size).toBe((header.from as number) - 1);
     const subtrees = (prefixLine.hashes as string[]).map((hex) => Buffer.from(hex, 'hex'));
-    const leaves = lines.filter((line) => line.type === 'record').map((line) => sha256(Buffer.of(0), sha256(Buffer.from(line.body as string), Buffer.from(line.mac as string, 'hex'))));
+    const leaves = lines
+      .filter((line) => line.type === 'record')
+      .map((line) => sha256(Buffer.of(0), sha256(Buffer.from(line.body as string), Buffer.from(line.mac as string, 'hex'))));
     // The covering subtrees of [0, size) are the perfect trees of its binary decomposition, largest first: fold them with the leaves after them.
     const sizes: number[] = [];
     for (let rest = prefixLine.size as number, bit = 2 ** 30; bit >= 1; bit /= 2) if (rest >= bit) (sizes.push(bit), (rest -= bit));
     expect(sizes.length).toBe(subtrees.length);
     const rootAt = (size: number): Buffer => {
       // RFC 9162's split (largest power of two below the size) always falls on a boundary of the prefix's subtrees.
-      const nodes: { size: number; hash: Buffer }[] = [...subtrees.map((hash, index) => ({ size: sizes[index]!, hash })), ...leaves.slice(0, size - (prefixLine.size as number)).map((hash) => ({ size: 1, hash }))];
+      const nodes: { size: number; hash: Buffer }[] = [
+        ...subtrees.map((hash, index) => ({ size: sizes[index]!, hash })),
+        ...leaves.slice(0, size - (prefixLine.size as number)).map((hash) => ({ size: 1, hash })),
+      ];
       const build = (items: typeof nodes): Buffer => {
         const total = items.reduce((sum, item) => sum + item.size, 0);
         if (items.length === 1) return items[0]!.hash;
@@ -234,7 +315,9 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
       };
       return build(nodes);
     };
-    const checkpoints = lines.filter((line) => line.type === 'checkpoint').map((line) => JSON.parse(line.body as string) as { seq: number; rootHash: string });
+    const checkpoints = lines
+      .filter((line) => line.type === 'checkpoint')
+      .map((line) => JSON.parse(line.body as string) as { seq: number; rootHash: string });
     expect(checkpoints.length).toBeGreaterThan(1);
     for (const cp of checkpoints) expect(rootAt(cp.seq).toString('hex'), `checkpoint at ${cp.seq}`).toBe(cp.rootHash);
   });
@@ -260,22 +343,42 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const raw = Buffer.from(line.split(' ')[2]!, 'base64');
     expect(raw.subarray(0, 4).equals(sha256(Buffer.from(`${origin}\n`), Buffer.of(1), chain.logKey).subarray(0, 4))).toBe(true);
     expect(verifies(chain.logKey, Buffer.from(`${text}\n`), raw.subarray(4))).toBe(true);
-    expect(verifies(chain.logKey, Buffer.concat([prefix('checkpointSig'), Buffer.from(proof.checkpoint.body)]), Buffer.from(proof.checkpoint.sig, 'hex'))).toBe(true);
+    expect(
+      verifies(
+        chain.logKey,
+        Buffer.concat([prefix('checkpointSig'), Buffer.from(proof.checkpoint.body)]),
+        Buffer.from(proof.checkpoint.sig, 'hex'),
+      ),
+    ).toBe(true);
     expect(Buffer.from(rootB64!, 'base64').toString('hex')).toBe(cpBody.rootHash);
     const leaf = sha256(Buffer.of(0), sha256(Buffer.from(proof.record.body), Buffer.from(proof.record.mac, 'hex')));
-    const got = rootFromPath(proof.inclusion.leafIndex, proof.inclusion.treeSize, leaf, proof.inclusion.hashes.map((hex) => Buffer.from(hex, 'hex')));
+    const got = rootFromPath(
+      proof.inclusion.leafIndex,
+      proof.inclusion.treeSize,
+      leaf,
+      proof.inclusion.hashes.map((hex) => Buffer.from(hex, 'hex')),
+    );
     expect(got?.toString('hex')).toBe(cpBody.rootHash);
     expect(proof.inclusion.leafIndex).toBe(proof.record.seq - 1);
 
     // A tampered path must not lead there: the check above is not vacuous.
     const bent = [...proof.inclusion.hashes];
     bent[0] = sha256(Buffer.from(bent[0]!, 'hex')).toString('hex');
-    expect(rootFromPath(proof.inclusion.leafIndex, proof.inclusion.treeSize, leaf, bent.map((hex) => Buffer.from(hex, 'hex')))?.toString('hex')).not.toBe(cpBody.rootHash);
+    expect(
+      rootFromPath(
+        proof.inclusion.leafIndex,
+        proof.inclusion.treeSize,
+        leaf,
+        bent.map((hex) => Buffer.from(hex, 'hex')),
+      )?.toString('hex'),
+    ).not.toBe(cpBody.rootHash);
   });
 
   it("key.rotated's logKeyHandover: the previous chain's log key names the new chain's, as a C2SP note (S4)", () => {
     const chains = readChains();
-    const records = readLines('log.jsonl').filter((line) => line.type === 'record').map((line) => JSON.parse(line.body as string) as { action: string; keyId: string; logId: string; args: Record<string, unknown> });
+    const records = readLines('log.jsonl')
+      .filter((line) => line.type === 'record')
+      .map((line) => JSON.parse(line.body as string) as { action: string; keyId: string; logId: string; args: Record<string, unknown> });
     const rotation = records.find((body) => body.action === 'key.rotated')!;
     const previous = chains.get(rotation.args.previousKeyId as string)!;
     const next = chains.get(rotation.keyId)!;
@@ -289,7 +392,11 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     const vkeyKey = vkey!.slice(vkeyName.length + vkeyHash.length + 2);
     expect(vkeyName).toBe(origin);
     expect(Buffer.from(vkeyKey!, 'base64').equals(Buffer.concat([Buffer.of(1), next.logKey]))).toBe(true);
-    expect(vkeyHash).toBe(sha256(Buffer.from(`${origin}\n`), Buffer.of(1), next.logKey).subarray(0, 4).toString('hex'));
+    expect(vkeyHash).toBe(
+      sha256(Buffer.from(`${origin}\n`), Buffer.of(1), next.logKey)
+        .subarray(0, 4)
+        .toString('hex'),
+    );
     expect(Buffer.from(rotation.args.publicKey as string, 'base64').equals(next.logKey)).toBe(true);
     const line = signatures.split('\n').find((l) => l.startsWith(`\u2014 ${origin} `))!;
     const raw = Buffer.from(line.split(' ')[2]!, 'base64');

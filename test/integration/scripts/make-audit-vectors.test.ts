@@ -25,7 +25,11 @@ function readExpected(dir: string): Expected {
 }
 
 function keyArgs(dir: string): { verificationKeys: string; publicKeys: string } {
-  const lines = fs.readFileSync(path.join(dir, 'keys.txt'), 'utf8').trim().split('\n').map((line) => line.split(' '));
+  const lines = fs
+    .readFileSync(path.join(dir, 'keys.txt'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   return { verificationKeys: lines.map((l) => l[1]).join(','), publicKeys: lines.map((l) => l[2]).join(',') };
 }
 
@@ -64,49 +68,96 @@ function checkThroughCli(dir: string, expected: Expected): void {
 }
 
 describe('scripts/make-audit-vectors.ts', () => {
-  it('writes an intact export, its keys and tampered copies that each give their documented code through the real CLI', { timeout: 400_000 }, async () => {
-    const out = path.join(tempDir(), 'vectors');
-    const made = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'scripts', 'make-audit-vectors.ts'), '--out', out], { encoding: 'utf8', timeout: 120_000 });
-    expect(made.status, made.stderr).toBe(0);
-    const fresh = readExpected(out);
-    const intact = ['log.jsonl', 'excerpt.jsonl'];
-    expect(fresh.vectors.slice(0, 2)).toMatchObject(intact.map((file) => ({ file, withVerificationKeys: { ok: true }, withPublicKeysOnly: { ok: true } })));
-    const tampered = fresh.vectors.filter((v) => !intact.includes(v.file));
-    const codes = new Set(tampered.map((v) => v.withVerificationKeys.code));
-    for (const code of ['EDITED', 'NONCANONICAL', 'DELETED', 'INSERTED', 'REORDERED', 'TRUNCATED', 'FOREIGN_LOG', 'UNKNOWN_KEY', 'KEY_OUT_OF_RANGE', 'BAD_CHECKPOINT', 'BAD_CERTIFICATE', 'BAD_HEADER']) expect(codes).toContain(code);
-    for (const vector of tampered) expect(vector.withVerificationKeys.ok, vector.file).toBe(false);
-    // The tamper cases the audit docs name, each with the code the verifier gives.
-    const codeOf = (file: string) => fresh.vectors.find((v) => v.file === `tampered/${file}`)?.withVerificationKeys.code;
-    expect({
-      cut: codeOf('cut-export-header.jsonl'),
-      unsigned: codeOf('header-unsigned.jsonl'),
-      thief: codeOf('relabelled-later-epoch.jsonl'),
-      certificate: [codeOf('certificate-edited.jsonl'), codeOf('certificate-removed.jsonl'), codeOf('certificate-replayed.jsonl')],
-      treePrefix: codeOf('excerpt-tree-prefix.jsonl'),
-      root: codeOf('checkpoint-root.jsonl'),
-      // The thief who rewrites a closed epoch under its own label: K0 sees the MAC, the public keys the certified head.
-      closedEpochThief: [codeOf('rewritten-closed-epoch.jsonl'), fresh.vectors.find((v) => v.file === 'tampered/rewritten-closed-epoch.jsonl')?.withPublicKeysOnly.code],
-    }).toEqual({ cut: 'BAD_HEADER', unsigned: 'BAD_HEADER', thief: 'KEY_OUT_OF_RANGE', certificate: ['BAD_CERTIFICATE', 'BAD_CERTIFICATE', 'BAD_CERTIFICATE'], treePrefix: 'BAD_CHECKPOINT', root: 'BAD_CHECKPOINT', closedEpochThief: ['EDITED', 'EPOCH_REWRITTEN'] });
-    expect(fresh.proofs[0]).toEqual({ file: 'proof.json', says: expect.any(String), ok: true, code: null });
-    expect(new Set(fresh.proofs.slice(1).map((p) => p.code))).toEqual(new Set(['NOT_INCLUDED', 'MISMATCH', 'BAD_SIGNATURE', 'FOREIGN_LOG', 'MALFORMED']));
-    for (const proof of fresh.proofs.slice(1)) expect(proof.ok, proof.file).toBe(false);
-    expect(fs.readFileSync(path.join(out, 'keys.txt'), 'utf8')).toMatch(/^([0-9a-f]{16} evk1-[A-Za-z0-9_-]{43} epk2-[0-9a-f]{16}-[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{43}\n){2}$/);
-    checkThroughCli(out, fresh);
+  it(
+    'writes an intact export, its keys and tampered copies that each give their documented code through the real CLI',
+    { timeout: 400_000 },
+    async () => {
+      const out = path.join(tempDir(), 'vectors');
+      const made = spawnSync(
+        process.execPath,
+        [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(ROOT, 'scripts', 'make-audit-vectors.ts'), '--out', out],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
+      expect(made.status, made.stderr).toBe(0);
+      const fresh = readExpected(out);
+      const intact = ['log.jsonl', 'excerpt.jsonl'];
+      expect(fresh.vectors.slice(0, 2)).toMatchObject(
+        intact.map((file) => ({ file, withVerificationKeys: { ok: true }, withPublicKeysOnly: { ok: true } })),
+      );
+      const tampered = fresh.vectors.filter((v) => !intact.includes(v.file));
+      const codes = new Set(tampered.map((v) => v.withVerificationKeys.code));
+      for (const code of [
+        'EDITED',
+        'NONCANONICAL',
+        'DELETED',
+        'INSERTED',
+        'REORDERED',
+        'TRUNCATED',
+        'FOREIGN_LOG',
+        'UNKNOWN_KEY',
+        'KEY_OUT_OF_RANGE',
+        'BAD_CHECKPOINT',
+        'BAD_CERTIFICATE',
+        'BAD_HEADER',
+      ])
+        expect(codes).toContain(code);
+      for (const vector of tampered) expect(vector.withVerificationKeys.ok, vector.file).toBe(false);
+      // The tamper cases the audit docs name, each with the code the verifier gives.
+      const codeOf = (file: string) => fresh.vectors.find((v) => v.file === `tampered/${file}`)?.withVerificationKeys.code;
+      expect({
+        cut: codeOf('cut-export-header.jsonl'),
+        unsigned: codeOf('header-unsigned.jsonl'),
+        thief: codeOf('relabelled-later-epoch.jsonl'),
+        certificate: [codeOf('certificate-edited.jsonl'), codeOf('certificate-removed.jsonl'), codeOf('certificate-replayed.jsonl')],
+        treePrefix: codeOf('excerpt-tree-prefix.jsonl'),
+        root: codeOf('checkpoint-root.jsonl'),
+        // The thief who rewrites a closed epoch under its own label: K0 sees the MAC, the public keys the certified head.
+        closedEpochThief: [
+          codeOf('rewritten-closed-epoch.jsonl'),
+          fresh.vectors.find((v) => v.file === 'tampered/rewritten-closed-epoch.jsonl')?.withPublicKeysOnly.code,
+        ],
+      }).toEqual({
+        cut: 'BAD_HEADER',
+        unsigned: 'BAD_HEADER',
+        thief: 'KEY_OUT_OF_RANGE',
+        certificate: ['BAD_CERTIFICATE', 'BAD_CERTIFICATE', 'BAD_CERTIFICATE'],
+        treePrefix: 'BAD_CHECKPOINT',
+        root: 'BAD_CHECKPOINT',
+        closedEpochThief: ['EDITED', 'EPOCH_REWRITTEN'],
+      });
+      expect(fresh.proofs[0]).toEqual({ file: 'proof.json', says: expect.any(String), ok: true, code: null });
+      expect(new Set(fresh.proofs.slice(1).map((p) => p.code))).toEqual(
+        new Set(['NOT_INCLUDED', 'MISMATCH', 'BAD_SIGNATURE', 'FOREIGN_LOG', 'MALFORMED']),
+      );
+      for (const proof of fresh.proofs.slice(1)) expect(proof.ok, proof.file).toBe(false);
+      expect(fs.readFileSync(path.join(out, 'keys.txt'), 'utf8')).toMatch(
+        /^([0-9a-f]{16} evk1-[A-Za-z0-9_-]{43} epk2-[0-9a-f]{16}-[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{43}\n){2}$/,
+      );
+      checkThroughCli(out, fresh);
 
-    // The committed vectors are what a fresh run makes (other keys, same verdicts), and their own files give those verdicts.
-    const committed = readExpected(COMMITTED);
-    expect(committed).toEqual(fresh);
-    for (const dir of ['tampered', 'tampered-proofs']) expect(fs.readdirSync(path.join(COMMITTED, dir)).sort()).toEqual(fs.readdirSync(path.join(out, dir)).sort());
-    expect(fs.readFileSync(path.join(COMMITTED, 'README.md'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'README.md'), 'utf8'));
-    const { verificationKeys, publicKeys } = keyArgs(COMMITTED);
-    for (const vector of committed.vectors) {
-      const file = path.join(COMMITTED, vector.file);
-      expect(verdictOf(await verifyExportFile(file, parseVerificationKeys(verificationKeys))), vector.file).toEqual(vector.withVerificationKeys);
-      expect(verdictOf(await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(publicKeys) })), vector.file).toEqual(vector.withPublicKeysOnly);
-    }
-    for (const proof of committed.proofs) {
-      const report = checkRecordProof(JSON.parse(fs.readFileSync(path.join(COMMITTED, proof.file), 'utf8')) as unknown, parseProofKeys(publicKeys));
-      expect({ ok: report.ok, code: report.problem?.code ?? null }, proof.file).toEqual({ ok: proof.ok, code: proof.code });
-    }
-  });
+      // The committed vectors are what a fresh run makes (other keys, same verdicts), and their own files give those verdicts.
+      const committed = readExpected(COMMITTED);
+      expect(committed).toEqual(fresh);
+      for (const dir of ['tampered', 'tampered-proofs'])
+        expect(fs.readdirSync(path.join(COMMITTED, dir)).sort()).toEqual(fs.readdirSync(path.join(out, dir)).sort());
+      expect(fs.readFileSync(path.join(COMMITTED, 'README.md'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'README.md'), 'utf8'));
+      const { verificationKeys, publicKeys } = keyArgs(COMMITTED);
+      for (const vector of committed.vectors) {
+        const file = path.join(COMMITTED, vector.file);
+        expect(verdictOf(await verifyExportFile(file, parseVerificationKeys(verificationKeys))), vector.file).toEqual(
+          vector.withVerificationKeys,
+        );
+        expect(verdictOf(await verifyExportFile(file, [], { chainPublicKeys: parseChainPublicKeys(publicKeys) })), vector.file).toEqual(
+          vector.withPublicKeysOnly,
+        );
+      }
+      for (const proof of committed.proofs) {
+        const report = checkRecordProof(
+          JSON.parse(fs.readFileSync(path.join(COMMITTED, proof.file), 'utf8')) as unknown,
+          parseProofKeys(publicKeys),
+        );
+        expect({ ok: report.ok, code: report.problem?.code ?? null }, proof.file).toEqual({ ok: proof.ok, code: proof.code });
+      }
+    },
+  );
 });

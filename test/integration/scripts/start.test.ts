@@ -17,26 +17,29 @@ function electronBinaryPresent(): boolean {
 }
 
 describe('npm start', () => {
-  it.skipIf(electronBinaryPresent())('without an Electron binary, says why and serves the UI in the browser, printing the URL', async () => {
-    const { dataDir } = tempSetup();
-    const child = spawn(process.execPath, [START, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    try {
-      await expect.poll(() => out, { timeout: 30_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/#token=\S+/);
-      expect(out).toMatch(/cannot open the desktop window: the Electron binary is not installed/);
-      const url = /http:\/\/127\.0\.0\.1:\d+\/#token=\S+/.exec(out)![0];
-      const page = await fetch(url);
-      expect(page.status).toBe(200);
-      expect(await page.text()).toContain('<title>Executor</title>');
-      expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(true);
-    } finally {
-      child.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    // The host let go of the data directory on the way out.
-    expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
-  });
+  it.skipIf(electronBinaryPresent())(
+    'without an Electron binary, says why and serves the UI in the browser, printing the URL',
+    async () => {
+      const { dataDir } = tempSetup();
+      const child = spawn(process.execPath, [START, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      try {
+        await expect.poll(() => out, { timeout: 30_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/#token=\S+/);
+        expect(out).toMatch(/cannot open the desktop window: the Electron binary is not installed/);
+        const url = /http:\/\/127\.0\.0\.1:\d+\/#token=\S+/.exec(out)![0];
+        const page = await fetch(url);
+        expect(page.status).toBe(200);
+        expect(await page.text()).toContain('<title>Executor</title>');
+        expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(true);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
+      // The host let go of the data directory on the way out.
+      expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
+    },
+  );
 });

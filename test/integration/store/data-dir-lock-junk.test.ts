@@ -36,14 +36,19 @@ describe('what sits where the data-directory lock goes', () => {
 
   it('junk written into the lock file while a process holds it neither breaks that lock nor lets a second holder in', async () => {
     const dataDir = dataDirWith(() => {});
-    const child = fork(path.resolve(import.meta.dirname, '../../fixtures/hold-lock-only.ts'), [dataDir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(path.resolve(import.meta.dirname, '../../fixtures/hold-lock-only.ts'), [dataDir], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         child.once('message', () => resolve());
         child.once('exit', (code) => reject(new Error(`holder exited ${code}`)));
       });
       fs.writeFileSync(path.join(dataDir, LOCK_DB_FILE), 'junk\n');
-      expect(() => acquireDataDirLock(dataDir)).toThrow(expect.objectContaining({ code: 'BUSY', message: expect.stringContaining(`pid ${child.pid}`) }));
+      expect(() => acquireDataDirLock(dataDir)).toThrow(
+        expect.objectContaining({ code: 'BUSY', message: expect.stringContaining(`pid ${child.pid}`) }),
+      );
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill();
@@ -59,13 +64,21 @@ describe('what sits where the data-directory lock goes', () => {
   ])('%s is refused as DATA_DIR_LOCK_INVALID naming the path, and left alone', (_what, name, make) => {
     const dataDir = dataDirWith((dir) => make(path.join(dir, name)));
     const file = path.join(dataDir, name);
-    expect(() => acquireDataDirLock(dataDir)).toThrow(expect.objectContaining({ code: 'DATA_DIR_LOCK_INVALID', details: expect.objectContaining({ path: file }), message: expect.stringContaining(file) }));
+    expect(() => acquireDataDirLock(dataDir)).toThrow(
+      expect.objectContaining({
+        code: 'DATA_DIR_LOCK_INVALID',
+        details: expect.objectContaining({ path: file }),
+        message: expect.stringContaining(file),
+      }),
+    );
     expect(fs.lstatSync(file).isFile()).toBe(false);
     expect(fs.existsSync(path.join(dataDir, 'elsewhere'))).toBe(false);
   });
 
   it('the CLI reports a folder in the way by name, and `steps list` works after junk in the lock file', () => {
-    const dataDir = dataDirWith((dir) => fs.writeFileSync(path.join(dir, 'policy.json'), JSON.stringify({ workspaceRoots: [tempDir('ws-')] })));
+    const dataDir = dataDirWith((dir) =>
+      fs.writeFileSync(path.join(dir, 'policy.json'), JSON.stringify({ workspaceRoots: [tempDir('ws-')] })),
+    );
     Executor.open(dataDir).close();
     fs.writeFileSync(path.join(dataDir, LOCK_DB_FILE), 'junk\n');
     const listed = runCli(['--data-dir', dataDir, 'steps', 'list']);

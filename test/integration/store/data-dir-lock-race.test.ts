@@ -10,7 +10,14 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 const RACER = path.resolve(import.meta.dirname, '../../fixtures/lock-racer.ts');
 const HOLDER = path.resolve(import.meta.dirname, '../../fixtures/hold-lock.ts');
 
-interface Reply { round?: number; pid?: number; got?: boolean; code?: string; released?: boolean; ready?: number }
+interface Reply {
+  round?: number;
+  pid?: number;
+  got?: boolean;
+  code?: string;
+  released?: boolean;
+  ready?: number;
+}
 
 function racer(dataDir: string): { child: ChildProcess; next: () => Promise<Reply> } {
   const child = killAfter(fork(RACER, [dataDir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));

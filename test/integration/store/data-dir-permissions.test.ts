@@ -55,7 +55,7 @@ function policyFor(dataDir: string, workspace: string): void {
 }
 
 describe('the data directory is private on every start', () => {
-  it('makes a directory made beforehand (0755, files 0644) private, and leaves what is not Executor\'s alone', async () => {
+  it("makes a directory made beforehand (0755, files 0644) private, and leaves what is not Executor's alone", async () => {
     const base = tempDir();
     const dataDir = path.join(base, 'data');
     const workspace = path.join(base, 'ws');
@@ -67,7 +67,7 @@ describe('the data directory is private on every start', () => {
     const first = Executor.open(dataDir);
     first.close();
     loosen(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'notes.txt'), 'the person\'s own file', { mode: 0o644 });
+    fs.writeFileSync(path.join(dataDir, 'notes.txt'), "the person's own file", { mode: 0o644 });
     fs.writeFileSync(path.join(dataDir, 'executor.db-journal'), '', { mode: 0o644 });
     const outside = path.join(base, 'outside.txt');
     fs.writeFileSync(outside, 'x', { mode: 0o644 });
@@ -77,9 +77,11 @@ describe('the data directory is private on every start', () => {
     executor.close();
     const modes = modesUnder(dataDir);
     expect(modeOf(dataDir)).toBe(0o700);
-    for (const entry of ['executor.db', 'executor.db-journal', 'policy.json']) expect([entry, modes[entry]!.toString(8)]).toEqual([entry, '600']);
+    for (const entry of ['executor.db', 'executor.db-journal', 'policy.json'])
+      expect([entry, modes[entry]!.toString(8)]).toEqual([entry, '600']);
     for (const entry of ['blobs', 'keys']) expect([entry, modes[entry]!.toString(8)]).toEqual([entry, '700']);
-    for (const [entry, mode] of Object.entries(modes)) if (entry.startsWith('keys/')) expect([entry, mode.toString(8)]).toEqual([entry, '600']);
+    for (const [entry, mode] of Object.entries(modes))
+      if (entry.startsWith('keys/')) expect([entry, mode.toString(8)]).toEqual([entry, '600']);
     // Not Executor's: untouched. A symlink is never followed (chmod would change its target).
     expect(modes['notes.txt']).toBe(0o644);
     expect(modeOf(outside)).toBe(0o644);
@@ -119,7 +121,12 @@ describe('the data directory is private on every start', () => {
     const umaskBefore = process.umask(0o022);
     const serve = await startServe(dataDir).finally(() => process.umask(umaskBefore));
     const planFile = path.join(base, 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'p1', action: 'writeFile', args: { path: path.join(workspace, 'new', 'p.txt'), content: 'private\n' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({
+        steps: [{ id: 'p1', action: 'writeFile', args: { path: path.join(workspace, 'new', 'p.txt'), content: 'private\n' } }],
+      }),
+    );
     // Exit 1: proposed and waiting for the person (0 would mean it already ran).
     const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile]);
     expect(proposed.stderr).not.toMatch(/executor: [A-Z_]+:/);
@@ -134,7 +141,9 @@ describe('the data directory is private on every start', () => {
     }
     expectPrivate(dataDir);
     // The list of what Executor keeps is complete: nothing in a used data directory is missing from it.
-    const known = (name: string) => (DATA_DIR_FOLDERS as readonly string[]).includes(name) || DATA_DIR_FILES.some((file) => name === file || name.startsWith(`${file}-`) || name.startsWith(`${file}.`));
+    const known = (name: string) =>
+      (DATA_DIR_FOLDERS as readonly string[]).includes(name) ||
+      DATA_DIR_FILES.some((file) => name === file || name.startsWith(`${file}-`) || name.startsWith(`${file}.`));
     expect(fs.readdirSync(dataDir).filter((name) => !known(name))).toEqual([]);
     expect(await serve.stop()).toBe(0);
     expectPrivate(dataDir);
@@ -152,7 +161,9 @@ describe('a data directory that belongs to another user is refused', () => {
     fs.mkdirSync(dataDir, { mode: 0o755 });
     fs.chmodSync(dataDir, 0o755);
     fs.chownSync(dataDir, NOBODY, NOBODY);
-    expect(() => ensureDataDir(dataDir)).toThrow(expect.objectContaining({ code: 'DATA_DIR_NOT_OWNED', message: expect.stringMatching(/belongs to uid 65534.*chown -R 0/) }));
+    expect(() => ensureDataDir(dataDir)).toThrow(
+      expect.objectContaining({ code: 'DATA_DIR_NOT_OWNED', message: expect.stringMatching(/belongs to uid 65534.*chown -R 0/) }),
+    );
     expect(modeOf(dataDir)).toBe(0o755);
     expect(fs.readdirSync(dataDir)).toEqual([]);
     // The real CLI says the same, as a typed error, and exits 2.
@@ -172,12 +183,14 @@ describe('a data directory that belongs to another user is refused', () => {
       fs.writeFileSync(full, '{}');
     }
     fs.chownSync(full, NOBODY, NOBODY);
-    expect(() => Executor.open(dataDir)).toThrow(expect.objectContaining({ code: 'DATA_DIR_NOT_OWNED', message: expect.stringContaining(full) }));
+    expect(() => Executor.open(dataDir)).toThrow(
+      expect.objectContaining({ code: 'DATA_DIR_NOT_OWNED', message: expect.stringContaining(full) }),
+    );
     // Refused before the lock or the database: nothing new was created.
     expect(fs.existsSync(path.join(dataDir, 'executor.lock'))).toBe(false);
   });
 
-  it('refuses a data directory that is a symlink to another user\'s folder, but follows one to the person\'s own', () => {
+  it("refuses a data directory that is a symlink to another user's folder, but follows one to the person's own", () => {
     const base = tempDir();
     const theirs = path.join(base, 'theirs');
     fs.mkdirSync(theirs);

@@ -92,7 +92,12 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
       fs.writeFileSync(file, JSON.stringify(plan));
       return file;
     };
-    const proposed = runCli(['--data-dir', dataDir, 'propose', planFile('a.json', { steps: [{ id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'a.txt'), content: 'x' } }] })]);
+    const proposed = runCli([
+      '--data-dir',
+      dataDir,
+      'propose',
+      planFile('a.json', { steps: [{ id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'a.txt'), content: 'x' } }] }),
+    ]);
     expect(proposed.status, proposed.stderr).not.toBe(2);
     fillUntilFree(root, 0);
 
@@ -104,7 +109,12 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
     expect(shown.status, shown.stdout + shown.stderr).toBe(0);
     expect(shown.json<{ step: { id: string } }>().step.id).toBe('small');
 
-    const refused = runCli(['--data-dir', dataDir, 'propose', planFile('b.json', { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'y' } }] })]);
+    const refused = runCli([
+      '--data-dir',
+      dataDir,
+      'propose',
+      planFile('b.json', { steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: 'y' } }] }),
+    ]);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('STORAGE_FULL');
     expect(refused.stderr).toContain(dataDir);

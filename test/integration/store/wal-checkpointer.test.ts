@@ -16,7 +16,15 @@ const walBytes = (dataDir: string) => fs.statSync(path.join(dataDir, 'executor.d
 
 async function proposeMany(executor: Executor, workspace: string, prefix: string, count: number) {
   for (let index = 0; index < count; index++) {
-    await executor.submit({ planId: `${prefix}-${index}`, steps: [{ id: `${prefix}-${index}`, action: 'writeFile', args: { path: path.join(workspace, `${prefix}-${index}.txt`), content: 'x\n' } }] }, PERSON);
+    await executor.submit(
+      {
+        planId: `${prefix}-${index}`,
+        steps: [
+          { id: `${prefix}-${index}`, action: 'writeFile', args: { path: path.join(workspace, `${prefix}-${index}.txt`), content: 'x\n' } },
+        ],
+      },
+      PERSON,
+    );
   }
 }
 
@@ -56,7 +64,7 @@ describe('the host copies the WAL back on a thread of its own, not inside a requ
     expect(cli.listSteps({ limit: 1000 })).toHaveLength(80);
   });
 
-  it("holds the thread still while the host gives the WAL back itself (a full disk), then checkpoints again", async () => {
+  it('holds the thread still while the host gives the WAL back itself (a full disk), then checkpoints again', async () => {
     const dataDir = tempDir();
     const db = openDatabase(dataDir);
     const checkpointer = WalCheckpointer.start(db, dataDir, { everyMs: 5 });

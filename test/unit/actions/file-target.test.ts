@@ -30,7 +30,25 @@ describe('file steps on files that make the host run code later', () => {
 
   it('raises writes and deletes across the classes, and leaves ordinary files at MEDIUM', async () => {
     const { executor, workspace } = setup();
-    const high = ['.git/hooks/pre-commit', 'lib/vendored/.git/hooks/post-checkout', '.gitattributes', '.gitmodules', '.bashrc', '.zshrc', '.profile', '.envrc', '.vscode/tasks.json', '.idea/workspace.xml', 'package.json', 'Makefile', '.npmrc', '.github/workflows/ci.yml', '.husky/pre-commit', 'conftest.py', 'node_modules/x/index.js'];
+    const high = [
+      '.git/hooks/pre-commit',
+      'lib/vendored/.git/hooks/post-checkout',
+      '.gitattributes',
+      '.gitmodules',
+      '.bashrc',
+      '.zshrc',
+      '.profile',
+      '.envrc',
+      '.vscode/tasks.json',
+      '.idea/workspace.xml',
+      'package.json',
+      'Makefile',
+      '.npmrc',
+      '.github/workflows/ci.yml',
+      '.husky/pre-commit',
+      'conftest.py',
+      'node_modules/x/index.js',
+    ];
     for (const filePath of high) {
       const [record] = await executor.propose(write(filePath), agent);
       expect(record!.evaluation?.risk, filePath).toBe('HIGH');

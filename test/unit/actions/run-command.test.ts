@@ -69,7 +69,13 @@ describe('runCommand.assess', () => {
   it('sends a command that could run any program to the person when a deny list is in force, with the reason in words', () => {
     const workspace = tempDir();
     const ctx = context({ workspaceRoots: [workspace], commands: { deny: ['rm'] }, autoApprove: 'HIGH' });
-    for (const args of [{ command: 'echo rm x | sh' }, { command: 'X=rm; $X x' }, { command: '/bin/r[m] x' }, { argv: ['sh', '-c', 'echo hi'] }, { command: 'ls', env: { PATH: '/w' } }]) {
+    for (const args of [
+      { command: 'echo rm x | sh' },
+      { command: 'X=rm; $X x' },
+      { command: '/bin/r[m] x' },
+      { argv: ['sh', '-c', 'echo hi'] },
+      { command: 'ls', env: { PATH: '/w' } },
+    ]) {
       const hints = runCommand.assess(args, ctx);
       expect(hints.deny, JSON.stringify(args)).toBeUndefined();
       expect(hints.mustAsk?.[0], JSON.stringify(args)).toMatch(/^This command could run any program: .+ The policy denies "rm"/);
@@ -96,7 +102,10 @@ describe('runCommand.assess', () => {
 
   it('always asks about a line the parser cannot read', () => {
     const workspace = tempDir();
-    const hints = runCommand.assess({ command: 'cat <<EOF; rm x\nbody\nEOF' }, context({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const hints = runCommand.assess(
+      { command: 'cat <<EOF; rm x\nbody\nEOF' },
+      context({ workspaceRoots: [workspace], autoApprove: 'HIGH' }),
+    );
     expect(hints.mustAsk?.[0]).toContain('cannot read');
   });
 
@@ -104,13 +113,19 @@ describe('runCommand.assess', () => {
     const workspace = tempDir();
     const outside = tempDir();
     expect(runCommand.assess({ command: 'ls', cwd: outside }, context({ workspaceRoots: [workspace] }))).toMatchObject({ deny: true });
-    expect(runCommand.assess({ command: 'ls' }, context({}))).toMatchObject({ deny: true, reasons: [expect.stringContaining('No workspace root')] });
+    expect(runCommand.assess({ command: 'ls' }, context({}))).toMatchObject({
+      deny: true,
+      reasons: [expect.stringContaining('No workspace root')],
+    });
   });
 
   it('accepts a cwd inside the root and says which hosts an allowlisted run may reach', () => {
     const workspace = tempDir();
     fs.mkdirSync(path.join(workspace, 'web'));
-    const hints = runCommand.assess({ command: 'npm ci', cwd: 'web', network: 'allowlist' }, context({ workspaceRoots: [workspace], network: { allowHosts: ['registry.npmjs.org'] } }));
+    const hints = runCommand.assess(
+      { command: 'npm ci', cwd: 'web', network: 'allowlist' },
+      context({ workspaceRoots: [workspace], network: { allowHosts: ['registry.npmjs.org'] } }),
+    );
     expect(hints.deny).toBeUndefined();
     expect(hints.reasons.join(' ')).toContain('web in');
     expect(hints.reasons.join(' ')).toContain('May reach only registry.npmjs.org');

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { DISCOUNTED_WORDS, measureOpaqueData, OPAQUE_PART_BITS, OPAQUE_URL_BITS, opaqueBitsOf } from '../../../src/actions/url-opaque-data.js';
+import {
+  DISCOUNTED_WORDS,
+  measureOpaqueData,
+  OPAQUE_PART_BITS,
+  OPAQUE_URL_BITS,
+  opaqueBitsOf,
+} from '../../../src/actions/url-opaque-data.js';
 import { LISTED_WORDS_TEXT } from '../../../src/actions/url-words.js';
 
 const secret = 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
@@ -79,15 +85,26 @@ const SMUGGLING = [
   `https://x.github.io/#/route/${b64url}`,
   `https://x.github.io/?d=${chunks(b64url, 20).join('.')}`,
   `https://x.github.io/?d=${chunks(b64url, 20)[0]}`,
-  `https://x.github.io/?${chunks(b64url, 4).map((chunk, index) => `p${index}=${chunk}`).join('&')}`,
-  `https://x.github.io/?${chunks(b64url, 6).map((chunk) => `${chunk}=1`).join('&')}`,
+  `https://x.github.io/?${chunks(b64url, 4)
+    .map((chunk, index) => `p${index}=${chunk}`)
+    .join('&')}`,
+  `https://x.github.io/?${chunks(b64url, 6)
+    .map((chunk) => `${chunk}=1`)
+    .join('&')}`,
   `https://x.github.io/${chunks(b64url, 4).join('/')}`,
   `https://x.github.io/${chunks(hex, 8).join('/')}`,
   `https://x.github.io/p?v=${hex}`,
-  `https://x.github.io/p?${chunks(hex, 2).slice(0, 24).map((chunk, index) => `k${index}=${chunk}`).join('&')}`,
+  `https://x.github.io/p?${chunks(hex, 2)
+    .slice(0, 24)
+    .map((chunk, index) => `k${index}=${chunk}`)
+    .join('&')}`,
   `https://x.github.io/?a=${chunks(b64url, 10)[0]}#${chunks(b64url, 10)[1]}`,
   `https://x.github.io/${chunks(b64url, 8)[0]}?q=${chunks(b64url, 8)[1]}#${chunks(b64url, 8)[2]}`,
-  `https://x.github.io/?${'0123456789'.split('').concat('0123456789'.split('')).map((digit, index) => `n${index}=${digit}${digit}`).join('&')}`,
+  `https://x.github.io/?${'0123456789'
+    .split('')
+    .concat('0123456789'.split(''))
+    .map((digit, index) => `n${index}=${digit}${digit}`)
+    .join('&')}`,
   `https://x.github.io/#${encodeURIComponent('\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008\u000b\u000c\u000e')}`,
   `https://x.github.io/#${'%A3%B2%C1%D4%E5%F6%07%18%29%3A%4B%5C'}`,
   `https://x.github.io/commit/${hex.slice(0, 40)}`,
@@ -123,16 +140,45 @@ const REVIEWED = [
   'https://x.github.io/pwmup-feovs-foexv-kbjpq-cealz-xgavc-ghkia-wyzbr-alfmk-aawtt-clvcc',
   'https://x.github.io/#睎蹐鉿邻捰揃膆秬驨偫脽孾肪臷促诫',
   'https://x.github.io/?q=睎蹐鉿邻捰揃膆秬驨偫脽孾肪臷促诫',
-  `https://x.github.io/${bitsOf(KEY).map((bit) => (bit ? '_' : '-')).join('')}`,
-  `https://x.github.io/${chunks(toBase(KEY, LOWER).join(''), 5).map((chunk) => chunk[0]!.toUpperCase() + chunk.slice(1)).join('')}`,
+  `https://x.github.io/${bitsOf(KEY)
+    .map((bit) => (bit ? '_' : '-'))
+    .join('')}`,
+  `https://x.github.io/${chunks(toBase(KEY, LOWER).join(''), 5)
+    .map((chunk) => chunk[0]!.toUpperCase() + chunk.slice(1))
+    .join('')}`,
 ];
 
 /** The same 32 bytes spelled every other way a writer could: alphabets, scripts, case, punctuation, words. */
 const ENCODED_KEY: [string, string][] = [
-  ['letters in chunks of 5', toBase(KEY, LOWER).join('').match(/.{1,5}/g)!.join('-')],
-  ['letters in chunks of 3 as path segments', toBase(KEY, LOWER).join('').match(/.{1,3}/g)!.join('/')],
-  ['letters in chunks of 2', toBase(KEY, LOWER).join('').match(/.{1,2}/g)!.join('.')],
-  ['upper-case chunks', toBase(KEY, LOWER).join('').toUpperCase().match(/.{1,4}/g)!.join('_')],
+  [
+    'letters in chunks of 5',
+    toBase(KEY, LOWER)
+      .join('')
+      .match(/.{1,5}/g)!
+      .join('-'),
+  ],
+  [
+    'letters in chunks of 3 as path segments',
+    toBase(KEY, LOWER)
+      .join('')
+      .match(/.{1,3}/g)!
+      .join('/'),
+  ],
+  [
+    'letters in chunks of 2',
+    toBase(KEY, LOWER)
+      .join('')
+      .match(/.{1,2}/g)!
+      .join('.'),
+  ],
+  [
+    'upper-case chunks',
+    toBase(KEY, LOWER)
+      .join('')
+      .toUpperCase()
+      .match(/.{1,4}/g)!
+      .join('_'),
+  ],
   ['base32, lower case', toBase(KEY, [...'abcdefghijklmnopqrstuvwxyz234567']).join('')],
   [
     'proquints (pronounceable five-letter words)',
@@ -140,25 +186,57 @@ const ENCODED_KEY: [string, string][] = [
       const word = KEY.readUInt16BE(index * 2);
       const consonants = 'bdfghjklmnprstvz';
       const vowels = 'aiou';
-      return consonants[(word >> 12) & 15]! + vowels[(word >> 10) & 3]! + consonants[(word >> 6) & 15]! + vowels[(word >> 4) & 3]! + consonants[word & 15]!;
+      return (
+        consonants[(word >> 12) & 15]! +
+        vowels[(word >> 10) & 3]! +
+        consonants[(word >> 6) & 15]! +
+        vowels[(word >> 4) & 3]! +
+        consonants[word & 15]!
+      );
     }).join('-'),
   ],
-  ['data in the case of ordinary words', [...'the quick brown fox jumps over the lazy dog and then the next one does too '.repeat(4)].slice(0, 256).map((letter, index) => (bitsOf(KEY)[index] ? letter.toUpperCase() : letter)).join('').replace(/ /g, '-')],
+  [
+    'data in the case of ordinary words',
+    [...'the quick brown fox jumps over the lazy dog and then the next one does too '.repeat(4)]
+      .slice(0, 256)
+      .map((letter, index) => (bitsOf(KEY)[index] ? letter.toUpperCase() : letter))
+      .join('')
+      .replace(/ /g, '-'),
+  ],
   ['punctuation, four kinds', toBase(KEY, [...'-_.~']).join('')],
-  ['separators between listed words', bitsOf(KEY).map((bit) => (bit ? 'the_' : 'the-')).join('')],
+  [
+    'separators between listed words',
+    bitsOf(KEY)
+      .map((bit) => (bit ? 'the_' : 'the-'))
+      .join(''),
+  ],
   ['Han characters', toBase(KEY, range(0x4e00, 20000)).join('')],
   ['Hangul syllables', toBase(KEY, range(0xac00, 11172)).join('')],
   ['kana', toBase(KEY, range(0x3041, 86)).join('')],
   ['Cyrillic letters', toBase(KEY, range(0x430, 32)).join('')],
   ['accented Latin letters', toBase(KEY, range(0xc0, 23)).join('')],
   ['emoji', toBase(KEY, range(0x1f600, 80)).join('')],
-  ['invisible characters inside a word', `hello${bitsOf(KEY).map((bit) => (bit ? '\u200b' : '\u200c')).join('')}world`],
-  ['digits in chunks of 3', toBase(KEY, range(0x30, 10)).join('').match(/.{1,3}/g)!.join('/')],
+  [
+    'invisible characters inside a word',
+    `hello${bitsOf(KEY)
+      .map((bit) => (bit ? '\u200b' : '\u200c'))
+      .join('')}world`,
+  ],
+  [
+    'digits in chunks of 3',
+    toBase(KEY, range(0x30, 10))
+      .join('')
+      .match(/.{1,3}/g)!
+      .join('/'),
+  ],
   ['hex', KEY.toString('hex')],
   ['base64url', KEY.toString('base64url')],
   ['24 listed words, 11 bits each (a BIP39 phrase)', toBase(KEY, listedWords.slice(0, 2048)).join('-')],
   ['listed words, 13 bits each', toBase(KEY, listedWords).join('/')],
-  ['16 two-letter listed words, repeated', toBase(KEY, ['of', 'to', 'in', 'is', 'it', 'an', 'as', 'at', 'be', 'by', 'do', 'go', 'he', 'if', 'me', 'my']).join('-')],
+  [
+    '16 two-letter listed words, repeated',
+    toBase(KEY, ['of', 'to', 'in', 'is', 'it', 'an', 'as', 'at', 'be', 'by', 'do', 'go', 'he', 'if', 'me', 'my']).join('-'),
+  ],
 ];
 
 /** Where in a URL a payload can ride. */
@@ -166,11 +244,20 @@ const CARRIERS: [string, (payload: string) => string][] = [
   ['path', (payload) => `https://x.github.io/${encodeURI(payload)}`],
   ['fragment', (payload) => `https://x.github.io/#${encodeURIComponent(payload)}`],
   ['query value', (payload) => `https://x.github.io/?q=${encodeURIComponent(payload)}`],
-  ['query names', (payload) => `https://x.github.io/?${chunks(payload, 6).map((chunk) => `${encodeURIComponent(chunk)}=1`).join('&')}`],
-  ['path, query and fragment together', (payload) => {
-    const third = Math.ceil(payload.length / 3);
-    return `https://x.github.io/${encodeURI(payload.slice(0, third))}?d=${encodeURIComponent(payload.slice(third, 2 * third))}#${encodeURIComponent(payload.slice(2 * third))}`;
-  }],
+  [
+    'query names',
+    (payload) =>
+      `https://x.github.io/?${chunks(payload, 6)
+        .map((chunk) => `${encodeURIComponent(chunk)}=1`)
+        .join('&')}`,
+  ],
+  [
+    'path, query and fragment together',
+    (payload) => {
+      const third = Math.ceil(payload.length / 3);
+      return `https://x.github.io/${encodeURI(payload.slice(0, third))}?d=${encodeURIComponent(payload.slice(third, 2 * third))}#${encodeURIComponent(payload.slice(2 * third))}`;
+    },
+  ],
 ];
 
 describe('opaque data in a URL', () => {
@@ -199,7 +286,9 @@ describe('opaque data in a URL', () => {
   it('bounds a key cut over several URLs: no quarter of it (64 bits) in any spelling passes a URL unflagged when spelled with more than the discount allows', () => {
     // A quarter of the key in listed words fits under the line: that is the discount, and its bound.
     const quarter = KEY.subarray(0, 8);
-    expect(measureOpaqueData(new URL(`https://x.github.io/${toBase(quarter, listedWords).join('-')}`)).totalBits).toBeLessThan(OPAQUE_URL_BITS);
+    expect(measureOpaqueData(new URL(`https://x.github.io/${toBase(quarter, listedWords).join('-')}`)).totalBits).toBeLessThan(
+      OPAQUE_URL_BITS,
+    );
     // Past the discount, listed words cost what they can carry.
     const many = toBase(KEY, listedWords);
     expect(many.length).toBeGreaterThan(DISCOUNTED_WORDS);
@@ -216,7 +305,13 @@ describe('opaque data in a URL', () => {
   it('adds the pieces of every part together, and names where they are', () => {
     const pieces = chunks(b64url, 8);
     const measure = measureOpaqueData(new URL(`https://x.github.io/${pieces[0]}?q=${pieces[1]}#${pieces[2]}`));
-    expect(measure.parts.map((part) => part.where).sort()).toEqual(['fragment', 'host label "x"', 'path segment 1', 'query "q"', 'query name "q"']);
+    expect(measure.parts.map((part) => part.where).sort()).toEqual([
+      'fragment',
+      'host label "x"',
+      'path segment 1',
+      'query "q"',
+      'query name "q"',
+    ]);
     // No piece alone is over the line; together they are.
     expect(measure.parts.every((part) => part.bits < OPAQUE_URL_BITS)).toBe(true);
     expect(measure.totalBits).toBeGreaterThanOrEqual(OPAQUE_URL_BITS);

@@ -7,7 +7,9 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 const require = createRequire(import.meta.url);
-const plan = (require(path.join(root, '.dependency-cruiser.cjs')) as { floorPlan: { FLOORS: string[]; SUB_ROOMS: Record<string, string[]> } }).floorPlan;
+const plan = (
+  require(path.join(root, '.dependency-cruiser.cjs')) as { floorPlan: { FLOORS: string[]; SUB_ROOMS: Record<string, string[]> } }
+).floorPlan;
 
 /** The CI layer check (`npm run check:layers`) over a tree of our making: the rule names it reports. */
 function violationsIn(files: Record<string, string>): string[] {
@@ -19,7 +21,10 @@ function violationsIn(files: Record<string, string>): string[] {
   fs.copyFileSync(path.join(root, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'nodenext', strict: true } }));
   const cli = path.join(root, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs');
-  const run = spawnSync(process.execPath, [cli, 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { cwd: dir, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [cli, 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
   const report = JSON.parse(run.stdout) as { summary: { violations: { rule: { name: string } }[] } };
   return report.summary.violations.map((v) => v.rule.name).sort();
 }
@@ -66,11 +71,17 @@ describe('the floor plan CI checks', () => {
   });
 
   it('every folder of src/ is a floor of the plan, and every file of a folder with rooms is in one of them', () => {
-    const folders = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const folders = fs
+      .readdirSync(path.join(root, 'src'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     expect(folders.filter((f) => !plan.FLOORS.includes(f))).toEqual([]);
     for (const [folder, rooms] of Object.entries(plan.SUB_ROOMS)) {
       const entries = fs.readdirSync(path.join(root, 'src', folder), { withFileTypes: true });
-      expect(entries.filter((e) => !e.isDirectory()).map((e) => e.name), `loose files in src/${folder}/`).toEqual([]);
+      expect(
+        entries.filter((e) => !e.isDirectory()).map((e) => e.name),
+        `loose files in src/${folder}/`,
+      ).toEqual([]);
       expect(entries.map((e) => e.name).sort()).toEqual([...rooms].sort());
     }
   });

@@ -18,7 +18,9 @@ describe('parseProofKeys: the keys `audit verify-proof --key` takes', () => {
   it('still takes epk1- keys of older chains, and log vkeys, mixed with commas or spaces', () => {
     const older = raw();
     const newer = raw();
-    const keys = parseProofKeys(`${encodePublicKey('aaaaaaaaaaaaaaaa', older)}, ${encodeForwardSecurePublicKey('bbbbbbbbbbbbbbbb', newer, raw())} ${logVerifierKey('log-1', raw())}`);
+    const keys = parseProofKeys(
+      `${encodePublicKey('aaaaaaaaaaaaaaaa', older)}, ${encodeForwardSecurePublicKey('bbbbbbbbbbbbbbbb', newer, raw())} ${logVerifierKey('log-1', raw())}`,
+    );
     expect(keys.logPublicKeys.get('aaaaaaaaaaaaaaaa')).toEqual(older);
     expect(keys.logPublicKeys.get('bbbbbbbbbbbbbbbb')).toEqual(newer);
     expect(keys.vkeys).toHaveLength(1);

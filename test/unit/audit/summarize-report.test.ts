@@ -3,7 +3,8 @@ import { summarizeReport } from '../../../src/audit/verify/verify-audit.js';
 
 type VerifyReport = Parameters<typeof summarizeReport>[0];
 
-const intact = (records: number, headSeq: number) => ({ ok: true, problem: null, records, headSeq, checkpoints: 1, anchor: null, unsealedTail: 0, warnings: [] }) as unknown as VerifyReport;
+const intact = (records: number, headSeq: number) =>
+  ({ ok: true, problem: null, records, headSeq, checkpoints: 1, anchor: null, unsealedTail: 0, warnings: [] }) as unknown as VerifyReport;
 
 describe('summarizeReport: the range words', () => {
   it('an export of records 10..30 says 21 records (seq 10..30), not 1..30', () => {

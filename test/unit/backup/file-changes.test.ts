@@ -3,7 +3,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlobStore, sha256Of } from '../../../src/backup/blob-store.js';
-import { applyFileChanges, backupFileChanges, contentKeptPercent, hashFileChange, isBinary, limitNewFileMode, previewFileChange, readCurrent, revertFileChanges, type FileChange } from '../../../src/backup/file-changes.js';
+import {
+  applyFileChanges,
+  backupFileChanges,
+  contentKeptPercent,
+  hashFileChange,
+  isBinary,
+  limitNewFileMode,
+  previewFileChange,
+  readCurrent,
+  revertFileChanges,
+  type FileChange,
+} from '../../../src/backup/file-changes.js';
 import { ExecutorError } from '../../../src/domain/errors.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -14,7 +25,13 @@ function setup() {
 
 function change(file: string, after: string | Buffer | null) {
   const current = readCurrent(file);
-  return hashFileChange({ absolutePath: file, displayPath: 'a.txt', before: current.content, after: typeof after === 'string' ? Buffer.from(after) : after, mode: current.mode });
+  return hashFileChange({
+    absolutePath: file,
+    displayPath: 'a.txt',
+    before: current.content,
+    after: typeof after === 'string' ? Buffer.from(after) : after,
+    mode: current.mode,
+  });
 }
 
 describe('file changes', () => {
@@ -67,7 +84,14 @@ describe('file changes', () => {
     } catch (error) {
       expect((error as ExecutorError).code).toBe('REVERT_CONFLICT');
       expect((error as ExecutorError).details).toEqual({
-        conflicts: [{ path: file, expectedHash: sha256Of(Buffer.from('v2\n')), currentHash: sha256Of(Buffer.from('v3 by the person\n')), diff: expect.any(String) }],
+        conflicts: [
+          {
+            path: file,
+            expectedHash: sha256Of(Buffer.from('v2\n')),
+            currentHash: sha256Of(Buffer.from('v3 by the person\n')),
+            diff: expect.any(String),
+          },
+        ],
       });
       // The person sees what revert would do to the file as it is now, not the step's own old diff.
       const { diff } = ((error as ExecutorError).details!.conflicts as { diff: string }[])[0]!;
@@ -105,13 +129,24 @@ describe('applying changes: plain content to real paths only', () => {
     fs.mkdirSync(elsewhere);
     return { work, elsewhere };
   }
-  const write = (absolutePath: string, after: string, modeAfter?: number): FileChange => ({ absolutePath, displayPath: path.basename(absolutePath), before: null, after: Buffer.from(after), mode: null, modeAfter });
+  const write = (absolutePath: string, after: string, modeAfter?: number): FileChange => ({
+    absolutePath,
+    displayPath: path.basename(absolutePath),
+    before: null,
+    after: Buffer.from(after),
+    mode: null,
+    modeAfter,
+  });
 
   it('applies only the 0o777 bits: set-uid, set-gid and sticky never reach the file', () => {
     const { work } = workDir();
     // g and s exist already: a mode change of an existing file is applied as asked (minus the special bits); new files keep within the umask.
     for (const name of ['g', 's']) fs.writeFileSync(path.join(work, name), 'old');
-    const existing = (name: string, modeAfter: number): FileChange => ({ ...write(path.join(work, name), 'x', modeAfter), before: Buffer.from('old'), mode: 0o644 });
+    const existing = (name: string, modeAfter: number): FileChange => ({
+      ...write(path.join(work, name), 'x', modeAfter),
+      before: Buffer.from('old'),
+      mode: 0o644,
+    });
     applyFileChanges([write(path.join(work, 'py'), 'binary', 0o4755), existing('g', 0o2775), existing('s', 0o1777)]);
     expect(fs.statSync(path.join(work, 'py')).mode & 0o7777).toBe(0o755);
     expect(fs.statSync(path.join(work, 'g')).mode & 0o7777).toBe(0o775);
@@ -121,7 +156,9 @@ describe('applying changes: plain content to real paths only', () => {
   it("writes nothing at all when one target's directory became a symlink since the step was prepared", () => {
     const { work, elsewhere } = workDir();
     fs.symlinkSync(elsewhere, path.join(work, 'sub'));
-    expect(() => applyFileChanges([write(path.join(work, 'first.txt'), 'one'), write(path.join(work, 'sub/config'), 'pwned')])).toThrow(/now leads through a symbolic link/);
+    expect(() => applyFileChanges([write(path.join(work, 'first.txt'), 'one'), write(path.join(work, 'sub/config'), 'pwned')])).toThrow(
+      /now leads through a symbolic link/,
+    );
     expect(fs.existsSync(path.join(work, 'first.txt'))).toBe(false);
     expect(fs.readdirSync(elsewhere)).toEqual([]);
   });
@@ -169,10 +206,17 @@ describe('applying changes: plain content to real paths only', () => {
   });
 });
 
-describe('new files keep within the person\'s umask', () => {
-  const newFile = (absolutePath: string, modeAfter: number): FileChange => ({ absolutePath, displayPath: path.basename(absolutePath), before: null, after: Buffer.from('x\n'), mode: null, modeAfter });
+describe("new files keep within the person's umask", () => {
+  const newFile = (absolutePath: string, modeAfter: number): FileChange => ({
+    absolutePath,
+    displayPath: path.basename(absolutePath),
+    before: null,
+    after: Buffer.from('x\n'),
+    mode: null,
+    modeAfter,
+  });
 
-  it('applies a new file that asked for 0666 as 0644 under umask 022, and one under a folder the command made 0777 in a folder of the umask\'s mode', () => {
+  it("applies a new file that asked for 0666 as 0644 under umask 022, and one under a folder the command made 0777 in a folder of the umask's mode", () => {
     const dir = tempDir();
     const limited = limitNewFileMode(newFile(path.join(dir, 'new.txt'), 0o666), 0o022);
     expect(limited).toMatchObject({ modeAfter: 0o644, modeRequested: 0o666 });
@@ -188,8 +232,15 @@ describe('new files keep within the person\'s umask', () => {
     expect(fs.statSync(path.join(dir, 'raw.txt')).mode & 0o022).toBe(0);
   });
 
-  it('leaves an existing file\'s mode change alone (the effects rating names it), and a change without a mode', () => {
-    const existing: FileChange = { absolutePath: '/ws/a', displayPath: 'a', before: Buffer.from('a'), after: Buffer.from('b'), mode: 0o644, modeAfter: 0o666 };
+  it("leaves an existing file's mode change alone (the effects rating names it), and a change without a mode", () => {
+    const existing: FileChange = {
+      absolutePath: '/ws/a',
+      displayPath: 'a',
+      before: Buffer.from('a'),
+      after: Buffer.from('b'),
+      mode: 0o644,
+      modeAfter: 0o666,
+    };
     expect(limitNewFileMode(existing, 0o022)).toBe(existing);
     const plain = newFile('/ws/b', 0o644);
     expect(limitNewFileMode(plain, 0o022)).toBe(plain);
@@ -208,7 +259,14 @@ describe('what an existing file loses', () => {
     const dir = tempDir();
     const file = path.join(dir, 'victim.txt');
     fs.writeFileSync(file, 'keep me\n');
-    const change = (after: string) => previewFileChange({ absolutePath: file, displayPath: 'victim.txt', before: readCurrent(file).content, after: Buffer.from(after), mode: 0o644 });
+    const change = (after: string) =>
+      previewFileChange({
+        absolutePath: file,
+        displayPath: 'victim.txt',
+        before: readCurrent(file).content,
+        after: Buffer.from(after),
+        mode: 0o644,
+      });
     expect(change('').contentLoss).toBe('emptied');
     expect(change('\n').contentLoss).toBe('emptied');
     expect(change('x\n')).toMatchObject({ contentLoss: 'replaced', keptPercent: 0 });
@@ -221,11 +279,20 @@ describe('what an existing file loses', () => {
 describe('applying a changeset is all or nothing', () => {
   const planned = (work: string, rel: string, after: string | null): FileChange => {
     const current = readCurrent(path.join(work, rel));
-    return { absolutePath: path.join(work, rel), displayPath: rel, before: current.content, after: after === null ? null : Buffer.from(after), mode: current.mode };
+    return {
+      absolutePath: path.join(work, rel),
+      displayPath: rel,
+      before: current.content,
+      after: after === null ? null : Buffer.from(after),
+      mode: current.mode,
+    };
   };
   const ledgerLog = () => {
     const log: string[] = [];
-    return { log, ledger: { created: (d: { path: string }) => log.push(`+${d.path}`), removed: (d: { path: string }) => log.push(`-${d.path}`) } };
+    return {
+      log,
+      ledger: { created: (d: { path: string }) => log.push(`+${d.path}`), removed: (d: { path: string }) => log.push(`-${d.path}`) },
+    };
   };
 
   it('puts back every file already applied, removes the files and folders it created, and says so, when a later file fails', () => {
@@ -249,14 +316,21 @@ describe('applying a changeset is all or nothing', () => {
     }
     expect(thrown).toBeInstanceOf(ExecutorError);
     const error = thrown as ExecutorError;
-    expect(error.message).toMatch(/nothing was changed: a\.txt was put back, gone\.txt was put back and new\/deep\/c\.txt was removed again/);
+    expect(error.message).toMatch(
+      /nothing was changed: a\.txt was put back, gone\.txt was put back and new\/deep\/c\.txt was removed again/,
+    );
     expect(error.details).toMatchObject({ failedPath: 'blocker/x.txt', putBack: ['a.txt', 'gone.txt', 'new/deep/c.txt'] });
     expect(fs.readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('old\n');
     expect(fs.statSync(path.join(work, 'a.txt')).mode & 0o777).toBe(0o640);
     expect(fs.readFileSync(path.join(work, 'gone.txt'), 'utf8')).toBe('keep me\n');
     expect(fs.readdirSync(work).sort()).toEqual(['a.txt', 'blocker', 'gone.txt']);
     // The ledger heard of both folders and of their removal, so the step owns none.
-    expect(log).toEqual([`+${path.join(work, 'new')}`, `+${path.join(work, 'new/deep')}`, `-${path.join(work, 'new/deep')}`, `-${path.join(work, 'new')}`]);
+    expect(log).toEqual([
+      `+${path.join(work, 'new')}`,
+      `+${path.join(work, 'new/deep')}`,
+      `-${path.join(work, 'new/deep')}`,
+      `-${path.join(work, 'new')}`,
+    ]);
   });
 
   it('keeps the error of a single file as it was: nothing else was applied', () => {
@@ -290,7 +364,9 @@ describe('applying a changeset is all or nothing', () => {
     const error = thrown as ExecutorError;
     expect(error).toBeInstanceOf(ExecutorError);
     expect(error.code).toBe('STORAGE_FULL');
-    expect(error.message).toMatch(/sub\/a\.txt now holds the step's new content; b\.txt was put back\. Reverting the step restores it from its backup\./);
+    expect(error.message).toMatch(
+      /sub\/a\.txt now holds the step's new content; b\.txt was put back\. Reverting the step restores it from its backup\./,
+    );
     expect(error.details).toMatchObject({ putBack: ['b.txt'], notPutBack: ['sub/a.txt'] });
     expect(fs.readFileSync(path.join(work, 'b.txt'), 'utf8')).toBe('old b\n');
     // Nothing was written through the link.

@@ -21,14 +21,24 @@ describe('previewFileChangeOffLoop', () => {
   it('gives the very preview the inline function gives, computed on a worker (diff, hashes, kept share)', async () => {
     const before = bigText(8_000);
     const cases: FileChange[] = [
-      change(before, bigText(8_000, (line, i) => (i % 97 === 0 ? `${line} changed` : line))),
+      change(
+        before,
+        bigText(8_000, (line, i) => (i % 97 === 0 ? `${line} changed` : line)),
+      ),
       // Most lines replaced: contentLoss 'replaced' with its kept percent.
-      change(before, bigText(8_000, (line, i) => (i % 5 === 0 ? line : `other ${i}`))),
+      change(
+        before,
+        bigText(8_000, (line, i) => (i % 5 === 0 ? line : `other ${i}`)),
+      ),
       change(null, before),
       change(before, null),
       change(before, Buffer.from('   \n\n')),
       change(Buffer.concat([before, Buffer.from([0, 1, 2])]), before),
-      change(before, bigText(8_000, (line, i) => (i === 5 ? `${line} changed` : line)), { modeAfter: 0o600, dropped: ['set-uid bit dropped'] }),
+      change(
+        before,
+        bigText(8_000, (line, i) => (i === 5 ? `${line} changed` : line)),
+        { modeAfter: 0o600, dropped: ['set-uid bit dropped'] },
+      ),
     ];
     for (const each of cases) {
       const offLoop = await previewFileChangeOffLoop(each, { inlineBelowBytes: 0 });

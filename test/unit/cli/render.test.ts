@@ -4,19 +4,28 @@ import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { Step } from '../../../src/domain/step.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 
-const step = (action: Step['action'], args: Record<string, unknown>): Step => ({ id: 's', planId: 'p', action, args, meta: { origin: 'agent' } }) as Step;
+const step = (action: Step['action'], args: Record<string, unknown>): Step =>
+  ({ id: 's', planId: 'p', action, args, meta: { origin: 'agent' } }) as Step;
 
 describe('whatRunsLines (executor steps show)', () => {
   it('says a Python step runs in the Docker sandbox under the policy Docker limit, and shows its code numbered', () => {
-    const { facts, code } = whatRunsLines(step('runCode', { code: 'import os\nprint(os.getcwd())\n', language: 'python', timeoutMs: 999_999_999 }), defaultPolicy());
-    expect(facts[0]).toBe('Code     Python in the Docker sandbox: a hardened, throw-away container with no network unless the step may fetch');
+    const { facts, code } = whatRunsLines(
+      step('runCode', { code: 'import os\nprint(os.getcwd())\n', language: 'python', timeoutMs: 999_999_999 }),
+      defaultPolicy(),
+    );
+    expect(facts[0]).toBe(
+      'Code     Python in the Docker sandbox: a hardened, throw-away container with no network unless the step may fetch',
+    );
     expect(facts[1]).toBe('Timeout  2 min (it asked for 277 h 47 min; the policy allows up to 2 min)');
     expect(facts[2]).toBe('Asks for nothing beyond computation: no files, no network, no knowledge base');
     expect(code).toEqual(['--- code (Python, 2 lines, 29 bytes)', '   1 | import os', '   2 | print(os.getcwd())']);
   });
 
   it('keeps a multi-line shell command indented under its label, and escapes what could pose as a line of ours', () => {
-    const { facts } = whatRunsLines(step('runCommand', { command: 'npm ci\nnpm test\rStatus   executed', cwd: 'app', network: 'allowlist', allowSecrets: ['.env'] }), undefined);
+    const { facts } = whatRunsLines(
+      step('runCommand', { command: 'npm ci\nnpm test\rStatus   executed', cwd: 'app', network: 'allowlist', allowSecrets: ['.env'] }),
+      undefined,
+    );
     expect(facts[0]).toBe('Command  npm ci\n         npm test\\rStatus   executed');
     expect(facts[1]).toBe('         (run by sh -c inside the container)');
     expect(facts[2]).toBe("In       app (a copy, in the Docker sandbox); network only to the policy's allowlist");
@@ -58,8 +67,12 @@ describe('explainOutcome (propose prints it per step)', () => {
     expect(explainOutcome(record('rejected', { rejectedReason: 'why?' }))).toBe('s1: rejected: why?');
     expect(explainOutcome(record('rejected', { rejectedReason: 'never!' }))).toBe('s1: rejected: never!');
     expect(explainOutcome(record('rejected', { rejectedReason: 'I said "stop."' }))).toBe('s1: rejected: I said "stop."');
-    expect(explainOutcome(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'Disk full.' } }))).toBe('s1: failed (EXECUTION_FAILED): Disk full.');
-    expect(explainOutcome(record('cancelled', { error: { code: 'STEP_CANCELLED', message: 'Cancelled by you.' } }))).toBe('s1: cancelled: Cancelled by you.');
+    expect(explainOutcome(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'Disk full.' } }))).toBe(
+      's1: failed (EXECUTION_FAILED): Disk full.',
+    );
+    expect(explainOutcome(record('cancelled', { error: { code: 'STEP_CANCELLED', message: 'Cancelled by you.' } }))).toBe(
+      's1: cancelled: Cancelled by you.',
+    );
   });
 
   it('never leaves a dangling colon for an empty reason, and says one for a missing one', () => {
@@ -71,7 +84,9 @@ describe('explainOutcome (propose prints it per step)', () => {
   });
 
   it('reads a multi-line reason as one line, and still makes what could move the cursor visible', () => {
-    expect(explainOutcome(record('rejected', { rejectedReason: 'first line\nsecond line\n' }))).toBe('s1: rejected: first line second line.');
+    expect(explainOutcome(record('rejected', { rejectedReason: 'first line\nsecond line\n' }))).toBe(
+      's1: rejected: first line second line.',
+    );
     expect(explainOutcome(record('rejected', { rejectedReason: 'bad\u001b[2Kidea' }))).toBe('s1: rejected: bad\\x1b[2Kidea.');
   });
 
@@ -81,7 +96,9 @@ describe('explainOutcome (propose prints it per step)', () => {
     expect(waiting).toMatch(/`executor reject s1 --reason …`\. Step s0 earlier in this plan was rejected: why\?$/);
     expect(waiting).not.toMatch(/[.!?]\.|\.:|\?\./);
     expect(explainOutcome(record('approved', { blockedBy }))).toBe('s1: approved, waits: Step s0 earlier in this plan was rejected: why?');
-    expect(explainOutcome(record('approved', { blockedBy: { ...blockedBy, reason: '' } }))).toBe('s1: approved, waits: an earlier step of its plan runs first.');
+    expect(explainOutcome(record('approved', { blockedBy: { ...blockedBy, reason: '' } }))).toBe(
+      's1: approved, waits: an earlier step of its plan runs first.',
+    );
     expect(explainOutcome(record('awaiting_consent', { blockedBy: { ...blockedBy, reason: ' ' } }))).toMatch(/--reason …`\.$/);
   });
 });
@@ -92,7 +109,17 @@ describe('localTimeWords and whoMustAct (when undecided steps expire)', () => {
     const words = localTimeWords(expiresAt);
     expect(words).not.toContain('T13:51');
     expect(words).toMatch(/2026/);
-    expect(words).toBe(new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }).format(new Date(expiresAt)));
+    expect(words).toBe(
+      new Intl.DateTimeFormat(undefined, {
+        year: 'numeric',
+        month: 'short',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: '2-digit',
+        second: '2-digit',
+        timeZoneName: 'short',
+      }).format(new Date(expiresAt)),
+    );
     const said = whoMustAct([record('awaiting_consent', { consentExpiresAt: expiresAt })], 'direct');
     expect(said).toContain(`Undecided steps expire from ${words} on.`);
     expect(said).not.toMatch(/\d{4}-\d{2}-\d{2}T/);
@@ -129,6 +156,8 @@ describe('detailText (executor steps show) prints the output a stopped run kept'
   });
 
   it('prints nothing of the kind for a run that finished', () => {
-    expect(detailText(record('executed', { runTimes: { realRun: { startedAt: 'a', finishedAt: 'b', durationMs: 1, ended: 'finished' } } }))).not.toContain('partial');
+    expect(
+      detailText(record('executed', { runTimes: { realRun: { startedAt: 'a', finishedAt: 'b', durationMs: 1, ended: 'finished' } } })),
+    ).not.toContain('partial');
   });
 });

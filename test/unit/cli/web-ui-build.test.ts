@@ -7,10 +7,11 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 /** A package root with renderer/, src/ipc and src/domain sources, and where its UI would be built. */
 function packageRoot(withSources = true) {
   const root = tempDir('executor-package-');
-  if (withSources) for (const dir of ['renderer', 'src/ipc', 'src/domain']) {
-    fs.mkdirSync(path.join(root, dir), { recursive: true });
-    fs.writeFileSync(path.join(root, dir, 'a.ts'), 'x');
-  }
+  if (withSources)
+    for (const dir of ['renderer', 'src/ipc', 'src/domain']) {
+      fs.mkdirSync(path.join(root, dir), { recursive: true });
+      fs.writeFileSync(path.join(root, dir, 'a.ts'), 'x');
+    }
   const rendererDir = path.join(root, 'dist-renderer');
   const setTime = (file: string, seconds: number) => fs.utimesSync(file, seconds, seconds);
   return { root, rendererDir, setTime };

@@ -14,7 +14,13 @@ const E2E = path.join(REPO, 'test', 'e2e');
 
 function referencedPictures(): Set<string> {
   const names = new Set<string>();
-  for (const file of [path.join(REPO, 'README.md'), ...fs.readdirSync(DOCS).filter((name) => name.endsWith('.md')).map((name) => path.join(DOCS, name))]) {
+  for (const file of [
+    path.join(REPO, 'README.md'),
+    ...fs
+      .readdirSync(DOCS)
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => path.join(DOCS, name)),
+  ]) {
     for (const match of fs.readFileSync(file, 'utf8').matchAll(/\((?:docs\/)?([\w.-]+)\.png\)/g)) names.add(match[1]!);
   }
   return names;
@@ -35,12 +41,29 @@ function picturesTakenByTests(): Map<string, string> {
 describe('the pictures in the docs', () => {
   it('each one referenced is in docs/ and taken by an e2e test; each one in docs/ is referenced', () => {
     const referenced = referencedPictures();
-    const onDisk = new Set(fs.readdirSync(DOCS).filter((name) => name.endsWith('.png')).map((name) => name.slice(0, -'.png'.length)));
+    const onDisk = new Set(
+      fs
+        .readdirSync(DOCS)
+        .filter((name) => name.endsWith('.png'))
+        .map((name) => name.slice(0, -'.png'.length)),
+    );
     const taken = picturesTakenByTests();
     expect(referenced.size).toBeGreaterThan(10);
-    expect([...referenced].filter((name) => !onDisk.has(name)), 'referenced but missing from docs/').toEqual([]);
-    expect([...onDisk].filter((name) => !referenced.has(name)), 'in docs/ but referenced nowhere').toEqual([]);
-    expect([...referenced].filter((name) => !taken.has(name)), 'referenced but taken by no e2e test').toEqual([]);
-    expect([...taken.keys()].filter((name) => !referenced.has(name)), 'taken for the docs but referenced nowhere').toEqual([]);
+    expect(
+      [...referenced].filter((name) => !onDisk.has(name)),
+      'referenced but missing from docs/',
+    ).toEqual([]);
+    expect(
+      [...onDisk].filter((name) => !referenced.has(name)),
+      'in docs/ but referenced nowhere',
+    ).toEqual([]);
+    expect(
+      [...referenced].filter((name) => !taken.has(name)),
+      'referenced but taken by no e2e test',
+    ).toEqual([]);
+    expect(
+      [...taken.keys()].filter((name) => !referenced.has(name)),
+      'taken for the docs but referenced nowhere',
+    ).toEqual([]);
   });
 });

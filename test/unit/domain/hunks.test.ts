@@ -79,7 +79,13 @@ describe('per-hunk approval', () => {
         const partial = applyHunks(before, hunks, subset);
         // The rest of the hunks then apply to the partial result's own diff to the proposal: nothing is lost or doubled.
         const rest = hunksOf(partial, after);
-        expect(applyHunks(partial, rest, rest.map((hunk) => hunk.number))).toBe(after);
+        expect(
+          applyHunks(
+            partial,
+            rest,
+            rest.map((hunk) => hunk.number),
+          ),
+        ).toBe(after);
         // Each chosen hunk's new lines are in the result; a file with every hunk declined is the original.
         if (subset.length === 0) expect(partial).toBe(before);
         if (subset.length === all.length) expect(partial).toBe(after);

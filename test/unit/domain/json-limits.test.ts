@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExecutorError } from '../../../src/domain/errors.js';
-import { assertWithinJsonLimits, findJsonLimitProblem, formatJsonPath, MESSAGE_LIMITS, PLAN_LIMITS, type JsonLimits } from '../../../src/domain/json-limits.js';
+import {
+  assertWithinJsonLimits,
+  findJsonLimitProblem,
+  formatJsonPath,
+  MESSAGE_LIMITS,
+  PLAN_LIMITS,
+  type JsonLimits,
+} from '../../../src/domain/json-limits.js';
 
 function nestedArrays(levels: number, leaf: unknown = 1): unknown {
   let value: unknown = leaf;
@@ -19,7 +26,12 @@ const SMALL: JsonLimits = { maxDepth: 4, maxValues: 50, maxItems: 5, wellFormedS
 
 describe('findJsonLimitProblem', () => {
   it('accepts ordinary JSON within the limits', () => {
-    expect(findJsonLimitProblem({ steps: [{ action: 'writeFile', args: { path: '/a', content: 'x' }, meta: { confidence: 0.5 } }] }, PLAN_LIMITS)).toBeNull();
+    expect(
+      findJsonLimitProblem(
+        { steps: [{ action: 'writeFile', args: { path: '/a', content: 'x' }, meta: { confidence: 0.5 } }] },
+        PLAN_LIMITS,
+      ),
+    ).toBeNull();
     expect(findJsonLimitProblem(null, PLAN_LIMITS)).toBeNull();
     expect(findJsonLimitProblem('😀', PLAN_LIMITS)).toBeNull();
     expect(findJsonLimitProblem(-0, PLAN_LIMITS)).toBeNull();
@@ -41,16 +53,25 @@ describe('findJsonLimitProblem', () => {
   });
 
   it('refuses numbers JSON reads as Infinity, and numbers too large to hold exactly', () => {
-    expect(findJsonLimitProblem(JSON.parse('{"meta":{"confidence":1e400}}'), PLAN_LIMITS)).toMatchObject({ path: 'meta.confidence', limit: { name: 'finiteNumber' } });
+    expect(findJsonLimitProblem(JSON.parse('{"meta":{"confidence":1e400}}'), PLAN_LIMITS)).toMatchObject({
+      path: 'meta.confidence',
+      limit: { name: 'finiteNumber' },
+    });
     expect(findJsonLimitProblem(JSON.parse('[0, -1e400]'), PLAN_LIMITS)).toMatchObject({ path: '[1]', limit: { name: 'finiteNumber' } });
     expect(findJsonLimitProblem(Number.NaN, PLAN_LIMITS)?.problem).toContain('NaN');
-    expect(findJsonLimitProblem(JSON.parse('{"t":9007199254740993}'), PLAN_LIMITS)).toMatchObject({ path: 't', limit: { name: 'exactNumber' } });
+    expect(findJsonLimitProblem(JSON.parse('{"t":9007199254740993}'), PLAN_LIMITS)).toMatchObject({
+      path: 't',
+      limit: { name: 'exactNumber' },
+    });
     expect(findJsonLimitProblem(JSON.parse('{"t":-1e300}'), PLAN_LIMITS)).toMatchObject({ path: 't', limit: { name: 'exactNumber' } });
     expect(findJsonLimitProblem(JSON.parse('{"meta":{"confidence":1e400}}'), PLAN_LIMITS)?.problem).toContain('1e400');
   });
 
   it('refuses lone surrogates in strings and keys when asked, and lets them through otherwise', () => {
-    expect(findJsonLimitProblem({ content: 'ok \uD83D' }, PLAN_LIMITS)).toMatchObject({ path: 'content', limit: { name: 'wellFormedString' } });
+    expect(findJsonLimitProblem({ content: 'ok \uD83D' }, PLAN_LIMITS)).toMatchObject({
+      path: 'content',
+      limit: { name: 'wellFormedString' },
+    });
     expect(findJsonLimitProblem({ content: '\uDE00 first' }, PLAN_LIMITS)?.path).toBe('content');
     const badKey = findJsonLimitProblem({ ok: 1, ['k\uDC00']: 1 }, PLAN_LIMITS);
     expect(badKey?.limit.name).toBe('wellFormedString');
@@ -59,11 +80,22 @@ describe('findJsonLimitProblem', () => {
   });
 
   it('refuses wide arrays and objects, and too many values in all', () => {
-    expect(findJsonLimitProblem({ list: [1, 2, 3, 4, 5, 6] }, SMALL)).toMatchObject({ path: 'list', limit: { name: 'maxItems', value: 5 } });
-    expect(findJsonLimitProblem({ a: 1, b: 1, c: 1, d: 1, e: 1, f: 1 }, SMALL)).toMatchObject({ path: '(top level)', limit: { name: 'maxItems' } });
+    expect(findJsonLimitProblem({ list: [1, 2, 3, 4, 5, 6] }, SMALL)).toMatchObject({
+      path: 'list',
+      limit: { name: 'maxItems', value: 5 },
+    });
+    expect(findJsonLimitProblem({ a: 1, b: 1, c: 1, d: 1, e: 1, f: 1 }, SMALL)).toMatchObject({
+      path: '(top level)',
+      limit: { name: 'maxItems' },
+    });
     const many = Array.from({ length: 20 }, () => [1, 2, 3]);
-    expect(findJsonLimitProblem({ many: many.slice(0, 5), more: many.slice(5, 10), again: many.slice(10, 15) }, SMALL)?.limit.name).toBe('maxValues');
-    expect(findJsonLimitProblem({ steps: new Array(2_000_000).fill(0) }, PLAN_LIMITS)).toMatchObject({ path: 'steps', limit: { name: 'maxItems' } });
+    expect(findJsonLimitProblem({ many: many.slice(0, 5), more: many.slice(5, 10), again: many.slice(10, 15) }, SMALL)?.limit.name).toBe(
+      'maxValues',
+    );
+    expect(findJsonLimitProblem({ steps: new Array(2_000_000).fill(0) }, PLAN_LIMITS)).toMatchObject({
+      path: 'steps',
+      limit: { name: 'maxItems' },
+    });
   });
 
   it('refuses what is not JSON data: bigints, class instances, Maps, Dates', () => {
@@ -76,7 +108,12 @@ describe('findJsonLimitProblem', () => {
 
   it('never throws, even on an object whose getter throws', () => {
     const hostile = {};
-    Object.defineProperty(hostile, 'boom', { enumerable: true, get: () => { throw new Error('boom'); } });
+    Object.defineProperty(hostile, 'boom', {
+      enumerable: true,
+      get: () => {
+        throw new Error('boom');
+      },
+    });
     expect(findJsonLimitProblem({ hostile }, PLAN_LIMITS)).toMatchObject({ limit: { name: 'jsonData' } });
   });
 
@@ -104,10 +141,22 @@ describe('findJsonLimitProblem', () => {
       { numRuns: 300 },
     );
     fc.assert(
-      fc.property(fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withNullPrototype: true, withObjectString: true, withSparseArray: true }), (value) => {
-        const found = findJsonLimitProblem(value, PLAN_LIMITS);
-        if (found) expect(typeof found.path).toBe('string');
-      }),
+      fc.property(
+        fc.anything({
+          withBigInt: true,
+          withDate: true,
+          withMap: true,
+          withSet: true,
+          withTypedArray: true,
+          withNullPrototype: true,
+          withObjectString: true,
+          withSparseArray: true,
+        }),
+        (value) => {
+          const found = findJsonLimitProblem(value, PLAN_LIMITS);
+          if (found) expect(typeof found.path).toBe('string');
+        },
+      ),
       { numRuns: 300 },
     );
   });

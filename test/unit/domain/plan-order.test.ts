@@ -31,8 +31,16 @@ function step(position: number, status: StepStatus, patch: Partial<StepRecord> =
 
 describe('blockerOf', () => {
   it('names the first earlier step that ended without running, with its reason, before any undecided one', () => {
-    const plan = [step(0, 'awaiting_consent'), step(1, 'failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }), step(2, 'approved')];
-    expect(blockerOf(plan, plan[2]!)).toEqual({ stepId: 's1', status: 'failed', reason: 'Step s1 earlier in this plan failed: disk full.' });
+    const plan = [
+      step(0, 'awaiting_consent'),
+      step(1, 'failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }),
+      step(2, 'approved'),
+    ];
+    expect(blockerOf(plan, plan[2]!)).toEqual({
+      stepId: 's1',
+      status: 'failed',
+      reason: 'Step s1 earlier in this plan failed: disk full.',
+    });
   });
 
   it('names the nearest undecided earlier step when nothing broke, and nothing for the first or a finished step', () => {
@@ -43,7 +51,9 @@ describe('blockerOf', () => {
   });
 
   it('says why for each way a step can end without running', () => {
-    const reasons = (['rejected', 'denied', 'interrupted', 'expired'] as const).map((status) => blockerOf([step(0, status, { rejectedReason: 'no' }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason);
+    const reasons = (['rejected', 'denied', 'interrupted', 'expired'] as const).map(
+      (status) => blockerOf([step(0, status, { rejectedReason: 'no' }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason,
+    );
     expect(reasons).toEqual([
       'Step s0 earlier in this plan was rejected: no.',
       'Step s0 earlier in this plan was denied by the policy.',
@@ -54,10 +64,12 @@ describe('blockerOf', () => {
 });
 
 describe('blockingReason with the reasons people and agents really give', () => {
-  const rejectedWith = (reason: string | null) => blockerOf([step(0, 'rejected', { rejectedReason: reason }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason;
-  const failedWith = (message: string) => blockerOf([step(0, 'failed', { error: { code: 'EXECUTION_FAILED', message } }), step(1, 'approved')], step(1, 'approved'))!.reason;
+  const rejectedWith = (reason: string | null) =>
+    blockerOf([step(0, 'rejected', { rejectedReason: reason }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!.reason;
+  const failedWith = (message: string) =>
+    blockerOf([step(0, 'failed', { error: { code: 'EXECUTION_FAILED', message } }), step(1, 'approved')], step(1, 'approved'))!.reason;
 
-  it('keeps the reason\'s own stop, question or exclamation mark, and never doubles one', () => {
+  it("keeps the reason's own stop, question or exclamation mark, and never doubles one", () => {
     expect(rejectedWith('no thanks.')).toBe('Step s0 earlier in this plan was rejected: no thanks.');
     expect(rejectedWith('why this file?')).toBe('Step s0 earlier in this plan was rejected: why this file?');
     expect(rejectedWith('not now!')).toBe('Step s0 earlier in this plan was rejected: not now!');
@@ -78,11 +90,27 @@ describe('blockingReason with the reasons people and agents really give', () => 
   });
 
   it('reads a multi-line reason as one sentence', () => {
-    expect(rejectedWith('wrong folder.\nUse ~/work instead\n')).toBe('Step s0 earlier in this plan was rejected: wrong folder. Use ~/work instead.');
+    expect(rejectedWith('wrong folder.\nUse ~/work instead\n')).toBe(
+      'Step s0 earlier in this plan was rejected: wrong folder. Use ~/work instead.',
+    );
   });
 
-  it('joins each of the policy\'s reasons as a sentence of its own', () => {
-    const denied = blockerOf([step(0, 'denied', { evaluation: { risk: 'CRITICAL', consent: 'deny', reasons: ['Writes outside every root', '', 'Looks like a secret.'], mitigations: [], allowed: false } as unknown as StepRecord['evaluation'] }), step(1, 'awaiting_consent')], step(1, 'awaiting_consent'))!;
+  it("joins each of the policy's reasons as a sentence of its own", () => {
+    const denied = blockerOf(
+      [
+        step(0, 'denied', {
+          evaluation: {
+            risk: 'CRITICAL',
+            consent: 'deny',
+            reasons: ['Writes outside every root', '', 'Looks like a secret.'],
+            mitigations: [],
+            allowed: false,
+          } as unknown as StepRecord['evaluation'],
+        }),
+        step(1, 'awaiting_consent'),
+      ],
+      step(1, 'awaiting_consent'),
+    )!;
     expect(denied.reason).toBe('Step s0 earlier in this plan was denied by the policy: Writes outside every root. Looks like a secret.');
   });
 });
@@ -93,7 +121,11 @@ describe('planCanMoveWithoutPerson', () => {
     expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'rejected')])).toBe(false);
     // Approved by the person after the earlier step failed: that yes holds, and it waits behind an undecided step.
     const failedAt = '2026-01-01T00:00:01.000Z';
-    const plan = [step(0, 'failed', { updatedAt: failedAt }), step(1, 'awaiting_consent'), step(2, 'approved', { approval: { by: person, at: '2026-01-01T00:00:02.000Z', stepHash: 'h', previewHash: null } })];
+    const plan = [
+      step(0, 'failed', { updatedAt: failedAt }),
+      step(1, 'awaiting_consent'),
+      step(2, 'approved', { approval: { by: person, at: '2026-01-01T00:00:02.000Z', stepHash: 'h', previewHash: null } }),
+    ];
     expect(planCanMoveWithoutPerson(plan)).toBe(false);
   });
 
@@ -102,6 +134,11 @@ describe('planCanMoveWithoutPerson', () => {
     expect(planCanMoveWithoutPerson([step(0, 'proposed')])).toBe(true);
     expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'running')])).toBe(true);
     expect(planCanMoveWithoutPerson([step(0, 'executed'), step(1, 'approved')])).toBe(true);
-    expect(planCanMoveWithoutPerson([step(0, 'failed'), step(1, 'approved', { approval: { by: policy, at: '2026-01-01T00:00:05.000Z', stepHash: 'h', previewHash: null } })])).toBe(true);
+    expect(
+      planCanMoveWithoutPerson([
+        step(0, 'failed'),
+        step(1, 'approved', { approval: { by: policy, at: '2026-01-01T00:00:05.000Z', stepHash: 'h', previewHash: null } }),
+      ]),
+    ).toBe(true);
   });
 });

@@ -62,7 +62,7 @@ describe('parsePlan', () => {
     expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content } }] })).message).toContain('larger than');
   });
 
-  it('keeps a plan\'s own consent expiry, and refuses one that is not a whole number of seconds from 1 to a year', () => {
+  it("keeps a plan's own consent expiry, and refuses one that is not a whole number of seconds from 1 to a year", () => {
     const step = { action: 'deleteFile', args: { path: 'a' } };
     expect(parse({ consentExpirySeconds: 90, steps: [step] }).consentExpirySeconds).toBe(90);
     expect(parse({ steps: [step] }).consentExpirySeconds).toBeUndefined();
@@ -89,7 +89,9 @@ describe('parsePlan', () => {
   });
 
   it("takes the proposer's origin and client from the channel, never from the plan", () => {
-    const claimed = { steps: [{ action: 'deleteFile', args: { path: 'a' }, meta: { origin: 'user', client: 'the-person', purpose: 'tidy' } }] };
+    const claimed = {
+      steps: [{ action: 'deleteFile', args: { path: 'a' }, meta: { origin: 'user', client: 'the-person', purpose: 'tidy' } }],
+    };
     const fromAgent = parsePlan(claimed, { origin: 'agent', client: 'agent-x 1.0' }).steps[0]!.meta;
     expect(fromAgent).toEqual({ origin: 'agent', client: 'agent-x 1.0', purpose: 'tidy' });
     // An agent that gave no name cannot borrow one either.
@@ -107,7 +109,9 @@ describe('parsePlan before anything walks the plan', () => {
   });
 
   it('refuses "confidence": 1e400 with INVALID_PLAN naming steps[0].meta.confidence', () => {
-    const plan = JSON.parse('{"steps":[{"action":"writeFile","args":{"path":"a.txt","content":"x"},"meta":{"confidence":1e400}}]}') as unknown;
+    const plan = JSON.parse(
+      '{"steps":[{"action":"writeFile","args":{"path":"a.txt","content":"x"},"meta":{"confidence":1e400}}]}',
+    ) as unknown;
     const refused = codeOf(() => parse(plan));
     expect(refused.code).toBe('INVALID_PLAN');
     expect(refused.message).toContain('steps[0].meta.confidence is Infinity');
@@ -116,8 +120,12 @@ describe('parsePlan before anything walks the plan', () => {
   it('refuses a deep value in a key zod would only call unrecognized, and a lone surrogate in content', () => {
     let deep: unknown = 1;
     for (let index = 0; index < 100_000; index++) deep = { x: deep };
-    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x', extra: deep } }] })).message).toMatch(/steps\[0\]\.args\.extra(\.x)+ is nested deeper/);
-    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'half \uD83D' } }] })).message).toContain('steps[0].args.content holds a lone UTF-16 surrogate');
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'x', extra: deep } }] })).message).toMatch(
+      /steps\[0\]\.args\.extra(\.x)+ is nested deeper/,
+    );
+    expect(codeOf(() => parse({ steps: [{ action: 'writeFile', args: { path: 'a', content: 'half \uD83D' } }] })).message).toContain(
+      'steps[0].args.content holds a lone UTF-16 surrogate',
+    );
   });
 
   it('refuses two million steps by their count, before zod makes an issue of each', () => {

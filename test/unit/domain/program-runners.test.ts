@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { programName, RUNS_OTHER_PROGRAMS, RUNS_OTHER_PROGRAMS_WITH, runsOtherPrograms, whyNotARulePrefix } from '../../../src/domain/program-runners.js';
+import {
+  programName,
+  RUNS_OTHER_PROGRAMS,
+  RUNS_OTHER_PROGRAMS_WITH,
+  runsOtherPrograms,
+  whyNotARulePrefix,
+} from '../../../src/domain/program-runners.js';
 import { commandRuleChoices } from '../../../src/domain/remembered-rule.js';
 
 /** Prefixes a rule must never have: each names the word the refusal must mention. */
@@ -186,7 +192,8 @@ describe('programs that run other programs', () => {
     expect(programName('bash.exe')).toBe('bash');
     expect(programName('lua5.4')).toBe('lua');
     expect(programName('npm')).toBe('npm');
-    for (const name of ['/bin/sh', '/usr/local/bin/BUSYBOX', 'perl5.36', 'pypy3', 'gawk', 'nodejs']) expect(runsOtherPrograms([name]), name).not.toBeNull();
+    for (const name of ['/bin/sh', '/usr/local/bin/BUSYBOX', 'perl5.36', 'pypy3', 'gawk', 'nodejs'])
+      expect(runsOtherPrograms([name]), name).not.toBeNull();
   });
 
   it('give a reason for every program listed, and list none in both tables', () => {

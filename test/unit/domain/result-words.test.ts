@@ -6,7 +6,17 @@ import { HIDDEN_GRID } from '../../helpers/hidden-characters.js';
 
 function source(patch: Partial<ResultSource> & { action?: string }): ResultSource {
   const { action = 'writeFile', ...rest } = patch;
-  return { status: 'executed', step: { action }, result: null, error: null, rejectedReason: null, evaluation: null, startedAt: null, finishedAt: null, ...rest };
+  return {
+    status: 'executed',
+    step: { action },
+    result: null,
+    error: null,
+    rejectedReason: null,
+    evaluation: null,
+    startedAt: null,
+    finishedAt: null,
+    ...rest,
+  };
 }
 
 describe('resultWords', () => {
@@ -14,9 +24,15 @@ describe('resultWords', () => {
     expect(resultWords(source({ result: { bytesWritten: 16, created: true } }))).toBe('Created 16 bytes');
     expect(resultWords(source({ result: { bytesWritten: 2048, created: false } }))).toBe('Wrote 2 KiB');
     expect(resultWords(source({ action: 'deleteFile', result: { bytesRemoved: 1 } }))).toBe('Deleted (1 byte)');
-    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 0, durationMs: 2100, files: [{}, {}, {}] } }))).toBe('Exit 0 in 2.1 s; 3 files changed');
-    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 1, timedOut: true, durationMs: 30_000, files: [] } }))).toBe('Timed out in 30 s; no file changed');
-    expect(resultWords(source({ action: 'runCode', result: { ok: true, value: { a: 1 }, durationMs: 12 } }))).toBe('Returned in 12 ms: {"a":1}');
+    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 0, durationMs: 2100, files: [{}, {}, {}] } }))).toBe(
+      'Exit 0 in 2.1 s; 3 files changed',
+    );
+    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 1, timedOut: true, durationMs: 30_000, files: [] } }))).toBe(
+      'Timed out in 30 s; no file changed',
+    );
+    expect(resultWords(source({ action: 'runCode', result: { ok: true, value: { a: 1 }, durationMs: 12 } }))).toBe(
+      'Returned in 12 ms: {"a":1}',
+    );
     expect(resultWords(source({ action: 'openURL', result: { opened: true } }))).toBe('Opened in the browser');
   });
 
@@ -30,22 +46,47 @@ describe('resultWords', () => {
     expect(resultWords(source({ status: 'rejected', rejectedReason: '' }))).toBe('Rejected: no reason given');
     expect(resultWords(source({ status: 'rejected', rejectedReason: ' \n ' }))).toBe('Rejected: no reason given');
     expect(resultWords(source({ status: 'denied', evaluation: { reasons: ['  '] } }))).toBe('Denied by policy: no reason recorded');
-    expect(resultWords(source({ status: 'rejected', rejectedReason: AGENT_CANCEL_REASON }))).toBe('Withdrawn by the agent that proposed it');
-    expect(resultWords(source({ status: 'denied', evaluation: { reasons: ['Outside the roots.'] } }))).toBe('Denied by policy: Outside the roots.');
+    expect(resultWords(source({ status: 'rejected', rejectedReason: AGENT_CANCEL_REASON }))).toBe(
+      'Withdrawn by the agent that proposed it',
+    );
+    expect(resultWords(source({ status: 'denied', evaluation: { reasons: ['Outside the roots.'] } }))).toBe(
+      'Denied by policy: Outside the roots.',
+    );
     expect(resultWords(source({ status: 'awaiting_consent' }))).toBe('—');
-    expect(resultWords(source({ status: 'reverted', result: { bytesWritten: 3, created: true } }))).toBe('Reverted; it had: Created 3 bytes');
+    expect(resultWords(source({ status: 'reverted', result: { bytesWritten: 3, created: true } }))).toBe(
+      'Reverted; it had: Created 3 bytes',
+    );
     expect(resultWords(source({ status: 'cancelled' }))).toBe('Cancelled before it ran');
-    expect(resultWords(source({ status: 'cancelled', action: 'runCommand', startedAt: '2026-01-01T00:00:00Z', result: { exitCode: 137, durationMs: 1500, files: [{}] } }))).toBe('Cancelled while it ran; it had: Exit 137 in 1.5 s; 1 file changed');
+    expect(
+      resultWords(
+        source({
+          status: 'cancelled',
+          action: 'runCommand',
+          startedAt: '2026-01-01T00:00:00Z',
+          result: { exitCode: 137, durationMs: 1500, files: [{}] },
+        }),
+      ),
+    ).toBe('Cancelled while it ran; it had: Exit 137 in 1.5 s; 1 file changed');
   });
 
   it("says one duration for a run: the host's timing of the real run where there is one", () => {
     const realRun = { durationMs: 21_800 };
-    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 0, durationMs: 3300, files: [] }, runTimes: { realRun } }))).toBe('Exit 0 in 21.8 s; no file changed');
-    expect(resultWords(source({ action: 'runCode', result: { ok: true, value: 1, durationMs: 12 }, runTimes: { realRun: { durationMs: 40 } } }))).toBe('Returned in 40 ms: 1');
+    expect(resultWords(source({ action: 'runCommand', result: { exitCode: 0, durationMs: 3300, files: [] }, runTimes: { realRun } }))).toBe(
+      'Exit 0 in 21.8 s; no file changed',
+    );
+    expect(
+      resultWords(source({ action: 'runCode', result: { ok: true, value: 1, durationMs: 12 }, runTimes: { realRun: { durationMs: 40 } } })),
+    ).toBe('Returned in 40 ms: 1');
   });
 
   it('says how far into its run a cancelled real run was stopped, its partial output not read as an outcome', () => {
-    const cancelled = source({ status: 'cancelled', action: 'runCommand', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:08.500Z', result: { partialOutput: { stdout: 'line 1\n', stderr: '', bytes: { stdout: 7, stderr: 0 }, truncated: false } } });
+    const cancelled = source({
+      status: 'cancelled',
+      action: 'runCommand',
+      startedAt: '2026-01-01T00:00:00Z',
+      finishedAt: '2026-01-01T00:00:08.500Z',
+      result: { partialOutput: { stdout: 'line 1\n', stderr: '', bytes: { stdout: 7, stderr: 0 }, truncated: false } },
+    });
     expect(resultWords(cancelled)).toBe('Cancelled 8.5 s into its run');
     expect(resultWords({ ...cancelled, runTimes: { realRun: { durationMs: 8700 } } })).toBe('Cancelled 8.7 s into its run');
   });

@@ -31,7 +31,9 @@ describe('what a runCode step runs in', () => {
     expect(codeTimeoutWords({ timeoutMs: 600_000 }, limits)).toBe('5 s (it asked for 10 min; the light sandbox allows 100 ms–5 s)');
     expect(codeTimeoutWords({ timeoutMs: -5 }, limits)).toBe('100 ms (it asked for -5 ms; the light sandbox allows 100 ms–5 s)');
     expect(codeTimeoutMs({ language: 'python' }, limits)).toBe(120_000);
-    expect(codeTimeoutWords({ language: 'python', timeoutMs: 3_600_000 }, limits)).toBe('2 min (it asked for 1 h; the policy allows up to 2 min)');
+    expect(codeTimeoutWords({ language: 'python', timeoutMs: 3_600_000 }, limits)).toBe(
+      '2 min (it asked for 1 h; the policy allows up to 2 min)',
+    );
     expect(codeTimeoutMs({ sandbox: 'docker', timeoutMs: 5 }, limits)).toBe(100);
   });
 
@@ -61,7 +63,15 @@ describe('what a runCommand step may take', () => {
 
 describe('words', () => {
   it('durations and line counts', () => {
-    expect([999, 1000, 1500, 60_000, 90_000, 3_600_000, 5_400_000].map(durationText)).toEqual(['999 ms', '1 s', '1.5 s', '1 min', '1 min 30 s', '1 h', '1 h 30 min']);
+    expect([999, 1000, 1500, 60_000, 90_000, 3_600_000, 5_400_000].map(durationText)).toEqual([
+      '999 ms',
+      '1 s',
+      '1.5 s',
+      '1 min',
+      '1 min 30 s',
+      '1 h',
+      '1 h 30 min',
+    ]);
     expect(['', 'a', 'a\n', 'a\nb', 'a\nb\n\n'].map(lineCountText)).toEqual(['0 lines', '1 line', '1 line', '2 lines', '3 lines']);
   });
 });

@@ -22,12 +22,29 @@ describe('quoteShellWord', () => {
     expect(quoteArgv(['ls', '-la', 'src/a.ts', 'key=value', 'user@host:path'])).toBe('ls -la src/a.ts key=value user@host:path');
     expect(quoteShellWord('')).toBe("''");
     expect(quoteShellWord("it's")).toBe(`'it'\\''s'`);
-    for (const special of ['$HOME', '`id`', '$(id)', 'a;b', 'a|b', 'a&b', '*.ts', '~', '~/x', '#x', 'a b', '{a,b}', '!x', 'a>b', '"q"', 'a\\b']) {
+    for (const special of [
+      '$HOME',
+      '`id`',
+      '$(id)',
+      'a;b',
+      'a|b',
+      'a&b',
+      '*.ts',
+      '~',
+      '~/x',
+      '#x',
+      'a b',
+      '{a,b}',
+      '!x',
+      'a>b',
+      '"q"',
+      'a\\b',
+    ]) {
       expect(quoteShellWord(special)).toBe(`'${special}'`);
     }
   });
 
-  it('writes control characters as visible $\'…\' escapes, so the line stays one line and shows them', () => {
+  it("writes control characters as visible $'…' escapes, so the line stays one line and shows them", () => {
     expect(quoteShellWord('a\nb')).toBe("$'a\\nb'");
     expect(quoteShellWord('\x1b[31mred')).toBe("$'\\x1b[31mred'");
     expect(quoteShellWord("tab\there's \\ one")).toBe("$'tab\\there\\'s \\\\ one'");

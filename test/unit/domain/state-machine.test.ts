@@ -35,8 +35,10 @@ describe('step state machine', () => {
   });
 
   it('lets every state before running be rejected, and nothing from running on', () => {
-    for (const from of ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as const) expect(canTransition(from, 'rejected')).toBe(true);
-    for (const from of ['running', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired'] as const) expect(canTransition(from, 'rejected')).toBe(false);
+    for (const from of ['proposed', 'evaluated', 'awaiting_consent', 'approved'] as const)
+      expect(canTransition(from, 'rejected')).toBe(true);
+    for (const from of ['running', 'executed', 'failed', 'interrupted', 'reverted', 'denied', 'expired'] as const)
+      expect(canTransition(from, 'rejected')).toBe(false);
     expect([...WITHDRAWABLE_STATUSES]).toEqual(['proposed', 'evaluated', 'awaiting_consent', 'approved']);
   });
 

@@ -4,8 +4,8 @@ import { STEP_STATUSES } from '../../../src/domain/state-machine.js';
 import { wordsForStates as windowWordsForStates } from '../../../renderer/error-text.js';
 import { STATUS_LABEL, STATUS_SENTENCE } from '../../../renderer/step-text.js';
 
-describe('status words (the CLI\'s, the same as the window\'s)', () => {
-  it('has words for every status, equal to the window\'s, none of them a raw state name', () => {
+describe("status words (the CLI's, the same as the window's)", () => {
+  it("has words for every status, equal to the window's, none of them a raw state name", () => {
     for (const status of STEP_STATUSES) {
       expect(STATUS_WORDS[status]).not.toMatch(/_/);
       expect(statusWords(status)).toBe(STATUS_WORDS[status]);
@@ -23,6 +23,8 @@ describe('status words (the CLI\'s, the same as the window\'s)', () => {
       'The cancelled flag and executed code stay as they are.',
     ];
     for (const message of messages) expect(wordsForStates(message)).toBe(windowWordsForStates(message));
-    expect(wordsForStates('Step s1 is awaiting_consent; only a step that ran can be reverted.')).toBe('Step s1 is waiting for you; only a step that ran can be reverted.');
+    expect(wordsForStates('Step s1 is awaiting_consent; only a step that ran can be reverted.')).toBe(
+      'Step s1 is waiting for you; only a step that ran can be reverted.',
+    );
   });
 });

@@ -3,20 +3,24 @@ import { describe, expect, it } from 'vitest';
 import { isStrictBase64 } from '../../../src/domain/step.js';
 
 /** What "canonical" means: the text a base64 encoder writes for the bytes it decodes to. */
-const reEncodesToItself = (text: string) => /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(Buffer.from(text, 'base64').toString('base64')).equals(Buffer.from(text));
+const reEncodesToItself = (text: string) =>
+  /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(Buffer.from(text, 'base64').toString('base64')).equals(Buffer.from(text));
 
 describe('isStrictBase64', () => {
   it('accepts the encoding of any bytes', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
-      expect(isStrictBase64(Buffer.from(bytes).toString('base64'))).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        expect(isStrictBase64(Buffer.from(bytes).toString('base64'))).toBe(true);
+      }),
+    );
   });
 
   it('refuses every text with non-zero bits under the padding, so two texts never give the same bytes', () => {
     expect(isStrictBase64('aGVsbG8=')).toBe(true);
     expect(isStrictBase64('aGVsbG9=')).toBe(false);
     expect(isStrictBase64('aA==')).toBe(true);
-    for (const last of 'BCDEFGHIJKLMNOPRSTUVWXYZabcdefhijklmnopqrstuvxyz0123456789+/') expect(isStrictBase64(`a${last}==`), `a${last}==`).toBe(false);
+    for (const last of 'BCDEFGHIJKLMNOPRSTUVWXYZabcdefhijklmnopqrstuvxyz0123456789+/')
+      expect(isStrictBase64(`a${last}==`), `a${last}==`).toBe(false);
     for (const last of 'AEIMQUYcgkosw048') expect(isStrictBase64(`aG${last}=`)).toBe(true);
     for (const last of 'BFJNRVZdhlptx159') expect(isStrictBase64(`aG${last}=`)).toBe(false);
   });
@@ -24,9 +28,12 @@ describe('isStrictBase64', () => {
   it('agrees with re-encoding the decoded bytes on generated texts', () => {
     const base64Char = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ *'.split(''));
     fc.assert(
-      fc.property(fc.array(base64Char, { maxLength: 16 }).map((chars) => chars.join('')), (text) => {
-        expect(isStrictBase64(text)).toBe(text.length % 4 === 0 && reEncodesToItself(text));
-      }),
+      fc.property(
+        fc.array(base64Char, { maxLength: 16 }).map((chars) => chars.join('')),
+        (text) => {
+          expect(isStrictBase64(text)).toBe(text.length % 4 === 0 && reEncodesToItself(text));
+        },
+      ),
       { numRuns: 2000 },
     );
     fc.assert(

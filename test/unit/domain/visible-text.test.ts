@@ -1,12 +1,49 @@
 import { describe, expect, it } from 'vitest';
-import { collapsePlainSpace, hasInvisible, splitInvisible, trimPlainSpace, visibleBlock, visibleJson, visibleLine } from '../../../src/domain/visible-text.js';
+import {
+  collapsePlainSpace,
+  hasInvisible,
+  splitInvisible,
+  trimPlainSpace,
+  visibleBlock,
+  visibleJson,
+  visibleLine,
+} from '../../../src/domain/visible-text.js';
 import { codePointOf, HIDDEN_GRID } from '../../helpers/hidden-characters.js';
 
 /** Every character a terminal or a reader's eye could be fooled by, one per entry. */
 const HOSTILE = [
-  '\u001b', '\u0007', '\u0008', '\r', '\u0000', '\u007f', '\u009b', '\u009d', '\u0085',
-  '\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c',
-  '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u2028', '\u2029', '\u{e0041}', '\ud800', '\u3164',
+  '\u001b',
+  '\u0007',
+  '\u0008',
+  '\r',
+  '\u0000',
+  '\u007f',
+  '\u009b',
+  '\u009d',
+  '\u0085',
+  '\u202a',
+  '\u202b',
+  '\u202c',
+  '\u202d',
+  '\u202e',
+  '\u2066',
+  '\u2067',
+  '\u2068',
+  '\u2069',
+  '\u200e',
+  '\u200f',
+  '\u061c',
+  '\u200b',
+  '\u200c',
+  '\u200d',
+  '\u2060',
+  '\ufeff',
+  '\u00ad',
+  '\u2028',
+  '\u2029',
+  '\u{e0041}',
+  '\ud800',
+  '\u3164',
   ...HIDDEN_GRID,
 ];
 
@@ -61,15 +98,18 @@ describe('splitInvisible', () => {
 });
 
 describe('the hidden class is complete: every default-ignorable character is marked, by CLI and window alike', () => {
-  it.each(HIDDEN_GRID.map((character) => [codePointOf(character), character]))('%s is a marker in the window and an escape in the CLI', (name, character) => {
-    expect(splitInvisible(`a${character}b`)).toEqual([
-      { text: 'a', hidden: false },
-      { text: character, hidden: true, codePoint: name },
-      { text: 'b', hidden: false },
-    ]);
-    expect(visibleLine(`a${character}b`)).toBe(`a<${name}>b`);
-    expect(visibleBlock(`a${character}b`)).toBe(`a<${name}>b`);
-  });
+  it.each(HIDDEN_GRID.map((character) => [codePointOf(character), character]))(
+    '%s is a marker in the window and an escape in the CLI',
+    (name, character) => {
+      expect(splitInvisible(`a${character}b`)).toEqual([
+        { text: 'a', hidden: false },
+        { text: character, hidden: true, codePoint: name },
+        { text: 'b', hidden: false },
+      ]);
+      expect(visibleLine(`a${character}b`)).toBe(`a<${name}>b`);
+      expect(visibleBlock(`a${character}b`)).toBe(`a<${name}>b`);
+    },
+  );
 
   it('every code point Unicode calls default-ignorable, assigned or not, is marked', () => {
     const ignorable = /\p{Default_Ignorable_Code_Point}/u;

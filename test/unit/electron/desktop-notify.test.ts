@@ -51,8 +51,21 @@ describe('desktop notifications through the preload', () => {
     expect(contextBridge.exposed.get('executorShell')).toBeDefined();
     (globalThis as { executorShell?: unknown }).executorShell = contextBridge.exposed.get('executorShell');
     const waiting = (id: string, client: string): StepRecord =>
-      ({ step: { id, planId: 'p', action: 'writeFile', args: { path: `/ws/${id}.txt`, content: '' }, meta: { origin: 'agent', client, purpose: 'release notes' } }, status: 'awaiting_consent', evaluation: { risk: 'HIGH' } }) as unknown as StepRecord;
-    const notifier = new WaitingNotifier(() => ['/ws'], (notice) => raiseNotice(notice));
+      ({
+        step: {
+          id,
+          planId: 'p',
+          action: 'writeFile',
+          args: { path: `/ws/${id}.txt`, content: '' },
+          meta: { origin: 'agent', client, purpose: 'release notes' },
+        },
+        status: 'awaiting_consent',
+        evaluation: { risk: 'HIGH' },
+      }) as unknown as StepRecord;
+    const notifier = new WaitingNotifier(
+      () => ['/ws'],
+      (notice) => raiseNotice(notice),
+    );
     notifier.offer(waiting('notes', 'claude-code 1.2'));
     vi.advanceTimersByTime(2100);
     for (let index = 0; index < 30; index++) notifier.offer(waiting(`bulk-${index}`, 'cursor'));

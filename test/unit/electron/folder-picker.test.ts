@@ -10,7 +10,7 @@ afterEach(() => resetFakeElectron());
 type Shell = { pickFolder(): Promise<string | null> };
 
 describe('the first run folder picker, through the preload', () => {
-  it("opens the OS picker over our window and hands the page the chosen folder, or null when cancelled", async () => {
+  it('opens the OS picker over our window and hands the page the chosen folder, or null when cancelled', async () => {
     const window = new BrowserWindow({});
     registerFolderPicker(ipcMain as never, window as never, dialog.showOpenDialog as never);
     await import('../../../electron/preload.js');

@@ -35,4 +35,3 @@ describe('the app:// responder', () => {
     expect(await response.text()).toContain('npm run build:renderer');
   });
 });
-

@@ -4,7 +4,8 @@ import { FakeSession, FakeWebContents, app, resetFakeElectron, shell } from '../
 // No Electron binary exists here (nor in CI): these tests run the real main-process code against a small fake.
 vi.mock('electron', () => import('../../helpers/fake-electron.js'));
 
-const { getMainWindowOptions, hardenSession, hardenWebContents, WINDOW_CSP, externalUrlToOpen } = await import('../../../electron/window-security.js');
+const { getMainWindowOptions, hardenSession, hardenWebContents, WINDOW_CSP, externalUrlToOpen } =
+  await import('../../../electron/window-security.js');
 
 beforeEach(() => resetFakeElectron());
 
@@ -67,7 +68,14 @@ describe('web contents hardening', () => {
   it('denies new windows; only a parsed https: URL goes to the person’s browser', () => {
     const contents = new FakeWebContents('app://executor/index.html');
     hardenWebContents(contents as never);
-    for (const url of ['https://example.com/a?b=1', 'http://example.com/', 'javascript:alert(1)', 'file:///etc/passwd', 'app://executor/other', 'not a url']) {
+    for (const url of [
+      'https://example.com/a?b=1',
+      'http://example.com/',
+      'javascript:alert(1)',
+      'file:///etc/passwd',
+      'app://executor/other',
+      'not a url',
+    ]) {
       expect(contents.windowOpenHandler!({ url })).toEqual({ action: 'deny' });
     }
     expect(shell.opened).toEqual(['https://example.com/a?b=1']);

@@ -41,7 +41,10 @@ describe('LiveRuns', () => {
     run.onOutput('stdout', euro.subarray(0, 1));
     run.onOutput('stdout', euro.subarray(1));
     live.finish(run);
-    const received = frames.flatMap((frame) => frame.chunks).map((chunk) => chunk.text).join('');
+    const received = frames
+      .flatMap((frame) => frame.chunks)
+      .map((chunk) => chunk.text)
+      .join('');
     expect(received).toBe('€\n');
     expect(frames.at(-1)!.endedAt).toBeDefined();
     expect(live.get('s1')).toBeUndefined();

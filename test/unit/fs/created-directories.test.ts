@@ -1,7 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createMissingDirectories, planDirectoryRevert, removeCreatedDirectories, type DirectoryLedger } from '../../../src/fs/created-directories.js';
+import {
+  createMissingDirectories,
+  planDirectoryRevert,
+  removeCreatedDirectories,
+  type DirectoryLedger,
+} from '../../../src/fs/created-directories.js';
 import type { CreatedDirectory } from '../../../src/domain/created-directory.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -10,7 +15,11 @@ function recordingLedger(): DirectoryLedger & { live: CreatedDirectory[] } {
   return {
     live,
     created: (directory) => live.push(directory),
-    removed: (directory) => live.splice(live.findIndex((entry) => entry.path === directory.path), 1),
+    removed: (directory) =>
+      live.splice(
+        live.findIndex((entry) => entry.path === directory.path),
+        1,
+      ),
   };
 }
 

@@ -8,7 +8,15 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 
 const posix = process.platform !== 'win32';
 
-function specialFiles(): { dir: string; fifo: string; directory: string; link: string; socketPath: string; server: net.Server; ready: Promise<void> } {
+function specialFiles(): {
+  dir: string;
+  fifo: string;
+  directory: string;
+  link: string;
+  socketPath: string;
+  server: net.Server;
+  ready: Promise<void>;
+} {
   const dir = tempDir();
   const fifo = path.join(dir, 'pipe');
   execFileSync('mkfifo', [fifo]);
@@ -26,10 +34,15 @@ describe.runIf(posix)('reading only regular files', () => {
   it('refuses a FIFO with nobody writing at once, async and sync, and leaves the thread pool free', async () => {
     const { fifo } = specialFiles();
     // More refusals than libuv has pool threads: with a blocking open, the stat after them would never finish.
-    const refusals = await Promise.allSettled(Array.from({ length: 8 }, () => readRegularFile(fifo, { maxBytes: 1024, displayPath: 'pipe' })));
+    const refusals = await Promise.allSettled(
+      Array.from({ length: 8 }, () => readRegularFile(fifo, { maxBytes: 1024, displayPath: 'pipe' })),
+    );
     for (const refusal of refusals) {
       expect(refusal.status).toBe('rejected');
-      expect((refusal as PromiseRejectedResult).reason).toMatchObject({ code: 'PATH_INVALID', message: expect.stringContaining('pipe is a named pipe (FIFO), not a regular file') });
+      expect((refusal as PromiseRejectedResult).reason).toMatchObject({
+        code: 'PATH_INVALID',
+        message: expect.stringContaining('pipe is a named pipe (FIFO), not a regular file'),
+      });
     }
     expect((await fs.promises.stat(fifo)).isFIFO()).toBe(true);
     expect(() => readRegularFileSync(fifo, { maxBytes: 1024 })).toThrow(/named pipe/);
@@ -39,10 +52,17 @@ describe.runIf(posix)('reading only regular files', () => {
     const { directory, link, socketPath, server, ready } = specialFiles();
     await ready;
     try {
-      await expect(readRegularFile(directory, { maxBytes: 1024 })).rejects.toMatchObject({ code: 'PATH_INVALID', message: expect.stringContaining('a directory') });
+      await expect(readRegularFile(directory, { maxBytes: 1024 })).rejects.toMatchObject({
+        code: 'PATH_INVALID',
+        message: expect.stringContaining('a directory'),
+      });
       await expect(readRegularFile(socketPath, { maxBytes: 1024 })).rejects.toMatchObject({ message: expect.stringContaining('a socket') });
-      await expect(readRegularFile('/dev/zero', { maxBytes: 1024 })).rejects.toMatchObject({ message: expect.stringContaining('a device') });
-      await expect(readRegularFile(link, { maxBytes: 1024 })).rejects.toMatchObject({ message: expect.stringContaining('a symbolic link') });
+      await expect(readRegularFile('/dev/zero', { maxBytes: 1024 })).rejects.toMatchObject({
+        message: expect.stringContaining('a device'),
+      });
+      await expect(readRegularFile(link, { maxBytes: 1024 })).rejects.toMatchObject({
+        message: expect.stringContaining('a symbolic link'),
+      });
       expect(() => readRegularFileSync('/dev/zero', { maxBytes: Infinity })).toThrow(/a device/);
       expect(() => readRegularFileSync(socketPath, { maxBytes: Infinity })).toThrow(/a socket/);
     } finally {
@@ -56,7 +76,10 @@ describe.runIf(posix)('reading only regular files', () => {
     fs.writeFileSync(file, 'a'.repeat(100));
     expect((await readRegularFile(file, { maxBytes: 100 })).toString()).toBe('a'.repeat(100));
     expect(readRegularFileSync(file, { maxBytes: 100 }).length).toBe(100);
-    await expect(readRegularFile(file, { maxBytes: 99 })).rejects.toMatchObject({ code: 'FILE_TOO_LARGE', details: { size: 100, maxBytes: 99 } });
+    await expect(readRegularFile(file, { maxBytes: 99 })).rejects.toMatchObject({
+      code: 'FILE_TOO_LARGE',
+      details: { size: 100, maxBytes: 99 },
+    });
     expect(() => readRegularFileSync(file, { maxBytes: 99 })).toThrow(/at most 99/);
     fs.writeFileSync(path.join(dir, 'empty'), '');
     expect((await readRegularFile(path.join(dir, 'empty'), { maxBytes: 10 })).length).toBe(0);
@@ -67,10 +90,13 @@ describe.runIf(posix)('reading only regular files', () => {
     expect(readRegularFileSync(file, { maxBytes: Infinity }).equals(big)).toBe(true);
   });
 
-  it.runIf(process.platform === 'linux')('stops at the cap when a file reports size 0 but keeps producing bytes (as /proc files do)', async () => {
-    // /proc/self/status is a regular file whose stat size is 0: the reads, not the size, must be capped.
-    expect((await readRegularFile('/proc/self/status', { maxBytes: 1 << 20 })).toString()).toMatch(/^Name:/);
-    await expect(readRegularFile('/proc/self/status', { maxBytes: 16 })).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
-    expect(() => readRegularFileSync('/proc/self/status', { maxBytes: 16 })).toThrow(/at most 16/);
-  });
+  it.runIf(process.platform === 'linux')(
+    'stops at the cap when a file reports size 0 but keeps producing bytes (as /proc files do)',
+    async () => {
+      // /proc/self/status is a regular file whose stat size is 0: the reads, not the size, must be capped.
+      expect((await readRegularFile('/proc/self/status', { maxBytes: 1 << 20 })).toString()).toMatch(/^Name:/);
+      await expect(readRegularFile('/proc/self/status', { maxBytes: 16 })).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
+      expect(() => readRegularFileSync('/proc/self/status', { maxBytes: 16 })).toThrow(/at most 16/);
+    },
+  );
 });

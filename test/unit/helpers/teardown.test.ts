@@ -82,7 +82,11 @@ describe('after each test', () => {
   });
 
   it('closed them newest first, killed and waited for the child, and removed each directory after what was opened in it', () => {
-    expect(seen).toEqual(['child still running: true', 'client closed, data directory there: true', 'host closed, data directory there: true']);
+    expect(seen).toEqual([
+      'child still running: true',
+      'client closed, data directory there: true',
+      'host closed, data directory there: true',
+    ]);
     expect(child!.signalCode).toBe('SIGKILL');
     expect(fs.existsSync(base)).toBe(false);
     expect(fs.existsSync(loose)).toBe(false);

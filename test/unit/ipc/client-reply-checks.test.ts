@@ -32,8 +32,14 @@ function realStepRecords() {
   const { dataDir, workspace } = tempSetup();
   const executor = Executor.open(dataDir);
   try {
-    const steps = Array.from({ length: 60 }, (_, index) => ({ action: 'writeFile', args: { path: path.join(workspace, `f${index}.txt`), content: 'changed line\n'.repeat(120) } }));
-    return executor.propose({ steps }, actorFor('cli')).then(() => JSON.parse(JSON.stringify(executor.listSteps())) as unknown[]).finally(() => executor.close());
+    const steps = Array.from({ length: 60 }, (_, index) => ({
+      action: 'writeFile',
+      args: { path: path.join(workspace, `f${index}.txt`), content: 'changed line\n'.repeat(120) },
+    }));
+    return executor
+      .propose({ steps }, actorFor('cli'))
+      .then(() => JSON.parse(JSON.stringify(executor.listSteps())) as unknown[])
+      .finally(() => executor.close());
   } catch (error) {
     executor.close();
     throw error;
@@ -49,18 +55,27 @@ describe('the client checks every reply before trusting it', () => {
     ['WebCrypto MAC', webCryptoMac],
   ] as const) {
     it(`${label}: a forged large reply is IPC_BAD_SIGNATURE even when its result is also malformed`, async () => {
-      const client = createExecutorClient(new SignedRpc(replyingTransport(nodeMac(forgerKey), notSteps), { kid: 'k', channel: 'cli', mac: await makeMac(key) }));
+      const client = createExecutorClient(
+        new SignedRpc(replyingTransport(nodeMac(forgerKey), notSteps), { kid: 'k', channel: 'cli', mac: await makeMac(key) }),
+      );
       await expect(client.listSteps()).rejects.toMatchObject({ code: 'IPC_BAD_SIGNATURE' });
     });
 
     it(`${label}: a genuine large reply that breaks the method table is IPC_INVALID_RESULT`, async () => {
-      const client = createExecutorClient(new SignedRpc(replyingTransport(nodeMac(key), notSteps), { kid: 'k', channel: 'cli', mac: await makeMac(key) }));
+      const client = createExecutorClient(
+        new SignedRpc(replyingTransport(nodeMac(key), notSteps), { kid: 'k', channel: 'cli', mac: await makeMac(key) }),
+      );
       await expect(client.listSteps()).rejects.toMatchObject({ code: 'IPC_INVALID_RESULT' });
     });
 
     it(`${label}: a genuine large reply is returned as checked`, async () => {
       const records = (await realStepRecords()) as { step: { id: string } }[];
-      const client = createExecutorClient(new SignedRpc(replyingTransport(nodeMac(key), () => records), { kid: 'k', channel: 'cli', mac: await makeMac(key) }));
+      const client = createExecutorClient(
+        new SignedRpc(
+          replyingTransport(nodeMac(key), () => records),
+          { kid: 'k', channel: 'cli', mac: await makeMac(key) },
+        ),
+      );
       const listed = await client.listSteps();
       expect(JSON.stringify(records).length).toBeGreaterThan(64 * 1024);
       expect(listed.map((record) => record.step.id)).toEqual(records.map((record) => record.step.id));

@@ -4,7 +4,16 @@ import { channelMayCall } from '../../../src/ipc/protocol/methods.js';
 import { eventVisibleTo } from '../../../src/ipc/server/server.js';
 import { LiveRunFrameSchema } from '../../../src/ipc/protocol/wire-schemas.js';
 
-const frame = { stepId: 's1', title: 'Run `make`', phase: 'dryRun', startedAt: '2026-11-24T12:00:00.000Z', chunks: [{ stream: 'stdout', text: 'ok\n' }], replace: false, bytes: { stdout: 3, stderr: 0 }, cancelling: false };
+const frame = {
+  stepId: 's1',
+  title: 'Run `make`',
+  phase: 'dryRun',
+  startedAt: '2026-11-24T12:00:00.000Z',
+  chunks: [{ stream: 'stdout', text: 'ok\n' }],
+  replace: false,
+  bytes: { stdout: 3, stderr: 0 },
+  cancelling: false,
+};
 
 describe('the run event and listLiveRuns', () => {
   it("go to the person's sessions only: an agent never sees a run's output, its own included", () => {

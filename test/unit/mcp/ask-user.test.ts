@@ -23,8 +23,17 @@ describe('ask_user as the model reads it', () => {
     expect(long).toBe(`ANSWERED by the user:\n${'x'.repeat(10)}\n(The answer is 50 characters; the first 10 are shown.)`);
     expect(answerOutcomeText(question({ status: 'expired' }), 100)).toMatch(/^EXPIRED: the user did not answer within 30 minutes\./);
     expect(answerOutcomeText(question({ status: 'cancelled' }), 100)).toMatch(/^CANCELLED: /);
-    expect(answerOutcomeText(question({}), 100)).toBe('PENDING: the user has not answered yet. The question stays open until 2026-11-24T19:30:00.000Z; call get_answer with questionId "q-1" to wait for it.'.replace('wait for it', 'wait for the answer'));
-    expect(structuredQuestion(question({ status: 'answered', answer: 'a' }))).toMatchObject({ questionId: 'q-1', status: 'answered', answer: 'a' });
+    expect(answerOutcomeText(question({}), 100)).toBe(
+      'PENDING: the user has not answered yet. The question stays open until 2026-11-24T19:30:00.000Z; call get_answer with questionId "q-1" to wait for it.'.replace(
+        'wait for it',
+        'wait for the answer',
+      ),
+    );
+    expect(structuredQuestion(question({ status: 'answered', answer: 'a' }))).toMatchObject({
+      questionId: 'q-1',
+      status: 'answered',
+      answer: 'a',
+    });
   });
 
   it('refuses an empty question, one of only spaces, and arguments it does not take, naming them', () => {

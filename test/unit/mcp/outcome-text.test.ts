@@ -9,7 +9,14 @@ function record(status: StepStatus, patch: Partial<StepRecord> = {}, id = 'step-
     position: 0,
     status,
     stepHash: 'h',
-    evaluation: { allowed: status !== 'denied', risk: 'MEDIUM', consent: 'confirm', reasons: ['Deletes a inside /w.', 'Second reason.'], mitigations: [], reversible: true },
+    evaluation: {
+      allowed: status !== 'denied',
+      risk: 'MEDIUM',
+      consent: 'confirm',
+      reasons: ['Deletes a inside /w.', 'Second reason.'],
+      mitigations: [],
+      reversible: true,
+    },
     preview: null,
     previewHash: null,
     approval: null,
@@ -28,7 +35,15 @@ function record(status: StepStatus, patch: Partial<StepRecord> = {}, id = 'step-
 describe('stepOutcomeText', () => {
   it('says "Approved" of the person\'s edit only once they approved it; before, "edited by the person"', () => {
     const by = { user: 'me', channel: 'cli' } as const;
-    const edit = { kind: 'command' as const, by, at: '2026-01-01T00:00:00.000Z', version: 2, proposedStepHash: 'p', commandBefore: 'curl x', commandAfter: 'rm -rf y' };
+    const edit = {
+      kind: 'command' as const,
+      by,
+      at: '2026-01-01T00:00:00.000Z',
+      version: 2,
+      proposedStepHash: 'p',
+      commandBefore: 'curl x',
+      commandAfter: 'rm -rf y',
+    };
     const waiting = stepOutcomeText(record('awaiting_consent', { edit }));
     expect(waiting).toContain('Edited by the person: rm -rf y');
     expect(waiting).not.toMatch(/Approved|before approving/);
@@ -44,17 +59,28 @@ describe('stepOutcomeText', () => {
     expect(stepOutcomeText(record('executed', { result: { deleted: true } }))).toBe('EXECUTED: step step-1 ran.\n{"deleted":true}');
     expect(stepOutcomeText(record('rejected', { rejectedReason: 'not now' }))).toBe('REJECTED by the user: not now');
     expect(stepOutcomeText(record('denied'))).toBe('DENIED by policy: Deletes a inside /w. Second reason.');
-    expect(stepOutcomeText(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }))).toBe('FAILED: EXECUTION_FAILED: disk full');
+    expect(stepOutcomeText(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }))).toBe(
+      'FAILED: EXECUTION_FAILED: disk full',
+    );
     for (const status of ['awaiting_consent', 'approved', 'running'] as const) {
       expect(stepOutcomeText(record(status))).toBe('PENDING: waiting for the user; call step_status with step-1');
     }
   });
 
   it('says EXPIRED with the reason, and tells a PENDING step what holds it back on a line of its own', () => {
-    expect(stepOutcomeText(record('expired', { error: { code: 'CONSENT_EXPIRED', message: 'waited 24 hours for a decision that did not come; it expired.' } }))).toBe(
+    expect(
+      stepOutcomeText(
+        record('expired', { error: { code: 'CONSENT_EXPIRED', message: 'waited 24 hours for a decision that did not come; it expired.' } }),
+      ),
+    ).toBe(
       'EXPIRED: step step-1 waited 24 hours for a decision that did not come; it expired. It did not run; propose it again if you still need it.',
     );
-    const held = stepOutcomeText(record('awaiting_consent', { blockedBy: { stepId: 'step-0', status: 'failed', reason: 'Step step-0 earlier in this plan failed: disk full.' }, consentExpiresAt: '2026-01-02T00:00:00.000Z' }));
+    const held = stepOutcomeText(
+      record('awaiting_consent', {
+        blockedBy: { stepId: 'step-0', status: 'failed', reason: 'Step step-0 earlier in this plan failed: disk full.' },
+        consentExpiresAt: '2026-01-02T00:00:00.000Z',
+      }),
+    );
     expect(held).toBe('PENDING: waiting for the user; call step_status with step-1\nStep step-0 earlier in this plan failed: disk full.');
   });
 
@@ -63,8 +89,12 @@ describe('stepOutcomeText', () => {
   });
 
   it('reports an interrupted step as FAILED with its error, and a reverted one as REVERTED', () => {
-    expect(stepOutcomeText(record('interrupted', { error: { code: 'EXECUTION_FAILED', message: 'Executor stopped' } }))).toBe('FAILED: EXECUTION_FAILED: Executor stopped');
-    expect(stepOutcomeText(record('reverted', { revertedAt: '2026-01-02T00:00:00.000Z' }))).toMatch(/^REVERTED: step step-1 ran, then the user reverted it/);
+    expect(stepOutcomeText(record('interrupted', { error: { code: 'EXECUTION_FAILED', message: 'Executor stopped' } }))).toBe(
+      'FAILED: EXECUTION_FAILED: Executor stopped',
+    );
+    expect(stepOutcomeText(record('reverted', { revertedAt: '2026-01-02T00:00:00.000Z' }))).toMatch(
+      /^REVERTED: step step-1 ran, then the user reverted it/,
+    );
   });
 });
 
@@ -88,6 +118,10 @@ describe('outputText', () => {
 describe('planOutcomeText', () => {
   it('gives one line per step, naming it, for a plan of several', () => {
     const text = planOutcomeText([record('executed', { result: { ok: 1 } }, 'a'), record('awaiting_consent', {}, 'b')]);
-    expect(text.split('\n')).toEqual(['a (deleteFile): EXECUTED: step a ran.', '{"ok":1}', 'b (deleteFile): PENDING: waiting for the user; call step_status with b']);
+    expect(text.split('\n')).toEqual([
+      'a (deleteFile): EXECUTED: step a ran.',
+      '{"ok":1}',
+      'b (deleteFile): PENDING: waiting for the user; call step_status with b',
+    ]);
   });
 });

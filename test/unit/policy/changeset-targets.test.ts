@@ -38,7 +38,8 @@ describe('checkChangesetTarget', () => {
     fs.symlinkSync('.ssh', path.join(workspace, 'sshdir'));
     const verdict = checkChangesetTarget(path.join(workspace, 'sshdir/config'), scope);
     expect(verdict.ok).toBe(false);
-    if (!verdict.ok) expect(verdict.reason).toMatch(/lands through a symbolic link on .*\.ssh\/config, which matches the secret pattern "\.ssh\/\*\*"/);
+    if (!verdict.ok)
+      expect(verdict.reason).toMatch(/lands through a symbolic link on .*\.ssh\/config, which matches the secret pattern "\.ssh\/\*\*"/);
   });
 
   it('admits a secret path the step named in allowSecrets (by real path)', () => {
@@ -80,7 +81,9 @@ describe('assertChangesetTargets', () => {
     const { workspace, scope } = setup();
     fs.mkdirSync(path.join(workspace, 'real'));
     fs.symlinkSync('real', path.join(workspace, 'moved'));
-    const error = thrown(() => assertChangesetTargets([{ absolutePath: path.join(workspace, 'moved/x.txt'), displayPath: 'moved/x.txt' }], scope));
+    const error = thrown(() =>
+      assertChangesetTargets([{ absolutePath: path.join(workspace, 'moved/x.txt'), displayPath: 'moved/x.txt' }], scope),
+    );
     expect(error.message).toMatch(/now resolves to .*real\/x\.txt/);
   });
 });

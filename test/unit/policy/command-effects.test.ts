@@ -7,9 +7,21 @@ import { evaluateStep } from '../../../src/policy/evaluate-step.js';
 import { defaultPolicy, PolicySchema, type Policy } from '../../../src/policy/policy-file.js';
 
 function file(path: string, change: Partial<FileChangePreview> = {}): FileChangePreview {
-  return { path, existedBefore: true, existsAfter: true, sizeBefore: 3, sizeAfter: 4, preHash: 'a', postHash: 'b', binary: false, diff: null, ...change };
+  return {
+    path,
+    existedBefore: true,
+    existsAfter: true,
+    sizeBefore: 3,
+    sizeAfter: 4,
+    preHash: 'a',
+    postHash: 'b',
+    binary: false,
+    diff: null,
+    ...change,
+  };
 }
-const added = (path: string, modeAfter = 0o644, sizeAfter = 4) => file(path, { existedBefore: false, preHash: null, sizeBefore: 0, sizeAfter, modeBefore: null, modeAfter });
+const added = (path: string, modeAfter = 0o644, sizeAfter = 4) =>
+  file(path, { existedBefore: false, preHash: null, sizeBefore: 0, sizeAfter, modeBefore: null, modeAfter });
 const deleted = (path: string) => file(path, { existsAfter: false, postHash: null, sizeAfter: 0 });
 
 function changeset(files: FileChangePreview[], skipped: CommandRunPreview['skipped'] = []): Pick<CommandRunPreview, 'files' | 'skipped'> {
@@ -31,7 +43,12 @@ const autoApproved: Evaluation = {
 
 describe('commands.effects in the policy', () => {
   it('defaults to asking about secrets, .git, permissions and new executables, denying nothing, with no size limits', () => {
-    expect(defaultPolicy().commands.effects).toEqual({ deny: [], ask: ['secret', 'git', 'hostCode', 'permission', 'executable'], maxFiles: null, maxBytes: null });
+    expect(defaultPolicy().commands.effects).toEqual({
+      deny: [],
+      ask: ['secret', 'git', 'hostCode', 'permission', 'executable'],
+      maxFiles: null,
+      maxBytes: null,
+    });
   });
 
   it('refuses an effect kind it does not know, and negative limits', () => {
@@ -81,21 +98,33 @@ describe('rateChangeset', () => {
     expect(byKind.permission?.says).toBe('it changes the permissions of tool.sh (0644 → 0755)');
     expect(rating.risk).toBe('HIGH');
     expect(rating.asked.map((f) => f.kind).sort()).toEqual(['executable', 'permission']);
-    expect(rating.reasons).toContain('It makes py and tool.sh executable, and the policy asks you about new executables (commands.effects.ask).');
+    expect(rating.reasons).toContain(
+      'It makes py and tool.sh executable, and the policy asks you about new executables (commands.effects.ask).',
+    );
   });
 
   it('counts a set-uid bit the sandbox asked for as a permission effect, also when nothing else changed', () => {
     const asked = rateChangeset(changeset([{ ...added('py', 0o755), dropped: ['set-uid bit dropped'] }]), policy({ deny: ['permission'] }));
     expect(asked.denied.map((f) => f.kind)).toEqual(['permission']);
-    expect(asked.denialReasons[0]).toMatch(/set-uid, set-gid or sticky bits on py \(dropped: only 0777 bits are applied\).*commands\.effects\.deny/);
+    expect(asked.denialReasons[0]).toMatch(
+      /set-uid, set-gid or sticky bits on py \(dropped: only 0777 bits are applied\).*commands\.effects\.deny/,
+    );
     const onlyTheBit = rateChangeset(changeset([], [{ path: 'tool', reason: 'set-gid bit dropped; nothing else changed' }]), policy());
     expect(onlyTheBit.findings.map((f) => f.kind)).toEqual(['permission']);
     // A hard link note is not a permission effect.
-    expect(rateChangeset(changeset([{ ...added('copy'), dropped: ['hard link not recreated: comes back as a file of its own'] }]), policy()).findings.map((f) => f.kind)).toEqual(['create']);
+    expect(
+      rateChangeset(
+        changeset([{ ...added('copy'), dropped: ['hard link not recreated: comes back as a file of its own'] }]),
+        policy(),
+      ).findings.map((f) => f.kind),
+    ).toEqual(['create']);
   });
 
   it('rates files under secret patterns and under .git at any depth and in any case as HIGH, naming them', () => {
-    const rating = rateChangeset(changeset([file('app/.env.local'), file('.git/config'), added('sub/.GIT/hooks/pre-commit'), file('src/gitignore.txt')]), policy({ ask: [] }));
+    const rating = rateChangeset(
+      changeset([file('app/.env.local'), file('.git/config'), added('sub/.GIT/hooks/pre-commit'), file('src/gitignore.txt')]),
+      policy({ ask: [] }),
+    );
     const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f.paths]));
     expect(byKind.secret).toEqual(['app/.env.local']);
     expect(byKind.git).toEqual(['.git/config', 'sub/.GIT/hooks/pre-commit']);
@@ -105,7 +134,10 @@ describe('rateChangeset', () => {
   });
 
   it('rates files this machine runs later (start-up files, build files, editor tasks) as the hostCode effect, asked about by default', () => {
-    const rating = rateChangeset(changeset([file('.bashrc'), added('Makefile'), file('.vscode/tasks.json'), file('src/app.ts'), file('.git/hooks/pre-commit')]), policy());
+    const rating = rateChangeset(
+      changeset([file('.bashrc'), added('Makefile'), file('.vscode/tasks.json'), file('src/app.ts'), file('.git/hooks/pre-commit')]),
+      policy(),
+    );
     const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f.paths]));
     expect(byKind.hostCode).toEqual(['.bashrc', 'Makefile', '.vscode/tasks.json']);
     expect(rating.asked.map((f) => f.kind)).toContain('hostCode');
@@ -113,7 +145,7 @@ describe('rateChangeset', () => {
     expect(rateChangeset(changeset([file('.bashrc')]), policy({ deny: ['hostCode'] })).denied).toHaveLength(1);
   });
 
-  it('uses the policy\'s own secret patterns', () => {
+  it("uses the policy's own secret patterns", () => {
     const rating = rateChangeset(changeset([file('config/prod.yaml')]), policy({}, { secretGlobs: ['config/prod.*'] }));
     expect(rating.findings.map((f) => f.kind)).toContain('secret');
   });
@@ -122,14 +154,25 @@ describe('rateChangeset', () => {
     const files = [added('a', 0o644, 600), added('b', 0o644, 600), deleted('c')];
     expect(rateChangeset(changeset(files), policy()).findings.map((f) => f.kind)).not.toContain('size');
     const tooMany = rateChangeset(changeset(files), policy({ maxFiles: 2, deny: ['size'] }));
-    expect(tooMany.denialReasons[0]).toBe('It changes 3 files, more than commands.effects.maxFiles (2), and the policy denies changes this large (commands.effects.deny).');
+    expect(tooMany.denialReasons[0]).toBe(
+      'It changes 3 files, more than commands.effects.maxFiles (2), and the policy denies changes this large (commands.effects.deny).',
+    );
     const tooBig = rateChangeset(changeset(files), policy({ maxBytes: 1000 }));
     expect(tooBig.findings.find((f) => f.kind === 'size')?.says).toBe('it writes 1200 bytes, more than commands.effects.maxBytes (1000)');
   });
 
   it('always denies a changeset with an entry that lands outside, whatever the lists say', () => {
     const rating = rateChangeset(
-      changeset([added('ok.txt')], [{ path: 'sshdir/config', reason: '/ws/sshdir/config lands through a symbolic link on /ws/.ssh/config, which matches the secret pattern ".ssh/**".', blocksChangeset: true }]),
+      changeset(
+        [added('ok.txt')],
+        [
+          {
+            path: 'sshdir/config',
+            reason: '/ws/sshdir/config lands through a symbolic link on /ws/.ssh/config, which matches the secret pattern ".ssh/**".',
+            blocksChangeset: true,
+          },
+        ],
+      ),
       policy({ deny: [], ask: [] }),
     );
     expect(rating.risk).toBe('CRITICAL');
@@ -147,15 +190,27 @@ describe('rateChangeset', () => {
 /** The preview the host makes of one existing file changing from `before` to `after`. */
 function rewritten(path: string, before: string | Buffer, after: string | Buffer | null): FileChangePreview {
   const bytes = (content: string | Buffer) => (typeof content === 'string' ? Buffer.from(content) : content);
-  return previewFileChange({ absolutePath: `/ws/${path}`, displayPath: path, before: bytes(before), after: after === null ? null : bytes(after), mode: 0o644 });
+  return previewFileChange({
+    absolutePath: `/ws/${path}`,
+    displayPath: path,
+    before: bytes(before),
+    after: after === null ? null : bytes(after),
+    mode: 0o644,
+  });
 }
 
 /** The preview of a new file a command left with `requested` permission bits, under the person's umask. */
 function created(path: string, requested: number, umask = 0o022): FileChangePreview {
-  return previewFileChange(limitNewFileMode({ absolutePath: `/ws/${path}`, displayPath: path, before: null, after: Buffer.from('x\n'), mode: null, modeAfter: requested }, umask));
+  return previewFileChange(
+    limitNewFileMode(
+      { absolutePath: `/ws/${path}`, displayPath: path, before: null, after: Buffer.from('x\n'), mode: null, modeAfter: requested },
+      umask,
+    ),
+  );
 }
 
-const kindsOf = (files: FileChangePreview[], effects: Record<string, unknown> = {}) => rateChangeset(changeset(files), policy(effects)).findings.map((f) => f.kind);
+const kindsOf = (files: FileChangePreview[], effects: Record<string, unknown> = {}) =>
+  rateChangeset(changeset(files), policy(effects)).findings.map((f) => f.kind);
 const keepMe = 'keep me\n';
 const tenLines = Array.from({ length: 10 }, (_, i) => `line ${i} of the person's notes\n`).join('');
 
@@ -188,7 +243,9 @@ describe('content that is lost: emptied is a deletion, replaced wholesale is `re
     expect(rating.risk).toBe('CRITICAL');
     expect(rating.denialReasons).toEqual(['It empties victim.txt, and the policy denies deletions (commands.effects.deny).']);
     const both = rateChangeset(changeset([deleted('a.txt'), rewritten('victim.txt', keepMe, '\n')]), policy({ deny: ['delete'] }));
-    expect(both.denialReasons).toEqual(['It deletes a.txt, and empties victim.txt, and the policy denies deletions (commands.effects.deny).']);
+    expect(both.denialReasons).toEqual([
+      'It deletes a.txt, and empties victim.txt, and the policy denies deletions (commands.effects.deny).',
+    ]);
   });
 
   it('counts emptying by size alone, even in a preview that carries no contentLoss', () => {
@@ -196,7 +253,11 @@ describe('content that is lost: emptied is a deletion, replaced wholesale is `re
   });
 
   it('denies wholesale replacement only when the policy names `replace`, saying how much remains', () => {
-    const replaced = [rewritten('victim.txt', keepMe, 'x\n'), rewritten('notes.md', tenLines, tenLines.split('\n').slice(0, 3).join('\n')), rewritten('logo.png', Buffer.from([0, 1]), Buffer.from([0, 2]))];
+    const replaced = [
+      rewritten('victim.txt', keepMe, 'x\n'),
+      rewritten('notes.md', tenLines, tenLines.split('\n').slice(0, 3).join('\n')),
+      rewritten('logo.png', Buffer.from([0, 1]), Buffer.from([0, 2])),
+    ];
     expect(rateChangeset(changeset(replaced), policy({ deny: ['delete'] })).denied).toEqual([]);
     const rating = rateChangeset(changeset(replaced), policy({ deny: ['replace'] }));
     expect(rating.denialReasons).toEqual([
@@ -212,7 +273,7 @@ describe('content that is lost: emptied is a deletion, replaced wholesale is `re
   });
 });
 
-describe('new files are never more open than the person\'s umask allows', () => {
+describe("new files are never more open than the person's umask allows", () => {
   it('creates a file that asked for 0666 under umask 022 as 0644, says what was dropped, and rates it a permission effect', () => {
     const preview = created('new.txt', 0o666);
     expect(preview).toMatchObject({ modeBefore: null, modeAfter: 0o644, modeRequested: 0o666 });
@@ -220,7 +281,9 @@ describe('new files are never more open than the person\'s umask allows', () => 
     const rating = rateChangeset(changeset([preview, created('d/f', 0o666)]), policy());
     const permission = rating.findings.find((f) => f.kind === 'permission')!;
     expect(permission.paths).toEqual(['new.txt', 'd/f']);
-    expect(permission.says).toBe('it asks for wider permissions than your umask gives new files on new.txt (0666, created 0644) and d/f (0666, created 0644); dropped: group write, others write');
+    expect(permission.says).toBe(
+      'it asks for wider permissions than your umask gives new files on new.txt (0666, created 0644) and d/f (0666, created 0644); dropped: group write, others write',
+    );
     // permission is in the default ask list: an auto-approval is taken away.
     expect(rating.asked.map((f) => f.kind)).toEqual(['permission']);
     expect(weighEffects(autoApproved, rating).consent).toBe('confirm');
@@ -240,15 +303,29 @@ describe('new files are never more open than the person\'s umask allows', () => 
 
   it('denies a world-writable file outright under effects.deny ["permission"]', () => {
     const rating = rateChangeset(changeset([created('new.txt', 0o777)]), policy({ deny: ['permission'] }));
-    expect(rating.denialReasons[0]).toMatch(/^It asks for wider permissions than your umask gives new files on new\.txt \(0777, created 0755\); dropped: group write, others write, and the policy denies permission changes/);
+    expect(rating.denialReasons[0]).toMatch(
+      /^It asks for wider permissions than your umask gives new files on new\.txt \(0777, created 0755\); dropped: group write, others write, and the policy denies permission changes/,
+    );
   });
 
   it('names a file left without read or write for the person, new or changed', () => {
-    const rating = rateChangeset(changeset([created('locked', 0o000), file('notes.txt', { preHash: 's', postHash: 's', modeBefore: 0o644, modeAfter: 0o444 }), created('ro.txt', 0o444)]), policy());
+    const rating = rateChangeset(
+      changeset([
+        created('locked', 0o000),
+        file('notes.txt', { preHash: 's', postHash: 's', modeBefore: 0o644, modeAfter: 0o444 }),
+        created('ro.txt', 0o444),
+      ]),
+      policy(),
+    );
     const permission = rating.findings.find((f) => f.kind === 'permission')!;
-    expect(permission.says).toContain('it leaves locked (0000), notes.txt (0444) and ro.txt (0444) without read or write permission for you');
+    expect(permission.says).toContain(
+      'it leaves locked (0000), notes.txt (0444) and ro.txt (0444) without read or write permission for you',
+    );
     // A mode change that leaves the owner's read and write alone is not called that.
-    expect(rateChangeset(changeset([file('a', { preHash: 's', postHash: 's', modeBefore: 0o600, modeAfter: 0o640 })]), policy()).findings[0]!.says).toBe('it changes the permissions of a (0600 → 0640)');
+    expect(
+      rateChangeset(changeset([file('a', { preHash: 's', postHash: 's', modeBefore: 0o600, modeAfter: 0o640 })]), policy()).findings[0]!
+        .says,
+    ).toBe('it changes the permissions of a (0600 → 0640)');
   });
 });
 
@@ -272,9 +349,17 @@ describe('weighEffects', () => {
     expect(weighed).toMatchObject({ consent: 'confirm', risk: 'HIGH' });
   });
 
-  it('takes away an approval a remembered rule or autoApprove gave, with the policy\'s own wording', () => {
+  it("takes away an approval a remembered rule or autoApprove gave, with the policy's own wording", () => {
     const hints = { risk: 'HIGH' as const, reasons: ['Runs `npm test`.'], mitigations: [] };
-    const rule = { id: 'r1', kind: 'command' as const, prefix: ['npm', 'test'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00Z', proposer: { kind: 'person' as const } };
+    const rule = {
+      id: 'r1',
+      kind: 'command' as const,
+      prefix: ['npm', 'test'],
+      root: '/ws',
+      maxRisk: 'HIGH' as const,
+      createdAt: '2026-01-01T00:00:00Z',
+      proposer: { kind: 'person' as const },
+    };
     const byRule = evaluateStep(hints, defaultPolicy(), true, [rule]);
     const byLevel = evaluateStep(hints, PolicySchema.parse({ autoApprove: 'HIGH' }), true);
     for (const evaluation of [byRule, byLevel]) {

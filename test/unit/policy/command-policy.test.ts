@@ -23,8 +23,21 @@ describe('checkCommandPrograms', () => {
   });
 
   it('denies a program named inside a wrapper, a shell string or a substitution', () => {
-    for (const line of ['timeout 60 rm -rf .', "sh -c -- 'rm x'", 'exec -a y rm x', 'eval "rm x"', "busybox sh -c 'rm x'", 'nice rm x', 'echo $(rm x)', 'if true; then rm victim.txt; fi', '{ rm x; }']) {
-      expect(checkCommandPrograms(line, { allow: [], deny: ['rm'] }), line).toMatchObject({ allowed: false, reason: expect.stringContaining('"rm"') });
+    for (const line of [
+      'timeout 60 rm -rf .',
+      "sh -c -- 'rm x'",
+      'exec -a y rm x',
+      'eval "rm x"',
+      "busybox sh -c 'rm x'",
+      'nice rm x',
+      'echo $(rm x)',
+      'if true; then rm victim.txt; fi',
+      '{ rm x; }',
+    ]) {
+      expect(checkCommandPrograms(line, { allow: [], deny: ['rm'] }), line).toMatchObject({
+        allowed: false,
+        reason: expect.stringContaining('"rm"'),
+      });
     }
   });
 
@@ -32,7 +45,9 @@ describe('checkCommandPrograms', () => {
     const verdict = checkCommandPrograms('X=rm; $X x', { allow: [], deny: ['rm'] });
     expect(verdict.allowed).toBe(true);
     expect(verdict.unknowable.map((entry) => entry.kind)).toEqual(['computed-name']);
-    expect(describeUnknowable(verdict.unknowable)).toMatch(/^could run any program: the program's name `\$X` is computed from a variable expansion$/);
+    expect(describeUnknowable(verdict.unknowable)).toMatch(
+      /^could run any program: the program's name `\$X` is computed from a variable expansion$/,
+    );
   });
 
   it('admits only allowlisted programs when an allow list exists', () => {
@@ -46,8 +61,19 @@ describe('checkCommandPrograms', () => {
   it('never lets an allow list cover a line that could run any program', () => {
     // An interpreter runs code the line does not show, even when the person allowed it by name.
     expect(checkCommandPrograms('node x.js', { allow: ['node'], deny: [] }).allowed).toBe(false);
-    for (const line of ['timeout 5 npm test', 'sh -c "npm test"', '$CMD', 'npx jest', 'env PATH=. npm test', './npm test', 'npm test | sh']) {
-      expect(checkCommandPrograms(line, { allow: ['*'], deny: [] }), line).toMatchObject({ allowed: false, reason: expect.stringContaining('could run any program') });
+    for (const line of [
+      'timeout 5 npm test',
+      'sh -c "npm test"',
+      '$CMD',
+      'npx jest',
+      'env PATH=. npm test',
+      './npm test',
+      'npm test | sh',
+    ]) {
+      expect(checkCommandPrograms(line, { allow: ['*'], deny: [] }), line).toMatchObject({
+        allowed: false,
+        reason: expect.stringContaining('could run any program'),
+      });
     }
   });
 
@@ -67,11 +93,14 @@ describe('checkCommandPrograms', () => {
 
   it('checks the variables a step sets for its command like assignments on the line', () => {
     const verdict = checkCommandPrograms('ls', { allow: [], deny: ['rm'] }, { PATH: '/workspace/bin' });
-    expect(verdict.unknowable).toEqual([{ kind: 'changes-lookup', reason: expect.stringContaining("`PATH`") }]);
+    expect(verdict.unknowable).toEqual([{ kind: 'changes-lookup', reason: expect.stringContaining('`PATH`') }]);
     expect(checkCommandPrograms('ls', { allow: [], deny: ['rm'] }, { NODE_ENV: 'test' }).unknowable).toEqual([]);
   });
 
   it('refuses a line that starts no program', () => {
-    expect(checkCommandPrograms('> file', { allow: [], deny: [] })).toMatchObject({ allowed: false, reason: 'The command starts no program.' });
+    expect(checkCommandPrograms('> file', { allow: [], deny: [] })).toMatchObject({
+      allowed: false,
+      reason: 'The command starts no program.',
+    });
   });
 });

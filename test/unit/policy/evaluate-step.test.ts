@@ -22,12 +22,28 @@ describe('evaluateStep', () => {
   });
 
   it('turns a rule denial into CRITICAL whatever the hinted risk', () => {
-    expect(evaluateStep({ risk: 'LOW', deny: true, reasons: ['no'], mitigations: [] }, policy('HIGH'), true)).toMatchObject({ allowed: false, risk: 'CRITICAL' });
+    expect(evaluateStep({ risk: 'LOW', deny: true, reasons: ['no'], mitigations: [] }, policy('HIGH'), true)).toMatchObject({
+      allowed: false,
+      risk: 'CRITICAL',
+    });
   });
 
   it('asks the person when the hints say it must, whatever autoApprove or remembered rules say', () => {
-    const rule = { id: 'r1', kind: 'command' as const, prefix: ['timeout'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00.000Z', proposer: { kind: 'person' as const } };
-    const verdict = evaluateStep({ risk: 'HIGH', reasons: ['runs'], mitigations: [], mustAsk: ['could run any program: `timeout` starts `rm`'] }, policy('HIGH'), true, [rule]);
+    const rule = {
+      id: 'r1',
+      kind: 'command' as const,
+      prefix: ['timeout'],
+      root: '/ws',
+      maxRisk: 'HIGH' as const,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      proposer: { kind: 'person' as const },
+    };
+    const verdict = evaluateStep(
+      { risk: 'HIGH', reasons: ['runs'], mitigations: [], mustAsk: ['could run any program: `timeout` starts `rm`'] },
+      policy('HIGH'),
+      true,
+      [rule],
+    );
     expect(verdict).toMatchObject({ allowed: true, consent: 'confirm', risk: 'HIGH' });
     expect(verdict.reasons).toEqual(['runs', 'could run any program: `timeout` starts `rm`']);
     expect(verdict.mitigations.join(' ')).not.toContain('Approved without asking');
@@ -35,7 +51,15 @@ describe('evaluateStep', () => {
   });
 
   it('says once that a rule approved a step, however many commands of the line it covered', () => {
-    const rule = { id: 'r1', kind: 'command' as const, prefix: ['ls'], root: '/ws', maxRisk: 'HIGH' as const, createdAt: '2026-01-01T00:00:00.000Z', proposer: { kind: 'person' as const } };
+    const rule = {
+      id: 'r1',
+      kind: 'command' as const,
+      prefix: ['ls'],
+      root: '/ws',
+      maxRisk: 'HIGH' as const,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      proposer: { kind: 'person' as const },
+    };
     const other = { ...rule, id: 'r2', prefix: ['wc'] };
     // `ls; ls -a | wc -l` is covered by r1, r1 and r2.
     const verdict = evaluateStep({ risk: 'LOW', reasons: [], mitigations: [] }, policy('none'), true, [rule, rule, other]);

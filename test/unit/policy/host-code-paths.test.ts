@@ -301,7 +301,15 @@ describe('host-code paths', () => {
   });
 
   it("folds Windows' ways of naming the same file: backslashes, trailing dots and spaces, alternate data streams", () => {
-    for (const variant of ['.git\\config', '.git./config', '.git/config.', '.git/config ', '.git/config::$DATA', '.\\.git\\hooks\\pre-commit', '.git//hooks/pre-commit']) {
+    for (const variant of [
+      '.git\\config',
+      '.git./config',
+      '.git/config.',
+      '.git/config ',
+      '.git/config::$DATA',
+      '.\\.git\\hooks\\pre-commit',
+      '.git//hooks/pre-commit',
+    ]) {
       expect(hostCodeReason(variant), variant).toBeDefined();
     }
   });
@@ -318,7 +326,10 @@ describe('host-code paths', () => {
   it("treats the folder a repository's core.hooksPath names as its hooks, in the root and in a nested repository", () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, '.git'));
-    fs.writeFileSync(path.join(root, '.git', 'config'), '[core]\n\trepositoryformatversion = 0\n\tHooksPath = "tools/git-hooks" ; set by setup\n[remote "origin"]\n\turl = x\n');
+    fs.writeFileSync(
+      path.join(root, '.git', 'config'),
+      '[core]\n\trepositoryformatversion = 0\n\tHooksPath = "tools/git-hooks" ; set by setup\n[remote "origin"]\n\turl = x\n',
+    );
     expect(hostCodeReasonAt(root, 'tools/git-hooks/pre-commit')).toMatch(/core\.hooksPath names: it is a Git hook/);
     expect(hostCodeReasonAt(root, 'tools/git-hooks/lib/common.sh')).toMatch(/core\.hooksPath/);
     expect(hostCodeReasonAt(root, 'tools/other/pre-commit')).toBeUndefined();

@@ -58,8 +58,16 @@ describe('workspace roots and the data directory', () => {
 
 describe('a policy file over the limits', () => {
   it.each([
-    ['nested 5000 levels', `{"workspaceRoots": ${'['.repeat(5000)}${']'.repeat(5000)}}`, /workspaceRoots(\[0\]){63} is nested deeper than 64 levels/],
-    ['with a number JSON reads as Infinity', '{"workspaceRoots": [], "agentLimits": {"stepsPerMinute": 1e400}}', /agentLimits\.stepsPerMinute is Infinity/],
+    [
+      'nested 5000 levels',
+      `{"workspaceRoots": ${'['.repeat(5000)}${']'.repeat(5000)}}`,
+      /workspaceRoots(\[0\]){63} is nested deeper than 64 levels/,
+    ],
+    [
+      'with a number JSON reads as Infinity',
+      '{"workspaceRoots": [], "agentLimits": {"stepsPerMinute": 1e400}}',
+      /agentLimits\.stepsPerMinute is Infinity/,
+    ],
   ])('is refused with POLICY_INVALID naming the place when %s', (_label, text, place) => {
     const dataDir = tempDir();
     fs.writeFileSync(path.join(dataDir, 'policy.json'), text);

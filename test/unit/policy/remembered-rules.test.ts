@@ -3,7 +3,14 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RememberedRule } from '../../../src/domain/remembered-rule.js';
 import { PolicySchema } from '../../../src/policy/policy-file.js';
-import { commandMatchesPrefix, fileRuleMatches, pipelineCoveredBy, rulesAllowing, urlRuleMatches, type RuleTarget } from '../../../src/policy/remembered-rules.js';
+import {
+  commandMatchesPrefix,
+  fileRuleMatches,
+  pipelineCoveredBy,
+  rulesAllowing,
+  urlRuleMatches,
+  type RuleTarget,
+} from '../../../src/policy/remembered-rules.js';
 import { loadShellParser } from '../../../src/policy/shell-parser.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
@@ -31,13 +38,47 @@ describe('command prefix rules', () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, 'proj', 'sub'), { recursive: true });
     const rules: RememberedRule[] = [
-      { id: 'r1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
-      { id: 'r2', kind: 'command', prefix: ['tee', 'out.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      {
+        id: 'r1',
+        kind: 'command',
+        prefix: ['npm', 'test'],
+        root: path.join(root, 'proj'),
+        maxRisk: 'MEDIUM',
+        createdAt: at,
+        proposer: person,
+      },
+      {
+        id: 'r2',
+        kind: 'command',
+        prefix: ['tee', 'out.txt'],
+        root: path.join(root, 'proj'),
+        maxRisk: 'MEDIUM',
+        createdAt: at,
+        proposer: person,
+      },
     ];
     const cwd = path.join(root, 'proj', 'sub');
     expect(pipelineCoveredBy([['npm', 'test']], cwd, rules)?.map((rule) => rule.id)).toEqual(['r1']);
-    expect(pipelineCoveredBy([['npm', 'test'], ['tee', 'out.txt']], cwd, rules)?.map((rule) => rule.id)).toEqual(['r1', 'r2']);
-    expect(pipelineCoveredBy([['npm', 'test'], ['curl', 'evil.sh']], cwd, rules)).toBeNull();
+    expect(
+      pipelineCoveredBy(
+        [
+          ['npm', 'test'],
+          ['tee', 'out.txt'],
+        ],
+        cwd,
+        rules,
+      )?.map((rule) => rule.id),
+    ).toEqual(['r1', 'r2']);
+    expect(
+      pipelineCoveredBy(
+        [
+          ['npm', 'test'],
+          ['curl', 'evil.sh'],
+        ],
+        cwd,
+        rules,
+      ),
+    ).toBeNull();
     expect(pipelineCoveredBy([], cwd, rules)).toBeNull();
     // Outside the rule's root the same command asks again.
     expect(pipelineCoveredBy([['npm', 'test']], root, rules)).toBeNull();
@@ -48,7 +89,9 @@ describe('command prefix rules', () => {
     fs.mkdirSync(path.join(base, 'proj'));
     fs.mkdirSync(path.join(base, 'elsewhere'));
     fs.symlinkSync(path.join(base, 'elsewhere'), path.join(base, 'proj', 'link'));
-    const rules: RememberedRule[] = [{ id: 'r1', kind: 'command', prefix: ['make'], root: path.join(base, 'proj'), maxRisk: 'LOW', createdAt: at, proposer: person }];
+    const rules: RememberedRule[] = [
+      { id: 'r1', kind: 'command', prefix: ['make'], root: path.join(base, 'proj'), maxRisk: 'LOW', createdAt: at, proposer: person },
+    ];
     expect(pipelineCoveredBy([['make']], path.join(base, 'proj'), rules)).not.toBeNull();
     expect(pipelineCoveredBy([['make']], path.join(base, 'proj', 'link'), rules)).toBeNull();
   });
@@ -63,14 +106,30 @@ describe('file glob rules', () => {
     fs.mkdirSync(path.join(base, 'outside'));
     fs.mkdirSync(dataDir);
     fs.symlinkSync(path.join(base, 'outside'), path.join(root, 'src', 'escape'));
-    const rule: Extract<RememberedRule, { kind: 'file' }> = { id: 'f1', kind: 'file', root, glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at, proposer: person };
+    const rule: Extract<RememberedRule, { kind: 'file' }> = {
+      id: 'f1',
+      kind: 'file',
+      root,
+      glob: 'src/**',
+      maxRisk: 'MEDIUM',
+      createdAt: at,
+      proposer: person,
+    };
     expect(fileRuleMatches(rule, path.join(root, 'src', 'a.ts'), [root], dataDir)).toBe(true);
     expect(fileRuleMatches(rule, 'src/deep/b.ts', [root], dataDir)).toBe(true);
     expect(fileRuleMatches(rule, path.join(root, 'README.md'), [root], dataDir)).toBe(false);
     expect(fileRuleMatches(rule, path.join(root, 'src', '..', 'README.md'), [root], dataDir)).toBe(false);
     // Through a symlink out of the root the guard refuses, so the rule never applies.
     expect(fileRuleMatches(rule, path.join(root, 'src', 'escape', 'x.ts'), [root], dataDir)).toBe(false);
-    const exact: Extract<RememberedRule, { kind: 'file' }> = { id: 'f2', kind: 'file', root, glob: 'notes/todo\\[1\\].md', maxRisk: 'MEDIUM', createdAt: at, proposer: person };
+    const exact: Extract<RememberedRule, { kind: 'file' }> = {
+      id: 'f2',
+      kind: 'file',
+      root,
+      glob: 'notes/todo\\[1\\].md',
+      maxRisk: 'MEDIUM',
+      createdAt: at,
+      proposer: person,
+    };
     expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo[1].md'), [root], dataDir)).toBe(true);
     expect(fileRuleMatches(exact, path.join(root, 'notes', 'todo1.md'), [root], dataDir)).toBe(false);
   });
@@ -80,14 +139,25 @@ describe('file glob rules', () => {
     const root = path.join(base, 'ws');
     fs.mkdirSync(root);
     const rules: RememberedRule[] = [{ id: 'f1', kind: 'file', root, glob: '**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }];
-    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'MEDIUM', rules, [root], path.join(base, 'data'), mine)).toHaveLength(1);
+    expect(
+      rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'MEDIUM', rules, [root], path.join(base, 'data'), mine),
+    ).toHaveLength(1);
     expect(rulesAllowing({ kind: 'file', path: path.join(root, '.env') }, 'HIGH', rules, [root], path.join(base, 'data'), mine)).toBeNull();
-    expect(rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'CRITICAL', rules, [root], path.join(base, 'data'), mine)).toBeNull();
+    expect(
+      rulesAllowing({ kind: 'file', path: path.join(root, 'a.txt') }, 'CRITICAL', rules, [root], path.join(base, 'data'), mine),
+    ).toBeNull();
   });
 });
 
 describe('URL host rules', () => {
-  const rule: Extract<RememberedRule, { kind: 'url' }> = { id: 'u1', kind: 'url', host: 'example.com', maxRisk: 'HIGH', createdAt: at, proposer: person };
+  const rule: Extract<RememberedRule, { kind: 'url' }> = {
+    id: 'u1',
+    kind: 'url',
+    host: 'example.com',
+    maxRisk: 'HIGH',
+    createdAt: at,
+    proposer: person,
+  };
   it('match the exact host only, whatever the case, path or port', () => {
     expect(urlRuleMatches(rule, 'https://example.com/a?b')).toBe(true);
     expect(urlRuleMatches(rule, 'https://EXAMPLE.com.:8443/')).toBe(true);
@@ -102,14 +172,36 @@ describe('URL host rules', () => {
 
 describe('the policy file', () => {
   it('accepts remembered rules and refuses ones that reach outside their root or name a wildcard host', () => {
-    const ok = PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] });
+    const ok = PolicySchema.safeParse({
+      remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }],
+    });
     expect(ok.success).toBe(true);
     expect(PolicySchema.parse({}).remembered).toEqual([]);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: '../**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'f1', kind: 'file', root: 'ws', glob: 'a', maxRisk: 'MEDIUM', createdAt: at, proposer: person }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'u1', kind: 'url', host: '*.example.com', maxRisk: 'LOW', createdAt: at, proposer: person }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: [], root: '/ws', maxRisk: 'LOW', createdAt: at, proposer: person }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at, proposer: person }] }).success).toBe(false);
+    expect(
+      PolicySchema.safeParse({
+        remembered: [{ id: 'f1', kind: 'file', root: '/ws', glob: '../**', maxRisk: 'MEDIUM', createdAt: at, proposer: person }],
+      }).success,
+    ).toBe(false);
+    expect(
+      PolicySchema.safeParse({
+        remembered: [{ id: 'f1', kind: 'file', root: 'ws', glob: 'a', maxRisk: 'MEDIUM', createdAt: at, proposer: person }],
+      }).success,
+    ).toBe(false);
+    expect(
+      PolicySchema.safeParse({
+        remembered: [{ id: 'u1', kind: 'url', host: '*.example.com', maxRisk: 'LOW', createdAt: at, proposer: person }],
+      }).success,
+    ).toBe(false);
+    expect(
+      PolicySchema.safeParse({
+        remembered: [{ id: 'c1', kind: 'command', prefix: [], root: '/ws', maxRisk: 'LOW', createdAt: at, proposer: person }],
+      }).success,
+    ).toBe(false);
+    expect(
+      PolicySchema.safeParse({
+        remembered: [{ id: 'c1', kind: 'command', prefix: ['rm'], root: '/ws', maxRisk: 'CRITICAL', createdAt: at, proposer: person }],
+      }).success,
+    ).toBe(false);
   });
 });
 
@@ -119,8 +211,24 @@ describe('command rules on runCommand steps', () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, 'proj'));
     const rules: RememberedRule[] = [
-      { id: 'c1', kind: 'command', prefix: ['npm', 'test'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
-      { id: 'c2', kind: 'command', prefix: ['tee', 'log.txt'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      {
+        id: 'c1',
+        kind: 'command',
+        prefix: ['npm', 'test'],
+        root: path.join(root, 'proj'),
+        maxRisk: 'MEDIUM',
+        createdAt: at,
+        proposer: person,
+      },
+      {
+        id: 'c2',
+        kind: 'command',
+        prefix: ['tee', 'log.txt'],
+        root: path.join(root, 'proj'),
+        maxRisk: 'MEDIUM',
+        createdAt: at,
+        proposer: person,
+      },
     ];
     const target = (command: string, cwd = 'proj') => commandRuleTarget({ command, cwd } as never, [root]);
     const allows = (command: string, cwd?: string) => {
@@ -136,13 +244,30 @@ describe('command rules on runCommand steps', () => {
     // A line whose programs are not all named is never covered, whatever rules exist for its words.
     const wrapperRules: RememberedRule[] = [
       ...rules,
-      { id: 'c3', kind: 'command', prefix: ['timeout', '60'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
+      {
+        id: 'c3',
+        kind: 'command',
+        prefix: ['timeout', '60'],
+        root: path.join(root, 'proj'),
+        maxRisk: 'MEDIUM',
+        createdAt: at,
+        proposer: person,
+      },
       { id: 'c4', kind: 'command', prefix: ['busybox'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
       { id: 'c5', kind: 'command', prefix: ['nice'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
       { id: 'c6', kind: 'command', prefix: ['sh'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
       { id: 'c7', kind: 'command', prefix: ['echo'], root: path.join(root, 'proj'), maxRisk: 'MEDIUM', createdAt: at, proposer: person },
     ];
-    for (const command of ['timeout 60 rm -rf .', "busybox sh -c 'rm x'", 'nice rm x', 'echo rm x | sh', "sh -c 'npm test'", 'npm test | sh', 'X=npm; $X test', 'npm test; f() { :; }']) {
+    for (const command of [
+      'timeout 60 rm -rf .',
+      "busybox sh -c 'rm x'",
+      'nice rm x',
+      'echo rm x | sh',
+      "sh -c 'npm test'",
+      'npm test | sh',
+      'X=npm; $X test',
+      'npm test; f() { :; }',
+    ]) {
       expect(target(command), command).toBeNull();
       const resolved = commandRuleTarget({ command, cwd: 'proj' } as never, [root]);
       expect(resolved ? rulesAllowing(resolved, 'MEDIUM', wrapperRules, [root], path.join(root, 'data'), mine) : null, command).toBeNull();
@@ -156,7 +281,11 @@ describe('command rules on runCommand steps', () => {
     expect(target('npm $X')).toBeNull();
     expect(allows('npm $(echo test)')).toBe(false);
     expect(allows('if true; then npm test; fi')).toBe(false);
-    expect(commandRuleTarget({ argv: ['npm', 'test'], cwd: 'proj' } as never, [root])).toEqual({ kind: 'command', pipeline: [['npm', 'test']], cwd: path.join(root, 'proj') });
+    expect(commandRuleTarget({ argv: ['npm', 'test'], cwd: 'proj' } as never, [root])).toEqual({
+      kind: 'command',
+      pipeline: [['npm', 'test']],
+      cwd: path.join(root, 'proj'),
+    });
     expect(commandRuleTarget({ argv: ['npm', 'test'] } as never, [])).toBeNull();
   });
 });
@@ -197,14 +326,32 @@ describe('command rules and what a line writes', () => {
     ]) {
       expect(allows(command), command).toBe(false);
     }
-    for (const command of ['ls', 'ls > /dev/null', 'ls 2>/dev/null', 'ls >/dev/null 2>&1', 'ls 2>&1 | cat', 'ls >&2', 'ls 3>&-', 'cat < in.txt', 'cat <<< x']) {
+    for (const command of [
+      'ls',
+      'ls > /dev/null',
+      'ls 2>/dev/null',
+      'ls >/dev/null 2>&1',
+      'ls 2>&1 | cat',
+      'ls >&2',
+      'ls 3>&-',
+      'cat < in.txt',
+      'cat <<< x',
+    ]) {
       expect(allows(command), command).toBe(true);
     }
   });
 
   it('never let a rule for a program that starts others cover the program it starts', () => {
     const root = tempDir();
-    const slipped: RememberedRule = { id: 'l32', kind: 'command', prefix: ['linux32'], root, maxRisk: 'HIGH', createdAt: at, proposer: person };
+    const slipped: RememberedRule = {
+      id: 'l32',
+      kind: 'command',
+      prefix: ['linux32'],
+      root,
+      maxRisk: 'HIGH',
+      createdAt: at,
+      proposer: person,
+    };
     expect(pipelineCoveredBy([['linux32', 'rm', '-r', 'victim.txt']], root, [slipped])).toBeNull();
     expect(pipelineCoveredBy([['linux32', 'uname', '-m']], root, [slipped])).toBeNull();
     expect(PolicySchema.safeParse({ remembered: [slipped] }).success).toBe(false);
@@ -212,7 +359,15 @@ describe('command rules and what a line writes', () => {
 });
 
 describe('rules that arrive through setPolicy or policy.json', () => {
-  const commandRule = (prefix: string[]) => ({ id: 'c1', kind: 'command', prefix, root: '/ws', maxRisk: 'HIGH', createdAt: at, proposer: person });
+  const commandRule = (prefix: string[]) => ({
+    id: 'c1',
+    kind: 'command',
+    prefix,
+    root: '/ws',
+    maxRisk: 'HIGH',
+    createdAt: at,
+    proposer: person,
+  });
 
   it.each([
     [['timeout', '60'], 'timeout'],
@@ -242,11 +397,13 @@ describe('rules that arrive through setPolicy or policy.json', () => {
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: 'tomorrow' }] }).success).toBe(false);
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), expiresAt: '2026-02-01T00:00:00Z' }] }).success).toBe(true);
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'agent' } }] }).success).toBe(false);
-    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'agent', agentId: '' } }] }).success).toBe(false);
+    expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'agent', agentId: '' } }] }).success).toBe(
+      false,
+    );
     expect(PolicySchema.safeParse({ remembered: [{ ...commandRule(['make']), proposer: { kind: 'anyone' } }] }).success).toBe(false);
   });
 
-  it('load a rule saved before scoping as the person\'s own, flagged, never as any agent\'s', () => {
+  it("load a rule saved before scoping as the person's own, flagged, never as any agent's", () => {
     const old = { id: 'old', kind: 'command', prefix: ['make'], root: '/ws', maxRisk: 'HIGH', createdAt: at };
     const parsed = PolicySchema.parse({ remembered: [old] });
     expect(parsed.remembered[0]).toEqual({ ...old, proposer: { kind: 'person' }, madeBeforeScoping: true });
@@ -260,11 +417,14 @@ describe('rule scope when a step is weighed', () => {
   const root = path.join(base, 'ws');
   fs.mkdirSync(root);
   const agentA = { kind: 'agent', agentId: 'agent-a' } as const;
-  const rules: RememberedRule[] = [{ id: 'a1', kind: 'command', prefix: ['make', 'test'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
+  const rules: RememberedRule[] = [
+    { id: 'a1', kind: 'command', prefix: ['make', 'test'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA },
+  ];
   const target: RuleTarget = { kind: 'command', pipeline: [['make', 'test']], cwd: root };
-  const weigh = (proposer: Parameters<typeof rulesAllowing>[5]['proposer'], now = new Date(at), list = rules) => rulesAllowing(target, 'HIGH', list, [root], path.join(base, 'data'), { proposer, now });
+  const weigh = (proposer: Parameters<typeof rulesAllowing>[5]['proposer'], now = new Date(at), list = rules) =>
+    rulesAllowing(target, 'HIGH', list, [root], path.join(base, 'data'), { proposer, now });
 
-  it('cover only the agent the rule was made for: agent B\'s identical step, the person\'s and an unnamed agent\'s still ask', () => {
+  it("cover only the agent the rule was made for: agent B's identical step, the person's and an unnamed agent's still ask", () => {
     expect(weigh(agentA)?.map((rule) => rule.id)).toEqual(['a1']);
     expect(weigh({ kind: 'agent', agentId: 'agent-b' })).toBeNull();
     expect(weigh({ kind: 'agent', agentId: 'Agent-A' })).toBeNull();
@@ -280,10 +440,27 @@ describe('rule scope when a step is weighed', () => {
   });
 
   it('refuse a wrapper rule that slipped past the schema, and a covered command whose words make it a runner', () => {
-    const slipped: RememberedRule[] = [{ id: 'w1', kind: 'command', prefix: ['timeout', '60'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
-    expect(rulesAllowing({ kind: 'command', pipeline: [['timeout', '60', 'rm', '-rf', '.']], cwd: root }, 'HIGH', slipped, [root], path.join(base, 'data'), { proposer: agentA, now: new Date(at) })).toBeNull();
-    const findRule: RememberedRule[] = [{ id: 'f1', kind: 'command', prefix: ['find', '.'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA }];
-    const find = (argv: string[]) => rulesAllowing({ kind: 'command', pipeline: [argv], cwd: root }, 'HIGH', findRule, [root], path.join(base, 'data'), { proposer: agentA, now: new Date(at) });
+    const slipped: RememberedRule[] = [
+      { id: 'w1', kind: 'command', prefix: ['timeout', '60'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA },
+    ];
+    expect(
+      rulesAllowing(
+        { kind: 'command', pipeline: [['timeout', '60', 'rm', '-rf', '.']], cwd: root },
+        'HIGH',
+        slipped,
+        [root],
+        path.join(base, 'data'),
+        { proposer: agentA, now: new Date(at) },
+      ),
+    ).toBeNull();
+    const findRule: RememberedRule[] = [
+      { id: 'f1', kind: 'command', prefix: ['find', '.'], root, maxRisk: 'HIGH', createdAt: at, proposer: agentA },
+    ];
+    const find = (argv: string[]) =>
+      rulesAllowing({ kind: 'command', pipeline: [argv], cwd: root }, 'HIGH', findRule, [root], path.join(base, 'data'), {
+        proposer: agentA,
+        now: new Date(at),
+      });
     expect(find(['find', '.', '-name', '*.ts'])).not.toBeNull();
     expect(find(['find', '.', '-exec', 'rm', '{}', '+'])).toBeNull();
     expect(find(['find', '.', '-delete'])).toBeNull();

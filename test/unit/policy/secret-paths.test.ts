@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HOST_CODE_PATHS } from '../../../src/policy/host-code-paths.js';
-import { filesystemIgnoresCase, globListMatcher, globMatcher, normalizedForMatching, platformIgnoresCase } from '../../../src/policy/path-patterns.js';
+import {
+  filesystemIgnoresCase,
+  globListMatcher,
+  globMatcher,
+  normalizedForMatching,
+  platformIgnoresCase,
+} from '../../../src/policy/path-patterns.js';
 import { DEFAULT_SECRET_GLOBS, PolicySchema } from '../../../src/policy/policy-file.js';
 import { matchingSecretGlob, secretPathMatcher } from '../../../src/policy/secret-paths.js';
 import { exclusionOf } from '../../../src/sandbox/docker/scratch-copy.js';
@@ -234,7 +240,16 @@ describe('default secret globs', () => {
   });
 
   it('matches other spellings of the same file where the filesystem ignores case or Windows folds the name', () => {
-    for (const variant of ['.NPMRC', '.Git-Credentials', '.AWS/config', 'ID_RSA', 'Cert.P12', '.Docker/Config.json', '.HuggingFace/stored_tokens', '.Kube/prod-config']) {
+    for (const variant of [
+      '.NPMRC',
+      '.Git-Credentials',
+      '.AWS/config',
+      'ID_RSA',
+      'Cert.P12',
+      '.Docker/Config.json',
+      '.HuggingFace/stored_tokens',
+      '.Kube/prod-config',
+    ]) {
       expect(matchingSecretGlob(variant, DEFAULT_SECRET_GLOBS), variant).toBeUndefined();
       expect(matchingSecretGlob(variant, DEFAULT_SECRET_GLOBS, { caseInsensitive: true }), variant).toBeDefined();
       expect(secretPathMatcher(DEFAULT_SECRET_GLOBS, { caseInsensitive: true })(variant), variant).toBe(true);
@@ -258,7 +273,18 @@ describe('default secret globs', () => {
 describe('the Docker scratch copy, by the same patterns', () => {
   it('leaves the widened credential files out of the copy unless the step names them, and copies the rest', () => {
     const options = { ignore: ['.git/**', 'node_modules/**'], secretGlobs: PolicySchema.parse({}).secretGlobs };
-    for (const file of ['.npmrc', '.git-credentials', '.aws/credentials', 'sub/.docker/config.json', '.kube/config', 'cert.p12', '.huggingface/token', '.bash_history', '.config/containers/auth.json', '.kube/prod-config']) {
+    for (const file of [
+      '.npmrc',
+      '.git-credentials',
+      '.aws/credentials',
+      'sub/.docker/config.json',
+      '.kube/config',
+      'cert.p12',
+      '.huggingface/token',
+      '.bash_history',
+      '.config/containers/auth.json',
+      '.kube/prod-config',
+    ]) {
       expect(exclusionOf(file, options), file).toBe('secret');
     }
     expect(exclusionOf('.npmrc', { ...options, allowedSecrets: ['.npmrc'] })).toBeNull();
@@ -269,8 +295,24 @@ describe('the Docker scratch copy, by the same patterns', () => {
 
 describe('a compiled pattern list', () => {
   it('answers exactly as trying each pattern in turn would, first match in list order, in both case modes', () => {
-    const lists = [DEFAULT_SECRET_GLOBS, HOST_CODE_PATHS.flatMap((entry) => entry.globs), ['./x/*', '**', '!a', '*.md', 'docs/**', '{a,b}/c', '[Dd]ocs/*.md']];
-    const paths = [...CREDENTIAL_FILES, ...ORDINARY, 'a', 'b/c', 'x/y', 'Docs/README.md', '.GIT/config', 'deep/er/.Kube/x', 'x/.hg/hgrc', 'My Documents/Login Data', 'a/b/c/d/e/f/g.ts'];
+    const lists = [
+      DEFAULT_SECRET_GLOBS,
+      HOST_CODE_PATHS.flatMap((entry) => entry.globs),
+      ['./x/*', '**', '!a', '*.md', 'docs/**', '{a,b}/c', '[Dd]ocs/*.md'],
+    ];
+    const paths = [
+      ...CREDENTIAL_FILES,
+      ...ORDINARY,
+      'a',
+      'b/c',
+      'x/y',
+      'Docs/README.md',
+      '.GIT/config',
+      'deep/er/.Kube/x',
+      'x/.hg/hgrc',
+      'My Documents/Login Data',
+      'a/b/c/d/e/f/g.ts',
+    ];
     for (const globs of lists) {
       for (const caseInsensitive of [false, true]) {
         const compiled = globListMatcher(globs, { caseInsensitive });

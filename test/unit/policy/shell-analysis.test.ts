@@ -72,7 +72,7 @@ const CASES: Case[] = [
   ["cat <<'EOF'\n$(rm x)\nEOF", ['cat'], []],
   ['cat <<\\EOF\n`rm x`\nEOF', ['cat'], []],
   ['x=$(cat <<EOF\n$(rm y)\nEOF\n)', ['cat', 'rm'], []],
-  ["echo '$(rm x)' \"\\$(rm y)\"", ['echo'], []],
+  ['echo \'$(rm x)\' "\\$(rm y)"', ['echo'], []],
   ['echo ${x:-`rm y`}', ['echo'], ['unparsable']],
   // Names the shell would compute.
   ['$CMD x', [], ['computed-name']],
@@ -159,11 +159,11 @@ const CASES: Case[] = [
   ['python3 -c "import os; os.remove(\'x\')"', ['python3'], ['runs-code']],
   ['python3 x.py', ['python3'], ['runs-code']],
   ['python3.11 -m http.server', ['python3.11'], ['runs-code']],
-  ['node -e "require(\'fs\').rmSync(\'x\')"', ['node'], ['runs-code']],
+  ["node -e \"require('fs').rmSync('x')\"", ['node'], ['runs-code']],
   ['node --version', ['node'], []],
   ['perl -e "unlink q(x)"', ['perl'], ['runs-code']],
   ['ruby -e "File.delete(1)"', ['ruby'], ['runs-code']],
-  ["awk 'BEGIN{system(\"rm x\")}'", ['awk'], ['runs-code']],
+  ['awk \'BEGIN{system("rm x")}\'', ['awk'], ['runs-code']],
   ['echo rm x | python3', ['echo', 'python3'], ['runs-code']],
   // Wrappers: the inner program is reported, the line stays unknowable.
   ['sudo -u root rm x', ['sudo', 'rm'], ['wrapper']],
@@ -301,8 +301,16 @@ const CASES: Case[] = [
   ['uname -m', ['uname'], []],
   ['ls -la', ['ls'], []],
   // Review 2, findings 2 and 3: every way to write a lookup variable, and no shortcut that trusts where an argument stands.
-  ["printf '#!/bin/rm\\n' > lint && chmod +x lint && for PATH in .; do lint victim.txt; done", ['printf', 'chmod', 'lint'], ['changes-lookup']],
-  ["mkdir 0 && printf '#!/bin/rm\\n' > 0/lint && chmod +x 0/lint && : $((PATH=0)) && lint victim.txt", ['mkdir', 'printf', 'chmod', ':', 'lint'], ['changes-lookup']],
+  [
+    "printf '#!/bin/rm\\n' > lint && chmod +x lint && for PATH in .; do lint victim.txt; done",
+    ['printf', 'chmod', 'lint'],
+    ['changes-lookup'],
+  ],
+  [
+    "mkdir 0 && printf '#!/bin/rm\\n' > 0/lint && chmod +x 0/lint && : $((PATH=0)) && lint victim.txt",
+    ['mkdir', 'printf', 'chmod', ':', 'lint'],
+    ['changes-lookup'],
+  ],
   ["export 'PATH=.' && lint victim.txt", ['export', 'lint'], ['changes-lookup']],
   ['x=PATH; export $x=.', ['export'], ['changes-lookup']],
   ['select PATH in .; do lint; done', ['lint'], ['changes-lookup']],
@@ -510,7 +518,10 @@ describe('writes to lookup variables, by any means', () => {
 
   it.each(cases)('%s', (line) => {
     const analysis = analyseCommandLine(line);
-    expect(analysis.unknowable.map((entry) => entry.kind), line).toContain('changes-lookup');
+    expect(
+      analysis.unknowable.map((entry) => entry.kind),
+      line,
+    ).toContain('changes-lookup');
     expect(checkCommandPrograms(line, { allow: ['lint', 'echo', 'printf', 'read', 'f'], deny: [] }).allowed, line).toBe(false);
   });
 
@@ -546,7 +557,10 @@ describe('writes to lookup variables, by any means', () => {
     'b="a[PATH=0]"; echo ${!b}; lint',
     '[ -v "$v" ]; lint',
   ])('a write whose variable the analysis cannot name: %s', (line) => {
-    expect(analyseCommandLine(line).unknowable.map((entry) => entry.kind), line).toContain('changes-lookup');
+    expect(
+      analyseCommandLine(line).unknowable.map((entry) => entry.kind),
+      line,
+    ).toContain('changes-lookup');
   });
 
   it('counts the variables a step sets as text the command chose, for arithmetic too', () => {
@@ -575,15 +589,61 @@ describe('writes to lookup variables, by any means', () => {
 
 describe('programs the rule-prefix table knows can run another one', () => {
   it('are never taken for programs that run only themselves, under any of their names', () => {
-    for (const line of ['linux32 rm x', 'LINUX64 rm x', '/usr/bin/setarch x86_64 rm x', 'i386 rm x', 'x86_64 rm x', 'busybox cttyhack rm x', 'nc -lp 1 -e rm x', 'nc -e rm x', 'netcat -c "rm x"', 'mim -f m all', 'run-parts d', 'git -C . fetch --upload-pack="rm x" .', 'ip netns exec n rm x', 'npm --prefix x exec rm y', 'npm -y exec rm y', 'yarn --cwd x dlx rm', 'cargo +nightly run', 'go run x.go']) {
-      const verdict = checkCommandPrograms(line, { allow: ['ls', 'cat', 'nc', 'netcat', 'linux32', 'linux64', 'setarch', 'i386', 'x86_64', 'busybox', 'cttyhack', 'mim', 'run-parts', 'git', 'ip', 'npm', 'yarn', 'cargo', 'go'], deny: [] });
+    for (const line of [
+      'linux32 rm x',
+      'LINUX64 rm x',
+      '/usr/bin/setarch x86_64 rm x',
+      'i386 rm x',
+      'x86_64 rm x',
+      'busybox cttyhack rm x',
+      'nc -lp 1 -e rm x',
+      'nc -e rm x',
+      'netcat -c "rm x"',
+      'mim -f m all',
+      'run-parts d',
+      'git -C . fetch --upload-pack="rm x" .',
+      'ip netns exec n rm x',
+      'npm --prefix x exec rm y',
+      'npm -y exec rm y',
+      'yarn --cwd x dlx rm',
+      'cargo +nightly run',
+      'go run x.go',
+    ]) {
+      const verdict = checkCommandPrograms(line, {
+        allow: [
+          'ls',
+          'cat',
+          'nc',
+          'netcat',
+          'linux32',
+          'linux64',
+          'setarch',
+          'i386',
+          'x86_64',
+          'busybox',
+          'cttyhack',
+          'mim',
+          'run-parts',
+          'git',
+          'ip',
+          'npm',
+          'yarn',
+          'cargo',
+          'go',
+        ],
+        deny: [],
+      });
       expect(verdict.allowed, line).toBe(false);
       expect(analyseCommandLine(line).unknowable.length, line).toBeGreaterThan(0);
     }
   });
 
   it('read a program given a word they cannot read as the worst it could be', () => {
-    expect(analyseCommandLine('nc "$opt" rm x').unknowable.map((entry) => entry.reason).join(' ')).toContain('cannot read');
+    expect(
+      analyseCommandLine('nc "$opt" rm x')
+        .unknowable.map((entry) => entry.reason)
+        .join(' '),
+    ).toContain('cannot read');
     expect(analyseCommandLine('git "$sub" x').unknowable.length).toBeGreaterThan(0);
     expect(analyseCommandLine('nc localhost 80').unknowable).toEqual([]);
   });
@@ -623,10 +683,89 @@ describe('analyseArgv', () => {
 const shellish = fc
   .array(
     fc.constantFrom(
-      'rm', 'ls', 'x', ' ', ' ', ';', '|', '||', '&&', '&', '\n', '$(', ')', '(', '`', '"', "'", '\\', '{', '}', '<', '>', '<<', '<<<', 'EOF', '$',
-      'X', '=', '*', '?', '[', ']', 'sh', '-c', 'eval', 'if', 'then', 'fi', 'do', 'done', 'while', '#', '~', ',', 'timeout', '5', '${', 'IFS', '$\'', '\\x72',
-      'exec', 'env', '-S', 'f()', 'alias', 'PATH=', '.', 'source', 'trap', '<(', '>(', 'case', 'in', 'esac', ';;', '!', 'for', '((', '))', 'busybox', 'xargs',
-      'linux32', 'command', '-v', 'PATH', '$((', 'read', 'export', 'printf', 'nc', '-e', 'sed', '@P',
+      'rm',
+      'ls',
+      'x',
+      ' ',
+      ' ',
+      ';',
+      '|',
+      '||',
+      '&&',
+      '&',
+      '\n',
+      '$(',
+      ')',
+      '(',
+      '`',
+      '"',
+      "'",
+      '\\',
+      '{',
+      '}',
+      '<',
+      '>',
+      '<<',
+      '<<<',
+      'EOF',
+      '$',
+      'X',
+      '=',
+      '*',
+      '?',
+      '[',
+      ']',
+      'sh',
+      '-c',
+      'eval',
+      'if',
+      'then',
+      'fi',
+      'do',
+      'done',
+      'while',
+      '#',
+      '~',
+      ',',
+      'timeout',
+      '5',
+      '${',
+      'IFS',
+      "$'",
+      '\\x72',
+      'exec',
+      'env',
+      '-S',
+      'f()',
+      'alias',
+      'PATH=',
+      '.',
+      'source',
+      'trap',
+      '<(',
+      '>(',
+      'case',
+      'in',
+      'esac',
+      ';;',
+      '!',
+      'for',
+      '((',
+      '))',
+      'busybox',
+      'xargs',
+      'linux32',
+      'command',
+      '-v',
+      'PATH',
+      '$((',
+      'read',
+      'export',
+      'printf',
+      'nc',
+      '-e',
+      'sed',
+      '@P',
     ),
     { maxLength: 30 },
   )
@@ -652,13 +791,17 @@ describe('analysis of random shell-ish input', () => {
 
   /** Builds lines whose programs are known by construction, through every kind of nesting. */
   const program = fc.constantFrom('rm', 'cp', 'mv', 'ls', 'cat');
-  const simple = fc.tuple(program, fc.constantFrom('', ' x', ' -rf .', ' "a b"', " 'c'")).map(([name, args]) => ({ line: `${name}${args}`, programs: [name] }));
+  const simple = fc
+    .tuple(program, fc.constantFrom('', ' x', ' -rf .', ' "a b"', " 'c'"))
+    .map(([name, args]) => ({ line: `${name}${args}`, programs: [name] }));
   type Built = { line: string; programs: string[] };
   const built: fc.Arbitrary<Built> = fc.letrec<{ cmd: Built }>((tie) => ({
     cmd: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
       simple,
-      fc.tuple(tie('cmd'), tie('cmd'), fc.constantFrom('; ', ' && ', ' || ', ' | ', ' & ', '\n')).map(([a, b, op]) => ({ line: `${a.line}${op}${b.line}`, programs: [...a.programs, ...b.programs] })),
+      fc
+        .tuple(tie('cmd'), tie('cmd'), fc.constantFrom('; ', ' && ', ' || ', ' | ', ' & ', '\n'))
+        .map(([a, b, op]) => ({ line: `${a.line}${op}${b.line}`, programs: [...a.programs, ...b.programs] })),
       tie('cmd').map((a) => ({ line: `{ ${a.line}; }`, programs: a.programs })),
       tie('cmd').map((a) => ({ line: `( ${a.line} )`, programs: a.programs })),
       tie('cmd').map((a) => ({ line: `if true; then ${a.line}; fi`, programs: ['true', ...a.programs] })),

@@ -29,7 +29,10 @@ describe('the shell parser', () => {
   it('refuses a text longer than any step may hold', async () => {
     const parser = await import('../../../src/policy/shell-parser.js');
     await parser.loadShellParser();
-    expect(parser.parseShell('x'.repeat(parser.MAX_SHELL_TEXT + 1))).toMatchObject({ ok: false, reason: expect.stringContaining('longer than') });
+    expect(parser.parseShell('x'.repeat(parser.MAX_SHELL_TEXT + 1))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('longer than'),
+    });
   });
 
   it('finds both WebAssembly files', () => {
@@ -40,18 +43,24 @@ describe('the shell parser', () => {
     });
   });
 
-  it('prefers the copy next to the bundled module, and reads a packaged app\'s copy from app.asar.unpacked', async () => {
+  it("prefers the copy next to the bundled module, and reads a packaged app's copy from app.asar.unpacked", async () => {
     const { locateWasm } = await import('../../../src/policy/shell-parser.js');
     const { tempDir } = await import('../../helpers/temp-dirs.js');
     const bundle = tempDir();
     fs.writeFileSync(path.join(bundle, 'tree-sitter-bash.wasm'), 'x');
-    expect(locateWasm('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm', bundle)).toBe(path.join(bundle, 'tree-sitter-bash.wasm'));
+    expect(locateWasm('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm', bundle)).toBe(
+      path.join(bundle, 'tree-sitter-bash.wasm'),
+    );
     const app = tempDir();
     fs.mkdirSync(path.join(app, 'app.asar.unpacked', 'dist-electron'), { recursive: true });
     fs.writeFileSync(path.join(app, 'app.asar.unpacked', 'dist-electron', 'tree-sitter.wasm'), 'x');
-    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', path.join(app, 'app.asar', 'dist-electron'))).toBe(path.join(app, 'app.asar.unpacked', 'dist-electron', 'tree-sitter.wasm'));
+    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', path.join(app, 'app.asar', 'dist-electron'))).toBe(
+      path.join(app, 'app.asar.unpacked', 'dist-electron', 'tree-sitter.wasm'),
+    );
     // Without a copy beside the module, the package's own file is used.
-    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', tempDir())).toMatch(/node_modules[\\/]web-tree-sitter[\\/]tree-sitter\.wasm$/);
+    expect(locateWasm('tree-sitter.wasm', 'web-tree-sitter/tree-sitter.wasm', tempDir())).toMatch(
+      /node_modules[\\/]web-tree-sitter[\\/]tree-sitter\.wasm$/,
+    );
   });
 
   it('survives deep nesting without a stack overflow, and refuses it', async () => {

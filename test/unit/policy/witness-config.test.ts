@@ -6,7 +6,12 @@ const vkey = 'witness.test/w+1a2b3c4d+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmt
 describe('witnesses in the policy', () => {
   it('takes http and git witnesses, and none by default', () => {
     expect(PolicySchema.parse({}).witnesses).toEqual([]);
-    const parsed = PolicySchema.parse({ witnesses: [{ kind: 'http', name: 'w1', url: 'https://w.example/x', vkey }, { kind: 'git', name: 'team/audit', remote: 'git@host:t/a.git', branch: 'executor-audit' }] });
+    const parsed = PolicySchema.parse({
+      witnesses: [
+        { kind: 'http', name: 'w1', url: 'https://w.example/x', vkey },
+        { kind: 'git', name: 'team/audit', remote: 'git@host:t/a.git', branch: 'executor-audit' },
+      ],
+    });
     expect(parsed.witnesses).toHaveLength(2);
   });
 

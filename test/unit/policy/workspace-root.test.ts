@@ -116,7 +116,9 @@ describe('checkWorkspaceRoot: folders other users share', () => {
         expect(error.message).toContain(`chmod o-w ${shared}`);
         expect(error.details).toMatchObject({ path: shared, worldWritable: shared });
       }
-      expect(refusal(shared, dataDir, home).message).toMatch(mode & 0o1000 ? /\(a shared folder like \/tmp\)/ : /computer: anyone could put files/);
+      expect(refusal(shared, dataDir, home).message).toMatch(
+        mode & 0o1000 ? /\(a shared folder like \/tmp\)/ : /computer: anyone could put files/,
+      );
     }
   });
 
@@ -128,7 +130,9 @@ describe('checkWorkspaceRoot: folders other users share', () => {
     fs.mkdirSync(deeper, { recursive: true });
     for (const folder of [mine, deeper]) {
       const error = refusal(folder, dataDir, home);
-      expect(error.message).toContain(`is inside ${open}, which every user of this computer can write to: anyone could rename ${mine} away`);
+      expect(error.message).toContain(
+        `is inside ${open}, which every user of this computer can write to: anyone could rename ${mine} away`,
+      );
       expect(error.details).toMatchObject({ worldWritable: open });
     }
   });
@@ -152,7 +156,9 @@ describe('checkWorkspaceRoot: folders other users share', () => {
       throw new Error(`${theirs} was accepted`);
     })();
     expect(direct.code).toBe('ROOT_REFUSED');
-    expect(direct.message).toMatch(new RegExp(`is inside ${sticky}, which every user of this computer can write to, and it belongs to another user \\(uid \\d+\\)`));
+    expect(direct.message).toMatch(
+      new RegExp(`is inside ${sticky}, which every user of this computer can write to, and it belongs to another user \\(uid \\d+\\)`),
+    );
     expect(() => checkWorkspaceRoot(inTheirs, dataDir, { home, ...as })).toThrow(new RegExp(`and ${theirs} belongs to another user`));
   });
 
@@ -168,7 +174,10 @@ describe('checkWorkspaceRoot: folders other users share', () => {
   function accounts(otherMembers: string[], { primaryOf = [] as string[] } = {}) {
     const dir = tempDir('executor-accounts-');
     const gid = process.getgid!();
-    const passwd = [`me:x:${me}:${me === gid ? 424242 : gid}:me:/home/me:/bin/sh`, ...primaryOf.map((name, index) => `${name}:x:${5000 + index}:${gid}::/home/${name}:/bin/sh`)];
+    const passwd = [
+      `me:x:${me}:${me === gid ? 424242 : gid}:me:/home/me:/bin/sh`,
+      ...primaryOf.map((name, index) => `${name}:x:${5000 + index}:${gid}::/home/${name}:/bin/sh`),
+    ];
     fs.writeFileSync(path.join(dir, 'passwd'), passwd.join('\n') + '\n');
     fs.writeFileSync(path.join(dir, 'group'), `staff:x:${gid}:${['me', ...otherMembers].join(',')}\n`);
     return { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
@@ -191,7 +200,7 @@ describe('checkWorkspaceRoot: folders other users share', () => {
     }
   });
 
-  it('accepts a group-writable folder whose group is the person\'s own private group, and refuses one inside a shared group folder', () => {
+  it("accepts a group-writable folder whose group is the person's own private group, and refuses one inside a shared group folder", () => {
     const { home, dataDir } = layout();
     const privateGroup = folderWithMode(home, 'mine-775', 0o775);
     expect(checkWorkspaceRoot(privateGroup, dataDir, { home, uid: me, accounts: accounts([]) })).toBe(privateGroup);
@@ -212,6 +221,12 @@ describe('checkWorkspaceRoot: folders other users share', () => {
     const dir = tempDir('executor-accounts-');
     fs.writeFileSync(path.join(dir, 'passwd'), `me:x:${me}:1:me:/:/bin/sh\n`);
     fs.writeFileSync(path.join(dir, 'group'), 'other:x:1:\n');
-    expect(() => checkWorkspaceRoot(folder, dataDir, { home, uid: me, accounts: { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') } })).toThrow(/which this computer's account files do not list/);
+    expect(() =>
+      checkWorkspaceRoot(folder, dataDir, {
+        home,
+        uid: me,
+        accounts: { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') },
+      }),
+    ).toThrow(/which this computer's account files do not list/);
   });
 });

@@ -1,10 +1,30 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { askForNotifications, faviconFor, NOTIFY_CHOICE_KEY, notifyState, raiseNotice, setNotificationsWanted, WaitingNotifier, waitingNotice } from '../../../renderer/attention.js';
+import {
+  askForNotifications,
+  faviconFor,
+  NOTIFY_CHOICE_KEY,
+  notifyState,
+  raiseNotice,
+  setNotificationsWanted,
+  WaitingNotifier,
+  waitingNotice,
+} from '../../../renderer/attention.js';
 
-function record(id: string, client: string, origin: 'agent' | 'user' = 'agent', status: StepRecord['status'] = 'awaiting_consent'): StepRecord {
+function record(
+  id: string,
+  client: string,
+  origin: 'agent' | 'user' = 'agent',
+  status: StepRecord['status'] = 'awaiting_consent',
+): StepRecord {
   return {
-    step: { id, planId: 'p', action: 'writeFile', args: { path: `/ws/${id}.txt`, content: 'x' }, meta: { origin, client, purpose: 'notes' } },
+    step: {
+      id,
+      planId: 'p',
+      action: 'writeFile',
+      args: { path: `/ws/${id}.txt`, content: 'x' },
+      meta: { origin, client, purpose: 'notes' },
+    },
     status,
     evaluation: { risk: 'MEDIUM' },
   } as unknown as StepRecord;
@@ -49,7 +69,10 @@ describe('getting the person’s attention', () => {
   it('coalesces a burst of 200 waiting steps from one agent into one notice that names the agent', () => {
     vi.useFakeTimers();
     const notices: string[] = [];
-    const notifier = new WaitingNotifier(() => ['/ws'], (notice) => notices.push(`${notice.title} | ${notice.body}`));
+    const notifier = new WaitingNotifier(
+      () => ['/ws'],
+      (notice) => notices.push(`${notice.title} | ${notice.body}`),
+    );
     // A plan's steps are prepared one after another: they arrive as a stream, up to a second apart on a busy machine.
     for (let index = 0; index < 200; index++) {
       notifier.offer(record(`s${index}`, 'agent X'));
@@ -63,7 +86,10 @@ describe('getting the person’s attention', () => {
   it('waits while the same agent’s plan is still being prepared, however slowly, then says the whole plan once', () => {
     vi.useFakeTimers();
     const notices: string[] = [];
-    const notifier = new WaitingNotifier(() => ['/ws'], (notice) => notices.push(notice.title));
+    const notifier = new WaitingNotifier(
+      () => ['/ws'],
+      (notice) => notices.push(notice.title),
+    );
     // The plan's 40 steps appear at once, preparing; then they wait one by one, up to 5 s apart.
     for (let index = 0; index < 40; index++) notifier.offer(record(`p${index}`, 'bot', 'agent', 'proposed'));
     for (let index = 0; index < 40; index++) {
@@ -89,7 +115,10 @@ describe('getting the person’s attention', () => {
   it('a steady stream still gets a notice every few seconds, never one per step', () => {
     vi.useFakeTimers();
     const notices: number[] = [];
-    const notifier = new WaitingNotifier(() => [], (_notice, records) => notices.push(records.length));
+    const notifier = new WaitingNotifier(
+      () => [],
+      (_notice, records) => notices.push(records.length),
+    );
     for (let index = 0; index < 600; index++) {
       notifier.offer(record(`s${index}`, 'a'));
       vi.advanceTimersByTime(250);
@@ -100,15 +129,23 @@ describe('getting the person’s attention', () => {
   });
 
   it('names the step and agent for one step; counts per agent for a mixed burst', () => {
-    expect(waitingNotice([record('a', 'claude')], ['/ws'])).toEqual({ title: 'MEDIUM step waits from agent claude', body: 'Write a.txt — notes' });
-    expect(waitingNotice([record('a', 'claude'), record('b', 'claude'), record('c', 'cursor')], ['/ws'])?.title).toBe('3 steps wait: 2 from agent claude, 1 from agent cursor');
+    expect(waitingNotice([record('a', 'claude')], ['/ws'])).toEqual({
+      title: 'MEDIUM step waits from agent claude',
+      body: 'Write a.txt — notes',
+    });
+    expect(waitingNotice([record('a', 'claude'), record('b', 'claude'), record('c', 'cursor')], ['/ws'])?.title).toBe(
+      '3 steps wait: 2 from agent claude, 1 from agent cursor',
+    );
     expect(waitingNotice([], [])).toBeNull();
   });
 
   it('does not notify for the person’s own steps, steps that do not wait (auto-approved), known ones or repeats', () => {
     vi.useFakeTimers();
     const notices: number[] = [];
-    const notifier = new WaitingNotifier(() => [], (_notice, records) => notices.push(records.length));
+    const notifier = new WaitingNotifier(
+      () => [],
+      (_notice, records) => notices.push(records.length),
+    );
     notifier.know([record('old', 'a')]);
     notifier.offer(record('old', 'a'));
     notifier.offer(record('mine', 'cli', 'user'));

@@ -10,7 +10,32 @@ const kindsOf = (code: string, language: CodeLanguage, kind: TokenKind) =>
 /** Text that looks like code: quotes, comment starters, escapes and newlines are frequent, hidden characters too. */
 const codeLike = fc.string({
   unit: fc.oneof(
-    fc.constantFrom("'", '"', '`', '/', '*', '#', '\\', '\n', '.', '$', '{', '}', '0', 'x', 'e', 'r', 'b', ' ', 'if', 'def', '\u202e', '\u200b', '\r', '\u2028'),
+    fc.constantFrom(
+      "'",
+      '"',
+      '`',
+      '/',
+      '*',
+      '#',
+      '\\',
+      '\n',
+      '.',
+      '$',
+      '{',
+      '}',
+      '0',
+      'x',
+      'e',
+      'r',
+      'b',
+      ' ',
+      'if',
+      'def',
+      '\u202e',
+      '\u200b',
+      '\r',
+      '\u2028',
+    ),
     fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
     fc.string({ minLength: 1, maxLength: 1 }),
   ),
@@ -22,8 +47,16 @@ describe('tokenizeCode', () => {
     it(`never adds, drops or reorders a character (${language})`, () => {
       fc.assert(
         fc.property(codeLike, (code) => {
-          expect(tokenizeCode(code, language).map((token) => token.text).join('')).toBe(code);
-          expect(tokenLines(tokenizeCode(code, language)).map((line) => line.map((token) => token.text).join('')).join('\n')).toBe(code.replace(/\n$/, ''));
+          expect(
+            tokenizeCode(code, language)
+              .map((token) => token.text)
+              .join(''),
+          ).toBe(code);
+          expect(
+            tokenLines(tokenizeCode(code, language))
+              .map((line) => line.map((token) => token.text).join(''))
+              .join('\n'),
+          ).toBe(code.replace(/\n$/, ''));
         }),
         { numRuns: 400 },
       );
@@ -31,7 +64,8 @@ describe('tokenizeCode', () => {
   }
 
   it('colours JavaScript comments, strings, numbers, keywords and literals', () => {
-    const code = "// fetch the rate\nconst rate = await fetch('https://x.test/a?b=1'); /* block\nstill */ let n = 0x1F + 2.5e3 + 10n;\nif (rate === null) return `t ${n}`;";
+    const code =
+      "// fetch the rate\nconst rate = await fetch('https://x.test/a?b=1'); /* block\nstill */ let n = 0x1F + 2.5e3 + 10n;\nif (rate === null) return `t ${n}`;";
     expect(kindsOf(code, 'javascript', 'comment')).toEqual(['// fetch the rate', '/* block\nstill */']);
     expect(kindsOf(code, 'javascript', 'string')).toEqual(["'https://x.test/a?b=1'", '`t ${', '}`']);
     expect(kindsOf(code, 'javascript', 'number')).toEqual(['0x1F', '2.5e3', '10n']);
@@ -77,6 +111,11 @@ describe('tokenizeCode', () => {
 
   it('cuts into numbered lines without the newlines', () => {
     const lines = tokenLines(tokenizeCode('/* a\nb */ x\n\ny\n', 'javascript'));
-    expect(lines.map((line) => line.map((token) => `${token.kind}:${token.text}`))).toEqual([['comment:/* a'], ['comment:b */', 'plain: x'], [], ['plain:y']]);
+    expect(lines.map((line) => line.map((token) => `${token.kind}:${token.text}`))).toEqual([
+      ['comment:/* a'],
+      ['comment:b */', 'plain: x'],
+      [],
+      ['plain:y'],
+    ]);
   });
 });

@@ -2,15 +2,33 @@ import { describe, expect, it } from 'vitest';
 import type { LiveRunFrame } from '../../../src/domain/live-output.js';
 import { applyFrame, runningFor } from '../../../renderer/components/live-runs.js';
 
-const base: LiveRunFrame = { stepId: 's1', title: 't', phase: 'dryRun', startedAt: '2026-11-24T12:00:00.000Z', chunks: [], replace: false, bytes: { stdout: 0, stderr: 0 }, cancelling: false };
+const base: LiveRunFrame = {
+  stepId: 's1',
+  title: 't',
+  phase: 'dryRun',
+  startedAt: '2026-11-24T12:00:00.000Z',
+  chunks: [],
+  replace: false,
+  bytes: { stdout: 0, stderr: 0 },
+  cancelling: false,
+};
 
 describe('the window keeps a run as its frames say', () => {
   it('adds a run, appends increments, replaces on a whole tail, and drops it when it ends', () => {
     let runs = applyFrame(new Map(), base);
     expect(runs.get('s1')?.tail).toEqual([]);
     runs = applyFrame(runs, { ...base, chunks: [{ stream: 'stdout', text: 'a\n' }] });
-    runs = applyFrame(runs, { ...base, chunks: [{ stream: 'stdout', text: 'b\n' }, { stream: 'stderr', text: 'e\n' }] });
-    expect(runs.get('s1')?.tail).toEqual([{ stream: 'stdout', text: 'a\nb\n' }, { stream: 'stderr', text: 'e\n' }]);
+    runs = applyFrame(runs, {
+      ...base,
+      chunks: [
+        { stream: 'stdout', text: 'b\n' },
+        { stream: 'stderr', text: 'e\n' },
+      ],
+    });
+    expect(runs.get('s1')?.tail).toEqual([
+      { stream: 'stdout', text: 'a\nb\n' },
+      { stream: 'stderr', text: 'e\n' },
+    ]);
     runs = applyFrame(runs, { ...base, replace: true, chunks: [{ stream: 'stdout', text: 'z\n' }] });
     expect(runs.get('s1')?.tail).toEqual([{ stream: 'stdout', text: 'z\n' }]);
     runs = applyFrame(runs, { ...base, endedAt: '2026-11-24T12:00:05.000Z' });
@@ -43,7 +61,12 @@ describe('the window keeps a run as its frames say', () => {
 describe('durations in History', () => {
   it("are the host's timing of the real run, and say how a run ended when it did not finish", async () => {
     const { formatDuration, runSpanText } = await import('../../../renderer/step-text.js');
-    const span = { startedAt: '2026-11-24T12:00:00.000Z', finishedAt: '2026-11-24T12:00:25.000Z', durationMs: 25_040, ended: 'finished' as const };
+    const span = {
+      startedAt: '2026-11-24T12:00:00.000Z',
+      finishedAt: '2026-11-24T12:00:25.000Z',
+      durationMs: 25_040,
+      ended: 'finished' as const,
+    };
     expect(runSpanText(span)).toBe('25 s');
     expect(runSpanText({ ...span, durationMs: 2100, ended: 'cancelled' })).toBe('2.1 s, cancelled');
     // The step was marked running only for the last 25 ms (a command applies its changeset at the end): the run's own time counts.

@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { Step } from '../../../src/domain/step.js';
 import { commandTitle, summarizeStep } from '../../../renderer/step-text.js';
 
-const step = (action: Step['action'], args: Record<string, unknown>): Step => ({ id: 's', planId: 'p', action, args, meta: { origin: 'agent' } }) as Step;
+const step = (action: Step['action'], args: Record<string, unknown>): Step =>
+  ({ id: 's', planId: 'p', action, args, meta: { origin: 'agent' } }) as Step;
 
 describe('step titles', () => {
   it('titles a command by its command line, argv quoted as a shell would need it, never by the action name', () => {
-    expect(summarizeStep(step('runCommand', { argv: ['git', 'commit', '-m', "fix: the user's bug"] }))).toBe(`Run git commit -m 'fix: the user'\\''s bug'`);
+    expect(summarizeStep(step('runCommand', { argv: ['git', 'commit', '-m', "fix: the user's bug"] }))).toBe(
+      `Run git commit -m 'fix: the user'\\''s bug'`,
+    );
     expect(summarizeStep(step('runCommand', { argv: ['rm', '-rf', 'build dir'] }))).toBe("Run rm -rf 'build dir'");
     expect(summarizeStep(step('runCommand', { command: 'npm test && echo ok' }))).toBe('Run npm test && echo ok');
     // A newline in a word cannot split the title or hide in it: it is a visible escape.
@@ -25,9 +28,11 @@ describe('step titles', () => {
   it('titles code by its language, sandbox and what it asks for', () => {
     expect(summarizeStep(step('runCode', { code: 'return 1' }))).toBe('Run JavaScript in the light sandbox');
     expect(summarizeStep(step('runCode', { code: 'print(1)', language: 'python' }))).toBe('Run Python in the Docker sandbox');
-    expect(summarizeStep(step('runCode', { code: 'x', sandbox: 'docker', capabilities: { fetch: { hosts: ['a.test'] }, readFile: true, kbSearch: true } }))).toBe(
-      'Run JavaScript in the Docker sandbox; may use the network, may read files, may search the knowledge base',
-    );
+    expect(
+      summarizeStep(
+        step('runCode', { code: 'x', sandbox: 'docker', capabilities: { fetch: { hosts: ['a.test'] }, readFile: true, kbSearch: true } }),
+      ),
+    ).toBe('Run JavaScript in the Docker sandbox; may use the network, may read files, may search the knowledge base');
   });
 
   it('titles the other actions as before', () => {

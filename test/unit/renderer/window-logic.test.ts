@@ -11,13 +11,33 @@ import { reverseUnifiedDiff } from '../../../renderer/components/diff-view.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';
 
-function waiting(id: string, planId: string, position: number, createdAt: string, risk: 'LOW' | 'MEDIUM' | 'HIGH' | 'CRITICAL', path = `/ws/${id}.txt`): StepRecord {
+function waiting(
+  id: string,
+  planId: string,
+  position: number,
+  createdAt: string,
+  risk: 'LOW' | 'MEDIUM' | 'HIGH' | 'CRITICAL',
+  path = `/ws/${id}.txt`,
+): StepRecord {
   return {
-    step: { id, planId, action: 'writeFile', args: { path, content: 'x' }, meta: { origin: 'agent', client: 'agent-a', agent: 'agent-A1' } },
+    step: {
+      id,
+      planId,
+      action: 'writeFile',
+      args: { path, content: 'x' },
+      meta: { origin: 'agent', client: 'agent-a', agent: 'agent-A1' },
+    },
     position,
     status: 'awaiting_consent',
     stepHash: 'h',
-    evaluation: { allowed: risk !== 'CRITICAL', risk, consent: risk === 'CRITICAL' ? 'deny' : 'confirm', reasons: [], mitigations: [], reversible: true },
+    evaluation: {
+      allowed: risk !== 'CRITICAL',
+      risk,
+      consent: risk === 'CRITICAL' ? 'deny' : 'confirm',
+      reasons: [],
+      mitigations: [],
+      reversible: true,
+    },
     preview: null,
     previewHash: null,
     approval: null,
@@ -52,7 +72,9 @@ describe('the queue', () => {
 
   it('offers remembered rules for file steps inside a root, and none for CRITICAL ones', () => {
     const policy = { ...defaultPolicy(), workspaceRoots: ['/ws'] };
-    expect(ruleChoicesFor(waiting('a', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts'), policy).map((choice) => choice.draft)).toEqual([
+    expect(
+      ruleChoicesFor(waiting('a', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts'), policy).map((choice) => choice.draft),
+    ).toEqual([
       { kind: 'file', root: '/ws', glob: 'src/a.ts', maxRisk: 'MEDIUM' },
       { kind: 'file', root: '/ws', glob: 'src/*.ts', maxRisk: 'MEDIUM' },
       { kind: 'file', root: '/ws', glob: 'src/**', maxRisk: 'MEDIUM' },
@@ -69,8 +91,17 @@ describe('the queue', () => {
   it('notices a step only when a remembered rule approved it, naming the rule and the agent', () => {
     const base = waiting('n', 'p', 0, '2026-01-01T00:00:00Z', 'MEDIUM', '/ws/src/a.ts');
     const policyApproval = { by: { user: 'me', channel: 'policy' as const }, at: 't', stepHash: 'h', previewHash: null };
-    const byRule = { ...base, status: 'approved' as const, approval: policyApproval, evaluation: { ...base.evaluation!, consent: 'none' as const, approvedByRules: ['rule-1'] } };
-    expect(ruleNoticeFor(byRule, ['/ws'])).toEqual({ stepId: 'n', ruleIds: ['rule-1'], text: 'Approved by your rule rule-1 for agent agent-a: Write src/a.ts' });
+    const byRule = {
+      ...base,
+      status: 'approved' as const,
+      approval: policyApproval,
+      evaluation: { ...base.evaluation!, consent: 'none' as const, approvedByRules: ['rule-1'] },
+    };
+    expect(ruleNoticeFor(byRule, ['/ws'])).toEqual({
+      stepId: 'n',
+      ruleIds: ['rule-1'],
+      text: 'Approved by your rule rule-1 for agent agent-a: Write src/a.ts',
+    });
     // Approved by the auto-approve level, or by the person: no rule notice.
     expect(ruleNoticeFor({ ...byRule, evaluation: { ...byRule.evaluation, approvedByRules: undefined } }, ['/ws'])).toBeNull();
     expect(ruleNoticeFor({ ...byRule, approval: { ...policyApproval, by: { user: 'me', channel: 'window' } } }, ['/ws'])).toBeNull();
@@ -95,7 +126,11 @@ describe('the title and the desktop notification seam', () => {
     (globalThis as { executorShell?: unknown }).executorShell = { notify: (notice: { title: string; body: string }) => shown.push(notice) };
     expect(desktopNotify('Executor: HIGH step waiting', 'x'.repeat(2000))).toBe(true);
     expect(shown).toEqual([{ title: 'Executor: HIGH step waiting', body: 'x'.repeat(500) }]);
-    (globalThis as { executorShell?: unknown }).executorShell = { notify: () => { throw new Error('closed'); } };
+    (globalThis as { executorShell?: unknown }).executorShell = {
+      notify: () => {
+        throw new Error('closed');
+      },
+    };
     expect(desktopNotify('t', 'b')).toBe(false);
   });
 });

@@ -8,7 +8,13 @@ import { approvalOutcomeText, approverText, quotedStep, STATUS_LABEL, STATUS_SEN
 import { formatShortTime, formatTime } from '../../../renderer/time-format.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 
-const write: Step = { id: 'stale-1', planId: 'plan-7', action: 'writeFile', args: { path: '/ws/notes.txt', content: 'x' }, meta: { origin: 'agent', client: 'agent-a' } } as Step;
+const write: Step = {
+  id: 'stale-1',
+  planId: 'plan-7',
+  action: 'writeFile',
+  args: { path: '/ws/notes.txt', content: 'x' },
+  meta: { origin: 'agent', client: 'agent-a' },
+} as Step;
 
 /** The codes of the ErrorCode union, read from its source: the list a new code is added to. */
 function errorCodes(): string[] {
@@ -30,14 +36,22 @@ describe('words for every state', () => {
 
   it('says what became of an approval by the step’s title, for every status it can end in, never by id or state name', () => {
     for (const status of STEP_STATUSES) {
-      const text = approvalOutcomeText(write, { status, error: status === 'failed' ? { code: 'EXECUTION_FAILED', message: 'disk said no' } : null }, ['/ws']);
+      const text = approvalOutcomeText(
+        write,
+        { status, error: status === 'failed' ? { code: 'EXECUTION_FAILED', message: 'disk said no' } : null },
+        ['/ws'],
+      );
       expect(text, status).toMatch(/^“Write notes\.txt” /);
       expect(text, status).not.toContain('stale-1');
       expect(text, status).not.toMatch(/_/);
       expect(text, status).not.toMatch(/is now|state/);
     }
-    expect(approvalOutcomeText(write, { status: 'awaiting_consent', error: null }, ['/ws'])).toBe('“Write notes.txt” needs your decision again: the file changed since you saw it. Look at the new preview.');
-    expect(approvalOutcomeText(write, { status: 'failed', error: { code: 'EXECUTION_FAILED', message: 'disk said no' } }, ['/ws'])).toBe('“Write notes.txt” was approved but failed: disk said no');
+    expect(approvalOutcomeText(write, { status: 'awaiting_consent', error: null }, ['/ws'])).toBe(
+      '“Write notes.txt” needs your decision again: the file changed since you saw it. Look at the new preview.',
+    );
+    expect(approvalOutcomeText(write, { status: 'failed', error: { code: 'EXECUTION_FAILED', message: 'disk said no' } }, ['/ws'])).toBe(
+      '“Write notes.txt” was approved but failed: disk said no',
+    );
     expect(quotedStep(write)).toBe('“Write /ws/notes.txt”');
   });
 
@@ -53,11 +67,17 @@ describe('words for every state', () => {
 
   it('says raw state names in a host message in words, and leaves ordinary English alone', () => {
     expect(wordsForStates('stale-1 approved; it is now awaiting_consent')).toBe('stale-1 approved; it is now waiting for you');
-    expect(wordsForStates('Step s1 is executed, not awaiting_consent or approved.')).toBe('Step s1 is executed, not waiting for you or approved.');
-    expect(wordsForStates('Step s1 is denied; only a step that ran can be reverted.')).toBe('Step s1 is denied by policy; only a step that ran can be reverted.');
+    expect(wordsForStates('Step s1 is executed, not awaiting_consent or approved.')).toBe(
+      'Step s1 is executed, not waiting for you or approved.',
+    );
+    expect(wordsForStates('Step s1 is denied; only a step that ran can be reverted.')).toBe(
+      'Step s1 is denied by policy; only a step that ran can be reverted.',
+    );
     expect(wordsForStates('The command failed with exit code 2.')).toBe('The command failed with exit code 2.');
     expect(wordsForStates('snake_case_words stay')).toBe('snake_case_words stay');
-    expect(explainError({ code: 'ILLEGAL_TRANSITION', message: 'Step s1 is awaiting_consent, not approved.' }).message).toBe('Step s1 is waiting for you, not approved.');
+    expect(explainError({ code: 'ILLEGAL_TRANSITION', message: 'Step s1 is awaiting_consent, not approved.' }).message).toBe(
+      'Step s1 is waiting for you, not approved.',
+    );
   });
 
   it('a stale link names `executor web-url`, not a credential', () => {
@@ -65,10 +85,15 @@ describe('words for every state', () => {
   });
 
   it('names the remembered rule that approved a step, and says the policy or the person otherwise', () => {
-    const base = { approval: { by: { user: 'policy', channel: 'policy' }, at: '2026-01-01T00:00:00Z' }, evaluation: { approvedByRules: ['rule-3'] } } as unknown as StepRecord;
+    const base = {
+      approval: { by: { user: 'policy', channel: 'policy' }, at: '2026-01-01T00:00:00Z' },
+      evaluation: { approvedByRules: ['rule-3'] },
+    } as unknown as StepRecord;
     expect(approverText(base)).toBe('your remembered rule rule-3 (without asking)');
     expect(approverText({ ...base, evaluation: { approvedByRules: [] } } as unknown as StepRecord)).toBe('policy (auto-approved)');
-    expect(approverText({ ...base, approval: { by: { user: 'ana', channel: 'web' }, at: '' } } as unknown as StepRecord)).toBe('ana via web');
+    expect(approverText({ ...base, approval: { by: { user: 'ana', channel: 'web' }, at: '' } } as unknown as StepRecord)).toBe(
+      'ana via web',
+    );
   });
 });
 

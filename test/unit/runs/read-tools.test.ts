@@ -16,7 +16,7 @@ function environment(): { env: ReadToolEnvironment; root: string; outside: strin
   return { env: { policy, dataDir, root, kbSearch: () => [] }, root, outside, dataDir };
 }
 
-describe('a run\'s read-only tools', () => {
+describe("a run's read-only tools", () => {
   it('read a file in parts, and never through a link out of the root', async () => {
     const { env, root, outside } = environment();
     fs.writeFileSync(path.join(root, 'big.txt'), 'a'.repeat(READ_FILE_BYTES + 10));
@@ -40,7 +40,10 @@ describe('a run\'s read-only tools', () => {
     fs.writeFileSync(path.join(root, 'bin.dat'), Buffer.from([1, 0, 2]));
     execFileSync('mkfifo', [path.join(root, 'pipe')]);
     expect(await readFileTool({ path: '.ssh/id_ed25519' }, env)).toMatchObject({ outcome: 'DENIED', code: 'SECRET_PATH' });
-    expect(await readFileTool({ path: 'bin.dat' }, env)).toEqual({ outcome: 'READ', result: 'bin.dat is a binary file of 3 bytes; it is not shown.' });
+    expect(await readFileTool({ path: 'bin.dat' }, env)).toEqual({
+      outcome: 'READ',
+      result: 'bin.dat is a binary file of 3 bytes; it is not shown.',
+    });
     expect(await readFileTool({ path: 'pipe' }, env)).toMatchObject({ outcome: 'FAILED', code: 'PATH_INVALID' });
     expect(await readFileTool({ path: 'missing.txt' }, env)).toMatchObject({ outcome: 'FAILED', code: 'NOT_FOUND' });
     expect(await readFileTool({ path: '.' }, env)).toMatchObject({ outcome: 'DENIED' });

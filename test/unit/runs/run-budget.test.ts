@@ -6,7 +6,12 @@ const at = (hoursAgo: number) => new Date(now - hoursAgo * 3600_000).toISOString
 
 describe('the daily token budget', () => {
   it('is under budget until the total reaches it', () => {
-    expect(dailyBudgetVerdict([{ startedAt: at(2), tokens: 999 }], 1000, now)).toEqual({ used: 999, budget: 1000, over: false, refillsAt: null });
+    expect(dailyBudgetVerdict([{ startedAt: at(2), tokens: 999 }], 1000, now)).toEqual({
+      used: 999,
+      budget: 1000,
+      over: false,
+      refillsAt: null,
+    });
     expect(dailyBudgetVerdict([], 1000, now).over).toBe(false);
   });
 

@@ -15,8 +15,12 @@ describe('run tools', () => {
     expect(modelTools(['ask_user', 'read_file']).map((tool) => tool.name)).toEqual(['read_file', 'ask_user']);
   });
 
-  it('refuses what is not offered, not JSON, or not the tool\'s arguments, in words for the model', () => {
-    expect(parseToolCall('write_file', '{"path":"a","content":"b"}', ['read_file'])).toMatchObject({ ok: false, code: 'TOOL_UNKNOWN', message: expect.stringContaining('read_file') });
+  it("refuses what is not offered, not JSON, or not the tool's arguments, in words for the model", () => {
+    expect(parseToolCall('write_file', '{"path":"a","content":"b"}', ['read_file'])).toMatchObject({
+      ok: false,
+      code: 'TOOL_UNKNOWN',
+      message: expect.stringContaining('read_file'),
+    });
     expect(parseToolCall('read_file', '{"path":', ['read_file'])).toMatchObject({ ok: false, code: 'TOOL_BAD_JSON' });
     expect(parseToolCall('read_file', '[1,2]', ['read_file'])).toMatchObject({ ok: false, code: 'TOOL_BAD_ARGUMENTS' });
     expect(parseToolCall('read_file', '{"path":"a","extra":1}', ['read_file'])).toMatchObject({ ok: false, code: 'TOOL_BAD_ARGUMENTS' });
@@ -25,7 +29,7 @@ describe('run tools', () => {
     expect(parseToolCall('list_dir', '', ['list_dir'])).toEqual({ ok: true, tool: 'list_dir', args: {} });
   });
 
-  it('turns every changing tool into a step the Executor accepts, paths made absolute in the run\'s root', () => {
+  it("turns every changing tool into a step the Executor accepts, paths made absolute in the run's root", () => {
     const root = '/work/space';
     const calls: [string, Record<string, unknown>][] = [
       ['write_file', { path: 'a/b.txt', content: 'x' }],

@@ -24,20 +24,27 @@ describe('the signed audit log', () => {
       const first = db.prepare('SELECT action, body FROM audit_records WHERE seq = 1').get() as { action: string; body: string };
       expect(first.action).toBe('key.created');
       expect(() => log.append({ kind: 'step.proposed', actor: PERSON })).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
-      expect(() => db.transaction(() => log.append({ kind: 'step.teleported' as never, actor: PERSON }))()).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
-      expect(() => db.transaction(() => log.append({ kind: 'key.rotated', actor: PERSON, detail: { keyId: 'ffffffffffffffff' } }))()).toThrow(
+      expect(() => db.transaction(() => log.append({ kind: 'step.teleported' as never, actor: PERSON }))()).toThrow(
         expect.objectContaining({ code: 'INVALID_INPUT' }),
       );
+      expect(() =>
+        db.transaction(() => log.append({ kind: 'key.rotated', actor: PERSON, detail: { keyId: 'ffffffffffffffff' } }))(),
+      ).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
     });
   });
 
   it('ratchets the key forward and erases the old one from the key store', () => {
     const { dataDir } = buildAuditLog({ records: 12, epochMaxRecords: 5 });
-    const state = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { current: { epoch: number; epochKey: string }; chains: { rootKey?: string }[] };
+    const state = JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as {
+      current: { epoch: number; epochKey: string };
+      chains: { rootKey?: string }[];
+    };
     expect(state.current.epoch).toBe(2);
     expect(state.current.epochKey).not.toBe(state.chains[0]!.rootKey);
     const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-    const epochs = (db.prepare("SELECT json_extract(body, '$.epoch') AS epoch FROM audit_records ORDER BY seq").all() as { epoch: number }[]).map((r) => r.epoch);
+    const epochs = (
+      db.prepare("SELECT json_extract(body, '$.epoch') AS epoch FROM audit_records ORDER BY seq").all() as { epoch: number }[]
+    ).map((r) => r.epoch);
     db.close();
     expect(epochs).toEqual([...epochs].sort((a, b) => a - b));
     expect(epochs).toEqual([0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
@@ -52,7 +59,9 @@ describe('the signed audit log', () => {
     expect(local.ok).toBe(true);
     expect(local.macsUnchecked).toBeGreaterThan(0);
     expect(local.warnings.join(' ')).toContain('verification key');
-    const withK0 = await (await import('../../../../src/audit/verify/audit-verifier.js')).verifyDataDir(dataDir, {
+    const withK0 = await (
+      await import('../../../../src/audit/verify/audit-verifier.js')
+    ).verifyDataDir(dataDir, {
       keyStore: new FileKeyStore(dataDir),
       verificationKeys: parseVerificationKeys(vk!.verificationKey),
       workers: 1,
@@ -76,20 +85,28 @@ describe('the signed audit log', () => {
 
     const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
     const rotationSeq = (db.prepare("SELECT seq FROM audit_records WHERE action = 'key.rotated'").get() as { seq: number }).seq;
-    const checkpoints = db.prepare("SELECT json_extract(body, '$.reason') AS reason, seq FROM audit_checkpoints").all() as { reason: string; seq: number }[];
+    const checkpoints = db.prepare("SELECT json_extract(body, '$.reason') AS reason, seq FROM audit_checkpoints").all() as {
+      reason: string;
+      seq: number;
+    }[];
     const cosign = (db.prepare('SELECT cosign FROM audit_records WHERE seq = ?').get(rotationSeq) as { cosign: Buffer | null }).cosign;
     db.close();
     expect(cosign).toHaveLength(32);
     expect(checkpoints).toContainEqual({ reason: 'rotation', seq: rotationSeq });
 
     // A thief holding the old chain's key re-signs a later record under it.
-    const oldRoot = Buffer.from((JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { chains: { rootKey: string }[] }).chains[0]!.rootKey, 'hex');
+    const oldRoot = Buffer.from(
+      (JSON.parse(new FileKeyStore(dataDir).read('audit-keys')!.toString()) as { chains: { rootKey: string }[] }).chains[0]!.rootKey,
+      'hex',
+    );
     const relabelledSeq = rotationSeq + 3;
     tamper(dataDir, (raw) => {
       const row = raw.prepare('SELECT body FROM audit_records WHERE seq = ?').get(relabelledSeq) as { body: string };
       const body = canonicalText({ ...(JSON.parse(row.body) as object), keyId: previousKeyId, epoch: 0 });
       const mac = hmac(oldRoot, RECORD_MAC_PREFIX, Buffer.from(body));
-      raw.prepare('UPDATE audit_records SET body = ?, mac = ?, hash = ? WHERE seq = ?').run(body, mac, recordHash(Buffer.from(body), mac), relabelledSeq);
+      raw
+        .prepare('UPDATE audit_records SET body = ?, mac = ?, hash = ? WHERE seq = ?')
+        .run(body, mac, recordHash(Buffer.from(body), mac), relabelledSeq);
     });
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'KEY_OUT_OF_RANGE', seq: relabelledSeq });
 
@@ -103,7 +120,9 @@ describe('the signed audit log', () => {
     await sleep(300);
     executor.close();
     const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-    const reasons = (db.prepare("SELECT json_extract(body, '$.reason') AS reason FROM audit_checkpoints ORDER BY cp_seq").all() as { reason: string }[]).map((r) => r.reason);
+    const reasons = (
+      db.prepare("SELECT json_extract(body, '$.reason') AS reason FROM audit_checkpoints ORDER BY cp_seq").all() as { reason: string }[]
+    ).map((r) => r.reason);
     db.close();
     expect(reasons.filter((reason) => reason === 'heartbeat').length).toBeGreaterThanOrEqual(3);
     expect(reasons[reasons.length - 1]).toBe('shutdown');
@@ -120,7 +139,9 @@ describe('the signed audit log', () => {
         seen.push(...page.entries.map((entry) => entry.seq));
         cursor = page.nextCursor;
       } while (cursor);
-      const expected = (db.prepare("SELECT seq FROM audit_records WHERE step_id = 'step-3' ORDER BY seq DESC").all() as { seq: number }[]).map((r) => r.seq);
+      const expected = (
+        db.prepare("SELECT seq FROM audit_records WHERE step_id = 'step-3' ORDER BY seq DESC").all() as { seq: number }[]
+      ).map((r) => r.seq);
       expect(seen).toEqual(expected);
       expect(seen.length).toBe(33);
 
@@ -150,7 +171,12 @@ describe('the signed audit log', () => {
     const file = path.join(tempDir(), 'part.jsonl');
     withAuditLog(dataDir, (db, log) => {
       const fd = fs.openSync(file, 'w');
-      exportAudit(db, log.logId, { write: (line) => void fs.writeSync(fd, line) }, { from: 25, to: 44, checkpointEvery: 10, keyring: log.keys });
+      exportAudit(
+        db,
+        log.logId,
+        { write: (line) => void fs.writeSync(fd, line) },
+        { from: 25, to: 44, checkpointEvery: 10, keyring: log.keys },
+      );
       fs.closeSync(fd);
     });
     const k0 = parseVerificationKeys(keys[0]!.verificationKey);
@@ -161,7 +187,9 @@ describe('the signed audit log', () => {
     const publicOnly = await verifyExportFile(file, [], { chainPublicKeys });
     expect(publicOnly).toMatchObject({ ok: true, records: 20, macsUnchecked: 20 });
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
-    const forgedCheckpoint = lines.map((line) => (line.includes('"type":"checkpoint"') ? line.replace(/\\"ts\\":\\"[^\\]*\\"/, '\\"ts\\":\\"2020-01-01T00:00:00.000Z\\"') : line));
+    const forgedCheckpoint = lines.map((line) =>
+      line.includes('"type":"checkpoint"') ? line.replace(/\\"ts\\":\\"[^\\]*\\"/, '\\"ts\\":\\"2020-01-01T00:00:00.000Z\\"') : line,
+    );
     expect(forgedCheckpoint).not.toEqual(lines);
     fs.writeFileSync(file, forgedCheckpoint.join('\n'));
     expect((await verifyExportFile(file, [], { chainPublicKeys })).problem?.code).toBe('BAD_CHECKPOINT');
@@ -180,25 +208,33 @@ describe('the signed audit log', () => {
       db.prepare('DELETE FROM audit_records WHERE seq > 10').run();
       db.prepare('DELETE FROM audit_checkpoints WHERE seq > 10').run();
     });
-    withAuditLog(dataDir, (db, log) => {
-      appendNotes(db, log, 20, 'rewrite');
-      log.checkpoint('heartbeat');
-    }, { checkpointEvery: 5 });
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        appendNotes(db, log, 20, 'rewrite');
+        log.checkpoint('heartbeat');
+      },
+      { checkpointEvery: 5 },
+    );
     expect(JSON.parse(fs.readFileSync(anchorFile, 'utf8'))).toMatchObject(before);
   });
 
   it('a transaction that rolls back after the key ratcheted: the log goes back to the outgoing epoch and verifies', async () => {
     const { dataDir } = buildAuditLog({ records: 3, epochMaxRecords: 1 });
-    withAuditLog(dataDir, (db, log) => {
-      expect(() =>
-        db.transaction(() => {
-          log.append({ kind: 'policy.changed', actor: PERSON, detail: { autoApprove: 'LOW' } });
-          throw new Error('the change failed after its record');
-        })(),
-      ).toThrow('the change failed');
-      appendNotes(db, log, 2, 'after-rollback');
-      log.checkpoint('heartbeat');
-    }, { epochMaxRecords: 1 });
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        expect(() =>
+          db.transaction(() => {
+            log.append({ kind: 'policy.changed', actor: PERSON, detail: { autoApprove: 'LOW' } });
+            throw new Error('the change failed after its record');
+          })(),
+        ).toThrow('the change failed');
+        appendNotes(db, log, 2, 'after-rollback');
+        log.checkpoint('heartbeat');
+      },
+      { epochMaxRecords: 1 },
+    );
     const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
     const actions = (db.prepare('SELECT action FROM audit_records ORDER BY seq').all() as { action: string }[]).map((r) => r.action);
     db.close();
@@ -219,7 +255,10 @@ describe('the signed audit log', () => {
     const staged = JSON.parse(store.read('audit-keys')!.toString()) as Record<string, unknown>;
     const rotated = withAuditLog(dataDir, (_db, log) => log.rotate(PERSON));
     const after = JSON.parse(store.read('audit-keys')!.toString()) as { chains: unknown[]; current: unknown };
-    store.write('audit-keys', Buffer.from(JSON.stringify({ ...staged, pending: { chain: after.chains[1], current: after.current, previousKeyId: before } })));
+    store.write(
+      'audit-keys',
+      Buffer.from(JSON.stringify({ ...staged, pending: { chain: after.chains[1], current: after.current, previousKeyId: before } })),
+    );
     expect(withAuditLog(dataDir, (_db, log) => log.keys.current().keyId)).toBe(rotated.keyId);
     withAuditLog(dataDir, (db, log) => appendNotes(db, log, 2, 'after-rotation'));
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
@@ -238,7 +277,8 @@ describe('checkpoint spacing in time', () => {
         log.checkpoint('heartbeat');
         if (between === 'shutdown') log.checkpoint('shutdown');
         clock += minutes * 60_000;
-        if (between === 'app.started') db.transaction(() => log.append({ kind: 'app.started', actor: { user: 'executor', channel: 'system' } }))();
+        if (between === 'app.started')
+          db.transaction(() => log.append({ kind: 'app.started', actor: { user: 'executor', channel: 'system' } }))();
         appendNotes(db, log, 2);
         log.checkpoint('heartbeat');
       },
@@ -250,7 +290,9 @@ describe('checkpoint spacing in time', () => {
   it('warns when two checkpoints of one run are far more than a heartbeat apart, and stays intact', async () => {
     const report = await logWithPause(50);
     expect(report.ok).toBe(true);
-    expect(report.warnings.join('\n')).toMatch(/checkpoints \d+ and \d+ are 50 min apart within one run of the app .*heartbeat is missing, or the machine slept/);
+    expect(report.warnings.join('\n')).toMatch(
+      /checkpoints \d+ and \d+ are 50 min apart within one run of the app .*heartbeat is missing, or the machine slept/,
+    );
   });
 
   it('says nothing when the gap lies between two runs of the app, or is within the heartbeat', async () => {

@@ -7,7 +7,10 @@ import { suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
 /** Reads every page of a query, following nextCursor, as the window and `audit show` do. */
-function allPages(db: ReturnType<typeof openDatabase>, query: Record<string, unknown>): { seqs: number[]; entries: AuditEntry[]; pages: number } {
+function allPages(
+  db: ReturnType<typeof openDatabase>,
+  query: Record<string, unknown>,
+): { seqs: number[]; entries: AuditEntry[]; pages: number } {
   const entries: AuditEntry[] = [];
   let cursor: string | null = null;
   let pages = 0;

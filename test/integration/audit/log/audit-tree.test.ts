@@ -9,7 +9,15 @@ import { AuditTree, recordLeafHash } from '../../../../src/audit/log/audit-tree.
 import { verifyExportFile } from '../../../../src/audit/verify/audit-verifier.js';
 import { logNoteVerifier } from '../../../../src/audit/format/checkpoint-note.js';
 import { FileKeyStore } from '../../../../src/audit/keys/key-store.js';
-import { memoryNodeReader, nodeCount, nodePosition, nodesCompletedBy, rootOfLeaves, verifyConsistency, verifyInclusion } from '../../../../src/audit/format/merkle.js';
+import {
+  memoryNodeReader,
+  nodeCount,
+  nodePosition,
+  nodesCompletedBy,
+  rootOfLeaves,
+  verifyConsistency,
+  verifyInclusion,
+} from '../../../../src/audit/format/merkle.js';
 import { openNote } from '../../../../src/audit/format/signed-note.js';
 import { parseCheckpointText } from '../../../../src/audit/format/tlog-checkpoint.js';
 import { DATABASE_FILE, openDatabase } from '../../../../src/store/database.js';
@@ -29,13 +37,19 @@ function readLog(dataDir: string): { leaves: Buffer[]; checkpoints: Cp[]; tree: 
   const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
   try {
     const leaves = (db.prepare('SELECT hash FROM audit_records ORDER BY seq').pluck().all() as Buffer[]).map(recordLeafHash);
-    const checkpoints = (db.prepare('SELECT c.cp_seq, c.body, n.note FROM audit_checkpoints c LEFT JOIN audit_checkpoint_notes n ON n.cp_seq = c.cp_seq ORDER BY c.cp_seq').all() as { cp_seq: number; body: string; note: string | null }[]).map(
-      (row) => {
-        const body = JSON.parse(row.body) as { seq: number; rootHash?: string };
-        return { cpSeq: row.cp_seq, seq: body.seq, rootHash: body.rootHash, note: row.note };
-      },
+    const checkpoints = (
+      db
+        .prepare(
+          'SELECT c.cp_seq, c.body, n.note FROM audit_checkpoints c LEFT JOIN audit_checkpoint_notes n ON n.cp_seq = c.cp_seq ORDER BY c.cp_seq',
+        )
+        .all() as { cp_seq: number; body: string; note: string | null }[]
+    ).map((row) => {
+      const body = JSON.parse(row.body) as { seq: number; rootHash?: string };
+      return { cpSeq: row.cp_seq, seq: body.seq, rootHash: body.rootHash, note: row.note };
+    });
+    const tree = (db.prepare('SELECT pos, hash FROM audit_tree ORDER BY pos').all() as { pos: number; hash: Buffer }[]).map(
+      (row) => `${row.pos}/${row.hash.toString('hex')}`,
     );
-    const tree = (db.prepare('SELECT pos, hash FROM audit_tree ORDER BY pos').all() as { pos: number; hash: Buffer }[]).map((row) => `${row.pos}/${row.hash.toString('hex')}`);
     return { leaves, checkpoints, tree };
   } finally {
     db.close();
@@ -53,7 +67,12 @@ describe('the audit log as a Merkle tree', { timeout: 300_000 }, () => {
       const root = rootOfLeaves(leaves.slice(0, cp.seq));
       expect(cp.rootHash, `checkpoint ${cp.cpSeq}`).toBe(root.toString('hex'));
       const opened = openNote(cp.note!, [verifier]);
-      expect(parseCheckpointText(opened.text)).toEqual({ origin: `executor.audit/${keyring.logId}`, size: cp.seq, rootHash: root, extensions: [] });
+      expect(parseCheckpointText(opened.text)).toEqual({
+        origin: `executor.audit/${keyring.logId}`,
+        size: cp.seq,
+        rootHash: root,
+        extensions: [],
+      });
     }
   });
 
@@ -66,12 +85,15 @@ describe('the audit log as a Merkle tree', { timeout: 300_000 }, () => {
       expect(tree.size()).toBe(leaves.length);
       const last = checkpoints[checkpoints.length - 1]!;
       const root = Buffer.from(last.rootHash!, 'hex');
-      for (let seq = 1; seq <= last.seq; seq++) expect(verifyInclusion(seq - 1, last.seq, leaves[seq - 1]!, tree.inclusionProof(seq, last.seq), root)).toBe(true);
+      for (let seq = 1; seq <= last.seq; seq++)
+        expect(verifyInclusion(seq - 1, last.seq, leaves[seq - 1]!, tree.inclusionProof(seq, last.seq), root)).toBe(true);
       for (let at = 1; at < checkpoints.length; at++) {
         const [before, after] = [checkpoints[at - 1]!, checkpoints[at]!];
         if (before.seq === 0) continue;
         const proof = tree.consistencyProof(before.seq, after.seq);
-        expect(verifyConsistency(before.seq, after.seq, Buffer.from(before.rootHash!, 'hex'), Buffer.from(after.rootHash!, 'hex'), proof)).toBe(true);
+        expect(
+          verifyConsistency(before.seq, after.seq, Buffer.from(before.rootHash!, 'hex'), Buffer.from(after.rootHash!, 'hex'), proof),
+        ).toBe(true);
       }
     } finally {
       db.close();
@@ -83,11 +105,17 @@ describe('the audit log as a Merkle tree', { timeout: 300_000 }, () => {
     const before = readLog(dataDir);
     tamper(dataDir, (db) => db.exec('DELETE FROM audit_tree'));
     const progress: number[] = [];
-    withAuditLog(dataDir, (db, log) => {
-      expect(log.merkleTree.size()).toBe(before.leaves.length);
-      db.transaction(() => log.append({ kind: 'step.simulated', actor: { user: 'tester', channel: 'cli' }, detail: { after: 'rebuild' } }))();
-      log.checkpoint('heartbeat');
-    }, { onTreeBuild: (built) => progress.push(built) });
+    withAuditLog(
+      dataDir,
+      (db, log) => {
+        expect(log.merkleTree.size()).toBe(before.leaves.length);
+        db.transaction(() =>
+          log.append({ kind: 'step.simulated', actor: { user: 'tester', channel: 'cli' }, detail: { after: 'rebuild' } }),
+        )();
+        log.checkpoint('heartbeat');
+      },
+      { onTreeBuild: (built) => progress.push(built) },
+    );
     const after = readLog(dataDir);
     expect(after.tree).toEqual(expect.arrayContaining(before.tree));
     expect(after.tree.length).toBeGreaterThan(before.tree.length);
@@ -98,7 +126,7 @@ describe('the audit log as a Merkle tree', { timeout: 300_000 }, () => {
     expect(progress).toEqual([]);
   });
 
-  it('SIGKILL in the middle of building an older log\'s tree loses nothing: the next open finishes it', async () => {
+  it("SIGKILL in the middle of building an older log's tree loses nothing: the next open finishes it", async () => {
     const { dataDir } = buildAuditLog({ records: 1200, perTransaction: 200 });
     const before = readLog(dataDir);
     tamper(dataDir, (db) => db.exec('DELETE FROM audit_tree'));
@@ -166,7 +194,11 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
     const { dataDir } = buildAuditLog({ records: 120, checkpointEvery: 50 });
     const { checkpoints } = readLog(dataDir);
     const [first, second] = checkpoints.filter((cp) => cp.seq > 0);
-    tamper(dataDir, (db) => db.prepare('UPDATE audit_checkpoint_notes SET note = ? WHERE cp_seq = ?').run(first!.note!.replace(`\n${first!.seq}\n`, `\n${first!.seq + 1}\n`), first!.cpSeq));
+    tamper(dataDir, (db) =>
+      db
+        .prepare('UPDATE audit_checkpoint_notes SET note = ? WHERE cp_seq = ?')
+        .run(first!.note!.replace(`\n${first!.seq}\n`, `\n${first!.seq + 1}\n`), first!.cpSeq),
+    );
     let report = await verifyLogAt(dataDir);
     expect(report.problem).toMatchObject({ code: 'BAD_CHECKPOINT', seq: first!.seq });
     expect(report.problem!.message).toContain('tlog-checkpoint note does not hold');
@@ -186,12 +218,17 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
     expect(report.warnings).toContain('1 checkpoint(s) have no stored tlog-checkpoint note: witnesses were not sent them');
   });
 
-  it('an excerpt checks its checkpoints\' roots through the export\'s tree-prefix line; a changed prefix is caught', async () => {
+  it("an excerpt checks its checkpoints' roots through the export's tree-prefix line; a changed prefix is caught", async () => {
     const { dataDir } = buildAuditLog({ records: 300, checkpointEvery: 50 });
     const dir = tempDir('executor-excerpt-');
     const file = path.join(dir, 'excerpt.jsonl');
     const keyring = AuditKeyring.load(new FileKeyStore(dataDir))!;
-    const k0 = parseVerificationKeys(keyring.exportVerification(new Date(), { keep: true }).map((line) => line.verificationKey).join(','));
+    const k0 = parseVerificationKeys(
+      keyring
+        .exportVerification(new Date(), { keep: true })
+        .map((line) => line.verificationKey)
+        .join(','),
+    );
     const db = openDatabase(dataDir, { readonly: true });
     try {
       const fd = fs.openSync(file, 'w');
@@ -225,7 +262,7 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
 });
 
 describe('the empty log', () => {
-  it('a checkpoint on an empty log first writes the chain\'s key.created, so what it seals (and its anchor) can be vouched for', async () => {
+  it("a checkpoint on an empty log first writes the chain's key.created, so what it seals (and its anchor) can be vouched for", async () => {
     const dataDir = path.join(tempDir('executor-empty-'), 'data');
     fs.mkdirSync(dataDir, { recursive: true });
     withAuditLog(dataDir, (_db, log) => log.checkpoint('start'));
@@ -242,13 +279,19 @@ describe('the right edge an append keeps in memory', () => {
   /** Every stored subtree, as RFC 9162 computes it from the records the table now holds. */
   function expectedTree(leaves: Buffer[]): string[] {
     const read = memoryNodeReader(leaves);
-    return leaves.flatMap((leaf, index) => nodesCompletedBy(index, leaf, read).map((node, at) => `${nodeCount(index) + at}/${node.hash.toString('hex')}`));
+    return leaves.flatMap((leaf, index) =>
+      nodesCompletedBy(index, leaf, read).map((node, at) => `${nodeCount(index) + at}/${node.hash.toString('hex')}`),
+    );
   }
 
   it('never outlives a rolled-back transaction, a rolled-back savepoint or another writer: the stored tree is always that of the records', async () => {
     const dataDir = path.join(tempDir('executor-edge-'), 'data');
     fs.mkdirSync(dataDir, { recursive: true });
-    const step = (index: number, label: string) => ({ kind: 'step.simulated' as const, actor: { user: 'tester', channel: 'cli' as const }, detail: { label, index } });
+    const step = (index: number, label: string) => ({
+      kind: 'step.simulated' as const,
+      actor: { user: 'tester', channel: 'cli' as const },
+      detail: { label, index },
+    });
     withAuditLog(dataDir, (db, log) => {
       appendNotes(db, log, 37, 'kept', 37);
       // The whole transaction rolls back after the edge moved 13 records on.

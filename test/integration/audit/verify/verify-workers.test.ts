@@ -50,7 +50,9 @@ describe('verify worker threads that do not finish', { timeout: 120_000 }, () =>
         setTimeout(() => process.exit(3), 20);
       });`);
     const progress: number[] = [];
-    const error = await failure(workerRangeRunner(path.join(dataDir, DATABASE_FILE), source)(ranges, shared, (checked) => progress.push(checked)));
+    const error = await failure(
+      workerRangeRunner(path.join(dataDir, DATABASE_FILE), source)(ranges, shared, (checked) => progress.push(checked)),
+    );
     expect(error.code).toBe('INTERNAL');
     expect(error.message).toContain('records 101..203');
     expect(error.message).toContain('exit code 3');
@@ -62,7 +64,12 @@ describe('verify worker threads that do not finish', { timeout: 120_000 }, () =>
   it('a worker thread that throws outside its job is an error too, naming what it threw', async () => {
     const { dataDir } = buildAuditLog({ records: 20 });
     const thrown = await failure(
-      workerRangeRunner(path.join(dataDir, DATABASE_FILE), threadsRunning(`require('node:worker_threads').parentPort.once('message', () => setTimeout(() => { throw new Error('boom in the worker'); }))`))(ranges, shared, () => {}),
+      workerRangeRunner(
+        path.join(dataDir, DATABASE_FILE),
+        threadsRunning(
+          `require('node:worker_threads').parentPort.once('message', () => setTimeout(() => { throw new Error('boom in the worker'); }))`,
+        ),
+      )(ranges, shared, () => {}),
     );
     expect(thrown.message).toContain('crashed (boom in the worker)');
   });

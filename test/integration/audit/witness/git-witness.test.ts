@@ -53,7 +53,9 @@ describe('a git remote as witness (a local bare repository)', () => {
     };
     expect(await publishToGit(racing, log)).toEqual({ kind: 'published', size: 6 });
     expect(refusedPushes).toBe(2);
-    const sizes = splitCheckpointNotes(remoteFile(remote, 'main', checkpointFilePath(log.origin))).map((note) => Number(note.split('\n')[1]));
+    const sizes = splitCheckpointNotes(remoteFile(remote, 'main', checkpointFilePath(log.origin))).map((note) =>
+      Number(note.split('\n')[1]),
+    );
     expect(sizes).toEqual([2, 4, 6]);
   });
 
@@ -66,7 +68,11 @@ describe('a git remote as witness (a local bare repository)', () => {
     const fork = log.copy();
     fork.append(3, 'other');
     log.append(4);
-    const racing = { ...first, cloneDir: path.join(tempDir(), 'b'), beforePush: async () => void (await publishToGit({ ...first, beforePush: undefined }, fork)) };
+    const racing = {
+      ...first,
+      cloneDir: path.join(tempDir(), 'b'),
+      beforePush: async () => void (await publishToGit({ ...first, beforePush: undefined }, fork)),
+    };
     expect(await publishToGit(racing, log)).toMatchObject({ kind: 'diverged', standing: 'forked' });
   });
 
@@ -78,7 +84,10 @@ describe('a git remote as witness (a local bare repository)', () => {
     const older = log.copy();
     log.append(5);
     await publishToGit(target, log);
-    expect(await publishToGit({ ...target, cloneDir: path.join(tempDir(), 'c') }, older)).toMatchObject({ kind: 'diverged', standing: 'rolled_back' });
+    expect(await publishToGit({ ...target, cloneDir: path.join(tempDir(), 'c') }, older)).toMatchObject({
+      kind: 'diverged',
+      standing: 'rolled_back',
+    });
     const fork = log.copy();
     fork.cut(7);
     fork.append(6, 'fork');
@@ -105,9 +114,20 @@ describe('a git remote as witness (a local bare repository)', () => {
   it('an unreachable remote fails with a message, without hanging', async () => {
     const log = memoryWitnessedLog();
     log.append(1);
-    await expect(publishToGit({ name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') }, log)).rejects.toThrow(/git ls-remote/);
+    await expect(
+      publishToGit(
+        { name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') },
+        log,
+      ),
+    ).rejects.toThrow(/git ls-remote/);
     // git's several stderr lines become one report line: no newline for the report to escape as \\n.
-    const error = await publishToGit({ name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') }, log).then(() => null, (thrown: unknown) => thrown as Error);
+    const error = await publishToGit(
+      { name: 't', remote: path.join(tempDir(), 'nothing-here.git'), branch: 'main', cloneDir: path.join(tempDir(), 'c') },
+      log,
+    ).then(
+      () => null,
+      (thrown: unknown) => thrown as Error,
+    );
     expect(error?.message).toMatch(/fatal: .*; /);
     expect(error?.message).not.toMatch(/\n/);
   });

@@ -24,7 +24,11 @@ async function witnessFor(logs: { origin: string; vkey: string }[], port = 0) {
   const { skey, vkey } = generateSignerKey('witness.test/w', { cosigner: true });
   const { parseVerifierKey } = await import('../../../../src/audit/format/signed-note.js');
   const running = await startWitnessServer(
-    { signer: parseSignerKey(skey, { cosigner: true }), logs: logs.map((log) => ({ origin: log.origin, verifiers: [parseVerifierKey(log.vkey)] })), state: new WitnessStateDir(tempDir()) },
+    {
+      signer: parseSignerKey(skey, { cosigner: true }),
+      logs: logs.map((log) => ({ origin: log.origin, verifiers: [parseVerifierKey(log.vkey)] })),
+      state: new WitnessStateDir(tempDir()),
+    },
     { host: '127.0.0.1', port },
   );
   return { ...running, vkey };
@@ -61,7 +65,9 @@ describe('the witness publisher', () => {
     const log = memoryWitnessedLog();
     log.append(2);
     const port = await freePort();
-    const config: WitnessConfig[] = [{ kind: 'http', name: 'late', url: `http://127.0.0.1:${port}`, vkey: generateSignerKey('x', { cosigner: true }).vkey }];
+    const config: WitnessConfig[] = [
+      { kind: 'http', name: 'late', url: `http://127.0.0.1:${port}`, vkey: generateSignerKey('x', { cosigner: true }).vkey },
+    ];
     const results: PublishResult[] = [];
     let cosigned: () => void = () => undefined;
     let failedOnce: () => void = () => undefined;
@@ -104,8 +110,13 @@ describe('the witness publisher', () => {
     db.close();
     const executor = Executor.open(dataDir, { resumeUnfinished: false, publishToWitnesses: true, audit: { checkpointEvery: 1 } });
     try {
-      const heard = new Promise<PublishResult>((resolve) => executor.on('witness', (result) => result.kind === 'cosigned' && resolve(result)));
-      executor.setPolicy({ ...executor.getPolicy(), witnesses: [{ kind: 'http', name: 'w', url: witness.url, vkey: witness.vkey }] }, { user: 'test', channel: 'cli' } as never);
+      const heard = new Promise<PublishResult>((resolve) =>
+        executor.on('witness', (result) => result.kind === 'cosigned' && resolve(result)),
+      );
+      executor.setPolicy({ ...executor.getPolicy(), witnesses: [{ kind: 'http', name: 'w', url: witness.url, vkey: witness.vkey }] }, {
+        user: 'test',
+        channel: 'cli',
+      } as never);
       expect(await heard).toMatchObject({ witness: 'w', kind: 'cosigned' });
     } finally {
       executor.close();

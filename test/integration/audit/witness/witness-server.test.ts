@@ -79,12 +79,18 @@ describe('executor witness serve (a separate process speaking C2SP tlog-witness 
     log.append(2);
     const badProof = log.proof(8).map((hash) => Buffer.from(hash).fill(7, 0, 1));
     expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 8, proof: badProof, note: log.note() }))).status).toBe(422);
-    expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 0, proof: [crypto.randomBytes(32)], note: log.note() }))).status).toBe(409);
+    expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 0, proof: [crypto.randomBytes(32)], note: log.note() }))).status).toBe(
+      409,
+    );
 
     // 403: signed by a key the witness does not trust for that origin; or a trusted signature altered.
     const impostor = parseSignerKey(generateSignerKey(ORIGIN).skey);
-    expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 8, proof: log.proof(8), note: log.note(log.size, impostor) }))).status).toBe(403);
-    const altered = log.note().replace(/ ([A-Za-z0-9+/]{10})/, (_m, head: string) => ` ${head.startsWith('A') ? 'B' : 'A'}${head.slice(1)}`);
+    expect(
+      (await post(w.url, formatAddCheckpointRequest({ oldSize: 8, proof: log.proof(8), note: log.note(log.size, impostor) }))).status,
+    ).toBe(403);
+    const altered = log
+      .note()
+      .replace(/ ([A-Za-z0-9+/]{10})/, (_m, head: string) => ` ${head.startsWith('A') ? 'B' : 'A'}${head.slice(1)}`);
     expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 8, proof: log.proof(8), note: altered }))).status).toBe(403);
 
     // 404: an origin the witness does not follow.
@@ -93,7 +99,13 @@ describe('executor witness serve (a separate process speaking C2SP tlog-witness 
     expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 0, proof: [], note: stranger.note() }))).status).toBe(404);
 
     // 400: malformed bodies, and an old size above the checkpoint's.
-    for (const body of ['', 'old 01\n\n', 'old 8\nnot-base64\n\n' + log.note(), 'old 8\n' + log.note(), `old 8\n\n${log.note().replace('\n\n', '\n')}`]) {
+    for (const body of [
+      '',
+      'old 01\n\n',
+      'old 8\nnot-base64\n\n' + log.note(),
+      'old 8\n' + log.note(),
+      `old 8\n\n${log.note().replace('\n\n', '\n')}`,
+    ]) {
       expect((await post(w.url, body)).status, JSON.stringify(body)).toBe(400);
     }
     expect((await post(w.url, formatAddCheckpointRequest({ oldSize: 11, proof: [], note: log.note() }))).status).toBe(400);
@@ -138,8 +150,12 @@ describe('executor witness serve (a separate process speaking C2SP tlog-witness 
     const cosignerAsLog = runCli(['witness', 'serve', '--key-file', keyFile, '--log', generateSignerKey('x', { cosigner: true }).vkey]);
     expect(cosignerAsLog.stderr).toMatch(/Ed25519 note key/);
     fs.writeFileSync(path.join(dir, 'junk.key'), 'not a key\n');
-    expect(runCli(['witness', 'serve', '--key-file', path.join(dir, 'junk.key'), '--log', log.vkey]).stderr).toMatch(/does not hold a witness key/);
-    expect(runCli(['witness', 'serve', '--key-file', path.join(dir, 'missing.key'), '--log', log.vkey]).stderr).toMatch(/NOT_FOUND.*witness key/);
+    expect(runCli(['witness', 'serve', '--key-file', path.join(dir, 'junk.key'), '--log', log.vkey]).stderr).toMatch(
+      /does not hold a witness key/,
+    );
+    expect(runCli(['witness', 'serve', '--key-file', path.join(dir, 'missing.key'), '--log', log.vkey]).stderr).toMatch(
+      /NOT_FOUND.*witness key/,
+    );
     expect(runCli(['witness', 'key', '--key-file', keyFile, '--name', 'other']).stderr).toMatch(/already holds/);
   });
 });

@@ -15,12 +15,19 @@ const WINDOW_SECRET = new TextEncoder().encode('window-secret-for-the-thread-tes
 function lineTransport(line: HostThread): ClientTransport {
   const listeners: ((text: string) => void)[] = [];
   line.onEvent((text) => listeners.forEach((listener) => listener(text)));
-  return { request: (text) => line.receive(text), onEvent: (listener) => void listeners.push(listener), onClose: () => undefined, close: () => undefined };
+  return {
+    request: (text) => line.receive(text),
+    onEvent: (listener) => void listeners.push(listener),
+    onClose: () => undefined,
+    close: () => undefined,
+  };
 }
 
 async function windowClient(line: HostThread) {
   const transport = lineTransport(line);
-  const session = await openSession(transport, 'window', async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(WINDOW_SECRET, sessionKeyInput(clientNonce, serverNonce))));
+  const session = await openSession(transport, 'window', async (serverNonce, clientNonce) =>
+    nodeMac(deriveSessionKey(WINDOW_SECRET, sessionKeyInput(clientNonce, serverNonce))),
+  );
   return createExecutorClient(new SignedRpc(transport, session));
 }
 
@@ -45,10 +52,16 @@ describe('the host on a worker thread (how the Electron main process runs it)', 
     // An agent reaches the same host over the socket the thread listens on.
     const agent = await connectToHost(dataDir, 'agent');
     // The host names an agent's steps (ids it chose could collide with steps it cannot see).
-    const [f, u] = (await agent.propose({ plan: { steps: [
-      { action: 'writeFile', args: { path: path.join(workspace, 't.txt'), content: 'thread\n' } },
-      { action: 'openURL', args: { url: 'https://example.com/docs?page=1', purpose: 'read' } },
-    ] } })).map((record) => record.step.id);
+    const [f, u] = (
+      await agent.propose({
+        plan: {
+          steps: [
+            { action: 'writeFile', args: { path: path.join(workspace, 't.txt'), content: 'thread\n' } },
+            { action: 'openURL', args: { url: 'https://example.com/docs?page=1', purpose: 'read' } },
+          ],
+        },
+      })
+    ).map((record) => record.step.id);
     agent.close();
     await expect.poll(() => seen).toContain(`${u}:awaiting_consent`);
 

@@ -78,7 +78,10 @@ describe('deadlines for connections that authenticate nothing and hold no reques
     expect(lifetime).toBeGreaterThanOrEqual(250);
     expect(lifetime).toBeLessThan(300 + TIMER_SLACK_MS);
     await expect.poll(() => limitRecords(host!.executor).filter((record) => record.limit === 'idleConnection')).toHaveLength(1);
-    expect(limitRecords(host.executor)[0]).toMatchObject({ transport: 'web', peer: process.platform === 'linux' ? `uid:${ownUid()}` : 'addr:127.0.0.1' });
+    expect(limitRecords(host.executor)[0]).toMatchObject({
+      transport: 'web',
+      peer: process.platform === 'linux' ? `uid:${ownUid()}` : 'addr:127.0.0.1',
+    });
   });
 
   it('closes a connection that trickles its request head a byte at a time (Node alone let it live up to 40 s)', async () => {
@@ -108,7 +111,9 @@ describe('deadlines for connections that authenticate nothing and hold no reques
   });
 
   it('keeps an authenticated WebSocket past every deadline and through shedding; an unauthenticated one is closed', async () => {
-    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 200 }, sessionLimits: { handshakeDeadlineMs: 800 } }));
+    host = closeAfter(
+      await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 200 }, sessionLimits: { handshakeDeadlineMs: 800 } }),
+    );
     const person = await openRawSession(host, WEB_TRANSPORT);
     closeAfter(person);
     // A WebSocket that only sent a hello without proof: closed at the protocol's handshake deadline.
@@ -122,7 +127,13 @@ describe('deadlines for connections that authenticate nothing and hold no reques
   });
 
   it('sheds idle and unauthenticated connections on demand (as on an accept failure), never one with a request in progress', async () => {
-    host = closeAfter(await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 60_000 }, sessionLimits: { handshakeDeadlineMs: 60_000 } }));
+    host = closeAfter(
+      await startHost(tempSetup().dataDir, {
+        web: {},
+        connectionLimits: { idleMs: 60_000 },
+        sessionLimits: { handshakeDeadlineMs: 60_000 },
+      }),
+    );
     const idle = await silentConnection(host.web!.port);
     const upgraded = await webSocketTransport(`ws://127.0.0.1:${host.web!.port}${WEB_SOCKET_PATH}`, nodeWebSocket(host.web!.origin));
     const upgradedClosed = new Promise<void>((resolve) => upgraded.onClose(() => resolve()));
@@ -156,7 +167,9 @@ describe('caps on connections', () => {
       socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
       expect(await answered).toMatch(/^HTTP\/1\.1 200/);
     }
-    expect(limitRecords(host.executor).map((record) => record.limit)).toContain(process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal');
+    expect(limitRecords(host.executor).map((record) => record.limit)).toContain(
+      process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal',
+    );
     for (const tab of tabs) expect((await tab.send(await tab.signed('getPolicy'))).ok).toBe(true);
     // The person's local socket is another door altogether.
     const session = await openRawSession(host, SOCKET_TRANSPORT);
@@ -164,29 +177,37 @@ describe('caps on connections', () => {
     session.close();
     // Closing them frees their places.
     for (const { socket } of open) socket.destroy();
-    await expect.poll(async () => (await rawExchange(port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
+    await expect
+      .poll(async () => (await rawExchange(port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)).status)
+      .toBe(200);
   });
 
-  it('caps the local socket\'s connections too, and audits the overflow', async () => {
-    host = closeAfter(await startHost(tempSetup().dataDir, { connectionLimits: { socketTotal: 3 }, sessionLimits: { handshakeDeadlineMs: 60_000 } }));
+  it("caps the local socket's connections too, and audits the overflow", async () => {
+    host = closeAfter(
+      await startHost(tempSetup().dataDir, { connectionLimits: { socketTotal: 3 }, sessionLimits: { handshakeDeadlineMs: 60_000 } }),
+    );
     const socketPath = host.socket.socketPath;
     const opened = await Promise.all(
-      Array.from({ length: 6 }, () =>
-        new Promise<{ socket: net.Socket; closed: Promise<void> }>((resolve, reject) => {
-          const socket = net.createConnection(socketPath);
-          socket.once('error', reject);
-          socket.once('connect', () => {
-            socket.on('error', () => undefined);
-            defer(() => socket.destroy());
-            resolve({ socket, closed: new Promise((done) => socket.once('close', () => done())) });
-          });
-        }),
+      Array.from(
+        { length: 6 },
+        () =>
+          new Promise<{ socket: net.Socket; closed: Promise<void> }>((resolve, reject) => {
+            const socket = net.createConnection(socketPath);
+            socket.once('error', reject);
+            socket.once('connect', () => {
+              socket.on('error', () => undefined);
+              defer(() => socket.destroy());
+              resolve({ socket, closed: new Promise((done) => socket.once('close', () => done())) });
+            });
+          }),
       ),
     );
     let closedCount = 0;
     for (const { closed } of opened) void closed.then(() => closedCount++);
     await expect.poll(() => closedCount).toBe(3);
-    expect(limitRecords(host.executor).filter((record) => record.limit === 'connectionsTotal' && record.transport === 'socket').length).toBeGreaterThan(0);
+    expect(
+      limitRecords(host.executor).filter((record) => record.limit === 'connectionsTotal' && record.transport === 'socket').length,
+    ).toBeGreaterThan(0);
   });
 });
 
@@ -212,7 +233,8 @@ describe('a flood of silent TCP connections far past the caps', () => {
       const held = host!.web!.openConnections();
       const now = Date.now();
       expect(held.length).toBeLessThanOrEqual(400);
-      if (flood.uid !== ownUid() && process.platform === 'linux') expect(held.filter((connection) => connection.peer === `uid:${flood.uid}`).length).toBeLessThanOrEqual(100);
+      if (flood.uid !== ownUid() && process.platform === 'linux')
+        expect(held.filter((connection) => connection.peer === `uid:${flood.uid}`).length).toBeLessThanOrEqual(100);
       const longestIdle = Math.max(0, ...held.map((connection) => (connection.idleSince === null ? 0 : now - connection.idleSince)));
       expect(longestIdle).toBeLessThan(idleMs + TIMER_SLACK_MS);
       const during = openDescriptors('self');
@@ -241,7 +263,8 @@ describe('a flood of silent TCP connections far past the caps', () => {
     expect(records.map((record) => record.limit)).toContain(process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal');
     // Thousands refused, a handful of records: one a minute per peer and limit.
     expect(records.length).toBeLessThan(12);
-    if (flood.uid !== ownUid() && process.platform === 'linux') expect(records.some((record) => record.peer === `uid:${flood.uid}`)).toBe(true);
+    if (flood.uid !== ownUid() && process.platform === 'linux')
+      expect(records.some((record) => record.peer === `uid:${flood.uid}`)).toBe(true);
   });
 
   it('keeps `executor serve` under its real default caps, derived from a 1024-descriptor limit, through 3,000 silent connections', async () => {
@@ -267,7 +290,9 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const webUrl = await runCliAsync(['--data-dir', dataDir, '--json', 'web-url']);
     expect(webUrl.status).toBe(0);
     // Thousands more connections later, the host still holds no more.
-    await expect.poll(async () => (await flood.stats()).closedByServer, { timeout: 60_000, interval: 250 }).toBeGreaterThan(first.closedByServer + 3_000);
+    await expect
+      .poll(async () => (await flood.stats()).closedByServer, { timeout: 60_000, interval: 250 })
+      .toBeGreaterThan(first.closedByServer + 3_000);
     const later = openDescriptors(serve.info.pid);
     if (later !== null && baseline !== null) expect(later - baseline).toBeLessThanOrEqual(defaults.webTotal + 16);
     // (How long each connection lived is measured inside the host, in the test above: the flood's own
@@ -279,9 +304,23 @@ describe('a flood of silent TCP connections far past the caps', () => {
   it('survives running out of descriptors (caps set above what it has): noticed though libuv drops the connections silently, audited, idle connections shed, the CLI answers', async () => {
     const { dataDir } = tempSetup();
     // Caps far above a 256-descriptor limit, so the flood runs the process out of descriptors.
-    const child = spawn('/bin/sh', ['-c', 'ulimit -n 256 && exec "$@"', 'sh', process.execPath, '--import', 'tsx', FIXTURE, dataDir, JSON.stringify({ webTotal: 5_000, webPerPeer: 5_000, idleMs: 60_000 })], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'ulimit -n 256 && exec "$@"',
+        'sh',
+        process.execPath,
+        '--import',
+        'tsx',
+        FIXTURE,
+        dataDir,
+        JSON.stringify({ webTotal: 5_000, webPerPeer: 5_000, idleMs: 60_000 }),
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     killAfter(child);
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -297,7 +336,9 @@ describe('a flood of silent TCP connections far past the caps', () => {
     defer(() => flood.stop().catch(() => undefined));
     await expect.poll(() => stderr, { timeout: 60_000, interval: 100 }).toContain('running out of file descriptors');
     // Shedding made room: the person's CLI gets in while the flood goes on.
-    await expect.poll(async () => (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list'])).status, { timeout: 30_000 }).toBe(0);
+    await expect
+      .poll(async () => (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'list'])).status, { timeout: 30_000 })
+      .toBe(0);
     // Still alive, and the line appears once a minute, not once per check.
     expect(child.exitCode).toBeNull();
     expect(stderr.match(/running out of file descriptors/g)).toHaveLength(1);

@@ -6,13 +6,20 @@ import { startHost, type Host } from '../../../../src/ipc/host/host.js';
 import { closeAfter } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
-function get(port: number, rawPath: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+function get(
+  port: number,
+  rawPath: string,
+  options: { method?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
-    const request = http.request({ host: '127.0.0.1', port, path: rawPath, method: options.method ?? 'GET', headers: options.headers }, (response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body, headers: response.headers }));
-    });
+    const request = http.request(
+      { host: '127.0.0.1', port, path: rawPath, method: options.method ?? 'GET', headers: options.headers },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body, headers: response.headers }));
+      },
+    );
     request.on('error', reject);
     request.end();
   });
@@ -50,7 +57,14 @@ describe('the loopback web server with a built renderer', () => {
 
   it('never serves a file outside the renderer folder, however the path is spelled', async () => {
     const relative = path.relative(path.join(host.executor.dataDir, '..'), outside);
-    for (const attempt of [`/../${relative}`, `/..%2f${relative}`, `/%2e%2e/${relative}`, `/assets/%2e%2e/%2e%2e/${relative}`, '/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/%ff']) {
+    for (const attempt of [
+      `/../${relative}`,
+      `/..%2f${relative}`,
+      `/%2e%2e/${relative}`,
+      `/assets/%2e%2e/%2e%2e/${relative}`,
+      '/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+      '/%ff',
+    ]) {
       const response = await get(host.web!.port, attempt);
       expect(response.body, attempt).not.toContain('do not serve');
       expect(response.body, attempt).not.toContain('root:');

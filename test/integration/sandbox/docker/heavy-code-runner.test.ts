@@ -25,16 +25,31 @@ describe.skipIf(!hasDocker)('dockerHeavyCodeRunner (runCode on the Docker sandbo
   }, 300_000);
 
   it('answers with what the script printed, for python and for javascript', async () => {
-    expect(await runner.run(request({ code: 'print(sum(range(10)))', language: 'python' }))).toMatchObject({ ok: true, value: '45\n', logs: ['45'] });
-    expect(await runner.run(request({ code: 'console.log([1, 2].map((n) => n * 3).join("+"))', sandbox: 'docker' }))).toMatchObject({ ok: true, value: '3+6\n' });
+    expect(await runner.run(request({ code: 'print(sum(range(10)))', language: 'python' }))).toMatchObject({
+      ok: true,
+      value: '45\n',
+      logs: ['45'],
+    });
+    expect(await runner.run(request({ code: 'console.log([1, 2].map((n) => n * 3).join("+"))', sandbox: 'docker' }))).toMatchObject({
+      ok: true,
+      value: '3+6\n',
+    });
   });
 
   it('turns exit codes, timeouts and a missing engine into typed results, never exceptions', async () => {
     const failed = await runner.run(request({ code: 'import sys\nprint("oops", file=sys.stderr)\nsys.exit(3)', language: 'python' }));
-    expect(failed).toMatchObject({ ok: false, code: 'EXECUTION_ERROR', message: expect.stringContaining('status 3: oops'), logs: ['[stderr] oops'] });
+    expect(failed).toMatchObject({
+      ok: false,
+      code: 'EXECUTION_ERROR',
+      message: expect.stringContaining('status 3: oops'),
+      logs: ['[stderr] oops'],
+    });
     const slow = await runner.run(request({ code: 'while True: pass', language: 'python', timeoutMs: 800 }));
     expect(slow).toMatchObject({ ok: false, code: 'EXECUTION_TIMEOUT' });
-    const noEngine = dockerHeavyCodeRunner(() => defaultPolicy(), () => connectDocker(`unix://${path.join(tempDir(), 'none.sock')}`));
+    const noEngine = dockerHeavyCodeRunner(
+      () => defaultPolicy(),
+      () => connectDocker(`unix://${path.join(tempDir(), 'none.sock')}`),
+    );
     expect(await noEngine.run(request({ code: 'print(1)', language: 'python' }))).toMatchObject({ ok: false, code: 'SANDBOX_UNAVAILABLE' });
   });
 
@@ -42,7 +57,10 @@ describe.skipIf(!hasDocker)('dockerHeavyCodeRunner (runCode on the Docker sandbo
     const { dataDir } = tempSetup();
     let executor: Executor | undefined;
     executor = closeAfter(Executor.open(dataDir, { heavyCodeRunner: dockerHeavyCodeRunner(() => executor!.getPolicy()) }));
-    const [proposed] = await executor.propose({ steps: [{ id: 'py', action: 'runCode', args: { code: 'import json\nprint(json.dumps({"answer": 6 * 7}))', language: 'python' } }] }, actorFor('cli'));
+    const [proposed] = await executor.propose(
+      { steps: [{ id: 'py', action: 'runCode', args: { code: 'import json\nprint(json.dumps({"answer": 6 * 7}))', language: 'python' } }] },
+      actorFor('cli'),
+    );
     const record = proposed!.status === 'executed' ? proposed! : await executor.approve('py', actorFor('cli'));
     expect(record.status).toBe('executed');
     expect(JSON.stringify(record.result)).toContain('{\\"answer\\": 42}');

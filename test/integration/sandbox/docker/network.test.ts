@@ -57,7 +57,10 @@ describe.skipIf(!hasDocker)('sandbox network modes', () => {
     const { dataDir, workspace } = tempSetup({ network: { allowHosts } });
     fs.writeFileSync(path.join(workspace, 'probe.py'), PROBE);
     const executor = closeAfter(Executor.open(dataDir));
-    const [record] = await executor.propose({ steps: [{ id: 'net', action: 'runCommand', args: { argv: ['python3', 'probe.py', ...urls], network } }] }, person);
+    const [record] = await executor.propose(
+      { steps: [{ id: 'net', action: 'runCommand', args: { argv: ['python3', 'probe.py', ...urls], network } }] },
+      person,
+    );
     return { executor, record: record!, preview: record!.preview as CommandRunPreview };
   }
 
@@ -71,14 +74,20 @@ describe.skipIf(!hasDocker)('sandbox network modes', () => {
   });
 
   it('"allowlist" reaches the allowlisted canary through the proxy, not the other one, and nothing directly', async () => {
-    const urls = [`http://127.0.0.1:${allowedPort}/`, `http://127.0.0.1:${otherPort}/`, ...hostAddresses().map((address) => `http://${address}:${otherPort}/`)];
+    const urls = [
+      `http://127.0.0.1:${allowedPort}/`,
+      `http://127.0.0.1:${otherPort}/`,
+      ...hostAddresses().map((address) => `http://${address}:${otherPort}/`),
+    ];
     const { executor, preview } = await probe('allowlist', urls, [`127.0.0.1:${allowedPort}`]);
     const lines = preview.stdout.text.trim().split('\n');
     expect(lines[0]).toBe(`proxy http://127.0.0.1:${allowedPort}/ OK canary-allowed`);
     expect(lines[2]).toBe(`proxy http://127.0.0.1:${otherPort}/ FAIL 403`);
     const successes = lines.filter((line) => / OK /.test(line));
     expect(successes).toEqual([lines[0]]);
-    expect(preview.egress.filter((request) => request.allowed)).toEqual([{ method: 'GET', host: '127.0.0.1', port: allowedPort, allowed: true }]);
+    expect(preview.egress.filter((request) => request.allowed)).toEqual([
+      { method: 'GET', host: '127.0.0.1', port: allowedPort, allowed: true },
+    ]);
     expect(preview.egress.some((request) => !request.allowed && request.port === otherPort)).toBe(true);
 
     // Executed, each proxied request lands in the step's audit record.

@@ -66,7 +66,9 @@ describe.skipIf(!hasDocker)('a Docker engine on another machine (DOCKER_HOST=tcp
   });
 
   it('refuses the allowlisted network, whose proxy socket cannot reach another machine', async () => {
-    await expect(runSandboxed(client, { sourceDir: tempDir(), argv: ['true'], network: 'allowlist', policy: defaultPolicy() })).rejects.toMatchObject({
+    await expect(
+      runSandboxed(client, { sourceDir: tempDir(), argv: ['true'], network: 'allowlist', policy: defaultPolicy() }),
+    ).rejects.toMatchObject({
       code: 'SANDBOX_FAILED',
       message: expect.stringContaining('needs an engine on this machine'),
     });

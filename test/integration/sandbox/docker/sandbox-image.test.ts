@@ -12,21 +12,37 @@ describe.skipIf(!hasDocker)('the sandbox image, built offline', () => {
   const tag = `executor-sandbox-test:${process.pid}`;
 
   afterAll(async () => {
-    await client.docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    await client.docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
   });
 
   it('is pinned to the app version', () => {
     expect(sandboxImageTag('1.2.3')).toBe('executor-sandbox:1.2.3');
   });
 
-  it("assembles node, busybox and python3 from this machine with `docker import`, then is cached by tag", async () => {
+  it('assembles node, busybox and python3 from this machine with `docker import`, then is cached by tag', async () => {
     const built = await buildSandboxImage(client, { tag, force: true });
     expect(built).toMatchObject({ path: 'offline-host-rootfs', present: true, builtBy: 'offline-host-rootfs' });
     expect(built.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const hasPython = spawnSync('python3', ['--version']).status === 0;
     expect(built.python).toBe(hasPython);
 
-    const run = spawnSync('docker', ['run', '--rm', '--network', 'none', tag, 'sh', '-c', `id -u; node -e 'console.log(process.version)'; ls /bin | wc -l${hasPython ? '; python3 -c "import ssl, sqlite3, json; print(42)"' : ''}`], { encoding: 'utf8' });
+    const run = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        tag,
+        'sh',
+        '-c',
+        `id -u; node -e 'console.log(process.version)'; ls /bin | wc -l${hasPython ? '; python3 -c "import ssl, sqlite3, json; print(42)"' : ''}`,
+      ],
+      { encoding: 'utf8' },
+    );
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toBe('10001');
     expect(lines[1]).toBe(process.version);

@@ -31,7 +31,11 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
     fs.writeFileSync(path.join(source, 'f.txt'), 'x');
     const outcome = await runSandboxed(client, {
       sourceDir: source,
-      argv: ['/bin/sh', '-c', 'id -u; touch /etc/x 2>/dev/null || echo ro-root; grep CapEff /proc/self/status; touch /tmp/t && echo tmp-ok; echo w > /workspace/w.txt && echo ws-ok'],
+      argv: [
+        '/bin/sh',
+        '-c',
+        'id -u; touch /etc/x 2>/dev/null || echo ro-root; grep CapEff /proc/self/status; touch /tmp/t && echo tmp-ok; echo w > /workspace/w.txt && echo ws-ok',
+      ],
       network: 'none',
       policy: defaultPolicy(),
     });
@@ -50,7 +54,13 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
 
   it('kills and removes a command that outlives its timeout, and says timeout', async () => {
     const started = performance.now();
-    const outcome = await runSandboxed(client, { sourceDir: tempDir(), argv: ['sleep', '60'], network: 'none', policy: defaultPolicy(), timeoutMs: 1500 });
+    const outcome = await runSandboxed(client, {
+      sourceDir: tempDir(),
+      argv: ['sleep', '60'],
+      network: 'none',
+      policy: defaultPolicy(),
+      timeoutMs: 1500,
+    });
     expect(outcome.run.timedOut).toBe(true);
     expect(outcome.run.exitCode).toBeNull();
     expect(performance.now() - started).toBeLessThan(30_000);
@@ -93,7 +103,9 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
       }),
     ).rejects.toMatchObject({ code: 'SANDBOX_FAILED', message: expect.stringContaining('more than the sandbox') });
     // Test files run in their own processes and the tests of a file one after another: this process has no container left.
-    expect(spawnSync('docker', ['ps', '-aq', '--filter', `label=${CONTAINER_LABEL}.pid=${process.pid}`], { encoding: 'utf8' }).stdout.trim()).toBe('');
+    expect(
+      spawnSync('docker', ['ps', '-aq', '--filter', `label=${CONTAINER_LABEL}.pid=${process.pid}`], { encoding: 'utf8' }).stdout.trim(),
+    ).toBe('');
   });
 
   it('caps each output stream and flags it as truncated', async () => {
@@ -113,7 +125,11 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
       const container = await client.docker.createContainer({
         Image: sandboxImageTag(),
         Cmd: ['sleep', '300'],
-        Labels: { [CONTAINER_LABEL]: `sweep-test-${pid}`, [`${CONTAINER_LABEL}.pid`]: String(pid), [`${CONTAINER_LABEL}.host`]: os.hostname() },
+        Labels: {
+          [CONTAINER_LABEL]: `sweep-test-${pid}`,
+          [`${CONTAINER_LABEL}.pid`]: String(pid),
+          [`${CONTAINER_LABEL}.host`]: os.hostname(),
+        },
         HostConfig: { NetworkMode: 'none' },
       });
       await container.start();
@@ -131,7 +147,10 @@ describe.skipIf(!hasDocker)('Docker sandbox runs', () => {
       expect(labelledContainers(`sweep-test-${process.pid}`)).toHaveLength(1);
     } finally {
       await client.docker.getContainer(live).remove({ force: true });
-      await client.docker.getContainer(orphan).remove({ force: true }).catch(() => undefined);
+      await client.docker
+        .getContainer(orphan)
+        .remove({ force: true })
+        .catch(() => undefined);
     }
   });
 });
@@ -168,7 +187,12 @@ describe.skipIf(!hasDocker)('runCodeInContainer (heavy code)', () => {
     });
     expect(ok.stderr.text).toBe('');
     expect(ok.stdout.text).toBe('{"sha": "ca978112", "sqlite": true}\n');
-    const failing = await runCodeInContainer({ language: 'python', code: 'import sys\nprint(open("data.txt").read())\nsys.exit(3)', policy: defaultPolicy(), files: { 'data.txt': 'hello' } });
+    const failing = await runCodeInContainer({
+      language: 'python',
+      code: 'import sys\nprint(open("data.txt").read())\nsys.exit(3)',
+      policy: defaultPolicy(),
+      files: { 'data.txt': 'hello' },
+    });
     expect(failing.exitCode).toBe(3);
     expect(failing.stdout.text).toBe('hello\n');
   });
@@ -189,8 +213,14 @@ describe.skipIf(!hasDocker)('after the host process dies mid-run', () => {
     const fixture = path.resolve(import.meta.dirname, '../../../fixtures/hold-sandbox-run.ts');
     const child = spawn(process.execPath, ['--import', 'tsx', fixture, tempDir()], { stdio: 'ignore' });
     const pidLabel = `${CONTAINER_LABEL}.pid=${child.pid}`;
-    const childContainers = () => spawnSync('docker', ['ps', '-aq', '--filter', `label=${pidLabel}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-    const childScratch = () => sweepParents.flatMap((parent) => (fs.existsSync(parent) ? fs.readdirSync(parent) : []).filter((name) => name.startsWith(`executor-scratch-${child.pid}-`)));
+    const childContainers = () =>
+      spawnSync('docker', ['ps', '-aq', '--filter', `label=${pidLabel}`], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter(Boolean);
+    const childScratch = () =>
+      sweepParents.flatMap((parent) =>
+        (fs.existsSync(parent) ? fs.readdirSync(parent) : []).filter((name) => name.startsWith(`executor-scratch-${child.pid}-`)),
+      );
     const sweepParents = [os.tmpdir(), '/dev/shm'];
     try {
       for (let i = 0; i < 300 && childContainers().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));

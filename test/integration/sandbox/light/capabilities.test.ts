@@ -54,7 +54,9 @@ describe('tools.fetch', () => {
 
   it('denies a host the policy does not allow, and sends nothing', async () => {
     requests.length = 0;
-    const { result, audited } = await run(sandbox, `return await tools.fetch('${origin}/x').catch((e) => e.message);`, { grants: fetchGrant });
+    const { result, audited } = await run(sandbox, `return await tools.fetch('${origin}/x').catch((e) => e.message);`, {
+      grants: fetchGrant,
+    });
     expect(result).toMatchObject({ ok: true, value: expect.stringContaining("not on the policy's network allowlist") });
     expect(requests).toEqual([]);
     expect(audited[0]).toMatchObject({ tool: 'fetch', decision: 'denied' });
@@ -62,18 +64,28 @@ describe('tools.fetch', () => {
 
   it('caps the response body and says so', async () => {
     const code = `const r = await tools.fetch('${origin}/big'); return { length: r.body.length, truncated: r.truncated };`;
-    const { result } = await run(sandbox, code, { grants: fetchGrant, policy: { ...networkPolicy, lightSandbox: { maxFetchBytes: 2048 } } });
+    const { result } = await run(sandbox, code, {
+      grants: fetchGrant,
+      policy: { ...networkPolicy, lightSandbox: { maxFetchBytes: 2048 } },
+    });
     expect(result).toMatchObject({ ok: true, value: { length: 2048, truncated: true } });
   });
 
   it('gives up on a server that does not answer within the fetch timeout', async () => {
     const code = `return await tools.fetch('${origin}/hang').catch((e) => e.message);`;
-    const { result } = await run(sandbox, code, { timeoutMs: 3000, grants: fetchGrant, policy: { ...networkPolicy, lightSandbox: { fetchTimeoutMs: 200 } } });
+    const { result } = await run(sandbox, code, {
+      timeoutMs: 3000,
+      grants: fetchGrant,
+      policy: { ...networkPolicy, lightSandbox: { fetchTimeoutMs: 200 } },
+    });
     expect(result).toMatchObject({ ok: true, value: expect.stringContaining('tools.fetch failed') });
   });
 
   it('returns a redirect instead of following it off the allowlist', async () => {
-    const { result } = await run(sandbox, `const r = await tools.fetch('${origin}/redirect'); return [r.status, r.headers.location];`, { grants: fetchGrant, policy: networkPolicy });
+    const { result } = await run(sandbox, `const r = await tools.fetch('${origin}/redirect'); return [r.status, r.headers.location];`, {
+      grants: fetchGrant,
+      policy: networkPolicy,
+    });
     expect(result).toMatchObject({ ok: true, value: [302, 'http://localhost:1/elsewhere'] });
   });
 
@@ -110,13 +122,20 @@ describe('tools.readFile', () => {
     const code = `const out = [];
       for (const p of [${JSON.stringify(outside)}, '.env', 'big.txt']) out.push(await tools.readFile(p).then(() => 'read', (e) => e.message));
       return out;`;
-    const { result } = await run(sandbox, code, { grants: { readFile: true }, policy: { workspaceRoots: [workspace], lightSandbox: { maxReadFileBytes: 1024 } }, dataDir });
+    const { result } = await run(sandbox, code, {
+      grants: { readFile: true },
+      policy: { workspaceRoots: [workspace], lightSandbox: { maxReadFileBytes: 1024 } },
+      dataDir,
+    });
     expect(result.ok).toBe(true);
     const [outsideMessage, secretMessage, bigMessage] = (result as { value: string[] }).value;
     expect(outsideMessage).toMatch(/outside every workspace root/);
     expect(secretMessage).toMatch(/secret pattern/);
     expect(bigMessage).toMatch(/at most 1024/);
-    const without = await run(sandbox, "return await tools.readFile('big.txt').catch((e) => e.message);", { policy: { workspaceRoots: [workspace] }, dataDir });
+    const without = await run(sandbox, "return await tools.readFile('big.txt').catch((e) => e.message);", {
+      policy: { workspaceRoots: [workspace] },
+      dataDir,
+    });
     expect(without.result).toMatchObject({ ok: true, value: expect.stringContaining('did not ask for the readFile capability') });
   });
 });
@@ -132,7 +151,9 @@ describe('tools.kb.search', () => {
       const code = "return (await tools.kb.search('migration')).map((e) => e.title);";
       const granted = await run(sandbox, code, { grants: { kbSearch: true }, kbSearch: (q, limit) => kb.search(q, limit) });
       expect(granted.result).toMatchObject({ ok: true, value: ['Deploy notes'] });
-      const denied = await run(sandbox, `return await tools.kb.search('migration').catch((e) => e.message);`, { kbSearch: (q, limit) => kb.search(q, limit) });
+      const denied = await run(sandbox, `return await tools.kb.search('migration').catch((e) => e.message);`, {
+        kbSearch: (q, limit) => kb.search(q, limit),
+      });
       expect(denied.result).toMatchObject({ ok: true, value: expect.stringContaining('did not ask for the kbSearch capability') });
     } finally {
       db.close();
@@ -142,7 +163,8 @@ describe('tools.kb.search', () => {
 
 describe('per-step call limit', () => {
   it('allows the configured number of calls, then denies, with one audit record past the limit', async () => {
-    const code = "const out = []; for (let i = 0; i < 6; i++) out.push(await tools.kb.search('q').then(() => 'ok', (e) => e.message)); return out;";
+    const code =
+      "const out = []; for (let i = 0; i < 6; i++) out.push(await tools.kb.search('q').then(() => 'ok', (e) => e.message)); return out;";
     const { result, audited } = await run(sandbox, code, { grants: { kbSearch: true }, policy: { lightSandbox: { maxCallsPerStep: 3 } } });
     const outcomes = (result as { value: string[] }).value;
     expect(outcomes.slice(0, 3)).toEqual(['ok', 'ok', 'ok']);

@@ -77,7 +77,11 @@ interface Payload {
   policy?: Record<string, unknown>;
 }
 
-const payload = (name: string, body: string, extra: Omit<Payload, 'name' | 'code'> = {}): Payload => ({ name, code: `${USE}\n${body}\nreturn out;`, ...extra });
+const payload = (name: string, body: string, extra: Omit<Payload, 'name' | 'code'> = {}): Payload => ({
+  name,
+  code: `${USE}\n${body}\nreturn out;`,
+  ...extra,
+});
 
 const PAYLOADS: Payload[] = [
   // The process object and its doors
@@ -85,7 +89,10 @@ const PAYLOADS: Payload[] = [
   payload('process via globalThis and a computed name', "await use(globalThis['pro' + 'cess']);"),
   payload('process via String.fromCharCode', 'await use(globalThis[String.fromCharCode(112,114,111,99,101,115,115)]);'),
   payload('process.binding("fs")', "await use(process.binding('fs'));"),
-  payload('process.mainModule.require', "await use(process.mainModule.require('fs')); await use(process.mainModule.require('child_process'));"),
+  payload(
+    'process.mainModule.require',
+    "await use(process.mainModule.require('fs')); await use(process.mainModule.require('child_process'));",
+  ),
   payload('process._debugProcess on the parent', 'process._debugProcess(process.ppid); await use(process);'),
   payload('process.kill of the parent', 'process.kill(process.ppid, "SIGKILL");'),
   payload('SIGUSR1 to the parent', 'process.kill(process.ppid, "SIGUSR1");'),
@@ -112,32 +119,76 @@ const PAYLOADS: Payload[] = [
   payload('constructor chain from a tool stub', "await use(tools.fetch.constructor('return process')());"),
   payload('constructor chain from console.log', "await use(console.log.constructor('return process')());"),
   payload('constructor chain from setTimeout', "await use(setTimeout.constructor('return process')());"),
-  payload('constructor chain through a computed key', "const c = 'constructor'; await use(tools[c] ? 1 : (()=>{})[c][c]('return process')());"),
+  payload(
+    'constructor chain through a computed key',
+    "const c = 'constructor'; await use(tools[c] ? 1 : (()=>{})[c][c]('return process')());",
+  ),
   payload('Reflect.construct(Function)', "await use(Reflect.construct(Function, ['return process'])());"),
   payload('direct eval', "await use(eval('process'));"),
   payload('indirect eval', "await use((0, eval)('process'));"),
   payload('eval by a computed name', "await use(globalThis['ev' + 'al']('process'));"),
   payload('unicode-escaped eval', "await use(\\u0065val('process'));"),
-  payload('setTimeout with a string', "setTimeout('globalThis.x = process', 0); await new Promise((r) => setTimeout(r, 20)); await use(globalThis.x);"),
-  payload('WebAssembly compiled from bytes', 'const m = await WebAssembly.compile(new Uint8Array([0,97,115,109,1,0,0,0])); out.push(String(WebAssembly.Module.imports(m).length));'),
+  payload(
+    'setTimeout with a string',
+    "setTimeout('globalThis.x = process', 0); await new Promise((r) => setTimeout(r, 20)); await use(globalThis.x);",
+  ),
+  payload(
+    'WebAssembly compiled from bytes',
+    'const m = await WebAssembly.compile(new Uint8Array([0,97,115,109,1,0,0,0])); out.push(String(WebAssembly.Module.imports(m).length));',
+  ),
   // Stack and caller tricks
-  payload('arguments.callee.caller', 'const f = function () { return arguments.callee.caller; }; const caller = f(); await use(caller && caller.arguments && caller.arguments[1]);'),
-  payload('Function.prototype.caller', 'function g() { return g.caller; } const c = g(); out.push(String(c)); await use(c && c.arguments && c.arguments[1]);'),
-  payload('Error.prepareStackTrace CallSites', "Error.prepareStackTrace = (e, sites) => sites.map((s) => s.getFunction()); const fns = new Error().stack; for (const fn of fns || []) if (fn && fn.arguments) await use(fn.arguments[1]);"),
-  payload('defineProperty on Error.prepareStackTrace', "Object.defineProperty(Error, 'prepareStackTrace', { value: (e, s) => s }); out.push(new Error().stack.length);"),
-  payload('Error.captureStackTrace with a getter', "const o = {}; Error.captureStackTrace(o); out.push(typeof o.stack);"),
+  payload(
+    'arguments.callee.caller',
+    'const f = function () { return arguments.callee.caller; }; const caller = f(); await use(caller && caller.arguments && caller.arguments[1]);',
+  ),
+  payload(
+    'Function.prototype.caller',
+    'function g() { return g.caller; } const c = g(); out.push(String(c)); await use(c && c.arguments && c.arguments[1]);',
+  ),
+  payload(
+    'Error.prepareStackTrace CallSites',
+    'Error.prepareStackTrace = (e, sites) => sites.map((s) => s.getFunction()); const fns = new Error().stack; for (const fn of fns || []) if (fn && fn.arguments) await use(fn.arguments[1]);',
+  ),
+  payload(
+    'defineProperty on Error.prepareStackTrace',
+    "Object.defineProperty(Error, 'prepareStackTrace', { value: (e, s) => s }); out.push(new Error().stack.length);",
+  ),
+  payload('Error.captureStackTrace with a getter', 'const o = {}; Error.captureStackTrace(o); out.push(typeof o.stack);'),
   // Proxy, Symbol, inspect hooks, serialization traps
-  payload('Proxy thrown to the host', "throw new Proxy(new Error('x'), { get(t, k) { if (k === 'message') { while (true) {} } return Reflect.get(t, k); } });"),
-  payload('Proxy returned as the value', "return new Proxy({}, { ownKeys() { return ['a']; }, getOwnPropertyDescriptor() { return { value: 1, enumerable: true, configurable: true }; }, get() { return process; } });"),
+  payload(
+    'Proxy thrown to the host',
+    "throw new Proxy(new Error('x'), { get(t, k) { if (k === 'message') { while (true) {} } return Reflect.get(t, k); } });",
+  ),
+  payload(
+    'Proxy returned as the value',
+    "return new Proxy({}, { ownKeys() { return ['a']; }, getOwnPropertyDescriptor() { return { value: 1, enumerable: true, configurable: true }; }, get() { return process; } });",
+  ),
   payload('toJSON reaching for process', 'return { toJSON() { return process.env[ENV_NAME]; } };'),
-  payload('Symbol.toPrimitive on an error message', "throw { message: { [Symbol.toPrimitive]() { return String(process.env[ENV_NAME]); } } };"),
-  payload('util.inspect.custom hook receives inspect', "console.log({ [Symbol.for('nodejs.util.inspect.custom')](depth, options, inspect) { out.push(Object.keys(options).join()); return String(inspect && inspect.constructor('return process')); } });"),
-  payload('getter on a logged object', "console.log({ get x() { return process.env[ENV_NAME]; } });"),
+  payload(
+    'Symbol.toPrimitive on an error message',
+    'throw { message: { [Symbol.toPrimitive]() { return String(process.env[ENV_NAME]); } } };',
+  ),
+  payload(
+    'util.inspect.custom hook receives inspect',
+    "console.log({ [Symbol.for('nodejs.util.inspect.custom')](depth, options, inspect) { out.push(Object.keys(options).join()); return String(inspect && inspect.constructor('return process')); } });",
+  ),
+  payload('getter on a logged object', 'console.log({ get x() { return process.env[ENV_NAME]; } });'),
   // Prototype pollution aimed at the host's IPC handler
-  payload('pollute Object.prototype before the result frame', "Object.prototype.t = 'ready'; Object.prototype.polluted = 'yes'; Object.prototype.toJSON = function () { return { t: 'call', id: 1, tool: 'kb.search', args: ['x'], polluted: 'yes' }; }; return 1;"),
-  payload('__proto__ key in the returned value', 'return JSON.parse(\'{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}\');'),
-  payload('__proto__ key in tool arguments', "await tools.kb.search(JSON.parse('{\"__proto__\": {\"polluted\": \"yes\"}}'));", { grants: { kbSearch: true } }),
-  payload('Array.prototype pollution before logs are sent', "Array.prototype.toJSON = function () { return 'forged'; }; console.log('a'); return [1];"),
+  payload(
+    'pollute Object.prototype before the result frame',
+    "Object.prototype.t = 'ready'; Object.prototype.polluted = 'yes'; Object.prototype.toJSON = function () { return { t: 'call', id: 1, tool: 'kb.search', args: ['x'], polluted: 'yes' }; }; return 1;",
+  ),
+  payload(
+    '__proto__ key in the returned value',
+    'return JSON.parse(\'{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}\');',
+  ),
+  payload('__proto__ key in tool arguments', 'await tools.kb.search(JSON.parse(\'{"__proto__": {"polluted": "yes"}}\'));', {
+    grants: { kbSearch: true },
+  }),
+  payload(
+    'Array.prototype pollution before logs are sent',
+    "Array.prototype.toJSON = function () { return 'forged'; }; console.log('a'); return [1];",
+  ),
   // Shared memory, blocking
   payload('SharedArrayBuffer with Atomics.wait forever', 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);'),
   // Web APIs that would reach the network
@@ -146,18 +197,62 @@ const PAYLOADS: Payload[] = [
   payload('Worker thread', "new Worker('data:text/javascript,1');"),
   payload('BroadcastChannel and MessageChannel', "new MessageChannel(); new BroadcastChannel('x');"),
   // Brokered tools used against the policy
-  payload('tools.fetch to the canary, host not granted', "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));", { grants: { fetch: { hosts: ['example.com'] } }, policy: { network: { allowHosts: ['example.com'] } } }),
-  payload('tools.fetch with credentials pointing at the canary', "out.push(await tools.fetch('http://example.com@127.0.0.1:' + CANARY_PORT + '/').catch(String));", { grants: { fetch: { hosts: ['example.com'] } }, policy: { network: { allowHosts: ['example.com'] } } }),
-  payload('tools.fetch to a hex-encoded loopback', "out.push(await tools.fetch('http://0x7f000001:' + CANARY_PORT + '/').catch(String));", { grants: { fetch: { hosts: ['example.com'] } }, policy: { network: { allowHosts: ['example.com'] } } }),
-  payload('tools.fetch granted by the step but not by the policy', "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));", { grants: { fetch: { hosts: ['127.0.0.1'] } } }),
-  payload('tools.fetch without the capability at all', "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));", { policy: { network: { allowHosts: ['127.0.0.1'] } } }),
-  payload('tools.readFile of the canary by absolute path', 'out.push(await tools.readFile(CANARY_FILE).catch(String));', { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
-  payload('tools.readFile with ../ traversal', "out.push(await tools.readFile('../' + CANARY_FILE.split('/').slice(-2).join('/')).catch(String));", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
-  payload('tools.readFile through a symlink to the canary', "out.push(await tools.readFile('link-to-canary').catch(String)); out.push(await tools.readFile('dir-link/canary.txt').catch(String));", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
-  payload('tools.readFile of /proc/self/environ and the parent environ', "out.push(await tools.readFile('/proc/self/environ').catch(String)); out.push(await tools.readFile('/proc/' + 1 + '/environ').catch(String));", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
-  payload('tools.readFile with a NUL byte', "out.push(await tools.readFile('notes.txt\\u0000/../../' + CANARY_FILE).catch(String));", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
-  payload('a flood of tool calls', "await Promise.all(Array.from({ length: 500 }, () => tools.kb.search('x').catch(() => null))); out.push('flooded');", { grants: { kbSearch: true } }),
-  payload('tool stubs are frozen', "tools.readFile = async () => 'replaced'; out.push(await tools.readFile(CANARY_FILE).catch(String));", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } }),
+  payload(
+    'tools.fetch to the canary, host not granted',
+    "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));",
+    { grants: { fetch: { hosts: ['example.com'] } }, policy: { network: { allowHosts: ['example.com'] } } },
+  ),
+  payload(
+    'tools.fetch with credentials pointing at the canary',
+    "out.push(await tools.fetch('http://example.com@127.0.0.1:' + CANARY_PORT + '/').catch(String));",
+    { grants: { fetch: { hosts: ['example.com'] } }, policy: { network: { allowHosts: ['example.com'] } } },
+  ),
+  payload('tools.fetch to a hex-encoded loopback', "out.push(await tools.fetch('http://0x7f000001:' + CANARY_PORT + '/').catch(String));", {
+    grants: { fetch: { hosts: ['example.com'] } },
+    policy: { network: { allowHosts: ['example.com'] } },
+  }),
+  payload(
+    'tools.fetch granted by the step but not by the policy',
+    "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));",
+    { grants: { fetch: { hosts: ['127.0.0.1'] } } },
+  ),
+  payload(
+    'tools.fetch without the capability at all',
+    "out.push(await tools.fetch('http://127.0.0.1:' + CANARY_PORT + '/').catch(String));",
+    { policy: { network: { allowHosts: ['127.0.0.1'] } } },
+  ),
+  payload('tools.readFile of the canary by absolute path', 'out.push(await tools.readFile(CANARY_FILE).catch(String));', {
+    grants: { readFile: true },
+    policy: { workspaceRoots: [workspace] },
+  }),
+  payload(
+    'tools.readFile with ../ traversal',
+    "out.push(await tools.readFile('../' + CANARY_FILE.split('/').slice(-2).join('/')).catch(String));",
+    { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } },
+  ),
+  payload(
+    'tools.readFile through a symlink to the canary',
+    "out.push(await tools.readFile('link-to-canary').catch(String)); out.push(await tools.readFile('dir-link/canary.txt').catch(String));",
+    { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } },
+  ),
+  payload(
+    'tools.readFile of /proc/self/environ and the parent environ',
+    "out.push(await tools.readFile('/proc/self/environ').catch(String)); out.push(await tools.readFile('/proc/' + 1 + '/environ').catch(String));",
+    { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } },
+  ),
+  payload('tools.readFile with a NUL byte', "out.push(await tools.readFile('notes.txt\\u0000/../../' + CANARY_FILE).catch(String));", {
+    grants: { readFile: true },
+    policy: { workspaceRoots: [workspace] },
+  }),
+  payload(
+    'a flood of tool calls',
+    "await Promise.all(Array.from({ length: 500 }, () => tools.kb.search('x').catch(() => null))); out.push('flooded');",
+    { grants: { kbSearch: true } },
+  ),
+  payload('tool stubs are frozen', "tools.readFile = async () => 'replaced'; out.push(await tools.readFile(CANARY_FILE).catch(String));", {
+    grants: { readFile: true },
+    policy: { workspaceRoots: [workspace] },
+  }),
 ];
 
 /** The canary side effects after a payload: the only evidence that counts. */
@@ -182,7 +277,10 @@ describe('escape suite: hostile payloads against the light sandbox', () => {
 
   it('control: the canary check does see a token that comes back (a file the policy lets it read)', async () => {
     fs.writeFileSync(path.join(workspace, 'copy.txt'), FILE_TOKEN);
-    const { result } = await run(sandbox, "return await tools.readFile('copy.txt');", { grants: { readFile: true }, policy: { workspaceRoots: [workspace] } });
+    const { result } = await run(sandbox, "return await tools.readFile('copy.txt');", {
+      grants: { readFile: true },
+      policy: { workspaceRoots: [workspace] },
+    });
     fs.rmSync(path.join(workspace, 'copy.txt'));
     expect(breaches(result)).toEqual(['read the canary file (or the listener answered)']);
   });
@@ -214,10 +312,12 @@ describe('escape suite: the layers under the JavaScript walls', () => {
   const support = detectIsolation();
   const requireNamespaces = process.env.CI === 'true' || support.namespaces;
 
-  it.runIf(requireNamespaces)('a process in the worker namespaces cannot signal the host, see it in /proc, open its inspector or reach its loopback', () => {
-    expect(support.namespaces).toBe(true);
-    const wrapper = wrapperFor(support, 1024);
-    const script = `
+  it.runIf(requireNamespaces)(
+    'a process in the worker namespaces cannot signal the host, see it in /proc, open its inspector or reach its loopback',
+    () => {
+      expect(support.namespaces).toBe(true);
+      const wrapper = wrapperFor(support, 1024);
+      const script = `
       const net = require('net');
       const out = { env: process.env[${JSON.stringify(ENV_NAME)}] ?? null };
       try { process.kill(${process.pid}, 0); out.signal = 'reached'; } catch (e) { out.signal = e.code; }
@@ -229,22 +329,31 @@ describe('escape suite: the layers under the JavaScript walls', () => {
       s.on('connect', () => { out.net = 'connected'; console.log(JSON.stringify(out)); process.exit(0); });
       s.on('error', (e) => { out.net = e.code; console.log(JSON.stringify(out)); process.exit(0); });
     `;
-    const before = connections;
-    const child = spawnSync(wrapper[0]!, [...wrapper.slice(1), process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 20_000 });
-    const out = JSON.parse(child.stdout.trim()) as Record<string, string | number | null>;
-    expect(out.env).toBeNull();
-    expect(out.hostEnviron).toBe('ENOENT');
-    expect(out.procPids).toBeLessThanOrEqual(2);
-    expect(out.signal).toBe('ESRCH');
-    expect(out.debug).not.toBe('reached');
-    expect(out.net).not.toBe('connected');
-    expect(connections).toBe(before);
-    expect(inspector.url()).toBeUndefined();
-  });
+      const before = connections;
+      const child = spawnSync(wrapper[0]!, [...wrapper.slice(1), process.execPath, '-e', script], {
+        encoding: 'utf8',
+        env: {},
+        timeout: 20_000,
+      });
+      const out = JSON.parse(child.stdout.trim()) as Record<string, string | number | null>;
+      expect(out.env).toBeNull();
+      expect(out.hostEnviron).toBe('ENOENT');
+      expect(out.procPids).toBeLessThanOrEqual(2);
+      expect(out.signal).toBe('ESRCH');
+      expect(out.debug).not.toBe('reached');
+      expect(out.net).not.toBe('connected');
+      expect(connections).toBe(before);
+      expect(inspector.url()).toBeUndefined();
+    },
+  );
 
   it('the host ignores SIGUSR1 once the sandbox is in use: even an unconfined process cannot open its inspector', async () => {
     await run(sandbox, 'return 1');
-    const child = spawnSync(process.execPath, ['-e', `process._debugProcess(${process.pid})`], { encoding: 'utf8', env: {}, timeout: 20_000 });
+    const child = spawnSync(process.execPath, ['-e', `process._debugProcess(${process.pid})`], {
+      encoding: 'utf8',
+      env: {},
+      timeout: 20_000,
+    });
     expect(child.status).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(inspector.url()).toBeUndefined();
@@ -261,7 +370,9 @@ describe('escape suite: the layers under the JavaScript walls', () => {
         worker: tryIt(() => new (require('worker_threads').Worker)('1', { eval: true })),
       }));
     `;
-    const flags = launch.nodeArgs.filter((flag) => !flag.startsWith('--allow-fs-read') && flag !== '--disallow-code-generation-from-strings');
+    const flags = launch.nodeArgs.filter(
+      (flag) => !flag.startsWith('--allow-fs-read') && flag !== '--disallow-code-generation-from-strings',
+    );
     const child = spawnSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8', env: {}, timeout: 20_000 });
     const out = JSON.parse(child.stdout.trim()) as Record<string, string>;
     expect(out).toEqual({ read: 'ERR_ACCESS_DENIED', write: 'ERR_ACCESS_DENIED', spawn: 'ERR_ACCESS_DENIED', worker: 'ERR_ACCESS_DENIED' });

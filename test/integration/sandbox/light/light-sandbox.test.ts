@@ -57,7 +57,9 @@ describe('light sandbox: limits', () => {
   });
 
   it('kills a microtask loop at the timeout', async () => {
-    const { result } = await run(sandbox, 'const spin = () => queueMicrotask(spin); spin(); await new Promise(() => {});', { timeoutMs: 300 });
+    const { result } = await run(sandbox, 'const spin = () => queueMicrotask(spin); spin(); await new Promise(() => {});', {
+      timeoutMs: 300,
+    });
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_TIMEOUT' });
   });
 
@@ -88,17 +90,20 @@ describe('light sandbox: limits', () => {
   });
 
   // Needs prlimit (Linux); elsewhere the cap does not exist and the docs say so. Under CI it must be there.
-  it.runIf(detectIsolation().addressSpaceCap || process.env.CI === 'true')('refuses ArrayBuffer and WebAssembly.Memory beyond the address-space cap', async () => {
-    const { result } = await run(
-      sandbox,
-      `const outcomes = {};
+  it.runIf(detectIsolation().addressSpaceCap || process.env.CI === 'true')(
+    'refuses ArrayBuffer and WebAssembly.Memory beyond the address-space cap',
+    async () => {
+      const { result } = await run(
+        sandbox,
+        `const outcomes = {};
        try { new Uint8Array(2 ** 30).fill(1); outcomes.buffer = 'allocated'; } catch (e) { outcomes.buffer = e.constructor.name; }
        try { new WebAssembly.Memory({ initial: 16384 }); outcomes.wasm = 'allocated'; } catch (e) { outcomes.wasm = e.constructor.name; }
        return outcomes;`,
-      { timeoutMs: 5000 },
-    );
-    expect(result).toMatchObject({ ok: true, value: { buffer: 'RangeError', wasm: 'RangeError' } });
-  });
+        { timeoutMs: 5000 },
+      );
+      expect(result).toMatchObject({ ok: true, value: { buffer: 'RangeError', wasm: 'RangeError' } });
+    },
+  );
 
   it('cannot end its own process: process.exit is not there', async () => {
     const { result } = await run(sandbox, 'process.exit(3)', { timeoutMs: 1000 });
@@ -109,7 +114,12 @@ describe('light sandbox: limits', () => {
 
   it('refuses code over 50 KB before any worker is taken', async () => {
     let spawned = 0;
-    const counting = sandboxFor({ spawnChild: () => { spawned += 1; throw new Error('must not spawn'); } });
+    const counting = sandboxFor({
+      spawnChild: () => {
+        spawned += 1;
+        throw new Error('must not spawn');
+      },
+    });
     const { result } = await run(counting, `return "${'x'.repeat(MAX_CODE_BYTES)}";`);
     counting.close();
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_BLOCKED' });
@@ -126,7 +136,11 @@ describe('light sandbox: limits', () => {
       ['return x.constructor["constructor"]', 'constructor['],
     ] as const) {
       const { result } = await run(sandbox, code);
-      expect(result).toMatchObject({ ok: false, code: 'EXECUTION_BLOCKED', message: expect.stringContaining(`EXECUTION_BLOCKED: ${pattern}`) });
+      expect(result).toMatchObject({
+        ok: false,
+        code: 'EXECUTION_BLOCKED',
+        message: expect.stringContaining(`EXECUTION_BLOCKED: ${pattern}`),
+      });
     }
   });
 
@@ -149,7 +163,13 @@ describe('light sandbox: limits', () => {
 
   it('leaves no worker process behind: used ones are killed at once, idle ones on close', async () => {
     const groups: number[] = [];
-    const counting = sandboxFor({ spawnChild: (launch) => { const child = forkChild(launch); groups.push(child.pid!); return child; } });
+    const counting = sandboxFor({
+      spawnChild: (launch) => {
+        const child = forkChild(launch);
+        groups.push(child.pid!);
+        return child;
+      },
+    });
     await run(counting, 'return 1');
     await run(counting, 'while (true) {}', { timeoutMs: 100 });
     await new Promise((r) => setTimeout(r, 200));
@@ -208,7 +228,13 @@ describe('light sandbox: weaker platforms', () => {
     const real = detectIsolation();
     const degraded = sandboxFor({
       warn: (line) => warnings.push(line),
-      isolation: { ...real, namespaces: false, unshareArgs: [], addressSpaceCap: false, warnings: ['no user namespaces here (test)', 'no prlimit here (test)'] },
+      isolation: {
+        ...real,
+        namespaces: false,
+        unshareArgs: [],
+        addressSpaceCap: false,
+        warnings: ['no user namespaces here (test)', 'no prlimit here (test)'],
+      },
     });
     try {
       const first = await run(degraded, 'return "ran anyway";');
@@ -237,12 +263,18 @@ describe('light sandbox: stray errors', () => {
   const sandbox2 = suiteTeardown().closeAfter(sandboxFor());
 
   it('reports a throw from a timer callback as EXECUTION_ERROR, not a crash', async () => {
-    const { result } = await run(sandbox2, 'setTimeout(() => { throw new TypeError("late throw"); }, 5); await new Promise((r) => setTimeout(r, 200)); return "unreached";');
+    const { result } = await run(
+      sandbox2,
+      'setTimeout(() => { throw new TypeError("late throw"); }, 5); await new Promise((r) => setTimeout(r, 200)); return "unreached";',
+    );
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_ERROR', message: 'TypeError: late throw' });
   });
 
   it('keeps the result when a promise nobody awaited rejects, and logs the rejection', async () => {
-    const { result } = await run(sandbox2, 'Promise.reject(new Error("ignored")); await new Promise((r) => setTimeout(r, 10)); return "fine";');
+    const { result } = await run(
+      sandbox2,
+      'Promise.reject(new Error("ignored")); await new Promise((r) => setTimeout(r, 10)); return "fine";',
+    );
     expect(result).toMatchObject({ ok: true, value: 'fine', logs: ['[error] Unhandled promise rejection: ignored'] });
   });
 });
@@ -250,7 +282,12 @@ describe('light sandbox: stray errors', () => {
 describe('light sandbox: lifecycle', () => {
   it('answers with a typed result, and starts nothing, once closed', async () => {
     let spawned = 0;
-    const closing = sandboxFor({ spawnChild: (launch) => { spawned += 1; return forkChild(launch); } });
+    const closing = sandboxFor({
+      spawnChild: (launch) => {
+        spawned += 1;
+        return forkChild(launch);
+      },
+    });
     expect((await run(closing, 'return 1')).result).toMatchObject({ ok: true });
     closing.close();
     const before = spawned;

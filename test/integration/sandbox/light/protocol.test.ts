@@ -46,7 +46,7 @@ const isAlive = (pid: number) => {
 
 describe('host side of the worker protocol', () => {
   it('survives raw junk on the channel: the run ends as a crash, the host keeps going', async () => {
-    const { sandbox } = hostileSandbox("channel.write('this is not json\\n{\"t\":\"done\"\\n');");
+    const { sandbox } = hostileSandbox('channel.write(\'this is not json\\n{"t":"done"\\n\');');
     const { result } = await run(sandbox, 'return 1');
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED', message: expect.stringContaining('outside the protocol') });
   });
@@ -70,7 +70,9 @@ describe('host side of the worker protocol', () => {
   });
 
   it('rejects a frame carrying extra keys such as __proto__, without polluting the host', async () => {
-    const { sandbox } = hostileSandbox(`channel.write('{"t":"done","ok":true,"json":"1","tooLarge":false,"logs":[],"logsTruncated":false,"__proto__":{"polluted":"yes"}}\\n');`);
+    const { sandbox } = hostileSandbox(
+      `channel.write('{"t":"done","ok":true,"json":"1","tooLarge":false,"logs":[],"logsTruncated":false,"__proto__":{"polluted":"yes"}}\\n');`,
+    );
     const { result } = await run(sandbox, 'return 1');
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED' });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();

@@ -79,7 +79,10 @@ function hostileScript(onRun: string): string {
 describe('light sandbox workers spawned by the parent thread (thread-spawn)', () => {
   it('runs a snippet on a worker the parent spawned, returns its result and kills the worker after use', async () => {
     const { spawnChild, pids } = recordingFork();
-    const { results, warnings, exitCode } = await onThread(spawnChild, ['console.log("on", "thread"); return 6 * 7;', 'throw new TypeError("nope")']);
+    const { results, warnings, exitCode } = await onThread(spawnChild, [
+      'console.log("on", "thread"); return 6 * 7;',
+      'throw new TypeError("nope")',
+    ]);
     expect(exitCode).toBe(0);
     expect(results[0]).toMatchObject({ ok: true, value: 42, logs: ['on thread'] });
     expect(results[1]).toMatchObject({ ok: false, code: 'EXECUTION_ERROR', message: 'TypeError: nope' });
@@ -89,10 +92,11 @@ describe('light sandbox workers spawned by the parent thread (thread-spawn)', ()
     expect(warnings).toContain('a note from the parent');
   });
 
-  it('relays a worker\'s junk as { malformed } frames: the run ends as a crash, the thread carries on', async () => {
-    const script = hostileScript("channel.write('this is not json\\n{\"t\":\"done\"\\n');");
+  it("relays a worker's junk as { malformed } frames: the run ends as a crash, the thread carries on", async () => {
+    const script = hostileScript('channel.write(\'this is not json\\n{"t":"done"\\n\');');
     let spawned = 0;
-    const hostileFirst: SpawnChild = (launch: ChildLaunch) => (spawned++ === 0 ? forkChild({ ...launch, wrapper: [], nodeArgs: [], script }) : forkChild(launch));
+    const hostileFirst: SpawnChild = (launch: ChildLaunch) =>
+      spawned++ === 0 ? forkChild({ ...launch, wrapper: [], nodeArgs: [], script }) : forkChild(launch);
     const { results, exitCode } = await onThread(hostileFirst, ['return 1', 'return 2']);
     expect(exitCode).toBe(0);
     expect(results[0]).toMatchObject({ ok: false, code: 'EXECUTION_CRASHED', message: expect.stringContaining('outside the protocol') });
@@ -118,13 +122,17 @@ describe('light sandbox workers spawned by the parent thread (thread-spawn)', ()
     expect(await allDead(pids)).toBe(true);
   });
 
-  it('runs a runCode step in the app\'s shape: host on a worker thread, its workers spawned by the parent', async () => {
+  it("runs a runCode step in the app's shape: host on a worker thread, its workers spawned by the parent", async () => {
     const { dataDir } = tempSetup({ autoApprove: 'LOW', lightSandbox: { warmWorkers: 0 } });
     const { spawnChild, pids } = recordingFork();
     closeAfter(await startHostThread({ dataDir, workerUrl: HOST_THREAD, credentials: [], spawnChild }));
     const agent = await connectToHost(dataDir, 'agent');
     try {
-      const [record] = (await proposeAndAwaitPreparation(agent, { steps: [{ id: 'c', action: 'runCode', args: { code: 'console.log("from the thread"); return [1, 2, 3].map((n) => n * 2);' } }] })).records;
+      const [record] = (
+        await proposeAndAwaitPreparation(agent, {
+          steps: [{ id: 'c', action: 'runCode', args: { code: 'console.log("from the thread"); return [1, 2, 3].map((n) => n * 2);' } }],
+        })
+      ).records;
       expect(record).toMatchObject({ status: 'executed', result: { ok: true, value: [2, 4, 6], logs: ['from the thread'] } });
     } finally {
       agent.close();

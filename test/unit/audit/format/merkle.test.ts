@@ -101,7 +101,9 @@ function refRoot(leaves: Buffer[]): Buffer {
 function refPath(m: number, leaves: Buffer[]): Buffer[] {
   if (leaves.length <= 1) return [];
   const k = split(leaves.length);
-  return m < k ? [...refPath(m, leaves.slice(0, k)), refRoot(leaves.slice(k))] : [...refPath(m - k, leaves.slice(k)), refRoot(leaves.slice(0, k))];
+  return m < k
+    ? [...refPath(m, leaves.slice(0, k)), refRoot(leaves.slice(k))]
+    : [...refPath(m - k, leaves.slice(k)), refRoot(leaves.slice(0, k))];
 }
 function refSubproof(m: number, leaves: Buffer[], b: boolean): Buffer[] {
   const n = leaves.length;
@@ -120,7 +122,9 @@ describe('merkle hashing (RFC 9162 §2.1)', () => {
     expect(emptyRoot().toString('hex')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(leafHash(Buffer.alloc(0)).toString('hex')).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
     expect(leafHash(Buffer.from('L123456')).toString('hex')).toBe('395aa064aa4c29f7010acfe3f25db9485bbd4b91897b6ad7ad547639252b4d56');
-    expect(nodeHash(Buffer.from('N123'), Buffer.from('N456')).toString('hex')).toBe('aa217fe888e47007fa15edab33c2b492a722cb106c64667fc2b044444de66bbb');
+    expect(nodeHash(Buffer.from('N123'), Buffer.from('N456')).toString('hex')).toBe(
+      'aa217fe888e47007fa15edab33c2b492a722cb106c64667fc2b044444de66bbb',
+    );
   });
 
   it('a leaf given in parts hashes as their concatenation', () => {
@@ -146,7 +150,9 @@ describe('merkle hashing (RFC 9162 §2.1)', () => {
       expect(treeRoot(index + 1, read).toString('hex')).toBe(ROOT_HASHES[index + 1]);
     });
     expect(stored.size).toBe(8 + 4 + 2 + 1);
-    NODE_HASHES.forEach((level, height) => level.forEach((hash, index) => expect(stored.get(`${height}/${index}`)?.toString('hex')).toBe(hash)));
+    NODE_HASHES.forEach((level, height) =>
+      level.forEach((hash, index) => expect(stored.get(`${height}/${index}`)?.toString('hex')).toBe(hash)),
+    );
   });
 });
 

@@ -49,7 +49,9 @@ describe('Merkle hashes over reused scratch space', () => {
           expect(leaves[at]!.equals(reference(Buffer.concat([Buffer.from([0]), hash])))).toBe(true);
           expect(leafHashOfHex(hash.toString('hex')).equals(leaves[at]!)).toBe(true);
         });
-        nodes.forEach((node, at) => expect(node.equals(reference(Buffer.concat([Buffer.from([1]), leaves[at]!, leaves[at + 1]!])))).toBe(true));
+        nodes.forEach((node, at) =>
+          expect(node.equals(reference(Buffer.concat([Buffer.from([1]), leaves[at]!, leaves[at + 1]!])))).toBe(true),
+        );
       }),
       { numRuns: 200 },
     );
@@ -63,6 +65,7 @@ describe('Merkle hashes over reused scratch space', () => {
   });
 
   it('a leaf from hex refuses anything but 64 hex digits', () => {
-    for (const bad of ['', 'zz'.repeat(32), 'ab'.repeat(31), 'ab'.repeat(33), `${'ab'.repeat(31)}g0`]) expect(() => leafHashOfHex(bad)).toThrow(RangeError);
+    for (const bad of ['', 'zz'.repeat(32), 'ab'.repeat(31), 'ab'.repeat(33), `${'ab'.repeat(31)}g0`])
+      expect(() => leafHashOfHex(bad)).toThrow(RangeError);
   });
 });

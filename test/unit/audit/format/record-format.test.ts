@@ -16,7 +16,10 @@ const body: fc.Arbitrary<RecordBody> = fc.record({
   action: fc.constantFrom('step.proposed', 'app.started', 'key.created'),
   planId: fc.option(text, { nil: null }),
   stepId: fc.option(text, { nil: null }),
-  userId: fc.record({ user: text, channel: fc.constantFrom('cli', 'mcp', 'window'), client: fc.option(text, { nil: undefined }) }, { requiredKeys: ['user', 'channel'] }),
+  userId: fc.record(
+    { user: text, channel: fc.constantFrom('cli', 'mcp', 'window'), client: fc.option(text, { nil: undefined }) },
+    { requiredKeys: ['user', 'channel'] },
+  ),
   args: jsonValue,
   preHash: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
   postHash: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
@@ -62,7 +65,7 @@ describe('RecordMac (the prepared HMAC of the hot paths)', () => {
     );
   });
 
-  it('hashHexIfMacHolds gives sha256(body ‖ mac) in hex exactly when the MAC is the body\'s, and nothing for any other MAC', () => {
+  it("hashHexIfMacHolds gives sha256(body ‖ mac) in hex exactly when the MAC is the body's, and nothing for any other MAC", () => {
     fc.assert(
       fc.property(
         fc.uint8Array({ minLength: 1, maxLength: 100 }),
@@ -93,4 +96,3 @@ describe('RecordMac (the prepared HMAC of the hot paths)', () => {
     );
   });
 });
-

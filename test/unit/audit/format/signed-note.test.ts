@@ -22,7 +22,8 @@ const TEXT = "If you think cryptography is the answer to your problem,\nthen you
 const PETER_SIG = '— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n';
 const ENOCH_SIG = '— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n';
 const SPEC_VKEY = 'example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k';
-const SPEC_NOTE = 'This is an example message.\n\n— example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
+const SPEC_NOTE =
+  'This is an example message.\n\n— example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
 
 function problemOf(run: () => unknown): string {
   try {
@@ -75,7 +76,10 @@ describe('note keys', () => {
   });
 
   it('reads cosignature/v1 vkeys (type 0x04) of a real witness', () => {
-    expect(parseVerifierKey('remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2')).toMatchObject({ type: NOTE_COSIGNATURE_V1, keyHash: 0xda77ade7 });
+    expect(parseVerifierKey('remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2')).toMatchObject({
+      type: NOTE_COSIGNATURE_V1,
+      keyHash: 0xda77ade7,
+    });
     expect(problemOf(() => parseVerifierKey('rekor.sigstore.dev+12345678+AwEB'))).toBe('bad-key');
     expect(problemOf(() => parseVerifierKey('rekor.sigstore.dev+12345678+THIS_IS_NOT_BASE64!'))).toBe('bad-key');
   });
@@ -123,7 +127,10 @@ describe('signed notes', () => {
     expect(problemOf(() => openNote(`${TEXT}\n${PETER_SIG.repeat(101)}`, [peter]))).toBe('malformed');
     expect(problemOf(() => openNote(`${TEXT}\n${PETER_SIG.slice(0, 60)}ABCD${PETER_SIG.slice(60)}`, [peter]))).toBe('bad-signature');
     // Repeated and unverified copies: one of each kept.
-    const repeated = openNote(`${TEXT}\n${PETER_SIG}${PETER_SIG}${ENOCH_SIG}${ENOCH_SIG}${ENOCH_SIG.slice(0, 60)}ABCD${ENOCH_SIG.slice(60)}`, [peter]);
+    const repeated = openNote(
+      `${TEXT}\n${PETER_SIG}${PETER_SIG}${ENOCH_SIG}${ENOCH_SIG}${ENOCH_SIG.slice(0, 60)}ABCD${ENOCH_SIG.slice(60)}`,
+      [peter],
+    );
     expect(repeated.verified).toHaveLength(1);
     expect(repeated.unverified).toHaveLength(2);
   });
@@ -139,7 +146,9 @@ describe('signed notes', () => {
       `${TEXT}\n${PETER_SIG}Unexpected line.\n`,
     ];
     for (const message of bad) expect(problemOf(() => openNote(message, [peter]))).toBe('malformed');
-    expect(problemOf(() => openNote(Buffer.concat([Buffer.from([0xff]), Buffer.from(`${TEXT}\n${PETER_SIG}`)]), [peter]))).toBe('malformed');
+    expect(problemOf(() => openNote(Buffer.concat([Buffer.from([0xff]), Buffer.from(`${TEXT}\n${PETER_SIG}`)]), [peter]))).toBe(
+      'malformed',
+    );
     expect(problemOf(() => parseNote(`${TEXT}\n— PeterNeumann x08go_ZJkuBS9UG\n`))).toBe('malformed');
   });
 
@@ -151,8 +160,22 @@ describe('signed notes', () => {
 
 describe('cosignature/v1', () => {
   it('reads the timestamp of a real cosignature', () => {
-    expect(cosignatureTimestamp({ name: 'w', keyHash: 0x646846b9, base64: 'ZGhGuQAAAABm/qTPeyKXD+R2rzyQsxPiP8mXum7qq/iF0u4vanlqJyocWODBt97w9uL+8qT7S5gxEHWWOworDcFiEBYJXORmnFBOBA==' })).toBe(1727964367);
-    expect(problemOf(() => cosignatureTimestamp({ name: 'w', keyHash: 0, base64: 'eQjRQm6eSKzFoiYalgwCPXu2y3ijtg68is9M46JKxuZB+dRfTmeQeDBoXnvxZx2ugnkyV+MUMLXpWs1hPb/W/4xkNQY=' }))).toBe('malformed');
+    expect(
+      cosignatureTimestamp({
+        name: 'w',
+        keyHash: 0x646846b9,
+        base64: 'ZGhGuQAAAABm/qTPeyKXD+R2rzyQsxPiP8mXum7qq/iF0u4vanlqJyocWODBt97w9uL+8qT7S5gxEHWWOworDcFiEBYJXORmnFBOBA==',
+      }),
+    ).toBe(1727964367);
+    expect(
+      problemOf(() =>
+        cosignatureTimestamp({
+          name: 'w',
+          keyHash: 0,
+          base64: 'eQjRQm6eSKzFoiYalgwCPXu2y3ijtg68is9M46JKxuZB+dRfTmeQeDBoXnvxZx2ugnkyV+MUMLXpWs1hPb/W/4xkNQY=',
+        }),
+      ),
+    ).toBe('malformed');
   });
 
   it('signs "cosignature/v1\\ntime T\\n" + the whole body, extension lines included', () => {

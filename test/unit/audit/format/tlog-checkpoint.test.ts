@@ -37,8 +37,12 @@ describe('tlog checkpoints', () => {
   });
 
   it('an empty tree must carry the empty root', () => {
-    expect(formatCheckpointText({ origin: 'o', size: 0, rootHash: EMPTY_TREE_ROOT, extensions: [] })).toBe('o\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n');
+    expect(formatCheckpointText({ origin: 'o', size: 0, rootHash: EMPTY_TREE_ROOT, extensions: [] })).toBe(
+      'o\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n',
+    );
     expect(() => formatCheckpointText({ origin: 'o', size: 0, rootHash: Buffer.alloc(32), extensions: [] })).toThrow(SignedNoteError);
-    expect(() => formatCheckpointText({ origin: 'two\nlines', size: 1, rootHash: Buffer.alloc(32), extensions: [] })).toThrow(SignedNoteError);
+    expect(() => formatCheckpointText({ origin: 'two\nlines', size: 1, rootHash: Buffer.alloc(32), extensions: [] })).toThrow(
+      SignedNoteError,
+    );
   });
 });

@@ -77,10 +77,15 @@ describe('the sealed key store', () => {
     const dataDir = tempDir();
     const secret = crypto.randomBytes(32);
     new FileKeyStore(dataDir).write('audit-keys', secret);
-    const failing = { ...fakeSealer(), seal: () => {
-      throw new Error('power cut');
-    } };
-    expect(() => new SealedKeyStore(dataDir, failing).read('audit-keys')).toThrow(expect.objectContaining({ code: 'AUDIT_KEY_UNAVAILABLE' }));
+    const failing = {
+      ...fakeSealer(),
+      seal: () => {
+        throw new Error('power cut');
+      },
+    };
+    expect(() => new SealedKeyStore(dataDir, failing).read('audit-keys')).toThrow(
+      expect.objectContaining({ code: 'AUDIT_KEY_UNAVAILABLE' }),
+    );
     expect(fs.readFileSync(path.join(dataDir, 'keys', 'audit-keys'))).toEqual(secret);
     expect(new SealedKeyStore(dataDir, fakeSealer()).read('audit-keys')).toEqual(secret);
     expect(fs.readdirSync(path.join(dataDir, 'keys'))).toEqual(['audit-keys.sealed']);
@@ -97,7 +102,12 @@ describe('the sealed key store', () => {
     const dataDir = tempDir();
     new SealedKeyStore(dataDir, fakeSealer()).write('audit-keys', crypto.randomBytes(32));
     const plain = new FileKeyStore(dataDir);
-    expect(() => plain.read('audit-keys')).toThrow(expect.objectContaining({ code: 'AUDIT_KEY_UNAVAILABLE', message: expect.stringMatching(/sealed by the Executor desktop app.*Start the Executor app/) }));
+    expect(() => plain.read('audit-keys')).toThrow(
+      expect.objectContaining({
+        code: 'AUDIT_KEY_UNAVAILABLE',
+        message: expect.stringMatching(/sealed by the Executor desktop app.*Start the Executor app/),
+      }),
+    );
     expect(() => plain.write('audit-keys', Buffer.from('fresh'))).toThrow(expect.objectContaining({ code: 'AUDIT_KEY_UNAVAILABLE' }));
     expect(fs.readdirSync(path.join(dataDir, 'keys'))).toEqual(['audit-keys.sealed']);
   });

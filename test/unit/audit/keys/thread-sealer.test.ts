@@ -12,7 +12,10 @@ const WORKER = new URL('../../../helpers/thread-sealer-bootstrap.mjs', import.me
 type Call = { op: 'seal' | 'unseal' | 'roundTrip'; bytes: Uint8Array };
 type Result = { ok: true; bytes: Uint8Array; ms: number } | { ok: false; code?: string; message: string; ms: number };
 
-function runWorker(service: ThreadSealerService, calls: Call[]): Promise<{ results: Result[]; protection: string; warning: string | null }> {
+function runWorker(
+  service: ThreadSealerService,
+  calls: Call[],
+): Promise<{ results: Result[]; protection: string; warning: string | null }> {
   const worker = new Worker(WORKER, { workerData: { line: service.line, calls }, transferList: service.transferList });
   return new Promise((resolve, reject) => {
     worker.once('message', (message) => {

@@ -8,7 +8,10 @@ const redact = (text: string) => redactInlineSecrets(text, mark);
 
 describe('secrets inside a command line are digested where they stand, the rest kept', () => {
   it.each([
-    ['curl -H "Authorization: Bearer abc123def456" https://api.example.com', 'curl -H "Authorization: Bearer hmac-sha256:<abc123def456>" https://api.example.com'],
+    [
+      'curl -H "Authorization: Bearer abc123def456" https://api.example.com',
+      'curl -H "Authorization: Bearer hmac-sha256:<abc123def456>" https://api.example.com',
+    ],
     ["curl -H 'Authorization: token ghx-not-a-pattern-1234' x", "curl -H 'Authorization: token hmac-sha256:<ghx-not-a-pattern-1234>' x"],
     ['curl -H "X-Api-Key: k3y-v4lue" -H "Accept: json" u', 'curl -H "X-Api-Key: hmac-sha256:<k3y-v4lue>" -H "Accept: json" u'],
     ['curl -H "Cookie: sid=abc; theme=dark" u', 'curl -H "Cookie: hmac-sha256:<sid=abc; theme=dark>" u'],
@@ -47,7 +50,10 @@ describe('secrets inside a command line are digested where they stand, the rest 
 
   it('in a record: the command keeps its words, the secret is a salted digest, a file content is never rewritten', () => {
     const salt = Buffer.alloc(32, 1);
-    const recorded = recordableValue({ command: 'mysql -pHunter2 shop', argv: ['curl', '-H', 'Authorization: Bearer abcdefghijkl'], content: 'password: hunter2\n' }, salt) as Record<string, unknown>;
+    const recorded = recordableValue(
+      { command: 'mysql -pHunter2 shop', argv: ['curl', '-H', 'Authorization: Bearer abcdefghijkl'], content: 'password: hunter2\n' },
+      salt,
+    ) as Record<string, unknown>;
     expect(recorded.command).toMatch(/^mysql -phmac-sha256:[0-9a-f]{64} shop$/);
     expect((recorded.argv as string[])[2]).toMatch(/^Authorization: Bearer hmac-sha256:[0-9a-f]{64}$/);
     expect(recorded.content).toBe('password: hunter2\n');

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RECORDED_STRING, looksLikeSecretKey, looksLikeSecretValue, recordableValue, secretDigest } from '../../../../src/audit/log/recordable-value.js';
+import {
+  MAX_RECORDED_STRING,
+  looksLikeSecretKey,
+  looksLikeSecretValue,
+  recordableValue,
+  secretDigest,
+} from '../../../../src/audit/log/recordable-value.js';
 
 const salt = Buffer.alloc(32, 7);
 
@@ -68,7 +74,10 @@ describe('recordableValue: what the audit log may hold', () => {
   });
 
   it('keeps integers, writes other numbers as text, digests long strings, drops undefined', () => {
-    const recorded = recordableValue({ count: 3, confidence: 0.25, huge: 2 ** 60, big: 10n, text: 'x'.repeat(MAX_RECORDED_STRING + 1), gone: undefined }, salt) as Record<string, unknown>;
+    const recorded = recordableValue(
+      { count: 3, confidence: 0.25, huge: 2 ** 60, big: 10n, text: 'x'.repeat(MAX_RECORDED_STRING + 1), gone: undefined },
+      salt,
+    ) as Record<string, unknown>;
     expect(recorded.count).toBe(3);
     expect(recorded.confidence).toBe('0.25');
     expect(recorded.huge).toBe(String(2 ** 60));

@@ -11,7 +11,10 @@ const sha256 = (text: string) => crypto.createHash('sha256').update(text, 'utf8'
 describe('secret digests salted per record', () => {
   it('is HMAC-SHA256(installation secret, "executor.audit.secret.v2\\0" ‖ salt ‖ value), written hmac-sha256:<salt>:<mac>', () => {
     const salt = Buffer.alloc(16, 0xab);
-    const expected = crypto.createHmac('sha256', SECRET).update(Buffer.concat([Buffer.from('executor.audit.secret.v2\0'), salt, Buffer.from(PASSWORD)])).digest('hex');
+    const expected = crypto
+      .createHmac('sha256', SECRET)
+      .update(Buffer.concat([Buffer.from('executor.audit.secret.v2\0'), salt, Buffer.from(PASSWORD)]))
+      .digest('hex');
     expect(saltedSecretDigest(SECRET, salt, PASSWORD)).toBe(`hmac-sha256:${'ab'.repeat(16)}:${expected}`);
   });
 
@@ -30,7 +33,9 @@ describe('secret digests salted per record', () => {
     const digester = new RecordSecretDigester(SECRET);
     expect(finder.heldBy(`{"content":"${digester.digest(PASSWORD)}"}`)).toBe(true);
     expect(finder.heldBy(`{"postHash":"${new RecordSecretDigester(SECRET).digest(sha256(PASSWORD))}"}`)).toBe(true);
-    expect(finder.heldBy(`{"content":"${new RecordSecretDigester(SECRET).digest(`sha256:${sha256(PASSWORD)} (${PASSWORD.length} bytes)`)}"}`)).toBe(true);
+    expect(
+      finder.heldBy(`{"content":"${new RecordSecretDigester(SECRET).digest(`sha256:${sha256(PASSWORD)} (${PASSWORD.length} bytes)`)}"}`),
+    ).toBe(true);
     expect(finder.heldBy(`{"token":"${legacySecretDigest(SECRET, PASSWORD)}"}`)).toBe(true);
     // Another value, another installation, a record without digests: not held.
     expect(finder.heldBy(`{"content":"${new RecordSecretDigester(SECRET).digest('PASSWORD=hunter3\n')}"}`)).toBe(false);
@@ -50,7 +55,14 @@ describe('content of a secret path in a record', () => {
 
   it('keeps content, diffs and every hash of a step that writes a secret path only as digests, and its path and facts in clear', () => {
     const recorded = recordableValue(
-      { action: 'writeFile', args: { path: '.env.local', content: PASSWORD }, stepHash: sha256('step'), edits: { proposedContentHash: sha256(PASSWORD), diff: `+${PASSWORD}` }, from: 'approved', to: 'running' },
+      {
+        action: 'writeFile',
+        args: { path: '.env.local', content: PASSWORD },
+        stepHash: sha256('step'),
+        edits: { proposedContentHash: sha256(PASSWORD), diff: `+${PASSWORD}` },
+        from: 'approved',
+        to: 'running',
+      },
       rules(true),
     ) as Record<string, any>;
     const text = canonicalText(recorded);
@@ -64,7 +76,13 @@ describe('content of a secret path in a record', () => {
 
   it('digests the hashes of each file entry whose path is a secret one, even when the step as a whole is not (a command changing .env)', () => {
     const recorded = recordableValue(
-      { files: [{ path: '/w/app/.ENV', preHash: sha256('a'), postHash: sha256('b') }, { path: '/w/app/readme.md', preHash: sha256('c'), postHash: sha256('d') }], stepHash: sha256('s') },
+      {
+        files: [
+          { path: '/w/app/.ENV', preHash: sha256('a'), postHash: sha256('b') },
+          { path: '/w/app/readme.md', preHash: sha256('c'), postHash: sha256('d') },
+        ],
+        stepHash: sha256('s'),
+      },
       { ...rules(false), secretPath: (p: string) => /(^|\/)\.env/i.test(p) },
     ) as { files: Record<string, string>[]; stepHash: string };
     expect(recorded.files[0]!.preHash).toMatch(/^hmac-sha256:/);

@@ -1,7 +1,11 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SignedNoteError } from '../../../../src/audit/format/signed-note.js';
-import { MAX_PROOF_LINES, formatAddCheckpointRequest, parseAddCheckpointRequest } from '../../../../src/audit/witness/add-checkpoint-request.js';
+import {
+  MAX_PROOF_LINES,
+  formatAddCheckpointRequest,
+  parseAddCheckpointRequest,
+} from '../../../../src/audit/witness/add-checkpoint-request.js';
 
 // The example request of c2sp.org/tlog-witness.
 const SPEC_EXAMPLE = `old 20852014
@@ -45,6 +49,8 @@ describe('add-checkpoint request bodies', () => {
     ];
     for (const body of bad) expect(() => parseAddCheckpointRequest(body), JSON.stringify(body.slice(0, 40))).toThrow(SignedNoteError);
     expect(parseAddCheckpointRequest(`old 1\n${`${hash}\n`.repeat(MAX_PROOF_LINES)}\n${note}`).proof).toHaveLength(MAX_PROOF_LINES);
-    expect(() => formatAddCheckpointRequest({ oldSize: 1, proof: Array.from({ length: 64 }, () => Buffer.alloc(32)), note })).toThrow(SignedNoteError);
+    expect(() => formatAddCheckpointRequest({ oldSize: 1, proof: Array.from({ length: 64 }, () => Buffer.alloc(32)), note })).toThrow(
+      SignedNoteError,
+    );
   });
 });

@@ -22,7 +22,10 @@ function witnessFor(...trusted: string[]): WitnessServerOptions {
 
 /** An empty-tree checkpoint signed by `key`, sent as the first add-checkpoint (old size 0). */
 function addEmpty(options: WitnessServerOptions, key: ReturnType<typeof logKey>) {
-  return addCheckpoint(formatAddCheckpointRequest({ oldSize: 0, proof: [], note: checkpointNote(LOG_ID, 0, EMPTY_TREE_ROOT, key.signer) }), options).status;
+  return addCheckpoint(
+    formatAddCheckpointRequest({ oldSize: 0, proof: [], note: checkpointNote(LOG_ID, 0, EMPTY_TREE_ROOT, key.signer) }),
+    options,
+  ).status;
 }
 
 describe('log-key handover at the witness', () => {
@@ -55,8 +58,15 @@ describe('log-key handover at the witness', () => {
     const witness = witnessFor(k0.vkey);
     const stranger = logKey();
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, stranger.signer, logKey().vkey), witness).status).toBe(403);
-    expect(logKeyHandover(logKeyHandoverNote('ffffffffffffffff', parseSignerKey(generateSignerKey(logOrigin('ffffffffffffffff')).skey), logKey().vkey), witness).status).toBe(403);
-    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, generateSignerKey(ORIGIN, { cosigner: true }).vkey), witness).status).toBe(400);
+    expect(
+      logKeyHandover(
+        logKeyHandoverNote('ffffffffffffffff', parseSignerKey(generateSignerKey(logOrigin('ffffffffffffffff')).skey), logKey().vkey),
+        witness,
+      ).status,
+    ).toBe(403);
+    expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, generateSignerKey(ORIGIN, { cosigner: true }).vkey), witness).status).toBe(
+      400,
+    );
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, generateSignerKey('other.name/x').vkey), witness).status).toBe(400);
     expect(logKeyHandover(`${ORIGIN}\nlog-key-handover\n${logKey().vkey}\n\n`, witness).status).toBe(400);
     expect(logKeyHandover('', witness).status).toBe(400);

@@ -3,14 +3,25 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nodeMac } from '../../../../src/ipc/protocol/message-mac-node.js';
 import { webCryptoMac } from '../../../../src/ipc/protocol/message-mac-web.js';
-import { base64url, canonicalText, fromBase64url, requestInputRefusal, signText, verifyText, verifyTextEarly } from '../../../../src/ipc/protocol/protocol.js';
+import {
+  base64url,
+  canonicalText,
+  fromBase64url,
+  requestInputRefusal,
+  signText,
+  verifyText,
+  verifyTextEarly,
+} from '../../../../src/ipc/protocol/protocol.js';
 
 const key = new Uint8Array(32).fill(7);
 const otherKey = new Uint8Array(32).fill(8);
 
 describe('canonical JSON', () => {
   it('equals the canonicalize package (RFC 8785) for any JSON value, odd keys included', () => {
-    const oddKey = fc.oneof(fc.string(), fc.constantFrom('0', '1', '10', '2', '__proto__', 'constructor', '\u00e9', '\ud83d\ude00', 'a\u0000b'));
+    const oddKey = fc.oneof(
+      fc.string(),
+      fc.constantFrom('0', '1', '10', '2', '__proto__', 'constructor', '\u00e9', '\ud83d\ude00', 'a\u0000b'),
+    );
     const json = fc.letrec((tie) => ({
       value: fc.oneof(
         { depthSize: 'small' },
@@ -83,7 +94,7 @@ describe('signing and verifying', () => {
     expect(text).not.toContain(canonicalText(unordered).slice(1, -1));
   });
 
-  it("accepts a sender that signed the canonical JSON in another layout, and refuses any change of meaning in it", async () => {
+  it('accepts a sender that signed the canonical JSON in another layout, and refuses any change of meaning in it', async () => {
     const body = canonicalText(message);
     const sig = await nodeMac(key).sign('executor-ipc-request\n', body);
     // Keys in the sender's own order, spaces after separators: only the canonical fallback can check it.
@@ -98,7 +109,8 @@ describe('signing and verifying', () => {
         } catch {
           return;
         }
-        const sameMeaning = canonicalText({ ...parsed, sig: 0 }) === canonicalText({ ...(JSON.parse(text) as object), sig: 0 }) && parsed.sig === sig;
+        const sameMeaning =
+          canonicalText({ ...parsed, sig: 0 }) === canonicalText({ ...(JSON.parse(text) as object), sig: 0 }) && parsed.sig === sig;
         expect(await verifyText(nodeMac(key), 'request', changed, parsed)).toBe(sameMeaning);
       }),
       { numRuns: 500 },
@@ -122,16 +134,22 @@ describe('signing and verifying', () => {
     expect(await verifyText(nodeMac(key), 'response', text, parsed, verifyTextEarly(nodeMac(key), 'response', text))).toBe(true);
 
     const edited = text.replace('line 2999', 'line 2998');
-    expect(await verifyText(nodeMac(key), 'response', edited, JSON.parse(edited), verifyTextEarly(nodeMac(key), 'response', edited))).toBe(false);
+    expect(await verifyText(nodeMac(key), 'response', edited, JSON.parse(edited), verifyTextEarly(nodeMac(key), 'response', edited))).toBe(
+      false,
+    );
     const smuggled = `${text.slice(0, -1)},"ok":false,"sig":"${parsed.sig as string}"}`;
-    expect(await verifyText(nodeMac(key), 'response', smuggled, JSON.parse(smuggled), verifyTextEarly(nodeMac(key), 'response', smuggled))).toBe(false);
+    expect(
+      await verifyText(nodeMac(key), 'response', smuggled, JSON.parse(smuggled), verifyTextEarly(nodeMac(key), 'response', smuggled)),
+    ).toBe(false);
     expect(await verifyText(nodeMac(otherKey), 'response', text, parsed, verifyTextEarly(nodeMac(otherKey), 'response', text))).toBe(false);
   });
 
   it('round-trips base64url', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
-      expect(fromBase64url(base64url(bytes))).toEqual(bytes);
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
+        expect(fromBase64url(base64url(bytes))).toEqual(bytes);
+      }),
+    );
     expect(base64url(Uint8Array.from([251, 255]))).toBe(Buffer.from([251, 255]).toString('base64url'));
   });
 });
@@ -151,14 +169,28 @@ describe('requestInputRefusal', () => {
   });
 
   it('names other params as IPC_INVALID_PARAMS and the envelope as IPC_MALFORMED', () => {
-    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })).toMatchObject({ code: 'IPC_INVALID_PARAMS' });
-    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })?.message).toMatch(/^Bad params for approveAndRemember: params\.rule(\[0\]){62} is nested deeper than 64 levels/);
+    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })).toMatchObject({
+      code: 'IPC_INVALID_PARAMS',
+    });
+    expect(requestInputRefusal({ method: 'approveAndRemember', params: { rule: nested(5000) } })?.message).toMatch(
+      /^Bad params for approveAndRemember: params\.rule(\[0\]){62} is nested deeper than 64 levels/,
+    );
     expect(requestInputRefusal({ method: 'listSteps', params: { limit: Infinity } })?.message).toContain('params.limit is Infinity');
     expect(requestInputRefusal({ method: 'listSteps', ts: -Infinity, params: {} })).toMatchObject({ code: 'IPC_MALFORMED' });
     expect(requestInputRefusal({ method: 'listSteps', params: { status: ['executed'] } })).toBeNull();
   });
 
   it('lets a request of the usual shape through', () => {
-    expect(requestInputRefusal({ v: 1, kid: 'k', id: 'i', ts: Date.now(), nonce: 'n', method: 'propose', params: { plan: { steps: [{ action: 'writeFile', args: { path: 'a', content: 'x' } }] } } })).toBeNull();
+    expect(
+      requestInputRefusal({
+        v: 1,
+        kid: 'k',
+        id: 'i',
+        ts: Date.now(),
+        nonce: 'n',
+        method: 'propose',
+        params: { plan: { steps: [{ action: 'writeFile', args: { path: 'a', content: 'x' } }] } },
+      }),
+    ).toBeNull();
   });
 });

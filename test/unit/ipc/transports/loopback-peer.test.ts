@@ -48,7 +48,9 @@ describe('loopbackPeer', () => {
   it('falls back to the address when the connection is not in the table (already gone, or not IPv4)', async () => {
     const fake = { remotePort: 1, remoteAddress: '127.0.0.1', localPort: 2, localAddress: '127.0.0.1' } as net.Socket;
     expect(await loopbackPeer(fake)).toBe('addr:127.0.0.1');
-    expect(await new LoopbackPeers().lookup({ remotePort: 1, remoteAddress: '::1', localPort: 2, localAddress: '::1' } as net.Socket)).toBe('addr:::1');
+    expect(await new LoopbackPeers().lookup({ remotePort: 1, remoteAddress: '::1', localPort: 2, localAddress: '::1' } as net.Socket)).toBe(
+      'addr:::1',
+    );
     // A client that closed its end at once: its row is gone (or TIME_WAIT, owned by nobody in particular).
     const server = await listening();
     const client = connectFromHere(server.port);
@@ -67,7 +69,16 @@ describe('loopbackPeer', () => {
     let others = 0;
     if (other !== null) {
       others = 20;
-      killAfter(spawn(process.execPath, ['-e', `const net=require('node:net');for(let i=0;i<${others};i++)net.connect(${server.port},'127.0.0.1').on('error',()=>{});setInterval(()=>{},1000)`], { uid: other, gid: other, cwd: '/', stdio: 'ignore' }));
+      killAfter(
+        spawn(
+          process.execPath,
+          [
+            '-e',
+            `const net=require('node:net');for(let i=0;i<${others};i++)net.connect(${server.port},'127.0.0.1').on('error',()=>{});setInterval(()=>{},1000)`,
+          ],
+          { uid: other, gid: other, cwd: '/', stdio: 'ignore' },
+        ),
+      );
     }
     const sockets = await server.next(50 + others);
     const peers = new LoopbackPeers();

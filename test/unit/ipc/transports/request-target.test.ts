@@ -75,7 +75,9 @@ describe('parseRequestTarget', () => {
         const target = (leadingSlash ? '/' : '') + parts.join('');
         const parsed = parseRequestTarget(target);
         if (!parsed.ok) return [400, 414].includes(parsed.status);
-        return parsed.segments.every((segment) => segment !== '' && segment !== '.' && segment !== '..' && !/[/\\:\u0000-\u001f\u007f]/.test(segment));
+        return parsed.segments.every(
+          (segment) => segment !== '' && segment !== '.' && segment !== '..' && !/[/\\:\u0000-\u001f\u007f]/.test(segment),
+        );
       }),
       { numRuns: 3000 },
     );

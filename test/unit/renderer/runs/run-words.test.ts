@@ -1,9 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { RUN_STATUSES, RUN_TOOL_GROUP_NAMES, RUN_TOOLS, TOOL_CALL_OUTCOMES, type AgentQuestion, type RunSummary, type RunTraceEntry } from '../../../../src/domain/run.js';
+import {
+  RUN_STATUSES,
+  RUN_TOOL_GROUP_NAMES,
+  RUN_TOOLS,
+  TOOL_CALL_OUTCOMES,
+  type AgentQuestion,
+  type RunSummary,
+  type RunTraceEntry,
+} from '../../../../src/domain/run.js';
 import { almostExpired, timeLeftText } from '../../../../renderer/runs/countdown.js';
 import { shownLength } from '../../../../renderer/runs/paged-text.js';
 import { applyQuestion } from '../../../../renderer/runs/questions.js';
-import { callStateText, configuredModelOf, countersText, modelText, OUTCOME_LABEL, RUN_STATUS_LABEL, RUN_STATUS_SENTENCE, taskTitle, TOOL_WORDS } from '../../../../renderer/runs/run-text.js';
+import {
+  callStateText,
+  configuredModelOf,
+  countersText,
+  modelText,
+  OUTCOME_LABEL,
+  RUN_STATUS_LABEL,
+  RUN_STATUS_SENTENCE,
+  taskTitle,
+  TOOL_WORDS,
+} from '../../../../renderer/runs/run-text.js';
 import { argumentsText } from '../../../../renderer/runs/run-timeline.js';
 import { queueStepFromHash, runFromHash, stepHref } from '../../../../renderer/runs/step-links.js';
 import { mergeEntry, stepIdsOf } from '../../../../renderer/runs/use-run-detail.js';
@@ -40,7 +58,15 @@ const entry = (iteration: number, stepIds: (string | null)[] = [], text = ''): R
   requestHash: 'a'.repeat(64),
   responseHash: 'b'.repeat(64),
   auditSeq: 1,
-  toolCalls: stepIds.map((stepId, index) => ({ callId: `c${iteration}-${index}`, name: 'write_file', arguments: '{}', stepId, outcome: null, result: null, durationMs: null })),
+  toolCalls: stepIds.map((stepId, index) => ({
+    callId: `c${iteration}-${index}`,
+    name: 'write_file',
+    arguments: '{}',
+    stepId,
+    outcome: null,
+    result: null,
+    durationMs: null,
+  })),
 });
 
 describe('runs in words', () => {
@@ -57,7 +83,9 @@ describe('runs in words', () => {
   it('says counters against limits, and the model with its provider and address', () => {
     expect(countersText(run('r', '2026-11-24T19:00:00Z'))).toBe('3 of 20 iterations · 4 tool calls · 1,234 tokens · 12 s');
     expect(modelText({ provider: 'anthropic', model: 'claude', baseUrl: null })).toBe('claude (Anthropic)');
-    expect(modelText({ provider: 'openai', model: 'qwen', baseUrl: 'http://127.0.0.1:11434/v1' })).toBe('qwen (OpenAI-compatible, http://127.0.0.1:11434/v1)');
+    expect(modelText({ provider: 'openai', model: 'qwen', baseUrl: 'http://127.0.0.1:11434/v1' })).toBe(
+      'qwen (OpenAI-compatible, http://127.0.0.1:11434/v1)',
+    );
   });
 
   it('a call without an outcome says what it waits for', () => {
@@ -79,7 +107,11 @@ describe('runs in words', () => {
     expect(configuredModelOf(undefined)).toBeNull();
     expect(configuredModelOf({})).toBeNull();
     expect(configuredModelOf({ model: { provider: 'openai', model: '' } })).toBeNull();
-    expect(configuredModelOf({ model: { provider: 'anthropic', model: 'claude-x' } })).toEqual({ provider: 'anthropic', model: 'claude-x', baseUrl: null });
+    expect(configuredModelOf({ model: { provider: 'anthropic', model: 'claude-x' } })).toEqual({
+      provider: 'anthropic',
+      model: 'claude-x',
+      baseUrl: null,
+    });
   });
 });
 
@@ -139,11 +171,22 @@ describe('keeping lists live', () => {
   });
 
   it('a question asked appears, newest first; one answered, expired or withdrawn goes', () => {
-    const question = (id: string, askedAt: string, status: AgentQuestion['status'] = 'waiting'): AgentQuestion => ({ id, text: 'q', askedAt, expiresAt: '2026-11-24T20:00:00Z', runId: null, askedBy: 'agent', status, answer: null, answeredAt: null });
+    const question = (id: string, askedAt: string, status: AgentQuestion['status'] = 'waiting'): AgentQuestion => ({
+      id,
+      text: 'q',
+      askedAt,
+      expiresAt: '2026-11-24T20:00:00Z',
+      runId: null,
+      askedBy: 'agent',
+      status,
+      answer: null,
+      answeredAt: null,
+    });
     let waiting = applyQuestion([], question('q1', '2026-11-24T19:00:00Z'));
     waiting = applyQuestion(waiting, question('q2', '2026-11-24T19:05:00Z'));
     expect(waiting.map((known) => known.id)).toEqual(['q2', 'q1']);
-    for (const status of ['answered', 'expired', 'cancelled'] as const) expect(applyQuestion(waiting, question('q1', '2026-11-24T19:00:00Z', status)).map((known) => known.id)).toEqual(['q2']);
+    for (const status of ['answered', 'expired', 'cancelled'] as const)
+      expect(applyQuestion(waiting, question('q1', '2026-11-24T19:00:00Z', status)).map((known) => known.id)).toEqual(['q2']);
   });
 });
 

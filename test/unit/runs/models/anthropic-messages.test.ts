@@ -19,7 +19,11 @@ async function serve(script: ScriptedTurnSource) {
 }
 
 const TOOLS: ModelTool[] = [
-  { name: 'read_file', description: 'Read a file inside the roots', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+  {
+    name: 'read_file',
+    description: 'Read a file inside the roots',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
   { name: 'delete_file', description: 'Delete a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
 ];
 const KEY = 'sk-ant-api03-0123456789abcdefSECRET';
@@ -32,12 +36,21 @@ for (const stream of [false, true]) {
       const client = createModelClient({ provider: 'anthropic', baseUrl: server.baseUrl, model: 'claude-test', stream }, KEY);
       const deltas: string[] = [];
       const turn = await client.turn({
-        messages: [{ role: 'system', content: 'Be careful.' }, { role: 'user', content: 'tidy' }],
+        messages: [
+          { role: 'system', content: 'Be careful.' },
+          { role: 'user', content: 'tidy' },
+        ],
         tools: TOOLS,
         signal: signal(),
         onText: (d) => deltas.push(d),
       });
-      expect(turn).toMatchObject({ text: 'Nothing to do.', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 40, outputTokens: 5 }, model: 'claude-test' });
+      expect(turn).toMatchObject({
+        text: 'Nothing to do.',
+        toolCalls: [],
+        finishReason: 'stop',
+        usage: { inputTokens: 40, outputTokens: 5 },
+        model: 'claude-test',
+      });
       const got = server.requests[0]!;
       expect(got.path).toBe('/v1/messages');
       // SDK 1.x sends the key as a bearer token; older ones used x-api-key. Either way, only in a header.
@@ -59,10 +72,14 @@ for (const stream of [false, true]) {
 
     it('returns several tool_use blocks of one turn as tool calls, input assembled from its pieces', async () => {
       const server = await serve([
-        { kind: 'reply', text: 'Let me look.', toolCalls: [
-          { id: 'toolu_a', name: 'read_file', arguments: { path: 'docs/a long name with "quotes".md' } },
-          { id: 'toolu_b', name: 'delete_file', arguments: { path: 'tmp/b.txt' } },
-        ] },
+        {
+          kind: 'reply',
+          text: 'Let me look.',
+          toolCalls: [
+            { id: 'toolu_a', name: 'read_file', arguments: { path: 'docs/a long name with "quotes".md' } },
+            { id: 'toolu_b', name: 'delete_file', arguments: { path: 'tmp/b.txt' } },
+          ],
+        },
       ]);
       const client = createModelClient({ provider: 'anthropic', baseUrl: server.baseUrl, model: 'm', stream }, KEY);
       const turn = await client.turn({ messages: [{ role: 'user', content: 'go' }], tools: TOOLS, signal: signal() });
@@ -80,26 +97,42 @@ for (const stream of [false, true]) {
       const conversation: ModelMessage[] = [
         { role: 'system', content: 'Be careful.' },
         { role: 'user', content: 'read a.txt, delete b.txt' },
-        { role: 'assistant', content: '', toolCalls: [
-          { id: 'toolu_1', name: 'read_file', arguments: '{"path":"a.txt"}' },
-          { id: 'toolu_2', name: 'delete_file', arguments: '{"path": "b.txt",' },
-        ] },
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [
+            { id: 'toolu_1', name: 'read_file', arguments: '{"path":"a.txt"}' },
+            { id: 'toolu_2', name: 'delete_file', arguments: '{"path": "b.txt",' },
+          ],
+        },
         { role: 'tool', toolCallId: 'toolu_1', toolName: 'read_file', content: 'EXECUTED: hello', isError: false },
-        { role: 'tool', toolCallId: 'toolu_2', toolName: 'delete_file', content: 'INVALID_INPUT: the arguments are not JSON', isError: true },
+        {
+          role: 'tool',
+          toolCallId: 'toolu_2',
+          toolName: 'delete_file',
+          content: 'INVALID_INPUT: the arguments are not JSON',
+          isError: true,
+        },
         { role: 'user', content: 'and then?' },
       ];
       await client.turn({ messages: conversation, tools: TOOLS, signal: signal() });
       expect(messagesBody(server.requests[0]!).messages).toEqual([
         { role: 'user', content: [{ type: 'text', text: 'read a.txt, delete b.txt' }] },
-        { role: 'assistant', content: [
-          { type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'a.txt' } },
-          { type: 'tool_use', id: 'toolu_2', name: 'delete_file', input: { unparsed_arguments: '{"path": "b.txt",' } },
-        ] },
-        { role: 'user', content: [
-          { type: 'tool_result', tool_use_id: 'toolu_1', content: 'EXECUTED: hello' },
-          { type: 'tool_result', tool_use_id: 'toolu_2', content: 'INVALID_INPUT: the arguments are not JSON', is_error: true },
-          { type: 'text', text: 'and then?' },
-        ] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'a.txt' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'delete_file', input: { unparsed_arguments: '{"path": "b.txt",' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'EXECUTED: hello' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: 'INVALID_INPUT: the arguments are not JSON', is_error: true },
+            { type: 'text', text: 'and then?' },
+          ],
+        },
       ]);
     });
 

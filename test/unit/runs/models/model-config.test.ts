@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { ExecutorError } from '../../../../src/domain/errors.js';
 import { checkedApiKey, ModelSettingsSchema } from '../../../../src/domain/model-settings.js';
 import { PolicySchema } from '../../../../src/policy/policy-file.js';
-import { apiKeyFromEnvironment, effectiveModelSettings, modelClientForRun, type ModelSettingsSource } from '../../../../src/runs/models/model-config.js';
+import {
+  apiKeyFromEnvironment,
+  effectiveModelSettings,
+  modelClientForRun,
+  type ModelSettingsSource,
+} from '../../../../src/runs/models/model-config.js';
 
 function source(model: unknown, keys: Record<string, string> = {}): ModelSettingsSource {
   return { getPolicy: () => ({ model: model as never }), modelApiKey: (provider) => keys[provider] };
@@ -21,8 +26,24 @@ function thrown(work: () => unknown): ExecutorError {
 describe('model settings in policy.json', () => {
   it('accepts a model and keeps the policy valid without one', () => {
     expect(PolicySchema.parse({}).model).toBeUndefined();
-    const policy = PolicySchema.parse({ model: { provider: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama3.1', stream: true, timeoutMs: 60_000, maxRetries: 2 } });
-    expect(policy.model).toEqual({ provider: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama3.1', stream: true, timeoutMs: 60_000, maxRetries: 2 });
+    const policy = PolicySchema.parse({
+      model: {
+        provider: 'openai',
+        baseUrl: 'http://127.0.0.1:11434/v1',
+        model: 'llama3.1',
+        stream: true,
+        timeoutMs: 60_000,
+        maxRetries: 2,
+      },
+    });
+    expect(policy.model).toEqual({
+      provider: 'openai',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+      model: 'llama3.1',
+      stream: true,
+      timeoutMs: 60_000,
+      maxRetries: 2,
+    });
   });
 
   it('refuses a key in the policy, saying where keys go', () => {
@@ -88,14 +109,18 @@ describe('modelClientForRun', () => {
 
   it('a run naming another provider takes neither the saved address nor the saved model name', () => {
     const saved = { provider: 'openai' as const, baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama3.1', timeoutMs: 5000 };
-    expect(effectiveModelSettings(saved, { provider: 'anthropic', model: 'claude-x' })).toEqual({ provider: 'anthropic', model: 'claude-x', timeoutMs: 5000 });
+    expect(effectiveModelSettings(saved, { provider: 'anthropic', model: 'claude-x' })).toEqual({
+      provider: 'anthropic',
+      model: 'claude-x',
+      timeoutMs: 5000,
+    });
     const error = thrown(() => effectiveModelSettings(saved, { provider: 'anthropic' }));
     expect(error.code).toBe('MODEL_NOT_CONFIGURED');
     expect(error.message).toContain('--provider anthropic --model NAME');
     expect(effectiveModelSettings(saved, { model: 'qwen2.5' })).toEqual({ ...saved, model: 'qwen2.5' });
   });
 
-  it('reads a one-run key from the provider\'s usual variable', () => {
+  it("reads a one-run key from the provider's usual variable", () => {
     expect(apiKeyFromEnvironment('openai', { OPENAI_API_KEY: ' sk-1 \n' })).toBe('sk-1');
     expect(apiKeyFromEnvironment('anthropic', { OPENAI_API_KEY: 'sk-1' })).toBeUndefined();
     expect(apiKeyFromEnvironment('anthropic', { ANTHROPIC_API_KEY: '' })).toBeUndefined();

@@ -47,10 +47,14 @@ for (const provider of PROVIDERS) {
     async function setup(script: ScriptedTurnSource, settings: Partial<ModelSettings> = {}) {
       const server = await provider.start(script);
       servers.push(server);
-      const client = createModelClient({ provider: provider.name, baseUrl: server.baseUrl, model: 'm', maxRetries: 3, timeoutMs: 10_000, ...settings }, KEY);
+      const client = createModelClient(
+        { provider: provider.name, baseUrl: server.baseUrl, model: 'm', maxRetries: 3, timeoutMs: 10_000, ...settings },
+        KEY,
+      );
       return { server, client };
     }
-    const turn = (client: ReturnType<typeof createModelClient>, signal = new AbortController().signal) => client.turn({ messages: MESSAGES, tools: [], signal });
+    const turn = (client: ReturnType<typeof createModelClient>, signal = new AbortController().signal) =>
+      client.turn({ messages: MESSAGES, tools: [], signal });
 
     for (const stream of [false, true]) {
       it(`retries a 429 after at least the Retry-After it asked, in seconds (${stream ? 'streaming' : 'not streaming'})`, async () => {
@@ -80,7 +84,10 @@ for (const provider of PROVIDERS) {
     });
 
     it('gives up after the set number of retries of a 500, counting every attempt', async () => {
-      const { server, client } = await setup(Array.from({ length: 5 }, () => ({ kind: 'error' as const, status: 500, message: 'upstream exploded' })), { maxRetries: 2 });
+      const { server, client } = await setup(
+        Array.from({ length: 5 }, () => ({ kind: 'error' as const, status: 500, message: 'upstream exploded' })),
+        { maxRetries: 2 },
+      );
       const error = await failure(turn(client));
       expect(error.code).toBe('MODEL_UNAVAILABLE');
       expect(server.requests).toHaveLength(3);
@@ -92,7 +99,10 @@ for (const provider of PROVIDERS) {
 
     for (const status of [400, 401, 403, 404]) {
       it(`answers ${status} as MODEL_REFUSED without retrying, naming the endpoint and status but never the key the server echoed`, async () => {
-        const { server, client } = await setup([{ kind: 'error', status, echoAuthorization: true, message: `Incorrect API key provided: sk-live-****DdEe; full ${KEY}` }, say('x')]);
+        const { server, client } = await setup([
+          { kind: 'error', status, echoAuthorization: true, message: `Incorrect API key provided: sk-live-****DdEe; full ${KEY}` },
+          say('x'),
+        ]);
         const error = await failure(turn(client));
         expect(error.code).toBe('MODEL_REFUSED');
         expect(server.requests).toHaveLength(1);
@@ -103,7 +113,13 @@ for (const provider of PROVIDERS) {
     }
 
     it('keeps the key out of a 500 echo too, even after retries', async () => {
-      const { client } = await setup([{ kind: 'error', status: 500, echoAuthorization: true }, { kind: 'error', status: 500, echoAuthorization: true }], { maxRetries: 1 });
+      const { client } = await setup(
+        [
+          { kind: 'error', status: 500, echoAuthorization: true },
+          { kind: 'error', status: 500, echoAuthorization: true },
+        ],
+        { maxRetries: 1 },
+      );
       const error = await failure(turn(client));
       expect(error.code).toBe('MODEL_UNAVAILABLE');
       expectNoKey(error);
@@ -171,14 +187,20 @@ for (const provider of PROVIDERS) {
     });
 
     it('a web page where the API was expected is MODEL_UNAVAILABLE, not retried', async () => {
-      const { server, client } = await setup([{ kind: 'raw', status: 200, contentType: 'application/json', body: '<html>router login</html>' }, say('x')]);
+      const { server, client } = await setup([
+        { kind: 'raw', status: 200, contentType: 'application/json', body: '<html>router login</html>' },
+        say('x'),
+      ]);
       const error = await failure(turn(client));
       expect(error.code).toBe('MODEL_UNAVAILABLE');
       expect(server.requests).toHaveLength(1);
     });
 
     it('an answer without a message (no choices, no content) is MODEL_UNAVAILABLE, not retried', async () => {
-      const body = provider.name === 'openai' ? '{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[]}' : '{"id":"msg_1","type":"message","model":"m"}';
+      const body =
+        provider.name === 'openai'
+          ? '{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[]}'
+          : '{"id":"msg_1","type":"message","model":"m"}';
       const { server, client } = await setup([{ kind: 'raw', status: 200, contentType: 'application/json', body }, say('x')]);
       const error = await failure(turn(client));
       expect(error.code).toBe('MODEL_UNAVAILABLE');
@@ -192,9 +214,16 @@ for (const provider of PROVIDERS) {
       process.env.ANTHROPIC_LOG = 'debug';
       const written: string[] = [];
       const originals = { log: console.log, info: console.info, warn: console.warn, error: console.error, debug: console.debug };
-      for (const name of Object.keys(originals) as Array<keyof typeof originals>) console[name] = (...args: unknown[]) => void written.push(args.map(String).join(' '));
+      for (const name of Object.keys(originals) as Array<keyof typeof originals>)
+        console[name] = (...args: unknown[]) => void written.push(args.map(String).join(' '));
       try {
-        const { client } = await setup([{ kind: 'error', status: 500, echoAuthorization: true }, { kind: 'error', status: 401, echoAuthorization: true }], { maxRetries: 1 });
+        const { client } = await setup(
+          [
+            { kind: 'error', status: 500, echoAuthorization: true },
+            { kind: 'error', status: 401, echoAuthorization: true },
+          ],
+          { maxRetries: 1 },
+        );
         await failure(turn(client));
       } finally {
         Object.assign(console, originals);

@@ -18,8 +18,16 @@ async function serve(...args: Parameters<typeof startScriptedOpenAiServer>) {
 }
 
 const TOOLS: ModelTool[] = [
-  { name: 'read_file', description: 'Read a file inside the roots', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
-  { name: 'write_file', description: 'Write a file', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } } },
+  {
+    name: 'read_file',
+    description: 'Read a file inside the roots',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'write_file',
+    description: 'Write a file',
+    parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+  },
 ];
 const KEY = 'sk-test-0123456789abcdefSECRET';
 const ask = (text: string): ModelMessage[] => [
@@ -33,7 +41,12 @@ for (const stream of [false, true]) {
       const server = await serve([say('All done, nothing to change.', { inputTokens: 31, outputTokens: 7 })]);
       const client = createModelClient({ provider: 'openai', baseUrl: server.baseUrl, model: 'llama3.1', stream }, KEY);
       const deltas: string[] = [];
-      const turn = await client.turn({ messages: ask('tidy up'), tools: TOOLS, signal: new AbortController().signal, onText: (d) => deltas.push(d) });
+      const turn = await client.turn({
+        messages: ask('tidy up'),
+        tools: TOOLS,
+        signal: new AbortController().signal,
+        onText: (d) => deltas.push(d),
+      });
       expect(turn.text).toBe('All done, nothing to change.');
       expect(turn.toolCalls).toEqual([]);
       expect(turn.finishReason).toBe('stop');
@@ -73,7 +86,10 @@ for (const stream of [false, true]) {
     });
 
     it('passes a malformed tool call through untouched, for the loop to answer as a tool error', async () => {
-      const server = await serve([{ kind: 'malformed', problem: 'bad-json' }, { kind: 'malformed', problem: 'unknown-tool' }]);
+      const server = await serve([
+        { kind: 'malformed', problem: 'bad-json' },
+        { kind: 'malformed', problem: 'unknown-tool' },
+      ]);
       const client = createModelClient({ provider: 'openai', baseUrl: server.baseUrl, model: 'm', stream }, KEY);
       const bad = await client.turn({ messages: ask('read'), tools: TOOLS, signal: new AbortController().signal });
       expect(bad.toolCalls[0]!.arguments).toBe('{"path": "notes.txt",');
@@ -86,10 +102,14 @@ for (const stream of [false, true]) {
       const client = createModelClient({ provider: 'openai', baseUrl: server.baseUrl, model: 'm', stream }, KEY);
       const conversation: ModelMessage[] = [
         ...ask('what is in a.txt, then delete b.txt'),
-        { role: 'assistant', content: 'Reading it.', toolCalls: [
-          { id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' },
-          { id: 'call_2', name: 'delete_file', arguments: '{"path":"b.txt"}' },
-        ] },
+        {
+          role: 'assistant',
+          content: 'Reading it.',
+          toolCalls: [
+            { id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' },
+            { id: 'call_2', name: 'delete_file', arguments: '{"path":"b.txt"}' },
+          ],
+        },
         { role: 'tool', toolCallId: 'call_1', toolName: 'read_file', content: 'EXECUTED: hello', isError: false },
         { role: 'tool', toolCallId: 'call_2', toolName: 'delete_file', content: 'REJECTED by the person: keep b.txt', isError: true },
         { role: 'assistant', content: 'Understood.', toolCalls: [] },
@@ -99,10 +119,14 @@ for (const stream of [false, true]) {
       expect(server.requests[0]!.body!.messages).toEqual([
         { role: 'system', content: 'You are careful.' },
         { role: 'user', content: 'what is in a.txt, then delete b.txt' },
-        { role: 'assistant', content: 'Reading it.', tool_calls: [
-          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } },
-          { id: 'call_2', type: 'function', function: { name: 'delete_file', arguments: '{"path":"b.txt"}' } },
-        ] },
+        {
+          role: 'assistant',
+          content: 'Reading it.',
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } },
+            { id: 'call_2', type: 'function', function: { name: 'delete_file', arguments: '{"path":"b.txt"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: 'EXECUTED: hello' },
         { role: 'tool', tool_call_id: 'call_2', content: 'REJECTED by the person: keep b.txt' },
         { role: 'assistant', content: 'Understood.' },
@@ -114,12 +138,18 @@ for (const stream of [false, true]) {
 
 describe('OpenAI-compatible client, the scripted server as a function', () => {
   it('computes each turn from what the model was sent', async () => {
-    const server = await serve((request) => (request.body!.messages.some((m) => m.role === 'tool') ? say('done') : callTool('read_file', { path: 'x' })));
+    const server = await serve((request) =>
+      request.body!.messages.some((m) => m.role === 'tool') ? say('done') : callTool('read_file', { path: 'x' }),
+    );
     const client = createModelClient({ provider: 'openai', baseUrl: server.baseUrl, model: 'm' }, undefined);
     const first = await client.turn({ messages: ask('go'), tools: TOOLS, signal: new AbortController().signal });
     expect(first.toolCalls[0]!.name).toBe('read_file');
     const second = await client.turn({
-      messages: [...ask('go'), { role: 'assistant', content: '', toolCalls: first.toolCalls }, { role: 'tool', toolCallId: first.toolCalls[0]!.id, toolName: 'read_file', content: 'EXECUTED: x', isError: false }],
+      messages: [
+        ...ask('go'),
+        { role: 'assistant', content: '', toolCalls: first.toolCalls },
+        { role: 'tool', toolCallId: first.toolCalls[0]!.id, toolName: 'read_file', content: 'EXECUTED: x', isError: false },
+      ],
       tools: TOOLS,
       signal: new AbortController().signal,
     });

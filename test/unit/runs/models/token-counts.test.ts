@@ -7,7 +7,8 @@ describe('countedTokens', () => {
     expect(countedTokens(1234)).toBe(1234);
     expect(countedTokens(12.6)).toBe(13);
     expect(countedTokens('42')).toBe(42);
-    for (const impossible of [-1, -1e9, Number.NaN, Number.NEGATIVE_INFINITY, 'abc', '', null, undefined, {}, [], true]) expect(countedTokens(impossible)).toBe(0);
+    for (const impossible of [-1, -1e9, Number.NaN, Number.NEGATIVE_INFINITY, 'abc', '', null, undefined, {}, [], true])
+      expect(countedTokens(impossible)).toBe(0);
     expect(countedTokens(1e300)).toBe(MAX_TOKENS_PER_TURN);
     expect(countedTokens(Number.POSITIVE_INFINITY)).toBe(0);
     expect(checkedUsage({ inputTokens: -5, outputTokens: '7' })).toEqual({ inputTokens: 0, outputTokens: 7 });

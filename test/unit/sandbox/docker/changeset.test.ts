@@ -74,7 +74,17 @@ describe('computeChangeset', () => {
       fs.writeFileSync(path.join(scratch.dir, 'src/c.txt'), 'gamma\n');
       fs.chmodSync(path.join(scratch.dir, 'run.sh'), 0o755);
       const { files } = await computeChangeset(scratch, options);
-      expect(files.map((f) => [f.relativePath, f.kind, f.before?.toString() ?? null, f.after?.toString() ?? null, f.modeBefore, f.modeAfter, f.conflict])).toEqual([
+      expect(
+        files.map((f) => [
+          f.relativePath,
+          f.kind,
+          f.before?.toString() ?? null,
+          f.after?.toString() ?? null,
+          f.modeBefore,
+          f.modeAfter,
+          f.conflict,
+        ]),
+      ).toEqual([
         ['run.sh', 'modified', '#!/bin/sh\n', '#!/bin/sh\n', 0o644, 0o755, false],
         ['src/a.txt', 'modified', 'alpha\n', 'alpha\nmore\n', 0o644, 0o644, false],
         ['src/b.txt', 'deleted', 'beta\n', null, 0o644, null, false],
@@ -144,7 +154,9 @@ describe('makeScratchCopy limits', () => {
     try {
       fs.writeFileSync(path.join(scratch.dir, 'huge.bin'), Buffer.alloc(256 * 1024));
       await expect(computeChangeset(scratch, { ...options, maxBytes: 128 * 1024 })).rejects.toThrow(/more than the sandbox's limit/);
-      expect((await computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 })).files.map((f) => f.relativePath)).toEqual(['huge.bin']);
+      expect((await computeChangeset(scratch, { ...options, maxBytes: 1024 * 1024 })).files.map((f) => f.relativePath)).toEqual([
+        'huge.bin',
+      ]);
     } finally {
       scratch.dispose();
     }
@@ -172,7 +184,9 @@ describe('what a changeset carries back: plain content only', () => {
     try {
       fs.linkSync(path.join(scratch.dir, 'src/a.txt'), path.join(scratch.dir, 'hard'));
       const { files } = await computeChangeset(scratch, options);
-      expect(files.map((f) => [f.relativePath, f.kind, f.after?.toString(), f.dropped])).toEqual([['hard', 'added', 'alpha\n', ['hard link not recreated: comes back as a file of its own']]]);
+      expect(files.map((f) => [f.relativePath, f.kind, f.after?.toString(), f.dropped])).toEqual([
+        ['hard', 'added', 'alpha\n', ['hard link not recreated: comes back as a file of its own']],
+      ]);
     } finally {
       scratch.dispose();
     }
@@ -186,7 +200,13 @@ describe('what a changeset carries back: plain content only', () => {
       fs.writeFileSync(path.join(scratch.dir, 'src/a.txt/inner'), 'new\n');
       const { files, skipped } = await computeChangeset(scratch, options);
       expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt/inner', 'added']]);
-      expect(skipped).toEqual([{ relativePath: 'src/a.txt', reason: expect.stringMatching(/^was a regular file and the command left a folder there; .*nothing of this command is applied/), blocksChangeset: true }]);
+      expect(skipped).toEqual([
+        {
+          relativePath: 'src/a.txt',
+          reason: expect.stringMatching(/^was a regular file and the command left a folder there; .*nothing of this command is applied/),
+          blocksChangeset: true,
+        },
+      ]);
     } finally {
       scratch.dispose();
     }
@@ -195,8 +215,17 @@ describe('what a changeset carries back: plain content only', () => {
       fs.rmSync(path.join(folderToFile.dir, 'src'), { recursive: true });
       fs.writeFileSync(path.join(folderToFile.dir, 'src'), 'now a file\n');
       const { files, skipped } = await computeChangeset(folderToFile, options);
-      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([['src/a.txt', 'deleted'], ['src/b.txt', 'deleted']]);
-      expect(skipped).toEqual([{ relativePath: 'src', reason: expect.stringMatching(/^was a folder and the command left a regular file there/), blocksChangeset: true }]);
+      expect(files.map((f) => [f.relativePath, f.kind])).toEqual([
+        ['src/a.txt', 'deleted'],
+        ['src/b.txt', 'deleted'],
+      ]);
+      expect(skipped).toEqual([
+        {
+          relativePath: 'src',
+          reason: expect.stringMatching(/^was a folder and the command left a regular file there/),
+          blocksChangeset: true,
+        },
+      ]);
     } finally {
       folderToFile.dispose();
     }
@@ -262,7 +291,9 @@ describe('excluded directories (the data directory)', () => {
     } finally {
       scratch.dispose();
     }
-    expect(() => makeScratchCopy(path.join(source, 'real-data'), { ...options, excludeDirs: [linkToData] })).toThrow(/data directory; it is never copied/);
+    expect(() => makeScratchCopy(path.join(source, 'real-data'), { ...options, excludeDirs: [linkToData] })).toThrow(
+      /data directory; it is never copied/,
+    );
     expect(() => makeScratchCopy(path.join(source, 'src'), { ...options, excludeDirs: [source] })).toThrow(/never copied/);
   });
 });

@@ -69,11 +69,23 @@ describe('containerSpec', () => {
     });
     expect(spec.HostConfig?.NetworkMode).toBe('none');
     expect(spec.HostConfig?.Binds).toEqual(['/s:/workspace:rw', '/tmp/executor-egress-1:/run/executor-egress:ro']);
-    expect(spec.Env).toEqual(expect.arrayContaining(['HTTP_PROXY=http://127.0.0.1:3128', 'HTTPS_PROXY=http://127.0.0.1:3128', 'NO_PROXY=']));
+    expect(spec.Env).toEqual(
+      expect.arrayContaining(['HTTP_PROXY=http://127.0.0.1:3128', 'HTTPS_PROXY=http://127.0.0.1:3128', 'NO_PROXY=']),
+    );
   });
 
   it('for an engine on another machine mounts no host path at all, only an anonymous workspace volume', () => {
-    const spec = containerSpec({ image: 'img', argv: ['true'], scratchDir: null, workdir: '/workspace', user: '10001:10001', limits, network: 'none', env: {}, runId: 'run-3' });
+    const spec = containerSpec({
+      image: 'img',
+      argv: ['true'],
+      scratchDir: null,
+      workdir: '/workspace',
+      user: '10001:10001',
+      limits,
+      network: 'none',
+      env: {},
+      runId: 'run-3',
+    });
     expect(spec.HostConfig?.Binds).toEqual([]);
     expect(spec.HostConfig?.Mounts).toEqual([{ Type: 'volume', Source: '', Target: '/workspace' }]);
   });

@@ -27,18 +27,23 @@ async function listen(): Promise<number> {
 
 function viaProxy(proxy: EgressProxy, url: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = http.get({ socketPath: path.join(proxy.dir, EGRESS_SOCKET_NAME), path: url, headers: { host: new URL(url).host } }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-    });
+    const request = http.get(
+      { socketPath: path.join(proxy.dir, EGRESS_SOCKET_NAME), path: url, headers: { host: new URL(url).host } },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk) => (body += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      },
+    );
     request.on('error', reject);
   });
 }
 
 function connectViaProxy(proxy: EgressProxy, authority: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(path.join(proxy.dir, EGRESS_SOCKET_NAME), () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
+    const socket = net.connect(path.join(proxy.dir, EGRESS_SOCKET_NAME), () =>
+      socket.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`),
+    );
     let text = '';
     socket.on('data', (chunk) => {
       text += chunk;
