@@ -98,6 +98,14 @@ module.exports = {
       to: { path: '^src/executor/rooms/', pathNot: '^src/executor/rooms/$1\\.ts$' },
     },
     {
+      name: 'executor-helpers-below-the-rooms',
+      severity: 'error',
+      comment:
+        'The helpers beside the rooms (live runs, the preview queue, grouped commits…) sit beneath them: one that imported a room would be a way between rooms.',
+      from: { path: '^src/executor/[^/]+\\.ts$', pathNot: '^src/executor/executor\\.ts$' },
+      to: { path: '^src/executor/rooms/' },
+    },
+    {
       name: 'executor-facade-only-from-its-owners',
       severity: 'error',
       comment: 'Only whoever opens a data directory (the host, the CLI) holds the Executor class; its other clients depend on their ports.',

@@ -9,7 +9,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §4, end to end: a write proposed by the real CLI to a real `executor serve`, shown in
+ * A write proposed by the real CLI to a real `executor serve`, shown in
  * Chromium with a checkbox per hunk; unticking one and approving writes exactly the other hunk to
  * disk. A command line edited in the window is weighed again (a real Docker dry run), shows its new
  * risk, and runs once approved.

@@ -15,7 +15,7 @@ import {
 } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §6, end to end: the real `executor serve`, real `executor mcp` agents, the built
+ * The real `executor serve`, real `executor mcp` agents, the built
  * renderer in Chromium. New waiting steps raise one browser notification per burst, naming the
  * agent (observed by wrapping the Notification constructor) and a count on the favicon; Approve
  * and Reject are held with an Undo before they reach the host; messages are words; the reject

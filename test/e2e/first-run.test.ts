@@ -9,7 +9,7 @@ import { tempDir } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §5, end to end, as a new user meets it: the README's "Try it" commands, run as written
+ * As a new user meets it: the README's "Try it" commands, run as written
  * (taken from README.md's marked code blocks, so this breaks when the README drifts), show their
  * step in the window `npm start` opened; a first window with no workspace root asks for one (a
  * path field taking ~, checked on the host); `executor serve` with no built UI builds it first.

@@ -10,7 +10,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §3 and §7, end to end: about sixty steps of real agents' shapes (ids a hundred characters
+ * About sixty steps of real agents' shapes (ids a hundred characters
  * long, long command lines, JSON results, a real Docker command) proposed through a real
  * `executor serve`, and its History in Debian's Chromium: no sideways scroll with Status in sight,
  * ids shortened with copy buttons, results in words, the diff of what ran, Revert on the row, Revert

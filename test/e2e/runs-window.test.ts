@@ -20,7 +20,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 15 in the window: agent runs driven through the real `executor serve` and real Chromium.
+ * Agent runs in the window, driven through the real `executor serve` and real Chromium.
  * THE MODEL IS FAKE — the one fake this project allows: a scripted OpenAI-compatible Chat Completions
  * server on loopback (test/helpers/scripted-openai-server.ts) that speaks the real wire format and
  * replays the turns each test scripts, recording every request so the test can assert what the

@@ -8,7 +8,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §1, end to end: steps proposed by the real CLI to a real `executor serve` (real light
+ * Steps proposed by the real CLI to a real `executor serve` (real light
  * sandbox, real Docker dry runs), shown in Debian's Chromium. A person deciding on a runCode step
  * sees its code (highlighted, in a box that scrolls, hidden characters marked, never parsed as
  * HTML) with language, sandbox, time limit and every capability it asks for; a runCommand step is

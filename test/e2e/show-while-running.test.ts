@@ -10,7 +10,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §2, end to end: a real Docker command proposed to a real `executor serve`, shown in
+ * A real Docker command proposed to a real `executor serve`, shown in
  * Chromium while it runs — "Running now" with its elapsed time ticking, the tail of its output as it
  * comes (stderr apart, hidden characters marked) and Cancel, which stops the container and ends the
  * step cancelled. Both for its dry run (the preview being prepared) and for its real run after approval.

@@ -10,7 +10,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §2, after the run: a real Docker command that prints and then sleeps, cancelled from the
+ * After the run: a real Docker command that prints and then sleeps, cancelled from the
  * window's "Running now". The live tail goes with the run; what it printed stays in the step's detail
  * in History, marked partial, with its byte count and why it stopped — for a cancelled real run, a
  * cancelled dry run, and (in the queue) a dry run the host's shutdown interrupted.

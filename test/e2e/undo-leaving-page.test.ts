@@ -9,7 +9,7 @@ import { tempSetup } from '../helpers/temp-dirs.js';
 import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
- * Issue 13 §6 review: a decision held behind its Undo toast is never lost when the page goes away.
+ * A decision held behind its Undo toast is never lost when the page goes away.
  * It is signed when the person clicks, and goes out synchronously when the tab is closed (with or
  * without beforeunload), reloaded or navigated away; no "leave page?" prompt keeps it alive. An
  * undone decision is never sent, however the page goes.

@@ -42,6 +42,8 @@ export function labelledContainers(runFilter = ''): string[] {
       encoding: 'utf8',
     },
   );
+  // An engine that did not answer lists nothing: that must fail the check, not pass it.
+  if (result.status !== 0) throw new Error(`docker ps failed (${result.status ?? result.error?.message}): ${result.stderr}`);
   return result.stdout
     .split('\n')
     .filter(Boolean)

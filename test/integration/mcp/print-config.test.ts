@@ -12,9 +12,9 @@ import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
- * Issue 13 §5: `executor mcp --print-config` prints a config that works as printed. Each printed
+ * `executor mcp --print-config` prints a config that works as printed. Each printed
  * config is parsed and its command started exactly as written, by the MCP SDK's own client, with
- * the bare environment an MCP client gives a server (no PATH to find `executor` or `node` on):
+ * The bare environment an MCP client gives a server (no PATH to find `executor` or `node` on):
  * it lists the tools and proposes a step that the person then approves.
  */
 

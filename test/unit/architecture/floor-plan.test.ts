@@ -21,7 +21,8 @@ function violationsIn(files: Record<string, string>): string[] {
   fs.copyFileSync(path.join(root, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'nodenext', strict: true } }));
   const cli = path.join(root, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs');
-  const run = spawnSync(process.execPath, [cli, 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
+  const roots = ['src', 'renderer', 'electron'].filter((top) => fs.existsSync(path.join(dir, top)));
+  const run = spawnSync(process.execPath, [cli, ...roots, '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
     cwd: dir,
     encoding: 'utf8',
   });
@@ -58,6 +59,33 @@ describe('the floor plan CI checks', () => {
         'src/ipc/server/server.ts': 'export const serve = 1;\n',
       }),
     ).toEqual(['audit-keys', 'ipc-client']);
+  });
+
+  it('keeps the executor rooms apart: a room never imports another, a helper beside them never imports one, only the host and the CLI hold the class', () => {
+    expect(
+      violationsIn({
+        'src/executor/step-desk.ts': 'export const desk = 1;\n',
+        'src/executor/rooms/decisions.ts':
+          "import { run } from './execution.js';\nimport { desk } from '../step-desk.js';\nexport const decide = run + desk;\n",
+        'src/executor/rooms/execution.ts': "import { desk } from '../step-desk.js';\nexport const run = desk;\n",
+        'src/executor/live-runs.ts': "import { run } from './rooms/execution.js';\nexport const live = run;\n",
+        'src/executor/executor.ts': "import { decide } from './rooms/decisions.js';\nexport class Executor { d = decide; }\n",
+        'src/runs/run-loop.ts': "import { Executor } from '../executor/executor.js';\nexport const loop = Executor;\n",
+        'src/ipc/host/host.ts': "import { Executor } from '../../executor/executor.js';\nexport const host = Executor;\n",
+      }),
+    ).toEqual(['executor-facade-only-from-its-owners', 'executor-helpers-below-the-rooms', 'executor-rooms-share-only-the-desk']);
+  });
+
+  it('lets the renderer reach only the browser-safe client, protocol and domain', () => {
+    expect(
+      violationsIn({
+        'src/ipc/client/client.ts': 'export const client = 1;\n',
+        'src/ipc/server/server.ts': 'export const server = 1;\n',
+        'src/domain/step.ts': 'export const step = 1;\n',
+        'renderer/app.tsx':
+          "import { client } from '../src/ipc/client/client.js';\nimport { step } from '../src/domain/step.js';\nimport { server } from '../src/ipc/server/server.js';\nexport const app = client + step + server;\n",
+      }),
+    ).toEqual(['renderer-only-through-the-client']);
   });
 
   it('passes a tree that keeps to the plan', () => {

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HOST_CODE_PATHS, hostCodeReason, hostCodeReasonAt, matchHostCodePath } from '../../../src/policy/host-code-paths.js';
+import { hostCodeReason, hostCodeReasonAt, matchHostCodePath } from '../../../src/policy/host-code-paths.js';
+import { HOST_CODE_PATHS } from '../../../src/policy/host-code-table.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /** Files this machine runs or obeys later, by the kind of reason they must give. */

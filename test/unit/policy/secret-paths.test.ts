@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HOST_CODE_PATHS } from '../../../src/policy/host-code-paths.js';
+import { HOST_CODE_PATHS } from '../../../src/policy/host-code-table.js';
 import {
   filesystemIgnoresCase,
   globListMatcher,

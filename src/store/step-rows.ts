@@ -1,0 +1,152 @@
+import type { Actor } from '../domain/actor.js';
+import { ExecutorError, type ErrorShape } from '../domain/errors.js';
+import type { Evaluation } from '../domain/risk.js';
+import { EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
+import type { PersonEdit, Preview, RevertOutcome, RunTimes, StepRecord } from '../domain/step-record.js';
+import { StepSchema, type Step } from '../domain/step.js';
+
+/*
+ * How a row of the steps table becomes a step record (parsed once, its consent expiry worked out),
+ * and where a page of step summaries ended: the repository's reading half, apart from its queries.
+ */
+
+export interface StepRow {
+  step_id: string;
+  plan_id: string;
+  position: number;
+  step_json: string;
+  step_hash: string;
+  status: StepStatus;
+  evaluation_json: string | null;
+  preview_json: string | null;
+  preview_hash: string | null;
+  approved_step_hash: string | null;
+  approved_preview_hash: string | null;
+  approved_by_json: string | null;
+  approved_at: string | null;
+  rejected_reason: string | null;
+  result_json: string | null;
+  error_json: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  reverted_at: string | null;
+  revert_json: string | null;
+  run_times_json: string | null;
+  edit_json: string | null;
+  /** From the plan (joined): its own consent expiry, when it asked for one. */
+  consent_expiry_seconds: number | null;
+}
+
+/**
+ * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
+ * policy's and its plan's expiry, counted from when it was last put before the person (its last
+ * change of status or preview) or, approved, from its approval.
+ */
+export function consentExpiry(row: StepRow, policySeconds: number): string | undefined {
+  if (!EXPIRING_STATUSES.includes(row.status)) return undefined;
+  const seconds = Math.min(policySeconds, row.consent_expiry_seconds ?? Infinity);
+  const since = Date.parse(row.status === 'approved' && row.approved_at ? row.approved_at : row.updated_at);
+  if (!Number.isFinite(since)) return undefined;
+  return new Date(since + seconds * 1000).toISOString();
+}
+
+export function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+/**
+ * Parsed steps by id and hash. A step's JSON never changes after it is stored, and a 10 MB
+ * writeFile would otherwise be parsed and validated again at every transition.
+ */
+const parsedSteps = new Map<string, Step>();
+const PARSED_STEP_CACHE = 32;
+
+export function parseStep(row: StepRow): Step {
+  const key = `${row.step_id}\u0000${row.step_hash}`;
+  const cached = parsedSteps.get(key);
+  if (cached) return cached;
+  // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
+  // schema's output (in its own key order) would lose. The stored step was a parsed one already.
+  const stored = JSON.parse(row.step_json) as unknown;
+  StepSchema.parse(stored);
+  const step = stored as Step;
+  if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
+  parsedSteps.set(key, step);
+  return step;
+}
+
+/**
+ * A step record with every object's keys in canonical (sorted) order: the JSON columns are stored
+ * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
+ * walk over the value instead of a sorted copy of it.
+ */
+export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
+  const approvedBy = parseJson<Actor>(row.approved_by_json);
+  const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
+  return {
+    approval:
+      approvedBy && row.approved_at && row.approved_step_hash
+        ? { at: row.approved_at, by: approvedBy, previewHash: row.approved_preview_hash, stepHash: row.approved_step_hash }
+        : null,
+    ...(consentExpiresAt ? { consentExpiresAt } : {}),
+    createdAt: row.created_at,
+    ...(row.edit_json === null ? {} : { edit: parseJson<PersonEdit>(row.edit_json)! }),
+    error: parseJson<ErrorShape>(row.error_json),
+    evaluation: parseJson<Evaluation>(row.evaluation_json),
+    finishedAt: row.finished_at,
+    position: row.position,
+    preview: parseJson<Preview>(row.preview_json),
+    previewHash: row.preview_hash,
+    rejectedReason: row.rejected_reason,
+    result: parseJson<Record<string, unknown>>(row.result_json),
+    ...(row.revert_json === null ? {} : { revertOutcome: parseJson<RevertOutcome>(row.revert_json)! }),
+    revertedAt: row.reverted_at,
+    ...(row.run_times_json === null ? {} : { runTimes: parseJson<RunTimes>(row.run_times_json)! }),
+    startedAt: row.started_at,
+    status: row.status,
+    step: parseStep(row),
+    stepHash: row.step_hash,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * The position in the newest-first order (created_at DESC, plan_id, position DESC: a plan's later steps first) a page ended at. The
+ * key of a step never changes, so a page boundary stays put while new steps arrive (they sort before
+ * it) and while old ones change status.
+ */
+export interface SummaryCursor {
+  createdAt: string;
+  planId: string;
+  position: number;
+}
+
+export function encodeCursor(cursor: SummaryCursor): string {
+  return Buffer.from(JSON.stringify([cursor.createdAt, cursor.planId, cursor.position]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(text: string): SummaryCursor {
+  try {
+    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 3 &&
+      typeof parsed[0] === 'string' &&
+      typeof parsed[1] === 'string' &&
+      Number.isInteger(parsed[2])
+    ) {
+      return { createdAt: parsed[0], planId: parsed[1], position: parsed[2] as number };
+    }
+  } catch {
+    // Falls through to the typed refusal below.
+  }
+  throw new ExecutorError(
+    'INVALID_INPUT',
+    'The cursor is not one this host handed out (take nextCursor from the previous page as it came, or start again without a cursor).',
+    {
+      cursor: text.slice(0, 80),
+    },
+  );
+}
