@@ -129,8 +129,9 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       // The run waits for consent, says so, and takes the person to the step in the queue.
       const waits = s.page.getByTestId('run-waits-for-consent');
       await expect.poll(() => waits.isVisible(), SOON).toBe(true);
-      expect(await runStatusText(s.page)).toBe('Waiting for your decision');
-      expect(await waits.innerText()).toContain('Write notes.txt');
+      await expect.poll(() => runStatusText(s.page), SOON).toBe('Waiting for your decision');
+      // The step's title arrives with its record, a moment after the run says it waits.
+      await expect.poll(() => waits.innerText(), SOON).toContain('Write notes.txt');
       await expectNoSeriousAxeViolations(s.page);
       await screenshots(s.page, 'runs-waiting', { light: 'runs-waiting', dark: 'runs-waiting-dark' });
       await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();

@@ -66,20 +66,55 @@ export class TeardownStack {
 
 /** Stops `child` if it still runs and resolves once it has exited (a directory it writes in must outlive it). */
 async function stopChild(child: ChildProcess, options: KillOptions = {}): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  // A test may have left 'exit' listeners of its own on the child: one more for the teardown is no leak.
-  const max = child.getMaxListeners();
-  if (max !== 0) child.setMaxListeners(max + 1);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  if (child.pid === undefined) return;
+  const pid = child.pid;
   const signal = options.signal ?? 'SIGKILL';
+  // A child that ignores a gentler signal still goes: SIGKILL after a grace, so the older cleanups run.
+  const grace = setTimeout(
+    () => signalQuietly(() => (options.group ? process.kill(-pid, 'SIGKILL') : child.kill('SIGKILL'))),
+    KILL_GRACE_MS,
+  );
   try {
-    if (options.group) process.kill(-child.pid, signal);
-    else child.kill(signal);
+    if (options.group) {
+      // A group outlives its leader (npm start's `executor serve` writes its last checkpoint after the
+      // shell is gone): signal the whole group even when the leader has exited, and wait until no
+      // member is left, so the folders it writes into are removed only after it.
+      signalQuietly(() => process.kill(-pid, signal));
+      while (groupAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 25));
+      return;
+    }
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    // A test may have left 'exit' listeners of its own on the child: one more for the teardown is no leak.
+    const max = child.getMaxListeners();
+    if (max !== 0) child.setMaxListeners(max + 1);
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    signalQuietly(() => child.kill(signal));
+    await exited;
+  } finally {
+    clearTimeout(grace);
+  }
+}
+
+/** Whether any process of the group is still there (signal 0 asks without sending anything). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
   } catch (error) {
-    // The group is already gone: its leader has exited too, and its exit event is on its way.
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+/** How long a child gets to end on a signal other than SIGKILL. */
+const KILL_GRACE_MS = 10_000;
+
+function signalQuietly(send: () => unknown): void {
+  try {
+    send();
+  } catch (error) {
+    // Already gone: its exit event is on its way (or came).
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
   }
-  await exited;
 }
 
 /** A Teardown whose registrations go to the stack `stack()` names at the time of the call. */
