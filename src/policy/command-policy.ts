@@ -1,5 +1,6 @@
 import picomatch from 'picomatch';
-import { analyseArgv, analyseCommandLine, analyseEnvironment, type ShellAnalysis, type Unknowable } from './shell-analysis.js';
+import { analyseArgv, analyseCommandLine, analyseEnvironment, type ShellAnalysis } from './shell-analysis.js';
+import { type Unknowable } from './shell-findings.js';
 import type { Policy } from './policy-file.js';
 
 export type CommandVerdict =

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkCommandPrograms } from '../../../src/policy/command-policy.js';
-import { analyseArgv, analyseCommandLine, type UnknowableKind } from '../../../src/policy/shell-analysis.js';
+import { analyseArgv, analyseCommandLine } from '../../../src/policy/shell-analysis.js';
+import { type UnknowableKind } from '../../../src/policy/shell-findings.js';
 import { loadShellParser } from '../../../src/policy/shell-parser.js';
 
 beforeAll(async () => {
