@@ -115,8 +115,10 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'queue', { light: 'queue' });
 
-    // A HIGH step asks a second time; cancelling leaves it waiting.
+    // A HIGH step asks a second time; cancelling leaves it waiting. The key acts on the selected step:
+    // wait until the click has selected it (on a busy machine the key can arrive first).
     await highItem.click();
+    await expect.poll(() => highItem.getAttribute('aria-current')).toBe('true');
     await page.keyboard.press('a');
     const confirm = page.getByRole('dialog', { name: 'Approve a HIGH-risk step?' });
     await expect.poll(() => confirm.isVisible()).toBe(true);
@@ -134,6 +136,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
 
     // Reject the HIGH step by keyboard, with a reason.
     await highItem.click();
+    await expect.poll(() => highItem.getAttribute('aria-current')).toBe('true');
     await page.keyboard.press('r');
     const rejectDialog = page.getByRole('dialog', { name: /Reject/ });
     await rejectDialog.getByLabel(/Reason/).fill('Keys never go into the workspace; use the secret store.');
