@@ -131,6 +131,30 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
           .locator('.history-grid .time-cell .cell-title, .history-grid .time-cell .cell-sub')
           .evaluateAll((cells) => cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent));
         expect(cut, `times cut at ${width} px`).toEqual([]);
+        // The rows hold this moment's times; the column must also hold the widest time of any day (a two-digit
+        // hour, a wide month), or the table breaks at 10 PM. Each is written into a real cell and measured there.
+        const widestCut = await page
+          .locator('.history-grid .time-cell .cell-title')
+          .first()
+          .evaluate((cell) => {
+            const format = new Intl.DateTimeFormat(undefined, {
+              month: 'short',
+              day: 'numeric',
+              hour: 'numeric',
+              minute: '2-digit',
+              second: '2-digit',
+            });
+            const shown = cell.textContent;
+            const cutTimes: string[] = [];
+            for (let month = 0; month < 12; month++)
+              for (const hour of [10, 12, 22, 23]) {
+                cell.textContent = format.format(new Date(2026, month, 28, hour, 58, 58));
+                if (cell.scrollWidth > cell.clientWidth) cutTimes.push(cell.textContent);
+              }
+            cell.textContent = shown;
+            return cutTimes;
+          });
+        expect(widestCut, `the widest times of the year cut at ${width} px`).toEqual([]);
         const shownCharacters = await row(json!.step.id)
           .locator('.result-text')
           .evaluate((box) => {
