@@ -64,6 +64,7 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   SANDBOX_IMAGE_MISSING: 'The sandbox image is not built. Build it as Settings → Environment explains, then try again.',
   SANDBOX_FAILED: 'The sandbox failed to run the step. Check Docker, then try again.',
   WORKSPACE_CONFLICT: 'Files changed in the workspace while the step ran. Look at History before you try again.',
+  HOST_PAUSED: 'All agents are stopped. Press Resume in the red banner (or run `executor resume`) when they may work again.',
   RATE_LIMITED: 'The agent proposed more steps than the policy allows at once. Decide the waiting ones, or raise the limit in Settings.',
   AGENT_CREDENTIAL_INVALID: 'The agent’s credential is not one this Executor issued. Restart the agent so it gets a new one.',
   IPC_MALFORMED: 'A message could not be read. Reload the page; if it happens again, restart Executor.',

@@ -6,6 +6,7 @@ import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerModelCommands } from './commands/model.js';
+import { registerPauseCommands } from './commands/pause.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerRunCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
@@ -35,6 +36,7 @@ registerModelCommands(program);
 registerWhereCommands(program);
 registerWitnessCommands(program);
 registerRunCommands(program);
+registerPauseCommands(program);
 
 // A reader that stops early (`executor runs show RUN | head`) closes the pipe: that ends the command
 // quietly, as it ends `cat`, instead of an unhandled EPIPE with a stack trace.

@@ -57,6 +57,8 @@ export type ErrorCode =
   | 'NOT_AVAILABLE'
   /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */
   | 'RATE_LIMITED'
+  /** The person stopped all agents (`executor pause`, "Stop all agents"): nothing new is proposed, approved or run until they resume. */
+  | 'HOST_PAUSED'
   /** An agent credential this host did not issue (or issued under an identity key since replaced). */
   | 'AGENT_CREDENTIAL_INVALID'
   // The signed IPC protocol (src/ipc/): each way a message can be refused has its own code.

@@ -9,6 +9,10 @@ export const EVENT_KINDS = [
   'policy.changed',
   /** policy.json at open differed from the policy the log last recorded: edited outside Executor (detail: before, after, policySha256). */
   'policy.edited_outside',
+  /** The person stopped all agents (detail: reason, what was stopped: cancelledSteps, stoppedDryRuns, pausedRuns, heldSteps). */
+  'host.paused',
+  /** The person let agents work again (detail: pausedAt, pausedBy, reason, pausedMs, heldSteps). */
+  'host.resumed',
   'ipc.rejected',
   'ipc.denied',
   'key.created',

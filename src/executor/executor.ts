@@ -11,6 +11,7 @@ import type { PublishResult } from '../audit/witness/witness-publisher.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import type { Actor } from '../domain/actor.js';
 import type { ErrorShape, ExecutorError } from '../domain/errors.js';
+import type { HostPause, HostPauseView } from '../domain/host-pause.js';
 import type { LiveRunView } from '../domain/live-output.js';
 import type { ModelProvider } from '../domain/model-settings.js';
 import type { RememberedRule, RuleLifetime } from '../domain/remembered-rule.js';
@@ -36,6 +37,7 @@ import { ExpiryRoom } from './rooms/expiry.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
+import { StopSwitch } from './rooms/stop-switch.js';
 import {
   RevertsRoom,
   type PlanRevertPreview,
@@ -126,6 +128,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly recovery: RecoveryRoom;
   private readonly auditDesk: AuditDesk;
   private readonly settings: HostSettings;
+  private readonly stopSwitch: StopSwitch;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background previews wait for a gap between them (request-gate.ts).
@@ -178,6 +181,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     });
     this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
     this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
+    this.stopSwitch = new StopSwitch(this.desk, {
+      stopRunForPause: (live, actor) => this.decisions.stopRunForPause(live, actor),
+      schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
+      sweepExpired: () => this.expiry.sweepExpired(),
+    });
   }
 
   /**
@@ -563,6 +571,32 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   keyStatus(): KeyStatus {
     return this.auditDesk.keyStatus();
+  }
+
+  // The stop switch (rooms/stop-switch.ts)
+
+  /**
+   * "Stop all agents": new proposals refused (HOST_PAUSED), waiting steps held, sandbox runs under way
+   * cancelled, nothing started or expired until resume; audited, kept across restarts. Answers once the
+   * cancelled runs are gone.
+   */
+  pause(actor: Actor, reason?: string): Promise<HostPauseView> {
+    return this.stopSwitch.pause(actor, reason);
+  }
+
+  /** Lets agents work again: held steps' consent clocks go on where they stood, held plans move on. */
+  resume(actor: Actor, options: { takeUp?: boolean } = {}): HostPauseView {
+    return this.stopSwitch.resume(actor, options);
+  }
+
+  /** Whether the person has stopped all agents: to an agent, only that and since when. */
+  pauseState(forAgent = false): HostPauseView {
+    return this.stopSwitch.view(forAgent);
+  }
+
+  /** The pause as kept (null: agents may work). */
+  get paused(): HostPause | null {
+    return this.desk.paused;
   }
 
   // Host settings (rooms/host-settings.ts)

@@ -12,6 +12,7 @@ import { fileChangesIdentity } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { hostPausedError, type HostPause } from '../domain/host-pause.js';
 import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
 import { proposerOf } from '../domain/remembered-rule.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -29,6 +30,7 @@ import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/dock
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { giveBackWal, type Db } from '../store/database.js';
+import { HostStateRepository } from '../store/host-state-repository.js';
 import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
@@ -56,6 +58,8 @@ export interface ExecutorEvents {
   run: [LiveRunFrame];
   /** What publishing the newest checkpoint to one witness came to. */
   witness: [PublishResult];
+  /** The person stopped all agents (the pause), or let them work again (null). */
+  hostPause: [HostPause | null];
 }
 
 /** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
@@ -99,6 +103,7 @@ export class StepDesk {
   readonly steps: StepRepository;
   readonly kb: KbRepository;
   readonly ruleHits: RuleHitRepository;
+  readonly hostState: HostStateRepository;
   readonly blobs: BlobStore;
   /** The audit log as the rooms append to it: each record with its step's traits, each append heard by `audit` listeners. */
   readonly audit: AuditTrail;
@@ -121,6 +126,11 @@ export class StepDesk {
   checkpointer: WalCheckpointer | null = null;
   /** Set once by the facade's close(); background work checks it after every wait. */
   closed = false;
+  /**
+   * The stop switch, as kept in host_state (read once at open, then changed only by the stop-switch
+   * room): while set, nothing an agent asked for starts, and every room checks it before it starts work.
+   */
+  paused: HostPause | null;
   private currentPolicy: Policy;
   private readonly openExternal?: (url: string) => Promise<void>;
   private readonly onDeadline: (at: number) => void;
@@ -144,6 +154,8 @@ export class StepDesk {
     this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
+    this.hostState = new HostStateRepository(db);
+    this.paused = this.hostState.pause();
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
@@ -313,9 +325,14 @@ export class StepDesk {
     }
   }
 
-  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry. */
+  /** Whether a step waiting for consent (or holding an unused approval) is past its expiry; never while the stop switch holds it. */
   overdue(record: StepRecord, now = Date.now()): boolean {
-    return record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
+    return this.paused === null && record.consentExpiresAt !== undefined && Date.parse(record.consentExpiresAt) <= now;
+  }
+
+  /** Refuses `what` with HOST_PAUSED while the person has stopped all agents. */
+  assertNotPaused(what: string): void {
+    if (this.paused) throw hostPausedError(this.paused, what);
   }
 
   expiredError(record: StepRecord): ExecutorError {
@@ -333,7 +350,9 @@ export class StepDesk {
   expirySecondsFor(record: StepRecord): number {
     const deadline = Date.parse(record.consentExpiresAt ?? '');
     const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
-    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since) / 1000) : this.policy.consentExpirySeconds;
+    // The time the stop switch held the step is no part of the wait it is told it had.
+    const held = this.steps.consentHeldMs(record.step.id);
+    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since - held) / 1000) : this.policy.consentExpirySeconds;
   }
 
   /**

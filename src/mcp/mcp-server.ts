@@ -8,7 +8,7 @@ import type { ExecutorClient } from '../ipc/client/client.js';
 import { proposeAndAwaitDecision } from '../ipc/client/decision-wait.js';
 import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/client/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
-import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf } from './outcome-text.js';
+import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf, type HeldByPause } from './outcome-text.js';
 import { answerOutcomeText, awaitAnswer, structuredQuestion } from './ask-user.js';
 import {
   ASK_USER_INPUT,
@@ -66,6 +66,13 @@ const structuredSteps = (records: StepRecord[]) => ({
   })),
 });
 
+/** When some of these steps are still open and the person has stopped all agents: since when (they are held, not refused). */
+async function heldByPause(api: ExecutorClient, records: StepRecord[]): Promise<HeldByPause | undefined> {
+  if (records.every((record) => verdictOf(record) !== 'PENDING')) return undefined;
+  const pause = await api.getPause();
+  return pause.paused && pause.pausedAt ? { pausedAt: pause.pausedAt } : undefined;
+}
+
 /**
  * `executor mcp`: an MCP server whose tools propose steps to the running host as the agent and wait
  * for the person's decision. Every outcome, including "no host" and "the host refused the plan", is
@@ -81,7 +88,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
         "Executor stands between you and the user's machine. Every tool here proposes a step that the user (or their policy) approves or rejects; " +
         "a rejection comes with the user's reason: read it and adapt instead of retrying the same step. PENDING means the user has not decided yet: " +
         'call step_status with the step id later, or cancel_step if you no longer need it. EXPIRED means nobody decided in time; propose again only if still needed. ' +
-        "When the task is unclear or a decision is the user's, ask_user asks them in the Executor window and returns their answer.",
+        "When the task is unclear or a decision is the user's, ask_user asks them in the Executor window and returns their answer. " +
+        'If the user stops all agents, proposals fail with HOST_PAUSED and open steps answer "PENDING: held": nothing is rejected, and nothing runs until the user resumes; do not retry in a loop.',
     },
   );
   // A label for the person's queue and the audit trail; never an identity (the host issues that, see HostLink).
@@ -129,17 +137,33 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     extra: CallExtra,
   ): Promise<CallToolResult> => {
     try {
-      const records = await host.use((api) =>
-        proposeAndAwaitDecision(api, plan, {
-          waitMs,
-          hostWorkMs: DEFAULT_PREPARATION_WAIT_MS,
-          signal: extra.signal,
-          tickMs: options.progressEveryMs,
-          onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`),
-        }),
-      );
+      const { records, held } = await host.use(async (api) => {
+        // The person's stop switch ends the wait at once: the agent hears that its steps are held, not refused.
+        const stopped = new AbortController();
+        const onCallAbort = () => stopped.abort();
+        extra.signal.addEventListener('abort', onCallAbort);
+        const off = await api.on('hostPause', (pause) => {
+          if (pause.paused) stopped.abort();
+        });
+        try {
+          let records = await proposeAndAwaitDecision(api, plan, {
+            waitMs,
+            hostWorkMs: DEFAULT_PREPARATION_WAIT_MS,
+            signal: stopped.signal,
+            tickMs: options.progressEveryMs,
+            onTick: progressTicker(extra, plan.steps.length === 1 ? 'the step' : `the ${plan.steps.length} steps`),
+          });
+          const held = await heldByPause(api, records);
+          // The wait ended on the pause with what it knew: the steps as they are now (a run it cancelled says so).
+          if (held) records = (await api.listSteps({ planId: records[0]!.step.planId, limit: 10_000 })).sort((a, b) => a.position - b.position);
+          return { records, held };
+        } finally {
+          off();
+          extra.signal.removeEventListener('abort', onCallAbort);
+        }
+      });
       return text(
-        planOutcomeText(records, maxChars),
+        planOutcomeText(records, maxChars, held),
         records.some((record) => isRefusal(verdictOf(record))),
         structuredSteps(records),
       );
@@ -205,13 +229,16 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
     },
     async ({ stepId }: { stepId: string }) => {
       try {
-        const record = await host.use((api: ExecutorClient) => api.getStep({ stepId }));
+        const { record, held } = await host.use(async (api: ExecutorClient) => {
+          const record = await api.getStep({ stepId });
+          return { record, held: await heldByPause(api, [record]) };
+        });
         // The host cuts a record over 60 KiB (a long output, a big write) and says so; the rest is a tool call away.
         const cut =
           'cut' in record && record.cut
             ? `\n(Executor's record of this step is ${Math.ceil(record.cut.totalBytes / 1024)} KiB, more than one reply carries: what is shown above is cut. For the whole record as JSON, call step_record_part with this stepId and offset 0, then each nextOffset it gives until nextOffset is null.)`
             : '';
-        return text(stepOutcomeText(record, maxChars) + cut, isRefusal(verdictOf(record)), structuredSteps([record]));
+        return text(stepOutcomeText(record, maxChars, held) + cut, isRefusal(verdictOf(record)), structuredSteps([record]));
       } catch (error) {
         return failure(error, 'checked');
       }

@@ -64,9 +64,14 @@ export function outputText(result: Record<string, unknown> | null, maxChars = MA
   return `${full.slice(0, maxChars)}\n… (output cut at ${maxChars} of ${full.length} characters; the full result is kept in Executor's record of the step)`;
 }
 
+/** The stop switch, when the person has stopped all agents: a step still open is held, not refused. */
+export interface HeldByPause {
+  pausedAt: string;
+}
+
 /** The sentence a model reads about one step: the verdict first, then what it needs to act on it. */
-export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS): string {
-  const sentence = verdictText(record, maxChars);
+export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS, held?: HeldByPause): string {
+  const sentence = verdictText(record, maxChars, held);
   // The person's change goes after the verdict's first line, which stays what models parse.
   if (!record.edit) return sentence;
   const [first, ...rest] = sentence.split('\n');
@@ -74,7 +79,7 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS)
   return [first, editDetailText(record.edit, undefined, record.approval !== null), ...rest].join('\n');
 }
 
-function verdictText(record: StepRecord, maxChars: number): string {
+function verdictText(record: StepRecord, maxChars: number, held?: HeldByPause): string {
   const id = record.step.id;
   switch (verdictOf(record)) {
     case 'EXECUTED':
@@ -82,7 +87,10 @@ function verdictText(record: StepRecord, maxChars: number): string {
     case 'REJECTED':
       return `REJECTED by the user: ${record.rejectedReason ?? '(no reason given)'}`;
     case 'CANCELLED':
-      return `CANCELLED: you withdrew step ${id} before the user decided; it did not run.`;
+      // A stopped run (the person's Cancel, or their stop switch) says what stopped it; an agent's own withdrawal is said as such.
+      return record.status === 'cancelled'
+        ? `CANCELLED: step ${id} did not complete: ${record.error?.message ?? 'its run was stopped.'}`
+        : `CANCELLED: you withdrew step ${id} before the user decided; it did not run.`;
     case 'DENIED':
       return `DENIED by policy: ${record.evaluation?.reasons.join(' ') || 'the policy forbids this step.'}`;
     case 'FAILED':
@@ -92,14 +100,16 @@ function verdictText(record: StepRecord, maxChars: number): string {
     case 'EXPIRED':
       return `EXPIRED: step ${id} ${record.error?.message ?? 'was not decided in time.'} It did not run; propose it again if you still need it.`;
     case 'PENDING':
+      if (held)
+        return `PENDING: held: the user stopped all agents at ${held.pausedAt}. Step ${id} is neither approved nor rejected; it waits until the user resumes. Propose nothing new meanwhile (it is refused with HOST_PAUSED); call step_status with ${id} later.`;
       // A step before it that holds it back goes on a line of its own: the first line stays what models parse.
       return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}`;
   }
 }
 
 /** One line (or block) per step; a single step is just its sentence. */
-export function planOutcomeText(records: StepRecord[], maxChars = MAX_OUTPUT_CHARS): string {
-  if (records.length === 1) return stepOutcomeText(records[0]!, maxChars);
+export function planOutcomeText(records: StepRecord[], maxChars = MAX_OUTPUT_CHARS, held?: HeldByPause): string {
+  if (records.length === 1) return stepOutcomeText(records[0]!, maxChars, held);
   const share = Math.max(500, Math.floor(maxChars / records.length));
-  return records.map((record) => `${record.step.id} (${record.step.action}): ${stepOutcomeText(record, share)}`).join('\n');
+  return records.map((record) => `${record.step.id} (${record.step.action}): ${stepOutcomeText(record, share, held)}`).join('\n');
 }

@@ -1,6 +1,7 @@
 import type { AuditEvent } from '../domain/audit-event.js';
 import type { Actor } from '../domain/actor.js';
 import type { ExecutorError } from '../domain/errors.js';
+import type { HostPause } from '../domain/host-pause.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { PlanRevertPreview, PlanRevertStepPreview } from '../executor/rooms/reverts.js';
 import type { Policy } from '../policy/policy-file.js';
@@ -19,6 +20,8 @@ export interface RunsExecutorPort {
   readonly dataDir: string;
   /** Whether the executor was closed (background work checks it after every wait). */
   readonly isClosed: boolean;
+  /** The stop switch: while set, no run starts and no loop drives; the hostPause event says when it changes. */
+  readonly paused: HostPause | null;
   getPolicy(): Policy;
   getStep(stepId: string): StepRecord;
   submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
@@ -33,4 +36,6 @@ export interface RunsExecutorPort {
   transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T;
   on(event: 'step', listener: (record: StepRecord) => void): unknown;
   off(event: 'step', listener: (record: StepRecord) => void): unknown;
+  on(event: 'hostPause', listener: (pause: HostPause | null) => void): unknown;
+  off(event: 'hostPause', listener: (pause: HostPause | null) => void): unknown;
 }

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../domain/errors.js';
+import { hostPausedError, type HostPause } from '../domain/host-pause.js';
 import {
   DEFAULT_RUN_TOOLS,
   isRunActive,
@@ -103,6 +104,14 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     for (const listener of [...(this.stepListeners.get(record.step.id) ?? [])]) listener(record);
   };
   private closed = false;
+  /**
+   * The stop switch: a pause stops every loop without ending its run (as a shutdown does), and resume
+   * drives them again from where they stood, as a restart does.
+   */
+  private readonly onHostPause = (pause: HostPause | null) => {
+    if (pause) void this.pauseLoops();
+    else this.recover();
+  };
   private readonly createClient: NonNullable<RunManagerOptions['createClient']>;
   private readonly storedApiKey: NonNullable<RunManagerOptions['storedApiKey']>;
   private readonly log: (line: string) => void;
@@ -117,6 +126,18 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     this.createClient = options.createClient ?? createModelClient;
     this.storedApiKey = options.storedApiKey ?? (() => undefined);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    executor.on('hostPause', this.onHostPause);
+  }
+
+  /** Stops every loop without ending its run; each is driven again at resume. */
+  private async pauseLoops(): Promise<void> {
+    const loops = [...this.active.entries()];
+    for (const [, run] of loops) {
+      run.controller.abort();
+      if (run.wallTimer) clearTimeout(run.wallTimer);
+    }
+    await Promise.allSettled(loops.map(([, run]) => run.done));
+    for (const [runId] of loops) this.publish(runId);
   }
 
   onStep(stepId: string, listener: (record: StepRecord) => void): () => void {
@@ -146,6 +167,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   /** Stops every loop without ending its run: the next host resumes them. */
   async close(): Promise<void> {
     this.closed = true;
+    this.executor.off('hostPause', this.onHostPause);
     if (this.questionTimer) clearTimeout(this.questionTimer);
     const loops = [...this.active.values()];
     for (const run of loops) run.controller.abort();
@@ -158,6 +180,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
   }
 
   async start(params: StartRunParams, actor: Actor): Promise<RunSummary> {
+    if (this.executor.paused) throw hostPausedError(this.executor.paused, 'no new run starts until they resume; nothing was started');
     const policy = this.executor.getPolicy();
     const root = this.rootFor(params.root, policy.workspaceRoots);
     const settings = modelSettingsFor(policy, params.model);
@@ -275,7 +298,8 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
 
   /** Starts (or resumes) a run's loop. Without a client one is made from its stored model and the Settings key. */
   private launch(runId: string, client: ModelClient | undefined): void {
-    if (this.closed) return;
+    // Paused: the run keeps its state and is driven again at resume (onHostPause).
+    if (this.closed || this.executor.paused) return;
     const summary = this.store.summary(runId);
     let modelClient = client;
     if (!modelClient) {

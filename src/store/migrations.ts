@@ -283,4 +283,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX questions_asked ON questions(asked_at DESC);
   CREATE INDEX questions_waiting ON questions(status, expires_at);
   `,
+  // The stop switch (src/domain/host-pause.ts): the host's own settings that are not the policy, one
+  // row a name (`paused`: who stopped all agents, when, why), kept here so they survive a restart. A
+  // step's consent clock stands still while the host is paused: the time it was held is added to its
+  // deadline at resume and forgotten at its next transition (a new clock starts then).
+  `
+  CREATE TABLE host_state (
+    name        TEXT PRIMARY KEY,
+    value_json  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+  );
+  ALTER TABLE steps ADD COLUMN consent_held_ms INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

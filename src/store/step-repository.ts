@@ -104,6 +104,7 @@ interface SummaryRow {
   reverted_at: string | null;
   approved_at: string | null;
   consent_expiry_seconds: number | null;
+  consent_held_ms: number;
   /** A runCode step's code: its first characters, and how many lines it has (the row's excerpt, without reading all of it). */
   code_head: string | null;
   code_lines: number | null;
@@ -128,7 +129,7 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_array_length(steps.result_json, '$.files') AS files_count,
   json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
-  plans.consent_expiry_seconds
+  steps.consent_held_ms, plans.consent_expiry_seconds
   FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
 
 /** The label filter's expression: the same text as the steps_client index, so SQLite uses it. */
@@ -516,6 +517,21 @@ export class StepRepository {
   }
 
   /**
+   * The stop switch held these steps' consent clocks for `heldMs(record)` ms: added to their deadlines
+   * (resume), in the caller's transaction.
+   */
+  addConsentHeld(held: { stepId: string; ms: number }[]): void {
+    const add = this.statement('UPDATE steps SET consent_held_ms = consent_held_ms + ? WHERE step_id = ?');
+    for (const { stepId, ms } of held) if (ms > 0) add.run(Math.round(ms), stepId);
+  }
+
+  /** How long the stop switch has held this step's current consent clock, in ms. */
+  consentHeldMs(stepId: string): number {
+    const row = this.statement('SELECT consent_held_ms FROM steps WHERE step_id = ?').get(stepId) as { consent_held_ms: number } | undefined;
+    return row?.consent_held_ms ?? 0;
+  }
+
+  /**
    * Every step waiting for consent or holding an unused approval, with when it expires; the expiry
    * sweep reads these (few: agents' open steps are capped by the policy).
    */
@@ -556,7 +572,8 @@ export class StepRepository {
       }
       assertTransition(stepId, current.status, to);
       const now = new Date().toISOString();
-      const sets: string[] = ['status = @status', 'updated_at = @now'];
+      // A new status starts a new consent clock: time the stop switch held the old one no longer counts.
+      const sets: string[] = ['status = @status', 'updated_at = @now', 'consent_held_ms = 0'];
       const values: Record<string, unknown> = { status: to, now, stepId };
       const set = (column: string, value: unknown) => {
         sets.push(`${column} = @${column}`);

@@ -37,19 +37,22 @@ export interface StepRow {
   edit_json: string | null;
   /** From the plan (joined): its own consent expiry, when it asked for one. */
   consent_expiry_seconds: number | null;
+  /** How long the stop switch held this step since its clock started (added to its deadline at resume). */
+  consent_held_ms?: number;
 }
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
  * policy's and its plan's expiry, counted from when it was last put before the person (its last
- * change of status or preview) or, approved, from its approval.
+ * change of status or preview) or, approved, from its approval; the clock stood still while the
+ * person had stopped all agents (consent_held_ms, added at resume).
  */
 export function consentExpiry(row: StepRow, policySeconds: number): string | undefined {
   if (!EXPIRING_STATUSES.includes(row.status)) return undefined;
   const seconds = Math.min(policySeconds, row.consent_expiry_seconds ?? Infinity);
   const since = Date.parse(row.status === 'approved' && row.approved_at ? row.approved_at : row.updated_at);
   if (!Number.isFinite(since)) return undefined;
-  return new Date(since + seconds * 1000).toISOString();
+  return new Date(since + seconds * 1000 + (row.consent_held_ms ?? 0)).toISOString();
 }
 
 export function parseJson<T>(text: string | null): T | null {

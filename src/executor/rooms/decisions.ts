@@ -3,6 +3,7 @@ import { boundAction } from '../../actions/registry.js';
 import type { Actor } from '../../domain/actor.js';
 import { canonicalJson } from '../../domain/canonical-json.js';
 import { ExecutorError } from '../../domain/errors.js';
+import { cancelledByPauseWords } from '../../domain/host-pause.js';
 import { summarizeLargeValues } from '../../domain/large-values.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import {
@@ -64,6 +65,7 @@ export class DecisionsRoom {
     actor: Actor,
     options: { previewHash?: string | null; execute?: boolean; alongside?: () => void; hunks?: number[] } = {},
   ): Promise<StepRecord> {
+    this.desk.assertNotPaused(`step ${stepId} cannot be approved while they are stopped`);
     const record = this.desk.steps.get(stepId);
     if (options.hunks !== undefined) {
       if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
@@ -235,6 +237,8 @@ export class DecisionsRoom {
    */
   async editStep(stepId: string, actor: Actor, change: { content?: string; command?: string; stepHash?: string }): Promise<StepRecord> {
     if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may edit a step before approving it.', { stepId });
+    // An edit is weighed and previewed again (a dry run): nothing starts while agents are stopped.
+    this.desk.assertNotPaused(`step ${stepId} cannot be edited while they are stopped (its new version would be previewed in the sandbox)`);
     const record = this.desk.steps.get(stepId);
     this.assertDecidable(record, 'edited');
     if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
@@ -322,6 +326,7 @@ export class DecisionsRoom {
     actor: Actor,
     options: { previewHash?: string; execute?: boolean; rule: unknown; lifetime: RuleLifetime },
   ): Promise<{ step: StepRecord; rule: RememberedRule }> {
+    this.desk.assertNotPaused(`step ${stepId} cannot be approved while they are stopped`);
     const record = this.desk.steps.get(stepId);
     const proposer = proposerOf(record.step);
     const wanted = canonicalOrNull(options.rule);
@@ -472,7 +477,15 @@ export class DecisionsRoom {
    * most CANCEL_WAIT_MS; the message says so if it is not), with the real run's partial output kept as
    * the step's result. The plan moves on in the run's own loop.
    */
-  private async stopRun(live: LiveRun, actor: Actor): Promise<StepRecord> {
+  /**
+   * The stop switch's cancel of a real run under way (stop-switch.ts): as the person's Cancel, its
+   * record saying the person stopped all agents. The step is cancelled before the first await.
+   */
+  stopRunForPause(live: LiveRun, actor: Actor): Promise<StepRecord> {
+    return this.stopRun(live, actor, true);
+  }
+
+  private async stopRun(live: LiveRun, actor: Actor, byPause = false): Promise<StepRecord> {
     const stepId = live.stepId;
     const current = this.desk.steps.get(stepId);
     // Asked twice: the first one is already stopping it.
@@ -493,7 +506,9 @@ export class DecisionsRoom {
         : current.status === 'approved'
           ? 'its sandbox run was stopped before anything was applied.'
           : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
-    const message = `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
+    const message = byPause
+      ? cancelledByPauseWords(live.phase, seconds, consequence)
+      : `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
     const cancelled = this.desk.emitStep(
@@ -503,7 +518,13 @@ export class DecisionsRoom {
         actor,
         { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
         {
-          detail: { phase: live.phase, elapsedMs, outputBytes: live.view().bytes, beforeAnyEffect: current.status !== 'running' },
+          detail: {
+            phase: live.phase,
+            elapsedMs,
+            outputBytes: live.view().bytes,
+            beforeAnyEffect: current.status !== 'running',
+            ...(byPause ? { byPause: true, message } : {}),
+          },
           expectFrom,
         },
       ),

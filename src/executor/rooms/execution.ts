@@ -40,11 +40,14 @@ export class ExecutionRoom {
   async executeStep(stepId: string, actor: Actor): Promise<StepRecord> {
     // An agent may run only its own step (any other id is unknown to it); advancePlan runs a plan's steps for whoever moved it.
     const record = this.desk.stepFor(stepId, actor);
+    this.desk.assertNotPaused(`step ${stepId} does not run while they are stopped; it stays approved`);
     return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
   private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
     const record = this.desk.steps.get(stepId);
+    // Held by the stop switch: it stays approved and runs (if its approval still holds) once the person resumes.
+    if (this.desk.paused) return record;
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
     const broken = latestBreak(
@@ -97,7 +100,8 @@ export class ExecutionRoom {
       return this.failBeforeStart(stepId, actor, error);
     }
     // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
-    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    // Stopped by the person meanwhile (a run that is not shown live, a file write): nothing is applied; it stays approved, held.
+    if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
     const refusal = this.effectsRefusal(record.step, ready);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
@@ -131,8 +135,8 @@ export class ExecutionRoom {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
-    // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
-    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    // The host answered requests while it backed up: a Cancel, a reject or the stop switch among them means nothing is applied.
+    if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
     this.desk.emitStep(
       this.desk.steps.transition(
         stepId,
@@ -333,7 +337,8 @@ export class ExecutionRoom {
     // An earlier step still undecided or running: later approved steps wait for it.
     let waiting = false;
     for (const listed of this.desk.steps.planSteps(planId)) {
-      if (this.desk.closed) return;
+      // Stopped by the person: nothing starts and nothing is sent back; resume takes the plan up again.
+      if (this.desk.closed || this.desk.paused) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
       let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;

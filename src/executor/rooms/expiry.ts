@@ -72,7 +72,8 @@ export class ExpiryRoom {
    */
   sweepExpired(): void {
     const { desk } = this;
-    if (desk.closed) return;
+    // While the person has stopped all agents nothing expires (the clocks stand still); resume sweeps and arms again.
+    if (desk.closed || desk.paused) return;
     try {
       const now = Date.now();
       let next = Infinity;
@@ -95,7 +96,7 @@ export class ExpiryRoom {
 
   /** Arms the expiry timer for `at` unless it fires sooner already; never keeps a process alive by itself. */
   armExpiry(at: number): void {
-    if (this.desk.closed || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
+    if (this.desk.closed || this.desk.paused || !Number.isFinite(at) || at >= this.nextExpiryAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.nextExpiryAt = at;
     this.timer = setTimeout(

@@ -66,6 +66,7 @@ export class ProposalsRoom {
    */
   async submit(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     const { desk } = this;
+    desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
     await loadShellParser();
     const agent = isAgentActor(actor) ? actor.agent : undefined;
     const plan = parsePlan(planInput, {
@@ -78,6 +79,8 @@ export class ProposalsRoom {
     try {
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.grouped.run(() => {
+        // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
+        desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
         desk.steps.insertPlan(plan, actor);
         const records: StepRecord[] = [];
@@ -144,7 +147,8 @@ export class ProposalsRoom {
    */
   private async previewNextStep(planId: string): Promise<boolean> {
     const { desk } = this;
-    if (desk.closed) return false;
+    // Stopped by the person: the plan's steps wait `evaluated`; resume schedules their previews again.
+    if (desk.closed || desk.paused) return false;
     // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
     const nextId = desk.steps.nextEvaluatedStepId(planId);
     const next = nextId === null ? undefined : desk.steps.get(nextId);
@@ -239,7 +243,8 @@ export class ProposalsRoom {
     // Recorded in a gap between requests (a container run may end in the middle of a burst), in the next
     // group commit: many previews and proposals share one sync to disk.
     await desk.requests.whenClear();
-    if (desk.closed) return;
+    // The person stopped all agents meanwhile: the dry run (stopped, or finished) is not recorded; the step is previewed again at resume.
+    if (desk.closed || desk.paused) return;
     const recorded = await this.grouped.run(() => this.recordPreview(step, preview, evaluated));
     desk.emitStep(recorded);
   }
@@ -375,6 +380,7 @@ export class ProposalsRoom {
   async simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
     const { desk } = this;
     const record = desk.stepFor(stepId, actor);
+    desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
     const preview = await module.simulate(args, desk.context(stepId));
     const previewHash = previewHashOf(preview);

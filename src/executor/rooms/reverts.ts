@@ -98,7 +98,13 @@ export class RevertsRoom {
     const force = options.force === true;
     const rows = this.desk.steps.backups(stepId);
     const plan = planRevert(rows);
-    if (force && plan.some((entry) => entry.state === 'conflict')) return this.forceRevert(record, actor, plan);
+    if (force && plan.some((entry) => entry.state === 'conflict')) {
+      // A forced revert runs as a plan of its own, and nothing runs while agents are stopped.
+      this.desk.assertNotPaused(
+        `a forced revert of ${stepId} is proposed and run as a plan of its own, which waits until they resume; a revert without force needs no plan`,
+      );
+      return this.forceRevert(record, actor, plan);
+    }
     const files = revertFileChanges(this.desk.blobs, rows);
     // The folders go once the files are back: a folder holding only what the step created is empty by then.
     const revertOutcome = this.revertCreatedDirectories(stepId);

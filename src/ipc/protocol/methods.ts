@@ -21,6 +21,7 @@ import {
   KeyStatusWireSchema,
   EnvironmentStatusWireSchema,
   LiveRunViewSchema,
+  HostPauseViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../../audit/log/audit-query.js';
 import {
@@ -303,6 +304,26 @@ export const METHODS = {
     channels: EVERYONE,
     description: 'check the whole audit log: canonical bodies, MACs, chain, keys, checkpoints, anchor',
   }),
+  pauseAgents: method({
+    params: z.strictObject({ reason: z.string().max(4000).optional() }).optional(),
+    result: HostPauseViewSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      '"Stop all agents": new proposals refused with HOST_PAUSED, waiting steps held (nothing approved, run or expired), sandbox runs under way cancelled, agent runs paused, until resumeAgents; audited (host.paused) and kept across restarts. Answers once the cancelled runs are gone; the hostPause event comes first',
+  }),
+  resumeAgents: method({
+    params: noParams,
+    result: HostPauseViewSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      "let agents work again (host.resumed): held steps' consent clocks go on where they stood, held plans are previewed and run on, paused runs are driven again",
+  }),
+  getPause: method({
+    params: noParams,
+    result: HostPauseViewSchema,
+    channels: EVERYONE,
+    description: 'whether the person has stopped all agents, since when, and (to the person only) who and why',
+  }),
   getEnvironment: method({
     params: noParams,
     result: EnvironmentStatusWireSchema,
@@ -494,7 +515,7 @@ export const METHODS = {
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
     description:
-      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents)",
+      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents), hostPause (the person stopped all agents or let them work again; to an agent without who or why)",
   }),
 } as const;
 

@@ -3,6 +3,7 @@ import { VERIFY_CODES } from '../../audit/verify/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../../domain/actor.js';
 import type { ErrorCode } from '../../domain/errors.js';
+import type { HostPauseView } from '../../domain/host-pause.js';
 import type { LiveRunFrame, LiveRunView } from '../../domain/live-output.js';
 import { RISK_LEVELS } from '../../domain/risk.js';
 import { STEP_STATUSES } from '../../domain/state-machine.js';
@@ -298,8 +299,16 @@ export const StepChangesWireSchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary', 'agentRun', 'question'] as const;
+export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary', 'agentRun', 'question', 'hostPause'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
+
+/** The stop switch as a surface shows it (src/domain/host-pause.ts): an agent's copy names neither who nor why. */
+export const HostPauseViewSchema = z.object({
+  paused: z.boolean(),
+  pausedAt: z.string().nullable(),
+  by: z.object({ user: z.string(), channel: z.string() }).nullable(),
+  reason: z.string().nullable(),
+});
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
 export const AuditNoticeSchema = z.object({
@@ -358,6 +367,8 @@ export const EVENT_DATA = {
   agentRun: AgentRunEventSchema,
   /** A question was asked, answered, expired or withdrawn. */
   question: AgentQuestionSchema,
+  /** The person stopped all agents, or let them work again. */
+  hostPause: HostPauseViewSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 
@@ -372,7 +383,8 @@ const sameActor: Same<z.output<typeof ActorSchema>, Actor> = true;
 const sameLiveRun: Same<z.output<typeof LiveRunViewSchema>, LiveRunView> = true;
 const sameLiveFrame: Same<z.output<typeof LiveRunFrameSchema>, LiveRunFrame> = true;
 const sameSummary: Same<z.output<typeof StepSummaryWireSchema>, StepSummary> = true;
-void [sameSummary, sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
+const samePause: Same<z.output<typeof HostPauseViewSchema>, HostPauseView> = true;
+void [samePause, sameSummary, sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
 
 /** One audit record as getAudit pages it (see src/audit/log/audit-query.ts AuditEntry). */
 export const AuditEntryWireSchema = z.object({

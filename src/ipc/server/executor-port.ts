@@ -6,6 +6,7 @@ import type { VerifyProgress, VerifyReport } from '../../audit/verify/verify-cod
 import type { PublishResult } from '../../audit/witness/witness-publisher.js';
 import type { Actor } from '../../domain/actor.js';
 import type { ErrorShape } from '../../domain/errors.js';
+import type { HostPauseView } from '../../domain/host-pause.js';
 import type { LiveRunView } from '../../domain/live-output.js';
 import type { ModelProvider } from '../../domain/model-settings.js';
 import type { RememberedRule, RuleLifetime } from '../../domain/remembered-rule.js';
@@ -85,6 +86,10 @@ export interface IpcExecutorPort {
   rotateKeys(actor: Actor, reason?: string): { previousKeyId: string; keyId: string };
   exportVerificationKeys(options?: { keep?: boolean }): VerificationKeyLine[];
   keyStatus(): KeyStatus;
+
+  pause(actor: Actor, reason?: string): Promise<HostPauseView>;
+  resume(actor: Actor, options?: { takeUp?: boolean }): HostPauseView;
+  pauseState(forAgent?: boolean): HostPauseView;
 
   getPolicy(): Policy;
   setPolicy(input: unknown, actor: Actor): Policy;

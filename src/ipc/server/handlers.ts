@@ -9,7 +9,7 @@ import { checkWorkspaceRoot, policyWithRoot } from '../../policy/workspace-root.
 import { checkedApiKey } from '../../domain/model-settings.js';
 import { checkModel, modelSettingsView } from '../../runs/models/model-config.js';
 import { boundedRecord, MAX_RECORD_BYTES, partOfRecordText } from '../../domain/step-record-cut.js';
-import { mayAccessStep } from '../../domain/step-ownership.js';
+import { isAgentActor, mayAccessStep } from '../../domain/step-ownership.js';
 import type { StepRecord } from '../../domain/step-record.js';
 import type { EventData, EventTopic } from '../protocol/wire-schemas.js';
 import type { IpcChannel, MethodName, MethodResult, ParsedParams } from '../protocol/methods.js';
@@ -135,6 +135,10 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
         : undefined,
     });
   },
+  pauseAgents: (executor, params, { actor }) => executor.pause(actor, params?.reason),
+  // Without a host (the CLI's own process) the held plans are left to the next host's start, not run here.
+  resumeAgents: (executor, _params, { actor, sameProcess }) => executor.resume(actor, { takeUp: !sameProcess }),
+  getPause: (executor, _params, { actor }) => executor.pauseState(isAgentActor(actor)),
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
   hashAuditValue: (executor, { value, progressId }, context) =>

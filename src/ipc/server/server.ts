@@ -4,6 +4,7 @@ import type { RunService } from '../../runs/run-service.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { actorFor, type Actor } from '../../domain/actor.js';
 import { ExecutorError, type ErrorCode } from '../../domain/errors.js';
+import { pauseView, type HostPause } from '../../domain/host-pause.js';
 import { boundedForWindow } from '../../domain/step-record-cut.js';
 import { isAgentActor, mayAccessStep } from '../../domain/step-ownership.js';
 import type { StepRecord } from '../../domain/step-record.js';
@@ -255,6 +256,11 @@ export class IpcServer {
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
     const onRun = (data: unknown) => this.broadcast('run', data);
+    // Every session hears of the stop switch; an agent's copy names neither who nor why (pauseView).
+    const onHostPause = (pause: HostPause | null) => {
+      for (const session of this.sessions.values()) this.pushEvent(session, 'hostPause', pauseView(pause, isAgentActor(session.actor)));
+    };
+    executor.on('hostPause', onHostPause);
     executor.on('step', onStep);
     executor.on('run', onRun);
     executor.on('audit', onAudit);
@@ -264,6 +270,7 @@ export class IpcServer {
       executor.off('audit', onAudit);
       executor.off('policy', onPolicy);
       executor.off('run', onRun);
+      executor.off('hostPause', onHostPause);
     };
   }
 

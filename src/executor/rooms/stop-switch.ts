@@ -1,0 +1,131 @@
+import type { Actor } from '../../domain/actor.js';
+import { ExecutorError } from '../../domain/errors.js';
+import { MAX_PAUSE_REASON_CHARS, pauseView, type HostPause, type HostPauseView } from '../../domain/host-pause.js';
+import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
+import type { StepRecord } from '../../domain/step-record.js';
+import { collapsePlainSpace } from '../../domain/visible-text.js';
+import type { LiveRun } from '../live-runs.js';
+import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
+
+/** How many step ids a host.paused or host.resumed record names at most (the count is always whole). */
+const LISTED_STEPS = 200;
+
+/** What the stop switch sets off elsewhere: a real run is cancelled as the person's Cancel does it; at resume the plans are taken up again. */
+export interface StopSwitchPort {
+  /** Cancels a real run under way (decisions.ts), its record saying the person stopped all agents; resolves once it is gone. */
+  stopRunForPause(live: LiveRun, actor: Actor): Promise<StepRecord>;
+  schedulePreview(planId: string, actor: Actor): void;
+  sweepExpired(): void;
+}
+
+/**
+ * The stop switch ("Stop all agents", `executor pause` / `executor resume`). Pausing is one
+ * transaction (host_state and its host.paused record), then at once: real sandbox runs under way are
+ * cancelled (their steps end `cancelled`, saying the person stopped all agents; a run stopped while it
+ * applied keeps its backups), dry runs are stopped (their steps stay `evaluated` and are previewed
+ * again at resume), and every room checks `desk.paused` before it starts anything: proposals,
+ * approvals, edits and dry runs are refused with HOST_PAUSED, approved steps do not start, and
+ * nothing expires. Rejecting, cancelling and reverting (without force) stay open: they only take
+ * away. Resume adds the time each waiting step was held to its consent deadline (its clock stood
+ * still), records host.resumed, and takes up the plans that can move on their own.
+ */
+export class StopSwitch {
+  constructor(
+    private readonly desk: StepDesk,
+    private readonly port: StopSwitchPort,
+  ) {}
+
+  view(forAgent: boolean): HostPauseView {
+    return pauseView(this.desk.paused, forAgent);
+  }
+
+  /**
+   * Stops all agents. Answers once the cancelled runs' containers and workers are gone (each bounded
+   * by CANCEL_WAIT_MS); the pause itself, its record and its event come first, before any await. A
+   * second pause while paused changes nothing and records nothing.
+   */
+  async pause(actor: Actor, reason?: string): Promise<HostPauseView> {
+    const { desk } = this;
+    const said = reason === undefined ? '' : collapsePlainSpace(reason);
+    if (said.length > MAX_PAUSE_REASON_CHARS) {
+      throw new ExecutorError('INVALID_INPUT', `A pause reason is at most ${MAX_PAUSE_REASON_CHARS} characters; this one has ${said.length}.`);
+    }
+    if (desk.paused) return this.view(false);
+    const pause: HostPause = { pausedAt: new Date().toISOString(), by: actor, reason: said || null };
+    const runs = desk.liveRuns.list();
+    const realRuns = runs.filter((run) => run.phase === 'realRun').map((run) => run.stepId);
+    const dryRuns = runs.filter((run) => run.phase === 'dryRun').map((run) => run.stepId);
+    const held = desk.steps.expiring();
+    desk.db.transaction(() => {
+      desk.hostState.setPause(pause);
+      desk.audit.append({
+        kind: 'host.paused',
+        actor,
+        detail: {
+          reason: pause.reason,
+          cancelledSteps: realRuns,
+          stoppedDryRuns: dryRuns,
+          heldSteps: held.length,
+          heldStepIds: held.slice(0, LISTED_STEPS).map((record) => record.step.id),
+        },
+      });
+    })();
+    desk.paused = pause;
+    // Each real run's step is cancelled synchronously inside stopRunForPause (before its first await), so
+    // every surface hears the cancelled steps and the pause together; the kills are awaited below.
+    const stopping: Promise<unknown>[] = [];
+    for (const stepId of realRuns) {
+      const live = desk.liveRuns.get(stepId);
+      if (live) stopping.push(this.port.stopRunForPause(live, actor).catch((error: unknown) => desk.log(`executor: stopping ${stepId} on pause: ${String(error)}`)));
+    }
+    // A dry run changes nothing: it is stopped, and its step waits `evaluated` to be previewed again at resume.
+    for (const stepId of dryRuns) desk.liveRuns.get(stepId)?.cancel();
+    desk.events.emit('hostPause', pause);
+    await Promise.all(stopping);
+    return this.view(false);
+  }
+
+  /**
+   * Lets agents work again. Resuming a host that is not paused changes nothing and records nothing.
+   * `takeUp: false` (the CLI without a host) leaves the held plans to the next host's start, which
+   * takes them up as restart recovery does: a one-command process never starts a dry run or a step.
+   */
+  resume(actor: Actor, options: { takeUp?: boolean } = {}): HostPauseView {
+    const { desk } = this;
+    const pause = desk.paused;
+    if (!pause) return this.view(false);
+    const now = Date.now();
+    const pausedAtMs = Date.parse(pause.pausedAt);
+    // Each waiting step's clock stood still from the pause (or from when it started, if later) until now.
+    const held = desk.steps.expiring().map((record) => {
+      const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
+      return { stepId: record.step.id, ms: now - Math.max(pausedAtMs, Number.isFinite(since) ? since : pausedAtMs) };
+    });
+    desk.db.transaction(() => {
+      desk.hostState.setPause(null);
+      desk.steps.addConsentHeld(held);
+      desk.audit.append({
+        kind: 'host.resumed',
+        actor,
+        detail: {
+          pausedAt: pause.pausedAt,
+          pausedBy: pause.by,
+          reason: pause.reason,
+          pausedMs: Math.max(0, now - pausedAtMs),
+          heldSteps: held.length,
+          heldStepIds: held.slice(0, LISTED_STEPS).map((entry) => entry.stepId),
+        },
+      });
+    })();
+    desk.paused = null;
+    desk.events.emit('hostPause', null);
+    // The deadlines moved: the sweep arms the timer again (it did not while paused).
+    this.port.sweepExpired();
+    if (options.takeUp === false) return this.view(false);
+    // What was held moves on as after a restart: previews made, approved steps run if their approval holds.
+    for (const planId of desk.steps.plansWith(['evaluated', 'approved'])) {
+      if (planCanMoveWithoutPerson(desk.steps.planSteps(planId))) this.port.schedulePreview(planId, SYSTEM_ACTOR);
+    }
+    return this.view(false);
+  }
+}
