@@ -9,6 +9,7 @@ import { ErrorBox } from './components/error-box.js';
 import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier, windowInView } from './attention.js';
 import { AttentionControls } from './components/attention-controls.js';
 import { FirstRunRoot } from './components/first-run-root.js';
+import { PausedBanner, StopAllButton, useHostPause } from './components/stop-switch.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -93,6 +94,8 @@ function Shell() {
     });
   }, [questions, questionsListed]);
   const [disconnected, setDisconnected] = useState(false);
+  // The stop switch: its button in the sidebar, its banner above every view while it is on.
+  const hostPause = useHostPause(api);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);
   notifier.current ??= new WaitingNotifier(
@@ -178,6 +181,7 @@ function Shell() {
             </span>{' '}
             Executor
           </div>
+          <StopAllButton api={api} pause={hostPause} />
           <ul>
             {VIEWS.map((entry) => (
               <li key={entry.id}>
@@ -215,6 +219,7 @@ function Shell() {
           <AttentionControls />
         </nav>
         <main id="main" className="content">
+          <PausedBanner api={api} pause={hostPause} />
           {disconnected ? <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} /> : null}
           <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
           <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />

@@ -352,7 +352,9 @@ export class StepDesk {
     const since = Date.parse(record.status === 'approved' && record.approval ? record.approval.at : record.updatedAt);
     // The time the stop switch held the step is no part of the wait it is told it had.
     const held = this.steps.consentHeldMs(record.step.id);
-    return Number.isFinite(deadline) && Number.isFinite(since) ? Math.round((deadline - since - held) / 1000) : this.policy.consentExpirySeconds;
+    return Number.isFinite(deadline) && Number.isFinite(since)
+      ? Math.round((deadline - since - held) / 1000)
+      : this.policy.consentExpirySeconds;
   }
 
   /**

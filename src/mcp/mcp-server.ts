@@ -155,7 +155,8 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
           });
           const held = await heldByPause(api, records);
           // The wait ended on the pause with what it knew: the steps as they are now (a run it cancelled says so).
-          if (held) records = (await api.listSteps({ planId: records[0]!.step.planId, limit: 10_000 })).sort((a, b) => a.position - b.position);
+          if (held)
+            records = (await api.listSteps({ planId: records[0]!.step.planId, limit: 10_000 })).sort((a, b) => a.position - b.position);
           return { records, held };
         } finally {
           off();

@@ -527,7 +527,8 @@ export class StepRepository {
 
   /** How long the stop switch has held this step's current consent clock, in ms. */
   consentHeldMs(stepId: string): number {
-    const row = this.statement('SELECT consent_held_ms FROM steps WHERE step_id = ?').get(stepId) as { consent_held_ms: number } | undefined;
+    const row = this.statement('SELECT consent_held_ms FROM steps WHERE step_id = ?').get(stepId) as
+      { consent_held_ms: number } | undefined;
     return row?.consent_held_ms ?? 0;
   }
 

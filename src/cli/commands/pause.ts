@@ -35,7 +35,7 @@ export function registerPauseCommands(program: Command): void {
   program
     .command('resume')
     .description(
-      "let agents work again after `executor pause`: held steps wait for you as before (their expiry clocks went on where they stood), held plans move on, paused runs go on",
+      'let agents work again after `executor pause`: held steps wait for you as before (their expiry clocks went on where they stood), held plans move on, paused runs go on',
     )
     .action(async (_options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);

@@ -48,7 +48,10 @@ export class StopSwitch {
     const { desk } = this;
     const said = reason === undefined ? '' : collapsePlainSpace(reason);
     if (said.length > MAX_PAUSE_REASON_CHARS) {
-      throw new ExecutorError('INVALID_INPUT', `A pause reason is at most ${MAX_PAUSE_REASON_CHARS} characters; this one has ${said.length}.`);
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `A pause reason is at most ${MAX_PAUSE_REASON_CHARS} characters; this one has ${said.length}.`,
+      );
     }
     if (desk.paused) return this.view(false);
     const pause: HostPause = { pausedAt: new Date().toISOString(), by: actor, reason: said || null };
@@ -76,7 +79,12 @@ export class StopSwitch {
     const stopping: Promise<unknown>[] = [];
     for (const stepId of realRuns) {
       const live = desk.liveRuns.get(stepId);
-      if (live) stopping.push(this.port.stopRunForPause(live, actor).catch((error: unknown) => desk.log(`executor: stopping ${stepId} on pause: ${String(error)}`)));
+      if (live)
+        stopping.push(
+          this.port
+            .stopRunForPause(live, actor)
+            .catch((error: unknown) => desk.log(`executor: stopping ${stepId} on pause: ${String(error)}`)),
+        );
     }
     // A dry run changes nothing: it is stopped, and its step waits `evaluated` to be previewed again at resume.
     for (const stepId of dryRuns) desk.liveRuns.get(stepId)?.cancel();

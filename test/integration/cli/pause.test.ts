@@ -16,7 +16,9 @@ interface Status {
 
 const status = (dataDir: string) => runCli(['--data-dir', dataDir, '--json', 'status']).json<Status>();
 const stepsOf = (dataDir: string) =>
-  runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<{ step: { id: string }; status: string; error: { message: string } | null }[]>();
+  runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<
+    { step: { id: string }; status: string; error: { message: string } | null }[]
+  >();
 
 describe('executor pause / resume through the real CLI and an MCP agent', () => {
   it('holds an agent waiting on a decision, refuses its new proposal with HOST_PAUSED, stays paused across a host restart, and lets it work after resume', async () => {
@@ -97,7 +99,15 @@ describe.skipIf(!dockerAvailable())('executor pause and a command running in Doc
     runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 60_000 });
     await expect.poll(() => stepsOf(dataDir)[0]?.status, { timeout: 60_000 }).toBe('awaiting_consent');
     await expect.poll(() => containersOf(serve.info.pid), { timeout: 15_000 }).toEqual([]);
-    const approving = runCliAsync(['--data-dir', dataDir, '--json', 'approve', 'slow', '--preview-hash', shownPreviewHash(dataDir, 'slow')]);
+    const approving = runCliAsync([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'approve',
+      'slow',
+      '--preview-hash',
+      shownPreviewHash(dataDir, 'slow'),
+    ]);
     await expect.poll(() => containersOf(serve.info.pid).length, { timeout: 30_000 }).toBe(1);
     const paused = await runCliAsync(['--data-dir', dataDir, 'pause']);
     expect(paused.status).toBe(0);

@@ -125,3 +125,28 @@ describe('planOutcomeText', () => {
     ]);
   });
 });
+
+describe('the stop switch in what an agent reads', () => {
+  it('says a step still open is held, not rejected, while the user has stopped all agents; a decided one keeps its verdict', () => {
+    const held = { pausedAt: '2026-01-01T10:00:00.000Z' };
+    for (const status of ['evaluated', 'awaiting_consent', 'approved'] as const) {
+      const text = stepOutcomeText(record(status), undefined, held);
+      expect(text).toMatch(
+        /^PENDING: held: the user stopped all agents at 2026-01-01T10:00:00.000Z\. Step step-1 is neither approved nor rejected/,
+      );
+    }
+    expect(stepOutcomeText(record('rejected', { rejectedReason: 'no' }), undefined, held)).toBe('REJECTED by the user: no');
+    expect(planOutcomeText([record('awaiting_consent'), record('awaiting_consent', {}, 'step-2')], undefined, held)).toContain(
+      'step-2 (deleteFile): PENDING: held',
+    );
+  });
+
+  it('says what stopped a cancelled run, and keeps "you withdrew" for the agent\'s own cancel', () => {
+    const message =
+      'Cancelled because the user stopped all agents, 2.0 s into its run; its sandbox run was stopped before anything was applied.';
+    expect(stepOutcomeText(record('cancelled', { error: { code: 'STEP_CANCELLED', message } }))).toBe(
+      `CANCELLED: step step-1 did not complete: ${message}`,
+    );
+    expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
+  });
+});
