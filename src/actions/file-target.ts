@@ -38,8 +38,15 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
     // The same gate as a command that changes such a file (commands.effects): a file step is a changeset of one.
     const kind = runsLater.git ? 'git' : 'hostCode';
     const { deny, ask } = ctx.policy.commands.effects;
-    if (deny.includes(kind)) return { risk: 'CRITICAL', deny: true, reasons: [...reasons, `${why} The policy denies ${EFFECT_WORDS[kind]} (commands.effects.deny).`], mitigations: [] };
-    if (ask.includes(kind)) mustAsk.push(`${why} The policy asks you about ${EFFECT_WORDS[kind]} (commands.effects.ask), whatever autoApprove says.`);
+    if (deny.includes(kind))
+      return {
+        risk: 'CRITICAL',
+        deny: true,
+        reasons: [...reasons, `${why} The policy denies ${EFFECT_WORDS[kind]} (commands.effects.deny).`],
+        mitigations: [],
+      };
+    if (ask.includes(kind))
+      mustAsk.push(`${why} The policy asks you about ${EFFECT_WORDS[kind]} (commands.effects.ask), whatever autoApprove says.`);
     else reasons.push(why);
   }
   return {

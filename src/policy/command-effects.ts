@@ -109,7 +109,11 @@ export interface ChangesetPlace {
 }
 
 /** The effects of a changeset, kind by kind; each kind appears once, with all its files. */
-export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy, place?: ChangesetPlace): EffectFinding[] {
+export function effectsOf(
+  changeset: Pick<CommandRunPreview, 'files' | 'skipped'>,
+  policy: Policy,
+  place?: ChangesetPlace,
+): EffectFinding[] {
   const { files } = changeset;
   const findings: EffectFinding[] = [];
   const add = (kind: CommandEffectKind, paths: string[], says: (list: string) => string) => {
@@ -271,7 +275,11 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
  * it is applied), not by its command line: whatever the line looked like, a denied effect denies it
  * and an `ask` effect sends it to the person.
  */
-export function rateChangeset(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy, place?: ChangesetPlace): EffectRating {
+export function rateChangeset(
+  changeset: Pick<CommandRunPreview, 'files' | 'skipped'>,
+  policy: Policy,
+  place?: ChangesetPlace,
+): EffectRating {
   const findings = effectsOf(changeset, policy, place);
   const { deny, ask } = policy.commands.effects;
   const denied = findings.filter((finding) => deny.includes(finding.kind));

@@ -296,7 +296,9 @@ export class ExecutionRoom {
   private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
     const preview = ready.drift?.preview ?? ready.preview;
     const { module, args } = boundAction(step);
-    const effects = preview ? module.rateEffects?.(preview, this.desk.context(step.id, undefined, this.desk.plannedTreeFor(step)), args) : null;
+    const effects = preview
+      ? module.rateEffects?.(preview, this.desk.context(step.id, undefined, this.desk.plannedTreeFor(step)), args)
+      : null;
     if (!effects || effects.denialReasons.length === 0) return null;
     return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
       reasons: effects.denialReasons,
@@ -404,7 +406,9 @@ export class ExecutionRoom {
     if (!riskier && !(byPolicy && (fresh.consent !== 'none' || !fresh.allowed))) return null;
     const seen = new Set(record.evaluation.reasons);
     const news = fresh.reasons.filter((reason) => !seen.has(reason));
-    const approvedBy = byPolicy ? 'The policy approved this step without asking' : `You approved this step at ${record.evaluation.risk} risk`;
+    const approvedBy = byPolicy
+      ? 'The policy approved this step without asking'
+      : `You approved this step at ${record.evaluation.risk} risk`;
     return {
       reason: `${approvedBy}, but what it touches has changed since: it is ${fresh.risk} now. ${news.join(' ')}`.trim(),
       evaluation: fresh,
@@ -413,17 +417,11 @@ export class ExecutionRoom {
 
   private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined, evaluation?: Evaluation): StepRecord {
     return this.desk.emitStep(
-      this.desk.steps.transition(
-        record.step.id,
-        'awaiting_consent',
-        POLICY_ACTOR,
-        evaluation ? { evaluation } : {},
-        {
-          kind: 'step.reconsent',
-          detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
-          expectFrom: ['approved'],
-        },
-      ),
+      this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, evaluation ? { evaluation } : {}, {
+        kind: 'step.reconsent',
+        detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
+        expectFrom: ['approved'],
+      }),
     );
   }
 }

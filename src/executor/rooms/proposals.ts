@@ -82,7 +82,10 @@ export class ProposalsRoom {
         desk.steps.insertPlan(plan, actor);
         const records: StepRecord[] = [];
         // Each step is weighed on the tree the whole plan leaves: four ordinary-looking writes can make a git directory.
-        const plannedTree = desk.plannedTreeFor(plan.steps[0]!, plan.steps.map((step) => ({ step })));
+        const plannedTree = desk.plannedTreeFor(
+          plan.steps[0]!,
+          plan.steps.map((step) => ({ step })),
+        );
         for (const step of plan.steps) {
           const evaluation = desk.evaluateStep(step, plannedTree);
           records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));

@@ -36,9 +36,15 @@ describe('a change is judged by the tree it leaves, through the real CLI', () =>
   it('four writeFile steps of one plan that assemble a git directory each wait with a git reason, under autoApprove HIGH and MEDIUM', async () => {
     for (const autoApprove of ['MEDIUM', 'HIGH']) {
       const { dataDir, workspace } = tempSetup({ autoApprove });
-      const steps = GIT_DIR_FILES.map(([file, content], index) => ({ id: `w${index}`, action: 'writeFile', args: { path: file, content } }));
+      const steps = GIT_DIR_FILES.map(([file, content], index) => ({
+        id: `w${index}`,
+        action: 'writeFile',
+        args: { path: file, content },
+      }));
       // The control: an ordinary write in the same policy runs without asking.
-      const control = await propose(dataDir, { steps: [{ id: 'control', action: 'writeFile', args: { path: 'vendor/notes.txt', content: 'x' } }] });
+      const control = await propose(dataDir, {
+        steps: [{ id: 'control', action: 'writeFile', args: { path: 'vendor/notes.txt', content: 'x' } }],
+      });
       expect(control.get('control')?.status, autoApprove).toBe('executed');
       const proposed = await propose(dataDir, { purpose: 'vendor a library', steps });
       for (const [index, [file]] of GIT_DIR_FILES.entries()) {
@@ -73,7 +79,9 @@ describe('a change is judged by the tree it leaves, through the real CLI', () =>
 
     it('one command that creates vendor/HEAD, objects/, refs/ and a config with core.fsmonitor asks with a git reason under autoApprove HIGH, and nothing lands', async () => {
       const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH' });
-      const control = await propose(dataDir, { steps: [{ id: 'control', action: 'runCommand', args: { command: 'echo ran > control.txt' } }] });
+      const control = await propose(dataDir, {
+        steps: [{ id: 'control', action: 'runCommand', args: { command: 'echo ran > control.txt' } }],
+      });
       expect(control.get('control')?.status).toBe('executed');
       const command = [
         'mkdir -p vendor/objects/info vendor/refs/heads',
@@ -95,7 +103,13 @@ describe('a change is judged by the tree it leaves, through the real CLI', () =>
       fs.writeFileSync(path.join(workspace, 'lib', 'HEAD'), 'ref: refs/heads/main\n');
       fs.writeFileSync(path.join(workspace, 'lib', 'config'), FSMONITOR_CONFIG);
       const split = await propose(dataDir, {
-        steps: [{ id: 'split', action: 'runCommand', args: { command: 'mkdir -p lib/objects/x lib/refs/heads && touch lib/objects/x/y lib/refs/heads/main' } }],
+        steps: [
+          {
+            id: 'split',
+            action: 'runCommand',
+            args: { command: 'mkdir -p lib/objects/x lib/refs/heads && touch lib/objects/x/y lib/refs/heads/main' },
+          },
+        ],
       });
       expect(split.get('split')?.status).toBe('awaiting_consent');
       expect(split.get('split')?.reasons.join(' ')).toMatch(/lib, a git directory once this change is made/);

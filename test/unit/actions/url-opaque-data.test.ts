@@ -353,18 +353,49 @@ describe('opaque data in a URL', () => {
  */
 const STRUCTURAL: [string, (bytes: Buffer) => string][] = [
   ['run lengths of & between =', (bytes) => `https://x.github.io/?${[...bytes].map((byte) => `=${'&'.repeat(byte + 1)}`).join('')}`],
-  ['run lengths of / (empty path segments)', (bytes) => `https://x.github.io/${[...bytes].map((byte) => `a${'/'.repeat(byte + 1)}`).join('')}`],
+  [
+    'run lengths of / (empty path segments)',
+    (bytes) => `https://x.github.io/${[...bytes].map((byte) => `a${'/'.repeat(byte + 1)}`).join('')}`,
+  ],
   [
     'bits as empty or = pieces',
-    (bytes) => `https://x.github.io/?${bitsOf(bytes)
-      .map((bit) => (bit ? '=' : ''))
-      .join('&')}`,
+    (bytes) =>
+      `https://x.github.io/?${bitsOf(bytes)
+        .map((bit) => (bit ? '=' : ''))
+        .join('&')}`,
   ],
-  ['bits as a or a= pieces', (bytes) => `https://x.github.io/?${bitsOf(bytes).map((bit) => (bit ? 'a' : 'a=')).join('&')}`],
-  ['bits as a letter or its escape', (bytes) => `https://x.github.io/p?q=${bitsOf(bytes).map((bit) => (bit ? '%61' : 'a')).join('')}`],
-  ['bits as the case of an escape', (bytes) => `https://x.github.io/#${bitsOf(bytes).map((bit) => (bit ? '%2f' : '%2F')).join('')}`],
-  ['bits as + or %20', (bytes) => `https://x.github.io/?q=${bitsOf(bytes).map((bit) => (bit ? '+' : '%20')).join('a')}`],
-  ['run lengths of one repeated pair', (bytes) => `https://x.github.io/?${[...bytes].map((byte) => `${'a=1&'.repeat(byte + 1)}b=1`).join('&')}`],
+  [
+    'bits as a or a= pieces',
+    (bytes) =>
+      `https://x.github.io/?${bitsOf(bytes)
+        .map((bit) => (bit ? 'a' : 'a='))
+        .join('&')}`,
+  ],
+  [
+    'bits as a letter or its escape',
+    (bytes) =>
+      `https://x.github.io/p?q=${bitsOf(bytes)
+        .map((bit) => (bit ? '%61' : 'a'))
+        .join('')}`,
+  ],
+  [
+    'bits as the case of an escape',
+    (bytes) =>
+      `https://x.github.io/#${bitsOf(bytes)
+        .map((bit) => (bit ? '%2f' : '%2F'))
+        .join('')}`,
+  ],
+  [
+    'bits as + or %20',
+    (bytes) =>
+      `https://x.github.io/?q=${bitsOf(bytes)
+        .map((bit) => (bit ? '+' : '%20'))
+        .join('a')}`,
+  ],
+  [
+    'run lengths of one repeated pair',
+    (bytes) => `https://x.github.io/?${[...bytes].map((byte) => `${'a=1&'.repeat(byte + 1)}b=1`).join('&')}`,
+  ],
   ['run lengths of one letter', (bytes) => `https://x.github.io/${[...bytes].map((byte) => 'a'.repeat(byte + 1)).join('/')}`],
   [
     'the order of numbered pairs',
@@ -382,7 +413,7 @@ const STRUCTURAL: [string, (bytes: Buffer) => string][] = [
 ];
 
 describe('data carried by structure, not characters', () => {
-  it('the outside reviewer\'s 38-byte secret as run lengths of & between = is not LOW', () => {
+  it("the outside reviewer's 38-byte secret as run lengths of & between = is not LOW", () => {
     const secretBytes = Buffer.from('ghp_R8x2KQ9vLmN4pZ7tY1wE6sA3dF5gH0jK2X');
     expect(secretBytes.length).toBe(38);
     const url = new URL(STRUCTURAL[0]![1](secretBytes));

@@ -478,7 +478,10 @@ describe('the tree a change leaves', () => {
     expect(hostCodeReasonAt(root, 'vendor/HEAD', {}, tree)).toMatch(/git directory/);
     expect(hostCodeReasonAt(root, 'other/config', {}, tree)).toBeUndefined();
     // HEAD beside a commondir file is a git directory too (a linked worktree's).
-    const linked = new PlannedTree([{ absolutePath: at('wt/HEAD'), content: null }, { absolutePath: at('wt/commondir'), content: null }]);
+    const linked = new PlannedTree([
+      { absolutePath: at('wt/HEAD'), content: null },
+      { absolutePath: at('wt/commondir'), content: null },
+    ]);
     expect(hostCodeReasonAt(root, 'wt/config', {}, linked)).toMatch(/git directory/);
     // The root itself made a bare repository.
     const top = new PlannedTree([at('HEAD'), at('objects/x'), at('refs/x')].map((absolutePath) => ({ absolutePath, content: null })));
