@@ -7,6 +7,7 @@ import type { ActionArgs, ActionName, Step, StepOf } from '../domain/step.js';
 import type { EffectRating } from '../policy/command-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import type { Policy } from '../policy/policy-file.js';
+import type { TreeAfter } from '../policy/tree-after.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
@@ -20,6 +21,11 @@ export interface ActionContext {
   dataDir: string;
   blobs: BlobStore;
   kb: KbRepository;
+  /**
+   * The tree the step's plan leaves: the disk with the plan's file writes laid over it. A file step is
+   * judged on it (four ordinary-looking writes can make a git directory). Absent: the disk alone.
+   */
+  plannedTree?: TreeAfter;
   /** The preview the person approved, when it still belongs to the approval (heavy steps compare their real run with it). */
   approvedPreview?: Preview | null;
   /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
@@ -98,7 +104,7 @@ export interface ActionModule<A extends ActionName> {
    * Rates what a run changes (a preview of this step, dry or real) by the policy's effect rules;
    * null when the preview carries no changeset. Absent for actions whose effects their arguments name.
    */
-  rateEffects?(preview: Preview, ctx: ActionContext): EffectRating | null;
+  rateEffects?(preview: Preview, ctx: ActionContext, args: ActionArgs<A>): EffectRating | null;
   /** The dry run: no side effects. */
   simulate(args: ActionArgs<A>, ctx: ActionContext): Promise<Preview>;
   /** The real run, up to its effects: what it will change (a command's sandbox run happens here), and `apply`. */

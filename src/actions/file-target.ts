@@ -2,10 +2,13 @@ import { ExecutorError } from '../domain/errors.js';
 import type { Risk } from '../domain/risk.js';
 import { guardPath } from '../policy/path-guard.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
-import { hostCodeReasonAt, matchHostCodePath } from '../policy/host-code-paths.js';
+import { hostCodeFindingAt, matchHostCodePath } from '../policy/host-code-paths.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
 import { matchingSecretGlob } from '../policy/secret-paths.js';
 import type { ActionContext } from './action-module.js';
+
+/** The effect kinds as the policy's sentences name them (as in src/policy/command-effects.ts). */
+const EFFECT_WORDS = { git: 'changes inside a git directory', hostCode: 'changes to files this machine runs later' } as const;
 
 /** Shared rules of the file actions: where the path really goes and how risky touching it is. */
 export function assessFileTarget(requested: string, verb: 'write' | 'delete', ctx: ActionContext): RiskHints {
@@ -24,15 +27,32 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   }
   // The part above the root counts too: a root inside .git/ or a home folder's .config/ holds what those hold.
   const aboveRoot = matchHostCodePath(absoluteForMatching(verdict.realPath), matchOptions);
+  // Judged on the tree the plan leaves (ctx.plannedTree): its other writes may make this path part of a git directory.
   const runsLater =
-    hostCodeReasonAt(verdict.root, verdict.relativePath, matchOptions) ?? (aboveRoot && `${verdict.realPath} is ${aboveRoot.what}.`);
+    hostCodeFindingAt(verdict.root, verdict.relativePath, matchOptions, ctx.plannedTree) ??
+    (aboveRoot && { reason: `${verdict.realPath} is ${aboveRoot.what}.`, git: aboveRoot.kind === 'git' });
+  const mustAsk: string[] = [];
   if (runsLater) {
     risk = 'HIGH';
-    reasons.push(`${runsLater} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`);
+    const why = `${runsLater.reason} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`;
+    // The same gate as a command that changes such a file (commands.effects): a file step is a changeset of one.
+    const kind = runsLater.git ? 'git' : 'hostCode';
+    const { deny, ask } = ctx.policy.commands.effects;
+    if (deny.includes(kind))
+      return {
+        risk: 'CRITICAL',
+        deny: true,
+        reasons: [...reasons, `${why} The policy denies ${EFFECT_WORDS[kind]} (commands.effects.deny).`],
+        mitigations: [],
+      };
+    if (ask.includes(kind))
+      mustAsk.push(`${why} The policy asks you about ${EFFECT_WORDS[kind]} (commands.effects.ask), whatever autoApprove says.`);
+    else reasons.push(why);
   }
   return {
     risk,
     reasons,
+    ...(mustAsk.length > 0 ? { mustAsk } : {}),
     mitigations: ['The current content is backed up first; the step can be reverted exactly.'],
   };
 }

@@ -301,7 +301,17 @@ export const runCommand: ActionModule<'runCommand'> = {
   async simulate(args, ctx) {
     return (await runAndView(args, ctx)).preview;
   },
-  rateEffects: (preview, ctx) => (preview.kind === 'commandRun' ? rateChangeset(preview, ctx.policy) : null),
+  rateEffects(preview, ctx, args) {
+    if (preview.kind !== 'commandRun') return null;
+    // Judged on the tree it leaves: the root its paths are relative to, and what the rest of its plan writes.
+    let root: string | undefined;
+    try {
+      root = sourceDirOf(args, ctx).root;
+    } catch {
+      // The working directory is gone: the step is refused when it runs; its changeset is rated by names alone.
+    }
+    return rateChangeset(preview, ctx.policy, root ? { root, ...(ctx.plannedTree ? { tree: ctx.plannedTree } : {}) } : undefined);
+  },
   async run(args, ctx) {
     const { preview, changes, outcome, scope } = await runAndView(args, ctx);
     const drift = driftOf(ctx.approvedPreview, preview);

@@ -284,11 +284,41 @@ function isPermalinkObjectId(url: URL, segments: string[], index: number): boole
   );
 }
 
+/** ASCII characters a URL may hold as they are, in each part: spelling one as `%XX` instead is a choice, and so data. */
+const LITERAL_SAFE: Record<'path' | 'query' | 'fragment', RegExp> = {
+  path: /^[A-Za-z0-9\-._~!$'()*,;:@&=+]$/,
+  query: /^[A-Za-z0-9\-._~!$'()*,;:@/?]$/,
+  fragment: /^[A-Za-z0-9\-._~!$'()*,;:@/?&=+#]$/,
+};
+
+/**
+ * What the spelling of a raw part carries beyond its decoded text: the measure charges the decoded
+ * text, so every way of writing the same text differently must be charged too, or it is a free
+ * channel. An escape of a character that could stand as it is (`%61` for `a`) is one bit, each
+ * lower-case hex digit of an escape one more (`%2f` or `%2F`), a space written `%20` in a query
+ * (where `+` is the usual) one.
+ */
+function spellingBits(raw: string, part: 'path' | 'query' | 'fragment'): number {
+  let bits = 0;
+  for (const escape of raw.matchAll(/%([0-9A-Fa-f]{2})/g)) {
+    const hex = escape[1]!;
+    bits += (hex.match(/[a-f]/g) ?? []).length;
+    const char = String.fromCharCode(parseInt(hex, 16));
+    if (LITERAL_SAFE[part].test(char) || (part === 'query' && char === ' ')) bits += 1;
+  }
+  return bits;
+}
+
+/** A query name or value as a form decoder reads it (`+` is a space), undecodable bytes left escaped. */
+function formDecoded(raw: string): string {
+  return decoded(raw.replace(/\+/g, ' '));
+}
+
 export function measureOpaqueData(url: URL): UrlOpaqueMeasure {
   const coder = new UrlCoder();
   const parts: OpaquePart[] = [];
-  const add = (where: string, text: string, boundary: number) => {
-    const bits = boundary + coder.pieceBits(text);
+  const add = (where: string, text: string, boundary: number, spelling = 0) => {
+    const bits = boundary + coder.pieceBits(text) + spelling;
     if (bits > 0) parts.push({ where, bits });
   };
   for (const label of subdomainLabels(url.hostname)) add(`host label "${label.slice(0, 40)}"`, label, BOUNDARY_BITS);
@@ -298,14 +328,27 @@ export function measureOpaqueData(url: URL): UrlOpaqueMeasure {
   segments.forEach((segment, index) => {
     // The first segment is the empty one before the leading slash; a permalink's id is the code host's own.
     if (index === 0 || isPermalinkObjectId(url, segments, index)) return;
-    add(`path segment ${index}`, decoded(segment), index === 1 && segment === '' ? 0 : BOUNDARY_BITS);
+    add(`path segment ${index}`, decoded(segment), index === 1 && segment === '' ? 0 : BOUNDARY_BITS, spellingBits(segment, 'path'));
   });
-  for (const [name, value] of url.searchParams) {
-    add(`query name "${name.slice(0, 40)}"`, name, BOUNDARY_BITS);
-    // The pair's `=` is the code's own: one boundary per pair.
-    add(`query "${name.slice(0, 40)}"`, value, 0);
+  // The query as written, not as a form parser returns it: URLSearchParams drops empty pieces (`&&&`),
+  // and `a` and `a=` read alike, so run lengths and shapes would carry data at no cost.
+  let emptyPieces = 0;
+  for (const piece of url.search.length > 1 ? url.search.slice(1).split('&') : []) {
+    if (piece === '') {
+      emptyPieces += 1;
+      continue;
+    }
+    const equals = piece.indexOf('=');
+    const rawName = equals < 0 ? piece : piece.slice(0, equals);
+    const rawValue = equals < 0 ? '' : piece.slice(equals + 1);
+    const name = formDecoded(rawName);
+    // A piece without `=` is a choice (`a` or `a=`): one bit. The pair's `=` is the code's own: one boundary per pair.
+    add(`query name "${name.slice(0, 40)}"`, name, BOUNDARY_BITS + (equals < 0 ? 1 : 0), spellingBits(rawName, 'query'));
+    add(`query "${name.slice(0, 40)}"`, formDecoded(rawValue), 0, spellingBits(rawValue, 'query'));
   }
-  if (url.hash) add('fragment', decoded(url.hash.slice(1)), BOUNDARY_BITS);
+  // Each empty piece is one more piece: a run of k `&` costs what k pieces do.
+  if (emptyPieces > 0) parts.push({ where: 'empty query pieces', bits: emptyPieces * BOUNDARY_BITS });
+  if (url.hash) add('fragment', decoded(url.hash.slice(1)), BOUNDARY_BITS, spellingBits(url.hash.slice(1), 'fragment'));
   parts.sort((a, b) => b.bits - a.bits);
   return { totalBits: parts.reduce((sum, part) => sum + part.bits, 0), parts };
 }

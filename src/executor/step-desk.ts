@@ -22,6 +22,8 @@ import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ow
 import type { Step } from '../domain/step.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
+import { filesystemIgnoresCase } from '../policy/path-patterns.js';
+import { PlannedTree, plannedWritesOf, type PlanStepView, type TreeAfter } from '../policy/tree-after.js';
 import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { connectDocker } from '../sandbox/docker/docker-client.js';
@@ -240,10 +242,11 @@ export class StepDesk {
   }
 
   /** What an action may use for this step (and, while its sandbox run is shown live, that run's hooks). */
-  context(stepId: string, run?: LiveRun): ActionContext {
+  context(stepId: string, run?: LiveRun, plannedTree?: TreeAfter): ActionContext {
     return {
       stepId,
       ...(run ? { run } : {}),
+      ...(plannedTree ? { plannedTree } : {}),
       policy: this.policy,
       dataDir: this.dataDir,
       blobs: this.blobs,
@@ -270,9 +273,9 @@ export class StepDesk {
    * step's own proposer. Synchronous: callers await loadShellParser() first (propose does), or
    * command lines count as unknowable.
    */
-  evaluateStep(step: Step): Evaluation {
+  evaluateStep(step: Step, plannedTree: TreeAfter = this.plannedTreeFor(step)): Evaluation {
     const { module, args } = boundAction(step);
-    const hints = module.assess(args, this.context(step.id));
+    const hints = module.assess(args, this.context(step.id, undefined, plannedTree));
     const target = hints.deny ? null : (module.ruleTarget?.(args, this.context(step.id)) ?? null);
     const ruleContext = { proposer: proposerOf(step), now: new Date() };
     const remembered = target
@@ -282,13 +285,24 @@ export class StepDesk {
   }
 
   /**
+   * The tree a step's plan leaves (src/policy/tree-after.ts): the disk with every write of the plan
+   * laid over it (earlier and later steps alike: Git reads the tree the whole plan leaves), commands'
+   * previewed changesets included. `plan`: the plan's steps when the caller holds them (submit).
+   */
+  plannedTreeFor(step: Step, plan?: readonly PlanStepView[]): TreeAfter {
+    const views = plan ?? this.steps.planSteps(step.planId).map((record) => ({ step: record.step, preview: record.preview }));
+    const roots = this.policy.workspaceRoots;
+    return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
+  }
+
+  /**
    * A step's evaluation again, with what a run of it changes (its dry run, or the real run before it
    * is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
    * `effects` is null when the action has no changeset to rate.
    */
   evaluateByEffects(step: Step, evaluation: Evaluation, preview: Preview): { evaluation: Evaluation; effects: EffectRating | null } {
-    const { module } = boundAction(step);
-    const effects = module.rateEffects?.(preview, this.context(step.id)) ?? null;
+    const { module, args } = boundAction(step);
+    const effects = module.rateEffects?.(preview, this.context(step.id, undefined, this.plannedTreeFor(step)), args) ?? null;
     return { evaluation: effects ? weighEffects(evaluation, effects) : evaluation, effects };
   }
 

@@ -2,7 +2,9 @@ import { maxRisk, riskRank, type Evaluation, type Risk } from '../domain/risk.js
 import type { CommandRunPreview, FileChangePreview } from '../domain/step-record.js';
 import type { CommandEffectKind, Policy } from './policy-file.js';
 import { permissionBitsInWords } from '../fs/file-modes.js';
-import { matchHostCodePath } from './host-code-paths.js';
+import path from 'node:path';
+import { hostCodeFindingAt, matchHostCodePath } from './host-code-paths.js';
+import { PlannedTree, type TreeAfter } from './tree-after.js';
 import { filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';
 
@@ -96,8 +98,22 @@ function capitalized(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+/**
+ * Where a changeset lands: the real workspace root its paths are relative to, and the tree the rest of
+ * its plan leaves (tree-after.ts; the disk when absent). With it, the changeset is judged on the tree
+ * it leaves: files that make a folder a git directory, or land in one, are `git` effects.
+ */
+export interface ChangesetPlace {
+  root: string;
+  tree?: TreeAfter;
+}
+
 /** The effects of a changeset, kind by kind; each kind appears once, with all its files. */
-export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy): EffectFinding[] {
+export function effectsOf(
+  changeset: Pick<CommandRunPreview, 'files' | 'skipped'>,
+  policy: Policy,
+  place?: ChangesetPlace,
+): EffectFinding[] {
   const { files } = changeset;
   const findings: EffectFinding[] = [];
   const add = (kind: CommandEffectKind, paths: string[], says: (list: string) => string) => {
@@ -197,15 +213,42 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
       paths: files.filter((f) => matchingSecretGlob(f.path, policy.secretGlobs)).map((f) => f.path),
       says: `it changes ${listOf(secrets)}, which look${secrets.length === 1 ? 's' : ''} like ${secrets.length === 1 ? 'a secret' : 'secrets'}`,
     });
+  const caseInsensitive = filesystemIgnoresCase(place?.root);
+  // The tree the changeset leaves: its own new files over what the plan leaves. A git directory assembled
+  // from files that each look ordinary (vendor/HEAD, vendor/objects/…, vendor/refs/…, vendor/config) is one.
+  const after =
+    place &&
+    new PlannedTree(
+      files.filter((f) => f.existsAfter).map((f) => ({ absolutePath: path.join(place.root, ...f.path.split('/')), content: null })),
+      caseInsensitive,
+      place.tree,
+    );
+  const gitAfter = new Map<string, string>();
+  if (place && after) {
+    for (const f of files) {
+      // Files named for what they are keep their own finding (below); this is for what only the tree after tells.
+      if (insideGitDir(f.path) || matchHostCodePath(f.path, { caseInsensitive })) continue;
+      const finding = hostCodeFindingAt(place.root, f.path, { caseInsensitive }, after);
+      if (finding?.git) gitAfter.set(f.path, finding.reason);
+    }
+  }
   add(
     'git',
     pathsWhere((f) => insideGitDir(f.path)),
     (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`,
   );
+  if (gitAfter.size > 0) {
+    const paths = [...gitAfter.keys()];
+    const existing = findings.find((finding) => finding.kind === 'git');
+    const says = `it leaves ${listOf(paths)} in a git directory (${[...gitAfter.values()][0]!.replace(/\.$/, '')}), which Git obeys when it runs in or under that folder — git status included`;
+    if (existing) {
+      existing.paths.push(...paths);
+      existing.says += `, and ${says}`;
+    } else findings.push({ kind: 'git', paths, says });
+  }
   // Beyond .git: shell start-up files, build files, editor tasks, hooks… whatever this machine runs or obeys on its own later.
-  const caseInsensitive = filesystemIgnoresCase(undefined);
   const hostCode = files.flatMap((f) => {
-    if (insideGitDir(f.path)) return [];
+    if (insideGitDir(f.path) || gitAfter.has(f.path)) return [];
     const match = matchHostCodePath(f.path, { caseInsensitive });
     return match ? [{ path: f.path, shown: `${f.path} (${match.what})` }] : [];
   });
@@ -232,8 +275,12 @@ export function effectsOf(changeset: Pick<CommandRunPreview, 'files' | 'skipped'
  * it is applied), not by its command line: whatever the line looked like, a denied effect denies it
  * and an `ask` effect sends it to the person.
  */
-export function rateChangeset(changeset: Pick<CommandRunPreview, 'files' | 'skipped'>, policy: Policy): EffectRating {
-  const findings = effectsOf(changeset, policy);
+export function rateChangeset(
+  changeset: Pick<CommandRunPreview, 'files' | 'skipped'>,
+  policy: Policy,
+  place?: ChangesetPlace,
+): EffectRating {
+  const findings = effectsOf(changeset, policy, place);
   const { deny, ask } = policy.commands.effects;
   const denied = findings.filter((finding) => deny.includes(finding.kind));
   const asked = findings.filter((finding) => !deny.includes(finding.kind) && ask.includes(finding.kind));

@@ -1,8 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { readRegularFileSync } from '../fs/regular-file.js';
 import { globListMatcher, normalizedForMatching, type PathMatchOptions } from './path-patterns.js';
 import { HOST_CODE_PATHS, type HostCodeEntry, type HostCodeKind } from './host-code-table.js';
+import { DISK_TREE, type TreeAfter } from './tree-after.js';
 
 export interface HostCodeMatch {
   kind: HostCodeKind;
@@ -18,6 +17,12 @@ export interface HostCodeMatch {
 const ALL_HOST_CODE_GLOBS: readonly string[] = HOST_CODE_PATHS.flatMap((entry) => entry.globs);
 const ENTRY_OF_GLOB = new Map<string, HostCodeEntry>();
 for (const entry of HOST_CODE_PATHS) for (const glob of entry.globs) if (!ENTRY_OF_GLOB.has(glob)) ENTRY_OF_GLOB.set(glob, entry);
+
+/** Why a path makes this machine run code later; `git` when Git is what runs it (the policy's `git` effect, else `hostCode`). */
+export interface HostCodeFinding {
+  reason: string;
+  git: boolean;
+}
 
 /** Which entry of HOST_CODE_PATHS a root-relative path falls under, if any: the first in table order. */
 export function matchHostCodePath(relativePath: string, options: PathMatchOptions = {}): HostCodeMatch | undefined {
@@ -37,17 +42,14 @@ export function hostCodeReason(relativePath: string, options: PathMatchOptions =
   return matchHostCodePath(relativePath, options)?.reason;
 }
 
-/** Git's own test for a git directory (setup.c is_git_directory): HEAD, objects/ and refs/ side by side. */
-function isGitDirectory(dir: string): boolean {
-  try {
-    return (
-      fs.statSync(path.join(dir, 'HEAD')).isFile() &&
-      fs.statSync(path.join(dir, 'objects')).isDirectory() &&
-      fs.statSync(path.join(dir, 'refs')).isDirectory()
-    );
-  } catch {
-    return false;
-  }
+/**
+ * Git's own test for a git directory (setup.c is_git_directory): HEAD beside objects/ and refs/, or
+ * beside a `commondir` file that sends Git for them elsewhere (a linked worktree's git directory).
+ * Git checks objects/ and refs/ with access(X_OK), so any kind of file there counts, and so it does here.
+ */
+export function isGitDirectory(dir: string, tree: TreeAfter = DISK_TREE): boolean {
+  if (!tree.exists(path.join(dir, 'HEAD'))) return false;
+  return (tree.exists(path.join(dir, 'objects')) && tree.exists(path.join(dir, 'refs'))) || tree.exists(path.join(dir, 'commondir'));
 }
 
 /** Every name Git runs from a hooks folder (githooks(5)). */
@@ -86,13 +88,11 @@ const GIT_HOOK_NAMES = new Set([
 const MAX_GIT_CONFIG_BYTES = 256 * 1024;
 
 /** The `core.hooksPath` values a repository's own config names (the last one wins in Git; any may have been in force). */
-function configuredHooksPaths(configFile: string): string[] {
-  let text: string;
-  try {
-    text = readRegularFileSync(configFile, { maxBytes: MAX_GIT_CONFIG_BYTES }).toString('utf8');
-  } catch {
-    return [];
-  }
+function configuredHooksPaths(configFile: string, tree: TreeAfter): string[] {
+  return tree.texts(configFile, MAX_GIT_CONFIG_BYTES).flatMap(hooksPathsIn);
+}
+
+function hooksPathsIn(text: string): string[] {
   const found: string[] = [];
   let section = '';
   for (const rawLine of text.split(/\r?\n/)) {
@@ -126,28 +126,54 @@ function isInside(parent: string, child: string): boolean {
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }
 
+/** How far above the root a git directory is looked for (a root inside a bare repository's folders). */
+const ANCESTORS_CHECKED = 8;
+
 /**
- * hostCodeReason, plus what only the disk can tell: a git directory under another name (a bare
+ * hostCodeReason, plus what only the tree can tell: a git directory under another name (a bare
  * `repo.git`, or the target of a `.git` file's `gitdir:`) is obeyed like `.git/`, so its config and
  * hooks are matched as if they sat in one; and a folder a repository's `core.hooksPath` names holds
  * its hooks, whatever it is called. `root` is the real workspace root the path is relative to.
+ *
+ * `tree` is the tree the change leaves (tree-after.ts), not only the disk before it: a write that
+ * completes a git directory (its HEAD, objects/ or refs/), or lands in one that other writes of the
+ * same plan or changeset make, is inside a git directory, and so is every other file in it.
  */
-export function hostCodeReasonAt(root: string, relativePath: string, options: PathMatchOptions = {}): string | undefined {
-  const byName = hostCodeReason(relativePath, options);
-  if (byName) return byName;
+export function hostCodeFindingAt(
+  root: string,
+  relativePath: string,
+  options: PathMatchOptions = {},
+  tree: TreeAfter = DISK_TREE,
+): HostCodeFinding | undefined {
+  const byName = matchHostCodePath(relativePath, options);
+  if (byName) return { reason: byName.reason, git: byName.kind === 'git' };
   const parts = normalizedForMatching(relativePath).split('/');
-  for (let depth = parts.length - 1; depth >= 1; depth -= 1) {
+  // The root itself counts: `HEAD`, `objects/x`, `refs/x` and `config` written at the top make the root a bare repository.
+  for (let depth = parts.length - 1; depth >= 0; depth -= 1) {
     const dir = path.join(root, ...parts.slice(0, depth));
-    if (!isGitDirectory(dir)) continue;
+    if (!isGitDirectory(dir, tree)) continue;
     const inside = matchHostCodePath(['.git', ...parts.slice(depth)].join('/'), options);
-    const gitDir = parts.slice(0, depth).join('/');
+    const gitDir = parts.slice(0, depth).join('/') || 'the workspace root';
     const what = inside?.what ?? "inside Git's own repository data, which Git obeys";
-    return `${relativePath} is inside ${gitDir}, a git directory (it has HEAD, objects/ and refs/), so it counts as ${what}.`;
+    return {
+      reason: `${relativePath} is inside ${gitDir}, a git directory once this change is made (it has HEAD, objects/ and refs/), so it counts as ${what}.`,
+      git: true,
+    };
+  }
+  let above = root;
+  for (let count = 0; count < ANCESTORS_CHECKED && path.dirname(above) !== above; count += 1) {
+    above = path.dirname(above);
+    if (isGitDirectory(above)) {
+      return {
+        reason: `${relativePath} is inside ${above}, a git directory (it has HEAD, objects/ and refs/) that holds the workspace root: Git obeys what it holds.`,
+        git: true,
+      };
+    }
   }
   const target = path.join(root, ...parts);
   for (let depth = parts.length - 1; depth >= 0; depth -= 1) {
     const worktree = path.join(root, ...parts.slice(0, depth));
-    for (const hooksPath of configuredHooksPaths(path.join(worktree, '.git', 'config'))) {
+    for (const hooksPath of configuredHooksPaths(path.join(worktree, '.git', 'config'), tree)) {
       // Relative to the top of the worktree, where Git runs hooks; `~/` leads out of the root, where steps cannot write.
       if (hooksPath.startsWith('~')) continue;
       const hooksDir = path.resolve(worktree, hooksPath);
@@ -157,9 +183,22 @@ export function hostCodeReasonAt(root: string, relativePath: string, options: Pa
           ? path.dirname(target) === hooksDir && GIT_HOOK_NAMES.has(path.basename(target))
           : isInside(hooksDir, target) && hooksDir !== target;
       if (isHook) {
-        return `${relativePath} is in ${path.relative(root, hooksDir) || '.'}, the folder the repository's core.hooksPath names: it is a Git hook, which Git runs as a program on the next commit, checkout, merge, rebase or push.`;
+        return {
+          reason: `${relativePath} is in ${path.relative(root, hooksDir) || '.'}, the folder the repository's core.hooksPath names: it is a Git hook, which Git runs as a program on the next commit, checkout, merge, rebase or push.`,
+          git: true,
+        };
       }
     }
   }
   return undefined;
+}
+
+/** hostCodeFindingAt's reason alone. */
+export function hostCodeReasonAt(
+  root: string,
+  relativePath: string,
+  options: PathMatchOptions = {},
+  tree: TreeAfter = DISK_TREE,
+): string | undefined {
+  return hostCodeFindingAt(root, relativePath, options, tree)?.reason;
 }

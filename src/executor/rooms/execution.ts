@@ -9,6 +9,7 @@ import {
 } from '../../backup/file-changes.js';
 import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../../backup/preview-workers.js';
 import type { Actor } from '../../domain/actor.js';
+import { riskRank, type Evaluation } from '../../domain/risk.js';
 import { canonicalJson, sha256Hex } from '../../domain/canonical-json.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { blockingReason, latestBreak } from '../../domain/plan-order.js';
@@ -57,6 +58,8 @@ export class ExecutionRoom {
     );
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
+    const outgrown = this.approvalOutgrown(record);
+    if (outgrown) return this.sendBack(record, outgrown.reason, undefined, outgrown.evaluation);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
     // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
@@ -296,7 +299,10 @@ export class ExecutionRoom {
   /** Why a run made ready must not be applied because of what it changes, or null when it may be. */
   private effectsRefusal(step: Step, ready: ReadyRun): ExecutorError | null {
     const preview = ready.drift?.preview ?? ready.preview;
-    const effects = preview ? boundAction(step).module.rateEffects?.(preview, this.desk.context(step.id)) : null;
+    const { module, args } = boundAction(step);
+    const effects = preview
+      ? module.rateEffects?.(preview, this.desk.context(step.id, undefined, this.desk.plannedTreeFor(step)), args)
+      : null;
     if (!effects || effects.denialReasons.length === 0) return null;
     return new ExecutorError('POLICY_DENIED', `The real run was stopped before anything was applied: ${effects.denialReasons.join(' ')}`, {
       reasons: effects.denialReasons,
@@ -391,19 +397,36 @@ export class ExecutionRoom {
     return informed ? null : `${blockingReason(broken)} Confirm this step on its own.`;
   }
 
-  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined): StepRecord {
+  /**
+   * Weighed again just before it runs, on the tree as it is now (and as its plan leaves it): other
+   * plans may have written since, so a path that was ordinary is now in a git directory. An approval
+   * the policy gave holds only while the policy would still give it; the person's, only while the
+   * step is no riskier than what they saw. Null when the approval holds.
+   */
+  private approvalOutgrown(record: StepRecord): { reason: string; evaluation: Evaluation } | null {
+    if (!record.approval || !record.evaluation) return null;
+    const fresh = this.desk.evaluateStep(record.step);
+    const byPolicy = record.approval.by.channel === 'policy';
+    const riskier = riskRank(fresh.risk) > riskRank(record.evaluation.risk);
+    if (!riskier && !(byPolicy && (fresh.consent !== 'none' || !fresh.allowed))) return null;
+    const seen = new Set(record.evaluation.reasons);
+    const news = fresh.reasons.filter((reason) => !seen.has(reason));
+    const approvedBy = byPolicy
+      ? 'The policy approved this step without asking'
+      : `You approved this step at ${record.evaluation.risk} risk`;
+    return {
+      reason: `${approvedBy}, but what it touches has changed since: it is ${fresh.risk} now. ${news.join(' ')}`.trim(),
+      evaluation: fresh,
+    };
+  }
+
+  private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined, evaluation?: Evaluation): StepRecord {
     return this.desk.emitStep(
-      this.desk.steps.transition(
-        record.step.id,
-        'awaiting_consent',
-        POLICY_ACTOR,
-        {},
-        {
-          kind: 'step.reconsent',
-          detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
-          expectFrom: ['approved'],
-        },
-      ),
+      this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, evaluation ? { evaluation } : {}, {
+        kind: 'step.reconsent',
+        detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },
+        expectFrom: ['approved'],
+      }),
     );
   }
 }

@@ -84,8 +84,13 @@ export class ProposalsRoom {
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
         desk.steps.insertPlan(plan, actor);
         const records: StepRecord[] = [];
+        // Each step is weighed on the tree the whole plan leaves: four ordinary-looking writes can make a git directory.
+        const plannedTree = desk.plannedTreeFor(
+          plan.steps[0]!,
+          plan.steps.map((step) => ({ step })),
+        );
         for (const step of plan.steps) {
-          const evaluation = desk.evaluateStep(step);
+          const evaluation = desk.evaluateStep(step, plannedTree);
           records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
           if (!evaluation.allowed)
             records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import {
@@ -343,5 +344,97 @@ describe('opaque data in a URL', () => {
     const discounted = opaqueBitsOf(words.slice(0, DISCOUNTED_WORDS).join('-'));
     const past = opaqueBitsOf(words.join('-'));
     expect(past - discounted).toBeGreaterThan(8 * 10);
+  });
+});
+
+/**
+ * Data carried by structure alone: run lengths, repetition, order and spelling choices, with every
+ * character an ordinary one. The measure charges the URL as written, so none of these is free.
+ */
+const STRUCTURAL: [string, (bytes: Buffer) => string][] = [
+  ['run lengths of & between =', (bytes) => `https://x.github.io/?${[...bytes].map((byte) => `=${'&'.repeat(byte + 1)}`).join('')}`],
+  [
+    'run lengths of / (empty path segments)',
+    (bytes) => `https://x.github.io/${[...bytes].map((byte) => `a${'/'.repeat(byte + 1)}`).join('')}`,
+  ],
+  [
+    'bits as empty or = pieces',
+    (bytes) =>
+      `https://x.github.io/?${bitsOf(bytes)
+        .map((bit) => (bit ? '=' : ''))
+        .join('&')}`,
+  ],
+  [
+    'bits as a or a= pieces',
+    (bytes) =>
+      `https://x.github.io/?${bitsOf(bytes)
+        .map((bit) => (bit ? 'a' : 'a='))
+        .join('&')}`,
+  ],
+  [
+    'bits as a letter or its escape',
+    (bytes) =>
+      `https://x.github.io/p?q=${bitsOf(bytes)
+        .map((bit) => (bit ? '%61' : 'a'))
+        .join('')}`,
+  ],
+  [
+    'bits as the case of an escape',
+    (bytes) =>
+      `https://x.github.io/#${bitsOf(bytes)
+        .map((bit) => (bit ? '%2f' : '%2F'))
+        .join('')}`,
+  ],
+  [
+    'bits as + or %20',
+    (bytes) =>
+      `https://x.github.io/?q=${bitsOf(bytes)
+        .map((bit) => (bit ? '+' : '%20'))
+        .join('a')}`,
+  ],
+  [
+    'run lengths of one repeated pair',
+    (bytes) => `https://x.github.io/?${[...bytes].map((byte) => `${'a=1&'.repeat(byte + 1)}b=1`).join('&')}`,
+  ],
+  ['run lengths of one letter', (bytes) => `https://x.github.io/${[...bytes].map((byte) => 'a'.repeat(byte + 1)).join('/')}`],
+  [
+    'the order of numbered pairs',
+    (bytes) => {
+      const names = Array.from({ length: 64 }, (_, index) => `p${index}`);
+      // A Lehmer code: each byte picks one of the names not used yet.
+      const order: string[] = [];
+      for (const byte of bytes) {
+        const left = names.filter((name) => !order.includes(name));
+        order.push(left[byte % left.length]!);
+      }
+      return `https://x.github.io/?${order.map((name) => `${name}=1`).join('&')}`;
+    },
+  ],
+];
+
+describe('data carried by structure, not characters', () => {
+  it("the outside reviewer's 38-byte secret as run lengths of & between = is not LOW", () => {
+    const secretBytes = Buffer.from('ghp_R8x2KQ9vLmN4pZ7tY1wE6sA3dF5gH0jK2X');
+    expect(secretBytes.length).toBe(38);
+    const url = new URL(STRUCTURAL[0]![1](secretBytes));
+    expect(measureOpaqueData(url).totalBits).toBeGreaterThanOrEqual(OPAQUE_URL_BITS);
+  });
+
+  it.each(STRUCTURAL)('any 11 bytes (88 bits) carried as %s measure over the line', (_how, encode) => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 11, maxLength: 38 }), (array) => {
+        const url = new URL(encode(Buffer.from(array)));
+        expect(measureOpaqueData(url).totalBits, url.href.slice(0, 200)).toBeGreaterThanOrEqual(OPAQUE_URL_BITS);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('the query as written costs what it could carry: one more empty piece, a missing =, an escape or a lower-case hex digit each cost more', () => {
+    const bits = (url: string) => measureOpaqueData(new URL(url)).totalBits;
+    expect(bits('https://x.github.io/?a=1&&b=2')).toBeGreaterThan(bits('https://x.github.io/?a=1&b=2'));
+    expect(bits('https://x.github.io/?a&b=2')).toBeGreaterThan(bits('https://x.github.io/?a=&b=2'));
+    expect(bits('https://x.github.io/?q=%61bc')).toBeGreaterThan(bits('https://x.github.io/?q=abc'));
+    expect(bits('https://x.github.io/?q=a%2fb')).toBeGreaterThan(bits('https://x.github.io/?q=a%2Fb'));
   });
 });

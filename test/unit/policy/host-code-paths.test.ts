@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { hostCodeReason, hostCodeReasonAt, matchHostCodePath } from '../../../src/policy/host-code-paths.js';
 import { HOST_CODE_PATHS } from '../../../src/policy/host-code-table.js';
+import { PlannedTree } from '../../../src/policy/tree-after.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /** Files this machine runs or obeys later, by the kind of reason they must give. */
@@ -359,5 +361,134 @@ describe('host-code paths', () => {
     expect(hostCodeReasonAt(root, 'mirror.git/config')).toMatch(/core\.fsmonitor/);
     expect(hostCodeReasonAt(root, 'mirror.git/description')).toMatch(/git directory/);
     expect(hostCodeReasonAt(root, 'other/readme.md')).toBeUndefined();
+  });
+});
+
+/** Entry files of build tools and task runners beyond the ones an attack used (issue 23 §4), by kind of reason. */
+const ENTRY_FILES: string[] = [
+  'project.clj',
+  'conanfile.py',
+  'conanfile.txt',
+  'tasks.py',
+  'fabfile.py',
+  'fastlane/Fastfile',
+  'fastlane/Appfile',
+  'Dangerfile',
+  'Dangerfile.js',
+  'build.boot',
+  'deps.edn',
+  'bb.edn',
+  'dodo.py',
+  'pavement.py',
+  'wscript',
+  'Cakefile',
+  'build.cake',
+  'build.fsx',
+  'psakefile.ps1',
+  'Thorfile',
+  'Berksfile',
+  'Puppetfile',
+  'Makefile.toml',
+  'build.mill',
+  'build.sc',
+  'app.sbt',
+  'dune-project',
+  'lib.opam',
+  'tool.nimble',
+  'dub.json',
+  'shard.yml',
+  'lib-1.0-1.rockspec',
+  'Lib.podspec',
+  'PKGBUILD',
+  'DEPS',
+  'BUCK',
+  'BUILD.gn',
+  'Tupfile',
+  'build.ninja',
+  'Jamroot',
+  'app.pro',
+  'deps/build.jl',
+  'hook/build.dart',
+  'pubspec.yaml',
+  'buildSrc/src/main/kotlin/Conventions.kt',
+  'gradle/publish.gradle',
+  '.storybook/main.js',
+  '.eleventy.js',
+  'gatsby-node.js',
+  'lerna.json',
+  'pnpm-workspace.yaml',
+  '.bowerrc',
+  'netlify.toml',
+  'vercel.json',
+  'wrangler.toml',
+  'firebase.json',
+  'cdk.json',
+  'helmfile.yaml',
+  '.run/App.run.xml',
+  '.vs/tasks.vs.json',
+  'App.xcodeproj/project.pbxproj',
+  '.flox/env/manifest.toml',
+  '.sdkmanrc',
+  '.actrc',
+  'bitrise.yml',
+  'action.yml',
+  '.latexmkrc',
+  '.tigrc',
+  'manage.py',
+  'config.ru',
+  'flake.lock',
+  'modules/dev.nix',
+];
+
+describe('the class of files a tool runs when it runs', () => {
+  it.each(ENTRY_FILES)('%s is named, at the top and at any depth', (relativePath) => {
+    expect(hostCodeReason(relativePath), relativePath).toBeDefined();
+    expect(hostCodeReason(`packages/app/${relativePath}`), relativePath).toBeDefined();
+  });
+
+  it('every name the table spells out matches itself under any folder, and any case where the filesystem folds it', () => {
+    const literals = HOST_CODE_PATHS.flatMap((entry) => entry.globs).filter((glob) => !/[*?{}[\]]/.test(glob));
+    expect(literals.length).toBeGreaterThan(300);
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...literals),
+        fc.array(fc.stringMatching(/^[a-z][a-z0-9_-]{0,8}$/), { maxLength: 4 }),
+        fc.boolean(),
+        (name, folders, shout) => {
+          const relative = [...folders, shout ? name.toUpperCase() : name].join('/');
+          expect(hostCodeReason(relative, { caseInsensitive: shout }), relative).toBeDefined();
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('the tree a change leaves', () => {
+  it('a git directory assembled by planned writes makes every file in it Git data, and a planned core.hooksPath names hooks', () => {
+    const root = tempDir();
+    const at = (relative: string) => path.join(root, ...relative.split('/'));
+    const tree = new PlannedTree([
+      { absolutePath: at('vendor/HEAD'), content: Buffer.from('ref: refs/heads/main\n') },
+      { absolutePath: at('vendor/objects/info/packs'), content: null },
+      { absolutePath: at('vendor/refs/heads/main'), content: null },
+    ]);
+    expect(hostCodeReasonAt(root, 'vendor/config')).toBeUndefined();
+    expect(hostCodeReasonAt(root, 'vendor/config', {}, tree)).toMatch(/vendor, a git directory once this change is made.*core\.fsmonitor/);
+    expect(hostCodeReasonAt(root, 'vendor/HEAD', {}, tree)).toMatch(/git directory/);
+    expect(hostCodeReasonAt(root, 'other/config', {}, tree)).toBeUndefined();
+    // HEAD beside a commondir file is a git directory too (a linked worktree's).
+    const linked = new PlannedTree([
+      { absolutePath: at('wt/HEAD'), content: null },
+      { absolutePath: at('wt/commondir'), content: null },
+    ]);
+    expect(hostCodeReasonAt(root, 'wt/config', {}, linked)).toMatch(/git directory/);
+    // The root itself made a bare repository.
+    const top = new PlannedTree([at('HEAD'), at('objects/x'), at('refs/x')].map((absolutePath) => ({ absolutePath, content: null })));
+    expect(hostCodeReasonAt(root, 'config', {}, top)).toMatch(/the workspace root, a git directory/);
+    // A config the plan writes, naming a hooks folder: the plan's write into that folder is a hook.
+    const hooks = new PlannedTree([{ absolutePath: at('.git/config'), content: Buffer.from('[core]\n\thooksPath = tools\n') }]);
+    expect(hostCodeReasonAt(root, 'tools/pre-commit')).toBeUndefined();
+    expect(hostCodeReasonAt(root, 'tools/pre-commit', {}, hooks)).toMatch(/core\.hooksPath/);
   });
 });

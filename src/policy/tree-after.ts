@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Preview } from '../domain/step-record.js';
+import type { Step } from '../domain/step.js';
+import { readRegularFileSync } from '../fs/regular-file.js';
+import { guardPath, resolveThroughSymlinks } from './path-guard.js';
+
+/**
+ * The workspace as it will be after some changes are applied: the disk now, with the files a plan's
+ * steps or a command's changeset write laid over it. Git, a build tool or an editor reads the tree a
+ * change leaves, not the one it found: four writes that each look ordinary (`vendor/HEAD`,
+ * `vendor/objects/…`, `vendor/refs/…`, `vendor/config`) leave a git directory whose config Git obeys.
+ *
+ * A path counts as present when it is on disk now or any change writes it (or something inside it):
+ * a file one step deletes and another writes was there at some point, and a check that errs towards
+ * "present" only ever asks more. A file's texts are all it will hold at some point (now, and each
+ * write), so a setting any of them names counts.
+ */
+export interface TreeAfter {
+  exists(absolutePath: string): boolean;
+  /** What the file holds now (a regular file only) and what each change writes to it, up to maxBytes each. */
+  texts(absolutePath: string, maxBytes: number): string[];
+}
+
+function existsOnDisk(absolutePath: string): boolean {
+  try {
+    fs.lstatSync(absolutePath);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function textOnDisk(absolutePath: string, maxBytes: number): string | undefined {
+  try {
+    return readRegularFileSync(absolutePath, { maxBytes }).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The disk alone: what the tree is when nothing is planned. */
+export const DISK_TREE: TreeAfter = {
+  exists: existsOnDisk,
+  texts: (absolutePath, maxBytes) => {
+    const text = textOnDisk(absolutePath, maxBytes);
+    return text === undefined ? [] : [text];
+  },
+};
+
+/** One write a plan or a changeset makes: where (a real, absolute path) and, when known, what it writes. */
+export interface PlannedWrite {
+  absolutePath: string;
+  content: Buffer | null;
+}
+
+/**
+ * Planned writes laid over a tree (the disk, or what other changes leave). `caseInsensitive`: the
+ * filesystem opens `HEAD` as `head`.
+ */
+export class PlannedTree implements TreeAfter {
+  private readonly files = new Map<string, Buffer[]>();
+  private readonly folders = new Set<string>();
+
+  constructor(
+    writes: readonly PlannedWrite[],
+    private readonly caseInsensitive = false,
+    private readonly base: TreeAfter = DISK_TREE,
+  ) {
+    for (const write of writes) {
+      const key = this.key(write.absolutePath);
+      const contents = this.files.get(key) ?? [];
+      if (write.content) contents.push(write.content);
+      this.files.set(key, contents);
+      // Every folder above a written file exists once it is written.
+      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) this.folders.add(this.key(dir));
+    }
+  }
+
+  private key(absolutePath: string): string {
+    const normalized = path.resolve(absolutePath);
+    return this.caseInsensitive ? normalized.toLowerCase() : normalized;
+  }
+
+  exists(absolutePath: string): boolean {
+    const key = this.key(absolutePath);
+    return this.files.has(key) || this.folders.has(key) || this.base.exists(absolutePath);
+  }
+
+  texts(absolutePath: string, maxBytes: number): string[] {
+    const planned = (this.files.get(this.key(absolutePath)) ?? []).map((content) => content.subarray(0, maxBytes).toString('utf8'));
+    return [...this.base.texts(absolutePath, maxBytes), ...planned];
+  }
+}
+
+/** A step of a plan and, when it has one, the preview of what it changes (a command's changeset). */
+export interface PlanStepView {
+  step: Step;
+  preview?: Preview | null;
+}
+
+/**
+ * The writes a plan's steps make, as real paths: each writeFile's path and content, and the files a
+ * command's previewed changeset leaves. A step whose path leaves the roots writes nothing (it is denied).
+ */
+export function plannedWritesOf(plan: readonly PlanStepView[], roots: readonly string[], dataDir: string): PlannedWrite[] {
+  const writes: PlannedWrite[] = [];
+  for (const { step, preview } of plan) {
+    if (step.action === 'writeFile') {
+      const verdict = guardPath(step.args.path, roots, dataDir);
+      if (verdict.ok)
+        writes.push({
+          absolutePath: verdict.realPath,
+          content: Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8'),
+        });
+    } else if (step.action === 'runCommand' && preview?.kind === 'commandRun' && roots.length > 0) {
+      // The changeset's paths are relative to the root the command's working directory is in.
+      const cwd = resolveThroughSymlinks(step.args.cwd ? path.resolve(roots[0]!, step.args.cwd) : roots[0]!);
+      const root = roots.map(resolveThroughSymlinks).find((real) => cwd === real || cwd.startsWith(real + path.sep));
+      if (!root) continue;
+      for (const file of preview.files) if (file.existsAfter) writes.push({ absolutePath: path.join(root, file.path), content: null });
+    }
+  }
+  return writes;
+}
