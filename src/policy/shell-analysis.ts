@@ -102,6 +102,7 @@ class Walk {
       }
       this.checkLineJoins(text, root);
       this.checkWordBreaks(text, root);
+      this.checkEscapedBlanks(text, root);
       this.checkAnsiCStrings(text, root);
       this.fdVariables(text);
       this.substitutionRanges.push([]);
@@ -187,19 +188,44 @@ class Walk {
   }
 
   /**
+   * A backslash before a space or tab makes it a character of a word (`\ x` runs the program ` x`),
+   * but the grammar drops both where a word starts. Each must lie inside a node the walk reads.
+   */
+  private checkEscapedBlanks(text: string, root: Node): void {
+    const escaped = /\\[ \t]/g;
+    for (let match = escaped.exec(text); match; match = escaped.exec(text)) {
+      let backslashes = 0;
+      while (text[match.index - 1 - backslashes] === '\\') backslashes++;
+      if (backslashes % 2 === 1) continue;
+      const inside = root.descendantForIndex(match.index, match.index + 2);
+      if (inside && LITERAL_NODES.has(inside.type) && inside.startIndex <= match.index && inside.endIndex >= match.index + 2) continue;
+      this.flag(
+        'unparsable',
+        `the parser drops the escaped blank in ${quoted(text.slice(match.index, match.index + 20))}, which the shell keeps in a word`,
+      );
+      return;
+    }
+  }
+
+  /**
    * `$'…'` strings: the grammar ends one at the wrong quote after an escaped backslash (it reads
    * `$'\\'; rm x; #'` as one string, while bash and ash run `rm x`), and dash, which has no `$'…'`,
    * ends the string at an escaped quote: the line then has other commands in another shell.
    */
   private checkAnsiCStrings(text: string, root: Node): void {
-    // Every `$'` the shell reads as the start of one must be one to the parser too.
-    for (let at = text.indexOf("$'"); at >= 0; at = text.indexOf("$'", at + 1)) {
+    // Every `$'` and `$"` the shell reads as the start of one must be one to the parser too.
+    const opener = /\$['"]/g;
+    for (let match = opener.exec(text); match; match = opener.exec(text)) {
+      const at = match.index;
       let backslashes = 0;
       while (text[at - 1 - backslashes] === '\\') backslashes++;
       if (backslashes % 2 === 1) continue;
       const inside = root.descendantForIndex(at, at + 2);
-      if (this.insideText(inside, 'ansi_c_string', at)) continue;
-      this.flag('unparsable', `the parser does not read ${quoted(text.slice(at, at + 20))} as the $'…' string the shell reads there`);
+      if (this.insideText(inside, match[0] === "$'" ? 'ansi_c_string' : 'translated_string', at)) continue;
+      this.flag(
+        'unparsable',
+        `the parser does not read ${quoted(text.slice(at, at + 20))} as the ${match[0]}…${match[0][1]} string the shell reads there`,
+      );
       return;
     }
     for (const node of root.descendantsOfType('ansi_c_string')) {
@@ -300,6 +326,26 @@ class Walk {
         if (start && !/['"\\]/.test(start.text)) this.backquotesIn(node.text, codeDepth);
         break;
       }
+      case 'concatenation': {
+        // The parts of a word must cover it: the grammar drops some characters (`r$""m` loses its `$`).
+        let covered = node.startIndex;
+        for (const child of node.children) {
+          if (!child) continue;
+          if (child.startIndex !== covered) {
+            this.flag('unparsable', `the parser drops part of the word ${quoted(node.text)}`);
+            break;
+          }
+          covered = child.endIndex;
+        }
+        if (covered !== node.endIndex) this.flag('unparsable', `the parser drops part of the word ${quoted(node.text)}`);
+        break;
+      }
+      case 'translated_string':
+        this.flag(
+          'shell-dependent',
+          `bash translates ${quoted(node.text)} with a message catalog the line or the image can choose (TEXTDOMAINDIR), and busybox ash and dash read it as \`$\` and a string`,
+        );
+        break;
       case 'process_substitution':
         this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
         break;
@@ -600,7 +646,12 @@ class Walk {
    * first word they disagree on, and if the readings start different programs the line is
    * shell-dependent: it always goes to the person.
    */
-  readings(byDialect: readonly (readonly (string | null)[])[], shown: string, codeDepth: number, labels: readonly string[] = DIALECT_NAMES): void {
+  readings(
+    byDialect: readonly (readonly (string | null)[])[],
+    shown: string,
+    codeDepth: number,
+    labels: readonly string[] = DIALECT_NAMES,
+  ): void {
     const keys = byDialect.map((argv) => JSON.stringify(argv));
     const distinct = byDialect.filter((_argv, index) => keys.indexOf(keys[index]!) === index);
     this.commands.push(commonLiteralPrefix(distinct));
@@ -663,6 +714,21 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
   };
 }
 
+/** Nodes whose text the walk reads as characters of a word, a string or a comment. */
+const LITERAL_NODES = new Set([
+  'word',
+  'string',
+  'string_content',
+  'raw_string',
+  'ansi_c_string',
+  'comment',
+  'heredoc_body',
+  'heredoc_content',
+  'number',
+  'regex',
+  'extglob_pattern',
+]);
+
 /** Node types that are (part of) one shell word. */
 const WORD_NODES = new Set([
   'command_name',
@@ -688,7 +754,8 @@ function shellWords(nodes: readonly Node[]): Node[][] {
   const groups: Node[][] = [];
   for (const node of nodes) {
     const last = groups.at(-1);
-    if (last && WORD_NODES.has(node.type) && WORD_NODES.has(last.at(-1)!.type) && last.at(-1)!.endIndex === node.startIndex) last.push(node);
+    if (last && WORD_NODES.has(node.type) && WORD_NODES.has(last.at(-1)!.type) && last.at(-1)!.endIndex === node.startIndex)
+      last.push(node);
     else groups.push([node]);
   }
   return groups;

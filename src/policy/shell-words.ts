@@ -63,7 +63,8 @@ export function ansiCEnd(text: string, from: number): number {
  */
 export function decodeAnsiC(body: string, dialect: Dialect = 'bash'): WordValue {
   if (dialect === 'dash') {
-    if (body.includes("'")) return { value: null, why: "a $'…' string holding a quote, where dash (which has no $'…') ends the string early" };
+    if (body.includes("'"))
+      return { value: null, why: "a $'…' string holding a quote, where dash (which has no $'…') ends the string early" };
     return { value: `$${body}` };
   }
   const simple = dialect === 'bash' ? BASH_ESCAPES : COMMON_ESCAPES;
@@ -144,6 +145,13 @@ function piecesOf(node: Node, pieces: Piece[], dialect: Dialect): string | null 
     case 'raw_string':
       pieces.push({ text: node.text.slice(1, -1), quoted: true });
       return null;
+    case 'translated_string': {
+      // bash reads `$"…"` as "…" translated by a message catalog; busybox ash and dash as `$` and "…".
+      const string = node.namedChild(0);
+      if (!string || string.type !== 'string') return describeExpansion(node);
+      if (dialect !== 'bash') pieces.push({ text: '$', quoted: false });
+      return piecesOf(string, pieces, dialect);
+    }
     case 'ansi_c_string': {
       const decoded = decodeAnsiC(node.text.slice(2, -1), dialect);
       if (decoded.value === null) return decoded.why;
@@ -218,16 +226,15 @@ export function wordReadings(...nodes: Node[]): WordReadings {
   };
   const bash = read('bash');
   // Only `$'…'` is read differently; a word without one is read once.
-  if (!nodes.some((node) => node.type === 'ansi_c_string' || node.descendantsOfType('ansi_c_string').length > 0))
+  if (!nodes.some((node) => SHELL_DEPENDENT.has(node.type) || node.descendantsOfType([...SHELL_DEPENDENT]).length > 0))
     return { bash, ash: bash, dash: bash };
   return { bash, ash: read('ash'), dash: read('dash') };
 }
 
-/** A word's value when every shell reads it alike, else why it has none (an expansion, or shells that disagree). */
-export function wordValue(node: Node): WordValue {
-  return agreedValue(wordReadings(node));
-}
+/** The quoting forms the shells read differently. */
+const SHELL_DEPENDENT = new Set(['ansi_c_string', 'translated_string']);
 
+/** A word's value when every shell reads it alike, else why it has none (an expansion, or shells that disagree). */
 export function agreedValue(readings: WordReadings): WordValue {
   const values = DIALECTS.map((dialect) => readings[dialect]);
   const unknown = values.find((reading) => reading.value === null);
@@ -235,11 +242,6 @@ export function agreedValue(readings: WordReadings): WordValue {
   if (new Set(values.map((reading) => reading.value)).size > 1)
     return { value: null, why: "a $'…' string that bash, busybox ash and dash read differently" };
   return values[0]!;
-}
-
-/** The distinct literal values of a word across the shells (those that read it as one). */
-export function distinctValues(readings: WordReadings): string[] {
-  return [...new Set(DIALECTS.map((dialect) => readings[dialect].value).filter((value): value is string => value !== null))];
 }
 
 /** POSIX: inside backquotes a backslash quotes only `$`, `` ` `` and `\`; the rest is parsed again as code. */
