@@ -12,6 +12,7 @@ import type { CommandRunPreview, Preview } from '../domain/step-record.js';
 import type { ActionArgs } from '../domain/step.js';
 import { wellFormed } from '../domain/json-limits.js';
 import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../policy/command-policy.js';
+import { ALWAYS_ASK_KINDS } from '../policy/shell-findings.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
 import { rateChangeset } from '../policy/command-effects.js';
@@ -257,12 +258,13 @@ export const runCommand: ActionModule<'runCommand'> = {
     const mustAsk: string[] = [];
     if (verdict.unknowable.length > 0) {
       const deny = ctx.policy.commands.deny;
-      // A line the parser cannot read is never run unseen; any other unknowable line is asked about whenever a deny list is in force.
+      // A line the parser cannot read, or that the image's shell may read as another command, is never
+      // run unseen; any other unknowable line is asked about whenever a deny list is in force.
       if (deny.length > 0)
         mustAsk.push(
           `This command ${describeUnknowable(verdict.unknowable)}. The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`,
         );
-      else if (verdict.unknowable.some((entry) => entry.kind === 'unparsable'))
+      else if (verdict.unknowable.some((entry) => ALWAYS_ASK_KINDS.has(entry.kind)))
         mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}, so you decide.`);
     }
     let where: string;

@@ -354,7 +354,8 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       '--eof',
     ],
   },
-  env: { valueOptions: ['-u', '-C', '--unset', '--chdir', '-P'], codeOptions: ['-S', '--split-string'] },
+  // GNU coreutils env (a Dockerfile image's) and busybox env (the default image's); -P is BSD's search path.
+  env: { valueOptions: ['-u', '-C', '-a', '-P', '--unset', '--chdir', '--argv0'], codeOptions: ['-S', '--split-string'] },
   exec: { valueOptions: ['-a'] },
   command: {},
   builtin: {},

@@ -257,7 +257,9 @@ function shell(walk: CommandWalk, base: string, args: readonly (string | null)[]
       i++;
       break;
     }
-    if (/^[-+][oO]$/.test(word) || word === '--rcfile' || word === '--init-file') {
+    // `-o NAME` and `-O NAME` take the next word, also bundled (`-eo pipefail`); bash's long options are exact.
+    if (/^[-+][a-zA-Z]*[oO][a-zA-Z]*$/.test(word) || word === '--rcfile' || word === '--init-file') {
+      if (/^-[a-zA-Z]*c/.test(word)) dashC = true;
       i++;
       continue;
     }
@@ -286,7 +288,8 @@ function wrapper(
 ): Reading {
   let i = 0;
   let leading = spec.leadingWords ?? 0;
-  let code: string | null | undefined;
+  /** Code handed to the wrapper (`env -S`, `su -c`): null when the word cannot be read or is missing. */
+  const codes: (string | null)[] = [];
   while (i < args.length) {
     const word = args[i];
     if (word === null || word === undefined) break;
@@ -294,22 +297,32 @@ function wrapper(
       i++;
       break;
     }
-    const [option, attached] =
-      word.startsWith('--') && word.includes('=')
-        ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]
-        : [word, undefined];
-    if (spec.codeOptions?.includes(option)) {
-      code = attached ?? args[i + 1];
-      i += attached === undefined ? 2 : 1;
-      continue;
-    }
-    if (spec.codeOptions?.some((short) => short.length === 2 && word.startsWith(short) && word.length > 2 && !word.startsWith('--'))) {
-      code = word.slice(2);
+    // `env -` is `env -i`.
+    if (base === 'env' && word === '-') {
       i++;
       continue;
     }
-    if (word.startsWith('-') && word !== '-') {
-      i += spec.valueOptions?.includes(option) && attached === undefined ? 2 : 1;
+    if (word.startsWith('--')) {
+      // getopt_long: `--name=value` or `--name value`, and any start of a long option stands for it (`--s` is `--split-string`).
+      const equals = word.indexOf('=');
+      const attached = equals >= 0 ? word.slice(equals + 1) : undefined;
+      const kind = longOptionKind(spec, equals >= 0 ? word.slice(0, equals) : word);
+      if (kind === 'code') codes.push(attached ?? args[i + 1] ?? null);
+      i += kind !== 'flag' && attached === undefined ? 2 : 1;
+      continue;
+    }
+    if (word.startsWith('-') && word !== '-' && !(base === 'nice' && /^-\d+$/.test(word))) {
+      // Short options bundle (`-iS'rm x'` is `-i -S 'rm x'`); one that takes a value takes the rest of the word, or the next word.
+      i++;
+      for (let j = 1; j < word.length; j++) {
+        const option = `-${word[j]}`;
+        const isCode = spec.codeOptions?.includes(option) ?? false;
+        if (!isCode && !spec.valueOptions?.includes(option)) continue;
+        const rest = word.slice(j + 1);
+        if (isCode) codes.push(rest !== '' ? rest : (args[i] ?? null));
+        if (rest === '') i++;
+        break;
+      }
       continue;
     }
     if (base === 'env' && /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)) {
@@ -329,14 +342,14 @@ function wrapper(
     break;
   }
   const inner = args.slice(i);
-  if (code !== undefined) {
+  for (const code of codes) {
     walk.flag('runs-code', `it feeds code to ${quoted(base)}`);
     if (typeof code === 'string') walk.code(code, codeDepth + 1);
   }
   if (inner.length === 0) {
     // `exec >log` only redirects; `env` alone prints; `command`/`builtin` alone do nothing.
-    if (code === undefined && ['exec', 'env', 'command', 'builtin', 'time'].includes(base)) return 'read';
-    if (code === undefined) walk.flag('wrapper', `${quoted(base)} runs a program it is given`);
+    if (codes.length === 0 && ['exec', 'env', 'command', 'builtin', 'time'].includes(base)) return 'read';
+    if (codes.length === 0) walk.flag('wrapper', `${quoted(base)} runs a program it is given`);
     return;
   }
   if (spec.joinsIntoCode) {
@@ -348,6 +361,21 @@ function wrapper(
   walk.flag('wrapper', `${quoted(base)} starts ${innerName ? `the program ${quoted(innerName)}` : 'a program'} given in its arguments`);
   walk.simpleCommand(inner, codeDepth, wrapDepth + 1);
   return;
+}
+
+/**
+ * What a long option of a wrapper is, as getopt_long reads it: an exact name first, else any
+ * option it is the start of. A start shared by several options is refused by the program (nothing
+ * runs), so the worst of them is taken: code, then a value (the next word is no program).
+ */
+function longOptionKind(spec: WrapperSpec, name: string): 'code' | 'value' | 'flag' {
+  const long = (options: readonly string[] | undefined) => (options ?? []).filter((option) => option.startsWith('--'));
+  if (long(spec.codeOptions).includes(name)) return 'code';
+  if (long(spec.valueOptions).includes(name)) return 'value';
+  if (name.length <= 2) return 'flag';
+  if (long(spec.codeOptions).some((option) => option.startsWith(name))) return 'code';
+  if (long(spec.valueOptions).some((option) => option.startsWith(name))) return 'value';
+  return 'flag';
 }
 
 function find(walk: CommandWalk, args: readonly (string | null)[], codeDepth: number, wrapDepth: number): void {

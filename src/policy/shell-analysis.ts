@@ -2,7 +2,7 @@ import type { Node } from 'web-tree-sitter';
 import { mayRunOtherPrograms, runsOtherPrograms, type RunnerFinding } from '../domain/program-runners.js';
 import { LOOKUP_VARIABLE, NUMERIC_SHELL_VARIABLE, RESERVED_WORDS, SHELL_WRITTEN_VARIABLE } from './program-kinds.js';
 import { parseShell } from './shell-parser.js';
-import { unescapeBackquoted, wordValue } from './shell-words.js';
+import { DIALECTS, agreedValue, ansiCEnd, unescapeBackquoted, wordReadings, type WordReadings } from './shell-words.js';
 import type { Unknowable, UnknowableKind } from './shell-findings.js';
 import { baseName, programWords, quoted } from './program-readers.js';
 
@@ -81,6 +81,14 @@ class Walk {
       this.flag('unparsable', `shell code is nested more than ${MAX_CODE_DEPTH} levels deep inside strings`);
       return;
     }
+    if (text.includes('\0')) {
+      // No shell can be handed a NUL: the program that receives the line ends it there, or refuses it.
+      // Both what stands before it and the line without it are read, so a denied program is still named.
+      this.flag('unparsable', 'the command line holds a NUL character, which ends the line for the program that receives it');
+      this.code(text.slice(0, text.indexOf('\0')), codeDepth);
+      this.code(text.replace(/\0/g, ''), codeDepth);
+      return;
+    }
     const parsed = parseShell(text);
     if (!parsed.ok) {
       this.flag('unparsable', parsed.reason);
@@ -93,6 +101,9 @@ class Walk {
         return;
       }
       this.checkLineJoins(text, root);
+      this.checkWordBreaks(text, root);
+      this.checkEscapedBlanks(text, root);
+      this.checkAnsiCStrings(text, root);
       this.fdVariables(text);
       this.substitutionRanges.push([]);
       this.node(root, 0, codeDepth);
@@ -124,6 +135,19 @@ class Walk {
     }
   }
 
+  /**
+   * Whether `at` starts a node of `type`, or lies in text where it means nothing: quotes, a comment,
+   * a here-document's body (bash expands only `$name`, `$(…)` and backquotes there).
+   */
+  private insideText(node: Node | null, type: string, at: number): boolean {
+    for (let inside = node; inside; inside = inside.parent) {
+      if (inside.type === type && inside.startIndex === at) return true;
+      if (['command_substitution', 'process_substitution'].includes(inside.type)) return false;
+      if (['raw_string', 'string', 'ansi_c_string', 'comment', 'translated_string', 'heredoc_body'].includes(inside.type)) return true;
+    }
+    return false;
+  }
+
   private inLiteralText(root: Node, at: number, backquote: boolean): boolean {
     for (let inside: Node | null = root.descendantForIndex(at, at + 1); inside; inside = inside.parent) {
       if (['raw_string', 'ansi_c_string', 'comment'].includes(inside.type)) return true;
@@ -142,6 +166,79 @@ class Walk {
       if (['string', 'heredoc_body', 'arithmetic_expansion', 'test_command'].includes(inside.type)) return false;
     }
     return true;
+  }
+
+  /**
+   * The parser takes a vertical tab, a form feed and a carriage return for blanks between words; the
+   * shells take them for characters of a word (`rm\rx` runs the program `rm\rx`). Outside quotes
+   * the two readings differ, so the line is refused.
+   */
+  private checkWordBreaks(text: string, root: Node): void {
+    const breaker = /[\v\f\r]/g;
+    for (let match = breaker.exec(text); match; match = breaker.exec(text)) {
+      let inside: Node | null = root.descendantForIndex(match.index, match.index + 1);
+      while (inside && !['raw_string', 'string', 'ansi_c_string'].includes(inside.type)) inside = inside.parent;
+      if (inside) continue;
+      this.flag(
+        'unparsable',
+        `the line holds ${quoted(match[0])} outside quotes, which the parser reads as a space between words but the shell reads as part of a word`,
+      );
+      return;
+    }
+  }
+
+  /**
+   * A backslash before a space or tab makes it a character of a word (`\ x` runs the program ` x`),
+   * but the grammar drops both where a word starts. Each must lie inside a node the walk reads.
+   */
+  private checkEscapedBlanks(text: string, root: Node): void {
+    const escaped = /\\[ \t]/g;
+    for (let match = escaped.exec(text); match; match = escaped.exec(text)) {
+      let backslashes = 0;
+      while (text[match.index - 1 - backslashes] === '\\') backslashes++;
+      if (backslashes % 2 === 1) continue;
+      const inside = root.descendantForIndex(match.index, match.index + 2);
+      if (inside && LITERAL_NODES.has(inside.type) && inside.startIndex <= match.index && inside.endIndex >= match.index + 2) continue;
+      this.flag(
+        'unparsable',
+        `the parser drops the escaped blank in ${quoted(text.slice(match.index, match.index + 20))}, which the shell keeps in a word`,
+      );
+      return;
+    }
+  }
+
+  /**
+   * `$'…'` strings: the grammar ends one at the wrong quote after an escaped backslash (it reads
+   * `$'\\'; rm x; #'` as one string, while bash and ash run `rm x`), and dash, which has no `$'…'`,
+   * ends the string at an escaped quote: the line then has other commands in another shell.
+   */
+  private checkAnsiCStrings(text: string, root: Node): void {
+    // Every `$'` and `$"` the shell reads as the start of one must be one to the parser too.
+    const opener = /\$['"]/g;
+    for (let match = opener.exec(text); match; match = opener.exec(text)) {
+      const at = match.index;
+      let backslashes = 0;
+      while (text[at - 1 - backslashes] === '\\') backslashes++;
+      if (backslashes % 2 === 1) continue;
+      const inside = root.descendantForIndex(at, at + 2);
+      if (this.insideText(inside, match[0] === "$'" ? 'ansi_c_string' : 'translated_string', at)) continue;
+      this.flag(
+        'unparsable',
+        `the parser does not read ${quoted(text.slice(at, at + 20))} as the ${match[0]}…${match[0][1]} string the shell reads there`,
+      );
+      return;
+    }
+    for (const node of root.descendantsOfType('ansi_c_string')) {
+      if (!node) continue;
+      if (ansiCEnd(text, node.startIndex) !== node.endIndex) {
+        this.flag('unparsable', `the parser reads the string ${quoted(node.text)} to a different end than the shell does`);
+      } else if (node.text.slice(2, -1).includes("'")) {
+        this.flag(
+          'shell-dependent',
+          `dash has no $'…' strings and ends ${quoted(node.text)} at its escaped quote, so it reads the rest of the line as other commands`,
+        );
+      }
+    }
   }
 
   /**
@@ -229,6 +326,26 @@ class Walk {
         if (start && !/['"\\]/.test(start.text)) this.backquotesIn(node.text, codeDepth);
         break;
       }
+      case 'concatenation': {
+        // The parts of a word must cover it: the grammar drops some characters (`r$""m` loses its `$`).
+        let covered = node.startIndex;
+        for (const child of node.children) {
+          if (!child) continue;
+          if (child.startIndex !== covered) {
+            this.flag('unparsable', `the parser drops part of the word ${quoted(node.text)}`);
+            break;
+          }
+          covered = child.endIndex;
+        }
+        if (covered !== node.endIndex) this.flag('unparsable', `the parser drops part of the word ${quoted(node.text)}`);
+        break;
+      }
+      case 'translated_string':
+        this.flag(
+          'shell-dependent',
+          `bash translates ${quoted(node.text)} with a message catalog the line or the image can choose (TEXTDOMAINDIR), and busybox ash and dash read it as \`$\` and a string`,
+        );
+        break;
       case 'process_substitution':
         this.substitutionRanges.at(-1)?.push([node.startIndex, node.endIndex]);
         break;
@@ -365,7 +482,10 @@ class Walk {
     }
     if (node.type === 'unary_expression' && operator === '-v') {
       const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
-      if (operand) this.nameArgument(wordValue(operand).value, '`[[ -v … ]]`');
+      if (operand) {
+        const readings = wordReadings(operand);
+        for (const dialect of DIALECTS) this.nameArgument(readings[dialect].value, '`[[ -v … ]]`');
+      }
     }
   }
 
@@ -389,10 +509,13 @@ class Walk {
     const operator = node.children.find((child) => child && !child.isNamed)?.type ?? '';
     const destination = node.childForFieldName('destination');
     if (!WRITING_REDIRECTS.has(operator) || !destination) return;
-    const target = wordValue(destination).value;
-    // `>&2` and `>&-` duplicate or close a descriptor; `>&name` writes the file `name`.
-    if (operator === '>&' && target !== null && /^(\d+-?|-)$/.test(target)) return;
-    this.redirectWrites.push(target);
+    // Every shell's reading of the target is a file the line may write.
+    const readings = wordReadings(destination);
+    for (const target of new Set(DIALECTS.map((dialect) => readings[dialect].value))) {
+      // `>&2` and `>&-` duplicate or close a descriptor; `>&name` writes the file `name`.
+      if (operator === '>&' && target !== null && /^(\d+-?|-)$/.test(target)) continue;
+      this.redirectWrites.push(target);
+    }
   }
 
   /** `exec {NAME}>file` stores a file descriptor's number in NAME (bash): a write to NAME. */
@@ -419,39 +542,42 @@ class Walk {
   /**
    * `export`, `declare`, `typeset`, `local`, `readonly`, `unset`: each word names a variable, and
    * quoting does not change that (`export 'PATH=.'`). A word the analysis cannot read could name
-   * any variable (`export $x=.`), so it counts as a write to PATH.
+   * any variable (`export $x=.`), so it counts as a write to PATH. Each shell's reading counts.
    */
   private declaration(node: Node, depth: number, codeDepth: number): void {
     const keyword = node.child(0)?.text ?? '';
     const where = `\`${keyword}\``;
     const words: (string | null)[] = [keyword];
-    for (const child of node.namedChildren) {
-      if (!child) continue;
-      if (child.type === 'variable_assignment') {
+    for (const group of shellWords(node.namedChildren.filter((child): child is Node => child !== null))) {
+      const [first] = group;
+      if (group.length === 1 && first!.type === 'variable_assignment') {
         // The walk of the child records the write (assignment()).
-        words.push(wordValue(child).value ?? (child.text.includes('$') || child.text.includes('`') ? null : child.text));
-      } else if (child.type === 'variable_name') {
-        words.push(child.text);
+        words.push(agreedValue(wordReadings(first!)).value);
+      } else if (group.length === 1 && first!.type === 'variable_name') {
+        words.push(first!.text);
         // `local PATH` empties PATH inside a function, `unset PATH` removes it.
-        this.variable(child.text);
+        this.variable(first!.text);
       } else {
-        const value = wordValue(child).value;
-        words.push(value);
-        if (value === null) {
-          this.flag('changes-lookup', `${where} is given a word the analysis cannot read, which could name PATH (\`export $x=.\`)`);
-        } else if (/^[-+][a-zA-Z]+$/.test(value)) {
-          if (value.includes('n'))
-            this.flag('changes-lookup', `\`${keyword} ${value}\` makes a name refer to another variable, which could be PATH`);
-          if (value.includes('i') && keyword !== 'unset')
-            this.flag(
-              'changes-lookup',
-              `\`${keyword} ${value}\` makes every later assignment to the variable arithmetic, which can assign PATH`,
-            );
-        } else {
-          this.declaredWord(value);
+        const readings = wordReadings(...group);
+        words.push(agreedValue(readings).value);
+        for (const dialect of DIALECTS) {
+          const value = readings[dialect].value;
+          if (value === null) {
+            this.flag('changes-lookup', `${where} is given a word the analysis cannot read, which could name PATH (\`export $x=.\`)`);
+          } else if (/^[-+][a-zA-Z]+$/.test(value)) {
+            if (value.includes('n'))
+              this.flag('changes-lookup', `\`${keyword} ${value}\` makes a name refer to another variable, which could be PATH`);
+            if (value.includes('i') && keyword !== 'unset')
+              this.flag(
+                'changes-lookup',
+                `\`${keyword} ${value}\` makes every later assignment to the variable arithmetic, which can assign PATH`,
+              );
+          } else {
+            this.declaredWord(value);
+          }
         }
       }
-      this.node(child, depth + 1, codeDepth);
+      for (const child of group) this.node(child, depth + 1, codeDepth);
     }
     this.programs.push(keyword);
     this.commands.push(literalPrefix(words));
@@ -468,9 +594,10 @@ class Walk {
   }
 
   private command(node: Node, depth: number, codeDepth: number): void {
-    let program: string | null | undefined;
+    let name: WordReadings | undefined;
     let reservedAsName = false;
-    const args: (string | null)[] = [];
+    const args: WordReadings[] = [];
+    this.checkWordsApart(node);
     for (let i = 0; i < node.childCount; i++) {
       const child = node.child(i);
       if (!child?.isNamed) continue;
@@ -481,18 +608,69 @@ class Walk {
           this.flag('unparsable', `the parser read the reserved word ${quoted(word.text)} as a program`);
           reservedAsName = true;
         }
-        const value = wordValue(word);
-        if (value.value === null) this.flag('computed-name', `the program's name ${quoted(child.text)} is computed from ${value.why}`);
-        program = value.value;
+        name = wordReadings(word);
+        for (const dialect of DIALECTS) {
+          const reading = name[dialect];
+          if (reading.value === null)
+            this.flag('computed-name', `the program's name ${quoted(child.text)} is computed from ${reading.why}`);
+        }
       } else if (field === 'argument') {
-        args.push(wordValue(child).value);
+        args.push(wordReadings(child));
       }
       this.node(child, depth + 1, codeDepth);
     }
-    if (program === undefined) return;
-    this.simpleCommand([program, ...args], codeDepth, 0);
+    if (name === undefined) return;
+    const byDialect = DIALECTS.map((dialect) => [name[dialect].value, ...args.map((arg) => arg[dialect].value)]);
+    this.readings(byDialect, node.text, codeDepth);
     // What follows the misread word is most likely the command the shell runs: still name it.
-    if (reservedAsName && args.length > 0) this.simpleCommand(args, codeDepth, 1);
+    if (reservedAsName && args.length > 0) for (const argv of byDialect) this.simpleCommand(argv.slice(1), codeDepth, 1);
+  }
+
+  /**
+   * The grammar sometimes splits what the shell reads as one word (`export PA$'\0'TH=.` is the word
+   * `PATH=.` to bash); between the words of a command there must be a blank, or the line is refused.
+   */
+  private checkWordsApart(node: Node): void {
+    const words = node.namedChildren.filter((child): child is Node => child !== null && WORD_NODES.has(child.type));
+    for (let i = 1; i < words.length; i++) {
+      if (words[i]!.startIndex !== words[i - 1]!.endIndex) continue;
+      this.flag('unparsable', `the parser reads ${quoted(words[i - 1]!.text + words[i]!.text)} as two words, where the shell reads one`);
+      return;
+    }
+  }
+
+  /**
+   * One simple command as each shell reads its words (bash, busybox ash, dash, in that order). When
+   * they agree it is read once. When they do not, every reading is walked, so a program any of them
+   * would start is named (and denied if the policy denies it), the words a rule may match stop at the
+   * first word they disagree on, and if the readings start different programs the line is
+   * shell-dependent: it always goes to the person.
+   */
+  readings(
+    byDialect: readonly (readonly (string | null)[])[],
+    shown: string,
+    codeDepth: number,
+    labels: readonly string[] = DIALECT_NAMES,
+  ): void {
+    const keys = byDialect.map((argv) => JSON.stringify(argv));
+    const distinct = byDialect.filter((_argv, index) => keys.indexOf(keys[index]!) === index);
+    this.commands.push(commonLiteralPrefix(distinct));
+    if (distinct.length === 1) {
+      this.simpleCommand(distinct[0]!, codeDepth, 0);
+      return;
+    }
+    const started = distinct.map((argv) => {
+      const from = this.programs.length;
+      this.simpleCommand(argv, codeDepth, 0);
+      return [...new Set(this.programs.slice(from))];
+    });
+    const sets = started.map((programs) => [...programs].sort().join('\u0000'));
+    if (new Set(sets).size === 1) return;
+    const said = byDialect.map((_argv, index) => {
+      const programs = started[distinct.indexOf(byDialect.find((_a, i) => keys[i] === keys[index])!)]!;
+      return `${labels[index]} starts ${programs.length > 0 ? programs.map(quoted).join(', ') : 'no program it can name'}`;
+    });
+    this.flag('shell-dependent', `the shells read ${quoted(shown)} as different commands (${said.join('; ')})`);
   }
 
   /**
@@ -500,7 +678,6 @@ class Walk {
    * is, what else it could start. `wrapDepth` counts wrappers around it (`sudo timeout 5 rm`).
    */
   simpleCommand(argv: readonly (string | null)[], codeDepth: number, wrapDepth: number): void {
-    if (wrapDepth === 0) this.commands.push(literalPrefix(argv));
     const program = argv[0];
     if (program === null || program === undefined) {
       if (wrapDepth > 0) this.flag('computed-name', 'a program it starts has a name computed from an expansion');
@@ -537,6 +714,65 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
   };
 }
 
+/** Nodes whose text the walk reads as characters of a word, a string or a comment. */
+const LITERAL_NODES = new Set([
+  'word',
+  'string',
+  'string_content',
+  'raw_string',
+  'ansi_c_string',
+  'comment',
+  'heredoc_body',
+  'heredoc_content',
+  'number',
+  'regex',
+  'extglob_pattern',
+]);
+
+/** Node types that are (part of) one shell word. */
+const WORD_NODES = new Set([
+  'command_name',
+  'word',
+  'number',
+  'concatenation',
+  'string',
+  'raw_string',
+  'ansi_c_string',
+  'translated_string',
+  'simple_expansion',
+  'expansion',
+  'command_substitution',
+  'arithmetic_expansion',
+  'variable_name',
+  'variable_assignment',
+]);
+
+const DIALECT_NAMES: readonly string[] = DIALECTS.map((dialect) => ({ bash: 'bash', ash: 'busybox ash', dash: 'dash' })[dialect]);
+
+/** The parser's nodes grouped into the shell's words: nodes with no blank between them are one word. */
+function shellWords(nodes: readonly Node[]): Node[][] {
+  const groups: Node[][] = [];
+  for (const node of nodes) {
+    const last = groups.at(-1);
+    if (last && WORD_NODES.has(node.type) && WORD_NODES.has(last.at(-1)!.type) && last.at(-1)!.endIndex === node.startIndex)
+      last.push(node);
+    else groups.push([node]);
+  }
+  return groups;
+}
+
+/** The words every reading agrees on, up to the first word that is unknown or read differently. */
+function commonLiteralPrefix(readings: readonly (readonly (string | null)[])[]): string[] {
+  const first = literalPrefix(readings[0] ?? []);
+  let length = first.length;
+  for (const argv of readings.slice(1)) {
+    let same = 0;
+    while (same < length && argv[same] === first[same]) same++;
+    length = same;
+  }
+  return first.slice(0, length);
+}
+
 function literalPrefix(words: readonly (string | null)[]): string[] {
   const literal: string[] = [];
   for (const word of words) {
@@ -560,7 +796,12 @@ export function analyseCommandLine(text: string, presetNames: readonly string[] 
 export function analyseArgv(argv: readonly string[], presetNames: readonly string[] = []): ShellAnalysis {
   const walk = new Walk();
   for (const name of presetNames) walk.textWrites.add(name);
-  walk.simpleCommand(argv, 0, 0);
+  if (argv.some((word) => word.includes('\0'))) {
+    // A NUL cannot reach a program: the word ends there for it, or the start is refused. Both are read.
+    walk.flag('unparsable', 'an argument holds a NUL character, which ends the argument for the program that receives it');
+    const cut = argv.map((word) => word.split('\0')[0]!);
+    walk.readings([cut, argv], argv.join(' '), 0, ['the word cut at the NUL', 'the word as written']);
+  } else walk.readings([argv], argv.join(' '), 0);
   walk.finish();
   return { programs: walk.programs, commands: walk.commands, unknowable: walk.unknowable, redirectWrites: walk.redirectWrites };
 }

@@ -15,7 +15,15 @@ export type UnknowableKind =
   /** A program run by a path outside the system's program directories: a file whose content the line does not show. */
   | 'file-by-path'
   /** An action of a program on files the command line does not name (`find -delete`). */
-  | 'unseen-effect';
+  | 'unseen-effect'
+  /** The shells the line may run under (bash, busybox ash, dash) read its words as different commands (`$'rm' x`). */
+  | 'shell-dependent';
+
+/**
+ * Kinds that send a step to the person whatever the policy's lists: the analysis cannot say what
+ * the line runs at all, or the answer depends on which shell the image has.
+ */
+export const ALWAYS_ASK_KINDS: ReadonlySet<UnknowableKind> = new Set(['unparsable', 'shell-dependent']);
 
 export interface Unknowable {
   kind: UnknowableKind;

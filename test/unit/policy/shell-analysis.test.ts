@@ -84,7 +84,8 @@ const CASES: Case[] = [
   ['r* x', [], ['computed-name']],
   ['/usr/bin/r? x', [], ['computed-name']],
   ['~/bin/rm x', [], ['computed-name']],
-  ['$"rm" x', [], ['computed-name']],
+  // bash reads $"rm" as rm (unless a catalog translates it), busybox ash and dash as `$rm`: named, and always asked.
+  ['$"rm" x', ['rm', '$rm'], ['shell-dependent']],
   ['`echo rm` x', ['echo'], ['computed-name']],
   ['<(echo rm) x', ['echo'], ['computed-name']],
   ['$((1)) x', [], ['computed-name']],
@@ -95,8 +96,9 @@ const CASES: Case[] = [
   ['\\rm x', ['rm'], []],
   ['"r"m x', ['rm'], []],
   ["r''m x", ['rm'], []],
-  ["$'\\x72m' x", ['rm'], []],
-  ["$'\\162\\155' x", ['rm'], []],
+  // dash has no $'…' and runs `$\x72m`: the shells disagree, so the line asks, and `rm` is still named.
+  ["$'\\x72m' x", ['rm', '$\\x72m'], ['shell-dependent']],
+  ["$'\\162\\155' x", ['rm', '$\\162\\155'], ['shell-dependent']],
   ['"rm" "-rf" "."', ['rm'], []],
   // The grammar splits `r\⏎m` in two; the line is refused (and `r` is itself a shell builtin that re-runs commands).
   ['r\\\nm x', ['r'], ['unparsable', 'runs-code']],
