@@ -12,9 +12,10 @@ import { standingAgainst, standingAgainstAll, type WitnessedLog } from './witnes
  * - rolled_back: the witness saw more records than this log holds (restored from an older copy, or its tail cut);
  * - forked: this log's root at the witness's size is another (history rewritten, or a diverging copy);
  * - unreachable: the witness could not be asked, or its answer did not verify: nothing is known;
- * - no_checkpoint: the witness holds nothing of this log yet: nothing is known either.
+ * - no_checkpoint: the witness holds nothing of this log yet: nothing is known either;
+ * - not_comparable (an export only): what the witness holds lies where the file gives no root: nothing is known.
  */
-export type WitnessStatus = 'consistent' | 'rolled_back' | 'forked' | 'unreachable' | 'no_checkpoint';
+export type WitnessStatus = 'consistent' | 'rolled_back' | 'forked' | 'unreachable' | 'no_checkpoint' | 'not_comparable';
 
 /** Why verify asks a witness: today's policy names it, only the log's records do (it was removed), or the auditor named it. */
 export type WitnessSource = 'policy' | 'log' | 'auditor';
