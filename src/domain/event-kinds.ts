@@ -17,6 +17,8 @@ export const EVENT_KINDS = [
   'ipc.denied',
   'key.created',
   'key.rotated',
+  /** The machine's clock was found behind the log's time (detail: clock, loggedAt, behindMs); written by the log itself. */
+  'clock.stepped',
   'step.proposed',
   'step.evaluated',
   'step.consent_requested',

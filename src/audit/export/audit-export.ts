@@ -23,6 +23,8 @@ export interface ExportHeader {
   to: number;
   checkpointEvery: number;
   exportedAt: string;
+  /** The log's newest record when the export was made (≥ to): an auditor tells a prefix from a rolled-back log by it. Absent in older exports. */
+  logHead?: number;
   keyRecords?: number;
   certificates?: number;
   records?: number;
@@ -151,6 +153,7 @@ export function* exportLines(db: Db, logId: string, options: ExportOptions): Gen
     to,
     checkpointEvery,
     exportedAt: (options.now ?? new Date()).toISOString(),
+    logHead: source.bounds().max,
     keyRecords: keyRows.length,
     certificates: certificates.size,
     records: to - from + 1,
@@ -251,6 +254,36 @@ export interface ParsedExport {
 
 const HEX = /^[0-9a-f]*$/;
 
+/** A head the export's signed lines name: a certificate's (firstSeq − 1) or a checkpoint's seq, with its root when given. */
+export interface SealedHead {
+  seq: number;
+  rootHash?: string;
+}
+
+export function sealedHeads(parsed: ParsedExport): SealedHead[] {
+  const heads: SealedHead[] = [];
+  for (const line of [...parsed.certificates, ...parsed.checkpoints]) {
+    try {
+      const body = JSON.parse(line.body) as { headSeq?: unknown; firstSeq?: unknown; seq?: unknown; rootHash?: unknown };
+      const seq = line.type === 'certificate' ? (body.headSeq ?? Number(body.firstSeq) - 1) : body.seq;
+      if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0)
+        heads.push({
+          seq,
+          ...(typeof body.rootHash === 'string' && /^[0-9a-f]{64}$/.test(body.rootHash) ? { rootHash: body.rootHash } : {}),
+        });
+    } catch {
+      /* a line verify reports; it vouches for nothing here */
+    }
+  }
+  return heads;
+}
+
+/** The most records an export shows its log had reached: its range, its header's `logHead`, its certificates' and checkpoints' heads. */
+export function exportReach(parsed: ParsedExport): number {
+  const head = typeof parsed.header.logHead === 'number' && Number.isSafeInteger(parsed.header.logHead) ? parsed.header.logHead : 0;
+  return Math.max(parsed.header.to, head, ...sealedHeads(parsed).map((sealed) => sealed.seq));
+}
+
 /** Reads an export file (read-only) and checks its shape; the content is judged by verify. */
 export function readExportFile(file: string): ParsedExport {
   let text: string;
@@ -286,6 +319,8 @@ export function readExportFile(file: string): ParsedExport {
         (value.checkpointEvery as number) < 1
       )
         throw bad(index, 'the header lacks from, to or checkpointEvery');
+      if (value.logHead !== undefined && !(Number.isSafeInteger(value.logHead) && (value.logHead as number) >= 0))
+        throw bad(index, "the header's logHead is not a whole number");
       for (const field of ['mac', 'sig'] as const)
         if (value[field] !== undefined && !(typeof value[field] === 'string' && HEX.test(value[field] as string)))
           throw bad(index, `the header's ${field} is not hex`);

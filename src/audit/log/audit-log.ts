@@ -31,6 +31,7 @@ import {
 } from '../format/record-format.js';
 import { checkedString, recordableValue, type RecordingRules } from './recordable-value.js';
 import { RecordSecretDigester } from './secret-digest.js';
+import { RecordClock, type RecordTime } from './record-clock.js';
 
 export interface AuditLogOptions {
   /** The epoch key ratchets after this many records… */
@@ -116,6 +117,14 @@ export class SignedAuditLog implements AuditTrail {
   private readonly checkpointListeners = new Set<() => void>();
 
   private readonly selectHead;
+  private readonly selectLastTs;
+  /** Dates records so that none is before the log's time, whatever the machine's clock does (record-clock.ts). */
+  private readonly clock: RecordClock;
+  /**
+   * When this process saw the current epoch open (monotonic ms): while the clock is behind the log's
+   * time, dates stand still, and this still ends an epoch after epochMs of real time.
+   */
+  private epochOpenedMono = performance.now();
   private readonly insertRecord;
   private readonly selectLastCheckpoint;
   private readonly insertCheckpoint;
@@ -142,6 +151,8 @@ export class SignedAuditLog implements AuditTrail {
     this.salt = keyring.salt;
     // The hash as hex text from SQLite: a blob would cost a Buffer of its own on every append.
     this.selectHead = db.prepare('SELECT seq, lower(hex(hash)) AS hash FROM audit_records ORDER BY seq DESC LIMIT 1');
+    this.selectLastTs = db.prepare('SELECT ts FROM audit_records ORDER BY seq DESC LIMIT 1').pluck();
+    this.clock = new RecordClock(this.options.now);
     this.insertRecord = db.prepare(
       'INSERT INTO audit_records (seq, ts, action, plan_id, step_id, body, mac, hash, cosign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
@@ -169,7 +180,14 @@ export class SignedAuditLog implements AuditTrail {
     // A checkpoint signs no record: only time ends an epoch there (nextSeq undefined).
     const countOver =
       nextSeq !== undefined && (firstSeq !== undefined && declared ? nextSeq - firstSeq >= maxRecords : this.recordsInEpoch >= maxRecords);
-    return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs;
+    return countOver || now.getTime() - this.keyring.epochStartedAt() >= maxMs || performance.now() - this.epochOpenedMono >= maxMs;
+  }
+
+  /** The time the log stands at: its newest record's, or its current epoch's start if later. Nothing is dated before it. */
+  private logTime(): number {
+    const ts = this.selectLastTs.get() as string | undefined;
+    const last = ts === undefined ? Number.NEGATIVE_INFINITY : Date.parse(ts);
+    return Math.max(Number.isFinite(last) ? last : Number.NEGATIVE_INFINITY, this.keyring.epochStartedAt());
   }
 
   /**
@@ -189,6 +207,7 @@ export class SignedAuditLog implements AuditTrail {
       checkpointHash: last ? last.hash.toString('hex') : GENESIS_HASH,
     });
     this.recordsInEpoch = 0;
+    this.epochOpenedMono = performance.now();
     if (certificate) {
       this.storeCertificate(certificate);
       this.scheduleCertificateCheck();
@@ -353,8 +372,8 @@ export class SignedAuditLog implements AuditTrail {
     }
     try {
       assertEventKind(event.kind);
-      if (event.kind === 'key.created' || event.kind === 'key.rotated') {
-        // A chain start is what the verifier trusts for key ranges: only the log itself writes one.
+      if (event.kind === 'key.created' || event.kind === 'key.rotated' || event.kind === 'clock.stepped') {
+        // A chain start is what the verifier trusts for key ranges, a clock step what explains the dates: only the log itself writes them.
         throw new ExecutorError(
           'INVALID_INPUT',
           `${event.kind} records are written by the audit log itself (keys rotate with \`executor keys rotate\`).`,
@@ -362,10 +381,11 @@ export class SignedAuditLog implements AuditTrail {
       }
       let head = this.head();
       if (head.seq === 0) head = this.writeKeyCreated(head);
-      const now = this.options.now();
       this.settleRatchets();
-      if (this.epochOver(now, head.seq + 1)) this.ratchet(now, head);
-      this.writeRecord(event, head, now, this.keyring.current());
+      const time = this.clock.date(this.logTime());
+      if (time.steppedBackMs !== undefined) head = this.writeClockStep(head, time);
+      if (this.epochOver(time.at, head.seq + 1)) this.ratchet(time.at, head);
+      this.writeRecord(event, head, time.at, this.keyring.current());
     } catch (error) {
       throw writeFailed(error);
     }
@@ -382,6 +402,30 @@ export class SignedAuditLog implements AuditTrail {
           epochMaxRecords: forwardSecure.schedule.epochMaxRecords,
         }
       : {};
+  }
+
+  /**
+   * The machine's clock is behind the log's time (NTP corrected a clock that was fast, a VM resumed
+   * from an old snapshot): said as a record of its own, dated at the log's time like those after it.
+   */
+  private writeClockStep(head: Head, time: RecordTime): Head {
+    if (this.epochOver(time.at, head.seq + 1)) this.ratchet(time.at, head);
+    return this.writeRecord(
+      {
+        kind: 'clock.stepped',
+        actor: { user: 'executor', channel: 'system' },
+        detail: {
+          clock: time.clock.toISOString(),
+          loggedAt: time.at.toISOString(),
+          behindMs: time.steppedBackMs,
+          message:
+            "The machine's clock is behind the time of the log's last record: records are dated no earlier than it until the clock catches up.",
+        },
+      },
+      head,
+      time.at,
+      this.keyring.current(),
+    );
   }
 
   private writeKeyCreated(head: Head): Head {
@@ -458,8 +502,8 @@ export class SignedAuditLog implements AuditTrail {
     // public key the anchor's signature is checked against) comes first, or nothing could vouch for it.
     if (head.seq === 0) head = this.writeKeyCreated(head);
     const last = this.selectLastCheckpoint.get() as { cp_seq: number; hash: Buffer } | undefined;
-    const now = this.options.now();
     this.settleRatchets();
+    const now = this.clock.peek(this.logTime());
     // A heartbeat after the epoch's window closed must not sign outside it: move to the next epoch first.
     if (this.keyring.currentForwardSecure() && this.epochOver(now, undefined)) this.ratchet(now, head);
     const key = this.keyring.current();
@@ -598,7 +642,7 @@ export class SignedAuditLog implements AuditTrail {
    * old one, so the verifier sees the old chain hand over to the new; then a checkpoint seals it.
    */
   rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
-    const now = this.options.now();
+    const now = this.clock.peek(this.logTime());
     const before = this.head();
     // The outgoing chain's epoch key is erased at the rotation: it first closes its epoch with a certificate
     // fixing the head, or the new chain's keys alone would vouch for the old chain's last records.
@@ -653,6 +697,7 @@ export class SignedAuditLog implements AuditTrail {
     }
     this.keyring.commitRotation();
     this.recordsInEpoch = 0;
+    this.epochOpenedMono = performance.now();
     this.checkpoint('rotation');
     return { previousKeyId: previous.keyId, keyId: next.keyId };
   }

@@ -4,7 +4,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import { DATABASE_FILE, type Db } from '../../store/database.js';
 import { openAuditDatabaseReadOnly } from '../log/audit-reader.js';
 import { AnchorStore } from '../log/anchor.js';
-import { readExportFile } from '../export/audit-export.js';
+import { exportReach, readExportFile } from '../export/audit-export.js';
 import { AuditKeyring, type ChainPublicKeys } from '../keys/audit-keys.js';
 import { exportHeaderSignedText } from '../export/audit-export.js';
 import type { StoredCertificate } from '../format/epoch-certificate.js';
@@ -264,6 +264,17 @@ export async function verifyExportFile(
       },
     };
   }
+  if (report.ok && header.logHead !== undefined && header.logHead < header.to) {
+    return {
+      ...report,
+      ok: false,
+      problem: {
+        code: 'BAD_HEADER',
+        seq: header.from,
+        message: `the export header says the log's newest record was ${header.logHead} when it was made, yet it holds records up to ${header.to}`,
+      },
+    };
+  }
   if (
     report.ok &&
     (report.records !== parsed.header.to - parsed.header.from + 1 || (parsed.records.length && report.headSeq !== parsed.header.to))
@@ -279,5 +290,11 @@ export async function verifyExportFile(
       },
     };
   }
+  // A prefix is no finding (`export --to`), but its own signed lines show the log went further: say so, so a short export is not taken for the whole log.
+  const reached = exportReach(parsed);
+  if (report.ok && reached > header.to)
+    report.warnings.unshift(
+      `this export is a prefix (records ${header.from}..${header.to}); the log had reached at least ${reached} records (its header, certificates and checkpoints say so)`,
+    );
   return report;
 }

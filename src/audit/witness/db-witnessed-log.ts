@@ -1,7 +1,7 @@
 import type { Db } from '../../store/database.js';
 import { AuditTree, recordLeafHash } from '../log/audit-tree.js';
 import { latestCheckpointNote, logNoteVerifier, logOrigin } from '../format/checkpoint-note.js';
-import { emptyRoot, nodeHash } from '../format/merkle.js';
+import { CompactRange, emptyRoot, nodeHash } from '../format/merkle.js';
 import { parseNote, type NoteVerifier } from '../format/signed-note.js';
 import { parseCheckpointText } from '../format/tlog-checkpoint.js';
 import type { LocalCheckpoint, WitnessedLog } from './witnessed-log.js';
@@ -40,6 +40,22 @@ export function dbWitnessedLog(db: Db, options: DbWitnessedLogOptions = {}): Wit
     while (stack.length > 0) root = nodeHash(stack.pop()!.hash, root);
     return root;
   };
+  /** The roots at several sizes from one read of the records: a git witness's history may state thousands. */
+  const rootsFromRecordsAt = (sizes: readonly number[]): Map<number, Buffer> => {
+    const wanted = [...new Set(sizes)].sort((a, b) => a - b);
+    const roots = new Map<number, Buffer>();
+    const range = CompactRange.empty(0);
+    let next = 0;
+    while (next < wanted.length && wanted[next] === 0) roots.set(wanted[next++]!, emptyRoot());
+    if (next === wanted.length) return roots;
+    const last = wanted[wanted.length - 1]!;
+    for (const hash of db.prepare('SELECT hash FROM audit_records WHERE seq <= ? ORDER BY seq').pluck().iterate(last) as Iterable<Buffer>) {
+      range.append(recordLeafHash(hash));
+      while (next < wanted.length && wanted[next] === range.end) roots.set(wanted[next++]!, range.root());
+    }
+    if (next < wanted.length) throw new Error(`the log holds ${range.end} records up to seq ${last}`);
+    return roots;
+  };
   // Every key chain's log key: a note on a remote may be older than the last rotation.
   const publicKeys = db
     .prepare("SELECT json_extract(body, '$.args.publicKey') FROM audit_records WHERE action IN ('key.created', 'key.rotated') ORDER BY seq")
@@ -60,6 +76,8 @@ export function dbWitnessedLog(db: Db, options: DbWitnessedLogOptions = {}): Wit
     verifiers,
     size: options.rootsFromRecords ? headSeq : () => tree.size(),
     rootAt: (size) => (options.rootsFromRecords ? rootFromRecords(size) : tree.root(size)),
+    rootsAt: (sizes) =>
+      options.rootsFromRecords ? rootsFromRecordsAt(sizes) : new Map([...new Set(sizes)].map((size) => [size, tree.root(size)])),
     consistencyProof: (from, to) => (from === 0 || from === to ? [] : tree.consistencyProof(from, to)),
     logKeyHandovers: () =>
       (

@@ -5,7 +5,7 @@ import { SignedNoteError, openNote, type NoteVerifier } from '../format/signed-n
 import { parseCheckpointText, type TlogCheckpoint } from '../format/tlog-checkpoint.js';
 import { WitnessUnreachable } from './witness-client.js';
 import { originHash } from './witness-state.js';
-import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
+import { standingAgainstAll, type WitnessedLog } from './witnessed-log.js';
 
 /**
  * A team's git remote as a witness: each checkpoint note is appended to one file on a branch the
@@ -47,7 +47,7 @@ interface GitResult {
   stderr: string;
 }
 
-function git(cwd: string, args: string[]): Promise<GitResult> {
+function git(cwd: string, args: string[], maxBuffer = 64 * 1024 * 1024): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
@@ -69,7 +69,7 @@ function git(cwd: string, args: string[]): Promise<GitResult> {
       {
         cwd,
         timeout: GIT_TIMEOUT_MS,
-        maxBuffer: 64 * 1024 * 1024,
+        maxBuffer,
         env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '', LC_ALL: 'C' },
       },
       (error, stdout, stderr) => {
@@ -123,45 +123,159 @@ export function splitCheckpointNotes(text: string): string[] {
   return notes;
 }
 
-export interface RemoteCheckpoint {
+/** A checkpoint note of this log found on the branch, with the commit that added it. */
+export interface BranchNote {
   checkpoint: TlogCheckpoint;
   note: string;
+  /** The commit that added the note (the tip's, for a note found only in the tip's file). */
+  commit: string;
+  /** When that commit was made, as its committer's clock said (ISO 8601); null when not known. */
+  committedAt: string | null;
+}
+
+/** Everything the branch ever said of this log. */
+export interface BranchHistory {
+  /** Every note this log's keys signed that any commit of the branch ever added, each once, oldest commit first. */
+  notes: BranchNote[];
+  /** The last note of the file at the tip, when it verifies. */
+  newest: BranchNote | undefined;
+  /** Notes in this log's file that this log's keys did not sign (or that name another log), by commit. */
+  unverified: { commit: string; reason: string }[];
+  /** The tip's last note is one of them: someone wrote to the branch who should not have. */
+  newestUnverified: boolean;
+  /** The tip commit read. */
+  tip: string;
+}
+
+const LOG_BUFFER_BYTES = 512 * 1024 * 1024;
+
+interface AddedText {
+  commit: string;
+  committedAt: string | null;
+  text: string;
 }
 
 /**
- * The newest checkpoint the remote's branch holds for this log, checked against the log's key.
- * A newest note that does not verify is an error, never skipped: someone wrote to the branch who
- * should not have, and an older note beneath it proves nothing about the present.
+ * The lines each commit added to the file, hunk by hunk, for every commit reachable from `range`'s
+ * tip (a merge against each of its parents, so no side of a merge hides a note). A diff, not every
+ * version of the file: each version holds all the notes before it, and reading them all would cost
+ * the square of the branch's length. An honest append is one hunk of whole notes. The repository's
+ * own settings (attributes, diff drivers, colour, prefixes) are turned off: the branch is data.
  */
-async function newestOnRemote(target: GitWitnessTarget, origin: string, verifiers: NoteVerifier[]): Promise<RemoteCheckpoint | undefined> {
-  const shown = await git(target.cloneDir, ['show', `refs/remotes/origin/${target.branch}:${checkpointFilePath(origin)}`]);
-  if (shown.code !== 0) return undefined;
-  const notes = splitCheckpointNotes(shown.stdout);
-  const note = notes.at(-1);
-  if (!note) return undefined;
+async function addedTexts(target: GitWitnessTarget, file: string, range: string): Promise<AddedText[]> {
+  const result = await git(
+    target.cloneDir,
+    [
+      '-c',
+      'diff.noprefix=false',
+      '-c',
+      'log.showSignature=false',
+      'log',
+      '--reverse',
+      '--full-history',
+      '--no-renames',
+      '--diff-merges=separate',
+      '--text',
+      '--no-ext-diff',
+      '--no-textconv',
+      '--no-color',
+      '--diff-algorithm=myers',
+      '--unified=0',
+      '--format=%x01%H %ct',
+      range,
+      '--',
+      file,
+    ],
+    LOG_BUFFER_BYTES,
+  );
+  if (result.code !== 0) throw new WitnessUnreachable(`git log of ${target.remote} (${target.branch}): ${oneLine(result.stderr)}`);
+  const added: AddedText[] = [];
+  let commit = '';
+  let committedAt: string | null = null;
+  let hunk: string[] | undefined;
+  const flush = () => {
+    if (hunk?.length) added.push({ commit, committedAt, text: `${hunk.join('\n')}\n` });
+    hunk = undefined;
+  };
+  for (const line of result.stdout.split('\n')) {
+    if (line.startsWith('\u0001')) {
+      flush();
+      const [hash, seconds] = line.slice(1).split(' ');
+      commit = hash ?? '';
+      committedAt = seconds && /^\d+$/.test(seconds) ? new Date(Number(seconds) * 1000).toISOString() : null;
+    } else if (line.startsWith('diff --git ')) flush();
+    else if (line.startsWith('@@ ')) {
+      flush();
+      hunk = [];
+    } else if (hunk && line.startsWith('+')) hunk.push(line.slice(1));
+  }
+  flush();
+  return added;
+}
+
+/** A note of this log, or why it is not one. */
+function openLogNote(note: string, origin: string, verifiers: NoteVerifier[]): TlogCheckpoint | string {
   try {
-    const opened = openNote(note, verifiers);
-    const checkpoint = parseCheckpointText(opened.text);
-    if (checkpoint.origin !== origin) throw new SignedNoteError('malformed', `it names the log ${checkpoint.origin}`);
-    return { checkpoint, note };
+    const checkpoint = parseCheckpointText(openNote(note, verifiers).text);
+    return checkpoint.origin === origin ? checkpoint : `it names the log ${checkpoint.origin}`;
   } catch (error) {
-    if (error instanceof SignedNoteError)
-      throw new WitnessUnreachable(
-        `${target.remote} (${target.branch}): its newest checkpoint note does not verify with this log's key (${error.message})`,
-      );
+    if (error instanceof SignedNoteError) return error.message;
     throw error;
   }
 }
 
-/** Fetches and reads the remote's newest checkpoint of this log (for verify). */
+/**
+ * Everything the branch ever said of this log: the notes every commit added (with `since`, only
+ * the commits after it: the caller read the rest before), and the notes of the file at the tip.
+ * Undefined when neither holds a note.
+ */
+async function branchHistory(
+  target: GitWitnessTarget,
+  origin: string,
+  verifiers: NoteVerifier[],
+  since?: string,
+): Promise<BranchHistory | undefined> {
+  const ref = `refs/remotes/origin/${target.branch}`;
+  const tip = (await mustGit(target.cloneDir, ['rev-parse', '--verify', `${ref}^{commit}`])).trim();
+  const file = checkpointFilePath(origin);
+  const shown = await git(target.cloneDir, ['show', `${ref}:${file}`]);
+  const atTip = shown.code === 0 ? splitCheckpointNotes(shown.stdout) : [];
+  const added = await addedTexts(target, file, since ? `${since}..${ref}` : ref);
+  const opened = new Map<string, TlogCheckpoint | string>();
+  const notes: BranchNote[] = [];
+  const unverified: { commit: string; reason: string }[] = [];
+  const take = (note: string, commit: string, committedAt: string | null) => {
+    if (opened.has(note)) return;
+    const checkpoint = openLogNote(note, origin, verifiers);
+    opened.set(note, checkpoint);
+    if (typeof checkpoint === 'string') unverified.push({ commit, reason: checkpoint });
+    else notes.push({ checkpoint, note, commit, committedAt });
+  };
+  for (const text of added) for (const note of splitCheckpointNotes(text.text)) take(note, text.commit, text.committedAt);
+  // The tip's file too (each note once: those a diff showed are not checked again); after `since`, its last note alone.
+  for (const note of since ? atTip.slice(-1) : atTip) take(note, tip, null);
+  if (opened.size === 0 && atTip.length === 0) return undefined;
+  const last = atTip.at(-1);
+  const newestUnverified = last !== undefined && typeof opened.get(last) === 'string';
+  const newest = last === undefined || newestUnverified ? undefined : notes.find((candidate) => candidate.note === last);
+  return { notes, newest, unverified, newestUnverified, tip };
+}
+
+/** Fetches the branch and reads all it ever said of this log (for verify); undefined when it holds nothing of it. */
 export async function readGitWitness(
   target: GitWitnessTarget,
   log: Pick<WitnessedLog, 'origin' | 'verifiers'>,
-): Promise<RemoteCheckpoint | undefined> {
+): Promise<BranchHistory | undefined> {
   await prepareClone(target);
   if (!(await fetchBranch(target))) return undefined;
-  return newestOnRemote(target, log.origin, log.verifiers);
+  return branchHistory(target, log.origin, log.verifiers);
 }
+
+/**
+ * What this process already read of a branch, found consistent with its log: the tip, and the
+ * largest note up to it. The next publish reads only the commits after that tip.
+ */
+const readBefore = new Map<string, { tip: string; largest: BranchNote }>();
 
 export type GitPublishOutcome =
   | { kind: 'published'; size: number }
@@ -180,11 +294,20 @@ export async function publishToGit(target: GitWitnessTarget, log: WitnessedLog):
   const file = checkpointFilePath(log.origin);
   for (let attempt = 1; ; attempt += 1) {
     const exists = await fetchBranch(target);
-    const remote = exists ? await newestOnRemote(target, log.origin, log.verifiers) : undefined;
-    if (remote) {
-      const standing = standingAgainst(log, remote.checkpoint);
-      if (standing !== 'consistent') return { kind: 'diverged', standing, remote: remote.checkpoint };
-      if (remote.checkpoint.size >= newest.size) return { kind: 'up_to_date', size: remote.checkpoint.size };
+    if (exists) {
+      // Every note the branch ever held counts, not only its newest: a restored copy may have pushed its own older one.
+      const cacheKey = [target.cloneDir, target.remote, target.branch, log.origin].join('\0');
+      const before = readBefore.get(cacheKey);
+      const history = await branchHistory(target, log.origin, log.verifiers, before?.tip);
+      if (history?.newestUnverified)
+        throw new WitnessUnreachable(
+          `${target.remote} (${target.branch}): its newest checkpoint note does not verify with this log's key (${history.unverified.at(-1)?.reason})`,
+        );
+      const verdict = standingAgainstAll(log, [...(before ? [before.largest] : []), ...(history?.notes ?? [])], (note) => note.checkpoint);
+      if (verdict && verdict.standing !== 'consistent')
+        return { kind: 'diverged', standing: verdict.standing, remote: verdict.against.checkpoint };
+      if (verdict && history) readBefore.set(cacheKey, { tip: history.tip, largest: verdict.against });
+      if (verdict && verdict.against.checkpoint.size >= newest.size) return { kind: 'up_to_date', size: verdict.against.checkpoint.size };
     }
     if (exists) await mustGit(target.cloneDir, ['checkout', '-q', '-f', '-B', target.branch, `refs/remotes/origin/${target.branch}`]);
     else {

@@ -44,6 +44,23 @@ function witnessesIn(policy: unknown): WitnessConfig[] {
   });
 }
 
+/** Every witness the policy records among these record bodies name (before or after), each once: what an export's records name. */
+export function witnessesInPolicyBodies(bodies: readonly string[]): WitnessConfig[] {
+  const named = new Map<string, WitnessConfig>();
+  for (const text of bodies) {
+    let body: { action?: unknown; args?: { before?: unknown; after?: unknown } };
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      continue;
+    }
+    if (!(POLICY_RECORD_KINDS as readonly unknown[]).includes(body.action)) continue;
+    for (const witness of [...witnessesIn(body.args?.before), ...witnessesIn(body.args?.after)])
+      if (!named.has(witnessIdentity(witness))) named.set(witnessIdentity(witness), witness);
+  }
+  return [...named.values()];
+}
+
 interface PolicyRow {
   seq: number;
   ts: string;

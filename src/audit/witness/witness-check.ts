@@ -1,10 +1,10 @@
 import type { WitnessConfig } from '../../policy/policy-file.js';
 import type { CosignatureStore } from './cosignature-store.js';
 import type { PolicyRecordRef } from './named-witnesses.js';
-import { readGitWitness } from './git-witness.js';
+import { readGitWitness, type BranchNote } from './git-witness.js';
 import { WitnessUnreachable, fetchCosignedCheckpoint } from './witness-client.js';
 import { gitTarget, publishToHttpWitness, witnessVerifier } from './witness-publisher.js';
-import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
+import { standingAgainst, standingAgainstAll, type WitnessedLog } from './witnessed-log.js';
 
 /**
  * How the log stands against one witness at verify:
@@ -12,9 +12,10 @@ import { standingAgainst, type WitnessedLog } from './witnessed-log.js';
  * - rolled_back: the witness saw more records than this log holds (restored from an older copy, or its tail cut);
  * - forked: this log's root at the witness's size is another (history rewritten, or a diverging copy);
  * - unreachable: the witness could not be asked, or its answer did not verify: nothing is known;
- * - no_checkpoint: the witness holds nothing of this log yet: nothing is known either.
+ * - no_checkpoint: the witness holds nothing of this log yet: nothing is known either;
+ * - not_comparable (an export only): what the witness holds lies where the file gives no root: nothing is known.
  */
-export type WitnessStatus = 'consistent' | 'rolled_back' | 'forked' | 'unreachable' | 'no_checkpoint';
+export type WitnessStatus = 'consistent' | 'rolled_back' | 'forked' | 'unreachable' | 'no_checkpoint' | 'not_comparable';
 
 /** Why verify asks a witness: today's policy names it, only the log's records do (it was removed), or the auditor named it. */
 export type WitnessSource = 'policy' | 'log' | 'auditor';
@@ -40,8 +41,13 @@ export interface WitnessReport {
   /** The URL, or the git remote and branch. */
   where: string;
   status: WitnessStatus;
-  /** The newest checkpoint the witness holds for this log, when it answered. */
+  /**
+   * The largest checkpoint the witness vouches for, when it answered: a tlog-witness's newest cosigned one
+   * (it only grows), a git branch's largest note in all its history (not the last one appended).
+   */
   newest: { size: number; rootHash: string; cosignedAt: string | null } | null;
+  /** For rolled_back and forked: the witness's statement the log contradicts, and where it stands (commit, or cosigned time). */
+  contradicts?: { size: number; rootHash: string; where: string };
   localSize: number;
   message: string;
 }
@@ -70,14 +76,18 @@ async function checkHttp(
   const cosigned = await fetchCosignedCheckpoint({ url: witness.url, verifier: witnessVerifier(witness) }, log);
   if (cosigned) {
     const status = standingAgainst(log, cosigned.checkpoint);
+    const newest = {
+      size: cosigned.checkpoint.size,
+      rootHash: cosigned.checkpoint.rootHash.toString('base64'),
+      cosignedAt: new Date(cosigned.timestamp * 1000).toISOString(),
+    };
     return {
       ...base,
       status,
-      newest: {
-        size: cosigned.checkpoint.size,
-        rootHash: cosigned.checkpoint.rootHash.toString('base64'),
-        cosignedAt: new Date(cosigned.timestamp * 1000).toISOString(),
-      },
+      newest,
+      ...(status !== 'consistent'
+        ? { contradicts: { size: newest.size, rootHash: newest.rootHash, where: `cosigned ${newest.cosignedAt}` } }
+        : {}),
       message: describe(status, witness.name, cosigned.checkpoint.size, base.localSize),
     };
   }
@@ -119,15 +129,51 @@ async function checkGit(
 ): Promise<WitnessReport> {
   const base = { witness: witness.name, kind: witness.kind, where: `${witness.remote} (${witness.branch})`, localSize: log.size() };
   const target = gitTarget(dataDir, witness);
-  const remote = await readGitWitness(cloneDir ? { ...target, cloneDir } : target, log);
-  if (!remote)
+  const history = await readGitWitness(cloneDir ? { ...target, cloneDir } : target, log);
+  if (!history)
     return { ...base, status: 'no_checkpoint', newest: null, message: describe('no_checkpoint', witness.name, null, base.localSize) };
-  const status = standingAgainst(log, remote.checkpoint);
+  const unverified = history.unverified.length
+    ? `; ${history.unverified.length} note(s) on the branch do not verify with this log's keys and were not counted (the first in commit ${history.unverified[0]!.commit.slice(0, 12)}: ${history.unverified[0]!.reason})`
+    : '';
+  const verdict = standingAgainstAll(log, history.notes, (note) => note.checkpoint);
+  if (!verdict || (verdict.standing === 'consistent' && history.newestUnverified)) {
+    // The branch's last note is not this log's: someone wrote to it who should not have, and the notes beneath prove nothing of now.
+    return {
+      ...base,
+      status: 'unreachable',
+      newest: null,
+      message: `${witness.name}: its newest checkpoint note does not verify with this log's key${unverified}`,
+    };
+  }
+  const largest =
+    verdict.standing === 'rolled_back' ? verdict.against : history.notes.reduce((a, b) => (b.checkpoint.size > a.checkpoint.size ? b : a));
+  const newest = {
+    size: largest.checkpoint.size,
+    rootHash: largest.checkpoint.rootHash.toString('base64'),
+    cosignedAt: largest.committedAt,
+  };
+  const at = (note: BranchNote) => `commit ${note.commit.slice(0, 12)}${note.committedAt ? `, ${note.committedAt}` : ''}`;
+  const against = verdict.against;
+  const lastWords =
+    history.newest && history.newest.checkpoint.size < against.checkpoint.size
+      ? `; the branch's newest note states only ${history.newest.checkpoint.size} records (${at(history.newest)}), but a witness's history only grows: a note appended later does not undo an earlier one`
+      : '';
+  if (verdict.standing === 'consistent')
+    return {
+      ...base,
+      status: 'consistent',
+      newest,
+      message: `${witness.name} holds ${history.notes.length} checkpoint note(s) of this log, up to ${against.checkpoint.size} records; this log (${base.localSize} records) is consistent with every one${unverified}`,
+    };
   return {
     ...base,
-    status,
-    newest: { size: remote.checkpoint.size, rootHash: remote.checkpoint.rootHash.toString('base64'), cosignedAt: null },
-    message: describe(status, witness.name, remote.checkpoint.size, base.localSize),
+    status: verdict.standing,
+    newest,
+    contradicts: { size: against.checkpoint.size, rootHash: against.checkpoint.rootHash.toString('base64'), where: at(against) },
+    message:
+      verdict.standing === 'rolled_back'
+        ? `${witness.name} holds a checkpoint note of ${against.checkpoint.size} records (${at(against)}), but this log holds only ${base.localSize}: it was rolled back or its tail cut off${lastWords}${unverified}`
+        : `${witness.name} holds a checkpoint note of ${against.checkpoint.size} records (${at(against)}) whose root is not this log's root at that size: history was rewritten, or this is a diverging copy${unverified}`,
   };
 }
 

@@ -212,6 +212,78 @@ async function askWitnesses(dataDir: string, options: WitnessOptions): Promise<{
 }
 
 /**
+ * An export checked against the witnesses the auditor names (--witness, --git-witness): undefined when none
+ * is named. Nothing is sent to them: a tlog-witness's newest cosigned checkpoint and a git branch's whole
+ * history are read and compared with the roots the file gives (export-witness-check.ts).
+ */
+async function askWitnessesAboutExport(
+  file: string,
+  auditor: WitnessConfig[],
+  options: { offline: boolean; logKeys: Buffer[] },
+): Promise<{ reports: WitnessReport[] } | undefined> {
+  if (auditor.length === 0) return undefined;
+  const [{ witnessesToAsk }, { checkWitnessesAgainstExport, readExportedLog }] = await Promise.all([
+    import('../../audit/witness/witnesses-to-ask.js'),
+    import('../../audit/witness/export-witness-check.js'),
+  ]);
+  const asked = witnessesToAsk([], [], auditor);
+  if (options.offline)
+    return {
+      reports: asked.map(({ config: witness, source }) => ({
+        witness: witness.name,
+        kind: witness.kind,
+        source,
+        where: witness.kind === 'http' ? witness.url : `${witness.remote} (${witness.branch})`,
+        status: 'unreachable' as const,
+        newest: null,
+        localSize: 0,
+        message: 'not asked (--offline)',
+      })),
+    };
+  const tempClones: string[] = [];
+  try {
+    const withClones = asked.map((witness) => {
+      if (witness.config.kind !== 'git') return witness;
+      const cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-audit-git-'));
+      tempClones.push(cloneDir);
+      return { ...witness, cloneDir };
+    });
+    return { reports: await checkWitnessesAgainstExport(withClones, readExportedLog(file, options.logKeys)) };
+  } finally {
+    for (const dir of tempClones) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The witnesses an export's own policy records name, as the options that would ask them (empty when none). */
+async function exportNamedWitnesses(file: string): Promise<string> {
+  const { witnessesInPolicyBodies } = await import('../../audit/witness/named-witnesses.js');
+  let named: WitnessConfig[] = [];
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    named = witnessesInPolicyBodies(
+      text
+        .split('\n')
+        .filter((line) => line.includes('policy.'))
+        .flatMap((line) => {
+          try {
+            const value = JSON.parse(line) as { type?: unknown; body?: unknown };
+            return value.type === 'record' && typeof value.body === 'string' ? [value.body] : [];
+          } catch {
+            return [];
+          }
+        }),
+    );
+  } catch {
+    return '';
+  }
+  if (named.length === 0) return '';
+  const options = named.map((witness) =>
+    witness.kind === 'http' ? `--witness ${witness.url}=${witness.vkey}` : `--git-witness ${witness.remote}#${witness.branch}`,
+  );
+  return `; this export's own policy records name ${options.map(visibleLine).join(', ')}`;
+}
+
+/**
  * A witness that shows the log rolled back or forked is the report's headline, whatever the local checks
  * found: an ANCHOR_MISSING or a bad record is what a rollback looks like from inside, the witness says what happened.
  */
@@ -236,7 +308,10 @@ function removalWords(witness: WitnessReport): string {
 }
 
 function unanswered(witness: WitnessReport): boolean {
-  return (witness.status === 'unreachable' || witness.status === 'no_checkpoint') && witness.accepted !== true;
+  return (
+    (witness.status === 'unreachable' || witness.status === 'no_checkpoint' || witness.status === 'not_comparable') &&
+    witness.accepted !== true
+  );
 }
 
 function witnessLines(reports: WitnessReport[], offline: boolean): string[] {
@@ -266,7 +341,10 @@ export function registerAuditCommands(program: Command): void {
     .description(
       'check the whole log: canonical bodies, MACs, chain, keys and epochs, checkpoints, anchor (exit 1 names the first bad seq)',
     )
-    .option('--file <export.jsonl>', 'verify an export offline instead of the database (needs --verification-key)')
+    .option(
+      '--file <export.jsonl>',
+      'verify an export offline instead of the database (needs --verification-key or --public-key; --witness/--git-witness check it against those witnesses)',
+    )
     .option('--verification-key <keys>', 'K0 as `executor keys export-verification` showed it (evk1-…; several separated by commas)')
     .option(
       '--public-key <keys>',
@@ -284,12 +362,12 @@ export function registerAuditCommands(program: Command): void {
     .option('--offline', 'do not ask any witness (the report says they were not asked)')
     .option(
       '--witness <url=vkey>',
-      "also ask this tlog-witness, by URL and cosigner vkey (repeatable): an auditor's own witness, trusted over the data directory's policy",
+      "also ask this tlog-witness, by URL and cosigner vkey (repeatable): an auditor's own witness, trusted over the data directory's policy; with --file, the export is checked against it",
       collect,
     )
     .option(
       '--git-witness <remote[#branch]>',
-      "also read this git remote's branch of checkpoints (default branch executor-audit; repeatable)",
+      "also read this git remote's branch of checkpoints, its whole history (default branch executor-audit; repeatable); with --file, the export is checked against it",
       collect,
     )
     .option(
@@ -334,10 +412,10 @@ export function registerAuditCommands(program: Command): void {
           ...(options.witness ?? []).map(parseAuditorWitness),
           ...(options.gitWitness ?? []).map(parseAuditorGitWitness),
         ];
-        if (options.file && (auditorWitnesses.length || options.acceptRemovedWitness?.length)) {
+        if (options.file && options.acceptRemovedWitness?.length) {
           throw new ExecutorError(
             'INVALID_INPUT',
-            'Witnesses are asked about the database, not an export: drop --witness/--git-witness/--accept-removed-witness with --file, or verify the data directory.',
+            '--accept-removed-witness is about the witnesses a data directory names; with --file, name the witnesses to ask with --witness/--git-witness.',
           );
         }
         const verificationKeys = options.verificationKey ? parseVerificationKeys(options.verificationKey) : [];
@@ -377,7 +455,10 @@ export function registerAuditCommands(program: Command): void {
         const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
         progress.finish();
         const witnessed = options.file
-          ? undefined
+          ? await askWitnessesAboutExport(options.file, auditorWitnesses, {
+              offline: options.offline === true,
+              logKeys: [...(chainPublicKeys?.values() ?? [])].map((keys) => keys.logKey),
+            })
           : await askWitnesses(dataDir, {
               offline: options.offline === true,
               auditor: auditorWitnesses,
@@ -387,7 +468,8 @@ export function registerAuditCommands(program: Command): void {
         const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
         const silent = witnessed?.reports.filter(unanswered) ?? [];
         const incomplete = silent.length > 0 || (witnessed !== undefined && options.offline === true && witnessed.reports.length > 0);
-        const noWitness = !options.file && (witnessed === undefined || witnessed.reports.length === 0);
+        const noWitness = witnessed === undefined || witnessed.reports.length === 0;
+        const namedByExport = options.file && noWitness && report.ok ? await exportNamedWitnesses(options.file) : '';
         print(json, output, () => {
           const summary = summarizeReport(report).split('\n');
           // Exit 3: the records hold, but the check against the witnesses is not done; the first line says so, and what to do.
@@ -407,7 +489,9 @@ export function registerAuditCommands(program: Command): void {
           const lonely =
             report.ok && noWitness
               ? [
-                  '  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`',
+                  options.file
+                    ? `  note: no witness was asked, so an export made from a restored older copy of the data directory, or from a diverging copy, reads as intact: give --witness URL=VKEY or --git-witness REMOTE[#BRANCH] of a witness the log was published to${namedByExport}`
+                    : '  note: no witness was asked, so a restored older copy of the whole data directory could not be detected: set one up with `executor witness add URL VKEY` or `executor witness add-git REMOTE`',
                 ]
               : [];
           return [

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointFilePath, publishToGit, readGitWitness, splitCheckpointNotes } from '../../../../src/audit/witness/git-witness.js';
+import { standingAgainstAll } from '../../../../src/audit/witness/witnessed-log.js';
 import { memoryWitnessedLog } from '../../../helpers/memory-witnessed-log.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
@@ -30,7 +31,7 @@ describe('a git remote as witness (a local bare repository)', () => {
     const notes = splitCheckpointNotes(remoteFile(remote, 'audit', checkpointFilePath(log.origin)));
     expect(notes).toHaveLength(2);
     expect(notes[1]).toBe(log.newestCheckpoint()!.note);
-    expect((await readGitWitness(target, log))?.checkpoint.size).toBe(7);
+    expect((await readGitWitness(target, log))?.newest?.checkpoint.size).toBe(7);
   });
 
   it('a push refused because the remote moved is fetched and checked, then appended on top, never forced', async () => {
@@ -108,7 +109,12 @@ describe('a git remote as witness (a local bare repository)', () => {
     fs.appendFileSync(path.join(work, checkpointFilePath(log.origin)), `${impostor.newestCheckpoint()!.note}\n`);
     execFileSync('git', ['-C', work, '-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-qam', 'junk']);
     execFileSync('git', ['-C', work, 'push', '-q', 'origin', 'main']);
-    await expect(readGitWitness(target, log)).rejects.toThrow(/does not verify/);
+    const read = await readGitWitness(target, log);
+    expect(read?.newestUnverified).toBe(true);
+    expect(read?.notes.map((note) => note.checkpoint.size)).toEqual([2]);
+    // Nothing is appended above a note that is not this log's.
+    log.append(1);
+    await expect(publishToGit(target, log)).rejects.toThrow(/does not verify/);
   });
 
   it('an unreachable remote fails with a message, without hanging', async () => {
@@ -130,5 +136,101 @@ describe('a git remote as witness (a local bare repository)', () => {
     );
     expect(error?.message).toMatch(/fatal: .*; /);
     expect(error?.message).not.toMatch(/\n/);
+  });
+
+  describe('a branch talked back with ordinary pushes still vouches for the largest note it ever held', () => {
+    const hand = (remote: string, branch: string) => {
+      const work = path.join(tempDir(), 'hand');
+      execFileSync('git', ['clone', '-q', '--branch', branch, remote, work]);
+      const commit = (message: string) => {
+        execFileSync('git', ['-C', work, 'add', '-A']);
+        execFileSync('git', ['-C', work, '-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-qm', message]);
+      };
+      const push = () => execFileSync('git', ['-C', work, 'push', '-q', 'origin', `HEAD:${branch}`]);
+      return { work, commit, push };
+    };
+    async function talkedBack(talk: (older: ReturnType<typeof memoryWitnessedLog>, remote: string, file: string) => void) {
+      const remote = bareRepo();
+      const log = memoryWitnessedLog();
+      const target = { name: 'team', remote, branch: 'main', cloneDir: path.join(tempDir(), 'clone') };
+      log.append(3);
+      await publishToGit(target, log);
+      const older = log.copy();
+      log.append(6);
+      await publishToGit(target, log);
+      talk(older, remote, checkpointFilePath(log.origin));
+      const read = await readGitWitness({ ...target, cloneDir: path.join(tempDir(), 'verify') }, older);
+      return { read: read!, older, target, log };
+    }
+
+    it('the older copy appends its own newest note (a fast-forward): the branch still says 9 records', async () => {
+      const { read, older, target } = await talkedBack((older, remote, file) => {
+        const { work, commit, push } = hand(remote, 'main');
+        fs.appendFileSync(path.join(work, file), `${older.newestCheckpoint()!.note}\n`);
+        commit('talk back');
+        push();
+      });
+      expect(read.newest?.checkpoint.size).toBe(3);
+      const verdict = standingAgainstAll(older, read.notes, (note) => note.checkpoint);
+      expect(verdict?.standing).toBe('rolled_back');
+      expect(verdict?.against.checkpoint.size).toBe(9);
+      // And the older copy's own publisher refuses to add to it.
+      expect(await publishToGit({ ...target, cloneDir: path.join(tempDir(), 'older') }, older)).toMatchObject({
+        kind: 'diverged',
+        standing: 'rolled_back',
+      });
+    });
+
+    it('a new commit that rewrites the file down to the older note: still 9', async () => {
+      const { read, older } = await talkedBack((older, remote, file) => {
+        const { work, commit, push } = hand(remote, 'main');
+        fs.writeFileSync(path.join(work, file), `${older.newestCheckpoint()!.note}\n`);
+        fs.writeFileSync(path.join(work, '.gitattributes'), '*.checkpoints binary -diff\n');
+        commit('rewrite');
+        push();
+      });
+      expect(standingAgainstAll(older, read.notes, (note) => note.checkpoint)?.standing).toBe('rolled_back');
+    });
+
+    it('a merge whose first parent is an orphan history holding only the older note: still 9', async () => {
+      const { read, older } = await talkedBack((older, remote, file) => {
+        const { work, commit, push } = hand(remote, 'main');
+        execFileSync('git', ['-C', work, 'checkout', '-q', '--orphan', 'other']);
+        execFileSync('git', ['-C', work, 'rm', '-rqf', '.']);
+        fs.mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
+        fs.writeFileSync(path.join(work, file), `${older.newestCheckpoint()!.note}\n`);
+        commit('orphan');
+        execFileSync('git', [
+          '-C',
+          work,
+          '-c',
+          'user.name=x',
+          '-c',
+          'user.email=x@x',
+          'merge',
+          '-q',
+          '-s',
+          'ours',
+          '--allow-unrelated-histories',
+          '-m',
+          'merge',
+          'origin/main',
+        ]);
+        push();
+      });
+      expect(read.newest?.checkpoint.size).toBe(3);
+      expect(standingAgainstAll(older, read.notes, (note) => note.checkpoint)?.standing).toBe('rolled_back');
+    });
+
+    it('the honest log itself is consistent with every note the branch holds, talked back or not', async () => {
+      const { read, log } = await talkedBack((older, remote, file) => {
+        const { work, commit, push } = hand(remote, 'main');
+        fs.appendFileSync(path.join(work, file), `${older.newestCheckpoint()!.note}\n`);
+        commit('talk back');
+        push();
+      });
+      expect(standingAgainstAll(log, read.notes, (note) => note.checkpoint)).toMatchObject({ standing: 'consistent' });
+      expect(read.notes.map((note) => note.checkpoint.size)).toEqual([3, 9]);
+    });
   });
 });
