@@ -47,11 +47,8 @@ export class ExecutionRoom {
     const record = this.desk.steps.get(stepId);
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(
-      this.desk.steps
-        .planSteps(record.step.planId)
-        .filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)),
-    );
+    // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
+    const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const { module, args } = boundAction(record.step);
@@ -235,9 +232,7 @@ export class ExecutionRoom {
         currentStepHash: currentHash,
       });
     }
-    const blocker = this.desk.steps
-      .planSteps(record.step.planId)
-      .find((other) => other.position < record.position && PENDING.includes(other.status));
+    const blocker = this.desk.steps.firstBefore(record.step.planId, record.position, PENDING);
     if (blocker) {
       throw new ExecutorError(
         'PLAN_ORDER',
@@ -337,6 +332,14 @@ export class ExecutionRoom {
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
       let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
+      if (record.status === 'approved' && !waiting) {
+        // Requests go before each step: a plan of 500 tiny writes ran as one long chain of synchronous
+        // work that never let the host read a hello. The request waiting for this plan (an approve)
+        // does not hold it back. Read again after the wait: the person may have decided meanwhile.
+        await this.desk.requests.whenClearOfOthers();
+        if (this.desk.closed) return;
+        record = this.desk.steps.get(listed.step.id);
+      }
       if (record.status === 'approved' && this.desk.overdue(record))
         record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
