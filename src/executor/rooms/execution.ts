@@ -15,7 +15,16 @@ import { blockingReason, latestBreak } from '../../domain/plan-order.js';
 import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { stepHash, type Step } from '../../domain/step.js';
+import type { TransitionPatch } from '../../store/step-repository.js';
+import type { LiveRun } from '../live-runs.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+
+/** A real run under way: its live view, when it began, and whether its span was recorded with its outcome. */
+interface RunTiming {
+  live: LiveRun | undefined;
+  start: { iso: string; ms: number };
+  spanRecorded: boolean;
+}
 
 /** What the execution room needs from elsewhere: an approval not used in time is spent. */
 export interface ExecutionPort {
@@ -57,15 +66,17 @@ export class ExecutionRoom {
     const start = { iso: new Date().toISOString(), ms: performance.now() };
     const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
     const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, start.iso);
+      ran = await this.run(record, actor, module, args, ctx, timing);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
       const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
       // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
-      if (status === 'approved') {
+      // Recorded with its outcome already: only the live run ends here.
+      if (status === 'approved' || timing.spanRecorded) {
         if (live) this.desk.liveRuns.finish(live);
       } else {
         const ended: RunSpan['ended'] =
@@ -82,9 +93,10 @@ export class ExecutionRoom {
     module: ReturnType<typeof boundAction>['module'],
     args: ReturnType<typeof boundAction>['args'],
     ctx: ActionContext,
-    startedAt: string,
+    timing: RunTiming,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
+    const startedAt = timing.start.iso;
     let ready;
     try {
       ready = await module.run(args, ctx);
@@ -128,6 +140,9 @@ export class ExecutionRoom {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
+    // The backups are on disk; the requests that came meanwhile go before the step is marked running and
+    // applied (the run's other half of synchronous work: a commit, the writes, a commit).
+    await this.desk.requests.whenClearOfOthers();
     // The host answered requests while it backed up: a Cancel or a reject among them means nothing is applied.
     if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
     this.desk.emitStep(
@@ -164,26 +179,46 @@ export class ExecutionRoom {
       return this.desk.steps.get(stepId);
     }
     if (failure === undefined) {
-      return this.desk.emitStep(
-        this.desk.steps.transition(
-          stepId,
-          'executed',
-          actor,
-          { result, finishedAt: new Date().toISOString() },
-          { detail: { result, ...this.createdDirectoriesDetail(stepId) } },
-        ),
+      return this.recordOutcome(
+        stepId,
+        'executed',
+        actor,
+        { result, finishedAt: new Date().toISOString() },
+        { result, ...this.createdDirectoriesDetail(stepId) },
+        timing,
       );
     }
     const shaped = this.desk.describeError(failure);
-    return this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'failed',
-        actor,
-        { error: shaped, finishedAt: new Date().toISOString() },
-        { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } },
-      ),
+    return this.recordOutcome(
+      stepId,
+      'failed',
+      actor,
+      { error: shaped, finishedAt: new Date().toISOString() },
+      { error: shaped, ...this.createdDirectoriesDetail(stepId) },
+      timing,
     );
+  }
+
+  /**
+   * A run's outcome and its span in one transaction: one sync to disk where there were two, and the
+   * step event that says it ran already carries how long it took.
+   */
+  private recordOutcome(
+    stepId: string,
+    to: 'executed' | 'failed',
+    actor: Actor,
+    patch: TransitionPatch,
+    detail: Record<string, unknown>,
+    timing: RunTiming,
+  ): StepRecord {
+    const ended: RunSpan['ended'] = timing.live?.cancelling ? 'cancelled' : to === 'failed' ? 'failed' : 'finished';
+    const recorded = this.desk.db.transaction(() => {
+      this.desk.steps.transition(stepId, to, actor, patch, { detail });
+      this.desk.steps.recordRunSpan(stepId, 'realRun', this.desk.runSpan(timing.live, ended, timing.start));
+      return this.desk.steps.get(stepId);
+    })();
+    timing.spanRecorded = true;
+    return this.desk.emitStep(recorded);
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
