@@ -50,11 +50,26 @@ export function blockingReason(member: PlanMember): string {
  * by itself. Otherwise the nearest earlier step still undecided or running.
  */
 export function blockerOf(plan: readonly PlanMember[], member: PlanMember): BlockedBy | null {
-  if (!HOLDING.includes(member.status) || member.status === 'running') return null;
-  const earlier = plan.filter((other) => other.position < member.position).sort((a, b) => a.position - b.position);
-  const broken = earlier.find((other) => PLAN_BREAKING_STATUSES.includes(other.status));
-  const holding = broken ?? [...earlier].reverse().find((other) => HOLDING.includes(other.status));
-  return holding ? { stepId: holding.step.id, status: holding.status, reason: blockingReason(holding) } : null;
+  return blockersOfPlan([...plan.filter((other) => other.position < member.position), member]).get(member.step.id) ?? null;
+}
+
+/**
+ * blockerOf for every member of one plan in one walk: a plan of 500 steps asked step by step cost
+ * 500 × 500 comparisons (and the host's thread while it ran). Members may come in any order;
+ * positions are unique within a plan.
+ */
+export function blockersOfPlan(plan: readonly PlanMember[]): Map<string, BlockedBy> {
+  const blockers = new Map<string, BlockedBy>();
+  let firstBroken: PlanMember | undefined;
+  let lastHolding: PlanMember | undefined;
+  for (const member of [...plan].sort((a, b) => a.position - b.position)) {
+    const holding = firstBroken ?? lastHolding;
+    if (holding && HOLDING.includes(member.status) && member.status !== 'running')
+      blockers.set(member.step.id, { stepId: holding.step.id, status: holding.status, reason: blockingReason(holding) });
+    if (!firstBroken && PLAN_BREAKING_STATUSES.includes(member.status)) firstBroken = member;
+    if (HOLDING.includes(member.status)) lastHolding = member;
+  }
+  return blockers;
 }
 
 /**

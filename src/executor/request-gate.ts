@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /** How the gate tells time and defers a check (tests pass their own clock). */
 export interface RequestGateOptions {
   /**
@@ -20,6 +22,8 @@ export const MAX_BACKGROUND_DEFER_MS = 250;
 interface Waiter {
   resolve: () => void;
   since: number;
+  /** The request this work was set off by and is awaited by (an approve running its plan): it does not hold its own work back. */
+  awaitedBy: number | undefined;
 }
 
 /**
@@ -39,6 +43,8 @@ export class RequestGate {
   private readonly patienceMs: number;
   private readonly maxDeferMs: number;
   private readonly now: () => number;
+  /** Which request's handler the current async call chain belongs to (served()). */
+  private readonly requestOfCall = new AsyncLocalStorage<number>();
 
   constructor(options: RequestGateOptions = {}) {
     this.patienceMs = options.patienceMs ?? REQUEST_PATIENCE_MS;
@@ -48,12 +54,26 @@ export class RequestGate {
 
   /** A request arrived; call the returned function once it is answered (a second call does nothing). */
   begin(): () => void {
-    const id = this.nextId++;
+    return this.beginRequest(this.nextId++);
+  }
+
+  private beginRequest(id: number): () => void {
     this.underWay.set(id, this.now());
     return () => {
       if (!this.underWay.delete(id)) return;
       if (this.waiters.length > 0) this.scheduleCheck();
     };
+  }
+
+  /**
+   * Counts `handle` as a request from now until it settles, and remembers, for the work it sets off
+   * and waits for, whose it is: a plan run forward by an approve yields to every other request, but
+   * never waits for the approve that is waiting for it.
+   */
+  served<T>(handle: () => Promise<T>): Promise<T> {
+    const id = this.nextId++;
+    const answered = this.beginRequest(id);
+    return this.requestOfCall.run(id, handle).finally(answered);
   }
 
   /** How many requests are under way (answered ones are not). */
@@ -66,8 +86,20 @@ export class RequestGate {
    * does not count), or this waiter waited maxDeferMs. Never before the current turn of the event loop ends.
    */
   whenClear(): Promise<void> {
+    return this.waitForGap(undefined);
+  }
+
+  /**
+   * whenClear for work a request may be waiting for (running a plan forward, one step per unit): the
+   * request whose handler set it off (served()) does not hold it back, every other one does.
+   */
+  whenClearOfOthers(): Promise<void> {
+    return this.waitForGap(this.requestOfCall.getStore());
+  }
+
+  private waitForGap(awaitedBy: number | undefined): Promise<void> {
     return new Promise((resolve) => {
-      this.waiters.push({ resolve, since: this.now() });
+      this.waiters.push({ resolve, since: this.now(), awaitedBy });
       this.scheduleCheck();
     });
   }
@@ -89,9 +121,9 @@ export class RequestGate {
     }
     if (this.waiters.length === 0) return;
     const now = this.now();
-    let holdUntil = -Infinity;
-    for (const arrivedAt of this.underWay.values()) holdUntil = Math.max(holdUntil, arrivedAt + this.patienceMs);
     const first = this.waiters[0]!;
+    let holdUntil = -Infinity;
+    for (const [id, arrivedAt] of this.underWay) if (id !== first.awaitedBy) holdUntil = Math.max(holdUntil, arrivedAt + this.patienceMs);
     if (holdUntil <= now || now - first.since >= this.maxDeferMs) {
       // One unit per turn: the next waiter is let go only after the poll phase has read what arrived meanwhile.
       this.waiters.shift()!.resolve();

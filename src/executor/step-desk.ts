@@ -316,27 +316,32 @@ export class StepDesk {
   ): void {
     if (live) this.liveRuns.finish(live);
     if (this.closed) return;
-    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
-    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
-    const output = live && ended !== 'finished' ? live.output() : null;
-    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
-    const span: RunSpan = {
-      startedAt: start.iso,
-      finishedAt: new Date().toISOString(),
-      durationMs: Math.round(performance.now() - start.ms),
-      ended,
-      ...kept,
-    };
+    const span = this.runSpan(live, ended, start);
     try {
       this.steps.recordRunSpan(stepId, phase, span);
       // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
-      if (kept.output) this.emitStep(this.steps.get(stepId));
+      if (span.output) this.emitStep(this.steps.get(stepId));
     } catch (error) {
       // A time not kept is a loss for History, not a reason to fail the step.
       this.log(
         `executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`,
       );
     }
+  }
+
+  /** A run's span as it ends now; a run that did not finish keeps what it printed. */
+  runSpan(live: LiveRun | undefined, ended: RunSpan['ended'], start: { iso: string; ms: number }): RunSpan {
+    // A run that did not finish keeps what it printed, so the step's detail can show how far it got (its live tail is gone).
+    // Only output that came through the live stream: the light sandbox gives its logs at the end, in the result or error.
+    const output = live && ended !== 'finished' ? live.output() : null;
+    const kept = output && output.bytes.stdout + output.bytes.stderr > 0 ? { output } : {};
+    return {
+      startedAt: start.iso,
+      finishedAt: new Date().toISOString(),
+      durationMs: Math.round(performance.now() - start.ms),
+      ended,
+      ...kept,
+    };
   }
 
   /** Whether a step waiting for consent (or holding an unused approval) is past its expiry; never while the stop switch holds it. */

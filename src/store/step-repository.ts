@@ -3,8 +3,9 @@ import type { AuditEvent, AuditTrail, EventKind } from '../domain/audit-event.js
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import { unknownStepError } from '../domain/step-ownership.js';
 import type { Evaluation } from '../domain/risk.js';
-import { blockerOf, type PlanMember } from '../domain/plan-order.js';
-import { assertTransition, EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
+import { blockersOfPlan, type PlanMember } from '../domain/plan-order.js';
+import { assertTransition, EXPIRING_STATUSES, PLAN_BREAKING_STATUSES, type StepStatus } from '../domain/state-machine.js';
+import type { BlockedBy } from '../domain/step-record.js';
 import type { Approval, PersonEdit, Preview, RevertOutcome, RunSpan, RunTimes, StepRecord } from '../domain/step-record.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { canonicalJson } from '../domain/canonical-json.js';
@@ -157,6 +158,35 @@ const MAX_CACHED_STATEMENTS = 64;
 /** Every step query reads the plan's consent expiry with the step. */
 const SELECT_STEPS = 'SELECT steps.*, plans.consent_expiry_seconds FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
 
+/** Statuses of a step that may be held back by an earlier one (blockedBy). */
+const OPEN_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
+/** Statuses of an earlier step that hold the later ones back (plan-order.ts HOLDING). */
+const HOLDING_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
+
+/** What a plan-order check reads of a step (PlanMember), without its step or preview. */
+const MEMBER_COLUMNS = 'step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json';
+
+interface MemberRow {
+  step_id: string;
+  plan_id: string;
+  position: number;
+  status: StepStatus;
+  rejected_reason: string | null;
+  error_json: string | null;
+  evaluation_json: string | null;
+}
+
+function memberOf(row: MemberRow): PlanMember {
+  return {
+    step: { id: row.step_id },
+    position: row.position,
+    status: row.status,
+    rejectedReason: row.rejected_reason,
+    error: parseJson<ErrorShape>(row.error_json),
+    evaluation: parseJson<Evaluation>(row.evaluation_json),
+  };
+}
+
 /**
  * Steps, their plans and their backups. Every change of status is one transaction that also
  * appends the audit event, so state and audit never disagree.
@@ -195,18 +225,28 @@ export class StepRepository {
   }
 
   /**
-   * Adds to each undecided step the earlier step of its plan that holds it back (blockedBy): one
-   * query for the statuses of every plan in the page, so a listing costs no query per step.
+   * Adds to each undecided step the earlier step of its plan that holds it back (blockedBy): for one
+   * step, two indexed reads of the earlier steps that can hold it; for a listing, one query for the
+   * statuses of every plan in the page and one walk of each plan, so a listing costs no query per
+   * step and a plan of 500 steps is not walked 500 times (that held the host while a plan ran).
    */
   private withBlockers(records: StepRecord[], plans?: Map<string, PlanMember[]>): StepRecord[] {
-    const open = records.filter(
-      (record) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(record.status) && record.position > 0,
-    );
+    const open = records.filter((record) => OPEN_STATUSES.includes(record.status) && record.position > 0);
     if (open.length === 0) return records;
-    const members = plans ?? this.planMembers([...new Set(open.map((record) => record.step.planId))]);
+    const members =
+      plans ??
+      (open.length === 1
+        ? new Map([[open[0]!.step.planId, [...this.holdersBefore(open[0]!.step.planId, open[0]!.position), open[0]!]]])
+        : this.planMembers([...new Set(open.map((record) => record.step.planId))]));
+    const byPlan = new Map<string, Map<string, BlockedBy>>();
     const blocked = new Map<StepRecord, StepRecord>();
     for (const record of open) {
-      const found = blockerOf(members.get(record.step.planId) ?? [], record);
+      let blockers = byPlan.get(record.step.planId);
+      if (!blockers) {
+        blockers = blockersOfPlan(members.get(record.step.planId) ?? []);
+        byPlan.set(record.step.planId, blockers);
+      }
+      const found = blockers.get(record.step.id);
       // Keys stay in canonical order (see toRecord): `blockedBy` sorts right after `approval`.
       if (found)
         blocked.set(
@@ -220,36 +260,57 @@ export class StepRepository {
     return blocked.size ? records.map((record) => blocked.get(record) ?? record) : records;
   }
 
+  /**
+   * The earlier steps of a plan that decide what holds the step at `position` back: the first one that
+   * ended without running and the nearest one still undecided or running (at most two rows, by the
+   * plan's index).
+   */
+  private holdersBefore(planId: string, position: number): PlanMember[] {
+    const breaking = PLAN_BREAKING_STATUSES.map(() => '?').join(', ');
+    const holding = HOLDING_STATUSES.map(() => '?').join(', ');
+    const first = this.statement(
+      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${breaking}) ORDER BY position LIMIT 1`,
+    ).get(planId, position, ...PLAN_BREAKING_STATUSES) as MemberRow | undefined;
+    const nearest = this.statement(
+      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${holding}) ORDER BY position DESC LIMIT 1`,
+    ).get(planId, position, ...HOLDING_STATUSES) as MemberRow | undefined;
+    return [first, nearest].filter((row): row is MemberRow => row !== undefined).map(memberOf);
+  }
+
   /** The few columns of every step of these plans that say whether it holds the steps after it. */
   private planMembers(planIds: string[]): Map<string, PlanMember[]> {
     const members = new Map<string, PlanMember[]>();
     for (let start = 0; start < planIds.length; start += 500) {
       const chunk = planIds.slice(start, start + 500);
-      const rows = this.statement(
-        `SELECT step_id, plan_id, position, status, rejected_reason, error_json, evaluation_json FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`,
-      ).all(...chunk) as {
-        step_id: string;
-        plan_id: string;
-        position: number;
-        status: StepStatus;
-        rejected_reason: string | null;
-        error_json: string | null;
-        evaluation_json: string | null;
-      }[];
+      const rows = this.statement(`SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id IN (${chunk.map(() => '?').join(', ')})`).all(
+        ...chunk,
+      ) as MemberRow[];
       for (const row of rows) {
         const list = members.get(row.plan_id) ?? [];
-        list.push({
-          step: { id: row.step_id },
-          position: row.position,
-          status: row.status,
-          rejectedReason: row.rejected_reason,
-          error: parseJson<ErrorShape>(row.error_json),
-          evaluation: parseJson<Evaluation>(row.evaluation_json),
-        });
+        list.push(memberOf(row));
         members.set(row.plan_id, list);
       }
     }
     return members;
+  }
+
+  /**
+   * The first step of the plan before `position` in one of these statuses (by position), or null: what
+   * a run checks before it starts, without reading the whole plan for each of its steps.
+   */
+  firstBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord | null {
+    const row = this.statement(
+      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position LIMIT 1`,
+    ).get(planId, position, ...statuses) as StepRow | undefined;
+    return row ? this.withBlockers([this.record(row)])[0]! : null;
+  }
+
+  /** Every step of the plan before `position` in one of these statuses, in order (few: those that ended without running). */
+  allBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord[] {
+    const rows = this.statement(
+      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position`,
+    ).all(planId, position, ...statuses) as StepRow[];
+    return this.withBlockers(rows.map((row) => this.record(row)));
   }
 
   insertPlan(plan: Plan, actor: Actor): void {
@@ -390,8 +451,10 @@ export class StepRepository {
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     const policySeconds = this.consentExpirySeconds();
-    const open = page.filter((row) => ['proposed', 'evaluated', 'awaiting_consent', 'approved'].includes(row.status) && row.position > 0);
+    const open = page.filter((row) => OPEN_STATUSES.includes(row.status) && row.position > 0);
     const members = open.length ? this.planMembers([...new Set(open.map((row) => row.plan_id))]) : new Map<string, PlanMember[]>();
+    // Each plan walked once for the whole page (blockersOfPlan), not once per step.
+    const blockersByPlan = new Map([...members].map(([planId, plan]) => [planId, blockersOfPlan(plan)]));
     const items = page.map((row) => {
       const evaluation =
         row.risk === null
@@ -411,7 +474,7 @@ export class StepRepository {
         error: parseJson<ErrorShape>(row.error_json),
         evaluation: evaluation as Evaluation | null,
       };
-      const blocker = members.has(row.plan_id) ? blockerOf(members.get(row.plan_id)!, member) : null;
+      const blocker = blockersByPlan.get(row.plan_id)?.get(row.step_id) ?? null;
       const consentExpiresAt = consentExpiry(row as unknown as StepRow, policySeconds);
       const result = parseJson<Record<string, unknown>>(row.result_json);
       if (result && row.files_count !== null) result.files = new Array<null>(row.files_count).fill(null);

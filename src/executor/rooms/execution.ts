@@ -16,7 +16,16 @@ import { blockingReason, latestBreak } from '../../domain/plan-order.js';
 import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { stepHash, type Step } from '../../domain/step.js';
+import type { TransitionPatch } from '../../store/step-repository.js';
+import type { LiveRun } from '../live-runs.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+
+/** A real run under way: its live view, when it began, and whether its span was recorded with its outcome. */
+interface RunTiming {
+  live: LiveRun | undefined;
+  start: { iso: string; ms: number };
+  spanRecorded: boolean;
+}
 
 /** What the execution room needs from elsewhere: an approval not used in time is spent. */
 export interface ExecutionPort {
@@ -51,11 +60,8 @@ export class ExecutionRoom {
     if (this.desk.paused) return record;
     this.assertRunnable(record);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
-    const broken = latestBreak(
-      this.desk.steps
-        .planSteps(record.step.planId)
-        .filter((other) => other.position < record.position && PLAN_BREAKING_STATUSES.includes(other.status)),
-    );
+    // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
+    const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const outgrown = this.approvalOutgrown(record);
@@ -66,15 +72,17 @@ export class ExecutionRoom {
     const start = { iso: new Date().toISOString(), ms: performance.now() };
     const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
     const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, start.iso);
+      ran = await this.run(record, actor, module, args, ctx, timing);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
       const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
       // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
-      if (status === 'approved') {
+      // Recorded with its outcome already: only the live run ends here.
+      if (status === 'approved' || timing.spanRecorded) {
         if (live) this.desk.liveRuns.finish(live);
       } else {
         const ended: RunSpan['ended'] =
@@ -91,9 +99,10 @@ export class ExecutionRoom {
     module: ReturnType<typeof boundAction>['module'],
     args: ReturnType<typeof boundAction>['args'],
     ctx: ActionContext,
-    startedAt: string,
+    timing: RunTiming,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
+    const startedAt = timing.start.iso;
     let ready;
     try {
       ready = await module.run(args, ctx);
@@ -138,6 +147,9 @@ export class ExecutionRoom {
       // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
+    // The backups are on disk; the requests that came meanwhile go before the step is marked running and
+    // applied (the run's other half of synchronous work: a commit, the writes, a commit).
+    await this.desk.requests.whenClearOfOthers();
     // The host answered requests while it backed up: a Cancel, a reject or the stop switch among them means nothing is applied.
     if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
     this.desk.emitStep(
@@ -174,26 +186,46 @@ export class ExecutionRoom {
       return this.desk.steps.get(stepId);
     }
     if (failure === undefined) {
-      return this.desk.emitStep(
-        this.desk.steps.transition(
-          stepId,
-          'executed',
-          actor,
-          { result, finishedAt: new Date().toISOString() },
-          { detail: { result, ...this.createdDirectoriesDetail(stepId) } },
-        ),
+      return this.recordOutcome(
+        stepId,
+        'executed',
+        actor,
+        { result, finishedAt: new Date().toISOString() },
+        { result, ...this.createdDirectoriesDetail(stepId) },
+        timing,
       );
     }
     const shaped = this.desk.describeError(failure);
-    return this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'failed',
-        actor,
-        { error: shaped, finishedAt: new Date().toISOString() },
-        { detail: { error: shaped, ...this.createdDirectoriesDetail(stepId) } },
-      ),
+    return this.recordOutcome(
+      stepId,
+      'failed',
+      actor,
+      { error: shaped, finishedAt: new Date().toISOString() },
+      { error: shaped, ...this.createdDirectoriesDetail(stepId) },
+      timing,
     );
+  }
+
+  /**
+   * A run's outcome and its span in one transaction: one sync to disk where there were two, and the
+   * step event that says it ran already carries how long it took.
+   */
+  private recordOutcome(
+    stepId: string,
+    to: 'executed' | 'failed',
+    actor: Actor,
+    patch: TransitionPatch,
+    detail: Record<string, unknown>,
+    timing: RunTiming,
+  ): StepRecord {
+    const ended: RunSpan['ended'] = timing.live?.cancelling ? 'cancelled' : to === 'failed' ? 'failed' : 'finished';
+    const recorded = this.desk.db.transaction(() => {
+      this.desk.steps.transition(stepId, to, actor, patch, { detail });
+      this.desk.steps.recordRunSpan(stepId, 'realRun', this.desk.runSpan(timing.live, ended, timing.start));
+      return this.desk.steps.get(stepId);
+    })();
+    timing.spanRecorded = true;
+    return this.desk.emitStep(recorded);
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */
@@ -242,9 +274,7 @@ export class ExecutionRoom {
         currentStepHash: currentHash,
       });
     }
-    const blocker = this.desk.steps
-      .planSteps(record.step.planId)
-      .find((other) => other.position < record.position && PENDING.includes(other.status));
+    const blocker = this.desk.steps.firstBefore(record.step.planId, record.position, PENDING);
     if (blocker) {
       throw new ExecutorError(
         'PLAN_ORDER',
@@ -348,6 +378,14 @@ export class ExecutionRoom {
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
       let record = this.desk.steps.get(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
+      if (record.status === 'approved' && !waiting) {
+        // Requests go before each step: a plan of 500 tiny writes ran as one long chain of synchronous
+        // work that never let the host read a hello. The request waiting for this plan (an approve)
+        // does not hold it back. Read again after the wait: the person may have decided meanwhile.
+        await this.desk.requests.whenClearOfOthers();
+        if (this.desk.closed) return;
+        record = this.desk.steps.get(listed.step.id);
+      }
       if (record.status === 'approved' && this.desk.overdue(record))
         record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {

@@ -30,8 +30,8 @@ import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../../s
  */
 export interface IpcExecutorPort {
   readonly dataDir: string;
-  /** Counts each message from arrival to reply, so background previews wait for a gap between requests. */
-  readonly requests: { begin(): () => void };
+  /** Counts each message from arrival to reply, so background work (previews, plans running on) waits for a gap between requests. */
+  readonly requests: { served<T>(handle: () => Promise<T>): Promise<T> };
   on<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
   off<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
   describeError(error: unknown): ErrorShape;

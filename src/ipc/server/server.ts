@@ -387,8 +387,11 @@ export class IpcServer {
   }
 
   private async receive(text: string, connection: ConnectionState, arrivedAt: number): Promise<string> {
-    // Counted until answered: the executor's background work (previews) waits for a gap between requests.
-    const answered = this.executor.requests.begin();
+    // Counted until answered: the executor's background work (previews, running plans forward) waits for a gap between requests.
+    return this.executor.requests.served(() => this.answer(text, connection, arrivedAt));
+  }
+
+  private async answer(text: string, connection: ConnectionState, arrivedAt: number): Promise<string> {
     try {
       return await this.handle(text, connection, arrivedAt);
     } catch (error) {
@@ -404,8 +407,6 @@ export class IpcServer {
         ok: false,
         error: { code: 'INTERNAL', message: 'The server could not handle this message.' },
       });
-    } finally {
-      answered();
     }
   }
 

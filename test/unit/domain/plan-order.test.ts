@@ -1,7 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Actor } from '../../../src/domain/actor.js';
-import { blockerOf, planCanMoveWithoutPerson } from '../../../src/domain/plan-order.js';
-import type { StepStatus } from '../../../src/domain/state-machine.js';
+import { blockerOf, blockersOfPlan, blockingReason, planCanMoveWithoutPerson, type PlanMember } from '../../../src/domain/plan-order.js';
+import { PLAN_BREAKING_STATUSES, type StepStatus } from '../../../src/domain/state-machine.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 
 const person: Actor = { user: 'me', channel: 'window' };
@@ -140,5 +141,53 @@ describe('planCanMoveWithoutPerson', () => {
         step(1, 'approved', { approval: { by: policy, at: '2026-01-01T00:00:05.000Z', stepHash: 'h', previewHash: null } }),
       ]),
     ).toBe(true);
+  });
+});
+
+/** blockerOf as it was first written, one member at a time: the rule the one-walk version must keep. */
+function blockerOneByOne(plan: readonly PlanMember[], member: PlanMember) {
+  const holdingStatuses: StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
+  if (!holdingStatuses.includes(member.status) || member.status === 'running') return null;
+  const earlier = plan.filter((other) => other.position < member.position).sort((a, b) => a.position - b.position);
+  const broken = earlier.find((other) => PLAN_BREAKING_STATUSES.includes(other.status));
+  const holding = broken ?? [...earlier].reverse().find((other) => holdingStatuses.includes(other.status));
+  return holding ? { stepId: holding.step.id, status: holding.status, reason: blockingReason(holding) } : null;
+}
+
+describe('blockersOfPlan', () => {
+  const statuses: StepStatus[] = [
+    'proposed',
+    'evaluated',
+    'awaiting_consent',
+    'approved',
+    'rejected',
+    'running',
+    'executed',
+    'failed',
+    'interrupted',
+    'reverted',
+    'denied',
+    'expired',
+    'cancelled',
+  ];
+  it('names, for every step of a plan in any order, the blocker that asking step by step names', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...statuses), { maxLength: 14 }).chain((plan) =>
+          fc.shuffledSubarray(
+            plan.map((status, position) => step(position, status, { rejectedReason: `no ${position}` })),
+            { minLength: plan.length, maxLength: plan.length },
+          ),
+        ),
+        (plan) => {
+          const all = blockersOfPlan(plan);
+          for (const member of plan) {
+            const expected = blockerOneByOne(plan, member);
+            expect(all.get(member.step.id) ?? null).toEqual(expected);
+            expect(blockerOf(plan, member)).toEqual(expected);
+          }
+        },
+      ),
+    );
   });
 });

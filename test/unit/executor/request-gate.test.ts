@@ -104,4 +104,33 @@ describe('RequestGate: requests go before background work', () => {
     expect(clear.done).toBe(true);
     next();
   });
+
+  it('lets the work a request waits for (a plan its approve runs on) go past that request, never past another one', async () => {
+    const { gate } = gateWithClock();
+    const other = gate.begin();
+    let stepsRun = 0;
+    let otherHeldIt = false;
+    const approve = gate.served(async () => {
+      for (let step = 0; step < 3; step++) {
+        await gate.whenClearOfOthers();
+        stepsRun += 1;
+      }
+    });
+    await turns(50);
+    // Another request under way holds the plan back, though its own approve does not.
+    otherHeldIt = stepsRun === 0;
+    other();
+    await approve;
+    expect(otherHeldIt).toBe(true);
+    expect(stepsRun).toBe(3);
+    expect(gate.requestsUnderWay).toBe(0);
+    // Work set off outside any request (a preview) is held by every request, as whenClear is.
+    const next = gate.begin();
+    const clear = settledFlag(gate.whenClearOfOthers());
+    await turns(20);
+    expect(clear.done).toBe(false);
+    next();
+    await turns(2);
+    expect(clear.done).toBe(true);
+  });
 });

@@ -1,0 +1,332 @@
+/**
+ * How many auto-approved steps per second does the host run, and does it still answer while it runs
+ * them? Against a real `executor serve` (its own process, the real CLI entry point, autoApprove HIGH),
+ * over the real signed socket:
+ *
+ *   one-step   N one-step plans of a small write, proposed by four connections at once;
+ *   plans      two plans of N steps of small writes each, proposed together;
+ *   bare       a loop in this process that does what those steps must make durable, and nothing else:
+ *              each file written whole (temporary file, write, fsync, rename, fsync of its folder) and
+ *              the same rows the host stored for that step (its plan, step, backup and audit rows, byte
+ *              for byte, copied from the host's database) appended to a fresh SQLite database of the
+ *              same schema (WAL, synchronous = FULL), one transaction per step.
+ *
+ * While each phase runs, a probe does what every CLI command does first, again and again: a fresh
+ * connection, its hello, one small request (listSteps, limit 1), close. Headline figures: steps per
+ * second of each phase as a ratio to the bare loop's (target ≥ 0.5×), and the probe's p99 during the
+ * phase as a ratio to its idle p99 (target ≤ 2×), with the probes that failed (target 0).
+ *
+ *   npm run bench:throughput [-- N=300]
+ *
+ * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR (node --cpu-prof).
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { toErrorShape } from '../src/domain/errors.js';
+import type { StepRecord } from '../src/domain/step-record.js';
+import type { ExecutorClient } from '../src/ipc/client/client.js';
+import { connectToHost } from '../src/ipc/transports/node-client.js';
+import { DATABASE_FILE, openDatabase } from '../src/store/database.js';
+
+const N = Number(process.argv[2] ?? 300);
+const ONE_STEP_PROPOSERS = 4;
+const IDLE_PROBES = 40;
+const CLI = path.resolve(import.meta.dirname, '../bin/executor.js');
+
+const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-throughput-'));
+const dataDir = path.join(base, 'data');
+const workspace = path.join(base, 'workspace');
+fs.mkdirSync(dataDir, { recursive: true });
+for (const folder of ['warm', 'one', 'planA', 'planB', 'bare']) fs.mkdirSync(path.join(workspace, folder), { recursive: true });
+// Every write in the workspace is at most HIGH: the policy approves it, and the host runs it at once.
+fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function summary(samples: number[]): { p50: number; p99: number; max: number; n: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, n: sorted.length };
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+
+/** The host's CPU time so far in ms (Linux /proc), or null elsewhere. */
+function hostCpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+async function startServe(): Promise<{ stop(): Promise<void>; cpuMs(): number | null }> {
+  const profile = process.env.EXECUTOR_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.EXECUTOR_BENCH_CPU_PROF] : [];
+  const child = spawn(process.execPath, [...profile, CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      try {
+        JSON.parse(stdout);
+        resolve();
+      } catch {
+        /* not the whole line yet */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`executor serve exited (${code}): ${stderr}`)));
+  });
+  return {
+    cpuMs: () => hostCpuMs(child.pid),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** What a CLI command does first: connect, hello, one small request, close. Its time, or its error code. */
+async function probeOnce(): Promise<{ ms: number } | { error: string }> {
+  const startedAt = performance.now();
+  let api: ExecutorClient | undefined;
+  try {
+    api = await connectToHost(dataDir, 'cli');
+    await api.listSteps({ limit: 1 });
+    return { ms: performance.now() - startedAt };
+  } catch (error) {
+    return { error: toErrorShape(error).code };
+  } finally {
+    api?.close();
+  }
+}
+
+/** Probes one after another until `done` resolves. */
+async function probeUntil(done: Promise<unknown>, samples: number[], errors: string[]): Promise<void> {
+  let finished = false;
+  void done.finally(() => (finished = true));
+  while (!finished) {
+    const outcome = await probeOnce();
+    if ('ms' in outcome) samples.push(outcome.ms);
+    else errors.push(outcome.error);
+  }
+}
+
+/** Resolves once `count` distinct steps whose id starts with `prefix` were heard executed (or failed: then it rejects). */
+function executedCount(api: ExecutorClient, prefix: string, count: number): { done: Promise<void>; stop(): void } {
+  const executed = new Set<string>();
+  let off: (() => void) | null = null;
+  let stopped = false;
+  const done = new Promise<void>((resolve, reject) => {
+    void api
+      .on('step', (data) => {
+        const record = data as StepRecord;
+        if (!record.step.id.startsWith(prefix)) return;
+        if (record.status === 'executed') executed.add(record.step.id);
+        else if (['failed', 'denied', 'awaiting_consent', 'interrupted'].includes(record.status))
+          reject(new Error(`step ${record.step.id} ended ${record.status}: ${record.error?.message ?? ''}`));
+        if (executed.size >= count) resolve();
+      })
+      .then((unsubscribe) => {
+        off = unsubscribe;
+        if (stopped) unsubscribe();
+      });
+  });
+  return {
+    done,
+    stop: () => {
+      stopped = true;
+      off?.();
+    },
+  };
+}
+
+const writeStep = (id: string, folder: string, index: number) => ({
+  id,
+  action: 'writeFile' as const,
+  args: { path: path.join(workspace, folder, `f${index}.txt`), content: `${folder} ${index}\n` },
+});
+
+interface Phase {
+  name: string;
+  steps: number;
+  seconds: number;
+  probes: number[];
+  errors: string[];
+  cpuMs: number | null;
+}
+
+async function runPhase(
+  name: string,
+  listener: ExecutorClient,
+  prefix: string,
+  steps: number,
+  propose: () => Promise<void>,
+  cpuMs: () => number | null,
+): Promise<Phase> {
+  const watch = executedCount(listener, prefix, steps);
+  const probes: number[] = [];
+  const errors: string[] = [];
+  const cpuBefore = cpuMs();
+  const startedAt = performance.now();
+  const all = Promise.all([propose(), watch.done]);
+  await Promise.all([all, probeUntil(all, probes, errors)]);
+  const seconds = (performance.now() - startedAt) / 1000;
+  const cpuAfter = cpuMs();
+  watch.stop();
+  return { name, steps, seconds, probes, errors, cpuMs: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore };
+}
+
+const serve = await startServe();
+const phases: Phase[] = [];
+const idle: number[] = [];
+const idleErrors: string[] = [];
+try {
+  const listener = await connectToHost(dataDir, 'cli');
+  // Warm-up: the shell parser, SQLite's caches and the JIT, so neither idle nor the first phase is measured cold.
+  const warm = executedCount(listener, 'warm-', 10);
+  for (let index = 0; index < 10; index++) await listener.propose({ plan: { steps: [writeStep(`warm-${index}`, 'warm', index)] } });
+  await warm.done;
+  warm.stop();
+  for (let index = 0; index < IDLE_PROBES; index++) {
+    const outcome = await probeOnce();
+    if ('ms' in outcome) idle.push(outcome.ms);
+    else idleErrors.push(outcome.error);
+  }
+
+  const proposers = await Promise.all(Array.from({ length: ONE_STEP_PROPOSERS }, () => connectToHost(dataDir, 'cli')));
+  phases.push(
+    await runPhase(
+      `${N} one-step plans`,
+      listener,
+      'one-',
+      N,
+      async () => {
+        await Promise.all(
+          proposers.map(async (api, proposer) => {
+            for (let index = proposer; index < N; index += ONE_STEP_PROPOSERS)
+              await api.propose({ plan: { steps: [writeStep(`one-${index}`, 'one', index)] } });
+          }),
+        );
+      },
+      serve.cpuMs,
+    ),
+  );
+  phases.push(
+    await runPhase(
+      `2 plans of ${N} steps`,
+      listener,
+      'plan',
+      2 * N,
+      async () => {
+        await Promise.all(
+          ['planA', 'planB'].map((folder, proposer) =>
+            proposers[proposer]!.propose({
+              plan: { steps: Array.from({ length: N }, (_, index) => writeStep(`${folder}-${index}`, folder, index)) },
+            }),
+          ),
+        );
+      },
+      serve.cpuMs,
+    ),
+  );
+  for (const api of proposers) api.close();
+  listener.close();
+} finally {
+  await serve.stop();
+}
+
+/**
+ * The bare loop: for each step the host ran, its file written whole and durably, and its rows (read
+ * from the host's database after it stopped) appended to a fresh database of the same schema in one
+ * transaction. What the host must make durable for a step, without anything else it does.
+ */
+function bareLoop(): { steps: number; seconds: number } {
+  const source = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+  const stepRows = source
+    .prepare("SELECT * FROM steps WHERE step_id LIKE 'one-%' OR step_id LIKE 'plan%' ORDER BY created_at, plan_id, position")
+    .all() as Record<string, unknown>[];
+  const planRow = source.prepare('SELECT * FROM plans WHERE plan_id = ?');
+  const backupRows = source.prepare('SELECT * FROM file_backups WHERE step_id = ?');
+  const auditRows = source.prepare('SELECT * FROM audit_records WHERE step_id = ? ORDER BY seq');
+  const rowsOf = stepRows.map((step) => ({
+    plan: planRow.get(step.plan_id) as Record<string, unknown>,
+    step,
+    backups: backupRows.all(step.step_id) as Record<string, unknown>[],
+    audit: auditRows.all(step.step_id) as Record<string, unknown>[],
+  }));
+  source.close();
+  const bareDir = path.join(base, 'bare-data');
+  fs.mkdirSync(bareDir);
+  const db = openDatabase(bareDir);
+  const insert = (table: string, row: Record<string, unknown>) => {
+    const columns = Object.keys(row);
+    db.prepare(`INSERT OR IGNORE INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`).run(row);
+  };
+  const folder = path.join(workspace, 'bare');
+  const startedAt = performance.now();
+  rowsOf.forEach((rows, index) => {
+    const target = path.join(folder, `f${index}.txt`);
+    const temporary = `${target}.tmp`;
+    const fd = fs.openSync(temporary, 'w', 0o600);
+    fs.writeSync(fd, `bare ${index}\n`);
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    fs.renameSync(temporary, target);
+    const dirFd = fs.openSync(folder, 'r');
+    fs.fsyncSync(dirFd);
+    fs.closeSync(dirFd);
+    db.transaction(() => {
+      insert('plans', rows.plan);
+      insert('steps', rows.step);
+      for (const backup of rows.backups) insert('file_backups', backup);
+      for (const record of rows.audit) insert('audit_records', record);
+    })();
+  });
+  const seconds = (performance.now() - startedAt) / 1000;
+  db.close();
+  return { steps: rowsOf.length, seconds };
+}
+
+const bare = bareLoop();
+fs.rmSync(base, { recursive: true, force: true });
+
+const bareRate = bare.steps / bare.seconds;
+const idleSummary = summary(idle);
+const loadavg = os.loadavg()[0]!.toFixed(2);
+console.log(`Auto-approved small writes through executor serve (${os.cpus().length} cores, load average ${loadavg})`);
+console.log(
+  `  bare loop          ${bareRate.toFixed(1)} steps/s  (${bare.steps} files written whole with fsync, the same rows in one SQLite commit each)`,
+);
+let met = true;
+for (const phase of phases) {
+  const rate = phase.steps / phase.seconds;
+  const ratio = rate / bareRate;
+  met &&= ratio >= 0.5;
+  const cpu = phase.cpuMs === null ? '' : `, host CPU ${(phase.cpuMs / phase.steps).toFixed(1)} ms per step`;
+  console.log(
+    `  ${phase.name.padEnd(18)} ${rate.toFixed(1)} steps/s  ${ratio.toFixed(2)}× the bare loop (target ≥ 0.5×; ${phase.seconds.toFixed(1)} s${cpu})`,
+  );
+}
+console.log(`A probe (new connection, hello, listSteps) while they run`);
+console.log(`  idle               p50 ${ms(idleSummary.p50)}  p99 ${ms(idleSummary.p99)}  (n=${idleSummary.n})`);
+for (const phase of phases) {
+  const during = summary(phase.probes);
+  const ratio = during.p99 / idleSummary.p99;
+  met &&= ratio <= 2 && phase.errors.length === 0;
+  const errors = phase.errors.length ? ` (${[...new Set(phase.errors)].join(', ')})` : '';
+  console.log(
+    `  ${phase.name.padEnd(18)} p50 ${ms(during.p50)}  p99 ${ms(during.p99)}  max ${ms(during.max)}  ${ratio.toFixed(2)}× idle p99 (target ≤ 2×)  n=${during.n}  errors ${phase.errors.length}${errors}`,
+  );
+}
+if (idleErrors.length) console.log(`  idle probe errors  ${idleErrors.length} (${[...new Set(idleErrors)].join(', ')})`);
+process.exitCode = met && idleErrors.length === 0 ? 0 : 1;
