@@ -37,6 +37,8 @@ export interface StepRow {
   edit_json: string | null;
   /** From the plan (joined): its own consent expiry, when it asked for one. */
   consent_expiry_seconds: number | null;
+  /** From the plan (joined): why the proposer sent the plan, when it said. */
+  plan_purpose?: string | null;
 }
 
 /**
@@ -96,6 +98,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord 
     error: parseJson<ErrorShape>(row.error_json),
     evaluation: parseJson<Evaluation>(row.evaluation_json),
     finishedAt: row.finished_at,
+    ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
     position: row.position,
     preview: parseJson<Preview>(row.preview_json),
     previewHash: row.preview_hash,
