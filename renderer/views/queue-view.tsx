@@ -25,6 +25,7 @@ import { InvisibleWarning, MarkedText, markedPlainText } from '../components/mar
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RiskBadge } from '../components/risk-badge.js';
+import { SameFileNotice } from '../components/same-file-notice.js';
 import { choosableHunks, StepChanges } from '../components/step-changes.js';
 import { useKeys } from '../keys.js';
 import { UndoToasts, useFadingMessage } from '../components/toasts.js';
@@ -199,6 +200,12 @@ export function QueueView({
     return held.size === 0 ? listed : listed.filter((summary) => !held.has(summary.id));
   }, [listed, decisions.held]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
+  // Steps in the list that change the same file (as they name it): each row says so, and the detail says what it means.
+  const sharedPaths = useMemo(() => {
+    const counts = new Map<string, number>();
+    for (const summary of waiting) if (summary.targetPath) counts.set(summary.targetPath, (counts.get(summary.targetPath) ?? 0) + 1);
+    return new Set([...counts].filter(([, count]) => count > 1).map(([target]) => target));
+  }, [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
   // A link to a step (a run's page: "Go to the step in the queue") names it in the address: #queue?step=ID.
   const [selectedId, setSelectedId] = useState<string | null>(() => queueStepFromHash(location.hash));
@@ -477,6 +484,11 @@ export function QueueView({
                               From <MarkedText text={summary.agent!} />
                             </span>
                           ) : null}
+                          {summary.targetPath && sharedPaths.has(summary.targetPath) ? (
+                            <span className="item-sub same-file-mark" data-testid={`same-file-mark-${summary.id}`}>
+                              ⇄ Another waiting step changes this file too
+                            </span>
+                          ) : null}
                           {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
                           {queueStateText(summary) && !isPreparing(summary) ? (
                             <span className="item-sub item-state">
@@ -741,9 +753,9 @@ export function dryRunFailureText(preview: StepRecord['preview']): string | null
           ? `exited with ${preview.exitCode ?? 'no exit code'}`
           : null;
     if (!ending) return null;
-    const said =
-      preview.stderr.text.split('\n').find((line) => line.trim() !== '') ??
-      preview.stdout.text.split('\n').find((line) => line.trim() !== '');
+    // The last line a program printed before it gave up is most often the reason ("npm: not found").
+    const lastLine = (text: string) => text.split('\n').findLast((line) => line.trim() !== '');
+    const said = lastLine(preview.stderr.text) ?? lastLine(preview.stdout.text);
     return `The dry run ${ending}${said ? `: ${said.trim().slice(0, 300)}` : ''}.`;
   }
   if (preview?.kind === 'codeRun' && !preview.result.ok)
@@ -905,6 +917,7 @@ function StepDetail({
           </button>
         </p>
       ) : null}
+      <SameFileNotice record={record} busy={busy} />
       <div className="actions" role="group" aria-label="Decision">
         {record.status === 'awaiting_consent' || preparing ? (
           <button
