@@ -4,7 +4,9 @@ import { useEffect, useRef } from 'react';
 function typingOrModal(event: KeyboardEvent): boolean {
   if (event.ctrlKey || event.metaKey || event.altKey) return true;
   const target = event.target as HTMLElement | null;
-  if (target && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName))) return true;
+  if (target && (target.isContentEditable || ['TEXTAREA', 'SELECT'].includes(target.tagName))) return true;
+  // A ticked checkbox (a hunk just unticked) takes no letters: the shortcuts still apply there, as on a button.
+  if (target?.tagName === 'INPUT' && !['checkbox', 'radio'].includes((target as HTMLInputElement).type)) return true;
   return document.querySelector('dialog[open]') !== null;
 }
 

@@ -10,7 +10,7 @@ import { ErrorBox } from './error-box.js';
 import { MarkedText, markedPlainText } from './marked-text.js';
 
 /** The hunks of a write over an existing text file the person may approve one by one; null when the step has none to choose. */
-function choosableHunks(record: StepRecord): DiffHunk[] | null {
+export function choosableHunks(record: StepRecord): DiffHunk[] | null {
   if (record.status !== 'awaiting_consent' || record.step.action !== 'writeFile' || record.preview?.kind !== 'fileChanges') return null;
   const file = record.preview.files[0];
   if (!file || !file.existedBefore || file.binary || file.diff === null) return null;
@@ -24,15 +24,25 @@ function choosableHunks(record: StepRecord): DiffHunk[] | null {
 
 /**
  * "Approve part of a step, or change it", under the decision buttons of a step waiting for the
- * person: each hunk of a write with a checkbox and "Approve selected hunks"; "Edit before approving"
- * for a write's content or a command line. Also says what the person changed, once they did.
+ * person: each hunk of a write with a checkbox, which the one Approve above honours (the queue holds
+ * which are off, so the button and the `a` key approve exactly what is checked); "Edit before
+ * approving" for a write's content or a command line. Also says what the person changed, once they did.
  */
-export function StepChanges({ record, busy }: { record: StepRecord; busy: boolean }) {
+export function StepChanges({
+  record,
+  busy,
+  off,
+  onOffChange,
+}: {
+  record: StepRecord;
+  busy: boolean;
+  /** The hunks the person unticked (numbers from 1). */
+  off: ReadonlySet<number>;
+  onOffChange(next: ReadonlySet<number>): void;
+}) {
   const api = useApi();
   const hunks = useMemo(() => choosableHunks(record), [record]);
-  const [off, setOff] = useState<ReadonlySet<number>>(new Set());
   const [editing, setEditing] = useState(false);
-  const [confirmHigh, setConfirmHigh] = useState(false);
   const [working, setWorking] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
@@ -41,6 +51,7 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
     ((record.step.action === 'writeFile' && record.step.args.encoding !== 'base64') || record.step.action === 'runCommand');
   const accepted = hunks ? hunks.map((hunk) => hunk.number).filter((number) => !off.has(number)) : [];
   const critical = record.evaluation?.risk === 'CRITICAL' || record.evaluation?.allowed === false;
+  const setOff = onOffChange;
 
   const act = async (label: string, action: () => Promise<string>) => {
     setWorking(label);
@@ -53,17 +64,6 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
       setWorking(null);
     }
   };
-  const approveHunks = () =>
-    act('Approving the selected hunks…', async () => {
-      const result = await api.approve({
-        stepId: record.step.id,
-        hunks: accepted,
-        ...(record.previewHash ? { previewHash: record.previewHash } : {}),
-      });
-      setOff(new Set());
-      return `${record.step.id} approved with hunks ${accepted.join(', ')} of ${hunks!.length}; it is now ${result.status.replace('_', ' ')}.`;
-    });
-
   // A cut record holds only some hunks and part of the content: choosing hunks or editing needs the whole.
   if (cutOf(record)) {
     return (
@@ -109,19 +109,13 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
               </pre>
             </div>
           ))}
-          <div className="actions">
-            <button
-              type="button"
-              className={record.evaluation?.risk === 'HIGH' ? 'danger' : 'primary'}
-              disabled={accepted.length === 0 || accepted.length === hunks.length}
-              onClick={() => (record.evaluation?.risk === 'HIGH' ? setConfirmHigh(true) : void approveHunks())}
-            >
-              Approve selected hunks ({accepted.length} of {hunks.length})
-            </button>
-            {accepted.length === 0 ? (
-              <span className="muted inline-note">No hunk selected: that leaves the file as it is. Reject the step instead.</span>
-            ) : null}
-          </div>
+          <p className="muted hunk-count" data-testid="hunk-count">
+            {accepted.length === hunks.length
+              ? `All ${hunks.length} hunks are checked: Approve writes the whole change.`
+              : accepted.length === 0
+                ? 'No hunk is checked: that leaves the file as it is, so Approve is off. Reject the step instead, or check a hunk.'
+                : `Approve writes only hunk${accepted.length === 1 ? '' : 's'} ${accepted.join(', ')} of ${hunks.length}; the unchecked ones are not written.`}
+          </p>
         </fieldset>
       ) : null}
       {editable ? (
@@ -149,28 +143,6 @@ export function StepChanges({ record, busy }: { record: StepRecord; busy: boolea
             });
           }}
         />
-      ) : null}
-      {confirmHigh ? (
-        <Dialog title="Approve part of a HIGH-risk step?" onCancel={() => setConfirmHigh(false)}>
-          <p>
-            Only hunks {accepted.join(', ')} of {hunks?.length} will be written. This step is rated HIGH.
-          </p>
-          <div className="dialog-actions">
-            <button type="button" className="ghost" onClick={() => setConfirmHigh(false)}>
-              Cancel
-            </button>
-            <button
-              type="button"
-              className="danger"
-              onClick={() => {
-                setConfirmHigh(false);
-                void approveHunks();
-              }}
-            >
-              Yes, approve these hunks
-            </button>
-          </div>
-        </Dialog>
       ) : null}
     </>
   );

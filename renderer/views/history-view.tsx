@@ -515,6 +515,14 @@ function HistoryRow({
         </span>
         <span className="cell-sub">
           <CopyId id={item.id} what="step id" /> · <CopyId id={item.planId} what="plan id" keep={6} />
+          {item.planPurpose ? (
+            <>
+              {' · '}
+              <span className="plan-purpose" data-testid="history-plan-purpose" title={`Plan: ${markedPlainText(item.planPurpose)}`}>
+                <MarkedText text={item.planPurpose} />
+              </span>
+            </>
+          ) : null}
         </span>
       </td>
       <td>
@@ -636,6 +644,12 @@ function HistoryDetail({
         </dd>
         <dt>Plan</dt>
         <dd className="break">
+          {summary.planPurpose ? (
+            <span className="plan-purpose-line" data-testid="history-detail-plan-purpose">
+              <MarkedText text={record?.planPurpose ?? summary.planPurpose} />
+              <br />
+            </span>
+          ) : null}
           <CopyId id={summary.planId} what="plan id" keep={Number.POSITIVE_INFINITY} />{' '}
           <button type="button" className="small ghost" onClick={onOnlyPlan}>
             Show only this plan

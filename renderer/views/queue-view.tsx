@@ -25,7 +25,8 @@ import { InvisibleWarning, MarkedText, markedPlainText } from '../components/mar
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RiskBadge } from '../components/risk-badge.js';
-import { StepChanges } from '../components/step-changes.js';
+import { SameFileNotice } from '../components/same-file-notice.js';
+import { choosableHunks, StepChanges } from '../components/step-changes.js';
 import { useKeys } from '../keys.js';
 import { UndoToasts, useFadingMessage } from '../components/toasts.js';
 import { approvalOutcomeText, formatTime, quotedStep, summarizeStep, targetPath } from '../step-text.js';
@@ -38,6 +39,8 @@ import { loadWholeStep } from '../../src/ipc/client/whole-step-record.js';
 /** A plan's waiting steps as the list shows them (summaries: the list never holds a step's record). */
 interface PlanGroup {
   planId: string;
+  /** Why the proposer sent the plan, when it said: the plan's name in the queue. */
+  purpose: string | null;
   steps: StepSummary[];
   newest: string;
 }
@@ -52,7 +55,12 @@ interface PlanRecords {
 export function groupByPlan(summaries: StepSummary[]): PlanGroup[] {
   const groups = new Map<string, PlanGroup>();
   for (const summary of summaries) {
-    const group = groups.get(summary.planId) ?? { planId: summary.planId, steps: [], newest: summary.createdAt };
+    const group = groups.get(summary.planId) ?? {
+      planId: summary.planId,
+      purpose: summary.planPurpose ?? null,
+      steps: [],
+      newest: summary.createdAt,
+    };
     group.steps.push(summary);
     if (summary.createdAt > group.newest) group.newest = summary.createdAt;
     groups.set(summary.planId, group);
@@ -126,8 +134,46 @@ export function ruleChoicesFor(record: StepRecord, policy: Policy | undefined): 
   return ruleChoicesForStep(record, policy.workspaceRoots);
 }
 
+/** The part of a write the person approves: the hunks still checked, of all the write's hunks. */
+interface HunkPart {
+  accepted: number[];
+  total: number;
+}
+
+/** The hunks the person unticked, per step, for the preview they were ticked on: a new preview starts whole again. */
+type HunkChoices = ReadonlyMap<string, { previewHash: string | null; off: ReadonlySet<number> }>;
+
+const NO_HUNKS_OFF: ReadonlySet<number> = new Set();
+
+function hunksOffFor(choices: HunkChoices, record: StepRecord): ReadonlySet<number> {
+  const choice = choices.get(record.step.id);
+  return choice && choice.previewHash === record.previewHash ? choice.off : NO_HUNKS_OFF;
+}
+
+/**
+ * What Approve approves: null for the whole step (every hunk checked, or none to choose), else the
+ * checked hunks. The one Approve (button and `a` key) writes exactly this; none checked refuses.
+ */
+export function hunkPartOf(record: StepRecord, off: ReadonlySet<number>): HunkPart | null {
+  if (off.size === 0) return null;
+  const hunks = choosableHunks(record);
+  if (!hunks) return null;
+  const accepted = hunks.map((hunk) => hunk.number).filter((number) => !off.has(number));
+  return accepted.length === hunks.length ? null : { accepted, total: hunks.length };
+}
+
+/** "hunks 1 and 3 of 4", "hunk 2 of 2". */
+export function hunkPartWords(part: HunkPart): string {
+  const list =
+    part.accepted.length <= 1 ? String(part.accepted[0] ?? '') : `${part.accepted.slice(0, -1).join(', ')} and ${part.accepted.at(-1)}`;
+  return `hunk${part.accepted.length === 1 ? '' : 's'} ${list} of ${part.total}`;
+}
+
+const NO_HUNK_CHECKED =
+  'No hunk of this write is checked, so approving would leave the file as it is: check the hunks to write, or reject the step.';
+
 type Pending =
-  | { kind: 'confirmHigh'; record: StepRecord }
+  | { kind: 'confirmHigh'; record: StepRecord; part: HunkPart | null }
   | { kind: 'reject'; record: StepRecord }
   | { kind: 'remember'; record: StepRecord }
   | { kind: 'approvePlan'; group: PlanRecords };
@@ -154,6 +200,12 @@ export function QueueView({
     return held.size === 0 ? listed : listed.filter((summary) => !held.has(summary.id));
   }, [listed, decisions.held]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
+  // Steps in the list that change the same file (as they name it): each row says so, and the detail says what it means.
+  const sharedPaths = useMemo(() => {
+    const counts = new Map<string, number>();
+    for (const summary of waiting) if (summary.targetPath) counts.set(summary.targetPath, (counts.get(summary.targetPath) ?? 0) + 1);
+    return new Set([...counts].filter(([, count]) => count > 1).map(([target]) => target));
+  }, [waiting]);
   const ordered = useMemo(() => groups.flatMap((group) => group.steps), [groups]);
   // A link to a step (a run's page: "Go to the step in the queue") names it in the address: #queue?step=ID.
   const [selectedId, setSelectedId] = useState<string | null>(() => queueStepFromHash(location.hash));
@@ -168,6 +220,8 @@ export function QueueView({
     return () => window.removeEventListener('hashchange', onHash);
   }, []);
   const [pending, setPending] = useState<Pending | null>(null);
+  const [hunkChoices, setHunkChoices] = useState<HunkChoices>(new Map());
+  const partFor = (record: StepRecord) => hunkPartOf(record, hunksOffFor(hunkChoices, record));
   // What is under way, per plan: a long run in one plan never holds up a decision on another.
   const [busyPlans, setBusyPlans] = useState<ReadonlyMap<string, string>>(new Map());
   const busyFor = (planId: string) => busyPlans.has(planId);
@@ -232,6 +286,14 @@ export function QueueView({
   /** Approving a whole plan shows each step's code and binds each approval to its preview: their records are fetched now. */
   const startApprovePlan = (group: PlanGroup) => {
     setError(null);
+    // Approving a plan approves each step whole: a step with hunks unticked is approved on its own, so nothing unchecked is written.
+    const partial = group.steps.find((summary) => (hunkChoices.get(summary.id)?.off.size ?? 0) > 0);
+    if (partial) {
+      setNotice(
+        `Some hunks of step ${partial.id} are unchecked: approve that step on its own (Approve writes only the checked hunks), then the rest.`,
+      );
+      return;
+    }
     Promise.all(group.steps.map((summary) => api.getStep({ stepId: summary.id, maxBytes: DETAIL_RECORD_BYTES }))).then(
       (records) => {
         if (records.every(canApprove)) setPending({ kind: 'approvePlan', group: { planId: group.planId, steps: records } });
@@ -257,17 +319,17 @@ export function QueueView({
     }
   };
 
-  const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
+  const approve = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }, part: HunkPart | null = null) =>
     hold(
       [record],
-      `Approving ${quotedStep(record.step, roots)}`,
-      () => sendApproval(record, remember),
+      `Approving ${part ? `${hunkPartWords(part)} of ` : ''}${quotedStep(record.step, roots)}`,
+      () => sendApproval(record, remember, part),
       (presign) => {
         const shown = record.previewHash ? { previewHash: record.previewHash } : {};
         return [
           remember
             ? presign('approveAndRemember', { stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime })
-            : presign('approve', { stepId: record.step.id, ...shown }),
+            : presign('approve', { stepId: record.step.id, ...shown, ...(part ? { hunks: part.accepted } : {}) }),
         ];
       },
     );
@@ -307,22 +369,28 @@ export function QueueView({
     );
   };
 
-  const sendApproval = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }) =>
+  const sendApproval = (record: StepRecord, remember?: { choice: RuleChoice; lifetime: RuleLifetime }, part: HunkPart | null = null) =>
     run(record.step.planId, `Approving ${quotedStep(record.step, roots)}…`, async () => {
       const shown = record.previewHash ? { previewHash: record.previewHash } : {};
       // With a rule, the approval and the rule are saved together by the core, or neither is.
       const result = remember
         ? (await api.approveAndRemember({ stepId: record.step.id, ...shown, rule: remember.choice.draft, lifetime: remember.lifetime }))
             .step
-        : await api.approve({ stepId: record.step.id, ...shown });
+        : await api.approve({ stepId: record.step.id, ...shown, ...(part ? { hunks: part.accepted } : {}) });
       setSelectedId(null);
-      return `${approvalOutcomeText(record.step, result, roots)}${remember ? ' The rule was saved; see Settings.' : ''}`;
+      return `${approvalOutcomeText(record.step, result, roots)}${part ? ` Only ${hunkPartWords(part)} were approved.` : ''}${remember ? ' The rule was saved; see Settings.' : ''}`;
     });
 
   const startApprove = (record: StepRecord | null) => {
     if (!record || !canApprove(record) || busyFor(record.step.planId)) return;
-    if (record.evaluation?.risk === 'HIGH') setPending({ kind: 'confirmHigh', record });
-    else void approve(record);
+    const part = partFor(record);
+    // Every unchecked hunk stays unwritten; with none checked there is nothing to approve.
+    if (part && part.accepted.length === 0) {
+      setNotice(NO_HUNK_CHECKED);
+      return;
+    }
+    if (record.evaluation?.risk === 'HIGH') setPending({ kind: 'confirmHigh', record, part });
+    else void approve(record, undefined, part);
   };
   const startReject = (record: StepRecord | null) => {
     if (!record || !canReject(record) || busyFor(record.step.planId)) return;
@@ -364,14 +432,30 @@ export function QueueView({
           groups.map((group) => {
             const planApprovable = group.steps.length > 1 && group.steps.every(approvableWithPlan);
             return (
-              <section key={group.planId} className="plan-group" aria-label={`Plan ${markedPlainText(group.planId)}`}>
+              <section
+                key={group.planId}
+                className="plan-group"
+                aria-label={group.purpose ? `Plan: ${markedPlainText(group.purpose)}` : `Plan ${markedPlainText(group.planId)}`}
+              >
                 <header className="plan-head">
-                  <span className="plan-id" title="Plan">
-                    Plan{' '}
-                    <code>
-                      <MarkedText text={group.planId} />
-                    </code>
-                  </span>
+                  {group.purpose ? (
+                    // The proposer's words name the plan; its id stays for copying and for the CLI.
+                    <span className="plan-id plan-purpose-head" title={`Plan ${markedPlainText(group.planId)}`} data-testid="plan-purpose">
+                      <span className="plan-purpose">
+                        <MarkedText text={group.purpose} />
+                      </span>
+                      <code className="plan-id-small">
+                        <MarkedText text={group.planId} />
+                      </code>
+                    </span>
+                  ) : (
+                    <span className="plan-id" title="Plan">
+                      Plan{' '}
+                      <code>
+                        <MarkedText text={group.planId} />
+                      </code>
+                    </span>
+                  )}
                   {planApprovable ? (
                     <button type="button" className="small" disabled={busyFor(group.planId)} onClick={() => startApprovePlan(group)}>
                       Approve plan ({group.steps.length})
@@ -398,6 +482,11 @@ export function QueueView({
                           {runIdOfLabel(summary.agent) ? (
                             <span className="item-sub" data-testid="queue-item-run">
                               From <MarkedText text={summary.agent!} />
+                            </span>
+                          ) : null}
+                          {summary.targetPath && sharedPaths.has(summary.targetPath) ? (
+                            <span className="item-sub same-file-mark" data-testid={`same-file-mark-${summary.id}`}>
+                              ⇄ Another waiting step changes this file too
                             </span>
                           ) : null}
                           {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
@@ -469,6 +558,10 @@ export function QueueView({
             busy={busyFor(selected.step.planId)}
             now={now}
             rememberable={ruleChoicesFor(selected, policy).length > 0}
+            hunksOff={hunksOffFor(hunkChoices, selected)}
+            onHunksOffChange={(off) =>
+              setHunkChoices((previous) => new Map(previous).set(selected.step.id, { previewHash: selected.previewHash, off }))
+            }
             onApprove={() => startApprove(selected)}
             onReject={() => startReject(selected)}
             onRemember={() => setPending({ kind: 'remember', record: selected })}
@@ -503,6 +596,11 @@ export function QueueView({
               </li>
             ))}
           </ul>
+          {pending.part ? (
+            <p data-testid="confirm-hunks">
+              Only <strong>{hunkPartWords(pending.part)}</strong> will be written; the unchecked hunks are not.
+            </p>
+          ) : null}
           <p>This step is rated HIGH. Approve it only if you have read the preview and expect exactly this.</p>
           <div className="dialog-actions">
             <button type="button" className="ghost" onClick={() => setPending(null)}>
@@ -512,12 +610,12 @@ export function QueueView({
               type="button"
               className="danger"
               onClick={() => {
-                const record = pending.record;
+                const { record, part } = pending;
                 setPending(null);
-                void approve(record);
+                void approve(record, undefined, part);
               }}
             >
-              Yes, approve HIGH-risk step
+              {pending.part ? `Yes, approve ${hunkPartWords(pending.part)}` : 'Yes, approve HIGH-risk step'}
             </button>
           </div>
         </Dialog>
@@ -557,7 +655,7 @@ export function QueueView({
       ) : null}
       {pending?.kind === 'approvePlan' ? (
         <Dialog
-          title={`Approve all ${pending.group.steps.length} steps of plan ${markedPlainText(pending.group.planId)}?`}
+          title={`Approve all ${pending.group.steps.length} steps of plan ${markedPlainText(pending.group.steps[0]?.planPurpose ? `“${pending.group.steps[0].planPurpose}”` : pending.group.planId)}?`}
           onCancel={() => setPending(null)}
           className={pending.group.steps.some(runsSomething) ? 'wide' : undefined}
         >
@@ -641,12 +739,38 @@ function stepTexts(record: StepRecord): (string | null)[] {
   ];
 }
 
+/**
+ * A dry run that did not succeed, in one line for the decision: the exit code (or time-out, memory)
+ * and the first line of its error output, or the code's error. Null when it succeeded or made no run.
+ */
+export function dryRunFailureText(preview: StepRecord['preview']): string | null {
+  if (preview?.kind === 'commandRun') {
+    const ending = preview.timedOut
+      ? 'timed out'
+      : preview.oomKilled
+        ? 'ran out of memory'
+        : preview.exitCode !== 0
+          ? `exited with ${preview.exitCode ?? 'no exit code'}`
+          : null;
+    if (!ending) return null;
+    // The last line a program printed before it gave up is most often the reason ("npm: not found").
+    const lastLine = (text: string) => text.split('\n').findLast((line) => line.trim() !== '');
+    const said = lastLine(preview.stderr.text) ?? lastLine(preview.stdout.text);
+    return `The dry run ${ending}${said ? `: ${said.trim().slice(0, 300)}` : ''}.`;
+  }
+  if (preview?.kind === 'codeRun' && !preview.result.ok)
+    return `The dry run failed (${preview.result.code}): ${preview.result.message.slice(0, 300)}`;
+  return null;
+}
+
 function StepDetail({
   record,
   policy,
   busy,
   now,
   rememberable,
+  hunksOff,
+  onHunksOffChange,
   onApprove,
   onReject,
   onRemember,
@@ -656,6 +780,8 @@ function StepDetail({
   busy: boolean;
   now: number;
   rememberable: boolean;
+  hunksOff: ReadonlySet<number>;
+  onHunksOffChange(off: ReadonlySet<number>): void;
   onApprove(): void;
   onReject(): void;
   onRemember(): void;
@@ -665,6 +791,7 @@ function StepDetail({
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
   // Nothing to decide on yet: the preview the approval binds to does not exist.
   const preparing = isPreparing(record);
+  const part = hunkPartOf(record, hunksOff);
   return (
     <article className="step-detail" aria-labelledby="step-title">
       <header className="detail-head">
@@ -707,6 +834,14 @@ function StepDetail({
           · {formatTime(record.createdAt)}
           {record.step.meta.origin === 'agent' ? <ProposedByRun stepId={record.step.id} label={record.step.meta.client} /> : null}
         </dd>
+        {record.planPurpose ? (
+          <>
+            <dt>Plan</dt>
+            <dd data-testid="detail-plan-purpose">
+              <MarkedText text={record.planPurpose} />
+            </dd>
+          </>
+        ) : null}
         <dt>Step</dt>
         <dd>
           <code>
@@ -766,20 +901,39 @@ function StepDetail({
           {!evaluation.reversible ? <p className="warning">This step cannot be reverted once it has run.</p> : null}
         </div>
       ) : null}
+      {record.status === 'awaiting_consent' && dryRunFailureText(record.preview) ? (
+        // Said where the decision is made: the full output is further down, in the preview.
+        <p className="warning dry-run-failed" role="note" data-testid="dry-run-failed">
+          <strong>
+            <MarkedText text={dryRunFailureText(record.preview)!} />
+          </strong>{' '}
+          Approving runs it for real, and it will most likely fail the same way.{' '}
+          <button
+            type="button"
+            className="link"
+            onClick={() => document.getElementById('dry-run-preview')?.scrollIntoView({ block: 'start' })}
+          >
+            See its output
+          </button>
+        </p>
+      ) : null}
+      <SameFileNotice record={record} busy={busy} />
       <div className="actions" role="group" aria-label="Decision">
         {record.status === 'awaiting_consent' || preparing ? (
           <button
             type="button"
             className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'}
-            disabled={busy || critical || preparing}
+            disabled={busy || critical || preparing || part?.accepted.length === 0}
             onClick={onApprove}
             aria-keyshortcuts="a"
+            aria-describedby={part ? 'approve-part-note' : undefined}
           >
-            Approve
+            {part ? (part.accepted.length === 0 ? 'Approve (no hunk checked)' : `Approve ${hunkPartWords(part)}`) : 'Approve'}
           </button>
         ) : null}
         {rememberable && (record.status === 'awaiting_consent' || preparing) ? (
-          <button type="button" disabled={busy || critical || preparing} onClick={onRemember}>
+          // A rule is for the step as proposed: with hunks unticked, only the plain approval of the checked ones is offered.
+          <button type="button" disabled={busy || critical || preparing || part !== null} onClick={onRemember}>
             Approve and remember…
           </button>
         ) : null}
@@ -789,10 +943,15 @@ function StepDetail({
           </button>
         ) : null}
         {critical ? <p className="muted inline-note">The policy denies CRITICAL steps; they cannot be approved here.</p> : null}
+        {part ? (
+          <p className="warning inline-note" id="approve-part-note" data-testid="approve-part-note">
+            {part.accepted.length === 0 ? NO_HUNK_CHECKED : `Some hunks are unchecked below: Approve writes only ${hunkPartWords(part)}.`}
+          </p>
+        ) : null}
       </div>
-      <StepChanges record={record} busy={busy} />
+      <StepChanges record={record} busy={busy} off={hunksOff} onOffChange={onHunksOffChange} />
       <StoppedRunOutput record={record} />
-      <section className="preview-section" aria-label="Dry-run preview">
+      <section className="preview-section" id="dry-run-preview" aria-label="Dry-run preview">
         <h3>Dry-run preview</h3>
         {preparing ? (
           <p>

@@ -138,6 +138,8 @@ export interface StepRecord {
    * `expired` (policy.consentExpirySeconds, or the plan's shorter consentExpirySeconds).
    */
   consentExpiresAt?: string;
+  /** Why the proposer sent the step's plan, as it said it (plan.purpose); absent when it said nothing. */
+  planPurpose?: string;
   /** Present once the person changed the step before approving it (per-hunk approval or an edit): what they changed. */
   edit?: PersonEdit;
 }

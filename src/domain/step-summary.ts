@@ -54,6 +54,10 @@ export interface StepSummary {
   consentExpiresAt?: string;
   /** A runCode step's first lines: the queue's row shows what runs. */
   codeExcerpt?: CodeExcerpt;
+  /** Why the proposer sent the step's plan (cut to SUMMARY_PURPOSE_MAX_CHARACTERS); absent when it said nothing. */
+  planPurpose?: string;
+  /** The file a write or a delete changes, as the step names it: the queue links steps that change the same file. */
+  targetPath?: string;
 }
 
 /** The parts of a step record a summary is made from. The repository reads only these, never a preview or an output. */
@@ -77,6 +81,8 @@ export interface SummarySource {
   consentExpiresAt?: string;
   /** A listing's excerpt of a runCode step's code, read without its whole text (the step's args then lack the code). */
   codeExcerpt?: CodeExcerpt;
+  /** Why its plan was proposed (the plan's purpose), when the proposer said. */
+  planPurpose?: string;
 }
 
 /** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
@@ -104,6 +110,13 @@ function excerptOf(source: SummarySource): { codeExcerpt?: CodeExcerpt } {
   if (source.codeExcerpt) return { codeExcerpt: source.codeExcerpt };
   const code = (source.step.args as { code?: unknown }).code;
   return typeof code === 'string' ? { codeExcerpt: codeExcerptOf(code) } : {};
+}
+
+/** The file a write or a delete names (bounded like a title): steps naming the same file are linked in the queue. */
+function targetOf(step: SummarySource['step']): { targetPath?: string } {
+  if (step.action !== 'writeFile' && step.action !== 'deleteFile') return {};
+  const target = (step.args as { path?: unknown }).path;
+  return typeof target === 'string' ? { targetPath: oneLine(target, SUMMARY_TITLE_MAX_CHARACTERS) } : {};
 }
 
 /** The summary of a step. `roots`: the workspace roots, so paths read relative to them. */
@@ -141,5 +154,7 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     ...(source.blockedBy ? { blockedBy: blockedWords(source.blockedBy) } : {}),
     ...(source.consentExpiresAt ? { consentExpiresAt: source.consentExpiresAt } : {}),
     ...excerptOf(source),
+    ...(source.planPurpose ? { planPurpose: oneLine(source.planPurpose, SUMMARY_PURPOSE_MAX_CHARACTERS) } : {}),
+    ...targetOf(step),
   };
 }

@@ -33,6 +33,7 @@ import type { RequestGate, RequestGateOptions } from './request-gate.js';
 import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
 import { DecisionsRoom } from './rooms/decisions.js';
 import { ExecutionRoom } from './rooms/execution.js';
+import { sameFileReport, type SameFileReport } from './rooms/same-file.js';
 import { ExpiryRoom } from './rooms/expiry.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { ProposalsRoom } from './rooms/proposals.js';
@@ -488,6 +489,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   planSteps(planId: string): StepRecord[] {
     return this.desk.steps.planSteps(planId);
+  }
+
+  /** What other steps do to the file a write or delete changes (rooms/same-file.ts); null for other steps. */
+  sameFile(stepId: string): SameFileReport | null {
+    return sameFileReport(this.desk, this.desk.steps.get(stepId));
   }
 
   /** The files a step's run changed, with the diffs of what was written, a page at a time. */

@@ -12,7 +12,14 @@ export type OpenAgentSession = (client: string) => Promise<ExecutorClient | null
 
 /** Thrown when no host runs: the tool result says so and how to start one, and nothing else happens. */
 export class NoHostError extends ExecutorError {
-  constructor(cause?: string) {
+  /**
+   * @param duringCall the host went away while the call was with it: what the call sent may have
+   *   been recorded (and may have run), so the words must not say nothing happened.
+   */
+  constructor(
+    cause?: string,
+    readonly duringCall = false,
+  ) {
     super('IPC_UNAVAILABLE', cause ? `Executor is not reachable: ${cause}` : 'Executor is not running.');
   }
 }
@@ -71,9 +78,7 @@ export class HostLink {
     } catch (error) {
       if (error instanceof ExecutorError && error.code === 'IPC_UNAVAILABLE') {
         this.drop();
-        throw new NoHostError(
-          `the connection closed during the call (${error.message}); call list_my_steps once Executor runs again to see what happened`,
-        );
+        throw new NoHostError(`the connection closed during the call (${error.message})`, true);
       }
       throw error;
     }

@@ -102,6 +102,13 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
 
   /** Turns any failure into a result the model can act on; the server stays up. */
   const failure = (error: unknown, doing: 'proposed' | 'checked' | 'asked'): CallToolResult => {
+    if (error instanceof NoHostError && error.duringCall) {
+      // The host shut down (or crashed) with the call in its hands: what was sent may be on record, waiting or even run.
+      return text(
+        `FAILED: HOST_STOPPED: Executor stopped during this call (${error.message}). ${doing === 'proposed' ? 'What you proposed may have been recorded before it stopped: it may be waiting for the user, or have run' : doing === 'asked' ? 'Your question may have reached the user' : 'Nothing was changed by this check'}. ${options.howToStart} Then call list_my_steps to see what happened${doing === 'proposed' ? ' before you propose it again' : ''}.`,
+        true,
+      );
+    }
     if (error instanceof NoHostError) {
       return text(
         `${error.message} Nothing was ${doing === 'proposed' ? 'proposed and nothing ran' : doing === 'asked' ? 'asked: the user did not see the question' : 'checked'}. ${options.howToStart} Then call this tool again.`,

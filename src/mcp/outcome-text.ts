@@ -1,3 +1,4 @@
+import type { Channel } from '../domain/actor.js';
 import { editDetailText } from '../domain/person-edit.js';
 import { AGENT_CANCEL_REASON, type StepRecord } from '../domain/step-record.js';
 
@@ -79,31 +80,149 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS,
   return [first, editDetailText(record.edit, undefined, record.approval !== null), ...rest].join('\n');
 }
 
+/**
+ * Every way a step can stand or end, as an agent is told it: who did what. One name per path, so a
+ * test can walk each through the real MCP surface and nothing is said by a branch nobody checked.
+ */
+export const OUTCOME_PATHS = [
+  'preparing',
+  'waiting for the user',
+  'approved, waiting its turn',
+  'running',
+  'ran',
+  'failed before any change',
+  'failed while running',
+  'interrupted by a stop of Executor',
+  'rejected by the user',
+  'withdrawn by the user',
+  'withdrawn by Executor',
+  'withdrawn by the agent',
+  'denied by policy',
+  'expired',
+  'dry run stopped by the user',
+  'run stopped before anything was applied',
+  'run stopped while applying',
+  'reverted by the user',
+] as const;
+export type OutcomePath = (typeof OUTCOME_PATHS)[number];
+
+/** The channel named in Executor's own words for a cancel ("cancelled from the cli channel", "Cancelled from the window channel 2.0 s into…"). */
+function cancelChannel(text: string | null | undefined): Channel | null {
+  const match = /^cancelled from the (\w+) channel/i.exec(text ?? '');
+  return match ? (match[1] as Channel) : null;
+}
+
+/** Who a channel's actor is, to an agent: the person at the window, web page or CLI; Executor itself otherwise. */
+function whoActedThrough(channel: Channel | null): 'the user' | 'Executor' | 'the policy' {
+  if (channel === 'policy') return 'the policy';
+  return channel === 'system' ? 'Executor' : 'the user';
+}
+
+/** Which path a record is on (OUTCOME_PATHS). */
+export function outcomePathOf(record: StepRecord): OutcomePath {
+  switch (record.status) {
+    case 'proposed':
+    case 'evaluated':
+      return 'preparing';
+    case 'awaiting_consent':
+      return 'waiting for the user';
+    case 'approved':
+      return 'approved, waiting its turn';
+    case 'running':
+      return 'running';
+    case 'executed':
+      return 'ran';
+    case 'failed':
+      // failBeforeStart marks a failure that came before the run changed anything.
+      return record.error?.details?.beforeAnyEffect === true ? 'failed before any change' : 'failed while running';
+    case 'interrupted':
+      return 'interrupted by a stop of Executor';
+    case 'rejected':
+      if (record.rejectedReason === AGENT_CANCEL_REASON) return 'withdrawn by the agent';
+      if (cancelChannel(record.rejectedReason) !== null)
+        return whoActedThrough(cancelChannel(record.rejectedReason)) === 'Executor' ? 'withdrawn by Executor' : 'withdrawn by the user';
+      return 'rejected by the user';
+    case 'denied':
+      return 'denied by policy';
+    case 'expired':
+      return 'expired';
+    case 'cancelled':
+      if (record.approval === null) return 'dry run stopped by the user';
+      return record.error?.message.includes('before anything was applied') || record.startedAt === null
+        ? 'run stopped before anything was applied'
+        : 'run stopped while applying';
+    case 'reverted':
+      return 'reverted by the user';
+  }
+}
+
+/** Who said yes to a step: the person, a remembered rule, or the policy on its own. */
+function approverText(record: StepRecord): string {
+  const by = record.approval?.by;
+  if (!by) return 'Approved.';
+  if (by.channel === 'policy') {
+    const rules = record.evaluation?.approvedByRules ?? [];
+    return rules.length > 0
+      ? `Approved without asking by the user's remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')}.`
+      : "Approved without asking by the user's policy (its risk is under the auto-approve level).";
+  }
+  return by.channel === 'system' ? 'Approved by Executor.' : 'Approved by the user.';
+}
+
+function errorText(record: StepRecord): string {
+  return record.error ? `${record.error.code}: ${record.error.message}` : `step ${record.step.id} is ${record.status}.`;
+}
+
 function verdictText(record: StepRecord, maxChars: number, held?: HeldByPause): string {
   const id = record.step.id;
-  switch (verdictOf(record)) {
-    case 'EXECUTED':
-      return `EXECUTED: step ${id} ran.\n${outputText(record.result, maxChars)}`;
-    case 'REJECTED':
-      return `REJECTED by the user: ${record.rejectedReason ?? '(no reason given)'}`;
-    case 'CANCELLED':
-      // A stopped run (the person's Cancel, or their stop switch) says what stopped it; an agent's own withdrawal is said as such.
-      return record.status === 'cancelled'
-        ? `CANCELLED: step ${id} did not complete: ${record.error?.message ?? 'its run was stopped.'}`
-        : `CANCELLED: you withdrew step ${id} before the user decided; it did not run.`;
-    case 'DENIED':
-      return `DENIED by policy: ${record.evaluation?.reasons.join(' ') || 'the policy forbids this step.'}`;
-    case 'FAILED':
-      return `FAILED: ${record.error ? `${record.error.code}: ${record.error.message}` : `step ${id} is ${record.status}.`}`;
-    case 'REVERTED':
-      return `REVERTED: step ${id} ran, then the user reverted it${record.revertedAt ? ` at ${record.revertedAt}` : ''}; its changes are undone.`;
-    case 'EXPIRED':
+  const path = outcomePathOf(record);
+  // The stop switch holds every step still open: the agent is told it waits, never that it was refused.
+  if (held && (path === 'preparing' || path === 'waiting for the user' || path === 'approved, waiting its turn'))
+    return `PENDING: held: the user stopped all agents at ${held.pausedAt}. Step ${id} is neither approved nor rejected; it waits until the user resumes. Propose nothing new meanwhile (it is refused with HOST_PAUSED); call step_status with ${id} later.`;
+  switch (path) {
+    case 'ran':
+      return `EXECUTED: step ${id} ran.\n${approverText(record)}\n${outputText(record.result, maxChars)}`;
+    case 'failed before any change':
+      return `FAILED: ${errorText(record)}\n${approverText(record)} It failed before it changed anything.`;
+    case 'failed while running':
+      return `FAILED: ${errorText(record)}\n${approverText(record)} It ran and failed; any file it changed is backed up, and the user can revert it.${record.result ? `\n${outputText(record.result, maxChars)}` : ''}`;
+    case 'interrupted by a stop of Executor':
+      return `FAILED: ${errorText(record)}\n${approverText(record)} Executor stopped (shut down or crashed) while step ${id} ran; what it changed so far is backed up, and the user can revert it.`;
+    case 'rejected by the user':
+      return `REJECTED by the user: ${record.rejectedReason?.trim() || '(no reason given)'}`;
+    case 'withdrawn by the user':
+      return `REJECTED by the user: they withdrew step ${id} (${record.rejectedReason}) before it ran; it did not run.`;
+    case 'withdrawn by Executor':
+      return `REJECTED by Executor: step ${id} was withdrawn before it ran (${record.rejectedReason}); it did not run.`;
+    case 'withdrawn by the agent':
+      return `CANCELLED: you withdrew step ${id}${record.approval ? ' (the user had approved it, but it had not started)' : ' before the user decided'}; it did not run.`;
+    case 'denied by policy':
+      return `DENIED by policy: ${record.evaluation?.reasons.join(' ') || record.error?.message || 'the policy forbids this step.'}`;
+    case 'expired':
       return `EXPIRED: step ${id} ${record.error?.message ?? 'was not decided in time.'} It did not run; propose it again if you still need it.`;
-    case 'PENDING':
-      if (held)
-        return `PENDING: held: the user stopped all agents at ${held.pausedAt}. Step ${id} is neither approved nor rejected; it waits until the user resumes. Propose nothing new meanwhile (it is refused with HOST_PAUSED); call step_status with ${id} later.`;
+    case 'dry run stopped by the user':
+    case 'run stopped before anything was applied':
+    case 'run stopped while applying': {
+      const who = whoActedThrough(cancelChannel(record.error?.message));
+      const what =
+        path === 'dry run stopped by the user'
+          ? `stopped the dry run of step ${id} before anyone decided on it; it never ran for real`
+          : path === 'run stopped before anything was applied'
+            ? `stopped the run of step ${id} after it was approved, before anything was applied; nothing changed`
+            : `stopped step ${id} while it ran; what it changed before it stopped is backed up, and the user can revert it`;
+      return `CANCELLED by ${who}: ${who === 'the user' ? 'they' : 'it'} ${what}.${record.error ? `\n${record.error.message}` : ''}`;
+    }
+    case 'reverted by the user':
+      return `REVERTED: step ${id} ran, then the user reverted it${record.revertedAt ? ` at ${record.revertedAt}` : ''}; its changes are undone.`;
+    case 'preparing':
+      return `PENDING: step ${id} is being prepared (weighed and dry-run); then it waits for the user. Call step_status with ${id}.`;
+    case 'waiting for the user':
       // A step before it that holds it back goes on a line of its own: the first line stays what models parse.
       return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}`;
+    case 'approved, waiting its turn':
+      return `PENDING: approved, waiting its turn; call step_status with ${id}\n${approverText(record)}${record.blockedBy ? ` It waits: ${record.blockedBy.reason}` : ' It runs once the steps before it in its plan have.'}`;
+    case 'running':
+      return `PENDING: running now; call step_status with ${id}\n${approverText(record)}`;
   }
 }
 

@@ -106,6 +106,7 @@ interface SummaryRow {
   approved_at: string | null;
   consent_expiry_seconds: number | null;
   consent_held_ms: number;
+  plan_purpose: string | null;
   /** A runCode step's code: its first characters, and how many lines it has (the row's excerpt, without reading all of it). */
   code_head: string | null;
   code_lines: number | null;
@@ -130,7 +131,7 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_array_length(steps.result_json, '$.files') AS files_count,
   json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
-  steps.consent_held_ms, plans.consent_expiry_seconds
+  steps.consent_held_ms, plans.consent_expiry_seconds, plans.purpose AS plan_purpose
   FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
 
 /** The label filter's expression: the same text as the steps_client index, so SQLite uses it. */
@@ -156,7 +157,8 @@ const EVENT_FOR_STATUS: Record<StepStatus, EventKind> = {
 const MAX_CACHED_STATEMENTS = 64;
 
 /** Every step query reads the plan's consent expiry with the step. */
-const SELECT_STEPS = 'SELECT steps.*, plans.consent_expiry_seconds FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
+const SELECT_STEPS =
+  'SELECT steps.*, plans.consent_expiry_seconds, plans.purpose AS plan_purpose FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
 
 /** Statuses of a step that may be held back by an earlier one (blockedBy). */
 const OPEN_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
@@ -503,6 +505,7 @@ export class StepRepository {
           ...(blocker ? { blockedBy: { stepId: blocker.stepId, status: blocker.status, reason: blocker.reason } } : {}),
           ...(row.code_head === null || row.code_lines === null ? {} : { codeExcerpt: excerptOfHead(row.code_head, row.code_lines) }),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
+          ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
         },
         roots,
       );

@@ -39,6 +39,8 @@ export interface StepRow {
   consent_expiry_seconds: number | null;
   /** How long the stop switch held this step since its clock started (added to its deadline at resume). */
   consent_held_ms?: number;
+  /** From the plan (joined): why the proposer sent the plan, when it said. */
+  plan_purpose?: string | null;
 }
 
 /**
@@ -99,6 +101,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord 
     error: parseJson<ErrorShape>(row.error_json),
     evaluation: parseJson<Evaluation>(row.evaluation_json),
     finishedAt: row.finished_at,
+    ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
     position: row.position,
     preview: parseJson<Preview>(row.preview_json),
     previewHash: row.preview_hash,

@@ -58,15 +58,18 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
       const second = picker.getByRole('checkbox', { name: /Hunk 2/ });
       expect(await first.isChecked()).toBe(true);
       expect(await second.isChecked()).toBe(true);
-      const approveSome = picker.getByRole('button', { name: /Approve selected hunks/ });
-      // All on is the plain Approve; none on is a rejection, and the window says so.
-      expect(await approveSome.isDisabled()).toBe(true);
+      const approveSome = detail
+        .getByRole('group', { name: 'Decision' })
+        .getByRole('button', { name: /^Approve/ })
+        .first();
+      // All on is the plain Approve; none on refuses, and the window says so.
+      expect(await approveSome.innerText()).toBe('Approve');
       await first.uncheck();
       await second.uncheck();
       await expect.poll(() => picker.innerText(), SOON).toContain('Reject the step instead');
       expect(await approveSome.isDisabled()).toBe(true);
       await second.check();
-      await expect.poll(() => approveSome.innerText(), SOON).toBe('Approve selected hunks (1 of 2)');
+      await expect.poll(() => approveSome.innerText(), SOON).toBe('Approve hunk 2 of 2');
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'queue-hunks', { light: 'queue-hunks' });
 

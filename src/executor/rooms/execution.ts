@@ -342,7 +342,9 @@ export class ExecutionRoom {
 
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
   private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
-    const shaped = this.desk.describeError(error);
+    // Marked on the error, so every surface (the agent's outcome words among them) can say nothing changed.
+    const described = this.desk.describeError(error);
+    const shaped = { ...described, details: { ...described.details, beforeAnyEffect: true } };
     const now = new Date().toISOString();
     this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
     return this.desk.emitStep(

@@ -62,6 +62,16 @@ import {
 /** The surfaces that can open a session. window, web and cli are the person's; mcp is the agent's. */
 export const IPC_CHANNELS = ['window', 'web', 'cli', 'mcp'] as const;
 export type IpcChannel = (typeof IPC_CHANNELS)[number];
+/** A step that changes the same file as another (getSameFile). */
+const SameFileStepSchema = z.object({
+  stepId: z.string(),
+  status: z.enum(STEP_STATUSES),
+  purpose: z.string().nullable(),
+  planPurpose: z.string().nullable(),
+  agent: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+
 export const PERSON_CHANNELS = ['window', 'web', 'cli'] as const satisfies readonly IpcChannel[];
 const EVERYONE = IPC_CHANNELS;
 
@@ -219,6 +229,20 @@ export const METHODS = {
     channels: EVERYONE,
     description:
       'a page of step summaries (title, status, risk, times, result in words; never a preview or an output), newest first, filtered by status, plan, agent label and words; nextCursor pages on, stable while steps arrive; to an agent, only its own',
+  }),
+  getSameFile: method({
+    params: z.strictObject({ stepId }),
+    result: z
+      .object({
+        path: z.string(),
+        waiting: z.array(SameFileStepSchema),
+        ran: z.array(SameFileStepSchema.extend({ approving: z.enum(['keeps', 'undoes', 'merges']), why: z.string().optional() })),
+        merged: z.string().nullable(),
+      })
+      .nullable(),
+    channels: PERSON_CHANNELS,
+    description:
+      "for a write or delete: the other waiting steps that change the same file, the steps that ran on it since this one was proposed and whether approving this one keeps or undoes each, and this step's change merged onto the file as it is, where both are line edits on lines apart",
   }),
   getStepChanges: method({
     params: z.strictObject({ stepId, offset: z.number().int().min(0).optional() }),

@@ -188,6 +188,7 @@ export const StepRecordSchema = z.object({
   runTimes: z.object({ dryRun: RunSpanSchema.optional(), realRun: RunSpanSchema.optional() }).optional(),
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
   consentExpiresAt: z.string().optional(),
+  planPurpose: z.string().optional(),
   /** Present when the record was cut to fit a window's reply or event (step-record-cut.ts). */
   cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional(),
   edit: z
@@ -248,6 +249,8 @@ export const StepSummaryWireSchema = z.object({
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string().optional() }).optional(),
   consentExpiresAt: z.string().optional(),
   codeExcerpt: z.object({ lines: z.array(z.string()), moreLines: z.number().int() }).optional(),
+  planPurpose: z.string().optional(),
+  targetPath: z.string().optional(),
 });
 
 export const StepSummaryPageWireSchema = z.object({

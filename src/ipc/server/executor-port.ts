@@ -21,6 +21,7 @@ import type { ExecutorEvents } from '../../executor/step-desk.js';
 import type { Policy } from '../../policy/policy-file.js';
 import type { RuleHits } from '../../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../../store/step-repository.js';
+import type { SameFileReport } from '../../executor/rooms/same-file.js';
 
 /**
  * What the protocol's server side (handlers, dispatch, the server and the in-process client) asks of
@@ -68,6 +69,7 @@ export interface IpcExecutorPort {
   listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[];
   listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] };
   stepChanges(stepId: string, offset?: number): StepChangesPage;
+  sameFile(stepId: string): SameFileReport | null;
 
   getAudit(query?: unknown): AuditPage;
   getAuditRecord(seq: number): AuditRecordRaw;

@@ -102,6 +102,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // An agent's view of the steps is its own (see step-ownership.ts); the person's channels see all.
   listSteps: (executor, params, { actor }) => executor.listStepsFor(params ?? {}, actor),
   listStepSummaries: (executor, params, { actor }) => executor.listStepSummariesFor(params ?? {}, actor),
+  getSameFile: (executor, { stepId }, { actor }) => executor.sameFile(executor.stepFor(stepId, actor).step.id),
   getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChanges(executor.stepFor(stepId, actor).step.id, offset),
   previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
   revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),

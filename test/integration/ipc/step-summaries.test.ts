@@ -175,7 +175,9 @@ describe('listStepSummaries', () => {
     const page = await api.listStepSummaries({});
     expect(page.items).toHaveLength(2);
     for (const item of page.items) {
-      expect(JSON.stringify(item).length).toBeLessThan(1200);
+      // A row also names its plan's purpose (cut at 160 characters) and a write's file (cut at 240).
+      expect(JSON.stringify(item).length).toBeLessThan(1600);
+      expect(item.planPurpose?.length).toBeLessThanOrEqual(160);
       expect(item).not.toHaveProperty('preview');
     }
     const write = page.items.find((item) => item.action === 'writeFile')!;

@@ -56,15 +56,27 @@ describe('stepOutcomeText', () => {
   });
 
   it('says each outcome in the words the issue lists', () => {
-    expect(stepOutcomeText(record('executed', { result: { deleted: true } }))).toBe('EXECUTED: step step-1 ran.\n{"deleted":true}');
+    const approval = { by: { user: 'me', channel: 'window' as const }, at: '2026-01-01T00:00:01.000Z', stepHash: 'h', previewHash: null };
+    expect(stepOutcomeText(record('executed', { result: { deleted: true }, approval }))).toBe(
+      'EXECUTED: step step-1 ran.\nApproved by the user.\n{"deleted":true}',
+    );
+    const byPolicy = { ...approval, by: { user: 'me', channel: 'policy' as const } };
+    expect(stepOutcomeText(record('executed', { result: {}, approval: byPolicy })).split('\n')[1]).toBe(
+      "Approved without asking by the user's policy (its risk is under the auto-approve level).",
+    );
     expect(stepOutcomeText(record('rejected', { rejectedReason: 'not now' }))).toBe('REJECTED by the user: not now');
     expect(stepOutcomeText(record('denied'))).toBe('DENIED by policy: Deletes a inside /w. Second reason.');
-    expect(stepOutcomeText(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' } }))).toBe(
+    expect(stepOutcomeText(record('failed', { error: { code: 'EXECUTION_FAILED', message: 'disk full' }, approval })).split('\n')[0]).toBe(
       'FAILED: EXECUTION_FAILED: disk full',
     );
-    for (const status of ['awaiting_consent', 'approved', 'running'] as const) {
-      expect(stepOutcomeText(record(status))).toBe('PENDING: waiting for the user; call step_status with step-1');
-    }
+    expect(stepOutcomeText(record('awaiting_consent'))).toBe('PENDING: waiting for the user; call step_status with step-1');
+    // Approved or running is not "waiting for the user": the user has decided.
+    expect(stepOutcomeText(record('approved', { approval }))).toMatch(
+      /^PENDING: approved, waiting its turn; call step_status with step-1\nApproved by the user\./,
+    );
+    expect(stepOutcomeText(record('running', { approval }))).toMatch(
+      /^PENDING: running now; call step_status with step-1\nApproved by the user\./,
+    );
   });
 
   it('says EXPIRED with the reason, and tells a PENDING step what holds it back on a line of its own', () => {
@@ -89,8 +101,8 @@ describe('stepOutcomeText', () => {
   });
 
   it('reports an interrupted step as FAILED with its error, and a reverted one as REVERTED', () => {
-    expect(stepOutcomeText(record('interrupted', { error: { code: 'EXECUTION_FAILED', message: 'Executor stopped' } }))).toBe(
-      'FAILED: EXECUTION_FAILED: Executor stopped',
+    expect(stepOutcomeText(record('interrupted', { error: { code: 'EXECUTION_FAILED', message: 'Executor stopped' } }))).toMatch(
+      /^FAILED: EXECUTION_FAILED: Executor stopped\nApproved\. Executor stopped \(shut down or crashed\) while step step-1 ran/,
     );
     expect(stepOutcomeText(record('reverted', { revertedAt: '2026-01-02T00:00:00.000Z' }))).toMatch(
       /^REVERTED: step step-1 ran, then the user reverted it/,
@@ -120,6 +132,7 @@ describe('planOutcomeText', () => {
     const text = planOutcomeText([record('executed', { result: { ok: 1 } }, 'a'), record('awaiting_consent', {}, 'b')]);
     expect(text.split('\n')).toEqual([
       'a (deleteFile): EXECUTED: step a ran.',
+      'Approved.',
       '{"ok":1}',
       'b (deleteFile): PENDING: waiting for the user; call step_status with b',
     ]);
