@@ -64,12 +64,14 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   // Every such step can still be rejected or cancelled from here, and expiry still applies.
   const executor = Executor.open(dataDir, { resumeUnfinished: false });
   const api = localClient(executor, 'cli');
+  const startedAt = executor.auditHeadSeq();
   try {
     return await work(api, 'direct');
   } catch (error) {
-    // A full data directory names itself, and the WAL the refused write grew is given back now.
-    if (!isNoSpace(error)) throw error;
-    const shaped = executor.describeError(error);
+    // A full or damaged data directory names itself (and the WAL a refused write grew is given back now);
+    // "nothing was changed" stands only when this command recorded nothing before it failed.
+    if (error instanceof ExecutorError && !isNoSpace(error) && !/nothing was changed/i.test(error.message)) throw error;
+    const shaped = executor.describeErrorSince(error, startedAt);
     throw new ExecutorError(shaped.code, shaped.message, shaped.details);
   } finally {
     // Background work this command started (an expiry sweep moving a plan on) ends before the lock is let go.

@@ -376,13 +376,15 @@ export function registerAuditCommands(program: Command): void {
         // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
         const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
         progress.finish();
-        const witnessed = options.file
-          ? undefined
-          : await askWitnesses(dataDir, {
-              offline: options.offline === true,
-              auditor: auditorWitnesses,
-              acceptRemoved: options.acceptRemovedWitness ?? [],
-            });
+        // A database too damaged to name its witnesses is already the finding (DATABASE_CORRUPT): none is asked.
+        const witnessed =
+          options.file || (report.problem?.code === 'DATABASE_CORRUPT' && report.records === 0)
+            ? undefined
+            : await askWitnesses(dataDir, {
+                offline: options.offline === true,
+                auditor: auditorWitnesses,
+                acceptRemoved: options.acceptRemovedWitness ?? [],
+              });
         if (witnessed) applyWitnessReports(report, witnessed.reports);
         const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
         const silent = witnessed?.reports.filter(unanswered) ?? [];

@@ -154,6 +154,12 @@ export class ExecutionRoom {
     } catch (error) {
       failure = error;
     }
+    // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
+    return this.desk.recordAfterEffect(stepId, failure === undefined, () => this.recordOutcome(stepId, actor, result, failure));
+  }
+
+  /** The outcome of a step whose apply has run: executed, failed, or (Cancel came meanwhile) a note on the cancelled step. */
+  private recordOutcome(stepId: string, actor: Actor, result: Record<string, unknown> | undefined, failure: unknown): StepRecord {
     if (this.desk.steps.get(stepId).status === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
       this.desk.steps.note(
