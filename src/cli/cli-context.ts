@@ -6,7 +6,7 @@ import type { ExecutorClient } from '../ipc/client/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
 import { dataDirNotice, dataDirSource, describeDataDir, type DataDirSource } from './data-dir-notice.js';
 import { isNoSpace } from '../store/storage-errors.js';
-import { ExecutorError } from '../domain/errors.js';
+import { ExecutorError, toErrorShape } from '../domain/errors.js';
 
 interface GlobalOptions {
   dataDir?: string;
@@ -102,11 +102,23 @@ export async function askHostIfKeysSealed<T>(
   }
 }
 
+/** Codes and errnos that mean the data directory cannot take a write now: full, read-only, not ours to write. */
+function cannotWrite(error: unknown, dataDir: string): boolean {
+  if (error instanceof ExecutorError) {
+    if (error.code === 'STORAGE_FULL' || error.code === 'STORAGE_FAILED') return true;
+    const where = error.details?.path;
+    return error.code === 'FILE_NOT_WRITABLE' && typeof where === 'string' && path.resolve(where).startsWith(path.resolve(dataDir));
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(EROFS|EACCES|EPERM|SQLITE_READONLY|SQLITE_CANTOPEN)/.test(code);
+}
+
 /**
- * A read the CLI makes itself (`steps list`, `steps show`) still answers when the data directory's
- * disk is full: opening the Executor writes (its lock's pid file, the app.started record, the
- * shutdown checkpoint), so on STORAGE_FULL the steps are read straight from the database, read-only,
- * without the lock (WAL readers need none) and without writing a byte. Anything else is rethrown.
+ * A read the CLI makes itself (`steps list`, `steps show`) still answers when the data directory
+ * cannot be written: a full disk, or read-only media (a mounted backup, a snapshot). Opening the
+ * Executor writes (its lock's pid file, the app.started record, the shutdown checkpoint), so then the
+ * steps are read straight from the database, read-only, without the lock (WAL readers need none) and
+ * without writing a byte. Anything else is rethrown.
  */
 export async function readEvenWhenFull<T>(
   dataDir: string,
@@ -115,8 +127,9 @@ export async function readEvenWhenFull<T>(
 ): Promise<T> {
   try {
     return await viaExecutor();
-  } catch (error) {
-    if (!(error instanceof ExecutorError && error.code === 'STORAGE_FULL')) throw error;
+  } catch (caught) {
+    if (!cannotWrite(caught, dataDir)) throw caught;
+    const error = caught instanceof ExecutorError ? caught : new ExecutorError(toErrorShape(caught).code, toErrorShape(caught).message);
     const [{ openDatabase }, { StepRepository }, { loadPolicy }] = await Promise.all([
       import('../store/database.js'),
       import('../store/step-repository.js'),
@@ -155,7 +168,9 @@ export async function readEvenWhenFull<T>(
         throw error;
       }
     }
-    process.stderr.write(`executor: ${error.message} (The steps were read without opening the Executor.)\n`);
+    process.stderr.write(
+      `executor: ${error.message} (The steps were read without opening the Executor: nothing can be decided or run here until it can be written.)\n`,
+    );
     return value;
   }
 }

@@ -178,9 +178,7 @@ async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDir
       {
         onProgress: options.onProgress,
         parallel:
-          workers > 1
-            ? { runner: workerRangeRunner(path.join(dataDir, DATABASE_FILE)), parts: workers, minRecords: options.parallelFrom ?? 20_000 }
-            : undefined,
+          workers > 1 ? { runner: workerRangeRunner(db.name), parts: workers, minRecords: options.parallelFrom ?? 20_000 } : undefined,
       },
     );
   } finally {
