@@ -77,7 +77,18 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
     // Background work this command started (an expiry sweep moving a plan on) ends before the lock is let go.
     await executor.settled();
     api.close();
-    executor.close();
+    // A shutdown record refused (a full disk) comes after this command's work: it names that work's steps as recorded.
+    const changed = executor.stepsChangedSince(startedAt);
+    try {
+      executor.close();
+    } catch (closeError) {
+      if (!(closeError instanceof ExecutorError) || changed.length === 0) throw closeError;
+      const listed = changed.map(({ stepId, status }) => `${stepId} (${status})`).join(', ');
+      throw new ExecutorError(closeError.code, `${closeError.message} This command's steps, as recorded: ${listed}.`, {
+        ...closeError.details,
+        changedSteps: changed,
+      });
+    }
   }
 }
 

@@ -387,12 +387,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   describeErrorSince(error: unknown, auditSeq: number): ErrorShape {
     const shaped = this.describeError(error);
     if (!/nothing was changed/i.test(shaped.message) || this.dataDirLost) return shaped;
-    let changed: { stepId: string; status: string }[];
-    try {
-      changed = this.desk.stepsChangedSince(auditSeq);
-    } catch {
-      return shaped;
-    }
+    const changed = this.stepsChangedSince(auditSeq);
     if (changed.length === 0) return shaped;
     const listed = changed.map(({ stepId, status }) => `${stepId} (${status})`).join(', ');
     return failedAfter(
@@ -400,6 +395,16 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       `This command changed steps before it failed, and they are recorded so: ${listed}. Look with \`executor steps list\` before proposing anything again.`,
       { changedSteps: changed },
     ).toJSON();
+  }
+
+  /** The steps that gained audit records after `auditSeq`, with their status now (none when the database cannot say). */
+  stepsChangedSince(auditSeq: number): { stepId: string; status: string }[] {
+    if (this.dataDirLost || this.desk.closed) return [];
+    try {
+      return this.desk.stepsChangedSince(auditSeq);
+    } catch {
+      return [];
+    }
   }
 
   /** The seq of the newest audit record: where a command starts, for describeErrorSince. */
