@@ -58,13 +58,16 @@ function writableFolder(folder: string): boolean {
  * directory instead, removed again when the connection closes. Reads work; nothing is written there.
  */
 function openForReading(dataDir: string, file: string): Db {
+  let db: Db | undefined;
   try {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
+    db = new Database(file, { readonly: true, fileMustExist: true });
     db.pragma('query_only = ON');
     // Opening is lazy: the first read is where a missing -shm is refused.
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     return db;
   } catch (error) {
+    // Closed at once: a connection left open would hold its lock against the reader that comes next.
+    db?.close();
     const code = (error as { code?: unknown }).code;
     const refused = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY)/.test(code);
     if (!refused || writableFolder(dataDir) || !fs.existsSync(file)) throw error;
@@ -75,15 +78,15 @@ function openForReading(dataDir: string, file: string): Db {
       const from = `${file}${suffix}`;
       if (fs.existsSync(from)) fs.copyFileSync(from, path.join(copyDir, `${DATABASE_FILE}${suffix}`));
     }
-    const db = new Database(path.join(copyDir, DATABASE_FILE), { readonly: true, fileMustExist: true });
-    db.pragma('query_only = ON');
-    const close = db.close.bind(db);
-    db.close = () => {
+    const copy = new Database(path.join(copyDir, DATABASE_FILE), { readonly: true, fileMustExist: true });
+    copy.pragma('query_only = ON');
+    const close = copy.close.bind(copy);
+    copy.close = () => {
       close();
       fs.rmSync(copyDir, { recursive: true, force: true });
-      return db;
+      return copy;
     };
-    return db;
+    return copy;
   } catch (error) {
     fs.rmSync(copyDir, { recursive: true, force: true });
     throw error;
