@@ -55,8 +55,12 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   DATA_DIR_LOCK_INVALID: 'Something that is not Executor’s lock sits in the data directory. Move it away, then start Executor again.',
   AUDIT_TREE_INCOMPLETE: 'The audit log’s proof tree is damaged or incomplete. Run “executor audit verify” to see where.',
   AUDIT_KEY_MISSING: 'The audit keys are missing from the data directory. Restore them from a backup, or start a new data directory.',
-  STORAGE_FAILED: 'Nothing was changed. Check that the data directory is writable, then try again.',
-  STORAGE_FULL: 'Nothing was changed because the disk is full. Free some space, then try again.',
+  STORAGE_FAILED: 'The data directory could not be written. Check that it is writable, then try again; the message says what was recorded.',
+  STORAGE_FULL: 'The disk holding the data directory is full. Free some space, then try again; the message says what was recorded.',
+  DATA_DIR_LOST:
+    'The data directory was moved or removed while Executor ran, so it stopped running steps. Put the folder back, then restart Executor.',
+  DATABASE_CORRUPT:
+    'Executor’s database is damaged. Restore it from a backup of the data directory; “executor audit verify” says where the damage is.',
   FILE_NOT_WRITABLE: 'The file or its folder cannot be written (read-only, or no permission). Fix its permissions, then try again.',
   KEY_ALREADY_EXPORTED: 'The verification key was shown once already and then erased. Use the copy you saved then.',
   EXECUTION_FAILED: 'The step ran and failed. Its output in History says why; the files it touched were backed up.',

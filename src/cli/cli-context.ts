@@ -6,7 +6,7 @@ import type { ExecutorClient } from '../ipc/client/client.js';
 import { defaultDataDir } from '../store/data-dir.js';
 import { dataDirNotice, dataDirSource, describeDataDir, type DataDirSource } from './data-dir-notice.js';
 import { isNoSpace } from '../store/storage-errors.js';
-import { ExecutorError } from '../domain/errors.js';
+import { ExecutorError, toErrorShape } from '../domain/errors.js';
 
 interface GlobalOptions {
   dataDir?: string;
@@ -64,18 +64,31 @@ export async function withExecutor<T>(dataDir: string, work: (api: ExecutorClien
   // Every such step can still be rejected or cancelled from here, and expiry still applies.
   const executor = Executor.open(dataDir, { resumeUnfinished: false });
   const api = localClient(executor, 'cli');
+  const startedAt = executor.auditHeadSeq();
   try {
     return await work(api, 'direct');
   } catch (error) {
-    // A full data directory names itself, and the WAL the refused write grew is given back now.
-    if (!isNoSpace(error)) throw error;
-    const shaped = executor.describeError(error);
+    // A full or damaged data directory names itself (and the WAL a refused write grew is given back now);
+    // "nothing was changed" stands only when this command recorded nothing before it failed.
+    if (error instanceof ExecutorError && !isNoSpace(error) && !/nothing was changed/i.test(error.message)) throw error;
+    const shaped = executor.describeErrorSince(error, startedAt);
     throw new ExecutorError(shaped.code, shaped.message, shaped.details);
   } finally {
     // Background work this command started (an expiry sweep moving a plan on) ends before the lock is let go.
     await executor.settled();
     api.close();
-    executor.close();
+    // A shutdown record refused (a full disk) comes after this command's work: it names that work's steps as recorded.
+    const changed = executor.stepsChangedSince(startedAt);
+    try {
+      executor.close();
+    } catch (closeError) {
+      if (!(closeError instanceof ExecutorError) || changed.length === 0) throw closeError;
+      const listed = changed.map(({ stepId, status }) => `${stepId} (${status})`).join(', ');
+      throw new ExecutorError(closeError.code, `${closeError.message} This command's steps, as recorded: ${listed}.`, {
+        ...closeError.details,
+        changedSteps: changed,
+      });
+    }
   }
 }
 
@@ -100,11 +113,23 @@ export async function askHostIfKeysSealed<T>(
   }
 }
 
+/** Codes and errnos that mean the data directory cannot take a write now: full, read-only, not ours to write. */
+function cannotWrite(error: unknown, dataDir: string): boolean {
+  if (error instanceof ExecutorError) {
+    if (error.code === 'STORAGE_FULL' || error.code === 'STORAGE_FAILED') return true;
+    const where = error.details?.path;
+    return error.code === 'FILE_NOT_WRITABLE' && typeof where === 'string' && path.resolve(where).startsWith(path.resolve(dataDir));
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(EROFS|EACCES|EPERM|SQLITE_READONLY|SQLITE_CANTOPEN)/.test(code);
+}
+
 /**
- * A read the CLI makes itself (`steps list`, `steps show`) still answers when the data directory's
- * disk is full: opening the Executor writes (its lock's pid file, the app.started record, the
- * shutdown checkpoint), so on STORAGE_FULL the steps are read straight from the database, read-only,
- * without the lock (WAL readers need none) and without writing a byte. Anything else is rethrown.
+ * A read the CLI makes itself (`steps list`, `steps show`) still answers when the data directory
+ * cannot be written: a full disk, or read-only media (a mounted backup, a snapshot). Opening the
+ * Executor writes (its lock's pid file, the app.started record, the shutdown checkpoint), so then the
+ * steps are read straight from the database, read-only, without the lock (WAL readers need none) and
+ * without writing a byte. Anything else is rethrown.
  */
 export async function readEvenWhenFull<T>(
   dataDir: string,
@@ -113,8 +138,9 @@ export async function readEvenWhenFull<T>(
 ): Promise<T> {
   try {
     return await viaExecutor();
-  } catch (error) {
-    if (!(error instanceof ExecutorError && error.code === 'STORAGE_FULL')) throw error;
+  } catch (caught) {
+    if (!cannotWrite(caught, dataDir)) throw caught;
+    const error = caught instanceof ExecutorError ? caught : new ExecutorError(toErrorShape(caught).code, toErrorShape(caught).message);
     const [{ openDatabase }, { StepRepository }, { loadPolicy }] = await Promise.all([
       import('../store/database.js'),
       import('../store/step-repository.js'),
@@ -153,7 +179,9 @@ export async function readEvenWhenFull<T>(
         throw error;
       }
     }
-    process.stderr.write(`executor: ${error.message} (The steps were read without opening the Executor.)\n`);
+    process.stderr.write(
+      `executor: ${error.message} (The steps were read without opening the Executor: nothing can be decided or run here until it can be written.)\n`,
+    );
     return value;
   }
 }

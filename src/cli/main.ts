@@ -14,6 +14,9 @@ import { registerStepCommands } from './commands/steps.js';
 import { registerWhereCommands } from './commands/where.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { setPrivateUmask } from '../fs/file-modes.js';
+import { defaultDataDir } from '../store/data-dir.js';
+import { databaseCorruption } from '../store/storage-errors.js';
+import path from 'node:path';
 
 // Also when main.ts is run without bin/executor.js (tsx src/cli/main.ts): files Executor creates are private.
 setPrivateUmask();
@@ -50,7 +53,9 @@ for (const stream of [process.stdout, process.stderr]) {
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  const shaped = toErrorShape(error);
+  // A damaged database met anywhere (a read, verify, an export) names its file and what to do.
+  const dataDir = path.resolve(program.opts<{ dataDir?: string }>().dataDir ?? defaultDataDir());
+  const shaped = toErrorShape(databaseCorruption(error, dataDir));
   const json = process.argv.includes('--json');
   // An error message can quote a step's path or an agent's words: escaped like everything else printed.
   if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);

@@ -36,6 +36,10 @@ export type ErrorCode =
   | 'DATA_DIR_NOT_OWNED'
   /** Something that is not Executor's lock (a folder, a link, a special file) sits where the data directory's lock files go. */
   | 'DATA_DIR_LOCK_INVALID'
+  /** The data directory (or its database or lock) was moved, removed or replaced under a running Executor: it stopped, fail closed. */
+  | 'DATA_DIR_LOST'
+  /** The database file is damaged (SQLite: malformed, not a database): details name the file; restore a copy, export what is readable. */
+  | 'DATABASE_CORRUPT'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
@@ -134,10 +138,28 @@ const FILE_SYSTEM_FAILURES: Record<string, string> = {
   EROFS: STORAGE_FAILURES.SQLITE_READONLY!,
 };
 
+/** SQLite's words for a damaged file: "database disk image is malformed", "file is not a database". */
+export function isDatabaseCorrupt(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof ExecutorError) return error.code === 'DATABASE_CORRUPT';
+  return typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
+}
+
+/** The words for a damaged database when the file is not known here (store/storage-errors.ts names it). */
+const CORRUPT_WORDS =
+  "The data directory's database is damaged (SQLite: %s); Executor will not write to it. " +
+  'Restore executor.db from a backup of the data directory, or keep what is readable with `executor audit export --out FILE` and `executor steps list --json`; `executor audit verify` says where the damage is.';
+
 /** Anything thrown becomes a typed error; unknown failures keep their message but never their stack. */
 export function toErrorShape(error: unknown): ErrorShape {
   if (error instanceof ExecutorError) return error.toJSON();
   const errorCode = (error as { code?: unknown } | null)?.code;
+  if (isDatabaseCorrupt(error))
+    return {
+      code: 'DATABASE_CORRUPT',
+      message: CORRUPT_WORDS.replace('%s', (error as Error).message ?? String(errorCode)),
+      details: { sqlite: errorCode },
+    };
   if (typeof errorCode === 'string' && errorCode.startsWith('SQLITE_')) {
     const family = Object.keys(STORAGE_FAILURES).find((prefix) => errorCode === prefix || errorCode.startsWith(`${prefix}_`));
     // A full disk is STORAGE_FULL wherever it is met (as for ENOSPC below); the Executor's own
@@ -155,4 +177,22 @@ export function toErrorShape(error: unknown): ErrorShape {
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message };
+}
+
+/** A storage error's claim about the write it refused, which is not true of what was done before it. */
+const NOTHING_CHANGED = /(;|,)?\s*(so )?[Nn]othing was changed(\.|;|,)?/g;
+
+/**
+ * The same failure (its code kept, so the surfaces still know it is a full disk or a lost data
+ * directory), said after something was already done: `done` says what happened and what the step's
+ * real status is; the cause loses its "nothing was changed", which was true only of the refused write.
+ * An agent told "nothing was changed" proposes again, and a command runs twice.
+ */
+export function failedAfter(error: unknown, done: string, details: Record<string, unknown>): ExecutorError {
+  const shaped = toErrorShape(error);
+  const cause = shaped.message
+    .replace(NOTHING_CHANGED, (_match, separator: string | undefined, _so, end: string | undefined) => (separator || end ? '.' : ''))
+    .replace(/\.\s*\./g, '.')
+    .trim();
+  return new ExecutorError(shaped.code, `${done} What failed: ${cause}`, { ...shaped.details, ...details, somethingChanged: true });
 }

@@ -10,7 +10,7 @@ import type { VerifyProgress, VerifyReport } from '../audit/verify/verify-codes.
 import type { PublishResult } from '../audit/witness/witness-publisher.js';
 import { preloadJsdiff } from '../backup/line-diff.js';
 import type { Actor } from '../domain/actor.js';
-import type { ErrorShape, ExecutorError } from '../domain/errors.js';
+import { ExecutorError, failedAfter, type ErrorShape } from '../domain/errors.js';
 import type { HostPause, HostPauseView } from '../domain/host-pause.js';
 import type { LiveRunView } from '../domain/live-output.js';
 import type { ModelProvider } from '../domain/model-settings.js';
@@ -24,10 +24,12 @@ import { loadShellParser } from '../policy/shell-parser.js';
 import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
+import { DataDirWatch } from '../store/data-dir-watch.js';
+import { noteLostDataDir, refuseLostDataDir } from '../store/lost-data-dirs.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
 import type { RuleHits } from '../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../store/step-repository.js';
-import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
+import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import { WalCheckpointer, type CheckpointReport } from '../store/wal-checkpointer.js';
 import type { RequestGate, RequestGateOptions } from './request-gate.js';
 import { AuditDesk, MAX_EXPORT_TEXT_BYTES, type KeyStatus } from './rooms/audit-desk.js';
@@ -95,6 +97,9 @@ export interface ExecutorOptions extends ExecutorSeams {
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
 
+/** How often an idle Executor looks whether its data directory is still where it opened it (every record looks too). */
+export const DATA_DIR_WATCH_MS = 1000;
+
 /**
  * What a shutdown did to a run under way, and what becomes of its step at the next start: a dry run
  * is previewed again; a real run still in its sandbox (a command's, before its step is marked
@@ -135,6 +140,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
+  /** Whether the data directory is still the one opened; once it is not, nothing more runs or is written (dataDirLost). */
+  private watch: DataDirWatch | undefined;
 
   private constructor(
     dataDir: string,
@@ -194,6 +201,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    * stopped host left behind (recoverAtOpen). Without the audit key nothing opens: fail closed.
    */
   static open(dataDir: string, options: ExecutorOptions = {}): Executor {
+    // A data directory a running Executor saw vanish is not silently made anew (lost-data-dirs.ts).
+    refuseLostDataDir(dataDir);
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
@@ -201,8 +210,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
-      const auditLog = SignedAuditLog.open(db, keyStore, resolved, options.audit);
+      let logId: string | null = null;
+      const watch = new DataDirWatch(resolved, () => logId);
+      const auditLog = SignedAuditLog.open(db, keyStore, resolved, { ...options.audit, guard: () => watch.assertHere() });
+      logId = auditLog.logId;
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
+      executor.watch = watch;
+      executor.desk.watchLost = () => watch.lost !== null;
+      watch.onLost((error) => executor.stopForLostDataDir(error));
       executor.desk.db.transaction(() => {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
         executor.settings.recordPolicyEditedOutside();
@@ -218,12 +233,13 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
       if (options.checkpointOffThread) executor.desk.checkpointer = WalCheckpointer.start(db, resolved);
+      watch.start(DATA_DIR_WATCH_MS);
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
       db?.close();
       lock.release();
-      throw dataDirStorageFailure(error, resolved);
+      throw dataDirFailure(error, resolved);
     }
   }
 
@@ -234,6 +250,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.desk.closed) return;
     this.desk.closed = true;
+    this.watch?.stop();
+    if (this.watch?.lost) return this.closeLost();
     this.expiry.close();
     this.proposals.close();
     // Before the last records and the final checkpoint: from here on this connection owns the WAL alone.
@@ -278,13 +296,57 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       })();
       this.desk.auditLog.flushAnchor();
     } catch (error) {
-      throw dataDirStorageFailure(error, this.dataDir);
+      // Whatever this process did before is recorded as it stands: only the shutdown's own record and seal are missing.
+      throw failedAfter(
+        dataDirFailure(error, this.dataDir),
+        'Executor could not write its shutdown record (app.stopped and the checkpoint that seals the newest records). ' +
+          'Everything done before it is recorded as it stands and nothing of it was undone: look with `executor steps list` before doing anything again. ' +
+          'The next start seals the log.',
+        { phase: 'shutdown' },
+      );
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
       giveBackWal(this.desk.db);
       this.desk.db.close();
       this.lock.release();
     }
+  }
+
+  /**
+   * The DATA_DIR_LOST error once the data directory was found moved, removed or replaced under this
+   * Executor; null while it is where it was. The host answers every request with it from then on.
+   */
+  get dataDirLost(): ExecutorError | null {
+    return this.watch?.lost ?? null;
+  }
+
+  /**
+   * The data directory is gone or replaced: stop, fail closed. Nothing more runs (every record is
+   * refused, so no step is marked running) and nothing more is written by name (the anchor, keys,
+   * blobs would land in whatever now has the name); runs under way are stopped; a note outside the
+   * data directory keeps the next command from silently starting a new log where this one was.
+   */
+  private stopForLostDataDir(error: ExecutorError): void {
+    this.desk.auditLog.stopHeartbeat();
+    this.expiry.close();
+    this.proposals.close();
+    this.desk.liveRuns.cancelAll();
+    noteLostDataDir(this.dataDir, error.details);
+    this.desk.log(`executor: DATA_DIR_LOST: ${error.message}`);
+    this.emit('lost', error);
+  }
+
+  /** close() after the data directory was lost: no record, checkpoint or anchor (there is nowhere true to put them). */
+  private closeLost(): void {
+    this.expiry.close();
+    this.proposals.close();
+    this.desk.checkpointer?.stop();
+    this.desk.liveRuns.cancelAll();
+    this.desk.auditLog.stopHeartbeat();
+    this.auditDesk.close();
+    this.desk.lightSandbox.close();
+    this.desk.db.close();
+    this.lock.release();
   }
 
   /** Whether the executor was closed (background work checks it after every wait). */
@@ -324,6 +386,39 @@ export class Executor extends EventEmitter<ExecutorEvents> {
    */
   describeError(error: unknown): ErrorShape {
     return this.desk.describeError(error);
+  }
+
+  /**
+   * An error of a command that may have done things before it failed (the CLI without a host): when
+   * its words say "nothing was changed" but steps gained records since `auditSeq`, they are named with
+   * their real status instead, so nobody proposes again what already ran.
+   */
+  describeErrorSince(error: unknown, auditSeq: number): ErrorShape {
+    const shaped = this.describeError(error);
+    if (!/nothing was changed/i.test(shaped.message) || this.dataDirLost) return shaped;
+    const changed = this.stepsChangedSince(auditSeq);
+    if (changed.length === 0) return shaped;
+    const listed = changed.map(({ stepId, status }) => `${stepId} (${status})`).join(', ');
+    return failedAfter(
+      new ExecutorError(shaped.code, shaped.message, shaped.details),
+      `This command changed steps before it failed, and they are recorded so: ${listed}. Look with \`executor steps list\` before proposing anything again.`,
+      { changedSteps: changed },
+    ).toJSON();
+  }
+
+  /** The steps that gained audit records after `auditSeq`, with their status now (none when the database cannot say). */
+  stepsChangedSince(auditSeq: number): { stepId: string; status: string }[] {
+    if (this.dataDirLost || this.desk.closed) return [];
+    try {
+      return this.desk.stepsChangedSince(auditSeq);
+    } catch {
+      return [];
+    }
+  }
+
+  /** The seq of the newest audit record: where a command starts, for describeErrorSince. */
+  auditHeadSeq(): number {
+    return this.desk.auditHeadSeq();
   }
 
   /** One transaction shared with the audit records it appends, for clients that keep tables of their own here (agent runs). */

@@ -11,7 +11,7 @@ import { BlobStore } from '../backup/blob-store.js';
 import { fileChangesIdentity } from '../backup/file-changes.js';
 import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
-import { ExecutorError, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
+import { ExecutorError, failedAfter, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
 import { hostPausedError, type HostPause } from '../domain/host-pause.js';
 import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
 import { proposerOf } from '../domain/remembered-rule.js';
@@ -37,7 +37,7 @@ import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository } from '../store/rule-hit-repository.js';
 import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
-import { dataDirStorageFailure, isNoSpace } from '../store/storage-errors.js';
+import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import type { WalCheckpointer } from '../store/wal-checkpointer.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
@@ -62,6 +62,8 @@ export interface ExecutorEvents {
   witness: [PublishResult];
   /** The person stopped all agents (the pause), or let them work again (null). */
   hostPause: [HostPause | null];
+  /** The data directory was moved, removed or replaced under the executor: it stopped (DATA_DIR_LOST). */
+  lost: [ExecutorError];
 }
 
 /** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
@@ -185,8 +187,59 @@ export class StepDesk {
       if (this.checkpointer) this.checkpointer.holdWhile(() => giveBackWal(this.db));
       else giveBackWal(this.db);
     }
-    return toErrorShape(dataDirStorageFailure(error, this.dataDir));
+    return toErrorShape(dataDirFailure(error, this.dataDir));
   }
+
+  /**
+   * Records what follows a step's effect (its outcome). A failure here (a full disk, a lost data
+   * directory, a later record) is said as what it is: the step ran, and its outcome is not recorded,
+   * so it still reads running; never "nothing was changed", which would make an agent propose it again.
+   */
+  recordAfterEffect<T>(stepId: string, applied: boolean, record: () => T): T {
+    try {
+      return record();
+    } catch (error) {
+      const shaped = this.describeError(error);
+      let status = 'running';
+      try {
+        status = this.closed || this.watchLost() ? 'running' : this.steps.get(stepId).status;
+      } catch {
+        /* the database cannot be read either: it was marked running before the step applied anything */
+      }
+      const ran = applied
+        ? `Step ${stepId} ran and its changes were applied, but its outcome could not be recorded`
+        : `Step ${stepId} ran and failed (what it had applied was put back where it could be), but that outcome could not be recorded`;
+      throw failedAfter(
+        new ExecutorError(shaped.code, shaped.message, shaped.details),
+        `${ran}: it still reads ${status}. It will not run again (the next start marks it interrupted; its backups were written before it ran, so it can be reverted). ` +
+          `Do not propose it again: look with \`executor steps show ${stepId}\` once the cause below is fixed.`,
+        { stepId, status, applied },
+      );
+    }
+  }
+
+  /** The seq of the newest audit record (0 for an empty log). */
+  auditHeadSeq(): number {
+    return (this.db.prepare('SELECT coalesce(max(seq), 0) FROM audit_records').pluck().get() as number) ?? 0;
+  }
+
+  /** The steps that gained an audit record after `seq`, with the status each has now: what a command did before it failed. */
+  stepsChangedSince(seq: number): { stepId: string; status: string }[] {
+    const ids = this.db
+      .prepare('SELECT DISTINCT step_id FROM audit_records WHERE seq > ? AND step_id IS NOT NULL ORDER BY seq')
+      .pluck()
+      .all(seq) as string[];
+    return ids.flatMap((stepId) => {
+      try {
+        return [{ stepId, status: this.steps.get(stepId).status }];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** Whether the data directory was found gone (set by the facade; the audit log's guard refuses every record then). */
+  watchLost: () => boolean = () => false;
 
   /**
    * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { MIGRATIONS } from './migrations.js';
 
@@ -27,11 +28,8 @@ export function openDatabase(dataDir: string, options: { readonly?: boolean; wit
   // Created 0600 before SQLite opens it: SQLite gives the -wal, -shm and -journal files the main
   // file's mode, so the whole database stays private whatever this process's umask is.
   if (!options.readonly) fs.closeSync(fs.openSync(file, 'a', 0o600));
-  const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
-  if (options.readonly) {
-    db.pragma('query_only = ON');
-    return db;
-  }
+  if (options.readonly) return openForReading(dataDir, file);
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
@@ -41,6 +39,58 @@ export function openDatabase(dataDir: string, options: { readonly?: boolean; wit
   db.pragma('journal_size_limit = 1048576');
   migrate(db);
   return db;
+}
+
+/** Whether a folder can take a new file (SQLite's -shm beside the database). */
+function writableFolder(folder: string): boolean {
+  try {
+    fs.accessSync(folder, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A read-only connection. A WAL database can only be read where SQLite may create its -shm index
+ * beside it; a data directory on read-only media (a mounted backup, a snapshot) or without write
+ * permission cannot take one, so it is read from a private copy of executor.db and its WAL in the temp
+ * directory instead, removed again when the connection closes. Reads work; nothing is written there.
+ */
+function openForReading(dataDir: string, file: string): Db {
+  let db: Db | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('query_only = ON');
+    // Opening is lazy: the first read is where a missing -shm is refused.
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return db;
+  } catch (error) {
+    // Closed at once: a connection left open would hold its lock against the reader that comes next.
+    db?.close();
+    const code = (error as { code?: unknown }).code;
+    const refused = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY)/.test(code);
+    if (!refused || writableFolder(dataDir) || !fs.existsSync(file)) throw error;
+  }
+  const copyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-read-'));
+  try {
+    for (const suffix of ['', '-wal']) {
+      const from = `${file}${suffix}`;
+      if (fs.existsSync(from)) fs.copyFileSync(from, path.join(copyDir, `${DATABASE_FILE}${suffix}`));
+    }
+    const copy = new Database(path.join(copyDir, DATABASE_FILE), { readonly: true, fileMustExist: true });
+    copy.pragma('query_only = ON');
+    const close = copy.close.bind(copy);
+    copy.close = () => {
+      close();
+      fs.rmSync(copyDir, { recursive: true, force: true });
+      return copy;
+    };
+    return copy;
+  } catch (error) {
+    fs.rmSync(copyDir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 function migrate(db: Db): void {

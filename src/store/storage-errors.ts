@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { freeBytesAt, formatBytes } from '../fs/free-space.js';
-import { ExecutorError } from '../domain/errors.js';
+import { ExecutorError, isDatabaseCorrupt } from '../domain/errors.js';
 
 const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
 
@@ -51,4 +51,27 @@ export function dataDirStorageFailure(error: unknown, dataDir: string): unknown 
       ...(typeof cause === 'string' ? (cause.startsWith('SQLITE_') ? { sqlite: cause } : { errno: cause }) : {}),
     },
   );
+}
+
+/**
+ * A damaged database file met while Executor read or wrote it ("database disk image is malformed",
+ * "file is not a database"), as DATABASE_CORRUPT naming the file and what to do. Anything else passes unchanged.
+ */
+export function databaseCorruption(error: unknown, dataDir: string, file = path.join(dataDir, 'executor.db')): unknown {
+  if (!isDatabaseCorrupt(error) || (error instanceof ExecutorError && typeof error.details?.path === 'string')) return error;
+  const cause = error instanceof ExecutorError ? error.details?.sqlite : (error as { code?: unknown }).code;
+  const said = error instanceof ExecutorError ? ((error.details?.said as string | undefined) ?? error.message) : (error as Error).message;
+  return new ExecutorError(
+    'DATABASE_CORRUPT',
+    `The database ${file} is damaged (SQLite: ${said}); Executor stops using it. ` +
+      `Stop Executor, keep a copy of the file as it is, then restore executor.db from a backup of the data directory; ` +
+      `to keep what is still readable first, use \`executor --data-dir ${dataDir} audit export --out FILE\` and \`steps list --json\`. ` +
+      `\`executor audit verify\` says which tables are damaged.`,
+    { path: file, dataDir, said, ...(typeof cause === 'string' ? { sqlite: cause } : {}) },
+  );
+}
+
+/** Every failure of the data directory's own storage in words a person can act on: a full disk, a damaged database. */
+export function dataDirFailure(error: unknown, dataDir: string): unknown {
+  return databaseCorruption(dataDirStorageFailure(error, dataDir), dataDir);
 }

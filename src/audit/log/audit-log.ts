@@ -44,6 +44,11 @@ export interface AuditLogOptions {
   env?: ExecutorEnv;
   /** Progress of building an older log's Merkle tree on first open (default: a line on stderr). */
   onTreeBuild?: TreeBuildProgress;
+  /**
+   * Called before anything is written (a record, a checkpoint, a key, the anchor); throws to refuse.
+   * The executor's: the data directory is still the one it opened (store/data-dir-watch.ts).
+   */
+  guard?: () => void;
 }
 
 export const DEFAULT_EPOCH_MAX_RECORDS = 10_000;
@@ -98,7 +103,8 @@ function contentHashes(detail: Record<string, unknown>): { preHash: string | nul
 export class SignedAuditLog implements AuditTrail {
   private readonly keyring: AuditKeyring;
   private readonly anchors: AnchorStore;
-  private readonly options: Required<Omit<AuditLogOptions, 'env' | 'onTreeBuild'>>;
+  private readonly options: Required<Omit<AuditLogOptions, 'env' | 'onTreeBuild' | 'guard'>>;
+  private readonly guard: () => void;
   private readonly env: ExecutorEnv;
   /** executorEnv's canonical text per sandbox of record: computed once each, not per record. */
   private readonly envTexts = new Map<string, string>();
@@ -148,6 +154,7 @@ export class SignedAuditLog implements AuditTrail {
       now: options.now ?? (() => new Date()),
     };
     this.env = options.env ?? currentExecutorEnv();
+    this.guard = options.guard ?? (() => undefined);
     this.salt = keyring.salt;
     // The hash as hex text from SQLite: a blob would cost a Buffer of its own on every append.
     this.selectHead = db.prepare('SELECT seq, lower(hex(hash)) AS hash FROM audit_records ORDER BY seq DESC LIMIT 1');
@@ -254,6 +261,7 @@ export class SignedAuditLog implements AuditTrail {
    */
   confirmCertificates(): void {
     if (this.db.inTransaction) return;
+    this.guard();
     this.settleRatchets();
     if (!this.keyring.pendingCertificates().length) return;
     this.db.transaction(() => {
@@ -371,6 +379,7 @@ export class SignedAuditLog implements AuditTrail {
       throw new ExecutorError('INTERNAL', 'An audit record must be appended inside the transaction that makes the change it describes.');
     }
     try {
+      this.guard();
       assertEventKind(event.kind);
       if (event.kind === 'key.created' || event.kind === 'key.rotated' || event.kind === 'clock.stepped') {
         // A chain start is what the verifier trusts for key ranges, a clock step what explains the dates: only the log itself writes them.
@@ -563,6 +572,7 @@ export class SignedAuditLog implements AuditTrail {
    */
   checkpoint(reason: CheckpointReason): void {
     try {
+      this.guard();
       if (this.db.inTransaction) {
         this.writeCheckpoint(reason);
         return;
@@ -609,6 +619,8 @@ export class SignedAuditLog implements AuditTrail {
       const previousHeadHolds = previous.seq === 0 || atPrevious?.hash.toString('hex') === previous.headHash;
       if (!previousHeadHolds) return;
     }
+    // Written by name: into a data directory that is no longer the one open, it would vouch for the wrong log.
+    this.guard();
     this.anchors.write(anchor);
   }
 
@@ -642,6 +654,7 @@ export class SignedAuditLog implements AuditTrail {
    * old one, so the verifier sees the old chain hand over to the new; then a checkpoint seals it.
    */
   rotate(actor: Actor, reason?: string): { previousKeyId: string; keyId: string } {
+    this.guard();
     const now = this.clock.peek(this.logTime());
     const before = this.head();
     // The outgoing chain's epoch key is erased at the rotation: it first closes its epoch with a certificate

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { ExecutorError } from '../../domain/errors.js';
+import { ExecutorError, isDatabaseCorrupt } from '../../domain/errors.js';
+import { checkDatabaseIntegrity, integrityWords, type IntegrityFinding } from './database-integrity.js';
 import { DATABASE_FILE, type Db } from '../../store/database.js';
 import { openAuditDatabaseReadOnly } from '../log/audit-reader.js';
 import { AnchorStore } from '../log/anchor.js';
@@ -12,7 +13,7 @@ import { chainStartOf, type ChainStart } from './verify-range.js';
 import { DEFAULT_CHECKPOINT_EVERY } from '../log/audit-log.js';
 import type { EpochKeys } from '../keys/key-ratchet.js';
 import type { KeyStore } from '../keys/key-store.js';
-import { RECORD_MAC_PREFIX, hmac } from '../format/record-format.js';
+import { GENESIS_HASH, RECORD_MAC_PREFIX, hmac } from '../format/record-format.js';
 import { DbRecordSource, VERIFY_MMAP_BYTES, MemoryRecordSource } from '../log/record-sources.js';
 import { verifyLog } from './verify-audit.js';
 import type { VerifyProgress, VerifyReport } from './verify-codes.js';
@@ -61,9 +62,69 @@ function storedNotes(db: Db): Map<number, string> {
   );
 }
 
-/** Verifies a data directory's log through a read-only connection; it never writes. */
+/** A report for a database verify could not read through: the damage is the finding, not an error without a name. */
+function unreadableReport(file: string, error: unknown, integrity?: IntegrityFinding): VerifyReport {
+  const finding = integrity && !integrity.ok ? integrity : { ok: false, objects: [], lines: [(error as Error).message] };
+  return {
+    ok: false,
+    logId: null,
+    records: 0,
+    headSeq: 0,
+    headHash: GENESIS_HASH,
+    checkpoints: 0,
+    lastCheckpointSeq: 0,
+    unsealedTail: 0,
+    macsUnchecked: 0,
+    anchor: null,
+    warnings: [],
+    problem: { code: 'DATABASE_CORRUPT', seq: 0, message: `the audit log cannot be read: ${integrityWords(file, finding)}` },
+  };
+}
+
+/**
+ * Verifies a data directory's log through a read-only connection; it never writes. SQLite's integrity
+ * check runs first over the whole file, so damage outside the audit tables is a finding too.
+ */
 export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptions): Promise<VerifyReport> {
-  const db = openAuditDatabaseReadOnly(dataDir);
+  const file = path.join(dataDir, DATABASE_FILE);
+  let db: Db;
+  try {
+    db = openAuditDatabaseReadOnly(dataDir);
+  } catch (error) {
+    if (isDatabaseCorrupt(error)) return unreadableReport(file, error);
+    throw error;
+  }
+  let integrity: IntegrityFinding;
+  try {
+    integrity = checkDatabaseIntegrity(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  let report: VerifyReport;
+  try {
+    report = await verifyOpenDataDir(dataDir, db, options);
+  } catch (error) {
+    if (isDatabaseCorrupt(error)) return unreadableReport(file, error, integrity);
+    throw error;
+  }
+  if (!integrity.ok) {
+    const words = integrityWords(file, integrity);
+    // A finding in the records themselves stays the headline; the file's damage is said beside it.
+    if (report.problem) report.warnings.unshift(`also: ${words}`);
+    else report.problem = { code: 'DATABASE_CORRUPT', seq: 0, message: words };
+    report.ok = false;
+  }
+  if (report.unsealedTail > 0)
+    report.warnings.push(
+      `the last ${report.unsealedTail} record(s) (seq ${report.lastCheckpointSeq + 1}..${report.headSeq}) come after the newest checkpoint: ` +
+        'nothing outside the database vouches for them yet, so had more records after them been lost (a crash that took executor.db-wal with it) this check could not tell; ' +
+        'Executor seals them at its next checkpoint (every 1,000 records, every 15 minutes, and at shutdown)',
+    );
+  return report;
+}
+
+async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDirOptions): Promise<VerifyReport> {
   db.pragma(`mmap_size = ${VERIFY_MMAP_BYTES}`);
   const source = new DbRecordSource(db, true);
   try {
@@ -117,9 +178,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
       {
         onProgress: options.onProgress,
         parallel:
-          workers > 1
-            ? { runner: workerRangeRunner(path.join(dataDir, DATABASE_FILE)), parts: workers, minRecords: options.parallelFrom ?? 20_000 }
-            : undefined,
+          workers > 1 ? { runner: workerRangeRunner(db.name), parts: workers, minRecords: options.parallelFrom ?? 20_000 } : undefined,
       },
     );
   } finally {

@@ -19,6 +19,8 @@ export const VERIFY_CODES = [
   'BAD_ANCHOR',
   'ANCHOR_MISSING',
   'BAD_HEADER',
+  /** SQLite's integrity check found the database file damaged (in the audit tables or anywhere else), or could not read it. */
+  'DATABASE_CORRUPT',
 ] as const;
 
 export type VerifyCode = (typeof VERIFY_CODES)[number];

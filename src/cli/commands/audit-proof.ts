@@ -49,6 +49,7 @@ export function registerAuditProofCommands(audit: Command): void {
       const seq = wholeNumber('audit prove', seqText);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
       const { buildRecordProof, openAuditDatabaseReadOnly, writeFileAtomic } = await proofModules();
+      const { outputFileFailure } = await import('../../fs/output-file.js');
       const db = openAuditDatabaseReadOnly(dataDir);
       let proof;
       try {
@@ -63,7 +64,12 @@ export function registerAuditProofCommands(audit: Command): void {
         return;
       }
       // The record may name the person's files: private until they choose to hand it on.
-      writeFileAtomic(path.resolve(options.out), Buffer.from(text, 'utf8'), 0o600);
+      const target = path.resolve(options.out);
+      try {
+        writeFileAtomic(target, Buffer.from(text, 'utf8'), 0o600);
+      } catch (error) {
+        throw outputFileFailure(error, target, Buffer.byteLength(text));
+      }
       process.stderr.write(
         `wrote the proof of record ${seq} (tree of ${proof.inclusion.treeSize} records, checkpoint ${proof.checkpoint.cpSeq}) to ${options.out}\n`,
       );

@@ -454,16 +454,19 @@ export function registerAuditCommands(program: Command): void {
         // The host verified without the flag: a finding of ANCHOR_MISSING alone becomes the same loud note a local run gives.
         const report = accept && !options.file ? acceptMissingAnchor(verified) : verified;
         progress.finish();
+        // A database too damaged to name its witnesses is already the finding (DATABASE_CORRUPT): none is asked.
         const witnessed = options.file
           ? await askWitnessesAboutExport(options.file, auditorWitnesses, {
               offline: options.offline === true,
               logKeys: [...(chainPublicKeys?.values() ?? [])].map((keys) => keys.logKey),
             })
-          : await askWitnesses(dataDir, {
-              offline: options.offline === true,
-              auditor: auditorWitnesses,
-              acceptRemoved: options.acceptRemovedWitness ?? [],
-            });
+          : report.problem?.code === 'DATABASE_CORRUPT' && report.records === 0
+            ? undefined
+            : await askWitnesses(dataDir, {
+                offline: options.offline === true,
+                auditor: auditorWitnesses,
+                acceptRemoved: options.acceptRemovedWitness ?? [],
+              });
         if (witnessed) applyWitnessReports(report, witnessed.reports);
         const output = witnessed ? { ...report, witnesses: witnessed.reports, witnessesAsked: !options.offline } : report;
         const silent = witnessed?.reports.filter(unanswered) ?? [];
@@ -516,8 +519,10 @@ export function registerAuditCommands(program: Command): void {
       const { dataDir } = globals(command);
       if (options.format !== 'jsonl') throw new ExecutorError('INVALID_INPUT', `Export knows one format, jsonl; not "${options.format}".`);
       const { DEFAULT_CHECKPOINT_EVERY, exportAudit, fileLineWriter } = await auditModules();
+      const { openOutputFile, outputFileFailure } = await import('../../fs/output-file.js');
+      const out = options.out ? path.resolve(options.out) : undefined;
       await withReader(dataDir, (reader) => {
-        const fd = options.out ? fs.openSync(options.out, 'w', 0o600) : 1;
+        const fd = out ? openOutputFile(out) : 1;
         try {
           const writer = fileLineWriter(fd);
           const keyring = reader.keyringIfReadable();
@@ -532,13 +537,22 @@ export function registerAuditCommands(program: Command): void {
             keyring,
           });
           writer.flush();
-          if (options.out)
+          if (out)
             process.stderr.write(
-              `exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${options.out}\n`,
+              `exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${out}\n`,
             );
-        } finally {
-          if (options.out) fs.closeSync(fd);
+        } catch (error) {
+          // A disk that fills, or a file that cannot take the bytes, is said naming the file; the incomplete file is removed.
+          if (!out) throw error;
+          fs.closeSync(fd);
+          try {
+            if (fs.lstatSync(out, { throwIfNoEntry: false })?.isFile()) fs.rmSync(out, { force: true });
+          } catch {
+            /* not ours to remove (a special file): the error below names it */
+          }
+          throw outputFileFailure(error, out);
         }
+        if (out) fs.closeSync(fd);
       });
     });
 

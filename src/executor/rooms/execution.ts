@@ -173,6 +173,18 @@ export class ExecutionRoom {
     } catch (error) {
       failure = error;
     }
+    // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
+    return this.desk.recordAfterEffect(stepId, failure === undefined, () => this.recordOutcome(stepId, actor, result, failure, timing));
+  }
+
+  /** The outcome of a step whose apply has run: executed, failed, or (Cancel came meanwhile) a note on the cancelled step. */
+  private recordOutcome(
+    stepId: string,
+    actor: Actor,
+    result: Record<string, unknown> | undefined,
+    failure: unknown,
+    timing: RunTiming,
+  ): StepRecord {
     if (this.desk.steps.get(stepId).status === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
       this.desk.steps.note(
@@ -186,7 +198,7 @@ export class ExecutionRoom {
       return this.desk.steps.get(stepId);
     }
     if (failure === undefined) {
-      return this.recordOutcome(
+      return this.recordRun(
         stepId,
         'executed',
         actor,
@@ -196,7 +208,7 @@ export class ExecutionRoom {
       );
     }
     const shaped = this.desk.describeError(failure);
-    return this.recordOutcome(
+    return this.recordRun(
       stepId,
       'failed',
       actor,
@@ -210,7 +222,7 @@ export class ExecutionRoom {
    * A run's outcome and its span in one transaction: one sync to disk where there were two, and the
    * step event that says it ran already carries how long it took.
    */
-  private recordOutcome(
+  private recordRun(
     stepId: string,
     to: 'executed' | 'failed',
     actor: Actor,

@@ -5,7 +5,7 @@ import type { KeyProtection } from '../../audit/keys/key-store.js';
 import type { VerifyProgress, VerifyReport } from '../../audit/verify/verify-codes.js';
 import type { PublishResult } from '../../audit/witness/witness-publisher.js';
 import type { Actor } from '../../domain/actor.js';
-import type { ErrorShape } from '../../domain/errors.js';
+import type { ErrorShape, ExecutorError } from '../../domain/errors.js';
 import type { HostPauseView } from '../../domain/host-pause.js';
 import type { LiveRunView } from '../../domain/live-output.js';
 import type { ModelProvider } from '../../domain/model-settings.js';
@@ -36,6 +36,8 @@ export interface IpcExecutorPort {
   on<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
   off<E extends keyof ExecutorEvents>(event: E, listener: (...args: ExecutorEvents[E]) => void): unknown;
   describeError(error: unknown): ErrorShape;
+  /** Set once the data directory was moved, removed or replaced under the executor: every request is answered with it. */
+  readonly dataDirLost: ExecutorError | null;
   recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void;
 
   evaluateStep(step: Step): Evaluation;

@@ -469,6 +469,9 @@ export class IpcServer {
 
     let reply: Record<string, unknown>;
     try {
+      // The data directory is gone from under the host: no answer from its stale copy (steps "approved" that never run), only why.
+      const lost = this.executor.dataDirLost;
+      if (lost) throw lost;
       const result = await invokeMethod(this.executor, request.method, request.params, {
         channel: session.credential.channel,
         actor: session.actor,
