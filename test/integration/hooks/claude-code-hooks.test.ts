@@ -112,6 +112,7 @@ describe('Claude Code through executor hook', () => {
     expect((await runClaude(workspace, model)).code).toBe(0);
     const [result] = toolResults(model);
     expect(result!.isError).toBe(true);
+    expect(result!.text).toContain('Executor does not know the tool WebSearch');
   }, 240_000);
 
   it('with the host down every call is denied, naming the one command that starts Executor', async () => {
