@@ -35,7 +35,10 @@ interface SettingsChange {
 type Json = Record<string, unknown>;
 const OUR_HOOK = /executor[^\n]*\bhook (claude-code|gemini-cli)\b/;
 const isOurMcp = (entry: unknown) =>
-  !!entry && typeof entry === 'object' && JSON.stringify((entry as Json).args ?? []).includes('"mcp"') && JSON.stringify(entry).includes('executor');
+  !!entry &&
+  typeof entry === 'object' &&
+  JSON.stringify((entry as Json).args ?? []).includes('"mcp"') &&
+  JSON.stringify(entry).includes('executor');
 
 function readJson(file: string): { text: string | null; value: Json } {
   let text: string;
@@ -51,9 +54,13 @@ function readJson(file: string): { text: string | null; value: Json } {
     return { text, value: value as Json };
   } catch (error) {
     // Never overwrite a file we cannot read whole: the person's other settings are in it.
-    throw new ExecutorError('INVALID_INPUT', `${file} is not valid JSON (${(error as Error).message}); fix it by hand, then connect again. Nothing was changed.`, {
-      file,
-    });
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `${file} is not valid JSON (${(error as Error).message}); fix it by hand, then connect again. Nothing was changed.`,
+      {
+        file,
+      },
+    );
   }
 }
 
@@ -69,7 +76,13 @@ interface ClientFiles {
 function filesOf(client: HookClientName, scope: ConnectScope, home = os.homedir()): ClientFiles {
   if (client === 'claude-code') {
     return 'user' in scope
-      ? { settings: path.join(home, '.claude', 'settings.json'), mcp: path.join(home, '.claude.json'), event: 'PreToolUse', matcher: '*', timeout: HOOK_TIMEOUT_SECONDS }
+      ? {
+          settings: path.join(home, '.claude', 'settings.json'),
+          mcp: path.join(home, '.claude.json'),
+          event: 'PreToolUse',
+          matcher: '*',
+          timeout: HOOK_TIMEOUT_SECONDS,
+        }
       : {
           settings: path.join(scope.project, '.claude', 'settings.local.json'),
           mcp: path.join(scope.project, '.mcp.json'),
@@ -89,7 +102,8 @@ function withoutOurHooks(settings: Json, event: string, changes: string[]): Json
     .map((group) => {
       const inner = Array.isArray(group.hooks) ? (group.hooks as Json[]) : [];
       const others = inner.filter((hook) => !(typeof hook.command === 'string' && OUR_HOOK.test(hook.command)));
-      if (others.length !== inner.length) changes.push(`removed the ${event} hook ${JSON.stringify(inner.find((hook) => !others.includes(hook))?.command)}`);
+      if (others.length !== inner.length)
+        changes.push(`removed the ${event} hook ${JSON.stringify(inner.find((hook) => !others.includes(hook))?.command)}`);
       return others.length ? ({ ...group, hooks: others } as Json) : null;
     })
     .filter((group): group is Json => group !== null);
@@ -114,7 +128,12 @@ function withoutOurMcp(settings: Json, changes: string[]): Json {
 }
 
 /** What connect (or disconnect) would change, file by file, without writing. */
-export function planSettings(client: HookClientName, scope: ConnectScope, commands: ConnectCommands | null, home?: string): SettingsChange[] {
+export function planSettings(
+  client: HookClientName,
+  scope: ConnectScope,
+  commands: ConnectCommands | null,
+  home?: string,
+): SettingsChange[] {
   const files = filesOf(client, scope, home);
   const targets = [...new Set([files.settings, files.mcp])];
   return targets.map((file) => {
@@ -130,7 +149,9 @@ export function planSettings(client: HookClientName, scope: ConnectScope, comman
         groups.unshift({ matcher: files.matcher, hooks: [{ type: 'command', command: commands.hook, timeout: files.timeout }] });
         hooks[files.event] = groups;
         next = { ...next, hooks };
-        changes.push(`added the ${files.event} hook ${JSON.stringify(commands.hook)} (timeout ${files.timeout}${client === 'gemini-cli' ? ' ms' : ' s'})`);
+        changes.push(
+          `added the ${files.event} hook ${JSON.stringify(commands.hook)} (timeout ${files.timeout}${client === 'gemini-cli' ? ' ms' : ' s'})`,
+        );
       }
     }
     if (file === files.mcp) {
@@ -143,7 +164,12 @@ export function planSettings(client: HookClientName, scope: ConnectScope, comman
     // Removing what connect added and adding it again is no change at all.
     const after = `${JSON.stringify(next, null, 2)}\n`;
     const unchanged = text !== null && JSON.stringify(JSON.parse(text)) === JSON.stringify(next);
-    return { file, before: text, after: unchanged ? text : text === null && Object.keys(next).length === 0 ? null : after, changes: unchanged ? [] : changes };
+    return {
+      file,
+      before: text,
+      after: unchanged ? text : text === null && Object.keys(next).length === 0 ? null : after,
+      changes: unchanged ? [] : changes,
+    };
   });
 }
 

@@ -11,7 +11,10 @@ export type EditOutcome = { ok: true; content: string } | { ok: false; reason: s
 
 const occurrences = (haystack: string, needle: string) => haystack.split(needle).length - 1;
 
-const WORDS: Record<HookClientName, { missingFile: string; notFound(path: string, old: string): string; notUnique(path: string, count: number, old: string): string }> = {
+const WORDS: Record<
+  HookClientName,
+  { missingFile: string; notFound(path: string, old: string): string; notUnique(path: string, count: number, old: string): string }
+> = {
   'claude-code': {
     missingFile: 'File does not exist.',
     notFound: (_path, old) => `String to replace not found in file.\nString: ${old}`,

@@ -44,5 +44,11 @@ export function parseHookInput(text: string): HookInput {
     );
   }
   const input = parsed.data;
-  return { sessionId: input.session_id, cwd: input.cwd, event: input.hook_event_name, toolName: input.tool_name, toolInput: input.tool_input };
+  return {
+    sessionId: input.session_id,
+    cwd: input.cwd,
+    event: input.hook_event_name,
+    toolName: input.tool_name,
+    toolInput: input.tool_input,
+  };
 }

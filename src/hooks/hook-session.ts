@@ -37,5 +37,5 @@ export function readSessionCredential(dataDir: string, client: HookClientName, s
 export function keepSessionCredential(dataDir: string, client: HookClientName, sessionId: string, credential: string): void {
   const file = sessionFile(dataDir, client, sessionId);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  writeFileAtomic(file, Buffer.from(credential, "utf8"), 0o600);
+  writeFileAtomic(file, Buffer.from(credential, 'utf8'), 0o600);
 }

@@ -74,7 +74,12 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
   }
 }
 
-async function decideWithHost(api: ExecutorClient, call: Exclude<ToolCall, { kind: 'executor' | 'inert' | 'unknown' }>, input: HookInput, options: HookOptions): Promise<HookDecision> {
+async function decideWithHost(
+  api: ExecutorClient,
+  call: Exclude<ToolCall, { kind: 'executor' | 'inert' | 'unknown' }>,
+  input: HookInput,
+  options: HookOptions,
+): Promise<HookDecision> {
   switch (call.kind) {
     case 'read':
       return decideRead(api, call.paths, options.dataDir);
@@ -126,10 +131,19 @@ async function decideRead(api: ExecutorClient, paths: string[], dataDir: string)
 async function decideWeb(api: ExecutorClient, urls: string[], input: HookInput): Promise<HookDecision> {
   for (const url of urls) {
     const evaluation = await api.evaluateStep({
-      step: { id: 'hook-web-fetch', planId: 'hook-web-fetch', action: 'openURL', args: { url, purpose: `${input.toolName} ${url}` }, meta: { origin: 'agent' } },
+      step: {
+        id: 'hook-web-fetch',
+        planId: 'hook-web-fetch',
+        action: 'openURL',
+        args: { url, purpose: `${input.toolName} ${url}` },
+        meta: { origin: 'agent' },
+      },
     });
     if (!evaluation.allowed || evaluation.consent === 'deny') {
-      return { decision: 'deny', reason: `Executor's policy does not let agents fetch ${url}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'}` };
+      return {
+        decision: 'deny',
+        reason: `Executor's policy does not let agents fetch ${url}: ${evaluation.reasons.join(' ') || 'the policy forbids it.'}`,
+      };
     }
     if (evaluation.consent !== 'none') {
       return { decision: 'ask', reason: `Fetching ${url} needs your consent under Executor's policy: ${evaluation.reasons.join(' ')}` };
@@ -163,7 +177,13 @@ function refusal(record: StepRecord, waitMs: number): HookDecision {
   return { decision: 'deny', reason: stepOutcomeText(record) };
 }
 
-async function writeThroughExecutor(api: ExecutorClient, file: string, content: string, input: HookInput, options: HookOptions): Promise<HookDecision> {
+async function writeThroughExecutor(
+  api: ExecutorClient,
+  file: string,
+  content: string,
+  input: HookInput,
+  options: HookOptions,
+): Promise<HookDecision> {
   const record = await proposeAndWait(
     api,
     { action: 'writeFile', args: { path: file, content }, meta: { purpose: purposeOf(options.client, input, `write ${file}`) } },
@@ -198,7 +218,10 @@ async function runThroughExecutor(
   const result = record.result ?? {};
   const stream = (name: 'stdout' | 'stderr') => {
     const value = result[name] as { text?: string; truncated?: boolean } | undefined;
-    return (value?.text ?? '') + (value?.truncated ? `\n… (${name} cut; the whole output is in Executor's record of step ${record.step.id})\n` : '');
+    return (
+      (value?.text ?? '') +
+      (value?.truncated ? `\n… (${name} cut; the whole output is in Executor's record of step ${record.step.id})\n` : '')
+    );
   };
   const exitCode = typeof result.exitCode === 'number' ? result.exitCode : 0;
   const folder = path.join(options.dataDir, HOOK_OUTPUT_FOLDER);

@@ -37,7 +37,15 @@ const absolute = (cwd: string, value: string) => path.resolve(cwd, value);
 const URL_IN_TEXT = /https?:\/\/[^\s"'<>)\]]+/g;
 
 const CLAUDE_INERT = new Set(['TodoWrite', 'Task', 'Agent', 'ExitPlanMode', 'EnterPlanMode', 'AskUserQuestion', 'Skill', 'ToolSearch']);
-const GEMINI_INERT = new Set(['write_todos', 'ask_user', 'enter_plan_mode', 'exit_plan_mode', 'update_topic', 'complete_task', 'activate_skill']);
+const GEMINI_INERT = new Set([
+  'write_todos',
+  'ask_user',
+  'enter_plan_mode',
+  'exit_plan_mode',
+  'update_topic',
+  'complete_task',
+  'activate_skill',
+]);
 
 function malformed(name: string): ToolCall {
   // A call whose arguments are not what the tool takes is not something Executor can weigh: the person is asked.

@@ -45,7 +45,11 @@ export function toolResults(server: ScriptedServer): Array<{ text: string; isErr
 }
 
 /** Runs `claude -p` in `cwd` with a temporary HOME; resolves with its exit code and output. Killed after the test if still running. */
-export async function runClaude(cwd: string, server: ScriptedServer, extraArgs: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runClaude(
+  cwd: string,
+  server: ScriptedServer,
+  extraArgs: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const home = tempDir('executor-claude-home-');
   fs.mkdirSync(path.join(home, '.claude'), { recursive: true });
   const child = spawn(CLAUDE, ['-p', 'Do the task.', '--model', 'claude-sonnet-4-5', '--output-format', 'json', ...extraArgs], {

@@ -1,6 +1,12 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { HOOK_ANSWER_MARGIN_SECONDS, HOOK_TIMEOUT_SECONDS, planSettings, writeSettings, type ConnectScope } from '../../hooks/client-settings.js';
+import {
+  HOOK_ANSWER_MARGIN_SECONDS,
+  HOOK_TIMEOUT_SECONDS,
+  planSettings,
+  writeSettings,
+  type ConnectScope,
+} from '../../hooks/client-settings.js';
 import type { HookClientName } from '../../hooks/tool-calls.js';
 import { visibleLine } from '../../domain/visible-text.js';
 import { globals } from '../cli-context.js';
@@ -17,7 +23,15 @@ const shellQuoted = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'
 export function hookCommandLine(client: HookClientName, dataDir: string): string {
   const mcp = mcpServerCommand(dataDir);
   const dataDirArgs = mcp.args.includes('--data-dir') ? ['--data-dir', path.resolve(dataDir)] : [];
-  const words = [process.execPath, CLI_ENTRY, 'hook', client, ...dataDirArgs, '--wait-seconds', String(HOOK_TIMEOUT_SECONDS - HOOK_ANSWER_MARGIN_SECONDS)];
+  const words = [
+    process.execPath,
+    CLI_ENTRY,
+    'hook',
+    client,
+    ...dataDirArgs,
+    '--wait-seconds',
+    String(HOOK_TIMEOUT_SECONDS - HOOK_ANSWER_MARGIN_SECONDS),
+  ];
   return `${words.map(shellQuoted).join(' ')} || exit 2`;
 }
 
@@ -27,7 +41,10 @@ function scopeOf(options: { project?: string; user?: boolean }): ConnectScope {
 }
 
 function clientOf(name: string): HookClientName {
-  if (!CLIENTS.includes(name as HookClientName)) throw new Error(`executor connects ${CLIENTS.join(' and ')}; "${name}" is not one of them (docs/agents.md says what else connects how)`);
+  if (!CLIENTS.includes(name as HookClientName))
+    throw new Error(
+      `executor connects ${CLIENTS.join(' and ')}; "${name}" is not one of them (docs/agents.md says what else connects how)`,
+    );
   return name as HookClientName;
 }
 
@@ -43,7 +60,9 @@ export function registerConnectCommands(program: Command): void {
     );
     const kept = options.print ? [] : writeSettings(plans);
     if (json) {
-      process.stdout.write(`${JSON.stringify({ written: !options.print, files: plans.map(({ file, changes, after }) => ({ file, changes, ...(options.print ? { content: after } : {}) })), keptCopies: kept }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ written: !options.print, files: plans.map(({ file, changes, after }) => ({ file, changes, ...(options.print ? { content: after } : {}) })), keptCopies: kept }, null, 2)}\n`,
+      );
       return;
     }
     for (const plan of plans) {
@@ -52,24 +71,33 @@ export function registerConnectCommands(program: Command): void {
       if (options.print && plan.changes.length) process.stdout.write(`${plan.after ?? '(the file would be removed)'}\n`);
     }
     for (const copy of kept) process.stdout.write(`kept the file as it was in ${visibleLine(copy)}\n`);
-    if (connecting && !options.print) process.stdout.write(`Start Executor (\`executor serve\` or the app) before the agent: without it every tool call is denied.\n`);
+    if (connecting && !options.print)
+      process.stdout.write(`Start Executor (\`executor serve\` or the app) before the agent: without it every tool call is denied.\n`);
   };
-  for (const [verb, connecting] of [['connect', true], ['disconnect', false]] as const) {
+  for (const [verb, connecting] of [
+    ['connect', true],
+    ['disconnect', false],
+  ] as const) {
     program
       .command(`${verb} <client>`)
       .description(
         connecting
           ? "put Executor's hook (and its MCP server) into an agent's own settings: claude-code or gemini-cli; every tool call then goes through Executor"
-          : 'take exactly the entries connect added out of the agent\'s settings again',
+          : "take exactly the entries connect added out of the agent's settings again",
       )
-      .option('--project <dir>', "the project's settings (default: the current folder): .claude/settings.local.json and .mcp.json, or .gemini/settings.json")
+      .option(
+        '--project <dir>',
+        "the project's settings (default: the current folder): .claude/settings.local.json and .mcp.json, or .gemini/settings.json",
+      )
       .option('--user', "the user's settings: ~/.claude/settings.json and ~/.claude.json, or ~/.gemini/settings.json")
       .option('--print', 'print what would change, and write nothing')
       .action(act(connecting));
   }
   program
     .command('hook <client>')
-    .description("the hook an agent runs before each tool call (written by `executor connect`): reads the client's hook JSON on stdin, answers in its format")
+    .description(
+      "the hook an agent runs before each tool call (written by `executor connect`): reads the client's hook JSON on stdin, answers in its format",
+    )
     .option('--wait-seconds <n>', 'how long a step waits for your decision before the hook answers "not decided"')
     .action(() => {
       // bin/executor.js runs hook-main.ts for this command before the CLI loads; reached only through tsx src/cli/main.ts.

@@ -43,7 +43,9 @@ describe('Claude Code through executor hook', () => {
   it('a Write approved by the person is made by Executor once, is in History under the session, and reverts', async () => {
     const { dataDir, workspace } = await connectedWorkspace();
     const target = path.join(workspace, 'notes.md');
-    const model = closeAfter(await startScriptedAnthropicServer(toolCallScript([{ name: 'Write', input: { file_path: target, content: '# Notes\n' } }])));
+    const model = closeAfter(
+      await startScriptedAnthropicServer(toolCallScript([{ name: 'Write', input: { file_path: target, content: '# Notes\n' } }])),
+    );
     const run = runClaude(workspace, model);
     const api = await person(dataDir);
     const stepId = await waitingStep(api);
@@ -108,7 +110,9 @@ describe('Claude Code through executor hook', () => {
 
   it('a tool Executor does not know is asked, never let through (headless Claude Code then refuses it)', async () => {
     const { workspace } = await connectedWorkspace();
-    const model = closeAfter(await startScriptedAnthropicServer(toolCallScript([{ name: 'WebSearch', input: { query: 'executor hooks' } }])));
+    const model = closeAfter(
+      await startScriptedAnthropicServer(toolCallScript([{ name: 'WebSearch', input: { query: 'executor hooks' } }])),
+    );
     expect((await runClaude(workspace, model)).code).toBe(0);
     const [result] = toolResults(model);
     expect(result!.isError).toBe(true);
@@ -119,7 +123,9 @@ describe('Claude Code through executor hook', () => {
     const { dataDir, workspace, serve } = await connectedWorkspace();
     await serve.stop();
     const target = path.join(workspace, 'x.txt');
-    const model = closeAfter(await startScriptedAnthropicServer(toolCallScript([{ name: 'Write', input: { file_path: target, content: 'x' } }])));
+    const model = closeAfter(
+      await startScriptedAnthropicServer(toolCallScript([{ name: 'Write', input: { file_path: target, content: 'x' } }])),
+    );
     expect((await runClaude(workspace, model)).code).toBe(0);
     const [result] = toolResults(model);
     expect(result!.isError).toBe(true);
@@ -130,7 +136,9 @@ describe('Claude Code through executor hook', () => {
 
   it('a Bash command the person rejects is not run, and the model receives their reason', async () => {
     const { dataDir, workspace } = await connectedWorkspace();
-    const model = closeAfter(await startScriptedAnthropicServer(toolCallScript([{ name: 'Bash', input: { command: 'touch made-by-bash' } }])));
+    const model = closeAfter(
+      await startScriptedAnthropicServer(toolCallScript([{ name: 'Bash', input: { command: 'touch made-by-bash' } }])),
+    );
     const run = runClaude(workspace, model);
     const api = await person(dataDir);
     const stepId = await waitingStep(api);
@@ -143,24 +151,30 @@ describe('Claude Code through executor hook', () => {
     expect(fs.existsSync(path.join(workspace, 'made-by-bash'))).toBe(false);
   }, 240_000);
 
-  it.skipIf(!hasDocker)('a Bash command approved runs in the sandbox, its changeset is applied, and the model gets its real output', async () => {
-    await ensureSandboxImage();
-    const { dataDir, workspace } = await connectedWorkspace();
-    fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
-    const model = closeAfter(
-      await startScriptedAnthropicServer(toolCallScript([{ name: 'Bash', input: { command: 'wc -l < input.txt > count.txt && echo counted; echo warned >&2' } }])),
-    );
-    const run = runClaude(workspace, model);
-    const api = await person(dataDir);
-    const stepId = await waitingStep(api);
-    expect(fs.existsSync(path.join(workspace, 'count.txt'))).toBe(false);
-    await api.approve({ stepId });
-    expect((await run).code).toBe(0);
-    const [result] = toolResults(model);
-    expect(result!.isError).toBe(false);
-    expect(result!.text).toContain('counted');
-    expect(result!.text).toContain('warned');
-    expect(fs.readFileSync(path.join(workspace, 'count.txt'), 'utf8').trim()).toBe('2');
-    expect((await api.getStep({ stepId })).status).toBe('executed');
-  }, 420_000);
+  it.skipIf(!hasDocker)(
+    'a Bash command approved runs in the sandbox, its changeset is applied, and the model gets its real output',
+    async () => {
+      await ensureSandboxImage();
+      const { dataDir, workspace } = await connectedWorkspace();
+      fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
+      const model = closeAfter(
+        await startScriptedAnthropicServer(
+          toolCallScript([{ name: 'Bash', input: { command: 'wc -l < input.txt > count.txt && echo counted; echo warned >&2' } }]),
+        ),
+      );
+      const run = runClaude(workspace, model);
+      const api = await person(dataDir);
+      const stepId = await waitingStep(api);
+      expect(fs.existsSync(path.join(workspace, 'count.txt'))).toBe(false);
+      await api.approve({ stepId });
+      expect((await run).code).toBe(0);
+      const [result] = toolResults(model);
+      expect(result!.isError).toBe(false);
+      expect(result!.text).toContain('counted');
+      expect(result!.text).toContain('warned');
+      expect(fs.readFileSync(path.join(workspace, 'count.txt'), 'utf8').trim()).toBe('2');
+      expect((await api.getStep({ stepId })).status).toBe('executed');
+    },
+    420_000,
+  );
 });
