@@ -5,7 +5,22 @@
  */
 
 /** The core's floors, lowest first: a folder may import its own floor and those before it. */
-const FLOORS = ['domain', 'fs', 'policy', 'sandbox', 'store', 'backup', 'audit', 'actions', 'executor', 'runs', 'ipc', 'mcp', 'cli'];
+const FLOORS = [
+  'domain',
+  'fs',
+  'policy',
+  'sandbox',
+  'store',
+  'backup',
+  'audit',
+  'actions',
+  'executor',
+  'runs',
+  'ipc',
+  'mcp',
+  'hooks',
+  'cli',
+];
 /** Sub-rooms with an order of their own, lowest first. */
 const SUB_ROOMS = {
   audit: ['format', 'keys', 'log', 'export', 'verify', 'witness'],

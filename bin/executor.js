@@ -57,7 +57,8 @@ function distMatchesSources() {
 }
 
 if (distMatchesSources()) {
-  await import(pathToFileURL(path.join(distDir, 'cli/main.js')).href);
+  // The hook runs before every tool call of an outside agent: it starts without the rest of the CLI.
+  await import(pathToFileURL(path.join(distDir, process.argv[2] === 'hook' ? 'cli/hook-main.js' : 'cli/main.js')).href);
 } else {
   let register;
   try {
@@ -69,5 +70,5 @@ if (distMatchesSources()) {
     process.exit(2);
   }
   register();
-  await import('../src/cli/main.ts');
+  await import(process.argv[2] === 'hook' ? '../src/cli/hook-main.ts' : '../src/cli/main.ts');
 }

@@ -5,6 +5,7 @@ import { wordsForStates } from '../domain/status-words.js';
 import { registerAuditCommands } from './commands/audit.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMcpCommands } from './commands/mcp.js';
+import { registerConnectCommands } from './commands/connect.js';
 import { registerModelCommands } from './commands/model.js';
 import { registerPauseCommands } from './commands/pause.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
@@ -40,6 +41,7 @@ registerWhereCommands(program);
 registerWitnessCommands(program);
 registerRunCommands(program);
 registerPauseCommands(program);
+registerConnectCommands(program);
 
 // A reader that stops early (`executor runs show RUN | head`) closes the pipe: that ends the command
 // quietly, as it ends `cat`, instead of an unhandled EPIPE with a stack trace.

@@ -35,12 +35,19 @@ export class NoHostError extends ExecutorError {
  */
 export class HostLink {
   private session: ExecutorClient | null = null;
-  private agentCredential: string | null = null;
+  private agentCredential: string | null;
 
+  /**
+   * `remembered` carries an identity across processes (an outside agent's hook runs once per tool
+   * call): the credential an earlier process kept, and where to keep a newly issued one.
+   */
   constructor(
     private readonly open: OpenAgentSession,
     private readonly clientName: () => string,
-  ) {}
+    private readonly remembered?: { credential: string | null; keep(credential: string): void },
+  ) {
+    this.agentCredential = remembered?.credential ?? null;
+  }
 
   /**
    * Runs `work` with a live session. A session whose connection the host closed answers even a
@@ -96,6 +103,7 @@ export class HostLink {
       }
     }
     this.agentCredential = (await api.agentIdentity({})).credential;
+    this.remembered?.keep(this.agentCredential);
   }
 
   drop(): void {

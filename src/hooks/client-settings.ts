@@ -1,0 +1,192 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ExecutorError } from '../domain/errors.js';
+import type { HookClientName } from './tool-calls.js';
+
+/*
+ * `executor connect` / `disconnect`: Executor's hook entry and its MCP server entry, merged into a
+ * client's own settings files, and taken out again. What is there already is kept as it is; a copy
+ * of each file as it was is kept beside it before the first change; the hook entry is found again by
+ * its command (Executor's CLI running `hook <client>`), so disconnect removes exactly what connect added.
+ */
+
+/** Seconds the client gives the hook: long enough for a person to read a diff and decide. */
+export const HOOK_TIMEOUT_SECONDS = 900;
+/** The hook answers this long before the client would kill it (a killed hook fails open in both clients). */
+export const HOOK_ANSWER_MARGIN_SECONDS = 30;
+
+export interface ConnectCommands {
+  /** The hook command line, as a shell runs it. */
+  hook: string;
+  /** The MCP server entry (`executor mcp`). */
+  mcp: { command: string; args: string[] };
+}
+
+export type ConnectScope = { project: string } | { user: true };
+
+interface SettingsChange {
+  file: string;
+  before: string | null;
+  after: string | null;
+  changes: string[];
+}
+
+type Json = Record<string, unknown>;
+const OUR_HOOK = /executor[^\n]*\bhook (claude-code|gemini-cli)\b/;
+const isOurMcp = (entry: unknown) =>
+  !!entry &&
+  typeof entry === 'object' &&
+  JSON.stringify((entry as Json).args ?? []).includes('"mcp"') &&
+  JSON.stringify(entry).includes('executor');
+
+function readJson(file: string): { text: string | null; value: Json } {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { text: null, value: {} };
+    throw new ExecutorError('STORAGE_FAILED', `Cannot read ${file}: ${(error as Error).message}`, { file });
+  }
+  try {
+    const value = text.trim() === '' ? {} : (JSON.parse(text) as unknown);
+    if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('it is not a JSON object');
+    return { text, value: value as Json };
+  } catch (error) {
+    // Never overwrite a file we cannot read whole: the person's other settings are in it.
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `${file} is not valid JSON (${(error as Error).message}); fix it by hand, then connect again. Nothing was changed.`,
+      {
+        file,
+      },
+    );
+  }
+}
+
+interface ClientFiles {
+  settings: string;
+  mcp: string;
+  event: 'PreToolUse' | 'BeforeTool';
+  matcher: string;
+  /** Gemini CLI counts hook timeouts in milliseconds, Claude Code in seconds. */
+  timeout: number;
+}
+
+function filesOf(client: HookClientName, scope: ConnectScope, home = os.homedir()): ClientFiles {
+  if (client === 'claude-code') {
+    return 'user' in scope
+      ? {
+          settings: path.join(home, '.claude', 'settings.json'),
+          mcp: path.join(home, '.claude.json'),
+          event: 'PreToolUse',
+          matcher: '*',
+          timeout: HOOK_TIMEOUT_SECONDS,
+        }
+      : {
+          settings: path.join(scope.project, '.claude', 'settings.local.json'),
+          mcp: path.join(scope.project, '.mcp.json'),
+          event: 'PreToolUse',
+          matcher: '*',
+          timeout: HOOK_TIMEOUT_SECONDS,
+        };
+  }
+  const settings = 'user' in scope ? path.join(home, '.gemini', 'settings.json') : path.join(scope.project, '.gemini', 'settings.json');
+  return { settings, mcp: settings, event: 'BeforeTool', matcher: '.*', timeout: HOOK_TIMEOUT_SECONDS * 1000 };
+}
+
+function withoutOurHooks(settings: Json, event: string, changes: string[]): Json {
+  const hooks = (settings.hooks ?? {}) as Json;
+  const groups = Array.isArray(hooks[event]) ? (hooks[event] as Json[]) : [];
+  const kept = groups
+    .map((group) => {
+      const inner = Array.isArray(group.hooks) ? (group.hooks as Json[]) : [];
+      const others = inner.filter((hook) => !(typeof hook.command === 'string' && OUR_HOOK.test(hook.command)));
+      if (others.length !== inner.length)
+        changes.push(`removed the ${event} hook ${JSON.stringify(inner.find((hook) => !others.includes(hook))?.command)}`);
+      return others.length ? ({ ...group, hooks: others } as Json) : null;
+    })
+    .filter((group): group is Json => group !== null);
+  const nextHooks: Json = { ...hooks };
+  if (kept.length) nextHooks[event] = kept;
+  else delete nextHooks[event];
+  const next: Json = { ...settings };
+  if (Object.keys(nextHooks).length) next.hooks = nextHooks;
+  else delete next.hooks;
+  return next;
+}
+
+function withoutOurMcp(settings: Json, changes: string[]): Json {
+  const servers = settings.mcpServers as Json | undefined;
+  if (!servers || !isOurMcp(servers.executor)) return settings;
+  const { executor: _ours, ...others } = servers;
+  changes.push('removed the MCP server "executor"');
+  const next: Json = { ...settings };
+  if (Object.keys(others).length) next.mcpServers = others;
+  else delete next.mcpServers;
+  return next;
+}
+
+/** What connect (or disconnect) would change, file by file, without writing. */
+export function planSettings(
+  client: HookClientName,
+  scope: ConnectScope,
+  commands: ConnectCommands | null,
+  home?: string,
+): SettingsChange[] {
+  const files = filesOf(client, scope, home);
+  const targets = [...new Set([files.settings, files.mcp])];
+  return targets.map((file) => {
+    const { text, value } = readJson(file);
+    const changes: string[] = [];
+    let next = value;
+    if (file === files.settings) {
+      next = withoutOurHooks(next, files.event, changes);
+      if (commands) {
+        const hooks = { ...((next.hooks ?? {}) as Json) };
+        const groups = Array.isArray(hooks[files.event]) ? [...(hooks[files.event] as Json[])] : [];
+        // First, so Executor decides before any other hook of the person's lets a call through.
+        groups.unshift({ matcher: files.matcher, hooks: [{ type: 'command', command: commands.hook, timeout: files.timeout }] });
+        hooks[files.event] = groups;
+        next = { ...next, hooks };
+        changes.push(
+          `added the ${files.event} hook ${JSON.stringify(commands.hook)} (timeout ${files.timeout}${client === 'gemini-cli' ? ' ms' : ' s'})`,
+        );
+      }
+    }
+    if (file === files.mcp) {
+      next = withoutOurMcp(next, changes);
+      if (commands) {
+        next = { ...next, mcpServers: { ...((next.mcpServers ?? {}) as Json), executor: { ...commands.mcp } } };
+        changes.push(`added the MCP server "executor" (${[commands.mcp.command, ...commands.mcp.args].join(' ')})`);
+      }
+    }
+    // Removing what connect added and adding it again is no change at all.
+    const after = `${JSON.stringify(next, null, 2)}\n`;
+    const unchanged = text !== null && JSON.stringify(JSON.parse(text)) === JSON.stringify(next);
+    return {
+      file,
+      before: text,
+      after: unchanged ? text : text === null && Object.keys(next).length === 0 ? null : after,
+      changes: unchanged ? [] : changes,
+    };
+  });
+}
+
+/** Writes the planned files: a copy of each as it was first (`<file>.before-executor`), then the new content whole. */
+export function writeSettings(changes: SettingsChange[]): string[] {
+  const kept: string[] = [];
+  for (const change of changes) {
+    if (change.changes.length === 0 || change.after === change.before) continue;
+    fs.mkdirSync(path.dirname(change.file), { recursive: true });
+    if (change.before !== null) {
+      const copy = `${change.file}.before-executor`;
+      fs.writeFileSync(copy, change.before);
+      kept.push(copy);
+    }
+    const temporary = `${change.file}.executor-${process.pid}.tmp`;
+    fs.writeFileSync(temporary, change.after ?? '{}\n');
+    fs.renameSync(temporary, change.file);
+  }
+  return kept;
+}
