@@ -91,6 +91,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
   const outcome = await runSandboxed(defaultDockerClient(), {
     sourceDir,
+    root,
     argv: argvOf(args),
     network: args.network ?? 'none',
     policy: ctx.policy,
