@@ -1,6 +1,7 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { Risk } from '../domain/risk.js';
 import { guardPath } from '../policy/path-guard.js';
+import { askedDeclaredEffects, insideGitDirectory, type DeclaredEffect } from '../policy/declared-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import { hostCodeReasonAt, matchHostCodePath } from '../policy/host-code-paths.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
@@ -18,10 +19,16 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   const secretGlob =
     matchingSecretGlob(verdict.relativePath, ctx.policy.secretGlobs, matchOptions) ??
     matchingSecretGlob(absoluteForMatching(verdict.realPath), ctx.policy.secretGlobs, matchOptions);
+  const verbed = verb === 'write' ? 'writes' : 'deletes';
+  // What the step declares by its path alone, weighed by the effects ask list like a command's changeset.
+  const declared: DeclaredEffect[] = verb === 'delete' ? [{ kind: 'delete', says: `It deletes ${verdict.relativePath}` }] : [];
   if (secretGlob) {
     risk = 'HIGH';
     reasons.push(`${verdict.relativePath} matches the secret pattern "${secretGlob}": it may hold credentials.`);
+    declared.push({ kind: 'secret', says: `It ${verbed} ${verdict.relativePath}, a secret-looking file` });
   }
+  if (insideGitDirectory(verdict.relativePath))
+    declared.push({ kind: 'git', says: `It ${verbed} ${verdict.relativePath}, inside a .git directory` });
   // The part above the root counts too: a root inside .git/ or a home folder's .config/ holds what those hold.
   const aboveRoot = matchHostCodePath(absoluteForMatching(verdict.realPath), matchOptions);
   const runsLater =
@@ -29,10 +36,14 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   if (runsLater) {
     risk = 'HIGH';
     reasons.push(`${runsLater} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`);
+    if (!insideGitDirectory(verdict.relativePath))
+      declared.push({ kind: 'hostCode', says: `It ${verbed} ${verdict.relativePath}, which this machine runs or obeys later` });
   }
+  const mustAsk = askedDeclaredEffects(declared, ctx.policy);
   return {
     risk,
     reasons,
+    ...(mustAsk.length > 0 ? { mustAsk } : {}),
     mitigations: ['The current content is backed up first; the step can be reverted exactly.'],
   };
 }

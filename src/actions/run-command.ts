@@ -15,6 +15,9 @@ import { analyseCommand, checkCommandPrograms, describeUnknowable } from '../pol
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
 import { rateChangeset } from '../policy/command-effects.js';
+import { askedDeclaredEffects, insideGitDirectory, type DeclaredEffect } from '../policy/declared-effects.js';
+import { matchHostCodePath } from '../policy/host-code-paths.js';
+import { filesystemIgnoresCase } from '../policy/path-patterns.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
@@ -64,6 +67,28 @@ function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root:
   if (!fs.statSync(verdict.realPath).isDirectory())
     throw new ExecutorError('PATH_INVALID', `The working directory ${args.cwd} is not a directory.`, { cwd: args.cwd });
   return { sourceDir: verdict.realPath, root: verdict.root };
+}
+
+/**
+ * What `allowSecrets` declares before the command runs: it sees those files and may change them, so
+ * each is a `secret` effect (and a `git` or `hostCode` one where it lies), asked about like the same
+ * effect in a changeset.
+ */
+function allowedSecretEffects(args: Args, sourceDir: string, root: string): DeclaredEffect[] {
+  if (!args.allowSecrets?.length) return [];
+  const caseInsensitive = filesystemIgnoresCase(root);
+  const fromRoot = args.allowSecrets.map((relative) =>
+    path.relative(root, path.resolve(sourceDir, relative)).split(path.sep).join('/'),
+  );
+  const effects: DeclaredEffect[] = [
+    { kind: 'secret', says: `It lets the command read and change secret-looking files (${fromRoot.join(', ')})` },
+  ];
+  const inGit = fromRoot.filter((relative) => insideGitDirectory(relative));
+  if (inGit.length > 0) effects.push({ kind: 'git', says: `It lets the command change ${inGit.join(', ')}, inside a .git directory` });
+  const hostCode = fromRoot.filter((relative) => !insideGitDirectory(relative) && matchHostCodePath(relative, { caseInsensitive }));
+  if (hostCode.length > 0)
+    effects.push({ kind: 'hostCode', says: `It lets the command change ${hostCode.join(', ')}, which this machine runs or obeys later` });
+  return effects;
 }
 
 /** Where a changeset may land: the step's roots and secrets, never the data directory. */
@@ -270,6 +295,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     try {
       const { sourceDir, root } = sourceDirOf(args, ctx);
       where = sourceDir === root ? `the workspace root ${root}` : `${path.relative(root, sourceDir)} in ${root}`;
+      mustAsk.push(...askedDeclaredEffects(allowedSecretEffects(args, sourceDir, root), ctx.policy));
     } catch (error) {
       return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
     }
