@@ -77,9 +77,7 @@ function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root:
 function allowedSecretEffects(args: Args, sourceDir: string, root: string): DeclaredEffect[] {
   if (!args.allowSecrets?.length) return [];
   const caseInsensitive = filesystemIgnoresCase(root);
-  const fromRoot = args.allowSecrets.map((relative) =>
-    path.relative(root, path.resolve(sourceDir, relative)).split(path.sep).join('/'),
-  );
+  const fromRoot = args.allowSecrets.map((relative) => path.relative(root, path.resolve(sourceDir, relative)).split(path.sep).join('/'));
   const effects: DeclaredEffect[] = [
     { kind: 'secret', says: `It lets the command read and change secret-looking files (${fromRoot.join(', ')})` },
   ];

@@ -18,7 +18,10 @@ export function askedDeclaredEffects(effects: readonly DeclaredEffect[], policy:
   const ask = policy.commands.effects.ask;
   return effects
     .filter((effect) => ask.includes(effect.kind))
-    .map((effect) => `${effect.says}, and the policy always asks you about "${effect.kind}" (commands.effects.ask), whatever autoApprove says.`);
+    .map(
+      (effect) =>
+        `${effect.says}, and the policy always asks you about "${effect.kind}" (commands.effects.ask), whatever autoApprove says.`,
+    );
 }
 
 /** `.git` as a path segment at any depth, without case: a write there changes what git reads and runs. */

@@ -34,7 +34,13 @@ describe('a step property the effects ask list names always asks, whatever autoA
       expect(evaluation.reasons.join(' ')).toMatch(/read and change secret-looking files \(\.env\).*commands\.effects\.ask/);
     }
     // The same command without allowSecrets is auto-approved at HIGH: only the property sends it to the person.
-    const plain = executor.evaluateStep({ id: 's', planId: 'p', action: 'runCommand', args: { command: 'cat notes.txt' }, meta: { origin: 'agent' } });
+    const plain = executor.evaluateStep({
+      id: 's',
+      planId: 'p',
+      action: 'runCommand',
+      args: { command: 'cat notes.txt' },
+      meta: { origin: 'agent' },
+    });
     expect(plain.consent).toBe('none');
   });
 
