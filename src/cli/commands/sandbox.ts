@@ -3,14 +3,13 @@ import { globals, print, withExecutor } from '../cli-context.js';
 
 /** The Docker side (dockerode and the sandbox modules), loaded by the commands that talk to the engine. */
 const dockerModules = async () => {
-  const [containerRun, dockerClient, sandboxImage, sandboxProbe, tempAreas] = await Promise.all([
+  const [containerRun, dockerClient, sandboxImage, tempAreas] = await Promise.all([
     import('../../sandbox/docker/container-run.js'),
     import('../../sandbox/docker/docker-client.js'),
     import('../../sandbox/docker/sandbox-image.js'),
-    import('../../sandbox/docker/sandbox-probe.js'),
     import('../../sandbox/docker/temp-areas.js'),
   ]);
-  return { ...containerRun, ...dockerClient, ...sandboxImage, ...sandboxProbe, ...tempAreas };
+  return { ...containerRun, ...dockerClient, ...sandboxImage, ...tempAreas };
 };
 
 /** sandbox image build | status: the Docker sandbox that runs commands and heavy code. */
@@ -22,8 +21,8 @@ export function registerSandboxCommands(program: Command): void {
     .description('engine reachability and version, the sandbox image, a test command run in a real container, leftover containers removed')
     .action(async (_options: unknown, command: Command) => {
       const { json } = globals(command);
-      const { connectDocker, engineStatus, imageInfo, probeSandbox, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } =
-        await dockerModules();
+      const { connectDocker, engineStatus, imageInfo, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } = await dockerModules();
+      const { probeSandbox } = await import('../../sandbox/docker/sandbox-probe.js');
       const client = connectDocker();
       const engine = await engineStatus(client);
       const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
