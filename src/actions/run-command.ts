@@ -89,6 +89,16 @@ function allowedSecretEffects(args: Args, sourceDir: string, root: string): Decl
   return effects;
 }
 
+/**
+ * The network a run gets. A dry run that may read secrets (allowSecrets) runs before anyone
+ * consented: it gets none, so nothing it read can leave before the person decides. The real run
+ * gets what the step asked for; if that changes what it does, it comes back to the person as drift.
+ */
+function networkFor(args: Args, phase: 'dryRun' | 'realRun'): 'none' | 'allowlist' {
+  if (phase === 'dryRun' && (args.allowSecrets?.length ?? 0) > 0) return 'none';
+  return args.network ?? 'none';
+}
+
 /** Where a changeset may land: the step's roots and secrets, never the data directory. */
 function changesetScope(args: Args, ctx: ActionContext, sourceDir: string): ChangesetScope {
   const allowedSecretPaths = (args.allowSecrets ?? []).map((relative) =>
@@ -110,13 +120,13 @@ interface RunView {
  * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
-async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
+async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun'): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
   const outcome = await runSandboxed(defaultDockerClient(), {
     sourceDir,
     root,
     argv: argvOf(args),
-    network: args.network ?? 'none',
+    network: networkFor(args, phase),
     policy: ctx.policy,
     env: args.env,
     timeoutMs: timeoutOf(args, ctx.policy),
@@ -158,7 +168,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     kind: 'commandRun',
     command: commandText(args),
     cwd: path.relative(root, sourceDir) || '.',
-    network: args.network ?? 'none',
+    network: networkFor(args, phase),
     exitCode: run.exitCode,
     timedOut: run.timedOut,
     oomKilled: run.oomKilled,
@@ -310,7 +320,11 @@ export const runCommand: ActionModule<'runCommand'> = {
           : 'Asks for the network, but the policy allows no host: every request will be refused.',
       );
     }
-    if (args.allowSecrets?.length) reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
+    if (args.allowSecrets?.length) {
+      reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
+      if (args.network === 'allowlist')
+        reasons.push('Its dry run has no network, so nothing it reads can leave before you decide; the network comes with your approval.');
+    }
     const limits = ctx.policy.sandbox;
     return {
       risk: 'HIGH',
@@ -324,11 +338,11 @@ export const runCommand: ActionModule<'runCommand'> = {
     };
   },
   async simulate(args, ctx) {
-    return (await runAndView(args, ctx)).preview;
+    return (await runAndView(args, ctx, 'dryRun')).preview;
   },
   rateEffects: (preview, ctx) => (preview.kind === 'commandRun' ? rateChangeset(preview, ctx.policy) : null),
   async run(args, ctx) {
-    const { preview, changes, outcome, scope } = await runAndView(args, ctx);
+    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun');
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {

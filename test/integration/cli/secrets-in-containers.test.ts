@@ -103,7 +103,15 @@ describe.skipIf(!hasDocker)('secrets never enter a container, whatever the cwd (
       const heard: string[] = [];
       await agent.on('step', (data) => heard.push(JSON.stringify(data)));
       const [asked] = await agent.propose({
-        plan: { steps: [{ id: 'asked', action: 'runCommand', args: { command: 'cat config', cwd: '.kube', allowSecrets: ['config'] } }] },
+        plan: {
+          steps: [
+            {
+              id: 'asked',
+              action: 'runCommand',
+              args: { command: 'cat config', cwd: '.kube', allowSecrets: ['config'], network: 'allowlist' },
+            },
+          ],
+        },
       });
       const [denied] = await agent.propose({
         plan: {
@@ -127,7 +135,11 @@ describe.skipIf(!hasDocker)('secrets never enter a container, whatever the cwd (
       expect(await settled(deniedId)).toBe('denied');
 
       // The person sees what the command printed, to decide on it.
-      expect(JSON.stringify(await person.getStep({ stepId: askedId }))).toContain(TOKEN);
+      const seen = await person.getStep({ stepId: askedId });
+      expect(JSON.stringify(seen)).toContain(TOKEN);
+      // Its dry run, before anyone consented, had no network: what it read could not leave.
+      expect(seen.preview).toMatchObject({ kind: 'commandRun', network: 'none' });
+      expect(seen.evaluation?.reasons.join(' ')).toContain('Its dry run has no network');
       // The agent, by every way it can read its own steps back, does not.
       const agentReads = [
         JSON.stringify(await agent.getStep({ stepId: askedId })),
