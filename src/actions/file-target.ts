@@ -1,6 +1,7 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { Risk } from '../domain/risk.js';
 import { guardPath } from '../policy/path-guard.js';
+import { askedDeclaredEffects, insideGitDirectory, type DeclaredEffect } from '../policy/declared-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import { hostCodeFindingAt, matchHostCodePath } from '../policy/host-code-paths.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
@@ -21,34 +22,42 @@ export function assessFileTarget(requested: string, verb: 'write' | 'delete', ct
   const secretGlob =
     matchingSecretGlob(verdict.relativePath, ctx.policy.secretGlobs, matchOptions) ??
     matchingSecretGlob(absoluteForMatching(verdict.realPath), ctx.policy.secretGlobs, matchOptions);
+  const verbed = verb === 'write' ? 'writes' : 'deletes';
+  // What the step declares by its path alone, weighed by the effects ask list like a command's changeset.
+  const declared: DeclaredEffect[] = verb === 'delete' ? [{ kind: 'delete', says: `It deletes ${verdict.relativePath}` }] : [];
   if (secretGlob) {
     risk = 'HIGH';
     reasons.push(`${verdict.relativePath} matches the secret pattern "${secretGlob}": it may hold credentials.`);
+    declared.push({ kind: 'secret', says: `It ${verbed} ${verdict.relativePath}, a secret-looking file` });
   }
+  if (insideGitDirectory(verdict.relativePath))
+    declared.push({ kind: 'git', says: `It ${verbed} ${verdict.relativePath}, inside a .git directory` });
   // The part above the root counts too: a root inside .git/ or a home folder's .config/ holds what those hold.
   const aboveRoot = matchHostCodePath(absoluteForMatching(verdict.realPath), matchOptions);
   // Judged on the tree the plan leaves (ctx.plannedTree): its other writes may make this path part of a git directory.
   const runsLater =
     hostCodeFindingAt(verdict.root, verdict.relativePath, matchOptions, ctx.plannedTree) ??
     (aboveRoot && { reason: `${verdict.realPath} is ${aboveRoot.what}.`, git: aboveRoot.kind === 'git' });
-  const mustAsk: string[] = [];
   if (runsLater) {
     risk = 'HIGH';
     const why = `${runsLater.reason} ${verb === 'write' ? 'Writing' : 'Deleting'} it changes what this machine runs later, outside any sandbox.`;
     // The same gate as a command that changes such a file (commands.effects): a file step is a changeset of one.
     const kind = runsLater.git ? 'git' : 'hostCode';
-    const { deny, ask } = ctx.policy.commands.effects;
-    if (deny.includes(kind))
+    if (ctx.policy.commands.effects.deny.includes(kind))
       return {
         risk: 'CRITICAL',
         deny: true,
         reasons: [...reasons, `${why} The policy denies ${EFFECT_WORDS[kind]} (commands.effects.deny).`],
         mitigations: [],
       };
-    if (ask.includes(kind))
-      mustAsk.push(`${why} The policy asks you about ${EFFECT_WORDS[kind]} (commands.effects.ask), whatever autoApprove says.`);
-    else reasons.push(why);
+    reasons.push(why);
+    if (!declared.some((effect) => effect.kind === kind))
+      declared.push({
+        kind,
+        says: `It ${verbed} ${verdict.relativePath}, ${kind === 'git' ? 'which git reads as part of a repository' : 'which this machine runs or obeys later'}`,
+      });
   }
+  const mustAsk = askedDeclaredEffects(declared, ctx.policy);
   return {
     risk,
     reasons,

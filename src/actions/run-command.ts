@@ -16,6 +16,9 @@ import { ALWAYS_ASK_KINDS } from '../policy/shell-findings.js';
 import type { RuleTarget } from '../policy/remembered-rules.js';
 import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } from '../policy/changeset-targets.js';
 import { rateChangeset } from '../policy/command-effects.js';
+import { askedDeclaredEffects, insideGitDirectory, type DeclaredEffect } from '../policy/declared-effects.js';
+import { matchHostCodePath } from '../policy/host-code-paths.js';
+import { filesystemIgnoresCase } from '../policy/path-patterns.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
 import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
@@ -67,6 +70,36 @@ function sourceDirOf(args: Args, ctx: ActionContext): { sourceDir: string; root:
   return { sourceDir: verdict.realPath, root: verdict.root };
 }
 
+/**
+ * What `allowSecrets` declares before the command runs: it sees those files and may change them, so
+ * each is a `secret` effect (and a `git` or `hostCode` one where it lies), asked about like the same
+ * effect in a changeset.
+ */
+function allowedSecretEffects(args: Args, sourceDir: string, root: string): DeclaredEffect[] {
+  if (!args.allowSecrets?.length) return [];
+  const caseInsensitive = filesystemIgnoresCase(root);
+  const fromRoot = args.allowSecrets.map((relative) => path.relative(root, path.resolve(sourceDir, relative)).split(path.sep).join('/'));
+  const effects: DeclaredEffect[] = [
+    { kind: 'secret', says: `It lets the command read and change secret-looking files (${fromRoot.join(', ')})` },
+  ];
+  const inGit = fromRoot.filter((relative) => insideGitDirectory(relative));
+  if (inGit.length > 0) effects.push({ kind: 'git', says: `It lets the command change ${inGit.join(', ')}, inside a .git directory` });
+  const hostCode = fromRoot.filter((relative) => !insideGitDirectory(relative) && matchHostCodePath(relative, { caseInsensitive }));
+  if (hostCode.length > 0)
+    effects.push({ kind: 'hostCode', says: `It lets the command change ${hostCode.join(', ')}, which this machine runs or obeys later` });
+  return effects;
+}
+
+/**
+ * The network a run gets. A dry run that may read secrets (allowSecrets) runs before anyone
+ * consented: it gets none, so nothing it read can leave before the person decides. The real run
+ * gets what the step asked for; if that changes what it does, it comes back to the person as drift.
+ */
+function networkFor(args: Args, phase: 'dryRun' | 'realRun'): 'none' | 'allowlist' {
+  if (phase === 'dryRun' && (args.allowSecrets?.length ?? 0) > 0) return 'none';
+  return args.network ?? 'none';
+}
+
 /** Where a changeset may land: the step's roots and secrets, never the data directory. */
 function changesetScope(args: Args, ctx: ActionContext, sourceDir: string): ChangesetScope {
   const allowedSecretPaths = (args.allowSecrets ?? []).map((relative) =>
@@ -88,12 +121,13 @@ interface RunView {
  * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
-async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
+async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun'): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
   const outcome = await runSandboxed(defaultDockerClient(), {
     sourceDir,
+    root,
     argv: argvOf(args),
-    network: args.network ?? 'none',
+    network: networkFor(args, phase),
     policy: ctx.policy,
     env: args.env,
     timeoutMs: timeoutOf(args, ctx.policy),
@@ -135,7 +169,7 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     kind: 'commandRun',
     command: commandText(args),
     cwd: path.relative(root, sourceDir) || '.',
-    network: args.network ?? 'none',
+    network: networkFor(args, phase),
     exitCode: run.exitCode,
     timedOut: run.timedOut,
     oomKilled: run.oomKilled,
@@ -271,6 +305,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     try {
       const { sourceDir, root } = sourceDirOf(args, ctx);
       where = sourceDir === root ? `the workspace root ${root}` : `${path.relative(root, sourceDir)} in ${root}`;
+      mustAsk.push(...askedDeclaredEffects(allowedSecretEffects(args, sourceDir, root), ctx.policy));
     } catch (error) {
       return { risk: 'CRITICAL', deny: true, reasons: [(error as Error).message], mitigations: [] };
     }
@@ -287,7 +322,11 @@ export const runCommand: ActionModule<'runCommand'> = {
           : 'Asks for the network, but the policy allows no host: every request will be refused.',
       );
     }
-    if (args.allowSecrets?.length) reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
+    if (args.allowSecrets?.length) {
+      reasons.push(`Lets the command read files that look like secrets: ${args.allowSecrets.join(', ')}.`);
+      if (args.network === 'allowlist')
+        reasons.push('Its dry run has no network, so nothing it reads can leave before you decide; the network comes with your approval.');
+    }
     const limits = ctx.policy.sandbox;
     return {
       risk: 'HIGH',
@@ -301,7 +340,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     };
   },
   async simulate(args, ctx) {
-    return (await runAndView(args, ctx)).preview;
+    return (await runAndView(args, ctx, 'dryRun')).preview;
   },
   rateEffects(preview, ctx, args) {
     if (preview.kind !== 'commandRun') return null;
@@ -315,7 +354,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     return rateChangeset(preview, ctx.policy, root ? { root, ...(ctx.plannedTree ? { tree: ctx.plannedTree } : {}) } : undefined);
   },
   async run(args, ctx) {
-    const { preview, changes, outcome, scope } = await runAndView(args, ctx);
+    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun');
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {

@@ -460,7 +460,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** The dry run: what the step would do now; the person's becomes an undecided step's preview, an agent's is only answered. */
   simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }> {
-    return this.proposals.simulateStep(stepId, actor);
+    return this.proposals.simulateStep(stepId, actor).then((answer) => this.desk.previewFor(actor, stepId, answer));
   }
 
   /** The sandbox runs under way (all, or one step's), for a window that opens mid-run or `executor steps watch`. */
@@ -522,6 +522,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.reverts.previewRevert(stepId);
   }
 
+  /** The same as `actor` may read it: to an agent, a step it did not propose is unknown, a secret file's diff withheld. */
+  previewRevertFor(stepId: string, actor: Actor): RevertPreview {
+    return this.desk.diffsFor(actor, this.desk.stepFor(stepId, actor), this.previewRevert(stepId));
+  }
+
   /** Reverts one step from its backups, under its plan's lock; a file changed since is a conflict unless forced. */
   revertStep(stepId: string, actor: Actor, options: { force?: boolean } = {}): Promise<StepRecord> {
     return this.reverts.revertStep(stepId, actor, options);
@@ -558,9 +563,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     return this.desk.steps.get(stepId);
   }
 
-  /** One step as `actor` may see it: to an agent, another's step is answered as an unknown id. */
+  /** One step as `actor` may see it: to an agent, another's step is answered as an unknown id, its own without secret content. */
   stepFor(stepId: string, actor: Actor): StepRecord {
-    return this.desk.stepFor(stepId, actor);
+    return this.desk.recordFor(actor, this.desk.stepFor(stepId, actor));
+  }
+
+  /** A record as `actor` may read it: to an agent, without secret content (secret-content.ts). */
+  recordFor(actor: Actor, record: StepRecord): StepRecord {
+    return this.desk.recordFor(actor, record);
   }
 
   /** When a step last changed, read without loading the step: tells a cached copy from a stale one. */
@@ -574,7 +584,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */
   listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[] {
-    return this.desk.listStepsFor(filter, actor);
+    return this.desk.listStepsFor(filter, actor).map((record) => this.desk.recordFor(actor, record));
   }
 
   /** A page of step summaries as `actor` may see them (an agent: only its own), with paths relative to the roots. */
@@ -594,6 +604,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** The files a step's run changed, with the diffs of what was written, a page at a time. */
   stepChanges(stepId: string, offset = 0): StepChangesPage {
     return stepChangesPage(this.desk.steps.backups(stepId), offset);
+  }
+
+  /** The same page as `actor` may read it: to an agent, a step it did not propose is unknown, a secret file's diff withheld. */
+  stepChangesFor(stepId: string, actor: Actor, offset = 0): StepChangesPage {
+    return this.desk.diffsFor(actor, this.desk.stepFor(stepId, actor), this.stepChanges(stepId, offset));
   }
 
   // The audit desk (rooms/audit-desk.ts)

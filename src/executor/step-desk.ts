@@ -43,6 +43,7 @@ import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
 import { secretPathTest, stepRecordTraits, type StepRecordTraits } from './step-record-traits.js';
+import { diffsForAgent, previewForAgent, recordForAgent, storedAfterEnd } from './secret-content.js';
 
 /*
  * The desk every room of the Executor works at: the steps and their audited trail, the step events,
@@ -156,6 +157,7 @@ export class StepDesk {
     this.audit = this.notifyingTrail(auditLog);
     auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
     this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
+    this.steps.keepAfterEndBy((record) => storedAfterEnd(record, this.policy, this.dataDir));
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
     this.hostState = new HostStateRepository(db);
@@ -437,6 +439,28 @@ export class StepDesk {
     const record = this.steps.get(stepId);
     if (!mayAccessStep(actor, record.step)) throw unknownStepError(stepId);
     return record;
+  }
+
+  /** A record as `actor` may read it: to an agent, without secret content (secret-content.ts); the person's channels see it whole. */
+  recordFor(actor: Actor, record: StepRecord): StepRecord {
+    return isAgentActor(actor) ? recordForAgent(record, this.policy, this.dataDir) : record;
+  }
+
+  /** A dry run's answer as `actor` may read it: an agent's own dry run withholds what its record would. */
+  previewFor(actor: Actor, stepId: string, answer: { preview: Preview; previewHash: string }): { preview: Preview; previewHash: string } {
+    if (!isAgentActor(actor)) return answer;
+    const preview = previewForAgent(this.steps.get(stepId), answer.preview, this.policy, this.dataDir);
+    // The hash of what the agent sees: the whole preview's would be an oracle for a short secret.
+    return preview === answer.preview ? answer : { preview, previewHash: previewHashOf(preview) };
+  }
+
+  /** Files with diffs of a step (its changes, its revert) as `actor` may read them. */
+  diffsFor<T extends { files: { path: string; diff?: string | null; diffOmittedReason?: string }[] }>(
+    actor: Actor,
+    record: StepRecord,
+    page: T,
+  ): T {
+    return isAgentActor(actor) ? diffsForAgent(page, record, this.policy, this.dataDir) : page;
   }
 
   /** Steps as `actor` may see them: for an agent, only those its issued identity proposed. */

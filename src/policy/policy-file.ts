@@ -160,6 +160,10 @@ export const DEFAULT_SECRET_GLOBS = [
   '.git-credentials',
   '.config/git/credentials',
   '.git-credential-cache/**',
+  // A repository's own config holds remote URLs with tokens in them (`https://user:TOKEN@…`) and `http.extraHeader`.
+  '.git/config',
+  '.git/config.worktree',
+  '.git/modules/**/config',
   '.config/gh/**',
   'GitHub CLI/**',
   '.config/glab-cli/**',

@@ -204,6 +204,29 @@ export class StepRepository {
     private readonly consentExpirySeconds: () => number = () => 24 * 3600,
   ) {}
 
+  /** What a record that has just ended keeps of its preview and run output (see keepAfterEndBy). */
+  private keptAfterEnd: ((record: StepRecord) => Pick<StepRecord, 'preview' | 'runTimes'> | null) | undefined;
+
+  /**
+   * How a record that has just ended is cut down before it stays: the executor drops the secret
+   * content of a preview nobody will decide on any more (src/executor/secret-content.ts).
+   */
+  keepAfterEndBy(keep: (record: StepRecord) => Pick<StepRecord, 'preview' | 'runTimes'> | null): void {
+    this.keptAfterEnd = keep;
+  }
+
+  /** Applies keepAfterEndBy's cut to a record, in the caller's transaction; the record as it now stands. */
+  private cutAfterEnd(record: StepRecord): StepRecord {
+    const kept = this.keptAfterEnd?.(record);
+    if (!kept) return record;
+    this.statement('UPDATE steps SET preview_json = ?, run_times_json = ? WHERE step_id = ?').run(
+      kept.preview ? canonicalJson(kept.preview) : null,
+      kept.runTimes ? canonicalJson(kept.runTimes) : null,
+      record.step.id,
+    );
+    return this.get(record.step.id);
+  }
+
   /** Compiled statements by their SQL (see statement()). */
   private readonly statements = new Map<string, Statement>();
 
@@ -674,7 +697,7 @@ export class StepRepository {
         detail: { from: current.status, to, ...extra.detail },
       };
       this.audit.append(event);
-      return this.get(stepId);
+      return this.cutAfterEnd(this.get(stepId));
     })();
   }
 
@@ -768,6 +791,8 @@ export class StepRepository {
           .prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?')
           .run(canonicalJson(times), new Date().toISOString(), stepId);
       else this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
+      // A stopped run's output is kept after its step moved on: an ended step's cut applies to it too.
+      if (span.output !== undefined) this.cutAfterEnd(this.get(stepId));
     })();
   }
 

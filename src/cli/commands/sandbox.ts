@@ -18,16 +18,19 @@ export function registerSandboxCommands(program: Command): void {
 
   sandbox
     .command('status')
-    .description('engine reachability and version, the sandbox image, leftover containers removed')
+    .description('engine reachability and version, the sandbox image, a test command run in a real container, leftover containers removed')
     .action(async (_options: unknown, command: Command) => {
       const { json } = globals(command);
       const { connectDocker, engineStatus, imageInfo, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } = await dockerModules();
+      const { probeSandbox } = await import('../../sandbox/docker/sandbox-probe.js');
       const client = connectDocker();
       const engine = await engineStatus(client);
       const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
       const sweptContainers = engine.reachable ? await sweepLeftoverContainers(client) : [];
       sweepTempAreas();
-      const status = { engine, image, sweptContainers: sweptContainers.length, ready: engine.reachable && image.present };
+      // Ready only once a container really started and ran a command: an image present but dead (exit 126) is not ready.
+      const probe = engine.reachable && image.present && image.digest ? await probeSandbox(client, image.digest) : null;
+      const status = { engine, image, sweptContainers: sweptContainers.length, probe, ready: probe?.ran === true };
       print(json, status, () =>
         [
           engine.reachable
@@ -36,6 +39,13 @@ export function registerSandboxCommands(program: Command): void {
           image.present
             ? `Image    ${image.tag} ${image.digest} (${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built by ${image.builtBy ?? 'unknown'})`
             : `Image    ${image.tag} is missing: run \`executor sandbox image build\`.`,
+          ...(probe
+            ? [
+                probe.ran
+                  ? `Run      a test command ran in a sandbox container (sh and node answered, ${(probe.durationMs / 1000).toFixed(1)} s)`
+                  : `Run      FAILED: ${probe.problem}`,
+              ]
+            : []),
           ...(sweptContainers.length ? [`Swept    ${sweptContainers.length} leftover container(s) of crashed runs`] : []),
           `Ready    ${status.ready ? 'yes' : 'no'}`,
         ].join('\n'),

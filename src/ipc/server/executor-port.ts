@@ -66,7 +66,12 @@ export interface IpcExecutorPort {
   previewRevertPlan(planId: string): PlanRevertPreview;
   revertPlan(planId: string, actor: Actor, options?: { force?: boolean }): Promise<PlanRevertResult>;
 
+  /** One step as `actor` may read it (to an agent: its own only, without secret content). */
   stepFor(stepId: string, actor: Actor): StepRecord;
+  /** A record as `actor` may read it: what every reply and event to an agent carries. */
+  recordFor(actor: Actor, record: StepRecord): StepRecord;
+  previewRevertFor(stepId: string, actor: Actor): RevertPreview;
+  stepChangesFor(stepId: string, actor: Actor, offset?: number): StepChangesPage;
   stepUpdatedAt(stepId: string): string | undefined;
   listStepsFor(filter: StepListFilter, actor: Actor): StepRecord[];
   listStepSummariesFor(filter: Omit<StepSummaryFilter, 'owner'>, actor: Actor): StepSummaryPage & { agents?: string[] };

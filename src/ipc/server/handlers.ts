@@ -72,8 +72,11 @@ type Handler<M extends MethodName> = (
 /** The server side of the method table. The mapped type makes a method without a handler a compile error. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // A host answers at once; the previews follow as step events (`evaluated` = "preparing preview").
-  propose: (executor, { plan }, { actor, sameProcess }) =>
-    sameProcess ? executor.propose(plan, actor) : executor.submitAndSchedule(plan, actor),
+  // Every record an agent gets back is its own view: no secret content (src/executor/secret-content.ts).
+  propose: async (executor, { plan }, { actor, sameProcess }) =>
+    (await (sameProcess ? executor.propose(plan, actor) : executor.submitAndSchedule(plan, actor))).map((record) =>
+      executor.recordFor(actor, record),
+    ),
   evaluateStep: async (executor, params, { actor }) => {
     await loadShellParser();
     if ('stepId' in params) return executor.evaluateStep(executor.stepFor(params.stepId, actor).step);
@@ -94,16 +97,16 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     executor.approveAndRemember(stepId, actor, { previewHash, execute, rule, lifetime }),
   listRuleHits: (executor) => executor.listRuleHits(),
   reject: (executor, { stepId, reason }, { actor }) => executor.reject(stepId, actor, reason),
-  cancel: (executor, { stepId }, { actor }) => executor.cancel(stepId, actor),
+  cancel: async (executor, { stepId }, { actor }) => executor.recordFor(actor, await executor.cancel(stepId, actor)),
   listLiveRuns: (executor, params) => executor.listLiveRuns(params?.stepId),
-  executeStep: (executor, { stepId }, { actor }) => executor.executeStep(stepId, actor),
-  previewRevert: (executor, { stepId }, { actor }) => executor.previewRevert(executor.stepFor(stepId, actor).step.id),
+  executeStep: async (executor, { stepId }, { actor }) => executor.recordFor(actor, await executor.executeStep(stepId, actor)),
+  previewRevert: (executor, { stepId }, { actor }) => executor.previewRevertFor(stepId, actor),
   revertStep: (executor, { stepId, force }, { actor }) => executor.revertStep(stepId, actor, { force }),
   // An agent's view of the steps is its own (see step-ownership.ts); the person's channels see all.
   listSteps: (executor, params, { actor }) => executor.listStepsFor(params ?? {}, actor),
   listStepSummaries: (executor, params, { actor }) => executor.listStepSummariesFor(params ?? {}, actor),
   getSameFile: (executor, { stepId }, { actor }) => executor.sameFile(executor.stepFor(stepId, actor).step.id),
-  getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChanges(executor.stepFor(stepId, actor).step.id, offset),
+  getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChangesFor(stepId, actor, offset),
   previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
   revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),
   // Every channel's reply is bounded: a step of many MB (a big write's content and diff, a command's
@@ -203,7 +206,9 @@ const RECORD_TEXT_MS = 60_000;
 function recordTextPart(executor: IpcExecutorPort, stepId: string, offset: number, actor: Actor) {
   const texts = recordTexts.get(executor) ?? new Map();
   recordTexts.set(executor, texts);
-  const kept = texts.get(stepId);
+  // The person's whole record and an agent's view of it differ (secret content): never one served for the other.
+  const key = `${isAgentActor(actor) ? 'agent' : 'person'}:${stepId}`;
+  const kept = texts.get(key);
   if (
     kept &&
     Date.now() - kept.at < RECORD_TEXT_MS &&
@@ -214,8 +219,8 @@ function recordTextPart(executor: IpcExecutorPort, stepId: string, offset: numbe
   }
   const record = executor.stepFor(stepId, actor);
   const json = JSON.stringify(record);
-  texts.delete(stepId);
-  texts.set(stepId, { updatedAt: record.updatedAt, step: record.step, json, at: Date.now() });
+  texts.delete(key);
+  texts.set(key, { updatedAt: record.updatedAt, step: record.step, json, at: Date.now() });
   for (const old of texts.keys()) {
     if (texts.size <= RECORD_TEXTS_KEPT) break;
     texts.delete(old);

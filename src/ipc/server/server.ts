@@ -757,8 +757,10 @@ export class IpcServer {
     const connection = session.connection;
     if (!connection || connection.closed || !session.topics.has(topic)) return;
     if (!eventVisibleTo(session.actor, topic, data)) return;
+    // An agent's step events carry its view of the record: no secret content (src/executor/secret-content.ts).
+    const shown = topic === 'step' && isAgentActor(session.actor) ? this.executor.recordFor(session.actor, data as StepRecord) : data;
     const seq = ++session.eventSeq;
-    signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data }).then(
+    signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data: shown }).then(
       (text) => {
         if (!connection.closed) connection.push(text);
       },

@@ -98,7 +98,7 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
         : scratchStat.ctimeNs === baseline.scratchCtimeNs;
       if (sameLink) return;
     }
-    const exclusion = exclusionOf(relative, options);
+    const exclusion = exclusionOf(relative, options, scratch.sourceDir);
     if (!baseline && exclusion) {
       skipped.push({
         relativePath: relative,

@@ -18,9 +18,18 @@ function appVersion(): string {
   return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
 }
 
-/** Pinned per app version: an update never silently runs commands in an image built for another one. */
-export function sandboxImageTag(version: string = appVersion()): string {
-  return `executor-sandbox:${version}`;
+/** An image reference as `EXECUTOR_SANDBOX_IMAGE` may name one: `name:tag`, lower-case name parts. */
+const IMAGE_REFERENCE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*:[\w][\w.-]{0,127}$/;
+
+/**
+ * Pinned per app version: an update never silently runs commands in an image built for another one.
+ * `EXECUTOR_SANDBOX_IMAGE` names another (a build to try without replacing the working one); a
+ * value that is not a `name:tag` reference is ignored.
+ */
+export function sandboxImageTag(version?: string): string {
+  const chosen = process.env.EXECUTOR_SANDBOX_IMAGE;
+  if (version === undefined && chosen && IMAGE_REFERENCE.test(chosen)) return chosen;
+  return `executor-sandbox:${version ?? appVersion()}`;
 }
 
 export interface ImageInfo {

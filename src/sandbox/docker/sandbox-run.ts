@@ -57,6 +57,8 @@ export interface SandboxRunRequest {
   allowedSecrets?: readonly string[];
   /** Directories never copied into the container, compared by real path (Executor's data directory). */
   excludeDirs?: readonly string[];
+  /** The workspace root `sourceDir` lies in: secret and ignore patterns match paths from it, whatever the cwd. */
+  root?: string;
   /** The live output and the Cancel signal (see RunHooks). */
   hooks?: RunHooks;
 }
@@ -87,8 +89,10 @@ export function scratchOptionsFor(
   policy: Policy,
   allowedSecrets: readonly string[] = [],
   excludeDirs: readonly string[] = [],
+  root?: string,
 ): ScratchOptions {
   return {
+    ...(root !== undefined ? { root } : {}),
     ignore: policy.sandbox.ignore,
     secretGlobs: policy.secretGlobs,
     allowedSecrets,
@@ -103,7 +107,7 @@ export function scratchOptionsFor(
  */
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await prepareEngine(client);
-  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root);
   const scratch = makeScratchCopy(request.sourceDir, options);
   // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
   const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
-import { platformIgnoresCase } from '../../policy/path-patterns.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { secretPathMatcher } from '../../policy/secret-paths.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 import { makeTempArea, removeTree } from './temp-areas.js';
@@ -50,6 +50,12 @@ export interface ScratchOptions {
    * and by device and inode, never through a glob built from a path, whose name could be read as a pattern.
    */
   excludeDirs?: readonly string[];
+  /**
+   * The workspace root the copied directory lies in. Patterns match the path from this root (and the
+   * file's real absolute path), never only the part below the step's cwd: with cwd `.kube`, the file
+   * `config` is `.kube/config` and matches `.kube/**`. Without it the copied directory is its own root.
+   */
+  root?: string;
 }
 
 type GlobMatcher = (relativePath: string) => boolean;
@@ -67,21 +73,56 @@ function compileGlobs(globs: readonly string[]): GlobMatcher {
   return (relativePath) => matchers.some((matches) => matches(relativePath));
 }
 
-const compiled = new WeakMap<ScratchOptions, { ignored: GlobMatcher; secret: GlobMatcher }>();
+interface CompiledExclusions {
+  ignored: GlobMatcher;
+  secret: GlobMatcher;
+}
 
-/** Whether a path is left out of copies and changesets, and why. */
-export function exclusionOf(relativePath: string, options: ScratchOptions): 'ignored' | 'secret' | null {
-  let matchers = compiled.get(options);
+const compiled = new WeakMap<ScratchOptions, Map<string, CompiledExclusions>>();
+
+function exclusionsFor(options: ScratchOptions, sourceDir: string): CompiledExclusions {
+  let bySource = compiled.get(options);
+  if (!bySource) {
+    bySource = new Map();
+    compiled.set(options, bySource);
+  }
+  let matchers = bySource.get(sourceDir);
   if (!matchers) {
-    // Secrets match as file actions match them: case-insensitively where the platform's filesystems ignore case.
+    // Secrets match as file actions match them: case-insensitively where the root's filesystem ignores case.
     matchers = {
       ignored: compileGlobs(options.ignore),
-      secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: platformIgnoresCase() }),
+      secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: filesystemIgnoresCase(options.root ?? sourceDir) }),
     };
-    compiled.set(options, matchers);
+    bySource.set(sourceDir, matchers);
   }
-  if (matchers.ignored(relativePath)) return 'ignored';
-  if (matchers.secret(relativePath) && !(options.allowedSecrets ?? []).includes(relativePath)) return 'secret';
+  return matchers;
+}
+
+/** The copied directory's path from the workspace root, with `/` ('' when it is the root or lies outside it). */
+function prefixFromRoot(sourceDir: string, root: string | undefined): string {
+  if (root === undefined) return '';
+  const relative = path.relative(root, sourceDir);
+  if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) return '';
+  return relative.split(path.sep).join('/');
+}
+
+/**
+ * Whether a path of the copied directory (relative to it, with `/`) is left out of copies and
+ * changesets, and why. Ignore rules match the path from the workspace root; secret patterns match it
+ * from the root, from the copied directory, and as the real absolute path, so no cwd (`.kube`, a link
+ * to `~/.aws`, `sub/../.config/gh`) and no root inside a secret folder lets a secret file through.
+ * `sourceDir` is the real copied directory.
+ */
+export function exclusionOf(relativePath: string, options: ScratchOptions, sourceDir: string): 'ignored' | 'secret' | null {
+  const matchers = exclusionsFor(options, sourceDir);
+  const prefix = prefixFromRoot(sourceDir, options.root);
+  const fromRoot = prefix ? `${prefix}/${relativePath}` : relativePath;
+  if (matchers.ignored(fromRoot)) return 'ignored';
+  const secret =
+    matchers.secret(fromRoot) ||
+    matchers.secret(relativePath) ||
+    matchers.secret(absoluteForMatching(path.join(sourceDir, ...relativePath.split('/'))));
+  if (secret && !(options.allowedSecrets ?? []).includes(relativePath)) return 'secret';
   return null;
 }
 
@@ -129,6 +170,10 @@ function refuseSourceInsideExcluded(sourceDir: string, dirs: readonly string[]):
   }
 }
 
+function namesSomethingInside(allowed: readonly string[] | undefined, folder: string): boolean {
+  return (allowed ?? []).some((relative) => relative.startsWith(`${folder}/`));
+}
+
 /** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
 function planCopy(
   sourceDir: string,
@@ -142,12 +187,18 @@ function planCopy(
   const walk = (dir: string, relative: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
-      const exclusion = exclusionOf(childRelative, options);
+      const exclusion = exclusionOf(childRelative, options, sourceDir);
       if (exclusion === 'ignored') {
         ignoredPaths.push(childRelative);
         continue;
       }
       const from = path.join(dir, entry.name);
+      // A folder that is itself a secret path (`.ssh`, `.kube`, a `.secrets` folder) stays out whole,
+      // unless the step's consent named a file inside it.
+      if (entry.isDirectory() && exclusion === 'secret' && !namesSomethingInside(options.allowedSecrets, childRelative)) {
+        secretPaths.push(childRelative);
+        continue;
+      }
       if (entry.isDirectory()) {
         const stat = fs.lstatSync(from, { bigint: true });
         if (excluded.matches(from, stat)) {
@@ -221,10 +272,12 @@ function fileCopier(): (from: string, to: string) => void {
  * and secret-looking files are not copied, so a command cannot read what a file action would have
  * been refused.
  */
-export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
+export function makeScratchCopy(requestedDir: string, options: ScratchOptions): ScratchCopy {
   const started = performance.now();
   const owner = ownerForContainer();
-  refuseSourceInsideExcluded(sourceDir, options.excludeDirs ?? []);
+  refuseSourceInsideExcluded(requestedDir, options.excludeDirs ?? []);
+  // The real directory: what patterns match is where the files really are, not the name the step used.
+  const sourceDir = fs.realpathSync.native(requestedDir);
   const plan = planCopy(sourceDir, options);
   if (options.maxBytes !== undefined && plan.bytes > options.maxBytes) {
     throw new ExecutorError(

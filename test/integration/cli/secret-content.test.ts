@@ -42,7 +42,8 @@ describe('content written to a secret path stays out of the audit log', () => {
     'records .env content, its pre/post images and the step hash only as salted digests that audit hash still finds',
     { timeout: 180_000 },
     () => {
-      const { dataDir, workspace, base } = tempSetup({ autoApprove: 'HIGH' });
+      // The effects ask list would send every secret write to the person (declared-effects.test.ts); here they run unasked, to be audited.
+      const { dataDir, workspace, base } = tempSetup({ autoApprove: 'HIGH', commands: { effects: { ask: [] } } });
       fs.writeFileSync(path.join(workspace, '.env.local'), 'OLD=1\n');
       // A harmless-looking name that is a link to the secret file: the file really written decides.
       fs.symlinkSync('.env.local', path.join(workspace, 'settings.txt'));

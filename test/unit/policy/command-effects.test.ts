@@ -126,7 +126,8 @@ describe('rateChangeset', () => {
       policy({ ask: [] }),
     );
     const byKind = Object.fromEntries(rating.findings.map((f) => [f.kind, f.paths]));
-    expect(byKind.secret).toEqual(['app/.env.local']);
+    // A repository's config holds remote URLs with tokens: it is a secret path as well as a git one.
+    expect(byKind.secret).toEqual(['app/.env.local', '.git/config']);
     expect(byKind.git).toEqual(['.git/config', 'sub/.GIT/hooks/pre-commit']);
     expect(rating.risk).toBe('HIGH');
     expect(rating.reasons.join(' ')).toContain('app/.env.local (secret pattern ".env*")');

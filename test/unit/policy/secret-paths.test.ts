@@ -273,6 +273,7 @@ describe('default secret globs', () => {
 describe('the Docker scratch copy, by the same patterns', () => {
   it('leaves the widened credential files out of the copy unless the step names them, and copies the rest', () => {
     const options = { ignore: ['.git/**', 'node_modules/**'], secretGlobs: PolicySchema.parse({}).secretGlobs };
+    const source = tempDir();
     for (const file of [
       '.npmrc',
       '.git-credentials',
@@ -285,11 +286,11 @@ describe('the Docker scratch copy, by the same patterns', () => {
       '.config/containers/auth.json',
       '.kube/prod-config',
     ]) {
-      expect(exclusionOf(file, options), file).toBe('secret');
+      expect(exclusionOf(file, options, source), file).toBe('secret');
     }
-    expect(exclusionOf('.npmrc', { ...options, allowedSecrets: ['.npmrc'] })).toBeNull();
-    expect(exclusionOf('package.json', options)).toBeNull();
-    expect(exclusionOf('src/index.ts', options)).toBeNull();
+    expect(exclusionOf('.npmrc', { ...options, allowedSecrets: ['.npmrc'] }, source)).toBeNull();
+    expect(exclusionOf('package.json', options, source)).toBeNull();
+    expect(exclusionOf('src/index.ts', options, source)).toBeNull();
   });
 });
 

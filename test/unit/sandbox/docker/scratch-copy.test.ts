@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { PolicySchema } from '../../../../src/policy/policy-file.js';
+import { computeChangeset } from '../../../../src/sandbox/docker/changeset.js';
+import { makeScratchCopy, type ScratchOptions } from '../../../../src/sandbox/docker/scratch-copy.js';
+import { tempDir } from '../../../helpers/temp-dirs.js';
+
+const policy = PolicySchema.parse({});
+const TOKEN = 'tok-3f9a61c2e8';
+
+/** Secret files of a home folder used as a workspace, each holding the token. */
+const SECRET_FILES = [
+  '.kube/config',
+  '.aws/config',
+  '.aws/credentials',
+  '.config/gh/hosts.yml',
+  '.git/config',
+  '.ssh/id_ed25519',
+  '.docker/config.json',
+  'app/.env',
+  'app/.git/config',
+];
+
+function homeLikeWorkspace(): string {
+  const root = fs.realpathSync(tempDir());
+  for (const file of SECRET_FILES) {
+    fs.mkdirSync(path.join(root, path.dirname(file)), { recursive: true });
+    fs.writeFileSync(path.join(root, file), `token: ${TOKEN}\n`);
+  }
+  fs.writeFileSync(path.join(root, 'app/readme.txt'), 'plain\n');
+  fs.writeFileSync(path.join(root, '.kube/notes.txt'), 'plain\n');
+  return root;
+}
+
+function optionsFor(root: string, overrides: Partial<ScratchOptions> = {}): ScratchOptions {
+  // No ignore rules: the secret patterns alone must keep `.git/config` out, whatever sandbox.ignore says.
+  return { ignore: [], secretGlobs: policy.secretGlobs, root, ...overrides };
+}
+
+/** Every file of the copy, with its content. */
+function copiedContents(dir: string): string[] {
+  const found: string[] = [];
+  const walk = (current: string) => {
+    for (const entry of fs.readdirSync(current, { withFileTypes: true })) {
+      const full = path.join(current, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.isFile()) found.push(`${path.relative(dir, full)}: ${fs.readFileSync(full, 'utf8')}`);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+function expectNoToken(sourceDir: string, options: ScratchOptions): string[] {
+  const scratch = makeScratchCopy(sourceDir, options);
+  try {
+    const contents = copiedContents(scratch.dir);
+    expect(contents.join('\n')).not.toContain(TOKEN);
+    return contents;
+  } finally {
+    scratch.dispose();
+  }
+}
+
+describe('makeScratchCopy keeps secrets out whatever the working directory', () => {
+  it('matches the path from the workspace root: a cwd of .kube, .aws, .config/gh or .git copies none of their secrets', () => {
+    const root = homeLikeWorkspace();
+    for (const cwd of ['.', '.kube', '.aws', '.config', '.config/gh', '.git', 'app', 'app/.git']) {
+      expectNoToken(path.join(root, cwd), optionsFor(root));
+    }
+    // What is not a secret still comes along.
+    expect(expectNoToken(path.join(root, 'app'), optionsFor(root))).toEqual(['readme.txt: plain\n']);
+  });
+
+  it('any cwd on the way to any secret file, reached directly, through `..` or through a symlink, copies no secret', () => {
+    const root = homeLikeWorkspace();
+    fs.symlinkSync(path.join(root, '.kube'), path.join(root, 'kube-link'));
+    fs.symlinkSync(path.join(root, '.config'), path.join(root, 'config-link'));
+    fs.mkdirSync(path.join(root, 'sub'));
+    const cwds = [
+      ...SECRET_FILES.flatMap((file) => {
+        const parts = path.dirname(file).split('/');
+        return parts.map((_part, index) => parts.slice(0, index + 1).join('/'));
+      }),
+      'kube-link',
+      'config-link/gh',
+      'sub/../.kube',
+      'sub/../.config/./gh',
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...cwds), (cwd) => {
+        expectNoToken(path.join(root, cwd), optionsFor(root));
+      }),
+      { numRuns: cwds.length * 3 },
+    );
+  });
+
+  it('a root that lies inside a secret folder has every secret file matched by its real path', () => {
+    const home = homeLikeWorkspace();
+    // The workspace root is ~/.kube itself: nothing below it is named `.kube/…` from the root.
+    expectNoToken(path.join(home, '.kube'), optionsFor(path.join(home, '.kube')));
+    expectNoToken(path.join(home, '.config/gh'), optionsFor(path.join(home, '.config')));
+  });
+
+  it('a folder that is a secret path stays out whole, unless the step names a file inside it', () => {
+    const root = homeLikeWorkspace();
+    const scratch = makeScratchCopy(root, optionsFor(root));
+    try {
+      expect(fs.existsSync(path.join(scratch.dir, '.kube'))).toBe(false);
+      expect(scratch.secretPaths).toContain('.kube');
+    } finally {
+      scratch.dispose();
+    }
+    const named = makeScratchCopy(root, optionsFor(root, { allowedSecrets: ['.kube/config'] }));
+    try {
+      expect(fs.readFileSync(path.join(named.dir, '.kube/config'), 'utf8')).toContain(TOKEN);
+      expect(fs.existsSync(path.join(named.dir, '.aws'))).toBe(false);
+    } finally {
+      named.dispose();
+    }
+  });
+
+  it('ignore rules match from the root too: cwd .git under `.git/**` copies nothing of it', () => {
+    const root = homeLikeWorkspace();
+    fs.writeFileSync(path.join(root, '.git/HEAD'), 'ref: refs/heads/main\n');
+    const scratch = makeScratchCopy(path.join(root, '.git'), optionsFor(root, { ignore: ['.git/**'] }));
+    try {
+      expect(fs.readdirSync(scratch.dir)).toEqual([]);
+      expect(scratch.ignoredPaths.sort()).toEqual(['HEAD', 'config']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('a secret file a command writes in a secret cwd does not come back in the changeset', async () => {
+    const root = homeLikeWorkspace();
+    const options = optionsFor(root);
+    const scratch = makeScratchCopy(path.join(root, '.kube'), options);
+    try {
+      fs.writeFileSync(path.join(scratch.dir, 'config'), 'replaced\n');
+      fs.writeFileSync(path.join(scratch.dir, 'notes.txt'), 'changed\n');
+      const changeset = await computeChangeset(scratch, options);
+      expect(changeset.files.map((file) => file.relativePath)).toEqual([]);
+      expect(changeset.skipped.map((entry) => entry.relativePath).sort()).toEqual(['config', 'notes.txt']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
