@@ -56,9 +56,12 @@ function distMatchesSources() {
   }
 }
 
+// The hook runs before every tool call of an outside agent: it starts without the rest of the CLI.
+// Only a call naming a client takes that path; `executor hook --help` is answered by the CLI itself.
+const isHookCall = process.argv[2] === 'hook' && ['claude-code', 'gemini-cli'].includes(process.argv[3] ?? '');
+
 if (distMatchesSources()) {
-  // The hook runs before every tool call of an outside agent: it starts without the rest of the CLI.
-  await import(pathToFileURL(path.join(distDir, process.argv[2] === 'hook' ? 'cli/hook-main.js' : 'cli/main.js')).href);
+  await import(pathToFileURL(path.join(distDir, isHookCall ? 'cli/hook-main.js' : 'cli/main.js')).href);
 } else {
   let register;
   try {
@@ -70,5 +73,5 @@ if (distMatchesSources()) {
     process.exit(2);
   }
   register();
-  await import(process.argv[2] === 'hook' ? '../src/cli/hook-main.ts' : '../src/cli/main.ts');
+  await import(isHookCall ? '../src/cli/hook-main.ts' : '../src/cli/main.ts');
 }

@@ -407,6 +407,8 @@ describe('what the compiled CLI loads', () => {
               'fs/free-space.js',
               'store/storage-errors.js',
               'mcp/host-link.js',
+              // connect's settings plan: node:fs and domain/ only.
+              'hooks/client-settings.js',
             ].includes(file),
         ),
         name,

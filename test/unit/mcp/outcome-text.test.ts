@@ -157,9 +157,10 @@ describe('the stop switch in what an agent reads', () => {
   it('says what stopped a cancelled run, and keeps "you withdrew" for the agent\'s own cancel', () => {
     const message =
       'Cancelled because the user stopped all agents, 2.0 s into its run; its sandbox run was stopped before anything was applied.';
-    expect(stepOutcomeText(record('cancelled', { error: { code: 'STEP_CANCELLED', message } }))).toBe(
-      `CANCELLED: step step-1 did not complete: ${message}`,
-    );
+    const said = stepOutcomeText(record('cancelled', { error: { code: 'STEP_CANCELLED', message } }));
+    // Who stopped it comes first (the person, by their stop switch), then Executor's own words for what stopped.
+    expect(said).toMatch(/^CANCELLED by the user: they stopped the dry run of step step-1/);
+    expect(said.split('\n')).toContain(message);
     expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
   });
 });
