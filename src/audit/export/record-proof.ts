@@ -216,12 +216,14 @@ function emptyReport(): ProofReport {
 const hexField = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`), `${digits} lowercase hex digits`);
 const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 const ProofShape = z.object({
+  logId: z.string().min(1),
   record: z.object({ seq: count.min(1), body: z.string(), mac: hexField(64) }),
   inclusion: z.object({ leafIndex: count, treeSize: count.min(1), hashes: z.array(hexField(64)).max(64) }),
   note: z.string(),
   checkpoint: z.object({ cpSeq: count, body: z.string(), sig: hexField(128) }),
 });
 const FIELD_NEEDS: Record<string, string> = {
+  logId: 'it needs logId (the log it proves a record of, as text)',
   record: 'its record needs seq (a whole number from 1), body (text) and mac (64 hex digits)',
   inclusion: 'its inclusion proof needs leafIndex (a whole number from 0), treeSize (from 1) and at most 64 hashes of 64 hex digits',
   note: 'it has no checkpoint note',

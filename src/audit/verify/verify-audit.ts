@@ -525,7 +525,15 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   });
   problems.push(...epochs.problems);
   if (!rows.problem) {
-    const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
+    // Runs carry only their earliest and latest time; the failing run is read again to name its first record outside.
+    const offset = (rows.firstSeq ?? log.bounds.min) - log.bounds.min;
+    const outside = checkEpochRuns(rows.epochRuns, epochs.windows, (run, window) => {
+      for (const record of log.source.records(run.fromSeq - offset, run.toSeq - offset)) {
+        const ts = (JSON.parse(record.body) as { ts?: unknown }).ts;
+        if (typeof ts !== 'string' || outsideWindow(window, { seq: window.firstSeq, ts })) return record.position + offset;
+      }
+      return undefined;
+    });
     if (outside) problems.push(outside);
   }
   if (epochs.legacyChains.length)
