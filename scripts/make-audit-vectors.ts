@@ -15,13 +15,8 @@ import { SignedAuditLog } from '../src/audit/log/audit-log.js';
 import { verifyExportFile } from '../src/audit/verify/audit-verifier.js';
 import { FileKeyStore } from '../src/audit/keys/key-store.js';
 import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/format/record-format.js';
-import {
-  buildRecordProof,
-  checkRecordProof,
-  parseProofKeys,
-  type ProofCode,
-  type RecordProofFile,
-} from '../src/audit/export/record-proof.js';
+import { buildRecordProof } from '../src/audit/export/record-proof.js';
+import { checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/export/record-proof-check.js';
 import type { VerifyReport } from '../src/audit/verify/verify-codes.js';
 import { openDatabase } from '../src/store/database.js';
 import { relabelIntoCurrentEpoch, rewriteClosedEpochs } from '../test/helpers/audit-thief.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ProofVectorEntry, Verdict, VectorEntry } from '../../../scripts/make-audit-vectors.js';
 import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/keys/audit-keys.js';
-import { checkRecordProof, parseProofKeys } from '../../../src/audit/export/record-proof.js';
+import { checkRecordProof, parseProofKeys } from '../../../src/audit/export/record-proof-check.js';
 import { verifyExportFile } from '../../../src/audit/verify/audit-verifier.js';
 import type { VerifyReport } from '../../../src/audit/verify/verify-codes.js';
 import { runCli } from '../../helpers/run-cli.js';
