@@ -660,6 +660,11 @@ delete are not missed), the chain and the Merkle tree are rebuilt, the closed ep
 epoch's renumbered and re-signed. Every signature holds, and with the public keys only no MAC is checked: the heads the
 certificates fixed before their keys were erased (S4) give \`EPOCH_REWRITTEN\`; with K0 the forged record's MAC fails first.
 
+The third (\`rewritten-current-epoch.jsonl\`) is the one tampered file that verifies intact, with K0 too: record
+${CURRENT_THIEF_AT} of the current epoch forged and re-MACed with the stolen current epoch key. That key is K0 ratcheted
+forward (S4), so its MACs are the very ones K0's holder recomputes: no key catches a rewrite of the current epoch, only a
+witness that cosigned a checkpoint of it before (S9, "What each key and each witness can catch").
+
 ## Each file
 
 | file | what it shows | with K0 | with epk2- only |
