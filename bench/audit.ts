@@ -368,7 +368,9 @@ function cliStartFigures(runs = 11): string[] {
   const proofFile = path.join(dataDir, 'proof.json');
   const made = spawnSync(process.execPath, [cli, '--data-dir', dataDir, 'audit', 'prove', '7', '--out', proofFile], { encoding: 'utf8' });
   if (made.status !== 0) throw new Error(`audit prove failed: ${made.stderr}`);
-  const keys = spawnSync(process.execPath, [cli, '--data-dir', dataDir, '--json', 'keys', 'export-verification', '--keep'], { encoding: 'utf8' });
+  const keys = spawnSync(process.execPath, [cli, '--data-dir', dataDir, '--json', 'keys', 'export-verification', '--keep'], {
+    encoding: 'utf8',
+  });
   const epk = (JSON.parse(keys.stdout) as { publicKey: string }[]).map((line) => line.publicKey).join(',');
   const commands: [string, string[]][] = [
     ['node -e 0', ['-e', '0']],

@@ -38,7 +38,8 @@ const GENESIS = '0'.repeat(64);
 const SKEW_MS = 120_000;
 
 const sha256 = (...parts: Buffer[]) => crypto.createHash('sha256').update(Buffer.concat(parts)).digest();
-const hmac = (key: Buffer, prefix: Buffer, message: Buffer | string) => crypto.createHmac('sha256', key).update(prefix).update(message).digest();
+const hmac = (key: Buffer, prefix: Buffer, message: Buffer | string) =>
+  crypto.createHmac('sha256', key).update(prefix).update(message).digest();
 function verifies(raw: Buffer, prefix: Buffer, message: string, sig: Buffer): boolean {
   try {
     const key = crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
@@ -70,7 +71,8 @@ function epochKeys(k0s: Map<string, Buffer>) {
 
 /** S1: RFC 8785; undefined when a string holds a lone surrogate (no canonical form). */
 function canonical(value: unknown): string | undefined {
-  if (typeof value === 'string') return /\p{Surrogate}/u.test(value.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, '')) ? undefined : JSON.stringify(value);
+  if (typeof value === 'string')
+    return /\p{Surrogate}/u.test(value.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, '')) ? undefined : JSON.stringify(value);
   if (Array.isArray(value)) {
     const items = value.map(canonical);
     return items.includes(undefined) ? undefined : `[${items.join(',')}]`;
@@ -324,7 +326,8 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
     const key = K(body.keyId, body.epoch);
     const byMac = key !== undefined && hmac(key, PREFIX.record, line.body as string).equals(Buffer.from(line.mac as string, 'hex'));
     const given = keys.pub.get(body.keyId)?.epoch0Key;
-    const byKey = given !== undefined && typeof args.epochPublicKey === 'string' && Buffer.from(args.epochPublicKey, 'base64').equals(given);
+    const byKey =
+      given !== undefined && typeof args.epochPublicKey === 'string' && Buffer.from(args.epochPublicKey, 'base64').equals(given);
     if ((byMac || byKey) && !chainStarts.some((start) => start.keyId === body.keyId))
       starts.push({ seq: body.seq, keyId: body.keyId, ts: body.ts, args });
   }
@@ -383,7 +386,13 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
       const headOk =
         body &&
         (hasHead
-          ? isInt(body.headSeq) && body.headSeq >= 0 && isHex64(body.headHash) && isHex64(body.rootHash) && isInt(body.cpSeq) && body.cpSeq >= 0 && isHex64(body.checkpointHash)
+          ? isInt(body.headSeq) &&
+            body.headSeq >= 0 &&
+            isHex64(body.headHash) &&
+            isHex64(body.rootHash) &&
+            isInt(body.cpSeq) &&
+            body.cpSeq >= 0 &&
+            isHex64(body.checkpointHash)
           : !['headSeq', 'headHash', 'rootHash', 'cpSeq', 'checkpointHash'].some((field) => field in body!));
       const wellFormed =
         body &&
@@ -400,7 +409,11 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
         Number.isFinite(Date.parse(body.start)) &&
         typeof body.publicKey === 'string' &&
         Buffer.from(body.publicKey, 'base64').length === 32;
-      if (!wellFormed || body!.logId !== logId || !verifies(previous.publicKey, PREFIX.epochCert, cert.body as string, Buffer.from(cert.sig as string, 'hex'))) {
+      if (
+        !wellFormed ||
+        body!.logId !== logId ||
+        !verifies(previous.publicKey, PREFIX.epochCert, cert.body as string, Buffer.from(cert.sig as string, 'hex'))
+      ) {
         failChain();
         break;
       }
@@ -408,7 +421,13 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
       const certStart = Date.parse(b.start as string);
       const firstSeq = b.firstSeq as number;
       const head = hasHead
-        ? { headSeq: b.headSeq as number, headHash: b.headHash as string, rootHash: b.rootHash as string, cpSeq: b.cpSeq as number, checkpointHash: b.checkpointHash as string }
+        ? {
+            headSeq: b.headSeq as number,
+            headHash: b.headHash as string,
+            rootHash: b.rootHash as string,
+            cpSeq: b.cpSeq as number,
+            checkpointHash: b.checkpointHash as string,
+          }
         : undefined;
       if (
         certStart < previous.startMs ||
@@ -422,12 +441,26 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
         break;
       }
       previous.endSeq = firstSeq;
-      chain.push({ epoch: epoch as number, publicKey: Buffer.from(b.publicKey as string, 'base64'), startMs: certStart, endMs: certStart + epochMs, firstSeq, endSeq: firstSeq + maxRecords, ...(head ? { head } : {}) });
+      chain.push({
+        epoch: epoch as number,
+        publicKey: Buffer.from(b.publicKey as string, 'base64'),
+        startMs: certStart,
+        endMs: certStart + epochMs,
+        firstSeq,
+        endSeq: firstSeq + maxRecords,
+        ...(head ? { head } : {}),
+      });
     }
   }
   const outside = (window: Window, seq: number, ts: unknown, sealsHead = false) => {
     const ms = typeof ts === 'string' ? Date.parse(ts) : NaN;
-    return seq < (sealsHead ? window.firstSeq - 1 : window.firstSeq) || seq > window.endSeq - 1 || !Number.isFinite(ms) || ms < window.startMs - SKEW_MS || ms >= window.endMs;
+    return (
+      seq < (sealsHead ? window.firstSeq - 1 : window.firstSeq) ||
+      seq > window.endSeq - 1 ||
+      !Number.isFinite(ms) ||
+      ms < window.startMs - SKEW_MS ||
+      ms >= window.endMs
+    );
   };
 
   // Group 3: each run of records inside its epoch's window.
@@ -477,7 +510,8 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
   const logKeys = new Map<string, Buffer>();
   for (const [keyId, pub] of keys.pub) logKeys.set(keyId, pub.logKey);
   for (const start of starts)
-    if (typeof start.args.publicKey === 'string' && !logKeys.has(start.keyId)) logKeys.set(start.keyId, Buffer.from(start.args.publicKey, 'base64'));
+    if (typeof start.args.publicKey === 'string' && !logKeys.has(start.keyId))
+      logKeys.set(start.keyId, Buffer.from(start.args.publicKey, 'base64'));
   const verified: { cpSeq: number; hash: string }[] = [];
   let checkpointFinding: Finding | undefined;
   {
@@ -506,7 +540,11 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
         fail('FOREIGN_LOG');
         break;
       }
-      if ((expectedCp !== undefined && body.cpSeq !== expectedCp) || (previousHash !== undefined && body.prevCheckpointHash !== previousHash) || line.cpSeq !== body.cpSeq) {
+      if (
+        (expectedCp !== undefined && body.cpSeq !== expectedCp) ||
+        (previousHash !== undefined && body.prevCheckpointHash !== previousHash) ||
+        line.cpSeq !== body.cpSeq
+      ) {
         fail('BAD_CHECKPOINT');
         break;
       }
@@ -536,7 +574,9 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
           break;
         }
         if (!verifies(window.publicKey, PREFIX.checkpointEpochSig, line.body as string, epochSig)) {
-          const other = chain.some((w) => w.epoch !== body.epoch && verifies(w.publicKey, PREFIX.checkpointEpochSig, line.body as string, epochSig));
+          const other = chain.some(
+            (w) => w.epoch !== body.epoch && verifies(w.publicKey, PREFIX.checkpointEpochSig, line.body as string, epochSig),
+          );
           fail(other ? 'KEY_OUT_OF_RANGE' : 'BAD_CHECKPOINT');
           break;
         }
@@ -606,7 +646,8 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
         const chain = windows.get(previousKeyId);
         if (!chain) continue;
         const last = chain[chain.length - 1]!;
-        if (last.firstSeq > start.seq || (last.firstSeq !== start.seq && headsSince < start.seq)) return { code: 'BAD_CERTIFICATE', seq: start.seq };
+        if (last.firstSeq > start.seq || (last.firstSeq !== start.seq && headsSince < start.seq))
+          return { code: 'BAD_CERTIFICATE', seq: start.seq };
       }
       const epochs = [...windows].flatMap(([, chain]) => chain.slice(1)).sort((a, b) => a.firstSeq - b.firstSeq || a.epoch - b.epoch);
       const byCp = new Map(verified.map((cp) => [cp.cpSeq, cp.hash]));
@@ -627,7 +668,8 @@ export function specVerifyExport(text: string, keys: SpecKeys): SpecVerdict {
         if (head.cpSeq > 0 && !checkpointFinding) {
           const stored = byCp.get(head.cpSeq);
           const before = firstCp === undefined || head.cpSeq < firstCp;
-          if ((stored === undefined && !before) || (stored !== undefined && stored !== head.checkpointHash)) return { code: 'EPOCH_REWRITTEN', seq: head.headSeq };
+          if ((stored === undefined && !before) || (stored !== undefined && stored !== head.checkpointHash))
+            return { code: 'EPOCH_REWRITTEN', seq: head.headSeq };
         }
       }
       return undefined;

@@ -136,7 +136,8 @@ function shapeProblem(input: Record<string, unknown>): { where: string; needs: s
   if (!isObject(checkpoint)) return { where: 'checkpoint', needs: 'an object' };
   if (!isCount(checkpoint.cpSeq)) return { where: 'checkpoint.cpSeq', needs: 'a whole number from 0' };
   if (typeof checkpoint.body !== 'string') return { where: 'checkpoint.body', needs: 'a string' };
-  if (typeof checkpoint.sig !== 'string' || !HEX128.test(checkpoint.sig)) return { where: 'checkpoint.sig', needs: '128 lowercase hex digits' };
+  if (typeof checkpoint.sig !== 'string' || !HEX128.test(checkpoint.sig))
+    return { where: 'checkpoint.sig', needs: '128 lowercase hex digits' };
   return undefined;
 }
 const FIELD_NEEDS: Record<string, string> = {

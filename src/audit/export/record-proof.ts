@@ -10,7 +10,6 @@ import { PROOF_FORMAT, type RecordProofFile } from './record-proof-check.js';
 
 /** Writing a proof (`executor audit prove`) reads the database; checking one (record-proof-check.ts) needs none of it. */
 
-
 function hasTable(db: Db, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 }
@@ -112,4 +111,3 @@ function inMemoryProof(db: Db, seq: number, size: number): Buffer[] {
     );
   return inclusionProof(seq - 1, size, memoryNodeReader(leaves));
 }
-

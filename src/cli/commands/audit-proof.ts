@@ -52,7 +52,9 @@ export function registerAuditProofCommands(audit: Command): void {
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
       const { buildRecordProof, DATABASE_FILE, openDatabase, writeFileAtomic } = await proveModules();
       if (!fs.existsSync(path.join(dataDir, DATABASE_FILE)))
-        throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, { dataDir });
+        throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, {
+          dataDir,
+        });
       const db = openDatabase(dataDir, { readonly: true });
       let proof;
       try {

@@ -421,7 +421,10 @@ function specKeys(): { withK0: SpecKeys; withPublic: SpecKeys; evk: string; epk:
     .map((line) => line.split(' '));
   return {
     withK0: { k0: new Map([...chains].map(([keyId, chain]) => [keyId, chain.k0])), pub: new Map() },
-    withPublic: { k0: new Map(), pub: new Map([...chains].map(([keyId, chain]) => [keyId, { logKey: chain.logKey, epoch0Key: chain.epoch0Key }])) },
+    withPublic: {
+      k0: new Map(),
+      pub: new Map([...chains].map(([keyId, chain]) => [keyId, { logKey: chain.logKey, epoch0Key: chain.epoch0Key }])),
+    },
     evk: columns.map((c) => c[1]).join(','),
     epk: columns.map((c) => c[2]).join(','),
   };
@@ -535,61 +538,59 @@ describe('a verifier written from docs/audit.md alone (test/helpers/audit-spec-v
     }
   });
 
-  it(
-    'on 400 random mutations of the vectors (deleted, swapped, copied lines; MAC, signature and tree-prefix digits; bodies edited canonically or not; header numbers), and through the real CLI on a sample of them',
-    async () => {
-      const keys = specKeys();
-      const verificationKeys = parseVerificationKeys(keys.evk);
-      const chainPublicKeys = parseChainPublicKeys(keys.epk);
-      const bases = ['log.jsonl', 'excerpt.jsonl', 'tampered/rewritten-current-epoch.jsonl'].map((file) => ({
-        file,
-        text: fs.readFileSync(path.join(VECTORS, file), 'utf8'),
-      }));
-      const dir = tempDir();
-      const disagreements: string[] = [];
-      const codes = new Set<string>();
-      let unreadable = 0;
-      let throughCli = 0;
-      for (let seed = 1; seed <= 400; seed++) {
-        const rng = random(seed);
-        const base = rng.pick(bases);
-        const { text, what } = mutate(base.text, rng);
-        const file = path.join(dir, `mutation-${seed}.jsonl`);
-        fs.writeFileSync(file, text);
-        let cli: { withK0: SpecVerdict; withPublic: SpecVerdict };
-        try {
-          cli = {
-            withK0: verdict(await verifyExportFile(file, verificationKeys)),
-            withPublic: verdict(await verifyExportFile(file, [], { chainPublicKeys })),
-          };
-        } catch {
-          unreadable++; // not a verdict: the CLI exits 2 on a file it cannot read
-          continue;
-        }
-        if (seed % 40 === 0) {
-          // The in-process call is what the CLI runs; a sample goes through the real CLI too.
-          const run = runCli(['--json', 'audit', 'verify', '--file', file, '--verification-key', keys.evk]);
-          expect(verdict(run.json())).toEqual(cli.withK0);
-          throughCli++;
-        }
-        for (const [mode, expected] of Object.entries(cli) as ['withK0' | 'withPublic', SpecVerdict][]) {
-          if (expected.code) codes.add(expected.code);
-          let spec: SpecVerdict | string;
-          try {
-            spec = specVerifyExport(text, keys[mode]);
-          } catch (error) {
-            spec = `threw ${(error as Error).message}`;
-          }
-          if (JSON.stringify(spec) !== JSON.stringify(expected))
-            disagreements.push(`seed ${seed} (${base.file}, ${what}, ${mode}): spec ${JSON.stringify(spec)}, CLI ${JSON.stringify(expected)}`);
-        }
+  it('on 400 random mutations of the vectors (deleted, swapped, copied lines; MAC, signature and tree-prefix digits; bodies edited canonically or not; header numbers), and through the real CLI on a sample of them', async () => {
+    const keys = specKeys();
+    const verificationKeys = parseVerificationKeys(keys.evk);
+    const chainPublicKeys = parseChainPublicKeys(keys.epk);
+    const bases = ['log.jsonl', 'excerpt.jsonl', 'tampered/rewritten-current-epoch.jsonl'].map((file) => ({
+      file,
+      text: fs.readFileSync(path.join(VECTORS, file), 'utf8'),
+    }));
+    const dir = tempDir();
+    const disagreements: string[] = [];
+    const codes = new Set<string>();
+    let unreadable = 0;
+    let throughCli = 0;
+    for (let seed = 1; seed <= 400; seed++) {
+      const rng = random(seed);
+      const base = rng.pick(bases);
+      const { text, what } = mutate(base.text, rng);
+      const file = path.join(dir, `mutation-${seed}.jsonl`);
+      fs.writeFileSync(file, text);
+      let cli: { withK0: SpecVerdict; withPublic: SpecVerdict };
+      try {
+        cli = {
+          withK0: verdict(await verifyExportFile(file, verificationKeys)),
+          withPublic: verdict(await verifyExportFile(file, [], { chainPublicKeys })),
+        };
+      } catch {
+        unreadable++; // not a verdict: the CLI exits 2 on a file it cannot read
+        continue;
       }
-      expect(disagreements, disagreements.slice(0, 15).join('\n')).toEqual([]);
-      expect(unreadable).toBeLessThan(100);
-      expect(throughCli).toBeGreaterThan(5);
-      // The mutations reach many of the findings, not one.
-      expect(codes.size).toBeGreaterThanOrEqual(8);
-    },
-    600_000,
-  );
+      if (seed % 40 === 0) {
+        // The in-process call is what the CLI runs; a sample goes through the real CLI too.
+        const run = runCli(['--json', 'audit', 'verify', '--file', file, '--verification-key', keys.evk]);
+        expect(verdict(run.json())).toEqual(cli.withK0);
+        throughCli++;
+      }
+      for (const [mode, expected] of Object.entries(cli) as ['withK0' | 'withPublic', SpecVerdict][]) {
+        if (expected.code) codes.add(expected.code);
+        let spec: SpecVerdict | string;
+        try {
+          spec = specVerifyExport(text, keys[mode]);
+        } catch (error) {
+          spec = `threw ${(error as Error).message}`;
+        }
+        if (JSON.stringify(spec) !== JSON.stringify(expected))
+          disagreements.push(
+            `seed ${seed} (${base.file}, ${what}, ${mode}): spec ${JSON.stringify(spec)}, CLI ${JSON.stringify(expected)}`,
+          );
+      }
+    }
+    expect(disagreements, disagreements.slice(0, 15).join('\n')).toEqual([]);
+    expect(unreadable).toBeLessThan(100);
+    expect(throughCli).toBeGreaterThan(5);
+    // The mutations reach many of the findings, not one.
+    expect(codes.size).toBeGreaterThanOrEqual(8);
+  }, 600_000);
 });

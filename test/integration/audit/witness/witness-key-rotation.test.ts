@@ -101,7 +101,7 @@ describe('a witness follows the log across `executor keys rotate`', () => {
   );
 
   it(
-    "a handover from a stolen copy of the current key store does not lock the real log out, and is withdrawn for good once the real key signs again",
+    'a handover from a stolen copy of the current key store does not lock the real log out, and is withdrawn for good once the real key signs again',
     async () => {
       const { dataDir, base } = tempSetup();
       expect(publish(dataDir).status).toBe(0);
