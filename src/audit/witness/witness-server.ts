@@ -120,7 +120,20 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
 function withdrawHandoversBy(origin: string, signers: NoteVerifier[], options: WitnessServerOptions): void {
   const keys = options.state.readKeys(origin);
   const handedOverBy = keys.handedOverBy ?? {};
-  const stale = keys.learned.filter((vkey) => signers.some((signer) => handedOverBy[vkey] === signer.vkey));
+  // The keys those signers handed over, and the keys those handed over in turn: their trust rested on a handover that was none.
+  const distrusted = new Set(signers.map((signer) => signer.vkey));
+  const stale: string[] = [];
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const vkey of keys.learned) {
+      const by = handedOverBy[vkey];
+      if (by !== undefined && distrusted.has(by) && !stale.includes(vkey)) {
+        stale.push(vkey);
+        distrusted.add(vkey);
+        grew = true;
+      }
+    }
+  }
   if (!stale.length) return;
   options.state.writeKeys({
     ...keys,
