@@ -7,13 +7,15 @@
 //  4. the Merkle tree: inclusion proof generation (from the stored tree, AuditTree) and verification p50 on a
 //     1,000,000-record log, and consistency proofs between checkpoints. The tree table is filled directly (fast);
 //     the proofs come from the product's code.
-// Run: npx tsx bench/audit.ts   (or npm run bench:audit)
+//  5. cold start of `audit prove` and `audit verify-proof` beside `--help` (the compiled CLI: npm run build:cli first).
+// Run: npx tsx bench/audit.ts   (or npm run bench:audit); BENCH_ONLY=verify or BENCH_ONLY=start for one figure.
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { SignedAuditLog } from '../src/audit/log/audit-log.js';
 import { AuditTree } from '../src/audit/log/audit-tree.js';
@@ -292,50 +294,17 @@ function line(label: string, signed: number, baseline: number, unit: string, rat
   );
 }
 
-async function main(): Promise<void> {
-  console.log(`audit bench on ${os.cpus().length} core(s), Node ${process.versions.node}, in ${root}`);
-  // Warm both paths (JIT, page cache) before measuring.
-  timeWrites('warm-plain', 2000, BATCH, plainWriter);
-  timeWrites('warm-signed', 2000, BATCH, signedWriter);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-  // 1. each append its own committed transaction; alternate the two to share the disk's mood.
-  const plainCommit: number[] = [];
-  const signedCommit: number[] = [];
-  for (let round = 0; round < COMMIT_ROUNDS; round++) {
-    plainCommit.push(timeWrites(`commit-plain-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, plainWriter));
-    signedCommit.push(timeWrites(`commit-signed-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, (db, dir) => signedWriter(db, dir)));
-  }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const plainPerCommit = median(plainCommit);
-  const signedPerCommit = median(signedCommit);
-
-  // 2. batches of 1,000
-  const plainBatched: number[] = [];
-  const signedBatched: number[] = [];
-  const plainBatchedCpu: number[] = [];
-  const signedBatchedCpu: number[] = [];
-  for (let round = 0; round < 3; round++) {
-    plainBatched.push(timeWrites(`batch-plain-${round}`, BATCHED / 3, BATCH, plainWriter));
-    plainBatchedCpu.push(lastCpuMicros);
-    signedBatched.push(timeWrites(`batch-signed-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
-    signedBatchedCpu.push(lastCpuMicros);
-  }
-
-  // 2b. what the who-acted indexes (channel, user: expressions on the signed body) cost each batched append
-  const withoutUserIndexes: number[] = [];
-  const withUserIndexes: number[] = [];
-  const dropUserIndexes = (db: Db) => db.exec('DROP INDEX audit_records_channel; DROP INDEX audit_records_user;');
-  // The same pair on plain inserts, where an index is a bigger share of the work: the cost in µs per append.
-  const plainWithout: number[] = [];
-  const plainWith: number[] = [];
-  for (let round = 0; round < 5; round++) {
-    withoutUserIndexes.push(timeWrites(`batch-noidx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir), dropUserIndexes));
-    withUserIndexes.push(timeWrites(`batch-idx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir)));
-    plainWithout.push(timeWrites(`plain-noidx-${round}`, BATCHED / 5, BATCH, plainWriter, dropUserIndexes));
-    plainWith.push(timeWrites(`plain-idx-${round}`, BATCHED / 5, BATCH, plainWriter));
-  }
-
-  // 3. verify 200,000 records
+/** Verify on VERIFY signed records (verify's own worker threads) against a bare read+sha256 of the same rows, round by round. */
+async function verifyFigures(): Promise<{
+  file: string;
+  bare: number;
+  bareOnWorkers: number;
+  verifyRate: number;
+  singleRate: number;
+  workers: number;
+}> {
   const verifyDir = freshDataDir('verify');
   const db = openDatabase(verifyDir);
   const write = signedWriter(db, verifyDir);
@@ -378,6 +347,111 @@ async function main(): Promise<void> {
   const singleStarted = process.hrtime.bigint();
   await verifyDataDir(verifyDir, { keyStore: new FileKeyStore(verifyDir), workers: 1 });
   const singleRate = records / (Number(process.hrtime.bigint() - singleStarted) / 1e9);
+
+  return { file, bare, bareOnWorkers, verifyRate, singleRate, workers };
+}
+
+/**
+ * Cold start of `audit prove` and `audit verify-proof` beside `--help` and `node -e 0`, the compiled
+ * CLI (dist/, `npm run build:cli` first), median of `runs` alternating rounds: each command loads only
+ * what it needs (a proof check no database, no key store, no schema library).
+ */
+function cliStartFigures(runs = 11): string[] {
+  const cli = path.join(import.meta.dirname, '..', 'bin', 'executor.js');
+  const dataDir = freshDataDir('proof');
+  const db = openDatabase(dataDir);
+  const write = signedWriter(db, dataDir);
+  db.transaction(() => {
+    for (let i = 0; i < 1200; i++) write(i);
+  })();
+  db.close();
+  const proofFile = path.join(dataDir, 'proof.json');
+  const made = spawnSync(process.execPath, [cli, '--data-dir', dataDir, 'audit', 'prove', '7', '--out', proofFile], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`audit prove failed: ${made.stderr}`);
+  const keys = spawnSync(process.execPath, [cli, '--data-dir', dataDir, '--json', 'keys', 'export-verification', '--keep'], {
+    encoding: 'utf8',
+  });
+  const epk = (JSON.parse(keys.stdout) as { publicKey: string }[]).map((line) => line.publicKey).join(',');
+  const commands: [string, string[]][] = [
+    ['node -e 0', ['-e', '0']],
+    ['executor --help', [cli, '--help']],
+    ['executor audit prove 7', [cli, '--data-dir', dataDir, 'audit', 'prove', '7']],
+    ['executor audit verify-proof', [cli, 'audit', 'verify-proof', proofFile, '--key', epk]],
+  ];
+  const times = commands.map(() => [] as number[]);
+  for (let round = 0; round < runs; round++)
+    commands.forEach(([label, args], index) => {
+      const started = process.hrtime.bigint();
+      const result = spawnSync(process.execPath, args, { encoding: 'utf8' });
+      if (result.status !== 0) throw new Error(`${label} exited ${result.status}: ${result.stderr}`);
+      times[index]!.push(Number(process.hrtime.bigint() - started) / 1e6);
+    });
+  const [node, help, prove, check] = times.map(median) as [number, number, number, number];
+  return [
+    `cold start (median of ${runs}): node -e 0 ${node.toFixed(0)} ms, --help ${help.toFixed(0)} ms, audit prove ${prove.toFixed(0)} ms (${(prove / help).toFixed(2)}× --help), audit verify-proof ${check.toFixed(0)} ms (${(check / help).toFixed(2)}× --help)  (target: about --help's)`,
+  ];
+}
+
+async function main(): Promise<void> {
+  // BENCH_ONLY=verify or BENCH_ONLY=start: one figure alone, for a quick check on a shared machine.
+  if (process.env.BENCH_ONLY === 'verify') {
+    const { bare, bareOnWorkers, verifyRate, singleRate, workers } = await verifyFigures();
+    line(`verify (${VERIFY}, ${workers} workers)`, verifyRate, bare, 'rec/s', verifyRate / bare, '≥ 0.8× of bare read on one thread');
+    line(`  verify vs bare on ${workers} workers`, verifyRate, bareOnWorkers, 'rec/s', verifyRate / bareOnWorkers, 'none');
+    line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
+    console.log(`verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256 on one thread`);
+    fs.rmSync(root, { recursive: true, force: true });
+    return;
+  }
+  if (process.env.BENCH_ONLY === 'start') {
+    for (const text of cliStartFigures()) console.log(text);
+    fs.rmSync(root, { recursive: true, force: true });
+    return;
+  }
+  console.log(`audit bench on ${os.cpus().length} core(s), Node ${process.versions.node}, in ${root}`);
+  // Warm both paths (JIT, page cache) before measuring.
+  timeWrites('warm-plain', 2000, BATCH, plainWriter);
+  timeWrites('warm-signed', 2000, BATCH, signedWriter);
+
+  // 1. each append its own committed transaction; alternate the two to share the disk's mood.
+  const plainCommit: number[] = [];
+  const signedCommit: number[] = [];
+  for (let round = 0; round < COMMIT_ROUNDS; round++) {
+    plainCommit.push(timeWrites(`commit-plain-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, plainWriter));
+    signedCommit.push(timeWrites(`commit-signed-${round}`, PER_COMMIT / COMMIT_ROUNDS, 1, (db, dir) => signedWriter(db, dir)));
+  }
+  const plainPerCommit = median(plainCommit);
+  const signedPerCommit = median(signedCommit);
+
+  // 2. batches of 1,000
+  const plainBatched: number[] = [];
+  const signedBatched: number[] = [];
+  const plainBatchedCpu: number[] = [];
+  const signedBatchedCpu: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    plainBatched.push(timeWrites(`batch-plain-${round}`, BATCHED / 3, BATCH, plainWriter));
+    plainBatchedCpu.push(lastCpuMicros);
+    signedBatched.push(timeWrites(`batch-signed-${round}`, BATCHED / 3, BATCH, (db, dir) => signedWriter(db, dir)));
+    signedBatchedCpu.push(lastCpuMicros);
+  }
+
+  // 2b. what the who-acted indexes (channel, user: expressions on the signed body) cost each batched append
+  const withoutUserIndexes: number[] = [];
+  const withUserIndexes: number[] = [];
+  const dropUserIndexes = (db: Db) => db.exec('DROP INDEX audit_records_channel; DROP INDEX audit_records_user;');
+  // The same pair on plain inserts, where an index is a bigger share of the work: the cost in µs per append.
+  const plainWithout: number[] = [];
+  const plainWith: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    withoutUserIndexes.push(timeWrites(`batch-noidx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir), dropUserIndexes));
+    withUserIndexes.push(timeWrites(`batch-idx-${round}`, BATCHED / 5, BATCH, (db, dir) => signedWriter(db, dir)));
+    plainWithout.push(timeWrites(`plain-noidx-${round}`, BATCHED / 5, BATCH, plainWriter, dropUserIndexes));
+    plainWith.push(timeWrites(`plain-idx-${round}`, BATCHED / 5, BATCH, plainWriter));
+  }
+
+  // 3. verify
+  const verified = await verifyFigures();
+  const { file, bare, bareOnWorkers, verifyRate, singleRate, workers } = verified;
 
   // getAudit pages on the same log: each filter should ride its index (no ratio target; printed for the record).
   const reader = new Database(file, { readonly: true });
@@ -435,6 +509,7 @@ async function main(): Promise<void> {
   line(`  verify on one thread, for scale`, singleRate, bare, 'rec/s', singleRate / bare, 'none');
   console.log(`getAudit page of 100 on ${VERIFY} records: ${pageTimes.join(', ')}`);
   for (const text of treeFigures()) console.log(text);
+  for (const text of cliStartFigures()) console.log(text);
   console.log('');
   console.log(
     `per-commit slowdown ${(plainPerCommit / signedPerCommit).toFixed(2)}×, batched slowdown ${(median(plainBatched) / median(signedBatched)).toFixed(2)}×, verify ${(verifyRate / bare).toFixed(2)}× of bare read+sha256 (${(verifyRate / bareOnWorkers).toFixed(2)}× of it on ${workers} workers)`,

@@ -15,13 +15,8 @@ import { SignedAuditLog } from '../src/audit/log/audit-log.js';
 import { verifyExportFile } from '../src/audit/verify/audit-verifier.js';
 import { FileKeyStore } from '../src/audit/keys/key-store.js';
 import { RECORD_MAC_PREFIX, canonicalText, hmac } from '../src/audit/format/record-format.js';
-import {
-  buildRecordProof,
-  checkRecordProof,
-  parseProofKeys,
-  type ProofCode,
-  type RecordProofFile,
-} from '../src/audit/export/record-proof.js';
+import { buildRecordProof } from '../src/audit/export/record-proof.js';
+import { checkRecordProof, parseProofKeys, type ProofCode, type RecordProofFile } from '../src/audit/export/record-proof-check.js';
 import type { VerifyReport } from '../src/audit/verify/verify-codes.js';
 import { openDatabase } from '../src/store/database.js';
 import { relabelIntoCurrentEpoch, rewriteClosedEpochs } from '../test/helpers/audit-thief.js';
@@ -71,6 +66,10 @@ const EXCERPT_FROM = 8;
 const THIEF_FROM = 13;
 /** The record of a closed epoch of the first chain a thief rewrites under its own label. */
 const CLOSED_THIEF_AT = 4;
+/** A record of the current (last) epoch, whose keys a thief of the key store holds. */
+const CURRENT_THIEF_AT = 17;
+/** The second record of the current epoch's run, dated past its window. */
+const LATE_AT = 18;
 
 function outDir(): string {
   const at = process.argv.indexOf('--out');
@@ -161,12 +160,14 @@ const recordAt = (lines: Line[], seq: number): number => lines.findIndex((line) 
 interface Tamper {
   file: string;
   says: string;
-  /** The finding with the K0s; the script refuses to write a vector that does not give it. */
-  code: string;
-  /** The finding with the epk2- keys only, where it must be checked too. */
-  publicCode?: string;
-  /** The export it edits: the whole log (default), the excerpt from EXCERPT_FROM, or a thief's own export (thiefExport, closedEpochThiefExport). */
-  base?: 'excerpt' | 'thief' | 'closedEpochThief';
+  /** The finding with the K0s (null: intact); the script refuses to write a vector that does not give it. */
+  code: string | null;
+  /** The finding with the epk2- keys only, where it must be checked too (null: intact). */
+  publicCode?: string | null;
+  /** The seq both findings must name, where the vector is about which seq is reported. */
+  seq?: number;
+  /** The export it edits: the whole log (default), the excerpt from EXCERPT_FROM, or a thief's own export. */
+  base?: 'excerpt' | 'thief' | 'closedEpochThief' | 'currentEpochThief' | 'lateRecordThief';
   edit(lines: Line[], keys: { epochKey: (keyId: string, epoch: number) => Buffer }): Line[];
 }
 
@@ -388,6 +389,44 @@ const TAMPERS: Tamper[] = [
     edit: (lines) => lines,
   },
   {
+    file: 'rewritten-current-epoch.jsonl',
+    says: `a thief's own signed export: with the key store stolen, record ${CURRENT_THIEF_AT} of the current epoch forged under its own label, re-MACed with the current epoch's key (which is what the ratchet derives from K0), re-chained, its checkpoint re-signed. Intact with K0 and with the public keys: only a witness that saw the log before the rewrite shows it`,
+    code: null,
+    publicCode: null,
+    base: 'currentEpochThief',
+    edit: (lines) => lines,
+  },
+  {
+    file: 'record-outside-window.jsonl',
+    says: `a thief's own signed export: record ${LATE_AT}, the second of its epoch's run, dated a day later, re-MACed and re-signed with the stolen keys: the finding names record ${LATE_AT}, the first record outside its epoch's window, not the first of the run`,
+    code: 'KEY_OUT_OF_RANGE',
+    publicCode: 'KEY_OUT_OF_RANGE',
+    seq: LATE_AT,
+    base: 'lateRecordThief',
+    edit: (lines) => lines,
+  },
+  {
+    file: 'checkpoint-mac.jsonl',
+    says: "the first checkpoint's MAC with one hex digit changed: with K0 its MAC fails; with the public keys only its hash (which covers the MAC) no longer links to the next checkpoint nor matches the certificate that names it: damage to the checkpoint chain, not a rewritten epoch",
+    code: 'BAD_CHECKPOINT',
+    publicCode: 'BAD_CHECKPOINT',
+    edit: (lines) => {
+      const at = lines.findIndex((line) => line.type === 'checkpoint');
+      lines[at] = { ...lines[at]!, mac: flipHex(lines[at]!.mac!) };
+      return lines;
+    },
+  },
+  {
+    file: 'header-exported-at.jsonl',
+    says: "the header's `exportedAt` moved a year back (nothing else changed): it is a signed field, so the header's signature fails",
+    code: 'BAD_HEADER',
+    publicCode: 'BAD_HEADER',
+    edit: (lines) => {
+      lines[0] = { ...lines[0]!, exportedAt: '2025-01-02T00:00:00.000Z' };
+      return lines;
+    },
+  },
+  {
     file: 'excerpt-tree-prefix.jsonl',
     says: `excerpt.jsonl with the first hash of its tree-prefix line (the Merkle subtrees of records 1..${EXCERPT_FROM - 1}) changed in one hex digit`,
     code: 'BAD_CHECKPOINT',
@@ -427,6 +466,22 @@ function closedEpochThiefExport(work: string): string {
     1: (body) => ((body.args as Record<string, unknown>).checkpointEvery = 1_000_000),
     [CLOSED_THIEF_AT]: (body) => ((body.args as Record<string, unknown>).index = 99),
   });
+  return exportWithStolenKeys(dataDir);
+}
+
+/** The current epoch rewritten with its own stolen keys: nothing local can show it (S9, "What each key catches"). */
+function currentEpochThiefExport(work: string): string {
+  const dataDir = path.join(work, 'current-epoch-thief');
+  fs.cpSync(path.join(work, 'data'), dataDir, { recursive: true });
+  rewriteClosedEpochs(dataDir, { [CURRENT_THIEF_AT]: (body) => ((body.args as Record<string, unknown>).index = 99) });
+  return exportWithStolenKeys(dataDir);
+}
+
+/** A record of the current epoch dated a day later, re-MACed and re-signed with the stolen keys. */
+function lateRecordThiefExport(work: string): string {
+  const dataDir = path.join(work, 'late-record-thief');
+  fs.cpSync(path.join(work, 'data'), dataDir, { recursive: true });
+  rewriteClosedEpochs(dataDir, { [LATE_AT]: (body) => (body.ts = '2026-01-02T00:00:23.000Z') });
   return exportWithStolenKeys(dataDir);
 }
 
@@ -513,6 +568,15 @@ const PROOF_TAMPERS: ProofTamper[] = [
     edit: (proof) => ({ ...proof, logId: '00000000-0000-4000-8000-000000000000' }),
   },
   {
+    file: 'no-log-id.json',
+    says: "the file's logId removed: a proof that names no log is malformed (not a foreign log)",
+    code: 'MALFORMED',
+    edit: (proof) => {
+      const { logId: _dropped, ...rest } = proof;
+      return rest;
+    },
+  },
+  {
     file: 'not-a-proof.json',
     says: 'the format field changed',
     code: 'MALFORMED',
@@ -596,6 +660,11 @@ delete are not missed), the chain and the Merkle tree are rebuilt, the closed ep
 epoch's renumbered and re-signed. Every signature holds, and with the public keys only no MAC is checked: the heads the
 certificates fixed before their keys were erased (S4) give \`EPOCH_REWRITTEN\`; with K0 the forged record's MAC fails first.
 
+The third (\`rewritten-current-epoch.jsonl\`) is the one tampered file that verifies intact, with K0 too: record
+${CURRENT_THIEF_AT} of the current epoch forged and re-MACed with the stolen current epoch key. That key is K0 ratcheted
+forward (S4), so its MACs are the very ones K0's holder recomputes: no key catches a rewrite of the current epoch, only a
+witness that cosigned a checkpoint of it before (S9, "What each key and each witness can catch").
+
 ## Each file
 
 | file | what it shows | with K0 | with epk2- only |
@@ -614,7 +683,13 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-vectors-'));
   try {
     const { exportText, excerptText, proof, keysText, epochKey } = makeLog(work);
-    const bases = { excerpt: excerptText, thief: thiefExport(work), closedEpochThief: closedEpochThiefExport(work) };
+    const bases = {
+      excerpt: excerptText,
+      thief: thiefExport(work),
+      closedEpochThief: closedEpochThiefExport(work),
+      currentEpochThief: currentEpochThiefExport(work),
+      lateRecordThief: lateRecordThiefExport(work),
+    };
     for (const dir of ['tampered', 'tampered-proofs']) {
       fs.rmSync(path.join(out, dir), { recursive: true, force: true });
       fs.mkdirSync(path.join(out, dir), { recursive: true });
@@ -644,11 +719,13 @@ async function main(): Promise<void> {
           `${file} gives ${JSON.stringify(verdicts.withVerificationKeys)}, not ${tamper.code}: the vector or the verifier is wrong`,
         );
       }
-      if (tamper.publicCode && verdicts.withPublicKeysOnly.code !== tamper.publicCode) {
+      if (tamper.publicCode !== undefined && verdicts.withPublicKeysOnly.code !== tamper.publicCode) {
         throw new Error(
           `${file} gives ${JSON.stringify(verdicts.withPublicKeysOnly)} with the public keys only, not ${tamper.publicCode}: the vector or the verifier is wrong`,
         );
       }
+      if (tamper.seq !== undefined && (verdicts.withVerificationKeys.seq !== tamper.seq || verdicts.withPublicKeysOnly.seq !== tamper.seq))
+        throw new Error(`${file} gives ${JSON.stringify(verdicts)}, not seq ${tamper.seq}: the vector or the verifier is wrong`);
       entries.push({ file, says: tamper.says, ...verdicts });
     }
     const proofs: ProofVectorEntry[] = [

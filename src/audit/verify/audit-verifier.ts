@@ -259,8 +259,10 @@ export async function verifyExportFile(
         );
     }
   }
+  // Positions are the seqs the lines should hold (from, from + 1, …): a finding at the first record of an excerpt names `from`.
+  const first = Number.isSafeInteger(parsed.header.from) && parsed.header.from >= 1 ? parsed.header.from : 1;
   const rows = parsed.records.map((line, index) => ({
-    position: index + 1,
+    position: first + index,
     body: line.body,
     mac: Buffer.from(line.mac, 'hex'),
     hash: null,
@@ -271,7 +273,7 @@ export async function verifyExportFile(
     {
       logId: parsed.header.logId,
       source: new MemoryRecordSource(rows),
-      bounds: { min: 1, max: rows.length, count: rows.length },
+      bounds: { min: first, max: first + rows.length - 1, count: rows.length },
       checkpoints: parsed.checkpoints.map((cp) => ({
         cpSeq: cp.cpSeq,
         body: cp.body,
@@ -309,7 +311,8 @@ export async function verifyExportFile(
   const header = parsed.header;
   const countsDiffer =
     header.v === 2 &&
-    (header.keyRecords !== parsed.keyRecords.length ||
+    (header.records !== header.to - header.from + 1 ||
+      header.keyRecords !== parsed.keyRecords.length ||
       header.certificates !== parsed.certificates.length ||
       header.checkpoints !== parsed.checkpoints.length);
   if (report.ok && countsDiffer) {
@@ -319,7 +322,7 @@ export async function verifyExportFile(
       problem: {
         code: 'BAD_HEADER',
         seq: header.from,
-        message: `the export header promises ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length}, ${parsed.certificates.length} and ${parsed.checkpoints.length}: lines were removed or added`,
+        message: `the export header promises ${header.records} record(s) for ${header.from}..${header.to}, ${header.keyRecords} key record(s), ${header.certificates} certificate(s) and ${header.checkpoints} checkpoint(s), but the file holds ${parsed.keyRecords.length} key record(s), ${parsed.certificates.length} certificate(s) and ${parsed.checkpoints.length} checkpoint(s): lines were removed or added`,
       },
     };
   }

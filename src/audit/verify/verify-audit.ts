@@ -159,6 +159,15 @@ function parseCheckpoint(checkpoint: StoredCheckpoint): ParsedCheckpoint | undef
   }
 }
 
+function statedCheckpointSeq(body: string): unknown {
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { seq?: unknown }).seq : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Checks the checkpoint chain: canonical bodies, MACs, Ed25519 signatures, links, that each names
  * the record hash at its seq, and that one seals every `checkpointEvery`-th record.
@@ -187,7 +196,9 @@ function verifyCheckpoints(
   let sawRoot = false;
   for (const stored of log.checkpoints) {
     const cp = parseCheckpoint(stored);
-    const at = cp && Number.isSafeInteger(cp.seq) ? cp.seq : headSeq;
+    // Named at the seq its body states, also when the body is not canonical; the log's last seq when it states none.
+    const statedSeq = cp ? cp.seq : statedCheckpointSeq(stored.body);
+    const at = Number.isSafeInteger(statedSeq) ? (statedSeq as number) : headSeq;
     if (!cp) {
       problems.push(problem('BAD_CHECKPOINT', at, `checkpoint ${stored.cpSeq}: its body is not canonical JSON`));
       break;
@@ -508,7 +519,16 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
     rows = joinRanges(parts);
     if (!rows) parts = undefined;
   }
-  rows ??= verifyRange(log.source, { ...shared, from: log.bounds.min, to: log.bounds.max, startsLog, onRecord: report });
+  // An export's first record must be its signed `from`: a record missing at its start is DELETED there, not a short tail.
+  const firstSeq = !startsLog && log.excerpt ? log.excerpt.from : undefined;
+  rows ??= verifyRange(log.source, {
+    ...shared,
+    from: log.bounds.min,
+    to: log.bounds.max,
+    startsLog,
+    ...(firstSeq !== undefined ? { firstSeq } : {}),
+    onRecord: report,
+  });
   const roots = treeRootsOf(parts ?? [rows], log.treePrefix);
 
   const problems: VerifyProblem[] = [];
@@ -525,7 +545,15 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
   });
   problems.push(...epochs.problems);
   if (!rows.problem) {
-    const outside = checkEpochRuns(rows.epochRuns, epochs.windows);
+    // Runs carry only their earliest and latest time; the failing run is read again to name its first record outside.
+    const offset = (rows.firstSeq ?? log.bounds.min) - log.bounds.min;
+    const outside = checkEpochRuns(rows.epochRuns, epochs.windows, (run, window) => {
+      for (const record of log.source.records(run.fromSeq - offset, run.toSeq - offset)) {
+        const ts = (JSON.parse(record.body) as { ts?: unknown }).ts;
+        if (typeof ts !== 'string' || outsideWindow(window, { seq: window.firstSeq, ts })) return record.position + offset;
+      }
+      return undefined;
+    });
     if (outside) problems.push(outside);
   }
   if (epochs.legacyChains.length)

@@ -114,7 +114,9 @@ export function checkCertifiedHeads(input: CertifiedHeadsInput): { problem: Veri
             ),
             notes,
           };
-      } else if (stored.hashHex !== head.checkpointHash) {
+      } else if (stored.hashHex !== head.checkpointHash && input.checkpointsComplete) {
+        // Only against a checkpoint chain that verified: a checkpoint whose unsigned bytes (its MAC) were
+        // damaged breaks the chain's link, which is BAD_CHECKPOINT, not a rewritten epoch (S9).
         return {
           problem: rewritten(
             head.headSeq,

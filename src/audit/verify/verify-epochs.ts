@@ -83,7 +83,11 @@ export function followEpochChains(input: EpochChainsInput): { windows: EpochWind
  * Every run of records must lie in the window its epoch's certificate declared, in seqs and in time:
  * a record relabelled into a later epoch (whose key a thief holds) falls before that epoch's first seq.
  */
-export function checkEpochRuns(runs: EpochRun[], windows: EpochWindows): VerifyProblem | undefined {
+export function checkEpochRuns(
+  runs: EpochRun[],
+  windows: EpochWindows,
+  firstOutsideInTime?: (run: EpochRun, window: EpochWindow) => number | undefined,
+): VerifyProblem | undefined {
   for (const run of runs) {
     const chain = windows.get(run.keyId);
     if (!chain) continue;
@@ -95,16 +99,20 @@ export function checkEpochRuns(runs: EpochRun[], windows: EpochWindows): VerifyP
         `record ${run.fromSeq}: no certificate vouches for epoch ${run.epoch} of key ${run.keyId} (the chain's certificates end at epoch ${chain.length - 1})`,
       );
     }
-    const low = outsideWindow(window, { seq: run.fromSeq, ts: run.minTs });
-    const high = outsideWindow(window, { seq: run.toSeq, ts: run.maxTs });
-    if (low || high) {
-      const at = run.fromSeq < window.firstSeq ? run.fromSeq : run.toSeq >= window.endSeq ? window.endSeq : run.fromSeq;
-      return problem(
-        'KEY_OUT_OF_RANGE',
-        at,
-        `records ${run.fromSeq}..${run.toSeq} claim epoch ${run.epoch} of key ${run.keyId}, but ${low ?? high}: a key used outside its epoch`,
-      );
-    }
+    // The seq reported is the first record outside the window (S9), not the first of the run.
+    const seqAt =
+      run.fromSeq < window.firstSeq ? run.fromSeq : run.toSeq >= window.endSeq ? Math.max(run.fromSeq, window.endSeq) : undefined;
+    const early = outsideWindow(window, { seq: window.firstSeq, ts: run.minTs });
+    const late = outsideWindow(window, { seq: window.firstSeq, ts: run.maxTs });
+    const timeAt = early || late ? (firstOutsideInTime?.(run, window) ?? run.fromSeq) : undefined;
+    if (seqAt === undefined && timeAt === undefined) continue;
+    const at = Math.min(seqAt ?? Infinity, timeAt ?? Infinity);
+    const why = at === seqAt ? outsideWindow(window, { seq: at, ts: new Date(window.startMs).toISOString() }) : (early ?? late);
+    return problem(
+      'KEY_OUT_OF_RANGE',
+      at,
+      `record ${at} (of the run ${run.fromSeq}..${run.toSeq} under epoch ${run.epoch} of key ${run.keyId}): ${why}: a key used outside its epoch`,
+    );
   }
   return undefined;
 }

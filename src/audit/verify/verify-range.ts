@@ -46,6 +46,8 @@ export interface RangeInput {
   to: number;
   /** True when `from` is the start of the log: seq 1 must follow GENESIS_HASH and be key.created. */
   startsLog: boolean;
+  /** The seq the first record must hold when the range does not start the log but its start is known (an export's signed `from`). */
+  firstSeq?: number;
   knownKeyIds: ReadonlySet<string>;
   keys: ReadonlyMap<string, EpochKeys>;
   wantHashesAt: ReadonlySet<number>;
@@ -177,8 +179,9 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
   };
   let run: EpochRun | undefined;
   const tree = new RangeTreeAccumulator();
-  let expectedSeq = input.startsLog ? 1 : -1;
-  let expectedPrev = input.startsLog ? GENESIS_HASH : '';
+  let expectedSeq = input.startsLog ? 1 : (input.firstSeq ?? -1);
+  // Unknown until the first record: a range that starts mid-log links to whatever it holds.
+  let expectedPrev: string | undefined = input.startsLog ? GENESIS_HASH : undefined;
   let span: KeySpan | undefined;
   const fail = (code: VerifyCode, seq: number, message: string): RangeResult => {
     result.problem = { code, seq, message };
@@ -217,10 +220,8 @@ export function verifyRange(source: RecordSource, input: RangeInput): RangeResul
     }
     const bodySeq = seq as number;
     const bodyEpoch = epoch as number;
-    if (expectedSeq < 0) {
-      expectedSeq = bodySeq;
-      expectedPrev = parsed.prevHash;
-    }
+    if (expectedSeq < 0) expectedSeq = bodySeq;
+    expectedPrev ??= parsed.prevHash;
     if (parsed.logId !== input.logId)
       return fail('FOREIGN_LOG', at, `record ${at}: it belongs to log ${String(parsed.logId)}, not ${input.logId}`);
     if (!input.knownKeyIds.has(keyId)) return fail('UNKNOWN_KEY', at, `record ${at}: key ${keyId} is not a key of this log`);

@@ -61,8 +61,13 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
   }
   const log = options.logs.find((candidate) => candidate.origin === checkpoint.origin);
   if (!log) return text(404, `This witness does not follow the log ${JSON.stringify(checkpoint.origin)}.`);
+  const trusted = trustedKeys(log, options.state);
+  let signers: NoteVerifier[];
   try {
-    openNote(request.note, trustedKeys(log, options.state));
+    const opened = openNote(request.note, trusted);
+    signers = trusted.filter((verifier) =>
+      opened.verified.some((signature) => signature.name === verifier.name && signature.keyHash === verifier.keyHash),
+    );
   } catch (error) {
     if (error instanceof SignedNoteError && error.problem !== 'malformed') return text(403, error.message);
     if (error instanceof SignedNoteError) return text(400, error.message);
@@ -102,7 +107,44 @@ export function addCheckpoint(body: string, options: WitnessServerOptions): Answ
     note: cosigned,
     cosignedAt: new Date().toISOString(),
   });
+  withdrawHandoversBy(checkpoint.origin, signers, options);
   return { status: 200, contentType: 'text/plain; charset=utf-8', body: cosignatureLine };
+}
+
+/**
+ * A handover says its signing key rotated away, and a rotated-away key never signs again: when it
+ * signs a checkpoint this witness cosigns after the handover, the handover was no rotation (a copy
+ * of the key store signed it), so the key it named is no longer trusted, and never again. It could
+ * not have forked or rolled back the tree anyway; this only keeps a forged key from lingering.
+ */
+function withdrawHandoversBy(origin: string, signers: NoteVerifier[], options: WitnessServerOptions): void {
+  const keys = options.state.readKeys(origin);
+  const handedOverBy = keys.handedOverBy ?? {};
+  // The keys those signers handed over, and the keys those handed over in turn: their trust rested on a handover that was none.
+  const distrusted = new Set(signers.map((signer) => signer.vkey));
+  const stale: string[] = [];
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const vkey of keys.learned) {
+      const by = handedOverBy[vkey];
+      if (by !== undefined && distrusted.has(by) && !stale.includes(vkey)) {
+        stale.push(vkey);
+        distrusted.add(vkey);
+        grew = true;
+      }
+    }
+  }
+  if (!stale.length) return;
+  options.state.writeKeys({
+    ...keys,
+    learned: keys.learned.filter((vkey) => !stale.includes(vkey)),
+    handedOverBy: Object.fromEntries(Object.entries(handedOverBy).filter(([vkey]) => !stale.includes(vkey))),
+    withdrawn: [...(keys.withdrawn ?? []), ...stale],
+  });
+  for (const vkey of stale)
+    options.log?.(
+      `log-key handover ${origin}: no longer trusts ${vkey}: the key that handed it over signed a checkpoint since, so that was no rotation`,
+    );
 }
 
 /**
@@ -129,9 +171,10 @@ function trustedKeys(log: WitnessedLogConfig, state: WitnessStateDir): NoteVerif
  * POST /executor/log-key-handover (Executor's own call, beside tlog-witness): a note in which a key
  * the witness trusts for a log names that log's next key (docs/audit.md, log-key handover). The new
  * key is trusted from then on, and the signing key stays trusted: a handover adds one more key for
- * the same append-only tree and never takes trust away, so a stolen key store cannot lock the real
- * log out (its checkpoints, under any key, must extend what was cosigned). Synchronous, like
- * add-checkpoint: two handovers cannot interleave.
+ * the same append-only tree and never takes the signer's trust away, so a stolen key store cannot
+ * lock the real log out (its checkpoints, under any key, must extend what was cosigned). The key it
+ * adds is withdrawn when the signer signs a checkpoint again (withdrawHandoversBy). Synchronous,
+ * like add-checkpoint: two handovers cannot interleave.
  */
 export function logKeyHandover(body: string, options: WitnessServerOptions): Answer {
   let note;
@@ -157,15 +200,28 @@ export function logKeyHandover(body: string, options: WitnessServerOptions): Ans
   const keys = options.state.readKeys(handover.origin);
   const trusted = trustedKeys(log, options.state);
   if (trusted.some((verifier) => verifier.vkey === incoming.vkey)) return text(200, 'This witness already trusts that key.');
+  if (keys.withdrawn?.includes(incoming.vkey))
+    return text(
+      403,
+      `This witness withdrew its trust in ${incoming.vkey}: the key that handed it over signed a checkpoint afterwards, so it was no rotation.`,
+    );
+  let signer: NoteVerifier | undefined;
   try {
-    openNote(body, trusted);
+    const opened = openNote(body, trusted);
+    signer = trusted.find((verifier) =>
+      opened.verified.some((signature) => signature.name === verifier.name && signature.keyHash === verifier.keyHash),
+    );
   } catch (error) {
     if (error instanceof SignedNoteError && error.problem !== 'malformed')
       return text(403, `The handover is not signed by a key this witness trusts for the log: ${error.message}`);
     if (error instanceof SignedNoteError) return text(400, error.message);
     throw error;
   }
-  options.state.writeKeys({ origin: handover.origin, learned: [...keys.learned, incoming.vkey], retired: keys.retired });
+  options.state.writeKeys({
+    ...keys,
+    learned: [...keys.learned, incoming.vkey],
+    handedOverBy: { ...keys.handedOverBy, ...(signer ? { [incoming.vkey]: signer.vkey } : {}) },
+  });
   options.log?.(`log-key handover ${handover.origin}: now trusts ${incoming.vkey} as well`);
   return text(200, `This witness now trusts ${incoming.vkey} for ${handover.origin}.`);
 }

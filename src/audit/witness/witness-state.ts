@@ -23,6 +23,13 @@ export interface LearnedLogKeys {
   learned: string[];
   /** Written before handovers stopped retiring keys; read, kept, and trusted like `learned`. Never grows. */
   retired: string[];
+  /** For each learned vkey, the vkey of the trusted key that signed its handover. */
+  handedOverBy?: Record<string, string>;
+  /**
+   * Learned keys whose handover proved no rotation: the key that signed it signed a checkpoint this
+   * witness cosigned afterwards (a rotated-away key never signs again). Never trusted again.
+   */
+  withdrawn?: string[];
 }
 
 /** SHA-256 of the origin in lowercase hex: the tlog-witness monitoring path and our file name. */

@@ -7,10 +7,12 @@ import { globals, print } from '../cli-context.js';
 /** Exit status of `audit verify-proof` when the proof does not hold (2 stays "the command itself failed"). */
 const EXIT_PROOF_FAILED = 1;
 
-const proofModules = async () => {
+// Each command loads only what it needs, so both start about as fast as `--help`: checking a proof
+// reads no database and no key store; writing one opens the database read-only.
+const proveModules = async () => {
   const [proof, reading, writing] = await Promise.all([
     import('../../audit/export/record-proof.js'),
-    import('../../audit/log/audit-reader.js'),
+    import('../../store/database.js'),
     import('../../fs/atomic-write.js'),
   ]);
   return { ...proof, ...reading, ...writing };
@@ -48,9 +50,12 @@ export function registerAuditProofCommands(audit: Command): void {
       const { dataDir } = globals(command);
       const seq = wholeNumber('audit prove', seqText);
       if (!fs.existsSync(dataDir)) throw new ExecutorError('NOT_FOUND', `There is no data directory at ${dataDir}.`, { dataDir });
-      const { buildRecordProof, openAuditDatabaseReadOnly, writeFileAtomic } = await proofModules();
-      const { outputFileFailure } = await import('../../fs/output-file.js');
-      const db = openAuditDatabaseReadOnly(dataDir);
+      const { buildRecordProof, DATABASE_FILE, openDatabase, writeFileAtomic } = await proveModules();
+      if (!fs.existsSync(path.join(dataDir, DATABASE_FILE)))
+        throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, {
+          dataDir,
+        });
+      const db = openDatabase(dataDir, { readonly: true });
       let proof;
       try {
         // One read transaction: the record, the note and the tree rows all from the same moment, while the host appends.
@@ -68,6 +73,7 @@ export function registerAuditProofCommands(audit: Command): void {
       try {
         writeFileAtomic(target, Buffer.from(text, 'utf8'), 0o600);
       } catch (error) {
+        const { outputFileFailure } = await import('../../fs/output-file.js');
         throw outputFileFailure(error, target, Buffer.byteLength(text));
       }
       process.stderr.write(
@@ -94,7 +100,7 @@ export function registerAuditProofCommands(audit: Command): void {
           'INVALID_INPUT',
           "verify-proof needs --key: the log's public key epk2-… as `executor keys export-verification` showed it, or its vkey; add witness vkeys to check their cosignatures.",
         );
-      const { checkRecordProof, parseProofKeys } = await proofModules();
+      const { checkRecordProof, parseProofKeys } = await import('../../audit/export/record-proof-check.js');
       const keys = parseProofKeys(options.key);
       let text: string | null = null;
       try {

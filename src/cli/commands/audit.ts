@@ -294,7 +294,8 @@ function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): vo
   report.ok = false;
   report.problem = {
     code: against.status === 'rolled_back' ? 'ROLLED_BACK' : 'FORKED',
-    seq: against.status === 'rolled_back' ? against.localSize + 1 : (against.newest?.size ?? 0),
+    // A fork is named at the size of the note that contradicts the log (git: the first such note), else the witness's newest.
+    seq: against.status === 'rolled_back' ? against.localSize + 1 : (against.contradicts?.size ?? against.newest?.size ?? 0),
     message: `witness ${against.message}${against.source === 'log' ? ` (${removalWords(against)})` : ''}`,
   };
   if (local) report.warnings.unshift(`the local checks also found ${local.code} at seq ${local.seq}: ${local.message}`);

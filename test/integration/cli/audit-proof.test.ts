@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { AuditKeyring, encodePublicKey } from '../../../src/audit/keys/audit-keys.js';
 import { logVerifierKey } from '../../../src/audit/format/checkpoint-note.js';
 import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
-import type { ProofReport, RecordProofFile } from '../../../src/audit/export/record-proof.js';
+import type { ProofReport, RecordProofFile } from '../../../src/audit/export/record-proof-check.js';
 import { generateSignerKey, parseNote, parseSignerKey, signNote } from '../../../src/audit/format/signed-note.js';
 import { DATABASE_FILE } from '../../../src/store/database.js';
 import { appendNotes, buildAuditLog, withAuditLog } from '../../helpers/audit-log-fixture.js';

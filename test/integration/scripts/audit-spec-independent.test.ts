@@ -2,6 +2,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { specVerifyExport, type SpecKeys, type SpecVerdict } from '../../helpers/audit-spec-verifier.js';
+import { parseChainPublicKeys, parseVerificationKeys } from '../../../src/audit/keys/audit-keys.js';
+import { verifyExportFile } from '../../../src/audit/verify/audit-verifier.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
 
 /**
  * An outside verifier's check that docs/audit.md ("Specification") is enough: it re-derives the
@@ -404,4 +409,188 @@ describe('docs/audit.md is enough to verify the vectors (node:crypto only)', () 
     expect(verifies(previous.logKey, Buffer.from(`${text}\n`), raw.subarray(4))).toBe(true);
     expect(verifies(next.logKey, Buffer.from(`${text}\n`), raw.subarray(4))).toBe(false);
   });
+});
+
+/** keys.txt as the outside verifier reads it: K0s for one run, public keys for the other. */
+function specKeys(): { withK0: SpecKeys; withPublic: SpecKeys; evk: string; epk: string } {
+  const chains = readChains();
+  const columns = fs
+    .readFileSync(path.join(VECTORS, 'keys.txt'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
+  return {
+    withK0: { k0: new Map([...chains].map(([keyId, chain]) => [keyId, chain.k0])), pub: new Map() },
+    withPublic: {
+      k0: new Map(),
+      pub: new Map([...chains].map(([keyId, chain]) => [keyId, { logKey: chain.logKey, epoch0Key: chain.epoch0Key }])),
+    },
+    evk: columns.map((c) => c[1]).join(','),
+    epk: columns.map((c) => c[2]).join(','),
+  };
+}
+
+interface ExpectedVectors {
+  vectors: { file: string; withVerificationKeys: SpecVerdict; withPublicKeysOnly: SpecVerdict }[];
+}
+
+/** A small seeded generator: the mutations are the same on every run (and a failure names its seed). */
+function random(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(items: T[]) => items[Math.floor(next() * items.length)]! };
+}
+
+const flipDigit = (hex: string, at: number) => `${hex.slice(0, at)}${hex[at] === '0' ? '1' : '0'}${hex.slice(at + 1)}`;
+
+/** One random change to an export's lines, of the kinds an attacker or a damaged disk makes; the lines keep their shape. */
+function mutate(text: string, rng: ReturnType<typeof random>): { text: string; what: string } {
+  const lines = text.split('\n').filter(Boolean);
+  const at = 1 + rng.int(lines.length - 1);
+  const line = JSON.parse(lines[at]!) as Record<string, unknown>;
+  const kind = rng.int(7);
+  if (kind === 0) {
+    lines.splice(at, 1);
+    return { text: `${lines.join('\n')}\n`, what: `line ${at} deleted` };
+  }
+  if (kind === 1) {
+    const other = 1 + rng.int(lines.length - 1);
+    [lines[at], lines[other]] = [lines[other]!, lines[at]!];
+    return { text: `${lines.join('\n')}\n`, what: `lines ${at} and ${other} swapped` };
+  }
+  if (kind === 2) {
+    const to = 1 + rng.int(lines.length - 1);
+    lines.splice(to, 0, lines[at]!);
+    return { text: `${lines.join('\n')}\n`, what: `line ${at} copied before line ${to}` };
+  }
+  const hexFields = ['mac', 'sig', 'epochSig', 'cosign'].filter((field) => typeof line[field] === 'string');
+  if (kind === 3 && hexFields.length) {
+    const field = rng.pick(hexFields);
+    const value = line[field] as string;
+    line[field] = flipDigit(value, rng.int(value.length));
+    lines[at] = JSON.stringify(line);
+    return { text: `${lines.join('\n')}\n`, what: `line ${at}: a digit of ${field} changed` };
+  }
+  if (kind === 4 && line.type === 'tree-prefix') {
+    const hashes = [...(line.hashes as string[])];
+    const i = rng.int(hashes.length);
+    hashes[i] = flipDigit(hashes[i]!, rng.int(64));
+    lines[at] = JSON.stringify({ ...line, hashes });
+    return { text: `${lines.join('\n')}\n`, what: `line ${at}: a tree-prefix hash changed` };
+  }
+  if (kind === 5 && typeof line.body === 'string') {
+    // A space after the opening brace: the same JSON value, other bytes.
+    lines[at] = JSON.stringify({ ...line, body: `{ ${line.body.slice(1)}` });
+    return { text: `${lines.join('\n')}\n`, what: `line ${at}: its body made non-canonical` };
+  }
+  if (typeof line.body === 'string') {
+    // A leaf of the body changed, the body kept canonical.
+    const body = JSON.parse(line.body) as Record<string, unknown>;
+    const leaves: { holder: Record<string, unknown>; key: string }[] = [];
+    const walk = (value: Record<string, unknown>) => {
+      for (const [key, inner] of Object.entries(value)) {
+        if (inner && typeof inner === 'object' && !Array.isArray(inner)) walk(inner as Record<string, unknown>);
+        else if (typeof inner === 'number' || typeof inner === 'string') leaves.push({ holder: value, key });
+      }
+    };
+    walk(body);
+    const { holder, key } = rng.pick(leaves);
+    const value = holder[key];
+    holder[key] =
+      typeof value === 'number'
+        ? value + rng.pick([-1, 1])
+        : /^[0-9a-f]+$/.test(value as string)
+          ? flipDigit(value as string, rng.int((value as string).length))
+          : `${value as string}x`;
+    lines[at] = JSON.stringify({ ...line, body: canonical(body) });
+    return { text: `${lines.join('\n')}\n`, what: `line ${at}: body field ${key} changed` };
+  }
+  // The header: one of its numbers moved by one.
+  const header = JSON.parse(lines[0]!) as Record<string, unknown>;
+  const numeric = Object.keys(header).filter((key) => typeof header[key] === 'number');
+  const key = rng.pick(numeric);
+  header[key] = (header[key] as number) + rng.pick([-1, 1]);
+  lines[0] = JSON.stringify(header);
+  return { text: `${lines.join('\n')}\n`, what: `header ${key} moved by one` };
+}
+
+const verdict = (report: { ok: boolean; problem: { code: string; seq: number } | null }): SpecVerdict => ({
+  ok: report.ok,
+  code: report.problem?.code ?? null,
+  seq: report.problem?.seq ?? null,
+});
+
+describe('a verifier written from docs/audit.md alone (test/helpers/audit-spec-verifier.ts) agrees with `executor audit verify`', () => {
+  it('on every export vector: the code and the seq of expected.json (which the CLI gives), with the K0s and with the public keys only', () => {
+    const keys = specKeys();
+    const expected = JSON.parse(fs.readFileSync(path.join(VECTORS, 'expected.json'), 'utf8')) as ExpectedVectors;
+    expect(expected.vectors.length).toBeGreaterThan(25);
+    for (const vector of expected.vectors) {
+      const text = fs.readFileSync(path.join(VECTORS, vector.file), 'utf8');
+      expect(specVerifyExport(text, keys.withK0), `${vector.file} with K0`).toEqual(vector.withVerificationKeys);
+      expect(specVerifyExport(text, keys.withPublic), `${vector.file} with public keys`).toEqual(vector.withPublicKeysOnly);
+    }
+  });
+
+  it('on 400 random mutations of the vectors (deleted, swapped, copied lines; MAC, signature and tree-prefix digits; bodies edited canonically or not; header numbers), and through the real CLI on a sample of them', async () => {
+    const keys = specKeys();
+    const verificationKeys = parseVerificationKeys(keys.evk);
+    const chainPublicKeys = parseChainPublicKeys(keys.epk);
+    const bases = ['log.jsonl', 'excerpt.jsonl', 'tampered/rewritten-current-epoch.jsonl'].map((file) => ({
+      file,
+      text: fs.readFileSync(path.join(VECTORS, file), 'utf8'),
+    }));
+    const dir = tempDir();
+    const disagreements: string[] = [];
+    const codes = new Set<string>();
+    let unreadable = 0;
+    let throughCli = 0;
+    for (let seed = 1; seed <= 400; seed++) {
+      const rng = random(seed);
+      const base = rng.pick(bases);
+      const { text, what } = mutate(base.text, rng);
+      const file = path.join(dir, `mutation-${seed}.jsonl`);
+      fs.writeFileSync(file, text);
+      let cli: { withK0: SpecVerdict; withPublic: SpecVerdict };
+      try {
+        cli = {
+          withK0: verdict(await verifyExportFile(file, verificationKeys)),
+          withPublic: verdict(await verifyExportFile(file, [], { chainPublicKeys })),
+        };
+      } catch {
+        unreadable++; // not a verdict: the CLI exits 2 on a file it cannot read
+        continue;
+      }
+      if (seed % 40 === 0) {
+        // The in-process call is what the CLI runs; a sample goes through the real CLI too.
+        const run = runCli(['--json', 'audit', 'verify', '--file', file, '--verification-key', keys.evk]);
+        expect(verdict(run.json())).toEqual(cli.withK0);
+        throughCli++;
+      }
+      for (const [mode, expected] of Object.entries(cli) as ['withK0' | 'withPublic', SpecVerdict][]) {
+        if (expected.code) codes.add(expected.code);
+        let spec: SpecVerdict | string;
+        try {
+          spec = specVerifyExport(text, keys[mode]);
+        } catch (error) {
+          spec = `threw ${(error as Error).message}`;
+        }
+        if (JSON.stringify(spec) !== JSON.stringify(expected))
+          disagreements.push(
+            `seed ${seed} (${base.file}, ${what}, ${mode}): spec ${JSON.stringify(spec)}, CLI ${JSON.stringify(expected)}`,
+          );
+      }
+    }
+    expect(disagreements, disagreements.slice(0, 15).join('\n')).toEqual([]);
+    expect(unreadable).toBeLessThan(100);
+    expect(throughCli).toBeGreaterThan(5);
+    // The mutations reach many of the findings, not one.
+    expect(codes.size).toBeGreaterThanOrEqual(8);
+  }, 600_000);
 });

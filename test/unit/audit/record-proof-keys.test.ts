@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeForwardSecurePublicKey, encodePublicKey } from '../../../src/audit/keys/audit-keys.js';
 import { logVerifierKey } from '../../../src/audit/format/checkpoint-note.js';
 import { ExecutorError } from '../../../src/domain/errors.js';
-import { parseProofKeys } from '../../../src/audit/export/record-proof.js';
+import { parseProofKeys } from '../../../src/audit/export/record-proof-check.js';
 
 const raw = () => crypto.randomBytes(32);
 

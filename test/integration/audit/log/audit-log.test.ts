@@ -181,11 +181,14 @@ describe('the signed audit log', () => {
     });
     const k0 = parseVerificationKeys(keys[0]!.verificationKey);
     const report = await verifyExportFile(file, k0);
-    expect(report).toMatchObject({ ok: true, records: 20, headSeq: 44, macsUnchecked: 0 });
-    // A middle range is a prefix of the log as it was exported: the only word beside "intact" says so.
-    expect(report.warnings).toEqual([
-      expect.stringMatching(/^this export is a prefix \(records 25\.\.44\); the log had reached at least \d+ records/),
-    ]);
+    // A middle range is a prefix of what the log holds: the report says how far the log had got.
+    expect(report).toMatchObject({
+      ok: true,
+      records: 20,
+      headSeq: 44,
+      macsUnchecked: 0,
+      warnings: [expect.stringMatching(/^this export is a prefix \(records 25\.\.44\); the log had reached at least \d+ records/)],
+    });
     // An auditor holding no secret: the chain and the Ed25519 checkpoint signatures still hold.
     const chainPublicKeys = parseChainPublicKeys(keys[0]!.publicKey);
     const publicOnly = await verifyExportFile(file, [], { chainPublicKeys });

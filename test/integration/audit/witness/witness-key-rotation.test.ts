@@ -101,7 +101,7 @@ describe('a witness follows the log across `executor keys rotate`', () => {
   );
 
   it(
-    "a handover from a stolen copy of the current key store does not lock the real log out, and the thief's key cannot fork the witnessed tree",
+    'a handover from a stolen copy of the current key store does not lock the real log out, and is withdrawn for good once the real key signs again',
     async () => {
       const { dataDir, base } = tempSetup();
       expect(publish(dataDir).status).toBe(0);
@@ -126,15 +126,23 @@ describe('a witness follows the log across `executor keys rotate`', () => {
       expect(taken.status).toBe(200);
       await witness.stderrMatching(/log-key handover .*now trusts .* as well/);
 
-      // (1) The real host's next checkpoint is still cosigned.
+      // (1) The real host's next checkpoint is still cosigned. Signed by the key that "rotated away",
+      // it shows the handover was no rotation: the witness withdraws the handed-over key, for good.
       expect(cli(dataDir, ['roots', 'add', tempDir()]).status).toBe(0);
       expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);
+      await witness.stderrMatching(/log-key handover .*no longer trusts .*no rotation/);
+      const keysFile = path.join(stateDir, 'logs', `${originHash(realLogKey.slice(0, realLogKey.indexOf('=')))}.keys.json`);
+      const thiefVkey = thiefLogKey.slice(thiefLogKey.indexOf('=') + 1);
+      expect(JSON.parse(fs.readFileSync(keysFile, 'utf8'))).toEqual(expect.objectContaining({ learned: [], withdrawn: [thiefVkey] }));
+      const again = await post(`${witness.info.url}/executor/log-key-handover`, note);
+      expect(again.status).toBe(403);
+      expect(again.text).toMatch(/withdrew/);
 
-      // (2) The thief's log, signed by the handed-over key, does not extend what the witness cosigned: refused.
+      // (2) The thief's log, signed by the withdrawn key, is refused (403), its handover too: nothing cosigned.
       const stolen = publish(thiefDir).results;
       expect(stolen).toHaveLength(1);
-      expect(['forked', 'rolled_back'], JSON.stringify(stolen)).toContain(stolen[0]!.kind);
-      await witness.stderrMatching(/^422 POST \/add-checkpoint/m);
+      expect(stolen[0]!.kind, JSON.stringify(stolen)).toBe('refused');
+      await witness.stderrMatching(/^403 POST \/add-checkpoint/m);
       // The witness still holds the real log's tree: the real host cosigns on.
       expect(cli(dataDir, ['roots', 'add', tempDir()]).status).toBe(0);
       expect(publish(dataDir).results).toEqual([expect.objectContaining({ witness: 'w1', kind: 'cosigned' })]);

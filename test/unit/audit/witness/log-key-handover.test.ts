@@ -29,17 +29,36 @@ function addEmpty(options: WitnessServerOptions, key: ReturnType<typeof logKey>)
 }
 
 describe('log-key handover at the witness', () => {
-  it('a handover signed by a trusted key adds the new key and never takes trust away; chains of rotations follow', () => {
+  it('a handover signed by a trusted key adds the new key; chains of rotations follow; a signer that signs again withdraws what it handed over', () => {
     const [k0, k1, k2] = [logKey(), logKey(), logKey()];
     const witness = witnessFor(k0.vkey);
     expect(addEmpty(witness, k1)).toBe(403);
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k1.vkey), witness).status).toBe(200);
     expect(addEmpty(witness, k1)).toBe(200);
-    // The old key stays trusted (the tree is per origin, so it can only extend what was cosigned), and can hand over again.
-    expect(addEmpty(witness, k0)).toBe(200);
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k1.signer, k2.vkey), witness).status).toBe(200);
+    expect(addEmpty(witness, k2)).toBe(200);
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k2.signer, k0.vkey), witness).body).toMatch(/already trusts/);
-    expect(witness.state.readKeys(ORIGIN)).toEqual({ origin: ORIGIN, learned: [k1.vkey, k2.vkey], retired: [] });
+    expect(witness.state.readKeys(ORIGIN)).toEqual({
+      origin: ORIGIN,
+      learned: [k1.vkey, k2.vkey],
+      retired: [],
+      handedOverBy: { [k1.vkey]: k0.vkey, [k2.vkey]: k1.vkey },
+    });
+    // The --log key (never retired: it may only extend the tree) signs again: k0 did not rotate away, so the
+    // handover from it was no rotation. k1 and the k2 it handed over lose their trust, for good.
+    expect(addEmpty(witness, k0)).toBe(200);
+    expect(witness.state.readKeys(ORIGIN)).toEqual({
+      origin: ORIGIN,
+      learned: [],
+      retired: [],
+      handedOverBy: {},
+      withdrawn: [k1.vkey, k2.vkey],
+    });
+    expect(addEmpty(witness, k1)).toBe(403);
+    expect(addEmpty(witness, k2)).toBe(403);
+    const again = logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k1.vkey), witness);
+    expect(again.status).toBe(403);
+    expect(again.body).toMatch(/withdrew/);
   });
 
   it('a key file from before keeps its retired list, which no longer excludes a key', () => {
@@ -50,7 +69,13 @@ describe('log-key handover at the witness', () => {
     expect(addEmpty(witness, k1)).toBe(200);
     const k2 = logKey();
     expect(logKeyHandover(logKeyHandoverNote(LOG_ID, k0.signer, k2.vkey), witness).status).toBe(200);
-    expect(witness.state.readKeys(ORIGIN)).toEqual({ origin: ORIGIN, learned: [k1.vkey, k2.vkey], retired: [k0.vkey] });
+    // k1 came from a key file without handedOverBy: no signer is known, so nothing withdraws it.
+    expect(witness.state.readKeys(ORIGIN)).toEqual({
+      origin: ORIGIN,
+      learned: [k1.vkey, k2.vkey],
+      retired: [k0.vkey],
+      handedOverBy: { [k2.vkey]: k0.vkey },
+    });
   });
 
   it('refuses handovers that are unsigned, of another log, naming a cosigner key or a key of another name', () => {
