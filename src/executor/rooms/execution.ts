@@ -65,6 +65,14 @@ export class ExecutionRoom {
     const doesNotHold = broken ? this.approvalDoesNotHold(record, broken) : null;
     if (doesNotHold) return this.sendBack(record, doesNotHold, broken);
     const outgrown = this.approvalOutgrown(record);
+    // Now denied (its folder became a link out of the roots, say): no one can approve it any more, so it fails
+    // before anything runs, with the policy's reasons; only a step that is merely riskier goes back to the person.
+    if (outgrown && !outgrown.evaluation.allowed)
+      return this.failBeforeStart(
+        stepId,
+        actor,
+        new ExecutorError('POLICY_DENIED', `${outgrown.reason} The policy denies it now; it did not run.`, { stepId }),
+      );
     if (outgrown) return this.sendBack(record, outgrown.reason, undefined, outgrown.evaluation);
     const { module, args } = boundAction(record.step);
     const approvedPreview = record.previewHash === record.approval?.previewHash ? record.preview : null;
