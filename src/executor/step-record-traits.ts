@@ -11,6 +11,16 @@ export interface StepRecordTraits {
   /** The step writes or deletes a path matching the secret patterns: its content and content hashes are recorded as salted digests. */
   secretContent: boolean;
   sandboxKind: SandboxOfRecord['kind'];
+  /** The workspace root (real path) a command runs on: its image is the root's own (src/sandbox/docker/project-image.ts). */
+  commandRoot?: string;
+}
+
+/** The root a command's cwd lies in (the first root without one), by real path; undefined when it names none. */
+function commandRootOf(cwd: string | undefined, policy: Policy, dataDir: string): string | undefined {
+  const first = policy.workspaceRoots[0];
+  if (first === undefined) return undefined;
+  const verdict = guardPath(cwd ?? first, policy.workspaceRoots, dataDir);
+  return verdict.ok ? verdict.root : undefined;
 }
 
 /**
@@ -40,5 +50,6 @@ export function stepRecordTraits(step: Step, policy: Policy, dataDir: string): S
       if (verdict.ok) secretContent = isSecret(verdict.relativePath) || isSecret(absoluteForMatching(verdict.realPath));
     }
   }
-  return { secretContent, sandboxKind: sandboxKindOf(step) };
+  const commandRoot = step.action === 'runCommand' ? commandRootOf(step.args.cwd, policy, dataDir) : undefined;
+  return { secretContent, sandboxKind: sandboxKindOf(step), ...(commandRoot ? { commandRoot } : {}) };
 }

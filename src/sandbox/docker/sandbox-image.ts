@@ -13,6 +13,8 @@ export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
 export const IMAGE_LABEL = 'dev.executor.sandbox-image';
 const PYTHON_LABEL = 'dev.executor.sandbox-python';
+/** What the image holds, in words (`sh (busybox …), node …, npm …, git …`): what `sandbox status` lists. */
+const TOOLS_LABEL = 'dev.executor.sandbox-tools';
 
 function appVersion(): string {
   return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
@@ -32,6 +34,10 @@ export interface ImageInfo {
   builtBy?: string;
   /** Whether the image has python3 (the offline path includes it only when this machine has it). */
   python?: boolean;
+  /** What the image holds, as its builder listed it (absent for an image Executor did not build). */
+  tools?: string;
+  /** The user the image's own config names (`USER`); empty or absent: root. */
+  user?: string;
   createdAt?: string;
 }
 
@@ -55,6 +61,8 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
         sizeBytes: inspected.Size,
         builtBy: inspected.Config?.Labels?.[IMAGE_LABEL],
         python: inspected.Config?.Labels?.[PYTHON_LABEL] === 'yes',
+        ...(inspected.Config?.Labels?.[TOOLS_LABEL] ? { tools: inspected.Config.Labels[TOOLS_LABEL] } : {}),
+        user: inspected.Config?.User ?? '',
         createdAt: inspected.Created,
       };
     } catch (error) {
@@ -145,7 +153,7 @@ function openToEveryone(dir: string): void {
  * busybox for sh and coreutils, python3 and its standard library when present — so that an image
  * can be built where no registry is reachable.
  */
-export function assembleHostRootfs(stage: string): { python: boolean; notes: string[] } {
+export function assembleHostRootfs(stage: string): { python: boolean; tools: string; notes: string[] } {
   const notes: string[] = [];
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
   if (!busybox) {
@@ -199,6 +207,11 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
     notes.push('No python3 on this machine: the image has no python (use the Dockerfile path in build/sandbox/ for it).');
   }
 
+  const npm = copyHostNpm(stage, nodeBinary);
+  if (!npm) notes.push('No npm beside this machine\'s node: the image has no npm or npx.');
+  const git = copyHostGit(stage);
+  if (!git) notes.push('No git on this machine (/usr/bin/git): the image has no git.');
+
   const certs = '/etc/ssl/certs/ca-certificates.crt';
   if (fs.existsSync(certs)) copyInto(stage, certs);
   fs.mkdirSync(path.join(stage, 'etc'), { recursive: true });
@@ -212,7 +225,96 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   openToEveryone(stage);
   fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
   fs.chmodSync(path.join(stage, 'workspace'), 0o777);
-  return { python, notes };
+  const tools = toolVersions({ busybox, node: process.version, npm, git, python: python ? pythonVersionOf() : null });
+  return { python, tools, notes };
+}
+
+/**
+ * npm as the host's Node install has it (prefix/lib/node_modules/npm beside prefix/bin/node, or
+ * wherever the `npm` on PATH resolves), copied to /usr/local/lib/node_modules/npm with `npm` and
+ * `npx` linked to its CLIs, as Node's own installers lay it out. Returns its version, or null.
+ */
+function copyHostNpm(stage: string, nodeBinary: string): string | null {
+  const candidates = [path.resolve(path.dirname(nodeBinary), '../lib/node_modules/npm')];
+  const onPath = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) {
+    try {
+      candidates.push(path.resolve(path.dirname(fs.realpathSync(onPath)), '..'));
+    } catch {
+      // A dangling npm link: the first candidate may still hold npm.
+    }
+  }
+  const npmDir = candidates.find((dir) => fs.existsSync(path.join(dir, 'bin/npm-cli.js')) && fs.existsSync(path.join(dir, 'package.json')));
+  if (!npmDir) return null;
+  const target = path.join(stage, 'usr/local/lib/node_modules/npm');
+  // The docs, man pages and changelog are a third of npm and nothing a command needs.
+  copyTree(npmDir, target, new Set(['docs', 'man', 'CHANGELOG.md']));
+  for (const [name, cli] of [
+    ['npm', 'npm-cli.js'],
+    ['npx', 'npx-cli.js'],
+  ] as const)
+    fs.symlinkSync(`../lib/node_modules/npm/bin/${cli}`, path.join(stage, 'usr/local/bin', name));
+  return (JSON.parse(fs.readFileSync(path.join(npmDir, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * git from this machine: the binary and its libraries, the helpers of its exec path that are scripts
+ * (git-sh-setup, submodule, bisect…) and the links to its builtins, and its templates. The helpers
+ * that are programs of their own (http remotes, daemon, imap) are left out: they reach the network,
+ * which a sandboxed command has not, and would bring libcurl and its TLS stack with them.
+ */
+function copyHostGit(stage: string): string | null {
+  const gitBinary = '/usr/bin/git';
+  if (!fs.existsSync(gitBinary)) return null;
+  copyInto(stage, gitBinary);
+  for (const lib of sharedLibraries(gitBinary)) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
+  const execPath = spawnSync(gitBinary, ['--exec-path'], { encoding: 'utf8' }).stdout.trim() || '/usr/lib/git-core';
+  if (fs.existsSync(execPath)) {
+    const target = path.join(stage, execPath);
+    fs.mkdirSync(target, { recursive: true });
+    for (const entry of fs.readdirSync(execPath, { withFileTypes: true })) {
+      const from = path.join(execPath, entry.name);
+      const to = path.join(target, entry.name);
+      if (entry.name === 'git') fs.symlinkSync(gitBinary, to);
+      else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
+      else if (entry.isDirectory()) copyTree(from, to);
+      else if (entry.isFile() && (!isElf(from) || entry.name === 'git-sh-i18n--envsubst')) {
+        fs.copyFileSync(from, to);
+        fs.chmodSync(to, fs.statSync(from).mode & 0o7777);
+      }
+    }
+  }
+  const templates = '/usr/share/git-core/templates';
+  if (fs.existsSync(templates)) copyTree(templates, path.join(stage, templates));
+  return spawnSync(gitBinary, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^git version /, '') || 'unknown';
+}
+
+function isElf(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    fs.readSync(fd, head, 0, 4, 0);
+    return head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function pythonVersionOf(): string | null {
+  const version = spawnSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).stdout.trim();
+  return version || null;
+}
+
+/** What the image holds, as one label value: `node 20.20.2, npm 11.19.1, …` (what `sandbox status` lists). */
+function toolVersions(found: { busybox: string; node: string; npm: string | null; git: string | null; python: string | null }): string {
+  const busyboxVersion = spawnSync(found.busybox, [], { encoding: 'utf8' }).stdout.match(/BusyBox v([\w.]+)/)?.[1] ?? 'unknown';
+  return [
+    `sh (busybox ${busyboxVersion}, with its tools)`,
+    `node ${found.node.replace(/^v/, '')}`,
+    ...(found.npm ? [`npm ${found.npm}`, `npx ${found.npm}`] : []),
+    ...(found.git ? [`git ${found.git}`] : []),
+    ...(found.python ? [`python3 ${found.python}`] : []),
+  ].join(', ');
 }
 
 /** Runs a child with stdout piped to `into`, resolving when both sides have finished. */
@@ -270,7 +372,7 @@ export async function buildSandboxImage(
 async function buildOffline(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const stage = makeTempArea('sandbox-rootfs');
   try {
-    const { python, notes } = assembleHostRootfs(stage);
+    const { python, tools, notes } = assembleHostRootfs(stage);
     const tar = tarDirectory(stage);
     const tarErrors: Buffer[] = [];
     tar.child.stderr?.on('data', (chunk: Buffer) => tarErrors.push(chunk));
@@ -281,6 +383,9 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
       `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
       `LABEL ${IMAGE_LABEL}=offline-host-rootfs`,
       `LABEL ${PYTHON_LABEL}=${python ? 'yes' : 'no'}`,
+      `LABEL ${TOOLS_LABEL}=${JSON.stringify(tools)}`,
+      // npm would otherwise look for a newer npm on every run: there is no network to ask, and no answer to act on.
+      'ENV NPM_CONFIG_UPDATE_NOTIFIER=false',
       'CMD ["/bin/sh"]',
     ];
     const progress = await engineCall(client, () =>
@@ -303,7 +408,10 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
 async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const context = fs.realpathSync(DOCKERFILE_DIR);
   const stream = await engineCall(client, () =>
-    client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }),
+    client.docker.buildImage({ context, src: ['Dockerfile'] }, {
+        t: tag,
+        labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes', [TOOLS_LABEL]: 'sh (dash, coreutils), node 20, npm, npx, git, python3' },
+      }),
   );
   await followProgress(client, stream);
   const info = await imageInfo(client, tag);

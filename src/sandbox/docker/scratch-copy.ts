@@ -50,6 +50,12 @@ export interface ScratchOptions {
    * and by device and inode, never through a glob built from a path, whose name could be read as a pattern.
    */
   excludeDirs?: readonly string[];
+  /**
+   * The non-root user the image runs commands as (a dev container's `remoteUser`), by number. Where
+   * Executor runs as root the copy is handed to it; otherwise the container runs as the person's own
+   * uid, the only one that can write a copy this process made.
+   */
+  owner?: { uid: number; gid: number };
 }
 
 type GlobMatcher = (relativePath: string) => boolean;
@@ -85,11 +91,12 @@ export function exclusionOf(relativePath: string, options: ScratchOptions): 'ign
   return null;
 }
 
-function ownerForContainer(): { uid: number; gid: number; chown: boolean } {
+function ownerForContainer(imageUser?: { uid: number; gid: number }): { uid: number; gid: number; chown: boolean } {
   const uid = process.getuid?.() ?? SANDBOX_UID;
   const gid = process.getgid?.() ?? SANDBOX_GID;
   // As root the copy is handed to the image's unprivileged user; otherwise the container runs as the person's own uid.
-  return uid === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true } : { uid, gid, chown: false };
+  if (uid !== 0) return { uid, gid, chown: false };
+  return imageUser ? { ...imageUser, chown: true } : { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true };
 }
 
 interface PlannedEntry {
@@ -223,7 +230,7 @@ function fileCopier(): (from: string, to: string) => void {
  */
 export function makeScratchCopy(sourceDir: string, options: ScratchOptions): ScratchCopy {
   const started = performance.now();
-  const owner = ownerForContainer();
+  const owner = ownerForContainer(options.owner);
   refuseSourceInsideExcluded(sourceDir, options.excludeDirs ?? []);
   const plan = planCopy(sourceDir, options);
   if (options.maxBytes !== undefined && plan.bytes > options.maxBytes) {
