@@ -146,6 +146,29 @@ export function codeRunningInstructions(text: string): string[] {
     .map(({ keyword, rest }) => `${keyword} ${rest}`);
 }
 
+/**
+ * The images a Dockerfile builds FROM, with `ARG`s before the first FROM and the build's args
+ * substituted (`FROM ${BASE}`). A name of an earlier stage (`FROM build AS run`, then `FROM build`) is no image.
+ */
+export function baseImagesOf(text: string, args: Record<string, string>): string[] {
+  const values: Record<string, string> = {};
+  const stages = new Set<string>();
+  const images: string[] = [];
+  for (const { keyword, rest } of dockerfileInstructions(text)) {
+    if (keyword === 'ARG' && images.length === 0) {
+      const [name, ...value] = rest.trim().split('=');
+      const key = name!.trim();
+      values[key] = args[key] ?? (value.length ? value.join('=').replace(/^["']|["']$/g, '') : '');
+    } else if (keyword === 'FROM') {
+      const words = rest.trim().split(/\s+/).filter((word) => !word.startsWith('--'));
+      const image = words[0]!.replace(/\$\{?(\w+)\}?/g, (_whole, name: string) => values[name] ?? args[name] ?? '');
+      if (words[1]?.toUpperCase() === 'AS' && words[2]) stages.add(words[2].toLowerCase());
+      if (!stages.has(image.toLowerCase()) && image !== 'scratch') images.push(image);
+    }
+  }
+  return images;
+}
+
 /** The files of a build context the engine would receive: every file but those .dockerignore leaves out (the Dockerfile always). */
 function contextFiles(context: string, dockerfile: string, maxBytes: number): { files: string[]; bytes: number } {
   const ignoreFile = path.join(context, '.dockerignore');
@@ -192,9 +215,11 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
  * args, and every file of the context (its path, its mode's run bits, its bytes or link). A change to
  * any of them is a new digest, so a new image; the same content on another day is the same image.
  */
-function buildDigest(build: NonNullable<ImageSource['build']>, files: readonly string[]): string {
+function buildDigest(build: NonNullable<ImageSource['build']>, files: readonly string[], bases: readonly string[]): string {
   const hash = createHash('sha256');
   const line = (text: string) => hash.update(`${text}\n`);
+  // The base images by their ids: a rebuilt local base (the default image after an update) is a new build.
+  for (const base of bases) line(`base ${base}`);
   line(`dockerfile ${path.relative(build.context, build.dockerfile)}`);
   line(`target ${build.target ?? ''}`);
   for (const name of Object.keys(build.args).sort()) line(`arg ${JSON.stringify(name)}=${JSON.stringify(build.args[name])}`);
@@ -265,7 +290,13 @@ async function buildProjectImage(
       { dockerfile: build.dockerfile },
     );
   const { files } = contextFiles(build.context, build.dockerfile, policy.sandbox.maxCopyMb * 1024 * 1024);
-  const digest = buildDigest(build, files);
+  const bases = await Promise.all(
+    baseImagesOf(fs.readFileSync(build.dockerfile, 'utf8'), build.args).map(async (base) => {
+      const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined }));
+      return `${base} ${info.digest ?? 'not-local'}`;
+    }),
+  );
+  const digest = buildDigest(build, files, bases);
   const tag = buildTag(digest);
   const existing = await imageInfo(client, tag);
   if (existing.present) return { tag, built: false, buildLog: [] };
@@ -279,14 +310,18 @@ async function buildProjectImage(
     );
   }
   const buildLog: string[] = [];
-  const say = (line: string) => {
+  const say = (raw: string) => {
+    // The engine colours a RUN's stderr; the person reads the words.
+    // eslint-disable-next-line no-control-regex
+    const line = raw.replace(/\u001b\[[0-9;]*m/g, '');
     buildLog.push(line);
     options.onProgress?.(line);
   };
   say(`Building the project image ${tag} from ${path.relative(root, build.dockerfile)} (${source.from})`);
+  const context = packContext(build.context, files);
   const stream = await engineCall(client, () =>
     client.docker.buildImage(
-      { context: build.context, src: files },
+      context,
       {
         t: tag,
         dockerfile: dockerfileRelative,
@@ -323,6 +358,25 @@ async function buildProjectImage(
   }
   say(`Built ${tag}`);
   return { tag, built: true, buildLog };
+}
+
+/**
+ * The build context as a tar stream of exactly the files hashed, with their own modes. Packed by tar,
+ * not by dockerode's packer, which cuts every mode by this process's umask: under Executor's 077 a
+ * COPY'd script would reach the image readable by root alone.
+ */
+function packContext(context: string, files: readonly string[]): NodeJS.ReadableStream {
+  const tar = spawn('tar', ['-C', context, '--numeric-owner', '--owner=0', '--group=0', '--no-recursion', '--null', '-T', '-', '-cf', '-'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  // Folders first, so each keeps its own mode rather than one tar makes up.
+  const folders = new Set<string>();
+  for (const file of files) {
+    const parts = file.split('/');
+    for (let depth = 1; depth < parts.length; depth++) folders.add(parts.slice(0, depth).join('/'));
+  }
+  tar.stdin.end([...folders, ...files].map((entry) => `${entry}\0`).join(''));
+  return tar.stdout;
 }
 
 /** Reads one file out of an image without starting it: a created container is never run. */
