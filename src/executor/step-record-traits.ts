@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { SandboxOfRecord } from '../domain/audit-event.js';
 import { isHeavy } from '../actions/run-code.js';
 import type { Step } from '../domain/step.js';
@@ -17,9 +19,25 @@ export interface StepRecordTraits {
 
 /** The root a command's cwd lies in (the first root without one), by real path; undefined when it names none. */
 function commandRootOf(cwd: string | undefined, policy: Policy, dataDir: string): string | undefined {
-  const first = policy.workspaceRoots[0];
-  if (first === undefined) return undefined;
-  const verdict = guardPath(cwd ?? first, policy.workspaceRoots, dataDir);
+  const realRoots = policy.workspaceRoots.map((root) => {
+    try {
+      return fs.realpathSync.native(root);
+    } catch {
+      return root;
+    }
+  });
+  if (realRoots.length === 0) return undefined;
+  // No cwd, or a cwd that is a root itself (which guardPath, made for files in a root, refuses).
+  if (cwd === undefined) return realRoots[0];
+  const absolute = path.isAbsolute(cwd) ? cwd : path.resolve(realRoots[0]!, cwd);
+  let real = absolute;
+  try {
+    real = fs.realpathSync.native(absolute);
+  } catch {
+    // A cwd that does not exist: the step fails when it runs; its root is still the one it names.
+  }
+  if (realRoots.includes(real)) return real;
+  const verdict = guardPath(cwd, policy.workspaceRoots, dataDir);
   return verdict.ok ? verdict.root : undefined;
 }
 

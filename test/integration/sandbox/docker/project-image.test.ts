@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Executor } from '../../../../src/executor/executor.js';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
-import { runCliAsync } from '../../../helpers/run-cli.js';
+import { runCliAsync, shownPreviewHash } from '../../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -111,6 +111,37 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const after = await proposeCommand(dataDir, 'runs2', 'cat /opt/marker && id -u');
     expect(after.preview?.stdout.text).toBe('built-by-run\n10001\n');
   }, 300_000);
+
+  it("the person's approval of a step whose image needs a RUN build is the consent: it builds, runs, shows the real preview, then applies; the records name the project image", async () => {
+    const { dataDir, workspace } = projectSetup();
+    fs.appendFileSync(path.join(workspace, '.devcontainer/Dockerfile'), 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n');
+    const step = await proposeCommand(dataDir, 'consent', 'cat /opt/marker > out.txt');
+    expect(step.preview).toBeNull();
+    expect(previewErrorOf(dataDir, 'consent-cmd')).toContain('Approve this step to build the image');
+
+    // Approved with no preview: the image is built and the command runs on a copy; nothing is applied yet.
+    const first = await runCliAsync(['--data-dir', dataDir, 'approve', 'consent-cmd', '--preview-hash', 'none'], { timeoutMs: 240_000 });
+    expect(first.stderr).not.toContain('SANDBOX_');
+    const shown = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'consent-cmd'])).json<ShownStep>();
+    expect(shown.status).toBe('awaiting_consent');
+    expect(shown.preview?.exitCode).toBe(0);
+    expect(fs.existsSync(path.join(workspace, 'out.txt'))).toBe(false);
+
+    const hash = shownPreviewHash(dataDir, 'consent-cmd');
+    const applied = await runCliAsync(['--data-dir', dataDir, 'approve', 'consent-cmd', '--preview-hash', hash], { timeoutMs: 240_000 });
+    expect(applied.status, applied.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(workspace, 'out.txt'), 'utf8')).toBe('consented-build\n');
+
+    // executorEnv of the step's run records names the image it ran in: the project's, not the default.
+    const exported = await runCliAsync(['--data-dir', dataDir, 'audit', 'export']);
+    const bodies = exported.stdout
+      .split('\n')
+      .filter((line) => line.includes('"type":"record"'))
+      .map((line) => JSON.parse((JSON.parse(line) as { body: string }).body) as { action: string; stepId: string | null; executorEnv: { sandbox: { imageDigest: string | null } | null } });
+    const executed = bodies.find((body) => body.stepId === 'consent-cmd' && body.action === 'step.executed');
+    expect(executed?.executorEnv.sandbox?.imageDigest).toBe(shown.preview!.image.digest);
+    expect(shown.preview!.image.tag).toMatch(/^executor-project:/);
+  }, 400_000);
 
   it('refuses an image whose named user is root, saying so', async () => {
     const { dataDir, workspace } = projectSetup();
