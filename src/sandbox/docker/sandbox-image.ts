@@ -221,6 +221,9 @@ export function assembleHostRootfs(stage: string): { python: boolean; tools: str
   );
   fs.writeFileSync(path.join(stage, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
   fs.writeFileSync(path.join(stage, 'etc/hosts'), '127.0.0.1 localhost\n');
+  // The workspace is a throwaway copy owned by whichever uid the run gets: git's ownership check
+  // (made for repositories other users on a shared machine own) would refuse every `git status` in it.
+  fs.writeFileSync(path.join(stage, 'etc/gitconfig'), '[safe]\n\tdirectory = *\n');
   for (const dir of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'root']) fs.mkdirSync(path.join(stage, dir), { recursive: true });
   openToEveryone(stage);
   fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
