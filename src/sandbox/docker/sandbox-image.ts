@@ -94,10 +94,12 @@ export interface BuildResult extends ImageInfo {
   notes: string[];
 }
 
-/** Shared libraries a binary needs, as absolute paths (from ldd, which the host's loader answers). */
-function sharedLibraries(binary: string): string[] {
-  const result = spawnSync('ldd', [binary], { encoding: 'utf8' });
-  if (result.status !== 0) return [];
+/** Shared libraries binaries need, as absolute paths (from one ldd, which the host's loader answers). */
+function sharedLibraries(...binaries: string[]): string[] {
+  if (binaries.length === 0) return [];
+  const result = spawnSync('ldd', binaries, { encoding: 'utf8' });
+  // With several files ldd exits 1 when one of them is no dynamic program; the others are still listed.
+  if (result.status !== 0 && binaries.length === 1) return [];
   const libs: string[] = [];
   for (const line of result.stdout.split('\n')) {
     const arrow = line.match(/=>\s+(\/\S+)/);
@@ -117,18 +119,6 @@ function copyInto(stage: string, hostPath: string, imagePath: string = hostPath)
 
 // Parts of the standard library a sandboxed script never needs; leaving them out saves ~25 MB.
 const PYTHON_SKIP = new Set(['test', 'idlelib', 'tkinter', 'turtledemo', 'ensurepip', 'lib2to3', 'pydoc_data', '__phello__']);
-
-function copyTree(source: string, target: string, skipTop: Set<string> = new Set()): void {
-  fs.mkdirSync(target, { recursive: true });
-  for (const entry of fs.readdirSync(source, { withFileTypes: true })) {
-    if (skipTop.has(entry.name)) continue;
-    const from = path.join(source, entry.name);
-    const to = path.join(target, entry.name);
-    if (entry.isDirectory()) copyTree(from, to);
-    else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
-    else if (entry.isFile()) fs.copyFileSync(from, to);
-  }
-}
 
 /**
  * Every folder 0755 and every file readable (and, where its owner may run it, runnable) by all: the
@@ -153,7 +143,7 @@ function openToEveryone(dir: string): void {
  * busybox for sh and coreutils, python3 and its standard library when present — so that an image
  * can be built where no registry is reachable.
  */
-export function assembleHostRootfs(stage: string): { python: boolean; tools: string; notes: string[] } {
+export function assembleHostRootfs(stage: string): { python: boolean; tools: string; hostTrees: HostTree[]; notes: string[] } {
   const notes: string[] = [];
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
   if (!busybox) {
@@ -181,6 +171,7 @@ export function assembleHostRootfs(stage: string): { python: boolean; tools: str
   for (const lib of sharedLibraries(nodeBinary)) copyInto(stage, lib);
 
   let python = false;
+  let pythonTree: HostTree | undefined;
   const pythonBinary = ['/usr/bin/python3', '/usr/local/bin/python3'].find((candidate) => fs.existsSync(candidate));
   if (pythonBinary) {
     const real = fs.realpathSync(pythonBinary);
@@ -192,11 +183,11 @@ export function assembleHostRootfs(stage: string): { python: boolean; tools: str
       copyInto(stage, real, `/usr/bin/python${version}`);
       fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python3'));
       fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python'));
-      copyTree(stdlib, path.join(stage, stdlib), PYTHON_SKIP);
+      pythonTree = { path: stdlib, exclude: [...PYTHON_SKIP].map((name) => path.join(stdlib, name)) };
       const extensions = path.join(stdlib, 'lib-dynload');
       const needed = new Set(sharedLibraries(real));
       if (fs.existsSync(extensions)) {
-        for (const name of fs.readdirSync(extensions)) for (const lib of sharedLibraries(path.join(extensions, name))) needed.add(lib);
+        for (const lib of sharedLibraries(...fs.readdirSync(extensions).map((name) => path.join(extensions, name)))) needed.add(lib);
       }
       for (const lib of needed) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
       python = true;
@@ -207,10 +198,11 @@ export function assembleHostRootfs(stage: string): { python: boolean; tools: str
     notes.push('No python3 on this machine: the image has no python (use the Dockerfile path in build/sandbox/ for it).');
   }
 
-  const npm = copyHostNpm(stage, nodeBinary);
-  if (!npm) notes.push('No npm beside this machine\'s node: the image has no npm or npx.');
-  const git = copyHostGit(stage);
+  const npm = hostNpm(stage, nodeBinary);
+  if (!npm) notes.push("No npm beside this machine's node: the image has no npm or npx.");
+  const git = hostGit(stage);
   if (!git) notes.push('No git on this machine (/usr/bin/git): the image has no git.');
+  const hostTrees = [...(pythonTree ? [pythonTree] : []), ...(npm ? [npm.tree] : []), ...(git?.trees ?? [])];
 
   const certs = '/etc/ssl/certs/ca-certificates.crt';
   if (fs.existsSync(certs)) copyInto(stage, certs);
@@ -228,16 +220,31 @@ export function assembleHostRootfs(stage: string): { python: boolean; tools: str
   openToEveryone(stage);
   fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
   fs.chmodSync(path.join(stage, 'workspace'), 0o777);
-  const tools = toolVersions({ busybox, node: process.version, npm, git, python: python ? pythonVersionOf() : null });
-  return { python, tools, notes };
+  const tools = toolVersions({
+    busybox,
+    node: process.version,
+    npm: npm?.version ?? null,
+    git: git?.version ?? null,
+    python: python ? pythonVersionOf() : null,
+  });
+  return { python, tools, hostTrees, notes };
+}
+
+/**
+ * A folder of this machine that goes into the image at the same path, read straight into the archive
+ * (never copied first: npm alone is two thousand files), without the entries named in `exclude`.
+ */
+export interface HostTree {
+  path: string;
+  exclude: string[];
 }
 
 /**
  * npm as the host's Node install has it (prefix/lib/node_modules/npm beside prefix/bin/node, or
- * wherever the `npm` on PATH resolves), copied to /usr/local/lib/node_modules/npm with `npm` and
- * `npx` linked to its CLIs, as Node's own installers lay it out. Returns its version, or null.
+ * wherever the `npm` on PATH resolves), at the same path in the image, with `npm` and `npx` linked
+ * to its CLIs in /usr/local/bin. Returns its version and the tree, or null.
  */
-function copyHostNpm(stage: string, nodeBinary: string): string | null {
+function hostNpm(stage: string, nodeBinary: string): { version: string; tree: HostTree } | null {
   const candidates = [path.resolve(path.dirname(nodeBinary), '../lib/node_modules/npm')];
   const onPath = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
   if (onPath) {
@@ -247,49 +254,44 @@ function copyHostNpm(stage: string, nodeBinary: string): string | null {
       // A dangling npm link: the first candidate may still hold npm.
     }
   }
-  const npmDir = candidates.find((dir) => fs.existsSync(path.join(dir, 'bin/npm-cli.js')) && fs.existsSync(path.join(dir, 'package.json')));
-  if (!npmDir) return null;
-  const target = path.join(stage, 'usr/local/lib/node_modules/npm');
-  // The docs, man pages and changelog are a third of npm and nothing a command needs.
-  copyTree(npmDir, target, new Set(['docs', 'man', 'CHANGELOG.md']));
+  const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'bin/npm-cli.js')) && fs.existsSync(path.join(dir, 'package.json')));
+  if (!found) return null;
+  const npmDir = fs.realpathSync(found);
   for (const [name, cli] of [
     ['npm', 'npm-cli.js'],
     ['npx', 'npx-cli.js'],
   ] as const)
-    fs.symlinkSync(`../lib/node_modules/npm/bin/${cli}`, path.join(stage, 'usr/local/bin', name));
-  return (JSON.parse(fs.readFileSync(path.join(npmDir, 'package.json'), 'utf8')) as { version: string }).version;
+    fs.symlinkSync(path.join(npmDir, 'bin', cli), path.join(stage, 'usr/local/bin', name));
+  const version = (JSON.parse(fs.readFileSync(path.join(npmDir, 'package.json'), 'utf8')) as { version: string }).version;
+  // The docs, man pages and changelog are a third of npm and nothing a command needs.
+  return { version, tree: { path: npmDir, exclude: ['docs', 'man', 'CHANGELOG.md'].map((name) => path.join(npmDir, name)) } };
 }
 
 /**
- * git from this machine: the binary and its libraries, the helpers of its exec path that are scripts
- * (git-sh-setup, submodule, bisect…) and the links to its builtins, and its templates. The helpers
- * that are programs of their own (http remotes, daemon, imap) are left out: they reach the network,
+ * git from this machine: the binary and its libraries, its exec path (the helpers that are scripts,
+ * git-sh-setup, submodule, bisect…, and the links to its builtins) and its templates. The helpers that
+ * are programs of their own (http remotes, daemon, imap, shell) are left out: they reach the network,
  * which a sandboxed command has not, and would bring libcurl and its TLS stack with them.
  */
-function copyHostGit(stage: string): string | null {
+function hostGit(stage: string): { version: string; trees: HostTree[] } | null {
   const gitBinary = '/usr/bin/git';
   if (!fs.existsSync(gitBinary)) return null;
   copyInto(stage, gitBinary);
   for (const lib of sharedLibraries(gitBinary)) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
+  const trees: HostTree[] = [];
   const execPath = spawnSync(gitBinary, ['--exec-path'], { encoding: 'utf8' }).stdout.trim() || '/usr/lib/git-core';
   if (fs.existsSync(execPath)) {
-    const target = path.join(stage, execPath);
-    fs.mkdirSync(target, { recursive: true });
+    const exclude: string[] = [];
     for (const entry of fs.readdirSync(execPath, { withFileTypes: true })) {
       const from = path.join(execPath, entry.name);
-      const to = path.join(target, entry.name);
-      if (entry.name === 'git') fs.symlinkSync(gitBinary, to);
-      else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
-      else if (entry.isDirectory()) copyTree(from, to);
-      else if (entry.isFile() && (!isElf(from) || entry.name === 'git-sh-i18n--envsubst')) {
-        fs.copyFileSync(from, to);
-        fs.chmodSync(to, fs.statSync(from).mode & 0o7777);
-      }
+      if (entry.isFile() && isElf(from) && !['git', 'git-sh-i18n--envsubst'].includes(entry.name)) exclude.push(from);
     }
+    trees.push({ path: execPath, exclude });
   }
   const templates = '/usr/share/git-core/templates';
-  if (fs.existsSync(templates)) copyTree(templates, path.join(stage, templates));
-  return spawnSync(gitBinary, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^git version /, '') || 'unknown';
+  if (fs.existsSync(templates)) trees.push({ path: templates, exclude: [] });
+  const version = spawnSync(gitBinary, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^git version /, '') || 'unknown';
+  return { version, trees };
 }
 
 function isElf(file: string): boolean {
@@ -320,11 +322,19 @@ function toolVersions(found: { busybox: string; node: string; npm: string | null
   ].join(', ');
 }
 
-/** Runs a child with stdout piped to `into`, resolving when both sides have finished. */
-function tarDirectory(stage: string): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
-  const child = spawn('tar', ['-C', stage, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * The image's root filesystem as one tar stream: the stage, then each host tree at its own path.
+ * Everything is made readable (and searchable, where runnable) by all, owned by root, as the stage's
+ * own files are (openToEveryone): the sandbox's user is no user of this machine.
+ */
+function tarRootfs(stage: string, hostTrees: readonly HostTree[]): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
+  const args = ['--numeric-owner', '--owner=0', '--group=0', '--mode=a+rX', '-cf', '-', '-C', stage, '.'];
+  for (const tree of hostTrees) {
+    // Anchored excludes, by the member name tar gives (the path without its leading slash).
+    for (const excluded of tree.exclude) args.push(`--exclude=${excluded.replace(/^\//, '')}`);
+    args.push('-C', '/', tree.path.replace(/^\//, ''));
+  }
+  const child = spawn('tar', ['--anchored', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   return Object.assign(child.stdout, { child });
 }
 
@@ -375,8 +385,8 @@ export async function buildSandboxImage(
 async function buildOffline(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const stage = makeTempArea('sandbox-rootfs');
   try {
-    const { python, tools, notes } = assembleHostRootfs(stage);
-    const tar = tarDirectory(stage);
+    const { python, tools, hostTrees, notes } = assembleHostRootfs(stage);
+    const tar = tarRootfs(stage, hostTrees);
     const tarErrors: Buffer[] = [];
     tar.child.stderr?.on('data', (chunk: Buffer) => tarErrors.push(chunk));
     const changes = [
