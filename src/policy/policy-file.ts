@@ -365,9 +365,12 @@ export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
 /** An image reference the engine can look up: `name[:tag]` or `name@sha256:…`, or a bare image id. */
 const ImageReference = z
   .string()
-  .regex(/^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._\/-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?)$/, {
-    message: 'an image reference is name[:tag] or name@sha256:…',
-  });
+  .regex(
+    /^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._\/-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?)$/,
+    {
+      message: 'an image reference is name[:tag] or name@sha256:…',
+    },
+  );
 const RootPath = z.string().refine((p) => path.isAbsolute(p), { message: 'a root in sandbox settings must be an absolute path' });
 
 /**

@@ -76,7 +76,10 @@ export function registerSandboxCommands(program: Command): void {
     .description('build the sandbox image for this version (skipped when it exists); offline from this machine by default')
     .option('--dockerfile', 'build from build/sandbox/Dockerfile instead (needs a registry to pull the base image)')
     .option('--force', 'rebuild even if the image exists')
-    .option('--root <dir>', "build this workspace root's own image (its devcontainer.json or the Dockerfile the policy names), with progress; you running it is the consent to its RUN lines")
+    .option(
+      '--root <dir>',
+      "build this workspace root's own image (its devcontainer.json or the Dockerfile the policy names), with progress; you running it is the consent to its RUN lines",
+    )
     .action(async (options: { dockerfile?: boolean; force?: boolean; root?: string }, command: Command) => {
       const { json, dataDir } = globals(command);
       const { buildSandboxImage, connectDocker } = await dockerModules();

@@ -160,7 +160,10 @@ export function baseImagesOf(text: string, args: Record<string, string>): string
       const key = name!.trim();
       values[key] = args[key] ?? (value.length ? value.join('=').replace(/^["']|["']$/g, '') : '');
     } else if (keyword === 'FROM') {
-      const words = rest.trim().split(/\s+/).filter((word) => !word.startsWith('--'));
+      const words = rest
+        .trim()
+        .split(/\s+/)
+        .filter((word) => !word.startsWith('--'));
       const image = words[0]!.replace(/\$\{?(\w+)\}?/g, (_whole, name: string) => values[name] ?? args[name] ?? '');
       if (words[1]?.toUpperCase() === 'AS' && words[2]) stages.add(words[2].toLowerCase());
       if (!stages.has(image.toLowerCase()) && image !== 'scratch') images.push(image);
@@ -181,8 +184,18 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
     : [];
   const include = patterns.filter((pattern) => pattern.startsWith('!')).map((pattern) => pattern.slice(1).replace(/^\/+/, ''));
   const exclude = patterns.filter((pattern) => !pattern.startsWith('!')).map((pattern) => pattern.replace(/^\/+/, ''));
-  const excluded = exclude.length ? picomatch(exclude.flatMap((pattern) => [pattern, `${pattern}/**`]), { dot: true }) : () => false;
-  const included = include.length ? picomatch(include.flatMap((pattern) => [pattern, `${pattern}/**`]), { dot: true }) : () => false;
+  const excluded = exclude.length
+    ? picomatch(
+        exclude.flatMap((pattern) => [pattern, `${pattern}/**`]),
+        { dot: true },
+      )
+    : () => false;
+  const included = include.length
+    ? picomatch(
+        include.flatMap((pattern) => [pattern, `${pattern}/**`]),
+        { dot: true },
+      )
+    : () => false;
   const dockerfileRelative = path.relative(context, dockerfile).split(path.sep).join('/');
   const files: string[] = [];
   let bytes = 0;
@@ -226,7 +239,9 @@ function buildDigest(build: NonNullable<ImageSource['build']>, files: readonly s
   for (const relative of files) {
     const full = path.join(build.context, ...relative.split('/'));
     const stat = fs.lstatSync(full);
-    const content = stat.isSymbolicLink() ? `link:${fs.readlinkSync(full)}` : createHash('sha256').update(fs.readFileSync(full)).digest('hex');
+    const content = stat.isSymbolicLink()
+      ? `link:${fs.readlinkSync(full)}`
+      : createHash('sha256').update(fs.readFileSync(full)).digest('hex');
     line(`file ${JSON.stringify(relative)} ${stat.mode & 0o111 ? 'x' : '-'} ${content}`);
   }
   return hash.digest('hex');
@@ -320,19 +335,16 @@ async function buildProjectImage(
   say(`Building the project image ${tag} from ${path.relative(root, build.dockerfile)} (${source.from})`);
   const context = packContext(build.context, files);
   const stream = await engineCall(client, () =>
-    client.docker.buildImage(
-      context,
-      {
-        t: tag,
-        dockerfile: dockerfileRelative,
-        buildargs: build.args,
-        ...(build.target ? { target: build.target } : {}),
-        networkmode: 'none',
-        rm: true,
-        forcerm: true,
-        labels: { [PROJECT_DIGEST_LABEL]: digest, [PROJECT_ROOT_LABEL]: root },
-      },
-    ),
+    client.docker.buildImage(context, {
+      t: tag,
+      dockerfile: dockerfileRelative,
+      buildargs: build.args,
+      ...(build.target ? { target: build.target } : {}),
+      networkmode: 'none',
+      rm: true,
+      forcerm: true,
+      labels: { [PROJECT_DIGEST_LABEL]: digest, [PROJECT_ROOT_LABEL]: root },
+    }),
   );
   const failure = await new Promise<string | null>((resolve) => {
     client.docker.modem.followProgress(
@@ -366,9 +378,13 @@ async function buildProjectImage(
  * COPY'd script would reach the image readable by root alone.
  */
 function packContext(context: string, files: readonly string[]): NodeJS.ReadableStream {
-  const tar = spawn('tar', ['-C', context, '--numeric-owner', '--owner=0', '--group=0', '--no-recursion', '--null', '-T', '-', '-cf', '-'], {
-    stdio: ['pipe', 'pipe', 'ignore'],
-  });
+  const tar = spawn(
+    'tar',
+    ['-C', context, '--numeric-owner', '--owner=0', '--group=0', '--no-recursion', '--null', '-T', '-', '-cf', '-'],
+    {
+      stdio: ['pipe', 'pipe', 'ignore'],
+    },
+  );
   // Folders first, so each keeps its own mode rather than one tar makes up.
   const folders = new Set<string>();
   for (const file of files) {

@@ -290,7 +290,10 @@ function hostGit(stage: string): { version: string; trees: HostTree[] } | null {
   }
   const templates = '/usr/share/git-core/templates';
   if (fs.existsSync(templates)) trees.push({ path: templates, exclude: [] });
-  const version = spawnSync(gitBinary, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^git version /, '') || 'unknown';
+  const version =
+    spawnSync(gitBinary, ['--version'], { encoding: 'utf8' })
+      .stdout.trim()
+      .replace(/^git version /, '') || 'unknown';
   return { version, trees };
 }
 
@@ -421,10 +424,17 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
 async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const context = fs.realpathSync(DOCKERFILE_DIR);
   const stream = await engineCall(client, () =>
-    client.docker.buildImage({ context, src: ['Dockerfile'] }, {
+    client.docker.buildImage(
+      { context, src: ['Dockerfile'] },
+      {
         t: tag,
-        labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes', [TOOLS_LABEL]: 'sh (dash, coreutils), node 20, npm, npx, git, python3' },
-      }),
+        labels: {
+          [IMAGE_LABEL]: 'dockerfile',
+          [PYTHON_LABEL]: 'yes',
+          [TOOLS_LABEL]: 'sh (dash, coreutils), node 20, npm, npx, git, python3',
+        },
+      },
+    ),
   );
   await followProgress(client, stream);
   const info = await imageInfo(client, tag);

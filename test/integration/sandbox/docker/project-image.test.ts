@@ -12,7 +12,13 @@ const FIXTURE = path.resolve(import.meta.dirname, '../../../fixtures/devcontaine
 
 interface ShownStep {
   status: string;
-  preview: { kind: string; exitCode: number | null; stdout: { text: string }; stderr: { text: string }; image: { tag: string; digest: string } } | null;
+  preview: {
+    kind: string;
+    exitCode: number | null;
+    stdout: { text: string };
+    stderr: { text: string };
+    image: { tag: string; digest: string };
+  } | null;
 }
 
 /** The fixture project as a workspace root, its dev container built FROM this machine's default image; node_modules copied in. */
@@ -65,7 +71,9 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
 
     const status = await runCliAsync(['--data-dir', dataDir, 'sandbox', 'status', '--root', workspace]);
     expect(status.stdout).toMatch(/Holds {4}sh \(busybox [\d.]+, with its tools\), node [\d.]+, npm [\d.]+, npx [\d.]+, git [\d.]+/);
-    expect(status.stdout).toContain(`Root     ${workspace}: ${path.join(workspace, '.devcontainer/Dockerfile')} (.devcontainer/devcontainer.json), as user 10001`);
+    expect(status.stdout).toContain(
+      `Root     ${workspace}: ${path.join(workspace, '.devcontainer/Dockerfile')} (.devcontainer/devcontainer.json), as user 10001`,
+    );
   }, 300_000);
 
   it('rebuilds when a file of the build changes, and reuses the image while nothing does', async () => {
@@ -95,7 +103,10 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
 
   it('a Dockerfile that RUNs code is not built by a dry run: the decision says what it would run, and the person builds it', async () => {
     const { dataDir, workspace } = projectSetup();
-    fs.appendFileSync(path.join(workspace, '.devcontainer/Dockerfile'), 'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n');
+    fs.appendFileSync(
+      path.join(workspace, '.devcontainer/Dockerfile'),
+      'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
+    );
     const step = await proposeCommand(dataDir, 'runs', 'cat /opt/marker');
     expect(step.preview).toBeNull();
     const reason = previewErrorOf(dataDir, 'runs-cmd');
@@ -114,7 +125,10 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
 
   it("the person's approval of a step whose image needs a RUN build is the consent: it builds, runs, shows the real preview, then applies; the records name the project image", async () => {
     const { dataDir, workspace } = projectSetup();
-    fs.appendFileSync(path.join(workspace, '.devcontainer/Dockerfile'), 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n');
+    fs.appendFileSync(
+      path.join(workspace, '.devcontainer/Dockerfile'),
+      'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
+    );
     const step = await proposeCommand(dataDir, 'consent', 'cat /opt/marker > out.txt');
     expect(step.preview).toBeNull();
     expect(previewErrorOf(dataDir, 'consent-cmd')).toContain('Approve this step to build the image');
@@ -137,7 +151,14 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const bodies = exported.stdout
       .split('\n')
       .filter((line) => line.includes('"type":"record"'))
-      .map((line) => JSON.parse((JSON.parse(line) as { body: string }).body) as { action: string; stepId: string | null; executorEnv: { sandbox: { imageDigest: string | null } | null } });
+      .map(
+        (line) =>
+          JSON.parse((JSON.parse(line) as { body: string }).body) as {
+            action: string;
+            stepId: string | null;
+            executorEnv: { sandbox: { imageDigest: string | null } | null };
+          },
+      );
     const executed = bodies.find((body) => body.stepId === 'consent-cmd' && body.action === 'step.executed');
     expect(executed?.executorEnv.sandbox?.imageDigest).toBe(shown.preview!.image.digest);
     expect(shown.preview!.image.tag).toMatch(/^executor-project:/);
@@ -148,6 +169,8 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const devcontainer = path.join(workspace, '.devcontainer/devcontainer.json');
     fs.writeFileSync(devcontainer, fs.readFileSync(devcontainer, 'utf8').replace('"remoteUser": "10001"', '"remoteUser": "root"'));
     await proposeCommand(dataDir, 'rooted', 'id -u');
-    expect(previewErrorOf(dataDir, 'rooted-cmd')).toContain('names the user "root", which is root, and Executor never runs a command as root');
+    expect(previewErrorOf(dataDir, 'rooted-cmd')).toContain(
+      'names the user "root", which is root, and Executor never runs a command as root',
+    );
   }, 300_000);
 });

@@ -52,7 +52,8 @@ describe('readDevcontainer', () => {
 
   it('resolves build.dockerfile and build.context from the folder of devcontainer.json, with args and remoteUser', () => {
     const root = project({
-      '.devcontainer/devcontainer.json': '{ // c\n "build": {"dockerfile": "Dockerfile", "context": "..", "args": {"A": "1",},}, "remoteUser": "node", "containerUser": "other" }',
+      '.devcontainer/devcontainer.json':
+        '{ // c\n "build": {"dockerfile": "Dockerfile", "context": "..", "args": {"A": "1",},}, "remoteUser": "node", "containerUser": "other" }',
     });
     expect(readDevcontainer(root)).toEqual({
       file: '.devcontainer/devcontainer.json',
@@ -77,7 +78,9 @@ describe('readDevcontainer', () => {
       ['{"image": 7}', '"image" must be a non-empty string'],
     ] as const) {
       const root = project({ '.devcontainer/devcontainer.json': text });
-      expect(() => readDevcontainer(root)).toThrow(expect.objectContaining({ code: 'SANDBOX_FAILED', message: expect.stringContaining(words) }));
+      expect(() => readDevcontainer(root)).toThrow(
+        expect.objectContaining({ code: 'SANDBOX_FAILED', message: expect.stringContaining(words) }),
+      );
     }
   });
 });

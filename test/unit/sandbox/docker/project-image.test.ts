@@ -48,7 +48,10 @@ describe('where a root gets its image', () => {
   it('the policy first, then the dev container, then a Dockerfile the policy names, else the default', () => {
     const dir = root({ '.devcontainer/devcontainer.json': '{"image": "dev:1"}', 'tools/Dockerfile': 'FROM a\n' });
     expect(imageSourceFor(dir, policy({ image: { [dir]: 'pinned:2' } }))).toMatchObject({ kind: 'policy-image', image: 'pinned:2' });
-    expect(imageSourceFor(dir, policy({ image: { '/elsewhere': 'other:1' } }))).toMatchObject({ kind: 'devcontainer-image', image: 'dev:1' });
+    expect(imageSourceFor(dir, policy({ image: { '/elsewhere': 'other:1' } }))).toMatchObject({
+      kind: 'devcontainer-image',
+      image: 'dev:1',
+    });
     fs.rmSync(path.join(dir, '.devcontainer'), { recursive: true });
     expect(imageSourceFor(dir, policy({ dockerfile: { [dir]: 'tools/Dockerfile' } }))).toMatchObject({
       kind: 'policy-dockerfile',
@@ -58,7 +61,10 @@ describe('where a root gets its image', () => {
   });
 
   it('refuses a build context or Dockerfile outside the root, by real path', () => {
-    const dir = root({ '.devcontainer/devcontainer.json': '{"build": {"dockerfile": "Dockerfile", "context": "../.."}}', '.devcontainer/Dockerfile': 'FROM a\n' });
+    const dir = root({
+      '.devcontainer/devcontainer.json': '{"build": {"dockerfile": "Dockerfile", "context": "../.."}}',
+      '.devcontainer/Dockerfile': 'FROM a\n',
+    });
     expect(() => imageSourceFor(dir, policy())).toThrow(/lies outside the workspace root/);
     const linked = root({ '.devcontainer/devcontainer.json': '{"build": {"dockerfile": "../outside/Dockerfile"}}' });
     fs.symlinkSync('/etc', path.join(linked, 'outside'));
