@@ -121,11 +121,12 @@ interface RunView {
  * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
-async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun'): Promise<RunView> {
+async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun', codeBuildConsented = false): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
   const outcome = await runSandboxed(defaultDockerClient(), {
     sourceDir,
     root,
+    codeBuildConsented,
     argv: argvOf(args),
     network: networkFor(args, phase),
     policy: ctx.policy,
@@ -354,7 +355,10 @@ export const runCommand: ActionModule<'runCommand'> = {
     return rateChangeset(preview, ctx.policy, root ? { root, ...(ctx.plannedTree ? { tree: ctx.plannedTree } : {}) } : undefined);
   },
   async run(args, ctx) {
-    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun');
+    // No approved preview: the person approved a step whose dry run could not be made, and a dry run
+    // that needed the project's image built by running its code says so there. Their approval is the
+    // consent to that build; a step approved on a preview never builds by running code unseen.
+    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun', !ctx.approvedPreview);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {

@@ -28,6 +28,7 @@ import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { connectDocker } from '../sandbox/docker/docker-client.js';
 import { dockerHeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+import { lastImageDigestForRoot } from '../sandbox/docker/project-image.js';
 import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/docker/sandbox-image.js';
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
@@ -283,10 +284,11 @@ export class StepDesk {
       cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
       this.stepTraits.set(stepId, cached);
     }
-    const { secretContent, sandboxKind } = cached.traits;
+    const { secretContent, sandboxKind, commandRoot } = cached.traits;
     let imageDigest: string | null = null;
     if (sandboxKind === 'docker') {
-      imageDigest = lastSeenImageDigest() ?? null;
+      // A command runs in its root's image (the project's own, or the default) once one of its runs resolved it.
+      imageDigest = (commandRoot ? lastImageDigestForRoot(commandRoot) : undefined) ?? lastSeenImageDigest() ?? null;
       // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
       if (imageDigest === null && !this.imageDigestAsked) {
         this.imageDigestAsked = true;

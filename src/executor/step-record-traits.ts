@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { SandboxOfRecord } from '../domain/audit-event.js';
 import { isHeavy } from '../actions/run-code.js';
 import type { Step } from '../domain/step.js';
@@ -11,6 +13,32 @@ export interface StepRecordTraits {
   /** The step writes or deletes a path matching the secret patterns: its content and content hashes are recorded as salted digests. */
   secretContent: boolean;
   sandboxKind: SandboxOfRecord['kind'];
+  /** The workspace root (real path) a command runs on: its image is the root's own (src/sandbox/docker/project-image.ts). */
+  commandRoot?: string;
+}
+
+/** The root a command's cwd lies in (the first root without one), by real path; undefined when it names none. */
+function commandRootOf(cwd: string | undefined, policy: Policy, dataDir: string): string | undefined {
+  const realRoots = policy.workspaceRoots.map((root) => {
+    try {
+      return fs.realpathSync.native(root);
+    } catch {
+      return root;
+    }
+  });
+  if (realRoots.length === 0) return undefined;
+  // No cwd, or a cwd that is a root itself (which guardPath, made for files in a root, refuses).
+  if (cwd === undefined) return realRoots[0];
+  const absolute = path.isAbsolute(cwd) ? cwd : path.resolve(realRoots[0]!, cwd);
+  let real = absolute;
+  try {
+    real = fs.realpathSync.native(absolute);
+  } catch {
+    // A cwd that does not exist: the step fails when it runs; its root is still the one it names.
+  }
+  if (realRoots.includes(real)) return real;
+  const verdict = guardPath(cwd, policy.workspaceRoots, dataDir);
+  return verdict.ok ? verdict.root : undefined;
 }
 
 /**
@@ -40,5 +68,6 @@ export function stepRecordTraits(step: Step, policy: Policy, dataDir: string): S
       if (verdict.ok) secretContent = isSecret(verdict.relativePath) || isSecret(absoluteForMatching(verdict.realPath));
     }
   }
-  return { secretContent, sandboxKind: sandboxKindOf(step) };
+  const commandRoot = step.action === 'runCommand' ? commandRootOf(step.args.cwd, policy, dataDir) : undefined;
+  return { secretContent, sandboxKind: sandboxKindOf(step), ...(commandRoot ? { commandRoot } : {}) };
 }

@@ -366,6 +366,17 @@ export const DEFAULT_SECRET_GLOBS = [
 ];
 export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
 
+/** An image reference the engine can look up: `name[:tag]` or `name@sha256:…`, or a bare image id. */
+const ImageReference = z
+  .string()
+  .regex(
+    /^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._\/-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?)$/,
+    {
+      message: 'an image reference is name[:tag] or name@sha256:…',
+    },
+  );
+const RootPath = z.string().refine((p) => path.isAbsolute(p), { message: 'a root in sandbox settings must be an absolute path' });
+
 /**
  * What a command's changeset can do, as the effects policy names it (src/policy/command-effects.ts
  * rates a changeset by these): the gate that holds whatever the command line looked like.
@@ -550,6 +561,13 @@ export const PolicySchema = z.strictObject({
         .min(1)
         .max(1024 * 1024)
         .default(2048),
+      /**
+       * The image a root's commands run in, before the project's own dev container: one reference for
+       * every root, or one per root path (src/sandbox/docker/project-image.ts says the order).
+       */
+      image: z.union([ImageReference, z.record(RootPath, ImageReference)]).optional(),
+      /** A Dockerfile (relative to its root, inside it) a root's image is built from when the project has no dev container. */
+      dockerfile: z.record(RootPath, z.string().min(1)).optional(),
     })
     .default({
       memoryMb: 512,

@@ -36,7 +36,7 @@ watchdog wc wget which who whoami whois xargs xxd xz xzcat yes zcat zcip
   .filter(Boolean);
 
 /** The image's programs besides busybox (the offline image copies these from the host). */
-export const IMAGE_PROGRAMS: readonly string[] = ['node', 'python', 'python3', 'python3.11'];
+export const IMAGE_PROGRAMS: readonly string[] = ['node', 'npm', 'npx', 'git', 'python', 'python3', 'python3.11'];
 
 function names(why: string, list: string): [string, string][] {
   return list

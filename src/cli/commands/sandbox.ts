@@ -18,9 +18,12 @@ export function registerSandboxCommands(program: Command): void {
 
   sandbox
     .command('status')
-    .description('engine reachability and version, the sandbox image, a test command run in a real container, leftover containers removed')
-    .action(async (_options: unknown, command: Command) => {
-      const { json } = globals(command);
+    .description(
+      'engine reachability and version, the sandbox image and what it holds, a test command run in a real container, leftover containers removed',
+    )
+    .option('--root <dir>', "also say which image this workspace root's commands run in (policy, dev container, Dockerfile or default)")
+    .action(async (options: { root?: string }, command: Command) => {
+      const { json, dataDir } = globals(command);
       const { connectDocker, engineStatus, imageInfo, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } = await dockerModules();
       const { probeSandbox } = await import('../../sandbox/docker/sandbox-probe.js');
       const client = connectDocker();
@@ -30,7 +33,15 @@ export function registerSandboxCommands(program: Command): void {
       sweepTempAreas();
       // Ready only once a container really started and ran a command: an image present but dead (exit 126) is not ready.
       const probe = engine.reachable && image.present && image.digest ? await probeSandbox(client, image.digest) : null;
-      const status = { engine, image, sweptContainers: sweptContainers.length, probe, ready: probe?.ran === true };
+      const root = options.root ? await rootImageStatus(options.root, dataDir) : undefined;
+      const status = {
+        engine,
+        image,
+        ...(root ? { root } : {}),
+        sweptContainers: sweptContainers.length,
+        probe,
+        ready: probe?.ran === true,
+      };
       print(json, status, () =>
         [
           engine.reachable
@@ -44,6 +55,13 @@ export function registerSandboxCommands(program: Command): void {
                 probe.ran
                   ? `Run      a test command ran in a sandbox container (sh and node answered, ${(probe.durationMs / 1000).toFixed(1)} s)`
                   : `Run      FAILED: ${probe.problem}`,
+              ]
+            : []),
+          ...('tools' in image && image.tools ? [`Holds    ${image.tools}`] : []),
+          ...(root
+            ? [
+                `Root     ${root.root}: ${root.source.kind === 'default' ? 'the default image' : `${root.source.image ?? root.source.build?.dockerfile} (${root.source.from})`}${root.source.user ? `, as user ${root.source.user}` : ''}`,
+                ...root.source.notes.map((note) => `Note     ${note}`),
               ]
             : []),
           ...(sweptContainers.length ? [`Swept    ${sweptContainers.length} leftover container(s) of crashed runs`] : []),
@@ -71,9 +89,26 @@ export function registerSandboxCommands(program: Command): void {
     .description('build the sandbox image for this version (skipped when it exists); offline from this machine by default')
     .option('--dockerfile', 'build from build/sandbox/Dockerfile instead (needs a registry to pull the base image)')
     .option('--force', 'rebuild even if the image exists')
-    .action(async (options: { dockerfile?: boolean; force?: boolean }, command: Command) => {
-      const { json } = globals(command);
+    .option(
+      '--root <dir>',
+      "build this workspace root's own image (its devcontainer.json or the Dockerfile the policy names), with progress; you running it is the consent to its RUN lines",
+    )
+    .action(async (options: { dockerfile?: boolean; force?: boolean; root?: string }, command: Command) => {
+      const { json, dataDir } = globals(command);
       const { buildSandboxImage, connectDocker } = await dockerModules();
+      if (options.root) {
+        const built = await buildRootImage(options.root, dataDir, json);
+        print(json, built, () =>
+          [
+            `${built.tag} ${built.digest}`,
+            `From     ${built.source.kind} (${built.source.from})`,
+            `User     ${built.user.name ?? 'none named'}: runs as ${built.user.uid}:${built.user.gid}`,
+            `Built    ${built.built ? `now, in ${built.seconds.toFixed(1)} s` : 'already, by the same content digest; nothing to do'}`,
+            ...built.notes.map((note) => `Note     ${note}`),
+          ].join('\n'),
+        );
+        return;
+      }
       const result = await buildSandboxImage(connectDocker(), {
         force: options.force,
         prefer: options.dockerfile ? 'dockerfile' : 'offline',
@@ -93,4 +128,36 @@ export function registerSandboxCommands(program: Command): void {
         ].join('\n'),
       );
     });
+}
+
+/** The policy of the data directory (its workspace roots and sandbox settings), and the root named as its real path. */
+async function policyAndRoot(rootArgument: string, dataDir: string) {
+  const [{ default: fs }, { default: path }, { loadPolicy }] = await Promise.all([
+    import('node:fs'),
+    import('node:path'),
+    import('../../policy/policy-file.js'),
+  ]);
+  const root = fs.realpathSync.native(path.resolve(rootArgument));
+  return { policy: loadPolicy(dataDir), root };
+}
+
+async function rootImageStatus(rootArgument: string, dataDir: string) {
+  const { imageSourceFor } = await import('../../sandbox/docker/project-image.js');
+  const { policy, root } = await policyAndRoot(rootArgument, dataDir);
+  return { root, source: imageSourceFor(root, policy) };
+}
+
+/** Builds a root's own image with its progress on stderr as it comes (JSON output stays one object on stdout). */
+async function buildRootImage(rootArgument: string, dataDir: string, json: boolean) {
+  const [{ ensureProjectImage }, { connectDocker }] = await Promise.all([
+    import('../../sandbox/docker/project-image.js'),
+    import('../../sandbox/docker/docker-client.js'),
+  ]);
+  const { policy, root } = await policyAndRoot(rootArgument, dataDir);
+  const started = performance.now();
+  const built = await ensureProjectImage(connectDocker(), root, policy, {
+    codeBuildConsented: true,
+    onProgress: (line) => process.stderr.write(`${json ? '' : 'build    '}${line}\n`),
+  });
+  return { ...built, buildLog: undefined, seconds: (performance.now() - started) / 1000 };
 }

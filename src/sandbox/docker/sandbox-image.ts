@@ -13,6 +13,8 @@ export const SANDBOX_UID = 10001;
 export const SANDBOX_GID = 10001;
 export const IMAGE_LABEL = 'dev.executor.sandbox-image';
 const PYTHON_LABEL = 'dev.executor.sandbox-python';
+/** What the image holds, in words (`sh (busybox …), node …, npm …, git …`): what `sandbox status` lists. */
+const TOOLS_LABEL = 'dev.executor.sandbox-tools';
 
 function appVersion(): string {
   return (JSON.parse(fs.readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
@@ -41,6 +43,10 @@ export interface ImageInfo {
   builtBy?: string;
   /** Whether the image has python3 (the offline path includes it only when this machine has it). */
   python?: boolean;
+  /** What the image holds, as its builder listed it (absent for an image Executor did not build). */
+  tools?: string;
+  /** The user the image's own config names (`USER`); empty or absent: root. */
+  user?: string;
   createdAt?: string;
 }
 
@@ -64,6 +70,8 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
         sizeBytes: inspected.Size,
         builtBy: inspected.Config?.Labels?.[IMAGE_LABEL],
         python: inspected.Config?.Labels?.[PYTHON_LABEL] === 'yes',
+        ...(inspected.Config?.Labels?.[TOOLS_LABEL] ? { tools: inspected.Config.Labels[TOOLS_LABEL] } : {}),
+        user: inspected.Config?.User ?? '',
         createdAt: inspected.Created,
       };
     } catch (error) {
@@ -95,10 +103,12 @@ export interface BuildResult extends ImageInfo {
   notes: string[];
 }
 
-/** Shared libraries a binary needs, as absolute paths (from ldd, which the host's loader answers). */
-function sharedLibraries(binary: string): string[] {
-  const result = spawnSync('ldd', [binary], { encoding: 'utf8' });
-  if (result.status !== 0) return [];
+/** Shared libraries binaries need, as absolute paths (from one ldd, which the host's loader answers). */
+function sharedLibraries(...binaries: string[]): string[] {
+  if (binaries.length === 0) return [];
+  const result = spawnSync('ldd', binaries, { encoding: 'utf8' });
+  // With several files ldd exits 1 when one of them is no dynamic program; the others are still listed.
+  if (result.status !== 0 && binaries.length === 1) return [];
   const libs: string[] = [];
   for (const line of result.stdout.split('\n')) {
     const arrow = line.match(/=>\s+(\/\S+)/);
@@ -118,18 +128,6 @@ function copyInto(stage: string, hostPath: string, imagePath: string = hostPath)
 
 // Parts of the standard library a sandboxed script never needs; leaving them out saves ~25 MB.
 const PYTHON_SKIP = new Set(['test', 'idlelib', 'tkinter', 'turtledemo', 'ensurepip', 'lib2to3', 'pydoc_data', '__phello__']);
-
-function copyTree(source: string, target: string, skipTop: Set<string> = new Set()): void {
-  fs.mkdirSync(target, { recursive: true });
-  for (const entry of fs.readdirSync(source, { withFileTypes: true })) {
-    if (skipTop.has(entry.name)) continue;
-    const from = path.join(source, entry.name);
-    const to = path.join(target, entry.name);
-    if (entry.isDirectory()) copyTree(from, to);
-    else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
-    else if (entry.isFile()) fs.copyFileSync(from, to);
-  }
-}
 
 /**
  * Every folder 0755 and every file readable (and, where its owner may run it, runnable) by all: the
@@ -154,7 +152,7 @@ function openToEveryone(dir: string): void {
  * busybox for sh and coreutils, python3 and its standard library when present — so that an image
  * can be built where no registry is reachable.
  */
-export function assembleHostRootfs(stage: string): { python: boolean; notes: string[] } {
+export function assembleHostRootfs(stage: string): { python: boolean; tools: string; hostTrees: HostTree[]; notes: string[] } {
   const notes: string[] = [];
   const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((candidate) => fs.existsSync(candidate));
   if (!busybox) {
@@ -182,6 +180,7 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   for (const lib of sharedLibraries(nodeBinary)) copyInto(stage, lib);
 
   let python = false;
+  let pythonTree: HostTree | undefined;
   const pythonBinary = ['/usr/bin/python3', '/usr/local/bin/python3'].find((candidate) => fs.existsSync(candidate));
   if (pythonBinary) {
     const real = fs.realpathSync(pythonBinary);
@@ -193,11 +192,11 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
       copyInto(stage, real, `/usr/bin/python${version}`);
       fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python3'));
       fs.symlinkSync(`python${version}`, path.join(stage, 'usr/bin/python'));
-      copyTree(stdlib, path.join(stage, stdlib), PYTHON_SKIP);
+      pythonTree = { path: stdlib, exclude: [...PYTHON_SKIP].map((name) => path.join(stdlib, name)) };
       const extensions = path.join(stdlib, 'lib-dynload');
       const needed = new Set(sharedLibraries(real));
       if (fs.existsSync(extensions)) {
-        for (const name of fs.readdirSync(extensions)) for (const lib of sharedLibraries(path.join(extensions, name))) needed.add(lib);
+        for (const lib of sharedLibraries(...fs.readdirSync(extensions).map((name) => path.join(extensions, name)))) needed.add(lib);
       }
       for (const lib of needed) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
       python = true;
@@ -208,6 +207,12 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
     notes.push('No python3 on this machine: the image has no python (use the Dockerfile path in build/sandbox/ for it).');
   }
 
+  const npm = hostNpm(stage, nodeBinary);
+  if (!npm) notes.push("No npm beside this machine's node: the image has no npm or npx.");
+  const git = hostGit(stage);
+  if (!git) notes.push('No git on this machine (/usr/bin/git): the image has no git.');
+  const hostTrees = [...(pythonTree ? [pythonTree] : []), ...(npm ? [npm.tree] : []), ...(git?.trees ?? [])];
+
   const certs = '/etc/ssl/certs/ca-certificates.crt';
   if (fs.existsSync(certs)) copyInto(stage, certs);
   fs.mkdirSync(path.join(stage, 'etc'), { recursive: true });
@@ -217,18 +222,131 @@ export function assembleHostRootfs(stage: string): { python: boolean; notes: str
   );
   fs.writeFileSync(path.join(stage, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
   fs.writeFileSync(path.join(stage, 'etc/hosts'), '127.0.0.1 localhost\n');
+  // The workspace is a throwaway copy owned by whichever uid the run gets: git's ownership check
+  // (made for repositories other users on a shared machine own) would refuse every `git status` in it.
+  fs.writeFileSync(path.join(stage, 'etc/gitconfig'), '[safe]\n\tdirectory = *\n');
   for (const dir of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'root']) fs.mkdirSync(path.join(stage, dir), { recursive: true });
   openToEveryone(stage);
   fs.chmodSync(path.join(stage, 'tmp'), 0o1777);
   fs.chmodSync(path.join(stage, 'workspace'), 0o777);
-  return { python, notes };
+  const tools = toolVersions({
+    busybox,
+    node: process.version,
+    npm: npm?.version ?? null,
+    git: git?.version ?? null,
+    python: python ? pythonVersionOf() : null,
+  });
+  return { python, tools, hostTrees, notes };
 }
 
-/** Runs a child with stdout piped to `into`, resolving when both sides have finished. */
-function tarDirectory(stage: string): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
-  const child = spawn('tar', ['-C', stage, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * A folder of this machine that goes into the image at the same path, read straight into the archive
+ * (never copied first: npm alone is two thousand files), without the entries named in `exclude`.
+ */
+export interface HostTree {
+  path: string;
+  exclude: string[];
+}
+
+/**
+ * npm as the host's Node install has it (prefix/lib/node_modules/npm beside prefix/bin/node, or
+ * wherever the `npm` on PATH resolves), at the same path in the image, with `npm` and `npx` linked
+ * to its CLIs in /usr/local/bin. Returns its version and the tree, or null.
+ */
+function hostNpm(stage: string, nodeBinary: string): { version: string; tree: HostTree } | null {
+  const candidates = [path.resolve(path.dirname(nodeBinary), '../lib/node_modules/npm')];
+  const onPath = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) {
+    try {
+      candidates.push(path.resolve(path.dirname(fs.realpathSync(onPath)), '..'));
+    } catch {
+      // A dangling npm link: the first candidate may still hold npm.
+    }
+  }
+  const found = candidates.find((dir) => fs.existsSync(path.join(dir, 'bin/npm-cli.js')) && fs.existsSync(path.join(dir, 'package.json')));
+  if (!found) return null;
+  const npmDir = fs.realpathSync(found);
+  for (const [name, cli] of [
+    ['npm', 'npm-cli.js'],
+    ['npx', 'npx-cli.js'],
+  ] as const)
+    fs.symlinkSync(path.join(npmDir, 'bin', cli), path.join(stage, 'usr/local/bin', name));
+  const version = (JSON.parse(fs.readFileSync(path.join(npmDir, 'package.json'), 'utf8')) as { version: string }).version;
+  // The docs, man pages and changelog are a third of npm and nothing a command needs.
+  return { version, tree: { path: npmDir, exclude: ['docs', 'man', 'CHANGELOG.md'].map((name) => path.join(npmDir, name)) } };
+}
+
+/**
+ * git from this machine: the binary and its libraries, its exec path (the helpers that are scripts,
+ * git-sh-setup, submodule, bisect…, and the links to its builtins) and its templates. The helpers that
+ * are programs of their own (http remotes, daemon, imap, shell) are left out: they reach the network,
+ * which a sandboxed command has not, and would bring libcurl and its TLS stack with them.
+ */
+function hostGit(stage: string): { version: string; trees: HostTree[] } | null {
+  const gitBinary = '/usr/bin/git';
+  if (!fs.existsSync(gitBinary)) return null;
+  copyInto(stage, gitBinary);
+  for (const lib of sharedLibraries(gitBinary)) if (!fs.existsSync(path.join(stage, lib))) copyInto(stage, lib);
+  const trees: HostTree[] = [];
+  const execPath = spawnSync(gitBinary, ['--exec-path'], { encoding: 'utf8' }).stdout.trim() || '/usr/lib/git-core';
+  if (fs.existsSync(execPath)) {
+    const exclude: string[] = [];
+    for (const entry of fs.readdirSync(execPath, { withFileTypes: true })) {
+      const from = path.join(execPath, entry.name);
+      if (entry.isFile() && isElf(from) && !['git', 'git-sh-i18n--envsubst'].includes(entry.name)) exclude.push(from);
+    }
+    trees.push({ path: execPath, exclude });
+  }
+  const templates = '/usr/share/git-core/templates';
+  if (fs.existsSync(templates)) trees.push({ path: templates, exclude: [] });
+  const version =
+    spawnSync(gitBinary, ['--version'], { encoding: 'utf8' })
+      .stdout.trim()
+      .replace(/^git version /, '') || 'unknown';
+  return { version, trees };
+}
+
+function isElf(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    fs.readSync(fd, head, 0, 4, 0);
+    return head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function pythonVersionOf(): string | null {
+  const version = spawnSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).stdout.trim();
+  return version || null;
+}
+
+/** What the image holds, as one label value: `node 20.20.2, npm 11.19.1, …` (what `sandbox status` lists). */
+function toolVersions(found: { busybox: string; node: string; npm: string | null; git: string | null; python: string | null }): string {
+  const busyboxVersion = spawnSync(found.busybox, [], { encoding: 'utf8' }).stdout.match(/BusyBox v([\w.]+)/)?.[1] ?? 'unknown';
+  return [
+    `sh (busybox ${busyboxVersion}, with its tools)`,
+    `node ${found.node.replace(/^v/, '')}`,
+    ...(found.npm ? [`npm ${found.npm}`, `npx ${found.npm}`] : []),
+    ...(found.git ? [`git ${found.git}`] : []),
+    ...(found.python ? [`python3 ${found.python}`] : []),
+  ].join(', ');
+}
+
+/**
+ * The image's root filesystem as one tar stream: the stage, then each host tree at its own path.
+ * Everything is made readable (and searchable, where runnable) by all, owned by root, as the stage's
+ * own files are (openToEveryone): the sandbox's user is no user of this machine.
+ */
+function tarRootfs(stage: string, hostTrees: readonly HostTree[]): NodeJS.ReadableStream & { child: ReturnType<typeof spawn> } {
+  const args = ['--numeric-owner', '--owner=0', '--group=0', '--mode=a+rX', '-cf', '-', '-C', stage, '.'];
+  for (const tree of hostTrees) {
+    // Anchored excludes, by the member name tar gives (the path without its leading slash).
+    for (const excluded of tree.exclude) args.push(`--exclude=${excluded.replace(/^\//, '')}`);
+    args.push('-C', '/', tree.path.replace(/^\//, ''));
+  }
+  const child = spawn('tar', ['--anchored', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   return Object.assign(child.stdout, { child });
 }
 
@@ -279,8 +397,8 @@ export async function buildSandboxImage(
 async function buildOffline(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const stage = makeTempArea('sandbox-rootfs');
   try {
-    const { python, notes } = assembleHostRootfs(stage);
-    const tar = tarDirectory(stage);
+    const { python, tools, hostTrees, notes } = assembleHostRootfs(stage);
+    const tar = tarRootfs(stage, hostTrees);
     const tarErrors: Buffer[] = [];
     tar.child.stderr?.on('data', (chunk: Buffer) => tarErrors.push(chunk));
     const changes = [
@@ -290,6 +408,9 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
       `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
       `LABEL ${IMAGE_LABEL}=offline-host-rootfs`,
       `LABEL ${PYTHON_LABEL}=${python ? 'yes' : 'no'}`,
+      `LABEL ${TOOLS_LABEL}=${JSON.stringify(tools)}`,
+      // npm would otherwise look for a newer npm on every run: there is no network to ask, and no answer to act on.
+      'ENV NPM_CONFIG_UPDATE_NOTIFIER=false',
       'CMD ["/bin/sh"]',
     ];
     const progress = await engineCall(client, () =>
@@ -312,7 +433,17 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
 async function buildFromDockerfile(client: DockerClient, tag: string, started: number): Promise<BuildResult> {
   const context = fs.realpathSync(DOCKERFILE_DIR);
   const stream = await engineCall(client, () =>
-    client.docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, labels: { [IMAGE_LABEL]: 'dockerfile', [PYTHON_LABEL]: 'yes' } }),
+    client.docker.buildImage(
+      { context, src: ['Dockerfile'] },
+      {
+        t: tag,
+        labels: {
+          [IMAGE_LABEL]: 'dockerfile',
+          [PYTHON_LABEL]: 'yes',
+          [TOOLS_LABEL]: 'sh (dash, coreutils), node 20, npm, npx, git, python3',
+        },
+      },
+    ),
   );
   await followProgress(client, stream);
   const info = await imageInfo(client, tag);

@@ -7,6 +7,7 @@ import { computeChangeset, type Changeset } from './changeset.js';
 import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
 import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
+import { ensureProjectImage, type ProjectImage } from './project-image.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
 import { makeScratchCopy, type ScratchOptions } from './scratch-copy.js';
 import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
@@ -36,14 +37,48 @@ export function defaultDockerClient(): DockerClient {
  * containers a crashed run left behind. Throws SANDBOX_UNAVAILABLE / SANDBOX_IMAGE_MISSING.
  */
 export async function prepareEngine(client: DockerClient): Promise<{ tag: string; digest: string }> {
+  await reachEngine(client);
+  const image = await requireImage(client, sandboxImageTag());
+  return { tag: image.tag, digest: image.digest };
+}
+
+async function reachEngine(client: DockerClient): Promise<void> {
   await engineCall(client, () => pingWithin(client, ENGINE_PING_TIMEOUT_MS));
   if (!swept.has(client)) {
     swept.add(client);
     await sweepLeftoverContainers(client);
     sweepTempAreas();
   }
-  const image = await requireImage(client, sandboxImageTag());
-  return { tag: image.tag, digest: image.digest };
+}
+
+/** The workspace root a directory lies in, by real path (the deepest, where roots nest). */
+function rootOf(sourceDir: string, policy: Policy): string {
+  let found: string | undefined;
+  for (const root of policy.workspaceRoots) {
+    let real: string;
+    try {
+      real = fs.realpathSync.native(root);
+    } catch {
+      continue;
+    }
+    if ((sourceDir === real || sourceDir.startsWith(real + path.sep)) && (found === undefined || real.length > found.length)) found = real;
+  }
+  return found ?? sourceDir;
+}
+
+/**
+ * The image the root's commands run in (the policy's, the project's dev container, a Dockerfile the
+ * policy names, or the default), built when its content changed; the build's progress goes to the
+ * run's live output, marked as the build's, so the window shows it as it comes.
+ */
+async function imageForRun(client: DockerClient, request: SandboxRunRequest): Promise<ProjectImage> {
+  await reachEngine(client);
+  const root = request.root ?? rootOf(request.sourceDir, request.policy);
+  const hooks = request.hooks;
+  return ensureProjectImage(client, root, request.policy, {
+    codeBuildConsented: request.codeBuildConsented === true,
+    ...(hooks ? { onProgress: (line: string) => hooks.onOutput('stderr', Buffer.from(`[image build] ${line}\n`, 'utf8')) } : {}),
+  });
 }
 
 export interface SandboxRunRequest {
@@ -57,8 +92,13 @@ export interface SandboxRunRequest {
   allowedSecrets?: readonly string[];
   /** Directories never copied into the container, compared by real path (Executor's data directory). */
   excludeDirs?: readonly string[];
-  /** The workspace root `sourceDir` lies in: secret and ignore patterns match paths from it, whatever the cwd. */
+  /** The workspace root `sourceDir` lies in (found from the policy's roots when absent): its image is the one used. */
   root?: string;
+  /**
+   * The person approved this run knowing its image must first be built by running the project's code
+   * (a Dockerfile `RUN`); without it such a build is refused with what it would run (SANDBOX_IMAGE_MISSING).
+   */
+  codeBuildConsented?: boolean;
   /** The live output and the Cancel signal (see RunHooks). */
   hooks?: RunHooks;
 }
@@ -81,6 +121,7 @@ function throwIfCancelled(run: ContainerRunResult): void {
 export interface SandboxRunOutcome {
   run: ContainerRunResult;
   changeset: Changeset;
+  /** The image it ran in (a project image's tag is its content digest). */
   image: { tag: string; digest: string };
   copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
 }
@@ -106,9 +147,9 @@ export function scratchOptionsFor(
  * Nothing here writes to the real workspace.
  */
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
-  const image = await prepareEngine(client);
+  const image = await imageForRun(client, request);
   const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root);
-  const scratch = makeScratchCopy(request.sourceDir, options);
+  const scratch = makeScratchCopy(request.sourceDir, { ...options, owner: { uid: image.user.uid, gid: image.user.gid } });
   // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
   const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');
   if (resultDir) fs.mkdirSync(resultDir);
@@ -133,7 +174,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
     return {
       run,
       changeset,
-      image,
+      image: { tag: image.tag, digest: image.digest },
       copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
     };
   } finally {

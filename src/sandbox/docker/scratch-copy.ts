@@ -56,6 +56,12 @@ export interface ScratchOptions {
    * `config` is `.kube/config` and matches `.kube/**`. Without it the copied directory is its own root.
    */
   root?: string;
+  /**
+   * The non-root user the image runs commands as (a dev container's `remoteUser`), by number. Where
+   * Executor runs as root the copy is handed to it; otherwise the container runs as the person's own
+   * uid, the only one that can write a copy this process made.
+   */
+  owner?: { uid: number; gid: number };
 }
 
 type GlobMatcher = (relativePath: string) => boolean;
@@ -126,11 +132,12 @@ export function exclusionOf(relativePath: string, options: ScratchOptions, sourc
   return null;
 }
 
-function ownerForContainer(): { uid: number; gid: number; chown: boolean } {
+function ownerForContainer(imageUser?: { uid: number; gid: number }): { uid: number; gid: number; chown: boolean } {
   const uid = process.getuid?.() ?? SANDBOX_UID;
   const gid = process.getgid?.() ?? SANDBOX_GID;
   // As root the copy is handed to the image's unprivileged user; otherwise the container runs as the person's own uid.
-  return uid === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true } : { uid, gid, chown: false };
+  if (uid !== 0) return { uid, gid, chown: false };
+  return imageUser ? { ...imageUser, chown: true } : { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true };
 }
 
 interface PlannedEntry {
@@ -274,7 +281,7 @@ function fileCopier(): (from: string, to: string) => void {
  */
 export function makeScratchCopy(requestedDir: string, options: ScratchOptions): ScratchCopy {
   const started = performance.now();
-  const owner = ownerForContainer();
+  const owner = ownerForContainer(options.owner);
   refuseSourceInsideExcluded(requestedDir, options.excludeDirs ?? []);
   // The real directory: what patterns match is where the files really are, not the name the step used.
   const sourceDir = fs.realpathSync.native(requestedDir);

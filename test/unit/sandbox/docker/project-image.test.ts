@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { PolicySchema } from '../../../../src/policy/policy-file.js';
+import { baseImagesOf, codeRunningInstructions, imageSourceFor } from '../../../../src/sandbox/docker/project-image.js';
+import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
+import { tempDir } from '../../../helpers/temp-dirs.js';
+
+describe('what a Dockerfile runs while it builds', () => {
+  it('finds RUN (also continued over lines, lower-case, after comments) and ONBUILD RUN, and nothing in a Dockerfile without them', () => {
+    const text = [
+      '# syntax comment',
+      'FROM base',
+      'COPY . /app',
+      'run npm ci \\',
+      '  # a comment inside the continuation',
+      '  && npm run build',
+      'ONBUILD RUN make',
+      'ENV RUN=1',
+      'LABEL note="RUN is a word here"',
+    ].join('\n');
+    expect(codeRunningInstructions(text)).toEqual(['RUN npm ci    && npm run build', 'ONBUILD RUN make']);
+    expect(codeRunningInstructions('FROM a\nCOPY x /x\nUSER 1000\n')).toEqual([]);
+  });
+
+  it('reads the escape directive: with ` a backslash ends no line', () => {
+    expect(codeRunningInstructions('# escape=`\nFROM a\nRUN dir `\n  c:\\\\\n')).toEqual(['RUN dir    c:\\\\']);
+  });
+
+  it('names the base images with ARGs and build args substituted, but not earlier stages or scratch', () => {
+    const text = 'ARG BASE=node:20\nARG OTHER\nFROM ${BASE} AS build\nFROM --platform=linux/amd64 $OTHER\nFROM build\nFROM scratch\n';
+    expect(baseImagesOf(text, {})).toEqual(['node:20', '']);
+    expect(baseImagesOf(text, { BASE: 'mine:1', OTHER: 'x:2' })).toEqual(['mine:1', 'x:2']);
+  });
+});
+
+describe('where a root gets its image', () => {
+  function root(files: Record<string, string> = {}): string {
+    const dir = tempDir();
+    for (const [relative, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, relative)), { recursive: true });
+      fs.writeFileSync(path.join(dir, relative), text);
+    }
+    return dir;
+  }
+  const policy = (sandbox: Record<string, unknown> = {}) => PolicySchema.parse({ sandbox });
+
+  it('the policy first, then the dev container, then a Dockerfile the policy names, else the default', () => {
+    const dir = root({ '.devcontainer/devcontainer.json': '{"image": "dev:1"}', 'tools/Dockerfile': 'FROM a\n' });
+    expect(imageSourceFor(dir, policy({ image: { [dir]: 'pinned:2' } }))).toMatchObject({ kind: 'policy-image', image: 'pinned:2' });
+    expect(imageSourceFor(dir, policy({ image: { '/elsewhere': 'other:1' } }))).toMatchObject({
+      kind: 'devcontainer-image',
+      image: 'dev:1',
+    });
+    fs.rmSync(path.join(dir, '.devcontainer'), { recursive: true });
+    expect(imageSourceFor(dir, policy({ dockerfile: { [dir]: 'tools/Dockerfile' } }))).toMatchObject({
+      kind: 'policy-dockerfile',
+      build: { dockerfile: path.join(dir, 'tools/Dockerfile'), context: path.join(dir, 'tools') },
+    });
+    expect(imageSourceFor(dir, policy())).toMatchObject({ kind: 'default', image: sandboxImageTag() });
+  });
+
+  it('refuses a build context or Dockerfile outside the root, by real path', () => {
+    const dir = root({
+      '.devcontainer/devcontainer.json': '{"build": {"dockerfile": "Dockerfile", "context": "../.."}}',
+      '.devcontainer/Dockerfile': 'FROM a\n',
+    });
+    expect(() => imageSourceFor(dir, policy())).toThrow(/lies outside the workspace root/);
+    const linked = root({ '.devcontainer/devcontainer.json': '{"build": {"dockerfile": "../outside/Dockerfile"}}' });
+    fs.symlinkSync('/etc', path.join(linked, 'outside'));
+    expect(() => imageSourceFor(linked, policy())).toThrow(/lies outside the workspace root|does not exist/);
+  });
+
+  it('refuses an image setting that is no image reference at policy load', () => {
+    expect(() => policy({ image: 'Not An Image!' })).toThrow();
+    expect(() => policy({ image: { relative: 'a:1' } })).toThrow();
+    expect(policy({ image: 'registry.example:5000/team/img:1.2' }).sandbox.image).toBe('registry.example:5000/team/img:1.2');
+  });
+});
