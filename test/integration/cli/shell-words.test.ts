@@ -71,6 +71,24 @@ describe.skipIf(!hasDocker)('words the shell runs, end to end: real CLI, real Do
     expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
   }, 600_000);
 
+  it('a denied name handed to a program no table knows asks, through the real CLI, and the victim survives', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', commands: { allow: [], deny: ['rm', 'curl'] } });
+    fs.writeFileSync(path.join(workspace, 'victim.txt'), 'still here\n');
+    // An image built from a Dockerfile may hold any of these; the analysis cannot know what each runs.
+    const proposed = await propose(dataDir, 'unknown-wrappers', [
+      { id: 'gosu', command: 'gosu root rm victim.txt' },
+      { id: 'cgexec', command: 'cgexec -g cpu:x rm victim.txt' },
+      { id: 'pee', command: "pee 'rm victim.txt'" },
+      { id: 'novel', command: 'some-runner --exec=rm victim.txt' },
+    ]);
+    expect(proposed.get('gosu')?.status).toBe('denied');
+    for (const id of ['cgexec', 'pee', 'novel']) {
+      expect(proposed.get(id)?.status, id).toBe('awaiting_consent');
+      expect(proposed.get(id)?.reasons.join(' '), id).toContain('a program the policy denies');
+    }
+    expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
+  }, 600_000);
+
   it("the sandbox image's own shell reads r$'\\0'm as rm: the hole is real there", () => {
     const read = spawnSync(
       'docker',
