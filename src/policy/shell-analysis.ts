@@ -298,7 +298,10 @@ class Walk {
         }
         break;
       case 'compound_statement':
-        if (node.text.startsWith('((')) this.arithmetic(node.text.slice(2, -2), 'a `((…))` command');
+        if (node.text.startsWith('((')) {
+          this.arithmetic(node.text.slice(2, -2), 'a `((…))` command');
+          this.arithmeticCommand(node.text.slice(2, -2), codeDepth);
+        }
         break;
       case 'subscript': {
         const index = node.childForFieldName('index');
@@ -518,6 +521,20 @@ class Walk {
     }
   }
 
+  /**
+   * `((…))` is arithmetic to bash only: busybox ash (the default image's shell) and dash read it as two
+   * nested subshells and run what stands inside as commands (`((sh<payload))` runs `sh` on a file,
+   * `((curl|sh))` a pipeline). The inside is read as code too, so a denied program is named, and the
+   * line always goes to the person.
+   */
+  private arithmeticCommand(inside: string, codeDepth: number): void {
+    this.flag(
+      'shell-dependent',
+      `bash reads ${quoted(`((${inside}))`)} as arithmetic, but busybox ash and dash run what stands inside it as commands in a subshell`,
+    );
+    this.code(inside, codeDepth + 1);
+  }
+
   /** `exec {NAME}>file` stores a file descriptor's number in NAME (bash): a write to NAME. */
   private fdVariables(text: string): void {
     for (const match of text.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[<>])/g)) this.writes(match[1]!, 'numeric');
@@ -597,11 +614,18 @@ class Walk {
     let name: WordReadings | undefined;
     let reservedAsName = false;
     const args: WordReadings[] = [];
+    // dash has no `&>`: it reads `cmd a &>file b` as `cmd a &` and then `>file b`, which runs `b`.
+    let backgroundedAt: string | undefined;
+    const afterBackground: WordReadings[] = [];
     this.checkWordsApart(node);
     for (let i = 0; i < node.childCount; i++) {
       const child = node.child(i);
       if (!child?.isNamed) continue;
       const field = node.fieldNameForChild(i);
+      if (child.type === 'file_redirect' && !backgroundedAt) {
+        const operator = child.children.find((part) => part && !part.isNamed)?.type ?? '';
+        if (operator === '&>' || operator === '&>>') backgroundedAt = operator;
+      } else if (backgroundedAt && field === 'argument') afterBackground.push(wordReadings(child));
       if (field === 'name') {
         const word = child.namedChildCount === 1 ? child.namedChild(0)! : child;
         if (word.type === 'word' && RESERVED_WORDS.has(word.text)) {
@@ -620,8 +644,27 @@ class Walk {
       this.node(child, depth + 1, codeDepth);
     }
     if (name === undefined) return;
+    // The grammar hands the words after a redirection to the redirection (`env >/dev/null rm x`: its
+    // extra "destinations"); the shells give them to the command, as arguments.
+    for (const trailing of trailingWords(node)) {
+      if (trailing.type === 'file_redirect' || trailing.type === 'heredoc_redirect') {
+        const operator = trailing.children.find((part) => part && !part.isNamed)?.type ?? '';
+        if (!backgroundedAt && (operator === '&>' || operator === '&>>')) backgroundedAt = operator;
+        continue;
+      }
+      const reading = wordReadings(trailing);
+      args.push(reading);
+      if (backgroundedAt) afterBackground.push(reading);
+    }
     const byDialect = DIALECTS.map((dialect) => [name[dialect].value, ...args.map((arg) => arg[dialect].value)]);
     this.readings(byDialect, node.text, codeDepth);
+    if (backgroundedAt && afterBackground.length > 0) {
+      this.flag(
+        'shell-dependent',
+        `dash has no ${quoted(backgroundedAt)}: it runs the command before \`&\` in the background and then ${quoted(afterBackground.map((arg) => arg.dash.value ?? '…').join(' '))} as a command of its own`,
+      );
+      this.readings([afterBackground.map((arg) => arg.dash.value)], node.text, codeDepth, ['dash']);
+    }
     // What follows the misread word is most likely the command the shell runs: still name it.
     if (reservedAsName && args.length > 0) for (const argv of byDialect) this.simpleCommand(argv.slice(1), codeDepth, 1);
   }
@@ -712,6 +755,31 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
     word: '…',
     why: `\`${baseName(program)}\` is given a word the analysis cannot read, which could be one that makes it run another program`,
   };
+}
+
+/**
+ * What follows a command inside its redirected_statement, in order: each redirection, and the words
+ * the grammar put inside one that are the command's arguments to the shells (a file redirect's
+ * destinations after the first, a here-document redirect's `argument` words).
+ */
+function trailingWords(command: Node): Node[] {
+  const statement = command.parent;
+  if (!statement || statement.type !== 'redirected_statement' || statement.childForFieldName('body')?.id !== command.id) return [];
+  const found: Node[] = [];
+  for (const redirect of statement.namedChildren) {
+    if (!redirect || redirect.id === command.id) continue;
+    if (redirect.type !== 'file_redirect' && redirect.type !== 'heredoc_redirect') continue;
+    found.push(redirect);
+    let destinations = 0;
+    for (let i = 0; i < redirect.childCount; i++) {
+      const child = redirect.child(i);
+      const field = redirect.fieldNameForChild(i);
+      if (!child) continue;
+      if (field === 'destination' && ++destinations > 1) found.push(child);
+      else if (field === 'argument') found.push(child);
+    }
+  }
+  return found;
 }
 
 /** Nodes whose text the walk reads as characters of a word, a string or a comment. */
