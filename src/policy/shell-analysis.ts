@@ -318,6 +318,14 @@ class Walk {
       case 'file_redirect':
         this.redirect(node);
         break;
+      case 'redirected_statement': {
+        // Words after a redirection belong to the command before it; after `{ …; }` or `( … )` there is none.
+        let body = node.childForFieldName('body');
+        while (body && STATEMENTS_ENDING_IN_A_COMMAND.has(body.type)) body = body.lastNamedChild;
+        if (body?.type !== 'command' && node.namedChildren.some((child) => child !== null && redirectionHoldsWords(child)))
+          this.flag('unparsable', `the parser gives words after a redirection in ${quoted(node.text.slice(0, 60))} to no command`);
+        break;
+      }
       case 'function_definition': {
         const name = node.childForFieldName('name')?.text ?? '';
         this.flag('changes-lookup', `it defines a shell function ${quoted(name)}, so that name no longer says which program runs`);
@@ -763,8 +771,8 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
  * destinations after the first, a here-document redirect's `argument` words).
  */
 function trailingWords(command: Node): Node[] {
-  const statement = command.parent;
-  if (!statement || statement.type !== 'redirected_statement' || statement.childForFieldName('body')?.id !== command.id) return [];
+  const statement = redirectedStatementOf(command);
+  if (!statement) return [];
   const found: Node[] = [];
   for (const redirect of statement.namedChildren) {
     if (!redirect || redirect.id === command.id) continue;
@@ -780,6 +788,33 @@ function trailingWords(command: Node): Node[] {
     }
   }
   return found;
+}
+
+/**
+ * The redirected_statement whose redirections belong to this command: the grammar hangs them on a whole
+ * pipeline, list or `!` (`ls | env >/dev/null rm x`), while the shell gives them to its last command.
+ */
+function redirectedStatementOf(command: Node): Node | null {
+  let inner = command;
+  let statement = command.parent;
+  while (statement && STATEMENTS_ENDING_IN_A_COMMAND.has(statement.type) && statement.lastNamedChild?.id === inner.id) {
+    inner = statement;
+    statement = statement.parent;
+  }
+  if (!statement || statement.type !== 'redirected_statement' || statement.childForFieldName('body')?.id !== inner.id) return null;
+  return statement;
+}
+
+const STATEMENTS_ENDING_IN_A_COMMAND = new Set(['pipeline', 'list', 'negated_command']);
+
+/** Whether the grammar filed words under a redirection (more than one destination, or arguments). */
+function redirectionHoldsWords(redirect: Node): boolean {
+  let destinations = 0;
+  for (let i = 0; i < redirect.childCount; i++) {
+    const field = redirect.fieldNameForChild(i);
+    if ((field === 'destination' && ++destinations > 1) || field === 'argument') return true;
+  }
+  return false;
 }
 
 /** Nodes whose text the walk reads as characters of a word, a string or a comment. */

@@ -331,6 +331,9 @@ const CASES: Case[] = [
   ['git >/dev/null -c core.pager=x log', ['git'], ['runs-code']],
   ['cat <<EOF rm y\nEOF\n', ['cat'], []],
   ['echo a >x b 2>y c', ['echo'], []],
+  ['ls | env >/dev/null rm x', ['ls', 'env', 'rm'], ['wrapper']],
+  ['ls && ! env >/dev/null rm x', ['ls', 'env', 'rm'], ['wrapper']],
+  ['{ ls; } >/dev/null rm x', ['ls'], ['unparsable']],
   // dash has no `&>`: `cmd &>file b` is `cmd &` then `>file b`, which runs `b`.
   ['echo hi &>/dev/null rm victim.txt', ['echo', 'rm'], ['shell-dependent']],
   ['echo a 2&>>/dev/null rm victim.txt', ['echo', 'rm'], ['shell-dependent']],
