@@ -101,6 +101,7 @@ class Walk {
         return;
       }
       this.checkLineJoins(text, root);
+      this.checkDescriptorsRead(root);
       this.checkWordBreaks(text, root);
       this.checkEscapedBlanks(text, root);
       this.checkAnsiCStrings(text, root);
@@ -238,6 +239,25 @@ class Walk {
           `dash has no $'…' strings and ends ${quoted(node.text)} at its escaped quote, so it reads the rest of the line as other commands`,
         );
       }
+    }
+  }
+
+  /**
+   * Digits written right before a redirection are its file descriptor to the shell (`0<payload sh`
+   * runs `sh` with payload as its input), but the grammar sometimes reads them as a word of their own:
+   * the program `0`, or an argument. Such a line is refused.
+   */
+  private checkDescriptorsRead(root: Node): void {
+    for (const redirect of root.descendantsOfType(['file_redirect', 'heredoc_redirect', 'herestring_redirect'])) {
+      // `&>` takes no descriptor: a digit before it is a word to the shells too.
+      if (!redirect || redirect.childForFieldName('descriptor') || redirect.text.startsWith('&')) continue;
+      const before = redirect.startIndex > 0 ? root.descendantForIndex(redirect.startIndex - 1, redirect.startIndex) : null;
+      if (!before || before.endIndex !== redirect.startIndex || !/^\d+$/.test(before.text)) continue;
+      this.flag(
+        'unparsable',
+        `the parser reads the file descriptor ${quoted(before.text)} of ${quoted(before.text + redirect.text.slice(0, 20))} as a word, where the shell reads it as part of the redirection`,
+      );
+      return;
     }
   }
 

@@ -77,6 +77,7 @@ describe.skipIf(!hasDocker)('words the shell runs, end to end: real CLI, real Do
     fs.writeFileSync(path.join(workspace, 'payload'), 'rm victim.txt\n');
     const proposed = await propose(dataDir, 'grammar', [
       { id: 'subshell-stdin', command: 'true; ((sh<payload))' },
+      { id: 'descriptor-as-program', command: '0<payload sh' },
       { id: 'subshell-rm', command: 'true; ((rm<victim))' },
       { id: 'after-redirect', command: 'env >/dev/null rm victim.txt' },
       { id: 'find-after-redirect', command: 'find . >/dev/null -name victim.txt -exec rm {} +' },
@@ -84,6 +85,8 @@ describe.skipIf(!hasDocker)('words the shell runs, end to end: real CLI, real Do
     ]);
     expect(proposed.get('subshell-stdin')?.status).toBe('awaiting_consent');
     expect(proposed.get('subshell-stdin')?.reasons.join(' ')).toContain('busybox ash and dash run what stands inside it');
+    expect(proposed.get('descriptor-as-program')?.status).toBe('awaiting_consent');
+    expect(proposed.get('descriptor-as-program')?.reasons.join(' ')).toContain('the file descriptor `0`');
     for (const id of ['subshell-rm', 'after-redirect', 'find-after-redirect', 'dash-background']) {
       expect(proposed.get(id)?.status, id).toBe('denied');
       expect(proposed.get(id)?.reasons.join(' '), id).toContain('which the policy denies (commands.deny: "rm")');

@@ -334,6 +334,12 @@ const CASES: Case[] = [
   ['ls | env >/dev/null rm x', ['ls', 'env', 'rm'], ['wrapper']],
   ['ls && ! env >/dev/null rm x', ['ls', 'env', 'rm'], ['wrapper']],
   ['{ ls; } >/dev/null rm x', ['ls'], ['unparsable']],
+  // `0<payload sh` runs sh on payload; the grammar reads `0` as the program.
+  ['0<payload sh', ['0'], ['unparsable']],
+  ['0<<<x sh', ['0'], ['unparsable']],
+  ['0<&3 sh', ['0'], ['unparsable']],
+  ['echo a0<x', ['echo'], []],
+  ['2>x rm y', ['rm'], []],
   // dash has no `&>`: `cmd &>file b` is `cmd &` then `>file b`, which runs `b`.
   ['echo hi &>/dev/null rm victim.txt', ['echo', 'rm'], ['shell-dependent']],
   ['echo a 2&>>/dev/null rm victim.txt', ['echo', 'rm'], ['shell-dependent']],
