@@ -46,7 +46,7 @@ function deniedNamesAsArguments(commands: readonly (readonly string[])[], deny: 
   for (const [program, ...args] of commands) {
     if (program === undefined || INERT_PROGRAMS.has(program.slice(program.lastIndexOf('/') + 1))) continue;
     for (const arg of args) {
-      const name = arg.split(NAME_BOUNDARY).find((token) => token !== '' && matches(token, deny) !== undefined);
+      const name = arg.split(NAME_BOUNDARY).find((token) => token !== '' && matches(token, deny) !== undefined) ?? deniedInCode(arg, deny);
       if (name === undefined) continue;
       found.push({
         kind: 'wrapper',
@@ -56,6 +56,24 @@ function deniedNamesAsArguments(commands: readonly (readonly string[])[], deny: 
     }
   }
   return found;
+}
+
+/** Arguments longer than this are not read as code (a commit message of megabytes stays cheap). */
+const MAX_ARGUMENT_READ_AS_CODE = 4096;
+
+/**
+ * An argument that may be a command line for the program it is given to (`pee 'r""m x'`,
+ * `socat - SYSTEM:'r""m x'`): each piece between `:`, `=` and `,` that holds a blank or a shell
+ * operator is read as the shell would read it, and a denied program it names is returned.
+ */
+function deniedInCode(arg: string, deny: readonly string[]): string | undefined {
+  if (arg.length > MAX_ARGUMENT_READ_AS_CODE || !/[\s;|&`$()'"\\]/.test(arg)) return undefined;
+  for (const piece of [arg, ...arg.split(/[:=,]/)]) {
+    if (!/[\s;|&`$()'"\\]/.test(piece)) continue;
+    const named = analyseCommandLine(piece).programs.find((program) => matches(program, deny) !== undefined);
+    if (named !== undefined) return named;
+  }
+  return undefined;
 }
 
 /**

@@ -129,6 +129,10 @@ describe('a denied name handed to a program the tables do not know', () => {
       'nsjail --quiet -- /bin/rm x',
       'websocketd --port=1 rm x',
       'some-new-runner --exec=rm x',
+      // The name hidden by quoting inside a command line handed over as one word.
+      `pee 'r""m victim.txt'`,
+      `socat - SYSTEM:'r""m x'`,
+      `some-new-runner --run='c"u"rl x'`,
     ])
       expect(asks(line), line).toBe(true);
   });
