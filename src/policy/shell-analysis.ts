@@ -511,6 +511,12 @@ class Walk {
       for (const side of [node.childForFieldName('left'), node.childForFieldName('right')])
         if (side) this.arithmetic(side.text.replace(/["']/g, ''), `the \`[[ … ${operator} … ]]\` test`);
     }
+    // dash has no `[[`: it runs `[[` as a program and reads `>` as a redirection that writes the right side.
+    if (node.type === 'binary_expression' && operator === '>') {
+      const right = node.childForFieldName('right');
+      if (right)
+        for (const target of new Set(DIALECTS.map((dialect) => wordReadings(right)[dialect].value))) this.redirectWrites.push(target);
+    }
     if (node.type === 'unary_expression' && operator === '-v') {
       const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
       if (operand) {
