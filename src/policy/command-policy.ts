@@ -29,6 +29,53 @@ function matches(program: string, patterns: readonly string[]): string | undefin
   return patterns.find((pattern) => picomatch.isMatch(base, pattern, { dot: true }) || picomatch.isMatch(program, pattern, { dot: true }));
 }
 
+/** Programs that only print or look up the words they are given: a denied name among them runs nothing. */
+const INERT_PROGRAMS = new Set(['echo', 'printf', 'type', 'which', 'whereis', 'man', 'help', 'whatis', 'apropos', ':', 'true', 'false']);
+
+/** Characters that end a program's name inside one argument: `EXEC:rm`, `--exec=rm`, `'rm x'`, `a;rm`. */
+const NAME_BOUNDARY = /[\s;|&()<>'"`=:,{}]+/;
+
+/**
+ * A denied program's name given as an argument to a program the tables do not know (`gosu root rm x`,
+ * `tini -- rm x`, `socat - EXEC:rm`, `pee 'rm x'`): no table of wrappers is complete, so the analysis
+ * cannot tell that the program does not run it. Under a deny list such a line is asked about.
+ */
+function deniedNamesAsArguments(commands: readonly (readonly string[])[], deny: readonly string[]): Unknowable[] {
+  if (deny.length === 0) return [];
+  const found: Unknowable[] = [];
+  for (const [program, ...args] of commands) {
+    if (program === undefined || INERT_PROGRAMS.has(program.slice(program.lastIndexOf('/') + 1))) continue;
+    for (const arg of args) {
+      const name = arg.split(NAME_BOUNDARY).find((token) => token !== '' && matches(token, deny) !== undefined) ?? deniedInCode(arg, deny);
+      if (name === undefined) continue;
+      found.push({
+        kind: 'wrapper',
+        reason: `\`${program}\` is given the word \`${name}\`, a program the policy denies, and the analysis cannot tell that \`${program}\` does not run it`,
+      });
+      break;
+    }
+  }
+  return found;
+}
+
+/** Arguments longer than this are not read as code (a commit message of megabytes stays cheap). */
+const MAX_ARGUMENT_READ_AS_CODE = 4096;
+
+/**
+ * An argument that may be a command line for the program it is given to (`pee 'r""m x'`,
+ * `socat - SYSTEM:'r""m x'`): each piece between `:`, `=` and `,` that holds a blank or a shell
+ * operator is read as the shell would read it, and a denied program it names is returned.
+ */
+function deniedInCode(arg: string, deny: readonly string[]): string | undefined {
+  if (arg.length > MAX_ARGUMENT_READ_AS_CODE || !/[\s;|&`$()'"\\]/.test(arg)) return undefined;
+  for (const piece of [arg, ...arg.split(/[:=,]/)]) {
+    if (!/[\s;|&`$()'"\\]/.test(piece)) continue;
+    const named = analyseCommandLine(piece).programs.find((program) => matches(program, deny) !== undefined);
+    if (named !== undefined) return named;
+  }
+  return undefined;
+}
+
 /**
  * The policy's command lists, applied to every program the command line could start (each part of
  * a pipeline or list, inside substitutions, `sh -c` code and wrappers). `deny` always wins; a
@@ -41,7 +88,9 @@ export function checkCommandPrograms(
   lists: Pick<Policy['commands'], 'allow' | 'deny'>,
   env?: Readonly<Record<string, string>>,
 ): CommandVerdict {
-  const { programs, unknowable } = analyseCommand(command, env);
+  const analysis = analyseCommand(command, env);
+  const { programs } = analysis;
+  const unknowable = [...analysis.unknowable, ...deniedNamesAsArguments(analysis.commands, lists.deny)];
   for (const program of programs) {
     const denied = matches(program, lists.deny);
     if (denied !== undefined)

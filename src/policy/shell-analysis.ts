@@ -101,6 +101,7 @@ class Walk {
         return;
       }
       this.checkLineJoins(text, root);
+      this.checkDescriptorsRead(root);
       this.checkWordBreaks(text, root);
       this.checkEscapedBlanks(text, root);
       this.checkAnsiCStrings(text, root);
@@ -242,6 +243,25 @@ class Walk {
   }
 
   /**
+   * Digits written right before a redirection are its file descriptor to the shell (`0<payload sh`
+   * runs `sh` with payload as its input), but the grammar sometimes reads them as a word of their own:
+   * the program `0`, or an argument. Such a line is refused.
+   */
+  private checkDescriptorsRead(root: Node): void {
+    for (const redirect of root.descendantsOfType(['file_redirect', 'heredoc_redirect', 'herestring_redirect'])) {
+      // `&>` takes no descriptor: a digit before it is a word to the shells too.
+      if (!redirect || redirect.childForFieldName('descriptor') || redirect.text.startsWith('&')) continue;
+      const before = redirect.startIndex > 0 ? root.descendantForIndex(redirect.startIndex - 1, redirect.startIndex) : null;
+      if (!before || before.endIndex !== redirect.startIndex || !/^\d+$/.test(before.text)) continue;
+      this.flag(
+        'unparsable',
+        `the parser reads the file descriptor ${quoted(before.text)} of ${quoted(before.text + redirect.text.slice(0, 20))} as a word, where the shell reads it as part of the redirection`,
+      );
+      return;
+    }
+  }
+
+  /**
    * A backslash-newline inside a word joins its two halves in the shell (`r\⏎m` is `rm`), but the
    * grammar splits the word there. Between words it is plain layout; inside quotes and comments it
    * is text. Anywhere else it is refused.
@@ -298,7 +318,10 @@ class Walk {
         }
         break;
       case 'compound_statement':
-        if (node.text.startsWith('((')) this.arithmetic(node.text.slice(2, -2), 'a `((…))` command');
+        if (node.text.startsWith('((')) {
+          this.arithmetic(node.text.slice(2, -2), 'a `((…))` command');
+          this.arithmeticCommand(node.text.slice(2, -2), codeDepth);
+        }
         break;
       case 'subscript': {
         const index = node.childForFieldName('index');
@@ -315,6 +338,14 @@ class Walk {
       case 'file_redirect':
         this.redirect(node);
         break;
+      case 'redirected_statement': {
+        // Words after a redirection belong to the command before it; after `{ …; }` or `( … )` there is none.
+        let body = node.childForFieldName('body');
+        while (body && STATEMENTS_ENDING_IN_A_COMMAND.has(body.type)) body = body.lastNamedChild;
+        if (body?.type !== 'command' && node.namedChildren.some((child) => child !== null && redirectionHoldsWords(child)))
+          this.flag('unparsable', `the parser gives words after a redirection in ${quoted(node.text.slice(0, 60))} to no command`);
+        break;
+      }
       case 'function_definition': {
         const name = node.childForFieldName('name')?.text ?? '';
         this.flag('changes-lookup', `it defines a shell function ${quoted(name)}, so that name no longer says which program runs`);
@@ -480,6 +511,12 @@ class Walk {
       for (const side of [node.childForFieldName('left'), node.childForFieldName('right')])
         if (side) this.arithmetic(side.text.replace(/["']/g, ''), `the \`[[ … ${operator} … ]]\` test`);
     }
+    // dash has no `[[`: it runs `[[` as a program and reads `>` as a redirection that writes the right side.
+    if (node.type === 'binary_expression' && operator === '>') {
+      const right = node.childForFieldName('right');
+      if (right)
+        for (const target of new Set(DIALECTS.map((dialect) => wordReadings(right)[dialect].value))) this.redirectWrites.push(target);
+    }
     if (node.type === 'unary_expression' && operator === '-v') {
       const operand = node.namedChildren.find((child) => child && child.type !== 'test_operator');
       if (operand) {
@@ -516,6 +553,20 @@ class Walk {
       if (operator === '>&' && target !== null && /^(\d+-?|-)$/.test(target)) continue;
       this.redirectWrites.push(target);
     }
+  }
+
+  /**
+   * `((…))` is arithmetic to bash only: busybox ash (the default image's shell) and dash read it as two
+   * nested subshells and run what stands inside as commands (`((sh<payload))` runs `sh` on a file,
+   * `((curl|sh))` a pipeline). The inside is read as code too, so a denied program is named, and the
+   * line always goes to the person.
+   */
+  private arithmeticCommand(inside: string, codeDepth: number): void {
+    this.flag(
+      'shell-dependent',
+      `bash reads ${quoted(`((${inside}))`)} as arithmetic, but busybox ash and dash run what stands inside it as commands in a subshell`,
+    );
+    this.code(inside, codeDepth + 1);
   }
 
   /** `exec {NAME}>file` stores a file descriptor's number in NAME (bash): a write to NAME. */
@@ -597,11 +648,18 @@ class Walk {
     let name: WordReadings | undefined;
     let reservedAsName = false;
     const args: WordReadings[] = [];
+    // dash has no `&>`: it reads `cmd a &>file b` as `cmd a &` and then `>file b`, which runs `b`.
+    let backgroundedAt: string | undefined;
+    const afterBackground: WordReadings[] = [];
     this.checkWordsApart(node);
     for (let i = 0; i < node.childCount; i++) {
       const child = node.child(i);
       if (!child?.isNamed) continue;
       const field = node.fieldNameForChild(i);
+      if (child.type === 'file_redirect' && !backgroundedAt) {
+        const operator = child.children.find((part) => part && !part.isNamed)?.type ?? '';
+        if (operator === '&>' || operator === '&>>') backgroundedAt = operator;
+      } else if (backgroundedAt && field === 'argument') afterBackground.push(wordReadings(child));
       if (field === 'name') {
         const word = child.namedChildCount === 1 ? child.namedChild(0)! : child;
         if (word.type === 'word' && RESERVED_WORDS.has(word.text)) {
@@ -620,8 +678,27 @@ class Walk {
       this.node(child, depth + 1, codeDepth);
     }
     if (name === undefined) return;
+    // The grammar hands the words after a redirection to the redirection (`env >/dev/null rm x`: its
+    // extra "destinations"); the shells give them to the command, as arguments.
+    for (const trailing of trailingWords(node)) {
+      if (trailing.type === 'file_redirect' || trailing.type === 'heredoc_redirect') {
+        const operator = trailing.children.find((part) => part && !part.isNamed)?.type ?? '';
+        if (!backgroundedAt && (operator === '&>' || operator === '&>>')) backgroundedAt = operator;
+        continue;
+      }
+      const reading = wordReadings(trailing);
+      args.push(reading);
+      if (backgroundedAt) afterBackground.push(reading);
+    }
     const byDialect = DIALECTS.map((dialect) => [name[dialect].value, ...args.map((arg) => arg[dialect].value)]);
     this.readings(byDialect, node.text, codeDepth);
+    if (backgroundedAt && afterBackground.length > 0) {
+      this.flag(
+        'shell-dependent',
+        `dash has no ${quoted(backgroundedAt)}: it runs the command before \`&\` in the background and then ${quoted(afterBackground.map((arg) => arg.dash.value ?? '…').join(' '))} as a command of its own`,
+      );
+      this.readings([afterBackground.map((arg) => arg.dash.value)], node.text, codeDepth, ['dash']);
+    }
     // What follows the misread word is most likely the command the shell runs: still name it.
     if (reservedAsName && args.length > 0) for (const argv of byDialect) this.simpleCommand(argv.slice(1), codeDepth, 1);
   }
@@ -712,6 +789,58 @@ function runnerFinding(program: string, args: readonly (string | null)[]): Runne
     word: '…',
     why: `\`${baseName(program)}\` is given a word the analysis cannot read, which could be one that makes it run another program`,
   };
+}
+
+/**
+ * What follows a command inside its redirected_statement, in order: each redirection, and the words
+ * the grammar put inside one that are the command's arguments to the shells (a file redirect's
+ * destinations after the first, a here-document redirect's `argument` words).
+ */
+function trailingWords(command: Node): Node[] {
+  const statement = redirectedStatementOf(command);
+  if (!statement) return [];
+  const found: Node[] = [];
+  for (const redirect of statement.namedChildren) {
+    if (!redirect || redirect.id === command.id) continue;
+    if (redirect.type !== 'file_redirect' && redirect.type !== 'heredoc_redirect') continue;
+    found.push(redirect);
+    let destinations = 0;
+    for (let i = 0; i < redirect.childCount; i++) {
+      const child = redirect.child(i);
+      const field = redirect.fieldNameForChild(i);
+      if (!child) continue;
+      if (field === 'destination' && ++destinations > 1) found.push(child);
+      else if (field === 'argument') found.push(child);
+    }
+  }
+  return found;
+}
+
+/**
+ * The redirected_statement whose redirections belong to this command: the grammar hangs them on a whole
+ * pipeline, list or `!` (`ls | env >/dev/null rm x`), while the shell gives them to its last command.
+ */
+function redirectedStatementOf(command: Node): Node | null {
+  let inner = command;
+  let statement = command.parent;
+  while (statement && STATEMENTS_ENDING_IN_A_COMMAND.has(statement.type) && statement.lastNamedChild?.id === inner.id) {
+    inner = statement;
+    statement = statement.parent;
+  }
+  if (!statement || statement.type !== 'redirected_statement' || statement.childForFieldName('body')?.id !== inner.id) return null;
+  return statement;
+}
+
+const STATEMENTS_ENDING_IN_A_COMMAND = new Set(['pipeline', 'list', 'negated_command']);
+
+/** Whether the grammar filed words under a redirection (more than one destination, or arguments). */
+function redirectionHoldsWords(redirect: Node): boolean {
+  let destinations = 0;
+  for (let i = 0; i < redirect.childCount; i++) {
+    const field = redirect.fieldNameForChild(i);
+    if ((field === 'destination' && ++destinations > 1) || field === 'argument') return true;
+  }
+  return false;
 }
 
 /** Nodes whose text the walk reads as characters of a word, a string or a comment. */

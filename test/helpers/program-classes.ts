@@ -48,7 +48,7 @@ function names(why: string, list: string): [string, string][] {
 /**
  * Applets that start no program of the line's choosing. Some reach far (mount, fdisk, kill), but
  * what they do is their own; the effect gate on the changeset (src/policy/command-effects.ts) is
- * what limits what they change. `wget` and `ftpget` run the `ssl_client` helper by name through
+ * what limits what they change. `ftpget` runs the `ssl_client` helper by name through
  * PATH, which a write to PATH would have to change first (and that is flagged).
  */
 export const RUNS_ONLY_ITSELF: ReadonlyMap<string, string> = new Map([
@@ -76,7 +76,7 @@ export const RUNS_ONLY_ITSELF: ReadonlyMap<string, string> = new Map([
     'talks to the network or a serial line',
     `arp arping brctl ether-wake ftpget ftpput ifconfig ifenslave ipaddr iplink ipneigh
     iproute iprule iptunnel microcom nameif nbd-client netstat nslookup ping ping6 rdate route slattach ssl_client tc telnet tftp tftpd
-    traceroute traceroute6 tunctl vconfig wget whois dnsd fakeidentd ftpd dhcprelay rx`,
+    traceroute traceroute6 tunctl vconfig whois dnsd fakeidentd ftpd dhcprelay rx`,
   ),
   ...names(
     'manages disks, devices, the kernel or the console',

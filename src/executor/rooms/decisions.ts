@@ -192,6 +192,8 @@ export class DecisionsRoom {
     const approval = { by: actor, at: this.approvalInstant(record), stepHash: stepHash(revised), previewHash };
     this.desk.emitStep(
       this.desk.db.transaction(() => {
+        // Building the person's version took a wait: the stop switch may have been pressed meanwhile.
+        this.desk.assertNotPaused(`step ${stepId} cannot be approved while they are stopped`);
         const current = this.desk.steps.get(stepId);
         if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
           throw new ExecutorError(
@@ -282,6 +284,10 @@ export class DecisionsRoom {
       );
     }
     const changed = this.desk.db.transaction(() => {
+      // Weighing the edit took a wait: the stop switch may have been pressed meanwhile.
+      this.desk.assertNotPaused(
+        `step ${stepId} cannot be edited while they are stopped (its new version would be previewed in the sandbox)`,
+      );
       const current = this.desk.steps.get(stepId);
       if (current.status !== 'awaiting_consent' || current.stepHash !== record.stepHash) {
         throw new ExecutorError(

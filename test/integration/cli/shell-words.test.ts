@@ -71,6 +71,66 @@ describe.skipIf(!hasDocker)('words the shell runs, end to end: real CLI, real Do
     expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
   }, 600_000);
 
+  it('grammar the image shell reads otherwise: ((…)) as subshells, words after a redirection as arguments, &> in dash', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', commands: { allow: [], deny: ['rm', 'curl'] } });
+    fs.writeFileSync(path.join(workspace, 'victim.txt'), 'still here\n');
+    fs.writeFileSync(path.join(workspace, 'payload'), 'rm victim.txt\n');
+    const proposed = await propose(dataDir, 'grammar', [
+      { id: 'subshell-stdin', command: 'true; ((sh<payload))' },
+      { id: 'descriptor-as-program', command: '0<payload sh' },
+      { id: 'subshell-rm', command: 'true; ((rm<victim))' },
+      { id: 'after-redirect', command: 'env >/dev/null rm victim.txt' },
+      { id: 'find-after-redirect', command: 'find . >/dev/null -name victim.txt -exec rm {} +' },
+      { id: 'dash-background', command: 'echo hi &>/dev/null rm victim.txt' },
+    ]);
+    expect(proposed.get('subshell-stdin')?.status).toBe('awaiting_consent');
+    expect(proposed.get('subshell-stdin')?.reasons.join(' ')).toContain('busybox ash and dash run what stands inside it');
+    expect(proposed.get('descriptor-as-program')?.status).toBe('awaiting_consent');
+    expect(proposed.get('descriptor-as-program')?.reasons.join(' ')).toContain('the file descriptor `0`');
+    for (const id of ['subshell-rm', 'after-redirect', 'find-after-redirect', 'dash-background']) {
+      expect(proposed.get(id)?.status, id).toBe('denied');
+      expect(proposed.get(id)?.reasons.join(' '), id).toContain('which the policy denies (commands.deny: "rm")');
+    }
+    expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
+  }, 600_000);
+
+  it("the sandbox image's own shell runs ((sh<payload)) as a subshell: the hole is real there", () => {
+    const read = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--entrypoint',
+        '/bin/sh',
+        sandboxImageTag(),
+        '-c',
+        "echo 'echo ran-inside' > /tmp/p; true; ((sh</tmp/p))",
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    expect(read.stdout).toBe('ran-inside\n');
+  }, 180_000);
+
+  it('a denied name handed to a program no table knows asks, through the real CLI, and the victim survives', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH', commands: { allow: [], deny: ['rm', 'curl'] } });
+    fs.writeFileSync(path.join(workspace, 'victim.txt'), 'still here\n');
+    // An image built from a Dockerfile may hold any of these; the analysis cannot know what each runs.
+    const proposed = await propose(dataDir, 'unknown-wrappers', [
+      { id: 'gosu', command: 'gosu root rm victim.txt' },
+      { id: 'cgexec', command: 'cgexec -g cpu:x rm victim.txt' },
+      { id: 'pee', command: "pee 'rm victim.txt'" },
+      { id: 'novel', command: 'some-runner --exec=rm victim.txt' },
+    ]);
+    expect(proposed.get('gosu')?.status).toBe('denied');
+    for (const id of ['cgexec', 'pee', 'novel']) {
+      expect(proposed.get(id)?.status, id).toBe('awaiting_consent');
+      expect(proposed.get(id)?.reasons.join(' '), id).toContain('a program the policy denies');
+    }
+    expect(fs.readFileSync(path.join(workspace, 'victim.txt'), 'utf8')).toBe('still here\n');
+  }, 600_000);
+
   it("the sandbox image's own shell reads r$'\\0'm as rm: the hole is real there", () => {
     const read = spawnSync(
       'docker',

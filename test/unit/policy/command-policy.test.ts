@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { checkCommandPrograms, describeUnknowable } from '../../../src/policy/command-policy.js';
 import { loadShellParser } from '../../../src/policy/shell-parser.js';
 
@@ -102,5 +103,88 @@ describe('checkCommandPrograms', () => {
       allowed: false,
       reason: 'The command starts no program.',
     });
+  });
+});
+
+/**
+ * Issue 23 red team: wrappers no table knew (`gosu root rm x` ran rm under `commands.deny: ["rm"]`
+ * at autoApprove HIGH). No table of wrappers is complete, so a denied name given to a program the
+ * tables do not know must make the line one the person decides.
+ */
+describe('a denied name handed to a program the tables do not know', () => {
+  const deny = { allow: [], deny: ['rm', 'curl'] };
+  const asks = (line: string) => {
+    const verdict = checkCommandPrograms(line, deny);
+    return !verdict.allowed || verdict.unknowable.length > 0;
+  };
+
+  it('is denied where the wrapper is now known, and asked about where it is not', () => {
+    for (const line of ['gosu root rm x', 'su-exec root rm x', 'tini -- rm x', 'dumb-init rm x', 'chronic rm x', 'setlock f rm x'])
+      expect(checkCommandPrograms(line, deny), line).toMatchObject({ allowed: false, reason: expect.stringContaining('"rm"') });
+    for (const line of [
+      'cgexec -g cpu:x rm victim.txt',
+      "pee 'rm victim.txt'",
+      'socat - EXEC:rm',
+      'mise exec -- curl x',
+      'nsjail --quiet -- /bin/rm x',
+      'websocketd --port=1 rm x',
+      'some-new-runner --exec=rm x',
+      // The name hidden by quoting inside a command line handed over as one word.
+      `pee 'r""m victim.txt'`,
+      `socat - SYSTEM:'r""m x'`,
+      `some-new-runner --run='c"u"rl x'`,
+    ])
+      expect(asks(line), line).toBe(true);
+  });
+
+  it('holds for any program name the tables do not know, whatever stands around the denied word', () => {
+    const unknownName = fc.stringMatching(/^[a-z][a-z0-9-]{2,10}$/).filter((name) => !['rm', 'curl'].includes(name));
+    const filler = fc.stringMatching(/^[a-z0-9.]{1,6}$/);
+    const spelling = fc.constantFrom('rm', '/bin/rm', 'curl', "'rm x'", '"rm" x', '--cmd=rm', 'EXEC:curl', 'a;rm');
+    fc.assert(
+      fc.property(
+        unknownName,
+        fc.array(filler, { maxLength: 3 }),
+        spelling,
+        fc.array(filler, { maxLength: 3 }),
+        (name, before, word, after) => {
+          const line = [name, ...before, word, ...after].join(' ');
+          expect(asks(line), line).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('leaves programs that only print or look up a name, and names that merely contain a denied one, alone', () => {
+    for (const line of ['echo rm', 'which curl', 'man rm', 'ls curl-cffi', 'grep -r rmdir .']) {
+      const verdict = checkCommandPrograms(line, deny);
+      expect(verdict.allowed && verdict.unknowable.length === 0, line).toBe(true);
+    }
+  });
+
+  it('with no deny list, says nothing new', () => {
+    expect(checkCommandPrograms('some-new-runner rm x', { allow: [], deny: [] }).unknowable).toEqual([]);
+  });
+});
+
+describe('variables that make a tool run a program or load code', () => {
+  it('count as changing what a name runs, on the line and in the step env', () => {
+    for (const [line, env] of [
+      ['CVS_RSH=./x cvs co y', undefined],
+      ['MAILCAPS=./m run-mailcap y', undefined],
+      ['ZDOTDIR=. zsh --version', undefined],
+      ['CFLAGS=-B. make', undefined],
+      ['KUBECONFIG=./k kubectl version', undefined],
+      ['OPENSSL_CONF=./o.cnf wget u', undefined],
+      ['ls', { JAVA_HOME: '.' }],
+      ['ls', { RUSTFLAGS: '-Clinker=./x' }],
+    ] as const) {
+      const verdict = checkCommandPrograms(line, { allow: [], deny: ['rm'] }, env);
+      expect(
+        verdict.unknowable.some((entry) => entry.kind === 'changes-lookup'),
+        line,
+      ).toBe(true);
+    }
   });
 });

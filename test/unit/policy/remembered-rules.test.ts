@@ -323,6 +323,10 @@ describe('command rules and what a line writes', () => {
       'ls > /dev/stdout',
       'cat <<EOF > victim.txt\nx\nEOF',
       'ls <>victim.txt',
+      // dash has no `[[`: it reads `>` there as a redirection that truncates the file.
+      'ls; [[ a > victim.txt ]]',
+      // ash and dash read `((…))` as subshells: `>` there writes the file.
+      'ls; ((a > victim))',
     ]) {
       expect(allows(command), command).toBe(false);
     }
