@@ -12,7 +12,7 @@ import { setPrivateUmask } from '../fs/file-modes.js';
 import { hookAnswerText, type HookDecision } from '../hooks/hook-answer.js';
 import { MAX_HOOK_INPUT_BYTES } from '../hooks/hook-input.js';
 import { decideToolCall } from '../hooks/run-hook.js';
-import { HOOK_ANSWER_MARGIN_SECONDS, HOOK_TIMEOUT_SECONDS } from '../hooks/client-settings.js';
+import { HOOK_WAIT_SECONDS } from '../hooks/client-settings.js';
 import type { HookClientName } from '../hooks/tool-calls.js';
 import { connectToHostIfRunning } from '../ipc/transports/node-client.js';
 import { defaultDataDir } from '../store/data-dir.js';
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   }
   const dataDirArg = option(args, '--data-dir');
   const dataDir = dataDirArg ? path.resolve(dataDirArg) : defaultDataDir();
-  const waitSeconds = Number(option(args, '--wait-seconds') ?? HOOK_TIMEOUT_SECONDS - HOOK_ANSWER_MARGIN_SECONDS);
+  const waitSeconds = Number(option(args, '--wait-seconds') ?? HOOK_WAIT_SECONDS);
   try {
     const stdinText = await readStdin();
     const decision = await decideToolCall(stdinText, {

@@ -18,9 +18,9 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 
-async function connectedWorkspace(policy: Record<string, unknown> = {}) {
+async function connectedWorkspace(policy: Record<string, unknown> = {}, connectArgs: string[] = []) {
   const setup = tempSetup(policy);
-  const connected = runCli(['--data-dir', setup.dataDir, 'connect', 'gemini-cli', '--project', setup.workspace]);
+  const connected = runCli(['--data-dir', setup.dataDir, 'connect', 'gemini-cli', '--project', setup.workspace, ...connectArgs]);
   expect(connected.status, connected.stderr).toBe(0);
   const serve = await startServe(setup.dataDir);
   return { ...setup, serve };
@@ -122,6 +122,26 @@ describe('Gemini CLI through executor hook', () => {
     const [result] = functionResponses(model);
     expect(result!.text).toContain('Tool execution blocked: Executor is not running');
     expect(result!.text).toContain(`--data-dir ${JSON.stringify(dataDir)} serve`);
+    expect(fs.existsSync(target)).toBe(false);
+  }, 240_000);
+
+  it('a person silent past the deadline: the step is withdrawn, nothing is written, and the model is told it was not decided', async () => {
+    const { dataDir, workspace } = await connectedWorkspace({}, ['--wait-seconds', '3']);
+    const target = path.join(workspace, 'late.txt');
+    const model = closeAfter(await startScriptedGemini([{ name: 'write_file', args: { file_path: target, content: 'late\n' } }]));
+    const run = runGemini(workspace, model);
+    const api = await person(dataDir);
+    const stepId = await waitingStep(api);
+    const finished = await run;
+    expect(finished.code, finished.stderr).toBe(0);
+    const [result] = functionResponses(model);
+    expect(result!.text).toContain(
+      `Tool execution blocked: NOT DECIDED: the user did not decide on step ${stepId} within 3 s, so Executor withdrew it; nothing ran.`,
+    );
+    const record = await api.getStep({ stepId });
+    expect(record.status).toBe('rejected');
+    // Withdrawn means it can no longer be approved behind the model's back.
+    await expect(api.approve({ stepId })).rejects.toThrow();
     expect(fs.existsSync(target)).toBe(false);
   }, 240_000);
 
