@@ -129,11 +129,12 @@ describe('Gemini CLI through executor hook', () => {
     const { dataDir, workspace } = await connectedWorkspace({}, ['--wait-seconds', '3']);
     const target = path.join(workspace, 'late.txt');
     const model = closeAfter(await startScriptedGemini([{ name: 'write_file', args: { file_path: target, content: 'late\n' } }]));
-    const run = runGemini(workspace, model);
-    const api = await person(dataDir);
-    const stepId = await waitingStep(api);
-    const finished = await run;
+    const finished = await runGemini(workspace, model);
     expect(finished.code, finished.stderr).toBe(0);
+    const api = await person(dataDir);
+    const steps = await api.listSteps({});
+    expect(steps).toHaveLength(1);
+    const stepId = steps[0]!.step.id;
     const [result] = functionResponses(model);
     expect(result!.text).toContain(
       `Tool execution blocked: NOT DECIDED: the user did not decide on step ${stepId} within 3 s, so Executor withdrew it; nothing ran.`,
