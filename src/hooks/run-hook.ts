@@ -4,9 +4,6 @@ import { toErrorShape } from '../domain/errors.js';
 import type { StepRecord } from '../domain/step-record.js';
 import type { ExecutorClient } from '../ipc/client/client.js';
 import { proposeAndAwaitDecision } from '../ipc/client/decision-wait.js';
-import { guardPath } from '../policy/path-guard.js';
-import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
-import { matchingSecretGlob } from '../policy/secret-paths.js';
 import { HostLink, NoHostError, type OpenAgentSession } from '../mcp/host-link.js';
 import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
 import { applyEdits } from './edit-content.js';
@@ -82,7 +79,7 @@ async function decideWithHost(
 ): Promise<HookDecision> {
   switch (call.kind) {
     case 'read':
-      return decideRead(api, call.paths, options.dataDir);
+      return decideRead(api, call.paths, input);
     case 'web':
       return decideWeb(api, call.urls, input);
     case 'write':
@@ -107,24 +104,12 @@ function readText(file: string): string | null {
   }
 }
 
-/** Reads and searches: the same path rules as a run's read tools (real paths inside the roots, never the data directory, never a secret). */
-async function decideRead(api: ExecutorClient, paths: string[], dataDir: string): Promise<HookDecision> {
-  const policy = await api.getPolicy();
-  for (const requested of paths) {
-    const verdict = guardPath(requested, policy.workspaceRoots, dataDir);
-    if (!verdict.ok) return { decision: 'deny', reason: `Executor's policy does not let agents read ${requested}: ${verdict.reason}` };
-    const match = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
-    const secret =
-      matchingSecretGlob(verdict.relativePath, policy.secretGlobs, match) ??
-      matchingSecretGlob(absoluteForMatching(verdict.realPath), policy.secretGlobs, match);
-    if (secret) {
-      return {
-        decision: 'deny',
-        reason: `Executor's policy does not let agents read ${requested}: it matches the secret pattern "${secret}". Do not try to read it another way; ask the user if you need a value from it.`,
-      };
-    }
-  }
-  return { decision: 'allow' };
+/** Reads and searches: the host decides by the same path rules as a run's read tools, and counts each in the audit log. */
+async function decideRead(api: ExecutorClient, paths: string[], input: HookInput): Promise<HookDecision> {
+  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths });
+  return verdict.allowed
+    ? { decision: 'allow' }
+    : { decision: 'deny', reason: verdict.reason ?? `Executor's policy does not let agents read ${verdict.path}.` };
 }
 
 /** A web fetch: the openURL policy's verdict on each URL (hosts, data a URL can carry), without opening anything. */
