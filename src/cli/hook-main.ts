@@ -14,7 +14,8 @@ import { MAX_HOOK_INPUT_BYTES } from '../hooks/hook-input.js';
 import { decideToolCall } from '../hooks/run-hook.js';
 import { HOOK_WAIT_SECONDS } from '../hooks/client-settings.js';
 import type { HookClientName } from '../hooks/tool-calls.js';
-import { connectToHostIfRunning } from '../ipc/transports/node-client.js';
+import { hookClient } from '../hooks/hook-client.js';
+import { connectSessionIfRunning } from '../ipc/transports/node-session.js';
 import { defaultDataDir } from '../store/data-dir.js';
 
 setPrivateUmask();
@@ -63,7 +64,10 @@ async function main(): Promise<void> {
       dataDir,
       waitMs: Math.max(0, Number.isFinite(waitSeconds) ? waitSeconds : 0) * 1000,
       startCommand: `executor${dataDirArg ? ` --data-dir ${JSON.stringify(dataDir)}` : ''} serve`,
-      open: (label) => connectToHostIfRunning(dataDir, 'agent', { client: label }),
+      open: async (label) => {
+        const rpc = await connectSessionIfRunning(dataDir, 'agent', { client: label });
+        return rpc && hookClient(rpc);
+      },
     });
     answer(decision);
   } catch (error) {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { toErrorShape } from '../domain/errors.js';
 import type { StepRecord } from '../domain/step-record.js';
-import type { ExecutorClient } from '../ipc/client/client.js';
+import type { HookApi } from './hook-client.js';
 import { proposeAndAwaitDecision } from '../ipc/client/decision-wait.js';
 import { HostLink, NoHostError, type OpenAgentSession } from '../mcp/host-link.js';
 import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
@@ -23,7 +23,7 @@ import { toolCallOf, type HookClientName, type ToolCall } from './tool-calls.js'
 export interface HookOptions {
   client: HookClientName;
   dataDir: string;
-  open: OpenAgentSession;
+  open: OpenAgentSession<HookApi>;
   /** How long a step may wait for the person: less than the client's own hook timeout, so the hook always answers. */
   waitMs: number;
   /** The one command that starts Executor for this data directory. */
@@ -72,7 +72,7 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
 }
 
 async function decideWithHost(
-  api: ExecutorClient,
+  api: HookApi,
   call: Exclude<ToolCall, { kind: 'executor' | 'inert' | 'unknown' }>,
   input: HookInput,
   options: HookOptions,
@@ -105,7 +105,7 @@ function readText(file: string): string | null {
 }
 
 /** Reads and searches: the host decides by the same path rules as a run's read tools, and counts each in the audit log. */
-async function decideRead(api: ExecutorClient, paths: string[], input: HookInput): Promise<HookDecision> {
+async function decideRead(api: HookApi, paths: string[], input: HookInput): Promise<HookDecision> {
   const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths });
   return verdict.allowed
     ? { decision: 'allow' }
@@ -113,7 +113,7 @@ async function decideRead(api: ExecutorClient, paths: string[], input: HookInput
 }
 
 /** A web fetch: the openURL policy's verdict on each URL (hosts, data a URL can carry), without opening anything. */
-async function decideWeb(api: ExecutorClient, urls: string[], input: HookInput): Promise<HookDecision> {
+async function decideWeb(api: HookApi, urls: string[], input: HookInput): Promise<HookDecision> {
   for (const url of urls) {
     const evaluation = await api.evaluateStep({
       step: {
@@ -140,7 +140,7 @@ async function decideWeb(api: ExecutorClient, urls: string[], input: HookInput):
 const purposeOf = (client: HookClientName, input: HookInput, what: string) => `${CLIENT_LABELS[client]} (${input.toolName}): ${what}`;
 
 /** Proposes one step as the session's agent and waits for the person; a step still undecided at the end is withdrawn, so it never runs unseen by the model. */
-async function proposeAndWait(api: ExecutorClient, step: Record<string, unknown>, options: HookOptions): Promise<StepRecord> {
+async function proposeAndWait(api: HookApi, step: Record<string, unknown>, options: HookOptions): Promise<StepRecord> {
   const [record] = await proposeAndAwaitDecision(api, { steps: [step] }, { waitMs: options.waitMs });
   if (verdictOf(record!) !== 'PENDING') return record!;
   try {
@@ -163,7 +163,7 @@ function refusal(record: StepRecord, waitMs: number): HookDecision {
 }
 
 async function writeThroughExecutor(
-  api: ExecutorClient,
+  api: HookApi,
   file: string,
   content: string,
   input: HookInput,
@@ -184,7 +184,7 @@ async function writeThroughExecutor(
 }
 
 async function runThroughExecutor(
-  api: ExecutorClient,
+  api: HookApi,
   call: Extract<ToolCall, { kind: 'shell' }>,
   input: HookInput,
   options: HookOptions,
