@@ -12,9 +12,10 @@ import { setPrivateUmask } from '../fs/file-modes.js';
 import { hookAnswerText, type HookDecision } from '../hooks/hook-answer.js';
 import { MAX_HOOK_INPUT_BYTES } from '../hooks/hook-input.js';
 import { decideToolCall } from '../hooks/run-hook.js';
-import { HOOK_ANSWER_MARGIN_SECONDS, HOOK_TIMEOUT_SECONDS } from '../hooks/client-settings.js';
+import { HOOK_WAIT_SECONDS } from '../hooks/client-settings.js';
 import type { HookClientName } from '../hooks/tool-calls.js';
-import { connectToHostIfRunning } from '../ipc/transports/node-client.js';
+import { hookClient } from '../hooks/hook-client.js';
+import { connectSessionIfRunning } from '../ipc/transports/node-session.js';
 import { defaultDataDir } from '../store/data-dir.js';
 
 setPrivateUmask();
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
   }
   const dataDirArg = option(args, '--data-dir');
   const dataDir = dataDirArg ? path.resolve(dataDirArg) : defaultDataDir();
-  const waitSeconds = Number(option(args, '--wait-seconds') ?? HOOK_TIMEOUT_SECONDS - HOOK_ANSWER_MARGIN_SECONDS);
+  const waitSeconds = Number(option(args, '--wait-seconds') ?? HOOK_WAIT_SECONDS);
   try {
     const stdinText = await readStdin();
     const decision = await decideToolCall(stdinText, {
@@ -63,7 +64,10 @@ async function main(): Promise<void> {
       dataDir,
       waitMs: Math.max(0, Number.isFinite(waitSeconds) ? waitSeconds : 0) * 1000,
       startCommand: `executor${dataDirArg ? ` --data-dir ${JSON.stringify(dataDir)}` : ''} serve`,
-      open: (label) => connectToHostIfRunning(dataDir, 'agent', { client: label }),
+      open: async (label) => {
+        const rpc = await connectSessionIfRunning(dataDir, 'agent', { client: label });
+        return rpc && hookClient(rpc);
+      },
     });
     answer(decision);
   } catch (error) {

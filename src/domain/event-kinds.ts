@@ -47,6 +47,8 @@ export const EVENT_KINDS = [
   /** The host shut down while one of the step's runs was under way; its sandbox was stopped (detail: phase, startedAt, stoppedAt, durationMs, outputBytes, message). */
   'step.run_stopped_by_shutdown',
   'capability.call',
+  /** An outside agent's own read tool (a hook's Read, read_file, Grep, …), allowed or denied (detail: tool, paths, allowed, reason). */
+  'agent.read',
   /** A remembered rule approved a step, in the transaction of that approval (detail: ruleId). */
   'rule.applied',
   /** The model's API key was set or cleared (detail: provider, set); the key itself is never recorded. */

@@ -19,6 +19,7 @@ import type { Evaluation } from '../domain/risk.js';
 import { isSettled } from '../domain/state-machine.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
+import { agentReadVerdict, type AgentReadVerdict } from '../policy/agent-read.js';
 import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { preloadDockerode } from '../sandbox/docker/docker-client.js';
@@ -719,6 +720,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
 
   getPolicy(): Policy {
     return this.settings.getPolicy();
+  }
+
+  /** An outside agent's own read, decided by the policy's read rules and counted in the audit log whether allowed or not. */
+  checkAgentRead(tool: string, paths: string[], actor: Actor): AgentReadVerdict {
+    const verdict = agentReadVerdict(paths, this.getPolicy(), this.dataDir);
+    const detail = { tool, paths, allowed: verdict.allowed, ...(verdict.allowed ? {} : { reason: verdict.reason }) };
+    this.desk.db.transaction(() => this.desk.audit.append({ kind: 'agent.read', actor, detail }))();
+    return verdict;
   }
 
   reloadPolicy(): Policy {

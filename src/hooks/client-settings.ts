@@ -11,14 +11,16 @@ import type { HookClientName } from './tool-calls.js';
  * its command (Executor's CLI running `hook <client>`), so disconnect removes exactly what connect added.
  */
 
-/** Seconds the client gives the hook: long enough for a person to read a diff and decide. */
-export const HOOK_TIMEOUT_SECONDS = 900;
-/** The hook answers this long before the client would kill it (a killed hook fails open in both clients). */
+/** Seconds a step waits for the person by default: long enough to read a diff and decide. */
+export const HOOK_WAIT_SECONDS = 870;
+/** The client gives the hook this much longer than it waits, so the hook always answers before the client would kill it (a killed hook fails open in both clients). */
 export const HOOK_ANSWER_MARGIN_SECONDS = 30;
 
 export interface ConnectCommands {
   /** The hook command line, as a shell runs it. */
   hook: string;
+  /** How long the hook waits for the person (its `--wait-seconds`); the client's timeout is this plus the margin. */
+  waitSeconds: number;
   /** The MCP server entry (`executor mcp`). */
   mcp: { command: string; args: string[] };
 }
@@ -70,7 +72,7 @@ interface ClientFiles {
   event: 'PreToolUse' | 'BeforeTool';
   matcher: string;
   /** Gemini CLI counts hook timeouts in milliseconds, Claude Code in seconds. */
-  timeout: number;
+  timeoutUnit: 's' | 'ms';
 }
 
 function filesOf(client: HookClientName, scope: ConnectScope, home = os.homedir()): ClientFiles {
@@ -81,18 +83,41 @@ function filesOf(client: HookClientName, scope: ConnectScope, home = os.homedir(
           mcp: path.join(home, '.claude.json'),
           event: 'PreToolUse',
           matcher: '*',
-          timeout: HOOK_TIMEOUT_SECONDS,
+          timeoutUnit: 's',
         }
       : {
           settings: path.join(scope.project, '.claude', 'settings.local.json'),
           mcp: path.join(scope.project, '.mcp.json'),
           event: 'PreToolUse',
           matcher: '*',
-          timeout: HOOK_TIMEOUT_SECONDS,
+          timeoutUnit: 's',
         };
   }
   const settings = 'user' in scope ? path.join(home, '.gemini', 'settings.json') : path.join(scope.project, '.gemini', 'settings.json');
-  return { settings, mcp: settings, event: 'BeforeTool', matcher: '.*', timeout: HOOK_TIMEOUT_SECONDS * 1000 };
+  return { settings, mcp: settings, event: 'BeforeTool', matcher: '.*', timeoutUnit: 'ms' };
+}
+
+const isObject = (value: unknown): value is Json => !!value && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * Settings whose hooks or MCP servers are not in the shape the client reads would be overwritten by
+ * a merge: refused whole instead, as a file that is not JSON is, so nothing of the person's is lost.
+ */
+function assertMergeable(file: string, settings: Json, event: string, checkHooks: boolean, checkMcp: boolean): void {
+  const wrong = (what: string) => {
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `${file}: ${what}, which is not the shape the agent reads; fix it by hand, then connect again. Nothing was changed.`,
+      { file },
+    );
+  };
+  if (checkHooks && settings.hooks !== undefined) {
+    if (!isObject(settings.hooks)) wrong('"hooks" is not an object');
+    const groups = (settings.hooks as Json)[event];
+    if (groups !== undefined && !Array.isArray(groups)) wrong(`"hooks.${event}" is not a list`);
+    if (Array.isArray(groups) && groups.some((group) => !isObject(group))) wrong(`"hooks.${event}" holds an entry that is not an object`);
+  }
+  if (checkMcp && settings.mcpServers !== undefined && !isObject(settings.mcpServers)) wrong('"mcpServers" is not an object');
 }
 
 function withoutOurHooks(settings: Json, event: string, changes: string[]): Json {
@@ -138,6 +163,7 @@ export function planSettings(
   const targets = [...new Set([files.settings, files.mcp])];
   return targets.map((file) => {
     const { text, value } = readJson(file);
+    assertMergeable(file, value, files.event, file === files.settings, file === files.mcp);
     const changes: string[] = [];
     let next = value;
     if (file === files.settings) {
@@ -146,12 +172,12 @@ export function planSettings(
         const hooks = { ...((next.hooks ?? {}) as Json) };
         const groups = Array.isArray(hooks[files.event]) ? [...(hooks[files.event] as Json[])] : [];
         // First, so Executor decides before any other hook of the person's lets a call through.
-        groups.unshift({ matcher: files.matcher, hooks: [{ type: 'command', command: commands.hook, timeout: files.timeout }] });
+        const seconds = commands.waitSeconds + HOOK_ANSWER_MARGIN_SECONDS;
+        const timeout = files.timeoutUnit === 'ms' ? seconds * 1000 : seconds;
+        groups.unshift({ matcher: files.matcher, hooks: [{ type: 'command', command: commands.hook, timeout }] });
         hooks[files.event] = groups;
         next = { ...next, hooks };
-        changes.push(
-          `added the ${files.event} hook ${JSON.stringify(commands.hook)} (timeout ${files.timeout}${client === 'gemini-cli' ? ' ms' : ' s'})`,
-        );
+        changes.push(`added the ${files.event} hook ${JSON.stringify(commands.hook)} (timeout ${timeout} ${files.timeoutUnit})`);
       }
     }
     if (file === files.mcp) {

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { ExecutorError } from '../domain/errors.js';
 import { assertWithinJsonLimits, MESSAGE_LIMITS } from '../domain/json-limits.js';
 
@@ -12,13 +11,25 @@ import { assertWithinJsonLimits, MESSAGE_LIMITS } from '../domain/json-limits.js
 /** A tool call's input may carry a whole file's content; more than this is refused, not read into memory without end. */
 export const MAX_HOOK_INPUT_BYTES = 32 * 1024 * 1024;
 
-const HookInputSchema = z.object({
-  session_id: z.string().min(1).max(256),
-  cwd: z.string().min(1).max(4096),
-  hook_event_name: z.string().max(64),
-  tool_name: z.string().min(1).max(256),
-  tool_input: z.unknown(),
-});
+/** Each field's type and length bounds; checked by hand, since loading zod would be most of the hook's cold start. */
+const FIELDS: ReadonlyArray<[name: string, min: number, max: number]> = [
+  ['session_id', 1, 256],
+  ['cwd', 1, 4096],
+  ['hook_event_name', 0, 64],
+  ['tool_name', 1, 256],
+];
+
+function problemsOf(value: unknown): string[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return ['(root): expected an object'];
+  const input = value as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const [name, min, max] of FIELDS) {
+    const field = input[name];
+    if (typeof field !== 'string') problems.push(`${name}: expected a string`);
+    else if (field.length < min || field.length > max) problems.push(`${name}: expected ${min} to ${max} characters, got ${field.length}`);
+  }
+  return problems;
+}
 
 export interface HookInput {
   sessionId: string;
@@ -36,14 +47,9 @@ export function parseHookInput(text: string): HookInput {
     throw new ExecutorError('INVALID_INPUT', `The hook's input is not JSON: ${(error as Error).message}`);
   }
   assertWithinJsonLimits(value, MESSAGE_LIMITS, { code: 'INVALID_INPUT', subject: "The hook's input", advice: 'Nothing was done.' });
-  const parsed = HookInputSchema.safeParse(value);
-  if (!parsed.success) {
-    throw new ExecutorError(
-      'INVALID_INPUT',
-      `The hook's input is not a tool call: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`,
-    );
-  }
-  const input = parsed.data;
+  const problems = problemsOf(value);
+  if (problems.length) throw new ExecutorError('INVALID_INPUT', `The hook's input is not a tool call: ${problems.join('; ')}`);
+  const input = value as { session_id: string; cwd: string; hook_event_name: string; tool_name: string; tool_input?: unknown };
   return {
     sessionId: input.session_id,
     cwd: input.cwd,

@@ -2,11 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { toErrorShape } from '../domain/errors.js';
 import type { StepRecord } from '../domain/step-record.js';
-import type { ExecutorClient } from '../ipc/client/client.js';
+import type { HookApi } from './hook-client.js';
 import { proposeAndAwaitDecision } from '../ipc/client/decision-wait.js';
-import { guardPath } from '../policy/path-guard.js';
-import { absoluteForMatching, filesystemIgnoresCase } from '../policy/path-patterns.js';
-import { matchingSecretGlob } from '../policy/secret-paths.js';
 import { HostLink, NoHostError, type OpenAgentSession } from '../mcp/host-link.js';
 import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
 import { applyEdits } from './edit-content.js';
@@ -26,7 +23,7 @@ import { toolCallOf, type HookClientName, type ToolCall } from './tool-calls.js'
 export interface HookOptions {
   client: HookClientName;
   dataDir: string;
-  open: OpenAgentSession;
+  open: OpenAgentSession<HookApi>;
   /** How long a step may wait for the person: less than the client's own hook timeout, so the hook always answers. */
   waitMs: number;
   /** The one command that starts Executor for this data directory. */
@@ -75,14 +72,14 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
 }
 
 async function decideWithHost(
-  api: ExecutorClient,
+  api: HookApi,
   call: Exclude<ToolCall, { kind: 'executor' | 'inert' | 'unknown' }>,
   input: HookInput,
   options: HookOptions,
 ): Promise<HookDecision> {
   switch (call.kind) {
     case 'read':
-      return decideRead(api, call.paths, options.dataDir);
+      return decideRead(api, call.paths, input);
     case 'web':
       return decideWeb(api, call.urls, input);
     case 'write':
@@ -107,28 +104,16 @@ function readText(file: string): string | null {
   }
 }
 
-/** Reads and searches: the same path rules as a run's read tools (real paths inside the roots, never the data directory, never a secret). */
-async function decideRead(api: ExecutorClient, paths: string[], dataDir: string): Promise<HookDecision> {
-  const policy = await api.getPolicy();
-  for (const requested of paths) {
-    const verdict = guardPath(requested, policy.workspaceRoots, dataDir);
-    if (!verdict.ok) return { decision: 'deny', reason: `Executor's policy does not let agents read ${requested}: ${verdict.reason}` };
-    const match = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
-    const secret =
-      matchingSecretGlob(verdict.relativePath, policy.secretGlobs, match) ??
-      matchingSecretGlob(absoluteForMatching(verdict.realPath), policy.secretGlobs, match);
-    if (secret) {
-      return {
-        decision: 'deny',
-        reason: `Executor's policy does not let agents read ${requested}: it matches the secret pattern "${secret}". Do not try to read it another way; ask the user if you need a value from it.`,
-      };
-    }
-  }
-  return { decision: 'allow' };
+/** Reads and searches: the host decides by the same path rules as a run's read tools, and counts each in the audit log. */
+async function decideRead(api: HookApi, paths: string[], input: HookInput): Promise<HookDecision> {
+  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths });
+  return verdict.allowed
+    ? { decision: 'allow' }
+    : { decision: 'deny', reason: verdict.reason ?? `Executor's policy does not let agents read ${verdict.path}.` };
 }
 
 /** A web fetch: the openURL policy's verdict on each URL (hosts, data a URL can carry), without opening anything. */
-async function decideWeb(api: ExecutorClient, urls: string[], input: HookInput): Promise<HookDecision> {
+async function decideWeb(api: HookApi, urls: string[], input: HookInput): Promise<HookDecision> {
   for (const url of urls) {
     const evaluation = await api.evaluateStep({
       step: {
@@ -155,7 +140,7 @@ async function decideWeb(api: ExecutorClient, urls: string[], input: HookInput):
 const purposeOf = (client: HookClientName, input: HookInput, what: string) => `${CLIENT_LABELS[client]} (${input.toolName}): ${what}`;
 
 /** Proposes one step as the session's agent and waits for the person; a step still undecided at the end is withdrawn, so it never runs unseen by the model. */
-async function proposeAndWait(api: ExecutorClient, step: Record<string, unknown>, options: HookOptions): Promise<StepRecord> {
+async function proposeAndWait(api: HookApi, step: Record<string, unknown>, options: HookOptions): Promise<StepRecord> {
   const [record] = await proposeAndAwaitDecision(api, { steps: [step] }, { waitMs: options.waitMs });
   if (verdictOf(record!) !== 'PENDING') return record!;
   try {
@@ -178,7 +163,7 @@ function refusal(record: StepRecord, waitMs: number): HookDecision {
 }
 
 async function writeThroughExecutor(
-  api: ExecutorClient,
+  api: HookApi,
   file: string,
   content: string,
   input: HookInput,
@@ -199,7 +184,7 @@ async function writeThroughExecutor(
 }
 
 async function runThroughExecutor(
-  api: ExecutorClient,
+  api: HookApi,
   call: Extract<ToolCall, { kind: 'shell' }>,
   input: HookInput,
   options: HookOptions,

@@ -8,7 +8,10 @@ import type { ExecutorClient } from '../ipc/client/client.js';
 export const DEFAULT_WAIT_SECONDS = 120;
 
 /** Opens a session with the running host as the agent, or null when no host listens. */
-export type OpenAgentSession = (client: string) => Promise<ExecutorClient | null>;
+export type OpenAgentSession<C extends HostLinkClient = ExecutorClient> = (client: string) => Promise<C | null>;
+
+/** What the link itself asks of a session; the hook's lean client (src/hooks/hook-client.ts) has it too. */
+export type HostLinkClient = Pick<ExecutorClient, 'getPolicy' | 'agentIdentity' | 'close'>;
 
 /** Thrown when no host runs: the tool result says so and how to start one, and nothing else happens. */
 export class NoHostError extends ExecutorError {
@@ -33,8 +36,8 @@ export class NoHostError extends ExecutorError {
  * presents its credential to be that agent again, so this process keeps seeing its own steps across
  * reconnects and host restarts; the credential lives in this process's memory only.
  */
-export class HostLink {
-  private session: ExecutorClient | null = null;
+export class HostLink<C extends HostLinkClient = ExecutorClient> {
+  private session: C | null = null;
   private agentCredential: string | null;
 
   /**
@@ -42,7 +45,7 @@ export class HostLink {
    * call): the credential an earlier process kept, and where to keep a newly issued one.
    */
   constructor(
-    private readonly open: OpenAgentSession,
+    private readonly open: OpenAgentSession<C>,
     private readonly clientName: () => string,
     private readonly remembered?: { credential: string | null; keep(credential: string): void },
   ) {
@@ -54,7 +57,7 @@ export class HostLink {
    * cheap read with IPC_UNAVAILABLE; that probe, not the real call, finds out, so a proposal is
    * never sent twice.
    */
-  async use<T>(work: (api: ExecutorClient) => Promise<T>): Promise<T> {
+  async use<T>(work: (api: C) => Promise<T>): Promise<T> {
     if (this.session) {
       try {
         await this.session.getPolicy();
@@ -64,7 +67,7 @@ export class HostLink {
       }
     }
     if (!this.session) {
-      let opened: ExecutorClient | null;
+      let opened: C | null;
       try {
         opened = await this.open(this.clientName());
       } catch (error) {
@@ -92,7 +95,7 @@ export class HostLink {
   }
 
   /** Becomes the agent this process was before, or, the first time, keeps the identity the host just issued. */
-  private async identify(api: ExecutorClient): Promise<void> {
+  private async identify(api: C): Promise<void> {
     if (this.agentCredential) {
       try {
         await api.agentIdentity({ resume: this.agentCredential });

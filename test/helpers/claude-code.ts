@@ -44,13 +44,14 @@ export function toolResults(server: ScriptedServer): Array<{ text: string; isErr
   return results;
 }
 
-/** Runs `claude -p` in `cwd` with a temporary HOME; resolves with its exit code and output. Killed after the test if still running. */
+/** Runs `claude -p` in `cwd` with a temporary HOME (or `options.home`, to share one with `claude mcp add`); resolves with its exit code and output. Killed after the test if still running. */
 export async function runClaude(
   cwd: string,
   server: ScriptedServer,
   extraArgs: string[] = [],
+  options: { home?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const home = tempDir('executor-claude-home-');
+  const home = options.home ?? tempDir('executor-claude-home-');
   fs.mkdirSync(path.join(home, '.claude'), { recursive: true });
   const child = spawn(CLAUDE, ['-p', 'Do the task.', '--model', 'claude-sonnet-4-5', '--output-format', 'json', ...extraArgs], {
     cwd,
@@ -61,6 +62,7 @@ export async function runClaude(
       ANTHROPIC_API_KEY: 'scripted-model-key',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_TELEMETRY: '1',
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

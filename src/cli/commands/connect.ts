@@ -1,12 +1,6 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import {
-  HOOK_ANSWER_MARGIN_SECONDS,
-  HOOK_TIMEOUT_SECONDS,
-  planSettings,
-  writeSettings,
-  type ConnectScope,
-} from '../../hooks/client-settings.js';
+import { HOOK_WAIT_SECONDS, planSettings, writeSettings, type ConnectScope } from '../../hooks/client-settings.js';
 import type { HookClientName } from '../../hooks/tool-calls.js';
 import { visibleLine } from '../../domain/visible-text.js';
 import { globals } from '../cli-context.js';
@@ -20,24 +14,25 @@ const shellQuoted = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'
  * hooks without this shell's PATH or nvm), and `|| exit 2`, because both clients let a call through
  * when a hook fails with any other code (node missing, the process killed).
  */
-export function hookCommandLine(client: HookClientName, dataDir: string): string {
+function hookCommandLine(client: HookClientName, dataDir: string, waitSeconds: number): string {
   const mcp = mcpServerCommand(dataDir);
   const dataDirArgs = mcp.args.includes('--data-dir') ? ['--data-dir', path.resolve(dataDir)] : [];
-  const words = [
-    process.execPath,
-    CLI_ENTRY,
-    'hook',
-    client,
-    ...dataDirArgs,
-    '--wait-seconds',
-    String(HOOK_TIMEOUT_SECONDS - HOOK_ANSWER_MARGIN_SECONDS),
-  ];
+  const words = [process.execPath, CLI_ENTRY, 'hook', client, ...dataDirArgs, '--wait-seconds', String(waitSeconds)];
   return `${words.map(shellQuoted).join(' ')} || exit 2`;
 }
 
 function scopeOf(options: { project?: string; user?: boolean }): ConnectScope {
   if (options.user && options.project) throw new Error('give --project DIR or --user, not both');
   return options.user ? { user: true } : { project: path.resolve(options.project ?? process.cwd()) };
+}
+
+function waitSecondsOf(given: string | undefined): number {
+  if (given === undefined) return HOOK_WAIT_SECONDS;
+  const seconds = Number(given);
+  // A day at most: past that the clients' own session ends long before.
+  if (!/^\d+$/.test(given) || seconds < 1 || seconds > 86_400)
+    throw new Error(`--wait-seconds takes whole seconds from 1 to 86400, not "${given}"`);
+  return seconds;
 }
 
 function clientOf(name: string): HookClientName {
@@ -50,35 +45,38 @@ function clientOf(name: string): HookClientName {
 
 /** connect / disconnect: Executor's hook and MCP entries in an agent's own settings files. */
 export function registerConnectCommands(program: Command): void {
-  const act = (connecting: boolean) => (name: string, options: { project?: string; user?: boolean; print?: boolean }, command: Command) => {
-    const client = clientOf(name);
-    const { dataDir, json } = globals(command);
-    const plans = planSettings(
-      client,
-      scopeOf(options),
-      connecting ? { hook: hookCommandLine(client, dataDir), mcp: mcpServerCommand(dataDir) } : null,
-    );
-    const kept = options.print ? [] : writeSettings(plans);
-    if (json) {
-      process.stdout.write(
-        `${JSON.stringify({ written: !options.print, files: plans.map(({ file, changes, after }) => ({ file, changes, ...(options.print ? { content: after } : {}) })), keptCopies: kept }, null, 2)}\n`,
+  const act =
+    (connecting: boolean) =>
+    (name: string, options: { project?: string; user?: boolean; print?: boolean; waitSeconds?: string }, command: Command) => {
+      const client = clientOf(name);
+      const { dataDir, json } = globals(command);
+      const waitSeconds = waitSecondsOf(options.waitSeconds);
+      const plans = planSettings(
+        client,
+        scopeOf(options),
+        connecting ? { hook: hookCommandLine(client, dataDir, waitSeconds), waitSeconds, mcp: mcpServerCommand(dataDir) } : null,
       );
-      return;
-    }
-    for (const plan of plans) {
-      process.stdout.write(`${visibleLine(plan.file)}: ${plan.changes.length ? '' : 'nothing to change'}\n`);
-      for (const change of plan.changes) process.stdout.write(`  ${options.print ? 'would have ' : ''}${visibleLine(change)}\n`);
-      if (options.print && plan.changes.length) process.stdout.write(`${plan.after ?? '(the file would be removed)'}\n`);
-    }
-    for (const copy of kept) process.stdout.write(`kept the file as it was in ${visibleLine(copy)}\n`);
-    if (connecting && !options.print)
-      process.stdout.write(`Start Executor (\`executor serve\` or the app) before the agent: without it every tool call is denied.\n`);
-  };
+      const kept = options.print ? [] : writeSettings(plans);
+      if (json) {
+        process.stdout.write(
+          `${JSON.stringify({ written: !options.print, files: plans.map(({ file, changes, after }) => ({ file, changes, ...(options.print ? { content: after } : {}) })), keptCopies: kept }, null, 2)}\n`,
+        );
+        return;
+      }
+      for (const plan of plans) {
+        process.stdout.write(`${visibleLine(plan.file)}: ${plan.changes.length ? '' : 'nothing to change'}\n`);
+        for (const change of plan.changes) process.stdout.write(`  ${options.print ? 'would have ' : ''}${visibleLine(change)}\n`);
+        if (options.print && plan.changes.length) process.stdout.write(`${plan.after ?? '(the file would be removed)'}\n`);
+      }
+      for (const copy of kept) process.stdout.write(`kept the file as it was in ${visibleLine(copy)}\n`);
+      if (connecting && !options.print)
+        process.stdout.write(`Start Executor (\`executor serve\` or the app) before the agent: without it every tool call is denied.\n`);
+    };
   for (const [verb, connecting] of [
     ['connect', true],
     ['disconnect', false],
   ] as const) {
-    program
+    const command = program
       .command(`${verb} <client>`)
       .description(
         connecting
@@ -90,8 +88,13 @@ export function registerConnectCommands(program: Command): void {
         "the project's settings (default: the current folder): .claude/settings.local.json and .mcp.json, or .gemini/settings.json",
       )
       .option('--user', "the user's settings: ~/.claude/settings.json and ~/.claude.json, or ~/.gemini/settings.json")
-      .option('--print', 'print what would change, and write nothing')
-      .action(act(connecting));
+      .option('--print', 'print what would change, and write nothing');
+    if (connecting)
+      command.option(
+        '--wait-seconds <n>',
+        `how long a step waits for your decision before the agent is told "not decided" (default ${HOOK_WAIT_SECONDS}); the client gives the hook 30 s more`,
+      );
+    command.action(act(connecting));
   }
   program
     .command('hook <client>')

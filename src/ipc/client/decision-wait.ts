@@ -63,7 +63,7 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
  * events follow. The CLI's `propose --wait` and the MCP tools both wait here.
  */
 export async function proposeAndAwaitDecision(
-  api: ExecutorClient,
+  api: Pick<ExecutorClient, 'on' | 'propose' | 'listSteps'>,
   plan: unknown,
   options: DecisionWaitOptions = {},
 ): Promise<StepRecord[]> {

@@ -294,6 +294,14 @@ export const METHODS = {
     description:
       "the agent identity the host issued to this session, with the credential that proves it; `resume` with an earlier session's credential makes this session that agent again",
   }),
+  checkRead: method({
+    params: z.strictObject({ tool: z.string().min(1).max(256), paths: z.array(z.string().min(1).max(4096)).min(1).max(64) }),
+    result: z.object({ allowed: z.boolean(), path: z.string().optional(), reason: z.string().optional() }),
+    // What an agent's own read tool may read (the hook asks before Claude Code's Read or Gemini CLI's read_file): the agent's question.
+    channels: ['mcp'],
+    description:
+      "whether an outside agent's own read tool may read these paths (inside the roots, not the data directory, not a secret), audited as agent.read with the paths and the verdict",
+  }),
   getAudit: method({
     params: AuditQuerySchema.optional(),
     result: AuditPageWireSchema,

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { canonicalText } from '../../domain/canonical-text.js';
 import { ExecutorError } from '../../domain/errors.js';
 import {
@@ -11,7 +10,9 @@ import {
 
 /*
  * The signed envelope every transport carries (Electron IPC, the local socket, the loopback
- * WebSocket). This module runs in Node, in the preload and in the browser: no Node imports.
+ * WebSocket). This module runs in Node, in the preload and in the browser: no Node imports. No zod
+ * either: the hook an outside agent runs before every tool call signs with it, and zod's load is most
+ * of a cold start (the envelopes' schemas are in envelope-schemas.ts, their hand checks in envelope-checks.ts).
  *
  *   request   {v, kid, id, ts, nonce, method, params, sig}
  *   response  {v, id, ok, result | error, sig}
@@ -46,72 +47,6 @@ export interface MessageMac {
   /** base64url HMAC-SHA256 of the UTF-8 bytes of the parts, in order (parts spare copying a large text). */
   sign(...parts: string[]): Promise<string>;
 }
-
-const idField = z.string().min(1).max(128);
-
-export const RequestEnvelopeSchema = z.strictObject({
-  v: z.literal(PROTOCOL_VERSION),
-  kid: z.string().min(1).max(128),
-  id: idField,
-  ts: z.number().int().nonnegative(),
-  nonce: z.string().min(16).max(128),
-  method: z.string().min(1).max(128),
-  params: z.unknown(),
-  sig: z.string().min(1).max(256),
-});
-
-const ErrorShapeSchema = z.strictObject({
-  code: z.string(),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
-});
-
-export const ResponseEnvelopeSchema = z.union([
-  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: idField.nullable(), ok: z.literal(true), result: z.unknown(), sig: z.string() }),
-  z.strictObject({
-    v: z.literal(PROTOCOL_VERSION),
-    id: idField.nullable(),
-    ok: z.literal(false),
-    error: ErrorShapeSchema,
-    sig: z.string(),
-  }),
-]);
-
-export const EventEnvelopeSchema = z.strictObject({
-  v: z.literal(PROTOCOL_VERSION),
-  topic: z.string(),
-  seq: z.number().int().nonnegative(),
-  data: z.unknown(),
-  sig: z.string(),
-});
-
-/**
- * The unauthenticated key exchange that opens a session. The secret never travels: both sides
- * derive the session key as HMAC(secret, "executor-session\n" + clientNonce + "\n" + serverNonce),
- * and the first signed request proves the client holds the secret.
- */
-export const HelloSchema = z.strictObject({
-  v: z.literal(PROTOCOL_VERSION),
-  hello: z.strictObject({
-    /** Which credential the client holds: "cli" and "agent" (token files), "web" (the one-time URL token), "window". */
-    credential: z.string().min(1).max(64),
-    clientNonce: z.string().min(16).max(128),
-    /** Free text for the audit trail, e.g. an MCP client's name and version. */
-    client: z.string().max(200).optional(),
-    /** With proof: the client's clock, so a proof cannot be kept and used later. */
-    ts: z.number().int().nonnegative().optional(),
-    /** base64url(HMAC(secret, helloProofInput(credential, clientNonce, ts))): the hello proves the secret up front. */
-    proof: z.string().min(1).max(128).optional(),
-  }),
-});
-
-export const HelloReplySchema = z.union([
-  z.strictObject({
-    v: z.literal(PROTOCOL_VERSION),
-    welcome: z.strictObject({ kid: z.string(), serverNonce: z.string(), channel: z.string(), methods: z.array(z.string()) }),
-  }),
-  z.strictObject({ v: z.literal(PROTOCOL_VERSION), id: z.null(), ok: z.literal(false), error: ErrorShapeSchema, sig: z.string() }),
-]);
 
 export const SESSION_KEY_LABEL = 'executor-session\n';
 

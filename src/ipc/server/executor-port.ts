@@ -18,6 +18,7 @@ import type { EnvironmentStatus } from '../../executor/rooms/host-settings.js';
 import type { PlanRevertPreview, PlanRevertResult, RevertPreview } from '../../executor/rooms/reverts.js';
 import type { StepChangesPage } from '../../executor/step-changes.js';
 import type { ExecutorEvents } from '../../executor/step-desk.js';
+import type { AgentReadVerdict } from '../../policy/agent-read.js';
 import type { Policy } from '../../policy/policy-file.js';
 import type { RuleHits } from '../../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../../store/step-repository.js';
@@ -101,6 +102,8 @@ export interface IpcExecutorPort {
   pauseState(forAgent?: boolean): HostPauseView;
 
   getPolicy(): Policy;
+  /** Whether an outside agent's own read tool may read `paths`; audited as agent.read either way. */
+  checkAgentRead(tool: string, paths: string[], actor: Actor): AgentReadVerdict;
   setPolicy(input: unknown, actor: Actor): Policy;
   listRuleHits(): RuleHits[];
   modelApiKey(provider: ModelProvider): string | undefined;

@@ -13,13 +13,12 @@ import { invokeMethod } from './dispatch.js';
 import type { IpcExecutorPort } from './executor-port.js';
 import type { CallContext } from './handlers.js';
 import { deriveSessionKey, nodeMac } from '../protocol/message-mac-node.js';
+import { HelloSchema, RequestEnvelopeSchema } from '../protocol/envelope-schemas.js';
 import { METHOD_NAMES, channelMayCall, type IpcChannel } from '../protocol/methods.js';
 import {
   CLOCK_SKEW_MS,
   DEFAULT_MAX_REQUEST_BYTES,
-  HelloSchema,
   PROTOCOL_VERSION,
-  RequestEnvelopeSchema,
   base64url,
   helloProofInput,
   parseObject,

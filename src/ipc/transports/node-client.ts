@@ -1,19 +1,6 @@
-import { ExecutorError } from '../../domain/errors.js';
-import { createExecutorClient, openSession, SignedRpc, type ExecutorClient } from '../client/client.js';
-import { deriveSessionKey, nodeMac } from '../protocol/message-mac-node.js';
-import { base64url, sessionKeyInput } from '../protocol/protocol.js';
-import { connectSocket, socketPathFor } from './socket-transport.js';
-import type { ClientTransport } from '../client/client.js';
-import { readSocketSecret, type SocketCredentialName } from '../server/token-files.js';
-
-const HELLO_TIMEOUT_MS = 10_000;
-
-export interface HostConnectOptions {
-  /** Free text the audit trail records with the channel, e.g. an MCP client's name. */
-  client?: string;
-  socketPath?: string;
-  helloTimeoutMs?: number;
-}
+import { createExecutorClient, type ExecutorClient } from '../client/client.js';
+import type { SocketCredentialName } from '../server/token-files.js';
+import { connectSession, connectSessionIfRunning, type HostConnectOptions } from './node-session.js';
 
 /**
  * A typed client for a Node process (the CLI, the MCP server, tests) talking to the host of a data
@@ -25,8 +12,7 @@ export async function connectToHost(
   credential: SocketCredentialName,
   options: HostConnectOptions = {},
 ): Promise<ExecutorClient> {
-  const transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
-  return sessionOver(transport, dataDir, credential, options);
+  return createExecutorClient(await connectSession(dataDir, credential, options));
 }
 
 /** Like connectToHost, but null when no host listens (no socket, or one a crashed host left). */
@@ -35,46 +21,6 @@ export async function connectToHostIfRunning(
   credential: SocketCredentialName,
   options: HostConnectOptions = {},
 ): Promise<ExecutorClient | null> {
-  let transport: ClientTransport;
-  try {
-    transport = await connectSocket(options.socketPath ?? socketPathFor(dataDir));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'ENOTSOCK') return null;
-    throw error;
-  }
-  return sessionOver(transport, dataDir, credential, options);
-}
-
-async function sessionOver(
-  transport: ClientTransport,
-  dataDir: string,
-  credential: SocketCredentialName,
-  options: HostConnectOptions,
-): Promise<ExecutorClient> {
-  try {
-    const secret = readSocketSecret(dataDir, credential);
-    // A host that accepts the connection but never answers (hung, or not ours) must not hang the CLI.
-    let timer: NodeJS.Timeout | undefined;
-    const helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
-    const session = await Promise.race([
-      openSession(
-        transport,
-        credential,
-        async (serverNonce, clientNonce) => nodeMac(deriveSessionKey(secret, sessionKeyInput(clientNonce, serverNonce))),
-        options.client,
-        async (input) => base64url(deriveSessionKey(secret, input)),
-      ),
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(
-          () => reject(new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${helloTimeoutMs / 1000} s.`)),
-          helloTimeoutMs,
-        );
-      }),
-    ]).finally(() => clearTimeout(timer));
-    return createExecutorClient(new SignedRpc(transport, session));
-  } catch (error) {
-    transport.close();
-    throw error;
-  }
+  const rpc = await connectSessionIfRunning(dataDir, credential, options);
+  return rpc && createExecutorClient(rpc);
 }
