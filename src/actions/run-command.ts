@@ -18,7 +18,15 @@ import { assertChangesetTargets, checkChangesetTarget, type ChangesetScope } fro
 import { rateChangeset } from '../policy/command-effects.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
-import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
+import {
+  defaultDockerClient,
+  prepareEngine,
+  runSandboxed,
+  scratchOptionsFor,
+  type SandboxRunOutcome,
+} from '../sandbox/docker/sandbox-run.js';
+import type { OverlayWrite } from '../sandbox/docker/scratch-copy.js';
+import { APPLIED_DRY_RUN, bindDryRun, ranAgain, reusableDryRun, type CommandInputs } from './command-dry-run.js';
 import type { ActionContext, ActionModule, ReadyRun } from './action-module.js';
 
 type Args = ActionArgs<'runCommand'>;
@@ -88,9 +96,12 @@ interface RunView {
  * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
-async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
+async function runAndView(args: Args, ctx: ActionContext, dryRun = false): Promise<RunView> {
   const { sourceDir, root } = sourceDirOf(args, ctx);
+  const overlay = dryRun ? overlayWithin(sourceDir, ctx) : undefined;
   const outcome = await runSandboxed(defaultDockerClient(), {
+    ...(overlay && overlay.length > 0 ? { overlay } : {}),
+    manifest: dryRun,
     sourceDir,
     argv: argvOf(args),
     network: args.network ?? 'none',
@@ -147,7 +158,85 @@ async function runAndView(args: Args, ctx: ActionContext): Promise<RunView> {
     image: outcome.image,
     egress: run.egress.map(({ method, host, port, allowed }) => ({ method, host, port, allowed })),
   };
+  if (dryRun) {
+    // Kept by content, as a write's content is in its step: a later step's dry run lays them over its copy.
+    for (const file of outcome.changeset.files) if (file.after !== null) ctx.blobs.put(file.after);
+    const binding = bindDryRun(outcome, inputsOf(args, ctx, sourceDir, outcome.image.digest), ctx.blobs, conflicts.length);
+    if (binding) preview.dryRun = binding;
+    if (ctx.planOverlay && ctx.planOverlay.basis.length > 0) preview.planBasis = ctx.planOverlay.basis;
+  }
   return { preview, changes, outcome, scope };
+}
+
+/** The plan's earlier writes that land in the copied directory, relative to it. */
+function overlayWithin(sourceDir: string, ctx: ActionContext): OverlayWrite[] {
+  const writes: OverlayWrite[] = [];
+  for (const write of ctx.planOverlay?.writes ?? []) {
+    const relative = path.relative(sourceDir, write.absolutePath);
+    if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) continue;
+    writes.push({ relativePath: relative.split(path.sep).join('/'), content: write.content });
+  }
+  return writes;
+}
+
+function inputsOf(args: Args, ctx: ActionContext, sourceDir: string, imageDigest: string): CommandInputs {
+  return {
+    argv: argvOf(args),
+    env: args.env,
+    sourceDir,
+    network: args.network ?? 'none',
+    allowSecrets: args.allowSecrets,
+    imageDigest,
+    timeoutMs: timeoutOf(args, ctx.policy),
+    policy: ctx.policy,
+  };
+}
+
+/**
+ * The approved dry run as the real run, when it ran on exactly what a run now would (see
+ * command-dry-run.ts): its changeset, applied with the usual checks, and its output. Otherwise why not.
+ */
+async function approvedDryRun(args: Args, ctx: ActionContext): Promise<{ ready: ReadyRun } | { reason: string }> {
+  const approved = ctx.approvedPreview;
+  if (!approved || approved.kind !== 'commandRun') return { reason: 'no dry run of it was approved' };
+  const { sourceDir } = sourceDirOf(args, ctx);
+  const image = await prepareEngine(defaultDockerClient());
+  const scope = changesetScope(args, ctx, sourceDir);
+  const options = scratchOptionsFor(ctx.policy, args.allowSecrets, [ctx.dataDir]);
+  const reusable = reusableDryRun(approved, inputsOf(args, ctx, sourceDir, image.digest), ctx.blobs, options, scope);
+  if ('reason' in reusable) return reusable;
+  const { changes } = reusable;
+  const binding = approved.dryRun!;
+  return {
+    ready: {
+      fileChanges: changes,
+      preview: approved,
+      async apply() {
+        assertChangesetTargets(changes, scope);
+        applyUnlessChanged(changes, ctx.directoryLedger);
+        return {
+          exitCode: approved.exitCode,
+          timedOut: approved.timedOut,
+          oomKilled: approved.oomKilled,
+          image: approved.image,
+          runId: binding.runId,
+          durationMs: binding.durationMs,
+          files: fileList(changes),
+          stdout: excerpt(approved.stdout),
+          stderr: excerpt(approved.stderr),
+          egress: [],
+          execution: APPLIED_DRY_RUN,
+        };
+      },
+    },
+  };
+}
+
+function fileList(changes: readonly FileChange[]): { path: string; change: 'added' | 'deleted' | 'modified' }[] {
+  return changes.map((change) => ({
+    path: change.displayPath,
+    change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified',
+  }));
 }
 
 /** What must match between the approved preview and the real run: the files and how the command ended. */
@@ -301,7 +390,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     };
   },
   async simulate(args, ctx) {
-    return (await runAndView(args, ctx)).preview;
+    return (await runAndView(args, ctx, true)).preview;
   },
   rateEffects(preview, ctx, args) {
     if (preview.kind !== 'commandRun') return null;
@@ -315,13 +404,17 @@ export const runCommand: ActionModule<'runCommand'> = {
     return rateChangeset(preview, ctx.policy, root ? { root, ...(ctx.plannedTree ? { tree: ctx.plannedTree } : {}) } : undefined);
   },
   async run(args, ctx) {
+    // What the person saw is what happens: the approved dry run is applied when nothing it ran on has changed.
+    const reuse = await approvedDryRun(args, ctx);
+    if ('ready' in reuse) return reuse.ready;
+    const execution = ranAgain(reuse.reason);
     const { preview, changes, outcome, scope } = await runAndView(args, ctx);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {
         fileChanges: [],
         preview,
-        drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId } },
+        drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId, execution } },
         apply: async () => {
           throw new ExecutorError('INTERNAL', 'A drifted run must not be applied.');
         },
@@ -347,13 +440,11 @@ export const runCommand: ActionModule<'runCommand'> = {
           image: outcome.image,
           runId: outcome.run.runId,
           durationMs: outcome.run.durationMs,
-          files: changes.map((change) => ({
-            path: change.displayPath,
-            change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified',
-          })),
+          files: fileList(changes),
           stdout: excerpt(outcome.run.stdout),
           stderr: excerpt(outcome.run.stderr),
           egress: outcome.run.egress,
+          execution,
         };
       },
     };

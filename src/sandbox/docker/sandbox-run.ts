@@ -8,7 +8,8 @@ import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
 import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
-import { makeScratchCopy, type ScratchOptions } from './scratch-copy.js';
+import { makeScratchCopy, type OverlayWrite, type ScratchOptions } from './scratch-copy.js';
+import { manifestOfScratch, type WorkspaceManifest } from './workspace-manifest.js';
 import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
 
 /** How long a silent engine (a dead remote host) may take before the step is deferred as unavailable. */
@@ -59,6 +60,10 @@ export interface SandboxRunRequest {
   excludeDirs?: readonly string[];
   /** The live output and the Cancel signal (see RunHooks). */
   hooks?: RunHooks;
+  /** The plan's earlier writes, laid over the copy before the run (relative to sourceDir). */
+  overlay?: readonly OverlayWrite[];
+  /** A dry run: also take the manifest of what the command read, so its approval can be applied without a second run. */
+  manifest?: boolean;
 }
 
 /** A run its signal stopped: no changeset is computed from a half-run, and nothing of it is applied. */
@@ -81,6 +86,8 @@ export interface SandboxRunOutcome {
   changeset: Changeset;
   image: { tag: string; digest: string };
   copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+  /** What the command read (asked for with `manifest`). */
+  manifest?: WorkspaceManifest;
 }
 
 export function scratchOptionsFor(
@@ -104,11 +111,13 @@ export function scratchOptionsFor(
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await prepareEngine(client);
   const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs);
-  const scratch = makeScratchCopy(request.sourceDir, options);
+  const scratch = makeScratchCopy(request.sourceDir, { ...options, ...(request.overlay ? { overlay: request.overlay } : {}) });
   // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
   const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');
   if (resultDir) fs.mkdirSync(resultDir);
   try {
+    // Taken before the run: the command may change what it read.
+    const manifest = request.manifest ? manifestOfScratch(scratch) : undefined;
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,
@@ -131,6 +140,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       changeset,
       image,
       copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
+      ...(manifest ? { manifest } : {}),
     };
   } finally {
     scratch.dispose();
