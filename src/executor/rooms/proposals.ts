@@ -54,7 +54,8 @@ export class ProposalsRoom {
     // transaction that emitted it has ended.
     // Only plans with such a dry run are looked at: listing a plan parses every step's args.
     desk.events.on('step', (record) => {
-      if (this.plansWithBasis.has(record.step.planId)) queueMicrotask(() => this.rebuildStalePreviews(record.step.planId));
+      if (this.plansWithBasis.has(record.step.planId) || mayLeavePreviewsStale(record))
+        queueMicrotask(() => this.rebuildStalePreviews(record.step.planId));
     });
   }
 
@@ -86,11 +87,13 @@ export class ProposalsRoom {
                 expectFrom: ['approved'],
               },
             );
+          // The old preview stays until the new one is recorded, marked: a restart that prepares it again still says why.
+          const marked = { ...later.preview!, rebuilt } as Preview;
           desk.steps.transition(
             later.step.id,
             'evaluated',
             POLICY_ACTOR,
-            {},
+            { preview: { preview: marked, previewHash: previewHashOf(marked) } },
             {
               kind: 'step.preview_rebuilt',
               detail: { reason: stale.reason, becauseOf: stale.stepId },
@@ -443,7 +446,7 @@ export class ProposalsRoom {
       // The dry run sees the workspace as it will be when the step runs: after the plan's earlier steps.
       const preview = withRebuilt(
         await module.simulate(args, { ...desk.context(step.id, live), planOverlay: desk.planOverlayFor(step) }),
-        this.rebuildReasons.get(step.id),
+        this.rebuildReasons.get(step.id) ?? markedRebuilt(desk.steps.get(step.id)),
       );
       ended = live?.cancelling ? 'cancelled' : 'finished';
       return { ok: true, preview, previewHash: previewHashOf(preview) };
@@ -502,6 +505,22 @@ export class ProposalsRoom {
     );
     return { preview, previewHash };
   }
+}
+
+/**
+ * A change that can leave a later step's dry run stale in any process, not only the one that made it:
+ * a step that ended without running or was reverted, the person's edit, a real run that differed from
+ * its preview. Rare, so listing the plan then costs little.
+ */
+function mayLeavePreviewsStale(record: StepRecord): boolean {
+  if (!PENDING.includes(record.status) && record.status !== 'executed') return true;
+  if (record.status === 'evaluated' && record.edit) return true;
+  return record.status === 'awaiting_consent' && record.startedAt !== null;
+}
+
+/** The reason a step waiting for its preview again carries on its old preview (see rebuildStalePreviews). */
+function markedRebuilt(record: StepRecord): PreviewRebuilt | undefined {
+  return record.status === 'evaluated' && record.preview?.kind === 'commandRun' ? record.preview.rebuilt : undefined;
 }
 
 /** A command's preview, marked as made again and why. */
