@@ -252,6 +252,11 @@ function layOverlay(dir: string, options: ScratchOptions, owner: { uid: number; 
       parent = path.join(parent, part);
       const stat = fs.lstatSync(parent, { throwIfNoEntry: false });
       if (!stat) {
+        // Deleting where no folder is deletes nothing: no folder is made for it.
+        if (write.content === null) {
+          blocked = true;
+          break;
+        }
         fs.mkdirSync(parent, { mode: 0o755 });
         if (owner.chown) fs.lchownSync(parent, owner.uid, owner.gid);
       } else if (!stat.isDirectory()) {
