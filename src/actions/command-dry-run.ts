@@ -107,13 +107,13 @@ export interface ReusableDryRun {
  * Whether the approved dry run can stand for the real run: same inputs, same files (by content),
  * and every file it changes still holds what it held then. The reason in words when it cannot.
  */
-export function reusableDryRun(
+export async function reusableDryRun(
   approved: CommandRunPreview,
   inputs: CommandInputs,
   blobs: BlobStore,
   scratchOptions: ScratchOptions,
   scope: ChangesetScope,
-): ReusableDryRun | { reason: string } {
+): Promise<ReusableDryRun | { reason: string }> {
   const binding = approved.dryRun;
   if (!binding) return { reason: whyUnbound(approved) };
   if (inputs.network !== 'none') return { reason: 'it may use the network, so a second run may not do the same' };
@@ -127,7 +127,7 @@ export function reusableDryRun(
   const now = inputDigests(inputs);
   const differing = Object.keys(now).filter((name) => now[name] !== stored.inputs[name]);
   if (differing.length > 0) return { reason: `${differing.map((name) => INPUT_WORDS[name] ?? name).join(', ')} changed since the dry run` };
-  const changedFiles = manifestDifferences(inputs.sourceDir, scratchOptions, stored.workspace);
+  const changedFiles = await manifestDifferences(inputs.sourceDir, scratchOptions, stored.workspace);
   if (changedFiles.length > 0) return { reason: `files changed since the dry run: ${listed(changedFiles)}` };
   const changes: FileChange[] = [];
   for (const change of stored.changes) {
@@ -137,6 +137,8 @@ export function reusableDryRun(
     if (!verdict.ok) return { reason: `${change.relativePath} now leads somewhere a change may not land (${verdict.reason})` };
     if (change.postHash !== null && !blobs.has(change.postHash))
       return { reason: `the dry run's content of ${verdict.relativePath} is gone` };
+    // A file at a time, the host answering in between: a changeset may be 40 files of 1 MB.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const current = readCurrent(verdict.realPath);
     const currentHash = current.content === null ? null : sha256Of(current.content);
     if (currentHash !== change.preHash) return { reason: `files changed since the dry run: ${verdict.relativePath}` };

@@ -160,8 +160,14 @@ async function runAndView(args: Args, ctx: ActionContext, dryRun = false): Promi
   };
   if (dryRun) {
     // Kept by content, as a write's content is in its step: a later step's dry run lays them over its copy.
-    for (const file of outcome.changeset.files) if (file.after !== null) ctx.blobs.put(file.after);
-    const binding = bindDryRun(outcome, inputsOf(args, ctx, sourceDir, outcome.image.digest), ctx.blobs, conflicts.length);
+    // A file at a time, the host answering in between: a changeset may be 40 files of 1 MB.
+    const stored = new Map<string, string>();
+    for (const file of outcome.changeset.files) {
+      if (file.after === null) continue;
+      stored.set(file.relativePath, ctx.blobs.put(file.after));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const binding = bindDryRun(outcome, inputsOf(args, ctx, sourceDir, outcome.image.digest), ctx.blobs, stored, conflicts.length);
     if (binding) preview.dryRun = binding;
     if (ctx.planOverlay && ctx.planOverlay.basis.length > 0) preview.planBasis = ctx.planOverlay.basis;
   }
@@ -203,7 +209,7 @@ async function approvedDryRun(args: Args, ctx: ActionContext): Promise<{ ready: 
   const image = await prepareEngine(defaultDockerClient());
   const scope = changesetScope(args, ctx, sourceDir);
   const options = scratchOptionsFor(ctx.policy, args.allowSecrets, [ctx.dataDir]);
-  const reusable = reusableDryRun(approved, inputsOf(args, ctx, sourceDir, image.digest), ctx.blobs, options, scope);
+  const reusable = await reusableDryRun(approved, inputsOf(args, ctx, sourceDir, image.digest), ctx.blobs, options, scope);
   if ('reason' in reusable) return reusable;
   const { changes } = reusable;
   const binding = approved.dryRun!;

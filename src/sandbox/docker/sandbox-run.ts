@@ -117,7 +117,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
   if (resultDir) fs.mkdirSync(resultDir);
   try {
     // Taken before the run: the command may change what it read.
-    const manifest = request.manifest ? manifestOfScratch(scratch) : undefined;
+    const manifest = request.manifest ? await manifestOfScratch(scratch) : undefined;
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,

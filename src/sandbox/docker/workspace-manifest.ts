@@ -28,8 +28,12 @@ function statKey(stat: fs.BigIntStats): string {
   return `${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}:${stat.ino}`;
 }
 
-function hashFile(absolutePath: string): string {
-  return crypto.createHash('sha256').update(fs.readFileSync(absolutePath)).digest('hex');
+/** Read on libuv's threads: a workspace of many megabytes is hashed while the host answers requests. */
+async function hashFile(absolutePath: string): Promise<string> {
+  return crypto
+    .createHash('sha256')
+    .update(await fs.promises.readFile(absolutePath))
+    .digest('hex');
 }
 
 function digestOf(entries: Record<string, ManifestEntry>): string {
@@ -42,8 +46,9 @@ function digestOf(entries: Record<string, ManifestEntry>): string {
 }
 
 /** The manifest of a scratch copy as the command will find it: walked in the copy, cached by the real files' stat. */
-export function manifestOfScratch(scratch: ScratchCopy): WorkspaceManifest {
+export async function manifestOfScratch(scratch: ScratchCopy): Promise<WorkspaceManifest> {
   const entries: Record<string, ManifestEntry> = {};
+  const files: [relative: string, absolute: string][] = [];
   const walk = (dir: string, relative: string) => {
     for (const dirent of fs.readdirSync(dir, { withFileTypes: true })) {
       const childRelative = relative ? `${relative}/${dirent.name}` : dirent.name;
@@ -56,9 +61,10 @@ export function manifestOfScratch(scratch: ScratchCopy): WorkspaceManifest {
         entries[childRelative] = { kind: 'symlink', hash: fs.readlinkSync(childPath), mode: null };
       } else if (dirent.isFile()) {
         const real = baseline && !baseline.planned;
+        files.push([childRelative, childPath]);
         entries[childRelative] = {
           kind: 'file',
-          hash: hashFile(childPath),
+          hash: '',
           mode: real ? baseline.sourceMode : null,
           ...(real ? { stat: `${baseline.sourceSize}:${baseline.sourceMtimeNs}:${baseline.sourceCtimeNs}:${baseline.sourceIno}` } : {}),
         };
@@ -66,6 +72,7 @@ export function manifestOfScratch(scratch: ScratchCopy): WorkspaceManifest {
     }
   };
   walk(scratch.dir, '');
+  for (const [relative, absolute] of files) entries[relative]!.hash = await hashFile(absolute);
   return { digest: digestOf(entries), entries };
 }
 
@@ -74,7 +81,7 @@ export function manifestOfScratch(scratch: ScratchCopy): WorkspaceManifest {
  * another kind, content or permission bits), sorted; empty when a run now would start from the same
  * files. Walked with the copy's own rules (ignored and secret paths are left out as the copy leaves them).
  */
-export function manifestDifferences(sourceDir: string, options: ScratchOptions, manifest: WorkspaceManifest): string[] {
+export async function manifestDifferences(sourceDir: string, options: ScratchOptions, manifest: WorkspaceManifest): Promise<string[]> {
   const differences: string[] = [];
   const seen = new Set<string>();
   for (const entry of planCopy(sourceDir, options).entries) {
@@ -89,7 +96,7 @@ export function manifestDifferences(sourceDir: string, options: ScratchOptions, 
       if (fs.readlinkSync(absolute) !== was.hash) differences.push(entry.relative);
     } else if (entry.kind === 'file') {
       if (was.mode !== null && Number(entry.source.mode & 0o7777n) !== was.mode) differences.push(entry.relative);
-      else if (was.stat !== statKey(entry.source) && hashFile(absolute) !== was.hash) differences.push(entry.relative);
+      else if (was.stat !== statKey(entry.source) && (await hashFile(absolute)) !== was.hash) differences.push(entry.relative);
     }
   }
   for (const relative of Object.keys(manifest.entries)) if (!seen.has(relative)) differences.push(relative);

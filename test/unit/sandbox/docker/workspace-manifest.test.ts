@@ -67,39 +67,39 @@ describe('a scratch copy with the plan laid over it', () => {
 });
 
 describe('the manifest of what a dry run read', () => {
-  it('finds no difference on the same files, and names each path added, removed, changed or made executable', () => {
+  it('finds no difference on the same files, and names each path added, removed, changed or made executable', async () => {
     const source = workspace();
     const scratch = makeScratchCopy(source, options);
-    const manifest = manifestOfScratch(scratch);
+    const manifest = await manifestOfScratch(scratch);
     scratch.dispose();
-    expect(manifestDifferences(source, options, manifest)).toEqual([]);
+    expect(await manifestDifferences(source, options, manifest)).toEqual([]);
     // Ignored and secret paths were never read: changing them is no difference.
     fs.writeFileSync(path.join(source, 'node_modules/x.js'), 'changed');
     fs.writeFileSync(path.join(source, '.env'), 'TOKEN=3\n');
-    expect(manifestDifferences(source, options, manifest)).toEqual([]);
+    expect(await manifestDifferences(source, options, manifest)).toEqual([]);
     fs.writeFileSync(path.join(source, 'src/a.txt'), 'ALPHA\n');
     fs.writeFileSync(path.join(source, 'c.txt'), 'new\n');
     fs.rmSync(path.join(source, 'b.txt'));
-    expect(manifestDifferences(source, options, manifest)).toEqual(['b.txt', 'c.txt', 'src/a.txt']);
+    expect(await manifestDifferences(source, options, manifest)).toEqual(['b.txt', 'c.txt', 'src/a.txt']);
   });
 
-  it('sees a content change that keeps the size and the modification time (the stat is only a cache)', () => {
+  it('sees a content change that keeps the size and the modification time (the stat is only a cache)', async () => {
     const source = workspace();
     const file = path.join(source, 'b.txt');
     const scratch = makeScratchCopy(source, options);
-    const manifest = manifestOfScratch(scratch);
+    const manifest = await manifestOfScratch(scratch);
     scratch.dispose();
     const { atime, mtime } = fs.statSync(file);
     fs.writeFileSync(file, 'BETA\n');
     fs.utimesSync(file, atime, mtime);
-    expect(manifestDifferences(source, options, manifest)).toEqual(['b.txt']);
+    expect(await manifestDifferences(source, options, manifest)).toEqual(['b.txt']);
     fs.chmodSync(path.join(source, 'src/a.txt'), 0o755);
-    expect(manifestDifferences(source, options, manifest)).toEqual(['b.txt', 'src/a.txt']);
+    expect(await manifestDifferences(source, options, manifest)).toEqual(['b.txt', 'src/a.txt']);
   });
 
-  it("matches the real tree once the plan's earlier writes are on disk, whatever they are", () => {
-    fc.assert(
-      fc.property(
+  it("matches the real tree once the plan's earlier writes are on disk, whatever they are", async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc.uniqueArray(
           fc.record({
             name: fc.stringMatching(/^[a-z]{1,6}(\/[a-z]{1,6})?\.txt$/),
@@ -107,7 +107,7 @@ describe('the manifest of what a dry run read', () => {
           }),
           { selector: (write) => write.name, maxLength: 6 },
         ),
-        (writes) => {
+        async (writes) => {
           const source = workspace();
           // Folders are named without `.txt`, files with it: a planned folder never sits where a planned file is.
           const usable = writes;
@@ -115,7 +115,7 @@ describe('the manifest of what a dry run read', () => {
             ...options,
             overlay: usable.map((write) => ({ relativePath: write.name, content: write.content ? Buffer.from(write.content) : null })),
           });
-          const manifest = manifestOfScratch(scratch);
+          const manifest = await manifestOfScratch(scratch);
           scratch.dispose();
           for (const write of usable) {
             const target = path.join(source, write.name);
@@ -125,7 +125,7 @@ describe('the manifest of what a dry run read', () => {
               fs.writeFileSync(target, write.content);
             }
           }
-          expect(manifestDifferences(source, options, manifest)).toEqual([]);
+          expect(await manifestDifferences(source, options, manifest)).toEqual([]);
         },
       ),
       { numRuns: 40 },
