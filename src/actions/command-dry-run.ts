@@ -73,13 +73,14 @@ interface StoredDryRun {
 
 /**
  * Binds a dry run to what it ran on: its inputs, the manifest of the files it read, and its changeset
- * (each new content kept in the blob store by its hash). Only a run that used no network, ended on its
+ * (each new content kept in the blob store by its hash; `storedAfter`: those already put, by path). Only a run that used no network, ended on its
  * own and saw no conflict can be applied later; for any other run there is no binding.
  */
 export function bindDryRun(
   outcome: SandboxRunOutcome,
   inputs: CommandInputs,
   blobs: BlobStore,
+  storedAfter: ReadonlyMap<string, string>,
   conflicts: number,
 ): DryRunBinding | undefined {
   const { run, manifest } = outcome;
@@ -88,7 +89,7 @@ export function bindDryRun(
   const changes: StoredChange[] = outcome.changeset.files.map((file) => ({
     relativePath: file.relativePath,
     preHash: file.before === null ? null : sha256Of(file.before),
-    postHash: file.after === null ? null : blobs.put(file.after),
+    postHash: file.after === null ? null : (storedAfter.get(file.relativePath) ?? blobs.put(file.after)),
     modeAfter: file.modeAfter,
     ...(file.dropped ? { dropped: file.dropped } : {}),
   }));
