@@ -470,6 +470,7 @@ export class ProposalsRoom {
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
     const preview = await module.simulate(args, { ...desk.context(stepId), planOverlay: desk.planOverlayFor(record.step) });
+    if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
     const status = desk.steps.get(stepId).status;
