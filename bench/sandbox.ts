@@ -2,7 +2,10 @@
  * executeStep of a trivial runCode through the Executor facade (approval check, audit records,
  * a pooled sandbox worker: run, result, kill), as a ratio to two baselines timed in the same run:
  * a bare child_process.fork + one IPC round trip + kill, and spawning `node -e` to its exit.
- * Target: with the warm pool, executeStep p50 <= 0.25x the bare fork.
+ * Target: with the warm pool, executeStep p50 <= 0.25x the bare fork (code that runs again: it holds a
+ * capability, so its dry run's value cannot stand for it).
+ * Also approve-to-done (approve, then the run to its recorded end) for both paths: code without
+ * capabilities, whose approved dry run's value is applied, and code that runs again.
  * Run: npx tsx bench/sandbox.ts
  */
 import { fork, spawn } from 'node:child_process';
@@ -59,10 +62,32 @@ async function nodeDashE(): Promise<number> {
 
 const actor = actorFor('cli');
 
-async function approvedTrivialStep(executor: Executor): Promise<string> {
-  const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'return 6 * 7;' } }] }, actor);
-  await executor.approve(record!.step.id, actor, { execute: false });
+/** A capability it does not use: enough that its dry run's value is not applied, so the code runs again. */
+const RUN_AGAIN = { kbSearch: true } as const;
+
+async function proposedTrivialStep(executor: Executor, capabilities?: typeof RUN_AGAIN): Promise<string> {
+  const [record] = await executor.propose(
+    { steps: [{ action: 'runCode', args: { code: 'return 6 * 7;', ...(capabilities ? { capabilities } : {}) } }] },
+    actor,
+  );
   return record!.step.id;
+}
+
+async function approvedTrivialStep(executor: Executor): Promise<string> {
+  const stepId = await proposedTrivialStep(executor, RUN_AGAIN);
+  await executor.approve(stepId, actor, { execute: false });
+  return stepId;
+}
+
+/** From the person's approval to the step's recorded end, and whether its dry run was applied. */
+async function approveToDone(executor: Executor, stepId: string): Promise<{ ms: number; applied: boolean }> {
+  const start = performance.now();
+  await executor.approve(stepId, actor, { execute: false });
+  const record = await executor.executeStep(stepId, actor);
+  const ms = performance.now() - start;
+  if (record.status !== 'executed' || (record.result as { value?: unknown }).value !== 42)
+    throw new Error(`the step did not execute: ${JSON.stringify(record.error ?? record.result)}`);
+  return { ms, applied: (record.result as { execution?: { appliedDryRun?: boolean } }).execution?.appliedDryRun === true };
 }
 
 /** The sandbox's own share of each step: from handing over the code to the result (durationMs). */
@@ -89,6 +114,8 @@ for (let i = 0; i < BASELINE_RUNS; i++) {
 const executor = Executor.open(dataDir);
 const backToBack: number[] = [];
 const paced: number[] = [];
+const applied: number[] = [];
+const ranAgain: number[] = [];
 try {
   // Warm-up: the first step starts the pool (and detects the OS's isolation support).
   for (let i = 0; i < 5; i++) await timedExecute(executor, await approvedTrivialStep(executor));
@@ -97,6 +124,13 @@ try {
     const stepId = await approvedTrivialStep(executor);
     await sleep(PACE_MS);
     paced.push(await timedExecute(executor, stepId));
+  }
+  for (let i = 0; i < PACED_RUNS; i++) {
+    const reuse = await approveToDone(executor, await proposedTrivialStep(executor));
+    const again = await approveToDone(executor, await proposedTrivialStep(executor, RUN_AGAIN));
+    if (!reuse.applied || again.applied) throw new Error('the two paths were not taken as asked');
+    applied.push(reuse.ms);
+    ranAgain.push(again.ms);
   }
 } finally {
   executor.close();
@@ -121,6 +155,8 @@ console.log(row(`baseline: spawn node -e 0 to exit (n=${BASELINE_RUNS})`, dashE)
 console.log(row(`executeStep runCode, back to back (n=${STEP_RUNS})`, backToBack));
 console.log(row(`executeStep runCode, ${PACE_MS} ms apart (n=${PACED_RUNS})`, paced));
 console.log(row('  of which code handed over -> result (all)', inSandbox));
+console.log(row(`approve-to-done, dry run's value applied (n=${PACED_RUNS})`, applied));
+console.log(row(`approve-to-done, run again (n=${PACED_RUNS})`, ranAgain));
 const ratio = percentile(paced, 50) / forkP50;
 console.log(
   `target p50 <= 0.25x bare fork: ${ratio <= 0.25 ? 'met' : 'NOT met'} (paced ${ratio.toFixed(3)}x, back to back ${(percentile(backToBack, 50) / forkP50).toFixed(3)}x)`,

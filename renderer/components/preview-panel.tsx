@@ -164,8 +164,19 @@ export function PreviewPanel({ preview, error }: { preview: Preview | null; erro
             · network {preview.network === 'none' ? 'off' : 'allowlisted hosts only'}
           </dd>
           <dt>Dry run</dt>
-          <dd>{outcome} in the sandbox</dd>
+          <dd>
+            {outcome} in the sandbox
+            {preview.planBasis?.length
+              ? ` · after the plan's earlier ${preview.planBasis.length === 1 ? 'step' : `${preview.planBasis.length} steps`}`
+              : ''}
+            {preview.dryRun ? ' · approving applies it as shown' : ' · approving runs it again'}
+          </dd>
         </dl>
+        {preview.rebuilt ? (
+          <p className="notice" data-testid="preview-rebuilt">
+            Rebuilt: <MarkedText text={preview.rebuilt.reason} />
+          </p>
+        ) : null}
         <Output label="Standard output" stream={preview.stdout} />
         <Output label="Standard error" stream={preview.stderr} />
         {preview.conflicts.length ? (

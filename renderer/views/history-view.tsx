@@ -683,6 +683,14 @@ function HistoryDetail({
             <dd data-testid="history-dry-run">{runSpanText(record.runTimes.dryRun)}</dd>
           </>
         ) : null}
+        {executionSummaryOf(record?.result) ? (
+          <>
+            <dt>How</dt>
+            <dd className="break" data-testid="history-execution">
+              <MarkedText text={executionSummaryOf(record?.result)!} />
+            </dd>
+          </>
+        ) : null}
         <dt>Result</dt>
         <dd className="break">
           <MarkedText text={summary.result} />
@@ -912,4 +920,10 @@ function RevertDialog({
       </div>
     </Dialog>
   );
+}
+
+/** The result's `execution` (src/domain/step-record.ts ExecutionChoice): the approved dry run applied, or run again and why. */
+function executionSummaryOf(result: Record<string, unknown> | null | undefined): string | null {
+  const execution = result?.execution as { summary?: unknown } | undefined;
+  return execution && typeof execution.summary === 'string' ? execution.summary : null;
 }

@@ -2,7 +2,7 @@ import type { BlobStore } from '../backup/blob-store.js';
 import type { DirectoryLedger } from '../fs/created-directories.js';
 import type { FileChange } from '../backup/file-changes.js';
 import type { RunHooks } from '../domain/live-output.js';
-import type { PersonEdit, Preview, StepRecord } from '../domain/step-record.js';
+import type { PersonEdit, PlanBasisStep, Preview, StepRecord } from '../domain/step-record.js';
 import type { ActionArgs, ActionName, Step, StepOf } from '../domain/step.js';
 import type { EffectRating } from '../policy/command-effects.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
@@ -13,6 +13,12 @@ import type { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { CapabilityAudit } from '../sandbox/light/tool-bridge.js';
 import type { KbRepository } from '../store/kb-repository.js';
 import type { HeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
+
+/** See ActionContext.planOverlay: writes by real absolute path (content null: deleted). */
+export interface PlanOverlay {
+  writes: { absolutePath: string; content: Buffer | null }[];
+  basis: PlanBasisStep[];
+}
 
 /** What an action may use. Seams the core owns; the executor provides them. */
 export interface ActionContext {
@@ -26,6 +32,11 @@ export interface ActionContext {
    * judged on it (four ordinary-looking writes can make a git directory). Absent: the disk alone.
    */
   plannedTree?: TreeAfter;
+  /**
+   * A dry run only: what the plan's earlier steps (approved, or still proposed) will have written
+   * when this step runs, in plan order, and which steps those are. A command's dry run sees them.
+   */
+  planOverlay?: PlanOverlay;
   /** The preview the person approved, when it still belongs to the approval (heavy steps compare their real run with it). */
   approvedPreview?: Preview | null;
   /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */

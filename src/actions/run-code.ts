@@ -4,6 +4,7 @@ import { boundedValue } from '../domain/large-values.js';
 import type { Risk } from '../domain/risk.js';
 import { codeSandboxOf } from '../domain/run-step-facts.js';
 import type { ActionArgs } from '../domain/step.js';
+import type { ExecutionChoice, Preview } from '../domain/step-record.js';
 import type { RiskHints } from '../policy/evaluate-step.js';
 import { MAX_CODE_BYTES } from '../sandbox/light/limits.js';
 import { ToolBridge, type BridgeMode } from '../sandbox/light/tool-bridge.js';
@@ -146,6 +147,20 @@ function assessRunCode(args: RunCodeArgs, ctx: ActionContext): RiskHints {
   return { risk, reasons, mitigations };
 }
 
+const APPLIED_CODE_DRY_RUN: ExecutionChoice = {
+  appliedDryRun: true,
+  summary: 'applied the approved dry run: the code has no capabilities, so its value then is its result; it did not run again',
+};
+
+/** The approved dry run's value, when it can stand for a run now; otherwise why it cannot. */
+function approvedValue(args: RunCodeArgs, approved: Preview | null | undefined): { result: CodeRunResult } | { reason: string } {
+  const granted = Object.values(args.capabilities ?? {}).some((grant) => grant !== undefined);
+  if (granted) return { reason: 'the code has capabilities (files, the network or the knowledge base) that may answer differently now' };
+  if (!approved || approved.kind !== 'codeRun') return { reason: 'no dry run of it was approved' };
+  if (!approved.result.ok) return { reason: `its dry run did not give a value (${approved.result.code})` };
+  return { result: approved.result };
+}
+
 /**
  * runCode: an agent's snippet, run for its value. Never revertible: isolated code changes nothing,
  * so there is nothing to undo; code granted the network may have effects at the remote hosts that
@@ -165,12 +180,15 @@ export const runCode: ActionModule<'runCode'> = {
     return { kind: 'codeRun', result, requests };
   },
   async run(args, ctx) {
+    const reused = approvedValue(args, ctx.approvedPreview);
     return {
       fileChanges: [],
       async apply() {
+        // Code with no capabilities reads nothing but itself and reaches nothing: its approved dry run's value is its result.
+        if ('result' in reused) return { ...reused.result, execution: APPLIED_CODE_DRY_RUN };
         const { result } = await runIn('execute', args, ctx);
         if (!result.ok) throw new ExecutorError(result.code, result.message, { result });
-        return { ...result };
+        return { ...result, execution: { appliedDryRun: false, summary: `ran again because ${reused.reason}`, reason: reused.reason } };
       },
     };
   },

@@ -21,7 +21,15 @@ import { matchHostCodePath } from '../policy/host-code-paths.js';
 import { filesystemIgnoresCase } from '../policy/path-patterns.js';
 import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import type { Policy } from '../policy/policy-file.js';
-import { defaultDockerClient, runSandboxed, type SandboxRunOutcome } from '../sandbox/docker/sandbox-run.js';
+import {
+  defaultDockerClient,
+  imageForRun,
+  runSandboxed,
+  scratchOptionsFor,
+  type SandboxRunOutcome,
+} from '../sandbox/docker/sandbox-run.js';
+import type { OverlayWrite } from '../sandbox/docker/scratch-copy.js';
+import { APPLIED_DRY_RUN, bindDryRun, ranAgain, reusableDryRun, type CommandInputs } from './command-dry-run.js';
 import type { ActionContext, ActionModule, ReadyRun } from './action-module.js';
 
 type Args = ActionArgs<'runCommand'>;
@@ -122,8 +130,12 @@ interface RunView {
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
 async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun', codeBuildConsented = false): Promise<RunView> {
+  const dryRun = phase === 'dryRun';
   const { sourceDir, root } = sourceDirOf(args, ctx);
+  const overlay = dryRun ? overlayWithin(sourceDir, ctx) : undefined;
   const outcome = await runSandboxed(defaultDockerClient(), {
+    ...(overlay && overlay.length > 0 ? { overlay } : {}),
+    manifest: dryRun,
     sourceDir,
     root,
     codeBuildConsented,
@@ -182,7 +194,98 @@ async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'rea
     image: outcome.image,
     egress: run.egress.map(({ method, host, port, allowed }) => ({ method, host, port, allowed })),
   };
+  if (dryRun) {
+    // Kept by content, as a write's content is in its step: a later step's dry run lays them over its copy.
+    // A file at a time, the host answering in between: a changeset may be 40 files of 1 MB.
+    const stored = new Map<string, string>();
+    for (const file of outcome.changeset.files) {
+      if (file.after === null) continue;
+      stored.set(file.relativePath, ctx.blobs.put(file.after));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const binding = bindDryRun(outcome, inputsOf(args, ctx, sourceDir, outcome.image.digest), ctx.blobs, stored, conflicts.length);
+    if (binding) preview.dryRun = binding;
+    if (ctx.planOverlay && ctx.planOverlay.basis.length > 0) preview.planBasis = ctx.planOverlay.basis;
+  }
   return { preview, changes, outcome, scope };
+}
+
+/** The plan's earlier writes that land in the copied directory, relative to it. */
+function overlayWithin(sourceDir: string, ctx: ActionContext): OverlayWrite[] {
+  const writes: OverlayWrite[] = [];
+  for (const write of ctx.planOverlay?.writes ?? []) {
+    const relative = path.relative(sourceDir, write.absolutePath);
+    if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) continue;
+    writes.push({ relativePath: relative.split(path.sep).join('/'), content: write.content });
+  }
+  return writes;
+}
+
+function inputsOf(args: Args, ctx: ActionContext, sourceDir: string, imageDigest: string): CommandInputs {
+  return {
+    argv: argvOf(args),
+    env: args.env,
+    sourceDir,
+    network: args.network ?? 'none',
+    allowSecrets: args.allowSecrets,
+    imageDigest,
+    timeoutMs: timeoutOf(args, ctx.policy),
+    policy: ctx.policy,
+  };
+}
+
+/**
+ * The approved dry run as the real run, when it ran on exactly what a run now would (see
+ * command-dry-run.ts): its changeset, applied with the usual checks, and its output. Otherwise why not.
+ */
+async function approvedDryRun(args: Args, ctx: ActionContext): Promise<{ ready: ReadyRun } | { reason: string }> {
+  const approved = ctx.approvedPreview;
+  if (!approved || approved.kind !== 'commandRun') return { reason: 'no dry run of it was approved' };
+  const { sourceDir, root } = sourceDirOf(args, ctx);
+  // The image this root's commands run in now (a project image's tag is its content digest): a changed
+  // Dockerfile or rebuilt default image means the dry run ran on something else. Never built here by running code.
+  let image;
+  try {
+    image = await imageForRun(defaultDockerClient(), { sourceDir, root, policy: ctx.policy });
+  } catch (error) {
+    return { reason: `its image could not be checked (${(error as Error).message})` };
+  }
+  const scope = changesetScope(args, ctx, sourceDir);
+  const options = scratchOptionsFor(ctx.policy, args.allowSecrets, [ctx.dataDir], root);
+  const reusable = await reusableDryRun(approved, inputsOf(args, ctx, sourceDir, image.digest), ctx.blobs, options, scope);
+  if ('reason' in reusable) return reusable;
+  const { changes } = reusable;
+  const binding = approved.dryRun!;
+  return {
+    ready: {
+      fileChanges: changes,
+      preview: approved,
+      async apply() {
+        assertChangesetTargets(changes, scope);
+        applyUnlessChanged(changes, ctx.directoryLedger);
+        return {
+          exitCode: approved.exitCode,
+          timedOut: approved.timedOut,
+          oomKilled: approved.oomKilled,
+          image: approved.image,
+          runId: binding.runId,
+          durationMs: binding.durationMs,
+          files: fileList(changes),
+          stdout: excerpt(approved.stdout),
+          stderr: excerpt(approved.stderr),
+          egress: [],
+          execution: APPLIED_DRY_RUN,
+        };
+      },
+    },
+  };
+}
+
+function fileList(changes: readonly FileChange[]): { path: string; change: 'added' | 'deleted' | 'modified' }[] {
+  return changes.map((change) => ({
+    path: change.displayPath,
+    change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified',
+  }));
 }
 
 /** What must match between the approved preview and the real run: the files and how the command ended. */
@@ -355,6 +458,10 @@ export const runCommand: ActionModule<'runCommand'> = {
     return rateChangeset(preview, ctx.policy, root ? { root, ...(ctx.plannedTree ? { tree: ctx.plannedTree } : {}) } : undefined);
   },
   async run(args, ctx) {
+    // What the person saw is what happens: the approved dry run is applied when nothing it ran on has changed.
+    const reuse = await approvedDryRun(args, ctx);
+    if ('ready' in reuse) return reuse.ready;
+    const execution = ranAgain(reuse.reason);
     // No approved preview: the person approved a step whose dry run could not be made, and a dry run
     // that needed the project's image built by running its code says so there. Their approval is the
     // consent to that build; a step approved on a preview never builds by running code unseen.
@@ -364,7 +471,7 @@ export const runCommand: ActionModule<'runCommand'> = {
       return {
         fileChanges: [],
         preview,
-        drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId } },
+        drift: { ...drift, detail: { ...drift.detail, image: outcome.image.digest, runId: outcome.run.runId, execution } },
         apply: async () => {
           throw new ExecutorError('INTERNAL', 'A drifted run must not be applied.');
         },
@@ -390,13 +497,11 @@ export const runCommand: ActionModule<'runCommand'> = {
           image: outcome.image,
           runId: outcome.run.runId,
           durationMs: outcome.run.durationMs,
-          files: changes.map((change) => ({
-            path: change.displayPath,
-            change: change.before === null ? 'added' : change.after === null ? 'deleted' : 'modified',
-          })),
+          files: fileList(changes),
           stdout: excerpt(outcome.run.stdout),
           stderr: excerpt(outcome.run.stderr),
           egress: outcome.run.egress,
+          execution,
         };
       },
     };

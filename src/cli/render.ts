@@ -1,7 +1,7 @@
 import { editDetailText } from '../domain/person-edit.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
-import type { RunSpan, StepRecord } from '../domain/step-record.js';
+import type { ExecutionChoice, RunSpan, StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
 import {
   capabilityAsks,
@@ -230,6 +230,8 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     );
   if (record.rejectedReason) lines.push(`Rejected ${line(record.rejectedReason)}`);
   const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
+  const execution = executionChoiceOf(record.result);
+  if (execution) lines.push(`Ran      ${line(execution.summary)}`);
   if (record.result && !partialOutput) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
   for (const [name, span] of [
@@ -261,6 +263,16 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     lines.push(
       '',
       `--- dry run (the preview, in a scratch copy; not the real run) of \`${line(run.command)}\` in ${line(run.cwd)}: ${ended}, network ${line(run.network)}, image ${line(run.image.digest)}`,
+    );
+    if (run.planBasis?.length)
+      lines.push(
+        `ran after the plan's earlier step(s) ${run.planBasis.map((basis) => line(basis.stepId)).join(', ')} (their changes laid over the copy)`,
+      );
+    if (run.rebuilt) lines.push(`rebuilt: ${line(run.rebuilt.reason)}`);
+    lines.push(
+      run.dryRun
+        ? 'bound: approving applies this dry run as it is, unless its files, image, arguments or environment change first'
+        : 'not bound: approving runs the command again',
     );
     for (const [name, stream] of [
       ['stdout', run.stdout],
@@ -424,4 +436,10 @@ export function explainOutcome(record: StepRecord): string {
     default:
       return '';
   }
+}
+
+/** How an executed step was carried out (its result's `execution`), when it says. */
+function executionChoiceOf(result: Record<string, unknown> | null): ExecutionChoice | null {
+  const execution = result?.execution as ExecutionChoice | undefined;
+  return execution && typeof execution.summary === 'string' ? execution : null;
 }

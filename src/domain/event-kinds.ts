@@ -35,6 +35,8 @@ export const EVENT_KINDS = [
   'step.failed',
   'step.interrupted',
   'step.reconsent',
+  /** A step's preview is made again because an earlier step of its plan changed (detail: reason, becauseOf, from, to). */
+  'step.preview_rebuilt',
   'step.execution_deferred',
   'step.reverted',
   'step.revert_forced',

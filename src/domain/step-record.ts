@@ -64,6 +64,51 @@ export interface CommandRunPreview {
   conflicts: string[];
   image: { tag: string; digest: string };
   egress: { method: string; host: string; port: number; allowed: boolean }[];
+  /**
+   * A dry run's binding: the digest of what it ran on (the files it read, the image, argv, env, cwd,
+   * limits, no network) and the blob that holds them with its changeset, so an approval of it can be
+   * applied without running the command a second time (see docs/sandbox.md, "What was approved is applied").
+   */
+  dryRun?: DryRunBinding;
+  /** The plan's earlier steps whose writes were laid over the copy before this dry run, in plan order. */
+  planBasis?: PlanBasisStep[];
+  /** Set when this preview was made again because an earlier step of the plan changed (rejected, edited, failed…). */
+  rebuilt?: PreviewRebuilt;
+}
+
+/** See CommandRunPreview.dryRun. */
+export interface DryRunBinding {
+  inputsDigest: string;
+  /** Blob (sha256) of the dry run's inputs, the manifest of what it read, and its changeset by content blobs. */
+  blob: string;
+  runId: string;
+  durationMs: number;
+}
+
+/** An earlier step of the plan a dry run saw as done: which version of it, and in which state it was then. */
+export interface PlanBasisStep {
+  stepId: string;
+  stepHash: string;
+  action: string;
+  /** A command: the preview its changeset came from (a new dry run of it is another basis). */
+  previewHash?: string;
+}
+
+/** Why a preview was made again. */
+export interface PreviewRebuilt {
+  reason: string;
+  /** The earlier step whose change set it off. */
+  stepId: string;
+  at: string;
+}
+
+/** How an approved run was carried out: its approved dry run applied, or run again (and why). Kept in the step's result and its audit record. */
+export interface ExecutionChoice {
+  appliedDryRun: boolean;
+  /** In words, as the CLI and the window show it. */
+  summary: string;
+  /** Ran again: why the dry run could not be applied. */
+  reason?: string;
 }
 
 export type Preview =

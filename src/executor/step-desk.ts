@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import path from 'node:path';
-import type { ActionContext } from '../actions/action-module.js';
+import type { ActionContext, PlanOverlay } from '../actions/action-module.js';
 import type { HeavyCodeRunner } from '../sandbox/docker/heavy-code-runner.js';
 import { boundAction } from '../actions/registry.js';
 import type { SignedAuditLog } from '../audit/log/audit-log.js';
@@ -17,9 +17,10 @@ import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.
 import { proposerOf } from '../domain/remembered-rule.js';
 import type { Evaluation } from '../domain/risk.js';
 import type { StepStatus } from '../domain/state-machine.js';
-import type { Preview, RunSpan, StepRecord } from '../domain/step-record.js';
+import type { FileChangePreview, Preview, RunSpan, StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
-import type { Step } from '../domain/step.js';
+import { stepHash, type Step } from '../domain/step.js';
+import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
 import { filesystemIgnoresCase } from '../policy/path-patterns.js';
@@ -353,6 +354,50 @@ export class StepDesk {
   }
 
   /**
+   * What a step's dry run lays over its copy: the writes of the plan's earlier steps that will have
+   * run by then (any not ended: proposed, previewed, approved, running), in plan order. A write's
+   * content is in its step; a command's is its dry run's changeset, kept by content in the blob
+   * store. Steps that ended without running (rejected, denied, failed…) leave nothing; executed ones
+   * are on disk already. `basis` names each step laid, by version, so a change to it is seen later.
+   */
+  planOverlayFor(step: Step): PlanOverlay {
+    const writes: PlanOverlay['writes'] = [];
+    const basis: PlanOverlay['basis'] = [];
+    const roots = this.policy.workspaceRoots;
+    const plan = this.steps.planSteps(step.planId);
+    const position = plan.find((record) => record.step.id === step.id)?.position ?? Infinity;
+    for (const record of plan) {
+      if (record.position >= position || !PENDING.includes(record.status)) continue;
+      const earlier = record.step;
+      let laid: PlanOverlay['writes'] | null = null;
+      if (earlier.action === 'writeFile' || earlier.action === 'deleteFile') {
+        const verdict = guardPath(earlier.args.path, roots, this.dataDir);
+        if (verdict.ok)
+          laid = [
+            {
+              absolutePath: verdict.realPath,
+              content:
+                earlier.action === 'writeFile'
+                  ? Buffer.from(earlier.args.content, earlier.args.encoding === 'base64' ? 'base64' : 'utf8')
+                  : null,
+            },
+          ];
+      } else if (earlier.action === 'runCommand' && record.preview?.kind === 'commandRun') {
+        laid = commandWrites(earlier.args.cwd, record.preview.files, roots, this.blobs);
+      }
+      if (!laid) continue;
+      writes.push(...laid);
+      basis.push({
+        stepId: earlier.id,
+        stepHash: stepHash(earlier),
+        action: earlier.action,
+        ...(earlier.action === 'runCommand' && record.previewHash ? { previewHash: record.previewHash } : {}),
+      });
+    }
+    return { writes, basis };
+  }
+
+  /**
    * A step's evaluation again, with what a run of it changes (its dry run, or the real run before it
    * is applied): the action rates the preview's effects (commands: src/policy/command-effects.ts).
    * `effects` is null when the action has no changeset to rate.
@@ -490,4 +535,27 @@ export class StepDesk {
     const runs = this.liveRuns.list();
     return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
   }
+}
+
+/**
+ * A command's previewed changeset as writes of real paths: relative to the root its working directory
+ * is in, each new content from the blob store (a content no longer there is not laid).
+ */
+function commandWrites(
+  cwd: string | undefined,
+  files: readonly FileChangePreview[],
+  roots: readonly string[],
+  blobs: BlobStore,
+): PlanOverlay['writes'] | null {
+  if (roots.length === 0) return null;
+  const real = resolveThroughSymlinks(cwd ? path.resolve(roots[0]!, cwd) : roots[0]!);
+  const root = roots.map(resolveThroughSymlinks).find((candidate) => real === candidate || real.startsWith(candidate + path.sep));
+  if (!root) return null;
+  const writes: PlanOverlay['writes'] = [];
+  for (const file of files) {
+    const absolutePath = path.join(root, file.path);
+    if (!file.existsAfter) writes.push({ absolutePath, content: null });
+    else if (file.postHash && blobs.has(file.postHash)) writes.push({ absolutePath, content: blobs.get(file.postHash) });
+  }
+  return writes;
 }

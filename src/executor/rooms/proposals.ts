@@ -3,7 +3,7 @@ import type { Actor } from '../../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { parsePlan } from '../../domain/plan-parse.js';
 import type { Evaluation } from '../../domain/risk.js';
-import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
+import type { PlanBasisStep, Preview, PreviewRebuilt, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { isAgentActor } from '../../domain/step-ownership.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
@@ -32,6 +32,10 @@ export class ProposalsRoom {
   private readonly grouped: GroupedCommit;
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
+  /** Steps whose preview is being made again, and why: the new preview says so (PreviewRebuilt). */
+  private readonly rebuildReasons = new Map<string, PreviewRebuilt>();
+  /** Plans with a dry run that saw earlier steps of the plan (a preview with planBasis) in this process. */
+  private readonly plansWithBasis = new Set<string>();
 
   constructor(
     private readonly desk: StepDesk,
@@ -45,6 +49,68 @@ export class ProposalsRoom {
       concurrency: () => desk.policy.preparation.concurrency,
       yieldToRequests: () => desk.requests.whenClear(),
     });
+    // Any step's change may leave a later step's dry run built on a plan that no longer holds (an
+    // earlier step rejected, edited, failed, reverted, or given a new preview). Looked at after the
+    // transaction that emitted it has ended.
+    // Only plans with such a dry run are looked at: listing a plan parses every step's args.
+    desk.events.on('step', (record) => {
+      if (this.plansWithBasis.has(record.step.planId) || mayLeavePreviewsStale(record))
+        queueMicrotask(() => this.rebuildStalePreviews(record.step.planId));
+    });
+  }
+
+  /**
+   * Sends each later step of the plan whose dry run saw earlier steps that no longer hold back to be
+   * previewed again (awaiting_consent or approved → evaluated), with the reason its new preview shows.
+   */
+  private rebuildStalePreviews(planId: string): void {
+    const { desk } = this;
+    if (desk.closed || desk.paused) return;
+    let scheduled = false;
+    try {
+      const plan = desk.steps.planSteps(planId);
+      for (const later of plan) {
+        if ((later.status !== 'awaiting_consent' && later.status !== 'approved') || later.preview?.kind !== 'commandRun') continue;
+        const stale = staleBasis(later, plan, desk.planOverlayFor(later.step).basis);
+        if (!stale) continue;
+        const rebuilt: PreviewRebuilt = { ...stale, at: new Date().toISOString() };
+        desk.db.transaction(() => {
+          if (later.status === 'approved')
+            desk.steps.transition(
+              later.step.id,
+              'awaiting_consent',
+              POLICY_ACTOR,
+              {},
+              {
+                kind: 'step.reconsent',
+                detail: { reason: `${stale.reason}; its preview is made again.` },
+                expectFrom: ['approved'],
+              },
+            );
+          // The old preview stays until the new one is recorded, marked: a restart that prepares it again still says why.
+          const marked = { ...later.preview!, rebuilt } as Preview;
+          desk.steps.transition(
+            later.step.id,
+            'evaluated',
+            POLICY_ACTOR,
+            { preview: { preview: marked, previewHash: previewHashOf(marked) } },
+            {
+              kind: 'step.preview_rebuilt',
+              detail: { reason: stale.reason, becauseOf: stale.stepId },
+              expectFrom: ['awaiting_consent'],
+            },
+          );
+        })();
+        this.rebuildReasons.set(later.step.id, rebuilt);
+        desk.emitStep(desk.steps.get(later.step.id));
+        scheduled = true;
+      }
+    } catch (error) {
+      // Moved meanwhile (decided, run): that move is heard again and looked at then.
+      if (!(error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION'))
+        desk.log(`executor: rebuilding previews of plan ${planId}: ${toErrorShape(error).message}`);
+    }
+    if (scheduled) this.schedulePreview(planId, POLICY_ACTOR);
   }
 
   /**
@@ -241,7 +307,19 @@ export class ProposalsRoom {
   /** One step's dry run, evaluated by what it changes; `evaluated` → denied, approved (no consent needed) or awaiting_consent. */
   private async previewStep(step: Step, evaluation: Evaluation): Promise<void> {
     const { desk } = this;
-    const preview = await this.previewOrError(step);
+    let preview = await this.previewOrError(step);
+    // An earlier step changed while this dry run ran (rejected, edited, given a new preview): made again, a few times at most.
+    for (let again = 0; again < 2 && !desk.closed && preview.ok && preview.preview.kind === 'commandRun'; again++) {
+      const plan = desk.steps.planSteps(step.planId);
+      const self = plan.find((record) => record.step.id === step.id);
+      if (!self) break;
+      const stale = staleBasis({ ...self, preview: preview.preview }, plan, desk.planOverlayFor(step).basis);
+      if (!stale) break;
+      this.rebuildReasons.set(step.id, { ...stale, at: new Date().toISOString() });
+      preview = await this.previewOrError(step);
+    }
+    this.rebuildReasons.delete(step.id);
+    if (preview.ok && preview.preview.kind === 'commandRun' && preview.preview.planBasis?.length) this.plansWithBasis.add(step.planId);
     if (desk.closed) return;
     // What the dry run changed is evaluated too: a denied effect denies the step, whatever its command line looked like.
     const evaluated = preview.ok ? desk.evaluateByEffects(step, evaluation, preview.preview) : { evaluation, effects: null };
@@ -365,7 +443,11 @@ export class ProposalsRoom {
     const live = module.runsLive ? desk.liveRuns.start(step.id, module.summarize(args), 'dryRun') : undefined;
     let ended: RunSpan['ended'] = 'failed';
     try {
-      const preview = await module.simulate(args, desk.context(step.id, live));
+      // The dry run sees the workspace as it will be when the step runs: after the plan's earlier steps.
+      const preview = withRebuilt(
+        await module.simulate(args, { ...desk.context(step.id, live), planOverlay: desk.planOverlayFor(step) }),
+        this.rebuildReasons.get(step.id) ?? markedRebuilt(desk.steps.get(step.id)),
+      );
       ended = live?.cancelling ? 'cancelled' : 'finished';
       return { ok: true, preview, previewHash: previewHashOf(preview) };
     } catch (error) {
@@ -387,7 +469,8 @@ export class ProposalsRoom {
     const record = desk.stepFor(stepId, actor);
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, desk.context(stepId));
+    const preview = await module.simulate(args, { ...desk.context(stepId), planOverlay: desk.planOverlayFor(record.step) });
+    if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
     const status = desk.steps.get(stepId).status;
@@ -422,6 +505,73 @@ export class ProposalsRoom {
       { preview: { preview, previewHash }, ...(effects ? { evaluation } : {}) },
     );
     return { preview, previewHash };
+  }
+}
+
+/**
+ * A change that can leave a later step's dry run stale in any process, not only the one that made it:
+ * a step that ended without running or was reverted, the person's edit, a real run that differed from
+ * its preview. Rare, so listing the plan then costs little.
+ */
+function mayLeavePreviewsStale(record: StepRecord): boolean {
+  if (!PENDING.includes(record.status) && record.status !== 'executed') return true;
+  if (record.status === 'evaluated' && record.edit) return true;
+  return record.status === 'awaiting_consent' && record.startedAt !== null;
+}
+
+/** The reason a step waiting for its preview again carries on its old preview (see rebuildStalePreviews). */
+function markedRebuilt(record: StepRecord): PreviewRebuilt | undefined {
+  return record.status === 'evaluated' && record.preview?.kind === 'commandRun' ? record.preview.rebuilt : undefined;
+}
+
+/** A command's preview, marked as made again and why. */
+function withRebuilt(preview: Preview, rebuilt: PreviewRebuilt | undefined): Preview {
+  return rebuilt && preview.kind === 'commandRun' ? { ...preview, rebuilt } : preview;
+}
+
+/**
+ * Why a step's dry run no longer shows the workspace it will run on, or null: an earlier step it saw
+ * (planBasis) ended without running, was reverted, edited, or given a new preview; or an earlier step
+ * that will run (`current`, the basis a dry run now would have) was not seen. An earlier step that
+ * executed since is on disk now, as the dry run assumed.
+ */
+function staleBasis(
+  later: StepRecord,
+  plan: readonly StepRecord[],
+  current: readonly PlanBasisStep[],
+): { reason: string; stepId: string } | null {
+  if (later.preview?.kind !== 'commandRun') return null;
+  const seen = later.preview.planBasis ?? [];
+  const byId = new Map(plan.map((record) => [record.step.id, record]));
+  for (const basis of seen) {
+    const earlier = byId.get(basis.stepId);
+    if (!earlier) continue;
+    const label = `Step ${basis.stepId} earlier in this plan`;
+    if (earlier.stepHash !== basis.stepHash) return { reason: `${label} was edited`, stepId: basis.stepId };
+    if (earlier.status === 'executed') continue;
+    if (!PENDING.includes(earlier.status)) return { reason: `${label} ${endedInWords(earlier.status)}`, stepId: basis.stepId };
+    if (basis.previewHash && earlier.previewHash !== basis.previewHash)
+      return { reason: `${label} has a new preview of what it changes`, stepId: basis.stepId };
+  }
+  const seenIds = new Set(seen.map((basis) => basis.stepId));
+  const unseen = current.find((basis) => !seenIds.has(basis.stepId));
+  if (unseen)
+    return { reason: `Step ${unseen.stepId} earlier in this plan now has changes this dry run did not see`, stepId: unseen.stepId };
+  return null;
+}
+
+function endedInWords(status: StepRecord['status']): string {
+  switch (status) {
+    case 'rejected':
+      return 'was rejected';
+    case 'denied':
+      return 'was denied by the policy';
+    case 'failed':
+      return 'failed';
+    case 'reverted':
+      return 'was reverted';
+    default:
+      return `ended ${status.replace('_', ' ')} without running`;
   }
 }
 

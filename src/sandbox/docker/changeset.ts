@@ -142,6 +142,22 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
     // A hard link is never recreated: the content comes back as a file of its own (a link could only
     // point inside the scratch copy anyway, since links cannot cross its mount).
     const dropped = scratchStat.nlink > 1n ? [...droppedBits, 'hard link not recreated: comes back as a file of its own'] : droppedBits;
+    if (baseline?.planned) {
+      // Measured from what the plan's earlier steps leave there, not from the disk before them.
+      const planned = baseline.planned.content;
+      if (planned !== null && planned.equals(after) && baseline.sourceMode === modeAfter) return;
+      files.push({
+        relativePath: relative,
+        kind: planned === null ? 'added' : 'modified',
+        before: planned,
+        after,
+        modeBefore: planned === null ? null : baseline.sourceMode,
+        modeAfter,
+        conflict: false,
+        ...(dropped.length ? { dropped } : {}),
+      });
+      return;
+    }
     const real = await readIfFile(realPath);
     if (baseline?.kind === 'file') {
       const conflict =
@@ -202,6 +218,20 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
 
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;
+    if (baseline.planned) {
+      // Deleted by the command after an earlier step wrote it; a path the plan deletes is simply still absent.
+      if (baseline.planned.content !== null)
+        files.push({
+          relativePath: relative,
+          kind: 'deleted',
+          before: baseline.planned.content,
+          after: null,
+          modeBefore: baseline.sourceMode,
+          modeAfter: null,
+          conflict: false,
+        });
+      continue;
+    }
     const real = await readIfFile(path.join(scratch.sourceDir, ...relative.split('/')));
     const conflict =
       !real ||

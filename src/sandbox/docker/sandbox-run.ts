@@ -9,7 +9,8 @@ import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { ensureProjectImage, type ProjectImage } from './project-image.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
-import { makeScratchCopy, type ScratchOptions } from './scratch-copy.js';
+import { makeScratchCopy, type OverlayWrite, type ScratchOptions } from './scratch-copy.js';
+import { manifestOfScratch, type WorkspaceManifest } from './workspace-manifest.js';
 import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
 
 /** How long a silent engine (a dead remote host) may take before the step is deferred as unavailable. */
@@ -71,7 +72,10 @@ function rootOf(sourceDir: string, policy: Policy): string {
  * policy names, or the default), built when its content changed; the build's progress goes to the
  * run's live output, marked as the build's, so the window shows it as it comes.
  */
-async function imageForRun(client: DockerClient, request: SandboxRunRequest): Promise<ProjectImage> {
+export async function imageForRun(
+  client: DockerClient,
+  request: Pick<SandboxRunRequest, 'root' | 'sourceDir' | 'policy' | 'hooks' | 'codeBuildConsented'>,
+): Promise<ProjectImage> {
   await reachEngine(client);
   const root = request.root ?? rootOf(request.sourceDir, request.policy);
   const hooks = request.hooks;
@@ -101,6 +105,10 @@ export interface SandboxRunRequest {
   codeBuildConsented?: boolean;
   /** The live output and the Cancel signal (see RunHooks). */
   hooks?: RunHooks;
+  /** The plan's earlier writes, laid over the copy before the run (relative to sourceDir). */
+  overlay?: readonly OverlayWrite[];
+  /** A dry run: also take the manifest of what the command read, so its approval can be applied without a second run. */
+  manifest?: boolean;
 }
 
 /** A run its signal stopped: no changeset is computed from a half-run, and nothing of it is applied. */
@@ -124,6 +132,8 @@ export interface SandboxRunOutcome {
   /** The image it ran in (a project image's tag is its content digest). */
   image: { tag: string; digest: string };
   copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+  /** What the command read (asked for with `manifest`). */
+  manifest?: WorkspaceManifest;
 }
 
 export function scratchOptionsFor(
@@ -149,11 +159,17 @@ export function scratchOptionsFor(
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await imageForRun(client, request);
   const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root);
-  const scratch = makeScratchCopy(request.sourceDir, { ...options, owner: { uid: image.user.uid, gid: image.user.gid } });
+  const scratch = makeScratchCopy(request.sourceDir, {
+    ...options,
+    owner: { uid: image.user.uid, gid: image.user.gid },
+    ...(request.overlay ? { overlay: request.overlay } : {}),
+  });
   // An engine on another machine cannot see the scratch directory: the copy travels as an archive.
   const resultDir = client.local ? undefined : path.join(path.dirname(scratch.dir), 'after');
   if (resultDir) fs.mkdirSync(resultDir);
   try {
+    // Taken before the run: the command may change what it read.
+    const manifest = request.manifest ? await manifestOfScratch(scratch) : undefined;
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,
@@ -176,6 +192,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       changeset,
       image: { tag: image.tag, digest: image.digest },
       copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
+      ...(manifest ? { manifest } : {}),
     };
   } finally {
     scratch.dispose();

@@ -14,11 +14,25 @@ export interface BaselineEntry {
   /** The real workspace file when it was copied: a later difference means it changed under the step. */
   sourceSize: bigint;
   sourceMtimeNs: bigint;
+  sourceCtimeNs: bigint;
   sourceIno: bigint;
   sourceMode: number;
   /** The scratch copy's own stat after preparation: ctime moves on any write or chmod, which a command cannot fake. */
   scratchCtimeNs: bigint;
   scratchIno: bigint;
+  /**
+   * Set where the copy holds what an earlier step of the plan will have written (`overlay`), not the
+   * real file: its content then (null: the plan deletes it). The changeset measures from it, and the
+   * real file differing from it is no conflict (the earlier step has not run yet).
+   */
+  planned?: { content: Buffer | null };
+}
+
+/** What an earlier step of the plan leaves at a path of the copied directory: its content, or null when it deletes it. */
+export interface OverlayWrite {
+  /** Relative to the copied directory, with `/`. */
+  relativePath: string;
+  content: Buffer | null;
 }
 
 export interface ScratchCopy {
@@ -62,6 +76,11 @@ export interface ScratchOptions {
    * uid, the only one that can write a copy this process made.
    */
   owner?: { uid: number; gid: number };
+  /**
+   * The plan's earlier steps, laid over the copy in plan order before the run: the command sees the
+   * workspace as it will be when it runs. Paths that are ignored, secret or leave the copy are not laid.
+   */
+  overlay?: readonly OverlayWrite[];
 }
 
 type GlobMatcher = (relativePath: string) => boolean;
@@ -140,7 +159,7 @@ function ownerForContainer(imageUser?: { uid: number; gid: number }): { uid: num
   return imageUser ? { ...imageUser, chown: true } : { uid: SANDBOX_UID, gid: SANDBOX_GID, chown: true };
 }
 
-interface PlannedEntry {
+export interface PlannedEntry {
   relative: string;
   kind: BaselineEntry['kind'];
   source: fs.BigIntStats;
@@ -182,7 +201,7 @@ function namesSomethingInside(allowed: readonly string[] | undefined, folder: st
 }
 
 /** Walks the source once: what will be copied (parents before children), what is left out, and how many bytes. */
-function planCopy(
+export function planCopy(
   sourceDir: string,
   options: ScratchOptions,
 ): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
@@ -275,6 +294,57 @@ function fileCopier(): (from: string, to: string) => void {
 }
 
 /**
+ * Lays the plan's earlier writes over a fresh copy, in plan order (a later write of a path wins).
+ * A write whose path is ignored or secret, or whose folder is a file or a link in the copy, is not
+ * laid: the run would not have seen it, and a link could lead out of the copy.
+ */
+function layOverlay(
+  dir: string,
+  sourceDir: string,
+  options: ScratchOptions,
+  owner: { uid: number; gid: number; chown: boolean },
+): Map<string, Buffer | null> {
+  const laid = new Map<string, Buffer | null>();
+  for (const write of options.overlay ?? []) {
+    const parts = write.relativePath.split('/');
+    if (parts.some((part) => part === '' || part === '.' || part === '..')) continue;
+    if (exclusionOf(write.relativePath, options, sourceDir) !== null) continue;
+    let parent = dir;
+    let blocked = false;
+    for (const part of parts.slice(0, -1)) {
+      parent = path.join(parent, part);
+      const stat = fs.lstatSync(parent, { throwIfNoEntry: false });
+      if (!stat) {
+        // Deleting where no folder is deletes nothing: no folder is made for it.
+        if (write.content === null) {
+          blocked = true;
+          break;
+        }
+        fs.mkdirSync(parent, { mode: 0o755 });
+        if (owner.chown) fs.lchownSync(parent, owner.uid, owner.gid);
+      } else if (!stat.isDirectory()) {
+        blocked = true;
+        break;
+      }
+    }
+    if (blocked) continue;
+    const target = path.join(dir, ...parts);
+    const existing = fs.lstatSync(target, { throwIfNoEntry: false });
+    if (existing && !existing.isFile()) continue;
+    if (write.content === null) {
+      fs.rmSync(target, { force: true });
+    } else {
+      // A fresh inode: the copy's baseline inode of this path must not match what the command leaves.
+      fs.rmSync(target, { force: true });
+      fs.writeFileSync(target, write.content, { mode: existing ? Number(existing.mode & 0o777) : 0o644 });
+      if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
+    }
+    laid.set(write.relativePath, write.content);
+  }
+  return laid;
+}
+
+/**
  * Copies a workspace directory into a fresh scratch directory for one container run. Ignored trees
  * and secret-looking files are not copied, so a command cannot read what a file action would have
  * been refused.
@@ -318,16 +388,33 @@ export function makeScratchCopy(requestedDir: string, options: ScratchOptions): 
       fs.chownSync(base, owner.uid, owner.gid);
       fs.chownSync(dir, owner.uid, owner.gid);
     }
+    const planned = layOverlay(dir, sourceDir, options, owner);
     for (const entry of plan.entries) {
+      if (planned.has(entry.relative)) continue;
       const scratch = fs.lstatSync(path.join(dir, ...entry.relative.split('/')), { bigint: true });
       baseline.set(entry.relative, {
         kind: entry.kind,
         sourceSize: entry.source.size,
         sourceMtimeNs: entry.source.mtimeNs,
+        sourceCtimeNs: entry.source.ctimeNs,
         sourceIno: entry.source.ino,
         sourceMode: Number(entry.source.mode & 0o7777n),
         scratchCtimeNs: scratch.ctimeNs,
         scratchIno: scratch.ino,
+      });
+    }
+    for (const [relative, content] of planned) {
+      const scratch = content === null ? null : fs.lstatSync(path.join(dir, ...relative.split('/')), { bigint: true });
+      baseline.set(relative, {
+        kind: 'file',
+        sourceSize: 0n,
+        sourceMtimeNs: 0n,
+        sourceCtimeNs: 0n,
+        sourceIno: 0n,
+        sourceMode: scratch ? Number(scratch.mode & 0o7777n) : 0,
+        scratchCtimeNs: scratch?.ctimeNs ?? -1n,
+        scratchIno: scratch?.ino ?? -1n,
+        planned: { content },
       });
     }
   } catch (error) {

@@ -52,7 +52,7 @@ describe('runCode through the Executor facade', () => {
     expect(typeof record!.result!.durationMs).toBe('number');
   });
 
-  it('runs the code once for the preview and once for the execution, not again to re-check the preview', async () => {
+  it("runs code without capabilities once: the approved dry run's value is its result, and the step says so", async () => {
     let spawned = 0;
     const counting: SpawnChild = (launch) => {
       spawned += 1;
@@ -64,7 +64,27 @@ describe('runCode through the Executor facade', () => {
       AGENT,
     );
     expect(record!.status).toBe('executed');
+    expect(spawned).toBe(1);
+    const preview = record!.preview as { kind: 'codeRun'; result: { ok: true; value: number } };
+    expect(record!.result).toMatchObject({ ok: true, value: preview.result.value, execution: { appliedDryRun: true } });
+  });
+
+  it('runs code with a capability again for the execution, and says why', async () => {
+    let spawned = 0;
+    const counting: SpawnChild = (launch) => {
+      spawned += 1;
+      return forkChild(launch);
+    };
+    const { executor } = open({ autoApprove: 'MEDIUM', lightSandbox: { warmWorkers: 0 } }, { spawnChild: counting });
+    const [record] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code: 'return Date.now() + Math.random();', capabilities: { kbSearch: true } } }] },
+      AGENT,
+    );
+    expect(record!.status).toBe('executed');
     expect(spawned).toBe(2);
+    const preview = record!.preview as { kind: 'codeRun'; result: { ok: true; value: number } };
+    expect((record!.result as { value: number }).value).not.toBe(preview.result.value);
+    expect(record!.result).toMatchObject({ execution: { appliedDryRun: false, reason: expect.stringMatching(/capabilities/) } });
   });
 
   it('fails the step with the sandbox code when the result is not ok, keeping the whole result', async () => {
@@ -184,8 +204,9 @@ describe('runCode through the Executor facade', () => {
     const { executor } = open({ autoApprove: 'MEDIUM' }, { heavyCodeRunner: heavy });
     const [record] = await executor.propose({ steps: [{ action: 'runCode', args: { code: 'print(1)', language: 'python' } }] }, AGENT);
     expect(record!.evaluation!.risk).toBe('MEDIUM');
-    expect(record!.result).toMatchObject({ ok: true, value: 'ran python in execute' });
-    expect(seen.map((request) => request.mode)).toEqual(['simulate', 'execute']);
+    // No capabilities: the approved dry run's value is the result; the heavy sandbox ran once.
+    expect(record!.result).toMatchObject({ ok: true, value: 'ran python in simulate', execution: { appliedDryRun: true } });
+    expect(seen.map((request) => request.mode)).toEqual(['simulate']);
   });
 });
 
@@ -220,8 +241,11 @@ describe('runCode budget across CLI commands', () => {
     fs.writeFileSync(planFile, JSON.stringify({ steps: [{ action: 'runCode', args: { code: 'return 1' } }] }));
     const first = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
     expect(first.json<{ status: string }[]>()[0]).toMatchObject({ status: 'executed' });
+    // The second run of the minute is the second step's dry run; its approved value is its result (no run of its own).
     const second = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
-    const outcome = second.json<{ status: string; error?: { code: string; details?: { result?: { retryAfterMs?: number } } } }[]>()[0]!;
+    expect(second.json<{ status: string }[]>()[0]).toMatchObject({ status: 'executed' });
+    const third = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
+    const outcome = third.json<{ status: string; error?: { code: string; details?: { result?: { retryAfterMs?: number } } } }[]>()[0]!;
     expect(outcome).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_DENIED' } });
     expect(outcome.error!.details!.result!.retryAfterMs).toBeGreaterThan(0);
     expect(outcome.error!.details!.result!.retryAfterMs).toBeLessThanOrEqual(60_000);

@@ -92,6 +92,8 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     // Random bytes, not the clock: busybox date has no %N, and two runs in one second would match.
     const proposed = await proposeOne(executor, { command: 'od -An -tx1 -N16 /dev/urandom > stamp.txt' });
     const approvedStamp = (proposed.preview as CommandRunPreview).files[0]!.postHash;
+    // A file it reads changed since its dry run, so the approved dry run is not applied: the command runs again.
+    fs.writeFileSync(path.join(workspace, 'unrelated.txt'), 'changed after the dry run\n');
     const afterRun = await executor.approve('cmd', person);
     expect(afterRun.status).toBe('awaiting_consent');
     expect(read(workspace, 'stamp.txt')).toBeNull();
@@ -100,7 +102,11 @@ describe.skipIf(!hasDocker)('runCommand in the Docker sandbox', () => {
     const reconsent = executor.getAudit({ filters: { stepId: 'cmd', action: 'step.reconsent' } }).entries[0]?.args as
       Record<string, unknown> | undefined;
     expect(reconsent?.reason).toMatch(/did something different this time/);
-    expect(reconsent).toMatchObject({ from: 'running', to: 'awaiting_consent' });
+    expect(reconsent).toMatchObject({
+      from: 'running',
+      to: 'awaiting_consent',
+      execution: { appliedDryRun: false, reason: 'files changed since the dry run: unrelated.txt' },
+    });
     expect(executor.previewRevert('cmd')).toEqual({ files: [], directories: [] });
   });
 

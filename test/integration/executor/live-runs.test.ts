@@ -66,7 +66,7 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
   };
 
   it('streams the tail while the dry run and the real run go, and records their real durations', async () => {
-    const { executor, run } = openExecutor();
+    const { executor, run, workspace } = openExecutor();
     await executor.submitAndSchedule({ steps: [{ id: 'tick', action: 'runCommand', args: { command: ticker(2.4) } }] }, person);
     // Output arrives while the dry run is still under way: a frame with text and no end.
     const midDry = await run.next((frame) => frame.phase === 'dryRun' && !frame.endedAt && printed(frame, 'line 2'));
@@ -84,6 +84,8 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     const dryFrames = run.seen.filter((frame) => frame.phase === 'dryRun').length;
     expect(dryFrames).toBeLessThanOrEqual(Math.ceil(2.4 / 0.25) + 4);
 
+    // A file changed since the dry run: the approved dry run is not applied, so the real run runs (and is shown live).
+    fs.writeFileSync(path.join(workspace, 'changed-after-dry-run.txt'), 'x');
     const approving = executor.approve('tick', person);
     await run.next((frame) => frame.phase === 'realRun' && printed(frame, 'line 3'));
     expect(executor.listLiveRuns()).toEqual([expect.objectContaining({ stepId: 'tick', phase: 'realRun' })]);
@@ -130,6 +132,8 @@ describe.skipIf(!hasDocker)('a running command, live (real Docker)', () => {
     const command = `echo made > made.txt; ${ticker(30)}`;
     await executor.propose({ steps: [{ id: 'real', action: 'runCommand', args: { command } }] }, person);
     expect(executor.getStep('real').status).toBe('awaiting_consent');
+    // A file changed since the dry run: the command runs again rather than its dry run being applied.
+    fs.writeFileSync(path.join(workspace, 'changed-after-dry-run.txt'), 'x');
     const approving = executor.approve('real', person);
     await run.next((frame) => frame.stepId === 'real' && frame.phase === 'realRun' && printed(frame, 'line 1'));
     const cancelled = await executor.cancel('real', person);

@@ -130,7 +130,13 @@ describe('a host shut down mid-run (real forked worker)', () => {
       {
         id: 'busy',
         action: 'runCode',
-        args: { code: `console.log('started'); ${busyFor(4500)}`, language: 'javascript', timeoutMs: 5000 },
+        // A capability, though unused: code with one runs again for real (without, its dry run's value is applied).
+        args: {
+          code: `console.log('started'); ${busyFor(4500)}`,
+          language: 'javascript',
+          timeoutMs: 5000,
+          capabilities: { kbSearch: true },
+        },
       },
     ]);
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile, '--timeout', '60']);
@@ -187,6 +193,8 @@ describe.skipIf(!hasDocker)('a host shut down mid-run (real Docker)', () => {
     ]);
     const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile, '--timeout', '120']);
     expect(proposed.json<{ status: string }[]>()[0]!.status).toBe('awaiting_consent');
+    // A file changed since the dry run: the command runs again (its dry run is not applied), and that run is stopped.
+    fs.writeFileSync(path.join(workspace, 'changed-after-dry-run.txt'), 'x');
     const approving = runCliAsync(['--data-dir', dataDir, '--json', 'approve', 'cmd', '--preview-hash', shownPreviewHash(dataDir, 'cmd')]);
     // Its real run has printed (and written out.txt in its container's copy): the host is stopped now.
     await watchUntil(dataDir, 'cmd', /(--- run started|Running for)[\s\S]*\nfirst line\n/);
