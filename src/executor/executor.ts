@@ -25,7 +25,7 @@ import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { DataDirWatch } from '../store/data-dir-watch.js';
-import { noteLostDataDir, refuseLostDataDir } from '../store/lost-data-dirs.js';
+import { noteLostDataDir, refuseLostDatabase, refuseLostDataDir } from '../store/lost-data-dirs.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
 import type { RuleHits } from '../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../store/step-repository.js';
@@ -207,6 +207,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
+      // Under the lock, so a first open by another process is not taken for a lost database.
+      refuseLostDatabase(resolved);
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
