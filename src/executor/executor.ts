@@ -219,6 +219,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.watch = watch;
       executor.desk.watchLost = () => watch.lost !== null;
+      executor.desk.guardDataDir = () => watch.assertHere();
       watch.onLost((error) => executor.stopForLostDataDir(error));
       executor.desk.db.transaction(() => {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
@@ -309,6 +310,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
       giveBackWal(this.desk.db);
+      // Closing removes the WAL and its index: not a loss for checks still scheduled from before.
+      this.watch?.retire();
       this.desk.db.close();
       this.lock.release();
     }
