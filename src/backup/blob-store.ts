@@ -20,7 +20,15 @@ export function sha256Of(data: Uint8Array): string {
  * many steps touch it, and a blob's name proves its content, so a restore can check what it wrote.
  */
 export class BlobStore {
-  constructor(private readonly root: string) {}
+  /**
+   * `guard` throws to refuse a write (the executor's: the data directory is still the one it opened).
+   * A blob is written by name, and its folders are made as needed: into a data directory moved or
+   * removed under a running host, it would make a new folder of that name holding only backups.
+   */
+  constructor(
+    private readonly root: string,
+    private readonly guard: () => void = () => undefined,
+  ) {}
 
   private pathOf(hash: string): string {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`not a sha256 hex digest: ${hash}`);
@@ -33,7 +41,10 @@ export class BlobStore {
     const file = this.pathOf(hash);
     // A blob is trusted by its name only when its size agrees too: one cut short by a full disk before
     // writes were checked must be written again, not kept as the backup of record.
-    if (sizeOf(file) !== data.byteLength) writeFileAtomic(file, data, 0o600, { verifySha256: hash });
+    if (sizeOf(file) !== data.byteLength) {
+      this.guard();
+      writeFileAtomic(file, data, 0o600, { verifySha256: hash });
+    }
     return hash;
   }
 

@@ -26,7 +26,7 @@ import { preloadDockerode } from '../sandbox/docker/docker-client.js';
 import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js';
 import { ensureDataDir } from '../store/data-dir.js';
 import { DataDirWatch } from '../store/data-dir-watch.js';
-import { noteLostDataDir, refuseLostDataDir } from '../store/lost-data-dirs.js';
+import { noteLostDataDir, refuseLostDatabase, refuseLostDataDir } from '../store/lost-data-dirs.js';
 import { giveBackWal, openDatabase, type Db } from '../store/database.js';
 import type { RuleHits } from '../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../store/step-repository.js';
@@ -208,6 +208,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
     try {
+      // Under the lock, so a first open by another process is not taken for a lost database.
+      refuseLostDatabase(resolved);
       const policy = loadPolicy(resolved);
       db = openDatabase(resolved);
       const keyStore = options.keyStore ?? new FileKeyStore(resolved);
@@ -218,6 +220,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
       executor.watch = watch;
       executor.desk.watchLost = () => watch.lost !== null;
+      executor.desk.guardDataDir = () => watch.assertHere();
       watch.onLost((error) => executor.stopForLostDataDir(error));
       executor.desk.db.transaction(() => {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
@@ -308,6 +311,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
       giveBackWal(this.desk.db);
+      // Closing removes the WAL and its index: not a loss for checks still scheduled from before.
+      this.watch?.retire();
       this.desk.db.close();
       this.lock.release();
     }

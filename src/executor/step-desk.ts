@@ -164,7 +164,7 @@ export class StepDesk {
     this.ruleHits = new RuleHitRepository(db);
     this.hostState = new HostStateRepository(db);
     this.paused = this.hostState.pause();
-    this.blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    this.blobs = new BlobStore(path.join(dataDir, 'blobs'), () => this.guardDataDir());
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
@@ -244,6 +244,8 @@ export class StepDesk {
 
   /** Whether the data directory was found gone (set by the facade; the audit log's guard refuses every record then). */
   watchLost: () => boolean = () => false;
+  /** Throws DATA_DIR_LOST once the data directory is not the one opened (set by Executor.open): before anything is written there by name. */
+  guardDataDir: () => void = () => undefined;
 
   /**
    * For the Executor's clients that keep state of their own in its database (agent runs, src/runs/):

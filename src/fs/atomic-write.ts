@@ -47,7 +47,7 @@ export function writeFailure(error: unknown, target: string, neededBytes: number
     const left = existsNoFollow(target) ? `${name} still holds what it held before` : `${name} was not created`;
     return new ExecutorError(
       'STORAGE_FULL',
-      `There is not enough space to write ${target}: ${formatBytes(neededBytes)} were to be written${where}${code === 'EDQUOT' ? ' and the disk quota is used up' : ''}. ` +
+      `There is not enough space to write ${target}${neededBytes > 0 ? `: ${formatBytes(neededBytes)} were to be written` : ''}${where}${code === 'EDQUOT' ? ' and the disk quota is used up' : ''}. ` +
         `Nothing was changed: ${left}. Free some space and try again.`,
       { path: target, neededBytes, freeBytes: free, errno: code },
     );

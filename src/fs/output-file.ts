@@ -1,12 +1,27 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
 import { writeFailure } from './atomic-write.js';
 
+function linkTarget(target: string): string | null {
+  try {
+    return fs.readlinkSync(target);
+  } catch {
+    return null;
+  }
+}
+
 /** Why a file the person named for output (`--out`) cannot be written, by what the file system said. */
 const OUTPUT_REFUSALS: Record<string, (target: string) => string> = {
   EISDIR: (target) => `${target} is a folder: name a file (for example ${path.join(target, 'audit.jsonl')})`,
-  ENOENT: (target) => `its folder ${path.dirname(target)} does not exist: create it first, or name a file in a folder that does`,
+  ENOENT: (target) => {
+    // A link that points nowhere: the folder missing is the link's target's, not the link's own.
+    const link = linkTarget(target);
+    if (link !== null)
+      return `it is a symbolic link to ${link}, whose folder ${path.dirname(path.resolve(path.dirname(target), link))} does not exist: fix or remove the link, or name another file`;
+    return `its folder ${path.dirname(target)} does not exist: create it first, or name a file in a folder that does`;
+  },
   ENOTDIR: (target) => `a part of ${path.dirname(target)} is a file, not a folder`,
   ENAMETOOLONG: () => 'the name is too long for the file system',
   ELOOP: () => 'its path has too many symbolic links',
@@ -35,10 +50,49 @@ export function outputFileFailure(error: unknown, target: string, neededBytes = 
   });
 }
 
-/** Opens (creates or empties) a file the person named for output, private (0600); a refusal is typed by outputFileFailure. */
-export function openOutputFile(target: string): number {
+/** A file being written for the person (`--out`): commit() puts it in place, abandon() leaves the old one as it was. */
+export interface OutputFile {
+  readonly fd: number;
+  commit(): void;
+  abandon(): void;
+}
+
+/**
+ * Opens a file the person named for output, private (0600); a refusal is typed by outputFileFailure.
+ * A regular file (or a new one) is written beside the target and renamed over it only once complete:
+ * a disk that fills part-way (or any failure) leaves an earlier file of that name as it was, so the
+ * error's "nothing was changed" is true. A special file (a terminal, /dev/null, a pipe) or a link is
+ * written in place, as it must be.
+ */
+export function openOutputFile(target: string): OutputFile {
+  const existing = fs.lstatSync(target, { throwIfNoEntry: false });
   try {
-    return fs.openSync(target, 'w', 0o600);
+    if (existing && !existing.isFile()) {
+      const fd = fs.openSync(target, 'w', 0o600);
+      return { fd, commit: () => fs.closeSync(fd), abandon: () => fs.closeSync(fd) };
+    }
+    const staging = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+    const fd = fs.openSync(staging, 'wx', 0o600);
+    let open = true;
+    const close = () => {
+      if (open) fs.closeSync(fd);
+      open = false;
+    };
+    return {
+      fd,
+      commit: () => {
+        fs.fsyncSync(fd);
+        close();
+        fs.renameSync(staging, target);
+      },
+      abandon: () => {
+        try {
+          close();
+        } finally {
+          fs.rmSync(staging, { force: true });
+        }
+      },
+    };
   } catch (error) {
     throw outputFileFailure(error, target);
   }

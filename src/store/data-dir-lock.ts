@@ -163,7 +163,12 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
       if (released) return;
       released = true;
       // The name goes first, while the lock is still held, so no new holder's name is removed.
-      if (holderPid(infoFile) === process.pid) fs.rmSync(infoFile, { force: true });
+      try {
+        if (holderPid(infoFile) === process.pid) fs.rmSync(infoFile, { force: true });
+      } catch {
+        // A data directory turned read-only (EROFS) keeps the name of a holder that is gone: the next holder writes its own.
+        // The lock itself is let go below all the same, or this process would hold it until it ends.
+      }
       try {
         lockDb.exec('ROLLBACK');
       } finally {

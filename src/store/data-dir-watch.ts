@@ -6,6 +6,14 @@ import { LOCK_DB_FILE } from './data-dir-lock.js';
 
 /** The files whose identity (device and inode) stands for the data directory Executor opened. */
 const WATCHED = [DATABASE_FILE, LOCK_DB_FILE] as const;
+/**
+ * The database's WAL and its index, watched when they were there at open (SQLite keeps both for as
+ * long as a connection is open, and truncates, never removes, the WAL at a checkpoint). Removed or
+ * replaced under a running Executor, the records since the last checkpoint live only in a file
+ * nobody can reach by name, and the next reader makes new empty ones beside a database that lacks
+ * those records: it reads an older log, and a crash now loses them for good.
+ */
+const WATCHED_IF_PRESENT = [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`] as const;
 
 interface FileIdentity {
   dev: number;
@@ -31,6 +39,7 @@ export class DataDirWatch {
   private readonly opened: Map<string, FileIdentity>;
   private lostError: ExecutorError | null = null;
   private timer: NodeJS.Timeout | undefined;
+  private retired = false;
   private readonly listeners = new Set<(error: ExecutorError) => void>();
 
   constructor(
@@ -45,6 +54,10 @@ export class DataDirWatch {
         return [name, identity];
       }),
     );
+    for (const name of WATCHED_IF_PRESENT) {
+      const identity = identityOf(path.join(dataDir, name));
+      if (identity) this.opened.set(name, identity);
+    }
   }
 
   /** The DATA_DIR_LOST error once the directory was found gone or replaced; null while it is where it was. */
@@ -55,6 +68,7 @@ export class DataDirWatch {
   /** Throws DATA_DIR_LOST when the data directory is no longer the one opened (and tells the listeners, once). */
   assertHere(): void {
     if (this.lostError) throw this.lostError;
+    if (this.retired) return;
     for (const [name, opened] of this.opened) {
       const file = path.join(this.dataDir, name);
       let now: FileIdentity | null;
@@ -100,11 +114,24 @@ export class DataDirWatch {
     this.timer = undefined;
   }
 
+  /**
+   * After an orderly close: SQLite removes the WAL and its index when the last connection closes, so
+   * a check still scheduled from before (a certificate's confirmation) must not take that for a loss.
+   */
+  retire(): void {
+    this.stop();
+    this.retired = true;
+  }
+
   private lostWords(file: string, how: 'gone' | 'replaced'): ExecutorError {
     const logId = this.logId();
+    // The folder itself still there: one of its files was removed (an executor.db-wal deleted by hand), not the folder moved.
+    const folderHere = fs.existsSync(this.dataDir);
     const what =
       how === 'gone'
-        ? `${file} is gone: the data directory ${this.dataDir} was moved or removed while Executor (pid ${process.pid}) ran it`
+        ? folderHere
+          ? `${file} was removed while Executor (pid ${process.pid}) ran the data directory ${this.dataDir}`
+          : `${file} is gone: the data directory ${this.dataDir} was moved or removed while Executor (pid ${process.pid}) ran it`
         : `${file} was replaced by another file while Executor (pid ${process.pid}) ran the data directory ${this.dataDir}`;
     return new ExecutorError(
       'DATA_DIR_LOST',

@@ -85,3 +85,42 @@ export function refuseLostDataDir(dataDir: string): void {
     { dataDir: note.dataDir, note: file, noticedAt: note.noticedAt, pid: note.pid, ...(note.logId ? { logId: note.logId } : {}) },
   );
 }
+
+/** What a data directory holds once its log has begun: the audit keys (keys/) and the anchor that names the log's head. */
+function traceOfLog(dataDir: string): string | null {
+  const anchor = path.join(dataDir, 'audit-anchor.json');
+  if (fs.existsSync(anchor)) return anchor;
+  const keys = path.join(dataDir, 'keys');
+  try {
+    if (fs.readdirSync(keys).length > 0) return keys;
+  } catch {
+    /* no keys folder: a data directory never used */
+  }
+  return null;
+}
+
+const sizeOf = (file: string): number | null => fs.statSync(file, { throwIfNoEntry: false })?.size ?? null;
+
+/**
+ * Before the database is opened (under the data directory's lock): an executor.db that is missing or
+ * empty (and no WAL with its pages) beside the keys or anchor of a log that was begun is a lost
+ * database, not a new one. SQLite would make an empty one, the log would start again with a new chain
+ * key written into the old key file, and every command would answer as if nothing had ever been
+ * there ("No steps."), the same silent new log as a removed folder.
+ */
+export function refuseLostDatabase(dataDir: string): void {
+  const file = path.join(dataDir, DATABASE_FILE);
+  const size = sizeOf(file);
+  if (size !== null && size > 0) return;
+  if ((sizeOf(`${file}-wal`) ?? 0) > 0) return;
+  const trace = traceOfLog(dataDir);
+  if (!trace) return;
+  const how = size === null ? 'is missing' : 'is empty (0 bytes)';
+  throw new ExecutorError(
+    'DATA_DIR_LOST',
+    `The database ${file} ${how}, but ${trace} shows an audit log was kept in this data directory: its records and steps are not here. ` +
+      'Executor will not start a new database and a new audit log over the old keys without a word. ' +
+      `Put executor.db back (from a backup of the data directory), or, to start afresh on purpose, move the whole folder ${dataDir} away and run the command again.`,
+    { dataDir, path: file, how: size === null ? 'database gone' : 'database empty', trace },
+  );
+}

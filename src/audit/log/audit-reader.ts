@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DATABASE_FILE, openDatabase, type Db } from '../../store/database.js';
+import { refuseLostDatabase } from '../../store/lost-data-dirs.js';
 import { AnchorStore } from './anchor.js';
 import { AuditKeyring } from '../keys/audit-keys.js';
 import type { KeyStore } from '../keys/key-store.js';
@@ -8,8 +9,12 @@ import { DbRecordSource } from './record-sources.js';
 import { SecretFinder } from './secret-digest.js';
 import { ExecutorError } from '../../domain/errors.js';
 
-/** The data directory's database for reading only; a clear NOT_FOUND when there is none yet. */
+/**
+ * The data directory's database for reading only; a clear NOT_FOUND when there is none yet, and
+ * DATA_DIR_LOST when there is none (or an empty one) although the keys or anchor of a log are there.
+ */
 export function openAuditDatabaseReadOnly(dataDir: string): Db {
+  refuseLostDatabase(dataDir);
   if (!fs.existsSync(path.join(dataDir, DATABASE_FILE))) {
     throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, { dataDir });
   }

@@ -523,7 +523,8 @@ export function registerAuditCommands(program: Command): void {
       const { openOutputFile, outputFileFailure } = await import('../../fs/output-file.js');
       const out = options.out ? path.resolve(options.out) : undefined;
       await withReader(dataDir, (reader) => {
-        const fd = out ? openOutputFile(out) : 1;
+        const file = out ? openOutputFile(out) : undefined;
+        const fd = file ? file.fd : 1;
         try {
           const writer = fileLineWriter(fd);
           const keyring = reader.keyringIfReadable();
@@ -538,22 +539,22 @@ export function registerAuditCommands(program: Command): void {
             keyring,
           });
           writer.flush();
+          file?.commit();
           if (out)
             process.stderr.write(
               `exported records ${written.from}..${written.to} (${written.records}) and ${written.checkpoints} checkpoint(s) to ${out}\n`,
             );
         } catch (error) {
-          // A disk that fills, or a file that cannot take the bytes, is said naming the file; the incomplete file is removed.
+          // A disk that fills, or a file that cannot take the bytes, is said naming the file; the incomplete
+          // copy is removed and a file that was there before is left as it was.
           if (!out) throw error;
-          fs.closeSync(fd);
           try {
-            if (fs.lstatSync(out, { throwIfNoEntry: false })?.isFile()) fs.rmSync(out, { force: true });
+            file?.abandon();
           } catch {
-            /* not ours to remove (a special file): the error below names it */
+            /* the error below is the one worth saying */
           }
           throw outputFileFailure(error, out);
         }
-        if (out) fs.closeSync(fd);
       });
     });
 

@@ -1,4 +1,5 @@
 import { Executor, type ExecutorOptions } from '../../executor/executor.js';
+import { failedAfter } from '../../domain/errors.js';
 import { connectionLimits, watchDescriptors, type ConnectionLimits } from '../server/connection-limits.js';
 import { AgentIdentities } from '../server/agent-identity.js';
 import { setPrivateUmask } from '../../fs/file-modes.js';
@@ -97,13 +98,40 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
       close: () =>
         (closing ??= (async () => {
           stopWatching();
+          // Every part is closed whatever an earlier one met: a data directory turned read-only (or full,
+          // or gone) refuses the token files' removal, and an Executor left open would keep the process
+          // alive after its stop signal, holding the lock, until a second signal ends it without a shutdown record.
+          const failures: unknown[] = [];
+          const attempt = async (part: () => unknown) => {
+            try {
+              await part();
+            } catch (error) {
+              failures.push(error);
+            }
+          };
           // Loops stop without ending their runs: the next host resumes them.
-          await runs.close();
-          await web?.close();
-          await socket!.close();
-          ipc!.close();
-          removeSocketCredentials(executor.dataDir);
-          executor.close();
+          await attempt(() => runs.close());
+          await attempt(() => web?.close());
+          await attempt(() => socket!.close());
+          await attempt(() => ipc!.close());
+          await attempt(() => {
+            try {
+              removeSocketCredentials(executor.dataDir);
+            } catch (error) {
+              // Not "nothing was changed": the host ran until now; only its token files stay (the next host replaces them).
+              throw failedAfter(
+                error,
+                `Executor could not remove the token files of its socket in ${executor.dataDir}; the next host replaces them.`,
+                {
+                  phase: 'shutdown',
+                },
+              );
+            }
+          });
+          const before = failures.length;
+          await attempt(() => executor.close());
+          // The Executor's own failure (its shutdown record, naming what was done) says most; else the first.
+          if (failures.length) throw failures.length > before ? failures.at(-1) : failures[0];
         })()),
     };
   } catch (error) {
