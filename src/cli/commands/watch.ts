@@ -7,7 +7,10 @@ import { globals } from '../cli-context.js';
 function parseUndoSeconds(text: string): number {
   const seconds = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(seconds) || seconds > 60) {
-    throw new ExecutorError('INVALID_INPUT', `--undo-seconds takes a number of seconds from 0 to 60, not "${visibleLine(text.slice(0, 40))}".`);
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--undo-seconds takes a number of seconds from 0 to 60, not "${visibleLine(text.slice(0, 40))}".`,
+    );
   }
   return seconds;
 }
@@ -19,7 +22,12 @@ export function registerWatchCommands(program: Command): void {
     .description(
       'the queue in this terminal: each step waiting for you with its risk, reasons and preview, decided with single keys (a approve, r reject with a reason, d the whole diff, j/k next/prev, / a step id prefix, u undo, q quit); follows the running host live',
     )
-    .option('--undo-seconds <seconds>', 'hold each decision this long, with u to take it back, before it is sent (0: at once)', parseUndoSeconds, 5)
+    .option(
+      '--undo-seconds <seconds>',
+      'hold each decision this long, with u to take it back, before it is sent (0: at once)',
+      parseUndoSeconds,
+      5,
+    )
     .action(async (options: { undoSeconds: number }, command: Command) => {
       const { dataDir } = globals(command);
       if (!process.stdin.isTTY || !process.stdout.isTTY) {
@@ -44,4 +52,3 @@ export function registerWatchCommands(program: Command): void {
       }
     });
 }
-

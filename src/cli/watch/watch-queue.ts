@@ -10,8 +10,7 @@ import type { StepRecord } from '../../domain/step-record.js';
 
 /** A key as the shell decoded it: one character, or a named key. */
 export type WatchKey =
-  | { kind: 'char'; char: string }
-  | { kind: 'enter' | 'escape' | 'backspace' | 'up' | 'down' | 'pageDown' | 'pageUp' | 'interrupt' };
+  { kind: 'char'; char: string } | { kind: 'enter' | 'escape' | 'backspace' | 'up' | 'down' | 'pageDown' | 'pageUp' | 'interrupt' };
 
 /** A decision made and held for the undo time before it is sent, as the window holds it. */
 export interface HeldDecision {
@@ -24,7 +23,8 @@ export interface HeldDecision {
   sendsAt: number;
 }
 
-export type WatchMode = { kind: 'queue' } | { kind: 'whole'; scroll: number } | { kind: 'reason'; text: string } | { kind: 'prefix'; text: string };
+export type WatchMode =
+  { kind: 'queue' } | { kind: 'whole'; scroll: number } | { kind: 'reason'; text: string } | { kind: 'prefix'; text: string };
 
 export interface WatchState {
   /** The steps waiting for the person, oldest first (the order they came). */
@@ -77,7 +77,9 @@ export function withRecord(state: WatchState, record: StepRecord): WatchState {
 
 /** The order steps came in: proposed first, and in a plan by position. */
 function comeOrder(left: StepRecord, right: StepRecord): number {
-  return left.createdAt.localeCompare(right.createdAt) || left.step.planId.localeCompare(right.step.planId) || left.position - right.position;
+  return (
+    left.createdAt.localeCompare(right.createdAt) || left.step.planId.localeCompare(right.step.planId) || left.position - right.position
+  );
 }
 
 /** When the selected step leaves, the one after it (or before it) is selected, never a jump to the top. */
@@ -120,7 +122,10 @@ function hold(state: WatchState, decision: Omit<HeldDecision, 'sendsAt'>, now: n
   const next = keepSelection(state, { ...state, held: [...state.held, held], mode: { kind: 'queue' } });
   // No undo time: sent at once, as the window does with "Undo for 0 s".
   if (state.undoMs <= 0) {
-    return { state: { ...next, held: next.held.filter((other) => other !== held), message: `${words} ${decision.stepId}…` }, effects: [{ kind: 'send', decision: held }] };
+    return {
+      state: { ...next, held: next.held.filter((other) => other !== held), message: `${words} ${decision.stepId}…` },
+      effects: [{ kind: 'send', decision: held }],
+    };
   }
   return {
     state: { ...next, message: `${words} ${decision.stepId} (${decision.title}) in ${Math.ceil(state.undoMs / 1000)} s: u to undo.` },
@@ -155,10 +160,22 @@ export function handleKey(state: WatchState, key: WatchKey, now: number): WatchS
   const selected = selectedStep(state);
   if (mode.kind === 'whole') {
     if (key.kind === 'down' || key.kind === 'pageDown' || (key.kind === 'char' && (key.char === ' ' || key.char === 'j')))
-      return { state: { ...state, mode: { kind: 'whole', scroll: mode.scroll + (key.kind === 'down' || (key.kind === 'char' && key.char === 'j') ? 1 : 20) } }, effects: [] };
+      return {
+        state: {
+          ...state,
+          mode: { kind: 'whole', scroll: mode.scroll + (key.kind === 'down' || (key.kind === 'char' && key.char === 'j') ? 1 : 20) },
+        },
+        effects: [],
+      };
     if (key.kind === 'up' || key.kind === 'pageUp' || (key.kind === 'char' && (key.char === 'b' || key.char === 'k')))
       return {
-        state: { ...state, mode: { kind: 'whole', scroll: Math.max(0, mode.scroll - (key.kind === 'up' || (key.kind === 'char' && key.char === 'k') ? 1 : 20)) } },
+        state: {
+          ...state,
+          mode: {
+            kind: 'whole',
+            scroll: Math.max(0, mode.scroll - (key.kind === 'up' || (key.kind === 'char' && key.char === 'k') ? 1 : 20)),
+          },
+        },
         effects: [],
       };
     if (key.kind === 'escape' || (key.kind === 'char' && (key.char === 'd' || key.char === 'q')))
@@ -198,7 +215,8 @@ export function handleKey(state: WatchState, key: WatchKey, now: number): WatchS
 }
 
 function typing(state: WatchState, mode: Extract<WatchMode, { kind: 'reason' | 'prefix' }>, key: WatchKey, now: number): WatchStep {
-  if (key.kind === 'escape') return { state: { ...state, mode: { kind: 'queue' }, message: mode.kind === 'reason' ? 'Not rejected.' : null }, effects: [] };
+  if (key.kind === 'escape')
+    return { state: { ...state, mode: { kind: 'queue' }, message: mode.kind === 'reason' ? 'Not rejected.' : null }, effects: [] };
   if (key.kind === 'backspace') return { state: { ...state, mode: { ...mode, text: [...mode.text].slice(0, -1).join('') } }, effects: [] };
   if (key.kind === 'char') {
     // Typed text stays one line of printable characters: a pasted newline or escape is not part of a reason.
@@ -212,10 +230,15 @@ function typing(state: WatchState, mode: Extract<WatchMode, { kind: 'reason' | '
     return { state: { ...state, selectedId: found.step.id, mode: { kind: 'queue' }, message: null }, effects: [] };
   }
   const reason = mode.text.trim();
-  if (reason === '') return { state: { ...state, message: 'A rejection needs a reason (it goes back to the agent); Esc keeps the step.' }, effects: [] };
+  if (reason === '')
+    return { state: { ...state, message: 'A rejection needs a reason (it goes back to the agent); Esc keeps the step.' }, effects: [] };
   const selected = selectedStep(state);
   if (!selected) return { state: { ...state, mode: { kind: 'queue' }, message: 'The step is no longer waiting.' }, effects: [] };
-  return hold(state, { stepId: selected.step.id, title: titleOf(selected), kind: 'reject', previewHash: selected.previewHash, reason }, now);
+  return hold(
+    state,
+    { stepId: selected.step.id, title: titleOf(selected), kind: 'reject', previewHash: selected.previewHash, reason },
+    now,
+  );
 }
 
 /** Keys from raw terminal bytes: arrows and Page keys by their escape sequences, Enter, Backspace, Ctrl-C; everything else one character at a time. */

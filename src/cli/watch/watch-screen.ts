@@ -35,7 +35,8 @@ export function renderWatch(state: WatchState, size: ScreenSize): string[] {
   const selected = selectedStep(state);
   const header = `Executor · ${visible.length === 1 ? '1 step waits' : `${visible.length} steps wait`} for you${state.held.length ? ` · ${state.held.length} decision(s) held for undo` : ''}`;
   const footer: string[] = [];
-  if (state.mode.kind === 'reason') footer.push(`Reason for rejecting ${selected?.step.id ?? ''}: ${state.mode.text}▏  (Enter rejects, Esc keeps it)`);
+  if (state.mode.kind === 'reason')
+    footer.push(`Reason for rejecting ${selected?.step.id ?? ''}: ${state.mode.text}▏  (Enter rejects, Esc keeps it)`);
   else if (state.mode.kind === 'prefix') footer.push(`Go to step id starting with: ${state.mode.text}▏  (Enter goes, Esc stays)`);
   if (state.message) footer.push(state.message);
   footer.push(state.mode.kind === 'whole' ? KEYS_WHOLE : KEYS_QUEUE);

@@ -2,7 +2,16 @@ import { toErrorShape } from '../../domain/errors.js';
 import type { StepRecord } from '../../domain/step-record.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { getWholeStep } from '../../ipc/client/whole-step-record.js';
-import { handleKey, initialWatchState, keysOf, tick, withRecord, type HeldDecision, type WatchState, type WatchStep } from './watch-queue.js';
+import {
+  handleKey,
+  initialWatchState,
+  keysOf,
+  tick,
+  withRecord,
+  type HeldDecision,
+  type WatchState,
+  type WatchStep,
+} from './watch-queue.js';
 import { renderWatch } from './watch-screen.js';
 
 /*
@@ -18,7 +27,8 @@ const LEAVE_SCREEN = '\u001b[?25h\u001b[?1049l';
 function decisionWords(decision: HeldDecision, record: StepRecord): string {
   if (decision.kind === 'reject') return `Rejected ${record.step.id}; your reason went back to the agent.`;
   if (record.status === 'executed') return `Approved ${record.step.id}: done.`;
-  if (record.status === 'failed') return `Approved ${record.step.id}, but it failed: ${record.error?.code ?? ''} ${record.error?.message ?? ''}`.trim();
+  if (record.status === 'failed')
+    return `Approved ${record.step.id}, but it failed: ${record.error?.code ?? ''} ${record.error?.message ?? ''}`.trim();
   return `Approved ${record.step.id}.`;
 }
 

@@ -1,12 +1,27 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../../src/domain/step-record.js';
-import { handleKey, initialWatchState, keysOf, selectedStep, tick, withRecord, type WatchKey, type WatchState } from '../../../../src/cli/watch/watch-queue.js';
+import {
+  handleKey,
+  initialWatchState,
+  keysOf,
+  selectedStep,
+  tick,
+  withRecord,
+  type WatchKey,
+  type WatchState,
+} from '../../../../src/cli/watch/watch-queue.js';
 import { renderWatch } from '../../../../src/cli/watch/watch-screen.js';
 
 function waiting(id: string, previewHash: string, createdAt = '2026-11-27T10:00:00.000Z'): StepRecord {
   return {
-    step: { id, planId: `plan-${id}`, action: 'writeFile', args: { path: `/ws/${id}.txt`, content: 'x\n' }, meta: { origin: 'agent', client: 'Claude Code · session abc · folder /ws', agent: 'agent-aaaaaaaaaaaaaaaaaaaa' } },
+    step: {
+      id,
+      planId: `plan-${id}`,
+      action: 'writeFile',
+      args: { path: `/ws/${id}.txt`, content: 'x\n' },
+      meta: { origin: 'agent', client: 'Claude Code · session abc · folder /ws', agent: 'agent-aaaaaaaaaaaaaaaaaaaa' },
+    },
     status: 'awaiting_consent',
     position: 0,
     previewHash,
@@ -106,9 +121,12 @@ describe('keys from terminal bytes', () => {
 
   it('any printable text is its characters, one key each', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme-ascii' }).filter((text) => !/[\u0000-\u001f\u007f]/.test(text)), (text) => {
-        expect(keysOf(text)).toEqual([...text].map(char));
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme-ascii' }).filter((text) => !/[\u0000-\u001f\u007f]/.test(text)),
+        (text) => {
+          expect(keysOf(text)).toEqual([...text].map(char));
+        },
+      ),
     );
   });
 });
