@@ -6,7 +6,8 @@ import { Dialog } from './dialog.js';
 import { MarkedText, markedPlainText } from './marked-text.js';
 import { displayPath } from '../step-text.js';
 
-type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
+/** A plan's revert preview, or an agent session's (the same steps and conflicts, named by its label). */
+type PlanRevertPreview = Omit<MethodResult<'previewRevertPlan'>, 'planId'> & { planId?: string; label?: string | null; agent?: string };
 
 /**
  * "Revert plan": every step of the plan that ran, newest first, as the host will revert them. When a
@@ -24,14 +25,17 @@ export function PlanRevertDialog({
 }) {
   const roots = useRoots();
   const [forcing, setForcing] = useState(false);
+  // An agent session's revert ("Revert session") says session where a plan's says plan.
+  const noun = preview.agent !== undefined ? 'session' : 'plan';
+  const named = preview.agent !== undefined ? (preview.label ?? shortId(preview.agent, 16)) : shortId(preview.planId ?? '', 16);
   const reverting = preview.steps.filter((step) => step.state !== 'skip');
   const conflicts = preview.steps.filter((step) => step.state === 'conflict');
   if (forcing) {
     return (
-      <Dialog title="Force the plan's revert?" onCancel={onCancel}>
+      <Dialog title={`Force the ${noun}'s revert?`} onCancel={onCancel}>
         <p className="warning">
           Files changed after {conflicts.length === 1 ? 'step' : 'steps'} {conflicts.map((step) => markedPlainText(step.stepId)).join(', ')}
-          . Forcing puts back their content from before the plan over those newer changes.
+          . Forcing puts back their content from before the {noun} over those newer changes.
         </p>
         <p>
           Nothing is lost: each forced step runs as a step of its own, what is on disk now is kept as its backup, and you can revert it from
@@ -42,17 +46,17 @@ export function PlanRevertDialog({
             Cancel
           </button>
           <button type="button" className="danger" onClick={() => onRevert(true)}>
-            Yes, overwrite and revert the plan
+            Yes, overwrite and revert the {noun}
           </button>
         </div>
       </Dialog>
     );
   }
   return (
-    <Dialog title={`Revert plan ${markedPlainText(shortId(preview.planId, 16))}?`} onCancel={onCancel} className="wide">
+    <Dialog title={`Revert ${noun} ${markedPlainText(named)}?`} onCancel={onCancel} className="wide">
       <p>
         {reverting.length === 0
-          ? 'No step of this plan is left to revert.'
+          ? `No step of this ${noun} is left to revert.`
           : `${reverting.length} step${reverting.length === 1 ? '' : 's'} will be reverted, newest first. Nothing changes if any of them would meet a conflict.`}
       </p>
       {conflicts.length ? (
@@ -104,7 +108,7 @@ export function PlanRevertDialog({
         </button>
         {conflicts.length ? (
           <button type="button" className="danger" onClick={() => setForcing(true)}>
-            Force revert plan…
+            Force revert {noun}…
           </button>
         ) : reverting.length ? (
           <button type="button" className="primary" onClick={() => onRevert(false)}>

@@ -45,6 +45,7 @@ const OVERSCAN_ROWS = 8;
 
 type StepChanges = MethodResult<'getStepChanges'>;
 type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
+type SessionRevertPreview = MethodResult<'previewRevertSession'>;
 
 function summaryCanRevert(summary: StepSummary): boolean {
   if (summary.status === 'cancelled' && !summary.startedAt) return false;
@@ -98,6 +99,7 @@ export function HistoryView({ active }: { active: boolean }) {
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [revert, setRevert] = useState<RevertState | null>(null);
   const [planRevert, setPlanRevert] = useState<PlanRevertPreview | null>(null);
+  const [sessionRevert, setSessionRevert] = useState<SessionRevertPreview | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
   const [busy, setBusy] = useState(false);
@@ -315,6 +317,32 @@ export function HistoryView({ active }: { active: boolean }) {
     }
   };
 
+  const startSessionRevert = async (agent: string) => {
+    setError(null);
+    try {
+      setSessionRevert(await api.previewRevertSession({ agent }));
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+
+  /** Revert session: every step of one agent session (a hook session of Claude Code or Gemini CLI, an MCP session), newest first. */
+  const doSessionRevert = async (agent: string, force: boolean) => {
+    setSessionRevert(null);
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await api.revertSession({ agent, ...(force ? { force: true } : {}) });
+      setNotice(
+        `Session ${markedPlainText(result.label ?? result.agent)}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${markedPlainText(entry.stepId)} (${markedPlainText(entry.reason)})`).join(', ')}.` : ''}`,
+      );
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+
   useKeys(
     {
       j: () => move(1),
@@ -324,7 +352,7 @@ export function HistoryView({ active }: { active: boolean }) {
       v: () => selected && summaryCanRevert(selected) && !busy && void startRevert(selected.id),
       Escape: () => setSelectedId(null),
     },
-    active && revert === null && planRevert === null,
+    active && revert === null && planRevert === null && sessionRevert === null,
   );
 
   return (
@@ -442,6 +470,7 @@ export function HistoryView({ active }: { active: boolean }) {
           busy={busy || revert !== null}
           onRevert={() => void startRevert(selected.id)}
           onRevertPlan={() => void startPlanRevert(selected.planId)}
+          onRevertSession={(agent) => void startSessionRevert(agent)}
           onOnlyPlan={() => setFilter({ plan: selected.planId })}
         />
       ) : null}
@@ -459,6 +488,13 @@ export function HistoryView({ active }: { active: boolean }) {
           preview={planRevert}
           onCancel={() => setPlanRevert(null)}
           onRevert={(force) => void doPlanRevert(planRevert.planId, force)}
+        />
+      ) : null}
+      {sessionRevert ? (
+        <PlanRevertDialog
+          preview={sessionRevert}
+          onCancel={() => setSessionRevert(null)}
+          onRevert={(force) => void doSessionRevert(sessionRevert.agent, force)}
         />
       ) : null}
     </div>
@@ -568,12 +604,15 @@ function HistoryDetail({
   busy,
   onRevert,
   onRevertPlan,
+  onRevertSession,
   onOnlyPlan,
 }: {
   summary: StepSummary;
   busy: boolean;
   onRevert(): void;
   onRevertPlan(): void;
+  /** Every step of the agent session that proposed this step (its issued identity). */
+  onRevertSession(agent: string): void;
   onOnlyPlan(): void;
 }) {
   const api = useApi();
@@ -715,6 +754,16 @@ function HistoryDetail({
         <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${markedPlainText(summary.planId)}`}>
           Revert plan…
         </button>
+        {record?.step.meta.origin === 'agent' && record.step.meta.agent ? (
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => onRevertSession(record.step.meta.agent!)}
+            aria-label={`Revert session ${markedPlainText(summary.agent ?? record.step.meta.agent)}`}
+          >
+            Revert session…
+          </button>
+        ) : null}
       </div>
       {changes && changes.files.length > 0 ? (
         <>

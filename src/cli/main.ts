@@ -12,6 +12,8 @@ import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerRunCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerStepCommands } from './commands/steps.js';
+import { registerSessionCommands } from './commands/sessions.js';
+import { registerWatchCommands } from './commands/watch.js';
 import { registerWhereCommands } from './commands/where.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { setPrivateUmask } from '../fs/file-modes.js';
@@ -42,6 +44,8 @@ registerWitnessCommands(program);
 registerRunCommands(program);
 registerPauseCommands(program);
 registerConnectCommands(program);
+registerWatchCommands(program);
+registerSessionCommands(program);
 
 // A reader that stops early (`executor runs show RUN | head`) closes the pipe: that ends the command
 // quietly, as it ends `cat`, instead of an unhandled EPIPE with a stack trace.

@@ -69,7 +69,22 @@ export function proposerOf(step: Pick<Step, 'meta'>): RuleProposer | null {
   if (step.meta.origin === 'user') return { kind: 'person' };
   // The identity the host issued to the agent's session (src/ipc/server/agent-identity.ts), never the name it gave itself.
   const agent = step.meta.agent;
-  return agent ? { kind: 'agent', agentId: agent } : null;
+  return agent ? { kind: 'agent', agentId: ruleAgentOf(agent) } : null;
+}
+
+/** A family's own id: what a rule made from one of its sessions' steps is bound to. */
+const FAMILY_RULE_AGENT = /^agent-F[A-Za-z0-9_-]{22}$/;
+
+/**
+ * Whom a rule made from this agent's step binds to. The sessions of one client in one folder
+ * (Claude Code or Gemini CLI through the hook) are a family the host issued
+ * (`agent-F<family><session>`, src/ipc/server/agent-identity.ts): their rules bind to the family,
+ * so a yes remembered in one session holds in that client's next sessions there, and nowhere else.
+ * Every other agent (an MCP session) is its own.
+ */
+export function ruleAgentOf(agentId: string): string {
+  const family = /^(agent-F[A-Za-z0-9_-]{22})[A-Za-z0-9_-]{22}$/.exec(agentId);
+  return family ? family[1]! : agentId;
 }
 
 export function sameProposer(left: RuleProposer, right: RuleProposer): boolean {
@@ -106,9 +121,10 @@ function quoteArgv(tokens: readonly string[]): string {
 
 /** Whose steps, in words: "steps of agent claude-code" or "steps you propose yourself". */
 export function describeProposer(proposer: RuleProposer): string {
-  return proposer.kind === 'person'
-    ? 'steps you propose yourself (from this window or the CLI)'
-    : `steps of agent ${JSON.stringify(proposer.agentId)}`;
+  if (proposer.kind === 'person') return 'steps you propose yourself (from this window or the CLI)';
+  if (FAMILY_RULE_AGENT.test(proposer.agentId))
+    return `steps of this client in this folder, in this and its later sessions (${JSON.stringify(proposer.agentId)})`;
+  return `steps of agent ${JSON.stringify(proposer.agentId)}`;
 }
 
 /** The rule's reach in one sentence, shown before it is saved and in Settings. */

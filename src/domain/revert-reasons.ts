@@ -143,3 +143,36 @@ export function planRevertRefusal(planId: string, steps: readonly PlanRevertPrev
     { planId, conflicts },
   );
 }
+
+/**
+ * The same refusal for steps taken as one that are not one plan (an agent session's): nothing left
+ * to revert, or a conflict not forced. `name` says which ("session agent-… (Claude Code · …)").
+ */
+export function groupRevertRefusal(
+  name: string,
+  details: Record<string, unknown>,
+  steps: readonly PlanRevertPreviewStep[],
+  force: boolean,
+): ExecutorError | null {
+  const skipped = steps
+    .filter((entry) => entry.state === 'skip')
+    .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
+  if (skipped.length === steps.length) {
+    return new ExecutorError(
+      'NOT_REVERSIBLE',
+      `The ${name} has no step left to revert${skipped.length ? `: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}` : ''}.`,
+      { ...details, skipped },
+    );
+  }
+  const conflicting = steps.filter((entry) => entry.state === 'conflict');
+  if (conflicting.length === 0 || force) return null;
+  const conflicts = conflicting.map((entry) => ({
+    stepId: entry.stepId,
+    paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path),
+  }));
+  return new ExecutorError(
+    'REVERT_CONFLICT',
+    `The ${name} was not reverted: files changed after ${conflicting.length === 1 ? 'its step' : 'its steps'} ${conflicts.map((entry) => `${entry.stepId} (${entry.paths.join(', ')})`).join('; ')}. Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.`,
+    { ...details, conflicts },
+  );
+}

@@ -48,6 +48,8 @@ import {
   type PlanRevertResult,
   type PlanRevertStepPreview,
   type RevertPreview,
+  type SessionRevertPreview,
+  type SessionRevertResult,
 } from './rooms/reverts.js';
 import { stepChangesPage, type StepChangesPage } from './step-changes.js';
 import { previewHashOf, StepDesk, SYSTEM_ACTOR, type ExecutorEvents, type ExecutorSeams } from './step-desk.js';
@@ -561,6 +563,21 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
   ): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
     return this.reverts.revertSteps(label, stepIds, actor, options);
+  }
+
+  /** The agent sessions that proposed steps, most recent first. */
+  listAgentSessions(): { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[] {
+    return this.desk.steps.agentSessions();
+  }
+
+  /** What reverting every step of one agent session would do, newest first; changes nothing. */
+  previewRevertSession(agent: string): SessionRevertPreview {
+    return this.reverts.previewRevertSession(agent);
+  }
+
+  /** Reverts every step of one agent session, newest first, or nothing when one would meet a conflict (unless forced). */
+  revertSession(agent: string, actor: Actor, options: { force?: boolean } = {}): Promise<SessionRevertResult> {
+    return this.reverts.revertSession(agent, actor, options);
   }
 
   // Reads (step-desk.ts)

@@ -39,3 +39,30 @@ export function keepSessionCredential(dataDir: string, client: HookClientName, s
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   writeFileAtomic(file, Buffer.from(credential, 'utf8'), 0o600);
 }
+
+/*
+ * The family of a client's sessions in one folder: the host's credential for it, kept beside the
+ * session credentials. A rule the person remembers for a step of one session binds to the family
+ * (src/domain/remembered-rule.ts), so it holds in that client's later sessions in the same folder.
+ */
+const familyFile = (dataDir: string, client: HookClientName, cwd: string) =>
+  path.join(
+    dataDir,
+    SESSIONS_FOLDER,
+    `${client}-folder-${createHash('sha256').update(path.resolve(cwd)).digest('hex').slice(0, 32)}.family`,
+  );
+
+export function readFamilyCredential(dataDir: string, client: HookClientName, cwd: string): string | null {
+  try {
+    const stored = fs.readFileSync(familyFile(dataDir, client, cwd), 'utf8').trim();
+    return stored.length > 0 && stored.length <= 256 ? stored : null;
+  } catch {
+    return null;
+  }
+}
+
+export function keepFamilyCredential(dataDir: string, client: HookClientName, cwd: string, credential: string): void {
+  const file = familyFile(dataDir, client, cwd);
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  writeFileAtomic(file, Buffer.from(credential, 'utf8'), 0o600);
+}

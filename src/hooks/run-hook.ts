@@ -9,7 +9,14 @@ import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
 import { applyEdits } from './edit-content.js';
 import type { HookDecision } from './hook-answer.js';
 import { parseHookInput, type HookInput } from './hook-input.js';
-import { CLIENT_LABELS, keepSessionCredential, readSessionCredential, sessionLabel } from './hook-session.js';
+import {
+  CLIENT_LABELS,
+  keepFamilyCredential,
+  keepSessionCredential,
+  readFamilyCredential,
+  readSessionCredential,
+  sessionLabel,
+} from './hook-session.js';
 import { toolCallOf, type HookClientName, type ToolCall } from './tool-calls.js';
 
 /*
@@ -54,6 +61,10 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
   const link = new HostLink(options.open, () => sessionLabel(options.client, input.sessionId, input.cwd), {
     credential: readSessionCredential(options.dataDir, options.client, input.sessionId),
     keep: (credential) => keepSessionCredential(options.dataDir, options.client, input.sessionId, credential),
+    family: {
+      credential: readFamilyCredential(options.dataDir, options.client, input.cwd),
+      keep: (credential) => keepFamilyCredential(options.dataDir, options.client, input.cwd, credential),
+    },
   });
   try {
     return await link.use((api) => decideWithHost(api, call, input, options));

@@ -47,7 +47,15 @@ export class HostLink<C extends HostLinkClient = ExecutorClient> {
   constructor(
     private readonly open: OpenAgentSession<C>,
     private readonly clientName: () => string,
-    private readonly remembered?: { credential: string | null; keep(credential: string): void },
+    private readonly remembered?: {
+      credential: string | null;
+      keep(credential: string): void;
+      /**
+       * The client-and-folder family a new session joins (a hook's: agent-identity.ts), so rules the
+       * person remembers hold across that client's sessions there; absent for an MCP process.
+       */
+      family?: { credential: string | null; keep(credential: string): void };
+    },
   ) {
     this.agentCredential = remembered?.credential ?? null;
   }
@@ -105,7 +113,20 @@ export class HostLink<C extends HostLinkClient = ExecutorClient> {
         if (!(error instanceof ExecutorError && error.code === 'AGENT_CREDENTIAL_INVALID')) throw error;
       }
     }
-    this.agentCredential = (await api.agentIdentity({})).credential;
+    const family = this.remembered?.family;
+    let issued;
+    if (!family) issued = await api.agentIdentity({});
+    else {
+      try {
+        issued = await api.agentIdentity(family.credential ? { family: family.credential } : { newFamily: true });
+      } catch (error) {
+        // A family this host no longer knows (its identity key was replaced): a new family from here on.
+        if (!(error instanceof ExecutorError && error.code === 'AGENT_CREDENTIAL_INVALID')) throw error;
+        issued = await api.agentIdentity({ newFamily: true });
+      }
+      if (issued.family && issued.family !== family.credential) family.keep(issued.family);
+    }
+    this.agentCredential = issued.credential;
     this.remembered?.keep(this.agentCredential);
   }
 

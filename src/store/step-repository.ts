@@ -563,6 +563,28 @@ export class StepRepository {
   }
 
   /**
+   * The agent sessions that proposed steps (one issued identity each: an MCP session, a hook
+   * session of Claude Code or Gemini CLI), most recent first, with their label and step count.
+   */
+  agentSessions(limit = 200): { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[] {
+    return this.statement(
+      `SELECT json_extract(step_json, '$.meta.agent') AS agent, MAX(${CLIENT_EXPRESSION}) AS label, COUNT(*) AS steps,
+              MIN(created_at) AS firstAt, MAX(created_at) AS lastAt
+         FROM steps WHERE json_extract(step_json, '$.meta.origin') = 'agent' AND json_extract(step_json, '$.meta.agent') IS NOT NULL
+        GROUP BY agent ORDER BY lastAt DESC LIMIT ?`,
+    ).all(limit) as { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[];
+  }
+
+  /** The ids of the steps one agent session proposed, oldest first (the order they were proposed, a plan's by position). */
+  agentStepIds(agent: string): string[] {
+    const rows = this.statement(
+      `SELECT step_id AS id FROM steps WHERE json_extract(step_json, '$.meta.origin') = 'agent' AND json_extract(step_json, '$.meta.agent') = ?
+        ORDER BY created_at, plan_id, position`,
+    ).all(agent) as { id: string }[];
+    return rows.map((row) => row.id);
+  }
+
+  /**
    * Steps one issued agent identity proposed (null: agent steps that carry none, e.g. from before
    * identities were issued), optionally only those in some statuses or created
    * since an instant; with the oldest creation time, for retry hints.

@@ -387,44 +387,59 @@ export function registerStepCommands(program: Command): void {
       '--plan <planId>',
       'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force',
     )
+    .option('--session <agentId>', 'revert every step of this agent session (`executor sessions list`) that ran, newest first; as --plan')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .option(
       '--dry-run',
       'only show what revert would do with each file and each folder the step created (with --plan: each step, and why a step is left as it is); change nothing, and exit as the real revert would: 2 with its error when it would refuse (a conflict without --force, nothing to revert)',
     )
-    .action(async (stepId: string | undefined, options: { plan?: string; force?: boolean; dryRun?: boolean }, command: Command) => {
-      const { dataDir, json } = globals(command);
-      if ((stepId === undefined) === (options.plan === undefined)) {
-        throw new ExecutorError('INVALID_INPUT', 'revert takes a step id, or --plan PLAN_ID for a whole plan (one of the two, not both).');
-      }
-      if (options.plan !== undefined) {
-        await revertPlanCommand(dataDir, json, options.plan, options);
-        return;
-      }
-      stepId = stepId!;
-      const { outcomeOf, summaryLine } = await rendering();
-      if (options.dryRun) {
-        const { preview, record } = await withExecutor(dataDir, async (api) => ({
-          preview: await api.previewRevert({ stepId }),
-          record: await api.getStep({ stepId }),
-        }));
-        const refusal = await stepDryRunRefusal(record, preview, options.force === true);
-        print(json, preview, () => revertPreviewText(preview, options.force === true, refusal !== null));
-        dryRunExit(refusal);
-        return;
-      }
-      let record;
-      try {
-        record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
-      } catch (error) {
-        if (!json && error instanceof ExecutorError && error.code === 'REVERT_CONFLICT') process.stderr.write(conflictDiffs(error));
-        throw error;
-      }
-      const directories = record.revertOutcome?.directories ?? [];
-      print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () =>
-        [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'),
-      );
-    });
+    .action(
+      async (
+        stepId: string | undefined,
+        options: { plan?: string; session?: string; force?: boolean; dryRun?: boolean },
+        command: Command,
+      ) => {
+        const { dataDir, json } = globals(command);
+        if ([stepId, options.plan, options.session].filter((given) => given !== undefined).length !== 1) {
+          throw new ExecutorError(
+            'INVALID_INPUT',
+            'revert takes a step id, --plan PLAN_ID for a whole plan, or --session AGENT_ID for a whole agent session (one of them).',
+          );
+        }
+        if (options.session !== undefined) {
+          const { revertSessionCommand } = await import('./sessions.js');
+          await revertSessionCommand(dataDir, json, options.session, options);
+          return;
+        }
+        if (options.plan !== undefined) {
+          await revertPlanCommand(dataDir, json, options.plan, options);
+          return;
+        }
+        stepId = stepId!;
+        const { outcomeOf, summaryLine } = await rendering();
+        if (options.dryRun) {
+          const { preview, record } = await withExecutor(dataDir, async (api) => ({
+            preview: await api.previewRevert({ stepId }),
+            record: await api.getStep({ stepId }),
+          }));
+          const refusal = await stepDryRunRefusal(record, preview, options.force === true);
+          print(json, preview, () => revertPreviewText(preview, options.force === true, refusal !== null));
+          dryRunExit(refusal);
+          return;
+        }
+        let record;
+        try {
+          record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
+        } catch (error) {
+          if (!json && error instanceof ExecutorError && error.code === 'REVERT_CONFLICT') process.stderr.write(conflictDiffs(error));
+          throw error;
+        }
+        const directories = record.revertOutcome?.directories ?? [];
+        print(json, { ...outcomeOf(record), ...(record.revertOutcome ? { directories } : {}) }, () =>
+          [summaryLine(record), ...directories.map(folderOutcomeLine)].join('\n'),
+        );
+      },
+    );
 }
 
 /** edit --content-file: the file's text, refused early when it cannot be one (too large, not a regular file, not UTF-8). */

@@ -7,7 +7,13 @@ import { planRevertInOrder } from '../../backup/plan-revert-order.js';
 import type { Actor } from '../../domain/actor.js';
 import type { DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
 import { ExecutorError, toErrorShape } from '../../domain/errors.js';
-import { planRevertRefusal, planRevertSkipReason, stepRevertRefusal, type RevertCandidate } from '../../domain/revert-reasons.js';
+import {
+  groupRevertRefusal,
+  planRevertRefusal,
+  planRevertSkipReason,
+  stepRevertRefusal,
+  type RevertCandidate,
+} from '../../domain/revert-reasons.js';
 import type { RevertOutcome, StepRecord } from '../../domain/step-record.js';
 import { summarizeStep } from '../../domain/step-title.js';
 import type { StepDesk } from '../step-desk.js';
@@ -36,6 +42,20 @@ export interface PlanRevertPreview {
 export interface PlanRevertResult {
   planId: string;
   /** Reverted, in the order it happened (newest step first). */
+  reverted: string[];
+  skipped: { stepId: string; reason: string }[];
+  forced: boolean;
+}
+
+/** One agent session's revert preview: its steps newest first, as a plan's. */
+export interface SessionRevertPreview extends Omit<PlanRevertPreview, 'planId'> {
+  agent: string;
+  label: string | null;
+}
+
+export interface SessionRevertResult {
+  agent: string;
+  label: string | null;
   reverted: string[];
   skipped: { stepId: string; reason: string }[];
   forced: boolean;
@@ -241,6 +261,58 @@ export class RevertsRoom {
       this.desk.planLocks.withPlan(this.desk.steps.get(stepId).step.planId, revert),
     );
     return { reverted, preview };
+  }
+
+  /**
+   * One agent session's steps (an MCP session's, or a Claude Code or Gemini CLI session's through the
+   * hook: one issued identity each), by its agent id or a unique start of it.
+   */
+  sessionOf(agent: string): { agent: string; label: string | null; stepIds: string[] } {
+    const sessions = this.desk.steps.agentSessions(10_000);
+    const exact = sessions.find((session) => session.agent === agent);
+    const matches = exact ? [exact] : sessions.filter((session) => session.agent.startsWith(agent));
+    if (matches.length === 0)
+      throw new ExecutorError('NOT_FOUND', `No agent session ${agent} proposed a step. \`executor sessions list\` names them.`, { agent });
+    if (matches.length > 1)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `${matches.length} agent sessions start with ${agent} (${matches
+          .slice(0, 4)
+          .map((session) => session.agent)
+          .join(', ')}): give more of the id.`,
+        { agent },
+      );
+    const session = matches[0]!;
+    return { agent: session.agent, label: session.label, stepIds: this.desk.steps.agentStepIds(session.agent) };
+  }
+
+  /** What reverting every step of one agent session would do, newest first; changes nothing. */
+  previewRevertSession(agent: string): SessionRevertPreview {
+    const session = this.sessionOf(agent);
+    return { agent: session.agent, label: session.label, ...this.previewRevertSteps(session.stepIds) };
+  }
+
+  /**
+   * Reverts every step of one agent session that ran, newest first, conflict-safe as a plan's revert:
+   * previewed whole, refused before anything changes when a file changed since one of its steps
+   * (unless forced), each step under its own plan's lock and audited as its own revert.
+   */
+  async revertSession(agent: string, actor: Actor, options: { force?: boolean } = {}): Promise<SessionRevertResult> {
+    const session = this.sessionOf(agent);
+    const name = `session ${session.agent}${session.label ? ` (${session.label})` : ''}`;
+    const { reverted, preview } = await this.revertSteps(name, session.stepIds, actor, {
+      force: options.force,
+      refusal: (steps, force) => groupRevertRefusal(name, { agent: session.agent }, steps, force),
+    });
+    return {
+      agent: session.agent,
+      label: session.label,
+      reverted,
+      skipped: preview.steps
+        .filter((entry) => entry.state === 'skip')
+        .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' })),
+      forced: options.force === true && preview.conflicts.length > 0,
+    };
   }
 
   /** Reverts the steps in the order given; a failure part-way says which were reverted (REVERT_INCOMPLETE). */

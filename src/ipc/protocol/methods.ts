@@ -265,6 +265,29 @@ export const METHODS = {
     description:
       'revert every step of a plan that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced (a forced step keeps what it overwrites as a backup); a stop part-way says which were reverted',
   }),
+  listAgentSessions: method({
+    params: noParams,
+    result: z.array(
+      z.object({ agent: z.string(), label: z.string().nullable(), steps: z.number().int(), firstAt: z.string(), lastAt: z.string() }),
+    ),
+    channels: PERSON_CHANNELS,
+    description:
+      'the agent sessions that proposed steps (an MCP session, a Claude Code or Gemini CLI session through the hook), most recent first, with their label and step count',
+  }),
+  previewRevertSession: method({
+    params: z.strictObject({ agent: z.string().min(1).max(128) }),
+    result: PlanRevertPreviewWireSchema.omit({ planId: true }).extend({ agent: z.string(), label: z.string().nullable() }),
+    channels: PERSON_CHANNELS,
+    description:
+      'what reverting every step of one agent session (its agent id, or a unique start of it) would do, newest step first, file by file; changes nothing',
+  }),
+  revertSession: method({
+    params: z.strictObject({ agent: z.string().min(1).max(128), force: z.boolean().optional() }),
+    result: PlanRevertResultWireSchema.omit({ planId: true }).extend({ agent: z.string(), label: z.string().nullable() }),
+    channels: PERSON_CHANNELS,
+    description:
+      'revert every step of one agent session that ran, newest first; refuses before changing anything if any would conflict (naming them) unless forced; each step is audited as its own revert',
+  }),
   getStep: method({
     params: z.strictObject({ stepId, maxBytes: z.number().int().min(MIN_RECORD_BYTES).max(MAX_RECORD_BYTES).optional() }),
     result: StepRecordSchema.extend({ cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional() }),
@@ -287,8 +310,15 @@ export const METHODS = {
       "a page of one step's whole record as JSON text (nextOffset pages on; the pages joined parse to the uncut record): how the window, the CLI and an agent read the rest of a step getStep cut; to an agent, a step it did not propose is an unknown id",
   }),
   agentIdentity: method({
-    params: z.strictObject({ resume: z.string().min(1).max(256).optional() }).optional(),
-    result: z.object({ agentId: z.string(), credential: z.string() }),
+    params: z
+      .strictObject({
+        resume: z.string().min(1).max(256).optional(),
+        /** A family credential (a client in one folder, through the hook): a new agent of that family, whose remembered rules it shares. */
+        family: z.string().min(1).max(256).optional(),
+        newFamily: z.literal(true).optional(),
+      })
+      .optional(),
+    result: z.object({ agentId: z.string(), credential: z.string(), family: z.string().optional() }),
     // Only an agent session has an issued identity; the person's channels see every step anyway.
     channels: ['mcp'],
     description:

@@ -19,6 +19,22 @@ import { ExecutorError } from '../../domain/errors.js';
 export const AGENT_IDENTITY_KEY_FILE = 'agent-identity.key';
 const KEY_BYTES = 32;
 const AGENT_ID = /^agent-[A-Za-z0-9_-]{16,64}$/;
+/** A family's id: 16 random bytes, base64url (22 characters); its sessions' agent ids are `agent-F<family><22 more>` (familyOfAgent in remembered-rule.ts). */
+const FAMILY_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** What an agent session asks of agentIdentity: to be an earlier agent again, a new agent of a family, or of a new family. */
+export interface IdentityRequest {
+  resume?: string;
+  /** A family credential an earlier session of the same client and folder kept. */
+  family?: string;
+  /** Start a family (a client in a folder seen for the first time). */
+  newFamily?: true;
+}
+
+export interface IssuedIdentity extends AgentCredential {
+  /** The family credential, when the agent belongs to one: kept by the hook for the client's next sessions in that folder. */
+  family?: string;
+}
 
 export interface AgentCredential {
   agentId: string;
@@ -77,6 +93,51 @@ export class AgentIdentities {
     const given = Buffer.from(credential.slice(dot + 1), 'utf8');
     const expected = Buffer.from(this.mac(agentId), 'utf8');
     return given.length === expected.length && timingSafeEqual(given, expected) ? agentId : null;
+  }
+
+  /**
+   * The identity a session asks for. A family groups the sessions of one client in one folder (a
+   * hook session each): its sessions are separate agents (their own steps), and a remembered rule
+   * binds to the family, so it holds in that client's next sessions there. Only a holder of the
+   * family credential joins a family; anyone may start a new one, which reaches nothing earlier.
+   */
+  identify(current: string, request: IdentityRequest): IssuedIdentity {
+    if (request.resume !== undefined) {
+      const agentId = this.verify(request.resume);
+      if (!agentId) {
+        throw new ExecutorError(
+          'AGENT_CREDENTIAL_INVALID',
+          "This agent credential was not issued by this Executor (or its identity key was replaced since). The session keeps the new identity it was given; the earlier identity's steps stay with the person.",
+        );
+      }
+      return this.withFamily(agentId);
+    }
+    let familyId: string | null = null;
+    if (request.family !== undefined) {
+      familyId = this.verifyFamily(request.family);
+      if (!familyId)
+        throw new ExecutorError(
+          'AGENT_CREDENTIAL_INVALID',
+          'This family credential was not issued by this Executor (or its identity key was replaced since); start a new family.',
+        );
+    } else if (request.newFamily) familyId = randomBytes(16).toString('base64url');
+    if (familyId === null) return this.withFamily(current);
+    return this.withFamily(`agent-F${familyId}${randomBytes(16).toString('base64url')}`);
+  }
+
+  private withFamily(agentId: string): IssuedIdentity {
+    const familyId = /^agent-F([A-Za-z0-9_-]{22})[A-Za-z0-9_-]{22}$/.exec(agentId)?.[1];
+    return { ...this.credentialFor(agentId), ...(familyId ? { family: `family-${familyId}.${this.mac(`family\u0000${familyId}`)}` } : {}) };
+  }
+
+  private verifyFamily(credential: string): string | null {
+    if (typeof credential !== 'string' || credential.length > 256 || !credential.startsWith('family-')) return null;
+    const dot = credential.lastIndexOf('.');
+    const familyId = credential.slice('family-'.length, dot);
+    if (dot < 0 || !FAMILY_ID.test(familyId)) return null;
+    const given = Buffer.from(credential.slice(dot + 1), 'utf8');
+    const expected = Buffer.from(this.mac(`family\u0000${familyId}`), 'utf8');
+    return given.length === expected.length && timingSafeEqual(given, expected) ? familyId : null;
   }
 
   credentialFor(agentId: string): AgentCredential {

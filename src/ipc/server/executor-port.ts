@@ -15,7 +15,13 @@ import type { Preview, StepRecord } from '../../domain/step-record.js';
 import type { Step } from '../../domain/step.js';
 import type { KeyStatus } from '../../executor/rooms/audit-desk.js';
 import type { EnvironmentStatus } from '../../executor/rooms/host-settings.js';
-import type { PlanRevertPreview, PlanRevertResult, RevertPreview } from '../../executor/rooms/reverts.js';
+import type {
+  PlanRevertPreview,
+  PlanRevertResult,
+  RevertPreview,
+  SessionRevertPreview,
+  SessionRevertResult,
+} from '../../executor/rooms/reverts.js';
 import type { StepChangesPage } from '../../executor/step-changes.js';
 import type { ExecutorEvents } from '../../executor/step-desk.js';
 import type { AgentReadVerdict } from '../../policy/agent-read.js';
@@ -66,6 +72,9 @@ export interface IpcExecutorPort {
   revertStep(stepId: string, actor: Actor, options?: { force?: boolean }): Promise<StepRecord>;
   previewRevertPlan(planId: string): PlanRevertPreview;
   revertPlan(planId: string, actor: Actor, options?: { force?: boolean }): Promise<PlanRevertResult>;
+  listAgentSessions(): { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[];
+  previewRevertSession(agent: string): SessionRevertPreview;
+  revertSession(agent: string, actor: Actor, options?: { force?: boolean }): Promise<SessionRevertResult>;
 
   /** One step as `actor` may read it (to an agent: its own only, without secret content). */
   stepFor(stepId: string, actor: Actor): StepRecord;

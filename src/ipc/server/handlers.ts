@@ -1,5 +1,5 @@
 import type { Actor } from '../../domain/actor.js';
-import type { AgentCredential } from './agent-identity.js';
+import type { IdentityRequest, IssuedIdentity } from './agent-identity.js';
 import { ExecutorError } from '../../domain/errors.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import { StepSchema } from '../../domain/step.js';
@@ -25,9 +25,10 @@ export interface CallContext {
   notify<T extends EventTopic>(topic: T, data: EventData<T>): void;
   /**
    * Present on an agent session: the identity the host issued to it, or, given an earlier session's
-   * credential, that agent's identity bound to this session instead (AGENT_CREDENTIAL_INVALID if forged).
+   * credential, that agent's identity bound to this session instead (AGENT_CREDENTIAL_INVALID if forged);
+   * with a family credential (or newFamily), a new agent of that client-and-folder family (agent-identity.ts).
    */
-  agentIdentity?: (resume?: string) => AgentCredential;
+  agentIdentity?: (request: IdentityRequest) => IssuedIdentity;
   /**
    * The caller shares the Executor's process and may close it as soon as the call returns (the CLI
    * without a host): propose then prepares the previews before it answers, as a background queue
@@ -109,6 +110,9 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getStepChanges: (executor, { stepId, offset }, { actor }) => executor.stepChangesFor(stepId, actor, offset),
   previewRevertPlan: (executor, { planId }) => executor.previewRevertPlan(planId),
   revertPlan: (executor, { planId, force }, { actor }) => executor.revertPlan(planId, actor, { force }),
+  listAgentSessions: (executor) => executor.listAgentSessions(),
+  previewRevertSession: (executor, { agent }) => executor.previewRevertSession(agent),
+  revertSession: (executor, { agent, force }, { actor }) => executor.revertSession(agent, actor, { force }),
   // Every channel's reply is bounded: a step of many MB (a big write's content and diff, a command's
   // output) is cut and says so (`cut`), and getStepPart pages the whole (src/ipc/client/whole-step-record.ts).
   getStep: (executor, { stepId, maxBytes }, { actor }) => boundedRecord(executor.stepFor(stepId, actor), maxBytes ?? MAX_RECORD_BYTES),
@@ -116,7 +120,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   checkRead: (executor, { tool, paths }, { actor }) => executor.checkAgentRead(tool, paths, actor),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');
-    return context.agentIdentity(params?.resume);
+    return context.agentIdentity(params ?? {});
   },
   getAudit: (executor, params) => executor.getAudit(params ?? {}),
   getAuditRecord: (executor, { seq }) => executor.getAuditRecord(seq),

@@ -37,13 +37,10 @@ export function localClient(
     ...(runs ? { runs } : {}),
   };
   if (channel === 'mcp') {
-    context.agentIdentity = (resume) => {
-      if (resume !== undefined) {
-        const agentId = agentIdentities.verify(resume);
-        if (!agentId) throw new ExecutorError('AGENT_CREDENTIAL_INVALID', 'This agent credential was not issued by this Executor.');
-        context.actor = { ...context.actor, agent: agentId };
-      }
-      return agentIdentities.credentialFor(context.actor.agent!);
+    context.agentIdentity = (request) => {
+      const issued = agentIdentities.identify(context.actor.agent!, request);
+      context.actor = { ...context.actor, agent: issued.agentId };
+      return issued;
     };
   }
   const methods = {} as Record<MethodName, (params?: unknown) => Promise<unknown>>;

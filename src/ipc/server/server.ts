@@ -8,7 +8,7 @@ import { pauseView, type HostPause } from '../../domain/host-pause.js';
 import { boundedForWindow } from '../../domain/step-record-cut.js';
 import { isAgentActor, mayAccessStep } from '../../domain/step-ownership.js';
 import type { StepRecord } from '../../domain/step-record.js';
-import { AgentIdentities, type AgentCredential } from './agent-identity.js';
+import { AgentIdentities, type IdentityRequest, type IssuedIdentity } from './agent-identity.js';
 import { invokeMethod } from './dispatch.js';
 import type { IpcExecutorPort } from './executor-port.js';
 import type { CallContext } from './handlers.js';
@@ -481,7 +481,9 @@ export class IpcServer {
           return EVENT_TOPICS.filter((topic) => session.topics.has(topic));
         },
         notify: (topic, data) => this.pushEvent(session, topic, data),
-        ...(session.credential.channel === 'mcp' ? { agentIdentity: (resume?: string) => this.agentIdentity(session, resume) } : {}),
+        ...(session.credential.channel === 'mcp'
+          ? { agentIdentity: (request: IdentityRequest) => this.agentIdentity(session, request) }
+          : {}),
         issueWebUrl: this.issueWebUrl,
         issueAuditDownload: this.issueAuditDownload,
         runs: this.runs,
@@ -583,19 +585,11 @@ export class IpcServer {
     return JSON.stringify({ v: PROTOCOL_VERSION, welcome: { kid, serverNonce, channel: credential.channel, methods } });
   }
 
-  /** The agent identity of an agent session; with an earlier session's credential, that identity from now on. */
-  private agentIdentity(session: Session, resume?: string): AgentCredential {
-    if (resume !== undefined) {
-      const agentId = this.agentIdentities.verify(resume);
-      if (!agentId) {
-        throw new ExecutorError(
-          'AGENT_CREDENTIAL_INVALID',
-          "This agent credential was not issued by this Executor (or its identity key was replaced since). The session keeps the new identity it was given; the earlier identity's steps stay with the person.",
-        );
-      }
-      session.actor = { ...session.actor, agent: agentId };
-    }
-    return this.agentIdentities.credentialFor(session.actor.agent!);
+  /** The agent identity of an agent session; with an earlier session's credential, that identity from now on (or a family's new agent). */
+  private agentIdentity(session: Session, request: IdentityRequest): IssuedIdentity {
+    const issued = this.agentIdentities.identify(session.actor.agent!, request);
+    session.actor = { ...session.actor, agent: issued.agentId };
+    return issued;
   }
 
   /**

@@ -41,3 +41,32 @@ describe('AgentIdentities', () => {
     expect(fs.readdirSync(dataDir)).toEqual([AGENT_IDENTITY_KEY_FILE]);
   });
 });
+
+describe('client-and-folder families (hook sessions)', () => {
+  it('sessions of one family are separate agents whose rules bind to the family; only the family credential joins it', async () => {
+    const { ruleAgentOf, proposerOf } = await import('../../../../src/domain/remembered-rule.js');
+    const identities = AgentIdentities.ephemeral();
+    const plain = identities.issue();
+    const founder = identities.identify(plain.agentId, { newFamily: true });
+    expect(founder.family).toMatch(/^family-/);
+    const joined = identities.identify(identities.issue().agentId, { family: founder.family! });
+    expect(joined.agentId).not.toBe(founder.agentId);
+    expect(ruleAgentOf(joined.agentId)).toBe(ruleAgentOf(founder.agentId));
+    expect(proposerOf({ meta: { origin: 'agent', agent: joined.agentId } })).toEqual({
+      kind: 'agent',
+      agentId: ruleAgentOf(founder.agentId),
+    });
+    // Resuming a family session keeps its family (the hook's next call in the same session).
+    expect(identities.identify(plain.agentId, { resume: joined.credential })).toEqual(joined);
+    // Another new family reaches nothing of the first; an MCP agent is its own.
+    expect(ruleAgentOf(identities.identify(plain.agentId, { newFamily: true }).agentId)).not.toBe(ruleAgentOf(founder.agentId));
+    expect(ruleAgentOf(plain.agentId)).toBe(plain.agentId);
+    expect(identities.identify(plain.agentId, {})).toEqual({ agentId: plain.agentId, credential: plain.credential });
+    // A family credential of another host, or edited, is refused with a typed error.
+    const other = AgentIdentities.ephemeral().identify(plain.agentId, { newFamily: true }).family!;
+    for (const forged of [other, `${founder.family!}x`, founder.family!.replace('family-', 'family-A'), 'family-', plain.credential])
+      expect(() => identities.identify(plain.agentId, { family: forged })).toThrow(
+        expect.objectContaining({ code: 'AGENT_CREDENTIAL_INVALID' }),
+      );
+  });
+});

@@ -1,0 +1,88 @@
+import type { Command } from 'commander';
+import { visibleLine } from '../../domain/visible-text.js';
+import { globals, print, withExecutor } from '../cli-context.js';
+
+/*
+ * An agent session is one identity the host issued: an MCP session, or a Claude Code or Gemini CLI
+ * session through the hook ("Claude Code · session … · folder …"). Its steps group like a run's,
+ * and Revert session takes all of them back, newest first.
+ */
+
+/** `sessions revert ID` and `revert --session ID`: every step of the session that ran, newest first, or with --dry-run what that would do. */
+export async function revertSessionCommand(
+  dataDir: string,
+  json: boolean,
+  agent: string,
+  options: { force?: boolean; dryRun?: boolean },
+): Promise<void> {
+  const named = (stepId: string, title: string) => `${visibleLine(stepId)}  ${visibleLine(title)}`.trimEnd();
+  if (options.dryRun) {
+    const preview = await withExecutor(dataDir, (api) => api.previewRevertSession({ agent }));
+    const { groupRevertRefusal } = await import('../../domain/revert-reasons.js');
+    const refusal = groupRevertRefusal(`session ${preview.agent}`, { agent: preview.agent }, preview.steps, options.force === true);
+    print(json, preview, () =>
+      [
+        `Reverting session ${visibleLine(preview.agent)}${preview.label ? ` (${visibleLine(preview.label)})` : ''} would, newest step first:`,
+        ...preview.steps.map(
+          (step) =>
+            `  ${named(step.stepId, step.title)}: ${step.state === 'skip' ? `left as it is (${visibleLine(step.reason ?? '')})` : step.state === 'conflict' ? (options.force ? 'forced revert: a file changed after the step; what is there now is kept as a backup' : 'CONFLICT: a file changed after the step') : 'revert'}`,
+        ),
+      ].join('\n'),
+    );
+    if (refusal) {
+      process.stderr.write(
+        `executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`,
+      );
+      process.exitCode = 2;
+    }
+    return;
+  }
+  const { result, titles } = await withExecutor(dataDir, async (api) => {
+    const titles = new Map((await api.previewRevertSession({ agent })).steps.map((step) => [step.stepId, step.title]));
+    return { result: await api.revertSession({ agent, force: options.force }), titles };
+  });
+  print(json, result, () =>
+    [
+      `Session ${visibleLine(result.agent)}${result.label ? ` (${visibleLine(result.label)})` : ''}: reverted ${result.reverted.length === 1 ? '1 step' : `${result.reverted.length} steps`}, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}:`,
+      ...result.reverted.map((stepId) => `  reverted       ${named(stepId, titles.get(stepId) ?? '')}`),
+      ...result.skipped.map(
+        (entry) => `  left as it is  ${named(entry.stepId, titles.get(entry.stepId) ?? '')} (${visibleLine(entry.reason)})`,
+      ),
+    ].join('\n'),
+  );
+}
+
+export function registerSessionCommands(program: Command): void {
+  const sessions = program
+    .command('sessions')
+    .description('agent sessions (an MCP session, a Claude Code or Gemini CLI session through the hook): list them, revert one whole');
+  sessions
+    .command('list')
+    .description('the agent sessions that proposed steps, most recent first: agent id, label, how many steps, when')
+    .action(async (_options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const list = await withExecutor(dataDir, (api) => api.listAgentSessions());
+      print(json, list, () =>
+        list.length
+          ? list
+              .map(
+                (session) =>
+                  `${visibleLine(session.agent)}  ${String(session.steps).padStart(4)} step${session.steps === 1 ? ' ' : 's'}  last ${visibleLine(session.lastAt)}  ${visibleLine(session.label ?? '(no label)')}`,
+              )
+              .join('\n')
+          : 'No agent session has proposed a step.',
+      );
+    });
+  sessions
+    .command('revert')
+    .description(
+      'revert every step of one agent session that ran, newest first; refused before anything changes if any step would conflict, unless --force',
+    )
+    .argument('<agentId>', 'the agent id `sessions list` prints (a unique start of it will do)')
+    .option('--force', 'overwrite files that changed after a step (each recorded as a forced revert)')
+    .option('--dry-run', 'only show what the revert would do with each step; change nothing, and exit 2 where the real revert would refuse')
+    .action(async (agent: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
+      const { dataDir, json } = globals(command);
+      await revertSessionCommand(dataDir, json, agent, options);
+    });
+}

@@ -1,0 +1,54 @@
+import type { Command } from 'commander';
+import { ExecutorError } from '../../domain/errors.js';
+import { visibleLine } from '../../domain/visible-text.js';
+import { globals } from '../cli-context.js';
+
+/** --undo-seconds: how long a decision can be taken back before it is sent (0 sends at once), as the window's "Undo for". */
+function parseUndoSeconds(text: string): number {
+  const seconds = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(seconds) || seconds > 60) {
+    throw new ExecutorError(
+      'INVALID_INPUT',
+      `--undo-seconds takes a number of seconds from 0 to 60, not "${visibleLine(text.slice(0, 40))}".`,
+    );
+  }
+  return seconds;
+}
+
+/** `executor watch`: the queue in the terminal, for the person who lives there. */
+export function registerWatchCommands(program: Command): void {
+  program
+    .command('watch')
+    .description(
+      'the queue in this terminal: each step waiting for you with its risk, reasons and preview, decided with single keys (a approve, r reject with a reason, d the whole diff, j/k next/prev, / a step id prefix, u undo, q quit); follows the running host live',
+    )
+    .option(
+      '--undo-seconds <seconds>',
+      'hold each decision this long, with u to take it back, before it is sent (0: at once)',
+      parseUndoSeconds,
+      5,
+    )
+    .action(async (options: { undoSeconds: number }, command: Command) => {
+      const { dataDir } = globals(command);
+      if (!process.stdin.isTTY || !process.stdout.isTTY) {
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          '`executor watch` decides with single keys and needs a terminal for its input and output. In a script, use `executor steps list --status awaiting_consent`, `executor approve ID --preview-hash H` and `executor reject ID --reason TEXT`.',
+        );
+      }
+      const { connectToHostIfRunning } = await import('../../ipc/transports/node-client.js');
+      const api = await connectToHostIfRunning(dataDir, 'cli');
+      if (!api) {
+        throw new ExecutorError(
+          'NOT_AVAILABLE',
+          'No Executor host is running for this data directory, so no step can come or be decided live. Start one with `executor serve` (or open the Executor app), then run `executor watch` again.',
+        );
+      }
+      const { runWatch } = await import('../watch/watch-terminal.js');
+      try {
+        await runWatch(api, { undoMs: options.undoSeconds * 1000 });
+      } finally {
+        api.close();
+      }
+    });
+}
