@@ -164,17 +164,18 @@ describe.skipIf(skipReason !== null)('what the person sees is what happens', { t
         planId: 'c5a1e7d0-0000-4000-8000-000000000001',
         purpose: 'Run the test suite before the release',
         steps: [
-          { id: 'npm-test', action: 'runCommand', args: { command: 'npm test', cwd: workspace }, meta: { purpose: 'Run the tests' } },
+          // A toolchain the default image does not hold (it has node, npm, git and python): the dry run exits 127.
+          { id: 'cargo-test', action: 'runCommand', args: { command: 'cargo test', cwd: workspace }, meta: { purpose: 'Run the tests' } },
         ],
       });
       const page = await context.newPage();
       await page.goto(served.info.url);
       const detail = page.locator('#step-detail');
       await expect.poll(() => page.getByTestId('plan-purpose').innerText(), SOON).toContain('Run the test suite before the release');
-      await page.locator('#queue-item-npm-test').click();
+      await page.locator('#queue-item-cargo-test').click();
       expect(await detail.getByTestId('detail-plan-purpose').innerText()).toBe('Run the test suite before the release');
       const failed = detail.getByTestId('dry-run-failed');
-      await expect.poll(() => failed.innerText(), { timeout: 120_000 }).toMatch(/The dry run exited with 127: .*npm: not found/);
+      await expect.poll(() => failed.innerText(), { timeout: 120_000 }).toMatch(/The dry run exited with 127: .*cargo: not found/);
       // Said where the decision is made: right above the Decision buttons, not only at the foot of the preview.
       const [note, buttons] = await Promise.all([failed.boundingBox(), detail.getByRole('group', { name: 'Decision' }).boundingBox()]);
       expect(buttons!.y - (note!.y + note!.height)).toBeLessThan(120);
@@ -187,15 +188,15 @@ describe.skipIf(skipReason !== null)('what the person sees is what happens', { t
 
       await page.keyboard.press('r');
       const dialog = page.getByRole('dialog');
-      await dialog.getByRole('textbox').fill('npm is not in the sandbox');
+      await dialog.getByRole('textbox').fill('cargo is not in the sandbox');
       await dialog.getByRole('button', { name: 'Reject step' }).click();
-      await expect.poll(() => showStep(dataDir, 'npm-test').status, { timeout: 60_000 }).toBe('rejected');
+      await expect.poll(() => showStep(dataDir, 'cargo-test').status, { timeout: 60_000 }).toBe('rejected');
       await page.keyboard.press('2');
       const named = page.getByTestId('history-plan-purpose').first();
       await expect.poll(() => named.isVisible(), SOON).toBe(true);
       expect(await named.innerText()).toBe('Run the test suite before the release');
       await page
-        .getByRole('row', { name: /Run npm test/ })
+        .getByRole('row', { name: /Run cargo test/ })
         .first()
         .click();
       await expect

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ActionContext } from '../../../src/actions/action-module.js';
 import { runCommand } from '../../../src/actions/run-command.js';
+import { BlobStore } from '../../../src/backup/blob-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { CommandRunPreview } from '../../../src/domain/step-record.js';
 import { Executor } from '../../../src/executor/executor.js';
@@ -274,7 +275,9 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const dataDir = path.join(workspace, 'exec(1)');
     fs.mkdirSync(dataDir);
     fs.writeFileSync(path.join(dataDir, 'cli.token'), 'live-cli-token');
-    const ctx = { stepId: 's', policy: PolicySchema.parse({ workspaceRoots: [workspace] }), dataDir } as unknown as ActionContext;
+    // A dry run keeps what it bound (its changeset, its manifest) in the data directory's blob store.
+    const blobs = new BlobStore(path.join(dataDir, 'blobs'));
+    const ctx = { stepId: 's', policy: PolicySchema.parse({ workspaceRoots: [workspace] }), dataDir, blobs } as unknown as ActionContext;
     const preview = (await runCommand.simulate({ command: 'ls -a; cat "exec(1)/cli.token" || echo not-there' }, ctx)) as CommandRunPreview;
     expect(preview.stdout.text).not.toContain('live-cli-token');
     expect(preview.stdout.text).not.toContain('exec(1)');

@@ -99,6 +99,8 @@ describe.skipIf(!dockerAvailable())('executor pause and a command running in Doc
     runCli(['--data-dir', dataDir, 'propose', planFile], { timeoutMs: 60_000 });
     await expect.poll(() => stepsOf(dataDir)[0]?.status, { timeout: 60_000 }).toBe('awaiting_consent');
     await expect.poll(() => containersOf(serve.info.pid), { timeout: 15_000 }).toEqual([]);
+    // A workspace changed since the dry run: the approval runs the command again (the run to stop), not the dry run's changes.
+    fs.writeFileSync(path.join(workspace, 'other.txt'), 'changed since the dry run\n');
     const approving = runCliAsync([
       '--data-dir',
       dataDir,

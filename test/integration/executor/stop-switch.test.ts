@@ -162,6 +162,8 @@ describe.skipIf(!dockerAvailable())('the stop switch and a command in a containe
       `echo made > made.txt; i=0; while [ $i -lt ${lines} ]; do i=$((i+1)); echo "line $i"; sleep 0.3; done`;
     await executor.propose({ steps: [{ id: 'slow', action: 'runCommand', args: { command: ticker(15) } }] }, person);
     expect(executor.getStep('slow').status).toBe('awaiting_consent');
+    // A workspace changed since the dry run: the approval runs the command again (the run to stop), not the dry run's changes.
+    fs.writeFileSync(path.join(workspace, 'other.txt'), 'changed since the dry run\n');
     const approving = executor.approve('slow', person);
     await expect.poll(() => executor.listLiveRuns('slow')[0]?.phase, { timeout: 30_000 }).toBe('realRun');
     await executor.pause(person);
