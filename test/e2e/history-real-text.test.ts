@@ -208,7 +208,7 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
           await expect.poll(() => detail.locator('dt:text-is("Error")').count(), { timeout: 20_000 }).toBe(1);
           expectMarked(await detail.locator('dt:text-is("Error") + dd').innerText(), 'detail error');
           // The agent filter's choices.
-          expectMarked(await page.getByLabel('Agent').innerText(), 'agent filter');
+          expectMarked(await page.getByRole('combobox', { name: /^Agent/ }).innerText(), 'agent filter');
           // Nowhere in History is a raw hidden character left.
           const all = await page.locator('.history').innerText();
           for (const character of GRID) expect(all).not.toContain(character);

@@ -30,6 +30,9 @@ function slowCode(id: string, ms: number) {
     args: {
       code: `const from = Date.now(); while (Date.now() - from < ${ms}) {} return 'slept';`,
       timeoutMs: 5000,
+      // With a capability the approval runs the code again (the long real run this test watches) rather
+      // than taking the dry run's value.
+      capabilities: { kbSearch: true },
       purpose: `busy for ${ms} ms`,
     },
   };

@@ -168,8 +168,9 @@ describe("the app's wiring (electron/main.ts)", () => {
       } finally {
         agent.close();
       }
-      // Preview and execution: two utility processes, forked on this (the main) thread.
-      expect(FakeUtilityProcess.forked.length - before).toBe(2);
+      // The dry run: one utility process, forked on this (the main) thread; the approval takes its value
+      // (code without capabilities is not run twice).
+      expect(FakeUtilityProcess.forked.length - before).toBe(1);
     } finally {
       await thread.close();
     }

@@ -134,11 +134,13 @@ describe('light sandbox workers spawned by the parent thread (thread-spawn)', ()
         })
       ).records;
       expect(record).toMatchObject({ status: 'executed', result: { ok: true, value: [2, 4, 6], logs: ['from the thread'] } });
+      expect(record!.result).toMatchObject({ execution: { appliedDryRun: true } });
     } finally {
       agent.close();
     }
-    // Preview and execution each ran on a worker this thread spawned, and each was killed after.
-    expect(pids.length).toBe(2);
+    // The dry run ran on a worker this thread spawned, killed after; code without capabilities is not run a
+    // second time: the approved dry run's value is its result.
+    expect(pids.length).toBe(1);
     expect(await allDead(pids)).toBe(true);
   });
 });
