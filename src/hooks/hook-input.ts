@@ -37,6 +37,8 @@ export interface HookInput {
   event: string;
   toolName: string;
   toolInput: unknown;
+  /** Gemini CLI names the MCP server and its tool of an MCP call here; its tool names alone are ambiguous (`mcp_<server>_<tool>`). */
+  mcpServer?: { server: string; tool: string };
 }
 
 export function parseHookInput(text: string): HookInput {
@@ -49,12 +51,25 @@ export function parseHookInput(text: string): HookInput {
   assertWithinJsonLimits(value, MESSAGE_LIMITS, { code: 'INVALID_INPUT', subject: "The hook's input", advice: 'Nothing was done.' });
   const problems = problemsOf(value);
   if (problems.length) throw new ExecutorError('INVALID_INPUT', `The hook's input is not a tool call: ${problems.join('; ')}`);
-  const input = value as { session_id: string; cwd: string; hook_event_name: string; tool_name: string; tool_input?: unknown };
+  const input = value as {
+    session_id: string;
+    cwd: string;
+    hook_event_name: string;
+    tool_name: string;
+    tool_input?: unknown;
+    mcp_context?: unknown;
+  };
+  const mcp = input.mcp_context as { server_name?: unknown; tool_name?: unknown } | undefined;
+  const mcpServer =
+    mcp && typeof mcp === 'object' && typeof mcp.server_name === 'string' && typeof mcp.tool_name === 'string'
+      ? { server: mcp.server_name, tool: mcp.tool_name }
+      : undefined;
   return {
     sessionId: input.session_id,
     cwd: input.cwd,
     event: input.hook_event_name,
     toolName: input.tool_name,
     toolInput: input.tool_input,
+    ...(mcpServer ? { mcpServer } : {}),
   };
 }

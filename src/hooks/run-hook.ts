@@ -8,7 +8,7 @@ import { HostLink, NoHostError, type OpenAgentSession } from '../mcp/host-link.j
 import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
 import { applyEdits } from './edit-content.js';
 import type { HookDecision } from './hook-answer.js';
-import { parseHookInput, type HookInput } from './hook-input.js';
+import { MAX_HOOK_INPUT_BYTES, parseHookInput, type HookInput } from './hook-input.js';
 import {
   CLIENT_LABELS,
   keepFamilyCredential,
@@ -50,7 +50,7 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
   } catch (error) {
     return { decision: 'deny', reason: `Executor could not read this tool call, so it did not run: ${toErrorShape(error).message}` };
   }
-  const call = toolCallOf(options.client, input.toolName, input.toolInput, input.cwd);
+  const call = toolCallOf(options.client, input.toolName, input.toolInput, input.cwd, input.mcpServer);
   if (call.kind === 'executor' || call.kind === 'inert') return { decision: 'allow' };
   if (call.kind === 'unknown') {
     return {
@@ -96,7 +96,12 @@ async function decideWithHost(
     case 'write':
       return writeThroughExecutor(api, call.path, call.content, input, options);
     case 'edit': {
-      const current = readText(call.path);
+      // The hook reads the file to compute the edit, so the read rules hold for that read first: otherwise
+      // an edit's answers ("not found", "3 matches") would tell the model what a secret or a file outside the roots holds.
+      const readable = await decideRead(api, [call.path], input);
+      if (readable.decision !== 'allow') return readable;
+      const current = readEditable(call.path);
+      if (typeof current === 'object' && current !== null) return { decision: 'deny', reason: current.refused };
       const edited = applyEdits(options.client, call.path, current, call.replacements);
       if (!edited.ok) return { decision: 'deny', reason: edited.reason };
       return writeThroughExecutor(api, call.path, edited.content, input, options);
@@ -106,12 +111,32 @@ async function decideWithHost(
   }
 }
 
-function readText(file: string): string | null {
+/**
+ * The file an edit applies to, as text, or null when it does not exist. Opened without blocking and
+ * checked before it is read: a FIFO, a device (/dev/zero) or a huge file would hang the hook or
+ * exhaust its memory, and a hook that never answers is one the client may let through.
+ */
+function readEditable(file: string): string | null | { refused: string } {
+  let fd: number;
   try {
-    return fs.readFileSync(file, 'utf8');
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    return { refused: `Executor could not open ${file} to compute this edit (${code ?? 'error'}), so nothing changed.` };
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile())
+      return {
+        refused: `${file} is not a regular file (it is a ${stat.isDirectory() ? 'directory' : 'special file'}), so it cannot be edited as text; nothing changed.`,
+      };
+    if (stat.size > MAX_HOOK_INPUT_BYTES) {
+      return { refused: `${file} is larger than ${MAX_HOOK_INPUT_BYTES} bytes, more than Executor edits through a hook; nothing changed.` };
+    }
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -47,13 +47,40 @@ const GEMINI_INERT = new Set([
   'activate_skill',
 ]);
 
+/*
+ * Executor's own MCP tools (src/mcp/mcp-server.ts), by exact name: a prefix match would let through
+ * any other server whose name merely starts with "executor" (Claude Code's `mcp__executor__evil__x`
+ * from a server named "executor__evil", Gemini CLI's `mcp_executor_x_run` from "executor_x").
+ * test/integration/hooks/hook-hostile-input.test.ts checks this list against the real server's.
+ */
+export const EXECUTOR_MCP_TOOLS: ReadonlySet<string> = new Set([
+  'write_file',
+  'delete_file',
+  'run_command',
+  'run_code',
+  'open_url',
+  'kb_add',
+  'propose_plan',
+  'step_status',
+  'step_record_part',
+  'list_my_steps',
+  'cancel_step',
+  'ask_user',
+  'get_answer',
+]);
+/** The server name `executor connect` writes into both clients' settings. */
+const EXECUTOR_SERVER = 'executor';
+
 function malformed(name: string): ToolCall {
   // A call whose arguments are not what the tool takes is not something Executor can weigh: the person is asked.
   return { kind: 'unknown', name };
 }
 
 function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
-  if (name.startsWith('mcp__executor__')) return { kind: 'executor' };
+  // Claude Code names an MCP tool mcp__<server>__<tool>; "__" cannot be inside Executor's tool names.
+  if (name.startsWith(`mcp__${EXECUTOR_SERVER}__`) && EXECUTOR_MCP_TOOLS.has(name.slice(`mcp__${EXECUTOR_SERVER}__`.length))) {
+    return { kind: 'executor' };
+  }
   if (CLAUDE_INERT.has(name)) return { kind: 'inert' };
   const filePath = text(input, 'file_path');
   switch (name) {
@@ -102,8 +129,16 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
   }
 }
 
-function geminiToolCall(name: string, input: Input, cwd: string): ToolCall {
-  if (name.startsWith('mcp_executor_') || name.startsWith('executor__')) return { kind: 'executor' };
+function geminiToolCall(name: string, input: Input, cwd: string, mcpServer?: { server: string; tool: string }): ToolCall {
+  // Gemini CLI's mcp_<server>_<tool> is ambiguous ("executor_write" + "file"), so the server it names in mcp_context decides.
+  if (
+    mcpServer &&
+    mcpServer.server === EXECUTOR_SERVER &&
+    EXECUTOR_MCP_TOOLS.has(mcpServer.tool) &&
+    name === `mcp_${EXECUTOR_SERVER}_${mcpServer.tool}`
+  ) {
+    return { kind: 'executor' };
+  }
   if (GEMINI_INERT.has(name)) return { kind: 'inert' };
   const filePath = text(input, 'file_path');
   switch (name) {
@@ -147,7 +182,13 @@ function geminiToolCall(name: string, input: Input, cwd: string): ToolCall {
   }
 }
 
-export function toolCallOf(client: HookClientName, toolName: string, toolInput: unknown, cwd: string): ToolCall {
+export function toolCallOf(
+  client: HookClientName,
+  toolName: string,
+  toolInput: unknown,
+  cwd: string,
+  mcpServer?: { server: string; tool: string },
+): ToolCall {
   const input = toolInput && typeof toolInput === 'object' && !Array.isArray(toolInput) ? (toolInput as Input) : {};
-  return client === 'claude-code' ? claudeToolCall(toolName, input, cwd) : geminiToolCall(toolName, input, cwd);
+  return client === 'claude-code' ? claudeToolCall(toolName, input, cwd) : geminiToolCall(toolName, input, cwd, mcpServer);
 }

@@ -1,0 +1,112 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXECUTOR_MCP_TOOLS } from '../../../src/hooks/tool-calls.js';
+import { startMcp } from '../../helpers/mcp-client.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { startServe } from '../../helpers/serve-process.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+/*
+ * Hostile tool calls through the real `executor hook` process against a real `executor serve`, as
+ * an outside reviewer sends them: edits that probe what a secret or a file outside the roots holds,
+ * edits of files that are not files, MCP tools that only look like Executor's. Each gets a clear
+ * answer in the client's format, at once, and nothing is let through unasked.
+ */
+
+type Client = 'claude-code' | 'gemini-cli';
+
+function hook(dataDir: string, client: Client, call: Record<string, unknown>) {
+  const result = runCli(['hook', client, '--data-dir', dataDir, '--wait-seconds', '1'], {
+    input: JSON.stringify({ session_id: 'hostile-1', hook_event_name: client === 'claude-code' ? 'PreToolUse' : 'BeforeTool', ...call }),
+    timeoutMs: 30_000,
+  });
+  expect(result.status, result.stderr).toBe(0);
+  const answer = JSON.parse(result.stdout) as Record<string, unknown>;
+  if (client === 'gemini-cli') return { decision: answer.decision as string, reason: String(answer.reason ?? '') };
+  const specific = answer.hookSpecificOutput as { permissionDecision: string; permissionDecisionReason?: string };
+  return { decision: specific.permissionDecision, reason: specific.permissionDecisionReason ?? '' };
+}
+
+describe('hostile tool calls through the hook', () => {
+  it('an edit cannot probe a secret or a file outside the roots: it is denied by the read rules before the file is read', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    fs.writeFileSync(path.join(workspace, '.env'), 'TOKEN=abc123\n');
+    fs.writeFileSync(path.join(base, 'outside.txt'), 'outside outside\n');
+    await startServe(dataDir);
+
+    for (const client of ['claude-code', 'gemini-cli'] as const) {
+      const [edit, all] = client === 'claude-code' ? ['Edit', 'replace_all'] : ['replace', 'allow_multiple'];
+      // A right guess and a wrong one must get the same answer, or the answers spell out the secret.
+      for (const guess of ['TOKEN=a', 'TOKEN=z']) {
+        const secret = hook(dataDir, client, {
+          cwd: workspace,
+          tool_name: edit,
+          tool_input: { file_path: '.env', old_string: guess, new_string: 'x', [all]: false },
+        });
+        expect(secret.decision).toBe('deny');
+        expect(secret.reason).toContain('secret pattern');
+      }
+      const outside = hook(dataDir, client, {
+        cwd: workspace,
+        tool_name: edit,
+        tool_input: { file_path: '../outside.txt', old_string: 'outside', new_string: 'x' },
+      });
+      expect(outside.decision).toBe('deny');
+      expect(outside.reason).toContain('outside every workspace root');
+      expect(outside.reason).not.toMatch(/matches|occurrence/);
+    }
+    expect(fs.readFileSync(path.join(workspace, '.env'), 'utf8')).toBe('TOKEN=abc123\n');
+    expect(fs.readFileSync(path.join(base, 'outside.txt'), 'utf8')).toBe('outside outside\n');
+  }, 120_000);
+
+  it('an edit of a FIFO, a directory or a device is denied at once, never a hook that hangs', async () => {
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, 'folder'));
+    execFileSync('mkfifo', [path.join(workspace, 'pipe')]);
+    // The roots include /dev for this one case, so the read rules let it through and the file check is what answers.
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace, '/dev'] }));
+    await startServe(dataDir);
+    for (const [file, kind] of [
+      ['pipe', 'special file'],
+      ['folder', 'directory'],
+      ['/dev/zero', 'special file'],
+    ] as const) {
+      const answer = hook(dataDir, 'claude-code', {
+        cwd: workspace,
+        tool_name: 'Edit',
+        tool_input: { file_path: file, old_string: 'a', new_string: 'b' },
+      });
+      expect(answer.decision, file).toBe('deny');
+      expect(answer.reason, file).toContain(`not a regular file (it is a ${kind})`);
+    }
+  }, 120_000);
+
+  it('an MCP tool that only looks like Executor’s is asked, not allowed; Executor’s own are allowed', async () => {
+    const { dataDir, workspace } = tempSetup();
+    await startServe(dataDir);
+    const claude = (name: string) => hook(dataDir, 'claude-code', { cwd: workspace, tool_name: name, tool_input: {} }).decision;
+    // A server named "executor__evil" gives mcp__executor__evil__run; "executor" with an unknown tool is not Executor's either.
+    expect(claude('mcp__executor__evil__run')).toBe('ask');
+    expect(claude('mcp__executor__')).toBe('ask');
+    expect(claude('mcp__executor__write_file')).toBe('allow');
+
+    const gemini = (name: string, mcpContext?: Record<string, unknown>) =>
+      hook(dataDir, 'gemini-cli', { cwd: workspace, tool_name: name, tool_input: {}, ...(mcpContext ? { mcp_context: mcpContext } : {}) })
+        .decision;
+    // Gemini CLI names it mcp_<server>_<tool>: server "executor_write" with tool "file" spells Executor's own tool's name.
+    expect(gemini('mcp_executor_write_file', { server_name: 'executor_write', tool_name: 'file' })).toBe('ask');
+    expect(gemini('mcp_executor_x_run', { server_name: 'executor_x', tool_name: 'run' })).toBe('ask');
+    expect(gemini('executor__run')).toBe('ask');
+    expect(gemini('mcp_executor_write_file')).toBe('ask');
+    expect(gemini('mcp_executor_write_file', { server_name: 'executor', tool_name: 'write_file' })).toBe('allow');
+  }, 120_000);
+
+  it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
+    const { dataDir } = tempSetup();
+    const mcp = await startMcp(dataDir);
+    const { tools } = await mcp.client.listTools();
+    expect(new Set(tools.map((tool) => tool.name))).toEqual(EXECUTOR_MCP_TOOLS);
+  }, 60_000);
+});
