@@ -110,7 +110,10 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
       const command = text(input, 'command');
       if (command === undefined) return malformed(name);
       const timeout = input.timeout;
-      return { kind: 'shell', command, cwd, ...(typeof timeout === 'number' && timeout > 0 ? { timeoutMs: timeout } : {}) };
+      // The client takes any positive number of milliseconds; a runCommand step a whole number within its bounds (src/domain/step.ts).
+      const timeoutMs =
+        typeof timeout === 'number' && timeout > 0 ? Math.min(Math.max(Math.ceil(timeout), 100), 24 * 3600 * 1000) : undefined;
+      return { kind: 'shell', command, cwd, ...(timeoutMs ? { timeoutMs } : {}) };
     }
     case 'Read':
       return filePath !== undefined ? { kind: 'read', paths: [absolute(cwd, filePath)] } : malformed(name);

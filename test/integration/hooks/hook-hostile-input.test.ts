@@ -103,6 +103,21 @@ describe('hostile tool calls through the hook', () => {
     expect(gemini('mcp_executor_write_file', { server_name: 'executor', tool_name: 'write_file' })).toBe('allow');
   }, 120_000);
 
+  it('a Bash timeout the client accepts (a fraction, above the step limit) becomes a step, not an INVALID_PLAN refusal', async () => {
+    const { dataDir, workspace } = tempSetup();
+    await startServe(dataDir);
+    for (const timeout of [0.5, 1500.25, 1e15]) {
+      const answer = hook(dataDir, 'claude-code', {
+        cwd: workspace,
+        tool_name: 'Bash',
+        tool_input: { command: 'echo hi', timeout, run_in_background: true },
+      });
+      expect(answer.decision).toBe('deny');
+      // Proposed and left undecided by the (absent) person within the hook's one second: the call was weighed, not refused as malformed.
+      expect(answer.reason, String(timeout)).toMatch(/^NOT DECIDED/);
+    }
+  }, 120_000);
+
   it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
     const { dataDir } = tempSetup();
     const mcp = await startMcp(dataDir);
