@@ -90,7 +90,7 @@ async function decideWithHost(
 ): Promise<HookDecision> {
   switch (call.kind) {
     case 'read':
-      return decideRead(api, call.paths, input);
+      return decideRead(api, call.paths, input, call.folders);
     case 'web':
       return decideWeb(api, call.urls, input);
     case 'write':
@@ -141,8 +141,8 @@ function readEditable(file: string): string | null | { refused: string } {
 }
 
 /** Reads and searches: the host decides by the same path rules as a run's read tools, and counts each in the audit log. */
-async function decideRead(api: HookApi, paths: string[], input: HookInput): Promise<HookDecision> {
-  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths });
+async function decideRead(api: HookApi, paths: string[], input: HookInput, folders?: true): Promise<HookDecision> {
+  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths, ...(folders ? { folders } : {}) });
   return verdict.allowed
     ? { decision: 'allow' }
     : { decision: 'deny', reason: verdict.reason ?? `Executor's policy does not let agents read ${verdict.path}.` };

@@ -21,7 +21,8 @@ export type ToolCall =
   | { kind: 'write'; path: string; content: string }
   | { kind: 'edit'; path: string; replacements: TextReplacement[] }
   | { kind: 'shell'; command: string; cwd?: string; timeoutMs?: number }
-  | { kind: 'read'; paths: string[] }
+  /** `folders`: the paths are folders a search or a listing walks, not files. */
+  | { kind: 'read'; paths: string[]; folders?: true }
   | { kind: 'web'; urls: string[] }
   /** Executor's own MCP tools: they propose steps themselves, so the hook lets them through. */
   | { kind: 'executor' }
@@ -34,6 +35,8 @@ const text = (input: Input, key: string): string | undefined => (typeof input[ke
 const flag = (input: Input, key: string): boolean => input[key] === true;
 /** A client's relative path is relative to its working directory. */
 const absolute = (cwd: string, value: string) => path.resolve(cwd, value);
+/** The folder a glob pattern names before its first wildcard, resolved against where it is matched. */
+const patternFolder = (where: string, pattern: string) => absolute(where, pattern.split(/[*?[{]/)[0] || '.');
 const URL_IN_TEXT = /https?:\/\/[^\s"'<>)\]]+/g;
 
 const CLAUDE_INERT = new Set(['TodoWrite', 'Task', 'Agent', 'ExitPlanMode', 'EnterPlanMode', 'AskUserQuestion', 'Skill', 'ToolSearch']);
@@ -120,8 +123,10 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
     case 'Grep':
     case 'Glob':
     case 'LS': {
-      const where = text(input, 'path');
-      return { kind: 'read', paths: [absolute(cwd, where ?? '.')] };
+      const where = absolute(cwd, text(input, 'path') ?? '.');
+      // Glob's pattern may name its own folder ("../**", "/etc/*"): the folder before its first wildcard is read too.
+      const pattern = name === 'Glob' ? text(input, 'pattern') : undefined;
+      return { kind: 'read', paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])], folders: true };
     }
     case 'WebFetch': {
       const url = text(input, 'url');
@@ -165,14 +170,15 @@ function geminiToolCall(name: string, input: Input, cwd: string, mcpServer?: { s
     case 'list_directory':
     case 'glob':
     case 'grep_search': {
-      const dir = text(input, 'dir_path');
-      return { kind: 'read', paths: [absolute(cwd, dir ?? '.')] };
+      const where = absolute(cwd, text(input, 'dir_path') ?? '.');
+      const pattern = name === 'glob' ? text(input, 'pattern') : undefined;
+      return { kind: 'read', paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])], folders: true };
     }
     case 'read_many_files': {
       // Its include patterns are globs under the working directory: the folder each names before its first wildcard is what is read.
       const include = Array.isArray(input.include) ? (input.include as unknown[]).filter((item) => typeof item === 'string') : [];
-      const folders = (include as string[]).map((pattern) => absolute(cwd, pattern.split(/[*?[{]/)[0] || '.'));
-      return { kind: 'read', paths: folders.length ? folders : [cwd] };
+      const folders = (include as string[]).map((pattern) => patternFolder(cwd, pattern));
+      return { kind: 'read', paths: folders.length ? folders : [cwd], folders: true };
     }
     case 'web_fetch': {
       // Gemini's web_fetch takes a prompt with the URLs in it.

@@ -118,6 +118,30 @@ describe('hostile tool calls through the hook', () => {
     }
   }, 120_000);
 
+  it('a search or listing of the whole project is allowed; a glob pattern naming a folder outside is denied', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    fs.mkdirSync(path.join(workspace, 'src'));
+    await startServe(dataDir);
+    const claude = (tool: string, toolInput: Record<string, unknown>) =>
+      hook(dataDir, 'claude-code', { cwd: workspace, tool_name: tool, tool_input: toolInput });
+    const gemini = (tool: string, toolInput: Record<string, unknown>) =>
+      hook(dataDir, 'gemini-cli', { cwd: workspace, tool_name: tool, tool_input: toolInput });
+    // The commonest calls name no path: the client searches its working directory, the workspace root.
+    expect(claude('Grep', { pattern: 'TODO' }).decision).toBe('allow');
+    expect(claude('Glob', { pattern: '**/*.ts' }).decision).toBe('allow');
+    expect(claude('LS', { path: workspace }).decision).toBe('allow');
+    expect(gemini('grep_search', { pattern: 'TODO' }).decision).toBe('allow');
+    expect(gemini('list_directory', { dir_path: '.' }).decision).toBe('allow');
+    expect(gemini('glob', { pattern: 'src/**' }).decision).toBe('allow');
+    // A root is a folder to search, never a file to read.
+    expect(claude('Read', { file_path: workspace }).decision).toBe('deny');
+    // Glob matches its pattern below its path: a pattern that climbs out names a folder outside the roots.
+    for (const pattern of ['../**', `${base}/*`, '/etc/*']) {
+      expect(claude('Glob', { pattern }).decision, pattern).toBe('deny');
+      expect(gemini('glob', { pattern }).decision, pattern).toBe('deny');
+    }
+  }, 120_000);
+
   it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
     const { dataDir } = tempSetup();
     const mcp = await startMcp(dataDir);
