@@ -252,7 +252,10 @@ async function runThroughExecutor(
   fs.writeFileSync(`${base}.stdout`, stream('stdout'), { mode: 0o600 });
   fs.writeFileSync(`${base}.stderr`, stream('stderr'), { mode: 0o600 });
   const printer = `cat ${quoted(`${base}.stdout`)}; cat ${quoted(`${base}.stderr`)} >&2; exit ${exitCode}`;
-  const original = input.toolInput && typeof input.toolInput === 'object' ? (input.toolInput as Record<string, unknown>) : {};
+  const given = input.toolInput && typeof input.toolInput === 'object' ? (input.toolInput as Record<string, unknown>) : {};
+  // The command has already run to its end: a printer sent to the background would leave the model polling
+  // (BashOutput, which Executor does not know and asks about) for output it could have now.
+  const { run_in_background: _claudeBackground, is_background: _geminiBackground, ...original } = given;
   return {
     decision: 'allow',
     reason: `Executor ran this command in its sandbox and applied its changes (step ${record.step.id}); this prints its output.`,

@@ -1,10 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXECUTOR_MCP_TOOLS } from '../../../src/hooks/tool-calls.js';
+import type { StepRecord } from '../../../src/domain/step-record.js';
+import { callHook } from '../../helpers/hook-call.js';
 import { startMcp } from '../../helpers/mcp-client.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -141,6 +143,46 @@ describe('hostile tool calls through the hook', () => {
       expect(gemini('glob', { pattern }).decision, pattern).toBe('deny');
     }
   }, 120_000);
+
+  it('a Bash command sent to the background comes back in the foreground: Executor ran it to its end, the model gets its output now', async () => {
+    const { dataDir, workspace } = tempSetup();
+    await startServe(dataDir);
+    const hook = callHook(dataDir, 'claude-code', {
+      sessionId: 'background-1',
+      cwd: workspace,
+      toolName: 'Bash',
+      toolInput: { command: 'echo made > made.txt; echo printed', run_in_background: true, description: 'make a file' },
+    });
+    let step: StepRecord | undefined;
+    await expect
+      .poll(
+        () => {
+          const waiting = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<StepRecord[]>();
+          step = waiting.find((record) => record.step.action === 'runCommand');
+          return step !== undefined;
+        },
+        { timeout: 120_000, interval: 200 },
+      )
+      .toBe(true);
+    const approved = runCli([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'approve',
+      step!.step.id,
+      '--preview-hash',
+      shownPreviewHash(dataDir, step!.step.id),
+    ]);
+    expect(approved.status, approved.stderr).toBe(0);
+    const { answer } = await hook;
+    const output = (answer.hookSpecificOutput ?? {}) as { permissionDecision?: string; updatedInput?: Record<string, unknown> };
+    expect(output.permissionDecision).toBe('allow');
+    expect(output.updatedInput).not.toHaveProperty('run_in_background');
+    expect(output.updatedInput?.description).toBe('make a file');
+    const printed = spawnSync('/bin/sh', ['-c', String(output.updatedInput?.command)], { encoding: 'utf8' });
+    expect(printed.stdout).toBe('printed\n');
+    expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('made\n');
+  }, 240_000);
 
   it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
     const { dataDir } = tempSetup();
