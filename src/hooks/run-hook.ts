@@ -93,8 +93,13 @@ async function decideWithHost(
       return decideRead(api, call.paths, input, call.folders);
     case 'web':
       return decideWeb(api, call.urls, input);
-    case 'write':
+    case 'write': {
+      // A directory or a device at the path can never take the content: refused now, not asked of the person first.
+      const kind = notAFile(call.path);
+      if (kind)
+        return { decision: 'deny', reason: `${call.path} is ${kind}, not a file, so nothing can be written there; nothing changed.` };
       return writeThroughExecutor(api, call.path, call.content, input, options);
+    }
     case 'edit': {
       // The hook reads the file to compute the edit, so the read rules hold for that read first: otherwise
       // an edit's answers ("not found", "3 matches") would tell the model what a secret or a file outside the roots holds.
@@ -108,6 +113,15 @@ async function decideWithHost(
     }
     case 'shell':
       return runThroughExecutor(api, call, input, options);
+  }
+}
+
+function notAFile(file: string): string | null {
+  try {
+    const stat = fs.statSync(file);
+    return stat.isFile() ? null : stat.isDirectory() ? 'a directory' : 'a special file';
+  } catch {
+    return null;
   }
 }
 

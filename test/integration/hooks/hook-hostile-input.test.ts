@@ -63,7 +63,7 @@ describe('hostile tool calls through the hook', () => {
     expect(fs.readFileSync(path.join(base, 'outside.txt'), 'utf8')).toBe('outside outside\n');
   }, 120_000);
 
-  it('an edit of a FIFO, a directory or a device is denied at once, never a hook that hangs', async () => {
+  it('an edit or a write of a FIFO, a directory or a device is denied at once, never a hook that hangs or a step to ask about', async () => {
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, 'folder'));
     execFileSync('mkfifo', [path.join(workspace, 'pipe')]);
@@ -82,7 +82,11 @@ describe('hostile tool calls through the hook', () => {
       });
       expect(answer.decision, file).toBe('deny');
       expect(answer.reason, file).toContain(`not a regular file (it is a ${kind})`);
+      const write = hook(dataDir, 'claude-code', { cwd: workspace, tool_name: 'Write', tool_input: { file_path: file, content: 'x' } });
+      expect(write.decision, file).toBe('deny');
+      expect(write.reason, file).toContain(`is a ${kind}, not a file`);
     }
+    expect(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<unknown[]>()).toEqual([]);
   }, 120_000);
 
   it('an MCP tool that only looks like Executor’s is asked, not allowed; Executor’s own are allowed', async () => {
