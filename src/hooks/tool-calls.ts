@@ -21,7 +21,11 @@ export type ToolCall =
   | { kind: 'write'; path: string; content: string }
   | { kind: 'edit'; path: string; replacements: TextReplacement[] }
   | { kind: 'shell'; command: string; cwd?: string; timeoutMs?: number }
-  /** `folders`: the paths are folders a search or a listing walks, not files. */
+  /**
+   * `folders`: the paths are folders a listing walks (names only), so a whole root may be one. A content
+   * search (Grep, grep_search) is not marked: below a root it would show the lines of a `.env` the
+   * client's search does not skip, and the host's path check sees folders, not the files in them.
+   */
   | { kind: 'read'; paths: string[]; folders?: true }
   | { kind: 'web'; urls: string[] }
   /** Executor's own MCP tools: they propose steps themselves, so the hook lets them through. */
@@ -35,6 +39,7 @@ const text = (input: Input, key: string): string | undefined => (typeof input[ke
 const flag = (input: Input, key: string): boolean => input[key] === true;
 /** A client's relative path is relative to its working directory. */
 const absolute = (cwd: string, value: string) => path.resolve(cwd, value);
+const CONTENT_SEARCHES = new Set(['Grep', 'grep_search']);
 /** The folder a glob pattern names before its first wildcard, resolved against where it is matched. */
 const patternFolder = (where: string, pattern: string) => absolute(where, pattern.split(/[*?[{]/)[0] || '.');
 const URL_IN_TEXT = /https?:\/\/[^\s"'<>)\]]+/g;
@@ -126,7 +131,11 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
       const where = absolute(cwd, text(input, 'path') ?? '.');
       // Glob's pattern may name its own folder ("../**", "/etc/*"): the folder before its first wildcard is read too.
       const pattern = name === 'Glob' ? text(input, 'pattern') : undefined;
-      return { kind: 'read', paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])], folders: true };
+      return {
+        kind: 'read',
+        paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])],
+        ...(CONTENT_SEARCHES.has(name) ? {} : { folders: true as const }),
+      };
     }
     case 'WebFetch': {
       const url = text(input, 'url');
@@ -172,13 +181,17 @@ function geminiToolCall(name: string, input: Input, cwd: string, mcpServer?: { s
     case 'grep_search': {
       const where = absolute(cwd, text(input, 'dir_path') ?? '.');
       const pattern = name === 'glob' ? text(input, 'pattern') : undefined;
-      return { kind: 'read', paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])], folders: true };
+      return {
+        kind: 'read',
+        paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])],
+        ...(CONTENT_SEARCHES.has(name) ? {} : { folders: true as const }),
+      };
     }
     case 'read_many_files': {
       // Its include patterns are globs under the working directory: the folder each names before its first wildcard is what is read.
       const include = Array.isArray(input.include) ? (input.include as unknown[]).filter((item) => typeof item === 'string') : [];
       const folders = (include as string[]).map((pattern) => patternFolder(cwd, pattern));
-      return { kind: 'read', paths: folders.length ? folders : [cwd], folders: true };
+      return { kind: 'read', paths: folders.length ? folders : [cwd] };
     }
     case 'web_fetch': {
       // Gemini's web_fetch takes a prompt with the URLs in it.

@@ -21,7 +21,7 @@ export function agentReadVerdict(
   options: { folders?: boolean } = {},
 ): AgentReadVerdict {
   for (const requested of paths) {
-    // A search or a listing of a whole root (Grep with no path: the project's folder) is what these tools are for;
+    // A listing of a whole root (Glob with no path: the project's folder) is what these tools are for;
     // the path guard refuses a root itself only because a step cannot write or delete it.
     // (A root never holds the data directory: the policy refuses one that does.)
     if (options.folders && path.isAbsolute(requested) && !requested.includes('\0')) {

@@ -328,7 +328,7 @@ export const METHODS = {
     params: z.strictObject({
       tool: z.string().min(1).max(256),
       paths: z.array(z.string().min(1).max(4096)).min(1).max(64),
-      /** The paths are folders a search or a listing walks (Grep, Glob, LS): a workspace root itself is one. */
+      /** The paths are folders a listing walks (Glob, LS; names only): a workspace root itself may be one. */
       folders: z.boolean().optional(),
     }),
     result: z.object({ allowed: z.boolean(), path: z.string().optional(), reason: z.string().optional() }),

@@ -124,7 +124,7 @@ describe('hostile tool calls through the hook', () => {
     }
   }, 120_000);
 
-  it('a search or listing of the whole project is allowed; a glob pattern naming a folder outside is denied', async () => {
+  it('a listing of the whole project is allowed, a content search of it is not; a glob pattern naming a folder outside is denied', async () => {
     const { dataDir, workspace, base } = tempSetup();
     fs.mkdirSync(path.join(workspace, 'src'));
     await startServe(dataDir);
@@ -133,10 +133,12 @@ describe('hostile tool calls through the hook', () => {
     const gemini = (tool: string, toolInput: Record<string, unknown>) =>
       hook(dataDir, 'gemini-cli', { cwd: workspace, tool_name: tool, tool_input: toolInput });
     // The commonest calls name no path: the client searches its working directory, the workspace root.
-    expect(claude('Grep', { pattern: 'TODO' }).decision).toBe('allow');
+    // A content search of a whole root is not: it would show lines of a .env at the top (see docs/agents.md).
+    expect(claude('Grep', { pattern: 'TODO' }).decision).toBe('deny');
+    expect(claude('Grep', { pattern: 'TODO', path: 'src' }).decision).toBe('allow');
     expect(claude('Glob', { pattern: '**/*.ts' }).decision).toBe('allow');
     expect(claude('LS', { path: workspace }).decision).toBe('allow');
-    expect(gemini('grep_search', { pattern: 'TODO' }).decision).toBe('allow');
+    expect(gemini('grep_search', { pattern: 'TODO', dir_path: 'src' }).decision).toBe('allow');
     expect(gemini('list_directory', { dir_path: '.' }).decision).toBe('allow');
     expect(gemini('glob', { pattern: 'src/**' }).decision).toBe('allow');
     // A root is a folder to search, never a file to read.
