@@ -269,7 +269,8 @@ async function runThroughExecutor(
   const given = input.toolInput && typeof input.toolInput === 'object' ? (input.toolInput as Record<string, unknown>) : {};
   // The command has already run to its end: a printer sent to the background would leave the model polling
   // (BashOutput, which Executor does not know and asks about) for output it could have now.
-  const { run_in_background: _claudeBackground, is_background: _geminiBackground, ...original } = given;
+  // Its folder is dropped too: the printer names its files whole, and the command may have removed the folder it ran in.
+  const { run_in_background: _claudeBackground, is_background: _geminiBackground, dir_path: _geminiFolder, ...original } = given;
   return {
     decision: 'allow',
     reason: `Executor ran this command in its sandbox and applied its changes (step ${record.step.id}); this prints its output.`,

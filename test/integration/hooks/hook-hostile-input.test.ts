@@ -59,6 +59,20 @@ describe('hostile tool calls through the hook', () => {
       expect(outside.reason).toContain('outside every workspace root');
       expect(outside.reason).not.toMatch(/matches|occurrence/);
     }
+    fs.writeFileSync(path.join(workspace, 'same.txt'), 'keep\n');
+    const same = hook(dataDir, 'claude-code', {
+      cwd: workspace,
+      tool_name: 'Edit',
+      tool_input: { file_path: 'same.txt', old_string: 'keep', new_string: 'keep' },
+    });
+    expect(same).toEqual({ decision: 'deny', reason: 'No changes to make: old_string and new_string are exactly the same.' });
+    const sameGemini = hook(dataDir, 'gemini-cli', {
+      cwd: workspace,
+      tool_name: 'replace',
+      tool_input: { file_path: 'same.txt', old_string: 'keep', new_string: 'keep' },
+    });
+    expect(sameGemini.reason).toContain('No changes to apply');
+    expect(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<unknown[]>()).toEqual([]);
     expect(fs.readFileSync(path.join(workspace, '.env'), 'utf8')).toBe('TOKEN=abc123\n');
     expect(fs.readFileSync(path.join(base, 'outside.txt'), 'utf8')).toBe('outside outside\n');
   }, 120_000);
@@ -188,6 +202,45 @@ describe('hostile tool calls through the hook', () => {
     const printed = spawnSync('/bin/sh', ['-c', String(output.updatedInput?.command)], { encoding: 'utf8' });
     expect(printed.stdout).toBe('printed\n');
     expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('made\n');
+
+    // Gemini CLI's call names its folder: the printer must not depend on it (the command may have removed it).
+    fs.mkdirSync(path.join(workspace, 'sub'));
+    const geminiHook = callHook(dataDir, 'gemini-cli', {
+      sessionId: 'background-2',
+      cwd: workspace,
+      toolName: 'run_shell_command',
+      toolInput: { command: 'echo in-sub', dir_path: 'sub', is_background: true },
+    });
+    let geminiStep: StepRecord | undefined;
+    await expect
+      .poll(
+        () => {
+          const waiting = runCli(['--data-dir', dataDir, '--json', 'steps', 'list', '--status', 'awaiting_consent']).json<StepRecord[]>();
+          geminiStep = waiting.find((record) => record.step.action === 'runCommand');
+          return geminiStep !== undefined;
+        },
+        { timeout: 120_000, interval: 200 },
+      )
+      .toBe(true);
+    const approvedGemini = runCli([
+      '--data-dir',
+      dataDir,
+      '--json',
+      'approve',
+      geminiStep!.step.id,
+      '--preview-hash',
+      shownPreviewHash(dataDir, geminiStep!.step.id),
+    ]);
+    expect(approvedGemini.status, approvedGemini.stderr).toBe(0);
+    const geminiAnswer = (await geminiHook).answer as { decision?: string; hookSpecificOutput?: { tool_input?: Record<string, unknown> } };
+    expect(geminiAnswer.decision).toBe('allow');
+    expect(geminiAnswer.hookSpecificOutput?.tool_input).toEqual({ command: expect.stringMatching(/^cat /) });
+    fs.rmSync(path.join(workspace, 'sub'), { recursive: true });
+    const printedGemini = spawnSync('/bin/sh', ['-c', String(geminiAnswer.hookSpecificOutput?.tool_input?.command)], {
+      encoding: 'utf8',
+      cwd: workspace,
+    });
+    expect(printedGemini.stdout).toBe('in-sub\n');
   }, 240_000);
 
   it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
