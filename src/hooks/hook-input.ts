@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
 import { assertWithinJsonLimits, MESSAGE_LIMITS } from '../domain/json-limits.js';
 
@@ -28,6 +29,8 @@ function problemsOf(value: unknown): string[] {
     if (typeof field !== 'string') problems.push(`${name}: expected a string`);
     else if (field.length < min || field.length > max) problems.push(`${name}: expected ${min} to ${max} characters, got ${field.length}`);
   }
+  // Every path of the call is resolved against cwd: a relative one would resolve against wherever the hook happens to run.
+  if (typeof input.cwd === 'string' && input.cwd.length > 0 && !path.isAbsolute(input.cwd)) problems.push('cwd: expected an absolute path');
   return problems;
 }
 

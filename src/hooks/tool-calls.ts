@@ -104,7 +104,7 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
     }
     case 'MultiEdit': {
       const edits = input.edits;
-      if (filePath === undefined || !Array.isArray(edits)) return malformed(name);
+      if (filePath === undefined || !Array.isArray(edits) || edits.length === 0) return malformed(name);
       const replacements: TextReplacement[] = [];
       for (const edit of edits as Input[]) {
         const oldText = edit && text(edit, 'old_string');

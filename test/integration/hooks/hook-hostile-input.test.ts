@@ -243,6 +243,22 @@ describe('hostile tool calls through the hook', () => {
     expect(printedGemini.stdout).toBe('in-sub\n');
   }, 240_000);
 
+  it('a call with a relative cwd or a MultiEdit with no edits is not weighed as something else', async () => {
+    const { dataDir, workspace } = tempSetup();
+    await startServe(dataDir);
+    const relative = hook(dataDir, 'claude-code', {
+      cwd: 'workspace',
+      tool_name: 'Write',
+      tool_input: { file_path: 'x.txt', content: 'x' },
+    });
+    expect(relative.decision).toBe('deny');
+    expect(relative.reason).toContain('cwd: expected an absolute path');
+    fs.writeFileSync(path.join(workspace, 'a.txt'), 'a\n');
+    const empty = hook(dataDir, 'claude-code', { cwd: workspace, tool_name: 'MultiEdit', tool_input: { file_path: 'a.txt', edits: [] } });
+    expect(empty.decision).toBe('ask');
+    expect(runCli(['--data-dir', dataDir, '--json', 'steps', 'list']).json<unknown[]>()).toEqual([]);
+  }, 120_000);
+
   it('the hook knows exactly the tools the real `executor mcp` offers', async () => {
     const { dataDir } = tempSetup();
     const mcp = await startMcp(dataDir);
