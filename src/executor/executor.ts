@@ -745,8 +745,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** An outside agent's own read, decided by the policy's read rules and counted in the audit log whether allowed or not. */
-  checkAgentRead(tool: string, paths: string[], actor: Actor): AgentReadVerdict {
-    const verdict = agentReadVerdict(paths, this.getPolicy(), this.dataDir);
+  checkAgentRead(tool: string, paths: string[], actor: Actor, folders = false): AgentReadVerdict {
+    const verdict = agentReadVerdict(paths, this.getPolicy(), this.dataDir, { folders });
     const detail = { tool, paths, allowed: verdict.allowed, ...(verdict.allowed ? {} : { reason: verdict.reason }) };
     this.desk.db.transaction(() => this.desk.audit.append({ kind: 'agent.read', actor, detail }))();
     return verdict;

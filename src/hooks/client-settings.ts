@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -199,20 +200,43 @@ export function planSettings(
   });
 }
 
-/** Writes the planned files: a copy of each as it was first (`<file>.before-executor`), then the new content whole. */
+/**
+ * Writes the planned files: a copy of each as it was first (`<file>.before-executor`), then the new
+ * content whole. A settings file that is a symbolic link (dotfiles kept in one folder) is written
+ * where it points, so the link stays. The copy and the temporary file are created fresh (O_EXCL):
+ * a project folder is often someone else's clone, and a link planted at either name would
+ * otherwise have connect overwrite whatever file it points to.
+ */
 export function writeSettings(changes: SettingsChange[]): string[] {
+  // Every file is checked before any is written, so a refusal leaves all of them as they were.
+  const writes = changes
+    .filter((change) => change.changes.length > 0 && change.after !== change.before)
+    .map((change) => {
+      const target = change.before !== null ? fs.realpathSync(change.file) : change.file;
+      const mode = change.before !== null ? fs.statSync(target).mode & 0o777 : undefined;
+      if (mode !== undefined && (mode & 0o222) === 0) {
+        throw new ExecutorError(
+          'INVALID_INPUT',
+          `${target} is read-only, so Executor leaves it as it is; make it writable, then connect again. Nothing was changed.`,
+          { file: target },
+        );
+      }
+      return { change, target, mode };
+    });
   const kept: string[] = [];
-  for (const change of changes) {
-    if (change.changes.length === 0 || change.after === change.before) continue;
+  for (const { change, target, mode } of writes) {
     fs.mkdirSync(path.dirname(change.file), { recursive: true });
     if (change.before !== null) {
       const copy = `${change.file}.before-executor`;
-      fs.writeFileSync(copy, change.before);
+      fs.rmSync(copy, { force: true });
+      fs.writeFileSync(copy, change.before, { flag: 'wx', mode: mode ?? 0o600 });
       kept.push(copy);
     }
-    const temporary = `${change.file}.executor-${process.pid}.tmp`;
-    fs.writeFileSync(temporary, change.after ?? '{}\n');
-    fs.renameSync(temporary, change.file);
+    const temporary = `${target}.executor-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+    fs.writeFileSync(temporary, change.after ?? '{}\n', { flag: 'wx' });
+    // The file keeps the person's mode (a new file's mode would be cut by Executor's private umask).
+    if (mode !== undefined) fs.chmodSync(temporary, mode);
+    fs.renameSync(temporary, target);
   }
   return kept;
 }

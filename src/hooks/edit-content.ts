@@ -13,16 +13,23 @@ const occurrences = (haystack: string, needle: string) => haystack.split(needle)
 
 const WORDS: Record<
   HookClientName,
-  { missingFile: string; notFound(path: string, old: string): string; notUnique(path: string, count: number, old: string): string }
+  {
+    missingFile: string;
+    unchanged(path: string): string;
+    notFound(path: string, old: string): string;
+    notUnique(path: string, count: number, old: string): string;
+  }
 > = {
   'claude-code': {
     missingFile: 'File does not exist.',
+    unchanged: () => 'No changes to make: old_string and new_string are exactly the same.',
     notFound: (_path, old) => `String to replace not found in file.\nString: ${old}`,
     notUnique: (_path, count, old) =>
       `Found ${count} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: ${old}`,
   },
   'gemini-cli': {
     missingFile: 'File not found. Cannot apply edit. Use an empty old_string to create a new file.',
+    unchanged: (filePath) => `No changes to apply. The old_string and new_string are identical in file: ${filePath}`,
     notFound: (filePath) =>
       `Could not find an exact match for 'old_string' in '${filePath}'. If previous edits modified the file or you are modifying lines outside your recent read window, please use ReadFile to inspect the target lines before retrying with an exact 'old_string'.`,
     notUnique: (filePath, count) =>
@@ -35,6 +42,8 @@ export function applyEdits(client: HookClientName, filePath: string, current: st
   const words = WORDS[client];
   let content = current;
   for (const { oldText, newText, all } of replacements) {
+    // Both clients refuse an edit that changes nothing: a step for it would ask the person about nothing.
+    if (oldText === newText) return { ok: false, reason: words.unchanged(filePath) };
     if (content === null) {
       if (oldText !== '') return { ok: false, reason: words.missingFile };
       content = newText;

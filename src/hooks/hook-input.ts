@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
 import { assertWithinJsonLimits, MESSAGE_LIMITS } from '../domain/json-limits.js';
 
@@ -28,6 +29,8 @@ function problemsOf(value: unknown): string[] {
     if (typeof field !== 'string') problems.push(`${name}: expected a string`);
     else if (field.length < min || field.length > max) problems.push(`${name}: expected ${min} to ${max} characters, got ${field.length}`);
   }
+  // Every path of the call is resolved against cwd: a relative one would resolve against wherever the hook happens to run.
+  if (typeof input.cwd === 'string' && input.cwd.length > 0 && !path.isAbsolute(input.cwd)) problems.push('cwd: expected an absolute path');
   return problems;
 }
 
@@ -37,6 +40,8 @@ export interface HookInput {
   event: string;
   toolName: string;
   toolInput: unknown;
+  /** Gemini CLI names the MCP server and its tool of an MCP call here; its tool names alone are ambiguous (`mcp_<server>_<tool>`). */
+  mcpServer?: { server: string; tool: string };
 }
 
 export function parseHookInput(text: string): HookInput {
@@ -49,12 +54,25 @@ export function parseHookInput(text: string): HookInput {
   assertWithinJsonLimits(value, MESSAGE_LIMITS, { code: 'INVALID_INPUT', subject: "The hook's input", advice: 'Nothing was done.' });
   const problems = problemsOf(value);
   if (problems.length) throw new ExecutorError('INVALID_INPUT', `The hook's input is not a tool call: ${problems.join('; ')}`);
-  const input = value as { session_id: string; cwd: string; hook_event_name: string; tool_name: string; tool_input?: unknown };
+  const input = value as {
+    session_id: string;
+    cwd: string;
+    hook_event_name: string;
+    tool_name: string;
+    tool_input?: unknown;
+    mcp_context?: unknown;
+  };
+  const mcp = input.mcp_context as { server_name?: unknown; tool_name?: unknown } | undefined;
+  const mcpServer =
+    mcp && typeof mcp === 'object' && typeof mcp.server_name === 'string' && typeof mcp.tool_name === 'string'
+      ? { server: mcp.server_name, tool: mcp.tool_name }
+      : undefined;
   return {
     sessionId: input.session_id,
     cwd: input.cwd,
     event: input.hook_event_name,
     toolName: input.tool_name,
     toolInput: input.tool_input,
+    ...(mcpServer ? { mcpServer } : {}),
   };
 }

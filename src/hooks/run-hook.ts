@@ -8,7 +8,7 @@ import { HostLink, NoHostError, type OpenAgentSession } from '../mcp/host-link.j
 import { stepOutcomeText, verdictOf } from '../mcp/outcome-text.js';
 import { applyEdits } from './edit-content.js';
 import type { HookDecision } from './hook-answer.js';
-import { parseHookInput, type HookInput } from './hook-input.js';
+import { MAX_HOOK_INPUT_BYTES, parseHookInput, type HookInput } from './hook-input.js';
 import {
   CLIENT_LABELS,
   keepFamilyCredential,
@@ -50,7 +50,7 @@ export async function decideToolCall(stdinText: string, options: HookOptions): P
   } catch (error) {
     return { decision: 'deny', reason: `Executor could not read this tool call, so it did not run: ${toErrorShape(error).message}` };
   }
-  const call = toolCallOf(options.client, input.toolName, input.toolInput, input.cwd);
+  const call = toolCallOf(options.client, input.toolName, input.toolInput, input.cwd, input.mcpServer);
   if (call.kind === 'executor' || call.kind === 'inert') return { decision: 'allow' };
   if (call.kind === 'unknown') {
     return {
@@ -90,13 +90,23 @@ async function decideWithHost(
 ): Promise<HookDecision> {
   switch (call.kind) {
     case 'read':
-      return decideRead(api, call.paths, input);
+      return decideRead(api, call.paths, input, call.folders);
     case 'web':
       return decideWeb(api, call.urls, input);
-    case 'write':
+    case 'write': {
+      // A directory or a device at the path can never take the content: refused now, not asked of the person first.
+      const kind = notAFile(call.path);
+      if (kind)
+        return { decision: 'deny', reason: `${call.path} is ${kind}, not a file, so nothing can be written there; nothing changed.` };
       return writeThroughExecutor(api, call.path, call.content, input, options);
+    }
     case 'edit': {
-      const current = readText(call.path);
+      // The hook reads the file to compute the edit, so the read rules hold for that read first: otherwise
+      // an edit's answers ("not found", "3 matches") would tell the model what a secret or a file outside the roots holds.
+      const readable = await decideRead(api, [call.path], input);
+      if (readable.decision !== 'allow') return readable;
+      const current = readEditable(call.path);
+      if (typeof current === 'object' && current !== null) return { decision: 'deny', reason: current.refused };
       const edited = applyEdits(options.client, call.path, current, call.replacements);
       if (!edited.ok) return { decision: 'deny', reason: edited.reason };
       return writeThroughExecutor(api, call.path, edited.content, input, options);
@@ -106,18 +116,47 @@ async function decideWithHost(
   }
 }
 
-function readText(file: string): string | null {
+function notAFile(file: string): string | null {
   try {
-    return fs.readFileSync(file, 'utf8');
+    const stat = fs.statSync(file);
+    return stat.isFile() ? null : stat.isDirectory() ? 'a directory' : 'a special file';
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The file an edit applies to, as text, or null when it does not exist. Opened without blocking and
+ * checked before it is read: a FIFO, a device (/dev/zero) or a huge file would hang the hook or
+ * exhaust its memory, and a hook that never answers is one the client may let through.
+ */
+function readEditable(file: string): string | null | { refused: string } {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    return { refused: `Executor could not open ${file} to compute this edit (${code ?? 'error'}), so nothing changed.` };
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile())
+      return {
+        refused: `${file} is not a regular file (it is a ${stat.isDirectory() ? 'directory' : 'special file'}), so it cannot be edited as text; nothing changed.`,
+      };
+    if (stat.size > MAX_HOOK_INPUT_BYTES) {
+      return { refused: `${file} is larger than ${MAX_HOOK_INPUT_BYTES} bytes, more than Executor edits through a hook; nothing changed.` };
+    }
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
 /** Reads and searches: the host decides by the same path rules as a run's read tools, and counts each in the audit log. */
-async function decideRead(api: HookApi, paths: string[], input: HookInput): Promise<HookDecision> {
-  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths });
+async function decideRead(api: HookApi, paths: string[], input: HookInput, folders?: true): Promise<HookDecision> {
+  const verdict = await api.checkRead({ tool: input.toolName.slice(0, 256), paths, ...(folders ? { folders } : {}) });
   return verdict.allowed
     ? { decision: 'allow' }
     : { decision: 'deny', reason: verdict.reason ?? `Executor's policy does not let agents read ${verdict.path}.` };
@@ -227,7 +266,11 @@ async function runThroughExecutor(
   fs.writeFileSync(`${base}.stdout`, stream('stdout'), { mode: 0o600 });
   fs.writeFileSync(`${base}.stderr`, stream('stderr'), { mode: 0o600 });
   const printer = `cat ${quoted(`${base}.stdout`)}; cat ${quoted(`${base}.stderr`)} >&2; exit ${exitCode}`;
-  const original = input.toolInput && typeof input.toolInput === 'object' ? (input.toolInput as Record<string, unknown>) : {};
+  const given = input.toolInput && typeof input.toolInput === 'object' ? (input.toolInput as Record<string, unknown>) : {};
+  // The command has already run to its end: a printer sent to the background would leave the model polling
+  // (BashOutput, which Executor does not know and asks about) for output it could have now.
+  // Its folder is dropped too: the printer names its files whole, and the command may have removed the folder it ran in.
+  const { run_in_background: _claudeBackground, is_background: _geminiBackground, dir_path: _geminiFolder, ...original } = given;
   return {
     decision: 'allow',
     reason: `Executor ran this command in its sandbox and applied its changes (step ${record.step.id}); this prints its output.`,

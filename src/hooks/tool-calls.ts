@@ -21,7 +21,12 @@ export type ToolCall =
   | { kind: 'write'; path: string; content: string }
   | { kind: 'edit'; path: string; replacements: TextReplacement[] }
   | { kind: 'shell'; command: string; cwd?: string; timeoutMs?: number }
-  | { kind: 'read'; paths: string[] }
+  /**
+   * `folders`: the paths are folders a listing walks (names only), so a whole root may be one. A content
+   * search (Grep, grep_search) is not marked: below a root it would show the lines of a `.env` the
+   * client's search does not skip, and the host's path check sees folders, not the files in them.
+   */
+  | { kind: 'read'; paths: string[]; folders?: true }
   | { kind: 'web'; urls: string[] }
   /** Executor's own MCP tools: they propose steps themselves, so the hook lets them through. */
   | { kind: 'executor' }
@@ -34,6 +39,9 @@ const text = (input: Input, key: string): string | undefined => (typeof input[ke
 const flag = (input: Input, key: string): boolean => input[key] === true;
 /** A client's relative path is relative to its working directory. */
 const absolute = (cwd: string, value: string) => path.resolve(cwd, value);
+const CONTENT_SEARCHES = new Set(['Grep', 'grep_search']);
+/** The folder a glob pattern names before its first wildcard, resolved against where it is matched. */
+const patternFolder = (where: string, pattern: string) => absolute(where, pattern.split(/[*?[{]/)[0] || '.');
 const URL_IN_TEXT = /https?:\/\/[^\s"'<>)\]]+/g;
 
 const CLAUDE_INERT = new Set(['TodoWrite', 'Task', 'Agent', 'ExitPlanMode', 'EnterPlanMode', 'AskUserQuestion', 'Skill', 'ToolSearch']);
@@ -47,13 +55,40 @@ const GEMINI_INERT = new Set([
   'activate_skill',
 ]);
 
+/*
+ * Executor's own MCP tools (src/mcp/mcp-server.ts), by exact name: a prefix match would let through
+ * any other server whose name merely starts with "executor" (Claude Code's `mcp__executor__evil__x`
+ * from a server named "executor__evil", Gemini CLI's `mcp_executor_x_run` from "executor_x").
+ * test/integration/hooks/hook-hostile-input.test.ts checks this list against the real server's.
+ */
+export const EXECUTOR_MCP_TOOLS: ReadonlySet<string> = new Set([
+  'write_file',
+  'delete_file',
+  'run_command',
+  'run_code',
+  'open_url',
+  'kb_add',
+  'propose_plan',
+  'step_status',
+  'step_record_part',
+  'list_my_steps',
+  'cancel_step',
+  'ask_user',
+  'get_answer',
+]);
+/** The server name `executor connect` writes into both clients' settings. */
+const EXECUTOR_SERVER = 'executor';
+
 function malformed(name: string): ToolCall {
   // A call whose arguments are not what the tool takes is not something Executor can weigh: the person is asked.
   return { kind: 'unknown', name };
 }
 
 function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
-  if (name.startsWith('mcp__executor__')) return { kind: 'executor' };
+  // Claude Code names an MCP tool mcp__<server>__<tool>; "__" cannot be inside Executor's tool names.
+  if (name.startsWith(`mcp__${EXECUTOR_SERVER}__`) && EXECUTOR_MCP_TOOLS.has(name.slice(`mcp__${EXECUTOR_SERVER}__`.length))) {
+    return { kind: 'executor' };
+  }
   if (CLAUDE_INERT.has(name)) return { kind: 'inert' };
   const filePath = text(input, 'file_path');
   switch (name) {
@@ -69,7 +104,7 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
     }
     case 'MultiEdit': {
       const edits = input.edits;
-      if (filePath === undefined || !Array.isArray(edits)) return malformed(name);
+      if (filePath === undefined || !Array.isArray(edits) || edits.length === 0) return malformed(name);
       const replacements: TextReplacement[] = [];
       for (const edit of edits as Input[]) {
         const oldText = edit && text(edit, 'old_string');
@@ -83,15 +118,24 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
       const command = text(input, 'command');
       if (command === undefined) return malformed(name);
       const timeout = input.timeout;
-      return { kind: 'shell', command, cwd, ...(typeof timeout === 'number' && timeout > 0 ? { timeoutMs: timeout } : {}) };
+      // The client takes any positive number of milliseconds; a runCommand step a whole number within its bounds (src/domain/step.ts).
+      const timeoutMs =
+        typeof timeout === 'number' && timeout > 0 ? Math.min(Math.max(Math.ceil(timeout), 100), 24 * 3600 * 1000) : undefined;
+      return { kind: 'shell', command, cwd, ...(timeoutMs ? { timeoutMs } : {}) };
     }
     case 'Read':
       return filePath !== undefined ? { kind: 'read', paths: [absolute(cwd, filePath)] } : malformed(name);
     case 'Grep':
     case 'Glob':
     case 'LS': {
-      const where = text(input, 'path');
-      return { kind: 'read', paths: [absolute(cwd, where ?? '.')] };
+      const where = absolute(cwd, text(input, 'path') ?? '.');
+      // Glob's pattern may name its own folder ("../**", "/etc/*"): the folder before its first wildcard is read too.
+      const pattern = name === 'Glob' ? text(input, 'pattern') : undefined;
+      return {
+        kind: 'read',
+        paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])],
+        ...(CONTENT_SEARCHES.has(name) ? {} : { folders: true as const }),
+      };
     }
     case 'WebFetch': {
       const url = text(input, 'url');
@@ -102,8 +146,16 @@ function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
   }
 }
 
-function geminiToolCall(name: string, input: Input, cwd: string): ToolCall {
-  if (name.startsWith('mcp_executor_') || name.startsWith('executor__')) return { kind: 'executor' };
+function geminiToolCall(name: string, input: Input, cwd: string, mcpServer?: { server: string; tool: string }): ToolCall {
+  // Gemini CLI's mcp_<server>_<tool> is ambiguous ("executor_write" + "file"), so the server it names in mcp_context decides.
+  if (
+    mcpServer &&
+    mcpServer.server === EXECUTOR_SERVER &&
+    EXECUTOR_MCP_TOOLS.has(mcpServer.tool) &&
+    name === `mcp_${EXECUTOR_SERVER}_${mcpServer.tool}`
+  ) {
+    return { kind: 'executor' };
+  }
   if (GEMINI_INERT.has(name)) return { kind: 'inert' };
   const filePath = text(input, 'file_path');
   switch (name) {
@@ -127,13 +179,18 @@ function geminiToolCall(name: string, input: Input, cwd: string): ToolCall {
     case 'list_directory':
     case 'glob':
     case 'grep_search': {
-      const dir = text(input, 'dir_path');
-      return { kind: 'read', paths: [absolute(cwd, dir ?? '.')] };
+      const where = absolute(cwd, text(input, 'dir_path') ?? '.');
+      const pattern = name === 'glob' ? text(input, 'pattern') : undefined;
+      return {
+        kind: 'read',
+        paths: [where, ...(pattern ? [patternFolder(where, pattern)] : [])],
+        ...(CONTENT_SEARCHES.has(name) ? {} : { folders: true as const }),
+      };
     }
     case 'read_many_files': {
       // Its include patterns are globs under the working directory: the folder each names before its first wildcard is what is read.
       const include = Array.isArray(input.include) ? (input.include as unknown[]).filter((item) => typeof item === 'string') : [];
-      const folders = (include as string[]).map((pattern) => absolute(cwd, pattern.split(/[*?[{]/)[0] || '.'));
+      const folders = (include as string[]).map((pattern) => patternFolder(cwd, pattern));
       return { kind: 'read', paths: folders.length ? folders : [cwd] };
     }
     case 'web_fetch': {
@@ -147,7 +204,13 @@ function geminiToolCall(name: string, input: Input, cwd: string): ToolCall {
   }
 }
 
-export function toolCallOf(client: HookClientName, toolName: string, toolInput: unknown, cwd: string): ToolCall {
+export function toolCallOf(
+  client: HookClientName,
+  toolName: string,
+  toolInput: unknown,
+  cwd: string,
+  mcpServer?: { server: string; tool: string },
+): ToolCall {
   const input = toolInput && typeof toolInput === 'object' && !Array.isArray(toolInput) ? (toolInput as Input) : {};
-  return client === 'claude-code' ? claudeToolCall(toolName, input, cwd) : geminiToolCall(toolName, input, cwd);
+  return client === 'claude-code' ? claudeToolCall(toolName, input, cwd) : geminiToolCall(toolName, input, cwd, mcpServer);
 }

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { guardPath } from './path-guard.js';
 import { absoluteForMatching, filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';
@@ -16,8 +18,16 @@ export function agentReadVerdict(
   paths: readonly string[],
   policy: { workspaceRoots: readonly string[]; secretGlobs: readonly string[] },
   dataDir: string,
+  options: { folders?: boolean } = {},
 ): AgentReadVerdict {
   for (const requested of paths) {
+    // A listing of a whole root (Glob with no path: the project's folder) is what these tools are for;
+    // the path guard refuses a root itself only because a step cannot write or delete it.
+    // (A root never holds the data directory: the policy refuses one that does.)
+    if (options.folders && path.isAbsolute(requested) && !requested.includes('\0')) {
+      const real = realOrSelf(requested);
+      if (policy.workspaceRoots.some((root) => realOrSelf(root) === real)) continue;
+    }
     const verdict = guardPath(requested, policy.workspaceRoots, dataDir);
     if (!verdict.ok)
       return { allowed: false, path: requested, reason: `Executor's policy does not let agents read ${requested}: ${verdict.reason}` };
@@ -35,3 +45,11 @@ export function agentReadVerdict(
   }
   return { allowed: true };
 }
+
+const realOrSelf = (file: string) => {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+};

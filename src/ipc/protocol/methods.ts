@@ -325,7 +325,12 @@ export const METHODS = {
       "the agent identity the host issued to this session, with the credential that proves it; `resume` with an earlier session's credential makes this session that agent again",
   }),
   checkRead: method({
-    params: z.strictObject({ tool: z.string().min(1).max(256), paths: z.array(z.string().min(1).max(4096)).min(1).max(64) }),
+    params: z.strictObject({
+      tool: z.string().min(1).max(256),
+      paths: z.array(z.string().min(1).max(4096)).min(1).max(64),
+      /** The paths are folders a listing walks (Glob, LS; names only): a workspace root itself may be one. */
+      folders: z.boolean().optional(),
+    }),
     result: z.object({ allowed: z.boolean(), path: z.string().optional(), reason: z.string().optional() }),
     // What an agent's own read tool may read (the hook asks before Claude Code's Read or Gemini CLI's read_file): the agent's question.
     channels: ['mcp'],

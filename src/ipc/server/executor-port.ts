@@ -112,7 +112,7 @@ export interface IpcExecutorPort {
 
   getPolicy(): Policy;
   /** Whether an outside agent's own read tool may read `paths`; audited as agent.read either way. */
-  checkAgentRead(tool: string, paths: string[], actor: Actor): AgentReadVerdict;
+  checkAgentRead(tool: string, paths: string[], actor: Actor, folders?: boolean): AgentReadVerdict;
   setPolicy(input: unknown, actor: Actor): Policy;
   listRuleHits(): RuleHits[];
   modelApiKey(provider: ModelProvider): string | undefined;

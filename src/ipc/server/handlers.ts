@@ -117,7 +117,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // output) is cut and says so (`cut`), and getStepPart pages the whole (src/ipc/client/whole-step-record.ts).
   getStep: (executor, { stepId, maxBytes }, { actor }) => boundedRecord(executor.stepFor(stepId, actor), maxBytes ?? MAX_RECORD_BYTES),
   getStepPart: (executor, { stepId, offset }, { actor }) => recordTextPart(executor, stepId, offset ?? 0, actor),
-  checkRead: (executor, { tool, paths }, { actor }) => executor.checkAgentRead(tool, paths, actor),
+  checkRead: (executor, { tool, paths, folders }, { actor }) => executor.checkAgentRead(tool, paths, actor, folders === true),
   agentIdentity: (_executor, params, context) => {
     if (!context.agentIdentity) throw new ExecutorError('NOT_AVAILABLE', 'Only an agent session has an issued identity.');
     return context.agentIdentity(params ?? {});

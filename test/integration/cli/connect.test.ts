@@ -159,4 +159,55 @@ describe('executor connect / disconnect', () => {
     }
     expect(fs.readdirSync(workspace)).toEqual([]);
   });
+  it("a link planted at the copy's name in a cloned project is replaced, never written through", () => {
+    const { workspace, home, cli } = setup();
+    const settingsFile = path.join(workspace, '.claude', 'settings.local.json');
+    write(settingsFile, personsSettings);
+    const victim = path.join(home, '.bashrc');
+    fs.writeFileSync(victim, 'export PATH=precious\n');
+    fs.symlinkSync(victim, `${settingsFile}.before-executor`);
+    const connected = cli(['connect', 'claude-code', '--project', workspace]);
+    expect(connected.status, connected.stderr).toBe(0);
+    expect(fs.readFileSync(victim, 'utf8')).toBe('export PATH=precious\n');
+    expect(fs.lstatSync(`${settingsFile}.before-executor`).isSymbolicLink()).toBe(false);
+    expect(read(`${settingsFile}.before-executor`)).toEqual(personsSettings);
+  });
+
+  it('a settings file that is a link (dotfiles) is merged where it points, the link and the file mode kept', () => {
+    const { home, cli } = setup();
+    const real = path.join(home, 'dotfiles', 'gemini-settings.json');
+    write(real, { theme: 'dark' });
+    fs.chmodSync(real, 0o644);
+    const settingsFile = path.join(home, '.gemini', 'settings.json');
+    fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
+    fs.symlinkSync(real, settingsFile);
+    const connected = cli(['connect', 'gemini-cli', '--user']);
+    expect(connected.status, connected.stderr).toBe(0);
+    expect(fs.lstatSync(settingsFile).isSymbolicLink()).toBe(true);
+    expect(read(real).theme).toBe('dark');
+    expect(read(real).hooks.BeforeTool[0].hooks[0].command).toContain('hook gemini-cli');
+    expect(fs.statSync(real).mode & 0o777).toBe(0o644);
+    expect(fs.readdirSync(path.dirname(real))).toEqual(['gemini-settings.json']);
+    const disconnected = cli(['disconnect', 'gemini-cli', '--user']);
+    expect(disconnected.status, disconnected.stderr).toBe(0);
+    expect(fs.lstatSync(settingsFile).isSymbolicLink()).toBe(true);
+    expect(read(real)).toEqual({ theme: 'dark' });
+  });
+
+  it('a read-only settings file is refused with a clear error, and no file of the pair is changed', () => {
+    const { workspace, cli } = setup();
+    const settingsFile = path.join(workspace, '.claude', 'settings.local.json');
+    const mcpFile = path.join(workspace, '.mcp.json');
+    write(settingsFile, personsSettings);
+    write(mcpFile, personsMcp);
+    fs.chmodSync(mcpFile, 0o444);
+    const before = fs.readFileSync(settingsFile, 'utf8');
+    const connected = cli(['connect', 'claude-code', '--project', workspace]);
+    expect(connected.status).not.toBe(0);
+    expect(connected.stderr).toContain('is read-only');
+    expect(connected.stderr).not.toMatch(/\n\s+at /);
+    expect(fs.readFileSync(settingsFile, 'utf8')).toBe(before);
+    expect(read(mcpFile)).toEqual(personsMcp);
+    expect(fs.existsSync(`${settingsFile}.before-executor`)).toBe(false);
+  });
 });
