@@ -13,7 +13,7 @@ import {
 import { riskRank, type Risk } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
-import type { StepRecord } from '../../src/domain/step-record.js';
+import { noPreviewWhy, type StepRecord } from '../../src/domain/step-record.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { PresignedCall } from '../../src/ipc/client/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
@@ -917,6 +917,21 @@ function StepDetail({
           </button>
         </p>
       ) : null}
+      {record.status === 'awaiting_consent' && noPreviewWhy(record) ? (
+        // Said where the decision is made: a Dockerfile that did not build, in its own words and its log's last lines.
+        <div className="warning dry-run-failed" role="note" data-testid="no-preview-why">
+          <p>
+            <strong>
+              No dry run could be made: <MarkedText text={noPreviewWhy(record)!} />
+            </strong>
+          </p>
+          {record.previewError!.includes('\n') ? (
+            <pre className="output" tabIndex={0} aria-label="Why no dry run could be made">
+              <MarkedText text={record.previewError!.slice(record.previewError!.indexOf('\n') + 1)} />
+            </pre>
+          ) : null}
+        </div>
+      ) : null}
       <SameFileNotice record={record} busy={busy} />
       <div className="actions" role="group" aria-label="Decision">
         {record.status === 'awaiting_consent' || preparing ? (
@@ -958,7 +973,7 @@ function StepDetail({
             <PreparingNote stepId={record.step.id} since={record.createdAt} now={now} />
           </p>
         ) : (
-          <PreviewPanel preview={record.preview} />
+          <PreviewPanel preview={record.preview} error={noPreviewWhy(record)} />
         )}
       </section>
     </article>

@@ -99,6 +99,17 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const reason = previewErrorOf(dataDir, 'broken-cmd');
     expect(reason).toContain("The project's sandbox image did not build from .devcontainer/Dockerfile");
     expect(reason).toContain('no-such-file.txt');
+
+    // Kept on the step, where the person decides: `steps show` says it next to the preview hash and in full below.
+    const shown = await runCliAsync(['--data-dir', dataDir, 'steps', 'show', 'broken-cmd']);
+    expect(shown.stdout).toMatch(
+      /^Preview {2}none \(no dry run could be made: The project's sandbox image did not build from \.devcontainer\/Dockerfile .*no-such-file\.txt.*\)$/m,
+    );
+    const why = shown.stdout.slice(shown.stdout.indexOf('--- why no dry run could be made\n'));
+    expect(why).toContain("The project's sandbox image did not build from .devcontainer/Dockerfile");
+    expect(why).toContain('COPY no-such-file.txt /opt/');
+    const json = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'broken-cmd'])).json<{ previewError?: string }>();
+    expect(json.previewError).toBe(reason);
   }, 300_000);
 
   it('a Dockerfile that RUNs code is not built by a dry run: the decision says what it would run, and the person builds it', async () => {
