@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import {
   describeProposer,
   describeRule,
@@ -763,6 +763,29 @@ export function dryRunFailureText(preview: StepRecord['preview']): string | null
   return null;
 }
 
+/** Why no dry run could be made: its first line, then the rest (a build log's last lines) scrolled to its end, where the failure is. */
+function NoPreviewWhy({ reason, full }: { reason: string; full: string }) {
+  const rest = full.includes('\n') ? full.slice(full.indexOf('\n') + 1) : '';
+  const log = useRef<HTMLPreElement>(null);
+  useEffect(() => {
+    if (log.current) log.current.scrollTop = log.current.scrollHeight;
+  }, [rest]);
+  return (
+    <div className="warning dry-run-failed" role="note" data-testid="no-preview-why">
+      <p>
+        <strong>
+          No dry run could be made: <MarkedText text={reason} />
+        </strong>
+      </p>
+      {rest ? (
+        <pre className="output" tabIndex={0} aria-label="Why no dry run could be made" ref={log}>
+          <MarkedText text={rest} />
+        </pre>
+      ) : null}
+    </div>
+  );
+}
+
 function StepDetail({
   record,
   policy,
@@ -919,18 +942,7 @@ function StepDetail({
       ) : null}
       {record.status === 'awaiting_consent' && noPreviewWhy(record) ? (
         // Said where the decision is made: a Dockerfile that did not build, in its own words and its log's last lines.
-        <div className="warning dry-run-failed" role="note" data-testid="no-preview-why">
-          <p>
-            <strong>
-              No dry run could be made: <MarkedText text={noPreviewWhy(record)!} />
-            </strong>
-          </p>
-          {record.previewError!.includes('\n') ? (
-            <pre className="output" tabIndex={0} aria-label="Why no dry run could be made">
-              <MarkedText text={record.previewError!.slice(record.previewError!.indexOf('\n') + 1)} />
-            </pre>
-          ) : null}
-        </div>
+        <NoPreviewWhy reason={noPreviewWhy(record)!} full={record.previewError!} />
       ) : null}
       <SameFileNotice record={record} busy={busy} />
       <div className="actions" role="group" aria-label="Decision">
