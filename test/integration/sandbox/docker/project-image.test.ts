@@ -110,7 +110,20 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     expect(why).toContain('COPY no-such-file.txt /opt/');
     const json = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'broken-cmd'])).json<{ previewError?: string }>();
     expect(json.previewError).toBe(reason);
-  }, 300_000);
+
+    // Fixed, and the step previewed again (the person's edit of it): the reason goes with the new preview.
+    const dockerfile = path.join(workspace, '.devcontainer/Dockerfile');
+    fs.writeFileSync(dockerfile, fs.readFileSync(dockerfile, 'utf8').replace('COPY no-such-file.txt /opt/\n', ''));
+    const edited = await runCliAsync(['--data-dir', dataDir, '--json', 'edit', 'broken-cmd', '--command', 'hello-tool'], {
+      timeoutMs: 240_000,
+    });
+    expect(edited.stdout, edited.stderr).not.toBe('');
+    const after = edited.json<ShownStep & { previewError?: string }>();
+    expect(after.status, edited.stderr).toBe('awaiting_consent');
+    expect(after.preview?.stdout.text).toContain("hello from the project's own image");
+    expect(after.previewError).toBeUndefined();
+    expect((await runCliAsync(['--data-dir', dataDir, 'steps', 'show', 'broken-cmd'])).stdout).not.toContain('no dry run could be made');
+  }, 400_000);
 
   it('a Dockerfile that RUNs code is not built by a dry run: the decision says what it would run, and the person builds it', async () => {
     const { dataDir, workspace } = projectSetup();
