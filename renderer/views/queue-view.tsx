@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import {
   describeProposer,
   describeRule,
@@ -13,7 +13,7 @@ import {
 import { riskRank, type Risk } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
-import type { StepRecord } from '../../src/domain/step-record.js';
+import { noPreviewWhy, type StepRecord } from '../../src/domain/step-record.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { PresignedCall } from '../../src/ipc/client/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
@@ -763,6 +763,29 @@ export function dryRunFailureText(preview: StepRecord['preview']): string | null
   return null;
 }
 
+/** Why no dry run could be made: its first line, then the rest (a build log's last lines) scrolled to its end, where the failure is. */
+function NoPreviewWhy({ reason, full }: { reason: string; full: string }) {
+  const rest = full.includes('\n') ? full.slice(full.indexOf('\n') + 1) : '';
+  const log = useRef<HTMLPreElement>(null);
+  useEffect(() => {
+    if (log.current) log.current.scrollTop = log.current.scrollHeight;
+  }, [rest]);
+  return (
+    <div className="warning dry-run-failed" role="note" data-testid="no-preview-why">
+      <p>
+        <strong>
+          No dry run could be made: <MarkedText text={reason} />
+        </strong>
+      </p>
+      {rest ? (
+        <pre className="output" tabIndex={0} aria-label="Why no dry run could be made" ref={log}>
+          <MarkedText text={rest} />
+        </pre>
+      ) : null}
+    </div>
+  );
+}
+
 function StepDetail({
   record,
   policy,
@@ -917,6 +940,10 @@ function StepDetail({
           </button>
         </p>
       ) : null}
+      {record.status === 'awaiting_consent' && noPreviewWhy(record) ? (
+        // Said where the decision is made: a Dockerfile that did not build, in its own words and its log's last lines.
+        <NoPreviewWhy reason={noPreviewWhy(record)!} full={record.previewError!} />
+      ) : null}
       <SameFileNotice record={record} busy={busy} />
       <div className="actions" role="group" aria-label="Decision">
         {record.status === 'awaiting_consent' || preparing ? (
@@ -958,7 +985,7 @@ function StepDetail({
             <PreparingNote stepId={record.step.id} since={record.createdAt} now={now} />
           </p>
         ) : (
-          <PreviewPanel preview={record.preview} />
+          <PreviewPanel preview={record.preview} error={noPreviewWhy(record)} />
         )}
       </section>
     </article>

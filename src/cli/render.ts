@@ -1,7 +1,7 @@
 import { editDetailText } from '../domain/person-edit.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
-import type { ExecutionChoice, RunSpan, StepRecord } from '../domain/step-record.js';
+import { noPreviewWhy, type ExecutionChoice, type RunSpan, type StepRecord } from '../domain/step-record.js';
 import { boundAction } from '../actions/registry.js';
 import {
   capabilityAsks,
@@ -208,7 +208,9 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   }
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
   // What `executor approve ID --preview-hash H` binds to: the approval is refused if the preview changes after this was printed.
-  lines.push(`Preview  ${previewHashText(record)}`);
+  lines.push(
+    `Preview  ${previewHashText(record)}${noPreviewWhy(record) ? ` (no dry run could be made: ${line(noPreviewWhy(record)!)})` : ''}`,
+  );
   if (record.approval)
     lines.push(
       `Approved ${localTimeWords(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`,
@@ -322,6 +324,9 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     lines.push(dry.ok ? `value: ${line(JSON.stringify(dry.value) ?? 'undefined')}` : `${line(dry.code)}: ${line(dry.message)}`);
   } else if (record.preview?.kind === 'text') {
     lines.push('', '--- preview', visibleBlock(record.preview.text));
+  } else if (!record.preview && record.previewError) {
+    // In full (a build's own error and its log's last lines): the person decides on this step without a dry run.
+    lines.push('', '--- why no dry run could be made', visibleBlock(record.previewError));
   }
   if (partialOutput) {
     // The real run's output up to the cancel: after the dry run's, so the preview is not read as what the real run did.

@@ -163,6 +163,8 @@ export interface StepRecord {
   evaluation: Evaluation | null;
   preview: Preview | null;
   previewHash: string | null;
+  /** Why no preview could be made (a project image that did not build, a sandbox that refused): the person decides knowing it. */
+  previewError?: string;
   approval: Approval | null;
   rejectedReason: string | null;
   result: Record<string, unknown> | null;
@@ -247,3 +249,9 @@ export interface RevertOutcome {
 
 /** The rejection reason of a step its own agent withdrew: surfaces tell it apart from the person's no by it. */
 export const AGENT_CANCEL_REASON = 'cancelled by the agent that proposed it';
+
+/** The first line of why a step has no preview, or null when it has one or nothing went wrong. */
+export function noPreviewWhy(record: StepRecord): string | null {
+  if (record.preview || !record.previewError) return null;
+  return record.previewError.split('\n', 1)[0]!.trim() || null;
+}

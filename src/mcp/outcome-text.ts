@@ -1,6 +1,6 @@
 import type { Channel } from '../domain/actor.js';
 import { editDetailText } from '../domain/person-edit.js';
-import { AGENT_CANCEL_REASON, type StepRecord } from '../domain/step-record.js';
+import { AGENT_CANCEL_REASON, noPreviewWhy, type StepRecord } from '../domain/step-record.js';
 
 /** How much of a step's output goes back to the model; the full result stays in the step record. */
 export const MAX_OUTPUT_CHARS = 8_000;
@@ -173,6 +173,12 @@ function errorText(record: StepRecord): string {
   return record.error ? `${record.error.code}: ${record.error.message}` : `step ${record.step.id} is ${record.status}.`;
 }
 
+/** A step put before the user with no dry run: why (its first line: a build's log stays in the record), so the agent can fix the cause. */
+function noPreviewLine(record: StepRecord): string {
+  const why = noPreviewWhy(record);
+  return why ? `\nNo dry run could be made, so the user decides without a preview: ${why.slice(0, 500)}` : '';
+}
+
 function verdictText(record: StepRecord, maxChars: number, held?: HeldByPause): string {
   const id = record.step.id;
   const path = outcomePathOf(record);
@@ -218,7 +224,7 @@ function verdictText(record: StepRecord, maxChars: number, held?: HeldByPause): 
       return `PENDING: step ${id} is being prepared (weighed and dry-run); then it waits for the user. Call step_status with ${id}.`;
     case 'waiting for the user':
       // A step before it that holds it back goes on a line of its own: the first line stays what models parse.
-      return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}`;
+      return `PENDING: waiting for the user; call step_status with ${id}${record.blockedBy ? `\n${record.blockedBy.reason}` : ''}${noPreviewLine(record)}`;
     case 'approved, waiting its turn':
       return `PENDING: approved, waiting its turn; call step_status with ${id}\n${approverText(record)}${record.blockedBy ? ` It waits: ${record.blockedBy.reason}` : ' It runs once the steps before it in its plan have.'}`;
     case 'running':

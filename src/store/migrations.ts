@@ -295,4 +295,9 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE steps ADD COLUMN consent_held_ms INTEGER NOT NULL DEFAULT 0;
   `,
+  // Why a step's dry run could not be made (its project image did not build, the sandbox refused it…),
+  // kept on the step so the decision shows it, not only its audit record; cleared by its next preview.
+  `
+  ALTER TABLE steps ADD COLUMN preview_error TEXT;
+  `,
 ];

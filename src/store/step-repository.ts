@@ -21,6 +21,8 @@ import { consentExpiry, decodeCursor, encodeCursor, parseJson, toRecord, type St
 export interface TransitionPatch {
   evaluation?: Evaluation;
   preview?: { preview: Preview; previewHash: string };
+  /** Why the dry run could not be made; a preview, or going back to `evaluated` for a new one, clears it. */
+  previewError?: string;
   approval?: Approval;
   rejectedReason?: string;
   result?: Record<string, unknown>;
@@ -696,6 +698,8 @@ export class StepRepository {
         set('preview_json', canonicalJson(patch.preview.preview));
         set('preview_hash', patch.preview.previewHash);
       }
+      if (patch.previewError !== undefined) set('preview_error', patch.previewError);
+      else if (patch.preview || to === 'evaluated') set('preview_error', null);
       if (patch.approval) {
         set('approved_step_hash', patch.approval.stepHash);
         set('approved_preview_hash', patch.approval.previewHash);
@@ -734,7 +738,7 @@ export class StepRepository {
     if (!row) throw unknownStepError(stepId);
     this.db
       .prepare(
-        `UPDATE steps SET step_json = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL,
+        `UPDATE steps SET step_json = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL, preview_error = NULL,
          approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL, run_times_json = NULL WHERE step_id = ?`,
       )
       .run(canonicalJson(revised), stepHash(revised), canonicalJson(edit), row.proposed_step_json ?? row.step_json, stepId);
@@ -767,7 +771,7 @@ export class StepRepository {
       if (patch.evaluation)
         this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, updated_at = ? WHERE step_id = ?').run(
+        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, preview_error = NULL, updated_at = ? WHERE step_id = ?').run(
           canonicalJson(patch.preview.preview),
           patch.preview.previewHash,
           new Date().toISOString(),

@@ -35,6 +35,8 @@ export interface StepRow {
   revert_json: string | null;
   run_times_json: string | null;
   edit_json: string | null;
+  /** Why the step's dry run could not be made (added by a later migration: absent in rows read before it). */
+  preview_error?: string | null;
   /** From the plan (joined): its own consent expiry, when it asked for one. */
   consent_expiry_seconds: number | null;
   /** How long the stop switch held this step since its clock started (added to its deadline at resume). */
@@ -104,6 +106,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord 
     ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
     position: row.position,
     preview: parseJson<Preview>(row.preview_json),
+    ...(row.preview_error ? { previewError: row.preview_error } : {}),
     previewHash: row.preview_hash,
     rejectedReason: row.rejected_reason,
     result: parseJson<Record<string, unknown>>(row.result_json),

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
+import { sandboxImageTag } from '../../src/sandbox/docker/sandbox-image.js';
 import { ensureSandboxImage } from '../helpers/docker-engine.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
@@ -12,12 +13,15 @@ import { expectNoSeriousAxeViolations, screenshots, useChromium, windowTestsSkip
  * What the person sees is what happens, in a real `executor serve` and Chromium: the one Approve
  * (button and `a` key) writes exactly the checked hunks; two waiting writes to one file are linked,
  * and after one runs the other says which change approving it would undo and offers the merge; the
- * plan is named by its purpose in the queue and History; a failed dry run is said next to Approve.
+ * plan is named by its purpose in the queue and History; a failed dry run is said next to Approve,
+ * and so is a dry run that could not be made because the project's Dockerfile did not build.
  */
 
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 30_000 };
+
+const DEVCONTAINER_FIXTURE = path.resolve(import.meta.dirname, '../fixtures/devcontainer-project/.devcontainer');
 
 const numbered = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}\n`).join('');
 const ORIGINAL = numbered(20);
@@ -203,6 +207,58 @@ describe.skipIf(skipReason !== null)('what the person sees is what happens', { t
         .poll(() => page.getByTestId('history-detail-plan-purpose').innerText(), SOON)
         .toContain('Run the test suite before the release');
       await screenshots(page, 'history-plan-purpose', { light: 'history-plan-purpose' });
+    } finally {
+      await context.close();
+      await served.stop();
+    }
+  });
+
+  it("says why no dry run could be made next to Approve: the Dockerfile's own build error", async () => {
+    await ensureSandboxImage();
+    const { dataDir, workspace, base } = tempSetup();
+    // The project's dev container builds FROM this machine's sandbox image, then COPYs a file the project does not have.
+    const devcontainer = path.join(workspace, '.devcontainer');
+    fs.cpSync(DEVCONTAINER_FIXTURE, devcontainer, { recursive: true });
+    const json = path.join(devcontainer, 'devcontainer.json');
+    fs.writeFileSync(json, fs.readFileSync(json, 'utf8').replace('executor-sandbox:latest', sandboxImageTag()));
+    fs.appendFileSync(path.join(devcontainer, 'Dockerfile'), 'COPY no-such-file.txt /opt/\n');
+    const served = await startServe(dataDir);
+    const context = await browser().newContext({ viewport: { width: 1024, height: 800 } });
+    try {
+      proposeFile(dataDir, base, 'broken', {
+        planId: 'broken-image',
+        steps: [{ id: 'on-broken-image', action: 'runCommand', args: { command: 'npm test', cwd: workspace } }],
+      });
+      const page = await context.newPage();
+      await page.goto(served.info.url);
+      const detail = page.locator('#step-detail');
+      await page.locator('#queue-item-on-broken-image').click();
+      const why = detail.getByTestId('no-preview-why');
+      await expect
+        .poll(() => why.innerText(), { timeout: 120_000 })
+        .toMatch(
+          /^No dry run could be made: The project's sandbox image did not build from \.devcontainer\/Dockerfile .*no-such-file\.txt/,
+        );
+      // The build's log, its last lines, under the reason.
+      const log = why.getByLabel('Why no dry run could be made');
+      expect(await log.innerText()).toContain('COPY no-such-file.txt /opt/');
+      // Scrolled to its end, where the failure is.
+      await expect
+        .poll(() => log.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight), SOON)
+        .toBeLessThan(2);
+      // Right above the Decision buttons, and Approve is there to build on the person's word.
+      const decision = detail.getByRole('group', { name: 'Decision' });
+      const [note, buttons] = await Promise.all([why.boundingBox(), decision.boundingBox()]);
+      expect(buttons!.y).toBeGreaterThan(note!.y);
+      expect(buttons!.y - (note!.y + note!.height)).toBeLessThan(120);
+      expect(await decision.getByRole('button', { name: 'Approve', exact: true }).isEnabled()).toBe(true);
+      // The preview section says there is none, and why, in one line.
+      expect(await detail.getByRole('region', { name: 'Dry-run preview' }).innerText()).toContain(
+        "No preview: The project's sandbox image did not build from .devcontainer/Dockerfile",
+      );
+      await expectNoSeriousAxeViolations(page);
+      await why.scrollIntoViewIfNeeded();
+      await screenshots(page, 'no-preview-why-1024');
     } finally {
       await context.close();
       await served.stop();

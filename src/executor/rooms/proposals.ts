@@ -285,7 +285,7 @@ export class ProposalsRoom {
             stepId,
             'awaiting_consent',
             POLICY_ACTOR,
-            {},
+            { previewError: keptPreviewError(`Executor could not prepare this step's preview: ${shaped.message}`) },
             {
               detail: { previewError: `Executor could not prepare this step's preview: ${shaped.message}` },
               expectFrom: ['evaluated'],
@@ -373,10 +373,16 @@ export class ProposalsRoom {
       }
       return approved;
     }
-    return desk.steps.transition(step.id, 'awaiting_consent', POLICY_ACTOR, preview.ok ? { preview, ...rated } : {}, {
-      detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
-      expectFrom: ['evaluated'],
-    });
+    return desk.steps.transition(
+      step.id,
+      'awaiting_consent',
+      POLICY_ACTOR,
+      preview.ok ? { preview, ...rated } : { previewError: keptPreviewError(preview.error) },
+      {
+        detail: preview.ok ? { previewHash: preview.previewHash, ...rated } : { previewError: preview.error },
+        expectFrom: ['evaluated'],
+      },
+    );
   }
 
   /**
@@ -573,6 +579,15 @@ function endedInWords(status: StepRecord['status']): string {
     default:
       return `ended ${status.replace('_', ' ')} without running`;
   }
+}
+
+/** How much of why a dry run could not be made stays on the step (a build's log tail is its end; the audit record keeps all of it). */
+const PREVIEW_ERROR_MAX_CHARACTERS = 8_000;
+
+function keptPreviewError(error: string): string {
+  if (error.length <= PREVIEW_ERROR_MAX_CHARACTERS) return error;
+  const note = `\n… (cut at ${PREVIEW_ERROR_MAX_CHARACTERS} of ${error.length} characters; the step's audit record keeps all of it)`;
+  return error.slice(0, PREVIEW_ERROR_MAX_CHARACTERS) + note;
 }
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */

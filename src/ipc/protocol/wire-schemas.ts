@@ -175,6 +175,7 @@ export const StepRecordSchema = z.object({
   evaluation: EvaluationSchema.nullable(),
   preview: PreviewSchema.nullable(),
   previewHash: z.string().nullable(),
+  previewError: z.string().optional(),
   approval: ApprovalSchema.nullable(),
   rejectedReason: z.string().nullable(),
   result: z.record(z.string(), z.unknown()).nullable(),

@@ -96,6 +96,24 @@ describe('stepOutcomeText', () => {
     expect(held).toBe('PENDING: waiting for the user; call step_status with step-1\nStep step-0 earlier in this plan failed: disk full.');
   });
 
+  it('tells a waiting step with no dry run why, on a line of its own, without the build log', () => {
+    const previewError =
+      "The project's sandbox image did not build from .devcontainer/Dockerfile (.devcontainer/devcontainer.json): COPY failed: stat no-such-file.txt\nStep 1/6 : ARG BASE\nsecret-ish log line";
+    const waiting = stepOutcomeText(record('awaiting_consent', { previewError }));
+    const [first, second, ...rest] = waiting.split('\n');
+    expect(first).toBe('PENDING: waiting for the user; call step_status with step-1');
+    expect(second).toBe(
+      "No dry run could be made, so the user decides without a preview: The project's sandbox image did not build from .devcontainer/Dockerfile (.devcontainer/devcontainer.json): COPY failed: stat no-such-file.txt",
+    );
+    expect(rest).toEqual([]);
+    // Once a preview is made, or the step has moved on, the reason is not said.
+    const preview = { kind: 'text' as const, text: 'x' };
+    expect(stepOutcomeText(record('awaiting_consent', { previewError, preview }))).toBe(
+      'PENDING: waiting for the user; call step_status with step-1',
+    );
+    expect(stepOutcomeText(record('rejected', { previewError, rejectedReason: 'no' }))).toBe('REJECTED by the user: no');
+  });
+
   it("tells the agent's own cancellation apart from the person's rejection", () => {
     expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
   });

@@ -99,7 +99,31 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const reason = previewErrorOf(dataDir, 'broken-cmd');
     expect(reason).toContain("The project's sandbox image did not build from .devcontainer/Dockerfile");
     expect(reason).toContain('no-such-file.txt');
-  }, 300_000);
+
+    // Kept on the step, where the person decides: `steps show` says it next to the preview hash and in full below.
+    const shown = await runCliAsync(['--data-dir', dataDir, 'steps', 'show', 'broken-cmd']);
+    expect(shown.stdout).toMatch(
+      /^Preview {2}none \(no dry run could be made: The project's sandbox image did not build from \.devcontainer\/Dockerfile .*no-such-file\.txt.*\)$/m,
+    );
+    const why = shown.stdout.slice(shown.stdout.indexOf('--- why no dry run could be made\n'));
+    expect(why).toContain("The project's sandbox image did not build from .devcontainer/Dockerfile");
+    expect(why).toContain('COPY no-such-file.txt /opt/');
+    const json = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'broken-cmd'])).json<{ previewError?: string }>();
+    expect(json.previewError).toBe(reason);
+
+    // Fixed, and the step previewed again (the person's edit of it): the reason goes with the new preview.
+    const dockerfile = path.join(workspace, '.devcontainer/Dockerfile');
+    fs.writeFileSync(dockerfile, fs.readFileSync(dockerfile, 'utf8').replace('COPY no-such-file.txt /opt/\n', ''));
+    const edited = await runCliAsync(['--data-dir', dataDir, '--json', 'edit', 'broken-cmd', '--command', 'hello-tool'], {
+      timeoutMs: 240_000,
+    });
+    expect(edited.stdout, edited.stderr).not.toBe('');
+    const after = edited.json<ShownStep & { previewError?: string }>();
+    expect(after.status, edited.stderr).toBe('awaiting_consent');
+    expect(after.preview?.stdout.text).toContain("hello from the project's own image");
+    expect(after.previewError).toBeUndefined();
+    expect((await runCliAsync(['--data-dir', dataDir, 'steps', 'show', 'broken-cmd'])).stdout).not.toContain('no dry run could be made');
+  }, 400_000);
 
   it('a Dockerfile that RUNs code is not built by a dry run: the decision says what it would run, and the person builds it', async () => {
     const { dataDir, workspace } = projectSetup();
