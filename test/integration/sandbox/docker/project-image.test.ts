@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +7,7 @@ import { Executor } from '../../../../src/executor/executor.js';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
 import { runCliAsync, shownPreviewHash } from '../../../helpers/run-cli.js';
+import { defer } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -28,6 +31,26 @@ function projectSetup(): { dataDir: string; workspace: string } {
   const devcontainer = path.join(setup.workspace, '.devcontainer/devcontainer.json');
   fs.writeFileSync(devcontainer, fs.readFileSync(devcontainer, 'utf8').replace('executor-sandbox:latest', sandboxImageTag()));
   return setup;
+}
+
+/**
+ * A Dockerfile line no earlier run wrote: project images are cached on the engine by content, so a test
+ * that needs a build to be refused (or consented) must not find the image an earlier run built. The
+ * images this test builds are removed after it.
+ */
+function freshBuild(): string {
+  const startedAt = Date.now();
+  defer(() => {
+    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
+      encoding: 'utf8',
+    });
+    for (const line of listed.stdout.split('\n').filter(Boolean)) {
+      const [id, ...created] = line.split(' ');
+      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
+      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
+    }
+  });
+  return `# this run: ${randomUUID()}\n`;
 }
 
 async function proposeCommand(dataDir: string, planId: string, command: string): Promise<ShownStep> {
@@ -129,7 +152,7 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
+      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'runs', 'cat /opt/marker');
     expect(step.preview).toBeNull();
@@ -151,7 +174,7 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
+      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'consent', 'cat /opt/marker > out.txt');
     expect(step.preview).toBeNull();
