@@ -24,7 +24,8 @@ function proposeWrite(dataDir: string, workspace: string, stepId: string, conten
   expect(runCli(['--data-dir', dataDir, 'propose', planFile]).status).toBe(1);
 }
 
-const previewLine = (shown: string) => /^Preview {2}([0-9a-f]{64}|none)$/m.exec(shown)?.[1];
+// "none", possibly followed by why no dry run could be made: "none (no dry run could be made: …)".
+const previewLine = (shown: string) => /^Preview {2}([0-9a-f]{64}|none)(?: \(.*\))?$/m.exec(shown)?.[1];
 
 /** The CLI on a real pseudo-terminal (util-linux `script`), answering the question with `answer`. */
 function onTerminal(args: string[], answer: string): { status: number | null; output: string } {
