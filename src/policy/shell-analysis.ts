@@ -708,6 +708,12 @@ class Walk {
    * `PATH=.` to bash); between the words of a command there must be a blank, or the line is refused.
    */
   private checkWordsApart(node: Node): void {
+    // A bare `$` token among a command's words is the grammar losing a piece of a word (`\$'\0'\$""r`
+    // gives the words `\$'\0'`, `$` and `""r`, where bash runs one program, `$\0$r`).
+    if (node.children.some((child) => child !== null && !child.isNamed && child.type === '$')) {
+      this.flag('unparsable', `the parser drops a \`$\` from the words of ${quoted(node.text.slice(0, 60))}`);
+      return;
+    }
     const words = node.namedChildren.filter((child): child is Node => child !== null && WORD_NODES.has(child.type));
     for (let i = 1; i < words.length; i++) {
       if (words[i]!.startIndex !== words[i - 1]!.endIndex) continue;

@@ -226,6 +226,8 @@ const FORMS: Case[] = [
   ["echo $'a\\tb'", ['echo'], []],
   // A `\u` beyond ASCII depends on bash's locale.
   ["$'\\u00e9' x", ['\\u00e9', '$\\u00e9'], ['computed-name', 'shell-dependent']],
+  // The grammar turns `\\$` before `""` into a bare `$` token and loses it: bash runs `$\\0$r` (found by the property below).
+  ['\\$\'\\0\'\\$""r x', ['$\\0'], ['unparsable']],
   // The grammar ends $'…' at the wrong quote after `\\`: bash and ash run `rm x`.
   ["echo $'a\\\\'b ; rm x ; #'", ['echo'], ['unparsable']],
   ["echo $'\\\\\\\\' ; rm x ; #'", ['echo'], ['unparsable']],
