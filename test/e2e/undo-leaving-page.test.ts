@@ -124,7 +124,8 @@ describe.skipIf(skipReason !== null)('a held decision survives the page going aw
       await approveHeld(page, 'two-b.txt');
       await page.close({ runBeforeUnload: true });
       await expect
-        .poll(() => ['two-a.txt', 'two-b.txt'].map((file) => fs.existsSync(path.join(workspace, file))), SOON)
+        // Two beacons at once, then two steps to execute behind them: on a loaded machine this took longer than 20 s once.
+        .poll(() => ['two-a.txt', 'two-b.txt'].map((file) => fs.existsSync(path.join(workspace, file))), { timeout: 60_000 })
         .toEqual([true, true]);
       expect(dialogs).toEqual([]);
 
