@@ -13,6 +13,8 @@
  * generous.
  */
 
+import { SHELL_NAMES } from './shell-names.js';
+
 /** Programs whose job is to run a program, a command line or code they are handed. */
 export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.freeze({
   ...words('runs the command that follows it', [
@@ -251,44 +253,7 @@ export const RUNS_OTHER_PROGRAMS: Readonly<Record<string, string>> = Object.free
   ...words('runs the commands it builds from its input or arguments', ['xargs', 'parallel']),
   ...words('is a multi-call binary: its first argument picks any of its programs, shells included', ['busybox', 'toybox']),
   ...words('runs the shell code it is given', ['eval', 'source', '.', 'trap']),
-  ...words('is a shell: it runs any command line it is given', [
-    'sh',
-    'hush',
-    'msh',
-    'bash',
-    'rbash',
-    'dash',
-    'zsh',
-    'ksh',
-    'mksh',
-    'pdksh',
-    'ash',
-    'fish',
-    'csh',
-    'tcsh',
-    'yash',
-    'posh',
-    'elvish',
-    'nu',
-    'xonsh',
-    'rc',
-    'oksh',
-    'loksh',
-    'lksh',
-    'ksh93',
-    'bosh',
-    'jsh',
-    'sash',
-    'osh',
-    'ysh',
-    'oil',
-    'es',
-    'murex',
-    'ion',
-    'pwsh',
-    'powershell',
-    'cmd',
-  ]),
+  ...words('is a shell: it runs any command line it is given', [...SHELL_NAMES, 'pwsh', 'powershell', 'cmd']),
   ...words('is an interpreter: its arguments can be any code (-c, -e, a script, a module)', [
     'python',
     'pypy',

@@ -4,43 +4,11 @@
  * runs. Lists of this kind are never complete; each entry only makes the analysis more careful.
  */
 
+import { SHELL_NAMES } from '../domain/shell-names.js';
+
 export const SYSTEM_PROGRAM_DIRS = new Set(['/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin', '/usr/local/sbin']);
 
-export const SHELLS = new Set([
-  'sh',
-  'hush',
-  'msh',
-  'bash',
-  'rbash',
-  'dash',
-  'zsh',
-  'ksh',
-  'mksh',
-  'pdksh',
-  'ash',
-  'yash',
-  'posh',
-  'fish',
-  'csh',
-  'tcsh',
-  'elvish',
-  'nu',
-  'xonsh',
-  'rc',
-  'oksh',
-  'loksh',
-  'lksh',
-  'ksh93',
-  'bosh',
-  'jsh',
-  'sash',
-  'osh',
-  'ysh',
-  'oil',
-  'es',
-  'murex',
-  'ion',
-]);
+export const SHELLS: ReadonlySet<string> = new Set(SHELL_NAMES);
 
 /** Programs whose job is to run code: whatever their arguments, the code they run is not on the line. */
 export const INTERPRETER = new RegExp(

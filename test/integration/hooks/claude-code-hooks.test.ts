@@ -1,15 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client/client.js';
-import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { runClaude, toolCallScript, toolResults } from '../../helpers/claude-code.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startScriptedAnthropicServer } from '../../helpers/scripted-anthropic-server.js';
-import { startServe } from '../../helpers/serve-process.js';
+import { connectedWorkspace, person, waitingStep } from '../../helpers/connected-client.js';
 import { closeAfter } from '../../helpers/teardown.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
  * The real Claude Code, connected with `executor connect claude-code --project`, against a scripted
@@ -19,29 +16,9 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 
-async function connectedWorkspace(policy: Record<string, unknown> = {}) {
-  const setup = tempSetup(policy);
-  const connected = runCli(['--data-dir', setup.dataDir, 'connect', 'claude-code', '--project', setup.workspace]);
-  expect(connected.status, connected.stderr).toBe(0);
-  const serve = await startServe(setup.dataDir);
-  return { ...setup, serve };
-}
-
-async function person(dataDir: string): Promise<ExecutorClient> {
-  return closeAfter(await connectToHost(dataDir, 'cli'));
-}
-
-async function waitingStep(api: ExecutorClient): Promise<string> {
-  let stepId: string | undefined;
-  await expect
-    .poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 120_000, interval: 200 })
-    .toBeDefined();
-  return stepId!;
-}
-
 describe('Claude Code through executor hook', () => {
   it('a Write approved by the person is made by Executor once, is in History under the session, and reverts', async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('claude-code');
     const target = path.join(workspace, 'notes.md');
     const model = closeAfter(
       await startScriptedAnthropicServer(toolCallScript([{ name: 'Write', input: { file_path: target, content: '# Notes\n' } }])),
@@ -66,7 +43,7 @@ describe('Claude Code through executor hook', () => {
   }, 240_000);
 
   it("an Edit whose old text is not in the file is denied in Claude Code's own words, and nothing is proposed", async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('claude-code');
     const target = path.join(workspace, 'app.js');
     fs.writeFileSync(target, 'const answer = 42;\n');
     const model = closeAfter(
@@ -88,7 +65,7 @@ describe('Claude Code through executor hook', () => {
   }, 240_000);
 
   it('a read of .env is denied with the secret pattern, and a read outside the roots too', async () => {
-    const { workspace, base } = await connectedWorkspace();
+    const { workspace, base } = await connectedWorkspace('claude-code');
     fs.writeFileSync(path.join(workspace, '.env'), 'TOKEN=abc\n');
     fs.writeFileSync(path.join(base, 'outside.txt'), 'outside\n');
     const model = closeAfter(
@@ -109,7 +86,7 @@ describe('Claude Code through executor hook', () => {
   }, 240_000);
 
   it('a tool Executor does not know is asked, never let through (headless Claude Code then refuses it)', async () => {
-    const { workspace } = await connectedWorkspace();
+    const { workspace } = await connectedWorkspace('claude-code');
     const model = closeAfter(
       await startScriptedAnthropicServer(toolCallScript([{ name: 'WebSearch', input: { query: 'executor hooks' } }])),
     );
@@ -120,7 +97,7 @@ describe('Claude Code through executor hook', () => {
   }, 240_000);
 
   it('with the host down every call is denied, naming the one command that starts Executor', async () => {
-    const { dataDir, workspace, serve } = await connectedWorkspace();
+    const { dataDir, workspace, serve } = await connectedWorkspace('claude-code');
     await serve.stop();
     const target = path.join(workspace, 'x.txt');
     const model = closeAfter(
@@ -135,7 +112,7 @@ describe('Claude Code through executor hook', () => {
   }, 240_000);
 
   it('a Bash command the person rejects is not run, and the model receives their reason', async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('claude-code');
     const model = closeAfter(
       await startScriptedAnthropicServer(toolCallScript([{ name: 'Bash', input: { command: 'touch made-by-bash' } }])),
     );
@@ -155,7 +132,7 @@ describe('Claude Code through executor hook', () => {
     'a Bash command approved runs in the sandbox, its changeset is applied, and the model gets its real output',
     async () => {
       await ensureSandboxImage();
-      const { dataDir, workspace } = await connectedWorkspace();
+      const { dataDir, workspace } = await connectedWorkspace('claude-code');
       fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
       const model = closeAfter(
         await startScriptedAnthropicServer(

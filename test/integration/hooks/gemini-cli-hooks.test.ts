@@ -1,14 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ExecutorClient } from '../../../src/ipc/client/client.js';
-import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { functionResponses, runGemini, startScriptedGemini } from '../../helpers/gemini-cli.js';
 import { runCli } from '../../helpers/run-cli.js';
-import { startServe } from '../../helpers/serve-process.js';
+import { connectedWorkspace, person, waitingStep } from '../../helpers/connected-client.js';
 import { closeAfter } from '../../helpers/teardown.js';
-import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
  * The real Gemini CLI, connected with `executor connect gemini-cli --project`, against a scripted
@@ -18,29 +15,9 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 
-async function connectedWorkspace(policy: Record<string, unknown> = {}, connectArgs: string[] = []) {
-  const setup = tempSetup(policy);
-  const connected = runCli(['--data-dir', setup.dataDir, 'connect', 'gemini-cli', '--project', setup.workspace, ...connectArgs]);
-  expect(connected.status, connected.stderr).toBe(0);
-  const serve = await startServe(setup.dataDir);
-  return { ...setup, serve };
-}
-
-async function person(dataDir: string): Promise<ExecutorClient> {
-  return closeAfter(await connectToHost(dataDir, 'cli'));
-}
-
-async function waitingStep(api: ExecutorClient): Promise<string> {
-  let stepId: string | undefined;
-  await expect
-    .poll(async () => (stepId = (await api.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), { timeout: 120_000, interval: 200 })
-    .toBeDefined();
-  return stepId!;
-}
-
 describe('Gemini CLI through executor hook', () => {
   it('a write_file approved by the person is made by Executor once, is in History under the session, and reverts', async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('gemini-cli');
     const target = path.join(workspace, 'notes.md');
     const model = closeAfter(await startScriptedGemini([{ name: 'write_file', args: { file_path: target, content: '# Notes\n' } }]));
     const run = runGemini(workspace, model);
@@ -67,7 +44,7 @@ describe('Gemini CLI through executor hook', () => {
   }, 240_000);
 
   it("a replace whose old text is not in the file is denied in Gemini CLI's own words, and nothing is proposed", async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('gemini-cli');
     const target = path.join(workspace, 'app.js');
     fs.writeFileSync(target, 'const answer = 42;\n');
     const model = closeAfter(
@@ -87,7 +64,7 @@ describe('Gemini CLI through executor hook', () => {
   }, 240_000);
 
   it('a read_file of a secret is denied with the secret pattern, .env never reaches the model, a plain file is read', async () => {
-    const { workspace } = await connectedWorkspace();
+    const { workspace } = await connectedWorkspace('gemini-cli');
     fs.writeFileSync(path.join(workspace, '.env'), 'TOKEN=abc\n');
     fs.writeFileSync(path.join(workspace, 'deploy.pem'), 'PRIVATE-KEY-BYTES\n');
     fs.writeFileSync(path.join(workspace, 'readme.txt'), 'plain words\n');
@@ -113,7 +90,7 @@ describe('Gemini CLI through executor hook', () => {
   }, 240_000);
 
   it('with the host down every call is denied, naming the one command that starts Executor', async () => {
-    const { dataDir, workspace, serve } = await connectedWorkspace();
+    const { dataDir, workspace, serve } = await connectedWorkspace('gemini-cli');
     await serve.stop();
     const target = path.join(workspace, 'x.txt');
     const model = closeAfter(await startScriptedGemini([{ name: 'write_file', args: { file_path: target, content: 'x' } }]));
@@ -126,7 +103,7 @@ describe('Gemini CLI through executor hook', () => {
   }, 240_000);
 
   it('a person silent past the deadline: the step is withdrawn, nothing is written, and the model is told it was not decided', async () => {
-    const { dataDir, workspace } = await connectedWorkspace({}, ['--wait-seconds', '3']);
+    const { dataDir, workspace } = await connectedWorkspace('gemini-cli', {}, ['--wait-seconds', '3']);
     const target = path.join(workspace, 'late.txt');
     const model = closeAfter(await startScriptedGemini([{ name: 'write_file', args: { file_path: target, content: 'late\n' } }]));
     const finished = await runGemini(workspace, model);
@@ -147,7 +124,7 @@ describe('Gemini CLI through executor hook', () => {
   }, 240_000);
 
   it('a run_shell_command the person rejects is not run, and the model receives their reason', async () => {
-    const { dataDir, workspace } = await connectedWorkspace();
+    const { dataDir, workspace } = await connectedWorkspace('gemini-cli');
     const model = closeAfter(await startScriptedGemini([{ name: 'run_shell_command', args: { command: 'touch made-by-shell' } }]));
     const run = runGemini(workspace, model);
     const api = await person(dataDir);
@@ -166,7 +143,7 @@ describe('Gemini CLI through executor hook', () => {
     'a run_shell_command approved runs in the sandbox, its changeset is applied, and the model gets its real output',
     async () => {
       await ensureSandboxImage();
-      const { dataDir, workspace } = await connectedWorkspace();
+      const { dataDir, workspace } = await connectedWorkspace('gemini-cli');
       fs.writeFileSync(path.join(workspace, 'input.txt'), 'one\ntwo\n');
       const model = closeAfter(
         await startScriptedGemini([
