@@ -114,20 +114,29 @@ export interface PlanRevertPreviewStep {
   files: { path: string; state: string }[];
 }
 
+const FORCED_KEEPS_A_COPY = 'A forced revert keeps what is there now as a backup, so it can be undone.';
+
 /**
- * Why `executor revert --plan ID` refuses the whole plan before changing anything, or null when it
- * would go on: no step is left to revert (NOT_REVERSIBLE), or a step would overwrite newer changes
- * and the revert is not forced (REVERT_CONFLICT). Its dry run exits as this says.
+ * Why reverting steps taken as one (a plan, a run, an agent session) refuses before changing
+ * anything, or null when it would go on: no step is left to revert (NOT_REVERSIBLE), or a step would
+ * overwrite newer changes and the revert is not forced (REVERT_CONFLICT). `subject` starts the
+ * sentence ("Plan p-1", "The session agent-…"); a dry run exits as this says.
  */
-export function planRevertRefusal(planId: string, steps: readonly PlanRevertPreviewStep[], force: boolean): ExecutorError | null {
+export function revertAsOneRefusal(
+  subject: string,
+  details: Record<string, unknown>,
+  steps: readonly PlanRevertPreviewStep[],
+  force: boolean,
+  forceAdvice = FORCED_KEEPS_A_COPY,
+): ExecutorError | null {
   const skipped = steps
     .filter((entry) => entry.state === 'skip')
     .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
   if (skipped.length === steps.length) {
     return new ExecutorError(
       'NOT_REVERSIBLE',
-      `Plan ${planId} has no step left to revert: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}.`,
-      { planId, skipped },
+      `${subject} has no step left to revert${skipped.length ? `: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}` : ''}.`,
+      { ...details, skipped },
     );
   }
   const conflicting = steps.filter((entry) => entry.state === 'conflict');
@@ -139,40 +148,22 @@ export function planRevertRefusal(planId: string, steps: readonly PlanRevertPrev
   const named = conflicts.map((entry) => `${entry.stepId} (${entry.paths.join(', ')})`);
   return new ExecutorError(
     'REVERT_CONFLICT',
-    `Plan ${planId} was not reverted: files changed after ${conflicting.length === 1 ? 'its step' : 'its steps'} ${named.join('; ')}. Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.`,
-    { planId, conflicts },
+    `${subject} was not reverted: files changed after ${conflicting.length === 1 ? 'its step' : 'its steps'} ${named.join('; ')}. Nothing was reverted. ${forceAdvice}`,
+    { ...details, conflicts },
   );
 }
 
-/**
- * The same refusal for steps taken as one that are not one plan (an agent session's): nothing left
- * to revert, or a conflict not forced. `name` says which ("session agent-… (Claude Code · …)").
- */
+/** `executor revert --plan ID`'s refusal. */
+export function planRevertRefusal(planId: string, steps: readonly PlanRevertPreviewStep[], force: boolean): ExecutorError | null {
+  return revertAsOneRefusal(`Plan ${planId}`, { planId }, steps, force);
+}
+
+/** The same refusal for an agent session's steps. `name` says which ("session agent-… (Claude Code · …)"). */
 export function groupRevertRefusal(
   name: string,
   details: Record<string, unknown>,
   steps: readonly PlanRevertPreviewStep[],
   force: boolean,
 ): ExecutorError | null {
-  const skipped = steps
-    .filter((entry) => entry.state === 'skip')
-    .map((entry) => ({ stepId: entry.stepId, reason: entry.reason ?? 'nothing to revert' }));
-  if (skipped.length === steps.length) {
-    return new ExecutorError(
-      'NOT_REVERSIBLE',
-      `The ${name} has no step left to revert${skipped.length ? `: ${skipped.map((entry) => `${entry.stepId} (${entry.reason})`).join(', ')}` : ''}.`,
-      { ...details, skipped },
-    );
-  }
-  const conflicting = steps.filter((entry) => entry.state === 'conflict');
-  if (conflicting.length === 0 || force) return null;
-  const conflicts = conflicting.map((entry) => ({
-    stepId: entry.stepId,
-    paths: entry.files.filter((file) => file.state === 'conflict').map((file) => file.path),
-  }));
-  return new ExecutorError(
-    'REVERT_CONFLICT',
-    `The ${name} was not reverted: files changed after ${conflicting.length === 1 ? 'its step' : 'its steps'} ${conflicts.map((entry) => `${entry.stepId} (${entry.paths.join(', ')})`).join('; ')}. Nothing was reverted. A forced revert keeps what is there now as a backup, so it can be undone.`,
-    { ...details, conflicts },
-  );
+  return revertAsOneRefusal(`The ${name}`, details, steps, force);
 }
