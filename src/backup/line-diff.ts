@@ -40,8 +40,7 @@ export interface LineDiffOptions {
  * of what is kept (a preview need not count exactly when it is half or more).
  */
 export type LineDiffResult =
-  | { ok: true; patch: string; changedLines: number; oldWeight: number; matchedWeight: number }
-  | { ok: false; reason: string };
+  { ok: true; patch: string; changedLines: number; oldWeight: number; matchedWeight: number } | { ok: false; reason: string };
 
 const NEWLINE = 0x0a;
 /** How far (in lines, summed over both sides) a resync is searched before the patience fallback. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
 import { personUmask } from './file-modes.js';
 import { formatBytes, freeBytesAt } from './free-space.js';
@@ -28,6 +28,8 @@ const NOT_WRITABLE: Record<string, string> = {
 };
 
 export interface AtomicWriteOptions {
+  /** Read the temporary file back and compare its sha256 before the rename. */
+  verifySha256?: string;
   /**
    * Read the temporary file back and compare it with `data`, byte for byte, before the rename (blobs:
    * a backup must be whole). A byte compare, not a sha256 of what was read: it proves the same (the
@@ -84,6 +86,19 @@ function writeAll(fd: number, data: Uint8Array): void {
   }
 }
 
+function sha256OfFile(fd: number, size: number): string {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20) || 1);
+  let position = 0;
+  while (position < size) {
+    const read = fs.readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    if (read <= 0) break;
+    hash.update(chunk.subarray(0, read));
+    position += read;
+  }
+  return hash.digest('hex');
+}
+
 function readsBackAs(fd: number, data: Uint8Array): boolean {
   const chunk = Buffer.allocUnsafe(Math.min(data.byteLength, 1 << 20) || 1);
   const expected = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
@@ -123,6 +138,11 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
         `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`,
         { path: target, size, expected: data.byteLength },
       );
+    }
+    if (options.verifySha256 && sha256OfFile(fd, size) !== options.verifySha256) {
+      throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written (sha256 differs); nothing was changed.`, {
+        path: target,
+      });
     }
     if (options.verifyReadBack && !readsBackAs(fd, data)) {
       throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written; nothing was changed.`, {
