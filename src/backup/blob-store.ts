@@ -43,7 +43,7 @@ export class BlobStore {
     // writes were checked must be written again, not kept as the backup of record.
     if (sizeOf(file) !== data.byteLength) {
       this.guard();
-      writeFileAtomic(file, data, 0o600, { verifySha256: hash });
+      writeFileAtomic(file, data, 0o600, { verifyReadBack: true });
     }
     return hash;
   }

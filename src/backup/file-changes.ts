@@ -9,6 +9,7 @@ import { sha256Of, type BlobStore } from './blob-store.js';
 import { removeDirectoriesQuietly, type DirectoryLedger } from '../fs/created-directories.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { unifiedLineDiff } from './line-diff.js';
+import { contentKeptPercent } from './content-kept.js';
 import { readRegularFileSync } from '../fs/regular-file.js';
 import { octalMode, permissionBitsInWords, PLAIN_PERMISSION_BITS, workspaceUmask } from '../fs/file-modes.js';
 
@@ -54,29 +55,7 @@ function isBlank(data: Buffer): boolean {
 /** Below this share of its old content kept, an existing file counts as replaced, not edited. */
 export const REPLACED_BELOW_PERCENT = 50;
 
-/**
- * How much of an existing file's old content is still in its new content, in percent: the bytes of
- * its old non-blank lines whose text is still a line of the new content, over all its non-blank
- * lines' bytes. Null when the old content was blank (nothing to lose). Line by line, so `echo x >
- * f` keeps 0 and an edit of one line in a hundred keeps 99; a one-line file edited keeps 0.
- */
-export function contentKeptPercent(before: Buffer, after: Buffer): number | null {
-  const linesOf = (data: Buffer): string[] =>
-    data
-      .toString('latin1')
-      .split('\n')
-      .map((line) => line.replace(/\r$/, ''));
-  const kept = new Set(linesOf(after));
-  let total = 0;
-  let stillThere = 0;
-  for (const line of linesOf(before)) {
-    if (line.trim() === '') continue;
-    total += line.length;
-    if (kept.has(line)) stillThere += line.length;
-  }
-  if (total === 0) return null;
-  return Math.floor((stillThere * 100) / total);
-}
+export { contentKeptPercent };
 
 /** A change with its content hashes, computed once: hashing 10 MB twice per use adds up. */
 export interface HashedFileChange extends FileChange {
@@ -156,13 +135,24 @@ export function previewFileChange(unhashed: FileChange, options: { diff?: boolea
     preview.modeAfter = change.modeAfter;
   }
   if (change.modeRequested !== undefined && after !== null) preview.modeRequested = change.modeRequested;
+  // The diff first: the lines it matched are kept, so a file that keeps half or more needs no exact count.
+  const result =
+    binary || options.diff === false
+      ? null
+      : unifiedLineDiff(
+          before ?? Buffer.alloc(0),
+          after ?? Buffer.alloc(0),
+          before === null ? '/dev/null' : `a/${change.displayPath}`,
+          after === null ? '/dev/null' : `b/${change.displayPath}`,
+        );
   // What an existing file loses: all of it (emptied: nothing but white space is left), or most of it.
   if (before !== null && after !== null && change.preHash !== change.postHash && before.length > 0) {
     if (isBlank(after) && !isBlank(before)) preview.contentLoss = 'emptied';
     else if (after.length === 0) preview.contentLoss = 'emptied';
     else if (binary) preview.contentLoss = 'replaced';
     else {
-      const kept = contentKeptPercent(before, after);
+      const keptAtLeastHalf = result?.ok === true && result.matchedWeight * 100 >= result.oldWeight * REPLACED_BELOW_PERCENT;
+      const kept = keptAtLeastHalf ? null : contentKeptPercent(before, after);
       if (kept !== null && kept < REPLACED_BELOW_PERCENT) {
         preview.contentLoss = 'replaced';
         preview.keptPercent = kept;
@@ -173,16 +163,10 @@ export function previewFileChange(unhashed: FileChange, options: { diff?: boolea
     preview.diffOmittedReason = `binary content: before ${describeBinary(before)}; after ${describeBinary(after)}`;
     return preview;
   }
-  if (options.diff === false) {
+  if (result === null) {
     preview.diffOmittedReason = options.diffOmittedReason ?? 'diff not computed; exact snapshots are kept';
     return preview;
   }
-  const result = unifiedLineDiff(
-    before ?? Buffer.alloc(0),
-    after ?? Buffer.alloc(0),
-    before === null ? '/dev/null' : `a/${change.displayPath}`,
-    after === null ? '/dev/null' : `b/${change.displayPath}`,
-  );
   if (result.ok) preview.diff = result.patch;
   else preview.diffOmittedReason = result.reason;
   return preview;

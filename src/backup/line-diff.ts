@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { StructuredPatchHunk } from 'diff';
+import { keptWeightOfLine } from './content-kept.js';
 
 type Jsdiff = typeof import('diff');
 let jsdiff: Jsdiff | undefined;
@@ -33,7 +34,13 @@ export interface LineDiffOptions {
   maxGapEdit?: number;
 }
 
-export type LineDiffResult = { ok: true; patch: string; changedLines: number } | { ok: false; reason: string };
+/**
+ * `oldWeight`: the old content's non-blank line bytes as contentKeptPercent counts them; `matchedWeight`:
+ * those of the old lines the diff matched, which are all still there, so their share is a lower bound
+ * of what is kept (a preview need not count exactly when it is half or more).
+ */
+export type LineDiffResult =
+  { ok: true; patch: string; changedLines: number; oldWeight: number; matchedWeight: number } | { ok: false; reason: string };
 
 const NEWLINE = 0x0a;
 /** How far (in lines, summed over both sides) a resync is searched before the patience fallback. */
@@ -53,21 +60,51 @@ interface Lines {
 }
 
 function scanLines(bytes: Buffer): Lines {
+  // One pass: each line costs one native indexOf; the arrays grow by doubling from a guess of 40 bytes a line.
+  let starts = new Int32Array(Math.max(16, bytes.length >> 5));
+  let ends = new Int32Array(starts.length);
   let count = 0;
-  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) count++;
-  const noFinalNewline = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE;
-  if (noFinalNewline) count++;
-  const starts = new Int32Array(count);
-  const ends = new Int32Array(count);
   let lineStart = 0;
-  for (let i = 0; i < count; i++) {
+  while (lineStart < bytes.length) {
+    if (count === starts.length) {
+      const grownStarts = new Int32Array(starts.length * 2);
+      const grownEnds = new Int32Array(starts.length * 2);
+      grownStarts.set(starts);
+      grownEnds.set(ends);
+      starts = grownStarts;
+      ends = grownEnds;
+    }
     const newline = bytes.indexOf(NEWLINE, lineStart);
     const lineEnd = newline === -1 ? bytes.length : newline;
-    starts[i] = lineStart;
-    ends[i] = lineEnd;
+    starts[count] = lineStart;
+    ends[count] = lineEnd;
+    count++;
     lineStart = lineEnd + 1;
   }
+  const noFinalNewline = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE;
   return { bytes, starts, ends, count, noFinalNewline };
+}
+
+/**
+ * How many bytes from a[aStart] and b[bStart] on are the same, found with native compares of
+ * growing blocks, then halving ones: the lockstep walk skips a run of equal lines without
+ * touching their bytes in JS (most of a 10 MB file with a few edits).
+ */
+function commonRun(a: Buffer, aStart: number, b: Buffer, bStart: number): number {
+  const limit = Math.min(a.length - aStart, b.length - bStart);
+  let run = 0;
+  let step = 256;
+  while (run < limit) {
+    const size = Math.min(step, limit - run);
+    if (a.compare(b, bStart + run, bStart + run + size, aStart + run, aStart + run + size) === 0) {
+      run += size;
+      if (step < 1 << 16) step *= 2;
+      continue;
+    }
+    if (size === 1) return run;
+    step = size >> 1;
+  }
+  return run;
 }
 
 function isUnterminated(lines: Lines, i: number): boolean {
@@ -269,7 +306,10 @@ function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEd
   let j = 0;
   while (i < a.count && j < b.count) {
     if (sameLine(a, i, b, j)) {
+      // Equal bytes from these two line starts on are equal lines, line for line, up to the last newline inside the run.
+      const runEnd = a.starts[i]! + commonRun(a.bytes, a.starts[i]!, b.bytes, b.starts[j]!);
       out.push(i++, j++);
+      while (i < a.count && j < b.count && a.ends[i]! < runEnd) out.push(i++, j++);
       continue;
     }
     const resync = findResync(a, b, i, j);
@@ -315,10 +355,47 @@ function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEd
   }
 }
 
-function hunkLine(prefix: string, lines: Lines, index: number, out: string[]): void {
-  out.push(prefix + lines.bytes.toString('utf8', lines.starts[index]!, lines.ends[index]!));
-  if (isUnterminated(lines, index)) out.push('\\ No newline at end of file');
+const NO_NEWLINE_MARK = Buffer.from('\\ No newline at end of file\n');
+
+/**
+ * A hunk's lines as bytes, decoded once per hunk: 25 000 changed and context lines of a 10 MB diff
+ * were 25 000 strings to make, collect and join. The hunk's text is its lines joined by newlines,
+ * which is what jsdiff's formatPatch makes of a hunk whose `lines` is that one string.
+ */
+class HunkBytes {
+  private buffer = Buffer.allocUnsafe(1 << 16);
+  private length = 0;
+
+  private ensure(more: number): void {
+    if (this.length + more <= this.buffer.length) return;
+    let size = this.buffer.length * 2;
+    while (size < this.length + more) size *= 2;
+    const grown = Buffer.allocUnsafe(size);
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
+
+  line(prefix: number, lines: Lines, index: number): void {
+    const start = lines.starts[index]!;
+    const end = lines.ends[index]!;
+    this.ensure(end - start + 2 + NO_NEWLINE_MARK.length);
+    this.buffer[this.length++] = prefix;
+    this.length += lines.bytes.copy(this.buffer, this.length, start, end);
+    this.buffer[this.length++] = NEWLINE;
+    if (isUnterminated(lines, index)) this.length += NO_NEWLINE_MARK.copy(this.buffer, this.length);
+  }
+
+  /** The lines so far, joined by newlines (no newline after the last), and a fresh start for the next hunk. */
+  take(): string {
+    const text = this.buffer.toString('utf8', 0, this.length - 1);
+    this.length = 0;
+    return text;
+  }
 }
+
+const SPACE = 0x20;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
 
 export function unifiedLineDiff(
   oldText: string | Buffer,
@@ -339,6 +416,13 @@ export function unifiedLineDiff(
     if (error instanceof DiffAborted) return { ok: false, reason: `diff too large (${error.message}); exact snapshots are kept` };
     throw error;
   }
+  let oldWeight = 0;
+  for (let i = 0; i < a.count; i++) oldWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
+  let matchedWeight = 0;
+  for (let k = 0; k < matches.length; k++) {
+    const i = matches.a[k]!;
+    matchedWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
+  }
   // Change blocks between consecutive matches, with a sentinel match past both ends.
   matches.push(a.count, b.count);
   const blocks: { a0: number; a1: number; b0: number; b1: number }[] = [];
@@ -352,6 +436,7 @@ export function unifiedLineDiff(
     prevB = mb;
   }
   const hunks: StructuredPatchHunk[] = [];
+  const out = new HunkBytes();
   let changedLines = 0;
   let bytes = 0;
   let index = 0;
@@ -364,27 +449,29 @@ export function unifiedLineDiff(
     const startB = first.b0 - (first.a0 - startA);
     const endA = Math.min(a.count, end.a1 + context);
     const endB = end.b1 + (endA - end.a1);
-    const lines: string[] = [];
     let cursorA = startA;
     for (let k = index; k <= last; k++) {
       const block = blocks[k]!;
-      for (; cursorA < block.a0; cursorA++) hunkLine(' ', a, cursorA, lines);
-      for (let i = block.a0; i < block.a1; i++) hunkLine('-', a, i, lines);
-      for (let j = block.b0; j < block.b1; j++) hunkLine('+', b, j, lines);
+      for (; cursorA < block.a0; cursorA++) out.line(SPACE, a, cursorA);
+      for (let i = block.a0; i < block.a1; i++) out.line(MINUS, a, i);
+      for (let j = block.b0; j < block.b1; j++) out.line(PLUS, b, j);
       changedLines += block.a1 - block.a0 + (block.b1 - block.b0);
       cursorA = block.a1;
     }
-    for (; cursorA < endA; cursorA++) hunkLine(' ', a, cursorA, lines);
-    for (const line of lines) bytes += line.length + 1;
+    for (; cursorA < endA; cursorA++) out.line(SPACE, a, cursorA);
+    const text = out.take();
+    // Counted as before, in UTF-16 code units of the lines, each with its newline.
+    bytes += text.length + 1;
     if (bytes > maxDiffBytes) {
       return {
         ok: false,
         reason: `diff too large (over ${Math.round(maxDiffBytes / 1024 / 1024)} MiB of changed lines); exact snapshots are kept`,
       };
     }
+    const lines = [text];
     hunks.push({ oldStart: startA + 1, oldLines: endA - startA, newStart: startB + 1, newLines: endB - startB, lines });
     index = last + 1;
   }
   const patch = loadJsdiff().formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks });
-  return { ok: true, patch, changedLines };
+  return { ok: true, patch, changedLines, oldWeight, matchedWeight };
 }

@@ -24,6 +24,33 @@ describe('unifiedLineDiff', () => {
     );
   });
 
+  it('round-trips big files whose equal stretches are skipped by block compares, CRLF and a last line without newline included', () => {
+    const lineOf = fc.tuple(fc.nat(5000), fc.constantFrom('', 'x', 'lorem ipsum dolor', 'a'.repeat(300)), fc.constantFrom('\n', '\r\n'));
+    const edit = fc.tuple(fc.nat(), fc.constantFrom('insert', 'delete', 'change'), fc.string({ maxLength: 12 }));
+    fc.assert(
+      fc.property(
+        fc.array(lineOf, { minLength: 1, maxLength: 3000 }),
+        fc.array(edit, { maxLength: 8 }),
+        fc.boolean(),
+        (specs, edits, cutEnd) => {
+          const lines = specs.map(([n, body, end]) => `${n} ${body}${end}`);
+          const changed = [...lines];
+          for (const [at, kind, text] of edits) {
+            const index = at % (changed.length + 1);
+            if (kind === 'insert') changed.splice(index, 0, `${text}\n`);
+            else if (kind === 'delete') changed.splice(index, 1);
+            else changed[index] = `${text}!\n`;
+          }
+          const oldText = lines.join('');
+          const joined = changed.join('');
+          const newText = cutEnd ? joined.replace(/\r?\n$/, '') : joined;
+          expect(applyPatch(oldText, patchOf(oldText, newText))).toBe(newText);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it('matches jsdiff on a simple replacement, line for line', () => {
     const oldText = 'one\ntwo\nthree\nfour\n';
     const newText = 'one\nTWO\nthree\nfour\n';
