@@ -364,7 +364,18 @@ export const DEFAULT_SECRET_GLOBS = [
   'etc/gshadow*',
   'etc/ssl/private/**',
 ];
-export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
+/**
+ * Nothing by default: a project's commands (`npm test`, `git status`, `git commit`) need its
+ * `node_modules` and `.git`. `.git/config` stays out as a secret path (the container gets a stand-in
+ * with core settings only, scratch-copy.ts), and `node_modules` is mounted read-only instead of copied
+ * (DEFAULT_SANDBOX_READ_ONLY).
+ */
+export const DEFAULT_SANDBOX_IGNORE: string[] = [];
+/**
+ * Folders the container sees read-only from the real workspace instead of a copy: cheap for a large
+ * `node_modules`, and what a command writes there fails (EROFS) rather than landing anywhere.
+ */
+export const DEFAULT_SANDBOX_READ_ONLY = ['node_modules'];
 
 /** An image reference the engine can look up: `name[:tag]` or `name@sha256:…`, or a bare image id. */
 const ImageReference = z
@@ -554,6 +565,12 @@ export const PolicySchema = z.strictObject({
         .default(1024 * 1024),
       /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
       ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
+      /**
+       * Folders (glob of a folder's path; a name without `/` matches at any depth) mounted read-only at
+       * their place instead of copied, where the engine runs on this machine and nothing in them looks
+       * like a secret; otherwise they are copied like the rest (src/sandbox/docker/scratch-copy.ts).
+       */
+      readOnly: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_READ_ONLY]),
       /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
       maxCopyMb: z
         .number()
@@ -576,6 +593,7 @@ export const PolicySchema = z.strictObject({
       timeoutMs: 120_000,
       outputBytes: 1024 * 1024,
       ignore: [...DEFAULT_SANDBOX_IGNORE],
+      readOnly: [...DEFAULT_SANDBOX_READ_ONLY],
       maxCopyMb: 2048,
     }),
   /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */

@@ -131,7 +131,7 @@ export interface SandboxRunOutcome {
   changeset: Changeset;
   /** The image it ran in (a project image's tag is its content digest). */
   image: { tag: string; digest: string };
-  copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+  copy: { seconds: number; ignoredPaths: number; secretPaths: string[]; readOnlyPaths: string[] };
   /** What the command read (asked for with `manifest`). */
   manifest?: WorkspaceManifest;
 }
@@ -141,10 +141,14 @@ export function scratchOptionsFor(
   allowedSecrets: readonly string[] = [],
   excludeDirs: readonly string[] = [],
   root?: string,
+  /** The engine sees this machine's paths: `sandbox.readOnly` folders are mounted, not copied. */
+  localEngine = true,
 ): ScratchOptions {
   return {
     ...(root !== undefined ? { root } : {}),
     ignore: policy.sandbox.ignore,
+    readOnly: policy.sandbox.readOnly,
+    mountReadOnly: localEngine,
     secretGlobs: policy.secretGlobs,
     allowedSecrets,
     maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024,
@@ -158,7 +162,7 @@ export function scratchOptionsFor(
  */
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await imageForRun(client, request);
-  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root, client.local);
   const scratch = makeScratchCopy(request.sourceDir, {
     ...options,
     owner: { uid: image.user.uid, gid: image.user.gid },
@@ -176,6 +180,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       scratchDir: scratch.dir,
       transport: resultDir ? 'archive' : 'bind',
       resultDir,
+      readOnlyMounts: scratch.readOnlyMounts.map((mount) => ({ source: mount.source, target: `${WORKSPACE_MOUNT}/${mount.relativePath}` })),
       workdir: WORKSPACE_MOUNT,
       user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
       limits: request.policy.sandbox,
@@ -191,7 +196,12 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       run,
       changeset,
       image: { tag: image.tag, digest: image.digest },
-      copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
+      copy: {
+        seconds: scratch.copySeconds,
+        ignoredPaths: scratch.ignoredPaths.length,
+        secretPaths: scratch.secretPaths,
+        readOnlyPaths: scratch.readOnlyMounts.map((mount) => mount.relativePath),
+      },
       ...(manifest ? { manifest } : {}),
     };
   } finally {
@@ -244,7 +254,7 @@ export async function runCodeInContainer(request: CodeRunRequest, client: Docker
     }
     fs.writeFileSync(path.join(source, SCRIPT_NAMES[request.language]), request.code);
     const options = scratchOptionsFor(request.policy);
-    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], parentDir: base });
+    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], readOnly: [], parentDir: base });
     const resultDir = client.local ? undefined : path.join(base, 'after');
     if (resultDir) fs.mkdirSync(resultDir);
     const run = await runInContainer(client, {
