@@ -52,7 +52,9 @@ function refSentence(name: string, file: FileChangePreview): string {
   const { added, removed } = diffLines(file.diff);
   const after = shortId(added.at(-1));
   const before = shortId(removed.at(-1));
-  if (!file.existedBefore) return `makes ${label}${after ? ` at ${after}` : ''}`;
+  // A new loose ref is a new branch, or one whose old value sits in packed-refs (any cloned repository): "sets" is true of both.
+  if (!file.existedBefore)
+    return kind === 'heads' ? `sets ${label} to commit ${after ?? '(not shown)'}` : `sets ${label} to ${after ?? '(not shown)'}`;
   if (kind === 'heads') return `moves ${label} to commit ${after ?? '(not shown)'}${before ? ` (from ${before})` : ''}`;
   return `moves ${label} to ${after ?? '(not shown)'}${before ? ` (from ${before})` : ''}`;
 }
@@ -66,7 +68,7 @@ function repositorySentence(repository: string, files: FileChangePreview[]): str
     const relative = inside(file);
     if (relative.startsWith('refs/')) parts.push(refSentence(relative.slice('refs/'.length), file));
   }
-  if (subject !== undefined && parts.some((part) => part.includes('to commit') || part.startsWith('makes branch')))
+  if (subject !== undefined && parts.some((part) => part.includes('to commit')))
     parts.push(`commit message "${subject.length > 72 ? `${subject.slice(0, 71)}…` : subject}"`);
   const head = files.find((file) => inside(file) === 'HEAD');
   if (head) {
@@ -88,6 +90,8 @@ function repositorySentence(repository: string, files: FileChangePreview[]): str
   });
   if (rest.length > 0)
     parts.push(`changes ${rest.map(inside).slice(0, 3).join(', ')}${rest.length > 3 ? ` and ${rest.length - 3} more` : ''}`);
-  const verb = parts.some((part) => part.includes('to commit')) ? 'git commit' : 'git';
+  // A commit writes its message and moves (or makes) a branch; a branch moved without one is a reset, a fetch or a merge: said only as a move.
+  const committed = subject !== undefined && parts.some((part) => part.includes('to commit'));
+  const verb = committed ? 'git commit' : 'git';
   return `${verb} in ${repository}: ${parts.join(', ') || 'changes its files'}; ${files.length} file${files.length === 1 ? '' : 's'} inside ${repository} in all`;
 }

@@ -373,7 +373,10 @@ export const DEFAULT_SECRET_GLOBS = [
 export const DEFAULT_SANDBOX_IGNORE: string[] = [];
 /**
  * Folders the container sees read-only from the real workspace instead of a copy: cheap for a large
- * `node_modules`, and what a command writes there fails (EROFS) rather than landing anywhere.
+ * `node_modules`, and what a command writes there fails (EROFS) rather than landing anywhere. Not a
+ * repository's packs, though git only reads them: git "freshens" an object it writes by touching the
+ * pack that holds it, and where it cannot, writes the object again as a loose one, so a commit on
+ * read-only packs brings back a copy of every object it touched.
  */
 export const DEFAULT_SANDBOX_READ_ONLY = ['node_modules'];
 

@@ -165,6 +165,8 @@ describe("a project's node_modules and .git under the default sandbox policy", (
     fs.mkdirSync(path.join(root, 'node_modules/dep'), { recursive: true });
     fs.mkdirSync(path.join(root, 'packages/web/node_modules/other'), { recursive: true });
     fs.mkdirSync(path.join(root, '.git/refs/heads'), { recursive: true });
+    fs.mkdirSync(path.join(root, '.git/objects/pack'), { recursive: true });
+    fs.writeFileSync(path.join(root, '.git/objects/pack/pack-1.pack'), 'PACK');
     fs.writeFileSync(path.join(root, 'node_modules/dep/index.js'), 'module.exports = 1;\n');
     fs.writeFileSync(path.join(root, 'packages/web/node_modules/other/index.js'), 'module.exports = 2;\n');
     fs.writeFileSync(path.join(root, '.git/HEAD'), 'ref: refs/heads/main\n');
