@@ -9,7 +9,7 @@ import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { ensureProjectImage, type ProjectImage } from './project-image.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
-import { makeScratchCopy, type OverlayWrite, type ScratchOptions } from './scratch-copy.js';
+import { makeScratchCopy, type OverlayWrite, type ReadOnlyMount, type ScratchOptions } from './scratch-copy.js';
 import { manifestOfScratch, type WorkspaceManifest } from './workspace-manifest.js';
 import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
 
@@ -136,6 +136,23 @@ export interface SandboxRunOutcome {
   manifest?: WorkspaceManifest;
 }
 
+/**
+ * The engine follows a link in a bind's source: a read-only folder swapped for a link (to `~/.ssh`)
+ * after it was checked would show the container what the link leads to. Checked again right before
+ * the container is made, by type and real path.
+ */
+function refuseMovedMounts(mounts: readonly ReadOnlyMount[]): void {
+  for (const mount of mounts) {
+    const stat = fs.lstatSync(mount.source, { throwIfNoEntry: false });
+    if (stat?.isDirectory() && fs.realpathSync.native(mount.source) === mount.source) continue;
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${mount.source} changed while the sandbox was being prepared (it is no longer the folder it was); nothing ran. Try the step again.`,
+      { source: mount.source },
+    );
+  }
+}
+
 export function scratchOptionsFor(
   policy: Policy,
   allowedSecrets: readonly string[] = [],
@@ -174,6 +191,7 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
   try {
     // Taken before the run: the command may change what it read.
     const manifest = request.manifest ? await manifestOfScratch(scratch) : undefined;
+    refuseMovedMounts(scratch.readOnlyMounts);
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,

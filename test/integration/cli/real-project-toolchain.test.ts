@@ -172,14 +172,35 @@ describe.skipIf(!hasDocker)("a real project's own commands in the default sandbo
     expect((done.result?.execution as ExecutionChoice).appliedDryRun).toBe(true);
     expect(git(workspace, 'log', '-1', '--format=%s %an <%ae>').trim()).toBe('Say what the agent added Pat Person <pat@example.com>');
     expect(git(workspace, 'rev-parse', 'HEAD~1').trim()).toBe(headBefore);
-    expect(git(workspace, '--no-optional-locks', 'status', '--porcelain').trim()).toBe('');
     expect(git(workspace, 'fsck', '--no-progress').trim()).toBe('');
     // The real config, remote and token included, is as it was: the commit never saw it.
     expect(git(workspace, 'remote', 'get-url', 'origin').trim()).toContain(TOKEN);
+    const afterCommit = treeDigest(path.join(workspace, '.git'));
 
+    // Untouched since, the revert restores .git exactly: the branch, the reflogs, the index; the new objects gone.
     await cli(dataDir, ['revert', 'commit']);
     expect(treeDigest(path.join(workspace, '.git'))).toEqual(gitBefore);
     expect(git(workspace, 'rev-parse', 'HEAD').trim()).toBe(headBefore);
-    expect(git(workspace, '--no-optional-locks', 'status', '--porcelain').trim()).toBe('M README.md');
+    expect(afterCommit).not.toEqual(gitBefore);
+  }, 300_000);
+
+  it("after the person's own `git status` refreshed the index, a revert says so and refuses; forced, it restores .git exactly", async () => {
+    const { dataDir, workspace } = projectRepository();
+    fs.appendFileSync(path.join(workspace, 'README.md'), '\nA line the agent added.\n');
+    const gitBefore = treeDigest(path.join(workspace, '.git'));
+    const step = await propose(dataDir, 'commit', 'git commit -q -am "Say what the agent added"');
+    expect((await approve(dataDir, step)).status).toBe('executed');
+    // The index holds the container's inodes: git on this machine rewrites it on its first status.
+    expect(git(workspace, 'status', '--porcelain').trim()).toBe('');
+
+    const refused = await runCliAsync(['--data-dir', dataDir, 'revert', 'commit'], { timeoutMs: 120_000 });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/REVERT_CONFLICT: \S+\/\.git\/index changed after the step ran/);
+    expect(git(workspace, 'log', '-1', '--format=%s').trim()).toBe('Say what the agent added');
+
+    const forced = await runCliAsync(['--data-dir', dataDir, 'revert', 'commit', '--force'], { timeoutMs: 120_000 });
+    expect(forced.status, forced.stderr).toBe(0);
+    expect(treeDigest(path.join(workspace, '.git'))).toEqual(gitBefore);
+    expect(git(workspace, 'status', '--porcelain').trim()).toBe('M README.md');
   }, 300_000);
 });
