@@ -251,7 +251,7 @@ async function approvedDryRun(args: Args, ctx: ActionContext): Promise<{ ready: 
     return { reason: `its image could not be checked (${(error as Error).message})` };
   }
   const scope = changesetScope(args, ctx, sourceDir);
-  const options = scratchOptionsFor(ctx.policy, args.allowSecrets, [ctx.dataDir], root);
+  const options = scratchOptionsFor(ctx.policy, args.allowSecrets, [ctx.dataDir], root, defaultDockerClient().local);
   const reusable = await reusableDryRun(approved, inputsOf(args, ctx, sourceDir, image.digest), ctx.blobs, options, scope);
   if ('reason' in reusable) return reusable;
   const { changes } = reusable;
@@ -438,7 +438,9 @@ export const runCommand: ActionModule<'runCommand'> = {
       ...(mustAsk.length > 0 ? { mustAsk } : {}),
       mitigations: [
         `Runs in a throwaway container: no capabilities, read-only system, non-root, ${args.network === 'allowlist' ? 'no network but the proxy' : 'no network'}, ${limits.memoryMb} MB memory, ${limits.cpus} CPU, ${limits.pids} processes, ${Math.round(timeoutOf(args, ctx.policy) / 1000)} s.`,
-        'Your real workspace is never mounted: the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.',
+        ctx.policy.sandbox.readOnly.length > 0
+          ? `Your real workspace is never mounted writable (only ${ctx.policy.sandbox.readOnly.join(', ')} folders are seen read-only; .git/config stays out, replaced by its core settings): the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.`
+          : 'Your real workspace is never mounted: the changes come back as diffs you see first, and are applied with exact backups so revert restores every file.',
         'If the real run differs from the preview, nothing is applied and you are asked again.',
       ],
     };

@@ -7,6 +7,7 @@ import { hostCodeFindingAt, matchHostCodePath } from './host-code-paths.js';
 import { PlannedTree, type TreeAfter } from './tree-after.js';
 import { filesystemIgnoresCase } from './path-patterns.js';
 import { matchingSecretGlob } from './secret-paths.js';
+import { gitChangeSummary } from './git-change-summary.js';
 
 /** One kind of effect a changeset has, with the files that have it and what it does, in words. */
 export interface EffectFinding {
@@ -80,6 +81,16 @@ const isExecutable = (mode: number | null | undefined) => mode !== null && mode 
 /** `.git` as a path segment at any depth (a submodule's too), without case: on macOS and Windows `.GIT` is the same directory. */
 function insideGitDir(relativePath: string): boolean {
   return relativePath.split(/[\\/]/).some((segment) => segment.toLowerCase() === '.git');
+}
+
+/** A loose object or pack git wrote into a repository's object store, readable by its owner. */
+function isGitObject(file: FileChangePreview): boolean {
+  return (
+    /(^|\/)\.git\/(modules\/.+\/)?objects\//i.test(file.path) &&
+    file.modeAfter !== undefined &&
+    file.modeAfter !== null &&
+    (file.modeAfter & 0o400) !== 0
+  );
 }
 
 /** The person's own read and write bits: a file without them can no longer be read, backed up or edited by them. */
@@ -174,9 +185,11 @@ export function effectsOf(
     (f) => !f.existedBefore && f.existsAfter && f.modeRequested !== undefined && (f.modeRequested & ~(f.modeAfter ?? 0) & 0o777) !== 0,
   );
   // Taking the person's own read or write away: they can no longer open, back up or edit their file.
+  // Git writes its objects read-only (0444) by design; those are the `git` effect's, not a lock-out.
   const ownerLocked = files.filter(
     (f) =>
       f.existsAfter &&
+      !isGitObject(f) &&
       f.modeAfter !== undefined &&
       f.modeAfter !== null &&
       (f.modeAfter & OWNER_READ_WRITE) !== OWNER_READ_WRITE &&
@@ -232,10 +245,12 @@ export function effectsOf(
       if (finding?.git) gitAfter.set(f.path, finding.reason);
     }
   }
+  // Said as git would say it ("git commit in .git: moves branch main to commit 1a2b3c4"), then the files.
+  const gitSummary = gitChangeSummary(files);
   add(
     'git',
     pathsWhere((f) => insideGitDir(f.path)),
-    (list) => `it changes ${list} inside a .git directory, which git reads and runs hooks from`,
+    (list) => `${gitSummary ? `${gitSummary}; ` : ''}it changes ${list} inside a .git directory, which git reads and runs hooks from`,
   );
   if (gitAfter.size > 0) {
     const paths = [...gitAfter.keys()];

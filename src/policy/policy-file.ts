@@ -87,6 +87,23 @@ export function upgradeUnscopedRule(raw: unknown): unknown {
   return { ...raw, proposer: { kind: 'person' }, madeBeforeScoping: true };
 }
 
+/** What `sandbox.ignore` defaulted to before a project's node_modules and .git came into the sandbox. */
+const SAVED_OLD_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
+
+/**
+ * A policy saved by a version before `sandbox.readOnly` holds the old default ignore list written out
+ * (saving fills every default in), though the person never chose it: it loads as the new default, so
+ * `npm test` and `git status` work there too. An ignore list the person wrote differently stays, and
+ * so does this one beside a `readOnly` (then it was saved, or written, knowing both).
+ */
+function upgradeSavedSandboxIgnore(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || 'readOnly' in raw) return raw;
+  const ignore = (raw as { ignore?: unknown }).ignore;
+  if (!Array.isArray(ignore) || ignore.length !== SAVED_OLD_SANDBOX_IGNORE.length) return raw;
+  if (!SAVED_OLD_SANDBOX_IGNORE.every((pattern, index) => ignore[index] === pattern)) return raw;
+  return { ...raw, ignore: [...DEFAULT_SANDBOX_IGNORE] };
+}
+
 /**
  * Files that hold credentials by their well-known names: never read back to an agent, never copied
  * into a sandbox, HIGH to write or delete. These always apply; a policy's own `secretGlobs` add to
@@ -364,7 +381,21 @@ export const DEFAULT_SECRET_GLOBS = [
   'etc/gshadow*',
   'etc/ssl/private/**',
 ];
-export const DEFAULT_SANDBOX_IGNORE = ['.git/**', 'node_modules/**'];
+/**
+ * Nothing by default: a project's commands (`npm test`, `git status`, `git commit`) need its
+ * `node_modules` and `.git`. `.git/config` stays out as a secret path (the container gets a stand-in
+ * with core settings only, scratch-copy.ts), and `node_modules` is mounted read-only instead of copied
+ * (DEFAULT_SANDBOX_READ_ONLY).
+ */
+export const DEFAULT_SANDBOX_IGNORE: string[] = [];
+/**
+ * Folders the container sees read-only from the real workspace instead of a copy: cheap for a large
+ * `node_modules`, and what a command writes there fails (EROFS) rather than landing anywhere. Not a
+ * repository's packs, though git only reads them: git "freshens" an object it writes by touching the
+ * pack that holds it, and where it cannot, writes the object again as a loose one, so a commit on
+ * read-only packs brings back a copy of every object it touched.
+ */
+export const DEFAULT_SANDBOX_READ_ONLY = ['node_modules'];
 
 /** An image reference the engine can look up: `name[:tag]` or `name@sha256:…`, or a bare image id. */
 const ImageReference = z
@@ -529,55 +560,65 @@ export const PolicySchema = z.strictObject({
     })
     .prefault({}),
   /** Limits of the Docker sandbox that runs commands and heavy code; every one applies to each run. */
-  sandbox: z
-    .strictObject({
-      memoryMb: z
-        .number()
-        .int()
-        .min(16)
-        .max(1024 * 1024)
-        .default(512),
-      cpus: z.number().min(0.05).max(1024).default(1),
-      pids: z.number().int().min(8).max(1_000_000).default(256),
-      timeoutMs: z
-        .number()
-        .int()
-        .min(100)
-        .max(24 * 3600 * 1000)
-        .default(120_000),
-      /** Each of stdout and stderr is kept up to this many bytes; the rest is dropped and flagged. */
-      outputBytes: z
-        .number()
-        .int()
-        .min(1024)
-        .max(256 * 1024 * 1024)
-        .default(1024 * 1024),
-      /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
-      ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
-      /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
-      maxCopyMb: z
-        .number()
-        .int()
-        .min(1)
-        .max(1024 * 1024)
-        .default(2048),
-      /**
-       * The image a root's commands run in, before the project's own dev container: one reference for
-       * every root, or one per root path (src/sandbox/docker/project-image.ts says the order).
-       */
-      image: z.union([ImageReference, z.record(RootPath, ImageReference)]).optional(),
-      /** A Dockerfile (relative to its root, inside it) a root's image is built from when the project has no dev container. */
-      dockerfile: z.record(RootPath, z.string().min(1)).optional(),
-    })
-    .default({
-      memoryMb: 512,
-      cpus: 1,
-      pids: 256,
-      timeoutMs: 120_000,
-      outputBytes: 1024 * 1024,
-      ignore: [...DEFAULT_SANDBOX_IGNORE],
-      maxCopyMb: 2048,
-    }),
+  sandbox: z.preprocess(
+    upgradeSavedSandboxIgnore,
+    z
+      .strictObject({
+        memoryMb: z
+          .number()
+          .int()
+          .min(16)
+          .max(1024 * 1024)
+          .default(512),
+        cpus: z.number().min(0.05).max(1024).default(1),
+        pids: z.number().int().min(8).max(1_000_000).default(256),
+        timeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .max(24 * 3600 * 1000)
+          .default(120_000),
+        /** Each of stdout and stderr is kept up to this many bytes; the rest is dropped and flagged. */
+        outputBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(256 * 1024 * 1024)
+          .default(1024 * 1024),
+        /** Left out of the scratch copy (and out of the changeset) to keep copies cheap. */
+        ignore: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_IGNORE]),
+        /**
+         * Folders (glob of a folder's path; a name without `/` matches at any depth) mounted read-only at
+         * their place instead of copied, where the engine runs on this machine and nothing in them looks
+         * like a secret; otherwise they are copied like the rest (src/sandbox/docker/scratch-copy.ts).
+         */
+        readOnly: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_READ_ONLY]),
+        /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
+        maxCopyMb: z
+          .number()
+          .int()
+          .min(1)
+          .max(1024 * 1024)
+          .default(2048),
+        /**
+         * The image a root's commands run in, before the project's own dev container: one reference for
+         * every root, or one per root path (src/sandbox/docker/project-image.ts says the order).
+         */
+        image: z.union([ImageReference, z.record(RootPath, ImageReference)]).optional(),
+        /** A Dockerfile (relative to its root, inside it) a root's image is built from when the project has no dev container. */
+        dockerfile: z.record(RootPath, z.string().min(1)).optional(),
+      })
+      .default({
+        memoryMb: 512,
+        cpus: 1,
+        pids: 256,
+        timeoutMs: 120_000,
+        outputBytes: 1024 * 1024,
+        ignore: [...DEFAULT_SANDBOX_IGNORE],
+        readOnly: [...DEFAULT_SANDBOX_READ_ONLY],
+        maxCopyMb: 2048,
+      }),
+  ),
   /** The person's model for agent runs (src/domain/model-settings.ts); never its key, which is sealed in keys/. */
   model: ModelSettingsSchema.optional(),
   /** Agent runs' limits and budgets (src/policy/run-limits.ts). */

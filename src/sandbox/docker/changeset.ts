@@ -33,6 +33,10 @@ export interface SkippedChange {
 const FILE_TYPE_SWAPPED = (was: string, now: string) =>
   `was ${was} and the command left ${now} there; a file is never swapped for a folder (or back) when changes are applied, so nothing of this command is applied: remove or move it in a step of its own first`;
 
+/** What a command did to the `.git/config` stand-in stays in the sandbox: the real config is a secret path the copy never held. */
+const STAND_IN_NOT_CARRIED =
+  "the sandbox's stand-in for this repository's config (core settings only: the real one may hold credentials and never enters the container); what the command changed in it is not carried back";
+
 export interface Changeset {
   files: ChangedFile[];
   skipped: SkippedChange[];
@@ -92,6 +96,10 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
       scratchStat.ctimeNs === baseline.scratchCtimeNs
     )
       return;
+    if (baseline?.standIn) {
+      skipped.push({ relativePath: relative, reason: STAND_IN_NOT_CARRIED });
+      return;
+    }
     if (baseline?.kind === 'symlink' && scratchStat.isSymbolicLink()) {
       const sameLink = afterDir
         ? fs.readlinkSync(scratchPath) === fs.readlinkSync(path.join(scratch.dir, ...relative.split('/')))
@@ -218,6 +226,10 @@ export async function computeChangeset(scratch: ScratchCopy, options: ScratchOpt
 
   for (const [relative, baseline] of scratch.baseline) {
     if (seen.has(relative) || baseline.kind !== 'file') continue;
+    if (baseline.standIn) {
+      skipped.push({ relativePath: relative, reason: STAND_IN_NOT_CARRIED });
+      continue;
+    }
     if (baseline.planned) {
       // Deleted by the command after an earlier step wrote it; a path the plan deletes is simply still absent.
       if (baseline.planned.content !== null)

@@ -22,6 +22,8 @@ export interface ContainerRunInput {
    */
   transport?: 'bind' | 'archive';
   resultDir?: string;
+  /** Folders of the real workspace seen read-only under /workspace (bind transport only). */
+  readOnlyMounts?: readonly { source: string; target: string }[];
   workdir: string;
   user: string;
   limits: SandboxLimits;
@@ -75,6 +77,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     image: input.image,
     argv: proxy ? withEgressShim(input.argv) : input.argv,
     scratchDir: archive ? null : input.scratchDir,
+    ...(!archive && input.readOnlyMounts?.length ? { readOnlyMounts: input.readOnlyMounts } : {}),
     workdir: input.workdir,
     user: input.user,
     limits: input.limits,

@@ -26,6 +26,12 @@ export interface ContainerSpecInput {
   user: string;
   limits: SandboxLimits;
   network: NetworkMode;
+  /**
+   * Folders of the real workspace the container sees read-only at their place under /workspace
+   * (`sandbox.readOnly`: a project's node_modules), instead of a copy. Bound by the Mounts API, never a
+   * `src:dst` string, so a path holding `:` or `,` cannot be read as options.
+   */
+  readOnlyMounts?: readonly { source: string; target: string }[];
   /** Host directory holding the egress proxy's socket (allowlist mode). */
   egressDir?: string;
   env: Record<string, string>;
@@ -42,8 +48,9 @@ export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions
   const memoryBytes = input.limits.memoryMb * 1024 * 1024;
   const binds = input.scratchDir === null ? [] : [`${input.scratchDir}:${WORKSPACE_MOUNT}:rw`];
   if (input.network === 'allowlist' && input.egressDir) binds.push(`${input.egressDir}:${EGRESS_MOUNT}:ro`);
-  // Python would otherwise write __pycache__ into the workspace copy, and those files would show up as changes.
-  const env = ['PYTHONDONTWRITEBYTECODE=1', ...Object.entries(input.env).map(([key, value]) => `${key}=${value}`)];
+  // Python would otherwise write __pycache__ into the workspace copy, and those files would show up as changes;
+  // git would rewrite the index on `git status` (the copy's files have new inodes), a change to .git no one asked for.
+  const env = ['PYTHONDONTWRITEBYTECODE=1', 'GIT_OPTIONAL_LOCKS=0', ...Object.entries(input.env).map(([key, value]) => `${key}=${value}`)];
   if (input.network === 'allowlist') {
     const proxy = `http://127.0.0.1:${EGRESS_SHIM_PORT}`;
     env.push(`HTTP_PROXY=${proxy}`, `HTTPS_PROXY=${proxy}`, `http_proxy=${proxy}`, `https_proxy=${proxy}`, 'NO_PROXY=', 'no_proxy=');
@@ -71,7 +78,19 @@ export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' },
       Binds: binds,
-      ...(input.scratchDir === null ? { Mounts: [{ Type: 'volume' as const, Source: '', Target: WORKSPACE_MOUNT }] } : {}),
+      ...(input.scratchDir === null || (input.readOnlyMounts?.length ?? 0) > 0
+        ? {
+            Mounts: [
+              ...(input.scratchDir === null ? [{ Type: 'volume' as const, Source: '', Target: WORKSPACE_MOUNT }] : []),
+              ...(input.readOnlyMounts ?? []).map((mount) => ({
+                Type: 'bind' as const,
+                Source: mount.source,
+                Target: mount.target,
+                ReadOnly: true,
+              })),
+            ],
+          }
+        : {}),
       PidsLimit: input.limits.pids,
       Memory: memoryBytes,
       // Equal to Memory: no swap, so a memory hog is killed instead of thrashing the host.

@@ -9,7 +9,7 @@ import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from
 import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { ensureProjectImage, type ProjectImage } from './project-image.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
-import { makeScratchCopy, type OverlayWrite, type ScratchOptions } from './scratch-copy.js';
+import { makeScratchCopy, type OverlayWrite, type ReadOnlyMount, type ScratchOptions } from './scratch-copy.js';
 import { manifestOfScratch, type WorkspaceManifest } from './workspace-manifest.js';
 import { makeTempArea, removeTree, sweepTempAreas } from './temp-areas.js';
 
@@ -131,9 +131,26 @@ export interface SandboxRunOutcome {
   changeset: Changeset;
   /** The image it ran in (a project image's tag is its content digest). */
   image: { tag: string; digest: string };
-  copy: { seconds: number; ignoredPaths: number; secretPaths: string[] };
+  copy: { seconds: number; ignoredPaths: number; secretPaths: string[]; readOnlyPaths: string[] };
   /** What the command read (asked for with `manifest`). */
   manifest?: WorkspaceManifest;
+}
+
+/**
+ * The engine follows a link in a bind's source: a read-only folder swapped for a link (to `~/.ssh`)
+ * after it was checked would show the container what the link leads to. Checked again right before
+ * the container is made, by type and real path.
+ */
+function refuseMovedMounts(mounts: readonly ReadOnlyMount[]): void {
+  for (const mount of mounts) {
+    const stat = fs.lstatSync(mount.source, { throwIfNoEntry: false });
+    if (stat?.isDirectory() && fs.realpathSync.native(mount.source) === mount.source) continue;
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${mount.source} changed while the sandbox was being prepared (it is no longer the folder it was); nothing ran. Try the step again.`,
+      { source: mount.source },
+    );
+  }
 }
 
 export function scratchOptionsFor(
@@ -141,10 +158,14 @@ export function scratchOptionsFor(
   allowedSecrets: readonly string[] = [],
   excludeDirs: readonly string[] = [],
   root?: string,
+  /** The engine sees this machine's paths: `sandbox.readOnly` folders are mounted, not copied. */
+  localEngine = true,
 ): ScratchOptions {
   return {
     ...(root !== undefined ? { root } : {}),
     ignore: policy.sandbox.ignore,
+    readOnly: policy.sandbox.readOnly,
+    mountReadOnly: localEngine,
     secretGlobs: policy.secretGlobs,
     allowedSecrets,
     maxBytes: policy.sandbox.maxCopyMb * 1024 * 1024,
@@ -158,7 +179,7 @@ export function scratchOptionsFor(
  */
 export async function runSandboxed(client: DockerClient, request: SandboxRunRequest): Promise<SandboxRunOutcome> {
   const image = await imageForRun(client, request);
-  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root);
+  const options = scratchOptionsFor(request.policy, request.allowedSecrets, request.excludeDirs, request.root, client.local);
   const scratch = makeScratchCopy(request.sourceDir, {
     ...options,
     owner: { uid: image.user.uid, gid: image.user.gid },
@@ -170,12 +191,14 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
   try {
     // Taken before the run: the command may change what it read.
     const manifest = request.manifest ? await manifestOfScratch(scratch) : undefined;
+    refuseMovedMounts(scratch.readOnlyMounts);
     const run = await runInContainer(client, {
       image: image.digest,
       argv: request.argv,
       scratchDir: scratch.dir,
       transport: resultDir ? 'archive' : 'bind',
       resultDir,
+      readOnlyMounts: scratch.readOnlyMounts.map((mount) => ({ source: mount.source, target: `${WORKSPACE_MOUNT}/${mount.relativePath}` })),
       workdir: WORKSPACE_MOUNT,
       user: resultDir ? `${SANDBOX_UID}:${SANDBOX_GID}` : scratch.user,
       limits: request.policy.sandbox,
@@ -191,7 +214,12 @@ export async function runSandboxed(client: DockerClient, request: SandboxRunRequ
       run,
       changeset,
       image: { tag: image.tag, digest: image.digest },
-      copy: { seconds: scratch.copySeconds, ignoredPaths: scratch.ignoredPaths.length, secretPaths: scratch.secretPaths },
+      copy: {
+        seconds: scratch.copySeconds,
+        ignoredPaths: scratch.ignoredPaths.length,
+        secretPaths: scratch.secretPaths,
+        readOnlyPaths: scratch.readOnlyMounts.map((mount) => mount.relativePath),
+      },
       ...(manifest ? { manifest } : {}),
     };
   } finally {
@@ -244,7 +272,7 @@ export async function runCodeInContainer(request: CodeRunRequest, client: Docker
     }
     fs.writeFileSync(path.join(source, SCRIPT_NAMES[request.language]), request.code);
     const options = scratchOptionsFor(request.policy);
-    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], parentDir: base });
+    const scratch = makeScratchCopy(source, { ...options, secretGlobs: [], ignore: [], readOnly: [], parentDir: base });
     const resultDir = client.local ? undefined : path.join(base, 'after');
     if (resultDir) fs.mkdirSync(resultDir);
     const run = await runInContainer(client, {

@@ -5,6 +5,7 @@ import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { secretPathMatcher } from '../../policy/secret-paths.js';
+import { gitConfigStandIn, isGitConfigPath } from './git-config-stand-in.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 import { makeTempArea, removeTree } from './temp-areas.js';
 
@@ -26,6 +27,19 @@ export interface BaselineEntry {
    * real file differing from it is no conflict (the earlier step has not run yet).
    */
   planned?: { content: Buffer | null };
+  /**
+   * Set on a `.git/config` the copy holds in place of the real one (a secret path): a stand-in with
+   * core settings only (git-config-stand-in.ts). Never carried back, never compared with the real file.
+   */
+  standIn?: true;
+}
+
+/** A folder of the workspace the container sees read-only at its place instead of a copy (`sandbox.readOnly`). */
+export interface ReadOnlyMount {
+  /** Relative to the copied directory, with `/`. */
+  relativePath: string;
+  /** The real folder on this machine. */
+  source: string;
 }
 
 /** What an earlier step of the plan leaves at a path of the copied directory: its content, or null when it deletes it. */
@@ -44,6 +58,8 @@ export interface ScratchCopy {
   /** Paths left out: by the ignore rules, or because they look like secrets the step's consent did not name. */
   ignoredPaths: string[];
   secretPaths: string[];
+  /** Folders mounted read-only from the real workspace (their place in the copy is an empty folder). */
+  readOnlyMounts: ReadOnlyMount[];
   /** `uid:gid` the container runs as, matching the copy's owner so the command can write it. */
   user: string;
   copySeconds: number;
@@ -81,6 +97,13 @@ export interface ScratchOptions {
    * workspace as it will be when it runs. Paths that are ignored, secret or leave the copy are not laid.
    */
   overlay?: readonly OverlayWrite[];
+  /**
+   * Folders (globs as `sandbox.readOnly`: a name without `/` matches at any depth) to mount read-only
+   * instead of copying, where `mountReadOnly` says the engine can see this machine's paths. A folder
+   * holding a secret-looking path or an excluded directory is copied instead (leaving those out).
+   */
+  readOnly?: readonly string[];
+  mountReadOnly?: boolean;
 }
 
 type GlobMatcher = (relativePath: string) => boolean;
@@ -101,6 +124,7 @@ function compileGlobs(globs: readonly string[]): GlobMatcher {
 interface CompiledExclusions {
   ignored: GlobMatcher;
   secret: GlobMatcher;
+  readOnly: GlobMatcher;
 }
 
 const compiled = new WeakMap<ScratchOptions, Map<string, CompiledExclusions>>();
@@ -116,6 +140,7 @@ function exclusionsFor(options: ScratchOptions, sourceDir: string): CompiledExcl
     // Secrets match as file actions match them: case-insensitively where the root's filesystem ignores case.
     matchers = {
       ignored: compileGlobs(options.ignore),
+      readOnly: compileGlobs(options.readOnly ?? []),
       secret: secretPathMatcher(options.secretGlobs, { caseInsensitive: filesystemIgnoresCase(options.root ?? sourceDir) }),
     };
     bySource.set(sourceDir, matchers);
@@ -204,12 +229,27 @@ function namesSomethingInside(allowed: readonly string[] | undefined, folder: st
 export function planCopy(
   sourceDir: string,
   options: ScratchOptions,
-): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; bytes: number } {
+): { entries: PlannedEntry[]; ignoredPaths: string[]; secretPaths: string[]; readOnlyMounts: ReadOnlyMount[]; bytes: number } {
   const entries: PlannedEntry[] = [];
   const ignoredPaths: string[] = [];
   const secretPaths: string[] = [];
+  const readOnlyMounts: ReadOnlyMount[] = [];
   let bytes = 0;
   const excluded = excludedDirs(options.excludeDirs ?? []);
+  const readOnly = options.mountReadOnly && (options.readOnly?.length ?? 0) > 0 ? exclusionsFor(options, sourceDir).readOnly : null;
+  const prefix = prefixFromRoot(sourceDir, options.root);
+  // Whether a folder holds anything the copy would leave out: then a read-only mount would show it, so it is copied.
+  const holdsExcluded = (dir: string, relative: string): boolean => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const childRelative = `${relative}/${entry.name}`;
+      if (exclusionOf(childRelative, options, sourceDir) !== null) return true;
+      if (entry.isDirectory()) {
+        const from = path.join(dir, entry.name);
+        if (excluded.matches(from, fs.lstatSync(from, { bigint: true })) || holdsExcluded(from, childRelative)) return true;
+      }
+    }
+    return false;
+  };
   const walk = (dir: string, relative: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
@@ -232,6 +272,10 @@ export function planCopy(
           continue;
         }
         entries.push({ relative: childRelative, kind: 'dir', source: stat });
+        if (readOnly?.(prefix ? `${prefix}/${childRelative}` : childRelative) && !holdsExcluded(from, childRelative)) {
+          readOnlyMounts.push({ relativePath: childRelative, source: from });
+          continue;
+        }
         walk(from, childRelative);
       } else if (exclusion === 'secret') {
         secretPaths.push(childRelative);
@@ -246,7 +290,7 @@ export function planCopy(
     }
   };
   walk(sourceDir, '');
-  return { entries, ignoredPaths, secretPaths, bytes };
+  return { entries, ignoredPaths, secretPaths, readOnlyMounts, bytes };
 }
 
 /** Where scratch copies of `bytes` go: memory-backed /dev/shm when it has ample room (no disk writes, instant removal), else the temp dir. */
@@ -345,6 +389,31 @@ function layOverlay(
 }
 
 /**
+ * Writes a stand-in (git-config-stand-in.ts) where a repository's config was left out as a secret, so
+ * `git status` and `git commit` work in the copy without the remotes and credentials the real one may
+ * hold. Only where the copy holds the repository's folder and the real config is a plain file.
+ */
+function layGitConfigStandIns(
+  dir: string,
+  sourceDir: string,
+  secretPaths: readonly string[],
+  owner: { uid: number; gid: number; chown: boolean },
+): string[] {
+  const laid: string[] = [];
+  for (const relative of secretPaths) {
+    if (!isGitConfigPath(relative)) continue;
+    const real = path.join(sourceDir, ...relative.split('/'));
+    if (!fs.lstatSync(real, { throwIfNoEntry: false })?.isFile()) continue;
+    const target = path.join(dir, ...relative.split('/'));
+    if (!fs.lstatSync(path.dirname(target), { throwIfNoEntry: false })?.isDirectory()) continue;
+    fs.writeFileSync(target, gitConfigStandIn(real), { mode: 0o644 });
+    if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
+    laid.push(relative);
+  }
+  return laid;
+}
+
+/**
  * Copies a workspace directory into a fresh scratch directory for one container run. Ignored trees
  * and secret-looking files are not copied, so a command cannot read what a file action would have
  * been refused.
@@ -382,12 +451,16 @@ export function makeScratchCopy(requestedDir: string, options: ScratchOptions): 
       const entry = plan.entries[index]!;
       const target = path.join(dir, ...entry.relative.split('/'));
       if (entry.kind !== 'symlink') fs.chmodSync(target, Number(entry.source.mode & 0o7777n) | (entry.kind === 'dir' ? 0o700 : 0));
+      // The real modification times, children before their folders: make and git compare them (git's index
+      // holds each file's mtime, and `git diff` rewrites the index when stat data stops matching).
+      if (entry.kind !== 'symlink') fs.utimesSync(target, Number(entry.source.atimeNs) / 1e9, Number(entry.source.mtimeNs) / 1e9);
       if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
     }
     if (owner.chown) {
       fs.chownSync(base, owner.uid, owner.gid);
       fs.chownSync(dir, owner.uid, owner.gid);
     }
+    const standIns = layGitConfigStandIns(dir, sourceDir, plan.secretPaths, owner);
     const planned = layOverlay(dir, sourceDir, options, owner);
     for (const entry of plan.entries) {
       if (planned.has(entry.relative)) continue;
@@ -417,6 +490,20 @@ export function makeScratchCopy(requestedDir: string, options: ScratchOptions): 
         planned: { content },
       });
     }
+    for (const relative of standIns) {
+      const scratch = fs.lstatSync(path.join(dir, ...relative.split('/')), { bigint: true });
+      baseline.set(relative, {
+        kind: 'file',
+        sourceSize: 0n,
+        sourceMtimeNs: 0n,
+        sourceCtimeNs: 0n,
+        sourceIno: 0n,
+        sourceMode: Number(scratch.mode & 0o7777n),
+        scratchCtimeNs: scratch.ctimeNs,
+        scratchIno: scratch.ino,
+        standIn: true,
+      });
+    }
   } catch (error) {
     removeTree(base);
     throw error;
@@ -427,6 +514,7 @@ export function makeScratchCopy(requestedDir: string, options: ScratchOptions): 
     baseline,
     ignoredPaths: plan.ignoredPaths,
     secretPaths: plan.secretPaths,
+    readOnlyMounts: plan.readOnlyMounts,
     user: `${owner.uid}:${owner.gid}`,
     copySeconds: (performance.now() - started) / 1000,
     dispose: () => removeTree(base),

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { gitConfigStandIn } from './git-config-stand-in.js';
 import { planCopy, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
 
 /**
@@ -13,6 +14,12 @@ export interface WorkspaceManifest {
   /** sha256 over the sorted entries' path, kind, mode and content hash. */
   digest: string;
   entries: Record<string, ManifestEntry>;
+  /**
+   * Folders the run saw read-only from the real workspace (`sandbox.readOnly`), each by a digest of
+   * every entry's path, kind, size, mode, mtime, ctime and inode: not read whole (a node_modules of
+   * 50,000 files), and a ctime cannot be set back, so an unchanged digest is an unchanged folder.
+   */
+  mounts?: Record<string, string>;
 }
 
 export interface ManifestEntry {
@@ -22,6 +29,8 @@ export interface ManifestEntry {
   /** Permission bits of a file; null where they are not compared (folders, files the plan writes). */
   mode: number | null;
   stat?: string;
+  /** The `.git/config` stand-in: compared with the stand-in the real config gives now. */
+  standIn?: true;
 }
 
 function statKey(stat: fs.BigIntStats): string {
@@ -36,12 +45,31 @@ async function hashFile(absolutePath: string): Promise<string> {
     .digest('hex');
 }
 
-function digestOf(entries: Record<string, ManifestEntry>): string {
+function digestOf(entries: Record<string, ManifestEntry>, mounts: Record<string, string>): string {
   const hash = crypto.createHash('sha256');
   for (const relative of Object.keys(entries).sort()) {
     const entry = entries[relative]!;
     hash.update(`${relative}\u0000${entry.kind}\u0000${entry.mode ?? ''}\u0000${entry.hash}\n`);
   }
+  for (const relative of Object.keys(mounts).sort()) hash.update(`mount\u0000${relative}\u0000${mounts[relative]}\n`);
+  return hash.digest('hex');
+}
+
+/** A read-only folder's digest by stat alone (see WorkspaceManifest.mounts). */
+export function mountDigest(dir: string): string {
+  const hash = crypto.createHash('sha256');
+  const walk = (current: string, relative: string) => {
+    const names = fs.readdirSync(current).sort();
+    for (const name of names) {
+      const childPath = path.join(current, name);
+      const childRelative = relative ? `${relative}/${name}` : name;
+      const stat = fs.lstatSync(childPath, { bigint: true });
+      const link = stat.isSymbolicLink() ? fs.readlinkSync(childPath) : '';
+      hash.update(`${childRelative}\u0000${stat.mode}\u0000${statKey(stat)}\u0000${link}\n`);
+      if (stat.isDirectory()) walk(childPath, childRelative);
+    }
+  };
+  walk(dir, '');
   return hash.digest('hex');
 }
 
@@ -59,6 +87,9 @@ export async function manifestOfScratch(scratch: ScratchCopy): Promise<Workspace
         walk(childPath, childRelative);
       } else if (dirent.isSymbolicLink()) {
         entries[childRelative] = { kind: 'symlink', hash: fs.readlinkSync(childPath), mode: null };
+      } else if (dirent.isFile() && baseline?.standIn) {
+        files.push([childRelative, childPath]);
+        entries[childRelative] = { kind: 'file', hash: '', mode: null, standIn: true };
       } else if (dirent.isFile()) {
         const real = baseline && !baseline.planned;
         files.push([childRelative, childPath]);
@@ -73,7 +104,9 @@ export async function manifestOfScratch(scratch: ScratchCopy): Promise<Workspace
   };
   walk(scratch.dir, '');
   for (const [relative, absolute] of files) entries[relative]!.hash = await hashFile(absolute);
-  return { digest: digestOf(entries), entries };
+  const mounts: Record<string, string> = {};
+  for (const mount of scratch.readOnlyMounts) mounts[mount.relativePath] = mountDigest(mount.source);
+  return { digest: digestOf(entries, mounts), entries, ...(scratch.readOnlyMounts.length > 0 ? { mounts } : {}) };
 }
 
 /**
@@ -84,7 +117,24 @@ export async function manifestOfScratch(scratch: ScratchCopy): Promise<Workspace
 export async function manifestDifferences(sourceDir: string, options: ScratchOptions, manifest: WorkspaceManifest): Promise<string[]> {
   const differences: string[] = [];
   const seen = new Set<string>();
-  for (const entry of planCopy(sourceDir, options).entries) {
+  const plan = planCopy(sourceDir, options);
+  const mountsNow = new Map(plan.readOnlyMounts.map((mount) => [mount.relativePath, mount.source]));
+  const mountsThen = manifest.mounts ?? {};
+  for (const relative of new Set([...mountsNow.keys(), ...Object.keys(mountsThen)])) {
+    const source = mountsNow.get(relative);
+    if (source === undefined || mountsThen[relative] === undefined || mountDigest(source) !== mountsThen[relative])
+      differences.push(relative);
+  }
+  for (const [relative, was] of Object.entries(manifest.entries)) {
+    if (!was.standIn) continue;
+    seen.add(relative);
+    const standIn = crypto
+      .createHash('sha256')
+      .update(gitConfigStandIn(path.join(sourceDir, ...relative.split('/'))))
+      .digest('hex');
+    if (standIn !== was.hash) differences.push(relative);
+  }
+  for (const entry of plan.entries) {
     seen.add(entry.relative);
     const was = manifest.entries[entry.relative];
     if (!was || was.kind !== entry.kind) {

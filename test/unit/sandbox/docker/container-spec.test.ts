@@ -22,7 +22,7 @@ describe('containerSpec', () => {
       Cmd: ['/bin/sh', '-c', 'make'],
       WorkingDir: '/workspace',
       User: '10001:10001',
-      Env: ['PYTHONDONTWRITEBYTECODE=1', 'CI=1'],
+      Env: ['PYTHONDONTWRITEBYTECODE=1', 'GIT_OPTIONAL_LOCKS=0', 'CI=1'],
       Labels: { [CONTAINER_LABEL]: 'run-1', [`${CONTAINER_LABEL}.pid`]: String(process.pid) },
       AttachStdin: false,
       AttachStdout: true,

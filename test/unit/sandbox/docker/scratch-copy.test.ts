@@ -70,8 +70,9 @@ describe('makeScratchCopy keeps secrets out whatever the working directory', () 
     for (const cwd of ['.', '.kube', '.aws', '.config', '.config/gh', '.git', 'app', 'app/.git']) {
       expectNoToken(path.join(root, cwd), optionsFor(root));
     }
-    // What is not a secret still comes along.
-    expect(expectNoToken(path.join(root, 'app'), optionsFor(root))).toEqual(['readme.txt: plain\n']);
+    // What is not a secret still comes along; the repository's config is there only as the stand-in git needs.
+    const appCopy = expectNoToken(path.join(root, 'app'), optionsFor(root));
+    expect(appCopy.filter((entry) => !entry.startsWith('.git/config: # Executor sandbox: a stand-in'))).toEqual(['readme.txt: plain\n']);
   });
 
   it('any cwd on the way to any secret file, reached directly, through `..` or through a symlink, copies no secret', () => {
@@ -144,6 +145,106 @@ describe('makeScratchCopy keeps secrets out whatever the working directory', () 
       const changeset = await computeChangeset(scratch, options);
       expect(changeset.files.map((file) => file.relativePath)).toEqual([]);
       expect(changeset.skipped.map((entry) => entry.relativePath).sort()).toEqual(['config', 'notes.txt']);
+    } finally {
+      scratch.dispose();
+    }
+  });
+});
+
+describe("a project's node_modules and .git under the default sandbox policy", () => {
+  const defaults = (root: string, mountReadOnly = true): ScratchOptions => ({
+    ignore: policy.sandbox.ignore,
+    secretGlobs: policy.secretGlobs,
+    readOnly: policy.sandbox.readOnly,
+    mountReadOnly,
+    root,
+  });
+
+  function project(): string {
+    const root = fs.realpathSync(tempDir());
+    fs.mkdirSync(path.join(root, 'node_modules/dep'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'packages/web/node_modules/other'), { recursive: true });
+    fs.mkdirSync(path.join(root, '.git/refs/heads'), { recursive: true });
+    fs.mkdirSync(path.join(root, '.git/objects/pack'), { recursive: true });
+    fs.writeFileSync(path.join(root, '.git/objects/pack/pack-1.pack'), 'PACK');
+    fs.writeFileSync(path.join(root, 'node_modules/dep/index.js'), 'module.exports = 1;\n');
+    fs.writeFileSync(path.join(root, 'packages/web/node_modules/other/index.js'), 'module.exports = 2;\n');
+    fs.writeFileSync(path.join(root, '.git/HEAD'), 'ref: refs/heads/main\n');
+    fs.writeFileSync(
+      path.join(root, '.git/config'),
+      `[core]\n\tbare = false\n[remote "origin"]\n\turl = https://${TOKEN}@example.com/r.git\n`,
+    );
+    fs.writeFileSync(path.join(root, 'index.js'), 'require("dep");\n');
+    return root;
+  }
+
+  it('mounts every node_modules read-only instead of copying it, leaving an empty folder where it is mounted', () => {
+    const root = project();
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(scratch.readOnlyMounts).toEqual([
+        { relativePath: 'node_modules', source: path.join(root, 'node_modules') },
+        { relativePath: 'packages/web/node_modules', source: path.join(root, 'packages/web/node_modules') },
+      ]);
+      expect(fs.readdirSync(path.join(scratch.dir, 'node_modules'))).toEqual([]);
+      expect(fs.readdirSync(path.join(scratch.dir, 'packages/web/node_modules'))).toEqual([]);
+      expect(scratch.ignoredPaths).toEqual([]);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('copies a node_modules that holds a secret-looking file (leaving the file out), and copies it for an engine elsewhere', () => {
+    const root = project();
+    fs.writeFileSync(path.join(root, 'node_modules/dep/.env'), `TOKEN=${TOKEN}\n`);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(scratch.readOnlyMounts.map((mount) => mount.relativePath)).toEqual(['packages/web/node_modules']);
+      expect(fs.readFileSync(path.join(scratch.dir, 'node_modules/dep/index.js'), 'utf8')).toBe('module.exports = 1;\n');
+      expect(fs.existsSync(path.join(scratch.dir, 'node_modules/dep/.env'))).toBe(false);
+      expect(scratch.secretPaths).toContain('node_modules/dep/.env');
+    } finally {
+      scratch.dispose();
+    }
+    const remote = makeScratchCopy(root, defaults(root, false));
+    try {
+      expect(remote.readOnlyMounts).toEqual([]);
+      expect(fs.readFileSync(path.join(remote.dir, 'packages/web/node_modules/other/index.js'), 'utf8')).toBe('module.exports = 2;\n');
+    } finally {
+      remote.dispose();
+    }
+  });
+
+  it('copies .git with a stand-in config; what a command does to the stand-in is never carried back', async () => {
+    const root = project();
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, '.git/HEAD'), 'utf8')).toBe('ref: refs/heads/main\n');
+      const standIn = fs.readFileSync(path.join(scratch.dir, '.git/config'), 'utf8');
+      expect(standIn).toContain('bare = false');
+      expect(standIn).not.toContain(TOKEN);
+      // Untouched: no change and nothing said.
+      expect(await computeChangeset(scratch, defaults(root))).toEqual({ files: [], skipped: [] });
+      fs.appendFileSync(path.join(scratch.dir, '.git/config'), '[user]\n\tname = agent\n');
+      fs.writeFileSync(path.join(scratch.dir, '.git/HEAD'), 'ref: refs/heads/other\n');
+      const changeset = await computeChangeset(scratch, defaults(root));
+      expect(changeset.files.map((file) => file.relativePath)).toEqual(['.git/HEAD']);
+      expect(changeset.skipped).toEqual([{ relativePath: '.git/config', reason: expect.stringContaining("the sandbox's stand-in") }]);
+      fs.rmSync(path.join(scratch.dir, '.git/config'));
+      expect((await computeChangeset(scratch, defaults(root))).skipped.map((entry) => entry.relativePath)).toEqual(['.git/config']);
+    } finally {
+      scratch.dispose();
+    }
+    expect(fs.readFileSync(path.join(root, '.git/config'), 'utf8')).toContain(TOKEN);
+  });
+
+  it("keeps each copied file's modification time, as make and git compare them", () => {
+    const root = project();
+    const then = new Date('2020-01-02T03:04:05Z');
+    fs.utimesSync(path.join(root, 'index.js'), then, then);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(fs.statSync(path.join(scratch.dir, 'index.js')).mtime.toISOString()).toBe(then.toISOString());
     } finally {
       scratch.dispose();
     }

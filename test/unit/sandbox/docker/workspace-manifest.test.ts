@@ -132,3 +132,40 @@ describe('the manifest of what a dry run read', () => {
     );
   });
 });
+
+describe('what a dry run read beyond its copy: the read-only node_modules and the .git/config stand-in', () => {
+  const mounted: ScratchOptions = { ignore: [], secretGlobs: ['.git/config'], readOnly: ['node_modules'], mountReadOnly: true };
+
+  async function manifestNow(source: string) {
+    const scratch = makeScratchCopy(source, mounted);
+    try {
+      return await manifestOfScratch(scratch);
+    } finally {
+      scratch.dispose();
+    }
+  }
+
+  it('finds a file of node_modules changed, added or removed since, without copying it', async () => {
+    const source = workspace();
+    const manifest = await manifestNow(source);
+    expect(Object.keys(manifest.mounts ?? {})).toEqual(['node_modules']);
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual([]);
+    fs.writeFileSync(path.join(source, 'node_modules/x.js'), 'y');
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual(['node_modules']);
+    const again = await manifestNow(source);
+    fs.writeFileSync(path.join(source, 'node_modules/new.js'), 'n');
+    expect(await manifestDifferences(source, mounted, again)).toEqual(['node_modules']);
+  });
+
+  it('finds the repository config changed in what the stand-in keeps, and not in what it leaves out', async () => {
+    const source = workspace();
+    fs.mkdirSync(path.join(source, '.git'));
+    fs.writeFileSync(path.join(source, '.git/config'), '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://a@example.com\n');
+    const manifest = await manifestNow(source);
+    expect(manifest.entries['.git/config']?.standIn).toBe(true);
+    fs.writeFileSync(path.join(source, '.git/config'), '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://b@example.com\n');
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual([]);
+    fs.writeFileSync(path.join(source, '.git/config'), '[core]\n\tbare = false\n[user]\n\tname = Someone Else\n');
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual(['.git/config']);
+  });
+});
