@@ -80,7 +80,8 @@ export function resolveEngineAddress(dockerHost: string | undefined, env: NodeJS
   switch (url.protocol) {
     case 'unix:':
     case 'npipe:': {
-      const socketPath = decodeURIComponent(`${url.host ? `//${url.host}` : ''}${url.pathname}`);
+      // The path is everything after the scheme, as the CLI takes it (a URL parser would read unix://run/x as host "run").
+      const socketPath = decodeURIComponent(withScheme.slice(url.protocol.length + 2));
       if (socketPath === '' || socketPath === '/')
         throw configInvalid(`DOCKER_HOST="${raw}" names no socket. Use unix:///var/run/docker.sock or the path your engine listens on.`, {
           dockerHost: raw,
