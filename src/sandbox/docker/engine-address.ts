@@ -81,7 +81,7 @@ export function resolveEngineAddress(dockerHost: string | undefined, env: NodeJS
     case 'unix:':
     case 'npipe:': {
       // The path is everything after the scheme, as the CLI takes it (a URL parser would read unix://run/x as host "run").
-      const socketPath = decodeURIComponent(withScheme.slice(url.protocol.length + 2));
+      const socketPath = withScheme.slice(url.protocol.length + 2);
       if (socketPath === '' || socketPath === '/')
         throw configInvalid(`DOCKER_HOST="${raw}" names no socket. Use unix:///var/run/docker.sock or the path your engine listens on.`, {
           dockerHost: raw,
@@ -160,8 +160,17 @@ function sshAddress(raw: string, url: URL, env: NodeJS.ProcessEnv): EngineAddres
     security: 'ssh',
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port ? Number(url.port) : 22,
-    username: url.username ? decodeURIComponent(url.username) : os.userInfo().username,
+    username: url.username ? decodedOr(url.username) : os.userInfo().username,
   };
+}
+
+/** A URL part percent-decoded, or as written when its escapes are malformed. */
+function decodedOr(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 export interface TlsMaterial {
