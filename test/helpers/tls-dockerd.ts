@@ -40,7 +40,10 @@ function openssl(args: string[], cwd: string): void {
 /** A CA (self-signed) in `dir`: ca.pem and ca-key.pem. */
 function makeCa(dir: string, name: string): void {
   fs.mkdirSync(dir, { recursive: true });
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '2', '-subj', `/CN=${name}`], dir);
+  openssl(
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '2', '-subj', `/CN=${name}`],
+    dir,
+  );
 }
 
 /** A certificate signed by the CA in `caDir`, written as `${stem}.pem` and `${stem}-key.pem` in `dir`. */
@@ -121,7 +124,13 @@ export async function startTlsDockerd(teardown: Teardown): Promise<TlsEngine> {
   const pki = path.join(base, 'pki');
   makeCa(path.join(pki, 'ca'), 'executor-test-ca');
   makeCa(path.join(pki, 'other-ca'), 'executor-test-impostor-ca');
-  signCert(path.join(pki, 'ca'), path.join(pki, 'server'), 'server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  signCert(
+    path.join(pki, 'ca'),
+    path.join(pki, 'server'),
+    'server',
+    '/CN=127.0.0.1',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
   signCert(path.join(pki, 'ca'), path.join(pki, 'client'), 'client', '/CN=executor-client', 'extendedKeyUsage=clientAuth\n');
   signCert(path.join(pki, 'other-ca'), path.join(pki, 'stranger'), 'client', '/CN=stranger', 'extendedKeyUsage=clientAuth\n');
   const caPem = path.join(pki, 'ca', 'ca.pem');

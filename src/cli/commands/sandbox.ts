@@ -32,8 +32,10 @@ export function registerSandboxCommands(program: Command): void {
       if ('refused' in connected) {
         // The address or its certificates are wrong, or the engine would be reached without verified TLS: nothing is asked of it.
         const { refused } = connected;
-        print(json, { engine: { reachable: false, error: refused.message, errorCode: refused.code, ...refused.details }, ready: false }, () =>
-          [`Engine   REFUSED (${refused.code}): ${refused.message}`, 'Ready    no'].join('\n'),
+        print(
+          json,
+          { engine: { reachable: false, error: refused.message, errorCode: refused.code, ...refused.details }, ready: false },
+          () => [`Engine   REFUSED (${refused.code}): ${refused.message}`, 'Ready    no'].join('\n'),
         );
         process.exitCode = 1;
         return;

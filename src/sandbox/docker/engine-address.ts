@@ -95,15 +95,17 @@ export function resolveEngineAddress(dockerHost: string | undefined, env: NodeJS
     case 'https:':
       return tcpAddress(raw, url, env);
     default:
-      throw configInvalid(`DOCKER_HOST="${raw}" uses ${url.protocol}//, which Executor cannot reach. Use unix://, tcp:// (with TLS) or ssh://.`, {
-        dockerHost: raw,
-      });
+      throw configInvalid(
+        `DOCKER_HOST="${raw}" uses ${url.protocol}//, which Executor cannot reach. Use unix://, tcp:// (with TLS) or ssh://.`,
+        {
+          dockerHost: raw,
+        },
+      );
   }
 }
 
 function tcpAddress(raw: string, url: URL, env: NodeJS.ProcessEnv): EngineAddress {
-  if (url.hostname === '')
-    throw configInvalid(`DOCKER_HOST="${raw}" names no host. Use tcp://host:2376.`, { dockerHost: raw });
+  if (url.hostname === '') throw configInvalid(`DOCKER_HOST="${raw}" names no host. Use tcp://host:2376.`, { dockerHost: raw });
   const verify = set(env.DOCKER_TLS_VERIFY);
   const tls = verify || set(env.DOCKER_TLS) || url.protocol === 'https:';
   const port = url.port ? Number(url.port) : tls ? 2376 : 2375;
@@ -146,9 +148,12 @@ function tcpAddress(raw: string, url: URL, env: NodeJS.ProcessEnv): EngineAddres
 function sshAddress(raw: string, url: URL, env: NodeJS.ProcessEnv): EngineAddress {
   if (url.hostname === '') throw configInvalid(`DOCKER_HOST="${raw}" names no host. Use ssh://user@host.`, { dockerHost: raw });
   if (url.pathname !== '' && url.pathname !== '/')
-    throw configInvalid(`DOCKER_HOST="${raw}" has a path; ssh:// takes none (the remote engine is reached with \`docker system dial-stdio\`).`, {
-      dockerHost: raw,
-    });
+    throw configInvalid(
+      `DOCKER_HOST="${raw}" has a path; ssh:// takes none (the remote engine is reached with \`docker system dial-stdio\`).`,
+      {
+        dockerHost: raw,
+      },
+    );
   if (!set(env.SSH_AUTH_SOCK))
     throw configInvalid(
       `DOCKER_HOST=${raw} needs an ssh-agent holding your key (SSH_AUTH_SOCK is not set): start one with \`eval $(ssh-agent)\` and \`ssh-add\`, then start Executor from that shell.`,
@@ -231,7 +236,11 @@ export type TlsFailure = 'engine-certificate-untrusted' | 'client-certificate-re
 export function tlsFailureOf(error: unknown): TlsFailure | undefined {
   const code = (error as NodeJS.ErrnoException | undefined)?.code ?? '';
   if (ENGINE_CERT_CODES.has(code)) return 'engine-certificate-untrusted';
-  if (/^ERR_SSL_.*ALERT_(BAD_CERTIFICATE|CERTIFICATE_REQUIRED|UNKNOWN_CA|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED)$/.test(code))
+  if (
+    /^ERR_SSL_.*ALERT_(BAD_CERTIFICATE|CERTIFICATE_REQUIRED|UNKNOWN_CA|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED)$/.test(
+      code,
+    )
+  )
     return 'client-certificate-refused';
   if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) return 'handshake-failed';
   return undefined;

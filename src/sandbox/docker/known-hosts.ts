@@ -44,7 +44,10 @@ function parseLines(text: string): KnownHostLine[] {
 
 /** OpenSSH's wildcard patterns: `*` any run, `?` one character. */
 function wildcardMatch(pattern: string, name: string): boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${source}$`, 'i').test(name);
 }
 
@@ -98,7 +101,11 @@ export function checkHostKey(host: string, port: number, key: Buffer, env: NodeJ
 }
 
 /** An ssh2 hostVerifier for host:port that remembers its verdict (ssh2 reports only "verification failed"). */
-export function knownHostVerifier(host: string, port: number, env: NodeJS.ProcessEnv): ((key: Buffer) => boolean) & { last?: HostKeyVerdict } {
+export function knownHostVerifier(
+  host: string,
+  port: number,
+  env: NodeJS.ProcessEnv,
+): ((key: Buffer) => boolean) & { last?: HostKeyVerdict } {
   const verifier = Object.assign(
     (key: Buffer): boolean => {
       verifier.last = checkHostKey(host, port, key, env);

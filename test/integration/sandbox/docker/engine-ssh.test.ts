@@ -41,7 +41,11 @@ describe.skipIf(!hasDocker)('a remote engine over SSH (DOCKER_HOST=ssh://, host 
     const result = await cli(['sandbox', 'status', '--json'], [server.knownHostsLine]);
     expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
     const status = JSON.parse(result.stdout) as StatusJson;
-    expect(status.engine).toMatchObject({ reachable: true, endpoint: server.dockerHost, access: { transport: 'ssh', security: 'ssh', workspace: 'archive' } });
+    expect(status.engine).toMatchObject({
+      reachable: true,
+      endpoint: server.dockerHost,
+      access: { transport: 'ssh', security: 'ssh', workspace: 'archive' },
+    });
     expect(status.ready).toBe(true);
     expect(server.execs).toContain('docker system dial-stdio');
   }, 240_000);
@@ -50,11 +54,16 @@ describe.skipIf(!hasDocker)('a remote engine over SSH (DOCKER_HOST=ssh://, host 
     const { dataDir, workspace } = tempSetup();
     fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
     const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt' } }] }),
+    );
     const known = [server.knownHostsLine];
     const proposed = await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], known);
     expect(JSON.parse(proposed.stdout), proposed.stderr).toMatchObject([{ status: 'awaiting_consent' }]);
-    const shown = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], known)).stdout) as { previewHash: string };
+    const shown = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], known)).stdout) as {
+      previewHash: string;
+    };
     const approved = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shown.previewHash, '--json'], known);
     expect(approved.status, approved.stderr).toBe(0);
     expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\ntwo\n');

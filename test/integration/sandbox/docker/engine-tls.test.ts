@@ -89,24 +89,38 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     const { dataDir, workspace } = tempSetup();
     fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
     const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt; cat notes.txt' } }] }));
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt; cat notes.txt' } }] }),
+    );
     const good = engine.env(engine.certs.good);
     const createdBefore = sandboxContainersCreated(engine);
 
     const proposed = await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], good);
     expect(JSON.parse(proposed.stdout), proposed.stderr).toMatchObject([{ status: 'awaiting_consent' }]);
     const shown = await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], good);
-    const waiting = JSON.parse(shown.stdout) as { status: string; previewHash: string; preview: { kind: string; stdout: { text: string } } };
+    const waiting = JSON.parse(shown.stdout) as {
+      status: string;
+      previewHash: string;
+      preview: { kind: string; stdout: { text: string } };
+    };
     expect(waiting.status).toBe('awaiting_consent');
     // The dry run ran on the TLS engine: its own event log holds the container.
     expect(waiting.preview.stdout.text).toBe('one\ntwo\n');
     expect(sandboxContainersCreated(engine)).toBeGreaterThan(createdBefore);
 
     // Approved with an engine the client cannot trust: nothing runs, the step stays approved.
-    const wrongCa = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', waiting.previewHash], engine.env(engine.certs.wrongCa));
+    const wrongCa = await cli(
+      ['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', waiting.previewHash],
+      engine.env(engine.certs.wrongCa),
+    );
     expect(wrongCa.status).toBe(2);
-    expect(wrongCa.stderr).toContain(`ENGINE_TLS_FAILED: TLS with the engine at ${engine.host} failed: the engine's certificate is not one ca.pem`);
-    const afterWrongCa = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], good)).stdout) as { status: string };
+    expect(wrongCa.stderr).toContain(
+      `ENGINE_TLS_FAILED: TLS with the engine at ${engine.host} failed: the engine's certificate is not one ca.pem`,
+    );
+    const afterWrongCa = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], good)).stdout) as {
+      status: string;
+    };
     expect(afterWrongCa.status).toBe('approved');
     expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\n');
 
@@ -115,7 +129,11 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(stranger.stderr).toContain('ENGINE_TLS_FAILED');
     expect(stranger.stderr).toContain('the engine refused the client certificate cert.pem');
 
-    const plain = await cli(['--data-dir', dataDir, 'sandbox', 'retry', 'cmd'], { DOCKER_HOST: engine.host, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '' });
+    const plain = await cli(['--data-dir', dataDir, 'sandbox', 'retry', 'cmd'], {
+      DOCKER_HOST: engine.host,
+      DOCKER_TLS_VERIFY: '',
+      DOCKER_CERT_PATH: '',
+    });
     expect(plain.status).toBe(2);
     expect(plain.stderr).toContain(`ENGINE_INSECURE: DOCKER_HOST=${engine.host} is plain TCP`);
     expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\n');
@@ -144,14 +162,23 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(plain.engine).toMatchObject({ reachable: false, errorCode: 'ENGINE_INSECURE', reason: 'plain-tcp' });
 
     // TLS asked for but not verified (DOCKER_TLS alone) is refused the same way.
-    const unverified = await statusWith({ DOCKER_HOST: engine.host, DOCKER_TLS: '1', DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: engine.certs.good });
+    const unverified = await statusWith({
+      DOCKER_HOST: engine.host,
+      DOCKER_TLS: '1',
+      DOCKER_TLS_VERIFY: '',
+      DOCKER_CERT_PATH: engine.certs.good,
+    });
     expect(unverified.engine).toMatchObject({ errorCode: 'ENGINE_INSECURE', reason: 'tls-not-verified' });
 
     const noKey = tempDir();
     fs.copyFileSync(path.join(engine.certs.good, 'ca.pem'), path.join(noKey, 'ca.pem'));
     fs.copyFileSync(path.join(engine.certs.good, 'cert.pem'), path.join(noKey, 'cert.pem'));
     const missing = await statusWith(engine.env(noKey));
-    expect(missing.engine).toMatchObject({ errorCode: 'ENGINE_CONFIG_INVALID', reason: 'cert-file-missing', file: path.join(noKey, 'key.pem') });
+    expect(missing.engine).toMatchObject({
+      errorCode: 'ENGINE_CONFIG_INVALID',
+      reason: 'cert-file-missing',
+      file: path.join(noKey, 'key.pem'),
+    });
 
     // The same certificates at a port where nothing listens: no engine answers.
     const closed = await statusWith({ ...engine.env(engine.certs.good), DOCKER_HOST: 'tcp://127.0.0.1:1' });

@@ -22,19 +22,28 @@ const PEM_KEY = '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n'
 
 describe('the engine address, read as the docker CLI reads DOCKER_HOST and its TLS variables', () => {
   it('unset means the local default socket; unix:// and bare paths are sockets on this machine', () => {
-    expect(resolveEngineAddress(undefined, {})).toMatchObject({ transport: 'unix', security: 'local-socket', endpoint: 'unix:///var/run/docker.sock' });
+    expect(resolveEngineAddress(undefined, {})).toMatchObject({
+      transport: 'unix',
+      security: 'local-socket',
+      endpoint: 'unix:///var/run/docker.sock',
+    });
     expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'unix:///run/user/1000/podman/podman.sock' })).toMatchObject({
       transport: 'unix',
       socketPath: '/run/user/1000/podman/podman.sock',
       security: 'local-socket',
     });
     expect(resolveEngineAddress('/tmp/engine.sock', {})).toMatchObject({ socketPath: '/tmp/engine.sock', security: 'local-socket' });
-    expect(resolveEngineAddress('npipe:////./pipe/docker_engine', {})).toMatchObject({ transport: 'npipe', socketPath: '//./pipe/docker_engine' });
+    expect(resolveEngineAddress('npipe:////./pipe/docker_engine', {})).toMatchObject({
+      transport: 'npipe',
+      socketPath: '//./pipe/docker_engine',
+    });
     expect(resolveEngineAddress('unix://run/docker.sock', {})).toMatchObject({ socketPath: 'run/docker.sock' });
   });
 
   it('tcp with DOCKER_TLS_VERIFY is TLS-verified with the cert folder (default ~/.docker, port 2376); any non-empty value verifies, as in the CLI', () => {
-    expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://build.example:2376', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: '/certs' })).toMatchObject({
+    expect(
+      resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://build.example:2376', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: '/certs' }),
+    ).toMatchObject({
       transport: 'tcp',
       host: 'build.example',
       port: 2376,
@@ -48,11 +57,18 @@ describe('the engine address, read as the docker CLI reads DOCKER_HOST and its T
       security: 'tls-verified',
       certDir: path.join(os.homedir(), '.docker'),
     });
-    expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://[::1]:4000', DOCKER_TLS_VERIFY: '1' })).toMatchObject({ host: '::1', port: 4000 });
+    expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://[::1]:4000', DOCKER_TLS_VERIFY: '1' })).toMatchObject({
+      host: '::1',
+      port: 4000,
+    });
   });
 
   it('plain tcp, and TLS without verification, are refused with ENGINE_INSECURE unless the person accepts the risk, and then carry a warning', () => {
-    for (const env of [{ DOCKER_HOST: 'tcp://10.0.0.5:2375' }, { DOCKER_HOST: 'tcp://127.0.0.1:2376' }, { DOCKER_HOST: 'http://10.0.0.5' }]) {
+    for (const env of [
+      { DOCKER_HOST: 'tcp://10.0.0.5:2375' },
+      { DOCKER_HOST: 'tcp://127.0.0.1:2376' },
+      { DOCKER_HOST: 'http://10.0.0.5' },
+    ]) {
       const error = refusal(() => resolveEngineAddress(undefined, env));
       expect(error.code).toBe('ENGINE_INSECURE');
       expect(error.details).toMatchObject({ reason: 'plain-tcp' });
@@ -65,11 +81,13 @@ describe('the engine address, read as the docker CLI reads DOCKER_HOST and its T
       security: 'insecure',
       warning: expect.stringContaining('controls that machine as root'),
     });
-    expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://h', DOCKER_TLS: '1', EXECUTOR_ALLOW_INSECURE_ENGINE: '1' })).toMatchObject({
-      security: 'insecure',
-      tlsVerify: false,
-      port: 2376,
-    });
+    expect(resolveEngineAddress(undefined, { DOCKER_HOST: 'tcp://h', DOCKER_TLS: '1', EXECUTOR_ALLOW_INSECURE_ENGINE: '1' })).toMatchObject(
+      {
+        security: 'insecure',
+        tlsVerify: false,
+        port: 2376,
+      },
+    );
   });
 
   it('ssh:// takes user, host and port, needs an ssh-agent, and takes no path', () => {
@@ -96,14 +114,20 @@ describe('the engine address, read as the docker CLI reads DOCKER_HOST and its T
   it('any DOCKER_HOST and TLS settings resolve or are refused with an ENGINE_ code; only verified TLS, SSH or a local socket is trusted without the opt-in', () => {
     const hostArb = fc.oneof(
       fc.string(),
-      fc.constantFrom('tcp://', 'unix://', 'ssh://', 'npipe://', 'http://', 'https://', '').chain((scheme) =>
-        fc.tuple(fc.constant(scheme), fc.string({ maxLength: 30 })).map(([s, rest]) => s + rest),
-      ),
+      fc
+        .constantFrom('tcp://', 'unix://', 'ssh://', 'npipe://', 'http://', 'https://', '')
+        .chain((scheme) => fc.tuple(fc.constant(scheme), fc.string({ maxLength: 30 })).map(([s, rest]) => s + rest)),
     );
     const flag = fc.option(fc.constantFrom('', '0', '1', 'yes'), { nil: undefined });
     fc.assert(
       fc.property(hostArb, flag, flag, flag, (host, verify, tls, insecure) => {
-        const env: NodeJS.ProcessEnv = { DOCKER_HOST: host, DOCKER_TLS_VERIFY: verify, DOCKER_TLS: tls, EXECUTOR_ALLOW_INSECURE_ENGINE: insecure, SSH_AUTH_SOCK: '/a' };
+        const env: NodeJS.ProcessEnv = {
+          DOCKER_HOST: host,
+          DOCKER_TLS_VERIFY: verify,
+          DOCKER_TLS: tls,
+          EXECUTOR_ALLOW_INSECURE_ENGINE: insecure,
+          SSH_AUTH_SOCK: '/a',
+        };
         let address;
         try {
           address = resolveEngineAddress(undefined, env);

@@ -28,7 +28,9 @@ describe('the SSH host key check against known_hosts (the one dockerode would sk
   it('accepts the key listed for the host, by name, by [host]:port, in a list of names and by wildcard', () => {
     expect(checkHostKey('build.example', 22, engine.blob, home(`build.example ${engine.line}\n`))).toMatchObject({ accepted: true });
     expect(checkHostKey('build.example', 2222, engine.blob, home(`[build.example]:2222 ${engine.line}\n`)).accepted).toBe(true);
-    expect(checkHostKey('10.0.0.7', 22, engine.blob, home(`# comment\nbuild.example,10.0.0.7 ${engine.line} me@laptop\n`)).accepted).toBe(true);
+    expect(checkHostKey('10.0.0.7', 22, engine.blob, home(`# comment\nbuild.example,10.0.0.7 ${engine.line} me@laptop\n`)).accepted).toBe(
+      true,
+    );
     expect(checkHostKey('ci-3.example', 22, engine.blob, home(`ci-?.example ${engine.line}\n`)).accepted).toBe(true);
   });
 
