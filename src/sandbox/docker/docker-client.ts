@@ -188,6 +188,12 @@ export function engineAccess(client: DockerClient): EngineAccess {
   };
 }
 
+/** The status of an engine connectDocker refused to reach (bad address, missing certificates, no verified TLS): nothing was asked of it. */
+export function refusedEngineStatus(refusal: ExecutorError): EngineStatus {
+  const named = refusal.details?.endpoint ?? refusal.details?.dockerHost ?? process.env.DOCKER_HOST ?? '';
+  return { reachable: false, endpoint: String(named), error: refusal.message, errorCode: refusal.code };
+}
+
 export async function engineStatus(client: DockerClient): Promise<EngineStatus> {
   const access = engineAccess(client);
   let timer: NodeJS.Timeout | undefined;

@@ -4,8 +4,9 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
+import { openExecutor } from '../../../helpers/open-executor.js';
 import { runCliAsync, type CliResult } from '../../../helpers/run-cli.js';
-import { suiteTeardown } from '../../../helpers/teardown.js';
+import { defer, suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { copyImageInto, startTlsDockerd, type TlsEngine } from '../../../helpers/tls-dockerd.js';
 
@@ -184,4 +185,29 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     const closed = await statusWith({ ...engine.env(engine.certs.good), DOCKER_HOST: 'tcp://127.0.0.1:1' });
     expect(closed.engine).toMatchObject({ reachable: false, errorCode: 'SANDBOX_UNAVAILABLE' });
   }, 240_000);
+
+  it("Settings' environment (getEnvironment) says the same: TLS verified and archives; a refused address is a value, not a throw", async () => {
+    const { executor } = openExecutor();
+    const saved = { ...process.env };
+    // The host reads the environment it was started with; this file's worker stands in for it.
+    defer(() => {
+      for (const name of ['DOCKER_HOST', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH']) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
+    });
+    Object.assign(process.env, engine.env(engine.certs.good));
+    const good = await executor.environmentStatus();
+    expect(good.engine).toMatchObject({
+      reachable: true,
+      endpoint: engine.host,
+      access: { security: 'tls-verified', tlsVerified: true, workspace: 'archive' },
+    });
+    expect(good.image.present).toBe(true);
+
+    process.env.DOCKER_TLS_VERIFY = '';
+    const plain = await executor.environmentStatus();
+    expect(plain.engine).toMatchObject({ reachable: false, endpoint: engine.host, errorCode: 'ENGINE_INSECURE' });
+    expect(plain.image.present).toBe(false);
+  }, 120_000);
 });
