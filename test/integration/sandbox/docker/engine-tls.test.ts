@@ -210,4 +210,16 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(plain.engine).toMatchObject({ reachable: false, endpoint: engine.host, errorCode: 'ENGINE_INSECURE' });
     expect(plain.image.present).toBe(false);
   }, 120_000);
+
+  it("sandbox image build builds the image on the remote engine, from this machine's files sent through the API, and it runs there", async () => {
+    const env = { ...engine.env(engine.certs.good), EXECUTOR_SANDBOX_IMAGE: 'executor-sandbox:remote-build-test' };
+    const built = await cli(['sandbox', 'image', 'build', '--json'], env);
+    expect(built.status, built.stderr).toBe(0);
+    expect(JSON.parse(built.stdout)).toMatchObject({ tag: 'executor-sandbox:remote-build-test', path: 'offline-host-rootfs' });
+    const status = JSON.parse((await cli(['sandbox', 'status', '--json'], env)).stdout) as StatusJson & {
+      image: { tag: string; present: boolean };
+    };
+    expect(status.image).toMatchObject({ tag: 'executor-sandbox:remote-build-test', present: true });
+    expect(status.ready).toBe(true);
+  }, 400_000);
 });
