@@ -63,7 +63,11 @@ function engineAccessText(access: EngineAccessValue): string {
         : access.security === 'insecure'
           ? `WITHOUT VERIFIED TLS: ${access.warning ?? ''}`
           : 'a socket on this machine';
-  return `${how}; the workspace ${access.workspace === 'archive' ? 'travels to the engine as archives' : 'is bind-mounted'}`;
+  const files =
+    access.workspace !== 'archive'
+      ? 'is bind-mounted'
+      : `travels to the engine as archives${access.engineMachine ? ` (the engine runs on “${access.engineMachine}”, not this machine)` : ''}`;
+  return `${how}; the workspace ${files}`;
 }
 
 function SandboxCard({ policy }: { policy: PolicyValue }) {

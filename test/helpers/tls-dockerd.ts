@@ -26,7 +26,7 @@ export interface TlsEngine {
   /** tcp://127.0.0.1:PORT */
   host: string;
   port: number;
-  /** The engine's own unix socket, for the test's setup (loading the image) only. */
+  /** The engine's own unix socket (the test loads the image through it). */
   socket: string;
   certs: CertDirs;
   /** DOCKER_HOST and the TLS variables for a cert folder, as a person would export them. */
@@ -118,7 +118,7 @@ function unmountUnder(dir: string): void {
  * then once it answers over TLS. Stopped (SIGTERM to its process group, waited for) and its folders
  * removed at `teardown`.
  */
-export async function startTlsDockerd(teardown: Teardown): Promise<TlsEngine> {
+export async function startTlsDockerd(teardown: Teardown, options: { hostname?: string } = {}): Promise<TlsEngine> {
   const base = tempDir('executor-tlsd-', teardown);
   teardown.defer(() => unmountUnder(base));
   const pki = path.join(base, 'pki');
@@ -173,7 +173,13 @@ export async function startTlsDockerd(teardown: Teardown): Promise<TlsEngine> {
     '--ip-masq=false',
   ];
   // Its own process group: the teardown waits until dockerd and the containerd it started are gone.
-  const engine = spawn('dockerd', args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+  // With a hostname, in a UTS namespace of its own: the engine then names another machine (docker info's Name), as a remote one would.
+  const engine = options.hostname
+    ? spawn('unshare', ['--uts', 'sh', '-c', 'hostname "$0" && exec dockerd "$@"', options.hostname, ...args], {
+        detached: true,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+    : spawn('dockerd', args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
   teardown.killAfter(engine, { signal: 'SIGTERM', group: true });
   let log = '';
   await new Promise<void>((resolve, reject) => {

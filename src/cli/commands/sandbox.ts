@@ -170,7 +170,13 @@ function accessLines(access: EngineAccess): string[] {
   }[access.security];
   return [
     `Access   ${how}`,
-    `Files    ${access.workspace === 'bind-mount' ? 'the scratch copy is bind-mounted' : 'the scratch copy travels to the engine and back as archives (remote engine)'}`,
+    `Files    ${
+      access.workspace === 'bind-mount'
+        ? 'the scratch copy is bind-mounted'
+        : access.engineMachine
+          ? `the scratch copy travels as archives: the socket leads to an engine on "${access.engineMachine}", not this machine`
+          : 'the scratch copy travels to the engine and back as archives (remote engine)'
+    }`,
     ...(access.warning ? [`WARNING  ${access.warning}`] : []),
   ];
 }

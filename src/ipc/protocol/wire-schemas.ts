@@ -480,6 +480,7 @@ export const EnvironmentStatusWireSchema = z.object({
         tlsVerified: z.boolean().optional(),
         certDir: z.string().optional(),
         workspace: z.string(),
+        engineMachine: z.string().optional(),
         warning: z.string().optional(),
       })
       .optional(),

@@ -1,4 +1,5 @@
 import https from 'node:https';
+import os from 'node:os';
 import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { ExecutorError } from '../../domain/errors.js';
@@ -37,7 +38,10 @@ export interface DockerClient {
   readonly docker: Docker;
   /** Where the engine is, as shown to the person: the socket path or the host URL. */
   readonly endpoint: string;
-  /** Whether the engine shares this machine's filesystem, so the scratch copy can be bind-mounted. */
+  /**
+   * Whether the engine shares this machine's filesystem, so the scratch copy can be bind-mounted. For a
+   * local socket, presumed until confirmEngineMachine has asked the engine which machine it is on.
+   */
   readonly local: boolean;
   /** How the engine is reached and trusted (remote engines: TLS verified, SSH, or the insecure opt-in). */
   readonly address: EngineAddress;
@@ -81,9 +85,52 @@ export function connectDocker(dockerHost?: string, env: NodeJS.ProcessEnv = proc
   // Unset, dockerode looks for Docker Desktop's ~/.docker/run/docker.sock before /var/run/docker.sock.
   const verifier = address.transport === 'ssh' ? knownHostVerifier(address.host!, address.port!, env) : undefined;
   const docker = unset ? new DockerClass() : new DockerClass(optionsFor(address, env, verifier));
-  const client = { docker, endpoint: address.endpoint, local: address.security === 'local-socket', address };
+  // A socket is only presumed to lead to this machine until the engine has said which machine it runs on (confirmEngineMachine).
+  const machine: EngineMachine = { local: address.security === 'local-socket', settled: address.security !== 'local-socket' };
+  const client: DockerClient = {
+    docker,
+    endpoint: address.endpoint,
+    address,
+    get local() {
+      return machine.local;
+    },
+  };
+  engineMachines.set(client, machine);
   if (verifier) hostKeyVerifiers.set(client, verifier);
   return client;
+}
+
+interface EngineMachine {
+  local: boolean;
+  settled: boolean;
+  /** The engine's own host name (docker info's Name), once asked. */
+  name?: string;
+}
+
+const engineMachines = new WeakMap<DockerClient, EngineMachine>();
+
+/**
+ * Settles whether an engine behind a local socket shares this machine's files. A socket can lead
+ * elsewhere (forwarded with \`ssh -L\`, or this process in a container with the host's socket
+ * mounted): bind-mounting the scratch copy there would give the command an empty folder the engine
+ * made on its own machine. So the engine must name this machine (docker info's Name is its host
+ * name), or be Docker Desktop (whose VM shares the host's folders); otherwise the copy travels as
+ * archives, which works anywhere. EXECUTOR_ENGINE_SHARES_FILES=1 says a VM engine shares them.
+ */
+export async function confirmEngineMachine(client: DockerClient): Promise<void> {
+  const machine = engineMachines.get(client);
+  if (!machine || machine.settled) return;
+  const info = (await engineCall(client, () => client.docker.info())) as { Name?: string; OperatingSystem?: string };
+  machine.settled = true;
+  machine.name = info.Name;
+  machine.local =
+    info.Name === os.hostname() || /docker desktop/i.test(info.OperatingSystem ?? '') || process.env.EXECUTOR_ENGINE_SHARES_FILES === '1';
+}
+
+/** The engine's machine name when it is not this one (a local socket to another machine), for status. */
+function otherMachine(client: DockerClient): string | undefined {
+  const machine = engineMachines.get(client);
+  return machine?.settled && client.address.security === 'local-socket' && !machine.local ? (machine.name ?? 'unknown') : undefined;
 }
 
 /** The host key check of each ssh:// client, asked why ssh2's "Host denied" happened. */
@@ -159,6 +206,8 @@ export interface EngineAccess {
   certDir?: string;
   /** Remote engines get the workspace as archives; local ones have it bind-mounted. */
   workspace: 'bind-mount' | 'archive';
+  /** A local socket whose engine runs on another machine (its name): the copy travels as archives. */
+  engineMachine?: string;
   warning?: string;
 }
 
@@ -184,6 +233,7 @@ export function engineAccess(client: DockerClient): EngineAccess {
     security: address.security,
     ...(address.transport === 'tcp' && address.certDir ? { tlsVerified: address.tlsVerify === true, certDir: address.certDir } : {}),
     workspace: client.local ? 'bind-mount' : 'archive',
+    ...(otherMachine(client) ? { engineMachine: otherMachine(client) } : {}),
     ...(address.warning ? { warning: address.warning } : {}),
   };
 }
@@ -195,7 +245,6 @@ export function refusedEngineStatus(refusal: ExecutorError): EngineStatus {
 }
 
 export async function engineStatus(client: DockerClient): Promise<EngineStatus> {
-  const access = engineAccess(client);
   let timer: NodeJS.Timeout | undefined;
   try {
     const silent = new Promise<never>((_resolve, reject) => {
@@ -205,10 +254,11 @@ export async function engineStatus(client: DockerClient): Promise<EngineStatus> 
       );
     });
     const version = await Promise.race([engineCall(client, () => client.docker.version()), silent]);
+    await Promise.race([confirmEngineMachine(client), silent]);
     return {
       reachable: true,
       endpoint: client.endpoint,
-      access,
+      access: engineAccess(client),
       version: version.Version,
       apiVersion: version.ApiVersion,
       os: `${version.Os}/${version.Arch}`,
@@ -218,7 +268,7 @@ export async function engineStatus(client: DockerClient): Promise<EngineStatus> 
     return {
       reachable: false,
       endpoint: client.endpoint,
-      access,
+      access: engineAccess(client),
       error: (typed ?? (error as Error)).message ?? String(error),
       ...(typed ? { errorCode: typed.code } : {}),
     };

@@ -11,6 +11,7 @@ import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { copyImageInto, startTlsDockerd, type TlsEngine } from '../../../helpers/tls-dockerd.js';
 
 const hasDocker = dockerAvailable();
+const ENGINE_MACHINE = 'executor-remote-engine-test';
 
 interface StatusJson {
   engine: {
@@ -65,7 +66,8 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
 
   beforeAll(async () => {
     await ensureSandboxImage();
-    engine = await startTlsDockerd(suite);
+    // On a host name of its own, so that reached through its unix socket it reads as another machine.
+    engine = await startTlsDockerd(suite, { hostname: ENGINE_MACHINE });
     copyImageInto(engine, sandboxImageTag());
   }, 300_000);
 
@@ -222,4 +224,34 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(status.image).toMatchObject({ tag: 'executor-sandbox:remote-build-test', present: true });
     expect(status.ready).toBe(true);
   }, 400_000);
+
+  it('a unix socket whose engine names another machine gets the workspace as archives, not a bind mount it could not see', async () => {
+    const env = { DOCKER_HOST: `unix://${engine.socket}`, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '' };
+    const result = await cli(['sandbox', 'status', '--json'], env);
+    expect(result.status, result.stderr).toBe(0);
+    const status = JSON.parse(result.stdout) as StatusJson;
+    expect(status.engine.access).toMatchObject({
+      transport: 'unix',
+      security: 'local-socket',
+      workspace: 'archive',
+      engineMachine: ENGINE_MACHINE,
+    });
+    expect(status.ready).toBe(true);
+    const text = await cli(['sandbox', 'status'], env);
+    expect(text.stdout).toContain(`the socket leads to an engine on "${ENGINE_MACHINE}", not this machine`);
+
+    // A command step through that socket changes the workspace exactly (the copy went and came back as archives).
+    const { dataDir, workspace } = tempSetup();
+    fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
+    const planFile = path.join(tempDir(), 'plan.json');
+    fs.writeFileSync(
+      planFile,
+      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt' } }] }),
+    );
+    await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], env);
+    const shown = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], env)).stdout) as { previewHash: string };
+    const approved = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shown.previewHash, '--json'], env);
+    expect(approved.status, approved.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\ntwo\n');
+  }, 300_000);
 });
