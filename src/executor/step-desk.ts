@@ -304,7 +304,10 @@ export class StepDesk {
       // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
       if (imageDigest === null && !this.imageDigestAsked) {
         this.imageDigestAsked = true;
-        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
+        // connectDocker throws on an address it refuses (plain TCP, missing certificates): that too is only "not known yet".
+        Promise.resolve()
+          .then(() => imageInfo(connectDocker(), sandboxImageTag()))
+          .catch(() => undefined);
       }
     }
     return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };

@@ -254,4 +254,30 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(approved.status, approved.stderr).toBe(0);
     expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\ntwo\n');
   }, 300_000);
+
+  it('a command proposed while the engine address is refused is still recorded, its preview saying why, and runs on the engine once the address is fixed', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const planFile = path.join(tempDir(), 'plan.json');
+    fs.writeFileSync(planFile, JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo made > made.txt' } }] }));
+    const plain = { DOCKER_HOST: engine.host, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '' };
+    const proposed = await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], plain);
+    expect(JSON.parse(proposed.stdout), proposed.stderr).toMatchObject([{ status: 'awaiting_consent' }]);
+    const shown = await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd'], plain);
+    expect(shown.stdout).toContain(`no dry run could be made: DOCKER_HOST=${engine.host} is plain TCP`);
+    // Nothing to bind the approval to: the person approves it as shown, without a preview.
+    const approved = await cli(
+      ['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', 'none', '--json'],
+      engine.env(engine.certs.good),
+    );
+    // It ran on the TLS engine, nothing was applied: the person is shown what it did and asked again (as for any run without a preview).
+    expect(JSON.parse(approved.stdout), approved.stderr).toMatchObject({ stepId: 'cmd', status: 'awaiting_consent' });
+    expect(fs.existsSync(path.join(workspace, 'made.txt'))).toBe(false);
+    const good = engine.env(engine.certs.good);
+    const fresh = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], good)).stdout) as {
+      previewHash: string;
+    };
+    const executed = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', fresh.previewHash, '--json'], good);
+    expect(JSON.parse(executed.stdout), executed.stderr).toMatchObject({ stepId: 'cmd', status: 'executed' });
+    expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('made\n');
+  }, 300_000);
 });
