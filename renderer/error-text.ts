@@ -67,6 +67,12 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   SANDBOX_UNAVAILABLE: 'The sandbox is not running. Start Docker (or check Settings → Environment), then try again.',
   SANDBOX_IMAGE_MISSING: 'The sandbox image is not built. Build it as Settings → Environment explains, then try again.',
   SANDBOX_FAILED: 'The sandbox failed to run the step. Check Docker, then try again.',
+  ENGINE_CONFIG_INVALID:
+    'The Docker engine’s address or its certificates are wrong (DOCKER_HOST, DOCKER_CERT_PATH). The message names what; fix it and try again: the step stays approved.',
+  ENGINE_INSECURE:
+    'The Docker engine would be reached without verified TLS, which hands its machine to anyone on the network. Set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, or use ssh://.',
+  ENGINE_TLS_FAILED:
+    'TLS with the Docker engine failed: its certificate is not the one your CA vouches for, or it refused yours. Check DOCKER_CERT_PATH; the step stays approved.',
   WORKSPACE_CONFLICT: 'Files changed in the workspace while the step ran. Look at History before you try again.',
   HOST_PAUSED: 'All agents are stopped. Press Resume in the red banner (or run `executor resume`) when they may work again.',
   RATE_LIMITED: 'The agent proposed more steps than the policy allows at once. Decide the waiting ones, or raise the limit in Settings.',

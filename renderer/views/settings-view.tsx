@@ -51,6 +51,25 @@ function policyOf(base: PolicyValue, draft: Draft): PolicyValue {
 type Environment = MethodResult<'getEnvironment'>;
 
 /** Where the data lives and whether commands can run: read on opening Settings, and on demand. */
+type EngineAccessValue = NonNullable<Environment['engine']['access']>;
+
+/** How the engine is reached and trusted; a remote engine without verified TLS is said as loudly as the CLI says it. */
+function engineAccessText(access: EngineAccessValue): string {
+  const how =
+    access.security === 'tls-verified'
+      ? `TCP with TLS verified (certificates in ${access.certDir ?? '?'})`
+      : access.security === 'ssh'
+        ? 'SSH, host key checked against known_hosts'
+        : access.security === 'insecure'
+          ? `WITHOUT VERIFIED TLS: ${access.warning ?? ''}`
+          : 'a socket on this machine';
+  const files =
+    access.workspace !== 'archive'
+      ? 'is bind-mounted'
+      : `travels to the engine as archives${access.engineMachine ? ` (the engine runs on “${access.engineMachine}”, not this machine)` : ''}`;
+  return `${how}; the workspace ${files}`;
+}
+
 function SandboxCard({ policy }: { policy: PolicyValue }) {
   const api = useApi();
   const [environment, setEnvironment] = useState<Environment | null>(null);
@@ -79,8 +98,16 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
             ? 'checking…'
             : environment.engine.reachable
               ? `reachable at ${environment.engine.endpoint}: Docker ${environment.engine.version ?? '?'}`
-              : `NOT reachable at ${environment.engine.endpoint}: commands and Python cannot run until Docker starts`}
+              : environment.engine.errorCode?.startsWith('ENGINE_')
+                ? `NOT reached (${environment.engine.errorCode}): ${environment.engine.error ?? ''}`
+                : `NOT reachable at ${environment.engine.endpoint}: commands and Python cannot run until Docker starts`}
         </dd>
+        {environment?.engine.access ? (
+          <>
+            <dt>Engine access</dt>
+            <dd>{engineAccessText(environment.engine.access)}</dd>
+          </>
+        ) : null}
         <dt>Sandbox image</dt>
         <dd>
           {!environment ? (

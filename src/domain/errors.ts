@@ -57,6 +57,12 @@ export type ErrorCode =
   | 'SANDBOX_UNAVAILABLE'
   | 'SANDBOX_IMAGE_MISSING'
   | 'SANDBOX_FAILED'
+  /** DOCKER_HOST or the TLS files it needs are wrong (bad address, ca.pem/cert.pem/key.pem missing or not PEM, no ssh-agent). */
+  | 'ENGINE_CONFIG_INVALID'
+  /** The engine would be reached without verified TLS (plain TCP, or TLS without checking the engine): refused, it is root on its machine. */
+  | 'ENGINE_INSECURE'
+  /** TLS with the engine failed: its certificate is not vouched for by ca.pem or does not name the host, or it refused ours. */
+  | 'ENGINE_TLS_FAILED'
   | 'WORKSPACE_CONFLICT'
   | 'NOT_AVAILABLE'
   /** An agent proposed more than the policy's agentLimits allow (per minute, or open at once). */

@@ -78,8 +78,17 @@ export interface ExecutorSeams {
 export const POLICY_ACTOR: Actor = actorFor('policy');
 export const SYSTEM_ACTOR: Actor = actorFor('system');
 
-/** Errors that mean the sandbox could not start: the step was not run and stays approved. */
-export const DEFERRABLE: readonly ErrorCode[] = ['SANDBOX_UNAVAILABLE', 'SANDBOX_IMAGE_MISSING'];
+/**
+ * Errors that mean the sandbox could not start: the step was not run and stays approved. The engine's
+ * address and TLS are settings the person fixes outside the step, so they defer it too.
+ */
+export const DEFERRABLE: readonly ErrorCode[] = [
+  'SANDBOX_UNAVAILABLE',
+  'SANDBOX_IMAGE_MISSING',
+  'ENGINE_CONFIG_INVALID',
+  'ENGINE_INSECURE',
+  'ENGINE_TLS_FAILED',
+];
 
 /** Statuses in which a step still holds up the steps after it in its plan. */
 export const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
@@ -295,7 +304,10 @@ export class StepDesk {
       // Until a run or Settings asked the engine, ask it once in the background: the step's later records name the image.
       if (imageDigest === null && !this.imageDigestAsked) {
         this.imageDigestAsked = true;
-        imageInfo(connectDocker(), sandboxImageTag()).catch(() => undefined);
+        // connectDocker throws on an address it refuses (plain TCP, missing certificates): that too is only "not known yet".
+        Promise.resolve()
+          .then(() => imageInfo(connectDocker(), sandboxImageTag()))
+          .catch(() => undefined);
       }
     }
     return { secretContent, sandbox: { kind: sandboxKind, imageDigest } };

@@ -224,6 +224,10 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     const sandboxCard = page.getByRole('region', { name: 'Sandbox and data' });
     await expect.poll(() => sandboxCard.textContent(), { timeout: 20_000 }).toContain(dataDir);
     await expect.poll(() => sandboxCard.textContent(), { timeout: 20_000 }).toMatch(/Docker engine(reachable|NOT reachable)/);
+    // How the engine is reached: the local socket here (a remote one says TLS verified or SSH: engine-tls.test.ts).
+    await expect
+      .poll(() => sandboxCard.textContent(), { timeout: 20_000 })
+      .toContain('Engine accessa socket on this machine; the workspace is bind-mounted');
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'settings');
     await page.getByRole('button', { name: /^Remove rule / }).click();

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { ExecutorError } from '../../domain/errors.js';
+import type { EngineAccess } from '../../sandbox/docker/docker-client.js';
 import { globals, print, withExecutor } from '../cli-context.js';
 
 /** The Docker side (dockerode and the sandbox modules), loaded by the commands that talk to the engine. */
@@ -26,7 +28,19 @@ export function registerSandboxCommands(program: Command): void {
       const { json, dataDir } = globals(command);
       const { connectDocker, engineStatus, imageInfo, sandboxImageTag, sweepLeftoverContainers, sweepTempAreas } = await dockerModules();
       const { probeSandbox } = await import('../../sandbox/docker/sandbox-probe.js');
-      const client = connectDocker();
+      const connected = connectOrRefusal(connectDocker);
+      if ('refused' in connected) {
+        // The address or its certificates are wrong, or the engine would be reached without verified TLS: nothing is asked of it.
+        const { refused } = connected;
+        print(
+          json,
+          { engine: { reachable: false, error: refused.message, errorCode: refused.code, ...refused.details }, ready: false },
+          () => [`Engine   REFUSED (${refused.code}): ${refused.message}`, 'Ready    no'].join('\n'),
+        );
+        process.exitCode = 1;
+        return;
+      }
+      const client = connected.client;
       const engine = await engineStatus(client);
       const image = engine.reachable ? await imageInfo(client, sandboxImageTag()) : { tag: sandboxImageTag(), present: false };
       const sweptContainers = engine.reachable ? await sweepLeftoverContainers(client) : [];
@@ -46,10 +60,16 @@ export function registerSandboxCommands(program: Command): void {
         [
           engine.reachable
             ? `Engine   reachable at ${engine.endpoint}: Docker ${engine.version} (API ${engine.apiVersion}, ${engine.os})`
-            : `Engine   NOT reachable at ${engine.endpoint}: ${engine.error}. Start Docker or set DOCKER_HOST.`,
-          image.present
-            ? `Image    ${image.tag} ${image.digest} (${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built by ${image.builtBy ?? 'unknown'})`
-            : `Image    ${image.tag} is missing: run \`executor sandbox image build\`.`,
+            : `Engine   NOT reachable at ${engine.endpoint}${engine.errorCode ? ` (${engine.errorCode})` : ''}: ${engine.error}${engine.errorCode === 'ENGINE_TLS_FAILED' ? '' : ' Start Docker or set DOCKER_HOST.'}`,
+          ...(engine.access ? accessLines(engine.access) : []),
+          // An engine not reached says nothing about its images.
+          ...(engine.reachable
+            ? [
+                image.present
+                  ? `Image    ${image.tag} ${image.digest} (${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built by ${image.builtBy ?? 'unknown'})`
+                  : `Image    ${image.tag} is missing: run \`executor sandbox image build\`.`,
+              ]
+            : []),
           ...(probe
             ? [
                 probe.ran
@@ -128,6 +148,37 @@ export function registerSandboxCommands(program: Command): void {
         ].join('\n'),
       );
     });
+}
+
+/** connectDocker's typed refusal (bad address, missing certificates, TCP without verified TLS) as a value for the status to print. */
+function connectOrRefusal<C>(connect: () => C): { client: C } | { refused: ExecutorError } {
+  try {
+    return { client: connect() };
+  } catch (error) {
+    if (error instanceof ExecutorError) return { refused: error };
+    throw error;
+  }
+}
+
+/** How the engine is reached and trusted, and where the workspace goes: a remote engine without verified TLS is said loudly. */
+function accessLines(access: EngineAccess): string[] {
+  const how = {
+    'local-socket': `a socket on this machine (${access.transport})`,
+    'tls-verified': `TCP with TLS verified: the engine's certificate checked against ${access.certDir}/ca.pem, this client's cert.pem presented`,
+    ssh: 'SSH, host key checked against known_hosts, engine reached with `docker system dial-stdio`',
+    insecure: 'WITHOUT VERIFIED TLS',
+  }[access.security];
+  return [
+    `Access   ${how}`,
+    `Files    ${
+      access.workspace === 'bind-mount'
+        ? 'the scratch copy is bind-mounted'
+        : access.engineMachine
+          ? `the scratch copy travels as archives: the socket leads to an engine on "${access.engineMachine}", not this machine`
+          : 'the scratch copy travels to the engine and back as archives (remote engine)'
+    }`,
+    ...(access.warning ? [`WARNING  ${access.warning}`] : []),
+  ];
 }
 
 /** The policy of the data directory (its workspace roots and sandbox settings), and the root named as its real path. */

@@ -8,7 +8,13 @@ import { describeIssues } from '../../domain/plan-parse.js';
 import { assertRootsApartFromDataDir, PolicySchema, savePolicy, type Policy, type WitnessConfig } from '../../policy/policy-file.js';
 import { policyFingerprint } from '../../policy/policy-fingerprint.js';
 import { checkWorkspaceRoot } from '../../policy/workspace-root.js';
-import { connectDocker, engineStatus, type EngineStatus } from '../../sandbox/docker/docker-client.js';
+import {
+  connectDocker,
+  engineStatus,
+  refusedEngineStatus,
+  type DockerClient,
+  type EngineStatus,
+} from '../../sandbox/docker/docker-client.js';
 import { imageInfo, sandboxImageTag } from '../../sandbox/docker/sandbox-image.js';
 import type { RuleHits } from '../../store/rule-hit-repository.js';
 import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
@@ -115,9 +121,16 @@ export class HostSettings {
 
   /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
   async environmentStatus(): Promise<EnvironmentStatus> {
-    const client = connectDocker();
-    const engine = await engineStatus(client);
     const tag = sandboxImageTag();
+    let client: DockerClient;
+    try {
+      client = connectDocker();
+    } catch (error) {
+      // DOCKER_HOST or its certificates refused (ENGINE_CONFIG_INVALID / ENGINE_INSECURE): Settings says which.
+      if (!(error instanceof ExecutorError)) throw error;
+      return { dataDir: this.desk.dataDir, engine: refusedEngineStatus(error), image: { tag, present: false, digest: null } };
+    }
+    const engine = await engineStatus(client);
     const image = engine.reachable
       ? await imageInfo(client, tag).then(
           (info) => ({ tag, present: info.present, digest: info.digest ?? null }),

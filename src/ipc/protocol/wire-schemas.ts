@@ -470,6 +470,20 @@ export const EnvironmentStatusWireSchema = z.object({
     apiVersion: z.string().optional(),
     os: z.string().optional(),
     error: z.string().optional(),
+    /** ENGINE_TLS_FAILED, ENGINE_INSECURE, ENGINE_CONFIG_INVALID, SANDBOX_UNAVAILABLE when not reached. */
+    errorCode: z.string().optional(),
+    /** How the engine is reached and trusted (docker-client.ts EngineAccess). */
+    access: z
+      .object({
+        transport: z.string(),
+        security: z.string(),
+        tlsVerified: z.boolean().optional(),
+        certDir: z.string().optional(),
+        workspace: z.string(),
+        engineMachine: z.string().optional(),
+        warning: z.string().optional(),
+      })
+      .optional(),
   }),
   image: z.object({ tag: z.string(), present: z.boolean(), digest: z.string().nullable() }),
 });

@@ -56,6 +56,15 @@ function lastLine(text: string): string {
   return text.trim().split('\n').at(-1) ?? '';
 }
 
+/** Errors that mean the container never started: the engine is not there, or its address or TLS was refused. */
+const ENGINE_NOT_REACHED: readonly string[] = [
+  'SANDBOX_UNAVAILABLE',
+  'SANDBOX_IMAGE_MISSING',
+  'ENGINE_CONFIG_INVALID',
+  'ENGINE_INSECURE',
+  'ENGINE_TLS_FAILED',
+];
+
 /**
  * runCode's heavy path on the Docker sandbox: Python, or JavaScript with `sandbox: 'docker'`, runs in
  * the same hardened container as commands, on a scratch directory holding only the script. A fetch
@@ -89,7 +98,8 @@ export function dockerHeavyCodeRunner(getPolicy: () => Policy, client: () => Doc
         const durationMs = Math.round(performance.now() - started);
         if (error instanceof ExecutorError && error.code === 'STEP_CANCELLED')
           return { ok: false, code: 'EXECUTION_CANCELLED', message: error.message, logs: [], durationMs };
-        if (error instanceof ExecutorError && (error.code === 'SANDBOX_UNAVAILABLE' || error.code === 'SANDBOX_IMAGE_MISSING')) {
+        // The engine's address or TLS refused counts as "no sandbox" too: nothing ran, and the message says what to fix.
+        if (error instanceof ExecutorError && ENGINE_NOT_REACHED.includes(error.code)) {
           return { ok: false, code: 'SANDBOX_UNAVAILABLE', message: error.message, logs: [], durationMs };
         }
         return {

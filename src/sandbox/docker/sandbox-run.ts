@@ -6,7 +6,7 @@ import type { Policy } from '../../policy/policy-file.js';
 import { computeChangeset, type Changeset } from './changeset.js';
 import { WORKSPACE_MOUNT, type NetworkMode } from './container-spec.js';
 import { runInContainer, sweepLeftoverContainers, type ContainerRunResult } from './container-run.js';
-import { connectDocker, engineCall, type DockerClient } from './docker-client.js';
+import { confirmEngineMachine, connectDocker, engineCall, type DockerClient } from './docker-client.js';
 import { ensureProjectImage, type ProjectImage } from './project-image.js';
 import { requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
 import { makeScratchCopy, type OverlayWrite, type ReadOnlyMount, type ScratchOptions } from './scratch-copy.js';
@@ -45,6 +45,8 @@ export async function prepareEngine(client: DockerClient): Promise<{ tag: string
 
 async function reachEngine(client: DockerClient): Promise<void> {
   await engineCall(client, () => pingWithin(client, ENGINE_PING_TIMEOUT_MS));
+  // Before any run decides between a bind mount and archives: a socket may lead to another machine.
+  await confirmEngineMachine(client);
   if (!swept.has(client)) {
     swept.add(client);
     await sweepLeftoverContainers(client);

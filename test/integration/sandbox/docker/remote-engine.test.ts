@@ -32,7 +32,11 @@ describe.skipIf(!hasDocker)('a Docker engine on another machine (DOCKER_HOST=tcp
     });
     await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
     suite.defer(() => new Promise((resolve) => forwarder.close(resolve)));
-    client = connectDocker(`tcp://127.0.0.1:${(forwarder.address() as net.AddressInfo).port}`);
+    // Plain TCP is refused unless the person accepts the risk; TLS against a real second engine is engine-tls.test.ts.
+    client = connectDocker(`tcp://127.0.0.1:${(forwarder.address() as net.AddressInfo).port}`, {
+      ...process.env,
+      EXECUTOR_ALLOW_INSECURE_ENGINE: '1',
+    });
   }, 300_000);
 
   it('is treated as remote and still yields the exact changeset, moving the workspace in and out as archives', async () => {
