@@ -146,7 +146,10 @@ export const SkillProposalSchema = z.strictObject({
     .string()
     .min(1, 'code is empty')
     .max(50 * 1024, 'code is longer than the light sandbox takes (50 KiB)'),
-  inputSchema: JsonSchemaField('inputSchema'),
+  // An agent calls a skill as a tool, and a tool's arguments are an object.
+  inputSchema: JsonSchemaField('inputSchema').refine((schema) => schema.type === 'object', {
+    message: 'inputSchema: a skill takes an object (type "object"): agents call it as a tool with named arguments',
+  }),
   outputSchema: JsonSchemaField('outputSchema'),
   capabilities: SkillCapabilitiesSchema.default({}),
   budget: SkillBudgetSchema.default({ timeMs: 2000, calls: 0 }),
