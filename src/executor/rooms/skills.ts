@@ -57,8 +57,17 @@ function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilit
   return null;
 }
 
+/** Compiled once per schema text: a skill's schemas never change, and compiling them costs more than a small skill's run. */
+const validators = new Map<string, z.ZodType>();
 function validatorFor(schema: Record<string, unknown>): z.ZodType {
-  return z.fromJSONSchema(schema as never);
+  const key = JSON.stringify(schema);
+  let validator = validators.get(key);
+  if (!validator) {
+    if (validators.size > 500) validators.clear();
+    validator = z.fromJSONSchema(schema as never);
+    validators.set(key, validator);
+  }
+  return validator;
 }
 
 function firstIssue(schema: z.ZodType, value: unknown): string | null {
