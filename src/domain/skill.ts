@@ -96,7 +96,8 @@ export function schemaOutsideSubset(schema: unknown, at = '$'): string | undefin
       return `${at} uses "${key}", which skills do not accept (accepted: ${[...SCHEMA_KEYWORDS].filter((k) => k !== '$schema').join(', ')})`;
   }
   const types = Array.isArray(record.type) ? record.type : record.type === undefined ? [] : [record.type];
-  for (const type of types) if (typeof type !== 'string' || !SCHEMA_TYPES.has(type)) return `${at}.type "${String(type)}" is not a JSON type`;
+  for (const type of types)
+    if (typeof type !== 'string' || !SCHEMA_TYPES.has(type)) return `${at}.type "${String(type)}" is not a JSON type`;
   if (record.properties !== undefined) {
     if (typeof record.properties !== 'object' || record.properties === null || Array.isArray(record.properties))
       return `${at}.properties is not an object`;
@@ -120,20 +121,18 @@ export function schemaOutsideSubset(schema: unknown, at = '$'): string | undefin
 }
 
 const JsonSchemaField = (field: string) =>
-  z
-    .record(z.string(), z.unknown())
-    .superRefine((schema, ctx) => {
-      const outside = schemaOutsideSubset(schema);
-      if (outside) {
-        ctx.addIssue({ code: 'custom', message: `${field}: ${outside}` });
-        return;
-      }
-      try {
-        z.fromJSONSchema(schema as never);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: `${field} cannot be read as a JSON Schema: ${(error as Error).message}` });
-      }
-    });
+  z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+    const outside = schemaOutsideSubset(schema);
+    if (outside) {
+      ctx.addIssue({ code: 'custom', message: `${field}: ${outside}` });
+      return;
+    }
+    try {
+      z.fromJSONSchema(schema as never);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `${field} cannot be read as a JSON Schema: ${(error as Error).message}` });
+    }
+  });
 
 export const MAX_SKILL_EXAMPLES = 20;
 export const MIN_SKILL_EXAMPLES = 3;
@@ -153,10 +152,7 @@ export const SkillProposalSchema = z.strictObject({
   outputSchema: JsonSchemaField('outputSchema'),
   capabilities: SkillCapabilitiesSchema.default({}),
   budget: SkillBudgetSchema.default({ timeMs: 2000, calls: 0 }),
-  examples: z
-    .array(z.unknown())
-    .min(MIN_SKILL_EXAMPLES, `give at least ${MIN_SKILL_EXAMPLES} example inputs`)
-    .max(MAX_SKILL_EXAMPLES),
+  examples: z.array(z.unknown()).min(MIN_SKILL_EXAMPLES, `give at least ${MIN_SKILL_EXAMPLES} example inputs`).max(MAX_SKILL_EXAMPLES),
 });
 export type SkillProposal = z.output<typeof SkillProposalSchema>;
 export type SkillProposalInput = z.input<typeof SkillProposalSchema>;
@@ -171,7 +167,6 @@ export const SkillEditSchema = z.strictObject({
   budget: SkillBudgetSchema.optional(),
   examples: SkillProposalSchema.shape.examples.optional(),
 });
-export type SkillEdit = z.infer<typeof SkillEditSchema>;
 
 /** One example's run in quarantine (and what the person sees before approving). */
 export const SkillExampleResultSchema = z.object({
@@ -187,7 +182,12 @@ export const SkillExampleResultSchema = z.object({
 });
 export type SkillExampleResult = z.infer<typeof SkillExampleResultSchema>;
 
-export const SkillPinSchema = z.object({ codeHash: z.string(), capabilitiesHash: z.string(), approvedAt: z.string(), approvedBy: z.string() });
+export const SkillPinSchema = z.object({
+  codeHash: z.string(),
+  capabilitiesHash: z.string(),
+  approvedAt: z.string(),
+  approvedBy: z.string(),
+});
 export type SkillPin = z.infer<typeof SkillPinSchema>;
 
 export const SkillRecordSchema = z.object({
@@ -316,11 +316,3 @@ export const SkillEventSchema = z.object({
   notice: z.string().nullable(),
 });
 export type SkillEvent = z.infer<typeof SkillEventSchema>;
-
-/** What the policy sets for skills (policy.json `skills`). */
-export interface SkillLimits {
-  trialUses: number;
-  trialMinHours: number;
-  maxActive: number;
-  repetitionThreshold: number;
-}

@@ -16,7 +16,9 @@ export const PROPOSE_SKILL_INPUT = z.strictObject({
     .describe(
       'JavaScript for the light sandbox: reads its argument as `input`, returns its output (`return ...`); may use tools.fetch / tools.readFile / tools["kb.search"] only as declared in capabilities',
     ),
-  inputSchema: z.record(z.string(), z.unknown()).describe('JSON Schema of the input, type "object" (type, properties, required, items, enum, min/max…)'),
+  inputSchema: z
+    .record(z.string(), z.unknown())
+    .describe('JSON Schema of the input, type "object" (type, properties, required, items, enum, min/max…)'),
   outputSchema: z.record(z.string(), z.unknown()).describe('JSON Schema every output must match'),
   capabilities: z
     .record(z.string(), z.unknown())
@@ -103,7 +105,11 @@ export function registerSkillTools(server: McpServer, host: HostLink, text: Text
         continue;
       }
       // The schema is the host's JSON Schema read by zod at run time: the SDK's static types cannot follow it.
-      const register = server.registerTool.bind(server) as (name: string, config: unknown, callback: (args: unknown) => Promise<CallToolResult>) => RegisteredTool;
+      const register = server.registerTool.bind(server) as (
+        name: string,
+        config: unknown,
+        callback: (args: unknown) => Promise<CallToolResult>,
+      ) => RegisteredTool;
       const tool = register(
         name,
         {

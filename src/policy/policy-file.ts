@@ -586,7 +586,11 @@ export const PolicySchema = z.strictObject({
   skills: z
     .strictObject({
       trialUses: z.number().int().min(1).max(100_000).default(50),
-      trialMinHours: z.number().min(0).max(24 * 365).default(24),
+      trialMinHours: z
+        .number()
+        .min(0)
+        .max(24 * 365)
+        .default(24),
       maxActive: z.number().int().min(0).max(1000).default(5),
       repetitionThreshold: z.number().int().min(2).max(1000).default(3),
     })

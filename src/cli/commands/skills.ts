@@ -56,7 +56,9 @@ function showText(skill: SkillRecord): string {
     `budget per use: ${skill.budget.timeMs} ms, ${skill.budget.calls} tool calls`,
     `input schema: ${visibleJson(JSON.stringify(skill.inputSchema))}`,
     `output schema: ${visibleJson(JSON.stringify(skill.outputSchema))}`,
-    skill.pin ? `approved: ${skill.pin.approvedAt} by ${visibleLine(skill.pin.approvedBy)} (pins code ${skill.pin.codeHash})` : 'approved: no',
+    skill.pin
+      ? `approved: ${skill.pin.approvedAt} by ${visibleLine(skill.pin.approvedBy)} (pins code ${skill.pin.codeHash})`
+      : 'approved: no',
     'code (JavaScript, light sandbox; reads `input`, returns the output):',
     visibleBlock(skill.code),
     'examples in quarantine:',
@@ -128,7 +130,10 @@ export function registerSkillCommands(program: Command): void {
     .command('edit <skillId>')
     .description('your version of a skill: a new version that goes through quarantine and validation again')
     .option('--code-file <path>', 'the new code')
-    .option('--change <file>', 'a JSON file (or - for stdin) of what changes: code, purpose, inputSchema, outputSchema, capabilities, budget, examples')
+    .option(
+      '--change <file>',
+      'a JSON file (or - for stdin) of what changes: code, purpose, inputSchema, outputSchema, capabilities, budget, examples',
+    )
     .action(async (skillId: string, options: { codeFile?: string; change?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       const change: Record<string, unknown> = options.change ? { ...(readJson(options.change, '--change') as object) } : {};
@@ -153,7 +158,9 @@ export function registerSkillCommands(program: Command): void {
     .option('--reason <text>', 'why')
     .action(async (skillId: string, options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const skill = await withExecutor(dataDir, (api) => api.disableSkill({ skillId, ...(options.reason ? { reason: options.reason } : {}) }));
+      const skill = await withExecutor(dataDir, (api) =>
+        api.disableSkill({ skillId, ...(options.reason ? { reason: options.reason } : {}) }),
+      );
       print(json, skill, () => `Disabled: ${oneLine(skill)}`);
     });
 

@@ -97,7 +97,8 @@ export class SkillsRoom {
 
   get(skillId: string): SkillRecord {
     const skill = this.desk.skills.get(skillId);
-    if (!skill) throw new ExecutorError('SKILL_NOT_FOUND', `There is no skill ${skillId.slice(0, 128)}. \`executor skills list\` shows them.`);
+    if (!skill)
+      throw new ExecutorError('SKILL_NOT_FOUND', `There is no skill ${skillId.slice(0, 128)}. \`executor skills list\` shows them.`);
     return skill;
   }
 
@@ -116,7 +117,16 @@ export class SkillsRoom {
       this.desk.audit.append({
         kind: 'skill.state',
         actor,
-        detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from: current.state, to, codeHash: skill.codeHash, reason, ...detail },
+        detail: {
+          skillId: skill.skillId,
+          name: skill.name,
+          version: skill.version,
+          from: current.state,
+          to,
+          codeHash: skill.codeHash,
+          reason,
+          ...detail,
+        },
       });
     })();
     const notice = to === 'disabled' || to === 'rejected' ? `Skill ${skill.name} v${skill.version} was ${to}: ${reason}` : null;
@@ -131,7 +141,8 @@ export class SkillsRoom {
     if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `The skill is not valid: ${describeIssues(parsed.error).join('; ')}`);
     const proposal = parsed.data;
     const tooBig = proposal.examples.find((example) => Buffer.byteLength(JSON.stringify(example) ?? 'null', 'utf8') > MAX_TOOL_ARGS_BYTES);
-    if (tooBig !== undefined) throw new ExecutorError('INVALID_INPUT', `An example input is larger than ${MAX_TOOL_ARGS_BYTES} bytes as JSON.`);
+    if (tooBig !== undefined)
+      throw new ExecutorError('INVALID_INPUT', `An example input is larger than ${MAX_TOOL_ARGS_BYTES} bytes as JSON.`);
     const skillId = `skill_${randomUUID()}`;
     const codeHash = skillCodeHash(proposal.code);
     const now = this.now();
@@ -181,12 +192,22 @@ export class SkillsRoom {
     const quarantineFailure = runs.findIndex((run) => run.failsAt === 'quarantine');
     if (quarantineFailure !== -1) {
       const failed = runs[quarantineFailure]!.result;
-      return this.transition(skill, 'rejected', SYSTEM_ACTOR, `quarantine: example ${quarantineFailure + 1} failed (${failed.code}): ${failed.message}`);
+      return this.transition(
+        skill,
+        'rejected',
+        SYSTEM_ACTOR,
+        `quarantine: example ${quarantineFailure + 1} failed (${failed.code}): ${failed.message}`,
+      );
     }
     skill = this.transition(skill, 'validation', SYSTEM_ACTOR, null, { examples: runs.length });
     const pattern = blockedPattern(skill.code);
     if (pattern)
-      return this.transition(skill, 'rejected', SYSTEM_ACTOR, `validation: the static guard refuses "${pattern}" (isolated code cannot reach outside the sandbox)`);
+      return this.transition(
+        skill,
+        'rejected',
+        SYSTEM_ACTOR,
+        `validation: the static guard refuses "${pattern}" (isolated code cannot reach outside the sandbox)`,
+      );
     const beyond = runs.findIndex((run) => run.failsAt === 'validation');
     if (beyond !== -1) {
       const failed = runs[beyond]!.result;
@@ -222,7 +243,12 @@ export class SkillsRoom {
           desk.audit.append({
             kind: 'capability.call',
             actor: SYSTEM_ACTOR,
-            detail: { ...detail, skillId: skill.skillId, codeHash: skill.codeHash, ...(context.kind === 'use' ? { useId: context.useId } : { phase: 'quarantine' }) },
+            detail: {
+              ...detail,
+              skillId: skill.skillId,
+              codeHash: skill.codeHash,
+              ...(context.kind === 'use' ? { useId: context.useId } : { phase: 'quarantine' }),
+            },
           }),
         )(),
       env: {
@@ -258,7 +284,11 @@ export class SkillsRoom {
       return fail('quarantine', 'BUDGET_EXCEEDED', `made ${calls.length} tool calls; its budget is ${skill.budget.calls} per use`);
     const refused = calls.find((call) => call.decision === 'denied');
     if (refused)
-      return fail('validation', 'UNDECLARED_CALL', `called tools.${refused.tool} (${refused.target || 'no target'}), which the broker refused: ${refused.reason}`);
+      return fail(
+        'validation',
+        'UNDECLARED_CALL',
+        `called tools.${refused.tool} (${refused.target || 'no target'}), which the broker refused: ${refused.reason}`,
+      );
     if (!raw.ok) {
       // Quarantine sends nothing: code that stopped at its first (recorded) request did what it could.
       if (mode === 'record-only' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
@@ -286,11 +316,20 @@ export class SkillsRoom {
   approve(skillId: string, actor: Actor, expected?: { codeHash?: string }): SkillRecord {
     const skill = this.get(skillId);
     if (skill.state !== 'awaiting_owner')
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Skill ${skill.name} v${skill.version} is ${skill.state}; only a skill awaiting its owner can be approved.`);
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Skill ${skill.name} v${skill.version} is ${skill.state}; only a skill awaiting its owner can be approved.`,
+      );
     if (expected?.codeHash !== undefined && expected.codeHash !== skill.codeHash)
-      throw new ExecutorError('SKILL_PIN_MISMATCH', `The code of ${skill.name} v${skill.version} is not the code you saw (hash ${skill.codeHash}).`);
+      throw new ExecutorError(
+        'SKILL_PIN_MISMATCH',
+        `The code of ${skill.name} v${skill.version} is not the code you saw (hash ${skill.codeHash}).`,
+      );
     if (skillCodeHash(skill.code) !== skill.codeHash)
-      throw new ExecutorError('SKILL_PIN_MISMATCH', `The stored code of ${skill.name} v${skill.version} does not match its hash; it cannot be approved.`);
+      throw new ExecutorError(
+        'SKILL_PIN_MISMATCH',
+        `The stored code of ${skill.name} v${skill.version} does not match its hash; it cannot be approved.`,
+      );
     const limit = this.desk.policy.skills.maxActive;
     const usable = this.desk.skills.list(USABLE_SKILL_STATES).filter((other) => other.name !== skill.name);
     if (usable.length >= limit)
@@ -312,7 +351,15 @@ export class SkillsRoom {
       this.desk.audit.append({
         kind: 'skill.state',
         actor,
-        detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from: skill.state, to: 'trial', codeHash: skill.codeHash, pin },
+        detail: {
+          skillId: skill.skillId,
+          name: skill.name,
+          version: skill.version,
+          from: skill.state,
+          to: 'trial',
+          codeHash: skill.codeHash,
+          pin,
+        },
       });
     })();
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
@@ -327,7 +374,15 @@ export class SkillsRoom {
       this.desk.audit.append({
         kind: 'skill.state',
         actor,
-        detail: { skillId: other.skillId, name: other.name, version: other.version, from: other.state, to: 'superseded', codeHash: other.codeHash, by: skill.skillId },
+        detail: {
+          skillId: other.skillId,
+          name: other.name,
+          version: other.version,
+          from: other.state,
+          to: 'superseded',
+          codeHash: other.codeHash,
+          by: skill.skillId,
+        },
       });
     }
   }
@@ -361,7 +416,8 @@ export class SkillsRoom {
     };
     const edited = await this.propose(proposal, actor, { parentId: skill.skillId });
     // An edit of a skill still waiting for its owner replaces it: the person decides on the new one.
-    if (this.get(skill.skillId).state === 'awaiting_owner') this.transition(skill, 'rejected', actor, `replaced by the edit v${edited.version}`);
+    if (this.get(skill.skillId).state === 'awaiting_owner')
+      this.transition(skill, 'rejected', actor, `replaced by the edit v${edited.version}`);
     return edited;
   }
 
@@ -369,8 +425,15 @@ export class SkillsRoom {
   rollback(skillId: string, actor: Actor): SkillRecord {
     const skill = this.get(skillId);
     if (skill.state !== 'superseded' && skill.state !== 'disabled')
-      throw new ExecutorError('ILLEGAL_TRANSITION', `Skill ${skill.name} v${skill.version} is ${skill.state}; only a superseded or disabled version can be rolled back to.`);
-    if (!skill.pin) throw new ExecutorError('ILLEGAL_TRANSITION', `Skill ${skill.name} v${skill.version} was never approved; it cannot be rolled back to.`);
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Skill ${skill.name} v${skill.version} is ${skill.state}; only a superseded or disabled version can be rolled back to.`,
+      );
+    if (!skill.pin)
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Skill ${skill.name} v${skill.version} was never approved; it cannot be rolled back to.`,
+      );
     this.verifyPin(skill);
     const now = this.now();
     this.desk.db.transaction(() => {
@@ -380,7 +443,15 @@ export class SkillsRoom {
       this.desk.audit.append({
         kind: 'skill.state',
         actor,
-        detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from: skill.state, to: 'trial', codeHash: skill.codeHash, rollback: true },
+        detail: {
+          skillId: skill.skillId,
+          name: skill.name,
+          version: skill.version,
+          from: skill.state,
+          to: 'trial',
+          codeHash: skill.codeHash,
+          rollback: true,
+        },
       });
     })();
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
@@ -431,7 +502,11 @@ export class SkillsRoom {
     const common = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, useId, risk: 'LOW' };
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
     desk.db.transaction(() =>
-      desk.audit.append({ kind: 'skill.used', actor, detail: { ...common, phase: 'start', state: skill.state, inputSha256: sha256Hex(JSON.stringify(input) ?? 'null') } }),
+      desk.audit.append({
+        kind: 'skill.used',
+        actor,
+        detail: { ...common, phase: 'start', state: skill.state, inputSha256: sha256Hex(JSON.stringify(input) ?? 'null') },
+      }),
     )();
     const run = await this.runOnce(skill, input, 'execute', { kind: 'use', useId });
     const { result } = run;
@@ -443,7 +518,14 @@ export class SkillsRoom {
       desk.audit.append({
         kind: 'skill.used',
         actor,
-        detail: { ...common, phase: 'end', ok: result.ok, code: result.code ?? null, durationMs: result.durationMs, calls: result.calls.length },
+        detail: {
+          ...common,
+          phase: 'end',
+          ok: result.ok,
+          code: result.code ?? null,
+          durationMs: result.durationMs,
+          calls: result.calls.length,
+        },
       });
       const current = this.get(skill.skillId);
       if (!USABLE_SKILL_STATES.includes(current.state)) return;
@@ -462,7 +544,16 @@ export class SkillsRoom {
       desk.audit.append({
         kind: 'skill.state',
         actor: SYSTEM_ACTOR,
-        detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from: current.state, to: state, codeHash: skill.codeHash, reason, useId },
+        detail: {
+          skillId: skill.skillId,
+          name: skill.name,
+          version: skill.version,
+          from: current.state,
+          to: state,
+          codeHash: skill.codeHash,
+          reason,
+          useId,
+        },
       });
     })();
     if (state !== skill.state)
@@ -495,7 +586,15 @@ export class SkillsRoom {
       this.desk.audit.append({
         kind: 'skill.state',
         actor,
-        detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from: skill.state, to: 'disabled', codeHash: skill.codeHash, reason: 'stop switch' },
+        detail: {
+          skillId: skill.skillId,
+          name: skill.name,
+          version: skill.version,
+          from: skill.state,
+          to: 'disabled',
+          codeHash: skill.codeHash,
+          reason: 'stop switch',
+        },
       });
     }
     return affected;
@@ -505,8 +604,18 @@ export class SkillsRoom {
   async fromStep(stepId: string, actor: Actor, fields: unknown): Promise<SkillRecord> {
     const record = this.desk.steps.get(stepId);
     if (record.step.action !== 'runCode' || record.status !== 'executed')
-      throw new ExecutorError('INVALID_INPUT', `Step ${stepId} is a ${record.step.action} that is ${record.status}; only an executed runCode can be saved as a skill.`);
-    const args = record.step.args as { code: string; purpose?: string; capabilities?: unknown; timeoutMs?: number; language?: string; sandbox?: string };
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Step ${stepId} is a ${record.step.action} that is ${record.status}; only an executed runCode can be saved as a skill.`,
+      );
+    const args = record.step.args as {
+      code: string;
+      purpose?: string;
+      capabilities?: unknown;
+      timeoutMs?: number;
+      language?: string;
+      sandbox?: string;
+    };
     if (args.language === 'python' || args.sandbox === 'docker')
       throw new ExecutorError('INVALID_INPUT', 'Only JavaScript for the light sandbox can become a skill.');
     const given = (fields && typeof fields === 'object' ? fields : {}) as Record<string, unknown>;
@@ -519,7 +628,10 @@ export class SkillsRoom {
         outputSchema: ['string', 'number', 'boolean', 'null', 'array', 'object'].includes(jsonType) ? { type: jsonType } : {},
         examples: [{}, {}, {}],
         capabilities: args.capabilities ?? {},
-        budget: { timeMs: Math.min(5000, Math.max(100, Math.round(args.timeoutMs ?? this.desk.policy.lightSandbox.defaultTimeoutMs))), calls: 0 },
+        budget: {
+          timeMs: Math.min(5000, Math.max(100, Math.round(args.timeoutMs ?? this.desk.policy.lightSandbox.defaultTimeoutMs))),
+          calls: 0,
+        },
         code: args.code,
         ...given,
       },

@@ -81,7 +81,11 @@ export class StopSwitch {
     })();
     desk.paused = pause;
     for (const skill of disabledSkills)
-      desk.events.emit('skill', { ...skill, state: 'disabled', notice: `Skill ${skill.name} v${skill.version} was disabled: the person stopped all agents` });
+      desk.events.emit('skill', {
+        ...skill,
+        state: 'disabled',
+        notice: `Skill ${skill.name} v${skill.version} was disabled: the person stopped all agents`,
+      });
     // Each real run's step is cancelled synchronously inside stopRunForPause (before its first await), so
     // every surface hears the cancelled steps and the pause together; the kills are awaited below.
     const stopping: Promise<unknown>[] = [];

@@ -48,13 +48,7 @@ import {
   RunTracePageSchema,
   StartRunParamsSchema,
 } from '../../domain/run.js';
-import {
-  RepetitionNoticeSchema,
-  SKILL_STATES,
-  SkillEditSchema,
-  SkillRecordSchema,
-  SkillUseResultSchema,
-} from '../../domain/skill.js';
+import { RepetitionNoticeSchema, SKILL_STATES, SkillEditSchema, SkillRecordSchema, SkillUseResultSchema } from '../../domain/skill.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the
@@ -612,7 +606,8 @@ export const METHODS = {
       }),
     ),
     channels: EVERYONE,
-    description: 'the skills an agent may use now (trial or active; none while paused): what the MCP server and runs offer as skill_<name> tools',
+    description:
+      'the skills an agent may use now (trial or active; none while paused): what the MCP server and runs offer as skill_<name> tools',
   }),
   proposeSkill: method({
     params: z.strictObject({ skill: z.unknown() }),
@@ -638,13 +633,15 @@ export const METHODS = {
     params: z.strictObject({ skillId: z.string().min(1).max(128), change: SkillEditSchema }),
     result: SkillRecordSchema,
     channels: PERSON_CHANNELS,
-    description: "the person's edit: a new version (a new skill) that goes through quarantine and validation again; the edited one is left as it was",
+    description:
+      "the person's edit: a new version (a new skill) that goes through quarantine and validation again; the edited one is left as it was",
   }),
   rollbackSkill: method({
     params: z.strictObject({ skillId: z.string().min(1).max(128) }),
     result: SkillRecordSchema,
     channels: PERSON_CHANNELS,
-    description: 'make an earlier, once-approved version usable again (checked against its pin, watched in a new trial); the current one is superseded',
+    description:
+      'make an earlier, once-approved version usable again (checked against its pin, watched in a new trial); the current one is superseded',
   }),
   disableSkill: method({
     params: z.strictObject({ skillId: z.string().min(1).max(128), reason: z.string().max(2000).optional() }),
@@ -657,7 +654,7 @@ export const METHODS = {
     result: SkillUseResultSchema,
     channels: EVERYONE,
     description:
-      "run a usable skill on an input without asking (runSkill, LOW): refused while paused, for a skill not approved, and for one whose stored code no longer matches its pin (SKILL_PIN_MISMATCH, and it is disabled); audited as skill.used with its code hash; in trial a misstep disables it",
+      'run a usable skill on an input without asking (runSkill, LOW): refused while paused, for a skill not approved, and for one whose stored code no longer matches its pin (SKILL_PIN_MISMATCH, and it is disabled); audited as skill.used with its code hash; in trial a misstep disables it',
   }),
   skillFromStep: method({
     params: z.strictObject({ stepId, fields: z.record(z.string(), z.unknown()).optional() }),

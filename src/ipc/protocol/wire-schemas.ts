@@ -304,7 +304,18 @@ export const StepChangesWireSchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary', 'agentRun', 'question', 'hostPause', 'skill'] as const;
+export const EVENT_TOPICS = [
+  'step',
+  'audit',
+  'policy',
+  'verify',
+  'run',
+  'stepSummary',
+  'agentRun',
+  'question',
+  'hostPause',
+  'skill',
+] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** The stop switch as a surface shows it (src/domain/host-pause.ts): an agent's copy names neither who nor why. */

@@ -50,7 +50,10 @@ describe('skills: the pipeline on a real executor', () => {
     const wrongType = await executor.proposeSkill(wordCount({ code: 'return { words: "many" };' }), agent);
     expect(wrongType.state).toBe('rejected');
     expect(wrongType.reason).toMatch(/^quarantine: example 1 failed \(SCHEMA_MISMATCH\)/);
-    const crash = await executor.proposeSkill(wordCount({ code: 'if (input.text === "") throw new Error("empty"); return { words: 1 };' }), agent);
+    const crash = await executor.proposeSkill(
+      wordCount({ code: 'if (input.text === "") throw new Error("empty"); return { words: 1 };' }),
+      agent,
+    );
     expect(crash.reason).toMatch(/^quarantine: example 2 failed \(EXECUTION_ERROR\): Error: empty/);
     const slow = await executor.proposeSkill(wordCount({ code: 'for (;;) {}', budget: { timeMs: 200, calls: 0 } }), agent);
     expect(slow.reason).toMatch(/BUDGET_EXCEEDED.*200 ms/);
@@ -132,7 +135,9 @@ describe('skills: the pipeline on a real executor', () => {
     executor.on('skill', (event) => event.notice && notices.push(event.notice));
     const used = await executor.useSkill('word_count', { text: 'leak' }, agent);
     expect(used).toMatchObject({ ok: false, code: 'UNDECLARED_CALL', state: 'disabled' });
-    expect(executor.getSkill(skill.skillId).reason).toMatch(/trial use .* failed \(UNDECLARED_CALL\): called tools\.fetch \(GET https:\/\/evil\.example\.net/);
+    expect(executor.getSkill(skill.skillId).reason).toMatch(
+      /trial use .* failed \(UNDECLARED_CALL\): called tools\.fetch \(GET https:\/\/evil\.example\.net/,
+    );
     expect(notices).toEqual([expect.stringMatching(/^Skill word_count v1 was disabled: .*evil\.example\.net/)]);
     await expect(executor.useSkill('word_count', { text: 'a' }, agent)).rejects.toMatchObject({ code: 'SKILL_NOT_USABLE' });
   });

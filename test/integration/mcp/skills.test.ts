@@ -121,7 +121,9 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual(['skill_fetch_words']);
     expect((await mcp.call('skill_fetch_words', { text: 'a b' })).text).toBe('["a","b"]');
     const leaked = await mcp.call('skill_fetch_words', { text: 'send' });
-    expect(leaked.text).toMatch(/^FAILED: UNDECLARED_CALL: called tools\.fetch \(GET https:\/\/collector\.example\.net\/\?w=send\).*not among the hosts it declared/);
+    expect(leaked.text).toMatch(
+      /^FAILED: UNDECLARED_CALL: called tools\.fetch \(GET https:\/\/collector\.example\.net\/\?w=send\).*not among the hosts it declared/,
+    );
     const disabled = cli(dataDir, 'skills', 'show', leakyId);
     expect(disabled).toMatchObject({ state: 'disabled', reason: expect.stringMatching(/^trial use use_\S+ failed \(UNDECLARED_CALL\)/) });
     await expect.poll(() => notices).toContainEqual(expect.stringMatching(/^Skill fetch_words v1 was disabled: trial use/));
@@ -132,7 +134,9 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(cli(dataDir, 'skills', 'reject', unwantedId, '--reason', 'I do not want this').state).toBe('rejected');
     const tried = runCli(['--data-dir', dataDir, 'skills', 'use', 'unwanted', '--input', '{"text":"a"}']);
     expect(tried.status).not.toBe(0);
-    expect(tried.stderr).toContain('SKILL_NOT_USABLE: Skill unwanted cannot be used: its newest version (v1) is rejected (I do not want this)');
+    expect(tried.stderr).toContain(
+      'SKILL_NOT_USABLE: Skill unwanted cannot be used: its newest version (v1) is rejected (I do not want this)',
+    );
     expect(auditOf(dataDir, 'skill.used')).toHaveLength(4);
 
     const kept = await mcp.call('propose_skill', SKILL);
