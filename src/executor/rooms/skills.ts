@@ -30,7 +30,10 @@ import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
 /** Who a skill is proposed by, as its record says: the agent's issued identity, or the person's channel. */
 function proposerName(actor: Actor): string {
-  return actor.agent ? `agent:${actor.agent}` : `${actor.channel}:${actor.user}`;
+  if (actor.agent) return `agent:${actor.agent}`;
+  // An agent run speaks as "run <id>" on the mcp channel, with no issued identity (src/runs/run-ids.ts).
+  if (actor.channel === 'mcp' && actor.client) return actor.client;
+  return `${actor.channel}:${actor.user}`;
 }
 
 /** One example's or one use's outcome, classified: which gate it fails, if any. */
@@ -654,8 +657,12 @@ export class SkillsRoom {
     const known = new Set(this.desk.skills.list().map((skill) => sha256Hex(normaliseCode(skill.code))));
     const groups = new Map<string, RepetitionNotice>();
     for (const row of rows) {
-      const step = JSON.parse(row.step_json) as { args: { code: string; purpose?: string }; meta: { agent?: string; purpose?: string } };
-      const by = step.meta.agent;
+      const step = JSON.parse(row.step_json) as {
+        args: { code: string; purpose?: string };
+        meta: { agent?: string; client?: string; purpose?: string };
+      };
+      // One agent: an MCP session's issued identity, or one agent run (its steps carry "run <id>").
+      const by = step.meta.agent ?? (step.meta.client?.startsWith('run ') ? step.meta.client : undefined);
       if (!by || (agent !== undefined && by !== agent)) continue;
       const codeHash = sha256Hex(normaliseCode(step.args.code));
       if (known.has(codeHash)) continue;
