@@ -39,8 +39,8 @@ function proposerName(actor: Actor): string {
 /** One example's or one use's outcome, classified: which gate it fails, if any. */
 interface ClassifiedRun {
   result: SkillExampleResult;
-  /** quarantine: crash, timeout, error, budget, schema; validation: a call beyond what it declared. */
-  failsAt: 'quarantine' | 'validation' | null;
+  /** quarantine: crash, timeout, error, budget, schema; validation: a call beyond what it declared; sandbox: it could not run now. */
+  failsAt: 'quarantine' | 'validation' | 'sandbox' | null;
 }
 
 /** Why a call the broker recorded lies outside what the skill declared, or null when it lies inside. */
@@ -192,7 +192,8 @@ export class SkillsRoom {
         this.now(),
       );
     })();
-    const quarantineFailure = runs.findIndex((run) => run.failsAt === 'quarantine');
+    // An example the sandbox could not run proves nothing: the skill cannot pass on it (propose it again later).
+    const quarantineFailure = runs.findIndex((run) => run.failsAt === 'quarantine' || run.failsAt === 'sandbox');
     if (quarantineFailure !== -1) {
       const failed = runs[quarantineFailure]!.result;
       return this.transition(
@@ -270,7 +271,11 @@ export class SkillsRoom {
     }
     const calls = raw.capabilityCalls ?? [];
     const base = { input, durationMs: raw.durationMs, calls };
-    const fail = (failsAt: 'quarantine' | 'validation', code: string, message: string): ClassifiedRun & { raw: CodeRunResult } => ({
+    const fail = (
+      failsAt: NonNullable<ClassifiedRun['failsAt']>,
+      code: string,
+      message: string,
+    ): ClassifiedRun & { raw: CodeRunResult } => ({
       raw,
       failsAt,
       result: { ...base, ok: false, code, message },
@@ -306,6 +311,9 @@ export class SkillsRoom {
           },
         };
       if (raw.code === 'EXECUTION_BLOCKED') return fail('validation', raw.code, raw.message);
+      // The sandbox could not run it now (its energy budget, no sandbox, the person's Cancel): not the skill's misstep.
+      if (raw.code === 'EXECUTION_DENIED' || raw.code === 'SANDBOX_UNAVAILABLE' || raw.code === 'EXECUTION_CANCELLED')
+        return fail('sandbox', raw.code, raw.message);
       if (raw.code === 'EXECUTION_TIMEOUT')
         return fail('quarantine', 'BUDGET_EXCEEDED', `took longer than its time budget of ${skill.budget.timeMs} ms and was killed`);
       return fail('quarantine', raw.code, raw.message);
@@ -513,7 +521,8 @@ export class SkillsRoom {
     )();
     const run = await this.runOnce(skill, input, 'execute', { kind: 'use', useId });
     const { result } = run;
-    const misstep = run.failsAt !== null;
+    // The sandbox's own refusal (its budget, none available, a Cancel) fails this use only; the skill is not blamed.
+    const misstep = run.failsAt === 'quarantine' || run.failsAt === 'validation';
     const now = this.now();
     let state: SkillState = skill.state;
     let reason: string | null = null;
@@ -536,7 +545,8 @@ export class SkillsRoom {
       if (misstep && (current.state === 'trial' || result.code === 'UNDECLARED_CALL')) {
         state = 'disabled';
         reason = `${current.state === 'trial' ? 'trial' : 'active'} use ${useId} failed (${result.code}): ${result.message}`;
-      } else if (current.state === 'trial') {
+      } else if (current.state === 'trial' && result.ok) {
+        // Only a use that ran and behaved counts toward the trial.
         desk.skills.countTrialUse(skill.skillId, now);
         const after = this.get(skill.skillId);
         if (after.trial.uses >= after.trial.required && after.trial.untilAt !== null && now >= after.trial.untilAt) state = 'active';
@@ -572,8 +582,8 @@ export class SkillsRoom {
       skillId: skill.skillId,
       name: skill.name,
       codeHash: skill.codeHash,
-      ok: result.ok && !misstep,
-      ...(result.ok && !misstep ? { output: result.output } : { code: result.code, message: result.message }),
+      ok: result.ok,
+      ...(result.ok ? { output: result.output } : { code: result.code, message: result.message }),
       logs: run.raw.logs,
       durationMs: result.durationMs,
       state,
