@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sha256Hex } from './canonical-json.js';
 import { ExecutorError } from './errors.js';
+import { SKILL_STATES, type SkillState } from './skill-names.js';
 
 /**
  * A skill: an agent's repeated code made permanent. It moves through one pipeline
@@ -9,18 +10,7 @@ import { ExecutorError } from './errors.js';
  * an edit or a new version is a new row with its own id, and approval pins the code hash and the
  * capabilities it was given for.
  */
-export const SKILL_STATES = [
-  'draft',
-  'quarantine',
-  'validation',
-  'awaiting_owner',
-  'trial',
-  'active',
-  'rejected',
-  'disabled',
-  'superseded',
-] as const;
-export type SkillState = (typeof SKILL_STATES)[number];
+export { SKILL_STATES, type SkillState };
 
 /** The states in which a skill may be used: its code and capabilities are pinned by the person's approval. */
 export const USABLE_SKILL_STATES: readonly SkillState[] = ['trial', 'active'];

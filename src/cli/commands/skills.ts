@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import type { RepetitionNotice, SkillRecord } from '../../domain/skill.js';
-import { SKILL_STATES } from '../../domain/skill.js';
+import { SKILL_STATES } from '../../domain/skill-names.js';
 import { visibleBlock, visibleJson, visibleLine } from '../../domain/visible-text.js';
 import { globals, print, sayDataDir, withExecutor } from '../cli-context.js';
 

@@ -755,7 +755,13 @@ export class IpcServer {
     if (!connection || connection.closed || !session.topics.has(topic)) return;
     if (!eventVisibleTo(session.actor, topic, data)) return;
     // An agent's step events carry its view of the record: no secret content (src/executor/secret-content.ts).
-    const shown = topic === 'step' && isAgentActor(session.actor) ? this.executor.recordFor(session.actor, data as StepRecord) : data;
+    // A skill's notice may hold what the person said (a reject reason): an agent hears only which skill changed, and to what.
+    const shown =
+      topic === 'step' && isAgentActor(session.actor)
+        ? this.executor.recordFor(session.actor, data as StepRecord)
+        : topic === 'skill' && isAgentActor(session.actor)
+          ? { ...(data as object), notice: null }
+          : data;
     const seq = ++session.eventSeq;
     signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data: shown }).then(
       (text) => {

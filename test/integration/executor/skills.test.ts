@@ -164,6 +164,31 @@ describe('skills: the pipeline on a real executor', () => {
     expect((await executor.useSkill('word_count', { text: 'a b' }, agent)).output).toEqual({ words: 2 });
   });
 
+  it('"Save as skill" makes an executed runCode step a proposal through the whole pipeline; other steps are refused', async () => {
+    const { executor } = openExecutor({ autoApprove: 'LOW' });
+    const executed = new Promise<string>((resolve) =>
+      executor.on('step', (record) => record.status === 'executed' && resolve(record.step.id)),
+    );
+    await executor.submitAndSchedule(
+      { steps: [{ action: 'runCode', args: { code: 'return [1, 2, 3].length;', purpose: 'count' } }] },
+      agent,
+    );
+    const stepId = await executed;
+    const saved = await executor.skillFromStep(stepId, person, { name: 'count_three' });
+    expect(saved).toMatchObject({
+      state: 'awaiting_owner',
+      fromStepId: stepId,
+      purpose: 'count',
+      outputSchema: { type: 'number' },
+      exampleResults: [expect.objectContaining({ output: 3 }), expect.anything(), expect.anything()],
+    });
+    await expect(executor.skillFromStep(stepId, person, {})).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('name'),
+    });
+    await expect(executor.skillFromStep('no-such-step', person, { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
   it('at most maxActive skills are usable, and the stop switch disables them all in its own transaction', async () => {
     const { executor, dataDir } = openExecutor({ skills: { maxActive: 1 } });
     const one = await executor.proposeSkill(wordCount(), agent);
