@@ -183,6 +183,13 @@ export class SkillsRoom {
   /** Quarantine, then validation; answers the skill as it ends (awaiting_owner or rejected). */
   private async check(draft: SkillRecord): Promise<SkillRecord> {
     let skill = this.transition(draft, 'quarantine', SYSTEM_ACTOR, null);
+    // An example the skill would never be given proves nothing about it.
+    const inputValidator = validatorFor(skill.inputSchema);
+    for (const [i, example] of skill.examples.entries()) {
+      const issue = firstIssue(inputValidator, example);
+      if (issue)
+        return this.transition(skill, 'rejected', SYSTEM_ACTOR, `quarantine: example ${i + 1} is outside the input schema: ${issue}`);
+    }
     const runs: ClassifiedRun[] = [];
     for (const example of skill.examples) runs.push(await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' }));
     this.desk.db.transaction(() => {

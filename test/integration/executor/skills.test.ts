@@ -55,6 +55,8 @@ describe('skills: the pipeline on a real executor', () => {
       agent,
     );
     expect(crash.reason).toMatch(/^quarantine: example 2 failed \(EXECUTION_ERROR\): Error: empty/);
+    const offSchema = await executor.proposeSkill(wordCount({ examples: [{ text: 'a' }, { text: 1 }, { text: 'b' }] }), agent);
+    expect(offSchema.reason).toMatch(/^quarantine: example 2 is outside the input schema: text: /);
     const slow = await executor.proposeSkill(wordCount({ code: 'for (;;) {}', budget: { timeMs: 200, calls: 0 } }), agent);
     expect(slow.reason).toMatch(/BUDGET_EXCEEDED.*200 ms/);
   });
