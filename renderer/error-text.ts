@@ -101,6 +101,10 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   RUN_NOT_WAITING: 'The run is not waiting for that any more. It may have moved on, expired or been cancelled.',
   RUN_CANCELLED: 'The run was cancelled.',
   QUESTION_EXPIRED: 'The question waited past its time limit without an answer, so the run was cancelled.',
+  SKILL_NOT_FOUND: 'No skill has that id or name. List the skills to see which exist.',
+  SKILL_NOT_USABLE: 'The skill is not approved, or it was rejected or disabled. Look at it in the skills list to see why.',
+  SKILL_PIN_MISMATCH: 'The skill no longer matches what was approved, so it was refused and disabled. Review it again before it runs.',
+  SKILL_LIMIT: 'Too many skills are usable at once. Disable one, or raise skills.maxActive in the policy.',
   HUNK_MISMATCH: 'The file no longer matches the parts you chose, so nothing was written. Look at the new preview and choose again.',
   REVERT_INCOMPLETE:
     'The plan was reverted only in part: the message says which steps were reverted and which not. Look at History before you try again.',

@@ -102,6 +102,14 @@ export type ErrorCode =
   | 'RUN_NOT_WAITING'
   | 'RUN_CANCELLED'
   | 'QUESTION_EXPIRED'
+  // Skills (docs/skills.md).
+  | 'SKILL_NOT_FOUND'
+  /** The skill may not be used now: not approved, rejected, disabled, or the stop switch is on. */
+  | 'SKILL_NOT_USABLE'
+  /** The stored code or capabilities no longer match what the person approved: refused, and the skill disabled. */
+  | 'SKILL_PIN_MISMATCH'
+  /** More skills would be usable than the policy's skills.maxActive allows. */
+  | 'SKILL_LIMIT'
   | 'INTERNAL';
 
 export interface ErrorShape {

@@ -65,4 +65,10 @@ export const EVENT_KINDS = [
   'run.answered',
   /** A run ended (detail: runId, status, reason {code, message}, counters). */
   'run.ended',
+  /** A skill was proposed (detail: skillId, name, version, codeHash, proposedBy, parentId, fromStepId). */
+  'skill.proposed',
+  /** A skill changed state (detail: skillId, name, from, to, codeHash, reason, and what the change rests on). */
+  'skill.state',
+  /** One use of a skill (detail: skillId, name, codeHash, useId, ok, code, durationMs, risk LOW): written before it runs, and its outcome after. */
+  'skill.used',
 ] as const;

@@ -41,6 +41,8 @@ import { ExpiryRoom } from './rooms/expiry.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
+import { SkillsRoom } from './rooms/skills.js';
+import type { RepetitionNotice, SkillRecord, SkillState, SkillUseResult } from '../domain/skill.js';
 import { StopSwitch } from './rooms/stop-switch.js';
 import {
   RevertsRoom,
@@ -138,6 +140,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly auditDesk: AuditDesk;
   private readonly settings: HostSettings;
   private readonly stopSwitch: StopSwitch;
+  private readonly skills: SkillsRoom;
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background previews wait for a gap between them (request-gate.ts).
@@ -168,6 +171,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       onDeadline: (at) => this.expiry.armExpiry(at),
       openExternal: options.openExternal,
       spawnChild: options.spawnChild,
+      skillClock: options.skillClock,
       heavyCodeRunner: options.heavyCodeRunner,
       log: options.log,
       requestGate: options.requestGate,
@@ -192,7 +196,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     });
     this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
     this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
+    this.skills = new SkillsRoom(this.desk);
     this.stopSwitch = new StopSwitch(this.desk, {
+      disableSkills: (actor) => this.skills.disableAllForPause(actor),
       stopRunForPause: (live, actor) => this.decisions.stopRunForPause(live, actor),
       schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
       sweepExpired: () => this.expiry.sweepExpired(),
@@ -734,6 +740,44 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** The pause as kept (null: agents may work). */
+  // Skills (rooms/skills.ts, docs/skills.md).
+  listSkills(states?: readonly SkillState[]): SkillRecord[] {
+    return this.skills.list(states);
+  }
+  getSkill(skillId: string): SkillRecord {
+    return this.skills.get(skillId);
+  }
+  usableSkills(): SkillRecord[] {
+    return this.skills.usable();
+  }
+  proposeSkill(input: unknown, actor: Actor): Promise<SkillRecord> {
+    return this.skills.propose(input, actor);
+  }
+  approveSkill(skillId: string, actor: Actor, expected?: { codeHash?: string }): SkillRecord {
+    return this.skills.approve(skillId, actor, expected);
+  }
+  rejectSkill(skillId: string, actor: Actor, reason: string): SkillRecord {
+    return this.skills.reject(skillId, actor, reason);
+  }
+  editSkill(skillId: string, actor: Actor, change: unknown): Promise<SkillRecord> {
+    return this.skills.edit(skillId, actor, change);
+  }
+  rollbackSkill(skillId: string, actor: Actor): SkillRecord {
+    return this.skills.rollback(skillId, actor);
+  }
+  disableSkill(skillId: string, actor: Actor, reason: string): SkillRecord {
+    return this.skills.disable(skillId, actor, reason);
+  }
+  useSkill(name: string, input: unknown, actor: Actor): Promise<SkillUseResult> {
+    return this.skills.use(name, input, actor);
+  }
+  skillFromStep(stepId: string, actor: Actor, fields: unknown): Promise<SkillRecord> {
+    return this.skills.fromStep(stepId, actor, fields);
+  }
+  skillRepetitions(agent?: string): RepetitionNotice[] {
+    return this.skills.repetitionNotices(agent);
+  }
+
   get paused(): HostPause | null {
     return this.desk.paused;
   }

@@ -13,6 +13,7 @@ import { actorFor, type Actor } from '../domain/actor.js';
 import { canonicalJson, sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError, failedAfter, toErrorShape, type ErrorCode, type ErrorShape } from '../domain/errors.js';
 import { hostPausedError, type HostPause } from '../domain/host-pause.js';
+import type { SkillEvent } from '../domain/skill.js';
 import type { LiveRunFrame, LiveRunView, RunPhase } from '../domain/live-output.js';
 import { proposerOf } from '../domain/remembered-rule.js';
 import type { Evaluation } from '../domain/risk.js';
@@ -34,6 +35,7 @@ import { imageInfo, lastSeenImageDigest, sandboxImageTag } from '../sandbox/dock
 import { LightSandbox } from '../sandbox/light/light-sandbox.js';
 import type { SpawnChild } from '../sandbox/light/spawn-child.js';
 import { giveBackWal, type Db } from '../store/database.js';
+import { SkillRepository } from '../store/skill-repository.js';
 import { HostStateRepository } from '../store/host-state-repository.js';
 import { KbRepository } from '../store/kb-repository.js';
 import { RuleHitRepository } from '../store/rule-hit-repository.js';
@@ -65,6 +67,8 @@ export interface ExecutorEvents {
   witness: [PublishResult];
   /** The person stopped all agents (the pause), or let them work again (null). */
   hostPause: [HostPause | null];
+  /** A skill changed state (proposed, approved, disabled…); `notice` is what the person is told, when there is something to tell. */
+  skill: [SkillEvent];
   /** The data directory was moved, removed or replaced under the executor: it stopped (DATA_DIR_LOST). */
   lost: [ExecutorError];
 }
@@ -73,6 +77,8 @@ export interface ExecutorEvents {
 export interface ExecutorSeams {
   spawnChild?: SpawnChild;
   heavyCodeRunner?: HeavyCodeRunner;
+  /** The clock skills' trials are measured by (milliseconds since the epoch); tests pass a later one instead of waiting a day. */
+  skillClock?: () => number;
 }
 
 export const POLICY_ACTOR: Actor = actorFor('policy');
@@ -120,6 +126,10 @@ export class StepDesk {
   readonly kb: KbRepository;
   readonly ruleHits: RuleHitRepository;
   readonly hostState: HostStateRepository;
+  /** Skills (rooms/skills.ts); on the desk because the stop switch disables them in its own transaction. */
+  readonly skills: SkillRepository;
+  /** The skills' clock (trials last at least a day): the options' seam, so tests need not wait a day. */
+  readonly skillClock: () => number;
   readonly blobs: BlobStore;
   /** The audit log as the rooms append to it: each record with its step's traits, each append heard by `audit` listeners. */
   readonly audit: AuditTrail;
@@ -172,6 +182,11 @@ export class StepDesk {
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
     this.hostState = new HostStateRepository(db);
+    this.skillClock = options.skillClock ?? Date.now;
+    this.skills = new SkillRepository(db, ({ trialSince }) => ({
+      required: this.policy.skills.trialUses,
+      untilAt: trialSince ? new Date(Date.parse(trialSince) + this.policy.skills.trialMinHours * 3_600_000).toISOString() : null,
+    }));
     this.paused = this.hostState.pause();
     this.blobs = new BlobStore(path.join(dataDir, 'blobs'), () => this.guardDataDir());
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });

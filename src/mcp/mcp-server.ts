@@ -9,6 +9,7 @@ import { proposeAndAwaitDecision } from '../ipc/client/decision-wait.js';
 import { DEFAULT_PREPARATION_WAIT_MS } from '../ipc/client/preparation-wait.js';
 import { DEFAULT_WAIT_SECONDS, HostLink, NoHostError, type OpenAgentSession } from './host-link.js';
 import { isRefusal, MAX_OUTPUT_CHARS, planOutcomeText, stepOutcomeText, verdictOf, type HeldByPause } from './outcome-text.js';
+import { registerSkillTools } from './skill-tools.js';
 import { answerOutcomeText, awaitAnswer, structuredQuestion } from './ask-user.js';
 import {
   ASK_USER_INPUT,
@@ -388,6 +389,10 @@ export function createExecutorMcpServer(options: ExecutorMcpOptions): { server: 
         });
       }, 'checked'),
   );
+
+  const skills = registerSkillTools(server, host, text, failure);
+  // The skill tools are the host's usable skills: asked for once the client is there (no host yet: the next skill event or call brings them).
+  server.server.oninitialized = () => void skills.refresh().catch(() => undefined);
 
   return {
     server,

@@ -623,6 +623,19 @@ export const PolicySchema = z.strictObject({
   model: ModelSettingsSchema.optional(),
   /** Agent runs' limits and budgets (src/policy/run-limits.ts). */
   runs: RunLimitsPolicySchema,
+  /** Skills (docs/skills.md): how long a new skill is watched, how many may be usable, when repetition is noticed. */
+  skills: z
+    .strictObject({
+      trialUses: z.number().int().min(1).max(100_000).default(50),
+      trialMinHours: z
+        .number()
+        .min(0)
+        .max(24 * 365)
+        .default(24),
+      maxActive: z.number().int().min(0).max(1000).default(5),
+      repetitionThreshold: z.number().int().min(2).max(1000).default(3),
+    })
+    .prefault({}),
   witnesses: z
     .array(WitnessConfigSchema)
     .max(32)

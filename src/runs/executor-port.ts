@@ -6,6 +6,7 @@ import type { StepRecord } from '../domain/step-record.js';
 import type { PlanRevertPreview, PlanRevertStepPreview } from '../executor/rooms/reverts.js';
 import type { Policy } from '../policy/policy-file.js';
 import type { Db } from '../store/database.js';
+import type { RunSkillsPort } from './skill-tools.js';
 
 /** A revert preview of steps taken as one (a run's), newest first. */
 export type StepsRevertPreview = Omit<PlanRevertPreview, 'planId'>;
@@ -16,7 +17,7 @@ export type StepsRevertPreview = Omit<PlanRevertPreview, 'planId'>;
  * taken together, and the runs tables are written in one transaction with their audit records. The
  * Executor satisfies it as it is; a run never reaches the rest of the class.
  */
-export interface RunsExecutorPort {
+export interface RunsExecutorPort extends RunSkillsPort {
   readonly dataDir: string;
   /** Whether the executor was closed (background work checks it after every wait). */
   readonly isClosed: boolean;

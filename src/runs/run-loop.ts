@@ -19,11 +19,12 @@ import { KbRepository } from '../store/kb-repository.js';
 import type { Db } from '../store/database.js';
 import type { RunsExecutorPort } from './executor-port.js';
 import { repeatedFailure, FAILURE_STREAK_LIMIT } from './failure-streak.js';
-import type { ModelClient, ModelMessage } from './model-client.js';
+import type { ModelClient, ModelMessage, ModelTool } from './model-client.js';
 import { kbSearchTool, listDirTool, readFileTool, searchFilesTool, type ReadToolEnvironment } from './read-tools.js';
 import { dailyBudgetVerdict, waitWords, BUDGET_WINDOW_MS } from './run-budget.js';
 import { planIdFor, questionIdFor, runActor, stepIdFor } from './run-ids.js';
 import type { RunStore, ToolCallRow } from './run-store.js';
+import { isSkillToolCall, skillModelTools, skillToolCall } from './skill-tools.js';
 import { modelTools, parseToolCall, stepForToolCall, type RunToolArgs } from './run-tools.js';
 import { outcomeOfStep, stepHasEnded, type StepOutcome } from './step-outcome.js';
 
@@ -77,6 +78,15 @@ export class RunLoop {
     this.tools = summary.tools;
     this.root = summary.root;
     this.modelTools = modelTools(this.tools);
+  }
+
+  /** The run's tools, and, for a run that may run code, its skill tools as they are now (src/runs/skill-tools.ts). */
+  private turnTools(): ModelTool[] {
+    return this.offersSkills() ? [...this.modelTools, ...skillModelTools(this.host.executor)] : this.modelTools;
+  }
+
+  private offersSkills(): boolean {
+    return this.tools.includes('run_code');
   }
 
   private get store(): RunStore {
@@ -199,7 +209,7 @@ export class RunLoop {
     const started = performance.now();
     let turn;
     try {
-      turn = await this.client.turn({ messages, tools: this.modelTools, signal: this.signal });
+      turn = await this.client.turn({ messages, tools: this.turnTools(), signal: this.signal });
     } catch (error) {
       if (this.signal.aborted) throw new LoopStopped();
       throw error;
@@ -257,6 +267,8 @@ export class RunLoop {
   private async handleCall(call: ToolCallRow): Promise<void> {
     // Recorded with the call's step or question, or with its outcome: a read costs no commit of its own.
     const started = call.started_at ? Date.parse(call.started_at) : Date.now();
+    if (this.offersSkills() && isSkillToolCall(call.name))
+      return this.resolve(call, await skillToolCall(this.host.executor, call.name, call.arguments, runActor(this.runId)), started);
     const parsed = parseToolCall(call.name, call.arguments, this.tools);
     if (!parsed.ok) return this.resolve(call, { outcome: 'ERROR', result: parsed.message, errorCode: parsed.code }, started);
     const tool = parsed.tool;

@@ -300,4 +300,35 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE steps ADD COLUMN preview_error TEXT;
   `,
+  // Skills (docs/skills.md): a row is never changed in what it runs (code, schemas, capabilities,
+  // budget); an edit or a new version is a new row. State, trial counters, the pin and the
+  // examples' results change, each in one transaction with its skill.* audit record.
+  `
+  CREATE TABLE skills (
+    skill_id          TEXT PRIMARY KEY,
+    name              TEXT NOT NULL,
+    version           INTEGER NOT NULL,
+    purpose           TEXT NOT NULL,
+    code              TEXT NOT NULL,
+    code_hash         TEXT NOT NULL,
+    input_schema      TEXT NOT NULL,
+    output_schema     TEXT NOT NULL,
+    capabilities_json TEXT NOT NULL,
+    budget_json       TEXT NOT NULL,
+    examples_json     TEXT NOT NULL,
+    example_results   TEXT NOT NULL DEFAULT '[]',
+    state             TEXT NOT NULL,
+    reason            TEXT,
+    proposed_by       TEXT NOT NULL,
+    parent_id         TEXT,
+    from_step_id      TEXT,
+    pin_json          TEXT,
+    trial_uses        INTEGER NOT NULL DEFAULT 0,
+    trial_since       TEXT,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    UNIQUE (name, version)
+  );
+  CREATE INDEX skills_state ON skills(state);
+  `,
 ];

@@ -16,6 +16,8 @@ export interface StopSwitchPort {
   stopRunForPause(live: LiveRun, actor: Actor): Promise<StepRecord>;
   schedulePreview(planId: string, actor: Actor): void;
   sweepExpired(): void;
+  /** Disables every skill that is usable or waiting (rooms/skills.ts), inside the pause's transaction; answers them. */
+  disableSkills(actor: Actor): { skillId: string; name: string; version: number }[];
 }
 
 /**
@@ -59,8 +61,11 @@ export class StopSwitch {
     const realRuns = runs.filter((run) => run.phase === 'realRun').map((run) => run.stepId);
     const dryRuns = runs.filter((run) => run.phase === 'dryRun').map((run) => run.stepId);
     const held = desk.steps.expiring();
+    let disabledSkills: { skillId: string; name: string; version: number }[] = [];
     desk.db.transaction(() => {
       desk.hostState.setPause(pause);
+      // The stop switch disables all skills at once, in the same transaction: no skill outlives the pause by a use.
+      disabledSkills = this.port.disableSkills(actor);
       desk.audit.append({
         kind: 'host.paused',
         actor,
@@ -70,10 +75,17 @@ export class StopSwitch {
           stoppedDryRuns: dryRuns,
           heldSteps: held.length,
           heldStepIds: held.slice(0, LISTED_STEPS).map((record) => record.step.id),
+          disabledSkills: disabledSkills.map((skill) => skill.skillId),
         },
       });
     })();
     desk.paused = pause;
+    for (const skill of disabledSkills)
+      desk.events.emit('skill', {
+        ...skill,
+        state: 'disabled',
+        notice: `Skill ${skill.name} v${skill.version} was disabled: the person stopped all agents`,
+      });
     // Each real run's step is cancelled synchronously inside stopRunForPause (before its first await), so
     // every surface hears the cancelled steps and the pause together; the kills are awaited below.
     const stopping: Promise<unknown>[] = [];

@@ -48,6 +48,7 @@ import {
   RunTracePageSchema,
   StartRunParamsSchema,
 } from '../../domain/run.js';
+import { RepetitionNoticeSchema, SKILL_STATES, SkillEditSchema, SkillRecordSchema, SkillUseResultSchema } from '../../domain/skill.js';
 
 /**
  * The contract every surface derives from: method name → params schema, result schema, and the
@@ -577,12 +578,97 @@ export const METHODS = {
     channels: PERSON_CHANNELS,
     description: "the person's answer to an agent's or a run's question (a run's question is answered as answerRun does)",
   }),
+  // Skills (docs/skills.md): an agent proposes, the person decides, an agent uses what the person approved.
+  listSkills: method({
+    params: z.strictObject({ states: z.array(z.enum(SKILL_STATES)).max(SKILL_STATES.length).optional() }).optional(),
+    result: z.object({ skills: z.array(SkillRecordSchema), notices: z.array(RepetitionNoticeSchema) }),
+    channels: PERSON_CHANNELS,
+    description:
+      'every skill version (newest first per name) with its code, schemas, capabilities, budget, examples and their quarantine results, state and reason, pin and trial counters; and the repetition notices ("seen N times: save as a skill?")',
+  }),
+  getSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128) }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: 'one skill version whole; SKILL_NOT_FOUND for an unknown id',
+  }),
+  listUsableSkills: method({
+    params: noParams,
+    result: z.array(
+      z.object({
+        name: z.string(),
+        version: z.number().int(),
+        purpose: z.string(),
+        inputSchema: z.record(z.string(), z.unknown()),
+        outputSchema: z.record(z.string(), z.unknown()),
+        codeHash: z.string(),
+        state: z.enum(SKILL_STATES),
+      }),
+    ),
+    channels: EVERYONE,
+    description:
+      'the skills an agent may use now (trial or active; none while paused): what the MCP server and runs offer as skill_<name> tools',
+  }),
+  proposeSkill: method({
+    params: z.strictObject({ skill: z.unknown() }),
+    result: SkillRecordSchema,
+    channels: EVERYONE,
+    description:
+      'store a skill as a draft, then quarantine (each example in the light sandbox, within its budget, output against its schema) and validation (static guard, calls against what it declared); answers it awaiting_owner or rejected with the reason',
+  }),
+  approveSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128), codeHash: z.string().max(128).optional() }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      "the person's approval of a skill awaiting its owner: pins its code hash and capabilities and starts its trial (policy skills.trialUses, at least skills.trialMinHours); with codeHash, refused unless it is the code the person saw; SKILL_LIMIT over skills.maxActive",
+  }),
+  rejectSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128), reason: z.string().min(1).max(2000) }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: 'reject a skill with a reason; a rejected skill never runs',
+  }),
+  editSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128), change: SkillEditSchema }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      "the person's edit: a new version (a new skill) that goes through quarantine and validation again; the edited one is left as it was",
+  }),
+  rollbackSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128) }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      'make an earlier, once-approved version usable again (checked against its pin, watched in a new trial); the current one is superseded',
+  }),
+  disableSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128), reason: z.string().max(2000).optional() }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description: 'disable a skill with a reason; it is offered to no agent until rolled back to',
+  }),
+  useSkill: method({
+    params: z.strictObject({ name: z.string().min(1).max(48), input: z.unknown() }),
+    result: SkillUseResultSchema,
+    channels: EVERYONE,
+    description:
+      'run a usable skill on an input without asking (runSkill, LOW): refused while paused, for a skill not approved, and for one whose stored code no longer matches its pin (SKILL_PIN_MISMATCH, and it is disabled); audited as skill.used with its code hash; in trial a misstep disables it',
+  }),
+  skillFromStep: method({
+    params: z.strictObject({ stepId, fields: z.record(z.string(), z.unknown()).optional() }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      '"Save as skill": an executed runCode step\'s code proposed as a skill (name required in fields; schemas, examples, capabilities and budget may be given), through the whole pipeline',
+  }),
   subscribe: method({
     params: z.strictObject({ topics: z.array(z.enum(EVENT_TOPICS)).min(1).max(EVENT_TOPICS.length) }),
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
     description:
-      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents), hostPause (the person stopped all agents or let them work again; to an agent without who or why)",
+      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents), hostPause (the person stopped all agents or let them work again; to an agent without who or why), skill (a skill changed state, with the notice the person is told)",
   }),
 } as const;
 

@@ -3,6 +3,7 @@ import { VERIFY_CODES } from '../../audit/verify/verify-codes.js';
 import { z } from 'zod';
 import type { Actor } from '../../domain/actor.js';
 import type { ErrorCode } from '../../domain/errors.js';
+import { SkillEventSchema } from '../../domain/skill.js';
 import type { HostPauseView } from '../../domain/host-pause.js';
 import type { LiveRunFrame, LiveRunView } from '../../domain/live-output.js';
 import { RISK_LEVELS } from '../../domain/risk.js';
@@ -303,7 +304,18 @@ export const StepChangesWireSchema = z.object({
 });
 
 /** The topics a client can subscribe to, and what each event carries. */
-export const EVENT_TOPICS = ['step', 'audit', 'policy', 'verify', 'run', 'stepSummary', 'agentRun', 'question', 'hostPause'] as const;
+export const EVENT_TOPICS = [
+  'step',
+  'audit',
+  'policy',
+  'verify',
+  'run',
+  'stepSummary',
+  'agentRun',
+  'question',
+  'hostPause',
+  'skill',
+] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /** The stop switch as a surface shows it (src/domain/host-pause.ts): an agent's copy names neither who nor why. */
@@ -373,6 +385,7 @@ export const EVENT_DATA = {
   question: AgentQuestionSchema,
   /** The person stopped all agents, or let them work again. */
   hostPause: HostPauseViewSchema,
+  skill: SkillEventSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 

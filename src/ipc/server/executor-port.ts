@@ -13,6 +13,7 @@ import type { RememberedRule, RuleLifetime } from '../../domain/remembered-rule.
 import type { Evaluation } from '../../domain/risk.js';
 import type { Preview, StepRecord } from '../../domain/step-record.js';
 import type { Step } from '../../domain/step.js';
+import type { RepetitionNotice, SkillRecord, SkillState, SkillUseResult } from '../../domain/skill.js';
 import type { KeyStatus } from '../../executor/rooms/audit-desk.js';
 import type { EnvironmentStatus } from '../../executor/rooms/host-settings.js';
 import type {
@@ -48,6 +49,19 @@ export interface IpcExecutorPort {
   recordIpcRefusal(kind: 'ipc.rejected' | 'ipc.denied', actor: Actor, detail: Record<string, unknown>): void;
 
   evaluateStep(step: Step): Evaluation;
+
+  listSkills(states?: readonly SkillState[]): SkillRecord[];
+  getSkill(skillId: string): SkillRecord;
+  usableSkills(): SkillRecord[];
+  proposeSkill(input: unknown, actor: Actor): Promise<SkillRecord>;
+  approveSkill(skillId: string, actor: Actor, expected?: { codeHash?: string }): SkillRecord;
+  rejectSkill(skillId: string, actor: Actor, reason: string): SkillRecord;
+  editSkill(skillId: string, actor: Actor, change: unknown): Promise<SkillRecord>;
+  rollbackSkill(skillId: string, actor: Actor): SkillRecord;
+  disableSkill(skillId: string, actor: Actor, reason: string): SkillRecord;
+  useSkill(name: string, input: unknown, actor: Actor): Promise<SkillUseResult>;
+  skillFromStep(stepId: string, actor: Actor, fields: unknown): Promise<SkillRecord>;
+  skillRepetitions(agent?: string): RepetitionNotice[];
   propose(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
   submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
   simulateStep(stepId: string, actor: Actor): Promise<{ preview: Preview; previewHash: string }>;

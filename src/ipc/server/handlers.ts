@@ -196,6 +196,26 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getAnswer: (_executor, { questionId, waitMs }, context) => runsOf(context).getAnswer(context.actor, questionId, waitMs ?? 0),
   listQuestions: (_executor, params, context) => runsOf(context).listQuestions(params?.waitingOnly === true),
   answerQuestion: (_executor, { questionId, text }, context) => runsOf(context).answerQuestion(questionId, text, context.actor),
+  listSkills: (executor, params) => ({ skills: executor.listSkills(params?.states), notices: executor.skillRepetitions() }),
+  getSkill: (executor, { skillId }) => executor.getSkill(skillId),
+  listUsableSkills: (executor) =>
+    executor.usableSkills().map(({ name, version, purpose, inputSchema, outputSchema, codeHash, state }) => ({
+      name,
+      version,
+      purpose,
+      inputSchema,
+      outputSchema,
+      codeHash,
+      state,
+    })),
+  proposeSkill: (executor, { skill }, { actor }) => executor.proposeSkill(skill, actor),
+  approveSkill: (executor, { skillId, codeHash }, { actor }) => executor.approveSkill(skillId, actor, { codeHash }),
+  rejectSkill: (executor, { skillId, reason }, { actor }) => executor.rejectSkill(skillId, actor, reason),
+  editSkill: (executor, { skillId, change }, { actor }) => executor.editSkill(skillId, actor, change),
+  rollbackSkill: (executor, { skillId }, { actor }) => executor.rollbackSkill(skillId, actor),
+  disableSkill: (executor, { skillId, reason }, { actor }) => executor.disableSkill(skillId, actor, reason ?? ''),
+  useSkill: (executor, { name, input }, { actor }) => executor.useSkill(name, input, actor),
+  skillFromStep: (executor, { stepId, fields }, { actor }) => executor.skillFromStep(stepId, actor, fields ?? {}),
 };
 
 /**

@@ -255,6 +255,8 @@ export class IpcServer {
     const onAudit = (data: unknown) => this.broadcast('audit', data);
     const onPolicy = (data: unknown) => this.broadcast('policy', data);
     const onRun = (data: unknown) => this.broadcast('run', data);
+    // Agents hear of skills too: the MCP server offers a tool per usable skill and says when the list changed.
+    const onSkill = (data: unknown) => this.broadcast('skill', data);
     // Every session hears of the stop switch; an agent's copy names neither who nor why (pauseView).
     const onHostPause = (pause: HostPause | null) => {
       for (const session of this.sessions.values()) this.pushEvent(session, 'hostPause', pauseView(pause, isAgentActor(session.actor)));
@@ -264,7 +266,9 @@ export class IpcServer {
     executor.on('run', onRun);
     executor.on('audit', onAudit);
     executor.on('policy', onPolicy);
+    executor.on('skill', onSkill);
     this.unsubscribeExecutor = () => {
+      executor.off('skill', onSkill);
       executor.off('step', onStep);
       executor.off('audit', onAudit);
       executor.off('policy', onPolicy);
@@ -751,7 +755,13 @@ export class IpcServer {
     if (!connection || connection.closed || !session.topics.has(topic)) return;
     if (!eventVisibleTo(session.actor, topic, data)) return;
     // An agent's step events carry its view of the record: no secret content (src/executor/secret-content.ts).
-    const shown = topic === 'step' && isAgentActor(session.actor) ? this.executor.recordFor(session.actor, data as StepRecord) : data;
+    // A skill's notice may hold what the person said (a reject reason): an agent hears only which skill changed, and to what.
+    const shown =
+      topic === 'step' && isAgentActor(session.actor)
+        ? this.executor.recordFor(session.actor, data as StepRecord)
+        : topic === 'skill' && isAgentActor(session.actor)
+          ? { ...(data as object), notice: null }
+          : data;
     const seq = ++session.eventSeq;
     signText(session.mac, 'event', { v: PROTOCOL_VERSION, topic, seq, data: shown }).then(
       (text) => {

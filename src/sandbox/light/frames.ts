@@ -44,6 +44,8 @@ export type HostFrame =
       t: 'run';
       code: string;
       tools: string[];
+      /** A skill's input as JSON text, read by the worker's own JSON.parse and handed to the code as `input`. */
+      inputJson?: string;
       limits: { maxResultBytes: number; maxLogBytes: number; maxToolArgsBytes: number; maxValueDepth: number };
     }
   | { t: 'reply'; id: number; ok: true; value: unknown }

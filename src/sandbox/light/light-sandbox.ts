@@ -18,6 +18,8 @@ export interface LightRunRequest {
   code: string;
   timeoutMs?: number;
   bridge: ToolBridge;
+  /** A skill's input (JSON-compatible): the code reads it as `input`. */
+  input?: unknown;
   /** The person's Cancel: the worker is killed at once and the run answers EXECUTION_CANCELLED. */
   signal?: AbortSignal;
 }
@@ -234,6 +236,7 @@ export class LightSandbox {
         t: 'run',
         code: request.code,
         tools: request.bridge.toolNames(),
+        ...(request.input === undefined ? {} : { inputJson: JSON.stringify(request.input) }),
         limits: {
           maxResultBytes: MAX_RESULT_BYTES,
           maxLogBytes: MAX_LOG_BYTES,

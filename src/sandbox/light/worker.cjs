@@ -199,14 +199,18 @@ async function run(message) {
   try {
     // Strict, in this context, with no dynamic-import callback: import() rejects, and eval/Function
     // are refused by --disallow-code-generation-from-strings.
-    fn = compileFunction(`'use strict';\nreturn (async () => {\n${message.code}\n})();`, ['tools', 'console'], { filename: 'runCode.js' });
+    fn = compileFunction(`'use strict';\nreturn (async () => {\n${message.code}\n})();`, ['tools', 'console', 'input'], {
+      filename: 'runCode.js',
+    });
   } catch (error) {
     finish({ t: 'done', ok: false, error: describeError(error) });
     return;
   }
   let value;
   try {
-    value = await fn(buildTools(message.tools), sandboxConsole);
+    // A skill's input: parsed here, so it is a value of this context and never code.
+    const input = typeof message.inputJson === 'string' ? parse(message.inputJson) : undefined;
+    value = await fn(buildTools(message.tools), sandboxConsole, input);
   } catch (error) {
     finish({ t: 'done', ok: false, error: describeError(error) });
     return;

@@ -83,6 +83,7 @@ describe('the MCP server while a tool waits', () => {
       'list_my_steps',
       'open_url',
       'propose_plan',
+      'propose_skill',
       'run_code',
       'run_command',
       'step_record_part',
