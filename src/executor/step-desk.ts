@@ -428,19 +428,33 @@ export class StepDesk {
     live: LiveRun | undefined,
     ended: RunSpan['ended'],
     start: { iso: string; ms: number },
+    options: { grouped?: boolean } = {},
   ): void {
     if (live) this.liveRuns.finish(live);
     if (this.closed) return;
     const span = this.runSpan(live, ended, start);
-    try {
-      this.steps.recordRunSpan(stepId, phase, span);
-      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
-      if (span.output) this.emitStep(this.steps.get(stepId));
-    } catch (error) {
-      // A time not kept is a loss for History, not a reason to fail the step.
+    // A time not kept is a loss for History, not a reason to fail the step.
+    const lost = (error: unknown) => {
+      if (this.closed) return;
       this.log(
         `executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`,
       );
+    };
+    // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
+    const told = () => {
+      if (span.output && !this.closed) this.emitStep(this.steps.get(stepId));
+    };
+    // Grouped (a dry run's time, recorded as its preview is): in the next group commit, with the records
+    // of that turn, instead of a sync to disk of its own. Queued before the preview's record, so it is on disk no later.
+    if (options.grouped) {
+      this.commits.run(() => this.steps.recordRunSpan(stepId, phase, span)).then(told, lost);
+      return;
+    }
+    try {
+      this.steps.recordRunSpan(stepId, phase, span);
+      told();
+    } catch (error) {
+      lost(error);
     }
   }
 

@@ -457,7 +457,7 @@ export class ProposalsRoom {
       if (live?.cancelling) ended = 'cancelled';
       return { ok: false, error: toErrorShape(error).message };
     } finally {
-      desk.endLiveRun(step.id, 'dryRun', live, ended, start);
+      desk.endLiveRun(step.id, 'dryRun', live, ended, start, { grouped: true });
     }
   }
 
