@@ -43,7 +43,8 @@ export class GroupedCommit {
   // Absolute: the host changes its working directory for an instant while it removes a file (atomic-write.ts), and the fsync opens it on another thread.
 
   constructor(private readonly db: Db) {
-    this.walFile = !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? path.resolve(`${db.name}-wal`) : null;
+    this.walFile =
+      !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? path.resolve(`${db.name}-wal`) : null;
   }
 
   /** Runs `work` (synchronous database work) in the next group; resolves once its group is on disk. */

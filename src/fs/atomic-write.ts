@@ -155,7 +155,12 @@ export function writeFileAtomic(target: string, data: Uint8Array, mode?: number,
  * resolves, and what a crash at any point leaves, is the same as writeFileAtomic's. For private files
  * (the backups' blobs: `mode` without group or other bits); a person's file goes through writeFileAtomic.
  */
-export async function writeFileAtomicAsync(target: string, data: Uint8Array, mode: number, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomicAsync(
+  target: string,
+  data: Uint8Array,
+  mode: number,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   if ((mode & 0o077) !== 0) throw new Error(`writeFileAtomicAsync writes private files only (mode ${mode.toString(8)})`);
   const dir = path.dirname(target);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
@@ -185,7 +190,7 @@ export async function writeFileAtomicAsync(target: string, data: Uint8Array, mod
     if (options.verifySha256) {
       const hash = createHash('sha256');
       const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20) || 1);
-      for (let position = 0; position < size; ) {
+      for (let position = 0; position < size;) {
         const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, size - position), position);
         if (bytesRead <= 0) break;
         hash.update(chunk.subarray(0, bytesRead));

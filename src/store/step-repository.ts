@@ -635,7 +635,13 @@ export class StepRepository {
     const rows = this.statement(
       `SELECT step_json, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
        FROM steps WHERE plan_id = ? ORDER BY position`,
-    ).all(planId) as { step_json: string; status: StepStatus; position: number; preview_hash: string | null; preview_json: string | null }[];
+    ).all(planId) as {
+      step_json: string;
+      status: StepStatus;
+      position: number;
+      preview_hash: string | null;
+      preview_json: string | null;
+    }[];
     return rows.map((row) => ({
       step: JSON.parse(row.step_json) as Step,
       status: row.status,
