@@ -248,7 +248,7 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  * is thrown; its message says what was put back. Should putting back fail too, the message names the
  * files that now hold the new content and says that reverting the step restores them.
  */
-export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger): void {
+export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger, options: { syncLater?: Set<string> } = {}): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
   // The folders this apply made, in order, so a failure half-way can remove them again.
@@ -265,15 +265,31 @@ export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger
   const applied: FileChange[] = [];
   for (const change of changes) {
     try {
-      applyOne(change, umask, tracking);
+      applyOne(change, umask, tracking, options.syncLater);
     } catch (error) {
+      // What was written and then put back is made durable here, as a write without syncLater makes it.
+      if (options.syncLater) for (const dir of options.syncLater) fsyncDirectoryQuietly(dir);
+      options.syncLater?.clear();
       throw undoApplied(applied, createdHere, ledger, change, error);
     }
     applied.push(change);
   }
 }
 
-function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): void {
+function fsyncDirectoryQuietly(dir: string): void {
+  try {
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    /* the apply's own error is the one worth reporting; its folder may be gone */
+  }
+}
+
+function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger, syncLater: Set<string> | undefined): void {
   if (change.after === null) removeFileNoFollow(change.absolutePath);
   else {
     const mode = change.modeAfter ?? change.mode;
@@ -281,6 +297,7 @@ function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): v
     const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
     writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, {
       ledger,
+      ...(syncLater ? { syncLater } : {}),
     });
   }
 }

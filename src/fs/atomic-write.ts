@@ -320,6 +320,11 @@ export function assertPlainTarget(target: string): void {
 export interface NoFollowWriteOptions {
   /** Hears of each folder this write creates, the moment it exists, and of one removed again when the write fails. */
   ledger?: DirectoryLedger;
+  /**
+   * Folders whose fsync the caller does itself once the write returns (syncDirectories), off the host's
+   * thread: the rename is made durable by that fsync, and the caller records nothing before it.
+   */
+  syncLater?: Set<string>;
 }
 
 /**
@@ -387,8 +392,21 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
   } finally {
     if (fd !== undefined) closeQuietly(fd);
   }
+  if (options.syncLater) {
+    options.syncLater.add(dir);
+    for (const folder of created) options.syncLater.add(path.dirname(folder.path));
+    return;
+  }
   fsyncDirectory(dir);
   fsyncCreatedParents(created);
+}
+
+/**
+ * The folder fsyncs writes left to their caller (NoFollowWriteOptions.syncLater), on libuv's thread
+ * pool: the host answers requests meanwhile. Resolves once every one returned; the first failure rejects.
+ */
+export async function syncDirectories(dirs: Iterable<string>): Promise<void> {
+  for (const dir of dirs) await fsyncDirectoryAsync(dir);
 }
 
 function closeQuietly(fd: number): void {
