@@ -11,8 +11,10 @@
  *              for byte, copied from the host's database) appended to a fresh SQLite database of the
  *              same schema (WAL, synchronous = FULL), one transaction per step.
  *
- * While each phase runs, a probe does what every CLI command does first, again and again: a fresh
- * connection, its hello, one small request (listSteps, limit 1), close. Headline figures: steps per
+ * While each phase runs, a probe does what every CLI command does first, every PROBE_EVERY_MS: a fresh
+ * connection, its hello, one small request (listSteps, limit 1), close. Paced, as a person or an agent
+ * asks: probes back to back would spend this process's share of the two cores on connections and
+ * take it from the host they measure. Headline figures: steps per
  * second of each phase as a ratio to the bare loop's (target ≥ 0.5×), and the probe's p99 during the
  * phase as a ratio to its idle p99 (target ≤ 2×), with the probes that failed (target 0).
  *
@@ -22,6 +24,7 @@
  */
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +37,8 @@ import { DATABASE_FILE, openDatabase } from '../src/store/database.js';
 const N = Number(process.argv[2] ?? 300);
 const ONE_STEP_PROPOSERS = 4;
 const IDLE_PROBES = 40;
+const PROBE_EVERY_MS = 25;
+const LOAD_AT_START = os.loadavg()[0]!;
 const CLI = path.resolve(import.meta.dirname, '../bin/executor.js');
 
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-throughput-'));
@@ -118,6 +123,7 @@ async function probeUntil(done: Promise<unknown>, samples: number[], errors: str
     const outcome = await probeOnce();
     if ('ms' in outcome) samples.push(outcome.ms);
     else errors.push(outcome.error);
+    if (!finished) await sleep(PROBE_EVERY_MS);
   }
 }
 
@@ -163,6 +169,8 @@ interface Phase {
   probes: number[];
   errors: string[];
   cpuMs: number | null;
+  /** The machine's one-minute load average when the phase ended: figures from a busy machine say so. */
+  load: number;
 }
 
 async function runPhase(
@@ -183,7 +191,15 @@ async function runPhase(
   const seconds = (performance.now() - startedAt) / 1000;
   const cpuAfter = cpuMs();
   watch.stop();
-  return { name, steps, seconds, probes, errors, cpuMs: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore };
+  return {
+    name,
+    steps,
+    seconds,
+    probes,
+    errors,
+    cpuMs: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+    load: os.loadavg()[0]!,
+  };
 }
 
 const serve = await startServe();
@@ -201,6 +217,7 @@ try {
     const outcome = await probeOnce();
     if ('ms' in outcome) idle.push(outcome.ms);
     else idleErrors.push(outcome.error);
+    await sleep(PROBE_EVERY_MS);
   }
 
   const proposers = await Promise.all(Array.from({ length: ONE_STEP_PROPOSERS }, () => connectToHost(dataDir, 'cli')));
@@ -302,8 +319,9 @@ fs.rmSync(base, { recursive: true, force: true });
 
 const bareRate = bare.steps / bare.seconds;
 const idleSummary = summary(idle);
-const loadavg = os.loadavg()[0]!.toFixed(2);
-console.log(`Auto-approved small writes through executor serve (${os.cpus().length} cores, load average ${loadavg})`);
+console.log(
+  `Auto-approved small writes through executor serve (${os.cpus().length} cores, load average ${LOAD_AT_START.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end)`,
+);
 console.log(
   `  bare loop          ${bareRate.toFixed(1)} steps/s  (${bare.steps} files written whole with fsync, the same rows in one SQLite commit each)`,
 );
@@ -314,7 +332,7 @@ for (const phase of phases) {
   met &&= ratio >= 0.5;
   const cpu = phase.cpuMs === null ? '' : `, host CPU ${(phase.cpuMs / phase.steps).toFixed(1)} ms per step`;
   console.log(
-    `  ${phase.name.padEnd(18)} ${rate.toFixed(1)} steps/s  ${ratio.toFixed(2)}× the bare loop (target ≥ 0.5×; ${phase.seconds.toFixed(1)} s${cpu})`,
+    `  ${phase.name.padEnd(18)} ${rate.toFixed(1)} steps/s  ${ratio.toFixed(2)}× the bare loop (target ≥ 0.5×; ${phase.seconds.toFixed(1)} s${cpu}, load ${phase.load.toFixed(2)})`,
   );
 }
 console.log(`A probe (new connection, hello, listSteps) while they run`);

@@ -1,5 +1,6 @@
 import { readCurrent, type FileChange } from '../backup/file-changes.js';
 import { applyFileChanges } from '../backup/file-changes.js';
+import { syncDirectories } from '../fs/atomic-write.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
 import { sha256Hex } from '../domain/canonical-json.js';
 import { ExecutorError } from '../domain/errors.js';
@@ -34,7 +35,12 @@ export const writeFile: ActionModule<'writeFile'> = {
     return {
       fileChanges: [change],
       async apply() {
-        applyFileChanges([change], ctx.directoryLedger);
+        // The write is one synchronous pass (checks, temporary file, fsync, rename); the fsync of its
+        // folder, which makes the rename durable, waits on libuv's thread pool, and the step's outcome
+        // is recorded only once it returned.
+        const syncLater = new Set<string>();
+        applyFileChanges([change], ctx.directoryLedger, { syncLater });
+        await syncDirectories(syncLater);
         return { path: args.path, bytesWritten: change.after!.length, created: change.before === null };
       },
     };

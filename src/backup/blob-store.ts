@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { writeFileAtomic } from '../fs/atomic-write.js';
+import { writeFileAtomic, writeFileAtomicAsync } from '../fs/atomic-write.js';
 
 function sizeOf(file: string): number | null {
   try {
@@ -44,6 +44,21 @@ export class BlobStore {
     if (sizeOf(file) !== data.byteLength) {
       this.guard();
       writeFileAtomic(file, data, 0o600, { verifyReadBack: true });
+    }
+    return hash;
+  }
+
+  /**
+   * put, with the write and its fsyncs done off the host's thread (writeFileAtomicAsync): a step's
+   * backup no longer holds every request and every other plan while it reaches the disk. Resolves
+   * once the blob is on disk, as put returns.
+   */
+  async putAsync(data: Uint8Array, knownHash?: string): Promise<string> {
+    const hash = knownHash ?? sha256Of(data);
+    const file = this.pathOf(hash);
+    if (sizeOf(file) !== data.byteLength) {
+      this.guard();
+      await writeFileAtomicAsync(file, data, 0o600, { verifySha256: hash });
     }
     return hash;
   }

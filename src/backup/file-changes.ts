@@ -177,9 +177,10 @@ export function previewFileChange(unhashed: FileChange, options: { diff?: boolea
  * manifest rows. Called before any file is touched, so every effect has its way back.
  */
 /**
- * backupFileChanges for the host: the same rows, the same blobs, one change's blobs at a time with a
- * turn of the event loop between them, so a changeset of 40 files of 1 MB (80 MB written and synced)
- * never holds a request for more than one file's writes. Nothing is recorded until all are stored.
+ * backupFileChanges for the host: the same rows and the same blobs, each blob written and synced off
+ * the host's thread (BlobStore.putAsync), one after another, so a changeset of 40 files of 1 MB (80 MB
+ * written and synced) never holds a request, and the fsyncs of one step's backup overlap the work of
+ * others. Nothing is recorded until all are stored: the caller records the rows once this resolves.
  */
 export async function backupFileChangesYielding(
   blobs: BlobStore,
@@ -188,10 +189,15 @@ export async function backupFileChangesYielding(
 ): Promise<FileBackupRow[]> {
   const rows: FileBackupRow[] = [];
   for (const [index, change] of changes.entries()) {
-    if (index > 0) await nextTurn();
-    rows.push(...backupFileChanges(blobs, [change], [diffs[index] ?? null]));
+    const preHash = change.before === null ? null : await blobs.putAsync(change.before, change.preHash!);
+    const postHash = change.after === null ? null : await blobs.putAsync(change.after, change.postHash!);
+    rows.push(backupRow(change, preHash, postHash, diffs[index] ?? null));
   }
   return rows;
+}
+
+function backupRow(change: HashedFileChange, preHash: string | null, postHash: string | null, diff: string | null): FileBackupRow {
+  return { path: change.absolutePath, preHash, postHash, existedBefore: change.before !== null, mode: change.mode, diff };
 }
 
 /** hashFileChange over a changeset, a turn of the event loop between files (two sha256 of 1 MB each take a few ms). */
@@ -208,14 +214,7 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
   return changes.map((change, index) => {
     const preHash = change.before === null ? null : blobs.put(change.before, change.preHash!);
     const postHash = change.after === null ? null : blobs.put(change.after, change.postHash!);
-    return {
-      path: change.absolutePath,
-      preHash,
-      postHash,
-      existedBefore: change.before !== null,
-      mode: change.mode,
-      diff: diffs[index] ?? null,
-    };
+    return backupRow(change, preHash, postHash, diffs[index] ?? null);
   });
 }
 
@@ -233,7 +232,7 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
  * is thrown; its message says what was put back. Should putting back fail too, the message names the
  * files that now hold the new content and says that reverting the step restores them.
  */
-export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger): void {
+export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger, options: { syncLater?: Set<string> } = {}): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
   // The folders this apply made, in order, so a failure half-way can remove them again.
@@ -250,15 +249,31 @@ export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger
   const applied: FileChange[] = [];
   for (const change of changes) {
     try {
-      applyOne(change, umask, tracking);
+      applyOne(change, umask, tracking, options.syncLater);
     } catch (error) {
+      // What was written and then put back is made durable here, as a write without syncLater makes it.
+      if (options.syncLater) for (const dir of options.syncLater) fsyncDirectoryQuietly(dir);
+      options.syncLater?.clear();
       throw undoApplied(applied, createdHere, ledger, change, error);
     }
     applied.push(change);
   }
 }
 
-function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): void {
+function fsyncDirectoryQuietly(dir: string): void {
+  try {
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    /* the apply's own error is the one worth reporting; its folder may be gone */
+  }
+}
+
+function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger, syncLater: Set<string> | undefined): void {
   if (change.after === null) removeFileNoFollow(change.absolutePath);
   else {
     const mode = change.modeAfter ?? change.mode;
@@ -266,6 +281,7 @@ function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger): v
     const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
     writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, {
       ledger,
+      ...(syncLater ? { syncLater } : {}),
     });
   }
 }

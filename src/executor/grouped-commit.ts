@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Db } from '../store/database.js';
 
 interface Waiting {
@@ -6,18 +8,44 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 /**
- * Group commit for proposals. The database syncs every commit to disk (synchronous = FULL), and on
- * ordinary disks that sync, not the work, is most of a small proposal's cost. Proposals that arrive
- * together (eight agents at once) are written in one transaction, each in a savepoint of its own: one
- * that fails rolls back alone and its caller gets its error; the rest share a single sync. A proposal
- * on an idle host waits for nothing but the end of the current turn of the event loop.
+ * Group commit. The database syncs every commit to disk (synchronous = FULL), and on ordinary disks
+ * that sync, not the work, is most of a small record's cost. Records that fall due together (eight
+ * agents proposing, two plans running, a preview recorded while a step ends) are written in one
+ * transaction, each in a savepoint of its own: one that fails rolls back alone and its caller gets
+ * its error; the rest share a single sync. A record on an idle host waits for nothing but the end of
+ * the current turn of the event loop.
+ *
+ * The group's sync is done off the host's thread. The group commits with synchronous = NORMAL (the
+ * WAL is written, not synced) and the WAL file is then fsynced on libuv's thread pool; no caller is
+ * answered before that fsync has returned. What a caller does next (apply a step's changes, tell an
+ * agent a step ran) therefore waits for exactly what FULL would have waited for, and the host's
+ * thread answers requests and runs other plans' work meanwhile instead of standing still for the disk.
+ * Why a crash cannot leave an effect without its record:
+ * - a process crash (SIGKILL) loses nothing that was committed: the WAL is in the kernel's page cache
+ *   once the commit returns, whatever the sync setting;
+ * - a power loss can lose a group only while its fsync is under way, and until that fsync returns no
+ *   effect of the group has happened (a step is applied only after its intent record's group is on
+ *   disk) and no caller was told of it. Its records can be seen by a read in that window (a listing),
+ *   never acted on: every later group's fsync syncs the whole WAL, this group's frames included;
+ * - a checkpoint (wal-checkpointer.ts) syncs the WAL before it copies frames into the database, so a
+ *   frame checkpointed before this fsync is on disk too.
+ * An fsync that fails (EIO) leaves the group visible but unsynced: every caller gets the error, as if
+ * its commit had failed, and none goes on to act on it.
  */
 export class GroupedCommit {
   private waiting: Waiting[] = [];
   private scheduled = false;
+  /** The WAL the group's records are in, synced after each group; null when the database keeps none (then each group syncs as it commits). */
+  private readonly walFile: string | null;
+  // Absolute: the host changes its working directory for an instant while it removes a file (atomic-write.ts), and the fsync opens it on another thread.
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.walFile =
+      !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? path.resolve(`${db.name}-wal`) : null;
+  }
 
   /** Runs `work` (synchronous database work) in the next group; resolves once its group is on disk. */
   run<T>(work: () => T): Promise<T> {
@@ -33,27 +61,49 @@ export class GroupedCommit {
     const group = this.waiting;
     this.waiting = [];
     this.scheduled = false;
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
+    // A group that commits inside someone else's transaction (none does today) is synced by that transaction's commit.
+    const syncOffThread = this.walFile !== null && this.db.open && !this.db.inTransaction;
     try {
-      this.db.transaction(() => {
-        for (const { work } of group) {
-          try {
-            // A nested transaction is a savepoint: a failing proposal leaves no row and no audit record behind.
-            outcomes.push({ ok: true, value: this.db.transaction(work)() });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
+      if (syncOffThread) this.db.pragma('synchronous = NORMAL');
+      try {
+        this.db.transaction(() => {
+          for (const { work } of group) {
+            try {
+              // A nested transaction is a savepoint: a failing record leaves no row and no audit record behind.
+              outcomes.push({ ok: true, value: this.db.transaction(work)() });
+            } catch (error) {
+              outcomes.push({ ok: false, error });
+            }
           }
-        }
-      })();
+        })();
+      } finally {
+        // Every other commit of the host syncs as it commits, as before.
+        if (syncOffThread && this.db.open) this.db.pragma('synchronous = FULL');
+      }
     } catch (error) {
       // The commit itself failed (disk full, read-only): nothing of the group was stored.
       for (const waiter of group) waiter.reject(error);
       return;
     }
-    group.forEach((waiter, index) => {
-      const outcome = outcomes[index]!;
-      if (outcome.ok) waiter.resolve(outcome.value);
-      else waiter.reject(outcome.error);
+    const settle = () =>
+      group.forEach((waiter, index) => {
+        const outcome = outcomes[index]!;
+        if (outcome.ok) waiter.resolve(outcome.value);
+        else waiter.reject(outcome.error);
+      });
+    if (!syncOffThread || outcomes.every((outcome) => !outcome.ok)) return settle();
+    syncFile(this.walFile!).then(settle, (error: unknown) => {
+      for (const waiter of group) waiter.reject(error);
     });
+  }
+}
+
+async function syncFile(file: string): Promise<void> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

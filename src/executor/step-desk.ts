@@ -21,7 +21,7 @@ import type { StepStatus } from '../domain/state-machine.js';
 import type { FileChangePreview, Preview, RunSpan, StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { stepHash, type Step } from '../domain/step.js';
-import { guardPath, resolveThroughSymlinks } from '../policy/path-guard.js';
+import { guardPath, pathGuard, resolveThroughSymlinks } from '../policy/path-guard.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
 import { filesystemIgnoresCase } from '../policy/path-patterns.js';
@@ -43,6 +43,7 @@ import { SandboxUsageRepository } from '../store/sandbox-usage-repository.js';
 import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepSummaryPage } from '../store/step-repository.js';
 import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import type { WalCheckpointer } from '../store/wal-checkpointer.js';
+import { GroupedCommit } from './grouped-commit.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
@@ -147,6 +148,13 @@ export class StepDesk {
    * background previews wait for a gap between them (request-gate.ts).
    */
   readonly requests: RequestGate;
+  /**
+   * Group commit (grouped-commit.ts), shared by every room that records on the host's behalf:
+   * proposals, previews, and a step's intent and outcome. Records that fall due in the same turn of
+   * the event loop (two plans running, four agents proposing) share one sync to disk; each caller
+   * goes on only once its group is on disk.
+   */
+  readonly commits: GroupedCommit;
   readonly log: (line: string) => void;
   /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
   checkpointer: WalCheckpointer | null = null;
@@ -193,6 +201,7 @@ export class StepDesk {
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.requests = new RequestGate(options.requestGate);
+    this.commits = new GroupedCommit(db);
   }
 
   get policy(): Policy {
@@ -223,9 +232,9 @@ export class StepDesk {
    * directory, a later record) is said as what it is: the step ran, and its outcome is not recorded,
    * so it still reads running; never "nothing was changed", which would make an agent propose it again.
    */
-  recordAfterEffect<T>(stepId: string, applied: boolean, record: () => T): T {
+  async recordAfterEffect<T>(stepId: string, applied: boolean, record: () => T | Promise<T>): Promise<T> {
     try {
-      return record();
+      return await record();
     } catch (error) {
       const shaped = this.describeError(error);
       let status = 'running';
@@ -377,7 +386,7 @@ export class StepDesk {
    * previewed changesets included. `plan`: the plan's steps when the caller holds them (submit).
    */
   plannedTreeFor(step: Step, plan?: readonly PlanStepView[]): TreeAfter {
-    const views = plan ?? this.steps.planSteps(step.planId).map((record) => ({ step: record.step, preview: record.preview }));
+    const views = plan ?? this.steps.planStepViews(step.planId);
     const roots = this.policy.workspaceRoots;
     return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
   }
@@ -393,14 +402,16 @@ export class StepDesk {
     const writes: PlanOverlay['writes'] = [];
     const basis: PlanOverlay['basis'] = [];
     const roots = this.policy.workspaceRoots;
-    const plan = this.steps.planSteps(step.planId);
+    const plan = this.steps.planStepViews(step.planId);
     const position = plan.find((record) => record.step.id === step.id)?.position ?? Infinity;
+    // One pass over the plan's paths: each folder resolved once (pathGuard).
+    const guard = pathGuard(roots, this.dataDir);
     for (const record of plan) {
       if (record.position >= position || !PENDING.includes(record.status)) continue;
       const earlier = record.step;
       let laid: PlanOverlay['writes'] | null = null;
       if (earlier.action === 'writeFile' || earlier.action === 'deleteFile') {
-        const verdict = guardPath(earlier.args.path, roots, this.dataDir);
+        const verdict = guard(earlier.args.path);
         if (verdict.ok)
           laid = [
             {
@@ -444,19 +455,33 @@ export class StepDesk {
     live: LiveRun | undefined,
     ended: RunSpan['ended'],
     start: { iso: string; ms: number },
+    options: { grouped?: boolean } = {},
   ): void {
     if (live) this.liveRuns.finish(live);
     if (this.closed) return;
     const span = this.runSpan(live, ended, start);
-    try {
-      this.steps.recordRunSpan(stepId, phase, span);
-      // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
-      if (span.output) this.emitStep(this.steps.get(stepId));
-    } catch (error) {
-      // A time not kept is a loss for History, not a reason to fail the step.
+    // A time not kept is a loss for History, not a reason to fail the step.
+    const lost = (error: unknown) => {
+      if (this.closed) return;
       this.log(
         `executor: the ${phase === 'dryRun' ? 'dry run' : 'run'} time of step ${stepId} could not be recorded: ${toErrorShape(error).message}`,
       );
+    };
+    // Windows showing the step hear of the kept output: the status it ended with was sent before its run was gone.
+    const told = () => {
+      if (span.output && !this.closed) this.emitStep(this.steps.get(stepId));
+    };
+    // Grouped (a dry run's time, recorded as its preview is): in the next group commit, with the records
+    // of that turn, instead of a sync to disk of its own. Queued before the preview's record, so it is on disk no later.
+    if (options.grouped) {
+      this.commits.run(() => this.steps.recordRunSpan(stepId, phase, span)).then(told, lost);
+      return;
+    }
+    try {
+      this.steps.recordRunSpan(stepId, phase, span);
+      told();
+    } catch (error) {
+      lost(error);
     }
   }
 

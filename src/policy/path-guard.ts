@@ -52,12 +52,82 @@ export function resolveThroughSymlinks(absolutePath: string): string {
   }
 }
 
+/** How a guard finds real paths: the plain functions, or the memo of one pass over many paths (pathGuard). */
+interface RealPaths {
+  through(absolutePath: string): string;
+  orSelf(absolutePath: string): string;
+}
+
+const UNCACHED: RealPaths = { through: resolveThroughSymlinks, orSelf: realpathOrSelf };
+
+/**
+ * resolveThroughSymlinks for many paths in one pass (a plan's 500 writes into one folder): each folder
+ * is resolved once, and a path's last part only looked at (lstat); one that is a link is resolved in
+ * full. The same answer as resolveThroughSymlinks for a tree that does not change during the pass, and
+ * a pass is one synchronous stretch, as short as one call of it per path (which was no snapshot either).
+ */
+function memoizedRealPaths(): RealPaths {
+  const folders = new Map<string, string>();
+  const selves = new Map<string, string>();
+  const folder = (dir: string): string => {
+    let real = folders.get(dir);
+    if (real === undefined) {
+      real = through(dir);
+      folders.set(dir, real);
+    }
+    return real;
+  };
+  const through = (absolutePath: string): string => {
+    const parent = path.dirname(absolutePath);
+    if (parent === absolutePath) return resolveThroughSymlinks(absolutePath);
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.lstatSync(absolutePath);
+    } catch {
+      // Missing (or unreadable): resolveThroughSymlinks goes on with its parent, as here.
+      return path.join(folder(parent), path.basename(absolutePath));
+    }
+    // A link is followed as resolveThroughSymlinks follows it (dangling ones too); anything else is its folder's real path and its name.
+    return stat.isSymbolicLink() ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
+  };
+  return {
+    through,
+    orSelf: (absolutePath) => {
+      let real = selves.get(absolutePath);
+      if (real === undefined) {
+        real = realpathOrSelf(absolutePath);
+        selves.set(absolutePath, real);
+      }
+      return real;
+    },
+  };
+}
+
+/**
+ * guardPath for many paths checked together (every write of a plan, for the tree it leaves): real
+ * paths found once per folder (memoizedRealPaths). Use a guard for one pass and drop it: it does not
+ * see a folder replaced by a link after it resolved it.
+ */
+export function pathGuard(roots: readonly string[], dataDir: string): (requested: string) => PathVerdict {
+  const realPaths = memoizedRealPaths();
+  return (requested) => guardPathWith(requested, roots, dataDir, realPaths);
+}
+
+/** resolveThroughSymlinks for many paths in one pass (see pathGuard). */
+export function symlinkResolver(): (absolutePath: string) => string {
+  return memoizedRealPaths().through;
+}
+
 /**
  * Decides whether a step's path stays inside a workspace root and out of the data directory.
  * Relative paths resolve against the first root. The check is made on real paths, so a symlink
  * inside the root that points elsewhere does not count as inside.
  */
 export function guardPath(requested: string, roots: readonly string[], dataDir: string): PathVerdict {
+  return guardPathWith(requested, roots, dataDir, UNCACHED);
+}
+
+function guardPathWith(requested: string, roots: readonly string[], dataDir: string, realPaths: RealPaths): PathVerdict {
   if (requested.includes('\0')) return { ok: false, code: 'PATH_INVALID', reason: 'The path contains a NUL byte.' };
   if (requested.length > MAX_PATH_LENGTH) {
     return { ok: false, code: 'PATH_INVALID', reason: `The path is longer than ${MAX_PATH_LENGTH} characters.` };
@@ -73,8 +143,8 @@ export function guardPath(requested: string, roots: readonly string[], dataDir: 
     };
   }
   const absolutePath = path.isAbsolute(requested) ? path.normalize(requested) : path.resolve(roots[0]!, requested);
-  const realPath = resolveThroughSymlinks(absolutePath);
-  const realDataDir = realpathOrSelf(dataDir);
+  const realPath = realPaths.through(absolutePath);
+  const realDataDir = realPaths.orSelf(dataDir);
   if (isInside(realDataDir, realPath) || isInside(path.resolve(dataDir), absolutePath)) {
     return {
       ok: false,
@@ -83,7 +153,7 @@ export function guardPath(requested: string, roots: readonly string[], dataDir: 
     };
   }
   for (const root of roots) {
-    const realRoot = realpathOrSelf(root);
+    const realRoot = realPaths.orSelf(root);
     if (isInside(realRoot, realPath)) {
       if (realPath === realRoot)
         return { ok: false, code: 'PATH_INVALID', reason: `${requested} is the workspace root itself, not a file in it.` };

@@ -33,6 +33,16 @@ export interface TransitionPatch {
   revertOutcome?: RevertOutcome;
 }
 
+/** One step of a plan as the tree the plan leaves reads it (planStepViews). */
+export interface PlanStepRow {
+  step: Step;
+  status: StepStatus;
+  position: number;
+  /** A command's preview (its changeset); null for every other action. */
+  preview: Preview | null;
+  previewHash: string | null;
+}
+
 export interface FileBackupRow {
   path: string;
   preHash: string | null;
@@ -612,6 +622,33 @@ export class StepRepository {
       oldestAt: string | null;
     };
     return row;
+  }
+
+  /**
+   * What the tree a plan leaves is made of, per step in order: its step, status and (a command's only:
+   * no other action lays a changeset) its preview. Read for every step a plan previews and runs, so it
+   * reads four columns and parses no more than that: planSteps would make every step's whole record
+   * (its evaluation, result, blockers) 500 times over for a plan of 500 steps. Stored steps were
+   * validated when they were proposed or edited, so they are parsed, not validated again.
+   */
+  planStepViews(planId: string): PlanStepRow[] {
+    const rows = this.statement(
+      `SELECT step_json, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
+       FROM steps WHERE plan_id = ? ORDER BY position`,
+    ).all(planId) as {
+      step_json: string;
+      status: StepStatus;
+      position: number;
+      preview_hash: string | null;
+      preview_json: string | null;
+    }[];
+    return rows.map((row) => ({
+      step: JSON.parse(row.step_json) as Step,
+      status: row.status,
+      position: row.position,
+      preview: parseJson<Preview>(row.preview_json),
+      previewHash: row.preview_hash,
+    }));
   }
 
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */

@@ -158,10 +158,12 @@ export class ExecutionRoom {
     // The backups are on disk; the requests that came meanwhile go before the step is marked running and
     // applied (the run's other half of synchronous work: a commit, the writes, a commit).
     await this.desk.requests.whenClearOfOthers();
-    // The host answered requests while it backed up: a Cancel, a reject or the stop switch among them means nothing is applied.
-    if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
-    this.desk.emitStep(
-      this.desk.steps.transition(
+    // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
+    // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
+    const running = await this.desk.commits.run(() => {
+      // The host answered requests while it backed up (and until this group): a Cancel, a reject or the stop switch among them means nothing is applied.
+      if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return null;
+      return this.desk.steps.transition(
         stepId,
         'running',
         actor,
@@ -171,8 +173,10 @@ export class ExecutionRoom {
           backups,
           detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
         },
-      ),
-    );
+      );
+    });
+    if (!running) return this.desk.steps.get(stepId);
+    this.desk.emitStep(running);
 
     let result: Record<string, unknown> | undefined;
     let failure: unknown;
@@ -182,17 +186,26 @@ export class ExecutionRoom {
       failure = error;
     }
     // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
-    return this.desk.recordAfterEffect(stepId, failure === undefined, () => this.recordOutcome(stepId, actor, result, failure, timing));
+    // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.
+    const outcome = await this.desk.recordAfterEffect(stepId, failure === undefined, () =>
+      this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing)),
+    );
+    if (!outcome.spanRecorded) return outcome.record;
+    timing.spanRecorded = true;
+    return this.desk.emitStep(outcome.record);
   }
 
-  /** The outcome of a step whose apply has run: executed, failed, or (Cancel came meanwhile) a note on the cancelled step. */
+  /**
+   * The outcome of a step whose apply has run: executed, failed, or (Cancel came meanwhile) a note on
+   * the cancelled step. Inside the caller's transaction; `spanRecorded`: the run's span went with it.
+   */
   private recordOutcome(
     stepId: string,
     actor: Actor,
     result: Record<string, unknown> | undefined,
     failure: unknown,
     timing: RunTiming,
-  ): StepRecord {
+  ): { record: StepRecord; spanRecorded: boolean } {
     if (this.desk.steps.get(stepId).status === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
       this.desk.steps.note(
@@ -203,32 +216,38 @@ export class ExecutionRoom {
           ? { result, ...this.createdDirectoriesDetail(stepId) }
           : { error: this.desk.describeError(failure), ...this.createdDirectoriesDetail(stepId) },
       );
-      return this.desk.steps.get(stepId);
+      return { record: this.desk.steps.get(stepId), spanRecorded: false };
     }
     if (failure === undefined) {
-      return this.recordRun(
-        stepId,
-        'executed',
-        actor,
-        { result, finishedAt: new Date().toISOString() },
-        { result, ...this.createdDirectoriesDetail(stepId) },
-        timing,
-      );
+      return {
+        spanRecorded: true,
+        record: this.recordRun(
+          stepId,
+          'executed',
+          actor,
+          { result, finishedAt: new Date().toISOString() },
+          { result, ...this.createdDirectoriesDetail(stepId) },
+          timing,
+        ),
+      };
     }
     const shaped = this.desk.describeError(failure);
-    return this.recordRun(
-      stepId,
-      'failed',
-      actor,
-      { error: shaped, finishedAt: new Date().toISOString() },
-      { error: shaped, ...this.createdDirectoriesDetail(stepId) },
-      timing,
-    );
+    return {
+      spanRecorded: true,
+      record: this.recordRun(
+        stepId,
+        'failed',
+        actor,
+        { error: shaped, finishedAt: new Date().toISOString() },
+        { error: shaped, ...this.createdDirectoriesDetail(stepId) },
+        timing,
+      ),
+    };
   }
 
   /**
    * A run's outcome and its span in one transaction: one sync to disk where there were two, and the
-   * step event that says it ran already carries how long it took.
+   * step event that says it ran already carries how long it took. The caller tells it once on disk.
    */
   private recordRun(
     stepId: string,
@@ -239,13 +258,11 @@ export class ExecutionRoom {
     timing: RunTiming,
   ): StepRecord {
     const ended: RunSpan['ended'] = timing.live?.cancelling ? 'cancelled' : to === 'failed' ? 'failed' : 'finished';
-    const recorded = this.desk.db.transaction(() => {
+    return this.desk.db.transaction(() => {
       this.desk.steps.transition(stepId, to, actor, patch, { detail });
       this.desk.steps.recordRunSpan(stepId, 'realRun', this.desk.runSpan(timing.live, ended, timing.start));
       return this.desk.steps.get(stepId);
     })();
-    timing.spanRecorded = true;
-    return this.desk.emitStep(recorded);
   }
 
   /** Records each folder the step's writes create the moment it exists (and forgets one its failed write removed again). */

@@ -8,7 +8,6 @@ import { isAgentActor } from '../../domain/step-ownership.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
-import { GroupedCommit } from '../grouped-commit.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -29,7 +28,6 @@ export class ProposalsRoom {
   /** Previews of proposals the host acknowledged at once (submitAndSchedule), made in the background. */
   private readonly previews: PreviewQueue;
   /** Proposals and previews that arrive together share one transaction and one sync to disk. */
-  private readonly grouped: GroupedCommit;
   /** When each client's rate-limit refusal was last audited. */
   private readonly lastLimitAuditAt = new Map<string, number>();
   /** Steps whose preview is being made again, and why: the new preview says so (PreviewRebuilt). */
@@ -41,7 +39,6 @@ export class ProposalsRoom {
     private readonly desk: StepDesk,
     private readonly port: ProposalsPort,
   ) {
-    this.grouped = new GroupedCommit(desk.db);
     this.previews = new PreviewQueue({
       previewNextStep: (planId) => this.previewNextStep(planId),
       finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
@@ -144,7 +141,7 @@ export class ProposalsRoom {
     let changed: StepRecord[];
     try {
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
-      changed = await this.grouped.run(() => {
+      changed = await this.desk.commits.run(() => {
         // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
         desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
@@ -328,7 +325,7 @@ export class ProposalsRoom {
     await desk.requests.whenClear();
     // The person stopped all agents meanwhile: the dry run (stopped, or finished) is not recorded; the step is previewed again at resume.
     if (desk.closed || desk.paused) return;
-    const recorded = await this.grouped.run(() => this.recordPreview(step, preview, evaluated));
+    const recorded = await this.desk.commits.run(() => this.recordPreview(step, preview, evaluated));
     desk.emitStep(recorded);
   }
 
@@ -460,7 +457,7 @@ export class ProposalsRoom {
       if (live?.cancelling) ended = 'cancelled';
       return { ok: false, error: toErrorShape(error).message };
     } finally {
-      desk.endLiveRun(step.id, 'dryRun', live, ended, start);
+      desk.endLiveRun(step.id, 'dryRun', live, ended, start, { grouped: true });
     }
   }
 

@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { guardPath, pathGuard } from '../../../src/policy/path-guard.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+/*
+ * pathGuard answers many paths in one pass, resolving each folder once: for a tree that does not
+ * change during the pass, every verdict must be guardPath's, links (to folders, to files, dangling,
+ * out of the root, into the data directory) and missing folders included.
+ */
+
+const NAMES = ['a', 'b', 'c', 'link', 'HEAD', 'x.txt'] as const;
+
+type Entry =
+  | { kind: 'dir'; at: string[] }
+  | { kind: 'file'; at: string[] }
+  | { kind: 'link'; at: string[]; to: 'outside' | 'data' | 'sibling' | 'missing' | 'root' | 'parent'; sibling: string };
+
+const segments = fc.array(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 3 });
+const entry: fc.Arbitrary<Entry> = fc.oneof(
+  fc.record({ kind: fc.constant('dir' as const), at: segments }),
+  fc.record({ kind: fc.constant('file' as const), at: segments }),
+  fc.record({
+    kind: fc.constant('link' as const),
+    at: segments,
+    to: fc.constantFrom('outside', 'data', 'sibling', 'missing', 'root', 'parent'),
+    sibling: fc.constantFrom(...NAMES),
+  }),
+);
+
+/** Lays the entries out under root as far as they fit (a path through a file or a link is skipped). */
+function build(entries: Entry[], dirs: { root: string; outside: string; dataDir: string }): void {
+  for (const item of entries) {
+    const target = path.join(dirs.root, ...item.at);
+    try {
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      if (fs.existsSync(target) || isLink(target)) continue;
+      if (item.kind === 'dir') fs.mkdirSync(target);
+      else if (item.kind === 'file') fs.writeFileSync(target, 'x');
+      else {
+        const to = {
+          outside: dirs.outside,
+          data: dirs.dataDir,
+          sibling: item.sibling,
+          missing: path.join(dirs.root, 'nowhere', item.sibling),
+          root: dirs.root,
+          parent: '..',
+        }[item.to];
+        fs.symlinkSync(to, target);
+      }
+    } catch {
+      /* a parent is a file or a link out of the root: this entry does not fit the tree */
+    }
+  }
+}
+
+function isLink(target: string): boolean {
+  try {
+    return fs.lstatSync(target).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+describe('pathGuard (one pass over many paths)', () => {
+  it('gives every path the verdict guardPath gives it, on trees with links, files and missing folders', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 12 }),
+        fc.array(fc.tuple(fc.boolean(), segments), { minLength: 1, maxLength: 12 }),
+        (entries, requests) => {
+          const base = tempDir();
+          const dirs = { root: path.join(base, 'root'), outside: path.join(base, 'outside'), dataDir: path.join(base, 'data') };
+          for (const dir of Object.values(dirs)) fs.mkdirSync(dir);
+          build(entries, dirs);
+          const guard = pathGuard([dirs.root], dirs.dataDir);
+          for (const [absolute, parts] of requests) {
+            const requested = absolute ? path.join(dirs.root, ...parts) : parts.join('/');
+            expect(guard(requested)).toEqual(guardPath(requested, [dirs.root], dirs.dataDir));
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('resolves a file reached through a linked folder to where it really is, as guardPath does', () => {
+    const base = tempDir();
+    const root = path.join(base, 'root');
+    const dataDir = path.join(base, 'data');
+    fs.mkdirSync(path.join(root, 'real'), { recursive: true });
+    fs.mkdirSync(dataDir);
+    fs.symlinkSync(path.join(root, 'real'), path.join(root, 'via'));
+    fs.writeFileSync(path.join(root, 'real', 'one.txt'), '1');
+    fs.symlinkSync(dataDir, path.join(root, 'real', 'into-data'));
+    const guard = pathGuard([root], dataDir);
+    expect(guard('via/one.txt')).toMatchObject({ ok: true, realPath: path.join(root, 'real', 'one.txt') });
+    expect(guard('via/two.txt')).toMatchObject({ ok: true, realPath: path.join(root, 'real', 'two.txt') });
+    expect(guard('via/into-data')).toMatchObject({ ok: false, code: 'PATH_OUTSIDE_ROOT' });
+  });
+});
