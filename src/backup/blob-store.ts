@@ -58,7 +58,7 @@ export class BlobStore {
     const file = this.pathOf(hash);
     if (sizeOf(file) !== data.byteLength) {
       this.guard();
-      await writeFileAtomicAsync(file, data, 0o600, { verifySha256: hash });
+      await writeFileAtomicAsync(file, data, 0o600, { verifyReadBack: true });
     }
     return hash;
   }

@@ -226,6 +226,15 @@ export async function writeFileAtomicAsync(
           path: target,
         });
     }
+    if (options.verifyReadBack) {
+      const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20) || 1);
+      for (let position = 0; position < size;) {
+        const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, size - position), position);
+        if (bytesRead <= 0 || Buffer.compare(chunk.subarray(0, bytesRead), data.subarray(position, position + bytesRead)) !== 0)
+          throw new ExecutorError('STORAGE_FAILED', `${target} did not read back as written; nothing was changed.`, { path: target });
+        position += bytesRead;
+      }
+    }
     await handle.close();
     handle = undefined;
     await fs.promises.rename(temp, target);
