@@ -90,6 +90,8 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     input.hooks ? (stream, chunk) => input.hooks!.onOutput(stream, chunk) : undefined,
   );
   let container: Docker.Container | undefined;
+  // Ends the engine waits still open when the run is over (one that never answers would keep this process alive).
+  const waits = new AbortController();
   const started = performance.now();
   try {
     container = await engineCall(client, () => client.docker.createContainer(spec));
@@ -102,8 +104,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       stream.on('close', resolve);
       stream.on('error', () => resolve());
     });
-    const exited = created.wait({ condition: 'next-exit' });
-    exited.catch(() => undefined);
+    const exited = exitOf(created, streamEnded, waits.signal);
     // Cancelled while the container was being created: it never starts.
     if (signal?.aborted) throw cancelledError(runId);
     await engineCall(client, () => created.start());
@@ -127,9 +128,10 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       timedOut = first === 'timeout';
       cancelled = first === 'cancelled';
       await created.kill({ signal: 'SIGKILL' }).catch(() => undefined);
-      await exited.catch(() => undefined);
+      // Bounded: the kill is what counts, and the container is removed by force below either way.
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
     } else {
-      exitCode = (first as { StatusCode: number }).StatusCode;
+      exitCode = first.StatusCode;
     }
     // The attach stream closes right after the exit; the bound only guards against an engine that never closes it.
     await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
@@ -154,9 +156,33 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     if (error instanceof ExecutorError) throw error;
     throw new ExecutorError('SANDBOX_FAILED', `The container could not run: ${(error as Error).message}`, { runId });
   } finally {
+    waits.abort();
     if (container) await container.remove({ force: true, v: true }).catch(() => undefined);
     await proxy?.close();
   }
+}
+
+/**
+ * The container's exit code, from whichever of two ways answers first. Docker answers a wait for the
+ * `next-exit` registered before the start; Podman answers that one from its event log, which may be
+ * off (`events_logger = "none"`) or lost (journald without a journal), and then never answers at
+ * all. So once the attach stream has ended (the engine closes it when the container's process is
+ * gone) the exit is also asked for as `not-running`, which both engines answer from the container's
+ * state, and confirmed by an inspect: a stream that broke before the start must not read as exit 0.
+ * Never rejects; an engine that answers neither way leaves the run to its timeout.
+ */
+function exitOf(container: Docker.Container, streamEnded: Promise<void>, abortSignal: AbortSignal): Promise<{ StatusCode: number }> {
+  const nextExit = (container.wait({ condition: 'next-exit', abortSignal }) as Promise<{ StatusCode: number }>).catch(() => new Promise<never>(() => {}));
+  const fromState = streamEnded.then(async () => {
+    await container.wait({ condition: 'not-running', abortSignal }).catch(() => undefined);
+    const state = await container
+      .inspect()
+      .then((info) => info.State)
+      .catch(() => undefined);
+    if (state?.Status !== 'exited' && state?.Status !== 'dead') return new Promise<never>(() => {});
+    return { StatusCode: state.ExitCode };
+  });
+  return Promise.race([nextExit, fromState]);
 }
 
 function cancelledError(runId: string): ExecutorError {
