@@ -78,7 +78,7 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
           {!environment
             ? 'checking…'
             : environment.engine.reachable
-              ? `reachable at ${environment.engine.endpoint}: Docker ${environment.engine.version ?? '?'}`
+              ? `reachable at ${environment.engine.endpoint}: ${environment.engine.engine?.label ?? `Docker ${environment.engine.version ?? '?'}`}`
               : `NOT reachable at ${environment.engine.endpoint}: commands and Python cannot run until Docker starts`}
         </dd>
         <dt>Sandbox image</dt>

@@ -45,7 +45,7 @@ export function registerSandboxCommands(program: Command): void {
       print(json, status, () =>
         [
           engine.reachable
-            ? `Engine   reachable at ${engine.endpoint}: Docker ${engine.version} (API ${engine.apiVersion}, ${engine.os})`
+            ? `Engine   reachable at ${engine.endpoint}: ${engine.engine?.label ?? `Docker ${engine.version}`} (API ${engine.apiVersion}, ${engine.os})`
             : `Engine   NOT reachable at ${engine.endpoint}: ${engine.error}. Start Docker or set DOCKER_HOST.`,
           image.present
             ? `Image    ${image.tag} ${image.digest} (${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built by ${image.builtBy ?? 'unknown'})`

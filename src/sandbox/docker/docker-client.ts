@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { ExecutorError } from '../../domain/errors.js';
+import { engineInfo, identifyEngine, type EngineIdentity } from './engine-identity.js';
 
 let dockerode: typeof Docker | undefined;
 
@@ -92,6 +93,8 @@ export interface EngineStatus {
   version?: string;
   apiVersion?: string;
   os?: string;
+  /** Which engine it is and how it runs: "Podman 4.3.1 (rootful)", "Docker 20.10.24". */
+  engine?: EngineIdentity;
   error?: string;
 }
 
@@ -104,6 +107,7 @@ export async function engineStatus(client: DockerClient): Promise<EngineStatus> 
       version: version.Version,
       apiVersion: version.ApiVersion,
       os: `${version.Os}/${version.Arch}`,
+      engine: identifyEngine(version, await engineInfo(client.docker)),
     };
   } catch (error) {
     return { reachable: false, endpoint: client.endpoint, error: error instanceof Error ? error.message : String(error) };

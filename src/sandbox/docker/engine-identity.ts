@@ -1,0 +1,44 @@
+import type Docker from 'dockerode';
+
+/** Which engine answers on the Docker API, as `sandbox status` names it: "Podman 4.3.1 (rootful)", "Docker 20.10.24". */
+export interface EngineIdentity {
+  /** Podman speaks the Docker API too; everything else that does is taken for Docker. */
+  name: 'Docker' | 'Podman';
+  version: string;
+  /** Whether the engine runs as an ordinary user (its containers' root is that user, mapped); undefined: it did not say. */
+  rootless?: boolean;
+  label: string;
+}
+
+interface VersionAnswer {
+  Version?: string;
+  Components?: { Name?: string; Version?: string }[];
+}
+
+interface InfoAnswer {
+  /** Podman's compat /info says it outright. */
+  Rootless?: boolean;
+  /** Docker lists `name=rootless` here when its daemon runs rootless. */
+  SecurityOptions?: string[];
+}
+
+/**
+ * Names the engine from its /version answer (Podman lists a "Podman Engine" component; Docker an
+ * "Engine") and, from /info, whether it runs rootless. Podman is always named with its mode, since
+ * rootful and rootless Podman differ in what a container's uid maps to on the host; Docker only when
+ * it is rootless, the unusual case.
+ */
+export function identifyEngine(version: VersionAnswer, info: InfoAnswer | undefined): EngineIdentity {
+  const podman = version.Components?.find((component) => /podman/i.test(component.Name ?? ''));
+  const name = podman ? 'Podman' : 'Docker';
+  const number = (podman?.Version ?? version.Version ?? 'unknown').trim();
+  const rootless =
+    info === undefined ? undefined : info.Rootless === true || (info.SecurityOptions ?? []).some((option) => /(^|,)name=rootless(,|$)/.test(option));
+  const mode = rootless === undefined ? '' : name === 'Podman' ? ` (${rootless ? 'rootless' : 'rootful'})` : rootless ? ' (rootless)' : '';
+  return { name, version: number, ...(rootless === undefined ? {} : { rootless }), label: `${name} ${number}${mode}` };
+}
+
+/** The engine's /info, or undefined when it does not answer it (the name then comes from /version alone). */
+export async function engineInfo(docker: Docker): Promise<InfoAnswer | undefined> {
+  return (docker.info() as Promise<InfoAnswer>).catch(() => undefined);
+}
