@@ -154,6 +154,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     };
   } catch (error) {
     if (error instanceof ExecutorError) throw error;
+    if (INIT_MISSING.test((error as Error).message)) throw initMissing(client, error as Error);
     throw new ExecutorError('SANDBOX_FAILED', `The container could not run: ${(error as Error).message}`, { runId });
   } finally {
     waits.abort();
@@ -183,6 +184,26 @@ function exitOf(container: Docker.Container, streamEnded: Promise<void>, abortSi
     return { StatusCode: state.ExitCode };
   });
   return Promise.race([nextExit, fromState]);
+}
+
+/** What an engine says when the init every container here asks for (HostConfig.Init) is not installed. */
+const INIT_MISSING = /container-init binary not found|catatonit: no such file|"?docker-init"?: executable file not found/i;
+
+/**
+ * The engine cannot start any container until its init is installed: a setup problem of the engine,
+ * so the step waits (SANDBOX_UNAVAILABLE keeps it approved for `sandbox retry`), with the package named.
+ */
+function initMissing(client: DockerClient, error: Error): ExecutorError {
+  const podman = /container-init|catatonit/i.test(error.message);
+  return new ExecutorError(
+    'SANDBOX_UNAVAILABLE',
+    `The engine at ${client.endpoint} cannot start a container: its init helper is missing (${error.message.trim()}). ${
+      podman
+        ? "Install Podman's catatonit (Debian/Ubuntu: apt-get install catatonit; Fedora: dnf install catatonit)"
+        : "Install Docker's docker-init (tini; Debian: apt-get install tini, or reinstall docker.io)"
+    }, then run the step again with \`executor sandbox retry STEP_ID\`; it stays approved.`,
+    { endpoint: client.endpoint },
+  );
 }
 
 function cancelledError(runId: string): ExecutorError {
