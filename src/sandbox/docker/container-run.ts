@@ -173,7 +173,9 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
  * Never rejects; an engine that answers neither way leaves the run to its timeout.
  */
 function exitOf(container: Docker.Container, streamEnded: Promise<void>, abortSignal: AbortSignal): Promise<{ StatusCode: number }> {
-  const nextExit = (container.wait({ condition: 'next-exit', abortSignal }) as Promise<{ StatusCode: number }>).catch(() => new Promise<never>(() => {}));
+  const nextExit = (container.wait({ condition: 'next-exit', abortSignal }) as Promise<{ StatusCode: number }>).catch(
+    () => new Promise<never>(() => {}),
+  );
   const fromState = streamEnded.then(async () => {
     await container.wait({ condition: 'not-running', abortSignal }).catch(() => undefined);
     const state = await container

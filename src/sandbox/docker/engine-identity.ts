@@ -33,7 +33,9 @@ export function identifyEngine(version: VersionAnswer, info: InfoAnswer | undefi
   const name = podman ? 'Podman' : 'Docker';
   const number = (podman?.Version ?? version.Version ?? 'unknown').trim();
   const rootless =
-    info === undefined ? undefined : info.Rootless === true || (info.SecurityOptions ?? []).some((option) => /(^|,)name=rootless(,|$)/.test(option));
+    info === undefined
+      ? undefined
+      : info.Rootless === true || (info.SecurityOptions ?? []).some((option) => /(^|,)name=rootless(,|$)/.test(option));
   const mode = rootless === undefined ? '' : name === 'Podman' ? ` (${rootless ? 'rootless' : 'rootful'})` : rootless ? ' (rootless)' : '';
   return { name, version: number, ...(rootless === undefined ? {} : { rootless }), label: `${name} ${number}${mode}` };
 }
