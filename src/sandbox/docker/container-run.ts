@@ -6,6 +6,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import type { RunHooks } from '../../domain/live-output.js';
 import { containerSpec, CONTAINER_LABEL, WORKSPACE_MOUNT, type NetworkMode, type SandboxLimits } from './container-spec.js';
 import { engineCall, type DockerClient } from './docker-client.js';
+import { engineInfo, limitsUnenforceable } from './engine-identity.js';
 import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
 import { OutputDemuxer, type CapturedStream } from './output-capture.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
@@ -68,6 +69,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       },
     );
   }
+  await requireEnforcedLimits(client);
   const proxy = input.network === 'allowlist' ? await startEgressProxy(input.allowHosts) : null;
   const env = { ...(input.env ?? {}) };
   if (proxy) env.EXECUTOR_EGRESS_SHIM = EGRESS_SHIM_SOURCE;
@@ -186,6 +188,31 @@ function exitOf(container: Docker.Container, streamEnded: Promise<void>, abortSi
     return { StatusCode: state.ExitCode };
   });
   return Promise.race([nextExit, fromState]);
+}
+
+/** Per client, whether its engine was found able to apply the limits (asked once: its answer does not change while it runs). */
+const limitsChecked = new WeakMap<DockerClient, Promise<string | null>>();
+
+/**
+ * Refuses to run on an engine that would drop the pids and memory limits without a word: the step
+ * waits (SANDBOX_UNAVAILABLE) instead of running unlimited.
+ */
+async function requireEnforcedLimits(client: DockerClient): Promise<void> {
+  let check = limitsChecked.get(client);
+  if (!check) {
+    const info = engineInfo(client.docker);
+    check = info.then(limitsUnenforceable);
+    // An engine that did not answer is asked again next time (its create then says it is unreachable).
+    void info.then((answer) => (answer === undefined ? undefined : limitsChecked.set(client, check!)));
+  }
+  const why = await check;
+  if (why) {
+    throw new ExecutorError(
+      'SANDBOX_UNAVAILABLE',
+      `The engine at ${client.endpoint} cannot hold a container to the sandbox's limits: ${why}. Use a rootful engine (rootful Podman or Docker), or a rootless one on cgroup v2 with the cpu, memory and pids controllers delegated to your user; then run the step again with \`executor sandbox retry STEP_ID\`; it stays approved.`,
+      { endpoint: client.endpoint },
+    );
+  }
 }
 
 /** What an engine says when the init every container here asks for (HostConfig.Init) is not installed. */

@@ -20,6 +20,8 @@ interface InfoAnswer {
   Rootless?: boolean;
   /** Docker lists `name=rootless` here when its daemon runs rootless. */
   SecurityOptions?: string[];
+  /** "1" or "2" (Podman and Docker both answer it). */
+  CgroupVersion?: string | number;
 }
 
 /**
@@ -43,4 +45,17 @@ export function identifyEngine(version: VersionAnswer, info: InfoAnswer | undefi
 /** The engine's /info, or undefined when it does not answer it (the name then comes from /version alone). */
 export async function engineInfo(docker: Docker): Promise<InfoAnswer | undefined> {
   return (docker.info() as Promise<InfoAnswer>).catch(() => undefined);
+}
+
+/**
+ * Why this engine cannot hold a container to the sandbox's limits, or null when it can. A rootless
+ * engine on cgroup v1 gets no cgroup of its own to write: it accepts PidsLimit and Memory, then runs
+ * the container without them (pids.max "max", a memory hog not stopped). Its /info does not say so
+ * (Podman answers PidsLimit: true), so the combination is read from Rootless and CgroupVersion.
+ */
+export function limitsUnenforceable(info: InfoAnswer | undefined): string | null {
+  if (info === undefined) return null;
+  const rootless = info.Rootless === true || (info.SecurityOptions ?? []).some((option) => /(^|,)name=rootless(,|$)/.test(option));
+  if (!rootless || String(info.CgroupVersion ?? '') !== '1') return null;
+  return "it runs rootless on cgroup v1, where it cannot apply the sandbox's process and memory limits (it would run the container without them)";
 }

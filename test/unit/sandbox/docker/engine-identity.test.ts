@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { identifyEngine } from '../../../../src/sandbox/docker/engine-identity.js';
+import { identifyEngine, limitsUnenforceable } from '../../../../src/sandbox/docker/engine-identity.js';
 
 // The /version and /info answers as the engines give them (trimmed to what is read).
 const podmanVersion = {
@@ -46,5 +46,21 @@ describe('identifyEngine', () => {
   it('says nothing of the mode when /info did not answer, and still names the engine from /version alone', () => {
     expect(identifyEngine(podmanVersion, undefined)).toEqual({ name: 'Podman', version: '4.3.1', label: 'Podman 4.3.1' });
     expect(identifyEngine({}, undefined)).toEqual({ name: 'Docker', version: 'unknown', label: 'Docker unknown' });
+  });
+});
+
+describe('limitsUnenforceable', () => {
+  it('refuses a rootless engine on cgroup v1 (Podman says Rootless, Docker name=rootless), whatever its PidsLimit answer', () => {
+    expect(limitsUnenforceable({ Rootless: true, CgroupVersion: '1' })).toMatch(/rootless on cgroup v1/);
+    expect(limitsUnenforceable({ SecurityOptions: ['name=seccomp,profile=builtin', 'name=rootless'], CgroupVersion: '1' })).toMatch(
+      /cgroup v1/,
+    );
+  });
+
+  it('accepts a rootful engine on either cgroup version, a rootless one on v2, and an engine that did not answer', () => {
+    expect(limitsUnenforceable({ Rootless: false, CgroupVersion: '1' })).toBeNull();
+    expect(limitsUnenforceable({ Rootless: true, CgroupVersion: '2' })).toBeNull();
+    expect(limitsUnenforceable({ SecurityOptions: ['name=seccomp,profile=default'], CgroupVersion: '1' })).toBeNull();
+    expect(limitsUnenforceable(undefined)).toBeNull();
   });
 });
