@@ -97,7 +97,7 @@ function SandboxCard({ policy }: { policy: PolicyValue }) {
           {!environment
             ? 'checking…'
             : environment.engine.reachable
-              ? `reachable at ${environment.engine.endpoint}: Docker ${environment.engine.version ?? '?'}`
+              ? `reachable at ${environment.engine.endpoint}: ${environment.engine.engine?.label ?? `Docker ${environment.engine.version ?? '?'}`}`
               : environment.engine.errorCode?.startsWith('ENGINE_')
                 ? `NOT reached (${environment.engine.errorCode}): ${environment.engine.error ?? ''}`
                 : `NOT reachable at ${environment.engine.endpoint}: commands and Python cannot run until Docker starts`}

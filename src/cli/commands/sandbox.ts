@@ -59,7 +59,7 @@ export function registerSandboxCommands(program: Command): void {
       print(json, status, () =>
         [
           engine.reachable
-            ? `Engine   reachable at ${engine.endpoint}: Docker ${engine.version} (API ${engine.apiVersion}, ${engine.os})`
+            ? `Engine   reachable at ${engine.endpoint}: ${engine.engine?.label ?? `Docker ${engine.version}`} (API ${engine.apiVersion}, ${engine.os})`
             : `Engine   NOT reachable at ${engine.endpoint}${engine.errorCode ? ` (${engine.errorCode})` : ''}: ${engine.error}${engine.errorCode === 'ENGINE_TLS_FAILED' ? '' : ' Start Docker or set DOCKER_HOST.'}`,
           ...(engine.access ? accessLines(engine.access) : []),
           // An engine not reached says nothing about its images.

@@ -482,6 +482,10 @@ export const EnvironmentStatusWireSchema = z.object({
     version: z.string().optional(),
     apiVersion: z.string().optional(),
     os: z.string().optional(),
+    /** src/sandbox/docker/engine-identity.ts EngineIdentity: "Podman 4.3.1 (rootful)", "Docker 20.10.24". */
+    engine: z
+      .object({ name: z.enum(['Docker', 'Podman']), version: z.string(), rootless: z.boolean().optional(), label: z.string() })
+      .optional(),
     error: z.string().optional(),
     /** ENGINE_TLS_FAILED, ENGINE_INSECURE, ENGINE_CONFIG_INVALID, SANDBOX_UNAVAILABLE when not reached. */
     errorCode: z.string().optional(),

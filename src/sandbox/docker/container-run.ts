@@ -6,6 +6,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import type { RunHooks } from '../../domain/live-output.js';
 import { containerSpec, CONTAINER_LABEL, WORKSPACE_MOUNT, type NetworkMode, type SandboxLimits } from './container-spec.js';
 import { engineCall, type DockerClient } from './docker-client.js';
+import { engineInfo, limitsUnenforceable } from './engine-identity.js';
 import { EGRESS_SHIM_SOURCE, startEgressProxy, withEgressShim, type EgressRequest } from './egress-proxy.js';
 import { OutputDemuxer, type CapturedStream } from './output-capture.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
@@ -70,6 +71,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       },
     );
   }
+  await requireEnforcedLimits(client);
   const proxy = input.network === 'allowlist' ? await startEgressProxy(input.allowHosts) : null;
   const env = { ...(input.env ?? {}) };
   if (proxy) env.EXECUTOR_EGRESS_SHIM = EGRESS_SHIM_SOURCE;
@@ -93,6 +95,8 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     input.hooks ? (stream, chunk) => input.hooks!.onOutput(stream, chunk) : undefined,
   );
   let container: Docker.Container | undefined;
+  // Ends the engine waits still open when the run is over (one that never answers would keep this process alive).
+  const waits = new AbortController();
   const started = performance.now();
   try {
     container = await engineCall(client, () => client.docker.createContainer(spec));
@@ -105,8 +109,7 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       stream.on('close', resolve);
       stream.on('error', () => resolve());
     });
-    const exited = created.wait({ condition: 'next-exit' });
-    exited.catch(() => undefined);
+    const exited = exitOf(created, streamEnded, waits.signal);
     // Cancelled while the container was being created: it never starts.
     if (signal?.aborted) throw cancelledError(runId);
     await engineCall(client, () => created.start());
@@ -130,9 +133,10 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
       timedOut = first === 'timeout';
       cancelled = first === 'cancelled';
       await created.kill({ signal: 'SIGKILL' }).catch(() => undefined);
-      await exited.catch(() => undefined);
+      // Bounded: the kill is what counts, and the container is removed by force below either way.
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
     } else {
-      exitCode = (first as { StatusCode: number }).StatusCode;
+      exitCode = first.StatusCode;
     }
     // The attach stream closes right after the exit; the bound only guards against an engine that never closes it.
     await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
@@ -155,11 +159,83 @@ export async function runInContainer(client: DockerClient, input: ContainerRunIn
     };
   } catch (error) {
     if (error instanceof ExecutorError) throw error;
+    if (INIT_MISSING.test((error as Error).message)) throw initMissing(client, error as Error);
     throw new ExecutorError('SANDBOX_FAILED', `The container could not run: ${(error as Error).message}`, { runId });
   } finally {
+    waits.abort();
     if (container) await container.remove({ force: true, v: true }).catch(() => undefined);
     await proxy?.close();
   }
+}
+
+/**
+ * The container's exit code, from whichever of two ways answers first. Docker answers a wait for the
+ * `next-exit` registered before the start; Podman answers that one from its event log, which may be
+ * off (`events_logger = "none"`) or lost (journald without a journal), and then never answers at
+ * all. So once the attach stream has ended (the engine closes it when the container's process is
+ * gone) the exit is also asked for as `not-running`, which both engines answer from the container's
+ * state, and confirmed by an inspect: a stream that broke before the start must not read as exit 0.
+ * Never rejects; an engine that answers neither way leaves the run to its timeout.
+ */
+function exitOf(container: Docker.Container, streamEnded: Promise<void>, abortSignal: AbortSignal): Promise<{ StatusCode: number }> {
+  const nextExit = (container.wait({ condition: 'next-exit', abortSignal }) as Promise<{ StatusCode: number }>).catch(
+    () => new Promise<never>(() => {}),
+  );
+  const fromState = streamEnded.then(async () => {
+    await container.wait({ condition: 'not-running', abortSignal }).catch(() => undefined);
+    const state = await container
+      .inspect()
+      .then((info) => info.State)
+      .catch(() => undefined);
+    if (state?.Status !== 'exited' && state?.Status !== 'dead') return new Promise<never>(() => {});
+    return { StatusCode: state.ExitCode };
+  });
+  return Promise.race([nextExit, fromState]);
+}
+
+/** Per client, whether its engine was found able to apply the limits (asked once: its answer does not change while it runs). */
+const limitsChecked = new WeakMap<DockerClient, Promise<string | null>>();
+
+/**
+ * Refuses to run on an engine that would drop the pids and memory limits without a word: the step
+ * waits (SANDBOX_UNAVAILABLE) instead of running unlimited.
+ */
+async function requireEnforcedLimits(client: DockerClient): Promise<void> {
+  let check = limitsChecked.get(client);
+  if (!check) {
+    const info = engineInfo(client.docker);
+    check = info.then(limitsUnenforceable);
+    // An engine that did not answer is asked again next time (its create then says it is unreachable).
+    void info.then((answer) => (answer === undefined ? undefined : limitsChecked.set(client, check!)));
+  }
+  const why = await check;
+  if (why) {
+    throw new ExecutorError(
+      'SANDBOX_UNAVAILABLE',
+      `The engine at ${client.endpoint} cannot hold a container to the sandbox's limits: ${why}. Use a rootful engine (rootful Podman or Docker), or a rootless one on cgroup v2 with the cpu, memory and pids controllers delegated to your user; then run the step again with \`executor sandbox retry STEP_ID\`; it stays approved.`,
+      { endpoint: client.endpoint },
+    );
+  }
+}
+
+/** What an engine says when the init every container here asks for (HostConfig.Init) is not installed. */
+const INIT_MISSING = /container-init binary not found|catatonit: no such file|"?docker-init"?: executable file not found/i;
+
+/**
+ * The engine cannot start any container until its init is installed: a setup problem of the engine,
+ * so the step waits (SANDBOX_UNAVAILABLE keeps it approved for `sandbox retry`), with the package named.
+ */
+function initMissing(client: DockerClient, error: Error): ExecutorError {
+  const podman = /container-init|catatonit/i.test(error.message);
+  return new ExecutorError(
+    'SANDBOX_UNAVAILABLE',
+    `The engine at ${client.endpoint} cannot start a container: its init helper is missing (${error.message.trim()}). ${
+      podman
+        ? "Install Podman's catatonit (Debian/Ubuntu: apt-get install catatonit; Fedora: dnf install catatonit)"
+        : "Install Docker's docker-init (tini; Debian: apt-get install tini, or reinstall docker.io)"
+    }, then run the step again with \`executor sandbox retry STEP_ID\`; it stays approved.`,
+    { endpoint: client.endpoint },
+  );
 }
 
 function cancelledError(runId: string): ExecutorError {

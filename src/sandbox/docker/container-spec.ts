@@ -8,6 +8,9 @@ export const WORKSPACE_MOUNT = '/workspace';
 export const EGRESS_MOUNT = '/run/executor-egress';
 export const EGRESS_SHIM_PORT = 3128;
 
+/** The sandbox uid's process limit (RLIMIT_NPROC) at least: it is shared by every container of that uid at once. */
+const SANDBOX_NPROC = 4096;
+
 export type SandboxLimits = Policy['sandbox'];
 export type NetworkMode = 'none' | 'allowlist';
 
@@ -46,6 +49,7 @@ export interface ContainerSpecInput {
  */
 export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions {
   const memoryBytes = input.limits.memoryMb * 1024 * 1024;
+  const nproc = Math.max(SANDBOX_NPROC, input.limits.pids);
   const binds = input.scratchDir === null ? [] : [`${input.scratchDir}:${WORKSPACE_MOUNT}:rw`];
   if (input.network === 'allowlist' && input.egressDir) binds.push(`${input.egressDir}:${EGRESS_MOUNT}:ro`);
   // Python would otherwise write __pycache__ into the workspace copy, and those files would show up as changes;
@@ -96,11 +100,20 @@ export function containerSpec(input: ContainerSpecInput): ContainerCreateOptions
       // Equal to Memory: no swap, so a memory hog is killed instead of thrashing the host.
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(input.limits.cpus * 1e9),
-      Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 1024 }],
+      // Both pinned, below any engine's own: Podman otherwise asks for its defaults (open files 1048576,
+      // processes 4194304 as root), which an engine without CAP_SYS_RESOURCE (inside a VM's or another
+      // container's limits) cannot grant, and the create fails. The per-container cap on processes is
+      // PidsLimit; nproc counts the sandbox uid across all its containers, so it is kept wider.
+      Ulimits: [
+        { Name: 'nofile', Soft: 1024, Hard: 1024 },
+        { Name: 'nproc', Soft: nproc, Hard: nproc },
+      ],
       IpcMode: 'none',
       // Output is streamed and capped by the app; the engine keeps no log file a command could fill.
       LogConfig: { Type: 'none', Config: {} },
       AutoRemove: false,
+      // The engine's own init (Docker's docker-init, Podman's catatonit) as pid 1: it reaps orphans and
+      // passes signals on, for any image, the project's own too. An init in the image would not cover those.
       Init: true,
     },
   };

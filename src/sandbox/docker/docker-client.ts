@@ -7,6 +7,7 @@ import { engineTlsFailed, readTlsMaterial, resolveEngineAddress, tlsFailureOf, t
 import { knownHostVerifier } from './known-hosts.js';
 
 type HostKeyVerifier = ReturnType<typeof knownHostVerifier>;
+import { engineInfo, identifyEngine, type EngineIdentity } from './engine-identity.js';
 
 let dockerode: typeof Docker | undefined;
 
@@ -218,6 +219,8 @@ export interface EngineStatus {
   version?: string;
   apiVersion?: string;
   os?: string;
+  /** Which engine it is and how it runs: "Podman 4.3.1 (rootful)", "Docker 20.10.24". */
+  engine?: EngineIdentity;
   error?: string;
   /** The typed error's code when the engine was not reached (ENGINE_TLS_FAILED, ENGINE_INSECURE, SANDBOX_UNAVAILABLE…). */
   errorCode?: string;
@@ -262,6 +265,7 @@ export async function engineStatus(client: DockerClient): Promise<EngineStatus> 
       version: version.Version,
       apiVersion: version.ApiVersion,
       os: `${version.Os}/${version.Arch}`,
+      engine: identifyEngine(version, await engineInfo(client.docker)),
     };
   } catch (error) {
     const typed = error instanceof ExecutorError ? error : reachFailure(client, error);

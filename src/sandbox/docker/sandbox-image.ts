@@ -414,7 +414,8 @@ async function buildOffline(client: DockerClient, tag: string, started: number):
       'CMD ["/bin/sh"]',
     ];
     const progress = await engineCall(client, () =>
-      client.docker.importImage(tar, { repo: tag.split(':')[0], tag: tag.split(':')[1], changes }),
+      // The whole reference as `repo`: Docker reads a tag in it, and Podman (4.3) ignores a separate `tag`, naming the image `:latest`.
+      client.docker.importImage(tar, { repo: tag, changes }),
     );
     await followProgress(client, progress);
     const exitCode = await new Promise<number | null>((resolve) =>

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { ExecutorError } from '../../domain/errors.js';
 import { PolicySchema } from '../../policy/policy-file.js';
 import { WORKSPACE_MOUNT } from './container-spec.js';
 import { runInContainer } from './container-run.js';
@@ -64,11 +65,15 @@ export async function probeSandbox(client: DockerClient, image: string): Promise
       problem: `A test command in the sandbox ${run.timedOut ? 'timed out' : `exited ${run.exitCode}`}${said ? `: ${said}` : ''}.${hint}`,
     };
   } catch (error) {
+    // An engine that cannot start any container (its init missing) is not the image's fault.
+    const engineSide = error instanceof ExecutorError && error.code === 'SANDBOX_UNAVAILABLE';
     return {
       ran: false,
       exitCode: null,
       durationMs: 0,
-      problem: `No container could be started from the image: ${(error as Error).message}. Rebuild it with \`executor sandbox image build --force\`.`,
+      problem: engineSide
+        ? (error as Error).message
+        : `No container could be started from the image: ${(error as Error).message}. Rebuild it with \`executor sandbox image build --force\`.`,
     };
   } finally {
     removeTree(base);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
-import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
+import { dockerAvailable, ensureSandboxImage, testEngine } from '../../helpers/docker-engine.js';
 import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -17,11 +17,11 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
     await ensureSandboxImage();
   }, 300_000);
 
-  it('status reports a reachable engine, its version and the pinned image with its digest', () => {
+  it('status reports a reachable engine, which one it is, its version and the pinned image with its digest', () => {
     const result = runCli(['sandbox', 'status', '--json']);
     expect(result.status).toBe(0);
     const status = result.json<{
-      engine: { reachable: boolean; version: string };
+      engine: { reachable: boolean; version: string; engine: { name: string; label: string } };
       image: { tag: string; present: boolean; digest: string };
       ready: boolean;
     }>();
@@ -29,6 +29,11 @@ describe.skipIf(!hasDocker)('executor sandbox …', () => {
       .version;
     expect(status.engine.reachable).toBe(true);
     expect(status.engine.version).toMatch(/\d+\.\d+/);
+    // Podman always with its mode (what a container's uid is on the host differs); Docker only when rootless.
+    expect(status.engine.engine.label).toMatch(
+      testEngine() === 'podman' ? /^Podman \d+\.\d+\.\d+ \((rootful|rootless)\)$/ : /^Docker \d+\.\d+/,
+    );
+    expect(runCli(['sandbox', 'status']).stdout).toContain(`: ${status.engine.engine.label} (API `);
     expect(status.image).toMatchObject({ tag: `executor-sandbox:${version}`, present: true, digest: expect.stringMatching(/^sha256:/) });
     expect(status.ready).toBe(true);
   });

@@ -163,7 +163,8 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     // The person runs the build themselves: its progress comes as it goes, on stderr.
     const built = await runCliAsync(['--data-dir', dataDir, 'sandbox', 'image', 'build', '--root', workspace], { timeoutMs: 240_000 });
     expect(built.status, built.stderr).toBe(0);
-    expect(built.stderr).toMatch(/build {4}Step \d+\/\d+ : RUN mkdir -p \/opt && echo built-by-run/);
+    // Docker's builder numbers steps "Step 2/5 : RUN …", Podman's (buildah) "STEP 2/5: RUN …".
+    expect(built.stderr).toMatch(/build {4}(?:Step \d+\/\d+ :|STEP \d+\/\d+:) RUN mkdir -p \/opt && echo built-by-run/);
     expect(built.stdout).toContain('From     devcontainer-build (.devcontainer/devcontainer.json)');
 
     const after = await proposeCommand(dataDir, 'runs2', 'cat /opt/marker && id -u');

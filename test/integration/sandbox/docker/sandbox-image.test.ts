@@ -36,6 +36,11 @@ describe.skipIf(!hasDocker)('the sandbox image, built offline', () => {
         '--rm',
         '--network',
         'none',
+        // As the app's own containers pin them: an engine's defaults may be more than it can grant (Podman's, without CAP_SYS_RESOURCE).
+        '--ulimit',
+        'nofile=1024:1024',
+        '--ulimit',
+        'nproc=4096:4096',
         tag,
         'sh',
         '-c',

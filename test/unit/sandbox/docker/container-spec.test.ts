@@ -43,7 +43,10 @@ describe('containerSpec', () => {
         Memory: 256 * 1024 * 1024,
         MemorySwap: 256 * 1024 * 1024,
         NanoCpus: 500_000_000,
-        Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 1024 }],
+        Ulimits: [
+          { Name: 'nofile', Soft: 1024, Hard: 1024 },
+          { Name: 'nproc', Soft: 4096, Hard: 4096 },
+        ],
         IpcMode: 'none',
         LogConfig: { Type: 'none', Config: {} },
         AutoRemove: false,
