@@ -585,7 +585,23 @@ export function registerAuditCommands(program: Command): void {
       ) => {
         const { dataDir, json } = globals(command);
         const { queryAudit } = await auditModules();
+        const { pickId } = await import('../id-prefix.js');
         const entries = await withReader(dataDir, (reader) => {
+          // A step or plan id prefix (or the window's short form) names the one id the log holds that fits it.
+          const fromLog = (column: 'step_id' | 'plan_id', kind: 'step' | 'plan', given: string) => {
+            const start = given.trim().split(/…|\.\.\./)[0]!;
+            const ids = reader.db
+              .prepare(`SELECT DISTINCT ${column} AS id FROM audit_records WHERE substr(${column}, 1, ?) = ? LIMIT 501`)
+              .all([...start].length, start) as { id: string }[];
+            return pickId(
+              kind,
+              given,
+              ids.map((row) => row.id),
+              ids.length > 500,
+            );
+          };
+          if (options.step) options.step = fromLog('step_id', 'step', options.step);
+          if (options.plan) options.plan = fromLog('plan_id', 'plan', options.plan);
           const collected: AuditEntry[] = [];
           let cursor: string | null = null;
           do {

@@ -13,6 +13,7 @@ import type { ModelOverride, RunDetail, RunSummary, RunTraceEntry } from '../../
 import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, type ExecutorReach } from '../cli-context.js';
+import { resolveId } from '../id-prefix.js';
 
 /*
  * `executor run "TASK"` and `executor runs list|show|answer|cancel|trace|revert`. A run lives in a
@@ -346,7 +347,7 @@ export function registerRunCommands(program: Command): void {
     .argument('<run>', 'run id')
     .action(async (runId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const detail = await withRuns(dataDir, (api) => api.getRun({ runId }));
+      const detail = await withRuns(dataDir, async (api) => api.getRun({ runId: await resolveId(api, 'run', runId) }));
       if (json) return print(true, detail, () => '');
       const { run } = detail;
       line(`Run ${run.id}: ${RUN_STATUS_WORDS[run.status]}`);
@@ -375,7 +376,7 @@ export function registerRunCommands(program: Command): void {
     .argument('<text>', 'your answer')
     .action(async (runId: string, text: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const run = await withRuns(dataDir, (api) => api.answerRun({ runId, text }));
+      const run = await withRuns(dataDir, async (api) => api.answerRun({ runId: await resolveId(api, 'run', runId), text }));
       print(json, run, () => `Answered. Run ${run.id} is ${RUN_STATUS_WORDS[run.status].toLowerCase()}.`);
     });
 
@@ -386,7 +387,9 @@ export function registerRunCommands(program: Command): void {
     .option('--reason <text>', 'why (kept with the run)')
     .action(async (runId: string, options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const run = await withRuns(dataDir, (api) => api.cancelRun({ runId, ...(options.reason ? { reason: options.reason } : {}) }));
+      const run = await withRuns(dataDir, async (api) =>
+        api.cancelRun({ runId: await resolveId(api, 'run', runId), ...(options.reason ? { reason: options.reason } : {}) }),
+      );
       print(
         json,
         run,
@@ -404,6 +407,7 @@ export function registerRunCommands(program: Command): void {
     .action(async (runId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const whole = await withRuns(dataDir, async (api) => {
+        runId = await resolveId(api, 'run', runId);
         const { run } = await api.getRun({ runId });
         const entries: RunTraceEntry[] = [];
         for (let from: number | null = 1; from !== null;) {
@@ -434,9 +438,10 @@ export function registerRunCommands(program: Command): void {
     .option('--force', 'revert also over changes made since (what is there now is kept as a backup)')
     .action(async (runId: string, options: { dryRun?: boolean; force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const result = await withRuns(dataDir, (api) =>
-        api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) }),
-      );
+      const result = await withRuns(dataDir, async (api) => {
+        runId = await resolveId(api, 'run', runId);
+        return api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) });
+      });
       print(json, result, () =>
         [
           result.dryRun
