@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import fs from 'node:fs';
-import { createInterface } from 'node:readline/promises';
 import { MAX_CONTENT_BYTES } from '../../domain/step-limits.js';
 import type { RevertPlanEntry } from '../../backup/file-changes.js';
 import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
@@ -16,6 +15,7 @@ import { flatText } from '../../domain/sentence-text.js';
 import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
 import { resolveId } from '../id-prefix.js';
+import { askYes } from '../terminal-question.js';
 
 /** The whole record through bounded replies; loaded when a command needs it, so `--help` stays light. */
 async function getWholeStep(...args: Parameters<typeof import('../../ipc/client/whole-step-record.js').getWholeStep>) {
@@ -74,25 +74,6 @@ function giveUp(json: boolean, seconds: number): never {
   if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
   else process.stderr.write(`executor: ${shaped.code}: ${visibleLine(shaped.message)}\n`);
   process.exit(2);
-}
-
-/** One y/N question on the terminal; anything but y or yes is no. */
-async function askYes(question: string): Promise<boolean> {
-  // Ctrl-D (the terminal closed the input), even typed before the question, is a no, never a wait that does not end.
-  if (process.stdin.readableEnded) return false;
-  const readline = createInterface({ input: process.stdin, output: process.stdout });
-  try {
-    return await new Promise<boolean>((resolve) => {
-      readline.once('close', () => resolve(false));
-      process.stdin.once('end', () => resolve(false));
-      readline.question(question).then(
-        (answer) => resolve(/^\s*y(es)?\s*$/i.test(answer)),
-        () => resolve(false),
-      );
-    });
-  } finally {
-    readline.close();
-  }
 }
 
 /** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
