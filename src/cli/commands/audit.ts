@@ -13,6 +13,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
 import { registerAuditProofCommands } from './audit-proof.js';
+import { localTimeWords } from '../time-words.js';
 
 /** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
 export const EXIT_NOT_INTACT = 1;
@@ -125,7 +126,7 @@ function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: stri
 function entryLine(entry: AuditEntry): string {
   // The client name is what an agent said about itself: one line, escaped, like every field here.
   const who = `${visibleLine(entry.userId.user)}/${visibleLine(entry.userId.channel)}${entry.userId.client ? `(${visibleLine(entry.userId.client)})` : ''}${entry.userId.agent ? `[${visibleLine(entry.userId.agent)}]` : ''}`;
-  return `${String(entry.seq).padStart(7)} ${visibleLine(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
+  return `${String(entry.seq).padStart(7)} ${localTimeWords(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
 }
 
 /** What the auditor adds to verify's witnesses, and the removed witnesses they accept not hearing from. */
@@ -305,7 +306,7 @@ function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): vo
 function removalWords(witness: WitnessReport): string {
   if (!witness.removed)
     return 'it is not in policy.json, yet no record removed it: policy.json was edited outside Executor after the last open';
-  return `removed from the policy at record ${witness.removed.seq} (${witness.removed.ts}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
+  return `removed from the policy at record ${witness.removed.seq} (${localTimeWords(witness.removed.ts)}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
 }
 
 function unanswered(witness: WitnessReport): boolean {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import { askHostIfKeysSealed, globals, print, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /** Where K0 is kept once it leaves this machine: somewhere a thief of this machine cannot reach, yet the person can. */
 const KEEP_K0_WORDS =
@@ -88,9 +89,9 @@ export function registerKeyCommands(program: Command): void {
           `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
           ...status.chains.map(
             (chain) =>
-              `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`,
+              `chain      ${chain.keyId} since ${localTimeWords(chain.createdAt)}: K0 ${chain.verificationKeyExported ? `exported${chain.exportedAt ? ` ${localTimeWords(chain.exportedAt)}` : ''}` : 'NOT yet exported (run `executor keys export-verification`)'}`,
           ),
-          `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
+          `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${localTimeWords(status.anchor.ts)}` : 'none yet'}`,
         ].join('\n'),
       );
     });

@@ -50,9 +50,9 @@ const OUTCOME_WORDS: Record<ToolCallOutcome, string> = {
   CANCELLED: 'cancelled',
 };
 
-/** A moment in words (render.ts's localTimeWords), loaded with the command so `--help` stays light. */
+/** A moment in words (time-words.ts), loaded with the command so `--help` stays light. */
 type TimeWords = (iso: string) => string;
-const timeWordsOf = async (): Promise<TimeWords> => (await import('../render.js')).localTimeWords;
+const timeWordsOf = async (): Promise<TimeWords> => (await import('../time-words.js')).localTimeWords;
 
 /** --tools files,command,…: groups (or single tool names) to the tools offered. */
 export function parseToolList(text: string): RunTool[] {

@@ -189,7 +189,8 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir } = globals(command);
-      const { liveRunText, localTimeWords, summaryLine, tailLines } = await rendering();
+      const { liveRunText, summaryLine, tailLines } = await rendering();
+      const { localTimeWords } = await import('../time-words.js');
       await withExecutor(dataDir, async (api, reach) => {
         stepId = await resolveId(api, 'step', stepId);
         const record = await getWholeStep(api, stepId);
