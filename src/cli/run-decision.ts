@@ -246,3 +246,57 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
     }
   }
 }
+
+/**
+ * The run's question answered in this terminal: one line, sent as the ask_user call's result. Empty
+ * leaves it open (the window or `executor runs answer`); Ctrl-C stops following and decides nothing.
+ */
+export async function answerInline(api: ExecutorClient, runId: string, questionId: string): Promise<InlineOutcome> {
+  if (process.stdin.readableEnded) return 'skipped';
+  const readline = createInterface({ input: process.stdin, output: process.stdout });
+  let interrupted = false;
+  let elsewhere = false;
+  let answer: string | null;
+  // Answered in the window (or the run ended) meanwhile: the question here ends rather than wait on.
+  const off = await api.on('agentRun', ({ run }) => {
+    if (run.id !== runId || (run.status === 'awaiting_input' && run.question?.id === questionId)) return;
+    elsewhere = true;
+    readline.close();
+  });
+  try {
+    answer = await new Promise<string | null>((resolve) => {
+      readline.once('close', () => resolve(null));
+      readline.once('SIGINT', () => {
+        interrupted = true;
+        resolve(null);
+      });
+      readline.question('Your answer (Enter on an empty line leaves it for later): ').then(resolve, () => resolve(null));
+    });
+  } finally {
+    off();
+    readline.close();
+    process.stdin.pause();
+  }
+  if (elsewhere) {
+    write('\nThe question was answered elsewhere, or the run moved on.');
+    return 'decided';
+  }
+  if (interrupted) {
+    write('Not answered: the question stays open (in the window, or `executor runs answer`).');
+    return 'stop';
+  }
+  const text = answer?.trim() ?? '';
+  if (text === '') {
+    write('Left open: answer it in the window or with `executor runs answer`.');
+    return 'skipped';
+  }
+  try {
+    const run = await api.answerRun({ runId, text: text.slice(0, 4000) });
+    if (run.question?.id === questionId) return 'skipped';
+    write('Answered.');
+  } catch (error) {
+    const shaped = toErrorShape(error);
+    write(`Not answered: ${shaped.code}: ${shaped.message}`);
+  }
+  return 'decided';
+}

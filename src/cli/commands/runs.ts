@@ -162,7 +162,11 @@ class RunPrinter {
     for (const entry of detail.trace) this.entry(run, entry);
     if (run.status === 'awaiting_input' && run.question && this.once(`q:${run.question.id}`)) {
       line(`? The run asks: ${visibleLine(run.question.text)}`);
-      line(`  Answer with: executor runs answer ${run.id} "YOUR ANSWER"  (or in the window; it expires ${this.timeWords(run.question.expiresAt)})`);
+      line(
+        this.inline
+          ? `  It expires ${this.timeWords(run.question.expiresAt)}; answer here, in the window, or with \`executor runs answer ${run.id} "YOUR ANSWER"\`.`
+          : `  Answer with: executor runs answer ${run.id} "YOUR ANSWER"  (or in the window; it expires ${this.timeWords(run.question.expiresAt)})`,
+      );
     }
     if (ENDED.has(run.status) && this.once('end')) {
       line(`Run ${run.id} ${run.status}${run.endReason ? `: ${oneLine(run.endReason.message, 2000)}` : '.'}`);
@@ -211,7 +215,7 @@ async function follow(
   api: ExecutorClient,
   runId: string,
   printer: RunPrinter | null,
-  decide?: (stepId: string) => Promise<'decided' | 'skipped' | 'stop'>,
+  decide?: (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => Promise<'decided' | 'skipped' | 'stop'>,
 ): Promise<RunSummary | null> {
   const asked = new Set<string>();
   return new Promise<RunSummary | null>((resolve, reject) => {
@@ -234,9 +238,15 @@ async function follow(
             resolve(detail.run);
             return;
           }
-          const waiting = detail.run.status === 'awaiting_consent' ? detail.run.waitingStepId : null;
-          if (decide && waiting && !asked.has(waiting)) {
-            asked.add(waiting);
+          const waiting =
+            detail.run.status === 'awaiting_consent' && detail.run.waitingStepId
+              ? ({ kind: 'step', stepId: detail.run.waitingStepId } as const)
+              : detail.run.status === 'awaiting_input' && detail.run.question
+                ? ({ kind: 'question', questionId: detail.run.question.id } as const)
+                : null;
+          const key = waiting && (waiting.kind === 'step' ? `s:${waiting.stepId}` : `q:${waiting.questionId}`);
+          if (decide && waiting && key && !asked.has(key)) {
+            asked.add(key);
             if ((await decide(waiting)) === 'stop') {
               finish();
               resolve(null);
@@ -342,7 +352,10 @@ export function registerRunCommands(program: Command): void {
             );
           const stopFollowing = new Promise<null>((resolve) => process.once('SIGINT', () => resolve(null)));
           const decide = inline
-            ? async (stepId: string) => (await import('../run-decision.js')).decideInline(api, stepId)
+            ? async (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => {
+                const { answerInline, decideInline } = await import('../run-decision.js');
+                return waiting.kind === 'step' ? decideInline(api, waiting.stepId) : answerInline(api, started.id, waiting.questionId);
+              }
             : undefined;
           const ended = await Promise.race([follow(api, started.id, printer, decide), stopFollowing]);
           if (!ended) {

@@ -81,6 +81,28 @@ describe('executor run decides in its own terminal', () => {
     const told = server.requests[3]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
     expect(told.at(-1)).toContain('not this file');
     expect(told.at(-1)).toMatch(/^REJECTED/);
+
+    // From the same terminal, with no id copied: the run and its steps in words, every time too.
+    const iso = /\d{4}-\d{2}-\d{2}T\d{2}:/;
+    const listed = await runCliAsync(['--data-dir', dataDir, 'runs', 'list']);
+    expect(listed.stdout).toMatch(/run-\S+ +Completed/);
+    expect(listed.stdout).not.toMatch(iso);
+    const runId = /Run (run-\S+) started/.exec(output())![1]!;
+    const shownRun = await runCliAsync(['--data-dir', dataDir, 'runs', 'show', runId.slice(0, 12)]);
+    expect(shownRun.status, shownRun.stderr).toBe(0);
+    expect(shownRun.stdout).toContain(`Run ${runId}: Completed`);
+    expect(shownRun.stdout).toMatch(/started .*20\d\d/);
+    expect(shownRun.stdout).not.toMatch(iso);
+    const step = await runCliAsync(['--data-dir', dataDir, 'steps', 'show', `step-${runId}-i1`]);
+    expect(step.status, step.stderr).toBe(0);
+    expect(step.stdout).toMatch(/Result +Created 21 bytes/);
+    expect(step.stdout).not.toContain('bytesWritten');
+    expect(step.stdout).not.toMatch(iso);
+    // Undo the run's changes by its prefix: the edited file and the approved one are gone again.
+    const reverted = await runCliAsync(['--data-dir', dataDir, 'runs', 'revert', runId.slice(0, 12)]);
+    expect(reverted.status, reverted.stderr).toBe(0);
+    expect(fs.existsSync(path.join(workspace, 'hello.txt'))).toBe(false);
+    expect(fs.existsSync(path.join(workspace, 'edited.txt'))).toBe(false);
   });
 
   it('Ctrl-C at the question decides nothing: the step keeps waiting and a short id prefix approves it from the same terminal', async () => {
@@ -113,5 +135,19 @@ describe('executor run decides in its own terminal', () => {
     expect(approved.stderr).toBe('');
     expect(approved.status).toBe(0);
     await expect.poll(() => fs.existsSync(path.join(workspace, 'later.txt')), { timeout: 60_000 }).toBe(true);
+  });
+
+  it("answers the run's question in the same terminal; its expiry is said in words", async () => {
+    const { dataDir, server, modelFlags } = await setup([callTool('ask_user', { question: 'Which port?' }, 'call_q'), say('Using 8080.')]);
+    const terminal = startInTerminal(['--data-dir', dataDir, 'run', 'Pick a port', ...modelFlags, '--tools', 'files,ask']);
+    await expect.poll(() => shown(terminal.output()), { timeout: 60_000 }).toContain('Your answer');
+    expect(shown(terminal.output())).toContain('? The run asks: Which port?');
+    expect(shown(terminal.output())).toMatch(/It expires \S.*20\d\d/);
+    expect(shown(terminal.output())).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:/);
+    terminal.type('8080\r');
+    expect(await terminal.exited).toBe(0);
+    expect(shown(terminal.output())).toMatch(/completed: Using 8080\./);
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    expect(told.at(-1)).toContain('8080');
   });
 });
