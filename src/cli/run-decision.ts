@@ -98,7 +98,7 @@ async function readReason(): Promise<string | null> {
 }
 
 /** What an editor is given to change: a write's content or a command line; null for steps with no edit. */
-function editableText(record: StepRecord): { text: string; kind: 'content' | 'command'; suffix: string } | null {
+export function editableText(record: StepRecord): { text: string; kind: 'content' | 'command'; suffix: string } | null {
   const args = record.step.args as { content?: unknown; path?: unknown; command?: string; argv?: string[] };
   if (record.step.action === 'writeFile' && typeof args.content === 'string') {
     const extension = typeof args.path === 'string' ? path.extname(args.path).slice(0, 16) : '';
@@ -109,7 +109,7 @@ function editableText(record: StepRecord): { text: string; kind: 'content' | 'co
 }
 
 /** The person's editor ($VISUAL, $EDITOR, else vi) on a private temp file; the file's text after, or null when the editor failed. */
-function editInEditor(text: string, suffix: string): string | null {
+export function editInEditor(text: string, suffix: string): string | null {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-edit-'));
   const file = path.join(folder, `step${suffix}`);
   try {
