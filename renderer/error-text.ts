@@ -60,7 +60,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   STORAGE_FULL: 'The disk holding the data directory is full. Free some space, then try again; the message says what was recorded.',
   DATA_DIR_LOST:
     'The data directory was moved or removed while Executor ran, so it stopped running steps. Put the folder back, then restart Executor.',
-  NATIVE_MODULE_MISSING: 'A part of Executor built for this machine is missing or was built for another Node. Reinstall or rebuild Executor.',
+  NATIVE_MODULE_MISSING:
+    'A part of Executor built for this machine is missing or was built for another Node. Reinstall or rebuild Executor.',
   DATABASE_CORRUPT:
     'Executor’s database is damaged. Restore it from a backup of the data directory; “executor audit verify” says where the damage is.',
   FILE_NOT_WRITABLE: 'The file or its folder cannot be written (read-only, or no permission). Fix its permissions, then try again.',

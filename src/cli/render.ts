@@ -324,11 +324,17 @@ function realRunLines(result: Record<string, unknown> | null): string[] {
   if (!result || typeof result.exitCode !== 'number') return [];
   const lines: string[] = [];
   const files = Array.isArray(result.files) ? (result.files as { path?: unknown; change?: unknown }[]) : [];
-  if (files.length) lines.push('', '--- files the real run changed', ...files.map((file) => `  ${line(String(file.path))} (${line(String(file.change))})`));
+  if (files.length)
+    lines.push('', '--- files the real run changed', ...files.map((file) => `  ${line(String(file.path))} (${line(String(file.change))})`));
   for (const name of ['stdout', 'stderr'] as const) {
     const stream = result[name] as { text?: unknown; truncated?: unknown } | undefined;
     const text = typeof stream?.text === 'string' ? stream.text : '';
-    if (text) lines.push('', `--- ${name} of the real run${stream?.truncated === true ? ' (only its end was kept)' : ''}`, visibleBlock(text.replace(/\n$/, '')));
+    if (text)
+      lines.push(
+        '',
+        `--- ${name} of the real run${stream?.truncated === true ? ' (only its end was kept)' : ''}`,
+        visibleBlock(text.replace(/\n$/, '')),
+      );
   }
   return lines;
 }

@@ -118,7 +118,9 @@ export function editInEditor(text: string, suffix: string): string | null {
     // As git runs core.editor: through the shell, so "code --wait" works; the file comes as $1, never spliced in.
     const ran = spawnSync('sh', ['-c', `${editor} "$1"`, 'sh', file], { stdio: 'inherit' });
     if (ran.error || ran.status !== 0) {
-      write(`The editor (${visibleLine(editor)}) ${ran.error ? `did not start: ${ran.error.message}` : `exited with ${ran.status}`}; nothing was changed.`);
+      write(
+        `The editor (${visibleLine(editor)}) ${ran.error ? `did not start: ${ran.error.message}` : `exited with ${ran.status}`}; nothing was changed.`,
+      );
       return null;
     }
     return fs.readFileSync(file, 'utf8');
@@ -142,7 +144,8 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
     if (record.status === 'proposed' || record.status === 'evaluated') record = await getWholeStep(api, stepId);
     if (record.status !== 'awaiting_consent' || record.approval !== null) return 'decided';
     if (whole || shownHash !== record.previewHash || shownHash === undefined) {
-      if (shownHash !== undefined && shownHash !== record.previewHash) write('The step changed since it was shown; here it is as it is now:');
+      if (shownHash !== undefined && shownHash !== record.previewHash)
+        write('The step changed since it was shown; here it is as it is now:');
       write('');
       write(shownText(record, limits, whole));
       shownHash = record.previewHash;
@@ -163,7 +166,9 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
     const key = await readKey(moved);
     off?.();
     if (key.kind === 'interrupt') {
-      write(`Nothing decided: step ${visibleLine(stepId)} still waits for you (in the window, \`executor watch\` or \`executor approve\`).`);
+      write(
+        `Nothing decided: step ${visibleLine(stepId)} still waits for you (in the window, \`executor watch\` or \`executor approve\`).`,
+      );
       return 'stop';
     }
     if (key.kind === 'gone') return 'skipped';
@@ -229,7 +234,11 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
           continue;
         }
         try {
-          await api.editStep({ stepId, ...(editable.kind === 'content' ? { content: changed } : { command: changed }), stepHash: record.stepHash });
+          await api.editStep({
+            stepId,
+            ...(editable.kind === 'content' ? { content: changed } : { command: changed }),
+            stepHash: record.stepHash,
+          });
           write('Your version is weighed and previewed again; decide on it:');
         } catch (error) {
           const shaped = toErrorShape(error);

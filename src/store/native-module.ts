@@ -22,6 +22,11 @@ export function nativeModuleFailure(error: unknown): ExecutorError | null {
     'NATIVE_MODULE_MISSING',
     `Executor cannot load its SQLite module (better-sqlite3), which is built for one Node version: ${firstLine.trim().slice(0, 300)}. Nothing was changed. ` +
       `Rebuild it for this Node (${process.version}) with \`npm rebuild better-sqlite3\` in Executor's folder (an install that skipped its build scripts lacks it); the desktop app is reinstalled instead.`,
-    { module: 'better-sqlite3', node: process.version, abi: process.versions.modules, ...(typeof code === 'string' ? { cause: code } : {}) },
+    {
+      module: 'better-sqlite3',
+      node: process.version,
+      abi: process.versions.modules,
+      ...(typeof code === 'string' ? { cause: code } : {}),
+    },
   );
 }

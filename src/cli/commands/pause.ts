@@ -10,7 +10,7 @@ function pauseText(view: HostPauseView): string {
   const who = view.by ? ` by ${visibleLine(view.by.user)} (${view.by.channel})` : '';
   const why = view.reason ? `\nReason: ${visibleLine(view.reason)}` : '';
   return (
-    `ALL AGENTS STOPPED${view.pausedAt ? ` since ${localTimeWords(view.pausedAt)}` : ""}${who}.${why}\n` +
+    `ALL AGENTS STOPPED${view.pausedAt ? ` since ${localTimeWords(view.pausedAt)}` : ''}${who}.${why}\n` +
     'New proposals are refused (HOST_PAUSED), waiting steps are held (not approved, run or expired), agent runs are paused.\n' +
     'Resume with `executor resume`.'
   );

@@ -215,7 +215,9 @@ async function follow(
   api: ExecutorClient,
   runId: string,
   printer: RunPrinter | null,
-  decide?: (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => Promise<'decided' | 'skipped' | 'stop'>,
+  decide?: (
+    waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string },
+  ) => Promise<'decided' | 'skipped' | 'stop'>,
 ): Promise<RunSummary | null> {
   const asked = new Set<string>();
   return new Promise<RunSummary | null>((resolve, reject) => {
@@ -283,7 +285,7 @@ export function registerRunCommands(program: Command): void {
   program
     .command('run')
     .description(
-      "hand a task to an agent run over your model: every change it wants is a step you approve (in the window or `executor approve`); prints each iteration and exits with the run's end (0 completed, 1 failed, 2 cancelled or refused)",
+      "hand a task to an agent run over your model: every change it wants is a step you approve. On a terminal each step is shown and asked about here (a or y approve, r reject with a reason, d show all, e edit in $EDITOR, s leave it for the window, Ctrl-C stop following; nothing is decided) and its questions answered here; elsewhere decide in the window or with `executor approve`. Prints each iteration and exits with the run's end (0 completed, 1 failed, 2 cancelled or refused)",
     )
     .argument('<task>', 'what the agent should do, in words')
     .option(
@@ -401,7 +403,10 @@ export function registerRunCommands(program: Command): void {
         page.runs.length === 0
           ? 'No runs yet. Start one with `executor run "TASK"`.'
           : page.runs
-              .map((run) => `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${timeWords(run.updatedAt)}  ${visibleLine(oneLine(run.task, 80))}`)
+              .map(
+                (run) =>
+                  `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${timeWords(run.updatedAt)}  ${visibleLine(oneLine(run.task, 80))}`,
+              )
               .join('\n'),
       );
     });

@@ -21,7 +21,10 @@ function propose(dataDir: string, base: string, planId: string, steps: { id: str
   const planFile = path.join(base, `${planId}.json`);
   fs.writeFileSync(
     planFile,
-    JSON.stringify({ planId, steps: steps.map((step) => ({ id: step.id, action: 'writeFile', args: { path: step.file, content: step.content } })) }),
+    JSON.stringify({
+      planId,
+      steps: steps.map((step) => ({ id: step.id, action: 'writeFile', args: { path: step.file, content: step.content } })),
+    }),
   );
   const proposed = runCli(['--data-dir', dataDir, '--json', 'propose', planFile]);
   expect(proposed.status, proposed.stderr).not.toBe(2);
@@ -94,7 +97,9 @@ describe('id prefixes on the command line', () => {
     const reverted = runCli(['--data-dir', dataDir, 'revert', 'step-ffff']);
     expect(reverted.status, reverted.stderr).toBe(0);
     expect(fs.existsSync(path.join(workspace, 'three.txt'))).toBe(false);
-    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'step-ffff']).json<{ action: string; stepId: string }[]>();
+    const audit = runCli(['--data-dir', dataDir, '--json', 'audit', 'show', '--step', 'step-ffff']).json<
+      { action: string; stepId: string }[]
+    >();
     expect(audit.map((entry) => entry.action)).toEqual(expect.arrayContaining(['step.approved', 'step.reverted']));
     expect(new Set(audit.map((entry) => entry.stepId))).toEqual(new Set([target]));
     const auditAmbiguous = runCli(['--data-dir', dataDir, 'audit', 'show', '--step', 'step-eb6']);

@@ -26,7 +26,10 @@ function freshDataDir(): string {
 describe('keys export-verification asks before it erases K0', () => {
   it('without a terminal it refuses without --yes, erases nothing, and says where to keep K0; --keep and --yes go ahead', () => {
     const dataDir = freshDataDir();
-    for (const args of [['keys', 'export-verification'], ['--json', 'keys', 'export-verification']]) {
+    for (const args of [
+      ['keys', 'export-verification'],
+      ['--json', 'keys', 'export-verification'],
+    ]) {
       const refused = runCli(['--data-dir', dataDir, ...args]);
       expect(refused.status).toBe(2);
       // Human output says it on stderr; --json as its error object on stdout.

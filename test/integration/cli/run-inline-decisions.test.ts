@@ -20,7 +20,14 @@ async function setup(script: ScriptedTurn[]) {
   const server = closeAfter(await startScriptedOpenAiServer(script));
   closeAfter(await startHost(dataDir));
   const api = closeAfter(await connectToHost(dataDir, 'cli'));
-  return { dataDir, workspace, base, server, api, modelFlags: ['--provider', 'openai', '--base-url', server.baseUrl, '--model', 'scripted-model'] };
+  return {
+    dataDir,
+    workspace,
+    base,
+    server,
+    api,
+    modelFlags: ['--provider', 'openai', '--base-url', server.baseUrl, '--model', 'scripted-model'],
+  };
 }
 
 /** Everything the terminal showed, without carriage returns. */
@@ -41,7 +48,8 @@ describe('executor run decides in its own terminal', () => {
       env: { EDITOR: editor, VISUAL: '' },
     });
     const output = () => shown(terminal.output());
-    const asked = (n: number) => expect.poll(() => output().split('a approve · r reject').length - 1, { timeout: 60_000 }).toBeGreaterThanOrEqual(n);
+    const asked = (n: number) =>
+      expect.poll(() => output().split('a approve · r reject').length - 1, { timeout: 60_000 }).toBeGreaterThanOrEqual(n);
 
     // 1: the step on screen with what the person decides on; d prints all of it again; a approves.
     await asked(1);
@@ -78,7 +86,9 @@ describe('executor run decides in its own terminal', () => {
     expect(output()).toContain('Rejected step');
     expect(output()).toMatch(/completed: All three handled\./);
     expect(output()).toContain('undo its changes: `executor runs revert run-');
-    const told = server.requests[3]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[3]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told.at(-1)).toContain('not this file');
     expect(told.at(-1)).toMatch(/^REJECTED/);
 
@@ -147,7 +157,9 @@ describe('executor run decides in its own terminal', () => {
     terminal.type('8080\r');
     expect(await terminal.exited).toBe(0);
     expect(shown(terminal.output())).toMatch(/completed: Using 8080\./);
-    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told.at(-1)).toContain('8080');
   });
 });

@@ -38,7 +38,9 @@ describe.skipIf(!docker)('run_command as the model is told it', { timeout: 240_0
     expect(done.status).toBe('completed');
     expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('made\n');
 
-    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) => messageText(message.content));
+    const told = server.requests[1]!.body!.messages.filter((message) => message.role === 'tool').map((message) =>
+      messageText(message.content),
+    );
     expect(told).toHaveLength(1);
     const text = told[0]!;
     expect(text).toMatch(/^EXECUTED: exit 3 after [\d.]+ (ms|s); files changed: made\.txt \(added\)/);

@@ -43,7 +43,10 @@ describe('a native module that does not load', () => {
     (build) => {
       const install = installWithBrokenSqlite(build);
       const { dataDir } = tempSetup();
-      for (const args of [['steps', 'list'], ['--json', 'steps', 'list']]) {
+      for (const args of [
+        ['steps', 'list'],
+        ['--json', 'steps', 'list'],
+      ]) {
         const run = spawnSync(process.execPath, [path.join(install, 'bin', 'executor.js'), '--data-dir', dataDir, ...args], {
           encoding: 'utf8',
           timeout: 60_000,
