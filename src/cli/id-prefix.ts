@@ -49,10 +49,15 @@ export function pickId(kind: IdKind, given: string, candidates: Iterable<string>
     );
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0)
-    throw new ExecutorError('NOT_FOUND', `No ${kind} id starts with "${shown}". \`executor ${listCommand(kind)}\` lists them.`, {
-      kind,
-      given: given.trim(),
-    });
+    // A run keeps the code the host gives an unknown run; steps and plans NOT_FOUND, as theirs.
+    throw new ExecutorError(
+      kind === 'run' ? 'RUN_NOT_FOUND' : 'NOT_FOUND',
+      `No ${kind} id starts with "${shown}". \`executor ${listCommand(kind)}\` lists them.`,
+      {
+        kind,
+        given: given.trim(),
+      },
+    );
   const listed = matches.slice(0, LISTED_MATCHES).map(visibleLine);
   const rest = matches.length - listed.length;
   throw new ExecutorError(
