@@ -30,6 +30,7 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   POLICY_DENIED: 'The policy forbids this step. Reject it, or change the policy in Settings if it should be allowed.',
   ILLEGAL_TRANSITION: 'Someone decided this step elsewhere in the meantime. The list has been refreshed.',
   NOT_FOUND: 'It no longer exists. The list has been refreshed.',
+  AMBIGUOUS_ID: 'More than one id starts that way. Type more of the id.',
   REVERT_CONFLICT: 'The file changed after the step. Look at both hashes; revert with force only if you want to lose the newer change.',
   NOT_REVERSIBLE: 'This step cannot be undone by Executor.',
   ALREADY_REVERTED: 'Nothing to do: it was already reverted.',
@@ -59,6 +60,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   STORAGE_FULL: 'The disk holding the data directory is full. Free some space, then try again; the message says what was recorded.',
   DATA_DIR_LOST:
     'The data directory was moved or removed while Executor ran, so it stopped running steps. Put the folder back, then restart Executor.',
+  NATIVE_MODULE_MISSING:
+    'A part of Executor built for this machine is missing or was built for another Node. Reinstall or rebuild Executor.',
   DATABASE_CORRUPT:
     'Executor’s database is damaged. Restore it from a backup of the data directory; “executor audit verify” says where the damage is.',
   FILE_NOT_WRITABLE: 'The file or its folder cannot be written (read-only, or no permission). Fix its permissions, then try again.',

@@ -20,6 +20,8 @@ import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
 import { asSentence, withReason } from '../domain/sentence-text.js';
 import { statusWords } from '../domain/status-words.js';
+import { resultWords } from '../domain/result-words.js';
+import { localTimeSpanWords, localTimeWords } from './time-words.js';
 
 /*
  * Every string here that came from a step or an agent (ids, paths, commands, purposes, reasons,
@@ -89,33 +91,6 @@ export function whoMustAct(records: StepRecord[], reach: 'host' | 'direct'): str
     .sort()[0];
   if (expiry && lines.length) lines.push(`Undecided steps expire from ${localTimeWords(expiry)} on.`);
   return lines.join('\n');
-}
-
-/**
- * A moment in the local time zone, in words: "Nov 25, 2026, 2:51:07 PM GMT+1" (the machine's locale
- * decides 12 or 24 h). The CLI never prints a bare ISO time in a sentence; `--json` keeps ISO.
- */
-export function localTimeWords(iso: string): string {
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return line(iso);
-  return new Intl.DateTimeFormat(undefined, {
-    year: 'numeric',
-    month: 'short',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: '2-digit',
-    second: '2-digit',
-    timeZoneName: 'short',
-  }).format(date);
-}
-
-/** A span of local time in words: the end as its time of day alone when it falls on the start's day ("… 2:51:07 PM GMT+1 → 2:51:09 PM"). */
-export function localTimeSpanWords(startIso: string, endIso: string): string {
-  const start = new Date(startIso);
-  const end = new Date(endIso);
-  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime()) || start.toDateString() !== end.toDateString())
-    return `${localTimeWords(startIso)} → ${localTimeWords(endIso)}`;
-  return `${localTimeWords(startIso)} → ${new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' }).format(end)}`;
 }
 
 /** The preview hash as `steps show` prints it and `approve --preview-hash` takes it: "none" when the step has no preview. */
@@ -234,7 +209,8 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   const partialOutput = record.status === 'cancelled' ? partialOutputOf(record.result) : null;
   const execution = executionChoiceOf(record.result);
   if (execution) lines.push(`Ran      ${line(execution.summary)}`);
-  if (record.result && !partialOutput) lines.push(`Result   ${line(JSON.stringify(record.result))}`);
+  // The result in the words `steps list` and History use; its output and files below; `--json` keeps the result whole.
+  if (record.result && !partialOutput) lines.push(`Result   ${line(resultWords(record))}`);
   if (record.error) lines.push(`Error    ${line(record.error.code)}: ${line(record.error.message)}`);
   for (const [name, span] of [
     ['Dry run', record.runTimes?.dryRun],
@@ -338,8 +314,29 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     if (partialOutput.stderr) lines.push('stderr:', visibleBlock(partialOutput.stderr.replace(/\n$/, '')));
     if (!partialOutput.stdout && !partialOutput.stderr) lines.push('(it printed nothing)');
   }
+  if (!partialOutput) lines.push(...realRunLines(record.result));
   lines.push(...keptRunOutputLines(record, partialOutput !== null));
   return lines.join('\n');
+}
+
+/** What a command's real run printed and which files it changed, from its result (the preview above is the dry run's). */
+function realRunLines(result: Record<string, unknown> | null): string[] {
+  if (!result || typeof result.exitCode !== 'number') return [];
+  const lines: string[] = [];
+  const files = Array.isArray(result.files) ? (result.files as { path?: unknown; change?: unknown }[]) : [];
+  if (files.length)
+    lines.push('', '--- files the real run changed', ...files.map((file) => `  ${line(String(file.path))} (${line(String(file.change))})`));
+  for (const name of ['stdout', 'stderr'] as const) {
+    const stream = result[name] as { text?: unknown; truncated?: unknown } | undefined;
+    const text = typeof stream?.text === 'string' ? stream.text : '';
+    if (text)
+      lines.push(
+        '',
+        `--- ${name} of the real run${stream?.truncated === true ? ' (only its end was kept)' : ''}`,
+        visibleBlock(text.replace(/\n$/, '')),
+      );
+  }
+  return lines;
 }
 
 const SPAN_ENDINGS: Record<RunSpan['ended'], string> = {

@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'PLAN_EXISTS'
   | 'STEP_EXISTS'
   | 'NOT_FOUND'
+  /** An id prefix the person typed (`revert step-eb6`) fits more than one id: details.matches lists them. */
+  | 'AMBIGUOUS_ID'
   | 'ILLEGAL_TRANSITION'
   | 'NOT_APPROVED'
   | 'STEP_CHANGED'
@@ -40,6 +42,8 @@ export type ErrorCode =
   | 'DATA_DIR_LOST'
   /** The database file is damaged (SQLite: malformed, not a database): details name the file; restore a copy, export what is readable. */
   | 'DATABASE_CORRUPT'
+  /** A native module Executor needs (better-sqlite3) is missing or built for another Node: details say which and how to rebuild. */
+  | 'NATIVE_MODULE_MISSING'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'

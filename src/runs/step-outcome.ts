@@ -1,6 +1,7 @@
 import type { StepRecord } from '../domain/step-record.js';
 import type { StepStatus } from '../domain/state-machine.js';
 import type { ToolCallOutcome } from '../domain/run.js';
+import { commandResultText } from '../domain/command-result-text.js';
 
 /*
  * What the model is told when a step a tool call became has ended: the outcome word and the text
@@ -30,11 +31,16 @@ export interface StepOutcome {
   errorCode: string | null;
 }
 
+/** A command's result in words (how it ended, files changed, output); any other result as compact JSON. */
+function resultText(record: StepRecord): string {
+  return (record.step.action === 'runCommand' ? commandResultText(record.result) : null) ?? JSON.stringify(record.result ?? {});
+}
+
 export function outcomeOfStep(record: StepRecord): StepOutcome {
   switch (record.status) {
     case 'executed':
     case 'reverted':
-      return { outcome: 'EXECUTED', result: JSON.stringify(record.result ?? {}), errorCode: null };
+      return { outcome: 'EXECUTED', result: resultText(record), errorCode: null };
     case 'rejected':
       return {
         outcome: 'REJECTED',
@@ -63,7 +69,7 @@ export function outcomeOfStep(record: StepRecord): StepOutcome {
     default:
       return {
         outcome: 'FAILED',
-        result: `The step failed: ${record.error ? `${record.error.code}: ${record.error.message}` : 'no error was recorded'}${record.result ? ` ${JSON.stringify(record.result)}` : ''}`,
+        result: `The step failed: ${record.error ? `${record.error.code}: ${record.error.message}` : 'no error was recorded'}${record.result ? `\n${resultText(record)}` : ''}`,
         errorCode: record.error?.code ?? 'FAILED',
       };
   }

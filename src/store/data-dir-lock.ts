@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { writeFileAtomic } from '../fs/atomic-write.js';
 import { ExecutorError } from '../domain/errors.js';
 import { dataDirStorageFailure, isNoSpace } from './storage-errors.js';
+import { nativeModuleFailure } from './native-module.js';
 
 /** Says who holds the lock (the holder's pid), for people and for the BUSY message; it is not the lock. */
 export const LOCK_FILE = 'executor.lock';
@@ -59,6 +60,9 @@ function openLockDatabase(lockFile: string): Database.Database {
 /** Why the lock could not be taken, typed: BUSY, a full disk, or a lock file that cannot be used (named). */
 function lockFailure(error: unknown, lockFile: string): unknown {
   const dataDir = path.dirname(lockFile);
+  // SQLite itself did not load: no lock file is at fault.
+  const native = nativeModuleFailure(error);
+  if (native) return native;
   if (isNoSpace(error)) return dataDirStorageFailure(error, dataDir);
   if (!isBusy(error)) {
     const code = (error as { code?: unknown } | null)?.code;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MIGRATIONS } from './migrations.js';
+import { nativeModuleFailure } from './native-module.js';
 
 export type Db = Database.Database;
 
@@ -14,6 +15,14 @@ export const DATABASE_FILE = 'executor.db';
  * each committed transition survive power loss, which the audit trail depends on.
  */
 export function openDatabase(dataDir: string, options: { readonly?: boolean; withoutSharedMemory?: boolean } = {}): Db {
+  try {
+    return openDatabaseFile(dataDir, options);
+  } catch (error) {
+    throw nativeModuleFailure(error) ?? error;
+  }
+}
+
+function openDatabaseFile(dataDir: string, options: { readonly?: boolean; withoutSharedMemory?: boolean }): Db {
   const file = path.join(dataDir, DATABASE_FILE);
   // Without a -shm file (a full disk cannot size one): in EXCLUSIVE locking mode SQLite keeps the WAL
   // index in this process's memory; the lock it holds until close keeps writers out meanwhile.

@@ -28,10 +28,17 @@ export interface TerminalProcess {
 
 const CLEAR = '\u001b[H\u001b[2J';
 
-export function startInTerminal(args: string[], options: { rows?: number; columns?: number } = {}): TerminalProcess {
+export function startInTerminal(
+  args: string[],
+  options: { rows?: number; columns?: number; env?: NodeJS.ProcessEnv } = {},
+): TerminalProcess {
   const quoted = [process.execPath, CLI, ...args].map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
   const shell = `stty rows ${options.rows ?? 40} cols ${options.columns ?? 160}; exec ${quoted}`;
-  const child = spawn('script', ['-qfec', shell, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const child = spawn('script', ['-qfec', shell, '/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+    env: { ...process.env, ...options.env },
+  });
   killAfter(child, { group: true });
   noteOwnProcess(child.pid);
   let output = '';

@@ -13,6 +13,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { askHostIfKeysSealed, globals, print } from '../cli-context.js';
 import { registerAuditProofCommands } from './audit-proof.js';
+import { localTimeWords } from '../time-words.js';
 
 /** Exit status of `audit verify` when the log is damaged (2 stays "the command itself failed"). */
 export const EXIT_NOT_INTACT = 1;
@@ -125,7 +126,7 @@ function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: stri
 function entryLine(entry: AuditEntry): string {
   // The client name is what an agent said about itself: one line, escaped, like every field here.
   const who = `${visibleLine(entry.userId.user)}/${visibleLine(entry.userId.channel)}${entry.userId.client ? `(${visibleLine(entry.userId.client)})` : ''}${entry.userId.agent ? `[${visibleLine(entry.userId.agent)}]` : ''}`;
-  return `${String(entry.seq).padStart(7)} ${visibleLine(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
+  return `${String(entry.seq).padStart(7)} ${localTimeWords(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
 }
 
 /** What the auditor adds to verify's witnesses, and the removed witnesses they accept not hearing from. */
@@ -305,7 +306,7 @@ function applyWitnessReports(report: VerifyReport, reports: WitnessReport[]): vo
 function removalWords(witness: WitnessReport): string {
   if (!witness.removed)
     return 'it is not in policy.json, yet no record removed it: policy.json was edited outside Executor after the last open';
-  return `removed from the policy at record ${witness.removed.seq} (${witness.removed.ts}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
+  return `removed from the policy at record ${witness.removed.seq} (${localTimeWords(witness.removed.ts)}, by ${witness.removed.by}${witness.removed.action === 'policy.edited_outside' ? ', an edit of policy.json outside Executor' : ''})`;
 }
 
 function unanswered(witness: WitnessReport): boolean {
@@ -585,7 +586,23 @@ export function registerAuditCommands(program: Command): void {
       ) => {
         const { dataDir, json } = globals(command);
         const { queryAudit } = await auditModules();
+        const { pickId } = await import('../id-prefix.js');
         const entries = await withReader(dataDir, (reader) => {
+          // A step or plan id prefix (or the window's short form) names the one id the log holds that fits it.
+          const fromLog = (column: 'step_id' | 'plan_id', kind: 'step' | 'plan', given: string) => {
+            const start = given.trim().split(/…|\.\.\./)[0]!;
+            const ids = reader.db
+              .prepare(`SELECT DISTINCT ${column} AS id FROM audit_records WHERE substr(${column}, 1, ?) = ? LIMIT 501`)
+              .all([...start].length, start) as { id: string }[];
+            return pickId(
+              kind,
+              given,
+              ids.map((row) => row.id),
+              ids.length > 500,
+            );
+          };
+          if (options.step) options.step = fromLog('step_id', 'step', options.step);
+          if (options.plan) options.plan = fromLog('plan_id', 'plan', options.plan);
           const collected: AuditEntry[] = [];
           let cursor: string | null = null;
           do {

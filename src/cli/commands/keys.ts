@@ -2,6 +2,11 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import { askHostIfKeysSealed, globals, print, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
+
+/** Where K0 is kept once it leaves this machine: somewhere a thief of this machine cannot reach, yet the person can. */
+const KEEP_K0_WORDS =
+  'Keep it where someone who takes this machine cannot reach it: a password manager, an encrypted drive kept apart, or on paper in a safe; a reviewer verifies an export with it (`executor audit verify --verification-key`). Never beside the data directory.';
 
 /** keys export-verification|rotate|status: the audit log's keys. */
 export function registerKeyCommands(program: Command): void {
@@ -9,11 +14,36 @@ export function registerKeyCommands(program: Command): void {
 
   keys
     .command('export-verification')
-    .description('show the verification key K0 once (keep it offline), with the public key that checks checkpoints; it is then erased here')
+    .description(
+      'show the verification key K0 once (keep it offline), with the public key that checks checkpoints; it is then erased here. On a terminal it asks first; elsewhere it needs --yes (or --keep)',
+    )
     .option('--keep', 'do not erase K0 from this machine (weakens forward security until it is erased)')
-    .action(async (options: { keep?: boolean }, command: Command) => {
+    .option('--yes', 'erase K0 here after showing it without asking (for scripts; keep the output where the notice says)')
+    .action(async (options: { keep?: boolean; yes?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const lines = await withExecutor(dataDir, (api) => api.exportVerificationKeys({ keep: options.keep }));
+      const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
+      const lines = await withExecutor(dataDir, async (api) => {
+        // Only a K0 still stored here is erased: with none left the export says so itself (KEY_ALREADY_EXPORTED).
+        const erases = !options.keep && (await api.getKeyStatus()).chains.some((chain) => !chain.verificationKeyExported);
+        if (erases && !options.yes) {
+          if (!interactive)
+            throw new ExecutorError(
+              'INVALID_INPUT',
+              `keys export-verification prints K0 once and then erases it from this machine, and there is no terminal to ask you here. ${KEEP_K0_WORDS} Run it again with --yes to go ahead, or with --keep to leave K0 here as well.`,
+            );
+          process.stdout.write(
+            `This prints the verification key K0 once and then ERASES it from this machine: after this, only the copy you keep can verify the log on its own.\n${KEEP_K0_WORDS}\n`,
+          );
+          const { askYes } = await import('../terminal-question.js');
+          if (!(await askYes('Show K0 and erase it here? [y/N] '))) return null;
+        }
+        return api.exportVerificationKeys({ keep: options.keep });
+      });
+      if (!lines) {
+        process.stdout.write('Nothing was shown or erased; K0 is still stored here. `--keep` shows it without erasing it.\n');
+        process.exitCode = 1;
+        return;
+      }
       print(json, lines, () =>
         [
           ...lines.flatMap((line) => [
@@ -21,7 +51,9 @@ export function registerKeyCommands(program: Command): void {
             `  verification key (secret, keep offline): ${line.verificationKey}`,
             `  checkpoint public key:                   ${line.publicKey}`,
           ]),
-          options.keep ? 'K0 is still stored on this machine.' : 'K0 is now erased from this machine: this is the only time it is shown.',
+          options.keep
+            ? 'K0 is still stored on this machine.'
+            : `K0 is now erased from this machine: this is the only time it is shown. ${KEEP_K0_WORDS}`,
         ].join('\n'),
       );
     });
@@ -57,9 +89,9 @@ export function registerKeyCommands(program: Command): void {
           `signing    key ${status.currentKeyId}, epoch ${status.epoch}`,
           ...status.chains.map(
             (chain) =>
-              `chain      ${chain.keyId} since ${chain.createdAt}: K0 ${chain.verificationKeyExported ? `exported ${chain.exportedAt}` : 'NOT yet exported (run `executor keys export-verification`)'}`,
+              `chain      ${chain.keyId} since ${localTimeWords(chain.createdAt)}: K0 ${chain.verificationKeyExported ? `exported${chain.exportedAt ? ` ${localTimeWords(chain.exportedAt)}` : ''}` : 'NOT yet exported (run `executor keys export-verification`)'}`,
           ),
-          `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${status.anchor.ts}` : 'none yet'}`,
+          `anchor     ${status.anchor ? `seq ${status.anchor.seq} at ${localTimeWords(status.anchor.ts)}` : 'none yet'}`,
         ].join('\n'),
       );
     });

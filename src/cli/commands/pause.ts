@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { HostPauseView } from '../../domain/host-pause.js';
 import { visibleLine } from '../../domain/visible-text.js';
 import { globals, print, sayDataDir, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /** The stop switch in words: on (who, when, why) or off. */
 function pauseText(view: HostPauseView): string {
@@ -9,7 +10,7 @@ function pauseText(view: HostPauseView): string {
   const who = view.by ? ` by ${visibleLine(view.by.user)} (${view.by.channel})` : '';
   const why = view.reason ? `\nReason: ${visibleLine(view.reason)}` : '';
   return (
-    `ALL AGENTS STOPPED since ${view.pausedAt}${who}.${why}\n` +
+    `ALL AGENTS STOPPED${view.pausedAt ? ` since ${localTimeWords(view.pausedAt)}` : ''}${who}.${why}\n` +
     'New proposals are refused (HOST_PAUSED), waiting steps are held (not approved, run or expired), agent runs are paused.\n' +
     'Resume with `executor resume`.'
   );

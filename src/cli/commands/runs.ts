@@ -9,10 +9,12 @@ import {
   type RunStatus,
   type RunTool,
 } from '../../domain/run-names.js';
-import type { ModelOverride, RunDetail, RunSummary, RunTraceEntry } from '../../domain/run.js';
+import type { ModelOverride, RunDetail, RunSummary, RunTraceEntry, ToolCallOutcome } from '../../domain/run.js';
+import { durationText } from '../../domain/run-step-facts.js';
 import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, type ExecutorReach } from '../cli-context.js';
+import { resolveId } from '../id-prefix.js';
 
 /*
  * `executor run "TASK"` and `executor runs list|show|answer|cancel|trace|revert`. A run lives in a
@@ -35,6 +37,22 @@ const RUN_STATUS_WORDS: Record<RunStatus, string> = {
   failed: 'Failed',
   cancelled: 'Cancelled',
 };
+
+/** What a tool call came to, in words (the trace and --json keep the code). */
+const OUTCOME_WORDS: Record<ToolCallOutcome, string> = {
+  EXECUTED: 'done',
+  REJECTED: 'rejected by you',
+  DENIED: 'denied by policy',
+  FAILED: 'failed',
+  ERROR: 'malformed call',
+  ANSWERED: 'answered by you',
+  READ: 'read',
+  CANCELLED: 'cancelled',
+};
+
+/** A moment in words (time-words.ts), loaded with the command so `--help` stays light. */
+type TimeWords = (iso: string) => string;
+const timeWordsOf = async (): Promise<TimeWords> => (await import('../time-words.js')).localTimeWords;
 
 /** --tools files,command,…: groups (or single tool names) to the tools offered. */
 export function parseToolList(text: string): RunTool[] {
@@ -133,18 +151,30 @@ async function withRuns<T>(dataDir: string, work: (api: ExecutorClient, reach: E
 class RunPrinter {
   private readonly printed = new Set<string>();
 
+  /** inline: the waiting step is asked about in this terminal (run-decision.ts), so no pointer elsewhere is printed. */
+  constructor(
+    private readonly timeWords: TimeWords,
+    private readonly inline = false,
+  ) {}
+
   show(detail: RunDetail): void {
     const { run } = detail;
     for (const entry of detail.trace) this.entry(run, entry);
     if (run.status === 'awaiting_input' && run.question && this.once(`q:${run.question.id}`)) {
       line(`? The run asks: ${visibleLine(run.question.text)}`);
-      line(`  Answer with: executor runs answer ${run.id} "YOUR ANSWER"  (or in the window; it expires at ${run.question.expiresAt})`);
+      line(
+        this.inline
+          ? `  It expires ${this.timeWords(run.question.expiresAt)}; answer here, in the window, or with \`executor runs answer ${run.id} "YOUR ANSWER"\`.`
+          : `  Answer with: executor runs answer ${run.id} "YOUR ANSWER"  (or in the window; it expires ${this.timeWords(run.question.expiresAt)})`,
+      );
     }
     if (ENDED.has(run.status) && this.once('end')) {
       line(`Run ${run.id} ${run.status}${run.endReason ? `: ${oneLine(run.endReason.message, 2000)}` : '.'}`);
       line(
-        `  ${run.counters.iterations} iteration(s), ${run.counters.toolCalls} tool call(s), ${run.counters.inputTokens} in / ${run.counters.outputTokens} out tokens, ${Math.round(run.counters.wallMs / 1000)} s.`,
+        `  ${run.counters.iterations} iteration(s), ${run.counters.toolCalls} tool call(s), ${run.counters.inputTokens} in / ${run.counters.outputTokens} out tokens, ${durationText(Math.max(0, run.counters.wallMs))} from start to end.`,
       );
+      // What a person does next, from this same terminal: the run's id prefix is enough for each.
+      line(`  Review: \`executor runs show ${run.id}\` (and \`runs trace\`); undo its changes: \`executor runs revert ${run.id}\`.`);
     }
   }
 
@@ -157,15 +187,17 @@ class RunPrinter {
   private entry(run: RunSummary, entry: RunTraceEntry): void {
     if (this.once(`i:${entry.iteration}`)) {
       line(
-        `[${entry.iteration}] ${visibleLine(entry.model)} · ${entry.latencyMs} ms · ${entry.inputTokens} in / ${entry.outputTokens} out tokens`,
+        `[${entry.iteration}] ${visibleLine(entry.model)} · answered in ${durationText(entry.latencyMs)} · ${entry.inputTokens} in / ${entry.outputTokens} out tokens`,
       );
       if (entry.text.trim()) line(`    model: ${oneLine(entry.text, 1000)}`);
     }
     for (const call of entry.toolCalls) {
       const name = visibleLine(call.name);
       if (call.outcome && this.once(`o:${entry.iteration}:${call.callId}`)) {
-        line(`    ${name}${call.stepId ? ` (step ${call.stepId})` : ''}: ${call.outcome}${call.result ? ` ${oneLine(call.result)}` : ''}`);
-      } else if (!call.outcome && call.stepId && run.waitingStepId === call.stepId && this.once(`w:${call.stepId}`)) {
+        line(
+          `    ${name}${call.stepId ? ` (step ${call.stepId})` : ''}: ${OUTCOME_WORDS[call.outcome] ?? call.outcome}${call.result ? ` — ${oneLine(call.result)}` : ''}`,
+        );
+      } else if (!call.outcome && call.stepId && run.waitingStepId === call.stepId && !this.inline && this.once(`w:${call.stepId}`)) {
         line(
           `    ${name} → step ${call.stepId} waits for your consent: approve it in the window, or \`executor steps show ${call.stepId}\` then \`executor approve ${call.stepId}\` (or reject it with a reason).`,
         );
@@ -174,9 +206,21 @@ class RunPrinter {
   }
 }
 
-/** Follows a run on the host's events until it ends; resolves with its last summary. */
-async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | null): Promise<RunSummary> {
-  return new Promise<RunSummary>((resolve, reject) => {
+/**
+ * Follows a run on the host's events until it ends; resolves with its last summary, or null when the
+ * person stopped following from a decision's question (Ctrl-C there). `decide`, on a terminal, is
+ * asked about each step the run waits on, once; the events that come meanwhile wait their turn.
+ */
+async function follow(
+  api: ExecutorClient,
+  runId: string,
+  printer: RunPrinter | null,
+  decide?: (
+    waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string },
+  ) => Promise<'decided' | 'skipped' | 'stop'>,
+): Promise<RunSummary | null> {
+  const asked = new Set<string>();
+  return new Promise<RunSummary | null>((resolve, reject) => {
     let chain = Promise.resolve();
     let finished = false;
     let off: (() => void) | undefined;
@@ -194,6 +238,21 @@ async function follow(api: ExecutorClient, runId: string, printer: RunPrinter | 
           if (ENDED.has(detail.run.status)) {
             finish();
             resolve(detail.run);
+            return;
+          }
+          const waiting =
+            detail.run.status === 'awaiting_consent' && detail.run.waitingStepId
+              ? ({ kind: 'step', stepId: detail.run.waitingStepId } as const)
+              : detail.run.status === 'awaiting_input' && detail.run.question
+                ? ({ kind: 'question', questionId: detail.run.question.id } as const)
+                : null;
+          const key = waiting && (waiting.kind === 'step' ? `s:${waiting.stepId}` : `q:${waiting.questionId}`);
+          if (decide && waiting && key && !asked.has(key)) {
+            asked.add(key);
+            if ((await decide(waiting)) === 'stop') {
+              finish();
+              resolve(null);
+            }
           }
         })
         .catch((error: unknown) => {
@@ -226,7 +285,7 @@ export function registerRunCommands(program: Command): void {
   program
     .command('run')
     .description(
-      "hand a task to an agent run over your model: every change it wants is a step you approve (in the window or `executor approve`); prints each iteration and exits with the run's end (0 completed, 1 failed, 2 cancelled or refused)",
+      "hand a task to an agent run over your model: every change it wants is a step you approve. On a terminal each step is shown and asked about here (a or y approve, r reject with a reason, d show all, e edit in $EDITOR, s leave it for the window, Ctrl-C stop following; nothing is decided) and its questions answered here; elsewhere decide in the window or with `executor approve`. Prints each iteration and exits with the run's end (0 completed, 1 failed, 2 cancelled or refused)",
     )
     .argument('<task>', 'what the agent should do, in words')
     .option(
@@ -269,7 +328,9 @@ export function registerRunCommands(program: Command): void {
           );
         }
         try {
-          const printer = json ? null : new RunPrinter();
+          // On a terminal the run's own steps are decided here; without one (a script, a pipe) as before: elsewhere.
+          const inline = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
+          const printer = json ? null : new RunPrinter(await timeWordsOf(), inline);
           const started = await api.startRun({
             task,
             ...(tools ? { tools } : {}),
@@ -292,7 +353,13 @@ export function registerRunCommands(program: Command): void {
               `Run ${started.id} started in ${started.root} with ${started.model.provider} ${started.model.model} (tools: ${started.tools.join(', ')}). Ctrl+C stops following; the run goes on (\`executor runs cancel ${started.id}\` stops it).`,
             );
           const stopFollowing = new Promise<null>((resolve) => process.once('SIGINT', () => resolve(null)));
-          const ended = await Promise.race([follow(api, started.id, printer), stopFollowing]);
+          const decide = inline
+            ? async (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => {
+                const { answerInline, decideInline } = await import('../run-decision.js');
+                return waiting.kind === 'step' ? decideInline(api, waiting.stepId) : answerInline(api, started.id, waiting.questionId);
+              }
+            : undefined;
+          const ended = await Promise.race([follow(api, started.id, printer, decide), stopFollowing]);
           if (!ended) {
             if (!json) line(`Stopped following run ${started.id}; it goes on in the host. \`executor runs show ${started.id}\` shows it.`);
             process.exitCode = 0;
@@ -325,6 +392,7 @@ export function registerRunCommands(program: Command): void {
             `--status: "${visibleLine(word.slice(0, 40))}" is not a run status (${RUN_STATUSES.join(', ')}).`,
           );
       }
+      const timeWords = await timeWordsOf();
       const page = await withRuns(dataDir, (api) =>
         api.listRuns({
           ...(status ? { status: status as RunStatus[] } : {}),
@@ -335,7 +403,10 @@ export function registerRunCommands(program: Command): void {
         page.runs.length === 0
           ? 'No runs yet. Start one with `executor run "TASK"`.'
           : page.runs
-              .map((run) => `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${run.updatedAt}  ${visibleLine(oneLine(run.task, 80))}`)
+              .map(
+                (run) =>
+                  `${run.id}  ${RUN_STATUS_WORDS[run.status].padEnd(26)} ${timeWords(run.updatedAt)}  ${visibleLine(oneLine(run.task, 80))}`,
+              )
               .join('\n'),
       );
     });
@@ -346,8 +417,9 @@ export function registerRunCommands(program: Command): void {
     .argument('<run>', 'run id')
     .action(async (runId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const detail = await withRuns(dataDir, (api) => api.getRun({ runId }));
+      const detail = await withRuns(dataDir, async (api) => api.getRun({ runId: await resolveId(api, 'run', runId) }));
       if (json) return print(true, detail, () => '');
+      const timeWords = await timeWordsOf();
       const { run } = detail;
       line(`Run ${run.id}: ${RUN_STATUS_WORDS[run.status]}`);
       line(`  task: ${oneLine(run.task, 2000)}`);
@@ -355,16 +427,19 @@ export function registerRunCommands(program: Command): void {
         `  model: ${run.model.provider} ${run.model.model}${run.model.baseUrl ? ` at ${run.model.baseUrl}` : ''}; root ${run.root}; tools ${run.tools.join(', ')}`,
       );
       line(
-        `  ${run.counters.iterations}/${run.limits.maxIterations} iterations, ${run.counters.toolCalls}/${run.limits.maxToolCalls} tool calls, ${run.counters.inputTokens + run.counters.outputTokens}/${run.limits.maxTokens} tokens, ${Math.round(run.counters.wallMs / 1000)} s`,
+        `  ${run.counters.iterations}/${run.limits.maxIterations} iterations, ${run.counters.toolCalls}/${run.limits.maxToolCalls} tool calls, ${run.counters.inputTokens + run.counters.outputTokens}/${run.limits.maxTokens} tokens, ${durationText(Math.max(0, run.counters.wallMs))} of ${durationText(run.limits.maxWallMs)}`,
+      );
+      line(
+        `  started ${timeWords(run.createdAt)} by ${visibleLine(run.startedBy.user)}${run.endedAt ? `; ended ${timeWords(run.endedAt)}` : `; last change ${timeWords(run.updatedAt)}`}`,
       );
       if (run.waitingStepId) line(`  waits for your consent on step ${run.waitingStepId} (\`executor steps show ${run.waitingStepId}\`)`);
       if (run.question)
         line(
-          `  asks: ${run.question.text} — answer with \`executor runs answer ${run.id} "YOUR ANSWER"\` before ${run.question.expiresAt}`,
+          `  asks: ${run.question.text} — answer with \`executor runs answer ${run.id} "YOUR ANSWER"\` before ${timeWords(run.question.expiresAt)}`,
         );
       if (run.endReason) line(`  ended (${run.endReason.code}): ${oneLine(run.endReason.message, 2000)}`);
       if (detail.stepIds.length) line(`  steps: ${detail.stepIds.join(', ')}`);
-      const printer = new RunPrinter();
+      const printer = new RunPrinter(timeWords);
       for (const entry of detail.trace) printer.show({ ...detail, run: { ...run, status: 'running', question: null }, trace: [entry] });
     });
 
@@ -375,7 +450,7 @@ export function registerRunCommands(program: Command): void {
     .argument('<text>', 'your answer')
     .action(async (runId: string, text: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
-      const run = await withRuns(dataDir, (api) => api.answerRun({ runId, text }));
+      const run = await withRuns(dataDir, async (api) => api.answerRun({ runId: await resolveId(api, 'run', runId), text }));
       print(json, run, () => `Answered. Run ${run.id} is ${RUN_STATUS_WORDS[run.status].toLowerCase()}.`);
     });
 
@@ -386,7 +461,9 @@ export function registerRunCommands(program: Command): void {
     .option('--reason <text>', 'why (kept with the run)')
     .action(async (runId: string, options: { reason?: string }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const run = await withRuns(dataDir, (api) => api.cancelRun({ runId, ...(options.reason ? { reason: options.reason } : {}) }));
+      const run = await withRuns(dataDir, async (api) =>
+        api.cancelRun({ runId: await resolveId(api, 'run', runId), ...(options.reason ? { reason: options.reason } : {}) }),
+      );
       print(
         json,
         run,
@@ -404,6 +481,7 @@ export function registerRunCommands(program: Command): void {
     .action(async (runId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const whole = await withRuns(dataDir, async (api) => {
+        runId = await resolveId(api, 'run', runId);
         const { run } = await api.getRun({ runId });
         const entries: RunTraceEntry[] = [];
         for (let from: number | null = 1; from !== null;) {
@@ -418,7 +496,7 @@ export function registerRunCommands(program: Command): void {
         return { run, entries };
       });
       if (json) return print(true, whole, () => '');
-      const printer = new RunPrinter();
+      const printer = new RunPrinter(await timeWordsOf());
       printer.show({ run: whole.run, stepIds: [], trace: whole.entries, traceTotal: whole.entries.length });
       for (const entry of whole.entries)
         line(
@@ -434,9 +512,10 @@ export function registerRunCommands(program: Command): void {
     .option('--force', 'revert also over changes made since (what is there now is kept as a backup)')
     .action(async (runId: string, options: { dryRun?: boolean; force?: boolean }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const result = await withRuns(dataDir, (api) =>
-        api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) }),
-      );
+      const result = await withRuns(dataDir, async (api) => {
+        runId = await resolveId(api, 'run', runId);
+        return api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) });
+      });
       print(json, result, () =>
         [
           result.dryRun

@@ -98,7 +98,8 @@ export function registerSandboxCommands(program: Command): void {
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const { explainOutcome, outcomeOf, summaryLine } = await import('../render.js');
-      const record = await withExecutor(dataDir, (api) => api.executeStep({ stepId }));
+      const { resolveId } = await import('../id-prefix.js');
+      const record = await withExecutor(dataDir, async (api) => api.executeStep({ stepId: await resolveId(api, 'step', stepId) }));
       print(json, outcomeOf(record), () => [summaryLine(record), explainOutcome(record)].filter(Boolean).join('\n'));
       process.exitCode = record.status === 'executed' ? 0 : 1;
     });

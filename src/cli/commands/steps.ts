@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import fs from 'node:fs';
-import { createInterface } from 'node:readline/promises';
 import { MAX_CONTENT_BYTES } from '../../domain/step-limits.js';
 import type { RevertPlanEntry } from '../../backup/file-changes.js';
 import type { DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../../domain/created-directory.js';
@@ -15,6 +14,8 @@ import { resultWords } from '../../domain/result-words.js';
 import { flatText } from '../../domain/sentence-text.js';
 import { STATUS_SENTENCE_WORDS } from '../../domain/status-words.js';
 import type { StepRecord } from '../../domain/step-record.js';
+import { resolveId } from '../id-prefix.js';
+import { askYes } from '../terminal-question.js';
 
 /** The whole record through bounded replies; loaded when a command needs it, so `--help` stays light. */
 async function getWholeStep(...args: Parameters<typeof import('../../ipc/client/whole-step-record.js').getWholeStep>) {
@@ -73,25 +74,6 @@ function giveUp(json: boolean, seconds: number): never {
   if (json) process.stdout.write(`${visibleJson(JSON.stringify({ error: shaped }, null, 2))}\n`);
   else process.stderr.write(`executor: ${shaped.code}: ${visibleLine(shaped.message)}\n`);
   process.exit(2);
-}
-
-/** One y/N question on the terminal; anything but y or yes is no. */
-async function askYes(question: string): Promise<boolean> {
-  // Ctrl-D (the terminal closed the input), even typed before the question, is a no, never a wait that does not end.
-  if (process.stdin.readableEnded) return false;
-  const readline = createInterface({ input: process.stdin, output: process.stdout });
-  try {
-    return await new Promise<boolean>((resolve) => {
-      readline.once('close', () => resolve(false));
-      process.stdin.once('end', () => resolve(false));
-      readline.question(question).then(
-        (answer) => resolve(/^\s*y(es)?\s*$/i.test(answer)),
-        () => resolve(false),
-      );
-    });
-  } finally {
-    readline.close();
-  }
 }
 
 /** propose, steps list|show, approve, reject, revert: the person's way through a plan. */
@@ -161,7 +143,7 @@ export function registerStepCommands(program: Command): void {
         () =>
           withExecutor(dataDir, async (api, reach) => {
             await sayDataDir(command, reach);
-            return api.listSteps(filter);
+            return api.listSteps({ ...filter, ...(options.plan ? { planId: await resolveId(api, 'plan', options.plan) } : {}) });
           }),
         (stored) => stored.list(filter),
       );
@@ -183,11 +165,14 @@ export function registerStepCommands(program: Command): void {
       const { record, limits, live } = await readEvenWhenFull(
         dataDir,
         () =>
-          withExecutor(dataDir, async (api, reach) => ({
-            record: await getWholeStep(api, stepId),
-            limits: await api.getPolicy().catch(() => undefined),
-            live: reach === 'host' ? ((await api.listLiveRuns({ stepId }).catch(() => []))[0] ?? null) : null,
-          })),
+          withExecutor(dataDir, async (api, reach) => {
+            const id = await resolveId(api, 'step', stepId);
+            return {
+              record: await getWholeStep(api, id),
+              limits: await api.getPolicy().catch(() => undefined),
+              live: reach === 'host' ? ((await api.listLiveRuns({ stepId: id }).catch(() => []))[0] ?? null) : null,
+            };
+          }),
         (stored) => ({ record: stored.get(stepId), limits: undefined, live: null }),
       );
       print(
@@ -204,8 +189,10 @@ export function registerStepCommands(program: Command): void {
     .argument('<stepId>')
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir } = globals(command);
-      const { liveRunText, localTimeWords, summaryLine, tailLines } = await rendering();
+      const { liveRunText, summaryLine, tailLines } = await rendering();
+      const { localTimeWords } = await import('../time-words.js');
       await withExecutor(dataDir, async (api, reach) => {
+        stepId = await resolveId(api, 'step', stepId);
         const record = await getWholeStep(api, stepId);
         if (reach !== 'host') {
           process.stdout.write(
@@ -274,7 +261,7 @@ export function registerStepCommands(program: Command): void {
     .action(async (stepId: string, _options: unknown, command: Command) => {
       const { dataDir, json } = globals(command);
       const { outcomeOf, summaryLine } = await rendering();
-      const record = await withExecutor(dataDir, (api) => api.cancel({ stepId }));
+      const record = await withExecutor(dataDir, async (api) => api.cancel({ stepId: await resolveId(api, 'step', stepId) }));
       print(json, outcomeOf(record), () => summaryLine(record) + (record.error ? `\n${record.error.message}` : ''));
     });
 
@@ -307,6 +294,7 @@ export function registerStepCommands(program: Command): void {
         );
       }
       const record = await withExecutor(dataDir, async (api) => {
+        stepId = await resolveId(api, 'step', stepId);
         if (given !== undefined) return api.approve({ stepId, previewHash: given, ...(hunks ? { hunks } : {}) });
         // Shown and approved in one invocation: the approval carries the hash of exactly what was printed.
         const shown = await getWholeStep(api, stepId);
@@ -347,6 +335,7 @@ export function registerStepCommands(program: Command): void {
       const content = options.contentFile === undefined ? undefined : readEditedContent(options.contentFile);
       const { detailText, summaryLine } = await rendering();
       const record = await withExecutor(dataDir, async (api) => {
+        stepId = await resolveId(api, 'step', stepId);
         const edited = await api.editStep({ stepId, ...(content !== undefined ? { content } : { command: options.command }) });
         if (edited.status !== 'evaluated') return edited;
         // The new preview is prepared in the background: wait for it, so what is printed shows it.
@@ -373,7 +362,9 @@ export function registerStepCommands(program: Command): void {
     .action(async (stepId: string, options: { reason: string }, command: Command) => {
       const { dataDir, json } = globals(command);
       const { outcomeOf, summaryLine } = await rendering();
-      const record = await withExecutor(dataDir, (api) => api.reject({ stepId, reason: options.reason }));
+      const record = await withExecutor(dataDir, async (api) =>
+        api.reject({ stepId: await resolveId(api, 'step', stepId), reason: options.reason }),
+      );
       print(json, outcomeOf(record), () => summaryLine(record));
     });
 
@@ -415,13 +406,13 @@ export function registerStepCommands(program: Command): void {
           await revertPlanCommand(dataDir, json, options.plan, options);
           return;
         }
-        stepId = stepId!;
+        const given = stepId!;
         const { outcomeOf, summaryLine } = await rendering();
         if (options.dryRun) {
-          const { preview, record } = await withExecutor(dataDir, async (api) => ({
-            preview: await api.previewRevert({ stepId }),
-            record: await api.getStep({ stepId }),
-          }));
+          const { preview, record } = await withExecutor(dataDir, async (api) => {
+            const id = await resolveId(api, 'step', given);
+            return { preview: await api.previewRevert({ stepId: id }), record: await api.getStep({ stepId: id }) };
+          });
           const refusal = await stepDryRunRefusal(record, preview, options.force === true);
           print(json, preview, () => revertPreviewText(preview, options.force === true, refusal !== null));
           dryRunExit(refusal);
@@ -429,7 +420,9 @@ export function registerStepCommands(program: Command): void {
         }
         let record;
         try {
-          record = await withExecutor(dataDir, (api) => api.revertStep({ stepId, force: options.force }));
+          record = await withExecutor(dataDir, async (api) =>
+            api.revertStep({ stepId: await resolveId(api, 'step', given), force: options.force }),
+          );
         } catch (error) {
           if (!json && error instanceof ExecutorError && error.code === 'REVERT_CONFLICT') process.stderr.write(conflictDiffs(error));
           throw error;
@@ -487,14 +480,15 @@ async function revertPlanCommand(
   options: { force?: boolean; dryRun?: boolean },
 ): Promise<void> {
   if (options.dryRun) {
-    const preview = await withExecutor(dataDir, (api) => api.previewRevertPlan({ planId }));
+    const preview = await withExecutor(dataDir, async (api) => api.previewRevertPlan({ planId: await resolveId(api, 'plan', planId) }));
     const { planRevertRefusal } = await import('../../domain/revert-reasons.js');
     print(json, preview, () => revertPlanPreviewText(preview, options.force === true));
-    dryRunExit(planRevertRefusal(planId, preview.steps, options.force === true));
+    dryRunExit(planRevertRefusal(preview.planId, preview.steps, options.force === true));
     return;
   }
   // The preview first, for each step's title: a person reads what was reverted, not a list of ids.
   const { result, titles } = await withExecutor(dataDir, async (api) => {
+    planId = await resolveId(api, 'plan', planId);
     const titles = new Map((await api.previewRevertPlan({ planId })).steps.map((step) => [step.stepId, step.title]));
     return { result: await api.revertPlan({ planId, force: options.force }), titles };
   });

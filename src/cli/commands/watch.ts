@@ -20,7 +20,7 @@ export function registerWatchCommands(program: Command): void {
   program
     .command('watch')
     .description(
-      'the queue in this terminal: each step waiting for you with its risk, reasons and preview, decided with single keys (a approve, r reject with a reason, d the whole diff, j/k next/prev, / a step id prefix, u undo, q quit); follows the running host live',
+      'the queue in this terminal: each step waiting for you with its risk, reasons and preview, decided with single keys (a or y approve, r reject with a reason, d the whole diff, e edit in $EDITOR, j/k next/prev, / a step id prefix, u undo, q quit); follows the running host live',
     )
     .option(
       '--undo-seconds <seconds>',

@@ -38,7 +38,8 @@ export interface WatchState {
   undoMs: number;
 }
 
-export type WatchEffect = { kind: 'send'; decision: HeldDecision } | { kind: 'quit' };
+/** edit: the shell opens the person's editor on the step shown (its hash binds the edit to what was on screen). */
+export type WatchEffect = { kind: 'send'; decision: HeldDecision } | { kind: 'quit' } | { kind: 'edit'; stepId: string; stepHash: string };
 
 export interface WatchStep {
   state: WatchState;
@@ -203,8 +204,15 @@ export function handleKey(state: WatchState, key: WatchKey, now: number): WatchS
   }
   if (!selected) return { state: { ...state, message: 'No step waits for you.' }, effects: [] };
   switch (char) {
+    // y as well: `executor run` asks with the same keys, and y is the usual yes.
     case 'a':
+    case 'y':
       return hold(state, { stepId: selected.step.id, title: titleOf(selected), kind: 'approve', previewHash: selected.previewHash }, now);
+    case 'e':
+      return {
+        state: { ...state, selectedId: selected.step.id, mode: { kind: 'queue' }, message: null },
+        effects: [{ kind: 'edit', stepId: selected.step.id, stepHash: selected.stepHash }],
+      };
     case 'r':
       return { state: { ...state, selectedId: selected.step.id, mode: { kind: 'reason', text: '' }, message: null }, effects: [] };
     case 'd':

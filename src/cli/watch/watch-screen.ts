@@ -15,8 +15,8 @@ export interface ScreenSize {
   columns: number;
 }
 
-const KEYS_QUEUE = 'a approve · r reject · d whole diff · j/k next/prev · / id prefix · u undo · q quit';
-const KEYS_WHOLE = 'space/b page · j/k line · a approve · r reject · d back · q back';
+const KEYS_QUEUE = 'a/y approve · r reject · d whole diff · e edit · j/k next/prev · / id prefix · u undo · q quit';
+const KEYS_WHOLE = 'space/b page · j/k line · a/y approve · r reject · e edit · d back · q back';
 
 /** A step as `steps show` prints it (action, risk, reasons, preview, diff), one screen line per line. */
 function previewLines(record: StepRecord): string[] {

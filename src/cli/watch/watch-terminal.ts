@@ -48,7 +48,7 @@ export async function runWatch(api: ExecutorClient, options: { undoMs: number })
     stdout.write(LEAVE_SCREEN);
   };
   const draw = () => {
-    if (restored) return;
+    if (restored || editing) return;
     const lines = renderWatch(state, { rows: stdout.rows ?? 24, columns: stdout.columns ?? 80 });
     stdout.write(`\u001b[H\u001b[2J${lines.join('\r\n')}`);
   };
@@ -98,10 +98,48 @@ export async function runWatch(api: ExecutorClient, options: { undoMs: number })
 
   let finish: () => void = () => {};
   const finished = new Promise<void>((resolve) => (finish = resolve));
+  let editing = false;
+  /** e: the person's editor on the step's content or command, the terminal handed over while it runs. */
+  const edit = async (stepId: string, stepHash: string) => {
+    const record = state.waiting.find((known) => known.step.id === stepId);
+    const { editableText, editInEditor } = await import('../run-decision.js');
+    const editable = record ? editableText(record) : null;
+    if (!record || !editable) {
+      state = { ...state, message: "Only a file write's content or a command line can be edited; approve or reject this step." };
+      return draw();
+    }
+    editing = true;
+    stdin.setRawMode(false);
+    stdin.pause();
+    stdout.write(LEAVE_SCREEN);
+    let message: string;
+    try {
+      const edited = editInEditor(editable.text, editable.suffix);
+      const changed = edited === null ? null : editable.kind === 'command' ? edited.trim() : edited;
+      const before = editable.kind === 'command' ? editable.text.trim() : editable.text;
+      if (changed === null) message = 'The editor did not finish; nothing was changed.';
+      else if (changed === before || changed === '') message = 'No change: the step is as proposed.';
+      else {
+        await api.editStep({ stepId, ...(editable.kind === 'content' ? { content: changed } : { command: changed }), stepHash });
+        message = `Your version of ${stepId} is weighed and previewed again; it comes back here to decide.`;
+      }
+    } catch (error) {
+      const shaped = toErrorShape(error);
+      message = `Not edited: ${shaped.code}: ${shaped.message}`;
+    } finally {
+      editing = false;
+      stdout.write(ENTER_SCREEN);
+      stdin.setRawMode(true);
+      stdin.resume();
+    }
+    state = { ...state, message };
+    await refresh(stepId);
+  };
   const apply = (step: WatchStep) => {
     state = step.state;
     for (const effect of step.effects) {
       if (effect.kind === 'send') send(effect.decision);
+      else if (effect.kind === 'edit') void edit(effect.stepId, effect.stepHash);
       else finish();
     }
     draw();
@@ -128,6 +166,7 @@ export async function runWatch(api: ExecutorClient, options: { undoMs: number })
     stdin.setRawMode(true);
     stdin.setEncoding('utf8');
     stdin.on('data', (chunk: string) => {
+      if (editing) return;
       for (const key of keysOf(chunk)) apply(handleKey(state, key, Date.now()));
     });
     stdin.resume();

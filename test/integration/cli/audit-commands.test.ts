@@ -79,7 +79,7 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
 
       const rotated = runCli(['--data-dir', dataDir, '--json', 'keys', 'rotate', '--reason', 'test']);
       expect(rotated.status, rotated.stderr).toBe(0);
-      const exported = runCli(['--data-dir', dataDir, '--json', 'keys', 'export-verification']);
+      const exported = runCli(['--data-dir', dataDir, '--json', 'keys', 'export-verification', '--yes']);
       expect(exported.status, exported.stderr).toBe(0);
       const keys = exported.json<{ keyId: string; verificationKey: string; publicKey: string }[]>();
       expect(keys).toHaveLength(2);

@@ -81,7 +81,7 @@ describe('executor run and executor runs', () => {
     const result = await running;
     expect(result.stdout).toContain('? The run asks: Which port?');
     expect(result.stdout).toContain(`Answer with: executor runs answer ${waiting.id} "YOUR ANSWER"`);
-    expect(result.stdout).toContain('ask_user: ANSWERED 8080');
+    expect(result.stdout).toContain('ask_user: answered by you — 8080');
     expect(result.stdout).toContain(`Run ${waiting.id} completed: Using port 8080.`);
     expect(result.status).toBe(0);
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${key}`);

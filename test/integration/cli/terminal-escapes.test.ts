@@ -109,7 +109,7 @@ describe('the CLI prints no terminal escape that came from a step', () => {
     // An id typed (or pasted) with escapes comes back in the error, escaped.
     const unknown = runCli(['--data-dir', dataDir, 'steps', 'show', `x${RETITLE}`]);
     expect(unknown.status).toBe(2);
-    expect(unknown.stderr).toContain('NOT_FOUND: There is no step with id x\\x1b]0;pwned\\x07.');
+    expect(unknown.stderr).toContain('NOT_FOUND: No step id starts with "x\\x1b]0;pwned\\x07"');
     expectNothingRaw(unknown, 'unknown id');
     expectNothingRaw(runCli(['--data-dir', dataDir, 'audit', 'show']), 'audit show');
   }, 300_000);

@@ -118,6 +118,25 @@ describe('executor watch, the queue in a terminal', () => {
     expect(watch.output().trimEnd().endsWith(LEAVE_SCREEN)).toBe(true);
   });
 
+  it('e edits the step on screen in $EDITOR (as `executor run` does); the edited step comes back to decide, y approves it', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    await startServe(dataDir);
+    const editor = path.join(base, 'editor.sh');
+    fs.writeFileSync(editor, '#!/bin/sh\nsed -i "s/as proposed/as I want it/" "$1"\n', { mode: 0o755 });
+    const watch = startInTerminal(['--data-dir', dataDir, 'watch', '--undo-seconds', '0'], { env: { EDITOR: editor, VISUAL: '' } });
+    await watch.waitForScreen('Nothing waits for your decision');
+    proposeWrite(dataDir, base, 'to-edit-5', path.join(workspace, 'e.txt'), 'as proposed\n');
+    await watch.waitForScreen('+as proposed');
+    watch.type('e');
+    await watch.waitForScreen('+as I want it', 60_000);
+    expect(stepOf(dataDir, 'to-edit-5').status).toBe('awaiting_consent');
+    watch.type('y');
+    await expect.poll(() => fs.existsSync(path.join(workspace, 'e.txt')), { timeout: 30_000 }).toBe(true);
+    expect(fs.readFileSync(path.join(workspace, 'e.txt'), 'utf8')).toBe('as I want it\n');
+    watch.type('q');
+    expect(await watch.exited).toBe(0);
+  });
+
   it('refuses without a terminal or without a host, saying what to do instead', async () => {
     const { dataDir } = tempSetup();
     const piped = runCli(['--data-dir', dataDir, 'watch'], { input: 'a\n' });

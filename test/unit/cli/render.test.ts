@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { detailText, explainOutcome, localTimeWords, whatRunsLines, whoMustAct } from '../../../src/cli/render.js';
+import { detailText, explainOutcome, whatRunsLines, whoMustAct } from '../../../src/cli/render.js';
+import { localTimeWords } from '../../../src/cli/time-words.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import type { Step } from '../../../src/domain/step.js';
 import { defaultPolicy } from '../../../src/policy/policy-file.js';

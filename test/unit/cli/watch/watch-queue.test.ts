@@ -25,6 +25,7 @@ function waiting(id: string, previewHash: string, createdAt = '2026-11-27T10:00:
     status: 'awaiting_consent',
     position: 0,
     previewHash,
+    stepHash: `step-hash-${id}`,
     preview: null,
     approval: null,
     createdAt,
@@ -45,6 +46,16 @@ const press = (state: WatchState, ...keys: WatchKey[]) => {
 
 describe('the terminal queue state', () => {
   const two = withRecord(withRecord(initialWatchState(0), waiting('aa-1', 'h1')), waiting('bb-2', 'h2', '2026-11-27T10:00:01.000Z'));
+
+  it('y approves as a does (the keys `executor run` asks with); e asks the shell to edit the step on screen, bound to its hash', () => {
+    const approved = press(two, char('y'));
+    expect(approved.effects).toEqual([
+      { kind: 'send', decision: expect.objectContaining({ stepId: 'aa-1', kind: 'approve', previewHash: 'h1' }) },
+    ]);
+    const edit = press(two, char('j'), char('e'));
+    expect(edit.effects).toEqual([{ kind: 'edit', stepId: 'bb-2', stepHash: 'step-hash-bb-2' }]);
+    expect(press(initialWatchState(0), char('e')).effects).toEqual([]);
+  });
 
   it('lists steps in the order they came and approves the one on screen with the preview hash shown', () => {
     expect(selectedStep(two)?.step.id).toBe('aa-1');
@@ -102,7 +113,7 @@ describe('the screen', () => {
     const lines = renderWatch(withRecord(initialWatchState(0), hostile), { rows: 12, columns: 60 });
     expect(lines).toHaveLength(12);
     expect(lines.every((line) => [...line].length <= 60)).toBe(true);
-    expect(lines.at(-1)).toMatch(/^a approve/);
+    expect(lines.at(-1)).toMatch(/^a\/y approve/);
     expect(lines.join('\n')).not.toContain('\u001b');
   });
 });
