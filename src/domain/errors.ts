@@ -40,6 +40,8 @@ export type ErrorCode =
   | 'DATA_DIR_LOST'
   /** The database file is damaged (SQLite: malformed, not a database): details name the file; restore a copy, export what is readable. */
   | 'DATABASE_CORRUPT'
+  /** The step ran, but the database lost the records of its run (its WAL was lost after a crash): it is never run again on its own. */
+  | 'RECORDS_LOST'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'
