@@ -119,7 +119,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
   if (report.unsealedTail > 0)
     report.warnings.push(
       `the last ${report.unsealedTail} record(s) (seq ${report.lastCheckpointSeq + 1}..${report.headSeq}) come after the newest checkpoint: ` +
-        'nothing outside the database vouches for them yet, so had more records after them been lost (a crash that took executor.db-wal with it) this check could not tell; ' +
+        'no checkpoint seals them yet: only the head file (audit-head.json) vouches for how far the log had got, and without it records lost after them (a crash that took executor.db-wal with it) could not be told; ' +
         'Executor seals them at its next checkpoint (every 1,000 records, every 15 minutes, and at shutdown)',
     );
   return report;
