@@ -150,7 +150,13 @@ export class WrittenHeadFile {
       // Inside a transaction: what it appended may still roll back; the write after it says the truth.
       if (head === null) return this.scheduleWrite();
       this.head = head;
-      const value: WrittenHead = { v: 1, logId: this.logId, seq: this.head.seq, hash: this.head.hash, started: Object.fromEntries(this.started) };
+      const value: WrittenHead = {
+        v: 1,
+        logId: this.logId,
+        seq: this.head.seq,
+        hash: this.head.hash,
+        started: Object.fromEntries(this.started),
+      };
       const text = JSON.stringify(value);
       if (this.fd === undefined) {
         this.fd = fs.openSync(path.join(this.dataDir, WRITTEN_HEAD_FILE), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
@@ -158,7 +164,8 @@ export class WrittenHeadFile {
         this.length = fs.fstatSync(this.fd).size;
       }
       const textBytes = Buffer.from(text, 'utf8');
-      const bytes = textBytes.length < this.length ? Buffer.concat([textBytes, Buffer.alloc(this.length - textBytes.length, 0x20)]) : textBytes;
+      const bytes =
+        textBytes.length < this.length ? Buffer.concat([textBytes, Buffer.alloc(this.length - textBytes.length, 0x20)]) : textBytes;
       fs.writeSync(this.fd, bytes, 0, bytes.length, 0);
       this.length = Math.max(this.length, bytes.length);
       this.afterWrite?.(value.seq);

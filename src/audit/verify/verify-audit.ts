@@ -688,6 +688,8 @@ export function summarizeReport(report: VerifyReport): string {
   const firstSeq = Math.max(1, report.headSeq - report.records + 1);
   const range = report.records === 0 ? 'no records' : `${report.records} records (seq ${firstSeq}..${report.headSeq})`;
   // A loss Executor recorded leaves a whole chain, but not a whole log: never said as plain "intact".
-  const state = report.lostRecords ? `chain intact, but ${report.lostRecords} lost record(s) cannot be vouched for (see the notes)` : 'intact';
+  const state = report.lostRecords
+    ? `chain intact, but ${report.lostRecords} lost record(s) cannot be vouched for (see the notes)`
+    : 'intact';
   return `audit log ${state}: ${range}, ${report.checkpoints} checkpoints, anchor ${report.anchor ? `at ${report.anchor.seq}` : 'none'}${tail}`;
 }

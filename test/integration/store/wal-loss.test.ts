@@ -81,7 +81,9 @@ describe('a database that lost its WAL after a SIGKILL', () => {
     // written after each commit, so a freeze in the instant between the two leaves it at most that commit short.
     const verified = runCli(['--data-dir', dataDir, 'audit', 'verify', '--offline'], { timeoutMs: 120_000 });
     expect(verified.status, verified.stdout + verified.stderr).toBe(1);
-    const said = /^audit log NOT intact: TAIL_LOST at seq (\d+): (\d+) records? after seq (\d+) cannot be vouched for/.exec(verified.stdout);
+    const said = /^audit log NOT intact: TAIL_LOST at seq (\d+): (\d+) records? after seq (\d+) cannot be vouched for/.exec(
+      verified.stdout,
+    );
     expect(said, verified.stdout).not.toBeNull();
     expect(Number(said![3])).toBe(lost.alone.seq);
     expect(Number(said![2])).toBeGreaterThan(0);
@@ -93,7 +95,9 @@ describe('a database that lost its WAL after a SIGKILL', () => {
       .poll(
         () => {
           const listed = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
-          return listed.json<{ status: string }[]>().filter((step) => ['approved', 'running', 'proposed', 'evaluated'].includes(step.status)).length;
+          return listed
+            .json<{ status: string }[]>()
+            .filter((step) => ['approved', 'running', 'proposed', 'evaluated'].includes(step.status)).length;
         },
         { timeout: 240_000, interval: 500 },
       )

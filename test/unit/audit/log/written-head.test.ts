@@ -8,7 +8,13 @@ import { tempDir } from '../../../helpers/temp-dirs.js';
 function headFile(dataDir: string, head: { seq: number; hash: string } | null, carried: Record<string, number> = {}) {
   let current = head;
   const errors: Error[] = [];
-  const file = new WrittenHeadFile(dataDir, 'log-1', () => current, (error) => errors.push(error), carried);
+  const file = new WrittenHeadFile(
+    dataDir,
+    'log-1',
+    () => current,
+    (error) => errors.push(error),
+    carried,
+  );
   defer(() => file.close());
   return { file, errors, setHead: (next: { seq: number; hash: string } | null) => (current = next) };
 }
