@@ -82,11 +82,16 @@ function containersOf(hostPid: number): string[] {
 
 /** Lets the held dry run end: the file it waits for, made inside its container (its /tmp is its own). */
 async function releaseHeldRun(hostPid: number): Promise<void> {
-  await expect.poll(() => containersOf(hostPid).length, { timeout: 60_000 }).toBeGreaterThan(0);
-  for (const id of containersOf(hostPid)) {
-    const touched = spawnSync('docker', ['exec', id, 'touch', '/tmp/release'], { encoding: 'utf8' });
-    expect(touched.status, touched.stderr).toBe(0);
-  }
+  // Tried until an exec lands: a container listed while it still starts refuses one ("No such exec instance").
+  await expect
+    .poll(
+      () => {
+        const ids = containersOf(hostPid);
+        return ids.length > 0 && ids.every((id) => spawnSync('docker', ['exec', id, 'touch', '/tmp/release']).status === 0);
+      },
+      { timeout: 60_000, interval: 250 },
+    )
+    .toBe(true);
 }
 
 // Skipped only where no Docker engine answers (dockerAvailable says why); under CI=true a missing engine throws instead.

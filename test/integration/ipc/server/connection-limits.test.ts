@@ -112,7 +112,8 @@ describe('deadlines for connections that authenticate nothing and hold no reques
 
   it('keeps an authenticated WebSocket past every deadline and through shedding; an unauthenticated one is closed', async () => {
     host = closeAfter(
-      await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 200 }, sessionLimits: { handshakeDeadlineMs: 800 } }),
+      // Deadlines the person's own session meets on a busy machine too (its upgrade and handshake take longer there).
+      await startHost(tempSetup().dataDir, { web: {}, connectionLimits: { idleMs: 1_000 }, sessionLimits: { handshakeDeadlineMs: 3_000 } }),
     );
     const person = await openRawSession(host, WEB_TRANSPORT);
     closeAfter(person);
@@ -221,7 +222,9 @@ async function floodUnderWay(flood: ReturnType<typeof startTcpFlood>, connection
 describe('a flood of silent TCP connections far past the caps', () => {
   it('holds the host to its caps while the real CLI and `executor mcp` keep answering (lowered caps)', async () => {
     const { dataDir } = tempSetup();
-    const idleMs = 1_000;
+    // The flood's connections push each other out under the caps long before this; it is the person's browser,
+    // opened in the middle of the flood on a busy machine, that must get through the upgrade within it.
+    const idleMs = 3_000;
     host = closeAfter(await startHost(dataDir, { web: {}, connectionLimits: { webTotal: 400, webPerPeer: 100, idleMs } }));
     const port = host.web!.port;
     const before = openDescriptors('self');
