@@ -262,8 +262,13 @@ describe('a flood of silent TCP connections far past the caps', () => {
     const stats = await flood.stop();
     expect(stats.closedByServer).toBeGreaterThan(1_500);
     const records = limitRecords(host.executor);
-    // The flood's own connections pushed each other out long before the idle deadline.
-    expect(records.map((record) => record.limit)).toContain(process.platform === 'linux' ? 'connectionsPerPeer' : 'connectionsTotal');
+    // The flood's own connections pushed each other out long before the idle deadline: under its peer's share once
+    // the peer is known, under the total while the lookups lag behind the accepts (as they do on a busy machine).
+    const limits = records.map((record) => record.limit);
+    expect(
+      limits.some((limit) => limit === 'connectionsPerPeer' || limit === 'connectionsTotal'),
+      limits.join(),
+    ).toBe(true);
     // Thousands refused, a handful of records: one a minute per peer and limit.
     expect(records.length).toBeLessThan(12);
     if (flood.uid !== ownUid() && process.platform === 'linux')
