@@ -254,9 +254,18 @@ describe('a flood of silent TCP connections far past the caps', () => {
     if (flood.uid !== ownUid() && process.platform === 'linux') {
       // The flood is another account's: the person's own browser still loads the page and opens a session.
       expect((await rawExchange(port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
-      const browser = await openRawSession(host, WEB_TRANSPORT);
-      expect((await browser.send(await browser.signed('getPolicy'))).ok).toBe(true);
-      browser.close();
+      // As the window does, it connects again when a connection is cut before its upgrade was read: while the
+      // peer lookups lag behind a flood's accepts (a busy machine), a connection not yet known to be the person's
+      // can be pushed out under the total like the flood's own. It gets in while the flood goes on.
+      let browser: Awaited<ReturnType<typeof openRawSession>> | undefined;
+      await expect
+        .poll(async () => (browser = await openRawSession(host!, WEB_TRANSPORT).catch(() => undefined)) !== undefined, {
+          timeout: 60_000,
+          interval: 250,
+        })
+        .toBe(true);
+      expect((await browser!.send(await browser!.signed('getPolicy'))).ok).toBe(true);
+      browser!.close();
     }
     expectWithinLimits();
     const stats = await flood.stop();
@@ -366,5 +375,6 @@ describe('a flood of silent TCP connections far past the caps', () => {
     } finally {
       executor.close();
     }
-  });
+    // Thousands of connections through a real process: on two busy cores this takes minutes, not a broken host.
+  }, 300_000);
 });
