@@ -41,7 +41,14 @@ export function planRevertInOrder(steps: { stepId: string; rows: FileBackupRow[]
       expected.set(row.path, state === 'conflict' ? current : row.preHash);
       const entry: RevertPlanEntry = { path: row.path, restoreHash: row.preHash, currentHash: current, expectedHash: row.postHash, state };
       if (state === 'conflict' && blobs) {
-        const now = current === null ? null : current === hashOnDisk(row.path) ? readCurrent(row.path).content : blobs.has(current) ? blobs.get(current) : null;
+        const now =
+          current === null
+            ? null
+            : current === hashOnDisk(row.path)
+              ? readCurrent(row.path).content
+              : blobs.has(current)
+                ? blobs.get(current)
+                : null;
         Object.assign(entry, changeSinceStep(row, writtenBy(row, blobs), now));
       }
       return entry;

@@ -159,7 +159,13 @@ export class RevertsRoom {
   previewRevertPlan(planId: string, leave: readonly string[] = []): PlanRevertPreview {
     const records = this.desk.steps.planSteps(planId);
     if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
-    return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position), leave) };
+    return {
+      planId,
+      ...this.previewRevertOf(
+        [...records].sort((a, b) => b.position - a.position),
+        leave,
+      ),
+    };
   }
 
   /**
@@ -167,10 +173,7 @@ export class RevertsRoom {
    * oldest first, as they ran; judged newest first.
    */
   previewRevertSteps(stepIds: readonly string[], leave: readonly string[] = []): Omit<PlanRevertPreview, 'planId'> {
-    return this.previewRevertOf(
-      stepIds.map((stepId) => this.desk.steps.get(stepId)).reverse(),
-      leave,
-    );
+    return this.previewRevertOf(stepIds.map((stepId) => this.desk.steps.get(stepId)).reverse(), leave);
   }
 
   /**

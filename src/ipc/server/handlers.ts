@@ -191,7 +191,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   getRunTrace: (_executor, { runId, fromIteration, limit }, context) => runsOf(context).trace(runId, fromIteration, limit),
   answerRun: (_executor, { runId, text }, context) => runsOf(context).answer(runId, text, context.actor),
   cancelRun: (_executor, { runId, reason }, context) => runsOf(context).cancel(runId, context.actor, reason),
-  revertRun: (_executor, { runId, force, dryRun, leave }, context) => runsOf(context).revert(runId, context.actor, { force, dryRun, leave }),
+  revertRun: (_executor, { runId, force, dryRun, leave }, context) =>
+    runsOf(context).revert(runId, context.actor, { force, dryRun, leave }),
   askUser: (_executor, { question, expirySeconds }, context) => runsOf(context).askUser(context.actor, question, expirySeconds),
   getAnswer: (_executor, { questionId, waitMs }, context) => runsOf(context).getAnswer(context.actor, questionId, waitMs ?? 0),
   listQuestions: (_executor, params, context) => runsOf(context).listQuestions(params?.waitingOnly === true),
