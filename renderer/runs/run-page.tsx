@@ -11,6 +11,7 @@ import { STATUS_LABEL } from '../step-text.js';
 import { formatTime } from '../time-format.js';
 import { PagedText } from './paged-text.js';
 import { QuestionBox } from './question-box.js';
+import { RunDecision } from './run-decision.js';
 import { revertNotice, stepMayBeReverted, StepsRevertDialog } from '../components/steps-revert-dialog.js';
 import { countersText, endText, modelText, RUN_STATUS_LABEL, RUN_STATUS_SENTENCE, TOOL_WORDS } from './run-text.js';
 import { IterationCard } from './run-timeline.js';
@@ -174,11 +175,9 @@ export function RunPage({ runId }: { runId: string }) {
             ) : (
               'a step it proposed'
             )}
-            . Decide it in the queue; the model is told what you decide, and a rejection's reason.
+            . Decide it here; the model is told what you decide, and a rejection's reason.
           </p>
-          <a className="button-link primary" href={stepHref(run.waitingStepId, waitingStep?.status ?? 'awaiting_consent')}>
-            Go to the step in the queue
-          </a>
+          <RunDecision key={run.waitingStepId} stepId={run.waitingStepId} status={waitingStep?.status} onDecided={setNotice} />
         </div>
       ) : null}
       {run.status === 'awaiting_input' && run.question ? (
