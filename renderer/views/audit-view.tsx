@@ -6,6 +6,7 @@ import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-sou
 import { ErrorBox } from '../components/error-box.js';
 import { useKeys } from '../keys.js';
 import { EVENT_KINDS } from '../../src/domain/event-kinds.js';
+import { RecordSentence } from '../audit-sentence.js';
 import { formatShortTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
@@ -228,6 +229,16 @@ export function AuditView({ active }: { active: boolean }) {
   const [draft, setDraft] = useState<AuditFilterInput>({});
   const [filters, setFilters] = useState<AuditFilterInput>({});
   const rows = useAuditRows(api, filters);
+  // `#audit?step=ID` (History's "Audit records" link) opens the view filtered to that step's records.
+  useEffect(() => {
+    if (!active) return;
+    const [view, query] = location.hash.replace(/^#\/?/, '').split('?');
+    const step = view === 'audit' && query ? new URLSearchParams(query).get('step') : null;
+    if (step) {
+      setDraft({ stepId: step });
+      setFilters({ stepId: step });
+    }
+  }, [active]);
   const [selectedSeq, setSelectedSeq] = useState<number | null>(null);
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
@@ -643,6 +654,7 @@ export function AuditView({ active }: { active: boolean }) {
             <ErrorBox error={detailError} />
             {detail ? (
               <>
+                <RecordSentence body={detail.body} />
                 <dl className="facts">
                   <dt>Key id</dt>
                   <dd>

@@ -754,6 +754,9 @@ function HistoryDetail({
         ) : (
           <p className="muted inline-note">{summary.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
         )}
+        <a className="button-link ghost" href={`#audit?${new URLSearchParams({ step: summary.id }).toString()}`}>
+          Audit records
+        </a>
         <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${markedPlainText(summary.planId)}`}>
           Revert plan…
         </button>

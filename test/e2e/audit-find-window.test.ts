@@ -6,7 +6,7 @@ import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { closeAfter } from '../helpers/teardown.js';
-import { collectErrors, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
+import { collectErrors, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
 /*
  * The audit view as a reviewer searches it: an action word ("revert") finds every kind that holds it,
@@ -80,6 +80,26 @@ describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', 
       await filters.getByLabel('Step').fill(stepId.slice(0, 12));
       await apply();
       await expect.poll(() => count.textContent(), SOON).toContain(`${ofStep.length} match the filters.`);
+
+      // A record reads as a sentence in History's words, with a link to the History row, and back.
+      await filters.getByLabel('Step').fill('');
+      await filters.getByLabel('Action').fill('step.reverted');
+      await apply();
+      await expect.poll(() => page.locator('.audit-row[data-seq]').count(), SOON).toBe(1);
+      await page.locator('.audit-row[data-seq]').first().click();
+      const sentence = page.getByTestId('record-sentence');
+      await expect.poll(() => sentence.textContent(), SOON).toMatch(/^\S+ reverted “Write notes\.md”\./);
+      expect(await page.getByTestId('canonical-body').textContent()).toContain('"action":"step.reverted"');
+      await screenshots(page, 'audit-record-sentence', { light: 'audit-record-sentence' });
+      await sentence.getByRole('link', { name: 'Show in History' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'History' }).isVisible(), SOON).toBe(true);
+      const historyRow = page.locator(`#history-row-${stepId}`);
+      await expect.poll(() => historyRow.isVisible(), SOON).toBe(true);
+      await historyRow.click();
+      await page.getByRole('link', { name: 'Audit records' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Audit log' }).isVisible(), SOON).toBe(true);
+      await expect.poll(() => count.textContent(), SOON).toContain(`${ofStep.length} match the filters.`);
+      await filters.getByLabel('Action').fill('');
 
       // Nothing matches: said as none, never "-1+".
       await filters.getByLabel('Step').fill('no-such-step');
