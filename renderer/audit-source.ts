@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { ExecutorClient } from '../src/ipc/client/client.js';
 import type { MethodParams, MethodResult } from '../src/ipc/protocol/methods.js';
+import { EVENT_KINDS } from '../src/domain/event-kinds.js';
 
 /** One audit record as getAudit lists it (the signed body's fields, parsed). */
 export type AuditRow = MethodResult<'getAudit'>['entries'][number];
@@ -35,11 +36,31 @@ function readPage(api: ExecutorClient, query: MethodParams<'getAudit'>): Promise
   return api.getAudit(query);
 }
 
+/**
+ * The record kinds an action word names: the kind itself, or every kind that holds the word
+ * ("revert" finds step.reverted and step.revert_forced). A word no kind holds is sent as it is, and
+ * honestly matches nothing.
+ */
+export function actionKindsFor(word: string): string | string[] {
+  const lower = word.trim().toLowerCase();
+  if ((EVENT_KINDS as readonly string[]).includes(lower)) return lower;
+  const kinds = EVENT_KINDS.filter((kind) => kind.toLowerCase().includes(lower)).slice(0, 50);
+  return kinds.length ? kinds : word;
+}
+
 function serverFilters(filters: AuditFilterInput): NonNullable<NonNullable<MethodParams<'getAudit'>>['filters']> {
   const out: NonNullable<NonNullable<MethodParams<'getAudit'>>['filters']> = {};
-  if (filters.planId) out.planId = filters.planId;
-  if (filters.stepId) out.stepId = filters.stepId;
-  if (filters.action) out.action = filters.action;
+  // Ids by their start, or start and end of the shortened form History shows ("step-8b7…fa04").
+  if (filters.planId) {
+    const [start] = filters.planId.split('…');
+    if (start) out.planIdStart = start;
+  }
+  if (filters.stepId) {
+    const [start, end] = filters.stepId.split('…');
+    if (start) out.stepIdStart = start;
+    if (end) out.stepIdEnd = end;
+  }
+  if (filters.action) out.action = actionKindsFor(filters.action);
   if (filters.channel) out.channel = filters.channel;
   if (filters.user) out.user = filters.user;
   if (filters.since) out.since = new Date(filters.since).toISOString();

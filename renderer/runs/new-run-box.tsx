@@ -38,6 +38,27 @@ export function toolsOfGroups(groups: readonly RunToolGroup[]): RunTool[] {
   return [...tools];
 }
 
+const LAST_ROOT_KEY = 'executor.runs.lastRoot';
+
+/** The folder the person's last run worked in, where it is still a root; else the first root. */
+function lastRoot(roots: readonly string[]): string {
+  try {
+    const saved = globalThis.localStorage?.getItem(LAST_ROOT_KEY);
+    if (saved && roots.includes(saved)) return saved;
+  } catch {
+    // A browser without storage starts from the first root.
+  }
+  return roots[0] ?? '';
+}
+
+function rememberRoot(root: string): void {
+  try {
+    globalThis.localStorage?.setItem(LAST_ROOT_KEY, root);
+  } catch {
+    // Not remembered: the next run starts from the first root.
+  }
+}
+
 export function NewRunBox({
   policy,
   onStarted,
@@ -52,10 +73,12 @@ export function NewRunBox({
   const [task, setTask] = useState('');
   const [groups, setGroups] = useState<RunToolGroup[]>(DEFAULT_GROUPS);
   const [maxIterations, setMaxIterations] = useState('');
-  const [root, setRoot] = useState('');
+  const [chosenRoot, setRoot] = useState<string | null>(null);
   const [starting, setStarting] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const roots = policy?.workspaceRoots ?? [];
+  // The folder the run works in: the one chosen here, else the one the last run used, else the first root.
+  const root = chosenRoot !== null && roots.includes(chosenRoot) ? chosenRoot : lastRoot(roots);
   const model = configuredModelOf(policy);
   const iterations = maxIterations.trim() === '' ? undefined : Number(maxIterations);
   const iterationsWrong =
@@ -73,6 +96,7 @@ export function NewRunBox({
         ...(iterations !== undefined ? { maxIterations: iterations } : {}),
         ...(root ? { root } : {}),
       });
+      if (root) rememberRoot(root);
       setTask('');
       onStarted(run);
     } catch (caught) {
@@ -156,21 +180,25 @@ export function NewRunBox({
                 A whole number from 1 to {MAX_RUN_ITERATIONS}, or empty for the policy's limit.
               </p>
             ) : null}
-            {roots.length > 1 ? (
-              <>
-                <label htmlFor={`${id}-root`}>Works in</label>
-                <select id={`${id}-root`} value={root} onChange={(event) => setRoot(event.target.value)}>
-                  <option value="">{roots[0]} (the first root)</option>
-                  {roots.slice(1).map((entry) => (
-                    <option key={entry} value={entry}>
-                      {entry}
-                    </option>
-                  ))}
-                </select>
-              </>
-            ) : null}
           </div>
         </details>
+        {/* Where the run acts is said before it starts, not folded away: with several roots, a choice. */}
+        {roots.length > 1 ? (
+          <p className="run-root">
+            <label htmlFor={`${id}-root`}>Works in</label>{' '}
+            <select id={`${id}-root`} value={root} onChange={(event) => setRoot(event.target.value)}>
+              {roots.map((entry) => (
+                <option key={entry} value={entry}>
+                  {entry}
+                </option>
+              ))}
+            </select>
+          </p>
+        ) : roots.length === 1 ? (
+          <p className="run-root muted" data-testid="new-run-root">
+            Works in <code>{roots[0]}</code>
+          </p>
+        ) : null}
         {groups.length === 0 ? <p className="warning small">Choose at least one kind of tool under Tools and limits.</p> : null}
         <p className="run-model" data-testid="new-run-model">
           {model ? (

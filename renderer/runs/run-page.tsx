@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { isRunActive, type RunRevertResult, type RunSummary } from '../../src/domain/run.js';
 import { useApi } from '../api.js';
-import { CopyId } from '../components/copy-id.js';
+import { CopyId, shortId } from '../components/copy-id.js';
 import { ErrorBox } from '../components/error-box.js';
 import { MarkedText, markedPlainText } from '../components/marked-text.js';
 import { RiskBadge } from '../components/risk-badge.js';
@@ -11,7 +11,8 @@ import { STATUS_LABEL } from '../step-text.js';
 import { formatTime } from '../time-format.js';
 import { PagedText } from './paged-text.js';
 import { QuestionBox } from './question-box.js';
-import { RunRevertDialog } from './run-revert-dialog.js';
+import { RunDecision } from './run-decision.js';
+import { revertNotice, stepMayBeReverted, StepsRevertDialog } from '../components/steps-revert-dialog.js';
 import { countersText, endText, modelText, RUN_STATUS_LABEL, RUN_STATUS_SENTENCE, TOOL_WORDS } from './run-text.js';
 import { IterationCard } from './run-timeline.js';
 import { stepHref } from './step-links.js';
@@ -36,7 +37,7 @@ export function RunPage({ runId }: { runId: string }) {
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
   const [cancelling, setCancelling] = useState(false);
-  const [revertPreview, setRevertPreview] = useState<RunRevertResult | null>(null);
+  const [revertPreview, setRevertPreview] = useState<(RunRevertResult & { leave: string[] }) | null>(null);
   const [reverting, setReverting] = useState(false);
   const run = detail.run;
 
@@ -61,24 +62,24 @@ export function RunPage({ runId }: { runId: string }) {
       setCancelling(false);
     }
   };
-  const startRevert = async () => {
+  const startRevert = async (leave: string[] = []) => {
     setError(null);
     try {
-      setRevertPreview(await api.revertRun({ runId: run.id, dryRun: true }));
+      setRevertPreview({ ...(await api.revertRun({ runId: run.id, dryRun: true, ...(leave.length ? { leave } : {}) })), leave });
     } catch (caught) {
       setError(caught);
     }
   };
-  const doRevert = async (force: boolean) => {
+  const doRevert = async (leave: string[], force: boolean) => {
     setRevertPreview(null);
     setReverting(true);
     setError(null);
     try {
-      const result = await api.revertRun({ runId: run.id, ...(force ? { force: true } : {}) });
-      const skipped = result.steps.filter((step) => step.state === 'skip');
-      setNotice(
-        `The run was reverted: ${result.reverted.length} step${result.reverted.length === 1 ? '' : 's'} undone, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${skipped.length ? ` Left as they were: ${skipped.map((step) => `“${markedPlainText(step.title)}” (${markedPlainText(step.reason ?? '')})`).join(', ')}.` : ''}`,
-      );
+      const result = await api.revertRun({ runId: run.id, ...(force ? { force: true } : {}), ...(leave.length ? { leave } : {}) });
+      const skipped = result.steps
+        .filter((step) => step.state === 'skip')
+        .map((step) => ({ stepId: step.stepId, reason: step.reason ?? 'nothing to revert' }));
+      setNotice(revertNotice('The run was reverted', result.steps, { reverted: result.reverted, skipped, forced: result.forced }));
     } catch (caught) {
       setError(caught);
     } finally {
@@ -152,7 +153,12 @@ export function RunPage({ runId }: { runId: string }) {
             {cancelling ? 'Cancelling…' : 'Cancel run'}
           </button>
         ) : null}
-        {!active && detail.stepIds.length > 0 ? (
+        {/* Offered only where a step applied something (a step not fetched yet counts, as it may have). */}
+        {!active &&
+        detail.stepIds.some((stepId) => {
+          const summary = detail.steps.get(stepId);
+          return !summary || stepMayBeReverted(summary);
+        }) ? (
           <button type="button" disabled={reverting} onClick={() => void startRevert()}>
             {reverting ? 'Reverting…' : 'Revert run…'}
           </button>
@@ -169,11 +175,9 @@ export function RunPage({ runId }: { runId: string }) {
             ) : (
               'a step it proposed'
             )}
-            . Decide it in the queue; the model is told what you decide, and a rejection's reason.
+            . Decide it here; the model is told what you decide, and a rejection's reason.
           </p>
-          <a className="button-link primary" href={stepHref(run.waitingStepId, waitingStep?.status ?? 'awaiting_consent')}>
-            Go to the step in the queue
-          </a>
+          <RunDecision key={run.waitingStepId} stepId={run.waitingStepId} status={waitingStep?.status} onDecided={setNotice} />
         </div>
       ) : null}
       {run.status === 'awaiting_input' && run.question ? (
@@ -248,7 +252,14 @@ export function RunPage({ runId }: { runId: string }) {
         </aside>
       </div>
       {revertPreview ? (
-        <RunRevertDialog preview={revertPreview} onCancel={() => setRevertPreview(null)} onRevert={(force) => void doRevert(force)} />
+        <StepsRevertDialog
+          subject={{ noun: 'run', name: shortId(run.id, 16) }}
+          preview={revertPreview}
+          leaving={revertPreview.leave}
+          onCancel={() => setRevertPreview(null)}
+          onRevert={(force) => void doRevert(revertPreview.leave, force)}
+          onLeave={(leave) => void startRevert(leave)}
+        />
       ) : null}
     </article>
   );

@@ -52,6 +52,19 @@ function StepOfCall({ stepId, step }: { stepId: string; step: StepSummary | unde
   );
 }
 
+/**
+ * How long a call took, with the time it waited for the person kept apart from the time its step ran:
+ * "ran 84 ms, after 51 s waiting for you", never "51.1 s" as if it all ran. Without a step (or before
+ * it ran), the call's whole time.
+ */
+export function callDurationText(callMs: number, step: Pick<StepSummary, 'startedAt' | 'finishedAt'> | undefined): string {
+  const ranMs = step?.startedAt && step.finishedAt ? Date.parse(step.finishedAt) - Date.parse(step.startedAt) : NaN;
+  if (!Number.isFinite(ranMs) || ranMs < 0) return `took ${durationText(callMs)}`;
+  const waitedMs = callMs - ranMs;
+  // Under a second of difference is the host's own bookkeeping, not a person's wait.
+  return waitedMs >= 1000 ? `ran ${durationText(ranMs)}, after ${durationText(waitedMs)} waiting for you` : `ran ${durationText(ranMs)}`;
+}
+
 function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<string, StepSummary> }) {
   const state = callStateText(call);
   return (
@@ -67,7 +80,11 @@ function ToolCall({ call, steps }: { call: RunToolCallTrace; steps: ReadonlyMap<
         <span className="call-outcome" data-testid="call-outcome">
           {state}
         </span>
-        {call.durationMs !== null ? <span className="muted small">{durationText(call.durationMs)}</span> : null}
+        {call.durationMs !== null ? (
+          <span className="muted small" data-testid="call-duration">
+            {callDurationText(call.durationMs, call.stepId ? steps.get(call.stepId) : undefined)}
+          </span>
+        ) : null}
       </header>
       <PagedText text={argumentsText(call.arguments)} label={`Arguments of ${markedPlainText(call.name)}`} className="call-arguments" />
       {call.stepId ? <StepOfCall stepId={call.stepId} step={steps.get(call.stepId)} /> : null}

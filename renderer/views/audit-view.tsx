@@ -6,6 +6,7 @@ import { useAuditRows, type AuditFilterInput, type AuditRow } from '../audit-sou
 import { ErrorBox } from '../components/error-box.js';
 import { useKeys } from '../keys.js';
 import { EVENT_KINDS } from '../../src/domain/event-kinds.js';
+import { RecordSentence } from '../audit-sentence.js';
 import { formatShortTime } from '../step-text.js';
 
 const ROW_HEIGHT = 34;
@@ -158,10 +159,8 @@ export function VerifyBanner({
     tone = 'good';
     text = (
       <>
-        <strong>Intact on this computer.</strong> {report.records.toLocaleString()} records verified: the chain, every signature and the
-        checkpoints hold. The log's witnesses were not asked here: a restored older copy or a fork shows only against them, with{' '}
-        <code>executor audit verify</code>.
-        {report.unsealedTail > 0 ? ` The newest ${report.unsealedTail} record(s) are not yet sealed by a checkpoint.` : ''}
+        <strong>Intact on this computer.</strong> {sealedWords(report)} The log's witnesses were not asked here: a restored older copy or a
+        fork shows only against them, with <code>executor audit verify</code>.
         {logTotal > report.records
           ? ` ${(logTotal - report.records).toLocaleString()} newer record(s) arrived since; Verify again to include them.`
           : ''}
@@ -195,15 +194,34 @@ export function VerifyBanner({
 }
 
 /**
+ * What verification found, in one true sentence: the chain and signatures always, the checkpoints only
+ * where there are some, and the records none seals yet (all of them, for a log with no checkpoint).
+ */
+export function sealedWords(report: { records: number; checkpoints: number; unsealedTail: number }): string {
+  const records = `${report.records.toLocaleString()} record${report.records === 1 ? '' : 's'} verified`;
+  if (report.checkpoints === 0)
+    return `${records}: the chain and every signature hold. No checkpoint seals the log yet; the first is written as the log grows.`;
+  const checkpoints = `${report.checkpoints.toLocaleString()} checkpoint${report.checkpoints === 1 ? '' : 's'}`;
+  const tail =
+    report.unsealedTail > 0
+      ? ` The newest ${report.unsealedTail.toLocaleString()} record${report.unsealedTail === 1 ? ' is' : 's are'} not yet sealed by one.`
+      : '';
+  return `${records}: the chain, every signature and the ${checkpoints} hold.${tail}`;
+}
+
+/**
  * How many records the whole log holds, whatever page is loaded: "1,204 records in the log", and
  * with filters, how many match so far ("; 12 match the filters" or "; 200+ match, more load as you scroll").
  */
-export function logCountText(total: number, filtered: { count: number; rowAt(index: number): unknown } | null): string {
+export function logCountText(total: number, filtered: { count: number; loading?: boolean; rowAt(index: number): unknown } | null): string {
   const whole = `${total.toLocaleString()} record${total === 1 ? '' : 's'} in the log`;
   if (!filtered) return `${whole}.`;
-  const loaded = filtered.rowAt(filtered.count - 1) === undefined ? filtered.count - 1 : filtered.count;
+  // `count` holds one row more while more may match; a count of 0 is none (never "-1+").
+  const loaded = filtered.count > 0 && filtered.rowAt(filtered.count - 1) === undefined ? filtered.count - 1 : filtered.count;
   const more = loaded < filtered.count;
-  return `${whole}; ${loaded.toLocaleString()}${more ? '+' : ''} match the filters${more ? ', more load as you scroll' : ''}.`;
+  if (filtered.loading && loaded === 0) return `${whole}; searching…`;
+  const match = loaded === 1 && !more ? 'matches' : 'match';
+  return `${whole}; ${loaded.toLocaleString()}${more ? ' or more' : ''} ${match} the filters${more ? ', more load as you scroll' : ''}.`;
 }
 
 export function AuditView({ active }: { active: boolean }) {
@@ -211,6 +229,16 @@ export function AuditView({ active }: { active: boolean }) {
   const [draft, setDraft] = useState<AuditFilterInput>({});
   const [filters, setFilters] = useState<AuditFilterInput>({});
   const rows = useAuditRows(api, filters);
+  // `#audit?step=ID` (History's "Audit records" link) opens the view filtered to that step's records.
+  useEffect(() => {
+    if (!active) return;
+    const [view, query] = location.hash.replace(/^#\/?/, '').split('?');
+    const step = view === 'audit' && query ? new URLSearchParams(query).get('step') : null;
+    if (step) {
+      setDraft({ stepId: step });
+      setFilters({ stepId: step });
+    }
+  }, [active]);
   const [selectedSeq, setSelectedSeq] = useState<number | null>(null);
   const [detail, setDetail] = useState<AuditRecordDetail | null>(null);
   const [detailError, setDetailError] = useState<unknown>(null);
@@ -626,6 +654,7 @@ export function AuditView({ active }: { active: boolean }) {
             <ErrorBox error={detailError} />
             {detail ? (
               <>
+                <RecordSentence body={detail.body} />
                 <dl className="facts">
                   <dt>Key id</dt>
                   <dd>

@@ -11,7 +11,7 @@ import { Dialog } from '../components/dialog.js';
 import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
-import { PlanRevertDialog } from '../components/plan-revert-dialog.js';
+import { revertNotice, stepMayBeReverted, StepsRevertDialog } from '../components/steps-revert-dialog.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, type HistoryFilter } from '../history-query.js';
 import { useKeys } from '../keys.js';
@@ -37,7 +37,6 @@ import { loadWholeStep } from '../../src/ipc/client/whole-step-record.js';
  * diff of what actually ran (getStepChanges).
  */
 
-const REVERTIBLE = ['executed', 'failed', 'interrupted', 'cancelled'];
 /** Every row is this tall (two lines), so the table can draw only the rows in sight. */
 const ROW_HEIGHT = 52;
 const PAGE_SIZE = 50;
@@ -47,10 +46,7 @@ type StepChanges = MethodResult<'getStepChanges'>;
 type PlanRevertPreview = MethodResult<'previewRevertPlan'>;
 type SessionRevertPreview = MethodResult<'previewRevertSession'>;
 
-function summaryCanRevert(summary: StepSummary): boolean {
-  if (summary.status === 'cancelled' && !summary.startedAt) return false;
-  return REVERTIBLE.includes(summary.status) && summary.reversible;
-}
+const summaryCanRevert = stepMayBeReverted;
 
 type RevertState =
   | { phase: 'loading'; record: StepRecord }
@@ -98,8 +94,10 @@ export function HistoryView({ active }: { active: boolean }) {
   const [loadError, setLoadError] = useState<unknown>(null);
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [revert, setRevert] = useState<RevertState | null>(null);
-  const [planRevert, setPlanRevert] = useState<PlanRevertPreview | null>(null);
+  const [planRevert, setPlanRevert] = useState<(PlanRevertPreview & { leave: string[] }) | null>(null);
   const [sessionRevert, setSessionRevert] = useState<SessionRevertPreview | null>(null);
+  // The session's preview as the person saw it when they reverted: the notice names its steps by their titles.
+  const sessionRevertShown = useRef<SessionRevertPreview['steps']>([]);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useFadingMessage();
   const [busy, setBusy] = useState(false);
@@ -292,24 +290,23 @@ export function HistoryView({ active }: { active: boolean }) {
     }
   };
 
-  const startPlanRevert = async (planId: string) => {
+  const startPlanRevert = async (planId: string, leave: string[] = []) => {
     setError(null);
     try {
-      setPlanRevert(await api.previewRevertPlan({ planId }));
+      setPlanRevert({ ...(await api.previewRevertPlan({ planId, ...(leave.length ? { leave } : {}) })), leave });
     } catch (caught) {
       setError(caught);
     }
   };
 
-  const doPlanRevert = async (planId: string, force: boolean) => {
+  const doPlanRevert = async (shown: PlanRevertPreview & { leave: string[] }, force: boolean) => {
+    const { planId, leave } = shown;
     setPlanRevert(null);
     setBusy(true);
     setError(null);
     try {
-      const result = await api.revertPlan({ planId, ...(force ? { force: true } : {}) });
-      setNotice(
-        `Plan ${markedPlainText(planId)}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${markedPlainText(entry.stepId)} (${markedPlainText(entry.reason)})`).join(', ')}.` : ''}`,
-      );
+      const result = await api.revertPlan({ planId, ...(force ? { force: true } : {}), ...(leave.length ? { leave } : {}) });
+      setNotice(revertNotice(`Plan ${markedPlainText(shortId(planId, 16))}`, shown.steps, result));
     } catch (caught) {
       setError(caught);
     } finally {
@@ -333,9 +330,7 @@ export function HistoryView({ active }: { active: boolean }) {
     setError(null);
     try {
       const result = await api.revertSession({ agent, ...(force ? { force: true } : {}) });
-      setNotice(
-        `Session ${markedPlainText(result.label ?? result.agent)}: ${result.reverted.length} step(s) reverted, newest first${result.forced ? ' (forced: what was overwritten is kept as the backup of "Forced revert" steps)' : ''}.${result.skipped.length ? ` Left as they were: ${result.skipped.map((entry) => `${markedPlainText(entry.stepId)} (${markedPlainText(entry.reason)})`).join(', ')}.` : ''}`,
-      );
+      setNotice(revertNotice(`Session ${markedPlainText(result.label ?? result.agent)}`, sessionRevertShown.current, result));
     } catch (caught) {
       setError(caught);
     } finally {
@@ -484,17 +479,25 @@ export function HistoryView({ active }: { active: boolean }) {
         />
       ) : null}
       {planRevert ? (
-        <PlanRevertDialog
+        <StepsRevertDialog
+          subject={{ noun: 'plan', name: shortId(planRevert.planId, 16) }}
           preview={planRevert}
+          leaving={planRevert.leave}
           onCancel={() => setPlanRevert(null)}
-          onRevert={(force) => void doPlanRevert(planRevert.planId, force)}
+          onRevert={(force) => void doPlanRevert(planRevert, force)}
+          onLeave={(leave) => void startPlanRevert(planRevert.planId, leave)}
         />
       ) : null}
       {sessionRevert ? (
-        <PlanRevertDialog
+        <StepsRevertDialog
+          subject={{ noun: 'session', name: sessionRevert.label ?? shortId(sessionRevert.agent, 16) }}
           preview={sessionRevert}
+          leaving={[]}
           onCancel={() => setSessionRevert(null)}
-          onRevert={(force) => void doSessionRevert(sessionRevert.agent, force)}
+          onRevert={(force) => {
+            sessionRevertShown.current = sessionRevert.steps;
+            void doSessionRevert(sessionRevert.agent, force);
+          }}
         />
       ) : null}
     </div>
@@ -751,6 +754,9 @@ function HistoryDetail({
         ) : (
           <p className="muted inline-note">{summary.status === 'reverted' ? 'Already reverted.' : 'Nothing to revert for this step.'}</p>
         )}
+        <a className="button-link ghost" href={`#audit?${new URLSearchParams({ step: summary.id }).toString()}`}>
+          Audit records
+        </a>
         <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${markedPlainText(summary.planId)}`}>
           Revert plan…
         </button>

@@ -361,6 +361,22 @@ export interface RevertPlanEntry {
   /** For a conflict: what revert would do to the file as it is on disk now (a/ now, b/ after revert). */
   diff?: string | null;
   diffOmittedReason?: string;
+  /**
+   * For a conflict: the change made since the step, on its own (a/ as the step left it, b/ as it is
+   * now), as git shows a working-tree edit; what a person needs to decide whether to keep it.
+   */
+  changedSince?: string | null;
+  changedSinceOmittedReason?: string;
+}
+
+/** The diff from what a step wrote (`written`, null: it removed the file) to what is there now: the newer change alone. */
+export function changeSinceStep(
+  row: Pick<FileBackupRow, 'path' | 'mode'>,
+  written: Buffer | null,
+  now: Buffer | null,
+): Pick<RevertPlanEntry, 'changedSince' | 'changedSinceOmittedReason'> {
+  const shown = previewFileChange({ absolutePath: row.path, displayPath: row.path, before: written, after: now, mode: row.mode });
+  return { changedSince: shown.diff, ...(shown.diffOmittedReason ? { changedSinceOmittedReason: shown.diffOmittedReason } : {}) };
 }
 
 /**
@@ -384,9 +400,15 @@ export function planRevert(rows: FileBackupRow[], blobs?: BlobStore): RevertPlan
       });
       entry.diff = shown.diff;
       if (shown.diffOmittedReason) entry.diffOmittedReason = shown.diffOmittedReason;
+      Object.assign(entry, changeSinceStep(row, writtenBy(row, blobs), readCurrent(row.path).content));
     }
     return entry;
   });
+}
+
+/** What the step left in the file (its post-image), from the backups; null where it removed the file or the blob is gone. */
+export function writtenBy(row: Pick<FileBackupRow, 'postHash'>, blobs: BlobStore): Buffer | null {
+  return row.postHash !== null && blobs.has(row.postHash) ? blobs.get(row.postHash) : null;
 }
 
 /**

@@ -155,7 +155,13 @@ export function revertAsOneRefusal(
 
 /** `executor revert --plan ID`'s refusal. */
 export function planRevertRefusal(planId: string, steps: readonly PlanRevertPreviewStep[], force: boolean): ExecutorError | null {
-  return revertAsOneRefusal(`Plan ${planId}`, { planId }, steps, force);
+  return revertAsOneRefusal(
+    `Plan ${planId}`,
+    { planId },
+    steps,
+    force,
+    `${FORCED_KEEPS_A_COPY} To keep the newer change instead, revert the other steps and leave that one (--leave STEP_ID).`,
+  );
 }
 
 /** The same refusal for an agent session's steps. `name` says which ("session agent-… (Claude Code · …)"). */

@@ -195,7 +195,13 @@ export type RunTracePage = z.infer<typeof RunTracePageSchema>;
 
 export const AnswerRunParamsSchema = z.strictObject({ runId, text: z.string().min(1, 'the answer is empty').max(MAX_ANSWER_CHARACTERS) });
 export const CancelRunParamsSchema = z.strictObject({ runId, reason: z.string().max(2000).optional() });
-export const RevertRunParamsSchema = z.strictObject({ runId, force: z.boolean().optional(), dryRun: z.boolean().optional() });
+export const RevertRunParamsSchema = z.strictObject({
+  runId,
+  force: z.boolean().optional(),
+  dryRun: z.boolean().optional(),
+  /** Steps of the run to leave as they are (the person keeps the changes made since them). */
+  leave: z.array(z.string().min(1).max(128)).max(1000).optional(),
+});
 
 /** revertRun: every executed step of the run, newest first, judged against the files as the earlier reverts leave them. */
 export const RunRevertResultSchema = z.object({
@@ -208,7 +214,15 @@ export const RunRevertResultSchema = z.object({
       status: z.string(),
       state: z.enum(['revert', 'conflict', 'skip']),
       reason: z.string().optional(),
-      files: z.array(z.object({ path: z.string(), state: z.string() })),
+      files: z.array(
+        z.object({
+          path: z.string(),
+          state: z.string(),
+          /** For a conflict: the change made since the step on its own (a/ as the step left it, b/ now). */
+          changedSince: z.string().nullable().optional(),
+          changedSinceOmittedReason: z.string().optional(),
+        }),
+      ),
       moreFiles: z.number().int(),
     }),
   ),

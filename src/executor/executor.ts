@@ -575,17 +575,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** What reverting a whole plan would do, step by step, newest first. */
-  previewRevertPlan(planId: string): PlanRevertPreview {
-    return this.reverts.previewRevertPlan(planId);
+  previewRevertPlan(planId: string, leave: readonly string[] = []): PlanRevertPreview {
+    return this.reverts.previewRevertPlan(planId, leave);
   }
 
   /** The same preview for steps of several plans taken as one (an agent run's): `stepIds` oldest first. */
-  previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
-    return this.reverts.previewRevertSteps(stepIds);
+  previewRevertSteps(stepIds: readonly string[], leave: readonly string[] = []): Omit<PlanRevertPreview, 'planId'> {
+    return this.reverts.previewRevertSteps(stepIds, leave);
   }
 
   /** Reverts every step of a plan that ran, newest first, or nothing when one would meet a conflict (unless forced). */
-  revertPlan(planId: string, actor: Actor, options: { force?: boolean } = {}): Promise<PlanRevertResult> {
+  revertPlan(planId: string, actor: Actor, options: { force?: boolean; leave?: readonly string[] } = {}): Promise<PlanRevertResult> {
     return this.reverts.revertPlan(planId, actor, options);
   }
 
@@ -594,7 +594,11 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     label: string,
     stepIds: readonly string[],
     actor: Actor,
-    options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
+    options: {
+      force?: boolean;
+      leave?: readonly string[];
+      refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null;
+    },
   ): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
     return this.reverts.revertSteps(label, stepIds, actor, options);
   }

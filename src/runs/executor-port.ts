@@ -27,12 +27,16 @@ export interface RunsExecutorPort extends RunSkillsPort {
   getStep(stepId: string): StepRecord;
   submitAndSchedule(planInput: unknown, actor: Actor): Promise<StepRecord[]>;
   cancel(stepId: string, actor: Actor): Promise<StepRecord>;
-  previewRevertSteps(stepIds: readonly string[]): StepsRevertPreview;
+  previewRevertSteps(stepIds: readonly string[], leave?: readonly string[]): StepsRevertPreview;
   revertSteps(
     label: string,
     stepIds: readonly string[],
     actor: Actor,
-    options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
+    options: {
+      force?: boolean;
+      leave?: readonly string[];
+      refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null;
+    },
   ): Promise<{ reverted: string[]; preview: StepsRevertPreview }>;
   transactWithAudit<T>(work: (db: Db, append: (event: AuditEvent) => number) => T): T;
   on(event: 'step', listener: (record: StepRecord) => void): unknown;

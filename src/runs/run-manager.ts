@@ -444,11 +444,23 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     return this.store.summary(runId);
   }
 
-  async revert(runId: string, actor: Actor, options: { force?: boolean; dryRun?: boolean }): Promise<RunRevertResult> {
+  async revert(
+    runId: string,
+    actor: Actor,
+    options: { force?: boolean; dryRun?: boolean; leave?: readonly string[] },
+  ): Promise<RunRevertResult> {
     const summary = this.store.summary(runId);
     const stepIds = this.store.stepIds(runId);
     const shape = (steps: StepsRevertPreview['steps']) =>
-      steps.map((step) => ({ ...step, files: step.files.map((file) => ({ path: file.path, state: file.state })) }));
+      steps.map((step) => ({
+        ...step,
+        files: step.files.map((file) => ({
+          path: file.path,
+          state: file.state,
+          ...(file.changedSince !== undefined ? { changedSince: file.changedSince } : {}),
+          ...(file.changedSinceOmittedReason ? { changedSinceOmittedReason: file.changedSinceOmittedReason } : {}),
+        })),
+      }));
     if (stepIds.length === 0)
       throw new ExecutorError('NOT_REVERSIBLE', `Run ${runId} proposed no step, so there is nothing to revert.`, { runId });
     if (isRunActive(summary.status) && !options.dryRun) {
@@ -460,11 +472,12 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     }
     const force = options.force === true;
     if (options.dryRun) {
-      const preview = this.executor.previewRevertSteps(stepIds);
+      const preview = this.executor.previewRevertSteps(stepIds, options.leave);
       return { runId, dryRun: true, steps: shape(preview.steps), conflicts: preview.conflicts, reverted: [], forced: false };
     }
     const { reverted, preview } = await this.executor.revertSteps(`run ${runId}`, stepIds, actor, {
       force,
+      ...(options.leave ? { leave: options.leave } : {}),
       refusal: (steps, forced) => runRevertRefusal(runId, steps, forced),
     });
     return {

@@ -22,7 +22,7 @@ export interface RunService {
   trace(runId: string, fromIteration?: number, limit?: number): RunTracePage;
   answer(runId: string, text: string, actor: Actor): Promise<RunSummary>;
   cancel(runId: string, actor: Actor, reason?: string): Promise<RunSummary>;
-  revert(runId: string, actor: Actor, options: { force?: boolean; dryRun?: boolean }): Promise<RunRevertResult>;
+  revert(runId: string, actor: Actor, options: { force?: boolean; dryRun?: boolean; leave?: readonly string[] }): Promise<RunRevertResult>;
   /** An MCP agent's question; the asker is the session's issued identity. */
   askUser(actor: Actor, question: string, expirySeconds?: number): AgentQuestion;
   /** One of the asking agent's own questions, waiting up to waitMs for its answer. */

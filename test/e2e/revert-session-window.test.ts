@@ -63,7 +63,7 @@ describe.skipIf(skipReason !== null)('Revert session in History', { timeout: 180
       await expect.poll(() => fs.readFileSync(notes, 'utf8'), SOON).toBe('before\n');
       expect(fs.existsSync(path.join(workspace, 'new.md'))).toBe(false);
       expect(fs.readFileSync(other, 'utf8')).toBe('theirs\n');
-      await expect.poll(() => page.getByRole('status').first().textContent(), SOON).toContain('3 step(s) reverted, newest first');
+      await expect.poll(() => page.getByRole('status').first().textContent(), SOON).toContain('3 steps reverted, newest first');
       expect(errors).toEqual([]);
     } finally {
       await context.close();

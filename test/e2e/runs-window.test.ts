@@ -133,15 +133,15 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       // The step's title arrives with its record, a moment after the run says it waits.
       await expect.poll(() => waits.innerText(), SOON).toContain('Write notes.txt');
       await expectNoSeriousAxeViolations(s.page);
+      // Decided where the person watches: the step's risk, reasons and diff, as the queue shows them, not the call's JSON.
+      const decision = waits.getByTestId('run-decision');
+      await expect
+        .poll(() => decision.locator('.diff-code-insert').allTextContents(), SOON)
+        .toEqual([expect.stringContaining('new notes')]);
+      expect(await decision.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('old notes')]);
+      expect(await waits.innerText()).not.toContain('Decide it in the queue');
       await screenshots(s.page, 'runs-waiting', { light: 'runs-waiting', dark: 'runs-waiting-dark' });
-      await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();
-      await expect.poll(() => s.page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
-      const detail = s.page.locator('#step-detail');
-      await expect.poll(() => detail.getByRole('heading', { name: 'Write notes.txt' }).isVisible(), SOON).toBe(true);
-      // The queue says which run proposed it, with a link the host confirmed.
-      await expect.poll(() => detail.getByTestId('proposed-by-run').isVisible(), SOON).toBe(true);
-      expect(await detail.getByTestId('proposed-by-run').innerText()).toContain(runId);
-      await detail.getByRole('button', { name: 'Approve', exact: true }).click();
+      await decision.getByRole('button', { name: 'Approve', exact: true }).click();
 
       await expect.poll(() => fs.readFileSync(notes, 'utf8'), SOON).toBe('new notes\n');
       // Back to the Runs view: it still shows the run it showed.
@@ -169,7 +169,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await screenshots(s.page, 'runs-revert', { light: 'runs-revert', dark: 'runs-revert-dark' });
       await dialog.getByRole('button', { name: 'Revert 1 step' }).click();
       await expect.poll(() => fs.readFileSync(notes, 'utf8'), SOON).toBe('old notes\n');
-      await expect.poll(() => s.page.getByTestId('run-page').getByRole('status').innerText(), SOON).toContain('1 step undone');
+      await expect.poll(() => s.page.getByTestId('run-page').getByRole('status').innerText(), SOON).toContain('1 step reverted');
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
@@ -188,21 +188,21 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       const runId = await startFromCli(s, 'Write a short guide.');
       const waits = s.page.getByTestId('run-waits-for-consent');
       await expect.poll(() => waits.isVisible(), SOON).toBe(true);
-      await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();
-      const detail = s.page.locator('#step-detail');
-      await expect.poll(() => detail.getByRole('heading', { name: 'Write guide.md' }).isVisible(), SOON).toBe(true);
-      await detail.getByRole('button', { name: 'Reject', exact: true }).click();
-      const rejectDialog = s.page.getByRole('dialog', { name: /Reject/ });
-      await rejectDialog.getByLabel(/Reason/).fill(reason);
-      await rejectDialog.getByRole('button', { name: 'Reject step' }).click();
+      // Rejected on the run's page, with a reason, as in the queue.
+      const decision = waits.getByTestId('run-decision');
+      await expect.poll(() => decision.getByRole('heading', { name: 'Write guide.md' }).isVisible(), SOON).toBe(true);
+      await decision.getByRole('button', { name: 'Reject…' }).click();
+      await decision.getByLabel(/Reason/).fill(reason);
+      await decision.getByRole('button', { name: 'Reject step' }).click();
 
       // The model was sent REJECTED and the reason, and proposed the other path.
       const second = await s.model.waitForRequest(2);
       const told = toolResults(second)[0]!;
       expect(told).toMatch(/^REJECTED/);
       expect(told).toContain(reason);
-      await expect.poll(() => detail.getByRole('heading', { name: 'Write docs/guide.md' }).isVisible(), SOON).toBe(true);
-      await detail.getByRole('button', { name: 'Approve', exact: true }).click();
+      // The next step the run waits on takes the place of the one decided.
+      await expect.poll(() => decision.getByRole('heading', { name: 'Write docs/guide.md' }).isVisible(), SOON).toBe(true);
+      await decision.getByRole('button', { name: 'Approve', exact: true }).click();
       await expect.poll(() => fs.existsSync(path.join(s.workspace, 'docs', 'guide.md')), SOON).toBe(true);
       expect(fs.existsSync(path.join(s.workspace, 'guide.md'))).toBe(false);
 
@@ -359,7 +359,7 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       const runId = await startFromCli(s, 'Rewrite plan.md.');
       const waits = s.page.getByTestId('run-waits-for-consent');
       await expect.poll(() => waits.isVisible(), SOON).toBe(true);
-      await waits.getByRole('link', { name: 'Go to the step in the queue' }).click();
+      await waits.getByRole('link', { name: /^Open in the queue/ }).click();
       const detail = s.page.locator('#step-detail');
       await expect.poll(() => detail.getByRole('heading', { name: 'Write plan.md' }).isVisible(), SOON).toBe(true);
       await detail.getByRole('button', { name: 'Approve', exact: true }).click();
@@ -372,7 +372,12 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await s.page.getByRole('button', { name: 'Revert run…' }).click();
       const dialog = s.page.getByRole('dialog', { name: /^Revert run/ });
       await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
-      expect(await dialog.getByRole('alert').innerText()).toBe('Refused as it is: files changed after step “Write plan.md”.');
+      expect(await dialog.getByRole('alert').innerText()).toContain('Refused as it is: files changed after step “Write plan.md”.');
+      // The edit made since, on its own: what the run wrote → what is there now.
+      const changed = dialog.getByTestId('changed-since');
+      expect(await changed.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('the run wrote this')]);
+      expect(await changed.locator('.diff-code-insert').allTextContents()).toEqual([expect.stringContaining('my own edit after the run')]);
+      expect(await dialog.getByRole('button', { name: 'Leave this one, revert the others' }).count()).toBe(1);
       expect(await dialog.innerText()).toContain('plan.md — CONFLICT: changed after the step');
       expect(await dialog.getByRole('button', { name: /^Revert \d/ }).count()).toBe(0);
       await expectNoSeriousAxeViolations(s.page);

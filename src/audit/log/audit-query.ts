@@ -6,6 +6,13 @@ import type { RecordBody, RecordUser } from '../format/record-format.js';
 export const AuditFiltersSchema = z.strictObject({
   stepId: z.string().min(1).max(128).optional(),
   planId: z.string().min(1).max(128).optional(),
+  /**
+   * A step's or plan's id by its start, or by its start and end as the window shortens ids
+   * ("step-8b7…fa04"): the short id History shows finds its records.
+   */
+  stepIdStart: z.string().min(1).max(128).optional(),
+  stepIdEnd: z.string().min(1).max(128).optional(),
+  planIdStart: z.string().min(1).max(128).optional(),
   action: z.union([z.string().min(1).max(100), z.array(z.string().min(1).max(100)).min(1).max(50)]).optional(),
   /** Who acted, as the signed body's userId names them: the channel (window, web, cli, mcp, policy, system) and the user. */
   channel: z.string().min(1).max(32).optional(),
@@ -91,6 +98,19 @@ export function queryAudit(db: Db, input: unknown): AuditPage {
   if (filters.planId) {
     where.push('plan_id = ?');
     params.push(filters.planId);
+  }
+  // A range, not LIKE: the index on the column still serves a start.
+  if (filters.stepIdStart) {
+    where.push('step_id >= ? AND step_id < ?');
+    params.push(filters.stepIdStart, `${filters.stepIdStart}\u{10FFFF}`);
+  }
+  if (filters.stepIdEnd) {
+    where.push('substr(step_id, -?) = ?');
+    params.push(filters.stepIdEnd.length, filters.stepIdEnd);
+  }
+  if (filters.planIdStart) {
+    where.push('plan_id >= ? AND plan_id < ?');
+    params.push(filters.planIdStart, `${filters.planIdStart}\u{10FFFF}`);
   }
   if (filters.channel) {
     where.push(`${CHANNEL_EXPR} = ?`);

@@ -381,16 +381,22 @@ export function registerStepCommands(program: Command): void {
     .option('--session <agentId>', 'revert every step of this agent session (`executor sessions list`) that ran, newest first; as --plan')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .option(
+      '--leave <stepId...>',
+      'with --plan: leave these steps as they are (keeping the changes made since them) and revert the others; an older step that wrote the same file then meets the kept change as a conflict',
+    )
+    .option(
       '--dry-run',
       'only show what revert would do with each file and each folder the step created (with --plan: each step, and why a step is left as it is); change nothing, and exit as the real revert would: 2 with its error when it would refuse (a conflict without --force, nothing to revert)',
     )
     .action(
       async (
         stepId: string | undefined,
-        options: { plan?: string; session?: string; force?: boolean; dryRun?: boolean },
+        options: { plan?: string; session?: string; force?: boolean; dryRun?: boolean; leave?: string[] },
         command: Command,
       ) => {
         const { dataDir, json } = globals(command);
+        if (options.leave !== undefined && options.plan === undefined)
+          throw new ExecutorError('INVALID_INPUT', '--leave names steps of a plan to keep; it goes with --plan PLAN_ID.');
         if ([stepId, options.plan, options.session].filter((given) => given !== undefined).length !== 1) {
           throw new ExecutorError(
             'INVALID_INPUT',
@@ -477,10 +483,15 @@ async function revertPlanCommand(
   dataDir: string,
   json: boolean,
   planId: string,
-  options: { force?: boolean; dryRun?: boolean },
+  options: { force?: boolean; dryRun?: boolean; leave?: string[] },
 ): Promise<void> {
+  // Step ids to leave take a unique prefix or the window's short form, as every step id here does.
+  const leaveOf = async (api: Parameters<Parameters<typeof withExecutor>[1]>[0]) =>
+    options.leave ? { leave: await Promise.all(options.leave.map((id) => resolveId(api, 'step', id))) } : {};
   if (options.dryRun) {
-    const preview = await withExecutor(dataDir, async (api) => api.previewRevertPlan({ planId: await resolveId(api, 'plan', planId) }));
+    const preview = await withExecutor(dataDir, async (api) =>
+      api.previewRevertPlan({ planId: await resolveId(api, 'plan', planId), ...(await leaveOf(api)) }),
+    );
     const { planRevertRefusal } = await import('../../domain/revert-reasons.js');
     print(json, preview, () => revertPlanPreviewText(preview, options.force === true));
     dryRunExit(planRevertRefusal(preview.planId, preview.steps, options.force === true));
@@ -489,8 +500,9 @@ async function revertPlanCommand(
   // The preview first, for each step's title: a person reads what was reverted, not a list of ids.
   const { result, titles } = await withExecutor(dataDir, async (api) => {
     planId = await resolveId(api, 'plan', planId);
-    const titles = new Map((await api.previewRevertPlan({ planId })).steps.map((step) => [step.stepId, step.title]));
-    return { result: await api.revertPlan({ planId, force: options.force }), titles };
+    const leave = await leaveOf(api);
+    const titles = new Map((await api.previewRevertPlan({ planId, ...leave })).steps.map((step) => [step.stepId, step.title]));
+    return { result: await api.revertPlan({ planId, force: options.force, ...leave }), titles };
   });
   const named = (stepId: string) => `${visibleLine(stepId)}  ${visibleLine(titles.get(stepId) ?? '')}`.trimEnd();
   print(json, result, () =>
@@ -565,15 +577,26 @@ function revertPlanPreviewText(
             : 'CONFLICT: a file changed after the step'
           : 'revert';
     lines.push(`  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}`);
-    for (const file of step.files)
+    for (const file of step.files) {
       lines.push(
-        `    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`,
+        `    ${visibleLine(file.path)}: ${file.state === 'conflict' ? 'CONFLICT, changed since the step:' : file.state === 'already_restored' ? 'already as before' : file.restoreHash === null ? 'deleted' : 'restored'}`,
       );
+      // The newer change on its own (as the step left it → now), as git shows an edit: what a revert would undo.
+      if (file.state === 'conflict')
+        lines.push(
+          file.changedSince
+            ? visibleBlock(file.changedSince)
+                .split('\n')
+                .map((line) => `      ${line}`)
+                .join('\n')
+            : `      (${visibleLine(file.changedSinceOmittedReason ?? 'no text diff')})`,
+        );
+    }
     if (step.moreFiles > 0) lines.push(`    … and ${step.moreFiles} more file(s)`);
   }
   if (preview.conflicts.length && !force)
     lines.push(
-      `Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup).`,
+      `Refused unless --force: ${preview.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup; --leave STEP_ID keeps that step and its newer change, and reverts the others).`,
     );
   if (preview.steps.every((step) => step.state === 'skip')) lines.push('Refused: no step of this plan is left to revert.');
   return lines.join('\n');

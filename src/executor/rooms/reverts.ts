@@ -61,6 +61,9 @@ export interface SessionRevertResult {
   forced: boolean;
 }
 
+/** Why a step the person chose to leave is not reverted. */
+const LEFT_BY_CHOICE = 'you chose to leave it, with the changes made since';
+
 /** How many files per step a plan's revert preview lists; the rest are counted. */
 const PLAN_REVERT_FILES_SHOWN = 50;
 
@@ -153,30 +156,49 @@ export class RevertsRoom {
    * files as the reverts before it will leave them (plan-revert-order.ts), so a plan that wrote one
    * file twice is no conflict, and a file someone changed since is, naming its step.
    */
-  previewRevertPlan(planId: string): PlanRevertPreview {
+  previewRevertPlan(planId: string, leave: readonly string[] = []): PlanRevertPreview {
     const records = this.desk.steps.planSteps(planId);
     if (records.length === 0) throw new ExecutorError('NOT_FOUND', `There is no plan with id ${planId}.`, { planId });
-    return { planId, ...this.previewRevertOf([...records].sort((a, b) => b.position - a.position)) };
+    return {
+      planId,
+      ...this.previewRevertOf(
+        [...records].sort((a, b) => b.position - a.position),
+        leave,
+      ),
+    };
   }
 
   /**
    * The same preview for steps of several plans taken as one (an agent run's, src/runs/): `stepIds`
    * oldest first, as they ran; judged newest first.
    */
-  previewRevertSteps(stepIds: readonly string[]): Omit<PlanRevertPreview, 'planId'> {
-    return this.previewRevertOf(stepIds.map((stepId) => this.desk.steps.get(stepId)).reverse());
+  previewRevertSteps(stepIds: readonly string[], leave: readonly string[] = []): Omit<PlanRevertPreview, 'planId'> {
+    return this.previewRevertOf(stepIds.map((stepId) => this.desk.steps.get(stepId)).reverse(), leave);
   }
 
-  private previewRevertOf(newestFirst: StepRecord[]): Omit<PlanRevertPreview, 'planId'> {
+  /**
+   * `leave`: steps the person chose to keep as they are (a step whose file they changed since, and
+   * whose change they want kept); the others are judged without them, so an older step that wrote
+   * the same file meets the kept content as a conflict in turn, never overwrites it silently.
+   */
+  private previewRevertOf(newestFirst: StepRecord[], leave: readonly string[] = []): Omit<PlanRevertPreview, 'planId'> {
+    const unknown = leave.filter((stepId) => !newestFirst.some((record) => record.step.id === stepId));
+    if (unknown.length > 0)
+      throw new ExecutorError(
+        'INVALID_INPUT',
+        `Cannot leave ${unknown.join(', ')}: not a step of what is reverted (${newestFirst.length} step${newestFirst.length === 1 ? '' : 's'}).`,
+        { leave: unknown },
+      );
     const candidates: StepRecord[] = [];
     const skips = new Map<string, string>();
     for (const record of newestFirst) {
-      const skip = this.revertSkipReason(record);
+      const skip = leave.includes(record.step.id) ? LEFT_BY_CHOICE : this.revertSkipReason(record);
       if (skip) skips.set(record.step.id, skip);
       else candidates.push(record);
     }
     const order = planRevertInOrder(
       candidates.map((record) => ({ stepId: record.step.id, rows: this.desk.steps.backups(record.step.id) })),
+      this.desk.blobs,
     );
     const byStep = new Map(order.map((entry) => [entry.stepId, entry]));
     const steps = newestFirst.map((record): PlanRevertStepPreview => {
@@ -225,10 +247,10 @@ export class RevertsRoom {
    * is kept as the backup of a "Forced revert" step). A revert that fails part-way stops there and
    * says which steps were reverted and which not (REVERT_INCOMPLETE).
    */
-  revertPlan(planId: string, actor: Actor, options: { force?: boolean } = {}): Promise<PlanRevertResult> {
+  revertPlan(planId: string, actor: Actor, options: { force?: boolean; leave?: readonly string[] } = {}): Promise<PlanRevertResult> {
     const force = options.force === true;
     return this.desk.planLocks.withPlan(planId, async () => {
-      const preview = this.previewRevertPlan(planId);
+      const preview = this.previewRevertPlan(planId, options.leave);
       const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');
       const skipped = preview.steps
         .filter((entry) => entry.state === 'skip')
@@ -250,10 +272,14 @@ export class RevertsRoom {
     label: string,
     stepIds: readonly string[],
     actor: Actor,
-    options: { force?: boolean; refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null },
+    options: {
+      force?: boolean;
+      leave?: readonly string[];
+      refusal: (steps: PlanRevertStepPreview[], force: boolean) => ExecutorError | null;
+    },
   ): Promise<{ reverted: string[]; preview: Omit<PlanRevertPreview, 'planId'> }> {
     const force = options.force === true;
-    const preview = this.previewRevertSteps(stepIds);
+    const preview = this.previewRevertSteps(stepIds, options.leave);
     const refusal = options.refusal(preview.steps, force);
     if (refusal) throw refusal;
     const toRevert = preview.steps.filter((entry) => entry.state !== 'skip');

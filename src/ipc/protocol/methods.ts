@@ -78,6 +78,8 @@ const EVERYONE = IPC_CHANNELS;
 
 const stepId = z.string().min(1).max(128);
 const noParams = z.strictObject({}).optional();
+/** Steps a plan's revert leaves as they are, by the person's choice (a step whose file they changed since and want kept). */
+const LEAVE_STEPS = z.array(stepId).max(1000).optional();
 
 export interface MethodSpec<P extends z.ZodType, R extends z.ZodType> {
   params: P;
@@ -253,14 +255,14 @@ export const METHODS = {
       "the files a step's run changed, with the diff of what was written, a few at a time (nextOffset pages on; a long diff is cut and says so)",
   }),
   previewRevertPlan: method({
-    params: z.strictObject({ planId: z.string().min(1).max(128) }),
+    params: z.strictObject({ planId: z.string().min(1).max(128), leave: LEAVE_STEPS }),
     result: PlanRevertPreviewWireSchema,
     channels: PERSON_CHANNELS,
     description:
       'what reverting a whole plan would do, newest step first, file by file, and which steps would meet a conflict; changes nothing',
   }),
   revertPlan: method({
-    params: z.strictObject({ planId: z.string().min(1).max(128), force: z.boolean().optional() }),
+    params: z.strictObject({ planId: z.string().min(1).max(128), force: z.boolean().optional(), leave: LEAVE_STEPS }),
     result: PlanRevertResultWireSchema,
     channels: PERSON_CHANNELS,
     description:

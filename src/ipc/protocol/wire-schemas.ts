@@ -218,6 +218,8 @@ export const RevertPlanEntrySchema = z.object({
   state: z.enum(['restore', 'already_restored', 'conflict']),
   diff: z.string().nullable().optional(),
   diffOmittedReason: z.string().optional(),
+  changedSince: z.string().nullable().optional(),
+  changedSinceOmittedReason: z.string().optional(),
 });
 
 /** previewRevert: the files, and the folders the step created (deepest first). */

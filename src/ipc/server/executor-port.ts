@@ -84,8 +84,8 @@ export interface IpcExecutorPort {
 
   previewRevert(stepId: string): RevertPreview;
   revertStep(stepId: string, actor: Actor, options?: { force?: boolean }): Promise<StepRecord>;
-  previewRevertPlan(planId: string): PlanRevertPreview;
-  revertPlan(planId: string, actor: Actor, options?: { force?: boolean }): Promise<PlanRevertResult>;
+  previewRevertPlan(planId: string, leave?: readonly string[]): PlanRevertPreview;
+  revertPlan(planId: string, actor: Actor, options?: { force?: boolean; leave?: readonly string[] }): Promise<PlanRevertResult>;
   listAgentSessions(): { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[];
   previewRevertSession(agent: string): SessionRevertPreview;
   revertSession(agent: string, actor: Actor, options?: { force?: boolean }): Promise<SessionRevertResult>;

@@ -96,6 +96,40 @@ describe('revertPlan', () => {
     expect(fs.readFileSync(a, 'utf8')).toBe('a edited by the person\n');
   });
 
+  it('shows a hand edit on its own, and leaves a chosen step with it; an older step of the same file then meets the kept edit', async () => {
+    const { executor, workspace } = start();
+    const file = path.join(workspace, 'api.js');
+    const other = path.join(workspace, 'other.md');
+    fs.writeFileSync(other, 'other before\n');
+    const lines = Array.from({ length: 200 }, (_, n) => `line ${n}`);
+    const ids = await ranPlan(executor, 'edited', [
+      [file, `${lines.join('\n')}\n`],
+      [other, 'other after\n'],
+      [file, `${lines.join('\n')}\nappended\n`],
+    ]);
+    const hand = `${lines.map((line, n) => (n === 100 ? 'line 100 fixed by hand' : line)).join('\n')}\nappended\n`;
+    fs.writeFileSync(file, hand);
+    const preview = executor.previewRevertPlan('edited');
+    // Both writes of the file meet the edit (the older one as the newer one's refused revert leaves it).
+    expect(preview.conflicts).toEqual([ids[2], ids[0]]);
+    const changed = preview.steps[0]!.files[0]!.changedSince!;
+    // The person's change alone: one line out, one in, a little context; not the file's 200 lines.
+    expect(changed.split('\n').filter((line) => /^[-+][^-+]/.test(line))).toEqual(['-line 100', '+line 100 fixed by hand']);
+    expect(changed.split('\n').length).toBeLessThan(16);
+    // Leaving the newest step: the older write of the same file now meets the hand edit, never overwrites it silently.
+    const left = executor.previewRevertPlan('edited', [ids[2]!]);
+    expect(left.steps.map((step) => step.state)).toEqual(['skip', 'revert', 'conflict']);
+    expect(left.steps[0]!.reason).toBe('you chose to leave it, with the changes made since');
+    await expect(executor.revertPlan('edited', person, { leave: [ids[2]!] })).rejects.toMatchObject({ code: 'REVERT_CONFLICT' });
+    expect(fs.readFileSync(other, 'utf8')).toBe('other after\n');
+    const result = await executor.revertPlan('edited', person, { leave: [ids[2]!, ids[0]!] });
+    expect(result.reverted).toEqual([ids[1]]);
+    expect(fs.readFileSync(other, 'utf8')).toBe('other before\n');
+    expect(fs.readFileSync(file, 'utf8')).toBe(hand);
+    // A step that is not the plan's is named, and nothing changes.
+    expect(() => executor.previewRevertPlan('edited', ['step-elsewhere'])).toThrow(/Cannot leave step-elsewhere/);
+  });
+
   it('stops part-way saying which steps were reverted and which not', async () => {
     const { executor, workspace, dataDir } = start();
     const b = path.join(workspace, 'b.txt');
