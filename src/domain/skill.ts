@@ -38,7 +38,11 @@ export const SkillNameSchema = z
   .string()
   .min(1, 'name is empty')
   .max(48, 'name is longer than 48 characters')
-  .regex(/^[a-z][a-z0-9_]*$/, 'a skill name is lowercase letters, digits and "_", starting with a letter');
+  .regex(
+    /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/,
+    // No "__": agents' clients join server and tool with it (mcp__executor__skill_x), so a name holding it could pose as another server's tool.
+    'a skill name is lowercase letters and digits, words joined by single "_", starting with a letter',
+  );
 
 export const SkillCapabilitiesSchema = z.strictObject({
   fetch: z.strictObject({ hosts: z.array(z.string().min(1).max(253)).min(1).max(50) }).optional(),

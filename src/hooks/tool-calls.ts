@@ -75,7 +75,13 @@ export const EXECUTOR_MCP_TOOLS: ReadonlySet<string> = new Set([
   'cancel_step',
   'ask_user',
   'get_answer',
+  'propose_skill',
 ]);
+
+/** One of Executor's MCP tools: a fixed one, or an approved skill's `skill_<name>` (names as src/domain/skill.ts allows them). */
+function isExecutorMcpTool(tool: string): boolean {
+  return EXECUTOR_MCP_TOOLS.has(tool) || /^skill_[a-z][a-z0-9]*(_[a-z0-9]+)*$/.test(tool);
+}
 /** The server name `executor connect` writes into both clients' settings. */
 const EXECUTOR_SERVER = 'executor';
 
@@ -86,7 +92,7 @@ function malformed(name: string): ToolCall {
 
 function claudeToolCall(name: string, input: Input, cwd: string): ToolCall {
   // Claude Code names an MCP tool mcp__<server>__<tool>; "__" cannot be inside Executor's tool names.
-  if (name.startsWith(`mcp__${EXECUTOR_SERVER}__`) && EXECUTOR_MCP_TOOLS.has(name.slice(`mcp__${EXECUTOR_SERVER}__`.length))) {
+  if (name.startsWith(`mcp__${EXECUTOR_SERVER}__`) && isExecutorMcpTool(name.slice(`mcp__${EXECUTOR_SERVER}__`.length))) {
     return { kind: 'executor' };
   }
   if (CLAUDE_INERT.has(name)) return { kind: 'inert' };
@@ -151,7 +157,7 @@ function geminiToolCall(name: string, input: Input, cwd: string, mcpServer?: { s
   if (
     mcpServer &&
     mcpServer.server === EXECUTOR_SERVER &&
-    EXECUTOR_MCP_TOOLS.has(mcpServer.tool) &&
+    isExecutorMcpTool(mcpServer.tool) &&
     name === `mcp_${EXECUTOR_SERVER}_${mcpServer.tool}`
   ) {
     return { kind: 'executor' };

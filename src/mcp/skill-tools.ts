@@ -9,7 +9,7 @@ type Text = (body: string, isError?: boolean, structured?: Record<string, unknow
 type Failure = (error: unknown, doing: 'proposed' | 'checked') => CallToolResult;
 
 export const PROPOSE_SKILL_INPUT = z.strictObject({
-  name: z.string().describe('lowercase letters, digits and "_"; agents will call it as the tool skill_<name>'),
+  name: z.string().describe('lowercase letters and digits, words joined by single "_"; agents will call it as the tool skill_<name>'),
   purpose: z.string().describe('what the skill is for, in a sentence'),
   code: z
     .string()
