@@ -1,5 +1,6 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { StepRecord } from '../../src/domain/step-record.js';
+import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { MethodResult } from '../../src/ipc/protocol/methods.js';
 import { useApi } from '../api.js';
 import { formatTime } from '../step-text.js';
@@ -46,6 +47,7 @@ export function SameFileNotice({ record, busy }: { record: StepRecord; busy: boo
   const [report, setReport] = useState<SameFile | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [merging, setMerging] = useState<'idle' | 'saving' | 'saved'>('idle');
+  const [othersChanged, setOthersChanged] = useState(0);
   const relevant = record.status === 'awaiting_consent' && (record.step.action === 'writeFile' || record.step.action === 'deleteFile');
   useEffect(() => {
     setMerging('idle');
@@ -61,7 +63,31 @@ export function SameFileNotice({ record, busy }: { record: StepRecord; busy: boo
     return () => {
       alive = false;
     };
-  }, [api, record.step.id, record.updatedAt, relevant]);
+  }, [api, record.step.id, record.updatedAt, relevant, othersChanged]);
+  // The report is about other steps too: one named in it that moves on (a waiting one ran, say, its
+  // outcome recorded a moment after its file was written) or any write or delete that ends asks again.
+  const reportRef = useRef(report);
+  reportRef.current = report;
+  useEffect(() => {
+    if (!relevant) return;
+    let off: (() => void) | undefined;
+    let cancelled = false;
+    void api
+      .on('stepSummary', (summary: StepSummary) => {
+        if (summary.id === record.step.id) return;
+        const named = reportRef.current ? [...reportRef.current.waiting, ...reportRef.current.ran] : [];
+        const ended = summary.status === 'executed' || summary.status === 'reverted';
+        if (ended || named.some((step) => step.stepId === summary.id)) setOthersChanged((count) => count + 1);
+      })
+      .then(
+        (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
+        () => undefined,
+      );
+    return () => {
+      cancelled = true;
+      off?.();
+    };
+  }, [api, record.step.id, relevant]);
   if (!relevant || !report || (report.waiting.length === 0 && report.ran.length === 0))
     return <ErrorBox error={error} onDismiss={() => setError(null)} />;
   const undone = report.ran.filter((step) => step.approving === 'undoes');
