@@ -4,8 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import type { Policy } from '../../policy/policy-file.js';
-import { readDevcontainer } from './devcontainer.js';
+import { secretPathMatcher } from '../../policy/secret-paths.js';
+import { readDevcontainer, readProjectFile } from './devcontainer.js';
 import { engineCall, type DockerClient } from './docker-client.js';
 import { imageInfo, requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
 
@@ -172,12 +174,26 @@ export function baseImagesOf(text: string, args: Record<string, string>): string
   return images;
 }
 
-/** The files of a build context the engine would receive: every file but those .dockerignore leaves out (the Dockerfile always). */
-function contextFiles(context: string, dockerfile: string, maxBytes: number): { files: string[]; bytes: number } {
+/**
+ * The files of a build context the engine would receive: every file but those .dockerignore leaves out
+ * (the Dockerfile always), and never a secret-looking one. A `COPY . /src` would otherwise bake `.env`,
+ * private keys and `.git/config` into an image any later command (and a dry run, with no consent)
+ * reads, and send them to the engine, wherever it runs: the same rule as the scratch copy's.
+ */
+function contextFiles(
+  root: string,
+  context: string,
+  dockerfile: string,
+  maxBytes: number,
+  secretGlobs: readonly string[],
+): { files: string[]; bytes: number; secrets: string[] } {
+  const secretMatcher = secretPathMatcher(secretGlobs, { caseInsensitive: filesystemIgnoresCase(root) });
+  const secrets: string[] = [];
+  const isSecret = (full: string): boolean =>
+    secretMatcher(path.relative(root, full).split(path.sep).join('/')) || secretMatcher(absoluteForMatching(full));
   const ignoreFile = path.join(context, '.dockerignore');
   const patterns = fs.existsSync(ignoreFile)
-    ? fs
-        .readFileSync(ignoreFile, 'utf8')
+    ? readProjectFile(root, ignoreFile, path.relative(root, ignoreFile))
         .split('\n')
         .map((line) => line.trim())
         .filter((line) => line && !line.startsWith('#'))
@@ -203,6 +219,10 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const entryRelative = relative ? `${relative}/${entry.name}` : entry.name;
       const skip = excluded(entryRelative) && !included(entryRelative) && entryRelative !== dockerfileRelative;
+      if (!skip && isSecret(path.join(dir, entry.name))) {
+        secrets.push(entryRelative);
+        continue;
+      }
       if (entry.isDirectory()) {
         // A folder left out whole is not walked, unless an exception may bring a file of it back.
         if (skip && include.length === 0) continue;
@@ -220,7 +240,7 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
     }
   };
   walk(context, '');
-  return { files, bytes };
+  return { files, bytes, secrets };
 }
 
 /**
@@ -304,7 +324,13 @@ async function buildProjectImage(
       `${source.from}: the Dockerfile ${build.dockerfile} lies outside its build context ${build.context}; move it into the context.`,
       { dockerfile: build.dockerfile },
     );
-  const { files } = contextFiles(build.context, build.dockerfile, policy.sandbox.maxCopyMb * 1024 * 1024);
+  const { files, secrets } = contextFiles(
+    root,
+    build.context,
+    build.dockerfile,
+    policy.sandbox.maxCopyMb * 1024 * 1024,
+    policy.secretGlobs,
+  );
   const bases = await Promise.all(
     baseImagesOf(fs.readFileSync(build.dockerfile, 'utf8'), build.args).map(async (base) => {
       const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined }));
@@ -333,6 +359,10 @@ async function buildProjectImage(
     options.onProgress?.(line);
   };
   say(`Building the project image ${tag} from ${path.relative(root, build.dockerfile)} (${source.from})`);
+  if (secrets.length > 0)
+    say(
+      `Left out of the build context (they look like secrets): ${secrets.slice(0, 10).join(', ')}${secrets.length > 10 ? ` and ${secrets.length - 10} more` : ''}`,
+    );
   const context = packContext(build.context, files);
   const stream = await engineCall(client, () =>
     client.docker.buildImage(context, {

@@ -1,0 +1,103 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
+import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
+import { runCliAsync } from '../../../helpers/run-cli.js';
+import { defer } from '../../../helpers/teardown.js';
+import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
+
+/*
+ * A cloned repository is the agent's ground: its devcontainer.json, Dockerfile and .dockerignore are
+ * the project's, not the person's. What they can make Executor do before anyone consents.
+ */
+
+const hasDocker = dockerAvailable();
+
+interface ShownStep {
+  status: string;
+  previewError?: string;
+  preview: { exitCode: number | null; stdout: { text: string }; stderr: { text: string } } | null;
+}
+
+/** Removes the project images this test builds (they are cached on the engine by content). */
+function removeImagesBuiltFromNow(): void {
+  const startedAt = Date.now();
+  defer(() => {
+    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
+      encoding: 'utf8',
+    });
+    for (const line of listed.stdout.split('\n').filter(Boolean)) {
+      const [id, ...created] = line.split(' ');
+      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
+      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
+    }
+  });
+}
+
+async function proposeCommand(dataDir: string, planId: string, command: string): Promise<ShownStep> {
+  const planFile = path.join(tempDir(), `${planId}.json`);
+  fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: `${planId}-cmd`, action: 'runCommand', args: { command } }] }));
+  const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
+  expect(proposed.status, proposed.stderr).toBe(1);
+  const shown = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', `${planId}-cmd`]);
+  return shown.json<ShownStep>();
+}
+
+describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  }, 300_000);
+
+  it("a Dockerfile that COPYs the project (no RUN, so a dry run builds it) gets none of the project's secrets into the image", async () => {
+    removeImagesBuiltFromNow();
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    fs.mkdirSync(path.join(workspace, '.ssh'));
+    fs.mkdirSync(path.join(workspace, '.git'));
+    fs.writeFileSync(path.join(workspace, '.env'), 'API_TOKEN=env-secret-1\n');
+    fs.writeFileSync(path.join(workspace, '.ssh/id_ed25519'), 'ssh-secret-2\n');
+    fs.writeFileSync(path.join(workspace, '.git/config'), '[remote "origin"]\n\turl = https://x:git-secret-3@example.com/r.git\n');
+    fs.writeFileSync(path.join(workspace, 'server.pem'), 'pem-secret-4\n');
+    fs.writeFileSync(path.join(workspace, 'app.js'), 'console.log("app")\n');
+    fs.writeFileSync(path.join(workspace, '.devcontainer/Dockerfile'), `# ${randomUUID()}\nFROM ${sandboxImageTag()}\nCOPY . /src/\n`);
+    fs.writeFileSync(
+      path.join(workspace, '.devcontainer/devcontainer.json'),
+      JSON.stringify({ build: { dockerfile: 'Dockerfile', context: '..' } }),
+    );
+
+    const step = await proposeCommand(
+      dataDir,
+      'leak',
+      'cat /src/app.js; cat /src/.env /src/.ssh/id_ed25519 /src/.git/config /src/server.pem; true',
+    );
+    expect(step.preview?.exitCode, step.previewError).toBe(0);
+    // The build did happen and the project's plain files are in it...
+    expect(step.preview!.stdout.text).toContain('console.log("app")');
+    // ...but what the scratch copy keeps out is kept out of the image too: a dry run's output reaches the agent.
+    for (const secret of ['env-secret-1', 'ssh-secret-2', 'git-secret-3', 'pem-secret-4'])
+      expect(step.preview!.stdout.text).not.toContain(secret);
+  }, 300_000);
+
+  it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
+    const { dataDir, workspace, base } = tempSetup();
+    const outside = path.join(base, 'credentials');
+    fs.writeFileSync(outside, 'AKIAOUTSIDE=secret-outside\n');
+    fs.symlinkSync(outside, path.join(workspace, '.devcontainer.json'));
+    const step = await proposeCommand(dataDir, 'linked', 'true');
+    expect(step.preview).toBeNull();
+    expect(step.previewError).toContain('.devcontainer.json is a link that leads out of the workspace root');
+    expect(JSON.stringify(step)).not.toContain('AKIAOUTSIDE');
+  }, 120_000);
+
+  it('a devcontainer.json that links to /dev/zero is refused at once, not read forever', async () => {
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    fs.symlinkSync('/dev/zero', path.join(workspace, '.devcontainer/devcontainer.json'));
+    const step = await proposeCommand(dataDir, 'zero', 'true');
+    expect(step.preview).toBeNull();
+    expect(step.previewError).toContain('.devcontainer/devcontainer.json is a link that leads out of the workspace root');
+  }, 120_000);
+});
