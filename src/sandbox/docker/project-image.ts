@@ -114,9 +114,25 @@ export function imageSourceFor(root: string, policy: Policy): ImageSource {
   return { kind: 'default', image: sandboxImageTag(), from: 'Executor', notes };
 }
 
+/**
+ * The escape character the builder uses: a `# escape=` parser directive counts only among the lines at
+ * the very top that are all directives (a comment, a blank line or an instruction before it makes it a
+ * comment), as Docker's parser reads it.
+ */
+function escapeOf(text: string): '\\' | '`' {
+  let escape: '\\' | '`' = '\\';
+  for (const line of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
+    const directive = line.match(/^#[ \t]*([a-zA-Z][a-zA-Z0-9]*)[ \t]*=[ \t]*(.*?)[ \t]*$/);
+    if (!directive) break;
+    const name = directive[1]!.toLowerCase();
+    if (name === 'escape') escape = directive[2] === '`' ? '`' : '\\';
+    else if (name !== 'syntax' && name !== 'check') break;
+  }
+  return escape;
+}
+
 /** A Dockerfile's instructions, one per logical line (continuations joined, comments and blank lines out). */
-export function dockerfileInstructions(text: string): { keyword: string; rest: string }[] {
-  const escape = /^#\s*escape\s*=\s*`/im.test(text.split('\n').slice(0, 5).join('\n')) ? '`' : '\\';
+function dockerfileInstructions(text: string, escape: '\\' | '`' = escapeOf(text)): { keyword: string; rest: string }[] {
   const instructions: { keyword: string; rest: string }[] = [];
   let pending = '';
   for (const raw of text.split(/\r?\n/)) {
@@ -143,9 +159,15 @@ export function dockerfileInstructions(text: string): { keyword: string; rest: s
 
 /** The instructions of a Dockerfile that run code while it builds: `RUN`, and `ONBUILD RUN` for images built on it. */
 export function codeRunningInstructions(text: string): string[] {
-  return dockerfileInstructions(text)
-    .filter(({ keyword, rest }) => keyword === 'RUN' || (keyword === 'ONBUILD' && /^RUN\b/i.test(rest)))
-    .map(({ keyword, rest }) => `${keyword} ${rest}`);
+  const runs = (escape: '\\' | '`') =>
+    dockerfileInstructions(text, escape)
+      .filter(({ keyword, rest }) => keyword === 'RUN' || (keyword === 'ONBUILD' && /^RUN\b/i.test(rest)))
+      .map(({ keyword, rest }) => `${keyword} ${rest}`);
+  const escape = escapeOf(text);
+  const found = runs(escape);
+  // Read with the other escape character too: where this reading and the builder's could differ (a
+  // directive's place, builders' versions), a RUN that either finds is code, and asks for consent.
+  return found.length > 0 ? found : runs(escape === '\\' ? '`' : '\\');
 }
 
 /**

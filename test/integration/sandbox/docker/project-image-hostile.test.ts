@@ -81,6 +81,24 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
       expect(step.preview!.stdout.text).not.toContain(secret);
   }, 300_000);
 
+  it('a RUN hidden from the consent check by an escape directive the builder does not honour is not run by a dry run', async () => {
+    removeImagesBuiltFromNow();
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    const marker = `ran-the-projects-code-${randomUUID()}`;
+    // After a comment, `# escape=` is a comment to the builder: the backtick ends no line there, and RUN runs.
+    fs.writeFileSync(
+      path.join(workspace, '.devcontainer/Dockerfile'),
+      `# a note first\n# escape=\`\nFROM ${sandboxImageTag()}\nENV A=b\`\nRUN echo ${marker}\n`,
+    );
+    fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
+    const step = await proposeCommand(dataDir, 'hidden', 'true');
+    expect(step.preview).toBeNull();
+    expect(step.previewError).toContain("building it runs the project's code: RUN echo");
+    // Nothing was built: the builder never printed the RUN's output.
+    expect(JSON.stringify(step)).not.toMatch(new RegExp(`Running in|\\n${marker}`));
+  }, 300_000);
+
   it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
     const { dataDir, workspace, base } = tempSetup();
     const outside = path.join(base, 'credentials');

@@ -27,6 +27,14 @@ describe('what a Dockerfile runs while it builds', () => {
     expect(codeRunningInstructions('# escape=`\nFROM a\nRUN dir `\n  c:\\\\\n')).toEqual(['RUN dir    c:\\\\']);
   });
 
+  it('finds a RUN that a misplaced escape directive would hide: the builder reads a directive after a comment as a comment', () => {
+    // Docker reads `# escape=` only at the very top; here the backslash stays the escape, so RUN is its own instruction.
+    for (const before of ['# a note first\n', '\n', 'FROM a\n', '# unknown=1\n'])
+      expect(codeRunningInstructions(`${before}# escape=\`\nFROM a\nENV A=b\`\nRUN echo ran\n`)).toEqual(['RUN echo ran']);
+    // And where a backslash would end a line the backtick reading keeps open: either reading's RUN asks.
+    expect(codeRunningInstructions('# escape=`\nFROM a\nENV A=b \\\nRUN echo ran\n')).not.toEqual([]);
+  });
+
   it('names the base images with ARGs and build args substituted, but not earlier stages or scratch', () => {
     const text = 'ARG BASE=node:20\nARG OTHER\nFROM ${BASE} AS build\nFROM --platform=linux/amd64 $OTHER\nFROM build\nFROM scratch\n';
     expect(baseImagesOf(text, {})).toEqual(['node:20', '']);
