@@ -353,17 +353,29 @@ async function buildProjectImage(
     policy.sandbox.maxCopyMb * 1024 * 1024,
     policy.secretGlobs,
   );
-  const bases = await Promise.all(
+  const baseInfos = await Promise.all(
     baseImagesOf(fs.readFileSync(build.dockerfile, 'utf8'), build.args).map(async (base) => {
-      const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined }));
-      return `${base} ${info.digest ?? 'not-local'}`;
+      const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined, onBuild: undefined }));
+      return { base, digest: info.digest, onBuild: info.onBuild ?? [] };
     }),
   );
+  const bases = baseInfos.map(({ base, digest }) => `${base} ${digest ?? 'not-local'}`);
   const digest = buildDigest(build, files, bases);
   const tag = buildTag(digest);
   const existing = await imageInfo(client, tag);
   if (existing.present) return { tag, built: false, buildLog: [] };
-  const runs = codeRunningInstructions(fs.readFileSync(build.dockerfile, 'utf8'));
+  // Code a build runs comes from the base images too: their ONBUILD RUN triggers run first, and a base
+  // that is not on the engine is pulled by the build, bringing triggers nobody has seen.
+  const runs = [
+    ...codeRunningInstructions(fs.readFileSync(build.dockerfile, 'utf8')),
+    ...baseInfos.flatMap(({ base, digest: baseDigest, onBuild }) =>
+      baseDigest === undefined
+        ? [`FROM ${base} (not on this engine: the build would pull it, and run whatever ONBUILD RUN it carries)`]
+        : onBuild
+            .filter((trigger) => /^\s*RUN\b/i.test(trigger))
+            .map((trigger) => `ONBUILD ${trigger.trim()} (from the base image ${base})`),
+    ),
+  ];
   if (runs.length > 0 && !options.codeBuildConsented) {
     const shown = runs.slice(0, 5).map((run) => (run.length > 200 ? `${run.slice(0, 200)}…` : run));
     throw new ExecutorError(

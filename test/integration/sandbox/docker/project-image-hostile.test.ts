@@ -99,6 +99,38 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
     expect(JSON.stringify(step)).not.toMatch(new RegExp(`Running in|\\n${marker}`));
   }, 300_000);
 
+  it("a base image's ONBUILD RUN, and a base not on the engine (pulled with triggers nobody saw), need consent as a RUN does", async () => {
+    removeImagesBuiltFromNow();
+    // An image the person has locally that carries an ONBUILD RUN (as the old `node:onbuild` images did: `ONBUILD RUN npm install`).
+    const marker = `onbuild-ran-${randomUUID()}`;
+    const baseTag = `executor-atk-onbuild:${randomUUID().slice(0, 8)}`;
+    const baseDir = tempDir();
+    fs.writeFileSync(path.join(baseDir, 'Dockerfile'), `FROM ${sandboxImageTag()}\nONBUILD RUN echo ${marker}\n`);
+    const made = spawnSync('docker', ['build', '-q', '-t', baseTag, baseDir], {
+      encoding: 'utf8',
+      env: { ...process.env, DOCKER_BUILDKIT: '0' },
+    });
+    expect(made.status, made.stderr).toBe(0);
+    defer(() => void spawnSync('docker', ['image', 'rm', '-f', baseTag]));
+
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    fs.writeFileSync(path.join(workspace, '.devcontainer/Dockerfile'), `FROM ${baseTag}\nCOPY devcontainer.json /etc/dc.json\n`);
+    fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
+    const step = await proposeCommand(dataDir, 'onbuild', 'true');
+    expect(step.preview).toBeNull();
+    expect(step.previewError).toContain(`building it runs the project's code: ONBUILD RUN echo ${marker} (from the base image ${baseTag})`);
+    expect(JSON.stringify(step)).not.toContain('Running in');
+
+    fs.writeFileSync(
+      path.join(workspace, '.devcontainer/Dockerfile'),
+      `FROM executor-atk-not-here/none:${randomUUID().slice(0, 8)}\nCOPY devcontainer.json /etc/dc.json\n`,
+    );
+    const pulled = await proposeCommand(dataDir, 'pulled', 'true');
+    expect(pulled.preview).toBeNull();
+    expect(pulled.previewError).toMatch(/building it runs the project's code: FROM executor-atk-not-here\/none:\S+ \(not on this engine/);
+  }, 300_000);
+
   it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
     const { dataDir, workspace, base } = tempSetup();
     const outside = path.join(base, 'credentials');
