@@ -475,7 +475,7 @@ async function fileOfImage(client: DockerClient, image: string, file: string): P
   } catch {
     return null;
   } finally {
-    await container.remove({ force: true }).catch(() => undefined);
+    await container.remove({ force: true, v: true }).catch(() => undefined);
   }
 }
 
@@ -520,6 +520,14 @@ async function runUserFor(
       'SANDBOX_FAILED',
       `The sandbox image ${image} cannot be used as it is: ${said}, which is root, and Executor never runs a command as root. Name a non-root user ("remoteUser" in devcontainer.json), or leave it out to run as uid ${SANDBOX_UID}.`,
       { image, user: named, refused: 'root-user' },
+    );
+  // Group root reads and writes what root's group may (a root-owned file of mode 0660, a socket):
+  // no capability needed, so it is refused as root is.
+  if (gid === 0 || groupPart === 'root')
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `The sandbox image ${image} cannot be used as it is: ${said}, whose group is root (gid 0), and Executor never runs a command in root's group. Name a non-root group, or leave the group out.`,
+      { image, user: named, refused: 'root-group' },
     );
   // A group named by name alone is looked up no further: the user's own group stands in for it.
   return { uid: uid!, gid: gid ?? uid!, name: named };

@@ -131,6 +131,19 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
     expect(pulled.previewError).toMatch(/building it runs the project's code: FROM executor-atk-not-here\/none:\S+ \(not on this engine/);
   }, 300_000);
 
+  it('refuses a dev container user in root\'s group (remoteUser "10001:0", containerUser "sandbox:root"): no command runs with gid 0', async () => {
+    for (const [field, user] of [
+      ['remoteUser', '10001:0'],
+      ['containerUser', 'sandbox:root'],
+    ] as const) {
+      const { dataDir, workspace } = tempSetup();
+      fs.writeFileSync(path.join(workspace, '.devcontainer.json'), JSON.stringify({ image: sandboxImageTag(), [field]: user }));
+      const step = await proposeCommand(dataDir, `group-${field}`, 'id -g');
+      expect(step.preview?.stdout.text.trim(), `${field}: ${user}`).not.toBe('0');
+      expect(step.previewError).toContain("whose group is root (gid 0), and Executor never runs a command in root's group");
+    }
+  }, 300_000);
+
   it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
     const { dataDir, workspace, base } = tempSetup();
     const outside = path.join(base, 'credentials');
