@@ -72,6 +72,10 @@ export function jsoncToJson(text: string): string {
   return out;
 }
 
+/** An image reference as the engine reads one (the policy's `sandbox.image` has the same grammar). */
+const IMAGE_REFERENCE =
+  /^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?)$/;
+
 /** Larger than any configuration a project writes by hand. */
 const MAX_PROJECT_FILE_BYTES = 1024 * 1024;
 
@@ -145,6 +149,16 @@ export function readDevcontainer(root: string): DevcontainerImage | null {
   if (config.features !== undefined) ignored.push('features (they are installed by the devcontainer CLI, not by a Dockerfile build)');
   const user = stringField(config.remoteUser, 'remoteUser', relative) ?? stringField(config.containerUser, 'containerUser', relative);
   const image = stringField(config.image, 'image', relative);
+  // What a project names reaches the person's eyes as a command to run (`docker pull …`): only a reference.
+  if (image !== undefined && !IMAGE_REFERENCE.test(image))
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${relative}: "image" is not an image reference (name[:tag] or name@sha256:…); it is refused.`,
+      {
+        file: relative,
+        field: 'image',
+      },
+    );
   const build = (config.build ?? {}) as Record<string, unknown>;
   if (typeof build !== 'object' || build === null || Array.isArray(build))
     throw new ExecutorError('SANDBOX_FAILED', `${relative}: "build" must be an object.`, { file: relative });
