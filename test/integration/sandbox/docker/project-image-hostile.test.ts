@@ -101,6 +101,19 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
 
   it("a base image's ONBUILD RUN, and a base not on the engine (pulled with triggers nobody saw), need consent as a RUN does", async () => {
     removeImagesBuiltFromNow();
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
+    fs.writeFileSync(
+      path.join(workspace, '.devcontainer/Dockerfile'),
+      `FROM executor-atk-not-here/none:${randomUUID().slice(0, 8)}\nCOPY devcontainer.json /etc/dc.json\n`,
+    );
+    const pulled = await proposeCommand(dataDir, 'pulled', 'true');
+    expect(pulled.preview).toBeNull();
+    expect(pulled.previewError).toMatch(/building it runs the project's code: FROM executor-atk-not-here\/none:\S+ \(not on this engine/);
+
+    // Podman builds OCI images, which keep no ONBUILD (buildah drops it with a warning): no such base can be made there.
+    if (process.env.EXECUTOR_TEST_ENGINE === 'podman') return;
     // An image the person has locally that carries an ONBUILD RUN (as the old `node:onbuild` images did: `ONBUILD RUN npm install`).
     const marker = `onbuild-ran-${randomUUID()}`;
     const baseTag = `executor-atk-onbuild:${randomUUID().slice(0, 8)}`;
@@ -113,22 +126,11 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
     expect(made.status, made.stderr).toBe(0);
     defer(() => void spawnSync('docker', ['image', 'rm', '-f', baseTag]));
 
-    const { dataDir, workspace } = tempSetup();
-    fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.writeFileSync(path.join(workspace, '.devcontainer/Dockerfile'), `FROM ${baseTag}\nCOPY devcontainer.json /etc/dc.json\n`);
-    fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
     const step = await proposeCommand(dataDir, 'onbuild', 'true');
     expect(step.preview).toBeNull();
     expect(step.previewError).toContain(`building it runs the project's code: ONBUILD RUN echo ${marker} (from the base image ${baseTag})`);
     expect(JSON.stringify(step)).not.toContain('Running in');
-
-    fs.writeFileSync(
-      path.join(workspace, '.devcontainer/Dockerfile'),
-      `FROM executor-atk-not-here/none:${randomUUID().slice(0, 8)}\nCOPY devcontainer.json /etc/dc.json\n`,
-    );
-    const pulled = await proposeCommand(dataDir, 'pulled', 'true');
-    expect(pulled.preview).toBeNull();
-    expect(pulled.previewError).toMatch(/building it runs the project's code: FROM executor-atk-not-here\/none:\S+ \(not on this engine/);
   }, 300_000);
 
   it('refuses a dev container user in root\'s group (remoteUser "10001:0", containerUser "sandbox:root"): no command runs with gid 0', async () => {
