@@ -146,6 +146,27 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
     }
   }, 300_000);
 
+  it('consent to a build that runs `RUN echo first` is not consent to a Dockerfile changed after the decision was shown', async () => {
+    removeImagesBuiltFromNow();
+    const { dataDir, workspace } = tempSetup();
+    fs.mkdirSync(path.join(workspace, '.devcontainer'));
+    fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
+    const dockerfile = path.join(workspace, '.devcontainer/Dockerfile');
+    const id = randomUUID();
+    fs.writeFileSync(dockerfile, `FROM ${sandboxImageTag()}\nRUN echo first-${id}\n`);
+    const step = await proposeCommand(dataDir, 'swap', 'true');
+    expect(step.preview).toBeNull();
+    expect(step.previewError).toContain(`RUN echo first-${id}`);
+
+    // After the person read "building it runs the project's code: RUN echo first-…", the Dockerfile changes.
+    fs.writeFileSync(dockerfile, `FROM ${sandboxImageTag()}\nRUN echo second-${id}\n`);
+    await runCliAsync(['--data-dir', dataDir, 'approve', 'swap-cmd', '--preview-hash', 'none'], { timeoutMs: 240_000 });
+    const after = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'swap-cmd'])).json<ShownStep>();
+    // What was approved was a build of `RUN echo first-…`: the other build is shown to the person first, not run.
+    expect(after.preview).toBeNull();
+    expect(after.previewError).toContain(`RUN echo second-${id}`);
+  }, 300_000);
+
   it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
     const { dataDir, workspace, base } = tempSetup();
     const outside = path.join(base, 'credentials');
