@@ -314,7 +314,31 @@ export interface EnsureImageOptions {
    * Without it, such a build is not started and the step says what the build would run.
    */
   codeBuildConsented?: boolean;
+  /**
+   * The content digest of the one build the person approved (named in the step's preview error they
+   * read at the decision, see consentedBuildDigestOf): that build runs, and no other. A build whose
+   * content has changed since is refused with the new build shown, for a fresh decision.
+   */
+  consentedBuildDigest?: string;
   onProgress?: BuildProgress;
+}
+
+/** How a refused build's words begin: the build's content digest first, where a project's text cannot come before it. */
+const BUILD_CONSENT_OPENING = "This project's sandbox image (build sha256:";
+/** The line a refusal at execute starts with when the approved build is no longer the one that would run. */
+const BUILD_CHANGED_LINE =
+  'The Dockerfile changed since you approved its build; nothing was built or run. The build that would run now is below: approve the step again to consent to it, or reject it.';
+
+/**
+ * The build a step's preview error asked consent for, read only at the very start of the words (a
+ * Dockerfile's RUN, shown further on, could carry text that looks like a digest). Undefined: the
+ * person was shown no build, so their approval consents to none.
+ */
+export function consentedBuildDigestOf(previewError: string | null | undefined): string | undefined {
+  if (!previewError) return undefined;
+  const text = previewError.startsWith(`${BUILD_CHANGED_LINE}\n`) ? previewError.slice(BUILD_CHANGED_LINE.length + 1) : previewError;
+  if (!text.startsWith(BUILD_CONSENT_OPENING)) return undefined;
+  return text.slice(BUILD_CONSENT_OPENING.length).match(/^([0-9a-f]{64})\)/)?.[1];
 }
 
 function buildTag(digest: string): string {
@@ -376,12 +400,22 @@ async function buildProjectImage(
             .map((trigger) => `ONBUILD ${trigger.trim()} (from the base image ${base})`),
     ),
   ];
-  if (runs.length > 0 && !options.codeBuildConsented) {
+  const consented = options.codeBuildConsented === true || options.consentedBuildDigest === digest;
+  if (runs.length > 0 && !consented) {
     const shown = runs.slice(0, 5).map((run) => (run.length > 200 ? `${run.slice(0, 200)}…` : run));
+    // Approved for another build (the Dockerfile, a file of its context or a base changed since): said first.
+    const changed = options.consentedBuildDigest !== undefined;
     throw new ExecutorError(
       'SANDBOX_IMAGE_MISSING',
-      `This project's sandbox image is built from ${path.relative(root, build.dockerfile)} (${source.from}), and building it runs the project's code: ${shown.join('; ')}${runs.length > 5 ? ` and ${runs.length - 5} more` : ''}. Nothing was built or run. Approve this step to build the image (without network) and then run the command on a copy; you see what it changed before anything is applied. Or build it yourself: \`executor sandbox image build --root ${root}\`.`,
-      { tag, contentDigest: digest, dockerfile: path.relative(root, build.dockerfile), runs, needsBuildConsent: true },
+      `${changed ? `${BUILD_CHANGED_LINE}\n` : ''}${BUILD_CONSENT_OPENING}${digest}) is built from ${path.relative(root, build.dockerfile)} (${source.from}), and building it runs the project's code: ${shown.join('; ')}${runs.length > 5 ? ` and ${runs.length - 5} more` : ''}. Nothing was built or run. Approve this step to build the image (this build alone, without network: if the Dockerfile or a file it builds from changes first, you are asked again) and then run the command on a copy; you see what it changed before anything is applied. Or build it yourself: \`executor sandbox image build --root ${root}\`.`,
+      {
+        tag,
+        contentDigest: digest,
+        dockerfile: path.relative(root, build.dockerfile),
+        runs,
+        needsBuildConsent: true,
+        ...(changed ? { buildChanged: true, approvedContentDigest: options.consentedBuildDigest } : {}),
+      },
     );
   }
   const buildLog: string[] = [];

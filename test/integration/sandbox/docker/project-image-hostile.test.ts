@@ -165,6 +165,15 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
     // What was approved was a build of `RUN echo first-…`: the other build is shown to the person first, not run.
     expect(after.preview).toBeNull();
     expect(after.previewError).toContain(`RUN echo second-${id}`);
+    expect(after.status).toBe('awaiting_consent');
+    expect(after.previewError).toMatch(/^The Dockerfile changed since you approved its build; nothing was built or run\./);
+    expect(JSON.stringify(after)).not.toContain('Running in');
+
+    // A fresh decision on the build now shown is consent to that build: it is built, and the command runs.
+    const again = await runCliAsync(['--data-dir', dataDir, 'approve', 'swap-cmd', '--preview-hash', 'none'], { timeoutMs: 240_000 });
+    expect(again.stderr).not.toContain('SANDBOX_');
+    const ran = (await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', 'swap-cmd'])).json<ShownStep>();
+    expect(ran.preview?.exitCode, ran.previewError).toBe(0);
   }, 300_000);
 
   it('a devcontainer.json that is a link out of the root is refused, and no byte of its target reaches the step', async () => {
