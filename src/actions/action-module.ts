@@ -39,6 +39,11 @@ export interface ActionContext {
   planOverlay?: PlanOverlay;
   /** The preview the person approved, when it still belongs to the approval (heavy steps compare their real run with it). */
   approvedPreview?: Preview | null;
+  /**
+   * Why no dry run could be made, as the person read it when they approved without a preview: a build
+   * that runs the project's code names its content digest there, and only that build may run.
+   */
+  approvedPreviewError?: string | null;
   /** Opens a URL in the person's default browser (Electron: shell.openExternal). Absent where no browser is attached. */
   openExternal?: (url: string) => Promise<void>;
   lightSandbox: LightSandbox;

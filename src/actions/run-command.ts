@@ -28,6 +28,7 @@ import {
   scratchOptionsFor,
   type SandboxRunOutcome,
 } from '../sandbox/docker/sandbox-run.js';
+import { consentedBuildDigestOf } from '../sandbox/docker/project-image.js';
 import type { OverlayWrite } from '../sandbox/docker/scratch-copy.js';
 import { APPLIED_DRY_RUN, bindDryRun, ranAgain, reusableDryRun, type CommandInputs } from './command-dry-run.js';
 import type { ActionContext, ActionModule, ReadyRun } from './action-module.js';
@@ -129,7 +130,7 @@ interface RunView {
  * a secret path. Such an entry is not skipped quietly: it blocks the whole changeset (the effects
  * rating denies the step), since a command that reaches for it is not one to half-apply.
  */
-async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun', codeBuildConsented = false): Promise<RunView> {
+async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'realRun', consentedBuildDigest?: string): Promise<RunView> {
   const dryRun = phase === 'dryRun';
   const { sourceDir, root } = sourceDirOf(args, ctx);
   const overlay = dryRun ? overlayWithin(sourceDir, ctx) : undefined;
@@ -138,7 +139,7 @@ async function runAndView(args: Args, ctx: ActionContext, phase: 'dryRun' | 'rea
     manifest: dryRun,
     sourceDir,
     root,
-    codeBuildConsented,
+    ...(consentedBuildDigest ? { consentedBuildDigest } : {}),
     argv: argvOf(args),
     network: networkFor(args, phase),
     policy: ctx.policy,
@@ -467,7 +468,10 @@ export const runCommand: ActionModule<'runCommand'> = {
     // No approved preview: the person approved a step whose dry run could not be made, and a dry run
     // that needed the project's image built by running its code says so there. Their approval is the
     // consent to that build; a step approved on a preview never builds by running code unseen.
-    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun', !ctx.approvedPreview);
+    // A build that runs the project's code runs only as the build the person was shown (its digest opens the
+    // preview error they approved); any other build goes back to them, never runs on that consent.
+    const consentedBuild = ctx.approvedPreview ? undefined : consentedBuildDigestOf(ctx.approvedPreviewError);
+    const { preview, changes, outcome, scope } = await runAndView(args, ctx, 'realRun', consentedBuild);
     const drift = driftOf(ctx.approvedPreview, preview);
     if (drift) {
       return {

@@ -97,6 +97,15 @@ export const DEFERRABLE: readonly ErrorCode[] = [
   'ENGINE_TLS_FAILED',
 ];
 
+/** How much of why a dry run could not be made stays on the step (a build's log tail is its end; the audit record keeps all of it). */
+const PREVIEW_ERROR_MAX_CHARACTERS = 8_000;
+
+export function keptPreviewError(error: string): string {
+  if (error.length <= PREVIEW_ERROR_MAX_CHARACTERS) return error;
+  const note = `\n… (cut at ${PREVIEW_ERROR_MAX_CHARACTERS} of ${error.length} characters; the step's audit record keeps all of it)`;
+  return error.slice(0, PREVIEW_ERROR_MAX_CHARACTERS) + note;
+}
+
 /** Statuses in which a step still holds up the steps after it in its plan. */
 export const PENDING: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved', 'running'];
 

@@ -81,12 +81,15 @@ function repositorySentence(repository: string, files: FileChangePreview[]): str
   if (newObjects > 0) parts.push(`${newObjects} new object${newObjects === 1 ? '' : 's'}`);
   if (objects.length > newObjects) parts.push(`changes or removes ${objects.length - newObjects} existing object file(s)`);
   if (files.some((file) => inside(file) === 'index')) parts.push('updates the index (staging area)');
-  const hooks = files.filter((file) => inside(file).startsWith('hooks/') && file.existsAfter).map(inside);
+  // A submodule's repository (`modules/<name>/…`, nested to any depth) has hooks of its own, which git
+  // runs there (a `git submodule update` checks out in it): named as hooks too, never left in "and N more".
+  const isHook = (relative: string) => /^(?:modules\/.+\/)?hooks\//.test(relative);
+  const hooks = files.filter((file) => isHook(inside(file)) && file.existsAfter).map(inside);
   if (hooks.length > 0) parts.push(`changes ${hooks.join(', ')}, which git runs on this machine`);
   const said = new Set(['COMMIT_EDITMSG', 'HEAD', 'packed-refs', 'index']);
   const rest = files.filter((file) => {
     const relative = inside(file);
-    return !said.has(relative) && !/^(refs|objects|logs|hooks)\//.test(relative);
+    return !said.has(relative) && !/^(refs|objects|logs|hooks)\//.test(relative) && !isHook(relative);
   });
   if (rest.length > 0)
     parts.push(`changes ${rest.map(inside).slice(0, 3).join(', ')}${rest.length > 3 ? ` and ${rest.length - 3} more` : ''}`);

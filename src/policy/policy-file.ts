@@ -592,7 +592,19 @@ export const PolicySchema = z.strictObject({
          * their place instead of copied, where the engine runs on this machine and nothing in them looks
          * like a secret; otherwise they are copied like the rest (src/sandbox/docker/scratch-copy.ts).
          */
-        readOnly: z.array(z.string().min(1)).default([...DEFAULT_SANDBOX_READ_ONLY]),
+        readOnly: z
+          .array(
+            z
+              .string()
+              .min(1)
+              // Matched against folder paths inside the root: an absolute path or a `..` step matches nothing,
+              // and a person who wrote one would silently get every such folder copied.
+              .refine((glob) => !path.isAbsolute(glob) && !glob.split(/[\\/]/).includes('..') && !glob.includes('\0'), {
+                message:
+                  'a read-only folder is a glob of a folder path inside the root (node_modules, packages/*/node_modules), not an absolute path or one with ..',
+              }),
+          )
+          .default([...DEFAULT_SANDBOX_READ_ONLY]),
         /** A workspace (or cwd subtree) larger than this is not copied: the step fails and says to narrow cwd or ignore more. */
         maxCopyMb: z
           .number()

@@ -18,7 +18,7 @@ import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { TransitionPatch } from '../../store/step-repository.js';
 import type { LiveRun } from '../live-runs.js';
-import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
 /** A real run under way: its live view, when it began, and whether its span was recorded with its outcome. */
 interface RunTiming {
@@ -79,7 +79,14 @@ export class ExecutionRoom {
     // The real run starts here: for a command, the sandbox run happens in the module's run, before the step is marked running.
     const start = { iso: new Date().toISOString(), ms: performance.now() };
     const live = module.runsLive ? this.desk.liveRuns.start(stepId, module.summarize(args), 'realRun') : undefined;
-    const ctx = { ...this.desk.context(stepId, live), approvedPreview, directoryLedger: this.directoryLedgerFor(stepId) };
+    // Approved with no preview to bind to: what the person read instead is what they consented to (a build's digest).
+    const approvedPreviewError = approvedPreview ? null : (record.previewError ?? null);
+    const ctx = {
+      ...this.desk.context(stepId, live),
+      approvedPreview,
+      approvedPreviewError,
+      directoryLedger: this.directoryLedgerFor(stepId),
+    };
     const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
@@ -115,6 +122,9 @@ export class ExecutionRoom {
     try {
       ready = await module.run(args, ctx);
     } catch (error) {
+      // A build that runs the project's code and is not the one the person approved (or none was shown):
+      // nothing was built or run; it goes back to them with that build shown, for a fresh decision.
+      if (error instanceof ExecutorError && error.details?.['needsBuildConsent'] === true) return this.askForBuildConsent(stepId, error);
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
       if (this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
@@ -330,6 +340,19 @@ export class ExecutionRoom {
    * The sandbox could not start (no engine, no image): nothing ran, so the step stays approved and
    * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
    */
+  private askForBuildConsent(stepId: string, error: ExecutorError): StepRecord {
+    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    return this.desk.emitStep(
+      this.desk.steps.transition(
+        stepId,
+        'awaiting_consent',
+        POLICY_ACTOR,
+        { previewError: keptPreviewError(error.message) },
+        { kind: 'step.reconsent', detail: { reason: error.message, error: error.toJSON() }, expectFrom: ['approved'] },
+      ),
+    );
+  }
+
   private deferExecution(stepId: string, actor: Actor, error: ExecutorError): never {
     this.desk.steps.note(stepId, 'step.execution_deferred', actor, { error: error.toJSON() });
     throw error;

@@ -9,7 +9,7 @@ import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { PreviewQueue } from '../preview-queue.js';
-import { DEFERRABLE, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
+import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
 /** A dry run's answer: the preview and the hash consent binds to, or why there is none. */
 type PreviewOutcome = { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string };
@@ -576,15 +576,6 @@ function endedInWords(status: StepRecord['status']): string {
     default:
       return `ended ${status.replace('_', ' ')} without running`;
   }
-}
-
-/** How much of why a dry run could not be made stays on the step (a build's log tail is its end; the audit record keeps all of it). */
-const PREVIEW_ERROR_MAX_CHARACTERS = 8_000;
-
-function keptPreviewError(error: string): string {
-  if (error.length <= PREVIEW_ERROR_MAX_CHARACTERS) return error;
-  const note = `\n… (cut at ${PREVIEW_ERROR_MAX_CHARACTERS} of ${error.length} characters; the step's audit record keeps all of it)`;
-  return error.slice(0, PREVIEW_ERROR_MAX_CHARACTERS) + note;
 }
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */

@@ -72,6 +72,49 @@ export function jsoncToJson(text: string): string {
   return out;
 }
 
+/** An image reference as the engine reads one (the policy's `sandbox.image` has the same grammar). */
+const IMAGE_REFERENCE =
+  /^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?)$/;
+
+/** Larger than any configuration a project writes by hand. */
+const MAX_PROJECT_FILE_BYTES = 1024 * 1024;
+
+/**
+ * A configuration file the project holds (devcontainer.json, .dockerignore), read only where it is a
+ * regular file of a sane size inside the root by real path. A cloned repository may hold it as a
+ * link: to `~/.aws/credentials` (whose first bytes a parse error would quote to the agent), or to
+ * `/dev/zero` (a read that never ends, in the host's own thread).
+ */
+export function readProjectFile(root: string, file: string, relative: string): string {
+  let real: string;
+  let realRoot: string;
+  try {
+    real = fs.realpathSync.native(file);
+    realRoot = fs.realpathSync.native(root);
+  } catch (error) {
+    throw new ExecutorError('SANDBOX_FAILED', `${relative} cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}.`, {
+      file: relative,
+    });
+  }
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep))
+    throw new ExecutorError('SANDBOX_FAILED', `${relative} is a link that leads out of the workspace root ${realRoot}; it is refused.`, {
+      file: relative,
+      refused: 'outside-root',
+    });
+  const stat = fs.statSync(real);
+  if (!stat.isFile())
+    throw new ExecutorError('SANDBOX_FAILED', `${relative} is not a regular file; it is refused.`, {
+      file: relative,
+      refused: 'not-a-file',
+    });
+  if (stat.size > MAX_PROJECT_FILE_BYTES)
+    throw new ExecutorError('SANDBOX_FAILED', `${relative} holds ${stat.size} bytes, more than ${MAX_PROJECT_FILE_BYTES}; it is refused.`, {
+      file: relative,
+      refused: 'too-large',
+    });
+  return fs.readFileSync(real, 'utf8');
+}
+
 function stringField(value: unknown, field: string, file: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value.length === 0)
@@ -88,9 +131,10 @@ export function readDevcontainer(root: string): DevcontainerImage | null {
   const relative = DEVCONTAINER_FILES.find((candidate) => fs.existsSync(path.join(root, candidate)));
   if (!relative) return null;
   const file = path.join(root, relative);
+  const text = readProjectFile(root, file, relative);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(jsoncToJson(fs.readFileSync(file, 'utf8')));
+    parsed = JSON.parse(jsoncToJson(text));
   } catch (error) {
     throw new ExecutorError('SANDBOX_FAILED', `${relative} is not valid JSON with comments: ${(error as Error).message}`, {
       file: relative,
@@ -105,6 +149,16 @@ export function readDevcontainer(root: string): DevcontainerImage | null {
   if (config.features !== undefined) ignored.push('features (they are installed by the devcontainer CLI, not by a Dockerfile build)');
   const user = stringField(config.remoteUser, 'remoteUser', relative) ?? stringField(config.containerUser, 'containerUser', relative);
   const image = stringField(config.image, 'image', relative);
+  // What a project names reaches the person's eyes as a command to run (`docker pull …`): only a reference.
+  if (image !== undefined && !IMAGE_REFERENCE.test(image))
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `${relative}: "image" is not an image reference (name[:tag] or name@sha256:…); it is refused.`,
+      {
+        file: relative,
+        field: 'image',
+      },
+    );
   const build = (config.build ?? {}) as Record<string, unknown>;
   if (typeof build !== 'object' || build === null || Array.isArray(build))
     throw new ExecutorError('SANDBOX_FAILED', `${relative}: "build" must be an object.`, { file: relative });

@@ -4,8 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
+import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import type { Policy } from '../../policy/policy-file.js';
-import { readDevcontainer } from './devcontainer.js';
+import { secretPathMatcher } from '../../policy/secret-paths.js';
+import { readDevcontainer, readProjectFile } from './devcontainer.js';
 import { engineCall, type DockerClient } from './docker-client.js';
 import { imageInfo, requireImage, SANDBOX_GID, SANDBOX_UID, sandboxImageTag } from './sandbox-image.js';
 
@@ -112,9 +114,25 @@ export function imageSourceFor(root: string, policy: Policy): ImageSource {
   return { kind: 'default', image: sandboxImageTag(), from: 'Executor', notes };
 }
 
+/**
+ * The escape character the builder uses: a `# escape=` parser directive counts only among the lines at
+ * the very top that are all directives (a comment, a blank line or an instruction before it makes it a
+ * comment), as Docker's parser reads it.
+ */
+function escapeOf(text: string): '\\' | '`' {
+  let escape: '\\' | '`' = '\\';
+  for (const line of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
+    const directive = line.match(/^#[ \t]*([a-zA-Z][a-zA-Z0-9]*)[ \t]*=[ \t]*(.*?)[ \t]*$/);
+    if (!directive) break;
+    const name = directive[1]!.toLowerCase();
+    if (name === 'escape') escape = directive[2] === '`' ? '`' : '\\';
+    else if (name !== 'syntax' && name !== 'check') break;
+  }
+  return escape;
+}
+
 /** A Dockerfile's instructions, one per logical line (continuations joined, comments and blank lines out). */
-export function dockerfileInstructions(text: string): { keyword: string; rest: string }[] {
-  const escape = /^#\s*escape\s*=\s*`/im.test(text.split('\n').slice(0, 5).join('\n')) ? '`' : '\\';
+function dockerfileInstructions(text: string, escape: '\\' | '`' = escapeOf(text)): { keyword: string; rest: string }[] {
   const instructions: { keyword: string; rest: string }[] = [];
   let pending = '';
   for (const raw of text.split(/\r?\n/)) {
@@ -141,9 +159,15 @@ export function dockerfileInstructions(text: string): { keyword: string; rest: s
 
 /** The instructions of a Dockerfile that run code while it builds: `RUN`, and `ONBUILD RUN` for images built on it. */
 export function codeRunningInstructions(text: string): string[] {
-  return dockerfileInstructions(text)
-    .filter(({ keyword, rest }) => keyword === 'RUN' || (keyword === 'ONBUILD' && /^RUN\b/i.test(rest)))
-    .map(({ keyword, rest }) => `${keyword} ${rest}`);
+  const runs = (escape: '\\' | '`') =>
+    dockerfileInstructions(text, escape)
+      .filter(({ keyword, rest }) => keyword === 'RUN' || (keyword === 'ONBUILD' && /^RUN\b/i.test(rest)))
+      .map(({ keyword, rest }) => `${keyword} ${rest}`);
+  const escape = escapeOf(text);
+  const found = runs(escape);
+  // Read with the other escape character too: where this reading and the builder's could differ (a
+  // directive's place, builders' versions), a RUN that either finds is code, and asks for consent.
+  return found.length > 0 ? found : runs(escape === '\\' ? '`' : '\\');
 }
 
 /**
@@ -172,12 +196,26 @@ export function baseImagesOf(text: string, args: Record<string, string>): string
   return images;
 }
 
-/** The files of a build context the engine would receive: every file but those .dockerignore leaves out (the Dockerfile always). */
-function contextFiles(context: string, dockerfile: string, maxBytes: number): { files: string[]; bytes: number } {
+/**
+ * The files of a build context the engine would receive: every file but those .dockerignore leaves out
+ * (the Dockerfile always), and never a secret-looking one. A `COPY . /src` would otherwise bake `.env`,
+ * private keys and `.git/config` into an image any later command (and a dry run, with no consent)
+ * reads, and send them to the engine, wherever it runs: the same rule as the scratch copy's.
+ */
+function contextFiles(
+  root: string,
+  context: string,
+  dockerfile: string,
+  maxBytes: number,
+  secretGlobs: readonly string[],
+): { files: string[]; bytes: number; secrets: string[] } {
+  const secretMatcher = secretPathMatcher(secretGlobs, { caseInsensitive: filesystemIgnoresCase(root) });
+  const secrets: string[] = [];
+  const isSecret = (full: string): boolean =>
+    secretMatcher(path.relative(root, full).split(path.sep).join('/')) || secretMatcher(absoluteForMatching(full));
   const ignoreFile = path.join(context, '.dockerignore');
   const patterns = fs.existsSync(ignoreFile)
-    ? fs
-        .readFileSync(ignoreFile, 'utf8')
+    ? readProjectFile(root, ignoreFile, path.relative(root, ignoreFile))
         .split('\n')
         .map((line) => line.trim())
         .filter((line) => line && !line.startsWith('#'))
@@ -203,6 +241,10 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const entryRelative = relative ? `${relative}/${entry.name}` : entry.name;
       const skip = excluded(entryRelative) && !included(entryRelative) && entryRelative !== dockerfileRelative;
+      if (!skip && isSecret(path.join(dir, entry.name))) {
+        secrets.push(entryRelative);
+        continue;
+      }
       if (entry.isDirectory()) {
         // A folder left out whole is not walked, unless an exception may bring a file of it back.
         if (skip && include.length === 0) continue;
@@ -220,7 +262,7 @@ function contextFiles(context: string, dockerfile: string, maxBytes: number): { 
     }
   };
   walk(context, '');
-  return { files, bytes };
+  return { files, bytes, secrets };
 }
 
 /**
@@ -272,7 +314,31 @@ export interface EnsureImageOptions {
    * Without it, such a build is not started and the step says what the build would run.
    */
   codeBuildConsented?: boolean;
+  /**
+   * The content digest of the one build the person approved (named in the step's preview error they
+   * read at the decision, see consentedBuildDigestOf): that build runs, and no other. A build whose
+   * content has changed since is refused with the new build shown, for a fresh decision.
+   */
+  consentedBuildDigest?: string;
   onProgress?: BuildProgress;
+}
+
+/** How a refused build's words begin: the build's content digest first, where a project's text cannot come before it. */
+const BUILD_CONSENT_OPENING = "This project's sandbox image (build sha256:";
+/** The line a refusal at execute starts with when the approved build is no longer the one that would run. */
+const BUILD_CHANGED_LINE =
+  'The Dockerfile changed since you approved its build; nothing was built or run. The build that would run now is below: approve the step again to consent to it, or reject it.';
+
+/**
+ * The build a step's preview error asked consent for, read only at the very start of the words (a
+ * Dockerfile's RUN, shown further on, could carry text that looks like a digest). Undefined: the
+ * person was shown no build, so their approval consents to none.
+ */
+export function consentedBuildDigestOf(previewError: string | null | undefined): string | undefined {
+  if (!previewError) return undefined;
+  const text = previewError.startsWith(`${BUILD_CHANGED_LINE}\n`) ? previewError.slice(BUILD_CHANGED_LINE.length + 1) : previewError;
+  if (!text.startsWith(BUILD_CONSENT_OPENING)) return undefined;
+  return text.slice(BUILD_CONSENT_OPENING.length).match(/^([0-9a-f]{64})\)/)?.[1];
 }
 
 function buildTag(digest: string): string {
@@ -304,24 +370,52 @@ async function buildProjectImage(
       `${source.from}: the Dockerfile ${build.dockerfile} lies outside its build context ${build.context}; move it into the context.`,
       { dockerfile: build.dockerfile },
     );
-  const { files } = contextFiles(build.context, build.dockerfile, policy.sandbox.maxCopyMb * 1024 * 1024);
-  const bases = await Promise.all(
+  const { files, secrets } = contextFiles(
+    root,
+    build.context,
+    build.dockerfile,
+    policy.sandbox.maxCopyMb * 1024 * 1024,
+    policy.secretGlobs,
+  );
+  const baseInfos = await Promise.all(
     baseImagesOf(fs.readFileSync(build.dockerfile, 'utf8'), build.args).map(async (base) => {
-      const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined }));
-      return `${base} ${info.digest ?? 'not-local'}`;
+      const info = await imageInfo(client, base).catch(() => ({ present: false, digest: undefined, onBuild: undefined }));
+      return { base, digest: info.digest, onBuild: info.onBuild ?? [] };
     }),
   );
+  const bases = baseInfos.map(({ base, digest }) => `${base} ${digest ?? 'not-local'}`);
   const digest = buildDigest(build, files, bases);
   const tag = buildTag(digest);
   const existing = await imageInfo(client, tag);
   if (existing.present) return { tag, built: false, buildLog: [] };
-  const runs = codeRunningInstructions(fs.readFileSync(build.dockerfile, 'utf8'));
-  if (runs.length > 0 && !options.codeBuildConsented) {
+  // Code a build runs comes from the base images too: their ONBUILD RUN triggers run first, and a base
+  // that is not on the engine is pulled by the build, bringing triggers nobody has seen.
+  const runs = [
+    ...codeRunningInstructions(fs.readFileSync(build.dockerfile, 'utf8')),
+    ...baseInfos.flatMap(({ base, digest: baseDigest, onBuild }) =>
+      baseDigest === undefined
+        ? [`FROM ${base} (not on this engine: the build would pull it, and run whatever ONBUILD RUN it carries)`]
+        : onBuild
+            .filter((trigger) => /^\s*RUN\b/i.test(trigger))
+            .map((trigger) => `ONBUILD ${trigger.trim()} (from the base image ${base})`),
+    ),
+  ];
+  const consented = options.codeBuildConsented === true || options.consentedBuildDigest === digest;
+  if (runs.length > 0 && !consented) {
     const shown = runs.slice(0, 5).map((run) => (run.length > 200 ? `${run.slice(0, 200)}…` : run));
+    // Approved for another build (the Dockerfile, a file of its context or a base changed since): said first.
+    const changed = options.consentedBuildDigest !== undefined;
     throw new ExecutorError(
       'SANDBOX_IMAGE_MISSING',
-      `This project's sandbox image is built from ${path.relative(root, build.dockerfile)} (${source.from}), and building it runs the project's code: ${shown.join('; ')}${runs.length > 5 ? ` and ${runs.length - 5} more` : ''}. Nothing was built or run. Approve this step to build the image (without network) and then run the command on a copy; you see what it changed before anything is applied. Or build it yourself: \`executor sandbox image build --root ${root}\`.`,
-      { tag, contentDigest: digest, dockerfile: path.relative(root, build.dockerfile), runs, needsBuildConsent: true },
+      `${changed ? `${BUILD_CHANGED_LINE}\n` : ''}${BUILD_CONSENT_OPENING}${digest}) is built from ${path.relative(root, build.dockerfile)} (${source.from}), and building it runs the project's code: ${shown.join('; ')}${runs.length > 5 ? ` and ${runs.length - 5} more` : ''}. Nothing was built or run. Approve this step to build the image (this build alone, without network: if the Dockerfile or a file it builds from changes first, you are asked again) and then run the command on a copy; you see what it changed before anything is applied. Or build it yourself: \`executor sandbox image build --root ${root}\`.`,
+      {
+        tag,
+        contentDigest: digest,
+        dockerfile: path.relative(root, build.dockerfile),
+        runs,
+        needsBuildConsent: true,
+        ...(changed ? { buildChanged: true, approvedContentDigest: options.consentedBuildDigest } : {}),
+      },
     );
   }
   const buildLog: string[] = [];
@@ -333,6 +427,10 @@ async function buildProjectImage(
     options.onProgress?.(line);
   };
   say(`Building the project image ${tag} from ${path.relative(root, build.dockerfile)} (${source.from})`);
+  if (secrets.length > 0)
+    say(
+      `Left out of the build context (they look like secrets): ${secrets.slice(0, 10).join(', ')}${secrets.length > 10 ? ` and ${secrets.length - 10} more` : ''}`,
+    );
   const context = packContext(build.context, files);
   const stream = await engineCall(client, () =>
     client.docker.buildImage(context, {
@@ -411,7 +509,7 @@ async function fileOfImage(client: DockerClient, image: string, file: string): P
   } catch {
     return null;
   } finally {
-    await container.remove({ force: true }).catch(() => undefined);
+    await container.remove({ force: true, v: true }).catch(() => undefined);
   }
 }
 
@@ -456,6 +554,14 @@ async function runUserFor(
       'SANDBOX_FAILED',
       `The sandbox image ${image} cannot be used as it is: ${said}, which is root, and Executor never runs a command as root. Name a non-root user ("remoteUser" in devcontainer.json), or leave it out to run as uid ${SANDBOX_UID}.`,
       { image, user: named, refused: 'root-user' },
+    );
+  // Group root reads and writes what root's group may (a root-owned file of mode 0660, a socket):
+  // no capability needed, so it is refused as root is.
+  if (gid === 0 || groupPart === 'root')
+    throw new ExecutorError(
+      'SANDBOX_FAILED',
+      `The sandbox image ${image} cannot be used as it is: ${said}, whose group is root (gid 0), and Executor never runs a command in root's group. Name a non-root group, or leave the group out.`,
+      { image, user: named, refused: 'root-group' },
     );
   // A group named by name alone is looked up no further: the user's own group stands in for it.
   return { uid: uid!, gid: gid ?? uid!, name: named };

@@ -47,6 +47,8 @@ export interface ImageInfo {
   tools?: string;
   /** The user the image's own config names (`USER`); empty or absent: root. */
   user?: string;
+  /** The image's ONBUILD triggers: instructions a build FROM it runs first (an `ONBUILD RUN` is code). */
+  onBuild?: string[];
   createdAt?: string;
 }
 
@@ -72,6 +74,7 @@ export async function imageInfo(client: DockerClient, tag: string = sandboxImage
         python: inspected.Config?.Labels?.[PYTHON_LABEL] === 'yes',
         ...(inspected.Config?.Labels?.[TOOLS_LABEL] ? { tools: inspected.Config.Labels[TOOLS_LABEL] } : {}),
         user: inspected.Config?.User ?? '',
+        onBuild: (inspected.Config as { OnBuild?: string[] | null } | undefined)?.OnBuild ?? [],
         createdAt: inspected.Created,
       };
     } catch (error) {

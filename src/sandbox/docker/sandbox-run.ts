@@ -76,13 +76,14 @@ function rootOf(sourceDir: string, policy: Policy): string {
  */
 export async function imageForRun(
   client: DockerClient,
-  request: Pick<SandboxRunRequest, 'root' | 'sourceDir' | 'policy' | 'hooks' | 'codeBuildConsented'>,
+  request: Pick<SandboxRunRequest, 'root' | 'sourceDir' | 'policy' | 'hooks' | 'codeBuildConsented' | 'consentedBuildDigest'>,
 ): Promise<ProjectImage> {
   await reachEngine(client);
   const root = request.root ?? rootOf(request.sourceDir, request.policy);
   const hooks = request.hooks;
   return ensureProjectImage(client, root, request.policy, {
     codeBuildConsented: request.codeBuildConsented === true,
+    ...(request.consentedBuildDigest ? { consentedBuildDigest: request.consentedBuildDigest } : {}),
     ...(hooks ? { onProgress: (line: string) => hooks.onOutput('stderr', Buffer.from(`[image build] ${line}\n`, 'utf8')) } : {}),
   });
 }
@@ -105,6 +106,8 @@ export interface SandboxRunRequest {
    * (a Dockerfile `RUN`); without it such a build is refused with what it would run (SANDBOX_IMAGE_MISSING).
    */
   codeBuildConsented?: boolean;
+  /** The content digest of the one build that needs code run the person approved (see ensureProjectImage). */
+  consentedBuildDigest?: string;
   /** The live output and the Cancel signal (see RunHooks). */
   hooks?: RunHooks;
   /** The plan's earlier writes, laid over the copy before the run (relative to sourceDir). */

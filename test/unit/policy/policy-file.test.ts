@@ -97,6 +97,18 @@ describe("the sandbox's ignore list and read-only folders", () => {
     expect(PolicySchema.parse(JSON.parse(JSON.stringify(PolicySchema.parse({ sandbox: OLD_SAVED })))).sandbox.ignore).toEqual([]);
   });
 
+  it('refuses a sandbox.readOnly entry that can match no folder inside the root (absolute, with .., NUL) with a clear error', () => {
+    for (const glob of ['/home/me/proj/node_modules', '..', '../node_modules', 'a/../b', 'a\u0000b']) {
+      const parsed = PolicySchema.safeParse({ sandbox: { readOnly: [glob] } });
+      expect(parsed.success, glob).toBe(false);
+      expect(parsed.error?.issues[0]?.message).toContain('a read-only folder is a glob of a folder path inside the root');
+    }
+    expect(PolicySchema.parse({ sandbox: { readOnly: ['packages/*/node_modules', '.venv'] } }).sandbox.readOnly).toEqual([
+      'packages/*/node_modules',
+      '.venv',
+    ]);
+  });
+
   it('keeps an ignore list the person chose: another list, or the old one beside readOnly', () => {
     expect(PolicySchema.parse({ sandbox: { ignore: ['node_modules/**'] } }).sandbox.ignore).toEqual(['node_modules/**']);
     expect(PolicySchema.parse({ sandbox: { ignore: ['.git/**', 'node_modules/**', 'dist/**'] } }).sandbox.ignore).toHaveLength(3);

