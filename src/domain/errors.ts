@@ -44,6 +44,8 @@ export type ErrorCode =
   | 'DATABASE_CORRUPT'
   /** A native module Executor needs (better-sqlite3) is missing or built for another Node: details say which and how to rebuild. */
   | 'NATIVE_MODULE_MISSING'
+  /** The step ran, but the database lost the records of its run (its WAL was lost after a crash): it is never run again on its own. */
+  | 'RECORDS_LOST'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'

@@ -19,6 +19,8 @@ export const EVENT_KINDS = [
   'key.rotated',
   /** The machine's clock was found behind the log's time (detail: clock, loggedAt, behindMs); written by the log itself. */
   'clock.stepped',
+  /** At open, the database was behind the head Executor had written outside it: its newest records were lost (detail: lostRecords, afterSeq, stepsNotRunAgain). */
+  'audit.tail_lost',
   'step.proposed',
   'step.evaluated',
   'step.consent_requested',

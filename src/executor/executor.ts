@@ -1,4 +1,6 @@
 import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { ExportSummary } from '../audit/export/audit-export.js';
 import type { VerificationKeyLine } from '../audit/keys/audit-keys.js';
 import { SignedAuditLog, type AuditLogOptions } from '../audit/log/audit-log.js';
@@ -27,7 +29,7 @@ import { acquireDataDirLock, type DataDirLock } from '../store/data-dir-lock.js'
 import { ensureDataDir } from '../store/data-dir.js';
 import { DataDirWatch } from '../store/data-dir-watch.js';
 import { noteLostDataDir, refuseLostDatabase, refuseLostDataDir } from '../store/lost-data-dirs.js';
-import { giveBackWal, openDatabase, type Db } from '../store/database.js';
+import { DATABASE_FILE, giveBackWal, openDatabase, type Db } from '../store/database.js';
 import type { RuleHits } from '../store/rule-hit-repository.js';
 import type { StepListFilter, StepSummaryFilter, StepSummaryPage } from '../store/step-repository.js';
 import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
@@ -244,7 +246,17 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       }
       // Compiled once in the background, so the first proposal does not wait for it.
       void loadShellParser();
-      if (options.checkpointOffThread) executor.desk.checkpointer = WalCheckpointer.start(db, resolved);
+      if (options.checkpointOffThread) {
+        const checkpointer = WalCheckpointer.start(db, resolved);
+        executor.desk.checkpointer = checkpointer;
+        // The head file's marks of running steps last until executor.db itself holds their records (written-head.ts).
+        const written = auditLog.writtenHead;
+        if (written) {
+          written.afterWrite = (seq) => checkpointer.markCommitted(seq);
+          checkpointer.onDurable((seq) => written.durableUpTo(seq));
+          written.writeNow();
+        }
+      }
       watch.start(DATA_DIR_WATCH_MS);
       return executor;
     } catch (error) {
@@ -319,11 +331,27 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     } finally {
       // A database at rest keeps no WAL: also when the shutdown record above was refused for lack of room.
       giveBackWal(this.desk.db);
+      this.closeWrittenHead();
       // Closing removes the WAL and its index: not a loss for checks still scheduled from before.
       this.watch?.retire();
       this.desk.db.close();
       this.lock.release();
     }
+  }
+
+  /** The head file's last word at close: with the WAL copied back whole, no mark of a running step is needed any more. */
+  private closeWrittenHead(): void {
+    const written = this.desk.auditLog.writtenHead;
+    if (!written) return;
+    let walBytes = 0;
+    try {
+      walBytes = fs.statSync(path.join(this.dataDir, `${DATABASE_FILE}-wal`)).size;
+    } catch {
+      /* no WAL at all: everything is in executor.db */
+    }
+    if (walBytes === 0) written.durableUpTo(Number.MAX_SAFE_INTEGER);
+    written.writeNow();
+    written.close();
   }
 
   /**

@@ -29,6 +29,8 @@ export const DATA_DIR_FILES = [
   'executor.sock',
   'policy.json',
   'audit-anchor.json',
+  // The head Executor last committed, and its running steps (audit/log/written-head.ts).
+  'audit-head.json',
   'agent-identity.key',
 ] as const;
 /** Folders Executor owns whole: everything inside is made private. */

@@ -14,7 +14,11 @@ const DEFAULT_AUTOCHECKPOINT_PAGES = 1_000;
 /** How often the checkpointer looks for frames to copy back (a PASSIVE checkpoint of an empty WAL costs nothing). */
 export const CHECKPOINT_EVERY_MS = 200;
 
-/** The states of the checkpointer, shared with its thread (an Int32Array over a SharedArrayBuffer). */
+/**
+ * The states of the checkpointer, shared with its thread (an Int32Array over a SharedArrayBuffer, slot 0).
+ * Slot 1 holds the newest mark the host committed (the audit log's seq): a checkpoint that copies the
+ * whole WAL back after reading it reports that executor.db itself now holds everything up to that mark.
+ */
 const IDLE = 0;
 const CHECKPOINTING = 1;
 const STOPPED = 2;
@@ -31,6 +35,7 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const state = new Int32Array(workerData.state);
 let db = null;
+let durableMark = 0;
 try {
   const Database = require(workerData.driver);
   db = new Database(workerData.file, { fileMustExist: true });
@@ -45,8 +50,13 @@ const timer = db && setInterval(() => {
   if (seen === ${STOPPED}) clearInterval(timer);
   if (seen !== ${IDLE}) return;
   try {
+    const mark = Atomics.load(state, 1);
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     if (result && result.log > 0) parentPort.postMessage({ walFrames: result.log, copiedFrames: result.checkpointed });
+    if (result && result.log >= 0 && result.checkpointed === result.log && mark > durableMark) {
+      durableMark = mark;
+      parentPort.postMessage({ durableMark: mark });
+    }
   } catch (error) {
     parentPort.postMessage({ failed: String(error && error.message) });
   } finally {
@@ -70,7 +80,8 @@ export interface CheckpointReport {
  * commits; durability is unchanged (each commit still syncs the WAL: synchronous = FULL).
  */
 export class WalCheckpointer {
-  private readonly state = new Int32Array(new SharedArrayBuffer(4));
+  private readonly state = new Int32Array(new SharedArrayBuffer(8));
+  private readonly durableListeners: ((mark: number) => void)[] = [];
   private readonly worker: Worker;
   private stopped = false;
   private reportWaiters: ((report: CheckpointReport) => void)[] = [];
@@ -95,8 +106,12 @@ export class WalCheckpointer {
     const handBack = () => {
       if (!this.stopped) this.restoreAutocheckpoint();
     };
-    this.worker.on('message', (message: { failed?: string } & Partial<CheckpointReport>) => {
+    this.worker.on('message', (message: { failed?: string; durableMark?: number } & Partial<CheckpointReport>) => {
       if (message.failed) return handBack();
+      if (message.durableMark !== undefined) {
+        for (const listener of this.durableListeners) listener(message.durableMark);
+        return;
+      }
       const report = { walFrames: message.walFrames ?? 0, copiedFrames: message.copiedFrames ?? 0 };
       for (const resolve of this.reportWaiters.splice(0)) resolve(report);
     });
@@ -108,6 +123,16 @@ export class WalCheckpointer {
   static start(db: Db, dataDir: string, options: { everyMs?: number } = {}): WalCheckpointer {
     db.pragma(`wal_autocheckpoint = ${HOST_AUTOCHECKPOINT_PAGES}`);
     return new WalCheckpointer(db, dataDir, options.everyMs ?? CHECKPOINT_EVERY_MS);
+  }
+
+  /** The host has committed everything up to `mark` (the audit log's newest seq): the next whole checkpoint makes it durable in executor.db. */
+  markCommitted(mark: number): void {
+    Atomics.store(this.state, 1, Math.min(mark, 0x7fffffff));
+  }
+
+  /** Calls `listener` with a mark once executor.db itself holds every commit up to it (a deleted WAL can no longer take them). */
+  onDurable(listener: (mark: number) => void): void {
+    this.durableListeners.push(listener);
   }
 
   /** The next checkpoint that found frames in the WAL (tests, diagnostics). */

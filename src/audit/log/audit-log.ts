@@ -32,6 +32,7 @@ import {
 import { checkedString, recordableValue, type RecordingRules } from './recordable-value.js';
 import { RecordSecretDigester } from './secret-digest.js';
 import { RecordClock, type RecordTime } from './record-clock.js';
+import { readWrittenHead, WrittenHeadFile, type TailLoss } from './written-head.js';
 
 export interface AuditLogOptions {
   /** The epoch key ratchets after this many records… */
@@ -119,6 +120,10 @@ export class SignedAuditLog implements AuditTrail {
   private recordMac: { key: Buffer; mac: RecordMac } | undefined;
   /** The last heartbeat failure, for status displays; a heartbeat never throws into the event loop. */
   lastHeartbeatError: Error | undefined;
+  /** The head outside the database (written-head.ts): what a lost WAL took is counted against it at the next open. */
+  private headFile: WrittenHeadFile | undefined;
+  /** What the database lost since the last writer's head file, found at open; undefined when nothing. */
+  tailLoss: TailLoss | undefined;
   /** Told when a checkpoint has committed (witness publishing listens); never inside the transaction. */
   private readonly checkpointListeners = new Set<() => void>();
 
@@ -318,6 +323,19 @@ export class SignedAuditLog implements AuditTrail {
     const staleNotes = 'FROM audit_checkpoint_notes WHERE cp_seq > (SELECT coalesce(max(cp_seq), 0) FROM audit_checkpoints)';
     if (db.prepare(`SELECT 1 ${staleNotes}`).get()) db.prepare(`DELETE ${staleNotes}`).run();
     const log = new SignedAuditLog(db, keyring, new AnchorStore(dataDir, keyStore), options);
+    // Read before anything here writes it again: the head the last writer left is what the database is held against.
+    const written = readWrittenHead(dataDir);
+    const ours = written?.logId === keyring.logId ? written : undefined;
+    const dbHead = log.head();
+    if (ours && ours.seq > dbHead.seq)
+      log.tailLoss = { lostRecords: ours.seq - dbHead.seq, afterSeq: dbHead.seq, writtenSeq: ours.seq, writtenHash: ours.hash };
+    log.headFile = new WrittenHeadFile(
+      dataDir,
+      keyring.logId,
+      () => (db.inTransaction ? null : log.head()),
+      (error) => (log.lastHeartbeatError = error),
+      ours?.started ?? {},
+    );
     if (!db.inTransaction) {
       try {
         log.confirmCertificates();
@@ -496,6 +514,7 @@ export class SignedAuditLog implements AuditTrail {
     this.insertRecord.run(body.seq, body.ts, body.action, body.planId, body.stepId, text, mac, hash, cosign);
     this.tree.append(body.seq, hash, head.hash);
     this.recordsInEpoch++;
+    this.headFile?.scheduleWrite();
     if (body.seq % this.options.checkpointEvery === 0) this.writeCheckpoint('records', { seq: body.seq, hash: hash.toString('hex') });
     return { seq: body.seq, hash: hash.toString('hex') };
   }
@@ -622,6 +641,15 @@ export class SignedAuditLog implements AuditTrail {
     // Written by name: into a data directory that is no longer the one open, it would vouch for the wrong log.
     this.guard();
     this.anchors.write(anchor);
+  }
+
+  /**
+   * The head file beside the database (written-head.ts): the executor marks a step running in it before
+   * the step's effect, tells it when executor.db itself holds the records up to a seq, and restart
+   * recovery reads the marks a killed run left.
+   */
+  get writtenHead(): WrittenHeadFile | undefined {
+    return this.headFile;
   }
 
   /** Calls `listener` after each checkpoint commits; returns the way to stop. */

@@ -5,6 +5,7 @@ import { checkDatabaseIntegrity, integrityWords, type IntegrityFinding } from '.
 import { DATABASE_FILE, type Db } from '../../store/database.js';
 import { openAuditDatabaseReadOnly } from '../log/audit-reader.js';
 import { AnchorStore } from '../log/anchor.js';
+import { readWrittenHead, WRITTEN_HEAD_FILE, type WrittenHead } from '../log/written-head.js';
 import { exportReach, readExportFile } from '../export/audit-export.js';
 import { AuditKeyring, type ChainPublicKeys } from '../keys/audit-keys.js';
 import { exportHeaderSignedText } from '../export/audit-export.js';
@@ -118,10 +119,68 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
   if (report.unsealedTail > 0)
     report.warnings.push(
       `the last ${report.unsealedTail} record(s) (seq ${report.lastCheckpointSeq + 1}..${report.headSeq}) come after the newest checkpoint: ` +
-        'nothing outside the database vouches for them yet, so had more records after them been lost (a crash that took executor.db-wal with it) this check could not tell; ' +
+        'no checkpoint seals them yet: only the head file (audit-head.json) vouches for how far the log had got, and without it records lost after them (a crash that took executor.db-wal with it) could not be told; ' +
         'Executor seals them at its next checkpoint (every 1,000 records, every 15 minutes, and at shutdown)',
     );
   return report;
+}
+
+/** The losses Executor recorded when it found the database behind its head file at an open (`audit.tail_lost`). */
+function recordedTailLosses(db: Db): { seq: number; lostRecords: number; afterSeq: number }[] {
+  const rows = db.prepare("SELECT seq, body FROM audit_records WHERE action = 'audit.tail_lost' ORDER BY seq").all() as {
+    seq: number;
+    body: string;
+  }[];
+  return rows.flatMap((row) => {
+    try {
+      const args = (JSON.parse(row.body) as { args?: { lostRecords?: unknown; afterSeq?: unknown } }).args;
+      const lostRecords = Number(args?.lostRecords);
+      const afterSeq = Number(args?.afterSeq);
+      return Number.isSafeInteger(lostRecords) && Number.isSafeInteger(afterSeq) ? [{ seq: row.seq, lostRecords, afterSeq }] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * What the chain alone cannot show: records the database lost after its newest one. The head file
+ * (read before the database, so it names only what had committed) ahead of the log is a finding,
+ * TAIL_LOST, naming how many records after which seq cannot be vouched for; a loss Executor found and
+ * recorded at an open is said in the summary and a note (the chain after it is whole again).
+ */
+function withTailLosses(
+  report: VerifyReport,
+  writtenHead: WrittenHead | undefined,
+  recorded: { seq: number; lostRecords: number; afterSeq: number }[],
+): VerifyReport {
+  let lostRecords = 0;
+  const notes: string[] = [];
+  for (const loss of recorded) {
+    if (loss.seq > report.headSeq) continue;
+    lostRecords += loss.lostRecords;
+    notes.push(
+      `LOST RECORDS: ${countedRecords(loss.lostRecords)} after seq ${loss.afterSeq} cannot be vouched for: the database lost them (executor.db-wal removed or not copied with executor.db after a crash); Executor found and recorded the loss at seq ${loss.seq}`,
+    );
+  }
+  let problem = report.problem;
+  if (writtenHead && writtenHead.seq > report.headSeq) {
+    const count = writtenHead.seq - report.headSeq;
+    lostRecords += count;
+    const message =
+      `${countedRecords(count)} after seq ${report.headSeq} cannot be vouched for (the database lost its tail): ` +
+      `Executor had written up to seq ${writtenHead.seq} (${WRITTEN_HEAD_FILE}), the database ends at seq ${report.headSeq}` +
+      `${report.lastCheckpointSeq ? ` (its last checkpoint seals seq ${report.lastCheckpointSeq})` : ''}. ` +
+      'executor.db-wal was removed, or executor.db was copied without it. The next start of Executor records the loss, and no step whose run was in the lost records runs again';
+    if (problem) notes.push(`also: ${message}`);
+    else problem = { code: 'TAIL_LOST', seq: report.headSeq + 1, message };
+  }
+  if (lostRecords === 0) return report;
+  return { ...report, ok: problem === null, problem, lostRecords, warnings: [...notes, ...report.warnings] };
+}
+
+function countedRecords(count: number): string {
+  return `${count} record${count === 1 ? '' : 's'}`;
 }
 
 async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDirOptions): Promise<VerifyReport> {
@@ -134,7 +193,9 @@ async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDir
     // (append-only), so the scan of seqs up to it, here or in the workers, sees the same log.
     const keyring = AuditKeyring.load(options.keyStore);
     const anchorCopies = new AnchorStore(dataDir, options.keyStore).copies();
+    const writtenHead = readWrittenHead(dataDir);
     const snapshot = db.transaction(() => ({
+      recordedLosses: recordedTailLosses(db),
       bounds: source.bounds(),
       checkpoints: source.checkpoints(),
       certificates: source.certificates(),
@@ -153,7 +214,7 @@ async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDir
     for (const [keyId, given] of options.chainPublicKeys ?? []) if (given.epochPublicKey) trustedEpochKeys.set(keyId, given.epochPublicKey);
     const publicKeys = new Map(chains.map((chain) => [chain.keyId, chain.publicKey]));
     for (const [keyId, given] of options.chainPublicKeys ?? []) publicKeys.set(keyId, given.logKey);
-    return await verifyLog(
+    const report = await verifyLog(
       {
         logId,
         source,
@@ -181,6 +242,7 @@ async function verifyOpenDataDir(dataDir: string, db: Db, options: VerifyDataDir
           workers > 1 ? { runner: workerRangeRunner(db.name), parts: workers, minRecords: options.parallelFrom ?? 20_000 } : undefined,
       },
     );
+    return withTailLosses(report, writtenHead?.logId === report.logId ? writtenHead : undefined, snapshot.recordedLosses);
   } finally {
     source.close();
     db.close();

@@ -687,5 +687,9 @@ export function summarizeReport(report: VerifyReport): string {
   // An export of a middle range holds seq from..to, contiguous (the chain checked it): not 1..to.
   const firstSeq = Math.max(1, report.headSeq - report.records + 1);
   const range = report.records === 0 ? 'no records' : `${report.records} records (seq ${firstSeq}..${report.headSeq})`;
-  return `audit log intact: ${range}, ${report.checkpoints} checkpoints, anchor ${report.anchor ? `at ${report.anchor.seq}` : 'none'}${tail}`;
+  // A loss Executor recorded leaves a whole chain, but not a whole log: never said as plain "intact".
+  const state = report.lostRecords
+    ? `chain intact, but ${report.lostRecords} lost record(s) cannot be vouched for (see the notes)`
+    : 'intact';
+  return `audit log ${state}: ${range}, ${report.checkpoints} checkpoints, anchor ${report.anchor ? `at ${report.anchor.seq}` : 'none'}${tail}`;
 }

@@ -21,6 +21,8 @@ export const VERIFY_CODES = [
   'BAD_HEADER',
   /** SQLite's integrity check found the database file damaged (in the audit tables or anywhere else), or could not read it. */
   'DATABASE_CORRUPT',
+  /** The database is behind the head Executor wrote outside it (audit-head.json), or a recorded loss: records after a seq cannot be vouched for. */
+  'TAIL_LOST',
 ] as const;
 
 export type VerifyCode = (typeof VERIFY_CODES)[number];
@@ -45,6 +47,8 @@ export interface VerifyReport {
   /** Records whose MAC could not be checked for want of their epoch's key (give K0 to check them). */
   macsUnchecked: number;
   anchor: { seq: number; headHash: string } | null;
+  /** Records the database lost, as the head file shows now or as Executor recorded at an open (`audit.tail_lost`); absent when none. */
+  lostRecords?: number;
   warnings: string[];
   problem: VerifyProblem | null;
 }

@@ -177,6 +177,8 @@ export class ExecutionRoom {
     });
     if (!running) return this.desk.steps.get(stepId);
     this.desk.emitStep(running);
+    // Marked outside the database before any effect: should executor.db lose this record with its WAL, the next open still knows the step ran.
+    this.desk.auditLog.writtenHead?.stepStarted(stepId);
 
     let result: Record<string, unknown> | undefined;
     let failure: unknown;

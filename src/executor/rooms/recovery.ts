@@ -1,7 +1,9 @@
 import { removeStaleTempFiles } from '../../fs/atomic-write.js';
 import type { Actor } from '../../domain/actor.js';
-import { toErrorShape } from '../../domain/errors.js';
+import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
+import { WITHDRAWABLE_STATUSES, type StepStatus } from '../../domain/state-machine.js';
+import type { StepRecord } from '../../domain/step-record.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
@@ -32,6 +34,8 @@ export class RecoveryRoom {
    * become `expired`; then, in the background (resumeUnfinished), the rest is taken up again.
    */
   recoverAtOpen(resume: boolean): void {
+    // First: a step whose run the database lost must not be taken up below as approved and run again.
+    this.recoverLostRuns();
     for (const record of this.desk.steps.list({ status: ['running'], limit: Number.MAX_SAFE_INTEGER })) {
       const leftovers = this.desk.steps.backups(record.step.id).flatMap((backup) => removeStaleTempFiles(backup.path));
       this.desk.steps.transition(
@@ -56,6 +60,97 @@ export class RecoveryRoom {
       .plansWith(['proposed', 'evaluated', 'approved'])
       .filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
     if (unfinished.length > 0) this.resumed = this.resumeUnfinished(unfinished);
+  }
+
+  /**
+   * The database came back behind the head file the last writer left (written-head.ts): its newest
+   * records are gone (executor.db-wal removed after a crash, a copy made without it). The loss is
+   * recorded with its count (`audit.tail_lost`), and each step the head file marked running that the
+   * database holds as not yet run ran all the same: it becomes `interrupted` (RECORDS_LOST), never
+   * approved again, so its effect on disk is not made a second time. The marks stay until executor.db
+   * itself holds these new records (the checkpointer says so), in case the WAL is lost again.
+   */
+  private recoverLostRuns(): void {
+    const written = this.desk.auditLog.writtenHead;
+    const loss = this.desk.auditLog.tailLoss;
+    const marked = written ? [...written.startedSteps().keys()] : [];
+    const ranBeforeLoss: StepRecord[] = [];
+    const notInDatabase: string[] = [];
+    for (const stepId of marked) {
+      const record = this.storedStep(stepId);
+      if (!record) notInDatabase.push(stepId);
+      else if (WITHDRAWABLE_STATUSES.includes(record.status)) ranBeforeLoss.push(record);
+    }
+    if (!loss && ranBeforeLoss.length === 0 && notInDatabase.length === 0) return;
+    const lostRecords = loss?.lostRecords ?? 0;
+    const afterSeq = loss?.afterSeq ?? this.desk.auditLog.head().seq;
+    const message =
+      `The database lost its newest records: ${lostRecords} record(s) after seq ${afterSeq} that Executor had written cannot be vouched for ` +
+      '(executor.db-wal was removed or not copied with executor.db after Executor stopped without closing). ' +
+      (ranBeforeLoss.length
+        ? `${ranBeforeLoss.length} step(s) whose run was in them ran, and will not run again: ${ranBeforeLoss.map((record) => record.step.id).join(', ')}. `
+        : '') +
+      (notInDatabase.length ? `Steps that ran but whose proposal was lost with them: ${notInDatabase.join(', ')}. ` : '') +
+      'Look at their files before doing anything again.';
+    this.desk.db.transaction(() => {
+      this.desk.audit.append({
+        kind: 'audit.tail_lost',
+        actor: SYSTEM_ACTOR,
+        detail: {
+          lostRecords,
+          afterSeq,
+          ...(loss ? { writtenSeq: loss.writtenSeq, writtenHash: loss.writtenHash } : {}),
+          stepsNotRunAgain: ranBeforeLoss.map((record) => record.step.id),
+          stepsNotInDatabase: notInDatabase,
+          message,
+        },
+      });
+      for (const record of ranBeforeLoss) this.interruptLostRun(record);
+    })();
+    for (const record of ranBeforeLoss) this.desk.emitStep(this.desk.steps.get(record.step.id));
+    written?.restamp();
+    process.stderr.write(`executor: ${message}\n`);
+  }
+
+  private storedStep(stepId: string): StepRecord | null {
+    try {
+      return this.desk.steps.get(stepId);
+    } catch (error) {
+      if (error instanceof ExecutorError && error.code === 'NOT_FOUND') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * A step that ran though the database holds it as not yet run: moved along its legal edges to
+   * `running` (each record saying why) and ended `interrupted` with RECORDS_LOST, as a run the host
+   * stopped in is: its outcome is not known here, and it is never run again on its own.
+   */
+  private interruptLostRun(record: StepRecord): void {
+    const stepId = record.step.id;
+    const why = { recordsLost: true, recoveredAtStart: true };
+    const path: Record<string, StepStatus[]> = {
+      proposed: ['evaluated', 'approved', 'running'],
+      evaluated: ['approved', 'running'],
+      awaiting_consent: ['approved', 'running'],
+      approved: ['running'],
+    };
+    for (const to of path[record.status] ?? []) this.desk.steps.transition(stepId, to, SYSTEM_ACTOR, {}, { detail: why });
+    this.desk.steps.transition(
+      stepId,
+      'interrupted',
+      SYSTEM_ACTOR,
+      {
+        error: {
+          code: 'RECORDS_LOST',
+          message:
+            'This step ran, but the records of its run were lost with the newest records of the database (executor.db-wal). ' +
+            'It will not run again: look at its files; propose it again if it is still wanted.',
+        },
+        finishedAt: new Date().toISOString(),
+      },
+      { detail: why },
+    );
   }
 
   /**

@@ -453,6 +453,7 @@ export const VerifyReportWireSchema = z.object({
   unsealedTail: z.number().int(),
   macsUnchecked: z.number().int(),
   anchor: z.object({ seq: z.number().int(), headHash: z.string() }).nullable(),
+  lostRecords: z.number().int().optional(),
   warnings: z.array(z.string()),
   problem: z.object({ code: z.enum(VERIFY_CODES), seq: z.number().int(), message: z.string() }).nullable(),
 });

@@ -137,15 +137,22 @@ export function guardWebConnections(server: http.Server, limits: ConnectionLimit
   const arm = (entry: TrackedConnection) => {
     disarm(entry);
     entry.idleSince = Date.now();
-    entry.idleTimer = setTimeout(() => {
-      entry.idleTimer = null;
-      // A WebSocket has the protocol's handshake deadline; an upgrade still unanswered now is stuck.
-      if (entry.socket.destroyed || entry.phase === 'websocket' || entry.requestsInFlight > 0) return;
-      void entry.peer.then((peer) => report('idleConnection', peer));
-      if (entry.everRequested) entry.socket.destroy();
-      else reset(entry.socket);
+    const timer: NodeJS.Timeout = setTimeout(() => {
+      // Judged after the next poll phase: on a busy machine timers run before the I/O that came while this
+      // thread was busy is read, and a request head (or upgrade) already here would be cut off for a lag of ours.
+      setImmediate(() => {
+        // Re-armed meanwhile (a request came and went, an upgrade began): that arming's deadline decides.
+        if (entry.idleTimer !== timer) return;
+        entry.idleTimer = null;
+        // A WebSocket has the protocol's handshake deadline; an upgrade still unanswered now is stuck.
+        if (entry.socket.destroyed || entry.phase === 'websocket' || entry.requestsInFlight > 0) return;
+        void entry.peer.then((peer) => report('idleConnection', peer));
+        if (entry.everRequested) entry.socket.destroy();
+        else reset(entry.socket);
+      });
     }, limits.idleMs);
-    entry.idleTimer.unref?.();
+    entry.idleTimer = timer;
+    timer.unref?.();
   };
 
   /** Takes a connection out of the counts (at once, not at its 'close': a reset one may close a moment later). */
