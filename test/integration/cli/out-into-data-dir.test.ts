@@ -14,7 +14,10 @@ import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 function dataDirWithRecords(): { dataDir: string; base: string } {
   const { dataDir, workspace, base } = tempSetup({ autoApprove: 'HIGH' });
   const plan = path.join(base, 'plan.json');
-  fs.writeFileSync(plan, JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'a.txt'), content: 'a\n' } }] }));
+  fs.writeFileSync(
+    plan,
+    JSON.stringify({ steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'a.txt'), content: 'a\n' } }] }),
+  );
   const proposed = runCli(['--data-dir', dataDir, 'propose', plan]);
   expect(proposed.status, proposed.stderr).toBe(0);
   return { dataDir, base };
@@ -81,7 +84,9 @@ describe('--out naming a file of the data directory', () => {
     ]) {
       const result = runCli(['--data-dir', dataDir, ...args]);
       expect(result.status, result.stderr).toBe(2);
-      expect(result.stderr).toContain(`FILE_NOT_WRITABLE: ${path.join(file, args[1] === 'export' ? 'x.jsonl' : 'x.json')} cannot be written`);
+      expect(result.stderr).toContain(
+        `FILE_NOT_WRITABLE: ${path.join(file, args[1] === 'export' ? 'x.jsonl' : 'x.json')} cannot be written`,
+      );
     }
     expect(fs.readFileSync(file, 'utf8')).toBe('x');
   }, 120_000);
