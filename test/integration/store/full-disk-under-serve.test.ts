@@ -101,7 +101,9 @@ describe.runIf(canMount())('a data directory whose disk fills under a running se
     await Promise.all([plan, ...proposers]);
 
     console.log(
-      answers.map(({ what, result }) => `${what}: ${result.status} ${(result.stdout + result.stderr).replace(/\s+/g, ' ').slice(0, 300)}`).join('\n'),
+      answers
+        .map(({ what, result }) => `${what}: ${result.status} ${(result.stdout + result.stderr).replace(/\s+/g, ' ').slice(0, 300)}`)
+        .join('\n'),
       `\nserve said: ${serveSaid.slice(0, 3000)}`,
     );
     // Every answer: success, or a named code; never INTERNAL, never the host not answering.
@@ -109,28 +111,32 @@ describe.runIf(canMount())('a data directory whose disk fills under a running se
     for (const { what, result, files } of answers) {
       if (result.status === 0) continue;
       const text = result.stdout + result.stderr;
-      expect(text, what).not.toMatch(/INTERNAL|IPC_UNAVAILABLE|did not answer|NO ANSWER/);
-      expect(text, what).toMatch(/STORAGE_FULL|DATA_DIR|[A-Z_]{6,}/);
+      // Soft: what the steps say once there is room again is checked below all the same.
+      expect.soft(text, what).not.toMatch(/INTERNAL|IPC_UNAVAILABLE|did not answer|NO ANSWER/);
+      expect.soft(text, what).toMatch(/STORAGE_FULL|DATA_DIR|[A-Z_]{6,}/);
       const written = files.filter((file) => fs.existsSync(path.join(workspace, file)));
-      if (written.length > 0) expect(text, `${what} wrote ${written.join(', ')} yet said`).not.toMatch(/[Nn]othing was changed/);
+      if (written.length > 0) expect.soft(text, `${what} wrote ${written.join(', ')} yet said`).not.toMatch(/[Nn]othing was changed/);
       refused.push(what);
     }
     expect(refused.length, 'the full disk refused nothing').toBeGreaterThan(0);
 
-    // Room again: the host goes on. No step whose file is on disk waits to run; none stays running.
+    // Room again: the host goes on.
     fs.rmSync(filler);
     await expect
       .poll(
         () => {
           const listed = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
           if (listed.status !== 0) return `steps list: ${listed.stderr}`;
-          const steps = listed.json<{ id: string; status: string }[]>();
+          const steps = listed.json<{ step: { id: string }; status: string }[]>();
+          // Auto-approved steps: with room again none is left waiting for a run that never comes (stuck), none stays running,
+          // and none whose file is on disk is still held as not run.
           return steps
             .filter(
-              (step) =>
-                step.status === 'running' || (NOT_RUN.includes(step.status) && fs.existsSync(path.join(workspace, `${step.id}.txt`))),
+              ({ step, status }) =>
+                ['proposed', 'evaluated', 'approved', 'running'].includes(status) ||
+                (NOT_RUN.includes(status) && fs.existsSync(path.join(workspace, `${step.id}.txt`))),
             )
-            .map((step) => `${step.id} ${step.status}`);
+            .map(({ step, status }) => `${step.id} ${status}`);
         },
         { timeout: 120_000, interval: 500 },
       )
