@@ -50,6 +50,42 @@ export function outputFileFailure(error: unknown, target: string, neededBytes = 
   });
 }
 
+/** Where a file would land: its own real path if it exists, a link's target's, else its folder's real path and its name. */
+function landingPath(target: string, depth = 0): string {
+  try {
+    return fs.realpathSync(target);
+  } catch {
+    const link = depth < 8 ? linkTarget(target) : null;
+    if (link !== null) return landingPath(path.resolve(path.dirname(target), link), depth + 1);
+    try {
+      return path.join(fs.realpathSync(path.dirname(target)), path.basename(target));
+    } catch {
+      return path.resolve(target);
+    }
+  }
+}
+
+/**
+ * Refuses an output file inside Executor's own data directory, by whatever path it is named (a link to
+ * it, the folder linked): an export renamed over `executor.db` (a slip of the tab key) would replace the
+ * live database, its log and every step, and one over a key or the anchor would lose them.
+ */
+export function refuseInsideDataDir(target: string, dataDir: string): void {
+  let dir: string;
+  try {
+    dir = fs.realpathSync(dataDir);
+  } catch {
+    dir = path.resolve(dataDir);
+  }
+  const inside = path.relative(dir, landingPath(target));
+  if (inside === '..' || inside.startsWith(`..${path.sep}`) || path.isAbsolute(inside)) return;
+  throw new ExecutorError(
+    'FILE_NOT_WRITABLE',
+    `${target} cannot be written: it is in Executor's data directory ${dir}, where it would replace Executor's own files (its database, keys or records). Name a file outside it. Nothing was written.`,
+    { path: target, dataDir: dir },
+  );
+}
+
 /** A file being written for the person (`--out`): commit() puts it in place, abandon() leaves the old one as it was. */
 export interface OutputFile {
   readonly fd: number;
@@ -65,8 +101,8 @@ export interface OutputFile {
  * written in place, as it must be.
  */
 export function openOutputFile(target: string): OutputFile {
-  const existing = fs.lstatSync(target, { throwIfNoEntry: false });
   try {
+    const existing = fs.lstatSync(target, { throwIfNoEntry: false });
     if (existing && !existing.isFile()) {
       const fd = fs.openSync(target, 'w', 0o600);
       return { fd, commit: () => fs.closeSync(fd), abandon: () => fs.closeSync(fd) };

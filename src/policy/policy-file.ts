@@ -699,6 +699,15 @@ export function loadPolicy(dataDir: string): Policy {
   const file = path.join(dataDir, POLICY_FILE);
   let text: string;
   try {
+    // A named pipe there would hold every command in readFileSync for ever; a link to a file (kept elsewhere) is followed.
+    if (!fs.statSync(file).isFile())
+      throw new ExecutorError(
+        'POLICY_INVALID',
+        `${file} is not a regular file (a folder, a pipe, a device or a socket): put the policy file back.`,
+        {
+          file,
+        },
+      );
     text = fs.readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return defaultPolicy();

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { readRegularFileSync } from '../../fs/regular-file.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { canonicalText } from '../format/record-format.js';
 import { writeFileDurably } from '../keys/key-store.js';
@@ -87,9 +88,11 @@ export class AnchorStore {
   copies(): AnchorCopy[] {
     let fromFile: Buffer | undefined;
     try {
-      fromFile = fs.readFileSync(this.file);
-    } catch {
-      fromFile = undefined;
+      // Never waits on what it opens (a named pipe there hung verify).
+      fromFile = readRegularFileSync(this.file, { maxBytes: 1024 * 1024 });
+    } catch (error) {
+      // Something other than a file where the anchor goes is a copy that cannot be read, not a missing one.
+      fromFile = (error as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : Buffer.alloc(0);
     }
     const fromKeyStore = this.keyStore?.read(ANCHOR_ENTRY);
     const copy = (where: AnchorCopy['where'], bytes: Buffer | undefined): AnchorCopy => {

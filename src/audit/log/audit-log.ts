@@ -124,6 +124,8 @@ export class SignedAuditLog implements AuditTrail {
   private headFile: WrittenHeadFile | undefined;
   /** What the database lost since the last writer's head file, found at open; undefined when nothing. */
   tailLoss: TailLoss | undefined;
+  /** The database's newest seq when it was opened, before anything here appended: a head file's mark at or below it names a record the database holds. */
+  headAtOpen = 0;
   /** Told when a checkpoint has committed (witness publishing listens); never inside the transaction. */
   private readonly checkpointListeners = new Set<() => void>();
 
@@ -327,6 +329,7 @@ export class SignedAuditLog implements AuditTrail {
     const written = readWrittenHead(dataDir);
     const ours = written?.logId === keyring.logId ? written : undefined;
     const dbHead = log.head();
+    log.headAtOpen = dbHead.seq;
     if (ours && ours.seq > dbHead.seq)
       log.tailLoss = { lostRecords: ours.seq - dbHead.seq, afterSeq: dbHead.seq, writtenSeq: ours.seq, writtenHash: ours.hash };
     log.headFile = new WrittenHeadFile(

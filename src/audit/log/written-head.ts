@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { readRegularFileSync } from '../../fs/regular-file.js';
 
 export const WRITTEN_HEAD_FILE = 'audit-head.json';
 
@@ -23,7 +24,8 @@ export interface WrittenHead {
 export function readWrittenHead(dataDir: string): WrittenHead | undefined {
   let text: string;
   try {
-    text = fs.readFileSync(path.join(dataDir, WRITTEN_HEAD_FILE), 'utf8');
+    // Never waits on what it opens: a named pipe put where the file goes hung every command, verify included.
+    text = readRegularFileSync(path.join(dataDir, WRITTEN_HEAD_FILE), { maxBytes: 64 * 1024 * 1024 }).toString('utf8');
   } catch {
     return undefined;
   }
@@ -159,7 +161,17 @@ export class WrittenHeadFile {
       };
       const text = JSON.stringify(value);
       if (this.fd === undefined) {
-        this.fd = fs.openSync(path.join(this.dataDir, WRITTEN_HEAD_FILE), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
+        const fd = fs.openSync(
+          path.join(this.dataDir, WRITTEN_HEAD_FILE),
+          fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_NONBLOCK,
+          0o600,
+        );
+        // A pipe put where the file goes would take writes until full and then hold the host's thread.
+        if (!fs.fstatSync(fd).isFile()) {
+          fs.closeSync(fd);
+          throw new Error(`${path.join(this.dataDir, WRITTEN_HEAD_FILE)} is not a regular file`);
+        }
+        this.fd = fd;
         // A longer head left by an earlier run is covered by the padding, so its tail never trails the new text.
         this.length = fs.fstatSync(this.fd).size;
       }

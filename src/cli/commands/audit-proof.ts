@@ -55,6 +55,7 @@ export function registerAuditProofCommands(audit: Command): void {
         throw new ExecutorError('NOT_FOUND', `There is no Executor database in ${dataDir}: nothing has been recorded there yet.`, {
           dataDir,
         });
+      if (options.out) (await import('../../fs/output-file.js')).refuseInsideDataDir(path.resolve(options.out), dataDir);
       const db = openDatabase(dataDir, { readonly: true });
       let proof;
       try {

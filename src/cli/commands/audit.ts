@@ -521,8 +521,9 @@ export function registerAuditCommands(program: Command): void {
       const { dataDir } = globals(command);
       if (options.format !== 'jsonl') throw new ExecutorError('INVALID_INPUT', `Export knows one format, jsonl; not "${options.format}".`);
       const { DEFAULT_CHECKPOINT_EVERY, exportAudit, fileLineWriter } = await auditModules();
-      const { openOutputFile, outputFileFailure } = await import('../../fs/output-file.js');
+      const { openOutputFile, outputFileFailure, refuseInsideDataDir } = await import('../../fs/output-file.js');
       const out = options.out ? path.resolve(options.out) : undefined;
+      if (out) refuseInsideDataDir(out, dataDir);
       await withReader(dataDir, (reader) => {
         const file = out ? openOutputFile(out) : undefined;
         const fd = file ? file.fd : 1;

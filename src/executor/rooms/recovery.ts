@@ -73,7 +73,12 @@ export class RecoveryRoom {
   private recoverLostRuns(): void {
     const written = this.desk.auditLog.writtenHead;
     const loss = this.desk.auditLog.tailLoss;
-    const marked = written ? [...written.startedSteps().keys()] : [];
+    // A mark is the head just after the step's `running` record committed: at or below the head the database
+    // opened with, the database holds that record, so a step it holds as not yet run never started (the file
+    // was edited, or is not this database's): only marks beyond what the database holds speak of a lost run.
+    const marked = written
+      ? [...written.startedSteps()].filter(([, seq]) => seq > this.desk.auditLog.headAtOpen).map(([stepId]) => stepId)
+      : [];
     const ranBeforeLoss: StepRecord[] = [];
     const notInDatabase: string[] = [];
     for (const stepId of marked) {
