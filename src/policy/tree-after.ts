@@ -100,6 +100,21 @@ export interface PlanStepView {
 }
 
 /**
+ * The steps of a plan whose writes the tree it leaves still holds: those that may still run (`pending`
+ * statuses), and the step being weighed whatever its status. A step that ran is on the disk the tree
+ * lies over (and one reverted is off it again); one that ended without running (rejected, denied,
+ * failed before any effect, expired) writes nothing. So a plan run forward reads fewer steps at every
+ * step, not all of its steps each time.
+ */
+export function stepsStillPlanned<View extends PlanStepView & { status: string }>(
+  plan: readonly View[],
+  weighedStepId: string,
+  pending: readonly string[],
+): View[] {
+  return plan.filter((view) => view.step.id === weighedStepId || pending.includes(view.status));
+}
+
+/**
  * The writes a plan's steps make, as real paths: each writeFile's path and content, and the files a
  * command's previewed changeset leaves. A step whose path leaves the roots writes nothing (it is denied).
  * Read for every step a plan previews and runs: its paths are resolved in one pass (pathGuard), each
