@@ -72,8 +72,13 @@ export class PlannedTree implements TreeAfter {
       const contents = this.files.get(key) ?? [];
       if (write.content) contents.push(write.content);
       this.files.set(key, contents);
-      // Every folder above a written file exists once it is written.
-      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) this.folders.add(this.key(dir));
+      // Every folder above a written file exists once it is written. A folder met already had its own
+      // folders added with it: a plan's 500 files in one folder walk up from it once, not 500 times.
+      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+        const folder = this.key(dir);
+        if (this.folders.has(folder)) break;
+        this.folders.add(folder);
+      }
     }
   }
 

@@ -98,3 +98,26 @@ describe('stepsStillPlanned (the tree a plan leaves while it runs)', () => {
     expect(hostCodeFindingAt(root, 'vendor/config', {}, withHead)?.git).toBe(true);
   });
 });
+
+describe('PlannedTree', () => {
+  it('holds every folder above each planned write, and nothing else that is not on disk', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.constantFrom('a', 'b', 'A', 'c'), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 10 }),
+        fc.array(fc.array(fc.constantFrom('a', 'b', 'A', 'c', 'd'), { minLength: 1, maxLength: 5 }), { maxLength: 10 }),
+        fc.boolean(),
+        (written, asked, caseInsensitive) => {
+          const root = tempDir();
+          const key = (parts: string[]) => (caseInsensitive ? parts.join('/').toLowerCase() : parts.join('/'));
+          const tree = new PlannedTree(
+            written.map((parts) => ({ absolutePath: path.join(root, ...parts), content: null })),
+            caseInsensitive,
+          );
+          const present = new Set(written.flatMap((parts) => parts.map((_, depth) => key(parts.slice(0, depth + 1)))));
+          for (const parts of [...written, ...asked]) expect(tree.exists(path.join(root, ...parts))).toBe(present.has(key(parts)));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
