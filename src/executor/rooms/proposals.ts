@@ -143,9 +143,11 @@ export class ProposalsRoom {
     // plan of 500 steps held every request (and every other plan) for as long as it took. The commit
     // then only stores the verdicts, in one transaction, all or nothing as before.
     const weighedUnder = desk.policy;
-    const weighed = await this.weighPlan(plan.steps);
     let changed: StepRecord[];
     try {
+      // An agent over its limits is refused before its plan is weighed (and again in the commit, where it counts).
+      if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+      const weighed = await this.weighPlan(plan.steps);
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.desk.commits.run(() => {
         // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
