@@ -25,7 +25,7 @@ import { guardPath, pathGuard, resolveThroughSymlinks } from '../policy/path-gua
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
 import { filesystemIgnoresCase } from '../policy/path-patterns.js';
-import { PlannedTree, plannedWritesOf, type PlanStepView, type TreeAfter } from '../policy/tree-after.js';
+import { PlannedTree, plannedWritesOf, stepsStillPlanned, type PlanStepView, type TreeAfter } from '../policy/tree-after.js';
 import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { rulesAllowing } from '../policy/remembered-rules.js';
 import { connectDocker } from '../sandbox/docker/docker-client.js';
@@ -391,11 +391,12 @@ export class StepDesk {
 
   /**
    * The tree a step's plan leaves (src/policy/tree-after.ts): the disk with every write of the plan
-   * laid over it (earlier and later steps alike: Git reads the tree the whole plan leaves), commands'
-   * previewed changesets included. `plan`: the plan's steps when the caller holds them (submit).
+   * that may still run laid over it (earlier and later steps alike: Git reads the tree the whole plan
+   * leaves), commands' previewed changesets included; the plan's steps that ran are on the disk already
+   * (stepsStillPlanned). `plan`: the plan's steps when the caller holds them (submit: none ran yet).
    */
   plannedTreeFor(step: Step, plan?: readonly PlanStepView[]): TreeAfter {
-    const views = plan ?? this.steps.planStepViews(step.planId);
+    const views = plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId), step.id, PENDING);
     const roots = this.policy.workspaceRoots;
     return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
   }

@@ -72,8 +72,13 @@ export class PlannedTree implements TreeAfter {
       const contents = this.files.get(key) ?? [];
       if (write.content) contents.push(write.content);
       this.files.set(key, contents);
-      // Every folder above a written file exists once it is written.
-      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) this.folders.add(this.key(dir));
+      // Every folder above a written file exists once it is written. A folder met already had its own
+      // folders added with it: a plan's 500 files in one folder walk up from it once, not 500 times.
+      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+        const folder = this.key(dir);
+        if (this.folders.has(folder)) break;
+        this.folders.add(folder);
+      }
     }
   }
 
@@ -97,6 +102,21 @@ export class PlannedTree implements TreeAfter {
 export interface PlanStepView {
   step: Step;
   preview?: Preview | null;
+}
+
+/**
+ * The steps of a plan whose writes the tree it leaves still holds: those that may still run (`pending`
+ * statuses), and the step being weighed whatever its status. A step that ran is on the disk the tree
+ * lies over (and one reverted is off it again); one that ended without running (rejected, denied,
+ * failed before any effect, expired) writes nothing. So a plan run forward reads fewer steps at every
+ * step, not all of its steps each time.
+ */
+export function stepsStillPlanned<View extends PlanStepView & { status: string }>(
+  plan: readonly View[],
+  weighedStepId: string,
+  pending: readonly string[],
+): View[] {
+  return plan.filter((view) => view.step.id === weighedStepId || pending.includes(view.status));
 }
 
 /**

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { boundAction } from '../../actions/registry.js';
 import type { Actor } from '../../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../../domain/errors.js';
@@ -138,8 +139,15 @@ export class ProposalsRoom {
       agent,
       freshIds: agent !== undefined,
     });
+    // Weighed before the commit, with turns of the event loop between stretches: weighed inside it, a
+    // plan of 500 steps held every request (and every other plan) for as long as it took. The commit
+    // then only stores the verdicts, in one transaction, all or nothing as before.
+    const weighedUnder = desk.policy;
     let changed: StepRecord[];
     try {
+      // An agent over its limits is refused before its plan is weighed (and again in the commit, where it counts).
+      if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+      const weighed = await this.weighPlan(plan.steps);
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.desk.commits.run(() => {
         // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
@@ -147,13 +155,11 @@ export class ProposalsRoom {
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
         desk.steps.insertPlan(plan, actor);
         const records: StepRecord[] = [];
-        // Each step is weighed on the tree the whole plan leaves: four ordinary-looking writes can make a git directory.
-        const plannedTree = desk.plannedTreeFor(
-          plan.steps[0]!,
-          plan.steps.map((step) => ({ step })),
-        );
-        for (const step of plan.steps) {
-          const evaluation = desk.evaluateStep(step, plannedTree);
+        // The policy was read again while the plan was weighed (a setting or a remembered rule changed):
+        // the verdicts stored are the policy's in force now, weighed again here in one stretch.
+        const evaluations = desk.policy === weighedUnder ? weighed : this.weighPlanNow(plan.steps);
+        for (const [index, step] of plan.steps.entries()) {
+          const evaluation = evaluations[index]!;
           records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
           if (!evaluation.allowed)
             records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
@@ -168,6 +174,39 @@ export class ProposalsRoom {
     // Heard only once on disk: a listener never sees a step that a failed commit took back.
     for (const record of changed) desk.emitStep(record);
     return desk.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * The policy's verdict on each step of a plan, in order, each weighed on the tree the whole plan
+   * leaves (four ordinary-looking writes can make a git directory). Weighed in stretches of a few
+   * milliseconds with a turn of the event loop between them, so requests are answered meanwhile.
+   * The tree is read once, in one stretch (pathGuard's pass).
+   */
+  private async weighPlan(steps: readonly Step[]): Promise<Evaluation[]> {
+    const { desk } = this;
+    const plannedTree = desk.plannedTreeFor(
+      steps[0]!,
+      steps.map((step) => ({ step })),
+    );
+    const evaluations: Evaluation[] = [];
+    let stretchStart = performance.now();
+    for (const step of steps) {
+      if (performance.now() - stretchStart > WEIGHING_STRETCH_MS) {
+        await nextTurn();
+        stretchStart = performance.now();
+      }
+      evaluations.push(desk.evaluateStep(step, plannedTree));
+    }
+    return evaluations;
+  }
+
+  /** weighPlan in one synchronous stretch (inside a commit). */
+  private weighPlanNow(steps: readonly Step[]): Evaluation[] {
+    const plannedTree = this.desk.plannedTreeFor(
+      steps[0]!,
+      steps.map((step) => ({ step })),
+    );
+    return steps.map((step) => this.desk.evaluateStep(step, plannedTree));
   }
 
   /**
@@ -577,6 +616,9 @@ function endedInWords(status: StepRecord['status']): string {
       return `ended ${status.replace('_', ' ')} without running`;
   }
 }
+
+/** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */
+const WEIGHING_STRETCH_MS = 5;
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
 class PreviewError extends Error {
