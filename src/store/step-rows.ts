@@ -43,7 +43,12 @@ export interface StepRow {
   consent_held_ms?: number;
   /** From the plan (joined): why the proposer sent the plan, when it said. */
   plan_purpose?: string | null;
+  /** 1 when the full step is in step_bodies and step_json lacks its content (step-bodies.ts); absent before that migration. */
+  body_apart?: number;
 }
+
+/** Reads a step's full JSON from step_bodies (for a row with body_apart = 1). */
+export type BodyLoader = (stepId: string) => string;
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
@@ -70,13 +75,14 @@ export function parseJson<T>(text: string | null): T | null {
 const parsedSteps = new Map<string, Step>();
 const PARSED_STEP_CACHE = 32;
 
-export function parseStep(row: StepRow): Step {
+export function parseStep(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'>, loadBody: BodyLoader): Step {
   const key = `${row.step_id}\u0000${row.step_hash}`;
   const cached = parsedSteps.get(key);
   if (cached) return cached;
   // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
   // schema's output (in its own key order) would lose. The stored step was a parsed one already.
-  const stored = JSON.parse(row.step_json) as unknown;
+  // A large step's body is read only here, on a miss: a cached step costs its small row alone.
+  const stored = JSON.parse(row.body_apart ? loadBody(row.step_id) : row.step_json) as unknown;
   StepSchema.parse(stored);
   const step = stored as Step;
   if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
@@ -89,7 +95,7 @@ export function parseStep(row: StepRow): Step {
  * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
  * walk over the value instead of a sorted copy of it.
  */
-export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
+export function toRecord(row: StepRow, policyExpirySeconds: number, loadBody: BodyLoader): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
   return {
@@ -115,7 +121,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord 
     ...(row.run_times_json === null ? {} : { runTimes: parseJson<RunTimes>(row.run_times_json)! }),
     startedAt: row.started_at,
     status: row.status,
-    step: parseStep(row),
+    step: parseStep(row, loadBody),
     stepHash: row.step_hash,
     updatedAt: row.updated_at,
   };
