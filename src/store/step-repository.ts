@@ -15,7 +15,7 @@ import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.js';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { consentExpiry, decodeCursor, encodeCursor, parseJson, parseStep, toRecord, type StepRow } from './step-rows.js';
+import { consentExpiry, decodeCursor, encodeCursor, parseJson, parseStep, rememberParsedStep, toRecord, type StepRow } from './step-rows.js';
 import { storedStep } from './step-bodies.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -388,8 +388,15 @@ export class StepRepository {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
         const stored = storedStep(step);
-        insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, stepHash(step), now, now, stored.bodyJson === null ? 0 : 1);
-        if (stored.bodyJson !== null) this.storeBody(step.id, stored.bodyJson);
+        // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
+        // next reads get it without reading or parsing its body, and its hash is not computed a second time.
+        const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
+        const hash = stepHash(kept);
+        insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
+        if (stored.bodyJson !== null) {
+          this.storeBody(step.id, stored.bodyJson);
+          rememberParsedStep(kept, hash);
+        }
         this.audit.append({
           kind: 'step.proposed',
           actor,

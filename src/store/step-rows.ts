@@ -84,7 +84,16 @@ export function parseStep(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_jso
   // A large step's body is read only here, on a miss: a cached step costs its small row alone.
   const stored = JSON.parse(row.body_apart ? loadBody(row.step_id) : row.step_json) as unknown;
   StepSchema.parse(stored);
-  const step = stored as Step;
+  return rememberParsedStep(stored as Step, row.step_hash);
+}
+
+/**
+ * Puts a step just stored into the cache, as its stored JSON parses (canonical key order), so the reads
+ * that follow its proposal neither read its body again nor hash it again (stepHash memoizes per object:
+ * the hash the repository stored was computed on this very object). The caller validated it.
+ */
+export function rememberParsedStep(step: Step, hash: string): Step {
+  const key = `${step.id}\u0000${hash}`;
   if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
   parsedSteps.set(key, step);
   return step;
