@@ -15,7 +15,7 @@ import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.js';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { consentExpiry, decodeCursor, encodeCursor, parseJson, parseStep, rememberParsedStep, toRecord, type StepRow } from './step-rows.js';
+import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
 import { storedStep } from './step-bodies.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -259,7 +259,7 @@ export class StepRepository {
   }
 
   private record(row: StepRow): StepRecord {
-    return toRecord(row, this.consentExpirySeconds(), this.loadBody);
+    return toRecord(row, this.consentExpirySeconds(), this.parsed);
   }
 
   /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
@@ -268,6 +268,8 @@ export class StepRepository {
     if (!row) throw new ExecutorError('DATABASE_CORRUPT', `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`, { stepId });
     return row.step_json;
   };
+
+  private readonly parsed = new ParsedSteps(this.loadBody);
 
   /** Writes a step's row JSON and, for a large step, its body apart (step-bodies.ts); in the caller's transaction. */
   private storeBody(stepId: string, bodyJson: string | null): void {
@@ -395,7 +397,7 @@ export class StepRepository {
         insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
         if (stored.bodyJson !== null) {
           this.storeBody(step.id, stored.bodyJson);
-          rememberParsedStep(kept, hash);
+          this.parsed.remember(kept, hash);
         }
         this.audit.append({
           kind: 'step.proposed',
@@ -670,7 +672,7 @@ export class StepRepository {
     }[];
     return rows.map((row) => ({
       // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
-      step: row.body_apart ? parseStep(row, this.loadBody) : (JSON.parse(row.step_json) as Step),
+      step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
       status: row.status,
       position: row.position,
       preview: parseJson<Preview>(row.preview_json),
