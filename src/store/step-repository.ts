@@ -265,7 +265,12 @@ export class StepRepository {
   /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
   private readonly loadBody = (stepId: string): string => {
     const row = this.statement('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
-    if (!row) throw new ExecutorError('DATABASE_CORRUPT', `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`, { stepId });
+    if (!row)
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
+        { stepId },
+      );
     return row.step_json;
   };
 

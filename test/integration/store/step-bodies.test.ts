@@ -27,7 +27,10 @@ function largeText(tag: string): string {
 function rowOf(dataDir: string, stepId: string) {
   const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
   try {
-    const row = db.prepare('SELECT step_json, body_apart FROM steps WHERE step_id = ?').get(stepId) as { step_json: string; body_apart: number };
+    const row = db.prepare('SELECT step_json, body_apart FROM steps WHERE step_id = ?').get(stepId) as {
+      step_json: string;
+      body_apart: number;
+    };
     const body = db.prepare('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
     return { row, body: body?.step_json ?? null };
   } finally {
@@ -138,7 +141,10 @@ describe('large step bodies apart from their rows', () => {
   it('refuses with a typed error, not a crash, when a large step lost its body', async () => {
     const { dataDir, workspace } = tempSetup();
     const first = Executor.open(dataDir);
-    await first.propose({ steps: [{ id: 'lost', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('x') } }] }, PERSON);
+    await first.propose(
+      { steps: [{ id: 'lost', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('x') } }] },
+      PERSON,
+    );
     first.close();
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('DELETE FROM step_bodies WHERE step_id = ?').run('lost');
