@@ -331,4 +331,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX skills_state ON skills(state);
   `,
+  // A large step's body apart from its row (step-bodies.ts): every change of status rewrites the whole steps row through the
+  // WAL, so a 10 MB writeFile's content was written again at each of its half-dozen transitions. Its full canonical JSON is
+  // written here once; the row keeps the step without args.content (body_apart = 1), which is all that queries, filters and
+  // indexes read of it. Rows written before this migration keep their whole step in the row (body_apart = 0) and read as before.
+  `
+  CREATE TABLE step_bodies (
+    step_id    TEXT PRIMARY KEY REFERENCES steps(step_id),
+    step_json  TEXT NOT NULL
+  );
+  ALTER TABLE steps ADD COLUMN body_apart INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -15,7 +15,8 @@ import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.js';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { consentExpiry, decodeCursor, encodeCursor, parseJson, toRecord, type StepRow } from './step-rows.js';
+import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
+import { storedStep } from './step-bodies.js';
 
 /** Fields a transition may set alongside the new status. */
 export interface TransitionPatch {
@@ -258,7 +259,27 @@ export class StepRepository {
   }
 
   private record(row: StepRow): StepRecord {
-    return toRecord(row, this.consentExpirySeconds());
+    return toRecord(row, this.consentExpirySeconds(), this.parsed);
+  }
+
+  /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
+  private readonly loadBody = (stepId: string): string => {
+    const row = this.statement('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+    if (!row)
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
+        { stepId },
+      );
+    return row.step_json;
+  };
+
+  private readonly parsed = new ParsedSteps(this.loadBody);
+
+  /** Writes a step's row JSON and, for a large step, its body apart (step-bodies.ts); in the caller's transaction. */
+  private storeBody(stepId: string, bodyJson: string | null): void {
+    if (bodyJson === null) this.statement('DELETE FROM step_bodies WHERE step_id = ?').run(stepId);
+    else this.statement('INSERT OR REPLACE INTO step_bodies (step_id, step_json) VALUES (?, ?)').run(stepId, bodyJson);
   }
 
   /**
@@ -366,14 +387,23 @@ export class StepRepository {
         plan.consentExpirySeconds ?? null,
       );
       const insertStep = this.statement(
-        `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)`,
+        `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at, body_apart)
+         VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?, ?)`,
       );
       plan.steps.forEach((step, position) => {
         if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
-        insertStep.run(step.id, plan.planId, position, step.action, canonicalJson(step), stepHash(step), now, now);
+        const stored = storedStep(step);
+        // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
+        // next reads get it without reading or parsing its body, and its hash is not computed a second time.
+        const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
+        const hash = stepHash(kept);
+        insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
+        if (stored.bodyJson !== null) {
+          this.storeBody(step.id, stored.bodyJson);
+          this.parsed.remember(kept, hash);
+        }
         this.audit.append({
           kind: 'step.proposed',
           actor,
@@ -633,17 +663,21 @@ export class StepRepository {
    */
   planStepViews(planId: string): PlanStepRow[] {
     const rows = this.statement(
-      `SELECT step_json, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
+      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
        FROM steps WHERE plan_id = ? ORDER BY position`,
     ).all(planId) as {
+      step_id: string;
+      step_hash: string;
       step_json: string;
+      body_apart: number;
       status: StepStatus;
       position: number;
       preview_hash: string | null;
       preview_json: string | null;
     }[];
     return rows.map((row) => ({
-      step: JSON.parse(row.step_json) as Step,
+      // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
+      step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
       status: row.status,
       position: row.position,
       preview: parseJson<Preview>(row.preview_json),
@@ -770,15 +804,24 @@ export class StepRepository {
    * the old preview and approval are cleared. The caller's transaction records the status change.
    */
   reviseStep(stepId: string, revised: Step, edit: PersonEdit): void {
-    const row = this.db.prepare('SELECT step_json, proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as
-      { step_json: string; proposed_step_json: string | null } | undefined;
+    const row = this.db.prepare('SELECT step_json, body_apart, proposed_step_json FROM steps WHERE step_id = ?').get(stepId) as
+      { step_json: string; body_apart: number; proposed_step_json: string | null } | undefined;
     if (!row) throw unknownStepError(stepId);
+    const stored = storedStep(revised);
     this.db
       .prepare(
-        `UPDATE steps SET step_json = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL, preview_error = NULL,
+        `UPDATE steps SET step_json = ?, body_apart = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL, preview_error = NULL,
          approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL, run_times_json = NULL WHERE step_id = ?`,
       )
-      .run(canonicalJson(revised), stepHash(revised), canonicalJson(edit), row.proposed_step_json ?? row.step_json, stepId);
+      .run(
+        stored.rowJson,
+        stored.bodyJson === null ? 0 : 1,
+        stepHash(revised),
+        canonicalJson(edit),
+        row.proposed_step_json ?? (row.body_apart ? this.loadBody(stepId) : row.step_json),
+        stepId,
+      );
+    this.storeBody(stepId, stored.bodyJson);
   }
 
   /** The step as its proposer sent it, before the person's changes (null when the person changed nothing). */

@@ -43,7 +43,12 @@ export interface StepRow {
   consent_held_ms?: number;
   /** From the plan (joined): why the proposer sent the plan, when it said. */
   plan_purpose?: string | null;
+  /** 1 when the full step is in step_bodies and step_json lacks its content (step-bodies.ts); absent before that migration. */
+  body_apart?: number;
 }
+
+/** Reads a step's full JSON from step_bodies (for a row with body_apart = 1). */
+export type BodyLoader = (stepId: string) => string;
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
@@ -63,25 +68,40 @@ export function parseJson<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
 
-/**
- * Parsed steps by id and hash. A step's JSON never changes after it is stored, and a 10 MB
- * writeFile would otherwise be parsed and validated again at every transition.
- */
-const parsedSteps = new Map<string, Step>();
+/** How many parsed steps a repository keeps (a large one can be 10 MB). */
 const PARSED_STEP_CACHE = 32;
 
-export function parseStep(row: StepRow): Step {
-  const key = `${row.step_id}\u0000${row.step_hash}`;
-  const cached = parsedSteps.get(key);
-  if (cached) return cached;
-  // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
-  // schema's output (in its own key order) would lose. The stored step was a parsed one already.
-  const stored = JSON.parse(row.step_json) as unknown;
-  StepSchema.parse(stored);
-  const step = stored as Step;
-  if (parsedSteps.size >= PARSED_STEP_CACHE) parsedSteps.delete(parsedSteps.keys().next().value!);
-  parsedSteps.set(key, step);
-  return step;
+/**
+ * A repository's parsed steps by id and hash. A step's JSON never changes after it is stored (an edit
+ * gives it a new hash), and a 10 MB writeFile would otherwise be read, parsed and validated again at every
+ * transition. Per repository, not per process: another database's step of the same id is not this one.
+ */
+export class ParsedSteps {
+  private readonly steps = new Map<string, Step>();
+
+  constructor(private readonly loadBody: BodyLoader) {}
+
+  of(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'>): Step {
+    const cached = this.steps.get(`${row.step_id}\u0000${row.step_hash}`);
+    if (cached) return cached;
+    // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
+    // schema's output (in its own key order) would lose. The stored step was a parsed one already.
+    // A large step's body is read only here, on a miss: a cached step costs its small row alone.
+    const stored = JSON.parse(row.body_apart ? this.loadBody(row.step_id) : row.step_json) as unknown;
+    StepSchema.parse(stored);
+    return this.remember(stored as Step, row.step_hash);
+  }
+
+  /**
+   * Puts a step just stored into the cache, as its stored JSON parses (canonical key order), so the reads
+   * that follow its proposal neither read its body again nor hash it again (stepHash memoizes per object:
+   * the hash the repository stored was computed on this very object). The caller validated it.
+   */
+  remember(step: Step, hash: string): Step {
+    if (this.steps.size >= PARSED_STEP_CACHE) this.steps.delete(this.steps.keys().next().value!);
+    this.steps.set(`${step.id}\u0000${hash}`, step);
+    return step;
+  }
 }
 
 /**
@@ -89,7 +109,7 @@ export function parseStep(row: StepRow): Step {
  * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
  * walk over the value instead of a sorted copy of it.
  */
-export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord {
+export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: ParsedSteps): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
   return {
@@ -115,7 +135,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number): StepRecord 
     ...(row.run_times_json === null ? {} : { runTimes: parseJson<RunTimes>(row.run_times_json)! }),
     startedAt: row.started_at,
     status: row.status,
-    step: parseStep(row),
+    step: parsed.of(row),
     stepHash: row.step_hash,
     updatedAt: row.updated_at,
   };

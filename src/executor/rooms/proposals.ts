@@ -119,7 +119,12 @@ export class ProposalsRoom {
   async propose(planInput: unknown, actor: Actor): Promise<StepRecord[]> {
     const submitted = await this.submit(planInput, actor);
     const planId = submitted[0]!.step.planId;
-    await this.previewPlan(planId, actor);
+    try {
+      await this.previewPlan(planId, actor);
+    } catch (error) {
+      // The proposer hears what failed (a full disk is STORAGE_FULL), not the wrapper that names the step for the background path.
+      throw error instanceof PreviewError ? error.cause : error;
+    }
     return this.desk.steps.planSteps(planId);
   }
 

@@ -1,0 +1,156 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { MIGRATIONS } from '../../../src/store/migrations.js';
+import { BODY_APART_CHARS } from '../../../src/store/step-bodies.js';
+import { closeAfter } from '../../helpers/teardown.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+/*
+ * A large step's body is stored once apart from its row (step_bodies), so its changes of status do not
+ * write its content again; and a database made before that migration (whole steps in their rows) still
+ * reads, decides and runs.
+ */
+
+const PERSON = actorFor('window');
+
+/** Text over the split threshold, in lines (so a diff of it is a real one). */
+function largeText(tag: string): string {
+  const lines: string[] = [];
+  for (let index = 0; lines.join('\n').length < BODY_APART_CHARS * 2; index++) lines.push(`${tag} line ${index} ${'x'.repeat(index % 40)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function rowOf(dataDir: string, stepId: string) {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+  try {
+    const row = db.prepare('SELECT step_json, body_apart FROM steps WHERE step_id = ?').get(stepId) as {
+      step_json: string;
+      body_apart: number;
+    };
+    const body = db.prepare('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+    return { row, body: body?.step_json ?? null };
+  } finally {
+    db.close();
+  }
+}
+
+describe('large step bodies apart from their rows', () => {
+  it('stores a large write once apart, runs it, finds it in lists, and keeps the audit log whole', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const content = largeText('new');
+    const target = path.join(workspace, 'big.txt');
+    const [big, small] = await executor.propose(
+      {
+        steps: [
+          { id: 'big', action: 'writeFile', args: { path: target, content } },
+          { id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'small.txt'), content: 'small\n' } },
+        ],
+      },
+      PERSON,
+    );
+    expect(big!.status).toBe('awaiting_consent');
+    const stored = rowOf(dataDir, 'big');
+    expect(stored.row.body_apart).toBe(1);
+    expect(stored.row.step_json.length).toBeLessThan(1024);
+    expect(stored.row.step_json).not.toContain('"content"');
+    expect(JSON.parse(stored.body!).args.content).toBe(content);
+    // A small step keeps its whole self in its row, as before.
+    const smallStored = rowOf(dataDir, small!.step.id);
+    expect(smallStored.row.body_apart).toBe(0);
+    expect(smallStored.body).toBeNull();
+    expect(JSON.parse(smallStored.row.step_json).args.content).toBe('small\n');
+
+    expect(executor.getStep('big').step.args).toMatchObject({ content });
+    const done = await executor.approve('big', PERSON, { previewHash: big!.previewHash });
+    expect(done.status).toBe('executed');
+    expect(fs.readFileSync(target, 'utf8')).toBe(content);
+    // The row the status changes rewrote still holds no content; the body is the one written at proposal.
+    expect(rowOf(dataDir, 'big').row.step_json).not.toContain('"content"');
+    expect(rowOf(dataDir, 'big').body).toBe(stored.body);
+    // Lists and their text search read the row alone.
+    const page = executor.listStepSummariesFor({ text: 'big.txt' }, PERSON);
+    expect(page.items.map((item) => item.id)).toContain('big');
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  });
+
+  it('keeps an edited large step apart, and the first proposal on record', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const target = path.join(workspace, 'big.txt');
+    const first = largeText('first');
+    await executor.propose({ steps: [{ id: 'big', action: 'writeFile', args: { path: target, content: first } }] }, PERSON);
+    const second = largeText('second');
+    const edited = await executor.editStep('big', PERSON, { content: second });
+    expect(edited.step.args).toMatchObject({ content: second });
+    await expect.poll(() => executor.getStep('big').status).toBe('awaiting_consent');
+    const stored = rowOf(dataDir, 'big');
+    expect(stored.row.body_apart).toBe(1);
+    expect(JSON.parse(stored.body!).args.content).toBe(second);
+    // An edit down to a small content brings the step back into its row.
+    await executor.editStep('big', PERSON, { content: 'short\n' });
+    await expect.poll(() => executor.getStep('big').status).toBe('awaiting_consent');
+    const third = executor.getStep('big');
+    expect(third.step.args).toMatchObject({ content: 'short\n' });
+    expect(rowOf(dataDir, 'big')).toMatchObject({ row: { body_apart: 0 }, body: null });
+    const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+    const proposed = db.prepare('SELECT proposed_step_json FROM steps WHERE step_id = ?').get('big') as { proposed_step_json: string };
+    db.close();
+    expect(JSON.parse(proposed.proposed_step_json).args.content).toBe(first);
+    const done = await executor.approve('big', PERSON, { previewHash: third.previewHash });
+    expect(done.status).toBe('executed');
+    expect(fs.readFileSync(target, 'utf8')).toBe('short\n');
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  });
+
+  it('reads, decides and runs a large step stored by the schema before step_bodies', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const target = path.join(workspace, 'big.txt');
+    const content = largeText('old');
+    const first = Executor.open(dataDir);
+    const [waiting] = await first.propose({ steps: [{ id: 'old', action: 'writeFile', args: { path: target, content } }] }, PERSON);
+    first.close();
+    // Put the database back the way the schema before this migration stored it: the whole canonical step
+    // in its row (what that code wrote, byte for byte), no step_bodies table, no body_apart column.
+    const db = new Database(path.join(dataDir, 'executor.db'));
+    db.exec(`UPDATE steps SET step_json = (SELECT step_json FROM step_bodies WHERE step_bodies.step_id = steps.step_id) WHERE body_apart = 1;
+      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart;`);
+    db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    db.close();
+
+    const executor = closeAfter(Executor.open(dataDir));
+    const migrated = rowOf(dataDir, 'old');
+    expect(migrated.row.body_apart).toBe(0);
+    expect(migrated.body).toBeNull();
+    const read = executor.getStep('old');
+    expect(read.step.args).toMatchObject({ content });
+    expect(read.stepHash).toBe(waiting!.stepHash);
+    const done = await executor.approve('old', PERSON, { previewHash: waiting!.previewHash });
+    expect(done.status).toBe('executed');
+    expect(fs.readFileSync(target, 'utf8')).toBe(content);
+    // A new large step in the migrated database goes apart.
+    await executor.propose({ steps: [{ id: 'new', action: 'writeFile', args: { path: path.join(workspace, 'n.txt'), content } }] }, PERSON);
+    expect(rowOf(dataDir, 'new').row.body_apart).toBe(1);
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  });
+
+  it('refuses with a typed error, not a crash, when a large step lost its body', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const first = Executor.open(dataDir);
+    await first.propose(
+      { steps: [{ id: 'lost', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('x') } }] },
+      PERSON,
+    );
+    first.close();
+    const db = new Database(path.join(dataDir, 'executor.db'));
+    db.prepare('DELETE FROM step_bodies WHERE step_id = ?').run('lost');
+    db.close();
+    // A fresh process: the parsed-step cache of the one that proposed it does not count.
+    const executor = closeAfter(Executor.open(dataDir));
+    expect(() => executor.getStep('lost')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+  });
+});
