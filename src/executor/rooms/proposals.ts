@@ -9,6 +9,7 @@ import { isAgentActor } from '../../domain/step-ownership.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
+import { assertRoomForProposal } from '../../store/storage-errors.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -152,6 +153,7 @@ export class ProposalsRoom {
     try {
       // An agent over its limits is refused before its plan is weighed (and again in the commit, where it counts).
       if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+      assertRoomForProposal(desk.dataDir, proposalBytes(plan.steps));
       const weighed = await this.weighPlan(plan.steps);
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.desk.commits.run(() => {
@@ -620,6 +622,16 @@ function endedInWords(status: StepRecord['status']): string {
     default:
       return `ended ${status.replace('_', ' ')} without running`;
   }
+}
+
+/** About how many bytes a plan's steps take stored: their contents (a write's, a snippet's), and a little for the rest. */
+function proposalBytes(steps: readonly Step[]): number {
+  let bytes = 0;
+  for (const step of steps) {
+    bytes += 4096;
+    for (const value of Object.values(step.args as Record<string, unknown>)) if (typeof value === 'string') bytes += value.length;
+  }
+  return bytes;
 }
 
 /** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */
