@@ -101,7 +101,8 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
       );
       // Relative, not absolute: whatever the machine's speed, no ping waits for a large part of the approval.
       expect(during.length).toBeGreaterThan(10);
-      expect(slowest).toBeLessThan(span / 5);
+      // A floor of a second: beside other work on 2 cores, a scheduler's pause alone can reach a fifth of a short approval.
+      expect(slowest).toBeLessThan(Math.max(span / 5, 1_000));
       // Pings were answered all through the approval, its last fifth included (not queued up behind it).
       expect(
         during.filter((ping) => ping.answeredAt >= approveStarted + span * 0.8 && ping.answeredAt < approveEnded).length,

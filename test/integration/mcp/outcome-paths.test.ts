@@ -67,7 +67,8 @@ async function setup() {
   /** Proposes through a tool and returns the step's id once the host holds it (the tool itself may still wait). */
   const propose = async (name: string, args: Record<string, unknown>): Promise<string> => {
     const known = new Set(state.executor.listSteps({ limit: 1000 }).map((record) => record.step.id));
-    void call(name, args);
+    // The tool may still wait when the walk ends; its answer is read through step_status, and the close rejects it.
+    call(name, args).catch(() => undefined);
     let stepId: string | undefined;
     await expect
       .poll(() => (stepId = state.executor.listSteps({ limit: 1000 }).find((record) => !known.has(record.step.id))?.step.id), {
