@@ -334,7 +334,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       await page.getByRole('button', { name: 'Apply filters' }).click();
       await expect
         .poll(() => page.getByTestId('audit-count').textContent(), SOON)
-        .toBe(`${total} records in the log; 1 match the filters.`);
+        .toBe(`${total} records in the log; 1 matches the filters.`);
       await page.getByRole('button', { name: 'Clear' }).click();
 
       // The filter bar fits its box at 1024 and 1440 px: nothing sticks out to the right.
