@@ -141,7 +141,13 @@ export function diffsForAgent<T extends { files: { path: string; diff?: string |
   if (!page.files.some((file) => secret(file.path))) return page;
   return {
     ...page,
-    files: page.files.map((file) => (secret(file.path) ? { ...file, diff: null, diffOmittedReason: WITHHELD_DIFF } : file)),
+    files: page.files.map((file) => {
+      if (!secret(file.path)) return file;
+      // Every diff of the file goes: what the step changed, and what changed since (a revert's conflict shows the newer content).
+      const withheld: typeof file & { changedSince?: unknown } = { ...file, diff: null, diffOmittedReason: WITHHELD_DIFF };
+      if ('changedSince' in withheld) withheld.changedSince = null;
+      return withheld;
+    }),
   };
 }
 
