@@ -372,10 +372,15 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await s.page.getByRole('button', { name: 'Revert run…' }).click();
       const dialog = s.page.getByRole('dialog', { name: /^Revert run/ });
       await expect.poll(() => dialog.isVisible(), SOON).toBe(true);
-      expect(await dialog.getByRole('alert').innerText()).toContain('Refused as it is: files changed after step “Write plan.md”.');
+      // The dialog opens at once and its preview follows: waited for, not assumed.
+      await expect
+        .poll(() => dialog.getByRole('alert').innerText(), SOON)
+        .toContain('Refused as it is: files changed after step “Write plan.md”.');
       // The edit made since, on its own: what the run wrote → what is there now.
       const changed = dialog.getByTestId('changed-since');
-      expect(await changed.locator('.diff-code-delete').allTextContents()).toEqual([expect.stringContaining('the run wrote this')]);
+      await expect
+        .poll(() => changed.locator('.diff-code-delete').allTextContents(), SOON)
+        .toEqual([expect.stringContaining('the run wrote this')]);
       expect(await changed.locator('.diff-code-insert').allTextContents()).toEqual([expect.stringContaining('my own edit after the run')]);
       expect(await dialog.getByRole('button', { name: 'Leave this one, revert the others' }).count()).toBe(1);
       expect(await dialog.innerText()).toContain('plan.md — CONFLICT: changed after the step');
@@ -387,10 +392,12 @@ describe.skipIf(skipReason !== null)('agent runs in the window', { timeout: 300_
       await force.getByRole('button', { name: 'Yes, overwrite and revert the run' }).click();
       await expect.poll(() => fs.readFileSync(file, 'utf8'), SOON).toBe('before the run\n');
       // The overwritten edit is the backup of a forced-revert step, which History can revert in turn.
-      const forced = await s.api.listStepSummaries({ text: 'plan.md', limit: 20 });
-      expect(forced.items.filter((item) => item.agent !== `run ${runId}` && item.status === 'executed').map((item) => item.title)).toEqual([
-        'Write plan.md',
-      ]);
+      // Its record follows the file by a group commit: waited for, not assumed.
+      const forcedTitles = async () =>
+        (await s.api.listStepSummaries({ text: 'plan.md', limit: 20 })).items
+          .filter((item) => item.agent !== `run ${runId}` && item.status === 'executed')
+          .map((item) => item.title);
+      await expect.poll(forcedTitles, SOON).toEqual(['Write plan.md']);
       expect(s.errors).toEqual([]);
     } finally {
       await s.close();
