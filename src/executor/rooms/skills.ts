@@ -94,6 +94,42 @@ export class SkillsRoom {
     return new Date(this.desk.skillClock()).toISOString();
   }
 
+  /**
+   * A skill's new state and its `skill.state` record, written together (the caller holds the
+   * transaction). `stateReason` is what the skill row keeps; `detail` adds to the record's fields.
+   */
+  private saveState(
+    skill: SkillRecord,
+    from: SkillState,
+    to: SkillState,
+    stateReason: string | null,
+    actor: Actor,
+    now: string,
+    detail: Record<string, unknown>,
+  ): void {
+    this.desk.skills.setState(skill.skillId, to, stateReason, now);
+    this.desk.audit.append({
+      kind: 'skill.state',
+      actor,
+      detail: { skillId: skill.skillId, name: skill.name, version: skill.version, from, to, codeHash: skill.codeHash, ...detail },
+    });
+  }
+
+  /** Approving, or rolling back to, a version: the others of its name superseded, the pin kept, its trial begun. */
+  private startTrial(
+    skill: SkillRecord,
+    pin: NonNullable<SkillRecord['pin']>,
+    actor: Actor,
+    now: string,
+    detail: Record<string, unknown>,
+  ): void {
+    this.desk.db.transaction(() => {
+      this.supersedeOthers(skill, actor, now);
+      this.desk.skills.pin(skill.skillId, pin, now);
+      this.saveState(skill, skill.state, 'trial', null, actor, now, detail);
+    })();
+  }
+
   list(states?: readonly SkillState[]): SkillRecord[] {
     return this.desk.skills.list(states);
   }
@@ -116,21 +152,7 @@ export class SkillsRoom {
     this.desk.db.transaction(() => {
       const current = this.get(skill.skillId);
       assertSkillTransition(current.state, to);
-      this.desk.skills.setState(skill.skillId, to, reason, now);
-      this.desk.audit.append({
-        kind: 'skill.state',
-        actor,
-        detail: {
-          skillId: skill.skillId,
-          name: skill.name,
-          version: skill.version,
-          from: current.state,
-          to,
-          codeHash: skill.codeHash,
-          reason,
-          ...detail,
-        },
-      });
+      this.saveState(skill, current.state, to, reason, actor, now, { reason, ...detail });
     })();
     const notice = to === 'disabled' || to === 'rejected' ? `Skill ${skill.name} v${skill.version} was ${to}: ${reason}` : null;
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: to, notice });
@@ -362,24 +384,7 @@ export class SkillsRoom {
       approvedAt: now,
       approvedBy: proposerName(actor),
     };
-    this.desk.db.transaction(() => {
-      this.supersedeOthers(skill, actor, now);
-      this.desk.skills.pin(skill.skillId, pin, now);
-      this.desk.skills.setState(skill.skillId, 'trial', null, now);
-      this.desk.audit.append({
-        kind: 'skill.state',
-        actor,
-        detail: {
-          skillId: skill.skillId,
-          name: skill.name,
-          version: skill.version,
-          from: skill.state,
-          to: 'trial',
-          codeHash: skill.codeHash,
-          pin,
-        },
-      });
-    })();
+    this.startTrial(skill, pin, actor, now, { pin });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
     return this.get(skill.skillId);
   }
@@ -388,20 +393,7 @@ export class SkillsRoom {
   private supersedeOthers(skill: SkillRecord, actor: Actor, now: string): void {
     for (const other of this.desk.skills.list(['awaiting_owner', 'trial', 'active'])) {
       if (other.name !== skill.name || other.skillId === skill.skillId) continue;
-      this.desk.skills.setState(other.skillId, 'superseded', `superseded by v${skill.version}`, now);
-      this.desk.audit.append({
-        kind: 'skill.state',
-        actor,
-        detail: {
-          skillId: other.skillId,
-          name: other.name,
-          version: other.version,
-          from: other.state,
-          to: 'superseded',
-          codeHash: other.codeHash,
-          by: skill.skillId,
-        },
-      });
+      this.saveState(other, other.state, 'superseded', `superseded by v${skill.version}`, actor, now, { by: skill.skillId });
     }
   }
 
@@ -454,24 +446,7 @@ export class SkillsRoom {
       );
     this.verifyPin(skill);
     const now = this.now();
-    this.desk.db.transaction(() => {
-      this.supersedeOthers(skill, actor, now);
-      this.desk.skills.pin(skill.skillId, { ...skill.pin!, approvedAt: now, approvedBy: proposerName(actor) }, now);
-      this.desk.skills.setState(skill.skillId, 'trial', null, now);
-      this.desk.audit.append({
-        kind: 'skill.state',
-        actor,
-        detail: {
-          skillId: skill.skillId,
-          name: skill.name,
-          version: skill.version,
-          from: skill.state,
-          to: 'trial',
-          codeHash: skill.codeHash,
-          rollback: true,
-        },
-      });
-    })();
+    this.startTrial(skill, { ...skill.pin!, approvedAt: now, approvedBy: proposerName(actor) }, actor, now, { rollback: true });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
     return this.get(skill.skillId);
   }
@@ -560,21 +535,7 @@ export class SkillsRoom {
       }
       if (state === current.state) return;
       assertSkillTransition(current.state, state);
-      desk.skills.setState(skill.skillId, state, reason, now);
-      desk.audit.append({
-        kind: 'skill.state',
-        actor: SYSTEM_ACTOR,
-        detail: {
-          skillId: skill.skillId,
-          name: skill.name,
-          version: skill.version,
-          from: current.state,
-          to: state,
-          codeHash: skill.codeHash,
-          reason,
-          useId,
-        },
-      });
+      this.saveState(skill, current.state, state, reason, SYSTEM_ACTOR, now, { reason, useId });
     })();
     if (state !== skill.state)
       desk.events.emit('skill', {
@@ -602,20 +563,7 @@ export class SkillsRoom {
     const now = this.now();
     const affected = this.desk.skills.list(['awaiting_owner', 'trial', 'active']);
     for (const skill of affected) {
-      this.desk.skills.setState(skill.skillId, 'disabled', 'the person stopped all agents', now);
-      this.desk.audit.append({
-        kind: 'skill.state',
-        actor,
-        detail: {
-          skillId: skill.skillId,
-          name: skill.name,
-          version: skill.version,
-          from: skill.state,
-          to: 'disabled',
-          codeHash: skill.codeHash,
-          reason: 'stop switch',
-        },
-      });
+      this.saveState(skill, skill.state, 'disabled', 'the person stopped all agents', actor, now, { reason: 'stop switch' });
     }
     return affected;
   }
