@@ -19,12 +19,15 @@ import { HistoryView } from './views/history-view.js';
 import { QueueView } from './views/queue-view.js';
 import { SettingsView } from './views/settings-view.js';
 import { RunsView } from './views/runs-view.js';
+import { SkillsView } from './views/skills-view.js';
+import { SkillNotices, useSkillNotices } from './components/skill-notices.js';
 import { QuestionsPanel, useWaitingQuestions } from './runs/questions.js';
 
 const VIEWS = [
   { id: 'queue', label: 'Queue', key: '1' },
   { id: 'runs', label: 'Runs', key: '5' },
   { id: 'history', label: 'History', key: '2' },
+  { id: 'skills', label: 'Skills', key: '6' },
   { id: 'audit', label: 'Audit log', key: '3' },
   { id: 'settings', label: 'Settings', key: '4' },
 ] as const;
@@ -94,6 +97,8 @@ function Shell() {
     });
   }, [questions, questionsListed]);
   const [disconnected, setDisconnected] = useState(false);
+  // A skill disabled in its trial (or by the pin check) is told here and, with the window away, as a notification.
+  const skillNotices = useSkillNotices(api);
   // The stop switch: its button in the sidebar, its banner above every view while it is on.
   const hostPause = useHostPause(api);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
@@ -165,6 +170,7 @@ function Shell() {
     '3': () => go('audit'),
     '4': () => go('settings'),
     '5': () => go('runs'),
+    '6': () => go('skills'),
     '?': () => setHelp(true),
   });
 
@@ -231,6 +237,13 @@ function Shell() {
               requestAnimationFrame(() => document.getElementById(`rule-${ruleId}`)?.scrollIntoView({ block: 'center' }));
             }}
           />
+          <SkillNotices
+            notices={skillNotices.notices}
+            onDismiss={skillNotices.dismiss}
+            onShow={(skillId) => {
+              location.hash = `#skills?${new URLSearchParams({ skill: skillId }).toString()}`;
+            }}
+          />
           {view !== 'runs' ? (
             <QuestionsPanel
               questions={questions}
@@ -267,6 +280,9 @@ function Shell() {
           </div>
           <div hidden={view !== 'history'} className="view">
             <HistoryView active={view === 'history' && !help} />
+          </div>
+          <div hidden={view !== 'skills'} className="view">
+            {skillsMounted(view) ? <SkillsView active={view === 'skills' && !help} policy={policy.data} /> : null}
           </div>
           <div hidden={view !== 'audit'} className="view">
             {auditMounted(view) ? <AuditView active={view === 'audit' && !help} /> : null}
@@ -306,6 +322,13 @@ let runsVisited = false;
 function runsMounted(view: ViewId): boolean {
   if (view === 'runs') runsVisited = true;
   return runsVisited;
+}
+
+/** The skills view is mounted on first visit (it reads every skill version) and then kept. */
+let skillsVisited = false;
+function skillsMounted(view: ViewId): boolean {
+  if (view === 'skills') skillsVisited = true;
+  return skillsVisited;
 }
 
 /** The audit view is mounted on first visit and then kept, so a running verification survives switching views. */

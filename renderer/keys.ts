@@ -31,6 +31,7 @@ export function useKeys(handlers: Record<string, (event: KeyboardEvent) => void>
 export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: '1 – 4', what: 'Queue, History, Audit log, Settings' },
   { keys: '5', what: 'Runs' },
+  { keys: '6', what: 'Skills' },
   { keys: 'j / k', what: 'Next / previous item' },
   { keys: 'Enter', what: 'Open the selected item' },
   { keys: 'a', what: 'Approve the selected step (Queue)' },

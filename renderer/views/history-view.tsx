@@ -12,6 +12,7 @@ import { reverseUnifiedDiff, UnifiedDiff } from '../components/diff-view.js';
 import { ErrorBox } from '../components/error-box.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { revertNotice, stepMayBeReverted, StepsRevertDialog } from '../components/steps-revert-dialog.js';
+import { RepetitionHint, saveAsSkillHref } from '../components/repetition-hint.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { filterFromHash, hashForFilter, HISTORY_STATUSES, summaryParams, YOU, type HistoryFilter } from '../history-query.js';
 import { useKeys } from '../keys.js';
@@ -757,6 +758,11 @@ function HistoryDetail({
         <a className="button-link ghost" href={`#audit?${new URLSearchParams({ step: summary.id }).toString()}`}>
           Audit records
         </a>
+        {record && savableAsSkill(record) ? (
+          <a className="button-link" href={saveAsSkillHref(summary.id)}>
+            Save as skill…
+          </a>
+        ) : null}
         <button type="button" disabled={busy} onClick={onRevertPlan} aria-label={`Revert plan ${markedPlainText(summary.planId)}`}>
           Revert plan…
         </button>
@@ -771,6 +777,7 @@ function HistoryDetail({
           </button>
         ) : null}
       </div>
+      {record ? <RepetitionHint step={record.step} /> : null}
       {changes && changes.files.length > 0 ? (
         <>
           <h3>What ran: {changes.total === 1 ? '1 file changed' : `${changes.total} files changed`}</h3>
@@ -824,6 +831,13 @@ function HistoryDetail({
       ) : null}
     </section>
   );
+}
+
+/** "Save as skill" is offered where the host takes it: an executed runCode for the light sandbox, in JavaScript. */
+function savableAsSkill(record: StepRecord): boolean {
+  if (record.step.action !== 'runCode' || record.status !== 'executed') return false;
+  const args = record.step.args as { language?: string; sandbox?: string };
+  return args.language !== 'python' && args.sandbox !== 'docker';
 }
 
 function RevertDialog({

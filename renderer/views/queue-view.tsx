@@ -24,6 +24,7 @@ import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
+import { RepetitionHint } from '../components/repetition-hint.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { SameFileNotice } from '../components/same-file-notice.js';
 import { choosableHunks, StepChanges } from '../components/step-changes.js';
@@ -886,6 +887,7 @@ function StepDetail({
         ) : null}
       </dl>
       <WhatRuns step={record.step} limits={policy} roots={roots} />
+      <RepetitionHint step={record.step} />
       {record.blockedBy ? (
         PLAN_BREAKING_STATUSES.includes(record.blockedBy.status) ? (
           <p className="warning blocked-note" role="note" data-testid="blocked-by">
