@@ -30,7 +30,8 @@ type Pending = { kind: 'reject' | 'disable' | 'edit'; skill: SkillRecord } | { k
 
 export function SkillsView({ active, policy }: { active: boolean; policy: PolicyValue | undefined }) {
   const api = useApi();
-  const listed = useLoaded(() => api.listSkills({}), [], ['step']);
+  // A trial use is an audit record, not a state change: the counts follow the log.
+  const listed = useLoaded(() => api.listSkills({}), [], ['step', 'audit']);
   const [selectedId, setSelectedId] = useState<string | null>(() => hashParams().get('skill'));
   const [pending, setPending] = useState<Pending>(() => {
     const save = hashParams().get('save');
