@@ -32,7 +32,8 @@ export function skillStateWords(skill: StateFacts, format: (iso: string) => stri
     case 'disabled':
       return `disabled: ${skill.reason ?? 'no reason given'}`;
     case 'superseded':
-      return `superseded: ${skill.reason ?? 'a newer version took its place'}`;
+      // The host says "superseded by v2" itself; other reasons are said after the state.
+      return skill.reason?.startsWith('superseded') ? skill.reason : `superseded: ${skill.reason ?? 'a newer version took its place'}`;
   }
 }
 

@@ -143,11 +143,11 @@ export function SkillForm({
         <div className="skill-form-columns">
           <div>
             <label htmlFor="skill-form-capabilities">Capabilities (fetch hosts, readFile, kbSearch)</label>
-            <textarea {...field('capabilities')} className="code-input" rows={3} spellCheck={false} />
+            <textarea {...field('capabilities')} className="code-input" rows={4} spellCheck={false} />
           </div>
           <div>
             <label htmlFor="skill-form-budget">Budget per use (timeMs, calls)</label>
-            <textarea {...field('budget')} className="code-input" rows={3} spellCheck={false} />
+            <textarea {...field('budget')} className="code-input" rows={4} spellCheck={false} />
           </div>
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />

@@ -38,14 +38,22 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
     return save ? { kind: 'save', stepId: save } : null;
   });
   const [error, setError] = useState<unknown>(null);
-  const [status, setStatus] = useState('');
+  // What this window last did, and to which skill in which state: said until that skill moves on.
+  const [status, setStatusValue] = useState<{ text: string; skillId?: string; state?: SkillRecord['state'] }>({ text: '' });
+  const setStatus = (text: string, about?: SkillRecord) => setStatusValue({ text, skillId: about?.skillId, state: about?.state });
   const [busy, setBusy] = useState(false);
 
   // A skill's state changes on the host (a trial use, the stop switch, another window): read the list again.
   useEffect(() => {
     let off: (() => void) | undefined;
     let cancelled = false;
-    void api.on('skill', () => listed.reload()).then(
+    void api
+      .on('skill', (event) => {
+        // What this window last did may no longer be so (a trial use disabled it): the detail says the state now.
+        setStatusValue((previous) => (previous.skillId === event.skillId && previous.state !== event.state ? { text: '' } : previous));
+        listed.reload();
+      })
+      .then(
       (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
       () => undefined,
     );
@@ -72,6 +80,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
   const skills = useMemo(() => listed.data?.skills ?? [], [listed.data]);
   const selected = skills.find((skill) => skill.skillId === selectedId) ?? skills[0] ?? null;
   const select = (skillId: string) => {
+    if (skillId !== selectedId) setStatus('');
     setSelectedId(skillId);
     history.replaceState(null, '', `#skills?${new URLSearchParams({ skill: skillId }).toString()}`);
   };
@@ -102,8 +111,8 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
     setStatus(`${what}…`);
     try {
       const result = await run();
-      setStatus(`${what}: ${result.name} v${result.version} is ${skillStateWords(result)}.`);
       select(result.skillId);
+      setStatus(`${what}: ${result.name} v${result.version} is ${skillStateWords(result)}.`, result);
       listed.reload();
     } catch (caught) {
       setStatus('');
@@ -159,7 +168,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
       </section>
       <section className="detail-pane" id="skill-detail" tabIndex={-1} aria-label="Selected skill">
         <div className="status-line" role="status" aria-live="polite">
-          {status}
+          {status.text}
         </div>
         <ErrorBox error={error} onDismiss={() => setError(null)} />
         {selected ? (
@@ -208,8 +217,8 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
             const { name: _name, ...change } = fields;
             const edited = await api.editSkill({ skillId: pending.skill.skillId, change: change as never });
             setPending(null);
-            setStatus(`Edited: ${edited.name} v${edited.version} is ${skillStateWords(edited)}.`);
             select(edited.skillId);
+            setStatus(`Edited: ${edited.name} v${edited.version} is ${skillStateWords(edited)}.`, edited);
             listed.reload();
           }}
         />
@@ -220,8 +229,8 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
           onCancel={closeForm}
           onSaved={(saved) => {
             setPending(null);
-            setStatus(`Saved: ${saved.name} v${saved.version} is ${skillStateWords(saved)}.`);
             select(saved.skillId);
+            setStatus(`Saved: ${saved.name} v${saved.version} is ${skillStateWords(saved)}.`, saved);
             listed.reload();
           }}
         />
@@ -267,10 +276,11 @@ function SkillDetail({
         <h2 id="skill-title">
           <MarkedText text={skill.name} /> v{skill.version}
         </h2>
-        <span className={`skill-badge skill-state-${skillStateTone(skill.state)}`} data-testid="skill-detail-state">
-          <MarkedText text={skillStateWords(skill)} />
-        </span>
+        <span className={`skill-badge skill-state-${skillStateTone(skill.state)}`}>{SHORT_STATE[skill.state]}</span>
       </header>
+      <p className={`skill-state-line skill-state-${skillStateTone(skill.state)}`} data-testid="skill-detail-state">
+        <MarkedText text={skillStateWords(skill)} />
+      </p>
       <InvisibleWarning texts={[skill.name, skill.purpose, skill.code]} what="name, purpose or code of this skill" />
       <dl className="facts">
         <dt>Purpose</dt>
@@ -290,6 +300,16 @@ function SkillDetail({
         <dt>Skill</dt>
         <dd className="break">
           <CopyId id={skill.skillId} what="skill id" keep={Number.POSITIVE_INFINITY} />
+        </dd>
+        <dt>Checked</dt>
+        <dd data-testid="skill-checks">
+          {skill.exampleResults.length === 0
+            ? 'its examples have not run'
+            : `quarantine: ${passed} of ${skill.exampleResults.length} examples passed · validation: ${
+                calls.made.length === 0
+                  ? 'no calls made'
+                  : `${calls.made.filter((made) => made.declared).length} of ${calls.made.length} calls made were declared`
+              }`}
         </dd>
         <dt>Code sha256</dt>
         <dd className="break">
@@ -479,6 +499,19 @@ function SkillDetail({
     </article>
   );
 }
+
+/** The badge beside the name; the line under it says the whole state and why. */
+const SHORT_STATE: Record<SkillRecord['state'], string> = {
+  draft: 'in quarantine',
+  quarantine: 'in quarantine',
+  validation: 'in quarantine',
+  awaiting_owner: 'awaiting your approval',
+  trial: 'in trial',
+  active: 'active',
+  rejected: 'rejected',
+  disabled: 'disabled',
+  superseded: 'superseded',
+};
 
 function ReasonDialog({
   skill,

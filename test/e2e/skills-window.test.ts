@@ -135,7 +135,10 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     expect(await detail.getByTestId('approval-pins').innerText()).toContain(`Approving pins this code (sha256 ${shownHash.slice(0, 12)}…)`);
     expect(await detail.getByRole('region', { name: 'Code of upper_words v1' }).locator('.tok-keyword').first().innerText()).toBe('return');
     await expectNoSeriousAxeViolations(page);
+    expect(await detail.getByTestId('skill-checks').innerText()).toBe('quarantine: 3 of 3 examples passed · validation: no calls made');
     await screenshots(page, 'skills-awaiting-approval', { light: 'skills-awaiting-approval', dark: 'skills-awaiting-approval-dark' });
+    await detail.getByRole('heading', { name: 'Validation: calls made against calls declared' }).scrollIntoViewIfNeeded();
+    await screenshots(page, 'skills-quarantine-results', { light: 'skills-quarantine-results' });
 
     await detail.getByRole('button', { name: 'Approve v1' }).click();
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses, until /);
@@ -155,6 +158,41 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 1 of 50 uses, until /);
     await screenshots(page, 'skills-in-trial', { light: 'skills-in-trial' });
     expect(runCli(['--data-dir', dataDir, '--json', 'skills', 'show', skillId]).json<SkillRecord>().state).toBe('trial');
+
+    // Edit: a new version through quarantine again; v1 stays usable until v2 is approved.
+    await detail.getByRole('button', { name: 'Edit…' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit upper_words v1' });
+    await edit.getByLabel(/^Code/).fill('return input.text.split(" ").filter(Boolean).map((w) => w.toUpperCase() + "!");');
+    await edit.getByRole('button', { name: 'Send to quarantine' }).click();
+    await expect.poll(() => edit.count(), SOON).toBe(0);
+    expect(await detail.getByRole('heading', { level: 2 }).innerText()).toBe('upper_words v2');
+    await expect.poll(() => detailState(page), SOON).toBe('awaiting your approval');
+    expect(await examples.locator('tbody tr').first().innerText()).toMatch(/✓ \["ALPHA!","BETA!"\]/);
+    // The keyboard moves between versions as in the other views: j to v1 (still in trial), k back to v2.
+    await page.keyboard.press('j');
+    await expect.poll(() => detail.getByRole('heading', { level: 2 }).innerText(), SOON).toBe('upper_words v1');
+    expect(await detailState(page)).toMatch(/^in trial: 1 of 50 uses/);
+    await page.keyboard.press('k');
+    await expect.poll(() => detail.getByRole('heading', { level: 2 }).innerText(), SOON).toBe('upper_words v2');
+    await detail.getByRole('button', { name: 'Approve v2' }).click();
+    await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses/);
+    expect(await mcp.call('skill_upper_words', { text: 'hi' })).toMatchObject({ text: '["HI!"]' });
+
+    // Roll back to v1: its pin checked again, a new trial; v2 set aside.
+    await page.keyboard.press('j');
+    await expect.poll(() => detailState(page), SOON).toBe('superseded by v2');
+    await detail.getByRole('button', { name: 'Roll back to v1' }).click();
+    await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses/);
+    expect(await mcp.call('skill_upper_words', { text: 'hi' })).toMatchObject({ text: '["HI"]' });
+    await screenshots(page, 'skills-rolled-back', { light: 'skills-rolled-back' });
+
+    // Disable, with a reason: offered to no agent.
+    await detail.getByRole('button', { name: 'Disable…' }).click();
+    const disable = page.getByRole('dialog', { name: 'Disable upper_words v1?' });
+    await disable.getByLabel(/^Reason/).fill('enough for today');
+    await disable.getByRole('button', { name: 'Disable skill' }).click();
+    await expect.poll(() => detailState(page), SOON).toBe('disabled: enough for today');
+    await expect.poll(() => skillTools(mcp), SOON).toEqual([]);
     expect(errors).toEqual([]);
   });
 
