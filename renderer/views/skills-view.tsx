@@ -324,7 +324,8 @@ function SkillDetail({
             </dd>
           </>
         ) : null}
-        {skill.state === 'trial' || (skill.trial.since && skill.trial.uses > 0) ? (
+        {/* In trial the line under the name says it; after, what the trial was. */}
+        {skill.state !== 'trial' && skill.trial.since ? (
           <>
             <dt>Trial</dt>
             <dd>
