@@ -55,7 +55,11 @@ export function useRepetitionNotices(api: ExecutorClient): RepetitionNotice[] {
     const offs: Promise<() => void>[] = [api.on('skill', load), api.on('step', load)];
     return () => {
       alive = false;
-      for (const off of offs) void off.then((unsubscribe) => unsubscribe(), () => undefined);
+      for (const off of offs)
+        void off.then(
+          (unsubscribe) => unsubscribe(),
+          () => undefined,
+        );
     };
   }, [api]);
   return notices;

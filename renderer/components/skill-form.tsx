@@ -39,11 +39,14 @@ export function parseSkillForm(values: SkillFormValues): { ok: true; fields: Rec
       return { ok: false, message: `${label} is not JSON: ${(error as Error).message}` };
     }
   }
-  if (!Array.isArray(fields.examples)) return { ok: false, message: 'Examples is a JSON list of inputs, one per example: [{…}, {…}, {…}].' };
+  if (!Array.isArray(fields.examples))
+    return { ok: false, message: 'Examples is a JSON list of inputs, one per example: [{…}, {…}, {…}].' };
   return { ok: true, fields };
 }
 
-export function formValuesOf(skill: Pick<SkillRecord, 'name' | 'purpose' | 'code' | 'inputSchema' | 'outputSchema' | 'capabilities' | 'budget' | 'examples'>): SkillFormValues {
+export function formValuesOf(
+  skill: Pick<SkillRecord, 'name' | 'purpose' | 'code' | 'inputSchema' | 'outputSchema' | 'capabilities' | 'budget' | 'examples'>,
+): SkillFormValues {
   return {
     name: skill.name,
     purpose: skill.purpose,
@@ -85,7 +88,11 @@ export function SkillForm({
     id: `skill-form-${key}`,
     value: values[key],
     disabled: busy,
-    onChange: (event: { target: { value: string } }) => setValues((previous) => ({ ...previous, [key]: event.target.value })),
+    onChange: (event: { target: { value: string } }) => {
+      // What was wrong was said about the values as they were; the person is changing them now.
+      setError(null);
+      setValues((previous) => ({ ...previous, [key]: event.target.value }));
+    },
   });
   const submit = async () => {
     const parsed = parseSkillForm(values);

@@ -31,7 +31,8 @@ export function useSkillNotices(api: ExecutorClient): { notices: SkillNotice[]; 
         const notice = { skillId: event.skillId, text: event.notice };
         setNotices((previous) => [notice, ...previous.filter((seen) => seen.skillId !== event.skillId)].slice(0, MAX_SKILL_NOTICES));
         if (soundWanted()) playChime();
-        if (!windowInView()) raiseNotice({ title: `skill ${markedPlainText(event.name)} was disabled`, body: markedPlainText(event.notice) });
+        if (!windowInView())
+          raiseNotice({ title: `skill ${markedPlainText(event.name)} was disabled`, body: markedPlainText(event.notice) });
       })
       .then(
         (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
@@ -67,7 +68,12 @@ export function SkillNotices({
             <button type="button" className="small" onClick={() => onShow(notice.skillId)}>
               Show skill
             </button>
-            <button type="button" className="small ghost" aria-label="Dismiss the notice about this skill" onClick={() => onDismiss(notice.skillId)}>
+            <button
+              type="button"
+              className="small ghost"
+              aria-label="Dismiss the notice about this skill"
+              onClick={() => onDismiss(notice.skillId)}
+            >
               Dismiss
             </button>
           </li>

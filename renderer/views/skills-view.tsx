@@ -54,9 +54,9 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
         listed.reload();
       })
       .then(
-      (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
-      () => undefined,
-    );
+        (unsubscribe) => (cancelled ? unsubscribe() : (off = unsubscribe)),
+        () => undefined,
+      );
     return () => {
       cancelled = true;
       off?.();
@@ -82,6 +82,8 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
   const select = (skillId: string) => {
     if (skillId !== selectedId) setStatus('');
     setSelectedId(skillId);
+    // Another skill, or the one just decided on: its name and state line are at the top of the pane.
+    document.getElementById('skill-detail')?.scrollTo({ top: 0 });
     history.replaceState(null, '', `#skills?${new URLSearchParams({ skill: skillId }).toString()}`);
   };
   const closeForm = () => {
@@ -105,14 +107,14 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
     document.getElementById(`skill-item-${next.skillId}`)?.focus();
   }
 
-  const act = async (what: string, run: () => Promise<SkillRecord>) => {
+  const act = async (doing: string, done: string, run: () => Promise<SkillRecord>) => {
     setBusy(true);
     setError(null);
-    setStatus(`${what}…`);
+    setStatus(`${doing}…`);
     try {
       const result = await run();
       select(result.skillId);
-      setStatus(`${what}: ${result.name} v${result.version} is ${skillStateWords(result)}.`, result);
+      setStatus(`${done} ${result.name} v${result.version}.`, result);
       listed.reload();
     } catch (caught) {
       setStatus('');
@@ -129,7 +131,9 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
         <header className="pane-head">
           <h1>Skills</h1>
           <span className="muted">
-            {names.size === 0 ? 'None yet' : `${names.size} skill${names.size === 1 ? '' : 's'}, ${skills.length} version${skills.length === 1 ? '' : 's'}`}
+            {names.size === 0
+              ? 'None yet'
+              : `${names.size} skill${names.size === 1 ? '' : 's'}, ${skills.length} version${skills.length === 1 ? '' : 's'}`}
           </span>
         </header>
         <ErrorBox error={listed.error} />
@@ -137,8 +141,8 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
           <div className="empty">
             <p>No skills yet.</p>
             <p className="muted">
-              An agent proposes one with propose_skill, or you save an executed runCode step as one from History. Each goes through quarantine
-              and validation, then waits here for your approval.
+              An agent proposes one with propose_skill, or you save an executed runCode step as one from History. Each goes through
+              quarantine and validation, then waits here for your approval.
             </p>
           </div>
         ) : (
@@ -177,8 +181,10 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
             versions={skills.filter((skill) => skill.name === selected.name)}
             policy={policy}
             busy={busy}
-            onApprove={() => void act('Approved', () => api.approveSkill({ skillId: selected.skillId, codeHash: selected.codeHash }))}
-            onRollback={() => void act('Rolled back', () => api.rollbackSkill({ skillId: selected.skillId }))}
+            onApprove={() =>
+              void act('Approving', 'Approved', () => api.approveSkill({ skillId: selected.skillId, codeHash: selected.codeHash }))
+            }
+            onRollback={() => void act('Rolling back', 'Rolled back to', () => api.rollbackSkill({ skillId: selected.skillId }))}
             onReject={() => setPending({ kind: 'reject', skill: selected })}
             onDisable={() => setPending({ kind: 'disable', skill: selected })}
             onEdit={() => setPending({ kind: 'edit', skill: selected })}
@@ -196,7 +202,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
           onSend={(reason) => {
             const skill = pending.skill;
             setPending(null);
-            void act(pending.kind === 'reject' ? 'Rejected' : 'Disabled', () =>
+            void act(pending.kind === 'reject' ? 'Rejecting' : 'Disabling', pending.kind === 'reject' ? 'Rejected' : 'Disabled', () =>
               pending.kind === 'reject'
                 ? api.rejectSkill({ skillId: skill.skillId, reason })
                 : api.disableSkill({ skillId: skill.skillId, ...(reason ? { reason } : {}) }),
@@ -218,7 +224,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
             const edited = await api.editSkill({ skillId: pending.skill.skillId, change: change as never });
             setPending(null);
             select(edited.skillId);
-            setStatus(`Edited: ${edited.name} v${edited.version} is ${skillStateWords(edited)}.`, edited);
+            setStatus(`Edited: your edit is ${edited.name} v${edited.version}.`, edited);
             listed.reload();
           }}
         />
@@ -230,7 +236,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
           onSaved={(saved) => {
             setPending(null);
             select(saved.skillId);
-            setStatus(`Saved: ${saved.name} v${saved.version} is ${skillStateWords(saved)}.`, saved);
+            setStatus(`Saved as ${saved.name} v${saved.version}.`, saved);
             listed.reload();
           }}
         />
@@ -383,10 +389,10 @@ function SkillDetail({
       </div>
       {skill.state === 'awaiting_owner' ? (
         <p className="notice" data-testid="approval-pins">
-          Approving pins this code (sha256 <code>{skill.codeHash.slice(0, 12)}…</code>) and the capabilities and budget below. Agents may then use
-          it without asking you; any change to them is a new version that waits for you again, and a stored copy that no longer matches is refused.
-          Its first {trialUses} uses, and at least {trialHours} hours, are a trial: an error, a budget overrun, an output outside its schema or a
-          call it did not declare disables it and tells you.
+          Approving pins this code (sha256 <code>{skill.codeHash.slice(0, 12)}…</code>) and the capabilities and budget below. Agents may
+          then use it without asking you; any change to them is a new version that waits for you again, and a stored copy that no longer
+          matches is refused. Its first {trialUses} uses, and at least {trialHours} hours, are a trial: an error, a budget overrun, an
+          output outside its schema or a call it did not declare disables it and tells you.
         </p>
       ) : null}
       {rollbackable && newestVersion !== skill.version ? (
@@ -394,7 +400,11 @@ function SkillDetail({
       ) : null}
 
       <h3>Code</h3>
-      <CodeBlock code={markedPlainText(skill.code)} language="javascript" label={`Code of ${markedPlainText(skill.name)} v${skill.version}`} />
+      <CodeBlock
+        code={markedPlainText(skill.code)}
+        language="javascript"
+        label={`Code of ${markedPlainText(skill.name)} v${skill.version}`}
+      />
 
       <div className="skill-columns">
         <section aria-label="Input schema">

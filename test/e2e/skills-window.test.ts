@@ -75,7 +75,10 @@ async function waitingRunCode(person: ExecutorClient) {
 }
 
 async function openSkills(page: Page): Promise<void> {
-  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: /^Skills/ }).click();
+  await page
+    .getByRole('navigation', { name: 'Views' })
+    .getByRole('link', { name: /^Skills/ })
+    .click();
   await expect.poll(() => page.getByRole('heading', { name: 'Skills', level: 1 }).isVisible(), SOON).toBe(true);
 }
 
@@ -204,7 +207,10 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const { page, errors } = await openWindow(browser(), serve.info.url, { decisionsAtOnce: true });
 
     const stepId = await runCodeApproved(mcp, person, 'return ["a", "b"].map((w) => w.toUpperCase());');
-    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: /^History/ }).click();
+    await page
+      .getByRole('navigation', { name: 'Views' })
+      .getByRole('link', { name: /^History/ })
+      .click();
     const row = page.locator(`#history-row-${stepId}`);
     await expect.poll(() => row.isVisible(), SOON).toBe(true);
     await row.click();
@@ -233,7 +239,12 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await reject.getByLabel('Reason').fill('a fixed pair is not worth a skill');
     await reject.getByRole('button', { name: 'Reject skill' }).click();
     await expect.poll(() => detailState(page), SOON).toBe('rejected: a fixed pair is not worth a skill');
-    expect(await page.locator('#skill-detail').getByRole('button', { name: /^Approve/ }).count()).toBe(0);
+    expect(
+      await page
+        .locator('#skill-detail')
+        .getByRole('button', { name: /^Approve/ })
+        .count(),
+    ).toBe(0);
     const tried = runCli(['--data-dir', dataDir, 'skills', 'use', 'shout_pair', '--input', '{}']);
     expect(tried.status).not.toBe(0);
     expect(tried.stderr).toContain('SKILL_NOT_USABLE');
@@ -259,7 +270,9 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
 
     const notice = page.getByTestId('skill-notice');
     await expect.poll(() => notice.isVisible(), SOON).toBe(true);
-    expect(await notice.innerText()).toMatch(/^Skill fetch_words v1 was disabled: trial use use_\S+ failed \(UNDECLARED_CALL\): called tools\.fetch/);
+    expect(await notice.innerText()).toMatch(
+      /^Skill fetch_words v1 was disabled: trial use use_\S+ failed \(UNDECLARED_CALL\): called tools\.fetch/,
+    );
     await expect.poll(() => detailState(page), SOON).toMatch(/^disabled: trial use use_\S+ failed \(UNDECLARED_CALL\)/);
     expect(await page.locator('#skill-detail').getByRole('button', { name: 'Roll back to v1' }).isVisible()).toBe(true);
     await expectNoSeriousAxeViolations(page);

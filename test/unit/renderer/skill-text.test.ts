@@ -75,10 +75,25 @@ describe('a new skill name from a purpose', () => {
 });
 
 describe('the skill form', () => {
-  const values = { name: 'x', purpose: 'p', code: 'return 1;', inputSchema: '{"type":"object"}', outputSchema: '{}', capabilities: '{}', budget: '{"timeMs":100,"calls":0}', examples: '[{},{},{}]' };
+  const values = {
+    name: 'x',
+    purpose: 'p',
+    code: 'return 1;',
+    inputSchema: '{"type":"object"}',
+    outputSchema: '{}',
+    capabilities: '{}',
+    budget: '{"timeMs":100,"calls":0}',
+    examples: '[{},{},{}]',
+  };
   it('names the field that is not JSON, and sends nothing', () => {
-    expect(parseSkillForm({ ...values, outputSchema: '{' })).toEqual({ ok: false, message: expect.stringMatching(/^Output schema is not JSON: /) });
+    expect(parseSkillForm({ ...values, outputSchema: '{' })).toEqual({
+      ok: false,
+      message: expect.stringMatching(/^Output schema is not JSON: /),
+    });
     expect(parseSkillForm({ ...values, examples: '{}' })).toEqual({ ok: false, message: expect.stringContaining('a JSON list') });
-    expect(parseSkillForm(values)).toEqual({ ok: true, fields: expect.objectContaining({ examples: [{}, {}, {}], budget: { timeMs: 100, calls: 0 } }) });
+    expect(parseSkillForm(values)).toEqual({
+      ok: true,
+      fields: expect.objectContaining({ examples: [{}, {}, {}], budget: { timeMs: 100, calls: 0 } }),
+    });
   });
 });
