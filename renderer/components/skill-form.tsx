@@ -3,7 +3,6 @@ import type { SkillRecord } from '../../src/domain/skill.js';
 import { CodeBlock } from './code-view.js';
 import { Dialog } from './dialog.js';
 import { ErrorBox } from './error-box.js';
-import { markedPlainText } from './marked-text.js';
 
 /*
  * The form a skill is written in by the person: "Save as skill" from an executed runCode step (the
@@ -132,7 +131,7 @@ export function SkillForm({
         ) : (
           <>
             <p className="form-label">Code (as the step ran it)</p>
-            <CodeBlock code={markedPlainText(values.code)} language="javascript" label="Code of the new skill" compact />
+            <CodeBlock code={values.code} language="javascript" label="Code of the new skill" compact />
           </>
         )}
         <div className="skill-form-columns">

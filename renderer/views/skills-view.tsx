@@ -401,7 +401,8 @@ function SkillDetail({
 
       <h3>Code</h3>
       <CodeBlock
-        code={markedPlainText(skill.code)}
+        // The block marks invisible and direction-changing characters itself, token by token.
+        code={skill.code}
         language="javascript"
         label={`Code of ${markedPlainText(skill.name)} v${skill.version}`}
       />
