@@ -92,7 +92,8 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const person: ExecutorClient = closeAfter(await connectToHost(dataDir, 'cli'));
     const { page, errors } = await openWindow(browser(), serve.info.url, { decisionsAtOnce: true });
 
-    for (const code of WRITTEN.slice(0, 3)) await runCodeApproved(mcp, person, code);
+    const ran: string[] = [];
+    for (const code of WRITTEN.slice(0, 3)) ran.push(await runCodeApproved(mcp, person, code));
 
     // The fourth time it waits for the person, and the window says the agent has written this before.
     const fourth = mcp.call('run_code', { code: WRITTEN[3]!, purpose: 'upper-case the words' });
@@ -116,6 +117,17 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await expect.poll(() => form.count(), SOON).toBe(0);
     await person.reject({ stepId: waiting.step.id, reason: 'the agent will propose a skill' });
     expect((await fourth).text).toMatch(/REJECTED/);
+
+    // History says it too, beside each run of that code, and links to the same form.
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: /^History/ }).click();
+    const first = page.locator(`#history-row-${ran[0]}`);
+    await expect.poll(() => first.isVisible(), SOON).toBe(true);
+    await first.click();
+    const historyHint = page.locator('#history-detail').getByTestId('repetition-hint');
+    await expect.poll(() => historyHint.isVisible(), SOON).toBe(true);
+    expect(await historyHint.innerText()).toBe('Seen 3 times from this agent: save as a skill?');
+    expect(await historyHint.getByRole('link').getAttribute('href')).toBe(`#skills?save=${ran[2]}`);
+    expect(await page.locator('#history-detail').getByRole('link', { name: 'Save as skill…' }).isVisible()).toBe(true);
 
     // The agent proposes it; quarantine and validation answer before the tool call returns.
     const proposed = await mcp.call('propose_skill', SKILL);
