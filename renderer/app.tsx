@@ -20,7 +20,7 @@ import { QueueView } from './views/queue-view.js';
 import { SettingsView } from './views/settings-view.js';
 import { RunsView } from './views/runs-view.js';
 import { SkillsView } from './views/skills-view.js';
-import { SkillNotices, useSkillNotices } from './components/skill-notices.js';
+import { SkillNotices, useSkillNotices, useSkillsAwaiting } from './components/skill-notices.js';
 import { QuestionsPanel, useWaitingQuestions } from './runs/questions.js';
 
 const VIEWS = [
@@ -99,6 +99,7 @@ function Shell() {
   const [disconnected, setDisconnected] = useState(false);
   // A skill disabled in its trial (or by the pin check) is told here and, with the window away, as a notification.
   const skillNotices = useSkillNotices(api);
+  const skillsAwaiting = useSkillsAwaiting(api);
   // The stop switch: its button in the sidebar, its banner above every view while it is on.
   const hostPause = useHostPause(api);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
@@ -211,6 +212,13 @@ function Shell() {
                       aria-label={`${questions.length} question${questions.length === 1 ? '' : 's'} waiting for your answer`}
                     >
                       {questions.length}
+                    </span>
+                  ) : entry.id === 'skills' && skillsAwaiting > 0 ? (
+                    <span
+                      className="count"
+                      aria-label={`${skillsAwaiting} skill${skillsAwaiting === 1 ? '' : 's'} waiting for your approval`}
+                    >
+                      {skillsAwaiting}
                     </span>
                   ) : (
                     <kbd aria-hidden="true">{entry.key}</kbd>

@@ -47,6 +47,44 @@ export function useSkillNotices(api: ExecutorClient): { notices: SkillNotice[]; 
   return { notices, dismiss };
 }
 
+/**
+ * How many skills wait for the person's approval (the Skills link's count), read again on each
+ * `skill` event; a skill that newly waits while the window is away raises a notification, as a step does.
+ */
+export function useSkillsAwaiting(api: ExecutorClient): number {
+  const [count, setCount] = useState(0);
+  useEffect(() => {
+    let alive = true;
+    let off: (() => void) | undefined;
+    const load = () =>
+      void api.listSkills({ states: ['awaiting_owner'] }).then(
+        (listed) => alive && setCount(listed.skills.length),
+        () => undefined,
+      );
+    load();
+    void api
+      .on('skill', (event: SkillEvent) => {
+        load();
+        if (event.state !== 'awaiting_owner') return;
+        if (soundWanted()) playChime();
+        if (!windowInView())
+          raiseNotice({
+            title: 'a skill waits for your approval',
+            body: `Skill ${markedPlainText(event.name)} v${event.version} passed quarantine and validation.`,
+          });
+      })
+      .then(
+        (unsubscribe) => (alive ? (off = unsubscribe) : unsubscribe()),
+        () => undefined,
+      );
+    return () => {
+      alive = false;
+      off?.();
+    };
+  }, [api]);
+  return count;
+}
+
 export function SkillNotices({
   notices,
   onDismiss,

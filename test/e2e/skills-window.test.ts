@@ -134,6 +134,9 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     expect(proposed.text).toMatch(/^AWAITING_OWNER: skill upper_words v1/);
     const skillId = (proposed.result.structuredContent as { skillId: string }).skillId;
     expect(await skillTools(mcp)).toEqual([]);
+    // The Skills link counts what waits for the person, as the Queue link counts steps.
+    const awaitingCount = page.getByRole('navigation', { name: 'Views' }).getByLabel('1 skill waiting for your approval');
+    await expect.poll(() => awaitingCount.isVisible(), SOON).toBe(true);
 
     await openSkills(page);
     const item = page.getByRole('button', { name: /upper_words v1/ });
@@ -157,6 +160,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
 
     await detail.getByRole('button', { name: 'Approve v1' }).click();
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses, until /);
+    await expect.poll(() => awaitingCount.count(), SOON).toBe(0);
     // The approval the window sent was bound to the hash it showed, and came from the window.
     const approvals = recordsOf(dataDir, 'skill.state').filter((record) => record.args.to === 'trial');
     expect(approvals.map((record) => [record.args.codeHash, record.userId.channel])).toEqual([[shownHash, 'web']]);
