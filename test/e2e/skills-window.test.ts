@@ -119,7 +119,10 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     expect((await fourth).text).toMatch(/REJECTED/);
 
     // History says it too, beside each run of that code, and links to the same form.
-    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: /^History/ }).click();
+    await page
+      .getByRole('navigation', { name: 'Views' })
+      .getByRole('link', { name: /^History/ })
+      .click();
     const first = page.locator(`#history-row-${ran[0]}`);
     await expect.poll(() => first.isVisible(), SOON).toBe(true);
     await first.click();
