@@ -276,17 +276,26 @@ function SkillDetail({
   const trialUses = policy?.skills.trialUses ?? skill.trial.required;
   const trialHours = policy?.skills.trialMinHours ?? 24;
   const passed = skill.exampleResults.filter((result) => result.ok).length;
+  const stateWords = skillStateWords(skill);
   return (
     <article className="skill-detail" aria-labelledby="skill-title">
       <header className="detail-head">
         <h2 id="skill-title">
           <MarkedText text={skill.name} /> v{skill.version}
         </h2>
-        <span className={`skill-badge skill-state-${skillStateTone(skill.state)}`}>{SHORT_STATE[skill.state]}</span>
+        {/* The badge says the state; the line under it, where there is more to say (how far the trial is, why it stopped). */}
+        <span
+          className={`skill-badge skill-state-${skillStateTone(skill.state)}`}
+          data-testid={stateWords === SHORT_STATE[skill.state] ? 'skill-detail-state' : undefined}
+        >
+          {SHORT_STATE[skill.state]}
+        </span>
       </header>
-      <p className={`skill-state-line skill-state-${skillStateTone(skill.state)}`} data-testid="skill-detail-state">
-        <MarkedText text={skillStateWords(skill)} />
-      </p>
+      {stateWords !== SHORT_STATE[skill.state] ? (
+        <p className={`skill-state-line skill-state-${skillStateTone(skill.state)}`} data-testid="skill-detail-state">
+          <MarkedText text={stateWords} />
+        </p>
+      ) : null}
       <InvisibleWarning texts={[skill.name, skill.purpose, skill.code]} what="name, purpose or code of this skill" />
       <dl className="facts">
         <dt>Purpose</dt>
