@@ -17,6 +17,7 @@ import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
 import { storedStep } from './step-bodies.js';
+import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
 export interface TransitionPatch {
@@ -232,11 +233,11 @@ export class StepRepository {
   private cutAfterEnd(record: StepRecord): StepRecord {
     const kept = this.keptAfterEnd?.(record);
     if (!kept) return record;
-    this.statement('UPDATE steps SET preview_json = ?, run_times_json = ? WHERE step_id = ?').run(
-      kept.preview ? canonicalJson(kept.preview) : null,
-      kept.runTimes ? canonicalJson(kept.runTimes) : null,
-      record.step.id,
-    );
+    // Kept as it is (the same object): nothing to write again; a 1.4 MB diff apart is not rewritten.
+    const preview = kept.preview === record.preview ? null : this.storePreview(record.step.id, kept.preview ?? null);
+    this.statement(
+      `UPDATE steps SET ${preview ? 'preview_json = @preview_json, preview_ref = @preview_ref, ' : ''}run_times_json = @runTimes WHERE step_id = @stepId`,
+    ).run({ ...(preview ?? {}), runTimes: kept.runTimes ? canonicalJson(kept.runTimes) : null, stepId: record.step.id });
     return this.get(record.step.id);
   }
 
@@ -259,7 +260,7 @@ export class StepRepository {
   }
 
   private record(row: StepRow): StepRecord {
-    return toRecord(row, this.consentExpirySeconds(), this.parsed);
+    return toRecord(row, this.consentExpirySeconds(), this.parsed, this.previews);
   }
 
   /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
@@ -275,6 +276,32 @@ export class StepRepository {
   };
 
   private readonly parsed = new ParsedSteps(this.loadBody);
+
+  /** A large preview's JSON (step-previews.ts), read only when its parsed preview is not cached. */
+  private readonly loadPreview = (previewRef: number): string => {
+    const row = this.statement('SELECT preview_json FROM step_previews WHERE preview_id = ?').get(previewRef) as
+      { preview_json: string } | undefined;
+    if (!row)
+      throw new ExecutorError('DATABASE_CORRUPT', `A stored preview (${previewRef}) is missing from step_previews; the database is damaged.`, {
+        previewRef,
+      });
+    return row.preview_json;
+  };
+
+  private readonly previews = new ParsedPreviews(this.loadPreview);
+
+  /**
+   * Stores a step's preview (null: none) where it belongs (step-previews.ts), in the caller's transaction, and
+   * returns what its row gets: the JSON of a small one, the step_previews id of a large one. The step's earlier
+   * preview apart goes: a preview cut after the step's end (secret content) leaves no copy behind.
+   */
+  private storePreview(stepId: string, preview: Preview | null): { preview_json: string | null; preview_ref: number | null } {
+    this.statement('DELETE FROM step_previews WHERE step_id = ?').run(stepId);
+    const stored = storedPreview(preview);
+    if (stored.apartJson === null) return { preview_json: stored.json, preview_ref: null };
+    const inserted = this.statement('INSERT INTO step_previews (step_id, preview_json) VALUES (?, ?)').run(stepId, stored.apartJson);
+    return { preview_json: null, preview_ref: Number(inserted.lastInsertRowid) };
+  }
 
   /** Writes a step's row JSON and, for a large step, its body apart (step-bodies.ts); in the caller's transaction. */
   private storeBody(stepId: string, bodyJson: string | null): void {
@@ -663,7 +690,8 @@ export class StepRepository {
    */
   planStepViews(planId: string): PlanStepRow[] {
     const rows = this.statement(
-      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
+      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash,
+         CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref
        FROM steps WHERE plan_id = ? ORDER BY position`,
     ).all(planId) as {
       step_id: string;
@@ -674,13 +702,14 @@ export class StepRepository {
       position: number;
       preview_hash: string | null;
       preview_json: string | null;
+      preview_ref: number | null;
     }[];
     return rows.map((row) => ({
       // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
       step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
       status: row.status,
       position: row.position,
-      preview: parseJson<Preview>(row.preview_json),
+      preview: this.previews.of(row),
       previewHash: row.preview_hash,
     }));
   }
@@ -766,7 +795,9 @@ export class StepRepository {
       };
       if (patch.evaluation) set('evaluation_json', canonicalJson(patch.evaluation));
       if (patch.preview) {
-        set('preview_json', canonicalJson(patch.preview.preview));
+        const stored = this.storePreview(stepId, patch.preview.preview);
+        set('preview_json', stored.preview_json);
+        set('preview_ref', stored.preview_ref);
         set('preview_hash', patch.preview.previewHash);
       }
       if (patch.previewError !== undefined) set('preview_error', patch.previewError);
@@ -810,7 +841,7 @@ export class StepRepository {
     const stored = storedStep(revised);
     this.db
       .prepare(
-        `UPDATE steps SET step_json = ?, body_apart = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL, preview_error = NULL,
+        `UPDATE steps SET step_json = ?, body_apart = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_ref = NULL, preview_hash = NULL, preview_error = NULL,
          approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL, run_times_json = NULL WHERE step_id = ?`,
       )
       .run(
@@ -822,6 +853,7 @@ export class StepRepository {
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);
+    this.storePreview(stepId, null);
   }
 
   /** The step as its proposer sent it, before the person's changes (null when the person changed nothing). */
@@ -851,12 +883,10 @@ export class StepRepository {
       if (patch.evaluation)
         this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, preview_error = NULL, updated_at = ? WHERE step_id = ?').run(
-          canonicalJson(patch.preview.preview),
-          patch.preview.previewHash,
-          new Date().toISOString(),
-          stepId,
-        );
+        const stored = this.storePreview(stepId, patch.preview.preview);
+        this.statement(
+          'UPDATE steps SET preview_json = ?, preview_ref = ?, preview_hash = ?, preview_error = NULL, updated_at = ? WHERE step_id = ?',
+        ).run(stored.preview_json, stored.preview_ref, patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
     })();

@@ -117,9 +117,12 @@ describe('large step bodies apart from their rows', () => {
     // Put the database back the way the schema before this migration stored it: the whole canonical step
     // in its row (what that code wrote, byte for byte), no step_bodies table, no body_apart column.
     const db = new Database(path.join(dataDir, 'executor.db'));
-    db.exec(`UPDATE steps SET step_json = (SELECT step_json FROM step_bodies WHERE step_bodies.step_id = steps.step_id) WHERE body_apart = 1;
+    // The later step_previews migration is undone first: previews back in their rows.
+    db.exec(`UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
+      DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref;
+      UPDATE steps SET step_json = (SELECT step_json FROM step_bodies WHERE step_bodies.step_id = steps.step_id) WHERE body_apart = 1;
       DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart;`);
-    db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_bodies'))}`);
     db.close();
 
     const executor = closeAfter(Executor.open(dataDir));
