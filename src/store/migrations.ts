@@ -353,4 +353,9 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE steps ADD COLUMN preview_ref INTEGER;
   `,
+  // A large write's content kept once, as the backup blob of its post-image (step-bodies.ts): step_bodies then holds the
+  // step without its content and the blob's sha256 (content_blob). Bodies stored before keep their whole JSON (NULL here).
+  `
+  ALTER TABLE step_bodies ADD COLUMN content_blob TEXT;
+  `,
 ];

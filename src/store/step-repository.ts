@@ -16,7 +16,7 @@ import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.j
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
-import { storedStep } from './step-bodies.js';
+import { rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
 import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -216,6 +216,8 @@ export class StepRepository {
     private readonly db: Db,
     private readonly audit: AuditTrail,
     private readonly consentExpirySeconds: () => number = () => 24 * 3600,
+    /** The data directory's backups: where a large write's content is kept (step-bodies.ts). */
+    private readonly contentBlobs?: ContentBlobs,
   ) {}
 
   /** What a record that has just ended keeps of its preview and run output (see keepAfterEndBy). */
@@ -263,17 +265,40 @@ export class StepRepository {
     return toRecord(row, this.consentExpirySeconds(), this.parsed, this.previews);
   }
 
-  /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
-  private readonly loadBody = (stepId: string): string => {
-    const row = this.statement('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+  /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
+  private readonly loadBody = (stepId: string): unknown => {
+    const row = this.statement('SELECT step_json, content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
+      { step_json: string; content_blob: string | null } | undefined;
     if (!row)
       throw new ExecutorError(
         'DATABASE_CORRUPT',
         `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
         { stepId },
       );
-    return row.step_json;
+    if (row.content_blob === null) return JSON.parse(row.step_json) as unknown;
+    const stepWithout = JSON.parse(row.step_json) as Step;
+    return withContent(
+      row.step_json,
+      this.contentOf(stepId, row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64'),
+    );
   };
+
+  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), or a typed refusal. */
+  private contentOf(stepId: string, hash: string, base64: boolean): string {
+    let bytes: Buffer;
+    try {
+      if (!this.contentBlobs) throw new Error("this reader was opened without the data directory's backups");
+      bytes = this.contentBlobs.get(hash);
+    } catch (error) {
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `The content of step ${stepId} is kept in the backup blob ${hash}, which could not be read (${(error as Error).message}); ` +
+          'the data directory is damaged: restore its blobs folder from a backup of the data directory.',
+        { stepId, blob: hash },
+      );
+    }
+    return bytes.toString(base64 ? 'base64' : 'utf8');
+  }
 
   private readonly parsed = new ParsedSteps(this.loadBody);
 
@@ -282,9 +307,13 @@ export class StepRepository {
     const row = this.statement('SELECT preview_json FROM step_previews WHERE preview_id = ?').get(previewRef) as
       { preview_json: string } | undefined;
     if (!row)
-      throw new ExecutorError('DATABASE_CORRUPT', `A stored preview (${previewRef}) is missing from step_previews; the database is damaged.`, {
-        previewRef,
-      });
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `A stored preview (${previewRef}) is missing from step_previews; the database is damaged.`,
+        {
+          previewRef,
+        },
+      );
     return row.preview_json;
   };
 
@@ -398,7 +427,11 @@ export class StepRepository {
     return this.withBlockers(rows.map((row) => this.record(row)));
   }
 
-  insertPlan(plan: Plan, actor: Actor): void {
+  /**
+   * Stores a plan's steps. `contentBlobs`: the steps whose content the caller has already stored as a backup blob
+   * (written and fsynced, step-bodies.ts), by step id, with the blob's sha256; their bodies keep that hash.
+   */
+  insertPlan(plan: Plan, actor: Actor, contentBlobs: ReadonlyMap<string, string> = new Map()): void {
     const now = new Date().toISOString();
     this.db.transaction(() => {
       if (this.statement('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
@@ -421,15 +454,30 @@ export class StepRepository {
         if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
-        const stored = storedStep(step);
-        // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
-        // next reads get it without reading or parsing its body, and its hash is not computed a second time.
-        const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
-        const hash = stepHash(kept);
-        insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
-        if (stored.bodyJson !== null) {
-          this.storeBody(step.id, stored.bodyJson);
+        const blob = contentBlobs.get(step.id);
+        if (blob !== undefined && step.action === 'writeFile') {
+          // Its content is in the blob: neither written here nor made canonical text apart from its hash.
+          const rowJson = rowJsonOf(step);
+          const kept = withContent(rowJson, step.args.content);
+          const hash = stepHash(kept);
+          insertStep.run(step.id, plan.planId, position, step.action, rowJson, hash, now, now, 1);
+          this.statement('INSERT OR REPLACE INTO step_bodies (step_id, step_json, content_blob) VALUES (?, ?, ?)').run(
+            step.id,
+            rowJson,
+            blob,
+          );
           this.parsed.remember(kept, hash);
+        } else {
+          const stored = storedStep(step);
+          // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
+          // next reads get it without reading or parsing its body, and its hash is not computed a second time.
+          const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
+          const hash = stepHash(kept);
+          insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
+          if (stored.bodyJson !== null) {
+            this.storeBody(step.id, stored.bodyJson);
+            this.parsed.remember(kept, hash);
+          }
         }
         this.audit.append({
           kind: 'step.proposed',
@@ -849,7 +897,7 @@ export class StepRepository {
         stored.bodyJson === null ? 0 : 1,
         stepHash(revised),
         canonicalJson(edit),
-        row.proposed_step_json ?? (row.body_apart ? this.loadBody(stepId) : row.step_json),
+        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.loadBody(stepId)) : row.step_json),
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);

@@ -50,8 +50,8 @@ export interface StepRow {
   body_apart?: number;
 }
 
-/** Reads a step's full JSON from step_bodies (for a row with body_apart = 1). */
-export type BodyLoader = (stepId: string) => string;
+/** Reads a step's full body from step_bodies (for a row with body_apart = 1), parsed. */
+export type BodyLoader = (stepId: string) => unknown;
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
@@ -90,7 +90,7 @@ export class ParsedSteps {
     // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
     // schema's output (in its own key order) would lose. The stored step was a parsed one already.
     // A large step's body is read only here, on a miss: a cached step costs its small row alone.
-    const stored = JSON.parse(row.body_apart ? this.loadBody(row.step_id) : row.step_json) as unknown;
+    const stored = row.body_apart ? this.loadBody(row.step_id) : (JSON.parse(row.step_json) as unknown);
     StepSchema.parse(stored);
     return this.remember(stored as Step, row.step_hash);
   }

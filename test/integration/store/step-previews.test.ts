@@ -120,7 +120,7 @@ describe('large previews apart from their rows', () => {
     // row (what that code wrote, byte for byte), no step_previews table, no preview_ref column.
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.exec(`UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
-      DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref;`);
+      DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref; ALTER TABLE step_bodies DROP COLUMN content_blob;`);
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_previews'))}`);
     db.close();
 
@@ -139,7 +139,10 @@ describe('large previews apart from their rows', () => {
     expect(storedOf(dataDir, 'old').row.preview_json).toBe(migrated.row.preview_json);
     // A new large preview in the migrated database goes apart.
     fs.writeFileSync(path.join(workspace, 'n.txt'), before);
-    await executor.propose({ steps: [{ id: 'new', action: 'writeFile', args: { path: path.join(workspace, 'n.txt'), content: after } }] }, PERSON);
+    await executor.propose(
+      { steps: [{ id: 'new', action: 'writeFile', args: { path: path.join(workspace, 'n.txt'), content: after } }] },
+      PERSON,
+    );
     expect(storedOf(dataDir, 'new').apart).toHaveLength(1);
     expect((await executor.verifyAudit()).ok).toBe(true);
   });
