@@ -7,6 +7,7 @@ import { canonicalJson, sha256Hex } from '../../../src/domain/canonical-json.js'
 import { Executor } from '../../../src/executor/executor.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { BODY_APART_CHARS } from '../../../src/store/step-bodies.js';
+import { runCli } from '../../helpers/run-cli.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -176,6 +177,10 @@ describe('large step bodies apart from their rows', () => {
     );
     expect(rowOf(dataDir, 'bin').contentBlob).toBe(sha256Hex(bytes));
     executor.close();
+    // The CLI's own reader (no host running) reads it from the blob too.
+    const shown = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'bin']);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.json<{ step: { args: { content: string } } }>().step.args.content).toBe(content);
     // A fresh process reads the content from the blob, not from the cache of the one that stored it.
     const reopened = closeAfter(Executor.open(dataDir));
     const read = reopened.getStep('bin');
