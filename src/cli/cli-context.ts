@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import path from 'node:path';
+import { BlobStore } from '../backup/blob-store.js';
 import { sealedKeysError, sealedKeysPresent } from '../audit/keys/key-store.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client/client.js';
@@ -160,7 +161,9 @@ export async function readEvenWhenFull<T>(
     const readFrom = (withoutSharedMemory: boolean): T => {
       const db = openDatabase(path.resolve(dataDir), { readonly: true, withoutSharedMemory });
       try {
-        return readOnly(new StepRepository(db, refuseWrites, expirySeconds === undefined ? undefined : () => expirySeconds));
+        // The backups too: a large write's content is kept there (store/step-bodies.ts); reading it writes nothing.
+        const blobs = new BlobStore(path.join(path.resolve(dataDir), 'blobs'));
+        return readOnly(new StepRepository(db, refuseWrites, expirySeconds === undefined ? undefined : () => expirySeconds, blobs));
       } finally {
         db.close();
       }

@@ -194,7 +194,8 @@ export class StepDesk {
     this.keyStore = options.keyStore;
     this.audit = this.notifyingTrail(auditLog);
     auditLog.recordSecretPathsBy((filePath) => secretPathTest(this.policy)(filePath));
-    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds);
+    this.blobs = new BlobStore(path.join(dataDir, 'blobs'), () => this.guardDataDir());
+    this.steps = new StepRepository(db, this.audit, () => this.policy.consentExpirySeconds, this.blobs);
     this.steps.keepAfterEndBy((record) => storedAfterEnd(record, this.policy, this.dataDir));
     this.kb = new KbRepository(db);
     this.ruleHits = new RuleHitRepository(db);
@@ -205,7 +206,6 @@ export class StepDesk {
       untilAt: trialSince ? new Date(Date.parse(trialSince) + this.policy.skills.trialMinHours * 3_600_000).toISOString() : null,
     }));
     this.paused = this.hostState.pause();
-    this.blobs = new BlobStore(path.join(dataDir, 'blobs'), () => this.guardDataDir());
     this.lightSandbox = new LightSandbox({ spawnChild: options.spawnChild, ledger: new SandboxUsageRepository(db) });
     this.heavyCodeRunner = options.heavyCodeRunner ?? dockerHeavyCodeRunner(() => this.policy);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));

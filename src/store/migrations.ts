@@ -342,4 +342,20 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE steps ADD COLUMN body_apart INTEGER NOT NULL DEFAULT 0;
   `,
+  // A large preview apart from its row (step-previews.ts): a 10 MB write's 1.4 MB diff was rewritten through the WAL at
+  // each change of status. It is written here once, under an id never used again; the row keeps that id (preview_ref) and
+  // preview_json NULL. Rows written before this migration keep their preview in preview_json (preview_ref NULL).
+  `
+  CREATE TABLE step_previews (
+    preview_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    step_id       TEXT NOT NULL UNIQUE REFERENCES steps(step_id),
+    preview_json  TEXT NOT NULL
+  );
+  ALTER TABLE steps ADD COLUMN preview_ref INTEGER;
+  `,
+  // A large write's content kept once, as the backup blob of its post-image (step-bodies.ts): step_bodies then holds the
+  // step without its content and the blob's sha256 (content_blob). Bodies stored before keep their whole JSON (NULL here).
+  `
+  ALTER TABLE step_bodies ADD COLUMN content_blob TEXT;
+  `,
 ];

@@ -1,4 +1,5 @@
 import { canonicalJson } from '../domain/canonical-json.js';
+import { wellFormed } from '../domain/json-limits.js';
 import type { Step } from '../domain/step.js';
 
 /*
@@ -7,6 +8,13 @@ import type { Step } from '../domain/step.js';
  * went through the WAL at each one (~200 MB written for one 10 MB file). A large step's full JSON is
  * therefore written once to step_bodies, and its row keeps the step without its content, which is all that
  * the row's own readers (summaries, filters, indexes, audit traits) take from it.
+ *
+ * A large write's content is the very post-image its run will back up: it is kept once, as that backup blob
+ * (content-addressed, written and fsynced before the step's row is committed), and step_bodies holds the step
+ * without it and the blob's sha256 (content_blob). Writing it into SQLite as well cost the 10 MB again in the
+ * WAL, again at the next checkpoint, and the most CPU of a proposal; and the run's backup then finds the
+ * post-image already stored. Content that its bytes would not give back exactly (text with a lone surrogate)
+ * keeps its whole body in step_bodies, as before.
  */
 
 /** A step whose canonical JSON is longer than this keeps its content apart from its row. */
@@ -22,6 +30,40 @@ export function storedStep(step: Step): StoredStep {
   const full = canonicalJson(step);
   const args = step.args as Record<string, unknown>;
   if (full.length <= BODY_APART_CHARS || typeof args.content !== 'string') return { rowJson: full, bodyJson: null };
-  const { content: _content, ...rest } = args;
-  return { rowJson: canonicalJson({ ...step, args: rest }), bodyJson: full };
+  return { rowJson: rowJsonOf(step), bodyJson: full };
+}
+
+/** The step without its content: what its row (and, for a blob body, step_bodies) holds. */
+export function rowJsonOf(step: Step): string {
+  const { content: _content, ...rest } = step.args as Record<string, unknown>;
+  return canonicalJson({ ...step, args: rest });
+}
+
+/**
+ * The bytes a large write's content is kept as (a backup blob), or null when it stays in the database: not a
+ * write, small, or text that its UTF-8 bytes would not give back exactly (a lone surrogate). Base64 content is
+ * canonical (the schema's isStrictBase64), so its bytes give it back.
+ */
+export function contentAsBlob(step: Step): Buffer | null {
+  if (step.action !== 'writeFile') return null;
+  const { content, encoding } = step.args;
+  if (content.length <= BODY_APART_CHARS) return null;
+  if (encoding === 'base64') return Buffer.from(content, 'base64');
+  return wellFormed(content) ? Buffer.from(content, 'utf8') : null;
+}
+
+const byCodeUnits = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The step stored without its content (rowJson), given its content back, in canonical key order (as its full
+ * canonical JSON would parse): readers and signers get the same object as from a body kept whole.
+ */
+export function withContent(rowJson: string, content: string): Step {
+  const step = JSON.parse(rowJson) as Step & { args: Record<string, unknown> };
+  return { ...step, args: Object.fromEntries(Object.entries({ ...step.args, content }).sort(byCodeUnits)) } as Step;
+}
+
+/** Reads a blob of the data directory's backups by its sha256 (checked against it). */
+export interface ContentBlobs {
+  get(hash: string): Buffer;
 }

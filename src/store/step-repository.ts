@@ -16,7 +16,8 @@ import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.j
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
-import { storedStep } from './step-bodies.js';
+import { rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
+import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
 export interface TransitionPatch {
@@ -215,6 +216,8 @@ export class StepRepository {
     private readonly db: Db,
     private readonly audit: AuditTrail,
     private readonly consentExpirySeconds: () => number = () => 24 * 3600,
+    /** The data directory's backups: where a large write's content is kept (step-bodies.ts). */
+    private readonly contentBlobs?: ContentBlobs,
   ) {}
 
   /** What a record that has just ended keeps of its preview and run output (see keepAfterEndBy). */
@@ -232,11 +235,11 @@ export class StepRepository {
   private cutAfterEnd(record: StepRecord): StepRecord {
     const kept = this.keptAfterEnd?.(record);
     if (!kept) return record;
-    this.statement('UPDATE steps SET preview_json = ?, run_times_json = ? WHERE step_id = ?').run(
-      kept.preview ? canonicalJson(kept.preview) : null,
-      kept.runTimes ? canonicalJson(kept.runTimes) : null,
-      record.step.id,
-    );
+    // Kept as it is (the same object): nothing to write again; a 1.4 MB diff apart is not rewritten.
+    const preview = kept.preview === record.preview ? null : this.storePreview(record.step.id, kept.preview ?? null);
+    this.statement(
+      `UPDATE steps SET ${preview ? 'preview_json = @preview_json, preview_ref = @preview_ref, ' : ''}run_times_json = @runTimes WHERE step_id = @stepId`,
+    ).run({ ...(preview ?? {}), runTimes: kept.runTimes ? canonicalJson(kept.runTimes) : null, stepId: record.step.id });
     return this.get(record.step.id);
   }
 
@@ -259,22 +262,75 @@ export class StepRepository {
   }
 
   private record(row: StepRow): StepRecord {
-    return toRecord(row, this.consentExpirySeconds(), this.parsed);
+    return toRecord(row, this.consentExpirySeconds(), this.parsed, this.previews);
   }
 
-  /** A large step's full JSON (step-bodies.ts), read only when its parsed step is not cached. */
-  private readonly loadBody = (stepId: string): string => {
-    const row = this.statement('SELECT step_json FROM step_bodies WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
+  /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
+  private readonly loadBody = (stepId: string): unknown => {
+    const row = this.statement('SELECT step_json, content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
+      { step_json: string; content_blob: string | null } | undefined;
     if (!row)
       throw new ExecutorError(
         'DATABASE_CORRUPT',
         `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
         { stepId },
       );
-    return row.step_json;
+    if (row.content_blob === null) return JSON.parse(row.step_json) as unknown;
+    const stepWithout = JSON.parse(row.step_json) as Step;
+    return withContent(
+      row.step_json,
+      this.contentOf(stepId, row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64'),
+    );
   };
 
+  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), or a typed refusal. */
+  private contentOf(stepId: string, hash: string, base64: boolean): string {
+    let bytes: Buffer;
+    try {
+      if (!this.contentBlobs) throw new Error("this reader was opened without the data directory's backups");
+      bytes = this.contentBlobs.get(hash);
+    } catch (error) {
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `The content of step ${stepId} is kept in the backup blob ${hash}, which could not be read (${(error as Error).message}); ` +
+          'the data directory is damaged: restore its blobs folder from a backup of the data directory.',
+        { stepId, blob: hash },
+      );
+    }
+    return bytes.toString(base64 ? 'base64' : 'utf8');
+  }
+
   private readonly parsed = new ParsedSteps(this.loadBody);
+
+  /** A large preview's JSON (step-previews.ts), read only when its parsed preview is not cached. */
+  private readonly loadPreview = (previewRef: number): string => {
+    const row = this.statement('SELECT preview_json FROM step_previews WHERE preview_id = ?').get(previewRef) as
+      { preview_json: string } | undefined;
+    if (!row)
+      throw new ExecutorError(
+        'DATABASE_CORRUPT',
+        `A stored preview (${previewRef}) is missing from step_previews; the database is damaged.`,
+        {
+          previewRef,
+        },
+      );
+    return row.preview_json;
+  };
+
+  private readonly previews = new ParsedPreviews(this.loadPreview);
+
+  /**
+   * Stores a step's preview (null: none) where it belongs (step-previews.ts), in the caller's transaction, and
+   * returns what its row gets: the JSON of a small one, the step_previews id of a large one. The step's earlier
+   * preview apart goes: a preview cut after the step's end (secret content) leaves no copy behind.
+   */
+  private storePreview(stepId: string, preview: Preview | null): { preview_json: string | null; preview_ref: number | null } {
+    this.statement('DELETE FROM step_previews WHERE step_id = ?').run(stepId);
+    const stored = storedPreview(preview);
+    if (stored.apartJson === null) return { preview_json: stored.json, preview_ref: null };
+    const inserted = this.statement('INSERT INTO step_previews (step_id, preview_json) VALUES (?, ?)').run(stepId, stored.apartJson);
+    return { preview_json: null, preview_ref: Number(inserted.lastInsertRowid) };
+  }
 
   /** Writes a step's row JSON and, for a large step, its body apart (step-bodies.ts); in the caller's transaction. */
   private storeBody(stepId: string, bodyJson: string | null): void {
@@ -371,7 +427,11 @@ export class StepRepository {
     return this.withBlockers(rows.map((row) => this.record(row)));
   }
 
-  insertPlan(plan: Plan, actor: Actor): void {
+  /**
+   * Stores a plan's steps. `contentBlobs`: the steps whose content the caller has already stored as a backup blob
+   * (written and fsynced, step-bodies.ts), by step id, with the blob's sha256; their bodies keep that hash.
+   */
+  insertPlan(plan: Plan, actor: Actor, contentBlobs: ReadonlyMap<string, string> = new Map()): void {
     const now = new Date().toISOString();
     this.db.transaction(() => {
       if (this.statement('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
@@ -394,15 +454,30 @@ export class StepRepository {
         if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
           throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
         }
-        const stored = storedStep(step);
-        // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
-        // next reads get it without reading or parsing its body, and its hash is not computed a second time.
-        const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
-        const hash = stepHash(kept);
-        insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
-        if (stored.bodyJson !== null) {
-          this.storeBody(step.id, stored.bodyJson);
+        const blob = contentBlobs.get(step.id);
+        if (blob !== undefined && step.action === 'writeFile') {
+          // Its content is in the blob: neither written here nor made canonical text apart from its hash.
+          const rowJson = rowJsonOf(step);
+          const kept = withContent(rowJson, step.args.content);
+          const hash = stepHash(kept);
+          insertStep.run(step.id, plan.planId, position, step.action, rowJson, hash, now, now, 1);
+          this.statement('INSERT OR REPLACE INTO step_bodies (step_id, step_json, content_blob) VALUES (?, ?, ?)').run(
+            step.id,
+            rowJson,
+            blob,
+          );
           this.parsed.remember(kept, hash);
+        } else {
+          const stored = storedStep(step);
+          // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
+          // next reads get it without reading or parsing its body, and its hash is not computed a second time.
+          const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
+          const hash = stepHash(kept);
+          insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
+          if (stored.bodyJson !== null) {
+            this.storeBody(step.id, stored.bodyJson);
+            this.parsed.remember(kept, hash);
+          }
         }
         this.audit.append({
           kind: 'step.proposed',
@@ -663,7 +738,8 @@ export class StepRepository {
    */
   planStepViews(planId: string): PlanStepRow[] {
     const rows = this.statement(
-      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
+      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash,
+         CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref
        FROM steps WHERE plan_id = ? ORDER BY position`,
     ).all(planId) as {
       step_id: string;
@@ -674,13 +750,14 @@ export class StepRepository {
       position: number;
       preview_hash: string | null;
       preview_json: string | null;
+      preview_ref: number | null;
     }[];
     return rows.map((row) => ({
       // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
       step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
       status: row.status,
       position: row.position,
-      preview: parseJson<Preview>(row.preview_json),
+      preview: this.previews.of(row),
       previewHash: row.preview_hash,
     }));
   }
@@ -766,7 +843,9 @@ export class StepRepository {
       };
       if (patch.evaluation) set('evaluation_json', canonicalJson(patch.evaluation));
       if (patch.preview) {
-        set('preview_json', canonicalJson(patch.preview.preview));
+        const stored = this.storePreview(stepId, patch.preview.preview);
+        set('preview_json', stored.preview_json);
+        set('preview_ref', stored.preview_ref);
         set('preview_hash', patch.preview.previewHash);
       }
       if (patch.previewError !== undefined) set('preview_error', patch.previewError);
@@ -810,7 +889,7 @@ export class StepRepository {
     const stored = storedStep(revised);
     this.db
       .prepare(
-        `UPDATE steps SET step_json = ?, body_apart = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_hash = NULL, preview_error = NULL,
+        `UPDATE steps SET step_json = ?, body_apart = ?, step_hash = ?, edit_json = ?, proposed_step_json = ?, preview_json = NULL, preview_ref = NULL, preview_hash = NULL, preview_error = NULL,
          approved_step_hash = NULL, approved_preview_hash = NULL, approved_by_json = NULL, approved_at = NULL, run_times_json = NULL WHERE step_id = ?`,
       )
       .run(
@@ -818,10 +897,11 @@ export class StepRepository {
         stored.bodyJson === null ? 0 : 1,
         stepHash(revised),
         canonicalJson(edit),
-        row.proposed_step_json ?? (row.body_apart ? this.loadBody(stepId) : row.step_json),
+        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.loadBody(stepId)) : row.step_json),
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);
+    this.storePreview(stepId, null);
   }
 
   /** The step as its proposer sent it, before the person's changes (null when the person changed nothing). */
@@ -851,12 +931,10 @@ export class StepRepository {
       if (patch.evaluation)
         this.statement('UPDATE steps SET evaluation_json = ? WHERE step_id = ?').run(canonicalJson(patch.evaluation), stepId);
       if (patch.preview) {
-        this.statement('UPDATE steps SET preview_json = ?, preview_hash = ?, preview_error = NULL, updated_at = ? WHERE step_id = ?').run(
-          canonicalJson(patch.preview.preview),
-          patch.preview.previewHash,
-          new Date().toISOString(),
-          stepId,
-        );
+        const stored = this.storePreview(stepId, patch.preview.preview);
+        this.statement(
+          'UPDATE steps SET preview_json = ?, preview_ref = ?, preview_hash = ?, preview_error = NULL, updated_at = ? WHERE step_id = ?',
+        ).run(stored.preview_json, stored.preview_ref, patch.preview.previewHash, new Date().toISOString(), stepId);
       }
       this.audit.append({ kind, actor, planId: current.planId, stepId, detail });
     })();

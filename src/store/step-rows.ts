@@ -2,8 +2,9 @@ import type { Actor } from '../domain/actor.js';
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import type { Evaluation } from '../domain/risk.js';
 import { EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
-import type { PersonEdit, Preview, RevertOutcome, RunTimes, StepRecord } from '../domain/step-record.js';
+import type { PersonEdit, RevertOutcome, RunTimes, StepRecord } from '../domain/step-record.js';
 import { StepSchema, type Step } from '../domain/step.js';
+import type { ParsedPreviews } from './step-previews.js';
 
 /*
  * How a row of the steps table becomes a step record (parsed once, its consent expiry worked out),
@@ -43,12 +44,14 @@ export interface StepRow {
   consent_held_ms?: number;
   /** From the plan (joined): why the proposer sent the plan, when it said. */
   plan_purpose?: string | null;
+  /** The id of the preview's row in step_previews when it is stored apart (step-previews.ts); absent or null otherwise. */
+  preview_ref?: number | null;
   /** 1 when the full step is in step_bodies and step_json lacks its content (step-bodies.ts); absent before that migration. */
   body_apart?: number;
 }
 
-/** Reads a step's full JSON from step_bodies (for a row with body_apart = 1). */
-export type BodyLoader = (stepId: string) => string;
+/** Reads a step's full body from step_bodies (for a row with body_apart = 1), parsed. */
+export type BodyLoader = (stepId: string) => unknown;
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
@@ -87,7 +90,7 @@ export class ParsedSteps {
     // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
     // schema's output (in its own key order) would lose. The stored step was a parsed one already.
     // A large step's body is read only here, on a miss: a cached step costs its small row alone.
-    const stored = JSON.parse(row.body_apart ? this.loadBody(row.step_id) : row.step_json) as unknown;
+    const stored = row.body_apart ? this.loadBody(row.step_id) : (JSON.parse(row.step_json) as unknown);
     StepSchema.parse(stored);
     return this.remember(stored as Step, row.step_hash);
   }
@@ -109,7 +112,7 @@ export class ParsedSteps {
  * canonical, so JSON.parse keeps that order, and a signed listSteps reply then costs the signer a
  * walk over the value instead of a sorted copy of it.
  */
-export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: ParsedSteps): StepRecord {
+export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: ParsedSteps, previews: ParsedPreviews): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
   return {
@@ -125,7 +128,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: Pars
     finishedAt: row.finished_at,
     ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
     position: row.position,
-    preview: parseJson<Preview>(row.preview_json),
+    preview: previews.of(row),
     ...(row.preview_error ? { previewError: row.preview_error } : {}),
     previewHash: row.preview_hash,
     rejectedReason: row.rejected_reason,

@@ -9,7 +9,8 @@ import { isAgentActor } from '../../domain/step-ownership.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
-import { assertRoomForProposal } from '../../store/storage-errors.js';
+import { storeStepContents } from '../../backup/step-contents.js';
+import { assertRoomForProposal, dataDirFailure } from '../../store/storage-errors.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -155,12 +156,22 @@ export class ProposalsRoom {
       if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
       assertRoomForProposal(desk.dataDir, proposalBytes(plan.steps));
       const weighed = await this.weighPlan(plan.steps);
+      // A large write's content goes to the backups (on disk) before its step is stored: a denied step's is not kept.
+      let contents: Map<string, string>;
+      try {
+        contents = await storeStepContents(
+          desk.blobs,
+          plan.steps.filter((_step, index) => weighed[index]!.allowed),
+        );
+      } catch (error) {
+        throw dataDirFailure(error, desk.dataDir);
+      }
       // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
       changed = await this.desk.commits.run(() => {
         // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
         desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
         if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-        desk.steps.insertPlan(plan, actor);
+        desk.steps.insertPlan(plan, actor, contents);
         const records: StepRecord[] = [];
         // The policy was read again while the plan was weighed (a setting or a remembered rule changed):
         // the verdicts stored are the policy's in force now, weighed again here in one stretch.

@@ -122,3 +122,36 @@ export function gitConfigStandIn(realConfigPath: string): Buffer {
   }
   return Buffer.from(`${lines.join('\n')}\n`, 'utf8');
 }
+
+/** A `.git` that is a file, at any depth: a git worktree's (or a submodule's) pointer to its repository, `gitdir: <path>`. */
+export function isGitFilePath(relativePath: string): boolean {
+  return /(^|\/)\.git$/i.test(relativePath);
+}
+
+/**
+ * Where the copy's `.git` file points when the real one names a repository outside the copied folder (a
+ * `git worktree add` checkout: its `.git` file says `gitdir: /home/me/repo/.git/worktrees/feature`). That
+ * repository is not in the sandbox, and copying it would carry in what the workspace root keeps out (its
+ * config with remotes and credentials, every other branch). Git in the container then stops on this path,
+ * and its own error says why: `fatal: not a git repository: /executor-sandbox/...`.
+ */
+export const OUTSIDE_WORKTREE_GITDIR =
+  '/executor-sandbox/this-is-a-git-worktree-whose-repository-is-outside-the-workspace-root-and-not-copied-into-the-sandbox';
+
+/**
+ * The stand-in for a `.git` file (see OUTSIDE_WORKTREE_GITDIR), or null when the copy keeps it as it is: its
+ * repository is inside the copied folder (a submodule's `gitdir: ../.git/modules/x`), or it is no pointer at all.
+ */
+export function gitFileStandIn(realGitFile: string, copiedDir: string): Buffer | null {
+  const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readText(realGitFile))?.[1];
+  if (pointer === undefined) return null;
+  const target = path.resolve(path.dirname(realGitFile), pointer);
+  const relative = path.relative(copiedDir, target);
+  if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) return null;
+  return Buffer.from(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`, 'utf8');
+}
+
+/** What the copy holds in place of the real file at `relativePath` (a laid stand-in): a repository config's or a `.git` file's. */
+export function standInFor(relativePath: string, realFile: string, copiedDir: string): Buffer {
+  return isGitConfigPath(relativePath) ? gitConfigStandIn(realFile) : (gitFileStandIn(realFile, copiedDir) ?? fs.readFileSync(realFile));
+}

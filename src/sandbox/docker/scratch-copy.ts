@@ -5,7 +5,7 @@ import picomatch from 'picomatch';
 import { ExecutorError } from '../../domain/errors.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { secretPathMatcher } from '../../policy/secret-paths.js';
-import { gitConfigStandIn, isGitConfigPath } from './git-config-stand-in.js';
+import { gitConfigStandIn, gitFileStandIn, isGitConfigPath, isGitFilePath } from './git-config-stand-in.js';
 import { SANDBOX_GID, SANDBOX_UID } from './sandbox-image.js';
 import { makeTempArea, removeTree } from './temp-areas.js';
 
@@ -414,6 +414,31 @@ function layGitConfigStandIns(
 }
 
 /**
+ * Writes a stand-in (git-config-stand-in.ts) over each copied `.git` file that points to a repository outside
+ * the copied folder (a git worktree's): git in the container then says that its repository is not in the
+ * sandbox, instead of naming a path of this machine it cannot find. Kept the real file's mode and times.
+ */
+function layGitFileStandIns(
+  dir: string,
+  sourceDir: string,
+  entries: readonly PlannedEntry[],
+  owner: { uid: number; gid: number; chown: boolean },
+): string[] {
+  const laid: string[] = [];
+  for (const entry of entries) {
+    if (entry.kind !== 'file' || !isGitFilePath(entry.relative)) continue;
+    const standIn = gitFileStandIn(path.join(sourceDir, ...entry.relative.split('/')), sourceDir);
+    if (standIn === null) continue;
+    const target = path.join(dir, ...entry.relative.split('/'));
+    fs.rmSync(target, { force: true });
+    fs.writeFileSync(target, standIn, { mode: 0o644 });
+    if (owner.chown) fs.lchownSync(target, owner.uid, owner.gid);
+    laid.push(entry.relative);
+  }
+  return laid;
+}
+
+/**
  * Copies a workspace directory into a fresh scratch directory for one container run. Ignored trees
  * and secret-looking files are not copied, so a command cannot read what a file action would have
  * been refused.
@@ -460,7 +485,10 @@ export function makeScratchCopy(requestedDir: string, options: ScratchOptions): 
       fs.chownSync(base, owner.uid, owner.gid);
       fs.chownSync(dir, owner.uid, owner.gid);
     }
-    const standIns = layGitConfigStandIns(dir, sourceDir, plan.secretPaths, owner);
+    const standIns = [
+      ...layGitConfigStandIns(dir, sourceDir, plan.secretPaths, owner),
+      ...layGitFileStandIns(dir, sourceDir, plan.entries, owner),
+    ];
     const planned = layOverlay(dir, sourceDir, options, owner);
     for (const entry of plan.entries) {
       if (planned.has(entry.relative)) continue;

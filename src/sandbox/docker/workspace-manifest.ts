@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitConfigStandIn } from './git-config-stand-in.js';
+import { standInFor } from './git-config-stand-in.js';
 import { planCopy, type ScratchCopy, type ScratchOptions } from './scratch-copy.js';
 
 /**
@@ -130,13 +130,15 @@ export async function manifestDifferences(sourceDir: string, options: ScratchOpt
     seen.add(relative);
     const standIn = crypto
       .createHash('sha256')
-      .update(gitConfigStandIn(path.join(sourceDir, ...relative.split('/'))))
+      .update(standInFor(relative, path.join(sourceDir, ...relative.split('/')), sourceDir))
       .digest('hex');
     if (standIn !== was.hash) differences.push(relative);
   }
   for (const entry of plan.entries) {
-    seen.add(entry.relative);
     const was = manifest.entries[entry.relative];
+    // A copied file the copy held a stand-in for (a worktree's `.git` file) was compared as its stand-in above.
+    if (was?.standIn && seen.has(entry.relative)) continue;
+    seen.add(entry.relative);
     if (!was || was.kind !== entry.kind) {
       differences.push(entry.relative);
       continue;

@@ -184,6 +184,26 @@ describe.skipIf(!hasDocker)("a real project's own commands in the default sandbo
     expect(afterCommit).not.toEqual(gitBefore);
   }, 300_000);
 
+  it("in a git worktree, whose .git file names a repository outside the root, git says so in its refusal; the step's other commands run", async () => {
+    const { dataDir, workspace } = tempSetup();
+    const main = tempDir();
+    git(main, 'init', '-q', '-b', 'main');
+    git(main, 'config', 'user.name', 'Pat Person');
+    git(main, 'config', 'user.email', 'pat@example.com');
+    fs.writeFileSync(path.join(main, 'a.txt'), 'a\n');
+    git(main, 'add', '-A');
+    git(main, 'commit', '-q', '-m', 'first');
+    git(main, 'worktree', 'add', '-q', '-b', 'feature', workspace);
+    const step = previewOf(await propose(dataDir, 'worktree', 'git status; echo "git said $?"; cat a.txt'));
+    expect(step.exitCode, outputOf(step)).toBe(0);
+    expect(step.stderr.text).toMatch(/not a git repository: .*git-worktree-whose-repository-is-outside-the-workspace-root/);
+    expect(outputOf(step)).not.toContain(main);
+    expect(step.stdout.text).toContain('git said 128');
+    expect(step.stdout.text).toContain('a\n');
+    expect(step.files).toEqual([]);
+    expect(git(workspace, 'status', '--porcelain').trim()).toBe('');
+  }, 300_000);
+
   it("after the person's own `git status` refreshed the index, a revert says so and refuses; forced, it restores .git exactly", async () => {
     const { dataDir, workspace } = projectRepository();
     fs.appendFileSync(path.join(workspace, 'README.md'), '\nA line the agent added.\n');

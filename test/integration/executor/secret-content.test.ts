@@ -13,7 +13,11 @@ const person = actorFor('cli', 'person');
 function storedPreviews(dataDir: string): string {
   const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
   try {
-    return JSON.stringify(db.prepare('SELECT preview_json, run_times_json, result_json, error_json FROM steps').all());
+    // A large preview lives apart from its row (step_previews): it counts as stored too.
+    return JSON.stringify([
+      db.prepare('SELECT preview_json, run_times_json, result_json, error_json FROM steps').all(),
+      db.prepare('SELECT preview_json FROM step_previews').all(),
+    ]);
   } finally {
     db.close();
   }

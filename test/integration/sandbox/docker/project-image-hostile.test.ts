@@ -5,6 +5,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
+import { proposeCommandStep, removeProjectImagesBuiltFromNow } from '../../../helpers/project-images.js';
 import { runCliAsync } from '../../../helpers/run-cli.js';
 import { defer } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
@@ -22,29 +23,7 @@ interface ShownStep {
   preview: { exitCode: number | null; stdout: { text: string }; stderr: { text: string } } | null;
 }
 
-/** Removes the project images this test builds (they are cached on the engine by content). */
-function removeImagesBuiltFromNow(): void {
-  const startedAt = Date.now();
-  defer(() => {
-    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
-      encoding: 'utf8',
-    });
-    for (const line of listed.stdout.split('\n').filter(Boolean)) {
-      const [id, ...created] = line.split(' ');
-      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
-      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
-    }
-  });
-}
-
-async function proposeCommand(dataDir: string, planId: string, command: string): Promise<ShownStep> {
-  const planFile = path.join(tempDir(), `${planId}.json`);
-  fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: `${planId}-cmd`, action: 'runCommand', args: { command } }] }));
-  const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
-  expect(proposed.status, proposed.stderr).toBe(1);
-  const shown = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', `${planId}-cmd`]);
-  return shown.json<ShownStep>();
-}
+const proposeCommand = (dataDir: string, planId: string, command: string) => proposeCommandStep<ShownStep>(dataDir, planId, command);
 
 describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   beforeAll(async () => {
@@ -52,7 +31,7 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it("a Dockerfile that COPYs the project (no RUN, so a dry run builds it) gets none of the project's secrets into the image", async () => {
-    removeImagesBuiltFromNow();
+    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.mkdirSync(path.join(workspace, '.ssh'));
@@ -82,7 +61,7 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it('a RUN hidden from the consent check by an escape directive the builder does not honour is not run by a dry run', async () => {
-    removeImagesBuiltFromNow();
+    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     const marker = `ran-the-projects-code-${randomUUID()}`;
@@ -100,7 +79,7 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it("a base image's ONBUILD RUN, and a base not on the engine (pulled with triggers nobody saw), need consent as a RUN does", async () => {
-    removeImagesBuiltFromNow();
+    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
@@ -147,7 +126,7 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it('consent to a build that runs `RUN echo first` is not consent to a Dockerfile changed after the decision was shown', async () => {
-    removeImagesBuiltFromNow();
+    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));

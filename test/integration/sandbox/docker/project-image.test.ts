@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,8 +6,8 @@ import { Executor } from '../../../../src/executor/executor.js';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
 import { runCliAsync, shownPreviewHash } from '../../../helpers/run-cli.js';
-import { defer } from '../../../helpers/teardown.js';
-import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
+import { proposeCommandStep, removeProjectImagesBuiltFromNow } from '../../../helpers/project-images.js';
+import { tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
 const FIXTURE = path.resolve(import.meta.dirname, '../../../fixtures/devcontainer-project');
@@ -39,29 +38,11 @@ function projectSetup(): { dataDir: string; workspace: string } {
  * images this test builds are removed after it.
  */
 function freshBuild(): string {
-  const startedAt = Date.now();
-  defer(() => {
-    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
-      encoding: 'utf8',
-    });
-    for (const line of listed.stdout.split('\n').filter(Boolean)) {
-      const [id, ...created] = line.split(' ');
-      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
-      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
-    }
-  });
+  removeProjectImagesBuiltFromNow();
   return `# this run: ${randomUUID()}\n`;
 }
 
-async function proposeCommand(dataDir: string, planId: string, command: string): Promise<ShownStep> {
-  const planFile = path.join(tempDir(), `${planId}.json`);
-  fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: `${planId}-cmd`, action: 'runCommand', args: { command } }] }));
-  const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
-  // Exit 1: the step waits for the person (what every step here does); anything else is a failure to propose.
-  expect(proposed.status, proposed.stderr).toBe(1);
-  const shown = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', `${planId}-cmd`]);
-  return shown.json<ShownStep>();
-}
+const proposeCommand = (dataDir: string, planId: string, command: string) => proposeCommandStep<ShownStep>(dataDir, planId, command);
 
 /** The reason the step's preview could not be made, as its audit record keeps it (what the decision shows). */
 function previewErrorOf(dataDir: string, stepId: string): string {

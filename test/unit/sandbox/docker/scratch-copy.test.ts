@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PolicySchema } from '../../../../src/policy/policy-file.js';
 import { computeChangeset } from '../../../../src/sandbox/docker/changeset.js';
+import { OUTSIDE_WORKTREE_GITDIR } from '../../../../src/sandbox/docker/git-config-stand-in.js';
 import { makeScratchCopy, type ScratchOptions } from '../../../../src/sandbox/docker/scratch-copy.js';
 import { tempDir } from '../../../helpers/temp-dirs.js';
 
@@ -236,6 +238,41 @@ describe("a project's node_modules and .git under the default sandbox policy", (
       scratch.dispose();
     }
     expect(fs.readFileSync(path.join(root, '.git/config'), 'utf8')).toContain(TOKEN);
+  });
+
+  it("a git worktree's .git file, whose repository is outside the root, points git at words that say so; one inside stays", async () => {
+    const main = fs.realpathSync(tempDir());
+    const git = (cwd: string, ...args: string[]) =>
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+    expect(git(main, 'init', '-q', '-b', 'main').status).toBe(0);
+    fs.writeFileSync(path.join(main, 'a.txt'), 'a\n');
+    expect(git(main, 'add', 'a.txt').status).toBe(0);
+    expect(git(main, 'commit', '-q', '-m', 'first').status).toBe(0);
+    const root = path.join(fs.realpathSync(tempDir()), 'feature');
+    expect(git(main, 'worktree', 'add', '-q', root).status, 'git worktree add').toBe(0);
+    // A submodule's .git file points inside the root: kept as it is.
+    fs.mkdirSync(path.join(root, 'sub'));
+    fs.writeFileSync(path.join(root, 'sub/.git'), 'gitdir: ../.git-modules/sub\n');
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, '.git'), 'utf8')).toBe(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`);
+      expect(fs.readFileSync(path.join(scratch.dir, 'sub/.git'), 'utf8')).toBe('gitdir: ../.git-modules/sub\n');
+      // What git says in the copy: its own refusal, naming why (not a path of this machine it cannot find).
+      const status = git(scratch.dir, 'status');
+      expect(status.status).not.toBe(0);
+      expect(status.stderr).toContain('git-worktree-whose-repository-is-outside-the-workspace-root');
+      expect(status.stderr).not.toContain(main);
+      expect(await computeChangeset(scratch, defaults(root))).toEqual({ files: [], skipped: [] });
+      // A command that rewrites the stand-in changes nothing of the real worktree.
+      fs.writeFileSync(path.join(scratch.dir, '.git'), 'gitdir: /elsewhere\n');
+      expect(await computeChangeset(scratch, defaults(root))).toEqual({
+        files: [],
+        skipped: [{ relativePath: '.git', reason: expect.stringContaining("the sandbox's stand-in") }],
+      });
+    } finally {
+      scratch.dispose();
+    }
+    expect(git(root, 'status', '--short').status).toBe(0);
   });
 
   it("keeps each copied file's modification time, as make and git compare them", () => {

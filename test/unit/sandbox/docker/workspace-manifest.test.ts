@@ -168,4 +168,18 @@ describe('what a dry run read beyond its copy: the read-only node_modules and th
     fs.writeFileSync(path.join(source, '.git/config'), '[core]\n\tbare = false\n[user]\n\tname = Someone Else\n');
     expect(await manifestDifferences(source, mounted, manifest)).toEqual(['.git/config']);
   });
+
+  it("compares a git worktree's .git file as its stand-in: the same pointer out is no change, a pointer in is one", async () => {
+    const source = workspace();
+    const outside = fs.realpathSync(tempDir());
+    fs.writeFileSync(path.join(source, '.git'), `gitdir: ${outside}/.git/worktrees/a\n`);
+    const manifest = await manifestNow(source);
+    expect(manifest.entries['.git']?.standIn).toBe(true);
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual([]);
+    // Another worktree outside: the copy holds the same stand-in, so what the dry run saw is what it would see.
+    fs.writeFileSync(path.join(source, '.git'), `gitdir: ${outside}/.git/worktrees/b\n`);
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual([]);
+    fs.writeFileSync(path.join(source, '.git'), 'gitdir: modules/a\n');
+    expect(await manifestDifferences(source, mounted, manifest)).toEqual(['.git']);
+  });
 });

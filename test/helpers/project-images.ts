@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { runCliAsync } from './run-cli.js';
+import { defer } from './teardown.js';
+import { tempDir } from './temp-dirs.js';
+
+/*
+ * What the project-image tests (a dev container's image built by the engine) share: the images a test
+ * builds removed after it, and a command proposed through the CLI and read back as the window shows it.
+ */
+
+/**
+ * Removes, after the test, the project images built from now on: they are cached on the engine by
+ * content, and a test that needs a build to happen must not find the one an earlier run left.
+ */
+export function removeProjectImagesBuiltFromNow(): void {
+  const startedAt = Date.now();
+  defer(() => {
+    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
+      encoding: 'utf8',
+    });
+    for (const line of listed.stdout.split('\n').filter(Boolean)) {
+      const [id, ...created] = line.split(' ');
+      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
+      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
+    }
+  });
+}
+
+/** Proposes one command (step id `<planId>-cmd`) through the CLI, and returns the step as `steps show --json` gives it. */
+export async function proposeCommandStep<T>(dataDir: string, planId: string, command: string): Promise<T> {
+  const planFile = path.join(tempDir(), `${planId}.json`);
+  fs.writeFileSync(planFile, JSON.stringify({ planId, steps: [{ id: `${planId}-cmd`, action: 'runCommand', args: { command } }] }));
+  const proposed = await runCliAsync(['--data-dir', dataDir, 'propose', planFile, '--json'], { timeoutMs: 240_000 });
+  // Exit 1: the step waits for the person (what every step of these tests does); anything else is a failure to propose.
+  expect(proposed.status, proposed.stderr).toBe(1);
+  const shown = await runCliAsync(['--data-dir', dataDir, '--json', 'steps', 'show', `${planId}-cmd`]);
+  return shown.json<T>();
+}
