@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
 import { globals, print, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /*
  * An agent session is one identity the host issued: an MCP session, or a Claude Code or Gemini CLI
@@ -67,7 +68,7 @@ export function registerSessionCommands(program: Command): void {
           ? list
               .map(
                 (session) =>
-                  `${visibleLine(session.agent)}  ${String(session.steps).padStart(4)} step${session.steps === 1 ? ' ' : 's'}  last ${visibleLine(session.lastAt)}  ${visibleLine(session.label ?? '(no label)')}`,
+                  `${visibleLine(session.agent)}  ${String(session.steps).padStart(4)} step${session.steps === 1 ? ' ' : 's'}  last ${localTimeWords(session.lastAt)}  ${visibleLine(session.label ?? '(no label)')}`,
               )
               .join('\n')
           : 'No agent session has proposed a step.',
