@@ -506,29 +506,60 @@ export function registerRunCommands(program: Command): void {
 
   runs
     .command('revert')
-    .description('revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force')
-    .argument('<run>', 'run id')
+    .description('revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force or --leave')
+    .argument('<run>', 'run id (or a unique start of it)')
     .option('--dry-run', 'show what would be reverted, change nothing')
     .option('--force', 'revert also over changes made since (what is there now is kept as a backup)')
-    .action(async (runId: string, options: { dryRun?: boolean; force?: boolean }, command: Command) => {
+    .option('--leave <stepId...>', 'leave these steps as they are (keeping the changes made since them) and revert the others')
+    .action(async (runId: string, options: { dryRun?: boolean; force?: boolean; leave?: string[] }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const result = await withRuns(dataDir, async (api) => {
-        runId = await resolveId(api, 'run', runId);
-        return api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) });
-      });
-      print(json, result, () =>
-        [
-          result.dryRun
-            ? `Reverting run ${runId} would, newest step first:`
-            : `Run ${runId}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}.`,
-          ...result.steps.map(
-            (step) =>
-              `  ${step.stepId}  ${step.state}${step.reason ? ` (${step.reason})` : ''}  ${visibleLine(step.title)}${step.files.length ? `: ${step.files.map((file) => `${file.path} ${file.state}`).join(', ')}` : ''}`,
-          ),
-          ...(result.dryRun && result.conflicts.length
-            ? [`Conflicts: ${result.conflicts.join(', ')}; add --force to revert over them.`]
-            : []),
-        ].join('\n'),
-      );
+      await revertRunCommand(dataDir, json, runId, options);
     });
+}
+
+/** `runs revert RUN` and `revert --run RUN`: every step the run ran, newest first (some left by --leave), or with --dry-run what that would do. */
+export async function revertRunCommand(
+  dataDir: string,
+  json: boolean,
+  runId: string,
+  options: { dryRun?: boolean; force?: boolean; leave?: string[] },
+): Promise<void> {
+  const result = await withRuns(dataDir, async (api) => {
+    runId = await resolveId(api, 'run', runId);
+    // Step ids to leave take a unique prefix or the window's short form, as every step id here does.
+    const leave = options.leave ? await Promise.all(options.leave.map((id) => resolveId(api, 'step', id))) : undefined;
+    return api.revertRun({
+      runId,
+      ...(options.dryRun ? { dryRun: true } : {}),
+      ...(options.force ? { force: true } : {}),
+      ...(leave ? { leave } : {}),
+    });
+  });
+  const reverted = new Set(result.reverted);
+  print(json, result, () =>
+    [
+      result.dryRun
+        ? `Reverting run ${runId} would, newest step first:`
+        : `Run ${runId}: reverted ${result.reverted.length === 1 ? '1 step' : `${result.reverted.length} steps`}, newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}:`,
+      ...result.steps.map((step) => {
+        const what = result.dryRun
+          ? step.state === 'skip'
+            ? `left as it is (${visibleLine(step.reason ?? '')})`
+            : step.state === 'conflict'
+              ? options.force
+                ? 'forced revert: a file changed after the step; what is there now is kept as a backup'
+                : 'CONFLICT: a file changed after the step'
+              : 'revert'
+          : reverted.has(step.stepId)
+            ? 'reverted'
+            : `left as it is (${visibleLine(step.reason ?? 'nothing to revert')})`;
+        return `  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}${step.files.length ? ` — ${step.files.map((file) => `${visibleLine(file.path)} ${file.state.replace(/_/g, ' ')}`).join(', ')}` : ''}`;
+      }),
+      ...(result.dryRun && result.conflicts.length && !options.force
+        ? [
+            `Refused unless --force: ${result.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup; --leave STEP_ID keeps that step and its newer change, and reverts the others).`,
+          ]
+        : []),
+    ].join('\n'),
+  );
 }
