@@ -15,6 +15,7 @@ import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, type ExecutorReach } from '../cli-context.js';
 import { resolveId } from '../id-prefix.js';
+import { DEFAULT_UNDO_SECONDS, parseUndoSeconds, UNDO_SECONDS_HELP } from '../undo-seconds.js';
 
 /*
  * `executor run "TASK"` and `executor runs list|show|answer|cancel|trace|revert`. A run lives in a
@@ -302,6 +303,7 @@ export function registerRunCommands(program: Command): void {
     )
     .option('--root <dir>', 'the workspace folder to work in (default: the first)')
     .option('--detach', 'start the run and return at once with its id')
+    .option('--undo-seconds <seconds>', `on a terminal: ${UNDO_SECONDS_HELP}`, parseUndoSeconds, DEFAULT_UNDO_SECONDS)
     .action(
       async (
         task: string,
@@ -313,6 +315,7 @@ export function registerRunCommands(program: Command): void {
           maxIterations?: number;
           root?: string;
           detach?: boolean;
+          undoSeconds: number;
         },
         command: Command,
       ) => {
@@ -356,7 +359,9 @@ export function registerRunCommands(program: Command): void {
           const decide = inline
             ? async (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => {
                 const { answerInline, decideInline } = await import('../run-decision.js');
-                return waiting.kind === 'step' ? decideInline(api, waiting.stepId) : answerInline(api, started.id, waiting.questionId);
+                return waiting.kind === 'step'
+                  ? decideInline(api, waiting.stepId, { undoMs: options.undoSeconds * 1000 })
+                  : answerInline(api, started.id, waiting.questionId);
               }
             : undefined;
           const ended = await Promise.race([follow(api, started.id, printer, decide), stopFollowing]);
