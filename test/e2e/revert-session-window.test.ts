@@ -91,7 +91,7 @@ describe.skipIf(skipReason !== null)('Revert session in History', { timeout: 180
       await expect.poll(() => todoItem.textContent(), SOON).toContain('CONFLICT');
       await todoItem.getByRole('button', { name: 'Leave this one, revert the others' }).click();
       await expect.poll(() => todoItem.textContent(), SOON).toContain('left as it is: you chose to leave it');
-      await screenshots(page, 'history-revert-session-leave');
+      await screenshots(page, 'history-revert-session-leave', { light: 'history-revert-session-leave' });
       await dialog.getByRole('button', { name: 'Revert 1 step' }).click();
       await expect.poll(() => fs.existsSync(notes), SOON).toBe(false);
       expect(fs.readFileSync(todo, 'utf8')).toBe('my todo\n');
