@@ -75,7 +75,7 @@ const SENTENCES: Record<EventKind, (said: Said) => string> = {
   'host.paused': ({ who, args }) =>
     `${who} stopped all agents${because(args.reason)}: ${plural(count(args.cancelledSteps), 'run')} stopped, ${plural(count(args.heldSteps), 'step')} held.`,
   'host.resumed': ({ who, args }) =>
-    `${who} let agents work again${typeof args.pausedMs === 'number' ? ` after ${durationText(args.pausedMs)} stopped` : ''}.`,
+    `${who} let agents work again${typeof args.pausedMs === 'number' ? ` (stopped for ${durationText(args.pausedMs)})` : ''}.`,
   'ipc.rejected': ({ who, args }) =>
     `Executor refused a message from ${who}${text(args.method) ? ` calling ${quoted(args.method, 60)}` : ''}${text(args.code) ? ` (${text(args.code)})` : ''}.`,
   'ipc.denied': ({ who, args }) =>

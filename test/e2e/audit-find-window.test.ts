@@ -108,7 +108,7 @@ describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', 
         ['key.created', "Executor made the log's signing key; the records that follow are signed with it."],
         ['app.started', 'Executor started.'],
         ['host.paused', /^\S+ stopped all agents \(lunch\): 0 runs stopped, 0 steps held\.$/],
-        ['host.resumed', /^\S+ let agents work again after .+ stopped\.$/],
+        ['host.resumed', /^\S+ let agents work again \(stopped for .+\)\.$/],
       ] as const) {
         await filters.getByLabel('Step').fill('');
         await filters.getByLabel('Action').fill(action);

@@ -166,7 +166,7 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     expect(text).toContain(`approved “Write ${path.join(workspace, 'notes.txt')}”.`);
     expect(text).toContain('Executor started.');
     expect(text).toMatch(/ stopped all agents \(lunch\): 0 runs stopped, 0 steps held\./);
-    expect(text).toMatch(/ let agents work again after [\d.]+ (ms|s|min)[^.]* stopped\./);
+    expect(text).toMatch(/ let agents work again \(stopped for [\d.]+ (ms|s|min)[^)]*\)\./);
   });
 
   it('audit show --channel and --user list exactly the records whose signed body names that channel or user, across pages', () => {
