@@ -567,4 +567,15 @@ export async function revertRunCommand(
         : []),
     ].join('\n'),
   );
+  // A dry run exits as the real revert would: 2, with its words on stderr, where it would refuse.
+  if (result.dryRun) {
+    const { runRevertRefusal } = await import('../../runs/run-revert.js');
+    const refusal = runRevertRefusal(runId, result.steps, options.force === true);
+    if (refusal) {
+      process.stderr.write(
+        `executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`,
+      );
+      process.exitCode = 2;
+    }
+  }
 }

@@ -44,6 +44,11 @@ describe('revert --leave for runs and agent sessions', { timeout: 180_000 }, () 
     expect(refused.stderr).toContain('--leave STEP_ID');
     expect(fs.readFileSync(path.join(workspace, 'keep.txt'), 'utf8')).toBe('agent edit\n');
 
+    // The dry run without --leave exits as the real revert would: 2, with the same refusal, nothing changed.
+    const refusedDry = runCli(['--data-dir', dataDir, 'runs', 'revert', id, '--dry-run']);
+    expect(refusedDry.status).toBe(2);
+    expect(refusedDry.stderr).toContain('REVERT_CONFLICT');
+    expect(refusedDry.stdout).toMatch(new RegExp(`${newStep} .*CONFLICT: a file changed after the step`));
     const dry = runCli(['--data-dir', dataDir, 'revert', '--run', id, '--leave', shortForm(newStep), '--dry-run']);
     expect(dry.status, dry.stderr).toBe(0);
     expect(dry.stdout).toMatch(new RegExp(`${newStep} .*left as it is \\(you chose to leave it`));
