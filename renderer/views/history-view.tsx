@@ -96,7 +96,7 @@ export function HistoryView({ active }: { active: boolean }) {
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [revert, setRevert] = useState<RevertState | null>(null);
   const [planRevert, setPlanRevert] = useState<(PlanRevertPreview & { leave: string[] }) | null>(null);
-  const [sessionRevert, setSessionRevert] = useState<SessionRevertPreview | null>(null);
+  const [sessionRevert, setSessionRevert] = useState<(SessionRevertPreview & { leave: string[] }) | null>(null);
   // The session's preview as the person saw it when they reverted: the notice names its steps by their titles.
   const sessionRevertShown = useRef<SessionRevertPreview['steps']>([]);
   const [error, setError] = useState<unknown>(null);
@@ -315,22 +315,22 @@ export function HistoryView({ active }: { active: boolean }) {
     }
   };
 
-  const startSessionRevert = async (agent: string) => {
+  const startSessionRevert = async (agent: string, leave: string[] = []) => {
     setError(null);
     try {
-      setSessionRevert(await api.previewRevertSession({ agent }));
+      setSessionRevert({ ...(await api.previewRevertSession({ agent, ...(leave.length ? { leave } : {}) })), leave });
     } catch (caught) {
       setError(caught);
     }
   };
 
   /** Revert session: every step of one agent session (a hook session of Claude Code or Gemini CLI, an MCP session), newest first. */
-  const doSessionRevert = async (agent: string, force: boolean) => {
+  const doSessionRevert = async (agent: string, leave: string[], force: boolean) => {
     setSessionRevert(null);
     setBusy(true);
     setError(null);
     try {
-      const result = await api.revertSession({ agent, ...(force ? { force: true } : {}) });
+      const result = await api.revertSession({ agent, ...(force ? { force: true } : {}), ...(leave.length ? { leave } : {}) });
       setNotice(revertNotice(`Session ${markedPlainText(result.label ?? result.agent)}`, sessionRevertShown.current, result));
     } catch (caught) {
       setError(caught);
@@ -493,12 +493,13 @@ export function HistoryView({ active }: { active: boolean }) {
         <StepsRevertDialog
           subject={{ noun: 'session', name: sessionRevert.label ?? shortId(sessionRevert.agent, 16) }}
           preview={sessionRevert}
-          leaving={[]}
+          leaving={sessionRevert.leave}
           onCancel={() => setSessionRevert(null)}
           onRevert={(force) => {
             sessionRevertShown.current = sessionRevert.steps;
-            void doSessionRevert(sessionRevert.agent, force);
+            void doSessionRevert(sessionRevert.agent, sessionRevert.leave, force);
           }}
+          onLeave={(leave) => void startSessionRevert(sessionRevert.agent, leave)}
         />
       ) : null}
     </div>

@@ -22,6 +22,9 @@ import { detailText } from './render.js';
  * changed meanwhile (an edit in the window, a rebuilt preview) is refused by the host and shown again.
  * Ctrl-C decides nothing: the step keeps waiting (in the window, `executor watch`, `executor approve`)
  * and the command stops following, as Ctrl-C does everywhere else in `executor run`.
+ *
+ * A decision is held for the undo time before it is sent, as the window and `executor watch` hold it:
+ * u takes it back, any other key sends it at once, Ctrl-C sends nothing and stops following.
  */
 
 /** What the person's decision came to: decided (here or elsewhere), left waiting (s), or stop following (Ctrl-C). */
@@ -42,17 +45,23 @@ function shownText(record: StepRecord, limits: Parameters<typeof detailText>[1],
   return [...lines.slice(0, SHOWN_LINES), `… ${lines.length - SHOWN_LINES} more lines: d shows all.`].join('\n');
 }
 
-type Key = { kind: 'char'; char: string } | { kind: 'interrupt' } | { kind: 'gone' } | { kind: 'moved' };
+type Key = { kind: 'char'; char: string } | { kind: 'interrupt' } | { kind: 'gone' } | { kind: 'moved' } | { kind: 'timeout' };
 
 /**
  * One key from the raw terminal, or the step moving under the question (decided in the window, its
- * preview rebuilt): the question ends at once rather than approve what is no longer on screen.
+ * preview rebuilt): the question ends at once rather than approve what is no longer on screen. With
+ * `timeoutMs`, the time running out is an answer too (an undo hold's end).
  */
-function readKey(moved: Promise<void>): Promise<Key> {
+function readKey(moved: Promise<void>, timeoutMs?: number): Promise<Key> {
   const stdin = process.stdin;
   return new Promise<Key>((resolve) => {
     if (stdin.readableEnded) return resolve({ kind: 'gone' });
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => done({ kind: 'timeout' }), timeoutMs);
+    let over = false;
     const done = (key: Key) => {
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
       stdin.off('data', onData);
       stdin.off('end', onEnd);
       try {
@@ -66,8 +75,12 @@ function readKey(moved: Promise<void>): Promise<Key> {
     const onData = (chunk: Buffer | string) => {
       const text = chunk.toString();
       if (text.includes('\u0003') || text.includes('\u0004')) return done({ kind: 'interrupt' });
-      // Escape sequences (arrows, F-keys) are not decisions.
-      const char = text.startsWith('\u001b') ? '' : text.trim().charAt(0).toLowerCase();
+      // Escape sequences (arrows, F-keys) are not decisions; during a hold, Enter or a space sends as any key does.
+      const char = text.startsWith('\u001b')
+        ? ''
+        : timeoutMs !== undefined && text.trim() === ''
+          ? ' '
+          : text.trim().charAt(0).toLowerCase();
       if (char) done({ kind: 'char', char });
     };
     const onEnd = () => done({ kind: 'gone' });
@@ -133,7 +146,8 @@ export function editInEditor(text: string, suffix: string): string | null {
  * Shows the run's waiting step and takes the person's decision on it, until it is decided (here or
  * elsewhere), left waiting (s) or the person stops following (Ctrl-C).
  */
-export async function decideInline(api: ExecutorClient, stepId: string): Promise<InlineOutcome> {
+export async function decideInline(api: ExecutorClient, stepId: string, options: { undoMs?: number } = {}): Promise<InlineOutcome> {
+  const undoMs = options.undoMs ?? 0;
   const limits = await api.getPolicy().catch(() => undefined);
   let whole = false;
   let shownHash: string | null | undefined;
@@ -165,13 +179,34 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
     });
     const key = await readKey(moved);
     off?.();
+    if (key.kind === 'char' && (key.char === 'a' || key.char === 'y' || key.char === 'r' || key.char === 'n') && undoMs > 0) {
+      // A rejection's reason is asked first: the hold is of the decision as it would be sent.
+      const reason = key.char === 'r' || key.char === 'n' ? await readReason() : undefined;
+      if (reason === null) {
+        write('Not rejected: a rejection needs a reason.');
+        continue;
+      }
+      const held = await holdDecision(api, stepId, record.previewHash, reason === undefined ? 'Approved' : 'Rejected', undoMs);
+      if (held === 'undone') {
+        write(`Undone: nothing was sent; step ${visibleLine(stepId)} still waits for you.`);
+        continue;
+      }
+      if (held === 'stop' || held === 'decided') return held;
+      const sent = reason === undefined ? await sendApproval(api, stepId, record.previewHash) : await sendRejection(api, stepId, reason);
+      if (sent === 'changed') {
+        shownHash = undefined;
+        continue;
+      }
+      return 'decided';
+    }
     if (key.kind === 'interrupt') {
       write(
         `Nothing decided: step ${visibleLine(stepId)} still waits for you (in the window, \`executor watch\` or \`executor approve\`).`,
       );
       return 'stop';
     }
-    if (key.kind === 'gone') return 'skipped';
+    // No time limit was set on this key: 'timeout' cannot come; said to the type checker as 'gone'.
+    if (key.kind === 'gone' || key.kind === 'timeout') return 'skipped';
     if (key.kind === 'moved') {
       const now = await getWholeStep(api, stepId);
       if (now.status !== 'awaiting_consent' || now.approval !== null) {
@@ -183,20 +218,11 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
     switch (key.char) {
       case 'a':
       case 'y':
-        try {
-          const approved = await api.approve({ stepId, previewHash: record.previewHash });
-          write(`Approved step ${visibleLine(stepId)}${approved.status === 'executed' ? ': done.' : '.'}`);
-          return 'decided';
-        } catch (error) {
-          const shaped = toErrorShape(error);
-          if (shaped.code !== 'STEP_CHANGED') {
-            write(`Not approved: ${shaped.code}: ${shaped.message}`);
-            return 'decided';
-          }
-          write('Not approved: the step changed since it was shown. Read it again, then decide.');
+        if ((await sendApproval(api, stepId, record.previewHash)) === 'changed') {
           shownHash = undefined;
           continue;
         }
+        return 'decided';
       case 'r':
       case 'n': {
         const reason = await readReason();
@@ -204,13 +230,7 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
           write('Not rejected: a rejection needs a reason.');
           continue;
         }
-        try {
-          await api.reject({ stepId, reason });
-          write(`Rejected step ${visibleLine(stepId)}; your reason went back to the agent.`);
-        } catch (error) {
-          const shaped = toErrorShape(error);
-          write(`Not rejected: ${shaped.code}: ${shaped.message}`);
-        }
+        await sendRejection(api, stepId, reason);
         return 'decided';
       }
       case 'd':
@@ -253,6 +273,78 @@ export async function decideInline(api: ExecutorClient, stepId: string): Promise
       default:
         write(`"${visibleLine(key.char)}" is not one of the keys.`);
     }
+  }
+}
+
+/** Sends the approval of the preview that was shown; 'changed' when the step changed since (it is shown again). */
+async function sendApproval(api: ExecutorClient, stepId: string, previewHash: string | null): Promise<'sent' | 'changed'> {
+  try {
+    const approved = await api.approve({ stepId, previewHash });
+    write(`Approved step ${visibleLine(stepId)}${approved.status === 'executed' ? ': done.' : '.'}`);
+    return 'sent';
+  } catch (error) {
+    const shaped = toErrorShape(error);
+    if (shaped.code !== 'STEP_CHANGED') {
+      write(`Not approved: ${shaped.code}: ${shaped.message}`);
+      return 'sent';
+    }
+    write('Not approved: the step changed since it was shown. Read it again, then decide.');
+    return 'changed';
+  }
+}
+
+async function sendRejection(api: ExecutorClient, stepId: string, reason: string): Promise<'sent'> {
+  try {
+    await api.reject({ stepId, reason });
+    write(`Rejected step ${visibleLine(stepId)}; your reason went back to the agent.`);
+  } catch (error) {
+    const shaped = toErrorShape(error);
+    write(`Not rejected: ${shaped.code}: ${shaped.message}`);
+  }
+  return 'sent';
+}
+
+/**
+ * The undo hold: the decision is said, and sent when the time passes or on any key but u. u takes it
+ * back ('undone'); Ctrl-C sends nothing and stops following ('stop'); decided elsewhere meanwhile, the
+ * hold ends with nothing sent ('decided').
+ */
+async function holdDecision(
+  api: ExecutorClient,
+  stepId: string,
+  previewHash: string | null,
+  words: 'Approved' | 'Rejected',
+  undoMs: number,
+): Promise<'send' | 'undone' | 'stop' | 'decided'> {
+  write(`${words} — press u within ${Math.round(undoMs / 100) / 10} s to undo; any other key sends it now.`);
+  let off: (() => void) | undefined;
+  const moved = new Promise<void>((resolve) => {
+    void api
+      .on('step', (changed) => {
+        if (changed.step.id !== stepId) return;
+        if (changed.status !== 'awaiting_consent' || changed.approval !== null || changed.previewHash !== previewHash) resolve();
+      })
+      .then((unsubscribe) => (off = unsubscribe));
+  });
+  const key = await readKey(moved, undoMs);
+  off?.();
+  switch (key.kind) {
+    case 'interrupt':
+      write(`Nothing sent: step ${visibleLine(stepId)} still waits for you (in the window, \`executor watch\` or \`executor approve\`).`);
+      return 'stop';
+    case 'char':
+      return key.char === 'u' ? 'undone' : 'send';
+    case 'moved': {
+      const now = await getWholeStep(api, stepId);
+      if (now.status !== 'awaiting_consent' || now.approval !== null) {
+        write(`Nothing sent: step ${visibleLine(stepId)} was decided elsewhere meanwhile.`);
+        return 'decided';
+      }
+      // Its preview changed: the approval would be refused as STEP_CHANGED, and the step is shown again.
+      return 'send';
+    }
+    default:
+      return 'send';
   }
 }
 

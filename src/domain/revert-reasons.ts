@@ -115,6 +115,8 @@ export interface PlanRevertPreviewStep {
 }
 
 const FORCED_KEEPS_A_COPY = 'A forced revert keeps what is there now as a backup, so it can be undone.';
+/** The other way out of a conflict, for a plan, a run and a session alike. */
+export const LEAVE_ADVICE = 'To keep the newer change instead, revert the other steps and leave that one (--leave STEP_ID).';
 
 /**
  * Why reverting steps taken as one (a plan, a run, an agent session) refuses before changing
@@ -155,13 +157,7 @@ export function revertAsOneRefusal(
 
 /** `executor revert --plan ID`'s refusal. */
 export function planRevertRefusal(planId: string, steps: readonly PlanRevertPreviewStep[], force: boolean): ExecutorError | null {
-  return revertAsOneRefusal(
-    `Plan ${planId}`,
-    { planId },
-    steps,
-    force,
-    `${FORCED_KEEPS_A_COPY} To keep the newer change instead, revert the other steps and leave that one (--leave STEP_ID).`,
-  );
+  return revertAsOneRefusal(`Plan ${planId}`, { planId }, steps, force, `${FORCED_KEEPS_A_COPY} ${LEAVE_ADVICE}`);
 }
 
 /** The same refusal for an agent session's steps. `name` says which ("session agent-… (Claude Code · …)"). */
@@ -171,5 +167,5 @@ export function groupRevertRefusal(
   steps: readonly PlanRevertPreviewStep[],
   force: boolean,
 ): ExecutorError | null {
-  return revertAsOneRefusal(`The ${name}`, details, steps, force);
+  return revertAsOneRefusal(`The ${name}`, details, steps, force, `${FORCED_KEEPS_A_COPY} ${LEAVE_ADVICE}`);
 }

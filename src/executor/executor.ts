@@ -609,12 +609,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** What reverting every step of one agent session would do, newest first; changes nothing. */
-  previewRevertSession(agent: string): SessionRevertPreview {
-    return this.reverts.previewRevertSession(agent);
+  previewRevertSession(agent: string, leave?: readonly string[]): SessionRevertPreview {
+    return this.reverts.previewRevertSession(agent, leave);
   }
 
   /** Reverts every step of one agent session, newest first, or nothing when one would meet a conflict (unless forced). */
-  revertSession(agent: string, actor: Actor, options: { force?: boolean } = {}): Promise<SessionRevertResult> {
+  revertSession(agent: string, actor: Actor, options: { force?: boolean; leave?: readonly string[] } = {}): Promise<SessionRevertResult> {
     return this.reverts.revertSession(agent, actor, options);
   }
 

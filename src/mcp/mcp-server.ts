@@ -55,7 +55,10 @@ const text = (body: string, isError = false, structured?: Record<string, unknown
   ...(structured ? { structuredContent: structured } : {}),
 });
 
-/** Steps as structured content, for clients that read it; the text says the same for the model. */
+/**
+ * Steps as structured content, for clients that read it; the text says the same for the model in fewer
+ * words. A step that ran keeps its whole result here (a command's exit code, image digest, sandbox run id).
+ */
 const structuredSteps = (records: StepRecord[]) => ({
   steps: records.map((record) => ({
     stepId: record.step.id,
@@ -64,6 +67,7 @@ const structuredSteps = (records: StepRecord[]) => ({
     verdict: verdictOf(record),
     ...(record.blockedBy ? { blockedBy: record.blockedBy } : {}),
     ...(record.consentExpiresAt ? { consentExpiresAt: record.consentExpiresAt } : {}),
+    ...(record.result ? { result: record.result } : {}),
   })),
 });
 

@@ -1,6 +1,7 @@
 import type { Channel } from '../domain/actor.js';
 import { editDetailText } from '../domain/person-edit.js';
 import { AGENT_CANCEL_REASON, noPreviewWhy, type StepRecord } from '../domain/step-record.js';
+import { commandResultText } from '../domain/command-result-text.js';
 
 /** How much of a step's output goes back to the model; the full result stays in the step record. */
 export const MAX_OUTPUT_CHARS = 8_000;
@@ -60,9 +61,25 @@ export function outputText(result: Record<string, unknown> | null, maxChars = MA
     if (lines !== null) texts.push(`${key}:\n${lines}`);
     else scalars[key] = value;
   }
-  const full = [Object.keys(scalars).length ? JSON.stringify(scalars) : '', ...texts].filter(Boolean).join('\n');
+  return cut([Object.keys(scalars).length ? JSON.stringify(scalars) : '', ...texts].filter(Boolean).join('\n'), maxChars);
+}
+
+/** Cut at `maxChars`, saying so and where the rest is kept. */
+function cut(full: string, maxChars: number): string {
   if (full.length <= maxChars) return full;
   return `${full.slice(0, maxChars)}\n… (output cut at ${maxChars} of ${full.length} characters; the full result is kept in Executor's record of the step)`;
+}
+
+/**
+ * A result as the model reads it: a command's in the few words a run's model is told (how it ended and the
+ * files it changed, then its output; not the image digest, sandbox run id or oomKilled flag, which stay in
+ * the step record and the structured content), any other result as outputText.
+ */
+function resultParts(record: StepRecord, maxChars: number): { ending: string | null; body: string } {
+  const words = record.step.action === 'runCommand' ? commandResultText(record.result) : null;
+  if (words === null) return { ending: null, body: outputText(record.result, maxChars) };
+  const [ending, ...output] = words.split('\n');
+  return { ending: ending!, body: cut(output.join('\n'), maxChars) };
 }
 
 /** The stop switch, when the person has stopped all agents: a step still open is held, not refused. */
@@ -186,12 +203,18 @@ function verdictText(record: StepRecord, maxChars: number, held?: HeldByPause): 
   if (held && (path === 'preparing' || path === 'waiting for the user' || path === 'approved, waiting its turn'))
     return `PENDING: held: the user stopped all agents at ${held.pausedAt}. Step ${id} is neither approved nor rejected; it waits until the user resumes. Propose nothing new meanwhile (it is refused with HOST_PAUSED); call step_status with ${id} later.`;
   switch (path) {
-    case 'ran':
-      return `EXECUTED: step ${id} ran.\n${approverText(record)}\n${outputText(record.result, maxChars)}`;
+    case 'ran': {
+      const { ending, body } = resultParts(record, maxChars);
+      return `EXECUTED: step ${id} ran${ending ? `: ${ending}` : '.'}\n${approverText(record)}\n${body}`;
+    }
     case 'failed before any change':
       return `FAILED: ${errorText(record)}\n${approverText(record)} It failed before it changed anything.`;
-    case 'failed while running':
-      return `FAILED: ${errorText(record)}\n${approverText(record)} It ran and failed; any file it changed is backed up, and the user can revert it.${record.result ? `\n${outputText(record.result, maxChars)}` : ''}`;
+    case 'failed while running': {
+      const result = record.result ? resultParts(record, maxChars) : null;
+      return `FAILED: ${errorText(record)}\n${approverText(record)} It ran and failed; any file it changed is backed up, and the user can revert it.${
+        result ? `\n${result.ending ? `${result.ending}\n` : ''}${result.body}` : ''
+      }`;
+    }
     case 'interrupted by a stop of Executor':
       return `FAILED: ${errorText(record)}\n${approverText(record)} Executor stopped (shut down or crashed) while step ${id} ran; what it changed so far is backed up, and the user can revert it.`;
     case 'rejected by the user':

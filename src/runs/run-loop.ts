@@ -198,7 +198,7 @@ export class RunLoop {
     if (!verdict.over) return null;
     return {
       code: 'RUN_BUDGET_EXCEEDED',
-      message: `All runs together used ${verdict.used} tokens in the last 24 hours; the daily budget is ${budget} (policy runs.dailyTokenBudget). It refills ${waitWords(verdict.refillsAt!, now)} (${verdict.refillsAt}).`,
+      message: `All runs together used ${verdict.used} tokens in the last 24 hours; the daily budget is ${budget} (policy runs.dailyTokenBudget). It refills ${waitWords(verdict.refillsAt!, now)}.`,
     };
   }
 

@@ -26,6 +26,7 @@ import type { Db } from '../store/database.js';
 import type { ModelClient, ModelSettings } from './model-client.js';
 import { createModelClient } from './models/create-model-client.js';
 import { API_KEY_VARIABLES, needsKey } from './models/model-config.js';
+import { durationText } from '../domain/run-step-facts.js';
 import { dailyBudgetVerdict, waitWords, BUDGET_WINDOW_MS } from './run-budget.js';
 import type { RunsExecutorPort, StepsRevertPreview } from './executor-port.js';
 import { RunLoop, type RunHost } from './run-loop.js';
@@ -207,7 +208,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
     if (budget.over) {
       throw new ExecutorError(
         'RUN_BUDGET_EXCEEDED',
-        `The runs' daily token budget is spent: ${budget.used} of ${budget.budget} tokens in the last 24 hours (policy runs.dailyTokenBudget). It refills ${waitWords(budget.refillsAt!, now)}, at ${budget.refillsAt}.`,
+        `The runs' daily token budget is spent: ${budget.used} of ${budget.budget} tokens in the last 24 hours (policy runs.dailyTokenBudget). It refills ${waitWords(budget.refillsAt!, now)}.`,
         { used: budget.used, budget: budget.budget, refillsAt: budget.refillsAt },
       );
     }
@@ -548,7 +549,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
       if (current.status === 'expired')
         throw new ExecutorError(
           'QUESTION_EXPIRED',
-          `The question expired at ${current.expiresAt}, unanswered${current.runId ? `, and run ${current.runId} was cancelled` : ''}.`,
+          `The question expired ${durationText(Math.max(0, Date.now() - Date.parse(current.expiresAt)))} ago, unanswered${current.runId ? `, and run ${current.runId} was cancelled` : ''}.`,
           { questionId },
         );
       if (current.status !== 'waiting')
@@ -619,7 +620,7 @@ export class RunManager extends EventEmitter<RunManagerEvents> implements RunSer
       if (question.runId) {
         this.end(question.runId, 'cancelled', {
           code: 'QUESTION_EXPIRED',
-          message: `The question "${question.text.slice(0, 200)}" waited until ${question.expiresAt} without an answer (policy runs.questionExpirySeconds), so the run was cancelled.`,
+          message: `The question "${question.text.slice(0, 200)}" waited ${durationText(Math.max(0, Date.parse(question.expiresAt) - Date.parse(question.askedAt)))} without an answer (policy runs.questionExpirySeconds), so the run was cancelled.`,
         });
         // A run that had already ended still leaves its question waiting: it expires all the same.
         this.transact(() => this.store.settleQuestion(question.id, 'expired', null, now));

@@ -1,5 +1,5 @@
 import type { ExecutorError } from '../domain/errors.js';
-import { revertAsOneRefusal, type PlanRevertPreviewStep } from '../domain/revert-reasons.js';
+import { LEAVE_ADVICE, revertAsOneRefusal, type PlanRevertPreviewStep } from '../domain/revert-reasons.js';
 
 /*
  * Reverting a run is reverting every step it ran, newest first, as one operation (Executor.revertSteps,
@@ -12,6 +12,6 @@ export function runRevertRefusal(runId: string, steps: readonly PlanRevertPrevie
     { runId },
     steps,
     force,
-    `\`executor runs revert ${runId} --force\` keeps what is there now as a backup, so it can be undone.`,
+    `\`executor runs revert ${runId} --force\` keeps what is there now as a backup, so it can be undone. ${LEAVE_ADVICE}`,
   );
 }

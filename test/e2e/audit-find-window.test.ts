@@ -101,6 +101,25 @@ describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', 
       await expect.poll(() => count.textContent(), SOON).toContain(`${ofStep.length} match the filters.`);
       await filters.getByLabel('Action').fill('');
 
+      // Records that are not about a step read as sentences too, never as their machine names.
+      await person.pauseAgents({ reason: 'lunch' });
+      await person.resumeAgents();
+      for (const [action, words] of [
+        ['key.created', "Executor made the log's signing key; the records that follow are signed with it."],
+        ['app.started', 'Executor started.'],
+        ['host.paused', /^\S+ stopped all agents \(lunch\): 0 runs stopped, 0 steps held\.$/],
+        ['host.resumed', /^\S+ let agents work again \(stopped for .+\)\.$/],
+      ] as const) {
+        await filters.getByLabel('Step').fill('');
+        await filters.getByLabel('Action').fill(action);
+        await apply();
+        await expect.poll(() => page.locator('.audit-row[data-seq]').count(), SOON).toBe(1);
+        await page.locator('.audit-row[data-seq]').first().click();
+        await expect.poll(async () => (await page.getByTestId('record-sentence').textContent())?.trim(), SOON).toMatch(words);
+        expect(await page.getByTestId('record-sentence').getByRole('link').count()).toBe(0);
+      }
+      await filters.getByLabel('Action').fill('');
+
       // Nothing matches: said as none, never "-1+".
       await filters.getByLabel('Step').fill('no-such-step');
       await apply();

@@ -10,6 +10,7 @@ import { closeAfter } from '../helpers/teardown.js';
 import {
   collectErrors,
   expectNoSeriousAxeViolations,
+  openHistoryRow,
   screenshots,
   SOON,
   useChromium,
@@ -68,17 +69,7 @@ describe.skipIf(skipReason !== null)('Revert plan over a hand edit', { timeout: 
     try {
       const page = await context.newPage();
       const errors = collectErrors(page);
-      await page.goto(serve.info.url);
-      await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
-      await expect
-        .poll(async () => {
-          await page.keyboard.press('2');
-          return page.getByRole('heading', { name: 'History' }).isVisible();
-        }, SOON)
-        .toBe(true);
-      const row = page.locator(`#history-row-${readmeStep}`);
-      await expect.poll(() => row.isVisible(), SOON).toBe(true);
-      await row.click();
+      await openHistoryRow(page, serve.info.url, readmeStep);
       await page.getByRole('button', { name: `Revert plan ${planId}` }).click();
       const dialog = page.getByRole('dialog', { name: /Revert plan/ });
       await expect.poll(() => dialog.isVisible(), SOON).toBe(true);

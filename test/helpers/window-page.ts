@@ -1,7 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { beforeAll, expect } from 'vitest';
 import { chromiumMissingReason, ensureRendererBuilt, launchChromium, SEND_DECISIONS_AT_ONCE } from './chromium.js';
 import { ensureSandboxImage } from './docker-engine.js';
@@ -115,4 +115,24 @@ export async function screenshots(page: Page, name: string, docs: { light?: stri
     if (docsName && UPDATING_DOCS) fs.writeFileSync(path.join(DOCS, `${docsName}.png`), shot);
   }
   await page.emulateMedia({ colorScheme: 'light' });
+}
+
+/**
+ * The window at `url` on History, with one step's row selected: where every test that acts on a step
+ * from History (Revert plan, Revert session, …) begins. The key is pressed again until History shows:
+ * the first press may come before the window listens for it.
+ */
+export async function openHistoryRow(page: Page, url: string, stepId: string): Promise<Locator> {
+  await page.goto(url);
+  await expect.poll(() => page.getByRole('heading', { name: 'Queue' }).isVisible(), SOON).toBe(true);
+  await expect
+    .poll(async () => {
+      await page.keyboard.press('2');
+      return page.getByRole('heading', { name: 'History' }).isVisible();
+    }, SOON)
+    .toBe(true);
+  const row = page.locator(`#history-row-${stepId}`);
+  await expect.poll(() => row.isVisible(), SOON).toBe(true);
+  await row.click();
+  return row;
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import { globals, print } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /** Exit status of `audit verify-proof` when the proof does not hold (2 stays "the command itself failed"). */
 const EXIT_PROOF_FAILED = 1;
@@ -120,7 +121,7 @@ export function registerAuditProofCommands(audit: Command): void {
       print(json, report, () => {
         if (!report.ok) return `proof does NOT hold: ${report.problem!.code}: ${report.problem!.message}`;
         return [
-          `proof holds: record ${report.seq} (${report.action ?? '?'} at ${report.ts ?? '?'}) of log ${report.logId}, in checkpoint ${report.checkpoint?.cpSeq} of ${report.treeSize} records`,
+          `proof holds: record ${report.seq} (${report.action ?? '?'} at ${report.ts ? localTimeWords(report.ts) : '?'}) of log ${report.logId}, in checkpoint ${report.checkpoint?.cpSeq} of ${report.treeSize} records`,
           `  signed by: ${report.signedBy.join(', ')}`,
           ...(report.uncheckedSignatures.length ? [`  not checked (no key given): ${report.uncheckedSignatures.join(', ')}`] : []),
           '  it proves:',

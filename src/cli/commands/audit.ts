@@ -3,6 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
+import { auditRecordSentence } from '../../domain/audit-sentence.js';
+import { summarizeStep } from '../../domain/step-title.js';
+import type { Step } from '../../domain/step.js';
 import type { AuditEntry } from '../../audit/log/audit-query.js';
 import type { AuditReader } from '../../audit/log/audit-reader.js';
 import { FileKeyStore, sealedKeysPresent, type KeyStore } from '../../audit/keys/key-store.js';
@@ -123,10 +126,33 @@ function progressPrinter(mode: { terminal: boolean; forced: boolean; verb?: stri
   return { onProgress, finish: () => void (mode.terminal && lastLine && process.stderr.write('\n')) };
 }
 
-function entryLine(entry: AuditEntry): string {
+/**
+ * A record as two lines: when, and what happened in the window's words (src/domain/audit-sentence.ts); then,
+ * indented, the columns a script or a `--action` filter works with.
+ */
+function entryLines(entry: AuditEntry, titles: ReadonlyMap<string, string>): string {
   // The client name is what an agent said about itself: one line, escaped, like every field here.
   const who = `${visibleLine(entry.userId.user)}/${visibleLine(entry.userId.channel)}${entry.userId.client ? `(${visibleLine(entry.userId.client)})` : ''}${entry.userId.agent ? `[${visibleLine(entry.userId.agent)}]` : ''}`;
-  return `${String(entry.seq).padStart(7)} ${localTimeWords(entry.ts)} ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
+  const sentence = auditRecordSentence(
+    { ...entry, args: (entry.args ?? null) as Record<string, unknown> | null },
+    entry.stepId ? (titles.get(entry.stepId) ?? null) : null,
+  );
+  return `${String(entry.seq).padStart(7)} ${localTimeWords(entry.ts)}  ${visibleLine(sentence)}\n        ${visibleLine(entry.action).padEnd(24)} ${visibleLine(entry.stepId ?? '-').padEnd(16)} ${who}`;
+}
+
+/** The titles History gives the steps these records name, read from the same database (a step it no longer holds keeps its id). */
+function stepTitles(db: { prepare(sql: string): { get(...params: unknown[]): unknown } }, entries: AuditEntry[]): Map<string, string> {
+  const titles = new Map<string, string>();
+  const read = db.prepare('SELECT step_json AS json FROM steps WHERE step_id = ?');
+  for (const stepId of new Set(entries.map((entry) => entry.stepId).filter((id): id is string => id !== null))) {
+    try {
+      const row = read.get(stepId) as { json: string } | undefined;
+      if (row) titles.set(stepId, summarizeStep(JSON.parse(row.json) as Step));
+    } catch {
+      // An older database or a step it cannot read: the sentence names the step by its id.
+    }
+  }
+  return titles;
 }
 
 /** What the auditor adds to verify's witnesses, and the removed witnesses they accept not hearing from. */
@@ -624,9 +650,13 @@ export function registerAuditCommands(program: Command): void {
             collected.push(...page.entries);
             cursor = page.nextCursor;
           } while (cursor && collected.length < options.limit);
-          return collected;
+          return { collected, titles: json ? new Map<string, string>() : stepTitles(reader.db, collected) };
         });
-        print(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'No audit records match.'));
+        print(json, entries.collected, () =>
+          entries.collected.length
+            ? entries.collected.map((entry) => entryLines(entry, entries.titles)).join('\n')
+            : 'No audit records match.',
+        );
       },
     );
 

@@ -15,6 +15,7 @@ import { visibleLine, visibleOutput } from '../../domain/visible-text.js';
 import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, type ExecutorReach } from '../cli-context.js';
 import { resolveId } from '../id-prefix.js';
+import { DEFAULT_UNDO_SECONDS, parseUndoSeconds, UNDO_SECONDS_HELP } from '../undo-seconds.js';
 
 /*
  * `executor run "TASK"` and `executor runs list|show|answer|cancel|trace|revert`. A run lives in a
@@ -302,6 +303,7 @@ export function registerRunCommands(program: Command): void {
     )
     .option('--root <dir>', 'the workspace folder to work in (default: the first)')
     .option('--detach', 'start the run and return at once with its id')
+    .option('--undo-seconds <seconds>', `on a terminal: ${UNDO_SECONDS_HELP}`, parseUndoSeconds, DEFAULT_UNDO_SECONDS)
     .action(
       async (
         task: string,
@@ -313,6 +315,7 @@ export function registerRunCommands(program: Command): void {
           maxIterations?: number;
           root?: string;
           detach?: boolean;
+          undoSeconds: number;
         },
         command: Command,
       ) => {
@@ -356,7 +359,9 @@ export function registerRunCommands(program: Command): void {
           const decide = inline
             ? async (waiting: { kind: 'step'; stepId: string } | { kind: 'question'; questionId: string }) => {
                 const { answerInline, decideInline } = await import('../run-decision.js');
-                return waiting.kind === 'step' ? decideInline(api, waiting.stepId) : answerInline(api, started.id, waiting.questionId);
+                return waiting.kind === 'step'
+                  ? decideInline(api, waiting.stepId, { undoMs: options.undoSeconds * 1000 })
+                  : answerInline(api, started.id, waiting.questionId);
               }
             : undefined;
           const ended = await Promise.race([follow(api, started.id, printer, decide), stopFollowing]);
@@ -506,29 +511,71 @@ export function registerRunCommands(program: Command): void {
 
   runs
     .command('revert')
-    .description('revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force')
-    .argument('<run>', 'run id')
+    .description('revert every step the run ran, newest first; refused on a conflict (a file changed since) unless --force or --leave')
+    .argument('<run>', 'run id (or a unique start of it)')
     .option('--dry-run', 'show what would be reverted, change nothing')
     .option('--force', 'revert also over changes made since (what is there now is kept as a backup)')
-    .action(async (runId: string, options: { dryRun?: boolean; force?: boolean }, command: Command) => {
+    .option('--leave <stepId...>', 'leave these steps as they are (keeping the changes made since them) and revert the others')
+    .action(async (runId: string, options: { dryRun?: boolean; force?: boolean; leave?: string[] }, command: Command) => {
       const { dataDir, json } = globals(command);
-      const result = await withRuns(dataDir, async (api) => {
-        runId = await resolveId(api, 'run', runId);
-        return api.revertRun({ runId, ...(options.dryRun ? { dryRun: true } : {}), ...(options.force ? { force: true } : {}) });
-      });
-      print(json, result, () =>
-        [
-          result.dryRun
-            ? `Reverting run ${runId} would, newest step first:`
-            : `Run ${runId}: reverted ${result.reverted.length} step(s), newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}.`,
-          ...result.steps.map(
-            (step) =>
-              `  ${step.stepId}  ${step.state}${step.reason ? ` (${step.reason})` : ''}  ${visibleLine(step.title)}${step.files.length ? `: ${step.files.map((file) => `${file.path} ${file.state}`).join(', ')}` : ''}`,
-          ),
-          ...(result.dryRun && result.conflicts.length
-            ? [`Conflicts: ${result.conflicts.join(', ')}; add --force to revert over them.`]
-            : []),
-        ].join('\n'),
-      );
+      await revertRunCommand(dataDir, json, runId, options);
     });
+}
+
+/** `runs revert RUN` and `revert --run RUN`: every step the run ran, newest first (some left by --leave), or with --dry-run what that would do. */
+export async function revertRunCommand(
+  dataDir: string,
+  json: boolean,
+  runId: string,
+  options: { dryRun?: boolean; force?: boolean; leave?: string[] },
+): Promise<void> {
+  const result = await withRuns(dataDir, async (api) => {
+    runId = await resolveId(api, 'run', runId);
+    // Step ids to leave take a unique prefix or the window's short form, as every step id here does.
+    const leave = options.leave ? await Promise.all(options.leave.map((id) => resolveId(api, 'step', id))) : undefined;
+    return api.revertRun({
+      runId,
+      ...(options.dryRun ? { dryRun: true } : {}),
+      ...(options.force ? { force: true } : {}),
+      ...(leave ? { leave } : {}),
+    });
+  });
+  const reverted = new Set(result.reverted);
+  print(json, result, () =>
+    [
+      result.dryRun
+        ? `Reverting run ${runId} would, newest step first:`
+        : `Run ${runId}: reverted ${result.reverted.length === 1 ? '1 step' : `${result.reverted.length} steps`}, newest first${result.forced ? ' (forced over later changes; they are kept as a backup)' : ''}:`,
+      ...result.steps.map((step) => {
+        const what = result.dryRun
+          ? step.state === 'skip'
+            ? `left as it is (${visibleLine(step.reason ?? '')})`
+            : step.state === 'conflict'
+              ? options.force
+                ? 'forced revert: a file changed after the step; what is there now is kept as a backup'
+                : 'CONFLICT: a file changed after the step'
+              : 'revert'
+          : reverted.has(step.stepId)
+            ? 'reverted'
+            : `left as it is (${visibleLine(step.reason ?? 'nothing to revert')})`;
+        return `  ${visibleLine(step.stepId)}  ${visibleLine(step.title)}: ${what}${step.files.length ? ` — ${step.files.map((file) => `${visibleLine(file.path)} ${file.state.replace(/_/g, ' ')}`).join(', ')}` : ''}`;
+      }),
+      ...(result.dryRun && result.conflicts.length && !options.force
+        ? [
+            `Refused unless --force: ${result.conflicts.map(visibleLine).join(', ')} would overwrite newer changes (--force keeps them as a backup; --leave STEP_ID keeps that step and its newer change, and reverts the others).`,
+          ]
+        : []),
+    ].join('\n'),
+  );
+  // A dry run exits as the real revert would: 2, with its words on stderr, where it would refuse.
+  if (result.dryRun) {
+    const { runRevertRefusal } = await import('../../runs/run-revert.js');
+    const refusal = runRevertRefusal(runId, result.steps, options.force === true);
+    if (refusal) {
+      process.stderr.write(
+        `executor: ${refusal.code}: ${visibleLine(refusal.message)} (A dry run: nothing was changed; the real revert would refuse the same way.)\n`,
+      );
+      process.exitCode = 2;
+    }
+  }
 }

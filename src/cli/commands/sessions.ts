@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { visibleLine } from '../../domain/visible-text.js';
+import type { ExecutorClient } from '../../ipc/client/client.js';
 import { globals, print, withExecutor } from '../cli-context.js';
+import { resolveId } from '../id-prefix.js';
+import { localTimeWords } from '../time-words.js';
 
 /*
  * An agent session is one identity the host issued: an MCP session, or a Claude Code or Gemini CLI
@@ -13,11 +16,14 @@ export async function revertSessionCommand(
   dataDir: string,
   json: boolean,
   agent: string,
-  options: { force?: boolean; dryRun?: boolean },
+  options: { force?: boolean; dryRun?: boolean; leave?: string[] },
 ): Promise<void> {
   const named = (stepId: string, title: string) => `${visibleLine(stepId)}  ${visibleLine(title)}`.trimEnd();
+  // Step ids to leave take a unique prefix or the window's short form, as every step id here does.
+  const leaveOf = async (api: ExecutorClient) =>
+    options.leave ? { leave: await Promise.all(options.leave.map((id) => resolveId(api, 'step', id))) } : {};
   if (options.dryRun) {
-    const preview = await withExecutor(dataDir, (api) => api.previewRevertSession({ agent }));
+    const preview = await withExecutor(dataDir, async (api) => api.previewRevertSession({ agent, ...(await leaveOf(api)) }));
     const { groupRevertRefusal } = await import('../../domain/revert-reasons.js');
     const refusal = groupRevertRefusal(`session ${preview.agent}`, { agent: preview.agent }, preview.steps, options.force === true);
     print(json, preview, () =>
@@ -38,8 +44,9 @@ export async function revertSessionCommand(
     return;
   }
   const { result, titles } = await withExecutor(dataDir, async (api) => {
-    const titles = new Map((await api.previewRevertSession({ agent })).steps.map((step) => [step.stepId, step.title]));
-    return { result: await api.revertSession({ agent, force: options.force }), titles };
+    const leave = await leaveOf(api);
+    const titles = new Map((await api.previewRevertSession({ agent, ...leave })).steps.map((step) => [step.stepId, step.title]));
+    return { result: await api.revertSession({ agent, force: options.force, ...leave }), titles };
   });
   print(json, result, () =>
     [
@@ -67,7 +74,7 @@ export function registerSessionCommands(program: Command): void {
           ? list
               .map(
                 (session) =>
-                  `${visibleLine(session.agent)}  ${String(session.steps).padStart(4)} step${session.steps === 1 ? ' ' : 's'}  last ${visibleLine(session.lastAt)}  ${visibleLine(session.label ?? '(no label)')}`,
+                  `${visibleLine(session.agent)}  ${String(session.steps).padStart(4)} step${session.steps === 1 ? ' ' : 's'}  last ${localTimeWords(session.lastAt)}  ${visibleLine(session.label ?? '(no label)')}`,
               )
               .join('\n')
           : 'No agent session has proposed a step.',
@@ -80,8 +87,9 @@ export function registerSessionCommands(program: Command): void {
     )
     .argument('<agentId>', 'the agent id `sessions list` prints (a unique start of it will do)')
     .option('--force', 'overwrite files that changed after a step (each recorded as a forced revert)')
+    .option('--leave <stepId...>', 'leave these steps as they are (keeping the changes made since them) and revert the others')
     .option('--dry-run', 'only show what the revert would do with each step; change nothing, and exit 2 where the real revert would refuse')
-    .action(async (agent: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
+    .action(async (agent: string, options: { force?: boolean; dryRun?: boolean; leave?: string[] }, command: Command) => {
       const { dataDir, json } = globals(command);
       await revertSessionCommand(dataDir, json, agent, options);
     });

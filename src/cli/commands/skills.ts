@@ -5,6 +5,7 @@ import type { RepetitionNotice, SkillRecord } from '../../domain/skill.js';
 import { SKILL_STATES } from '../../domain/skill-names.js';
 import { visibleBlock, visibleJson, visibleLine } from '../../domain/visible-text.js';
 import { globals, print, sayDataDir, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /** JSON from a file (or "-" for stdin), or a clear error saying which option. */
 function readJson(source: string, option: string): unknown {
@@ -31,7 +32,10 @@ function parseJsonText(text: string, option: string): unknown {
 
 function oneLine(skill: SkillRecord): string {
   const why = skill.reason ? ` — ${visibleLine(skill.reason)}` : '';
-  const trial = skill.state === 'trial' ? ` (trial ${skill.trial.uses}/${skill.trial.required} uses, until ${skill.trial.untilAt})` : '';
+  const trial =
+    skill.state === 'trial'
+      ? ` (trial ${skill.trial.uses}/${skill.trial.required} uses${skill.trial.untilAt ? `, until ${localTimeWords(skill.trial.untilAt)}` : ''})`
+      : '';
   return `${skill.skillId}  ${visibleLine(skill.name)} v${skill.version}  ${skill.state.toUpperCase()}${trial}${why}`;
 }
 
@@ -57,7 +61,7 @@ function showText(skill: SkillRecord): string {
     `input schema: ${visibleJson(JSON.stringify(skill.inputSchema))}`,
     `output schema: ${visibleJson(JSON.stringify(skill.outputSchema))}`,
     skill.pin
-      ? `approved: ${skill.pin.approvedAt} by ${visibleLine(skill.pin.approvedBy)} (pins code ${skill.pin.codeHash})`
+      ? `approved: ${localTimeWords(skill.pin.approvedAt)} by ${visibleLine(skill.pin.approvedBy)} (pins code ${skill.pin.codeHash})`
       : 'approved: no',
     'code (JavaScript, light sandbox; reads `input`, returns the output):',
     visibleBlock(skill.code),

@@ -379,10 +379,11 @@ export function registerStepCommands(program: Command): void {
       'revert every step of this plan that ran, newest first; refused before anything changes if any step would conflict, unless --force',
     )
     .option('--session <agentId>', 'revert every step of this agent session (`executor sessions list`) that ran, newest first; as --plan')
+    .option('--run <runId>', 'revert every step this agent run (`executor runs list`) ran, newest first; as --plan')
     .option('--force', 'overwrite files that changed after the step (recorded as a forced revert)')
     .option(
       '--leave <stepId...>',
-      'with --plan: leave these steps as they are (keeping the changes made since them) and revert the others; an older step that wrote the same file then meets the kept change as a conflict',
+      'with --plan, --run or --session: leave these steps as they are (keeping the changes made since them) and revert the others; an older step that wrote the same file then meets the kept change as a conflict',
     )
     .option(
       '--dry-run',
@@ -391,17 +392,25 @@ export function registerStepCommands(program: Command): void {
     .action(
       async (
         stepId: string | undefined,
-        options: { plan?: string; session?: string; force?: boolean; dryRun?: boolean; leave?: string[] },
+        options: { plan?: string; session?: string; run?: string; force?: boolean; dryRun?: boolean; leave?: string[] },
         command: Command,
       ) => {
         const { dataDir, json } = globals(command);
-        if (options.leave !== undefined && options.plan === undefined)
-          throw new ExecutorError('INVALID_INPUT', '--leave names steps of a plan to keep; it goes with --plan PLAN_ID.');
-        if ([stepId, options.plan, options.session].filter((given) => given !== undefined).length !== 1) {
+        if (options.leave !== undefined && options.plan === undefined && options.run === undefined && options.session === undefined)
           throw new ExecutorError(
             'INVALID_INPUT',
-            'revert takes a step id, --plan PLAN_ID for a whole plan, or --session AGENT_ID for a whole agent session (one of them).',
+            '--leave names steps to keep while the others are reverted; it goes with --plan PLAN_ID, --run RUN_ID or --session AGENT_ID.',
           );
+        if ([stepId, options.plan, options.session, options.run].filter((given) => given !== undefined).length !== 1) {
+          throw new ExecutorError(
+            'INVALID_INPUT',
+            'revert takes a step id, --plan PLAN_ID for a whole plan, --run RUN_ID for an agent run, or --session AGENT_ID for a whole agent session (one of them).',
+          );
+        }
+        if (options.run !== undefined) {
+          const { revertRunCommand } = await import('./runs.js');
+          await revertRunCommand(dataDir, json, options.run, options);
+          return;
         }
         if (options.session !== undefined) {
           const { revertSessionCommand } = await import('./sessions.js');

@@ -1,19 +1,7 @@
 import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
-import { visibleLine } from '../../domain/visible-text.js';
 import { globals } from '../cli-context.js';
-
-/** --undo-seconds: how long a decision can be taken back before it is sent (0 sends at once), as the window's "Undo for". */
-function parseUndoSeconds(text: string): number {
-  const seconds = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(seconds) || seconds > 60) {
-    throw new ExecutorError(
-      'INVALID_INPUT',
-      `--undo-seconds takes a number of seconds from 0 to 60, not "${visibleLine(text.slice(0, 40))}".`,
-    );
-  }
-  return seconds;
-}
+import { DEFAULT_UNDO_SECONDS, parseUndoSeconds, UNDO_SECONDS_HELP } from '../undo-seconds.js';
 
 /** `executor watch`: the queue in the terminal, for the person who lives there. */
 export function registerWatchCommands(program: Command): void {
@@ -22,12 +10,7 @@ export function registerWatchCommands(program: Command): void {
     .description(
       'the queue in this terminal: each step waiting for you with its risk, reasons and preview, decided with single keys (a or y approve, r reject with a reason, d the whole diff, e edit in $EDITOR, j/k next/prev, / a step id prefix, u undo, q quit); follows the running host live',
     )
-    .option(
-      '--undo-seconds <seconds>',
-      'hold each decision this long, with u to take it back, before it is sent (0: at once)',
-      parseUndoSeconds,
-      5,
-    )
+    .option('--undo-seconds <seconds>', UNDO_SECONDS_HELP, parseUndoSeconds, DEFAULT_UNDO_SECONDS)
     .action(async (options: { undoSeconds: number }, command: Command) => {
       const { dataDir } = globals(command);
       if (!process.stdin.isTTY || !process.stdout.isTTY) {

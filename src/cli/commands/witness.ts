@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { ExecutorError } from '../../domain/errors.js';
 import type { WitnessConfig } from '../../policy/policy-file.js';
 import { globals, print, untilStopped, withExecutor } from '../cli-context.js';
+import { localTimeWords } from '../time-words.js';
 
 /** The pure note code and the witness server, loaded by the command that runs, not by `--help`. */
 const noteModules = async () => {
@@ -264,7 +265,7 @@ export function registerWitnessCommands(program: Command): void {
                 [
                   `${row.name}  ${row.kind === 'http' ? row.url : `${row.remote} (${row.branch})`}`,
                   row.newest
-                    ? `  newest: ${row.newest.size} records, ${row.kind === 'http' ? 'cosigned' : 'pushed'} ${new Date(row.newest.cosignedAt * 1000).toISOString()}`
+                    ? `  newest: ${row.newest.size} records, ${row.kind === 'http' ? 'cosigned' : 'pushed'} ${localTimeWords(new Date(row.newest.cosignedAt * 1000).toISOString())}`
                     : '  newest: none yet',
                 ].join('\n'),
               )

@@ -313,9 +313,9 @@ export class RevertsRoom {
   }
 
   /** What reverting every step of one agent session would do, newest first; changes nothing. */
-  previewRevertSession(agent: string): SessionRevertPreview {
+  previewRevertSession(agent: string, leave: readonly string[] = []): SessionRevertPreview {
     const session = this.sessionOf(agent);
-    return { agent: session.agent, label: session.label, ...this.previewRevertSteps(session.stepIds) };
+    return { agent: session.agent, label: session.label, ...this.previewRevertSteps(session.stepIds, leave) };
   }
 
   /**
@@ -323,11 +323,16 @@ export class RevertsRoom {
    * previewed whole, refused before anything changes when a file changed since one of its steps
    * (unless forced), each step under its own plan's lock and audited as its own revert.
    */
-  async revertSession(agent: string, actor: Actor, options: { force?: boolean } = {}): Promise<SessionRevertResult> {
+  async revertSession(
+    agent: string,
+    actor: Actor,
+    options: { force?: boolean; leave?: readonly string[] } = {},
+  ): Promise<SessionRevertResult> {
     const session = this.sessionOf(agent);
     const name = `session ${session.agent}${session.label ? ` (${session.label})` : ''}`;
     const { reverted, preview } = await this.revertSteps(name, session.stepIds, actor, {
       force: options.force,
+      ...(options.leave ? { leave: options.leave } : {}),
       refusal: (steps, force) => groupRevertRefusal(name, { agent: session.agent }, steps, force),
     });
     return {

@@ -278,14 +278,14 @@ export const METHODS = {
       'the agent sessions that proposed steps (an MCP session, a Claude Code or Gemini CLI session through the hook), most recent first, with their label and step count',
   }),
   previewRevertSession: method({
-    params: z.strictObject({ agent: z.string().min(1).max(128) }),
+    params: z.strictObject({ agent: z.string().min(1).max(128), leave: LEAVE_STEPS }),
     result: PlanRevertPreviewWireSchema.omit({ planId: true }).extend({ agent: z.string(), label: z.string().nullable() }),
     channels: PERSON_CHANNELS,
     description:
       'what reverting every step of one agent session (its agent id, or a unique start of it) would do, newest step first, file by file; changes nothing',
   }),
   revertSession: method({
-    params: z.strictObject({ agent: z.string().min(1).max(128), force: z.boolean().optional() }),
+    params: z.strictObject({ agent: z.string().min(1).max(128), force: z.boolean().optional(), leave: LEAVE_STEPS }),
     result: PlanRevertResultWireSchema.omit({ planId: true }).extend({ agent: z.string(), label: z.string().nullable() }),
     channels: PERSON_CHANNELS,
     description:

@@ -87,8 +87,8 @@ export interface IpcExecutorPort {
   previewRevertPlan(planId: string, leave?: readonly string[]): PlanRevertPreview;
   revertPlan(planId: string, actor: Actor, options?: { force?: boolean; leave?: readonly string[] }): Promise<PlanRevertResult>;
   listAgentSessions(): { agent: string; label: string | null; steps: number; firstAt: string; lastAt: string }[];
-  previewRevertSession(agent: string): SessionRevertPreview;
-  revertSession(agent: string, actor: Actor, options?: { force?: boolean }): Promise<SessionRevertResult>;
+  previewRevertSession(agent: string, leave?: readonly string[]): SessionRevertPreview;
+  revertSession(agent: string, actor: Actor, options?: { force?: boolean; leave?: readonly string[] }): Promise<SessionRevertResult>;
 
   /** One step as `actor` may read it (to an agent: its own only, without secret content). */
   stepFor(stepId: string, actor: Actor): StepRecord;

@@ -111,8 +111,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   previewRevertPlan: (executor, { planId, leave }) => executor.previewRevertPlan(planId, leave),
   revertPlan: (executor, { planId, force, leave }, { actor }) => executor.revertPlan(planId, actor, { force, leave }),
   listAgentSessions: (executor) => executor.listAgentSessions(),
-  previewRevertSession: (executor, { agent }) => executor.previewRevertSession(agent),
-  revertSession: (executor, { agent, force }, { actor }) => executor.revertSession(agent, actor, { force }),
+  previewRevertSession: (executor, { agent, leave }) => executor.previewRevertSession(agent, leave),
+  revertSession: (executor, { agent, force, leave }, { actor }) => executor.revertSession(agent, actor, { force, leave }),
   // Every channel's reply is bounded: a step of many MB (a big write's content and diff, a command's
   // output) is cut and says so (`cut`), and getStepPart pages the whole (src/ipc/client/whole-step-record.ts).
   getStep: (executor, { stepId, maxBytes }, { actor }) => boundedRecord(executor.stepFor(stepId, actor), maxBytes ?? MAX_RECORD_BYTES),

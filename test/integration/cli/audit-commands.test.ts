@@ -142,6 +142,33 @@ describe('executor audit / keys on the command line', { timeout: 300_000 }, () =
     },
   );
 
+  it('audit show says every record in the words the window uses, step records by their title, the machine columns under each', () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'MEDIUM' });
+    proposePlan(dataDir, workspace);
+    expect(runCli(['--data-dir', dataDir, 'pause', '--reason', 'lunch']).status).toBe(0);
+    expect(runCli(['--data-dir', dataDir, 'resume']).status).toBe(0);
+    const shown = runCli(['--data-dir', dataDir, 'audit', 'show']);
+    expect(shown.status, shown.stderr).toBe(0);
+    const records = runCli(['--data-dir', dataDir, '--json', 'audit', 'show']).json<{ seq: number; action: string; ts: string }[]>();
+    const lines = shown.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(records.length * 2);
+    records.forEach((record, index) => {
+      const [said, columns] = [lines[index * 2]!, lines[index * 2 + 1]!];
+      // The first line: seq, the time in words (never ISO), and a sentence without the machine name.
+      expect(said).toMatch(new RegExp(`^ *${record.seq} `));
+      expect(said).not.toContain(record.ts);
+      expect(said).not.toContain(record.action);
+      expect(said).not.toMatch(/no words for/);
+      expect(columns.trim().split(/\s+/)[0]).toBe(record.action);
+    });
+    const text = shown.stdout;
+    expect(text).toContain("Executor made the log's signing key; the records that follow are signed with it.");
+    expect(text).toContain(`approved “Write ${path.join(workspace, 'notes.txt')}”.`);
+    expect(text).toContain('Executor started.');
+    expect(text).toMatch(/ stopped all agents \(lunch\): 0 runs stopped, 0 steps held\./);
+    expect(text).toMatch(/ let agents work again \(stopped for [\d.]+ (ms|s|min)[^)]*\)\./);
+  });
+
   it('audit show --channel and --user list exactly the records whose signed body names that channel or user, across pages', () => {
     const { dataDir } = tempSetup();
     buildMixedLog(dataDir, 2_600);

@@ -1,7 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { connectToHost } from '../../../src/ipc/transports/node-client.js';
+import { proposeAndAwaitDecision } from '../../../src/ipc/client/decision-wait.js';
 import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
+import { startServe } from '../../helpers/serve-process.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -63,5 +67,27 @@ describe('the CLI in words', () => {
     const json = cli('--json', 'steps', 'list').json<{ step: { id: string }; status: string; approval: { at: string } | null }[]>();
     expect(Object.fromEntries(json.map((record) => [record.step.id, record.status]))).toEqual({ first: 'reverted', second: 'rejected' });
     expect(json.find((record) => record.step.id === 'first')!.approval!.at).toMatch(ISO_TIME);
+  });
+
+  it('says times in words in sessions list, audit show, keys status and status; --json keeps ISO', async () => {
+    const { dataDir, workspace } = tempSetup({ autoApprove: 'MEDIUM' });
+    const serve = await startServe(dataDir);
+    const agent = closeAfter(await connectToHost(dataDir, 'agent', { client: 'claude-code' }));
+    await proposeAndAwaitDecision(agent, {
+      steps: [{ action: 'writeFile', args: { path: path.join(workspace, 'a.txt'), content: 'a\n' } }],
+    });
+    const cli = (...args: string[]) => runCli(['--data-dir', dataDir, ...args]);
+    expect(cli('pause', '--reason', 'lunch').status).toBe(0);
+    for (const command of [['sessions', 'list'], ['audit', 'show'], ['keys', 'status'], ['status'], ['steps', 'list']]) {
+      const shown = cli(...command);
+      expect(shown.status, `${command.join(' ')}: ${shown.stderr}`).toBe(0);
+      expect(shown.stdout, command.join(' ')).not.toMatch(ISO_TIME);
+      expect(shown.stdout.length, command.join(' ')).toBeGreaterThan(0);
+    }
+    expect(cli('sessions', 'list').stdout).toMatch(/1 step +last .*\d{4}.*\d:\d\d/);
+    expect(cli('--json', 'sessions', 'list').json<{ lastAt: string }[]>()[0]!.lastAt).toMatch(ISO_TIME);
+    expect(cli('--json', 'audit', 'show').json<{ ts: string }[]>()[0]!.ts).toMatch(ISO_TIME);
+    expect(cli('resume').status).toBe(0);
+    await serve.stop();
   });
 });

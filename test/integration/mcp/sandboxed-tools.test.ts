@@ -71,10 +71,37 @@ describe.skipIf(!hasDocker)('run_command through executor mcp', () => {
       expect(fs.existsSync(path.join(workspace, 'count.txt'))).toBe(false);
       await person.approve({ stepId: stepId! });
       const result = await pending;
-      expect(result.text).toMatch(/^EXECUTED: step \S+ ran\.\n/);
-      expect(result.text).toContain('"exitCode":0');
-      expect(result.text).toContain('stdout:\ncounted');
+      // The model reads how it ended, the files it changed and the output, in a few tokens; none of the
+      // machine facts (image digest, sandbox run id, oomKilled), which stay in the structured content.
+      const [first, approver, ...output] = result.text.split('\n');
+      expect(first).toMatch(/^EXECUTED: step \S+ ran: exit 0 after [\d.]+ (ms|s); files changed: count\.txt \(added\)$/);
+      expect(approver).toBe('Approved by the user.');
+      expect(output.join('\n')).toBe('stdout:\ncounted');
+      expect(result.text).not.toMatch(/image|oomKilled|runId|sha256:|\{"/);
+      const structured = result.result.structuredContent as { steps: { result: Record<string, unknown> }[] };
+      expect(structured.steps[0]!.result).toMatchObject({ exitCode: 0, oomKilled: false });
+      expect(structured.steps[0]!.result.image).toBeTruthy();
+      expect(structured.steps[0]!.result.runId).toBeTruthy();
       expect(fs.readFileSync(path.join(workspace, 'count.txt'), 'utf8').trim()).toBe('2');
+
+      // A command that fails says its exit status first, and its error output; no JSON.
+      const failing = mcp.call(
+        'run_command',
+        { command: 'echo nope >&2; exit 3', cwd: workspace, purpose: 'fail on purpose' },
+        { timeoutMs: 300_000 },
+      );
+      let second: string | undefined;
+      await expect
+        .poll(async () => (second = (await person.listSteps({ status: ['awaiting_consent'] }))[0]?.step.id), {
+          timeout: 240_000,
+          interval: 250,
+        })
+        .toBeDefined();
+      await person.approve({ stepId: second! });
+      const failed = (await failing).text;
+      expect(failed).toMatch(
+        /^EXECUTED: step \S+ ran: exit 3 after [\d.]+ (ms|s); no file changed\nApproved by the user\.\nstderr:\nnope$/,
+      );
     } finally {
       person.close();
     }

@@ -1,18 +1,16 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
 import { runCliAsync, type CliResult } from '../../../helpers/run-cli.js';
 import { startSshEngineServer, type SshEngine } from '../../../helpers/ssh-engine-server.js';
+import {
+  approveCommandOnEngine,
+  proposeCommandOnEngine,
+  type EngineStatusJson as StatusJson,
+} from '../../../helpers/remote-engine-step.js';
 import { suiteTeardown } from '../../../helpers/teardown.js';
-import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
-
-interface StatusJson {
-  engine: { reachable: boolean; endpoint: string; errorCode?: string; error?: string; access?: Record<string, unknown> };
-  ready: boolean;
-}
 
 /**
  * DOCKER_HOST=ssh://user@host: dockerode's SSH transport (ssh2) with the person's ssh-agent, the
@@ -51,22 +49,10 @@ describe.skipIf(!hasDocker)('a remote engine over SSH (DOCKER_HOST=ssh://, host 
   }, 240_000);
 
   it('a command step previews and runs through SSH and changes the workspace', async () => {
-    const { dataDir, workspace } = tempSetup();
-    fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
-    const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(
-      planFile,
-      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt' } }] }),
-    );
-    const known = [server.knownHostsLine];
-    const proposed = await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], known);
-    expect(JSON.parse(proposed.stdout), proposed.stderr).toMatchObject([{ status: 'awaiting_consent' }]);
-    const shown = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], known)).stdout) as {
-      previewHash: string;
-    };
-    const approved = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shown.previewHash, '--json'], known);
-    expect(approved.status, approved.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\ntwo\n');
+    const known = (args: string[]) => cli(args, [server.knownHostsLine]);
+    const proposed = await proposeCommandOnEngine(known, 'echo two >> notes.txt');
+    await approveCommandOnEngine(known, proposed);
+    expect(fs.readFileSync(proposed.notes, 'utf8')).toBe('one\ntwo\n');
   }, 300_000);
 
   it('an unknown host, or another key for the host, is refused with ENGINE_INSECURE before anything is sent', async () => {

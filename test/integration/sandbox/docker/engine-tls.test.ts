@@ -6,6 +6,7 @@ import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
 import { openExecutor } from '../../../helpers/open-executor.js';
 import { runCliAsync, type CliResult } from '../../../helpers/run-cli.js';
+import { approveCommandOnEngine, proposeCommandOnEngine, type EngineStatusJson } from '../../../helpers/remote-engine-step.js';
 import { defer, suiteTeardown } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
 import { copyImageInto, startTlsDockerd, type TlsEngine } from '../../../helpers/tls-dockerd.js';
@@ -13,17 +14,7 @@ import { copyImageInto, startTlsDockerd, type TlsEngine } from '../../../helpers
 const hasDocker = dockerAvailable();
 const ENGINE_MACHINE = 'executor-remote-engine-test';
 
-interface StatusJson {
-  engine: {
-    reachable: boolean;
-    endpoint: string;
-    errorCode?: string;
-    error?: string;
-    reason?: string;
-    access?: { transport: string; security: string; tlsVerified?: boolean; certDir?: string; workspace: string };
-  };
-  ready: boolean;
-}
+type StatusJson = EngineStatusJson;
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
   return runCliAsync(args, { env, timeoutMs: 240_000 });
@@ -89,24 +80,13 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
   }, 240_000);
 
   it('a command step previews and runs on the remote engine; a wrong CA, a stranger client certificate or plain TCP defer it with a named error, and it stays approved', async () => {
-    const { dataDir, workspace } = tempSetup();
-    fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
-    const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(
-      planFile,
-      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt; cat notes.txt' } }] }),
-    );
     const good = engine.env(engine.certs.good);
     const createdBefore = sandboxContainersCreated(engine);
-
-    const proposed = await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], good);
-    expect(JSON.parse(proposed.stdout), proposed.stderr).toMatchObject([{ status: 'awaiting_consent' }]);
-    const shown = await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], good);
-    const waiting = JSON.parse(shown.stdout) as {
-      status: string;
-      previewHash: string;
-      preview: { kind: string; stdout: { text: string } };
-    };
+    const {
+      dataDir,
+      workspace,
+      shown: waiting,
+    } = await proposeCommandOnEngine((args) => cli(args, good), 'echo two >> notes.txt; cat notes.txt');
     expect(waiting.status).toBe('awaiting_consent');
     // The dry run ran on the TLS engine: its own event log holds the container.
     expect(waiting.preview.stdout.text).toBe('one\ntwo\n');
@@ -241,18 +221,10 @@ describe.skipIf(!hasDocker)('a remote engine over TCP with TLS (a second real do
     expect(text.stdout).toContain(`the socket leads to an engine on "${ENGINE_MACHINE}", not this machine`);
 
     // A command step through that socket changes the workspace exactly (the copy went and came back as archives).
-    const { dataDir, workspace } = tempSetup();
-    fs.writeFileSync(path.join(workspace, 'notes.txt'), 'one\n');
-    const planFile = path.join(tempDir(), 'plan.json');
-    fs.writeFileSync(
-      planFile,
-      JSON.stringify({ steps: [{ id: 'cmd', action: 'runCommand', args: { command: 'echo two >> notes.txt' } }] }),
-    );
-    await cli(['--data-dir', dataDir, 'propose', planFile, '--json'], env);
-    const shown = JSON.parse((await cli(['--data-dir', dataDir, 'steps', 'show', 'cmd', '--json'], env)).stdout) as { previewHash: string };
-    const approved = await cli(['--data-dir', dataDir, 'approve', 'cmd', '--preview-hash', shown.previewHash, '--json'], env);
-    expect(approved.status, approved.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toBe('one\ntwo\n');
+    const viaSocket = (args: string[]) => cli(args, env);
+    const proposed = await proposeCommandOnEngine(viaSocket, 'echo two >> notes.txt');
+    await approveCommandOnEngine(viaSocket, proposed);
+    expect(fs.readFileSync(proposed.notes, 'utf8')).toBe('one\ntwo\n');
   }, 300_000);
 
   it('a command proposed while the engine address is refused is still recorded, its preview saying why, and runs on the engine once the address is fixed', async () => {
