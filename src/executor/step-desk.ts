@@ -396,7 +396,9 @@ export class StepDesk {
    * (stepsStillPlanned). `plan`: the plan's steps when the caller holds them (submit: none ran yet).
    */
   plannedTreeFor(step: Step, plan?: readonly PlanStepView[]): TreeAfter {
-    const views = plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId), step.id, PENDING);
+    // Read in SQLite as stepsStillPlanned filters: a plan run forward reads fewer rows at every step.
+    const views =
+      plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id }), step.id, PENDING);
     const roots = this.policy.workspaceRoots;
     return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
   }
@@ -412,7 +414,8 @@ export class StepDesk {
     const writes: PlanOverlay['writes'] = [];
     const basis: PlanOverlay['basis'] = [];
     const roots = this.policy.workspaceRoots;
-    const plan = this.steps.planStepViews(step.planId);
+    // Only the steps that may still run, and this one (for its position): the loop below skips every other.
+    const plan = this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id });
     const position = plan.find((record) => record.step.id === step.id)?.position ?? Infinity;
     // One pass over the plan's paths: each folder resolved once (pathGuard).
     const guard = pathGuard(roots, this.dataDir);

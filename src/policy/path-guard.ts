@@ -82,13 +82,15 @@ function memoizedRealPaths(): RealPaths {
     if (parent === absolutePath) return resolveThroughSymlinks(absolutePath);
     let stat: fs.Stats | undefined;
     try {
-      stat = fs.lstatSync(absolutePath);
+      // Most paths a plan's pass asks about do not exist yet (its later writes): answered without an
+      // exception, which cost six times the lstat itself, 500 times per step of a plan of 500 writes.
+      stat = fs.lstatSync(absolutePath, { throwIfNoEntry: false });
     } catch {
-      // Missing (or unreadable): resolveThroughSymlinks goes on with its parent, as here.
-      return path.join(folder(parent), path.basename(absolutePath));
+      stat = undefined;
     }
-    // A link is followed as resolveThroughSymlinks follows it (dangling ones too); anything else is its folder's real path and its name.
-    return stat.isSymbolicLink() ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
+    // Missing (or unreadable): resolveThroughSymlinks goes on with its parent, as here. A link is followed
+    // as resolveThroughSymlinks follows it (dangling ones too); anything else is its folder's real path and its name.
+    return stat?.isSymbolicLink() ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
   };
   return {
     through,

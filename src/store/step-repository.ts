@@ -657,27 +657,38 @@ export class StepRepository {
   /**
    * What the tree a plan leaves is made of, per step in order: its step, status and (a command's only:
    * no other action lays a changeset) its preview. Read for every step a plan previews and runs, so it
-   * reads four columns and parses no more than that: planSteps would make every step's whole record
-   * (its evaluation, result, blockers) 500 times over for a plan of 500 steps. Stored steps were
-   * validated when they were proposed or edited, so they are parsed, not validated again.
+   * reads a few small columns, and each step's JSON only the first time (ParsedSteps keeps it parsed:
+   * a step never changes under its hash): planSteps would make every step's whole record (its
+   * evaluation, result, blockers) 500 times over for a plan of 500 steps. `only`: just the steps in
+   * these statuses, and the one step named (the tree a step is weighed on holds what may still run).
    */
-  planStepViews(planId: string): PlanStepRow[] {
-    const rows = this.statement(
-      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json
-       FROM steps WHERE plan_id = ? ORDER BY position`,
-    ).all(planId) as {
+  planStepViews(planId: string, only?: { statuses: readonly StepStatus[]; andStepId: string }): PlanStepRow[] {
+    const columns = `step_id, step_hash, body_apart, status, position, preview_hash, CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json`;
+    const rows = (
+      only
+        ? this.statement(
+            `SELECT ${columns} FROM steps WHERE plan_id = ? AND (status IN (${only.statuses.map(() => '?').join(', ')}) OR step_id = ?) ORDER BY position`,
+          ).all(planId, ...only.statuses, only.andStepId)
+        : this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId)
+    ) as {
       step_id: string;
       step_hash: string;
-      step_json: string;
       body_apart: number;
       status: StepStatus;
       position: number;
       preview_hash: string | null;
       preview_json: string | null;
     }[];
+    const rowJson = this.statement('SELECT step_json FROM steps WHERE step_id = ?');
     return rows.map((row) => ({
-      // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
-      step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
+      // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.
+      step:
+        this.parsed.cached(row.step_id, row.step_hash) ??
+        this.parsed.parse(
+          row.step_id,
+          row.step_hash,
+          row.body_apart ? null : (rowJson.get(row.step_id) as { step_json: string }).step_json,
+        ),
       status: row.status,
       position: row.position,
       preview: parseJson<Preview>(row.preview_json),

@@ -494,7 +494,10 @@ export class ProposalsRoom {
     try {
       // The dry run sees the workspace as it will be when the step runs: after the plan's earlier steps.
       const preview = withRebuilt(
-        await module.simulate(args, { ...desk.context(step.id, live), planOverlay: desk.planOverlayFor(step) }),
+        await module.simulate(args, {
+          ...desk.context(step.id, live),
+          ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(step) } : {}),
+        }),
         this.rebuildReasons.get(step.id) ?? markedRebuilt(desk.steps.get(step.id)),
       );
       ended = live?.cancelling ? 'cancelled' : 'finished';
@@ -518,7 +521,10 @@ export class ProposalsRoom {
     const record = desk.stepFor(stepId, actor);
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, { ...desk.context(stepId), planOverlay: desk.planOverlayFor(record.step) });
+    const preview = await module.simulate(args, {
+      ...desk.context(stepId),
+      ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
+    });
     if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
