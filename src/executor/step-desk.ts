@@ -248,7 +248,7 @@ export class StepDesk {
       const shaped = this.describeError(error);
       let status = 'running';
       try {
-        status = this.closed || this.watchLost() ? 'running' : this.steps.get(stepId).status;
+        status = this.closed || this.watchLost() ? 'running' : this.steps.currentStatus(stepId);
       } catch {
         /* the database cannot be read either: it was marked running before the step applied anything */
       }
@@ -277,7 +277,7 @@ export class StepDesk {
       .all(seq) as string[];
     return ids.flatMap((stepId) => {
       try {
-        return [{ stepId, status: this.steps.get(stepId).status }];
+        return [{ stepId, status: this.steps.currentStatus(stepId) }];
       } catch {
         return [];
       }
@@ -323,10 +323,10 @@ export class StepDesk {
   private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
     let cached = this.stepTraits.get(stepId);
     if (!cached || cached.policy !== this.policy) {
-      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
-      if (!row) return { secretContent: false, sandbox: null };
+      const step = this.steps.storedStepOrNull(stepId);
+      if (!step) return { secretContent: false, sandbox: null };
       if (this.stepTraits.size > 10_000) this.stepTraits.clear();
-      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
+      cached = { policy: this.policy, traits: stepRecordTraits(step, this.policy, this.dataDir) };
       this.stepTraits.set(stepId, cached);
     }
     const { secretContent, sandboxKind, commandRoot } = cached.traits;

@@ -696,6 +696,21 @@ export class StepRepository {
     }));
   }
 
+  /**
+   * A step as stored, for what its action and path alone decide (its audit records' traits): parsed
+   * once (ParsedSteps), or for a large step not cached, its row alone (its args without the content,
+   * which is never read for this). Null for an unknown id.
+   */
+  storedStepOrNull(stepId: string): Step | null {
+    const row = this.statement('SELECT step_id, step_hash, step_json, body_apart FROM steps WHERE step_id = ?').get(stepId) as
+      Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'> | undefined;
+    if (!row) return null;
+    return (
+      this.parsed.cached(row.step_id, row.step_hash) ??
+      (row.body_apart ? (JSON.parse(row.step_json) as Step) : this.parsed.parse(row.step_id, row.step_hash, row.step_json))
+    );
+  }
+
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
   nextEvaluatedStepId(planId: string): string | null {
     const row = this.statement(
@@ -842,6 +857,14 @@ export class StepRepository {
     return row?.proposed_step_json ? (JSON.parse(row.proposed_step_json) as Step) : null;
   }
 
+  /**
+   * A step's status now, read alone: the checks a run makes between its stages ("still approved?")
+   * need no whole record, and a record's blockers cost a walk of the plan's earlier steps.
+   */
+  currentStatus(stepId: string): StepStatus {
+    return this.statusOf(stepId).status;
+  }
+
   private statusOf(stepId: string): { status: StepStatus; planId: string } {
     const row = this.statement('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as
       { status: StepStatus; plan_id: string } | undefined;
@@ -896,7 +919,7 @@ export class StepRepository {
    */
   recordRunSpan(stepId: string, phase: keyof RunTimes, span: RunSpan): void {
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as
+      const row = this.statement('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as
         { run_times_json: string | null; status: StepStatus } | undefined;
       if (!row) return;
       const times = { ...parseJson<RunTimes>(row.run_times_json), [phase]: span };
@@ -904,10 +927,12 @@ export class StepRepository {
       // pages of the whole record fit together by updatedAt), except where updatedAt counts a consent's expiry.
       const newVersion = span.output !== undefined && !EXPIRING_STATUSES.includes(row.status);
       if (newVersion)
-        this.db
-          .prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?')
-          .run(canonicalJson(times), new Date().toISOString(), stepId);
-      else this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
+        this.statement('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?').run(
+          canonicalJson(times),
+          new Date().toISOString(),
+          stepId,
+        );
+      else this.statement('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
       // A stopped run's output is kept after its step moved on: an ended step's cut applies to it too.
       if (span.output !== undefined) this.cutAfterEnd(this.get(stepId));
     })();

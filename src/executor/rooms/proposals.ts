@@ -272,7 +272,7 @@ export class ProposalsRoom {
     } catch (error) {
       if (desk.closed) return false;
       // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.get(next.step.id).status !== 'evaluated')
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.currentStatus(next.step.id) !== 'evaluated')
         return true;
       throw new PreviewError(next.step.id, error);
     }
@@ -322,7 +322,7 @@ export class ProposalsRoom {
     const stepId = error instanceof PreviewError ? error.stepId : null;
     const shaped = desk.describeError(error instanceof PreviewError ? error.cause : error);
     try {
-      if (stepId && desk.steps.get(stepId).status === 'evaluated') {
+      if (stepId && desk.steps.currentStatus(stepId) === 'evaluated') {
         desk.emitStep(
           desk.steps.transition(
             stepId,
@@ -528,7 +528,7 @@ export class ProposalsRoom {
     if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
-    const status = desk.steps.get(stepId).status;
+    const status = desk.steps.currentStatus(stepId);
     // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
     const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
     if (!keepAsCurrent) {
