@@ -25,7 +25,7 @@ import { toErrorShape } from '../src/domain/errors.js';
 import type { ExecutorClient } from '../src/ipc/client/client.js';
 import { connectToHost } from '../src/ipc/transports/node-client.js';
 import { coldStartLines, measureColdStart } from './cold-start.js';
-import { ms, startServe, summary } from './serve-process.js';
+import { cpuTotal, ms, startServe, summary } from './serve-process.js';
 
 const STEPS_PER_PROPOSER = Number(process.argv[2] ?? 200);
 const PROPOSERS = 8;
@@ -101,7 +101,7 @@ try {
     longStatus = long!.status;
   }
   const load: number[] = [];
-  const cpuBeforeLoad = serve.cpuMs();
+  const cpuBeforeLoad = cpuTotal(serve.cpuMs());
   const proposers = await Promise.all(Array.from({ length: PROPOSERS }, () => connectToHost(dataDir, 'cli')));
   serve.mark('load', 'start');
   const loadStartedAt = performance.now();
@@ -111,7 +111,7 @@ try {
   ]);
   const loadSeconds = (performance.now() - loadStartedAt) / 1000;
   serve.mark('load', 'end');
-  const cpuAfterLoad = serve.cpuMs();
+  const cpuAfterLoad = cpuTotal(serve.cpuMs());
   const longAfter = dockerUp
     ? (await probe.getStep({ stepId: (await probe.listSteps({ limit: 10_000 })).find((r) => r.step.action === 'runCommand')!.step.id }))
         .status
@@ -120,7 +120,7 @@ try {
   const preparedFrom = performance.now();
   await allPrepared(probe);
   const drainSeconds = (performance.now() - preparedFrom) / 1000;
-  const cpuAfterDrain = serve.cpuMs();
+  const cpuAfterDrain = cpuTotal(serve.cpuMs());
   probe.close();
 
   const idleSummary = summary(idle);

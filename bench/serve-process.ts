@@ -30,22 +30,28 @@ export const ms = (value: number) => `${value.toFixed(1)} ms`;
 const TICKS_PER_SECOND = 100;
 
 /**
- * A process's CPU time so far in ms (Linux: /proc/PID/stat utime + stime, every thread's), or null
+ * A process's CPU time so far in ms (Linux: /proc/PID/stat utime and stime, every thread's), or null
  * elsewhere. Unlike wall-clock times, it hardly moves with what else the machine runs: on a shared
- * two-core machine it is the figure to compare runs by.
+ * two-core machine it is the figure to compare runs by. System time is mostly the kernel's share of
+ * the writes and fsyncs; user time is the host's own work.
  */
-function processCpuMs(pid: number | undefined): number | null {
+function processCpuMs(pid: number | undefined): { user: number; system: number } | null {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+    return { user: (Number(fields[11]) * 1000) / TICKS_PER_SECOND, system: (Number(fields[12]) * 1000) / TICKS_PER_SECOND };
   } catch {
     return null;
   }
 }
 
+/** User and system time together, or null. */
+export function cpuTotal(cpu: { user: number; system: number } | null): number | null {
+  return cpu === null ? null : cpu.user + cpu.system;
+}
+
 export interface ServeProcess {
-  /** The host's CPU time so far in ms, or null where /proc is not there. */
-  cpuMs(): number | null;
+  /** The host's CPU time so far in ms, user and system, or null where /proc is not there. */
+  cpuMs(): { user: number; system: number } | null;
   /** Notes when a phase began and ended (for EXECUTOR_BENCH_CPU_PROF). */
   mark(name: string, edge: 'start' | 'end'): void;
   stop(): Promise<void>;

@@ -118,7 +118,7 @@ interface Phase {
   seconds: number;
   probes: number[];
   errors: string[];
-  cpuMs: number | null;
+  cpuMs: { user: number; system: number } | null;
   /** The machine's one-minute load average when the phase ended: figures from a busy machine say so. */
   load: number;
 }
@@ -149,7 +149,8 @@ async function runPhase(
     seconds,
     probes,
     errors,
-    cpuMs: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+    cpuMs:
+      cpuBefore === null || cpuAfter === null ? null : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system },
     load: os.loadavg()[0]!,
   };
 }
@@ -219,7 +220,7 @@ try {
  * from the host's database after it stopped) appended to a fresh database of the same schema in one
  * transaction. What the host must make durable for a step, without anything else it does.
  */
-function bareLoop(): { steps: number; seconds: number; cpuMs: number } {
+function bareLoop(): { steps: number; seconds: number; cpuMs: { user: number; system: number } } {
   const source = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
   const stepRows = source
     .prepare("SELECT * FROM steps WHERE step_id LIKE 'one-%' OR step_id LIKE 'plan%' ORDER BY created_at, plan_id, position")
@@ -265,19 +266,23 @@ function bareLoop(): { steps: number; seconds: number; cpuMs: number } {
   const seconds = (performance.now() - startedAt) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   db.close();
-  return { steps: rowsOf.length, seconds, cpuMs: (cpu.user + cpu.system) / 1000 };
+  return { steps: rowsOf.length, seconds, cpuMs: { user: cpu.user / 1000, system: cpu.system / 1000 } };
 }
 
 const bare = bareLoop();
 fs.rmSync(base, { recursive: true, force: true });
 
 const bareRate = bare.steps / bare.seconds;
+const perStep = (cpu: { user: number; system: number }, steps: number) => {
+  const total = (cpu.user + cpu.system) / steps;
+  return `${total.toFixed(2)} ms per step (user ${(cpu.user / steps).toFixed(2)}, system ${(cpu.system / steps).toFixed(2)}; ceiling ${(1000 / total / bareRate).toFixed(2)}×)`;
+};
 const idleSummary = summary(idle);
 console.log(
   `Auto-approved small writes through executor serve (${os.cpus().length} cores, load average ${LOAD_AT_START.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end)`,
 );
 console.log(
-  `  bare loop            ${bareRate.toFixed(1)} steps/s, CPU ${(bare.cpuMs / bare.steps).toFixed(2)} ms per step  (${bare.steps} files written whole with fsync, the same rows in one SQLite commit each)`,
+  `  bare loop            ${bareRate.toFixed(1)} steps/s, CPU ${perStep(bare.cpuMs, bare.steps)}  (${bare.steps} files written whole with fsync, the same rows in one SQLite commit each)`,
 );
 // The host's CPU time per step is the figure to compare runs by: wall-clock rates move with whatever
 // else shares the machine's cores, the CPU a step costs the host hardly does. A host on one thread that
@@ -288,9 +293,7 @@ for (const phase of phases) {
   const rate = phase.steps / phase.seconds;
   const ratio = rate / bareRate;
   met &&= ratio >= 0.5;
-  const cpuPerStep = phase.cpuMs === null ? null : phase.cpuMs / phase.steps;
-  const cpu =
-    cpuPerStep === null ? 'CPU n/a' : `CPU ${cpuPerStep.toFixed(2)} ms per step (ceiling ${(1000 / cpuPerStep / bareRate).toFixed(2)}×)`;
+  const cpu = phase.cpuMs === null ? 'CPU n/a' : `CPU ${perStep(phase.cpuMs, phase.steps)}`;
   console.log(
     `  ${phase.name.padEnd(20)} ${cpu}  ${rate.toFixed(1)} steps/s  ${ratio.toFixed(2)}× the bare loop (target ≥ 0.5×; ${phase.seconds.toFixed(1)} s, load ${phase.load.toFixed(2)})`,
   );

@@ -34,10 +34,17 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  *   frame checkpointed before this fsync is on disk too.
  * An fsync that fails (EIO) leaves the group visible but unsynced: every caller gets the error, as if
  * its commit had failed, and none goes on to act on it.
+ *
+ * While a group's fsync is under way, the records that fall due wait, and commit as one group when it
+ * returns: a caller would wait for that fsync anyway (its own fsync can only start after it), so it
+ * waits no longer, and a busy host commits and syncs once where it did for every turn. A step's four
+ * records each rewrote the same index pages and paid a sync of their own: most of a tiny write's cost.
  */
 export class GroupedCommit {
   private waiting: Waiting[] = [];
   private scheduled = false;
+  /** A group's fsync is under way: the next group commits when it returns. */
+  private syncing = false;
   /** The WAL the group's records are in, synced after each group; null when the database keeps none (then each group syncs as it commits). */
   private readonly walFile: string | null;
   // Absolute: the host changes its working directory for an instant while it removes a file (atomic-write.ts), and the fsync opens it on another thread.
@@ -53,7 +60,7 @@ export class GroupedCommit {
       this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      if (!this.syncing) setImmediate(() => this.flush());
     });
   }
 
@@ -93,9 +100,16 @@ export class GroupedCommit {
         else waiter.reject(outcome.error);
       });
     if (!syncOffThread || outcomes.every((outcome) => !outcome.ok)) return settle();
-    syncFile(this.walFile!).then(settle, (error: unknown) => {
-      for (const waiter of group) waiter.reject(error);
-    });
+    this.syncing = true;
+    syncFile(this.walFile!)
+      .then(settle, (error: unknown) => {
+        for (const waiter of group) waiter.reject(error);
+      })
+      .finally(() => {
+        this.syncing = false;
+        // What fell due meanwhile commits now, in one group.
+        if (this.scheduled) setImmediate(() => this.flush());
+      });
   }
 }
 
