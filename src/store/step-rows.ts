@@ -126,10 +126,11 @@ export class ParsedSteps {
     if (this.small.has(key)) return step;
     this.small.set(key, { step, chars });
     this.smallChars += chars;
-    for (const [oldest, entry] of this.small) {
-      if (this.smallChars <= PARSED_SMALL_CHARS) break;
+    // Oldest first (a Map keeps insertion order), until the budget holds again.
+    while (this.smallChars > PARSED_SMALL_CHARS && this.small.size > 0) {
+      const oldest = this.small.keys().next().value!;
+      this.smallChars -= this.small.get(oldest)!.chars;
       this.small.delete(oldest);
-      this.smallChars -= entry.chars;
     }
     return step;
   }
