@@ -86,7 +86,7 @@ export async function startServe(dataDir: string): Promise<ServeProcess> {
           fs.mkdirSync(PROFILE_DIR, { recursive: true });
           fs.writeFileSync(path.join(PROFILE_DIR, `marks-${child.pid}.json`), JSON.stringify(marks, null, 1));
         }
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
