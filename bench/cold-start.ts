@@ -10,12 +10,13 @@
  *
  * measureColdStart() returns the figures for bench/responsiveness.ts.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { startServe } from './serve-process.js';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 const CLI = path.join(REPO, 'bin', 'executor.js');
@@ -50,34 +51,6 @@ function timed(args: string[], what: string): number {
     throw new Error(`${what} failed (exit ${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
   }
   return ms;
-}
-
-/** `executor serve` on its own data directory; resolves once it printed where it listens. */
-async function startServe(dataDir: string): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    let stdout = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      try {
-        JSON.parse(stdout);
-        resolve();
-      } catch {
-        /* the JSON is not complete yet */
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`executor serve exited (${code}) before it listened: ${stderr}`)));
-  });
-  return {
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
 }
 
 export async function measureColdStart(options: { runs?: number; build?: boolean } = {}): Promise<ColdStartFigures> {

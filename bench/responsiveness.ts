@@ -17,7 +17,7 @@
  * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR (node --cpu-prof), to see where
  * an ack's time goes.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,12 +25,12 @@ import { toErrorShape } from '../src/domain/errors.js';
 import type { ExecutorClient } from '../src/ipc/client/client.js';
 import { connectToHost } from '../src/ipc/transports/node-client.js';
 import { coldStartLines, measureColdStart } from './cold-start.js';
+import { cpuTotal, ms, startServe, summary } from './serve-process.js';
 
 const STEPS_PER_PROPOSER = Number(process.argv[2] ?? 200);
 const PROPOSERS = 8;
 const PROBES = 200;
 const LONG_COMMAND_SECONDS = 20;
-const CLI = path.resolve(import.meta.dirname, '../bin/executor.js');
 
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'executor-bench-responsiveness-'));
 const dataDir = path.join(base, 'data');
@@ -41,63 +41,6 @@ fs.mkdirSync(workspace, { recursive: true });
 fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
 for (let index = 0; index < PROPOSERS; index++) fs.mkdirSync(path.join(workspace, `p${index}`));
 fs.mkdirSync(path.join(workspace, 'probe'));
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-function summary(samples: number[]): { p50: number; p99: number; n: number } {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length };
-}
-
-const ms = (value: number) => `${value.toFixed(1)} ms`;
-
-/**
- * The host's CPU time so far in ms (Linux: /proc/PID/stat utime + stime), or null elsewhere. Unlike
- * the ack times, it hardly changes with what else the machine runs: it shows what a proposal costs the host.
- */
-function hostCpuMs(pid: number | undefined): number | null {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // USER_HZ: 100 on every Linux platform Node runs on (getconf CLK_TCK).
-    const ticksPerSecond = 100;
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
-  } catch {
-    return null;
-  }
-}
-
-async function startServe(): Promise<{ stop(): Promise<void>; cpuMs(): number | null }> {
-  // EXECUTOR_BENCH_CPU_PROF=DIR: the host writes a CPU profile there when it stops (where an ack's time goes).
-  const profile = process.env.EXECUTOR_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.EXECUTOR_BENCH_CPU_PROF] : [];
-  const child = spawn(process.execPath, [...profile, CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      try {
-        JSON.parse(stdout);
-        resolve();
-      } catch {
-        /* not the whole line yet */
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`executor serve exited (${code}): ${stderr}`)));
-  });
-  return {
-    cpuMs: () => hostCpuMs(child.pid),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 /** Proposes `count` one-step plans one after another on one connection; the ack times go to `samples`. */
 async function proposeMany(api: ExecutorClient, folder: string, count: number, samples: number[], errors: string[]): Promise<void> {
@@ -137,7 +80,7 @@ async function allPrepared(api: ExecutorClient): Promise<void> {
 const dockerUp = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 20_000 }).status === 0;
 if (!dockerUp) console.warn('! No Docker engine answers: the load phase runs without the 20 s container.');
 
-const serve = await startServe();
+const serve = await startServe(dataDir);
 const errors: string[] = [];
 try {
   const probe = await connectToHost(dataDir, 'cli');
@@ -158,15 +101,17 @@ try {
     longStatus = long!.status;
   }
   const load: number[] = [];
-  const cpuBeforeLoad = serve.cpuMs();
+  const cpuBeforeLoad = cpuTotal(serve.cpuMs());
   const proposers = await Promise.all(Array.from({ length: PROPOSERS }, () => connectToHost(dataDir, 'cli')));
+  serve.mark('load', 'start');
   const loadStartedAt = performance.now();
   await Promise.all([
     ...proposers.map((api, index) => proposeMany(api, `p${index}`, STEPS_PER_PROPOSER, load, errors)),
     proposeMany(probe, 'probe', PROBES, load, errors),
   ]);
   const loadSeconds = (performance.now() - loadStartedAt) / 1000;
-  const cpuAfterLoad = serve.cpuMs();
+  serve.mark('load', 'end');
+  const cpuAfterLoad = cpuTotal(serve.cpuMs());
   const longAfter = dockerUp
     ? (await probe.getStep({ stepId: (await probe.listSteps({ limit: 10_000 })).find((r) => r.step.action === 'runCommand')!.step.id }))
         .status
@@ -175,7 +120,7 @@ try {
   const preparedFrom = performance.now();
   await allPrepared(probe);
   const drainSeconds = (performance.now() - preparedFrom) / 1000;
-  const cpuAfterDrain = serve.cpuMs();
+  const cpuAfterDrain = cpuTotal(serve.cpuMs());
   probe.close();
 
   const idleSummary = summary(idle);

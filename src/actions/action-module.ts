@@ -111,6 +111,12 @@ export interface ActionModule<A extends ActionName> {
   previewFromRun?: boolean;
   /** Its dry run and real run run something in a sandbox that may take long: the window shows them live, with Cancel. */
   runsLive?: boolean;
+  /**
+   * Its dry run reads ctx.planOverlay (a command's copy of the workspace has the plan's earlier writes
+   * laid over it). The overlay is worked out only for such an action: it reads every earlier step of
+   * the plan, and a plan of 500 writes would otherwise read it 500 times for previews that never look.
+   */
+  readsPlanOverlay?: boolean;
   /** One line for lists: what the step does, in words. */
   summarize(args: ActionArgs<A>): string;
   assess(args: ActionArgs<A>, ctx: ActionContext): RiskHints;

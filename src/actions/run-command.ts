@@ -388,6 +388,7 @@ export const runCommand: ActionModule<'runCommand'> = {
   reversible: true,
   previewFromRun: true,
   runsLive: true,
+  readsPlanOverlay: true,
   summarize: (args) =>
     `Run \`${commandText(args)}\`${args.cwd ? ` in ${args.cwd}` : ''} in the Docker sandbox${args.network === 'allowlist' ? ' (allowlisted network)' : ''}`,
   ruleTarget: (args, ctx) => commandRuleTarget(args, ctx.policy.workspaceRoots),

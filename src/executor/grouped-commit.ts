@@ -8,6 +8,9 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+/** How long one group may hold the host's thread before the rest of what fell due waits for the next. */
+const GROUP_STRETCH_MS = 5;
+
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
@@ -34,10 +37,17 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  *   frame checkpointed before this fsync is on disk too.
  * An fsync that fails (EIO) leaves the group visible but unsynced: every caller gets the error, as if
  * its commit had failed, and none goes on to act on it.
+ *
+ * While a group's fsync is under way, the records that fall due wait, and commit as one group when it
+ * returns: a caller would wait for that fsync anyway (its own fsync can only start after it), so it
+ * waits no longer, and a busy host commits and syncs once where it did for every turn. A step's four
+ * records each rewrote the same index pages and paid a sync of their own: most of a tiny write's cost.
  */
 export class GroupedCommit {
   private waiting: Waiting[] = [];
   private scheduled = false;
+  /** A group's fsync is under way: the next group commits when it returns. */
+  private syncing = false;
   /** The WAL the group's records are in, synced after each group; null when the database keeps none (then each group syncs as it commits). */
   private readonly walFile: string | null;
   // Absolute: the host changes its working directory for an instant while it removes a file (atomic-write.ts), and the fsync opens it on another thread.
@@ -53,12 +63,12 @@ export class GroupedCommit {
       this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      if (!this.syncing) setImmediate(() => this.flush());
     });
   }
 
   private flush(): void {
-    const group = this.waiting;
+    let group = this.waiting;
     this.waiting = [];
     this.scheduled = false;
     const outcomes: Outcome[] = [];
@@ -68,7 +78,16 @@ export class GroupedCommit {
       if (syncOffThread) this.db.pragma('synchronous = NORMAL');
       try {
         this.db.transaction(() => {
-          for (const { work } of group) {
+          const startedAt = performance.now();
+          for (const [index, { work }] of group.entries()) {
+            // A group that has held the host's thread for a few ms ends here: requests are read before
+            // the rest, which goes in the next group (a busy host makes groups large, not its answers late).
+            if (index > 0 && performance.now() - startedAt > GROUP_STRETCH_MS) {
+              this.waiting = [...group.slice(index), ...this.waiting];
+              this.scheduled = true;
+              group = group.slice(0, index);
+              break;
+            }
             try {
               // A nested transaction is a savepoint: a failing record leaves no row and no audit record behind.
               outcomes.push({ ok: true, value: this.db.transaction(work)() });
@@ -84,6 +103,7 @@ export class GroupedCommit {
     } catch (error) {
       // The commit itself failed (disk full, read-only): nothing of the group was stored.
       for (const waiter of group) waiter.reject(error);
+      if (this.scheduled && !this.syncing) setImmediate(() => this.flush());
       return;
     }
     const settle = () =>
@@ -92,10 +112,20 @@ export class GroupedCommit {
         if (outcome.ok) waiter.resolve(outcome.value);
         else waiter.reject(outcome.error);
       });
-    if (!syncOffThread || outcomes.every((outcome) => !outcome.ok)) return settle();
-    syncFile(this.walFile!).then(settle, (error: unknown) => {
-      for (const waiter of group) waiter.reject(error);
-    });
+    if (!syncOffThread || outcomes.every((outcome) => !outcome.ok)) {
+      if (this.scheduled && !this.syncing) setImmediate(() => this.flush());
+      return settle();
+    }
+    this.syncing = true;
+    syncFile(this.walFile!)
+      .then(settle, (error: unknown) => {
+        for (const waiter of group) waiter.reject(error);
+      })
+      .finally(() => {
+        this.syncing = false;
+        // What fell due meanwhile commits now, in one group.
+        if (this.scheduled) setImmediate(() => this.flush());
+      });
   }
 }
 

@@ -248,7 +248,7 @@ export class StepDesk {
       const shaped = this.describeError(error);
       let status = 'running';
       try {
-        status = this.closed || this.watchLost() ? 'running' : this.steps.get(stepId).status;
+        status = this.closed || this.watchLost() ? 'running' : this.steps.currentStatus(stepId);
       } catch {
         /* the database cannot be read either: it was marked running before the step applied anything */
       }
@@ -277,7 +277,7 @@ export class StepDesk {
       .all(seq) as string[];
     return ids.flatMap((stepId) => {
       try {
-        return [{ stepId, status: this.steps.get(stepId).status }];
+        return [{ stepId, status: this.steps.currentStatus(stepId) }];
       } catch {
         return [];
       }
@@ -323,10 +323,10 @@ export class StepDesk {
   private recordTraitsOf(stepId: string): { secretContent: boolean; sandbox: SandboxOfRecord | null } {
     let cached = this.stepTraits.get(stepId);
     if (!cached || cached.policy !== this.policy) {
-      const row = this.db.prepare('SELECT step_json FROM steps WHERE step_id = ?').get(stepId) as { step_json: string } | undefined;
-      if (!row) return { secretContent: false, sandbox: null };
+      const step = this.steps.storedStepOrNull(stepId);
+      if (!step) return { secretContent: false, sandbox: null };
       if (this.stepTraits.size > 10_000) this.stepTraits.clear();
-      cached = { policy: this.policy, traits: stepRecordTraits(JSON.parse(row.step_json) as Step, this.policy, this.dataDir) };
+      cached = { policy: this.policy, traits: stepRecordTraits(step, this.policy, this.dataDir) };
       this.stepTraits.set(stepId, cached);
     }
     const { secretContent, sandboxKind, commandRoot } = cached.traits;
@@ -396,7 +396,9 @@ export class StepDesk {
    * (stepsStillPlanned). `plan`: the plan's steps when the caller holds them (submit: none ran yet).
    */
   plannedTreeFor(step: Step, plan?: readonly PlanStepView[]): TreeAfter {
-    const views = plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId), step.id, PENDING);
+    // Read in SQLite as stepsStillPlanned filters: a plan run forward reads fewer rows at every step.
+    const views =
+      plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id }), step.id, PENDING);
     const roots = this.policy.workspaceRoots;
     return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
   }
@@ -412,7 +414,8 @@ export class StepDesk {
     const writes: PlanOverlay['writes'] = [];
     const basis: PlanOverlay['basis'] = [];
     const roots = this.policy.workspaceRoots;
-    const plan = this.steps.planStepViews(step.planId);
+    // Only the steps that may still run, and this one (for its position): the loop below skips every other.
+    const plan = this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id });
     const position = plan.find((record) => record.step.id === step.id)?.position ?? Infinity;
     // One pass over the plan's paths: each folder resolved once (pathGuard).
     const guard = pathGuard(roots, this.dataDir);

@@ -115,10 +115,30 @@ function compileList(globs: readonly string[], caseInsensitive: boolean): (norma
   };
 }
 
-const compiledLists = new Map<string, (normalized: string) => string | undefined>();
+type ListMatcher = (normalized: string) => string | undefined;
+
+const compiledLists = new Map<string, ListMatcher>();
+/**
+ * The same matchers by the list itself: the host-code table and a policy's secretGlobs are one array
+ * each, asked about for every record of every step, and joining several hundred patterns into the
+ * key of each call cost more than the match. The list's patterns as they were are kept with it, so a
+ * list changed in place is compiled again, never matched with its old patterns.
+ */
+const listsSeen = new WeakMap<readonly string[], { globs: string[]; sensitive?: ListMatcher; insensitive?: ListMatcher }>();
+
+function samePatterns(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
+  return true;
+}
 
 /** The first of `globs` that matches a path already folded by normalizedForMatching; compiled once per list and case mode. */
-export function globListMatcher(globs: readonly string[], options: PathMatchOptions = {}): (normalized: string) => string | undefined {
+export function globListMatcher(globs: readonly string[], options: PathMatchOptions = {}): ListMatcher {
+  const mode = options.caseInsensitive ? 'insensitive' : 'sensitive';
+  let seen = listsSeen.get(globs);
+  if (seen && !samePatterns(seen.globs, globs)) seen = undefined;
+  const known = seen?.[mode];
+  if (known) return known;
   const key = `${options.caseInsensitive ? 'i' : 's'}:${globs.join('\u0000')}`;
   let matcher = compiledLists.get(key);
   if (!matcher) {
@@ -126,6 +146,8 @@ export function globListMatcher(globs: readonly string[], options: PathMatchOpti
     if (compiledLists.size > 100) compiledLists.clear();
     compiledLists.set(key, matcher);
   }
+  if (!seen) listsSeen.set(globs, (seen = { globs: [...globs] }));
+  seen[mode] = matcher;
   return matcher;
 }
 

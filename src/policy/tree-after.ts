@@ -24,14 +24,15 @@ export interface TreeAfter {
 
 function existsOnDisk(absolutePath: string): boolean {
   try {
-    fs.lstatSync(absolutePath);
-    return true;
+    // Most paths asked about are not there (a HEAD in each folder above a write): no exception made for them.
+    return fs.lstatSync(absolutePath, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }
 }
 
 function textOnDisk(absolutePath: string, maxBytes: number): string | undefined {
+  if (!existsOnDisk(absolutePath)) return undefined;
   try {
     return readRegularFileSync(absolutePath, { maxBytes }).toString('utf8');
   } catch {
@@ -48,10 +49,13 @@ export const DISK_TREE: TreeAfter = {
   },
 };
 
-/** One write a plan or a changeset makes: where (a real, absolute path) and, when known, what it writes. */
+/**
+ * One write a plan or a changeset makes: where (a real, absolute path) and, when known, what it writes
+ * (or how to make that: a plan's 500 contents are decoded only for the few paths a check reads).
+ */
 export interface PlannedWrite {
   absolutePath: string;
-  content: Buffer | null;
+  content: Buffer | (() => Buffer) | null;
 }
 
 /**
@@ -59,7 +63,7 @@ export interface PlannedWrite {
  * filesystem opens `HEAD` as `head`.
  */
 export class PlannedTree implements TreeAfter {
-  private readonly files = new Map<string, Buffer[]>();
+  private readonly files = new Map<string, (Buffer | (() => Buffer))[]>();
   private readonly folders = new Set<string>();
 
   constructor(
@@ -93,7 +97,9 @@ export class PlannedTree implements TreeAfter {
   }
 
   texts(absolutePath: string, maxBytes: number): string[] {
-    const planned = (this.files.get(this.key(absolutePath)) ?? []).map((content) => content.subarray(0, maxBytes).toString('utf8'));
+    const planned = (this.files.get(this.key(absolutePath)) ?? []).map((content) =>
+      (typeof content === 'function' ? content() : content).subarray(0, maxBytes).toString('utf8'),
+    );
     return [...this.base.texts(absolutePath, maxBytes), ...planned];
   }
 }
@@ -135,7 +141,7 @@ export function plannedWritesOf(plan: readonly PlanStepView[], roots: readonly s
       if (verdict.ok)
         writes.push({
           absolutePath: verdict.realPath,
-          content: Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8'),
+          content: () => Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8'),
         });
     } else if (step.action === 'runCommand' && preview?.kind === 'commandRun' && roots.length > 0) {
       // The changeset's paths are relative to the root the command's working directory is in.

@@ -732,19 +732,23 @@ export class StepRepository {
   /**
    * What the tree a plan leaves is made of, per step in order: its step, status and (a command's only:
    * no other action lays a changeset) its preview. Read for every step a plan previews and runs, so it
-   * reads four columns and parses no more than that: planSteps would make every step's whole record
-   * (its evaluation, result, blockers) 500 times over for a plan of 500 steps. Stored steps were
-   * validated when they were proposed or edited, so they are parsed, not validated again.
+   * reads a few small columns, and each step's JSON only the first time (ParsedSteps keeps it parsed:
+   * a step never changes under its hash): planSteps would make every step's whole record (its
+   * evaluation, result, blockers) 500 times over for a plan of 500 steps. `only`: just the steps in
+   * these statuses, and the one step named (the tree a step is weighed on holds what may still run).
    */
-  planStepViews(planId: string): PlanStepRow[] {
-    const rows = this.statement(
-      `SELECT step_id, step_hash, step_json, body_apart, status, position, preview_hash,
-         CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref
-       FROM steps WHERE plan_id = ? ORDER BY position`,
-    ).all(planId) as {
+  planStepViews(planId: string, only?: { statuses: readonly StepStatus[]; andStepId: string }): PlanStepRow[] {
+    const columns = `step_id, step_hash, body_apart, status, position, preview_hash,
+         CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref`;
+    const rows = (
+      only
+        ? this.statement(
+            `SELECT ${columns} FROM steps WHERE plan_id = ? AND (status IN (${only.statuses.map(() => '?').join(', ')}) OR step_id = ?) ORDER BY position`,
+          ).all(planId, ...only.statuses, only.andStepId)
+        : this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId)
+    ) as {
       step_id: string;
       step_hash: string;
-      step_json: string;
       body_apart: number;
       status: StepStatus;
       position: number;
@@ -752,14 +756,36 @@ export class StepRepository {
       preview_json: string | null;
       preview_ref: number | null;
     }[];
+    const rowJson = this.statement('SELECT step_json FROM steps WHERE step_id = ?');
     return rows.map((row) => ({
-      // A large step's body is apart (step-bodies.ts): through the parsed-step cache, so it is read once, not per step of the plan.
-      step: row.body_apart ? this.parsed.of(row) : (JSON.parse(row.step_json) as Step),
+      // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.
+      step:
+        this.parsed.cached(row.step_id, row.step_hash) ??
+        this.parsed.parse(
+          row.step_id,
+          row.step_hash,
+          row.body_apart ? null : (rowJson.get(row.step_id) as { step_json: string }).step_json,
+        ),
       status: row.status,
       position: row.position,
       preview: this.previews.of(row),
       previewHash: row.preview_hash,
     }));
+  }
+
+  /**
+   * A step as stored, for what its action and path alone decide (its audit records' traits): parsed
+   * once (ParsedSteps), or for a large step not cached, its row alone (its args without the content,
+   * which is never read for this). Null for an unknown id.
+   */
+  storedStepOrNull(stepId: string): Step | null {
+    const row = this.statement('SELECT step_id, step_hash, step_json, body_apart FROM steps WHERE step_id = ?').get(stepId) as
+      Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'> | undefined;
+    if (!row) return null;
+    return (
+      this.parsed.cached(row.step_id, row.step_hash) ??
+      (row.body_apart ? (JSON.parse(row.step_json) as Step) : this.parsed.parse(row.step_id, row.step_hash, row.step_json))
+    );
   }
 
   /** The id of the plan's first `evaluated` step with its evaluation stored, or null: one indexed read of small columns, no step parsed. */
@@ -911,6 +937,14 @@ export class StepRepository {
     return row?.proposed_step_json ? (JSON.parse(row.proposed_step_json) as Step) : null;
   }
 
+  /**
+   * A step's status now, read alone: the checks a run makes between its stages ("still approved?")
+   * need no whole record, and a record's blockers cost a walk of the plan's earlier steps.
+   */
+  currentStatus(stepId: string): StepStatus {
+    return this.statusOf(stepId).status;
+  }
+
   private statusOf(stepId: string): { status: StepStatus; planId: string } {
     const row = this.statement('SELECT status, plan_id FROM steps WHERE step_id = ?').get(stepId) as
       { status: StepStatus; plan_id: string } | undefined;
@@ -963,7 +997,7 @@ export class StepRepository {
    */
   recordRunSpan(stepId: string, phase: keyof RunTimes, span: RunSpan): void {
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as
+      const row = this.statement('SELECT run_times_json, status FROM steps WHERE step_id = ?').get(stepId) as
         { run_times_json: string | null; status: StepStatus } | undefined;
       if (!row) return;
       const times = { ...parseJson<RunTimes>(row.run_times_json), [phase]: span };
@@ -971,10 +1005,12 @@ export class StepRepository {
       // pages of the whole record fit together by updatedAt), except where updatedAt counts a consent's expiry.
       const newVersion = span.output !== undefined && !EXPIRING_STATUSES.includes(row.status);
       if (newVersion)
-        this.db
-          .prepare('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?')
-          .run(canonicalJson(times), new Date().toISOString(), stepId);
-      else this.db.prepare('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
+        this.statement('UPDATE steps SET run_times_json = ?, updated_at = ? WHERE step_id = ?').run(
+          canonicalJson(times),
+          new Date().toISOString(),
+          stepId,
+        );
+      else this.statement('UPDATE steps SET run_times_json = ? WHERE step_id = ?').run(canonicalJson(times), stepId);
       // A stopped run's output is kept after its step moved on: an ended step's cut applies to it too.
       if (span.output !== undefined) this.cutAfterEnd(this.get(stepId));
     })();

@@ -71,28 +71,45 @@ export function parseJson<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
 
-/** How many parsed steps a repository keeps (a large one can be 10 MB). */
-const PARSED_STEP_CACHE = 32;
+/** How many large parsed steps (their body kept apart, step-bodies.ts) a repository keeps: one can be 10 MB. */
+const PARSED_LARGE_STEPS = 32;
+/** How many characters of small steps' JSON a repository keeps parsed: some thousands of steps, a few MB. */
+const PARSED_SMALL_CHARS = 4 * 1024 * 1024;
 
 /**
  * A repository's parsed steps by id and hash. A step's JSON never changes after it is stored (an edit
  * gives it a new hash), and a 10 MB writeFile would otherwise be read, parsed and validated again at every
- * transition. Per repository, not per process: another database's step of the same id is not this one.
+ * transition. Small steps are kept too, by the characters they take: a plan of 500 steps is read for
+ * each of its steps (the tree it leaves), and parsing and validating each again made that quadratic.
+ * Per repository, not per process: another database's step of the same id is not this one.
  */
 export class ParsedSteps {
-  private readonly steps = new Map<string, Step>();
+  private readonly large = new Map<string, Step>();
+  private readonly small = new Map<string, { step: Step; chars: number }>();
+  private smallChars = 0;
 
   constructor(private readonly loadBody: BodyLoader) {}
 
+  /** The step parsed already, without reading anything. */
+  cached(stepId: string, hash: string): Step | undefined {
+    const key = `${stepId}\u0000${hash}`;
+    return this.large.get(key) ?? this.small.get(key)?.step;
+  }
+
   of(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'>): Step {
-    const cached = this.steps.get(`${row.step_id}\u0000${row.step_hash}`);
-    if (cached) return cached;
-    // Validated, but handed out as stored: canonical JSON parses to canonical key order, which the
-    // schema's output (in its own key order) would lose. The stored step was a parsed one already.
+    return this.cached(row.step_id, row.step_hash) ?? this.parse(row.step_id, row.step_hash, row.body_apart ? null : row.step_json);
+  }
+
+  /**
+   * Parses and keeps a step that was not cached: `rowJson` is its row's JSON, or null for a large step
+   * whose body is apart. Validated, but handed out as stored: canonical JSON parses to canonical key
+   * order, which the schema's output (in its own key order) would lose. The stored step was a parsed one already.
+   */
+  parse(stepId: string, hash: string, rowJson: string | null): Step {
     // A large step's body is read only here, on a miss: a cached step costs its small row alone.
-    const stored = row.body_apart ? this.loadBody(row.step_id) : (JSON.parse(row.step_json) as unknown);
+    const stored = rowJson === null ? this.loadBody(stepId) : (JSON.parse(rowJson) as unknown);
     StepSchema.parse(stored);
-    return this.remember(stored as Step, row.step_hash);
+    return rowJson === null ? this.remember(stored as Step, hash) : this.rememberSmall(stored as Step, hash, rowJson.length);
   }
 
   /**
@@ -101,8 +118,22 @@ export class ParsedSteps {
    * the hash the repository stored was computed on this very object). The caller validated it.
    */
   remember(step: Step, hash: string): Step {
-    if (this.steps.size >= PARSED_STEP_CACHE) this.steps.delete(this.steps.keys().next().value!);
-    this.steps.set(`${step.id}\u0000${hash}`, step);
+    if (this.large.size >= PARSED_LARGE_STEPS) this.large.delete(this.large.keys().next().value!);
+    this.large.set(`${step.id}\u0000${hash}`, step);
+    return step;
+  }
+
+  private rememberSmall(step: Step, hash: string, chars: number): Step {
+    const key = `${step.id}\u0000${hash}`;
+    if (this.small.has(key)) return step;
+    this.small.set(key, { step, chars });
+    this.smallChars += chars;
+    // Oldest first (a Map keeps insertion order), until the budget holds again.
+    while (this.smallChars > PARSED_SMALL_CHARS && this.small.size > 0) {
+      const oldest = this.small.keys().next().value!;
+      this.smallChars -= this.small.get(oldest)!.chars;
+      this.small.delete(oldest);
+    }
     return step;
   }
 }

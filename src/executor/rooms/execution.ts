@@ -94,7 +94,7 @@ export class ExecutionRoom {
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
-      const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.get(stepId).status);
+      const status = this.desk.closed ? 'approved' : (ran?.status ?? this.desk.steps.currentStatus(stepId));
       // Still approved: the sandbox could not start (deferred) or the step was taken back before it ran; no run to time.
       // Recorded with its outcome already: only the live run ends here.
       if (status === 'approved' || timing.spanRecorded) {
@@ -126,12 +126,12 @@ export class ExecutionRoom {
       // nothing was built or run; it goes back to them with that build shown, for a fresh decision.
       if (error instanceof ExecutorError && error.details?.['needsBuildConsent'] === true) return this.askForBuildConsent(stepId, error);
       if (error instanceof ExecutorError && DEFERRABLE.includes(error.code)) return this.deferExecution(stepId, actor, error);
-      if (this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, error);
     }
     // Cancelled or rejected while its run was made ready (no lock keeps a person's no waiting): nothing was applied, and nothing will be.
     // Stopped by the person meanwhile (a run that is not shown live, a file write): nothing is applied; it stays approved, held.
-    if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    if (this.desk.closed || this.desk.paused || this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
     // The real run's changeset is rated again before anything is applied: a harmless preview proves nothing about this run.
     const refusal = this.effectsRefusal(record.step, ready);
     if (refusal) return this.failBeforeStart(stepId, actor, refusal);
@@ -172,7 +172,7 @@ export class ExecutionRoom {
     // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
     const running = await this.desk.commits.run(() => {
       // The host answered requests while it backed up (and until this group): a Cancel, a reject or the stop switch among them means nothing is applied.
-      if (this.desk.closed || this.desk.paused || this.desk.steps.get(stepId).status !== 'approved') return null;
+      if (this.desk.closed || this.desk.paused || this.desk.steps.currentStatus(stepId) !== 'approved') return null;
       return this.desk.steps.transition(
         stepId,
         'running',
@@ -218,7 +218,7 @@ export class ExecutionRoom {
     failure: unknown,
     timing: RunTiming,
   ): { record: StepRecord; spanRecorded: boolean } {
-    if (this.desk.steps.get(stepId).status === 'cancelled') {
+    if (this.desk.steps.currentStatus(stepId) === 'cancelled') {
       // The person's Cancel came while it applied: the step stays cancelled (its backups kept); what the run did is recorded with it.
       this.desk.steps.note(
         stepId,
@@ -341,7 +341,7 @@ export class ExecutionRoom {
    * runs when asked again. The attempt is recorded; the typed error goes back to the caller.
    */
   private askForBuildConsent(stepId: string, error: ExecutorError): StepRecord {
-    if (this.desk.closed || this.desk.steps.get(stepId).status !== 'approved') return this.desk.steps.get(stepId);
+    if (this.desk.closed || this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
     return this.desk.emitStep(
       this.desk.steps.transition(
         stepId,
@@ -476,7 +476,7 @@ export class ExecutionRoom {
         if (
           error instanceof ExecutorError &&
           error.code === 'ILLEGAL_TRANSITION' &&
-          this.desk.steps.get(record.step.id).status !== 'approved'
+          this.desk.steps.currentStatus(record.step.id) !== 'approved'
         ) {
           waiting = true;
           continue;

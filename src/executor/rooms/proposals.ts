@@ -283,7 +283,7 @@ export class ProposalsRoom {
     } catch (error) {
       if (desk.closed) return false;
       // Moved on while its dry run ran (rejected, cancelled, previewed by someone else): nothing to record.
-      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.get(next.step.id).status !== 'evaluated')
+      if (error instanceof ExecutorError && error.code === 'ILLEGAL_TRANSITION' && desk.steps.currentStatus(next.step.id) !== 'evaluated')
         return true;
       throw new PreviewError(next.step.id, error);
     }
@@ -333,7 +333,7 @@ export class ProposalsRoom {
     const stepId = error instanceof PreviewError ? error.stepId : null;
     const shaped = desk.describeError(error instanceof PreviewError ? error.cause : error);
     try {
-      if (stepId && desk.steps.get(stepId).status === 'evaluated') {
+      if (stepId && desk.steps.currentStatus(stepId) === 'evaluated') {
         desk.emitStep(
           desk.steps.transition(
             stepId,
@@ -505,7 +505,10 @@ export class ProposalsRoom {
     try {
       // The dry run sees the workspace as it will be when the step runs: after the plan's earlier steps.
       const preview = withRebuilt(
-        await module.simulate(args, { ...desk.context(step.id, live), planOverlay: desk.planOverlayFor(step) }),
+        await module.simulate(args, {
+          ...desk.context(step.id, live),
+          ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(step) } : {}),
+        }),
         this.rebuildReasons.get(step.id) ?? markedRebuilt(desk.steps.get(step.id)),
       );
       ended = live?.cancelling ? 'cancelled' : 'finished';
@@ -529,11 +532,14 @@ export class ProposalsRoom {
     const record = desk.stepFor(stepId, actor);
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, { ...desk.context(stepId), planOverlay: desk.planOverlayFor(record.step) });
+    const preview = await module.simulate(args, {
+      ...desk.context(stepId),
+      ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
+    });
     if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.
-    const status = desk.steps.get(stepId).status;
+    const status = desk.steps.currentStatus(stepId);
     // An agent's simulate is only answered: the preview the person decides on is never the agent's to replace.
     const keepAsCurrent = !isAgentActor(actor) && (status === 'awaiting_consent' || status === 'evaluated');
     if (!keepAsCurrent) {

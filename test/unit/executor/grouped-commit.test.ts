@@ -61,4 +61,53 @@ describe('GroupedCommit', () => {
     expect(outcome[0]!.status).toBe('rejected');
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
   });
+
+  it('commits what falls due while a group syncs only once that sync returned, all of it in one group', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    const reader = closeAfter(new Database(path.join(dir, 'grouped.db'), { readonly: true }));
+    const visible = () => reader.prepare('SELECT what FROM records ORDER BY id').pluck().all();
+    const commits = new GroupedCommit(db);
+    let firstHeard = false;
+    const first = commits.run(insert(db, 'first')).then(() => (firstHeard = true));
+    // The first group commits on this turn's end and starts its sync; what falls due now waits for it.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const seenBySecond: { firstHeard: boolean; committed: unknown[] }[] = [];
+    const second = commits.run(() => {
+      seenBySecond.push({ firstHeard, committed: visible() });
+      return insert(db, 'second')();
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    let seenByThird: unknown[] = [];
+    const third = commits.run(() => {
+      // Another connection does not see the second record yet: it is in this same, uncommitted group.
+      seenByThird = visible();
+      return insert(db, 'third')();
+    });
+    await Promise.all([first, second, third]);
+    expect(seenBySecond).toEqual([{ firstHeard: true, committed: ['first'] }]);
+    expect(seenByThird).toEqual(['first']);
+    expect(visible()).toEqual(['first', 'second', 'third']);
+  });
+
+  it('ends a group that has held the thread for a few ms; the rest commit in the next group, none lost', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    const reader = closeAfter(new Database(path.join(dir, 'grouped.db'), { readonly: true }));
+    const commits = new GroupedCommit(db);
+    const seen: number[] = [];
+    const slow = (index: number) => () => {
+      seen.push(reader.prepare('SELECT count(*) FROM records').pluck().get() as number);
+      const until = performance.now() + 2;
+      while (performance.now() < until) {
+        /* a record that takes 2 ms of work */
+      }
+      return insert(db, `r${index}`)();
+    };
+    await Promise.all(Array.from({ length: 12 }, (_, index) => commits.run(slow(index))));
+    // All in one group, no record would see another committed; split, the later ones see the earlier groups'.
+    expect(seen[0]).toBe(0);
+    expect(seen.at(-1)).toBeGreaterThan(0);
+    expect(reader.prepare('SELECT count(*) FROM records').pluck().get()).toBe(12);
+  });
 });

@@ -11,7 +11,7 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * out of the root, into the data directory) and missing folders included.
  */
 
-const NAMES = ['a', 'b', 'c', 'link', 'HEAD', 'x.txt'] as const;
+const NAMES = ['a', 'b', 'c', 'link', 'HEAD', 'x.txt', '..x'] as const;
 
 type Entry =
   | { kind: 'dir'; at: string[] }
@@ -19,6 +19,8 @@ type Entry =
   | { kind: 'link'; at: string[]; to: 'outside' | 'data' | 'sibling' | 'missing' | 'root' | 'parent'; sibling: string };
 
 const segments = fc.array(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 3 });
+/** What a step may ask for: the tree's names, and `.` and `..` that a path is normalized through. */
+const requestedSegments = fc.array(fc.constantFrom(...NAMES, '.', '..'), { minLength: 1, maxLength: 4 });
 const entry: fc.Arbitrary<Entry> = fc.oneof(
   fc.record({ kind: fc.constant('dir' as const), at: segments }),
   fc.record({ kind: fc.constant('file' as const), at: segments }),
@@ -69,16 +71,25 @@ describe('pathGuard (one pass over many paths)', () => {
     fc.assert(
       fc.property(
         fc.array(entry, { maxLength: 12 }),
-        fc.array(fc.tuple(fc.boolean(), segments), { minLength: 1, maxLength: 12 }),
-        (entries, requests) => {
+        fc.array(fc.tuple(fc.boolean(), requestedSegments, fc.boolean()), { minLength: 1, maxLength: 12 }),
+        // A second root inside the first (roots are tried in order), and a data directory inside the root.
+        fc.constantFrom('one root', 'nested roots', 'data inside root'),
+        (entries, requests, layout) => {
           const base = tempDir();
-          const dirs = { root: path.join(base, 'root'), outside: path.join(base, 'outside'), dataDir: path.join(base, 'data') };
-          for (const dir of Object.values(dirs)) fs.mkdirSync(dir);
+          const root = path.join(base, 'root');
+          const dirs = {
+            root,
+            outside: path.join(base, 'outside'),
+            dataDir: layout === 'data inside root' ? path.join(root, 'c') : path.join(base, 'data'),
+          };
+          for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
           build(entries, dirs);
-          const guard = pathGuard([dirs.root], dirs.dataDir);
-          for (const [absolute, parts] of requests) {
-            const requested = absolute ? path.join(dirs.root, ...parts) : parts.join('/');
-            expect(guard(requested)).toEqual(guardPath(requested, [dirs.root], dirs.dataDir));
+          const roots = layout === 'nested roots' ? [path.join(root, 'a'), root] : [root];
+          const guard = pathGuard(roots, dirs.dataDir);
+          for (const [absolute, parts, trailingSlash] of requests) {
+            const joined = absolute ? `${root}/${parts.join('/')}` : parts.join('/');
+            const requested = trailingSlash ? `${joined}/` : joined;
+            expect(guard(requested)).toEqual(guardPath(requested, roots, dirs.dataDir));
           }
         },
       ),
