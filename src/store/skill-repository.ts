@@ -30,6 +30,7 @@ interface SkillRow {
   pin_json: string | null;
   trial_uses: number;
   trial_since: string | null;
+  errors_in_row: number;
   created_at: string;
   updated_at: string;
 }
@@ -59,6 +60,7 @@ function recordOf(row: SkillRow, terms: TrialTerms): SkillRecord {
     fromStepId: row.from_step_id,
     pin: row.pin_json ? (JSON.parse(row.pin_json) as SkillPin) : null,
     trial: { uses: row.trial_uses, since: row.trial_since, required, untilAt },
+    errorsInRow: row.errors_in_row,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -150,11 +152,24 @@ export class SkillRepository {
   /** Approval: the pin, and a new trial from now. */
   pin(skillId: string, pin: SkillPin, now: string): void {
     this.db
-      .prepare('UPDATE skills SET pin_json = ?, trial_uses = 0, trial_since = ?, updated_at = ? WHERE skill_id = ?')
+      .prepare('UPDATE skills SET pin_json = ?, trial_uses = 0, errors_in_row = 0, trial_since = ?, updated_at = ? WHERE skill_id = ?')
       .run(JSON.stringify(pin), now, now, skillId);
   }
 
   countTrialUse(skillId: string, now: string): void {
     this.db.prepare('UPDATE skills SET trial_uses = trial_uses + 1, updated_at = ? WHERE skill_id = ?').run(now, skillId);
+  }
+
+  /** A use that failed by a plain error: one more in a row; answers how many in a row now. */
+  countError(skillId: string, now: string): number {
+    return this.db
+      .prepare('UPDATE skills SET errors_in_row = errors_in_row + 1, updated_at = ? WHERE skill_id = ? RETURNING errors_in_row')
+      .pluck()
+      .get(now, skillId) as number;
+  }
+
+  /** A use that behaved ends a run of errors (written only when there was one: the common use writes nothing here). */
+  clearErrors(skillId: string): void {
+    this.db.prepare('UPDATE skills SET errors_in_row = 0 WHERE skill_id = ? AND errors_in_row <> 0').run(skillId);
   }
 }
