@@ -6,6 +6,7 @@ import { ExecutorError, type ErrorCode, type ErrorShape } from '../../domain/err
 import { assertWithinJsonLimits, PLAN_LIMITS } from '../../domain/json-limits.js';
 import type { Evaluation, SkillPinFacts } from '../../domain/risk.js';
 import { isAgentActor } from '../../domain/step-ownership.js';
+import type { StepRecord } from '../../domain/step-record.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import { recordableResult } from '../../actions/run-code.js';
 import { hostPausedError } from '../../domain/host-pause.js';
@@ -558,38 +559,59 @@ export class SkillsRoom {
     const pinActor: Actor = { ...POLICY_ACTOR, client: `skill ${skill.name} v${skill.version}` };
     const hash = stepHash(step);
     const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId });
+    // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
+    // records are committed and runs while they are synced to disk, instead of after (its answer still
+    // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
+    // network may act at a host, so it waits until its records are on disk, as any step's effect does.
+    const overlap = skill.capabilities.fetch === undefined;
+    let early: ReturnType<typeof runIt> | null = null;
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
-    const running = await desk.commits.run(() => {
+    const written = desk.commits.run(() => {
       // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
       if (desk.paused || desk.closed) return null;
-      const current = desk.skills.get(skill.skillId);
+      const current = desk.skills.standing(skill.skillId);
       if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
       desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
-      desk.steps.transition(stepId, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { risk: 'LOW', reasons: evaluation.reasons } });
-      desk.steps.transition(
-        stepId,
-        'approved',
-        pinActor,
-        { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
-        { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
-      );
-      return desk.steps.transition(
-        stepId,
-        'running',
-        actor,
-        { startedAt: start.iso },
-        { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
-      );
+      // Each hop its own record, as any step's; the step read back once.
+      const started = desk.steps.transitions(stepId, [
+        { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
+        {
+          to: 'approved',
+          actor: pinActor,
+          patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
+          extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
+        },
+        {
+          to: 'running',
+          actor,
+          patch: { startedAt: start.iso },
+          extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
+        },
+      ]);
+      if (overlap) early = runIt();
+      return started;
     });
+    let running: Awaited<typeof written>;
+    try {
+      running = await written;
+    } catch (error) {
+      // Not on disk: whatever the early run returns is never seen.
+      (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
+      throw error;
+    }
     if (running === null || typeof running === 'string') {
       if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
-      throw new ExecutorError('SKILL_NOT_USABLE', `Skill ${name} v${skill.version} stopped being usable (${running ?? 'closed'}) before it ran.`);
+      throw new ExecutorError(
+        'SKILL_NOT_USABLE',
+        `Skill ${name} v${skill.version} stopped being usable (${running ?? 'closed'}) before it ran.`,
+      );
     }
     desk.emitStep(running);
     // Marked outside the database before it runs: a lost WAL still leaves the next open knowing it ran.
     desk.auditLog.writtenHead?.stepStarted(stepId);
 
-    const run = await this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId });
+    const run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {
@@ -597,9 +619,12 @@ export class SkillsRoom {
         const finishedAt = new Date().toISOString();
         const facts = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, state: judged.state };
         const recorded = recordableResult(run.raw);
+        // The span first: the outcome's transition then reads the step back with it, once.
+        desk.steps.recordRunSpan(stepId, 'realRun', desk.runSpan(undefined, result.ok ? 'finished' : 'failed', start));
+        let record: StepRecord;
         if (result.ok) {
           const stepResult = { ...recorded, skill: facts };
-          desk.steps.transition(stepId, 'executed', actor, { result: stepResult, finishedAt }, { detail: { result: stepResult } });
+          record = desk.steps.transition(stepId, 'executed', actor, { result: stepResult, finishedAt }, { detail: { result: stepResult } });
         } else {
           const error: ErrorShape = {
             code: result.code as ErrorCode,
@@ -611,10 +636,9 @@ export class SkillsRoom {
               calls: result.calls,
             },
           };
-          desk.steps.transition(stepId, 'failed', actor, { error, finishedAt }, { detail: { error } });
+          record = desk.steps.transition(stepId, 'failed', actor, { error, finishedAt }, { detail: { error } });
         }
-        desk.steps.recordRunSpan(stepId, 'realRun', desk.runSpan(undefined, result.ok ? 'finished' : 'failed', start));
-        return { record: desk.steps.get(stepId), ...judged };
+        return { record, ...judged };
       }),
     );
     desk.emitStep(outcome.record);
@@ -659,7 +683,7 @@ export class SkillsRoom {
   ): { state: SkillState; reason: string | null; errorsInRow: number } {
     const { desk } = this;
     const { result } = run;
-    const current = this.get(skill.skillId);
+    const current = desk.skills.standing(skill.skillId) ?? { state: 'disabled' as SkillState, trialUses: 0, errorsInRow: 0 };
     const unchanged = { state: current.state, reason: null, errorsInRow: current.errorsInRow };
     // Disabled, superseded or stopped while it ran: what it did is recorded on its step; the skill's state is not this use's to change.
     if (!USABLE_SKILL_STATES.includes(current.state)) return unchanged;
@@ -695,7 +719,7 @@ export class SkillsRoom {
     }
     if (state === current.state) return { state, reason: null, errorsInRow };
     assertSkillTransition(current.state, state);
-    this.saveState(current, current.state, state, reason, SYSTEM_ACTOR, now, { reason, stepId });
+    this.saveState(skill, current.state, state, reason, SYSTEM_ACTOR, now, { reason, stepId });
     return { state, reason, errorsInRow };
   }
 
@@ -721,7 +745,13 @@ export class SkillsRoom {
     };
     const denied = await desk.commits.run(() => {
       desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
-      const record = desk.steps.transition(step.id, 'denied', POLICY_ACTOR, { evaluation, error }, { detail: { reasons: evaluation.reasons, error } });
+      const record = desk.steps.transition(
+        step.id,
+        'denied',
+        POLICY_ACTOR,
+        { evaluation, error },
+        { detail: { reasons: evaluation.reasons, error } },
+      );
       const current = this.get(skill.skillId);
       if (USABLE_SKILL_STATES.includes(current.state))
         this.saveState(current, current.state, 'disabled', reason, SYSTEM_ACTOR, this.now(), { reason, stepId: step.id });
