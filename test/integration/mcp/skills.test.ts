@@ -84,11 +84,18 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(await person.listSteps({ status: ['awaiting_consent'] })).toEqual([]);
     // An input outside the skill's schema never reaches the sandbox (the tool's own schema, then the host's, refuse it).
     expect(await mcp.call('skill_upper_words', { text: 3 })).toMatchObject({ isError: true, text: expect.stringContaining('text') });
-    const uses = auditOf(dataDir, 'skill.used');
-    expect(uses.map((use) => [use.phase, use.codeHash, use.risk, use.ok ?? null])).toEqual([
-      ['start', approved.codeHash, 'LOW', null],
-      ['end', approved.codeHash, 'LOW', true],
-    ]);
+    // The use is a runSkill step: LOW, approved by the skill's pin, in the person's list and the audit log under the code hash.
+    const [use] = await person.listSteps({ status: ['executed'] });
+    expect(use).toMatchObject({
+      step: { action: 'runSkill', args: { skill: 'upper_words', skillId, codeHash: approved.codeHash, input: { text: 'red green' } } },
+      evaluation: { risk: 'LOW', approvedBySkill: { skillId, codeHash: approved.codeHash } },
+      result: { ok: true, value: ['RED', 'GREEN'] },
+    });
+    expect(used.result.structuredContent).toMatchObject({ stepId: use!.step.id, ok: true });
+    const shownStep = runCli(['--data-dir', dataDir, 'steps', 'show', use!.step.id]);
+    expect(shownStep.stdout).toContain('Use skill upper_words v1');
+    expect(shownStep.stdout).toMatch(/Approved .* by the pin of skill upper_words v1/);
+    expect(auditOf(dataDir, 'step.proposed').map((detail) => (detail.args as { codeHash?: string }).codeHash)).toEqual([approved.codeHash]);
 
     // The code changed behind the approval's back: refused, disabled, and the tool goes away.
     const db = new Database(path.join(dataDir, 'executor.db'));
@@ -137,7 +144,9 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(tried.stderr).toContain(
       'SKILL_NOT_USABLE: Skill unwanted cannot be used: its newest version (v1) is rejected (I do not want this)',
     );
-    expect(auditOf(dataDir, 'skill.used')).toHaveLength(4);
+    // Two uses, each a step: the one that ran and the one refused as changed (denied); none for the rejected skill.
+    expect(auditOf(dataDir, 'step.proposed')).toHaveLength(2);
+    expect((await person.listSteps({ status: ['denied'] })).map((record) => record.error?.code)).toEqual(['SKILL_PIN_MISMATCH']);
 
     const kept = await mcp.call('propose_skill', SKILL);
     cli(dataDir, 'skills', 'approve', (kept.result.structuredContent as { skillId: string }).skillId);
