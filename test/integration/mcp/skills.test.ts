@@ -95,7 +95,8 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     const shownStep = runCli(['--data-dir', dataDir, 'steps', 'show', use!.step.id]);
     expect(shownStep.stdout).toContain('Use skill upper_words v1');
     expect(shownStep.stdout).toMatch(/Approved .* by the pin of skill upper_words v1/);
-    expect(auditOf(dataDir, 'step.proposed').map((detail) => (detail.args as { codeHash?: string }).codeHash)).toEqual([approved.codeHash]);
+    const skillUses = () => auditOf(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    expect(skillUses().map((detail) => (detail.args as { codeHash?: string }).codeHash)).toEqual([approved.codeHash]);
 
     // The code changed behind the approval's back: refused, disabled, and the tool goes away.
     const db = new Database(path.join(dataDir, 'executor.db'));
@@ -105,6 +106,11 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(refused.text).toMatch(/^FAILED: SKILL_PIN_MISMATCH: .*not the approved/);
     await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
     expect(cli(dataDir, 'skills', 'show', skillId).state).toBe('disabled');
+    // The refused use is on record as a denied runSkill step: nothing ran.
+    expect(skillUses()).toHaveLength(2);
+    expect((await person.listSteps({ status: ['denied'] })).map((record) => [record.step.action, record.error?.code])).toEqual([
+      ['runSkill', 'SKILL_PIN_MISMATCH'],
+    ]);
   });
 
   it('a skill that calls an undeclared host in its trial is disabled with the reason and the person is told; a rejected one never runs; pause disables all', async () => {
@@ -132,7 +138,10 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
       /^FAILED: UNDECLARED_CALL: called tools\.fetch \(GET https:\/\/collector\.example\.net\/\?w=send\).*not among the hosts it declared/,
     );
     const disabled = cli(dataDir, 'skills', 'show', leakyId);
-    expect(disabled).toMatchObject({ state: 'disabled', reason: expect.stringMatching(/^trial use use_\S+ failed \(UNDECLARED_CALL\)/) });
+    expect(disabled).toMatchObject({
+      state: 'disabled',
+      reason: expect.stringMatching(/^trial use \(step step-\S+\) failed \(UNDECLARED_CALL\)/),
+    });
     await expect.poll(() => notices).toContainEqual(expect.stringMatching(/^Skill fetch_words v1 was disabled: trial use/));
     await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
 
@@ -144,9 +153,9 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(tried.stderr).toContain(
       'SKILL_NOT_USABLE: Skill unwanted cannot be used: its newest version (v1) is rejected (I do not want this)',
     );
-    // Two uses, each a step: the one that ran and the one refused as changed (denied); none for the rejected skill.
-    expect(auditOf(dataDir, 'step.proposed')).toHaveLength(2);
-    expect((await person.listSteps({ status: ['denied'] })).map((record) => record.error?.code)).toEqual(['SKILL_PIN_MISMATCH']);
+    // Two uses, each a runSkill step (one executed, one failed); none for the rejected skill.
+    const uses = auditOf(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    expect(uses.map((detail) => (detail.args as { skill: string }).skill)).toEqual(['fetch_words', 'fetch_words']);
 
     const kept = await mcp.call('propose_skill', SKILL);
     cli(dataDir, 'skills', 'approve', (kept.result.structuredContent as { skillId: string }).skillId);
