@@ -83,7 +83,12 @@ export async function skillToolCall(port: RunSkillsPort, name: string, rawArgume
     const disabled = used.state === 'disabled' && used.reason ? ` The skill is now disabled: ${used.reason}` : '';
     return used.ok
       ? { outcome: 'EXECUTED', result: JSON.stringify(used.output ?? null), errorCode: null, stepId: used.stepId }
-      : { outcome: 'FAILED', result: `${used.code}: ${used.message}${disabled}`, errorCode: used.code ?? 'SKILL_FAILED', stepId: used.stepId };
+      : {
+          outcome: 'FAILED',
+          result: `${used.code}: ${used.message}${disabled}`,
+          errorCode: used.code ?? 'SKILL_FAILED',
+          stepId: used.stepId,
+        };
   } catch (error) {
     const shaped = toErrorShape(error);
     // A refused use (a changed skill) is recorded as a denied step too.

@@ -93,7 +93,7 @@ describe('stepRevertRefusal and planRevertRefusal', () => {
 describe('a skill use', () => {
   it('is never reverted and says why in the words runCode uses: nothing it changed can be put back', () => {
     const use = candidate({ action: 'runSkill', reversible: false, changedSomething: false });
-    expect(stepRevertRefusal(use)).toMatchObject({
+    expect(stepRevertRefusal({ ...use, revertedAt: null })).toMatchObject({
       code: 'NOT_REVERSIBLE',
       message: expect.stringContaining('a skill it ran cannot be undone'),
     });
