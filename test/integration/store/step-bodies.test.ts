@@ -117,9 +117,10 @@ describe('large step bodies apart from their rows', () => {
     // Put the database back the way the schema before this migration stored it: the whole canonical step
     // in its row (what that code wrote, byte for byte), no step_bodies table, no body_apart column.
     const db = new Database(path.join(dataDir, 'executor.db'));
+    // Later migrations are undone too (the skills' errors in a row), so each runs again from there.
     db.exec(`UPDATE steps SET step_json = (SELECT step_json FROM step_bodies WHERE step_bodies.step_id = steps.step_id) WHERE body_apart = 1;
-      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart;`);
-    db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart; ALTER TABLE skills DROP COLUMN errors_in_row;`);
+    db.pragma(`user_version = ${MIGRATIONS.findIndex((migration) => migration.includes('CREATE TABLE step_bodies'))}`);
     db.close();
 
     const executor = closeAfter(Executor.open(dataDir));
