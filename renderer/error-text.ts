@@ -110,6 +110,9 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   SKILL_NOT_USABLE: 'The skill is not approved, or it was rejected or disabled. Look at it in the skills list to see why.',
   SKILL_PIN_MISMATCH: 'The skill no longer matches what was approved, so it was refused and disabled. Review it again before it runs.',
   SKILL_LIMIT: 'Too many skills are usable at once. Disable one, or raise skills.maxActive in the policy.',
+  SCHEMA_MISMATCH: 'The skill returned a value outside its output schema, so it was disabled. Look at the skill to see why.',
+  BUDGET_EXCEEDED: 'The skill took more time or tool calls than its budget allows, so it was disabled. Look at the skill to see why.',
+  UNDECLARED_CALL: 'The skill called something beyond the capabilities it declared, so it was disabled. Look at the skill to see why.',
   HUNK_MISMATCH: 'The file no longer matches the parts you chose, so nothing was written. Look at the new preview and choose again.',
   REVERT_INCOMPLETE:
     'The plan was reverted only in part: the message says which steps were reverted and which not. Look at History before you try again.',

@@ -68,6 +68,9 @@ export function approverText(record: StepRecord): string {
   const rules = record.evaluation?.approvedByRules ?? [];
   if (by.channel === 'policy' && rules.length > 0)
     return `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`;
+  const skill = record.evaluation?.approvedBySkill;
+  if (by.channel === 'policy' && skill)
+    return `skill ${skill.name} v${skill.version}: its code (sha256 ${skill.codeHash.slice(0, 12)}…) as you approved it (without asking)`;
   if (by.channel === 'policy') return 'policy (auto-approved)';
   return `${by.user} via ${by.channel}`;
 }

@@ -236,5 +236,38 @@ export function WhatRuns({
       </section>
     );
   }
+  if (step.action === 'runSkill') {
+    return (
+      <section className="what-runs" aria-label="What will run">
+        <SkillUseFacts args={step.args} />
+      </section>
+    );
+  }
   return null;
+}
+
+/** A skill's use: which skill and version, the code hash its approval pinned, and the input it was given. */
+function SkillUseFacts({ args }: { args: ActionArgs<'runSkill'> }) {
+  const input = JSON.stringify(args.input, null, 2) ?? 'null';
+  return (
+    <dl className="facts run-facts">
+      <dt>Skill</dt>
+      <dd>
+        <strong>
+          <MarkedText text={`${args.skill} v${args.version}`} />
+        </strong>{' '}
+        <span className="muted">— runs the code you approved, in the light sandbox, with its pinned capabilities and budget</span>
+      </dd>
+      <dt>Code hash</dt>
+      <dd>
+        <code>{args.codeHash}</code>
+      </dd>
+      <dt>Input</dt>
+      <dd>
+        <pre className="skill-input">
+          <MarkedText text={input.length > 4000 ? `${input.slice(0, 4000)}\n… (${input.length} characters)` : input} />
+        </pre>
+      </dd>
+    </dl>
+  );
 }

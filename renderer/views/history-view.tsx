@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { Risk } from '../../src/domain/risk.js';
+import { oneLine } from '../../src/domain/result-words.js';
 import { durationText } from '../../src/domain/run-step-facts.js';
 import type { StepRecord } from '../../src/domain/step-record.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
@@ -732,6 +733,16 @@ function HistoryDetail({
             <dt>How</dt>
             <dd className="break" data-testid="history-execution">
               <MarkedText text={executionSummaryOf(record?.result)!} />
+            </dd>
+          </>
+        ) : null}
+        {record?.step.action === 'runSkill' ? (
+          <>
+            <dt>Skill</dt>
+            <dd className="break skill-use">
+              <MarkedText text={`${record.step.args.skill} v${record.step.args.version}, code sha256 ${record.step.args.codeHash}`} />
+              <br />
+              <MarkedText text={`Input: ${oneLine(JSON.stringify(record.step.args.input) ?? 'null', 400)}`} />
             </dd>
           </>
         ) : null}

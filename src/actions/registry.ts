@@ -5,6 +5,7 @@ import { deleteFile } from './delete-file.js';
 import { openURL } from './open-url.js';
 import { runCode } from './run-code.js';
 import { runCommand } from './run-command.js';
+import { runSkill } from './run-skill.js';
 import { writeFile } from './write-file.js';
 
 /** Every action's module. The mapped type makes a new action in the schema union fail to compile until it is listed here. */
@@ -15,6 +16,7 @@ const ACTIONS: { [A in ActionName]: ActionModule<A> } = {
   runCommand,
   openURL,
   runCode,
+  runSkill,
 };
 
 /** The module with its args, typed together, so callers never switch on the action name. */

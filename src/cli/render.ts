@@ -155,6 +155,17 @@ export function whatRunsLines(step: Step, limits: RunTimeLimits | undefined): { 
     ];
     return { facts, code };
   }
+  if (step.action === 'runSkill') {
+    const args = step.args;
+    const input = JSON.stringify(args.input) ?? 'null';
+    return {
+      facts: [
+        `Skill    ${line(args.skill)} v${args.version} (${line(args.skillId)}), code sha256 ${line(args.codeHash)}`,
+        `Input    ${line(input.length > 500 ? `${input.slice(0, 500)}… (${input.length} characters)` : input)}`,
+      ],
+      code: [],
+    };
+  }
   return { facts: [], code: [] };
 }
 
@@ -186,7 +197,12 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   lines.push(
     `Preview  ${previewHashText(record)}${noPreviewWhy(record) ? ` (no dry run could be made: ${line(noPreviewWhy(record)!)})` : ''}`,
   );
-  if (record.approval)
+  const skillPin = record.evaluation?.approvedBySkill;
+  if (record.approval && skillPin)
+    lines.push(
+      `Approved ${localTimeWords(record.approval.at)} by the pin of skill ${line(skillPin.name)} v${skillPin.version} (${line(skillPin.skillId)}, code sha256 ${line(skillPin.codeHash.slice(0, 12))}…), which ${line(skillPin.approvedBy)} approved ${localTimeWords(skillPin.approvedAt)}`,
+    );
+  else if (record.approval)
     lines.push(
       `Approved ${localTimeWords(record.approval.at)} by ${line(record.approval.by.user)} via ${record.approval.by.channel}${record.edit && record.edit.kind === 'hunks' ? ' with edits' : ''}`,
     );

@@ -116,6 +116,12 @@ export type ErrorCode =
   | 'SKILL_PIN_MISMATCH'
   /** More skills would be usable than the policy's skills.maxActive allows. */
   | 'SKILL_LIMIT'
+  /** A skill's use broke what it declared: a value outside its output schema… */
+  | 'SCHEMA_MISMATCH'
+  /** …more time or tool calls than its budget… */
+  | 'BUDGET_EXCEEDED'
+  /** …or a call beyond the capabilities it declared. Each disables the skill (docs/skills.md). */
+  | 'UNDECLARED_CALL'
   | 'INTERNAL';
 
 export interface ErrorShape {

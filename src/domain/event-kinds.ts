@@ -71,6 +71,9 @@ export const EVENT_KINDS = [
   'skill.proposed',
   /** A skill changed state (detail: skillId, name, from, to, codeHash, reason, and what the change rests on). */
   'skill.state',
-  /** One use of a skill (detail: skillId, name, codeHash, useId, ok, code, durationMs, risk LOW): written before it runs, and its outcome after. */
+  /**
+   * One use of a skill, as logs written before uses were runSkill steps hold it (detail: skillId, name,
+   * codeHash, useId, ok, code, durationMs, risk LOW). No longer written: kept so those logs still read.
+   */
   'skill.used',
 ] as const;

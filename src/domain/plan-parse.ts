@@ -56,6 +56,14 @@ export function parsePlan(
       issues: describeIssues(parsed.error),
     });
   }
+  // A skill's use is approved by the skill's pin and written by the skill itself: a plan could otherwise name a version or hash of its own choosing.
+  const skillUse = parsed.data.steps.find((step) => step.action === 'runSkill');
+  if (skillUse?.action === 'runSkill')
+    throw new ExecutorError(
+      'INVALID_PLAN',
+      `The plan is not valid: step ${skillUse.id} is a runSkill, which is never proposed in a plan; use the skill's own tool (skill_${skillUse.args.skill}) or \`executor skills use ${skillUse.args.skill}\`.`,
+      { stepId: skillUse.id },
+    );
   const ids = new Set<string>();
   for (const step of parsed.data.steps) {
     if (ids.has(step.id)) throw new ExecutorError('INVALID_PLAN', `The plan uses step id ${step.id} twice.`, { stepId: step.id });

@@ -291,7 +291,16 @@ export function ruleChoicesForStep(
             : `${base}/${args.cwd.replace(/^\.\/?/, '')}`.replace(/\/+$/, '');
       return commandRuleChoices(args.argv, cwd || '/', maxRisk);
     }
-    default:
+    // No rule is offered: code and knowledge-base entries are weighed each time, and a skill's pin is its approval.
+    case 'runCode':
+    case 'createKBEntry':
+    case 'runSkill':
       return [];
+    default: {
+      // Every action this build knows has its case: a new one does not compile until it is decided here.
+      const known: never = step;
+      void known;
+      return [];
+    }
   }
 }

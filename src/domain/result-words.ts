@@ -112,6 +112,15 @@ function executedWords(source: ResultSource, result: Record<string, unknown>): s
       }
       break;
     }
+    case 'runSkill': {
+      const ms = ranFor(source, result);
+      const took = ms === null ? '' : ` in ${durationText(ms)}`;
+      if (result.ok === true) {
+        const value = result.value === undefined ? 'no value' : oneLine(JSON.stringify(result.value) ?? String(result.value), 80);
+        return `Returned${took}: ${value}`;
+      }
+      break;
+    }
     case 'createKBEntry':
       return 'Added to the knowledge base';
     case 'openURL':

@@ -27,6 +27,8 @@ export interface RevertCandidate {
 /** What an action does that Executor cannot take back, as the end of "… cannot be undone by Executor". */
 const UNDOABLE_WORDS: Record<string, string> = {
   runCode: 'code it ran',
+  // A skill is isolated code too: it changed no file, so there is nothing to put back.
+  runSkill: 'a skill it ran',
   openURL: 'a page it opened',
 };
 

@@ -21,4 +21,16 @@ export interface Evaluation {
   reversible: boolean;
   /** The remembered rules that let this step run without asking (their ids), when rules did. */
   approvedByRules?: string[];
+  /** A skill's use (runSkill): the approved skill whose pin let it run without asking, and what the pin holds. */
+  approvedBySkill?: SkillPinFacts;
+}
+
+/** Which skill approved a use: its id, version and the code hash the person's approval pinned, and who approved when. */
+export interface SkillPinFacts {
+  skillId: string;
+  name: string;
+  version: number;
+  codeHash: string;
+  approvedAt: string;
+  approvedBy: string;
 }

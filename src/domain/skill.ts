@@ -210,6 +210,8 @@ export const SkillRecordSchema = z.object({
   fromStepId: z.string().nullable(),
   pin: SkillPinSchema.nullable(),
   trial: z.object({ uses: z.number().int(), since: z.string().nullable(), required: z.number().int(), untilAt: z.string().nullable() }),
+  /** Uses in a row that failed by a plain error (the code threw or crashed); policy skills.maxConsecutiveErrors of them disable an active skill. */
+  errorsInRow: z.number().int(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -230,9 +232,12 @@ export type RepetitionNotice = z.infer<typeof RepetitionNoticeSchema>;
 
 /** One use of a skill: its value (or why not), the code hash it ran under, and where its trial stands. */
 export const SkillUseResultSchema = z.object({
-  useId: z.string(),
+  /** The use's runSkill step (and its plan of one): `executor steps show` and History find it by these. */
+  stepId: z.string(),
+  planId: z.string(),
   skillId: z.string(),
   name: z.string(),
+  version: z.number().int(),
   codeHash: z.string(),
   ok: z.boolean(),
   output: z.unknown().optional(),
@@ -240,7 +245,10 @@ export const SkillUseResultSchema = z.object({
   message: z.string().optional(),
   logs: z.array(z.string()),
   durationMs: z.number(),
+  /** The skill's state after this use. */
   state: z.enum(SKILL_STATES),
+  /** Why this use disabled the skill, when it did. */
+  reason: z.string().optional(),
 });
 export type SkillUseResult = z.infer<typeof SkillUseResultSchema>;
 

@@ -96,6 +96,9 @@ function approverWords(by: Actor | undefined, rules: readonly string[] = []): st
       `your remembered rule${rules.length === 1 ? '' : 's'} ${rules.join(', ')} (without asking)`,
       SUMMARY_AGENT_MAX_CHARACTERS,
     );
+  // A skill's use: its pin, given by the person's approval of the skill (approval.by.client names it).
+  if (by.channel === 'policy' && by.client?.startsWith('skill '))
+    return oneLine(`${by.client} (its approved pin, without asking)`, SUMMARY_AGENT_MAX_CHARACTERS);
   if (by.channel === 'policy') return 'policy';
   return oneLine(`${by.user} via ${by.channel}`, SUMMARY_AGENT_MAX_CHARACTERS);
 }

@@ -73,9 +73,13 @@ export function summarizeStep(step: Step, roots: readonly string[] = []): string
       const asks = capabilityAsks(step.args.capabilities).map((ask) => CAPABILITY_TITLE_WORDS[ask.capability]);
       return `Run ${codeLanguageName(step.args)} in the ${SANDBOX_WORDS[codeSandboxOf(step.args)].name}${asks.length ? `; ${asks.join(', ')}` : ''}`;
     }
+    case 'runSkill':
+      return `Use skill ${step.args.skill} v${step.args.version}`;
     default: {
+      // Every action this build knows has its case: a new one does not compile until it is titled here.
+      const known: never = step;
       // A record from a newer host may name an action this window does not know: say its name rather than nothing.
-      const unknown = step as { action: string };
+      const unknown = known as { action: string };
       return unknown.action;
     }
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { SkillNameSchema } from './skill.js';
 import { MAX_CONTENT_BYTES } from './step-limits.js';
 import { trimPlainSpace } from './visible-text.js';
 
@@ -106,6 +107,18 @@ export const ACTION_ARGS = {
     language: z.enum(['javascript', 'python']).optional(),
     sandbox: z.enum(['light', 'docker']).optional(),
   }),
+  /**
+   * One use of an approved skill (docs/skills.md): written by the skills room only, never proposed in a
+   * plan. Its args name the exact version and code hash it runs under, so the step's hash binds them.
+   */
+  runSkill: z.strictObject({
+    skill: SkillNameSchema,
+    skillId: z.string().min(1).max(128),
+    version: z.number().int().min(1),
+    // As stored on the skill: a tampered row's hash is recorded as it is (its use is refused), so any text is taken.
+    codeHash: z.string().min(1).max(128),
+    input: z.unknown(),
+  }),
 } as const;
 
 export type ActionName = keyof typeof ACTION_ARGS;
@@ -145,6 +158,7 @@ export const StepSchema = z.discriminatedUnion('action', [
   stepVariant('runCommand'),
   stepVariant('openURL'),
   stepVariant('runCode'),
+  stepVariant('runSkill'),
 ]);
 export type Step = z.infer<typeof StepSchema>;
 /** The step of one action, its args typed. */

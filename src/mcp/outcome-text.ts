@@ -177,6 +177,9 @@ export function outcomePathOf(record: StepRecord): OutcomePath {
 function approverText(record: StepRecord): string {
   const by = record.approval?.by;
   if (!by) return 'Approved.';
+  const skill = record.evaluation?.approvedBySkill;
+  if (by.channel === 'policy' && skill)
+    return `Approved without asking by the user's approval of skill ${skill.name} v${skill.version} (code sha256 ${skill.codeHash}).`;
   if (by.channel === 'policy') {
     const rules = record.evaluation?.approvedByRules ?? [];
     return rules.length > 0

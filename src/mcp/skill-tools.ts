@@ -46,7 +46,9 @@ function proposalText(skill: SkillRecord): string {
 
 function useText(result: SkillUseResult): string {
   if (result.ok) return JSON.stringify(result.output ?? null);
-  return `FAILED: ${result.code}: ${result.message}${result.state === 'disabled' ? ` The skill is now disabled; the user was told.` : ''}`;
+  const disabled =
+    result.state === 'disabled' ? ` The skill is now disabled${result.reason ? ` (${result.reason})` : ''}; the user was told.` : '';
+  return `FAILED: ${result.code}: ${result.message} (step ${result.stepId})${disabled}`;
 }
 
 /**

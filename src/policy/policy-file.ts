@@ -646,6 +646,8 @@ export const PolicySchema = z.strictObject({
         .default(24),
       maxActive: z.number().int().min(0).max(1000).default(5),
       repetitionThreshold: z.number().int().min(2).max(1000).default(3),
+      /** Plain errors in a row (the code threw or crashed) after which an active skill is disabled (docs/skills.md). */
+      maxConsecutiveErrors: z.number().int().min(1).max(1000).default(3),
     })
     .prefault({}),
   witnesses: z

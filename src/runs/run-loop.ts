@@ -422,9 +422,13 @@ export class RunLoop {
     const durationMs = Date.now() - started;
     const bailout = this.host.transact(() => {
       if (!isRunActive(this.store.status(this.runId))) return null;
-      if (!call.started_at)
-        this.store.setCallStarted(this.runId, call.iteration, call.position, { startedAt: new Date(started).toISOString() });
-      this.store.resolveCall(this.runId, call.iteration, call.position, { ...outcome, durationMs });
+      if (!call.started_at || outcome.stepId)
+        this.store.setCallStarted(this.runId, call.iteration, call.position, {
+          startedAt: new Date(started).toISOString(),
+          ...(outcome.stepId ? { stepId: outcome.stepId } : {}),
+        });
+      const { stepId: _kept, ...said } = outcome;
+      this.store.resolveCall(this.runId, call.iteration, call.position, { ...said, durationMs });
       this.store.appendMessages(this.runId, [
         {
           role: 'tool',

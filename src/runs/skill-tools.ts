@@ -78,12 +78,21 @@ export async function skillToolCall(port: RunSkillsPort, name: string, rawArgume
             errorCode: null,
           };
     }
+    // Each use is a runSkill step of its own: the call keeps its id, so the run's steps list it.
     const used = await port.useSkill(name.slice(SKILL_TOOL_PREFIX.length), args, actor);
+    const disabled = used.state === 'disabled' && used.reason ? ` The skill is now disabled: ${used.reason}` : '';
     return used.ok
-      ? { outcome: 'EXECUTED', result: JSON.stringify(used.output ?? null), errorCode: null }
-      : { outcome: 'FAILED', result: `${used.code}: ${used.message}`, errorCode: used.code ?? 'SKILL_FAILED' };
+      ? { outcome: 'EXECUTED', result: JSON.stringify(used.output ?? null), errorCode: null, stepId: used.stepId }
+      : {
+          outcome: 'FAILED',
+          result: `${used.code}: ${used.message}${disabled}`,
+          errorCode: used.code ?? 'SKILL_FAILED',
+          stepId: used.stepId,
+        };
   } catch (error) {
     const shaped = toErrorShape(error);
-    return { outcome: 'FAILED', result: `${shaped.code}: ${shaped.message}`, errorCode: shaped.code };
+    // A refused use (a changed skill) is recorded as a denied step too.
+    const stepId = typeof shaped.details?.stepId === 'string' ? shaped.details.stepId : undefined;
+    return { outcome: 'FAILED', result: `${shaped.code}: ${shaped.message}`, errorCode: shaped.code, ...(stepId ? { stepId } : {}) };
   }
 }

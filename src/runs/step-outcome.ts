@@ -29,6 +29,8 @@ export interface StepOutcome {
   result: string;
   /** The code a failure streak counts (the same code three times ends the run). */
   errorCode: string | null;
+  /** The step the call became when it was not proposed as one (a skill's use writes its own runSkill step): kept with the call. */
+  stepId?: string;
 }
 
 /** A command's result in words (how it ended, files changed, output); any other result as compact JSON. */

@@ -358,4 +358,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE step_bodies ADD COLUMN content_blob TEXT;
   `,
+  // A skill's plain errors in a row (docs/skills.md): an active skill is disabled after the policy's
+  // skills.maxConsecutiveErrors of them; a use that behaves sets it back to 0.
+  `
+  ALTER TABLE skills ADD COLUMN errors_in_row INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

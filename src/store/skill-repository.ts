@@ -7,6 +7,7 @@ import type {
   SkillRecord,
   SkillState,
 } from '../domain/skill.js';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 
 interface SkillRow {
@@ -30,6 +31,7 @@ interface SkillRow {
   pin_json: string | null;
   trial_uses: number;
   trial_since: string | null;
+  errors_in_row: number;
   created_at: string;
   updated_at: string;
 }
@@ -59,6 +61,7 @@ function recordOf(row: SkillRow, terms: TrialTerms): SkillRecord {
     fromStepId: row.from_step_id,
     pin: row.pin_json ? (JSON.parse(row.pin_json) as SkillPin) : null,
     trial: { uses: row.trial_uses, since: row.trial_since, required, untilAt },
+    errorsInRow: row.errors_in_row,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -74,6 +77,17 @@ export class SkillRepository {
     private readonly db: Db,
     private readonly terms: TrialTerms,
   ) {}
+
+  /** Statements prepared once: a skill's use reads and writes here several times, and preparing cost more than running. */
+  private readonly statements = new Map<string, Statement>();
+  private statement(sql: string): Statement {
+    let prepared = this.statements.get(sql);
+    if (!prepared) {
+      prepared = this.db.prepare(sql);
+      this.statements.set(sql, prepared);
+    }
+    return prepared;
+  }
 
   insert(skill: {
     skillId: string;
@@ -113,15 +127,26 @@ export class SkillRepository {
   }
 
   get(skillId: string): SkillRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM skills WHERE skill_id = ?').get(skillId) as SkillRow | undefined;
+    const row = this.statement('SELECT * FROM skills WHERE skill_id = ?').get(skillId) as SkillRow | undefined;
     return row ? recordOf(row, this.terms) : undefined;
+  }
+
+  /** What a use's outcome weighs against, without reading the whole skill: its state, trial count and errors in a row. */
+  standing(skillId: string): { state: SkillState; trialUses: number; errorsInRow: number } | undefined {
+    const row = this.statement('SELECT state, trial_uses, errors_in_row FROM skills WHERE skill_id = ?').get(skillId) as
+      { state: SkillState; trial_uses: number; errors_in_row: number } | undefined;
+    return row ? { state: row.state, trialUses: row.trial_uses, errorsInRow: row.errors_in_row } : undefined;
   }
 
   /** The newest version of a name in one of the given states. */
   newestByName(name: string, states?: readonly SkillState[]): SkillRecord | undefined {
-    const rows = this.db.prepare('SELECT * FROM skills WHERE name = ? ORDER BY version DESC').all(name) as SkillRow[];
-    const row = rows.find((candidate) => !states || states.includes(candidate.state));
-    return row ? recordOf(row, this.terms) : undefined;
+    // Only the newest row in one of the states is read whole: a name's older versions keep their code and examples.
+    const found = this.statement('SELECT skill_id, state FROM skills WHERE name = ? ORDER BY version DESC').all(name) as {
+      skill_id: string;
+      state: SkillState;
+    }[];
+    const newest = found.find((candidate) => !states || states.includes(candidate.state));
+    return newest ? this.get(newest.skill_id) : undefined;
   }
 
   nextVersion(name: string): number {
@@ -150,11 +175,24 @@ export class SkillRepository {
   /** Approval: the pin, and a new trial from now. */
   pin(skillId: string, pin: SkillPin, now: string): void {
     this.db
-      .prepare('UPDATE skills SET pin_json = ?, trial_uses = 0, trial_since = ?, updated_at = ? WHERE skill_id = ?')
+      .prepare('UPDATE skills SET pin_json = ?, trial_uses = 0, errors_in_row = 0, trial_since = ?, updated_at = ? WHERE skill_id = ?')
       .run(JSON.stringify(pin), now, now, skillId);
   }
 
   countTrialUse(skillId: string, now: string): void {
-    this.db.prepare('UPDATE skills SET trial_uses = trial_uses + 1, updated_at = ? WHERE skill_id = ?').run(now, skillId);
+    this.statement('UPDATE skills SET trial_uses = trial_uses + 1, updated_at = ? WHERE skill_id = ?').run(now, skillId);
+  }
+
+  /** A use that failed by a plain error: one more in a row; answers how many in a row now. */
+  countError(skillId: string, now: string): number {
+    const row = this.statement(
+      'UPDATE skills SET errors_in_row = errors_in_row + 1, updated_at = ? WHERE skill_id = ? RETURNING errors_in_row',
+    ).get(now, skillId) as { errors_in_row: number };
+    return row.errors_in_row;
+  }
+
+  /** A use that behaved ends a run of errors (written only when there was one: the common use writes nothing here). */
+  clearErrors(skillId: string): void {
+    this.statement('UPDATE skills SET errors_in_row = 0 WHERE skill_id = ? AND errors_in_row <> 0').run(skillId);
   }
 }

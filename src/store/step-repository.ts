@@ -35,6 +35,14 @@ export interface TransitionPatch {
   revertOutcome?: RevertOutcome;
 }
 
+/** What a transition records beside the status: its audit record's kind and detail, backups, and the statuses it may start from. */
+export interface TransitionExtra {
+  kind?: EventKind;
+  detail?: Record<string, unknown>;
+  backups?: FileBackupRow[];
+  expectFrom?: StepStatus[];
+}
+
 /** One step of a plan as the tree the plan leaves reads it (planStepViews). */
 export interface PlanStepRow {
   step: Step;
@@ -842,65 +850,79 @@ export class StepRepository {
    * Moves a step to `to` if the state machine allows it from its current status, writing the
    * patch and the audit event in one transaction. `expectFrom` guards against a racing writer.
    */
-  transition(
-    stepId: string,
-    to: StepStatus,
-    actor: Actor,
-    patch: TransitionPatch = {},
-    extra: { kind?: EventKind; detail?: Record<string, unknown>; backups?: FileBackupRow[]; expectFrom?: StepStatus[] } = {},
-  ): StepRecord {
+  transition(stepId: string, to: StepStatus, actor: Actor, patch: TransitionPatch = {}, extra: TransitionExtra = {}): StepRecord {
     return this.db.transaction(() => {
-      const current = this.statusOf(stepId);
-      if (extra.expectFrom && !extra.expectFrom.includes(current.status)) {
-        throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}, not ${extra.expectFrom.join(' or ')}.`, {
-          stepId,
-          from: current.status,
-          to,
-        });
-      }
-      assertTransition(stepId, current.status, to);
-      const now = new Date().toISOString();
-      // A new status starts a new consent clock: time the stop switch held the old one no longer counts.
-      const sets: string[] = ['status = @status', 'updated_at = @now', 'consent_held_ms = 0'];
-      const values: Record<string, unknown> = { status: to, now, stepId };
-      const set = (column: string, value: unknown) => {
-        sets.push(`${column} = @${column}`);
-        values[column] = value;
-      };
-      if (patch.evaluation) set('evaluation_json', canonicalJson(patch.evaluation));
-      if (patch.preview) {
-        const stored = this.storePreview(stepId, patch.preview.preview);
-        set('preview_json', stored.preview_json);
-        set('preview_ref', stored.preview_ref);
-        set('preview_hash', patch.preview.previewHash);
-      }
-      if (patch.previewError !== undefined) set('preview_error', patch.previewError);
-      else if (patch.preview || to === 'evaluated') set('preview_error', null);
-      if (patch.approval) {
-        set('approved_step_hash', patch.approval.stepHash);
-        set('approved_preview_hash', patch.approval.previewHash);
-        set('approved_by_json', canonicalJson(patch.approval.by));
-        set('approved_at', patch.approval.at);
-      }
-      if (patch.rejectedReason !== undefined) set('rejected_reason', patch.rejectedReason);
-      if (patch.result) set('result_json', canonicalJson(patch.result));
-      if (patch.error) set('error_json', canonicalJson(patch.error));
-      if (patch.startedAt) set('started_at', patch.startedAt);
-      if (patch.finishedAt) set('finished_at', patch.finishedAt);
-      if (patch.revertedAt) set('reverted_at', patch.revertedAt);
-      if (patch.revertOutcome) set('revert_json', canonicalJson(patch.revertOutcome));
-      this.statement(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
-      if (extra.backups) this.insertBackups(stepId, extra.backups);
-      const event: AuditEvent = {
-        kind: extra.kind ?? EVENT_FOR_STATUS[to],
-        actor,
-        planId: current.planId,
-        stepId,
-        detail: { from: current.status, to, ...extra.detail },
-      };
-      this.audit.append(event);
+      this.applyTransition(stepId, to, actor, patch, extra);
       return this.cutAfterEnd(this.get(stepId));
     })();
+  }
+
+  /**
+   * Several transitions of one step in one transaction, each with its own audit record as
+   * `transition` writes it, and the step read back once at the end: a skill's use goes
+   * proposed → evaluated → approved → running before its code runs, and reading the record after
+   * each hop cost more than the hops.
+   */
+  transitions(
+    stepId: string,
+    hops: readonly { to: StepStatus; actor: Actor; patch?: TransitionPatch; extra?: TransitionExtra }[],
+  ): StepRecord {
+    return this.db.transaction(() => {
+      for (const hop of hops) this.applyTransition(stepId, hop.to, hop.actor, hop.patch ?? {}, hop.extra ?? {});
+      return this.cutAfterEnd(this.get(stepId));
+    })();
+  }
+
+  private applyTransition(stepId: string, to: StepStatus, actor: Actor, patch: TransitionPatch, extra: TransitionExtra): void {
+    const current = this.statusOf(stepId);
+    if (extra.expectFrom && !extra.expectFrom.includes(current.status)) {
+      throw new ExecutorError('ILLEGAL_TRANSITION', `Step ${stepId} is ${current.status}, not ${extra.expectFrom.join(' or ')}.`, {
+        stepId,
+        from: current.status,
+        to,
+      });
+    }
+    assertTransition(stepId, current.status, to);
+    const now = new Date().toISOString();
+    // A new status starts a new consent clock: time the stop switch held the old one no longer counts.
+    const sets: string[] = ['status = @status', 'updated_at = @now', 'consent_held_ms = 0'];
+    const values: Record<string, unknown> = { status: to, now, stepId };
+    const set = (column: string, value: unknown) => {
+      sets.push(`${column} = @${column}`);
+      values[column] = value;
+    };
+    if (patch.evaluation) set('evaluation_json', canonicalJson(patch.evaluation));
+    if (patch.preview) {
+      const stored = this.storePreview(stepId, patch.preview.preview);
+      set('preview_json', stored.preview_json);
+      set('preview_ref', stored.preview_ref);
+      set('preview_hash', patch.preview.previewHash);
+    }
+    if (patch.previewError !== undefined) set('preview_error', patch.previewError);
+    else if (patch.preview || to === 'evaluated') set('preview_error', null);
+    if (patch.approval) {
+      set('approved_step_hash', patch.approval.stepHash);
+      set('approved_preview_hash', patch.approval.previewHash);
+      set('approved_by_json', canonicalJson(patch.approval.by));
+      set('approved_at', patch.approval.at);
+    }
+    if (patch.rejectedReason !== undefined) set('rejected_reason', patch.rejectedReason);
+    if (patch.result) set('result_json', canonicalJson(patch.result));
+    if (patch.error) set('error_json', canonicalJson(patch.error));
+    if (patch.startedAt) set('started_at', patch.startedAt);
+    if (patch.finishedAt) set('finished_at', patch.finishedAt);
+    if (patch.revertedAt) set('reverted_at', patch.revertedAt);
+    if (patch.revertOutcome) set('revert_json', canonicalJson(patch.revertOutcome));
+    this.statement(`UPDATE steps SET ${sets.join(', ')} WHERE step_id = @stepId`).run(values);
+    if (extra.backups) this.insertBackups(stepId, extra.backups);
+    const event: AuditEvent = {
+      kind: extra.kind ?? EVENT_FOR_STATUS[to],
+      actor,
+      planId: current.planId,
+      stepId,
+      detail: { from: current.status, to, ...extra.detail },
+    };
+    this.audit.append(event);
   }
 
   /**

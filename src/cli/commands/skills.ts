@@ -182,7 +182,7 @@ export function registerSkillCommands(program: Command): void {
 
   skills
     .command('use <name>')
-    .description('run a usable skill on an input, as an agent would (no prompt; audited as skill.used)')
+    .description('run a usable skill on an input, as an agent would (no prompt): one runSkill step, shown by `executor steps show`')
     .option('--input <json>', 'the input as JSON', '{}')
     .action(async (name: string, options: { input: string }, command: Command) => {
       const { dataDir, json } = globals(command);
@@ -191,7 +191,7 @@ export function registerSkillCommands(program: Command): void {
       print(json, result, () =>
         result.ok
           ? visibleJson(JSON.stringify(result.output) ?? 'null')
-          : `FAILED (${result.code}): ${visibleLine(result.message ?? '')}; the skill is now ${result.state}`,
+          : `FAILED (${result.code}): ${visibleLine(result.message ?? '')}; the skill is now ${result.state}${result.reason ? ` (${visibleLine(result.reason)})` : ''}. Step ${result.stepId}`,
       );
     });
 }

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Actor } from '../../domain/actor.js';
 import type { CapabilityCallSummary, CodeRunResult } from '../../domain/code-run.js';
-import { ExecutorError } from '../../domain/errors.js';
+import { ExecutorError, type ErrorCode, type ErrorShape } from '../../domain/errors.js';
+import { assertWithinJsonLimits, PLAN_LIMITS } from '../../domain/json-limits.js';
+import type { Evaluation, SkillPinFacts } from '../../domain/risk.js';
+import { isAgentActor } from '../../domain/step-ownership.js';
+import type { StepRecord } from '../../domain/step-record.js';
+import { stepHash, type Step } from '../../domain/step.js';
+import { recordableResult } from '../../actions/run-code.js';
 import { hostPausedError } from '../../domain/host-pause.js';
 import {
   assertSkillTransition,
@@ -26,7 +32,10 @@ import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
-import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
+import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
+
+/** A use that breaks what the skill declared: any one disables it, in trial and active alike (judgeUse). */
+const CONTRACT_BREACHES: readonly string[] = ['UNDECLARED_CALL', 'BUDGET_EXCEEDED', 'SCHEMA_MISMATCH', 'EXECUTION_BLOCKED'];
 
 /** Who a skill is proposed by, as its record says: the agent's issued identity, or the person's channel. */
 function proposerName(actor: Actor): string {
@@ -84,8 +93,8 @@ function firstIssue(schema: z.ZodType, value: unknown): string | null {
  * overrun or output outside its schema) and validation (the static guard, and the broker's own
  * records of what the code called against what it declared), then waits for the person. Approval pins
  * the code hash and capabilities; a trial watches the first uses and disables the skill at the first
- * misstep; after it the skill is active and runs without asking, each use a LOW `skill.used` record
- * under its code hash. Each state change is one transaction with its skill.* record.
+ * misstep; after it the skill is active and runs without asking, each use a LOW `runSkill` step
+ * approved by its pin and audited under its code hash. Each state change is one transaction with its skill.* record.
  */
 export class SkillsRoom {
   constructor(private readonly desk: StepDesk) {}
@@ -262,7 +271,7 @@ export class SkillsRoom {
     skill: SkillRecord,
     input: unknown,
     mode: BridgeMode,
-    context: { kind: 'quarantine' } | { kind: 'use'; useId: string },
+    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string },
   ): Promise<ClassifiedRun & { raw: CodeRunResult }> {
     const { desk } = this;
     const inFlight = new AbortController();
@@ -271,16 +280,18 @@ export class SkillsRoom {
       mode,
       // One more than the budget is let through to the broker (and refused there), so an overrun is seen, not guessed.
       maxCalls: skill.budget.calls,
+      // A use's calls are its step's records (found with the step); quarantine's are the skill's.
       audit: (detail) =>
         desk.db.transaction(() =>
           desk.audit.append({
             kind: 'capability.call',
             actor: SYSTEM_ACTOR,
+            ...(context.kind === 'use' ? { planId: context.planId, stepId: context.stepId } : {}),
             detail: {
               ...detail,
               skillId: skill.skillId,
               codeHash: skill.codeHash,
-              ...(context.kind === 'use' ? { useId: context.useId } : { phase: 'quarantine' }),
+              ...(context.kind === 'use' ? {} : { phase: 'quarantine' }),
             },
           }),
         )(),
@@ -451,27 +462,53 @@ export class SkillsRoom {
     return this.get(skill.skillId);
   }
 
+  /** Why the skill's pin no longer holds (stored code, capabilities or budget not the approved ones), or null when it holds. */
+  private pinBroken(skill: SkillRecord): string | null {
+    const pin = skill.pin;
+    if (!pin) return 'it has no approval';
+    const codeHash = skillCodeHash(skill.code);
+    if (codeHash !== pin.codeHash || skill.codeHash !== pin.codeHash)
+      return `its stored code hashes to ${codeHash}, not the approved ${pin.codeHash}`;
+    if (skillCapabilitiesHash(skill.capabilities, skill.budget) !== pin.capabilitiesHash)
+      return 'its capabilities or budget are not the approved ones';
+    return null;
+  }
+
   /** The pin holds when the stored code hashes to what was approved and the capabilities and budget are the ones approved. */
   private verifyPin(skill: SkillRecord): void {
-    const pin = skill.pin;
-    const codeHash = skillCodeHash(skill.code);
-    const broken = !pin
-      ? 'it has no approval'
-      : codeHash !== pin.codeHash || skill.codeHash !== pin.codeHash
-        ? `its stored code hashes to ${codeHash}, not the approved ${pin.codeHash}`
-        : skillCapabilitiesHash(skill.capabilities, skill.budget) !== pin.capabilitiesHash
-          ? 'its capabilities or budget are not the approved ones'
-          : null;
+    const broken = this.pinBroken(skill);
     if (!broken) return;
     const reason = `refused: ${broken}; a changed skill never runs under an old approval`;
     if (USABLE_SKILL_STATES.includes(skill.state)) this.transition(skill, 'disabled', SYSTEM_ACTOR, reason);
     throw new ExecutorError('SKILL_PIN_MISMATCH', `Skill ${skill.name} v${skill.version} was ${reason}.`, { skillId: skill.skillId });
   }
 
+  /** A use as a step of its own: a plan of one runSkill step, the agent's (or the person's) own, naming the exact version and code hash. */
+  private useStep(skill: SkillRecord, input: unknown, actor: Actor): Step {
+    const planId = `plan-${randomUUID()}`;
+    const agent = isAgentActor(actor) ? actor.agent : undefined;
+    return {
+      id: `step-${randomUUID()}`,
+      planId,
+      action: 'runSkill',
+      args: { skill: skill.name, skillId: skill.skillId, version: skill.version, codeHash: skill.codeHash, input },
+      meta: {
+        origin: isAgentActor(actor) ? 'agent' : 'user',
+        purpose: skill.purpose,
+        ...(actor.client ? { client: actor.client.slice(0, 200) } : {}),
+        ...(agent ? { agent } : {}),
+      },
+    };
+  }
+
   /**
-   * One use (a `runSkill`): LOW risk, run without asking because code, capabilities and budget are
-   * pinned. Refused while paused, for a skill not in trial or active, and for one whose stored code no
-   * longer matches its pin. In trial, any misstep disables it and tells the person.
+   * One use (a `runSkill` step, docs/skills.md): LOW, run without asking because code, capabilities
+   * and budget are pinned. The step is written proposed → evaluated → approved (by the skill's pin) →
+   * running in one group commit before the code runs (if that cannot be written, nothing runs), and
+   * ended executed or failed in one more, with the skill's own bookkeeping (trial count, errors in a
+   * row, a disable). Refused while paused and for a skill not in trial or active; a skill whose stored
+   * code no longer matches its pin is refused as a denied step and disabled. How a misstep is judged:
+   * `judgeUse`.
    */
   async use(name: string, input: unknown, actor: Actor): Promise<SkillUseResult> {
     const { desk } = this;
@@ -486,76 +523,249 @@ export class SkillsRoom {
           : `There is no skill named ${name.slice(0, 100)}.`,
       );
     }
-    this.verifyPin(skill);
-    const inputIssue = firstIssue(validatorFor(skill.inputSchema), input);
-    if (inputIssue) throw new ExecutorError('INVALID_INPUT', `The input does not match skill ${name}'s input schema: ${inputIssue}`);
+    // An input the skill would refuse is the caller's mistake, said before anything is recorded (as for a plan that does not parse).
+    assertWithinJsonLimits(input, PLAN_LIMITS, { code: 'INVALID_INPUT', subject: 'The input' });
     if (Buffer.byteLength(JSON.stringify(input) ?? 'null', 'utf8') > MAX_TOOL_ARGS_BYTES)
       throw new ExecutorError('INVALID_INPUT', `The input is larger than ${MAX_TOOL_ARGS_BYTES} bytes as JSON.`);
-    const useId = `use_${randomUUID()}`;
-    const common = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, useId, risk: 'LOW' };
+    const inputIssue = firstIssue(validatorFor(skill.inputSchema), input);
+    if (inputIssue) throw new ExecutorError('INVALID_INPUT', `The input does not match skill ${name}'s input schema: ${inputIssue}`);
+    const step = this.useStep(skill, input, actor);
+    const stepId = step.id;
+    const broken = this.pinBroken(skill);
+    if (broken) return this.refuseChanged(skill, step, actor, broken);
+
+    const pin = skill.pin!;
+    const approvedBySkill: SkillPinFacts = {
+      skillId: skill.skillId,
+      name: skill.name,
+      version: skill.version,
+      codeHash: pin.codeHash,
+      approvedAt: pin.approvedAt,
+      approvedBy: pin.approvedBy,
+    };
+    const evaluation: Evaluation = {
+      allowed: true,
+      risk: 'LOW',
+      consent: 'none',
+      reasons: [
+        `Uses skill ${skill.name} v${skill.version}, approved by ${pin.approvedBy} on ${pin.approvedAt.slice(0, 10)}: its code (sha256 ${pin.codeHash.slice(0, 12)}…), capabilities and budget are pinned.`,
+      ],
+      mitigations: [
+        `At most ${skill.budget.timeMs} ms and ${skill.budget.calls} tool call${skill.budget.calls === 1 ? '' : 's'}; a call beyond what it declared, an overrun or an output outside its schema disables it.`,
+      ],
+      reversible: false,
+      approvedBySkill,
+    };
+    const pinActor: Actor = { ...POLICY_ACTOR, client: `skill ${skill.name} v${skill.version}` };
+    const hash = stepHash(step);
+    const start = { iso: new Date().toISOString(), ms: performance.now() };
+    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId });
+    // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
+    // records are committed and runs while they are synced to disk, instead of after (its answer still
+    // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
+    // network may act at a host, so it waits until its records are on disk, as any step's effect does.
+    const overlap = skill.capabilities.fetch === undefined;
+    let early: ReturnType<typeof runIt> | null = null;
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
-    desk.db.transaction(() =>
-      desk.audit.append({
-        kind: 'skill.used',
-        actor,
-        detail: { ...common, phase: 'start', state: skill.state, inputSha256: sha256Hex(JSON.stringify(input) ?? 'null') },
-      }),
-    )();
-    const run = await this.runOnce(skill, input, 'execute', { kind: 'use', useId });
-    const { result } = run;
-    // The sandbox's own refusal (its budget, none available, a Cancel) fails this use only; the skill is not blamed.
-    const misstep = run.failsAt === 'quarantine' || run.failsAt === 'validation';
-    const now = this.now();
-    let state: SkillState = skill.state;
-    let reason: string | null = null;
-    desk.db.transaction(() => {
-      desk.audit.append({
-        kind: 'skill.used',
-        actor,
-        detail: {
-          ...common,
-          phase: 'end',
-          ok: result.ok,
-          code: result.code ?? null,
-          durationMs: result.durationMs,
-          calls: result.calls.length,
+    const written = desk.commits.run(() => {
+      // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
+      if (desk.paused || desk.closed) return null;
+      const current = desk.skills.standing(skill.skillId);
+      if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
+      desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
+      // Each hop its own record, as any step's; the step read back once.
+      const started = desk.steps.transitions(stepId, [
+        { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
+        {
+          to: 'approved',
+          actor: pinActor,
+          patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
+          extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
         },
-      });
-      const current = this.get(skill.skillId);
-      if (!USABLE_SKILL_STATES.includes(current.state)) return;
-      // A call beyond what it declared disables it in any state; in trial, so does every other misstep.
-      if (misstep && (current.state === 'trial' || result.code === 'UNDECLARED_CALL')) {
-        state = 'disabled';
-        reason = `${current.state === 'trial' ? 'trial' : 'active'} use ${useId} failed (${result.code}): ${result.message}`;
-      } else if (current.state === 'trial' && result.ok) {
-        // Only a use that ran and behaved counts toward the trial.
-        desk.skills.countTrialUse(skill.skillId, now);
-        const after = this.get(skill.skillId);
-        if (after.trial.uses >= after.trial.required && after.trial.untilAt !== null && now >= after.trial.untilAt) state = 'active';
-      }
-      if (state === current.state) return;
-      assertSkillTransition(current.state, state);
-      this.saveState(skill, current.state, state, reason, SYSTEM_ACTOR, now, { reason, useId });
-    })();
-    if (state !== skill.state)
+        {
+          to: 'running',
+          actor,
+          patch: { startedAt: start.iso },
+          extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
+        },
+      ]);
+      if (overlap) early = runIt();
+      return started;
+    });
+    let running: Awaited<typeof written>;
+    try {
+      running = await written;
+    } catch (error) {
+      // Not on disk: whatever the early run returns is never seen.
+      (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
+      throw error;
+    }
+    if (running === null || typeof running === 'string') {
+      if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
+      throw new ExecutorError(
+        'SKILL_NOT_USABLE',
+        `Skill ${name} v${skill.version} stopped being usable (${running ?? 'closed'}) before it ran.`,
+      );
+    }
+    desk.emitStep(running);
+    // Marked outside the database before it runs: a lost WAL still leaves the next open knowing it ran.
+    desk.auditLog.writtenHead?.stepStarted(stepId);
+
+    const run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
+    const { result } = run;
+    const outcome = await desk.recordAfterEffect(stepId, true, () =>
+      desk.commits.run(() => {
+        const judged = this.judgeUse(skill, run, stepId);
+        const finishedAt = new Date().toISOString();
+        const facts = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, state: judged.state };
+        const recorded = recordableResult(run.raw);
+        // The span first: the outcome's transition then reads the step back with it, once.
+        desk.steps.recordRunSpan(stepId, 'realRun', desk.runSpan(undefined, result.ok ? 'finished' : 'failed', start));
+        let record: StepRecord;
+        if (result.ok) {
+          const stepResult = { ...recorded, skill: facts };
+          record = desk.steps.transition(stepId, 'executed', actor, { result: stepResult, finishedAt }, { detail: { result: stepResult } });
+        } else {
+          const error: ErrorShape = {
+            code: result.code as ErrorCode,
+            message: result.message ?? 'the skill failed',
+            details: {
+              skill: { ...facts, ...(judged.reason ? { disabledBecause: judged.reason } : {}), errorsInRow: judged.errorsInRow },
+              logs: recorded.logs,
+              durationMs: result.durationMs,
+              calls: result.calls,
+            },
+          };
+          record = desk.steps.transition(stepId, 'failed', actor, { error, finishedAt }, { detail: { error } });
+        }
+        return { record, ...judged };
+      }),
+    );
+    desk.emitStep(outcome.record);
+    if (outcome.state !== skill.state)
       desk.events.emit('skill', {
         skillId: skill.skillId,
         name: skill.name,
         version: skill.version,
-        state,
-        notice: state === 'disabled' ? `Skill ${skill.name} v${skill.version} was disabled: ${reason}` : null,
+        state: outcome.state,
+        notice: outcome.state === 'disabled' ? `Skill ${skill.name} v${skill.version} was disabled: ${outcome.reason}` : null,
       });
     return {
-      useId,
+      stepId,
+      planId: step.planId,
       skillId: skill.skillId,
       name: skill.name,
+      version: skill.version,
       codeHash: skill.codeHash,
       ok: result.ok,
       ...(result.ok ? { output: result.output } : { code: result.code, message: result.message }),
       logs: run.raw.logs,
       durationMs: result.durationMs,
-      state,
+      state: outcome.state,
+      ...(outcome.reason ? { reason: outcome.reason } : {}),
     };
+  }
+
+  /**
+   * What one use says about the skill, inside the outcome's transaction (docs/skills.md, "When a skill
+   * misbehaves"). A breach of what it declared (a call beyond its capabilities, more time or calls than
+   * its budget, an output outside its schema, code the guard refuses) disables it in trial and active
+   * alike: that is the contract the person approved, and nothing else earned the trust. A plain error
+   * (the code threw or crashed) disables it in trial; in active it fails that use and is counted, and
+   * the policy's `skills.maxConsecutiveErrors` of them in a row disable it. The sandbox's own refusal
+   * (its budget, none available, a Cancel) blames nothing. A use that behaves counts toward the trial
+   * and ends a run of errors.
+   */
+  private judgeUse(
+    skill: SkillRecord,
+    run: ClassifiedRun,
+    stepId: string,
+  ): { state: SkillState; reason: string | null; errorsInRow: number } {
+    const { desk } = this;
+    const { result } = run;
+    const current = desk.skills.standing(skill.skillId) ?? { state: 'disabled' as SkillState, trialUses: 0, errorsInRow: 0 };
+    const unchanged = { state: current.state, reason: null, errorsInRow: current.errorsInRow };
+    // Disabled, superseded or stopped while it ran: what it did is recorded on its step; the skill's state is not this use's to change.
+    if (!USABLE_SKILL_STATES.includes(current.state)) return unchanged;
+    const now = this.now();
+    let state: SkillState = current.state;
+    let reason: string | null = null;
+    let errorsInRow = current.errorsInRow;
+    const said = `${current.state} use (step ${stepId}) failed (${result.code}): ${result.message}`;
+    if (result.ok) {
+      if (errorsInRow > 0) desk.skills.clearErrors(skill.skillId);
+      errorsInRow = 0;
+      if (current.state === 'trial') {
+        // Only a use that ran and behaved counts toward the trial.
+        desk.skills.countTrialUse(skill.skillId, now);
+        const after = this.get(skill.skillId);
+        if (after.trial.uses >= after.trial.required && after.trial.untilAt !== null && now >= after.trial.untilAt) state = 'active';
+      }
+    } else if (run.failsAt === 'sandbox') {
+      return unchanged;
+    } else if (CONTRACT_BREACHES.includes(result.code ?? '')) {
+      state = 'disabled';
+      reason = said;
+    } else if (current.state === 'trial') {
+      state = 'disabled';
+      reason = said;
+    } else {
+      errorsInRow = desk.skills.countError(skill.skillId, now);
+      const limit = desk.policy.skills.maxConsecutiveErrors;
+      if (errorsInRow >= limit) {
+        state = 'disabled';
+        reason = `active: ${errorsInRow} uses in a row failed (policy skills.maxConsecutiveErrors is ${limit}); the last, step ${stepId}, with ${result.code}: ${result.message}`;
+      }
+    }
+    if (state === current.state) return { state, reason: null, errorsInRow };
+    assertSkillTransition(current.state, state);
+    this.saveState(skill, current.state, state, reason, SYSTEM_ACTOR, now, { reason, stepId });
+    return { state, reason, errorsInRow };
+  }
+
+  /**
+   * A use of a skill whose stored code (or capabilities) no longer matches its pin: recorded as a
+   * denied runSkill step, the skill disabled with the reason, in one transaction; then refused.
+   */
+  private async refuseChanged(skill: SkillRecord, step: Step, actor: Actor, broken: string): Promise<never> {
+    const { desk } = this;
+    const reason = `refused: ${broken}; a changed skill never runs under an old approval`;
+    const error: ErrorShape = {
+      code: 'SKILL_PIN_MISMATCH',
+      message: `Skill ${skill.name} v${skill.version} was ${reason}.`,
+      details: { skillId: skill.skillId, approvedCodeHash: skill.pin?.codeHash ?? null, storedCodeHash: skillCodeHash(skill.code) },
+    };
+    const evaluation: Evaluation = {
+      allowed: false,
+      risk: 'CRITICAL',
+      consent: 'deny',
+      reasons: [error.message],
+      mitigations: [],
+      reversible: false,
+    };
+    const denied = await desk.commits.run(() => {
+      desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
+      const record = desk.steps.transition(
+        step.id,
+        'denied',
+        POLICY_ACTOR,
+        { evaluation, error },
+        { detail: { reasons: evaluation.reasons, error } },
+      );
+      const current = this.get(skill.skillId);
+      if (USABLE_SKILL_STATES.includes(current.state))
+        this.saveState(current, current.state, 'disabled', reason, SYSTEM_ACTOR, this.now(), { reason, stepId: step.id });
+      return record;
+    });
+    desk.emitStep(denied);
+    desk.events.emit('skill', {
+      skillId: skill.skillId,
+      name: skill.name,
+      version: skill.version,
+      state: 'disabled',
+      notice: `Skill ${skill.name} v${skill.version} was disabled: ${reason}`,
+    });
+    throw new ExecutorError(error.code, error.message, { ...error.details, stepId: step.id, planId: step.planId });
   }
 
   /** The stop switch: every usable or waiting skill disabled, inside the pause's own transaction. */

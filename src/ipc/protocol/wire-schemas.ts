@@ -62,6 +62,16 @@ export const EvaluationSchema = z.object({
   mitigations: z.array(z.string()),
   reversible: z.boolean(),
   approvedByRules: z.array(z.string()).optional(),
+  approvedBySkill: z
+    .object({
+      skillId: z.string(),
+      name: z.string(),
+      version: z.number(),
+      codeHash: z.string(),
+      approvedAt: z.string(),
+      approvedBy: z.string(),
+    })
+    .optional(),
 });
 
 export const FileChangePreviewSchema = z.object({

@@ -97,9 +97,16 @@ describe('skills: the pipeline on a real executor', () => {
     expect(executor.getSkill(skill.skillId)).toMatchObject({ state: 'trial', trial: { uses: 2, required: 2 } });
     now += 25 * 3_600_000;
     expect((await executor.useSkill('word_count', { text: 'y' }, agent)).state).toBe('active');
-    const uses = auditKinds(dataDir, 'skill.used');
-    expect(uses).toHaveLength(6);
-    expect(uses.every((detail) => detail.codeHash === skill.codeHash && detail.risk === 'LOW')).toBe(true);
+    // Each use is a runSkill step, LOW, approved by the skill's pin, its records under the code hash.
+    const steps = executor.listSteps({}).filter((record) => record.step.action === 'runSkill');
+    expect(steps).toHaveLength(3);
+    for (const record of steps) {
+      expect(record).toMatchObject({ status: 'executed', evaluation: { risk: 'LOW', approvedBySkill: { codeHash: skill.codeHash } } });
+      expect(record.step.args).toMatchObject({ skillId: skill.skillId, version: 1, codeHash: skill.codeHash });
+    }
+    const proposed = auditKinds(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    expect(proposed.map((detail) => (detail.args as { codeHash: string }).codeHash)).toEqual(Array(3).fill(skill.codeHash));
+    expect(auditKinds(dataDir, 'step.approved').filter((detail) => detail.skillPin)).toHaveLength(3);
     // Bad input is the caller's mistake, not the skill's: refused, and the skill stays active.
     await expect(executor.useSkill('word_count', { words: 1 }, agent)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     expect(executor.getSkill(skill.skillId).state).toBe('active');
@@ -114,6 +121,9 @@ describe('skills: the pipeline on a real executor', () => {
     db.close();
     await expect(executor.useSkill('word_count', { text: 'a' }, agent)).rejects.toMatchObject({ code: 'SKILL_PIN_MISMATCH' });
     expect(executor.getSkill(skill.skillId)).toMatchObject({ state: 'disabled', reason: expect.stringContaining('not the approved') });
+    // The refused use is on record: a denied runSkill step, nothing run.
+    const [refused] = executor.listSteps({}).filter((record) => record.step.action === 'runSkill');
+    expect(refused).toMatchObject({ status: 'denied', error: { code: 'SKILL_PIN_MISMATCH' }, startedAt: null });
     // Changing the stored hash too does not help: the pin holds the approved one.
     const db2 = new Database(path.join(dataDir, 'executor.db'));
     db2.prepare("UPDATE skills SET code_hash = 'x', state = 'active' WHERE skill_id = ?").run(skill.skillId);

@@ -84,11 +84,19 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(await person.listSteps({ status: ['awaiting_consent'] })).toEqual([]);
     // An input outside the skill's schema never reaches the sandbox (the tool's own schema, then the host's, refuse it).
     expect(await mcp.call('skill_upper_words', { text: 3 })).toMatchObject({ isError: true, text: expect.stringContaining('text') });
-    const uses = auditOf(dataDir, 'skill.used');
-    expect(uses.map((use) => [use.phase, use.codeHash, use.risk, use.ok ?? null])).toEqual([
-      ['start', approved.codeHash, 'LOW', null],
-      ['end', approved.codeHash, 'LOW', true],
-    ]);
+    // The use is a runSkill step: LOW, approved by the skill's pin, in the person's list and the audit log under the code hash.
+    const [use] = await person.listSteps({ status: ['executed'] });
+    expect(use).toMatchObject({
+      step: { action: 'runSkill', args: { skill: 'upper_words', skillId, codeHash: approved.codeHash, input: { text: 'red green' } } },
+      evaluation: { risk: 'LOW', approvedBySkill: { skillId, codeHash: approved.codeHash } },
+      result: { ok: true, value: ['RED', 'GREEN'] },
+    });
+    expect(used.result.structuredContent).toMatchObject({ stepId: use!.step.id, ok: true });
+    const shownStep = runCli(['--data-dir', dataDir, 'steps', 'show', use!.step.id]);
+    expect(shownStep.stdout).toContain('Use skill upper_words v1');
+    expect(shownStep.stdout).toMatch(/Approved .* by the pin of skill upper_words v1/);
+    const skillUses = () => auditOf(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    expect(skillUses().map((detail) => (detail.args as { codeHash?: string }).codeHash)).toEqual([approved.codeHash]);
 
     // The code changed behind the approval's back: refused, disabled, and the tool goes away.
     const db = new Database(path.join(dataDir, 'executor.db'));
@@ -98,6 +106,11 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(refused.text).toMatch(/^FAILED: SKILL_PIN_MISMATCH: .*not the approved/);
     await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
     expect(cli(dataDir, 'skills', 'show', skillId).state).toBe('disabled');
+    // The refused use is on record as a denied runSkill step: nothing ran.
+    expect(skillUses()).toHaveLength(2);
+    expect((await person.listSteps({ status: ['denied'] })).map((record) => [record.step.action, record.error?.code])).toEqual([
+      ['runSkill', 'SKILL_PIN_MISMATCH'],
+    ]);
   });
 
   it('a skill that calls an undeclared host in its trial is disabled with the reason and the person is told; a rejected one never runs; pause disables all', async () => {
@@ -125,7 +138,10 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
       /^FAILED: UNDECLARED_CALL: called tools\.fetch \(GET https:\/\/collector\.example\.net\/\?w=send\).*not among the hosts it declared/,
     );
     const disabled = cli(dataDir, 'skills', 'show', leakyId);
-    expect(disabled).toMatchObject({ state: 'disabled', reason: expect.stringMatching(/^trial use use_\S+ failed \(UNDECLARED_CALL\)/) });
+    expect(disabled).toMatchObject({
+      state: 'disabled',
+      reason: expect.stringMatching(/^trial use \(step step-\S+\) failed \(UNDECLARED_CALL\)/),
+    });
     await expect.poll(() => notices).toContainEqual(expect.stringMatching(/^Skill fetch_words v1 was disabled: trial use/));
     await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
 
@@ -137,7 +153,9 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(tried.stderr).toContain(
       'SKILL_NOT_USABLE: Skill unwanted cannot be used: its newest version (v1) is rejected (I do not want this)',
     );
-    expect(auditOf(dataDir, 'skill.used')).toHaveLength(4);
+    // Two uses, each a runSkill step (one executed, one failed); none for the rejected skill.
+    const uses = auditOf(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    expect(uses.map((detail) => (detail.args as { skill: string }).skill)).toEqual(['fetch_words', 'fetch_words']);
 
     const kept = await mcp.call('propose_skill', SKILL);
     cli(dataDir, 'skills', 'approve', (kept.result.structuredContent as { skillId: string }).skillId);

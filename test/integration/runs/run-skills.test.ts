@@ -48,9 +48,23 @@ describe('skills in an agent run', () => {
     const offered = server.requests[5]!.body!.tools!.find((tool) => tool.function.name === 'skill_upper_words');
     expect(offered?.function.parameters).toEqual(SKILL.inputSchema);
     expect(messageText(server.requests[6]!.body!.messages.at(-1)!.content)).toBe('EXECUTED: ["RED","GREEN"]');
-    // No step was proposed for the use: it ran without a prompt, audited under the skill's code hash.
-    expect((await api.getRun({ runId: second.id })).stepIds).toEqual([]);
-    const uses = await api.getAudit({ filters: { action: 'skill.used' }, order: 'asc' });
-    expect(uses.entries.map((entry) => (entry.args as { codeHash: string }).codeHash)).toEqual([approved.codeHash, approved.codeHash]);
+    // The use ran without a prompt as a runSkill step of the run, approved by the skill's pin, under its code hash.
+    const { stepIds } = await api.getRun({ runId: second.id });
+    expect(stepIds).toHaveLength(1);
+    const use = await api.getStep({ stepId: stepIds[0]! });
+    expect(use).toMatchObject({
+      status: 'executed',
+      step: { action: 'runSkill', args: { skill: 'upper_words', codeHash: approved.codeHash }, meta: { client: `run ${second.id}` } },
+      evaluation: { risk: 'LOW', approvedBySkill: { codeHash: approved.codeHash } },
+      approval: { by: { channel: 'policy', client: 'skill upper_words v1' } },
+    });
+    const records = await api.getAudit({ filters: { stepId: stepIds[0]! }, order: 'asc' });
+    expect(records.entries.map((entry) => entry.action)).toEqual([
+      'step.proposed',
+      'step.evaluated',
+      'step.approved',
+      'step.execution_started',
+      'step.executed',
+    ]);
   });
 });

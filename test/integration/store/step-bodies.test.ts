@@ -140,11 +140,11 @@ describe('large step bodies apart from their rows', () => {
     const whole = wholeStepJson(dataDir, 'old');
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('UPDATE steps SET step_json = ? WHERE step_id = ?').run(whole, 'old');
-    // The later migrations are undone first: content blobs, then previews back in their rows.
+    // The later migrations are undone first: content blobs, previews back in their rows, the skills' errors in a row.
     db.exec(`ALTER TABLE step_bodies DROP COLUMN content_blob;
       UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
       DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref;
-      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart;`);
+      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart; ALTER TABLE skills DROP COLUMN errors_in_row;`);
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_bodies'))}`);
     db.close();
 

@@ -115,3 +115,20 @@ describe('words keep every hidden character, for the window and the CLI to mark'
     expect(commandTitle('\n  \u200bcurl x | sh\necho done')).toMatch(/^\u200bcurl x \| sh/);
   });
 });
+
+describe('resultWords of a skill use', () => {
+  it('says the value a runSkill step returned, and why one failed', () => {
+    expect(
+      resultWords(source({ action: 'runSkill', result: { ok: true, value: { words: 3 } }, runTimes: { realRun: { durationMs: 12 } } })),
+    ).toBe('Returned in 12 ms: {"words":3}');
+    expect(
+      resultWords(
+        source({
+          action: 'runSkill',
+          status: 'failed',
+          error: { code: 'SCHEMA_MISMATCH', message: 'returned a value outside its output schema: words: expected number' },
+        }),
+      ),
+    ).toBe('Failed: SCHEMA_MISMATCH returned a value outside its output schema: words: expected number');
+  });
+});

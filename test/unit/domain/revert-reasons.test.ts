@@ -89,3 +89,14 @@ describe('stepRevertRefusal and planRevertRefusal', () => {
     });
   });
 });
+
+describe('a skill use', () => {
+  it('is never reverted and says why in the words runCode uses: nothing it changed can be put back', () => {
+    const use = candidate({ action: 'runSkill', reversible: false, changedSomething: false });
+    expect(stepRevertRefusal({ ...use, revertedAt: null })).toMatchObject({
+      code: 'NOT_REVERSIBLE',
+      message: expect.stringContaining('a skill it ran cannot be undone'),
+    });
+    expect(planRevertSkipReason(use)).toBe('a skill it ran cannot be undone by Executor');
+  });
+});

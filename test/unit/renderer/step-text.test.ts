@@ -40,3 +40,13 @@ describe('step titles', () => {
     expect(summarizeStep(step('deleteFile', { path: '/ws/a.txt' }), ['/ws'])).toBe('Delete a.txt');
   });
 });
+
+describe('a skill use', () => {
+  it('is titled by the skill and version it ran, never by its input', () => {
+    expect(
+      summarizeStep(
+        step('runSkill', { skill: 'csv_to_json', skillId: 'skill_1', version: 2, codeHash: 'a'.repeat(64), input: { csv: 'a,b' } }),
+      ),
+    ).toBe('Use skill csv_to_json v2');
+  });
+});
