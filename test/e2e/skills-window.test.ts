@@ -172,10 +172,16 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await expect.poll(() => skillTools(mcp), SOON).toEqual(['skill_upper_words']);
     expect(await mcp.call('skill_upper_words', { text: 'red green' })).toMatchObject({ isError: false, text: '["RED","GREEN"]' });
     expect(await person.listSteps({ status: ['awaiting_consent'] })).toEqual([]);
-    expect(auditOf(dataDir, 'skill.used').map((use) => [use.phase, use.codeHash, use.risk])).toEqual([
-      ['start', shownHash, 'LOW'],
-      ['end', shownHash, 'LOW'],
-    ]);
+    // The use is a runSkill step approved by the pin the person approved (its record follows by a group commit).
+    await expect
+      .poll(
+        () =>
+          auditOf(dataDir, 'step.approved').flatMap((approved) =>
+            approved.skillPin ? [(approved.skillPin as { codeHash: string }).codeHash] : [],
+          ),
+        SOON,
+      )
+      .toEqual([shownHash]);
     // The window follows the trial as uses come in.
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 1 of 50 uses, until /);
     await screenshots(page, 'skills-in-trial', { light: 'skills-in-trial' });

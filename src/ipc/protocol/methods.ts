@@ -656,7 +656,7 @@ export const METHODS = {
     result: SkillUseResultSchema,
     channels: EVERYONE,
     description:
-      'run a usable skill on an input without asking (runSkill, LOW): refused while paused, for a skill not approved, and for one whose stored code no longer matches its pin (SKILL_PIN_MISMATCH, and it is disabled); audited as skill.used with its code hash; in trial a misstep disables it',
+      'run a usable skill on an input without asking (runSkill, LOW): refused while paused, for a skill not approved, and for one whose stored code no longer matches its pin (SKILL_PIN_MISMATCH, and it is disabled); recorded as a LOW runSkill step approved by its pinned code hash; in trial a misstep disables it',
   }),
   skillFromStep: method({
     params: z.strictObject({ stepId, fields: z.record(z.string(), z.unknown()).optional() }),
