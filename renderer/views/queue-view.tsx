@@ -22,6 +22,7 @@ import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
 import { LiveRunsPanel } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
+import { ReasonText } from '../components/reason-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RiskBadge } from '../components/risk-badge.js';
@@ -592,7 +593,7 @@ export function QueueView({
           <ul className="reasons">
             {pending.record.evaluation?.reasons.map((reason) => (
               <li key={reason}>
-                <MarkedText text={reason} />
+                <ReasonText reason={reason} />
               </li>
             ))}
           </ul>
@@ -904,7 +905,7 @@ function StepDetail({
             <ul className="reasons">
               {evaluation.reasons.map((reason) => (
                 <li key={reason}>
-                  <MarkedText text={reason} />
+                  <ReasonText reason={reason} />
                 </li>
               ))}
             </ul>

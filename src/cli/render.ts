@@ -1,4 +1,5 @@
 import { editDetailText } from '../domain/person-edit.js';
+import { splitReason } from '../domain/reason-detail.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
 import { noPreviewWhy, type ExecutionChoice, type RunSpan, type StepRecord } from '../domain/step-record.js';
@@ -178,7 +179,12 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);
   if (record.evaluation) {
     lines.push(`Risk     ${record.evaluation.risk} — consent: ${record.evaluation.consent}`);
-    for (const reason of record.evaluation.reasons) lines.push(`  reason:     ${line(reason)}`);
+    for (const reason of record.evaluation.reasons) {
+      // The consequence on the reason's line, how the analysis knows on the next.
+      const { headline, detail } = splitReason(reason);
+      lines.push(`  reason:     ${line(headline)}`);
+      if (detail !== null) lines.push(`              in detail: ${line(detail)}`);
+    }
     for (const mitigation of record.evaluation.mitigations) lines.push(`  mitigation: ${line(mitigation)}`);
   }
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
