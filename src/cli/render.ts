@@ -199,7 +199,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.edit)
     lines.push(
       `Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${localTimeWords(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`,
-      ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null))
+      ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null, 'person'))
         .split('\n')
         .map((text) => `  ${text}`),
     );
