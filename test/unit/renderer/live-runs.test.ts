@@ -76,8 +76,13 @@ describe('durations in History', () => {
   });
 });
 
-describe('one state per step: a run and the step\'s status agree', () => {
-  const real: LiveRunFrame = { ...base, phase: 'realRun', startedAt: '2026-11-24T12:01:00.000Z', chunks: [{ stream: 'stdout', text: 'x\n' }] };
+describe("one state per step: a run and the step's status agree", () => {
+  const real: LiveRunFrame = {
+    ...base,
+    phase: 'realRun',
+    startedAt: '2026-11-24T12:01:00.000Z',
+    chunks: [{ stream: 'stdout', text: 'x\n' }],
+  };
 
   it('drops a real run once the step has moved past running, and a late frame of it never brings it back', () => {
     const ended = new Set<string>();
@@ -109,9 +114,13 @@ describe('one state per step: a run and the step\'s status agree', () => {
     // The card went (its last frame) before the step's outcome came: the stale "approved" row stays away.
     expect(rowYieldsToRun(approved, { runs: [], realRunStarts: new Map([['s1', real.startedAt]]) })).toBe(true);
     // The step came back to the person after its run (its real run differed from the preview): its row is shown.
-    expect(rowYieldsToRun({ id: 's1', updatedAt: '2026-11-24T12:01:09.000Z' }, { runs: [], realRunStarts: new Map([['s1', real.startedAt]]) })).toBe(false);
+    expect(
+      rowYieldsToRun({ id: 's1', updatedAt: '2026-11-24T12:01:09.000Z' }, { runs: [], realRunStarts: new Map([['s1', real.startedAt]]) }),
+    ).toBe(false);
     // A dry run's card leaves the row in place: the row is where the person decides.
     const dry = applyFrame(new Map(), base);
-    expect(rowYieldsToRun({ id: 's1', updatedAt: '2026-11-24T11:59:59.000Z' }, { runs: [...dry.values()], realRunStarts: new Map() })).toBe(false);
+    expect(rowYieldsToRun({ id: 's1', updatedAt: '2026-11-24T11:59:59.000Z' }, { runs: [...dry.values()], realRunStarts: new Map() })).toBe(
+      false,
+    );
   });
 });
