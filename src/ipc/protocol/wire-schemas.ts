@@ -247,6 +247,7 @@ export const StepSummaryWireSchema = z.object({
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
+  ranMs: z.number().optional(),
   result: z.string(),
   filesChanged: z.number().int().nullable(),
   errorCode: z.string().nullable(),

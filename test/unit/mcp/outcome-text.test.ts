@@ -174,7 +174,7 @@ describe('the stop switch in what an agent reads', () => {
 
   it('says what stopped a cancelled run, and keeps "you withdrew" for the agent\'s own cancel', () => {
     const message =
-      'Cancelled because the user stopped all agents, 2.0 s into its run; its sandbox run was stopped before anything was applied.';
+      'Cancelled because the user stopped all agents during its run; its sandbox run was stopped before anything was applied.';
     const said = stepOutcomeText(record('cancelled', { error: { code: 'STEP_CANCELLED', message } }));
     // Who stopped it comes first (the person, by their stop switch), then Executor's own words for what stopped.
     expect(said).toMatch(/^CANCELLED by the user: they stopped the dry run of step step-1/);
