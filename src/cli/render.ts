@@ -368,8 +368,12 @@ function keptRunOutputLines(record: StepRecord, realRunShown: boolean): string[]
       '',
       `--- output of its ${phase}, partial: ${SPAN_ENDINGS[span.ended]} (stdout ${output.bytes.stdout} bytes, stderr ${output.bytes.stderr} bytes${output.truncated ? '; only the last part was kept' : ''}):`,
     );
-    if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
-    if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
+    // As it printed, stderr lines marked where they came (as `steps watch` shows them live); older records kept only the split.
+    if (output.inOrder && output.inOrder.length > 0) lines.push(...tailLines(output.inOrder));
+    else {
+      if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
+      if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
+    }
     if (!output.stdout && !output.stderr) lines.push('(it printed nothing)');
   }
   return lines;
