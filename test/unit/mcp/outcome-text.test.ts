@@ -181,4 +181,18 @@ describe('the stop switch in what an agent reads', () => {
     expect(said.split('\n')).toContain(message);
     expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
   });
+
+  it('tells an agent a policy reason consequence first, the analysis detail after, as the person reads it', async () => {
+    const { loadShellParser } = await import('../../../src/policy/shell-parser.js');
+    const { checkCommandPrograms } = await import('../../../src/policy/command-policy.js');
+    await loadShellParser();
+    const verdict = checkCommandPrograms('for i in 1 2 3; do echo $((i * 2)); done', { allow: ['echo'], deny: [] });
+    expect(verdict.allowed).toBe(false);
+    const reason = (verdict as { reason: string }).reason;
+    const base = record('denied');
+    const said = stepOutcomeText({ ...base, evaluation: { ...base.evaluation!, allowed: false, reasons: [reason] } });
+    expect(said).toMatch(
+      /^DENIED by policy: This command could run any program: it can change which program a name runs[^`]*\. The policy's commands\.allow list .* In detail: arithmetic reads `i`/,
+    );
+  });
 });
