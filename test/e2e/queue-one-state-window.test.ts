@@ -12,15 +12,23 @@ import { useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
  * command step goes waiting → approved (held back by the plan's earlier step) → running → executed,
  * and at no moment does the queue show it in two states (a row saying "approved" beside a card saying
  * "Running", or a card still running beside its outcome). Every place that shows a step's state
- * carries `data-state-of`; a MutationObserver in the page records each change as it is drawn.
+ * carries `data-state-of`; a MutationObserver in the page records each change as it is drawn. While
+ * it runs, its live output comes in the order it was written, stdout and stderr alternating.
  */
 
 const browser = useChromium({ sandboxImage: true });
 const skipReason = windowTestsSkipReason();
 const SOON = { timeout: 60_000 };
 
-/** Quick as a dry run (no `slow` file yet), four seconds as the real run. */
-const COMMAND = 'if [ -f slow ]; then sleep 4; fi; echo done > out.txt';
+/**
+ * The same writes, alternating between stdout and stderr: at once as a dry run (no `slow` file yet),
+ * each after a pause as the real run (about five seconds) (two pipes keep no order between writes
+ * made in the same instant; a person's terminal does not either).
+ */
+const COMMAND =
+  'for i in 1 2 3 4 5 6 7 8; do echo "out $i"; [ -f slow ] && sleep 0.3; echo "err $i" >&2; [ -f slow ] && sleep 0.3; done; echo done > out.txt';
+/** The lines in the order they were written. */
+const WRITTEN = [1, 2, 3, 4, 5, 6, 7, 8].flatMap((i) => [`out ${i}`, `err ${i}`]);
 
 declare global {
   interface Window {
@@ -70,8 +78,17 @@ describe.skipIf(skipReason !== null)('the queue shows one state per step', { tim
       expect(await statusOf('build')).toBe('approved');
 
       // The earlier step approved: it runs, then the command's real run (four seconds), then its outcome.
-      await api.approve({ stepId: 'first' });
+      // Not awaited: the approval's answer may wait for the plan to run on, past the moment to look.
+      const approving = api.approve({ stepId: 'first' });
       await expect.poll(shown, SOON).toEqual(['running']);
+      // Its live output in the order it was written, stderr marked where it came.
+      const output = page.getByTestId('live-run-output-build');
+      await expect.poll(() => output.innerText().catch(() => ''), SOON).toContain('err 3');
+      const lines = (await output.innerText()).split('\n').filter(Boolean);
+      expect(lines).toEqual(WRITTEN.slice(0, lines.length));
+      const marked = await output.locator('.stderr').allInnerTexts();
+      expect(marked.join('').split('\n').filter(Boolean)).toEqual(lines.filter((line) => line.startsWith('err')));
+      await approving;
       await expect.poll(() => statusOf('build'), SOON).toBe('executed');
       await expect.poll(shown, SOON).toEqual([]);
       expect(fs.readFileSync(path.join(workspace, 'out.txt'), 'utf8')).toBe('done\n');
