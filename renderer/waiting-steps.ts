@@ -39,6 +39,10 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
   const generation = useRef(0);
   const loadingMore = useRef(false);
 
+  // The newest summary of each step an event brought: a page asked for before that event but answered
+  // after it must not bring back a step that has since started or ended ("Approved" beside "Running").
+  const fromEvents = useRef(new Map<string, StepSummary>());
+
   const countSeq = useRef(0);
   const counts = useCallback(async () => {
     // Only the latest count is kept: an earlier one answered late would say an older truth.
@@ -54,6 +58,8 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
 
   const load = useCallback(async () => {
     const current = ++generation.current;
+    // What events said before this load asked is in its pages already; only what comes after counts.
+    fromEvents.current.clear();
     try {
       const listed = new Map<string, StepSummary>();
       let next: string | undefined;
@@ -68,6 +74,13 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
       // Every waiting step listed: the count of those awaiting a decision is in hand, no need to ask.
       if (!next) deciding = [...listed.values()].filter((item) => item.status === 'awaiting_consent').length;
       if (!alive.current || current !== generation.current) return;
+      for (const [id, summary] of fromEvents.current) {
+        const paged = listed.get(id);
+        if (paged && paged.updatedAt >= summary.updatedAt) continue;
+        if (WAITING_STATUSES.includes(summary.status)) {
+          if (paged) listed.set(id, summary);
+        } else listed.delete(id);
+      }
       setSummaries(listed);
       setCursor(next ?? null);
       setTotal(known);
@@ -90,8 +103,11 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
           if (!alive.current || current !== generation.current) return;
           setSummaries((previous) => {
             const next = new Map(previous ?? []);
-            // A summary an event brought meanwhile is newer than the page's.
-            for (const item of page.items) if (!next.has(item.id)) next.set(item.id, item);
+            // A summary an event brought meanwhile is newer than the page's, and so is a step an event took away.
+            for (const item of page.items) {
+              const known = fromEvents.current.get(item.id);
+              if (!next.has(item.id) && !(known && known.updatedAt >= item.updatedAt)) next.set(item.id, item);
+            }
             return next;
           });
           setCursor(page.nextCursor);
@@ -120,6 +136,8 @@ export function useWaitingSteps(api: ExecutorClient): WaitingSteps {
       .on('stepSummary', (summary: StepSummary) => {
         clearTimeout(countTimer);
         countTimer = setTimeout(() => void counts().catch(() => undefined), 100);
+        const seen = fromEvents.current.get(summary.id);
+        if (!seen || seen.updatedAt <= summary.updatedAt) fromEvents.current.set(summary.id, summary);
         setSummaries((previous) => {
           const waits = WAITING_STATUSES.includes(summary.status);
           if (!waits && !previous?.has(summary.id)) return previous;

@@ -1,7 +1,8 @@
 import { formatPatch, parsePatch, reversePatch } from 'diff';
-import { useMemo } from 'react';
-import { Diff, Hunk, markEdits, parseDiff, tokenize } from 'react-diff-view';
+import { useMemo, type ReactNode } from 'react';
+import { Diff, getChangeKey, Hunk, parseDiff, pickRanges, tokenize, type FileData } from 'react-diff-view';
 import 'react-diff-view/style/index.css';
+import { wordEdits } from './word-edits.js';
 
 /**
  * jsdiff writes "Index:" and "===" lines and no git header; react-diff-view parses git's format.
@@ -47,10 +48,31 @@ export function reverseUnifiedDiff(patch: string): string {
   return formatPatch(reversed);
 }
 
+/**
+ * A last line without a newline and the same line with one are different lines, and the diff says
+ * so (`\ No newline at end of file`); react-diff-view drops that marker, which left a line shown as
+ * removed and added with nothing to tell them apart. The note goes back under the line it is about.
+ */
+function endOfFileNotes(file: FileData): Record<string, ReactNode> {
+  const notes: Record<string, ReactNode> = {};
+  const changes = file.hunks.flatMap((hunk) => hunk.changes);
+  const note = (text: string) => <div className="diff-eof-note">{text}</div>;
+  const lastOld = changes.findLast((change) => change.type !== 'insert');
+  const lastNew = changes.findLast((change) => change.type !== 'delete');
+  const oldMissing = file.oldEndingNewLine === false && lastOld;
+  const newMissing = file.newEndingNewLine === false && lastNew;
+  if (oldMissing && newMissing && lastOld === lastNew) notes[getChangeKey(lastOld)] = note('No newline at end of file');
+  else {
+    if (oldMissing) notes[getChangeKey(lastOld)] = note('No newline at end of file (before)');
+    if (newMissing) notes[getChangeKey(lastNew)] = note('No newline at end of file (after)');
+  }
+  return notes;
+}
+
 export function UnifiedDiff({ patch, path, label }: { patch: string; path: string; label: string }) {
   const files = useMemo(() => {
     try {
-      return parseDiff(asGitDiff(patch, path), { nearbySequences: 'zip' });
+      return parseDiff(asGitDiff(patch, path));
     } catch {
       return null;
     }
@@ -64,9 +86,18 @@ export function UnifiedDiff({ patch, path, label }: { patch: string; path: strin
   return (
     <div className="diff-frame" role="region" aria-label={label} tabIndex={0}>
       {files.map((file, index) => {
-        const tokens = tokenize(file.hunks, { enhancers: [markEdits(file.hunks, { type: 'block' })] });
+        const edits = wordEdits(file.hunks);
+        const tokens = tokenize(file.hunks, { enhancers: [pickRanges(edits.old, edits.new)] });
         return (
-          <Diff key={index} viewType="unified" diffType={file.type} hunks={file.hunks} tokens={tokens} gutterType="default">
+          <Diff
+            key={index}
+            viewType="unified"
+            diffType={file.type}
+            hunks={file.hunks}
+            tokens={tokens}
+            gutterType="default"
+            widgets={endOfFileNotes(file)}
+          >
             {(hunks) => hunks.map((hunk) => <Hunk key={hunk.content} hunk={hunk} />)}
           </Diff>
         );

@@ -1,5 +1,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { appendChunk, trimTail, type LiveRunFrame, type LiveRunView } from '../../src/domain/live-output.js';
+import type { StepStatus } from '../../src/domain/state-machine.js';
+import type { StepSummary } from '../../src/domain/step-summary.js';
 import { useApi } from '../api.js';
 import { ErrorBox } from './error-box.js';
 import { MarkedText, markedPlainText } from './marked-text.js';
@@ -7,15 +9,26 @@ import { MarkedText, markedPlainText } from './marked-text.js';
 /** A run as the window holds it: the host's view, kept up to date by the `run` frames. */
 type Shown = LiveRunView;
 
-/** Applies one `run` frame: a new run appears, output is appended and trimmed like the host's tail, an ended run goes. */
-export function applyFrame(runs: ReadonlyMap<string, Shown>, frame: LiveRunFrame): Map<string, Shown> {
+/** One run of a step: its dry run and its real run, and each later run, are told apart. */
+function runKey(run: { stepId: string; startedAt: string; phase: string }): string {
+  return `${run.stepId} ${run.phase} ${run.startedAt}`;
+}
+
+/**
+ * Applies one `run` frame: a new run appears, output is appended and trimmed like the host's tail, an
+ * ended run goes. `ended` holds the runs known to be over (their last frame, or the step's status said
+ * so first): a frame of one of them that comes late never brings its card back.
+ */
+export function applyFrame(runs: ReadonlyMap<string, Shown>, frame: LiveRunFrame, ended: Set<string> = new Set()): Map<string, Shown> {
   const next = new Map(runs);
   if (frame.endedAt) {
+    ended.add(runKey(frame));
     // A frame of an older run of the step (its dry run ending as the real run starts) does not end the newer one.
     const shown = next.get(frame.stepId);
     if (!shown || shown.startedAt === frame.startedAt) next.delete(frame.stepId);
     return next;
   }
+  if (ended.has(runKey(frame))) return next;
   const previous = next.get(frame.stepId);
   const sameRun = previous && previous.startedAt === frame.startedAt && previous.phase === frame.phase;
   const tail = frame.replace || !sameRun ? [] : previous.tail.map((chunk) => ({ ...chunk }));
@@ -33,41 +46,96 @@ export function applyFrame(runs: ReadonlyMap<string, Shown>, frame: LiveRunFrame
   return next;
 }
 
-/** The sandbox runs under way on the host: listed once (a window opened mid-run), then followed by `run` events. */
-export function useLiveRuns(): Shown[] {
+/** The statuses a step holds while a run of each phase may be under way. */
+const STATUSES_OF_PHASE: Record<LiveRunFrame['phase'], readonly StepStatus[]> = {
+  dryRun: ['proposed', 'evaluated'],
+  realRun: ['approved', 'running'],
+};
+
+/**
+ * Applies a step's new status: a run whose step has since moved on (it ran, failed, was cancelled,
+ * waits for the person again) is over, whether or not its last frame is in yet. Frames and statuses
+ * come by two streams; without this the card said "Running" beside the step's outcome.
+ */
+export function applyStatus(
+  runs: ReadonlyMap<string, Shown>,
+  step: Pick<StepSummary, 'id' | 'status' | 'updatedAt'>,
+  ended: Set<string> = new Set(),
+): ReadonlyMap<string, Shown> {
+  const shown = runs.get(step.id);
+  if (!shown || step.updatedAt < shown.startedAt || STATUSES_OF_PHASE[shown.phase].includes(step.status)) return runs;
+  ended.add(runKey(shown));
+  const next = new Map(runs);
+  next.delete(step.id);
+  return next;
+}
+
+/** The sandbox runs under way on the host, and when each step's latest real run began (kept after it ends). */
+export interface LiveRuns {
+  runs: Shown[];
+  realRunStarts: ReadonlyMap<string, string>;
+}
+
+/** The sandbox runs under way on the host: listed once (a window opened mid-run), then followed by `run` and `stepSummary` events. */
+export function useLiveRuns(): LiveRuns {
   const api = useApi();
   const [runs, setRuns] = useState<ReadonlyMap<string, Shown>>(new Map());
+  const [realRunStarts, setRealRunStarts] = useState<ReadonlyMap<string, string>>(new Map());
   useEffect(() => {
     let alive = true;
-    let off: (() => void) | undefined;
+    const offs: (() => void)[] = [];
+    const ended = new Set<string>();
     // Frames that arrive before the list answers are applied on top of it, so none is lost.
     const early: LiveRunFrame[] = [];
     let listed = false;
-    void api
-      .on('run', (frame) => {
+    const noteRealRun = (run: { stepId: string; phase: string; startedAt: string }) => {
+      if (run.phase !== 'realRun') return;
+      setRealRunStarts((current) =>
+        (current.get(run.stepId) ?? '') >= run.startedAt ? current : new Map(current).set(run.stepId, run.startedAt),
+      );
+    };
+    void Promise.all([
+      api.on('run', (frame) => {
         if (!alive) return;
+        noteRealRun(frame);
         if (!listed) early.push(frame);
-        else setRuns((current) => applyFrame(current, frame));
-      })
-      .then((unsubscribe) => {
-        off = unsubscribe;
-        if (!alive) unsubscribe();
+        else setRuns((current) => applyFrame(current, frame, ended));
+      }),
+      api.on('stepSummary', (summary: StepSummary) => {
+        if (alive) setRuns((current) => applyStatus(current, summary, ended));
+      }),
+    ])
+      .then((unsubscribes) => {
+        offs.push(...unsubscribes);
+        if (!alive) for (const off of unsubscribes) off();
         return api.listLiveRuns({});
       })
       .then((views) => {
         if (!alive || !views) return;
         listed = true;
         let current: Map<string, Shown> = new Map(views.map((view) => [view.stepId, view]));
-        for (const frame of early) current = applyFrame(current, frame);
+        for (const view of views) noteRealRun(view);
+        for (const frame of early) current = applyFrame(current, frame, ended);
         setRuns(current);
       })
       .catch(() => undefined);
     return () => {
       alive = false;
-      off?.();
+      for (const off of offs) off();
     };
   }, [api]);
-  return [...runs.values()].sort((left, right) => (left.startedAt < right.startedAt ? -1 : 1));
+  return { runs: [...runs.values()].sort((left, right) => (left.startedAt < right.startedAt ? -1 : 1)), realRunStarts };
+}
+
+/**
+ * Whether a waiting step's row gives way to its run: one state per step. While its real run is
+ * under way the card says "Running"; a row's "Approved; runs next" from before that run began is
+ * stale, also after the card goes and until the step's own outcome removes the row.
+ */
+export function rowYieldsToRun(step: Pick<StepSummary, 'id' | 'updatedAt'>, live: LiveRuns): boolean {
+  if (live.runs.some((run) => run.stepId === step.id && run.phase === 'realRun')) return true;
+  const started = live.realRunStarts.get(step.id);
+  return started !== undefined && started >= step.updatedAt;
 }
 
 function useTicking(active: boolean): number {
@@ -128,7 +196,13 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
     }
   };
   return (
-    <article className="live-run" aria-label={`Running ${markedPlainText(run.stepId)}`} data-testid={`live-run-${run.stepId}`}>
+    <article
+      className="live-run"
+      aria-label={`Running ${markedPlainText(run.stepId)}`}
+      data-testid={`live-run-${run.stepId}`}
+      data-state-of={run.stepId}
+      data-state={run.phase === 'dryRun' ? 'preparing' : 'running'}
+    >
       <header className="live-run-head">
         <span className="progress live-run-phase">{phase}</span>
         <span className="live-run-elapsed" data-testid={`live-run-elapsed-${run.stepId}`}>
@@ -174,8 +248,7 @@ function LiveRunCard({ run, now }: { run: Shown; now: number }) {
 }
 
 /** "Running now": each sandbox run under way, with its elapsed time, the live tail of its output and Cancel. */
-export function LiveRunsPanel() {
-  const runs = useLiveRuns();
+export function LiveRunsPanel({ runs }: { runs: readonly Shown[] }) {
   const now = useTicking(runs.length > 0);
   if (runs.length === 0) return null;
   return (

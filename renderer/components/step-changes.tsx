@@ -78,7 +78,7 @@ export function StepChanges({
       {record.edit ? (
         <section className="person-edit" aria-label="Your changes">
           <h3>Changed by you (version {record.edit.version})</h3>
-          <pre className="edit-detail">{markedPlainText(editDetailText(record.edit))}</pre>
+          <pre className="edit-detail">{markedPlainText(editDetailText(record.edit, undefined, record.approval !== null, 'person'))}</pre>
         </section>
       ) : null}
       {hunks ? (

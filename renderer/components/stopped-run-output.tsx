@@ -63,12 +63,22 @@ function StoppedRun({ record, phase, span, output }: { record: StepRecord; phase
       <p className="small" data-testid={`stopped-run-why-${phase}`}>
         <MarkedText text={stoppedBecause(span, record, phase)} /> {printedText(output)}
       </p>
-      {output.stdout ? (
+      {output.inOrder ? (
+        // As it came: stderr marked where it was printed, between the stdout lines around it.
+        <pre className="output-excerpt" tabIndex={0} aria-label={`${label}, as printed`} data-testid={`stopped-run-output-${phase}`}>
+          {output.inOrder.map((chunk, index) => (
+            <span key={index} className={chunk.stream === 'stderr' ? 'stderr' : undefined}>
+              <MarkedText text={chunk.text} />
+            </span>
+          ))}
+        </pre>
+      ) : null}
+      {!output.inOrder && output.stdout ? (
         <pre className="output-excerpt" tabIndex={0} aria-label={`${label}, standard output`} data-testid={`stopped-run-stdout-${phase}`}>
           <MarkedText text={output.stdout} />
         </pre>
       ) : null}
-      {output.stderr ? (
+      {!output.inOrder && output.stderr ? (
         <pre
           className="output-excerpt stderr"
           tabIndex={0}

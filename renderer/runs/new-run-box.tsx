@@ -12,6 +12,7 @@ import {
 import { useApi, type PolicyValue } from '../api.js';
 import { ErrorBox } from '../components/error-box.js';
 import { MarkedText } from '../components/marked-text.js';
+import { rootNamedInTask } from '../../src/domain/run-folder.js';
 import { configuredModelOf, modelText } from './run-text.js';
 
 /*
@@ -77,8 +78,11 @@ export function NewRunBox({
   const [starting, setStarting] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const roots = policy?.workspaceRoots ?? [];
-  // The folder the run works in: the one chosen here, else the one the last run used, else the first root.
-  const root = chosenRoot !== null && roots.includes(chosenRoot) ? chosenRoot : lastRoot(roots);
+  // The folder the run works in: the one chosen here, else the one the task names ("fix the tests in
+  // ~/proj/api"), else the one the last run used, else the first root.
+  const namedRoot = rootNamedInTask(task, roots);
+  const root = chosenRoot !== null && roots.includes(chosenRoot) ? chosenRoot : (namedRoot ?? lastRoot(roots));
+  const rootIsNamed = root === namedRoot && (chosenRoot === null || !roots.includes(chosenRoot));
   const model = configuredModelOf(policy);
   const iterations = maxIterations.trim() === '' ? undefined : Number(maxIterations);
   const iterationsWrong =
@@ -193,6 +197,12 @@ export function NewRunBox({
                 </option>
               ))}
             </select>
+            {rootIsNamed ? (
+              <span className="muted small" data-testid="new-run-root-named">
+                {' '}
+                named in the task
+              </span>
+            ) : null}
           </p>
         ) : roots.length === 1 ? (
           <p className="run-root muted" data-testid="new-run-root">

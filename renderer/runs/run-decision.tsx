@@ -5,6 +5,7 @@ import { useApi, useRoots } from '../api.js';
 import { WhatRuns } from '../components/code-view.js';
 import { ErrorBox } from '../components/error-box.js';
 import { MarkedText } from '../components/marked-text.js';
+import { ReasonText } from '../components/reason-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { stepHref } from './step-links.js';
@@ -76,7 +77,7 @@ export function RunDecision({ stepId, status, onDecided }: { stepId: string; sta
         <ul className="reasons" aria-label={`Why ${evaluation.risk}`}>
           {evaluation.reasons.map((text) => (
             <li key={text}>
-              <MarkedText text={text} />
+              <ReasonText reason={text} />
             </li>
           ))}
         </ul>

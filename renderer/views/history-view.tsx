@@ -66,7 +66,10 @@ export function folderOutcomeText(record: StepRecord): string {
   return parts.length > 0 ? ` ${parts.join('; ')}.` : '';
 }
 
-function tookText(summary: { startedAt: string | null; finishedAt: string | null }): string {
+/** How long the step ran: the host's timing of its real run where it has one (the one duration every view says), else start to finish. */
+function tookText(summary: Pick<StepSummary, 'startedAt' | 'finishedAt' | 'ranMs'>): string {
+  const ran = summary.ranMs;
+  if (typeof ran === 'number' && Number.isFinite(ran) && ran >= 0) return durationText(ran);
   if (!summary.startedAt || !summary.finishedAt) return '';
   const ms = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
   return Number.isFinite(ms) && ms >= 0 ? durationText(ms) : '';

@@ -20,8 +20,9 @@ import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
 import { CodeExcerpt, WhatRuns } from '../components/code-view.js';
 import { Dialog } from '../components/dialog.js';
 import { ErrorBox } from '../components/error-box.js';
-import { LiveRunsPanel } from '../components/live-runs.js';
+import { LiveRunsPanel, rowYieldsToRun, useLiveRuns } from '../components/live-runs.js';
 import { InvisibleWarning, MarkedText, markedPlainText } from '../components/marked-text.js';
+import { ReasonText } from '../components/reason-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
 import { RepetitionHint } from '../components/repetition-hint.js';
@@ -92,6 +93,14 @@ export function queueStateText(step: Pick<StepSummary, 'status' | 'blockedBy'>):
   if (step.status === 'proposed' || step.status === 'evaluated') return 'Preparing preview';
   if (step.blockedBy && PLAN_BREAKING_STATUSES.includes(step.blockedBy.status)) return `Plan stopped: ${reason}`;
   return null;
+}
+
+/** The one word for a listed step's state (a row's `data-state`): what its row says, or waits for you. */
+export function queueStateWord(step: Pick<StepSummary, 'status' | 'blockedBy'>): 'approved' | 'preparing' | 'stopped' | 'waiting' {
+  if (step.status === 'approved') return 'approved';
+  if (isPreparing(step)) return 'preparing';
+  if (step.blockedBy && PLAN_BREAKING_STATUSES.includes(step.blockedBy.status)) return 'stopped';
+  return 'waiting';
 }
 
 /** Stored and weighed, its dry run still under way on the host: shown at once, decided once the preview is in. */
@@ -196,10 +205,13 @@ export function QueueView({
   const api = useApi();
   // A decision is held a few seconds with an Undo before it is sent; its steps leave the queue meanwhile.
   const decisions = useUndoableDecisions();
+  // One state per step: a step whose real run is under way (or began after its row's summary) is its
+  // "Running" card, not also a row saying it was approved.
+  const live = useLiveRuns();
   const waiting = useMemo(() => {
     const held = new Set(decisions.held.flatMap((decision) => decision.stepIds));
-    return held.size === 0 ? listed : listed.filter((summary) => !held.has(summary.id));
-  }, [listed, decisions.held]);
+    return listed.filter((summary) => !held.has(summary.id) && !rowYieldsToRun(summary, live));
+  }, [listed, decisions.held, live]);
   const groups = useMemo(() => groupByPlan(waiting), [waiting]);
   // Steps in the list that change the same file (as they name it): each row says so, and the detail says what it means.
   const sharedPaths = useMemo(() => {
@@ -423,7 +435,7 @@ export function QueueView({
             {ordered.some(isPreparing) ? ` · ${ordered.filter(isPreparing).length} preparing` : ''}
           </span>
         </header>
-        <LiveRunsPanel />
+        <LiveRunsPanel runs={live.runs} />
         {groups.length === 0 ? (
           <div className="empty">
             <p>No step is waiting for your consent.</p>
@@ -472,6 +484,8 @@ export function QueueView({
                         className={`item ${summary.id === listedSelected?.id ? 'selected' : ''}`}
                         aria-current={summary.id === listedSelected?.id ? 'true' : undefined}
                         onClick={() => setSelectedId(summary.id)}
+                        data-state-of={summary.id}
+                        data-state={queueStateWord(summary)}
                       >
                         <RiskBadge risk={summary.risk as Risk | null} />
                         <span className="item-text">
@@ -593,7 +607,7 @@ export function QueueView({
           <ul className="reasons">
             {pending.record.evaluation?.reasons.map((reason) => (
               <li key={reason}>
-                <MarkedText text={reason} />
+                <ReasonText reason={reason} />
               </li>
             ))}
           </ul>
@@ -906,7 +920,7 @@ function StepDetail({
             <ul className="reasons">
               {evaluation.reasons.map((reason) => (
                 <li key={reason}>
-                  <MarkedText text={reason} />
+                  <ReasonText reason={reason} />
                 </li>
               ))}
             </ul>

@@ -402,10 +402,13 @@ export const runCommand: ActionModule<'runCommand'> = {
       // run unseen; any other unknowable line is asked about whenever a deny list is in force.
       if (deny.length > 0)
         mustAsk.push(
-          `This command ${describeUnknowable(verdict.unknowable)}. The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`,
+          describeUnknowable(
+            verdict.unknowable,
+            `The policy denies ${deny.map((name) => `"${name}"`).join(', ')}, and the command line cannot show that none of them runs, so you decide.`,
+          ),
         );
       else if (verdict.unknowable.some((entry) => ALWAYS_ASK_KINDS.has(entry.kind)))
-        mustAsk.push(`This command ${describeUnknowable(verdict.unknowable)}, so you decide.`);
+        mustAsk.push(describeUnknowable(verdict.unknowable, 'Executor never runs such a line without asking you.'));
     }
     let where: string;
     try {
@@ -419,7 +422,7 @@ export const runCommand: ActionModule<'runCommand'> = {
     const reasons = [
       `Runs \`${commandText(args)}\` (programs: ${named}${verdict.unknowable.length > 0 ? ', and it could run others' : ''}) on a copy of ${where}.`,
     ];
-    if (verdict.unknowable.length > 0 && mustAsk.length === 0) reasons.push(`This command ${describeUnknowable(verdict.unknowable)}.`);
+    if (verdict.unknowable.length > 0 && mustAsk.length === 0) reasons.push(describeUnknowable(verdict.unknowable));
     if (args.network === 'allowlist') {
       const hosts = ctx.policy.network.allowHosts;
       reasons.push(

@@ -301,6 +301,26 @@ function patience(
   for (let i = a1; i < suffixEndA; i++) emit(i, i + suffixShift);
 }
 
+/**
+ * The lines a resync skipped may still hold lines equal on both sides ("x" moved one line down
+ * among new ones): an exact diff over the gap (at most RESYNC_WINDOW lines, so cheap) matches them,
+ * or each would be shown as removed and added again although it never changed.
+ */
+function matchGap(a: Lines, a0: number, a1: number, b: Lines, b0: number, b1: number, out: Matches): void {
+  if (a0 === a1 || b0 === b1) return;
+  const oldIndexes = Array.from({ length: a1 - a0 }, (_, k) => a0 + k);
+  const newIndexes = Array.from({ length: b1 - b0 }, (_, k) => b0 + k);
+  const changes = loadJsdiff().diffArrays(oldIndexes, newIndexes, { comparator: (i: number, j: number) => sameLine(a, i, b, j) });
+  let i = a0;
+  let j = b0;
+  for (const change of changes) {
+    const count = change.count ?? change.value.length;
+    if (change.added) j += count;
+    else if (change.removed) i += count;
+    else for (let k = 0; k < count; k++) out.push(i++, j++);
+  }
+}
+
 function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEdit: number): void {
   let i = 0;
   let j = 0;
@@ -314,6 +334,7 @@ function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEd
     }
     const resync = findResync(a, b, i, j);
     if (resync) {
+      matchGap(a, i, resync.i, b, j, resync.j, out);
       i = resync.i;
       j = resync.j;
       continue;

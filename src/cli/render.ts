@@ -1,4 +1,5 @@
 import { editDetailText } from '../domain/person-edit.js';
+import { splitReason } from '../domain/reason-detail.js';
 import type { ErrorShape } from '../domain/errors.js';
 import type { LiveRunView, TailChunk } from '../domain/live-output.js';
 import { noPreviewWhy, type ExecutionChoice, type RunSpan, type StepRecord } from '../domain/step-record.js';
@@ -189,7 +190,12 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);
   if (record.evaluation) {
     lines.push(`Risk     ${record.evaluation.risk} — consent: ${record.evaluation.consent}`);
-    for (const reason of record.evaluation.reasons) lines.push(`  reason:     ${line(reason)}`);
+    for (const reason of record.evaluation.reasons) {
+      // The consequence on the reason's line, how the analysis knows on the next.
+      const { headline, detail } = splitReason(reason);
+      lines.push(`  reason:     ${line(headline)}`);
+      if (detail !== null) lines.push(`              in detail: ${line(detail)}`);
+    }
     for (const mitigation of record.evaluation.mitigations) lines.push(`  mitigation: ${line(mitigation)}`);
   }
   lines.push(`Revert   ${module.reversible ? 'possible (exact backups are kept)' : 'NOT possible: this step cannot be undone'}`);
@@ -209,7 +215,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   if (record.edit)
     lines.push(
       `Edited   version ${record.edit.version}, by ${line(record.edit.by.user)} via ${record.edit.by.channel} at ${localTimeWords(record.edit.at)} (the proposal ${line(record.edit.proposedStepHash.slice(0, 12))}… is superseded)`,
-      ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null))
+      ...visibleBlock(editDetailText(record.edit, undefined, record.approval !== null, 'person'))
         .split('\n')
         .map((text) => `  ${text}`),
     );
@@ -378,8 +384,12 @@ function keptRunOutputLines(record: StepRecord, realRunShown: boolean): string[]
       '',
       `--- output of its ${phase}, partial: ${SPAN_ENDINGS[span.ended]} (stdout ${output.bytes.stdout} bytes, stderr ${output.bytes.stderr} bytes${output.truncated ? '; only the last part was kept' : ''}):`,
     );
-    if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
-    if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
+    // As it printed, stderr lines marked where they came (as `steps watch` shows them live); older records kept only the split.
+    if (output.inOrder && output.inOrder.length > 0) lines.push(...tailLines(output.inOrder));
+    else {
+      if (output.stdout) lines.push('stdout:', visibleBlock(output.stdout.replace(/\n$/, '')));
+      if (output.stderr) lines.push('stderr:', visibleBlock(output.stderr.replace(/\n$/, '')));
+    }
     if (!output.stdout && !output.stderr) lines.push('(it printed nothing)');
   }
   return lines;

@@ -44,6 +44,7 @@ export function hostPausedError(pause: HostPause, refused: string): ExecutorErro
 }
 
 /** What a step's record says when the stop switch cancelled its sandbox run. */
-export function cancelledByPauseWords(phase: 'dryRun' | 'realRun', seconds: string, consequence: string): string {
-  return `Cancelled because the user stopped all agents, ${seconds} s into its ${phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
+export function cancelledByPauseWords(phase: 'dryRun' | 'realRun', consequence: string): string {
+  // No time here: how long the run went is its recorded span (the sandbox stops after the cancel), said once where the run is.
+  return `Cancelled because the user stopped all agents during its ${phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
 }

@@ -233,6 +233,11 @@ export interface KeptRunOutput {
   bytes: { stdout: number; stderr: number };
   /** Set when it printed more than was kept: only the last part is here. */
   truncated: boolean;
+  /**
+   * The same kept tail in the order it came, stdout and stderr interleaved (a warning between two
+   * lines stays between them); records from before it was kept lack it.
+   */
+  inOrder?: { stream: 'stdout' | 'stderr'; text: string }[];
 }
 
 /** A step's dry run (the preview being prepared) and its real run (from the sandbox run to the last applied change). */

@@ -44,6 +44,8 @@ export interface StepSummary {
   startedAt: string | null;
   finishedAt: string | null;
   revertedAt: string | null;
+  /** How long its real run went, by the host's timing (RunTimes.realRun): the one duration a row says, a cancel's too. */
+  ranMs?: number;
   /** What it came to, in words (result-words.ts). */
   result: string;
   /** How many files its run changed, where that is known. */
@@ -151,6 +153,7 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     startedAt: source.startedAt,
     finishedAt: source.finishedAt,
     revertedAt: source.revertedAt,
+    ...(source.runTimes?.realRun ? { ranMs: source.runTimes.realRun.durationMs } : {}),
     result,
     filesChanged: filesChangedOf({ step, result: source.result }),
     errorCode: source.error?.code ?? null,

@@ -11,6 +11,7 @@ import {
   type RunPhase,
   type TailChunk,
 } from '../domain/live-output.js';
+import type { KeptRunOutput } from '../domain/step-record.js';
 
 /**
  * One step's sandbox run in progress (its dry run, or its real run). Output costs an append and a
@@ -113,11 +114,17 @@ export class LiveRun implements RunHooks {
   }
 
   /** What it printed, as kept (the tail, within LIVE_TAIL_BYTES and LIVE_TAIL_LINES), by stream, and how much there was. */
-  output(): { stdout: string; stderr: string; bytes: { stdout: number; stderr: number }; truncated: boolean } {
+  output(): KeptRunOutput {
     const text = { stdout: '', stderr: '' };
     for (const chunk of this.tail) text[chunk.stream] += chunk.text;
     const kept = Buffer.byteLength(text.stdout) + Buffer.byteLength(text.stderr);
-    return { ...text, bytes: { ...this.bytes }, truncated: kept < this.bytes.stdout + this.bytes.stderr };
+    return {
+      ...text,
+      bytes: { ...this.bytes },
+      truncated: kept < this.bytes.stdout + this.bytes.stderr,
+      // The order it came in, kept beside the split: a stopped run reads as it printed.
+      inOrder: this.tail.map((chunk) => ({ ...chunk })),
+    };
   }
 
   private flush(endedAt?: string): void {

@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import { analyseArgv, analyseCommandLine, analyseEnvironment, type ShellAnalysis } from './shell-analysis.js';
-import { type Unknowable } from './shell-findings.js';
+import { reasonWithDetail } from '../domain/reason-detail.js';
+import { UNKNOWABLE_CONSEQUENCES, type Unknowable } from './shell-findings.js';
 import type { Policy } from './policy-file.js';
 
 export type CommandVerdict =
@@ -18,9 +19,16 @@ export function analyseCommand(command: string | readonly string[], env?: Readon
   return analysis;
 }
 
-/** "could run any program: it feeds code to `sh -c`; …": the reasons a line's programs cannot all be named. */
-export function describeUnknowable(unknowable: readonly Unknowable[]): string {
-  return `could run any program: ${unknowable.map((entry) => entry.reason).join('; ')}`;
+/**
+ * "This command could run any program: it runs code that is not shown here. In detail: it feeds
+ * code to `sh -c`; …": what could happen first, each kind's consequence once, then how the analysis
+ * knows. `then` is a sentence of the policy's own that belongs with the consequence ("The policy
+ * denies "rm" …, so you decide.").
+ */
+export function describeUnknowable(unknowable: readonly Unknowable[], then = ''): string {
+  const consequences = [...new Set(unknowable.map((entry) => UNKNOWABLE_CONSEQUENCES[entry.kind]))];
+  const headline = `This command could run any program: ${consequences.join('; ')}.${then ? ` ${then}` : ''}`;
+  return reasonWithDetail(headline, `${unknowable.map((entry) => entry.reason).join('; ')}.`);
 }
 
 /** A pattern matches a program by its base name (`rm`) or by the path it was written with (`/bin/rm`). */
@@ -109,7 +117,10 @@ export function checkCommandPrograms(
         allowed: false,
         programs,
         unknowable,
-        reason: `The command ${describeUnknowable(unknowable)}. The policy's commands.allow list admits only programs it can name, so it cannot cover this command.`,
+        reason: describeUnknowable(
+          unknowable,
+          "The policy's commands.allow list admits only programs it can name, so it cannot cover this command.",
+        ),
       };
     }
     const outside = programs.find((program) => matches(program, lists.allow) === undefined);

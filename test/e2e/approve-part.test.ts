@@ -140,7 +140,10 @@ describe.skipIf(skipReason !== null)('approve part of a step, or change it', { t
       const yours = detail.getByRole('region', { name: 'Your changes' });
       await expect.poll(() => yours.textContent(), { timeout: 60_000 }).toContain('Changed by you (version 2)');
       expect(await detail.innerText()).toContain(edited.evaluation.risk);
-      expect(await detail.innerText()).toContain('Approved: rm -f old.log');
+      // Told to the person in their own words, and not yet approved: their version waits for them.
+      expect(await yours.innerText()).toContain("You edited the agent's command line; your version has not been approved.");
+      expect(await yours.innerText()).toContain('Your edit: rm -f old.log');
+      expect(await yours.innerText()).not.toMatch(/your command line|your write|The user/);
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'queue-edited-command', { light: 'queue-edited-command' });
 

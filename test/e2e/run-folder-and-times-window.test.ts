@@ -9,7 +9,7 @@ import { openWindow, SOON, useChromium, windowTestsSkipReason } from '../helpers
 
 /*
  * The folder a run works in is in sight in the New run box (not folded away) and starts from the one
- * the person last used; a tool call's time says how long its step ran apart from how long it waited
+ * the task names, else the one the person last used; a tool call's time says how long its step ran apart from how long it waited
  * for the person. THE MODEL IS FAKE (the scripted OpenAI-compatible server, the one fake allowed);
  * the host, its run loop, the steps and the window are real.
  */
@@ -81,6 +81,23 @@ describe.skipIf(skipReason !== null)('New run: the folder in sight; a call: run 
           return page.getByLabel('Works in').isVisible();
         }, SOON)
         .toBe(true);
+      expect(await page.getByLabel('Works in').inputValue()).toBe(second);
+
+      // A task that names a folder under a root starts from that root, and says why; the person's own choice still wins.
+      const task = page.getByLabel('What should the agent do?');
+      const named = page.getByTestId('new-run-root-named');
+      await task.fill(`Fix the tests in ${path.basename(workspace)}/test, then run them.`);
+      await expect.poll(() => page.getByLabel('Works in').inputValue()).toBe(workspace);
+      expect(await named.textContent()).toContain('named in the task');
+      await task.fill(`Tidy ${path.join(second, 'notes')}`);
+      await expect.poll(() => page.getByLabel('Works in').inputValue()).toBe(second);
+      await task.fill('Add a CHANGELOG.md');
+      await expect.poll(() => named.count()).toBe(0);
+      expect(await page.getByLabel('Works in').inputValue()).toBe(second);
+      await task.fill(`Fix the tests in ${workspace}/test`);
+      await expect.poll(() => page.getByLabel('Works in').inputValue()).toBe(workspace);
+      await page.getByLabel('Works in').selectOption(second);
+      await expect.poll(() => named.count()).toBe(0);
       expect(await page.getByLabel('Works in').inputValue()).toBe(second);
       expect(window.errors).toEqual([]);
     } finally {

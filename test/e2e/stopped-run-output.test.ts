@@ -84,17 +84,29 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
       await expect.poll(() => realRun.isVisible(), SOON).toBe(true);
       expect(await realRun.getByRole('heading').innerText()).toMatch(/^Output of its run\s+partial\s+cancelled after [\d.]+ (ms|s)$/i);
       const why = await detail.getByTestId('stopped-run-why-realRun').innerText();
-      expect(why).toMatch(
-        /^Cancelled from the web channel [\d.]+ s into its run; its sandbox run was stopped before anything was applied\./,
-      );
+      expect(why).toMatch(/^Cancelled from the web channel during its run; its sandbox run was stopped before anything was applied\./);
       expect(why).toContain(
         `It printed ${STDOUT_BYTES + STDERR_BYTES} bytes (stdout ${STDOUT_BYTES} bytes, stderr ${STDERR_BYTES} bytes) before it stopped.`,
       );
-      expect(await detail.getByTestId('stopped-run-stdout-realRun').innerText()).toBe('copied 1 of 3\ncopied 2 of 3\n');
+      // As it printed: stdout, then the warning on stderr after it (marked), in one place and in order.
+      const printed = detail.getByTestId('stopped-run-output-realRun');
+      expect(await printed.innerText()).toBe('copied 1 of 3\ncopied 2 of 3\nslow disk ⟨U+001B⟩[2J\n');
       // The escape sequence it printed is shown, never obeyed.
-      expect(await detail.getByTestId('stopped-run-stderr-realRun').innerText()).toBe('slow disk ⟨U+001B⟩[2J\n');
+      expect(await printed.locator('.stderr').allInnerTexts()).toEqual(['slow disk ⟨U+001B⟩[2J\n']);
       // Its dry run finished: nothing partial to show of it.
       expect(await detail.getByTestId('stopped-run-dryRun').count()).toBe(0);
+      // One cancel, one duration: the row, the run, the result and the output's heading say the same time.
+      // The heading's letters are capitals by style: its text is read as written.
+      const ran = /cancelled after ([\d.]+ (?:ms|s))$/.exec(
+        (await realRun.getByRole('heading').textContent())!.replace(/\s+/g, ' ').trim(),
+      )![1]!;
+      const rowText = await page.locator('#history-row-copy-files').innerText();
+      expect(rowText).toContain(`took ${ran}`);
+      expect(rowText).toContain(`Cancelled ${ran} into its run`);
+      const detailText = await detail.innerText();
+      const times = [...detailText.matchAll(/\b(\d+(?:\.\d+)? (?:ms|s))\b/g)].map((match) => match[1]);
+      const dryRunTime = /Dry run\s+(\d+(?:\.\d+)? (?:ms|s))/.exec(detailText)?.[1];
+      expect(new Set(times.filter((time) => time !== dryRunTime)), detailText).toEqual(new Set([ran]));
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'history-cancelled-run', { light: 'history-cancelled-run', dark: 'history-cancelled-run-dark' });
 
@@ -113,7 +125,7 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
       const dryRun = page.locator('#history-detail').getByTestId('stopped-run-dryRun');
       await expect.poll(() => dryRun.isVisible(), SOON).toBe(true);
       expect(await dryRun.innerText()).toContain('never ran for real');
-      expect(await dryRun.getByTestId('stopped-run-stdout-dryRun').innerText()).toContain('copied 2 of 3');
+      expect(await dryRun.getByTestId('stopped-run-output-dryRun').innerText()).toContain('copied 2 of 3');
       expect(window.errors).toEqual([]);
 
       // 3. The host shuts down mid dry run: when it is back, the queue shows the interrupted attempt's output.
@@ -137,7 +149,7 @@ describe.skipIf(skipReason !== null)('a run that did not finish shows what it pr
       await expect.poll(() => stopped.isVisible(), SOON).toBe(true);
       expect(await stopped.innerText()).toContain('Executor was shut down during its dry run');
       expect(await stopped.getByRole('heading').innerText()).toMatch(/interrupted after/i);
-      expect(await stopped.getByTestId('stopped-run-stdout-dryRun').innerText()).toContain('copied 1 of 3');
+      expect(await stopped.getByTestId('stopped-run-output-dryRun').innerText()).toContain('copied 1 of 3');
       await expectNoSeriousAxeViolations(page);
       api = await connectToHost(dataDir, 'cli');
       await api.cancel({ stepId: 'copy-interrupted' }).catch(() => undefined);

@@ -191,6 +191,7 @@ export function registerStepCommands(program: Command): void {
       const { dataDir } = globals(command);
       const { liveRunText, summaryLine, tailLines } = await rendering();
       const { localTimeWords } = await import('../time-words.js');
+      const { durationText } = await import('../../domain/run-step-facts.js');
       await withExecutor(dataDir, async (api, reach) => {
         stepId = await resolveId(api, 'step', stepId);
         const record = await getWholeStep(api, stepId);
@@ -226,7 +227,7 @@ export function registerStepCommands(program: Command): void {
             runOpen = !frame.endedAt;
             if (frame.endedAt) {
               write(
-                `--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${Math.round((Date.parse(frame.endedAt) - Date.parse(frame.startedAt)) / 100) / 10} s`,
+                `--- ${frame.cancelling ? 'cancelled' : 'ended'} after ${durationText(Date.parse(frame.endedAt) - Date.parse(frame.startedAt))}`,
               );
               if (endLine !== null) finish(endLine);
             }

@@ -505,7 +505,6 @@ export class DecisionsRoom {
       );
     }
     const elapsedMs = Math.round(performance.now() - live.startedAtMs);
-    const seconds = (elapsedMs / 1000).toFixed(1);
     const consequence =
       live.phase === 'dryRun'
         ? 'it never ran for real.'
@@ -513,8 +512,10 @@ export class DecisionsRoom {
           ? 'its sandbox run was stopped before anything was applied.'
           : 'what it changed before it stopped is kept with its backups, so it can be reverted.';
     const message = byPause
-      ? cancelledByPauseWords(live.phase, seconds, consequence)
-      : `Cancelled from the ${actor.channel} channel ${seconds} s into its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
+      ? cancelledByPauseWords(live.phase, consequence)
+      : // One cancel, one duration: the moment of the cancel is not the run's length (its sandbox still
+        // has to stop), so the message names none and the run's recorded span is the time every view says.
+        `Cancelled from the ${actor.channel} channel during its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
     const cancelled = this.desk.emitStep(

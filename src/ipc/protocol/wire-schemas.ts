@@ -174,7 +174,13 @@ export const RunSpanSchema = z.object({
   durationMs: z.number(),
   ended: z.enum(['finished', 'failed', 'cancelled', 'interrupted']),
   output: z
-    .object({ stdout: z.string(), stderr: z.string(), bytes: z.object({ stdout: z.number(), stderr: z.number() }), truncated: z.boolean() })
+    .object({
+      stdout: z.string(),
+      stderr: z.string(),
+      bytes: z.object({ stdout: z.number(), stderr: z.number() }),
+      truncated: z.boolean(),
+      inOrder: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), text: z.string() })).optional(),
+    })
     .optional(),
 });
 
@@ -257,6 +263,7 @@ export const StepSummaryWireSchema = z.object({
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
   revertedAt: z.string().nullable(),
+  ranMs: z.number().optional(),
   result: z.string(),
   filesChanged: z.number().int().nullable(),
   errorCode: z.string().nullable(),

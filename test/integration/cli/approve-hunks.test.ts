@@ -66,7 +66,9 @@ describe('executor approve --hunks', () => {
     expect(audit.some((entry) => entry.action === 'step.approved')).toBe(false);
     const text = runCli(['--data-dir', dataDir, 'steps', 'show', 'w']).stdout;
     expect(text).toContain('with edits');
-    expect(text).toContain('only hunk 2 of 2 of your write was applied (1 left out)');
+    // The person reads their own edit in their words; the agent's outcome keeps the agent's (below).
+    expect(text).toContain("You approved it with edits: only hunk 2 of 2 of the agent's write was applied (1 left out)");
+    expect(text).not.toContain('your write');
   });
 
   it('refuses hunks out of range, twice over, none, a new file, a binary file and a file changed since the preview, touching nothing', () => {

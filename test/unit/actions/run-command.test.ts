@@ -78,7 +78,9 @@ describe('runCommand.assess', () => {
     ]) {
       const hints = runCommand.assess(args, ctx);
       expect(hints.deny, JSON.stringify(args)).toBeUndefined();
-      expect(hints.mustAsk?.[0], JSON.stringify(args)).toMatch(/^This command could run any program: .+ The policy denies "rm"/);
+      expect(hints.mustAsk?.[0], JSON.stringify(args)).toMatch(
+        /^This command could run any program: [^`]+\. The policy denies "rm".+ In detail: /,
+      );
       expect(evaluateStep(hints, ctx.policy, true).consent).toBe('confirm');
     }
     expect(runCommand.assess({ command: 'echo rm x | sh' }, ctx).mustAsk?.[0]).toContain('`sh` runs code from its input');
@@ -97,7 +99,9 @@ describe('runCommand.assess', () => {
     const workspace = tempDir();
     const hints = runCommand.assess({ command: 'timeout 5 make' }, context({ workspaceRoots: [workspace] }));
     expect(hints.mustAsk).toBeUndefined();
-    expect(hints.reasons.join(' ')).toContain('could run any program: `timeout` starts the program `make`');
+    expect(hints.reasons.join(' ')).toMatch(
+      /could run any program: it starts programs named in its arguments\. In detail: `timeout` starts the program `make`/,
+    );
   });
 
   it('always asks about a line the parser cannot read', () => {

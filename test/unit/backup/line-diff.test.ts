@@ -95,4 +95,74 @@ describe('unifiedLineDiff', () => {
     expect(result).toMatchObject({ ok: false });
     if (!result.ok) expect(result.reason).toContain('exact snapshots are kept');
   });
+
+  /**
+   * What a person reads: the patch's lines, each unchanged, removed or added, with whether it ends
+   * in a newline. Runs of removed and added lines between unchanged ones are one change block.
+   */
+  function shownLines(patch: string): { kind: ' ' | '-' | '+'; text: string }[] {
+    const lines = patch.split('\n');
+    const shown: { kind: ' ' | '-' | '+'; text: string }[] = [];
+    let inHunk = false;
+    for (let k = 0; k < lines.length; k++) {
+      const line = lines[k]!;
+      if (line.startsWith('@@')) inHunk = true;
+      if (!inHunk || line.startsWith('@@') || line.startsWith('\\') || line === '') continue;
+      const ending = lines[k + 1]?.startsWith('\\') ? '' : '\n';
+      shown.push({ kind: line[0] as ' ' | '-' | '+', text: line.slice(1) + ending });
+    }
+    return shown;
+  }
+
+  /** Lines that differ only in their ending, trailing blanks or a carriage return, and repeats. */
+  const nearTextArbitrary = fc
+    .array(fc.constantFrom('', 'a', 'a ', 'a\r', 'b', '\tb', 'b\t', 'c', '}', 'x = 1', 'x = 1\r'), { maxLength: 30 })
+    .chain((lines) => fc.boolean().map((finalNewline) => lines.join('\n') + (finalNewline && lines.length ? '\n' : '')));
+
+  it('shows lines as unchanged, removed or added that give back both texts exactly, and never one unchanged line as removed and added', () => {
+    fc.assert(
+      fc.property(fc.oneof(textArbitrary, nearTextArbitrary), fc.oneof(textArbitrary, nearTextArbitrary), (oldText, newText) => {
+        const result = unifiedLineDiff(oldText, newText, 'a/f', 'b/f', { context: Number.MAX_SAFE_INTEGER });
+        if (!result.ok) throw new Error(result.reason);
+        const shown = oldText === newText ? [] : shownLines(result.patch);
+        if (oldText !== newText) {
+          expect(
+            shown
+              .filter((line) => line.kind !== '+')
+              .map((line) => line.text)
+              .join(''),
+          ).toBe(oldText);
+          expect(
+            shown
+              .filter((line) => line.kind !== '-')
+              .map((line) => line.text)
+              .join(''),
+          ).toBe(newText);
+        }
+        // In one change block a removed line equal to an added one (ending included) could have been
+        // matched: it is a line that did not change, shown as gone and back.
+        let removed: string[] = [];
+        let added: string[] = [];
+        for (const line of [...shown, { kind: ' ' as const, text: '' }]) {
+          if (line.kind === '-') removed.push(line.text);
+          else if (line.kind === '+') added.push(line.text);
+          else {
+            for (const text of removed) expect(added).not.toContain(text);
+            removed = [];
+            added = [];
+          }
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('keeps an unchanged line unchanged when new lines come in around it', () => {
+    const patch = patchOf('\nalpha\n', 'alpha\nc');
+    expect(shownLines(patch)).toEqual([
+      { kind: '-', text: '\n' },
+      { kind: ' ', text: 'alpha\n' },
+      { kind: '+', text: 'c' },
+    ]);
+  });
 });

@@ -149,6 +149,17 @@ describe('detailText (executor steps show) prints the output a stopped run kept'
     expect(text).toMatch(/stderr:\nerr/);
   });
 
+  it('prints a stopped run as it printed, a warning on stderr marked between the stdout lines around it', () => {
+    const kept = span('cancelled', 'one\ntwo\n', 'warn\n');
+    const inOrder = [
+      { stream: 'stdout' as const, text: 'one\n' },
+      { stream: 'stderr' as const, text: 'warn\n' },
+      { stream: 'stdout' as const, text: 'two\n' },
+    ];
+    const text = detailText(record('cancelled', { runTimes: { realRun: { ...kept, output: { ...kept.output, inOrder } } } }));
+    expect(text).toContain('one\nstderr| warn\ntwo');
+  });
+
   it('names why each run stopped, and says when it printed nothing', () => {
     const text = detailText(record('interrupted', { runTimes: { dryRun: span('failed', 'a\n'), realRun: span('interrupted', '') } }));
     expect(text).toContain('output of its dry run, partial: it failed');

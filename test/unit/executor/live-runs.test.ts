@@ -75,4 +75,35 @@ describe('LiveRuns', () => {
     expect(frames).toHaveLength(sent);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('keeps stdout and stderr in the order they came, through the frames and in what a stopped run keeps, whatever the chunking', async () => {
+    const fc = (await import('fast-check')).default;
+    const { appendChunk } = await import('../../../src/domain/live-output.js');
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('stdout' as const, 'stderr' as const), fc.stringMatching(/^[a-z]{1,6}\n?$/)), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        (writes) => {
+          const { frames, live } = runs();
+          const run = live.start('s1', 'Run it', 'realRun');
+          writes.forEach(([stream, text], index) => {
+            run.onOutput(stream, Buffer.from(text));
+            if (index % 3 === 0) run.cancel(); // a frame now and then: the order must hold across frames too
+          });
+          const expected: { stream: string; text: string }[] = [];
+          for (const [stream, text] of writes) appendChunk(expected as never, { stream, text });
+          // What a stopped run keeps, in order…
+          expect(run.output().inOrder).toEqual(expected);
+          run.end();
+          // …and what a window rebuilds from the frames.
+          const rebuilt: { stream: string; text: string }[] = [];
+          for (const frame of frames) for (const chunk of frame.chunks) appendChunk(rebuilt as never, chunk);
+          expect(rebuilt).toEqual(expected);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
 });

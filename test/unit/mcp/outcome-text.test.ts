@@ -174,11 +174,25 @@ describe('the stop switch in what an agent reads', () => {
 
   it('says what stopped a cancelled run, and keeps "you withdrew" for the agent\'s own cancel', () => {
     const message =
-      'Cancelled because the user stopped all agents, 2.0 s into its run; its sandbox run was stopped before anything was applied.';
+      'Cancelled because the user stopped all agents during its run; its sandbox run was stopped before anything was applied.';
     const said = stepOutcomeText(record('cancelled', { error: { code: 'STEP_CANCELLED', message } }));
     // Who stopped it comes first (the person, by their stop switch), then Executor's own words for what stopped.
     expect(said).toMatch(/^CANCELLED by the user: they stopped the dry run of step step-1/);
     expect(said.split('\n')).toContain(message);
     expect(stepOutcomeText(record('rejected', { rejectedReason: AGENT_CANCEL_REASON }))).toMatch(/^CANCELLED: you withdrew step step-1/);
+  });
+
+  it('tells an agent a policy reason consequence first, the analysis detail after, as the person reads it', async () => {
+    const { loadShellParser } = await import('../../../src/policy/shell-parser.js');
+    const { checkCommandPrograms } = await import('../../../src/policy/command-policy.js');
+    await loadShellParser();
+    const verdict = checkCommandPrograms('for i in 1 2 3; do echo $((i * 2)); done', { allow: ['echo'], deny: [] });
+    expect(verdict.allowed).toBe(false);
+    const reason = (verdict as { reason: string }).reason;
+    const base = record('denied');
+    const said = stepOutcomeText({ ...base, evaluation: { ...base.evaluation!, allowed: false, reasons: [reason] } });
+    expect(said).toMatch(
+      /^DENIED by policy: This command could run any program: it can change which program a name runs[^`]*\. The policy's commands\.allow list .* In detail: arithmetic reads `i`/,
+    );
   });
 });
