@@ -45,7 +45,7 @@ import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import type { WalCheckpointer } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { StorageHold } from './storage-hold.js';
-import type { HeldStep, StorageHoldView } from '../domain/storage-hold.js';
+import { heldPlanWords, type HeldStep, type StorageHoldView } from '../domain/storage-hold.js';
 import { freeBytesAt } from '../fs/free-space.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
@@ -260,10 +260,9 @@ export class StepDesk {
     const steps = records.map((record) => ({
       stepId: record.step.id,
       status: record.status,
-      ran: this.hold.outcomeHeld(record.step.id) !== null || ['executed', 'failed', 'running', 'interrupted', 'reverted'].includes(record.status),
       outcomeHeld: this.hold.outcomeHeld(record.step.id) !== null,
     }));
-    return new ExecutorError('STORAGE_FULL', `${base.message} ${planWords(steps)}`, { ...base.details, planId, steps });
+    return new ExecutorError('STORAGE_FULL', `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
   }
 
   /** The hold ended: one audit record says recording resumed and what was held; then the held plans go on. */
@@ -672,21 +671,6 @@ export class StepDesk {
     const runs = this.liveRuns.list();
     return stepId === undefined ? runs : runs.filter((run) => run.stepId === stepId);
   }
-}
-
-/** A plan's steps under the hold, in words: what ran, what waits for its record, what did not run. */
-function planWords(steps: { stepId: string; status: string; ran: boolean; outcomeHeld: boolean }[]): string {
-  const list = (ids: string[]) => (ids.length > 6 ? `${ids.slice(0, 3).join(', ')} … ${ids.slice(-2).join(', ')}` : ids.join(', '));
-  const held = steps.filter((s) => s.outcomeHeld).map((s) => s.stepId);
-  const ended = steps.filter((s) => s.ran && !s.outcomeHeld);
-  const notRun = steps.filter((s) => !s.ran).map((s) => s.stepId);
-  const parts: string[] = [];
-  if (ended.length > 0) parts.push(`${ended.length} ended as recorded (${list(ended.map((s) => `${s.stepId} ${s.status}`))})`);
-  if (held.length > 0)
-    parts.push(`${held.length} ran and changed files, its outcome waiting to be recorded; it will not run again (${list(held)})`);
-  if (notRun.length > 0) parts.push(`${notRun.length} did not run (${list(notRun)})`);
-  const nothing = ended.length === 0 && held.length === 0 ? ' Nothing of this plan was changed.' : '';
-  return `This plan: ${parts.join('; ')}.${nothing}`;
 }
 
 /**
