@@ -20,6 +20,8 @@ export interface StorageHoldView {
   freeBytes: number | null;
   /** The free space the host waits for before it writes again. */
   neededBytes: number | null;
+  /** The file the latest refused write was for (a backup blob, the database's WAL), when it said. */
+  failedPath: string | null;
   steps: HeldStep[];
   /** "Executor is holding N steps: the disk holding <data dir> is full; they continue when space is freed…" */
   notice: string | null;

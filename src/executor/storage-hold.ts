@@ -56,6 +56,8 @@ export class StorageHold {
   private retryMs = FIRST_RETRY_MS;
   private trying: Promise<void> | null = null;
   private lastRequestCheck = 0;
+  /** The file the latest refused write was for (a blob, the database): what the person may want to look at. */
+  private failedPath: string | null = null;
   /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
   private recorded: HeldStep[] = [];
 
@@ -67,17 +69,23 @@ export class StorageHold {
 
   /** Holds execution; `error` is the write that failed (its neededBytes, when it says, raise what is waited for). */
   enter(error: unknown, step?: { stepId: string; planId: string }): ExecutorError {
-    const said = (error as { details?: { neededBytes?: unknown } } | null)?.details?.neededBytes;
-    const asked = typeof said === 'number' ? said : 0;
-    if (this.since === null) {
+    const details = (error as { details?: { neededBytes?: unknown; held?: unknown } } | null)?.details;
+    // The hold's own error (a step that would start now) asks for nothing more than the hold waits for already.
+    const asked = typeof details?.neededBytes === 'number' && details.held !== true ? details.neededBytes : 0;
+    const failed = (details as { path?: unknown } | undefined)?.path;
+    if (details?.held !== true && typeof failed === 'string') this.failedPath = failed;
+    const began = this.since === null;
+    if (began) {
       this.since = new Date().toISOString();
       this.neededBytes = RESUME_FLOOR_BYTES + asked;
       this.retryMs = FIRST_RETRY_MS;
-      this.deps.log(`executor: ${this.notice()}`);
       this.arm();
     } else this.neededBytes = Math.max(this.neededBytes, RESUME_FLOOR_BYTES + asked);
-    if (step && !this.outcomes.has(step.stepId)) this.waiting.set(step.stepId, step.planId);
-    this.deps.emit(this.view());
+    const added = step !== undefined && !this.outcomes.has(step.stepId) && !this.waiting.has(step.stepId);
+    if (added) this.waiting.set(step.stepId, step.planId);
+    if (began) this.deps.log(`executor: ${this.notice()}`);
+    // Heard when the hold begins or holds one step more; a step asking again changes nothing to say.
+    if (began || added) this.deps.emit(this.view());
     return this.error();
   }
 
@@ -85,7 +93,10 @@ export class StorageHold {
   holdOutcome(outcome: HeldOutcome, error: unknown): ExecutorError {
     this.waiting.delete(outcome.stepId);
     this.outcomes.set(outcome.stepId, outcome);
-    return this.enter(error);
+    const began = this.since === null;
+    const held = this.enter(error);
+    if (!began) this.deps.emit(this.view());
+    return held;
   }
 
   /** Whether the step ran and its outcome is held (it reads `running` until that is written). */
@@ -124,13 +135,15 @@ export class StorageHold {
   }
 
   view(): StorageHoldView {
-    if (this.since === null) return { held: false, since: null, dataDir: this.deps.dataDir, freeBytes: null, neededBytes: null, steps: [], notice: null };
+    if (this.since === null)
+      return { held: false, since: null, dataDir: this.deps.dataDir, freeBytes: null, neededBytes: null, failedPath: null, steps: [], notice: null };
     return {
       held: true,
       since: this.since,
       dataDir: this.deps.dataDir,
       freeBytes: this.deps.freeBytes(),
       neededBytes: this.neededBytes,
+      failedPath: this.failedPath,
       steps: this.heldSteps(),
       notice: this.notice(),
     };
@@ -146,6 +159,7 @@ export class StorageHold {
       neededBytes: this.neededBytes,
       held: true,
       heldSince: this.since,
+      ...(this.failedPath ? { failedPath: this.failedPath } : {}),
     });
   }
 
@@ -164,11 +178,13 @@ export class StorageHold {
     const free = this.deps.freeBytes();
     const count = this.outcomes.size + this.waiting.size;
     const ran = this.outcomes.size;
+    const steps = `${count} step${count === 1 ? '' : 's'}`;
     return (
-      `Executor is holding ${count} step${count === 1 ? '' : 's'}: the disk holding ${this.deps.dataDir} is full` +
-      `${free === null ? '' : ` (${formatBytes(free)} free, ${formatBytes(this.neededBytes)} needed)`}; they continue when space is freed. ` +
-      (ran > 0 ? `${ran} of them ran and wait only for their outcome to be recorded (they will not run again); ` : '') +
-      `no other step starts until its record can be written. Free some space on that disk; reads keep working meanwhile.`
+      `Executor is holding ${steps}: the disk holding ${this.deps.dataDir} is full` +
+      `${free === null ? '' : ` (${formatBytes(free)} free, ${formatBytes(this.neededBytes)} needed)`}; ` +
+      `${count === 1 ? 'it continues' : 'they continue'} when space is freed. ` +
+      (ran > 0 ? `${ran} of them ran and only wait for their outcome to be recorded; they will not run again. ` : '') +
+      `No step starts until its record can be written; reads keep working meanwhile.`
     );
   }
 
@@ -208,6 +224,7 @@ export class StorageHold {
       return;
     }
     this.since = null;
+    this.failedPath = null;
     this.waiting.clear();
     this.recorded = [];
     clearTimeout(this.timer);

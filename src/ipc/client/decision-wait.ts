@@ -169,6 +169,7 @@ function heldAnswer(hold: StorageHoldView, records: readonly StepRecord[]): Exec
     neededBytes: hold.neededBytes,
     held: true,
     heldSince: hold.since,
+    ...(hold.failedPath ? { failedPath: hold.failedPath } : {}),
     planId: records[0]?.step.planId,
     steps,
   });

@@ -337,6 +337,7 @@ export const StorageHoldViewSchema = z.object({
   dataDir: z.string(),
   freeBytes: z.number().nullable(),
   neededBytes: z.number().nullable(),
+  failedPath: z.string().nullable(),
   steps: z.array(
     z.object({ stepId: z.string(), planId: z.string(), state: z.enum(['appliedOutcomeHeld', 'failedOutcomeHeld', 'notStarted']) }),
   ),
