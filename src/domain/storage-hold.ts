@@ -32,6 +32,8 @@ export interface HeldPlanStep {
   stepId: string;
   status: string;
   outcomeHeld: boolean;
+  /** With outcomeHeld: whether its changes were applied (false: its run failed and what it applied was put back where it could be). */
+  applied?: boolean;
 }
 
 /** Statuses of a step whose run began (its effect may be on disk). */
@@ -44,14 +46,19 @@ const RAN = ['running', 'executed', 'failed', 'interrupted', 'reverted', 'cancel
  */
 export function heldPlanWords(steps: readonly HeldPlanStep[]): string {
   const list = (ids: string[]) => (ids.length > 6 ? `${ids.slice(0, 3).join(', ')} … ${ids.slice(-2).join(', ')}` : ids.join(', '));
-  const held = steps.filter((step) => step.outcomeHeld).map((step) => step.stepId);
+  const held = steps.filter((step) => step.outcomeHeld && step.applied !== false).map((step) => step.stepId);
+  const heldFailed = steps.filter((step) => step.outcomeHeld && step.applied === false).map((step) => step.stepId);
   const ended = steps.filter((step) => !step.outcomeHeld && RAN.includes(step.status));
   const notRun = steps.filter((step) => !step.outcomeHeld && !RAN.includes(step.status));
   const parts: string[] = [];
   if (ended.length > 0) parts.push(`${ended.length} ran as recorded (${list(ended.map((step) => `${step.stepId} ${step.status}`))})`);
   if (held.length > 0)
     parts.push(`${held.length} ran (its changes are applied) and its outcome waits to be recorded; it will not run again (${list(held)})`);
+  if (heldFailed.length > 0)
+    parts.push(
+      `${heldFailed.length} ran and failed (what it applied was put back where it could be), that outcome waiting to be recorded; it will not run again (${list(heldFailed)})`,
+    );
   if (notRun.length > 0) parts.push(`${notRun.length} did not run (${list(notRun.map((step) => `${step.stepId} ${step.status}`))})`);
-  const nothing = ended.length === 0 && held.length === 0 ? ' Nothing of this plan was changed.' : '';
+  const nothing = ended.length === 0 && held.length === 0 && heldFailed.length === 0 ? ' Nothing of this plan was changed.' : '';
   return `This plan: ${parts.join('; ')}.${nothing}`;
 }

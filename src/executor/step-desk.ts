@@ -257,11 +257,10 @@ export class StepDesk {
     } catch {
       /* the steps cannot be read either: the hold's words stand alone */
     }
-    const steps = records.map((record) => ({
-      stepId: record.step.id,
-      status: record.status,
-      outcomeHeld: this.hold.outcomeHeld(record.step.id) !== null,
-    }));
+    const steps = records.map((record) => {
+      const held = this.hold.outcomeHeld(record.step.id);
+      return { stepId: record.step.id, status: record.status, outcomeHeld: held !== null, ...(held ? { applied: held.applied } : {}) };
+    });
     return new ExecutorError('STORAGE_FULL', `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
   }
 

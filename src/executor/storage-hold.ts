@@ -29,8 +29,8 @@ export interface StorageHoldDeps {
   closed: () => boolean;
 }
 
-/** Free space, beyond what the failing write asked for, before writing is tried again: a WAL frame, a checkpoint, a backup. */
-const RESUME_FLOOR_BYTES = 4 * 1024 * 1024;
+/** Free space, beyond what the failing write asked for, before writing is tried again: WAL frames, a checkpoint's copy, a backup. */
+const RESUME_FLOOR_BYTES = 1024 * 1024;
 const FIRST_RETRY_MS = 200;
 const LAST_RETRY_MS = 15_000;
 /** A request arriving while held looks at the disk at most this often (a statfs each time). */
@@ -119,12 +119,15 @@ export class StorageHold {
     this.check();
   }
 
-  /** Tries to resume when the disk has room; answers once that try ended (whether or not it resumed). */
-  check(): Promise<void> {
+  /**
+   * Tries to resume when the disk has room; answers once that try ended (whether or not it resumed).
+   * `force`: tries whatever statfs says (a small disk may never show the margin, yet hold the records).
+   */
+  check(force = false): Promise<void> {
     if (this.since === null || this.deps.closed()) return Promise.resolve();
     if (this.trying) return this.trying;
     const free = this.deps.freeBytes();
-    if (free !== null && free < this.neededBytes) return Promise.resolve();
+    if (!force && free !== null && free < this.neededBytes) return Promise.resolve();
     this.trying = this.tryResume().finally(() => (this.trying = null));
     return this.trying;
   }
@@ -136,7 +139,16 @@ export class StorageHold {
 
   view(): StorageHoldView {
     if (this.since === null)
-      return { held: false, since: null, dataDir: this.deps.dataDir, freeBytes: null, neededBytes: null, failedPath: null, steps: [], notice: null };
+      return {
+        held: false,
+        since: null,
+        dataDir: this.deps.dataDir,
+        freeBytes: null,
+        neededBytes: null,
+        failedPath: null,
+        steps: [],
+        notice: null,
+      };
     return {
       held: true,
       since: this.since,
@@ -193,7 +205,8 @@ export class StorageHold {
     if (this.since === null || this.deps.closed()) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.check().then(() => {
+      // At the longest wait, the write itself is the test: the margin asked for is a guess.
+      void this.check(this.retryMs >= LAST_RETRY_MS).then(() => {
         if (this.since === null) return;
         this.retryMs = Math.min(LAST_RETRY_MS, this.retryMs * 2);
         this.arm();

@@ -123,8 +123,17 @@ export class ProposalsRoom {
     try {
       await this.previewPlan(planId, actor);
     } catch (error) {
+      const cause = error instanceof PreviewError ? error.cause : error;
+      // A preview that could not be recorded on a full data directory holds the plan (its steps stay `evaluated`), as in the background.
+      if (
+        error instanceof PreviewError &&
+        isNoSpace(cause) &&
+        !this.desk.closed &&
+        !(cause instanceof ExecutorError && cause.details?.held === true)
+      )
+        throw this.desk.holdForStorage(cause, { stepId: error.stepId, planId });
       // The proposer hears what failed (a full disk is STORAGE_FULL), not the wrapper that names the step for the background path.
-      throw error instanceof PreviewError ? error.cause : error;
+      throw cause;
     }
     return this.desk.steps.planSteps(planId);
   }
@@ -323,7 +332,8 @@ export class ProposalsRoom {
     const cause = error instanceof PreviewError ? error.cause : error;
     // A full data directory: the plan is held (its steps wait `evaluated` or `approved`) and goes on once there is room.
     if (isNoSpace(cause)) {
-      if (!(cause instanceof ExecutorError && cause.details?.held === true)) desk.holdForStorage(cause, stepId ? { stepId, planId } : undefined);
+      if (!(cause instanceof ExecutorError && cause.details?.held === true))
+        desk.holdForStorage(cause, stepId ? { stepId, planId } : undefined);
       return;
     }
     const shaped = desk.describeError(cause);

@@ -160,8 +160,16 @@ export async function proposeAndAwaitDecision(
 
 /** STORAGE_FULL for a caller whose plan the host holds: the data directory, the free space needed, and each step as it really is. */
 function heldAnswer(hold: StorageHoldView, records: readonly StepRecord[]): ExecutorError {
-  const held = new Set(hold.steps.filter((step) => step.state !== 'notStarted').map((step) => step.stepId));
-  const steps = records.map((record) => ({ stepId: record.step.id, status: record.status, outcomeHeld: held.has(record.step.id) }));
+  const held = new Map(hold.steps.filter((step) => step.state !== 'notStarted').map((step) => [step.stepId, step.state]));
+  const steps = records.map((record) => {
+    const state = held.get(record.step.id);
+    return {
+      stepId: record.step.id,
+      status: record.status,
+      outcomeHeld: state !== undefined,
+      ...(state ? { applied: state === 'appliedOutcomeHeld' } : {}),
+    };
+  });
   return new ExecutorError('STORAGE_FULL', `${hold.notice ?? ''} ${heldPlanWords(steps)}`.trim(), {
     dataDir: hold.dataDir,
     path: hold.dataDir,

@@ -400,7 +400,7 @@ export const METHODS = {
     result: StorageHoldViewSchema,
     channels: EVERYONE,
     description:
-      'whether execution is held because the data directory\'s disk is full: since when, the free space it waits for, the steps held (ran with the outcome waiting to be recorded, or not started) and the notice; asking also looks whether there is room again',
+      "whether execution is held because the data directory's disk is full: since when, the free space it waits for, the steps held (ran with the outcome waiting to be recorded, or not started) and the notice; asking also looks whether there is room again",
   }),
   getEnvironment: method({
     params: noParams,

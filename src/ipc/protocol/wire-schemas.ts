@@ -422,7 +422,19 @@ const sameLiveFrame: Same<z.output<typeof LiveRunFrameSchema>, LiveRunFrame> = t
 const sameSummary: Same<z.output<typeof StepSummaryWireSchema>, StepSummary> = true;
 const samePause: Same<z.output<typeof HostPauseViewSchema>, HostPauseView> = true;
 const sameHold: Same<z.output<typeof StorageHoldViewSchema>, StorageHoldView> = true;
-void [sameHold, samePause, sameSummary, sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
+void [
+  sameHold,
+  samePause,
+  sameSummary,
+  sameStepRecord,
+  samePreview,
+  sameFile,
+  sameEvaluation,
+  sameApproval,
+  sameActor,
+  sameLiveRun,
+  sameLiveFrame,
+];
 
 /** One audit record as getAudit pages it (see src/audit/log/audit-query.ts AuditEntry). */
 export const AuditEntryWireSchema = z.object({

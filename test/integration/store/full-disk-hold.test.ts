@@ -85,7 +85,12 @@ interface HeldAnswer {
   error: {
     code: string;
     message: string;
-    details: { dataDir: string; neededBytes: number; steps: { stepId: string; status: string; outcomeHeld: boolean }[]; failedPath?: string };
+    details: {
+      dataDir: string;
+      neededBytes: number;
+      steps: { stepId: string; status: string; outcomeHeld: boolean }[];
+      failedPath?: string;
+    };
   };
 }
 
@@ -93,7 +98,8 @@ interface HeldAnswer {
 function countArrivals(dir: string): Map<string, number> {
   const arrivals = new Map<string, number>();
   const watcher = fs.watch(dir, (event, name) => {
-    if (event === 'rename' && name && !name.startsWith('.') && fs.existsSync(path.join(dir, name))) arrivals.set(name, (arrivals.get(name) ?? 0) + 1);
+    if (event === 'rename' && name && !name.startsWith('.') && fs.existsSync(path.join(dir, name)))
+      arrivals.set(name, (arrivals.get(name) ?? 0) + 1);
   });
   defer(() => watcher.close());
   return arrivals;
@@ -103,7 +109,10 @@ function countArrivals(dir: string): Map<string, number> {
 function auditKinds(dataDir: string): { perStep: Map<string, Map<string, number>>; kinds: string[] } {
   const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT action AS kind, step_id AS stepId FROM audit_records ORDER BY seq').all() as { kind: string; stepId: string | null }[];
+    const rows = db.prepare('SELECT action AS kind, step_id AS stepId FROM audit_records ORDER BY seq').all() as {
+      kind: string;
+      stepId: string | null;
+    }[];
     const perStep = new Map<string, Map<string, number>>();
     for (const { kind, stepId } of rows) {
       if (!stepId) continue;
@@ -154,7 +163,9 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
     const serve = await startServe(dataDir);
     let serveSaid = '';
     serve.child.stderr!.on('data', (chunk: Buffer) => (serveSaid += chunk.toString()));
-    const waits = ['a', 'b'].map((plan) => answered(['--data-dir', dataDir, '--json', 'propose', '--wait', planFile(plans, plan, steps(plan))]));
+    const waits = ['a', 'b'].map((plan) =>
+      answered(['--data-dir', dataDir, '--json', 'propose', '--wait', planFile(plans, plan, steps(plan))]),
+    );
     await expect.poll(() => fs.readdirSync(workspace).length, { timeout: 120_000, interval: 10 }).toBeGreaterThan(8);
     const filler = fillDisk(root);
     const [a, b] = await Promise.all(waits);
@@ -183,11 +194,10 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
 
     fs.rmSync(filler);
     await expect
-      .poll(
-        () =>
-          [...stepStatuses(dataDir)].filter(([, state]) => state !== 'executed').map(([id, state]) => `${id} ${state}`),
-        { timeout: 120_000, interval: 300 },
-      )
+      .poll(() => [...stepStatuses(dataDir)].filter(([, state]) => state !== 'executed').map(([id, state]) => `${id} ${state}`), {
+        timeout: 120_000,
+        interval: 300,
+      })
       .toEqual([]);
     expect(await serve.stop()).toBe(0);
 
@@ -240,7 +250,10 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
     // Nothing of a held step was touched: every file the answer says did not run holds its old content.
     const notRun = answer.error.details.steps.filter((step) => !step.outcomeHeld && step.status !== 'executed');
     expect(notRun.length).toBeGreaterThan(0);
-    for (const step of notRun) expect(fs.readFileSync(path.join(workspace, `${step.stepId}.bin`)).equals(originals.find((o) => o.id === step.stepId)!.content)).toBe(true);
+    for (const step of notRun)
+      expect(fs.readFileSync(path.join(workspace, `${step.stepId}.bin`)).equals(originals.find((o) => o.id === step.stepId)!.content)).toBe(
+        true,
+      );
 
     fs.rmSync(filler);
     // Any request looks at the disk again: the held plan goes on.
@@ -256,9 +269,12 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
     const reverted = runCli(['--data-dir', dataDir, '--json', 'revert', held.stepId]);
     expect(reverted.status, reverted.stdout + reverted.stderr).toBe(0);
     await expect
-      .poll(() => fs.readFileSync(path.join(workspace, `${held.stepId}.bin`)).equals(originals.find((o) => o.id === held.stepId)!.content), {
-        timeout: 60_000,
-      })
+      .poll(
+        () => fs.readFileSync(path.join(workspace, `${held.stepId}.bin`)).equals(originals.find((o) => o.id === held.stepId)!.content),
+        {
+          timeout: 60_000,
+        },
+      )
       .toBe(true);
     expect(await serve.stop()).toBe(0);
   }, 600_000);
