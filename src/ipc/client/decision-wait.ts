@@ -124,7 +124,8 @@ export async function proposeAndAwaitDecision(
     let saidWaiting = false;
     for (;;) {
       if (done(records)) return records;
-      if (hold?.held && planCanMoveWithoutPerson(records)) throw heldAnswer(hold, records);
+      // Answered from steps read after the hold was heard: a list read while a step began would call it not run.
+      if (hold?.held && planCanMoveWithoutPerson(records) && !changed) throw heldAnswer(hold, records);
       const atRest = !planCanMoveWithoutPerson(records);
       // Said once the plan waits for the person, not while the host still prepares its previews.
       if (!saidWaiting && atRest) {

@@ -220,8 +220,8 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
 
   it('a backup that cannot be written holds its step before anything is touched, and it runs once there is room', async () => {
     const { root, dataDir, workspace, plans } = setUp(32);
-    const BIG = 1024 * 1024;
-    // Binary files (no diff in their previews, so the previews stay small): each step's backup of its 1 MiB is the big write.
+    const BIG = 2 * 1024 * 1024;
+    // Binary files (no diff in their previews, so the previews stay small): each step's backup of its 2 MiB is the big write.
     const originals = Array.from({ length: 12 }, (_, index) => {
       const file = path.join(workspace, `big${index}.bin`);
       const content = crypto.randomBytes(BIG);
@@ -229,8 +229,8 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
       return { id: `big${index}`, path: file, content, next: Buffer.from(`small ${index}\n`) };
     });
     const serve = await startServe(dataDir);
-    // The records still fit; a step's backup of a 1 MiB file does not.
-    const filler = fillDisk(root, 512 * 1024);
+    // The records still fit; a step's backup of a 2 MiB file does not.
+    const filler = fillDisk(root, 1024 * 1024);
     const result = await answered([
       '--data-dir',
       dataDir,
@@ -264,7 +264,7 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
       })
       .toBe(0);
     for (const { path: file, next } of originals) expect(fs.readFileSync(file).equals(next)).toBe(true);
-    // The backup taken once there was room is whole: reverting the first held step brings back its 1 MiB.
+    // The backup taken once there was room is whole: reverting the first held step brings back its 2 MiB.
     const held = notRun[0]!;
     const reverted = runCli(['--data-dir', dataDir, '--json', 'revert', held.stepId]);
     expect(reverted.status, reverted.stdout + reverted.stderr).toBe(0);
