@@ -10,6 +10,7 @@ import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier,
 import { AttentionControls } from './components/attention-controls.js';
 import { FirstRunRoot } from './components/first-run-root.js';
 import { PausedBanner, StopAllButton, useHostPause } from './components/stop-switch.js';
+import { StorageHoldBanner, useStorageHold } from './components/storage-hold.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -102,6 +103,7 @@ function Shell() {
   const skillsAwaiting = useSkillsAwaiting(api);
   // The stop switch: its button in the sidebar, its banner above every view while it is on.
   const hostPause = useHostPause(api);
+  const storageHold = useStorageHold(api);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);
   notifier.current ??= new WaitingNotifier(
@@ -234,6 +236,7 @@ function Shell() {
         </nav>
         <main id="main" className="content">
           <PausedBanner api={api} pause={hostPause} />
+          <StorageHoldBanner hold={storageHold} />
           {disconnected ? <ErrorBox error={{ code: 'IPC_UNAVAILABLE', message: 'The connection to Executor was lost.' }} /> : null}
           <ErrorBox error={waiting.error && !disconnected ? waiting.error : null} />
           <FirstRunRoot policy={policy.data} onOpenSettings={() => go('settings')} />

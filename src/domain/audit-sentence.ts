@@ -76,6 +76,8 @@ const SENTENCES: Record<EventKind, (said: Said) => string> = {
     `${who} stopped all agents${because(args.reason)}: ${plural(count(args.cancelledSteps), 'run')} stopped, ${plural(count(args.heldSteps), 'step')} held.`,
   'host.resumed': ({ who, args }) =>
     `${who} let agents work again${typeof args.pausedMs === 'number' ? ` (stopped for ${durationText(args.pausedMs)})` : ''}.`,
+  'storage.recording_resumed': ({ args }) =>
+    `Executor could record again after its data directory's disk was full${typeof args.heldMs === 'number' ? ` for ${durationText(args.heldMs)}` : ''}; ${plural(count(args.heldSteps), 'held step')} went on.`,
   'ipc.rejected': ({ who, args }) =>
     `Executor refused a message from ${who}${text(args.method) ? ` calling ${quoted(args.method, 60)}` : ''}${text(args.code) ? ` (${text(args.code)})` : ''}.`,
   'ipc.denied': ({ who, args }) =>

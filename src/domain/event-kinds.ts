@@ -13,6 +13,8 @@ export const EVENT_KINDS = [
   'host.paused',
   /** The person let agents work again (detail: pausedAt, pausedBy, reason, pausedMs, heldSteps). */
   'host.resumed',
+  /** The data directory's disk had room again after execution was held on it (detail: heldSince, heldMs, dataDir, heldSteps, steps: each step held and its state). */
+  'storage.recording_resumed',
   'ipc.rejected',
   'ipc.denied',
   'key.created',

@@ -14,6 +14,8 @@ import { preloadJsdiff } from '../backup/line-diff.js';
 import type { Actor } from '../domain/actor.js';
 import { ExecutorError, failedAfter, type ErrorShape } from '../domain/errors.js';
 import type { HostPause, HostPauseView } from '../domain/host-pause.js';
+import { planCanMoveWithoutPerson } from '../domain/plan-order.js';
+import type { StorageHoldView } from '../domain/storage-hold.js';
 import type { LiveRunView } from '../domain/live-output.js';
 import type { ModelProvider } from '../domain/model-settings.js';
 import type { RememberedRule, RuleLifetime } from '../domain/remembered-rule.js';
@@ -205,6 +207,12 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
       sweepExpired: () => this.expiry.sweepExpired(),
     });
+    // What a full data directory held moves on as after the stop switch's resume: previews made, approved steps run in order.
+    this.desk.takeUpHeldPlans = () => {
+      for (const planId of this.desk.steps.plansWith(['evaluated', 'approved'])) {
+        if (planCanMoveWithoutPerson(this.desk.steps.planSteps(planId))) this.proposals.schedulePreview(planId, SYSTEM_ACTOR);
+      }
+    };
   }
 
   /**
@@ -274,6 +282,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.desk.closed) return;
     this.desk.closed = true;
+    this.desk.hold.close();
     this.watch?.stop();
     if (this.watch?.lost) return this.closeLost();
     this.expiry.close();
@@ -767,6 +776,18 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   /** Whether the person has stopped all agents: to an agent, only that and since when. */
+  /** Whether execution is held on a full data directory, what it holds and the free space it waits for (storage-hold.ts). */
+  storageHold(): StorageHoldView {
+    // Asking is a request too: a disk freed meanwhile is seen now.
+    this.desk.hold.onRequest();
+    return this.desk.hold.view();
+  }
+
+  /** Looks at once whether the data directory's disk has room again; resolves once that try ended. */
+  checkStorageHold(): Promise<void> {
+    return this.desk.hold.check();
+  }
+
   pauseState(forAgent = false): HostPauseView {
     return this.stopSwitch.view(forAgent);
   }

@@ -57,8 +57,12 @@ export class RequestGate {
     return this.beginRequest(this.nextId++);
   }
 
+  /** Hears each request as it arrives (the storage hold looks at the disk then). */
+  onArrival: (() => void) | null = null;
+
   private beginRequest(id: number): () => void {
     this.underWay.set(id, this.now());
+    this.onArrival?.();
     return () => {
       if (!this.underWay.delete(id)) return;
       if (this.waiters.length > 0) this.scheduleCheck();

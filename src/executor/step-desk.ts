@@ -44,6 +44,9 @@ import { StepRepository, type StepListFilter, type StepSummaryFilter, type StepS
 import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import type { WalCheckpointer } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
+import { StorageHold } from './storage-hold.js';
+import { heldPlanWords, type HeldStep, type StorageHoldView } from '../domain/storage-hold.js';
+import { freeBytesAt } from '../fs/free-space.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
@@ -72,6 +75,8 @@ export interface ExecutorEvents {
   skill: [SkillEvent];
   /** The data directory was moved, removed or replaced under the executor: it stopped (DATA_DIR_LOST). */
   lost: [ExecutorError];
+  /** Execution held on a full data directory (storage-hold.ts), what it holds, and its end (held: false). */
+  storageHold: [StorageHoldView];
 }
 
 /** What the shell around the core provides: Electron its own process spawner, a build with Docker its heavy runner. */
@@ -165,6 +170,13 @@ export class StepDesk {
    */
   readonly commits: GroupedCommit;
   readonly log: (line: string) => void;
+  /**
+   * The execution hold on a full data directory (storage-hold.ts): while active no step starts, and
+   * the outcomes of steps that ran wait there to be written first once there is room.
+   */
+  readonly hold: StorageHold;
+  /** Takes up the plans the hold kept (set by the facade: previews made, approved steps run), unless the person stopped all agents. */
+  takeUpHeldPlans: () => void = () => undefined;
   /** The WAL checkpointer thread, when checkpointOffThread asked for it. */
   checkpointer: WalCheckpointer | null = null;
   /** Set once by the facade's close(); background work checks it after every wait. */
@@ -211,6 +223,65 @@ export class StepDesk {
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.requests = new RequestGate(options.requestGate);
     this.commits = new GroupedCommit(db);
+    this.hold = new StorageHold({
+      dataDir,
+      freeBytes: () => freeBytesAt(dataDir),
+      emit: (view) => this.events.emit('storageHold', view),
+      log: (line) => this.log(line),
+      closed: () => this.closed,
+      resume: (held) => this.recordingResumed(held),
+    });
+    // Every request looks whether the disk has room again (a statfs, throttled, only while held).
+    this.requests.onArrival = () => this.hold.onRequest();
+  }
+
+  /**
+   * Holds execution on a full data directory (the write that failed is `error`): the WAL the refused
+   * write grew is given back, and the STORAGE_FULL the caller hears names the data directory, the free
+   * space needed and the plan's steps as they really are.
+   */
+  holdForStorage(error: unknown, step?: { stepId: string; planId: string }): ExecutorError {
+    // Already held (a step that would start now): the hold's own error, no WAL to give back again.
+    const own = error instanceof ExecutorError && error.details?.held === true;
+    this.hold.enter(own ? error : this.describeError(error), step);
+    return this.heldError(step?.planId);
+  }
+
+  /** The hold's STORAGE_FULL, with what each step of `planId` really is: executed, ran with its outcome held, or not run. */
+  heldError(planId?: string): ExecutorError {
+    const base = this.hold.error();
+    if (!planId) return base;
+    let records: StepRecord[] = [];
+    try {
+      records = this.steps.planSteps(planId);
+    } catch {
+      /* the steps cannot be read either: the hold's words stand alone */
+    }
+    const steps = records.map((record) => {
+      const held = this.hold.outcomeHeld(record.step.id);
+      return { stepId: record.step.id, status: record.status, outcomeHeld: held !== null, ...(held ? { applied: held.applied } : {}) };
+    });
+    return new ExecutorError('STORAGE_FULL', `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
+  }
+
+  /** The hold ended: one audit record says recording resumed and what was held; then the held plans go on. */
+  private recordingResumed(held: { since: string; steps: HeldStep[] }): void {
+    this.db.transaction(() =>
+      this.audit.append({
+        kind: 'storage.recording_resumed',
+        actor: SYSTEM_ACTOR,
+        detail: {
+          heldSince: held.since,
+          heldMs: Math.max(0, Date.now() - Date.parse(held.since)),
+          dataDir: this.dataDir,
+          heldSteps: held.steps.length,
+          steps: held.steps.slice(0, 200),
+        },
+      }),
+    )();
+    queueMicrotask(() => {
+      if (!this.closed && !this.paused) this.takeUpHeldPlans();
+    });
   }
 
   get policy(): Policy {

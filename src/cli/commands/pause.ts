@@ -54,16 +54,19 @@ export function registerPauseCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const status = await withExecutor(dataDir, async (api, reach) => {
         await sayDataDir(command, reach);
-        const [pause, waiting, running] = await Promise.all([
+        const [pause, waiting, running, storageHold] = await Promise.all([
           api.getPause(),
           api.listStepSummaries({ status: ['awaiting_consent'], limit: 1 }),
           api.listStepSummaries({ status: ['running'], limit: 1 }),
+          // Execution held on a full data directory (only a host holds it; an older host does not know the question).
+          api.getStorageHold().catch(() => null),
         ]);
-        return { pause, waitingForYou: waiting.total, running: running.total, host: reach === 'host' };
+        return { pause, waitingForYou: waiting.total, running: running.total, host: reach === 'host', storageHold };
       });
       print(json, status, () =>
         [
           pauseText(status.pause),
+          ...(status.storageHold?.held && status.storageHold.notice ? [status.storageHold.notice] : []),
           `Steps waiting for your decision: ${status.waitingForYou}. Running: ${status.running}.`,
           status.host ? 'A host (the app or `executor serve`) serves this data directory.' : 'No host runs for this data directory.',
         ].join('\n'),

@@ -143,7 +143,14 @@ export function registerStepCommands(program: Command): void {
         () =>
           withExecutor(dataDir, async (api, reach) => {
             await sayDataDir(command, reach);
-            return api.listSteps({ ...filter, ...(options.plan ? { planId: await resolveId(api, 'plan', options.plan) } : {}) });
+            const listed = await api.listSteps({
+              ...filter,
+              ...(options.plan ? { planId: await resolveId(api, 'plan', options.plan) } : {}),
+            });
+            // Execution held on a full data directory: said beside the list (on stderr, so --json output keeps its shape).
+            const hold = reach === 'host' ? await api.getStorageHold().catch(() => null) : null;
+            if (hold?.held && hold.notice) process.stderr.write(`executor: ${visibleLine(hold.notice)}\n`);
+            return listed;
           }),
         (stored) => stored.list(filter),
       );

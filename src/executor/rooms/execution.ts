@@ -17,6 +17,7 @@ import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { stepHash, type Step } from '../../domain/step.js';
 import type { TransitionPatch } from '../../store/step-repository.js';
+import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -59,6 +60,8 @@ export class ExecutionRoom {
     // Held by the stop switch: it stays approved and runs (if its approval still holds) once the person resumes.
     if (this.desk.paused) return record;
     this.assertRunnable(record);
+    // Held on a full data directory: no step starts before its records can be written (fail closed).
+    if (this.desk.hold.active) throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
     // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
     const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
@@ -162,7 +165,9 @@ export class ExecutionRoom {
     try {
       backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
     } catch (error) {
-      // No backup, no effect: a full or read-only data directory fails the step before anything is touched.
+      // No backup, no effect. A full data directory holds the step (approved, nothing touched) until there is room again.
+      if (isNoSpace(error) && !this.desk.closed) throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+      // A read-only data directory (or any other failure) fails the step before anything is touched.
       return this.failBeforeStart(stepId, actor, error);
     }
     // The backups are on disk; the requests that came meanwhile go before the step is marked running and
@@ -170,9 +175,11 @@ export class ExecutionRoom {
     await this.desk.requests.whenClearOfOthers();
     // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
     // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
-    const running = await this.desk.commits.run(() => {
-      // The host answered requests while it backed up (and until this group): a Cancel, a reject or the stop switch among them means nothing is applied.
-      if (this.desk.closed || this.desk.paused || this.desk.steps.currentStatus(stepId) !== 'approved') return null;
+    const intent = this.desk.commits.run(() => {
+      // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
+      // or a hold on a full disk among them means nothing is applied.
+      if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
+        return null;
       return this.desk.steps.transition(
         stepId,
         'running',
@@ -185,7 +192,20 @@ export class ExecutionRoom {
         },
       );
     });
-    if (!running) return this.desk.steps.get(stepId);
+    let running: StepRecord | null;
+    try {
+      running = await intent;
+    } catch (error) {
+      // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
+      if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
+        throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+      throw error;
+    }
+    if (!running) {
+      if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
+        throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
+      return this.desk.steps.get(stepId);
+    }
     this.desk.emitStep(running);
     // Marked outside the database before any effect: should executor.db lose this record with its WAL, the next open still knows the step ran.
     this.desk.auditLog.writtenHead?.stepStarted(stepId);
@@ -199,9 +219,35 @@ export class ExecutionRoom {
     }
     // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
     // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.
-    const outcome = await this.desk.recordAfterEffect(stepId, failure === undefined, () =>
-      this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing)),
-    );
+    const writeOutcome = () => this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing));
+    let outcome: { record: StepRecord; spanRecorded: boolean };
+    try {
+      outcome = await writeOutcome();
+    } catch (error) {
+      if (!isNoSpace(error) || this.desk.closed) {
+        outcome = await this.desk.recordAfterEffect(stepId, failure === undefined, () => {
+          throw error;
+        });
+      } else {
+        // The effect happened and its outcome cannot be kept yet: held, written first once there is room
+        // (never run again); the live run ends here, its span goes with that outcome.
+        timing.spanRecorded = true;
+        const planId = record.step.planId;
+        this.desk.hold.holdOutcome(
+          {
+            stepId,
+            planId,
+            applied: failure === undefined,
+            write: async () => {
+              const written = await writeOutcome();
+              this.desk.emitStep(written.record);
+            },
+          },
+          this.desk.describeError(error),
+        );
+        throw this.desk.heldError(planId);
+      }
+    }
     if (!outcome.spanRecorded) return outcome.record;
     timing.spanRecorded = true;
     return this.desk.emitStep(outcome.record);
@@ -408,16 +454,33 @@ export class ExecutionRoom {
     const described = this.desk.describeError(error);
     const shaped = { ...described, details: { ...described.details, beforeAnyEffect: true } };
     const now = new Date().toISOString();
-    this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
-    return this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'failed',
-        actor,
-        { error: shaped, finishedAt: now },
-        { detail: { error: shaped, beforeAnyEffect: true } },
-      ),
-    );
+    let failed: StepRecord;
+    try {
+      // One transaction: a full disk between the two records would leave the step running with nothing applied.
+      failed = this.desk.db.transaction(() => {
+        this.desk.steps.transition(stepId, 'running', actor, { startedAt: now }, { detail: { files: [] } });
+        return this.desk.steps.transition(
+          stepId,
+          'failed',
+          actor,
+          { error: shaped, finishedAt: now },
+          { detail: { error: shaped, beforeAnyEffect: true } },
+        );
+      })();
+    } catch (recordError) {
+      if (isNoSpace(recordError) && !this.desk.closed && this.stillApproved(stepId))
+        throw this.desk.holdForStorage(recordError, { stepId, planId: this.desk.steps.get(stepId).step.planId });
+      throw recordError;
+    }
+    return this.desk.emitStep(failed);
+  }
+
+  private stillApproved(stepId: string): boolean {
+    try {
+      return this.desk.steps.get(stepId).status === 'approved';
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -452,6 +515,9 @@ export class ExecutionRoom {
       }
       if (record.status === 'approved' && this.desk.overdue(record))
         record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
+      // Held on a full data directory: the plan stops here, fail closed; it goes on when there is room (storage-hold.ts).
+      if (record.status === 'approved' && !waiting && this.desk.hold.active)
+        throw this.desk.holdForStorage(this.desk.hold.error(), { stepId: record.step.id, planId });
       if (PLAN_BREAKING_STATUSES.includes(record.status)) {
         // The latest break counts: an approval given before any earlier step ended without running does not hold.
         broken = latestBreak([broken, record]);

@@ -10,7 +10,7 @@ import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { storeStepContents } from '../../backup/step-contents.js';
-import { assertRoomForProposal, dataDirFailure } from '../../store/storage-errors.js';
+import { assertRoomForProposal, dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -124,8 +124,17 @@ export class ProposalsRoom {
     try {
       await this.previewPlan(planId, actor);
     } catch (error) {
+      const cause = error instanceof PreviewError ? error.cause : error;
+      // A preview that could not be recorded on a full data directory holds the plan (its steps stay `evaluated`), as in the background.
+      if (
+        error instanceof PreviewError &&
+        isNoSpace(cause) &&
+        !this.desk.closed &&
+        !(cause instanceof ExecutorError && cause.details?.held === true)
+      )
+        throw this.desk.holdForStorage(cause, { stepId: error.stepId, planId });
       // The proposer hears what failed (a full disk is STORAGE_FULL), not the wrapper that names the step for the background path.
-      throw error instanceof PreviewError ? error.cause : error;
+      throw cause;
     }
     return this.desk.steps.planSteps(planId);
   }
@@ -272,8 +281,8 @@ export class ProposalsRoom {
    */
   private async previewNextStep(planId: string): Promise<boolean> {
     const { desk } = this;
-    // Stopped by the person: the plan's steps wait `evaluated`; resume schedules their previews again.
-    if (desk.closed || desk.paused) return false;
+    // Stopped by the person (or held on a full data directory): the plan's steps wait `evaluated`; resume schedules their previews again.
+    if (desk.closed || desk.paused || desk.hold.active) return false;
     // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
     const nextId = desk.steps.nextEvaluatedStepId(planId);
     const next = nextId === null ? undefined : desk.steps.get(nextId);
@@ -331,7 +340,14 @@ export class ProposalsRoom {
     const { desk } = this;
     if (desk.closed) return;
     const stepId = error instanceof PreviewError ? error.stepId : null;
-    const shaped = desk.describeError(error instanceof PreviewError ? error.cause : error);
+    const cause = error instanceof PreviewError ? error.cause : error;
+    // A full data directory: the plan is held (its steps wait `evaluated` or `approved`) and goes on once there is room.
+    if (isNoSpace(cause)) {
+      if (!(cause instanceof ExecutorError && cause.details?.held === true))
+        desk.holdForStorage(cause, stepId ? { stepId, planId } : undefined);
+      return;
+    }
+    const shaped = desk.describeError(cause);
     try {
       if (stepId && desk.steps.currentStatus(stepId) === 'evaluated') {
         desk.emitStep(

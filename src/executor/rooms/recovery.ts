@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import { removeStaleTempFiles } from '../../fs/atomic-write.js';
+import { sha256Hex } from '../../domain/canonical-json.js';
+import { guardPath } from '../../policy/path-guard.js';
 import type { Actor } from '../../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
@@ -86,6 +89,11 @@ export class RecoveryRoom {
       if (!record) notInDatabase.push(stepId);
       else if (WITHDRAWABLE_STATUSES.includes(record.status)) ranBeforeLoss.push(record);
     }
+    // The marks may be short too (a kill between a commit and the head file's write): with a lost tail, an
+    // approved write whose target already holds exactly its content ran, whatever the marks say.
+    const foundInWorkspace = loss ? this.writesFoundDone(new Set(ranBeforeLoss.map((record) => record.step.id))) : [];
+    ranBeforeLoss.push(...foundInWorkspace);
+    const byWorkspace = new Set(foundInWorkspace.map((record) => record.step.id));
     if (!loss && ranBeforeLoss.length === 0 && notInDatabase.length === 0) return;
     const lostRecords = loss?.lostRecords ?? 0;
     const afterSeq = loss?.afterSeq ?? this.desk.auditLog.head().seq;
@@ -106,15 +114,41 @@ export class RecoveryRoom {
           afterSeq,
           ...(loss ? { writtenSeq: loss.writtenSeq, writtenHash: loss.writtenHash } : {}),
           stepsNotRunAgain: ranBeforeLoss.map((record) => record.step.id),
+          stepsFoundDoneInWorkspace: [...byWorkspace],
           stepsNotInDatabase: notInDatabase,
           message,
         },
       });
-      for (const record of ranBeforeLoss) this.interruptLostRun(record);
+      for (const record of ranBeforeLoss) this.interruptLostRun(record, byWorkspace.has(record.step.id));
     })();
     for (const record of ranBeforeLoss) this.desk.emitStep(this.desk.steps.get(record.step.id));
     written?.restamp();
     process.stderr.write(`executor: ${message}\n`);
+  }
+
+  /**
+   * Approved file writes whose target already holds exactly their content (same bytes, by sha256),
+   * beside the database's lost tail: their run's records were lost and the head file's marks missed them.
+   */
+  private writesFoundDone(known: ReadonlySet<string>): StepRecord[] {
+    const found: StepRecord[] = [];
+    for (const record of this.desk.steps.list({ status: ['approved'] })) {
+      const { step } = record;
+      if (known.has(step.id) || step.action !== 'writeFile') continue;
+      const verdict = guardPath(step.args.path, this.desk.policy.workspaceRoots, this.desk.dataDir);
+      if (!verdict.ok) continue;
+      const content = Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8');
+      let onDisk: Buffer;
+      try {
+        const stat = fs.lstatSync(verdict.realPath);
+        if (!stat.isFile() || stat.size !== content.byteLength) continue;
+        onDisk = fs.readFileSync(verdict.realPath);
+      } catch {
+        continue;
+      }
+      if (sha256Hex(onDisk) === sha256Hex(content)) found.push(record);
+    }
+    return found;
   }
 
   private storedStep(stepId: string): StepRecord | null {
@@ -131,9 +165,9 @@ export class RecoveryRoom {
    * `running` (each record saying why) and ended `interrupted` with RECORDS_LOST, as a run the host
    * stopped in is: its outcome is not known here, and it is never run again on its own.
    */
-  private interruptLostRun(record: StepRecord): void {
+  private interruptLostRun(record: StepRecord, foundInWorkspace = false): void {
     const stepId = record.step.id;
-    const why = { recordsLost: true, recoveredAtStart: true };
+    const why = { recordsLost: true, recoveredAtStart: true, ...(foundInWorkspace ? { foundInWorkspace: true } : {}) };
     const path: Record<string, StepStatus[]> = {
       proposed: ['evaluated', 'approved', 'running'],
       evaluated: ['approved', 'running'],
@@ -149,7 +183,9 @@ export class RecoveryRoom {
         error: {
           code: 'RECORDS_LOST',
           message:
-            'This step ran, but the records of its run were lost with the newest records of the database (executor.db-wal). ' +
+            (foundInWorkspace
+              ? 'This step ran: its file already holds exactly the content it writes, and the records of its run were lost with the newest records of the database (executor.db-wal). '
+              : 'This step ran, but the records of its run were lost with the newest records of the database (executor.db-wal). ') +
             'It will not run again: look at its files; propose it again if it is still wanted.',
         },
         finishedAt: new Date().toISOString(),

@@ -2,6 +2,7 @@ import { ExecutorError } from '../../domain/errors.js';
 import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
 import { isSettled } from '../../domain/state-machine.js';
 import type { StepRecord } from '../../domain/step-record.js';
+import { heldPlanWords, type StorageHoldView } from '../../domain/storage-hold.js';
 import type { ExecutorClient } from './client.js';
 
 export interface DecisionWaitOptions {
@@ -63,7 +64,7 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => T |
  * events follow. The CLI's `propose --wait` and the MCP tools both wait here.
  */
 export async function proposeAndAwaitDecision(
-  api: Pick<ExecutorClient, 'on' | 'propose' | 'listSteps'>,
+  api: Pick<ExecutorClient, 'on' | 'propose' | 'listSteps'> & Partial<Pick<ExecutorClient, 'getStorageHold'>>,
   plan: unknown,
   options: DecisionWaitOptions = {},
 ): Promise<StepRecord[]> {
@@ -90,6 +91,20 @@ export async function proposeAndAwaitDecision(
       throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds()}; nothing was proposed.`);
     },
   );
+  // Execution held on a full data directory: a plan that could move on its own cannot, and the caller hears why (heldAnswer).
+  let hold: StorageHoldView | null = null;
+  const offHold = await beforeDeadline(
+    api.on('storageHold', (view) => {
+      hold = view;
+      changed = true;
+      wake?.();
+    }),
+    callDeadline,
+    () => {
+      off();
+      throw new ExecutorError('IPC_UNAVAILABLE', `The Executor host did not answer within ${seconds()}; nothing was proposed.`);
+    },
+  );
   const onAbort = () => wake?.();
   options.signal?.addEventListener('abort', onAbort);
   const tick = options.onTick ? setInterval(() => options.onTick?.(Date.now() - startedAt), options.tickMs ?? 10_000) : undefined;
@@ -101,11 +116,16 @@ export async function proposeAndAwaitDecision(
       );
     });
     planId = records[0]!.step.planId;
+    // A hold that began before this wait listened: asked once (an older host without the method: none known).
+    const asked = api.getStorageHold?.().catch(() => null);
+    if (asked) hold = (await beforeDeadline(asked, callDeadline, () => null)) ?? hold;
     // The host's own work (previews, steps the policy approved) may be waited for past waitMs (hostWorkMs).
     const hostDeadline = Math.max(deadline, startedAt + (options.hostWorkMs ?? 0));
     let saidWaiting = false;
     for (;;) {
       if (done(records)) return records;
+      // Answered from steps read after the hold was heard: a list read while a step began would call it not run.
+      if (hold?.held && planCanMoveWithoutPerson(records) && !changed) throw heldAnswer(hold, records);
       const atRest = !planCanMoveWithoutPerson(records);
       // Said once the plan waits for the person, not while the host still prepares its previews.
       if (!saidWaiting && atRest) {
@@ -135,5 +155,31 @@ export async function proposeAndAwaitDecision(
     if (tick) clearInterval(tick);
     options.signal?.removeEventListener('abort', onAbort);
     off();
+    offHold();
   }
+}
+
+/** STORAGE_FULL for a caller whose plan the host holds: the data directory, the free space needed, and each step as it really is. */
+function heldAnswer(hold: StorageHoldView, records: readonly StepRecord[]): ExecutorError {
+  const held = new Map(hold.steps.filter((step) => step.state !== 'notStarted').map((step) => [step.stepId, step.state]));
+  const steps = records.map((record) => {
+    const state = held.get(record.step.id);
+    return {
+      stepId: record.step.id,
+      status: record.status,
+      outcomeHeld: state !== undefined,
+      ...(state ? { applied: state === 'appliedOutcomeHeld' } : {}),
+    };
+  });
+  return new ExecutorError('STORAGE_FULL', `${hold.notice ?? ''} ${heldPlanWords(steps)}`.trim(), {
+    dataDir: hold.dataDir,
+    path: hold.dataDir,
+    freeBytes: hold.freeBytes,
+    neededBytes: hold.neededBytes,
+    held: true,
+    heldSince: hold.since,
+    ...(hold.failedPath ? { failedPath: hold.failedPath } : {}),
+    planId: records[0]?.step.planId,
+    steps,
+  });
 }

@@ -22,6 +22,7 @@ import {
   EnvironmentStatusWireSchema,
   LiveRunViewSchema,
   HostPauseViewSchema,
+  StorageHoldViewSchema,
 } from './wire-schemas.js';
 import { AuditQuerySchema } from '../../audit/log/audit-query.js';
 import {
@@ -394,6 +395,13 @@ export const METHODS = {
     channels: EVERYONE,
     description: 'whether the person has stopped all agents, since when, and (to the person only) who and why',
   }),
+  getStorageHold: method({
+    params: noParams,
+    result: StorageHoldViewSchema,
+    channels: EVERYONE,
+    description:
+      "whether execution is held because the data directory's disk is full: since when, the free space it waits for, the steps held (ran with the outcome waiting to be recorded, or not started) and the notice; asking also looks whether there is room again",
+  }),
   getEnvironment: method({
     params: noParams,
     result: EnvironmentStatusWireSchema,
@@ -670,7 +678,7 @@ export const METHODS = {
     result: z.object({ topics: z.array(z.enum(EVENT_TOPICS)) }),
     channels: EVERYONE,
     description:
-      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents), hostPause (the person stopped all agents or let them work again; to an agent without who or why), skill (a skill changed state, with the notice the person is told)",
+      "stream events on this session's connection: step (a step changed; to an agent, only its own), audit (the log grew; not to agents), policy, verify (progress of this session's verifyAudit or hashAuditValue), run (a sandbox run's start, output increments and end; not to agents), agentRun (an agent run changed: its summary and the iteration just recorded; not to agents), question (an agent's or a run's question was asked, answered or expired; not to agents), hostPause (the person stopped all agents or let them work again; to an agent without who or why), skill (a skill changed state, with the notice the person is told), storageHold (execution held on a full data directory, with its notice, or the hold ended)",
   }),
 } as const;
 

@@ -5,6 +5,7 @@ import type { Actor } from '../../domain/actor.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import { SkillEventSchema } from '../../domain/skill.js';
 import type { HostPauseView } from '../../domain/host-pause.js';
+import type { StorageHoldView } from '../../domain/storage-hold.js';
 import type { LiveRunFrame, LiveRunView } from '../../domain/live-output.js';
 import { RISK_LEVELS } from '../../domain/risk.js';
 import { STEP_STATUSES } from '../../domain/state-machine.js';
@@ -334,6 +335,7 @@ export const EVENT_TOPICS = [
   'question',
   'hostPause',
   'skill',
+  'storageHold',
 ] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
@@ -343,6 +345,20 @@ export const HostPauseViewSchema = z.object({
   pausedAt: z.string().nullable(),
   by: z.object({ user: z.string(), channel: z.string() }).nullable(),
   reason: z.string().nullable(),
+});
+
+/** Execution held on a full data directory (src/domain/storage-hold.ts), or its end (held: false). */
+export const StorageHoldViewSchema = z.object({
+  held: z.boolean(),
+  since: z.string().nullable(),
+  dataDir: z.string(),
+  freeBytes: z.number().nullable(),
+  neededBytes: z.number().nullable(),
+  failedPath: z.string().nullable(),
+  steps: z.array(
+    z.object({ stepId: z.string(), planId: z.string(), state: z.enum(['appliedOutcomeHeld', 'failedOutcomeHeld', 'notStarted']) }),
+  ),
+  notice: z.string().nullable(),
 });
 
 /** "The audit log grew": a hint to read getAudit again, not the record itself (that is verified there). */
@@ -405,6 +421,8 @@ export const EVENT_DATA = {
   /** The person stopped all agents, or let them work again. */
   hostPause: HostPauseViewSchema,
   skill: SkillEventSchema,
+  /** Execution was held on a full data directory, what it holds changed, or the hold ended. */
+  storageHold: StorageHoldViewSchema,
 } as const satisfies Record<EventTopic, z.ZodType>;
 export type EventData<T extends EventTopic> = z.output<(typeof EVENT_DATA)[T]>;
 
@@ -420,7 +438,20 @@ const sameLiveRun: Same<z.output<typeof LiveRunViewSchema>, LiveRunView> = true;
 const sameLiveFrame: Same<z.output<typeof LiveRunFrameSchema>, LiveRunFrame> = true;
 const sameSummary: Same<z.output<typeof StepSummaryWireSchema>, StepSummary> = true;
 const samePause: Same<z.output<typeof HostPauseViewSchema>, HostPauseView> = true;
-void [samePause, sameSummary, sameStepRecord, samePreview, sameFile, sameEvaluation, sameApproval, sameActor, sameLiveRun, sameLiveFrame];
+const sameHold: Same<z.output<typeof StorageHoldViewSchema>, StorageHoldView> = true;
+void [
+  sameHold,
+  samePause,
+  sameSummary,
+  sameStepRecord,
+  samePreview,
+  sameFile,
+  sameEvaluation,
+  sameApproval,
+  sameActor,
+  sameLiveRun,
+  sameLiveFrame,
+];
 
 /** One audit record as getAudit pages it (see src/audit/log/audit-query.ts AuditEntry). */
 export const AuditEntryWireSchema = z.object({

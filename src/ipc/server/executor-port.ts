@@ -7,6 +7,7 @@ import type { PublishResult } from '../../audit/witness/witness-publisher.js';
 import type { Actor } from '../../domain/actor.js';
 import type { ErrorShape, ExecutorError } from '../../domain/errors.js';
 import type { HostPauseView } from '../../domain/host-pause.js';
+import type { StorageHoldView } from '../../domain/storage-hold.js';
 import type { LiveRunView } from '../../domain/live-output.js';
 import type { ModelProvider } from '../../domain/model-settings.js';
 import type { RememberedRule, RuleLifetime } from '../../domain/remembered-rule.js';
@@ -123,6 +124,7 @@ export interface IpcExecutorPort {
   pause(actor: Actor, reason?: string): Promise<HostPauseView>;
   resume(actor: Actor, options?: { takeUp?: boolean }): HostPauseView;
   pauseState(forAgent?: boolean): HostPauseView;
+  storageHold(): StorageHoldView;
 
   getPolicy(): Policy;
   /** Whether an outside agent's own read tool may read `paths`; audited as agent.read either way. */

@@ -148,6 +148,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   // Without a host (the CLI's own process) the held plans are left to the next host's start, not run here.
   resumeAgents: (executor, _params, { actor, sameProcess }) => executor.resume(actor, { takeUp: !sameProcess }),
   getPause: (executor, _params, { actor }) => executor.pauseState(isAgentActor(actor)),
+  getStorageHold: (executor) => executor.storageHold(),
   getEnvironment: (executor) => executor.environmentStatus(),
   getKeyStatus: (executor) => executor.keyStatus(),
   hashAuditValue: (executor, { value, progressId }, context) =>

@@ -257,6 +257,8 @@ export class IpcServer {
     const onRun = (data: unknown) => this.broadcast('run', data);
     // Agents hear of skills too: the MCP server offers a tool per usable skill and says when the list changed.
     const onSkill = (data: unknown) => this.broadcast('skill', data);
+    // Every session hears that execution is held on a full disk (an agent waiting on a step, too) and when it goes on.
+    const onStorageHold = (data: unknown) => this.broadcast('storageHold', data);
     // Every session hears of the stop switch; an agent's copy names neither who nor why (pauseView).
     const onHostPause = (pause: HostPause | null) => {
       for (const session of this.sessions.values()) this.pushEvent(session, 'hostPause', pauseView(pause, isAgentActor(session.actor)));
@@ -267,7 +269,9 @@ export class IpcServer {
     executor.on('audit', onAudit);
     executor.on('policy', onPolicy);
     executor.on('skill', onSkill);
+    executor.on('storageHold', onStorageHold);
     this.unsubscribeExecutor = () => {
+      executor.off('storageHold', onStorageHold);
       executor.off('skill', onSkill);
       executor.off('step', onStep);
       executor.off('audit', onAudit);

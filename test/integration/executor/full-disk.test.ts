@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorError } from '../../../src/domain/errors.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
@@ -91,7 +92,7 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(executor.previewRevert(step!.step.id).files.every((entry) => entry.state !== 'conflict')).toBe(true);
   });
 
-  it('fails the step before touching the workspace when the data directory has no room for the backup', async () => {
+  it('holds the step before touching the workspace when the data directory has no room for the backup, and runs it once there is room', async () => {
     const dataRoot = tmpfs(16);
     const dataDir = path.join(dataRoot, 'data');
     const workspace = tempDir('workspace-');
@@ -105,11 +106,17 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     const [step] = await executor.propose({ steps: [{ action: 'deleteFile', args: { path: target } }] }, person);
     // Room for the database to go on, not for the 3 MB pre-image that deleting needs as its backup.
     fillUntilFree(dataRoot, 1_000_000);
-    const done = await executor.approve(step!.step.id, person);
+    const held = await executor.approve(step!.step.id, person).then(
+      () => null,
+      (error: unknown) => error as ExecutorError,
+    );
 
-    expect(done.status).toBe('failed');
-    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC' } });
-    expect(done.error!.message).toContain(path.join(dataDir, 'blobs'));
+    // Held, fail closed (storage-hold.ts): STORAGE_FULL naming the data directory and the free space needed; nothing ran.
+    expect(held).toMatchObject({ code: 'STORAGE_FULL', details: { dataDir, held: true } });
+    expect(held!.details!.failedPath).toContain(path.join(dataDir, 'blobs'));
+    expect(held!.details!.neededBytes as number).toBeGreaterThan(3_000_000);
+    expect(held!.message).toMatch(/Executor is holding 1 step: .*did not run.*Nothing of this plan was changed/);
+    expect(executor.getStep(step!.step.id).status).toBe('approved');
     expect(sha(fs.readFileSync(target))).toBe(sha(original));
     const blobFiles = fs
       .readdirSync(path.join(dataDir, 'blobs'), { recursive: true, withFileTypes: true })
@@ -117,6 +124,13 @@ describe.runIf(mountable)('a whole write or none, on a full disk (real tmpfs)', 
     expect(blobFiles.filter((entry) => entry.name.endsWith('.tmp'))).toEqual([]);
     // Nor the blob's new fan-out folder: a failed write leaves no empty folder behind.
     expect(fs.readdirSync(path.join(dataDir, 'blobs'))).toEqual([]);
+
+    // Room again: the step runs, once, with its backup.
+    for (const filler of fillers.splice(0)) fs.rmSync(filler, { force: true });
+    await executor.checkStorageHold();
+    await expect.poll(() => executor.getStep(step!.step.id).status, { timeout: 30_000 }).toBe('executed');
+    expect(fs.existsSync(target)).toBe(false);
+    expect(executor.storageHold().held).toBe(false);
   });
 
   it('names the workspace file, not the data directory, when the workspace is read-only', async () => {

@@ -39,11 +39,9 @@ function answered(args: string[], timeoutMs = 120_000): Promise<CliResult> {
 }
 const NOT_RUN = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
 
-// KNOWN FAILURE (issue 24, found by the outside-reviewer pass of 2026-11-28, not fixed yet): a step
-// whose start cannot be recorded on a full disk stays `approved`, nothing tells the waiting `propose`,
-// and nothing picks the plan up once space returns. Skipped until that is built, so the suite stays
-// green; run it with EXECUTOR_KNOWN_FAILURES=1 to see it fail.
-describe.runIf(canMount() && process.env.EXECUTOR_KNOWN_FAILURES === '1')('a data directory whose disk fills under a running serve', () => {
+// Issue 24: a step whose start cannot be recorded is held (src/executor/storage-hold.ts); the waiting
+// `propose` hears STORAGE_FULL with each step's state, and the plan goes on once space returns.
+describe.runIf(canMount())('a data directory whose disk fills under a running serve', () => {
   it('every waiting caller gets a named answer, and each step says what happened to it', async () => {
     const root = tempDir('tmpfs-');
     expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', root]).status).toBe(0);

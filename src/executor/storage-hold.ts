@@ -1,0 +1,247 @@
+import { ExecutorError } from '../domain/errors.js';
+import type { StorageHoldView, HeldStep } from '../domain/storage-hold.js';
+import { formatBytes } from '../fs/free-space.js';
+
+/**
+ * What must be written first once there is room again: a step whose effect happened while its outcome
+ * record could not be kept. `write` records that outcome (its group commit); it rejects while the disk is still full.
+ */
+interface HeldOutcome {
+  stepId: string;
+  planId: string;
+  applied: boolean;
+  write: () => Promise<unknown>;
+}
+
+export interface StorageHoldDeps {
+  dataDir: string;
+  /** Free bytes on the data directory's disk (statfs), null when it cannot be read. */
+  freeBytes: () => number | null;
+  /** Tells every surface the hold began, changed or ended (null). */
+  emit: (view: StorageHoldView) => void;
+  log: (line: string) => void;
+  /**
+   * Recording goes on: the held outcomes are written (in the order they were held), then this runs
+   * (the audit record that recording resumed, the held plans taken up). Throws while it cannot write.
+   */
+  resume: (held: { since: string; steps: HeldStep[] }) => void;
+  /** Whether the host is closing: nothing more is tried. */
+  closed: () => boolean;
+}
+
+/** Free space, beyond what the failing write asked for, before writing is tried again: WAL frames, a checkpoint's copy, a backup. */
+const RESUME_FLOOR_BYTES = 1024 * 1024;
+const FIRST_RETRY_MS = 200;
+const LAST_RETRY_MS = 15_000;
+/** A request arriving while held looks at the disk at most this often (a statfs each time). */
+const REQUEST_CHECK_MS = 100;
+
+/**
+ * The execution hold on a full data directory. When a record or a backup cannot be written (SQLITE_FULL,
+ * ENOSPC, EDQUOT), execution stops fail-closed: no step starts (its intent record could not be kept
+ * before its effect), a step whose effect happened keeps its outcome here until it can be written, and
+ * the host goes on answering requests. Free space is watched (a backoff timer, and every incoming
+ * request); once there is room the held outcomes are written first, in order, then recording resumes
+ * (an audit record) and the held plans go on where they stood, unless the person stopped all agents.
+ * Held in memory: a host stopped while held leaves its steps `running`, and the next start marks those
+ * interrupted (their backups were written before they ran), so none runs twice either way.
+ */
+export class StorageHold {
+  private since: string | null = null;
+  private neededBytes = RESUME_FLOOR_BYTES;
+  private readonly outcomes = new Map<string, HeldOutcome>();
+  /** Steps that did not start because of the hold: approved, waiting; for the notice and the audit record. */
+  private readonly waiting = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private retryMs = FIRST_RETRY_MS;
+  private trying: Promise<void> | null = null;
+  private lastRequestCheck = 0;
+  /** The file the latest refused write was for (a blob, the database): what the person may want to look at. */
+  private failedPath: string | null = null;
+  /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
+  private recorded: HeldStep[] = [];
+
+  constructor(private readonly deps: StorageHoldDeps) {}
+
+  get active(): boolean {
+    return this.since !== null;
+  }
+
+  /** Holds execution; `error` is the write that failed (its neededBytes, when it says, raise what is waited for). */
+  enter(error: unknown, step?: { stepId: string; planId: string }): ExecutorError {
+    const details = (error as { details?: { neededBytes?: unknown; held?: unknown } } | null)?.details;
+    // The hold's own error (a step that would start now) asks for nothing more than the hold waits for already.
+    const asked = typeof details?.neededBytes === 'number' && details.held !== true ? details.neededBytes : 0;
+    const failed = (details as { path?: unknown } | undefined)?.path;
+    if (details?.held !== true && typeof failed === 'string') this.failedPath = failed;
+    const began = this.since === null;
+    if (began) {
+      this.since = new Date().toISOString();
+      this.neededBytes = RESUME_FLOOR_BYTES + asked;
+      this.retryMs = FIRST_RETRY_MS;
+      this.arm();
+    } else this.neededBytes = Math.max(this.neededBytes, RESUME_FLOOR_BYTES + asked);
+    const added = step !== undefined && !this.outcomes.has(step.stepId) && !this.waiting.has(step.stepId);
+    if (added) this.waiting.set(step.stepId, step.planId);
+    if (began) this.deps.log(`executor: ${this.notice()}`);
+    // Heard when the hold begins or holds one step more; a step asking again changes nothing to say.
+    if (began || added) this.deps.emit(this.view());
+    return this.error();
+  }
+
+  /** A step whose effect happened and whose outcome could not be recorded: written first when there is room. */
+  holdOutcome(outcome: HeldOutcome, error: unknown): ExecutorError {
+    this.waiting.delete(outcome.stepId);
+    this.outcomes.set(outcome.stepId, outcome);
+    const began = this.since === null;
+    const held = this.enter(error);
+    if (!began) this.deps.emit(this.view());
+    return held;
+  }
+
+  /** Whether the step ran and its outcome is held (it reads `running` until that is written). */
+  outcomeHeld(stepId: string): { applied: boolean } | null {
+    const held = this.outcomes.get(stepId);
+    return held ? { applied: held.applied } : null;
+  }
+
+  /** A step the hold kept from starting, or null. */
+  holdsStep(stepId: string): boolean {
+    return this.waiting.has(stepId);
+  }
+
+  /** Every incoming request looks (throttled): a person who freed space and asks for something sees the host go on. */
+  onRequest(): void {
+    if (this.since === null) return;
+    const now = Date.now();
+    if (now - this.lastRequestCheck < REQUEST_CHECK_MS) return;
+    this.lastRequestCheck = now;
+    this.check();
+  }
+
+  /**
+   * Tries to resume when the disk has room; answers once that try ended (whether or not it resumed).
+   * `force`: tries whatever statfs says (a small disk may never show the margin, yet hold the records).
+   */
+  check(force = false): Promise<void> {
+    if (this.since === null || this.deps.closed()) return Promise.resolve();
+    if (this.trying) return this.trying;
+    const free = this.deps.freeBytes();
+    if (!force && free !== null && free < this.neededBytes) return Promise.resolve();
+    this.trying = this.tryResume().finally(() => (this.trying = null));
+    return this.trying;
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  view(): StorageHoldView {
+    if (this.since === null)
+      return {
+        held: false,
+        since: null,
+        dataDir: this.deps.dataDir,
+        freeBytes: null,
+        neededBytes: null,
+        failedPath: null,
+        steps: [],
+        notice: null,
+      };
+    return {
+      held: true,
+      since: this.since,
+      dataDir: this.deps.dataDir,
+      freeBytes: this.deps.freeBytes(),
+      neededBytes: this.neededBytes,
+      failedPath: this.failedPath,
+      steps: this.heldSteps(),
+      notice: this.notice(),
+    };
+  }
+
+  /** STORAGE_FULL as a waiting caller hears it: the data directory, the free space needed, and what the hold keeps. */
+  error(): ExecutorError {
+    const view = this.view();
+    return new ExecutorError('STORAGE_FULL', `${view.notice}`, {
+      dataDir: this.deps.dataDir,
+      path: this.deps.dataDir,
+      freeBytes: view.freeBytes,
+      neededBytes: this.neededBytes,
+      held: true,
+      heldSince: this.since,
+      ...(this.failedPath ? { failedPath: this.failedPath } : {}),
+    });
+  }
+
+  private heldSteps(): HeldStep[] {
+    return [
+      ...[...this.outcomes.values()].map(({ stepId, planId, applied }) => ({
+        stepId,
+        planId,
+        state: applied ? ('appliedOutcomeHeld' as const) : ('failedOutcomeHeld' as const),
+      })),
+      ...[...this.waiting].map(([stepId, planId]) => ({ stepId, planId, state: 'notStarted' as const })),
+    ];
+  }
+
+  private notice(): string {
+    const free = this.deps.freeBytes();
+    const count = this.outcomes.size + this.waiting.size;
+    const ran = this.outcomes.size;
+    const steps = `${count} step${count === 1 ? '' : 's'}`;
+    return (
+      `Executor is holding ${steps}: the disk holding ${this.deps.dataDir} is full` +
+      `${free === null ? '' : ` (${formatBytes(free)} free, ${formatBytes(this.neededBytes)} needed)`}; ` +
+      `${count === 1 ? 'it continues' : 'they continue'} when space is freed. ` +
+      (ran > 0 ? `${ran} of them ran and only wait for their outcome to be recorded; they will not run again. ` : '') +
+      `No step starts until its record can be written; reads keep working meanwhile.`
+    );
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    if (this.since === null || this.deps.closed()) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // At the longest wait, the write itself is the test: the margin asked for is a guess.
+      void this.check(this.retryMs >= LAST_RETRY_MS).then(() => {
+        if (this.since === null) return;
+        this.retryMs = Math.min(LAST_RETRY_MS, this.retryMs * 2);
+        this.arm();
+      });
+    }, this.retryMs);
+    this.timer.unref();
+  }
+
+  private async tryResume(): Promise<void> {
+    for (const step of this.heldSteps()) if (!this.recorded.some((kept) => kept.stepId === step.stepId)) this.recorded.push(step);
+    // The chain's order: each held outcome in the order its step ran, before any other record.
+    for (const [stepId, held] of [...this.outcomes]) {
+      if (this.deps.closed()) return;
+      try {
+        await held.write();
+      } catch (error) {
+        this.deps.log(`executor: the outcome of step ${stepId} still cannot be recorded: ${(error as Error).message}`);
+        this.retryMs = Math.min(LAST_RETRY_MS, this.retryMs * 2);
+        return;
+      }
+      this.outcomes.delete(stepId);
+    }
+    const since = this.since!;
+    try {
+      this.deps.resume({ since, steps: this.recorded });
+    } catch (error) {
+      this.deps.log(`executor: recording cannot resume yet: ${(error as Error).message}`);
+      return;
+    }
+    this.since = null;
+    this.failedPath = null;
+    this.waiting.clear();
+    this.recorded = [];
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.deps.emit(this.view());
+  }
+}
