@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { BlobStore } from '../backup/blob-store.js';
 import { sealedKeysError, sealedKeysPresent } from '../audit/keys/key-store.js';
 import { visibleJson, visibleOutput } from '../domain/visible-text.js';
 import type { ExecutorClient } from '../ipc/client/client.js';
@@ -142,10 +141,11 @@ export async function readEvenWhenFull<T>(
   } catch (caught) {
     if (!cannotWrite(caught, dataDir)) throw caught;
     const error = caught instanceof ExecutorError ? caught : new ExecutorError(toErrorShape(caught).code, toErrorShape(caught).message);
-    const [{ openDatabase }, { StepRepository }, { loadPolicy }] = await Promise.all([
+    const [{ openDatabase }, { StepRepository }, { loadPolicy }, { BlobStore }] = await Promise.all([
       import('../store/database.js'),
       import('../store/step-repository.js'),
       import('../policy/policy-file.js'),
+      import('../backup/blob-store.js'),
     ]);
     let expirySeconds: number | undefined;
     try {

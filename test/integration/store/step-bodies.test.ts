@@ -202,7 +202,8 @@ describe('large step bodies apart from their rows', () => {
     fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'kept').contentBlob!));
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('UPDATE step_bodies SET step_json = ? WHERE step_id = ?').run(whole, 'kept');
-    db.exec('ALTER TABLE step_bodies DROP COLUMN content_blob');
+    // Later migrations are undone too (the skills' errors in a row), so each runs again from there.
+    db.exec('ALTER TABLE step_bodies DROP COLUMN content_blob; ALTER TABLE skills DROP COLUMN errors_in_row');
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN content_blob'))}`);
     db.close();
 

@@ -120,7 +120,8 @@ describe('large previews apart from their rows', () => {
     // row (what that code wrote, byte for byte), no step_previews table, no preview_ref column.
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.exec(`UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
-      DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref; ALTER TABLE step_bodies DROP COLUMN content_blob;`);
+      DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref; ALTER TABLE step_bodies DROP COLUMN content_blob;
+      ALTER TABLE skills DROP COLUMN errors_in_row;`);
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_previews'))}`);
     db.close();
 
