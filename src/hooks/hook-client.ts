@@ -12,7 +12,17 @@ import type { SignedRpc } from '../ipc/client/signed-rpc.js';
 
 export type HookApi = Pick<
   ExecutorClient,
-  'getPolicy' | 'agentIdentity' | 'checkRead' | 'evaluateStep' | 'propose' | 'listSteps' | 'getStep' | 'cancel' | 'on' | 'close'
+  | 'getPolicy'
+  | 'agentIdentity'
+  | 'checkRead'
+  | 'evaluateStep'
+  | 'propose'
+  | 'listSteps'
+  | 'getStep'
+  | 'cancel'
+  | 'getStorageHold'
+  | 'on'
+  | 'close'
 >;
 
 type Json = Record<string, unknown>;
@@ -61,11 +71,20 @@ const CHECKS: Record<Exclude<keyof HookApi, 'on' | 'close'>, Check> = {
   listSteps: checkedBy(isStepRecords),
   getStep: checkedBy(isStepRecord),
   cancel: checkedBy(isStepRecord),
+  getStorageHold: checkedBy(isStorageHold),
 };
+
+/** A hold on a full data directory as far as the wait reads it (decision-wait.ts): whether it holds, and its words. */
+function isStorageHold(value: unknown): boolean {
+  return isObject(value) && typeof value.held === 'boolean';
+}
+
+/** The topics the hook hears, each with the check its events must pass before a listener sees one. */
+const EVENT_CHECKS: Record<string, (value: unknown) => boolean> = { step: isStepRecord, storageHold: isStorageHold };
 
 export function hookClient(rpc: SignedRpc): HookApi {
   const call = (name: keyof typeof CHECKS) => (params?: unknown) => rpc.call(name, params ?? {}, CHECKS[name]);
-  let subscribed = false;
+  const subscribed = new Set<string>();
   const api = {
     getPolicy: call('getPolicy'),
     agentIdentity: call('agentIdentity'),
@@ -75,15 +94,17 @@ export function hookClient(rpc: SignedRpc): HookApi {
     listSteps: call('listSteps'),
     getStep: call('getStep'),
     cancel: call('cancel'),
+    getStorageHold: call('getStorageHold'),
     async on(topic: string, listener: (data: unknown) => void) {
-      // Only step events are read here; any other topic is a mistake in the hook, not a silent no-op.
-      if (topic !== 'step') throw new Error(`the hook's client hears step events only, not ${topic}`);
+      // Only the topics the wait reads (a step's moves, a hold on a full disk); any other is a mistake in the hook, not a silent no-op.
+      const check = EVENT_CHECKS[topic];
+      if (!check) throw new Error(`the hook's client hears step and storageHold events only, not ${topic}`);
       const off = rpc.onEvent(topic, (data) => {
-        if (isStepRecord(data)) listener(data);
+        if (check(data)) listener(data);
       });
-      if (!subscribed) {
-        await rpc.call('subscribe', { topics: [topic] });
-        subscribed = true;
+      if (!subscribed.has(topic)) {
+        await rpc.call('subscribe', { topics: [...subscribed, topic] });
+        subscribed.add(topic);
       }
       return off;
     },

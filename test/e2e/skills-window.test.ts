@@ -303,9 +303,9 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const notice = page.getByTestId('skill-notice');
     await expect.poll(() => notice.isVisible(), SOON).toBe(true);
     expect(await notice.innerText()).toMatch(
-      /^Skill fetch_words v1 was disabled: trial use use_\S+ failed \(UNDECLARED_CALL\): called tools\.fetch/,
+      /^Skill fetch_words v1 was disabled: trial use \(step step-\S+\) failed \(UNDECLARED_CALL\): called tools\.fetch/,
     );
-    await expect.poll(() => detailState(page), SOON).toMatch(/^disabled: trial use use_\S+ failed \(UNDECLARED_CALL\)/);
+    await expect.poll(() => detailState(page), SOON).toMatch(/^disabled: trial use \(step step-\S+\) failed \(UNDECLARED_CALL\)/);
     expect(await page.locator('#skill-detail').getByRole('button', { name: 'Roll back to v1' }).isVisible()).toBe(true);
     await expectNoSeriousAxeViolations(page);
     await screenshots(page, 'skills-disabled-in-trial', { light: 'skills-disabled-in-trial' });
