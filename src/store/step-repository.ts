@@ -805,13 +805,25 @@ export class StepRepository {
 
   /**
    * Every step waiting for consent or holding an unused approval, with when it expires; the expiry
-   * sweep reads these (few: agents' open steps are capped by the policy).
+   * sweep reads these (few: agents' open steps are capped by the policy). A step that cannot be read (its
+   * content's blob lost, a database copied without its blobs folder: step-bodies.ts) is left out and handed to
+   * `unreadable`: the stop switch and the other steps' expiry need no step's content, and one lost file must
+   * not stop them.
    */
-  expiring(): StepRecord[] {
+  expiring(unreadable: (stepId: string, error: ExecutorError) => void = () => undefined): StepRecord[] {
     const statuses = EXPIRING_STATUSES;
-    return (
-      this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]
-    ).map((row) => this.record(row));
+    const rows = this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(
+      ...statuses,
+    ) as StepRow[];
+    return rows.flatMap((row) => {
+      try {
+        return [this.record(row)];
+      } catch (error) {
+        if (!(error instanceof ExecutorError && error.code === 'DATABASE_CORRUPT')) throw error;
+        unreadable(row.step_id, error);
+        return [];
+      }
+    });
   }
 
   /** Ids of the plans that have a step in one of these statuses, oldest plan first. */
