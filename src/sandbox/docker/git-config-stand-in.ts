@@ -140,14 +140,20 @@ export const OUTSIDE_WORKTREE_GITDIR =
 
 /**
  * The stand-in for a `.git` file (see OUTSIDE_WORKTREE_GITDIR), or null when the copy keeps it as it is: its
- * repository is inside the copied folder (a submodule's `gitdir: ../.git/modules/x`), or it is no pointer at all.
+ * repository is inside the copied folder by a relative path (a submodule's `gitdir: ../.git/modules/x`), or it
+ * is no pointer at all. A pointer inside the copied folder by this machine's absolute path (what `git worktree
+ * add` writes, for a worktree inside the root) is given as the relative path to the same place: the absolute one
+ * names nothing in the container, and git there would print this machine's path.
  */
 export function gitFileStandIn(realGitFile: string, copiedDir: string): Buffer | null {
   const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readText(realGitFile))?.[1];
   if (pointer === undefined) return null;
   const target = path.resolve(path.dirname(realGitFile), pointer);
   const relative = path.relative(copiedDir, target);
-  if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) return null;
+  if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) {
+    if (!path.isAbsolute(pointer)) return null;
+    return Buffer.from(`gitdir: ${path.relative(path.dirname(realGitFile), target).split(path.sep).join('/')}\n`, 'utf8');
+  }
   return Buffer.from(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`, 'utf8');
 }
 

@@ -275,6 +275,32 @@ describe("a project's node_modules and .git under the default sandbox policy", (
     expect(git(root, 'status', '--short').status).toBe(0);
   });
 
+  it("a git worktree inside the root, whose .git file names its repository by this machine's absolute path, works in the copy", () => {
+    const root = fs.realpathSync(tempDir());
+    const git = (cwd: string, ...args: string[]) =>
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+    expect(git(root, 'init', '-q', '-b', 'main').status).toBe(0);
+    fs.writeFileSync(path.join(root, 'a.txt'), 'a\n');
+    expect(git(root, 'add', 'a.txt').status).toBe(0);
+    expect(git(root, 'commit', '-q', '-m', 'first').status).toBe(0);
+    // `git worktree add` writes the absolute path of the repository into the worktree's .git file, with a CRLF here.
+    expect(git(root, 'worktree', 'add', '-q', path.join(root, 'feature')).status, 'git worktree add').toBe(0);
+    const pointer = fs.readFileSync(path.join(root, 'feature/.git'), 'utf8');
+    expect(pointer).toContain(root);
+    fs.writeFileSync(path.join(root, 'feature/.git'), `${pointer.trimEnd()}  \r\n`);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      // That path is not where the copy is: the copy's pointer leads to the copy's own repository.
+      expect(fs.readFileSync(path.join(scratch.dir, 'feature/.git'), 'utf8')).not.toContain(root);
+      // (The copy belongs to the sandbox's user: git here, another user, is told to trust it.)
+      const status = git(path.join(scratch.dir, 'feature'), '-c', 'safe.directory=*', 'status', '--short');
+      expect(status.stderr).not.toContain(root);
+      expect(status.status, status.stderr).toBe(0);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it("keeps each copied file's modification time, as make and git compare them", () => {
     const root = project();
     const then = new Date('2020-01-02T03:04:05Z');
