@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import type { Preview } from '../../../src/domain/step-record.js';
 import type { StepRepository } from '../../../src/store/step-repository.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { PREVIEW_APART_CHARS } from '../../../src/store/step-previews.js';
@@ -180,10 +181,10 @@ describe('large previews apart from their rows', () => {
     const b = executor.getStep('b');
     expect(b.status).toBe('awaiting_consent');
     const desk = (executor as unknown as { desk: { steps: StepsInternals; commits: { run<T>(work: () => T): Promise<T> } } }).desk;
-    const marked = (preview: typeof a.preview, mark: string) =>
-      preview?.kind === 'fileChanges'
-        ? { ...preview, files: preview.files.map((file) => ({ ...file, diff: `${mark}\n${file.diff}` })) }
-        : preview;
+    const marked = (preview: typeof a.preview, mark: string): Preview => {
+      if (preview?.kind !== 'fileChanges') throw new Error('a write is previewed as file changes');
+      return { ...preview, files: preview.files.map((file) => ({ ...file, diff: `${mark}\n${file.diff}` })) };
+    };
     // A record whose savepoint fails after its large preview was stored and its record read (as a rule's hit
     // record failing after an auto-approval, or the group's commit on a full disk): the preview's id is free again.
     const rolledBack = desk.commits.run(() => {
