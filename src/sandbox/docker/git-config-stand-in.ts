@@ -139,6 +139,20 @@ export const OUTSIDE_WORKTREE_GITDIR =
   '/executor-sandbox/this-is-a-git-worktree-whose-repository-is-outside-the-workspace-root-and-not-copied-into-the-sandbox';
 
 /**
+ * The path of a `.git` file's `gitdir:` line (its first), trimmed; null when it has none. Read line by line, not
+ * with a backtracking pattern: the file is the workspace's, and `gitdir: a` followed by a long run of spaces and
+ * one more letter cost a pattern like /^gitdir:\s*(.+?)\s*$/m time in the square of its length on the host's thread.
+ */
+function gitdirPointer(text: string): string | null {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('gitdir:')) continue;
+    const pointer = line.slice('gitdir:'.length).trim();
+    if (pointer !== '') return pointer;
+  }
+  return null;
+}
+
+/**
  * The stand-in for a `.git` file (see OUTSIDE_WORKTREE_GITDIR), or null when the copy keeps it as it is: its
  * repository is inside the copied folder by a relative path (a submodule's `gitdir: ../.git/modules/x`), or it
  * is no pointer at all. A pointer inside the copied folder by this machine's absolute path (what `git worktree
@@ -146,8 +160,8 @@ export const OUTSIDE_WORKTREE_GITDIR =
  * names nothing in the container, and git there would print this machine's path.
  */
 export function gitFileStandIn(realGitFile: string, copiedDir: string): Buffer | null {
-  const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readText(realGitFile))?.[1];
-  if (pointer === undefined) return null;
+  const pointer = gitdirPointer(readText(realGitFile));
+  if (pointer === null) return null;
   const target = path.resolve(path.dirname(realGitFile), pointer);
   const relative = path.relative(copiedDir, target);
   if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) {

@@ -301,6 +301,22 @@ describe("a project's node_modules and .git under the default sandbox policy", (
     }
   });
 
+  it('reads a hostile .git file (a long run of spaces in its gitdir line) in time linear in its length', { timeout: 5_000 }, () => {
+    const root = fs.realpathSync(tempDir());
+    fs.mkdirSync(path.join(root, 'sub'));
+    // A pattern like /^gitdir:\s*(.+?)\s*$/m takes time in the square of this line's length (a minute here).
+    fs.writeFileSync(path.join(root, 'sub/.git'), `gitdir: a${' '.repeat(150_000)}b\r\n`);
+    fs.writeFileSync(path.join(root, '.git'), `gitdir: /outside/repo/.git/worktrees/x${' '.repeat(150_000)}\r\n`);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      // Inside the root by a relative path: kept as it is; outside: the stand-in.
+      expect(fs.readFileSync(path.join(scratch.dir, 'sub/.git'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'sub/.git'), 'utf8'));
+      expect(fs.readFileSync(path.join(scratch.dir, '.git'), 'utf8')).toBe(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it("keeps each copied file's modification time, as make and git compare them", () => {
     const root = project();
     const then = new Date('2020-01-02T03:04:05Z');
