@@ -38,10 +38,18 @@ export function isGitConfigPath(relativePath: string): boolean {
   return /(^|\/)\.git\/(modules\/.+\/)?config$/i.test(relativePath);
 }
 
-const SECTION = /^\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/;
+// No two runs of \s* that can share the same spaces: the file is the workspace's, and such a pair costs time in the
+// square of a line's length (a 1 MB line of spaces held the host's thread for minutes).
+const SECTION = /^\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"(?:[^"\\]|\\.)*"\s*)?\]\s*(.*)$/;
 const ENTRY = /^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/;
 /** A value git would read on: a line continuation, or a quote left open. Such an entry is dropped whole. */
 const CONTINUED = /\\\s*$/;
+
+/** An unquoted value up to its comment (`#` or `;`), without the spaces before it; found by index, not by a backtracking pattern. */
+function uncommented(raw: string): string {
+  const comment = raw.search(/[#;]/);
+  return (comment < 0 ? raw : raw.slice(0, comment)).trimEnd();
+}
 
 /** The kept entries of one config file's text, section by section (lower-case names, values as written). */
 function keptEntries(text: string): Map<string, [key: string, value: string][]> {
@@ -73,7 +81,7 @@ function keptEntries(text: string): Map<string, [key: string, value: string][]> 
     if (!allowed || (allowed !== 'every' && !allowed.has(key))) continue;
     const raw = (entry[2] ?? 'true').trim();
     // A quoted value is kept whole (quotes and all); an unquoted one up to a comment. Anything else is dropped.
-    const value = raw.startsWith('"') ? /^"(?:[^"\\]|\\.)*"/.exec(raw)?.[0] : raw.replace(/\s*[#;].*$/, '');
+    const value = raw.startsWith('"') ? /^"(?:[^"\\]|\\.)*"/.exec(raw)?.[0] : uncommented(raw);
     if (value === undefined || (!value.startsWith('"') && value.includes('"')) || /[\u0000-\u001f]/.test(value)) continue;
     const list = kept.get(section) ?? [];
     list.push([key, value]);
