@@ -146,6 +146,14 @@ export function isGitFilePath(relativePath: string): boolean {
 export const OUTSIDE_WORKTREE_GITDIR =
   '/executor-sandbox/this-is-a-git-worktree-whose-repository-is-outside-the-workspace-root-and-not-copied-into-the-sandbox';
 
+function realPathOrAsIs(file: string): string {
+  try {
+    return fs.realpathSync.native(file);
+  } catch {
+    return file;
+  }
+}
+
 /**
  * The path of a `.git` file's `gitdir:` line (its first), trimmed; null when it has none. Read line by line, not
  * with a backtracking pattern: the file is the workspace's, and `gitdir: a` followed by a long run of spaces and
@@ -170,7 +178,8 @@ function gitdirPointer(text: string): string | null {
 export function gitFileStandIn(realGitFile: string, copiedDir: string): Buffer | null {
   const pointer = gitdirPointer(readText(realGitFile));
   if (pointer === null) return null;
-  const target = path.resolve(path.dirname(realGitFile), pointer);
+  // Where it really is: a pointer through a symlink to the root (or out of it, through a link inside) is judged by its place.
+  const target = realPathOrAsIs(path.resolve(path.dirname(realGitFile), pointer));
   const relative = path.relative(copiedDir, target);
   if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) {
     if (!path.isAbsolute(pointer)) return null;

@@ -301,6 +301,32 @@ describe("a project's node_modules and .git under the default sandbox policy", (
     }
   });
 
+  it('a git worktree inside the root, added through a symlink to the root, works in the copy', () => {
+    const root = fs.realpathSync(tempDir());
+    const alias = path.join(fs.realpathSync(tempDir()), 'alias');
+    fs.symlinkSync(root, alias);
+    const git = (cwd: string, ...args: string[]) =>
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'safe.directory=*', ...args], {
+        cwd,
+        encoding: 'utf8',
+      });
+    expect(git(root, 'init', '-q', '-b', 'main').status).toBe(0);
+    fs.writeFileSync(path.join(root, 'a.txt'), 'a\n');
+    expect(git(root, 'add', 'a.txt').status).toBe(0);
+    expect(git(root, 'commit', '-q', '-m', 'first').status).toBe(0);
+    // The pointer names the repository by the symlink's path: the same folder, inside the root.
+    expect(git(root, 'worktree', 'add', '-q', path.join(root, 'feature')).status).toBe(0);
+    fs.writeFileSync(path.join(root, 'feature/.git'), `gitdir: ${alias}/.git/worktrees/feature\n`);
+    expect(git(path.join(root, 'feature'), 'status', '--short').status).toBe(0);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, 'feature/.git'), 'utf8')).toBe('gitdir: ../.git/worktrees/feature\n');
+      expect(git(path.join(scratch.dir, 'feature'), 'status', '--short').status).toBe(0);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it('reads a hostile .git file (a long run of spaces in its gitdir line) in time linear in its length', { timeout: 5_000 }, () => {
     const root = fs.realpathSync(tempDir());
     fs.mkdirSync(path.join(root, 'sub'));
