@@ -5,7 +5,8 @@ import type { Preview } from '../domain/step-record.js';
  * Where a step's preview is stored. SQLite rewrites a whole row for any UPDATE, and a step changes status half a
  * dozen times between its proposal and its end: the 1.4 MB diff of a 10 MB write kept in its row went through the
  * WAL (and a statement journal in /var/tmp) at each change, and every read of the step parsed it again. A large
- * preview is therefore written once to step_previews, under an id that is never used again (AUTOINCREMENT), and
+ * preview is therefore written once to step_previews, under a random id that is never used again (not AUTOINCREMENT's
+ * next id: a rolled-back savepoint gives that id back while the cache below may hold the preview read under it), and
  * the row keeps that id (preview_ref): a status update rewrites a small row, and a preview already parsed is
  * known by its id, so reading the step again costs a lookup. Rows written before this migration keep their
  * preview in preview_json (preview_ref NULL) and read as before.

@@ -13,6 +13,7 @@ import { summarizeLargeValues } from '../domain/large-values.js';
 import { stepHash, type Plan, type Step } from '../domain/step.js';
 import { toStepSummary, type StepSummary } from '../domain/step-summary.js';
 import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.js';
+import { randomInt } from 'node:crypto';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
@@ -336,8 +337,17 @@ export class StepRepository {
     this.statement('DELETE FROM step_previews WHERE step_id = ?').run(stepId);
     const stored = storedPreview(preview);
     if (stored.apartJson === null) return { preview_json: stored.json, preview_ref: null };
-    const inserted = this.statement('INSERT INTO step_previews (step_id, preview_json) VALUES (?, ?)').run(stepId, stored.apartJson);
-    return { preview_json: null, preview_ref: Number(inserted.lastInsertRowid) };
+    // A random id, not the next one: a rolled-back savepoint (a record that failed after its preview was read, a
+    // group commit on a full disk) gives AUTOINCREMENT's next id back, and the cache may hold that preview under it.
+    let previewRef: number;
+    do previewRef = randomInt(1, 2 ** 48);
+    while (this.statement('SELECT 1 FROM step_previews WHERE preview_id = ?').get(previewRef));
+    this.statement('INSERT INTO step_previews (preview_id, step_id, preview_json) VALUES (?, ?, ?)').run(
+      previewRef,
+      stepId,
+      stored.apartJson,
+    );
+    return { preview_json: null, preview_ref: previewRef };
   }
 
   /** Writes a step's row JSON and, for a large step, its body apart (step-bodies.ts); in the caller's transaction. */
@@ -829,13 +839,25 @@ export class StepRepository {
 
   /**
    * Every step waiting for consent or holding an unused approval, with when it expires; the expiry
-   * sweep reads these (few: agents' open steps are capped by the policy).
+   * sweep reads these (few: agents' open steps are capped by the policy). A step that cannot be read (its
+   * content's blob lost, a database copied without its blobs folder: step-bodies.ts) is left out and handed to
+   * `unreadable`: the stop switch and the other steps' expiry need no step's content, and one lost file must
+   * not stop them.
    */
-  expiring(): StepRecord[] {
+  expiring(unreadable: (stepId: string, error: ExecutorError) => void = () => undefined): StepRecord[] {
     const statuses = EXPIRING_STATUSES;
-    return (
-      this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(...statuses) as StepRow[]
-    ).map((row) => this.record(row));
+    const rows = this.statement(`${SELECT_STEPS} WHERE steps.status IN (${statuses.map(() => '?').join(', ')})`).all(
+      ...statuses,
+    ) as StepRow[];
+    return rows.flatMap((row) => {
+      try {
+        return [this.record(row)];
+      } catch (error) {
+        if (!(error instanceof ExecutorError && error.code === 'DATABASE_CORRUPT')) throw error;
+        unreadable(row.step_id, error);
+        return [];
+      }
+    });
   }
 
   /** Ids of the plans that have a step in one of these statuses, oldest plan first. */

@@ -78,7 +78,9 @@ export class ExpiryRoom {
       const now = Date.now();
       let next = Infinity;
       const plans = new Set<string>();
-      for (const record of desk.steps.expiring()) {
+      const unreadable = (stepId: string, error: ExecutorError) =>
+        process.stderr.write(`executor: step ${stepId} cannot expire: ${error.message}\n`);
+      for (const record of desk.steps.expiring(unreadable)) {
         if (desk.overdue(record, now)) {
           if (this.expire(record)) plans.add(record.step.planId);
         } else if (record.consentExpiresAt) {

@@ -38,10 +38,18 @@ export function isGitConfigPath(relativePath: string): boolean {
   return /(^|\/)\.git\/(modules\/.+\/)?config$/i.test(relativePath);
 }
 
-const SECTION = /^\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/;
+// No two runs of \s* that can share the same spaces: the file is the workspace's, and such a pair costs time in the
+// square of a line's length (a 1 MB line of spaces held the host's thread for minutes).
+const SECTION = /^\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"(?:[^"\\]|\\.)*"\s*)?\]\s*(.*)$/;
 const ENTRY = /^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/;
 /** A value git would read on: a line continuation, or a quote left open. Such an entry is dropped whole. */
 const CONTINUED = /\\\s*$/;
+
+/** An unquoted value up to its comment (`#` or `;`), without the spaces before it; found by index, not by a backtracking pattern. */
+function uncommented(raw: string): string {
+  const comment = raw.search(/[#;]/);
+  return (comment < 0 ? raw : raw.slice(0, comment)).trimEnd();
+}
 
 /** The kept entries of one config file's text, section by section (lower-case names, values as written). */
 function keptEntries(text: string): Map<string, [key: string, value: string][]> {
@@ -73,7 +81,7 @@ function keptEntries(text: string): Map<string, [key: string, value: string][]> 
     if (!allowed || (allowed !== 'every' && !allowed.has(key))) continue;
     const raw = (entry[2] ?? 'true').trim();
     // A quoted value is kept whole (quotes and all); an unquoted one up to a comment. Anything else is dropped.
-    const value = raw.startsWith('"') ? /^"(?:[^"\\]|\\.)*"/.exec(raw)?.[0] : raw.replace(/\s*[#;].*$/, '');
+    const value = raw.startsWith('"') ? /^"(?:[^"\\]|\\.)*"/.exec(raw)?.[0] : uncommented(raw);
     if (value === undefined || (!value.startsWith('"') && value.includes('"')) || /[\u0000-\u001f]/.test(value)) continue;
     const list = kept.get(section) ?? [];
     list.push([key, value]);
@@ -138,16 +146,45 @@ export function isGitFilePath(relativePath: string): boolean {
 export const OUTSIDE_WORKTREE_GITDIR =
   '/executor-sandbox/this-is-a-git-worktree-whose-repository-is-outside-the-workspace-root-and-not-copied-into-the-sandbox';
 
+function realPathOrAsIs(file: string): string {
+  try {
+    return fs.realpathSync.native(file);
+  } catch {
+    return file;
+  }
+}
+
+/**
+ * The path of a `.git` file's `gitdir:` line (its first), trimmed; null when it has none. Read line by line, not
+ * with a backtracking pattern: the file is the workspace's, and `gitdir: a` followed by a long run of spaces and
+ * one more letter cost a pattern like /^gitdir:\s*(.+?)\s*$/m time in the square of its length on the host's thread.
+ */
+function gitdirPointer(text: string): string | null {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('gitdir:')) continue;
+    const pointer = line.slice('gitdir:'.length).trim();
+    if (pointer !== '') return pointer;
+  }
+  return null;
+}
+
 /**
  * The stand-in for a `.git` file (see OUTSIDE_WORKTREE_GITDIR), or null when the copy keeps it as it is: its
- * repository is inside the copied folder (a submodule's `gitdir: ../.git/modules/x`), or it is no pointer at all.
+ * repository is inside the copied folder by a relative path (a submodule's `gitdir: ../.git/modules/x`), or it
+ * is no pointer at all. A pointer inside the copied folder by this machine's absolute path (what `git worktree
+ * add` writes, for a worktree inside the root) is given as the relative path to the same place: the absolute one
+ * names nothing in the container, and git there would print this machine's path.
  */
 export function gitFileStandIn(realGitFile: string, copiedDir: string): Buffer | null {
-  const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readText(realGitFile))?.[1];
-  if (pointer === undefined) return null;
-  const target = path.resolve(path.dirname(realGitFile), pointer);
+  const pointer = gitdirPointer(readText(realGitFile));
+  if (pointer === null) return null;
+  // Where it really is: a pointer through a symlink to the root (or out of it, through a link inside) is judged by its place.
+  const target = realPathOrAsIs(path.resolve(path.dirname(realGitFile), pointer));
   const relative = path.relative(copiedDir, target);
-  if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) return null;
+  if (relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative)) {
+    if (!path.isAbsolute(pointer)) return null;
+    return Buffer.from(`gitdir: ${path.relative(path.dirname(realGitFile), target).split(path.sep).join('/')}\n`, 'utf8');
+  }
   return Buffer.from(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`, 'utf8');
 }
 

@@ -247,4 +247,30 @@ describe('large step bodies apart from their rows', () => {
     const executor = closeAfter(Executor.open(dataDir));
     expect(() => executor.getStep('lost')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
   });
+
+  it("still stops all agents and expires the other waiting steps when a waiting step's content blob is gone", async () => {
+    const { dataDir, workspace } = tempSetup();
+    const first = Executor.open(dataDir);
+    await first.propose(
+      { steps: [{ id: 'gone', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('g') } }] },
+      PERSON,
+    );
+    await first.propose(
+      {
+        consentExpirySeconds: 1,
+        steps: [{ id: 'soon', action: 'writeFile', args: { path: path.join(workspace, 's.txt'), content: 's\n' } }],
+      },
+      PERSON,
+    );
+    first.close();
+    // The database was copied without its blobs folder (or the blob was lost): that one step cannot be read.
+    fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'gone').contentBlob!));
+    const executor = closeAfter(Executor.open(dataDir));
+    // The stop switch does not need any step's content.
+    expect((await executor.pause(PERSON, 'checking')).paused).toBe(true);
+    expect(executor.resume(PERSON).paused).toBe(false);
+    // Every other waiting step's clock still runs out.
+    await expect.poll(() => executor.getStep('soon').status, { timeout: 10_000 }).toBe('expired');
+    expect(() => executor.getStep('gone')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+  });
 });

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
+import type { Preview } from '../../../src/domain/step-record.js';
+import type { StepRepository } from '../../../src/store/step-repository.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { PREVIEW_APART_CHARS } from '../../../src/store/step-previews.js';
 import { closeAfter } from '../../helpers/teardown.js';
@@ -16,6 +18,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  */
 
 const PERSON = actorFor('window');
+
+type StepsInternals = Pick<StepRepository, 'transition'>;
 
 /** A file and its rewrite with every line changed: the diff of the two is well over the split threshold. */
 function largePair(tag: string): { before: string; after: string } {
@@ -161,5 +165,41 @@ describe('large previews apart from their rows', () => {
     db.close();
     const executor = closeAfter(Executor.open(dataDir));
     expect(() => executor.getStep('lost')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+  });
+
+  it('shows the preview committed under an id, not one a rolled-back transaction held under that id and read meanwhile', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    for (const id of ['a', 'b']) {
+      const { before, after } = largePair(id);
+      fs.writeFileSync(path.join(workspace, `${id}.txt`), before);
+      await executor.propose(
+        { steps: [{ id, action: 'writeFile', args: { path: path.join(workspace, `${id}.txt`), content: after } }] },
+        PERSON,
+      );
+    }
+    const a = executor.getStep('a');
+    const b = executor.getStep('b');
+    expect(b.status).toBe('awaiting_consent');
+    const desk = (executor as unknown as { desk: { steps: StepsInternals; commits: { run<T>(work: () => T): Promise<T> } } }).desk;
+    const marked = (preview: typeof a.preview, mark: string): Preview => {
+      if (preview?.kind !== 'fileChanges') throw new Error('a write is previewed as file changes');
+      return { ...preview, files: preview.files.map((file) => ({ ...file, diff: `${mark}\n${file.diff}` })) };
+    };
+    // A record whose savepoint fails after its large preview was stored and its record read (as a rule's hit
+    // record failing after an auto-approval, or the group's commit on a full disk): the preview's id is free again.
+    const rolledBack = desk.commits.run(() => {
+      desk.steps.transition('a', 'rejected', PERSON, { preview: { preview: marked(a.preview, 'ROLLED BACK'), previewHash: 'h1' } });
+      throw new Error('this record failed');
+    });
+    await expect(rolledBack).rejects.toThrow('this record failed');
+    expect(executor.getStep('a').preview).toEqual(a.preview);
+    // The next large preview stored (another step's) may get that id; it is what its step shows.
+    const fresh = marked(b.preview, 'B AGAIN');
+    await desk.commits.run(() => desk.steps.transition('b', 'rejected', PERSON, { preview: { preview: fresh, previewHash: 'h2' } }));
+    expect(executor.getStep('b').preview).toEqual(fresh);
+    executor.close();
+    const reopened = closeAfter(Executor.open(dataDir));
+    expect(reopened.getStep('b').preview).toEqual(fresh);
   });
 });

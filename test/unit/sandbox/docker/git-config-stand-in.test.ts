@@ -116,6 +116,14 @@ describe('the .git/config stand-in a sandbox copy gets', () => {
     );
   });
 
+  it('reads a hostile config (long runs of spaces in a header and in a value) in time linear in its length', { timeout: 5_000 }, () => {
+    const run = ' '.repeat(150_000);
+    // Patterns with two runs of \s* that can share the spaces took time in the square of the line's length (minutes here).
+    const standIn = standInOf(`[core${run}x\n[core]\n\tbare = false${run}x\n[user]\n\tname = Pat${run}; a comment\n`);
+    expect(standIn).toContain('name = Pat\n');
+    expect(standIn).not.toContain('[core    ');
+  });
+
   it("names the repository configs a copy leaves out: .git/config at any depth and a submodule's", () => {
     expect(isGitConfigPath('.git/config')).toBe(true);
     expect(isGitConfigPath('vendor/lib/.git/config')).toBe(true);

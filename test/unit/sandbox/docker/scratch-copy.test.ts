@@ -275,6 +275,74 @@ describe("a project's node_modules and .git under the default sandbox policy", (
     expect(git(root, 'status', '--short').status).toBe(0);
   });
 
+  it("a git worktree inside the root, whose .git file names its repository by this machine's absolute path, works in the copy", () => {
+    const root = fs.realpathSync(tempDir());
+    const git = (cwd: string, ...args: string[]) =>
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+    expect(git(root, 'init', '-q', '-b', 'main').status).toBe(0);
+    fs.writeFileSync(path.join(root, 'a.txt'), 'a\n');
+    expect(git(root, 'add', 'a.txt').status).toBe(0);
+    expect(git(root, 'commit', '-q', '-m', 'first').status).toBe(0);
+    // `git worktree add` writes the absolute path of the repository into the worktree's .git file, with a CRLF here.
+    expect(git(root, 'worktree', 'add', '-q', path.join(root, 'feature')).status, 'git worktree add').toBe(0);
+    const pointer = fs.readFileSync(path.join(root, 'feature/.git'), 'utf8');
+    expect(pointer).toContain(root);
+    fs.writeFileSync(path.join(root, 'feature/.git'), `${pointer.trimEnd()}  \r\n`);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      // That path is not where the copy is: the copy's pointer leads to the copy's own repository.
+      expect(fs.readFileSync(path.join(scratch.dir, 'feature/.git'), 'utf8')).not.toContain(root);
+      // (The copy belongs to the sandbox's user: git here, another user, is told to trust it.)
+      const status = git(path.join(scratch.dir, 'feature'), '-c', 'safe.directory=*', 'status', '--short');
+      expect(status.stderr).not.toContain(root);
+      expect(status.status, status.stderr).toBe(0);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('a git worktree inside the root, added through a symlink to the root, works in the copy', () => {
+    const root = fs.realpathSync(tempDir());
+    const alias = path.join(fs.realpathSync(tempDir()), 'alias');
+    fs.symlinkSync(root, alias);
+    const git = (cwd: string, ...args: string[]) =>
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'safe.directory=*', ...args], {
+        cwd,
+        encoding: 'utf8',
+      });
+    expect(git(root, 'init', '-q', '-b', 'main').status).toBe(0);
+    fs.writeFileSync(path.join(root, 'a.txt'), 'a\n');
+    expect(git(root, 'add', 'a.txt').status).toBe(0);
+    expect(git(root, 'commit', '-q', '-m', 'first').status).toBe(0);
+    // The pointer names the repository by the symlink's path: the same folder, inside the root.
+    expect(git(root, 'worktree', 'add', '-q', path.join(root, 'feature')).status).toBe(0);
+    fs.writeFileSync(path.join(root, 'feature/.git'), `gitdir: ${alias}/.git/worktrees/feature\n`);
+    expect(git(path.join(root, 'feature'), 'status', '--short').status).toBe(0);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      expect(fs.readFileSync(path.join(scratch.dir, 'feature/.git'), 'utf8')).toBe('gitdir: ../.git/worktrees/feature\n');
+      expect(git(path.join(scratch.dir, 'feature'), 'status', '--short').status).toBe(0);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
+  it('reads a hostile .git file (a long run of spaces in its gitdir line) in time linear in its length', { timeout: 5_000 }, () => {
+    const root = fs.realpathSync(tempDir());
+    fs.mkdirSync(path.join(root, 'sub'));
+    // A pattern like /^gitdir:\s*(.+?)\s*$/m takes time in the square of this line's length (a minute here).
+    fs.writeFileSync(path.join(root, 'sub/.git'), `gitdir: a${' '.repeat(150_000)}b\r\n`);
+    fs.writeFileSync(path.join(root, '.git'), `gitdir: /outside/repo/.git/worktrees/x${' '.repeat(150_000)}\r\n`);
+    const scratch = makeScratchCopy(root, defaults(root));
+    try {
+      // Inside the root by a relative path: kept as it is; outside: the stand-in.
+      expect(fs.readFileSync(path.join(scratch.dir, 'sub/.git'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'sub/.git'), 'utf8'));
+      expect(fs.readFileSync(path.join(scratch.dir, '.git'), 'utf8')).toBe(`gitdir: ${OUTSIDE_WORKTREE_GITDIR}\n`);
+    } finally {
+      scratch.dispose();
+    }
+  });
+
   it("keeps each copied file's modification time, as make and git compare them", () => {
     const root = project();
     const then = new Date('2020-01-02T03:04:05Z');
