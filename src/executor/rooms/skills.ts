@@ -32,6 +32,7 @@ import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
+import type { LiveRun } from '../live-runs.js';
 import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
 /** A use that breaks what the skill declared: any one disables it, in trial and active alike (judgeUse). */
@@ -271,10 +272,13 @@ export class SkillsRoom {
     skill: SkillRecord,
     input: unknown,
     mode: BridgeMode,
-    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string },
+    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
   ): Promise<ClassifiedRun & { raw: CodeRunResult }> {
     const { desk } = this;
     const inFlight = new AbortController();
+    // A use is a live run: the person's Cancel and the stop switch abort it (its worker and its calls), as any step's run.
+    const stop = () => inFlight.abort();
+    if (context.kind === 'use') context.signal.addEventListener('abort', stop, { once: true });
     const bridge = new ToolBridge({
       registry: TOOL_REGISTRY,
       mode,
@@ -305,8 +309,12 @@ export class SkillsRoom {
     });
     let raw: CodeRunResult;
     try {
-      raw = await desk.lightSandbox.run({ code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input }, desk.policy.lightSandbox);
+      raw = await desk.lightSandbox.run(
+        { code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input, signal: inFlight.signal },
+        desk.policy.lightSandbox,
+      );
     } finally {
+      if (context.kind === 'use') context.signal.removeEventListener('abort', stop);
       inFlight.abort();
     }
     const calls = raw.capabilityCalls ?? [];
@@ -559,7 +567,8 @@ export class SkillsRoom {
     const pinActor: Actor = { ...POLICY_ACTOR, client: `skill ${skill.name} v${skill.version}` };
     const hash = stepHash(step);
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId });
+    let live: LiveRun | null = null;
+    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId, signal: live!.signal });
     // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
     // records are committed and runs while they are synced to disk, instead of after (its answer still
     // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
@@ -589,6 +598,8 @@ export class SkillsRoom {
           extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
         },
       ]);
+      // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
+      live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
       if (overlap) early = runIt();
       return started;
     });
@@ -597,7 +608,9 @@ export class SkillsRoom {
       running = await written;
     } catch (error) {
       // Not on disk: whatever the early run returns is never seen.
+      (live as LiveRun | null)?.cancel();
       (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
+      if (live) desk.liveRuns.finish(live);
       throw error;
     }
     if (running === null || typeof running === 'string') {
@@ -611,10 +624,28 @@ export class SkillsRoom {
     // Marked outside the database before it runs: a lost WAL still leaves the next open knowing it ran.
     desk.auditLog.writtenHead?.stepStarted(stepId);
 
-    const run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
+    const liveRun = live as unknown as LiveRun;
+    let run: Awaited<ReturnType<typeof runIt>>;
+    try {
+      run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
+    } finally {
+      desk.liveRuns.finish(liveRun);
+    }
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {
+        if (desk.steps.currentStatus(stepId) === 'cancelled') {
+          // The person's Cancel (or the stop switch) came while it ran: the step stays cancelled, what the run did noted on it, and
+          // the skill is not judged by a run cut short.
+          desk.steps.note(
+            stepId,
+            'step.cancel_outcome',
+            actor,
+            result.ok ? { result: { ...recordableResult(run.raw) } } : { error: { code: result.code, message: result.message } },
+          );
+          const standing = desk.skills.standing(skill.skillId);
+          return { record: desk.steps.get(stepId), state: standing?.state ?? skill.state, reason: null, errorsInRow: standing?.errorsInRow ?? 0 };
+        }
         const judged = this.judgeUse(skill, run, stepId);
         const finishedAt = new Date().toISOString();
         const facts = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, state: judged.state };
@@ -642,7 +673,8 @@ export class SkillsRoom {
       }),
     );
     desk.emitStep(outcome.record);
-    if (outcome.state !== skill.state)
+    // A cancelled use changed no skill's state itself (the stop switch said its own disables).
+    if (outcome.state !== skill.state && outcome.record.status !== 'cancelled')
       desk.events.emit('skill', {
         skillId: skill.skillId,
         name: skill.name,
@@ -650,6 +682,23 @@ export class SkillsRoom {
         state: outcome.state,
         notice: outcome.state === 'disabled' ? `Skill ${skill.name} v${skill.version} was disabled: ${outcome.reason}` : null,
       });
+    if (outcome.record.status === 'cancelled') {
+      const error = outcome.record.error ?? { code: 'STEP_CANCELLED', message: 'The use was cancelled.' };
+      return {
+        stepId,
+        planId: step.planId,
+        skillId: skill.skillId,
+        name: skill.name,
+        version: skill.version,
+        codeHash: skill.codeHash,
+        ok: false,
+        code: error.code,
+        message: error.message,
+        logs: run.raw.logs,
+        durationMs: result.durationMs,
+        state: outcome.state,
+      };
+    }
     return {
       stepId,
       planId: step.planId,
