@@ -32,6 +32,7 @@ import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
+import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
 import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
@@ -521,6 +522,8 @@ export class SkillsRoom {
   async use(name: string, input: unknown, actor: Actor): Promise<SkillUseResult> {
     const { desk } = this;
     if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
+    // Execution is held on a full data directory: a use is a step, and no step starts until there is room (storage-hold.ts).
+    if (desk.hold.active) throw desk.heldError();
     const skill = desk.skills.newestByName(name, USABLE_SKILL_STATES);
     if (!skill) {
       const newest = desk.skills.newestByName(name);
@@ -578,7 +581,7 @@ export class SkillsRoom {
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
     const written = desk.commits.run(() => {
       // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
-      if (desk.paused || desk.closed) return null;
+      if (desk.paused || desk.closed || desk.hold.active) return null;
       const current = desk.skills.standing(skill.skillId);
       if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
       desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
@@ -611,10 +614,13 @@ export class SkillsRoom {
       (live as LiveRun | null)?.cancel();
       (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
       if (live) desk.liveRuns.finish(live);
+      // Its records could not be written on a full data directory: execution is held, as for any step, and nothing ran.
+      if (isNoSpace(error) && !desk.closed) throw desk.holdForStorage(error);
       throw error;
     }
     if (running === null || typeof running === 'string') {
       if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
+      if (desk.hold.active) throw desk.heldError();
       throw new ExecutorError(
         'SKILL_NOT_USABLE',
         `Skill ${name} v${skill.version} stopped being usable (${running ?? 'closed'}) before it ran.`,
