@@ -390,13 +390,7 @@ export class SkillsRoom {
         'SKILL_PIN_MISMATCH',
         `The stored code of ${skill.name} v${skill.version} does not match its hash; it cannot be approved.`,
       );
-    const limit = this.desk.policy.skills.maxActive;
-    const usable = this.desk.skills.list(USABLE_SKILL_STATES).filter((other) => other.name !== skill.name);
-    if (usable.length >= limit)
-      throw new ExecutorError(
-        'SKILL_LIMIT',
-        `At most ${limit} skills may be usable at once (policy skills.maxActive); ${usable.map((other) => other.name).join(', ')} are. Disable one first.`,
-      );
+    this.assertRoomToUse(skill);
     const now = this.now();
     const pin = {
       codeHash: skill.codeHash,
@@ -407,6 +401,20 @@ export class SkillsRoom {
     this.startTrial(skill, pin, actor, now, { pin });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
     return this.get(skill.skillId);
+  }
+
+  /**
+   * The policy's `skills.maxActive`, for every way a skill becomes usable (approval and rollback alike):
+   * another version of the same name does not count, as it is superseded by this one.
+   */
+  private assertRoomToUse(skill: SkillRecord): void {
+    const limit = this.desk.policy.skills.maxActive;
+    const usable = this.desk.skills.list(USABLE_SKILL_STATES).filter((other) => other.name !== skill.name);
+    if (usable.length >= limit)
+      throw new ExecutorError(
+        'SKILL_LIMIT',
+        `At most ${limit} skills may be usable at once (policy skills.maxActive); ${usable.map((other) => other.name).join(', ')} are. Disable one first.`,
+      );
   }
 
   /** One version of a name is usable at a time: approving (or rolling back to) one supersedes the others. */
@@ -465,6 +473,7 @@ export class SkillsRoom {
         `Skill ${skill.name} v${skill.version} was never approved; it cannot be rolled back to.`,
       );
     this.verifyPin(skill);
+    this.assertRoomToUse(skill);
     const now = this.now();
     this.startTrial(skill, { ...skill.pin!, approvedAt: now, approvedBy: proposerName(actor) }, actor, now, { rollback: true });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });

@@ -248,4 +248,15 @@ describe('skills: the pipeline on a real executor', () => {
     await expect(second.use).resolves.toMatchObject({ ok: false, code: 'STEP_CANCELLED', state: 'disabled' });
     expect(executor.listLiveRuns()).toEqual([]);
   });
+
+  it('a rollback is held to maxActive as an approval is: no path makes more skills usable than the policy allows', async () => {
+    const { executor } = openExecutor({ skills: { maxActive: 1 } });
+    const one = await executor.proposeSkill(wordCount(), agent);
+    const two = await executor.proposeSkill(wordCount({ name: 'word_count_two' }), agent);
+    executor.approveSkill(one.skillId, person);
+    executor.disableSkill(one.skillId, person, 'for now');
+    executor.approveSkill(two.skillId, person);
+    expect(() => executor.rollbackSkill(one.skillId, person)).toThrow(expect.objectContaining({ code: 'SKILL_LIMIT' }));
+    expect(executor.listSkills(['trial', 'active']).map((skill) => skill.name)).toEqual(['word_count_two']);
+  });
 });
