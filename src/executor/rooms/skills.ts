@@ -224,7 +224,12 @@ export class SkillsRoom {
         return this.transition(skill, 'rejected', SYSTEM_ACTOR, `quarantine: example ${i + 1} is outside the input schema: ${issue}`);
     }
     const runs: ClassifiedRun[] = [];
-    for (const example of skill.examples) runs.push(await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' }));
+    // The first example that fails decides: the rest would only spend the sandbox's time (twenty hanging examples are one budget, not twenty).
+    for (const example of skill.examples) {
+      const run = await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' });
+      runs.push(run);
+      if (run.failsAt !== null) break;
+    }
     this.desk.db.transaction(() => {
       this.desk.skills.setExampleResults(
         skill.skillId,

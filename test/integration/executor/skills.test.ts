@@ -259,4 +259,13 @@ describe('skills: the pipeline on a real executor', () => {
     expect(() => executor.rollbackSkill(one.skillId, person)).toThrow(expect.objectContaining({ code: 'SKILL_LIMIT' }));
     expect(executor.listSkills(['trial', 'active']).map((skill) => skill.name)).toEqual(['word_count_two']);
   });
+
+  it('quarantine stops at the first example that fails: twenty hanging examples cost one budget, not twenty', async () => {
+    const { executor } = openExecutor();
+    const examples = Array.from({ length: 20 }, (_, i) => ({ text: `hang ${i}` }));
+    const hanging = await executor.proposeSkill(wordCount({ code: 'for (;;) {}', budget: { timeMs: 300, calls: 0 }, examples }), agent);
+    expect(hanging.state).toBe('rejected');
+    expect(hanging.reason).toMatch(/^quarantine: example 1 failed \(BUDGET_EXCEEDED\)/);
+    expect(hanging.exampleResults).toHaveLength(1);
+  });
 });
