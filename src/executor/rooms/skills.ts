@@ -664,7 +664,12 @@ export class SkillsRoom {
             result.ok ? { result: { ...recordableResult(run.raw) } } : { error: { code: result.code, message: result.message } },
           );
           const standing = desk.skills.standing(skill.skillId);
-          return { record: desk.steps.get(stepId), state: standing?.state ?? skill.state, reason: null, errorsInRow: standing?.errorsInRow ?? 0 };
+          return {
+            record: desk.steps.get(stepId),
+            state: standing?.state ?? skill.state,
+            reason: null,
+            errorsInRow: standing?.errorsInRow ?? 0,
+          };
         }
         const judged = this.judgeUse(skill, run, stepId);
         const finishedAt = new Date().toISOString();

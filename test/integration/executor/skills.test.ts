@@ -216,7 +216,7 @@ describe('skills: the pipeline on a real executor', () => {
     await expect(executor.useSkill('word_count', { text: 'a' }, agent)).rejects.toMatchObject({ code: 'SKILL_NOT_USABLE' });
   });
 
-  it('a use under way is a live run: the stop switch and the person\'s Cancel stop it at once, its step cancelled', async () => {
+  it("a use under way is a live run: the stop switch and the person's Cancel stop it at once, its step cancelled", async () => {
     const { executor } = openExecutor();
     // Behaves on its examples; hangs (until its 5 s budget) on "hang".
     const code = 'if (input.text === "hang") { for (;;) {} } return { words: 1 };';
