@@ -230,6 +230,9 @@ export class SkillsRoom {
       runs.push(run);
       if (run.failsAt !== null) break;
     }
+    // The stop switch came while its examples ran: it disabled every skill then, and this one comes out of quarantine to no approval.
+    if (this.desk.paused)
+      return this.transition(skill, 'rejected', SYSTEM_ACTOR, 'quarantine: the person stopped all agents while its examples ran');
     this.desk.db.transaction(() => {
       this.desk.skills.setExampleResults(
         skill.skillId,

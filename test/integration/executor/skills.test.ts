@@ -268,4 +268,15 @@ describe('skills: the pipeline on a real executor', () => {
     expect(hanging.reason).toMatch(/^quarantine: example 1 failed \(BUDGET_EXCEEDED\)/);
     expect(hanging.exampleResults).toHaveLength(1);
   });
+
+  it('a proposal in quarantine when the stop switch comes does not come out of it waiting for approval', async () => {
+    const { executor } = openExecutor();
+    const slow = 'const until = Date.now() + 400; while (Date.now() < until) {} return { words: 1 };';
+    const proposing = executor.proposeSkill(wordCount({ code: slow, budget: { timeMs: 3000, calls: 0 } }), agent);
+    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 4000 }).toEqual(['quarantine']);
+    await executor.pause(person, 'stop');
+    const skill = await proposing;
+    expect(skill.state).toBe('rejected');
+    expect(skill.reason).toMatch(/stopped all agents/);
+  });
 });
