@@ -32,6 +32,8 @@ import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
+import { isNoSpace } from '../../store/storage-errors.js';
+import type { LiveRun } from '../live-runs.js';
 import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
 /** A use that breaks what the skill declared: any one disables it, in trial and active alike (judgeUse). */
@@ -222,7 +224,15 @@ export class SkillsRoom {
         return this.transition(skill, 'rejected', SYSTEM_ACTOR, `quarantine: example ${i + 1} is outside the input schema: ${issue}`);
     }
     const runs: ClassifiedRun[] = [];
-    for (const example of skill.examples) runs.push(await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' }));
+    // The first example that fails decides: the rest would only spend the sandbox's time (twenty hanging examples are one budget, not twenty).
+    for (const example of skill.examples) {
+      const run = await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' });
+      runs.push(run);
+      if (run.failsAt !== null) break;
+    }
+    // The stop switch came while its examples ran: it disabled every skill then, and this one comes out of quarantine to no approval.
+    if (this.desk.paused)
+      return this.transition(skill, 'rejected', SYSTEM_ACTOR, 'quarantine: the person stopped all agents while its examples ran');
     this.desk.db.transaction(() => {
       this.desk.skills.setExampleResults(
         skill.skillId,
@@ -271,10 +281,13 @@ export class SkillsRoom {
     skill: SkillRecord,
     input: unknown,
     mode: BridgeMode,
-    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string },
+    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
   ): Promise<ClassifiedRun & { raw: CodeRunResult }> {
     const { desk } = this;
     const inFlight = new AbortController();
+    // A use is a live run: the person's Cancel and the stop switch abort it (its worker and its calls), as any step's run.
+    const stop = () => inFlight.abort();
+    if (context.kind === 'use') context.signal.addEventListener('abort', stop, { once: true });
     const bridge = new ToolBridge({
       registry: TOOL_REGISTRY,
       mode,
@@ -305,8 +318,12 @@ export class SkillsRoom {
     });
     let raw: CodeRunResult;
     try {
-      raw = await desk.lightSandbox.run({ code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input }, desk.policy.lightSandbox);
+      raw = await desk.lightSandbox.run(
+        { code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input, signal: inFlight.signal },
+        desk.policy.lightSandbox,
+      );
     } finally {
+      if (context.kind === 'use') context.signal.removeEventListener('abort', stop);
       inFlight.abort();
     }
     const calls = raw.capabilityCalls ?? [];
@@ -381,13 +398,7 @@ export class SkillsRoom {
         'SKILL_PIN_MISMATCH',
         `The stored code of ${skill.name} v${skill.version} does not match its hash; it cannot be approved.`,
       );
-    const limit = this.desk.policy.skills.maxActive;
-    const usable = this.desk.skills.list(USABLE_SKILL_STATES).filter((other) => other.name !== skill.name);
-    if (usable.length >= limit)
-      throw new ExecutorError(
-        'SKILL_LIMIT',
-        `At most ${limit} skills may be usable at once (policy skills.maxActive); ${usable.map((other) => other.name).join(', ')} are. Disable one first.`,
-      );
+    this.assertRoomToUse(skill);
     const now = this.now();
     const pin = {
       codeHash: skill.codeHash,
@@ -398,6 +409,20 @@ export class SkillsRoom {
     this.startTrial(skill, pin, actor, now, { pin });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
     return this.get(skill.skillId);
+  }
+
+  /**
+   * The policy's `skills.maxActive`, for every way a skill becomes usable (approval and rollback alike):
+   * another version of the same name does not count, as it is superseded by this one.
+   */
+  private assertRoomToUse(skill: SkillRecord): void {
+    const limit = this.desk.policy.skills.maxActive;
+    const usable = this.desk.skills.list(USABLE_SKILL_STATES).filter((other) => other.name !== skill.name);
+    if (usable.length >= limit)
+      throw new ExecutorError(
+        'SKILL_LIMIT',
+        `At most ${limit} skills may be usable at once (policy skills.maxActive); ${usable.map((other) => other.name).join(', ')} are. Disable one first.`,
+      );
   }
 
   /** One version of a name is usable at a time: approving (or rolling back to) one supersedes the others. */
@@ -456,6 +481,7 @@ export class SkillsRoom {
         `Skill ${skill.name} v${skill.version} was never approved; it cannot be rolled back to.`,
       );
     this.verifyPin(skill);
+    this.assertRoomToUse(skill);
     const now = this.now();
     this.startTrial(skill, { ...skill.pin!, approvedAt: now, approvedBy: proposerName(actor) }, actor, now, { rollback: true });
     this.desk.events.emit('skill', { skillId: skill.skillId, name: skill.name, version: skill.version, state: 'trial', notice: null });
@@ -513,6 +539,8 @@ export class SkillsRoom {
   async use(name: string, input: unknown, actor: Actor): Promise<SkillUseResult> {
     const { desk } = this;
     if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
+    // Execution is held on a full data directory: a use is a step, and no step starts until there is room (storage-hold.ts).
+    if (desk.hold.active) throw desk.heldError();
     const skill = desk.skills.newestByName(name, USABLE_SKILL_STATES);
     if (!skill) {
       const newest = desk.skills.newestByName(name);
@@ -559,7 +587,8 @@ export class SkillsRoom {
     const pinActor: Actor = { ...POLICY_ACTOR, client: `skill ${skill.name} v${skill.version}` };
     const hash = stepHash(step);
     const start = { iso: new Date().toISOString(), ms: performance.now() };
-    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId });
+    let live: LiveRun | null = null;
+    const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId, signal: live!.signal });
     // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
     // records are committed and runs while they are synced to disk, instead of after (its answer still
     // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
@@ -569,7 +598,7 @@ export class SkillsRoom {
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
     const written = desk.commits.run(() => {
       // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
-      if (desk.paused || desk.closed) return null;
+      if (desk.paused || desk.closed || desk.hold.active) return null;
       const current = desk.skills.standing(skill.skillId);
       if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
       desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
@@ -589,6 +618,8 @@ export class SkillsRoom {
           extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
         },
       ]);
+      // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
+      live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
       if (overlap) early = runIt();
       return started;
     });
@@ -597,11 +628,16 @@ export class SkillsRoom {
       running = await written;
     } catch (error) {
       // Not on disk: whatever the early run returns is never seen.
+      (live as LiveRun | null)?.cancel();
       (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
+      if (live) desk.liveRuns.finish(live);
+      // Its records could not be written on a full data directory: execution is held, as for any step, and nothing ran.
+      if (isNoSpace(error) && !desk.closed) throw desk.holdForStorage(error);
       throw error;
     }
     if (running === null || typeof running === 'string') {
       if (desk.paused) throw hostPausedError(desk.paused, 'no skill runs');
+      if (desk.hold.active) throw desk.heldError();
       throw new ExecutorError(
         'SKILL_NOT_USABLE',
         `Skill ${name} v${skill.version} stopped being usable (${running ?? 'closed'}) before it ran.`,
@@ -611,10 +647,33 @@ export class SkillsRoom {
     // Marked outside the database before it runs: a lost WAL still leaves the next open knowing it ran.
     desk.auditLog.writtenHead?.stepStarted(stepId);
 
-    const run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
+    const liveRun = live as unknown as LiveRun;
+    let run: Awaited<ReturnType<typeof runIt>>;
+    try {
+      run = await ((early as ReturnType<typeof runIt> | null) ?? runIt());
+    } finally {
+      desk.liveRuns.finish(liveRun);
+    }
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {
+        if (desk.steps.currentStatus(stepId) === 'cancelled') {
+          // The person's Cancel (or the stop switch) came while it ran: the step stays cancelled, what the run did noted on it, and
+          // the skill is not judged by a run cut short.
+          desk.steps.note(
+            stepId,
+            'step.cancel_outcome',
+            actor,
+            result.ok ? { result: { ...recordableResult(run.raw) } } : { error: { code: result.code, message: result.message } },
+          );
+          const standing = desk.skills.standing(skill.skillId);
+          return {
+            record: desk.steps.get(stepId),
+            state: standing?.state ?? skill.state,
+            reason: null,
+            errorsInRow: standing?.errorsInRow ?? 0,
+          };
+        }
         const judged = this.judgeUse(skill, run, stepId);
         const finishedAt = new Date().toISOString();
         const facts = { skillId: skill.skillId, name: skill.name, version: skill.version, codeHash: skill.codeHash, state: judged.state };
@@ -642,7 +701,8 @@ export class SkillsRoom {
       }),
     );
     desk.emitStep(outcome.record);
-    if (outcome.state !== skill.state)
+    // A cancelled use changed no skill's state itself (the stop switch said its own disables).
+    if (outcome.state !== skill.state && outcome.record.status !== 'cancelled')
       desk.events.emit('skill', {
         skillId: skill.skillId,
         name: skill.name,
@@ -650,6 +710,23 @@ export class SkillsRoom {
         state: outcome.state,
         notice: outcome.state === 'disabled' ? `Skill ${skill.name} v${skill.version} was disabled: ${outcome.reason}` : null,
       });
+    if (outcome.record.status === 'cancelled') {
+      const error = outcome.record.error ?? { code: 'STEP_CANCELLED', message: 'The use was cancelled.' };
+      return {
+        stepId,
+        planId: step.planId,
+        skillId: skill.skillId,
+        name: skill.name,
+        version: skill.version,
+        codeHash: skill.codeHash,
+        ok: false,
+        code: error.code,
+        message: error.message,
+        logs: run.raw.logs,
+        durationMs: result.durationMs,
+        state: outcome.state,
+      };
+    }
     return {
       stepId,
       planId: step.planId,

@@ -215,4 +215,68 @@ describe('skills: the pipeline on a real executor', () => {
     await executor.resume(person);
     await expect(executor.useSkill('word_count', { text: 'a' }, agent)).rejects.toMatchObject({ code: 'SKILL_NOT_USABLE' });
   });
+
+  it("a use under way is a live run: the stop switch and the person's Cancel stop it at once, its step cancelled", async () => {
+    const { executor } = openExecutor();
+    // Behaves on its examples; hangs (until its 5 s budget) on "hang".
+    const code = 'if (input.text === "hang") { for (;;) {} } return { words: 1 };';
+    const skill = await executor.proposeSkill(wordCount({ code, budget: { timeMs: 5000, calls: 0 } }), agent);
+    executor.approveSkill(skill.skillId, person, { codeHash: skill.codeHash });
+    const runningUse = async () => {
+      const use = executor.useSkill('word_count', { text: 'hang' }, agent);
+      use.catch(() => undefined);
+      const stepId = await expect
+        .poll(() => executor.listLiveRuns().find((run) => run.phase === 'realRun')?.stepId, { timeout: 4000 })
+        .toBeDefined()
+        .then(() => executor.listLiveRuns().find((run) => run.phase === 'realRun')!.stepId);
+      return { use, stepId };
+    };
+    // The person's Cancel on the running step.
+    const first = await runningUse();
+    const started = performance.now();
+    await executor.cancel(first.stepId, person);
+    const cancelled = await first.use;
+    expect(performance.now() - started).toBeLessThan(4000);
+    expect(cancelled).toMatchObject({ ok: false, code: 'STEP_CANCELLED', state: 'trial' });
+    expect(executor.getStep(first.stepId).status).toBe('cancelled');
+    // A Cancel is not the skill's misstep: it stays in trial.
+    expect(executor.getSkill(skill.skillId).state).toBe('trial');
+    // The stop switch while a use runs: its step ends cancelled, the skill disabled, nothing runs on.
+    const second = await runningUse();
+    await executor.pause(person, 'stop');
+    expect(executor.getStep(second.stepId).status).toBe('cancelled');
+    await expect(second.use).resolves.toMatchObject({ ok: false, code: 'STEP_CANCELLED', state: 'disabled' });
+    expect(executor.listLiveRuns()).toEqual([]);
+  });
+
+  it('a rollback is held to maxActive as an approval is: no path makes more skills usable than the policy allows', async () => {
+    const { executor } = openExecutor({ skills: { maxActive: 1 } });
+    const one = await executor.proposeSkill(wordCount(), agent);
+    const two = await executor.proposeSkill(wordCount({ name: 'word_count_two' }), agent);
+    executor.approveSkill(one.skillId, person);
+    executor.disableSkill(one.skillId, person, 'for now');
+    executor.approveSkill(two.skillId, person);
+    expect(() => executor.rollbackSkill(one.skillId, person)).toThrow(expect.objectContaining({ code: 'SKILL_LIMIT' }));
+    expect(executor.listSkills(['trial', 'active']).map((skill) => skill.name)).toEqual(['word_count_two']);
+  });
+
+  it('quarantine stops at the first example that fails: twenty hanging examples cost one budget, not twenty', async () => {
+    const { executor } = openExecutor();
+    const examples = Array.from({ length: 20 }, (_, i) => ({ text: `hang ${i}` }));
+    const hanging = await executor.proposeSkill(wordCount({ code: 'for (;;) {}', budget: { timeMs: 300, calls: 0 }, examples }), agent);
+    expect(hanging.state).toBe('rejected');
+    expect(hanging.reason).toMatch(/^quarantine: example 1 failed \(BUDGET_EXCEEDED\)/);
+    expect(hanging.exampleResults).toHaveLength(1);
+  });
+
+  it('a proposal in quarantine when the stop switch comes does not come out of it waiting for approval', async () => {
+    const { executor } = openExecutor();
+    const slow = 'const until = Date.now() + 400; while (Date.now() < until) {} return { words: 1 };';
+    const proposing = executor.proposeSkill(wordCount({ code: slow, budget: { timeMs: 3000, calls: 0 } }), agent);
+    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 4000 }).toEqual(['quarantine']);
+    await executor.pause(person, 'stop');
+    const skill = await proposing;
+    expect(skill.state).toBe('rejected');
+    expect(skill.reason).toMatch(/stopped all agents/);
+  });
 });
