@@ -37,9 +37,15 @@ export function shortRecordId(id: string, keep = 8): string {
   return `${characters.slice(0, keep).join('')}…${characters.slice(-4).join('')}`;
 }
 
+/**
+ * The curly double quotes of a value shown straight: the curly ones around it are ours, and an
+ * agent's `ok”. root approved “x` must not close them and read on as a sentence of ours.
+ */
+const ownQuotesOnly = (text: string): string => text.replace(/[“”„‟〝〞＂]/gu, '"');
+
 /** A value an agent or a person wrote, as one short line inside our sentence. */
 function quoted(value: unknown, max = 80): string {
-  const text = flatText(typeof value === 'string' ? value : JSON.stringify(value ?? ''));
+  const text = ownQuotesOnly(flatText(typeof value === 'string' ? value : JSON.stringify(value ?? '')));
   const characters = [...text];
   return `“${characters.length > max ? `${characters.slice(0, max - 1).join('')}…` : text}”`;
 }
@@ -159,7 +165,7 @@ const ourCap = (sentence: string): string => (/^(the|agent|a|someone) /.test(sen
 const cap = (words: string): string => (words ? words[0]!.toUpperCase() + words.slice(1) : words);
 
 function stepOf(body: RecordBodyWords, title?: string | null): string {
-  if (title) return `“${flatText(title)}”`;
+  if (title) return `“${ownQuotesOnly(flatText(title))}”`;
   return body.stepId ? `step ${shortRecordId(body.stepId)}` : 'a step';
 }
 
