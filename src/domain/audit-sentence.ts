@@ -30,11 +30,22 @@ interface Said {
   body: RecordBodyWords;
 }
 
-/** A long id as History shows it: its start and end. */
+/** The words an id starts with that every id of its kind shares: `step-`, `step-run-`, `run-`. */
+const ID_LABELS = /^(?:(?:step|run|plan|skill|q)-)+/;
+/** The least of an id's own characters its short form shows after those words. */
+const OWN_CHARACTERS_SHOWN = 3;
+
+/**
+ * A long id as History and the window show it (and the CLI takes back): its start and end. The start
+ * holds at least a few characters of the id's own after the words every id of its kind starts with:
+ * a run's steps are `step-run-<uuid>-i1-c0`, whose first 8 characters and last 4 were the same for
+ * every run.
+ */
 export function shortRecordId(id: string, keep = 8): string {
   const characters = [...id];
-  if (characters.length <= keep + 6) return id;
-  return `${characters.slice(0, keep).join('')}…${characters.slice(-4).join('')}`;
+  const start = Math.max(keep, (ID_LABELS.exec(id)?.[0].length ?? 0) + OWN_CHARACTERS_SHOWN);
+  if (characters.length <= start + 6) return id;
+  return `${characters.slice(0, start).join('')}…${characters.slice(-4).join('')}`;
 }
 
 /**
