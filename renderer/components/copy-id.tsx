@@ -1,11 +1,10 @@
 import { useState } from 'react';
+import { shortRecordId } from '../../src/domain/audit-sentence.js';
 import { MarkedText, markedPlainText } from './marked-text.js';
 
-/** An id as short as a row can hold it: whole when short, else its start and end around "…". */
+/** An id as short as a row can hold it: whole when short, else its start and end around "…", as the audit sentences say it. */
 export function shortId(id: string, keep = 8): string {
-  const characters = [...id];
-  if (characters.length <= keep + 6) return id;
-  return `${characters.slice(0, keep).join('')}…${characters.slice(-4).join('')}`;
+  return shortRecordId(id, keep);
 }
 
 /**

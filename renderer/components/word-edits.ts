@@ -30,9 +30,43 @@ interface PairMarks {
   kept: number;
 }
 
+/**
+ * The most word and space tokens a pair may differ by and still be diffed word by word. The word
+ * diff costs the line's length times the edits, so an unbounded one over long rewritten lines held
+ * the window's thread for minutes; a line with more edits than this reads as rewritten anyway.
+ */
+const MOST_EDITS_DIFFED = 200;
+
+/** Each word with how often it occurs: the words two lines share bound the words a diff can keep. */
+function wordBag(text: string): Map<string, number> {
+  const bag = new Map<string, number>();
+  for (const word of text.match(/[\p{L}\p{N}_]+|[^\p{L}\p{N}_\s]/gu) ?? []) bag.set(word, (bag.get(word) ?? 0) + 1);
+  return bag;
+}
+
+/** The share of the longer line's words the two have in common, an upper bound for what a diff keeps. */
+function sharedShare(oldLine: string, newLine: string): number {
+  const oldBag = wordBag(oldLine);
+  let shared = 0;
+  let newWords = 0;
+  for (const [word, count] of wordBag(newLine)) {
+    newWords += count;
+    shared += Math.min(count, oldBag.get(word) ?? 0);
+  }
+  let oldWords = 0;
+  for (const count of oldBag.values()) oldWords += count;
+  const most = Math.max(oldWords, newWords);
+  return most === 0 ? 0 : shared / most;
+}
+
+const REWRITTEN: PairMarks = { old: [], new: [], kept: 0 };
+
 function compare(oldLine: string, newLine: string): PairMarks {
   if (oldLine === newLine) return { old: [], new: [], kept: 1 };
-  const changes = diffWordsWithSpace(oldLine, newLine);
+  // Cheap checks first: lines sharing under half their words cannot keep half by any diff.
+  if (sharedShare(oldLine, newLine) < KEPT_SHARE_FOR_WORD_MARKS) return REWRITTEN;
+  const changes = diffWordsWithSpace(oldLine, newLine, { maxEditLength: MOST_EDITS_DIFFED });
+  if (changes === undefined) return REWRITTEN;
   const oldMarks: [number, number][] = [];
   const newMarks: [number, number][] = [];
   let oldAt = 0;
@@ -68,13 +102,18 @@ export function wordEditsOfPair(oldLine: string, newLine: string): { old: [numbe
 /** Blocks larger than this (removed × added lines) are paired in order instead of by likeness. */
 const MOST_PAIRS_WEIGHED = 2500;
 
+/** Nor when weighing every pair would read more than this many characters (long lines in a large block). */
+const MOST_CHARACTERS_WEIGHED = 400_000;
+
 /**
  * Which removed line became which added line: in order, each pair as alike as can be (the most
  * words kept over the block), a pair keeping under half its words being no pair. A blank line
  * dropped above a renamed one must not pair the rename with the blank.
  */
 function pairLines(removed: readonly string[], added: readonly string[]): [number, number][] {
-  if (removed.length * added.length > MOST_PAIRS_WEIGHED) {
+  const characters = (lines: readonly string[]) => lines.reduce((sum, line) => sum + line.length, 0);
+  const weighed = added.length * characters(removed) + removed.length * characters(added);
+  if (removed.length * added.length > MOST_PAIRS_WEIGHED || weighed > MOST_CHARACTERS_WEIGHED) {
     return Array.from({ length: Math.min(removed.length, added.length) }, (_, k) => [k, k] as [number, number]);
   }
   const worth = removed.map((oldLine) => added.map((newLine) => compare(oldLine, newLine).kept));

@@ -30,16 +30,33 @@ interface Said {
   body: RecordBodyWords;
 }
 
-/** A long id as History shows it: its start and end. */
+/** The words an id starts with that every id of its kind shares: `step-`, `step-run-`, `run-`. */
+const ID_LABELS = /^(?:(?:step|run|plan|skill|q)-)+/;
+/** The least of an id's own characters its short form shows after those words. */
+const OWN_CHARACTERS_SHOWN = 3;
+
+/**
+ * A long id as History and the window show it (and the CLI takes back): its start and end. The start
+ * holds at least a few characters of the id's own after the words every id of its kind starts with:
+ * a run's steps are `step-run-<uuid>-i1-c0`, whose first 8 characters and last 4 were the same for
+ * every run.
+ */
 export function shortRecordId(id: string, keep = 8): string {
   const characters = [...id];
-  if (characters.length <= keep + 6) return id;
-  return `${characters.slice(0, keep).join('')}…${characters.slice(-4).join('')}`;
+  const start = Math.max(keep, (ID_LABELS.exec(id)?.[0].length ?? 0) + OWN_CHARACTERS_SHOWN);
+  if (characters.length <= start + 6) return id;
+  return `${characters.slice(0, start).join('')}…${characters.slice(-4).join('')}`;
 }
+
+/**
+ * The curly double quotes of a value shown straight: the curly ones around it are ours, and an
+ * agent's `ok”. root approved “x` must not close them and read on as a sentence of ours.
+ */
+const ownQuotesOnly = (text: string): string => text.replace(/[“”„‟〝〞＂]/gu, '"');
 
 /** A value an agent or a person wrote, as one short line inside our sentence. */
 function quoted(value: unknown, max = 80): string {
-  const text = flatText(typeof value === 'string' ? value : JSON.stringify(value ?? ''));
+  const text = ownQuotesOnly(flatText(typeof value === 'string' ? value : JSON.stringify(value ?? '')));
   const characters = [...text];
   return `“${characters.length > max ? `${characters.slice(0, max - 1).join('')}…` : text}”`;
 }
@@ -159,7 +176,7 @@ const ourCap = (sentence: string): string => (/^(the|agent|a|someone) /.test(sen
 const cap = (words: string): string => (words ? words[0]!.toUpperCase() + words.slice(1) : words);
 
 function stepOf(body: RecordBodyWords, title?: string | null): string {
-  if (title) return `“${flatText(title)}”`;
+  if (title) return `“${ownQuotesOnly(flatText(title))}”`;
   return body.stepId ? `step ${shortRecordId(body.stepId)}` : 'a step';
 }
 

@@ -21,15 +21,31 @@ function segments(folder: string): string[] {
   return folder.split('/').filter((part) => part !== '' && part !== '.');
 }
 
+/**
+ * The folders of a path with each `..` taken back, so `/root/api/../../etc` is read where it lands
+ * (`/etc`), not by its leading folders. Null when a `..` climbs above where the path starts: above
+ * `/` nothing is left to compare, and above `~/` or a relative start the place is unknown here.
+ */
+function resolvedSegments(path: string): string[] | null {
+  const out: string[] = [];
+  for (const part of segments(path)) {
+    if (part !== '..') out.push(part);
+    else if (out.length === 0) return null;
+    else out.pop();
+  }
+  return out;
+}
+
 /** Whether `named` (as written in the task) is the root or inside it. */
 function isUnder(named: string, root: string): boolean {
   const rootParts = segments(root);
   if (named.startsWith('/')) {
-    const parts = segments(named);
+    const parts = resolvedSegments(named);
+    if (parts === null) return false;
     return parts.length >= rootParts.length && rootParts.every((part, index) => parts[index] === part);
   }
-  const parts = segments(named.replace(/^~\//, ''));
-  if (parts.length === 0 || parts.includes('..')) return false;
+  const parts = resolvedSegments(named.replace(/^~\//, ''));
+  if (parts === null || parts.length === 0) return false;
   // The named path's first k folders are the root's last k: the root is `<somewhere>/proj/api` and the task says `proj/api/…`.
   for (let k = Math.min(parts.length, rootParts.length); k >= 1; k--) {
     const tail = rootParts.slice(rootParts.length - k);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/run-cli.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+import { shortId } from '../../../renderer/components/copy-id.js';
 
 /*
  * Every command that takes a step, plan or run id takes a unique prefix of it, or the short form the
@@ -10,12 +11,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * them; none, NOT_FOUND. The real CLI over a real data directory, without a host.
  */
 
-/** The window's short form of an id (renderer/components/copy-id.tsx shortId, keep 8). */
-function windowShortId(id: string, keep = 8): string {
-  const characters = [...id];
-  if (characters.length <= keep + 6) return id;
-  return `${characters.slice(0, keep).join('')}…${characters.slice(-4).join('')}`;
-}
+/** The window's short form of an id: the window's own function, so this test cannot drift from it. */
+const windowShortId = shortId;
 
 function propose(dataDir: string, base: string, planId: string, steps: { id: string; file: string; content: string }[]): void {
   const planFile = path.join(base, `${planId}.json`);

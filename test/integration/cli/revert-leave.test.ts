@@ -9,6 +9,7 @@ import { callTool, say, startScriptedOpenAiServer } from '../../helpers/scripted
 import { startServe } from '../../helpers/serve-process.js';
 import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
+import { shortId } from '../../../renderer/components/copy-id.js';
 
 /*
  * `revert --run R --leave STEP` and `revert --session S --leave STEP`, as `revert --plan P --leave STEP`:
@@ -17,8 +18,8 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  * model of the run is a scripted OpenAI-compatible server on loopback (the one fake).
  */
 
-/** The short form the window shows for an id (renderer/components/copy-id.tsx), which the CLI takes too. */
-const shortForm = (id: string) => `${[...id].slice(0, 8).join('')}…${[...id].slice(-4).join('')}`;
+/** The short form the window shows for an id, which the CLI takes too: the window's own function. */
+const shortForm = (id: string) => shortId(id);
 
 describe('revert --leave for runs and agent sessions', { timeout: 180_000 }, () => {
   it('revert --run R --leave STEP keeps the hand edit of that step and reverts the others; --dry-run says so first', async () => {

@@ -24,6 +24,16 @@ describe('the folder a task names', () => {
     },
   );
 
+  it.each([
+    ['fix /home/ada/proj/api/../../../../etc/ssh', null],
+    ['read /srv/data/../../root/.ssh/id_rsa', null],
+    ['look in /home/ada/proj/api/../web/src', '/home/ada/proj/web'],
+    ['tidy ~/proj/api/../../secret', null],
+    ['tidy ~/proj/./web/lib', '/home/ada/proj/web'],
+  ])('a path that climbs out with .. is read where it lands: %s → %s', (task, root) => {
+    expect(rootNamedInTask(task, ROOTS)).toBe(root);
+  });
+
   it('picks the deepest root holding any folder named under a root, wherever it stands in the task', () => {
     const part = fc.stringMatching(/^[a-z]{1,6}$/);
     fc.assert(

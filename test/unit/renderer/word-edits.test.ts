@@ -81,4 +81,51 @@ describe('word highlights in a diff', () => {
       { type: 'edit', lineNumber: 2, start: 0, length: 'for (const i of list) sum += i;'.length },
     ]);
   });
+  // Each of these took seconds to minutes (a 50 × 50 block of 300-word lines: two minutes of the
+  // window's thread) when every pair was diffed word by word without a bound. The bounds are loose
+  // so a busy machine passes; the old cost was far above them.
+  const words = (count: number, seed: string) => Array.from({ length: count }, (_, k) => `${seed}${(k * 7919) % 100003}`).join(' ');
+
+  it('marks two long, different lines whole at once', () => {
+    const oldLine = words(6000, 'a');
+    const newLine = words(6000, 'b');
+    const started = performance.now();
+    const marks = wordEditsOfPair(oldLine, newLine);
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(marks).toEqual({ old: [[0, oldLine.length]], new: [[0, newLine.length]] });
+  });
+
+  it('marks a long line with thousands of words changed whole at once, and a long line with one word changed by that word', () => {
+    const oldLine = words(10000, 'a');
+    const halfChanged = oldLine
+      .split(' ')
+      .map((word, index) => (index % 2 ? word : `z${word}`))
+      .join(' ');
+    let started = performance.now();
+    expect(wordEditsOfPair(oldLine, halfChanged).new).toEqual([[0, halfChanged.length]]);
+    expect(performance.now() - started).toBeLessThan(1500);
+    const oneChanged = oldLine.replace(' a7919 ', ' renamed ');
+    started = performance.now();
+    expect(marked(oneChanged, wordEditsOfPair(oldLine, oneChanged).new)).toEqual(['renamed']);
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  it('pairs a large block of long lines at once, each line with its own new form', () => {
+    const block = (type: 'delete' | 'insert') =>
+      Array.from({ length: 50 }, (_, k) => ({
+        type,
+        isDelete: type === 'delete',
+        isInsert: type === 'insert',
+        lineNumber: k + 1,
+        content: type === 'delete' ? words(300, `l${k}w`) : words(300, `l${k}w`).replace(`l${k}w0 `, 'renamed '),
+      }));
+    const hunks = [
+      { content: '@@', oldStart: 1, oldLines: 50, newStart: 1, newLines: 50, changes: [...block('delete'), ...block('insert')] },
+    ] as unknown as Parameters<typeof wordEdits>[0];
+    const started = performance.now();
+    const edits = wordEdits(hunks);
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(edits.new).toHaveLength(50);
+    expect(edits.new.every((edit) => edit.start === 0 && edit.length === 'renamed'.length)).toBe(true);
+  });
 });
