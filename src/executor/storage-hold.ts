@@ -216,9 +216,14 @@ export class StorageHold {
   }
 
   private async tryResume(): Promise<void> {
-    for (const step of this.heldSteps()) if (!this.recorded.some((kept) => kept.stepId === step.stepId)) this.recorded.push(step);
-    // The chain's order: each held outcome in the order its step ran, before any other record.
-    for (const [stepId, held] of [...this.outcomes]) {
+    // The chain's order: each held outcome in the order its step ran, before any other record. Taken one
+    // at a time: a step already running may end while these are written (the disk refilled meanwhile),
+    // and its outcome, held then, is written before recording resumes, not left in memory after it.
+    for (;;) {
+      for (const step of this.heldSteps()) if (!this.recorded.some((kept) => kept.stepId === step.stepId)) this.recorded.push(step);
+      const next = this.outcomes.entries().next();
+      if (next.done) break;
+      const [stepId, held] = next.value;
       if (this.deps.closed()) return;
       try {
         await held.write();
