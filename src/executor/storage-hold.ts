@@ -58,6 +58,8 @@ export class StorageHold {
   private lastRequestCheck = 0;
   /** The file the latest refused write was for (a blob, the database): what the person may want to look at. */
   private failedPath: string | null = null;
+  /** Records of the person's own decisions taken while full (the stop switch): in force at once, written once there is room, after the held outcomes. */
+  private readonly records: { what: string; write: () => void }[] = [];
   /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
   private recorded: HeldStep[] = [];
 
@@ -97,6 +99,24 @@ export class StorageHold {
     const held = this.enter(error);
     if (!began) this.deps.emit(this.view());
     return held;
+  }
+
+  /**
+   * A decision of the person's that is in force already (the stop switch) and whose record could not be
+   * kept: `write` (synchronous, throws while still full) is tried once the held outcomes are written,
+   * before recording resumes and before anything held goes on.
+   */
+  holdRecord(what: string, write: () => void, error: unknown): ExecutorError {
+    this.records.push({ what, write });
+    return this.enter(error);
+  }
+
+  /** Writes the held records now (a decision that depends on them comes); throws while they cannot be written. */
+  writeRecords(): void {
+    while (this.records.length > 0) {
+      this.records[0]!.write();
+      this.records.shift();
+    }
   }
 
   /** Whether the step ran and its outcome is held (it reads `running` until that is written). */
@@ -233,6 +253,12 @@ export class StorageHold {
         return;
       }
       this.outcomes.delete(stepId);
+    }
+    try {
+      this.writeRecords();
+    } catch (error) {
+      this.deps.log(`executor: ${this.records[0]?.what ?? 'a held record'} still cannot be recorded: ${(error as Error).message}`);
+      return;
     }
     const since = this.since!;
     try {

@@ -1,0 +1,93 @@
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+/*
+ * The stop switch on a full data directory (real small tmpfs, root only): "Stop all agents" is the
+ * person's brake and must hold when its record cannot be written yet. The pause takes effect at once,
+ * its record is written once there is room (before recording resumes), and what the hold kept does
+ * not go on against it.
+ */
+function canMount(): boolean {
+  const probe = tempDir('mount-probe-');
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
+  if (mounted) spawnSync('umount', [probe]);
+  else console.warn('\n!!! SKIPPING full-disk-stop-switch: mounting a tmpfs needs root.\n');
+  return mounted;
+}
+
+const person = actorFor('cli');
+
+function fillDisk(root: string): string {
+  const filler = path.join(root, 'filler.bin');
+  const fd = fs.openSync(filler, 'w');
+  try {
+    for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
+  } catch {
+    /* full */
+  }
+  try {
+    for (;;) fs.writeSync(fd, Buffer.alloc(512));
+  } catch {
+    /* full to the last block */
+  }
+  fs.closeSync(fd);
+  return filler;
+}
+
+function auditActions(dataDir: string): string[] {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare('SELECT action FROM audit_records ORDER BY seq').pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
+describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs)', () => {
+  it('stops all agents at once, records the pause once there is room, and nothing proposed before goes on against it', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    const filler = fillDisk(root);
+    // The brake holds although its record cannot be written now.
+    const paused = await executor.pause(person, 'full disk drill');
+    expect(paused.paused).toBe(true);
+    expect(executor.paused).not.toBeNull();
+    await expect(
+      executor.propose(
+        { steps: [{ id: 'late', action: 'writeFile', args: { path: path.join(workspace, 'late.txt'), content: 'x' } }] },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'HOST_PAUSED' });
+    fs.rmSync(filler);
+    await expect.poll(async () => (await executor.checkStorageHold(), executor.storageHold().held), { timeout: 30_000 }).toBe(false);
+    // Room again: the pause is on record (once), before recording resumed, and still in force.
+    const actions = auditActions(dataDir);
+    expect(actions.filter((action) => action === 'host.paused')).toHaveLength(1);
+    expect(actions.indexOf('host.paused')).toBeLessThan(actions.lastIndexOf('storage.recording_resumed'));
+    expect(executor.paused).not.toBeNull();
+    await expect(
+      executor.propose(
+        { steps: [{ id: 'later', action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'x' } }] },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'HOST_PAUSED' });
+    // A new start finds the pause it recorded.
+    executor.close();
+    const reopened = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    expect(reopened.paused).not.toBeNull();
+    expect((await reopened.verifyAudit()).ok).toBe(true);
+  }, 120_000);
+});
