@@ -1,6 +1,7 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { StorageHoldView, HeldStep } from '../domain/storage-hold.js';
 import { formatBytes } from '../fs/free-space.js';
+import { isNoSpace } from '../store/storage-errors.js';
 
 /**
  * What must be written first once there is room again: a step whose effect happened while its outcome
@@ -114,7 +115,14 @@ export class StorageHold {
   /** Writes the held records now (a decision that depends on them comes); throws while they cannot be written. */
   writeRecords(): void {
     while (this.records.length > 0) {
-      this.records[0]!.write();
+      const held = this.records[0]!;
+      try {
+        held.write();
+      } catch (error) {
+        if (isNoSpace(error)) throw error;
+        // Overtaken meanwhile (the step ended otherwise): there is nothing left to record, and the rest still is.
+        this.deps.log(`executor: ${held.what} was not recorded: ${(error as Error).message}`);
+      }
       this.records.shift();
     }
   }

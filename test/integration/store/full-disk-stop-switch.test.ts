@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,8 +25,8 @@ function canMount(): boolean {
 
 const person = actorFor('cli');
 
-function fillDisk(root: string): string {
-  const filler = path.join(root, 'filler.bin');
+function fillDisk(root: string, name = 'filler.bin'): string {
+  const filler = path.join(root, name);
   const fd = fs.openSync(filler, 'w');
   try {
     for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
@@ -38,6 +39,13 @@ function fillDisk(root: string): string {
     /* full to the last block */
   }
   fs.closeSync(fd);
+  return filler;
+}
+
+/** Fills the disk, then gives back `leaveBytes`. */
+function fillDiskLeaving(root: string, leaveBytes: number): string {
+  const filler = fillDisk(root);
+  fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - leaveBytes));
   return filler;
 }
 
@@ -90,4 +98,51 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
     expect(reopened.paused).not.toBeNull();
     expect((await reopened.verifyAudit()).ok).toBe(true);
   }, 120_000);
+
+  it('a Cancel or a reject of a held step is in force at once: once there is room the step ends rejected and never runs', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=32m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    // Binary files of 2 MiB: the records fit, a step's backup does not, so the plan is held before its first step.
+    const files = ['one', 'two', 'three'].map((id) => {
+      const file = path.join(workspace, `${id}.bin`);
+      const content = crypto.randomBytes(2 * 1024 * 1024);
+      fs.writeFileSync(file, content);
+      return { id, file, content };
+    });
+    const filler = fillDiskLeaving(root, 1024 * 1024);
+    await expect(
+      executor.propose(
+        {
+          steps: files.map(({ id, file }) => ({ id, action: 'writeFile', args: { path: file, content: 'bmV3Cg==', encoding: 'base64' } })),
+        },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'STORAGE_FULL' });
+    expect(executor.storageHold().held).toBe(true);
+    expect(executor.getStep('one').status).toBe('approved');
+    // The disk fills to the last block (another program), and the person withdraws the first step (Cancel) and rejects the second.
+    const rest = fillDisk(root, 'rest.bin');
+    for (const answer of [
+      await executor.cancel('one', person).catch((error: unknown) => error),
+      await executor.reject('two', person, 'not now').catch((error: unknown) => error),
+    ])
+      expect(answer).toMatchObject({ code: 'STORAGE_FULL', message: expect.stringMatching(/is in force: it will not run/) });
+    fs.rmSync(filler);
+    fs.rmSync(rest);
+    await expect.poll(async () => (await executor.checkStorageHold(), executor.storageHold().held), { timeout: 60_000 }).toBe(false);
+    await expect.poll(() => files.map(({ id }) => executor.getStep(id).status), { timeout: 60_000 }).not.toContain('approved');
+    // Neither ran: their files hold what they held; the plan went no further against the person's no.
+    expect(executor.getStep('one').status).toBe('rejected');
+    expect(executor.getStep('two').status).toBe('rejected');
+    for (const { file, content } of files) expect(fs.readFileSync(file).equals(content), file).toBe(true);
+    const actions = auditActions(dataDir);
+    expect(actions).not.toContain('step.execution_started');
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  }, 180_000);
 });
