@@ -145,4 +145,31 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
     expect(actions).not.toContain('step.execution_started');
     expect((await executor.verifyAudit()).ok).toBe(true);
   }, 180_000);
+
+  it('a revert whose record cannot be kept never says nothing was changed: the files are back and the record follows once there is room', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    const target = path.join(workspace, 'made.txt');
+    await executor.propose({ steps: [{ id: 'made', action: 'writeFile', args: { path: target, content: 'made\n' } }] }, person);
+    expect(executor.getStep('made').status).toBe('executed');
+    const filler = fillDisk(root);
+    const answer = await executor.revertStep('made', person).catch((error: unknown) => error);
+    // The file the step created is gone (the workspace has room): the answer says so, never "nothing was changed".
+    expect(fs.existsSync(target)).toBe(false);
+    expect(answer).toMatchObject({ code: 'STORAGE_FULL' });
+    expect((answer as Error).message).not.toMatch(/[Nn]othing (of this plan )?was changed/);
+    expect((answer as Error).message).toMatch(/restored/);
+    fs.rmSync(filler);
+    await expect
+      .poll(async () => (await executor.checkStorageHold(), executor.getStep('made').status), { timeout: 30_000 })
+      .toBe('reverted');
+    expect(auditActions(dataDir).filter((action) => action === 'step.reverted')).toHaveLength(1);
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  }, 120_000);
 });
