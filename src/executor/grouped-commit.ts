@@ -92,6 +92,10 @@ export class GroupedCommit {
               // A nested transaction is a savepoint: a failing record leaves no row and no audit record behind.
               outcomes.push({ ok: true, value: this.db.transaction(work)() });
             } catch (error) {
+              // SQLite rolled the whole group back (SQLITE_FULL or an I/O error mid-statement): the records
+              // before this one are gone too, and the next would run in a transaction of its own (stored,
+              // its caller told it failed). The group fails as one, with the error that ended it.
+              if (!this.db.inTransaction) throw error;
               outcomes.push({ ok: false, error });
             }
           }

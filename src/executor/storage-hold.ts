@@ -1,6 +1,7 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { StorageHoldView, HeldStep } from '../domain/storage-hold.js';
 import { formatBytes } from '../fs/free-space.js';
+import { isNoSpace } from '../store/storage-errors.js';
 
 /**
  * What must be written first once there is room again: a step whose effect happened while its outcome
@@ -58,6 +59,8 @@ export class StorageHold {
   private lastRequestCheck = 0;
   /** The file the latest refused write was for (a blob, the database): what the person may want to look at. */
   private failedPath: string | null = null;
+  /** Records of the person's own decisions taken while full (the stop switch): in force at once, written once there is room, after the held outcomes. */
+  private readonly records: { what: string; write: () => void }[] = [];
   /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
   private recorded: HeldStep[] = [];
 
@@ -97,6 +100,31 @@ export class StorageHold {
     const held = this.enter(error);
     if (!began) this.deps.emit(this.view());
     return held;
+  }
+
+  /**
+   * A decision of the person's that is in force already (the stop switch) and whose record could not be
+   * kept: `write` (synchronous, throws while still full) is tried once the held outcomes are written,
+   * before recording resumes and before anything held goes on.
+   */
+  holdRecord(what: string, write: () => void, error: unknown): ExecutorError {
+    this.records.push({ what, write });
+    return this.enter(error);
+  }
+
+  /** Writes the held records now (a decision that depends on them comes); throws while they cannot be written. */
+  writeRecords(): void {
+    while (this.records.length > 0) {
+      const held = this.records[0]!;
+      try {
+        held.write();
+      } catch (error) {
+        if (isNoSpace(error)) throw error;
+        // Overtaken meanwhile (the step ended otherwise): there is nothing left to record, and the rest still is.
+        this.deps.log(`executor: ${held.what} was not recorded: ${(error as Error).message}`);
+      }
+      this.records.shift();
+    }
   }
 
   /** Whether the step ran and its outcome is held (it reads `running` until that is written). */
@@ -216,9 +244,14 @@ export class StorageHold {
   }
 
   private async tryResume(): Promise<void> {
-    for (const step of this.heldSteps()) if (!this.recorded.some((kept) => kept.stepId === step.stepId)) this.recorded.push(step);
-    // The chain's order: each held outcome in the order its step ran, before any other record.
-    for (const [stepId, held] of [...this.outcomes]) {
+    // The chain's order: each held outcome in the order its step ran, before any other record. Taken one
+    // at a time: a step already running may end while these are written (the disk refilled meanwhile),
+    // and its outcome, held then, is written before recording resumes, not left in memory after it.
+    for (;;) {
+      for (const step of this.heldSteps()) if (!this.recorded.some((kept) => kept.stepId === step.stepId)) this.recorded.push(step);
+      const next = this.outcomes.entries().next();
+      if (next.done) break;
+      const [stepId, held] = next.value;
       if (this.deps.closed()) return;
       try {
         await held.write();
@@ -228,6 +261,12 @@ export class StorageHold {
         return;
       }
       this.outcomes.delete(stepId);
+    }
+    try {
+      this.writeRecords();
+    } catch (error) {
+      this.deps.log(`executor: ${this.records[0]?.what ?? 'a held record'} still cannot be recorded: ${(error as Error).message}`);
+      return;
     }
     const since = this.since!;
     try {

@@ -21,6 +21,7 @@ import { StepSchema, stepHash, type Step } from '../../domain/step.js';
 import { PolicySchema, savePolicy } from '../../policy/policy-file.js';
 import { policyFingerprint } from '../../policy/policy-fingerprint.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
+import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
 import { previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -391,11 +392,43 @@ export class DecisionsRoom {
     const trimmed = reason.trim();
     if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
     const record = this.desk.steps.get(stepId);
-    const rejected = this.desk.emitStep(
-      this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }),
+    const rejected = this.withdrawHeld(record, actor, 'rejection', () =>
+      this.desk.emitStep(
+        this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }),
+      ),
     );
     await this.port.advancePlan(record.step.planId, actor);
     return rejected;
+  }
+
+  /**
+   * The person's no (a reject, a Cancel) on a full data directory is in force at once: the hold keeps
+   * every step from starting, and the record is written once there is room, before recording resumes
+   * and any held plan goes on, so a withdrawn step never runs. The caller hears STORAGE_FULL saying so.
+   */
+  private withdrawHeld(record: StepRecord, actor: Actor, what: string, withdraw: () => StepRecord): StepRecord {
+    try {
+      return withdraw();
+    } catch (error) {
+      if (!isNoSpace(error) || this.desk.closed) throw error;
+      const planId = record.step.planId;
+      this.desk.hold.holdRecord(
+        `the ${what} of step ${record.step.id}`,
+        () => {
+          withdraw();
+          void this.port
+            .advancePlan(planId, actor)
+            .catch((failure: unknown) => this.desk.log(`executor: plan ${planId}: ${String(failure)}`));
+        },
+        this.desk.describeError(error),
+      );
+      const held = this.desk.heldError(planId);
+      throw new ExecutorError(
+        'STORAGE_FULL',
+        `Your ${what} of step ${record.step.id} is in force: it will not run. It is recorded once space is freed. ${held.message}`,
+        { ...held.details, decisionHeld: true, stepId: record.step.id },
+      );
+    }
   }
 
   /**
@@ -449,17 +482,19 @@ export class DecisionsRoom {
       );
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'rejected',
-        actor,
-        { rejectedReason: reason },
-        {
-          kind: 'step.cancelled',
-          detail: { reason },
-          expectFrom: [...WITHDRAWABLE_STATUSES],
-        },
+    const cancelled = this.withdrawHeld(record, actor, 'cancel', () =>
+      this.desk.emitStep(
+        this.desk.steps.transition(
+          stepId,
+          'rejected',
+          actor,
+          { rejectedReason: reason },
+          {
+            kind: 'step.cancelled',
+            detail: { reason },
+            expectFrom: [...WITHDRAWABLE_STATUSES],
+          },
+        ),
       ),
     );
     // An agent's own step withdrawn in its dry run: the dry run's container or worker goes too.

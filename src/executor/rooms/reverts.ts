@@ -16,6 +16,7 @@ import {
 } from '../../domain/revert-reasons.js';
 import type { RevertOutcome, StepRecord } from '../../domain/step-record.js';
 import { summarizeStep } from '../../domain/step-title.js';
+import { isNoSpace } from '../../store/storage-errors.js';
 import type { StepDesk } from '../step-desk.js';
 
 /** One step of a plan's revert, as previewRevertPlan shows it (newest first). */
@@ -136,19 +137,34 @@ export class RevertsRoom {
       files: files.map(({ path: p, state, restoreHash, currentHash }) => ({ path: p, state, restoreHash, currentHash })),
       ...(other ? { other } : {}),
     };
-    return this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'reverted',
-        actor,
-        { revertedAt: new Date().toISOString(), revertOutcome },
-        {
-          kind: 'step.reverted',
-          detail: { force, ...result, directories: revertOutcome.directories },
-          expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
-        },
-      ),
-    );
+    const recordRevert = () =>
+      this.desk.emitStep(
+        this.desk.steps.transition(
+          stepId,
+          'reverted',
+          actor,
+          { revertedAt: new Date().toISOString(), revertOutcome },
+          {
+            kind: 'step.reverted',
+            detail: { force, ...result, directories: revertOutcome.directories },
+            expectFrom: ['executed', 'failed', 'interrupted', 'cancelled'],
+          },
+        ),
+      );
+    try {
+      return recordRevert();
+    } catch (error) {
+      // The files are back already: a full data directory holds the record (written once there is
+      // room), and the answer says what was done, never "nothing was changed".
+      if (!isNoSpace(error) || this.desk.closed) throw error;
+      this.desk.hold.holdRecord(`the revert of step ${stepId}`, recordRevert, this.desk.describeError(error));
+      const held = this.desk.heldError(record.step.planId);
+      throw new ExecutorError(
+        'STORAGE_FULL',
+        `Step ${stepId} was reverted: its files are restored. Its record (it still reads ${record.status}) is written once space is freed; do not revert it again. ${held.message}`,
+        { ...held.details, stepId, reverted: true, files: result.files },
+      );
+    }
   }
 
   /**

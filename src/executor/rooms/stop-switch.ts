@@ -5,6 +5,7 @@ import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
 import type { StepRecord } from '../../domain/step-record.js';
 import { collapsePlainSpace } from '../../domain/visible-text.js';
 import type { LiveRun } from '../live-runs.js';
+import { isNoSpace } from '../../store/storage-errors.js';
 import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
 /** How many step ids a host.paused or host.resumed record names at most (the count is always whole). */
@@ -62,23 +63,34 @@ export class StopSwitch {
     const dryRuns = runs.filter((run) => run.phase === 'dryRun').map((run) => run.stepId);
     const held = desk.steps.expiring();
     let disabledSkills: { skillId: string; name: string; version: number }[] = [];
-    desk.db.transaction(() => {
-      desk.hostState.setPause(pause);
-      // The stop switch disables all skills at once, in the same transaction: no skill outlives the pause by a use.
-      disabledSkills = this.port.disableSkills(actor);
-      desk.audit.append({
-        kind: 'host.paused',
-        actor,
-        detail: {
-          reason: pause.reason,
-          cancelledSteps: realRuns,
-          stoppedDryRuns: dryRuns,
-          heldSteps: held.length,
-          heldStepIds: held.slice(0, LISTED_STEPS).map((record) => record.step.id),
-          disabledSkills: disabledSkills.map((skill) => skill.skillId),
-        },
-      });
-    })();
+    const record = () => {
+      disabledSkills = [];
+      desk.db.transaction(() => {
+        desk.hostState.setPause(pause);
+        // The stop switch disables all skills at once, in the same transaction: no skill outlives the pause by a use.
+        disabledSkills = this.port.disableSkills(actor);
+        desk.audit.append({
+          kind: 'host.paused',
+          actor,
+          detail: {
+            reason: pause.reason,
+            cancelledSteps: realRuns,
+            stoppedDryRuns: dryRuns,
+            heldSteps: held.length,
+            heldStepIds: held.slice(0, LISTED_STEPS).map((record) => record.step.id),
+            disabledSkills: disabledSkills.map((skill) => skill.skillId),
+          },
+        });
+      })();
+    };
+    try {
+      record();
+    } catch (error) {
+      // The brake holds on a full data directory too: in force now, its record (and the skills it
+      // disables) written once there is room, before recording resumes and anything held goes on.
+      if (!isNoSpace(error) || desk.closed) throw error;
+      desk.hold.holdRecord('the stop switch (host.paused)', record, desk.describeError(error));
+    }
     desk.paused = pause;
     for (const skill of disabledSkills)
       desk.events.emit('skill', {
@@ -114,6 +126,12 @@ export class StopSwitch {
     const { desk } = this;
     const pause = desk.paused;
     if (!pause) return this.view(false);
+    // A pause taken while the disk was full is recorded before its resume is (throws while still full).
+    try {
+      desk.hold.writeRecords();
+    } catch (error) {
+      throw isNoSpace(error) ? desk.heldError() : error;
+    }
     const now = Date.now();
     const pausedAtMs = Date.parse(pause.pausedAt);
     // Each waiting step's clock stood still from the pause (or from when it started, if later) until now.

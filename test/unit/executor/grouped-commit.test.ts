@@ -110,4 +110,30 @@ describe('GroupedCommit', () => {
     expect(seen.at(-1)).toBeGreaterThan(0);
     expect(reader.prepare('SELECT count(*) FROM records').pluck().get()).toBe(12);
   });
+  it('a record that makes SQLite roll the whole group back (SQLITE_FULL) fails every caller of the group with that error; none after it is stored alone', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    db.exec('ALTER TABLE records ADD COLUMN big BLOB');
+    // A small page cache: the large record spills to the WAL mid-statement and the database refuses to grow (as a full disk would).
+    db.pragma('cache_size = 50');
+    db.pragma('max_page_count = 100');
+    const put = (what: string, size: number) => () =>
+      Number(db.prepare('INSERT INTO records (what, big) VALUES (?, ?)').run(what, Buffer.alloc(size, 1)).lastInsertRowid);
+    const commits = new GroupedCommit(db);
+    const outcomes = await Promise.allSettled([
+      commits.run(put('before', 10)),
+      commits.run(put('too large', 1024 * 1024)),
+      commits.run(put('after', 10)),
+    ]);
+    // SQLite rolled back the whole group: each caller hears the disk is full (the storage hold's cue), none is told of a record that is not there.
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const outcome of outcomes) expect(((outcome as PromiseRejectedResult).reason as { code?: string }).code).toBe('SQLITE_FULL');
+    const reader = closeAfter(new Database(path.join(dir, 'grouped.db'), { readonly: true }));
+    // A caller told its record failed finds none stored (it would be written again when space returns).
+    expect(reader.prepare('SELECT what FROM records').pluck().all()).toEqual([]);
+    expect(db.inTransaction).toBe(false);
+    // The connection goes on: the next record commits.
+    db.pragma('max_page_count = 100000');
+    await expect(commits.run(put('later', 10))).resolves.toBeGreaterThan(0);
+  });
 });

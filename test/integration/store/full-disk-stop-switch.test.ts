@@ -1,0 +1,175 @@
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
+
+/*
+ * The stop switch on a full data directory (real small tmpfs, root only): "Stop all agents" is the
+ * person's brake and must hold when its record cannot be written yet. The pause takes effect at once,
+ * its record is written once there is room (before recording resumes), and what the hold kept does
+ * not go on against it.
+ */
+function canMount(): boolean {
+  const probe = tempDir('mount-probe-');
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
+  if (mounted) spawnSync('umount', [probe]);
+  else console.warn('\n!!! SKIPPING full-disk-stop-switch: mounting a tmpfs needs root.\n');
+  return mounted;
+}
+
+const person = actorFor('cli');
+
+function fillDisk(root: string, name = 'filler.bin'): string {
+  const filler = path.join(root, name);
+  const fd = fs.openSync(filler, 'w');
+  try {
+    for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
+  } catch {
+    /* full */
+  }
+  try {
+    for (;;) fs.writeSync(fd, Buffer.alloc(512));
+  } catch {
+    /* full to the last block */
+  }
+  fs.closeSync(fd);
+  return filler;
+}
+
+/** Fills the disk, then gives back `leaveBytes`. */
+function fillDiskLeaving(root: string, leaveBytes: number): string {
+  const filler = fillDisk(root);
+  fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - leaveBytes));
+  return filler;
+}
+
+function auditActions(dataDir: string): string[] {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare('SELECT action FROM audit_records ORDER BY seq').pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
+describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs)', () => {
+  it('stops all agents at once, records the pause once there is room, and nothing proposed before goes on against it', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    const filler = fillDisk(root);
+    // The brake holds although its record cannot be written now.
+    const paused = await executor.pause(person, 'full disk drill');
+    expect(paused.paused).toBe(true);
+    expect(executor.paused).not.toBeNull();
+    await expect(
+      executor.propose(
+        { steps: [{ id: 'late', action: 'writeFile', args: { path: path.join(workspace, 'late.txt'), content: 'x' } }] },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'HOST_PAUSED' });
+    fs.rmSync(filler);
+    await expect.poll(async () => (await executor.checkStorageHold(), executor.storageHold().held), { timeout: 30_000 }).toBe(false);
+    // Room again: the pause is on record (once), before recording resumed, and still in force.
+    const actions = auditActions(dataDir);
+    expect(actions.filter((action) => action === 'host.paused')).toHaveLength(1);
+    expect(actions.indexOf('host.paused')).toBeLessThan(actions.lastIndexOf('storage.recording_resumed'));
+    expect(executor.paused).not.toBeNull();
+    await expect(
+      executor.propose(
+        { steps: [{ id: 'later', action: 'writeFile', args: { path: path.join(workspace, 'later.txt'), content: 'x' } }] },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'HOST_PAUSED' });
+    // A new start finds the pause it recorded.
+    executor.close();
+    const reopened = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    expect(reopened.paused).not.toBeNull();
+    expect((await reopened.verifyAudit()).ok).toBe(true);
+  }, 120_000);
+
+  it('a Cancel or a reject of a held step is in force at once: once there is room the step ends rejected and never runs', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=32m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    // Binary files of 2 MiB: the records fit, a step's backup does not, so the plan is held before its first step.
+    const files = ['one', 'two', 'three'].map((id) => {
+      const file = path.join(workspace, `${id}.bin`);
+      const content = crypto.randomBytes(2 * 1024 * 1024);
+      fs.writeFileSync(file, content);
+      return { id, file, content };
+    });
+    const filler = fillDiskLeaving(root, 1024 * 1024);
+    await expect(
+      executor.propose(
+        {
+          steps: files.map(({ id, file }) => ({ id, action: 'writeFile', args: { path: file, content: 'bmV3Cg==', encoding: 'base64' } })),
+        },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'STORAGE_FULL' });
+    expect(executor.storageHold().held).toBe(true);
+    expect(executor.getStep('one').status).toBe('approved');
+    // The disk fills to the last block (another program), and the person withdraws the first step (Cancel) and rejects the second.
+    const rest = fillDisk(root, 'rest.bin');
+    for (const answer of [
+      await executor.cancel('one', person).catch((error: unknown) => error),
+      await executor.reject('two', person, 'not now').catch((error: unknown) => error),
+    ])
+      expect(answer).toMatchObject({ code: 'STORAGE_FULL', message: expect.stringMatching(/is in force: it will not run/) });
+    fs.rmSync(filler);
+    fs.rmSync(rest);
+    await expect.poll(async () => (await executor.checkStorageHold(), executor.storageHold().held), { timeout: 60_000 }).toBe(false);
+    await expect.poll(() => files.map(({ id }) => executor.getStep(id).status), { timeout: 60_000 }).not.toContain('approved');
+    // Neither ran: their files hold what they held; the plan went no further against the person's no.
+    expect(executor.getStep('one').status).toBe('rejected');
+    expect(executor.getStep('two').status).toBe('rejected');
+    for (const { file, content } of files) expect(fs.readFileSync(file).equals(content), file).toBe(true);
+    const actions = auditActions(dataDir);
+    expect(actions).not.toContain('step.execution_started');
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  }, 180_000);
+
+  it('a revert whose record cannot be kept never says nothing was changed: the files are back and the record follows once there is room', async () => {
+    const root = tempDir('tmpfs-');
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
+    defer(() => spawnSync('umount', ['-l', root]));
+    const dataDir = path.join(root, 'data');
+    const workspace = tempDir('workspace-');
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
+    const target = path.join(workspace, 'made.txt');
+    await executor.propose({ steps: [{ id: 'made', action: 'writeFile', args: { path: target, content: 'made\n' } }] }, person);
+    expect(executor.getStep('made').status).toBe('executed');
+    const filler = fillDisk(root);
+    const answer = await executor.revertStep('made', person).catch((error: unknown) => error);
+    // The file the step created is gone (the workspace has room): the answer says so, never "nothing was changed".
+    expect(fs.existsSync(target)).toBe(false);
+    expect(answer).toMatchObject({ code: 'STORAGE_FULL' });
+    expect((answer as Error).message).not.toMatch(/[Nn]othing (of this plan )?was changed/);
+    expect((answer as Error).message).toMatch(/restored/);
+    fs.rmSync(filler);
+    await expect
+      .poll(async () => (await executor.checkStorageHold(), executor.getStep('made').status), { timeout: 30_000 })
+      .toBe('reverted');
+    expect(auditActions(dataDir).filter((action) => action === 'step.reverted')).toHaveLength(1);
+    expect((await executor.verifyAudit()).ok).toBe(true);
+  }, 120_000);
+});
