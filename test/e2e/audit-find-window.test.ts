@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shortRecordId } from '../../src/domain/audit-sentence.js';
 import { proposeAndAwaitDecision } from '../../src/ipc/client/decision-wait.js';
 import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { startServe } from '../helpers/serve-process.js';
@@ -18,8 +19,8 @@ import { collectErrors, screenshots, SOON, useChromium, windowTestsSkipReason } 
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
 
-/** The short form History shows (renderer/components/copy-id.tsx shortId). */
-const shortForm = (id: string) => `${[...id].slice(0, 8).join('')}…${[...id].slice(-4).join('')}`;
+/** The short form History shows (renderer/components/copy-id.tsx shortId is this function). */
+const shortForm = (id: string) => shortRecordId(id);
 
 describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', { timeout: 180_000 }, () => {
   it('matches an action word and a short step id, counts honestly, and says one sentence for a log without checkpoints', async () => {

@@ -86,11 +86,13 @@ function parseCount(text: string): { checked: number; total: number } {
 function cliSeqs(filters: string[]): number[] {
   const shown = runCli(['--data-dir', setup.dataDir, 'audit', 'show', '--limit', '100000', ...filters]);
   expect(shown.status, shown.stderr).toBe(0);
-  return shown.stdout
-    .split('\n')
-    // Each record is two lines (its seq, time and sentence; then its columns): the first names the seq.
-    .flatMap((line) => /^\s*(\d+) /.exec(line)?.[1] ?? [])
-    .map(Number);
+  return (
+    shown.stdout
+      .split('\n')
+      // Each record is two lines (its seq, time and sentence; then its columns): the first names the seq.
+      .flatMap((line) => /^\s*(\d+) /.exec(line)?.[1] ?? [])
+      .map(Number)
+  );
 }
 
 // Skipped only on a machine without Chromium (the helper says why, loudly); under CI=true it never skips.
