@@ -18,6 +18,8 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
     env: { ...process.env, ...options.env },
     input: options.input,
     timeout: options.timeoutMs ?? 60_000,
+    // A long `audit show` is megabytes of text; spawnSync's 1 MB default would kill the CLI mid-write (status null).
+    maxBuffer: 256 * 1024 * 1024,
   });
   noteOwnProcess(result.pid);
   return {
