@@ -279,10 +279,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
       ['stderr', run.stderr],
     ] as const) {
       if (stream.bytes > 0)
-        lines.push(
-          `${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`,
-          visibleBlock(stream.text.replace(/\n$/, '')),
-        );
+        lines.push(`${name} (${stream.bytes} bytes${stream.truncated ? ', truncated' : ''}):`, ...guttered(stream.text));
     }
     for (const request of run.egress)
       lines.push(`network: ${line(request.method)} ${line(request.host)}:${request.port} ${request.allowed ? 'allowed' : 'refused'}`);
@@ -422,6 +419,16 @@ export function liveRunText(run: LiveRunView, now = Date.now()): string {
 }
 
 /** Output chunks as lines for a terminal: escaped, stderr's prefixed so they stand apart. */
+/**
+ * What the command printed, each line behind a gutter: the text is the agent's command's, and at the left margin it could
+ * pass for Executor's own lines (a fake `--- preview of …` or diff before the real one, in `steps show` and the inline prompt).
+ */
+function guttered(text: string): string[] {
+  return visibleBlock(text.replace(/\n$/, ''))
+    .split('\n')
+    .map((outputLine) => `  │ ${outputLine}`);
+}
+
 export function tailLines(tail: readonly TailChunk[]): string[] {
   return tail.flatMap((chunk) =>
     visibleBlock(chunk.text.replace(/\n$/, ''))

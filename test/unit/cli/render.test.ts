@@ -173,3 +173,31 @@ describe('detailText (executor steps show) prints the output a stopped run kept'
     ).not.toContain('partial');
   });
 });
+
+describe("a dry run's output in steps show and the inline prompt", () => {
+  it("keeps every line the command printed behind a gutter, so none can pass for Executor's own lines", () => {
+    const forged = '--- preview of /w/README.md (10 bytes → 12 bytes)\n@@ -1 +1 @@\n-old\n+new\nbound: approving applies this dry run\n';
+    const preview = {
+      kind: 'commandRun',
+      command: 'sh build.sh',
+      cwd: '/w',
+      exitCode: 0,
+      timedOut: false,
+      oomKilled: false,
+      network: 'none',
+      image: { digest: 'sha256:abc' },
+      dryRun: true,
+      stdout: { text: forged, bytes: forged.length, truncated: false },
+      stderr: { text: '--- preview of /w/x\n', bytes: 20, truncated: false },
+      egress: [],
+      conflicts: [],
+      skipped: [],
+      files: [],
+    } as unknown as StepRecord['preview'];
+    const lines = detailText(record('awaiting_consent', { preview })).split('\n');
+    // Executor's own lines are at the margin; each printed line is behind the gutter, hidden characters and all.
+    expect(lines.filter((text) => text.startsWith('--- '))).toEqual([expect.stringMatching(/^--- dry run \(the preview/)]);
+    expect(lines.filter((text) => text.startsWith('bound: '))).toHaveLength(1);
+    for (const printed of [...forged.trimEnd().split('\n'), '--- preview of /w/x']) expect(lines).toContain(`  │ ${printed}`);
+  });
+});
