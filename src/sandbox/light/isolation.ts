@@ -10,6 +10,12 @@ export interface IsolationSupport {
   unshareArgs: string[];
   /** setrlimit(RLIMIT_AS) through prlimit: caps ArrayBuffer and WebAssembly.Memory. */
   addressSpaceCap: boolean;
+  /**
+   * setpriv --pdeathsig: the worker's wrapper is killed when the process that started it dies, and unshare's
+   * --kill-child takes the worker with it. Without it a host killed mid-run (SIGKILL, a crash) left a worker
+   * spinning on the agent's loop for good: the kill timer lived in the host.
+   */
+  parentDeathSignal: boolean;
   /** Node's permission model flag on this runtime (`--permission` from Node 22, `--experimental-permission` before). */
   permissionFlag: string;
   /** Said loudly at first use, and shown in the step's mitigations: what this machine does not get. */
@@ -51,6 +57,7 @@ export function detectIsolation(): IsolationSupport {
   let namespaces = false;
   let unshareArgs: string[] = [];
   let addressSpaceCap = false;
+  let parentDeathSignal = false;
   if (platform === 'linux') {
     const unshare = findProgram('unshare');
     unshareArgs =
@@ -69,12 +76,16 @@ export function detectIsolation(): IsolationSupport {
     const prlimit = findProgram('prlimit');
     addressSpaceCap = prlimit !== undefined && succeeds(prlimit, ['--as=1073741824', '--', 'true']);
     if (!addressSpaceCap) warnings.push('prlimit is missing: ArrayBuffer and WebAssembly.Memory are not capped, only the V8 heap is.');
+    const setpriv = findProgram('setpriv');
+    parentDeathSignal = setpriv !== undefined && succeeds(setpriv, ['--pdeathsig', 'KILL', '--', 'true']);
+    if (!parentDeathSignal)
+      warnings.push('setpriv is missing: a worker outlives a host that is killed while it runs code, until its code ends.');
   } else {
     warnings.push(
       `On ${platform} the light sandbox has no network or PID isolation and no address-space cap: only Node's permission model, stripped globals and the kill timer hold the code. Use sandbox "docker" for untrusted code.`,
     );
   }
-  detected = { platform, namespaces, unshareArgs, addressSpaceCap, permissionFlag, warnings };
+  detected = { platform, namespaces, unshareArgs, addressSpaceCap, parentDeathSignal, permissionFlag, warnings };
   return detected;
 }
 
@@ -83,10 +94,15 @@ export function warnAboutIsolation(support: IsolationSupport, write: (line: stri
   for (const warning of support.warnings) write(`executor: WARNING: light sandbox: ${warning}\n`);
 }
 
-/** The wrapper command in front of Node: rlimits first (inherited through exec), then the namespaces. */
+/**
+ * The wrapper command in front of Node: rlimits first (inherited through exec; the Electron launcher reads prlimit as
+ * the first word), the parent-death signal (set in the same process the host started, so it fires when the host dies),
+ * then the namespaces.
+ */
 export function wrapperFor(support: IsolationSupport, addressSpaceMb: number): string[] {
   const wrapper: string[] = [];
   if (support.addressSpaceCap) wrapper.push(findProgram('prlimit')!, `--as=${addressSpaceMb * 1024 * 1024}`, '--');
+  if (support.parentDeathSignal) wrapper.push(findProgram('setpriv')!, '--pdeathsig', 'KILL', '--');
   if (support.namespaces) wrapper.push(findProgram('unshare')!, ...support.unshareArgs, '--');
   return wrapper;
 }

@@ -253,7 +253,7 @@ describe('light sandbox: weaker platforms', () => {
   it('detects what this machine offers (on Linux CI as root: namespaces and an address-space cap)', () => {
     const support = detectIsolation();
     if (process.env.CI === 'true' && process.platform === 'linux') {
-      expect(support).toMatchObject({ namespaces: true, addressSpaceCap: true, warnings: [] });
+      expect(support).toMatchObject({ namespaces: true, addressSpaceCap: true, parentDeathSignal: true, warnings: [] });
     }
     expect(support.permissionFlag).toMatch(/^--(experimental-)?permission$/);
   });
