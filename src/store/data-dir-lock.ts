@@ -57,6 +57,24 @@ function openLockDatabase(lockFile: string): Database.Database {
   }
 }
 
+/** A synchronous pause (the lock is taken synchronously, at open). */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Takes the lock, with one more try after a random pause when the first answer is BUSY: racers that each
+ * reached SQLite's shared step can all time out together on a busy machine while nobody holds the lock
+ * (seen in CI: six racers, all BUSY, no holder). A lock really held answers BUSY again.
+ */
+function takeLockDatabase(lockFile: string): Database.Database {
+  try {
+    return openLockDatabase(lockFile);
+  } catch (error) {
+    if (!isBusy(error)) throw error;
+    Atomics.wait(PAUSE, 0, 0, 20 + Math.random() * 230);
+    return openLockDatabase(lockFile);
+  }
+}
+
 /** Why the lock could not be taken, typed: BUSY, a full disk, or a lock file that cannot be used (named). */
 function lockFailure(error: unknown, lockFile: string): unknown {
   const dataDir = path.dirname(lockFile);
@@ -140,13 +158,13 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
   refuseWhatIsNotALockFile(infoFile);
   let db: Database.Database | undefined;
   try {
-    db = openLockDatabase(lockFile);
+    db = takeLockDatabase(lockFile);
   } catch (error) {
     if (!isNotADatabase(error)) throw lockFailure(error, lockFile);
     // Junk in the lock file (a crash of an older version, a stray `echo > …`): see emptyJunkLockFile.
     emptyJunkLockFile(lockFile);
     try {
-      db = openLockDatabase(lockFile);
+      db = takeLockDatabase(lockFile);
     } catch (retryError) {
       throw lockFailure(retryError, lockFile);
     }
