@@ -8,21 +8,13 @@ import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
+import { canMountTmpfs } from '../../helpers/small-disk.js';
 
 /**
  * A real full disk: small tmpfs mounts (root only). Without root there is no honest way to fill a
  * file system here, so the suite skips loudly; CI runs as root, and under CI=true it must run.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  if (!mounted) {
-    if (process.env.CI === 'true') throw new Error('CI=true but tmpfs cannot be mounted here (the full-disk tests need root).');
-    console.warn('\n!!! SKIPPING full-disk tests: mounting a tmpfs needs root.\n');
-  }
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full-disk tests');
 
 const mounts: string[] = [];
 const open: Executor[] = [];

@@ -5,18 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
+import { canMountTmpfs } from '../../helpers/small-disk.js';
 
 /** A real full data directory (a small tmpfs; root only, as test/integration/executor/full-disk.test.ts). */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  if (!mounted) {
-    if (process.env.CI === 'true') throw new Error('CI=true but tmpfs cannot be mounted here (the full-disk tests need root).');
-    console.warn('\n!!! SKIPPING skill full-disk tests: mounting a tmpfs needs root.\n');
-  }
-  return mounted;
-}
+const canMount = () => canMountTmpfs('skill full-disk tests');
 
 const mounts: string[] = [];
 const open: Executor[] = [];

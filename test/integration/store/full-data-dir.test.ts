@@ -8,18 +8,10 @@ import { Executor } from '../../../src/executor/executor.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { closeAfter, defer } from '../../helpers/teardown.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
+import { canMountTmpfs } from '../../helpers/small-disk.js';
 
 /** The data directory itself on a small real tmpfs (root only; see full-disk.test.ts), the workspace elsewhere. */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  if (!mounted) {
-    if (process.env.CI === 'true') throw new Error('CI=true but tmpfs cannot be mounted here (the full-disk tests need root).');
-    console.warn('\n!!! SKIPPING full data directory tests: mounting a tmpfs needs root.\n');
-  }
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full data directory tests');
 
 function tmpfs(sizeMb: number): string {
   const dir = tempDir('tmpfs-');

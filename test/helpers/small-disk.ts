@@ -1,0 +1,18 @@
+import { spawnSync } from 'node:child_process';
+import { tempDir } from './temp-dirs.js';
+
+/**
+ * Whether a small real tmpfs can be mounted here (root only): the full-disk tests fill one. Without root there is no
+ * honest way to fill a file system, so those tests skip loudly, naming `what`; CI runs as root, and under CI=true
+ * they must run.
+ */
+export function canMountTmpfs(what: string): boolean {
+  const probe = tempDir('mount-probe-');
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
+  if (mounted) spawnSync('umount', [probe]);
+  if (!mounted) {
+    if (process.env.CI === 'true') throw new Error('CI=true but tmpfs cannot be mounted here (the full-disk tests need root).');
+    console.warn(`\n!!! SKIPPING ${what}: mounting a tmpfs needs root.\n`);
+  }
+  return mounted;
+}
