@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { defer } from './teardown.js';
 import { tempDir } from './temp-dirs.js';
 
 /**
@@ -15,4 +16,14 @@ export function canMountTmpfs(what: string): boolean {
     console.warn(`\n!!! SKIPPING ${what}: mounting a tmpfs needs root.\n`);
   }
   return mounted;
+}
+
+/**
+ * Mounts a real tmpfs of `size` (mount's own syntax: `8m`, `640k`) at `dir`, private to root, and lazily unmounts it
+ * when the test ends (a process still holding a file in it cannot keep the unmount from happening).
+ */
+export function mountTmpfs(dir: string, size: string): void {
+  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
+  defer(() => spawnSync('umount', ['-l', dir]));
 }

@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/run-cli.js';
-import { defer } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
 
 /*
@@ -11,19 +10,11 @@ import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
  * "nothing was changed: FILE still holds what it held before", so that must be true (the export is
  * written beside the file and put in place only when complete). Real CLI, real tmpfs (root only).
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING the export-out-keeps full-disk test: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('the export-out-keeps full-disk test');
 
 function tmpfs(sizeKb: number): string {
   const dir = tempDir('tmpfs-');
-  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKb}k,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
-  defer(() => spawnSync('umount', ['-l', dir]));
+  mountTmpfs(dir, `${sizeKb}k`);
   return dir;
 }
 

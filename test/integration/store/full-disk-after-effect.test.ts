@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/run-cli.js';
-import { defer } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -12,19 +11,11 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * the room left before it varies: before its backup, before it is marked running, between its effect
  * and its outcome, at the shutdown checkpoint. Whatever the point, the words must match what happened.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING the full-disk-after-effect test: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('the full-disk-after-effect test');
 
 function tmpfs(sizeMb: number): string {
   const dir = tempDir('tmpfs-');
-  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
-  defer(() => spawnSync('umount', ['-l', dir]));
+  mountTmpfs(dir, `${sizeMb}m`);
   return dir;
 }
 

@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { toErrorShape, type ErrorShape } from '../../../src/domain/errors.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { closeAfter, defer } from '../../helpers/teardown.js';
+import { closeAfter } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -17,13 +17,7 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * with one Executor open throughout (as a host): that step is held, said to have run, never run
  * again, and its outcome is recorded once space is freed; every other point is held before it ran.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING full-disk-held-outcome: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full-disk-held-outcome');
 
 const person = actorFor('cli');
 const freeBytes = (dir: string) => {
@@ -43,8 +37,7 @@ function auditCount(dataDir: string, stepId: string, action: string): number {
 describe.runIf(canMount())('a step whose outcome cannot be recorded after its effect (real tmpfs, one open Executor)', () => {
   it('is held as ran, never runs again, and its outcome is recorded once there is room', async () => {
     const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
+    mountTmpfs(root, '8m');
     const dataDir = path.join(root, 'data');
     const workspace = path.join(root, 'workspace');
     fs.mkdirSync(dataDir);

@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { defer } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -16,18 +16,11 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * cannot. What is held says so to every waiting caller with each step's real state, the host answers
  * reads meanwhile, and once space is freed the held plans finish with every step run exactly once.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING full-disk-hold: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full-disk-hold');
 
 function tmpfs(sizeMb: number): string {
   const root = tempDir('tmpfs-');
-  expect(spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', root]).status).toBe(0);
-  defer(() => spawnSync('umount', ['-l', root]));
+  mountTmpfs(root, `${sizeMb}m`);
   return root;
 }
 

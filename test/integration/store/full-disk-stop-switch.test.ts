@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { closeAfter, defer } from '../../helpers/teardown.js';
+import { closeAfter } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -15,13 +15,7 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * its record is written once there is room (before recording resumes), and what the hold kept does
  * not go on against it.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING full-disk-stop-switch: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full-disk-stop-switch');
 
 const person = actorFor('cli');
 
@@ -61,8 +55,7 @@ function auditActions(dataDir: string): string[] {
 describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs)', () => {
   it('stops all agents at once, records the pause once there is room, and nothing proposed before goes on against it', async () => {
     const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
+    mountTmpfs(root, '8m');
     const dataDir = path.join(root, 'data');
     const workspace = tempDir('workspace-');
     fs.mkdirSync(dataDir);
@@ -101,8 +94,7 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
 
   it('a Cancel or a reject of a held step is in force at once: once there is room the step ends rejected and never runs', async () => {
     const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=32m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
+    mountTmpfs(root, '32m');
     const dataDir = path.join(root, 'data');
     const workspace = tempDir('workspace-');
     fs.mkdirSync(dataDir);
@@ -148,8 +140,7 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
 
   it('a revert whose record cannot be kept never says nothing was changed: the files are back and the record follows once there is room', async () => {
     const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
+    mountTmpfs(root, '8m');
     const dataDir = path.join(root, 'data');
     const workspace = tempDir('workspace-');
     fs.mkdirSync(dataDir);

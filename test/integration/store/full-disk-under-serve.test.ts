@@ -1,10 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
-import { defer } from '../../helpers/teardown.js';
+import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -15,13 +14,7 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  * for a plan one of whose files was written, and once there is room again no step whose file is on
  * disk is still waiting to run, none is stuck running, and none runs twice.
  */
-function canMount(): boolean {
-  const probe = tempDir('mount-probe-');
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
-  if (mounted) spawnSync('umount', [probe]);
-  else console.warn('\n!!! SKIPPING full-disk-under-serve: mounting a tmpfs needs root.\n');
-  return mounted;
-}
+const canMount = () => canMountTmpfs('full-disk-under-serve');
 
 const STEPS = 120;
 
@@ -44,8 +37,7 @@ const NOT_RUN = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
 describe.runIf(canMount())('a data directory whose disk fills under a running serve', () => {
   it('every waiting caller gets a named answer, and each step says what happened to it', async () => {
     const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
+    mountTmpfs(root, '24m');
     const dataDir = path.join(root, 'data');
     const workspace = tempDir('workspace-');
     fs.mkdirSync(dataDir);
