@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { StepRecord } from '../src/domain/step-record.js';
 import type { ExecutorClient } from '../src/ipc/client/client.js';
 import { connectExecutor } from '../src/ipc/client/renderer-entry.js';
@@ -10,7 +10,7 @@ import { playChime, raiseNotice, showFaviconCount, soundWanted, WaitingNotifier,
 import { AttentionControls } from './components/attention-controls.js';
 import { FirstRunRoot } from './components/first-run-root.js';
 import { PausedBanner, StopAllButton, useHostPause } from './components/stop-switch.js';
-import { StorageHoldBanner, useStorageHold } from './components/storage-hold.js';
+import { HeldPlansContext, heldPlansOf, StorageHoldBanner, useStorageHold } from './components/storage-hold.js';
 import { desktopNotify, titleWithCount } from './desktop-notify.js';
 import { SHORTCUTS, useKeys } from './keys.js';
 import { summarizeStep } from './step-text.js';
@@ -104,6 +104,7 @@ function Shell() {
   // The stop switch: its button in the sidebar, its banner above every view while it is on.
   const hostPause = useHostPause(api);
   const storageHold = useStorageHold(api);
+  const heldPlans = useMemo(() => heldPlansOf(storageHold), [storageHold]);
   // One notice per burst of newly waiting steps, naming the agent and the step (renderer/attention.ts).
   const notifier = useRef<WaitingNotifier | null>(null);
   notifier.current ??= new WaitingNotifier(
@@ -264,13 +265,15 @@ function Shell() {
             />
           ) : null}
           <div hidden={view !== 'queue'} className="view">
-            <QueueView
-              waiting={waiting.data ?? []}
-              hasMore={waiting.hasMore}
-              onMore={waiting.loadMore}
-              policy={policy.data}
-              active={view === 'queue' && !help}
-            />
+            <HeldPlansContext.Provider value={heldPlans}>
+              <QueueView
+                waiting={waiting.data ?? []}
+                hasMore={waiting.hasMore}
+                onMore={waiting.loadMore}
+                policy={policy.data}
+                active={view === 'queue' && !help}
+              />
+            </HeldPlansContext.Provider>
           </div>
           <div hidden={view !== 'runs'} className="view">
             {runsMounted(view) ? (

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import type { HostPauseView } from '../../src/domain/host-pause.js';
 import type { ExecutorClient } from '../../src/ipc/client/client.js';
+import { useFollowedView } from '../followed-view.js';
 import { ErrorBox } from './error-box.js';
 import { MarkedText } from './marked-text.js';
 import { formatTime } from '../time-format.js';
@@ -10,27 +11,7 @@ import { formatTime } from '../time-format.js';
  * `executor pause` and another window's button move it too).
  */
 export function useHostPause(api: ExecutorClient): HostPauseView | null {
-  const [view, setView] = useState<HostPauseView | null>(null);
-  useEffect(() => {
-    let off: (() => void) | undefined;
-    let alive = true;
-    void api
-      .on('hostPause', (next) => setView(next))
-      .then((unsubscribe) => {
-        if (alive) off = unsubscribe;
-        else unsubscribe();
-      });
-    // Read after subscribing, so a change in between is not missed.
-    api.getPause().then(
-      (current) => alive && setView((seen) => seen ?? current),
-      () => undefined,
-    );
-    return () => {
-      alive = false;
-      off?.();
-    };
-  }, [api]);
-  return view;
+  return useFollowedView(api, 'hostPause', () => api.getPause());
 }
 
 /**

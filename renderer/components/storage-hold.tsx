@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'react';
+import { createContext, useContext } from 'react';
 import type { StorageHoldView } from '../../src/domain/storage-hold.js';
 import type { ExecutorClient } from '../../src/ipc/client/client.js';
+import { useFollowedView } from '../followed-view.js';
 import { formatTime } from '../time-format.js';
 
 /**
@@ -8,27 +9,7 @@ import { formatTime } from '../time-format.js';
  * event (the hold begins, holds one step more, or ends when space is freed).
  */
 export function useStorageHold(api: ExecutorClient): StorageHoldView | null {
-  const [view, setView] = useState<StorageHoldView | null>(null);
-  useEffect(() => {
-    let off: (() => void) | undefined;
-    let alive = true;
-    void api
-      .on('storageHold', (next) => setView(next))
-      .then((unsubscribe) => {
-        if (alive) off = unsubscribe;
-        else unsubscribe();
-      });
-    // Read after subscribing, so a change in between is not missed (an older host without the method: nothing shown).
-    api.getStorageHold().then(
-      (current) => alive && setView((seen) => seen ?? current),
-      () => undefined,
-    );
-    return () => {
-      alive = false;
-      off?.();
-    };
-  }, [api]);
-  return view;
+  return useFollowedView(api, 'storageHold', () => api.getStorageHold());
 }
 
 /** Shown above every view while the host holds execution because its disk is full: what it holds and that it goes on by itself. */
@@ -42,3 +23,17 @@ export function StorageHoldBanner({ hold }: { hold: StorageHoldView | null }) {
     </section>
   );
 }
+
+/** The plans whose steps wait for the disk (a held step's plan goes on only after it): each waiting row says so. */
+export const HeldPlansContext = createContext<ReadonlySet<string>>(new Set());
+
+export function useHeldPlans(): ReadonlySet<string> {
+  return useContext(HeldPlansContext);
+}
+
+export function heldPlansOf(hold: StorageHoldView | null): ReadonlySet<string> {
+  return new Set(hold?.held ? hold.steps.map((step) => step.planId) : []);
+}
+
+/** What an approved step of a held plan waits for, in the row's and the detail's words. */
+export const HELD_FOR_DISK = "the disk holding Executor's records is full; it runs once space is freed (see the notice above).";

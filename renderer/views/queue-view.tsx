@@ -25,6 +25,7 @@ import { InvisibleWarning, MarkedText, markedPlainText } from '../components/mar
 import { ReasonText } from '../components/reason-text.js';
 import { PreviewPanel } from '../components/preview-panel.js';
 import { StoppedRunOutput } from '../components/stopped-run-output.js';
+import { HELD_FOR_DISK, useHeldPlans } from '../components/storage-hold.js';
 import { RepetitionHint } from '../components/repetition-hint.js';
 import { RiskBadge } from '../components/risk-badge.js';
 import { SameFileNotice } from '../components/same-file-notice.js';
@@ -87,8 +88,13 @@ function canReject(record: StepRecord): boolean {
 }
 
 /** What a step in the queue waits for, when it is not simply the person's decision on it (a summary or a record says it alike). */
-export function queueStateText(step: Pick<StepSummary, 'status' | 'blockedBy'>): string | null {
+export function queueStateText(
+  step: Pick<StepSummary, 'status' | 'blockedBy'> & { planId?: string },
+  heldPlans: ReadonlySet<string> = new Set(),
+): string | null {
   const reason = step.blockedBy?.reason ?? (step.blockedBy ? `step ${step.blockedBy.stepId} is ${step.blockedBy.status}.` : undefined);
+  // An approved step of a plan held for the disk waits for room, whichever step of it is held: "runs first" would be untrue.
+  if (step.status === 'approved' && step.planId !== undefined && heldPlans.has(step.planId)) return `Approved; waits: ${HELD_FOR_DISK}`;
   if (step.status === 'approved') return reason ? `Approved; waits: ${reason}` : 'Approved; runs next';
   if (step.status === 'proposed' || step.status === 'evaluated') return 'Preparing preview';
   if (step.blockedBy && PLAN_BREAKING_STATUSES.includes(step.blockedBy.status)) return `Plan stopped: ${reason}`;
@@ -203,6 +209,7 @@ export function QueueView({
 }) {
   const roots = useRoots();
   const api = useApi();
+  const heldPlans = useHeldPlans();
   // A decision is held a few seconds with an Undo before it is sent; its steps leave the queue meanwhile.
   const decisions = useUndoableDecisions();
   // One state per step: a step whose real run is under way (or began after its row's summary) is its
@@ -505,9 +512,9 @@ export function QueueView({
                             </span>
                           ) : null}
                           {isPreparing(summary) ? <PreparingNote stepId={summary.id} since={summary.createdAt} now={now} /> : null}
-                          {queueStateText(summary) && !isPreparing(summary) ? (
+                          {queueStateText(summary, heldPlans) && !isPreparing(summary) ? (
                             <span className="item-sub item-state">
-                              <MarkedText text={queueStateText(summary)!} />
+                              <MarkedText text={queueStateText(summary, heldPlans)!} />
                             </span>
                           ) : null}
                         </span>
@@ -824,6 +831,7 @@ function StepDetail({
   onReject(): void;
   onRemember(): void;
 }) {
+  const heldPlans = useHeldPlans();
   const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
@@ -909,9 +917,16 @@ function StepDetail({
           </p>
         ) : (
           <p className="muted blocked-note" role="note" data-testid="blocked-by">
-            Waits: <MarkedText text={record.blockedBy.reason} />
+            Waits:{' '}
+            <MarkedText
+              text={record.status === 'approved' && heldPlans.has(record.step.planId) ? HELD_FOR_DISK : record.blockedBy.reason}
+            />
           </p>
         )
+      ) : record.status === 'approved' && heldPlans.has(record.step.planId) ? (
+        <p className="muted blocked-note" role="note" data-testid="blocked-by">
+          Waits: {HELD_FOR_DISK}
+        </p>
       ) : null}
       {evaluation ? (
         <div className="assessment">

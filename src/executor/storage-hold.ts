@@ -1,6 +1,6 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { StorageHoldView, HeldStep } from '../domain/storage-hold.js';
-import { formatBytes } from '../fs/free-space.js';
+import { formatBytesBeside } from '../fs/free-space.js';
 import { isNoSpace } from '../store/storage-errors.js';
 
 /**
@@ -221,7 +221,7 @@ export class StorageHold {
     const steps = `${count} step${count === 1 ? '' : 's'}`;
     return (
       `Executor is holding ${steps}: the disk holding ${this.deps.dataDir} is full` +
-      `${free === null ? '' : ` (${formatBytes(free)} free, ${formatBytes(this.neededBytes)} needed)`}; ` +
+      `${free === null ? '' : ` (${formatBytesBeside(free, this.neededBytes).join(' free, ')} needed)`}; ` +
       `${count === 1 ? 'it continues' : 'they continue'} when space is freed. ` +
       (ran > 0 ? `${ran} of them ran and only wait for their outcome to be recorded; they will not run again. ` : '') +
       `No step starts until its record can be written; reads keep working meanwhile.`

@@ -21,3 +21,13 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
   return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 }
+
+/**
+ * Two sizes said side by side ("1.0 MiB free, 1.0 MiB needed" reads as a contradiction): where they round to the
+ * same words and differ, both are said in bytes, so the difference the person is told about can be seen.
+ */
+export function formatBytesBeside(first: number, second: number): [string, string] {
+  const [a, b] = [formatBytes(first), formatBytes(second)];
+  if (a !== b || first === second) return [a, b];
+  return [`${first.toLocaleString('en-US')} bytes`, `${second.toLocaleString('en-US')} bytes`];
+}

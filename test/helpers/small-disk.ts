@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { defer } from './teardown.js';
 import { tempDir } from './temp-dirs.js';
 
@@ -26,4 +28,24 @@ export function mountTmpfs(dir: string, size: string): void {
   const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`mount failed: ${result.stderr}`);
   defer(() => spawnSync('umount', ['-l', dir]));
+}
+
+/** Fills the disk holding `root` to the last block, then gives back `leaveBytes`; answers the filler's path (remove it to free the disk). */
+export function fillDisk(root: string, leaveBytes = 0): string {
+  const filler = path.join(root, 'filler.bin');
+  const fd = fs.openSync(filler, 'w');
+  try {
+    const chunk = Buffer.alloc(64 * 1024);
+    for (;;) fs.writeSync(fd, chunk);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+  }
+  try {
+    for (;;) fs.writeSync(fd, Buffer.alloc(512));
+  } catch {
+    /* full to the last block */
+  }
+  if (leaveBytes > 0) fs.ftruncateSync(fd, Math.max(0, fs.fstatSync(fd).size - leaveBytes));
+  fs.closeSync(fd);
+  return filler;
 }

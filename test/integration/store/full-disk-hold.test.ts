@@ -7,7 +7,7 @@ import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { defer } from '../../helpers/teardown.js';
-import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
+import { canMountTmpfs, fillDisk, mountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -22,26 +22,6 @@ function tmpfs(sizeMb: number): string {
   const root = tempDir('tmpfs-');
   mountTmpfs(root, `${sizeMb}m`);
   return root;
-}
-
-/** Fills the disk holding `root` to the last block, then gives back `leaveBytes`; answers the filler's path (remove it to free the disk). */
-function fillDisk(root: string, leaveBytes = 0): string {
-  const filler = path.join(root, 'filler.bin');
-  const fd = fs.openSync(filler, 'w');
-  try {
-    const chunk = Buffer.alloc(64 * 1024);
-    for (;;) fs.writeSync(fd, chunk);
-  } catch (error) {
-    expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
-  }
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(512));
-  } catch {
-    /* full to the last block */
-  }
-  if (leaveBytes > 0) fs.ftruncateSync(fd, Math.max(0, fs.fstatSync(fd).size - leaveBytes));
-  fs.closeSync(fd);
-  return filler;
 }
 
 function setUp(sizeMb: number): { root: string; dataDir: string; workspace: string; plans: string } {
