@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, runCliAsync } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
-import { canMountTmpfs, fillDisk, mountTmpfs } from '../helpers/small-disk.js';
+import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../helpers/small-disk.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
@@ -22,15 +22,10 @@ const STEPS = 200;
 // Skipped only without Chromium or root (each says why, loudly); under CI=true neither skips.
 describe.runIf(mountable)('a full disk in the window', { timeout: 300_000 }, () => {
   it('shows the hold on every view while the disk is full, and takes it away once space is freed', async () => {
-    const root = tempDir('tmpfs-');
-    mountTmpfs(root, '24m');
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(
-      path.join(dataDir, 'policy.json'),
-      JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } }),
-    );
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(24, {
+      autoApprove: 'HIGH',
+      agentLimits: { stepsPerMinute: 1000, openSteps: 1000 },
+    });
     const planFile = path.join(tempDir('plans-'), 'plan.json');
     fs.writeFileSync(
       planFile,

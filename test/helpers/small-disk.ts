@@ -49,3 +49,20 @@ export function fillDisk(root: string, leaveBytes = 0): string {
   fs.closeSync(fd);
   return filler;
 }
+
+/**
+ * A data directory on a fresh tmpfs of `sizeMb` with its policy (`workspaceRoots` is the workspace made here,
+ * on the ordinary disk), the way the full-disk tests start: fill `root` to fill the data directory's disk.
+ */
+export function dataDirOnSmallDisk(
+  sizeMb: number,
+  policy: Record<string, unknown> = {},
+): { root: string; dataDir: string; workspace: string } {
+  const root = tempDir('tmpfs-');
+  mountTmpfs(root, `${sizeMb}m`);
+  const dataDir = path.join(root, 'data');
+  const workspace = tempDir('workspace-');
+  fs.mkdirSync(dataDir);
+  fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], ...policy }));
+  return { root, dataDir, workspace };
+}

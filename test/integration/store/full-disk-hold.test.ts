@@ -7,7 +7,7 @@ import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { defer } from '../../helpers/teardown.js';
-import { canMountTmpfs, fillDisk, mountTmpfs } from '../../helpers/small-disk.js';
+import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -18,22 +18,9 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  */
 const canMount = () => canMountTmpfs('full-disk-hold');
 
-function tmpfs(sizeMb: number): string {
-  const root = tempDir('tmpfs-');
-  mountTmpfs(root, `${sizeMb}m`);
-  return root;
-}
-
 function setUp(sizeMb: number): { root: string; dataDir: string; workspace: string; plans: string } {
-  const root = tmpfs(sizeMb);
-  const dataDir = path.join(root, 'data');
-  const workspace = tempDir('workspace-');
-  fs.mkdirSync(dataDir);
-  fs.writeFileSync(
-    path.join(dataDir, 'policy.json'),
-    JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } }),
-  );
-  return { root, dataDir, workspace, plans: tempDir('plans-') };
+  const small = dataDirOnSmallDisk(sizeMb, { autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } });
+  return { ...small, plans: tempDir('plans-') };
 }
 
 function planFile(dir: string, name: string, steps: { id: string; path: string; content: string; encoding?: 'base64' }[]): string {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
-import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
+import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -36,12 +36,7 @@ const NOT_RUN = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
 // `propose` hears STORAGE_FULL with each step's state, and the plan goes on once space returns.
 describe.runIf(canMount())('a data directory whose disk fills under a running serve', () => {
   it('every waiting caller gets a named answer, and each step says what happened to it', async () => {
-    const root = tempDir('tmpfs-');
-    mountTmpfs(root, '24m');
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(24, { autoApprove: 'HIGH' });
     const base = tempDir('plans-');
     const planFile = path.join(base, 'plan.json');
     fs.writeFileSync(
@@ -77,20 +72,7 @@ describe.runIf(canMount())('a data directory whose disk fills under a running se
     });
     await expect.poll(() => fs.readdirSync(workspace).length, { timeout: 120_000, interval: 20 }).toBeGreaterThan(15);
     // Fill the disk to the last block while the plan's commits are pending.
-    const filler = path.join(root, 'filler.bin');
-    const fd = fs.openSync(filler, 'w');
-    try {
-      const chunk = Buffer.alloc(64 * 1024);
-      for (;;) fs.writeSync(fd, chunk);
-    } catch (error) {
-      expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
-    }
-    try {
-      for (;;) fs.writeSync(fd, Buffer.alloc(512));
-    } catch {
-      /* full to the last block */
-    }
-    fs.closeSync(fd);
+    const filler = fillDisk(root);
     filled = true;
     await Promise.all([plan, ...proposers]);
 
