@@ -1,5 +1,3 @@
-import Database from 'better-sqlite3';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { SkillRecord } from '../../src/domain/skill.js';
@@ -9,6 +7,7 @@ import { startMcp, type McpUnderTest } from '../helpers/mcp-client.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { closeAfter } from '../helpers/teardown.js';
+import { auditOf, auditRecordsOf, SKILL, skillToolNames, WRITTEN } from '../helpers/skill-fixture.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
 
@@ -23,42 +22,6 @@ import { expectNoSeriousAxeViolations, openWindow, screenshots, SOON, useChromiu
 
 const browser = useChromium();
 const skipReason = windowTestsSkipReason();
-
-/** The transform the agent keeps writing: spacing and comments differ each time, the code is the same. */
-const WRITTEN = [
-  'const text = "alpha beta";\nreturn text.split(" ").map((w) => w.toUpperCase());',
-  '// again\nconst text = "alpha beta";   return text.split(" ").map((w) => w.toUpperCase());',
-  'const text = "alpha beta";\n\n  return text.split(" ").map((w) =>  w.toUpperCase()); /* third time */',
-  '/* and a fourth */ const text = "alpha beta"; return text.split(" ").map((w) => w.toUpperCase());',
-];
-
-const SKILL = {
-  name: 'upper_words',
-  purpose: 'split a text into words and upper-case them',
-  code: 'return input.text.split(" ").filter(Boolean).map((w) => w.toUpperCase());',
-  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-  outputSchema: { type: 'array', items: { type: 'string' } },
-  examples: [{ text: 'alpha beta' }, { text: '' }, { text: 'one' }],
-};
-
-function auditOf(dataDir: string, kind: string): Record<string, unknown>[] {
-  return recordsOf(dataDir, kind).map((record) => record.args);
-}
-
-function recordsOf(dataDir: string, kind: string): { args: Record<string, unknown>; userId: { channel: string } }[] {
-  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT body FROM audit_records WHERE action = ? ORDER BY seq').all(kind) as { body: string }[]).map(
-      (row) => JSON.parse(row.body) as { args: Record<string, unknown>; userId: { channel: string } },
-    );
-  } finally {
-    db.close();
-  }
-}
-
-async function skillTools(mcp: McpUnderTest): Promise<string[]> {
-  return (await mcp.client.listTools()).tools.map((tool) => tool.name).filter((name) => name.startsWith('skill_'));
-}
 
 /** The agent's run_code, decided by the person (approved through the host, as the window's Approve does); resolves with the step id. */
 async function runCodeApproved(mcp: McpUnderTest, person: ExecutorClient, code: string): Promise<string> {
@@ -136,7 +99,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const proposed = await mcp.call('propose_skill', SKILL);
     expect(proposed.text).toMatch(/^AWAITING_OWNER: skill upper_words v1/);
     const skillId = (proposed.result.structuredContent as { skillId: string }).skillId;
-    expect(await skillTools(mcp)).toEqual([]);
+    expect(await skillToolNames(mcp)).toEqual([]);
     // The Skills link counts what waits for the person, as the Queue link counts steps.
     const awaitingCount = page.getByRole('navigation', { name: 'Views' }).getByLabel('1 skill waiting for your approval');
     await expect.poll(() => awaitingCount.isVisible(), SOON).toBe(true);
@@ -165,11 +128,11 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses, until /);
     await expect.poll(() => awaitingCount.count(), SOON).toBe(0);
     // The approval the window sent was bound to the hash it showed, and came from the window.
-    const approvals = recordsOf(dataDir, 'skill.state').filter((record) => record.args.to === 'trial');
+    const approvals = auditRecordsOf(dataDir, 'skill.state').filter((record) => record.args.to === 'trial');
     expect(approvals.map((record) => [record.args.codeHash, record.userId.channel])).toEqual([[shownHash, 'web']]);
 
     // The agent is offered the skill and uses it without a prompt; each use is audited with the pinned hash.
-    await expect.poll(() => skillTools(mcp), SOON).toEqual(['skill_upper_words']);
+    await expect.poll(() => skillToolNames(mcp), SOON).toEqual(['skill_upper_words']);
     expect(await mcp.call('skill_upper_words', { text: 'red green' })).toMatchObject({ isError: false, text: '["RED","GREEN"]' });
     expect(await person.listSteps({ status: ['awaiting_consent'] })).toEqual([]);
     // The use is a runSkill step approved by the pin the person approved (its record follows by a group commit).
@@ -220,7 +183,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await disable.getByLabel(/^Reason/).fill('enough for today');
     await disable.getByRole('button', { name: 'Disable skill' }).click();
     await expect.poll(() => detailState(page), SOON).toBe('disabled: enough for today');
-    await expect.poll(() => skillTools(mcp), SOON).toEqual([]);
+    await expect.poll(() => skillToolNames(mcp), SOON).toEqual([]);
     expect(errors).toEqual([]);
   });
 
@@ -273,7 +236,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const tried = runCli(['--data-dir', dataDir, 'skills', 'use', 'shout_pair', '--input', '{}']);
     expect(tried.status).not.toBe(0);
     expect(tried.stderr).toContain('SKILL_NOT_USABLE');
-    expect(await skillTools(mcp)).toEqual([]);
+    expect(await skillToolNames(mcp)).toEqual([]);
 
     // A skill that declares one host, approved in the window, then calls another in its trial: disabled, and the window says why.
     const leaky = await mcp.call('propose_skill', {
@@ -297,7 +260,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     );
     await page.locator('#skill-detail').getByRole('button', { name: 'Approve v1' }).click();
     await expect.poll(() => detailState(page), SOON).toMatch(/^in trial: 0 of 50 uses/);
-    await expect.poll(() => skillTools(mcp), SOON).toEqual(['skill_fetch_words']);
+    await expect.poll(() => skillToolNames(mcp), SOON).toEqual(['skill_fetch_words']);
     expect((await mcp.call('skill_fetch_words', { text: 'send' })).text).toMatch(/^FAILED: UNDECLARED_CALL/);
 
     const notice = page.getByTestId('skill-notice');

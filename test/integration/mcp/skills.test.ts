@@ -5,42 +5,12 @@ import { describe, expect, it } from 'vitest';
 import type { RepetitionNotice, SkillEvent, SkillRecord } from '../../../src/domain/skill.js';
 import type { ExecutorClient } from '../../../src/ipc/client/client.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
-import { startMcp, type McpUnderTest } from '../../helpers/mcp-client.js';
+import { startMcp } from '../../helpers/mcp-client.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { closeAfter } from '../../helpers/teardown.js';
+import { auditOf, SKILL, skillToolNames, WRITTEN } from '../../helpers/skill-fixture.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
-
-/** The transform the agent keeps writing: the words of a text, upper-cased. Spacing and comments differ each time. */
-const WRITTEN = [
-  'const text = "alpha beta";\nreturn text.split(" ").map((w) => w.toUpperCase());',
-  '// again\nconst text = "alpha beta";   return text.split(" ").map((w) => w.toUpperCase());',
-  'const text = "alpha beta";\n\n  return text.split(" ").map((w) =>  w.toUpperCase()); /* third time */',
-];
-
-const SKILL = {
-  name: 'upper_words',
-  purpose: 'split a text into words and upper-case them',
-  code: 'return input.text.split(" ").filter(Boolean).map((w) => w.toUpperCase());',
-  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-  outputSchema: { type: 'array', items: { type: 'string' } },
-  examples: [{ text: 'alpha beta' }, { text: '' }, { text: 'one' }],
-};
-
-function auditOf(dataDir: string, kind: string): Record<string, unknown>[] {
-  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT body FROM audit_records WHERE action = ? ORDER BY seq').all(kind) as { body: string }[]).map(
-      (row) => (JSON.parse(row.body) as { args: Record<string, unknown> }).args,
-    );
-  } finally {
-    db.close();
-  }
-}
-
-async function toolNames(mcp: McpUnderTest): Promise<string[]> {
-  return (await mcp.client.listTools()).tools.map((tool) => tool.name).filter((name) => name.startsWith('skill_'));
-}
 
 function cli(dataDir: string, ...args: string[]) {
   const result = runCli(['--data-dir', dataDir, '--json', ...args]);
@@ -57,7 +27,7 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     mcp.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       listChanged += 1;
     });
-    for (const code of WRITTEN) {
+    for (const code of WRITTEN.slice(0, 3)) {
       const ran = await mcp.call('run_code', { code, purpose: 'upper-case the words' });
       expect(ran.text).toMatch(/^EXECUTED/);
     }
@@ -70,12 +40,12 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     const skillId = (proposed.result.structuredContent as { skillId: string }).skillId;
     const shown = runCli(['--data-dir', dataDir, 'skills', 'show', skillId]);
     expect(shown.stdout).toContain('1. {"text":"alpha beta"} → ["ALPHA","BETA"]');
-    expect(await toolNames(mcp)).toEqual([]);
+    expect(await skillToolNames(mcp)).toEqual([]);
 
     const approved = cli(dataDir, 'skills', 'approve', skillId, '--code-hash', shownHash(shown.stdout));
     expect(approved.state).toBe('trial');
     // The host tells the MCP server, which tells its client the tool list changed.
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual(['skill_upper_words']);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual(['skill_upper_words']);
     expect(listChanged).toBeGreaterThan(0);
 
     const used = await mcp.call('skill_upper_words', { text: 'red green' });
@@ -104,7 +74,7 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     db.close();
     const refused = await mcp.call('skill_upper_words', { text: 'x' });
     expect(refused.text).toMatch(/^FAILED: SKILL_PIN_MISMATCH: .*not the approved/);
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual([]);
     expect(cli(dataDir, 'skills', 'show', skillId).state).toBe('disabled');
     // The refused use is on record as a denied runSkill step: nothing ran.
     expect(skillUses()).toHaveLength(2);
@@ -131,7 +101,7 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
     expect(leaky.text).toMatch(/^AWAITING_OWNER/);
     const leakyId = (leaky.result.structuredContent as { skillId: string }).skillId;
     cli(dataDir, 'skills', 'approve', leakyId);
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual(['skill_fetch_words']);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual(['skill_fetch_words']);
     expect((await mcp.call('skill_fetch_words', { text: 'a b' })).text).toBe('["a","b"]');
     const leaked = await mcp.call('skill_fetch_words', { text: 'send' });
     expect(leaked.text).toMatch(
@@ -143,7 +113,7 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
       reason: expect.stringMatching(/^trial use \(step step-\S+\) failed \(UNDECLARED_CALL\)/),
     });
     await expect.poll(() => notices).toContainEqual(expect.stringMatching(/^Skill fetch_words v1 was disabled: trial use/));
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual([]);
 
     const unwanted = await mcp.call('propose_skill', { ...SKILL, name: 'unwanted' });
     const unwantedId = (unwanted.result.structuredContent as { skillId: string }).skillId;
@@ -159,11 +129,11 @@ describe('skills through the real surfaces (executor mcp, the CLI, the host)', (
 
     const kept = await mcp.call('propose_skill', SKILL);
     cli(dataDir, 'skills', 'approve', (kept.result.structuredContent as { skillId: string }).skillId);
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual(['skill_upper_words']);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual(['skill_upper_words']);
     expect(runCli(['--data-dir', dataDir, 'pause', '--reason', 'enough']).status).toBe(0);
     const all = runCli(['--data-dir', dataDir, '--json', 'skills', 'list']).json<{ skills: SkillRecord[] }>().skills;
     expect(all.filter((skill) => skill.state !== 'rejected').map((skill) => skill.state)).toEqual(['disabled', 'disabled']);
-    await expect.poll(() => toolNames(mcp), { timeout: 20_000 }).toEqual([]);
+    await expect.poll(() => skillToolNames(mcp), { timeout: 20_000 }).toEqual([]);
     expect((await mcp.call('propose_skill', SKILL)).text).toMatch(/^FAILED: HOST_PAUSED/);
   });
 });
