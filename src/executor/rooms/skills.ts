@@ -30,6 +30,7 @@ import { sha256Hex } from '../../domain/canonical-json.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
+import type { SandboxUsage } from '../../sandbox/light/budget.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
 import { isNoSpace } from '../../store/storage-errors.js';
@@ -71,6 +72,23 @@ function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilit
   return null;
 }
 
+/**
+ * A use's charge against the sandbox budget, in its outcome's commit rather than a commit (and a
+ * sync) of its own. The budget merely forgetting a run must not cost the use its outcome record.
+ */
+function chargeBudget(desk: StepDesk, usage: SandboxUsage): void {
+  try {
+    desk.lightSandbox.charge(usage);
+  } catch (error) {
+    desk.log(`executor: WARNING: light sandbox: a skill use could not be recorded against the budget: ${(error as Error).message}`);
+  }
+}
+
+/** Which light-sandbox worker a use may take: the one set aside for this skill under this pinned code, no other. */
+function workerKeyOf(skill: SkillRecord): string {
+  return `${skill.skillId}@${skill.pin?.codeHash ?? skill.codeHash}`;
+}
+
 /** Compiled once per schema text: a skill's schemas never change, and compiling them costs more than a small skill's run. */
 const validators = new Map<string, z.ZodType>();
 function validatorFor(schema: Record<string, unknown>): z.ZodType {
@@ -99,7 +117,30 @@ function firstIssue(schema: z.ZodType, value: unknown): string | null {
  * approved by its pin and audited under its code hash. Each state change is one transaction with its skill.* record.
  */
 export class SkillsRoom {
-  constructor(private readonly desk: StepDesk) {}
+  /** Skills used in this process: each keeps a light-sandbox worker of its own while it stays usable (keepWorkersWarm). */
+  private readonly warmed = new Set<string>();
+
+  constructor(private readonly desk: StepDesk) {
+    // Any skill that stops being usable (disabled, superseded, the stop switch) loses its worker at once.
+    desk.events.on('skill', () => this.keepWorkersWarm());
+  }
+
+  /**
+   * A worker set aside per usable skill that was used here (src/sandbox/light/worker-pool.ts): a use
+   * does not wait for a worker to start. The key is the skill's id and pinned code hash, so the
+   * worker serves that approval only; each is a fresh process, taken by one use and replaced after
+   * it. Started at a skill's first use in this process, not when the host opens (a one-shot CLI
+   * command would pay for processes it never uses); given up when the skill is no longer usable, on
+   * the stop switch and when the host closes.
+   */
+  private keepWorkersWarm(): void {
+    const { desk } = this;
+    if (desk.closed) return;
+    const usable = desk.paused ? [] : desk.skills.list(USABLE_SKILL_STATES);
+    const keys = usable.filter((skill) => skill.pin && this.warmed.has(skill.skillId)).map(workerKeyOf);
+    for (const skillId of this.warmed) if (!usable.some((skill) => skill.skillId === skillId)) this.warmed.delete(skillId);
+    desk.lightSandbox.reserveWorkers(keys, desk.policy.lightSandbox);
+  }
 
   private now(): string {
     return new Date(this.desk.skillClock()).toISOString();
@@ -282,7 +323,7 @@ export class SkillsRoom {
     input: unknown,
     mode: BridgeMode,
     context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
-  ): Promise<ClassifiedRun & { raw: CodeRunResult }> {
+  ): Promise<ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage }> {
     const { desk } = this;
     const inFlight = new AbortController();
     // A use is a live run: the person's Cancel and the stop switch abort it (its worker and its calls), as any step's run.
@@ -317,9 +358,18 @@ export class SkillsRoom {
       },
     });
     let raw: CodeRunResult;
+    const charged: { usage?: SandboxUsage } = {};
     try {
       raw = await desk.lightSandbox.run(
-        { code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input, signal: inFlight.signal },
+        {
+          code: skill.code,
+          timeoutMs: skill.budget.timeMs,
+          bridge,
+          input,
+          signal: inFlight.signal,
+          // A use runs on its skill's own worker, and its charge against the sandbox budget is written with its outcome.
+          ...(context.kind === 'use' ? { workerKey: workerKeyOf(skill), chargeTo: (usage: SandboxUsage) => (charged.usage = usage) } : {}),
+        },
         desk.policy.lightSandbox,
       );
     } finally {
@@ -332,8 +382,9 @@ export class SkillsRoom {
       failsAt: NonNullable<ClassifiedRun['failsAt']>,
       code: string,
       message: string,
-    ): ClassifiedRun & { raw: CodeRunResult } => ({
+    ): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
       raw,
+      ...charged,
       failsAt,
       result: { ...base, ok: false, code, message },
     });
@@ -359,6 +410,7 @@ export class SkillsRoom {
       if (mode === 'record-only' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
         return {
           raw,
+          ...charged,
           failsAt: null,
           result: {
             ...base,
@@ -377,7 +429,7 @@ export class SkillsRoom {
     }
     const mismatch = firstIssue(validatorFor(skill.outputSchema), raw.value);
     if (mismatch) return fail('quarantine', 'SCHEMA_MISMATCH', `returned a value outside its output schema: ${mismatch}`);
-    return { raw, failsAt: null, result: { ...base, ok: true, output: raw.value } };
+    return { raw, ...charged, failsAt: null, result: { ...base, ok: true, output: raw.value } };
   }
 
   /** The person's approval: pins the code hash and capabilities it was given for, and starts the trial. */
@@ -563,6 +615,11 @@ export class SkillsRoom {
     if (broken) return this.refuseChanged(skill, step, actor, broken);
 
     const pin = skill.pin!;
+    if (!this.warmed.has(skill.skillId)) {
+      // Its first use here takes a shared worker; from now on it keeps one of its own (replaced after each use).
+      this.warmed.add(skill.skillId);
+      this.keepWorkersWarm();
+    }
     const approvedBySkill: SkillPinFacts = {
       skillId: skill.skillId,
       name: skill.name,
@@ -657,6 +714,7 @@ export class SkillsRoom {
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {
+        if (run.usage) chargeBudget(desk, run.usage);
         if (desk.steps.currentStatus(stepId) === 'cancelled') {
           // The person's Cancel (or the stop switch) came while it ran: the step stays cancelled, what the run did noted on it, and
           // the skill is not judged by a run cut short.
