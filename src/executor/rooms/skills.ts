@@ -267,7 +267,7 @@ export class SkillsRoom {
     const runs: ClassifiedRun[] = [];
     // The first example that fails decides: the rest would only spend the sandbox's time (twenty hanging examples are one budget, not twenty).
     for (const example of skill.examples) {
-      const run = await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' });
+      const run = await this.runOnce(skill, example, 'quarantine', { kind: 'quarantine' });
       runs.push(run);
       if (run.failsAt !== null) break;
     }
@@ -396,9 +396,31 @@ export class SkillsRoom {
         'UNDECLARED_CALL',
         `called tools.${undeclared.call.tool} (${undeclared.call.target || 'no target'}) beyond what it declared: ${undeclared.why}`,
       );
-    if (calls.length > skill.budget.calls)
+    // Reads in quarantine answer from nothing (BridgeMode 'quarantine'): what the code did after one
+    // says nothing about the skill (an empty file is not its data), and whatever it gives back cannot
+    // carry a file's or the KB's contents to the agent. Only what it called is judged; its trial, with
+    // the real data and after the person approved, judges the rest.
+    const readWithoutData =
+      mode === 'quarantine' &&
+      calls.some((call) => call.decision === 'recorded' && !TOOL_REGISTRY.find((tool) => tool.name === call.tool)?.network);
+    const ranWithoutData = (then: string, output?: unknown): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
+      raw,
+      ...charged,
+      failsAt: null,
+      result: {
+        ...base,
+        ok: true,
+        ...(output === undefined ? {} : { output }),
+        code: 'RAN_WITHOUT_DATA',
+        message: `ran without data: quarantine answers tools.readFile with an empty text and tools.kb.search with no entries (nothing is read before you approve); ${then}`,
+      },
+    });
+    if (calls.length > skill.budget.calls) {
+      if (readWithoutData) return ranWithoutData(`then it made ${calls.length} tool calls (its budget is ${skill.budget.calls})`);
       return fail('quarantine', 'BUDGET_EXCEEDED', `made ${calls.length} tool calls; its budget is ${skill.budget.calls} per use`);
-    const refused = calls.find((call) => call.decision === 'denied');
+    }
+    // The call past the budget is the broker's refusal of an overrun (judged above), not of a call it declared.
+    const refused = calls.slice(0, skill.budget.calls).find((call) => call.decision === 'denied');
     if (refused)
       return fail(
         'validation',
@@ -406,8 +428,13 @@ export class SkillsRoom {
         `called tools.${refused.tool} (${refused.target || 'no target'}), which the broker refused: ${refused.reason}`,
       );
     if (!raw.ok) {
+      if (raw.code === 'EXECUTION_BLOCKED') return fail('validation', raw.code, raw.message);
+      // The sandbox could not run it now (its energy budget, no sandbox, the person's Cancel): not the skill's misstep.
+      if (raw.code === 'EXECUTION_DENIED' || raw.code === 'SANDBOX_UNAVAILABLE' || raw.code === 'EXECUTION_CANCELLED')
+        return fail('sandbox', raw.code, raw.message);
+      if (readWithoutData) return ranWithoutData(`with that it ended ${raw.code}: ${raw.message}`);
       // Quarantine sends nothing: code that stopped at its first (recorded) request did what it could.
-      if (mode === 'record-only' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
+      if (mode !== 'execute' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
         return {
           raw,
           ...charged,
@@ -419,15 +446,16 @@ export class SkillsRoom {
             message: 'stopped at a network request, which quarantine records and does not send',
           },
         };
-      if (raw.code === 'EXECUTION_BLOCKED') return fail('validation', raw.code, raw.message);
-      // The sandbox could not run it now (its energy budget, no sandbox, the person's Cancel): not the skill's misstep.
-      if (raw.code === 'EXECUTION_DENIED' || raw.code === 'SANDBOX_UNAVAILABLE' || raw.code === 'EXECUTION_CANCELLED')
-        return fail('sandbox', raw.code, raw.message);
       if (raw.code === 'EXECUTION_TIMEOUT')
         return fail('quarantine', 'BUDGET_EXCEEDED', `took longer than its time budget of ${skill.budget.timeMs} ms and was killed`);
       return fail('quarantine', raw.code, raw.message);
     }
     const mismatch = firstIssue(validatorFor(skill.outputSchema), raw.value);
+    if (readWithoutData)
+      return ranWithoutData(
+        mismatch ? `with that it returned a value outside its output schema: ${mismatch}` : 'with that it returned the output shown',
+        mismatch ? undefined : raw.value,
+      );
     if (mismatch) return fail('quarantine', 'SCHEMA_MISMATCH', `returned a value outside its output schema: ${mismatch}`);
     return { raw, ...charged, failsAt: null, result: { ...base, ok: true, output: raw.value } };
   }

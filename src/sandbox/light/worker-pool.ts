@@ -5,6 +5,8 @@ import type { ChildLaunch, ExitInfo, SandboxChild, SpawnChild } from './spawn-ch
 export class WarmWorker {
   readonly ready: Promise<void>;
   exit: ExitInfo | undefined;
+  /** Said it is ready: taking it costs no wait. */
+  started = false;
   private stderrTail = '';
 
   constructor(
@@ -22,6 +24,7 @@ export class WarmWorker {
       timer.unref();
       child.onMessage((message) => {
         if ((message as { t?: unknown } | null)?.t === 'ready') {
+          this.started = true;
           clearTimeout(timer);
           resolve();
         }
@@ -133,12 +136,20 @@ export class WorkerPool {
     const alive = this.idle.filter((worker) => worker.exit === undefined);
     this.idle = alive;
     let worker: WarmWorker | undefined;
-    if (key !== undefined && this.reserved.has(key)) {
-      const own = this.reserved.get(key);
+    const own = key === undefined ? undefined : this.reserved.get(key);
+    if (own && own.exit === undefined && own.started) {
       // Taken: the key's next worker is started once this run settles (release).
-      this.reserved.set(key, undefined);
-      if (own?.exit === undefined) worker = own;
-      else own.child.kill();
+      this.reserved.set(key!, undefined);
+      worker = own;
+    } else {
+      // The key's own is still starting (uses came faster than a process starts): a shared one that
+      // is ready now is taken instead, and the key's own stays for its next use.
+      const readyIndex = this.idle.findIndex((candidate) => candidate.started);
+      if (readyIndex !== -1) worker = this.idle.splice(readyIndex, 1)[0];
+      else if (own && own.exit === undefined) {
+        this.reserved.set(key!, undefined);
+        worker = own;
+      }
     }
     worker ??= this.idle.shift() ?? this.spawn();
     worker.child.setHoldsHost(true);
