@@ -56,11 +56,11 @@ interface ClassifiedRun {
 }
 
 /** Why a call the broker recorded lies outside what the skill declared, or null when it lies inside. */
-function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilities): string | null {
+function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilities, pastBudget = false): string | null {
   const tool = TOOL_REGISTRY.find((candidate) => candidate.name === call.tool);
   if (!tool) return `tools.${call.tool} is no tool`;
   if (declared[tool.capability] === undefined) return `it did not declare the ${tool.capability} capability`;
-  if (tool.capability === 'fetch') {
+  if (tool.capability === 'fetch' && !pastBudget) {
     let host: string;
     try {
       host = new URL(call.target.slice(call.target.indexOf(' ') + 1)).hostname;
@@ -389,7 +389,11 @@ export class SkillsRoom {
       result: { ...base, ok: false, code, message },
     });
     // The broker's own record of each call, held against what the skill declared: whatever else the broker said.
-    const undeclared = calls.map((call) => ({ call, why: undeclaredBecause(call, skill.capabilities) })).find((found) => found.why);
+    // Past its budget the broker refused a call before looking at it (no target): of a tool it declared, that is an
+    // overrun (judged below), not a call to a host it did not declare.
+    const undeclared = calls
+      .map((call, index) => ({ call, why: undeclaredBecause(call, skill.capabilities, index >= skill.budget.calls) }))
+      .find((found) => found.why);
     if (undeclared)
       return fail(
         'validation',
