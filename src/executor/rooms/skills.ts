@@ -679,39 +679,44 @@ export class SkillsRoom {
     let live: LiveRun | null = null;
     const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId, signal: live!.signal });
     // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
-    // records are committed and runs while they are synced to disk, instead of after (its answer still
-    // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
-    // network may act at a host, so it waits until its records are on disk, as any step's effect does.
+    // records are committed, and they are not synced on their own: the outcome's commit syncs the WAL
+    // with them in it, and nothing is answered before that sync (a commit that fails throws its run
+    // away unseen; a process crash keeps a committed WAL). One sync per use instead of two, each the
+    // larger part of a small record's cost. Code granted the network may act at a host, so it waits
+    // until its records are on disk, as any step's effect does.
     const overlap = skill.capabilities.fetch === undefined;
     let early: ReturnType<typeof runIt> | null = null;
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
-    const written = desk.commits.run(() => {
-      // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
-      if (desk.paused || desk.closed || desk.hold.active) return null;
-      const current = desk.skills.standing(skill.skillId);
-      if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
-      desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
-      // Each hop its own record, as any step's; the step read back once.
-      const started = desk.steps.transitions(stepId, [
-        { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
-        {
-          to: 'approved',
-          actor: pinActor,
-          patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
-          extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
-        },
-        {
-          to: 'running',
-          actor,
-          patch: { startedAt: start.iso },
-          extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
-        },
-      ]);
-      // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
-      live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
-      if (overlap) early = runIt();
-      return started;
-    });
+    const written = desk.commits.run(
+      () => {
+        // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
+        if (desk.paused || desk.closed || desk.hold.active) return null;
+        const current = desk.skills.standing(skill.skillId);
+        if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
+        desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
+        // Each hop its own record, as any step's; the step read back once.
+        const started = desk.steps.transitions(stepId, [
+          { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
+          {
+            to: 'approved',
+            actor: pinActor,
+            patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
+            extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
+          },
+          {
+            to: 'running',
+            actor,
+            patch: { startedAt: start.iso },
+            extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
+          },
+        ]);
+        // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
+        live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
+        if (overlap) early = runIt();
+        return started;
+      },
+      { durable: !overlap },
+    );
     let running: Awaited<typeof written>;
     try {
       running = await written;
