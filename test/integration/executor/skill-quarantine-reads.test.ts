@@ -39,9 +39,12 @@ describe('quarantine answers reads from nothing', () => {
     const { executor, dataDir, workspace } = openExecutor();
     fs.writeFileSync(path.join(workspace, 'note.txt'), SECRET);
     const skill = await executor.proposeSkill(
-      reader(`const text = await tools.readFile(input.path); if (text.length === 0) throw new Error("empty: " + JSON.stringify(text)); return text;`, {
-        examples: [{ path: path.join(workspace, 'note.txt') }, { path: 'note.txt' }, { path: 'missing.txt' }],
-      }),
+      reader(
+        `const text = await tools.readFile(input.path); if (text.length === 0) throw new Error("empty: " + JSON.stringify(text)); return text;`,
+        {
+          examples: [{ path: path.join(workspace, 'note.txt') }, { path: 'note.txt' }, { path: 'missing.txt' }],
+        },
+      ),
       agent,
     );
     expect(skill.state).toBe('awaiting_owner');
@@ -52,14 +55,19 @@ describe('quarantine answers reads from nothing', () => {
     }
     expect(JSON.stringify(executor.getSkill(skill.skillId))).not.toContain(SECRET);
     expect(quarantineCalls(dataDir)).toEqual(
-      skill.exampleResults.map(() => expect.objectContaining({ tool: 'readFile', decision: 'recorded', mode: 'quarantine', phase: 'quarantine' })),
+      skill.exampleResults.map(() =>
+        expect.objectContaining({ tool: 'readFile', decision: 'recorded', mode: 'quarantine', phase: 'quarantine' }),
+      ),
     );
   });
 
   it('still judges what it called: a secret path, a call beyond its declared ones, and a call overrun with no read are rejected', async () => {
     const { executor, workspace } = openExecutor();
     fs.writeFileSync(path.join(workspace, '.env'), `TOKEN=${SECRET}`);
-    const secret = await executor.proposeSkill(reader('return await tools.readFile(input.path);', { examples: [{ path: '.env' }, { path: '.env' }, { path: '.env' }] }), agent);
+    const secret = await executor.proposeSkill(
+      reader('return await tools.readFile(input.path);', { examples: [{ path: '.env' }, { path: '.env' }, { path: '.env' }] }),
+      agent,
+    );
     expect(secret.state).toBe('rejected');
     expect(secret.reason).toMatch(/^validation: example 1 called tools.readFile .* which the broker refused: .*secret/);
     const undeclared = await executor.proposeSkill(

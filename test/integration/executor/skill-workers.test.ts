@@ -49,7 +49,8 @@ function marking(name: string, code?: string): SkillProposalInput {
 }
 
 const alive = (workers: WatchedWorker[]) => workers.filter((worker) => !worker.exited);
-const ranOn = (workers: WatchedWorker[], who: string) => workers.filter((worker) => worker.runs.some((input) => (input as { who?: string })?.who === who));
+const ranOn = (workers: WatchedWorker[], who: string) =>
+  workers.filter((worker) => worker.runs.some((input) => (input as { who?: string })?.who === who));
 
 describe('a usable skill keeps a light-sandbox worker of its own', () => {
   // No shared warm workers: every idle process left after a use is one set aside for a skill.

@@ -53,7 +53,8 @@ describe('quarantine gives the proposing agent nothing read from the machine (ex
       // One bit per proposal: crash only when the secret is there.
       leak_as_verdict: `const text = await tools.readFile(input.path); if (text.includes("PLUM")) throw new Error("yes"); return "no";`,
       // Its call count would spell the file's length.
-      leak_as_calls: 'const text = await tools.readFile(input.path); for (let i = 0; i < text.length; i++) await tools.readFile(input.path); return "done";',
+      leak_as_calls:
+        'const text = await tools.readFile(input.path); for (let i = 0; i < text.length; i++) await tools.readFile(input.path); return "done";',
     };
     const answers: Record<string, { text: string; state: string }> = {};
     for (const [name, code] of Object.entries(proposals)) {
