@@ -151,11 +151,6 @@ export class LightSandbox {
     this.ledger.record(usage);
   }
 
-  /** The process of each key's worker set aside (undefined while it is being replaced). */
-  reservedWorkerPids(): Map<string, number | undefined> {
-    return this.pool?.reservedPids() ?? new Map();
-  }
-
   async run(request: LightRunRequest, limits: LightSandboxPolicy): Promise<CodeRunResult> {
     const startedAt = performance.now();
     try {

@@ -112,11 +112,6 @@ export class WorkerPool {
     if (added) this.scheduleRefill();
   }
 
-  /** The processes of the workers set aside, by key (for the tests that prove they are gone). */
-  reservedPids(): Map<string, number | undefined> {
-    return new Map([...this.reserved].map(([key, worker]) => [key, worker?.child.pid]));
-  }
-
   private spawn(): WarmWorker {
     const worker = new WarmWorker(this.spawnChild(this.launch), STARTUP_TIMEOUT_MS);
     worker.child.setHoldsHost(false);
