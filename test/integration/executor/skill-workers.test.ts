@@ -124,6 +124,17 @@ describe('a usable skill keeps a light-sandbox worker of its own', () => {
     await expect.poll(() => alive(workers).length, { timeout: 20_000 }).toBe(0);
   }, 120_000);
 
+  it('is gone when the host closes', async () => {
+    const { spawnChild, workers } = watchedSpawn();
+    const { executor } = openExecutor(policy, { spawnChild });
+    const skill = await executor.proposeSkill(marking('kappa'), agent);
+    executor.approveSkill(skill.skillId, person);
+    await executor.useSkill('kappa', { who: 'k1' }, agent);
+    await expect.poll(() => alive(workers).length, { timeout: 20_000 }).toBe(1);
+    executor.close();
+    await expect.poll(() => alive(workers).length, { timeout: 20_000 }).toBe(0);
+  }, 120_000);
+
   it('a skill that disables itself in a use loses its worker', async () => {
     const { spawnChild, workers } = watchedSpawn();
     const { executor } = openExecutor(policy, { spawnChild });
