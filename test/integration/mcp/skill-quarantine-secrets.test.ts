@@ -93,6 +93,10 @@ describe('quarantine gives the proposing agent nothing read from the machine (ex
     const reader = skills.find((skill) => skill.name === 'leak_in_output')!;
     expect(reader.exampleResults[0]).toMatchObject({ ok: true, output: '', code: 'RAN_WITHOUT_DATA' });
     expect(reader.exampleResults[0]!.calls).toEqual([expect.objectContaining({ tool: 'readFile', decision: 'recorded' })]);
+    // The person reads the same in the CLI: what it returned, and why it was not judged on it.
+    const shownToPerson = runCli(['--data-dir', dataDir, 'skills', 'show', reader.skillId]).stdout;
+    expect(shownToPerson).toContain('→ "" · RAN_WITHOUT_DATA: ran without data');
+    expect(shownToPerson).not.toContain(FILE_SECRET);
     const thrower = skills.find((skill) => skill.name === 'leak_in_error')!;
     expect(cli(dataDir, 'skills', 'approve', thrower.skillId).state).toBe('trial');
     await expect
