@@ -59,7 +59,7 @@ const STARTUP_TIMEOUT_MS = 15_000;
  * step took, or for one still starting because the shared ones were used up. It is still a fresh
  * process, never used before, taken once and killed after its run (nothing one use leaves in a
  * worker can reach the next), and it serves only that key: a run under another key, or under none,
- * never gets it. Its replacement is started as soon as the run settles.
+ * never gets it. Its replacement is started once the run settles (scheduleRefill).
  */
 export class WorkerPool {
   private idle: WarmWorker[] = [];
