@@ -2,8 +2,10 @@
  * An active skill's use against the same code as an approved runCode step, through the Executor
  * facade, timed in the same run:
  * - skill: useSkill (pin check, input schema, its runSkill step written proposed → evaluated →
- *   approved by the pin → running in one group commit, one light sandbox run with its budget while
- *   that commit syncs, output schema, the step's outcome and the skill's bookkeeping in one more);
+ *   approved by the pin → running in one group commit (not synced on its own: the code cannot reach
+ *   the network), one light sandbox run with its budget on the worker set aside for the skill, output
+ *   schema, then the step's outcome, the sandbox-budget charge and the skill's bookkeeping in one more,
+ *   whose sync covers both);
  * - runCode: what an agent waits for when the policy approves the step (autoApprove LOW): propose
  *   (stored, weighed), its dry run in the light sandbox, the policy's approval, execute (the approved
  *   dry run's value applied), until the step is `executed`.
@@ -11,6 +13,8 @@
  * helpers share two cores), so each operation's CPU time in this process is printed too, with the
  * load average: the sandbox worker's own CPU is not in it, and is the same on both sides (one run of
  * the same code each; the runCode step's execute applies its approved dry run's value).
+ * Both sides take one fresh worker per operation (a skill's is replaced after its use, the shared
+ * pool after the step's dry run): back to back, each also overlaps a worker's start-up.
  * Run: npm run bench:skills
  */
 import fs from 'node:fs';
@@ -51,7 +55,6 @@ const percentile = (values: number[], p: number) => {
 
 const ENDED = ['executed', 'failed', 'denied', 'rejected', 'expired'];
 
-/** The same transform as a runCode step: its input written into the code, as an agent writes it each time. */
 /** This process's CPU time (user + system) in ms, since `since`. */
 function cpuMs(since: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(since);
@@ -63,6 +66,7 @@ interface Timed {
   cpuMs: number;
 }
 
+/** The same transform as a runCode step: its input written into the code, as an agent writes it each time. */
 async function runCodeStep(executor: Executor, i: number): Promise<Timed> {
   const code = `const input = ${JSON.stringify(INPUT)};\n${TRANSFORM}`;
   // The host names an agent's steps itself: events are kept from before the proposal and matched after it.

@@ -475,9 +475,18 @@ function SkillDetail({
                   {result.ok ? (
                     <>
                       <span className="ok-mark">✓</span>{' '}
-                      <code className="break">
-                        <MarkedText text={compactJson(result.output)} />
-                      </code>
+                      {result.output !== undefined || result.code === undefined ? (
+                        <code className="break">
+                          <MarkedText text={compactJson(result.output)} />
+                        </code>
+                      ) : null}
+                      {/* Passed without being judged on its data: quarantine answered its reads from nothing, or recorded its request. */}
+                      {result.code !== undefined ? (
+                        <span className="muted">
+                          {' '}
+                          <MarkedText text={`${result.code}: ${result.message ?? ''}`} />
+                        </span>
+                      ) : null}
                     </>
                   ) : (
                     <span className="bad-mark">

@@ -4,6 +4,8 @@ import type { Db } from '../store/database.js';
 
 interface Waiting {
   work: () => unknown;
+  /** False: its caller is answered once the group is committed, without waiting for the sync (run's `durable`). */
+  durable: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -57,10 +59,17 @@ export class GroupedCommit {
       !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? path.resolve(`${db.name}-wal`) : null;
   }
 
-  /** Runs `work` (synchronous database work) in the next group; resolves once its group is on disk. */
-  run<T>(work: () => T): Promise<T> {
+  /**
+   * Runs `work` (synchronous database work) in the next group; resolves once its group is on disk.
+   * With `durable: false` it resolves once the group is committed (in the WAL, which a process crash
+   * keeps) and leaves the sync to the next durable group, whose fsync of the WAL covers these records
+   * too: for records that nothing acts on, and nobody is told of, before a later record of the same
+   * caller is on disk (a skill use whose code cannot reach outside its worker: its answer waits for
+   * its outcome's sync). A group with any durable record is synced as before.
+   */
+  run<T>(work: () => T, options: { durable?: boolean } = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.waiting.push({ work, durable: options.durable ?? true, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       if (!this.syncing) setImmediate(() => this.flush());
@@ -116,7 +125,7 @@ export class GroupedCommit {
         if (outcome.ok) waiter.resolve(outcome.value);
         else waiter.reject(outcome.error);
       });
-    if (!syncOffThread || outcomes.every((outcome) => !outcome.ok)) {
+    if (!syncOffThread || outcomes.every((outcome) => !outcome.ok) || group.every((waiter) => !waiter.durable)) {
       if (this.scheduled && !this.syncing) setImmediate(() => this.flush());
       return settle();
     }

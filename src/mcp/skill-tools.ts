@@ -14,7 +14,7 @@ export const PROPOSE_SKILL_INPUT = z.strictObject({
   code: z
     .string()
     .describe(
-      'JavaScript for the light sandbox: reads its argument as `input`, returns its output (`return ...`); may use tools.fetch / tools.readFile / tools["kb.search"] only as declared in capabilities',
+      'JavaScript for the light sandbox: reads its argument as `input`, returns its output (`return ...`); may use tools.fetch / tools.readFile / tools.kb.search only as declared in capabilities',
     ),
   inputSchema: z
     .record(z.string(), z.unknown())
@@ -34,7 +34,7 @@ export const PROPOSE_SKILL_INPUT = z.strictObject({
 /** What the model reads after proposing: where its skill stands, and what happens next. */
 function proposalText(skill: SkillRecord): string {
   const examples = skill.exampleResults
-    .map((result, i) => `  ${i + 1}. ${result.ok ? 'ok' : `${result.code}: ${result.message}`}`)
+    .map((result, i) => `  ${i + 1}. ${result.ok && result.code === undefined ? 'ok' : `${result.code}: ${result.message}`}`)
     .join('\n');
   if (skill.state === 'rejected')
     return `REJECTED: skill ${skill.name} v${skill.version} (${skill.skillId}): ${skill.reason}\nExamples:\n${examples}\nFix the cause and propose it again.`;

@@ -68,11 +68,13 @@ function showText(skill: SkillRecord): string {
     'examples in quarantine:',
     ...skill.exampleResults.map(
       (result, i) =>
-        `  ${i + 1}. ${visibleJson(JSON.stringify(result.input) ?? 'null')} → ${
-          result.ok && result.code === undefined
-            ? visibleJson(JSON.stringify(result.output) ?? 'null')
-            : `${result.code}: ${visibleLine(result.message ?? '')}`
-        } (${result.durationMs} ms, ${result.calls.length} calls)`,
+        `  ${i + 1}. ${visibleJson(JSON.stringify(result.input) ?? 'null')} → ${[
+          // An example that passed without being judged on data (RAN_WITHOUT_DATA, NETWORK_RECORDED) says why after what it returned.
+          ...(result.ok && (result.code === undefined || result.output !== undefined)
+            ? [visibleJson(JSON.stringify(result.output) ?? 'null')]
+            : []),
+          ...(result.code === undefined ? [] : [`${result.code}: ${visibleLine(result.message ?? '')}`]),
+        ].join(' · ')} (${result.durationMs} ms, ${result.calls.length} calls)`,
     ),
   ];
   return lines.join('\n');

@@ -30,6 +30,7 @@ import { sha256Hex } from '../../domain/canonical-json.js';
 import { describeIssues } from '../../domain/plan-parse.js';
 import { MAX_TOOL_ARGS_BYTES } from '../../sandbox/light/limits.js';
 import { blockedPattern } from '../../sandbox/light/static-guard.js';
+import type { SandboxUsage } from '../../sandbox/light/budget.js';
 import { ToolBridge, type BridgeMode } from '../../sandbox/light/tool-bridge.js';
 import { hostAllowed, TOOL_REGISTRY } from '../../sandbox/light/tool-registry.js';
 import { isNoSpace } from '../../store/storage-errors.js';
@@ -55,11 +56,11 @@ interface ClassifiedRun {
 }
 
 /** Why a call the broker recorded lies outside what the skill declared, or null when it lies inside. */
-function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilities): string | null {
+function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilities, pastBudget = false): string | null {
   const tool = TOOL_REGISTRY.find((candidate) => candidate.name === call.tool);
   if (!tool) return `tools.${call.tool} is no tool`;
   if (declared[tool.capability] === undefined) return `it did not declare the ${tool.capability} capability`;
-  if (tool.capability === 'fetch') {
+  if (tool.capability === 'fetch' && !pastBudget) {
     let host: string;
     try {
       host = new URL(call.target.slice(call.target.indexOf(' ') + 1)).hostname;
@@ -69,6 +70,23 @@ function undeclaredBecause(call: CapabilityCallSummary, declared: SkillCapabilit
     if (!hostAllowed(host, declared.fetch?.hosts ?? [])) return `${host} is not among the hosts it declared`;
   }
   return null;
+}
+
+/**
+ * A use's charge against the sandbox budget, in its outcome's commit rather than a commit (and a
+ * sync) of its own. The budget merely forgetting a run must not cost the use its outcome record.
+ */
+function chargeBudget(desk: StepDesk, usage: SandboxUsage): void {
+  try {
+    desk.lightSandbox.charge(usage);
+  } catch (error) {
+    desk.log(`executor: WARNING: light sandbox: a skill use could not be recorded against the budget: ${(error as Error).message}`);
+  }
+}
+
+/** Which light-sandbox worker a use may take: the one set aside for this skill under this pinned code, no other. */
+function workerKeyOf(skill: SkillRecord): string {
+  return `${skill.skillId}@${skill.pin?.codeHash ?? skill.codeHash}`;
 }
 
 /** Compiled once per schema text: a skill's schemas never change, and compiling them costs more than a small skill's run. */
@@ -99,7 +117,30 @@ function firstIssue(schema: z.ZodType, value: unknown): string | null {
  * approved by its pin and audited under its code hash. Each state change is one transaction with its skill.* record.
  */
 export class SkillsRoom {
-  constructor(private readonly desk: StepDesk) {}
+  /** Skills used in this process: each keeps a light-sandbox worker of its own while it stays usable (keepWorkersWarm). */
+  private readonly warmed = new Set<string>();
+
+  constructor(private readonly desk: StepDesk) {
+    // Any skill that stops being usable (disabled, superseded, the stop switch) loses its worker at once.
+    desk.events.on('skill', () => this.keepWorkersWarm());
+  }
+
+  /**
+   * A worker set aside per usable skill that was used here (src/sandbox/light/worker-pool.ts): a use
+   * does not wait for a worker to start. The key is the skill's id and pinned code hash, so the
+   * worker serves that approval only; each is a fresh process, taken by one use and replaced after
+   * it. Started at a skill's first use in this process, not when the host opens (a one-shot CLI
+   * command would pay for processes it never uses); given up when the skill is no longer usable, on
+   * the stop switch and when the host closes.
+   */
+  private keepWorkersWarm(): void {
+    const { desk } = this;
+    if (desk.closed) return;
+    const usable = desk.paused ? [] : desk.skills.list(USABLE_SKILL_STATES);
+    const keys = usable.filter((skill) => skill.pin && this.warmed.has(skill.skillId)).map(workerKeyOf);
+    for (const skillId of this.warmed) if (!usable.some((skill) => skill.skillId === skillId)) this.warmed.delete(skillId);
+    desk.lightSandbox.reserveWorkers(keys, desk.policy.lightSandbox);
+  }
 
   private now(): string {
     return new Date(this.desk.skillClock()).toISOString();
@@ -226,7 +267,7 @@ export class SkillsRoom {
     const runs: ClassifiedRun[] = [];
     // The first example that fails decides: the rest would only spend the sandbox's time (twenty hanging examples are one budget, not twenty).
     for (const example of skill.examples) {
-      const run = await this.runOnce(skill, example, 'record-only', { kind: 'quarantine' });
+      const run = await this.runOnce(skill, example, 'quarantine', { kind: 'quarantine' });
       runs.push(run);
       if (run.failsAt !== null) break;
     }
@@ -282,7 +323,7 @@ export class SkillsRoom {
     input: unknown,
     mode: BridgeMode,
     context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
-  ): Promise<ClassifiedRun & { raw: CodeRunResult }> {
+  ): Promise<ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage }> {
     const { desk } = this;
     const inFlight = new AbortController();
     // A use is a live run: the person's Cancel and the stop switch abort it (its worker and its calls), as any step's run.
@@ -317,9 +358,18 @@ export class SkillsRoom {
       },
     });
     let raw: CodeRunResult;
+    const charged: { usage?: SandboxUsage } = {};
     try {
       raw = await desk.lightSandbox.run(
-        { code: skill.code, timeoutMs: skill.budget.timeMs, bridge, input, signal: inFlight.signal },
+        {
+          code: skill.code,
+          timeoutMs: skill.budget.timeMs,
+          bridge,
+          input,
+          signal: inFlight.signal,
+          // A use runs on its skill's own worker, and its charge against the sandbox budget is written with its outcome.
+          ...(context.kind === 'use' ? { workerKey: workerKeyOf(skill), chargeTo: (usage: SandboxUsage) => (charged.usage = usage) } : {}),
+        },
         desk.policy.lightSandbox,
       );
     } finally {
@@ -332,22 +382,49 @@ export class SkillsRoom {
       failsAt: NonNullable<ClassifiedRun['failsAt']>,
       code: string,
       message: string,
-    ): ClassifiedRun & { raw: CodeRunResult } => ({
+    ): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
       raw,
+      ...charged,
       failsAt,
       result: { ...base, ok: false, code, message },
     });
     // The broker's own record of each call, held against what the skill declared: whatever else the broker said.
-    const undeclared = calls.map((call) => ({ call, why: undeclaredBecause(call, skill.capabilities) })).find((found) => found.why);
+    // Past its budget the broker refused a call before looking at it (no target): of a tool it declared, that is an
+    // overrun (judged below), not a call to a host it did not declare.
+    const undeclared = calls
+      .map((call, index) => ({ call, why: undeclaredBecause(call, skill.capabilities, index >= skill.budget.calls) }))
+      .find((found) => found.why);
     if (undeclared)
       return fail(
         'validation',
         'UNDECLARED_CALL',
         `called tools.${undeclared.call.tool} (${undeclared.call.target || 'no target'}) beyond what it declared: ${undeclared.why}`,
       );
-    if (calls.length > skill.budget.calls)
+    // Reads in quarantine answer from nothing (BridgeMode 'quarantine'): what the code did after one
+    // says nothing about the skill (an empty file is not its data), and whatever it gives back cannot
+    // carry a file's or the KB's contents to the agent. Only what it called is judged; its trial, with
+    // the real data and after the person approved, judges the rest.
+    const readWithoutData =
+      mode === 'quarantine' &&
+      calls.some((call) => call.decision === 'recorded' && !TOOL_REGISTRY.find((tool) => tool.name === call.tool)?.network);
+    const ranWithoutData = (then: string, output?: unknown): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
+      raw,
+      ...charged,
+      failsAt: null,
+      result: {
+        ...base,
+        ok: true,
+        ...(output === undefined ? {} : { output }),
+        code: 'RAN_WITHOUT_DATA',
+        message: `ran without data: quarantine answers tools.readFile with an empty text and tools.kb.search with no entries (nothing is read before you approve); ${then}`,
+      },
+    });
+    if (calls.length > skill.budget.calls) {
+      if (readWithoutData) return ranWithoutData(`then it made ${calls.length} tool calls (its budget is ${skill.budget.calls})`);
       return fail('quarantine', 'BUDGET_EXCEEDED', `made ${calls.length} tool calls; its budget is ${skill.budget.calls} per use`);
-    const refused = calls.find((call) => call.decision === 'denied');
+    }
+    // The call past the budget is the broker's refusal of an overrun (judged above), not of a call it declared.
+    const refused = calls.slice(0, skill.budget.calls).find((call) => call.decision === 'denied');
     if (refused)
       return fail(
         'validation',
@@ -355,10 +432,16 @@ export class SkillsRoom {
         `called tools.${refused.tool} (${refused.target || 'no target'}), which the broker refused: ${refused.reason}`,
       );
     if (!raw.ok) {
+      if (raw.code === 'EXECUTION_BLOCKED') return fail('validation', raw.code, raw.message);
+      // The sandbox could not run it now (its energy budget, no sandbox, the person's Cancel): not the skill's misstep.
+      if (raw.code === 'EXECUTION_DENIED' || raw.code === 'SANDBOX_UNAVAILABLE' || raw.code === 'EXECUTION_CANCELLED')
+        return fail('sandbox', raw.code, raw.message);
+      if (readWithoutData) return ranWithoutData(`with that it ended ${raw.code}: ${raw.message}`);
       // Quarantine sends nothing: code that stopped at its first (recorded) request did what it could.
-      if (mode === 'record-only' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
+      if (mode !== 'execute' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
         return {
           raw,
+          ...charged,
           failsAt: null,
           result: {
             ...base,
@@ -367,17 +450,18 @@ export class SkillsRoom {
             message: 'stopped at a network request, which quarantine records and does not send',
           },
         };
-      if (raw.code === 'EXECUTION_BLOCKED') return fail('validation', raw.code, raw.message);
-      // The sandbox could not run it now (its energy budget, no sandbox, the person's Cancel): not the skill's misstep.
-      if (raw.code === 'EXECUTION_DENIED' || raw.code === 'SANDBOX_UNAVAILABLE' || raw.code === 'EXECUTION_CANCELLED')
-        return fail('sandbox', raw.code, raw.message);
       if (raw.code === 'EXECUTION_TIMEOUT')
         return fail('quarantine', 'BUDGET_EXCEEDED', `took longer than its time budget of ${skill.budget.timeMs} ms and was killed`);
       return fail('quarantine', raw.code, raw.message);
     }
     const mismatch = firstIssue(validatorFor(skill.outputSchema), raw.value);
+    if (readWithoutData)
+      return ranWithoutData(
+        mismatch ? `with that it returned a value outside its output schema: ${mismatch}` : 'with that it returned the output shown',
+        mismatch ? undefined : raw.value,
+      );
     if (mismatch) return fail('quarantine', 'SCHEMA_MISMATCH', `returned a value outside its output schema: ${mismatch}`);
-    return { raw, failsAt: null, result: { ...base, ok: true, output: raw.value } };
+    return { raw, ...charged, failsAt: null, result: { ...base, ok: true, output: raw.value } };
   }
 
   /** The person's approval: pins the code hash and capabilities it was given for, and starts the trial. */
@@ -563,6 +647,11 @@ export class SkillsRoom {
     if (broken) return this.refuseChanged(skill, step, actor, broken);
 
     const pin = skill.pin!;
+    if (!this.warmed.has(skill.skillId)) {
+      // Its first use here takes a shared worker; from now on it keeps one of its own (replaced after each use).
+      this.warmed.add(skill.skillId);
+      this.keepWorkersWarm();
+    }
     const approvedBySkill: SkillPinFacts = {
       skillId: skill.skillId,
       name: skill.name,
@@ -590,39 +679,44 @@ export class SkillsRoom {
     let live: LiveRun | null = null;
     const runIt = () => this.runOnce(skill, input, 'execute', { kind: 'use', stepId, planId: step.planId, signal: live!.signal });
     // Code that cannot reach the network has no effect outside its worker: it starts as soon as its
-    // records are committed and runs while they are synced to disk, instead of after (its answer still
-    // waits for that sync, and a commit that fails throws its run away unseen). Code granted the
-    // network may act at a host, so it waits until its records are on disk, as any step's effect does.
+    // records are committed, and they are not synced on their own: the outcome's commit syncs the WAL
+    // with them in it, and nothing is answered before that sync (a commit that fails throws its run
+    // away unseen; a process crash keeps a committed WAL). One sync per use instead of two, each the
+    // larger part of a small record's cost. Code granted the network may act at a host, so it waits
+    // until its records are on disk, as any step's effect does.
     const overlap = skill.capabilities.fetch === undefined;
     let early: ReturnType<typeof runIt> | null = null;
     // Written before the code runs: if it cannot be written, the skill does not run (fail closed).
-    const written = desk.commits.run(() => {
-      // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
-      if (desk.paused || desk.closed || desk.hold.active) return null;
-      const current = desk.skills.standing(skill.skillId);
-      if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
-      desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
-      // Each hop its own record, as any step's; the step read back once.
-      const started = desk.steps.transitions(stepId, [
-        { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
-        {
-          to: 'approved',
-          actor: pinActor,
-          patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
-          extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
-        },
-        {
-          to: 'running',
-          actor,
-          patch: { startedAt: start.iso },
-          extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
-        },
-      ]);
-      // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
-      live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
-      if (overlap) early = runIt();
-      return started;
-    });
+    const written = desk.commits.run(
+      () => {
+        // The stop switch, or a disable, may have come while the group waited: nothing is written, nothing runs.
+        if (desk.paused || desk.closed || desk.hold.active) return null;
+        const current = desk.skills.standing(skill.skillId);
+        if (!current || !USABLE_SKILL_STATES.includes(current.state)) return current?.state ?? null;
+        desk.steps.insertPlan({ planId: step.planId, purpose: `use skill ${skill.name} v${skill.version}`, steps: [step] }, actor);
+        // Each hop its own record, as any step's; the step read back once.
+        const started = desk.steps.transitions(stepId, [
+          { to: 'evaluated', actor: POLICY_ACTOR, patch: { evaluation }, extra: { detail: { risk: 'LOW', reasons: evaluation.reasons } } },
+          {
+            to: 'approved',
+            actor: pinActor,
+            patch: { approval: { by: pinActor, at: start.iso, stepHash: hash, previewHash: null } },
+            extra: { detail: { auto: true, stepHash: hash, skillPin: approvedBySkill } },
+          },
+          {
+            to: 'running',
+            actor,
+            patch: { startedAt: start.iso },
+            extra: { detail: { stepHash: hash, codeHash: skill.codeHash, skillId: skill.skillId, files: [] } },
+          },
+        ]);
+        // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
+        live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
+        if (overlap) early = runIt();
+        return started;
+      },
+      { durable: !overlap },
+    );
     let running: Awaited<typeof written>;
     try {
       running = await written;
@@ -657,6 +751,7 @@ export class SkillsRoom {
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {
+        if (run.usage) chargeBudget(desk, run.usage);
         if (desk.steps.currentStatus(stepId) === 'cancelled') {
           // The person's Cancel (or the stop switch) came while it ran: the step stays cancelled, what the run did noted on it, and
           // the skill is not judged by a run cut short.

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { CodeRunFailureCode, CodeRunResult } from '../../domain/code-run.js';
 import { MAX_VALUE_DEPTH } from '../../domain/large-values.js';
 import type { LightSandboxPolicy } from '../../policy/policy-file.js';
-import { checkBudget, MemoryUsageLedger, type UsageLedger } from './budget.js';
+import { checkBudget, MemoryUsageLedger, type SandboxUsage, type UsageLedger } from './budget.js';
 import { ignoreInspectorSignal } from './host-guard.js';
 import { parseWorkerFrame, type DoneFrame, type HostFrame } from './frames.js';
 import { detectIsolation, warnAboutIsolation, wrapperFor, type IsolationSupport } from './isolation.js';
@@ -22,6 +22,13 @@ export interface LightRunRequest {
   input?: unknown;
   /** The person's Cancel: the worker is killed at once and the run answers EXECUTION_CANCELLED. */
   signal?: AbortSignal;
+  /** Runs on the worker set aside for this key (reserveWorkers), when it has one ready. */
+  workerKey?: string;
+  /**
+   * Where this run's charge against the sandbox budget goes instead of the ledger: a caller that
+   * writes records after the run writes it in the same commit (a commit of its own costs a sync).
+   */
+  chargeTo?: (usage: SandboxUsage) => void;
 }
 
 export interface LightSandboxOptions {
@@ -130,6 +137,20 @@ export class LightSandbox {
     this.poolFor(limits).warm();
   }
 
+  /**
+   * The keys that keep a worker of their own (worker-pool.ts): each gets one started now, a key left
+   * out loses its worker at once. An empty list on a sandbox that never ran starts nothing.
+   */
+  reserveWorkers(keys: readonly string[], limits: LightSandboxPolicy): void {
+    if (this.closed || (!this.pool && keys.length === 0)) return;
+    this.poolFor(limits).reserveFor(keys);
+  }
+
+  /** A run's charge handed to its caller (chargeTo), written now: the caller calls this inside its own commit. */
+  charge(usage: SandboxUsage): void {
+    this.ledger.record(usage);
+  }
+
   async run(request: LightRunRequest, limits: LightSandboxPolicy): Promise<CodeRunResult> {
     const startedAt = performance.now();
     try {
@@ -156,7 +177,7 @@ export class LightSandbox {
       const pool = this.poolFor(limits);
       let worker: WarmWorker;
       try {
-        worker = await pool.acquire();
+        worker = await pool.acquire(request.workerKey);
       } catch (error) {
         return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
       }
@@ -165,8 +186,10 @@ export class LightSandbox {
       // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
       const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
       pool.release(worker);
+      const usage = { startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) };
       try {
-        this.ledger.record({ startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) });
+        if (request.chargeTo) request.chargeTo(usage);
+        else this.ledger.record(usage);
       } catch (error) {
         // The run happened and its result stands; the budget merely could not remember it.
         (this.warn ?? ((line: string) => process.stderr.write(line)))(

@@ -2,7 +2,13 @@ import type { CapabilityCallSummary } from '../../domain/code-run.js';
 import { ExecutorError } from '../../domain/errors.js';
 import type { ToolDefinition, ToolEnvironment } from './tool-registry.js';
 
-export type BridgeMode = 'execute' | 'record-only';
+/**
+ * execute: every allowed call is performed. record-only (a step's dry run): network requests are
+ * recorded, not sent. quarantine (a skill before the person approved it): network requests are
+ * recorded, and reads answer from nothing (an empty file, no KB entries) without touching the file
+ * or the knowledge base: what the proposing agent hears back never depends on what they hold.
+ */
+export type BridgeMode = 'execute' | 'record-only' | 'quarantine';
 
 /** One audit record per call, written before the call is performed: if it cannot be written, the call does not happen. */
 export type CapabilityAudit = (detail: Record<string, unknown>) => void;
@@ -46,8 +52,10 @@ export class ToolBridge {
         : this.options.env.grants[tool.capability] === undefined
           ? { ok: false as const, target: '', reason: `the step did not ask for the ${tool.capability} capability` }
           : safeDecide(tool, args, this.options.env);
-    const recordOnly = decision.ok && tool.network && this.options.mode === 'record-only';
-    const outcome: CapabilityCallSummary['decision'] = !decision.ok ? 'denied' : recordOnly ? 'recorded' : 'allowed';
+    const { mode } = this.options;
+    const recordOnly = decision.ok && tool.network && mode !== 'execute';
+    const withoutData = decision.ok && !tool.network && mode === 'quarantine';
+    const outcome: CapabilityCallSummary['decision'] = !decision.ok ? 'denied' : recordOnly || withoutData ? 'recorded' : 'allowed';
     try {
       this.options.audit({
         tool: tool.name,
@@ -75,6 +83,10 @@ export class ToolBridge {
       const [method, ...url] = decision.target.split(' ');
       this.requests.push({ method: method!, url: url.join(' ') });
       return { ok: false, error: `tools.${tool.name}: dry run, the request was recorded and not sent (${decision.target})` };
+    }
+    if (withoutData) {
+      if (tool.withoutData === undefined) return { ok: false, error: `tools.${tool.name}: not available in quarantine` };
+      return { ok: true, value: structuredClone(tool.withoutData) };
     }
     try {
       return { ok: true, value: await decision.perform() };

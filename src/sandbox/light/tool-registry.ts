@@ -29,6 +29,12 @@ export interface ToolDefinition {
   capability: keyof CodeCapabilities;
   /** A network tool is not performed in a dry run: its request is recorded instead. */
   network: boolean;
+  /**
+   * What a read answers in a skill's quarantine (BridgeMode 'quarantine'): nothing from the machine,
+   * so nothing the proposing agent hears back can carry a file's or the KB's contents. A tool
+   * without it (the network ones) is recorded there instead.
+   */
+  withoutData?: unknown;
   decide(args: unknown[], env: ToolEnvironment): ToolDecision;
 }
 
@@ -139,6 +145,7 @@ const readFileTool: ToolDefinition = {
   name: 'readFile',
   capability: 'readFile',
   network: false,
+  withoutData: '',
   decide(args, env) {
     const requested = String(args[0]);
     const target = requested.slice(0, 4096);
@@ -172,6 +179,7 @@ const kbSearchTool: ToolDefinition = {
   name: 'kb.search',
   capability: 'kbSearch',
   network: false,
+  withoutData: [],
   decide(args, env) {
     const query = String(args[0] ?? '');
     if (query.length > 1000) return { ok: false, target: query.slice(0, 100), reason: 'the query is longer than 1000 characters' };

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { callTool, messageText, say } from '../../helpers/scripted-openai-server.js';
 import { useScriptedRunHosts } from '../../helpers/scripted-run-host.js';
@@ -66,5 +68,31 @@ describe('skills in an agent run', () => {
       'step.execution_started',
       'step.executed',
     ]);
+  });
+
+  it("a run's propose_skill never hands the model a workspace file's words: quarantine reads nothing", async () => {
+    const secret = 'MARIGOLD-CIPHER-2718';
+    const reading = {
+      name: 'read_note',
+      purpose: 'read a note',
+      code: 'const text = await tools.readFile(input.path); throw new Error("found: " + text);',
+      inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+      outputSchema: { type: 'string' },
+      capabilities: { readFile: true },
+      budget: { timeMs: 2000, calls: 1 },
+      examples: [{ path: 'notes.txt' }, { path: 'notes.txt' }, { path: 'notes.txt' }],
+    };
+    const { api, model, server, workspace } = await setup([callTool('propose_skill', reading, 'p1'), say('Proposed.')], {
+      autoApprove: 'LOW',
+    });
+    fs.writeFileSync(path.join(workspace, 'notes.txt'), `key: ${secret}`);
+    const run = await api.startRun({ task: 'make a skill', model });
+    expect((await waitForRun(api, run.id, ended, 'the run')).status).toBe('completed');
+    const answered = messageText(server.requests[1]!.body!.messages.at(-1)!.content);
+    expect(answered).toMatch(/^EXECUTED: AWAITING_OWNER: skill read_note v1/);
+    // Everything the model was sent, from its first turn to its last.
+    expect(JSON.stringify(server.requests.map((request) => request.body))).not.toContain(secret);
+    const { skills } = await api.listSkills({});
+    expect(skills[0]!.exampleResults.map((result) => result.code)).toEqual(['RAN_WITHOUT_DATA', 'RAN_WITHOUT_DATA', 'RAN_WITHOUT_DATA']);
   });
 });

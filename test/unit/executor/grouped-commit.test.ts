@@ -62,6 +62,21 @@ describe('GroupedCommit', () => {
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
   });
 
+  it('answers a record that need not be durable once committed, without a sync of its own; the next durable one syncs it', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    const commits = new GroupedCommit(db);
+    await commits.run(insert(db, 'before'));
+    // The WAL can no longer be opened to sync it: only a record that waits for a sync hears of it.
+    fs.rmSync(dir, { recursive: true, force: true });
+    await expect(commits.run(insert(db, 'running'), { durable: false })).resolves.toBeGreaterThan(0);
+    await expect(commits.run(insert(db, 'outcome'))).rejects.toThrow();
+    // A group with one durable record among others is synced for all of them.
+    const mixed = await Promise.allSettled([commits.run(insert(db, 'a'), { durable: false }), commits.run(insert(db, 'b'))]);
+    expect(mixed.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+  });
+
   it('commits what falls due while a group syncs only once that sync returned, all of it in one group', async () => {
     const dir = tempDir();
     const db = openDb(dir);
