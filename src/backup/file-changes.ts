@@ -27,6 +27,8 @@ export interface FileChange {
   dropped?: string[];
   /** For a new file: the permission bits the command asked for, when the person's umask takes some away (`modeAfter` is what is applied). */
   modeRequested?: number;
+  /** The sha256 of `after` when the caller already has it (content-bytes.ts: hashed when its blob was named), so it is not hashed again. */
+  knownPostHash?: string;
 }
 
 /**
@@ -68,7 +70,7 @@ export function hashFileChange(change: FileChange): HashedFileChange {
   return {
     ...change,
     preHash: change.before === null ? null : sha256Of(change.before),
-    postHash: change.after === null ? null : sha256Of(change.after),
+    postHash: change.after === null ? null : (change.knownPostHash ?? sha256Of(change.after)),
   };
 }
 
