@@ -59,12 +59,30 @@ function keep(content: string, encoding: ContentEncoding, entry: Omit<Kept, 'ord
   else forgetTimer = setTimeout(forgetAll, KEEP_MS).unref();
 }
 
+/**
+ * A large content's bytes in shared memory: handed to a preview worker (postMessage) they are shared, not
+ * copied there and back (10 MB each way), and nobody writes into them.
+ */
+function sharedBytes(content: string, encoding: ContentEncoding): Buffer {
+  const bytes = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(content, encoding)));
+  bytes.write(content, encoding);
+  return bytes;
+}
+
+/** Bytes a caller made, moved to shared memory (one memcpy) unless they are there already. */
+function inSharedMemory(bytes: Buffer): Buffer {
+  if (bytes.buffer instanceof SharedArrayBuffer) return bytes;
+  const shared = Buffer.from(new SharedArrayBuffer(bytes.length));
+  shared.set(bytes);
+  return shared;
+}
+
 /** The content's bytes (`Buffer.from(content, encoding)`), made once for a large content. Read only: never write into them. */
 export function contentBytes(content: string, encoding: ContentEncoding = 'utf8'): Buffer {
   if (content.length < KEPT_FROM_CHARS) return Buffer.from(content, encoding);
   const found = kept[encoding].get(content);
   if (found) return found.bytes;
-  const bytes = Buffer.from(content, encoding);
+  const bytes = sharedBytes(content, encoding);
   keep(content, encoding, { bytes, sha256: null });
   return bytes;
 }
@@ -82,8 +100,12 @@ export function knownContentDigest(content: string, encoding: ContentEncoding = 
 export function hashedContent(content: string, encoding: ContentEncoding, bytes?: Buffer): { bytes: Buffer; sha256: string } {
   const found = content.length < KEPT_FROM_CHARS ? undefined : kept[encoding].get(content);
   if (found?.sha256) return { bytes: found.bytes, sha256: found.sha256 };
-  const made = found?.bytes ?? bytes ?? Buffer.from(content, encoding);
+  if (content.length < KEPT_FROM_CHARS) {
+    const small = bytes ?? Buffer.from(content, encoding);
+    return { bytes: small, sha256: sha256Of(small) };
+  }
+  const made = found?.bytes ?? (bytes ? inSharedMemory(bytes) : sharedBytes(content, encoding));
   const sha256 = sha256Of(made);
-  if (content.length >= KEPT_FROM_CHARS) keep(content, encoding, { bytes: made, sha256 });
+  keep(content, encoding, { bytes: made, sha256 });
   return { bytes: made, sha256 };
 }

@@ -47,7 +47,11 @@ describe('content bytes kept by their content', () => {
   it('keeps the bytes a caller already made, and forgets the oldest contents beyond a few', () => {
     const made = Buffer.from(big('made by the caller '));
     const text = made.toString();
-    expect(hashedContent(text, 'utf8', made).bytes).toBe(made);
+    // Kept in shared memory (a preview worker then reads them where they are, without a copy each way), byte for byte the caller's.
+    const keptBytes = hashedContent(text, 'utf8', made).bytes;
+    expect(keptBytes.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(keptBytes.equals(made)).toBe(true);
+    expect(contentBytes(text)).toBe(keptBytes);
     for (let k = 0; k < 8; k++) hashedContent(big(`other content ${k} `), 'utf8');
     expect(knownContentDigest(text)).toBeUndefined();
     expect(knownContentDigest(big('other content 7 '))).toBe(sha256(Buffer.from(big('other content 7 '))));
