@@ -552,20 +552,21 @@ export function unifiedLineDiff(
   reach(b, Infinity);
   let oldWeight = 0;
   for (let i = 0; i < a.count; i++) oldWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
-  // Change blocks between consecutive runs of matches, with a sentinel match past both ends; the old lines
-  // that are in no run are what the matched weight lacks of the whole.
-  matches.push(a.count, b.count);
+  // Change blocks between consecutive runs of matches, and after the last one (to a sentinel past both ends);
+  // the old lines in no run are what the matched weight lacks of the whole.
   const blocks: { a0: number; a1: number; b0: number; b1: number }[] = [];
   let unmatchedWeight = 0;
   let nextA = 0;
   let nextB = 0;
-  for (let k = 0; k < matches.length; k++) {
-    const ma = matches.a[k]!;
-    const mb = matches.b[k]!;
+  for (let k = 0; k <= matches.length; k++) {
+    const last = k === matches.length;
+    const ma = last ? a.count : matches.a[k]!;
+    const mb = last ? b.count : matches.b[k]!;
     if (ma > nextA || mb > nextB) {
       blocks.push({ a0: nextA, a1: ma, b0: nextB, b1: mb });
       for (let i = nextA; i < ma; i++) unmatchedWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
     }
+    if (last) break;
     nextA = ma + matches.size[k]!;
     nextB = mb + matches.size[k]!;
   }
