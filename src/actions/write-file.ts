@@ -1,5 +1,6 @@
 import { readCurrent, type FileChange } from '../backup/file-changes.js';
 import { applyFileChanges } from '../backup/file-changes.js';
+import { contentBytes, knownContentDigest } from '../backup/content-bytes.js';
 import { syncDirectories } from '../fs/atomic-write.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
 import { sha256Hex } from '../domain/canonical-json.js';
@@ -11,20 +12,31 @@ import type { ActionContext, ActionModule } from './action-module.js';
 import { previewFileChangeOffLoop } from '../backup/preview-workers.js';
 import { assessFileTarget, resolveFileTarget } from './file-target.js';
 
+/** The content's bytes: a large content's are made once and shared by its blob, preview and run (content-bytes.ts); never written into. */
 function contentOf(args: ActionArgs<'writeFile'>): Buffer {
-  return Buffer.from(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
+  return contentBytes(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
 }
 
 function plannedChange(args: ActionArgs<'writeFile'>, ctx: ActionContext): FileChange {
   const absolutePath = resolveFileTarget(args.path, ctx);
   const current = readCurrent(absolutePath);
-  return { absolutePath, displayPath: args.path, before: current.content, after: contentOf(args), mode: current.mode };
+  const after = contentOf(args);
+  // The content's sha256 where its blob was named by it: neither the preview nor the run hashes 10 MB again.
+  const postHash = knownContentDigest(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
+  return {
+    absolutePath,
+    displayPath: args.path,
+    before: current.content,
+    after,
+    mode: current.mode,
+    ...(postHash ? { knownPostHash: postHash } : {}),
+  };
 }
 
 export const writeFile: ActionModule<'writeFile'> = {
   action: 'writeFile',
   reversible: true,
-  summarize: (args) => `Write ${args.path} (${contentOf(args).length} bytes)`,
+  summarize: (args) => `Write ${args.path} (${Buffer.byteLength(args.content, args.encoding === 'base64' ? 'base64' : 'utf8')} bytes)`,
   assess: (args, ctx) => assessFileTarget(args.path, 'write', ctx),
   ruleTarget: (args) => ({ kind: 'file', path: args.path }),
   async simulate(args, ctx) {

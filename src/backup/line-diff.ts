@@ -19,7 +19,9 @@ export function preloadJsdiff(): void {
 /**
  * Line diff fast enough for 10 MB files. jsdiff's Myers over whole files is O(N·D) on string
  * objects: seconds for a 1%-changed 10 MB file. Here lines stay byte ranges of the file. Both
- * files are walked in lockstep while lines agree; at a difference the nearest point where three
+ * files are walked in lockstep while lines agree, a run of equal lines at a time by native compares
+ * (the new file's lines there are the old file's, shifted, so only the old file is split into
+ * lines whole); at a difference the nearest point where three
  * lines agree again is searched in a small window; only a region that does not resync nearby goes
  * to a patience diff (lines unique on both sides anchor the match; jsdiff's diffArrays fills the
  * small gaps). The result is a valid, near-minimal edit script in jsdiff's own patch format.
@@ -54,61 +56,134 @@ interface Lines {
   bytes: Buffer;
   starts: Int32Array;
   ends: Int32Array;
+  /** Lines found so far: all of them once `complete` (the new side is found as the walk needs it). */
   count: number;
+  complete: boolean;
   /** Whether the last line lacks a trailing newline (a different line from the same text with one). */
   noFinalNewline: boolean;
 }
 
-function scanLines(bytes: Buffer): Lines {
-  // One pass: each line costs one native indexOf; the arrays grow by doubling from a guess of 40 bytes a line.
-  let starts = new Int32Array(Math.max(16, bytes.length >> 5));
-  let ends = new Int32Array(starts.length);
-  let count = 0;
-  let lineStart = 0;
-  while (lineStart < bytes.length) {
+function newLines(bytes: Buffer): Lines {
+  // The arrays grow by doubling from a guess of 32 bytes a line.
+  const capacity = Math.max(16, bytes.length >> 5);
+  return {
+    bytes,
+    starts: new Int32Array(capacity),
+    ends: new Int32Array(capacity),
+    count: 0,
+    complete: bytes.length === 0,
+    noFinalNewline: bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE,
+  };
+}
+
+function growTo(lines: Lines, size: number): void {
+  if (size <= lines.starts.length) return;
+  let capacity = lines.starts.length * 2;
+  while (capacity < size) capacity *= 2;
+  const starts = new Int32Array(capacity);
+  const ends = new Int32Array(capacity);
+  starts.set(lines.starts.subarray(0, lines.count));
+  ends.set(lines.ends.subarray(0, lines.count));
+  lines.starts = starts;
+  lines.ends = ends;
+}
+
+/** Finds lines (one native indexOf each) until line `index` is known or the file ends; returns how many are known. */
+function reach(lines: Lines, index: number): number {
+  if (index < lines.count || lines.complete) return lines.count;
+  const { bytes } = lines;
+  const size = bytes.length;
+  let count = lines.count;
+  let lineStart = count === 0 ? 0 : lines.ends[count - 1]! + 1;
+  // Locals in the loop: a property write per line costs more than the native indexOf that finds it.
+  let { starts, ends } = lines;
+  while (count <= index && lineStart < size) {
     if (count === starts.length) {
-      const grownStarts = new Int32Array(starts.length * 2);
-      const grownEnds = new Int32Array(starts.length * 2);
-      grownStarts.set(starts);
-      grownEnds.set(ends);
-      starts = grownStarts;
-      ends = grownEnds;
+      lines.count = count;
+      growTo(lines, count + 1);
+      ({ starts, ends } = lines);
     }
     const newline = bytes.indexOf(NEWLINE, lineStart);
-    const lineEnd = newline === -1 ? bytes.length : newline;
+    const lineEnd = newline === -1 ? size : newline;
     starts[count] = lineStart;
     ends[count] = lineEnd;
     count++;
     lineStart = lineEnd + 1;
   }
-  const noFinalNewline = bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE;
-  return { bytes, starts, ends, count, noFinalNewline };
+  lines.count = count;
+  if (lineStart >= size) lines.complete = true;
+  return count;
+}
+
+function scanLines(bytes: Buffer): Lines {
+  const lines = newLines(bytes);
+  reach(lines, Infinity);
+  return lines;
 }
 
 /**
- * How many bytes from a[aStart] and b[bStart] on are the same, found with native compares of
- * growing blocks, then halving ones: the lockstep walk skips a run of equal lines without
- * touching their bytes in JS (most of a 10 MB file with a few edits).
+ * Records that lines to[at, at + n) are from[fromAt, fromAt + n) shifted by `delta` bytes: an equal
+ * run of bytes holds the same lines on both sides, so the new side's lines there are known without
+ * looking for their newlines again (the better part of a 10 MB file with a few edits).
  */
-function commonRun(a: Buffer, aStart: number, b: Buffer, bStart: number): number {
-  const limit = Math.min(a.length - aStart, b.length - bStart);
-  let run = 0;
-  let step = 256;
-  while (run < limit) {
-    const size = Math.min(step, limit - run);
-    if (a.compare(b, bStart + run, bStart + run + size, aStart + run, aStart + run + size) === 0) {
-      run += size;
-      if (step < 1 << 16) step *= 2;
-      continue;
-    }
-    if (size === 1) return run;
-    step = size >> 1;
+function knowShifted(to: Lines, at: number, from: Lines, fromAt: number, n: number, delta: number): void {
+  if (at + n <= to.count) return;
+  growTo(to, at + n);
+  const { starts, ends } = to;
+  const fromStarts = from.starts;
+  const fromEnds = from.ends;
+  for (let k = to.count - at; k < n; k++) {
+    starts[at + k] = fromStarts[fromAt + k]! + delta;
+    ends[at + k] = fromEnds[fromAt + k]! + delta;
   }
-  return run;
+  to.count = at + n;
+  if (to.ends[to.count - 1]! + 1 >= to.bytes.length) to.complete = true;
+}
+
+/**
+ * Whether old lines i..i+k-1, each with its newline, are byte for byte the new file's bytes `delta`
+ * further on: one native compare, however many lines.
+ */
+function linesEqualShifted(a: Lines, i: number, k: number, b: Buffer, delta: number): boolean {
+  const end = a.ends[i + k - 1]! + 1;
+  if (end > a.bytes.length || end + delta > b.length) return false;
+  const start = a.starts[i]!;
+  return a.bytes.compare(b, start + delta, end + delta, start, end) === 0;
+}
+
+/**
+ * How many old lines from `i` on (at least one: line i is known equal) are the new file's lines from the
+ * same place, found with native compares over whole lines: first `guess` lines (the run before this one's
+ * length: edits spaced alike, as a search-and-replace leaves them, take two compares), then doubling, then
+ * halving. The lockstep walk skips a run of equal lines without touching their bytes in JS (most of a
+ * 10 MB file with a few edits).
+ */
+function equalRun(a: Lines, i: number, b: Buffer, delta: number, guess: number): number {
+  const most = a.count - i;
+  let yes = 0; // known equal for this many lines
+  let no = most + 1; // known not equal for this many
+  const first = Math.min(Math.max(1, guess), most);
+  if (linesEqualShifted(a, i, first, b, delta)) {
+    yes = first;
+    for (let step = 1; yes < most; step *= 2) {
+      const k = Math.min(most, yes + step);
+      if (!linesEqualShifted(a, i, k, b, delta)) {
+        no = k;
+        break;
+      }
+      yes = k;
+    }
+  } else no = first;
+  while (no - yes > 1) {
+    const mid = (yes + no) >>> 1;
+    if (linesEqualShifted(a, i, mid, b, delta)) yes = mid;
+    else no = mid;
+  }
+  return Math.max(1, yes);
 }
 
 function isUnterminated(lines: Lines, i: number): boolean {
-  return lines.noFinalNewline && i === lines.count - 1;
+  return lines.noFinalNewline && lines.ends[i] === lines.bytes.length;
 }
 
 /** Byte comparison in JS: Buffer.compare's argument checks cost more than the ~40 bytes of a line. */
@@ -125,35 +200,54 @@ function sameLine(a: Lines, i: number, b: Lines, j: number): boolean {
 
 class DiffAborted extends Error {}
 
-/** Matched (oldIndex, newIndex) pairs, increasing in both. */
+/**
+ * Matched lines as runs: old lines a[k]..a[k]+size[k]-1 are new lines b[k].., increasing in both. A run of
+ * 100 equal lines is one entry, not 100 pairs (a 10 MB file is a few thousand runs, not 280 000 pairs).
+ */
 class Matches {
   a: Int32Array;
   b: Int32Array;
+  size: Int32Array;
   length = 0;
 
   constructor(capacity: number) {
     this.a = new Int32Array(Math.max(16, capacity));
     this.b = new Int32Array(Math.max(16, capacity));
+    this.size = new Int32Array(Math.max(16, capacity));
   }
 
   push(i: number, j: number): void {
+    this.pushRun(i, j, 1);
+  }
+
+  pushRun(i: number, j: number, n: number): void {
+    const last = this.length - 1;
+    if (last >= 0 && this.a[last]! + this.size[last]! === i && this.b[last]! + this.size[last]! === j) {
+      this.size[last]! += n;
+      return;
+    }
     if (this.length === this.a.length) {
-      const grownA = new Int32Array(this.a.length * 2);
-      const grownB = new Int32Array(this.b.length * 2);
-      grownA.set(this.a);
-      grownB.set(this.b);
-      this.a = grownA;
-      this.b = grownB;
+      const grow = (from: Int32Array) => {
+        const grown = new Int32Array(from.length * 2);
+        grown.set(from);
+        return grown;
+      };
+      this.a = grow(this.a);
+      this.b = grow(this.b);
+      this.size = grow(this.size);
     }
     this.a[this.length] = i;
     this.b[this.length] = j;
+    this.size[this.length] = n;
     this.length++;
   }
 }
 
 function confirmed(a: Lines, i: number, b: Lines, j: number): boolean {
   for (let k = 0; k < RESYNC_CONFIRM; k++) {
-    if (i + k >= a.count || j + k >= b.count) return i + k >= a.count && j + k >= b.count;
+    const countA = reach(a, i + k);
+    const countB = reach(b, j + k);
+    if (i + k >= countA || j + k >= countB) return i + k >= countA && j + k >= countB;
     if (!sameLine(a, i + k, b, j + k)) return false;
   }
   return true;
@@ -165,9 +259,11 @@ function findResync(a: Lines, b: Lines, i: number, j: number): { i: number; j: n
     for (let skipA = 0; skipA <= distance; skipA++) {
       const ii = i + skipA;
       const jj = j + distance - skipA;
-      if (ii > a.count || jj > b.count) continue;
-      if (ii === a.count || jj === b.count) {
-        if (ii === a.count && jj === b.count) return { i: ii, j: jj };
+      const countA = reach(a, ii);
+      const countB = reach(b, jj);
+      if (ii > countA || jj > countB) continue;
+      if (ii === countA || jj === countB) {
+        if (ii === countA && jj === countB) return { i: ii, j: jj };
         continue;
       }
       if (confirmed(a, ii, b, jj)) return { i: ii, j: jj };
@@ -308,6 +404,8 @@ function patience(
  */
 function matchGap(a: Lines, a0: number, a1: number, b: Lines, b0: number, b1: number, out: Matches): void {
   if (a0 === a1 || b0 === b1) return;
+  // One line replaced by one (the commonest edit): they differ, or the walk would not have stopped there.
+  if (a1 - a0 === 1 && b1 - b0 === 1 && !sameLine(a, a0, b, b0)) return;
   const oldIndexes = Array.from({ length: a1 - a0 }, (_, k) => a0 + k);
   const newIndexes = Array.from({ length: b1 - b0 }, (_, k) => b0 + k);
   const changes = loadJsdiff().diffArrays(oldIndexes, newIndexes, { comparator: (i: number, j: number) => sameLine(a, i, b, j) });
@@ -324,12 +422,17 @@ function matchGap(a: Lines, a0: number, a1: number, b: Lines, b0: number, b1: nu
 function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEdit: number): void {
   let i = 0;
   let j = 0;
-  while (i < a.count && j < b.count) {
+  let lastRun = 8;
+  while (i < a.count && j < reach(b, j)) {
     if (sameLine(a, i, b, j)) {
-      // Equal bytes from these two line starts on are equal lines, line for line, up to the last newline inside the run.
-      const runEnd = a.starts[i]! + commonRun(a.bytes, a.starts[i]!, b.bytes, b.starts[j]!);
-      out.push(i++, j++);
-      while (i < a.count && j < b.count && a.ends[i]! < runEnd) out.push(i++, j++);
+      // The new side's lines in an equal run are the old side's, shifted (knowShifted): their newlines are not looked for again.
+      const delta = b.starts[j]! - a.starts[i]!;
+      const n = equalRun(a, i, b.bytes, delta, lastRun);
+      lastRun = n;
+      knowShifted(b, j, a, i, n, delta);
+      out.pushRun(i, j, n);
+      i += n;
+      j += n;
       continue;
     }
     const resync = findResync(a, b, i, j);
@@ -342,8 +445,8 @@ function matchLines(a: Lines, b: Lines, out: Matches, deadline: number, maxGapEd
     if (Date.now() > deadline) throw new DiffAborted('the diff took too long');
     // No agreement nearby: a patience diff over a bounded region, then lockstep again after its last match.
     const a1 = Math.min(a.count, i + PATIENCE_REGION);
-    const b1 = Math.min(b.count, j + PATIENCE_REGION);
-    const toEnd = a1 === a.count && b1 === b.count;
+    const b1 = Math.min(reach(b, j + PATIENCE_REGION - 1), j + PATIENCE_REGION);
+    const toEnd = a1 === a.count && b.complete && b1 === b.count;
     const { ida, idb, size } = internRegion(a, i, a1, b, j, b1);
     const counts = { countA: new Int32Array(size), countB: new Int32Array(size), posB: new Int32Array(size) };
     let lastA = -1;
@@ -400,9 +503,16 @@ class HunkBytes {
     const start = lines.starts[index]!;
     const end = lines.ends[index]!;
     this.ensure(end - start + 2 + NO_NEWLINE_MARK.length);
-    this.buffer[this.length++] = prefix;
-    this.length += lines.bytes.copy(this.buffer, this.length, start, end);
-    this.buffer[this.length++] = NEWLINE;
+    const buffer = this.buffer;
+    let at = this.length;
+    buffer[at++] = prefix;
+    // A short line byte by byte: Buffer.copy's checks cost more than copying 40 bytes.
+    if (end - start <= 64) {
+      const source = lines.bytes;
+      for (let k = start; k < end; k++) buffer[at++] = source[k]!;
+    } else at += lines.bytes.copy(buffer, at, start, end);
+    buffer[at++] = NEWLINE;
+    this.length = at;
     if (isUnterminated(lines, index)) this.length += NO_NEWLINE_MARK.copy(this.buffer, this.length);
   }
 
@@ -429,33 +539,38 @@ export function unifiedLineDiff(
   const deadline = Date.now() + (options.timeoutMs ?? 2000);
   const maxDiffBytes = options.maxDiffBytes ?? 4 * 1024 * 1024;
   const a = scanLines(typeof oldText === 'string' ? Buffer.from(oldText) : oldText);
-  const b = scanLines(typeof newText === 'string' ? Buffer.from(newText) : newText);
-  const matches = new Matches(Math.min(a.count, b.count) + 1);
+  // The new side's lines are found as the walk reaches them: most are known from the old side's (knowShifted).
+  const b = newLines(typeof newText === 'string' ? Buffer.from(newText) : newText);
+  const matches = new Matches(1024);
   try {
     matchLines(a, b, matches, deadline, options.maxGapEdit ?? 2000);
   } catch (error) {
     if (error instanceof DiffAborted) return { ok: false, reason: `diff too large (${error.message}); exact snapshots are kept` };
     throw error;
   }
+  // What follows the walk's last match is all added: those lines are found now.
+  reach(b, Infinity);
   let oldWeight = 0;
   for (let i = 0; i < a.count; i++) oldWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
-  let matchedWeight = 0;
-  for (let k = 0; k < matches.length; k++) {
-    const i = matches.a[k]!;
-    matchedWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
-  }
-  // Change blocks between consecutive matches, with a sentinel match past both ends.
-  matches.push(a.count, b.count);
+  // Change blocks between consecutive runs of matches, and after the last one (to a sentinel past both ends);
+  // the old lines in no run are what the matched weight lacks of the whole.
   const blocks: { a0: number; a1: number; b0: number; b1: number }[] = [];
-  let prevA = -1;
-  let prevB = -1;
-  for (let k = 0; k < matches.length; k++) {
-    const ma = matches.a[k]!;
-    const mb = matches.b[k]!;
-    if (ma > prevA + 1 || mb > prevB + 1) blocks.push({ a0: prevA + 1, a1: ma, b0: prevB + 1, b1: mb });
-    prevA = ma;
-    prevB = mb;
+  let unmatchedWeight = 0;
+  let nextA = 0;
+  let nextB = 0;
+  for (let k = 0; k <= matches.length; k++) {
+    const last = k === matches.length;
+    const ma = last ? a.count : matches.a[k]!;
+    const mb = last ? b.count : matches.b[k]!;
+    if (ma > nextA || mb > nextB) {
+      blocks.push({ a0: nextA, a1: ma, b0: nextB, b1: mb });
+      for (let i = nextA; i < ma; i++) unmatchedWeight += keptWeightOfLine(a.bytes, a.starts[i]!, a.ends[i]!);
+    }
+    if (last) break;
+    nextA = ma + matches.size[k]!;
+    nextB = mb + matches.size[k]!;
   }
+  const matchedWeight = oldWeight - unmatchedWeight;
   const hunks: StructuredPatchHunk[] = [];
   const out = new HunkBytes();
   let changedLines = 0;

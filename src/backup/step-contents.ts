@@ -1,6 +1,7 @@
 import type { Step } from '../domain/step.js';
 import { contentAsBlob } from '../store/step-bodies.js';
 import type { BlobStore } from './blob-store.js';
+import { hashedContent } from './content-bytes.js';
 
 /**
  * Stores each large write's content as a backup blob before its step is stored (step-bodies.ts): the blob its
@@ -13,7 +14,10 @@ export async function storeStepContents(blobs: BlobStore, steps: readonly Step[]
   const stored = new Map<string, string>();
   for (const step of steps) {
     const bytes = contentAsBlob(step);
-    if (bytes !== null) stored.set(step.id, await blobs.putAsync(bytes));
+    if (bytes === null || step.action !== 'writeFile') continue;
+    // Hashed once here for the blob's name; the preview and the run of the same content take these bytes and this hash (content-bytes.ts).
+    const content = hashedContent(step.args.content, step.args.encoding ?? 'utf8', bytes);
+    stored.set(step.id, await blobs.putAsync(content.bytes, content.sha256));
   }
   return stored;
 }

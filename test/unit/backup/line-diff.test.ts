@@ -1,6 +1,7 @@
 import { applyPatch, structuredPatch } from 'diff';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { keptWeightOfLine } from '../../../src/backup/content-kept.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
 
 function patchOf(oldText: string, newText: string): string {
@@ -154,6 +155,71 @@ describe('unifiedLineDiff', () => {
         }
       }),
       { numRuns: 3000 },
+    );
+  });
+
+  /** What contentKeptPercent counts a shown line for (its text with its ending). */
+  const weightOf = (text: string) => {
+    const bytes = Buffer.from(text.endsWith('\n') ? text.slice(0, -1) : text);
+    return keptWeightOfLine(bytes, 0, bytes.length);
+  };
+
+  it('walks long equal stretches by whole-line compares and finds the new lines from the old ones, and still shows lines that give back both texts', () => {
+    // Edits spaced alike (what the walk's first guess of a run's length is made for) and anywhere, in files of repeated,
+    // blank, CRLF and long lines, with and without a last newline: the shortcuts must show what a line-by-line walk shows.
+    const lineOf = fc.tuple(fc.nat(40), fc.constantFrom('', 'x', 'lorem ipsum dolor', ' ', 'a'.repeat(200)), fc.constantFrom('\n', '\r\n'));
+    fc.assert(
+      fc.property(
+        fc.array(lineOf, { minLength: 1, maxLength: 1500 }),
+        fc.integer({ min: 1, max: 120 }),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom('insert', 'delete', 'change')), { maxLength: 6 }),
+        fc.boolean(),
+        fc.boolean(),
+        (specs, every, edits, cutOldEnd, cutNewEnd) => {
+          const lines = specs.map(([n, body, end]) => `${n % 7} ${body}${end}`);
+          // A line in every `every` replaced by one found nowhere else: exactly those lines are shown changed.
+          const replaced = lines.map((line, index) => (index % every === every - 1 ? `spaced ${index}!\n` : line));
+          const changed = [...replaced];
+          for (const [at, kind] of edits) {
+            const index = at % (changed.length + 1);
+            if (kind === 'insert') changed.splice(index, 0, `inserted ${at}\n`);
+            else if (kind === 'delete') changed.splice(index, 1);
+            else changed[index] = `changed ${at}!\n`;
+          }
+          const oldText = cutOldEnd ? lines.join('').replace(/\r?\n$/, '') : lines.join('');
+          const newText = cutNewEnd ? changed.join('').replace(/\r?\n$/, '') : changed.join('');
+          const result = unifiedLineDiff(Buffer.from(oldText), Buffer.from(newText), 'a/f', 'b/f', { context: Number.MAX_SAFE_INTEGER });
+          if (!result.ok) throw new Error(result.reason);
+          expect(applyPatch(oldText, result.patch)).toBe(newText);
+          const shown = oldText === newText ? [] : shownLines(result.patch);
+          if (oldText !== newText) {
+            expect(
+              shown
+                .filter((line) => line.kind !== '+')
+                .map((line) => line.text)
+                .join(''),
+            ).toBe(oldText);
+            expect(
+              shown
+                .filter((line) => line.kind !== '-')
+                .map((line) => line.text)
+                .join(''),
+            ).toBe(newText);
+            // The matched weight is that of the old lines shown unchanged, and the old weight that of all old lines.
+            const unchanged = shown.filter((line) => line.kind === ' ');
+            expect(result.matchedWeight).toBe(unchanged.reduce((sum, line) => sum + weightOf(line.text), 0));
+            expect(result.oldWeight).toBe(shown.filter((line) => line.kind !== '+').reduce((sum, line) => sum + weightOf(line.text), 0));
+            expect(result.changedLines).toBe(shown.length - unchanged.length);
+          }
+          // Spaced replacements alone (no other edit, same last line ending): each shown as one line removed and one added, nothing more.
+          if (edits.length === 0 && cutOldEnd === cutNewEnd) {
+            const spaced = lines.filter((_line, index) => index % every === every - 1).length;
+            const lastSpaced = lines.length % every === 0;
+            if (!(cutOldEnd && lastSpaced)) expect(result.changedLines).toBe(2 * spaced);
+          }
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -8,6 +8,12 @@ function bigText(lines: number, edit: (line: string, index: number) => string = 
   return Buffer.from(out.join('\n') + '\n');
 }
 
+function sharedCopy(bytes: Buffer): Buffer {
+  const shared = Buffer.from(new SharedArrayBuffer(bytes.length));
+  shared.set(bytes);
+  return shared;
+}
+
 const change = (before: Buffer | null, after: Buffer | null, extra: Partial<FileChange> = {}): FileChange => ({
   absolutePath: '/ws/big.txt',
   displayPath: 'big.txt',
@@ -39,6 +45,8 @@ describe('previewFileChangeOffLoop', () => {
         bigText(8_000, (line, i) => (i === 5 ? `${line} changed` : line)),
         { modeAfter: 0o600, dropped: ['set-uid bit dropped'] },
       ),
+      // A large write's content in shared memory (content-bytes.ts), its sha256 known: the worker reads it where it is.
+      change(before, sharedCopy(bigText(8_000, (line, i) => (i % 50 === 0 ? `${line} edited` : line)))),
     ];
     for (const each of cases) {
       const offLoop = await previewFileChangeOffLoop(each, { inlineBelowBytes: 0 });

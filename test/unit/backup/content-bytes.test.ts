@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { contentBytes, hashedContent, knownContentDigest } from '../../../src/backup/content-bytes.js';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const big = (seed: string, size = 70 * 1024) => seed.repeat(Math.ceil(size / seed.length)).slice(0, size);
+
+describe('content bytes kept by their content', () => {
+  it('gives the bytes Buffer.from gives and the sha256 of exactly those bytes, for either encoding, however it was first asked', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.constantFrom('utf8' as const, 'base64' as const),
+        fc.boolean(),
+        (seed, encoding, hashFirst) => {
+          const text = encoding === 'base64' ? Buffer.from(big(seed, 60 * 1024)).toString('base64') : big(seed);
+          const expected = Buffer.from(text, encoding);
+          // An equal string that is not the same object (as a step read back from its blob gives) finds the same entry.
+          const again = Buffer.from(text).toString();
+          if (hashFirst) expect(hashedContent(text, encoding).sha256).toBe(sha256(expected));
+          expect(contentBytes(again, encoding).equals(expected)).toBe(true);
+          expect(hashedContent(again, encoding).sha256).toBe(sha256(expected));
+          expect(knownContentDigest(text, encoding)).toBe(sha256(expected));
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('makes the bytes of a large content once and hashes them once; a small content is made each time and never remembered', () => {
+    const text = big('the same large content ');
+    const first = contentBytes(text);
+    expect(contentBytes(text)).toBe(first);
+    expect(knownContentDigest(text)).toBeUndefined();
+    const hashed = hashedContent(text, 'utf8');
+    expect(hashed.bytes).toBe(first);
+    expect(knownContentDigest(text)).toBe(sha256(first));
+    // The same text read as base64 is other bytes: never the utf8 entry.
+    expect(knownContentDigest(text, 'base64')).toBeUndefined();
+    const small = 'small content';
+    expect(contentBytes(small)).not.toBe(contentBytes(small));
+    hashedContent(small, 'utf8');
+    expect(knownContentDigest(small)).toBeUndefined();
+  });
+
+  it('keeps the bytes a caller already made, and forgets the oldest contents beyond a few', () => {
+    const made = Buffer.from(big('made by the caller '));
+    const text = made.toString();
+    // Kept in shared memory (a preview worker then reads them where they are, without a copy each way), byte for byte the caller's.
+    const keptBytes = hashedContent(text, 'utf8', made).bytes;
+    expect(keptBytes.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(keptBytes.equals(made)).toBe(true);
+    expect(contentBytes(text)).toBe(keptBytes);
+    for (let k = 0; k < 8; k++) hashedContent(big(`other content ${k} `), 'utf8');
+    expect(knownContentDigest(text)).toBeUndefined();
+    expect(knownContentDigest(big('other content 7 '))).toBe(sha256(Buffer.from(big('other content 7 '))));
+    // The newest is never the one forgotten, whichever encoding the older ones were kept in.
+    for (let k = 0; k < 5; k++) hashedContent(Buffer.from(big(`base64 content ${k} `)).toString('base64'), 'base64');
+    const newest = big('the newest, in utf8 ');
+    expect(hashedContent(newest, 'utf8').bytes).toBe(contentBytes(newest));
+    expect(knownContentDigest(newest)).toBe(sha256(Buffer.from(newest)));
+  });
+});
