@@ -1,7 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import type { ContentLostWhy } from '../domain/content-lost.js';
 import { writeFileAtomic, writeFileAtomicAsync } from '../fs/atomic-write.js';
+import { BlobMismatchError } from '../fs/blob-mismatch.js';
+import { blobPathIn } from '../fs/blob-path.js';
 
 function sizeOf(file: string): number | null {
   try {
@@ -31,8 +35,7 @@ export class BlobStore {
   ) {}
 
   private pathOf(hash: string): string {
-    if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`not a sha256 hex digest: ${hash}`);
-    return path.join(this.root, hash.slice(0, 2), hash.slice(2));
+    return blobPathIn(this.root, hash);
   }
 
   /** `knownHash` skips hashing again when the caller just computed it from the same bytes. */
@@ -65,8 +68,23 @@ export class BlobStore {
 
   get(hash: string): Buffer {
     const data = fs.readFileSync(this.pathOf(hash));
-    if (sha256Of(data) !== hash) throw new Error(`backup blob ${hash} is corrupt: its content no longer matches its name`);
+    if (sha256Of(data) !== hash) throw new BlobMismatchError(hash);
     return data;
+  }
+
+  /**
+   * Whether a blob still holds what its name says, read in chunks off the host's thread (a 10 MB write's content):
+   * `ok`, or why not. Where a blob is about to stand for what a run writes, its size alone proves nothing.
+   */
+  async verify(hash: string): Promise<'ok' | ContentLostWhy> {
+    const digest = createHash('sha256');
+    try {
+      await pipeline(fs.createReadStream(this.pathOf(hash)), digest);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unreadable';
+    }
+    return digest.digest('hex') === hash ? 'ok' : 'corrupt';
   }
 
   has(hash: string): boolean {

@@ -16,8 +16,9 @@ import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.j
 import { randomInt } from 'node:crypto';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
-import { rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
+import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type LoadedBody, type StepRow } from './step-rows.js';
+import { readContentBlob, rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
+import type { ContentLost } from '../domain/content-lost.js';
 import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -133,6 +134,8 @@ interface SummaryRow {
   /** A runCode step's code: its first characters, and how many lines it has (the row's excerpt, without reading all of it). */
   code_head: string | null;
   code_lines: number | null;
+  /** The blob a large write's content is kept in (step-bodies.ts); null for every other step. */
+  content_blob: string | null;
 }
 
 /**
@@ -154,7 +157,8 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_array_length(steps.result_json, '$.files') AS files_count,
   json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
-  steps.consent_held_ms, plans.consent_expiry_seconds, plans.purpose AS plan_purpose
+  steps.consent_held_ms, plans.consent_expiry_seconds, plans.purpose AS plan_purpose,
+  CASE WHEN steps.body_apart = 1 THEN (SELECT content_blob FROM step_bodies WHERE step_bodies.step_id = steps.step_id) END AS content_blob
   FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
 
 /** The label filter's expression: the same text as the steps_client index, so SQLite uses it. */
@@ -274,8 +278,14 @@ export class StepRepository {
     return toRecord(row, this.consentExpirySeconds(), this.parsed, this.previews);
   }
 
+  /**
+   * Steps whose content blob this process found missing or damaged (content-lost.ts), by id: a listing of
+   * summaries checks a blob's presence alone (a stat), and a damaged one is known only once it was read.
+   */
+  private readonly lostContents = new Map<string, ContentLost>();
+
   /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
-  private readonly loadBody = (stepId: string): unknown => {
+  private readonly loadBody = (stepId: string): LoadedBody => {
     const row = this.statement('SELECT step_json, content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
       { step_json: string; content_blob: string | null } | undefined;
     if (!row)
@@ -284,32 +294,49 @@ export class StepRepository {
         `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
         { stepId },
       );
-    if (row.content_blob === null) return JSON.parse(row.step_json) as unknown;
+    if (row.content_blob === null) return { body: JSON.parse(row.step_json) as unknown, contentBlob: null };
     const stepWithout = JSON.parse(row.step_json) as Step;
-    return withContent(
-      row.step_json,
-      this.contentOf(stepId, row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64'),
-    );
+    const content = this.contentOf(row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64');
+    if (typeof content !== 'string') {
+      this.lostContents.set(stepId, content);
+      // Empty, never a guess: the record says contentLost, and nothing approves or runs such a step.
+      return { body: withContent(row.step_json, ''), contentBlob: row.content_blob, contentLost: content };
+    }
+    this.lostContents.delete(stepId);
+    return { body: withContent(row.step_json, content), contentBlob: row.content_blob };
   };
 
-  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), or a typed refusal. */
-  private contentOf(stepId: string, hash: string, base64: boolean): string {
-    let bytes: Buffer;
-    try {
-      if (!this.contentBlobs) throw new Error("this reader was opened without the data directory's backups");
-      bytes = this.contentBlobs.get(hash);
-    } catch (error) {
-      throw new ExecutorError(
-        'DATABASE_CORRUPT',
-        `The content of step ${stepId} is kept in the backup blob ${hash}, which could not be read (${(error as Error).message}); ` +
-          'the data directory is damaged: restore its blobs folder from a backup of the data directory.',
-        { stepId, blob: hash },
-      );
-    }
-    return bytes.toString(base64 ? 'base64' : 'utf8');
+  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), checked against its hash; or why it is lost. */
+  private contentOf(hash: string, base64: boolean): string | ContentLost {
+    if (!this.contentBlobs) return { blob: hash, why: 'unreadable' };
+    const read = readContentBlob(this.contentBlobs, hash);
+    return Buffer.isBuffer(read) ? read.toString(base64 ? 'base64' : 'utf8') : { blob: hash, why: read };
   }
 
-  private readonly parsed = new ParsedSteps(this.loadBody);
+  /** The blob a large write's content is kept in (step-bodies.ts), or null when the step keeps its content in the database. */
+  contentBlobOf(stepId: string): string | null {
+    const row = this.statement('SELECT content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
+      { content_blob: string | null } | undefined;
+    return row?.content_blob ?? null;
+  }
+
+  /**
+   * Records that a step's content blob was found lost where it was read for a run (a damaged blob is seen only by its
+   * hash): its parsed step is dropped, so every reader from now on sees the step as content lost.
+   */
+  contentFoundLost(stepId: string, lost: ContentLost): void {
+    this.lostContents.set(stepId, lost);
+    this.parsed.forget(stepId);
+  }
+
+  /** Whether a listed step's content is lost: its blob gone (a stat), or found damaged by an earlier read. */
+  private contentLostOf(stepId: string, contentBlob: string | null): ContentLost | undefined {
+    if (contentBlob === null) return undefined;
+    if (this.contentBlobs && !this.contentBlobs.has(contentBlob)) return { blob: contentBlob, why: 'missing' };
+    return this.lostContents.get(stepId);
+  }
+
+  private readonly parsed = new ParsedSteps(this.loadBody, (hash) => this.contentBlobs?.has(hash) ?? false);
 
   /** A large preview's JSON (step-previews.ts), read only when its parsed preview is not cached. */
   private readonly loadPreview = (previewRef: number): string => {
@@ -484,7 +511,7 @@ export class StepRepository {
             rowJson,
             blob,
           );
-          this.parsed.remember(kept, hash);
+          this.parsed.remember(kept, hash, blob);
         } else {
           const stored = storedStep(step);
           // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
@@ -638,6 +665,7 @@ export class StepRepository {
       const consentExpiresAt = consentExpiry(row as unknown as StepRow, policySeconds);
       const result = parseJson<Record<string, unknown>>(row.result_json);
       if (result && row.files_count !== null) result.files = new Array<null>(row.files_count).fill(null);
+      const contentLost = this.contentLostOf(row.step_id, row.content_blob);
       return toStepSummary(
         {
           step: {
@@ -664,6 +692,7 @@ export class StepRepository {
           ...(row.code_head === null || row.code_lines === null ? {} : { codeExcerpt: excerptOfHead(row.code_head, row.code_lines) }),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
           ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
+          ...(contentLost ? { contentLost } : {}),
         },
         roots,
       );

@@ -217,21 +217,6 @@ describe('large step bodies apart from their rows', () => {
     expect((await executor.verifyAudit()).ok).toBe(true);
   });
 
-  it('refuses with a typed error, not a crash, when the blob holding the content of a large step is gone', async () => {
-    const { dataDir, workspace } = tempSetup();
-    const first = Executor.open(dataDir);
-    await first.propose(
-      { steps: [{ id: 'gone', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('g') } }] },
-      PERSON,
-    );
-    first.close();
-    fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'gone').contentBlob!));
-    const executor = closeAfter(Executor.open(dataDir));
-    expect(() => executor.getStep('gone')).toThrow(
-      expect.objectContaining({ code: 'DATABASE_CORRUPT', details: expect.objectContaining({ stepId: 'gone' }) }),
-    );
-  });
-
   it('refuses with a typed error, not a crash, when a large step lost its body', async () => {
     const { dataDir, workspace } = tempSetup();
     const first = Executor.open(dataDir);
@@ -263,7 +248,7 @@ describe('large step bodies apart from their rows', () => {
       PERSON,
     );
     first.close();
-    // The database was copied without its blobs folder (or the blob was lost): that one step cannot be read.
+    // The database was copied without its blobs folder (or the blob was lost): that one step's content is lost (content-lost.test.ts).
     fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'gone').contentBlob!));
     const executor = closeAfter(Executor.open(dataDir));
     // The stop switch does not need any step's content.
@@ -271,6 +256,6 @@ describe('large step bodies apart from their rows', () => {
     expect(executor.resume(PERSON).paused).toBe(false);
     // Every other waiting step's clock still runs out.
     await expect.poll(() => executor.getStep('soon').status, { timeout: 10_000 }).toBe('expired');
-    expect(() => executor.getStep('gone')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+    expect(executor.getStep('gone').contentLost).toMatchObject({ why: 'missing' });
   });
 });

@@ -1,0 +1,43 @@
+import { ExecutorError } from './errors.js';
+/*
+ * A large write keeps its content once, as a backup blob in the data directory (src/store/step-bodies.ts). When
+ * that blob is gone or no longer matches its name (a database copied without blobs/, a file deleted, cut short or
+ * damaged), the step is still listed, shown, rejected, cancelled, expired and reverted as any other; it is never
+ * approved or run, since what it would write is not known any more. Not a status: the step keeps where it stood
+ * (waiting, approved, executed), and every surface says "content lost" beside it.
+ */
+
+/** Why a large write's content cannot be read back: its blob is `missing`, `corrupt` (its bytes no longer hash to its name), or `unreadable`. */
+export type ContentLostWhy = 'missing' | 'corrupt' | 'unreadable';
+
+export interface ContentLost {
+  /** The sha256 of the content, which names its blob under blobs/. */
+  blob: string;
+  why: ContentLostWhy;
+}
+
+/** The label beside a step's status, in the CLI and the window alike. */
+export const CONTENT_LOST_LABEL = 'Content lost';
+
+const WHY_WORDS: Record<ContentLostWhy, string> = {
+  missing: 'is missing from the data directory',
+  corrupt: 'no longer matches its hash (damaged or cut short)',
+  unreadable: 'could not be read',
+};
+
+/** In a sentence: what is lost, and what the person can do about it. */
+export function contentLostWords(lost: ContentLost): string {
+  return (
+    `Its content is lost: the backup blob ${lost.blob.slice(0, 12)}… that held it ${WHY_WORDS[lost.why]}. ` +
+    'It can no longer be approved or run; reject it (or let it expire), or restore the blobs folder from a backup of the data directory.'
+  );
+}
+
+/** The typed refusal of anything that would approve, change or run a step whose content is lost. */
+export function contentLostError(stepId: string, lost: ContentLost, doing: string): ExecutorError {
+  return new ExecutorError('STEP_CONTENT_LOST', `Step ${stepId} cannot be ${doing}. ${contentLostWords(lost)}`, {
+    stepId,
+    blob: lost.blob,
+    why: lost.why,
+  });
+}
