@@ -18,7 +18,7 @@ import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type LoadedBody, type StepRow } from './step-rows.js';
 import { readContentBlob, rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
-import type { ContentLost } from '../domain/content-lost.js';
+import { contentLostError, type ContentLost } from '../domain/content-lost.js';
 import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -305,6 +305,13 @@ export class StepRepository {
     this.lostContents.delete(stepId);
     return { body: withContent(row.step_json, content), contentBlob: row.content_blob };
   };
+
+  /** A large step's whole body, for a record that must keep it (the first proposal of an edited step); refused when its content is lost. */
+  private keptBody(stepId: string): unknown {
+    const loaded = this.loadBody(stepId);
+    if (loaded.contentLost) throw contentLostError(stepId, loaded.contentLost, 'changed');
+    return loaded.body;
+  }
 
   /** A large write's content from its blob in the data directory's backups (step-bodies.ts), checked against its hash; or why it is lost. */
   private contentOf(hash: string, base64: boolean): string | ContentLost {
@@ -996,7 +1003,7 @@ export class StepRepository {
         stored.bodyJson === null ? 0 : 1,
         stepHash(revised),
         canonicalJson(edit),
-        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.loadBody(stepId)) : row.step_json),
+        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.keptBody(stepId)) : row.step_json),
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);
