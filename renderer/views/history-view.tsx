@@ -1,3 +1,4 @@
+import { ContentLostMark, ContentLostNote } from '../components/content-lost-note.js';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { Risk } from '../../src/domain/risk.js';
 import { oneLine } from '../../src/domain/result-words.js';
@@ -549,6 +550,7 @@ function HistoryRow({
           <span className={`status status-${item.status}`} title={STATUS_LABEL[item.status]}>
             {ROW_STATUS_LABEL[item.status] ?? STATUS_LABEL[item.status]}
           </span>
+          {item.contentLost ? <ContentLostMark /> : null}
         </span>
         <span className="cell-sub">
           <RiskBadge risk={item.risk as Risk | null} />
@@ -666,6 +668,7 @@ function HistoryDetail({
         <span className={`status status-${summary.status}`}>{STATUS_LABEL[summary.status]}</span>
       </header>
       <ErrorBox error={error} />
+      {(record?.contentLost ?? summary.contentLost) ? <ContentLostNote lost={(record?.contentLost ?? summary.contentLost)!} /> : null}
       {record && cutOf(record) ? (
         <div className="notice cut-notice" role="note" data-testid="history-cut-notice">
           <p>
