@@ -54,3 +54,49 @@ export function missingBlobsWords(missing: readonly MissingBlob[]): string | nul
   ].filter(Boolean);
   return `the backups folder (blobs/) lacks ${missing.length} blob(s) the database names: ${parts.join('; ')}. The audit log itself is not affected; restore blobs/ from a backup of the data directory to get them back`;
 }
+
+/** The blobs rows name, and the dry-run records among them (whose own text names more blobs: a changeset's contents). */
+export interface NamedBlobs {
+  named: Set<string>;
+  dryRunRecords: string[];
+}
+
+/** A preview's columns, wherever it is kept: in its row (small) or in step_previews (large). */
+const PREVIEW_SOURCES = [
+  'SELECT preview_json AS json FROM steps WHERE preview_json IS NOT NULL',
+  'SELECT preview_json AS json FROM step_previews',
+];
+
+/**
+ * Every blob a row of the database names, read in one transaction (a consistent snapshot): a large write's content
+ * (step_bodies), the backups of every file a step changed (file_backups), the contents a preview's changeset keeps
+ * and its dry run's record (a command's preview), and what a result lists. What no row names, and this process
+ * does not hold (BlobStore.heldSince), is an orphan: see blob-collector.ts. Reading fails as a whole (a damaged
+ * row): the collector then takes nothing.
+ */
+export function blobsNamedByRows(db: Db): NamedBlobs {
+  return db.transaction(() => {
+    const named = new Set<string>();
+    const add = (hash: unknown) => {
+      if (typeof hash === 'string' && hash.length === 64) named.add(hash);
+    };
+    const column = (sql: string) => {
+      for (const hash of rowsOr<{ hash: unknown }>(db, sql)) add(hash.hash);
+    };
+    column('SELECT content_blob AS hash FROM step_bodies WHERE content_blob IS NOT NULL');
+    column('SELECT pre_hash AS hash FROM file_backups WHERE pre_hash IS NOT NULL');
+    column('SELECT post_hash AS hash FROM file_backups WHERE post_hash IS NOT NULL');
+    const dryRunRecords: string[] = [];
+    for (const source of [...PREVIEW_SOURCES, 'SELECT result_json AS json FROM steps WHERE result_json IS NOT NULL']) {
+      column(`SELECT json_extract(file.value, '$.preHash') AS hash FROM (${source}) AS kept, json_each(kept.json, '$.files') AS file`);
+      column(`SELECT json_extract(file.value, '$.postHash') AS hash FROM (${source}) AS kept, json_each(kept.json, '$.files') AS file`);
+    }
+    for (const source of PREVIEW_SOURCES)
+      for (const row of rowsOr<{ hash: unknown }>(db, `SELECT json_extract(kept.json, '$.dryRun.blob') AS hash FROM (${source}) AS kept`))
+        if (typeof row.hash === 'string') {
+          add(row.hash);
+          dryRunRecords.push(row.hash);
+        }
+    return { named, dryRunRecords };
+  })();
+}
