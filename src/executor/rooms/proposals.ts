@@ -10,7 +10,8 @@ import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { storeStepContents } from '../../backup/step-contents.js';
-import { assertRoomForProposal, dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
+import { dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
+import { assertRoomForPlan } from '../proposal-room.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -163,7 +164,7 @@ export class ProposalsRoom {
     try {
       // An agent over its limits is refused before its plan is weighed (and again in the commit, where it counts).
       if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-      assertRoomForProposal(desk.dataDir, proposalBytes(plan.steps));
+      assertRoomForPlan(desk.dataDir, plan.steps, desk.policy.workspaceRoots);
       const weighed = await this.weighPlan(plan.steps);
       // A large write's content goes to the backups (on disk) before its step is stored: a denied step's is not kept.
       // Leased until the commit has settled: the collector of orphans never takes a blob a row is about to name.
@@ -662,16 +663,6 @@ function endedInWords(status: StepRecord['status']): string {
     default:
       return `ended ${status.replace('_', ' ')} without running`;
   }
-}
-
-/** About how many bytes a plan's steps take stored: their contents (a write's, a snippet's), and a little for the rest. */
-function proposalBytes(steps: readonly Step[]): number {
-  let bytes = 0;
-  for (const step of steps) {
-    bytes += 4096;
-    for (const value of Object.values(step.args as Record<string, unknown>)) if (typeof value === 'string') bytes += value.length;
-  }
-  return bytes;
 }
 
 /** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */
