@@ -58,7 +58,12 @@ function mtimeOf(file: string): number | null {
 /** The hashes a dry run's record names (its changeset's contents); none when it cannot be read. */
 function namedInRecord(blobs: BlobStore, hash: string): string[] {
   try {
-    return blobs.get(hash).toString('utf8').match(/[0-9a-f]{64}/g) ?? [];
+    return (
+      blobs
+        .get(hash)
+        .toString('utf8')
+        .match(/[0-9a-f]{64}/g) ?? []
+    );
   } catch {
     return [];
   }

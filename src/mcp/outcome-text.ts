@@ -93,7 +93,10 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS,
   const verdict = verdictText(record, maxChars, held);
   // Said on the line after the verdict (which stays what models parse): the step can never be approved, so waiting is pointless.
   const sentence = record.contentLost
-    ? verdict.replace(/^[^\n]*/, (first) => `${first}\nCONTENT LOST: ${contentLostWords(record.contentLost!)} Propose the write again if it is still wanted.`)
+    ? verdict.replace(
+        /^[^\n]*/,
+        (first) => `${first}\nCONTENT LOST: ${contentLostWords(record.contentLost!)} Propose the write again if it is still wanted.`,
+      )
     : verdict;
   // The person's change goes after the verdict's first line, which stays what models parse.
   if (!record.edit) return sentence;

@@ -49,7 +49,9 @@ export function missingBlobsWords(missing: readonly MissingBlob[]): string | nul
   const backups = steps('backup');
   const listed = (ids: string[]) => `${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ` and ${ids.length - 10} more` : ''}`;
   const parts = [
-    content.length ? `the content of ${content.length} large write(s) is lost (${listed(content)}): they show "content lost" and can never be approved or run` : '',
+    content.length
+      ? `the content of ${content.length} large write(s) is lost (${listed(content)}): they show "content lost" and can never be approved or run`
+      : '',
     backups.length ? `backups of ${backups.length} step(s) are missing (${listed(backups)}): a revert that needs them refuses` : '',
   ].filter(Boolean);
   return `the backups folder (blobs/) lacks ${missing.length} blob(s) the database names: ${parts.join('; ')}. The audit log itself is not affected; restore blobs/ from a backup of the data directory to get them back`;

@@ -75,4 +75,3 @@ export function databaseCorruption(error: unknown, dataDir: string, file = path.
 export function dataDirFailure(error: unknown, dataDir: string): unknown {
   return databaseCorruption(dataDirStorageFailure(error, dataDir), dataDir);
 }
-

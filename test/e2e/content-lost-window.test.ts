@@ -6,7 +6,15 @@ import { BODY_APART_CHARS } from '../../src/store/step-bodies.js';
 import { runCli } from '../helpers/run-cli.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
-import { expectNoSeriousAxeViolations, openHistoryRow, openWindow, screenshots, SOON, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
+import {
+  expectNoSeriousAxeViolations,
+  openHistoryRow,
+  openWindow,
+  screenshots,
+  SOON,
+  useChromium,
+  windowTestsSkipReason,
+} from '../helpers/window-page.js';
 
 /*
  * A large write whose content blob was lost (here: deleted from blobs/, as a database copied without that folder
@@ -32,8 +40,18 @@ describe.skipIf(skipReason !== null)('a step whose content is lost, in the windo
       planFile,
       JSON.stringify({
         steps: [
-          { id: 'big', action: 'writeFile', args: { path: path.join(workspace, 'big.conf'), content: largeText() }, meta: { purpose: 'big config' } },
-          { id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'small.txt'), content: 'small\n' }, meta: { purpose: 'small note' } },
+          {
+            id: 'big',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'big.conf'), content: largeText() },
+            meta: { purpose: 'big config' },
+          },
+          {
+            id: 'small',
+            action: 'writeFile',
+            args: { path: path.join(workspace, 'small.txt'), content: 'small\n' },
+            meta: { purpose: 'small note' },
+          },
         ],
       }),
     );
@@ -64,7 +82,9 @@ describe.skipIf(skipReason !== null)('a step whose content is lost, in the windo
     await decision.getByRole('button', { name: 'Reject' }).click();
     await page.locator('#reject-reason').fill('its content is gone');
     await page.getByRole('button', { name: 'Reject step' }).click();
-    await expect.poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'big']).json<{ status: string }>().status, SOON).toBe('rejected');
+    await expect
+      .poll(() => runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'big']).json<{ status: string }>().status, SOON)
+      .toBe('rejected');
 
     await openHistoryRow(page, serve.info.url, 'big');
     const row = page.locator('#history-row-big');

@@ -372,7 +372,9 @@ export class ExecutionRoom {
     if (verdict === 'ok') return null;
     const lost = { blob, why: verdict };
     this.desk.steps.contentFoundLost(stepId, lost);
-    this.desk.log(`executor: step ${stepId}: its content blob ${blob} ${verdict === 'missing' ? 'is missing' : `is ${verdict}`}; it will not run`);
+    this.desk.log(
+      `executor: step ${stepId}: its content blob ${blob} ${verdict === 'missing' ? 'is missing' : `is ${verdict}`}; it will not run`,
+    );
     return lost;
   }
 

@@ -57,7 +57,10 @@ describe('collecting orphan blobs', () => {
     const executor = closeAfter(Executor.open(dataDir));
     const target = path.join(workspace, 'done.txt');
     fs.writeFileSync(target, largeText('before'));
-    const [done] = await executor.propose({ steps: [{ id: 'done', action: 'writeFile', args: { path: target, content: largeText('after') } }] }, PERSON);
+    const [done] = await executor.propose(
+      { steps: [{ id: 'done', action: 'writeFile', args: { path: target, content: largeText('after') } }] },
+      PERSON,
+    );
     expect((await executor.approve('done', PERSON, { previewHash: done!.previewHash })).status).toBe('executed');
     await executor.propose({ steps: [{ id: 'waits', action: 'writeFile', args: { path: 'w.txt', content: largeText('waits') } }] }, PERSON);
     const orphan = plantOrphan(dataDir, largeText('orphan'));

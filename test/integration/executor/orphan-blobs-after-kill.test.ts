@@ -25,7 +25,10 @@ const blobFile = (dataDir: string, hash: string) => path.join(dataDir, 'blobs', 
 
 function planFile(base: string, name: string, content: string, workspace: string): string {
   const file = path.join(base, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ steps: [{ id: name, action: 'writeFile', args: { path: path.join(workspace, `${name}.txt`), content } }] }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ steps: [{ id: name, action: 'writeFile', args: { path: path.join(workspace, `${name}.txt`), content } }] }),
+  );
   return file;
 }
 
@@ -62,7 +65,9 @@ describe('orphan blobs after a host killed mid-proposal', { timeout: 180_000 }, 
     expect(fs.existsSync(blobFile(dataDir, sha256Of(Buffer.from(stored))))).toBe(true);
     const shown = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', 'stored']);
     expect(shown.status, shown.stderr).toBe(0);
-    expect(shown.json<{ contentLost?: unknown; step: { args: { content: string } } }>()).toMatchObject({ step: { args: { content: stored } } });
+    expect(shown.json<{ contentLost?: unknown; step: { args: { content: string } } }>()).toMatchObject({
+      step: { args: { content: stored } },
+    });
     expect(shown.json<{ contentLost?: unknown }>().contentLost).toBeUndefined();
     await second.stop();
   });

@@ -78,7 +78,10 @@ describe.runIf(mountable)('room for a proposal on a small real disk', () => {
     // 6 MB: its blob and its run's temporary file are 12 MB, more than the 11 MB free.
     const tooLarge = text(6_000_000, 'large');
     const refused = await executor
-      .propose({ steps: [{ id: 'too-large', action: 'writeFile', args: { path: path.join(workspace, 'large.txt'), content: tooLarge } }] }, person)
+      .propose(
+        { steps: [{ id: 'too-large', action: 'writeFile', args: { path: path.join(workspace, 'large.txt'), content: tooLarge } }] },
+        person,
+      )
       .then(
         () => null,
         (error: unknown) => error as ExecutorError,

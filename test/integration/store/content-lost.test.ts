@@ -40,7 +40,10 @@ function contentBlobOf(dataDir: string, stepId: string): string {
 /** The ways a blob is lost, each as it leaves the file (or no file). */
 const DAMAGE = {
   deleted: { why: 'missing', damage: (file: string) => fs.rmSync(file) },
-  'blobs folder left behind': { why: 'missing', damage: (file: string) => fs.rmSync(path.dirname(path.dirname(file)), { recursive: true }) },
+  'blobs folder left behind': {
+    why: 'missing',
+    damage: (file: string) => fs.rmSync(path.dirname(path.dirname(file)), { recursive: true }),
+  },
   truncated: { why: 'corrupt', damage: (file: string) => fs.truncateSync(file, 100) },
   'changed, same size': {
     why: 'corrupt',
@@ -52,13 +55,20 @@ const DAMAGE = {
   },
 } as const;
 
-async function proposeThenLose(damage: (file: string) => void, steps: { id: string; content: string }[] = [{ id: 'big', content: largeText('big') }]) {
+async function proposeThenLose(
+  damage: (file: string) => void,
+  steps: { id: string; content: string }[] = [{ id: 'big', content: largeText('big') }],
+) {
   const { dataDir, workspace } = tempSetup();
   const first = Executor.open(dataDir);
   const proposed = await first.propose(
     {
       steps: [
-        ...steps.map((step) => ({ id: step.id, action: 'writeFile', args: { path: path.join(workspace, `${step.id}.txt`), content: step.content } })),
+        ...steps.map((step) => ({
+          id: step.id,
+          action: 'writeFile',
+          args: { path: path.join(workspace, `${step.id}.txt`), content: step.content },
+        })),
         { id: 'small', action: 'writeFile', args: { path: path.join(workspace, 'small.txt'), content: 'small\n' } },
       ],
     },
@@ -125,10 +135,16 @@ describe('a large write whose content blob is lost', () => {
     const { dataDir, workspace } = tempSetup();
     const first = Executor.open(dataDir);
     await first.propose(
-      { consentExpirySeconds: 1, steps: [{ id: 'soon', action: 'writeFile', args: { path: path.join(workspace, 's.txt'), content: largeText('s') } }] },
+      {
+        consentExpirySeconds: 1,
+        steps: [{ id: 'soon', action: 'writeFile', args: { path: path.join(workspace, 's.txt'), content: largeText('s') } }],
+      },
       PERSON,
     );
-    const [theirs] = await first.propose({ steps: [{ id: 'theirs', action: 'writeFile', args: { path: 't.txt', content: largeText('t') } }] }, AGENT);
+    const [theirs] = await first.propose(
+      { steps: [{ id: 'theirs', action: 'writeFile', args: { path: 't.txt', content: largeText('t') } }] },
+      AGENT,
+    );
     first.close();
     fs.rmSync(blobFile(dataDir, contentBlobOf(dataDir, 'soon')));
     fs.rmSync(blobFile(dataDir, contentBlobOf(dataDir, theirs!.step.id)));
@@ -172,7 +188,9 @@ describe('a large write whose content blob is lost', () => {
     first.close();
     fs.rmSync(blobFile(dataDir, contentBlobOf(dataDir, 'done')));
     const executor = closeAfter(Executor.open(dataDir));
-    expect(executor.listSteps().map((record) => [record.step.id, record.status, record.contentLost?.why])).toEqual([['done', 'executed', 'missing']]);
+    expect(executor.listSteps().map((record) => [record.step.id, record.status, record.contentLost?.why])).toEqual([
+      ['done', 'executed', 'missing'],
+    ]);
     // The file still holds what the step wrote: the revert checks it by hash (the row keeps it), and puts back the old file.
     expect((await executor.revertStep('done', PERSON)).status).toBe('reverted');
     expect(fs.readFileSync(target, 'utf8')).toBe('before\n');
