@@ -197,6 +197,30 @@ describe('a large write whose content blob is lost', () => {
     expect((await executor.verifyAudit()).ok).toBe(true);
   });
 
+  it('executed, edited by hand, then damaged: the revert names the conflict and says the change since cannot be shown', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const target = path.join(workspace, 'edited.txt');
+    const [step] = await executor.propose(
+      { steps: [{ id: 'edited', action: 'writeFile', args: { path: target, content: largeText('e') } }] },
+      PERSON,
+    );
+    expect((await executor.approve('edited', PERSON, { previewHash: step!.previewHash })).status).toBe('executed');
+    fs.appendFileSync(target, 'by hand\n');
+    const file = blobFile(dataDir, contentBlobOf(dataDir, 'edited'));
+    const bytes = fs.readFileSync(file);
+    bytes[0] = bytes[0]! ^ 1;
+    fs.writeFileSync(file, bytes);
+    const [entry] = executor.previewRevert('edited').files;
+    expect(entry).toMatchObject({
+      state: 'conflict',
+      changedSince: null,
+      changedSinceOmittedReason: expect.stringContaining('no longer kept'),
+    });
+    await expect(executor.revertStep('edited', PERSON)).rejects.toMatchObject({ code: 'REVERT_CONFLICT' });
+    expect(fs.readFileSync(target, 'utf8')).toBe(`${largeText('e')}by hand\n`);
+  });
+
   it('reads whole again once its blob is put back: a lost step is never remembered as lost', async () => {
     const { dataDir } = tempSetup();
     const first = Executor.open(dataDir);
