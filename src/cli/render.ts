@@ -115,7 +115,9 @@ export function summaryLine(record: StepRecord): string {
   const blocked = record.blockedBy
     ? `  blocked by ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()})`
     : '';
-  const lost = record.contentLost ? `  ${CONTENT_LOST_LABEL.toUpperCase()} (blob ${record.contentLost.why})` : '';
+  const lost = record.contentLost
+    ? `  ${CONTENT_LOST_LABEL.toUpperCase()} (${record.contentLost.blob === null ? 'body' : 'blob'} ${record.contentLost.why})`
+    : '';
   // The status in the window's words ("Waiting for you"), not its state name: `--json` keeps the name.
   return `${line(record.step.id)}  ${statusWords(record.status).padEnd(16)} ${risk.padEnd(8)} ${line(actionWords(record, () => module.summarize(args)))}${proposer}${preview}${blocked}${lost}`;
 }

@@ -11,8 +11,8 @@ import { ExecutorError } from './errors.js';
 export type ContentLostWhy = 'missing' | 'corrupt' | 'unreadable';
 
 export interface ContentLost {
-  /** The sha256 of the content, which names its blob under blobs/. */
-  blob: string;
+  /** The sha256 of the content, which names its blob under blobs/; null when the database lost the step's stored body itself. */
+  blob: string | null;
   why: ContentLostWhy;
 }
 
@@ -27,8 +27,12 @@ const WHY_WORDS: Record<ContentLostWhy, string> = {
 
 /** In a sentence: what is lost, and what the person can do about it. */
 export function contentLostWords(lost: ContentLost): string {
+  const where =
+    lost.blob === null
+      ? 'the database no longer holds its stored body (step_bodies)'
+      : `the backup blob ${lost.blob.slice(0, 12)}… that held it ${WHY_WORDS[lost.why]}`;
   return (
-    `Its content is lost: the backup blob ${lost.blob.slice(0, 12)}… that held it ${WHY_WORDS[lost.why]}. ` +
+    `Its content is lost: ${where}. ` +
     'It can no longer be approved or run; reject it (or let it expire), or restore the blobs folder from a backup of the data directory.'
   );
 }

@@ -285,15 +285,15 @@ export class StepRepository {
   private readonly lostContents = new Map<string, ContentLost>();
 
   /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
-  private readonly loadBody = (stepId: string): LoadedBody => {
+  private readonly loadBody = (stepId: string, rowJson: string): LoadedBody => {
     const row = this.statement('SELECT step_json, content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
       { step_json: string; content_blob: string | null } | undefined;
-    if (!row)
-      throw new ExecutorError(
-        'DATABASE_CORRUPT',
-        `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
-        { stepId },
-      );
+    if (!row) {
+      // The database lost the body (a damaged step_bodies): its row still says what the step is, without its content.
+      const lost: ContentLost = { blob: null, why: 'missing' };
+      this.lostContents.set(stepId, lost);
+      return { body: withContent(rowJson, ''), contentBlob: null, contentLost: lost };
+    }
     if (row.content_blob === null) return { body: JSON.parse(row.step_json) as unknown, contentBlob: null };
     const stepWithout = JSON.parse(row.step_json) as Step;
     const content = this.contentOf(row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64');
@@ -307,8 +307,8 @@ export class StepRepository {
   };
 
   /** A large step's whole body, for a record that must keep it (the first proposal of an edited step); refused when its content is lost. */
-  private keptBody(stepId: string): unknown {
-    const loaded = this.loadBody(stepId);
+  private keptBody(stepId: string, rowJson: string): unknown {
+    const loaded = this.loadBody(stepId, rowJson);
     if (loaded.contentLost) throw contentLostError(stepId, loaded.contentLost, 'changed');
     return loaded.body;
   }
@@ -336,9 +336,9 @@ export class StepRepository {
     this.parsed.forget(stepId);
   }
 
-  /** Whether a listed step's content is lost: its blob gone (a stat), or found damaged by an earlier read. */
+  /** Whether a listed step's content is lost: its blob gone (a stat), or found damaged (or its body gone) by an earlier read. */
   private contentLostOf(stepId: string, contentBlob: string | null): ContentLost | undefined {
-    if (contentBlob === null) return undefined;
+    if (contentBlob === null) return this.lostContents.get(stepId);
     if (this.contentBlobs && !this.contentBlobs.has(contentBlob)) return { blob: contentBlob, why: 'missing' };
     return this.lostContents.get(stepId);
   }
@@ -815,11 +815,7 @@ export class StepRepository {
       // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.
       step:
         this.parsed.cached(row.step_id, row.step_hash) ??
-        this.parsed.parse(
-          row.step_id,
-          row.step_hash,
-          row.body_apart ? null : (rowJson.get(row.step_id) as { step_json: string }).step_json,
-        ),
+        this.parsed.of({ ...row, step_json: (rowJson.get(row.step_id) as { step_json: string }).step_json }),
       status: row.status,
       position: row.position,
       preview: this.previews.of(row),
@@ -1003,7 +999,7 @@ export class StepRepository {
         stored.bodyJson === null ? 0 : 1,
         stepHash(revised),
         canonicalJson(edit),
-        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.keptBody(stepId)) : row.step_json),
+        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.keptBody(stepId, row.step_json)) : row.step_json),
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);

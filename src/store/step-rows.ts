@@ -62,7 +62,8 @@ export interface LoadedBody {
   contentLost?: ContentLost;
 }
 
-export type BodyLoader = (stepId: string) => LoadedBody;
+/** `rowJson`: the step as its row holds it (without its content), for a body the database lost. */
+export type BodyLoader = (stepId: string, rowJson: string) => LoadedBody;
 
 /** Whether a blob of the data directory's backups is there (a stat, not a read: a listing must stay cheap). */
 export type BlobPresence = (hash: string) => boolean;
@@ -138,7 +139,11 @@ export class ParsedSteps {
     const cached = this.cached(row.step_id, row.step_hash);
     if (cached) return { step: cached };
     if (!row.body_apart) return { step: this.parse(row.step_id, row.step_hash, row.step_json) };
-    const loaded = this.loadBody(row.step_id);
+    const loaded = this.loadBody(row.step_id, row.step_json);
+    if (loaded.contentLost && !StepSchema.safeParse(loaded.body).success)
+      throw new ExecutorError('DATABASE_CORRUPT', `The stored step ${row.step_id} cannot be read back; the database is damaged.`, {
+        stepId: row.step_id,
+      });
     StepSchema.parse(loaded.body);
     if (loaded.contentLost) return { step: loaded.body as Step, contentLost: loaded.contentLost };
     return { step: this.remember(loaded.body as Step, row.step_hash, loaded.contentBlob) };
@@ -151,7 +156,7 @@ export class ParsedSteps {
    */
   parse(stepId: string, hash: string, rowJson: string | null): Step {
     // A large step's body is read only here, on a miss: a cached step costs its small row alone.
-    if (rowJson === null) return this.withContentState({ step_id: stepId, step_hash: hash, step_json: '', body_apart: 1 }).step;
+    if (rowJson === null) throw new Error('a large step is parsed from its row (withContentState)');
     const stored = JSON.parse(rowJson) as unknown;
     StepSchema.parse(stored);
     return this.rememberSmall(stored as Step, hash, rowJson.length);

@@ -186,7 +186,7 @@ export const RunSpanSchema = z.object({
 });
 
 /** A large write whose content blob is missing or damaged (src/domain/content-lost.ts). */
-const ContentLostWireSchema = z.object({ blob: z.string(), why: z.enum(['missing', 'corrupt', 'unreadable']) });
+const ContentLostWireSchema = z.object({ blob: z.string().nullable(), why: z.enum(['missing', 'corrupt', 'unreadable']) });
 
 export const StepRecordSchema = z.object({
   step: StepWireSchema,

@@ -217,7 +217,7 @@ describe('large step bodies apart from their rows', () => {
     expect((await executor.verifyAudit()).ok).toBe(true);
   });
 
-  it('refuses with a typed error, not a crash, when a large step lost its body', async () => {
+  it('reads a large step whose body the database lost as content lost, not a crash, and lists the others', async () => {
     const { dataDir, workspace } = tempSetup();
     const first = Executor.open(dataDir);
     await first.propose(
@@ -230,7 +230,12 @@ describe('large step bodies apart from their rows', () => {
     db.close();
     // A fresh process: the parsed-step cache of the one that proposed it does not count.
     const executor = closeAfter(Executor.open(dataDir));
-    expect(() => executor.getStep('lost')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+    const lost = executor.getStep('lost');
+    expect(lost.contentLost).toEqual({ blob: null, why: 'missing' });
+    expect(lost.step.args).toMatchObject({ path: path.join(workspace, 'b.txt'), content: '' });
+    expect(executor.listSteps().map((record) => record.step.id)).toEqual(['lost']);
+    await expect(executor.approve('lost', PERSON)).rejects.toMatchObject({ code: 'STEP_CONTENT_LOST' });
+    expect((await executor.reject('lost', PERSON, 'its body is gone')).status).toBe('rejected');
   });
 
   it("still stops all agents and expires the other waiting steps when a waiting step's content blob is gone", async () => {
