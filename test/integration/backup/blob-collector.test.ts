@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import fc from 'fast-check';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -101,6 +102,44 @@ describe('collecting orphan blobs', () => {
     expect(third.removed.sort()).toEqual([young, reused].sort());
   });
 
+  it("takes only files named as a blob (or a dead process's unfinished blob write), whatever else lies in blobs/", async () => {
+    const { dataDir } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const anHourAgo = new Date(Date.now() - 2 * 3600 * 1000);
+    const hex = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 62, maxLength: 62 });
+    // Names that are not a blob's: any text, a hash one character short or long, upper case, a stray suffix.
+    const name = fc.oneof(
+      fc.string({ minLength: 1, maxLength: 60 }).filter((text) => !/[/\0]/.test(text) && text !== '.' && text !== '..'),
+      hex.map((text) => text.slice(1)),
+      hex.map((text) => `${text}0`),
+      hex.map((text) => text.toUpperCase()),
+      hex.map((text) => `${text}.bak`),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(name, { minLength: 1, maxLength: 6 }), async (names) => {
+        const folder = path.join(dataDir, 'blobs', 'ab');
+        fs.mkdirSync(folder, { recursive: true });
+        const files = names.map((entry) => path.join(folder, entry));
+        for (const file of files) {
+          fs.writeFileSync(file, 'not a blob');
+          fs.utimesSync(file, anHourAgo, anHourAgo);
+        }
+        await executor.collectOrphanBlobs(0);
+        for (const file of files) expect(fs.existsSync(file), file).toBe(true);
+        for (const file of files) fs.rmSync(file);
+      }),
+      { numRuns: 40 },
+    );
+    // A temporary sibling of a blob write left by a process that is gone, and an orphan blob, both go.
+    const orphan = plantOrphan(dataDir, 'orphan\n');
+    const temporary = path.join(dataDir, 'blobs', orphan.slice(0, 2), `.${orphan.slice(2)}.executor-0a1b2c3d4e5f.tmp`);
+    fs.writeFileSync(temporary, 'half');
+    fs.utimesSync(temporary, anHourAgo, anHourAgo);
+    const outcome = await executor.collectOrphanBlobs(0);
+    expect(outcome).toMatchObject({ removed: [orphan], removedTemporary: 1 });
+    expect(fs.existsSync(temporary)).toBe(false);
+  });
+
   it('never removes a blob a proposal is writing or about to name, with sweeps running all the while', async () => {
     const { dataDir } = tempSetup();
     const executor = closeAfter(Executor.open(dataDir));
@@ -113,7 +152,7 @@ describe('collecting orphan blobs', () => {
         sweeps += 1;
       }
     })();
-    const ids = Array.from({ length: 24 }, (_, index) => `p${index}`);
+    const ids = Array.from({ length: 16 }, (_, index) => `p${index}`);
     await Promise.all(
       ids.map((id, index) =>
         executor.propose(
