@@ -550,7 +550,6 @@ function HistoryRow({
           <span className={`status status-${item.status}`} title={STATUS_LABEL[item.status]}>
             {ROW_STATUS_LABEL[item.status] ?? STATUS_LABEL[item.status]}
           </span>
-          {item.contentLost ? <ContentLostMark /> : null}
         </span>
         <span className="cell-sub">
           <RiskBadge risk={item.risk as Risk | null} />
@@ -559,6 +558,7 @@ function HistoryRow({
       <td>
         <span className="cell-title" title={markedPlainText(item.title)}>
           <MarkedText text={item.title} />
+          {item.contentLost ? <ContentLostMark /> : null}
         </span>
         <span className="cell-sub">
           <CopyId id={item.id} what="step id" /> · <CopyId id={item.planId} what="plan id" keep={6} />
@@ -668,7 +668,9 @@ function HistoryDetail({
         <span className={`status status-${summary.status}`}>{STATUS_LABEL[summary.status]}</span>
       </header>
       <ErrorBox error={error} />
-      {(record?.contentLost ?? summary.contentLost) ? <ContentLostNote lost={(record?.contentLost ?? summary.contentLost)!} /> : null}
+      {(record?.contentLost ?? summary.contentLost) ? (
+        <ContentLostNote lost={(record?.contentLost ?? summary.contentLost)!} status={summary.status} />
+      ) : null}
       {record && cutOf(record) ? (
         <div className="notice cut-notice" role="note" data-testid="history-cut-notice">
           <p>

@@ -919,7 +919,7 @@ function StepDetail({
           </>
         ) : null}
       </dl>
-      {record.contentLost ? <ContentLostNote lost={record.contentLost} /> : null}
+      {record.contentLost ? <ContentLostNote lost={record.contentLost} status={record.status} /> : null}
       <WhatRuns step={record.step} limits={policy} roots={roots} />
       <RepetitionHint step={record.step} />
       {record.blockedBy ? (

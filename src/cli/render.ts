@@ -196,7 +196,7 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
     `Action   ${line(actionWords(record, () => module.summarize(args)))}`,
     ...runs.facts,
     `Status   ${statusWords(record.status)}${record.contentLost ? ` — ${CONTENT_LOST_LABEL.toLowerCase()}` : ''}`,
-    ...(record.contentLost ? [`Content  LOST: ${contentLostWords(record.contentLost)}`] : []),
+    ...(record.contentLost ? [`Content  LOST: ${contentLostWords(record.contentLost, record.status)}`] : []),
     `Origin   ${meta.origin}${meta.client ? ` (${line(meta.client)})` : ''}${meta.agent ? ` [${line(meta.agent)}]` : ''}`,
   ];
   if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);

@@ -1,4 +1,5 @@
 import { ExecutorError } from './errors.js';
+import type { StepStatus } from './state-machine.js';
 /*
  * A large write keeps its content once, as a backup blob in the data directory (src/store/step-bodies.ts). When
  * that blob is gone or no longer matches its name (a database copied without blobs/, a file deleted, cut short or
@@ -25,15 +26,20 @@ const WHY_WORDS: Record<ContentLostWhy, string> = {
   unreadable: 'could not be read',
 };
 
-/** In a sentence: what is lost, and what the person can do about it. */
-export function contentLostWords(lost: ContentLost): string {
+/** Statuses in which a step can still be decided or run: the words then say it never will be. */
+const OPEN: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
+
+/** In a sentence: what is lost, and what the person can do about it (for a step still open, or one that ended). */
+export function contentLostWords(lost: ContentLost, status: StepStatus = 'awaiting_consent'): string {
   const where =
     lost.blob === null
       ? 'the database no longer holds its stored body (step_bodies)'
       : `the backup blob ${lost.blob.slice(0, 12)}… that held it ${WHY_WORDS[lost.why]}`;
   return (
     `Its content is lost: ${where}. ` +
-    'It can no longer be approved or run; reject it (or let it expire), or restore the blobs folder from a backup of the data directory.'
+    (OPEN.includes(status)
+      ? 'It can no longer be approved or run; reject it (or let it expire), or restore the blobs folder from a backup of the data directory.'
+      : 'What it would have written (or wrote) cannot be shown; restoring the blobs folder from a backup of the data directory brings it back.')
   );
 }
 

@@ -95,7 +95,8 @@ export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS,
   const sentence = record.contentLost
     ? verdict.replace(
         /^[^\n]*/,
-        (first) => `${first}\nCONTENT LOST: ${contentLostWords(record.contentLost!)} Propose the write again if it is still wanted.`,
+        (first) =>
+          `${first}\nCONTENT LOST: ${contentLostWords(record.contentLost!, record.status)} Propose the write again if it is still wanted.`,
       )
     : verdict;
   // The person's change goes after the verdict's first line, which stays what models parse.

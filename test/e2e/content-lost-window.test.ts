@@ -92,6 +92,8 @@ describe.skipIf(skipReason !== null)('a step whose content is lost, in the windo
     expect(await page.locator('#history-row-small').getByTestId('content-lost-mark').count()).toBe(0);
     const detail = page.locator('#history-detail');
     await expect.poll(() => detail.getByTestId('content-lost').isVisible(), SOON).toBe(true);
+    // Ended: no advice to reject it any more, only how to get the content back.
+    expect(await detail.getByTestId('content-lost').textContent()).toMatch(/cannot be shown; restoring the blobs folder/);
     await screenshots(page, 'content-lost-history');
     expect(errors).toEqual([]);
   });
