@@ -152,6 +152,15 @@ export class BlobStore {
     return digest.digest('hex') === hash ? 'ok' : 'corrupt';
   }
 
+  stamp(hash: string): string | null {
+    try {
+      const stats = fs.statSync(this.pathOf(hash));
+      return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+    } catch {
+      return null;
+    }
+  }
+
   has(hash: string): boolean {
     return fs.existsSync(this.pathOf(hash));
   }

@@ -69,6 +69,8 @@ export function withContent(rowJson: string, content: string): Step {
 export interface ContentBlobs {
   get(hash: string): Buffer;
   has(hash: string): boolean;
+  /** What the blob's file is now (size, time, inode) without reading it, or null when it is gone: a damaged one is not hashed again until it changes. */
+  stamp(hash: string): string | null;
 }
 
 /** A content blob's bytes, or why it cannot be given back: gone, no longer its hash's (damaged, cut short), or unreadable. */

@@ -283,6 +283,8 @@ export class StepRepository {
    * summaries checks a blob's presence alone (a stat), and a damaged one is known only once it was read.
    */
   private readonly lostContents = new Map<string, ContentLost>();
+  /** Content blobs found damaged, by hash, with what their file was then (ContentBlobs.stamp). */
+  private readonly damagedBlobs = new Map<string, { stamp: string; lost: ContentLost }>();
 
   /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
   private readonly loadBody = (stepId: string, rowJson: string): LoadedBody => {
@@ -296,8 +298,14 @@ export class StepRepository {
     }
     if (row.content_blob === null) return { body: JSON.parse(row.step_json) as unknown, contentBlob: null };
     const stepWithout = JSON.parse(row.step_json) as Step;
+    // Found damaged before and not changed since: not read and hashed again (a 10 MB blob, at every listing).
+    const stamp = this.contentBlobs?.stamp(row.content_blob) ?? null;
+    const known = this.damagedBlobs.get(row.content_blob);
+    if (stamp !== null && known?.stamp === stamp)
+      return { body: withContent(row.step_json, ''), contentBlob: row.content_blob, contentLost: known.lost };
     const content = this.contentOf(row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64');
     if (typeof content !== 'string') {
+      if (content.why === 'corrupt' && stamp !== null) this.damagedBlobs.set(row.content_blob, { stamp, lost: content });
       this.lostContents.set(stepId, content);
       // Empty, never a guess: the record says contentLost, and nothing approves or runs such a step.
       return { body: withContent(row.step_json, ''), contentBlob: row.content_blob, contentLost: content };
